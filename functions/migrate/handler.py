@@ -1,0 +1,15 @@
+"""migrate: applies the SQL migrations. Also the CloudFormation custom resource (Create/Update)."""
+
+from typing import Any
+
+from batchlane.db.migrate import migrate
+from batchlane.handlers import lambda_handler
+from batchlane.runtime import services
+
+
+@lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    if event.get("RequestType") == "Delete":
+        return {"PhysicalResourceId": event.get("PhysicalResourceId", "batchlane-migrations")}
+    applied = migrate(services().db)
+    return {"PhysicalResourceId": "batchlane-migrations", "Data": {"Applied": ",".join(applied) or "none"}}

@@ -1,0 +1,121 @@
+"""The owner-only REST API (API Gateway v1 → ``functions/api``, a Powertools APIGatewayRestResolver).
+
+Every method requires a Cognito user-pool token; the handler takes the owner from
+``requestContext.authorizer.claims.sub``. The stage has access logging (JSON, to a log
+group with retention), execution logging at INFO without request/response bodies,
+X-Ray tracing, and throttling from context ``apiThrottle``.
+
+Routes: GET /api/files · POST /api/v1/files · GET /api/v1/files/{fileId}/conversion ·
+POST /api/v1/files/{fileId}/cancel · POST /api/v1/files/{fileId}/process-now
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.config import InfraConfig
+from infra.nag import acknowledge
+
+ROUTES: tuple[tuple[str, str], ...] = (
+    ("GET", "/api/files"),
+    ("POST", "/api/v1/files"),
+    ("GET", "/api/v1/files/{fileId}/conversion"),
+    ("POST", "/api/v1/files/{fileId}/cancel"),
+    ("POST", "/api/v1/files/{fileId}/process-now"),
+)
+STAGE = "v1"
+
+
+class Api(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, config: InfraConfig, handler: lambda_.IFunction) -> None:
+        super().__init__(scope, construct_id)
+        self.user_pool = cognito.UserPool(
+            self,
+            "Users",
+            self_sign_up_enabled=False,  # an administrator invites users
+            sign_in_aliases=cognito.SignInAliases(email=True),
+            auto_verify=cognito.AutoVerifiedAttrs(email=True),
+            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
+            mfa=cognito.Mfa.REQUIRED,
+            mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
+            password_policy=cognito.PasswordPolicy(
+                min_length=12,
+                require_lowercase=True,
+                require_uppercase=True,
+                require_digits=True,
+                require_symbols=True,
+                temp_password_validity=Duration.days(3),
+            ),
+            deletion_protection=config.retain_data,
+            removal_policy=RemovalPolicy.RETAIN if config.retain_data else RemovalPolicy.DESTROY,
+        )
+        acknowledge(
+            self.user_pool,
+            "AwsSolutions-COG3",
+            "Threat protection (advanced security) needs the Cognito Plus feature plan, billed per active user; "
+            "users are invited by an administrator and MFA is required.",
+        )
+        self.client = self.user_pool.add_client(
+            "CliClient",
+            auth_flows=cognito.AuthFlow(user_srp=True),
+            generate_secret=False,  # used by the CLI and a browser: a secret could not stay secret
+            prevent_user_existence_errors=True,
+            access_token_validity=Duration.hours(1),
+            id_token_validity=Duration.hours(1),
+            refresh_token_validity=Duration.days(30),
+        )
+
+        access_logs = logs.LogGroup(
+            self, "AccessLogs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        self.rest_api = apigw.RestApi(
+            self,
+            "RestApi",
+            description="batchlane: owner-only file and conversion API",
+            cloud_watch_role=True,  # execution/access logging needs the account's API Gateway logging role
+            cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
+            endpoint_types=[apigw.EndpointType.REGIONAL],
+            deploy_options=apigw.StageOptions(
+                stage_name=STAGE,
+                access_log_destination=apigw.LogGroupLogDestination(access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=False, http_method=True, ip=True, protocol=True, request_time=True,
+                    resource_path=True, response_length=True, status=True, user=True,
+                ),  # fmt: skip
+                logging_level=apigw.MethodLoggingLevel.INFO,
+                data_trace_enabled=False,  # never log request/response bodies
+                tracing_enabled=True,
+                throttling_rate_limit=config.api_rate_limit,
+                throttling_burst_limit=config.api_burst_limit,
+            ),
+        )
+        authorizer = apigw.CognitoUserPoolsAuthorizer(self, "Authorizer", cognito_user_pools=[self.user_pool])
+        validator = self.rest_api.add_request_validator("Validator", validate_request_parameters=True, validate_request_body=False)
+        integration = apigw.LambdaIntegration(handler, proxy=True)
+        for method, path in ROUTES:
+            resource = self.rest_api.root.resource_for_path(path)
+            params = {f"method.request.path.{p}": True for p in ("fileId",) if "{" + p + "}" in path}
+            resource.add_method(
+                method,
+                integration,
+                authorizer=authorizer,
+                authorization_type=apigw.AuthorizationType.COGNITO,
+                request_validator=validator,
+                request_parameters=params or None,
+            )
+        acknowledge(
+            self.rest_api,
+            "AwsSolutions-APIG3",
+            "No AWS WAF web ACL by default (its fixed monthly cost); every method needs a Cognito token and the stage is "
+            "throttled. Associate a web ACL with the stage if the API is exposed widely.",
+        )
+        acknowledge(
+            self.rest_api,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs]",
+            "The account-level API Gateway logging role uses the AWS-maintained policy that API Gateway requires for CloudWatch logging.",
+        )

@@ -1,0 +1,235 @@
+"""Every function in ``batchlane.topology.FUNCTIONS`` as a Lambda, made by one factory.
+
+Each Lambda: Python 3.12 on arm64 (the layer is built for exactly that platform), the
+shared layer, Powertools logging / tracing (X-Ray active) / metrics (EMF, no extra
+grant), its own log group with retention, its own role holding only the grants its
+``needs`` name (``grant_capabilities``), and the lane settings from context.
+
+Secrets never travel in environment variables: a ``db`` function gets
+``DATABASE_SECRET_ARN`` and reads the secret at run time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from batchlane import topology
+from infra.config import InfraConfig
+from infra.iam import BedrockBatchAccess, acknowledge_model_wildcards, invoke_model_statement
+from infra.layer_build import build_layer
+from infra.nag import acknowledge
+
+RUNTIME = lambda_.Runtime.PYTHON_3_12  # must match infra.layer_build.PYTHON_VERSION
+ARCHITECTURE = lambda_.Architecture.ARM_64  # must match infra.layer_build.PLATFORM
+SERVICE_NAME = "batchlane"
+METRICS_NAMESPACE = "Batchlane"
+# Invoked asynchronously (EventBridge rules and schedules): failed runs land in a DLQ.
+ASYNC_FUNCTIONS = frozenset({r.target for r in topology.RULES} | {s.target for s in topology.SCHEDULES})
+
+
+@dataclass(frozen=True)
+class Network:
+    """Where the functions that need the database run."""
+
+    vpc: ec2.IVpc
+    subnets: ec2.SubnetSelection
+    security_group: ec2.ISecurityGroup
+
+
+@dataclass(frozen=True)
+class Wiring:
+    """What capabilities are granted against. State machine ARNs are built from fixed
+    names (see workflows.state_machine_arn) so functions and machines never form a cycle."""
+
+    bucket: s3.IBucket
+    bedrock: BedrockBatchAccess
+    database_secret: secretsmanager.ISecret
+    network: Network
+    conversion_state_machine_arn: str
+    batch_lane_state_machine_arn: str
+
+
+def function_code(name: str) -> lambda_.Code:
+    folder = topology.FUNCTIONS_DIR / name
+    if not (folder / "handler.py").is_file():
+        raise FileNotFoundError(
+            f"functions/{name}/handler.py is missing: every function in batchlane.topology needs a handler to deploy"
+        )
+    return lambda_.Code.from_asset(str(folder), exclude=["__pycache__", "*.pyc", "tests"])
+
+
+class Compute(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: InfraConfig,
+        wiring: Wiring,
+        layer_dir: Path | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._wiring = wiring
+        retention = config.log_retention
+        self._retention = retention
+
+        self.layer = lambda_.LayerVersion(
+            self,
+            "SharedLayer",
+            code=lambda_.Code.from_asset(str(layer_dir or build_layer())),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="batchlane package + pinned runtime dependencies (no offline stack, no CLI)",
+        )
+        self.async_failures = sqs.Queue(
+            self,
+            "AsyncFailuresDlq",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=Duration.days(14),
+        )
+        acknowledge(
+            self.async_failures,
+            "AwsSolutions-SQS3",
+            "This queue IS the dead-letter queue of the event-driven Lambdas; a DLQ of a DLQ would hide failures.",
+        )
+        self.functions: dict[str, lambda_.Function] = {spec.name: self._make(spec) for spec in topology.FUNCTIONS}
+
+    # -- the factory ------------------------------------------------------------------
+    def _make(self, spec: topology.FunctionSpec) -> lambda_.Function:
+        construct_id = "".join(part.title() for part in spec.name.split("_"))
+        log_group = logs.LogGroup(
+            self, f"{construct_id}Logs", retention=self._retention, removal_policy=RemovalPolicy.DESTROY
+        )
+        role = iam.Role(
+            self,
+            f"{construct_id}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"batchlane {spec.name}: {', '.join(spec.needs)}",
+        )
+        # Logging to its own group only (instead of AWSLambdaBasicExecutionRole's logs:* on every group).
+        role.add_to_policy(
+            iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn])
+        )
+        in_vpc = "db" in spec.needs
+        network = self._wiring.network
+        fn = lambda_.Function(
+            self,
+            construct_id,
+            description=spec.description[:256],
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler="handler.handler",
+            code=function_code(spec.name),
+            layers=[self.layer],
+            timeout=Duration.seconds(spec.timeout_s),
+            memory_size=spec.memory_mb,
+            role=role,
+            log_group=log_group,
+            tracing=lambda_.Tracing.ACTIVE,
+            environment=self._environment(spec),
+            vpc=network.vpc if in_vpc else None,
+            vpc_subnets=network.subnets if in_vpc else None,
+            security_groups=[network.security_group] if in_vpc else None,
+            dead_letter_queue=self.async_failures if spec.name in ASYNC_FUNCTIONS else None,
+            retry_attempts=2 if spec.name in ASYNC_FUNCTIONS else None,
+            max_event_age=Duration.hours(1) if spec.name in ASYNC_FUNCTIONS else None,
+        )
+        self._grant(spec, fn, role)
+        self._acknowledge(spec, role, in_vpc)
+        return fn
+
+    def _environment(self, spec: topology.FunctionSpec) -> dict[str, str]:
+        w = self._wiring
+        env = {
+            "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "BATCHLANE_BUCKET": w.bucket.bucket_name,
+            # The lane writes to the same bucket (batch/ prefix) and passes the service role.
+            "BATCH_CONVERSION_S3_BUCKET": w.bucket.bucket_name,
+            "BATCH_CONVERSION_ROLE_ARN": w.bedrock.service_role.role_arn,
+            **self._config.lane_environment(),
+        }
+        if "db" in spec.needs:
+            env["DATABASE_SECRET_ARN"] = w.database_secret.secret_arn
+        if "start_conversion" in spec.needs:
+            env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn
+        if {"start_batch_lane", "task_response"} & set(spec.needs):
+            env["BATCH_LANE_STATE_MACHINE_ARN"] = w.batch_lane_state_machine_arn
+        return env
+
+    # -- least privilege: exactly the capabilities the topology names -----------------
+    def _grant(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role) -> None:
+        w = self._wiring
+        stack = Stack.of(self)
+        objects = w.bucket.arn_for_objects("*")
+        for need in spec.needs:
+            if need == "db":
+                w.database_secret.grant_read(role)
+            elif need == "s3_read":
+                role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[objects]))
+                role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[w.bucket.bucket_arn]))
+            elif need == "s3_write":
+                role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[objects]))
+            elif need == "bedrock_runtime":
+                role.add_to_policy(invoke_model_statement(stack, self._config.model_ids))
+                acknowledge_model_wildcards(role, stack, self._config.model_ids)
+            elif need == "bedrock_batch":
+                role.add_managed_policy(w.bedrock.caller_policy)
+            elif need == "start_conversion":
+                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.conversion_state_machine_arn]))
+            elif need == "start_batch_lane":
+                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.batch_lane_state_machine_arn]))
+            elif need == "task_response":
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        actions=["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
+                        resources=[w.batch_lane_state_machine_arn],
+                    )
+                )
+            elif need == "publish_events":
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        actions=["events:PutEvents"],
+                        resources=[stack.format_arn(service="events", resource="event-bus", resource_name="default")],
+                        conditions={"StringEquals": {"events:source": [topology.EVENT_SOURCE]}},
+                    )
+                )
+            elif need == "cloudwatch_metrics":
+                pass  # Powertools writes EMF to the function's log group: no CloudWatch grant needed
+            else:  # pragma: no cover - a new capability must be mapped here before it deploys
+                raise ValueError(f"functions/{spec.name}: capability {need!r} has no grant in infra/compute.py")
+
+    def _acknowledge(self, spec: topology.FunctionSpec, role: iam.Role, in_vpc: bool) -> None:
+        bucket_id = Stack.of(self).get_logical_id(self._wiring.bucket.node.default_child)
+        acknowledge(
+            role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) and, in a VPC, the ENI describe calls "
+            "support no resource-level permissions.",
+        )
+        if {"s3_read", "s3_write"} & set(spec.needs):
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
+                "Object keys are generated per file and job (uploads/, jobs/, batch/); access is limited to this one bucket.",
+            )
+        if in_vpc:
+            acknowledge(
+                role,
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
+                "AWS-maintained minimal policy Lambda needs to attach its network interfaces in the VPC (added by CDK for VPC functions).",
+            )

@@ -1,0 +1,242 @@
+"""Deployment settings, read from CDK context (``cdk.json`` or ``cdk deploy -c key=value``).
+
+Every key is optional; the defaults below are the documented behaviour. Values given on
+the command line arrive as strings, so JSON-looking strings are parsed.
+
+| context key              | default                                  | meaning |
+|--------------------------|------------------------------------------|---------|
+| stackName                | "Batchlane"                              | CloudFormation stack name (the CLI finds the stack by it) |
+| batchConversionEnabled   | false                                    | BATCH_CONVERSION_ENABLED: the batch lane is off unless true |
+| modelIds                 | [batchlane.config.DEFAULT_MODEL_ID]      | Claude model ids / inference profiles; the first is BATCHLANE_MODEL_ID; IAM allows only these |
+| prices                   | {}                                       | BATCHLANE_PRICES overrides (USD per Mtok), merged onto the package defaults |
+| quotas                   | see DEFAULT_QUOTAS                       | Bedrock batch quotas of your account (Service Quotas) and the lane's limits |
+| schedules                | from batchlane.topology.SCHEDULES        | {schedule name: minutes}; 0 disables a schedule |
+| stateMachineSettings     | from batchlane.topology.STATE_MACHINES   | overrides of the ``${...}`` settings of the state machine files |
+| database                 | "aurora"                                 | "aurora", or {"mode": "existing", "secretArn", "vpcId", "subnetIds", "securityGroupId"} |
+| aurora                   | see DEFAULT_AURORA                       | Serverless v2 capacity, NAT gateways, engine version |
+| secretRotationDays       | 30                                       | rotation of the Aurora secret (0 disables; aurora mode only) |
+| logRetentionDays         | 30                                       | retention of every log group the stack creates |
+| apiThrottle              | {"rateLimit": 20, "burstLimit": 40}      | API Gateway stage throttling (requests/s) |
+| alarmTopicArn            | null                                     | an existing SNS topic the alarms notify |
+| retainData               | true                                     | keep the bucket, database and user pool when the stack is deleted |
+| fallbackAlarmPercent     | 20 (Settings.batch_conversion_fallback_warn_share) | alarm when more of the lane's records fall back to on-demand |
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from aws_cdk import aws_logs as logs
+from constructs import Node
+
+import infra  # noqa: F401  (puts the shared package on sys.path)
+from batchlane import topology
+from batchlane.config import DEFAULT_MODEL_ID, Settings
+
+DEFAULT_FALLBACK_SHARE = float(Settings.model_fields["batch_conversion_fallback_warn_share"].default)
+
+DEFAULT_QUOTAS: dict[str, float] = {
+    "minPages": 600,  # BATCH_CONVERSION_MIN_PAGES
+    "minRecords": 100,  # Bedrock "minimum number of records per batch inference job"
+    "maxRecords": 50_000,  # Bedrock "records per batch inference job"
+    "maxConcurrentJobs": 10,  # Bedrock "batch inference jobs (submitted + in progress)"
+    "maxFileMb": 200,  # Bedrock "batch inference input file size" is 1 GB; smaller shards retry cheaper
+    "maxJobMb": 5 * 1024,  # Bedrock "batch inference job size" (5 GB)
+    "timeoutHours": 24,  # timeoutDurationInHours, clamped 24-168
+    "graceHours": 2,  # the wait gives up this long after the Bedrock timeout
+}
+
+DEFAULT_AURORA: dict[str, Any] = {
+    "minCapacity": 0.5,
+    "maxCapacity": 4,
+    "natGateways": 1,
+    "engineVersion": "16.6",
+}
+
+
+# CloudWatch Logs accepts these retention periods only.
+RETENTION_DAYS: dict[int, logs.RetentionDays] = {
+    1: logs.RetentionDays.ONE_DAY, 3: logs.RetentionDays.THREE_DAYS, 5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK, 14: logs.RetentionDays.TWO_WEEKS, 30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS, 90: logs.RetentionDays.THREE_MONTHS, 120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS, 180: logs.RetentionDays.SIX_MONTHS, 365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS, 545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS, 1096: logs.RetentionDays.THREE_YEARS, 1827: logs.RetentionDays.FIVE_YEARS,
+}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ExistingDatabase:
+    secret_arn: str
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+    security_group_id: str  # the group the Lambdas join; the database must admit it
+    availability_zones: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class InfraConfig:
+    stack_name: str = "Batchlane"
+    batch_conversion_enabled: bool = False
+    model_ids: tuple[str, ...] = (DEFAULT_MODEL_ID,)
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    quotas: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_QUOTAS))
+    schedules: dict[str, int] = field(default_factory=lambda: {s.name: s.every_minutes for s in topology.SCHEDULES})
+    # Only the overrides given in context; defaults come from the topology.
+    state_machine_settings: dict[str, dict[str, str]] = field(default_factory=dict)
+    database_mode: Literal["aurora", "existing"] = "aurora"
+    existing_database: ExistingDatabase | None = None
+    aurora: dict[str, Any] = field(default_factory=lambda: dict(DEFAULT_AURORA))
+    secret_rotation_days: int = 30
+    log_retention_days: int = 30
+    api_rate_limit: float = 20
+    api_burst_limit: int = 40
+    alarm_topic_arn: str | None = None
+    retain_data: bool = True
+    fallback_alarm_percent: float = DEFAULT_FALLBACK_SHARE * 100
+
+
+    @property
+    def log_retention(self) -> logs.RetentionDays:
+        return RETENTION_DAYS[self.log_retention_days]
+
+    @property
+    def model_id(self) -> str:
+        return self.model_ids[0]
+
+    @property
+    def wait_timeout_seconds(self) -> int:
+        """Batch timeout (clamped like Settings) + grace: the WaitForBatch TimeoutSeconds."""
+        hours = max(24, min(168, int(self.quotas["timeoutHours"])))
+        return int((hours + float(self.quotas["graceHours"])) * 3600)
+
+    def lane_environment(self) -> dict[str, str]:
+        """The batch-lane and model settings every function reads (names: batchlane.config.Settings)."""
+        q = self.quotas
+        return {
+            "BATCHLANE_MODEL_ID": self.model_id,
+            "BATCHLANE_PRICES": json.dumps(self.prices, sort_keys=True, separators=(",", ":")),
+            "BATCH_CONVERSION_ENABLED": "true" if self.batch_conversion_enabled else "false",
+            "BATCH_CONVERSION_MIN_PAGES": str(int(q["minPages"])),
+            "BATCH_CONVERSION_MIN_RECORDS": str(int(q["minRecords"])),
+            "BATCH_CONVERSION_MAX_RECORDS": str(int(q["maxRecords"])),
+            "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": str(int(q["maxConcurrentJobs"])),
+            "BATCH_CONVERSION_MAX_FILE_MB": str(int(q["maxFileMb"])),
+            "BATCH_CONVERSION_MAX_JOB_MB": str(int(q["maxJobMb"])),
+            "BATCH_CONVERSION_TIMEOUT_HOURS": str(int(q["timeoutHours"])),
+            "BATCH_CONVERSION_GRACE_HOURS": str(float(q["graceHours"])),
+            "BATCH_CONVERSION_FALLBACK_WARN_SHARE": str(self.fallback_alarm_percent / 100),
+        }
+
+    def settings_for(self, machine: topology.StateMachineSpec) -> dict[str, str]:
+        """Substitutions for a state machine file's non-ARN ``${...}`` keys."""
+        values = dict(machine.settings)
+        # Derived from the quotas so the wait and the Bedrock job timeout agree.
+        if "batch_wait_seconds" in values:
+            values["batch_wait_seconds"] = str(self.wait_timeout_seconds)
+        values.update(self.state_machine_settings.get(machine.name, {}))
+        return {key: str(value) for key, value in values.items()}
+
+
+def _parse(value: Any) -> Any:
+    """`-c key=value` gives strings: accept JSON there (lists, objects, booleans, numbers)."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in {"1", "true", "yes", "on"}
+    return bool(value)
+
+
+def load(node: Node) -> InfraConfig:
+    """Build the config from the app's context, failing loudly on a bad value."""
+
+    def ctx(key: str, default: Any = None) -> Any:
+        value = node.try_get_context(key)
+        return default if value is None else _parse(value)
+
+    base = InfraConfig()
+    model_ids = ctx("modelIds", list(base.model_ids))
+    if isinstance(model_ids, str):
+        model_ids = [m.strip() for m in model_ids.split(",") if m.strip()]
+    if not model_ids:
+        raise ValueError("context modelIds must name at least one model")
+
+    quotas = dict(DEFAULT_QUOTAS)
+    quotas.update(ctx("quotas", {}) or {})
+    unknown = set(quotas) - set(DEFAULT_QUOTAS)
+    if unknown:
+        raise ValueError(f"unknown quota keys in context: {sorted(unknown)}")
+
+    schedules = dict(base.schedules)
+    for name, minutes in (ctx("schedules", {}) or {}).items():
+        if name not in schedules:
+            raise ValueError(f"context schedules.{name}: no such schedule in batchlane.topology")
+        schedules[name] = int(minutes)
+
+    machines = {sm.name: sm for sm in topology.STATE_MACHINES}
+    sm_settings: dict[str, dict[str, str]] = {}
+    for name, values in (ctx("stateMachineSettings", {}) or {}).items():
+        if name not in machines:
+            raise ValueError(f"context stateMachineSettings.{name}: no such state machine")
+        unknown_keys = set(values) - set(machines[name].settings)
+        if unknown_keys:
+            raise ValueError(f"context stateMachineSettings.{name}: unknown keys {sorted(unknown_keys)}")
+        sm_settings[name] = {k: str(v) for k, v in values.items()}
+
+    database = ctx("database", "aurora")
+    existing = None
+    mode: Literal["aurora", "existing"] = "aurora"
+    if isinstance(database, dict) and database.get("mode", "existing") == "existing":
+        missing = [k for k in ("secretArn", "vpcId", "subnetIds", "securityGroupId") if not database.get(k)]
+        if missing:
+            raise ValueError(f"context database (existing) is missing {missing}")
+        subnets = database["subnetIds"]
+        if isinstance(subnets, str):
+            subnets = [s.strip() for s in subnets.split(",") if s.strip()]
+        existing = ExistingDatabase(
+            secret_arn=database["secretArn"],
+            vpc_id=database["vpcId"],
+            subnet_ids=tuple(subnets),
+            security_group_id=database["securityGroupId"],
+            availability_zones=tuple(database.get("availabilityZones", ())),
+        )
+        mode = "existing"
+    elif database not in ("aurora", {"mode": "aurora"}):
+        raise ValueError(f"context database must be 'aurora' or an existing-database object, not {database!r}")
+
+    retention_days = int(ctx("logRetentionDays", base.log_retention_days))
+    if retention_days not in RETENTION_DAYS:
+        raise ValueError(f"context logRetentionDays must be one of {sorted(RETENTION_DAYS)}, not {retention_days}")
+
+    aurora = dict(DEFAULT_AURORA)
+    aurora.update(ctx("aurora", {}) or {})
+    throttle = ctx("apiThrottle", {}) or {}
+
+    return InfraConfig(
+        stack_name=str(ctx("stackName", base.stack_name)),
+        batch_conversion_enabled=_bool(ctx("batchConversionEnabled", False)),
+        model_ids=tuple(model_ids),
+        prices=dict(ctx("prices", {}) or {}),
+        quotas=quotas,
+        schedules=schedules,
+        state_machine_settings=sm_settings,
+        database_mode=mode,
+        existing_database=existing,
+        aurora=aurora,
+        secret_rotation_days=int(ctx("secretRotationDays", base.secret_rotation_days)),
+        log_retention_days=retention_days,
+        api_rate_limit=float(throttle.get("rateLimit", base.api_rate_limit)),
+        api_burst_limit=int(throttle.get("burstLimit", base.api_burst_limit)),
+        alarm_topic_arn=ctx("alarmTopicArn", None),
+        retain_data=_bool(ctx("retainData", True)),
+        fallback_alarm_percent=float(ctx("fallbackAlarmPercent", base.fallback_alarm_percent)),
+    )

@@ -1,0 +1,196 @@
+"""PostgreSQL: an Aurora Serverless v2 cluster in a VPC (default), or an existing database.
+
+Credentials live in Secrets Manager. Functions get only the secret's ARN
+(``DATABASE_SECRET_ARN``) and read host/port/username/password/dbname at run time; the
+password is never in an environment variable, a template or a log.
+
+Aurora mode: a 2-AZ VPC (public subnets for the NAT gateway, private subnets with
+egress for the Lambdas — they call S3, Step Functions, Bedrock, EventBridge and Secrets
+Manager — and isolated subnets for the cluster), VPC flow logs, an S3 gateway endpoint,
+storage encryption, IAM auth enabled, deletion protection, 7-day backups, PostgreSQL
+logs exported, the secret rotated every ``secretRotationDays`` by a hosted rotation Lambda.
+
+Existing mode (context ``database``): the secret ARN, VPC, subnets (with a route to the
+AWS APIs) and a security group the Lambdas join, which the database must admit.
+
+Migrations: the ``migrate`` function runs as a CloudFormation custom resource (through
+the ``custom_resources.Provider`` framework: the handler gets ``RequestType`` Create /
+Update / Delete and returns ``{"PhysicalResourceId": ...}``) on every deploy whose SQL
+files changed, after the database exists.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_rds as rds
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from batchlane import topology
+from infra.compute import Network
+from infra.config import InfraConfig
+from infra.nag import acknowledge
+
+DATABASE_NAME = "batchlane"
+MIGRATIONS_DIR = topology.REPO_ROOT / "layers" / "batchlane" / "batchlane" / "db" / "migrations"
+
+
+def migrations_hash() -> str:
+    digest = hashlib.sha256()
+    if MIGRATIONS_DIR.is_dir():
+        for path in sorted(p for p in MIGRATIONS_DIR.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+            digest.update(str(path.relative_to(MIGRATIONS_DIR)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class Database(Construct):
+    def __init__(self, scope: Construct, construct_id: str, *, config: InfraConfig) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self.cluster: rds.DatabaseCluster | None = None
+        if config.database_mode == "existing":
+            self._existing(config)
+        else:
+            self._aurora(config)
+
+    def _existing(self, config: InfraConfig) -> None:
+        existing = config.existing_database
+        assert existing is not None
+        azs = list(existing.availability_zones) or [f"unused-az-{i}" for i, _ in enumerate(existing.subnet_ids)]
+        vpc = ec2.Vpc.from_vpc_attributes(self, "Vpc", vpc_id=existing.vpc_id, availability_zones=azs)
+        subnets = [ec2.Subnet.from_subnet_id(self, f"Subnet{i}", sid) for i, sid in enumerate(existing.subnet_ids)]
+        security_group = ec2.SecurityGroup.from_security_group_id(self, "LambdaSg", existing.security_group_id)
+        self.network = Network(vpc=vpc, subnets=ec2.SubnetSelection(subnets=subnets), security_group=security_group)
+        if ":secret:" in existing.secret_arn and existing.secret_arn.rsplit("-", 1)[-1].isalnum() and len(existing.secret_arn.rsplit("-", 1)[-1]) == 6:
+            self.secret: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(self, "Secret", existing.secret_arn)
+        else:
+            self.secret = secretsmanager.Secret.from_secret_partial_arn(self, "Secret", existing.secret_arn)
+
+    def _aurora(self, config: InfraConfig) -> None:
+        aurora = config.aurora
+        retention = config.log_retention
+        vpc = ec2.Vpc(
+            self,
+            "Vpc",
+            max_azs=2,
+            nat_gateways=int(aurora["natGateways"]),
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
+                ec2.SubnetConfiguration(name="app", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS, cidr_mask=22),
+                ec2.SubnetConfiguration(name="data", subnet_type=ec2.SubnetType.PRIVATE_ISOLATED, cidr_mask=24),
+            ],
+            gateway_endpoints={"S3": ec2.GatewayVpcEndpointOptions(service=ec2.GatewayVpcEndpointAwsService.S3)},
+            restrict_default_security_group=True,
+        )
+        vpc.add_flow_log(
+            "FlowLogs",
+            destination=ec2.FlowLogDestination.to_cloud_watch_logs(
+                logs.LogGroup(self, "FlowLogsGroup", retention=retention, removal_policy=RemovalPolicy.DESTROY)
+            ),
+            traffic_type=ec2.FlowLogTrafficType.REJECT,
+        )
+        lambda_sg = ec2.SecurityGroup(self, "LambdaSg", vpc=vpc, description="batchlane Lambdas (database clients)")
+        db_sg = ec2.SecurityGroup(
+            self, "DatabaseSg", vpc=vpc, description="batchlane Aurora: PostgreSQL from the Lambdas only", allow_all_outbound=False
+        )
+        self.network = Network(
+            vpc=vpc, subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS), security_group=lambda_sg
+        )
+
+        major = str(aurora["engineVersion"]).split(".")[0]
+        cluster = rds.DatabaseCluster(
+            self,
+            "Cluster",
+            engine=rds.DatabaseClusterEngine.aurora_postgres(
+                version=rds.AuroraPostgresEngineVersion.of(str(aurora["engineVersion"]), major)
+            ),
+            credentials=rds.Credentials.from_generated_secret("batchlane"),
+            default_database_name=DATABASE_NAME,
+            writer=rds.ClusterInstance.serverless_v2("Writer", publicly_accessible=False),
+            serverless_v2_min_capacity=float(aurora["minCapacity"]),
+            serverless_v2_max_capacity=float(aurora["maxCapacity"]),
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
+            security_groups=[db_sg],
+            storage_encrypted=True,
+            iam_authentication=True,
+            deletion_protection=config.retain_data,
+            removal_policy=RemovalPolicy.SNAPSHOT if config.retain_data else RemovalPolicy.DESTROY,
+            backup=rds.BackupProps(retention=Duration.days(7)),
+            cloudwatch_logs_exports=["postgresql"],
+            cloudwatch_logs_retention=retention,
+            copy_tags_to_snapshot=True,
+        )
+        cluster.connections.allow_default_port_from(lambda_sg, "PostgreSQL from the batchlane Lambdas")
+        assert cluster.secret is not None
+        self.cluster = cluster
+        self.secret = cluster.secret
+
+        if config.secret_rotation_days > 0:
+            rotation_sg = ec2.SecurityGroup(self, "RotationSg", vpc=vpc, description="batchlane secret rotation Lambda")
+            cluster.connections.allow_default_port_from(rotation_sg, "PostgreSQL from the secret rotation Lambda")
+            cluster.secret.add_rotation_schedule(
+                "Rotation",
+                automatically_after=Duration.days(config.secret_rotation_days),
+                hosted_rotation=secretsmanager.HostedRotation.postgre_sql_single_user(
+                    vpc=vpc,
+                    vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                    security_groups=[rotation_sg],
+                ),
+            )
+        else:
+            acknowledge(
+                cluster.secret,
+                "AwsSolutions-SMG4",
+                "Rotation disabled by context secretRotationDays=0 (operator's choice, e.g. during a migration).",
+            )
+
+        acknowledge(
+            cluster,
+            "AwsSolutions-RDS11",
+            "The default PostgreSQL port is kept: the cluster sits in isolated subnets and admits only the Lambdas' "
+            "security group, so a non-standard port would add no protection.",
+        )
+
+    def add_migrations(self, migrate: lambda_.IFunction, log_retention: logs.RetentionDays) -> CustomResource:
+        """Run ``functions/migrate`` on deploy, after the database exists, again when the SQL changes."""
+        provider = cr.Provider(
+            self,
+            "MigrationsProvider",
+            on_event_handler=migrate,
+            log_group=logs.LogGroup(
+                self, "MigrationsProviderLogs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
+            ),
+        )
+        resource = CustomResource(
+            self,
+            "Migrations",
+            service_token=provider.service_token,
+            resource_type="Custom::BatchlaneMigrations",
+            properties={"MigrationsHash": migrations_hash(), "SecretArn": self.secret.secret_arn},
+        )
+        if self.cluster is not None:
+            resource.node.add_dependency(self.cluster)
+        framework = provider.node.find_child("framework-onEvent")
+        acknowledge(
+            framework,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "CDK's custom-resource provider framework Lambda (not our code) logs with the AWS-maintained basic execution policy.",
+        )
+        acknowledge(
+            framework,
+            f"AwsSolutions-IAM5[Resource::<{Stack.of(self).get_logical_id(migrate.node.default_child)}.Arn>:*]",
+            "CDK's provider framework may invoke any version of the migrate function it forwards the event to.",
+        )
+        acknowledge(
+            framework,
+            "AwsSolutions-L1",
+            "The provider framework's runtime is chosen and updated by aws-cdk-lib, not by this app.",
+        )
+        return resource

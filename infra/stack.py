@@ -1,0 +1,90 @@
+"""BatchlaneStack: the whole deployment, one stack composed of the constructs beside this file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aws_cdk import CfnOutput, Stack, Tags
+from constructs import Construct
+
+from infra.api import Api
+from infra.compute import Compute, Wiring
+from infra.config import InfraConfig
+from infra.database import Database
+from infra.events import Events
+from infra.iam import BedrockBatchAccess
+from infra.monitoring import Monitoring
+from infra.storage import Storage
+from infra.workflows import Workflows, state_machine_arn
+
+
+class BatchlaneStack(Stack):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: InfraConfig,
+        layer_dir: Path | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            scope,
+            construct_id,
+            stack_name=config.stack_name,
+            description="batchlane: PDF to Markdown with Claude on Amazon Bedrock, with a batch-inference lane",
+            **kwargs,
+        )
+        Tags.of(self).add("project", "batchlane")
+
+        storage = Storage(self, "Storage", config=config)
+        bedrock = BedrockBatchAccess(self, "BedrockBatch", config=config, bucket=storage.bucket)
+        database = Database(self, "Database", config=config)
+        conversion_arn = state_machine_arn(self, config.stack_name, "conversion")
+        batch_lane_arn = state_machine_arn(self, config.stack_name, "batch_lane")
+        compute = Compute(
+            self,
+            "Compute",
+            config=config,
+            layer_dir=layer_dir,
+            wiring=Wiring(
+                bucket=storage.bucket,
+                bedrock=bedrock,
+                database_secret=database.secret,
+                network=database.network,
+                conversion_state_machine_arn=conversion_arn,
+                batch_lane_state_machine_arn=batch_lane_arn,
+            ),
+        )
+        fns = compute.functions
+        workflows = Workflows(self, "Workflows", config=config, functions=fns)
+        events = Events(self, "Events", config=config, functions=fns)
+        api = Api(self, "Api", config=config, handler=fns["api"])
+        database.add_migrations(fns["migrate"], config.log_retention)
+        Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            machines=workflows.machines,
+            queues={"event-delivery": events.dlq, "async-failures": compute.async_failures},
+            fallback_threshold_percent=config.fallback_alarm_percent,
+        )
+
+        outputs = {
+            "BucketName": (storage.bucket.bucket_name, "The one bucket: uploads/, jobs/, batch/"),
+            "ServiceRoleArn": (bedrock.service_role.role_arn, "Role Bedrock assumes for batch jobs (BATCH_CONVERSION_ROLE_ARN)"),
+            "CallerPolicyArn": (bedrock.caller_policy.managed_policy_arn, "Attach to an existing role that submits batch jobs"),
+            "ConversionStateMachineArn": (workflows.machines["conversion"].state_machine_arn, "Conversion workflow"),
+            "BatchLaneStateMachineArn": (workflows.machines["batch_lane"].state_machine_arn, "Batch-lane workflow"),
+            "ApiUrl": (api.rest_api.url, "REST API base URL (Cognito token required)"),
+            "UserPoolId": (api.user_pool.user_pool_id, "Cognito user pool (administrators invite users)"),
+            "UserPoolClientId": (api.client.user_pool_client_id, "Cognito app client for the CLI (SRP, no secret)"),
+            "JobCreateFunctionName": (fns["job_create"].function_name, "Invoke to create a conversion job"),
+            "ApiFunctionName": (fns["api"].function_name, "The API Lambda"),
+            "DatabaseSecretArn": (database.secret.secret_arn, "Secrets Manager secret the handlers read at run time"),
+            "Region": (self.region, "Region the stack runs in"),
+            "DashboardName": (f"{config.stack_name}-batchlane", "CloudWatch dashboard"),
+        }
+        for key, (value, description) in outputs.items():
+            CfnOutput(self, key, value=value, description=description)

@@ -1,0 +1,1 @@
+"""boto3 adapters. Endpoints come from AWS_ENDPOINT_URL[_<SERVICE>] (boto3 reads them itself)."""

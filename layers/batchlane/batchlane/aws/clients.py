@@ -1,0 +1,30 @@
+"""boto3 clients, made once per process and shared across threads (clients are thread-safe)."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+_lock = threading.Lock()
+_clients: dict[str, Any] = {}
+
+
+def client(service: str, *, max_attempts: int = 5) -> Any:
+    """A boto3 client with standard retries (exponential backoff with jitter on throttling)."""
+    key = f"{service}:{max_attempts}"
+    with _lock:
+        if key not in _clients:
+            session = boto3.session.Session(region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
+            config = Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=10, read_timeout=120, max_pool_connections=64)
+            _clients[key] = session.client(service, config=config)  # type: ignore[call-overload]
+        return _clients[key]
+
+
+def reset_clients() -> None:
+    """Forget cached clients (the offline stack and tests change endpoints)."""
+    with _lock:
+        _clients.clear()

@@ -1,0 +1,45 @@
+"""Starting state machine executions, one per job, named after the job (idempotent)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+
+def execution_name(kind: str, job_id: str) -> str:
+    return f"{kind}-{job_id}"
+
+
+class Workflows:
+    def __init__(self, sfn: Any, *, conversion_arn: str | None, batch_lane_arn: str | None) -> None:
+        self._sfn = sfn
+        self.conversion_arn = conversion_arn
+        self.batch_lane_arn = batch_lane_arn
+
+    def _start(self, arn: str | None, name: str, payload: dict[str, Any]) -> str:
+        if not arn:
+            raise RuntimeError("state machine ARN not configured (CONVERSION_STATE_MACHINE_ARN / BATCH_LANE_STATE_MACHINE_ARN)")
+        try:
+            return str(self._sfn.start_execution(stateMachineArn=arn, name=name, input=json.dumps(payload))["executionArn"])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ExecutionAlreadyExists":
+                return f"{arn.replace(':stateMachine:', ':execution:')}:{name}"  # a repeat start is harmless
+            raise
+
+    def start_conversion(self, job_id: str) -> str:
+        return self._start(self.conversion_arn, execution_name("conversion", job_id), {"jobId": job_id})
+
+    def start_batch_lane(self, job_id: str) -> str:
+        return self._start(self.batch_lane_arn, execution_name("batch", job_id), {"jobId": job_id})
+
+    def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
+        """False when the token is no longer valid (the wait already ended): harmless."""
+        try:
+            self._sfn.send_task_success(taskToken=token, output=json.dumps(output))
+            return True
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken"):
+                return False
+            raise

@@ -1,0 +1,109 @@
+"""One validated settings object, read from the environment once per process.
+
+Every knob the handlers, the CLI and the offline stack read lives here, with its default
+and its environment name (the field name in upper case). pydantic-settings does the
+parsing and validation, so a bad value fails at start-up with the variable's name.
+
+AWS endpoints are not settings of ours: boto3 reads ``AWS_ENDPOINT_URL`` and
+``AWS_ENDPOINT_URL_<SERVICE>`` itself, which is how the same code talks to AWS or to the
+offline stack.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL_ID = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+# USD per million tokens, on-demand. Batch inference bills BATCH_PRICE_MULTIPLIER of this.
+DEFAULT_PRICES: dict[str, dict[str, float]] = {
+    DEFAULT_MODEL_ID: {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
+    "anthropic.claude-sonnet-4-5-20250929-v1:0": {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
+    "us.anthropic.claude-haiku-4-5-20251001-v1:0": {"input_per_mtok": 1.0, "output_per_mtok": 5.0},
+    "anthropic.claude-haiku-4-5-20251001-v1:0": {"input_per_mtok": 1.0, "output_per_mtok": 5.0},
+}
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore", case_sensitive=False, populate_by_name=True)
+
+    # --- where things are -------------------------------------------------------------
+    database_url: str | None = Field(None, description="postgresql://user:pass@host:port/db (or ?host=/socket/dir)")
+    database_secret_arn: str | None = Field(None, description="Secrets Manager secret with host/port/username/password/dbname")
+    batchlane_bucket: str = Field("batchlane-local", description="The one bucket: uploads/, jobs/, batch/")
+    aws_region: str = Field("us-east-1", alias="AWS_REGION")
+    conversion_state_machine_arn: str | None = None
+    batch_lane_state_machine_arn: str | None = None
+    event_bus_name: str = "default"
+
+    # --- conversion ---------------------------------------------------------------------
+    batchlane_model_id: str = DEFAULT_MODEL_ID
+    batchlane_prices: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    batchlane_pages_per_chunk: int = Field(50, ge=1, le=500)
+    batchlane_max_pages: int = Field(10_000, ge=1)
+    batchlane_max_file_mb: int = Field(500, ge=1)
+    batchlane_max_tokens: int = Field(8192, ge=256, le=64_000)
+    batchlane_temperature: float = Field(0.0, ge=0.0, le=1.0)
+    batchlane_pages_per_request: int = Field(1, ge=1, le=20)
+    batchlane_chunk_concurrency: int = Field(4, ge=1, le=64)
+    batchlane_converse_max_attempts: int = Field(6, ge=1, le=20)
+    batchlane_hold_usd_per_page: float = Field(0.02, ge=0)
+    batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
+    # Offline stack: how many emulated seconds pass per real second (1 in AWS).
+    batchlane_time_scale: float = Field(1.0, gt=0)
+
+    # --- the batch lane (DESIGN.md "Configuration") -------------------------------------
+    batch_conversion_enabled: bool = False
+    batch_conversion_s3_bucket: str | None = None
+    batch_conversion_role_arn: str | None = None
+    batch_conversion_min_pages: int = Field(600, ge=1)
+    batch_conversion_min_records: int = Field(100, ge=1)
+    batch_conversion_max_records: int = Field(50_000, ge=1)
+    batch_conversion_timeout_hours: int = 24
+    batch_conversion_grace_hours: float = Field(2.0, ge=0)
+    batch_conversion_max_file_mb: int = Field(200, ge=1, le=1024)
+    batch_conversion_max_job_mb: int = Field(5 * 1024, ge=1, le=5 * 1024)
+    batch_conversion_max_concurrent_jobs: int = Field(10, ge=1)
+    batch_conversion_fallback_warn_share: float = Field(0.2, ge=0, le=1)
+
+    @field_validator("batch_conversion_timeout_hours")
+    @classmethod
+    def _clamp_timeout(cls, hours: int) -> int:
+        """Bedrock accepts timeoutDurationInHours 24–168; out-of-range values are clamped."""
+        return max(24, min(168, hours))
+
+    @field_validator("batchlane_prices", mode="before")
+    @classmethod
+    def _parse_prices(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = json.loads(value)
+        merged = dict(DEFAULT_PRICES)
+        merged.update(value or {})
+        return merged
+
+    @property
+    def batch_lane_configured(self) -> bool:
+        """The lane is on only when enabled AND it has somewhere to write and a role to pass."""
+        return bool(self.batch_conversion_enabled and self.batch_conversion_s3_bucket and self.batch_conversion_role_arn)
+
+    @property
+    def batch_wait_seconds(self) -> int:
+        """TimeoutSeconds of the WaitForBatch state: batch timeout + grace, in (scaled) real seconds."""
+        hours = self.batch_conversion_timeout_hours + self.batch_conversion_grace_hours
+        return max(1, int(hours * 3600 / self.batchlane_time_scale))
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()
+
+
+def reload_settings() -> Settings:
+    """Forget the cached settings (the offline stack and tests change the environment)."""
+    get_settings.cache_clear()
+    return get_settings()

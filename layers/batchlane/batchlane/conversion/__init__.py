@@ -1,0 +1,1 @@
+"""The conversion use cases: create a job, process a chunk, assemble, settle."""

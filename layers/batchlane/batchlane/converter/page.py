@@ -1,0 +1,70 @@
+"""convert_page: one page in, one page result out, whatever the transport."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from batchlane.converter.request import ConverterConfig, build_page_request
+from batchlane.converter.transports import ModelCallError, Transport
+from batchlane.domain.acceptance import judge
+from batchlane.domain.cost import PriceTable, Usage
+from batchlane.pdf.split import Page
+
+
+@dataclass(frozen=True)
+class PageResult:
+    page_number: int
+    status: str  # converted | blank | truncated | failed | captured
+    markdown: str = ""
+    reason: str | None = None
+    served_by: str | None = None  # on_demand | batch | capture | None (blank)
+    usage: Usage = Usage()
+    cost_usd: Decimal = Decimal(0)  # on-demand spend only; batch-served pages are billed by the batch row
+    retryable: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "page": self.page_number,
+            "status": self.status,
+            "markdown": self.markdown,
+            "reason": self.reason,
+            "servedBy": self.served_by,
+            "inputTokens": self.usage.input_tokens,
+            "outputTokens": self.usage.output_tokens,
+            "costUsd": str(self.cost_usd),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PageResult:
+        return cls(
+            page_number=int(data["page"]),
+            status=data["status"],
+            markdown=data.get("markdown", ""),
+            reason=data.get("reason"),
+            served_by=data.get("servedBy"),
+            usage=Usage(int(data.get("inputTokens", 0)), int(data.get("outputTokens", 0))),
+            cost_usd=Decimal(data.get("costUsd", "0")),
+        )
+
+
+def convert_page(page: Page, config: ConverterConfig, transport: Transport, prices: PriceTable) -> PageResult:
+    """Convert one page. Blank pages cost no call; a failed call becomes a visible failed page."""
+    if page.blank:
+        return PageResult(page.number, "blank")
+    request = build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)
+    try:
+        answer = transport.send(request)
+    except ModelCallError as exc:
+        return PageResult(page.number, "failed", reason=exc.code, retryable=exc.retryable)
+    if answer.served_by == "capture":
+        return PageResult(page.number, "captured", served_by="capture")
+    cost = prices.cost(request.model_id, answer.usage) if answer.served_by == "on_demand" else Decimal(0)
+    verdict = judge(answer.text, answer.stop_reason)
+    if verdict.accepted:
+        return PageResult(page.number, "converted", answer.text, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+    if answer.stop_reason == "max_tokens" and answer.text.strip():
+        # Keep what the model wrote; the marker says the page is incomplete.
+        return PageResult(page.number, "truncated", answer.text, reason="max_tokens", served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+    return PageResult(page.number, "failed", reason=verdict.reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)

@@ -1,0 +1,90 @@
+"""cost_ledger and funds holds: the money side."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from batchlane.db.jobs import Runner
+
+
+def add_chunk_cost(
+    db: Runner, *, job_id: str, chunk_index: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+) -> None:
+    db.run(
+        """INSERT INTO cost_ledger (job_id, chunk_index, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+           VALUES (CAST(:job AS uuid), :chunk, 'chunk', 'on_demand', :model, :inp, :out, :cost, CAST(:meta AS jsonb))""",
+        job=job_id,
+        chunk=chunk_index,
+        model=model_id,
+        inp=input_tokens,
+        out=output_tokens,
+        cost=cost_usd,
+        meta=metadata,
+    )
+
+
+def add_batch_cost(
+    db: Runner, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+) -> bool:
+    """The one batch row per batch job; False when it already exists (unique index)."""
+    row = db.one(
+        """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+           VALUES (CAST(:job AS uuid), :row, 'batch', 'batch', :model, :inp, :out, :cost, CAST(:meta AS jsonb))
+           ON CONFLICT (batch_row_id) WHERE source = 'batch' DO NOTHING RETURNING id""",
+        job=job_id,
+        row=batch_row_id,
+        model=model_id,
+        inp=input_tokens,
+        out=output_tokens,
+        cost=cost_usd,
+        meta=metadata,
+    )
+    return row is not None
+
+
+def job_total(db: Runner, job_id: str) -> Decimal:
+    row = db.one("SELECT COALESCE(SUM(cost_usd), 0) AS total FROM cost_ledger WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    return Decimal(row["total"]) if row else Decimal(0)
+
+
+def ledger_rows(db: Runner, job_id: str) -> list[dict[str, Any]]:
+    return db.run("SELECT * FROM cost_ledger WHERE job_id = CAST(:id AS uuid) ORDER BY id", id=job_id)
+
+
+# -- funds holds -------------------------------------------------------------------------
+def place_hold(db: Runner, *, job_id: str, owner_id: str, amount_usd: Decimal, hours: float) -> None:
+    db.run(
+        """INSERT INTO funds_holds (job_id, owner_id, amount_usd, expires_at)
+           VALUES (CAST(:job AS uuid), :owner, :amount, now() + make_interval(secs => :secs))
+           ON CONFLICT (job_id) DO NOTHING""",
+        job=job_id,
+        owner=owner_id,
+        amount=amount_usd,
+        secs=hours * 3600,
+    )
+
+
+def extend_hold(db: Runner, job_id: str, *, hours: float) -> None:
+    """Set the open hold to expire ``hours`` from now (stretched for the batch wait, back for on-demand)."""
+    db.run(
+        """UPDATE funds_holds SET expires_at = now() + make_interval(secs => :secs), updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL""",
+        job=job_id,
+        secs=hours * 3600,
+    )
+
+
+def close_hold(db: Runner, job_id: str, *, outcome: str, settled_usd: Decimal | None = None) -> bool:
+    row = db.one(
+        """UPDATE funds_holds SET outcome = :outcome, settled_usd = :settled, updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL RETURNING id""",
+        job=job_id,
+        outcome=outcome,
+        settled=settled_usd,
+    )
+    return row is not None
+
+
+def get_hold(db: Runner, job_id: str) -> dict[str, Any] | None:
+    return db.one("SELECT * FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)

@@ -1,0 +1,1 @@
+"""Pure rules: no Lambda, boto3 or SQL here."""

@@ -1,0 +1,36 @@
+"""Errors a user sees, each with a stable id a script can match on."""
+
+from __future__ import annotations
+
+
+class BatchlaneError(Exception):
+    """Base class: ``error_id`` is stable, ``str(err)`` is one line for a person."""
+
+    error_id = "INTERNAL"
+
+    def __init__(self, message: str, *, error_id: str | None = None) -> None:
+        super().__init__(message)
+        if error_id:
+            self.error_id = error_id
+
+
+class InputError(BatchlaneError):
+    """The user's input cannot be converted (bad PDF, too large, ...)."""
+
+    error_id = "INPUT_INVALID"
+
+
+class NotFound(BatchlaneError):
+    error_id = "NOT_FOUND"
+
+
+class Conflict(BatchlaneError):
+    """The request does not fit the current state (HTTP 409)."""
+
+    error_id = "CONFLICT"
+
+
+class StoreUnavailable(BatchlaneError):
+    """The database or object store could not be reached after retries."""
+
+    error_id = "STORE_UNAVAILABLE"

@@ -1,0 +1,40 @@
+"""What every handler shares: event parsing with clear errors, and the standard decorators."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from batchlane.observability import logger, tracer
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class BadEvent(ValueError):
+    """The event does not have the shape this handler takes."""
+
+
+class JobRef(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    jobId: UUID
+
+
+class ChunkRef(JobRef):
+    chunkIndex: int
+
+
+def parse(event: Any, model: type[Model]) -> Model:
+    try:
+        return model.model_validate(event)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "event"
+        raise BadEvent(f"bad event for {model.__name__}: {where}: {first.get('msg')}") from None
+
+
+def lambda_handler(fn: Callable[[dict[str, Any], Any], Any]) -> Callable[[dict[str, Any], Any], Any]:
+    """Powertools logging context + tracing around a handler body."""
+    return logger.inject_lambda_context(clear_state=True)(tracer.capture_lambda_handler(fn))

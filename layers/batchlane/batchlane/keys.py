@@ -1,0 +1,54 @@
+"""The bucket's prefix layout, in one place (docs/architecture.md repeats it).
+
+uploads/<fileId>/<name>.pdf            source PDFs
+jobs/<jobId>/chunks/chunk-<N>.json      chunk results (page outcomes)
+jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must be retried
+jobs/<jobId>/output.md                  the assembled Markdown
+batch/<jobId>/input/shard-<NNNN>.jsonl  batch records
+batch/<jobId>/manifest.json             what prepare wrote (shards, counts, record ids, hashes)
+batch/<jobId>/output/<bedrockJobId>/... what Bedrock wrote (.jsonl.out, manifest.json.out)
+batch/<jobId>/results/chunk-<N>.json    accepted batch answers, read by primed chunks
+
+The Bedrock service role may touch ``batch/`` only.
+"""
+
+from __future__ import annotations
+
+BATCH_PREFIX = "batch/"
+
+
+def upload_key(file_id: str, name: str) -> str:
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:120] or "document.pdf"
+    return f"uploads/{file_id}/{safe}"
+
+
+def chunk_result_key(job_id: str, chunk_index: int) -> str:
+    return f"jobs/{job_id}/chunks/chunk-{chunk_index}.json"
+
+
+def chunk_partial_key(job_id: str, chunk_index: int) -> str:
+    return f"jobs/{job_id}/chunks/chunk-{chunk_index}.partial.json"
+
+
+def markdown_key(job_id: str) -> str:
+    return f"jobs/{job_id}/output.md"
+
+
+def batch_input_prefix(job_id: str) -> str:
+    return f"{BATCH_PREFIX}{job_id}/input/"
+
+
+def batch_shard_key(job_id: str, shard: int) -> str:
+    return f"{batch_input_prefix(job_id)}shard-{shard:04d}.jsonl"
+
+
+def batch_manifest_key(job_id: str) -> str:
+    return f"{BATCH_PREFIX}{job_id}/manifest.json"
+
+
+def batch_output_prefix(job_id: str) -> str:
+    return f"{BATCH_PREFIX}{job_id}/output/"
+
+
+def batch_results_key(job_id: str, chunk_index: int) -> str:
+    return f"{BATCH_PREFIX}{job_id}/results/chunk-{chunk_index}.json"

@@ -1,0 +1,189 @@
+"""The offline Bedrock service: one HTTP server for ``bedrock`` and ``bedrock-runtime``.
+
+Clients reach it through boto3's real request path (``endpoint_url=emu.start()``), so
+serialisation, HTTP and error parsing are the production ones. Both services are
+rest-json with disjoint paths, which is why one port can serve both:
+
+    POST /model-invocation-job                      CreateModelInvocationJob
+    GET  /model-invocation-job/{jobIdentifier}      GetModelInvocationJob
+    POST /model-invocation-job/{jobIdentifier}/stop StopModelInvocationJob
+    GET  /model-invocation-jobs                     ListModelInvocationJobs
+    POST /tagResource | /untagResource | /listTagsForResource
+    POST /model/{modelId}/converse                  bedrock-runtime Converse
+
+Requests are not signature-checked (any credentials do). S3 is not ours: job threads
+read input and write output through ``s3_client_factory()``, typically a boto3 client
+on a moto server. The werkzeug server is threaded and bound to loopback only.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections import Counter
+from typing import Any, Callable
+
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request, Response
+
+from .clock import EmulatedClock
+from .control_plane import ControlPlane
+from .converse import ConverseRuntime
+from .errors import ApiError
+from .events import EventDispatcher, PublishEvent
+from .faults import Faults
+from .job import Job
+from .lifecycle import JobLifecycle
+from .quotas import BatchQuotas
+
+log = logging.getLogger(__name__)
+
+_JOB_PATH = re.compile(r"^/model-invocation-job/(?P<id>.+?)(?P<stop>/stop)?$")
+_CONVERSE_PATH = re.compile(r"^/model/(?P<model>.+)/converse$")
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """Request lines go to debug logging, not to stderr on every call."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        log.debug("bedrock emulator %s %s", self.requestline, code)
+
+    def log(self, type: str, message: str, *args: Any) -> None:  # noqa: A002 - werkzeug's signature
+        log.debug("bedrock emulator http %s: " + message, type, *args)
+
+
+class BedrockEmulator:
+    def __init__(
+        self,
+        *,
+        s3_client_factory: Callable[[], Any],
+        publish_event: PublishEvent | None = None,
+        faults: Faults | None = None,
+        quotas: BatchQuotas | None = None,
+        account_id: str = "123456789012",
+        region: str = "us-east-1",
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.faults = faults or Faults()
+        self.quotas = quotas or BatchQuotas()
+        self.clock = EmulatedClock(self.faults.time_scale)
+        self.stats: Counter[str] = Counter()
+        self._stats_lock = threading.Lock()
+        self._shutdown = threading.Event()
+        self._s3_client_factory = s3_client_factory
+        self._host, self._port = host, port
+        self._server: BaseWSGIServer | None = None
+        self._server_thread: threading.Thread | None = None
+        self._job_threads: list[threading.Thread] = []
+        self.events = EventDispatcher(publish_event, self.faults)
+        self.control = ControlPlane(
+            account_id=account_id, region=region, faults=self.faults, quotas=self.quotas,
+            clock=self.clock, notify=self.events.job_changed, start_job=self._start_job,
+            count=self._count,
+        )
+        self.runtime = ConverseRuntime(self.faults, self.stats, self._stats_lock, self._shutdown)
+        self.url: str | None = None
+
+    @property
+    def jobs(self) -> dict[str, Job]:
+        """Jobs by ARN, for tests and the offline stack's status page."""
+        return self.control.jobs
+
+    def _count(self, key: str) -> None:
+        with self._stats_lock:
+            self.stats[key] += 1
+
+    # -- lifecycle of the emulator itself -------------------------------------------
+
+    def start(self) -> str:
+        if self.url:
+            return self.url
+        self.events.start()
+        self._server = make_server(self._host, self._port, self._wsgi, threaded=True,
+                                   request_handler=_QuietHandler)
+        self._server_thread = threading.Thread(target=self._server.serve_forever,
+                                               name="bedrock-emulator-http", daemon=True)
+        self._server_thread.start()
+        self.url = f"http://{self._host}:{self._server.server_port}"
+        log.info("bedrock emulator listening on %s (%s)", self.url, self.faults)
+        return self.url
+
+    def stop(self) -> None:
+        """Stop serving and leave every job where it is; returns within a few seconds."""
+        self._shutdown.set()
+        for job in list(self.jobs.values()):
+            job.wake.set()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+        for thread in self._job_threads:
+            thread.join(timeout=5)
+        self.events.stop()
+        self.url = None
+
+    def __enter__(self) -> BedrockEmulator:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _start_job(self, job: Job) -> None:
+        lifecycle = JobLifecycle(job, s3_client_factory=self._s3_client_factory, faults=self.faults,
+                                 quotas=self.quotas, clock=self.clock, shutdown=self._shutdown)
+        thread = threading.Thread(target=lifecycle.run, name=f"bedrock-job-{job.job_id}", daemon=True)
+        self._job_threads.append(thread)
+        thread.start()
+
+    # -- HTTP -----------------------------------------------------------------------
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        request = Request(environ)
+        try:
+            status, body = 200, self._route(request)
+        except ApiError as exc:
+            status, body = exc.status, {"message": exc.message}
+            headers = {"x-amzn-ErrorType": f"{exc.code}:http://internal.amazon.com/coral/com.amazon.bedrock/"}
+        except Exception as exc:  # noqa: BLE001 - answer 500 as AWS would, keep serving
+            log.exception("bedrock emulator failed on %s %s", request.method, request.path)
+            status, body = 500, {"message": f"Internal emulator error: {exc}"}
+            headers = {"x-amzn-ErrorType": "InternalServerException"}
+        else:
+            headers = {}
+        response = Response(json.dumps(body), status=status, mimetype="application/json", headers=headers)
+        response.headers["x-amzn-RequestId"] = "emulated"
+        return response(environ, start_response)
+
+    def _route(self, request: Request) -> dict[str, Any]:
+        path, method = request.path, request.method
+        if method == "POST" and (match := _CONVERSE_PATH.match(path)):
+            return self.runtime.converse(match["model"], _json(request))
+        if path == "/model-invocation-job" and method == "POST":
+            return self.control.create(_json(request))
+        if path == "/model-invocation-jobs" and method == "GET":
+            return self.control.list(request.args)
+        if match := _JOB_PATH.match(path):
+            if match["stop"] and method == "POST":
+                return self.control.stop(match["id"])
+            if not match["stop"] and method == "GET":
+                return self.control.get(match["id"])
+        if method == "POST" and path == "/tagResource":
+            return self.control.tag(_json(request))
+        if method == "POST" and path == "/untagResource":
+            return self.control.untag(_json(request))
+        if method == "POST" and path == "/listTagsForResource":
+            return self.control.list_tags(_json(request))
+        raise ApiError("UnknownOperationException", f"The emulator does not serve {method} {path}.")
+
+
+def _json(request: Request) -> Any:
+    data = request.get_data()
+    if not data:
+        return {}
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ApiError("ValidationException", "The request body is not valid JSON.") from None

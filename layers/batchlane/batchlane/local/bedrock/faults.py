@@ -1,0 +1,155 @@
+"""Fault injection for the offline Bedrock emulator.
+
+The offline stack reads one setting, ``BATCHLANE_EMULATOR_FAULTS``, a comma-separated
+list of ``key=value`` pairs (``"job_outcome=expired,time_scale=3600"``), and hands it to
+:func:`parse_faults`. An unknown key or a bad value raises ``ValueError`` naming it, so
+a typo fails at start-up instead of silently running the happy path.
+
+Faults are deterministic: a batch record's faults are drawn from a hash of its
+recordId, a Converse call's from a hash of its body plus how many times that same body
+was seen before. Reruns therefore match, while a retried Converse call gets a fresh
+draw (as a retry against the real service might succeed).
+
+| key | values | default | effect |
+|---|---|---|---|
+| ``job_outcome`` | ``completed`` / ``partially_completed`` / ``failed`` / ``expired`` / ``stopped`` | ``completed`` | how every batch job ends. ``completed``: Completed, or PartiallyCompleted when any record errored (as AWS does). ``partially_completed``: at least the first record errors, so the job ends PartiallyCompleted. ``failed``: half the records are processed, their partial output and the manifest are written, then Failed with a failureMessage. ``expired``: half the records are processed, the job idles until its timeout, writes partial output and ends Expired. ``stopped``: the emulator stops the job itself after half the records (Stopping, then Stopped with partial output), as if an operator had |
+| ``record_error_rate`` | float in [0, 1] | ``0`` | share of batch records answered with an ``error`` line (errorCode 400) instead of ``modelOutput`` |
+| ``truncate_rate`` | float in [0, 1] | ``0`` | share of answers (batch and Converse) cut short with stopReason ``max_tokens`` |
+| ``content_filter_rate`` | float in [0, 1] | ``0`` | share of answers with stopReason ``content_filtered`` and empty text |
+| ``guardrail_rate`` | float in [0, 1] | ``0`` | share of answers with stopReason ``guardrail_intervened`` and a canned refusal |
+| ``drop_terminal_event`` | ``0`` / ``1`` | ``0`` | terminal-status events (Completed, PartiallyCompleted, Failed, Stopped, Expired) are never published; the others still are |
+| ``duplicate_events`` | ``0`` / ``1`` | ``0`` | every state-change event is published twice |
+| ``event_delay_s`` | float >= 0 | ``0`` | real seconds each event waits before it is published (on the dispatcher thread: order is kept) |
+| ``throttle_rpm`` | int >= 0 | ``0`` | Converse requests per minute (real time, sliding 60 s window) before ThrottlingException (HTTP 429); 0 = unlimited |
+| ``converse_latency_ms`` | int >= 0 | ``0`` | real milliseconds each Converse call sleeps before answering |
+| ``create_throttle`` | int >= 0 | ``0`` | the first N CreateModelInvocationJob calls answer ThrottlingException |
+| ``time_scale`` | float > 0 | ``1`` | emulated seconds per real second for batch jobs (3600 = an emulated hour per real second) |
+| ``job_hours`` | float > 0 | ``1`` | emulated hours a job spends InProgress, spread evenly over its records; a job whose InProgress would pass its timeoutDurationInHours ends Expired with the records done by then |
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+from typing import Any, Callable
+
+JOB_OUTCOMES = ("completed", "partially_completed", "failed", "expired", "stopped")
+
+
+@dataclass(frozen=True)
+class Faults:
+    """The parsed fault setting; the defaults are a healthy, real-time Bedrock."""
+
+    job_outcome: str = "completed"
+    record_error_rate: float = 0.0
+    truncate_rate: float = 0.0
+    content_filter_rate: float = 0.0
+    guardrail_rate: float = 0.0
+    drop_terminal_event: bool = False
+    duplicate_events: bool = False
+    event_delay_s: float = 0.0
+    throttle_rpm: int = 0
+    converse_latency_ms: int = 0
+    create_throttle: int = 0
+    time_scale: float = 1.0
+    job_hours: float = 1.0
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError("must be between 0 and 1")
+    return value
+
+
+def _flag(text: str) -> bool:
+    if text not in ("0", "1", "true", "false"):
+        raise ValueError("must be 0 or 1")
+    return text in ("1", "true")
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if not value >= 0.0:  # also rejects nan
+        raise ValueError("must be >= 0")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0.0 or value == float("inf"):
+        raise ValueError("must be a finite number > 0")
+    return value
+
+
+def _outcome(text: str) -> str:
+    if text not in JOB_OUTCOMES:
+        raise ValueError(f"must be one of {', '.join(JOB_OUTCOMES)}")
+    return text
+
+
+_PARSERS: dict[str, Callable[[str], Any]] = {
+    "job_outcome": _outcome,
+    "record_error_rate": _rate,
+    "truncate_rate": _rate,
+    "content_filter_rate": _rate,
+    "guardrail_rate": _rate,
+    "drop_terminal_event": _flag,
+    "duplicate_events": _flag,
+    "event_delay_s": _non_negative,
+    "throttle_rpm": _count,
+    "converse_latency_ms": _count,
+    "create_throttle": _count,
+    "time_scale": _positive,
+    "job_hours": _positive,
+}
+assert set(_PARSERS) == {f.name for f in fields(Faults)}
+
+
+def parse_faults(text: str) -> Faults:
+    """Parse ``"key=value,key=value"``; empty text gives the defaults."""
+    values: dict[str, Any] = {}
+    for item in (part.strip() for part in (text or "").split(",")):
+        if not item:
+            continue
+        key, sep, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if key not in _PARSERS:
+            known = ", ".join(sorted(_PARSERS))
+            raise ValueError(f"unknown emulator fault {key!r}; known: {known}")
+        if not sep or not raw:
+            raise ValueError(f"emulator fault {key!r} needs a value ({key}=...)")
+        try:
+            values[key] = _PARSERS[key](raw.lower())
+        except ValueError as exc:
+            raise ValueError(f"bad value {raw!r} for emulator fault {key!r}: {exc}") from None
+    return Faults(**values)
+
+
+def draw(seed: str, fault: str) -> float:
+    """A uniform number in [0, 1) fixed by ``seed`` and the fault's name.
+
+    Each fault gets its own draw, so raising one rate never changes which records
+    another fault hits.
+    """
+    digest = hashlib.sha256(f"{fault}\x00{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def answer_fault(faults: Faults, seed: str) -> str | None:
+    """Which answer-level fault (if any) hits the call identified by ``seed``."""
+    for name, rate in (
+        ("content_filter", faults.content_filter_rate),
+        ("guardrail", faults.guardrail_rate),
+        ("truncate", faults.truncate_rate),
+    ):
+        if rate and draw(seed, name) < rate:
+            return name
+    return None

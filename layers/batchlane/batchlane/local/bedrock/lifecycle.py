@@ -1,0 +1,229 @@
+"""The asynchronous life of one batch job, on its own thread.
+
+    Submitted → Validating → Scheduled → InProgress → Completed | PartiallyCompleted
+                                                     | Failed | Stopping → Stopped | Expired
+
+The job keeps its own emulated "virtual" time: each phase and each record advances it
+by a fixed amount, and the thread waits (stoppably) until the emulated clock catches
+up. So a job's outcome and timestamps depend on the input and the faults only, never
+on how fast this machine extracts PDF text: even at a huge ``time_scale`` a job is not
+expired because pypdf was slow.
+
+Output is uploaded before the terminal status is set, so whoever reacts to the
+terminal event or status finds every ``.jsonl.out`` and the manifest in place.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any, Callable
+
+from .clock import EmulatedClock
+from .converse import model_answer
+from .errors import ApiError, validation
+from .faults import Faults, draw
+from .job import STOPPABLE, TERMINAL, Job
+from .job_io import (
+    InputFile,
+    JobInputError,
+    ShuffledOutput,
+    iter_lines,
+    list_input_files,
+    output_prefix,
+    parse_record,
+    validate_input,
+    write_manifest,
+)
+from .quotas import BatchQuotas
+
+log = logging.getLogger(__name__)
+
+# Emulated seconds spent in the short phases. AWS takes minutes here; the exact values
+# only matter relative to job_hours and time_scale.
+SUBMITTED_S = 30.0
+VALIDATING_S = 60.0
+SCHEDULED_S = 120.0
+STOPPING_S = 30.0
+
+# Real lag below which the thread does not bother to sleep between records.
+_MIN_SLEEP_S = 0.002
+
+
+class _Shutdown(Exception):
+    """The emulator is stopping: leave the job where it is."""
+
+
+def request_stop(job: Job, now: float) -> None:
+    """StopModelInvocationJob, and the ``job_outcome=stopped`` fault."""
+    with job.lock:
+        if job.status == "Stopping":
+            return
+        if job.status not in STOPPABLE:
+            raise validation(f"The job {job.arn} is {job.status} and cannot be stopped.")
+        job.stop_requested = True
+        job.transition("Stopping", max(now, job.last_modified))
+        job.wake.set()
+
+
+class JobLifecycle:
+    def __init__(self, job: Job, *, s3_client_factory: Callable[[], Any], faults: Faults,
+                 quotas: BatchQuotas, clock: EmulatedClock, shutdown: threading.Event) -> None:
+        self.job = job
+        self._s3_factory = s3_client_factory
+        self._faults = faults
+        self._quotas = quotas
+        self._clock = clock
+        self._shutdown = shutdown
+        self._vtime = job.submit_time
+        self._validated = False
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except _Shutdown:
+            log.info("emulator stopped while job %s was %s", self.job.arn, self.job.status)
+        except Exception as exc:  # noqa: BLE001 - the job fails, the emulator lives on
+            log.exception("emulated job %s failed", self.job.arn)
+            if self.job.status not in TERMINAL:
+                self._set("Failed", message=f"Internal error in the emulated batch service: {exc}")
+
+    # -- time ---------------------------------------------------------------------
+
+    def _advance(self, seconds: float, *, stoppable: bool = True) -> bool:
+        """Move virtual time on by ``seconds``; True if a stop request cut it short."""
+        target = self._vtime + seconds
+        while True:
+            if self._shutdown.is_set():
+                raise _Shutdown
+            if stoppable and self.job.stop_requested:
+                self._vtime = max(self._vtime, min(target, self._clock.now()), self.job.last_modified)
+                return True
+            remaining = self._clock.real_seconds_until(target)
+            if remaining <= _MIN_SLEEP_S:
+                self._vtime = target
+                return False
+            (self.job.wake if stoppable else self._shutdown).wait(remaining)
+
+    def _set(self, status: str, *, message: str | None = None) -> None:
+        with self.job.lock:
+            if self.job.stop_requested:
+                # The caller has already seen Stopping: never step back from it, and end
+                # Stopped even when the Stop landed after the last record.
+                if status not in TERMINAL:
+                    return
+                status, message = "Stopped", None
+            self._vtime = max(self._vtime, self.job.last_modified)
+            self.job.transition(status, self._vtime, message=message)
+        log.info("emulated batch job %s is %s", self.job.arn, status)
+
+    # -- phases -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        if self._advance(SUBMITTED_S):
+            return self._finish_stopped(None)
+        self._set("Validating")
+        s3 = self._s3_factory()
+        try:
+            files = list_input_files(s3, self.job.input_uri)
+            total = validate_input(s3, files, self._quotas)
+        except JobInputError as exc:
+            self._set("Failed", message=str(exc))
+            return None
+        with self.job.lock:
+            self.job.total = total
+        self._validated = True
+        if self._advance(VALIDATING_S) or self._advance_phase("Scheduled", SCHEDULED_S):
+            return self._finish_stopped(s3)
+        self._set("InProgress")
+        ending = self._process(s3, files, total)
+        return self._finish(s3, ending)
+
+    def _advance_phase(self, status: str, seconds: float) -> bool:
+        if self.job.stop_requested:
+            return True
+        self._set(status)
+        return self._advance(seconds)
+
+    def _process(self, s3: Any, files: list[InputFile], total: int) -> str | None:
+        """Run the records; the reason the job ends early, or None when all are done."""
+        per_record = self._faults.job_hours * 3600 / total
+        outcome = self._faults.job_outcome
+        cutoff = total // 2 if outcome in ("failed", "expired", "stopped") else None
+        bucket, prefix = output_prefix(self.job.output_uri, self.job.job_id)
+        index = 0
+        for file in files:
+            ending = None
+            output = ShuffledOutput(bucket, f"{prefix}{file.output_name}.out", seed=self.job.job_id + file.key)
+            try:
+                for number, line in iter_lines(s3, file):
+                    if index == cutoff:
+                        ending = outcome
+                    elif self.job.stop_requested:
+                        ending = "stopped"
+                    elif self._vtime + per_record > self.job.expiration_time:
+                        ending = "timeout"
+                    if ending:
+                        break
+                    output.add(self._answer(parse_record(file, number, line), index))
+                    index += 1
+                    self._advance(per_record)
+                if len(output):
+                    output.upload(s3)
+            finally:
+                output.close()
+            if ending:
+                return ending
+        return "stopped" if self.job.stop_requested else None
+
+    def _answer(self, record: dict[str, Any], index: int) -> dict[str, Any]:
+        record_id, body = record["recordId"], record["modelInput"]
+        line: dict[str, Any] = {"recordId": record_id, "modelInput": body}
+        error = None
+        forced = self._faults.job_outcome == "partially_completed" and index == 0
+        if self.job.invocation_type != "Converse":
+            error = "The offline emulator answers modelInvocationType Converse only."
+        elif forced or draw(record_id, "record_error") < self._faults.record_error_rate:
+            error = "ModelErrorException: emulated record error (fault record_error_rate / job_outcome)."
+        else:
+            try:
+                line["modelOutput"] = model_answer(body, record_id, self._faults)
+            except ApiError as exc:
+                error = exc.message
+        with self.job.lock:
+            self.job.processed += 1
+            if error is None:
+                usage = line["modelOutput"]["usage"]
+                self.job.success += 1
+                self.job.input_tokens += usage["inputTokens"]
+                self.job.output_tokens += usage["outputTokens"]
+            else:
+                self.job.errors += 1
+                line["error"] = {"errorCode": 400, "errorMessage": error}
+        return line
+
+    # -- endings ------------------------------------------------------------------
+
+    def _finish(self, s3: Any, ending: str | None) -> None:
+        bucket, prefix = output_prefix(self.job.output_uri, self.job.job_id)
+        if ending == "stopped":
+            if not self.job.stop_requested:  # job_outcome=stopped: stop ourselves, as an operator would
+                request_stop(self.job, self._vtime)
+            return self._finish_stopped(s3)
+        if ending in ("expired", "timeout"):
+            if self._advance(self.job.expiration_time - self._vtime):
+                return self._finish_stopped(s3)
+            write_manifest(s3, bucket, prefix, self.job.manifest())
+            return self._set("Expired", message="The job did not finish within its timeoutDurationInHours.")
+        write_manifest(s3, bucket, prefix, self.job.manifest())
+        if ending == "failed":
+            return self._set("Failed", message="The batch inference job failed: emulated internal "
+                             "error (fault job_outcome=failed).")
+        return self._set("PartiallyCompleted" if self.job.errors else "Completed")
+
+    def _finish_stopped(self, s3: Any) -> None:
+        self._advance(STOPPING_S, stoppable=False)
+        if self._validated and s3 is not None:
+            bucket, prefix = output_prefix(self.job.output_uri, self.job.job_id)
+            write_manifest(s3, bucket, prefix, self.job.manifest())
+        self._set("Stopped")

@@ -1,0 +1,127 @@
+"""Open, validate and split PDFs with pypdf.
+
+Every stage that needs pages calls :func:`open_pdf` then :meth:`PdfDocument.pages`, so
+the page numbers (1-based) and chunk boundaries the chunk processor sees are exactly
+the ones the batch lane used for its record ids.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from pypdf import PdfReader, PdfWriter
+from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
+
+from batchlane.domain.errors import InputError
+
+logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
+
+# Content-stream operators that put marks on a page. A page whose streams use none of
+# them is blank: no text extraction needed, and no model call is spent on it.
+_PAINTING_OPERATOR = re.compile(rb"(?:^|(?<=[\s)\]>]))(?:Tj|TJ|'|\"|Do|sh|EI|f\*?|F|B\*?|b\*?|S|s)(?=[\s(\[/<]|$)")
+
+
+@dataclass(frozen=True)
+class ChunkSpan:
+    index: int  # from 0
+    first_page: int  # 1-based, inclusive
+    last_page: int  # inclusive
+
+    @property
+    def page_count(self) -> int:
+        return self.last_page - self.first_page + 1
+
+    def page_numbers(self) -> range:
+        return range(self.first_page, self.last_page + 1)
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int  # 1-based in the whole document
+    chunk_index: int
+    pdf_bytes: bytes  # a one-page PDF
+    blank: bool
+
+
+def plan_chunks(total_pages: int, pages_per_chunk: int) -> list[ChunkSpan]:
+    if total_pages < 1:
+        raise ValueError("a document has at least one page")
+    if pages_per_chunk < 1:
+        raise ValueError("pages_per_chunk must be at least 1")
+    return [
+        ChunkSpan(index, first, min(first + pages_per_chunk - 1, total_pages))
+        for index, first in enumerate(range(1, total_pages + 1, pages_per_chunk))
+    ]
+
+
+class PdfDocument:
+    """A validated PDF. Construct through :func:`open_pdf`."""
+
+    def __init__(self, reader: PdfReader) -> None:
+        self._reader = reader
+
+    @property
+    def page_count(self) -> int:
+        return len(self._reader.pages)
+
+    def chunks(self, pages_per_chunk: int) -> list[ChunkSpan]:
+        return plan_chunks(self.page_count, pages_per_chunk)
+
+    def pages(self, span: ChunkSpan) -> Iterator[Page]:
+        """Yield each page of ``span`` as its own one-page PDF, in order."""
+        for number in span.page_numbers():
+            source = self._reader.pages[number - 1]
+            writer = PdfWriter()
+            writer.add_page(source)
+            buffer = io.BytesIO()
+            writer.write(buffer)
+            yield Page(number=number, chunk_index=span.index, pdf_bytes=buffer.getvalue(), blank=_is_blank(source))
+
+    def page(self, number: int, pages_per_chunk: int) -> Page:
+        span = next(s for s in self.chunks(pages_per_chunk) if s.first_page <= number <= s.last_page)
+        return next(p for p in self.pages(ChunkSpan(span.index, number, number)))
+
+
+def _is_blank(page) -> bool:  # type: ignore[no-untyped-def]
+    try:
+        contents = page.get_contents()
+        data = contents.get_data() if contents is not None else b""
+    except Exception:  # an unreadable stream is not "blank": let the model look at it
+        return False
+    return _PAINTING_OPERATOR.search(_strip_strings(data)) is None
+
+
+def _strip_strings(data: bytes) -> bytes:
+    """Drop literal strings so text inside them cannot look like an operator."""
+    return re.sub(rb"\((?:\\.|[^\\)])*\)", b"()", data)
+
+
+def open_pdf(data: bytes, *, max_pages: int) -> PdfDocument:
+    """Validate ``data`` as a PDF we can convert, or raise :class:`InputError` with a stable id."""
+    if not data:
+        raise InputError("The file is empty.", error_id="PDF_EMPTY")
+    if b"%PDF-" not in data[:1024]:
+        raise InputError("The file is not a PDF.", error_id="PDF_NOT_PDF")
+    try:
+        reader = PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted and not reader.decrypt(""):
+            raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED")
+        count = len(reader.pages)
+    except InputError:
+        raise
+    except FileNotDecryptedError as exc:
+        raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED") from exc
+    except (PdfReadError, PdfStreamError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+        raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT") from exc
+    if count == 0:
+        raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
+    if count > max_pages:
+        raise InputError(f"The PDF has {count} pages; the limit is {max_pages}.", error_id="PDF_TOO_MANY_PAGES")
+    if b"%%EOF" not in data[-2048:]:
+        # pypdf can often rebuild a cut file, but pages past the cut would be lost silently.
+        raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT")
+    return PdfDocument(reader)

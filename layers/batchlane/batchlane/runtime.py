@@ -1,0 +1,80 @@
+"""The adapters a handler needs, built once per process from the settings.
+
+Handlers call :func:`services`; tests and the offline stack call :func:`reset_services`
+after changing the environment.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from batchlane.aws.clients import client, reset_clients
+from batchlane.aws.events import EventBus
+from batchlane.aws.s3 import S3Store
+from batchlane.aws.workflows import Workflows
+from batchlane.config import Settings, reload_settings
+from batchlane.db.connection import Database, connect_params_from_secret, connect_params_from_url
+from batchlane.domain.cost import PriceTable
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database
+    store: S3Store
+    workflows: Workflows
+    bus: EventBus
+    prices: PriceTable
+
+    def bedrock_runtime(self) -> Any:
+        return client("bedrock-runtime", max_attempts=self.settings.batchlane_converse_max_attempts)
+
+    def bedrock(self) -> Any:
+        return client("bedrock")
+
+
+_lock = threading.Lock()
+_services: Services | None = None
+
+
+def _database(settings: Settings) -> Database:
+    if settings.database_url:
+        return Database(connect_params_from_url(settings.database_url))
+    if settings.database_secret_arn:
+        from aws_lambda_powertools.utilities import parameters
+
+        secret = parameters.get_secret(settings.database_secret_arn, max_age=300)
+        return Database(connect_params_from_secret(json.loads(secret) if isinstance(secret, str) else secret))
+    raise RuntimeError("no database configured: set DATABASE_URL or DATABASE_SECRET_ARN")
+
+
+def services() -> Services:
+    global _services
+    with _lock:
+        if _services is None:
+            settings = reload_settings()
+            _services = Services(
+                settings=settings,
+                db=_database(settings),
+                store=S3Store(client("s3"), settings.batchlane_bucket),
+                workflows=Workflows(
+                    client("stepfunctions"),
+                    conversion_arn=settings.conversion_state_machine_arn,
+                    batch_lane_arn=settings.batch_lane_state_machine_arn,
+                ),
+                bus=EventBus(client("events"), settings.event_bus_name),
+                prices=PriceTable(settings.batchlane_prices),
+            )
+        return _services
+
+
+def reset_services() -> None:
+    global _services
+    with _lock:
+        if _services is not None:
+            _services.db.close()
+        _services = None
+        reset_clients()

@@ -1,0 +1,186 @@
+"""The deployment's shape, written once and read by both the CDK app and the offline stack.
+
+Every Lambda in ``functions/``, every state machine in ``statemachines/``, every
+EventBridge rule and schedule is listed here. ``infra/`` turns this into CloudFormation;
+``batchlane.local`` "deploys" the same list into the emulated services. A test checks
+that this list and the folders agree, so neither side can drift from the other.
+
+``needs`` names the capabilities a function uses; the CDK app grants exactly those
+(least privilege) and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+Capability = Literal[
+    "db",  # PostgreSQL (secret read + network)
+    "s3_read",  # read objects in the bucket
+    "s3_write",  # write objects in the bucket
+    "bedrock_runtime",  # Converse on the configured models
+    "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
+    "start_conversion",  # states:StartExecution on the conversion state machine
+    "start_batch_lane",  # states:StartExecution on the batch-lane state machine
+    "task_response",  # states:SendTaskSuccess/Failure/Heartbeat on the batch-lane machine
+    "publish_events",  # events:PutEvents on the default bus (job parked)
+    "cloudwatch_metrics",  # Powertools metrics (EMF through logs: no extra grant in AWS)
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+STATEMACHINES_DIR = REPO_ROOT / "statemachines"
+
+EVENT_SOURCE = "batchlane"
+JOB_PARKED_DETAIL_TYPE = "Conversion Job Parked"
+BEDROCK_EVENT_SOURCE = "aws.bedrock"
+BEDROCK_BATCH_DETAIL_TYPE = "Batch Inference Job State Change"
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str  # folder under functions/, and the logical name everywhere
+    description: str
+    needs: tuple[Capability, ...]
+    timeout_s: int = 60
+    memory_mb: int = 512
+
+
+@dataclass(frozen=True)
+class StateMachineSpec:
+    name: str  # statemachines/<name>.asl.json
+    description: str
+    functions: tuple[str, ...]  # substituted as ${<function>_arn}
+    # Other ${...} substitutions with their AWS defaults. They are numbers (intervals,
+    # concurrency) the offline stack shrinks, so retries don't sleep in real time there.
+    settings: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def path(self) -> Path:
+        return STATEMACHINES_DIR / f"{self.name}.asl.json"
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    name: str
+    description: str
+    source: str
+    detail_type: str
+    target: str  # function name
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    name: str
+    description: str
+    every_minutes: int
+    target: str  # function name
+
+
+FUNCTIONS: tuple[FunctionSpec, ...] = (
+    FunctionSpec("migrate", "Applies the SQL migrations (CloudFormation custom resource).", ("db",), 300),
+    FunctionSpec(
+        "job_create",
+        "Validates an uploaded PDF, splits it into chunks, parks it for the batch lane or starts the conversion.",
+        ("db", "s3_read", "start_conversion", "publish_events"),
+        300,
+        1536,
+    ),
+    FunctionSpec("conversion_start", "Marks a job processing and lists its chunks.", ("db",)),
+    FunctionSpec(
+        "chunk_processor",
+        "Converts one chunk's pages (primed batch results first, on-demand otherwise).",
+        ("db", "s3_read", "s3_write", "bedrock_runtime", "cloudwatch_metrics"),
+        900,
+        1536,
+    ),
+    FunctionSpec("assemble", "Joins chunk results in page order into the Markdown file.", ("db", "s3_read", "s3_write"), 300, 1024),
+    FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job.", ("db",)),
+    FunctionSpec(
+        "batch_claimer",
+        "Claims parked jobs under the concurrent batch-job quota and starts their batch-lane executions.",
+        ("db", "bedrock_batch", "start_batch_lane"),
+    ),
+    FunctionSpec(
+        "batch_prepare",
+        "Captures one Converse record per non-blank page into JSONL shards and a manifest.",
+        ("db", "s3_read", "s3_write"),
+        900,
+        2048,
+    ),
+    FunctionSpec("batch_submit", "CreateModelInvocationJob, idempotent by name and token.", ("db", "s3_read", "bedrock_batch")),
+    FunctionSpec("batch_wait", "Stores the wait task token on the batch row.", ("db", "bedrock_batch")),
+    FunctionSpec(
+        "batch_callback",
+        "EventBridge target: Bedrock batch state change → task success for terminal states.",
+        ("db", "task_response"),
+    ),
+    FunctionSpec(
+        "batch_sweeper",
+        "Asks Bedrock about rows still waiting, so a lost event strands nothing.",
+        ("db", "bedrock_batch", "task_response"),
+    ),
+    FunctionSpec(
+        "batch_collect",
+        "Streams the .jsonl.out files, accepts records, writes results and the one batch ledger row.",
+        ("db", "s3_read", "s3_write", "bedrock_batch", "cloudwatch_metrics"),
+        900,
+        1024,
+    ),
+    FunctionSpec("batch_resume", "Puts the job back to pending (primed or not) and starts the conversion.", ("db", "start_conversion")),
+    FunctionSpec(
+        "recovery",
+        "Finds stranded jobs (batch row closed, job still waiting) and resumes them.",
+        ("db", "start_conversion"),
+    ),
+    FunctionSpec(
+        "api",
+        "Owner-only HTTP API: list files, progress, cancel, process now.",
+        ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "publish_events"),
+        30,
+    ),
+)
+
+STATE_MACHINES: tuple[StateMachineSpec, ...] = (
+    StateMachineSpec(
+        "conversion",
+        "One execution per job: map over chunks → chunk processor → assemble → settle.",
+        ("conversion_start", "chunk_processor", "assemble", "settle"),
+        {"map_max_concurrency": "8", "retry_interval_seconds": "2", "chunk_retry_interval_seconds": "30"},
+    ),
+    StateMachineSpec(
+        "batch_lane",
+        "One execution per parked job: prepare → submit → wait for the event or a timeout → collect → resume.",
+        ("batch_prepare", "batch_submit", "batch_wait", "batch_collect", "batch_resume"),
+        {"prepare_fanout_concurrency": "4"},
+    ),
+)
+
+RULES: tuple[RuleSpec, ...] = (
+    RuleSpec(
+        "bedrock_batch_state_change",
+        "Bedrock batch inference job state changes push the batch-lane wait on.",
+        BEDROCK_EVENT_SOURCE,
+        BEDROCK_BATCH_DETAIL_TYPE,
+        "batch_callback",
+    ),
+    RuleSpec("job_parked", "A job parked for the batch lane wakes the claimer.", EVENT_SOURCE, JOB_PARKED_DETAIL_TYPE, "batch_claimer"),
+)
+
+SCHEDULES: tuple[ScheduleSpec, ...] = (
+    ScheduleSpec("claimer_safety_net", "Claims parked jobs even if a parked event was lost.", 1, "batch_claimer"),
+    ScheduleSpec("batch_sweeper", "Ends waits whose terminal event was lost.", 15, "batch_sweeper"),
+    ScheduleSpec("stranded_recovery", "Resumes jobs whose batch row closed but which still wait.", 10, "recovery"),
+)
+
+
+def function(name: str) -> FunctionSpec:
+    for spec in FUNCTIONS:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no function named {name!r} in the topology")
+
+
+def handler_path(name: str) -> Path:
+    return FUNCTIONS_DIR / name / "handler.py"
