@@ -54,12 +54,13 @@ class Api(Construct):
             deletion_protection=config.retain_data,
             removal_policy=RemovalPolicy.RETAIN if config.retain_data else RemovalPolicy.DESTROY,
         )
-        acknowledge(
-            self.user_pool,
-            "AwsSolutions-COG3",
-            "Threat protection (advanced security) needs the Cognito Plus feature plan, billed per active user; "
-            "users are invited by an administrator and MFA is required.",
-        )
+        for rule in ("AwsSolutions-COG3", "AwsSolutions-COG8"):
+            acknowledge(
+                self.user_pool,
+                rule,
+                "Threat protection (advanced security) needs the Cognito Plus feature plan, billed per active user; "
+                "users are invited by an administrator and MFA is required.",
+            )
         self.client = self.user_pool.add_client(
             "CliClient",
             auth_flows=cognito.AuthFlow(user_srp=True),
@@ -95,7 +96,7 @@ class Api(Construct):
             ),
         )
         authorizer = apigw.CognitoUserPoolsAuthorizer(self, "Authorizer", cognito_user_pools=[self.user_pool])
-        validator = self.rest_api.add_request_validator("Validator", validate_request_parameters=True, validate_request_body=False)
+        validator = self.rest_api.add_request_validator("Validator", validate_request_parameters=True, validate_request_body=True)
         integration = apigw.LambdaIntegration(handler, proxy=True)
         for method, path in ROUTES:
             resource = self.rest_api.root.resource_for_path(path)

@@ -148,7 +148,7 @@ class Compute(Construct):
             max_event_age=Duration.hours(1) if spec.name in ASYNC_FUNCTIONS else None,
         )
         self._grant(spec, fn, role)
-        self._acknowledge(spec, role, in_vpc)
+        self._acknowledge(spec, fn, role, in_vpc)
         return fn
 
     def _environment(self, spec: topology.FunctionSpec) -> dict[str, str]:
@@ -213,8 +213,14 @@ class Compute(Construct):
             else:  # pragma: no cover - a new capability must be mapped here before it deploys
                 raise ValueError(f"functions/{spec.name}: capability {need!r} has no grant in infra/compute.py")
 
-    def _acknowledge(self, spec: topology.FunctionSpec, role: iam.Role, in_vpc: bool) -> None:
+    def _acknowledge(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role, in_vpc: bool) -> None:
         bucket_id = Stack.of(self).get_logical_id(self._wiring.bucket.node.default_child)
+        acknowledge(
+            fn,
+            "AwsSolutions-L1",
+            "Python 3.12 on purpose: the shared layer's compiled wheels (pydantic-core) are built for cp312/arm64 "
+            "(infra/layer_build.py); move RUNTIME and PYTHON_VERSION together.",
+        )
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",

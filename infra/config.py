@@ -52,7 +52,7 @@ DEFAULT_AURORA: dict[str, Any] = {
     "minCapacity": 0.5,
     "maxCapacity": 4,
     "natGateways": 1,
-    "engineVersion": "16.6",
+    "engineVersion": "17.9",
 }
 
 

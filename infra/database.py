@@ -104,6 +104,15 @@ class Database(Construct):
         )
 
         major = str(aurora["engineVersion"]).split(".")[0]
+        cluster_identifier = f"{config.stack_name.lower()}-db"
+        # Created here (not by cloudwatch_logs_retention, which adds a Node.js custom resource).
+        postgres_logs = logs.LogGroup(
+            self,
+            "PostgresLogs",
+            log_group_name=f"/aws/rds/cluster/{cluster_identifier}/postgresql",
+            retention=retention,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
         cluster = rds.DatabaseCluster(
             self,
             "Cluster",
@@ -123,10 +132,11 @@ class Database(Construct):
             deletion_protection=config.retain_data,
             removal_policy=RemovalPolicy.SNAPSHOT if config.retain_data else RemovalPolicy.DESTROY,
             backup=rds.BackupProps(retention=Duration.days(7)),
+            cluster_identifier=cluster_identifier,
             cloudwatch_logs_exports=["postgresql"],
-            cloudwatch_logs_retention=retention,
             copy_tags_to_snapshot=True,
         )
+        cluster.node.add_dependency(postgres_logs)
         cluster.connections.allow_default_port_from(lambda_sg, "PostgreSQL from the batchlane Lambdas")
         assert cluster.secret is not None
         self.cluster = cluster

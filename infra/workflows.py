@@ -6,6 +6,12 @@ cannot fill fails the synth, as does a Task resource this module does not know h
 grant: each machine's role gets ``lambda:InvokeFunction`` on exactly its own functions,
 plus logging and X-Ray delivery.
 
+The definition is the file's text inside an inline ``Fn::Sub`` (``DefinitionString``),
+not ``DefinitionBody.from_file`` (an S3 asset, ``DefinitionS3Location``): the files hold
+numeric placeholders such as ``"MaxConcurrency": ${map_max_concurrency}``, which are not
+JSON until substituted, and CloudFormation substitutes those reliably only in an inline
+string (cloudformation-coverage-roadmap#591). The text is byte-for-byte the file.
+
 State machine names are fixed (``<stack>-<name>``) and their ARNs are built with
 ``Stack.format_arn``. Functions receive those built ARNs (env vars, IAM), not references
 to the machines: a machine references its functions' ARNs, and a function that starts or
@@ -18,7 +24,7 @@ import json
 import re
 from typing import Any, Iterator
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -94,7 +100,7 @@ class Workflows(Construct):
         self.machines: dict[str, sfn.StateMachine] = {}
         stack = Stack.of(self)
         for spec in topology.STATE_MACHINES:
-            check_definition(spec)
+            text = check_definition(spec)
             construct_id_ = "".join(part.title() for part in spec.name.split("_"))
             name = state_machine_name(config.stack_name, spec.name)
             log_group = logs.LogGroup(
@@ -118,8 +124,8 @@ class Workflows(Construct):
                 construct_id_,
                 state_machine_name=name,
                 state_machine_type=sfn.StateMachineType.STANDARD,
-                definition_body=sfn.DefinitionBody.from_file(str(spec.path)),
-                definition_substitutions=substitutions,
+                # Inline Fn::Sub of the file's exact text (see the module docstring for why not from_file).
+                definition_body=sfn.DefinitionBody.from_string(Fn.sub(text, substitutions)),
                 role=role,
                 logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
                 tracing_enabled=True,

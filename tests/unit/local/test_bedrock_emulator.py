@@ -13,24 +13,24 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from typing import Any
 
 import boto3
 import pytest
-from botocore.config import Config
-from botocore.exceptions import ClientError
-from moto.server import ThreadedMotoServer
-from reportlab.lib.pagesizes import letter
-from reportlab.pdfgen import canvas
-
 from batchlane.local.bedrock import (
     EMULATED_MODEL_LABEL,
     BatchQuotas,
     BedrockEmulator,
     Faults,
+    model,
     parse_faults,
 )
-from batchlane.local.bedrock import model
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto.server import ThreadedMotoServer
+from reportlab.lib.pagesizes import letter
+from reportlab.pdfgen import canvas
 
 CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 # botocore counts max_attempts as RETRIES (max_attempts=1 is two calls): 0 means exactly one.
@@ -65,8 +65,7 @@ def s3(s3_endpoint: str) -> Any:
 class Harness:
     """One running emulator with its clients and the events it published."""
 
-    def __init__(self, s3_endpoint: str, faults: str, quotas: BatchQuotas,
-                 publish: Callable[[dict[str, Any]], Any] | None = None) -> None:
+    def __init__(self, s3_endpoint: str, faults: str, quotas: BatchQuotas, publish: Callable[[dict[str, Any]], Any] | None = None) -> None:
         self.events: list[dict[str, Any]] = []
         self._events_lock = threading.Lock()
 
@@ -78,13 +77,15 @@ class Harness:
 
         self.emu = BedrockEmulator(
             s3_client_factory=lambda: boto3.client("s3", endpoint_url=s3_endpoint, **CREDS),
-            publish_event=record, faults=parse_faults(faults), quotas=quotas,
+            publish_event=record,
+            faults=parse_faults(faults),
+            quotas=quotas,
         )
         url = self.emu.start()
         self.bedrock = boto3.client("bedrock", endpoint_url=url, config=NO_RETRIES, **CREDS)
         self.loose = boto3.client(  # skips botocore's client-side checks, to reach the server's
-            "bedrock", endpoint_url=url, **CREDS,
-            config=Config(retries={"max_attempts": 0, "mode": "standard"}, parameter_validation=False))
+            "bedrock", endpoint_url=url, **CREDS, config=Config(retries={"max_attempts": 0, "mode": "standard"}, parameter_validation=False)
+        )
         self.runtime = boto3.client("bedrock-runtime", endpoint_url=url, config=NO_RETRIES, **CREDS)
 
     def statuses(self, arn: str) -> list[str]:
@@ -101,7 +102,7 @@ class Harness:
         while time.monotonic() < deadline:
             job = self.bedrock.get_model_invocation_job(jobIdentifier=arn)
             if job["status"] in TERMINAL:
-                return job
+                return dict(job)
             time.sleep(0.02)
         raise AssertionError(f"job {arn} not terminal after {deadline_s}s")
 
@@ -146,9 +147,7 @@ def converse_body(*documents: tuple[str, bytes], max_tokens: int = 2048, encode:
     import base64
 
     content: list[dict[str, Any]] = [
-        {"document": {"format": "pdf", "name": name,
-                      "source": {"bytes": base64.b64encode(data).decode() if encode else data}}}
-        for name, data in documents
+        {"document": {"format": "pdf", "name": name, "source": {"bytes": base64.b64encode(data).decode() if encode else data}}} for name, data in documents
     ]
     content.append({"text": "Convert this page to Markdown."})
     return {
@@ -159,11 +158,7 @@ def converse_body(*documents: tuple[str, bytes], max_tokens: int = 2048, encode:
 
 
 def records(count: int, prefix: str = "r") -> list[dict[str, Any]]:
-    return [
-        {"recordId": f"{prefix}{i:04d}",
-         "modelInput": converse_body((f"page-{i}", page_pdf(f"Record {prefix}{i:04d} says hello.")))}
-        for i in range(count)
-    ]
+    return [{"recordId": f"{prefix}{i:04d}", "modelInput": converse_body((f"page-{i}", page_pdf(f"Record {prefix}{i:04d} says hello.")))} for i in range(count)]
 
 
 def put_jsonl(s3: Any, key: str, items: list[dict[str, Any]] | list[str]) -> None:
@@ -182,7 +177,7 @@ def submit(h: Harness, input_uri: str, name: str | None = None, **extra: Any) ->
         "timeoutDurationInHours": 24,
     }
     params.update(extra)
-    return h.bedrock.create_model_invocation_job(**params)["jobArn"]
+    return str(h.bedrock.create_model_invocation_job(**params)["jobArn"])
 
 
 def staged(s3: Any, count: int, files: int = 1) -> str:
@@ -218,12 +213,10 @@ def error_code(exc: pytest.ExceptionInfo[ClientError]) -> str:
 
 
 def test_parse_faults_reads_every_key_and_names_the_bad_one() -> None:
-    faults = parse_faults(" job_outcome=expired, record_error_rate=0.25,drop_terminal_event=1,"
-                          "throttle_rpm=30,time_scale=3600,event_delay_s=0.5 ")
-    assert faults == Faults(job_outcome="expired", record_error_rate=0.25, drop_terminal_event=True,
-                            throttle_rpm=30, time_scale=3600.0, event_delay_s=0.5)
+    faults = parse_faults(" job_outcome=expired, record_error_rate=0.25,drop_terminal_event=1,throttle_rpm=30,time_scale=3600,event_delay_s=0.5 ")
+    assert faults == Faults(job_outcome="expired", record_error_rate=0.25, drop_terminal_event=True, throttle_rpm=30, time_scale=3600.0, event_delay_s=0.5)
     assert parse_faults("") == Faults()
-    with pytest.raises(ValueError, match="unknown emulator fault 'throttle'; known: .*throttle_rpm"):
+    with pytest.raises(ValueError, match=r"unknown emulator fault .throttle.; known: .*throttle_rpm"):
         parse_faults("throttle=3")
     with pytest.raises(ValueError, match="record_error_rate"):
         parse_faults("record_error_rate=1.5")
@@ -250,15 +243,17 @@ def test_parse_faults_reads_every_key_and_names_the_bad_one() -> None:
         ({"modelInvocationType": "Streaming"}, "modelInvocationType"),
     ],
 )
-def test_create_rejects_what_aws_rejects(harness: Callable[..., Harness], override: dict[str, Any],
-                                         field: str) -> None:
+def test_create_rejects_what_aws_rejects(harness: Callable[..., Harness], override: dict[str, Any], field: str) -> None:
     h = harness()
     with pytest.raises(ClientError) as exc:
         submit_params = {
-            "jobName": "valid-name", "roleArn": ROLE, "modelId": MODEL,
+            "jobName": "valid-name",
+            "roleArn": ROLE,
+            "modelId": MODEL,
             "inputDataConfig": {"s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/in/x.jsonl"}},
             "outputDataConfig": {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/out/"}},
-            "timeoutDurationInHours": 24, **override,
+            "timeoutDurationInHours": 24,
+            **override,
         }
         h.loose.create_model_invocation_job(**submit_params)
     assert error_code(exc) == "ValidationException"
@@ -309,26 +304,21 @@ def test_unknown_job_is_not_found(harness: Callable[..., Harness]) -> None:
 # -- lifecycle -----------------------------------------------------------------------------
 
 
-def test_a_job_completes_with_an_event_per_transition_and_aws_shaped_output(
-    harness: Callable[..., Harness], s3: Any
-) -> None:
+def test_a_job_completes_with_an_event_per_transition_and_aws_shaped_output(harness: Callable[..., Harness], s3: Any) -> None:
     h = harness()
     uri = staged(s3, 12, files=2)
     arn = submit(h, uri, name="complete-me", tags=[{"key": "job", "value": "42"}])
 
     job = h.wait_terminal(arn)
     assert job["status"] == "Completed"
-    assert (job["totalRecordCount"], job["processedRecordCount"], job["successRecordCount"],
-            job["errorRecordCount"]) == (12, 12, 12, 0)
-    assert job["jobExpirationTime"] - job["submitTime"] == pytest.approx(
-        __import__("datetime").timedelta(hours=24), abs=__import__("datetime").timedelta(seconds=1))
+    assert (job["totalRecordCount"], job["processedRecordCount"], job["successRecordCount"], job["errorRecordCount"]) == (12, 12, 12, 0)
+    assert abs(job["jobExpirationTime"] - job["submitTime"] - timedelta(hours=24)) < timedelta(seconds=1)
     assert h.wait_events(arn, 5) == ["Submitted", "Validating", "Scheduled", "InProgress", "Completed"]
     last = h.details(arn)[-1]
     assert last["batchJobArn"] == arn and last["batchJobName"] == "complete-me"
     assert last["batchModelId"] == MODEL and last["accountId"] == "123456789012"
     assert "endTime" in last and last["timeoutDurationInHours"] == 24
-    assert all(e["Source"] == "aws.bedrock" and e["DetailType"] == "Batch Inference Job State Change"
-               for e in h.events)
+    assert all(e["Source"] == "aws.bedrock" and e["DetailType"] == "Batch Inference Job State Change" for e in h.events)
 
     files, manifest = output_of(s3, arn)
     assert sorted(files) == ["part-0.jsonl.out", "part-1.jsonl.out"]
@@ -365,8 +355,7 @@ def test_list_filters_and_paginates(harness: Callable[..., Harness], s3: Any) ->
     submit(h, uri, name="other")
     first = h.bedrock.list_model_invocation_jobs(nameContains="listed", maxResults=2, sortOrder="Ascending")
     assert [j["jobArn"] for j in first["invocationJobSummaries"]] == arns[:2]
-    rest = h.bedrock.list_model_invocation_jobs(nameContains="listed", maxResults=2, sortOrder="Ascending",
-                                                nextToken=first["nextToken"])
+    rest = h.bedrock.list_model_invocation_jobs(nameContains="listed", maxResults=2, sortOrder="Ascending", nextToken=first["nextToken"])
     assert [j["jobArn"] for j in rest["invocationJobSummaries"]] == arns[2:]
     assert "nextToken" not in rest
     submitted = h.bedrock.list_model_invocation_jobs(statusEquals="Submitted")["invocationJobSummaries"]
@@ -397,9 +386,7 @@ def test_record_errors_end_partially_completed(harness: Callable[..., Harness], 
         ("no-model-input", "no modelInput"),
     ],
 )
-def test_invalid_input_fails_in_validation_and_writes_nothing(
-    harness: Callable[..., Harness], s3: Any, lines: Any, message: str
-) -> None:
+def test_invalid_input_fails_in_validation_and_writes_nothing(harness: Callable[..., Harness], s3: Any, lines: Any, message: str) -> None:
     h = harness(quotas=BatchQuotas(min_records=5))
     items: list[Any] = records(6)
     if lines == 2:
@@ -442,9 +429,7 @@ def test_a_job_longer_than_its_timeout_expires(harness: Callable[..., Harness], 
     assert manifest is not None and 0 < manifest["processedRecordCount"] < 10
 
 
-def test_stop_midway_goes_stopping_then_stopped_with_partial_output(
-    harness: Callable[..., Harness], s3: Any
-) -> None:
+def test_stop_midway_goes_stopping_then_stopped_with_partial_output(harness: Callable[..., Harness], s3: Any) -> None:
     h = harness(faults="time_scale=3600,job_hours=1")  # InProgress lasts about one real second
     arn = submit(h, staged(s3, 20))
     deadline = time.monotonic() + 10
@@ -486,8 +471,14 @@ def test_duplicated_events_arrive_twice_in_order(harness: Callable[..., Harness]
     h = harness(faults=f"{FAST},duplicate_events=1")
     arn = submit(h, staged(s3, 3))
     h.wait_terminal(arn)
-    assert h.wait_events(arn, 10) == [s for s in ["Submitted", "Validating", "Scheduled", "InProgress",
-                                                  "Completed"] for _ in (0, 1)]
+    assert h.wait_events(arn, 10) == [s for s in ["Submitted", "Validating", "Scheduled", "InProgress", "Completed"] for _ in (0, 1)]
+
+
+def test_delayed_events_keep_their_order(harness: Callable[..., Harness], s3: Any) -> None:
+    h = harness(faults=f"{FAST},event_delay_s=0.2")
+    arn = submit(h, staged(s3, 3))
+    h.wait_terminal(arn)
+    assert h.wait_events(arn, 5) == ["Submitted", "Validating", "Scheduled", "InProgress", "Completed"]
 
 
 def test_a_failing_publisher_does_not_stop_the_job(harness: Callable[..., Harness], s3: Any) -> None:
@@ -504,7 +495,7 @@ def test_a_failing_publisher_does_not_stop_the_job(harness: Callable[..., Harnes
 
 def converse(h: Harness, *documents: tuple[str, bytes], max_tokens: int = 2048) -> dict[str, Any]:
     body = converse_body(*documents, max_tokens=max_tokens, encode=False)  # botocore base64-encodes
-    return h.runtime.converse(modelId=MODEL, **body)
+    return dict(h.runtime.converse(modelId=MODEL, **body))
 
 
 def test_converse_answers_with_the_page_text(harness: Callable[..., Harness]) -> None:
@@ -543,9 +534,9 @@ def test_a_page_without_text_layer_answers_empty(harness: Callable[..., Harness]
     assert answer["output"]["message"]["content"][0]["text"] == ""
 
 
-@pytest.mark.parametrize(("fault", "reason"), [("truncate_rate", "max_tokens"),
-                                               ("content_filter_rate", "content_filtered"),
-                                               ("guardrail_rate", "guardrail_intervened")])
+@pytest.mark.parametrize(
+    ("fault", "reason"), [("truncate_rate", "max_tokens"), ("content_filter_rate", "content_filtered"), ("guardrail_rate", "guardrail_intervened")]
+)
 def test_answer_faults_set_the_stop_reason(harness: Callable[..., Harness], fault: str, reason: str) -> None:
     h = harness(faults=f"{fault}=1")
     pdf = page_pdf("Some words on the page that the fault will damage.")
@@ -559,8 +550,7 @@ def test_converse_validates_like_aws(harness: Callable[..., Harness]) -> None:
     h = harness()
     pdf = page_pdf("x")
     bad_order = {"messages": [{"role": "assistant", "content": [{"text": "hi"}]}]}
-    bad_format = {"messages": [{"role": "user", "content": [
-        {"document": {"format": "docx", "name": "page-1", "source": {"bytes": pdf}}}]}]}
+    bad_format = {"messages": [{"role": "user", "content": [{"document": {"format": "docx", "name": "page-1", "source": {"bytes": pdf}}}]}]}
     for body in (bad_order, bad_format):
         with pytest.raises(ClientError) as exc:
             h.runtime.converse(modelId=MODEL, **body)
@@ -579,9 +569,7 @@ def test_throttling_is_a_429_through_botocore(harness: Callable[..., Harness]) -
     assert h.emu.stats["converse_requests"] == 3 and h.emu.stats["converse_throttled"] == 1
 
 
-def test_batch_and_converse_give_the_same_answer_for_the_same_request(
-    harness: Callable[..., Harness], s3: Any
-) -> None:
+def test_batch_and_converse_give_the_same_answer_for_the_same_request(harness: Callable[..., Harness], s3: Any) -> None:
     h = harness()
     item = records(2)
     key = f"in/{uuid.uuid4().hex}.jsonl"

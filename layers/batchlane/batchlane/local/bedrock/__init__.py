@@ -16,4 +16,4 @@ from .faults import Faults, parse_faults
 from .model import EMULATED_MODEL_LABEL
 from .quotas import BatchQuotas
 
-__all__ = ["BatchQuotas", "BedrockEmulator", "EMULATED_MODEL_LABEL", "Faults", "parse_faults"]
+__all__ = ["EMULATED_MODEL_LABEL", "BatchQuotas", "BedrockEmulator", "Faults", "parse_faults"]

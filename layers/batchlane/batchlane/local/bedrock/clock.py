@@ -8,7 +8,7 @@ look current and then run faster than the wall clock.
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 
 class EmulatedClock:
@@ -29,5 +29,5 @@ def iso(epoch: float | None) -> str | None:
     """ISO 8601 in UTC with milliseconds, as Bedrock's JSON answers carry timestamps."""
     if epoch is None:
         return None
-    stamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
+    stamp = datetime.fromtimestamp(epoch, tz=UTC)
     return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"

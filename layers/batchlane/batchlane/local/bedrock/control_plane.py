@@ -12,9 +12,9 @@ import re
 import secrets
 import string
 import threading
-from collections.abc import Mapping
-from datetime import datetime, timezone
-from typing import Any, Callable
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from .clock import EmulatedClock
 from .errors import ApiError, validation
@@ -29,16 +29,14 @@ ROLE_ARN = re.compile(r"arn:aws(-[^:]+)?:iam::[0-9]{12}:role/.+")
 TOKEN = re.compile(r"[a-zA-Z0-9]{1,256}(-*[a-zA-Z0-9]){0,256}")
 JOB_IDENTIFIER = re.compile(r"(arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:model-invocation-job/)?[a-z0-9]{12}")
 INVOCATION_TYPES = ("InvokeModel", "Converse")
-STATUSES = ("Submitted", "InProgress", "Completed", "Failed", "Stopping", "Stopped",
-            "PartiallyCompleted", "Expired", "Validating", "Scheduled")
+STATUSES = ("Submitted", "InProgress", "Completed", "Failed", "Stopping", "Stopped", "PartiallyCompleted", "Expired", "Validating", "Scheduled")
 DEFAULT_TIMEOUT_HOURS = 24
 _ID_ALPHABET = string.ascii_lowercase + string.digits
 
 
 def _constraint(value: Any, field: str, constraint: str) -> ApiError:
     shown = "null" if value is None else repr(value) if isinstance(value, str) else str(value)
-    return validation(f"1 validation error detected: Value {shown} at '{field}' failed to "
-                      f"satisfy constraint: {constraint}")
+    return validation(f"1 validation error detected: Value {shown} at '{field}' failed to satisfy constraint: {constraint}")
 
 
 def _pattern(value: Any, field: str, pattern: re.Pattern[str], max_len: int) -> str:
@@ -56,9 +54,18 @@ def _s3_uri(config: Any, outer: str, inner: str) -> None:
 
 
 class ControlPlane:
-    def __init__(self, *, account_id: str, region: str, faults: Faults, quotas: BatchQuotas,
-                 clock: EmulatedClock, notify: Callable[[Job], None],
-                 start_job: Callable[[Job], None], count: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        *,
+        account_id: str,
+        region: str,
+        faults: Faults,
+        quotas: BatchQuotas,
+        clock: EmulatedClock,
+        notify: Callable[[Job], None],
+        start_job: Callable[[Job], None],
+        count: Callable[[str], None],
+    ) -> None:
         self._account_id = account_id
         self._region = region
         self._faults = faults
@@ -90,16 +97,13 @@ class ControlPlane:
         _s3_uri(body.get("outputDataConfig"), "outputDataConfig", "s3OutputDataConfig")
         input_format = body["inputDataConfig"]["s3InputDataConfig"].get("s3InputFormat", "JSONL")
         if input_format != "JSONL":
-            raise _constraint(input_format, "inputDataConfig.s3InputDataConfig.s3InputFormat",
-                              "Member must satisfy enum value set: [JSONL]")
+            raise _constraint(input_format, "inputDataConfig.s3InputDataConfig.s3InputFormat", "Member must satisfy enum value set: [JSONL]")
         timeout = body.get("timeoutDurationInHours", DEFAULT_TIMEOUT_HOURS)
         if isinstance(timeout, bool) or not isinstance(timeout, int) or not 24 <= timeout <= 168:
-            raise _constraint(timeout, "timeoutDurationInHours",
-                              "Member must have value between 24 and 168")
+            raise _constraint(timeout, "timeoutDurationInHours", "Member must have value between 24 and 168")
         invocation_type = body.get("modelInvocationType", "InvokeModel")
         if invocation_type not in INVOCATION_TYPES:
-            raise _constraint(invocation_type, "modelInvocationType",
-                              "Member must satisfy enum value set: [InvokeModel, Converse]")
+            raise _constraint(invocation_type, "modelInvocationType", "Member must satisfy enum value set: [InvokeModel, Converse]")
         token = body.get("clientRequestToken")
         if token is not None:
             _pattern(token, "clientRequestToken", TOKEN, 256)
@@ -115,17 +119,25 @@ class ControlPlane:
             if active >= self._quotas.max_concurrent_jobs:
                 raise ApiError(
                     "ServiceQuotaExceededException",
-                    f"You have {active} batch inference jobs submitted or in progress, the quota is "
-                    f"{self._quotas.max_concurrent_jobs}.",
+                    f"You have {active} batch inference jobs submitted or in progress, the quota is {self._quotas.max_concurrent_jobs}.",
                 )
             job_id = "".join(secrets.choice(_ID_ALPHABET) for _ in range(12))
             job = Job(
                 arn=f"arn:aws:bedrock:{self._region}:{self._account_id}:model-invocation-job/{job_id}",
-                job_id=job_id, name=name, model_id=model_id, role_arn=role_arn, client_token=token,
-                input_config=dict(body["inputDataConfig"]), output_config=dict(body["outputDataConfig"]),
-                timeout_hours=timeout, invocation_type=invocation_type,
-                submit_time=self._clock.now(), account_id=self._account_id, tags=tags,
-                vpc_config=body.get("vpcConfig"), notify=self._notify,
+                job_id=job_id,
+                name=name,
+                model_id=model_id,
+                role_arn=role_arn,
+                client_token=token,
+                input_config=dict(body["inputDataConfig"]),
+                output_config=dict(body["outputDataConfig"]),
+                timeout_hours=timeout,
+                invocation_type=invocation_type,
+                submit_time=self._clock.now(),
+                account_id=self._account_id,
+                tags=tags,
+                vpc_config=body.get("vpcConfig"),
+                notify=self._notify,
             )
             self.jobs[job.arn] = job
             job.transition("Submitted", job.submit_time)
@@ -138,8 +150,7 @@ class ControlPlane:
     def find(self, identifier: str) -> Job:
         _pattern(identifier, "jobIdentifier", JOB_IDENTIFIER, 1011)
         with self._lock:
-            job = self.jobs.get(identifier) or next(
-                (j for j in self.jobs.values() if j.job_id == identifier), None)
+            job = self.jobs.get(identifier) or next((j for j in self.jobs.values() if j.job_id == identifier), None)
         if job is None:
             raise ApiError("ResourceNotFoundException", f"The batch inference job {identifier} was not found.")
         return job
@@ -173,14 +184,15 @@ class ControlPlane:
         with self._lock:
             jobs = list(self.jobs.values())
         jobs = [
-            j for j in jobs
+            j
+            for j in jobs
             if (status is None or j.status == status)
             and (name_contains is None or name_contains in j.name)
             and (after is None or j.submit_time > after)
             and (before is None or j.submit_time < before)
         ]
         jobs.sort(key=lambda j: j.submit_time, reverse=order == "Descending")
-        page = jobs[start:start + max_results]
+        page = jobs[start : start + max_results]
         answer: dict[str, Any] = {"invocationJobSummaries": [j.describe() for j in page]}
         if start + max_results < len(jobs):
             answer["nextToken"] = str(start + max_results)
@@ -191,8 +203,7 @@ class ControlPlane:
     @staticmethod
     def _tags(tags: Any) -> dict[str, str]:
         if not isinstance(tags, list) or any(
-            not isinstance(t, Mapping) or not isinstance(t.get("key"), str) or not isinstance(t.get("value"), str)
-            for t in tags
+            not isinstance(t, Mapping) or not isinstance(t.get("key"), str) or not isinstance(t.get("value"), str) for t in tags
         ):
             raise validation("tags: each tag needs a string key and value")
         return {t["key"]: t["value"] for t in tags}
@@ -238,5 +249,5 @@ def _timestamp(value: str | None, field: str) -> float | None:
     except ValueError:
         raise _constraint(value, field, "Member must be a timestamp") from None
     if stamp.tzinfo is None:
-        stamp = stamp.replace(tzinfo=timezone.utc)
+        stamp = stamp.replace(tzinfo=UTC)
     return stamp.timestamp()

@@ -25,8 +25,7 @@ from .faults import Faults, answer_fault
 
 MAX_DOCUMENTS = 5
 DOCUMENT_FORMATS = ("pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md")
-_CONTENT_KINDS = ("text", "image", "document", "video", "audio", "toolUse", "toolResult",
-                  "guardContent", "cachePoint", "reasoningContent", "citationsContent")
+_CONTENT_KINDS = ("text", "image", "document", "video", "audio", "toolUse", "toolResult", "guardContent", "cachePoint", "reasoningContent", "citationsContent")
 
 
 def validate_request(body: Any) -> None:
@@ -46,17 +45,13 @@ def validate_request(body: Any) -> None:
         if role not in ("user", "assistant"):
             raise validation(f"{where}.role: must be 'user' or 'assistant'")
         if role != expected:
-            raise validation("A conversation must start with a user message and alternate "
-                             "between user and assistant roles.")
+            raise validation("A conversation must start with a user message and alternate between user and assistant roles.")
         expected = "assistant" if role == "user" else "user"
         documents += _validate_content(message.get("content"), where)
     if documents > MAX_DOCUMENTS:
         raise validation(f"A request can hold at most {MAX_DOCUMENTS} documents; it holds {documents}.")
     system = body.get("system", [])
-    if not isinstance(system, list) or any(
-        not isinstance(b, Mapping) or not isinstance(b.get("text", "x"), str) or b.get("text") == ""
-        for b in system
-    ):
+    if not isinstance(system, list) or any(not isinstance(b, Mapping) or not isinstance(b.get("text", "x"), str) or b.get("text") == "" for b in system):
         raise validation("system: each block must hold a non-empty text")
     _validate_inference_config(body.get("inferenceConfig"))
 
@@ -145,8 +140,7 @@ class RequestsPerMinute:
 class ConverseRuntime:
     """Serves POST /model/{modelId}/converse."""
 
-    def __init__(self, faults: Faults, stats: Counter[str], stats_lock: threading.Lock,
-                 shutdown: threading.Event) -> None:
+    def __init__(self, faults: Faults, stats: Counter[str], stats_lock: threading.Lock, shutdown: threading.Event) -> None:
         self._faults = faults
         self._stats = stats
         self._stats_lock = stats_lock

@@ -23,7 +23,8 @@ import logging
 import re
 import threading
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
@@ -50,7 +51,7 @@ class _QuietHandler(WSGIRequestHandler):
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         log.debug("bedrock emulator %s %s", self.requestline, code)
 
-    def log(self, type: str, message: str, *args: Any) -> None:  # noqa: A002 - werkzeug's signature
+    def log(self, type: str, message: str, *args: Any) -> None:
         log.debug("bedrock emulator http %s: " + message, type, *args)
 
 
@@ -80,8 +81,13 @@ class BedrockEmulator:
         self._job_threads: list[threading.Thread] = []
         self.events = EventDispatcher(publish_event, self.faults)
         self.control = ControlPlane(
-            account_id=account_id, region=region, faults=self.faults, quotas=self.quotas,
-            clock=self.clock, notify=self.events.job_changed, start_job=self._start_job,
+            account_id=account_id,
+            region=region,
+            faults=self.faults,
+            quotas=self.quotas,
+            clock=self.clock,
+            notify=self.events.job_changed,
+            start_job=self._start_job,
             count=self._count,
         )
         self.runtime = ConverseRuntime(self.faults, self.stats, self._stats_lock, self._shutdown)
@@ -102,10 +108,8 @@ class BedrockEmulator:
         if self.url:
             return self.url
         self.events.start()
-        self._server = make_server(self._host, self._port, self._wsgi, threaded=True,
-                                   request_handler=_QuietHandler)
-        self._server_thread = threading.Thread(target=self._server.serve_forever,
-                                               name="bedrock-emulator-http", daemon=True)
+        self._server = make_server(self._host, self._port, self._wsgi, threaded=True, request_handler=_QuietHandler)
+        self._server_thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="bedrock-emulator-http", daemon=True)
         self._server_thread.start()
         self.url = f"http://{self._host}:{self._server.server_port}"
         log.info("bedrock emulator listening on %s (%s)", self.url, self.faults)
@@ -132,8 +136,9 @@ class BedrockEmulator:
         self.stop()
 
     def _start_job(self, job: Job) -> None:
-        lifecycle = JobLifecycle(job, s3_client_factory=self._s3_client_factory, faults=self.faults,
-                                 quotas=self.quotas, clock=self.clock, shutdown=self._shutdown)
+        lifecycle = JobLifecycle(
+            job, s3_client_factory=self._s3_client_factory, faults=self.faults, quotas=self.quotas, clock=self.clock, shutdown=self._shutdown
+        )
         thread = threading.Thread(target=lifecycle.run, name=f"bedrock-job-{job.job_id}", daemon=True)
         self._job_threads.append(thread)
         thread.start()
@@ -147,7 +152,7 @@ class BedrockEmulator:
         except ApiError as exc:
             status, body = exc.status, {"message": exc.message}
             headers = {"x-amzn-ErrorType": f"{exc.code}:http://internal.amazon.com/coral/com.amazon.bedrock/"}
-        except Exception as exc:  # noqa: BLE001 - answer 500 as AWS would, keep serving
+        except Exception as exc:
             log.exception("bedrock emulator failed on %s %s", request.method, request.path)
             status, body = 500, {"message": f"Internal emulator error: {exc}"}
             headers = {"x-amzn-ErrorType": "InternalServerException"}

@@ -17,7 +17,8 @@ import logging
 import queue
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .faults import Faults
 from .job import TERMINAL, Job
@@ -53,8 +54,7 @@ class EventDispatcher:
         """Called by Job.transition under the job's lock: snapshot and enqueue only."""
         detail = job.event_detail()
         if self._faults.drop_terminal_event and detail["status"] in TERMINAL:
-            log.info("emulator drops terminal event (fault drop_terminal_event) job=%s status=%s",
-                     job.arn, detail["status"])
+            log.info("emulator drops terminal event (fault drop_terminal_event) job=%s status=%s", job.arn, detail["status"])
             self.dropped += 1
             return
         entry = {
@@ -84,5 +84,5 @@ class EventDispatcher:
             return
         try:
             self._publish(dict(entry))
-        except Exception:  # noqa: BLE001 - a lost event must not stop the others
+        except Exception:
             log.exception("publish_event failed; the event is lost (job=%s)", entry["Resources"][0])

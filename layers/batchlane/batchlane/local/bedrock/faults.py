@@ -12,26 +12,45 @@ draw (as a retry against the real service might succeed).
 
 | key | values | default | effect |
 |---|---|---|---|
-| ``job_outcome`` | ``completed`` / ``partially_completed`` / ``failed`` / ``expired`` / ``stopped`` | ``completed`` | how every batch job ends. ``completed``: Completed, or PartiallyCompleted when any record errored (as AWS does). ``partially_completed``: at least the first record errors, so the job ends PartiallyCompleted. ``failed``: half the records are processed, their partial output and the manifest are written, then Failed with a failureMessage. ``expired``: half the records are processed, the job idles until its timeout, writes partial output and ends Expired. ``stopped``: the emulator stops the job itself after half the records (Stopping, then Stopped with partial output), as if an operator had |
-| ``record_error_rate`` | float in [0, 1] | ``0`` | share of batch records answered with an ``error`` line (errorCode 400) instead of ``modelOutput`` |
-| ``truncate_rate`` | float in [0, 1] | ``0`` | share of answers (batch and Converse) cut short with stopReason ``max_tokens`` |
+| ``job_outcome`` | ``completed`` ``partially_completed`` ``failed`` ``expired`` ``stopped`` | ``completed`` | how every batch job ends (below) |
+| ``record_error_rate`` | float in [0, 1] | ``0`` | share of batch records answered with an ``error`` line (errorCode 400) |
+| ``truncate_rate`` | float in [0, 1] | ``0`` | share of answers (batch and Converse) cut short, stopReason ``max_tokens`` |
 | ``content_filter_rate`` | float in [0, 1] | ``0`` | share of answers with stopReason ``content_filtered`` and empty text |
 | ``guardrail_rate`` | float in [0, 1] | ``0`` | share of answers with stopReason ``guardrail_intervened`` and a canned refusal |
-| ``drop_terminal_event`` | ``0`` / ``1`` | ``0`` | terminal-status events (Completed, PartiallyCompleted, Failed, Stopped, Expired) are never published; the others still are |
+| ``drop_terminal_event`` | ``0`` / ``1`` | ``0`` | terminal-status events are never published; the others still are |
 | ``duplicate_events`` | ``0`` / ``1`` | ``0`` | every state-change event is published twice |
-| ``event_delay_s`` | float >= 0 | ``0`` | real seconds each event waits before it is published (on the dispatcher thread: order is kept) |
-| ``throttle_rpm`` | int >= 0 | ``0`` | Converse requests per minute (real time, sliding 60 s window) before ThrottlingException (HTTP 429); 0 = unlimited |
+| ``event_delay_s`` | float >= 0 | ``0`` | real seconds each event waits before it is published (order is kept) |
+| ``throttle_rpm`` | int >= 0 | ``0`` | Converse requests per real minute before ThrottlingException (HTTP 429); 0 = unlimited |
 | ``converse_latency_ms`` | int >= 0 | ``0`` | real milliseconds each Converse call sleeps before answering |
 | ``create_throttle`` | int >= 0 | ``0`` | the first N CreateModelInvocationJob calls answer ThrottlingException |
-| ``time_scale`` | float > 0 | ``1`` | emulated seconds per real second for batch jobs (3600 = an emulated hour per real second) |
-| ``job_hours`` | float > 0 | ``1`` | emulated hours a job spends InProgress, spread evenly over its records; a job whose InProgress would pass its timeoutDurationInHours ends Expired with the records done by then |
+| ``time_scale`` | float > 0 | ``1`` | emulated seconds per real second for batch jobs (3600: an emulated hour a second) |
+| ``job_hours`` | float > 0 | ``1`` | emulated hours a job spends InProgress, spread evenly over its records |
+
+``job_outcome``:
+
+* ``completed``: Completed, or PartiallyCompleted when any record errored (as AWS does).
+* ``partially_completed``: the first record always errors, so the job ends PartiallyCompleted.
+* ``failed``: half the records are processed, their output and the manifest written, then
+  Failed with a failureMessage. (Input that fails validation ends Failed with no output
+  whatever this setting says.)
+* ``expired``: half the records are processed, the job idles until its
+  timeoutDurationInHours is up, writes the partial output and manifest, ends Expired.
+  A job whose ``job_hours`` exceed its timeout expires the same way on its own.
+* ``stopped``: after half the records the emulator stops the job itself, as an operator
+  would: Stopping, then Stopped with the partial output and manifest.
+
+Terminal statuses are Completed, PartiallyCompleted, Failed, Stopped and Expired. Phases
+before InProgress take fixed emulated times (Submitted 30 s, Validating 60 s, Scheduled
+120 s, Stopping 30 s), so ``time_scale=200000`` runs a whole small job in well under a
+second of real time, while a 24-hour timeout lasts about 0.4 s.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, Callable
+from typing import Any
 
 JOB_OUTCOMES = ("completed", "partially_completed", "failed", "expired", "stopped")
 

@@ -8,9 +8,10 @@ thread, so every mutation goes through :meth:`Job.transition` or happens under
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from .clock import iso
 
@@ -152,5 +153,5 @@ class Job:
 
 def _console_time(epoch: float) -> str:
     """AWS's own sample event writes creationTime this way ("Aug 11, 2023, 12:34:56 PM")."""
-    stamp = datetime.fromtimestamp(epoch, tz=timezone.utc)
+    stamp = datetime.fromtimestamp(epoch, tz=UTC)
     return stamp.strftime("%b %-d, %Y, %-I:%M:%S %p")

@@ -36,7 +36,7 @@ class InputFile:
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
-    rest = uri[len("s3://"):]
+    rest = uri[len("s3://") :]
     bucket, _, key = rest.partition("/")
     return bucket, key
 
@@ -54,7 +54,7 @@ def list_input_files(s3: Any, uri: str) -> list[InputFile]:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=key):
             for item in page.get("Contents", []):
                 if item["Key"].endswith(".jsonl"):
-                    files.append(InputFile(bucket, item["Key"], int(item["Size"]), item["Key"][len(key):]))
+                    files.append(InputFile(bucket, item["Key"], int(item["Size"]), item["Key"][len(key) :]))
     except (ClientError, BotoCoreError) as exc:
         raise JobInputError(f"Unable to read the input at {uri}: {exc}") from exc
     if not files:
@@ -92,33 +92,21 @@ def validate_input(s3: Any, files: list[InputFile], quotas: BatchQuotas) -> int:
     """Check sizes and every record; the number of records, or JobInputError."""
     for file in files:
         if file.size > quotas.max_file_bytes:
-            raise JobInputError(
-                f"The input file s3://{file.bucket}/{file.key} is {file.size} bytes, over the "
-                f"quota of {quotas.max_file_bytes} bytes per file."
-            )
+            raise JobInputError(f"The input file s3://{file.bucket}/{file.key} is {file.size} bytes, over the quota of {quotas.max_file_bytes} bytes per file.")
     job_bytes = sum(f.size for f in files)
     if job_bytes > quotas.max_job_bytes:
-        raise JobInputError(
-            f"The job's input is {job_bytes} bytes, over the quota of {quotas.max_job_bytes} bytes per job."
-        )
+        raise JobInputError(f"The job's input is {job_bytes} bytes, over the quota of {quotas.max_job_bytes} bytes per job.")
     seen: set[str] = set()
     for file in files:
         for number, line in iter_lines(s3, file):
             record_id = parse_record(file, number, line)["recordId"]
             if record_id in seen:
-                raise JobInputError(
-                    f"Duplicate recordId {record_id!r} at line {number} of s3://{file.bucket}/{file.key}."
-                )
+                raise JobInputError(f"Duplicate recordId {record_id!r} at line {number} of s3://{file.bucket}/{file.key}.")
             seen.add(record_id)
             if len(seen) > quotas.max_records:
-                raise JobInputError(
-                    f"The job has more than {quotas.max_records} records, the maximum per batch inference job."
-                )
+                raise JobInputError(f"The job has more than {quotas.max_records} records, the maximum per batch inference job.")
     if len(seen) < quotas.min_records:
-        raise JobInputError(
-            f"The job has {len(seen)} records, fewer than the minimum of {quotas.min_records} "
-            "records per batch inference job."
-        )
+        raise JobInputError(f"The job has {len(seen)} records, fewer than the minimum of {quotas.min_records} records per batch inference job.")
     return len(seen)
 
 
@@ -166,5 +154,4 @@ class ShuffledOutput:
 
 
 def write_manifest(s3: Any, bucket: str, prefix: str, manifest: dict[str, int]) -> None:
-    s3.put_object(Bucket=bucket, Key=f"{prefix}manifest.json.out",
-                  Body=json.dumps(manifest).encode(), ContentType="application/json")
+    s3.put_object(Bucket=bucket, Key=f"{prefix}manifest.json.out", Body=json.dumps(manifest).encode(), ContentType="application/json")

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .clock import EmulatedClock
 from .converse import model_answer
@@ -67,8 +68,9 @@ def request_stop(job: Job, now: float) -> None:
 
 
 class JobLifecycle:
-    def __init__(self, job: Job, *, s3_client_factory: Callable[[], Any], faults: Faults,
-                 quotas: BatchQuotas, clock: EmulatedClock, shutdown: threading.Event) -> None:
+    def __init__(
+        self, job: Job, *, s3_client_factory: Callable[[], Any], faults: Faults, quotas: BatchQuotas, clock: EmulatedClock, shutdown: threading.Event
+    ) -> None:
         self.job = job
         self._s3_factory = s3_client_factory
         self._faults = faults
@@ -83,7 +85,7 @@ class JobLifecycle:
             self._run()
         except _Shutdown:
             log.info("emulator stopped while job %s was %s", self.job.arn, self.job.status)
-        except Exception as exc:  # noqa: BLE001 - the job fails, the emulator lives on
+        except Exception as exc:
             log.exception("emulated job %s failed", self.job.arn)
             if self.job.status not in TERMINAL:
                 self._set("Failed", message=f"Internal error in the emulated batch service: {exc}")
@@ -217,8 +219,7 @@ class JobLifecycle:
             return self._set("Expired", message="The job did not finish within its timeoutDurationInHours.")
         write_manifest(s3, bucket, prefix, self.job.manifest())
         if ending == "failed":
-            return self._set("Failed", message="The batch inference job failed: emulated internal "
-                             "error (fault job_outcome=failed).")
+            return self._set("Failed", message="The batch inference job failed: emulated internal error (fault job_outcome=failed).")
         return self._set("PartiallyCompleted" if self.job.errors else "Completed")
 
     def _finish_stopped(self, s3: Any) -> None:

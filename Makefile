@@ -1,0 +1,57 @@
+# batchlane: `make demo` runs the main job offline, `make test` runs the tests.
+# Both bootstrap .venv (pinned by requirements.lock) and the CDK CLI (package-lock.json) themselves.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: help demo test test-fast bench synth deploy lint typecheck local-up local-down clean
+
+help:            ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
+
+$(VENV)/.stamp: requirements.lock pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q pip==25.3 setuptools==80.9.0 wheel==0.45.1
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+node_modules/.stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+venv: $(VENV)/.stamp
+
+demo: $(VENV)/.stamp   ## the main job: a 1,200-page PDF through the offline stack
+	$(VENV)/bin/batchlane demo $(DEMO_ARGS)
+
+test: $(VENV)/.stamp node_modules/.stamp   ## every test (unit, integration, infra, e2e)
+	$(PY) -m pytest -q $(PYTEST_ARGS)
+
+test-fast: $(VENV)/.stamp   ## unit tests only
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+
+bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline measured in the same run
+	$(PY) -m batchlane.bench $(BENCH_ARGS)
+
+synth: $(VENV)/.stamp node_modules/.stamp   ## cdk synth, offline
+	node_modules/.bin/cdk synth -q
+
+deploy: $(VENV)/.stamp node_modules/.stamp   ## cdk deploy (needs AWS credentials); see docs/deploy.md
+	node_modules/.bin/cdk deploy --require-approval broadening
+
+lint: $(VENV)/.stamp   ## ruff + mypy
+	$(VENV)/bin/ruff check layers functions infra tests
+	$(VENV)/bin/mypy
+
+local-up: $(VENV)/.stamp   ## start the offline stack in the background
+	$(VENV)/bin/batchlane local up
+
+local-down: $(VENV)/.stamp
+	$(VENV)/bin/batchlane local down
+
+clean:
+	rm -rf cdk.out build .pytest_cache .mypy_cache .ruff_cache .batchlane

@@ -1,0 +1,1 @@
+"""The ``batchlane`` command (never shipped in the layer)."""

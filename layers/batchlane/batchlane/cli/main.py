@@ -1,0 +1,145 @@
+"""``batchlane``: the operator's command line.
+
+Exit codes a script can rely on: 0 success; 1 the job failed or was cancelled; 2 bad
+usage or input; 3 the job completed but some pages failed (they are marked in the
+Markdown); 4 the service could not be reached.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="batchlane")
+def main() -> None:
+    """batchlane: convert large PDFs to Markdown with Claude on Amazon Bedrock.
+
+    Jobs that can wait go through Bedrock batch inference at half price. Try
+    `batchlane demo` for a full offline run, or `batchlane local up` to keep the
+    offline stack running for the other commands.
+    """
+
+
+@main.command()
+@click.option("--pages", type=click.IntRange(1, 20_000), default=1200, show_default=True, help="Pages of the generated PDF (ignored with --pdf).")
+@click.option("--pdf", "pdf", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Convert this PDF instead of a generated one.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True, help="Where the Markdown is written.")
+@click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection, e.g. job_outcome=expired,record_error_rate=0.02 (docs/offline.md).")
+@click.option("--on-demand-only", is_flag=True, help="Turn the batch lane off for this run.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object on the last line of stdout.")
+def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_only: bool, as_json: bool) -> None:
+    """Run the main job end to end on the offline stack (no AWS account needed).
+
+    Starts PostgreSQL and the emulated AWS services, converts the PDF, writes the
+    Markdown under --out, prints a report and stops everything.
+    """
+    import os
+
+    from rich.console import Console
+
+    from batchlane.local.demo import run_demo
+
+    console = Console(stderr=True)
+    try:
+        report = run_demo(pages=pages, pdf=pdf, out_dir=out_dir, faults=faults, database_url=os.environ.get("DATABASE_URL"), batch_lane=not on_demand_only, console=console)
+    except ValueError as exc:  # e.g. an unknown fault key
+        raise click.UsageError(str(exc)) from None
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+    else:
+        _print_report(console, report)
+    sys.exit(_exit_code(report))
+
+
+def _exit_code(report: dict) -> int:
+    if report["status"] != "completed":
+        return EXIT_JOB_FAILED
+    return EXIT_PAGES_FAILED if report["pages_failed"] else 0
+
+
+def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
+    from rich.table import Table
+
+    table = Table(title=f"job {report['job_id']}", show_header=False)
+    rows = [
+        ("status", report["status"] + (f" ({report['error_id']}: {report['error_message']})" if report["error_id"] else "")),
+        ("pages", f"{report['pages']} ({report['pages_converted']} converted, {report['pages_failed']} failed, {report['pages_blank']} blank)"),
+        ("batch lane", f"{report['batch']['pages']} pages, ${report['batch']['cost_usd']:.4f}"),
+        ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}"),
+        ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
+        ("markdown", str(report["markdown_path"])),
+        ("model", report.get("emulated_model", report["model_id"])),
+        ("time", f"{report['timings']['total_s']} s"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+@main.group()
+def db() -> None:
+    """Database commands (DATABASE_URL selects the server)."""
+
+
+@db.command()
+def migrate() -> None:
+    """Apply the SQL migrations in order; running it again applies nothing."""
+    from batchlane.db.migrate import migrate as apply
+    from batchlane.runtime import services
+
+    applied = apply(services().db)
+    click.echo(f"applied: {', '.join(applied)}" if applied else "database is up to date")
+
+
+@main.group()
+def local() -> None:
+    """The offline stack: PostgreSQL + emulated S3 / Step Functions / EventBridge / Bedrock on 127.0.0.1."""
+
+
+@local.command()
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True, help="Where the stack keeps its database and state.")
+@click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection (docs/offline.md).")
+def up(workdir: Path, faults: str) -> None:
+    """Start the offline stack in the background and print how to reach it."""
+    from batchlane.local.daemon import start_daemon
+
+    state = start_daemon(workdir, faults=faults)
+    click.echo(f"offline stack up (pid {state['pid']}); state in {workdir / 'state.json'}")
+    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
+        click.echo(f"  {key}={state['env'][key]}")
+
+
+@local.command()
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True)
+def down(workdir: Path) -> None:
+    """Stop the offline stack started by `batchlane local up`."""
+    from batchlane.local.daemon import stop_daemon
+
+    click.echo("stopped" if stop_daemon(workdir) else "not running")
+
+
+@local.command()
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True)
+def status(workdir: Path) -> None:
+    """Say whether the offline stack is running, and where."""
+    from batchlane.local.daemon import read_state
+
+    state = read_state(workdir)
+    if not state:
+        click.echo("not running")
+        sys.exit(1)
+    click.echo(f"running (pid {state['pid']}) since {state['started_at']}")
+    for key, value in sorted(state["env"].items()):
+        if key.startswith(("AWS_ENDPOINT", "DATABASE_URL", "BATCH_CONVERSION_ENABLED")):
+            click.echo(f"  {key}={value}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""`batchlane local up | down | status`: the offline stack as a background process.
+
+``up`` starts ``python -m batchlane.local.daemon`` in its own session; the daemon starts
+the stack and writes ``<workdir>/state.json`` (pid, endpoints, the environment a client
+needs). ``down`` sends SIGTERM and waits; the daemon stops the stack cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+STATE_FILE = "state.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_state(workdir: Path) -> dict[str, Any] | None:
+    path = workdir / STATE_FILE
+    if not path.exists():
+        return None
+    state = json.loads(path.read_text())
+    if not _alive(int(state["pid"])):
+        path.unlink(missing_ok=True)
+        return None
+    return state if state.get("status") == "ready" else None
+
+
+def start_daemon(workdir: Path, *, faults: str = "", timeout_s: float = 90) -> dict[str, Any]:
+    workdir = workdir.resolve()
+    existing = read_state(workdir)
+    if existing:
+        return existing
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / STATE_FILE).unlink(missing_ok=True)
+    log = (workdir / "stack.log").open("ab")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "batchlane.local.daemon", "--workdir", str(workdir), "--faults", faults],
+        stdout=log,
+        stderr=log,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = read_state(workdir)
+        if state:
+            return state
+        if process.poll() is not None:
+            raise RuntimeError(f"the offline stack exited with code {process.returncode}; see {workdir / 'stack.log'}")
+        time.sleep(0.2)
+    process.terminate()
+    raise RuntimeError(f"the offline stack did not start within {timeout_s:.0f} s; see {workdir / 'stack.log'}")
+
+
+def stop_daemon(workdir: Path, *, timeout_s: float = 30) -> bool:
+    state = read_state(workdir.resolve())
+    if not state:
+        return False
+    pid = int(state["pid"])
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    (workdir / STATE_FILE).unlink(missing_ok=True)
+    return True
+
+
+def use_running_stack(workdir: Path) -> dict[str, Any]:
+    """Point this process's clients at a running offline stack (its environment)."""
+    state = read_state(workdir.resolve())
+    if not state:
+        raise RuntimeError("the offline stack is not running: start it with `batchlane local up`")
+    os.environ.update(state["env"])
+    from batchlane.runtime import reset_services
+
+    reset_services()
+    return state
+
+
+def _run(workdir: Path, faults: str) -> None:
+    from batchlane.local.stack import OfflineStack, StackOptions
+
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    signal.signal(signal.SIGINT, lambda *_: stopping.set())
+    stack = OfflineStack(StackOptions(workdir=workdir, faults=faults)).start()
+    try:
+        state = {"pid": os.getpid(), "status": "ready", "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "faults": faults, "env": stack.env}
+        tmp = workdir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(state, indent=2))
+        tmp.replace(workdir / STATE_FILE)
+        stopping.wait()
+    finally:
+        stack.stop()
+        (workdir / STATE_FILE).unlink(missing_ok=True)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="batchlane offline stack daemon (use `batchlane local up`)")
+    parser.add_argument("--workdir", type=Path, required=True)
+    parser.add_argument("--faults", default="")
+    args = parser.parse_args()
+    _run(args.workdir, args.faults)

@@ -1,0 +1,72 @@
+"""Submitting a PDF and following its job on the offline stack (used by the demo and the CLI)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from batchlane import keys
+from batchlane.aws.clients import client
+from batchlane.db import jobs as job_repo
+from batchlane.runtime import Services
+
+TERMINAL = ("completed", "failed", "cancelled")
+
+
+def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Upload, register the file, and create its job through the job_create Lambda."""
+    with svc.db.transaction() as tx:
+        file_row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=len(data))
+        file_id = str(file_row["id"])
+        key = keys.upload_key(file_id, name)
+        tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
+    svc.store.put_bytes(key, data, "application/pdf")
+    response = client("lambda").invoke(FunctionName="batchlane-job_create", Payload=json.dumps({"fileId": file_id, "options": options or {}}))
+    payload = json.loads(response["Payload"].read())
+    if response.get("FunctionError"):
+        raise RuntimeError(f"job_create failed: {payload.get('errorType')}: {payload.get('errorMessage')}")
+    return dict(payload)
+
+
+@dataclass
+class Progress:
+    status: str
+    pages_total: int
+    pages_done: int
+    chunks_total: int
+    chunks_done: int
+    batch_state: str | None
+    batch_status: str | None
+
+
+def progress(svc: Services, job_id: str) -> Progress:
+    job = job_repo.get_job(svc.db, job_id)
+    assert job is not None
+    chunks = job_repo.get_chunks(svc.db, job_id)
+    batch = svc.db.one("SELECT state, bedrock_status FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    done_pages = sum((c["last_page"] - c["first_page"] + 1) if c["status"] == "completed" else c["pages_done"] for c in chunks)
+    return Progress(
+        status=job["status"],
+        pages_total=job["total_pages"],
+        pages_done=done_pages,
+        chunks_total=len(chunks),
+        chunks_done=sum(1 for c in chunks if c["status"] == "completed"),
+        batch_state=batch["state"] if batch else None,
+        batch_status=batch["bedrock_status"] if batch else None,
+    )
+
+
+def wait_for_job(svc: Services, job_id: str, *, timeout_s: float = 3600, on_progress: Callable[[Progress], None] | None = None, poll_s: float = 0.25) -> Progress:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        current = progress(svc, job_id)
+        if on_progress:
+            on_progress(current)
+        if current.status in TERMINAL:
+            return current
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"job {job_id} still {current.status} after {timeout_s:.0f} s")
+        time.sleep(poll_s)
