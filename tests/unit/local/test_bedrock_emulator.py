@@ -569,6 +569,23 @@ def test_throttling_is_a_429_through_botocore(harness: Callable[..., Harness]) -
     assert h.emu.stats["converse_requests"] == 3 and h.emu.stats["converse_throttled"] == 1
 
 
+def test_the_page_model_builds_markdown_from_the_text_layer_deterministically() -> None:
+    pdf = page_pdf(
+        "Chapter 3",
+        "The emulator reads the text layer of the page and groups the",
+        "wrapped lines into paragraphs like this one.",
+        "It starts a new paragraph after a short closing line like that.",
+    )
+    body = converse_body(("page-1", pdf))
+    first, again = model.answer(body), model.answer(body)
+    assert first == again
+    assert first["output"]["message"]["content"][0]["text"] == (
+        "## Chapter 3\n\n"
+        "The emulator reads the text layer of the page and groups the wrapped lines into paragraphs like this one.\n\n"
+        "It starts a new paragraph after a short closing line like that."
+    )
+
+
 def test_batch_and_converse_give_the_same_answer_for_the_same_request(harness: Callable[..., Harness], s3: Any) -> None:
     h = harness()
     item = records(2)

@@ -76,8 +76,9 @@ CREATE TABLE conversion_batch_jobs (
     bedrock_job_arn   text,
     bedrock_job_name  text,
     bedrock_status    text,          -- last status seen (event or sweep)
-    task_token        text,
+    task_tokens       text[] NOT NULL DEFAULT '{}',  -- every execution waiting on this row
     record_count      integer,
+    input_bytes       bigint,
     accepted_count    integer,
     fallback_count    integer,
     manifest_key      text,

@@ -11,6 +11,10 @@ rest-json with disjoint paths, which is why one port can serve both:
     POST /tagResource | /untagResource | /listTagsForResource
     POST /model/{modelId}/converse                  bedrock-runtime Converse
 
+Batch jobs are meant for ``modelInvocationType=Converse`` (what batchlane submits): an
+InvokeModel job is accepted and runs, but each of its records is answered with an
+error line, since the emulated model speaks the Converse shape only.
+
 Requests are not signature-checked (any credentials do). S3 is not ours: job threads
 read input and write output through ``s3_client_factory()``, typically a boto3 client
 on a moto server. The werkzeug server is threaded and bound to loopback only.

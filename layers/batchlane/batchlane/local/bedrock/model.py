@@ -134,21 +134,31 @@ def page_markdown(pdf: bytes) -> str:
 
 
 def _paragraphs(text: str) -> str:
-    """Join wrapped lines into paragraphs.
+    """Join wrapped lines into paragraphs, and mark short title lines as headings.
 
-    A paragraph ends at a blank line, or at a line that ends a sentence and is
-    clearly shorter than the page's longest line (the ragged last line of a block).
+    A paragraph ends at a blank line, or at a line that ends a sentence and is clearly
+    shorter than the page's longest line (the ragged last line of a block). A short
+    line with letters and no closing punctuation that opens a block and is followed by
+    more text reads as a title: it becomes a ``##`` heading.
     """
     lines = [line.strip() for line in text.splitlines()]
     width = max((len(line) for line in lines), default=0)
-    paragraphs: list[str] = []
+    blocks: list[str] = []
     current: list[str] = []
-    for line in lines:
+    for index, line in enumerate(lines):
+        followed = any(lines[index + 1 :])
+        if line and not current and followed and _is_title(line, width):
+            blocks.append(f"## {line}")
+            continue
         if line:
             current.append(line)
         if current and (not line or (line[-1] in ".!?:" and len(line) < 0.8 * width)):
-            paragraphs.append(" ".join(current))
+            blocks.append(" ".join(current))
             current = []
     if current:
-        paragraphs.append(" ".join(current))
-    return "\n\n".join(paragraphs)
+        blocks.append(" ".join(current))
+    return "\n\n".join(blocks)
+
+
+def _is_title(line: str, width: int) -> bool:
+    return len(line) < 0.5 * width and line[-1] not in ".!?:,;" and any(c.isalpha() for c in line)

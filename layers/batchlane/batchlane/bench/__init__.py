@@ -1,0 +1,21 @@
+"""`make bench`: one JSON object per line per figure, each against a baseline measured in the same run.
+
+Every figure is ``{"name", "value", "unit", "baseline", "ratio", ...details}`` with
+``ratio = value / baseline``. Modules listed in ``FIGURE_MODULES`` expose
+``figures(args) -> Iterator[dict]``; ``python -m batchlane.bench --only NAME`` runs one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def figure(name: str, value: float, unit: str, baseline: float, **details: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "value": round(value, 4),
+        "unit": unit,
+        "baseline": round(baseline, 4),
+        "ratio": round(value / baseline, 4) if baseline else None,
+        **details,
+    }

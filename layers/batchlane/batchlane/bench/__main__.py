@@ -1,0 +1,31 @@
+"""Entry point of `make bench` (see batchlane.bench)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+
+FIGURE_MODULES = (
+    "batchlane.bench.pdf",
+    "batchlane.bench.demo",
+)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="batchlane benchmarks: one JSON object per figure")
+    parser.add_argument("--only", action="append", default=[], help="run only the figures with this name (repeatable)")
+    parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
+    args = parser.parse_args()
+    for module_name in FIGURE_MODULES:
+        module = importlib.import_module(module_name)
+        for result in module.figures(args):
+            if args.only and result["name"] not in args.only:
+                continue
+            print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

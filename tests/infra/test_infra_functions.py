@@ -1,0 +1,146 @@
+"""Every function in the topology (and in functions/) is deployed, with exactly its grants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from batchlane import topology
+from batchlane.config import Settings
+from infra.compute import ASYNC_FUNCTIONS
+from infra_testlib import Synth, as_list, camel, statements_of
+
+BASELINE = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+VPC_MANAGED = "AWSLambdaVPCAccessExecutionRole"
+CAPABILITY_ACTIONS: dict[str, set[str]] = {
+    "db": {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"},
+    "s3_read": {"s3:GetObject", "s3:ListBucket"},
+    "s3_write": {"s3:PutObject", "s3:AbortMultipartUpload"},
+    "bedrock_runtime": {"bedrock:InvokeModel"},
+    "bedrock_batch": set(),  # through the managed caller policy, checked separately
+    "start_conversion": {"states:StartExecution"},
+    "start_batch_lane": {"states:StartExecution"},
+    "task_response": {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"},
+    "publish_events": {"events:PutEvents"},
+    "cloudwatch_metrics": set(),  # EMF through the function's own log group
+}
+
+
+def _function(synth: Synth, name: str) -> dict[str, Any]:
+    return synth.resources[synth.logical_id(f"Compute/{camel(name)}")]
+
+
+def _role_statements(synth: Synth, name: str) -> list[dict[str, Any]]:
+    role_id = synth.logical_id(f"Compute/{camel(name)}Role")
+    statements = []
+    for policy in synth.of_type("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            statements += statements_of(policy)
+    return statements
+
+
+@pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
+def test_every_topology_function_is_a_lambda_built_from_its_folder(synth: Synth, spec: topology.FunctionSpec) -> None:
+    props = _function(synth, spec.name)["Properties"]
+    assert props["Handler"] == "handler.handler"
+    assert props["Runtime"] == "python3.12"
+    assert props["Architectures"] == ["arm64"]
+    assert props["TracingConfig"] == {"Mode": "Active"}
+    assert props["Timeout"] == spec.timeout_s and props["MemorySize"] == spec.memory_mb
+    assert len(props["Layers"]) == 1
+    # The code asset is the function's own folder, byte for byte.
+    asset = synth.outdir / _function(synth, spec.name)["Metadata"]["aws:asset:path"]
+    assert (asset / "handler.py").read_bytes() == topology.handler_path(spec.name).read_bytes()
+    env = props["Environment"]["Variables"]
+    assert env["POWERTOOLS_SERVICE_NAME"] == "batchlane" and env["POWERTOOLS_METRICS_NAMESPACE"] == "Batchlane"
+
+
+def test_every_folder_in_functions_is_in_the_topology() -> None:
+    folders = {p.parent.name for p in topology.FUNCTIONS_DIR.glob("*/handler.py")}
+    assert folders == {s.name for s in topology.FUNCTIONS}
+
+
+@pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
+def test_each_function_is_granted_exactly_what_its_needs_name(synth: Synth, spec: topology.FunctionSpec) -> None:
+    expected = set(BASELINE)
+    for need in spec.needs:
+        expected |= CAPABILITY_ACTIONS[need]
+    if spec.name in ASYNC_FUNCTIONS:
+        expected.add("sqs:SendMessage")  # its dead-letter queue
+    granted = {a for st in _role_statements(synth, spec.name) for a in as_list(st["Action"])}
+    assert granted == expected
+
+    role = synth.resources[synth.logical_id(f"Compute/{camel(spec.name)}Role")]
+    managed = json.dumps(role["Properties"].get("ManagedPolicyArns", []))
+    caller_policy_id = synth.logical_id("BedrockBatch/CallerPolicy")
+    assert (caller_policy_id in managed) == ("bedrock_batch" in spec.needs)
+    assert (VPC_MANAGED in managed) == ("db" in spec.needs)
+
+
+@pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
+def test_state_machine_arns_are_given_only_to_functions_that_start_or_answer_them(
+    synth: Synth, spec: topology.FunctionSpec
+) -> None:
+    env = _function(synth, spec.name)["Properties"]["Environment"]["Variables"]
+    assert ("CONVERSION_STATE_MACHINE_ARN" in env) == ("start_conversion" in spec.needs)
+    assert ("BATCH_LANE_STATE_MACHINE_ARN" in env) == bool({"start_batch_lane", "task_response"} & set(spec.needs))
+    for statement in _role_statements(synth, spec.name):
+        if "states:StartExecution" in as_list(statement["Action"]):
+            target = json.dumps(statement["Resource"])
+            assert target.endswith('stateMachine:Batchlane-conversion"]]') or target.endswith('stateMachine:Batchlane-batch-lane"]]')
+
+
+def test_secrets_never_travel_in_environment_variables(synth: Synth) -> None:
+    secret_ids = set(synth.of_type("AWS::SecretsManager::Secret")) | set(synth.of_type("AWS::SecretsManager::SecretTargetAttachment"))
+    for logical_id, fn in synth.of_type("AWS::Lambda::Function").items():
+        env = fn["Properties"].get("Environment", {}).get("Variables", {})
+        dumped = json.dumps(env).lower()
+        assert "resolve:secretsmanager" not in dumped and "password" not in dumped, logical_id
+        for key, value in env.items():
+            if "SECRET" in key:
+                assert key == "DATABASE_SECRET_ARN", (logical_id, key)
+                assert isinstance(value, dict) and value.get("Ref") in secret_ids, (logical_id, value)
+
+
+def test_environment_names_are_settings_fields(synth: Synth) -> None:
+    """A typo in an env var name would silently fall back to a default in the handler."""
+    fields = {name.upper() for name in Settings.model_fields}
+    for spec in topology.FUNCTIONS:
+        env = _function(synth, spec.name)["Properties"]["Environment"]["Variables"]
+        unknown = {k for k in env if not k.startswith("POWERTOOLS_")} - fields
+        assert not unknown, (spec.name, unknown)
+
+
+def test_db_functions_run_in_the_vpc_and_the_database_admits_only_them(synth: Synth) -> None:
+    lambda_sg = synth.logical_id("Database/LambdaSg")
+    for spec in topology.FUNCTIONS:
+        vpc = _function(synth, spec.name)["Properties"].get("VpcConfig")
+        if "db" in spec.needs:
+            assert vpc["SecurityGroupIds"] == [{"Fn::GetAtt": [lambda_sg, "GroupId"]}]
+        else:
+            assert vpc is None
+    ingress = [r["Properties"] for r in synth.of_type("AWS::EC2::SecurityGroupIngress").values()]
+    assert all(i["FromPort"] == i["ToPort"] for i in ingress)
+    sources = {json.dumps(i["SourceSecurityGroupId"]) for i in ingress}
+    assert json.dumps({"Fn::GetAtt": [lambda_sg, "GroupId"]}) in sources
+
+
+def test_event_driven_functions_send_failed_runs_to_a_dlq(synth: Synth) -> None:
+    configs = synth.of_type("AWS::Lambda::EventInvokeConfig")
+    assert len(configs) == len(ASYNC_FUNCTIONS)
+    for name in ASYNC_FUNCTIONS:
+        props = _function(synth, name)["Properties"]
+        assert "DeadLetterConfig" in props, name
+
+
+def test_the_layer_is_the_built_folder(synth: Synth, layer_dir: Path) -> None:
+    (layer,) = synth.of_type("AWS::Lambda::LayerVersion").values()
+    assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+    assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
+    asset = synth.outdir / layer["Metadata"]["aws:asset:path"]
+    assert (asset / "python" / "batchlane" / "topology.py").read_bytes() == (
+        Path(topology.__file__).read_bytes()
+    )

@@ -1,0 +1,32 @@
+"""topology.py, functions/ and statemachines/ must agree: neither CDK nor the offline stack may drift."""
+
+import json
+import re
+
+from batchlane.topology import FUNCTIONS, FUNCTIONS_DIR, RULES, SCHEDULES, STATE_MACHINES, handler_path
+
+
+def test_every_function_folder_is_in_the_topology_and_back():
+    folders = {p.name for p in FUNCTIONS_DIR.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+    assert folders == {spec.name for spec in FUNCTIONS}
+    for spec in FUNCTIONS:
+        assert "def handler(" in handler_path(spec.name).read_text(), spec.name
+
+
+def test_state_machine_placeholders_are_exactly_the_declared_substitutions():
+    for spec in STATE_MACHINES:
+        text = spec.path.read_text()
+        used = set(re.findall(r"\$\{([A-Za-z0-9_]+)\}", text))
+        declared = {f"{fn}_arn" for fn in spec.functions} | set(spec.settings)
+        assert used == declared, spec.name
+        substituted = text
+        for key in declared:
+            substituted = substituted.replace("${" + key + "}", "1" if key in spec.settings else "arn:aws:lambda:us-east-1:1:function:x")
+        definition = json.loads(substituted)
+        assert definition["StartAt"] in definition["States"]
+
+
+def test_rules_and_schedules_target_known_functions():
+    names = {spec.name for spec in FUNCTIONS}
+    assert all(rule.target in names for rule in RULES)
+    assert all(schedule.target in names for schedule in SCHEDULES)
