@@ -124,6 +124,8 @@ class Compute(Construct):
             iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn])
         )
         in_vpc = "db" in spec.needs
+        if in_vpc:  # CDK adds this only to roles it creates itself
+            role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole"))
         network = self._wiring.network
         fn = lambda_.Function(
             self,
@@ -224,8 +226,8 @@ class Compute(Construct):
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
-            "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) and, in a VPC, the ENI describe calls "
-            "support no resource-level permissions.",
+            "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level permissions; "
+            "they are the only actions on '*'.",
         )
         if {"s3_read", "s3_write"} & set(spec.needs):
             acknowledge(
@@ -237,5 +239,6 @@ class Compute(Construct):
             acknowledge(
                 role,
                 "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
-                "AWS-maintained minimal policy Lambda needs to attach its network interfaces in the VPC (added by CDK for VPC functions).",
+                "AWS-maintained minimal policy Lambda needs to create and delete its network interfaces in the VPC "
+                "(the EC2 ENI actions support no resource-level scoping).",
             )

@@ -52,6 +52,8 @@ def context_of_cdk_json() -> dict[str, Any]:
 def synth_app(outdir: Path, layer_dir: Path, extra_context: dict[str, Any] | None = None) -> Synth:
     """Synthesize like `make synth` (cdk.json context), cdk-nag included."""
     context = context_of_cdk_json()
+    # What the CDK CLI sets: construct paths and asset paths in resource metadata.
+    context.update({"aws:cdk:enable-path-metadata": True, "aws:cdk:enable-asset-metadata": True})
     context.update(extra_context or {})
     app = App(outdir=str(outdir), context=context)
     build(app, layer_dir=layer_dir)

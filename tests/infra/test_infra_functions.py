@@ -90,7 +90,14 @@ def test_state_machine_arns_are_given_only_to_functions_that_start_or_answer_the
     for statement in _role_statements(synth, spec.name):
         if "states:StartExecution" in as_list(statement["Action"]):
             target = json.dumps(statement["Resource"])
-            assert target.endswith('stateMachine:Batchlane-conversion"]]') or target.endswith('stateMachine:Batchlane-batch-lane"]]')
+            machine = "conversion" if "start_conversion" in spec.needs else "batch-lane"
+            assert target.endswith(f':stateMachine:Batchlane-{machine}"]]}}'), target
+
+
+def test_no_function_may_start_both_machines() -> None:
+    """The StartExecution check above picks the machine from the needs; keep that unambiguous."""
+    for spec in topology.FUNCTIONS:
+        assert not {"start_conversion", "start_batch_lane"} <= set(spec.needs), spec.name
 
 
 def test_secrets_never_travel_in_environment_variables(synth: Synth) -> None:

@@ -49,9 +49,28 @@ class Settings(BaseSettings):
     batchlane_max_file_mb: int = Field(500, ge=1)
     batchlane_max_tokens: int = Field(8192, ge=256, le=64_000)
     batchlane_temperature: float = Field(0.0, ge=0.0, le=1.0)
-    batchlane_pages_per_request: int = Field(1, ge=1, le=20)
+    # On-demand pages per Converse request (docs/ondemand.md). The count actually used is
+    # the smallest of this, the API's documents-per-request limit and what fits in
+    # max_tokens at the pages' estimated output. Primed pages and batch records stay 1.
+    batchlane_pages_per_request: int = Field(5, ge=1, le=20)
+    batchlane_max_documents_per_request: int = Field(5, ge=1, le=20)  # Converse: 5 documents a request
+    batchlane_output_tokens_per_page: int = Field(1200, ge=50)  # estimate for a page with no text layer
+    batchlane_output_fill: float = Field(0.75, gt=0, le=1)  # share of max_tokens a multi-page request plans to use
     batchlane_chunk_concurrency: int = Field(4, ge=1, le=64)
     batchlane_converse_max_attempts: int = Field(6, ge=1, le=20)
+    # The global on-demand limit, shared by every running Lambda (leases in PostgreSQL).
+    batchlane_global_concurrency: int = Field(32, ge=0, le=10_000)  # in-flight Converse requests; 0 = no limit
+    batchlane_ondemand_rpm: float = Field(0, ge=0)  # requests a minute to pace at (set ~95% of the quota); 0 = no pacing
+    batchlane_lease_ttl_s: float = Field(300, ge=5)  # a dead worker's slot frees itself after this
+    batchlane_lease_wait_s: float = Field(300, ge=0)  # longest wait for a slot before the page is retried later
+    # Throttling: exponential backoff with full jitter, holding the slot, within a budget per request.
+    batchlane_backoff_base_s: float = Field(1.0, gt=0)
+    batchlane_backoff_max_s: float = Field(20.0, gt=0)
+    batchlane_throttle_budget_s: float = Field(180.0, ge=0)
+    batchlane_throttle_max_attempts: int = Field(12, ge=1, le=100)
+    # Coverage re-ask: a page whose answer holds less than this share of its text layer's words is asked once more.
+    batchlane_coverage_threshold: float = Field(0.6, ge=0, le=1)  # 0 = never re-ask
+    batchlane_coverage_min_words: int = Field(20, ge=1)
     batchlane_hold_usd_per_page: float = Field(0.02, ge=0)
     batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
     # Offline stack: how many emulated seconds pass per real second (1 in AWS).

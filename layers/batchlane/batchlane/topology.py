@@ -153,7 +153,12 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
         "batch_lane",
         "One execution per parked job: prepare → submit → wait for the event or a timeout → collect → resume.",
         ("batch_prepare", "batch_submit", "batch_wait", "batch_collect", "batch_resume"),
-        {"prepare_fanout_concurrency": "4"},
+        {
+            "prepare_fanout_concurrency": "8",
+            "retry_interval_seconds": "2",
+            "submit_retry_interval_seconds": "60",
+            "collect_retry_interval_seconds": "30",
+        },
     ),
 )
 

@@ -1,6 +1,7 @@
-"""The page converter: one Converse request per page, sent through a transport seam."""
+"""The page converter: Converse requests for one page (batch, primed) or several (on-demand), sent through a transport seam."""
 
-from batchlane.converter.page import PageResult, convert_page
+from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION, MarkerProblem, build_pages_request, split_by_markers, strip_own_marker
+from batchlane.converter.page import PageResult, convert_page, page_result
 from batchlane.converter.request import ConverseRequest, ConverterConfig, build_page_request
 from batchlane.converter.transports import (
     CaptureTransport,
@@ -13,7 +14,9 @@ from batchlane.converter.transports import (
 )
 
 __all__ = [
+    "MULTI_PAGE_INSTRUCTION",
     "CaptureTransport",
+    "MarkerProblem",
     "ConverseRequest",
     "ConverterConfig",
     "ModelAnswer",
@@ -24,5 +27,9 @@ __all__ = [
     "PrimedTransport",
     "Transport",
     "build_page_request",
+    "build_pages_request",
+    "page_result",
+    "split_by_markers",
+    "strip_own_marker",
     "convert_page",
 ]

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.converter.request import ConverterConfig, build_page_request
-from batchlane.converter.transports import ModelCallError, Transport
+from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.pdf.split import Page
@@ -60,11 +60,16 @@ def convert_page(page: Page, config: ConverterConfig, transport: Transport, pric
         return PageResult(page.number, "failed", reason=exc.code, retryable=exc.retryable)
     if answer.served_by == "capture":
         return PageResult(page.number, "captured", served_by="capture")
-    cost = prices.cost(request.model_id, answer.usage) if answer.served_by == "on_demand" else Decimal(0)
+    return page_result(page.number, request.model_id, answer, prices)
+
+
+def page_result(page_number: int, model_id: str, answer: ModelAnswer, prices: PriceTable) -> PageResult:
+    """Judge one page's answer: converted, truncated (text kept, marked) or failed; on-demand spend priced."""
+    cost = prices.cost(model_id, answer.usage) if answer.served_by == "on_demand" else Decimal(0)
     verdict = judge(answer.text, answer.stop_reason)
     if verdict.accepted:
-        return PageResult(page.number, "converted", answer.text, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+        return PageResult(page_number, "converted", answer.text, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
     if answer.stop_reason == "max_tokens" and answer.text.strip():
         # Keep what the model wrote; the marker says the page is incomplete.
-        return PageResult(page.number, "truncated", answer.text, reason="max_tokens", served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
-    return PageResult(page.number, "failed", reason=verdict.reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+        return PageResult(page_number, "truncated", answer.text, reason="max_tokens", served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+    return PageResult(page_number, "failed", reason=verdict.reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)

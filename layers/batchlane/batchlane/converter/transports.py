@@ -134,6 +134,18 @@ class PrimedTransport:
         self.served = 0
         self.mismatched = 0
 
+    def lookup(self, request: ConverseRequest) -> ModelAnswer | None:
+        """The batch answer for ``request`` when model and prompt hash match; None otherwise (no fallback)."""
+        primed = self._results.get(request.record_id)
+        if primed is not None and primed.model_id == request.model_id and primed.prompt_hash == request.prompt_hash:
+            with self._lock:
+                self.served += 1
+            return ModelAnswer(primed.text, primed.stop_reason, Usage(primed.input_tokens, primed.output_tokens), served_by="batch")
+        if primed is not None:
+            with self._lock:
+                self.mismatched += 1
+        return None
+
     def send(self, request: ConverseRequest) -> ModelAnswer:
         primed = self._results.get(request.record_id)
         if primed is not None and primed.model_id == request.model_id and primed.prompt_hash == request.prompt_hash:

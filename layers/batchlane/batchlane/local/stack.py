@@ -36,7 +36,7 @@ ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
 BUCKET = "batchlane-offline"
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
-OFFLINE_SETTINGS = {"retry_interval_seconds": "1", "chunk_retry_interval_seconds": "1"}
+OFFLINE_SETTINGS = {"retry_interval_seconds": "1", "chunk_retry_interval_seconds": "1", "submit_retry_interval_seconds": "1", "collect_retry_interval_seconds": "1"}
 _STATIC_ENV = {
     "AWS_ACCESS_KEY_ID": "offline",
     "AWS_SECRET_ACCESS_KEY": "offline",

@@ -171,6 +171,8 @@ class ConverseRuntime:
         except ApiError:
             self._count("converse_invalid")
             raise
+        if self._faults.output_ms_per_token:
+            self._shutdown.wait(response["usage"]["outputTokens"] * self._faults.output_ms_per_token / 1000)
         response["metrics"]["latencyMs"] = int((time.monotonic() - started) * 1000)
         self._count("converse_ok")
         return response

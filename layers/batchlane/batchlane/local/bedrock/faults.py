@@ -22,6 +22,9 @@ draw (as a retry against the real service might succeed).
 | ``event_delay_s`` | float >= 0 | ``0`` | real seconds each event waits before it is published (order is kept) |
 | ``throttle_rpm`` | int >= 0 | ``0`` | Converse requests per real minute before ThrottlingException (HTTP 429); 0 = unlimited |
 | ``converse_latency_ms`` | int >= 0 | ``0`` | real milliseconds each Converse call sleeps before answering |
+| ``output_ms_per_token`` | float >= 0 | ``0`` | real milliseconds each Converse call also sleeps per output token (generation time) |
+| ``omit_rate`` | float in [0, 1] | ``0`` | share of answers that cover only the first third of the page text (stopReason end_turn) |
+| ``marker_fault_rate`` | float in [0, 1] | ``0`` | share of multi-document answers whose ``<!-- Page N -->`` markers are skipped, repeated or reordered |
 | ``create_throttle`` | int >= 0 | ``0`` | the first N CreateModelInvocationJob calls answer ThrottlingException |
 | ``time_scale`` | float > 0 | ``1`` | emulated seconds per real second for batch jobs (3600: an emulated hour a second) |
 | ``job_hours`` | float > 0 | ``1`` | emulated hours a job spends InProgress, spread evenly over its records |
@@ -69,6 +72,9 @@ class Faults:
     event_delay_s: float = 0.0
     throttle_rpm: int = 0
     converse_latency_ms: int = 0
+    output_ms_per_token: float = 0.0
+    omit_rate: float = 0.0
+    marker_fault_rate: float = 0.0
     create_throttle: int = 0
     time_scale: float = 1.0
     job_hours: float = 1.0
@@ -125,6 +131,9 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "event_delay_s": _non_negative,
     "throttle_rpm": _count,
     "converse_latency_ms": _count,
+    "output_ms_per_token": _non_negative,
+    "omit_rate": _rate,
+    "marker_fault_rate": _rate,
     "create_throttle": _count,
     "time_scale": _positive,
     "job_hours": _positive,
@@ -168,7 +177,11 @@ def answer_fault(faults: Faults, seed: str) -> str | None:
         ("content_filter", faults.content_filter_rate),
         ("guardrail", faults.guardrail_rate),
         ("truncate", faults.truncate_rate),
+        ("omit", faults.omit_rate),
     ):
         if rate and draw(seed, name) < rate:
             return name
+    if faults.marker_fault_rate and draw(seed, "markers") < faults.marker_fault_rate:
+        kinds = ("markers_skip", "markers_repeat", "markers_reorder")
+        return kinds[int(draw(seed, "marker_kind") * len(kinds))]
     return None

@@ -51,11 +51,15 @@ class ModelInputError(ValueError):
 def answer(request: Mapping[str, Any], *, fault: str | None = None) -> dict[str, Any]:
     """A Converse response body for ``request`` (a Converse request body).
 
-    ``fault`` is one of None, "truncate", "content_filter", "guardrail"; the caller
-    draws it (see faults.answer_fault) so this function stays pure.
+    ``fault`` is one of None, "truncate", "content_filter", "guardrail", "omit" (only the
+    first third of the text, as a model that skipped most of the page), or
+    "markers_skip" / "markers_repeat" / "markers_reorder" (multi-document answers only:
+    the second document's marker is dropped, repeats the first's, or the first two
+    documents come back swapped); the caller draws it (see faults.answer_fault) so this
+    function stays pure.
     """
     documents, prompt_chars = _read_request(request)
-    text = _compose(documents)
+    text = _compose(documents, fault if fault and fault.startswith("markers_") else None)
     input_tokens = TOKENS_PER_DOCUMENT * len(documents) + prompt_chars // CHARS_PER_TOKEN
     max_tokens = int((request.get("inferenceConfig") or {}).get("maxTokens") or DEFAULT_MAX_TOKENS)
 
@@ -66,6 +70,8 @@ def answer(request: Mapping[str, Any], *, fault: str | None = None) -> dict[str,
         text, stop_reason = GUARDRAIL_TEXT, "guardrail_intervened"
     elif fault == "truncate":
         text, stop_reason = text[: len(text) // 2], "max_tokens"
+    elif fault == "omit":
+        text = text[: len(text) // 3]
     if _tokens(text) > max_tokens:
         text, stop_reason = text[: max_tokens * CHARS_PER_TOKEN], "max_tokens"
 
@@ -111,16 +117,23 @@ def _document_bytes(document: Mapping[str, Any]) -> bytes:
         raise ModelInputError("document source bytes are not valid base64") from exc
 
 
-def _compose(documents: list[tuple[str | None, bytes]]) -> str:
+def _compose(documents: list[tuple[str | None, bytes]], marker_fault: str | None = None) -> str:
     if len(documents) == 1:
         return page_markdown(documents[0][1])
-    parts = []
+    numbered = []
     for position, (name, data) in enumerate(documents, start=1):
         match = _PAGE_NUMBER.search(name or "")
-        number = int(match.group(1)) if match else position
-        body = page_markdown(data)
-        parts.append(f"<!-- Page {number} -->\n\n{body}" if body else f"<!-- Page {number} -->")
-    return "\n\n".join(parts)
+        numbered.append((int(match.group(1)) if match else position, page_markdown(data)))
+    if marker_fault == "markers_reorder":
+        numbered[0], numbered[1] = numbered[1], numbered[0]
+    parts = []
+    for index, (number, body) in enumerate(numbered):
+        if index == 1 and marker_fault == "markers_skip":
+            parts.append(body)
+            continue
+        shown = numbered[0][0] if index == 1 and marker_fault == "markers_repeat" else number
+        parts.append(f"<!-- Page {shown} -->\n\n{body}" if body else f"<!-- Page {shown} -->")
+    return "\n\n".join(p for p in parts if p)
 
 
 def page_markdown(pdf: bytes) -> str:

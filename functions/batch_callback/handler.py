@@ -1,0 +1,23 @@
+"""batch_callback: EventBridge target for aws.bedrock "Batch Inference Job State Change"."""
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from batchlane.batch.wait import on_state_change
+from batchlane.handlers import lambda_handler, parse
+from batchlane.runtime import services
+
+
+class StateChangeEvent(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    source: str
+    detail: dict[str, Any]
+
+
+@lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request = parse(event, StateChangeEvent)
+    if request.source != "aws.bedrock":
+        return {"known": False, "ignored": request.source}
+    return on_state_change(services(), request.detail)

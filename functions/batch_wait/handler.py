@@ -1,0 +1,17 @@
+"""batch_wait: the WaitForBatch task (.waitForTaskToken) stores its token on the batch row."""
+
+from typing import Any
+
+from batchlane.batch.wait import register_wait
+from batchlane.handlers import JobRef, lambda_handler, parse
+from batchlane.runtime import services
+
+
+class WaitRequest(JobRef):
+    taskToken: str
+
+
+@lambda_handler
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    request = parse(event, WaitRequest)
+    return register_wait(services(), str(request.jobId), request.taskToken)

@@ -1,0 +1,221 @@
+"""Collect: stream Bedrock's output, accept what the on-demand path would, bill once.
+
+* Every ``.jsonl.out`` under ``<outputUri>/<bedrockJobId>/`` is streamed line by line;
+  accepted answers are spooled to disk per chunk, so memory stays bounded however big
+  the job (a Lambda has /tmp; 50,000 records fit in a few hundred MB of disk).
+* Records are joined on recordId against OUR manifest: a record Bedrock did not return,
+  returned as an error, returned malformed, or answered in a way ``judge`` rejects, is a
+  fallback (the chunk processor converts it on-demand).
+* Tokens are billed for every record Bedrock returned with output, used or not, at the
+  batch price. The cost_ledger row is written in the same transaction as the guarded
+  submitted → closed move, so of any number of racing collectors exactly one writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from batchlane import keys
+from batchlane.batch import rows
+from batchlane.batch.names import job_id_from_arn
+from batchlane.batch.submit import stop_batch_job
+from batchlane.converter import PrimedResult
+from batchlane.converter.transports import answer_from_converse
+from batchlane.db import ledger
+from batchlane.domain.acceptance import judge
+from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
+from batchlane.domain.errors import NotFound
+from batchlane.domain.records import parse_record_id
+from batchlane.observability import logger, metrics
+from batchlane.runtime import Services
+
+SKIP_REASONS = frozenset({"too_few_records", "too_many_records", "job_too_large", "mixed_models", "not_preparing"})
+
+
+class CollectNotReady(Exception):
+    """The Bedrock job has not reached a terminal status yet (e.g. still Stopping)."""
+
+
+def _output_prefix(row: dict[str, Any], bucket: str) -> str:
+    uri = row["output_uri"] or ""
+    prefix = uri.removeprefix(f"s3://{bucket}/")
+    if not prefix.endswith("/"):
+        prefix += "/"
+    return f"{prefix}{job_id_from_arn(row['bedrock_job_arn'])}/"
+
+
+def _summary(row: dict[str, Any], *, won: bool) -> dict[str, Any]:
+    return {
+        "closed": True,
+        "won": won,
+        "endState": row["end_state"],
+        "accepted": row["accepted_count"] or 0,
+        "fallback": row["fallback_count"] or 0,
+        "costUsd": str(row["cost_usd"] or 0),
+    }
+
+
+def collect(svc: Services, job_id: str) -> dict[str, Any]:
+    row = rows.get_row(svc.db, job_id)
+    if row is None:
+        raise NotFound(f"no batch row for job {job_id}")
+    if row["state"] == "closed":
+        return _summary(row, won=False)
+    if row["state"] != "submitted":
+        raise CollectNotReady(f"batch row is {row['state']}")
+    status = svc.bedrock().get_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])["status"]
+    rows.record_status(svc.db, row["bedrock_job_arn"], status)
+    if status not in rows.TERMINAL_BEDROCK_STATUSES:
+        job = svc.db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
+        if job and job["status"] == "cancelled":
+            stop_batch_job(svc, job_id, reason="cancelled")
+        raise CollectNotReady(f"Bedrock job is {status}")
+
+    bucket = svc.store.bucket
+    manifest = svc.store.get_json(row["manifest_key"])
+    expected: dict[str, str] = manifest["promptHashes"]
+    model_id = manifest["modelId"]
+    counts: Counter[str] = Counter()
+    billed = Usage()
+    seen: set[str] = set()
+    with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:
+        spools: dict[int, Any] = {}
+        try:
+            for key in sorted(k for k in svc.store.list_keys(_output_prefix(row, bucket)) if k.endswith(".jsonl.out")):
+                for line in svc.store.iter_lines(key):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                        record_id = record["recordId"]
+                    except (ValueError, KeyError, TypeError):
+                        counts["malformed"] += 1
+                        continue
+                    if record_id not in expected or record_id in seen:
+                        counts["unknown_or_duplicate"] += 1
+                        continue
+                    seen.add(record_id)
+                    output = record.get("modelOutput")
+                    if not isinstance(output, dict):
+                        counts["error_record"] += 1
+                        continue
+                    answer = answer_from_converse(output, served_by="batch")
+                    billed = billed + answer.usage
+                    verdict = judge(answer.text, answer.stop_reason)
+                    if not verdict.accepted:
+                        counts[f"rejected:{verdict.reason}"] += 1
+                        continue
+                    chunk_index, _ = parse_record_id(record_id)
+                    if chunk_index not in spools:
+                        spools[chunk_index] = open(Path(spool_dir) / f"{chunk_index}.jsonl", "w")  # noqa: SIM115 - closed below
+                    primed = PrimedResult(record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens)
+                    spools[chunk_index].write(json.dumps(primed.to_json()) + "\n")
+                    counts["accepted"] += 1
+        finally:
+            for handle in spools.values():
+                handle.close()
+        for chunk_key in manifest["chunks"]:
+            chunk_index = int(chunk_key)
+            path = Path(spool_dir) / f"{chunk_index}.jsonl"
+            results = [json.loads(line) for line in path.open()] if path.exists() else []
+            svc.store.put_json(keys.batch_results_key(job_id, chunk_index), {"jobId": job_id, "chunkIndex": chunk_index, "results": results})
+
+    accepted = counts["accepted"]
+    fallback = len(expected) - accepted
+    counts["missing"] = len(expected) - len(seen)
+    cost = svc.prices.cost(model_id, billed, batch=True)
+    metadata = {
+        "batch": True,
+        "batchMultiplier": float(BATCH_PRICE_MULTIPLIER),
+        "jobArn": row["bedrock_job_arn"],
+        "endState": status,
+        "records": len(expected),
+        "accepted": accepted,
+        "fallback": fallback,
+        "outcomes": dict(counts),
+    }
+    won = _close_and_bill(svc, job_id, row, end_state=status, accepted=accepted, fallback=fallback, usage=billed, cost=cost, model_id=model_id, metadata=metadata)
+    share = fallback / len(expected) if expected else 0.0
+    metrics.add_metric(name="BatchRecordsAccepted", unit="Count", value=accepted)
+    metrics.add_metric(name="BatchRecordsFallback", unit="Count", value=fallback)
+    metrics.add_metric(name="BatchFallbackShare", unit="Percent", value=round(share * 100, 2))
+    if share > svc.settings.batch_conversion_fallback_warn_share:
+        logger.warning("batch fallback share high", job_id=job_id, fallback=fallback, records=len(expected), share=round(share, 3), outcomes=dict(counts))
+    logger.info("batch job collected", job_id=job_id, end_state=status, accepted=accepted, fallback=fallback, cost_usd=str(cost), won=won)
+    final = rows.get_row(svc.db, job_id)
+    assert final is not None
+    return _summary(final, won=won)
+
+
+def _close_and_bill(
+    svc: Services,
+    job_id: str,
+    row: dict[str, Any],
+    *,
+    end_state: str,
+    accepted: int,
+    fallback: int,
+    usage: Usage,
+    cost: Decimal,
+    model_id: str,
+    metadata: dict[str, Any],
+    reason: str | None = None,
+) -> bool:
+    with svc.db.transaction() as tx:
+        closed = rows.close(tx, job_id, from_states=("submitted",), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
+        if closed is None:
+            return False
+        ledger.add_batch_cost(
+            tx,
+            job_id=job_id,
+            batch_row_id=int(closed["id"]),
+            model_id=model_id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=cost,
+            metadata=metadata,
+        )
+        return True
+
+
+def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Leave the lane without results: skip, prepare error, or collect failing for good.
+
+    A submitted Bedrock job is stopped (best effort) and billed from its own
+    manifest.json.out when that can be read (0 otherwise), once, like any other close.
+    """
+    row = rows.get_row(svc.db, job_id)
+    if row is None:
+        return {"closed": False}
+    detail = (error or {}).get("Error")
+    if row["state"] == "preparing":
+        end_state = "skipped" if reason in SKIP_REASONS else "prepare_failed"
+        closed = rows.close(svc.db, job_id, from_states=("preparing",), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
+        logger.info("batch lane left before submit", job_id=job_id, reason=reason, error=detail)
+        return {"closed": closed is not None, "endState": end_state}
+    if row["state"] == "submitted":
+        stop_batch_job(svc, job_id, reason=reason)
+        usage = _billed_from_bedrock_manifest(svc, row)
+        model_id = row["model_id"]
+        cost = svc.prices.cost(model_id, usage, batch=True)
+        metadata = {"batch": True, "batchMultiplier": float(BATCH_PRICE_MULTIPLIER), "jobArn": row["bedrock_job_arn"], "endState": reason, "accepted": 0, "partial": True, "error": detail}
+        won = _close_and_bill(svc, job_id, row, end_state=reason, accepted=0, fallback=row["record_count"] or 0, usage=usage, cost=cost, model_id=model_id, metadata=metadata, reason=reason)
+        logger.warning("batch lane abandoned after submit", job_id=job_id, reason=reason, error=detail, cost_usd=str(cost), won=won)
+        return {"closed": True, "won": won, "endState": reason}
+    return {"closed": True, "won": False, "endState": row["end_state"]}
+
+
+def _billed_from_bedrock_manifest(svc: Services, row: dict[str, Any]) -> Usage:
+    try:
+        data = svc.store.get_json(_output_prefix(row, svc.store.bucket) + "manifest.json.out")
+        return Usage(int(data.get("inputTokenCount", 0)), int(data.get("outputTokenCount", 0)))
+    except (NotFound, ClientError, ValueError, KeyError, OSError):
+        return Usage()
+

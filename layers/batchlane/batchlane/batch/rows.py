@@ -1,0 +1,166 @@
+"""conversion_batch_jobs: one row per job, preparing → submitted → closed, every move guarded."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from batchlane.db.connection import Row
+from batchlane.db.jobs import Runner
+
+TERMINAL_BEDROCK_STATUSES = frozenset({"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"})
+IN_FLIGHT_STATES = ("preparing", "submitted")
+
+
+def get_row(db: Runner, job_id: str) -> Row | None:
+    return db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid)", job=job_id)
+
+
+def get_row_by_arn(db: Runner, arn: str) -> Row | None:
+    return db.one("SELECT * FROM conversion_batch_jobs WHERE bedrock_job_arn = :arn", arn=arn)
+
+
+def get_row_by_name(db: Runner, name: str) -> Row | None:
+    return db.one("SELECT * FROM conversion_batch_jobs WHERE bedrock_job_name = :name", name=name)
+
+
+def count_in_flight(db: Runner, model_id: str) -> int:
+    row = db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) AND model_id = :model", states=list(IN_FLIGHT_STATES), model=model_id)
+    return int(row["n"]) if row else 0
+
+
+def insert_preparing(db: Runner, *, job_id: str, model_id: str, deadline_hours: float) -> Row | None:
+    """The unique row for a job; None when the job already has one."""
+    return db.one(
+        """INSERT INTO conversion_batch_jobs (job_id, state, model_id, deadline)
+           VALUES (CAST(:job AS uuid), 'preparing', :model, now() + make_interval(secs => :secs))
+           ON CONFLICT (job_id) DO NOTHING RETURNING *""",
+        job=job_id,
+        model=model_id,
+        secs=deadline_hours * 3600,
+    )
+
+
+def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, reason: str) -> Row | None:
+    return db.one(
+        """INSERT INTO conversion_batch_jobs (job_id, state, model_id, end_state, reason, closed_at, accepted_count, fallback_count)
+           VALUES (CAST(:job AS uuid), 'closed', :model, :end_state, :reason, now(), 0, 0)
+           ON CONFLICT (job_id) DO NOTHING RETURNING *""",
+        job=job_id,
+        model=model_id,
+        end_state=end_state,
+        reason=reason,
+    )
+
+
+def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> Row | None:
+    return db.one(
+        """UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND state = 'preparing' RETURNING *""",
+        job=job_id,
+        n=record_count,
+        bytes=input_bytes,
+        key=manifest_key,
+    )
+
+
+def mark_submitted(db: Runner, job_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> Row | None:
+    """preparing → submitted; returns the row either way once it holds this ARN (a retried submit adopts)."""
+    row = db.one(
+        """UPDATE conversion_batch_jobs SET state = 'submitted', bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
+               submitted_at = now(), deadline = now() + make_interval(secs => :secs), attempts = attempts + 1, updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND state = 'preparing' RETURNING *""",
+        job=job_id,
+        arn=arn,
+        name=name,
+        out=output_uri,
+        secs=deadline_hours * 3600,
+    )
+    return row or get_row(db, job_id)
+
+
+def add_task_token(db: Runner, job_id: str, token: str) -> Row | None:
+    """Remember a waiting execution's token; the returned row carries the latest Bedrock status.
+
+    The UPDATE takes the row lock, and :func:`record_status` takes it too, so of a token
+    store and a terminal event racing, whichever commits second sees the other: the wait
+    can never miss its wake-up.
+    """
+    return db.one(
+        """UPDATE conversion_batch_jobs SET task_tokens = array_append(task_tokens, :token), updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND NOT (:token = ANY(task_tokens)) RETURNING *""",
+        job=job_id,
+        token=token,
+    ) or get_row(db, job_id)
+
+
+def record_status(db: Runner, arn: str, status: str) -> Row | None:
+    """Remember the latest Bedrock status; a terminal status is never overwritten by a late non-terminal one."""
+    return db.one(
+        """UPDATE conversion_batch_jobs SET bedrock_status = CASE
+                   WHEN bedrock_status = ANY(CAST(:terminal AS text[])) AND NOT (:status = ANY(CAST(:terminal AS text[]))) THEN bedrock_status
+                   ELSE :status END,
+               updated_at = now()
+           WHERE bedrock_job_arn = :arn RETURNING *""",
+        arn=arn,
+        status=status,
+        terminal=sorted(TERMINAL_BEDROCK_STATUSES),
+    )
+
+
+def set_reason(db: Runner, job_id: str, reason: str) -> Row | None:
+    return db.one(
+        "UPDATE conversion_batch_jobs SET reason = COALESCE(reason, :reason), updated_at = now() WHERE job_id = CAST(:job AS uuid) RETURNING *",
+        job=job_id,
+        reason=reason,
+    )
+
+
+def close(
+    db: Runner,
+    job_id: str,
+    *,
+    from_states: tuple[str, ...],
+    end_state: str,
+    reason: str | None = None,
+    accepted: int = 0,
+    fallback: int = 0,
+    cost_usd: Decimal | None = None,
+) -> Row | None:
+    """The guarded close: only one caller wins it (and with it, the right to write the ledger row)."""
+    return db.one(
+        """UPDATE conversion_batch_jobs SET state = 'closed', end_state = :end_state, reason = COALESCE(reason, :reason),
+               accepted_count = :accepted, fallback_count = :fallback, cost_usd = :cost, closed_at = now(), updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
+        job=job_id,
+        from_=list(from_states),
+        end_state=end_state,
+        reason=reason,
+        accepted=accepted,
+        fallback=fallback,
+        cost=cost_usd,
+    )
+
+
+def bump_collect_attempts(db: Runner, job_id: str) -> int:
+    row = db.one(
+        "UPDATE conversion_batch_jobs SET collect_attempts = collect_attempts + 1, updated_at = now() WHERE job_id = CAST(:job AS uuid) RETURNING collect_attempts",
+        job=job_id,
+    )
+    return int(row["collect_attempts"]) if row else 0
+
+
+def rows_waiting(db: Runner, *, limit: int = 200) -> list[Row]:
+    """Submitted rows, oldest first: the sweeper asks Bedrock about each."""
+    return db.run("SELECT * FROM conversion_batch_jobs WHERE state = 'submitted' ORDER BY submitted_at LIMIT :limit", limit=limit)
+
+
+def rows_preparing_since(db: Runner, *, older_than_hours: float) -> list[Row]:
+    return db.run(
+        "SELECT * FROM conversion_batch_jobs WHERE state = 'preparing' AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
+        secs=older_than_hours * 3600,
+    )
+
+
+def as_json(row: Row) -> dict[str, Any]:
+    return {k: (str(v) if v is not None and not isinstance(v, (int, float, str, bool, list)) else v) for k, v in row.items()}

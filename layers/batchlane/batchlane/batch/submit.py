@@ -1,0 +1,100 @@
+"""Submit: CreateModelInvocationJob, idempotent by name and client token.
+
+A retried submit (Lambda retry, crash after create) sends the same clientRequestToken
+and gets the same job back; a name that exists already is looked up and adopted. A
+throttled create or a full concurrent-job quota raises :class:`BatchSubmitBusy`, which the
+state machine retries with backoff and jitter instead of failing the lane.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from batchlane import keys
+from batchlane.batch import rows
+from batchlane.batch.names import bedrock_job_name, client_request_token
+from batchlane.db import jobs as job_repo
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+BUSY_CODES = frozenset({"ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException", "ServiceUnavailableException"})
+
+
+class BatchSubmitBusy(Exception):
+    """Bedrock is throttling creates or the concurrent-job quota is full: try again later."""
+
+
+def find_job_by_name(bedrock: Any, name: str) -> dict[str, Any] | None:
+    for page in bedrock.get_paginator("list_model_invocation_jobs").paginate(nameContains=name):
+        for summary in page.get("invocationJobSummaries", []):
+            if summary.get("jobName") == name:
+                return dict(summary)
+    return None
+
+
+def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
+    settings = svc.settings
+    row = rows.get_row(svc.db, job_id)
+    if row is None or row["state"] == "closed":
+        return {"submitted": False, "why": "row_closed"}
+    name = bedrock_job_name(job_id)
+    if row["state"] == "preparing":
+        bucket = settings.batch_conversion_s3_bucket or settings.batchlane_bucket
+        output_uri = f"s3://{bucket}/{keys.batch_output_prefix(job_id)}"
+        arn = _create(svc, job_id, name, row["model_id"], f"s3://{bucket}/{keys.batch_input_prefix(job_id)}", output_uri)
+        wait_hours = settings.batch_conversion_timeout_hours + settings.batch_conversion_grace_hours
+        row = rows.mark_submitted(svc.db, job_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=wait_hours)
+        assert row is not None
+        logger.info("batch job submitted", job_id=job_id, bedrock_job_arn=arn, records=row["record_count"])
+    job = job_repo.get_job(svc.db, job_id)
+    if row["reason"] or (job and job["status"] == "cancelled"):
+        # The user left the lane while we prepared: the job exists now, so stop it at once;
+        # whatever it processed is still collected and billed once.
+        stop_batch_job(svc, job_id, reason=row["reason"] or "cancelled")
+    return {"submitted": True, "jobArn": row["bedrock_job_arn"], "waitSeconds": settings.batch_wait_seconds}
+
+
+def _create(svc: Services, job_id: str, name: str, model_id: str, input_uri: str, output_uri: str) -> str:
+    settings = svc.settings
+    bedrock = svc.bedrock()
+    try:
+        response = bedrock.create_model_invocation_job(
+            jobName=name,
+            roleArn=settings.batch_conversion_role_arn,
+            clientRequestToken=client_request_token(job_id),
+            modelId=model_id,
+            modelInvocationType="Converse",
+            inputDataConfig={"s3InputDataConfig": {"s3Uri": input_uri, "s3InputFormat": "JSONL"}},
+            outputDataConfig={"s3OutputDataConfig": {"s3Uri": output_uri}},
+            timeoutDurationInHours=settings.batch_conversion_timeout_hours,
+            tags=[{"key": "batchlane:jobId", "value": job_id}, {"key": "batchlane:component", "value": "batch-lane"}],
+        )
+        return str(response["jobArn"])
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in BUSY_CODES:
+            logger.warning("batch submit deferred", job_id=job_id, code=code)
+            raise BatchSubmitBusy(f"{code}: {exc.response.get('Error', {}).get('Message', '')}") from exc
+        if code == "ConflictException":
+            existing = find_job_by_name(bedrock, name)
+            if existing:
+                logger.info("batch job adopted by name", job_id=job_id, bedrock_job_arn=existing["jobArn"])
+                return str(existing["jobArn"])
+        raise
+
+
+def stop_batch_job(svc: Services, job_id: str, *, reason: str) -> bool:
+    """Best effort: True when Bedrock accepted the stop (or the job was already ending)."""
+    row = rows.set_reason(svc.db, job_id, reason)
+    if row is None or not row["bedrock_job_arn"] or row["state"] != "submitted":
+        return False
+    try:
+        svc.bedrock().stop_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])
+        logger.info("batch job stop requested", job_id=job_id, reason=reason)
+        return True
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        logger.info("batch job stop not accepted", job_id=job_id, code=code, message=exc.response.get("Error", {}).get("Message", ""))
+        return code == "ValidationException"  # already terminal: nothing left to stop

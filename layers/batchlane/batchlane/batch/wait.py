@@ -1,0 +1,98 @@
+"""Ending the WaitForBatch callback: the task token store, the event callback and the sweeper.
+
+The wait ends by push (the Bedrock state-change event through EventBridge); the sweeper
+is the net for a lost or early event. Duplicate, late and unknown events are harmless:
+a terminal status is never overwritten, and a token already used just answers "no".
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from aws_lambda_powertools.metrics import single_metric
+
+from batchlane.batch import rows
+from batchlane.batch.names import bedrock_job_name
+from batchlane.batch.submit import find_job_by_name, stop_batch_job
+from batchlane.observability import logger, metrics
+from batchlane.runtime import Services
+
+PREPARE_STUCK_HOURS = 2.0
+
+
+def _wake(svc: Services, row: dict[str, Any], status: str) -> int:
+    woken = 0
+    for token in row.get("task_tokens") or []:
+        if svc.workflows.send_task_success(token, {"status": status}):
+            woken += 1
+    return woken
+
+
+def register_wait(svc: Services, job_id: str, token: str) -> dict[str, Any]:
+    """Store the token; if the terminal status already arrived (early event), end the wait now."""
+    row = rows.add_task_token(svc.db, job_id, token)
+    if row is None:
+        svc.workflows.send_task_success(token, {"status": "NoBatchRow"})
+        return {"waiting": False}
+    status = row["bedrock_status"]
+    if row["state"] == "closed" or status in rows.TERMINAL_BEDROCK_STATUSES:
+        svc.workflows.send_task_success(token, {"status": status or "Closed"})
+        logger.info("batch wait ended at once", job_id=job_id, status=status)
+        return {"waiting": False, "status": status}
+    return {"waiting": True, "status": status}
+
+
+def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:
+    """EventBridge target for aws.bedrock "Batch Inference Job State Change"."""
+    arn, status = detail.get("batchJobArn"), detail.get("status")
+    if not arn or not status:
+        logger.warning("batch event without arn or status ignored", detail_keys=sorted(detail))
+        return {"known": False}
+    row = rows.record_status(svc.db, arn, status)
+    if row is None:
+        logger.info("batch event for a job we do not track", bedrock_job_arn=arn, status=status)
+        return {"known": False}
+    woken = _wake(svc, row, row["bedrock_status"]) if row["bedrock_status"] in rows.TERMINAL_BEDROCK_STATUSES else 0
+    logger.info("batch event", job_id=str(row["job_id"]), status=status, woken=woken)
+    return {"known": True, "status": row["bedrock_status"], "woken": woken}
+
+
+def sweep(svc: Services) -> dict[str, Any]:
+    """Ask Bedrock about every row still waiting; end waits whose terminal event was lost."""
+    bedrock = svc.bedrock()
+    woken = overdue = adopted = abandoned = 0
+    for row in rows.rows_waiting(svc.db):
+        status = row["bedrock_status"]
+        if status not in rows.TERMINAL_BEDROCK_STATUSES:
+            status = bedrock.get_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])["status"]
+            updated = rows.record_status(svc.db, row["bedrock_job_arn"], status)
+            row = updated or row
+        if status in rows.TERMINAL_BEDROCK_STATUSES:
+            woken += _wake(svc, row, status)
+        elif row["deadline"] is not None and row["deadline"].timestamp() < time.time():
+            overdue += 1
+            stop_batch_job(svc, str(row["job_id"]), reason="overdue")
+    for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
+        job_id = str(row["job_id"])
+        existing = find_job_by_name(bedrock, bedrock_job_name(job_id))
+        if existing:  # it exists, so it is billing: adopt it
+            rows.mark_submitted(svc.db, job_id, arn=existing["jobArn"], name=existing["jobName"], output_uri=existing.get("outputDataConfig", {}).get("s3OutputDataConfig", {}).get("s3Uri", ""), deadline_hours=svc.settings.batch_conversion_timeout_hours + svc.settings.batch_conversion_grace_hours)
+            adopted += 1
+        else:
+            from batchlane.batch.collect import abandon
+            from batchlane.batch.resume import resume_job
+
+            abandon(svc, job_id, reason="prepare_stuck")
+            resume_job(svc, job_id)
+            abandoned += 1
+    waiting_past_deadline = svc.db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed' AND deadline < now()")
+    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=int(waiting_past_deadline["n"]) if waiting_past_deadline else 0)
+    for state_row in svc.db.run("SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status"):
+        with single_metric(name="JobsByState", unit="Count", value=int(state_row["n"]), namespace=metrics.namespace) as metric:
+            metric.add_dimension(name="State", value=state_row["status"])
+    result = {"woken": woken, "overdue": overdue, "adoptedStuck": adopted, "abandonedStuck": abandoned}
+    if any(result.values()):
+        logger.info("batch sweep", **result)
+    return result
+
