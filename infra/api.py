@@ -85,9 +85,16 @@ class Api(Construct):
                 stage_name=STAGE,
                 access_log_destination=apigw.LogGroupLogDestination(access_logs),
                 access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
-                    caller=False, http_method=True, ip=True, protocol=True, request_time=True,
-                    resource_path=True, response_length=True, status=True, user=True,
-                ),  # fmt: skip
+                    caller=False,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
                 logging_level=apigw.MethodLoggingLevel.INFO,
                 data_trace_enabled=False,  # never log request/response bodies
                 tracing_enabled=True,
@@ -96,7 +103,9 @@ class Api(Construct):
             ),
         )
         authorizer = apigw.CognitoUserPoolsAuthorizer(self, "Authorizer", cognito_user_pools=[self.user_pool])
-        validator = self.rest_api.add_request_validator("Validator", validate_request_parameters=True, validate_request_body=True)
+        validator = self.rest_api.add_request_validator(
+            "Validator", validate_request_parameters=True, validate_request_body=True
+        )
         integration = apigw.LambdaIntegration(handler, proxy=True)
         for method, path in ROUTES:
             resource = self.rest_api.root.resource_for_path(path)

@@ -12,12 +12,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # also runnable as `python infra/app.py`
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aws_cdk import App  # noqa: E402
+from aws_cdk import App
 
-from infra import nag  # noqa: E402
-from infra.config import load  # noqa: E402
-from infra.stack import BatchlaneStack  # noqa: E402
-
+from infra import nag
+from infra.config import load
+from infra.stack import BatchlaneStack
 
 # Behaviour the stack relies on, set here so that tests (``App(...)``) and ``cdk synth``
 # agree whatever cdk.json says.

@@ -22,13 +22,13 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
+from batchlane import topology
 from constructs import Construct
 
-from batchlane import topology
 from infra.config import InfraConfig
 from infra.iam import BedrockBatchAccess, acknowledge_model_wildcards, invoke_model_statement
 from infra.layer_build import build_layer
-from infra.nag import acknowledge
+from infra.nag import acknowledge, arn_token
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12  # must match infra.layer_build.PYTHON_VERSION
 ARCHITECTURE = lambda_.Architecture.ARM_64  # must match infra.layer_build.PLATFORM
@@ -121,11 +121,15 @@ class Compute(Construct):
         )
         # Logging to its own group only (instead of AWSLambdaBasicExecutionRole's logs:* on every group).
         role.add_to_policy(
-            iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn])
+            iam.PolicyStatement(
+                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]
+            )
         )
         in_vpc = "db" in spec.needs
         if in_vpc:  # CDK adds this only to roles it creates itself
-            role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole"))
+            role.add_managed_policy(
+                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole")
+            )
         network = self._wiring.network
         fn = lambda_.Function(
             self,
@@ -185,16 +189,22 @@ class Compute(Construct):
                 role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[objects]))
                 role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[w.bucket.bucket_arn]))
             elif need == "s3_write":
-                role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[objects]))
+                role.add_to_policy(
+                    iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[objects])
+                )
             elif need == "bedrock_runtime":
                 role.add_to_policy(invoke_model_statement(stack, self._config.model_ids))
                 acknowledge_model_wildcards(role, stack, self._config.model_ids)
             elif need == "bedrock_batch":
                 role.add_managed_policy(w.bedrock.caller_policy)
             elif need == "start_conversion":
-                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.conversion_state_machine_arn]))
+                role.add_to_policy(
+                    iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.conversion_state_machine_arn])
+                )
             elif need == "start_batch_lane":
-                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.batch_lane_state_machine_arn]))
+                role.add_to_policy(
+                    iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.batch_lane_state_machine_arn])
+                )
             elif need == "task_response":
                 role.add_to_policy(
                     iam.PolicyStatement(
@@ -216,7 +226,7 @@ class Compute(Construct):
                 raise ValueError(f"functions/{spec.name}: capability {need!r} has no grant in infra/compute.py")
 
     def _acknowledge(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role, in_vpc: bool) -> None:
-        bucket_id = Stack.of(self).get_logical_id(self._wiring.bucket.node.default_child)
+        bucket_arn = arn_token(self._wiring.bucket)
         acknowledge(
             fn,
             "AwsSolutions-L1",
@@ -232,7 +242,7 @@ class Compute(Construct):
         if {"s3_read", "s3_write"} & set(spec.needs):
             acknowledge(
                 role,
-                f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/*]",
                 "Object keys are generated per file and job (uploads/, jobs/, batch/); access is limited to this one bucket.",
             )
         if in_vpc:

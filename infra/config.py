@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aws_cdk import aws_logs as logs
+from batchlane import topology
+from batchlane.config import DEFAULT_MODEL_ID, Settings
 from constructs import Node
 
 import infra  # noqa: F401  (puts the shared package on sys.path)
-from batchlane import topology
-from batchlane.config import DEFAULT_MODEL_ID, Settings
 
 DEFAULT_FALLBACK_SHARE = float(Settings.model_fields["batch_conversion_fallback_warn_share"].default)
 
@@ -96,7 +96,6 @@ class InfraConfig:
     alarm_topic_arn: str | None = None
     retain_data: bool = True
     fallback_alarm_percent: float = DEFAULT_FALLBACK_SHARE * 100
-
 
     @property
     def log_retention(self) -> logs.RetentionDays:

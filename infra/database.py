@@ -22,20 +22,21 @@ files changed, after the database exists.
 from __future__ import annotations
 
 import hashlib
+import re
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
+from batchlane import topology
 from constructs import Construct
 
-from batchlane import topology
 from infra.compute import Network
 from infra.config import InfraConfig
-from infra.nag import acknowledge
+from infra.nag import acknowledge, arn_token
 
 DATABASE_NAME = "batchlane"
 MIGRATIONS_DIR = topology.REPO_ROOT / "layers" / "batchlane" / "batchlane" / "db" / "migrations"
@@ -67,8 +68,10 @@ class Database(Construct):
         subnets = [ec2.Subnet.from_subnet_id(self, f"Subnet{i}", sid) for i, sid in enumerate(existing.subnet_ids)]
         security_group = ec2.SecurityGroup.from_security_group_id(self, "LambdaSg", existing.security_group_id)
         self.network = Network(vpc=vpc, subnets=ec2.SubnetSelection(subnets=subnets), security_group=security_group)
-        if ":secret:" in existing.secret_arn and existing.secret_arn.rsplit("-", 1)[-1].isalnum() and len(existing.secret_arn.rsplit("-", 1)[-1]) == 6:
-            self.secret: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(self, "Secret", existing.secret_arn)
+        if re.search(r":secret:.+-[A-Za-z0-9]{6}$", existing.secret_arn):  # full ARN, with the random suffix
+            self.secret: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(
+                self, "Secret", existing.secret_arn
+            )
         else:
             self.secret = secretsmanager.Secret.from_secret_partial_arn(self, "Secret", existing.secret_arn)
 
@@ -97,10 +100,16 @@ class Database(Construct):
         )
         lambda_sg = ec2.SecurityGroup(self, "LambdaSg", vpc=vpc, description="batchlane Lambdas (database clients)")
         db_sg = ec2.SecurityGroup(
-            self, "DatabaseSg", vpc=vpc, description="batchlane Aurora: PostgreSQL from the Lambdas only", allow_all_outbound=False
+            self,
+            "DatabaseSg",
+            vpc=vpc,
+            description="batchlane Aurora: PostgreSQL from the Lambdas only",
+            allow_all_outbound=False,
         )
         self.network = Network(
-            vpc=vpc, subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS), security_group=lambda_sg
+            vpc=vpc,
+            subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            security_group=lambda_sg,
         )
 
         major = str(aurora["engineVersion"]).split(".")[0]
@@ -195,7 +204,7 @@ class Database(Construct):
         )
         acknowledge(
             framework,
-            f"AwsSolutions-IAM5[Resource::<{Stack.of(self).get_logical_id(migrate.node.default_child)}.Arn>:*]",
+            f"AwsSolutions-IAM5[Resource::{arn_token(migrate)}:*]",
             "CDK's provider framework may invoke any version of the migrate function it forwards the event to.",
         )
         acknowledge(

@@ -20,12 +20,23 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import InfraConfig
-from infra.nag import acknowledge
+from infra.nag import acknowledge, arn_token
 from infra.storage import BATCH_PREFIX
 
 # Cross-region inference profiles are "<geo>.<provider>.<model>": us., eu., apac., global., ...
 _PROFILE = re.compile(r"^[a-z]{2,7}\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
-_PROVIDERS = ("anthropic.", "amazon.", "meta.", "mistral.", "cohere.", "ai21.", "deepseek.", "writer.", "openai.", "qwen.")
+_PROVIDERS = (
+    "anthropic.",
+    "amazon.",
+    "meta.",
+    "mistral.",
+    "cohere.",
+    "ai21.",
+    "deepseek.",
+    "writer.",
+    "openai.",
+    "qwen.",
+)
 
 
 def is_inference_profile(model_id: str) -> bool:
@@ -90,7 +101,7 @@ class BedrockBatchAccess(Construct):
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
         job_arns = stack.format_arn(service="bedrock", resource="model-invocation-job", resource_name="*")
-        batch_objects = f"<{stack.get_logical_id(bucket.node.default_child)}.Arn>/{BATCH_PREFIX}*"  # nag's rendering
+        batch_objects = f"{arn_token(bucket)}/{BATCH_PREFIX}*"
 
         self.service_role = iam.Role(
             self,

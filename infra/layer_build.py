@@ -85,7 +85,12 @@ def _pip_install(requirements: Path, target: Path) -> None:
 
 def _strip_machine_specific(site: Path) -> None:
     shutil.rmtree(site / "bin", ignore_errors=True)
-    for pattern in ("*.dist-info/RECORD", "*.dist-info/INSTALLER", "*.dist-info/direct_url.json", "*.dist-info/REQUESTED"):
+    for pattern in (
+        "*.dist-info/RECORD",
+        "*.dist-info/INSTALLER",
+        "*.dist-info/direct_url.json",
+        "*.dist-info/REQUESTED",
+    ):
         for path in site.glob(pattern):
             path.unlink()
     for cache in list(site.rglob("__pycache__")):

@@ -26,7 +26,16 @@ from constructs import Construct
 from infra.compute import METRICS_NAMESPACE, SERVICE_NAME
 from infra.config import InfraConfig
 
-JOB_STATES = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
+JOB_STATES = (
+    "pending",
+    "waiting_batch",
+    "processing",
+    "paused_budget",
+    "assembling",
+    "completed",
+    "failed",
+    "cancelled",
+)
 SERVICE_DIMENSION = {"service": SERVICE_NAME}
 
 
@@ -88,7 +97,9 @@ class Monitoring(Construct):
             comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         )
         waiting = app_metric("JobsWaitingPastDeadline", statistic="Maximum", period=Duration.minutes(15))
-        self._alarm("jobs-waiting-past-deadline", waiting, 1, "A job is still waiting for the batch lane past its deadline.")
+        self._alarm(
+            "jobs-waiting-past-deadline", waiting, 1, "A job is still waiting for the batch lane past its deadline."
+        )
 
         if config.alarm_topic_arn:
             topic = sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
@@ -100,12 +111,18 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cw.GraphWidget(
                 title="Jobs by state",
-                left=[app_metric("JobsByState", "Maximum", Duration.minutes(15), State=s).with_(label=s) for s in JOB_STATES],
+                left=[
+                    app_metric("JobsByState", "Maximum", Duration.minutes(15), State=s).with_(label=s)
+                    for s in JOB_STATES
+                ],
                 width=12,
             ),
             cw.GraphWidget(
                 title="Batch records: accepted vs fallback",
-                left=[accepted.with_(label="accepted", period=Duration.hours(1)), fallback.with_(label="fallback", period=Duration.hours(1))],
+                left=[
+                    accepted.with_(label="accepted", period=Duration.hours(1)),
+                    fallback.with_(label="fallback", period=Duration.hours(1)),
+                ],
                 right=[fallback_share],
                 width=12,
             ),

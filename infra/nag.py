@@ -6,7 +6,9 @@ keeps a list (``ACKNOWLEDGED``) that tests and ``docs/deploy.md`` can show.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, App, Validations
+from typing import cast
+
+from aws_cdk import Acknowledgment, App, CfnElement, Stack, Validations
 from cdk_nag import AwsSolutionsChecks
 from constructs import IConstruct
 
@@ -22,3 +24,9 @@ def acknowledge(scope: IConstruct, rule_id: str, reason: str) -> None:
         raise ValueError(f"cdk-nag acknowledgment {rule_id} on {scope.node.path} needs a real reason")
     Validations.of(scope).acknowledge(Acknowledgment(id=rule_id, reason=reason))
     ACKNOWLEDGED.append((scope.node.path, rule_id, reason))
+
+
+def arn_token(construct: IConstruct) -> str:
+    """How cdk-nag renders ``construct``'s ``Fn::GetAtt [..., Arn]`` in a finding id."""
+    element = cast(CfnElement, construct.node.default_child)
+    return f"<{Stack.of(construct).get_logical_id(element)}.Arn>"

@@ -73,8 +73,14 @@ class BatchlaneStack(Stack):
 
         outputs = {
             "BucketName": (storage.bucket.bucket_name, "The one bucket: uploads/, jobs/, batch/"),
-            "ServiceRoleArn": (bedrock.service_role.role_arn, "Role Bedrock assumes for batch jobs (BATCH_CONVERSION_ROLE_ARN)"),
-            "CallerPolicyArn": (bedrock.caller_policy.managed_policy_arn, "Attach to an existing role that submits batch jobs"),
+            "ServiceRoleArn": (
+                bedrock.service_role.role_arn,
+                "Role Bedrock assumes for batch jobs (BATCH_CONVERSION_ROLE_ARN)",
+            ),
+            "CallerPolicyArn": (
+                bedrock.caller_policy.managed_policy_arn,
+                "Attach to an existing role that submits batch jobs",
+            ),
             "ConversionStateMachineArn": (workflows.machines["conversion"].state_machine_arn, "Conversion workflow"),
             "BatchLaneStateMachineArn": (workflows.machines["batch_lane"].state_machine_arn, "Batch-lane workflow"),
             "ApiUrl": (api.rest_api.url, "REST API base URL (Cognito token required)"),

@@ -22,16 +22,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from aws_cdk import ArnFormat, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
+from batchlane import topology
 from constructs import Construct
 
-from batchlane import topology
 from infra.config import InfraConfig
 from infra.nag import acknowledge
 
@@ -98,7 +99,6 @@ class Workflows(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.machines: dict[str, sfn.StateMachine] = {}
-        stack = Stack.of(self)
         for spec in topology.STATE_MACHINES:
             text = check_definition(spec)
             construct_id_ = "".join(part.title() for part in spec.name.split("_"))

@@ -46,11 +46,14 @@ def db(migrated_url: str) -> Iterator[Database]:
     database.close()
 
 
-def start_stack(database_url: str, *, faults: str = "", batch_lane: bool = True, extra_env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+def start_stack(database_url: str, *, faults: str = "", batch_lane: bool = True, extra_env: dict[str, str] | None = None, schedules: bool = True):  # type: ignore[no-untyped-def]
     from batchlane.local.stack import OfflineStack, StackOptions
 
     workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-stack-"))
-    return OfflineStack(StackOptions(workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {})).start()
+    options = StackOptions(workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {})
+    if not schedules:
+        options.schedule_speedup = 1e-6  # the schedules never fire during a test: the test drives them
+    return OfflineStack(options).start()
 
 
 @pytest.fixture
@@ -58,8 +61,8 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
     """Start an offline stack with the faults a test needs; stopped after the test."""
     started = []
 
-    def factory(faults: str = "time_scale=36000", *, batch_lane: bool = True, extra_env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-        stack = start_stack(migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env)
+    def factory(faults: str = "time_scale=36000", *, batch_lane: bool = True, extra_env: dict[str, str] | None = None, schedules: bool = True):  # type: ignore[no-untyped-def]
+        stack = start_stack(migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env, schedules=schedules)
         started.append(stack)
         return stack
 

@@ -17,8 +17,9 @@ for path in (HERE.parents[1], HERE):  # the repo root (package `infra`) and the 
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
 
-from infra.layer_build import LayerBuildError, build_layer  # noqa: E402
 from infra_testlib import Synth, synth_app  # noqa: E402
+
+from infra.layer_build import LayerBuildError, build_layer  # noqa: E402
 
 
 @pytest.fixture(scope="session")

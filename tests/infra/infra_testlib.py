@@ -10,11 +10,11 @@ from typing import Any
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
-from aws_cdk import App  # noqa: E402
-from aws_cdk.assertions import Template  # noqa: E402
+from aws_cdk import App
+from aws_cdk.assertions import Template
 
-from infra import REPO_ROOT  # noqa: E402
-from infra.app import build  # noqa: E402
+from infra import REPO_ROOT
+from infra.app import build
 
 CDK_JSON = REPO_ROOT / "cdk.json"
 

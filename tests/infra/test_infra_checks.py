@@ -9,9 +9,9 @@ import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_s3 as s3
 from cfnlint.api import ManualArgs, lint
+from infra_testlib import Synth
 
 from infra import nag
-from infra_testlib import Synth
 
 # cfn-lint rules we accept, each with why. Nothing else may be reported.
 CFN_LINT_IGNORED = {

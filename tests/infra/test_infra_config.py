@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from aws_cdk import App
-
 from batchlane import topology
 from batchlane.config import DEFAULT_MODEL_ID, Settings
-from infra.config import DEFAULT_QUOTAS, InfraConfig, load
 from infra_testlib import context_of_cdk_json
+
+from infra.config import DEFAULT_QUOTAS, InfraConfig, load
 
 
 def _load(**context: object) -> InfraConfig:

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from batchlane import topology
 from batchlane.config import Settings
-from infra.compute import ASYNC_FUNCTIONS
 from infra_testlib import Synth, as_list, camel, statements_of
+
+from infra.compute import ASYNC_FUNCTIONS
 
 BASELINE = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 VPC_MANAGED = "AWSLambdaVPCAccessExecutionRole"
@@ -101,7 +101,9 @@ def test_no_function_may_start_both_machines() -> None:
 
 
 def test_secrets_never_travel_in_environment_variables(synth: Synth) -> None:
-    secret_ids = set(synth.of_type("AWS::SecretsManager::Secret")) | set(synth.of_type("AWS::SecretsManager::SecretTargetAttachment"))
+    secret_ids = set(synth.of_type("AWS::SecretsManager::Secret")) | set(
+        synth.of_type("AWS::SecretsManager::SecretTargetAttachment")
+    )
     for logical_id, fn in synth.of_type("AWS::Lambda::Function").items():
         env = fn["Properties"].get("Environment", {}).get("Variables", {})
         dumped = json.dumps(env).lower()
@@ -148,6 +150,4 @@ def test_the_layer_is_the_built_folder(synth: Synth, layer_dir: Path) -> None:
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
     asset = synth.outdir / layer["Metadata"]["aws:asset:path"]
-    assert (asset / "python" / "batchlane" / "topology.py").read_bytes() == (
-        Path(topology.__file__).read_bytes()
-    )
+    assert (asset / "python" / "batchlane" / "topology.py").read_bytes() == (Path(topology.__file__).read_bytes())

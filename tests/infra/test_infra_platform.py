@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-
 from batchlane import topology
-from infra.api import ROUTES
 from infra_testlib import Synth, camel, context_of_cdk_json, synth_app
+
+from infra.api import ROUTES
 
 
 def _rule(synth: Synth, name: str) -> dict:
@@ -59,7 +59,10 @@ def test_api_stage_logs_traces_and_throttles(synth: Synth) -> None:
     assert props["TracingEnabled"] is True
     (settings,) = props["MethodSettings"]
     throttle = context_of_cdk_json()["apiThrottle"]
-    assert settings["ThrottlingRateLimit"] == throttle["rateLimit"] and settings["ThrottlingBurstLimit"] == throttle["burstLimit"]
+    assert (
+        settings["ThrottlingRateLimit"] == throttle["rateLimit"]
+        and settings["ThrottlingBurstLimit"] == throttle["burstLimit"]
+    )
     assert settings["DataTraceEnabled"] is False and settings["LoggingLevel"] == "INFO"
 
 

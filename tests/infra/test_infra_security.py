@@ -51,11 +51,15 @@ def test_bucket_name_is_tied_to_the_account(synth: Synth) -> None:
 
 def test_bucket_policy_denies_anything_but_tls(synth: Synth) -> None:
     bucket_id = synth.logical_id("Storage/Bucket")
-    policies = [p for p in synth.of_type("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}]
+    policies = [
+        p for p in synth.of_type("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}
+    ]
     (policy,) = policies
     deny = [s for s in statements_of(policy) if s["Effect"] == "Deny"]
     assert any(
-        s["Action"] == "s3:*" and s["Principal"] == {"AWS": "*"} and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+        s["Action"] == "s3:*"
+        and s["Principal"] == {"AWS": "*"}
+        and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
         for s in deny
     )
 
@@ -88,7 +92,13 @@ def _model_ids() -> list[str]:
 def test_service_role_touches_only_the_batch_prefix_and_the_configured_models(synth: Synth) -> None:
     statements = _policy_of_role(synth, "BedrockBatch/ServiceRole")
     actions = {a for s in statements for a in as_list(s["Action"])}
-    assert actions == {"s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload", "s3:ListBucket", "bedrock:InvokeModel"}
+    assert actions == {
+        "s3:GetObject",
+        "s3:PutObject",
+        "s3:AbortMultipartUpload",
+        "s3:ListBucket",
+        "bedrock:InvokeModel",
+    }
     for s in statements:
         resources = json.dumps(s["Resource"])
         if any(a.startswith("s3:") for a in as_list(s["Action"])):
@@ -138,9 +148,12 @@ def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
     assert len(queues) == 2
     for queue_id, queue in queues.items():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
-        (policy,) = [p for p in synth.of_type("AWS::SQS::QueuePolicy").values() if {"Ref": queue_id} in p["Properties"]["Queues"]]
+        (policy,) = [
+            p for p in synth.of_type("AWS::SQS::QueuePolicy").values() if {"Ref": queue_id} in p["Properties"]["Queues"]
+        ]
         assert any(
-            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements_of(policy)
+            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+            for s in statements_of(policy)
         )
 
 

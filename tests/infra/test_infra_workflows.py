@@ -7,10 +7,10 @@ import re
 from typing import Any
 
 import pytest
-
 from batchlane import topology
-from infra.workflows import PLACEHOLDER
 from infra_testlib import Synth, as_list, camel, context_of_cdk_json, statements_of
+
+from infra.workflows import PLACEHOLDER
 
 
 def _machine(synth: Synth, spec: topology.StateMachineSpec) -> dict[str, Any]:
@@ -75,7 +75,9 @@ def test_role_may_invoke_only_its_own_functions(synth: Synth, spec: topology.Sta
     ]
     invoke = [s for s in statements if "lambda:InvokeFunction" in as_list(s["Action"])]
     targets = {json.dumps(r) for s in invoke for r in as_list(s["Resource"])}
-    assert targets == {json.dumps({"Fn::GetAtt": [synth.logical_id(f"Compute/{camel(fn)}"), "Arn"]}) for fn in spec.functions}
+    assert targets == {
+        json.dumps({"Fn::GetAtt": [synth.logical_id(f"Compute/{camel(fn)}"), "Arn"]}) for fn in spec.functions
+    }
     other = {a for s in statements for a in as_list(s["Action"])} - {"lambda:InvokeFunction"}
     assert all(a.startswith(("logs:", "xray:")) for a in other), other
 

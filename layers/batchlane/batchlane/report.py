@@ -38,6 +38,7 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
             elif page.served_by == "on_demand" and page.status != "failed":
                 pages_by_lane["on_demand"] += 1
     total = Decimal(job["total_cost_usd"])
+    batch_row = svc.db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
     all_on_demand = on_demand_cost + full_price_of_batch_pages
     return {
         "job_id": job_id,
@@ -56,5 +57,28 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
         "all_on_demand_cost_usd": float(all_on_demand),
         "saving_pct": round(float((all_on_demand - total) / all_on_demand * 100), 2) if all_on_demand > 0 else 0.0,
         "on_demand": {"pages": pages_by_lane["on_demand"], "cost_usd": float(on_demand_cost)},
-        "batch": {"pages": pages_by_lane["batch"], "cost_usd": float(batch_cost), "ledger_rows": len(batch_rows)},
+        "batch": {
+            "pages": pages_by_lane["batch"],
+            "records": (batch_row or {}).get("record_count") or 0,
+            "accepted": (batch_row or {}).get("accepted_count") or 0,
+            "fallback": (batch_row or {}).get("fallback_count") or 0,
+            "job_status": (batch_row or {}).get("end_state"),
+            "reason": (batch_row or {}).get("reason"),
+            "cost_usd": float(batch_cost),
+            "ledger_rows": len(batch_rows),
+        },
+        "timings": _batch_timings(batch_row),
+    }
+
+
+def _seconds(start: Any, end: Any) -> float | None:
+    return round((end - start).total_seconds(), 3) if start and end else None
+
+
+def _batch_timings(row: dict[str, Any] | None) -> dict[str, float | None]:
+    row = row or {}
+    return {
+        "prepare_s": _seconds(row.get("prepare_started_at"), row.get("prepared_at")),
+        "collect_s": _seconds(row.get("collect_started_at"), row.get("closed_at")),
+        "event_to_resume_s": _seconds(row.get("terminal_seen_at"), row.get("resumed_at")),
     }

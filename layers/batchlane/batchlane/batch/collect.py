@@ -78,6 +78,7 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
             stop_batch_job(svc, job_id, reason="cancelled")
         raise CollectNotReady(f"Bedrock job is {status}")
 
+    rows.stamp(svc.db, job_id, "collect_started_at")
     bucket = svc.store.bucket
     manifest = svc.store.get_json(row["manifest_key"])
     expected: dict[str, str] = manifest["promptHashes"]

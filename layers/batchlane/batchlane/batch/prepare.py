@@ -31,7 +31,12 @@ def plan_prepare(svc: Services, job_id: str) -> dict[str, Any]:
     job = job_repo.get_job(svc.db, job_id)
     row = rows.get_row(svc.db, job_id)
     if job is None or row is None or job["status"] != "waiting_batch" or row["state"] != "preparing":
+        if job is not None and row is not None and row["state"] == "preparing":
+            # The job left the lane (cancelled, processed now) before anything was submitted:
+            # close the row now so it stops counting against the concurrent-job quota.
+            rows.close(svc.db, job_id, from_states=("preparing",), end_state="skipped", reason=f"job_{job['status']}")
         return {"proceed": False, "chunks": [], "why": "not_preparing"}
+    rows.stamp(svc.db, job_id, "prepare_started_at")
     return {"proceed": True, "chunks": [c["chunk_index"] for c in job_repo.get_chunks(svc.db, job_id)], "modelId": job["model_id"]}
 
 

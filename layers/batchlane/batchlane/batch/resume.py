@@ -37,6 +37,7 @@ def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
             options=options,
         )
         job_repo.set_chunks_status(tx, job_id, from_statuses=("waiting_batch",), to_status="pending")
+        rows.stamp(tx, job_id, "resumed_at")
         ledger.extend_hold(tx, job_id, hours=svc.settings.batchlane_on_demand_window_hours)
     svc.workflows.start_conversion(job_id)
     logger.info("job resumed", job_id=job_id, primed=primed, batch_end_state=row["end_state"], batch_cost_usd=options["_batchCostUsd"])

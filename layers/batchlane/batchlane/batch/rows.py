@@ -55,7 +55,7 @@ def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, rea
 
 def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> Row | None:
     return db.one(
-        """UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, updated_at = now()
+        """UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
            WHERE job_id = CAST(:job AS uuid) AND state = 'preparing' RETURNING *""",
         job=job_id,
         n=record_count,
@@ -100,6 +100,7 @@ def record_status(db: Runner, arn: str, status: str) -> Row | None:
         """UPDATE conversion_batch_jobs SET bedrock_status = CASE
                    WHEN bedrock_status = ANY(CAST(:terminal AS text[])) AND NOT (:status = ANY(CAST(:terminal AS text[]))) THEN bedrock_status
                    ELSE :status END,
+               terminal_seen_at = CASE WHEN terminal_seen_at IS NULL AND :status = ANY(CAST(:terminal AS text[])) THEN now() ELSE terminal_seen_at END,
                updated_at = now()
            WHERE bedrock_job_arn = :arn RETURNING *""",
         arn=arn,
@@ -140,6 +141,13 @@ def close(
         fallback=fallback,
         cost=cost_usd,
     )
+
+
+def stamp(db: Runner, job_id: str, column: str) -> None:
+    """Record when a step happened (for the report's timings); only the first time counts."""
+    if column not in ("prepare_started_at", "collect_started_at", "resumed_at"):
+        raise ValueError(column)
+    db.run(f"UPDATE conversion_batch_jobs SET {column} = COALESCE({column}, now()) WHERE job_id = CAST(:job AS uuid)", job=job_id)
 
 
 def bump_collect_attempts(db: Runner, job_id: str) -> int:

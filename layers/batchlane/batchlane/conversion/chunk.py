@@ -1,16 +1,23 @@
 """The chunk processor: convert one chunk's pages, book the spend, record the result.
 
 * Pages of a primed job are served from their batch result when model + prompt hash
-  match (PrimedTransport); anything else calls Bedrock on-demand.
-* Pages run on a bounded pool; results are keyed by page number, so completion order
-  never matters.
-* Before each page the chunk heartbeats, guarded on status processing and its own
-  worker id; when that guard matches no row (the job was cancelled, or another attempt
-  took over) the chunk starts no new page, books what it spent and discards the rest.
-* A page that failed for a retryable reason (throttling past the client's retries) is
-  not given up at once: the good pages are kept in a partial file, the spend is booked,
-  and :class:`ChunkRetryLater` makes Step Functions retry the chunk with backoff. On the
+  match (one page per request, the request the batch lane captured); every other page
+  goes on-demand, several pages per Converse request, halved on bad answers
+  (batchlane.ondemand, docs/ondemand.md).
+* Units of work (a group of pages, or a batch-served page's coverage re-ask) run on a
+  bounded pool; results are keyed by page number, so completion order never matters.
+  Every on-demand request holds a global slot (leases in PostgreSQL) and backs off
+  with full jitter while holding it when throttled.
+* The chunk's thread heartbeats about once a second, guarded on status processing and
+  its own worker id; when that guard matches no row (the job was cancelled, or another
+  attempt took over) no new unit or request starts, what was spent is booked and the
+  partial result is discarded.
+* A page that failed for a retryable reason (throttling past its budget) is not given
+  up at once: the good pages are kept in a partial file, the spend is booked, and
+  :class:`ChunkRetryLater` makes Step Functions retry the chunk with backoff. On the
   last attempt such pages are marked failed — visible in the Markdown, never dropped.
+* Before the writes that follow minutes of model calls, the connection is pinged and
+  re-established if it died meanwhile.
 """
 
 from __future__ import annotations
@@ -24,18 +31,23 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from pg8000.exceptions import DatabaseError, InterfaceError
+
 from batchlane import keys
-from batchlane.converter import ConverterConfig, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, Transport, convert_page
+from batchlane.aws.clients import client
+from batchlane.converter import ConverterConfig, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, Transport, build_page_request, page_result
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.domain.cost import Usage
-from batchlane.domain.errors import NotFound
+from batchlane.domain.cost import PriceTable, Usage
+from batchlane.domain.errors import NotFound, StoreUnavailable
 from batchlane.observability import logger
+from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend, limiter_for, text_layer
 from batchlane.pdf.split import ChunkSpan, Page, open_pdf
 from batchlane.runtime import Services
 
 MAX_CHUNK_ATTEMPTS = 3  # keep equal to the ProcessChunk Retry MaxAttempts + 1 in conversion.asl.json
 HEARTBEAT_EVERY_S = 1.0
+_CONNECTION_ERRORS = (InterfaceError, DatabaseError, OSError, StoreUnavailable)
 
 
 class ChunkRetryLater(Exception):
@@ -45,34 +57,44 @@ class ChunkRetryLater(Exception):
 @dataclass
 class ChunkRun:
     pages: dict[int, PageResult] = field(default_factory=dict)
+    spend: Spend = field(default_factory=Spend)
     aborted: bool = False
-
-    def spend(self, *, only_new: set[int] | None = None) -> tuple[Usage, Decimal]:
-        usage, cost = Usage(), Decimal(0)
-        for number, result in self.pages.items():
-            if only_new is not None and number not in only_new:
-                continue
-            if result.served_by == "on_demand":
-                usage = usage + result.usage
-                cost += result.cost_usd
-        return usage, cost
 
 
 class Heartbeat:
-    """Rate-limited, guarded heartbeat: ``alive()`` is False once the guard matched no row."""
+    """Guarded heartbeat. ``beat()`` (the chunk's own thread only: it uses the database) is
+    rate-limited; ``stopped()`` is the flag page threads read before each unit and request."""
 
-    def __init__(self, beat: Callable[[int], bool]) -> None:
+    def __init__(self, beat: Callable[[int], bool], *, recover: Callable[[], None] = lambda: None) -> None:
         self._beat = beat
+        self._recover = recover
         self._last = 0.0
-        self._alive = True
-        self._lock = threading.Lock()
+        self._stopped = threading.Event()
 
-    def alive(self, pages_done: int) -> bool:
-        with self._lock:
-            if self._alive and time.monotonic() - self._last >= HEARTBEAT_EVERY_S:
-                self._alive = self._beat(pages_done)
-                self._last = time.monotonic()
-            return self._alive
+    def stopped(self) -> bool:
+        return self._stopped.is_set()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def beat(self, pages_done: int) -> bool:
+        """True while this worker still owns the chunk."""
+        if self._stopped.is_set():
+            return False
+        if time.monotonic() - self._last >= HEARTBEAT_EVERY_S:
+            try:
+                alive = self._beat(pages_done)
+            except _CONNECTION_ERRORS:
+                # The connection died under us (failover, idle cut, terminated backend): reconnect once.
+                self._recover()
+                alive = self._beat(pages_done)
+            self._last = time.monotonic()
+            if not alive:
+                self._stopped.set()
+        return not self._stopped.is_set()
+
+    # the name the previous processor used
+    alive = beat
 
 
 def load_primed_results(svc: Services, job_id: str, chunk_index: int) -> dict[str, PrimedResult]:
@@ -83,31 +105,66 @@ def load_primed_results(svc: Services, job_id: str, chunk_index: int) -> dict[st
     return {item["recordId"]: PrimedResult.from_json(item) for item in data.get("results", [])}
 
 
+@dataclass(frozen=True)
+class OnDemandSetup:
+    """What the on-demand path needs besides the pages: built from settings in process_chunk."""
+
+    plan: RequestPlan = RequestPlan()
+    coverage: CoverageRule = CoverageRule()
+
+
 def run_pages(
     pages: list[Page],
     *,
+    chunk_index: int,
     config: ConverterConfig,
     transport: Transport,
-    svc: Services,
+    prices: PriceTable,
     heartbeat: Heartbeat,
     concurrency: int,
+    setup: OnDemandSetup = OnDemandSetup(),
+    primed: PrimedTransport | None = None,
     done_before: int = 0,
 ) -> ChunkRun:
-    """Convert ``pages`` with at most ``concurrency`` in flight, checking the heartbeat before each."""
+    """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
+    with at most ``concurrency`` units in flight."""
     run = ChunkRun()
-    in_flight: dict[Future[PageResult], int] = {}
-    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="page") as pool:
-        for page in pages:
-            if not heartbeat.alive(done_before + len(run.pages)):
+    if not heartbeat.beat(done_before):
+        run.aborted = True
+        return run
+    converter = GroupConverter(chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=heartbeat.stopped)
+    units: list[Callable[[], dict[int, PageResult]]] = []
+    on_demand: list[PlannedPage] = []
+    for page in pages:
+        if page.blank:
+            run.pages[page.number] = PageResult(page.number, "blank")
+            continue
+        planned = setup.plan.plan(page, text_layer(page.pdf_bytes))
+        answer = primed.lookup(build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)) if primed else None
+        if answer is None:
+            on_demand.append(planned)
+            continue
+        result = page_result(page.number, config.model_id, answer, prices)
+        units.append(lambda planned=planned, result=result: {planned.number: converter.check_coverage(planned, result)})  # type: ignore[misc]
+    units.extend((lambda group=group: converter.convert(group)) for group in setup.plan.groups(on_demand))  # type: ignore[misc]
+    run.spend.count("requestsPlanned", len(units))
+
+    def work(unit: Callable[[], dict[int, PageResult]]) -> dict[int, PageResult]:
+        if heartbeat.stopped():
+            raise Aborted("chunk no longer processing")
+        return unit()
+
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"chunk{chunk_index}-page") as pool:
+        pending: set[Future[dict[int, PageResult]]] = {pool.submit(work, unit) for unit in units}
+        while pending:
+            finished, pending = wait(pending, timeout=HEARTBEAT_EVERY_S, return_when=FIRST_COMPLETED)
+            for future in finished:
+                try:
+                    run.pages.update(future.result())
+                except Aborted:
+                    run.aborted = True
+            if not heartbeat.beat(done_before + len(run.pages)):
                 run.aborted = True
-                break
-            while len(in_flight) >= concurrency:
-                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    run.pages[in_flight.pop(future)] = future.result()
-            in_flight[pool.submit(convert_page, page, config, transport, svc.prices)] = page.number
-        for future in list(in_flight):
-            run.pages[in_flight.pop(future)] = future.result()
     return run
 
 
@@ -135,23 +192,46 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     kept = _load_partial(svc, job_id, chunk_index)
     pages = [page for page in document.pages(span) if page.number not in kept]
 
-    transport: Transport = OnDemandTransport(svc.bedrock_runtime())
-    primed: PrimedTransport | None = None
-    if options.get("_batchPrimed"):
-        primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport)
-        transport = primed
-
-    heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done))
-    run = run_pages(
-        pages, config=config, transport=transport, svc=svc, heartbeat=heartbeat, concurrency=settings.batchlane_chunk_concurrency, done_before=len(kept)
+    heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check)
+    # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
+    transport = GovernedTransport(
+        OnDemandTransport(client("bedrock-runtime", max_attempts=0)),
+        limiter_for(svc.db.params, settings),
+        BackoffPolicy.from_settings(settings),
+        aborted=heartbeat.stopped,
     )
-    new_pages = set(run.pages)
-    usage, cost = run.spend()
-    metadata = {"attempt": claimed["attempts"], "worker": worker_id, "pagesOnDemand": sum(1 for r in run.pages.values() if r.served_by == "on_demand")}
+    primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") else None
+    setup = OnDemandSetup(
+        plan=RequestPlan.from_settings(settings),
+        coverage=CoverageRule(threshold=settings.batchlane_coverage_threshold, min_words=settings.batchlane_coverage_min_words),
+    )
+    run = run_pages(
+        pages,
+        chunk_index=chunk_index,
+        config=config,
+        transport=transport,
+        prices=svc.prices,
+        heartbeat=heartbeat,
+        concurrency=settings.batchlane_chunk_concurrency,
+        setup=setup,
+        primed=primed,
+        done_before=len(kept),
+    )
+    usage, cost = run.spend.usage, run.spend.cost
+    metadata = {
+        "attempt": claimed["attempts"],
+        "worker": worker_id,
+        "pagesOnDemand": sum(1 for r in run.pages.values() if r.served_by == "on_demand"),
+        "requests": transport.requests,
+        "throttled": transport.throttled,
+        "budgetExhausted": transport.exhausted,
+        **run.spend.counts,
+    }
+    svc.db.check()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
 
     if run.aborted:
         _book(svc, job_id, chunk_index, config.model_id, usage, cost, {**metadata, "aborted": True})
-        logger.info("chunk aborted", job_id=job_id, chunk=chunk_index, pages_converted=len(new_pages), cost_usd=str(cost))
+        logger.info("chunk aborted", job_id=job_id, chunk=chunk_index, pages_converted=len(run.pages), cost_usd=str(cost))
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "aborted"}
 
     results = {**kept, **run.pages}

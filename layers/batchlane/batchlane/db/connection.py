@@ -122,6 +122,22 @@ class Database:
         self._local.last_used = time.monotonic()
         return con
 
+    def check(self) -> None:
+        """Ping this thread's connection now, whatever its idle time, and reconnect if it is gone.
+
+        Call it before a write that follows long work: a connection killed seconds ago is
+        not caught by the idle ping in :meth:`connection`.
+        """
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            try:
+                con.run("SELECT 1")
+                self._local.last_used = time.monotonic()
+                return
+            except (InterfaceError, DatabaseError, OSError):
+                self._discard(con)
+        self.connection()
+
     def _discard(self, con: pg8000.native.Connection) -> None:
         try:
             con.close()

@@ -68,7 +68,7 @@ def run_demo(
             report.update(
                 markdown_path=str(markdown_path) if markdown_path else None,
                 emulated_model=EMULATED_MODEL_LABEL,
-                timings={"total_s": round(time.monotonic() - started, 2)},
+                timings={**report["timings"], "total_s": round(time.monotonic() - started, 2)},
                 final_status=final.status,
             )
     return report

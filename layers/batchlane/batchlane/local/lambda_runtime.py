@@ -12,6 +12,7 @@ import logging
 import threading
 import traceback
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -56,6 +57,7 @@ class HandlerRegistry:
         self.account_id = account_id
         self.region = region
         self.calls: dict[str, int] = {}
+        self._interceptors: dict[str, Callable[[Any, Callable[[Any], Invocation]], Invocation]] = {}
 
     def function_name(self, name: str) -> str:
         return f"{FUNCTION_PREFIX}{name}"
@@ -79,12 +81,29 @@ class HandlerRegistry:
                 self._modules[name] = module
             return self._modules[name]
 
+    def intercept(self, name: str, interceptor: Callable[[Any, Callable[[Any], Invocation]], Invocation] | None) -> None:
+        """Test seam: ``interceptor(event, call_real)`` runs instead of the handler (None removes it).
+
+        Fault-injection tests use it to simulate what the emulator cannot: a Lambda that
+        crashes after its side effect, a token stored only after the event arrived, ...
+        """
+        if interceptor is None:
+            self._interceptors.pop(name, None)
+        else:
+            self._interceptors[name] = interceptor
+
     def has_handler(self, name: str) -> bool:
         return handler_path(name).exists()
 
     def invoke(self, function: str, event: Any) -> Invocation:
         name = self.logical_name(function)
         self.calls[name] = self.calls.get(name, 0) + 1
+        interceptor = self._interceptors.get(name)
+        if interceptor is not None:
+            return interceptor(event, lambda e: self._run(name, e))
+        return self._run(name, event)
+
+    def _run(self, name: str, event: Any) -> Invocation:
         context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name))
         try:
             result = self._module(name).handler(event, context)

@@ -93,7 +93,7 @@ class OfflineStack:
             s3_client_factory=lambda: boto3.client("s3", endpoint_url=moto_url, region_name=REGION),
             publish_event=lambda entry: self._client("events", moto_url).put_events(Entries=[entry]),
             faults=self.faults,
-            quotas=BatchQuotas(),
+            quotas=self._quotas(),
             account_id=ACCOUNT_ID,
             region=REGION,
         )
@@ -149,6 +149,16 @@ class OfflineStack:
         self.stop()
 
     # -- pieces ------------------------------------------------------------------------
+    def _quotas(self) -> BatchQuotas:
+        """The emulated account's quotas follow the lane's configuration (AWS's defaults otherwise)."""
+        env = {**os.environ, **self.options.extra_env}
+        defaults = BatchQuotas()
+        return BatchQuotas(
+            min_records=min(defaults.min_records, int(env.get("BATCH_CONVERSION_MIN_RECORDS", defaults.min_records))),
+            max_records=int(env.get("BATCH_CONVERSION_MAX_RECORDS", defaults.max_records)),
+            max_concurrent_jobs=int(env.get("BATCH_CONVERSION_MAX_CONCURRENT_JOBS", defaults.max_concurrent_jobs)),
+        )
+
     def _set_env(self, values: dict[str, str]) -> None:
         for key, value in values.items():
             self._saved_env.setdefault(key, os.environ.get(key))
@@ -164,6 +174,9 @@ class OfflineStack:
         return boto3.client(service, endpoint_url=url, region_name=REGION)
 
     def _configure_moto(self, moto_url: str) -> None:
+        # moto's backends are process-wide: a stack started after another in the same
+        # process (tests) must not see the previous one's buckets, machines or rules.
+        urllib.request.urlopen(urllib.request.Request(f"{moto_url}/moto-api/reset", method="POST"), timeout=10).read()
         request = urllib.request.Request(
             f"{moto_url}/moto-api/config",
             data=json.dumps({"stepfunctions": {"execute_state_machine": True}, "lambda": {"use_docker": False}}).encode(),

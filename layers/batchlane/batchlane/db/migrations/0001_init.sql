@@ -88,8 +88,13 @@ CREATE TABLE conversion_batch_jobs (
     collect_attempts  integer NOT NULL DEFAULT 0,
     cost_usd          numeric(14, 6),
     created_at        timestamptz NOT NULL DEFAULT now(),
+    prepare_started_at timestamptz,
+    prepared_at       timestamptz,
     submitted_at      timestamptz,
+    terminal_seen_at  timestamptz,  -- first terminal status seen (event, sweep or collect)
+    collect_started_at timestamptz,
     closed_at         timestamptz,
+    resumed_at        timestamptz,
     updated_at        timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX batch_rows_by_state ON conversion_batch_jobs (state, deadline);

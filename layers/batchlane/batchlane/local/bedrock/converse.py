@@ -21,7 +21,7 @@ from typing import Any
 
 from . import model
 from .errors import ApiError, validation
-from .faults import Faults, answer_fault
+from .faults import Faults, answer_fault, draw
 
 MAX_DOCUMENTS = 5
 DOCUMENT_FORMATS = ("pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md")
@@ -155,15 +155,16 @@ class ConverseRuntime:
     def converse(self, model_id: str, body: Any) -> dict[str, Any]:
         started = time.monotonic()
         self._count("converse_requests")
-        if not self._quota.admit():
-            self._count("converse_throttled")
-            raise ApiError("ThrottlingException", "Too many requests, please wait before trying again.")
-        if not model_id:
-            raise validation("modelId is required")
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         with self._stats_lock:
             seed = f"{digest}:{self._seen[digest]}"
             self._seen[digest] += 1
+        throttled = bool(self._faults.throttle_rate and draw(seed, "throttle") < self._faults.throttle_rate)
+        if throttled or not self._quota.admit():
+            self._count("converse_throttled")
+            raise ApiError("ThrottlingException", "Too many requests, please wait before trying again.")
+        if not model_id:
+            raise validation("modelId is required")
         if self._faults.converse_latency_ms:
             self._shutdown.wait(self._faults.converse_latency_ms / 1000)
         try:

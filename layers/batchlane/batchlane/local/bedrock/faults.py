@@ -22,6 +22,7 @@ draw (as a retry against the real service might succeed).
 | ``event_delay_s`` | float >= 0 | ``0`` | real seconds each event waits before it is published (order is kept) |
 | ``throttle_rpm`` | int >= 0 | ``0`` | Converse requests per real minute before ThrottlingException (HTTP 429); 0 = unlimited |
 | ``converse_latency_ms`` | int >= 0 | ``0`` | real milliseconds each Converse call sleeps before answering |
+| ``throttle_rate`` | float in [0, 1] | ``0`` | share of Converse calls answered ThrottlingException whatever the quota (a retry gets a fresh draw) |
 | ``output_ms_per_token`` | float >= 0 | ``0`` | real milliseconds each Converse call also sleeps per output token (generation time) |
 | ``omit_rate`` | float in [0, 1] | ``0`` | share of answers that cover only the first third of the page text (stopReason end_turn) |
 | ``marker_fault_rate`` | float in [0, 1] | ``0`` | share of multi-document answers whose ``<!-- Page N -->`` markers are skipped, repeated or reordered |
@@ -72,6 +73,7 @@ class Faults:
     event_delay_s: float = 0.0
     throttle_rpm: int = 0
     converse_latency_ms: int = 0
+    throttle_rate: float = 0.0
     output_ms_per_token: float = 0.0
     omit_rate: float = 0.0
     marker_fault_rate: float = 0.0
@@ -131,6 +133,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "event_delay_s": _non_negative,
     "throttle_rpm": _count,
     "converse_latency_ms": _count,
+    "throttle_rate": _rate,
     "output_ms_per_token": _non_negative,
     "omit_rate": _rate,
     "marker_fault_rate": _rate,

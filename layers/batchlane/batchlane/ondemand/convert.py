@@ -1,0 +1,144 @@
+"""Converting a group of pages on-demand: one request, halved until each page is good.
+
+* A group's answer is split on its ``<!-- Page N -->`` markers. When the markers are
+  missing, repeated, out of order, or the answer was cut short (max_tokens) or refused,
+  the whole answer is discarded and the group is split in two and each half asked
+  again, down to single pages. A single page still cut short keeps its text and is
+  marked truncated (``<!-- Page N: truncated -->`` in the Markdown), counted and logged.
+* A page whose section came back empty is asked alone (same rule as a single page).
+* A converted page whose answer covers too little of its text layer is re-asked once.
+* Every answer that returned tokens is priced into the :class:`Spend` meter, kept or
+  discarded: that is what the chunk books.
+* Throttling past the budget fails the group's pages as retryable (the chunk retries
+  them later); halving would not help against a quota.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from batchlane.converter import ConverterConfig, MarkerProblem, ModelAnswer, ModelCallError, PageResult, Transport, build_pages_request, page_result, split_by_markers, strip_own_marker
+from batchlane.domain.acceptance import judge
+from batchlane.domain.cost import PriceTable, Usage
+from batchlane.observability import logger
+from batchlane.ondemand.coverage import CoverageRule, build_reask_request
+from batchlane.ondemand.limiter import Aborted
+from batchlane.ondemand.planner import PlannedPage
+
+
+@dataclass
+class Spend:
+    """What this chunk's on-demand calls used and cost, plus counters for its ledger row."""
+
+    usage: Usage = Usage()
+    cost: Decimal = Decimal(0)
+    counts: dict[str, int] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, usage: Usage, cost: Decimal) -> None:
+        with self._lock:
+            self.usage = self.usage + usage
+            self.cost += cost
+
+    def count(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            self.counts[name] = self.counts.get(name, 0) + n
+
+
+class GroupConverter:
+    def __init__(
+        self,
+        *,
+        chunk_index: int,
+        config: ConverterConfig,
+        transport: Transport,
+        prices: PriceTable,
+        coverage: CoverageRule,
+        spend: Spend,
+        aborted: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self._chunk_index = chunk_index
+        self._config = config
+        self._transport = transport
+        self._prices = prices
+        self._coverage = coverage
+        self.spend = spend
+        self._aborted = aborted
+
+    def _send(self, request_pages: list[PlannedPage], *, reask_of: str | None = None) -> ModelAnswer:
+        if self._aborted():
+            raise Aborted("chunk no longer processing")
+        if reask_of is None:
+            request = build_pages_request(chunk_index=self._chunk_index, pages=[(p.number, p.page.pdf_bytes) for p in request_pages], config=self._config)
+        else:
+            page = request_pages[0]
+            request = build_reask_request(chunk_index=self._chunk_index, page_number=page.number, pdf_bytes=page.page.pdf_bytes, config=self._config, first_answer=reask_of)
+        answer = self._transport.send(request)
+        if answer.served_by == "on_demand":
+            self.spend.add(answer.usage, self._prices.cost(self._config.model_id, answer.usage))
+        return answer
+
+    def convert(self, group: list[PlannedPage]) -> dict[int, PageResult]:
+        """Results for every page of ``group`` (raises Aborted when the chunk stopped)."""
+        try:
+            answer = self._send(group)
+        except ModelCallError as exc:
+            if exc.retryable or len(group) == 1:
+                return {p.number: PageResult(p.number, "failed", reason=exc.code, retryable=exc.retryable) for p in group}
+            return self._halve(group, f"error {exc.code}")
+        if len(group) == 1:
+            return {group[0].number: self._single(group[0], answer)}
+        verdict = judge(answer.text, answer.stop_reason)
+        sections = split_by_markers(answer.text, [p.number for p in group]) if verdict.accepted else MarkerProblem(verdict.reason or "rejected")
+        if isinstance(sections, MarkerProblem):
+            return self._halve(group, sections.reason)
+        self.spend.count("pagesMultiServed", len(group))
+        usage = Usage(answer.usage.input_tokens // len(group), answer.usage.output_tokens // len(group))
+        share = self._prices.cost(self._config.model_id, usage)
+        results: dict[int, PageResult] = {}
+        for page in group:
+            body = sections[page.number]
+            if not body:
+                self.spend.count("emptySectionRetried")
+                results.update(self.convert([page]))
+                continue
+            results[page.number] = self._check_coverage(page, PageResult(page.number, "converted", body, served_by="on_demand", usage=usage, cost_usd=share))
+        return results
+
+    def _halve(self, group: list[PlannedPage], reason: str) -> dict[int, PageResult]:
+        self.spend.count("halvings")
+        logger.info("multi-page answer discarded; halving", pages=[p.number for p in group], reason=reason)
+        middle = len(group) // 2
+        return {**self.convert(group[:middle]), **self.convert(group[middle:])}
+
+    def _single(self, page: PlannedPage, answer: ModelAnswer) -> PageResult:
+        text = strip_own_marker(answer.text, page.number)
+        result = page_result(page.number, self._config.model_id, ModelAnswer(text, answer.stop_reason, answer.usage, answer.served_by), self._prices)
+        if result.status == "truncated":
+            self.spend.count("pagesTruncated")
+            logger.warning("page truncated at max_tokens; kept and marked", page=page.number, max_tokens=self._config.max_tokens)
+        return self._check_coverage(page, result)
+
+    def check_coverage(self, page: PlannedPage, result: PageResult) -> PageResult:
+        """Public for batch-served pages: their re-ask is on-demand too."""
+        return self._check_coverage(page, result)
+
+    def _check_coverage(self, page: PlannedPage, result: PageResult) -> PageResult:
+        if result.status != "converted" or not self._coverage.too_low(result.markdown, page.layer):
+            return result
+        self.spend.count("coverageReasks")
+        try:
+            answer = self._send([page], reask_of=result.markdown)
+        except ModelCallError as exc:
+            logger.warning("coverage re-ask failed; keeping the first answer", page=page.number, code=exc.code)
+            return result
+        second = page_result(page.number, self._config.model_id, ModelAnswer(strip_own_marker(answer.text, page.number), answer.stop_reason, answer.usage, answer.served_by), self._prices)
+        before = self._coverage.coverage(result.markdown, page.layer) or 0.0
+        after = self._coverage.coverage(second.markdown, page.layer) or 0.0
+        if second.status == "converted" and after > before:
+            self.spend.count("coverageImproved")
+            return PageResult(page.number, "converted", second.markdown, served_by="on_demand", usage=result.usage + second.usage, cost_usd=result.cost_usd + second.cost_usd)
+        return result

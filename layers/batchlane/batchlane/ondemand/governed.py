@@ -1,0 +1,122 @@
+"""GovernedTransport: every on-demand Converse request under the global limit, with backoff.
+
+One request = one slot (lease) held from its first attempt to its answer. A throttled
+attempt backs off with exponential delay and full jitter (tenacity's
+``wait_random_exponential``: a uniform draw in [0, min(max, base·2^n)]) WHILE HOLDING
+its slot, so a throttled account slows every worker down instead of inviting more
+requests (backpressure). Each attempt takes a pacing ticket first. When the budget
+(time or attempts) is spent the request raises a retryable ModelCallError: the chunk
+keeps the page for a later attempt, and never drops it.
+
+botocore's own retries are off for this client (retries max_attempts 0): two retry loops would
+hide throttles from the limiter and double the waits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
+
+from batchlane.converter.request import ConverseRequest
+from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
+from batchlane.ondemand.limiter import Aborted, LeaseWaitTimeout, Limiter
+from batchlane.observability import logger
+
+
+@dataclass(frozen=True)
+class BackoffPolicy:
+    base_s: float = 1.0
+    max_s: float = 20.0
+    budget_s: float = 180.0  # time one request may spend on attempts, backoff and pacing waits
+    max_attempts: int = 12
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> BackoffPolicy:
+        return cls(
+            base_s=float(settings.batchlane_backoff_base_s),
+            max_s=float(settings.batchlane_backoff_max_s),
+            budget_s=float(settings.batchlane_throttle_budget_s),
+            max_attempts=int(settings.batchlane_throttle_max_attempts),
+        )
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, ModelCallError) and exc.retryable
+
+
+class GovernedTransport:
+    """Wraps the raw on-demand transport; counts requests and throttles for the chunk's report."""
+
+    def __init__(
+        self,
+        inner: Transport,
+        limiter: Limiter,
+        policy: BackoffPolicy,
+        *,
+        aborted: Callable[[], bool] = lambda: False,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._inner = inner
+        self._limiter = limiter
+        self._policy = policy
+        self._aborted = aborted
+        self._sleep = sleep
+        self._lock = threading.Lock()
+        self.requests = 0
+        self.throttled = 0
+        self.exhausted = 0
+
+    def _count(self, name: str) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + 1)
+
+    def send(self, request: ConverseRequest) -> ModelAnswer:
+        if self._aborted():
+            raise Aborted("chunk no longer processing")
+        try:
+            with self._limiter.slot(request.model_id, aborted=self._aborted) as lease:
+                return self._attempts(request, lease)
+        except LeaseWaitTimeout as exc:
+            self._count("exhausted")
+            raise ModelCallError("LeaseWaitTimeout", str(exc), retryable=True) from exc
+
+    def _attempts(self, request: ConverseRequest, lease: Any) -> ModelAnswer:
+        policy = self._policy
+
+        def before_sleep(state: RetryCallState) -> None:
+            if self._aborted():
+                raise Aborted("chunk no longer processing")
+
+        retrying = Retrying(
+            retry=retry_if_exception(_retryable),
+            wait=wait_random_exponential(multiplier=policy.base_s, max=policy.max_s),
+            stop=stop_after_delay(policy.budget_s) | stop_after_attempt(policy.max_attempts),
+            sleep=self._sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    lease.renew()
+                    wait = self._limiter.pace(request.model_id)
+                    if wait > 0:
+                        self._sleep(wait)
+                    self._count("requests")
+                    try:
+                        return self._inner.send(request)
+                    except ModelCallError as exc:
+                        if exc.retryable:
+                            self._count("throttled")
+                        raise
+        except ModelCallError as exc:
+            if exc.retryable:
+                self._count("exhausted")
+                logger.warning("on-demand request gave up within its budget", code=exc.code, pages=list(request.page_numbers), attempts=retrying.statistics.get("attempt_number"))
+            raise
+        raise AssertionError("unreachable: tenacity either returns or raises")

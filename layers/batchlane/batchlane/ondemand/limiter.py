@@ -1,0 +1,185 @@
+"""The global on-demand limit: leases on numbered slots in PostgreSQL, plus request pacing.
+
+Every chunk Lambda of every job takes a slot before a Converse request and gives it
+back after, so however many documents run at once, at most ``global_concurrency``
+requests per model are in flight. A slot is a lease: it expires ``lease_ttl_s`` after
+it was taken (renewed before each attempt), so a worker killed mid-request frees its
+slot on its own. With ``ondemand_rpm`` set, every attempt also takes a start time from
+a shared schedule spaced 60/rpm seconds apart, so the account's requests-per-minute
+quota is met by pacing instead of by throttling. Why PostgreSQL and not the platform's
+limits: docs/ondemand.md.
+
+All limiter statements of a process go through ONE connection on one thread: a Lambda
+has few page threads, and the offline stack runs every Lambda in one process, where a
+connection per page thread would exhaust the server's connections.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from batchlane.db.connection import ConnectParams, Database
+from batchlane.observability import logger
+
+
+class LeaseWaitTimeout(Exception):
+    """No slot came free within ``lease_wait_s``: the caller retries the page later."""
+
+
+class Aborted(Exception):
+    """The chunk was cancelled or taken over while this request waited."""
+
+
+@dataclass(frozen=True)
+class LimitSettings:
+    concurrency: int  # 0 = no concurrency limit
+    rpm: float  # 0 = no pacing
+    lease_ttl_s: float = 300.0
+    lease_wait_s: float = 300.0
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> LimitSettings:
+        return cls(
+            concurrency=int(settings.batchlane_global_concurrency),
+            rpm=float(settings.batchlane_ondemand_rpm),
+            lease_ttl_s=float(settings.batchlane_lease_ttl_s),
+            lease_wait_s=float(settings.batchlane_lease_wait_s),
+        )
+
+    @property
+    def active(self) -> bool:
+        return bool(self.concurrency or self.rpm)
+
+
+class Lease(Protocol):
+    def renew(self) -> None: ...
+
+
+class Limiter(Protocol):
+    def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Any: ...  # a context manager yielding a Lease
+    def pace(self, pool: str) -> float: ...  # seconds to wait before starting the request
+
+
+class _NoLease:
+    def renew(self) -> None:
+        return None
+
+
+class NoLimit:
+    """No global limit (both settings 0): the per-chunk pool is the only bound."""
+
+    @contextmanager
+    def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Iterator[Lease]:
+        yield _NoLease()
+
+    def pace(self, pool: str) -> float:
+        return 0.0
+
+
+class SerialDatabase:
+    """One connection on one thread for the whole process (see the module docstring)."""
+
+    def __init__(self, params: ConnectParams) -> None:
+        self._db = Database(params)
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ondemand-limiter")
+
+    def scalar(self, sql: str, **params: Any) -> Any:
+        def run() -> Any:
+            row = self._db.one(sql, **params)
+            return next(iter(row.values())) if row else None
+
+        try:
+            return self._thread.submit(run).result()
+        except Exception:
+            # Database.run drops a dead connection; a terminated backend answers DatabaseError
+            # first, so check the connection and try the statement once more.
+            self._thread.submit(self._db.check).result()
+            return self._thread.submit(run).result()
+
+
+class _PgLease:
+    def __init__(self, store: SerialDatabase, pool: str, slot: int, holder: str, ttl_s: float) -> None:
+        self._store, self._pool, self.slot, self._holder, self._ttl_s = store, pool, slot, holder, ttl_s
+
+    def renew(self) -> None:
+        self._store.scalar(
+            """UPDATE ondemand_leases SET expires_at = clock_timestamp() + make_interval(secs => :ttl)
+               WHERE pool = :pool AND slot = :slot AND holder = :holder RETURNING slot""",
+            ttl=self._ttl_s,
+            pool=self._pool,
+            slot=self.slot,
+            holder=self._holder,
+        )
+
+    def release(self) -> None:
+        self._store.scalar("DELETE FROM ondemand_leases WHERE pool = :pool AND slot = :slot AND holder = :holder RETURNING slot", pool=self._pool, slot=self.slot, holder=self._holder)
+
+
+class PgLimiter:
+    """Leases and pacing in PostgreSQL (migration 0003_ondemand.sql)."""
+
+    def __init__(self, store: SerialDatabase, limits: LimitSettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self._store = store
+        self.limits = limits
+        self._sleep = sleep
+
+    @contextmanager
+    def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Iterator[Lease]:
+        if not self.limits.concurrency:
+            yield _NoLease()
+            return
+        lease = self._acquire(pool, aborted)
+        try:
+            yield lease
+        finally:
+            try:
+                lease.release()
+            except Exception as exc:  # the lease expires by itself; never fail a page for this
+                logger.warning("lease not released; it will expire", pool=pool, slot=lease.slot, error=str(exc))
+
+    def _acquire(self, pool: str, aborted: Callable[[], bool]) -> _PgLease:
+        holder = f"{threading.current_thread().name}/{uuid.uuid4().hex}"
+        deadline = time.monotonic() + self.limits.lease_wait_s
+        wait = 0.05
+        while True:
+            if aborted():
+                raise Aborted("chunk no longer processing")
+            slot = self._store.scalar(
+                "SELECT ondemand_acquire(:pool, :holder, :limit, :ttl) AS slot", pool=pool, holder=holder, limit=self.limits.concurrency, ttl=self.limits.lease_ttl_s
+            )
+            if slot is not None:
+                return _PgLease(self._store, pool, int(slot), holder, self.limits.lease_ttl_s)
+            if time.monotonic() >= deadline:
+                raise LeaseWaitTimeout(f"no on-demand slot for {pool} within {self.limits.lease_wait_s:.0f} s")
+            # Polling with jitter: a freed slot is taken by whoever asks next, without a thundering herd.
+            self._sleep(random.uniform(0, wait))
+            wait = min(wait * 2, 1.0)
+
+    def pace(self, pool: str) -> float:
+        if not self.limits.rpm:
+            return 0.0
+        return float(self._store.scalar("SELECT ondemand_pace_ticket(:pool, :interval) AS wait", pool=pool, interval=60.0 / self.limits.rpm) or 0.0)
+
+
+_stores: dict[ConnectParams, SerialDatabase] = {}
+_stores_lock = threading.Lock()
+
+
+def limiter_for(params: ConnectParams, settings: Any) -> Limiter:
+    """The process-wide limiter for this database and these settings."""
+    limits = LimitSettings.from_settings(settings)
+    if not limits.active:
+        return NoLimit()
+    with _stores_lock:
+        store = _stores.get(params)
+        if store is None:
+            store = _stores[params] = SerialDatabase(params)
+    return PgLimiter(store, limits)

@@ -1,0 +1,78 @@
+"""How many pages go in one on-demand request.
+
+The count is the smallest of the configured ``pages_per_request``, the API's limit on
+documents per request, and what fits in ``max_tokens`` at the pages' estimated output.
+The estimate of a page comes from its own text layer (characters / 4, plus 25% for
+Markdown syntax); a page without one (a scan) counts ``output_tokens_per_page``.
+Groups are consecutive pages, filled greedily up to ``fill`` of max_tokens, so one
+dense page does not force its neighbours into single requests, and a page estimated
+above the budget on its own goes alone.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from batchlane.pdf.split import Page
+
+CHARS_PER_TOKEN = 4
+MARKDOWN_OVERHEAD = 1.25
+
+
+@dataclass(frozen=True)
+class PlannedPage:
+    page: Page
+    layer: str  # the page's text layer ("" for a scan)
+    estimate: int  # output tokens expected for this page
+
+    @property
+    def number(self) -> int:
+        return self.page.number
+
+
+@dataclass(frozen=True)
+class RequestPlan:
+    pages_per_request: int = 5
+    max_documents: int = 5
+    max_tokens: int = 8192
+    fill: float = 0.75
+    default_estimate: int = 1200
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> RequestPlan:
+        return cls(
+            pages_per_request=int(settings.batchlane_pages_per_request),
+            max_documents=int(settings.batchlane_max_documents_per_request),
+            max_tokens=int(settings.batchlane_max_tokens),
+            fill=float(settings.batchlane_output_fill),
+            default_estimate=int(settings.batchlane_output_tokens_per_page),
+        )
+
+    @property
+    def page_limit(self) -> int:
+        return max(1, min(self.pages_per_request, self.max_documents))
+
+    def estimate(self, layer: str) -> int:
+        text = layer.strip()
+        return math.ceil(len(text) * MARKDOWN_OVERHEAD / CHARS_PER_TOKEN) if text else self.default_estimate
+
+    def plan(self, page: Page, layer: str) -> PlannedPage:
+        return PlannedPage(page, layer, self.estimate(layer))
+
+    def groups(self, pages: Sequence[PlannedPage]) -> list[list[PlannedPage]]:
+        budget = self.max_tokens * self.fill
+        groups: list[list[PlannedPage]] = []
+        current: list[PlannedPage] = []
+        used = 0
+        for item in pages:
+            if current and (len(current) >= self.page_limit or used + item.estimate > budget):
+                groups.append(current)
+                current, used = [], 0
+            current.append(item)
+            used += item.estimate
+        if current:
+            groups.append(current)
+        return groups

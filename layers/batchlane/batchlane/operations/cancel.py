@@ -1,0 +1,87 @@
+"""Cancel: the job stops, nothing is charged, the file can be converted again.
+
+| job status                                       | answer                                    |
+|--------------------------------------------------|-------------------------------------------|
+| pending, processing, paused_budget, waiting_batch | cancelled (below)                         |
+| assembling                                       | Conflict CONVERSION_FINISHING (HTTP 409)   |
+| cancelled                                        | nothing to do (``already`` is True)        |
+| completed, failed                                | Conflict NOT_CANCELLABLE (HTTP 409)        |
+
+In ONE transaction: job → cancelled, every chunk not completed → cancelled, the funds
+hold closed with outcome ``cancelled`` (nothing settled), the file back to ``uploaded``,
+and a batch row still in flight gets the reason ``cancelled``. After the commit a
+submitted Bedrock job is stopped (best effort: ``collect`` stops it too when it finds
+the job cancelled); whatever it processed is still collected and billed once on the
+ledger, as is the partial spend of a chunk that was running (its guarded heartbeat
+matches no row, so it starts no new page, books what it spent and discards the rest).
+Those ledger rows are our cost; the user's hold is never settled for a cancelled job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from batchlane.batch import rows
+from batchlane.batch.submit import stop_batch_job
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.domain.errors import Conflict, NotFound
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+CANCELLABLE = ("pending", "processing", "paused_budget", "waiting_batch")
+_CHUNK_NOT_DONE = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "failed")
+CANCEL_REASON = "cancelled"
+
+
+@dataclass(frozen=True)
+class CancelOutcome:
+    job_id: str
+    file_id: str
+    previous_status: str
+    already: bool = False
+    hold_released: bool = False
+    chunks_cancelled: int = 0
+    batch_row_state: str | None = None
+    batch_stop_requested: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobId": self.job_id,
+            "fileId": self.file_id,
+            "status": "cancelled",
+            "previousStatus": self.previous_status,
+            "alreadyCancelled": self.already,
+            "holdReleased": self.hold_released,
+            "chunksCancelled": self.chunks_cancelled,
+            "batchRowState": self.batch_row_state,
+            "batchStopRequested": self.batch_stop_requested,
+        }
+
+
+def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
+    with svc.db.transaction() as tx:
+        job = job_repo.lock_job(tx, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
+        status, file_id = job["status"], str(job["file_id"])
+        if status == "cancelled":
+            return CancelOutcome(job_id, file_id, status, already=True)
+        if status == "assembling":
+            raise Conflict("The conversion is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
+        if status not in CANCELLABLE:
+            raise Conflict(f"The job is {status}; only a job that has not finished can be cancelled.", error_id="NOT_CANCELLABLE")
+        job_repo.transition_job(tx, job_id, from_statuses=CANCELLABLE, to_status="cancelled", error_id="CANCELLED", error_message="Cancelled by the user.")
+        chunks = job_repo.set_chunks_status(tx, job_id, from_statuses=_CHUNK_NOT_DONE, to_status="cancelled")
+        released = ledger.close_hold(tx, job_id, outcome="cancelled", settled_usd=Decimal(0))
+        job_repo.set_file_status(tx, file_id, "uploaded")
+        row = tx.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
+        if row is not None and row["state"] != "closed":
+            rows.set_reason(tx, job_id, CANCEL_REASON)
+    stop_requested = False
+    if row is not None and row["state"] == "submitted":
+        stop_requested = stop_batch_job(svc, job_id, reason=CANCEL_REASON)
+    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row["state"] if row else None, stop_requested=stop_requested)
+    return CancelOutcome(job_id, file_id, status, False, released, chunks, row["state"] if row else None, stop_requested)

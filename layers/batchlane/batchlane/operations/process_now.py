@@ -1,0 +1,96 @@
+"""Process now: a job waiting for the batch lane goes on-demand at once.
+
+Only from ``waiting_batch`` (else Conflict NOT_BATCH_WAITING, HTTP 409). In ONE
+transaction with the job row locked, by the batch row's state when the user acts:
+
+| batch row | what happens                                                                     |
+|-----------|----------------------------------------------------------------------------------|
+| none      | a closed ``skipped`` row is inserted with the reason, so the claimer never takes the job; job resumed |
+| preparing | reason set; job resumed. The lane leaves before submitting, or, if it is already submitting, submits and stops the Bedrock job at once |
+| submitted | reason set; job resumed; after the commit the Bedrock job is stopped (best effort: the workflow stops it too) |
+| closed    | nothing: the lane (or the stranded-job recovery) resumes the job WITH its primed results (_batchPrimed, _batchCostUsd) |
+
+"Resumed" is what the lane's own resume does minus the priming: job and chunks →
+pending, the funds hold back to the on-demand window, then the conversion workflow
+starts (idempotent by name). A stopped batch job is still collected and its partial
+output billed on the ledger, once; its answers are not used (the job is not primed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from batchlane.batch import rows
+from batchlane.batch.submit import stop_batch_job
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.domain.errors import Conflict, NotFound
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+PROCESS_NOW_REASON = "process_now"
+
+
+@dataclass(frozen=True)
+class ProcessNowOutcome:
+    job_id: str
+    file_id: str
+    batch_row_state: str | None  # as the user found it
+    action: str  # skipped_row_inserted | left_batch_lane | left_to_recovery
+    resumed: bool
+    batch_stop_requested: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobId": self.job_id,
+            "fileId": self.file_id,
+            "batchRowState": self.batch_row_state,
+            "action": self.action,
+            "resumed": self.resumed,
+            "status": "pending" if self.resumed else "waiting_batch",
+            "batchStopRequested": self.batch_stop_requested,
+        }
+
+
+def _lock_row(tx: Any, job_id: str) -> dict[str, Any] | None:
+    return tx.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
+
+
+def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
+    with svc.db.transaction() as tx:
+        job = job_repo.lock_job(tx, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
+        file_id = str(job["file_id"])
+        if job["status"] != "waiting_batch":
+            raise Conflict(f"The job is {job['status']}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
+        row = _lock_row(tx, job_id)
+        found = row["state"] if row else None
+        if row is None:
+            inserted = rows.insert_closed(tx, job_id=job_id, model_id=job["model_id"], end_state="skipped", reason=PROCESS_NOW_REASON)
+            # None: the claimer inserted its row between our read and our insert; act on that one.
+            row = inserted or _lock_row(tx, job_id)
+            assert row is not None
+            found = None if inserted else row["state"]
+        if found == "closed":
+            # Between close and resume: resuming here would drop the primed results. The lane's
+            # Resume step, or the stranded-job recovery, resumes it with them.
+            logger.info("process now left to recovery", job_id=job_id, batch_end_state=row["end_state"])
+            return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
+        if found in ("preparing", "submitted"):
+            rows.set_reason(tx, job_id, PROCESS_NOW_REASON)
+        options = {k: v for k, v in (job["options"] or {}).items() if k != "_batchPrimed"}
+        tx.run(
+            """UPDATE large_conversion_jobs SET status = 'pending', options = CAST(:options AS jsonb), updated_at = now()
+               WHERE id = CAST(:id AS uuid) AND status = 'waiting_batch'""",
+            id=job_id,
+            options=options,
+        )
+        job_repo.set_chunks_status(tx, job_id, from_statuses=("waiting_batch",), to_status="pending")
+        ledger.extend_hold(tx, job_id, hours=svc.settings.batchlane_on_demand_window_hours)
+    stop_requested = stop_batch_job(svc, job_id, reason=PROCESS_NOW_REASON) if found == "submitted" else False
+    svc.workflows.start_conversion(job_id)
+    action = "skipped_row_inserted" if found is None else "left_batch_lane"
+    logger.info("job processed now", job_id=job_id, batch_row=found, action=action, stop_requested=stop_requested)
+    return ProcessNowOutcome(job_id, file_id, found, action, resumed=True, batch_stop_requested=stop_requested)

@@ -1,0 +1,93 @@
+"""Helpers for end-to-end tests: run a job through the offline stack, check the invariants."""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from typing import Any
+
+from batchlane.converter import PageResult
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.local.jobs import submit_pdf, wait_for_job
+from batchlane.local.pdfgen import make_pdf, page_phrase
+from batchlane.report import job_report
+from batchlane.runtime import services
+
+# Small jobs through the batch lane: 60 pages in 3 chunks, lane thresholds lowered to fit.
+SMALL_LANE_ENV = {
+    "BATCH_CONVERSION_MIN_PAGES": "40",
+    "BATCH_CONVERSION_MIN_RECORDS": "10",
+    "BATCHLANE_PAGES_PER_CHUNK": "20",
+}
+PAGES = 60
+BLANK_EVERY = 15
+
+
+def submit(pages: int = PAGES, *, options: dict[str, Any] | None = None, blank_every: int = BLANK_EVERY) -> tuple[str, bytes]:
+    data = make_pdf(pages, blank_every=blank_every)
+    created = submit_pdf(services(), data, name="test.pdf", owner_id="tester", options=options)
+    return created["jobId"], data
+
+
+def run_job(pages: int = PAGES, *, options: dict[str, Any] | None = None, timeout_s: float = 120) -> dict[str, Any]:
+    job_id, _ = submit(pages, options=options)
+    wait_for_job(services(), job_id, timeout_s=timeout_s)
+    return job_report(services(), job_id)
+
+
+def wait_until(predicate: Any, *, timeout_s: float = 60, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def batch_row(job_id: str) -> dict[str, Any] | None:
+    return services().db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
+
+
+def page_results(job_id: str) -> dict[int, PageResult]:
+    svc = services()
+    results: dict[int, PageResult] = {}
+    for chunk in job_repo.get_chunks(svc.db, job_id):
+        for item in svc.store.get_json(chunk["result_key"])["pages"]:
+            page = PageResult.from_json(item)
+            assert page.page_number not in results, f"page {page.page_number} twice"
+            results[page.page_number] = page
+    return results
+
+
+def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = BLANK_EVERY) -> dict[int, PageResult]:
+    """The invariants: completed, every page once under its marker with its own text, money adds up."""
+    svc = services()
+    job = job_repo.get_job(svc.db, job_id)
+    assert job is not None
+    assert job["status"] == "completed", (job["status"], job["error_id"], job["error_message"])
+    assert job["pages_failed"] == 0
+    markdown = svc.store.get_bytes(job["markdown_key"]).decode()
+    last = -1
+    for number in range(1, pages + 1):
+        marker = markdown.index(f"<!-- Page {number} -->")
+        assert marker > last, f"page {number} out of order"
+        last = marker
+        if not (blank_every and number % blank_every == 0):
+            following = markdown[marker : markdown.find("<!-- Page", marker + 5) if number < pages else len(markdown)]
+            assert page_phrase(number, pages) in following, f"page {number}'s text is not under its marker"
+    results = page_results(job_id)
+    assert sorted(results) == list(range(1, pages + 1))
+    rows = ledger.ledger_rows(svc.db, job_id)
+    assert len([r for r in rows if r["source"] == "batch"]) <= 1
+    total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
+    assert Decimal(job["total_cost_usd"]) == total
+    chunk_cost = sum((Decimal(r["cost_usd"]) for r in rows if r["source"] == "chunk"), Decimal(0))
+    on_demand_pages_cost = sum((p.cost_usd for p in results.values() if p.served_by == "on_demand"), Decimal(0))
+    assert chunk_cost == on_demand_pages_cost, "chunk rows must cover exactly the on-demand pages"
+    batch_cost = Decimal(job["options"].get("_batchCostUsd", "0"))
+    assert total == chunk_cost + batch_cost
+    hold = ledger.get_hold(svc.db, job_id)
+    assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total
+    return results

@@ -1,0 +1,221 @@
+"""Every batch-lane path through the REAL state-machine files in the offline stack.
+
+Each test ends with the invariants of assert_converted_whole: the job is completed, no
+page is lost (every page once, in order, with its own text), the ledger has at most one
+batch row, chunk rows cover exactly the on-demand pages, and total = chunks + batch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import pytest
+
+from batchlane.batch.rows import TERMINAL_BEDROCK_STATUSES
+from batchlane.db import ledger
+from batchlane.local.lambda_runtime import Invocation
+from batchlane.runtime import reset_services, services
+
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
+
+FAST = "time_scale=36000,job_hours=0.5"
+NON_BLANK = PAGES - PAGES // 15
+
+
+def batch_ledger_rows(job_id: str) -> list[dict]:
+    return [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch"]
+
+
+def served(results: dict, lane: str) -> int:
+    return sum(1 for p in results.values() if p.served_by == lane)
+
+
+def test_completed_job_is_served_from_batch_at_half_price(stack_factory):
+    stack_factory(FAST, extra_env=SMALL_LANE_ENV)
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    assert served(results, "batch") == NON_BLANK and served(results, "on_demand") == 0
+    row = batch_row(report["job_id"])
+    assert (row["end_state"], row["accepted_count"], row["fallback_count"]) == ("Completed", NON_BLANK, 0)
+    [ledger_row] = batch_ledger_rows(report["job_id"])
+    assert ledger_row["metadata"]["batch"] is True and ledger_row["metadata"]["batchMultiplier"] == 0.5
+    assert ledger_row["metadata"]["jobArn"] == row["bedrock_job_arn"]
+    assert report["saving_pct"] == pytest.approx(50, abs=0.5)
+    assert services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["options"]["_batchPrimed"] is True
+
+
+@pytest.mark.parametrize(
+    "faults,end_state",
+    [
+        ("record_error_rate=0.2", "PartiallyCompleted"),
+        ("job_outcome=failed", "Failed"),
+        ("job_outcome=expired", "Expired"),
+        ("job_outcome=stopped", "Stopped"),
+    ],
+)
+def test_every_bedrock_end_state_converts_the_whole_job_and_bills_once(stack_factory, faults, end_state):
+    stack_factory(f"{FAST},{faults}", extra_env=SMALL_LANE_ENV)
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    row = batch_row(report["job_id"])
+    assert row["end_state"] == end_state
+    assert row["fallback_count"] > 0, "some records came back unusable or not at all"
+    assert served(results, "on_demand") == row["fallback_count"]
+    assert served(results, "batch") == row["accepted_count"]
+    [ledger_row] = batch_ledger_rows(report["job_id"])
+    assert ledger_row["metadata"]["endState"] == end_state
+
+
+def test_lost_terminal_event_is_ended_by_the_sweeper(stack_factory):
+    stack = stack_factory(f"{FAST},drop_terminal_event=1", extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, _ = submit()
+    stack.registry.invoke("batch_claimer", {})
+    wait_until(lambda: (r := batch_row(job_id)) and r["bedrock_job_arn"] and stack.bedrock.jobs[r["bedrock_job_arn"]].status in TERMINAL_BEDROCK_STATUSES, what="Bedrock job terminal")
+    wait_until(lambda: batch_row(job_id)["task_tokens"], what="the wait to register")
+    assert batch_row(job_id)["state"] == "submitted", "without the terminal event nothing ends the wait"
+    assert stack.bedrock.events.dropped >= 1
+    outcome = stack.registry.invoke("batch_sweeper", {})
+    assert outcome.result["woken"] == 1
+    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", what="completion")
+    results = assert_converted_whole(job_id)
+    assert served(results, "batch") == NON_BLANK
+
+
+def test_duplicate_events_are_harmless(stack_factory):
+    stack = stack_factory(f"{FAST},duplicate_events=1", extra_env=SMALL_LANE_ENV)
+    report = run_job()
+    assert_converted_whole(report["job_id"])
+    assert len(batch_ledger_rows(report["job_id"])) == 1
+    assert stack.registry.calls["batch_callback"] >= 2 * 5  # every transition twice
+
+
+def test_event_arriving_before_the_token_is_stored_still_ends_the_wait(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV)
+
+    def late_token(event, call_real):
+        # Hold the token back until the terminal event has been recorded on the row.
+        wait_until(lambda: batch_row(event["jobId"])["bedrock_status"] in TERMINAL_BEDROCK_STATUSES, what="terminal event first")
+        return call_real(event)
+
+    stack.registry.intercept("batch_wait", late_token)
+    report = run_job()
+    assert_converted_whole(report["job_id"])
+    assert batch_row(report["job_id"])["end_state"] == "Completed"
+
+
+def test_crash_after_create_adopts_the_same_bedrock_job(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV)
+    crashed = threading.Event()
+
+    def crash_after_create(event, call_real):
+        outcome = call_real(event)
+        if not crashed.is_set() and event.get("action", "submit") == "submit":
+            crashed.set()  # the job exists in Bedrock, but our write of its ARN is lost with the Lambda
+            services().db.run("UPDATE conversion_batch_jobs SET state = 'preparing', bedrock_job_arn = NULL, bedrock_job_name = NULL WHERE job_id = CAST(:id AS uuid)", id=event["jobId"])
+            return Invocation(error_type="Sandbox.Timedout", error_message="Task timed out after 900.00 seconds")
+        return outcome
+
+    stack.registry.intercept("batch_submit", crash_after_create)
+    report = run_job()
+    assert crashed.is_set()
+    assert_converted_whole(report["job_id"])
+    assert stack.bedrock.stats["jobs_created"] == 1, "the retried submit adopted the job instead of creating another"
+    assert len(batch_ledger_rows(report["job_id"])) == 1
+
+
+def test_collect_failing_five_times_bills_partial_output_and_resumes_on_demand(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV)
+    attempts = []
+
+    def broken_collect(event, call_real):
+        if event.get("step", "collect") == "collect":
+            attempts.append(1)
+            return Invocation(error_type="RuntimeError", error_message="S3 is having a bad day")
+        return call_real(event)
+
+    stack.registry.intercept("batch_collect", broken_collect)
+    report = run_job()
+    assert len(attempts) == 5
+    results = assert_converted_whole(report["job_id"])
+    assert served(results, "on_demand") == NON_BLANK and served(results, "batch") == 0
+    [ledger_row] = batch_ledger_rows(report["job_id"])
+    assert ledger_row["input_tokens"] > 0, "the partial bill comes from Bedrock's own manifest"
+    assert batch_row(report["job_id"])["end_state"] == "collect_failed"
+    assert "_batchPrimed" not in services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["options"]
+
+
+def test_too_few_records_skip_the_lane(stack_factory):
+    stack_factory(FAST, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MIN_RECORDS": "1000"})
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    row = batch_row(report["job_id"])
+    assert (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "too_few_records")
+    assert row["bedrock_job_arn"] is None and batch_ledger_rows(report["job_id"]) == []
+    assert served(results, "on_demand") == NON_BLANK
+
+
+def test_malformed_and_missing_output_lines_fall_back_on_demand(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV)
+    damaged = {}
+
+    def damage_output(event, call_real):
+        if not damaged and event.get("step", "collect") == "collect":
+            svc = services()
+            row = batch_row(event["jobId"])
+            key = next(k for k in svc.store.list_keys(f"batch/{event['jobId']}/output/") if k.endswith(".jsonl.out"))
+            lines = svc.store.get_bytes(key).splitlines()
+            damaged["missing"] = json.loads(lines[0])["recordId"]
+            damaged["malformed"] = json.loads(lines[1])["recordId"]
+            kept = [lines[1][: len(lines[1]) // 2], *lines[2:], b"{not json", b""]
+            svc.store.put_bytes(key, b"\n".join(kept) + b"\n")
+            assert row["state"] == "submitted"
+        return call_real(event)
+
+    stack.registry.intercept("batch_collect", damage_output)
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    row = batch_row(report["job_id"])
+    assert row["fallback_count"] == 2
+    for record_id in (damaged["missing"], damaged["malformed"]):
+        page = int(record_id.split("-p")[1])
+        assert results[page].served_by == "on_demand"
+    [ledger_row] = batch_ledger_rows(report["job_id"])
+    assert ledger_row["metadata"]["outcomes"]["malformed"] == 2
+
+
+def test_prompt_changed_between_prepare_and_run_goes_on_demand(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV)
+
+    def change_prompt_then_resume(event, call_real):
+        os.environ["BATCHLANE_MAX_TOKENS"] = "4096"  # part of the prompt hash
+        reset_services()
+        return call_real(event)
+
+    stack.registry.intercept("batch_resume", change_prompt_then_resume)
+    try:
+        report = run_job()
+    finally:
+        os.environ.pop("BATCHLANE_MAX_TOKENS", None)
+    results = assert_converted_whole(report["job_id"])
+    assert served(results, "batch") == 0 and served(results, "on_demand") == NON_BLANK
+    [ledger_row] = batch_ledger_rows(report["job_id"])
+    assert ledger_row["cost_usd"] > 0, "the batch output was still paid for, once"
+    chunk_rows = [r for r in ledger.ledger_rows(services().db, report["job_id"]) if r["source"] == "chunk"]
+    assert sum(r["metadata"]["primedMismatch"] for r in chunk_rows) == NON_BLANK
+
+
+def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, _ = submit()
+    stack.registry.invoke("batch_claimer", {})
+    sfn = stack._client("stepfunctions", stack.env["AWS_ENDPOINT_URL"])
+    sfn.start_execution(stateMachineArn=stack.state_machine_arns["batch_lane"], name=f"batch-{job_id}-twin", input=json.dumps({"jobId": job_id}))
+    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", timeout_s=120, what="completion")
+    executions = sfn.list_executions(stateMachineArn=stack.state_machine_arns["batch_lane"])["executions"]
+    wait_until(lambda: all(e["status"] != "RUNNING" for e in sfn.list_executions(stateMachineArn=stack.state_machine_arns["batch_lane"])["executions"]), what="both executions end")
+    assert len([e for e in executions if job_id in e["name"]]) == 2
+    assert_converted_whole(job_id)
+    assert len(batch_ledger_rows(job_id)) == 1
+    assert stack.bedrock.stats["jobs_created"] == 1

@@ -1,0 +1,81 @@
+"""GovernedTransport: backoff with full jitter while holding the slot, within a budget."""
+
+import pytest
+from ondemand_fakes import CONFIG, ModelTransport, RecordingLimiter, chunk_pages
+
+from batchlane.converter import ModelCallError, build_page_request
+from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport
+
+PAGE = chunk_pages(1)[0]
+REQUEST = build_page_request(chunk_index=0, page_number=1, pdf_bytes=PAGE.pdf_bytes, config=CONFIG)
+
+
+class SleepRecorder:
+    def __init__(self, limiter=None):
+        self.waits = []
+        self.held_while_sleeping = []
+        self._limiter = limiter
+
+    def __call__(self, seconds):
+        self.waits.append(seconds)
+        if self._limiter is not None:
+            self.held_while_sleeping.append(self._limiter.held)
+
+
+def test_throttles_are_absorbed_while_the_slot_is_held():
+    limiter = RecordingLimiter()
+    sleep = SleepRecorder(limiter)
+    inner = ModelTransport(lambda request, n: "throttle" if n <= 3 else None)
+    transport = GovernedTransport(inner, limiter, BackoffPolicy(base_s=1, max_s=20, budget_s=1e9, max_attempts=10), sleep=sleep)
+    answer = transport.send(REQUEST)
+    assert answer.text and len(inner.sent) == 4
+    assert (transport.requests, transport.throttled, transport.exhausted) == (4, 3, 0)
+    # one slot for the whole request: taken once, held through every backoff, given back once
+    assert limiter.events == ["acquire", "release"] and sleep.held_while_sleeping == [1, 1, 1]
+    # full jitter: each wait is uniform in [0, min(max, base * 2^n)]
+    assert all(0 <= wait <= cap for wait, cap in zip(sleep.waits, (1, 2, 4), strict=True))
+
+
+def test_a_spent_budget_raises_a_retryable_error_never_an_answer():
+    limiter = RecordingLimiter()
+    inner = ModelTransport(lambda request, n: "throttle")
+    transport = GovernedTransport(inner, limiter, BackoffPolicy(base_s=0.01, max_s=0.01, budget_s=1e9, max_attempts=4), sleep=SleepRecorder())
+    with pytest.raises(ModelCallError) as caught:
+        transport.send(REQUEST)
+    assert caught.value.retryable and caught.value.code == "ThrottlingException"
+    assert len(inner.sent) == 4 and transport.exhausted == 1 and limiter.held == 0
+
+
+def test_a_non_retryable_error_is_not_retried():
+    class Invalid:
+        sent = 0
+
+        def send(self, request):
+            self.sent += 1
+            raise ModelCallError("ValidationException", "bad", retryable=False)
+
+    inner = Invalid()
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(), sleep=SleepRecorder())
+    with pytest.raises(ModelCallError):
+        transport.send(REQUEST)
+    assert inner.sent == 1
+
+
+def test_an_aborted_chunk_sends_nothing_and_stops_backing_off():
+    inner = ModelTransport(lambda request, n: "throttle")
+    stopped = {"now": True}
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(), aborted=lambda: stopped["now"], sleep=SleepRecorder())
+    with pytest.raises(Aborted):
+        transport.send(REQUEST)
+    assert inner.sent == []
+    # cancelled while backing off: the next attempt is not made
+    calls = {"n": 0}
+
+    def aborted():
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(), aborted=aborted, sleep=SleepRecorder())
+    with pytest.raises(Aborted):
+        transport.send(REQUEST)
+    assert len(inner.sent) == 1

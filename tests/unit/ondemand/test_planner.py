@@ -1,0 +1,26 @@
+"""How many pages go in one request."""
+
+from batchlane.ondemand.planner import RequestPlan
+
+from ondemand_fakes import chunk_pages
+
+
+def _planned(plan, layers):
+    pages = chunk_pages(len(layers))
+    return [plan.plan(page, layer) for page, layer in zip(pages, layers, strict=True)]
+
+
+def test_count_is_the_smallest_of_setting_api_limit_and_token_budget():
+    layer = "x" * 400  # ~125 output tokens a page
+    assert [len(g) for g in RequestPlan(pages_per_request=20, max_documents=5).groups(_planned(RequestPlan(), [layer] * 12))] == [5, 5, 2]
+    assert [len(g) for g in RequestPlan(pages_per_request=3).groups(_planned(RequestPlan(), [layer] * 7))] == [3, 3, 1]
+    # 256 tokens * 0.75 = 192: one ~125-token page per request
+    tight = RequestPlan(max_tokens=256)
+    assert [len(g) for g in tight.groups(_planned(tight, [layer] * 3))] == [1, 1, 1]
+
+
+def test_a_dense_page_goes_alone_and_a_scan_counts_the_default_estimate():
+    plan = RequestPlan(max_tokens=4000, fill=0.75, default_estimate=1200)  # budget 3000
+    planned = _planned(plan, ["x" * 400, "x" * 12000, "x" * 400, "", ""])
+    assert planned[3].estimate == 1200
+    assert [[p.number for p in g] for g in plan.groups(planned)] == [[1], [2], [3, 4, 5]]
