@@ -19,6 +19,9 @@ SMALL_LANE_ENV = {
     "BATCH_CONVERSION_MIN_PAGES": "40",
     "BATCH_CONVERSION_MIN_RECORDS": "10",
     "BATCHLANE_PAGES_PER_CHUNK": "20",
+    # At time_scale 36000 AWS's 2 h grace is 0.2 s of real time: too close to Bedrock's own
+    # expiry for a test on a busy machine. A day of grace keeps the paths apart.
+    "BATCH_CONVERSION_GRACE_HOURS": "24",
 }
 PAGES = 60
 BLANK_EVERY = 15

@@ -219,3 +219,26 @@ def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1
     assert stack.bedrock.stats["jobs_created"] == 1
+
+
+def test_wait_timeout_stops_the_job_and_collects_what_exists(stack_factory):
+    # Bedrock expires the job at its timeout, but the terminal event is lost and no sweeper
+    # runs: only WaitForBatch's own timeout (batch timeout + grace) can end the wait.
+    stack = stack_factory("time_scale=36000,job_hours=100,drop_terminal_event=1", extra_env=SMALL_LANE_ENV, schedules=False)
+    stops = []
+
+    def record_stops(event, call_real):
+        if event.get("action") == "stop":
+            stops.append(event["reason"])
+        return call_real(event)
+
+    stack.registry.intercept("batch_submit", record_stops)
+    job_id, _ = submit()
+    stack.registry.invoke("batch_claimer", {})
+    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", timeout_s=120, what="completion")
+    assert stops == ["overdue"]
+    results = assert_converted_whole(job_id)
+    row = batch_row(job_id)
+    assert row["end_state"] == "Expired" and row["reason"] == "overdue"
+    assert served(results, "batch") == row["accepted_count"] > 0
+    assert len(batch_ledger_rows(job_id)) == 1

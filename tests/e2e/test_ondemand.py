@@ -230,6 +230,10 @@ def test_pacing_spaces_requests_by_the_configured_rate(db, migrated_url):
     assert waits[0] == 0.0
     # the n-th ticket waits about n intervals (the statements themselves take a little time)
     assert all(0.1 * n - 0.05 <= wait <= 0.1 * n + 1e-6 for n, wait in enumerate(waits))
+    # with a burst of 3, after idling, four start at once and the fifth waits one interval
+    bursty = PgLimiter(store, LimitSettings(concurrency=0, rpm=600, burst=3))
+    waits = [bursty.pace(f"{pool}-burst") for _ in range(5)]
+    assert waits[:4] == [0.0] * 4 and 0.05 <= waits[4] <= 0.1 + 1e-6
 
 
 def _wait_for(condition, timeout_s: float = 120) -> None:  # type: ignore[no-untyped-def]

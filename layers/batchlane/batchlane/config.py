@@ -61,6 +61,7 @@ class Settings(BaseSettings):
     # The global on-demand limit, shared by every running Lambda (leases in PostgreSQL).
     batchlane_global_concurrency: int = Field(32, ge=0, le=10_000)  # in-flight Converse requests; 0 = no limit
     batchlane_ondemand_rpm: float = Field(0, ge=0)  # requests a minute to pace at (set ~95% of the quota); 0 = no pacing
+    batchlane_ondemand_burst: int = Field(0, ge=0)  # requests that may start ahead of the pace after idling; rpm + burst <= quota
     batchlane_lease_ttl_s: float = Field(300, ge=5)  # a dead worker's slot frees itself after this
     batchlane_lease_wait_s: float = Field(300, ge=0)  # longest wait for a slot before the page is retried later
     # Throttling: exponential backoff with full jitter, holding the slot, within a budget per request.
@@ -109,6 +110,11 @@ class Settings(BaseSettings):
     def batch_lane_configured(self) -> bool:
         """The lane is on only when enabled AND it has somewhere to write and a role to pass."""
         return bool(self.batch_conversion_enabled and self.batch_conversion_s3_bucket and self.batch_conversion_role_arn)
+
+    @property
+    def batch_deadline_hours(self) -> float:
+        """Hours from submit until a batch job is overdue (timeout + grace), in (scaled) real time."""
+        return (self.batch_conversion_timeout_hours + self.batch_conversion_grace_hours) / self.batchlane_time_scale
 
     @property
     def batch_wait_seconds(self) -> int:

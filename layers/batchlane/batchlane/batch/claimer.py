@@ -23,7 +23,7 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     if not settings.batch_lane_configured:
         return {"claimed": [], "reason": "lane_off"}
     quota = settings.batch_conversion_max_concurrent_jobs
-    wait_hours = settings.batch_conversion_timeout_hours + settings.batch_conversion_grace_hours
+    wait_hours = settings.batch_deadline_hours
     claimed: list[str] = []
     with svc.db.transaction() as tx:
         tx.run("SELECT pg_advisory_xact_lock(:key)", key=_CLAIM_LOCK)

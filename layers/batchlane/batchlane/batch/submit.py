@@ -44,8 +44,7 @@ def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
         bucket = settings.batch_conversion_s3_bucket or settings.batchlane_bucket
         output_uri = f"s3://{bucket}/{keys.batch_output_prefix(job_id)}"
         arn = _create(svc, job_id, name, row["model_id"], f"s3://{bucket}/{keys.batch_input_prefix(job_id)}", output_uri)
-        wait_hours = settings.batch_conversion_timeout_hours + settings.batch_conversion_grace_hours
-        row = rows.mark_submitted(svc.db, job_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=wait_hours)
+        row = rows.mark_submitted(svc.db, job_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=settings.batch_deadline_hours)
         assert row is not None
         logger.info("batch job submitted", job_id=job_id, bedrock_job_arn=arn, records=row["record_count"])
     job = job_repo.get_job(svc.db, job_id)

@@ -77,7 +77,7 @@ def sweep(svc: Services) -> dict[str, Any]:
         job_id = str(row["job_id"])
         existing = find_job_by_name(bedrock, bedrock_job_name(job_id))
         if existing:  # it exists, so it is billing: adopt it
-            rows.mark_submitted(svc.db, job_id, arn=existing["jobArn"], name=existing["jobName"], output_uri=existing.get("outputDataConfig", {}).get("s3OutputDataConfig", {}).get("s3Uri", ""), deadline_hours=svc.settings.batch_conversion_timeout_hours + svc.settings.batch_conversion_grace_hours)
+            rows.mark_submitted(svc.db, job_id, arn=existing["jobArn"], name=existing["jobName"], output_uri=existing.get("outputDataConfig", {}).get("s3OutputDataConfig", {}).get("s3Uri", ""), deadline_hours=svc.settings.batch_deadline_hours)
             adopted += 1
         else:
             from batchlane.batch.collect import abandon

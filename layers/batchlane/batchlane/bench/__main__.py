@@ -10,6 +10,7 @@ import sys
 FIGURE_MODULES = (
     "batchlane.bench.pdf",
     "batchlane.bench.demo",
+    "batchlane.bench.ondemand",
 )
 
 

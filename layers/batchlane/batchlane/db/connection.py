@@ -80,6 +80,7 @@ class Database:
         self.params = params
         self._local = threading.local()
         self._all: list[pg8000.native.Connection] = []
+        self._owners: dict[pg8000.native.Connection, threading.Thread] = {}
         self._lock = threading.Lock()
 
     # -- connections -------------------------------------------------------------------
@@ -100,6 +101,8 @@ class Database:
                 con = pg8000.native.Connection(**kwargs)
                 with self._lock:
                     self._all.append(con)
+                    self._owners[con] = threading.current_thread()
+                self._close_orphans()
                 return con
             except (InterfaceError, OSError) as exc:
                 last_error = exc
@@ -138,6 +141,21 @@ class Database:
                 self._discard(con)
         self.connection()
 
+    def _close_orphans(self) -> None:
+        """Close the connections of threads that have ended (the offline stack runs each
+        invocation on a fresh thread; without this they would pile up to max_connections)."""
+        with self._lock:
+            orphans = [con for con, owner in self._owners.items() if not owner.is_alive()]
+            for con in orphans:
+                del self._owners[con]
+                if con in self._all:
+                    self._all.remove(con)
+        for con in orphans:
+            try:
+                con.close()
+            except Exception:  # already dead: nothing to release
+                pass
+
     def _discard(self, con: pg8000.native.Connection) -> None:
         try:
             con.close()
@@ -146,11 +164,13 @@ class Database:
         with self._lock:
             if con in self._all:
                 self._all.remove(con)
+            self._owners.pop(con, None)
         self._local.con = None
 
     def close(self) -> None:
         with self._lock:
             cons, self._all = self._all, []
+            self._owners.clear()
         for con in cons:
             try:
                 con.close()

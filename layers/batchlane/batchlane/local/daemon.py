@@ -19,6 +19,14 @@ from pathlib import Path
 from typing import Any
 
 STATE_FILE = "state.json"
+# `batchlane local up` is for people: an emulated batch job takes about two minutes of
+# real time (1 emulated hour at 30x, plus the short phases), long enough to watch a job
+# wait for its batch and act on it. A --faults value with its own time_scale wins.
+DEFAULT_LOCAL_FAULTS = "time_scale=30"
+
+
+def with_default_faults(faults: str) -> str:
+    return ",".join(f for f in (DEFAULT_LOCAL_FAULTS if "time_scale" not in (faults or "") else "", faults) if f)
 
 
 def _alive(pid: int) -> bool:
@@ -102,7 +110,7 @@ def _run(workdir: Path, faults: str) -> None:
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
-    stack = OfflineStack(StackOptions(workdir=workdir, faults=faults)).start()
+    stack = OfflineStack(StackOptions(workdir=workdir, faults=with_default_faults(faults))).start()
     try:
         state = {"pid": os.getpid(), "status": "ready", "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "faults": faults, "env": stack.env}
         tmp = workdir / (STATE_FILE + ".tmp")

@@ -74,6 +74,7 @@ class OfflineStack:
         self._pg: Any = None
         self._moto: ThreadedMotoServer | None = None
         self.bedrock: BedrockEmulator | None = None
+        self.api: Any = None  # LocalApiServer: the api handler on loopback (BATCHLANE_API_URL)
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._saved_env: dict[str, str | None] = {}
@@ -121,6 +122,11 @@ class OfflineStack:
         migrate(services().db)
         patches.install(self.registry, self._start_execution_from_event)
         self._deploy(moto_url)
+        from batchlane.local.api_server import LocalApiServer
+
+        self.api = LocalApiServer(self.registry)
+        self._set_env({"BATCHLANE_API_URL": self.api.start()})
+        self.env["BATCHLANE_API_URL"] = self.api.url
         self._start_schedules()
         log.info("offline stack up", extra={"moto": moto_url, "bedrock": bedrock_url})
         return self
@@ -129,6 +135,8 @@ class OfflineStack:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=5)
+        if self.api:
+            self.api.stop()
         if self.bedrock:
             self.bedrock.stop()
         reset_services()

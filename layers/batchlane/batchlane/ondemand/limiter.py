@@ -5,8 +5,9 @@ back after, so however many documents run at once, at most ``global_concurrency`
 requests per model are in flight. A slot is a lease: it expires ``lease_ttl_s`` after
 it was taken (renewed before each attempt), so a worker killed mid-request frees its
 slot on its own. With ``ondemand_rpm`` set, every attempt also takes a start time from
-a shared schedule spaced 60/rpm seconds apart, so the account's requests-per-minute
-quota is met by pacing instead of by throttling. Why PostgreSQL and not the platform's
+a shared schedule spaced 60/rpm seconds apart (up to ``ondemand_burst`` may start early
+after an idle spell), so the account's requests-per-minute quota is met by pacing
+instead of by throttling. Why PostgreSQL and not the platform's
 limits: docs/ondemand.md.
 
 All limiter statements of a process go through ONE connection on one thread: a Lambda
@@ -42,6 +43,7 @@ class Aborted(Exception):
 class LimitSettings:
     concurrency: int  # 0 = no concurrency limit
     rpm: float  # 0 = no pacing
+    burst: int = 0  # requests that may start ahead of the pace after an idle spell
     lease_ttl_s: float = 300.0
     lease_wait_s: float = 300.0
 
@@ -50,6 +52,7 @@ class LimitSettings:
         return cls(
             concurrency=int(settings.batchlane_global_concurrency),
             rpm=float(settings.batchlane_ondemand_rpm),
+            burst=int(settings.batchlane_ondemand_burst),
             lease_ttl_s=float(settings.batchlane_lease_ttl_s),
             lease_wait_s=float(settings.batchlane_lease_wait_s),
         )
@@ -166,7 +169,7 @@ class PgLimiter:
     def pace(self, pool: str) -> float:
         if not self.limits.rpm:
             return 0.0
-        return float(self._store.scalar("SELECT ondemand_pace_ticket(:pool, :interval) AS wait", pool=pool, interval=60.0 / self.limits.rpm) or 0.0)
+        return float(self._store.scalar("SELECT ondemand_pace_ticket(:pool, :interval, :burst) AS wait", pool=pool, interval=60.0 / self.limits.rpm, burst=self.limits.burst) or 0.0)
 
 
 _stores: dict[ConnectParams, SerialDatabase] = {}

@@ -38,17 +38,21 @@ BEGIN
 END;
 $$;
 
--- Requests-per-minute pacing (virtual scheduling): each caller gets the next start time
--- one interval after the previous one, never earlier than now, and waits until then.
+-- Requests-per-minute pacing (GCRA / virtual scheduling): next_at is when the next request
+-- may start if none are ahead. A caller starts at next_at, or up to p_burst intervals earlier
+-- after an idle spell, and pushes next_at one interval on; it waits until its start.
+-- In any 60 s about rpm + burst + 1 requests may start: keep that below the quota.
 CREATE TABLE ondemand_pace (
     pool     text PRIMARY KEY,
     next_at  timestamptz NOT NULL
 );
 
-CREATE FUNCTION ondemand_pace_ticket(p_pool text, p_interval_s double precision)
+CREATE FUNCTION ondemand_pace_ticket(p_pool text, p_interval_s double precision, p_burst integer)
 RETURNS double precision LANGUAGE sql AS $$
-    INSERT INTO ondemand_pace AS p (pool, next_at) VALUES (p_pool, clock_timestamp())
+    INSERT INTO ondemand_pace AS p (pool, next_at)
+    VALUES (p_pool, clock_timestamp() - make_interval(secs => p_interval_s * p_burst) + make_interval(secs => p_interval_s))
     ON CONFLICT (pool) DO UPDATE
-        SET next_at = greatest(p.next_at + make_interval(secs => p_interval_s), clock_timestamp())
-    RETURNING greatest(0, extract(epoch FROM (p.next_at - clock_timestamp())))::double precision;
+        SET next_at = greatest(p.next_at, clock_timestamp() - make_interval(secs => p_interval_s * p_burst))
+                      + make_interval(secs => p_interval_s)
+    RETURNING greatest(0, extract(epoch FROM (p.next_at - make_interval(secs => p_interval_s) - clock_timestamp())))::double precision;
 $$;

@@ -1,0 +1,176 @@
+"""Routes: Powertools' APIGatewayRestResolver over the use cases; errors as JSON with stable codes.
+
+| method | path                                   | use case                     |
+|--------|----------------------------------------|------------------------------|
+| GET    | /api/files                             | the caller's files (+ conversion, batchWaiting) |
+| POST   | /api/v1/files                          | register an upload → presigned PUT URL |
+| POST   | /api/v1/files/{fileId}/convert         | start the conversion of an uploaded file |
+| DELETE | /api/v1/files/{fileId}                 | cancel a live conversion, then delete |
+| GET    | /api/v1/files/{fileId}/conversion      | progress of the file's conversion |
+| POST   | /api/v1/files/{fileId}/cancel          | cancel it                    |
+| POST   | /api/v1/files/{fileId}/process-now     | leave the batch lane, convert on-demand now |
+| GET    | /api/v1/jobs/{jobId}                   | progress by job id (the CLI) |
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from batchlane.api import usecases
+from batchlane.api.uploads import S3Uploads
+from batchlane.aws.clients import client
+from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
+from batchlane.observability import logger
+from batchlane.runtime import services
+
+app = APIGatewayRestResolver()
+
+JOB_STATUSES = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
+
+
+class Unauthorized(BatchlaneError):
+    error_id = "UNAUTHORIZED"
+
+
+class BadRequest(BatchlaneError):
+    error_id = "BAD_REQUEST"
+
+
+class RegisterUpload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(min_length=1, max_length=255)
+    sizeBytes: int = Field(ge=1)
+
+
+class ConvertRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class JobGuard(BaseModel):
+    """Optional body of cancel / process-now: act only if this is still the file's current job."""
+
+    model_config = ConfigDict(extra="forbid")
+    jobId: str | None = None
+
+
+def _error(status: int, code: str, message: str, **extra: Any) -> Response:
+    return Response(status_code=status, content_type="application/json", body=json.dumps({"code": code, "message": message, **extra}))
+
+
+def _caller() -> str:
+    claims = (app.current_event.request_context.authorizer.claims or {}) if app.current_event.request_context.authorizer else {}
+    sub = claims.get("sub")
+    if not sub:
+        raise Unauthorized("No caller identity: send a Cognito token.")
+    return str(sub)
+
+
+def _body(model: type[BaseModel]) -> Any:
+    raw = app.current_event.body
+    try:
+        data = json.loads(raw) if raw else {}
+        return model.model_validate(data)
+    except ValueError as exc:  # ValidationError is a ValueError; so is bad JSON
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ())) or "body"
+            raise BadRequest(f"{where}: {first.get('msg')}") from None
+        raise BadRequest("The body is not valid JSON.") from None
+
+
+def _uploads() -> S3Uploads:
+    return S3Uploads(client("s3"), services().settings.batchlane_bucket)
+
+
+# -- routes ------------------------------------------------------------------------------
+@app.get("/api/files")
+def list_files() -> dict[str, Any]:
+    owner = _caller()
+    params = app.current_event.query_string_parameters or {}
+    status = params.get("status") or None
+    if status is not None and status not in JOB_STATUSES:
+        raise BadRequest(f"status must be one of {', '.join(JOB_STATUSES)}")
+    try:
+        limit = max(1, min(500, int(params.get("limit") or 100)))
+    except ValueError:
+        raise BadRequest("limit must be a number") from None
+    return usecases.list_files(services(), owner, job_status=status, limit=limit)
+
+
+@app.post("/api/v1/files")
+def register_upload() -> tuple[dict[str, Any], int]:
+    owner = _caller()
+    request = _body(RegisterUpload)
+    return usecases.register_upload(services(), _uploads(), owner, name=request.name, size_bytes=request.sizeBytes), 201
+
+
+@app.post("/api/v1/files/<fileId>/convert")
+def convert(fileId: str) -> tuple[dict[str, Any], int]:
+    owner = _caller()
+    request = _body(ConvertRequest)
+    return usecases.convert_file(services(), owner, fileId, options=request.options), 202
+
+
+@app.delete("/api/v1/files/<fileId>")
+def delete_file(fileId: str) -> dict[str, Any]:
+    return usecases.delete_file(services(), _uploads(), _caller(), fileId)
+
+
+@app.get("/api/v1/files/<fileId>/conversion")
+def conversion(fileId: str) -> dict[str, Any]:
+    return usecases.file_conversion(services(), _caller(), fileId)
+
+
+@app.post("/api/v1/files/<fileId>/cancel")
+def cancel(fileId: str) -> dict[str, Any]:
+    owner = _caller()
+    return usecases.cancel_file(services(), owner, fileId, job_id=_body(JobGuard).jobId)
+
+
+@app.post("/api/v1/files/<fileId>/process-now")
+def process_now(fileId: str) -> dict[str, Any]:
+    owner = _caller()
+    return usecases.process_now_file(services(), owner, fileId, job_id=_body(JobGuard).jobId)
+
+
+@app.get("/api/v1/jobs/<jobId>")
+def job(jobId: str) -> dict[str, Any]:
+    return usecases.job_conversion(services(), _caller(), jobId)
+
+
+# -- errors ------------------------------------------------------------------------------
+_STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
+    (Unauthorized, 401),
+    (BadRequest, 400),
+    (usecases.ConversionRejected, 422),
+    (InputError, 400),
+    (NotFound, 404),
+    (Conflict, 409),
+    (StoreUnavailable, 503),
+)
+
+
+@app.exception_handler(BatchlaneError)
+def _known(exc: BatchlaneError) -> Response:
+    status = next((code for kind, code in _STATUS_BY_TYPE if isinstance(exc, kind)), 500)
+    extra = {"jobId": exc.job_id} if isinstance(exc, usecases.ConversionRejected) else {}
+    if status >= 500:
+        logger.exception("request failed", code=exc.error_id)
+    return _error(status, exc.error_id, str(exc), **extra)
+
+
+@app.not_found
+def _no_route(exc: NotFoundError) -> Response:
+    return _error(404, "ROUTE_NOT_FOUND", f"No route {app.current_event.http_method} {app.current_event.path}.")
+
+
+@app.exception_handler(Exception)
+def _unexpected(exc: Exception) -> Response:
+    logger.exception("unexpected error")
+    return _error(500, "INTERNAL", "Internal error; the request id is in the logs.")

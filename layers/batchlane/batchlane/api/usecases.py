@@ -1,0 +1,136 @@
+"""The API's use cases. Each takes the caller's id and answers only about the caller's files.
+
+A file that does not exist, was deleted, or belongs to someone else is the same
+``NotFound`` (404 FILE_NOT_FOUND): the API never confirms that another user's id exists.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pg8000.exceptions import DatabaseError
+
+from batchlane import keys
+from batchlane.api import views
+from batchlane.api.uploads import UPLOAD_URL_TTL_S, UploadPort
+from batchlane.conversion.create import create_job
+from batchlane.db import jobs as job_repo
+from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound
+from batchlane.observability import logger
+from batchlane.operations import cancel_job, process_now
+from batchlane.runtime import Services
+
+LIVE = job_repo.LIVE_JOB_STATUSES
+
+
+class ConversionRejected(BatchlaneError):
+    """The PDF was read and refused (bad PDF, too large, ...): the job is recorded as failed (HTTP 422)."""
+
+    def __init__(self, message: str, *, error_id: str, job_id: str) -> None:
+        super().__init__(message, error_id=error_id)
+        self.job_id = job_id
+
+
+def _uuid(value: str) -> str | None:
+    try:
+        return str(uuid.UUID(value))
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def owned_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
+    fid = _uuid(file_id)
+    row = fid and svc.db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid) AND owner_id = :owner AND deleted_at IS NULL", id=fid, owner=owner_id)
+    if not row:
+        raise NotFound(f"No file {file_id}.", error_id="FILE_NOT_FOUND")
+    return row
+
+
+def _current_job(svc: Services, file_id: str, expected_job_id: str | None) -> dict[str, Any]:
+    job = views.latest_job_row(svc.db, file_id)
+    if job is None:
+        raise NotFound("The file has never been converted.", error_id="CONVERSION_NOT_FOUND")
+    if expected_job_id and str(job["job_id"]) != _uuid(expected_job_id):
+        raise Conflict(f"Job {expected_job_id} is not the file's current conversion ({job['job_id']}).", error_id="JOB_NOT_CURRENT")
+    return job
+
+
+# -- reads -------------------------------------------------------------------------------
+def list_files(svc: Services, owner_id: str, *, job_status: str | None = None, limit: int = 100) -> dict[str, Any]:
+    return {"files": views.owner_files(svc.db, owner_id, job_status=job_status, limit=limit)}
+
+
+def file_conversion(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
+    owned_file(svc, owner_id, file_id)
+    return views.conversion_view(_current_job(svc, file_id, None))
+
+
+def job_conversion(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    jid = _uuid(job_id)
+    row = jid and views.job_row(svc.db, jid)
+    if not row or row["owner_id"] != owner_id:
+        raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
+    owned_file(svc, owner_id, str(row["file_id"]))  # a deleted file's jobs are gone too
+    return views.conversion_view(row)
+
+
+# -- writes ------------------------------------------------------------------------------
+def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: str, size_bytes: int) -> dict[str, Any]:
+    limit = svc.settings.batchlane_max_file_mb
+    if size_bytes > limit * 1024 * 1024:
+        raise InputError(f"The file is {size_bytes // (1024 * 1024)} MB; the limit is {limit} MB.", error_id="PDF_TOO_LARGE")
+    with svc.db.transaction() as tx:
+        row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=size_bytes)
+        file_id = str(row["id"])
+        key = keys.upload_key(file_id, name)
+        tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
+    logger.info("upload registered", file_id=file_id, size_bytes=size_bytes)
+    return {"fileId": file_id, "name": name, "upload": {"method": "PUT", "url": uploads.presigned_put(key), "expiresInSeconds": UPLOAD_URL_TTL_S}}
+
+
+def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
+    file_row = owned_file(svc, owner_id, file_id)
+    live = svc.db.one("SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))", id=file_id, live=list(LIVE))
+    if live:
+        raise Conflict(f"The file is already being converted (job {live['id']}).", error_id="CONVERSION_IN_PROGRESS")
+    try:
+        svc.store.size(file_row["s3_key"])
+    except NotFound:
+        raise Conflict("The file has not been uploaded yet: PUT it to the upload URL first.", error_id="UPLOAD_MISSING") from None
+    try:
+        created = create_job(svc, file_id=str(file_row["id"]), options=options)
+    except DatabaseError as exc:  # one_live_job_per_file: a concurrent convert won
+        if "one_live_job_per_file" in str(exc):
+            raise Conflict("The file is already being converted.", error_id="CONVERSION_IN_PROGRESS") from exc
+        raise
+    if created.status == "failed":
+        raise ConversionRejected(created.error_message or "The PDF cannot be converted.", error_id=created.error_id or "INPUT_INVALID", job_id=created.job_id)
+    return created.to_json()
+
+
+def cancel_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None) -> dict[str, Any]:
+    owned_file(svc, owner_id, file_id)
+    job = _current_job(svc, file_id, job_id)
+    if job["status"] in ("completed", "failed"):
+        raise Conflict(f"The conversion is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
+    return cancel_job(svc, str(job["job_id"])).to_json()
+
+
+def process_now_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None) -> dict[str, Any]:
+    owned_file(svc, owner_id, file_id)
+    job = _current_job(svc, file_id, job_id)
+    return process_now(svc, str(job["job_id"])).to_json()
+
+
+def delete_file(svc: Services, uploads: UploadPort, owner_id: str, file_id: str) -> dict[str, Any]:
+    """Cancel a live conversion first (409 CONVERSION_FINISHING while assembling), then hide the file."""
+    file_row = owned_file(svc, owner_id, file_id)
+    cancelled = None
+    job = views.latest_job_row(svc.db, file_id)
+    if job is not None and job["status"] in LIVE:
+        cancelled = cancel_job(svc, str(job["job_id"])).job_id
+    svc.db.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
+    uploads.delete(file_row["s3_key"])
+    logger.info("file deleted", file_id=file_id, cancelled_job=cancelled)
+    return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}

@@ -1,0 +1,167 @@
+"""The on-demand path against the emulated account quota (issue 5).
+
+``ondemand_20_pages``: seconds from submit to completed for a 20-page PDF, tuned
+settings (5 pages a request, 4 requests in flight per chunk, global limit on) against
+the old way measured in the same run (one page a request, one request at a time).
+The emulator charges time like a model does: ``converse_latency_ms`` per request plus
+``output_ms_per_token`` per generated token, so a 5-page answer takes longer than a
+1-page one (not the same fixed latency), under ``throttle_rpm``.
+
+``ondemand_23_documents``: 23 documents of 100–300 pages submitted at once under
+``throttle_rpm``. value = Converse requests a minute the emulator accepted while the
+documents were converting (first to last accepted request); baseline = the quota;
+ratio = ``quota_fraction``. ``pages_lost`` counts pages with no marker in their job's
+Markdown (must be 0); ``pages_failed`` pages marked failed; ``throttled_requests`` the
+emulator's ThrottlingException answers. The limiter paces at 95% of the quota, with a burst
+that keeps pace + burst + 1 within it.
+
+``--quick`` shrinks both (10 pages; 23 documents of 20–60 pages) for a smoke run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from batchlane.bench import figure
+from batchlane.db import jobs as job_repo
+from batchlane.local.jobs import submit_pdf, wait_for_job
+from batchlane.local.pdfgen import make_pdf
+from batchlane.local.stack import OfflineStack, StackOptions
+from batchlane.runtime import services
+
+SMALL_JOB_FAULTS = "throttle_rpm=60,converse_latency_ms=400,output_ms_per_token=2"
+MANY_JOBS_RPM = 600
+MANY_JOBS_FAULTS = f"throttle_rpm={MANY_JOBS_RPM},converse_latency_ms=300,output_ms_per_token=0.2"
+_MARKER = re.compile(r"<!-- Page (\d+)(?::[^>]*)? -->")
+
+
+def _stack(workdir: str, faults: str, env: dict[str, str]) -> OfflineStack:
+    return OfflineStack(StackOptions(workdir=Path(workdir), faults=faults, database_url=os.environ.get("DATABASE_URL"), batch_lane=False, extra_env=env))
+
+
+def _timed_job(pages: int, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
+    data = make_pdf(pages)
+    with tempfile.TemporaryDirectory(prefix="batchlane-bench-") as workdir, _stack(workdir, SMALL_JOB_FAULTS, env) as stack:
+        svc = services()
+        started = time.perf_counter()
+        job_id = submit_pdf(svc, data, name=f"bench-{pages}.pdf", owner_id="bench")["jobId"]
+        final = wait_for_job(svc, job_id, timeout_s=900, poll_s=0.05)
+        elapsed = time.perf_counter() - started
+        assert stack.bedrock is not None
+        return elapsed, {"status": final.status, "requests": stack.bedrock.stats["converse_ok"], "throttled": stack.bedrock.stats["converse_throttled"]}
+
+
+def twenty_pages(pages: int) -> dict[str, Any]:
+    baseline, base = _timed_job(pages, {"BATCHLANE_PAGES_PER_REQUEST": "1", "BATCHLANE_CHUNK_CONCURRENCY": "1", "BATCHLANE_GLOBAL_CONCURRENCY": "0"})
+    value, tuned = _timed_job(pages, {"BATCHLANE_ONDEMAND_RPM": "57", "BATCHLANE_ONDEMAND_BURST": "2"})
+    return figure(
+        f"ondemand_{pages}_pages",
+        value,
+        "s",
+        baseline,
+        baseline_is="one page a request, one request at a time, same emulated quota",
+        faults=SMALL_JOB_FAULTS,
+        status=tuned["status"],
+        requests=tuned["requests"],
+        baseline_requests=base["requests"],
+        throttled_requests=tuned["throttled"],
+    )
+
+
+def _pages_in(markdown: str) -> tuple[set[int], int]:
+    found = {int(m.group(1)) for m in _MARKER.finditer(markdown)}
+    return found, markdown.count(": failed (")
+
+
+def many_documents(sizes: list[int]) -> dict[str, Any]:
+    env = {
+        "BATCHLANE_ONDEMAND_RPM": str(MANY_JOBS_RPM * 0.95),
+        "BATCHLANE_ONDEMAND_BURST": str(MANY_JOBS_RPM // 20 - 1),
+        "BATCHLANE_GLOBAL_CONCURRENCY": "48",
+        "BATCHLANE_PAGES_PER_CHUNK": "100",
+    }
+    pdfs = [make_pdf(n, blank_every=25) for n in sizes]
+    with tempfile.TemporaryDirectory(prefix="batchlane-bench-") as workdir, _stack(workdir, MANY_JOBS_FAULTS, env) as stack:
+        svc = services()
+        assert stack.bedrock is not None
+        stats = stack.bedrock.stats
+        first_ok: list[float] = []
+        last_ok = [0.0, 0]
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(0.05):
+                ok = stats["converse_ok"]
+                if ok and not first_ok:
+                    first_ok.append(time.perf_counter())
+                if ok != last_ok[1]:
+                    last_ok[:] = [time.perf_counter(), ok]
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        started = time.perf_counter()
+        submitters = []
+        job_ids: list[str] = []
+        lock = threading.Lock()
+
+        def submit(index: int, data: bytes) -> None:
+            job_id = submit_pdf(svc, data, name=f"doc-{index}.pdf", owner_id=f"bench-{index}")["jobId"]
+            with lock:
+                job_ids.append(job_id)
+
+        for index, data in enumerate(pdfs):  # all at once, as 23 users uploading together
+            thread = threading.Thread(target=submit, args=(index, data))
+            thread.start()
+            submitters.append(thread)
+        for thread in submitters:
+            thread.join()
+        finals = [wait_for_job(svc, job_id, timeout_s=1800, poll_s=0.5) for job_id in job_ids]
+        elapsed = time.perf_counter() - started
+        done.set()
+        watcher.join()
+        lost = failed = 0
+        for job_id in job_ids:
+            job = job_repo.get_job(svc.db, job_id)
+            if not job["markdown_key"]:
+                lost += job["total_pages"]
+                continue
+            found, failed_here = _pages_in(svc.store.get_bytes(job["markdown_key"]).decode())
+            lost += len(set(range(1, job["total_pages"] + 1)) - found)
+            failed += failed_here
+        window_min = max(last_ok[0] - first_ok[0], 1e-9) / 60 if first_ok else float("inf")
+        achieved_rpm = (last_ok[1] - 1) / window_min if first_ok else 0.0
+        return figure(
+            f"ondemand_{len(sizes)}_documents",
+            achieved_rpm,
+            "requests/min",
+            MANY_JOBS_RPM,
+            baseline_is="the emulated account quota (throttle_rpm)",
+            quota_fraction=round(achieved_rpm / MANY_JOBS_RPM, 4),
+            pages_lost=lost,
+            pages_failed=failed,
+            throttled_requests=stats["converse_throttled"],
+            accepted_requests=stats["converse_ok"],
+            documents=len(sizes),
+            pages=sum(sizes),
+            jobs_completed=sum(1 for f in finals if f.status == "completed"),
+            wall_s=round(elapsed, 1),
+            converting_s=round(window_min * 60, 1),
+            faults=MANY_JOBS_FAULTS,
+            settings=env,
+        )
+
+
+def figures(args: Any) -> Iterator[dict[str, Any]]:
+    logging.getLogger("batchlane").setLevel(logging.ERROR)
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+    yield twenty_pages(10 if args.quick else 20)
+    low, high, count = (20, 60, 23) if args.quick else (100, 300, 23)
+    yield many_documents([low + (high - low) * i // (count - 1) for i in range(count)])

@@ -1,0 +1,121 @@
+"""The API on loopback: HTTP requests → API Gateway REST proxy events → the real ``api`` handler.
+
+What API Gateway and its Cognito authorizer do in AWS, this does offline:
+
+* ``Authorization: Bearer local:<user>`` is a local identity: the event carries
+  ``requestContext.authorizer.claims.sub = <user>``, so owner checks can be tested with
+  as many users as you like. Anything else (no header, another scheme) answers 401
+  ``{"message": "Unauthorized"}`` before the handler runs, as the authorizer would.
+* The handler runs in this process through the same :class:`HandlerRegistry` the state
+  machines use; a handler crash answers 502 like an API Gateway Lambda proxy.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+import uuid
+from typing import Any
+
+from werkzeug.serving import WSGIRequestHandler, make_server
+from werkzeug.wrappers import Request, Response
+
+from batchlane.local.lambda_runtime import HandlerRegistry
+
+log = logging.getLogger("batchlane.local.api")
+LOCAL_TOKEN_PREFIX = "local:"
+
+
+def local_token(user: str) -> str:
+    """The bearer token the offline API accepts for ``user``."""
+    return f"{LOCAL_TOKEN_PREFIX}{user}"
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        pass
+
+
+def identity(authorization: str | None) -> str | None:
+    scheme, _, token = (authorization or "").partition(" ")
+    if scheme.lower() != "bearer" or not token.startswith(LOCAL_TOKEN_PREFIX):
+        return None
+    return token[len(LOCAL_TOKEN_PREFIX) :].strip() or None
+
+
+def proxy_event(request: Request, user: str) -> dict[str, Any]:
+    """The REST API (v1) Lambda proxy event API Gateway would send for ``request``."""
+    raw = request.get_data()
+    try:
+        body, encoded = raw.decode(), False
+    except UnicodeDecodeError:
+        body, encoded = base64.b64encode(raw).decode(), True
+    headers = {k: v for k, v in request.headers.items()}
+    query = {k: request.args.getlist(k) for k in request.args}
+    claims = {"sub": user, "cognito:username": user, "token_use": "id"}
+    return {
+        "resource": request.path,
+        "path": request.path,
+        "httpMethod": request.method,
+        "headers": headers,
+        "multiValueHeaders": {k: [v] for k, v in headers.items()},
+        "queryStringParameters": {k: v[-1] for k, v in query.items()} or None,
+        "multiValueQueryStringParameters": query or None,
+        "pathParameters": None,
+        "stageVariables": None,
+        "body": body or None,
+        "isBase64Encoded": encoded,
+        "requestContext": {
+            "resourcePath": request.path,
+            "httpMethod": request.method,
+            "path": request.path,
+            "stage": "local",
+            "requestId": uuid.uuid4().hex,
+            "requestTimeEpoch": int(time.time() * 1000),
+            "identity": {"sourceIp": request.remote_addr or "127.0.0.1"},
+            "authorizer": {"claims": claims},
+        },
+    }
+
+
+class LocalApiServer:
+    def __init__(self, registry: HandlerRegistry, *, host: str = "127.0.0.1", port: int = 0, function: str = "api") -> None:
+        self._registry = registry
+        self._function = function
+        self._server = make_server(host, port, self._wsgi, threaded=True, request_handler=_Quiet)
+        self._thread: threading.Thread | None = None
+        self.url = f"http://{host}:{self._server.server_port}"
+
+    def start(self) -> str:
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-api", daemon=True)
+        self._thread.start()
+        return self.url
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
+        request = Request(environ)
+        user = identity(request.headers.get("Authorization"))
+        if user is None:
+            response = Response(json.dumps({"code": "UNAUTHORIZED", "message": "Unauthorized"}), status=401, content_type="application/json")
+            return response(environ, start_response)
+        outcome = self._registry.invoke(self._function, proxy_event(request, user))
+        if outcome.failed or not isinstance(outcome.result, dict):
+            log.warning("api handler failed: %s: %s", outcome.error_type, outcome.error_message)
+            response = Response(json.dumps({"message": "Internal server error"}), status=502, content_type="application/json")
+            return response(environ, start_response)
+        result = outcome.result
+        body = result.get("body") or ""
+        data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
+        response = Response(data, status=int(result.get("statusCode", 200)))
+        for key, values in (result.get("multiValueHeaders") or {}).items():
+            for value in values:
+                response.headers.add(key, value)
+        for key, value in (result.get("headers") or {}).items():
+            response.headers[key] = value
+        return response(environ, start_response)
