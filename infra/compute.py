@@ -22,9 +22,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
-from batchlane import topology
 from constructs import Construct
 
+from batchlane import topology
 from infra.config import InfraConfig
 from infra.iam import BedrockBatchAccess, acknowledge_model_wildcards, invoke_model_statement
 from infra.layer_build import build_layer

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from aws_cdk import aws_logs as logs
-from batchlane import topology
-from batchlane.config import DEFAULT_MODEL_ID, Settings
 from constructs import Node
 
 import infra  # noqa: F401  (puts the shared package on sys.path)
+from batchlane import topology
+from batchlane.config import DEFAULT_MODEL_ID, Settings
 
 DEFAULT_FALLBACK_SHARE = float(Settings.model_fields["batch_conversion_fallback_warn_share"].default)
 

@@ -31,9 +31,9 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
-from batchlane import topology
 from constructs import Construct
 
+from batchlane import topology
 from infra.compute import Network
 from infra.config import InfraConfig
 from infra.nag import acknowledge, arn_token

@@ -12,9 +12,9 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sqs as sqs
-from batchlane import topology
 from constructs import Construct
 
+from batchlane import topology
 from infra.config import InfraConfig
 from infra.nag import acknowledge
 

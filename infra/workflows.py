@@ -30,9 +30,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
-from batchlane import topology
 from constructs import Construct
 
+from batchlane import topology
 from infra.config import InfraConfig
 from infra.nag import acknowledge
 

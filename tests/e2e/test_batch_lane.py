@@ -12,13 +12,12 @@ import os
 import threading
 
 import pytest
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
 
 from batchlane.batch.rows import TERMINAL_BEDROCK_STATUSES
 from batchlane.db import ledger
 from batchlane.local.lambda_runtime import Invocation
 from batchlane.runtime import reset_services, services
-
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
 
 FAST = "time_scale=36000,job_hours=0.5"
 NON_BLANK = PAGES - PAGES // 15

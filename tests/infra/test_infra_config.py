@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from aws_cdk import App
-from batchlane import topology
-from batchlane.config import DEFAULT_MODEL_ID, Settings
 from infra_testlib import context_of_cdk_json
 
+from batchlane import topology
+from batchlane.config import DEFAULT_MODEL_ID, Settings
 from infra.config import DEFAULT_QUOTAS, InfraConfig, load
 
 

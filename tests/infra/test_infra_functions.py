@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from batchlane import topology
-from batchlane.config import Settings
 from infra_testlib import Synth, as_list, camel, statements_of
 
+from batchlane import topology
+from batchlane.config import Settings
 from infra.compute import ASYNC_FUNCTIONS
 
 BASELINE = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}

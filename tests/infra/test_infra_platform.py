@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from batchlane import topology
 from infra_testlib import Synth, camel, context_of_cdk_json, synth_app
 
+from batchlane import topology
 from infra.api import ROUTES
 
 

@@ -1,6 +1,7 @@
 """The bucket's prefix layout, in one place (docs/architecture.md repeats it).
 
 uploads/<fileId>/<name>.pdf            source PDFs
+jobs/<jobId>/source/chunk-<N>.pdf       the chunk's pages, split once at job creation
 jobs/<jobId>/chunks/chunk-<N>.json      chunk results (page outcomes)
 jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must be retried
 jobs/<jobId>/output.md                  the assembled Markdown
@@ -20,6 +21,10 @@ BATCH_PREFIX = "batch/"
 def upload_key(file_id: str, name: str) -> str:
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:120] or "document.pdf"
     return f"uploads/{file_id}/{safe}"
+
+
+def chunk_source_key(job_id: str, chunk_index: int) -> str:
+    return f"jobs/{job_id}/source/chunk-{chunk_index}.pdf"
 
 
 def chunk_result_key(job_id: str, chunk_index: int) -> str:

@@ -18,6 +18,12 @@ from typing import Any
 
 import boto3
 import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto.server import ThreadedMotoServer
+from reportlab.lib.pagesizes import letter
+from reportlab.pdfgen import canvas
+
 from batchlane.local.bedrock import (
     EMULATED_MODEL_LABEL,
     BatchQuotas,
@@ -26,11 +32,6 @@ from batchlane.local.bedrock import (
     model,
     parse_faults,
 )
-from botocore.config import Config
-from botocore.exceptions import ClientError
-from moto.server import ThreadedMotoServer
-from reportlab.lib.pagesizes import letter
-from reportlab.pdfgen import canvas
 
 CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 # botocore counts max_attempts as RETRIES (max_attempts=1 is two calls): 0 means exactly one.

@@ -1,12 +1,12 @@
 """GroupConverter: multi-page answers, halving, truncation, coverage re-ask (emulated model, no HTTP)."""
 
+from ondemand_fakes import CONFIG, PRICES, ModelTransport
+
 from batchlane.converter import MULTI_PAGE_INSTRUCTION, ModelCallError
 from batchlane.domain.markdown import PageText, render_page
 from batchlane.local.pdfgen import page_phrase
 from batchlane.ondemand import CoverageRule, GroupConverter, RequestPlan, Spend, text_layer
 from batchlane.ondemand.coverage import REASK_INSTRUCTION
-
-from ondemand_fakes import CONFIG, PRICES, ModelTransport
 
 PLAN = RequestPlan()
 
@@ -84,7 +84,7 @@ def test_low_coverage_is_re_asked_once_with_the_first_answer_in_the_prompt(pages
     transport = ModelTransport(lambda request, n: "omit" if n == 1 else None)
     converter = _converter(transport, coverage=CoverageRule(threshold=0.6, min_words=20))
     results = converter.convert(_group(pages, [4]))
-    first, reask = transport.sent
+    _, reask = transport.sent
     assert reask.text.startswith(REASK_INSTRUCTION[:60]) and reask.page_numbers == (4,)
     assert "<first_answer>" in reask.text and results[4].markdown not in reask.text
     assert page_phrase(4, 12) in reask.text  # the first answer itself travels in the prompt

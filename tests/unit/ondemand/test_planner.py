@@ -1,8 +1,8 @@
 """How many pages go in one request."""
 
-from batchlane.ondemand.planner import RequestPlan
-
 from ondemand_fakes import chunk_pages
+
+from batchlane.ondemand.planner import RequestPlan
 
 
 def _planned(plan, layers):

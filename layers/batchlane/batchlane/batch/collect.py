@@ -16,13 +16,15 @@ from __future__ import annotations
 import json
 import tempfile
 from collections import Counter
+from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
 from batchlane import keys
+from batchlane.aws.s3 import ObjectStore
 from batchlane.batch import rows
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import stop_batch_job
@@ -79,58 +81,17 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
         raise CollectNotReady(f"Bedrock job is {status}")
 
     rows.stamp(svc.db, job_id, "collect_started_at")
-    bucket = svc.store.bucket
     manifest = svc.store.get_json(row["manifest_key"])
     expected: dict[str, str] = manifest["promptHashes"]
     model_id = manifest["modelId"]
-    counts: Counter[str] = Counter()
-    billed = Usage()
-    seen: set[str] = set()
     with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:
-        spools: dict[int, Any] = {}
-        try:
-            for key in sorted(k for k in svc.store.list_keys(_output_prefix(row, bucket)) if k.endswith(".jsonl.out")):
-                for line in svc.store.iter_lines(key):
-                    if not line.strip():
-                        continue
-                    try:
-                        record = json.loads(line)
-                        record_id = record["recordId"]
-                    except (ValueError, KeyError, TypeError):
-                        counts["malformed"] += 1
-                        continue
-                    if record_id not in expected or record_id in seen:
-                        counts["unknown_or_duplicate"] += 1
-                        continue
-                    seen.add(record_id)
-                    output = record.get("modelOutput")
-                    if not isinstance(output, dict):
-                        counts["error_record"] += 1
-                        continue
-                    answer = answer_from_converse(output, served_by="batch")
-                    billed = billed + answer.usage
-                    verdict = judge(answer.text, answer.stop_reason)
-                    if not verdict.accepted:
-                        counts[f"rejected:{verdict.reason}"] += 1
-                        continue
-                    chunk_index, _ = parse_record_id(record_id)
-                    if chunk_index not in spools:
-                        spools[chunk_index] = open(Path(spool_dir) / f"{chunk_index}.jsonl", "w")  # noqa: SIM115 - closed below
-                    primed = PrimedResult(record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens)
-                    spools[chunk_index].write(json.dumps(primed.to_json()) + "\n")
-                    counts["accepted"] += 1
-        finally:
-            for handle in spools.values():
-                handle.close()
-        for chunk_key in manifest["chunks"]:
-            chunk_index = int(chunk_key)
-            path = Path(spool_dir) / f"{chunk_index}.jsonl"
-            results = [json.loads(line) for line in path.open()] if path.exists() else []
-            svc.store.put_json(keys.batch_results_key(job_id, chunk_index), {"jobId": job_id, "chunkIndex": chunk_index, "results": results})
-
+        output_keys = sorted(k for k in svc.store.list_keys(_output_prefix(row, svc.store.bucket)) if k.endswith(".jsonl.out"))
+        tally = tally_outputs(svc.store, output_keys, expected=expected, model_id=model_id, spool_dir=Path(spool_dir))
+        write_results(svc.store, job_id, [int(c) for c in manifest["chunks"]], spool_dir=Path(spool_dir))
+    counts, billed = tally.counts, tally.billed
     accepted = counts["accepted"]
     fallback = len(expected) - accepted
-    counts["missing"] = len(expected) - len(seen)
+    counts["missing"] = len(expected) - tally.seen
     cost = svc.prices.cost(model_id, billed, batch=True)
     metadata = {
         "batch": True,
@@ -153,6 +114,68 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     final = rows.get_row(svc.db, job_id)
     assert final is not None
     return _summary(final, won=won)
+
+
+@dataclass
+class Tally:
+    counts: Counter[str] = field(default_factory=Counter)
+    billed: Usage = field(default_factory=Usage)
+    seen: int = 0
+
+
+def tally_outputs(store: ObjectStore, output_keys: list[str], *, expected: dict[str, str], model_id: str, spool_dir: Path) -> Tally:
+    """Stream every output line once; spool accepted answers to ``spool_dir/<chunk>.jsonl``.
+
+    Memory holds one line at a time plus the set of record ids seen (for duplicates):
+    50,000 records stay far under Lambda's limits whatever their size.
+    """
+    tally = Tally()
+    seen: set[str] = set()
+    spools: dict[int, IO[str]] = {}
+    try:
+        for key in output_keys:
+            for line in store.iter_lines(key):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                    record_id = record["recordId"]
+                except (ValueError, KeyError, TypeError):
+                    tally.counts["malformed"] += 1
+                    continue
+                if record_id not in expected or record_id in seen:
+                    tally.counts["unknown_or_duplicate"] += 1
+                    continue
+                seen.add(record_id)
+                output = record.get("modelOutput")
+                if not isinstance(output, dict):
+                    tally.counts["error_record"] += 1
+                    continue
+                answer = answer_from_converse(output, served_by="batch")
+                tally.billed = tally.billed + answer.usage
+                verdict = judge(answer.text, answer.stop_reason)
+                if not verdict.accepted:
+                    tally.counts[f"rejected:{verdict.reason}"] += 1
+                    continue
+                chunk_index, _ = parse_record_id(record_id)
+                if chunk_index not in spools:
+                    spools[chunk_index] = (spool_dir / f"{chunk_index}.jsonl").open("w")
+                primed = PrimedResult(record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens)
+                spools[chunk_index].write(json.dumps(primed.to_json()) + "\n")
+                tally.counts["accepted"] += 1
+    finally:
+        for handle in spools.values():
+            handle.close()
+    tally.seen = len(seen)
+    return tally
+
+
+def write_results(store: ObjectStore, job_id: str, chunk_indexes: list[int], *, spool_dir: Path) -> None:
+    """results/chunk-N.json for every chunk (empty when none of its pages was accepted)."""
+    for chunk_index in chunk_indexes:
+        path = spool_dir / f"{chunk_index}.jsonl"
+        results = [json.loads(line) for line in path.open()] if path.exists() else []
+        store.put_json(keys.batch_results_key(job_id, chunk_index), {"jobId": job_id, "chunkIndex": chunk_index, "results": results})
 
 
 def _close_and_bill(

@@ -1,6 +1,6 @@
 """Prepare: the REAL page converter, run with a capture transport, writes the batch records.
 
-The page split is the chunk processor's (same ``open_pdf`` → ``pages(span)``), so
+The page split is the chunk processor's (same ``conversion.source.chunk_pages``), so
 record ids ``c<chunk>-p<page>`` and prompt hashes are exactly what a primed chunk will
 look up later. Work fans out one child per chunk (``prepare_chunk``); ``finish_prepare``
 writes the manifest and decides whether the job goes to Bedrock at all.
@@ -15,10 +15,10 @@ from typing import Any
 
 from batchlane import keys
 from batchlane.batch import rows
+from batchlane.conversion.source import chunk_pages
 from batchlane.converter import CaptureTransport, ConverterConfig, convert_page
 from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
-from batchlane.pdf.split import ChunkSpan, open_pdf
 from batchlane.runtime import Services
 
 
@@ -76,14 +76,11 @@ def prepare_chunk(svc: Services, job_id: str, chunk_index: int) -> dict[str, Any
     chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
     if job is None or chunk is None:
         raise LookupError(f"no chunk {chunk_index} of job {job_id}")
-    file_row = job_repo.get_file(svc.db, str(job["file_id"]))
-    assert file_row is not None
     settings = svc.settings
     config = ConverterConfig.from_settings(settings, job["options"])
-    document = open_pdf(svc.store.get_bytes(file_row["s3_key"]), max_pages=max(settings.batchlane_max_pages, job["total_pages"]))
     capture = CaptureTransport()
     blank = 0
-    for page in document.pages(ChunkSpan(chunk_index, chunk["first_page"], chunk["last_page"])):
+    for page in chunk_pages(svc.store, job_id, chunk):
         if convert_page(page, config, capture, svc.prices).status == "blank":
             blank += 1
     writer = _ShardWriter(svc, job_id, chunk_index, settings.batch_conversion_max_file_mb * 1024 * 1024)

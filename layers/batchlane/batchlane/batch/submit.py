@@ -95,5 +95,5 @@ def stop_batch_job(svc: Services, job_id: str, *, reason: str) -> bool:
         return True
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
-        logger.info("batch job stop not accepted", job_id=job_id, code=code, message=exc.response.get("Error", {}).get("Message", ""))
+        logger.info("batch job stop not accepted", job_id=job_id, code=code, error_message=exc.response.get("Error", {}).get("Message", ""))
         return code == "ValidationException"  # already terminal: nothing left to stop

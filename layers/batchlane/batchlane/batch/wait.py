@@ -7,6 +7,7 @@ a terminal status is never overwritten, and a token already used just answers "n
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -89,6 +90,8 @@ def sweep(svc: Services) -> dict[str, Any]:
     waiting_past_deadline = svc.db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed' AND deadline < now()")
     metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=int(waiting_past_deadline["n"]) if waiting_past_deadline else 0)
     for state_row in svc.db.run("SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status"):
+        if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
+            break  # offline: single_metric would print EMF to stdout
         with single_metric(name="JobsByState", unit="Count", value=int(state_row["n"]), namespace=metrics.namespace) as metric:
             metric.add_dimension(name="State", value=state_row["status"])
     result = {"woken": woken, "overdue": overdue, "adoptedStuck": adopted, "abandonedStuck": abandoned}

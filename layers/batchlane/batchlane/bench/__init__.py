@@ -19,3 +19,9 @@ def figure(name: str, value: float, unit: str, baseline: float, **details: Any) 
         "ratio": round(value / baseline, 4) if baseline else None,
         **details,
     }
+
+
+def wanted(args: Any, *names: str) -> bool:
+    """True when ``--only`` is absent or names one of ``names`` (so unwanted figures are not computed)."""
+    only = getattr(args, "only", None) or []
+    return not only or bool(set(only) & set(names))

@@ -9,6 +9,7 @@ import sys
 
 FIGURE_MODULES = (
     "batchlane.bench.pdf",
+    "batchlane.bench.batch",
     "batchlane.bench.demo",
     "batchlane.bench.ondemand",
 )
@@ -16,11 +17,13 @@ FIGURE_MODULES = (
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="batchlane benchmarks: one JSON object per figure")
-    parser.add_argument("--only", action="append", default=[], help="run only the figures with this name (repeatable)")
+    parser.add_argument("--only", action="append", default=[], help="run only the figures with this name (repeatable), e.g. prepare_1000_pages")
     parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
     args = parser.parse_args()
     for module_name in FIGURE_MODULES:
         module = importlib.import_module(module_name)
+        if args.only and not set(args.only) & set(module.NAMES):
+            continue  # nothing wanted from this module: don't run it
         for result in module.figures(args):
             if args.only and result["name"] not in args.only:
                 continue

@@ -28,6 +28,9 @@ def _run(pages: int, *, batch_lane: bool) -> tuple[float, dict[str, Any]]:
     return time.perf_counter() - started, report
 
 
+NAMES = ("demo_1200_pages", "demo_300_pages")  # what figures() yields (full and --quick sizes)
+
+
 def figures(args: Any) -> Iterator[dict[str, Any]]:
     logging.getLogger("batchlane").setLevel(logging.ERROR)
     pages = 300 if args.quick else 1200

@@ -40,6 +40,9 @@ def _median_time(fn: Any, *args: Any, repeat: int = 3) -> float:
     return statistics.median(times)
 
 
+NAMES = ("split_1000_pages", "split_200_pages")  # what figures() yields (full and --quick sizes)
+
+
 def figures(args: Any) -> Iterator[dict[str, Any]]:
     pages = 200 if args.quick else 1000
     data = make_pdf(pages, blank_every=25, lines_per_page=30)

@@ -1,8 +1,11 @@
 """``batchlane``: the operator's command line.
 
 Exit codes a script can rely on: 0 success; 1 the job failed or was cancelled; 2 bad
-usage or input; 3 the job completed but some pages failed (they are marked in the
-Markdown); 4 the service could not be reached.
+usage or input (HTTP 400/422); 3 the job completed but some pages failed (they are
+marked in the Markdown); 4 the service could not be reached (or answered 5xx); 5 no
+such job or file (404, also another user's); 6 the job's state does not allow it (409:
+NOT_BATCH_WAITING, CONVERSION_FINISHING, ...); 7 not authorised (401/403). Errors print
+``error: <CODE>: <message>`` on stderr (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ def up(workdir: Path, faults: str) -> None:
 
     state = start_daemon(workdir, faults=faults)
     click.echo(f"offline stack up (pid {state['pid']}); state in {workdir / 'state.json'}")
-    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
+    for key in ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
         click.echo(f"  {key}={state['env'][key]}")
 
 
@@ -140,6 +143,11 @@ def status(workdir: Path) -> None:
         if key.startswith(("AWS_ENDPOINT", "DATABASE_URL", "BATCH_CONVERSION_ENABLED")):
             click.echo(f"  {key}={value}")
 
+
+from batchlane.cli.jobs_commands import COMMANDS  # noqa: E402 - registered after the group exists
+
+for _command in COMMANDS:
+    main.add_command(_command)
 
 if __name__ == "__main__":
     main()

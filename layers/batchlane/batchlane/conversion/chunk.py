@@ -35,6 +35,7 @@ from pg8000.exceptions import DatabaseError, InterfaceError
 
 from batchlane import keys
 from batchlane.aws.clients import client
+from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import ConverterConfig, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, Transport, build_page_request, page_result
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
@@ -42,12 +43,16 @@ from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound, StoreUnavailable
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend, limiter_for, text_layer
-from batchlane.pdf.split import ChunkSpan, Page, open_pdf
+from batchlane.ondemand.limiter import serial_database
+from batchlane.pdf.split import Page
 from batchlane.runtime import Services
 
 MAX_CHUNK_ATTEMPTS = 3  # keep equal to the ProcessChunk Retry MaxAttempts + 1 in conversion.asl.json
 HEARTBEAT_EVERY_S = 1.0
 _CONNECTION_ERRORS = (InterfaceError, DatabaseError, OSError, StoreUnavailable)
+# The heartbeat's guard, read-only: is this chunk still processing under this worker?
+_STILL_OWNED = """SELECT count(*) AS owned FROM chunk_jobs
+                  WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = 'processing' AND worker_id = :w"""
 
 
 class ChunkRetryLater(Exception):
@@ -109,8 +114,8 @@ def load_primed_results(svc: Services, job_id: str, chunk_index: int) -> dict[st
 class OnDemandSetup:
     """What the on-demand path needs besides the pages: built from settings in process_chunk."""
 
-    plan: RequestPlan = RequestPlan()
-    coverage: CoverageRule = CoverageRule()
+    plan: RequestPlan = field(default_factory=RequestPlan)
+    coverage: CoverageRule = field(default_factory=CoverageRule)
 
 
 def run_pages(
@@ -122,17 +127,20 @@ def run_pages(
     prices: PriceTable,
     heartbeat: Heartbeat,
     concurrency: int,
-    setup: OnDemandSetup = OnDemandSetup(),
+    setup: OnDemandSetup | None = None,
     primed: PrimedTransport | None = None,
     done_before: int = 0,
 ) -> ChunkRun:
     """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
     with at most ``concurrency`` units in flight."""
+    setup = setup or OnDemandSetup()
     run = ChunkRun()
     if not heartbeat.beat(done_before):
         run.aborted = True
         return run
-    converter = GroupConverter(chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=heartbeat.stopped)
+    converter = GroupConverter(
+        chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=heartbeat.stopped
+    )
     units: list[Callable[[], dict[int, PageResult]]] = []
     on_demand: list[PlannedPage] = []
     for page in pages:
@@ -140,7 +148,11 @@ def run_pages(
             run.pages[page.number] = PageResult(page.number, "blank")
             continue
         planned = setup.plan.plan(page, text_layer(page.pdf_bytes))
-        answer = primed.lookup(build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)) if primed else None
+        answer = (
+            primed.lookup(build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config))
+            if primed
+            else None
+        )
         if answer is None:
             on_demand.append(planned)
             continue
@@ -181,24 +193,31 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None
-    file_row = job_repo.get_file(svc.db, str(job["file_id"]))
-    assert file_row is not None
     options = job["options"] or {}
     settings = svc.settings
     config = ConverterConfig.from_settings(settings, options)
 
-    document = open_pdf(svc.store.get_bytes(file_row["s3_key"]), max_pages=max(settings.batchlane_max_pages, job["total_pages"]))
-    span = ChunkSpan(chunk_index, claimed["first_page"], claimed["last_page"])
+    span = span_of(claimed)
     kept = _load_partial(svc, job_id, chunk_index)
-    pages = [page for page in document.pages(span) if page.number not in kept]
+    pages = [page for page in chunk_pages(svc.store, job_id, claimed) if page.number not in kept]
 
     heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check)
+    serial = serial_database(svc.db.params)
+
+    def stopped() -> bool:
+        """Checked before every request and retry: the flag, then the row itself (one short read)."""
+        if heartbeat.stopped():
+            return True
+        if not serial.scalar(_STILL_OWNED, id=job_id, i=chunk_index, w=worker_id):
+            heartbeat.stop()
+        return heartbeat.stopped()
+
     # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
     transport = GovernedTransport(
         OnDemandTransport(client("bedrock-runtime", max_attempts=0)),
         limiter_for(svc.db.params, settings),
         BackoffPolicy.from_settings(settings),
-        aborted=heartbeat.stopped,
+        aborted=stopped,
     )
     primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") else None
     setup = OnDemandSetup(
@@ -280,7 +299,14 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
 def _book(svc: Services, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
     with svc.db.transaction() as tx:
         ledger.add_chunk_cost(
-            tx, job_id=job_id, chunk_index=chunk_index, model_id=model_id, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens, cost_usd=cost, metadata=metadata
+            tx,
+            job_id=job_id,
+            chunk_index=chunk_index,
+            model_id=model_id,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
+            cost_usd=cost,
+            metadata=metadata,
         )
         job_repo.add_chunk_spend(tx, job_id, chunk_index, cost)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.eligibility import batch_eligible
@@ -109,6 +110,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
             chunks=chunks,
         )
         job_id = str(job["id"])
+        store_chunk_sources(svc.store, job_id, document, chunks)  # before commit: no chunk without its source
         ledger.place_hold(tx, job_id=job_id, owner_id=owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
         job_repo.set_file_status(tx, file_id, "converting")
     if eligible:

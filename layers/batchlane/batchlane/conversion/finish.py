@@ -98,5 +98,5 @@ def fail_job(svc: Services, job_id: str, *, error_id: str, message: str) -> dict
         job_repo.set_chunks_status(tx, job_id, from_statuses=("pending", "processing", "waiting_batch", "paused_budget"), to_status="failed")
         ledger.close_hold(tx, job_id, outcome="released", settled_usd=Decimal(0))
         job_repo.set_file_status(tx, str(job["file_id"]), "failed")
-    logger.error("job failed", job_id=job_id, error_id=error_id, message=message[:200])
+    logger.error("job failed", job_id=job_id, error_id=error_id, error_message=message[:200])
     return {"jobId": job_id, "status": "failed", "errorId": error_id}

@@ -16,9 +16,9 @@ from batchlane.converter.transports import (
 __all__ = [
     "MULTI_PAGE_INSTRUCTION",
     "CaptureTransport",
-    "MarkerProblem",
     "ConverseRequest",
     "ConverterConfig",
+    "MarkerProblem",
     "ModelAnswer",
     "ModelCallError",
     "OnDemandTransport",
@@ -28,8 +28,8 @@ __all__ = [
     "Transport",
     "build_page_request",
     "build_pages_request",
+    "convert_page",
     "page_result",
     "split_by_markers",
     "strip_own_marker",
-    "convert_page",
 ]

@@ -11,6 +11,7 @@ offline stack runs many handlers in one process).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -151,10 +152,8 @@ class Database:
                 if con in self._all:
                     self._all.remove(con)
         for con in orphans:
-            try:
+            with contextlib.suppress(Exception):  # already dead: nothing to release
                 con.close()
-            except Exception:  # already dead: nothing to release
-                pass
 
     def _discard(self, con: pg8000.native.Connection) -> None:
         try:

@@ -20,7 +20,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from batchlane.converter import ConverterConfig, MarkerProblem, ModelAnswer, ModelCallError, PageResult, Transport, build_pages_request, page_result, split_by_markers, strip_own_marker
+from batchlane.converter import (
+    ConverterConfig,
+    MarkerProblem,
+    ModelAnswer,
+    ModelCallError,
+    PageResult,
+    Transport,
+    build_pages_request,
+    page_result,
+    split_by_markers,
+    strip_own_marker,
+)
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.observability import logger
@@ -33,7 +44,7 @@ from batchlane.ondemand.planner import PlannedPage
 class Spend:
     """What this chunk's on-demand calls used and cost, plus counters for its ledger row."""
 
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     cost: Decimal = Decimal(0)
     counts: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -75,7 +86,9 @@ class GroupConverter:
             request = build_pages_request(chunk_index=self._chunk_index, pages=[(p.number, p.page.pdf_bytes) for p in request_pages], config=self._config)
         else:
             page = request_pages[0]
-            request = build_reask_request(chunk_index=self._chunk_index, page_number=page.number, pdf_bytes=page.page.pdf_bytes, config=self._config, first_answer=reask_of)
+            request = build_reask_request(
+                chunk_index=self._chunk_index, page_number=page.number, pdf_bytes=page.page.pdf_bytes, config=self._config, first_answer=reask_of
+            )
         answer = self._transport.send(request)
         if answer.served_by == "on_demand":
             self.spend.add(answer.usage, self._prices.cost(self._config.model_id, answer.usage))
@@ -135,10 +148,17 @@ class GroupConverter:
         except ModelCallError as exc:
             logger.warning("coverage re-ask failed; keeping the first answer", page=page.number, code=exc.code)
             return result
-        second = page_result(page.number, self._config.model_id, ModelAnswer(strip_own_marker(answer.text, page.number), answer.stop_reason, answer.usage, answer.served_by), self._prices)
+        second = page_result(
+            page.number,
+            self._config.model_id,
+            ModelAnswer(strip_own_marker(answer.text, page.number), answer.stop_reason, answer.usage, answer.served_by),
+            self._prices,
+        )
         before = self._coverage.coverage(result.markdown, page.layer) or 0.0
         after = self._coverage.coverage(second.markdown, page.layer) or 0.0
         if second.status == "converted" and after > before:
             self.spend.count("coverageImproved")
-            return PageResult(page.number, "converted", second.markdown, served_by="on_demand", usage=result.usage + second.usage, cost_usd=result.cost_usd + second.cost_usd)
+            return PageResult(
+                page.number, "converted", second.markdown, served_by="on_demand", usage=result.usage + second.usage, cost_usd=result.cost_usd + second.cost_usd
+            )
         return result

@@ -24,8 +24,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from batchlane.converter.request import ConverseRequest
 from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
-from batchlane.ondemand.limiter import Aborted, LeaseWaitTimeout, Limiter
 from batchlane.observability import logger
+from batchlane.ondemand.limiter import Aborted, LeaseWaitTimeout, Limiter
 
 
 @dataclass(frozen=True)
@@ -117,6 +117,11 @@ class GovernedTransport:
         except ModelCallError as exc:
             if exc.retryable:
                 self._count("exhausted")
-                logger.warning("on-demand request gave up within its budget", code=exc.code, pages=list(request.page_numbers), attempts=retrying.statistics.get("attempt_number"))
+                logger.warning(
+                    "on-demand request gave up within its budget",
+                    code=exc.code,
+                    pages=list(request.page_numbers),
+                    attempts=retrying.statistics.get("attempt_number"),
+                )
             raise
         raise AssertionError("unreachable: tenacity either returns or raises")

@@ -93,6 +93,13 @@ class SerialDatabase:
     def __init__(self, params: ConnectParams) -> None:
         self._db = Database(params)
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ondemand-limiter")
+        self._gates: dict[str, threading.Lock] = {}
+        self._gates_lock = threading.Lock()
+
+    def gate(self, pool: str) -> threading.Lock:
+        """One waiter per process and pool polls the database for a slot; the others queue here."""
+        with self._gates_lock:
+            return self._gates.setdefault(pool, threading.Lock())
 
     def scalar(self, sql: str, **params: Any) -> Any:
         def run() -> Any:
@@ -123,7 +130,12 @@ class _PgLease:
         )
 
     def release(self) -> None:
-        self._store.scalar("DELETE FROM ondemand_leases WHERE pool = :pool AND slot = :slot AND holder = :holder RETURNING slot", pool=self._pool, slot=self.slot, holder=self._holder)
+        self._store.scalar(
+            "DELETE FROM ondemand_leases WHERE pool = :pool AND slot = :slot AND holder = :holder RETURNING slot",
+            pool=self._pool,
+            slot=self.slot,
+            holder=self._holder,
+        )
 
 
 class PgLimiter:
@@ -151,29 +163,64 @@ class PgLimiter:
     def _acquire(self, pool: str, aborted: Callable[[], bool]) -> _PgLease:
         holder = f"{threading.current_thread().name}/{uuid.uuid4().hex}"
         deadline = time.monotonic() + self.limits.lease_wait_s
-        wait = 0.05
-        while True:
-            if aborted():
-                raise Aborted("chunk no longer processing")
-            slot = self._store.scalar(
-                "SELECT ondemand_acquire(:pool, :holder, :limit, :ttl) AS slot", pool=pool, holder=holder, limit=self.limits.concurrency, ttl=self.limits.lease_ttl_s
-            )
-            if slot is not None:
-                return _PgLease(self._store, pool, int(slot), holder, self.limits.lease_ttl_s)
-            if time.monotonic() >= deadline:
-                raise LeaseWaitTimeout(f"no on-demand slot for {pool} within {self.limits.lease_wait_s:.0f} s")
-            # Polling with jitter: a freed slot is taken by whoever asks next, without a thundering herd.
-            self._sleep(random.uniform(0, wait))
-            wait = min(wait * 2, 1.0)
+        lease = self._try(pool, holder)
+        if lease is not None:
+            return lease
+        # All slots held: wait in this process's queue, so one thread polls instead of all of them.
+        gate = self._store.gate(pool)
+        while not gate.acquire(timeout=0.5):
+            self._check_wait(aborted, deadline, pool)
+        try:
+            wait = 0.05
+            while True:
+                self._check_wait(aborted, deadline, pool)
+                lease = self._try(pool, holder)
+                if lease is not None:
+                    return lease
+                # Polling with jitter: a freed slot goes to whoever asks next, without a thundering herd.
+                self._sleep(random.uniform(wait / 2, wait))
+                wait = min(wait * 2, 0.5)
+        finally:
+            gate.release()
+
+    def _try(self, pool: str, holder: str) -> _PgLease | None:
+        slot = self._store.scalar(
+            "SELECT ondemand_acquire(:pool, :holder, :limit, :ttl) AS slot",
+            pool=pool,
+            holder=holder,
+            limit=self.limits.concurrency,
+            ttl=self.limits.lease_ttl_s,
+        )
+        return None if slot is None else _PgLease(self._store, pool, int(slot), holder, self.limits.lease_ttl_s)
+
+    def _check_wait(self, aborted: Callable[[], bool], deadline: float, pool: str) -> None:
+        if aborted():
+            raise Aborted("chunk no longer processing")
+        if time.monotonic() >= deadline:
+            raise LeaseWaitTimeout(f"no on-demand slot for {pool} within {self.limits.lease_wait_s:.0f} s")
 
     def pace(self, pool: str) -> float:
         if not self.limits.rpm:
             return 0.0
-        return float(self._store.scalar("SELECT ondemand_pace_ticket(:pool, :interval, :burst) AS wait", pool=pool, interval=60.0 / self.limits.rpm, burst=self.limits.burst) or 0.0)
+        return float(
+            self._store.scalar(
+                "SELECT ondemand_pace_ticket(:pool, :interval, :burst) AS wait", pool=pool, interval=60.0 / self.limits.rpm, burst=self.limits.burst
+            )
+            or 0.0
+        )
 
 
 _stores: dict[ConnectParams, SerialDatabase] = {}
 _stores_lock = threading.Lock()
+
+
+def serial_database(params: ConnectParams) -> SerialDatabase:
+    """The process-wide serial connection to this database (limiter and per-request abort checks)."""
+    with _stores_lock:
+        store = _stores.get(params)
+        if store is None:
+            store = _stores[params] = SerialDatabase(params)
+        return store
 
 
 def limiter_for(params: ConnectParams, settings: Any) -> Limiter:
@@ -181,8 +228,4 @@ def limiter_for(params: ConnectParams, settings: Any) -> Limiter:
     limits = LimitSettings.from_settings(settings)
     if not limits.active:
         return NoLimit()
-    with _stores_lock:
-        store = _stores.get(params)
-        if store is None:
-            store = _stores[params] = SerialDatabase(params)
-    return PgLimiter(store, limits)
+    return PgLimiter(serial_database(params), limits)

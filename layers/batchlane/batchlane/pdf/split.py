@@ -59,14 +59,29 @@ def plan_chunks(total_pages: int, pages_per_chunk: int) -> list[ChunkSpan]:
 
 
 class PdfDocument:
-    """A validated PDF. Construct through :func:`open_pdf`."""
+    """A validated PDF. Construct through :func:`open_pdf` (or :func:`open_chunk` for one chunk's PDF).
 
-    def __init__(self, reader: PdfReader) -> None:
+    ``first_page`` is the document page number of this PDF's first page: 1 for a whole
+    document, the chunk's first page for a chunk PDF, so page numbers never shift.
+    """
+
+    def __init__(self, reader: PdfReader, first_page: int = 1) -> None:
         self._reader = reader
+        self.first_page = first_page
 
     @property
     def page_count(self) -> int:
         return len(self._reader.pages)
+
+    def chunk_pdf(self, span: ChunkSpan) -> bytes:
+        """The pages of ``span`` as one PDF: job creation stores one per chunk, so later stages
+        download and parse only their own chunk (a 5,000-page page tree is costly to re-read)."""
+        writer = PdfWriter()
+        for number in span.page_numbers():
+            writer.add_page(self._reader.pages[number - self.first_page])
+        buffer = io.BytesIO()
+        writer.write(buffer)
+        return buffer.getvalue()
 
     def chunks(self, pages_per_chunk: int) -> list[ChunkSpan]:
         return plan_chunks(self.page_count, pages_per_chunk)
@@ -74,16 +89,13 @@ class PdfDocument:
     def pages(self, span: ChunkSpan) -> Iterator[Page]:
         """Yield each page of ``span`` as its own one-page PDF, in order."""
         for number in span.page_numbers():
-            source = self._reader.pages[number - 1]
+            source = self._reader.pages[number - self.first_page]
             writer = PdfWriter()
             writer.add_page(source)
             buffer = io.BytesIO()
             writer.write(buffer)
             yield Page(number=number, chunk_index=span.index, pdf_bytes=buffer.getvalue(), blank=_is_blank(source))
 
-    def page(self, number: int, pages_per_chunk: int) -> Page:
-        span = next(s for s in self.chunks(pages_per_chunk) if s.first_page <= number <= s.last_page)
-        return next(p for p in self.pages(ChunkSpan(span.index, number, number)))
 
 
 def _is_blank(page) -> bool:  # type: ignore[no-untyped-def]
@@ -125,3 +137,11 @@ def open_pdf(data: bytes, *, max_pages: int) -> PdfDocument:
         # pypdf can often rebuild a cut file, but pages past the cut would be lost silently.
         raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT")
     return PdfDocument(reader)
+
+
+def open_chunk(data: bytes, span: ChunkSpan) -> PdfDocument:
+    """A chunk PDF written by :meth:`PdfDocument.chunk_pdf`; its pages keep their document numbers."""
+    reader = PdfReader(io.BytesIO(data), strict=False)
+    if len(reader.pages) != span.page_count:
+        raise ValueError(f"chunk {span.index} PDF has {len(reader.pages)} pages, expected {span.page_count}")
+    return PdfDocument(reader, first_page=span.first_page)

@@ -1,0 +1,220 @@
+"""Batch-lane figures: prepare_1000_pages, collect_50000_records, event_to_resume.
+
+* prepare_1000_pages — the whole prepare (every chunk's capture + JSONL shards to S3, then
+  the manifest), run serially in one process against the offline stack's S3; baseline:
+  the raw pypdf split of the same file. Aim: ratio ≤ 3.
+* collect_50000_records — the collector's streaming read + join + spool + results of
+  50,000 output records (10 .jsonl.out files, about 2 KB of Markdown each); baseline: a
+  bare ``json.loads`` of every line of the same files. Both run in a child process so
+  ``peak_rss_mb`` is the collector's own (the emulated S3 holds the data in the parent).
+  Aim: peak_rss_mb ≤ 512.
+* event_to_resume — median seconds from the terminal Bedrock event (first terminal status
+  recorded on the batch row) to the job back in pending, over several jobs in the
+  offline stack. Baseline: 300 s, the 5-minute poll the push replaces (nominal, not
+  measured: a poller finds a finished job after half its interval on average, so 300 s
+  is its worst case and 150 s its mean).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from batchlane.bench import figure, wanted
+from batchlane.bench.pdf import raw_pypdf_split
+
+LANE_ENV = {"BATCH_CONVERSION_MIN_PAGES": "40", "BATCH_CONVERSION_MIN_RECORDS": "10", "BATCHLANE_PAGES_PER_CHUNK": "50"}
+
+
+def _quiet() -> None:
+    import logging
+
+    logging.getLogger("batchlane").setLevel(logging.ERROR)
+    os.environ["POWERTOOLS_LOG_LEVEL"] = "ERROR"
+
+
+def prepare_figure(pages: int) -> dict[str, Any]:
+    from batchlane.batch import rows
+    from batchlane.batch.prepare import finish_prepare, prepare_chunk
+    from batchlane.conversion.source import store_chunk_sources
+    from batchlane.pdf import open_pdf
+    from batchlane.local.jobs import submit_pdf
+    from batchlane.local.lambda_runtime import Invocation
+    from batchlane.local.pdfgen import make_pdf
+    from batchlane.local.stack import OfflineStack, StackOptions
+    from batchlane.runtime import services
+
+    data = make_pdf(pages, blank_every=25, lines_per_page=30)
+    baseline = min(_timed(raw_pypdf_split, data) for _ in range(2))
+    with tempfile.TemporaryDirectory() as workdir:
+        options = StackOptions(workdir=Path(workdir), faults="time_scale=36000", database_url=os.environ.get("DATABASE_URL"), extra_env=LANE_ENV)
+        options.schedule_speedup = 1e-6  # nothing runs but what we call
+        with OfflineStack(options) as stack:
+            # Keep the real lane out of the way: this figure drives prepare by hand.
+            stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+            svc = services()
+            job_id = submit_pdf(svc, data, name="bench.pdf", owner_id="bench")["jobId"]
+            rows.insert_preparing(svc.db, job_id=job_id, model_id=svc.settings.batchlane_model_id, deadline_hours=26)
+            chunks = [c["chunk_index"] for c in svc.db.run("SELECT chunk_index FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY 1", id=job_id)]
+            started = time.perf_counter()
+            records = sum(prepare_chunk(svc, job_id, index)["records"] for index in chunks)
+            decision = finish_prepare(svc, job_id)
+            value = time.perf_counter() - started
+            # Job creation split the PDF into chunk PDFs before prepare ran: time that too.
+            started = time.perf_counter()
+            document = open_pdf(data, max_pages=100_000)
+            store_chunk_sources(svc.store, "bench-chunk-sources", document, document.chunks(svc.settings.batchlane_pages_per_chunk))
+            chunk_sources_s = time.perf_counter() - started
+    return figure(
+        f"prepare_{pages}_pages",
+        value,
+        "s",
+        baseline,
+        baseline_is="raw pypdf split of the same file",
+        records=records,
+        chunks=len(chunks),
+        decision=decision["action"],
+        chunk_sources_s=round(chunk_sources_s, 3),
+        chunk_sources_note="split into chunk PDFs at job creation, not part of prepare",
+    )
+
+
+def _timed(fn: Any, *args: Any) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - started
+
+
+# -- collect ---------------------------------------------------------------------------
+_CHILD = r"""
+import json, os, sys, tempfile, time
+from pathlib import Path
+from batchlane.aws.clients import client
+from batchlane.aws.s3 import S3Store
+mode, bucket, prefix, manifest_key = sys.argv[1:5]
+store = S3Store(client("s3"), bucket)
+keys = sorted(k for k in store.list_keys(prefix) if k.endswith(".jsonl.out"))
+started = time.perf_counter()
+if mode == "baseline":
+    n = 0
+    for key in keys:
+        for line in store.get_bytes(key).splitlines():
+            json.loads(line); n += 1
+    out = {"records": n}
+else:
+    from batchlane.batch.collect import tally_outputs, write_results
+    manifest = store.get_json(manifest_key)
+    with tempfile.TemporaryDirectory() as spool:
+        tally = tally_outputs(store, keys, expected=manifest["promptHashes"], model_id=manifest["modelId"], spool_dir=Path(spool))
+        write_results(store, manifest["jobId"], [int(c) for c in manifest["chunks"]], spool_dir=Path(spool))
+    out = {"records": tally.seen, "accepted": tally.counts["accepted"]}
+out["seconds"] = time.perf_counter() - started
+# VmHWM (peak resident set) of this process alone; ru_maxrss would include the parent's
+# high-water mark inherited across fork.
+out["peak_rss_mb"] = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024
+print(json.dumps(out))
+"""
+
+
+def collect_figure(records: int, files: int = 10) -> dict[str, Any]:
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    from batchlane.local.stack import _free_port
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{port}"
+        env = {**os.environ, "AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1"}
+        s3 = boto3.client("s3", endpoint_url=url, region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench")
+        bucket, job_id = "bench", "00000000-0000-0000-0000-000000000050"
+        s3.create_bucket(Bucket=bucket)
+        prefix = f"batch/{job_id}/output/benchjob/"
+        hashes: dict[str, str] = {}
+        chunks: dict[str, list[str]] = {}
+        per_file = records // files
+        text = ("## A heading\n\n" + "Some converted Markdown text with a table | a | b |\n" * 36)[:2000]
+        for f in range(files):
+            lines = []
+            for i in range(per_file):
+                page = f * per_file + i + 1
+                record_id = f"c{(page - 1) // 50}-p{page}"
+                hashes[record_id] = "h" * 64
+                chunks.setdefault(str((page - 1) // 50), []).append(record_id)
+                output = {"output": {"message": {"role": "assistant", "content": [{"text": text}]}}, "stopReason": "end_turn", "usage": {"inputTokens": 1600, "outputTokens": 500}}
+                lines.append(json.dumps({"recordId": record_id, "modelInput": {"messages": []}, "modelOutput": output}))
+            s3.put_object(Bucket=bucket, Key=f"{prefix}shard-{f:04d}.jsonl.out", Body="\n".join(lines).encode())
+        manifest_key = f"batch/{job_id}/manifest.json"
+        s3.put_object(Bucket=bucket, Key=manifest_key, Body=json.dumps({"jobId": job_id, "modelId": "m", "promptHashes": hashes, "chunks": chunks}).encode())
+        runs = {}
+        for mode in ("baseline", "collect"):
+            result = subprocess.run([sys.executable, "-c", _CHILD, mode, bucket, prefix, manifest_key], env=env, capture_output=True, text=True, check=True)
+            runs[mode] = json.loads(result.stdout.strip().splitlines()[-1])
+        assert runs["collect"]["accepted"] == runs["baseline"]["records"] == records
+    finally:
+        server.stop()
+    return figure(
+        f"collect_{records}_records",
+        runs["collect"]["seconds"],
+        "s",
+        runs["baseline"]["seconds"],
+        baseline_is="bare json.loads of every line of the same files",
+        peak_rss_mb=round(runs["collect"]["peak_rss_mb"], 1),
+        baseline_peak_rss_mb=round(runs["baseline"]["peak_rss_mb"], 1),
+        files=files,
+    )
+
+
+def event_to_resume_figure(jobs: int) -> dict[str, Any]:
+    from batchlane.local.jobs import submit_pdf, wait_for_job
+    from batchlane.local.pdfgen import make_pdf
+    from batchlane.local.stack import OfflineStack, StackOptions
+    from batchlane.report import job_report
+    from batchlane.runtime import services
+
+    samples = []
+    with tempfile.TemporaryDirectory() as workdir:
+        options = StackOptions(workdir=Path(workdir), faults="time_scale=36000,job_hours=0.5", database_url=os.environ.get("DATABASE_URL"), extra_env=LANE_ENV)
+        with OfflineStack(options):
+            svc = services()
+            data = make_pdf(60)
+            for _ in range(jobs):
+                job_id = submit_pdf(svc, data, name="bench.pdf", owner_id="bench")["jobId"]
+                wait_for_job(svc, job_id, timeout_s=300)
+                seconds = job_report(svc, job_id)["timings"]["event_to_resume_s"]
+                if seconds is not None:
+                    samples.append(seconds)
+    return figure(
+        "event_to_resume",
+        statistics.median(samples),
+        "s",
+        300.0,
+        baseline_is="nominal 5-minute poll interval the push replaces (not measured)",
+        samples=len(samples),
+        max_s=max(samples),
+    )
+
+
+NAMES = ("prepare_1000_pages", "prepare_200_pages", "collect_50000_records", "collect_5000_records", "event_to_resume")  # what figures() yields (full and --quick sizes)
+
+
+def figures(args: Any) -> Iterator[dict[str, Any]]:
+    _quiet()
+    pages, records = (200, 5000) if args.quick else (1000, 50_000)
+    if wanted(args, f"prepare_{pages}_pages"):
+        yield prepare_figure(pages)
+    if wanted(args, f"collect_{records}_records"):
+        yield collect_figure(records)
+    if wanted(args, "event_to_resume"):
+        yield event_to_resume_figure(3 if args.quick else 7)
+

@@ -1,0 +1,292 @@
+"""`batchlane convert | jobs list | jobs status | cancel | process-now`: the API, from a terminal.
+
+Every command is a client of the HTTP API (the same routes a browser uses), so it
+behaves the same against either target:
+
+* the offline stack (default): the API URL is read from ``<workdir>/state.json`` written
+  by ``batchlane local up``; the caller is the local identity ``--user`` (default
+  ``local-user``, sent as ``Authorization: Bearer local:<user>``);
+* a deployed stack: ``--stack-name NAME`` (or ``BATCHLANE_STACK_NAME``) reads ``ApiUrl``
+  from the stack's CloudFormation outputs with the current AWS credentials, and the
+  Cognito ID token in ``BATCHLANE_ID_TOKEN`` is sent as the bearer token
+  (``--api-url`` names the API directly instead).
+
+Exit codes are listed in ``batchlane.cli.main``; errors print one line to stderr,
+``error: <CODE>: <message>``, CODE being the API's stable error code.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
+TERMINAL = ("completed", "failed", "cancelled")
+DEFAULT_WORKDIR = Path(".batchlane/local")
+
+
+class ApiFailure(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.status, self.code, self.message = status, code, message
+
+    @property
+    def exit_code(self) -> int:
+        if self.status in (401, 403):
+            return EXIT_UNAUTHORIZED
+        if self.status == 404:
+            return EXIT_NOT_FOUND
+        if self.status == 409:
+            return EXIT_CONFLICT
+        if 400 <= self.status < 500:
+            return EXIT_USAGE
+        return EXIT_UNREACHABLE
+
+
+class Unreachable(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    base_url: str
+    token: str
+    timeout_s: float = 60.0
+
+    def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+        url = self.base_url.rstrip("/") + path
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(url, data=data, method=method, headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+                return dict(json.loads(response.read() or b"{}"))
+        except urllib.error.HTTPError as exc:
+            try:
+                payload = json.loads(exc.read() or b"{}")
+            except ValueError:
+                payload = {}
+            raise ApiFailure(exc.code, payload.get("code") or f"HTTP_{exc.code}", payload.get("message") or exc.reason) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}") from None
+
+    def upload(self, url: str, data: bytes) -> None:
+        request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": "application/pdf"})
+        try:
+            with urllib.request.urlopen(request, timeout=max(self.timeout_s, 600)) as response:
+                response.read()
+        except urllib.error.HTTPError as exc:
+            raise ApiFailure(exc.code, "UPLOAD_FAILED", f"the upload was refused ({exc.code} {exc.reason})") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise Unreachable(f"cannot upload: {getattr(exc, 'reason', exc)}") from None
+
+    # -- the few calls the commands make -------------------------------------------------
+    def job(self, job_id: str) -> dict[str, Any]:
+        return self.call("GET", f"/api/v1/jobs/{job_id}")
+
+
+def _stack_api_url(stack_name: str) -> str:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        stacks = boto3.client("cloudformation").describe_stacks(StackName=stack_name)["Stacks"]
+    except (BotoCoreError, ClientError) as exc:
+        raise Unreachable(f"cannot read the outputs of stack {stack_name}: {exc}") from None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    if "ApiUrl" not in outputs:
+        raise Unreachable(f"stack {stack_name} has no ApiUrl output")
+    return outputs["ApiUrl"]
+
+
+def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path, user: str) -> ApiClient:
+    token = os.environ.get("BATCHLANE_ID_TOKEN")
+    if stack_name:
+        if not token:
+            raise click.UsageError("set BATCHLANE_ID_TOKEN to a Cognito ID token to call a deployed stack (docs/operations.md)")
+        return ApiClient(_stack_api_url(stack_name), token)
+    if api_url:
+        return ApiClient(api_url, token or f"local:{user}")
+    from batchlane.local.daemon import read_state
+
+    state = read_state(workdir.resolve())
+    if not state:
+        raise Unreachable("the offline stack is not running: start it with `batchlane local up` (or pass --stack-name)")
+    return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}")
+
+
+def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--stack-name / --api-url / --workdir / --user, resolved into an ApiClient passed as ``api``."""
+
+    @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="A deployed stack: its ApiUrl output is used, with the token in BATCHLANE_ID_TOKEN.")
+    @click.option("--api-url", envvar="BATCHLANE_API_URL", help="Call this API base URL directly.")
+    @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="The offline stack's workdir.")
+    @click.option("--user", envvar="BATCHLANE_LOCAL_USER", default="local-user", show_default=True, help="Offline identity (the owner of the files).")
+    @functools.wraps(fn)
+    def wrapper(stack_name: str | None, api_url: str | None, workdir: Path, user: str, **kwargs: Any) -> Any:
+        try:
+            api = resolve_client(stack_name=stack_name, api_url=api_url, workdir=workdir, user=user)
+            return fn(api=api, **kwargs)
+        except ApiFailure as exc:
+            click.echo(f"error: {exc.code}: {exc.message}", err=True)
+            sys.exit(exc.exit_code)
+        except Unreachable as exc:
+            click.echo(f"error: UNREACHABLE: {exc}", err=True)
+            sys.exit(EXIT_UNREACHABLE)
+
+    return wrapper
+
+
+def exit_code_for(job: dict[str, Any]) -> int:
+    if job["status"] != "completed":
+        return EXIT_JOB_FAILED
+    return EXIT_PAGES_FAILED if job["pages"]["failed"] else EXIT_OK
+
+
+def _describe(job: dict[str, Any]) -> str:
+    pages = job["pages"]
+    text = f"{job['status']:<14} {job['phase']:<16} {pages['done']}/{pages['total']} pages"
+    if job["batch"]:
+        batch = job["batch"]
+        text += f"  batch {batch['state']}" + (f" ({batch['bedrockStatus']})" if batch["bedrockStatus"] else "")
+    return text
+
+
+def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dict[str, Any]:
+    """Poll until the job ends; a progress bar on stderr unless ``quiet``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    job = api.job(job_id)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), disable=quiet) as bar:
+        task = bar.add_task(job["phase"], total=max(job["pages"]["total"], 1))
+        while True:
+            bar.update(task, completed=job["pages"]["done"], description=f"{job['phase']:>16}")
+            if job["status"] in TERMINAL:
+                return job
+            time.sleep(interval_s)
+            job = api.job(job_id)
+
+
+def _print_job(job: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(job))
+        return
+    click.echo(f"job {job['jobId']} (file {job['fileId']})")
+    click.echo(f"  status  {job['status']} ({job['phase']})")
+    click.echo(f"  pages   {job['pages']['done']}/{job['pages']['total']} done, {job['pages']['failed']} failed, {job['pages']['batchServed']} from the batch lane")
+    if job["batch"]:
+        b = job["batch"]
+        click.echo(f"  batch   {b['state']}" + "".join(f", {k} {v}" for k, v in (("bedrock", b["bedrockStatus"]), ("end", b["endState"]), ("reason", b["reason"])) if v))
+    if job["hold"]:
+        click.echo(f"  hold    ${job['hold']['amountUsd']} {job['hold']['outcome'] or 'open'}")
+    click.echo(f"  cost    ${job['costUsd']}")
+    if job["error"]:
+        click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
+
+
+# -- commands ----------------------------------------------------------------------------
+@click.command()
+@click.argument("pdf", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--detach", is_flag=True, help="Print the job id and return at once instead of watching to the end.")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object on stdout.")
+@click.option("--bulk", is_flag=True, help="Bulk opt-in: send the job through the batch lane whatever its size.")
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
+@target_options
+def convert(api: ApiClient, pdf: Path, detach: bool, as_json: bool, bulk: bool, interval: float) -> None:
+    """Upload PDF and convert it; watch it to the end (or --detach)."""
+    data = pdf.read_bytes()
+    registered = api.call("POST", "/api/v1/files", {"name": pdf.name, "sizeBytes": len(data)})
+    api.upload(registered["upload"]["url"], data)
+    created = api.call("POST", f"/api/v1/files/{registered['fileId']}/convert", {"options": {"_batchLane": True} if bulk else {}})
+    job_id = created["jobId"]
+    if detach:
+        click.echo(json.dumps(created) if as_json else job_id)
+        return
+    click.echo(f"job {job_id}: {created['totalPages']} pages, {created['status']}", err=True)
+    job = watch(api, job_id, interval_s=interval, quiet=as_json)
+    _print_job(job, as_json)
+    sys.exit(exit_code_for(job))
+
+
+@click.group()
+def jobs() -> None:
+    """List jobs and follow one."""
+
+
+@jobs.command("list")
+@click.option("--status", type=click.Choice(["pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled"]), help="Only jobs in this status.")
+@click.option("--json", "as_json", is_flag=True, help="Print the files and their jobs as JSON.")
+@target_options
+def list_jobs(api: ApiClient, status: str | None, as_json: bool) -> None:
+    """Your files' conversions, newest first."""
+    files = api.call("GET", "/api/files" + (f"?status={status}" if status else ""))["files"]
+    converted = [f for f in files if f["conversion"]]
+    if as_json:
+        click.echo(json.dumps(converted))
+        return
+    for f in converted:
+        click.echo(f"{f['conversion']['jobId']}  {_describe(f['conversion'])}  {f['name']}")
+    if not converted:
+        click.echo("no jobs", err=True)
+
+
+@jobs.command("status")
+@click.argument("job_id", metavar="JOB")
+@click.option("--watch", "follow", is_flag=True, help="Follow the job to its end; the exit code then says how it ended.")
+@click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object.")
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@target_options
+def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interval: float) -> None:
+    """Where JOB is: status, phase, pages, batch row, hold, cost."""
+    job = watch(api, job_id, interval_s=interval, quiet=as_json) if follow else api.job(job_id)
+    _print_job(job, as_json)
+    if follow:
+        sys.exit(exit_code_for(job))
+
+
+@click.command()
+@click.argument("job_id", metavar="JOB")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
+    """Cancel JOB: nothing is charged, the file goes back to uploaded."""
+    job = api.job(job_id)
+    result = api.call("POST", f"/api/v1/files/{job['fileId']}/cancel", {"jobId": job_id})
+    if as_json:
+        click.echo(json.dumps(result))
+    elif result["alreadyCancelled"]:
+        click.echo(f"job {job_id} was already cancelled")
+    else:
+        stop = "; the batch job is being stopped" if result["batchStopRequested"] else ""
+        click.echo(f"job {job_id} cancelled (was {result['previousStatus']}); file back to uploaded; funds hold released{stop}")
+
+
+@click.command("process-now")
+@click.argument("job_id", metavar="JOB")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
+    """Stop waiting for the batch lane: convert JOB on-demand now."""
+    job = api.job(job_id)
+    result = api.call("POST", f"/api/v1/files/{job['fileId']}/process-now", {"jobId": job_id})
+    if as_json:
+        click.echo(json.dumps(result))
+    elif result["resumed"]:
+        stop = "; the batch job is being stopped (its output is still billed once)" if result["batchStopRequested"] else ""
+        click.echo(f"job {job_id} is converting on-demand now{stop}")
+    else:
+        click.echo(f"job {job_id}: its batch results are in; it resumes with them shortly")
+
+
+COMMANDS = (convert, jobs, cancel, process_now)

@@ -1,0 +1,28 @@
+"""Chunk sources: job creation splits the PDF into one PDF per chunk; every later stage opens its own.
+
+The chunk processor and the batch lane's prepare both page through
+:func:`chunk_pages`, so their page numbers and record ids cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from batchlane import keys
+from batchlane.aws.s3 import ObjectStore
+from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
+
+
+def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, spans: list[ChunkSpan]) -> None:
+    for span in spans:
+        store.put_bytes(keys.chunk_source_key(job_id, span.index), document.chunk_pdf(span), "application/pdf")
+
+
+def span_of(chunk_row: Mapping[str, Any]) -> ChunkSpan:
+    return ChunkSpan(chunk_row["chunk_index"], chunk_row["first_page"], chunk_row["last_page"])
+
+
+def chunk_pages(store: ObjectStore, job_id: str, chunk_row: Mapping[str, Any]) -> Iterator[Page]:
+    span = span_of(chunk_row)
+    return open_chunk(store.get_bytes(keys.chunk_source_key(job_id, span.index)), span).pages(span)

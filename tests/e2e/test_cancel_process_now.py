@@ -1,0 +1,285 @@
+"""Cancel and Process now through the real state machines (offline stack), including the races.
+
+Where a test needs the workflow to stand still at one point (the batch job being
+submitted, the lane about to resume, the claimer not yet run), it holds that Lambda
+with a gate on the offline Lambda runtime instead of relying on timing; where it needs
+work in flight (a chunk converting, a Bedrock job part-way), the emulator is slowed
+down and the test polls with a deadline for the state it needs before acting.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from decimal import Decimal
+from typing import Any
+
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_until
+from botocore.exceptions import ClientError
+
+from batchlane.aws.clients import client
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.local.lambda_runtime import Invocation
+from batchlane.runtime import services
+
+FAST = "time_scale=36000,job_hours=0.5"
+SLOW_BATCH = "time_scale=3600,job_hours=20"  # a Bedrock job takes ~20 s: long enough to act on it part-way
+
+
+class Gate:
+    """Hold (or skip) every call of one function until released."""
+
+    def __init__(self, stack: Any, function: str, *, skip_with: dict[str, Any] | None = None) -> None:
+        self.entered = threading.Event()
+        self.released = threading.Event()
+        self.calls = 0
+        registry, original = stack.registry, stack.registry.invoke
+
+        def invoke(target: str, event: Any) -> Invocation:
+            if registry.logical_name(target) == function and not self.released.is_set():
+                self.calls += 1
+                self.entered.set()
+                if skip_with is not None:
+                    return Invocation(result=skip_with)
+                self.released.wait(120)
+            return original(target, event)
+
+        registry.invoke = invoke
+
+    def wait_entered(self, timeout_s: float = 60) -> None:
+        assert self.entered.wait(timeout_s), "the gated function was never called"
+
+    def release(self) -> None:
+        self.released.set()
+
+
+def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = "tester") -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(
+        stack.env["BATCHLANE_API_URL"] + path,
+        data=json.dumps(body if body is not None else {}).encode() if method == "POST" else None,
+        method=method,
+        headers={"Authorization": f"Bearer local:{user}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def job(job_id: str) -> dict[str, Any]:
+    found = job_repo.get_job(services().db, job_id)
+    assert found is not None
+    return found
+
+
+def file_of(job_id: str) -> str:
+    return str(job(job_id)["file_id"])
+
+
+def batch_ledger_rows(job_id: str) -> list[dict[str, Any]]:
+    return [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch"]
+
+
+def execution_status(kind: str, job_id: str) -> str | None:
+    svc = services()
+    arn = (svc.workflows.conversion_arn if kind == "conversion" else svc.workflows.batch_lane_arn) or ""
+    try:
+        return str(client("stepfunctions").describe_execution(executionArn=f"{arn.replace(':stateMachine:', ':execution:')}:{kind}-{job_id}")["status"])
+    except ClientError:
+        return None
+
+
+def bedrock_job(stack: Any, job_id: str) -> Any:
+    row = batch_row(job_id)
+    return stack.bedrock.jobs.get(row["bedrock_job_arn"]) if row and row["bedrock_job_arn"] else None
+
+
+def assert_all_pages_on_demand(job_id: str) -> None:
+    done = job(job_id)
+    assert done["status"] == "completed", (done["status"], done["error_id"], done["error_message"])
+    assert (done["pages_converted"], done["pages_failed"], done["pages_batch"]) == (PAGES, 0, 0)
+    assert "_batchPrimed" not in done["options"]
+    hold = ledger.get_hold(services().db, job_id)
+    assert hold["outcome"] == "settled"
+
+
+def assert_nothing_charged(job_id: str) -> None:
+    done = job(job_id)
+    assert done["status"] == "cancelled"
+    assert Decimal(done["total_cost_usd"]) == 0
+    hold = ledger.get_hold(services().db, job_id)
+    assert hold["outcome"] == "cancelled" and not hold["settled_usd"]
+    assert job_repo.get_file(services().db, str(done["file_id"]))["status"] == "uploaded"
+
+
+# -- cancel ---------------------------------------------------------------------------------
+def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(stack_factory):
+    # Given an on-demand job whose chunks take seconds (one page a request, 0.3 s a request)
+    stack = stack_factory(
+        "time_scale=36000,converse_latency_ms=300",
+        batch_lane=False,
+        extra_env={"BATCHLANE_PAGES_PER_CHUNK": "20", "BATCHLANE_CHUNK_CONCURRENCY": "1", "BATCHLANE_PAGES_PER_REQUEST": "1"},
+    )
+    job_id, _ = submit()
+    running = wait_until(
+        lambda: [c for c in job_repo.get_chunks(services().db, job_id) if c["status"] == "processing" and c["pages_done"] >= 2],
+        what="a chunk part-way through its pages",
+    )
+    # When the user cancels
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")
+    assert status == 200 and body["previousStatus"] == "processing", body
+    # Then the workflow ends, the running chunk stopped early and never completed
+    wait_until(lambda: execution_status("conversion", job_id) not in (None, "RUNNING"), what="the conversion execution to end")
+    chunks = {c["chunk_index"]: c for c in job_repo.get_chunks(services().db, job_id)}
+    stopped = chunks[running[0]["chunk_index"]]
+    assert stopped["status"] == "cancelled"
+    assert stopped["pages_done"] < 20, "the chunk went on converting after the cancel"
+    assert all(c["status"] in ("cancelled", "completed") for c in chunks.values())
+    # its partial spend is on the ledger (our cost), and nothing is charged to the user
+    chunk_rows = [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "chunk" and r["chunk_index"] == stopped["chunk_index"]]
+    assert chunk_rows and sum(Decimal(r["cost_usd"]) for r in chunk_rows) > 0
+    assert Decimal(stopped["cost_usd"]) == sum(Decimal(r["cost_usd"]) for r in chunk_rows)
+    assert_nothing_charged(job_id)
+
+
+def test_cancel_while_the_batch_job_runs_stops_it_bills_its_output_once_and_charges_nothing(stack_factory):
+    stack = stack_factory(SLOW_BATCH, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, _ = submit()
+    wait_until(lambda: (b := bedrock_job(stack, job_id)) is not None and b.processed >= 3, what="the Bedrock job part-way")
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")
+    assert status == 200 and body["batchRowState"] == "submitted" and body["batchStopRequested"] is True, body
+    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
+    assert row["end_state"] == "Stopped" and row["reason"] == "cancelled"
+    billed = batch_ledger_rows(job_id)
+    assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the paid partial output is billed, once"
+    wait_until(lambda: execution_status("batch", job_id) not in (None, "RUNNING"), what="the batch-lane execution to end")
+    assert_nothing_charged(job_id)
+    assert execution_status("conversion", job_id) is None, "a cancelled job is never converted"
+    # cancelled is terminal everywhere: the claimer, the sweeper and the recovery leave it alone
+    for function in ("batch_claimer", "batch_sweeper", "recovery"):
+        assert not stack.registry.invoke(function, {}).failed
+    assert job(job_id)["status"] == "cancelled" and len(batch_ledger_rows(job_id)) == 1
+    assert execution_status("conversion", job_id) is None
+
+
+def test_a_job_cancelled_before_the_claimer_ran_is_never_claimed(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    job_id, _ = submit()
+    gate.wait_entered()
+    assert job(job_id)["status"] == "waiting_batch" and batch_row(job_id) is None
+    assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
+    gate.release()
+    for function in ("batch_claimer", "batch_sweeper", "recovery"):
+        outcome = stack.registry.invoke(function, {})
+        assert not outcome.failed, outcome
+    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None
+    assert_nothing_charged(job_id)
+
+
+def test_cancel_while_preparing_leaves_the_lane_without_a_bedrock_job(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    gate = Gate(stack, "batch_prepare")
+    job_id, _ = submit()
+    gate.wait_entered()
+    assert batch_row(job_id)["state"] == "preparing"
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")
+    assert status == 200 and body["batchRowState"] == "preparing"
+    gate.release()
+    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the row to close")
+    assert row["bedrock_job_arn"] is None and row["reason"] == "cancelled"
+    assert batch_ledger_rows(job_id) == [] and not stack.bedrock.jobs
+    assert_nothing_charged(job_id)
+
+
+# -- process now ------------------------------------------------------------------------------
+def test_process_now_before_the_claimer_converts_on_demand_and_the_claimer_never_takes_it(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    job_id, _ = submit()
+    gate.wait_entered()
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
+    assert status == 200 and body["action"] == "skipped_row_inserted", body
+    gate.release()
+    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    assert_all_pages_on_demand(job_id)
+    row = batch_row(job_id)
+    assert (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "process_now")
+    assert execution_status("batch", job_id) is None and not stack.bedrock.jobs
+
+
+def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_it_once(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    gate = Gate(stack, "batch_submit")
+    job_id, _ = submit()
+    gate.wait_entered()  # prepared, about to create the Bedrock job
+    assert batch_row(job_id)["state"] == "preparing"
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
+    assert status == 200 and body["batchRowState"] == "preparing" and body["resumed"] is True, body
+    gate.release()
+    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the batch row to close")
+    assert_all_pages_on_demand(job_id)
+    assert row["reason"] == "process_now"
+    # the lane had decided to submit: it did, stopped the job at once, collected and billed it once
+    assert row["bedrock_job_arn"] and stack.bedrock.jobs[row["bedrock_job_arn"]].status == "Stopped"
+    assert row["end_state"] == "Stopped" and len(batch_ledger_rows(job_id)) == 1
+    wait_until(lambda: execution_status("batch", job_id) == "SUCCEEDED", what="the batch lane to end")
+    assert job(job_id)["status"] == "completed"
+
+
+def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_page(stack_factory):
+    stack = stack_factory(SLOW_BATCH, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, _ = submit()
+    wait_until(lambda: (b := bedrock_job(stack, job_id)) is not None and b.processed >= 3, what="the Bedrock job part-way")
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
+    assert status == 200 and body["batchRowState"] == "submitted" and body["batchStopRequested"] is True, body
+    assert ledger.get_hold(services().db, job_id)["expires_at"].timestamp() < job(job_id)["updated_at"].timestamp() + 7 * 3600
+    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
+    wait_until(lambda: execution_status("batch", job_id) not in (None, "RUNNING"), what="the batch lane to end")
+    assert_all_pages_on_demand(job_id)
+    assert row["end_state"] == "Stopped" and row["reason"] == "process_now"
+    assert stack.bedrock.jobs[row["bedrock_job_arn"]].status == "Stopped"
+    billed = batch_ledger_rows(job_id)
+    assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the partial output is billed exactly once"
+    assert job(job_id)["status"] == "completed", "the lane's late Resume must not touch a converted job"
+
+
+def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_primed_results(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    gate = Gate(stack, "batch_resume")
+    job_id, _ = submit()
+    gate.wait_entered()  # collected and closed; the lane has not resumed the job
+    row = batch_row(job_id)
+    assert row["state"] == "closed" and row["accepted_count"] > 0 and job(job_id)["status"] == "waiting_batch"
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
+    assert status == 200 and body["resumed"] is False and body["action"] == "left_to_recovery", body
+    assert job(job_id)["status"] == "waiting_batch"
+    recovered = stack.registry.invoke("recovery", {})
+    assert job_id in recovered.result["resumed"], recovered
+    gate.release()
+    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the primed conversion")
+    options = job(job_id)["options"]
+    assert options["_batchPrimed"] is True and Decimal(options["_batchCostUsd"]) == Decimal(row["cost_usd"])
+    assert job(job_id)["pages_batch"] == row["accepted_count"], "the batch results were used"
+    assert_converted_whole(job_id)
+    assert len(batch_ledger_rows(job_id)) == 1
+
+
+def test_another_user_cannot_cancel_or_process_now(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    job_id, _ = submit()
+    gate.wait_entered()
+    for action in ("cancel", "process-now"):
+        status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/{action}", user="someone-else")
+        assert (status, body["code"]) == (404, "FILE_NOT_FOUND")
+    assert job(job_id)["status"] == "waiting_batch" and batch_row(job_id) is None
+    assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200

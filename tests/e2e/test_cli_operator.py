@@ -1,0 +1,94 @@
+"""The operator flow from a terminal, against `batchlane local up` (a real daemon on a tmp workdir).
+
+convert --detach → jobs status (waiting for its batch) → process-now → jobs status --watch
+(completed); convert --detach → cancel → the file is back to uploaded, the hold released;
+and the exit codes and error lines a script relies on.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from click.testing import CliRunner
+
+from batchlane.cli.main import main
+from batchlane.local.daemon import start_daemon, stop_daemon
+from batchlane.local.pdfgen import make_pdf
+
+
+@pytest.fixture(scope="module")
+def local_stack(tmp_path_factory):  # type: ignore[no-untyped-def]
+    workdir = tmp_path_factory.mktemp("local")
+    mp = pytest.MonkeyPatch()
+    for key, value in {"BATCH_CONVERSION_MIN_PAGES": "40", "BATCH_CONVERSION_MIN_RECORDS": "10", "BATCHLANE_PAGES_PER_CHUNK": "20"}.items():
+        mp.setenv(key, value)  # inherited by the daemon
+    mp.delenv("DATABASE_URL", raising=False)
+    mp.delenv("BATCHLANE_API_URL", raising=False)
+    try:
+        start_daemon(workdir, faults="")  # the daemon's default: a batch job takes minutes
+        yield workdir
+    finally:
+        stop_daemon(workdir)
+        mp.undo()
+
+
+def run(workdir, *args: str, user: str = "operator"):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(main, [*args, "--workdir", str(workdir), "--user", user], catch_exceptions=False)
+
+
+def status(workdir, job_id: str) -> dict:  # type: ignore[no-untyped-def]
+    result = run(workdir, "jobs", "status", job_id, "--json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
+    pdf = tmp_path / "big.pdf"
+    pdf.write_bytes(make_pdf(60, blank_every=15))
+
+    converted = run(local_stack, "convert", str(pdf), "--detach")
+    assert converted.exit_code == 0, converted.output
+    job_id = converted.stdout.strip()
+    uuid.UUID(job_id)
+    waiting = status(local_stack, job_id)
+    assert waiting["status"] == "waiting_batch" and waiting["batchWaiting"] is True
+
+    listed = run(local_stack, "jobs", "list", "--status", "waiting_batch")
+    assert listed.exit_code == 0 and job_id in listed.stdout
+
+    moved = run(local_stack, "process-now", job_id)
+    assert moved.exit_code == 0, moved.output
+    assert "on-demand" in moved.stdout
+    watched = run(local_stack, "jobs", "status", job_id, "--watch", "--json", "--interval", "0.2")
+    assert watched.exit_code == 0, watched.output
+    done = json.loads(watched.stdout)
+    assert done["status"] == "completed" and done["pages"]["done"] == 60 and done["hold"]["outcome"] == "settled"
+
+    again = run(local_stack, "process-now", job_id)
+    assert again.exit_code == 6 and "error: NOT_BATCH_WAITING:" in again.stderr
+
+    second = run(local_stack, "convert", str(pdf), "--detach", "--json")
+    assert second.exit_code == 0, second.output
+    second_id = json.loads(second.stdout)["jobId"]
+    cancelled = run(local_stack, "cancel", second_id)
+    assert cancelled.exit_code == 0, cancelled.output
+    assert "file back to uploaded" in cancelled.stdout
+    after = status(local_stack, second_id)
+    assert after["status"] == "cancelled" and after["hold"]["outcome"] == "cancelled"
+    files = json.loads(run(local_stack, "jobs", "list", "--json").stdout)
+    assert {f["conversion"]["jobId"]: f["status"] for f in files}[second_id] == "uploaded"
+    assert run(local_stack, "jobs", "status", second_id, "--watch").exit_code == 1  # ended cancelled
+
+
+def test_exit_codes_for_unknown_foreign_and_unreachable(local_stack, tmp_path):
+    missing = run(local_stack, "jobs", "status", str(uuid.uuid4()))
+    assert missing.exit_code == 5 and "error: JOB_NOT_FOUND:" in missing.stderr
+    pdf = tmp_path / "small.pdf"
+    pdf.write_bytes(make_pdf(3))
+    job_id = run(local_stack, "convert", str(pdf), "--detach").stdout.strip()
+    foreign = run(local_stack, "cancel", job_id, user="somebody-else")
+    assert foreign.exit_code == 5
+    nowhere = CliRunner().invoke(main, ["jobs", "list", "--workdir", str(tmp_path / "no-stack")])
+    assert nowhere.exit_code == 4 and "batchlane local up" in nowhere.stderr
