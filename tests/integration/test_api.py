@@ -23,10 +23,11 @@ import yaml
 from batchlane import keys
 from batchlane.batch import rows
 from batchlane.batch.resume import resume_stranded
+from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.local.pdfgen import make_pdf
-from batchlane.pdf.split import plan_chunks
+from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from tests.conftest import start_stack
 
@@ -84,7 +85,8 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
             rows.insert_preparing(tx, job_id=job_id, model_id=job["model_id"], deadline_hours=26)
         elif row_state == "submitted":
             rows.insert_preparing(tx, job_id=job_id, model_id=job["model_id"], deadline_hours=26)
-            rows.mark_submitted(tx, job_id, arn=f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}", name="x", output_uri="s3://b/o/", deadline_hours=26)
+            arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
+            rows.mark_submitted(tx, job_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
         elif row_state == "closed":
             tx.run(
                 """INSERT INTO conversion_batch_jobs (job_id, state, model_id, end_state, accepted_count, fallback_count, cost_usd, closed_at)
@@ -93,6 +95,7 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
                 model=job["model_id"],
             )
     svc.store.put_bytes(key, PDF, "application/pdf")
+    store_chunk_sources(svc.store, job_id, open_pdf(PDF, max_pages=PAGES), plan_chunks(PAGES, PER_CHUNK))  # as create_job does
     return file_id, job_id
 
 
@@ -167,7 +170,15 @@ def test_conversion_progress_shows_chunks_phase_and_batch_row(stack, owner):
 # -- cancel ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("status", "row_state"),
-    [("pending", None), ("processing", None), ("paused_budget", None), ("waiting_batch", None), ("waiting_batch", "preparing"), ("waiting_batch", "submitted"), ("waiting_batch", "closed")],
+    [
+        ("pending", None),
+        ("processing", None),
+        ("paused_budget", None),
+        ("waiting_batch", None),
+        ("waiting_batch", "preparing"),
+        ("waiting_batch", "submitted"),
+        ("waiting_batch", "closed"),
+    ],
 )
 def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, status, row_state):
     file_id, job_id = make_job(owner, status, row_state=row_state, completed_chunks=1)

@@ -91,7 +91,9 @@ def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: 
 
 def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
     file_row = owned_file(svc, owner_id, file_id)
-    live = svc.db.one("SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))", id=file_id, live=list(LIVE))
+    live = svc.db.one(
+        "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))", id=file_id, live=list(LIVE)
+    )
     if live:
         raise Conflict(f"The file is already being converted (job {live['id']}).", error_id="CONVERSION_IN_PROGRESS")
     try:

@@ -55,7 +55,12 @@ def conversion_view(row: dict[str, Any]) -> dict[str, Any]:
         }
     hold = None
     if row["hold_amount_usd"] is not None:
-        hold = {"amountUsd": _money(row["hold_amount_usd"]), "outcome": row["hold_outcome"], "settledUsd": _money(row["hold_settled_usd"]), "expiresAt": _iso(row["hold_expires_at"])}
+        hold = {
+            "amountUsd": _money(row["hold_amount_usd"]),
+            "outcome": row["hold_outcome"],
+            "settledUsd": _money(row["hold_settled_usd"]),
+            "expiresAt": _iso(row["hold_expires_at"]),
+        }
     return {
         "jobId": str(row["job_id"]),
         "fileId": str(row["file_id"]),

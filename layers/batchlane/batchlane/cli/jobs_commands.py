@@ -33,6 +33,7 @@ import click
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 TERMINAL = ("completed", "failed", "cancelled")
+JOB_STATUSES = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
 DEFAULT_WORKDIR = Path(".batchlane/local")
 
 
@@ -64,12 +65,17 @@ class ApiClient:
     token: str
     timeout_s: float = 60.0
 
+    def __post_init__(self) -> None:
+        if not self.base_url.startswith(("http://", "https://")):
+            raise click.UsageError(f"the API URL must be http(s): {self.base_url}")
+
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         url = self.base_url.rstrip("/") + path
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(url, data=data, method=method, headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
+        request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
                 return dict(json.loads(response.read() or b"{}"))
         except urllib.error.HTTPError as exc:
             try:
@@ -81,9 +87,11 @@ class ApiClient:
             raise Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}") from None
 
     def upload(self, url: str, data: bytes) -> None:
-        request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": "application/pdf"})
+        if not url.startswith(("http://", "https://")):
+            raise ApiFailure(400, "UPLOAD_FAILED", f"the upload URL is not http(s): {url}")
+        request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": "application/pdf"})  # noqa: S310 - checked above
         try:
-            with urllib.request.urlopen(request, timeout=max(self.timeout_s, 600)) as response:
+            with urllib.request.urlopen(request, timeout=max(self.timeout_s, 600)) as response:  # noqa: S310
                 response.read()
         except urllib.error.HTTPError as exc:
             raise ApiFailure(exc.code, "UPLOAD_FAILED", f"the upload was refused ({exc.code} {exc.reason})") from None
@@ -128,9 +136,9 @@ def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--stack-name / --api-url / --workdir / --user, resolved into an ApiClient passed as ``api``."""
 
-    @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="A deployed stack: its ApiUrl output is used, with the token in BATCHLANE_ID_TOKEN.")
+    @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="A deployed stack: its ApiUrl output, with the token in BATCHLANE_ID_TOKEN.")
     @click.option("--api-url", envvar="BATCHLANE_API_URL", help="Call this API base URL directly.")
-    @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="The offline stack's workdir.")
+    @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="Offline stack workdir.")
     @click.option("--user", envvar="BATCHLANE_LOCAL_USER", default="local-user", show_default=True, help="Offline identity (the owner of the files).")
     @functools.wraps(fn)
     def wrapper(stack_name: str | None, api_url: str | None, workdir: Path, user: str, **kwargs: Any) -> Any:
@@ -184,10 +192,12 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
         return
     click.echo(f"job {job['jobId']} (file {job['fileId']})")
     click.echo(f"  status  {job['status']} ({job['phase']})")
-    click.echo(f"  pages   {job['pages']['done']}/{job['pages']['total']} done, {job['pages']['failed']} failed, {job['pages']['batchServed']} from the batch lane")
+    pages = job["pages"]
+    click.echo(f"  pages   {pages['done']}/{pages['total']} done, {pages['failed']} failed, {pages['batchServed']} from the batch lane")
     if job["batch"]:
         b = job["batch"]
-        click.echo(f"  batch   {b['state']}" + "".join(f", {k} {v}" for k, v in (("bedrock", b["bedrockStatus"]), ("end", b["endState"]), ("reason", b["reason"])) if v))
+        details = (("bedrock", b["bedrockStatus"]), ("end", b["endState"]), ("reason", b["reason"]))
+        click.echo(f"  batch   {b['state']}" + "".join(f", {k} {v}" for k, v in details if v))
     if job["hold"]:
         click.echo(f"  hold    ${job['hold']['amountUsd']} {job['hold']['outcome'] or 'open'}")
     click.echo(f"  cost    ${job['costUsd']}")
@@ -225,7 +235,7 @@ def jobs() -> None:
 
 
 @jobs.command("list")
-@click.option("--status", type=click.Choice(["pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled"]), help="Only jobs in this status.")
+@click.option("--status", type=click.Choice(JOB_STATUSES), help="Only jobs in this status.")
 @click.option("--json", "as_json", is_flag=True, help="Print the files and their jobs as JSON.")
 @target_options
 def list_jobs(api: ApiClient, status: str | None, as_json: bool) -> None:
