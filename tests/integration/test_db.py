@@ -1,0 +1,106 @@
+"""The schema and the repositories against a real PostgreSQL."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from pg8000.exceptions import DatabaseError
+
+from batchlane.batch import rows
+from batchlane.db import Database, connect_params_from_url
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.db.migrate import migrate, migration_files
+from batchlane.pdf import plan_chunks
+
+
+def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
+    with db.transaction() as tx:
+        file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+        job = job_repo.insert_job(
+            tx, file_id=str(file_row["id"]), owner_id="owner-1", status=status, options={}, model_id="m", total_pages=pages, pages_per_chunk=50, chunks=plan_chunks(pages, 50)
+        )
+    return str(job["id"])
+
+
+def test_migrate_is_idempotent_and_applies_every_file(db):
+    assert migrate(db) == []  # the session fixture applied them already
+    applied = {r["version"] for r in db.run("SELECT version FROM schema_migrations")}
+    assert applied == {version for version, _ in migration_files()}
+
+
+def test_statuses_are_constrained(db):
+    job_id = make_job(db)
+    with pytest.raises(DatabaseError):
+        db.run("UPDATE large_conversion_jobs SET status = 'done' WHERE id = CAST(:id AS uuid)", id=job_id)
+
+
+def test_one_live_job_per_file(db):
+    job_id = make_job(db)
+    file_id = str(job_repo.get_job(db, job_id)["file_id"])
+    with pytest.raises(DatabaseError):
+        job_repo.insert_job(db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50))
+
+
+def test_transitions_are_guarded_on_the_current_status(db):
+    job_id = make_job(db)
+    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing")["status"] == "processing"
+    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing") is None
+
+
+def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
+    job_id = make_job(db)
+    job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing")
+    assert job_repo.claim_chunk(db, job_id, 0, "worker-a")["attempts"] == 1
+    assert job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 3)
+    assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-b", 3)
+    db.run("UPDATE chunk_jobs SET status = 'cancelled' WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 4)
+
+
+def test_batch_ledger_row_is_written_at_most_once(db):
+    job_id = make_job(db, status="waiting_batch")
+    row = rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
+    assert rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26) is None, "one batch row per job"
+    kwargs = {"job_id": job_id, "batch_row_id": int(row["id"]), "model_id": "m", "input_tokens": 10, "output_tokens": 1, "cost_usd": Decimal("0.5"), "metadata": {}}
+    assert ledger.add_batch_cost(db, **kwargs) is True
+    assert ledger.add_batch_cost(db, **kwargs) is False
+    assert ledger.job_total(db, job_id) == Decimal("0.5")
+
+
+def test_guarded_close_has_exactly_one_winner(db):
+    job_id = make_job(db, status="waiting_batch")
+    rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
+    rows.mark_submitted(db, job_id, arn="arn:aws:bedrock:us-east-1:1:model-invocation-job/x", name="n", output_uri="s3://b/o/", deadline_hours=26)
+    first = rows.close(db, job_id, from_states=("submitted",), end_state="Completed")
+    second = rows.close(db, job_id, from_states=("submitted",), end_state="Completed")
+    assert first is not None and second is None
+
+
+def test_terminal_status_is_never_overwritten_by_a_late_event(db):
+    job_id = make_job(db, status="waiting_batch")
+    rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
+    arn = "arn:aws:bedrock:us-east-1:1:model-invocation-job/late"
+    rows.mark_submitted(db, job_id, arn=arn, name="n2", output_uri="s3://b/o/", deadline_hours=26)
+    rows.record_status(db, arn, "Completed")
+    assert rows.record_status(db, arn, "InProgress")["bedrock_status"] == "Completed"
+
+
+def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(db, migrated_url):
+    job_id = make_job(db)
+    pid = db.one("SELECT pg_backend_pid() AS pid")["pid"]
+    killer = Database(connect_params_from_url(migrated_url))
+    killer.run("SELECT pg_terminate_backend(:pid)", pid=pid)
+    killer.close()
+    db.check()  # what the chunk processor does before its final writes
+    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing") is not None
+    assert db.one("SELECT pg_backend_pid() AS pid")["pid"] != pid
+
+
+def test_holds_close_once(db):
+    job_id = make_job(db)
+    ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=6)
+    assert ledger.close_hold(db, job_id, outcome="settled", settled_usd=Decimal("1"))
+    assert not ledger.close_hold(db, job_id, outcome="cancelled")
+    assert ledger.get_hold(db, job_id)["outcome"] == "settled"
