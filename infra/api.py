@@ -5,11 +5,16 @@ Every method requires a Cognito user-pool token; the handler takes the owner fro
 group with retention), execution logging at INFO without request/response bodies,
 X-Ray tracing, and throttling from context ``apiThrottle``.
 
-Routes: GET /api/files · POST /api/v1/files · GET /api/v1/files/{fileId}/conversion ·
-POST /api/v1/files/{fileId}/cancel · POST /api/v1/files/{fileId}/process-now
+Routes: every operation in docs/api/openapi.yaml (read at synth), so the spec, the handler
+and API Gateway cannot drift apart.
 """
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
@@ -21,13 +26,18 @@ from constructs import Construct
 from infra.config import InfraConfig
 from infra.nag import acknowledge
 
-ROUTES: tuple[tuple[str, str], ...] = (
-    ("GET", "/api/files"),
-    ("POST", "/api/v1/files"),
-    ("GET", "/api/v1/files/{fileId}/conversion"),
-    ("POST", "/api/v1/files/{fileId}/cancel"),
-    ("POST", "/api/v1/files/{fileId}/process-now"),
-)
+OPENAPI_SPEC = Path(__file__).resolve().parents[1] / "docs" / "api" / "openapi.yaml"
+HTTP_METHODS = ("get", "put", "post", "delete", "patch")
+
+
+def routes_from_spec(spec_path: Path = OPENAPI_SPEC) -> tuple[tuple[str, str], ...]:
+    """(METHOD, path) for every operation of the OpenAPI spec: the one list the handler, the spec
+    and API Gateway share (a test checks the handler serves every one of them)."""
+    spec = yaml.safe_load(spec_path.read_text())
+    return tuple((method.upper(), path) for path, item in spec["paths"].items() for method in item if method in HTTP_METHODS)
+
+
+ROUTES = routes_from_spec()
 STAGE = "v1"
 
 
@@ -109,7 +119,7 @@ class Api(Construct):
         integration = apigw.LambdaIntegration(handler, proxy=True)
         for method, path in ROUTES:
             resource = self.rest_api.root.resource_for_path(path)
-            params = {f"method.request.path.{p}": True for p in ("fileId",) if "{" + p + "}" in path}
+            params = {f"method.request.path.{p}": True for p in re.findall(r"\{(\w+)\}", path)}
             resource.add_method(
                 method,
                 integration,

@@ -136,9 +136,10 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "api",
-        "Owner-only HTTP API: list files, progress, cancel, process now.",
+        "Owner-only HTTP API: upload, convert, list files, progress, cancel, process now, delete.",
         ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "publish_events"),
-        30,
+        29,  # API Gateway's integration timeout; convert validates and splits the PDF in-process
+        1536,
     ),
 )
 

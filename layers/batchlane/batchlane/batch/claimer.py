@@ -31,7 +31,8 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
             """SELECT j.id, j.model_id FROM large_conversion_jobs j
                WHERE j.status = 'waiting_batch'
                  AND NOT EXISTS (SELECT 1 FROM conversion_batch_jobs b WHERE b.job_id = j.id)
-               ORDER BY j.created_at LIMIT 500"""
+               ORDER BY j.created_at LIMIT 500
+               FOR UPDATE OF j SKIP LOCKED"""  # a cancel or process-now in flight keeps its job
         )
         in_flight: dict[str, int] = {}
         for job in parked:

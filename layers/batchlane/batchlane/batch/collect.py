@@ -206,6 +206,14 @@ def _close_and_bill(
             cost_usd=cost,
             metadata=metadata,
         )
+        # A batch job stopped by "process now" or a cancel can close after the on-demand
+        # conversion already settled: its total must still equal the ledger.
+        tx.run(
+            """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
+                   updated_at = now()
+               WHERE id = CAST(:id AS uuid) AND status IN ('completed', 'failed')""",
+            id=job_id,
+        )
         return True
 
 
@@ -220,7 +228,8 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         return {"closed": False}
     detail = (error or {}).get("Error")
     if row["state"] == "preparing":
-        end_state = "skipped" if reason in SKIP_REASONS else "prepare_failed"
+        left_lane = reason in SKIP_REASONS or reason.startswith("job_")  # job_cancelled, job_pending: the user moved it
+        end_state = "skipped" if left_lane else "prepare_failed"
         closed = rows.close(svc.db, job_id, from_states=("preparing",), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
         logger.info("batch lane left before submit", job_id=job_id, reason=reason, error=detail)
         return {"closed": closed is not None, "endState": end_state}

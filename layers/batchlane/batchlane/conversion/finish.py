@@ -34,6 +34,9 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     job = job_repo.transition_job(svc.db, job_id, from_statuses=("processing", "assembling"), to_status="assembling")
     if job is None:
         current = job_repo.get_job(svc.db, job_id)
+        if current is not None and current["status"] == "cancelled":
+            # Cancelled while its chunks ran: nothing to assemble, and not a failure.
+            return {"jobId": job_id, "markdownKey": None, "pagesFailed": 0, "pagesTruncated": 0, "status": "cancelled"}
         raise Conflict(f"job {job_id} is {current['status'] if current else 'missing'}; not assembling", error_id="JOB_NOT_PROCESSING")
     chunks = job_repo.get_chunks(svc.db, job_id)
     unfinished = [c["chunk_index"] for c in chunks if c["status"] != "completed"]
