@@ -14,6 +14,7 @@ import threading
 import pytest
 from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
 
+from batchlane.batch import rows
 from batchlane.batch.rows import TERMINAL_BEDROCK_STATUSES
 from batchlane.db import ledger
 from batchlane.local.lambda_runtime import Invocation
@@ -241,3 +242,54 @@ def test_wait_timeout_stops_the_job_and_collects_what_exists(stack_factory):
     assert row["end_state"] == "Expired" and row["reason"] == "overdue"
     assert served(results, "batch") == row["accepted_count"] > 0
     assert len(batch_ledger_rows(job_id)) == 1
+
+
+def test_throttled_creates_wait_and_retry_instead_of_failing(stack_factory):
+    # More throttles than the client's own retries: the state machine's BatchSubmitBusy retry takes over.
+    stack = stack_factory(f"{FAST},create_throttle=8", extra_env=SMALL_LANE_ENV)
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    assert stack.bedrock.stats["create_throttled"] == 8 and stack.bedrock.stats["jobs_created"] == 1
+    assert served(results, "batch") == NON_BLANK
+
+
+def _strand_in_preparing(stack) -> str:
+    """A parked job whose row is preparing but whose execution never ran (it died)."""
+    stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+    job_id, _ = submit()
+    rows.insert_preparing(services().db, job_id=job_id, model_id=services().settings.batchlane_model_id, deadline_hours=1)
+    services().db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    return job_id
+
+
+def test_a_prepare_stuck_without_a_bedrock_job_leaves_the_lane(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id = _strand_in_preparing(stack)
+    assert stack.registry.invoke("batch_sweeper", {}).result["abandonedStuck"] == 1
+    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", what="completion")
+    results = assert_converted_whole(job_id)
+    assert served(results, "on_demand") == NON_BLANK
+    assert batch_row(job_id)["end_state"] == "prepare_failed" and batch_ledger_rows(job_id) == []
+
+
+def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_it(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id = _strand_in_preparing(stack)
+    # the dead execution had prepared and created the Bedrock job before it died
+    from batchlane.batch.prepare import finish_prepare, prepare_chunk
+    from batchlane.batch.submit import _create, output_uri_for
+    from batchlane.batch.names import bedrock_job_name
+
+    svc = services()
+    for chunk in range(3):
+        prepare_chunk(svc, job_id, chunk)
+    assert finish_prepare(svc, job_id)["action"] == "submit"
+    arn = _create(svc, job_id, bedrock_job_name(job_id), svc.settings.batchlane_model_id, f"s3://{svc.store.bucket}/batch/{job_id}/input/", output_uri_for(svc, job_id))
+    assert stack.registry.invoke("batch_sweeper", {}).result["adoptedStuck"] == 1
+    assert batch_row(job_id)["bedrock_job_arn"] == arn
+    wait_until(lambda: stack.bedrock.jobs[arn].status in TERMINAL_BEDROCK_STATUSES, what="the Bedrock job to end")
+    # nobody waits on it: the sweeper collects the orphan and resumes the job
+    wait_until(lambda: stack.registry.invoke("batch_sweeper", {}).result["orphansCollected"] == 1, what="the orphan to be collected")
+    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", what="completion")
+    results = assert_converted_whole(job_id)
+    assert served(results, "batch") == NON_BLANK and len(batch_ledger_rows(job_id)) == 1

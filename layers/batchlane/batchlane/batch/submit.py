@@ -26,6 +26,14 @@ class BatchSubmitBusy(Exception):
     """Bedrock is throttling creates or the concurrent-job quota is full: try again later."""
 
 
+def lane_bucket(svc: Services) -> str:
+    return svc.settings.batch_conversion_s3_bucket or svc.settings.batchlane_bucket
+
+
+def output_uri_for(svc: Services, job_id: str) -> str:
+    return f"s3://{lane_bucket(svc)}/{keys.batch_output_prefix(job_id)}"
+
+
 def find_job_by_name(bedrock: Any, name: str) -> dict[str, Any] | None:
     for page in bedrock.get_paginator("list_model_invocation_jobs").paginate(nameContains=name):
         for summary in page.get("invocationJobSummaries", []):
@@ -41,8 +49,8 @@ def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
         return {"submitted": False, "why": "row_closed"}
     name = bedrock_job_name(job_id)
     if row["state"] == "preparing":
-        bucket = settings.batch_conversion_s3_bucket or settings.batchlane_bucket
-        output_uri = f"s3://{bucket}/{keys.batch_output_prefix(job_id)}"
+        bucket = lane_bucket(svc)
+        output_uri = output_uri_for(svc, job_id)
         arn = _create(svc, job_id, name, row["model_id"], f"s3://{bucket}/{keys.batch_input_prefix(job_id)}", output_uri)
         row = rows.mark_submitted(svc.db, job_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=settings.batch_deadline_hours)
         assert row is not None

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from typing import Any
 
 from aws_lambda_powertools.metrics import single_metric
 
 from batchlane.batch import rows
 from batchlane.batch.names import bedrock_job_name
-from batchlane.batch.submit import find_job_by_name, stop_batch_job
+from batchlane.batch.collect import abandon, collect
+from batchlane.batch.resume import resume_job
+from batchlane.batch.submit import find_job_by_name, output_uri_for, stop_batch_job
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
 PREPARE_STUCK_HOURS = 2.0
+ORPHAN_AFTER_S = 600  # a terminal row with no waiting execution for this long is collected by the sweeper
 
 
 def _wake(svc: Services, row: dict[str, Any], status: str) -> int:
@@ -60,33 +64,58 @@ def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:
 
 
 def sweep(svc: Services) -> dict[str, Any]:
-    """Ask Bedrock about every row still waiting; end waits whose terminal event was lost."""
-    bedrock = svc.bedrock()
-    woken = overdue = adopted = abandoned = 0
-    for row in rows.rows_waiting(svc.db):
-        status = row["bedrock_status"]
-        if status not in rows.TERMINAL_BEDROCK_STATUSES:
-            status = bedrock.get_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])["status"]
-            updated = rows.record_status(svc.db, row["bedrock_job_arn"], status)
-            row = updated or row
-        if status in rows.TERMINAL_BEDROCK_STATUSES:
-            woken += _wake(svc, row, status)
-        elif row["deadline"] is not None and row["deadline"].timestamp() < time.time():
-            overdue += 1
-            stop_batch_job(svc, str(row["job_id"]), reason="overdue")
-    for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
-        job_id = str(row["job_id"])
-        existing = find_job_by_name(bedrock, bedrock_job_name(job_id))
-        if existing:  # it exists, so it is billing: adopt it
-            rows.mark_submitted(svc.db, job_id, arn=existing["jobArn"], name=existing["jobName"], output_uri=existing.get("outputDataConfig", {}).get("s3OutputDataConfig", {}).get("s3Uri", ""), deadline_hours=svc.settings.batch_deadline_hours)
-            adopted += 1
-        else:
-            from batchlane.batch.collect import abandon
-            from batchlane.batch.resume import resume_job
+    """Ask Bedrock about every row still waiting; end waits whose terminal event was lost.
 
-            abandon(svc, job_id, reason="prepare_stuck")
+    Also the net under the workflow itself: a terminal row nobody waits on (its execution
+    died) is collected and resumed here, and a prepare stuck for over 2 hours adopts its
+    Bedrock job if one exists (it is billing) or leaves the lane.
+    """
+    tally: Counter[str] = Counter()
+    bedrock = svc.bedrock()
+    for row in rows.rows_waiting(svc.db):
+        _sweep_submitted(svc, bedrock, row, tally)
+    for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
+        _sweep_stuck_prepare(svc, bedrock, str(row["job_id"]), tally)
+    _emit_gauges(svc)
+    if tally:
+        logger.info("batch sweep", **tally)
+    return {"woken": tally["woken"], "overdue": tally["overdue"], "orphansCollected": tally["orphans"], "adoptedStuck": tally["adopted"], "abandonedStuck": tally["abandoned"]}
+
+
+def _sweep_submitted(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
+    status = row["bedrock_status"]
+    if status not in rows.TERMINAL_BEDROCK_STATUSES:
+        status = bedrock.get_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])["status"]
+        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
+    if status in rows.TERMINAL_BEDROCK_STATUSES:
+        if row["task_tokens"]:
+            tally["woken"] += _wake(svc, row, status)
+        elif row["terminal_seen_at"] and row["terminal_seen_at"].timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
+            # Nobody waits on this row (its execution is gone). Collect and resume here;
+            # both are idempotent, so a late execution doing the same is harmless.
+            job_id = str(row["job_id"])
+            collect(svc, job_id)
             resume_job(svc, job_id)
-            abandoned += 1
+            tally["orphans"] += 1
+    elif row["deadline"] is not None and row["deadline"].timestamp() < time.time():
+        tally["overdue"] += 1
+        stop_batch_job(svc, str(row["job_id"]), reason="overdue")
+
+
+def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counter[str]) -> None:
+    existing = find_job_by_name(bedrock, bedrock_job_name(job_id))
+    if existing:  # it exists, so it is billing: adopt it (collected by its wait, or as an orphan)
+        rows.mark_submitted(
+            svc.db, job_id, arn=existing["jobArn"], name=existing["jobName"], output_uri=output_uri_for(svc, job_id), deadline_hours=svc.settings.batch_deadline_hours
+        )
+        tally["adopted"] += 1
+    else:
+        abandon(svc, job_id, reason="prepare_stuck")
+        resume_job(svc, job_id)
+        tally["abandoned"] += 1
+
+
+def _emit_gauges(svc: Services) -> None:
     waiting_past_deadline = svc.db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed' AND deadline < now()")
     metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=int(waiting_past_deadline["n"]) if waiting_past_deadline else 0)
     for state_row in svc.db.run("SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status"):
@@ -94,8 +123,4 @@ def sweep(svc: Services) -> dict[str, Any]:
             break  # offline: single_metric would print EMF to stdout
         with single_metric(name="JobsByState", unit="Count", value=int(state_row["n"]), namespace=metrics.namespace) as metric:
             metric.add_dimension(name="State", value=state_row["status"])
-    result = {"woken": woken, "overdue": overdue, "adoptedStuck": adopted, "abandonedStuck": abandoned}
-    if any(result.values()):
-        logger.info("batch sweep", **result)
-    return result
 
