@@ -15,7 +15,6 @@ import re
 from pathlib import Path
 
 import yaml
-
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cognito as cognito
@@ -81,9 +80,7 @@ class Api(Construct):
             refresh_token_validity=Duration.days(30),
         )
 
-        access_logs = logs.LogGroup(
-            self, "AccessLogs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY
-        )
+        access_logs = logs.LogGroup(self, "AccessLogs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY)
         self.rest_api = apigw.RestApi(
             self,
             "RestApi",
@@ -113,9 +110,7 @@ class Api(Construct):
             ),
         )
         authorizer = apigw.CognitoUserPoolsAuthorizer(self, "Authorizer", cognito_user_pools=[self.user_pool])
-        validator = self.rest_api.add_request_validator(
-            "Validator", validate_request_parameters=True, validate_request_body=True
-        )
+        validator = self.rest_api.add_request_validator("Validator", validate_request_parameters=True, validate_request_body=True)
         integration = apigw.LambdaIntegration(handler, proxy=True)
         for method, path in ROUTES:
             resource = self.rest_api.root.resource_for_path(path)

@@ -63,9 +63,7 @@ class Wiring:
 def function_code(name: str) -> lambda_.Code:
     folder = topology.FUNCTIONS_DIR / name
     if not (folder / "handler.py").is_file():
-        raise FileNotFoundError(
-            f"functions/{name}/handler.py is missing: every function in batchlane.topology needs a handler to deploy"
-        )
+        raise FileNotFoundError(f"functions/{name}/handler.py is missing: every function in batchlane.topology needs a handler to deploy")
     return lambda_.Code.from_asset(str(folder), exclude=["__pycache__", "*.pyc", "tests"])
 
 
@@ -110,9 +108,7 @@ class Compute(Construct):
     # -- the factory ------------------------------------------------------------------
     def _make(self, spec: topology.FunctionSpec) -> lambda_.Function:
         construct_id = "".join(part.title() for part in spec.name.split("_"))
-        log_group = logs.LogGroup(
-            self, f"{construct_id}Logs", retention=self._retention, removal_policy=RemovalPolicy.DESTROY
-        )
+        log_group = logs.LogGroup(self, f"{construct_id}Logs", retention=self._retention, removal_policy=RemovalPolicy.DESTROY)
         role = iam.Role(
             self,
             f"{construct_id}Role",
@@ -120,16 +116,10 @@ class Compute(Construct):
             description=f"batchlane {spec.name}: {', '.join(spec.needs)}",
         )
         # Logging to its own group only (instead of AWSLambdaBasicExecutionRole's logs:* on every group).
-        role.add_to_policy(
-            iam.PolicyStatement(
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]
-            )
-        )
+        role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]))
         in_vpc = "db" in spec.needs
         if in_vpc:  # CDK adds this only to roles it creates itself
-            role.add_managed_policy(
-                iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole")
-            )
+            role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole"))
         network = self._wiring.network
         fn = lambda_.Function(
             self,
@@ -189,22 +179,16 @@ class Compute(Construct):
                 role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[objects]))
                 role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[w.bucket.bucket_arn]))
             elif need == "s3_write":
-                role.add_to_policy(
-                    iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[objects])
-                )
+                role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[objects]))
             elif need == "bedrock_runtime":
                 role.add_to_policy(invoke_model_statement(stack, self._config.model_ids))
                 acknowledge_model_wildcards(role, stack, self._config.model_ids)
             elif need == "bedrock_batch":
                 role.add_managed_policy(w.bedrock.caller_policy)
             elif need == "start_conversion":
-                role.add_to_policy(
-                    iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.conversion_state_machine_arn])
-                )
+                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.conversion_state_machine_arn]))
             elif need == "start_batch_lane":
-                role.add_to_policy(
-                    iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.batch_lane_state_machine_arn])
-                )
+                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.batch_lane_state_machine_arn]))
             elif need == "task_response":
                 role.add_to_policy(
                     iam.PolicyStatement(
@@ -236,8 +220,7 @@ class Compute(Construct):
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
-            "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level permissions; "
-            "they are the only actions on '*'.",
+            "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level permissions; they are the only actions on '*'.",
         )
         if {"s3_read", "s3_write"} & set(spec.needs):
             acknowledge(

@@ -69,9 +69,7 @@ class Database(Construct):
         security_group = ec2.SecurityGroup.from_security_group_id(self, "LambdaSg", existing.security_group_id)
         self.network = Network(vpc=vpc, subnets=ec2.SubnetSelection(subnets=subnets), security_group=security_group)
         if re.search(r":secret:.+-[A-Za-z0-9]{6}$", existing.secret_arn):  # full ARN, with the random suffix
-            self.secret: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(
-                self, "Secret", existing.secret_arn
-            )
+            self.secret: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(self, "Secret", existing.secret_arn)
         else:
             self.secret = secretsmanager.Secret.from_secret_partial_arn(self, "Secret", existing.secret_arn)
 
@@ -125,9 +123,7 @@ class Database(Construct):
         cluster = rds.DatabaseCluster(
             self,
             "Cluster",
-            engine=rds.DatabaseClusterEngine.aurora_postgres(
-                version=rds.AuroraPostgresEngineVersion.of(str(aurora["engineVersion"]), major)
-            ),
+            engine=rds.DatabaseClusterEngine.aurora_postgres(version=rds.AuroraPostgresEngineVersion.of(str(aurora["engineVersion"]), major)),
             credentials=rds.Credentials.from_generated_secret("batchlane"),
             default_database_name=DATABASE_NAME,
             writer=rds.ClusterInstance.serverless_v2("Writer", publicly_accessible=False),
@@ -183,9 +179,7 @@ class Database(Construct):
             self,
             "MigrationsProvider",
             on_event_handler=migrate,
-            log_group=logs.LogGroup(
-                self, "MigrationsProviderLogs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY
-            ),
+            log_group=logs.LogGroup(self, "MigrationsProviderLogs", retention=log_retention, removal_policy=RemovalPolicy.DESTROY),
         )
         resource = CustomResource(
             self,

@@ -77,10 +77,7 @@ def _pip_install(requirements: Path, target: Path) -> None:
     ]  # fmt: skip
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        raise LayerBuildError(
-            "pip could not build the Lambda layer (does this machine reach PyPI?).\n"
-            f"command: {' '.join(cmd)}\n{result.stderr[-3000:]}"
-        )
+        raise LayerBuildError(f"pip could not build the Lambda layer (does this machine reach PyPI?).\ncommand: {' '.join(cmd)}\n{result.stderr[-3000:]}")
 
 
 def _strip_machine_specific(site: Path) -> None:

@@ -97,9 +97,7 @@ class Monitoring(Construct):
             comparison=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         )
         waiting = app_metric("JobsWaitingPastDeadline", statistic="Maximum", period=Duration.minutes(15))
-        self._alarm(
-            "jobs-waiting-past-deadline", waiting, 1, "A job is still waiting for the batch lane past its deadline."
-        )
+        self._alarm("jobs-waiting-past-deadline", waiting, 1, "A job is still waiting for the batch lane past its deadline.")
 
         if config.alarm_topic_arn:
             topic = sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)
@@ -111,10 +109,7 @@ class Monitoring(Construct):
         self.dashboard.add_widgets(
             cw.GraphWidget(
                 title="Jobs by state",
-                left=[
-                    app_metric("JobsByState", "Maximum", Duration.minutes(15), State=s).with_(label=s)
-                    for s in JOB_STATES
-                ],
+                left=[app_metric("JobsByState", "Maximum", Duration.minutes(15), State=s).with_(label=s) for s in JOB_STATES],
                 width=12,
             ),
             cw.GraphWidget(

@@ -41,9 +41,7 @@ class Storage(Construct):
             enforce_ssl=True,
             versioned=False,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[
-                s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(ACCESS_LOG_EXPIRY_DAYS))
-            ],
+            lifecycle_rules=[s3.LifecycleRule(id="expire-access-logs", expiration=Duration.days(ACCESS_LOG_EXPIRY_DAYS))],
             removal_policy=removal,
             auto_delete_objects=False,
         )

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from decimal import Decimal
 from typing import Any
 
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.jobs import submit_pdf, wait_for_job
+from batchlane.local.jobs import submit_pdf, wait_for_job, wait_until  # noqa: F401 - re-exported for the tests
 from batchlane.local.pdfgen import make_pdf, page_phrase
 from batchlane.report import job_report
 from batchlane.runtime import services
@@ -37,16 +36,6 @@ def run_job(pages: int = PAGES, *, options: dict[str, Any] | None = None, timeou
     job_id, _ = submit(pages, options=options)
     wait_for_job(services(), job_id, timeout_s=timeout_s)
     return job_report(services(), job_id)
-
-
-def wait_until(predicate: Any, *, timeout_s: float = 60, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def batch_row(job_id: str) -> dict[str, Any] | None:

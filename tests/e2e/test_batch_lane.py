@@ -72,13 +72,19 @@ def test_lost_terminal_event_is_ended_by_the_sweeper(stack_factory):
     stack = stack_factory(f"{FAST},drop_terminal_event=1", extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, _ = submit()
     stack.registry.invoke("batch_claimer", {})
-    wait_until(lambda: (r := batch_row(job_id)) and r["bedrock_job_arn"] and stack.bedrock.jobs[r["bedrock_job_arn"]].status in TERMINAL_BEDROCK_STATUSES, what="Bedrock job terminal")
+    wait_until(
+        lambda: (r := batch_row(job_id)) and r["bedrock_job_arn"] and stack.bedrock.jobs[r["bedrock_job_arn"]].status in TERMINAL_BEDROCK_STATUSES,
+        what="Bedrock job terminal",
+    )
     wait_until(lambda: batch_row(job_id)["task_tokens"], what="the wait to register")
     assert batch_row(job_id)["state"] == "submitted", "without the terminal event nothing ends the wait"
     assert stack.bedrock.events.dropped >= 1
     outcome = stack.registry.invoke("batch_sweeper", {})
     assert outcome.result["woken"] == 1
-    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", what="completion")
+    wait_until(
+        lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
+        what="completion",
+    )
     results = assert_converted_whole(job_id)
     assert served(results, "batch") == NON_BLANK
 
@@ -113,7 +119,10 @@ def test_crash_after_create_adopts_the_same_bedrock_job(stack_factory):
         outcome = call_real(event)
         if not crashed.is_set() and event.get("action", "submit") == "submit":
             crashed.set()  # the job exists in Bedrock, but our write of its ARN is lost with the Lambda
-            services().db.run("UPDATE conversion_batch_jobs SET state = 'preparing', bedrock_job_arn = NULL, bedrock_job_name = NULL WHERE job_id = CAST(:id AS uuid)", id=event["jobId"])
+            services().db.run(
+                "UPDATE conversion_batch_jobs SET state = 'preparing', bedrock_job_arn = NULL, bedrock_job_name = NULL WHERE job_id = CAST(:id AS uuid)",
+                id=event["jobId"],
+            )
             return Invocation(error_type="Sandbox.Timedout", error_message="Task timed out after 900.00 seconds")
         return outcome
 
@@ -212,9 +221,16 @@ def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):
     stack.registry.invoke("batch_claimer", {})
     sfn = stack._client("stepfunctions", stack.env["AWS_ENDPOINT_URL"])
     sfn.start_execution(stateMachineArn=stack.state_machine_arns["batch_lane"], name=f"batch-{job_id}-twin", input=json.dumps({"jobId": job_id}))
-    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", timeout_s=120, what="completion")
+    wait_until(
+        lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
+        timeout_s=120,
+        what="completion",
+    )
     executions = sfn.list_executions(stateMachineArn=stack.state_machine_arns["batch_lane"])["executions"]
-    wait_until(lambda: all(e["status"] != "RUNNING" for e in sfn.list_executions(stateMachineArn=stack.state_machine_arns["batch_lane"])["executions"]), what="both executions end")
+    wait_until(
+        lambda: all(e["status"] != "RUNNING" for e in sfn.list_executions(stateMachineArn=stack.state_machine_arns["batch_lane"])["executions"]),
+        what="both executions end",
+    )
     assert len([e for e in executions if job_id in e["name"]]) == 2
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1
@@ -235,7 +251,11 @@ def test_wait_timeout_stops_the_job_and_collects_what_exists(stack_factory):
     stack.registry.intercept("batch_submit", record_stops)
     job_id, _ = submit()
     stack.registry.invoke("batch_claimer", {})
-    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", timeout_s=120, what="completion")
+    wait_until(
+        lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
+        timeout_s=120,
+        what="completion",
+    )
     assert stops == ["overdue"]
     results = assert_converted_whole(job_id)
     row = batch_row(job_id)
@@ -266,7 +286,10 @@ def test_a_prepare_stuck_without_a_bedrock_job_leaves_the_lane(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
     job_id = _strand_in_preparing(stack)
     assert stack.registry.invoke("batch_sweeper", {}).result["abandonedStuck"] == 1
-    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", what="completion")
+    wait_until(
+        lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
+        what="completion",
+    )
     results = assert_converted_whole(job_id)
     assert served(results, "on_demand") == NON_BLANK
     assert batch_row(job_id)["end_state"] == "prepare_failed" and batch_ledger_rows(job_id) == []
@@ -276,20 +299,25 @@ def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_i
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
     job_id = _strand_in_preparing(stack)
     # the dead execution had prepared and created the Bedrock job before it died
+    from batchlane.batch.names import bedrock_job_name
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
     from batchlane.batch.submit import _create, output_uri_for
-    from batchlane.batch.names import bedrock_job_name
 
     svc = services()
     for chunk in range(3):
         prepare_chunk(svc, job_id, chunk)
     assert finish_prepare(svc, job_id)["action"] == "submit"
-    arn = _create(svc, job_id, bedrock_job_name(job_id), svc.settings.batchlane_model_id, f"s3://{svc.store.bucket}/batch/{job_id}/input/", output_uri_for(svc, job_id))
+    arn = _create(
+        svc, job_id, bedrock_job_name(job_id), svc.settings.batchlane_model_id, f"s3://{svc.store.bucket}/batch/{job_id}/input/", output_uri_for(svc, job_id)
+    )
     assert stack.registry.invoke("batch_sweeper", {}).result["adoptedStuck"] == 1
     assert batch_row(job_id)["bedrock_job_arn"] == arn
     wait_until(lambda: stack.bedrock.jobs[arn].status in TERMINAL_BEDROCK_STATUSES, what="the Bedrock job to end")
     # nobody waits on it: the sweeper collects the orphan and resumes the job
     wait_until(lambda: stack.registry.invoke("batch_sweeper", {}).result["orphansCollected"] == 1, what="the orphan to be collected")
-    wait_until(lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed", what="completion")
+    wait_until(
+        lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
+        what="completion",
+    )
     results = assert_converted_whole(job_id)
     assert served(results, "batch") == NON_BLANK and len(batch_ledger_rows(job_id)) == 1

@@ -81,9 +81,7 @@ def test_each_function_is_granted_exactly_what_its_needs_name(synth: Synth, spec
 
 
 @pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
-def test_state_machine_arns_are_given_only_to_functions_that_start_or_answer_them(
-    synth: Synth, spec: topology.FunctionSpec
-) -> None:
+def test_state_machine_arns_are_given_only_to_functions_that_start_or_answer_them(synth: Synth, spec: topology.FunctionSpec) -> None:
     env = _function(synth, spec.name)["Properties"]["Environment"]["Variables"]
     assert ("CONVERSION_STATE_MACHINE_ARN" in env) == ("start_conversion" in spec.needs)
     assert ("BATCH_LANE_STATE_MACHINE_ARN" in env) == bool({"start_batch_lane", "task_response"} & set(spec.needs))
@@ -101,9 +99,7 @@ def test_no_function_may_start_both_machines() -> None:
 
 
 def test_secrets_never_travel_in_environment_variables(synth: Synth) -> None:
-    secret_ids = set(synth.of_type("AWS::SecretsManager::Secret")) | set(
-        synth.of_type("AWS::SecretsManager::SecretTargetAttachment")
-    )
+    secret_ids = set(synth.of_type("AWS::SecretsManager::Secret")) | set(synth.of_type("AWS::SecretsManager::SecretTargetAttachment"))
     for logical_id, fn in synth.of_type("AWS::Lambda::Function").items():
         env = fn["Properties"].get("Environment", {}).get("Variables", {})
         dumped = json.dumps(env).lower()

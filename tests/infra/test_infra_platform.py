@@ -59,10 +59,7 @@ def test_api_stage_logs_traces_and_throttles(synth: Synth) -> None:
     assert props["TracingEnabled"] is True
     (settings,) = props["MethodSettings"]
     throttle = context_of_cdk_json()["apiThrottle"]
-    assert (
-        settings["ThrottlingRateLimit"] == throttle["rateLimit"]
-        and settings["ThrottlingBurstLimit"] == throttle["burstLimit"]
-    )
+    assert settings["ThrottlingRateLimit"] == throttle["rateLimit"] and settings["ThrottlingBurstLimit"] == throttle["burstLimit"]
     assert settings["DataTraceEnabled"] is False and settings["LoggingLevel"] == "INFO"
 
 
@@ -72,9 +69,7 @@ def test_user_pool_is_invite_only_with_mfa_and_a_strong_password_policy(synth: S
     assert props["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
     assert props["MfaConfiguration"] == "ON"
     policy = props["Policies"]["PasswordPolicy"]
-    assert policy["MinimumLength"] >= 12 and all(
-        policy[k] for k in ("RequireLowercase", "RequireUppercase", "RequireNumbers", "RequireSymbols")
-    )
+    assert policy["MinimumLength"] >= 12 and all(policy[k] for k in ("RequireLowercase", "RequireUppercase", "RequireNumbers", "RequireSymbols"))
     (client,) = synth.of_type("AWS::Cognito::UserPoolClient").values()
     assert client["Properties"]["GenerateSecret"] is False
 

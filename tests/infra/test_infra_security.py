@@ -32,9 +32,7 @@ def _bucket(synth: Synth) -> dict[str, Any]:
 
 def test_bucket_is_encrypted_private_unversioned_and_expires_objects_after_14_days(synth: Synth) -> None:
     props = _bucket(synth)["Properties"]
-    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
-        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
-    ]
+    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
     assert props["PublicAccessBlockConfiguration"] == {
         "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True,
     }  # fmt: skip
@@ -51,17 +49,10 @@ def test_bucket_name_is_tied_to_the_account(synth: Synth) -> None:
 
 def test_bucket_policy_denies_anything_but_tls(synth: Synth) -> None:
     bucket_id = synth.logical_id("Storage/Bucket")
-    policies = [
-        p for p in synth.of_type("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}
-    ]
+    policies = [p for p in synth.of_type("AWS::S3::BucketPolicy").values() if p["Properties"]["Bucket"] == {"Ref": bucket_id}]
     (policy,) = policies
     deny = [s for s in statements_of(policy) if s["Effect"] == "Deny"]
-    assert any(
-        s["Action"] == "s3:*"
-        and s["Principal"] == {"AWS": "*"}
-        and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-        for s in deny
-    )
+    assert any(s["Action"] == "s3:*" and s["Principal"] == {"AWS": "*"} and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in deny)
 
 
 def test_bedrock_service_role_trusts_only_bedrock_for_this_accounts_jobs(synth: Synth) -> None:
@@ -77,12 +68,7 @@ def test_bedrock_service_role_trusts_only_bedrock_for_this_accounts_jobs(synth: 
 
 def _policy_of_role(synth: Synth, role_path: str) -> list[dict[str, Any]]:
     role_id = synth.logical_id(role_path)
-    return [
-        st
-        for p in synth.of_type("AWS::IAM::Policy").values()
-        if {"Ref": role_id} in p["Properties"]["Roles"]
-        for st in statements_of(p)
-    ]
+    return [st for p in synth.of_type("AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"] for st in statements_of(p)]
 
 
 def _model_ids() -> list[str]:
@@ -148,13 +134,8 @@ def test_queues_are_encrypted_and_tls_only(synth: Synth) -> None:
     assert len(queues) == 2
     for queue_id, queue in queues.items():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
-        (policy,) = [
-            p for p in synth.of_type("AWS::SQS::QueuePolicy").values() if {"Ref": queue_id} in p["Properties"]["Queues"]
-        ]
-        assert any(
-            s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
-            for s in statements_of(policy)
-        )
+        (policy,) = [p for p in synth.of_type("AWS::SQS::QueuePolicy").values() if {"Ref": queue_id} in p["Properties"]["Queues"]]
+        assert any(s["Effect"] == "Deny" and s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}} for s in statements_of(policy))
 
 
 def test_log_groups_all_have_retention(synth: Synth) -> None:

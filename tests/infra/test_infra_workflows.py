@@ -29,11 +29,7 @@ def test_definition_is_the_file_with_every_placeholder_filled(synth: Synth, spec
         assert variables[f"{fn}_arn"] == expected
     # Rendered as CloudFormation would: valid JSON with nothing left to substitute.
     rendered = PLACEHOLDER.sub(
-        lambda m: (
-            f"arn:aws:lambda:us-east-1:123456789012:function:{m.group(1)}"
-            if isinstance(variables[m.group(1)], dict)
-            else variables[m.group(1)]
-        ),
+        lambda m: f"arn:aws:lambda:us-east-1:123456789012:function:{m.group(1)}" if isinstance(variables[m.group(1)], dict) else variables[m.group(1)],
         text,
     )
     assert "${" not in rendered
@@ -67,17 +63,10 @@ def test_logs_all_with_retention_and_traces(synth: Synth, spec: topology.StateMa
 @pytest.mark.parametrize("spec", topology.STATE_MACHINES, ids=lambda s: s.name)
 def test_role_may_invoke_only_its_own_functions(synth: Synth, spec: topology.StateMachineSpec) -> None:
     role_id = synth.logical_id(f"Workflows/{camel(spec.name)}Role")
-    statements = [
-        s
-        for p in synth.of_type("AWS::IAM::Policy").values()
-        if {"Ref": role_id} in p["Properties"]["Roles"]
-        for s in statements_of(p)
-    ]
+    statements = [s for p in synth.of_type("AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"] for s in statements_of(p)]
     invoke = [s for s in statements if "lambda:InvokeFunction" in as_list(s["Action"])]
     targets = {json.dumps(r) for s in invoke for r in as_list(s["Resource"])}
-    assert targets == {
-        json.dumps({"Fn::GetAtt": [synth.logical_id(f"Compute/{camel(fn)}"), "Arn"]}) for fn in spec.functions
-    }
+    assert targets == {json.dumps({"Fn::GetAtt": [synth.logical_id(f"Compute/{camel(fn)}"), "Arn"]}) for fn in spec.functions}
     other = {a for s in statements for a in as_list(s["Action"])} - {"lambda:InvokeFunction"}
     assert all(a.startswith(("logs:", "xray:")) for a in other), other
 

@@ -26,6 +26,7 @@ from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.local.jobs import wait_until as wait_for
 from batchlane.local.pdfgen import make_pdf
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
@@ -73,8 +74,15 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
         key = keys.upload_key(file_id, "doc.pdf")
         tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
         job = job_repo.insert_job(
-            tx, file_id=file_id, owner_id=owner, status=status, options={"highFidelity": True, "parser": "auto"}, model_id=svc.settings.batchlane_model_id,
-            total_pages=PAGES, pages_per_chunk=PER_CHUNK, chunks=plan_chunks(PAGES, PER_CHUNK),
+            tx,
+            file_id=file_id,
+            owner_id=owner,
+            status=status,
+            options={"highFidelity": True, "parser": "auto"},
+            model_id=svc.settings.batchlane_model_id,
+            total_pages=PAGES,
+            pages_per_chunk=PER_CHUNK,
+            chunks=plan_chunks(PAGES, PER_CHUNK),
         )
         job_id = str(job["id"])
         ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("0.12"), hours=6)
@@ -97,16 +105,6 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
     svc.store.put_bytes(key, PDF, "application/pdf")
     store_chunk_sources(svc.store, job_id, open_pdf(PDF, max_pages=PAGES), plan_chunks(PAGES, PER_CHUNK))  # as create_job does
     return file_id, job_id
-
-
-def wait_for(predicate: Any, *, timeout_s: float = 60, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def job(job_id: str) -> dict[str, Any]:

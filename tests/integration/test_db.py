@@ -8,9 +8,8 @@ import pytest
 from pg8000.exceptions import DatabaseError
 
 from batchlane.batch import rows
-from batchlane.db import Database, connect_params_from_url
+from batchlane.db import Database, connect_params_from_url, ledger
 from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.db.migrate import migrate, migration_files
 from batchlane.pdf import plan_chunks
 
@@ -19,7 +18,15 @@ def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
     with db.transaction() as tx:
         file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
         job = job_repo.insert_job(
-            tx, file_id=str(file_row["id"]), owner_id="owner-1", status=status, options={}, model_id="m", total_pages=pages, pages_per_chunk=50, chunks=plan_chunks(pages, 50)
+            tx,
+            file_id=str(file_row["id"]),
+            owner_id="owner-1",
+            status=status,
+            options={},
+            model_id="m",
+            total_pages=pages,
+            pages_per_chunk=50,
+            chunks=plan_chunks(pages, 50),
         )
     return str(job["id"])
 
@@ -40,7 +47,9 @@ def test_one_live_job_per_file(db):
     job_id = make_job(db)
     file_id = str(job_repo.get_job(db, job_id)["file_id"])
     with pytest.raises(DatabaseError):
-        job_repo.insert_job(db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50))
+        job_repo.insert_job(
+            db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
+        )
 
 
 def test_transitions_are_guarded_on_the_current_status(db):
@@ -63,7 +72,15 @@ def test_batch_ledger_row_is_written_at_most_once(db):
     job_id = make_job(db, status="waiting_batch")
     row = rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
     assert rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26) is None, "one batch row per job"
-    kwargs = {"job_id": job_id, "batch_row_id": int(row["id"]), "model_id": "m", "input_tokens": 10, "output_tokens": 1, "cost_usd": Decimal("0.5"), "metadata": {}}
+    kwargs = {
+        "job_id": job_id,
+        "batch_row_id": int(row["id"]),
+        "model_id": "m",
+        "input_tokens": 10,
+        "output_tokens": 1,
+        "cost_usd": Decimal("0.5"),
+        "metadata": {},
+    }
     assert ledger.add_batch_cost(db, **kwargs) is True
     assert ledger.add_batch_cost(db, **kwargs) is False
     assert ledger.job_total(db, job_id) == Decimal("0.5")

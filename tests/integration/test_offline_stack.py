@@ -30,11 +30,24 @@ def test_eventbridge_rules_route_matching_events_to_the_handlers(stack_factory):
     stack = stack_factory(schedules=False)
     events = boto3.client("events")
     before = dict(stack.registry.calls)
-    events.put_events(Entries=[{"Source": "aws.bedrock", "DetailType": "Batch Inference Job State Change", "Detail": json.dumps({"batchJobArn": "arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/unknown", "status": "Completed"})}])
-    events.put_events(Entries=[{"Source": "batchlane", "DetailType": "Conversion Job Parked", "Detail": json.dumps({"jobId": "00000000-0000-0000-0000-000000000000"})}])
+    events.put_events(
+        Entries=[
+            {
+                "Source": "aws.bedrock",
+                "DetailType": "Batch Inference Job State Change",
+                "Detail": json.dumps({"batchJobArn": "arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/unknown", "status": "Completed"}),
+            }
+        ]
+    )
+    events.put_events(
+        Entries=[{"Source": "batchlane", "DetailType": "Conversion Job Parked", "Detail": json.dumps({"jobId": "00000000-0000-0000-0000-000000000000"})}]
+    )
     events.put_events(Entries=[{"Source": "somebody.else", "DetailType": "Batch Inference Job State Change", "Detail": "{}"}])
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not (stack.registry.calls.get("batch_callback", 0) > before.get("batch_callback", 0) and stack.registry.calls.get("batch_claimer", 0) > before.get("batch_claimer", 0)):
+    while time.monotonic() < deadline and not (
+        stack.registry.calls.get("batch_callback", 0) > before.get("batch_callback", 0)
+        and stack.registry.calls.get("batch_claimer", 0) > before.get("batch_claimer", 0)
+    ):
         time.sleep(0.1)
     assert stack.registry.calls.get("batch_callback", 0) == before.get("batch_callback", 0) + 1, "only the aws.bedrock event matches"
     assert stack.registry.calls.get("batch_claimer", 0) == before.get("batch_claimer", 0) + 1

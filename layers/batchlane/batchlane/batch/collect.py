@@ -103,7 +103,9 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
         "fallback": fallback,
         "outcomes": dict(counts),
     }
-    won = _close_and_bill(svc, job_id, row, end_state=status, accepted=accepted, fallback=fallback, usage=billed, cost=cost, model_id=model_id, metadata=metadata)
+    won = _close_and_bill(
+        svc, job_id, row, end_state=status, accepted=accepted, fallback=fallback, usage=billed, cost=cost, model_id=model_id, metadata=metadata
+    )
     share = fallback / len(expected) if expected else 0.0
     metrics.add_metric(name="BatchRecordsAccepted", unit="Count", value=accepted)
     metrics.add_metric(name="BatchRecordsFallback", unit="Count", value=fallback)
@@ -160,7 +162,9 @@ def tally_outputs(store: ObjectStore, output_keys: list[str], *, expected: dict[
                 chunk_index, _ = parse_record_id(record_id)
                 if chunk_index not in spools:
                     spools[chunk_index] = (spool_dir / f"{chunk_index}.jsonl").open("w")
-                primed = PrimedResult(record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens)
+                primed = PrimedResult(
+                    record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens
+                )
                 spools[chunk_index].write(json.dumps(primed.to_json()) + "\n")
                 tally.counts["accepted"] += 1
     finally:
@@ -238,8 +242,28 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         usage = _billed_from_bedrock_manifest(svc, row)
         model_id = row["model_id"]
         cost = svc.prices.cost(model_id, usage, batch=True)
-        metadata = {"batch": True, "batchMultiplier": float(BATCH_PRICE_MULTIPLIER), "jobArn": row["bedrock_job_arn"], "endState": reason, "accepted": 0, "partial": True, "error": detail}
-        won = _close_and_bill(svc, job_id, row, end_state=reason, accepted=0, fallback=row["record_count"] or 0, usage=usage, cost=cost, model_id=model_id, metadata=metadata, reason=reason)
+        metadata = {
+            "batch": True,
+            "batchMultiplier": float(BATCH_PRICE_MULTIPLIER),
+            "jobArn": row["bedrock_job_arn"],
+            "endState": reason,
+            "accepted": 0,
+            "partial": True,
+            "error": detail,
+        }
+        won = _close_and_bill(
+            svc,
+            job_id,
+            row,
+            end_state=reason,
+            accepted=0,
+            fallback=row["record_count"] or 0,
+            usage=usage,
+            cost=cost,
+            model_id=model_id,
+            metadata=metadata,
+            reason=reason,
+        )
         logger.warning("batch lane abandoned after submit", job_id=job_id, reason=reason, error=detail, cost_usd=str(cost), won=won)
         return {"closed": True, "won": won, "endState": reason}
     return {"closed": True, "won": False, "endState": row["end_state"]}
@@ -251,4 +275,3 @@ def _billed_from_bedrock_manifest(svc: Services, row: dict[str, Any]) -> Usage:
         return Usage(int(data.get("inputTokenCount", 0)), int(data.get("outputTokenCount", 0)))
     except (NotFound, ClientError, ValueError, KeyError, OSError):
         return Usage()
-

@@ -25,7 +25,11 @@ def get_row_by_name(db: Runner, name: str) -> Row | None:
 
 
 def count_in_flight(db: Runner, model_id: str) -> int:
-    row = db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) AND model_id = :model", states=list(IN_FLIGHT_STATES), model=model_id)
+    row = db.one(
+        "SELECT count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) AND model_id = :model",
+        states=list(IN_FLIGHT_STATES),
+        model=model_id,
+    )
     return int(row["n"]) if row else 0
 
 
@@ -148,14 +152,6 @@ def stamp(db: Runner, job_id: str, column: str) -> None:
     if column not in ("prepare_started_at", "collect_started_at", "resumed_at"):
         raise ValueError(column)
     db.run(f"UPDATE conversion_batch_jobs SET {column} = COALESCE({column}, now()) WHERE job_id = CAST(:job AS uuid)", job=job_id)
-
-
-def bump_collect_attempts(db: Runner, job_id: str) -> int:
-    row = db.one(
-        "UPDATE conversion_batch_jobs SET collect_attempts = collect_attempts + 1, updated_at = now() WHERE job_id = CAST(:job AS uuid) RETURNING collect_attempts",
-        job=job_id,
-    )
-    return int(row["collect_attempts"]) if row else 0
 
 
 def rows_waiting(db: Runner, *, limit: int = 200) -> list[Row]:

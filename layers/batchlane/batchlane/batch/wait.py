@@ -12,11 +12,11 @@ import time
 from collections import Counter
 from typing import Any
 
-from aws_lambda_powertools.metrics import single_metric
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from batchlane.batch import rows
-from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.collect import abandon, collect
+from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import find_job_by_name, output_uri_for, stop_batch_job
 from batchlane.observability import logger, metrics
@@ -78,8 +78,14 @@ def sweep(svc: Services) -> dict[str, Any]:
         _sweep_stuck_prepare(svc, bedrock, str(row["job_id"]), tally)
     _emit_gauges(svc)
     if tally:
-        logger.info("batch sweep", **tally)
-    return {"woken": tally["woken"], "overdue": tally["overdue"], "orphansCollected": tally["orphans"], "adoptedStuck": tally["adopted"], "abandonedStuck": tally["abandoned"]}
+        logger.info("batch sweep", extra=dict(tally))
+    return {
+        "woken": tally["woken"],
+        "overdue": tally["overdue"],
+        "orphansCollected": tally["orphans"],
+        "adoptedStuck": tally["adopted"],
+        "abandonedStuck": tally["abandoned"],
+    }
 
 
 def _sweep_submitted(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
@@ -106,7 +112,12 @@ def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counte
     existing = find_job_by_name(bedrock, bedrock_job_name(job_id))
     if existing:  # it exists, so it is billing: adopt it (collected by its wait, or as an orphan)
         rows.mark_submitted(
-            svc.db, job_id, arn=existing["jobArn"], name=existing["jobName"], output_uri=output_uri_for(svc, job_id), deadline_hours=svc.settings.batch_deadline_hours
+            svc.db,
+            job_id,
+            arn=existing["jobArn"],
+            name=existing["jobName"],
+            output_uri=output_uri_for(svc, job_id),
+            deadline_hours=svc.settings.batch_deadline_hours,
         )
         tally["adopted"] += 1
     else:
@@ -118,9 +129,10 @@ def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counte
 def _emit_gauges(svc: Services) -> None:
     waiting_past_deadline = svc.db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed' AND deadline < now()")
     metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=int(waiting_past_deadline["n"]) if waiting_past_deadline else 0)
-    for state_row in svc.db.run("SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status"):
+    for state_row in svc.db.run(
+        "SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status"
+    ):
         if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
             break  # offline: single_metric would print EMF to stdout
-        with single_metric(name="JobsByState", unit="Count", value=int(state_row["n"]), namespace=metrics.namespace) as metric:
+        with single_metric(name="JobsByState", unit=MetricUnit.Count, value=int(state_row["n"]), namespace=metrics.namespace) as metric:
             metric.add_dimension(name="State", value=state_row["status"])
-

@@ -45,11 +45,11 @@ def prepare_figure(pages: int) -> dict[str, Any]:
     from batchlane.batch import rows
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
     from batchlane.conversion.source import store_chunk_sources
-    from batchlane.pdf import open_pdf
     from batchlane.local.jobs import submit_pdf
     from batchlane.local.lambda_runtime import Invocation
     from batchlane.local.pdfgen import make_pdf
     from batchlane.local.stack import OfflineStack, StackOptions
+    from batchlane.pdf import open_pdf
     from batchlane.runtime import services
 
     data = make_pdf(pages, blank_every=25, lines_per_page=30)
@@ -151,7 +151,11 @@ def collect_figure(records: int, files: int = 10) -> dict[str, Any]:
                 record_id = f"c{(page - 1) // 50}-p{page}"
                 hashes[record_id] = "h" * 64
                 chunks.setdefault(str((page - 1) // 50), []).append(record_id)
-                output = {"output": {"message": {"role": "assistant", "content": [{"text": text}]}}, "stopReason": "end_turn", "usage": {"inputTokens": 1600, "outputTokens": 500}}
+                output = {
+                    "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
+                    "stopReason": "end_turn",
+                    "usage": {"inputTokens": 1600, "outputTokens": 500},
+                }
                 lines.append(json.dumps({"recordId": record_id, "modelInput": {"messages": []}, "modelOutput": output}))
             s3.put_object(Bucket=bucket, Key=f"{prefix}shard-{f:04d}.jsonl.out", Body="\n".join(lines).encode())
         manifest_key = f"batch/{job_id}/manifest.json"
@@ -205,7 +209,13 @@ def event_to_resume_figure(jobs: int) -> dict[str, Any]:
     )
 
 
-NAMES = ("prepare_1000_pages", "prepare_200_pages", "collect_50000_records", "collect_5000_records", "event_to_resume")  # what figures() yields (full and --quick sizes)
+NAMES = (
+    "prepare_1000_pages",
+    "prepare_200_pages",
+    "collect_50000_records",
+    "collect_5000_records",
+    "event_to_resume",
+)  # what figures() yields (full and --quick sizes)
 
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
@@ -217,4 +227,3 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
         yield collect_figure(records)
     if wanted(args, "event_to_resume"):
         yield event_to_resume_figure(3 if args.quick else 7)
-

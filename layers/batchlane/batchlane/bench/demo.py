@@ -24,7 +24,9 @@ from batchlane.local.demo import run_demo
 def _run(pages: int, *, batch_lane: bool) -> tuple[float, dict[str, Any]]:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as out:
-        report = run_demo(pages=pages, out_dir=Path(out), batch_lane=batch_lane, database_url=os.environ.get("DATABASE_URL"), console=Console(file=open(os.devnull, "w")))
+        report = run_demo(
+            pages=pages, out_dir=Path(out), batch_lane=batch_lane, database_url=os.environ.get("DATABASE_URL"), console=Console(file=open(os.devnull, "w"))
+        )
     return time.perf_counter() - started, report
 
 

@@ -33,8 +33,15 @@ def main() -> None:
 @main.command()
 @click.option("--pages", type=click.IntRange(1, 20_000), default=1200, show_default=True, help="Pages of the generated PDF (ignored with --pdf).")
 @click.option("--pdf", "pdf", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Convert this PDF instead of a generated one.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True, help="Where the Markdown is written.")
-@click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection, e.g. job_outcome=expired,record_error_rate=0.02 (docs/offline.md).")
+@click.option(
+    "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("out"), show_default=True, help="Where the Markdown is written."
+)
+@click.option(
+    "--faults",
+    default="",
+    envvar="BATCHLANE_EMULATOR_FAULTS",
+    help="Emulator fault injection, e.g. job_outcome=expired,record_error_rate=0.02 (docs/offline.md).",
+)
 @click.option("--on-demand-only", is_flag=True, help="Turn the batch lane off for this run.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object on the last line of stdout.")
 def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_only: bool, as_json: bool) -> None:
@@ -51,7 +58,9 @@ def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_onl
 
     console = Console(stderr=True)
     try:
-        report = run_demo(pages=pages, pdf=pdf, out_dir=out_dir, faults=faults, database_url=os.environ.get("DATABASE_URL"), batch_lane=not on_demand_only, console=console)
+        report = run_demo(
+            pages=pages, pdf=pdf, out_dir=out_dir, faults=faults, database_url=os.environ.get("DATABASE_URL"), batch_lane=not on_demand_only, console=console
+        )
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None
     if as_json:
@@ -107,7 +116,13 @@ def local() -> None:
 
 
 @local.command()
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True, help="Where the stack keeps its database and state.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".batchlane/local"),
+    show_default=True,
+    help="Where the stack keeps its database and state.",
+)
 @click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection (docs/offline.md).")
 def up(workdir: Path, faults: str) -> None:
     """Start the offline stack in the background and print how to reach it."""

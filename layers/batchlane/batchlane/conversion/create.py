@@ -92,9 +92,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         return CreatedJob(str(job["id"]), file_id, "failed", 0, 0, exc.error_id, str(exc))
 
     chunks = document.chunks(settings.batchlane_pages_per_chunk)
-    eligible, why = batch_eligible(
-        options, document.page_count, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages
-    )
+    eligible, why = batch_eligible(options, document.page_count, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
     status = "waiting_batch" if eligible else "pending"
     hold = Decimal(str(settings.batchlane_hold_usd_per_page)) * document.page_count
     with svc.db.transaction() as tx:

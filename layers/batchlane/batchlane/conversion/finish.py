@@ -79,7 +79,9 @@ def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
         total = ledger.job_total(tx, job_id)
         error_id = "PAGES_FAILED" if job["pages_failed"] else None
         message = f"{job['pages_failed']} of {job['total_pages']} pages could not be converted" if job["pages_failed"] else None
-        job_repo.transition_job(tx, job_id, from_statuses=("assembling",), to_status="completed", total_cost_usd=total, error_id=error_id, error_message=message)
+        job_repo.transition_job(
+            tx, job_id, from_statuses=("assembling",), to_status="completed", total_cost_usd=total, error_id=error_id, error_message=message
+        )
         ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
         job_repo.set_file_status(tx, str(job["file_id"]), "converted")
     logger.info("job settled", job_id=job_id, total_cost_usd=str(total), pages_failed=job["pages_failed"])

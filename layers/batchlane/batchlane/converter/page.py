@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +20,7 @@ class PageResult:
     markdown: str = ""
     reason: str | None = None
     served_by: str | None = None  # on_demand | batch | capture | None (blank)
-    usage: Usage = Usage()
+    usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal = Decimal(0)  # on-demand spend only; batch-served pages are billed by the batch row
     retryable: bool = False
 

@@ -19,7 +19,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 from batchlane.converter.request import ConverseRequest
 from batchlane.domain.cost import Usage
 
-RETRYABLE_CODES = frozenset({"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "ModelTimeoutException", "InternalServerException"})
+RETRYABLE_CODES = frozenset(
+    {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "ModelTimeoutException", "InternalServerException"}
+)
 
 
 @dataclass(frozen=True)
@@ -147,12 +149,4 @@ class PrimedTransport:
         return None
 
     def send(self, request: ConverseRequest) -> ModelAnswer:
-        primed = self._results.get(request.record_id)
-        if primed is not None and primed.model_id == request.model_id and primed.prompt_hash == request.prompt_hash:
-            with self._lock:
-                self.served += 1
-            return ModelAnswer(primed.text, primed.stop_reason, Usage(primed.input_tokens, primed.output_tokens), served_by="batch")
-        if primed is not None:
-            with self._lock:
-                self.mismatched += 1
-        return self._fallback.send(request)
+        return self.lookup(request) or self._fallback.send(request)

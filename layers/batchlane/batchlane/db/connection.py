@@ -158,7 +158,7 @@ class Database:
     def _discard(self, con: pg8000.native.Connection) -> None:
         try:
             con.close()
-        except Exception:  # already dead: nothing to release
+        except Exception:  # noqa: S110 - already dead: nothing to release
             pass
         with self._lock:
             if con in self._all:
@@ -173,7 +173,7 @@ class Database:
         for con in cons:
             try:
                 con.close()
-            except Exception:
+            except Exception:  # noqa: S110 - closing: a dead connection has nothing to release
                 pass
         self._local = threading.local()
 

@@ -102,7 +102,7 @@ def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_
     sets = ", ".join(f"{name} = :f_{name}" for name in fields)
     params = {f"f_{name}": value for name, value in fields.items()}
     row = db.one(
-        f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){', ' + sets if sets else ''},
+        f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){", " + sets if sets else ""},
                started_at = CASE WHEN :to = 'processing' THEN COALESCE(started_at, now()) ELSE started_at END,
                finished_at = CASE WHEN :to IN ('completed', 'failed', 'cancelled') THEN now() ELSE finished_at END
             WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING *""",

@@ -26,7 +26,7 @@ from werkzeug.wrappers import Request, Response
 from batchlane.local.lambda_runtime import HandlerRegistry
 
 log = logging.getLogger("batchlane.local.api")
-LOCAL_TOKEN_PREFIX = "local:"  # noqa: S105 - a marker, not a secret
+LOCAL_TOKEN_PREFIX = "local:"
 
 
 def local_token(user: str) -> str:

@@ -48,10 +48,10 @@ def run_demo(
             console.print(f"[bold]batchlane demo[/] · offline stack up in {time.monotonic() - started:.1f} s · model: {EMULATED_MODEL_LABEL}")
             created = submit_pdf(svc, data, name=name, owner_id="demo-user")
             job_id = created["jobId"]
-            console.print(f"job {job_id}: {created['totalPages']} pages, {created['chunkCount']} chunks, {created['status']} ({created['laneDecision'] or created['errorId']})")
-            with Progress(
-                TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False
-            ) as bar:
+            console.print(
+                f"job {job_id}: {created['totalPages']} pages, {created['chunkCount']} chunks, {created['status']} ({created['laneDecision'] or created['errorId']})"
+            )
+            with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=False) as bar:
                 task = bar.add_task("pages", total=max(created["totalPages"], 1))
 
                 def show(p: Any) -> None:

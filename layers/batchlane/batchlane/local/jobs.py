@@ -59,7 +59,20 @@ def progress(svc: Services, job_id: str) -> Progress:
     )
 
 
-def wait_for_job(svc: Services, job_id: str, *, timeout_s: float = 3600, on_progress: Callable[[Progress], None] | None = None, poll_s: float = 0.25) -> Progress:
+def wait_until(predicate: Callable[[], Any], *, timeout_s: float = 60, what: str = "condition", poll_s: float = 0.1) -> Any:
+    """Poll ``predicate`` until it returns something truthy (returned); AssertionError after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(poll_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+def wait_for_job(
+    svc: Services, job_id: str, *, timeout_s: float = 3600, on_progress: Callable[[Progress], None] | None = None, poll_s: float = 0.25
+) -> Progress:
     deadline = time.monotonic() + timeout_s
     while True:
         current = progress(svc, job_id)

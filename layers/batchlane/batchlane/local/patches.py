@@ -63,7 +63,7 @@ def _deliver(registry: HandlerRegistry, start_execution: Callable[[str, dict[str
 
 
 def _send_to_targets(self: Rule, original_event: dict[str, Any], transform_input: bool = True) -> None:
-    if not self.event_pattern.matches_event(original_event):
+    if not self.event_pattern.matches_event(original_event):  # type: ignore[arg-type]
         return
     ours = [t for t in self.targets if parse_arn(t["Arn"]).service in ("lambda", "states")]
     others = [t for t in self.targets if t not in ours]
@@ -74,7 +74,7 @@ def _send_to_targets(self: Rule, original_event: dict[str, Any], transform_input
     if others:
         rest = copy.copy(self)
         rest.targets = others
-        _original_send_to_targets(rest, original_event, transform_input)
+        _original_send_to_targets(rest, original_event, transform_input)  # type: ignore[arg-type]
 
 
 def install(registry: HandlerRegistry, start_execution: Callable[[str, dict[str, Any]], None]) -> None:
@@ -84,5 +84,5 @@ def install(registry: HandlerRegistry, start_execution: Callable[[str, dict[str,
     _state["start_execution"] = start_execution
     if not _installed:
         LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
-        Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign]
+        Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign, assignment]
         _installed = True

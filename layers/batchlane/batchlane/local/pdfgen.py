@@ -27,7 +27,7 @@ def make_pdf(pages: int, *, blank_every: int = 0, lines_per_page: int = 18, titl
         raise ValueError("pages must be at least 1")
     buffer = io.BytesIO()
     pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
-    width, height = A4
+    _, height = A4
     for number in range(1, pages + 1):
         if not (blank_every and number % blank_every == 0):
             pdf.setFont("Helvetica-Bold", 16)

@@ -36,7 +36,12 @@ ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
 BUCKET = "batchlane-offline"
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
-OFFLINE_SETTINGS = {"retry_interval_seconds": "1", "chunk_retry_interval_seconds": "1", "submit_retry_interval_seconds": "1", "collect_retry_interval_seconds": "1"}
+OFFLINE_SETTINGS = {
+    "retry_interval_seconds": "1",
+    "chunk_retry_interval_seconds": "1",
+    "submit_retry_interval_seconds": "1",
+    "collect_retry_interval_seconds": "1",
+}
 _STATIC_ENV = {
     "AWS_ACCESS_KEY_ID": "offline",
     "AWS_SECRET_ACCESS_KEY": "offline",
@@ -227,7 +232,12 @@ class OfflineStack:
 
     def _start_schedules(self) -> None:
         for schedule in SCHEDULES:
-            thread = threading.Thread(target=self._run_schedule, args=(schedule.target, schedule.every_minutes * 60 / self.options.schedule_speedup), daemon=True, name=f"schedule-{schedule.name}")
+            thread = threading.Thread(
+                target=self._run_schedule,
+                args=(schedule.target, schedule.every_minutes * 60 / self.options.schedule_speedup),
+                daemon=True,
+                name=f"schedule-{schedule.name}",
+            )
             thread.start()
             self._threads.append(thread)
 

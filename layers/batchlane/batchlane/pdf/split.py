@@ -52,10 +52,7 @@ def plan_chunks(total_pages: int, pages_per_chunk: int) -> list[ChunkSpan]:
         raise ValueError("a document has at least one page")
     if pages_per_chunk < 1:
         raise ValueError("pages_per_chunk must be at least 1")
-    return [
-        ChunkSpan(index, first, min(first + pages_per_chunk - 1, total_pages))
-        for index, first in enumerate(range(1, total_pages + 1, pages_per_chunk))
-    ]
+    return [ChunkSpan(index, first, min(first + pages_per_chunk - 1, total_pages)) for index, first in enumerate(range(1, total_pages + 1, pages_per_chunk))]
 
 
 class PdfDocument:
@@ -95,7 +92,6 @@ class PdfDocument:
             buffer = io.BytesIO()
             writer.write(buffer)
             yield Page(number=number, chunk_index=span.index, pdf_bytes=buffer.getvalue(), blank=_is_blank(source))
-
 
 
 def _is_blank(page) -> bool:  # type: ignore[no-untyped-def]
