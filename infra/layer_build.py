@@ -5,7 +5,7 @@
 Dependencies come from ``layers/requirements.txt`` as wheels for the Lambda platform
 (``manylinux2014_aarch64``, CPython 3.12) through ``pip install --platform ...
 --only-binary=:all:``: pip picks the same wheels on any build machine, so no Docker
-and no compiler are needed. The package is copied without ``local/`` and ``cli/`` (the
+and no compiler are needed. The package is copied without ``local/``, ``cli/`` and ``bench/`` (the
 offline stack and the command line never ship), tests and bytecode. Every file gets
 the same mtime and pip's machine-specific bits (``bin/`` scripts with this machine's
 shebang, ``RECORD``/``INSTALLER``/``direct_url.json``) are dropped, so the same inputs
@@ -33,7 +33,7 @@ DEFAULT_OUT = REPO_ROOT / "build" / "layer"
 PLATFORM = "manylinux2014_aarch64"
 PYTHON_VERSION = "3.12"
 # Never shipped: the offline stack and the CLI (top-level subpackages), tests, bytecode.
-EXCLUDED_SUBPACKAGES = frozenset({"local", "cli"})
+EXCLUDED_SUBPACKAGES = frozenset({"local", "cli", "bench"})  # offline stack, CLI, benchmarks: never in Lambda
 EXCLUDED_DIRS = frozenset({"tests", "__pycache__"})
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 FIXED_MTIME = 315532800  # 1980-01-01, the earliest time a zip entry can carry

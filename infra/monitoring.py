@@ -4,7 +4,7 @@ Custom metrics come from the handlers through Powertools (namespace ``Batchlane`
 default dimension ``service=batchlane``):
 
 * ``BatchRecordsAccepted`` / ``BatchRecordsFallback`` / ``BatchFallbackShare`` (percent)
-  and ``BatchSavingUsd`` — emitted by batch_collect once per batch job;
+  and ``BatchSavingUsd`` — emitted by assemble once per primed job (batch-served pages at the on-demand price, less the batch bill);
 * ``JobsByState`` (dimension ``State``) and ``JobsWaitingPastDeadline`` — emitted by
   batch_sweeper on each run.
 

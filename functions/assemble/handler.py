@@ -4,9 +4,11 @@ from typing import Any
 
 from batchlane.conversion.finish import assemble_job
 from batchlane.handlers import JobRef, lambda_handler, parse
+from batchlane.observability import metrics
 from batchlane.runtime import services
 
 
+@metrics.log_metrics
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ref = parse(event, JobRef)

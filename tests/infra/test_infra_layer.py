@@ -29,7 +29,7 @@ def test_layer_holds_the_package_and_nothing_of_the_offline_stack_cli_or_tests(l
     site = layer_dir / "python"
     assert (site / "batchlane" / "__init__.py").is_file()
     assert (site / "batchlane" / "topology.py").is_file()
-    assert not (site / "batchlane" / "local").exists() and not (site / "batchlane" / "cli").exists()
+    assert not any((site / "batchlane" / name).exists() for name in ("local", "cli", "bench"))
     assert not list(site.rglob("__pycache__")) and not list(site.rglob("*.pyc"))
     assert not [p for p in (site / "batchlane").rglob("*") if p.is_dir() and p.name == "tests"]
     assert not (site / "bin").exists()  # console scripts carry this machine's interpreter path

@@ -9,6 +9,7 @@ import sys
 
 FIGURE_MODULES = (
     "batchlane.bench.pdf",
+    "batchlane.bench.layer",
     "batchlane.bench.batch",
     "batchlane.bench.demo",
     "batchlane.bench.ondemand",

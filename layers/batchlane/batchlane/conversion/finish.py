@@ -5,13 +5,16 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from aws_lambda_powertools.metrics import MetricUnit
+
 from batchlane import keys
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.markdown import PageText, assemble
-from batchlane.observability import logger
+from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
 
@@ -43,12 +46,15 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     if unfinished:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
     pages: list[PageText] = []
+    batch_served_usage = Usage()
     for chunk in chunks:
         data = svc.store.get_json(chunk["result_key"])
         for item in data["pages"]:
             result = PageResult.from_json(item)
             status = "converted" if result.status == "blank" else result.status
             pages.append(PageText(result.page_number, status, result.markdown, result.reason))
+            if result.served_by == "batch":
+                batch_served_usage = batch_served_usage + result.usage
     markdown = assemble(pages, expected_pages=job["total_pages"])
     key = keys.markdown_key(job_id)
     svc.store.put_bytes(key, markdown.encode(), "text/markdown; charset=utf-8")
@@ -64,6 +70,10 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         pages_failed=failed,
         pages_batch=sum(c["pages_batch"] for c in chunks),
     )
+    if (job["options"] or {}).get("_batchPrimed"):
+        # Realised saving: what the batch-served pages would have cost on-demand, less the batch bill.
+        saving = svc.prices.cost(job["model_id"], batch_served_usage) - Decimal(job["options"].get("_batchCostUsd", "0"))
+        metrics.add_metric(name="BatchSavingUsd", unit=MetricUnit.NoUnit, value=float(saving))
     logger.info("job assembled", job_id=job_id, pages=len(pages), failed=failed, truncated=truncated)
     return {"jobId": job_id, "markdownKey": key, "pagesFailed": failed, "pagesTruncated": truncated}
 
