@@ -95,16 +95,7 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     fallback = len(expected) - accepted
     counts["missing"] = len(expected) - tally.seen
     cost = svc.prices.cost(model_id, billed, batch=True)
-    metadata = {
-        "batch": True,
-        "batchMultiplier": float(BATCH_PRICE_MULTIPLIER),
-        "jobArn": row["bedrock_job_arn"],
-        "endState": status,
-        "records": len(expected),
-        "accepted": accepted,
-        "fallback": fallback,
-        "outcomes": dict(counts),
-    }
+    metadata = _ledger_metadata(row, status, records=len(expected), accepted=accepted, fallback=fallback, outcomes=dict(counts))
     won = _close_and_bill(
         svc, job_id, row, end_state=status, accepted=accepted, fallback=fallback, usage=billed, cost=cost, model_id=model_id, metadata=metadata
     )
@@ -192,6 +183,11 @@ def write_results(store: ObjectStore, job_id: str, chunk_indexes: list[int], *, 
         list(pool.map(write, chunk_indexes))  # list(): re-raise the first failure
 
 
+def _ledger_metadata(row: dict[str, Any], end_state: str, **counts: Any) -> dict[str, Any]:
+    """What the one batch ledger row says about its batch job."""
+    return {"batch": True, "batchMultiplier": float(BATCH_PRICE_MULTIPLIER), "jobArn": row["bedrock_job_arn"], "endState": end_state, **counts}
+
+
 def _close_and_bill(
     svc: Services,
     job_id: str,
@@ -252,15 +248,7 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         usage = _billed_from_bedrock_manifest(svc, row)
         model_id = row["model_id"]
         cost = svc.prices.cost(model_id, usage, batch=True)
-        metadata = {
-            "batch": True,
-            "batchMultiplier": float(BATCH_PRICE_MULTIPLIER),
-            "jobArn": row["bedrock_job_arn"],
-            "endState": reason,
-            "accepted": 0,
-            "partial": True,
-            "error": detail,
-        }
+        metadata = _ledger_metadata(row, reason, records=row["record_count"] or 0, accepted=0, fallback=row["record_count"] or 0, partial=True, error=detail)
         won = _close_and_bill(
             svc,
             job_id,
