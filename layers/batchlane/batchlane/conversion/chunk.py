@@ -25,10 +25,11 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
 from pg8000.exceptions import DatabaseError, InterfaceError
@@ -118,8 +119,13 @@ class OnDemandSetup:
     coverage: CoverageRule = field(default_factory=CoverageRule)
 
 
+def _checked(converter: GroupConverter, planned: PlannedPage, result: PageResult) -> dict[int, PageResult]:
+    """A batch-served page, with the coverage check (and its on-demand re-ask when thin)."""
+    return {planned.number: converter.check_coverage(planned, result)}
+
+
 def run_pages(
-    pages: list[Page],
+    pages: Iterable[Page],
     *,
     chunk_index: int,
     config: ConverterConfig,
@@ -141,25 +147,6 @@ def run_pages(
     converter = GroupConverter(
         chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=heartbeat.stopped
     )
-    units: list[Callable[[], dict[int, PageResult]]] = []
-    on_demand: list[PlannedPage] = []
-    for page in pages:
-        if page.blank:
-            run.pages[page.number] = PageResult(page.number, "blank")
-            continue
-        planned = setup.plan.plan(page, text_layer(page.pdf_bytes))
-        answer = (
-            primed.lookup(build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config))
-            if primed
-            else None
-        )
-        if answer is None:
-            on_demand.append(planned)
-            continue
-        result = page_result(page.number, config.model_id, answer, prices)
-        units.append(lambda planned=planned, result=result: {planned.number: converter.check_coverage(planned, result)})  # type: ignore[misc]
-    units.extend((lambda group=group: converter.convert(group)) for group in setup.plan.groups(on_demand))  # type: ignore[misc]
-    run.spend.count("requestsPlanned", len(units))
 
     def work(unit: Callable[[], dict[int, PageResult]]) -> dict[int, PageResult]:
         if heartbeat.stopped():
@@ -167,7 +154,32 @@ def run_pages(
         return unit()
 
     with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix=f"chunk{chunk_index}-page") as pool:
-        pending: set[Future[dict[int, PageResult]]] = {pool.submit(work, unit) for unit in units}
+        pending: set[Future[dict[int, PageResult]]] = set()
+
+        def submit(unit: Callable[[], dict[int, PageResult]]) -> None:
+            pending.add(pool.submit(work, unit))
+            run.spend.count("requestsPlanned", 1)
+
+        # Plan and send as we go: the first request leaves while later pages are still being
+        # split and read, instead of after the whole chunk was planned.
+        builder = setup.plan.builder()
+        for page in pages:
+            if heartbeat.stopped():
+                run.aborted = True
+                break
+            if page.blank:
+                run.pages[page.number] = PageResult(page.number, "blank")
+                continue
+            planned = setup.plan.plan(page, text_layer(page.pdf_bytes))
+            request = build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)
+            answer = primed.lookup(request) if primed else None
+            if answer is not None:
+                result = page_result(page.number, config.model_id, answer, prices)
+                submit(partial(_checked, converter, planned, result))
+            elif group := builder.add(planned):
+                submit(partial(converter.convert, group))
+        if last := builder.flush():
+            submit(partial(converter.convert, last))
         while pending:
             finished, pending = wait(pending, timeout=HEARTBEAT_EVERY_S, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -199,7 +211,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
 
     span = span_of(claimed)
     kept = _load_partial(svc, job_id, chunk_index)
-    pages = [page for page in chunk_pages(svc.store, job_id, claimed) if page.number not in kept]
+    pages = (page for page in chunk_pages(svc.store, job_id, claimed) if page.number not in kept)
 
     heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check)
     serial = serial_database(svc.db.params)

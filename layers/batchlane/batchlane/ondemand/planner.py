@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from batchlane.pdf.split import Page
@@ -63,16 +63,34 @@ class RequestPlan:
         return PlannedPage(page, layer, self.estimate(layer))
 
     def groups(self, pages: Sequence[PlannedPage]) -> list[list[PlannedPage]]:
-        budget = self.max_tokens * self.fill
-        groups: list[list[PlannedPage]] = []
-        current: list[PlannedPage] = []
-        used = 0
-        for item in pages:
-            if current and (len(current) >= self.page_limit or used + item.estimate > budget):
-                groups.append(current)
-                current, used = [], 0
-            current.append(item)
-            used += item.estimate
-        if current:
-            groups.append(current)
-        return groups
+        builder = self.builder()
+        groups = [group for item in pages if (group := builder.add(item))]
+        last = builder.flush()
+        return [*groups, last] if last else groups
+
+    def builder(self) -> GroupBuilder:
+        return GroupBuilder(page_limit=self.page_limit, budget=self.max_tokens * self.fill)
+
+
+@dataclass
+class GroupBuilder:
+    """Groups pages one at a time, so a chunk can send its first request while it is still
+    planning the rest (the same groups as :meth:`RequestPlan.groups`, in the same order)."""
+
+    page_limit: int
+    budget: float
+    current: list[PlannedPage] = field(default_factory=list)
+    used: int = 0
+
+    def add(self, item: PlannedPage) -> list[PlannedPage] | None:
+        """Add a page; returns the previous group when this page starts a new one."""
+        full = None
+        if self.current and (len(self.current) >= self.page_limit or self.used + item.estimate > self.budget):
+            full, self.current, self.used = self.current, [], 0
+        self.current.append(item)
+        self.used += item.estimate
+        return full
+
+    def flush(self) -> list[PlannedPage] | None:
+        last, self.current, self.used = self.current, [], 0
+        return last or None
