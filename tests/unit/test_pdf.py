@@ -2,6 +2,7 @@ import io
 
 import pytest
 from pypdf import PdfReader, PdfWriter
+from pypdf.generic import DecodedStreamObject, NameObject
 
 from batchlane.domain.errors import InputError
 from batchlane.local.pdfgen import make_pdf, page_phrase
@@ -24,6 +25,39 @@ def test_split_yields_one_page_pdfs_in_order_with_blank_detection():
     assert len(page_9.pages) == 1
     assert page_phrase(9, 30) in page_9.pages[0].extract_text()
     assert pages[8].chunk_index == 1
+
+
+def _pdf_with_contents(*streams: bytes) -> bytes:
+    """One page per content stream, written exactly as given (fonts are irrelevant here)."""
+    writer = PdfWriter()
+    for data in streams:
+        page = writer.add_blank_page(612, 792)
+        stream = DecodedStreamObject()
+        stream.set_data(data)
+        page[NameObject("/Contents")] = writer._add_object(stream)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+def test_text_chars_counts_the_strings_a_page_shows_without_extracting_text():
+    data = _pdf_with_contents(
+        b"BT /F1 12 Tf 72 700 Td (Hello world) Tj ET",  # 11 characters
+        b"BT /F1 12 Tf [(Ke) -20 (rn\\(ed\\))] TJ <48 69 21> Tj ET",  # Ke + rn(ed) + 3 hex characters
+        b"/Span << /MCID 0 >> BDC 0 0 m 100 100 l S EMC",  # marked content and a line: no text
+        b"q Q",  # nothing painted
+    )
+    document = open_pdf(data, max_pages=10)
+    pages = list(document.pages(document.chunks(10)[0]))
+    assert [p.text_chars for p in pages] == [11, 2 + 6 + 3, 0, 0]
+    assert [p.blank for p in pages] == [False, False, False, True]
+
+
+def test_text_chars_is_close_to_the_extracted_text_layer():
+    document = open_pdf(make_pdf(6, lines_per_page=30), max_pages=10)
+    for page in document.pages(document.chunks(10)[0]):
+        extracted = len(PdfReader(io.BytesIO(page.pdf_bytes)).pages[0].extract_text().strip())
+        assert abs(page.text_chars - extracted) <= 0.05 * extracted
 
 
 def _encrypted(data: bytes) -> bytes:

@@ -5,7 +5,7 @@ from ondemand_fakes import CONFIG, PRICES, ModelTransport
 from batchlane.converter import MULTI_PAGE_INSTRUCTION, ModelCallError
 from batchlane.domain.markdown import PageText, render_page
 from batchlane.local.pdfgen import page_phrase
-from batchlane.ondemand import CoverageRule, GroupConverter, RequestPlan, Spend, text_layer
+from batchlane.ondemand import CoverageRule, GroupConverter, RequestPlan, Spend, planner, text_layer
 from batchlane.ondemand.coverage import REASK_INSTRUCTION
 
 PLAN = RequestPlan()
@@ -16,7 +16,7 @@ def _converter(transport, *, coverage=CoverageRule(threshold=0)):
 
 
 def _group(pages, numbers):
-    return [PLAN.plan(p, text_layer(p.pdf_bytes)) for p in pages if p.number in numbers]
+    return [PLAN.plan(p) for p in pages if p.number in numbers]
 
 
 def _own_text(results, total=12):
@@ -90,6 +90,15 @@ def test_low_coverage_is_re_asked_once_with_the_first_answer_in_the_prompt(pages
     assert page_phrase(4, 12) in reask.text  # the first answer itself travels in the prompt
     assert converter.spend.counts == {"coverageReasks": 1, "coverageImproved": 1}
     assert CoverageRule().coverage(results[4].markdown, text_layer(pages[3].pdf_bytes)) > 0.9
+
+
+def test_with_the_coverage_check_off_no_text_layer_is_extracted(pages, monkeypatch):
+    extracted = []
+    monkeypatch.setattr(planner, "text_layer", lambda pdf: extracted.append(pdf) or "")
+    results = _converter(ModelTransport()).convert(_group(pages, range(1, 6)))
+    assert all(r.status == "converted" for r in results.values()) and extracted == []
+    results = _converter(ModelTransport(), coverage=CoverageRule(threshold=0.6)).convert(_group(pages, range(6, 9)))
+    assert all(r.status == "converted" for r in results.values()) and len(extracted) == 3  # once a page, after its answer
 
 
 def test_a_re_ask_no_better_than_the_first_answer_keeps_the_first(pages):

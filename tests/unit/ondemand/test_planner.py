@@ -2,6 +2,7 @@
 
 from ondemand_fakes import chunk_pages
 
+from batchlane.ondemand import planner
 from batchlane.ondemand.planner import RequestPlan
 
 
@@ -24,3 +25,19 @@ def test_a_dense_page_goes_alone_and_a_scan_counts_the_default_estimate():
     planned = _planned(plan, ["x" * 400, "x" * 12000, "x" * 400, "", ""])
     assert planned[3].estimate == 1200
     assert [[p.number for p in g] for g in plan.groups(planned)] == [[1], [2], [3, 4, 5]]
+
+
+def test_planning_reads_no_text_layer_the_coverage_check_extracts_it_once(monkeypatch):
+    extracted = []
+    real = planner.text_layer
+    monkeypatch.setattr(planner, "text_layer", lambda pdf: extracted.append(pdf) or real(pdf))
+    plan = RequestPlan(max_tokens=2000)  # a 1,500-token budget
+    planned = [plan.plan(page) for page in chunk_pages(6, lines_per_page=30)]
+    assert all(600 < p.estimate < 720 for p in planned)  # ~2,100 characters a page
+    assert [len(g) for g in plan.groups(planned)] == [2, 2, 2]
+    assert extracted == []  # the estimate came from the content stream
+    assert "page 2 of 6" in planned[1].layer and planned[1].layer is planned[1].layer
+    assert extracted == [planned[1].page.pdf_bytes]
+    # The estimate from the content stream is within a few percent of the one the text layer gives
+    from_layer = [plan.plan(p.page, p.layer).estimate for p in planned]
+    assert all(abs(p.estimate - e) <= 0.05 * e for p, e in zip(planned, from_layer, strict=True))

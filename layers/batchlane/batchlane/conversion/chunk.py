@@ -43,7 +43,7 @@ from batchlane.db import ledger
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound, StoreUnavailable
 from batchlane.observability import logger
-from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend, limiter_for, text_layer
+from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend, limiter_for
 from batchlane.ondemand.limiter import serial_database
 from batchlane.pdf.split import Page
 from batchlane.runtime import Services
@@ -170,7 +170,7 @@ def run_pages(
             if page.blank:
                 run.pages[page.number] = PageResult(page.number, "blank")
                 continue
-            planned = setup.plan.plan(page, text_layer(page.pdf_bytes))
+            planned = setup.plan.plan(page)
             request = build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)
             answer = primed.lookup(request) if primed else None
             if answer is not None:

@@ -140,7 +140,8 @@ class GroupConverter:
         return self._check_coverage(page, result)
 
     def _check_coverage(self, page: PlannedPage, result: PageResult) -> PageResult:
-        if result.status != "converted" or not self._coverage.too_low(result.markdown, page.layer):
+        # The threshold first: with the check off, the page's text layer is never extracted.
+        if result.status != "converted" or not self._coverage.threshold or not self._coverage.too_low(result.markdown, page.layer):
             return result
         self.spend.count("coverageReasks")
         try:

@@ -2,8 +2,14 @@
 
 The count is the smallest of the configured ``pages_per_request``, the API's limit on
 documents per request, and what fits in ``max_tokens`` at the pages' estimated output.
-The estimate of a page comes from its own text layer (characters / 4, plus 25% for
-Markdown syntax); a page without one (a scan) counts ``output_tokens_per_page``.
+The estimate of a page comes from the size of its own text (characters / 4, plus 25% for
+Markdown syntax); a page without text (a scan) counts ``output_tokens_per_page``. The
+size is the character count of the strings its content stream shows (``Page.text_chars``,
+read in the same pass as the blank check), not pypdf's text extraction: that costs ~3 ms
+a page, and paying it while planning held back a chunk's requests (on a 1-vCPU Lambda,
+and across every chunk of the offline stack's single process). The text layer itself
+is only needed for the coverage check, after the answer: :attr:`PlannedPage.layer`
+extracts it then, on first use, while other requests of the chunk wait on the model.
 Groups are consecutive pages, filled greedily up to ``fill`` of max_tokens, so one
 dense page does not force its neighbours into single requests, and a page estimated
 above the budget on its own goes alone.
@@ -14,8 +20,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
+from batchlane.ondemand.coverage import text_layer
 from batchlane.pdf.split import Page
 
 CHARS_PER_TOKEN = 4
@@ -25,12 +33,17 @@ MARKDOWN_OVERHEAD = 1.25
 @dataclass(frozen=True)
 class PlannedPage:
     page: Page
-    layer: str  # the page's text layer ("" for a scan)
     estimate: int  # output tokens expected for this page
+    known_layer: str | None = field(default=None, repr=False)  # the text layer, when the planner was given it
 
     @property
     def number(self) -> int:
         return self.page.number
+
+    @cached_property
+    def layer(self) -> str:
+        """The page's text layer ("" for a scan), extracted on first use: the coverage check."""
+        return self.known_layer if self.known_layer is not None else text_layer(self.page.pdf_bytes)
 
 
 @dataclass(frozen=True)
@@ -55,12 +68,15 @@ class RequestPlan:
     def page_limit(self) -> int:
         return max(1, min(self.pages_per_request, self.max_documents))
 
-    def estimate(self, layer: str) -> int:
-        text = layer.strip()
-        return math.ceil(len(text) * MARKDOWN_OVERHEAD / CHARS_PER_TOKEN) if text else self.default_estimate
+    def estimate(self, text_chars: int) -> int:
+        return math.ceil(text_chars * MARKDOWN_OVERHEAD / CHARS_PER_TOKEN) if text_chars else self.default_estimate
 
-    def plan(self, page: Page, layer: str) -> PlannedPage:
-        return PlannedPage(page, layer, self.estimate(layer))
+    def plan(self, page: Page, layer: str | None = None) -> PlannedPage:
+        """Plan ``page`` from its content stream's text size; a caller that already holds the
+        text layer passes it, and the estimate comes from it instead."""
+        if layer is None:
+            return PlannedPage(page, self.estimate(page.text_chars))
+        return PlannedPage(page, self.estimate(len(layer.strip())), known_layer=layer)
 
     def groups(self, pages: Sequence[PlannedPage]) -> list[list[PlannedPage]]:
         builder = self.builder()
