@@ -71,11 +71,32 @@ def test_an_aborted_chunk_sends_nothing_and_stops_backing_off():
     # cancelled while backing off: the next attempt is not made
     calls = {"n": 0}
 
-    def aborted():
+    def aborted():  # asked before the slot, before attempt 1, then before the backoff sleep
         calls["n"] += 1
-        return calls["n"] > 1
+        return calls["n"] > 2
 
     transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(), aborted=aborted, sleep=SleepRecorder())
     with pytest.raises(Aborted):
         transport.send(REQUEST)
     assert len(inner.sent) == 1
+
+
+def test_the_row_is_read_once_per_attempt_the_slot_wait_polls_only_the_flag():
+    class WaitingLimiter(RecordingLimiter):
+        def slot(self, pool, *, aborted):
+            assert not any(aborted() for _ in range(5))  # a wait for a slot polls this
+            return super().slot(pool, aborted=aborted)
+
+    reads, polls = [], []
+    inner = ModelTransport(lambda request, n: "throttle" if n == 1 else None)
+    transport = GovernedTransport(
+        inner, WaitingLimiter(), BackoffPolicy(), aborted=lambda: reads.append(1) and False, waiting=lambda: polls.append(1) and False, sleep=SleepRecorder()
+    )
+    transport.send(REQUEST)
+    assert len(inner.sent) == 2 and len(polls) == 1 + 5
+    assert len(reads) == 3  # before attempt 1, before the backoff sleep, before attempt 2
+    # Cancelled while queued for a slot: the flag alone stops it, nothing is sent
+    stopped = ModelTransport()
+    with pytest.raises(Aborted):
+        GovernedTransport(stopped, RecordingLimiter(), BackoffPolicy(), aborted=lambda: False, waiting=lambda: True).send(REQUEST)
+    assert stopped.sent == []

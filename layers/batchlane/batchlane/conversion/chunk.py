@@ -230,6 +230,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         limiter_for(svc.db.params, settings),
         BackoffPolicy.from_settings(settings),
         aborted=stopped,
+        waiting=heartbeat.stopped,
     )
     primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") else None
     setup = OnDemandSetup(

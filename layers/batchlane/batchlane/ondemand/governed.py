@@ -8,6 +8,13 @@ requests (backpressure). Each attempt takes a pacing ticket first. When the budg
 (time or attempts) is spent the request raises a retryable ModelCallError: the chunk
 keeps the page for a later attempt, and never drops it.
 
+Two abort checks, of different cost: ``aborted`` (the chunk reads its own row) runs once
+right before each attempt leaves and before each backoff sleep; ``waiting`` (the
+chunk's heartbeat flag, refreshed about once a second) is what a request polls while it
+queues for a slot. A waiting request polling the row would cost the database a read
+every half second per waiting thread: with 50 chunk Lambdas of 4 threads each, about
+400 reads a second that tell nothing the heartbeat does not.
+
 botocore's own retries are off for this client (retries max_attempts 0): two retry loops would
 hide throttles from the limiter and double the waits.
 """
@@ -59,12 +66,14 @@ class GovernedTransport:
         policy: BackoffPolicy,
         *,
         aborted: Callable[[], bool] = lambda: False,
+        waiting: Callable[[], bool] | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._inner = inner
         self._limiter = limiter
         self._policy = policy
         self._aborted = aborted
+        self._waiting = waiting or aborted
         self._sleep = sleep
         self._lock = threading.Lock()
         self.requests = 0
@@ -76,10 +85,10 @@ class GovernedTransport:
             setattr(self, name, getattr(self, name) + 1)
 
     def send(self, request: ConverseRequest) -> ModelAnswer:
-        if self._aborted():
+        if self._waiting():
             raise Aborted("chunk no longer processing")
         try:
-            with self._limiter.slot(request.model_id, aborted=self._aborted) as lease:
+            with self._limiter.slot(request.model_id, aborted=self._waiting) as lease:
                 return self._attempts(request, lease)
         except LeaseWaitTimeout as exc:
             self._count("exhausted")
@@ -103,10 +112,13 @@ class GovernedTransport:
         try:
             for attempt in retrying:
                 with attempt:
-                    lease.renew()
+                    if attempt.retry_state.attempt_number > 1:
+                        lease.renew()  # the first attempt runs on a lease just taken
                     wait = self._limiter.pace(request.model_id)
                     if wait > 0:
                         self._sleep(wait)
+                    if self._aborted():  # the last moment before the request leaves
+                        raise Aborted("chunk no longer processing")
                     self._count("requests")
                     try:
                         return self._inner.send(request)

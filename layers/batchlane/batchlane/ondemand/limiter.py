@@ -3,7 +3,7 @@
 Every chunk Lambda of every job takes a slot before a Converse request and gives it
 back after, so however many documents run at once, at most ``global_concurrency``
 requests per model are in flight. A slot is a lease: it expires ``lease_ttl_s`` after
-it was taken (renewed before each attempt), so a worker killed mid-request frees its
+it was taken (renewed before each retry), so a worker killed mid-request frees its
 slot on its own. With ``ondemand_rpm`` set, every attempt also takes a start time from
 a shared schedule spaced 60/rpm seconds apart (up to ``ondemand_burst`` may start early
 after an idle spell), so the account's requests-per-minute quota is met by pacing
