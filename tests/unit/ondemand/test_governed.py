@@ -71,9 +71,9 @@ def test_an_aborted_chunk_sends_nothing_and_stops_backing_off():
     # cancelled while backing off: the next attempt is not made
     calls = {"n": 0}
 
-    def aborted():  # asked before the slot, before attempt 1, then before the backoff sleep
+    def aborted():  # asked before the slot, before and after attempt 1's start time, then before the backoff sleep
         calls["n"] += 1
-        return calls["n"] > 2
+        return calls["n"] > 3
 
     transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(), aborted=aborted, sleep=SleepRecorder())
     with pytest.raises(Aborted):
@@ -93,7 +93,7 @@ def test_the_row_is_read_once_per_attempt_the_slot_wait_polls_only_the_flag():
         inner, WaitingLimiter(), BackoffPolicy(), aborted=lambda: reads.append(1) and False, waiting=lambda: polls.append(1) and False, sleep=SleepRecorder()
     )
     transport.send(REQUEST)
-    assert len(inner.sent) == 2 and len(polls) == 1 + 5
+    assert len(inner.sent) == 2 and len(polls) == 1 + 5 + 2  # before the slot, while waiting for it, after each start time
     assert len(reads) == 3  # before attempt 1, before the backoff sleep, before attempt 2
     # Cancelled while queued for a slot: the flag alone stops it, nothing is sent
     stopped = ModelTransport()

@@ -9,9 +9,9 @@ requests (backpressure). Each attempt takes a pacing ticket first. When the budg
 keeps the page for a later attempt, and never drops it.
 
 Two abort checks, of different cost: ``aborted`` (the chunk reads its own row) runs once
-right before each attempt leaves and before each backoff sleep; ``waiting`` (the
+before each attempt takes its start time and before each backoff sleep; ``waiting`` (the
 chunk's heartbeat flag, refreshed about once a second) is what a request polls while it
-queues for a slot. A waiting request polling the row would cost the database a read
+queues for a slot, and checks again after waiting for its start time. A waiting request polling the row would cost the database a read
 every half second per waiting thread: with 50 chunk Lambdas of 4 threads each, about
 400 reads a second that tell nothing the heartbeat does not.
 
@@ -114,10 +114,14 @@ class GovernedTransport:
                 with attempt:
                     if attempt.retry_state.attempt_number > 1:
                         lease.renew()  # the first attempt runs on a lease just taken
+                    # The row before taking a start time, the flag after waiting for it: a
+                    # read between the start time and the send would make the pace uneven.
+                    if self._aborted():
+                        raise Aborted("chunk no longer processing")
                     wait = self._limiter.pace(request.model_id)
                     if wait > 0:
                         self._sleep(wait)
-                    if self._aborted():  # the last moment before the request leaves
+                    if self._waiting():
                         raise Aborted("chunk no longer processing")
                     self._count("requests")
                     try:
