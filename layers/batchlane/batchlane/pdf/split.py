@@ -116,15 +116,10 @@ def _read_contents(page) -> tuple[bool, int]:  # type: ignore[no-untyped-def]
 
 
 def _strip_strings(data: bytes) -> tuple[bytes, int]:
-    """Drop literal strings so text inside them cannot look like an operator; also count their characters."""
-    chars = 0
-
-    def drop(match: re.Match[bytes]) -> bytes:
-        nonlocal chars
-        chars += len(match.group()) - 2 - match.group().count(b"\\")
-        return b"()"
-
-    return _LITERAL_STRING.sub(drop, data), chars
+    """Drop literal strings so text inside them cannot look like an operator; also count
+    their characters (what was dropped, less each string's parentheses and escapes)."""
+    stripped = _LITERAL_STRING.sub(b"()", data)
+    return stripped, (len(data) - len(stripped)) - (data.count(b"\\") - stripped.count(b"\\"))
 
 
 def open_pdf(data: bytes, *, max_pages: int) -> PdfDocument:
