@@ -1,9 +1,12 @@
 """chunk_processor: convert one chunk (primed batch results first, on-demand otherwise).
 
 Raises ChunkRetryLater (the state machine retries it with backoff) when pages hit
-throttling past the client's own retries.
+throttling past the client's own retries, and ChunkContinue (retried at once) when the
+invocation nears its timeout with pages left: the deadline is the Lambda's remaining
+time less BATCHLANE_CHUNK_STOP_MARGIN_S.
 """
 
+import time
 from typing import Any
 
 from batchlane.conversion.chunk import process_chunk
@@ -15,4 +18,6 @@ from batchlane.runtime import services
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ref = parse(event, ChunkRef)
     worker = getattr(context, "aws_request_id", None)
-    return process_chunk(services(), str(ref.jobId), ref.chunkIndex, worker_id=worker)
+    svc = services()
+    deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - svc.settings.batchlane_chunk_stop_margin_s
+    return process_chunk(svc, str(ref.jobId), ref.chunkIndex, worker_id=worker, deadline=deadline)

@@ -163,6 +163,26 @@ def test_a_cancelled_chunk_starts_no_new_request_and_books_what_it_spent(stack_f
     assert job_repo.get_job(svc.db, job_id)["status"] == "cancelled"
 
 
+def test_a_chunk_at_its_invocation_deadline_keeps_its_pages_books_its_spend_and_continues(stack_factory):
+    # Given invocations that may start requests for 3 s (a 900 s timeout less an 897 s margin)
+    # and requests that take at least 1 s each, one page and one request at a time
+    settings = {"BATCHLANE_CHUNK_STOP_MARGIN_S": "897", "BATCHLANE_PAGES_PER_REQUEST": "1", "BATCHLANE_CHUNK_CONCURRENCY": "1"}
+    stack = stack_factory("converse_latency_ms=1000", batch_lane=False, extra_env=settings)
+    # When a 12-page job runs: at most 4 answers fit in one invocation
+    svc, job_id = _convert(stack, 12)
+    # Then the chunk continued in fresh invocations and the job is whole
+    job = job_repo.get_job(svc.db, job_id)
+    assert (job["status"], job["pages_failed"]) == ("completed", 0)
+    assert all(page_phrase(n, 12) in body for n, (_, body) in _pages(svc, job_id).items())
+    rows = _chunk_rows(svc, job_id)
+    continued = [r for r in rows if r["metadata"].get("continued")]
+    assert len(continued) >= 2 and len(rows) == len(continued) + 1
+    assert job_repo.get_chunk(svc.db, job_id, 0)["attempts"] == len(rows)
+    # No page was asked twice, every answer was booked (also those that arrived after the deadline)
+    assert _meta_sum(rows, "requests") == stack.bedrock.stats["converse_ok"] == 12
+    assert sum(r["cost_usd"] for r in rows) == job["total_cost_usd"] > 0
+
+
 def test_a_database_connection_killed_mid_chunk_is_re_established(stack_factory, migrated_url):
     stack = stack_factory("converse_latency_ms=300", batch_lane=False, extra_env={"BATCHLANE_CHUNK_CONCURRENCY": "1"})
     svc, job_id = _convert(stack, 50, wait=False)

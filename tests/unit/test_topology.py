@@ -3,6 +3,7 @@
 import json
 import re
 
+from batchlane.conversion.chunk import MAX_CHUNK_ATTEMPTS, MAX_CHUNK_CONTINUATIONS
 from batchlane.topology import FUNCTIONS, FUNCTIONS_DIR, RULES, SCHEDULES, STATE_MACHINES, handler_path
 
 
@@ -30,3 +31,14 @@ def test_rules_and_schedules_target_known_functions():
     names = {spec.name for spec in FUNCTIONS}
     assert all(rule.target in names for rule in RULES)
     assert all(schedule.target in names for schedule in SCHEDULES)
+
+
+def test_the_chunk_retry_limits_match_the_processor_constants():
+    text = STATE_MACHINES[0].path.read_text()
+    assert STATE_MACHINES[0].name == "conversion"
+    definition = json.loads(re.sub(r"\$\{[A-Za-z0-9_]+\}", "1", text))
+    task = definition["States"]["ProcessChunks"]["ItemProcessor"]["States"]["ProcessChunk"]
+    retries = {tuple(r["ErrorEquals"]): r for r in task["Retry"]}
+    assert retries[("ChunkRetryLater",)]["MaxAttempts"] + 1 == MAX_CHUNK_ATTEMPTS
+    assert retries[("ChunkContinue",)]["MaxAttempts"] == MAX_CHUNK_CONTINUATIONS
+    assert task["Retry"][0]["ErrorEquals"] == ["ChunkContinue"]  # matched before the generic retriers

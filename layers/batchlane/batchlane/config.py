@@ -57,6 +57,10 @@ class Settings(BaseSettings):
     batchlane_output_tokens_per_page: int = Field(1200, ge=50)  # estimate for a page with no text layer
     batchlane_output_fill: float = Field(0.75, gt=0, le=1)  # share of max_tokens a multi-page request plans to use
     batchlane_chunk_concurrency: int = Field(4, ge=1, le=64)
+    # A chunk stops starting requests this long before its Lambda would time out, keeps what
+    # it converted and continues in a fresh invocation (ChunkContinue): in-flight answers and
+    # the final writes must fit in it.
+    batchlane_chunk_stop_margin_s: float = Field(120, ge=0)
     batchlane_converse_max_attempts: int = Field(6, ge=1, le=20)
     # The global on-demand limit, shared by every running Lambda (leases in PostgreSQL).
     batchlane_global_concurrency: int = Field(32, ge=0, le=10_000)  # in-flight Converse requests; 0 = no limit

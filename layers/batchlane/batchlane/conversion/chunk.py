@@ -16,6 +16,12 @@
   up at once: the good pages are kept in a partial file, the spend is booked, and
   :class:`ChunkRetryLater` makes Step Functions retry the chunk with backoff. On the
   last attempt such pages are marked failed — visible in the Markdown, never dropped.
+* A chunk that nears its Lambda's timeout (``BATCHLANE_CHUNK_STOP_MARGIN_S`` before it)
+  starts no new unit or request, lets the ones in flight answer, keeps its converted
+  pages in the partial file, books the spend and raises :class:`ChunkContinue`: Step
+  Functions invokes it again at once and it carries on from the partial file. Without
+  this, a timed-out invocation would lose its answers and, worse, the booking of what
+  they cost. Continuations do not use up the throttling retries.
 * Before the writes that follow minutes of model calls, the connection is pinged and
   re-established if it died meanwhile.
 """
@@ -49,6 +55,7 @@ from batchlane.pdf.split import Page
 from batchlane.runtime import Services
 
 MAX_CHUNK_ATTEMPTS = 3  # keep equal to the ProcessChunk Retry MaxAttempts + 1 in conversion.asl.json
+MAX_CHUNK_CONTINUATIONS = 20  # the ChunkContinue Retry's MaxAttempts there (a unit test holds both)
 HEARTBEAT_EVERY_S = 1.0
 _CONNECTION_ERRORS = (InterfaceError, DatabaseError, OSError, StoreUnavailable)
 # The heartbeat's guard, read-only: is this chunk still processing under this worker?
@@ -60,11 +67,16 @@ class ChunkRetryLater(Exception):
     """Some pages failed for a reason that may pass (throttling): retry the chunk later."""
 
 
+class ChunkContinue(Exception):
+    """The invocation ran out of time; what it converted is kept: continue in a fresh one."""
+
+
 @dataclass
 class ChunkRun:
     pages: dict[int, PageResult] = field(default_factory=dict)
     spend: Spend = field(default_factory=Spend)
-    aborted: bool = False
+    aborted: bool = False  # cancelled or taken over: the result is discarded
+    out_of_time: bool = False  # stopped at the deadline: the result so far is kept
 
 
 class Heartbeat:
@@ -136,20 +148,26 @@ def run_pages(
     setup: OnDemandSetup | None = None,
     primed: PrimedTransport | None = None,
     done_before: int = 0,
+    out_of_time: Callable[[], bool] = lambda: False,
 ) -> ChunkRun:
     """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
-    with at most ``concurrency`` units in flight."""
+    with at most ``concurrency`` units in flight. Once ``out_of_time()`` no new unit or
+    request starts; the pages not converted by then are simply absent from the run."""
     setup = setup or OnDemandSetup()
     run = ChunkRun()
     if not heartbeat.beat(done_before):
         run.aborted = True
         return run
+
+    def halted() -> bool:
+        return heartbeat.stopped() or out_of_time()
+
     converter = GroupConverter(
-        chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=heartbeat.stopped
+        chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=halted
     )
 
     def work(unit: Callable[[], dict[int, PageResult]]) -> dict[int, PageResult]:
-        if heartbeat.stopped():
+        if halted():
             raise Aborted("chunk no longer processing")
         return unit()
 
@@ -166,6 +184,9 @@ def run_pages(
         for page in pages:
             if heartbeat.stopped():
                 run.aborted = True
+                break
+            if out_of_time():
+                run.out_of_time = True
                 break
             if page.blank:
                 run.pages[page.number] = PageResult(page.number, "blank")
@@ -186,13 +207,19 @@ def run_pages(
                 try:
                     run.pages.update(future.result())
                 except Aborted:
-                    run.aborted = True
+                    # Cancelled or taken over (the heartbeat says so), or else the deadline.
+                    if heartbeat.stopped():
+                        run.aborted = True
+                    else:
+                        run.out_of_time = True
             if not heartbeat.beat(done_before + len(run.pages)):
                 run.aborted = True
     return run
 
 
-def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None = None) -> dict[str, Any]:
+def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None = None, deadline: float | None = None) -> dict[str, Any]:
+    """``deadline`` (``time.monotonic()``): when to stop starting requests and continue in a
+    fresh invocation (the handler sets it from the Lambda's remaining time)."""
     worker_id = worker_id or uuid.uuid4().hex
     chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
     if chunk is None:
@@ -210,7 +237,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     config = ConverterConfig.from_settings(settings, options)
 
     span = span_of(claimed)
-    kept = _load_partial(svc, job_id, chunk_index)
+    kept, continuations = _load_partial(svc, job_id, chunk_index)
     pages = (page for page in chunk_pages(svc.store, job_id, claimed) if page.number not in kept)
 
     heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check)
@@ -224,13 +251,16 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
             heartbeat.stop()
         return heartbeat.stopped()
 
+    def out_of_time() -> bool:
+        return deadline is not None and time.monotonic() >= deadline
+
     # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
     transport = GovernedTransport(
         OnDemandTransport(client("bedrock-runtime", max_attempts=0)),
         limiter_for(svc.db.params, settings),
         BackoffPolicy.from_settings(settings),
-        aborted=stopped,
-        waiting=heartbeat.stopped,
+        aborted=lambda: out_of_time() or stopped(),
+        waiting=lambda: out_of_time() or heartbeat.stopped(),
     )
     primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") else None
     setup = OnDemandSetup(
@@ -248,6 +278,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         setup=setup,
         primed=primed,
         done_before=len(kept),
+        out_of_time=out_of_time,
     )
     usage, cost = run.spend.usage, run.spend.cost
     metadata = {
@@ -268,9 +299,17 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
 
     results = {**kept, **run.pages}
     retryable = [n for n, r in run.pages.items() if r.status == "failed" and r.retryable]
-    if retryable and claimed["attempts"] < MAX_CHUNK_ATTEMPTS:
-        good = {n: r for n, r in results.items() if not (r.status == "failed" and r.retryable)}
-        svc.store.put_json(keys.chunk_partial_key(job_id, chunk_index), {"pages": [r.to_json() for r in good.values()]})
+    good = {n: r for n, r in results.items() if not (r.status == "failed" and r.retryable)}
+    left = [n for n in span.page_numbers() if n not in good]
+    if run.out_of_time and left:
+        _keep_partial(svc, job_id, chunk_index, good, continuations + 1)
+        _book(svc, job_id, chunk_index, config.model_id, usage, cost, {**metadata, "continued": len(left)})
+        logger.info(
+            "chunk out of time; continuing in a fresh invocation", job_id=job_id, chunk=chunk_index, pages_left=len(left), continuation=continuations + 1
+        )
+        raise ChunkContinue(f"{len(left)} page(s) of chunk {chunk_index} left at the invocation's deadline; continuing")
+    if retryable and claimed["attempts"] - continuations < MAX_CHUNK_ATTEMPTS:  # continuations are not throttling retries
+        _keep_partial(svc, job_id, chunk_index, good, continuations)
         _book(svc, job_id, chunk_index, config.model_id, usage, cost, {**metadata, "retryLater": len(retryable)})
         logger.warning("chunk will be retried", job_id=job_id, chunk=chunk_index, pages_pending=len(retryable), attempt=claimed["attempts"])
         raise ChunkRetryLater(f"{len(retryable)} page(s) of chunk {chunk_index} hit retryable errors; retrying the chunk")
@@ -324,11 +363,17 @@ def _book(svc: Services, job_id: str, chunk_index: int, model_id: str, usage: Us
         job_repo.add_chunk_spend(tx, job_id, chunk_index, cost)
 
 
-def _load_partial(svc: Services, job_id: str, chunk_index: int) -> dict[int, PageResult]:
+def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, PageResult], continuations: int) -> None:
+    svc.store.put_json(keys.chunk_partial_key(job_id, chunk_index), {"pages": [r.to_json() for r in good.values()], "continuations": continuations})
+
+
+def _load_partial(svc: Services, job_id: str, chunk_index: int) -> tuple[dict[int, PageResult], int]:
+    """The pages a previous attempt kept, and how many of the attempts were continuations."""
     try:
         data = svc.store.get_json(keys.chunk_partial_key(job_id, chunk_index))
     except NotFound:
-        return {}
+        return {}, 0
     kept = (PageResult.from_json(item) for item in data.get("pages", []))
     # Their spend was booked by the attempt that made them: count it as spent already.
-    return {r.page_number: PageResult(r.page_number, r.status, r.markdown, r.reason, r.served_by, r.usage, Decimal(0)) for r in kept}
+    pages = {r.page_number: PageResult(r.page_number, r.status, r.markdown, r.reason, r.served_by, r.usage, Decimal(0)) for r in kept}
+    return pages, int(data.get("continuations", 0))

@@ -10,6 +10,7 @@ import importlib.util
 import json
 import logging
 import threading
+import time
 import traceback
 import uuid
 from collections.abc import Callable
@@ -34,9 +35,13 @@ class LambdaContext:
     log_group_name: str = "/aws/lambda/offline"
     log_stream_name: str = "offline"
     function_version: str = "$LATEST"
+    timeout_s: float = 900.0  # the function's timeout in the topology
+    started: float = field(default_factory=time.monotonic)
 
     def get_remaining_time_in_millis(self) -> int:
-        return 900_000
+        """As Lambda reports it. Offline nothing kills a handler at the timeout; this only
+        tells handlers how long they would have."""
+        return max(0, int((self.timeout_s - (time.monotonic() - self.started)) * 1000))
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,10 @@ class Invocation:
     @property
     def failed(self) -> bool:
         return self.error_type is not None
+
+
+def _timeouts() -> dict[str, float]:
+    return {spec.name: float(spec.timeout_s) for spec in FUNCTIONS}
 
 
 class HandlerRegistry:
@@ -104,7 +113,7 @@ class HandlerRegistry:
         return self._run(name, event)
 
     def _run(self, name: str, event: Any) -> Invocation:
-        context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name))
+        context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name), timeout_s=_timeouts().get(name, 900.0))
         try:
             result = self._module(name).handler(event, context)
             json.dumps(result)  # Lambda would fail to serialise it too
