@@ -147,12 +147,18 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     assert_nothing_charged(job_id)
 
 
-def test_cancel_while_the_batch_job_runs_stops_it_bills_its_output_once_and_charges_nothing(stack_factory):
+def _act_while_the_batch_job_runs(stack_factory: Any, action: str) -> tuple[Any, str]:
+    """A parked job whose Bedrock job is part-way; ``action`` called on it must ask for the stop."""
     stack = stack_factory(SLOW_BATCH, extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, _ = submit()
     wait_until(lambda: (b := bedrock_job(stack, job_id)) is not None and b.processed >= 3, what="the Bedrock job part-way")
-    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/{action}")
     assert status == 200 and body["batchRowState"] == "submitted" and body["batchStopRequested"] is True, body
+    return stack, job_id
+
+
+def test_cancel_while_the_batch_job_runs_stops_it_bills_its_output_once_and_charges_nothing(stack_factory):
+    stack, job_id = _act_while_the_batch_job_runs(stack_factory, "cancel")
     row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
     assert row["end_state"] == "Stopped" and row["reason"] == "cancelled"
     billed = batch_ledger_rows(job_id)
@@ -236,11 +242,7 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
 
 
 def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_page(stack_factory):
-    stack = stack_factory(SLOW_BATCH, extra_env=SMALL_LANE_ENV, schedules=False)
-    job_id, _ = submit()
-    wait_until(lambda: (b := bedrock_job(stack, job_id)) is not None and b.processed >= 3, what="the Bedrock job part-way")
-    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
-    assert status == 200 and body["batchRowState"] == "submitted" and body["batchStopRequested"] is True, body
+    stack, job_id = _act_while_the_batch_job_runs(stack_factory, "process-now")
     assert ledger.get_hold(services().db, job_id)["expires_at"].timestamp() < job(job_id)["updated_at"].timestamp() + 7 * 3600
     wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
     row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")

@@ -55,26 +55,17 @@ def test_an_abort_noticed_mid_chunk_stops_the_requests_not_yet_started():
 
 
 def test_at_the_deadline_no_new_request_starts_and_what_was_converted_is_kept():
-    deadline = {"passed": False}
+    now = {"t": 0.0}
+    heartbeat = Heartbeat(lambda done: True, deadline=1.0, clock=lambda: now["t"])
 
     def deadline_after_second(request, n):
         if n == 2:
-            deadline["passed"] = True  # the clock reaches the deadline while request 2 is out
+            now["t"] = 1.0  # the clock reaches the deadline while request 2 is out
         return None
 
     transport = ModelTransport(deadline_after_second)
-    run = run_pages(
-        PAGES,
-        chunk_index=0,
-        config=CONFIG,
-        transport=transport,
-        prices=PRICES,
-        heartbeat=_heartbeat(),
-        concurrency=1,
-        setup=SETUP,
-        out_of_time=lambda: deadline["passed"],
-    )
-    assert run.out_of_time and not run.aborted and len(transport.sent) == 2
+    run = run_pages(PAGES, chunk_index=0, config=CONFIG, transport=transport, prices=PRICES, heartbeat=heartbeat, concurrency=1, setup=SETUP)
+    assert run.out_of_time and not run.aborted and heartbeat.halted() and not heartbeat.stopped()
     assert [r.page_numbers for r in transport.sent] == [(1, 2, 3, 4, 5), (6, 7, 8, 9, 11)]
     assert sorted(run.pages) == [*range(1, 12), 20]  # both answers kept, and the blank pages planning had already passed
     assert run.spend.cost > 0

@@ -265,14 +265,19 @@ def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interva
         sys.exit(exit_code_for(job))
 
 
+def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
+    """POST /files/{fileId}/{action} for JOB (the API's routes are per file, with the job in the body)."""
+    job = api.job(job_id)
+    return api.call("POST", f"/api/v1/files/{job['fileId']}/{action}", {"jobId": job_id})
+
+
 @click.command()
 @click.argument("job_id", metavar="JOB")
 @click.option("--json", "as_json", is_flag=True)
 @target_options
 def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Cancel JOB: nothing is charged, the file goes back to uploaded."""
-    job = api.job(job_id)
-    result = api.call("POST", f"/api/v1/files/{job['fileId']}/cancel", {"jobId": job_id})
+    result = _file_action(api, job_id, "cancel")
     if as_json:
         click.echo(json.dumps(result))
     elif result["alreadyCancelled"]:
@@ -288,8 +293,7 @@ def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
 @target_options
 def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Stop waiting for the batch lane: convert JOB on-demand now."""
-    job = api.job(job_id)
-    result = api.call("POST", f"/api/v1/files/{job['fileId']}/process-now", {"jobId": job_id})
+    result = _file_action(api, job_id, "process-now")
     if as_json:
         click.echo(json.dumps(result))
     elif result["resumed"]:

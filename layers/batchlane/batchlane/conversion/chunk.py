@@ -46,6 +46,7 @@ from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import ConverterConfig, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, Transport, build_page_request, page_result
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.db.connection import Transaction
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound, StoreUnavailable
 from batchlane.observability import logger
@@ -80,17 +81,35 @@ class ChunkRun:
 
 
 class Heartbeat:
-    """Guarded heartbeat. ``beat()`` (the chunk's own thread only: it uses the database) is
-    rate-limited; ``stopped()`` is the flag page threads read before each unit and request."""
+    """Guarded heartbeat, and the chunk's two reasons to stop. ``beat()`` (the chunk's own
+    thread only: it uses the database) is rate-limited. ``stopped()``: the guard failed
+    (cancelled, or taken over), the result is discarded. ``out_of_time()``: past the
+    invocation's deadline (``time.monotonic()``), the result so far is kept. ``halted()``,
+    either one, is what page threads read before each unit and request."""
 
-    def __init__(self, beat: Callable[[int], bool], *, recover: Callable[[], None] = lambda: None) -> None:
+    def __init__(
+        self,
+        beat: Callable[[int], bool],
+        *,
+        recover: Callable[[], None] = lambda: None,
+        deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._beat = beat
         self._recover = recover
+        self._deadline = deadline
+        self._clock = clock
         self._last = 0.0
         self._stopped = threading.Event()
 
     def stopped(self) -> bool:
         return self._stopped.is_set()
+
+    def out_of_time(self) -> bool:
+        return self._deadline is not None and self._clock() >= self._deadline
+
+    def halted(self) -> bool:
+        return self.stopped() or self.out_of_time()
 
     def stop(self) -> None:
         self._stopped.set()
@@ -110,9 +129,6 @@ class Heartbeat:
             if not alive:
                 self._stopped.set()
         return not self._stopped.is_set()
-
-    # the name the previous processor used
-    alive = beat
 
 
 def load_primed_results(svc: Services, job_id: str, chunk_index: int) -> dict[str, PrimedResult]:
@@ -148,26 +164,21 @@ def run_pages(
     setup: OnDemandSetup | None = None,
     primed: PrimedTransport | None = None,
     done_before: int = 0,
-    out_of_time: Callable[[], bool] = lambda: False,
 ) -> ChunkRun:
     """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
-    with at most ``concurrency`` units in flight. Once ``out_of_time()`` no new unit or
-    request starts; the pages not converted by then are simply absent from the run."""
+    with at most ``concurrency`` units in flight. Once the heartbeat is out of time no new
+    unit or request starts; the pages not converted by then are absent from the run."""
     setup = setup or OnDemandSetup()
     run = ChunkRun()
     if not heartbeat.beat(done_before):
         run.aborted = True
         return run
-
-    def halted() -> bool:
-        return heartbeat.stopped() or out_of_time()
-
     converter = GroupConverter(
-        chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=halted
+        chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=heartbeat.halted
     )
 
     def work(unit: Callable[[], dict[int, PageResult]]) -> dict[int, PageResult]:
-        if halted():
+        if heartbeat.halted():
             raise Aborted("chunk no longer processing")
         return unit()
 
@@ -185,7 +196,7 @@ def run_pages(
             if heartbeat.stopped():
                 run.aborted = True
                 break
-            if out_of_time():
+            if heartbeat.out_of_time():
                 run.out_of_time = True
                 break
             if page.blank:
@@ -240,27 +251,24 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     kept, continuations = _load_partial(svc, job_id, chunk_index)
     pages = (page for page in chunk_pages(svc.store, job_id, claimed) if page.number not in kept)
 
-    heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check)
+    heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check, deadline=deadline)
     serial = serial_database(svc.db.params)
 
-    def stopped() -> bool:
-        """Checked before every request and retry: the flag, then the row itself (one short read)."""
-        if heartbeat.stopped():
+    def halted() -> bool:
+        """Checked before every attempt: the flags, then the row itself (one short read)."""
+        if heartbeat.halted():
             return True
         if not serial.scalar(_STILL_OWNED, id=job_id, i=chunk_index, w=worker_id):
             heartbeat.stop()
         return heartbeat.stopped()
-
-    def out_of_time() -> bool:
-        return deadline is not None and time.monotonic() >= deadline
 
     # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
     transport = GovernedTransport(
         OnDemandTransport(client("bedrock-runtime", max_attempts=0)),
         limiter_for(svc.db.params, settings),
         BackoffPolicy.from_settings(settings),
-        aborted=lambda: out_of_time() or stopped(),
-        waiting=lambda: out_of_time() or heartbeat.stopped(),
+        aborted=halted,
+        waiting=heartbeat.halted,
     )
     primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") else None
     setup = OnDemandSetup(
@@ -278,7 +286,6 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         setup=setup,
         primed=primed,
         done_before=len(kept),
-        out_of_time=out_of_time,
     )
     usage, cost = run.spend.usage, run.spend.cost
     metadata = {
@@ -320,16 +327,8 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     failed = sum(1 for r in ordered if r.status == "failed")
     served_batch = sum(1 for r in ordered if r.served_by == "batch")
     with svc.db.transaction() as tx:
-        ledger.add_chunk_cost(
-            tx,
-            job_id=job_id,
-            chunk_index=chunk_index,
-            model_id=config.model_id,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=cost,
-            metadata={**metadata, "pagesBatchServed": served_batch, "primedMismatch": primed.mismatched if primed else 0},
-        )
+        meta = {**metadata, "pagesBatchServed": served_batch, "primedMismatch": primed.mismatched if primed else 0}
+        _ledger_row(tx, job_id, chunk_index, config.model_id, usage, cost, meta)
         completed = job_repo.complete_chunk(
             tx,
             job_id,
@@ -349,18 +348,23 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
 
 
 def _book(svc: Services, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
+    """Book an attempt that did not complete the chunk: its ledger row, and the chunk's spend."""
     with svc.db.transaction() as tx:
-        ledger.add_chunk_cost(
-            tx,
-            job_id=job_id,
-            chunk_index=chunk_index,
-            model_id=model_id,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            cost_usd=cost,
-            metadata=metadata,
-        )
+        _ledger_row(tx, job_id, chunk_index, model_id, usage, cost, metadata)
         job_repo.add_chunk_spend(tx, job_id, chunk_index, cost)
+
+
+def _ledger_row(tx: Transaction, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
+    ledger.add_chunk_cost(
+        tx,
+        job_id=job_id,
+        chunk_index=chunk_index,
+        model_id=model_id,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cost_usd=cost,
+        metadata=metadata,
+    )
 
 
 def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, PageResult], continuations: int) -> None:

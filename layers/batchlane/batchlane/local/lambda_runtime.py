@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from batchlane.topology import FUNCTIONS, handler_path
+from batchlane import topology
+from batchlane.topology import handler_path
 
 FUNCTION_PREFIX = "batchlane-"
 log = logging.getLogger("batchlane.local.lambda")
@@ -55,10 +56,6 @@ class Invocation:
         return self.error_type is not None
 
 
-def _timeouts() -> dict[str, float]:
-    return {spec.name: float(spec.timeout_s) for spec in FUNCTIONS}
-
-
 class HandlerRegistry:
     def __init__(self, account_id: str = "123456789012", region: str = "us-east-1") -> None:
         self._modules: dict[str, ModuleType] = {}
@@ -81,8 +78,6 @@ class HandlerRegistry:
     def _module(self, name: str) -> ModuleType:
         with self._lock:
             if name not in self._modules:
-                if name not in {spec.name for spec in FUNCTIONS}:
-                    raise KeyError(f"no function {name!r} in the topology")
                 spec = importlib.util.spec_from_file_location(f"batchlane_fn_{name}", handler_path(name))
                 assert spec and spec.loader
                 module = importlib.util.module_from_spec(spec)
@@ -113,8 +108,8 @@ class HandlerRegistry:
         return self._run(name, event)
 
     def _run(self, name: str, event: Any) -> Invocation:
-        context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name), timeout_s=_timeouts().get(name, 900.0))
-        try:
+        try:  # topology.function raises KeyError for a name the topology does not have
+            context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name), timeout_s=topology.function(name).timeout_s)
             result = self._module(name).handler(event, context)
             json.dumps(result)  # Lambda would fail to serialise it too
             return Invocation(result=result)

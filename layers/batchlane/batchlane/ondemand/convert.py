@@ -140,8 +140,8 @@ class GroupConverter:
         return self._check_coverage(page, result)
 
     def _check_coverage(self, page: PlannedPage, result: PageResult) -> PageResult:
-        # The threshold first: with the check off, the page's text layer is never extracted.
-        if result.status != "converted" or not self._coverage.threshold or not self._coverage.too_low(result.markdown, page.layer):
+        # page.layer is extracted on first use: not at all with the check off.
+        if result.status != "converted" or not self._coverage.enabled or not self._coverage.too_low(result.markdown, page.layer):
             return result
         self.spend.count("coverageReasks")
         try:

@@ -48,11 +48,18 @@ class CoverageRule:
     threshold: float = 0.6  # 0 disables the re-ask
     min_words: int = 20
 
+    @property
+    def enabled(self) -> bool:
+        """False with the threshold at 0: callers then need no text layer at all."""
+        return self.threshold > 0
+
     def coverage(self, answer: str, layer: str) -> float | None:
         """Share of the layer's words found in the answer; None when the page is not judged."""
+        if not self.enabled:
+            return None
         expected = words(layer)
         total = sum(expected.values())
-        if not self.threshold or total < self.min_words:
+        if total < self.min_words:
             return None
         found = words(answer)
         return sum(min(count, found[w]) for w, count in expected.items()) / total

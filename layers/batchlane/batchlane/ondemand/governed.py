@@ -10,10 +10,11 @@ keeps the page for a later attempt, and never drops it.
 
 Two abort checks, of different cost: ``aborted`` (the chunk reads its own row) runs once
 before each attempt takes its start time and before each backoff sleep; ``waiting`` (the
-chunk's heartbeat flag, refreshed about once a second) is what a request polls while it
-queues for a slot, and checks again after waiting for its start time. A waiting request polling the row would cost the database a read
-every half second per waiting thread: with 50 chunk Lambdas of 4 threads each, about
-400 reads a second that tell nothing the heartbeat does not.
+chunk's heartbeat flags, refreshed about once a second) is what a request polls while it
+queues for a slot, and checks again after waiting for its start time. A waiting request
+polling the row would cost the database a read every half second per waiting thread:
+with 50 chunk Lambdas of 4 threads each, about 400 reads a second that tell nothing the
+heartbeat does not.
 
 botocore's own retries are off for this client (retries max_attempts 0): two retry loops would
 hide throttles from the limiter and double the waits.

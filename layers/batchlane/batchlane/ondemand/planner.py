@@ -34,7 +34,6 @@ MARKDOWN_OVERHEAD = 1.25
 class PlannedPage:
     page: Page
     estimate: int  # output tokens expected for this page
-    known_layer: str | None = field(default=None, repr=False)  # the text layer, when the planner was given it
 
     @property
     def number(self) -> int:
@@ -43,7 +42,7 @@ class PlannedPage:
     @cached_property
     def layer(self) -> str:
         """The page's text layer ("" for a scan), extracted on first use: the coverage check."""
-        return self.known_layer if self.known_layer is not None else text_layer(self.page.pdf_bytes)
+        return text_layer(self.page.pdf_bytes)
 
 
 @dataclass(frozen=True)
@@ -71,12 +70,8 @@ class RequestPlan:
     def estimate(self, text_chars: int) -> int:
         return math.ceil(text_chars * MARKDOWN_OVERHEAD / CHARS_PER_TOKEN) if text_chars else self.default_estimate
 
-    def plan(self, page: Page, layer: str | None = None) -> PlannedPage:
-        """Plan ``page`` from its content stream's text size; a caller that already holds the
-        text layer passes it, and the estimate comes from it instead."""
-        if layer is None:
-            return PlannedPage(page, self.estimate(page.text_chars))
-        return PlannedPage(page, self.estimate(len(layer.strip())), known_layer=layer)
+    def plan(self, page: Page) -> PlannedPage:
+        return PlannedPage(page, self.estimate(page.text_chars))
 
     def groups(self, pages: Sequence[PlannedPage]) -> list[list[PlannedPage]]:
         builder = self.builder()
