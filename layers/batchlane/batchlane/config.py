@@ -18,15 +18,12 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from batchlane.domain.prices import default_prices
+
 DEFAULT_MODEL_ID = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
-# USD per million tokens, on-demand. Batch inference bills BATCH_PRICE_MULTIPLIER of this.
-DEFAULT_PRICES: dict[str, dict[str, float]] = {
-    DEFAULT_MODEL_ID: {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
-    "anthropic.claude-sonnet-4-5-20250929-v1:0": {"input_per_mtok": 3.0, "output_per_mtok": 15.0},
-    "us.anthropic.claude-haiku-4-5-20251001-v1:0": {"input_per_mtok": 1.0, "output_per_mtok": 5.0},
-    "anthropic.claude-haiku-4-5-20251001-v1:0": {"input_per_mtok": 1.0, "output_per_mtok": 5.0},
-}
+# USD per million tokens, on-demand (source and date in domain/prices.py).
+DEFAULT_PRICES: dict[str, dict[str, float]] = default_prices()
 
 
 class Settings(BaseSettings):
