@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime
 import shutil
+import socket
 import tempfile
 import threading
 import uuid
@@ -208,6 +209,25 @@ def test_the_host_name_is_verified(tls_pg: TlsPostgres) -> None:
         assert ca_only.one("SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()") == {"ssl": True}
     finally:
         ca_only.close()
+
+
+def test_a_server_without_tls_is_refused_not_used_in_plain_text() -> None:
+    """A listener that answers PostgreSQL's SSLRequest with 'N' (no TLS), as a server without ssl does."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+
+        def answer_no_tls() -> None:
+            con, _ = listener.accept()
+            with con:
+                con.recv(8)  # Int32 length 8, Int32 80877103
+                con.sendall(b"N")
+
+        server = threading.Thread(target=answer_no_tls)
+        server.start()
+        db = Database(ConnectParams(user="app", password="pw", host="127.0.0.1", port=listener.getsockname()[1], database="batchlane"))
+        with pytest.raises(DatabaseTlsError, match="offers no TLS"):
+            db.one("SELECT 1")
+        server.join()
+        db.close()
 
 
 def test_unverified_tls_modes_are_refused_at_configuration() -> None:

@@ -171,11 +171,14 @@ def _sqlstate(exc: DatabaseError) -> str | None:
     return info.get("C") if isinstance(info, dict) else None
 
 
+_TRANSIENT_TLS = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)  # the link dropped mid-handshake
+
+
 def _tls_problem(exc: BaseException) -> ssl.SSLError | None:
-    """The TLS error behind a connection failure, if that is what it was."""
+    """The lasting TLS error behind a connection failure (a bad certificate, no common protocol), if any."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, ssl.SSLError):
+        if isinstance(seen, ssl.SSLError) and not isinstance(seen, _TRANSIENT_TLS):
             return seen
         seen = seen.__cause__
     return None
