@@ -9,6 +9,7 @@ import pytest
 from moto import mock_aws
 
 from batchlane.db.secrets import SecretsManagerSource
+from batchlane.domain.errors import StoreUnavailable
 
 
 @mock_aws
@@ -48,3 +49,11 @@ def test_a_function_connects_to_the_named_database_at_the_proxy_with_verified_tl
     assert (params.database, params.host, params.user) == ("batchlane", "proxy.example", "batchlane")
     assert params.ssl_mode == "verify-full" and params.ssl_ca_file is None  # the system trust store: the proxy's ACM chain
     assert params.credentials is not None  # can read the secret again after a rotation
+
+
+@mock_aws
+def test_an_unreadable_secret_is_a_clear_store_error() -> None:
+    client = boto3.client("secretsmanager", region_name="us-east-1")
+    source = SecretsManagerSource("arn:aws:secretsmanager:us-east-1:123456789012:secret:missing-AbCdEf", secretsmanager=client)
+    with pytest.raises(StoreUnavailable, match="cannot read the database secret"):
+        source.fetch(force=True)

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from batchlane.aws.clients import client
+from batchlane.domain.errors import StoreUnavailable
 
 
 class SecretsManagerSource:
@@ -26,5 +27,8 @@ class SecretsManagerSource:
             from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
             self._provider = SecretsProvider(boto3_client=self._client or client("secretsmanager"))
-        value = self._provider.get(self.secret_id, max_age=self._max_age_s, force_fetch=force)
+        try:
+            value = self._provider.get(self.secret_id, max_age=self._max_age_s, force_fetch=force)
+        except Exception as exc:  # Powertools wraps boto3's errors in GetParameterError
+            raise StoreUnavailable(f"cannot read the database secret {self.secret_id}: {exc}") from exc
         return json.loads(value) if isinstance(value, str | bytes) else dict(value)
