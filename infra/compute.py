@@ -11,7 +11,7 @@ Secrets never travel in environment variables: a ``db`` function gets
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -58,6 +58,8 @@ class Wiring:
     network: Network
     conversion_state_machine_arn: str
     batch_lane_state_machine_arn: str
+    # DATABASE_NAME / DATABASE_HOST for the functions that use the database (infra/database.py).
+    database_environment: dict[str, str] = field(default_factory=dict)
 
 
 def function_code(name: str) -> lambda_.Code:
@@ -161,6 +163,7 @@ class Compute(Construct):
         }
         if "db" in spec.needs:
             env["DATABASE_SECRET_ARN"] = w.database_secret.secret_arn
+            env.update(w.database_environment)
         if "start_conversion" in spec.needs:
             env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn
         if {"start_batch_lane", "task_response"} & set(spec.needs):

@@ -12,7 +12,7 @@ the command line arrive as strings, so JSON-looking strings are parsed.
 | quotas                   | see DEFAULT_QUOTAS                       | Bedrock batch quotas of your account (Service Quotas) and the lane's limits |
 | schedules                | from batchlane.topology.SCHEDULES        | {schedule name: minutes}; 0 disables a schedule |
 | stateMachineSettings     | from batchlane.topology.STATE_MACHINES   | overrides of the ``${...}`` settings of the state machine files |
-| database                 | "aurora"                                 | "aurora", or {"mode": "existing", "secretArn", "vpcId", "subnetIds", "securityGroupId"} |
+| database                 | "aurora"                                 | "aurora", or {"mode": "existing", "secretArn", "vpcId", "subnetIds", "securityGroupId"} (optional "databaseName", "host": DATABASE_NAME / DATABASE_HOST) |
 | aurora                   | see DEFAULT_AURORA                       | Serverless v2 capacity, NAT gateways, engine version |
 | secretRotationDays       | 30                                       | rotation of the Aurora secret (0 disables; aurora mode only) |
 | logRetentionDays         | 30                                       | retention of every log group the stack creates |
@@ -74,6 +74,8 @@ class ExistingDatabase:
     subnet_ids: tuple[str, ...]
     security_group_id: str  # the group the Lambdas join; the database must admit it
     availability_zones: tuple[str, ...] = ()
+    database_name: str | None = None  # DATABASE_NAME, when the secret has no dbname
+    host: str | None = None  # DATABASE_HOST, e.g. an RDS Proxy endpoint in front of the database
 
 
 @dataclass(frozen=True)
@@ -207,6 +209,8 @@ def load(node: Node) -> InfraConfig:
             subnet_ids=tuple(subnets),
             security_group_id=database["securityGroupId"],
             availability_zones=tuple(database.get("availabilityZones", ())),
+            database_name=database.get("databaseName"),
+            host=database.get("host"),
         )
         mode = "existing"
     elif database not in ("aurora", {"mode": "aurora"}):

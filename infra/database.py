@@ -1,8 +1,16 @@
 """PostgreSQL: an Aurora Serverless v2 cluster in a VPC (default), or an existing database.
 
 Credentials live in Secrets Manager. Functions get only the secret's ARN
-(``DATABASE_SECRET_ARN``) and read host/port/username/password/dbname at run time; the
-password is never in an environment variable, a template or a log.
+(``DATABASE_SECRET_ARN``) and read username/password at run time; the password is never in
+an environment variable, a template or a log. ``DATABASE_NAME`` names the database (CDK's
+generated secret has no ``dbname``) and ``DATABASE_HOST`` is where to connect.
+
+Aurora mode puts RDS Proxy in front of the cluster and the functions connect to the proxy
+only, with TLS verified against the system trust store: the proxy presents an ACM
+certificate that chains to Amazon's public roots (Aurora's own chains to the RDS CAs, absent
+from Lambda's store), it bounds the connections of jobs x Map concurrency, and it keeps
+pooled server connections across a password rotation. docs/architecture.md "Database
+connections on AWS".
 
 Aurora mode: a 2-AZ VPC (public subnets for the NAT gateway, private subnets with
 egress for the Lambdas — they call S3, Step Functions, Bedrock, EventBridge and Secrets
@@ -55,6 +63,8 @@ class Database(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self.cluster: rds.DatabaseCluster | None = None
+        self.proxy: rds.DatabaseProxy | None = None
+        self.environment: dict[str, str] = {}  # DATABASE_NAME / DATABASE_HOST for the functions
         if config.database_mode == "existing":
             self._existing(config)
         else:
@@ -72,6 +82,10 @@ class Database(Construct):
             self.secret: secretsmanager.ISecret = secretsmanager.Secret.from_secret_complete_arn(self, "Secret", existing.secret_arn)
         else:
             self.secret = secretsmanager.Secret.from_secret_partial_arn(self, "Secret", existing.secret_arn)
+        if existing.database_name:
+            self.environment["DATABASE_NAME"] = existing.database_name
+        if existing.host:
+            self.environment["DATABASE_HOST"] = existing.host
 
     def _aurora(self, config: InfraConfig) -> None:
         aurora = config.aurora
@@ -142,10 +156,28 @@ class Database(Construct):
             copy_tags_to_snapshot=True,
         )
         cluster.node.add_dependency(postgres_logs)
-        cluster.connections.allow_default_port_from(lambda_sg, "PostgreSQL from the batchlane Lambdas")
         assert cluster.secret is not None
         self.cluster = cluster
         self.secret = cluster.secret
+
+        # The functions reach the cluster through the proxy only. It runs in the subnets with
+        # egress: it reads the secret from Secrets Manager.
+        proxy_sg = ec2.SecurityGroup(self, "ProxySg", vpc=vpc, description="batchlane RDS Proxy: PostgreSQL from the Lambdas")
+        self.proxy = cluster.add_proxy(
+            "Proxy",
+            db_proxy_name=f"{config.stack_name.lower()}-db-proxy",
+            secrets=[cluster.secret],  # CDK's proxy role may read this secret only
+            vpc=vpc,
+            vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+            security_groups=[proxy_sg],
+            require_tls=True,
+            iam_auth=False,
+            client_password_auth_type=rds.ClientPasswordAuthType.POSTGRES_SCRAM_SHA_256,
+            debug_logging=False,  # would log SQL text
+        )
+        proxy_sg.add_ingress_rule(lambda_sg, ec2.Port.tcp(5432), "PostgreSQL from the batchlane Lambdas")
+        cluster.connections.allow_default_port_from(proxy_sg, "PostgreSQL from the batchlane RDS Proxy")
+        self.environment.update(DATABASE_NAME=DATABASE_NAME, DATABASE_HOST=self.proxy.endpoint)
 
         if config.secret_rotation_days > 0:
             rotation_sg = ec2.SecurityGroup(self, "RotationSg", vpc=vpc, description="batchlane secret rotation Lambda")
@@ -190,6 +222,8 @@ class Database(Construct):
         )
         if self.cluster is not None:
             resource.node.add_dependency(self.cluster)
+        if self.proxy is not None:  # the migrate function connects through it, like every function
+            resource.node.add_dependency(self.proxy)
         framework = provider.node.find_child("framework-onEvent")
         acknowledge(
             framework,

@@ -36,7 +36,8 @@ class BatchlaneStack(Stack):
             description="batchlane: PDF to Markdown with Claude on Amazon Bedrock, with a batch-inference lane",
             **kwargs,
         )
-        Tags.of(self).add("project", "batchlane")
+        # AWS::RDS::DBProxyTargetGroup has no Tags property: CloudFormation would reject the template.
+        Tags.of(self).add("project", "batchlane", exclude_resource_types=["AWS::RDS::DBProxyTargetGroup"])
 
         storage = Storage(self, "Storage", config=config)
         bedrock = BedrockBatchAccess(self, "BedrockBatch", config=config, bucket=storage.bucket)
@@ -52,6 +53,7 @@ class BatchlaneStack(Stack):
                 bucket=storage.bucket,
                 bedrock=bedrock,
                 database_secret=database.secret,
+                database_environment=database.environment,
                 network=database.network,
                 conversion_state_machine_arn=conversion_arn,
                 batch_lane_state_machine_arn=batch_lane_arn,

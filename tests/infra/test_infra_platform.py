@@ -142,6 +142,8 @@ def test_an_existing_database_replaces_aurora(tmp_path: Path, layer_dir: Path) -
                 "vpcId": "vpc-0123456789abcdef0",
                 "subnetIds": ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"],
                 "securityGroupId": "sg-0123456789abcdef0",
+                "databaseName": "conversions",
+                "host": "mine.proxy-abc.us-east-1.rds.amazonaws.com",
             }
         },
     )
@@ -150,6 +152,8 @@ def test_an_existing_database_replaces_aurora(tmp_path: Path, layer_dir: Path) -
         props = existing.resources[existing.logical_id(f"Compute/{camel(spec.name)}")]["Properties"]
         if "db" in spec.needs:
             assert props["Environment"]["Variables"]["DATABASE_SECRET_ARN"] == secret_arn
+            assert props["Environment"]["Variables"]["DATABASE_NAME"] == "conversions"
+            assert props["Environment"]["Variables"]["DATABASE_HOST"] == "mine.proxy-abc.us-east-1.rds.amazonaws.com"
             assert props["VpcConfig"]["SubnetIds"] == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
             assert props["VpcConfig"]["SecurityGroupIds"] == ["sg-0123456789abcdef0"]
     assert existing.of_type("Custom::BatchlaneMigrations")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -32,6 +32,14 @@ class Settings(BaseSettings):
     # --- where things are -------------------------------------------------------------
     database_url: str | None = Field(None, description="postgresql://user:pass@host:port/db (or ?host=/socket/dir)")
     database_secret_arn: str | None = Field(None, description="Secrets Manager secret with host/port/username/password/dbname")
+    # With the secret: the database to use (CDK's generated secret has no dbname) and where to
+    # connect instead of the secret's host (the RDS Proxy endpoint). docs/deploy.md "Database connections".
+    database_name: str | None = None
+    database_host: str | None = None
+    # TLS to PostgreSQL over TCP: verify-full (CA + host name) unless set otherwise; "disable" only
+    # for a server on a trusted local link. The CA file is a PEM bundle; unset = the system trust store.
+    batchlane_db_ssl_mode: Literal["verify-full", "verify-ca", "disable"] = "verify-full"
+    batchlane_db_ssl_ca_file: str | None = None
     batchlane_bucket: str = Field("batchlane-local", description="The one bucket: uploads/, jobs/, batch/")
     aws_region: str = Field("us-east-1", alias="AWS_REGION")
     conversion_state_machine_arn: str | None = None

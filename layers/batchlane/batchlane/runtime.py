@@ -6,7 +6,6 @@ after changing the environment.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +15,8 @@ from batchlane.aws.events import EventBus
 from batchlane.aws.s3 import S3Store
 from batchlane.aws.workflows import Workflows
 from batchlane.config import Settings, reload_settings
-from batchlane.db.connection import Database, connect_params_from_secret, connect_params_from_url
+from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
+from batchlane.db.secrets import SecretsManagerSource
 from batchlane.domain.cost import PriceTable
 
 
@@ -41,13 +41,18 @@ _services: Services | None = None
 
 
 def _database(settings: Settings) -> Database:
+    """DATABASE_URL (offline, tests) or the secret, read once per process and again after a rotation."""
     if settings.database_url:
-        return Database(connect_params_from_url(settings.database_url))
+        return Database(connect_params_from_url(settings.database_url, ssl_mode=settings.batchlane_db_ssl_mode, ssl_ca_file=settings.batchlane_db_ssl_ca_file))
     if settings.database_secret_arn:
-        from aws_lambda_powertools.utilities import parameters
-
-        secret = parameters.get_secret(settings.database_secret_arn, max_age=300)
-        return Database(connect_params_from_secret(json.loads(secret) if isinstance(secret, str) else secret))
+        secret = SecretConnection(
+            SecretsManagerSource(settings.database_secret_arn),
+            database=settings.database_name,
+            host=settings.database_host,
+            ssl_mode=settings.batchlane_db_ssl_mode,
+            ssl_ca_file=settings.batchlane_db_ssl_ca_file,
+        )
+        return Database(secret.params())
     raise RuntimeError("no database configured: set DATABASE_URL or DATABASE_SECRET_ARN")
 
 
