@@ -17,15 +17,15 @@ from batchlane.cli.doctor.results import Check, passed, warned
 from batchlane.cli.doctor.target import Target
 
 SERVICE_CODE = "bedrock"
-# {key: names (lower case, "(in gb)" dropped) with {model} for the model name}
+# {key: AWS's quota names, {model} = GetFoundationModel modelName}; matched case-insensitively, "(in GB)" dropped
 QUOTA_PATTERNS: dict[str, tuple[str, ...]] = {
-    "min_records": ("minimum number of records per batch inference job for {model}",),
-    "max_records": ("records per batch inference job for {model}",),
-    "max_file_gb": ("batch inference input file size for {model}",),
-    "max_job_gb": ("batch inference job size for {model}",),
+    "min_records": ("Minimum number of records per batch inference job for {model}",),
+    "max_records": ("Records per batch inference job for {model}",),
+    "max_file_gb": ("Batch inference input file size (in GB) for {model}",),
+    "max_job_gb": ("Batch inference job size (in GB) for {model}",),
     "max_concurrent_jobs": (
-        "sum of in-progress and submitted batch inference jobs using a base model for {model}",
-        "number of concurrent batch inference jobs for {model}",
+        "Sum of in-progress and submitted batch inference jobs using a base model for {model}",
+        "Number of concurrent batch inference jobs for {model}",
     ),
 }
 

@@ -163,7 +163,7 @@ class BedrockEmulator:
         try:
             status, body = 200, self._route(request)
         except ApiError as exc:
-            status, body = exc.status, {"message": exc.message}
+            status, body = exc.status, {"__type": exc.code, "message": exc.message}  # __type: JSON 1.1 (Service Quotas)
             headers = {"x-amzn-ErrorType": f"{exc.code}:http://internal.amazon.com/coral/com.amazon.bedrock/"}
         except Exception as exc:
             log.exception("bedrock emulator failed on %s %s", request.method, request.path)
