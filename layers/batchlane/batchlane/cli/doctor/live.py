@@ -30,6 +30,13 @@ from batchlane.domain.cost import PriceTable
 
 CODE_WORD = "4729"
 _MENTIONS_PICTURE = re.compile(r"\b(figure|image|picture|photo\w*|diagram|illustration|drawing|graphic|chart|logo)s?\b", re.IGNORECASE)
+
+
+def mentions_picture(text: str) -> bool:
+    """What only a model that saw the page's picture writes: the picture itself, or the word drawn in it."""
+    return CODE_WORD in text or bool(_MENTIONS_PICTURE.search(text))
+
+
 TERMINAL = ("Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired")
 
 
@@ -68,7 +75,7 @@ def check_visual_call(runtime_client: Any, config: ConverterConfig, prices: Pric
     seconds = time.monotonic() - started
     cost = _price(prices, config.model_id, answer.usage, batch=False)
     excerpt = " ".join(answer.text.split())[:120]
-    if CODE_WORD in answer.text or _MENTIONS_PICTURE.search(answer.text):
+    if mentions_picture(answer.text):
         return passed(name, f"the answer describes the picture ({seconds:.1f} s, {cost}): {excerpt!r}")
     return failed(name, f"the answer does not mention the page's picture (text-extraction mode?): {excerpt!r}")
 
