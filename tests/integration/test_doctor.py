@@ -100,3 +100,24 @@ def test_migration_status_reports_without_applying(db):
     status = migration_status(db)
     assert status["pending"] == [] and status["applied"]
     assert status["tls"] is False and status["loopback"] is True  # the embedded server on a Unix socket
+
+
+def test_stack_name_reads_the_outputs_from_cloudformation(stack_factory, monkeypatch):
+    """`--stack-name` takes the DescribeStacks path (moto's CloudFormation holds the offline outputs);
+    as a deployed stack, the bucket must refuse plain HTTP, which the offline bucket does not."""
+    import boto3
+
+    stack = stack_factory(schedules=False)
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},  # a stack needs one resource
+        "Outputs": {key: {"Value": value} for key, value in stack.outputs.items() if value},
+    }
+    boto3.client("cloudformation").create_stack(StackName="Batchlane", TemplateBody=json.dumps(template))
+    result = CliRunner().invoke(main, ["doctor", "--stack-name", "Batchlane", "--json"], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert report["target"] == "Batchlane"
+    assert [c["name"] for c in report["checks"] if not c["ok"]] == ["bucket TLS only"]
+    assert result.exit_code == 1 and "problem: bucket TLS only: " in result.stderr
+
+    missing = CliRunner().invoke(main, ["doctor", "--stack-name", "NoSuchStack", "--json"], catch_exceptions=False)
+    assert missing.exit_code == 1 and "problem: stack outputs: stack 'NoSuchStack'" in missing.stderr
