@@ -114,6 +114,14 @@ def pilot_records(records: int, config: ConverterConfig) -> list[Any]:
     return capture.requests
 
 
+def record_invocation_type(request: Any) -> str:
+    """The job's modelInvocationType for the builder's records: an Anthropic Messages body is InvokeModel's."""
+    declared = getattr(request, "invocation_type", None)
+    if declared:
+        return str(declared)
+    return "InvokeModel" if "anthropic_version" in request.model_input() else "Converse"
+
+
 def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     """Submit, wait for a terminal status (stop it past the timeout), collect with the lane's code."""
     name = "live: pilot batch job"
@@ -121,7 +129,7 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     prefix = f"{keys.BATCH_PREFIX}doctor-{plan.stamp}/"
     store = S3Store(s3, plan.bucket)
     lines = [json.dumps({"recordId": r.record_id, "modelInput": r.model_input()}, separators=(",", ":")) for r in requests]
-    invocation_type = getattr(requests[0], "invocation_type", None) or "Converse"
+    invocation_type = record_invocation_type(requests[0])
     job_name = f"batchlane-doctor-{plan.stamp}"
     try:
         store.put_bytes(f"{prefix}input/records.jsonl", ("\n".join(lines) + "\n").encode(), "application/jsonl")
