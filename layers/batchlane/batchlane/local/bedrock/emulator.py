@@ -9,9 +9,9 @@ rest-json with disjoint paths, which is why one port can serve both:
     POST /model-invocation-job/{jobIdentifier}/stop StopModelInvocationJob
     GET  /model-invocation-jobs                     ListModelInvocationJobs
     POST /tagResource | /untagResource | /listTagsForResource
-    POST /model/{modelId}/converse                  bedrock-runtime Converse
     GET  /foundation-models/{id} | /foundation-model-availability/{id} | /inference-profiles/{id}
     POST / with X-Amz-Target ServiceQuotasV20190624.*  Service Quotas (AWS JSON 1.1), see service_quotas.py
+    POST /model/{modelId}/converse                  bedrock-runtime Converse
 
 Batch jobs are meant for ``modelInvocationType=Converse`` (what batchlane submits): an
 InvokeModel job is accepted and runs, but each of its records is answered with an
@@ -51,9 +51,9 @@ from .service_quotas import ServiceQuotasApi
 
 log = logging.getLogger(__name__)
 
+_CATALOG_PATH = re.compile(r"^/(?P<kind>foundation-models|foundation-model-availability|inference-profiles)/(?P<id>.+)$")
 _JOB_PATH = re.compile(r"^/model-invocation-job/(?P<id>.+?)(?P<stop>/stop)?$")
 _CONVERSE_PATH = re.compile(r"^/model/(?P<model>.+)/converse$")
-_CATALOG_PATH = re.compile(r"^/(?P<kind>foundation-models|foundation-model-availability|inference-profiles)/(?P<id>.+)$")
 
 
 class _QuietHandler(WSGIRequestHandler):
