@@ -24,7 +24,9 @@ EXIT_PROBLEMS = 1
 @click.command()
 @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="The deployed CloudFormation stack (default: the offline stack of --workdir).")
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="The offline stack's workdir.")
-@click.option("--live", is_flag=True, help="Also make one on-demand call and run a pilot batch job (billed on AWS: a few cents).")
+@click.option(
+    "--live", is_flag=True, help="Also make one on-demand call and run a pilot batch job of the minimum record count (billed on AWS, typically under $1)."
+)
 @click.option(
     "--pilot-timeout", "pilot_timeout_min", type=click.FloatRange(min=0.1), default=120.0, show_default=True, help="Minutes to wait for the pilot job."
 )
