@@ -131,6 +131,12 @@ class InfraConfig:
             "BATCH_CONVERSION_FALLBACK_WARN_SHARE": str(self.fallback_alarm_percent / 100),
         }
 
+    def doctor_settings(self) -> dict[str, str]:
+        """The lane settings `batchlane doctor` compares with the account's quotas (no prices: they are long)."""
+        settings = {k: v for k, v in self.lane_environment().items() if k != "BATCHLANE_PRICES"}
+        settings["BATCHLANE_MODEL_IDS"] = ",".join(self.model_ids)
+        return settings
+
     def settings_for(self, machine: topology.StateMachineSpec) -> dict[str, str]:
         """Substitutions for a state machine file's non-ARN ``${...}`` keys."""
         values = dict(machine.settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +94,13 @@ class BatchlaneStack(Stack):
             "DatabaseSecretArn": (database.secret.secret_arn, "Secrets Manager secret the handlers read at run time"),
             "Region": (self.region, "Region the stack runs in"),
             "DashboardName": (f"{config.stack_name}-batchlane", "CloudWatch dashboard"),
+            # What `batchlane doctor` checks (docs/deploy.md "Preflight: batchlane doctor").
+            "BatchEventRuleName": (events.rules["bedrock_batch_state_change"].rule_name, "EventBridge rule on Bedrock batch job state changes"),
+            "MigrateFunctionName": (fns["migrate"].function_name, "Applies migrations; {'action': 'status'} reports them and the TLS state"),
+            "LaneSettings": (
+                json.dumps(config.doctor_settings(), sort_keys=True, separators=(",", ":")),
+                "Model ids and batch-lane limits the functions run with",
+            ),
         }
         for key, (value, description) in outputs.items():
             CfnOutput(self, key, value=value, description=description)

@@ -181,5 +181,9 @@ from batchlane.cli.jobs_commands import COMMANDS  # noqa: E402 - registered afte
 for _command in COMMANDS:
     main.add_command(_command)
 
+from batchlane.cli.doctor import doctor  # noqa: E402
+
+main.add_command(doctor)
+
 if __name__ == "__main__":
     main()

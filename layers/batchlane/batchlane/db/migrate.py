@@ -34,3 +34,23 @@ def migrate(db: Database) -> list[str]:
     finally:
         db.run("SELECT pg_advisory_unlock(:key)", key=_LOCK_KEY)
     return applied_now
+
+
+def migration_status(db: Database) -> dict[str, object]:
+    """What a preflight needs to know without changing anything: migrations applied and pending,
+    the database name, and whether this session is encrypted (pg_stat_ssl) or on loopback."""
+    present = db.one("SELECT to_regclass('schema_migrations') IS NOT NULL AS present")
+    applied = [row["version"] for row in db.run("SELECT version FROM schema_migrations ORDER BY version")] if present and present["present"] else []
+    session = db.one(
+        "SELECT current_database() AS database, COALESCE(s.ssl, false) AS ssl, host(inet_server_addr()) AS server_addr"
+        " FROM (SELECT 1) one LEFT JOIN pg_stat_ssl s ON s.pid = pg_backend_pid()"
+    )
+    assert session is not None
+    address = session["server_addr"]
+    return {
+        "database": session["database"],
+        "applied": applied,
+        "pending": [version for version, _ in migration_files() if version not in applied],
+        "tls": bool(session["ssl"]),
+        "loopback": address is None or address in ("127.0.0.1", "::1"),  # None: a Unix socket
+    }

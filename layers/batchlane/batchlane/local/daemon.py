@@ -109,6 +109,21 @@ def use_running_stack(workdir: Path) -> dict[str, Any]:
     return state
 
 
+def write_state(workdir: Path, stack: Any, *, faults: str = "") -> None:
+    """Publish a started stack to clients: ``state.json`` (pid, env, the outputs a deployed stack would have)."""
+    state = {
+        "pid": os.getpid(),
+        "status": "ready",
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "faults": faults,
+        "env": stack.env,
+        "outputs": stack.outputs,
+    }
+    tmp = workdir / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2))
+    tmp.replace(workdir / STATE_FILE)
+
+
 def _run(workdir: Path, faults: str) -> None:
     from batchlane.local.stack import OfflineStack, StackOptions
 
@@ -117,10 +132,7 @@ def _run(workdir: Path, faults: str) -> None:
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     stack = OfflineStack(StackOptions(workdir=workdir, faults=with_default_faults(faults))).start()
     try:
-        state = {"pid": os.getpid(), "status": "ready", "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "faults": faults, "env": stack.env}
-        tmp = workdir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(state, indent=2))
-        tmp.replace(workdir / STATE_FILE)
+        write_state(workdir, stack, faults=faults)
         stopping.wait()
     finally:
         stack.stop()

@@ -10,6 +10,7 @@ thread at ``schedule_speedup`` × the deployed rate.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -31,6 +32,7 @@ from batchlane.runtime import reset_services, services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES
 
 log = logging.getLogger("batchlane.local")
+BEDROCK_RULE = "bedrock_batch_state_change"
 
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
@@ -109,6 +111,7 @@ class OfflineStack:
             "AWS_ENDPOINT_URL": moto_url,
             "AWS_ENDPOINT_URL_BEDROCK": bedrock_url,
             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock_url,
+            "AWS_ENDPOINT_URL_SERVICE_QUOTAS": bedrock_url,  # moto has no Bedrock quotas: the emulator serves them
             "DATABASE_URL": database_url,
             "BATCHLANE_BUCKET": BUCKET,
             "BATCHLANE_TIME_SCALE": str(self.faults.time_scale),
@@ -163,14 +166,48 @@ class OfflineStack:
 
     # -- pieces ------------------------------------------------------------------------
     def _quotas(self) -> BatchQuotas:
-        """The emulated account's quotas follow the lane's configuration (AWS's defaults otherwise)."""
+        """The emulated account's quotas follow the lane's configuration (AWS's defaults otherwise).
+
+        ``BATCHLANE_EMULATED_QUOTAS`` (JSON of BatchQuotas fields) sets the account's quotas
+        apart from the lane's settings, e.g. to see `batchlane doctor` warn about a setting
+        the account does not allow.
+        """
         env = {**os.environ, **self.options.extra_env}
         defaults = BatchQuotas()
-        return BatchQuotas(
+        quotas = BatchQuotas(
             min_records=min(defaults.min_records, int(env.get("BATCH_CONVERSION_MIN_RECORDS", defaults.min_records))),
             max_records=int(env.get("BATCH_CONVERSION_MAX_RECORDS", defaults.max_records)),
             max_concurrent_jobs=int(env.get("BATCH_CONVERSION_MAX_CONCURRENT_JOBS", defaults.max_concurrent_jobs)),
         )
+        return dataclasses.replace(quotas, **json.loads(env.get("BATCHLANE_EMULATED_QUOTAS") or "{}"))
+
+    @property
+    def outputs(self) -> dict[str, str]:
+        """The CloudFormation outputs a deployed stack would have (infra/stack.py), for `batchlane doctor`."""
+        from batchlane.config import reload_settings
+
+        settings = reload_settings()
+        lane = {
+            "BATCHLANE_MODEL_ID": settings.batchlane_model_id,
+            "BATCHLANE_MODEL_IDS": settings.batchlane_model_id,
+            "BATCH_CONVERSION_ENABLED": "true" if settings.batch_conversion_enabled else "false",
+            "BATCH_CONVERSION_MIN_PAGES": str(settings.batch_conversion_min_pages),
+            "BATCH_CONVERSION_MIN_RECORDS": str(settings.batch_conversion_min_records),
+            "BATCH_CONVERSION_MAX_RECORDS": str(settings.batch_conversion_max_records),
+            "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": str(settings.batch_conversion_max_concurrent_jobs),
+            "BATCH_CONVERSION_MAX_FILE_MB": str(settings.batch_conversion_max_file_mb),
+            "BATCH_CONVERSION_MAX_JOB_MB": str(settings.batch_conversion_max_job_mb),
+            "BATCH_CONVERSION_TIMEOUT_HOURS": str(settings.batch_conversion_timeout_hours),
+        }
+        return {
+            "BucketName": BUCKET,
+            "ServiceRoleArn": SERVICE_ROLE_ARN,
+            "Region": REGION,
+            "BatchEventRuleName": f"batchlane-{BEDROCK_RULE}",
+            "MigrateFunctionName": self.registry.function_name("migrate"),
+            "ApiUrl": self.env.get("BATCHLANE_API_URL", ""),
+            "LaneSettings": json.dumps(lane, sort_keys=True),
+        }
 
     def _set_env(self, values: dict[str, str]) -> None:
         for key, value in values.items():
@@ -221,6 +258,8 @@ class OfflineStack:
         for rule in RULES:
             events.put_rule(Name=f"batchlane-{rule.name}", EventPattern=json.dumps({"source": [rule.source], "detail-type": [rule.detail_type]}))
             events.put_targets(Rule=f"batchlane-{rule.name}", Targets=[{"Id": rule.target, "Arn": self.registry.arn(rule.target)}])
+        _deploy_bucket_controls(s3)
+        _deploy_service_role(iam)
         missing = [spec.name for spec in FUNCTIONS if not self.registry.has_handler(spec.name)]
         if missing:
             log.warning("functions without a handler yet: %s", missing)
@@ -247,3 +286,48 @@ class OfflineStack:
             outcome = self.registry.invoke(target, event)
             if outcome.failed:
                 log.warning("scheduled %s failed: %s: %s", target, outcome.error_type, outcome.error_message)
+
+
+def _deploy_bucket_controls(s3: Any) -> None:
+    """What infra/storage.py sets on the bucket: SSE and the 14-day expiry.
+
+    Not the TLS-only policy: the offline endpoints are plain HTTP on loopback, so a faithful
+    Deny on aws:SecureTransport=false would refuse every request (and moto 5.2.5 denies on
+    any unmet Condition anyway); `batchlane doctor` says so for the offline stack.
+    """
+    s3.put_bucket_encryption(Bucket=BUCKET, ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
+    rule = {"ID": "expire-working-data", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 14}}
+    s3.put_bucket_lifecycle_configuration(Bucket=BUCKET, LifecycleConfiguration={"Rules": [rule]})
+
+
+def _deploy_service_role(iam: Any) -> None:
+    """The Bedrock service role as infra/iam.py defines it (trust scoped to this account's jobs)."""
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "bedrock.amazonaws.com"},
+                "Action": "sts:AssumeRole",
+                "Condition": {
+                    "StringEquals": {"aws:SourceAccount": ACCOUNT_ID},
+                    "ArnLike": {"aws:SourceArn": f"arn:aws:bedrock:{REGION}:{ACCOUNT_ID}:model-invocation-job/*"},
+                },
+            }
+        ],
+    }
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"], "Resource": f"arn:aws:s3:::{BUCKET}/batch/*"},
+            {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": f"arn:aws:s3:::{BUCKET}", "Condition": {"StringLike": {"s3:prefix": ["batch/*"]}}},
+            {
+                "Effect": "Allow",
+                "Action": "bedrock:InvokeModel",
+                "Resource": [f"arn:aws:bedrock:{REGION}:{ACCOUNT_ID}:inference-profile/*", "arn:aws:bedrock:*::foundation-model/*"],
+            },
+        ],
+    }
+    name = SERVICE_ROLE_ARN.rsplit("/", 1)[-1]
+    iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
+    iam.put_role_policy(RoleName=name, PolicyName="batch-access", PolicyDocument=json.dumps(policy))

@@ -9,6 +9,8 @@ rest-json with disjoint paths, which is why one port can serve both:
     POST /model-invocation-job/{jobIdentifier}/stop StopModelInvocationJob
     GET  /model-invocation-jobs                     ListModelInvocationJobs
     POST /tagResource | /untagResource | /listTagsForResource
+    GET  /foundation-models/{id} | /foundation-model-availability/{id} | /inference-profiles/{id}
+    POST / with X-Amz-Target ServiceQuotasV20190624.*  Service Quotas (AWS JSON 1.1), see service_quotas.py
     POST /model/{modelId}/converse                  bedrock-runtime Converse
 
 Batch jobs are meant for ``modelInvocationType=Converse`` (what batchlane submits): an
@@ -29,10 +31,12 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import unquote
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from .catalog import ModelCatalog
 from .clock import EmulatedClock
 from .control_plane import ControlPlane
 from .converse import ConverseRuntime
@@ -42,9 +46,12 @@ from .faults import Faults
 from .job import Job
 from .lifecycle import JobLifecycle
 from .quotas import BatchQuotas
+from .service_quotas import TARGET_PREFIX as SERVICE_QUOTAS_TARGET
+from .service_quotas import ServiceQuotasApi
 
 log = logging.getLogger(__name__)
 
+_CATALOG_PATH = re.compile(r"^/(?P<kind>foundation-models|foundation-model-availability|inference-profiles)/(?P<id>.+)$")
 _JOB_PATH = re.compile(r"^/model-invocation-job/(?P<id>.+?)(?P<stop>/stop)?$")
 _CONVERSE_PATH = re.compile(r"^/model/(?P<model>.+)/converse$")
 
@@ -94,6 +101,8 @@ class BedrockEmulator:
             start_job=self._start_job,
             count=self._count,
         )
+        self.catalog = ModelCatalog(account_id=account_id, region=region)
+        self.service_quotas = ServiceQuotasApi(self.quotas, account_id=account_id, region=region)
         self.runtime = ConverseRuntime(self.faults, self.stats, self._stats_lock, self._shutdown)
         self.url: str | None = None
 
@@ -154,7 +163,7 @@ class BedrockEmulator:
         try:
             status, body = 200, self._route(request)
         except ApiError as exc:
-            status, body = exc.status, {"message": exc.message}
+            status, body = exc.status, {"__type": exc.code, "message": exc.message}  # __type: JSON 1.1 (Service Quotas)
             headers = {"x-amzn-ErrorType": f"{exc.code}:http://internal.amazon.com/coral/com.amazon.bedrock/"}
         except Exception as exc:
             log.exception("bedrock emulator failed on %s %s", request.method, request.path)
@@ -168,6 +177,10 @@ class BedrockEmulator:
 
     def _route(self, request: Request) -> dict[str, Any]:
         path, method = request.path, request.method
+        if (target := request.headers.get("X-Amz-Target", "")).startswith(SERVICE_QUOTAS_TARGET):
+            return self.service_quotas.handle(target, _json(request))
+        if method == "GET" and (match := _CATALOG_PATH.match(path)):
+            return self._catalog(match["kind"], unquote(match["id"]))
         if method == "POST" and (match := _CONVERSE_PATH.match(path)):
             return self.runtime.converse(match["model"], _json(request))
         if path == "/model-invocation-job" and method == "POST":
@@ -186,6 +199,13 @@ class BedrockEmulator:
         if method == "POST" and path == "/listTagsForResource":
             return self.control.list_tags(_json(request))
         raise ApiError("UnknownOperationException", f"The emulator does not serve {method} {path}.")
+
+    def _catalog(self, kind: str, identifier: str) -> dict[str, Any]:
+        if kind == "foundation-models":
+            return self.catalog.foundation_model(identifier)
+        if kind == "foundation-model-availability":
+            return self.catalog.availability(identifier)
+        return self.catalog.inference_profile(identifier)
 
 
 def _json(request: Request) -> Any:

@@ -1,0 +1,90 @@
+"""`batchlane doctor [--stack-name NAME] [--live] [--json]`: the preflight after `cdk deploy`.
+
+Without ``--stack-name`` it checks the offline stack of ``--workdir`` (`batchlane local
+up`), whose state file carries the same outputs a deployed stack has. Exit 0 when every
+check passed, 1 when any failed or warned (one ``problem:`` line each on stderr), 4 when
+the offline stack is not running. docs/deploy.md says what each check means.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from batchlane.cli.doctor.results import Check, failed
+from batchlane.cli.jobs_commands import DEFAULT_WORKDIR, EXIT_UNREACHABLE
+
+EXIT_PROBLEMS = 1
+
+
+@click.command()
+@click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="The deployed CloudFormation stack (default: the offline stack of --workdir).")
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="The offline stack's workdir.")
+@click.option(
+    "--live", is_flag=True, help="Also make one on-demand call and run a pilot batch job of the minimum record count (billed on AWS, typically under $1)."
+)
+@click.option(
+    "--pilot-timeout", "pilot_timeout_min", type=click.FloatRange(min=0.1), default=120.0, show_default=True, help="Minutes to wait for the pilot job."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with every check {name, ok, detail, severity}.")
+def doctor(stack_name: str | None, workdir: Path, live: bool, pilot_timeout_min: float, as_json: bool) -> None:
+    """Check a deployment: credentials, region, model access, role, bucket, events rule, database, quotas."""
+    import boto3
+    from botocore.config import Config
+
+    from batchlane.cli.doctor.run import run_doctor
+    from batchlane.cli.doctor.target import StackNotFound, Target, from_cloudformation, from_offline_state
+
+    target: Target
+    if stack_name:
+        session = boto3.session.Session()
+        try:
+            target = from_cloudformation(session.client("cloudformation"), stack_name)
+        except StackNotFound as exc:
+            _finish([failed("stack outputs", str(exc))], stack_name, as_json)
+            return
+        except Exception as exc:  # no credentials or no region
+            _finish([failed("stack outputs", f"cannot read stack {stack_name!r}: {exc}")], stack_name, as_json)
+            return
+    else:
+        from batchlane.local.daemon import use_running_stack
+
+        try:
+            state = use_running_stack(workdir)
+        except RuntimeError as exc:
+            click.echo(f"error: UNREACHABLE: {exc}", err=True)
+            sys.exit(EXIT_UNREACHABLE)
+        target = from_offline_state(state)
+        session = boto3.session.Session()
+    config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=10, read_timeout=600)
+    clients: dict[str, Any] = {}
+
+    def client(service: str) -> Any:
+        if service not in clients:
+            clients[service] = session.client(service, config=config)  # type: ignore[call-overload]
+        return clients[service]
+
+    results = run_doctor(target, client, region=session.region_name, live=live, pilot_timeout_s=pilot_timeout_min * 60, poll_s=0.2 if target.offline else 30.0)
+    _finish(results, target.name, as_json)
+
+
+def _finish(results: list[Check], target_name: str, as_json: bool) -> None:
+    problems = [r for r in results if not r.ok]
+    if as_json:
+        click.echo(json.dumps({"target": target_name, "ok": not problems, "checks": [r.to_json() for r in results]}))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"batchlane doctor: {target_name}", show_header=False)
+        for result in results:
+            mark = "[green]ok[/]" if result.ok else ("[yellow]warn[/]" if result.severity == "warning" else "[red]FAIL[/]")
+            table.add_row(mark, result.name, result.detail)
+        Console().print(table)
+    for problem in problems:
+        click.echo(f"problem: {problem.name}: {problem.detail}", err=True)
+    sys.exit(EXIT_PROBLEMS if problems else 0)

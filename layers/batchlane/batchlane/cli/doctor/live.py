@@ -1,0 +1,170 @@
+"""`batchlane doctor --live`: what only a real call can settle (it costs a few cents on AWS).
+
+* One on-demand call on a one-page PDF whose only picture carries a code word: an answer
+  that mentions the picture (or reads the word) proves the request gets visual
+  understanding, not text extraction.
+* A pilot batch job of the account's minimum record count on generated pages, built by
+  the real converter with a capture transport (as the lane's prepare does), parsed and
+  judged by the lane's own collect code: time to completion, accepted records, cost.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from batchlane import keys
+from batchlane.aws.s3 import S3Store
+from batchlane.batch.collect import tally_outputs
+from batchlane.cli.doctor.checks import error_text
+from batchlane.cli.doctor.results import Check, failed, passed, warned
+from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
+from batchlane.domain.cost import PriceTable
+
+CODE_WORD = "4729"
+_MENTIONS_PICTURE = re.compile(r"\b(figure|image|picture|photo\w*|diagram|illustration|drawing|graphic|chart|logo)s?\b", re.IGNORECASE)
+
+
+def mentions_picture(text: str) -> bool:
+    """What only a model that saw the page's picture writes: the picture itself, or the word drawn in it."""
+    return CODE_WORD in text or bool(_MENTIONS_PICTURE.search(text))
+
+
+TERMINAL = ("Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired")
+
+
+def visual_test_page() -> bytes:
+    """A one-page PDF: a short text line, and a raster image that shows CODE_WORD (no text layer for it)."""
+    from PIL import Image, ImageDraw
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    image = Image.new("RGB", (480, 240), "white")
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((10, 10, 470, 230), outline="black", width=4)
+    draw.ellipse((40, 60, 160, 180), fill="navy")
+    draw.text((200, 100), f"CODE {CODE_WORD}", fill="black", font_size=48)
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    _, height = A4
+    pdf.setFont("Helvetica", 12)
+    pdf.drawString(72, height - 72, "batchlane doctor: visual check page.")
+    pdf.drawImage(ImageReader(image), 72, height - 400, width=360, height=180)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def check_visual_call(runtime_client: Any, config: ConverterConfig, prices: PriceTable) -> Check:
+    """One on-demand request from the package's own builder and transport (what a chunk sends)."""
+    name = "live: visual on-demand call"
+    request = build_page_request(chunk_index=0, page_number=1, pdf_bytes=visual_test_page(), config=config)
+    started = time.monotonic()
+    try:
+        answer = OnDemandTransport(runtime_client).send(request)
+    except ModelCallError as exc:
+        return failed(name, f"{config.model_id}: {exc}")
+    seconds = time.monotonic() - started
+    cost = _price(prices, config.model_id, answer.usage, batch=False)
+    excerpt = " ".join(answer.text.split())[:120]
+    if mentions_picture(answer.text):
+        return passed(name, f"the answer describes the picture ({seconds:.1f} s, {cost}): {excerpt!r}")
+    return failed(name, f"the answer does not mention the page's picture (text-extraction mode?): {excerpt!r}")
+
+
+def _price(prices: PriceTable, model_id: str, usage: Any, *, batch: bool) -> str:
+    try:
+        return f"${prices.cost(model_id, usage, batch=batch)}"
+    except KeyError:
+        return "cost unknown: no price for the model in BATCHLANE_PRICES"
+
+
+@dataclass
+class PilotPlan:
+    bucket: str
+    role_arn: str
+    model_id: str
+    records: int
+    config: ConverterConfig
+    prices: PriceTable
+    timeout_s: float
+    poll_s: float
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    stamp: str = field(default_factory=lambda: time.strftime("%Y%m%d%H%M%S", time.gmtime()))
+
+
+def pilot_records(records: int, config: ConverterConfig) -> list[Any]:
+    """``records`` generated pages through the real converter with a capture transport (prepare's path)."""
+    from batchlane.local.pdfgen import make_pdf
+    from batchlane.pdf.split import open_pdf, plan_chunks
+
+    document = open_pdf(make_pdf(records, title="batchlane doctor pilot"), max_pages=records)
+    capture = CaptureTransport()
+    for page in document.pages(plan_chunks(records, records)[0]):
+        convert_page(page, config, capture, PriceTable({}))
+    return capture.requests
+
+
+def record_invocation_type(request: Any) -> str:
+    """The job's modelInvocationType for the builder's records: an Anthropic Messages body is InvokeModel's."""
+    declared = getattr(request, "invocation_type", None)
+    if declared:
+        return str(declared)
+    return "InvokeModel" if "anthropic_version" in request.model_input() else "Converse"
+
+
+def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
+    """Submit, wait for a terminal status (stop it past the timeout), collect with the lane's code."""
+    name = "live: pilot batch job"
+    requests = pilot_records(plan.records, plan.config)
+    prefix = f"{keys.BATCH_PREFIX}doctor-{plan.stamp}/"
+    store = S3Store(s3, plan.bucket)
+    lines = [json.dumps({"recordId": r.record_id, "modelInput": r.model_input()}, separators=(",", ":")) for r in requests]
+    invocation_type = record_invocation_type(requests[0])
+    job_name = f"batchlane-doctor-{plan.stamp}"
+    try:
+        store.put_bytes(f"{prefix}input/records.jsonl", ("\n".join(lines) + "\n").encode(), "application/jsonl")
+        started = plan.clock()
+        arn = bedrock.create_model_invocation_job(
+            jobName=job_name,
+            roleArn=plan.role_arn,
+            clientRequestToken=job_name,
+            modelId=plan.model_id,
+            modelInvocationType=invocation_type,
+            inputDataConfig={"s3InputDataConfig": {"s3Uri": store.uri(f"{prefix}input/"), "s3InputFormat": "JSONL"}},
+            outputDataConfig={"s3OutputDataConfig": {"s3Uri": store.uri(f"{prefix}output/")}},
+            timeoutDurationInHours=24,
+            tags=[{"key": "batchlane:component", "value": "doctor-pilot"}],
+        )["jobArn"]
+        job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+        while job["status"] not in TERMINAL:
+            if plan.clock() - started > plan.timeout_s:
+                bedrock.stop_model_invocation_job(jobIdentifier=arn)
+                return warned(name, f"{arn} still {job['status']} after {plan.timeout_s / 60:.0f} min: stopped it (records it processed are billed)")
+            plan.sleep(plan.poll_s)
+            job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+        elapsed = plan.clock() - started
+        output_keys = sorted(k for k in store.list_keys(f"{prefix}output/{arn.rsplit('/', 1)[-1]}/") if k.endswith(".jsonl.out"))
+        with tempfile.TemporaryDirectory(prefix="doctor-pilot-") as spool:
+            expected = {r.record_id: r.prompt_hash for r in requests}
+            tally = tally_outputs(store, output_keys, expected=expected, model_id=plan.model_id, spool_dir=Path(spool))
+    except Exception as exc:
+        return failed(name, f"{plan.model_id}, {len(requests)} records ({invocation_type}): {error_text(exc)}")
+    accepted = tally.counts["accepted"]
+    cost = _price(plan.prices, plan.model_id, tally.billed, batch=True)
+    summary = f"{job['status']} in {elapsed:.0f} s; {accepted}/{len(requests)} records accepted; {cost} ({invocation_type} records, {arn})"
+    if job["status"] not in ("Completed", "PartiallyCompleted"):
+        return failed(name, f"{summary}: {job.get('message') or 'no message'}")
+    if accepted < len(requests):
+        outcomes = {k: v for k, v in tally.counts.items() if k != "accepted"}
+        return warned(name, f"{summary}; others: {outcomes}")
+    return passed(name, summary)

@@ -1,0 +1,90 @@
+"""Runs the checks in order against one target; later checks use what earlier ones found."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from batchlane.cli.doctor import checks as c
+from batchlane.cli.doctor.live import PilotPlan, check_visual_call, run_pilot
+from batchlane.cli.doctor.quotas import compare, read_batch_quotas
+from batchlane.cli.doctor.results import Check, failed, warned
+from batchlane.cli.doctor.target import Target
+
+ClientFactory = Callable[[str], Any]
+
+
+def run_doctor(
+    target: Target,
+    client: ClientFactory,
+    *,
+    region: str | None,
+    live: bool = False,
+    pilot_timeout_s: float = 2 * 3600,
+    poll_s: float = 30.0,
+) -> list[Check]:
+    results: list[Check] = []
+    missing = target.missing_outputs()
+    if missing:
+        results.append(failed("stack outputs", f"{target.name} lacks outputs {', '.join(missing)}: redeploy with this version of batchlane"))
+    credentials, account_id = c.check_credentials(client("sts"))
+    results.append(credentials)
+    if account_id is None:
+        return results
+    outputs = target.outputs
+    results.append(c.check_region(region, outputs.get("Region")))
+    models = []
+    for model_id in target.model_ids:
+        check, info = c.check_model(client("bedrock"), model_id)
+        results.append(check)
+        if info is not None:
+            models.append(info)
+    if outputs.get("ServiceRoleArn"):
+        results.extend(
+            c.check_service_role(
+                client("iam"), outputs["ServiceRoleArn"], account_id=account_id, region=region or "", bucket=outputs.get("BucketName", ""), models=models
+            )
+        )
+    if outputs.get("BucketName"):
+        results.extend(c.check_bucket(client("s3"), outputs["BucketName"], offline=target.offline))
+    if outputs.get("BatchEventRuleName"):
+        results.append(c.check_event_rule(client("events"), outputs["BatchEventRuleName"]))
+    if outputs.get("MigrateFunctionName"):
+        results.extend(c.check_database(client("lambda"), outputs["MigrateFunctionName"]))
+    lane_model = next((m for m in models if m.configured_id == target.model_id), None)
+    min_records = target.setting("BATCH_CONVERSION_MIN_RECORDS", 100)
+    if lane_model is not None:
+        try:
+            quotas = read_batch_quotas(client("service-quotas"), lane_model.name)
+            results.extend(compare(target, quotas))
+            min_records = int(quotas.values.get("min_records", min_records))
+        except Exception as exc:
+            results.append(warned("quotas", f"Service Quotas for bedrock: {c.error_text(exc)}"))
+    if live:
+        results.extend(_live(target, client, lane_model is not None, min_records, pilot_timeout_s, poll_s))
+    return results
+
+
+def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: int, timeout_s: float, poll_s: float) -> list[Check]:
+    from batchlane.config import reload_settings
+    from batchlane.converter import ConverterConfig
+    from batchlane.domain.cost import PriceTable
+
+    if not model_ok:
+        return [failed("live", f"skipped: model {target.model_id} is not usable (see above)")]
+    settings = reload_settings()
+    config = ConverterConfig.from_settings(settings, {"modelId": target.model_id})
+    prices = PriceTable(settings.batchlane_prices)
+    results = [check_visual_call(client("bedrock-runtime"), config, prices)]
+    plan = PilotPlan(
+        bucket=target.outputs["BucketName"],
+        role_arn=target.outputs["ServiceRoleArn"],
+        model_id=target.model_id,
+        records=max(1, min_records),
+        config=config,
+        prices=prices,
+        timeout_s=timeout_s,
+        poll_s=poll_s,
+    )
+    results.append(run_pilot(client("bedrock"), client("s3"), plan))
+    return results

@@ -1,0 +1,123 @@
+"""`batchlane doctor --json` against the offline stack: the operator's preflight, end to end.
+
+The offline stack publishes the outputs a deployed stack has (state.json); the doctor
+reads them and checks the emulated account through boto3 (moto for STS, IAM, S3,
+EventBridge and Lambda; our Bedrock emulator for models, Service Quotas and batch jobs).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from batchlane.cli.main import main
+from batchlane.db.migrate import migration_status
+from batchlane.local.daemon import write_state
+
+STATIC_CHECKS = {
+    "credentials",
+    "region",
+    "model us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    "service role trust",
+    "service role policy",
+    "bucket encryption",
+    "bucket TLS only",
+    "bucket lifecycle",
+    "batch state-change rule",
+    "database migrations",
+    "database TLS",
+    "quota min_records",
+    "quota max_records",
+    "quota max_concurrent_jobs",
+    "quota max_file_gb",
+    "quota max_job_gb",
+}
+
+
+def doctor(stack, tmp_path, *args: str):  # type: ignore[no-untyped-def]
+    write_state(tmp_path, stack)
+    result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--json", *args], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    return result, {check["name"]: check for check in report["checks"]}
+
+
+def test_doctor_passes_every_check_on_a_healthy_offline_stack(stack_factory, tmp_path):
+    stack = stack_factory(schedules=False)
+    result, checks = doctor(stack, tmp_path)
+    assert set(checks) == STATIC_CHECKS
+    assert [name for name, check in checks.items() if not check["ok"]] == []
+    assert result.exit_code == 0 and result.stderr == ""
+    assert "Claude Sonnet 4.5" in checks["model us.anthropic.claude-sonnet-4-5-20250929-v1:0"]["detail"]
+
+
+def test_a_setting_over_the_account_quota_is_a_warning_and_a_non_zero_exit(stack_factory, tmp_path):
+    # Given an account that allows 2 concurrent batch jobs and a deployment set to 10
+    stack = stack_factory(schedules=False, extra_env={"BATCHLANE_EMULATED_QUOTAS": '{"max_concurrent_jobs": 2}', "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": "10"})
+    result, checks = doctor(stack, tmp_path)
+    concurrent = checks["quota max_concurrent_jobs"]
+    assert concurrent["ok"] is False and concurrent["severity"] == "warning"
+    assert "BATCH_CONVERSION_MAX_CONCURRENT_JOBS=10 exceeds the account's quota of 2" in concurrent["detail"]
+    assert result.exit_code == 1
+    assert "problem: quota max_concurrent_jobs: " in result.stderr
+    assert [name for name, check in checks.items() if not check["ok"]] == ["quota max_concurrent_jobs"]
+
+
+def test_an_unknown_model_fails_model_access_and_skips_the_live_calls(stack_factory, tmp_path):
+    stack = stack_factory(schedules=False, extra_env={"BATCHLANE_MODEL_ID": "us.anthropic.claude-nonexistent-v1:0"})
+    result, checks = doctor(stack, tmp_path, "--live")
+    model = checks["model us.anthropic.claude-nonexistent-v1:0"]
+    assert model["ok"] is False and "ResourceNotFoundException" in model["detail"]
+    assert checks["live"]["ok"] is False and "skipped" in checks["live"]["detail"]
+    assert result.exit_code == 1
+
+
+@pytest.fixture(scope="module")
+def live_checks(tmp_path_factory, migrated_url):  # type: ignore[no-untyped-def]
+    from conftest import start_stack
+
+    stack = start_stack(migrated_url, faults="time_scale=36000", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "5"}, schedules=False)
+    try:
+        yield doctor(stack, tmp_path_factory.mktemp("doctor-live"), "--live")[1]
+    finally:
+        stack.stop()
+
+
+def test_live_runs_a_pilot_batch_job_of_the_minimum_record_count_on_the_emulator(live_checks):
+    pilot = live_checks["live: pilot batch job"]
+    assert pilot["ok"] is True, pilot["detail"]
+    assert pilot["detail"].startswith("Completed in ") and "5/5 records accepted; $" in pilot["detail"]
+
+
+def test_live_on_demand_call_sees_the_picture_on_the_page(live_checks):
+    """Fails while pages go to Converse as citation-less documents (text extraction only, issue 10 point 1)."""
+    visual = live_checks["live: visual on-demand call"]
+    assert visual["ok"] is True, visual["detail"]
+
+
+def test_migration_status_reports_without_applying(db):
+    status = migration_status(db)
+    assert status["pending"] == [] and status["applied"]
+    assert status["tls"] is False and status["loopback"] is True  # the embedded server on a Unix socket
+
+
+def test_stack_name_reads_the_outputs_from_cloudformation(stack_factory, monkeypatch):
+    """`--stack-name` takes the DescribeStacks path (moto's CloudFormation holds the offline outputs);
+    as a deployed stack, the bucket must refuse plain HTTP, which the offline bucket does not."""
+    import boto3
+
+    stack = stack_factory(schedules=False)
+    template = {
+        "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},  # a stack needs one resource
+        "Outputs": {key: {"Value": value} for key, value in stack.outputs.items() if value},
+    }
+    boto3.client("cloudformation").create_stack(StackName="Batchlane", TemplateBody=json.dumps(template))
+    result = CliRunner().invoke(main, ["doctor", "--stack-name", "Batchlane", "--json"], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert report["target"] == "Batchlane"
+    assert [c["name"] for c in report["checks"] if not c["ok"]] == ["bucket TLS only"]
+    assert result.exit_code == 1 and "problem: bucket TLS only: " in result.stderr
+
+    missing = CliRunner().invoke(main, ["doctor", "--stack-name", "NoSuchStack", "--json"], catch_exceptions=False)
+    assert missing.exit_code == 1 and "problem: stack outputs: stack 'NoSuchStack'" in missing.stderr

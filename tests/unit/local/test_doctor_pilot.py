@@ -1,0 +1,86 @@
+"""`batchlane doctor --live` pieces against the emulator: the pilot batch job's outcomes, and the
+visual test page (its code word is only in the picture, so text extraction cannot pass)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+from pypdf import PdfReader
+
+from batchlane.cli.doctor.live import PilotPlan, mentions_picture, run_pilot, visual_test_page
+from batchlane.converter import ConverterConfig
+from batchlane.domain.cost import PriceTable
+from batchlane.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
+
+CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+BUCKET = "doctor-pilot"
+PRICES = PriceTable({MODEL: {"input_per_mtok": 3.0, "output_per_mtok": 15.0}})
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint() -> Iterator[str]:
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client("s3", endpoint_url=endpoint, **CREDS).create_bucket(Bucket=BUCKET)
+    yield endpoint
+    server.stop()
+
+
+def _pilot(s3_endpoint: str, faults: str, **plan_overrides):  # type: ignore[no-untyped-def]
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint, **CREDS)
+    emulator = BedrockEmulator(
+        s3_client_factory=lambda: boto3.client("s3", endpoint_url=s3_endpoint, **CREDS), faults=parse_faults(faults), quotas=BatchQuotas(min_records=3)
+    )
+    url = emulator.start()
+    bedrock = boto3.client("bedrock", endpoint_url=url, **CREDS)
+    plan = PilotPlan(
+        bucket=BUCKET,
+        role_arn="arn:aws:iam::123456789012:role/svc",
+        model_id=MODEL,
+        records=3,
+        config=ConverterConfig(model_id=MODEL, max_tokens=2048, temperature=0.0),
+        prices=PRICES,
+        timeout_s=600,
+        poll_s=0.05,
+        **plan_overrides,
+    )
+    try:
+        return run_pilot(bedrock, s3, plan), emulator
+    finally:
+        emulator.stop()
+
+
+def test_a_completed_pilot_reports_time_accepted_records_and_cost(s3_endpoint):
+    check, _ = _pilot(s3_endpoint, "time_scale=200000")
+    assert check.ok, check.detail
+    assert "Completed in" in check.detail and "3/3 records accepted; $0.0" in check.detail
+
+
+def test_a_partially_completed_pilot_warns_with_what_was_rejected(s3_endpoint):
+    check, _ = _pilot(s3_endpoint, "time_scale=200000,job_outcome=partially_completed", stamp="partial")
+    assert not check.ok and check.severity == "warning"
+    assert "PartiallyCompleted" in check.detail and "2/3 records accepted" in check.detail and "error_record" in check.detail
+
+
+def test_a_pilot_past_its_timeout_is_stopped_not_left_running(s3_endpoint):
+    ticks = iter([0.0, 0.0, 10_000.0, 10_000.0])  # start, first poll, after one sleep: past the timeout
+    check, emulator = _pilot(s3_endpoint, "time_scale=1", stamp="slow", clock=lambda: next(ticks), sleep=lambda _s: None)
+    assert not check.ok and check.severity == "warning" and "stopped it" in check.detail
+    (job,) = emulator.jobs.values()
+    assert job.status in ("Stopping", "Stopped")
+
+
+def test_the_code_word_is_only_in_the_picture():
+    reader = PdfReader(io.BytesIO(visual_test_page()))
+    (page,) = reader.pages
+    text = page.extract_text()
+    assert not mentions_picture(text)  # an answer from the text layer alone cannot pass
+    assert mentions_picture("*[Figure: 480x240 image at (72, 442)]*") and mentions_picture("CODE 4729")
+    assert len(page.images) == 1
