@@ -202,6 +202,9 @@ def run_pages(
             if page.blank:
                 run.pages[page.number] = PageResult(page.number, "blank")
                 continue
+            if page.failure:  # PAGE_TOO_LARGE: failed at once, never sent, never retried
+                run.pages[page.number] = PageResult(page.number, "failed", reason=page.failure)
+                continue
             planned = setup.plan.plan(page)
             request = build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)
             answer = primed.lookup(request) if primed else None
