@@ -49,11 +49,12 @@ class FitResult:
         return self.pdf_bytes is not None
 
 
-def fit_page(pdf_bytes: bytes, limit_bytes: int = MAX_PAGE_BYTES) -> FitResult:
-    """``pdf_bytes`` unchanged when within ``limit_bytes``; else the first reduction that fits, or None."""
+def fit_page(pdf_bytes: bytes, limit_bytes: int = MAX_PAGE_BYTES, *, render: bool = True) -> FitResult:
+    """``pdf_bytes`` unchanged when within ``limit_bytes``; else the first reduction that fits, or None.
+    ``render`` False: never replace the page by a picture of it (the text layer stays, or the page fails)."""
     if len(pdf_bytes) <= limit_bytes:
         return FitResult(pdf_bytes, "as_is")
-    for how, reduce in (("recompressed", _recompress), ("rendered", _render)):
+    for how, reduce in (("recompressed", _recompress), ("rendered", _render))[: 2 if render else 1]:
         try:
             reduced = reduce(pdf_bytes, limit_bytes)
         except Exception as exc:  # a page a library cannot handle is a page we cannot reduce that way, not a crash
@@ -188,11 +189,11 @@ def _render(data: bytes, limit: int) -> bytes | None:
         document.close()
 
 
-def fit(page: Page, limit_bytes: int = MAX_PAGE_BYTES) -> Page:
+def fit(page: Page, limit_bytes: int = MAX_PAGE_BYTES, *, render: bool = True) -> Page:
     """The page as it will be sent: unchanged, reduced under ``limit_bytes``, or carrying ``failure`` PAGE_TOO_LARGE."""
     if page.blank or len(page.pdf_bytes) <= limit_bytes:
         return page
-    result = fit_page(page.pdf_bytes, limit_bytes)
+    result = fit_page(page.pdf_bytes, limit_bytes, render=render)
     logger.info("page over the size limit", page=page.number, bytes=len(page.pdf_bytes), how=result.how, reduced_bytes=len(result.pdf_bytes or b""))
     if result.pdf_bytes is None:
         return replace(page, failure=PAGE_TOO_LARGE)

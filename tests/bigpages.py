@@ -7,6 +7,7 @@ import os
 from contextlib import contextmanager, nullcontext
 
 from PIL import Image
+from pypdf import PdfReader, PdfWriter
 from reportlab import rl_config
 from reportlab.lib.pagesizes import A4
 from reportlab.lib.utils import ImageReader
@@ -77,4 +78,24 @@ def vector_page(paths: int, *, text: str = "A drawing") -> bytes:
         pdf.drawPath(path)
         pdf.showPage()
         pdf.save()
+    return buffer.getvalue()
+
+
+def text_page(text: str) -> bytes:
+    """An ordinary page: a line of text that names it."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    pdf.drawString(72, 800, text)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def merged(pages: list[bytes]) -> bytes:
+    """One document of the given one-page PDFs, in order."""
+    writer = PdfWriter()
+    for page in pages:
+        writer.append(PdfReader(io.BytesIO(page)))
+    buffer = io.BytesIO()
+    writer.write(buffer)
     return buffer.getvalue()
