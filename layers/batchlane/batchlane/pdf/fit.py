@@ -112,8 +112,8 @@ def _images(page: Any) -> Iterator[StreamObject]:
 def _shrink(xobj: StreamObject, max_edge: int, quality: int) -> bool:
     """Re-encode one image as a smaller JPEG in place; False when it is small, unsupported or would grow."""
     stored = len(xobj._data)
-    if stored < MIN_IMAGE_BYTES or xobj.get("/ImageMask") or isinstance(xobj.get("/Mask"), ArrayObject):
-        return False  # stencil masks are 1-bit; a colour-key mask would not survive lossy colours
+    if stored < MIN_IMAGE_BYTES or xobj.get("/ImageMask") or isinstance(xobj.get("/Mask"), ArrayObject) or _matted(xobj):
+        return False  # stencil masks are 1-bit; colour keys do not survive lossy colours; a /Matte mask needs its image's size
     image = _decode(xobj, max_edge)
     if image is None:
         return False
@@ -138,6 +138,13 @@ def _shrink(xobj: StreamObject, max_edge: int, quality: int) -> bool:
     if mode == "CMYK":
         xobj[NameObject("/Decode")] = _INVERTED_CMYK
     return True
+
+
+def _matted(xobj: StreamObject) -> bool:
+    """A pre-multiplied soft mask (/Matte) must keep the size of its image: leave both as they are."""
+    smask = xobj.get("/SMask")
+    smask = smask.get_object() if smask is not None else None
+    return "/Matte" in xobj or (isinstance(smask, StreamObject) and "/Matte" in smask)
 
 
 def _decode(xobj: StreamObject, max_edge: int) -> Any:
