@@ -46,8 +46,9 @@ def _binary_streams():
         rl_config.useA85 = saved
 
 
-def image_page(image: Image.Image | bytes, *, text: str = "A heavy page", inline: bool = False, mask: str | None = None) -> bytes:
-    """One A4 page with ``text`` and ``image`` (a PIL image is stored Flate, JPEG bytes as DCTDecode)."""
+def image_page(image: Image.Image | bytes, *, text: str = "A heavy page", inline: bool = False, mask: str | None = None, in_form: bool = False) -> bytes:
+    """One A4 page with ``text`` and ``image`` (a PIL image is stored Flate, JPEG bytes as DCTDecode),
+    drawn on the page or, ``in_form``, inside a form XObject the page draws."""
     buffer = io.BytesIO()
     with _binary_streams() if not inline else nullcontext():  # reportlab's inline images need its ASCII85
         pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
@@ -57,7 +58,12 @@ def image_page(image: Image.Image | bytes, *, text: str = "A heavy page", inline
         if inline:
             pdf.drawInlineImage(source, 36, 100, width=520, height=650)
         else:
+            if in_form:
+                pdf.beginForm("scan")
             pdf.drawImage(source if isinstance(image, bytes) else ImageReader(image), 36, 100, width=520, height=650, mask=mask)
+            if in_form:
+                pdf.endForm()
+                pdf.doForm("scan")
         pdf.showPage()
         pdf.save()
     return buffer.getvalue()

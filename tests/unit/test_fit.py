@@ -30,8 +30,16 @@ def assert_looks_the_same(before: bytes, after: bytes) -> None:
 
 
 def image_sizes(pdf: bytes) -> list[tuple[int, int]]:
-    resources = PdfReader(io.BytesIO(pdf)).pages[0]["/Resources"]["/XObject"]
-    return [(int(x.get_object()["/Width"]), int(x.get_object()["/Height"])) for x in resources.values() if x.get_object()["/Subtype"] == "/Image"]
+    """Width and height of every image XObject the page draws, forms included."""
+    sizes, stack = [], [PdfReader(io.BytesIO(pdf)).pages[0]["/Resources"]]
+    while stack:
+        for ref in stack.pop().get_object().get("/XObject", {}).values():
+            xobj = ref.get_object()
+            if xobj["/Subtype"] == "/Form":
+                stack.append(xobj["/Resources"])
+            else:
+                sizes.append((int(xobj["/Width"]), int(xobj["/Height"])))
+    return sizes
 
 
 @pytest.mark.parametrize(
@@ -39,6 +47,7 @@ def image_sizes(pdf: bytes) -> list[tuple[int, int]]:
     [
         ("20 MP RGB JPEG", lambda: image_page(jpeg(noise((5000, 4000))), text="Scanned report page")),
         ("CMYK JPEG", lambda: image_page(jpeg(noise((3000, 2400), "CMYK")), text="Scanned report page")),
+        ("grayscale JPEG in a form XObject", lambda: image_page(jpeg(noise((4000, 3000), "L")), text="Scanned report page", in_form=True)),
         ("Flate RGB", lambda: image_page(noise((2000, 1500)), text="Scanned report page")),
         ("RGBA with soft mask", lambda: image_page(noise((1800, 1500), "RGBA"), mask="auto", text="Scanned report page")),
     ],
