@@ -42,6 +42,7 @@ def document() -> bytes:
     return merged(pages)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lane", ["batch", "on-demand"])
 def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_once_unsent(stack_factory, lane):
     stack_factory(
