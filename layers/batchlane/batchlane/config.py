@@ -54,6 +54,9 @@ class Settings(BaseSettings):
     batchlane_max_file_mb: int = Field(500, ge=1)
     batchlane_max_tokens: int = Field(8192, ge=256, le=64_000)
     batchlane_temperature: float = Field(0.0, ge=0.0, le=1.0)
+    # A page over the size limit (domain/limits.py) whose images cannot be recompressed under it is
+    # rendered to one picture, losing its text layer; off: it fails PAGE_TOO_LARGE instead (pdf/fit.py).
+    batchlane_page_render: bool = True
     # On-demand pages per Converse request (docs/ondemand.md). The count actually used is
     # the smallest of this, the API's documents-per-request limit and what fits in
     # max_tokens at the pages' estimated output. Primed pages and batch records stay 1.

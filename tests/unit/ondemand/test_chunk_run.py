@@ -82,3 +82,19 @@ def test_primed_pages_are_served_one_page_per_request_and_the_rest_go_multi_page
     assert [run.pages[n].served_by for n in range(1, 7)] == ["batch"] * 6 and run.pages[1].markdown == "batch 1"
     assert primed.served == 6 and all(7 <= n for r in transport.sent for n in r.page_numbers)
     assert sorted(run.pages) == list(range(1, 24))
+
+
+def test_a_page_too_large_to_send_fails_at_once_with_no_call_and_its_neighbours_convert():
+    from dataclasses import replace
+
+    from batchlane.converter import CaptureTransport, convert_page
+    from batchlane.domain.limits import PAGE_TOO_LARGE
+
+    pages = [replace(page, failure=PAGE_TOO_LARGE) if page.number == 3 else page for page in chunk_pages(6)]
+    transport = ModelTransport()
+    run = run_pages(pages, chunk_index=0, config=CONFIG, transport=transport, prices=PRICES, heartbeat=_heartbeat(), concurrency=2, setup=SETUP)
+    assert run.pages[3].status == "failed" and run.pages[3].reason == PAGE_TOO_LARGE and not run.pages[3].retryable
+    assert all(run.pages[n].status == "converted" for n in (1, 2, 4, 5, 6))
+    assert all(3 not in request.page_numbers for request in transport.sent), "the page never reaches the model"
+    capture = CaptureTransport()  # the batch lane's prepare: no record for it either
+    assert convert_page(pages[2], CONFIG, capture, PRICES).reason == PAGE_TOO_LARGE and capture.requests == []

@@ -44,3 +44,15 @@ def test_planning_reads_no_text_layer_the_coverage_check_extracts_it_once(monkey
     # The estimate from the content stream is within a few percent of the one the text layer gives
     from_layer = [plan.estimate(len(p.layer.strip())) for p in planned]
     assert all(abs(p.estimate - e) <= 0.05 * e for p, e in zip(planned, from_layer, strict=True))
+
+
+def test_heavy_pages_share_a_request_only_while_the_body_stays_under_the_request_size_limit():
+    from batchlane.domain.limits import MAX_PAGE_BYTES, MAX_REQUEST_BYTES
+
+    plan = RequestPlan(pages_per_request=5, max_documents=5)
+    heavy = [plan.plan(replace(page, pdf_bytes=b"%" * MAX_PAGE_BYTES)) for page in chunk_pages(5)]
+    groups = plan.groups(heavy)
+    assert [len(g) for g in groups] == [3, 2]  # 4.5 MB raw is 6 MB in base64: three make 18 MB of a 20 MB body
+    assert all(sum(p.size for p in g) <= MAX_REQUEST_BYTES for g in groups)
+    light = _planned(plan, [400] * 5)
+    assert [len(g) for g in plan.groups(light)] == [5]

@@ -80,7 +80,7 @@ def prepare_chunk(svc: Services, job_id: str, chunk_index: int) -> dict[str, Any
     config = ConverterConfig.from_settings(settings, job["options"])
     capture = CaptureTransport()
     blank = 0
-    for page in chunk_pages(svc.store, job_id, chunk):
+    for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):
         if convert_page(page, config, capture, svc.prices).status == "blank":
             blank += 1
     writer = _ShardWriter(svc, job_id, chunk_index, settings.batch_conversion_max_file_mb * 1024 * 1024)

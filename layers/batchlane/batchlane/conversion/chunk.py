@@ -202,6 +202,9 @@ def run_pages(
             if page.blank:
                 run.pages[page.number] = PageResult(page.number, "blank")
                 continue
+            if page.failure:  # PAGE_TOO_LARGE: failed at once, never sent, never retried
+                run.pages[page.number] = PageResult(page.number, "failed", reason=page.failure)
+                continue
             planned = setup.plan.plan(page)
             request = build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)
             answer = primed.lookup(request) if primed else None
@@ -249,7 +252,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
-    pages = (page for page in chunk_pages(svc.store, job_id, claimed) if page.number not in kept)
+    pages = (page for page in chunk_pages(svc.store, job_id, claimed, render=settings.batchlane_page_render) if page.number not in kept)
 
     heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check, deadline=deadline)
     serial = serial_database(svc.db.params)

@@ -11,6 +11,7 @@ from typing import Any
 
 from batchlane import keys
 from batchlane.aws.s3 import ObjectStore
+from batchlane.pdf.fit import fit
 from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
 
 
@@ -23,6 +24,8 @@ def span_of(chunk_row: Mapping[str, Any]) -> ChunkSpan:
     return ChunkSpan(chunk_row["chunk_index"], chunk_row["first_page"], chunk_row["last_page"])
 
 
-def chunk_pages(store: ObjectStore, job_id: str, chunk_row: Mapping[str, Any]) -> Iterator[Page]:
+def chunk_pages(store: ObjectStore, job_id: str, chunk_row: Mapping[str, Any], *, render: bool = True) -> Iterator[Page]:
+    """The chunk's pages as they will be sent: a page over the size limit comes reduced, or marked
+    PAGE_TOO_LARGE (:func:`batchlane.pdf.fit.fit`), the same way for both lanes."""
     span = span_of(chunk_row)
-    return open_chunk(store.get_bytes(keys.chunk_source_key(job_id, span.index)), span).pages(span)
+    return (fit(page, render=render) for page in open_chunk(store.get_bytes(keys.chunk_source_key(job_id, span.index)), span).pages(span))

@@ -53,6 +53,8 @@ def convert_page(page: Page, config: ConverterConfig, transport: Transport, pric
     """Convert one page. Blank pages cost no call; a failed call becomes a visible failed page."""
     if page.blank:
         return PageResult(page.number, "blank")
+    if page.failure:  # e.g. PAGE_TOO_LARGE: nothing sendable, so no call and no batch record
+        return PageResult(page.number, "failed", reason=page.failure)
     request = build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)
     try:
         answer = transport.send(request)

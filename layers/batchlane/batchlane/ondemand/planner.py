@@ -12,7 +12,9 @@ is only needed for the coverage check, after the answer: :attr:`PlannedPage.laye
 extracts it then, on first use, while other requests of the chunk wait on the model.
 Groups are consecutive pages, filled greedily up to ``fill`` of max_tokens, so one
 dense page does not force its neighbours into single requests, and a page estimated
-above the budget on its own goes alone.
+above the budget on its own goes alone. A group also stays within the request size limit
+(``domain.limits.MAX_REQUEST_BYTES``, the pages base64-encoded plus the prompt): five pages
+of 4.5 MB would make a 30 MB body, so heavy pages go two or three to a request.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from batchlane.domain.limits import MAX_REQUEST_BYTES, REQUEST_OVERHEAD_BYTES, encoded_size
 from batchlane.ondemand.coverage import text_layer
 from batchlane.pdf.split import Page
 
@@ -39,6 +42,11 @@ class PlannedPage:
     def number(self) -> int:
         return self.page.number
 
+    @property
+    def size(self) -> int:
+        """Bytes this page adds to a request body (its PDF, base64-encoded)."""
+        return encoded_size(len(self.page.pdf_bytes))
+
     @cached_property
     def layer(self) -> str:
         """The page's text layer ("" for a scan), extracted on first use: the coverage check."""
@@ -52,6 +60,7 @@ class RequestPlan:
     max_tokens: int = 8192
     fill: float = 0.75
     default_estimate: int = 1200
+    max_request_bytes: int = MAX_REQUEST_BYTES
 
     @classmethod
     def from_settings(cls, settings: Any) -> RequestPlan:
@@ -80,7 +89,7 @@ class RequestPlan:
         return [*groups, last] if last else groups
 
     def builder(self) -> GroupBuilder:
-        return GroupBuilder(page_limit=self.page_limit, budget=self.max_tokens * self.fill)
+        return GroupBuilder(page_limit=self.page_limit, budget=self.max_tokens * self.fill, byte_budget=self.max_request_bytes - REQUEST_OVERHEAD_BYTES)
 
 
 @dataclass
@@ -90,18 +99,22 @@ class GroupBuilder:
 
     page_limit: int
     budget: float
+    byte_budget: int = MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES
     current: list[PlannedPage] = field(default_factory=list)
     used: int = 0
+    used_bytes: int = 0
 
     def add(self, item: PlannedPage) -> list[PlannedPage] | None:
         """Add a page; returns the previous group when this page starts a new one."""
         full = None
-        if self.current and (len(self.current) >= self.page_limit or self.used + item.estimate > self.budget):
-            full, self.current, self.used = self.current, [], 0
+        too_big = self.used_bytes + item.size > self.byte_budget
+        if self.current and (len(self.current) >= self.page_limit or self.used + item.estimate > self.budget or too_big):
+            full, self.current, self.used, self.used_bytes = self.current, [], 0, 0
         self.current.append(item)
         self.used += item.estimate
+        self.used_bytes += item.size
         return full
 
     def flush(self) -> list[PlannedPage] | None:
-        last, self.current, self.used = self.current, [], 0
+        last, self.current, self.used, self.used_bytes = self.current, [], 0, 0
         return last or None

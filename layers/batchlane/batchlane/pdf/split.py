@@ -53,6 +53,8 @@ class Page:
     # extracting it (a few µs against pypdf's ~3 ms). 0 for a scan, or for text drawn
     # only inside form XObjects; the planner then uses its default estimate.
     text_chars: int = 0
+    # Why the page cannot be sent at all (``PAGE_TOO_LARGE``): it is marked failed at once, with no call.
+    failure: str | None = None
 
 
 def plan_chunks(total_pages: int, pages_per_chunk: int) -> list[ChunkSpan]:

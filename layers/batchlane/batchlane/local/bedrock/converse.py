@@ -19,7 +19,7 @@ from collections import Counter, deque
 from collections.abc import Mapping
 from typing import Any
 
-from . import model
+from . import limits, model
 from .errors import ApiError, validation
 from .faults import Faults, answer_fault, draw
 
@@ -32,6 +32,7 @@ def validate_request(body: Any) -> None:
     """Raise ApiError(ValidationException) where Converse would."""
     if not isinstance(body, Mapping):
         raise validation("The request body must be a JSON object.")
+    limits.enforce(body)  # document and request size (local/bedrock/limits.py)
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise validation("The model returned the following errors: messages: at least one message is required")

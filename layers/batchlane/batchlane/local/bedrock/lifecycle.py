@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from . import limits
 from .clock import EmulatedClock
 from .converse import model_answer
 from .errors import ApiError, validation
@@ -189,6 +190,7 @@ class JobLifecycle:
             error = "ModelErrorException: emulated record error (fault record_error_rate / job_outcome)."
         else:
             try:
+                limits.enforce(body)  # an oversized record is that record's error, whatever its body shape
                 line["modelOutput"] = model_answer(body, record_id, self._faults)
             except ApiError as exc:
                 error = exc.message

@@ -1,0 +1,107 @@
+"""Generated PDF pages made heavy by their images (noise defeats compression), for the page-fit tests."""
+
+from __future__ import annotations
+
+import io
+import os
+from contextlib import contextmanager, nullcontext
+
+from PIL import Image
+from pypdf import PdfReader, PdfWriter
+from reportlab import rl_config
+from reportlab.lib.pagesizes import A4
+from reportlab.lib.utils import ImageReader
+from reportlab.pdfgen import canvas
+
+
+def noise(size: tuple[int, int], mode: str = "RGB") -> Image.Image:
+    """Random pixels over four coloured quadrants (red, green, blue, white): no encoder can shrink
+    the noise, so the page stays as big as the image, and the quadrants show whether colours survive."""
+    width, height = size
+    quadrants = Image.new("RGB", size, (255, 255, 255))
+    for (x, y), colour in zip([(0, 0), (1, 0), (0, 1)], [(220, 30, 30), (30, 200, 30), (30, 30, 220)], strict=True):
+        quadrants.paste(colour, (x * width // 2, y * height // 2, (x + 1) * width // 2, (y + 1) * height // 2))
+    random = Image.frombytes("RGB", size, os.urandom(width * height * 3))
+    image = Image.blend(quadrants, random, 0.35)
+    if mode == "RGBA":
+        alpha = Image.frombytes("L", size, os.urandom(width * height))
+        return Image.merge("RGBA", (*image.split(), alpha))
+    return image.convert(mode)
+
+
+def jpeg(image: Image.Image, quality: int = 92) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "JPEG", quality=quality)
+    return buffer.getvalue()
+
+
+@contextmanager
+def _binary_streams():
+    """reportlab ASCII85-encodes streams by default (+25%, and slow on megabytes): off while building."""
+    saved = rl_config.useA85
+    rl_config.useA85 = 0
+    try:
+        yield
+    finally:
+        rl_config.useA85 = saved
+
+
+def image_page(image: Image.Image | bytes, *, text: str = "A heavy page", inline: bool = False, mask: str | None = None, in_form: bool = False) -> bytes:
+    """One A4 page with ``text`` and ``image`` (a PIL image is stored Flate, JPEG bytes as DCTDecode),
+    drawn on the page or, ``in_form``, inside a form XObject the page draws."""
+    buffer = io.BytesIO()
+    with _binary_streams() if not inline else nullcontext():  # reportlab's inline images need its ASCII85
+        pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+        pdf.setFont("Helvetica", 14)
+        pdf.drawString(72, 800, text)
+        source = ImageReader(io.BytesIO(image)) if isinstance(image, bytes) else image
+        if inline:
+            pdf.drawInlineImage(source, 36, 100, width=520, height=650)
+        else:
+            if in_form:
+                pdf.beginForm("scan")
+            pdf.drawImage(source if isinstance(image, bytes) else ImageReader(image), 36, 100, width=520, height=650, mask=mask)
+            if in_form:
+                pdf.endForm()
+                pdf.doForm("scan")
+        pdf.showPage()
+        pdf.save()
+    return buffer.getvalue()
+
+
+def vector_page(paths: int, *, text: str = "A drawing") -> bytes:
+    """A page of ``paths`` random line segments: megabytes of content stream, no image at all."""
+    rnd = os.urandom(paths * 4)
+    buffer = io.BytesIO()
+    with _binary_streams():
+        pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True, pageCompression=0)
+        pdf.drawString(72, 800, text)
+        path = pdf.beginPath()
+        for i in range(paths):
+            a, b, c, d = rnd[4 * i : 4 * i + 4]
+            path.moveTo(a * 2.3, b * 3.2)
+            path.lineTo(c * 2.3, d * 3.2)
+        pdf.drawPath(path)
+        pdf.showPage()
+        pdf.save()
+    return buffer.getvalue()
+
+
+def text_page(text: str) -> bytes:
+    """An ordinary page: a line of text that names it."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    pdf.drawString(72, 800, text)
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+def merged(pages: list[bytes]) -> bytes:
+    """One document of the given one-page PDFs, in order."""
+    writer = PdfWriter()
+    for page in pages:
+        writer.append(PdfReader(io.BytesIO(page)))
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
