@@ -62,6 +62,12 @@ class Settings(BaseSettings):
     # the final writes must fit in it.
     batchlane_chunk_stop_margin_s: float = Field(120, ge=0)
     batchlane_converse_max_attempts: int = Field(6, ge=1, le=20)
+    # Read timeout of a model call, sized per request (converter.transports.ReadTimeoutPolicy):
+    # time to the first token + max_tokens at the slow end of generation speed, capped, and never
+    # past the invocation's end. A call that times out is booked as billed, never re-sent unbooked.
+    batchlane_read_timeout_first_byte_s: float = Field(60.0, gt=0)
+    batchlane_read_timeout_min_tokens_per_s: float = Field(20.0, gt=0)
+    batchlane_read_timeout_max_s: float = Field(3600.0, gt=0)
     # The global on-demand limit, shared by every running Lambda (leases in PostgreSQL).
     batchlane_global_concurrency: int = Field(32, ge=0, le=10_000)  # in-flight Converse requests; 0 = no limit
     batchlane_ondemand_rpm: float = Field(0, ge=0)  # requests a minute to pace at (set ~95% of the quota); 0 = no pacing
