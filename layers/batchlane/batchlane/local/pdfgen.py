@@ -51,6 +51,8 @@ IMAGE_PAGES = (
     ((600, 400), "CMYK", "JPEG", (60, 200, 475, 317)),  # a CMYK JPEG, as print workflows make them
     ((850, 1100), "RGB", "JPEG", (0, 0, 595, 842)),  # a full-page colour scan
 )
+_PAPER: dict[str, int | tuple[int, ...]] = {"L": 230, "CMYK": (0, 40, 80, 0), "RGB": (245, 240, 228)}
+_INK: dict[str, int | tuple[int, ...]] = {"L": 40, "CMYK": (0, 0, 0, 220), "RGB": (30, 30, 30)}
 
 
 def make_image_pdf() -> bytes:
@@ -61,10 +63,10 @@ def make_image_pdf() -> bytes:
     buffer = io.BytesIO()
     pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
     for index, (size, mode, fmt, (x, y, width, height)) in enumerate(IMAGE_PAGES):
-        image = Image.new(mode, size, {"L": 230, "CMYK": (0, 40, 80, 0), "RGB": (245, 240, 228)}[mode])
+        image = Image.new(mode, size, _PAPER[mode])
         draw = ImageDraw.Draw(image)
         for row in range(40, size[1] - 40, 24):  # lines of "scanned text": marks, not a text layer
-            draw.rectangle((40 + index * 7, row, size[0] - 60, row + 8), fill={"L": 40, "CMYK": (0, 0, 0, 220), "RGB": (30, 30, 30)}[mode])
+            draw.rectangle((40 + index * 7, row, size[0] - 60, row + 8), fill=_INK[mode])
         data = io.BytesIO()
         image.save(data, format=fmt, quality=80) if fmt == "JPEG" else image.save(data, format=fmt)
         data.seek(0)
