@@ -20,6 +20,8 @@ from batchlane.local.jobs import submit_pdf, wait_for_job
 from batchlane.local.pdfgen import IMAGE_PAGES, make_image_pdf
 from batchlane.runtime import services
 
+pytestmark = pytest.mark.slow
+
 COLOURS = {"L": "grayscale", "CMYK": "CMYK", "RGB": "RGB"}
 
 

@@ -277,7 +277,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
-    ends_at = None if deadline is None else deadline + settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S
+    ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
     transport = GovernedTransport(
         OnDemandTransport(
             client_for=lambda seconds: client("bedrock-runtime", max_attempts=0, read_timeout=seconds),
