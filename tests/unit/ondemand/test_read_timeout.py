@@ -15,7 +15,7 @@ import pytest
 from botocore.config import Config
 from ondemand_fakes import PRICES, RecordingLimiter, chunk_pages
 
-from batchlane.converter import ConverterConfig, OnDemandTransport, ReadTimeoutPolicy, build_page_request
+from batchlane.converter import ConverterConfig, ModelCallError, OnDemandTransport, ReadTimeoutPolicy, build_page_request
 from batchlane.domain.cost import Usage
 from batchlane.local.bedrock import BedrockEmulator, parse_faults
 from batchlane.ondemand import BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, Spend
@@ -67,3 +67,21 @@ def test_a_read_timeout_sized_for_the_request_waits_for_a_slow_answer(slow_bedro
     answer = inner.send(build_page_request(chunk_index=0, page_number=page.number, pdf_bytes=page.pdf_bytes, config=CONFIG))
     assert answer.stop_reason == "end_turn" and answer.text and list(made) == [465.0]
     assert emulator.stats["invoke_requests"] == 1
+
+
+def test_no_request_is_sent_when_the_invocation_has_no_time_left_to_wait(slow_bedrock):
+    emulator, client_for, made = slow_bedrock
+    page = chunk_pages(1)[0]
+    inner = OnDemandTransport(client_for=client_for, ends_at=0.5, clock=lambda: 0.0)
+    calls = []
+
+    class Counting:
+        def send(self, request):
+            calls.append(request)
+            return inner.send(request)
+
+    governed = GovernedTransport(Counting(), RecordingLimiter(), BackoffPolicy(base_s=0.01, max_s=0.01, budget_s=1e9, max_attempts=5), sleep=lambda s: None)
+    with pytest.raises(ModelCallError) as caught:
+        governed.send(build_page_request(chunk_index=0, page_number=1, pdf_bytes=page.pdf_bytes, config=CONFIG))
+    assert caught.value.code == "InvocationEnding" and caught.value.retryable and caught.value.possibly_billed is None
+    assert len(calls) == 1 and emulator.stats["invoke_requests"] == 0 and not made, "nothing sent, nothing to book, no retry in place"

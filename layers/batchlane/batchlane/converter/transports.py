@@ -26,6 +26,7 @@ from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 from batchlane.converter.request import PageRequest
 from batchlane.domain.cost import Usage
 
+INVOCATION_ENDING = "InvocationEnding"  # not sent: too little time left to wait for an answer
 RETRYABLE_CODES = frozenset(
     {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "ModelTimeoutException", "InternalServerException"}
 )
@@ -152,7 +153,7 @@ class OnDemandTransport:
         remaining = None if self._ends_at is None else self._ends_at - self._clock()
         timeout = self._timeouts.for_request(request.max_tokens, remaining)
         if timeout is None:
-            raise ModelCallError("InvocationEnding", "too little time left in this invocation to wait for an answer", retryable=True)
+            raise ModelCallError(INVOCATION_ENDING, "too little time left in this invocation to wait for an answer", retryable=True)
         try:
             response = self._client_for(timeout).invoke_model(**request.invoke_kwargs())
             body = json.loads(response["body"].read())

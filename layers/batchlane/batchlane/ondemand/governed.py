@@ -36,7 +36,7 @@ from typing import Any
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
 
 from batchlane.converter.request import PageRequest
-from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
+from batchlane.converter.transports import INVOCATION_ENDING, ModelAnswer, ModelCallError, Transport
 from batchlane.observability import logger
 from batchlane.ondemand.limiter import Aborted, LeaseWaitTimeout, Limiter
 
@@ -59,8 +59,9 @@ class BackoffPolicy:
 
 
 def _retryable(exc: BaseException) -> bool:
-    """Retry what was refused (throttling, unavailable), never what may have run (a read timeout)."""
-    return isinstance(exc, ModelCallError) and exc.retryable and exc.possibly_billed is None
+    """Retry in place what was refused (throttling, unavailable); never what may have run (a read
+    timeout), nor a request the ending invocation has no time left to wait for (the chunk retries those)."""
+    return isinstance(exc, ModelCallError) and exc.retryable and exc.possibly_billed is None and exc.code != INVOCATION_ENDING
 
 
 class GovernedTransport:
