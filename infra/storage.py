@@ -4,7 +4,7 @@ Prefix layout (documented here and in docs/deploy.md):
 
     uploads/<fileId>.pdf                 source PDFs (written through a presigned PUT from the API)
     jobs/<jobId>/...                     chunk results and the output Markdown
-    batch/<jobId>/input/*.jsonl          batch-lane JSONL shards (Converse records)
+    batch/<jobId>/input/*.jsonl          batch-lane JSONL shards (InvokeModel records: Anthropic Messages bodies)
     batch/<jobId>/manifest.json          what prepare wrote
     batch/<jobId>/output/<bedrockJobId>/ what Bedrock wrote (*.jsonl.out, manifest.json.out)
     batch/<jobId>/results/chunk-N.json   accepted records, per chunk, read by the chunk processor

@@ -1,5 +1,6 @@
 """The page converter with in-memory transports (no network)."""
 
+import json
 from decimal import Decimal
 
 from batchlane.converter import (
@@ -34,18 +35,30 @@ class ScriptedTransport:
         return self.answer
 
 
-def test_request_has_system_document_instruction_and_limits():
+def test_request_is_the_anthropic_messages_body_with_the_page_as_a_base64_pdf_document():
     request = build_page_request(chunk_index=2, page_number=101, pdf_bytes=b"PDF", config=CONFIG)
-    body = request.converse_kwargs()
+    body = request.body()
     assert request.record_id == "c2-p101"
-    assert body["modelId"] == "m"
-    assert body["system"][0]["text"] == CONFIG.system
-    document, text = body["messages"][0]["content"]
-    assert document["document"]["source"]["bytes"] == b"PDF"
-    assert text["text"] == CONFIG.instruction
-    assert body["inferenceConfig"] == {"maxTokens": 1000, "temperature": 0.0}
-    # batch records carry base64 and the same prompt
-    assert request.model_input()["messages"][0]["content"][0]["document"]["source"]["bytes"] == "UERG"
+    assert body == {
+        "anthropic_version": "bedrock-2023-05-31",
+        "max_tokens": 1000,
+        "temperature": 0.0,
+        "system": CONFIG.system,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "UERG"}, "title": "page-101"},
+                    {"type": "text", "text": CONFIG.instruction},
+                ],
+            }
+        ],
+    }
+    # the batch record's modelInput is the same body; on-demand sends it as InvokeModel's JSON body
+    assert request.model_input() == body
+    kwargs = request.invoke_kwargs()
+    assert kwargs["modelId"] == "m" and kwargs["contentType"] == kwargs["accept"] == "application/json"
+    assert json.loads(kwargs["body"]) == body
 
 
 def test_prompt_hash_ignores_pdf_bytes_but_not_the_prompt():

@@ -9,7 +9,7 @@ from batchlane.domain.markdown import PageText, assemble
 from batchlane.domain.prompt import prompt_hash
 from batchlane.domain.records import parse_record_id, record_id
 
-BASE = {"model_id": "m", "system": "s", "text": "t", "max_tokens": 100, "temperature": 0.0}
+BASE = {"model_id": "m", "system": "s", "text": "t", "max_tokens": 100, "temperature": 0.0, "request_format": "f1"}
 
 
 def test_record_id_round_trips_and_rejects_others():
@@ -19,7 +19,10 @@ def test_record_id_round_trips_and_rejects_others():
         parse_record_id("c3-151")
 
 
-@pytest.mark.parametrize("field,value", [("model_id", "m2"), ("system", "s2"), ("text", "t2"), ("max_tokens", 101), ("temperature", 0.5)])
+@pytest.mark.parametrize(
+    "field,value",
+    [("model_id", "m2"), ("system", "s2"), ("text", "t2"), ("max_tokens", 101), ("temperature", 0.5), ("request_format", "f2")],
+)
 def test_prompt_hash_changes_with_every_covered_field(field, value):
     assert prompt_hash(**BASE) != prompt_hash(**{**BASE, field: value})
 

@@ -61,7 +61,7 @@ class Settings(BaseSettings):
     # the smallest of this, the API's documents-per-request limit and what fits in
     # max_tokens at the pages' estimated output. Primed pages and batch records stay 1.
     batchlane_pages_per_request: int = Field(5, ge=1, le=20)
-    batchlane_max_documents_per_request: int = Field(5, ge=1, le=20)  # Converse: 5 documents a request
+    batchlane_max_documents_per_request: int = Field(5, ge=1, le=20)  # Bedrock "API restrictions": 5 documents a request
     batchlane_output_tokens_per_page: int = Field(1200, ge=50)  # estimate for a page with no text layer
     batchlane_output_fill: float = Field(0.75, gt=0, le=1)  # share of max_tokens a multi-page request plans to use
     batchlane_chunk_concurrency: int = Field(4, ge=1, le=64)
@@ -70,11 +70,17 @@ class Settings(BaseSettings):
     # the final writes must fit in it.
     batchlane_chunk_stop_margin_s: float = Field(120, ge=0)
     batchlane_converse_max_attempts: int = Field(6, ge=1, le=20)
+    # Read timeout of a model call, sized per request (converter.transports.ReadTimeoutPolicy):
+    # time to the first token + max_tokens at the slow end of generation speed, capped, and never
+    # past the invocation's end. A call that times out is booked as billed, never re-sent unbooked.
+    batchlane_read_timeout_first_byte_s: float = Field(60.0, gt=0)
+    batchlane_read_timeout_min_tokens_per_s: float = Field(20.0, gt=0)
+    batchlane_read_timeout_max_s: float = Field(3600.0, gt=0)
     # The global on-demand limit, shared by every running Lambda (leases in PostgreSQL).
     batchlane_global_concurrency: int = Field(32, ge=0, le=10_000)  # in-flight Converse requests; 0 = no limit
     batchlane_ondemand_rpm: float = Field(0, ge=0)  # requests a minute to pace at (set ~95% of the quota); 0 = no pacing
     batchlane_ondemand_burst: int = Field(0, ge=0)  # requests that may start ahead of the pace after idling; rpm + burst <= quota
-    batchlane_lease_ttl_s: float = Field(300, ge=5)  # a dead worker's slot frees itself after this
+    batchlane_lease_ttl_s: float = Field(600, ge=5)  # a dead worker's slot frees itself after this; keep above the read timeout (465 s at 8,192 tokens)
     batchlane_lease_wait_s: float = Field(300, ge=0)  # longest wait for a slot before the page is retried later
     # Throttling: exponential backoff with full jitter, holding the slot, within a budget per request.
     batchlane_backoff_base_s: float = Field(1.0, gt=0)

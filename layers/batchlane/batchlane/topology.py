@@ -19,7 +19,7 @@ Capability = Literal[
     "db",  # PostgreSQL (secret read + network)
     "s3_read",  # read objects in the bucket
     "s3_write",  # write objects in the bucket
-    "bedrock_runtime",  # Converse on the configured models
+    "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "start_conversion",  # states:StartExecution on the conversion state machine
     "start_batch_lane",  # states:StartExecution on the batch-lane state machine
@@ -104,7 +104,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "batch_prepare",
-        "Captures one Converse record per non-blank page into JSONL shards and a manifest.",
+        "Captures one InvokeModel record per non-blank page into JSONL shards and a manifest.",
         ("db", "s3_read", "s3_write"),
         900,
         2048,

@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from batchlane.converter import ConverseRequest, ConverterConfig, ModelAnswer, ModelCallError
-from batchlane.converter.transports import answer_from_converse
+from batchlane.converter import ConverterConfig, ModelAnswer, ModelCallError, PageRequest, answer_from_messages
 from batchlane.domain.cost import PriceTable
 from batchlane.local.bedrock import model
 from batchlane.local.pdfgen import make_pdf
@@ -21,20 +20,19 @@ CONFIG = ConverterConfig(model_id="m", max_tokens=8192, temperature=0.0)
 class ModelTransport:
     """Answers like the offline emulator's model; ``fault(request, n)`` picks a fault per call."""
 
-    def __init__(self, fault: Callable[[ConverseRequest, int], str | None] = lambda request, n: None) -> None:
+    def __init__(self, fault: Callable[[PageRequest, int], str | None] = lambda request, n: None) -> None:
         self.fault = fault
-        self.sent: list[ConverseRequest] = []
+        self.sent: list[PageRequest] = []
         self._lock = threading.Lock()
 
-    def send(self, request: ConverseRequest) -> ModelAnswer:
+    def send(self, request: PageRequest) -> ModelAnswer:
         with self._lock:
             self.sent.append(request)
             n = len(self.sent)
         fault = self.fault(request, n)
         if fault == "throttle":
             raise ModelCallError("ThrottlingException", "slow down", retryable=True)
-        body = {"system": [{"text": request.system}], **{k: v for k, v in request.converse_kwargs().items() if k in ("messages", "inferenceConfig")}}
-        return answer_from_converse(model.answer(body, fault=fault), served_by="on_demand")
+        return answer_from_messages(model.answer_messages(request.body(), fault=fault), served_by="on_demand")
 
 
 def chunk_pages(count: int, *, blank_every: int = 0, lines_per_page: int = 18) -> list[Page]:

@@ -15,8 +15,8 @@ def test_a_group_of_one_is_exactly_the_single_page_request_the_batch_lane_captur
 
 def test_a_multi_page_request_names_each_document_and_has_its_own_prompt_hash():
     request = build_pages_request(chunk_index=0, pages=[(7, b"A"), (8, b"B"), (9, b"C")], config=CONFIG)
-    blocks = request.converse_kwargs()["messages"][0]["content"]
-    assert [b["document"]["name"] for b in blocks[:-1]] == ["page-7", "page-8", "page-9"]
+    blocks = request.body()["messages"][0]["content"]
+    assert [b["title"] for b in blocks[:-1]] == ["page-7", "page-8", "page-9"]
     assert "<!-- Page N -->" in blocks[-1]["text"]
     assert request.page_numbers == (7, 8, 9)
     assert request.prompt_hash != build_page_request(chunk_index=0, page_number=7, pdf_bytes=b"A", config=CONFIG).prompt_hash

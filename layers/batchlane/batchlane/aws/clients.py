@@ -13,13 +13,17 @@ _lock = threading.Lock()
 _clients: dict[str, Any] = {}
 
 
-def client(service: str, *, max_attempts: int = 5) -> Any:
-    """A boto3 client with standard retries (exponential backoff with jitter on throttling)."""
-    key = f"{service}:{max_attempts}"
+def client(service: str, *, max_attempts: int = 5, read_timeout: float = 120) -> Any:
+    """A boto3 client with standard retries (exponential backoff with jitter on throttling).
+
+    ``read_timeout`` is per client in botocore, so a caller that needs several (the model
+    transport sizes it per request, converter.transports.ReadTimeoutPolicy) gets one client per value.
+    """
+    key = f"{service}:{max_attempts}:{read_timeout:g}"
     with _lock:
         if key not in _clients:
             session = boto3.session.Session(region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
-            config = Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=10, read_timeout=120, max_pool_connections=64)
+            config = Config(retries={"mode": "standard", "max_attempts": max_attempts}, connect_timeout=10, read_timeout=read_timeout, max_pool_connections=64)
             _clients[key] = session.client(service, config=config)  # type: ignore[call-overload]
         return _clients[key]
 

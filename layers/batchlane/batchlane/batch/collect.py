@@ -30,7 +30,7 @@ from batchlane.batch import rows
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import stop_batch_job
 from batchlane.converter import PrimedResult
-from batchlane.converter.transports import answer_from_converse
+from batchlane.converter.transports import answer_from_messages
 from batchlane.db import ledger
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
@@ -146,7 +146,7 @@ def tally_outputs(store: ObjectStore, output_keys: list[str], *, expected: dict[
                 if not isinstance(output, dict):
                     tally.counts["error_record"] += 1
                     continue
-                answer = answer_from_converse(output, served_by="batch")
+                answer = answer_from_messages(output, served_by="batch")
                 tally.billed = tally.billed + answer.usage
                 verdict = judge(answer.text, answer.stop_reason)
                 if not verdict.accepted:

@@ -1,5 +1,8 @@
 """Prepare: the REAL page converter, run with a capture transport, writes the batch records.
 
+Each record is ``{"recordId", "modelInput"}`` with modelInput the Anthropic Messages body the
+on-demand path sends to InvokeModel (the job is submitted as modelInvocationType InvokeModel).
+
 The page split is the chunk processor's (same ``conversion.source.chunk_pages``), so
 record ids ``c<chunk>-p<page>`` and prompt hashes are exactly what a primed chunk will
 look up later. Work fans out one child per chunk (``prepare_chunk``); ``finish_prepare``

@@ -72,7 +72,9 @@ def _create(svc: Services, job_id: str, name: str, model_id: str, input_uri: str
             roleArn=settings.batch_conversion_role_arn,
             clientRequestToken=client_request_token(job_id),
             modelId=model_id,
-            modelInvocationType="Converse",
+            # The Anthropic Messages body in every record: the form in which Claude sees the page
+            # (docs/architecture.md, "Claude sees the page").
+            modelInvocationType="InvokeModel",
             inputDataConfig={"s3InputDataConfig": {"s3Uri": input_uri, "s3InputFormat": "JSONL"}},
             outputDataConfig={"s3OutputDataConfig": {"s3Uri": output_uri}},
             timeoutDurationInHours=settings.batch_conversion_timeout_hours,

@@ -2,7 +2,7 @@
 
 * Pages of a primed job are served from their batch result when model + prompt hash
   match (one page per request, the request the batch lane captured); every other page
-  goes on-demand, several pages per Converse request, halved on bad answers
+  goes on-demand, several pages per model request, halved on bad answers
   (batchlane.ondemand, docs/ondemand.md).
 * Units of work (a group of pages, or a batch-served page's coverage re-ask) run on a
   bounded pool; results are keyed by page number, so completion order never matters.
@@ -43,7 +43,17 @@ from pg8000.exceptions import DatabaseError, InterfaceError
 from batchlane import keys
 from batchlane.aws.clients import client
 from batchlane.conversion.source import chunk_pages, span_of
-from batchlane.converter import ConverterConfig, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, Transport, build_page_request, page_result
+from batchlane.converter import (
+    ConverterConfig,
+    OnDemandTransport,
+    PageResult,
+    PrimedResult,
+    PrimedTransport,
+    ReadTimeoutPolicy,
+    Transport,
+    build_page_request,
+    page_result,
+)
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.db.connection import Transaction
@@ -58,6 +68,8 @@ from batchlane.runtime import Services
 MAX_CHUNK_ATTEMPTS = 3  # keep equal to the ProcessChunk Retry MaxAttempts + 1 in conversion.asl.json
 MAX_CHUNK_CONTINUATIONS = 20  # the ChunkContinue Retry's MaxAttempts there (a unit test holds both)
 HEARTBEAT_EVERY_S = 1.0
+# A model call's read timeout ends this long before the Lambda does: time to book what it cost.
+BOOKING_MARGIN_S = 15.0
 _CONNECTION_ERRORS = (InterfaceError, DatabaseError, OSError, StoreUnavailable)
 # The heartbeat's guard, read-only: is this chunk still processing under this worker?
 _STILL_OWNED = """SELECT count(*) AS owned FROM chunk_jobs
@@ -266,8 +278,15 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         return heartbeat.stopped()
 
     # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
+    # The read timeout is sized per request and never outlives the invocation (the Lambda ends
+    # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
+    ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
     transport = GovernedTransport(
-        OnDemandTransport(client("bedrock-runtime", max_attempts=0)),
+        OnDemandTransport(
+            client_for=lambda seconds: client("bedrock-runtime", max_attempts=0, read_timeout=seconds),
+            timeouts=ReadTimeoutPolicy.from_settings(settings),
+            ends_at=ends_at,
+        ),
         limiter_for(svc.db.params, settings),
         BackoffPolicy.from_settings(settings),
         aborted=halted,

@@ -1,8 +1,8 @@
-"""The page converter: Converse requests for one page (batch, primed) or several (on-demand), sent through a transport seam."""
+"""The page converter: Anthropic Messages requests (InvokeModel) for one page (batch, primed) or several (on-demand), sent through a transport seam."""
 
 from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION, MarkerProblem, build_pages_request, split_by_markers, strip_own_marker
 from batchlane.converter.page import PageResult, convert_page, page_result
-from batchlane.converter.request import ConverseRequest, ConverterConfig, build_page_request
+from batchlane.converter.request import ConverseRequest, ConverterConfig, PageRequest, build_page_request
 from batchlane.converter.transports import (
     CaptureTransport,
     ModelAnswer,
@@ -10,7 +10,9 @@ from batchlane.converter.transports import (
     OnDemandTransport,
     PrimedResult,
     PrimedTransport,
+    ReadTimeoutPolicy,
     Transport,
+    answer_from_messages,
 )
 
 __all__ = [
@@ -22,10 +24,13 @@ __all__ = [
     "ModelAnswer",
     "ModelCallError",
     "OnDemandTransport",
+    "PageRequest",
     "PageResult",
     "PrimedResult",
     "PrimedTransport",
+    "ReadTimeoutPolicy",
     "Transport",
+    "answer_from_messages",
     "build_page_request",
     "build_pages_request",
     "convert_page",

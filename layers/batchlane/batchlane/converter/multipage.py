@@ -1,4 +1,4 @@
-"""Several pages in one Converse request, and splitting the answer back by page markers.
+"""Several pages in one request, and splitting the answer back by page markers.
 
 Only on-demand pages are grouped. A group of one page is built by
 :func:`build_page_request`, byte-for-byte the request the batch lane captures, so its
@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from batchlane.converter.request import ConverseRequest, ConverterConfig, build_page_request
+from batchlane.converter.request import ConverterConfig, PageRequest, build_page_request
 from batchlane.domain.records import record_id
 
 MULTI_PAGE_INSTRUCTION = (
@@ -36,7 +36,7 @@ class MarkerProblem:
     reason: str  # missing | repeated | out_of_order | unexpected | preamble
 
 
-def build_pages_request(*, chunk_index: int, pages: Sequence[tuple[int, bytes]], config: ConverterConfig) -> ConverseRequest:
+def build_pages_request(*, chunk_index: int, pages: Sequence[tuple[int, bytes]], config: ConverterConfig) -> PageRequest:
     """One request for ``pages`` ((page number, one-page PDF) in page order)."""
     if not pages:
         raise ValueError("a request needs at least one page")
@@ -44,7 +44,7 @@ def build_pages_request(*, chunk_index: int, pages: Sequence[tuple[int, bytes]],
         number, data = pages[0]
         return build_page_request(chunk_index=chunk_index, page_number=number, pdf_bytes=data, config=config)
     numbers = tuple(number for number, _ in pages)
-    return ConverseRequest(
+    return PageRequest(
         record_id=f"{record_id(chunk_index, numbers[0])}-{numbers[-1]}",
         model_id=config.model_id,
         system=config.system,

@@ -71,7 +71,7 @@ def page_result(page_number: int, model_id: str, answer: ModelAnswer, prices: Pr
     verdict = judge(answer.text, answer.stop_reason)
     if verdict.accepted:
         return PageResult(page_number, "converted", answer.text, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
-    if answer.stop_reason == "max_tokens" and answer.text.strip():
+    if verdict.truncated and answer.text.strip():
         # Keep what the model wrote; the marker says the page is incomplete.
-        return PageResult(page_number, "truncated", answer.text, reason="max_tokens", served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+        return PageResult(page_number, "truncated", answer.text, reason=answer.stop_reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
     return PageResult(page_number, "failed", reason=verdict.reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)

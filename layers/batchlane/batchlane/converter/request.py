@@ -1,13 +1,20 @@
-"""Building the hi-fi single-pass Converse request for one page.
+"""Building the hi-fi single-pass request for one page: the Anthropic Messages body.
+
+Pages go to Bedrock as the Anthropic Messages body through InvokeModel, on-demand and in
+batch records (``modelInvocationType: InvokeModel``) alike: that is the form in which
+Claude sees the page as text AND image. A Converse ``document`` block without citations
+is text extraction only (Anthropic, "PDF support", Amazon Bedrock section; see
+docs/architecture.md "Claude sees the page").
 
 The same builder serves the on-demand call, the batch record (capture) and the primed
 lookup, so a batch answer can only be reused when the request it answered is the one
-the chunk processor would send now (same model + prompt hash).
+the chunk processor would send now (same model + prompt hash, which covers the format).
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +30,13 @@ SYSTEM_PROMPT = (
     "Describe figures in one short italic sentence. Output only the Markdown of the page, without commentary."
 )
 PAGE_INSTRUCTION = "Convert this PDF page to Markdown."
+ANTHROPIC_VERSION = "bedrock-2023-05-31"  # the value Bedrock requires in an Anthropic Messages body
+# Part of the prompt hash: a batch answer to a request of another shape (e.g. the former
+# Converse text-extraction form) is never reused for this one.
+REQUEST_FORMAT = "invoke-model/anthropic-messages/pdf-document/v1"
+# Anthropic, "PDF support": a page costs about 1,500-3,000 text tokens plus its image in
+# visual mode. The upper end is what a read timeout books for a call whose usage never came back.
+ESTIMATED_INPUT_TOKENS_PER_PAGE = 3000
 
 
 @dataclass(frozen=True)
@@ -44,48 +58,68 @@ class ConverterConfig:
 
 
 @dataclass(frozen=True)
-class ConverseRequest:
+class PageRequest:
+    """One model request for one or more pages; ``body()`` is the Anthropic Messages body."""
+
     record_id: str
     model_id: str
     system: str
     text: str
     max_tokens: int
     temperature: float
-    documents: tuple[tuple[str, bytes], ...]  # (document name, PDF bytes)
+    documents: tuple[tuple[str, bytes], ...]  # (document title "page-N", one-page PDF bytes)
     page_numbers: tuple[int, ...]
 
     @cached_property
     def prompt_hash(self) -> str:
-        return prompt_hash(model_id=self.model_id, system=self.system, text=self.text, max_tokens=self.max_tokens, temperature=self.temperature)
+        return prompt_hash(
+            model_id=self.model_id,
+            system=self.system,
+            text=self.text,
+            max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            request_format=REQUEST_FORMAT,
+        )
 
-    def _content(self, *, encode: bool) -> list[dict[str, Any]]:
-        blocks: list[dict[str, Any]] = [
-            {"document": {"format": "pdf", "name": name, "source": {"bytes": base64.b64encode(data).decode() if encode else data}}}
+    def body(self) -> dict[str, Any]:
+        """The Anthropic Messages body: documents (base64 PDF) first, then the instruction."""
+        content: list[dict[str, Any]] = [
+            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(data).decode()}, "title": name}
             for name, data in self.documents
         ]
-        blocks.append({"text": self.text})
-        return blocks
+        content.append({"type": "text", "text": self.text})
+        return {
+            "anthropic_version": ANTHROPIC_VERSION,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "system": self.system,
+            "messages": [{"role": "user", "content": content}],
+        }
 
-    def converse_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments for ``bedrock-runtime`` ``converse`` (bytes stay bytes)."""
+    def invoke_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for ``bedrock-runtime`` ``invoke_model``."""
         return {
             "modelId": self.model_id,
-            "system": [{"text": self.system}],
-            "messages": [{"role": "user", "content": self._content(encode=False)}],
-            "inferenceConfig": {"maxTokens": self.max_tokens, "temperature": self.temperature},
+            "body": json.dumps(self.body(), separators=(",", ":")).encode(),
+            "contentType": "application/json",
+            "accept": "application/json",
         }
 
     def model_input(self) -> dict[str, Any]:
-        """The Converse body for a batch JSONL record (modelInvocationType Converse): bytes as base64."""
-        return {
-            "system": [{"text": self.system}],
-            "messages": [{"role": "user", "content": self._content(encode=True)}],
-            "inferenceConfig": {"maxTokens": self.max_tokens, "temperature": self.temperature},
-        }
+        """The modelInput of a batch JSONL record (modelInvocationType InvokeModel): the same body."""
+        return self.body()
+
+    def estimated_input_tokens(self) -> int:
+        """An upper estimate of the input tokens, for booking a call whose usage never came back."""
+        return ESTIMATED_INPUT_TOKENS_PER_PAGE * len(self.documents) + (len(self.system) + len(self.text)) // 4
 
 
-def build_page_request(*, chunk_index: int, page_number: int, pdf_bytes: bytes, config: ConverterConfig) -> ConverseRequest:
-    return ConverseRequest(
+# The former name, kept so code written against it keeps working; the request is no longer Converse.
+ConverseRequest = PageRequest
+
+
+def build_page_request(*, chunk_index: int, page_number: int, pdf_bytes: bytes, config: ConverterConfig) -> PageRequest:
+    return PageRequest(
         record_id=record_id(chunk_index, page_number),
         model_id=config.model_id,
         system=config.system,

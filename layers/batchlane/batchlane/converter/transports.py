@@ -1,24 +1,32 @@
-"""Transports: where a page's Converse request goes.
+"""Transports: where a page's request goes.
 
-* :class:`OnDemandTransport` calls ``bedrock-runtime`` Converse through boto3.
+* :class:`OnDemandTransport` calls ``bedrock-runtime`` InvokeModel (Anthropic Messages body)
+  through boto3, with a read timeout sized for the request (:class:`ReadTimeoutPolicy`).
 * :class:`CaptureTransport` records the request instead (the batch lane's prepare step
   runs the real converter with it, so batch records are exactly the on-demand requests).
 * :class:`PrimedTransport` answers from stored batch results when model + prompt hash
   match, and hands everything else to its fallback (on-demand).
+
+:func:`answer_from_messages` reads an InvokeModel response body; batch collect reads each
+record's ``modelOutput`` with it too, so both lanes parse answers the same way.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
-from batchlane.converter.request import ConverseRequest
+from batchlane.converter.request import PageRequest
 from batchlane.domain.cost import Usage
 
+INVOCATION_ENDING = "InvocationEnding"  # not sent: too little time left to wait for an answer
 RETRYABLE_CODES = frozenset(
     {"ThrottlingException", "ServiceUnavailableException", "ModelNotReadyException", "ModelTimeoutException", "InternalServerException"}
 )
@@ -33,20 +41,44 @@ class ModelAnswer:
 
 
 class ModelCallError(Exception):
-    """A model call that did not produce an answer. ``retryable`` when trying later may help."""
+    """A model call that did not produce an answer. ``retryable`` when trying later may help.
 
-    def __init__(self, code: str, message: str, *, retryable: bool) -> None:
+    ``possibly_billed`` is set when the request reached the model and may still be running
+    (a read timeout): Bedrock bills it, so the caller books this estimate before anything
+    sends the request again.
+    """
+
+    def __init__(self, code: str, message: str, *, retryable: bool, possibly_billed: Usage | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.retryable = retryable
+        self.possibly_billed = possibly_billed
 
 
 class Transport(Protocol):
-    def send(self, request: ConverseRequest) -> ModelAnswer: ...
+    def send(self, request: PageRequest) -> ModelAnswer: ...
 
 
-def answer_from_converse(response: Mapping[str, Any], *, served_by: str) -> ModelAnswer:
-    """Parse a Converse response body (on-demand, or a batch record's modelOutput)."""
+def answer_from_messages(body: Mapping[str, Any], *, served_by: str) -> ModelAnswer:
+    """Parse an Anthropic Messages response (InvokeModel body, or a batch record's modelOutput).
+
+    A Converse-shaped body (a batch job submitted as Converse before the switch) is read too,
+    so its tokens are still billed right; its answers never match a primed lookup (prompt hash).
+    """
+    if "output" in body or "stopReason" in body:
+        return _answer_from_converse(body, served_by=served_by)
+    content = body.get("content") or []
+    text = "".join(str(block.get("text", "")) for block in content if isinstance(block, dict) and block.get("type") == "text")
+    usage = body.get("usage") or {}
+    return ModelAnswer(
+        text=text,
+        stop_reason=str(body.get("stop_reason") or ""),
+        usage=Usage(int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))),
+        served_by=served_by,
+    )
+
+
+def _answer_from_converse(response: Mapping[str, Any], *, served_by: str) -> ModelAnswer:
     content = response.get("output", {}).get("message", {}).get("content", []) or []
     text = "".join(block.get("text", "") for block in content if isinstance(block, dict))
     usage = response.get("usage", {}) or {}
@@ -58,30 +90,94 @@ def answer_from_converse(response: Mapping[str, Any], *, served_by: str) -> Mode
     )
 
 
+@dataclass(frozen=True)
+class ReadTimeoutPolicy:
+    """How long to wait for a non-streaming answer.
+
+    Long enough for ``max_tokens`` at the slow end of generation speed (plus the time to the
+    first token), capped at AWS's guidance for large outputs (re:Post
+    "bedrock-large-model-read-timeouts": up to 3,600 s), and never past the end of the
+    invocation, so a call cannot outlive the Lambda that must book it.
+    """
+
+    first_byte_s: float = 60.0
+    min_tokens_per_s: float = 20.0
+    max_s: float = 3600.0
+    min_s: float = 1.0  # below this there is no point sending: the invocation is ending
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ReadTimeoutPolicy:
+        return cls(
+            first_byte_s=float(settings.batchlane_read_timeout_first_byte_s),
+            min_tokens_per_s=float(settings.batchlane_read_timeout_min_tokens_per_s),
+            max_s=float(settings.batchlane_read_timeout_max_s),
+        )
+
+    def for_request(self, max_tokens: int, remaining_s: float | None = None) -> float | None:
+        """Seconds to wait, or None when the invocation ends too soon to send at all.
+
+        Rounded down (whole seconds, 15 s steps past a minute) so few clients are made.
+        """
+        wanted = min(self.max_s, self.first_byte_s + max_tokens / self.min_tokens_per_s)
+        if remaining_s is not None:
+            wanted = min(wanted, remaining_s)
+        if wanted < self.min_s:
+            return None
+        return float(15 * math.floor(wanted / 15) if wanted >= 60 else math.floor(wanted))
+
+
 class OnDemandTransport:
-    """Converse through a boto3 ``bedrock-runtime`` client (its retry config absorbs throttling)."""
+    """InvokeModel through boto3 ``bedrock-runtime`` clients, one per read timeout.
 
-    def __init__(self, client: Any) -> None:
-        self._client = client
+    ``client_for(seconds)`` gives a client with that read timeout (aws.clients caches them);
+    ``ends_at`` (``clock()`` time) is when the invocation must be done waiting.
+    """
 
-    def send(self, request: ConverseRequest) -> ModelAnswer:
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        client_for: Callable[[float], Any] | None = None,
+        timeouts: ReadTimeoutPolicy | None = None,
+        ends_at: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if (client is None) == (client_for is None):
+            raise ValueError("give either a client or client_for")
+        self._client_for = client_for or (lambda seconds: client)
+        self._timeouts = timeouts or ReadTimeoutPolicy()
+        self._ends_at = ends_at
+        self._clock = clock
+
+    def send(self, request: PageRequest) -> ModelAnswer:
+        remaining = None if self._ends_at is None else self._ends_at - self._clock()
+        timeout = self._timeouts.for_request(request.max_tokens, remaining)
+        if timeout is None:
+            raise ModelCallError(INVOCATION_ENDING, "too little time left in this invocation to wait for an answer", retryable=True)
         try:
-            response = self._client.converse(**request.converse_kwargs())
+            response = self._client_for(timeout).invoke_model(**request.invoke_kwargs())
+            body = json.loads(response["body"].read())
+        except ReadTimeoutError as exc:
+            # The request reached Bedrock and may still be generating: it is billed whatever we do.
+            estimate = Usage(request.estimated_input_tokens(), request.max_tokens)
+            raise ModelCallError("ReadTimeout", f"no answer within {timeout:g} s", retryable=True, possibly_billed=estimate) from exc
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "ClientError")
             raise ModelCallError(code, exc.response.get("Error", {}).get("Message", str(exc)), retryable=code in RETRYABLE_CODES) from exc
         except BotoCoreError as exc:
             raise ModelCallError(type(exc).__name__, str(exc), retryable=True) from exc
-        return answer_from_converse(response, served_by="on_demand")
+        except ValueError as exc:
+            raise ModelCallError("MalformedResponse", f"the answer is not JSON: {exc}", retryable=True) from exc
+        return answer_from_messages(body, served_by="on_demand")
 
 
 @dataclass
 class CaptureTransport:
     """Records requests; answers nothing (stop reason ``captured``)."""
 
-    requests: list[ConverseRequest] = field(default_factory=list)
+    requests: list[PageRequest] = field(default_factory=list)
 
-    def send(self, request: ConverseRequest) -> ModelAnswer:
+    def send(self, request: PageRequest) -> ModelAnswer:
         self.requests.append(request)
         return ModelAnswer(text="", stop_reason="captured", usage=Usage(), served_by="capture")
 
@@ -136,7 +232,7 @@ class PrimedTransport:
         self.served = 0
         self.mismatched = 0
 
-    def lookup(self, request: ConverseRequest) -> ModelAnswer | None:
+    def lookup(self, request: PageRequest) -> ModelAnswer | None:
         """The batch answer for ``request`` when model and prompt hash match; None otherwise (no fallback)."""
         primed = self._results.get(request.record_id)
         if primed is not None and primed.model_id == request.model_id and primed.prompt_hash == request.prompt_hash:
@@ -148,5 +244,5 @@ class PrimedTransport:
                 self.mismatched += 1
         return None
 
-    def send(self, request: ConverseRequest) -> ModelAnswer:
+    def send(self, request: PageRequest) -> ModelAnswer:
         return self.lookup(request) or self._fallback.send(request)

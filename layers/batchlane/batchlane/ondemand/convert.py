@@ -8,7 +8,8 @@
 * A page whose section came back empty is asked alone (same rule as a single page).
 * A converted page whose answer covers too little of its text layer is re-asked once.
 * Every answer that returned tokens is priced into the :class:`Spend` meter, kept or
-  discarded: that is what the chunk books.
+  discarded: that is what the chunk books. A call that timed out is booked too, at an
+  upper estimate (its pages, max_tokens): Bedrock bills it though no answer came back.
 * Throttling past the budget fails the group's pages as retryable (the chunk retries
   them later); halving would not help against a quota.
 """
@@ -89,7 +90,15 @@ class GroupConverter:
             request = build_reask_request(
                 chunk_index=self._chunk_index, page_number=page.number, pdf_bytes=page.page.pdf_bytes, config=self._config, first_answer=reask_of
             )
-        answer = self._transport.send(request)
+        try:
+            answer = self._transport.send(request)
+        except ModelCallError as exc:
+            if exc.possibly_billed is not None:
+                # Bedrock bills a call that timed out on our side: book it (an upper estimate)
+                # before anyone sends the request again.
+                self.spend.add(exc.possibly_billed, self._prices.cost(self._config.model_id, exc.possibly_billed))
+                self.spend.count("readTimeouts")
+            raise
         if answer.served_by == "on_demand":
             self.spend.add(answer.usage, self._prices.cost(self._config.model_id, answer.usage))
         return answer
@@ -132,7 +141,7 @@ class GroupConverter:
         result = page_result(page.number, self._config.model_id, ModelAnswer(text, answer.stop_reason, answer.usage, answer.served_by), self._prices)
         if result.status == "truncated":
             self.spend.count("pagesTruncated")
-            logger.warning("page truncated at max_tokens; kept and marked", page=page.number, max_tokens=self._config.max_tokens)
+            logger.warning("page truncated; kept and marked", page=page.number, stop_reason=result.reason, max_tokens=self._config.max_tokens)
         return self._check_coverage(page, result)
 
     def check_coverage(self, page: PlannedPage, result: PageResult) -> PageResult:

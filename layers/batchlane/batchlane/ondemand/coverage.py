@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pypdf import PdfReader
 
-from batchlane.converter.request import ConverseRequest, ConverterConfig
+from batchlane.converter.request import ConverterConfig, PageRequest
 from batchlane.domain.records import record_id
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -69,8 +69,9 @@ class CoverageRule:
         return value is not None and value < self.threshold
 
 
-def build_reask_request(*, chunk_index: int, page_number: int, pdf_bytes: bytes, config: ConverterConfig, first_answer: str) -> ConverseRequest:
-    return ConverseRequest(
+def build_reask_request(*, chunk_index: int, page_number: int, pdf_bytes: bytes, config: ConverterConfig, first_answer: str) -> PageRequest:
+    """The re-ask: the same Messages body as the page request (one builder), with the first answer in its instruction."""
+    return PageRequest(
         record_id=f"{record_id(chunk_index, page_number)}-reask",
         model_id=config.model_id,
         system=config.system,

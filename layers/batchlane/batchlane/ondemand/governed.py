@@ -1,4 +1,4 @@
-"""GovernedTransport: every on-demand Converse request under the global limit, with backoff.
+"""GovernedTransport: every on-demand model request under the global limit, with backoff.
 
 One request = one slot (lease) held from its first attempt to its answer. A throttled
 attempt backs off with exponential delay and full jitter (tenacity's
@@ -18,6 +18,11 @@ heartbeat does not.
 
 botocore's own retries are off for this client (retries max_attempts 0): two retry loops would
 hide throttles from the limiter and double the waits.
+
+A read timeout is never retried here: the request may still be running on Bedrock and is
+billed, so the error (carrying ``possibly_billed``) goes up to the converter, which books it;
+the page is then retried later by the chunk, like a throttled one (docs/architecture.md,
+"A slow answer is paid once").
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
 
-from batchlane.converter.request import ConverseRequest
-from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
+from batchlane.converter.request import PageRequest
+from batchlane.converter.transports import INVOCATION_ENDING, ModelAnswer, ModelCallError, Transport
 from batchlane.observability import logger
 from batchlane.ondemand.limiter import Aborted, LeaseWaitTimeout, Limiter
 
@@ -54,7 +59,9 @@ class BackoffPolicy:
 
 
 def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, ModelCallError) and exc.retryable
+    """Retry in place what was refused (throttling, unavailable); never what may have run (a read
+    timeout), nor a request the ending invocation has no time left to wait for (the chunk retries those)."""
+    return isinstance(exc, ModelCallError) and exc.retryable and exc.possibly_billed is None and exc.code != INVOCATION_ENDING
 
 
 class GovernedTransport:
@@ -85,7 +92,7 @@ class GovernedTransport:
         with self._lock:
             setattr(self, name, getattr(self, name) + 1)
 
-    def send(self, request: ConverseRequest) -> ModelAnswer:
+    def send(self, request: PageRequest) -> ModelAnswer:
         if self._waiting():
             raise Aborted("chunk no longer processing")
         try:
@@ -95,7 +102,7 @@ class GovernedTransport:
             self._count("exhausted")
             raise ModelCallError("LeaseWaitTimeout", str(exc), retryable=True) from exc
 
-    def _attempts(self, request: ConverseRequest, lease: Any) -> ModelAnswer:
+    def _attempts(self, request: PageRequest, lease: Any) -> ModelAnswer:
         policy = self._policy
 
         def before_sleep(state: RetryCallState) -> None:
@@ -128,11 +135,13 @@ class GovernedTransport:
                     try:
                         return self._inner.send(request)
                     except ModelCallError as exc:
-                        if exc.retryable:
+                        if _retryable(exc):
                             self._count("throttled")
                         raise
         except ModelCallError as exc:
-            if exc.retryable:
+            if exc.possibly_billed is not None:
+                logger.warning("on-demand request timed out; booked as billed, not re-sent now", code=exc.code, pages=list(request.page_numbers))
+            elif exc.retryable:
                 self._count("exhausted")
                 logger.warning(
                     "on-demand request gave up within its budget",

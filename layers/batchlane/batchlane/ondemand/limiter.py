@@ -44,7 +44,7 @@ class LimitSettings:
     concurrency: int  # 0 = no concurrency limit
     rpm: float  # 0 = no pacing
     burst: int = 0  # requests that may start ahead of the pace after an idle spell
-    lease_ttl_s: float = 300.0
+    lease_ttl_s: float = 600.0
     lease_wait_s: float = 300.0
 
     @classmethod

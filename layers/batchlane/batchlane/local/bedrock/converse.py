@@ -1,8 +1,12 @@
-"""bedrock-runtime Converse: request validation, throttling, latency, fault draws.
+"""bedrock-runtime Converse and InvokeModel: request validation, throttling, latency, fault draws.
 
 Validation follows what the real service rejects with ValidationException, so a
 request that passes here is one AWS would accept (for the shapes batchlane uses: text
-and PDF document blocks). The same validator checks every batch record's modelInput.
+and PDF document blocks). The same validators check every batch record's modelInput
+(Converse bodies here, Anthropic Messages bodies in :mod:`.invoke`).
+
+A Converse document without ``citations: {enabled: true}`` is read in text-extraction
+mode, with citations on in visual mode (see :mod:`.model`); InvokeModel is always visual.
 
 Throttling is a requests-per-minute quota over REAL time (a sliding 60 s window), not
 emulated time: it models the on-demand account quota that the converter's retry and
@@ -16,10 +20,10 @@ import json
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import limits, model
+from . import invoke, limits, model
 from .errors import ApiError, validation
 from .faults import Faults, answer_fault, draw
 
@@ -92,6 +96,9 @@ def _validate_document(document: Any, at: str) -> None:
     source = document.get("source")
     if not isinstance(source, Mapping) or not source.get("bytes"):
         raise validation(f"{at}.document.source.bytes: required (s3Location is not emulated)")
+    citations = document.get("citations")
+    if citations is not None and not (isinstance(citations, Mapping) and isinstance(citations.get("enabled"), bool)):
+        raise validation(f'{at}.document.citations: must be {{"enabled": true|false}}')
 
 
 def _validate_inference_config(config: Any) -> None:
@@ -139,7 +146,12 @@ class RequestsPerMinute:
 
 
 class ConverseRuntime:
-    """Serves POST /model/{modelId}/converse."""
+    """Serves POST /model/{modelId}/converse and POST /model/{modelId}/invoke.
+
+    The ``converse_*`` counters count every runtime call, Converse and InvokeModel alike
+    (names kept for the benchmarks' history); ``invoke_requests`` counts InvokeModel alone.
+    Both operations share the quota, the faults and the latency (``converse_latency_ms``).
+    """
 
     def __init__(self, faults: Faults, stats: Counter[str], stats_lock: threading.Lock, shutdown: threading.Event) -> None:
         self._faults = faults
@@ -154,6 +166,24 @@ class ConverseRuntime:
             self._stats[key] += 1
 
     def converse(self, model_id: str, body: Any) -> dict[str, Any]:
+        response = self._serve(model_id, body, model_answer)
+        response["metrics"]["latencyMs"] = response.pop("_latency_ms")
+        return response
+
+    def invoke(self, model_id: str, raw: bytes) -> dict[str, Any]:
+        """InvokeModel: the raw body must be an Anthropic Messages body (size checked before parsing)."""
+        self._count("invoke_requests")
+        try:
+            body = invoke.parse_body(raw)
+        except ApiError:
+            self._count("converse_requests")
+            self._count("converse_invalid")
+            raise
+        response = self._serve(model_id, body, invoke.model_answer)
+        response.pop("_latency_ms")
+        return response
+
+    def _serve(self, model_id: str, body: Any, answer: Callable[[Any, str, Faults], dict[str, Any]]) -> dict[str, Any]:
         started = time.monotonic()
         self._count("converse_requests")
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
@@ -169,12 +199,14 @@ class ConverseRuntime:
         if self._faults.converse_latency_ms:
             self._shutdown.wait(self._faults.converse_latency_ms / 1000)
         try:
-            response = model_answer(body, seed, self._faults)
+            response = answer(body, seed, self._faults)
         except ApiError:
             self._count("converse_invalid")
             raise
         if self._faults.output_ms_per_token:
-            self._shutdown.wait(response["usage"]["outputTokens"] * self._faults.output_ms_per_token / 1000)
-        response["metrics"]["latencyMs"] = int((time.monotonic() - started) * 1000)
+            usage = response["usage"]
+            output_tokens = usage.get("outputTokens", usage.get("output_tokens", 0))
+            self._shutdown.wait(output_tokens * self._faults.output_ms_per_token / 1000)
+        response["_latency_ms"] = int((time.monotonic() - started) * 1000)
         self._count("converse_ok")
         return response

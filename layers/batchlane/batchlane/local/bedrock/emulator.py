@@ -12,10 +12,12 @@ rest-json with disjoint paths, which is why one port can serve both:
     GET  /foundation-models/{id} | /foundation-model-availability/{id} | /inference-profiles/{id}
     POST / with X-Amz-Target ServiceQuotasV20190624.*  Service Quotas (AWS JSON 1.1), see service_quotas.py
     POST /model/{modelId}/converse                  bedrock-runtime Converse
+    POST /model/{modelId}/invoke                    bedrock-runtime InvokeModel (Anthropic Messages body)
 
-Batch jobs are meant for ``modelInvocationType=Converse`` (what batchlane submits): an
-InvokeModel job is accepted and runs, but each of its records is answered with an
-error line, since the emulated model speaks the Converse shape only.
+Batch jobs of both ``modelInvocationType`` values are answered: InvokeModel records (what
+batchlane submits) with an Anthropic Messages response as modelOutput, Converse records
+with a Converse response. InvokeModel sees pages in visual mode, Converse without
+citations in text-extraction mode (see :mod:`.model`).
 
 Requests are not signature-checked (any credentials do). S3 is not ours: job threads
 read input and write output through ``s3_client_factory()``, typically a boto3 client
@@ -54,6 +56,7 @@ log = logging.getLogger(__name__)
 _CATALOG_PATH = re.compile(r"^/(?P<kind>foundation-models|foundation-model-availability|inference-profiles)/(?P<id>.+)$")
 _JOB_PATH = re.compile(r"^/model-invocation-job/(?P<id>.+?)(?P<stop>/stop)?$")
 _CONVERSE_PATH = re.compile(r"^/model/(?P<model>.+)/converse$")
+_INVOKE_PATH = re.compile(r"^/model/(?P<model>.+)/invoke$")
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -183,6 +186,8 @@ class BedrockEmulator:
             return self._catalog(match["kind"], unquote(match["id"]))
         if method == "POST" and (match := _CONVERSE_PATH.match(path)):
             return self.runtime.converse(match["model"], _json(request))
+        if method == "POST" and (match := _INVOKE_PATH.match(path)):
+            return self.runtime.invoke(match["model"], request.get_data())
         if path == "/model-invocation-job" and method == "POST":
             return self.control.create(_json(request))
         if path == "/model-invocation-jobs" and method == "GET":

@@ -20,9 +20,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import limits
+from . import converse, invoke, limits
 from .clock import EmulatedClock
-from .converse import model_answer
 from .errors import ApiError, validation
 from .faults import Faults, draw
 from .job import STOPPABLE, TERMINAL, Job
@@ -184,23 +183,22 @@ class JobLifecycle:
         line: dict[str, Any] = {"recordId": record_id, "modelInput": body}
         error = None
         forced = self._faults.job_outcome == "partially_completed" and index == 0
-        if self.job.invocation_type != "Converse":
-            error = "The offline emulator answers modelInvocationType Converse only."
-        elif forced or draw(record_id, "record_error") < self._faults.record_error_rate:
+        answer = invoke.model_answer if self.job.invocation_type == "InvokeModel" else converse.model_answer
+        if forced or draw(record_id, "record_error") < self._faults.record_error_rate:
             error = "ModelErrorException: emulated record error (fault record_error_rate / job_outcome)."
         else:
             try:
                 limits.enforce(body)  # an oversized record is that record's error, whatever its body shape
-                line["modelOutput"] = model_answer(body, record_id, self._faults)
+                line["modelOutput"] = answer(body, record_id, self._faults)
             except ApiError as exc:
                 error = exc.message
         with self.job.lock:
             self.job.processed += 1
             if error is None:
-                usage = line["modelOutput"]["usage"]
+                usage = line["modelOutput"]["usage"]  # Converse or Anthropic Messages names
                 self.job.success += 1
-                self.job.input_tokens += usage["inputTokens"]
-                self.job.output_tokens += usage["outputTokens"]
+                self.job.input_tokens += usage.get("inputTokens", usage.get("input_tokens", 0))
+                self.job.output_tokens += usage.get("outputTokens", usage.get("output_tokens", 0))
             else:
                 self.job.errors += 1
                 line["error"] = {"errorCode": 400, "errorMessage": error}

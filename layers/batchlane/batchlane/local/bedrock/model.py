@@ -1,51 +1,89 @@
-"""The emulated page "model": NOT a model, it reads the page's own PDF text layer.
+"""The emulated page "model": NOT a model, it reads the page's own PDF.
 
 Offline there is no Claude, yet the pipeline needs answers that depend on the page,
 are deterministic (reruns match, tests can assert on them) and can be told apart from
 a real model's wherever they show. So the answer is the Markdown of the text layer of
-each PDF document in the request: extracted with pypdf, lines grouped into
-paragraphs. A page without a text layer (a scan) answers "", which callers must treat
-as unusable, exactly as they would an empty answer from the real model.
+each PDF document in the request: extracted with pypdf, lines grouped into paragraphs.
+
+Two modes, as Bedrock documents them (Anthropic, "PDF support", Amazon Bedrock section):
+
+* **text extraction** (a Converse ``document`` block without citations): only the text
+  layer is seen. A page without one (a scan, a figure) answers "", which callers must
+  treat as unusable, exactly as they would an empty answer from the real model.
+* **visual** (an Anthropic Messages ``document`` block through InvokeModel, or Converse
+  with ``citations: {enabled: true}``): the page is also seen as an image, so the emulated
+  model also describes every image drawn on it, one deterministic line each, after the
+  text: ``*[Figure: 640×480 grayscale image at (50, 100)]*`` (pixel size, colour space,
+  position of its lower-left corner in PDF points). An image-only page converts.
 
 With several documents in one request, each document's text is preceded by
-``<!-- Page N -->``, N taken from the document name (``page-12`` gives 12) or, failing
-that, its 1-based position.
+``<!-- Page N -->``, N taken from the document name or title (``page-12`` gives 12) or,
+failing that, its 1-based position.
 
 Token accounting (documented so cost tests can predict it):
-  * inputTokens = 1500 per document + (characters of system and text blocks) // 4
-  * outputTokens = ceil(characters of the answer / 4)
-  * when outputTokens would exceed ``inferenceConfig.maxTokens`` (default 4096) the
-    answer is cut to maxTokens * 4 characters and stopReason is ``max_tokens``.
+  * input tokens = 1500 per document (+ 1600 per document in visual mode, the page image)
+    + (characters of system and text blocks) // 4
+  * output tokens = ceil(characters of the answer / 4)
+  * when output tokens would exceed the request's max tokens (Converse default 4096) the
+    answer is cut to max_tokens * 4 characters and the stop reason is ``max_tokens``.
 
-The same :func:`answer` serves batch records and Converse calls, so a batch-served page
-and an on-demand-served page of the same request are byte-identical.
+The same functions serve batch records and runtime calls, so a batch-served page and an
+on-demand-served page of the same request are byte-identical.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import io
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
-EMULATED_MODEL_LABEL = "batchlane offline emulator (text layer, not a model)"
+EMULATED_MODEL_LABEL = "batchlane offline emulator (text layer + image list, not a model)"
 
 TOKENS_PER_DOCUMENT = 1500
+VISUAL_TOKENS_PER_DOCUMENT = 1600  # the page image (Anthropic: visual mode costs text + image tokens)
 CHARS_PER_TOKEN = 4
 DEFAULT_MAX_TOKENS = 4096
 GUARDRAIL_TEXT = "Sorry, the model cannot answer this request."
 
 _PAGE_NUMBER = re.compile(r"(\d+)\s*$")
+_COLOUR_SPACES = {
+    "/DeviceGray": "grayscale",
+    "/CalGray": "grayscale",
+    "/DeviceRGB": "RGB",
+    "/CalRGB": "RGB",
+    "/DeviceCMYK": "CMYK",
+    "/G": "grayscale",
+    "/RGB": "RGB",
+    "/CMYK": "CMYK",
+}
 
 
 class ModelInputError(ValueError):
     """The request is well formed but the model cannot read it (e.g. a broken PDF)."""
+
+
+@dataclass(frozen=True)
+class Document:
+    name: str | None
+    data: bytes
+    visual: bool  # seen as text + image (True) or as its text layer only
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    stop_reason: str  # Converse vocabulary; the Messages shape maps it
+    input_tokens: int
+    output_tokens: int
 
 
 def answer(request: Mapping[str, Any], *, fault: str | None = None) -> dict[str, Any]:
@@ -58,11 +96,47 @@ def answer(request: Mapping[str, Any], *, fault: str | None = None) -> dict[str,
     documents come back swapped); the caller draws it (see faults.answer_fault) so this
     function stays pure.
     """
-    documents, prompt_chars = _read_request(request)
-    text = _compose(documents, fault if fault and fault.startswith("markers_") else None)
-    input_tokens = TOKENS_PER_DOCUMENT * len(documents) + prompt_chars // CHARS_PER_TOKEN
+    documents, prompt_chars = _read_converse(request)
     max_tokens = int((request.get("inferenceConfig") or {}).get("maxTokens") or DEFAULT_MAX_TOKENS)
+    reply = _reply(documents, prompt_chars, max_tokens, fault)
+    cited = any(d.visual for d in documents)
+    block: dict[str, Any] = {"citationsContent": {"content": [{"text": reply.text}], "citations": []}} if cited else {"text": reply.text}
+    return {
+        "output": {"message": {"role": "assistant", "content": [block]}},
+        "stopReason": reply.stop_reason,
+        "usage": {
+            "inputTokens": reply.input_tokens,
+            "outputTokens": reply.output_tokens,
+            "totalTokens": reply.input_tokens + reply.output_tokens,
+        },
+        "metrics": {"latencyMs": 0},
+    }
 
+
+# Converse stop reasons as the Messages API says them (it has no filter/guardrail reasons:
+# a declined answer is "refusal").
+_MESSAGES_STOP_REASON = {"content_filtered": "refusal", "guardrail_intervened": "refusal"}
+
+
+def answer_messages(request: Mapping[str, Any], *, fault: str | None = None) -> dict[str, Any]:
+    """An Anthropic Messages response body (InvokeModel, or a batch InvokeModel record's modelOutput)."""
+    documents, prompt_chars = _read_messages(request)
+    reply = _reply(documents, prompt_chars, int(request["max_tokens"]), fault)
+    return {
+        "id": "msg_emulated_" + hashlib.sha256(f"{reply.input_tokens}:{reply.text}".encode()).hexdigest()[:24],
+        "type": "message",
+        "role": "assistant",
+        "model": EMULATED_MODEL_LABEL,
+        "content": [{"type": "text", "text": reply.text}],
+        "stop_reason": _MESSAGES_STOP_REASON.get(reply.stop_reason, reply.stop_reason),
+        "stop_sequence": None,
+        "usage": {"input_tokens": reply.input_tokens, "output_tokens": reply.output_tokens},
+    }
+
+
+def _reply(documents: list[Document], prompt_chars: int, max_tokens: int, fault: str | None) -> Reply:
+    text = _compose(documents, fault if fault and fault.startswith("markers_") else None)
+    input_tokens = sum(TOKENS_PER_DOCUMENT + (VISUAL_TOKENS_PER_DOCUMENT if d.visual else 0) for d in documents) + prompt_chars // CHARS_PER_TOKEN
     stop_reason = "end_turn"
     if fault == "content_filter":
         text, stop_reason = "", "content_filtered"
@@ -74,41 +148,48 @@ def answer(request: Mapping[str, Any], *, fault: str | None = None) -> dict[str,
         text = text[: len(text) // 3]
     if _tokens(text) > max_tokens:
         text, stop_reason = text[: max_tokens * CHARS_PER_TOKEN], "max_tokens"
-
-    output_tokens = _tokens(text)
-    return {
-        "output": {"message": {"role": "assistant", "content": [{"text": text}]}},
-        "stopReason": stop_reason,
-        "usage": {
-            "inputTokens": input_tokens,
-            "outputTokens": output_tokens,
-            "totalTokens": input_tokens + output_tokens,
-        },
-        "metrics": {"latencyMs": 0},
-    }
+    return Reply(text, stop_reason, input_tokens, _tokens(text))
 
 
 def _tokens(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
 
 
-def _read_request(request: Mapping[str, Any]) -> tuple[list[tuple[str | None, bytes]], int]:
-    """The (name, pdf bytes) of every document, and the count of prompt characters."""
+def _read_converse(request: Mapping[str, Any]) -> tuple[list[Document], int]:
+    """The documents of a Converse body (visual when citations are on), and the count of prompt characters."""
     prompt_chars = sum(len(block.get("text") or "") for block in request.get("system") or [])
-    documents: list[tuple[str | None, bytes]] = []
+    documents: list[Document] = []
     for message in request.get("messages") or []:
         for block in message.get("content") or []:
             if "text" in block:
                 prompt_chars += len(block["text"] or "")
             elif "document" in block:
                 document = block["document"]
-                documents.append((document.get("name"), _document_bytes(document)))
+                visual = bool((document.get("citations") or {}).get("enabled"))
+                documents.append(Document(document.get("name"), _decode((document.get("source") or {}).get("bytes")), visual))
     return documents, prompt_chars
 
 
-def _document_bytes(document: Mapping[str, Any]) -> bytes:
+def _read_messages(request: Mapping[str, Any]) -> tuple[list[Document], int]:
+    """The documents of an Anthropic Messages body (always visual), and the count of prompt characters."""
+    system = request.get("system") or ""
+    prompt_chars = len(system) if isinstance(system, str) else sum(len(block.get("text") or "") for block in system)
+    documents: list[Document] = []
+    for message in request.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            prompt_chars += len(content)
+            continue
+        for block in content or []:
+            if block.get("type") == "text":
+                prompt_chars += len(block.get("text") or "")
+            elif block.get("type") == "document":
+                documents.append(Document(block.get("title"), _decode((block.get("source") or {}).get("data")), True))
+    return documents, prompt_chars
+
+
+def _decode(raw: Any) -> bytes:
     """Batch JSONL and botocore both send base64 text; in-process callers may pass bytes."""
-    raw = (document.get("source") or {}).get("bytes")
     if isinstance(raw, (bytes, bytearray)):
         return bytes(raw)
     try:
@@ -117,13 +198,13 @@ def _document_bytes(document: Mapping[str, Any]) -> bytes:
         raise ModelInputError("document source bytes are not valid base64") from exc
 
 
-def _compose(documents: list[tuple[str | None, bytes]], marker_fault: str | None = None) -> str:
+def _compose(documents: list[Document], marker_fault: str | None = None) -> str:
     if len(documents) == 1:
-        return page_markdown(documents[0][1])
+        return page_markdown(documents[0].data, visual=documents[0].visual)
     numbered = []
-    for position, (name, data) in enumerate(documents, start=1):
-        match = _PAGE_NUMBER.search(name or "")
-        numbered.append((int(match.group(1)) if match else position, page_markdown(data)))
+    for position, document in enumerate(documents, start=1):
+        match = _PAGE_NUMBER.search(document.name or "")
+        numbered.append((int(match.group(1)) if match else position, page_markdown(document.data, visual=document.visual)))
     if marker_fault == "markers_reorder":
         numbered[0], numbered[1] = numbered[1], numbered[0]
     parts = []
@@ -136,14 +217,63 @@ def _compose(documents: list[tuple[str | None, bytes]], marker_fault: str | None
     return "\n\n".join(p for p in parts if p)
 
 
-def page_markdown(pdf: bytes) -> str:
-    """Markdown from the text layer of every page of ``pdf``; "" when it has none."""
+def pdf_page_count(pdf: bytes) -> int:
     try:
-        reader = PdfReader(io.BytesIO(pdf))
-        texts = [page.extract_text() or "" for page in reader.pages]
+        return len(PdfReader(io.BytesIO(pdf)).pages)
     except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
         raise ModelInputError(f"the document could not be read as a PDF: {exc}") from exc
-    return "\n\n".join(p for p in (_paragraphs(text) for text in texts) if p)
+
+
+def page_markdown(pdf: bytes, *, visual: bool = False) -> str:
+    """Markdown from every page of ``pdf``: its text layer, plus a line per drawn image when ``visual``."""
+    try:
+        reader = PdfReader(io.BytesIO(pdf))
+        pages = [_read_page(page, visual) for page in reader.pages]
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+        raise ModelInputError(f"the document could not be read as a PDF: {exc}") from exc
+    return "\n\n".join(p for p in pages if p)
+
+
+def _read_page(page: Any, visual: bool) -> str:
+    if not visual:
+        return _paragraphs(page.extract_text() or "")
+    figures: list[str] = []
+    xobjects = (page.get("/Resources") or {}).get("/XObject") or {}
+
+    def visit(operator: bytes, operands: Any, cm: list[float], tm: list[float]) -> None:
+        if operator == b"Do" and operands:
+            xobject = xobjects.get(operands[0])
+            xobject = xobject.get_object() if xobject is not None else None
+            if xobject is not None and xobject.get("/Subtype") == "/Image":
+                figures.append(_figure(xobject.get("/Width"), xobject.get("/Height"), xobject.get("/ColorSpace"), cm))
+        elif operator == b"INLINE IMAGE" and isinstance(operands, dict):
+            settings = operands.get("settings") or {}
+            figures.append(
+                _figure(
+                    settings.get("/W", settings.get("/Width")),
+                    settings.get("/H", settings.get("/Height")),
+                    settings.get("/CS", settings.get("/ColorSpace")),
+                    cm,
+                )
+            )
+
+    text = _paragraphs(page.extract_text(visitor_operand_before=visit) or "")
+    return "\n\n".join(part for part in (text, *figures) if part)
+
+
+def _figure(width: Any, height: Any, colour_space: Any, cm: list[float]) -> str:
+    """One line per drawn image: pixel size, colour space, lower-left corner in points."""
+    space = colour_space.get_object() if hasattr(colour_space, "get_object") else colour_space
+    if isinstance(space, list) and space:  # [/ICCBased stream] or [/Indexed base ...]
+        first = str(space[0])
+        if first == "/ICCBased":
+            components = int(space[1].get_object().get("/N", 3))
+            name = {1: "grayscale", 3: "RGB", 4: "CMYK"}.get(components, "colour")
+        else:
+            name = "indexed" if first in ("/Indexed", "/I") else "colour"
+    else:
+        name = _COLOUR_SPACES.get(str(space), "colour")
+    return f"*[Figure: {int(width or 0)}×{int(height or 0)} {name} image at ({round(cm[4])}, {round(cm[5])})]*"
 
 
 def _paragraphs(text: str) -> str:

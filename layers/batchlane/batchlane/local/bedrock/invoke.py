@@ -1,0 +1,164 @@
+"""bedrock-runtime InvokeModel with the Anthropic Messages body: validation as Bedrock answers it.
+
+A body that passes here is one Bedrock would accept for an Anthropic model (for the shapes
+batchlane sends: text and base64 PDF document blocks). The same validator checks every
+record of a batch job submitted with ``modelInvocationType: InvokeModel``.
+
+Limits, with their sources (docs/offline.md, "InvokeModel and the two PDF modes"):
+* ``anthropic_version`` must be ``bedrock-2023-05-31`` and ``max_tokens`` is required
+  (Bedrock, "Anthropic Claude Messages API" request parameters).
+* at most 5 documents a request (Bedrock, "API restrictions": applies to InvokeModel and Converse).
+* at most 32 MB a request and 100 PDF pages a request (Anthropic, "PDF support"; Bedrock,
+  "API restrictions" points to the Anthropic Messages limits).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from . import limits, model
+from .errors import ApiError, validation
+from .faults import Faults, answer_fault
+
+ANTHROPIC_VERSION = "bedrock-2023-05-31"
+MAX_DOCUMENTS = 5
+MAX_REQUEST_BYTES = 32 * 1024 * 1024
+MAX_PDF_PAGES = 100
+_TOP_LEVEL_KEYS = frozenset(
+    {
+        "anthropic_version",
+        "anthropic_beta",
+        "max_tokens",
+        "messages",
+        "system",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "metadata",
+    }
+)
+_BLOCK_TYPES = ("text", "image", "document", "tool_use", "tool_result")
+
+
+def _malformed(detail: str) -> ApiError:
+    """Bedrock's wording for a body the model's schema rejects."""
+    return validation(f"Malformed input request: {detail}, please reformat your input and try again.")
+
+
+def parse_body(raw: bytes) -> dict[str, Any]:
+    if len(raw) > MAX_REQUEST_BYTES:
+        raise validation(f"Input is too long for requested model: the request is {len(raw)} bytes, over the {MAX_REQUEST_BYTES}-byte limit.")
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise _malformed("the body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise _malformed("#: expected type: JSONObject")
+    return body
+
+
+def validate_messages(body: Any) -> None:
+    """Raise ApiError(ValidationException) where Bedrock would for an Anthropic Messages body."""
+    if not isinstance(body, Mapping):
+        raise _malformed("#: expected type: JSONObject")
+    limits.enforce(body)  # request size (local/bedrock/limits.py)
+    for key in body:
+        if key not in _TOP_LEVEL_KEYS:
+            raise _malformed(f"#: extraneous key [{key}] is not permitted")
+    if "anthropic_version" not in body:
+        raise _malformed("#: required key [anthropic_version] not found")
+    if body["anthropic_version"] != ANTHROPIC_VERSION:
+        raise _malformed(f"#/anthropic_version: {body['anthropic_version']} is not a valid enum value")
+    max_tokens = body.get("max_tokens")
+    if max_tokens is None:
+        raise _malformed("#: required key [max_tokens] not found")
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+        raise _malformed("#/max_tokens: must be an integer >= 1")
+    for key, low, high in (("temperature", 0, 1), ("top_p", 0, 1)):
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high):
+            raise _malformed(f"#/{key}: must be between {low} and {high}")
+    system = body.get("system")
+    if system is not None and not isinstance(system, (str, list)):
+        raise _malformed("#/system: expected a string or a list of text blocks")
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _malformed("#: required key [messages] not found" if messages is None else "#/messages: expected minimum item count: 1")
+    expected, documents = "user", 0
+    for index, message in enumerate(messages):
+        where = f"#/messages/{index}"
+        if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
+            raise _malformed(f"{where}/role: must be 'user' or 'assistant'")
+        if message["role"] != expected:
+            raise validation('messages: roles must alternate between "user" and "assistant", starting with "user"')
+        expected = "assistant" if message["role"] == "user" else "user"
+        documents += _validate_content(message.get("content"), where, message["role"])
+    if documents > MAX_DOCUMENTS:
+        raise validation(f"A request can hold at most {MAX_DOCUMENTS} documents; it holds {documents}.")
+
+
+def _validate_content(content: Any, where: str, role: str) -> int:
+    if isinstance(content, str):
+        if not content.strip():
+            raise validation(f"{where}: text content blocks must be non-empty")
+        return 0
+    if not isinstance(content, list) or not content:
+        raise _malformed(f"{where}/content: expected a string or a non-empty list of content blocks")
+    documents = 0
+    for index, block in enumerate(content):
+        at = f"{where}/content/{index}"
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind not in _BLOCK_TYPES:
+            raise _malformed(f"{at}/type: must be one of {', '.join(_BLOCK_TYPES)}")
+        if kind == "text":
+            if not isinstance(block.get("text"), str) or not block["text"].strip():
+                raise validation(f"{at}: text content blocks must be non-empty")
+        elif kind == "document":
+            if role != "user":
+                raise validation(f"{at}: documents are allowed in user messages only")
+            _validate_document(block, at)
+            documents += 1
+        else:
+            raise validation(f"{at}: the emulated model accepts text and document blocks only, not {kind}")
+    return documents
+
+
+def _validate_document(block: Mapping[str, Any], at: str) -> None:
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        raise _malformed(f"{at}/source: required key [source] not found")
+    if source.get("type") != "base64":
+        raise validation(f"{at}/source/type: the emulator serves base64 documents only (text, content and url sources are not emulated)")
+    if source.get("media_type") != "application/pdf":
+        raise _malformed(f"{at}/source/media_type: must be application/pdf")
+    if not isinstance(source.get("data"), str) or not source["data"]:
+        raise _malformed(f"{at}/source/data: required, base64 text")
+    citations = block.get("citations")
+    if citations is not None and not (isinstance(citations, Mapping) and isinstance(citations.get("enabled"), bool)):
+        raise _malformed(f'{at}/citations: expected {{"enabled": true|false}}')
+
+
+def _check_pages(body: Mapping[str, Any]) -> None:
+    pages = 0
+    for message in body["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            if block.get("type") == "document":
+                pages += model.pdf_page_count(model._decode(block["source"]["data"]))
+    if pages > MAX_PDF_PAGES:
+        raise validation(f"A maximum of {MAX_PDF_PAGES} PDF pages may be provided; the request holds {pages}.")
+
+
+def model_answer(body: Mapping[str, Any], seed: str, faults: Faults) -> dict[str, Any]:
+    """Validate an Anthropic Messages body, draw the answer fault for ``seed``, and run the emulated model."""
+    validate_messages(body)
+    try:
+        _check_pages(body)
+        return model.answer_messages(body, fault=answer_fault(faults, seed))
+    except model.ModelInputError as exc:
+        raise validation(str(exc)) from exc
