@@ -100,3 +100,33 @@ def test_zero_page_pdf():
     with pytest.raises(InputError) as caught:
         open_pdf(out.getvalue(), max_pages=10)
     assert caught.value.error_id == "PDF_NO_PAGES"
+
+
+def _page_with_annotation(writer: PdfWriter, subtype: str, *, flags: int = 0, appearance: bool = True) -> None:
+    from pypdf.generic import ArrayObject, DictionaryObject, NumberObject, RectangleObject
+
+    page = writer.add_blank_page(612, 792)  # an empty content stream: nothing painted by the page itself
+    annotation = DictionaryObject({NameObject("/Type"): NameObject("/Annot"), NameObject("/Subtype"): NameObject(subtype)})
+    annotation[NameObject("/Rect")] = RectangleObject([72, 700, 300, 720])
+    annotation[NameObject("/F")] = NumberObject(flags)
+    if appearance:
+        stream = DecodedStreamObject()
+        stream.set_data(b"BT /Helv 12 Tf 2 4 Td (APPROVED) Tj ET")
+        annotation[NameObject("/AP")] = DictionaryObject({NameObject("/N"): writer._add_object(stream)})
+    page[NameObject("/Annots")] = ArrayObject([writer._add_object(annotation)])
+
+
+def test_a_page_showing_only_a_filled_field_or_stamp_is_not_blank():
+    """Scanned forms and stamped pages often paint nothing themselves: their annotations show the content."""
+    writer = PdfWriter()
+    _page_with_annotation(writer, "/Widget")  # a filled form field
+    _page_with_annotation(writer, "/Stamp")
+    _page_with_annotation(writer, "/Link")  # a link draws nothing
+    _page_with_annotation(writer, "/Widget", flags=0b10)  # hidden
+    _page_with_annotation(writer, "/FreeText", appearance=False)  # no appearance stream to draw
+    out = io.BytesIO()
+    writer.write(out)
+    document = open_pdf(out.getvalue(), max_pages=10)
+    pages = list(document.pages(document.chunks(10)[0]))
+    assert [p.blank for p in pages] == [False, False, True, True, True]
+    assert "/Annots" in PdfReader(io.BytesIO(pages[0].pdf_bytes)).pages[0], "the split page keeps its annotations"

@@ -102,6 +102,7 @@ class PdfDocument:
             buffer = io.BytesIO()
             writer.write(buffer)
             blank, text_chars = _read_contents(source)
+            blank = blank and not _has_visible_annotations(source)
             yield Page(number=number, chunk_index=span.index, pdf_bytes=buffer.getvalue(), blank=blank, text_chars=text_chars)
 
 
@@ -115,6 +116,26 @@ def _read_contents(page) -> tuple[bool, int]:  # type: ignore[no-untyped-def]
     stripped, literal_chars = _strip_strings(data)
     hex_chars = sum(len(_WHITESPACE.sub(b"", digits)) // 2 for digits in _HEX_STRING.findall(stripped))
     return _PAINTING_OPERATOR.search(stripped) is None, literal_chars + hex_chars
+
+
+# Annotations a viewer draws from their appearance stream (filled form fields, stamps,
+# free text); a link or a popup draws nothing on its own.
+_INVISIBLE_ANNOTATIONS = frozenset({"/Link", "/Popup"})
+_HIDDEN_FLAGS = 0b10 | 0b100000  # Hidden, NoView (PDF 32000-1, 12.5.3)
+
+
+def _has_visible_annotations(page) -> bool:  # type: ignore[no-untyped-def]
+    """A page whose content stream is empty can still show filled fields or a stamp: not blank."""
+    try:
+        for ref in page.get("/Annots") or []:
+            annotation = ref.get_object()
+            if annotation.get("/Subtype") in _INVISIBLE_ANNOTATIONS or int(annotation.get("/F", 0)) & _HIDDEN_FLAGS:
+                continue
+            if annotation.get("/AP") is not None:
+                return True
+    except Exception:  # an unreadable annotation is not proof of a blank page
+        return True
+    return False
 
 
 def _strip_strings(data: bytes) -> tuple[bytes, int]:
