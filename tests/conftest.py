@@ -68,6 +68,13 @@ def forget_everything(database_url: str) -> None:
     database.close()
 
 
+@pytest.fixture(scope="session")
+def stack_starter():  # type: ignore[no-untyped-def]
+    """:func:`start_stack` for fixtures wider than a test (importing ``conftest`` by name is ambiguous:
+    tests/unit/ondemand has a conftest of its own)."""
+    return start_stack
+
+
 @pytest.fixture
 def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
     """Start an offline stack with the faults a test needs; stopped after the test."""

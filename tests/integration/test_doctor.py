@@ -74,10 +74,8 @@ def test_an_unknown_model_fails_model_access_and_skips_the_live_calls(stack_fact
 
 
 @pytest.fixture(scope="module")
-def live_checks(tmp_path_factory, migrated_url):  # type: ignore[no-untyped-def]
-    from conftest import start_stack
-
-    stack = start_stack(migrated_url, faults="time_scale=36000", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "5"}, schedules=False)
+def live_checks(tmp_path_factory, migrated_url, stack_starter):  # type: ignore[no-untyped-def]
+    stack = stack_starter(migrated_url, faults="time_scale=36000", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "5"}, schedules=False)
     try:
         yield doctor(stack, tmp_path_factory.mktemp("doctor-live"), "--live")[1]
     finally:
