@@ -411,6 +411,28 @@ def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
         client("stepfunctions").describe_execution(executionArn=f"{arn}:conversion-{created['jobId']}")
 
 
+def test_recovery_fails_a_job_left_splitting_long_after_its_intake_must_have_ended(stack, owner):
+    def splitting_job() -> tuple[str, str]:  # as create_job leaves it: no pages, chunks or hold yet
+        svc = services()
+        file_row = job_repo.insert_file(svc.db, owner_id=owner, name="doc.pdf", s3_key=f"uploads/{uuid.uuid4()}/doc.pdf", size_bytes=len(PDF))
+        row = job_repo.insert_job(
+            svc.db, file_id=str(file_row["id"]), owner_id=owner, status="splitting", options={}, model_id=svc.settings.batchlane_model_id,
+            total_pages=0, pages_per_chunk=PER_CHUNK, chunks=[],
+        )  # fmt: skip
+        svc.store.put_bytes(file_row["s3_key"], PDF, "application/pdf")
+        return str(file_row["id"]), str(row["id"])
+
+    file_id, stalled = splitting_job()
+    _, recent = splitting_job()
+    services().db.run("UPDATE large_conversion_jobs SET updated_at = now() - interval '3 hours' WHERE id = CAST(:id AS uuid)", id=stalled)
+    outcome = stack.registry.invoke("recovery", {})
+    assert not outcome.failed and outcome.result["splitsFailed"] == [stalled], outcome
+    view = call(stack, "GET", f"/api/v1/jobs/{stalled}", user=owner)[1]
+    assert (view["status"], view["error"]["code"]) == ("failed", "SPLIT_STALLED")
+    assert job(recent)["status"] == "splitting", "a split that may still be running is left alone"
+    assert call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[0] == 202, "the file can be converted again"
+
+
 def test_process_now_while_splitting_flags_the_job_and_it_converts(stack, owner):
     file_id = upload(stack, owner, PDF)
     with HeldSplit(stack) as held:

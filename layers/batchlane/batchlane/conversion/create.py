@@ -29,6 +29,9 @@ from batchlane.topology import JOB_PARKED_DETAIL_TYPE
 
 # Set by Process now while the job splits: the split then sends it on-demand, never to the lane.
 PROCESS_NOW_FLAG = "_processNow"
+# Longer than the intake can run (4 attempts of job_split's 900 s, plus backoff, plus FailJob):
+# a job splitting longer lost its intake (an execution that never ran or whose FailJob failed).
+SPLIT_STALLED_AFTER_S = 2 * 3600
 
 
 @dataclass(frozen=True)
@@ -177,3 +180,20 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
 
 def _as_created(job: Any) -> CreatedJob:
     return CreatedJob(str(job["id"]), str(job["file_id"]), job["status"], job["total_pages"], job["chunk_count"], job["error_id"], job["error_message"])
+
+
+def fail_stalled_splits(svc: Services, *, older_than_s: float = SPLIT_STALLED_AFTER_S) -> list[str]:
+    """Jobs still ``splitting`` long after their intake must have ended: fail them (SPLIT_STALLED)
+    so the file can be converted again. Run by the recovery schedule; real time, never scaled."""
+    stalled = svc.db.run(
+        "SELECT id FROM large_conversion_jobs WHERE status = 'splitting' AND updated_at < now() - make_interval(secs => :secs)",
+        secs=older_than_s,
+    )
+    failed = []
+    for row in stalled:
+        outcome = fail_job(svc, str(row["id"]), error_id="SPLIT_STALLED", message="The upload was not split in time; convert the file again.")
+        if outcome["status"] == "failed":
+            failed.append(str(row["id"]))
+    if failed:
+        logger.warning("stalled splits failed", count=len(failed))
+    return failed
