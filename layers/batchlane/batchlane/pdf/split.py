@@ -87,6 +87,9 @@ class PdfDocument:
             writer.add_page(self._reader.pages[number - self.first_page])
         buffer = io.BytesIO()
         writer.write(buffer)
+        # pypdf keeps every object it parsed: over a whole split, a 500 MB document's images would
+        # all stay in memory. Drop them once the chunk is written; the next chunk re-reads its own.
+        self._reader.resolved_objects.clear()
         return buffer.getvalue()
 
     def chunks(self, pages_per_chunk: int) -> list[ChunkSpan]:
