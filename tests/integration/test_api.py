@@ -376,7 +376,10 @@ def test_a_pdf_that_cannot_be_read_ends_failed_with_its_error_id(stack, owner, c
 
 def test_a_split_that_crashes_after_its_retries_marks_the_job_failed(stack, owner):
     # Given a split function that dies (as an out-of-memory run would, unretried here to stay fast)
-    stack.registry.intercept("job_split", lambda event, call_real: Invocation(error_type="RuntimeError", error_message="Runtime exited"))
+    tries: list[str] = []
+    stack.registry.intercept(
+        "job_split", lambda event, call_real: tries.append(event["jobId"]) or Invocation(error_type="RuntimeError", error_message="Runtime exited")
+    )
     try:
         file_id = upload(stack, owner, PDF)
         status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
@@ -385,11 +388,42 @@ def test_a_split_that_crashes_after_its_retries_marks_the_job_failed(stack, owne
         wait_for(lambda: job(created["jobId"])["status"] == "failed", what="the intake to fail the job")
     finally:
         stack.registry.intercept("job_split", None)
+    assert tries.count(created["jobId"]) == 3, "tried, then retried twice (the split is idempotent)"
     view = call(stack, "GET", f"/api/v1/jobs/{created['jobId']}", user=owner)[1]
     assert view["error"]["code"] == "SPLIT_FAILED" and "Runtime exited" in view["error"]["message"]
     wait_for(lambda: intake_status(created["jobId"]) == "FAILED", what="the intake execution to end failed (alarm)")
     again = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert again[0] == 202
+    wait_for(lambda: job(again[1]["jobId"])["status"] != "splitting", what="the new job's split")  # nothing left running
+
+
+def test_a_split_that_dies_after_committing_is_retried_and_the_job_still_converts(stack, owner):
+    # Given a split whose first run commits the chunks but dies before starting the conversion
+    attempts: dict[str, int] = {}
+
+    def die_once_after_commit(event: Any, call_real: Any) -> Invocation:
+        attempts[event["jobId"]] = attempts.get(event["jobId"], 0) + 1
+        if attempts[event["jobId"]] > 1:
+            return call_real(event)
+        workflows = services().workflows
+        original = workflows.start_conversion
+        workflows.start_conversion = lambda job_id: (_ for _ in ()).throw(RuntimeError("StartExecution throttled"))  # type: ignore[method-assign]
+        try:
+            return call_real(event)
+        finally:
+            workflows.start_conversion = original  # type: ignore[method-assign]
+
+    stack.registry.intercept("job_split", die_once_after_commit)
+    try:
+        file_id = upload(stack, owner, PDF)
+        created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
+        # Then the intake retries the split, which finds the job split and starts its conversion
+        wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+    finally:
+        stack.registry.intercept("job_split", None)
+    assert attempts[created["jobId"]] == 2
+    wait_for(lambda: intake_status(created["jobId"]) == "SUCCEEDED", what="the intake to end")
+    assert len(job_repo.get_chunks(services().db, created["jobId"])) == job(created["jobId"])["chunk_count"] > 0
 
 
 def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
@@ -430,7 +464,9 @@ def test_recovery_fails_a_job_left_splitting_long_after_its_intake_must_have_end
     view = call(stack, "GET", f"/api/v1/jobs/{stalled}", user=owner)[1]
     assert (view["status"], view["error"]["code"]) == ("failed", "SPLIT_STALLED")
     assert job(recent)["status"] == "splitting", "a split that may still be running is left alone"
-    assert call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[0] == 202, "the file can be converted again"
+    again = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    assert again[0] == 202, "the file can be converted again"
+    wait_for(lambda: job(again[1]["jobId"])["status"] != "splitting", what="the new job's split")  # nothing left running
 
 
 def test_process_now_while_splitting_flags_the_job_and_it_converts(stack, owner):

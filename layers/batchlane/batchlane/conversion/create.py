@@ -126,7 +126,8 @@ def _insert_job(db: Any, file_row: dict[str, Any], status: str, options: dict[st
 def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> CreatedJob:
     """Download, validate and split a ``splitting`` job's upload, then park it or start it.
 
-    Idempotent (the intake retries it): a job no longer splitting is answered as it is. The
+    Idempotent (the intake retries it): a job no longer splitting is answered as it is (a
+    pending one gets its conversion started again, in case the run that split it died). The
     upload is streamed to a file under ``scratch_dir`` (Lambda's /tmp) and read from there,
     so memory holds the page tree and one chunk at a time, never the whole upload.
     A job cancelled meanwhile is left alone: no chunk rows, no hold, nothing started.
@@ -136,13 +137,20 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     if job is None:
         raise NotFound(f"no job {job_id}")
     if job["status"] != "splitting":
+        if job["status"] == "pending":
+            # A retry after a run that committed but died before starting the conversion (idempotent by name).
+            svc.workflows.start_conversion(job_id)
         logger.info("split skipped", job_id=job_id, status=job["status"])
         return _as_created(job)
     file_row = job_repo.get_file(svc.db, str(job["file_id"]))
     assert file_row is not None  # jobs cascade with their file
     with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
-        svc.store.download_to(file_row["s3_key"], path)
+        try:
+            svc.store.download_to(file_row["s3_key"], path)
+        except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
+            fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
+            return _as_created(job_repo.get_job(svc.db, job_id))
         with path.open("rb") as stream:
             try:
                 document = open_pdf_file(stream, max_pages=settings.batchlane_max_pages)
