@@ -56,9 +56,9 @@ class Wiring:
     bedrock: BedrockBatchAccess
     database_secret: secretsmanager.ISecret
     network: Network
+    intake_state_machine_arn: str
     conversion_state_machine_arn: str
     batch_lane_state_machine_arn: str
-    intake_state_machine_arn: str
 
 
 def function_code(name: str) -> lambda_.Code:
