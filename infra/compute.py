@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -56,6 +56,7 @@ class Wiring:
     bedrock: BedrockBatchAccess
     database_secret: secretsmanager.ISecret
     network: Network
+    intake_state_machine_arn: str
     conversion_state_machine_arn: str
     batch_lane_state_machine_arn: str
     # DATABASE_NAME / DATABASE_HOST for the functions that use the database (infra/database.py).
@@ -134,6 +135,7 @@ class Compute(Construct):
             layers=[self.layer],
             timeout=Duration.seconds(spec.timeout_s),
             memory_size=spec.memory_mb,
+            ephemeral_storage_size=Size.mebibytes(spec.ephemeral_storage_mb),
             role=role,
             log_group=log_group,
             tracing=lambda_.Tracing.ACTIVE,
@@ -168,6 +170,8 @@ class Compute(Construct):
             env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn
         if {"start_batch_lane", "task_response"} & set(spec.needs):
             env["BATCH_LANE_STATE_MACHINE_ARN"] = w.batch_lane_state_machine_arn
+        if "start_intake" in spec.needs:
+            env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
         return env
 
     # -- least privilege: exactly the capabilities the topology names -----------------
@@ -192,6 +196,8 @@ class Compute(Construct):
                 role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.conversion_state_machine_arn]))
             elif need == "start_batch_lane":
                 role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.batch_lane_state_machine_arn]))
+            elif need == "start_intake":
+                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.intake_state_machine_arn]))
             elif need == "task_response":
                 role.add_to_policy(
                     iam.PolicyStatement(

@@ -27,6 +27,7 @@ from infra.compute import METRICS_NAMESPACE, SERVICE_NAME
 from infra.config import InfraConfig
 
 JOB_STATES = (
+    "splitting",
     "pending",
     "waiting_batch",
     "processing",

@@ -45,6 +45,7 @@ class BatchlaneStack(Stack):
         database = Database(self, "Database", config=config)
         conversion_arn = state_machine_arn(self, config.stack_name, "conversion")
         batch_lane_arn = state_machine_arn(self, config.stack_name, "batch_lane")
+        intake_arn = state_machine_arn(self, config.stack_name, "intake")
         compute = Compute(
             self,
             "Compute",
@@ -58,6 +59,7 @@ class BatchlaneStack(Stack):
                 network=database.network,
                 conversion_state_machine_arn=conversion_arn,
                 batch_lane_state_machine_arn=batch_lane_arn,
+                intake_state_machine_arn=intake_arn,
             ),
         )
         fns = compute.functions
@@ -86,10 +88,11 @@ class BatchlaneStack(Stack):
             ),
             "ConversionStateMachineArn": (workflows.machines["conversion"].state_machine_arn, "Conversion workflow"),
             "BatchLaneStateMachineArn": (workflows.machines["batch_lane"].state_machine_arn, "Batch-lane workflow"),
+            "IntakeStateMachineArn": (workflows.machines["intake"].state_machine_arn, "Intake workflow: the split of each new job"),
             "ApiUrl": (api.rest_api.url, "REST API base URL (Cognito token required)"),
             "UserPoolId": (api.user_pool.user_pool_id, "Cognito user pool (administrators invite users)"),
             "UserPoolClientId": (api.client.user_pool_client_id, "Cognito app client for the CLI (SRP, no secret)"),
-            "JobCreateFunctionName": (fns["job_create"].function_name, "Invoke to create a conversion job"),
+            "JobCreateFunctionName": (fns["job_create"].function_name, "Invoke to create a conversion job (answers splitting; the intake workflow splits it)"),
             "ApiFunctionName": (fns["api"].function_name, "The API Lambda"),
             "DatabaseSecretArn": (database.secret.secret_arn, "Secrets Manager secret the handlers read at run time"),
             "Region": (self.region, "Region the stack runs in"),

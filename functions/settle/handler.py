@@ -1,4 +1,4 @@
-"""settle: end the job. {"jobId"} settles a completed job; {"jobId", "failed": true, "error": {...}} fails it."""
+"""settle: end the job. {"jobId"} settles a completed job; {"jobId", "failed": true, "error": {...}, "errorId"?} fails it."""
 
 from typing import Any
 
@@ -12,6 +12,7 @@ from batchlane.runtime import services
 class SettleEvent(JobRef):
     failed: bool = False
     error: dict[str, Any] | None = None
+    errorId: str = "CONVERSION_FAILED"  # the intake's FailJob says SPLIT_FAILED
 
 
 class _Cause(BaseModel):
@@ -29,4 +30,4 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         message = _Cause.model_validate_json(cause).errorMessage or cause
     except ValueError:
         message = cause
-    return fail_job(services(), str(request.jobId), error_id="CONVERSION_FAILED", message=f"{error.get('Error', 'Error')}: {message}")
+    return fail_job(services(), str(request.jobId), error_id=request.errorId, message=f"{error.get('Error', 'Error')}: {message}")

@@ -16,13 +16,15 @@ import urllib.request
 from decimal import Decimal
 from typing import Any
 
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_until
+from batchlib import BLANK_EVERY, PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_until
 from botocore.exceptions import ClientError
 
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.local.jobs import submit_pdf
 from batchlane.local.lambda_runtime import Invocation
+from batchlane.local.pdfgen import make_pdf
 from batchlane.runtime import services
 
 FAST = "time_scale=36000,job_hours=0.5"
@@ -86,7 +88,7 @@ def batch_ledger_rows(job_id: str) -> list[dict[str, Any]]:
 
 def execution_status(kind: str, job_id: str) -> str | None:
     svc = services()
-    arn = (svc.workflows.conversion_arn if kind == "conversion" else svc.workflows.batch_lane_arn) or ""
+    arn = {"conversion": svc.workflows.conversion_arn, "batch": svc.workflows.batch_lane_arn, "intake": svc.workflows.intake_arn}[kind] or ""
     try:
         return str(client("stepfunctions").describe_execution(executionArn=f"{arn.replace(':stateMachine:', ':execution:')}:{kind}-{job_id}")["status"])
     except ClientError:
@@ -286,3 +288,42 @@ def test_another_user_cannot_cancel_or_process_now(stack_factory):
         assert (status, body["code"]) == (404, "FILE_NOT_FOUND")
     assert job(job_id)["status"] == "waiting_batch" and batch_row(job_id) is None
     assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
+
+
+# -- while the job is being split (asynchronous creation) ---------------------------------------
+def _submit_held_in_split(stack: Any) -> tuple[str, Gate]:
+    """A batch-eligible job whose split is held: it stays ``splitting`` until the gate opens."""
+    gate = Gate(stack, "job_split")
+    created = submit_pdf(services(), make_pdf(PAGES, blank_every=BLANK_EVERY), name="test.pdf", owner_id="tester", wait_split=False)
+    assert created["status"] == "splitting"
+    gate.wait_entered()
+    return created["jobId"], gate
+
+
+def test_process_now_while_splitting_sends_a_batch_eligible_job_on_demand(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, gate = _submit_held_in_split(stack)
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
+    assert status == 200 and body["action"] == "flagged_while_splitting" and body["status"] == "splitting", body
+    gate.release()
+    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    assert_all_pages_on_demand(job_id)
+    assert_converted_whole(job_id)
+    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    assert batch_row(job_id) is None and execution_status("batch", job_id) is None and not stack.bedrock.jobs
+
+
+def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory):
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, gate = _submit_held_in_split(stack)
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")
+    assert status == 200 and body["previousStatus"] == "splitting", body
+    gate.release()
+    wait_until(lambda: execution_status("intake", job_id) not in (None, "RUNNING"), what="the intake to end")
+    assert execution_status("intake", job_id) == "SUCCEEDED"
+    done = job(job_id)
+    assert done["status"] == "cancelled" and done["chunk_count"] == 0 and job_repo.get_chunks(services().db, job_id) == []
+    assert ledger.get_hold(services().db, job_id) is None, "no hold was ever placed"
+    assert job_repo.get_file(services().db, str(done["file_id"]))["status"] == "uploaded"
+    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from batchlane.cli.main import main
 from batchlane.local.daemon import start_daemon, stop_daemon
+from batchlane.local.jobs import wait_until
 from batchlane.local.pdfgen import make_pdf
 
 
@@ -52,7 +53,8 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
     assert converted.exit_code == 0, converted.output
     job_id = converted.stdout.strip()
     uuid.UUID(job_id)
-    waiting = status(local_stack, job_id)
+    # creation is asynchronous: the job shows splitting until the intake has split it
+    waiting = wait_until(lambda: (s := status(local_stack, job_id))["status"] != "splitting" and s, what="the split")
     assert waiting["status"] == "waiting_batch" and waiting["batchWaiting"] is True
 
     listed = run(local_stack, "jobs", "list", "--status", "waiting_batch")
@@ -71,7 +73,9 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
 
     second = run(local_stack, "convert", str(pdf), "--detach", "--json")
     assert second.exit_code == 0, second.output
+    assert json.loads(second.stdout)["status"] == "splitting"
     second_id = json.loads(second.stdout)["jobId"]
+    wait_until(lambda: status(local_stack, second_id)["status"] != "splitting", what="the split")  # so the hold exists
     cancelled = run(local_stack, "cancel", second_id)
     assert cancelled.exit_code == 0, cancelled.output
     assert "file back to uploaded" in cancelled.stdout
@@ -92,3 +96,15 @@ def test_exit_codes_for_unknown_foreign_and_unreachable(local_stack, tmp_path):
     assert foreign.exit_code == 5
     nowhere = CliRunner().invoke(main, ["jobs", "list", "--workdir", str(tmp_path / "no-stack")])
     assert nowhere.exit_code == 4 and "batchlane local up" in nowhere.stderr
+
+
+def test_a_bad_pdf_ends_failed_with_its_error_id_in_the_cli(local_stack, tmp_path):
+    pdf = tmp_path / "cut.pdf"
+    data = make_pdf(5)
+    pdf.write_bytes(data[: len(data) // 2])
+    watched = run(local_stack, "convert", str(pdf), "--interval", "0.2")
+    assert watched.exit_code == 1, watched.output
+    assert "splitting" in watched.stderr  # the convert answered at once, before the split
+    assert "error   PDF_CORRUPT:" in watched.stdout
+    job_id = json.loads(run(local_stack, "jobs", "list", "--json").stdout)[0]["conversion"]["jobId"]
+    assert status(local_stack, job_id)["error"]["code"] == "PDF_CORRUPT"

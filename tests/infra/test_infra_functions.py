@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ CAPABILITY_ACTIONS: dict[str, set[str]] = {
     "bedrock_batch": set(),  # through the managed caller policy, checked separately
     "start_conversion": {"states:StartExecution"},
     "start_batch_lane": {"states:StartExecution"},
+    "start_intake": {"states:StartExecution"},
     "task_response": {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"},
     "publish_events": {"events:PutEvents"},
     "cloudwatch_metrics": set(),  # EMF through the function's own log group
@@ -50,6 +52,7 @@ def test_every_topology_function_is_a_lambda_built_from_its_folder(synth: Synth,
     assert props["Architectures"] == ["arm64"]
     assert props["TracingConfig"] == {"Mode": "Active"}
     assert props["Timeout"] == spec.timeout_s and props["MemorySize"] == spec.memory_mb
+    assert props.get("EphemeralStorage", {"Size": 512})["Size"] == spec.ephemeral_storage_mb
     assert len(props["Layers"]) == 1
     # The code asset is the function's own folder, byte for byte.
     asset = synth.outdir / _function(synth, spec.name)["Metadata"]["aws:asset:path"]
@@ -80,22 +83,52 @@ def test_each_function_is_granted_exactly_what_its_needs_name(synth: Synth, spec
     assert (VPC_MANAGED in managed) == ("db" in spec.needs)
 
 
+MACHINE_BY_NEED = {"start_conversion": "conversion", "start_batch_lane": "batch-lane", "start_intake": "intake"}
+
+
 @pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
 def test_state_machine_arns_are_given_only_to_functions_that_start_or_answer_them(synth: Synth, spec: topology.FunctionSpec) -> None:
     env = _function(synth, spec.name)["Properties"]["Environment"]["Variables"]
     assert ("CONVERSION_STATE_MACHINE_ARN" in env) == ("start_conversion" in spec.needs)
     assert ("BATCH_LANE_STATE_MACHINE_ARN" in env) == bool({"start_batch_lane", "task_response"} & set(spec.needs))
+    assert ("INTAKE_STATE_MACHINE_ARN" in env) == ("start_intake" in spec.needs)
+    started = set()
     for statement in _role_statements(synth, spec.name):
         if "states:StartExecution" in as_list(statement["Action"]):
-            target = json.dumps(statement["Resource"])
-            machine = "conversion" if "start_conversion" in spec.needs else "batch-lane"
-            assert target.endswith(f':stateMachine:Batchlane-{machine}"]]}}'), target
+            for target in as_list(statement["Resource"]):
+                started.add(re.sub(r".*:stateMachine:Batchlane-", "", target["Fn::Join"][1][-1]))
+    assert started == {machine for need, machine in MACHINE_BY_NEED.items() if need in spec.needs}
 
 
-def test_no_function_may_start_both_machines() -> None:
-    """The StartExecution check above picks the machine from the needs; keep that unambiguous."""
+def test_no_function_may_start_both_lanes() -> None:
+    """A function that starts the conversion never starts the batch lane too (claimer vs resume)."""
     for spec in topology.FUNCTIONS:
         assert not {"start_conversion", "start_batch_lane"} <= set(spec.needs), spec.name
+
+
+def test_the_split_function_can_take_the_largest_upload_and_nothing_more(synth: Synth) -> None:
+    """Issue 10 point 6: 500 MB / 5,000+ pages split in its own function, not behind the API's 29 s."""
+    props = _function(synth, "job_split")["Properties"]
+    largest_upload_mb = Settings().batchlane_max_file_mb
+    assert props["MemorySize"] >= 3008 and props["Timeout"] == 900
+    assert props["EphemeralStorage"]["Size"] >= largest_upload_mb + 256, "the upload is streamed to /tmp"
+    granted = {a for st in _role_statements(synth, "job_split") for a in as_list(st["Action"])} - BASELINE
+    assert granted == {
+        "secretsmanager:GetSecretValue",
+        "secretsmanager:DescribeSecret",
+        "s3:GetObject",
+        "s3:ListBucket",
+        "s3:PutObject",
+        "s3:AbortMultipartUpload",
+        "states:StartExecution",
+        "events:PutEvents",
+    }
+    assert not [a for a in granted if a.startswith("bedrock:")]
+    api = _function(synth, "api")["Properties"]
+    assert api["Timeout"] <= 29, "API Gateway's integration timeout"
+    # the API and job_create only open the job and start the intake: neither splits any more
+    for name in ("api", "job_create"):
+        assert "INTAKE_STATE_MACHINE_ARN" in _function(synth, name)["Properties"]["Environment"]["Variables"]
 
 
 def test_secrets_never_travel_in_environment_variables(synth: Synth) -> None:

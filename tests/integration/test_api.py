@@ -4,11 +4,16 @@ Jobs are set up directly in each state the issue's table names (lane off, schedu
 off: nothing moves them but the request under test), then cancel / process now are
 called through the API and the outcome is read back from the database. The races
 through the real state machines are in tests/e2e/test_cancel_process_now.py.
+
+Convert is asynchronous: 202 with the job ``splitting`` at once, the intake workflow's
+split function then splits it (or fails it with the PDF's error id).
 """
 
 from __future__ import annotations
 
+import io
 import json
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -19,14 +24,18 @@ from typing import Any
 
 import pytest
 import yaml
+from botocore.exceptions import ClientError
+from pypdf import PdfReader, PdfWriter
 
 from batchlane import keys
+from batchlane.aws.clients import client
 from batchlane.batch import rows
 from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.local.jobs import wait_until as wait_for
+from batchlane.local.lambda_runtime import Invocation
 from batchlane.local.pdfgen import make_pdf
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
@@ -35,11 +44,12 @@ from tests.conftest import start_stack
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "api" / "openapi.yaml"
 PAGES, PER_CHUNK = 6, 3
 PDF = make_pdf(PAGES)
+MAX_PAGES = PAGES + 2  # the stack's page limit, so "too many pages" needs no huge PDF
 
 
 @pytest.fixture(scope="module")
 def stack(migrated_url):  # type: ignore[no-untyped-def]
-    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False)
+    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False, extra_env={"BATCHLANE_MAX_PAGES": str(MAX_PAGES)})
     yield stack
     stack.stop()
 
@@ -257,6 +267,43 @@ def test_process_now_between_close_and_resume_leaves_it_to_recovery_with_the_pri
 
 
 # -- uploads, convert, delete ----------------------------------------------------------------
+def upload(stack: Any, owner: str, data: bytes, name: str = "book.pdf") -> str:
+    status, registered = call(stack, "POST", "/api/v1/files", {"name": name, "sizeBytes": len(data)}, user=owner)
+    assert status == 201 and registered["upload"]["method"] == "PUT"
+    put = urllib.request.Request(registered["upload"]["url"], data=data, method="PUT", headers={"Content-Type": "application/pdf"})
+    assert urllib.request.urlopen(put, timeout=30).status == 200
+    return str(registered["fileId"])
+
+
+def intake_status(job_id: str) -> str | None:
+    arn = (services().workflows.intake_arn or "").replace(":stateMachine:", ":execution:")
+    try:
+        return str(client("stepfunctions").describe_execution(executionArn=f"{arn}:intake-{job_id}")["status"])
+    except ClientError:
+        return None
+
+
+class HeldSplit:
+    """Holds every job_split invocation until released: the job stays splitting meanwhile."""
+
+    def __init__(self, stack: Any) -> None:
+        self.entered, self.released, self._stack = threading.Event(), threading.Event(), stack
+
+        def hold(event: Any, call_real: Any) -> Invocation:
+            self.entered.set()
+            self.released.wait(60)
+            return call_real(event)
+
+        stack.registry.intercept("job_split", hold)
+
+    def __enter__(self) -> HeldSplit:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.released.set()
+        self._stack.registry.intercept("job_split", None)
+
+
 def test_register_upload_convert_and_conflicts(stack, owner):
     status, registered = call(stack, "POST", "/api/v1/files", {"name": "book.pdf", "sizeBytes": len(PDF)}, user=owner)
     assert status == 201 and registered["upload"]["method"] == "PUT"
@@ -266,19 +313,170 @@ def test_register_upload_convert_and_conflicts(stack, owner):
     put = urllib.request.Request(registered["upload"]["url"], data=PDF, method="PUT", headers={"Content-Type": "application/pdf"})
     assert urllib.request.urlopen(put, timeout=30).status == 200
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {}}, user=owner)
-    assert status == 202 and created["totalPages"] == PAGES
+    assert status == 202 and created["status"] == "splitting" and created["totalPages"] == 0
     twice = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert twice[0] == 409 and twice[1]["code"] == "CONVERSION_IN_PROGRESS"
     wait_for(lambda: job(created["jobId"])["status"] == "completed", what="conversion")
+    assert job(created["jobId"])["total_pages"] == PAGES
     assert call(stack, "POST", "/api/v1/files", {"name": ""}, user=owner)[1]["code"] == "BAD_REQUEST"
     assert call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"nope": 1}}, user=owner)[1]["code"] in ("OPTIONS_INVALID", "BAD_REQUEST")
 
 
-def test_a_pdf_that_cannot_be_read_is_422_with_its_error_code(stack, owner):
-    status, registered = call(stack, "POST", "/api/v1/files", {"name": "broken.pdf", "sizeBytes": 10}, user=owner)
-    services().store.put_bytes(services().db.one("SELECT s3_key FROM files WHERE id = CAST(:id AS uuid)", id=registered["fileId"])["s3_key"], b"not a pdf!")
-    status, body = call(stack, "POST", f"/api/v1/files/{registered['fileId']}/convert", {}, user=owner)
-    assert status == 422 and body["code"].startswith("PDF_") and body["jobId"]
+def test_convert_answers_202_splitting_at_once_then_the_job_converts(stack, owner):
+    # Given an uploaded PDF, and a split held back so the test sees the job before it is split
+    file_id = upload(stack, owner, PDF)
+    with HeldSplit(stack) as held:
+        # When the owner converts it
+        status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+        # Then the API answers 202 with the job id while the split has not run yet
+        assert status == 202 and created["status"] == "splitting", created
+        assert held.entered.wait(30), "the intake never called the split function"
+        code, view = call(stack, "GET", f"/api/v1/jobs/{created['jobId']}", user=owner)
+        assert code == 200 and (view["status"], view["phase"], view["pages"]["total"]) == ("splitting", "splitting", 0)
+        listed = call(stack, "GET", "/api/files?status=splitting", user=owner)[1]["files"]
+        assert [f["fileId"] for f in listed] == [file_id]
+    # And once split, the job converts whole
+    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+    done = call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)[1]
+    assert done["pages"] == {"total": PAGES, "done": PAGES, "failed": 0, "batchServed": 0}
+    assert done["chunks"]["total"] == -(-PAGES // services().settings.batchlane_pages_per_chunk)
+    assert intake_status(created["jobId"]) == "SUCCEEDED"
+
+
+def _encrypted(data: bytes) -> bytes:
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    writer.encrypt("secret")
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("content", "error_id"),
+    [
+        (b"not a pdf!", "PDF_NOT_PDF"),
+        (PDF[: len(PDF) // 2], "PDF_CORRUPT"),
+        (_encrypted(PDF), "PDF_ENCRYPTED"),
+        (make_pdf(MAX_PAGES + 1), "PDF_TOO_MANY_PAGES"),
+    ],
+    ids=["not-a-pdf", "truncated", "encrypted", "too-many-pages"],
+)
+def test_a_pdf_that_cannot_be_read_ends_failed_with_its_error_id(stack, owner, content, error_id):
+    file_id = upload(stack, owner, content, "broken.pdf")
+    status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    assert status == 202 and created["status"] == "splitting" and created["jobId"]
+    wait_for(lambda: job(created["jobId"])["status"] != "splitting", what="the split")
+    code, view = call(stack, "GET", f"/api/v1/jobs/{created['jobId']}", user=owner)
+    assert code == 200 and view["status"] == "failed" and view["error"]["code"] == error_id, view
+    assert view["chunks"]["total"] == 0 and view["hold"] is None
+    files = call(stack, "GET", "/api/files", user=owner)[1]["files"]
+    assert files[0]["status"] == "failed"
+    assert intake_status(created["jobId"]) == "SUCCEEDED", "a bad PDF is an answer, not a workflow failure"
+
+
+def test_a_split_that_crashes_after_its_retries_marks_the_job_failed(stack, owner):
+    # Given a split function that dies (as an out-of-memory run would, unretried here to stay fast)
+    tries: list[str] = []
+    stack.registry.intercept(
+        "job_split", lambda event, call_real: tries.append(event["jobId"]) or Invocation(error_type="RuntimeError", error_message="Runtime exited")
+    )
+    try:
+        file_id = upload(stack, owner, PDF)
+        status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+        assert status == 202
+        # Then the intake's Catch marks the job failed, visibly, and the file can be converted again
+        wait_for(lambda: job(created["jobId"])["status"] == "failed", what="the intake to fail the job")
+    finally:
+        stack.registry.intercept("job_split", None)
+    assert tries.count(created["jobId"]) == 3, "tried, then retried twice (the split is idempotent)"
+    view = call(stack, "GET", f"/api/v1/jobs/{created['jobId']}", user=owner)[1]
+    assert view["error"]["code"] == "SPLIT_FAILED" and "Runtime exited" in view["error"]["message"]
+    wait_for(lambda: intake_status(created["jobId"]) == "FAILED", what="the intake execution to end failed (alarm)")
+    again = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    assert again[0] == 202
+    wait_for(lambda: job(again[1]["jobId"])["status"] != "splitting", what="the new job's split")  # nothing left running
+
+
+def test_a_split_that_dies_after_committing_is_retried_and_the_job_still_converts(stack, owner):
+    # Given a split whose first run commits the chunks but dies before starting the conversion
+    attempts: dict[str, int] = {}
+
+    def die_once_after_commit(event: Any, call_real: Any) -> Invocation:
+        attempts[event["jobId"]] = attempts.get(event["jobId"], 0) + 1
+        if attempts[event["jobId"]] > 1:
+            return call_real(event)
+        workflows = services().workflows
+        original = workflows.start_conversion
+        workflows.start_conversion = lambda job_id: (_ for _ in ()).throw(RuntimeError("StartExecution throttled"))  # type: ignore[method-assign]
+        try:
+            return call_real(event)
+        finally:
+            workflows.start_conversion = original  # type: ignore[method-assign]
+
+    stack.registry.intercept("job_split", die_once_after_commit)
+    try:
+        file_id = upload(stack, owner, PDF)
+        created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
+        # Then the intake retries the split, which finds the job split and starts its conversion
+        wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+    finally:
+        stack.registry.intercept("job_split", None)
+    assert attempts[created["jobId"]] == 2
+    wait_for(lambda: intake_status(created["jobId"]) == "SUCCEEDED", what="the intake to end")
+    assert len(job_repo.get_chunks(services().db, created["jobId"])) == job(created["jobId"])["chunk_count"] > 0
+
+
+def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
+    file_id = upload(stack, owner, PDF)
+    with HeldSplit(stack) as held:
+        created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
+        assert held.entered.wait(30)
+        code, body = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {"jobId": created["jobId"]}, user=owner)
+        assert code == 200 and body["previousStatus"] == "splitting", body
+    # The held split now runs: it must notice the cancel and write, hold and start nothing
+    wait_for(lambda: intake_status(created["jobId"]) == "SUCCEEDED", what="the intake to end")
+    cancelled = job(created["jobId"])
+    assert cancelled["status"] == "cancelled" and cancelled["chunk_count"] == 0
+    assert job_repo.get_chunks(services().db, created["jobId"]) == []
+    assert ledger.get_hold(services().db, created["jobId"]) is None
+    assert job_repo.get_file(services().db, file_id)["status"] == "uploaded"
+    arn = (services().workflows.conversion_arn or "").replace(":stateMachine:", ":execution:")
+    with pytest.raises(ClientError):
+        client("stepfunctions").describe_execution(executionArn=f"{arn}:conversion-{created['jobId']}")
+
+
+def test_recovery_fails_a_job_left_splitting_long_after_its_intake_must_have_ended(stack, owner):
+    def splitting_job() -> tuple[str, str]:  # as create_job leaves it: no pages, chunks or hold yet
+        svc = services()
+        file_row = job_repo.insert_file(svc.db, owner_id=owner, name="doc.pdf", s3_key=f"uploads/{uuid.uuid4()}/doc.pdf", size_bytes=len(PDF))
+        row = job_repo.insert_job(
+            svc.db, file_id=str(file_row["id"]), owner_id=owner, status="splitting", options={}, model_id=svc.settings.batchlane_model_id,
+            total_pages=0, pages_per_chunk=PER_CHUNK, chunks=[],
+        )  # fmt: skip
+        svc.store.put_bytes(file_row["s3_key"], PDF, "application/pdf")
+        return str(file_row["id"]), str(row["id"])
+
+    file_id, stalled = splitting_job()
+    _, recent = splitting_job()
+    services().db.run("UPDATE large_conversion_jobs SET updated_at = now() - interval '3 hours' WHERE id = CAST(:id AS uuid)", id=stalled)
+    outcome = stack.registry.invoke("recovery", {})
+    assert not outcome.failed and outcome.result["splitsFailed"] == [stalled], outcome
+    view = call(stack, "GET", f"/api/v1/jobs/{stalled}", user=owner)[1]
+    assert (view["status"], view["error"]["code"]) == ("failed", "SPLIT_STALLED")
+    assert job(recent)["status"] == "splitting", "a split that may still be running is left alone"
+    again = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    assert again[0] == 202, "the file can be converted again"
+    wait_for(lambda: job(again[1]["jobId"])["status"] != "splitting", what="the new job's split")  # nothing left running
+
+
+def test_process_now_while_splitting_flags_the_job_and_it_converts(stack, owner):
+    file_id = upload(stack, owner, PDF)
+    with HeldSplit(stack) as held:
+        created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
+        assert held.entered.wait(30)
+        code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": created["jobId"]}, user=owner)
+        assert code == 200 and (body["action"], body["status"], body["resumed"]) == ("flagged_while_splitting", "splitting", False), body
+    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
 
 
 def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):

@@ -1,4 +1,6 @@
 import io
+import os
+import tracemalloc
 
 import pytest
 from pypdf import PdfReader, PdfWriter
@@ -7,6 +9,7 @@ from pypdf.generic import DecodedStreamObject, NameObject
 from batchlane.domain.errors import InputError
 from batchlane.local.pdfgen import make_pdf, page_phrase
 from batchlane.pdf import open_pdf, plan_chunks
+from batchlane.pdf.split import open_pdf_file
 
 
 def test_chunks_cover_every_page_once():
@@ -25,6 +28,71 @@ def test_split_yields_one_page_pdfs_in_order_with_blank_detection():
     assert len(page_9.pages) == 1
     assert page_phrase(9, 30) in page_9.pages[0].extract_text()
     assert pages[8].chunk_index == 1
+
+
+def _write_scan_like_pdf(path, pages: int, image_bytes: int) -> None:  # type: ignore[no-untyped-def]
+    """A PDF of ``pages`` pages, each one uncompressed image of its own (like a scanned book), written
+    straight to disk so the test itself never holds the document in memory."""
+    side = int((image_bytes / 3) ** 0.5)
+    offsets: list[int] = []
+    with open(path, "wb") as out:
+
+        def obj(number: int, body: bytes, stream: bytes | None = None) -> None:
+            offsets.append(out.tell())
+            out.write(b"%d 0 obj\n" % number + body)
+            if stream is not None:
+                out.write(b"\nstream\n" + stream + b"\nendstream")
+            out.write(b"\nendobj\n")
+
+        out.write(b"%PDF-1.4\n")
+        kids = b" ".join(b"%d 0 R" % (3 + 3 * i) for i in range(pages))
+        obj(1, b"<< /Type /Catalog /Pages 2 0 R >>")
+        obj(2, b"<< /Type /Pages /Count %d /Kids [%s] >>" % (pages, kids))
+        draw = b"q 500 0 0 700 50 50 cm /Im Do Q"
+        for i in range(pages):
+            page, image, contents = 3 + 3 * i, 4 + 3 * i, 5 + 3 * i
+            obj(
+                page, b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im %d 0 R >> >> /Contents %d 0 R >>" % (image, contents)
+            )
+            pixels = os.urandom(side * side * 3)
+            obj(
+                image,
+                b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceRGB /BitsPerComponent 8 /Length %d >>" % (side, side, len(pixels)),
+                pixels,
+            )
+            obj(contents, b"<< /Length %d >>" % len(draw), draw)
+        xref = out.tell()
+        out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(offsets) + 1) + b"".join(b"%010d 00000 n \n" % o for o in offsets))
+        out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(offsets) + 1, xref))
+
+
+def _split_peak(path) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """(peak traced bytes, bytes written) of validating and splitting ``path`` in 5-page chunks, as job_split does."""
+    tracemalloc.start()
+    try:
+        with path.open("rb") as stream:
+            document = open_pdf_file(stream, max_pages=1000)
+            written = sum(len(document.chunk_pdf(span)) for span in document.chunks(5))
+        return tracemalloc.get_traced_memory()[1], written
+    finally:
+        tracemalloc.stop()
+
+
+def test_splitting_a_large_scan_from_disk_holds_about_one_chunk_not_the_document(tmp_path):
+    # Given two "scanned books" on disk, 30 and 60 MB (the split function streams the upload to /tmp)
+    small, large = tmp_path / "small.pdf", tmp_path / "large.pdf"
+    _write_scan_like_pdf(small, pages=40, image_bytes=750_000)
+    _write_scan_like_pdf(large, pages=80, image_bytes=750_000)
+    # When each is validated and split into chunk PDFs
+    small_peak, small_written = _split_peak(small)
+    large_peak, large_written = _split_peak(large)
+    # Then every page was written, and twice the document costs far less than twice the memory:
+    # memory follows the chunk, not the document (pypdf's cache of parsed objects would keep it all)
+    assert small_written >= small.stat().st_size * 0.95 and large_written >= large.stat().st_size * 0.95
+    growth = large_peak - small_peak
+    extra = large.stat().st_size - small.stat().st_size
+    assert growth < extra / 2, f"{growth / 2**20:.0f} MiB more memory for {extra / 2**20:.0f} MiB more document"
+    assert large_peak < large.stat().st_size, f"peak {large_peak / 2**20:.0f} MiB"
 
 
 def _pdf_with_contents(*streams: bytes) -> bytes:

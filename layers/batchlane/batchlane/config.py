@@ -44,6 +44,7 @@ class Settings(BaseSettings):
     aws_region: str = Field("us-east-1", alias="AWS_REGION")
     conversion_state_machine_arn: str | None = None
     batch_lane_state_machine_arn: str | None = None
+    intake_state_machine_arn: str | None = None  # the split of a new job (docs/architecture.md)
     event_bus_name: str = "default"
 
     # --- conversion ---------------------------------------------------------------------

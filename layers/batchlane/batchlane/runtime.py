@@ -69,6 +69,7 @@ def services() -> Services:
                     client("stepfunctions"),
                     conversion_arn=settings.conversion_state_machine_arn,
                     batch_lane_arn=settings.batch_lane_state_machine_arn,
+                    intake_arn=settings.intake_state_machine_arn,
                 ),
                 bus=EventBus(client("events"), settings.event_bus_name),
                 prices=PriceTable(settings.batchlane_prices),

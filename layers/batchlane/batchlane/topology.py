@@ -23,6 +23,7 @@ Capability = Literal[
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "start_conversion",  # states:StartExecution on the conversion state machine
     "start_batch_lane",  # states:StartExecution on the batch-lane state machine
+    "start_intake",  # states:StartExecution on the intake state machine (a new job's split)
     "task_response",  # states:SendTaskSuccess/Failure/Heartbeat on the batch-lane machine
     "publish_events",  # events:PutEvents on the default bus (job parked)
     "cloudwatch_metrics",  # Powertools metrics (EMF through logs: no extra grant in AWS)
@@ -45,6 +46,7 @@ class FunctionSpec:
     needs: tuple[Capability, ...]
     timeout_s: int = 60
     memory_mb: int = 512
+    ephemeral_storage_mb: int = 512  # /tmp; Lambda's default (512) up to 10,240
 
 
 @dataclass(frozen=True)
@@ -82,10 +84,20 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("migrate", "Applies the SQL migrations (CloudFormation custom resource).", ("db",), 300),
     FunctionSpec(
         "job_create",
-        "Validates an uploaded PDF, splits it into chunks, parks it for the batch lane or starts the conversion.",
-        ("db", "s3_read", "start_conversion", "publish_events"),
-        300,
-        1536,
+        "Opens a conversion job (status splitting) for an uploaded PDF and starts its intake; answers at once.",
+        ("db", "s3_read", "start_intake"),
+    ),
+    # The largest upload (BATCHLANE_MAX_FILE_MB 500, 10,000 pages) streams to /tmp (hence 1 GB
+    # of it) and is split there: pypdf holds the page tree and one chunk; 3,008 MB also buys the
+    # CPU (memory scales vCPUs) to split 5,000 real pages well inside 900 s (docs/benchmarks.md:
+    # ~90 pages/s on a real book).
+    FunctionSpec(
+        "job_split",
+        "Intake: streams the upload to /tmp, validates and splits it into chunk PDFs, writes the chunk rows, parks or starts the job.",
+        ("db", "s3_read", "s3_write", "start_conversion", "publish_events"),
+        900,
+        3008,
+        1024,
     ),
     FunctionSpec("conversion_start", "Marks a job processing and lists its chunks.", ("db",)),
     FunctionSpec(
@@ -137,9 +149,9 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "api",
         "Owner-only HTTP API: upload, convert, list files, progress, cancel, process now, delete.",
-        ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "publish_events"),
-        29,  # API Gateway's integration timeout; convert validates and splits the PDF in-process
-        1536,
+        ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "start_intake"),
+        29,  # API Gateway's integration timeout; convert only opens the job (the split is job_split's)
+        512,
     ),
 )
 
@@ -160,6 +172,12 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
             "submit_retry_interval_seconds": "60",
             "collect_retry_interval_seconds": "30",
         },
+    ),
+    StateMachineSpec(
+        "intake",
+        "One execution per new job: split the upload (job_split); any failure marks the job failed (settle).",
+        ("job_split", "settle"),
+        {"retry_interval_seconds": "2"},
     ),
 )
 

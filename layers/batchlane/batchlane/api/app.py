@@ -4,7 +4,7 @@
 |--------|----------------------------------------|------------------------------|
 | GET    | /api/files                             | the caller's files (+ conversion, batchWaiting) |
 | POST   | /api/v1/files                          | register an upload → presigned PUT URL |
-| POST   | /api/v1/files/{fileId}/convert         | start the conversion of an uploaded file |
+| POST   | /api/v1/files/{fileId}/convert         | start the conversion of an uploaded file (202, splitting) |
 | DELETE | /api/v1/files/{fileId}                 | cancel a live conversion, then delete |
 | GET    | /api/v1/files/{fileId}/conversion      | progress of the file's conversion |
 | POST   | /api/v1/files/{fileId}/cancel          | cancel it                    |
@@ -24,13 +24,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from batchlane.api import usecases
 from batchlane.api.uploads import S3Uploads
 from batchlane.aws.clients import client
+from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
 from batchlane.observability import logger
 from batchlane.runtime import services
 
 app = APIGatewayRestResolver()
 
-JOB_STATUSES = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
+JOB_STATUSES = job_repo.JOB_STATUSES
 
 
 class Unauthorized(BatchlaneError):

@@ -25,7 +25,8 @@ LIVE = job_repo.LIVE_JOB_STATUSES
 
 
 class ConversionRejected(BatchlaneError):
-    """The PDF was read and refused (bad PDF, too large, ...): the job is recorded as failed (HTTP 422)."""
+    """Refused before splitting (upload over the size limit, unpriced model): the job is recorded as
+    failed (HTTP 422). A PDF that cannot be read is found later by the split (the job ends failed)."""
 
     def __init__(self, message: str, *, error_id: str, job_id: str) -> None:
         super().__init__(message, error_id=error_id)

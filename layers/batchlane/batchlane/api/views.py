@@ -27,7 +27,7 @@ def _phase(row: dict[str, Any]) -> str:
     status = row["status"]
     if status == "waiting_batch":
         return {None: "batch_queued", "preparing": "batch_preparing", "submitted": "batch_running", "closed": "batch_resuming"}[row["batch_state"]]
-    return {"pending": "queued", "processing": "converting"}.get(status, status)
+    return {"pending": "queued", "processing": "converting"}.get(status, status)  # splitting stays "splitting"
 
 
 def _iso(value: Any) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -57,6 +58,15 @@ class S3Store:
                 raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
             raise
         yield from body.iter_lines(chunk_size=1 << 20)
+
+    def download_to(self, key: str, path: Path) -> None:
+        """Stream an object to a local file (boto3's managed transfer): a 500 MB upload never sits in memory."""
+        try:
+            self._s3.download_file(self.bucket, key, str(path))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
+            raise
 
     def list_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []

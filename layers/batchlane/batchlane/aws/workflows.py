@@ -13,14 +13,15 @@ def execution_name(kind: str, job_id: str) -> str:
 
 
 class Workflows:
-    def __init__(self, sfn: Any, *, conversion_arn: str | None, batch_lane_arn: str | None) -> None:
+    def __init__(self, sfn: Any, *, conversion_arn: str | None, batch_lane_arn: str | None, intake_arn: str | None = None) -> None:
         self._sfn = sfn
         self.conversion_arn = conversion_arn
         self.batch_lane_arn = batch_lane_arn
+        self.intake_arn = intake_arn
 
     def _start(self, arn: str | None, name: str, payload: dict[str, Any]) -> str:
         if not arn:
-            raise RuntimeError("state machine ARN not configured (CONVERSION_STATE_MACHINE_ARN / BATCH_LANE_STATE_MACHINE_ARN)")
+            raise RuntimeError("state machine ARN not configured (CONVERSION_ / BATCH_LANE_ / INTAKE_STATE_MACHINE_ARN)")
         try:
             return str(self._sfn.start_execution(stateMachineArn=arn, name=name, input=json.dumps(payload))["executionArn"])
         except ClientError as exc:
@@ -30,6 +31,10 @@ class Workflows:
 
     def start_conversion(self, job_id: str) -> str:
         return self._start(self.conversion_arn, execution_name("conversion", job_id), {"jobId": job_id})
+
+    def start_intake(self, job_id: str) -> str:
+        """The split of a new job (download, validate, chunk): ``intake-<jobId>``, one per job."""
+        return self._start(self.intake_arn, execution_name("intake", job_id), {"jobId": job_id})
 
     def start_batch_lane(self, job_id: str) -> str:
         return self._start(self.batch_lane_arn, execution_name("batch", job_id), {"jobId": job_id})

@@ -33,7 +33,7 @@ import click
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 TERMINAL = ("completed", "failed", "cancelled")
-JOB_STATUSES = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
+JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
 DEFAULT_WORKDIR = Path(".batchlane/local")
 
 
@@ -179,7 +179,8 @@ def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dic
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), disable=quiet) as bar:
         task = bar.add_task(job["phase"], total=max(job["pages"]["total"], 1))
         while True:
-            bar.update(task, completed=job["pages"]["done"], description=f"{job['phase']:>16}")
+            # total is 0 while the job splits: the bar learns it once the split is done
+            bar.update(task, total=max(job["pages"]["total"], 1), completed=job["pages"]["done"], description=f"{job['phase']:>16}")
             if job["status"] in TERMINAL:
                 return job
             time.sleep(interval_s)
@@ -223,7 +224,7 @@ def convert(api: ApiClient, pdf: Path, detach: bool, as_json: bool, bulk: bool, 
     if detach:
         click.echo(json.dumps(created) if as_json else job_id)
         return
-    click.echo(f"job {job_id}: {created['totalPages']} pages, {created['status']}", err=True)
+    click.echo(f"job {job_id}: {created['status']}", err=True)  # splitting: pages are counted by the split
     job = watch(api, job_id, interval_s=interval, quiet=as_json)
     _print_job(job, as_json)
     sys.exit(exit_code_for(job))
@@ -296,6 +297,8 @@ def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
     result = _file_action(api, job_id, "process-now")
     if as_json:
         click.echo(json.dumps(result))
+    elif result["action"] == "flagged_while_splitting":
+        click.echo(f"job {job_id} is still being split; it will convert on-demand as soon as it is split")
     elif result["resumed"]:
         stop = "; the batch job is being stopped (its output is still billed once)" if result["batchStopRequested"] else ""
         click.echo(f"job {job_id} is converting on-demand now{stop}")

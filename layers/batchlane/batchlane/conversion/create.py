@@ -1,24 +1,37 @@
-"""Job creation: validate the PDF, split it into chunks, park it or start it.
+"""Job creation in two steps: open the job at once, split it in its own function.
 
-Bad input never raises past here: the job is recorded as failed with a stable error id
-and a one-line message, and nothing else is touched (no hold, no execution).
+:func:`create_job` runs behind the API (29 s): cheap checks only (options, model, the
+upload's size), then the job is recorded ``splitting`` and its intake workflow started.
+:func:`split_job` runs in the intake workflow's split function: it streams the upload to
+local disk, validates and splits it, writes the chunk rows and parks or starts the job.
+Bad input never raises past either: the job ends failed with a stable error id and a
+one-line message, and nothing else is touched (no hold, no execution).
 """
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+from batchlane.conversion.finish import fail_job
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.observability import logger
-from batchlane.pdf.split import open_pdf
+from batchlane.pdf.split import open_pdf_file
 from batchlane.runtime import Services
 from batchlane.topology import JOB_PARKED_DETAIL_TYPE
+
+# Set by Process now while the job splits: the split then sends it on-demand, never to the lane.
+PROCESS_NOW_FLAG = "_processNow"
+# Longer than the intake can run (4 attempts of job_split's 900 s, plus backoff, plus FailJob):
+# a job splitting longer lost its intake (an execution that never ran or whose FailJob failed).
+SPLIT_STALLED_AFTER_S = 2 * 3600
 
 
 @dataclass(frozen=True)
@@ -58,12 +71,15 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = None) -> CreatedJob:
-    """Create the conversion job for an uploaded file (files row already exists)."""
+    """Record the job ``splitting`` and start its intake workflow: answers in well under a second.
+
+    Unknown options raise InputError (nothing recorded); an unpriced model or an upload over
+    the size limit is recorded as a failed job at once, as a bad PDF is later by the split.
+    """
     settings = svc.settings
     file_row = job_repo.get_file(svc.db, file_id)
     if file_row is None:
         raise NotFound(f"no file {file_id}")
-    owner_id = file_row["owner_id"]
     options = normalise_options(options)
     model_id = str(options.get("modelId") or settings.batchlane_model_id)
     try:
@@ -72,48 +88,120 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         size = svc.store.size(file_row["s3_key"])
         if size > settings.batchlane_max_file_mb * 1024 * 1024:
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
-        document = open_pdf(svc.store.get_bytes(file_row["s3_key"]), max_pages=settings.batchlane_max_pages)
     except InputError as exc:
-        job = job_repo.insert_job(
-            svc.db,
-            file_id=file_id,
-            owner_id=owner_id,
-            status="failed",
-            options=options,
-            model_id=model_id,
-            total_pages=0,
-            pages_per_chunk=settings.batchlane_pages_per_chunk,
-            chunks=[],
-            error_id=exc.error_id,
-            error_message=str(exc),
-        )
+        job = _insert_job(svc.db, file_row, "failed", options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc))
         job_repo.set_file_status(svc.db, file_id, "failed")
         logger.info("job rejected", job_id=str(job["id"]), error_id=exc.error_id)
         return CreatedJob(str(job["id"]), file_id, "failed", 0, 0, exc.error_id, str(exc))
-
-    chunks = document.chunks(settings.batchlane_pages_per_chunk)
-    eligible, why = batch_eligible(options, document.page_count, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
-    status = "waiting_batch" if eligible else "pending"
-    hold = Decimal(str(settings.batchlane_hold_usd_per_page)) * document.page_count
     with svc.db.transaction() as tx:
-        job = job_repo.insert_job(
-            tx,
-            file_id=file_id,
-            owner_id=owner_id,
-            status=status,
-            options=options,
-            model_id=model_id,
-            total_pages=document.page_count,
-            pages_per_chunk=settings.batchlane_pages_per_chunk,
-            chunks=chunks,
-        )
-        job_id = str(job["id"])
-        store_chunk_sources(svc.store, job_id, document, chunks)  # before commit: no chunk without its source
-        ledger.place_hold(tx, job_id=job_id, owner_id=owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+        job = _insert_job(tx, file_row, "splitting", options, model_id, settings.batchlane_pages_per_chunk)
         job_repo.set_file_status(tx, file_id, "converting")
+    job_id = str(job["id"])
+    try:
+        svc.workflows.start_intake(job_id)
+    except Exception:
+        # Without its intake the job would hold the file "splitting" for ever: fail it, then report.
+        fail_job(svc, job_id, error_id="INTAKE_UNAVAILABLE", message="The conversion could not be started; convert the file again.")
+        raise
+    logger.info("job opened", job_id=job_id, file_id=file_id, size_bytes=size)
+    return CreatedJob(job_id, file_id, "splitting", 0, 0)
+
+
+def _insert_job(db: Any, file_row: dict[str, Any], status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **error: Any) -> Any:
+    """The job row, before its pages are known (the split fills in pages and chunks)."""
+    return job_repo.insert_job(
+        db,
+        file_id=str(file_row["id"]),
+        owner_id=file_row["owner_id"],
+        status=status,
+        options=options,
+        model_id=model_id,
+        total_pages=0,
+        pages_per_chunk=pages_per_chunk,
+        chunks=[],
+        **error,
+    )
+
+
+def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> CreatedJob:
+    """Download, validate and split a ``splitting`` job's upload, then park it or start it.
+
+    Idempotent (the intake retries it): a job no longer splitting is answered as it is (a
+    pending one gets its conversion started again, in case the run that split it died). The
+    upload is streamed to a file under ``scratch_dir`` (Lambda's /tmp) and read from there,
+    so memory holds the page tree and one chunk at a time, never the whole upload.
+    A job cancelled meanwhile is left alone: no chunk rows, no hold, nothing started.
+    """
+    settings = svc.settings
+    job = job_repo.get_job(svc.db, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    if job["status"] != "splitting":
+        if job["status"] == "pending":
+            # A retry after a run that committed but died before starting the conversion (idempotent by name).
+            svc.workflows.start_conversion(job_id)
+        logger.info("split skipped", job_id=job_id, status=job["status"])
+        return _as_created(job)
+    file_row = job_repo.get_file(svc.db, str(job["file_id"]))
+    assert file_row is not None  # jobs cascade with their file
+    with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
+        path = Path(tmp) / "upload.pdf"
+        try:
+            svc.store.download_to(file_row["s3_key"], path)
+        except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
+            fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
+            return _as_created(job_repo.get_job(svc.db, job_id))
+        with path.open("rb") as stream:
+            try:
+                document = open_pdf_file(stream, max_pages=settings.batchlane_max_pages)
+            except InputError as exc:
+                failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+                logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
+                return _as_created(job_repo.get_job(svc.db, job_id))
+            pages = document.page_count
+            chunks = document.chunks(job["pages_per_chunk"])
+            store_chunk_sources(svc.store, job_id, document, chunks)  # before the rows: no chunk without its source
+    options = job["options"] or {}
+    if options.get(PROCESS_NOW_FLAG):
+        eligible, why = False, "process_now"
+    else:
+        eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
+    hold = Decimal(str(settings.batchlane_hold_usd_per_page)) * pages
+    with svc.db.transaction() as tx:
+        locked = job_repo.lock_job(tx, job_id)
+        if locked is not None and locked["options"].get(PROCESS_NOW_FLAG) and eligible:
+            eligible, why = False, "process_now"  # flagged between our read and the lock
+        status = "waiting_batch" if eligible else "pending"
+        split = job_repo.finish_split(tx, job_id, status=status, total_pages=pages, chunks=chunks)
+        if split is not None:
+            ledger.place_hold(tx, job_id=job_id, owner_id=job["owner_id"], amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+    if split is None:
+        logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
+        return _as_created(job_repo.get_job(svc.db, job_id))
     if eligible:
-        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": model_id, "pages": document.page_count})
+        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job["model_id"], "pages": pages})
     else:
         svc.workflows.start_conversion(job_id)
-    logger.info("job created", job_id=job_id, pages=document.page_count, chunks=len(chunks), status=status, lane=why)
-    return CreatedJob(job_id, file_id, status, document.page_count, len(chunks), lane_decision=why)
+    logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)
+    return CreatedJob(job_id, str(job["file_id"]), status, pages, len(chunks), lane_decision=why)
+
+
+def _as_created(job: Any) -> CreatedJob:
+    return CreatedJob(str(job["id"]), str(job["file_id"]), job["status"], job["total_pages"], job["chunk_count"], job["error_id"], job["error_message"])
+
+
+def fail_stalled_splits(svc: Services, *, older_than_s: float = SPLIT_STALLED_AFTER_S) -> list[str]:
+    """Jobs still ``splitting`` long after their intake must have ended: fail them (SPLIT_STALLED)
+    so the file can be converted again. Run by the recovery schedule; real time, never scaled."""
+    stalled = svc.db.run(
+        "SELECT id FROM large_conversion_jobs WHERE status = 'splitting' AND updated_at < now() - make_interval(secs => :secs)",
+        secs=older_than_s,
+    )
+    failed = []
+    for row in stalled:
+        outcome = fail_job(svc, str(row["id"]), error_id="SPLIT_STALLED", message="The upload was not split in time; convert the file again.")
+        if outcome["status"] == "failed":
+            failed.append(str(row["id"]))
+    if failed:
+        logger.warning("stalled splits failed", count=len(failed))
+    return failed

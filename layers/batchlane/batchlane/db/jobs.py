@@ -9,7 +9,9 @@ from typing import Any, Protocol
 from batchlane.db.connection import Row
 from batchlane.pdf.split import ChunkSpan
 
-LIVE_JOB_STATUSES = ("pending", "waiting_batch", "processing", "paused_budget", "assembling")
+LIVE_JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling")
+# Every status a job can be in, in the order a job passes through them (0006_job_splitting.sql).
+JOB_STATUSES = (*LIVE_JOB_STATUSES, "completed", "failed", "cancelled")
 TERMINAL_JOB_STATUSES = ("completed", "failed", "cancelled")
 
 
@@ -76,15 +78,28 @@ def insert_job(
         error_message=error_message,
     )
     assert job is not None
+    insert_chunks(db, str(job["id"]), chunks, status=status)
+    return job
+
+
+def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, status: str) -> None:
     for span in chunks:
         db.run(
             "INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status) VALUES (CAST(:job AS uuid), :i, :first, :last, :status)",
-            job=str(job["id"]),
+            job=job_id,
             i=span.index,
             first=span.first_page,
             last=span.last_page,
             status=status,
         )
+
+
+def finish_split(db: Runner, job_id: str, *, status: str, total_pages: int, chunks: Sequence[ChunkSpan]) -> Row | None:
+    """splitting → ``status`` with the page count and the chunk rows; None when the job left
+    splitting meanwhile (cancelled): then nothing is written."""
+    job = transition_job(db, job_id, from_statuses=("splitting",), to_status=status, total_pages=total_pages, chunk_count=len(chunks))
+    if job is not None:
+        insert_chunks(db, job_id, chunks, status=status)
     return job
 
 

@@ -16,8 +16,12 @@ from batchlane.runtime import Services
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Upload, register the file, and create its job through the job_create Lambda."""
+def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None, wait_split: bool = True) -> dict[str, Any]:
+    """Upload, register the file, and create its job through the job_create Lambda.
+
+    Creation is asynchronous (the job starts ``splitting``); with ``wait_split`` this waits
+    for the intake's split and answers the job as it left it (pages, chunks, lane or error).
+    """
     with svc.db.transaction() as tx:
         file_row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=len(data))
         file_id = str(file_row["id"])
@@ -28,7 +32,19 @@ def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options:
     payload = json.loads(response["Payload"].read())
     if response.get("FunctionError"):
         raise RuntimeError(f"job_create failed: {payload.get('errorType')}: {payload.get('errorMessage')}")
-    return dict(payload)
+    if not wait_split or payload["status"] != "splitting":
+        return dict(payload)
+    job = wait_until(lambda: (row := job_repo.get_job(svc.db, payload["jobId"])) and row["status"] != "splitting" and row, timeout_s=600, what="the split")
+    lane = None if job["status"] in TERMINAL else ("batch" if job["status"] == "waiting_batch" else "on_demand")
+    return {
+        **payload,
+        "status": job["status"],
+        "totalPages": job["total_pages"],
+        "chunkCount": job["chunk_count"],
+        "errorId": job["error_id"],
+        "errorMessage": job["error_message"],
+        "laneDecision": lane,
+    }
 
 
 @dataclass

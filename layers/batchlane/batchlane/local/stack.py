@@ -117,6 +117,7 @@ class OfflineStack:
             "BATCHLANE_TIME_SCALE": str(self.faults.time_scale),
             "CONVERSION_STATE_MACHINE_ARN": self.state_machine_arns["conversion"],
             "BATCH_LANE_STATE_MACHINE_ARN": self.state_machine_arns["batch_lane"],
+            "INTAKE_STATE_MACHINE_ARN": self.state_machine_arns["intake"],
             "BATCH_CONVERSION_ENABLED": "true" if self.options.batch_lane else "false",
             "BATCH_CONVERSION_S3_BUCKET": BUCKET,
             "BATCH_CONVERSION_ROLE_ARN": SERVICE_ROLE_ARN,

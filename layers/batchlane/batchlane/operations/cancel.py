@@ -2,7 +2,7 @@
 
 | job status                                       | answer                                    |
 |--------------------------------------------------|-------------------------------------------|
-| pending, processing, paused_budget, waiting_batch | cancelled (below)                         |
+| splitting, pending, processing, paused_budget, waiting_batch | cancelled (below)              |
 | assembling                                       | Conflict CONVERSION_FINISHING (HTTP 409)   |
 | cancelled                                        | nothing to do (``already`` is True)        |
 | completed, failed                                | Conflict NOT_CANCELLABLE (HTTP 409)        |
@@ -15,6 +15,8 @@ the job cancelled); whatever it processed is still collected and billed once on 
 ledger, as is the partial spend of a chunk that was running (its guarded heartbeat
 matches no row, so it starts no new page, books what it spent and discards the rest).
 Those ledger rows are our cost; the user's hold is never settled for a cancelled job.
+A job cancelled while ``splitting`` has no chunks and no hold yet; its split notices (its
+guarded splitting → pending/waiting_batch matches no row) and writes, parks and starts nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from batchlane.domain.errors import Conflict, NotFound
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
-CANCELLABLE = ("pending", "processing", "paused_budget", "waiting_batch")
+CANCELLABLE = ("splitting", "pending", "processing", "paused_budget", "waiting_batch")
 _CHUNK_NOT_DONE = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "failed")
 CANCEL_REASON = "cancelled"
 

@@ -1,7 +1,10 @@
 """Process now: a job waiting for the batch lane goes on-demand at once.
 
-Only from ``waiting_batch`` (else Conflict NOT_BATCH_WAITING, HTTP 409). In ONE
-transaction with the job row locked, by the batch row's state when the user acts:
+From ``waiting_batch`` (else Conflict NOT_BATCH_WAITING, HTTP 409), and from ``splitting``:
+there the job is only flagged (``options._processNow``), and its split sends it on-demand
+instead of parking it (action ``flagged_while_splitting``, status still ``splitting``).
+From ``waiting_batch``, in ONE transaction with the job row locked, by the batch row's
+state when the user acts:
 
 | batch row | what happens                                                                     |
 |-----------|----------------------------------------------------------------------------------|
@@ -23,6 +26,7 @@ from typing import Any
 
 from batchlane.batch import rows
 from batchlane.batch.submit import stop_batch_job
+from batchlane.conversion.create import PROCESS_NOW_FLAG
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.errors import Conflict, NotFound
@@ -37,9 +41,10 @@ class ProcessNowOutcome:
     job_id: str
     file_id: str
     batch_row_state: str | None  # as the user found it
-    action: str  # skipped_row_inserted | left_batch_lane | left_to_recovery
+    action: str  # skipped_row_inserted | left_batch_lane | left_to_recovery | flagged_while_splitting
     resumed: bool
     batch_stop_requested: bool = False
+    status: str | None = None  # where the job is now; None: pending if resumed, else waiting_batch
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -48,7 +53,7 @@ class ProcessNowOutcome:
             "batchRowState": self.batch_row_state,
             "action": self.action,
             "resumed": self.resumed,
-            "status": "pending" if self.resumed else "waiting_batch",
+            "status": self.status or ("pending" if self.resumed else "waiting_batch"),
             "batchStopRequested": self.batch_stop_requested,
         }
 
@@ -63,6 +68,15 @@ def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
         file_id = str(job["file_id"])
+        if job["status"] == "splitting":
+            tx.run(
+                """UPDATE large_conversion_jobs SET options = options || CAST(:flag AS jsonb), updated_at = now()
+                   WHERE id = CAST(:id AS uuid) AND status = 'splitting'""",
+                id=job_id,
+                flag={PROCESS_NOW_FLAG: True},
+            )
+            logger.info("process now flagged while splitting", job_id=job_id)
+            return ProcessNowOutcome(job_id, file_id, None, "flagged_while_splitting", resumed=False, status="splitting")
         if job["status"] != "waiting_batch":
             raise Conflict(f"The job is {job['status']}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
         row = _lock_row(tx, job_id)

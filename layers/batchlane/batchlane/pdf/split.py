@@ -12,6 +12,7 @@ import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from pypdf import PdfReader, PdfWriter
 from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
@@ -88,6 +89,9 @@ class PdfDocument:
             writer.add_page(self._reader.pages[number - self.first_page])
         buffer = io.BytesIO()
         writer.write(buffer)
+        # pypdf keeps every object it parsed: over a whole split, a 500 MB document's images would
+        # all stay in memory. Drop them once the chunk is written; the next chunk re-reads its own.
+        self._reader.resolved_objects.clear()
         return buffer.getvalue()
 
     def chunks(self, pages_per_chunk: int) -> list[ChunkSpan]:
@@ -147,12 +151,25 @@ def _strip_strings(data: bytes) -> tuple[bytes, int]:
 
 def open_pdf(data: bytes, *, max_pages: int) -> PdfDocument:
     """Validate ``data`` as a PDF we can convert, or raise :class:`InputError` with a stable id."""
-    if not data:
+    return open_pdf_file(io.BytesIO(data), max_pages=max_pages)
+
+
+def open_pdf_file(stream: BinaryIO, *, max_pages: int) -> PdfDocument:
+    """:func:`open_pdf` over a seekable binary stream (an open file): pypdf reads objects from it
+    as pages need them, so a 500 MB upload on disk is never loaded whole. Keep it open while
+    the document is used. (pypdf reads a path given as str/Path into memory: pass the file.)"""
+    stream.seek(0, io.SEEK_END)
+    size = stream.tell()
+    if size == 0:
         raise InputError("The file is empty.", error_id="PDF_EMPTY")
-    if b"%PDF-" not in data[:1024]:
+    stream.seek(0)
+    if b"%PDF-" not in stream.read(1024):
         raise InputError("The file is not a PDF.", error_id="PDF_NOT_PDF")
+    stream.seek(max(0, size - 2048))
+    tail = stream.read(2048)
+    stream.seek(0)
     try:
-        reader = PdfReader(io.BytesIO(data), strict=False)
+        reader = PdfReader(stream, strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
             raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED")
         count = len(reader.pages)
@@ -166,7 +183,7 @@ def open_pdf(data: bytes, *, max_pages: int) -> PdfDocument:
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
     if count > max_pages:
         raise InputError(f"The PDF has {count} pages; the limit is {max_pages}.", error_id="PDF_TOO_MANY_PAGES")
-    if b"%%EOF" not in data[-2048:]:
+    if b"%%EOF" not in tail:
         # pypdf can often rebuild a cut file, but pages past the cut would be lost silently.
         raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT")
     return PdfDocument(reader)
