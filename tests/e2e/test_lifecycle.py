@@ -7,11 +7,23 @@ job big enough to outrun the emulator's old clock.
 
 from __future__ import annotations
 
-from batchlib import PAGES, assert_converted_whole, run_job
+from decimal import Decimal
 
+import pytest
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
+
+from batchlane.db import ledger
+from batchlane.domain.cost import Usage
+from batchlane.local.daemon import restart_notice
 from batchlane.local.lambda_runtime import Invocation
+from batchlane.local.stack import OfflineStack, StackOptions
+from batchlane.runtime import services
 
 FAST = "time_scale=36000,job_hours=0.5"
+
+
+def batch_ledger_rows(job_id: str) -> list[dict]:
+    return [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch"]
 
 
 def test_a_chunk_lambda_dying_out_of_memory_once_is_retried_and_the_job_converts_whole(stack_factory):
@@ -34,3 +46,85 @@ def test_a_chunk_lambda_dying_out_of_memory_once_is_retried_and_the_job_converts
     assert failures == [1], "the fault fired"
     assert len(chunk_one_runs) == 2, "chunk 1 ran again after its failure"
     assert_converted_whole(report["job_id"], PAGES)
+
+
+# -- point 9: a Bedrock job still Stopping when the lane gives up on it -------------------------------
+
+
+def _job_status(job_id: str) -> str:
+    return services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"]
+
+
+def _park_and_submit(stack) -> tuple[str, dict]:  # type: ignore[no-untyped-def]
+    """A parked job whose Bedrock job is InProgress and has answered a few records."""
+    job_id, _ = submit()
+    stack.registry.invoke("batch_claimer", {})
+    row = wait_until(lambda: (r := batch_row(job_id)) and r["state"] == "submitted" and r["task_tokens"] and r, what="the wait to start")
+    wait_until(lambda: stack.bedrock.jobs[row["bedrock_job_arn"]].processed >= 2, what="a few records processed")
+    return job_id, row
+
+
+@pytest.mark.parametrize("billed_by", ["event", "sweeper"])
+def test_a_lane_giving_up_while_bedrock_stops_bills_the_processed_records_once_at_the_terminal_status(stack_factory, billed_by):
+    # Stopping lasts an emulated 2 h (1 s here); a record takes ~0.9 s, the job's own 24 h timeout 12 s.
+    faults = "time_scale=7200,job_hours=100,stopping_s=7200" + (",drop_terminal_event=1" if billed_by == "sweeper" else "")
+    stack = stack_factory(faults, extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, row = _park_and_submit(stack)
+    arn = row["bedrock_job_arn"]
+
+    # What CollectFailed then Resume do (collect gave up 5 times), while Bedrock still runs the job.
+    left = stack.registry.invoke("batch_collect", {"jobId": job_id, "step": "abandon", "reason": "collect_failed"}).result
+    assert left == {"closed": False, "stopping": True, "endState": "stopping"}
+    assert stack.bedrock.jobs[arn].status == "Stopping"
+    assert batch_ledger_rows(job_id) == [], "no bill before manifest.json.out exists"
+    assert stack.registry.invoke("batch_resume", {"jobId": job_id}).result["resumed"] is True  # on-demand at once
+
+    wait_until(lambda: stack.bedrock.jobs[arn].status == "Stopped", what="Bedrock to finish stopping")
+    if billed_by == "sweeper":  # the terminal event was lost
+        assert stack.registry.invoke("batch_sweeper", {}).result["billedStopped"] == 1
+    wait_until(lambda: batch_row(job_id)["state"] == "closed", what="the stopped job's bill")
+    wait_until(lambda: _job_status(job_id) == "completed", what="completion")
+
+    manifest = stack.bedrock.jobs[arn].manifest()
+    assert manifest["processedRecordCount"] >= 2
+    processed_price = services().prices.cost(row["model_id"], Usage(manifest["inputTokenCount"], manifest["outputTokenCount"]), batch=True)
+    [bill] = batch_ledger_rows(job_id)
+    assert Decimal(bill["cost_usd"]) == processed_price > 0
+    closed = batch_row(job_id)
+    assert (closed["end_state"], closed["reason"], closed["accepted_count"]) == ("Stopped", "collect_failed", 0)
+    results = assert_converted_whole(job_id)  # total = chunks + the late batch bill
+    assert all(p.served_by == "on_demand" for p in results.values() if p.status != "blank")
+    assert stack.registry.invoke("batch_sweeper", {}).result["billedStopped"] == 0, "billed once"
+    assert len(batch_ledger_rows(job_id)) == 1
+
+
+# -- point 12: a Bedrock job that Bedrock no longer knows; a restarted offline stack -------------------
+
+
+def test_a_bedrock_job_bedrock_no_longer_knows_is_lost_collected_and_resumed_not_waited_on(stack_factory):
+    stack = stack_factory("time_scale=3600,job_hours=100", extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, row = _park_and_submit(stack)
+    stack.bedrock.control.forget(row["bedrock_job_arn"])  # GetModelInvocationJob: ResourceNotFoundException
+
+    swept = stack.registry.invoke("batch_sweeper", {}).result
+    assert (swept["lost"], swept["woken"], swept["errors"]) == (1, 1, 0)
+    wait_until(lambda: _job_status(job_id) == "completed", what="completion")
+    closed = batch_row(job_id)
+    assert closed["end_state"] == "Lost" and closed["bedrock_status"] == "Lost"
+    assert_converted_whole(job_id)
+    assert len(batch_ledger_rows(job_id)) == 1
+
+
+def test_a_restarted_offline_stack_starts_from_empty_tables_and_says_so(migrated_url, tmp_path):
+    options = StackOptions(workdir=tmp_path, faults="time_scale=36000", database_url=migrated_url, extra_env=SMALL_LANE_ENV, schedule_speedup=1e-6)
+    with OfflineStack(options):
+        job_id, _ = submit()  # parked, with its chunk PDFs in the emulated S3
+        assert _job_status(job_id) == "waiting_batch"
+    with OfflineStack(options) as again:
+        assert again.forgotten_rows["large_conversion_jobs"] == 1 and again.forgotten_rows["chunk_jobs"] >= 1
+        assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs")["n"] == 0
+        notice = restart_notice({"forgottenRows": again.forgotten_rows})
+        assert "starting from empty tables" in notice and "1 job(s)" in notice
+        # and the restarted stack works: a new job converts whole
+        report = run_job(timeout_s=120)
+        assert_converted_whole(report["job_id"])

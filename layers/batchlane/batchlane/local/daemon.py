@@ -2,7 +2,9 @@
 
 ``up`` starts ``python -m batchlane.local.daemon`` in its own session; the daemon starts
 the stack and writes ``<workdir>/state.json`` (pid, endpoints, the environment a client
-needs). ``down`` sends SIGTERM and waits; the daemon stops the stack cleanly.
+needs, and ``forgottenRows``: what an earlier run left in the database, dropped because the
+emulated services keep nothing across a restart). ``down`` sends SIGTERM and waits; the
+daemon stops the stack cleanly.
 """
 
 from __future__ import annotations
@@ -97,6 +99,16 @@ def stop_daemon(workdir: Path, *, timeout_s: float = 30) -> bool:
     return True
 
 
+def restart_notice(state: dict[str, Any]) -> str:
+    """What `local up` tells a person about state from an earlier run (there is never any)."""
+    dropped = state.get("forgottenRows") or {}
+    head = "starting from empty tables: the emulated S3, Step Functions and Bedrock keep nothing across `local down`, so neither does the database"
+    if not dropped:
+        return head
+    jobs = dropped.get("large_conversion_jobs", 0)
+    return f"{head} ({jobs} job(s) and {sum(dropped.values())} row(s) in all from the earlier run were dropped)"
+
+
 def use_running_stack(workdir: Path) -> dict[str, Any]:
     """Point this process's clients at a running offline stack (its environment)."""
     state = read_state(workdir.resolve())
@@ -117,7 +129,14 @@ def _run(workdir: Path, faults: str) -> None:
     signal.signal(signal.SIGINT, lambda *_: stopping.set())
     stack = OfflineStack(StackOptions(workdir=workdir, faults=with_default_faults(faults))).start()
     try:
-        state = {"pid": os.getpid(), "status": "ready", "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "faults": faults, "env": stack.env}
+        state = {
+            "pid": os.getpid(),
+            "status": "ready",
+            "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "faults": faults,
+            "env": stack.env,
+            "forgottenRows": stack.forgotten_rows,
+        }
         tmp = workdir / (STATE_FILE + ".tmp")
         tmp.write_text(json.dumps(state, indent=2))
         tmp.replace(workdir / STATE_FILE)

@@ -29,6 +29,7 @@ draw (as a retry against the real service might succeed).
 | ``create_throttle`` | int >= 0 | ``0`` | the first N CreateModelInvocationJob calls answer ThrottlingException |
 | ``time_scale`` | float > 0 | ``1`` | emulated seconds per real second for batch jobs (3600: an emulated hour a second) |
 | ``job_hours`` | float > 0 | ``1`` | emulated hours a job spends InProgress, spread evenly over its records |
+| ``stopping_s`` | float >= 0 | ``30`` | emulated seconds a stopped job stays Stopping before Stopped (its manifest appears only then) |
 
 ``job_outcome``:
 
@@ -45,7 +46,7 @@ draw (as a retry against the real service might succeed).
 
 Terminal statuses are Completed, PartiallyCompleted, Failed, Stopped and Expired. Phases
 before InProgress take fixed emulated times (Submitted 30 s, Validating 60 s, Scheduled
-120 s, Stopping 30 s), so ``time_scale=200000`` runs a whole small job in well under a
+120 s; Stopping ``stopping_s``, 30 s by default), so ``time_scale=200000`` runs a whole small job in well under a
 second of real time, while a 24-hour timeout lasts about 0.4 s.
 """
 
@@ -80,6 +81,7 @@ class Faults:
     create_throttle: int = 0
     time_scale: float = 1.0
     job_hours: float = 1.0
+    stopping_s: float = 30.0
 
 
 def _rate(text: str) -> float:
@@ -140,6 +142,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "create_throttle": _count,
     "time_scale": _positive,
     "job_hours": _positive,
+    "stopping_s": _non_negative,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
 

@@ -49,6 +49,7 @@ class Job:
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     wake: threading.Event = field(default_factory=threading.Event, repr=False)
     stop_requested: bool = False
+    forgotten: bool = False  # the service no longer knows this job (see ControlPlane.forget)
     history: list[str] = field(default_factory=list)
     notify: Callable[[Job], None] | None = field(default=None, repr=False)
 

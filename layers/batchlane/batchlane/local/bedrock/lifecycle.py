@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 SUBMITTED_S = 30.0
 VALIDATING_S = 60.0
 SCHEDULED_S = 120.0
-STOPPING_S = 30.0
 
 # Real lag below which the thread does not bother to sleep between records.
 _MIN_SLEEP_S = 0.002
@@ -96,7 +95,7 @@ class JobLifecycle:
         """Move virtual time on by ``seconds``; True if a stop request cut it short."""
         target = self._vtime + seconds
         while True:
-            if self._shutdown.is_set():
+            if self._shutdown.is_set() or self.job.forgotten:
                 raise _Shutdown
             if stoppable and self.job.stop_requested:
                 self._vtime = max(self._vtime, min(target, self._clock.now()), self.job.last_modified)
@@ -223,7 +222,8 @@ class JobLifecycle:
         return self._set("PartiallyCompleted" if self.job.errors else "Completed")
 
     def _finish_stopped(self, s3: Any) -> None:
-        self._advance(STOPPING_S, stoppable=False)
+        """Stopping lasts ``stopping_s``; the partial output and manifest appear only at Stopped."""
+        self._advance(self._faults.stopping_s, stoppable=False)
         if self._validated and s3 is not None:
             bucket, prefix = output_prefix(self.job.output_uri, self.job.job_id)
             write_manifest(s3, bucket, prefix, self.job.manifest())
