@@ -14,12 +14,14 @@ from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, r
 
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
+from batchlane.local.bedrock.clock import auto_time_scale
 from batchlane.local.daemon import restart_notice
 from batchlane.local.lambda_runtime import Invocation
 from batchlane.local.stack import OfflineStack, StackOptions
 from batchlane.runtime import services
 
 FAST = "time_scale=36000,job_hours=0.5"
+NON_BLANK = PAGES - PAGES // 15
 
 
 def batch_ledger_rows(job_id: str) -> list[dict]:
@@ -128,3 +130,27 @@ def test_a_restarted_offline_stack_starts_from_empty_tables_and_says_so(migrated
         # and the restarted stack works: a new job converts whole
         report = run_job(timeout_s=120)
         assert_converted_whole(report["job_id"])
+
+
+# -- point 13: one clock for the batch pace and the timeouts ------------------------------------------
+
+
+@pytest.mark.parametrize("scale", ["36000", "auto"])
+def test_a_job_that_outran_the_old_fixed_clock_completes_within_the_timeout_on_the_auto_clock(stack_factory, scale):
+    # This "machine" spends 60 ms on each batch record: 56 records need ~3.4 s of real time, more
+    # than the wait's timeout at the old fixed scale (24 h, no grace, at 36000x: 2.4 s).
+    slow = "records_per_hour=100,record_cost_ms=60"
+    assert NON_BLANK * 0.060 > 24 * 3600 / 36000
+    stack = stack_factory(f"time_scale={scale},{slow}", extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_GRACE_HOURS": "0"})
+    report = run_job(timeout_s=240)
+    results = assert_converted_whole(report["job_id"])
+    row = batch_row(report["job_id"])
+    job = stack.bedrock.jobs[row["bedrock_job_arn"]]
+    if scale == "36000":  # the old way: the emulator falls behind the clock our wait runs on
+        assert job.behind_s > 3600 and row["reason"] == "overdue" and row["fallback_count"] > 0
+        return
+    assert stack.faults.time_scale == auto_time_scale(100, 60) == pytest.approx(300)
+    assert job.behind_s < 600, "the emulator kept up with the one clock (sleep jitter aside)"
+    assert (row["end_state"], row["accepted_count"], row["fallback_count"]) == ("Completed", NON_BLANK, 0)
+    assert all(p.served_by == "batch" for p in results.values() if p.status != "blank")
+    assert report["saving_pct"] == pytest.approx(50, abs=0.5)
