@@ -12,6 +12,9 @@ from decimal import Decimal
 import pytest
 from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
 
+from batchlane import keys
+from batchlane.batch.names import bedrock_job_name
+from batchlane.batch.submit import _create, output_uri_for
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
 from batchlane.local.bedrock.clock import auto_time_scale
@@ -98,6 +101,41 @@ def test_a_lane_giving_up_while_bedrock_stops_bills_the_processed_records_once_a
     assert all(p.served_by == "on_demand" for p in results.values() if p.status != "blank")
     assert stack.registry.invoke("batch_sweeper", {}).result["billedStopped"] == 0, "billed once"
     assert len(batch_ledger_rows(job_id)) == 1
+
+
+def test_a_submit_that_failed_after_bedrock_created_the_job_stops_and_bills_that_job(stack_factory):
+    # The submit Lambda dies right after CreateModelInvocationJob, every time: SubmitFailed.
+    stack = stack_factory("time_scale=7200,job_hours=100,stopping_s=7200", extra_env=SMALL_LANE_ENV, schedules=False)
+    created: list[str] = []
+
+    def crash_after_create(event, call_real):  # type: ignore[no-untyped-def]
+        svc, job_id = services(), event["jobId"]
+        if event.get("action") == "stop":
+            return call_real(event)
+        created.append(
+            _create(
+                svc,
+                job_id,
+                bedrock_job_name(job_id),
+                svc.settings.batchlane_model_id,
+                f"s3://{svc.store.bucket}/{keys.batch_input_prefix(job_id)}",
+                output_uri_for(svc, job_id),
+            )
+        )
+        return Invocation(error_type="RuntimeError", error_message="the submit Lambda died after create")
+
+    stack.registry.intercept("batch_submit", crash_after_create)
+    job_id, _ = submit()
+    stack.registry.invoke("batch_claimer", {})
+    wait_until(lambda: _job_status(job_id) == "completed", what="completion on-demand")
+    arn = created[0]
+    assert len(set(created)) == 1, "one Bedrock job (same client token)"
+    wait_until(lambda: batch_row(job_id)["state"] == "closed", what="the adopted job's bill")
+    row = batch_row(job_id)
+    assert (row["bedrock_job_arn"], row["reason"], row["end_state"]) == (arn, "submit_failed", "Stopped")
+    assert stack.bedrock.jobs[arn].status == "Stopped", "the job we could not submit cleanly was stopped, not left running"
+    assert len(batch_ledger_rows(job_id)) == 1
+    assert_converted_whole(job_id)
 
 
 # -- point 12: a Bedrock job that Bedrock no longer knows; a restarted offline stack -------------------
