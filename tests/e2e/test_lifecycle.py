@@ -103,6 +103,25 @@ def test_a_lane_giving_up_while_bedrock_stops_bills_the_processed_records_once_a
     assert len(batch_ledger_rows(job_id)) == 1
 
 
+def test_an_overdue_job_stopped_by_the_sweeper_bills_the_records_it_processed_once(stack_factory):
+    stack = stack_factory("time_scale=7200,job_hours=100,stopping_s=7200", extra_env=SMALL_LANE_ENV, schedules=False)
+    job_id, row = _park_and_submit(stack)
+    arn = row["bedrock_job_arn"]
+    services().db.run("UPDATE conversion_batch_jobs SET deadline = now() - interval '1 second' WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    assert stack.registry.invoke("batch_sweeper", {}).result["overdue"] == 1
+    assert stack.bedrock.jobs[arn].status == "Stopping"
+    wait_until(lambda: _job_status(job_id) == "completed", what="completion")
+
+    manifest = stack.bedrock.jobs[arn].manifest()
+    processed_price = services().prices.cost(row["model_id"], Usage(manifest["inputTokenCount"], manifest["outputTokenCount"]), batch=True)
+    [bill] = batch_ledger_rows(job_id)
+    assert Decimal(bill["cost_usd"]) == processed_price > 0
+    closed = batch_row(job_id)
+    assert (closed["end_state"], closed["reason"]) == ("Stopped", "overdue")
+    assert closed["accepted_count"] == manifest["successRecordCount"] > 0, "what it processed is used, not only paid for"
+    assert_converted_whole(job_id)
+
+
 def test_a_submit_that_failed_after_bedrock_created_the_job_stops_and_bills_that_job(stack_factory):
     # The submit Lambda dies right after CreateModelInvocationJob, every time: SubmitFailed.
     stack = stack_factory("time_scale=7200,job_hours=100,stopping_s=7200", extra_env=SMALL_LANE_ENV, schedules=False)
