@@ -22,9 +22,11 @@ from typing import Any
 
 STATE_FILE = "state.json"
 # `batchlane local up` is for people: an emulated batch job takes about two minutes of
-# real time (1 emulated hour at 30x, plus the short phases), long enough to watch a job
-# wait for its batch and act on it. A --faults value with its own time_scale wins.
-DEFAULT_LOCAL_FAULTS = "time_scale=30"
+# real time (a fixed 1 emulated hour InProgress at 30x, plus the short phases), long
+# enough to watch a job wait for its batch and act on it, whatever its size (the
+# calibrated pace would end a 60-page job in seconds). A --faults value with its own
+# time_scale wins.
+DEFAULT_LOCAL_FAULTS = "time_scale=30,job_hours=1"
 
 
 def with_default_faults(faults: str) -> str:
