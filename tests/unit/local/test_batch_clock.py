@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from batchlane.local.bedrock.clock import BATCH_RECORDS_PER_HOUR, MAX_AUTO_SCALE, auto_time_scale
+from batchlane.local.bedrock.clock import BATCH_RECORDS_PER_HOUR, EMULATOR_RECORD_COST_S, MAX_AUTO_SCALE, auto_time_scale, scale_for_job
 from batchlane.local.bedrock.faults import parse_faults
 
 
@@ -28,3 +28,13 @@ def test_stopping_lasts_what_the_fault_says():
     assert parse_faults("stopping_s=7200").stopping_s == 7200
     with pytest.raises(ValueError, match="stopping_s"):
         parse_faults("stopping_s=-1")
+
+
+def test_a_known_job_gets_the_fastest_clock_that_keeps_it_near_its_calibrated_time():
+    for records in (60, 650, 9600, 50_000):
+        scale = scale_for_job(records)
+        machine_emulated_s = records * EMULATOR_RECORD_COST_S * scale  # how long the emulator takes, on the clock
+        calibrated_s = records * 3600 / BATCH_RECORDS_PER_HOUR
+        assert machine_emulated_s <= max(calibrated_s + 0.1 * 24 * 3600, calibrated_s / 0.5) + 1e-6, records
+    assert scale_for_job(650) > 8 * scale_for_job(9600), "a small demo is not slowed by a big one's clock"
+    assert scale_for_job(60) == MAX_AUTO_SCALE
