@@ -60,6 +60,7 @@ def test_local_up_status_down(tmp_path):
     try:
         assert up.returncode == 0, up.stderr[-2000:]
         assert "AWS_ENDPOINT_URL=http://127.0.0.1:" in up.stdout
+        assert "starting from empty tables" in up.stdout, "says what a restart keeps: nothing"
         status = subprocess.run([str(BATCHLANE), "local", "status", "--workdir", workdir], capture_output=True, text=True, env=env, timeout=60)
         assert status.returncode == 0 and "running" in status.stdout
         state = json.loads((tmp_path / "stack" / "state.json").read_text())

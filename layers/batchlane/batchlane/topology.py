@@ -125,13 +125,13 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("batch_wait", "Stores the wait task token on the batch row.", ("db", "bedrock_batch")),
     FunctionSpec(
         "batch_callback",
-        "EventBridge target: Bedrock batch state change → task success for terminal states.",
-        ("db", "task_response"),
+        "EventBridge target: Bedrock batch state change → task success for terminal states; bills a stopped job's manifest.",
+        ("db", "s3_read", "task_response"),
     ),
     FunctionSpec(
         "batch_sweeper",
-        "Asks Bedrock about rows still waiting, so a lost event strands nothing.",
-        ("db", "bedrock_batch", "task_response"),
+        "Asks Bedrock about rows still waiting, so a lost event strands nothing; collects orphans, bills stopped jobs.",
+        ("db", "s3_read", "s3_write", "bedrock_batch", "task_response"),
     ),
     FunctionSpec(
         "batch_collect",

@@ -26,7 +26,9 @@ def _phase(row: dict[str, Any]) -> str:
     """One word for a person: where the job is right now."""
     status = row["status"]
     if status == "waiting_batch":
-        return {None: "batch_queued", "preparing": "batch_preparing", "submitted": "batch_running", "closed": "batch_resuming"}[row["batch_state"]]
+        return {None: "batch_queued", "preparing": "batch_preparing", "submitted": "batch_running", "stopping": "batch_resuming", "closed": "batch_resuming"}[
+            row["batch_state"]
+        ]
     return {"pending": "queued", "processing": "converting"}.get(status, status)  # splitting stays "splitting"
 
 

@@ -9,6 +9,10 @@
 * Tokens are billed for every record Bedrock returned with output, used or not, at the
   batch price. The cost_ledger row is written in the same transaction as the guarded
   submitted → closed move, so of any number of racing collectors exactly one writes it.
+* A lane that gives up while its Bedrock job still runs (:func:`abandon`) stops the job
+  and leaves the row ``stopping``: Bedrock writes manifest.json.out only at the terminal
+  status, so the bill is written then (:func:`settle_stopping`, from the event callback
+  or the sweeper), never as $0 from a manifest that does not exist yet.
 """
 
 from __future__ import annotations
@@ -27,8 +31,8 @@ from botocore.exceptions import ClientError
 from batchlane import keys
 from batchlane.aws.s3 import ObjectStore
 from batchlane.batch import rows
-from batchlane.batch.names import job_id_from_arn
-from batchlane.batch.submit import stop_batch_job
+from batchlane.batch.names import bedrock_job_name, job_id_from_arn
+from batchlane.batch.submit import bedrock_status, find_job_by_name, output_uri_for, stop_batch_job
 from batchlane.converter import PrimedResult
 from batchlane.converter.transports import answer_from_messages
 from batchlane.db import ledger
@@ -72,9 +76,11 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
         raise NotFound(f"no batch row for job {job_id}")
     if row["state"] == "closed":
         return _summary(row, won=False)
+    if row["state"] == "stopping":
+        return settle_stopping(svc, row)
     if row["state"] != "submitted":
         raise CollectNotReady(f"batch row is {row['state']}")
-    status = svc.bedrock().get_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])["status"]
+    status = bedrock_status(svc.bedrock(), row["bedrock_job_arn"])
     rows.record_status(svc.db, row["bedrock_job_arn"], status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         job = svc.db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
@@ -87,6 +93,7 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     expected: dict[str, str] = manifest["promptHashes"]
     model_id = manifest["modelId"]
     with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:
+        # A lost job (Bedrock no longer knows it) is collected the same way: whatever it left.
         output_keys = sorted(k for k in svc.store.list_keys(_output_prefix(row, svc.store.bucket)) if k.endswith(".jsonl.out"))
         tally = tally_outputs(svc.store, output_keys, expected=expected, model_id=model_id, spool_dir=Path(spool_dir))
         write_results(svc.store, job_id, [int(c) for c in manifest["chunks"]], spool_dir=Path(spool_dir))
@@ -201,9 +208,10 @@ def _close_and_bill(
     model_id: str,
     metadata: dict[str, Any],
     reason: str | None = None,
+    from_state: str = "submitted",
 ) -> bool:
     with svc.db.transaction() as tx:
-        closed = rows.close(tx, job_id, from_states=("submitted",), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
+        closed = rows.close(tx, job_id, from_states=(from_state,), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
         if closed is None:
             return False
         ledger.add_batch_cost(
@@ -224,19 +232,32 @@ def _close_and_bill(
                WHERE id = CAST(:id AS uuid) AND status IN ('completed', 'failed')""",
             id=job_id,
         )
+        # A job that left the lane before this bill (stopping, process now) carries it too,
+        # so its total still reads "chunk costs + the batch job's cost".
+        tx.run(
+            """UPDATE large_conversion_jobs SET options = COALESCE(options, '{}'::jsonb) || jsonb_build_object('_batchCostUsd', CAST(:cost AS text))
+               WHERE id = CAST(:id AS uuid) AND status <> 'waiting_batch'""",
+            id=job_id,
+            cost=str(cost),
+        )
         return True
 
 
 def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
     """Leave the lane without results: skip, prepare error, or collect failing for good.
 
-    A submitted Bedrock job is stopped (best effort) and billed from its own
-    manifest.json.out when that can be read (0 otherwise), once, like any other close.
+    A submitted Bedrock job is stopped. Once it has ended it is billed at once from its
+    own manifest.json.out; while it is still running (or Stopping) the row becomes
+    ``stopping`` and the job resumes on-demand now: the bill follows at the terminal
+    status (:func:`settle_stopping`). A submit that failed after Bedrock created the job
+    adopts that job first, so it is stopped and billed too.
     """
     row = rows.get_row(svc.db, job_id)
     if row is None:
         return {"closed": False}
     detail = (error or {}).get("Error")
+    if row["state"] == "preparing" and reason == "submit_failed":
+        row = _adopt_created_job(svc, job_id) or row
     if row["state"] == "preparing":
         left_lane = reason in SKIP_REASONS or reason.startswith("job_")  # job_cancelled, job_pending: the user moved it
         end_state = "skipped" if left_lane else "prepare_failed"
@@ -245,6 +266,14 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         return {"closed": closed is not None, "endState": end_state}
     if row["state"] == "submitted":
         stop_batch_job(svc, job_id, reason=reason)
+        status = bedrock_status(svc.bedrock(), row["bedrock_job_arn"])
+        rows.record_status(svc.db, row["bedrock_job_arn"], status)
+        if status not in rows.TERMINAL_BEDROCK_STATUSES:
+            rows.mark_stopping(svc.db, job_id, reason=reason)
+            logger.warning(
+                "batch lane left while its Bedrock job stops; billed at its terminal status", job_id=job_id, reason=reason, status=status, error=detail
+            )
+            return {"closed": False, "stopping": True, "endState": "stopping"}
         usage = _billed_from_bedrock_manifest(svc, row)
         model_id = row["model_id"]
         cost = svc.prices.cost(model_id, usage, batch=True)
@@ -265,6 +294,50 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         logger.warning("batch lane abandoned after submit", job_id=job_id, reason=reason, error=detail, cost_usd=str(cost), won=won)
         return {"closed": True, "won": won, "endState": reason}
     return {"closed": True, "won": False, "endState": row["end_state"]}
+
+
+def settle_stopping(svc: Services, row: dict[str, Any]) -> dict[str, Any]:
+    """Bill a ``stopping`` row once its Bedrock job has ended: manifest.json.out exists now.
+
+    Called by the state-change callback, the sweeper, and collect; the guarded
+    stopping → closed move lets exactly one of them write the ledger row.
+    """
+    job_id, arn = str(row["job_id"]), row["bedrock_job_arn"]
+    status = row["bedrock_status"]
+    if status not in rows.TERMINAL_BEDROCK_STATUSES:
+        status = bedrock_status(svc.bedrock(), arn)
+        row = rows.record_status(svc.db, arn, status) or row
+    if status not in rows.TERMINAL_BEDROCK_STATUSES:
+        return {"closed": False, "won": False, "endState": "stopping", "accepted": 0, "fallback": row["fallback_count"] or 0, "costUsd": "0"}
+    usage = _billed_from_bedrock_manifest(svc, row)
+    model_id = row["model_id"]
+    cost = svc.prices.cost(model_id, usage, batch=True)
+    records = row["record_count"] or 0
+    metadata = _ledger_metadata(row, status, records=records, accepted=0, fallback=records, partial=True, leftLane=row["reason"])
+    won = _close_and_bill(
+        svc, job_id, row, end_state=status, accepted=0, fallback=records, usage=usage, cost=cost, model_id=model_id, metadata=metadata, from_state="stopping"
+    )
+    if won:
+        logger.info("stopped batch job billed", job_id=job_id, end_state=status, reason=row["reason"], cost_usd=str(cost))
+    final = rows.get_row(svc.db, job_id)
+    assert final is not None
+    return _summary(final, won=won)
+
+
+def _adopt_created_job(svc: Services, job_id: str) -> dict[str, Any] | None:
+    """The submit failed, but Bedrock may have created the job before it did: it bills, so find it."""
+    existing = find_job_by_name(svc.bedrock(), bedrock_job_name(job_id))
+    if not existing:
+        return None
+    logger.warning("failed submit had created its Bedrock job: adopted to stop and bill it", job_id=job_id, bedrock_job_arn=existing["jobArn"])
+    return rows.mark_submitted(
+        svc.db,
+        job_id,
+        arn=existing["jobArn"],
+        name=existing["jobName"],
+        output_uri=output_uri_for(svc, job_id),
+        deadline_hours=svc.settings.batch_deadline_hours,
+    )
 
 
 def _billed_from_bedrock_manifest(svc: Services, row: dict[str, Any]) -> Usage:

@@ -22,11 +22,13 @@ def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
         if job is None or job["status"] != "waiting_batch":
             return {"resumed": False, "status": job["status"] if job else None}
         row = rows.get_row(tx, job_id)
-        if row is None or row["state"] != "closed":
+        # stopping: the lane gave up on a Bedrock job still running; the job goes on-demand
+        # now and its bill follows at the terminal status (collect.settle_stopping).
+        if row is None or row["state"] not in ("closed", "stopping"):
             return {"resumed": False, "status": "waiting_batch", "why": "batch row still open"}
         options = dict(job["options"] or {})
         options.pop("_batchPrimed", None)
-        primed = (row["accepted_count"] or 0) > 0
+        primed = row["state"] == "closed" and (row["accepted_count"] or 0) > 0
         if primed:
             options["_batchPrimed"] = True
         options["_batchCostUsd"] = str(row["cost_usd"] or "0")
@@ -45,10 +47,11 @@ def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
 
 
 def resume_stranded(svc: Services, *, older_than_s: float = 60.0) -> dict[str, Any]:
-    """Jobs still waiting_batch whose batch row closed a while ago: resume them (primed if they can be)."""
+    """Jobs still waiting_batch whose batch row closed (or went stopping) a while ago: resume them (primed if they can be)."""
     stranded = svc.db.run(
         """SELECT j.id FROM large_conversion_jobs j JOIN conversion_batch_jobs b ON b.job_id = j.id
-           WHERE j.status = 'waiting_batch' AND b.state = 'closed' AND b.closed_at < now() - make_interval(secs => :secs)""",
+           WHERE j.status = 'waiting_batch' AND b.state IN ('closed', 'stopping')
+             AND COALESCE(b.closed_at, b.updated_at) < now() - make_interval(secs => :secs)""",
         secs=older_than_s / svc.settings.batchlane_time_scale,
     )
     resumed = [str(r["id"]) for r in stranded if resume_job(svc, str(r["id"]))["resumed"]]

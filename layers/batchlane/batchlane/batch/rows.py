@@ -1,4 +1,9 @@
-"""conversion_batch_jobs: one row per job, preparing → submitted → closed, every move guarded."""
+"""conversion_batch_jobs: one row per job, preparing → submitted [→ stopping] → closed, every move guarded.
+
+``stopping``: the lane gave up on a Bedrock job that was still running (collect failing,
+a submit that failed after the job was created). The job was told to stop and its
+conversion went on-demand; the row waits for the terminal status to bill it.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +13,11 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 
-TERMINAL_BEDROCK_STATUSES = frozenset({"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"})
-IN_FLIGHT_STATES = ("preparing", "submitted")
+# "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
+# will come from that job, so it ends like a terminal status (collect what exists).
+LOST = "Lost"
+TERMINAL_BEDROCK_STATUSES = frozenset({"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired", LOST})
+IN_FLIGHT_STATES = ("preparing", "submitted", "stopping")  # a Stopping Bedrock job still counts against the quota
 
 
 def get_row(db: Runner, job_id: str) -> Row | None:
@@ -111,6 +119,22 @@ def record_status(db: Runner, arn: str, status: str) -> Row | None:
         status=status,
         terminal=sorted(TERMINAL_BEDROCK_STATUSES),
     )
+
+
+def mark_stopping(db: Runner, job_id: str, *, reason: str) -> Row | None:
+    """submitted → stopping: the lane leaves now, the bill waits for the terminal status."""
+    return db.one(
+        """UPDATE conversion_batch_jobs SET state = 'stopping', reason = COALESCE(reason, :reason), accepted_count = 0,
+               fallback_count = record_count, updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND state = 'submitted' RETURNING *""",
+        job=job_id,
+        reason=reason,
+    )
+
+
+def rows_stopping(db: Runner, *, limit: int = 200) -> list[Row]:
+    """Rows waiting for their Bedrock job's terminal status to be billed."""
+    return db.run("SELECT * FROM conversion_batch_jobs WHERE state = 'stopping' ORDER BY updated_at LIMIT :limit", limit=limit)
 
 
 def set_reason(db: Runner, job_id: str, reason: str) -> Row | None:

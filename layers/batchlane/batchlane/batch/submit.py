@@ -42,6 +42,21 @@ def find_job_by_name(bedrock: Any, name: str) -> dict[str, Any] | None:
     return None
 
 
+def bedrock_status(bedrock: Any, arn: str) -> str:
+    """GetModelInvocationJob's status, or ``rows.LOST`` when Bedrock no longer knows the job.
+
+    A job Bedrock cannot find will never send another event: waiting on it would wait
+    forever, so the caller treats it as ended and collects whatever it left in S3.
+    """
+    try:
+        return str(bedrock.get_model_invocation_job(jobIdentifier=arn)["status"])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
+            logger.warning("batch job not found by Bedrock: treated as lost", bedrock_job_arn=arn)
+            return rows.LOST
+        raise
+
+
 def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
     settings = svc.settings
     row = rows.get_row(svc.db, job_id)

@@ -15,10 +15,10 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from batchlane.batch import rows
-from batchlane.batch.collect import abandon, collect
+from batchlane.batch.collect import abandon, collect, settle_stopping
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.resume import resume_job
-from batchlane.batch.submit import find_job_by_name, output_uri_for, stop_batch_job
+from batchlane.batch.submit import bedrock_status, find_job_by_name, output_uri_for, stop_batch_job
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
@@ -58,22 +58,27 @@ def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:
     if row is None:
         logger.info("batch event for a job we do not track", bedrock_job_arn=arn, status=status)
         return {"known": False}
-    woken = _wake(svc, row, row["bedrock_status"]) if row["bedrock_status"] in rows.TERMINAL_BEDROCK_STATUSES else 0
-    logger.info("batch event", job_id=str(row["job_id"]), status=status, woken=woken)
-    return {"known": True, "status": row["bedrock_status"], "woken": woken}
+    terminal = row["bedrock_status"] in rows.TERMINAL_BEDROCK_STATUSES
+    woken = _wake(svc, row, row["bedrock_status"]) if terminal else 0
+    billed = bool(settle_stopping(svc, row)["won"]) if terminal and row["state"] == "stopping" else False
+    logger.info("batch event", job_id=str(row["job_id"]), status=status, woken=woken, billed_stopped=billed)
+    return {"known": True, "status": row["bedrock_status"], "woken": woken, "billedStopped": billed}
 
 
 def sweep(svc: Services) -> dict[str, Any]:
     """Ask Bedrock about every row still waiting; end waits whose terminal event was lost.
 
     Also the net under the workflow itself: a terminal row nobody waits on (its execution
-    died) is collected and resumed here, and a prepare stuck for over 2 hours adopts its
-    Bedrock job if one exists (it is billing) or leaves the lane.
+    died) is collected and resumed here, a job Bedrock no longer knows is treated as
+    ended (lost), a ``stopping`` row is billed once its job has ended, and a prepare stuck
+    for over 2 hours adopts its Bedrock job if one exists (it is billing) or leaves the lane.
     """
     tally: Counter[str] = Counter()
     bedrock = svc.bedrock()
     for row in rows.rows_waiting(svc.db):
         _isolated(_sweep_submitted, svc, bedrock, row, tally)
+    for row in rows.rows_stopping(svc.db):
+        _isolated(_sweep_stopping, svc, bedrock, row, tally)
     for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
         _isolated(_sweep_stuck_prepare, svc, bedrock, str(row["job_id"]), tally)
     _emit_gauges(svc)
@@ -84,6 +89,8 @@ def sweep(svc: Services) -> dict[str, Any]:
         "overdue": tally["overdue"],
         "orphansCollected": tally["orphans"],
         "adoptedStuck": tally["adopted"],
+        "lost": tally["lost"],
+        "billedStopped": tally["billed_stopped"],
         "abandonedStuck": tally["abandoned"],
         "errors": tally["errors"],
     }
@@ -102,8 +109,10 @@ def _isolated(step: Any, svc: Services, bedrock: Any, row_or_job: Any, tally: Co
 def _sweep_submitted(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
     status = row["bedrock_status"]
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock.get_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])["status"]
+        status = bedrock_status(bedrock, row["bedrock_job_arn"])
         row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
+        if status == rows.LOST:
+            tally["lost"] += 1
     if status in rows.TERMINAL_BEDROCK_STATUSES:
         if row["task_tokens"]:
             tally["woken"] += _wake(svc, row, status)
@@ -117,6 +126,14 @@ def _sweep_submitted(svc: Services, bedrock: Any, row: dict[str, Any], tally: Co
     elif row["deadline"] is not None and row["deadline"].timestamp() < time.time():
         tally["overdue"] += 1
         stop_batch_job(svc, str(row["job_id"]), reason="overdue")
+
+
+def _sweep_stopping(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
+    if row["bedrock_status"] not in rows.TERMINAL_BEDROCK_STATUSES:
+        status = bedrock_status(bedrock, row["bedrock_job_arn"])
+        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
+    if settle_stopping(svc, row)["won"]:
+        tally["billed_stopped"] += 1
 
 
 def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counter[str]) -> None:

@@ -143,10 +143,11 @@ def local() -> None:
 @click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection (docs/offline.md).")
 def up(workdir: Path, faults: str) -> None:
     """Start the offline stack in the background and print how to reach it."""
-    from batchlane.local.daemon import start_daemon
+    from batchlane.local.daemon import restart_notice, start_daemon
 
     state = start_daemon(workdir, faults=faults)
     click.echo(f"offline stack up (pid {state['pid']}); state in {workdir / 'state.json'}")
+    click.echo(restart_notice(state))
     for key in ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
         click.echo(f"  {key}={state['env'][key]}")
 

@@ -2,7 +2,9 @@
 
 ``up`` starts ``python -m batchlane.local.daemon`` in its own session; the daemon starts
 the stack and writes ``<workdir>/state.json`` (pid, endpoints, the environment a client
-needs). ``down`` sends SIGTERM and waits; the daemon stops the stack cleanly.
+needs, and ``forgottenRows``: what an earlier run left in the database, dropped because the
+emulated services keep nothing across a restart). ``down`` sends SIGTERM and waits; the
+daemon stops the stack cleanly.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from typing import Any
 
 STATE_FILE = "state.json"
 # `batchlane local up` is for people: an emulated batch job takes about two minutes of
-# real time (1 emulated hour at 30x, plus the short phases), long enough to watch a job
-# wait for its batch and act on it. A --faults value with its own time_scale wins.
-DEFAULT_LOCAL_FAULTS = "time_scale=30"
+# real time (a fixed 1 emulated hour InProgress at 30x, plus the short phases), long
+# enough to watch a job wait for its batch and act on it, whatever its size (the
+# calibrated pace would end a 60-page job in seconds). A --faults value with its own
+# time_scale wins.
+DEFAULT_LOCAL_FAULTS = "time_scale=30,job_hours=1"
 
 
 def with_default_faults(faults: str) -> str:
@@ -97,6 +101,16 @@ def stop_daemon(workdir: Path, *, timeout_s: float = 30) -> bool:
     return True
 
 
+def restart_notice(state: dict[str, Any]) -> str:
+    """What `local up` tells a person about state from an earlier run (there is never any)."""
+    dropped = state.get("forgottenRows") or {}
+    head = "starting from empty tables: the emulated S3, Step Functions and Bedrock keep nothing across `local down`, so neither does the database"
+    if not dropped:
+        return head
+    jobs = dropped.get("large_conversion_jobs", 0)
+    return f"{head} ({jobs} job(s) and {sum(dropped.values())} row(s) in all from the earlier run were dropped)"
+
+
 def use_running_stack(workdir: Path) -> dict[str, Any]:
     """Point this process's clients at a running offline stack (its environment)."""
     state = read_state(workdir.resolve())
@@ -118,6 +132,7 @@ def write_state(workdir: Path, stack: Any, *, faults: str = "") -> None:
         "faults": faults,
         "env": stack.env,
         "outputs": stack.outputs,
+        "forgottenRows": stack.forgotten_rows,
     }
     tmp = workdir / (STATE_FILE + ".tmp")
     tmp.write_text(json.dumps(state, indent=2))

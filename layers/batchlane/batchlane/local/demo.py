@@ -8,14 +8,18 @@ in the report: it is not Claude).
 
 from __future__ import annotations
 
+import io
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from pypdf import PdfReader
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from batchlane.local.bedrock import parse_faults
+from batchlane.local.bedrock.clock import scale_for_job
 from batchlane.local.bedrock.model import EMULATED_MODEL_LABEL
 from batchlane.local.jobs import submit_pdf, wait_for_job
 from batchlane.local.pdfgen import make_pdf
@@ -23,7 +27,31 @@ from batchlane.local.stack import OfflineStack, StackOptions
 from batchlane.report import job_report
 from batchlane.runtime import services
 
-DEFAULT_DEMO_FAULTS = "time_scale=7200"  # an emulated batch job of 1 h passes in 0.5 s
+# Without a time_scale fault the clock is sized to the document (clock.scale_for_job,
+# docs/offline.md "Time offline"): a fixed 7200 was too fast for 10,000 pages (the emulator
+# fell behind, our wait timed out first and half the records went on-demand).
+
+
+def _job_scale(data: bytes, faults: str) -> str:
+    """``time_scale=<S>`` for this document: as fast as its records allow on one clock."""
+    parsed = parse_faults(faults)
+    try:
+        pages = len(PdfReader(io.BytesIO(data)).pages)
+    except Exception:  # not a PDF: the job will say so with its error id; any clock does
+        pages = 1
+    return f"time_scale={scale_for_job(pages, parsed.records_per_hour, parsed.record_cost_ms):.0f}"
+
+
+def _batch_clock(stack: OfflineStack) -> dict[str, Any]:
+    """The one clock the run used, and whether the emulator kept up with it."""
+    faults = stack.faults
+    jobs = list(stack.bedrock.jobs.values()) if stack.bedrock else []
+    return {
+        "time_scale": round(faults.time_scale, 2),
+        "records_per_hour": faults.records_per_hour,
+        "emulated_in_progress_h": [round(faults.in_progress_s(j.total or 0) / 3600, 2) for j in jobs],
+        "emulator_behind_h": max((round(j.behind_s / 3600, 2) for j in jobs), default=0.0),
+    }
 
 
 def run_demo(
@@ -40,12 +68,16 @@ def run_demo(
     started = time.monotonic()
     data = pdf.read_bytes() if pdf else make_pdf(pages, blank_every=25)
     name = pdf.name if pdf else f"demo-{pages}-pages.pdf"
-    faults = ",".join(f for f in (DEFAULT_DEMO_FAULTS if "time_scale" not in faults else "", faults) if f)
+    if "time_scale" not in faults:
+        faults = ",".join(f for f in (_job_scale(data, faults), faults) if f)
     with tempfile.TemporaryDirectory(prefix="batchlane-demo-") as workdir:
         stack = OfflineStack(StackOptions(workdir=Path(workdir), faults=faults, database_url=database_url, batch_lane=batch_lane))
         with stack:
             svc = services()
-            console.print(f"[bold]batchlane demo[/] · offline stack up in {time.monotonic() - started:.1f} s · model: {EMULATED_MODEL_LABEL}")
+            console.print(
+                f"[bold]batchlane demo[/] · offline stack up in {time.monotonic() - started:.1f} s · model: {EMULATED_MODEL_LABEL}"
+                f" · batch clock ×{stack.faults.time_scale:.0f}"
+            )
             created = submit_pdf(svc, data, name=name, owner_id="demo-user")
             job_id = created["jobId"]
             console.print(
@@ -70,5 +102,6 @@ def run_demo(
                 emulated_model=EMULATED_MODEL_LABEL,
                 timings={**report["timings"], "total_s": round(time.monotonic() - started, 2)},
                 final_status=final.status,
+                batch_clock=_batch_clock(stack),
             )
     return report

@@ -6,6 +6,11 @@ The state machines are the files in ``statemachines/``, substituted the way CDK 
 for real), executed by moto's ASL interpreter, which calls our handlers through the
 Lambda patch. EventBridge rules use moto's own pattern matching; schedules run on a
 thread at ``schedule_speedup`` × the deployed rate.
+
+Every start begins from EMPTY tables: moto's S3 / Step Functions / EventBridge and the
+Bedrock emulator keep nothing across a restart, so rows of an earlier run (kept by a
+PostgreSQL data directory in the work dir, or a DATABASE_URL) would point at chunk PDFs,
+executions and Bedrock jobs that no longer exist. ``forgotten_rows`` says what was dropped.
 """
 
 from __future__ import annotations
@@ -65,6 +70,21 @@ class StackOptions:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
+def start_from_empty_tables(db: Any) -> dict[str, int]:
+    """Truncate every table but the migration log; return the row counts that were there.
+
+    The emulated services start empty on every start, so the database must too: keeping
+    it would leave jobs that fail on missing chunk PDFs or wait on unknown Bedrock jobs.
+    """
+    tables = [
+        r["tablename"] for r in db.run("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations' ORDER BY tablename")
+    ]
+    counts = {table: int(db.one(f'SELECT count(*) AS n FROM "{table}"')["n"]) for table in tables}
+    if any(counts.values()):
+        db.run("TRUNCATE " + ", ".join(f'"{table}"' for table in tables) + " RESTART IDENTITY CASCADE")
+    return {table: n for table, n in counts.items() if n}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -85,6 +105,7 @@ class OfflineStack:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._saved_env: dict[str, str | None] = {}
+        self.forgotten_rows: dict[str, int] = {}  # table → rows of an earlier run dropped at start
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> OfflineStack:
@@ -129,6 +150,9 @@ class OfflineStack:
         from batchlane.db.migrate import migrate
 
         migrate(services().db)
+        self.forgotten_rows = start_from_empty_tables(services().db)
+        if self.forgotten_rows:
+            log.warning("offline stack starts from empty tables; an earlier run's rows were dropped", extra={"rows": self.forgotten_rows})
         patches.install(self.registry, self._start_execution_from_event)
         self._deploy(moto_url)
         from batchlane.local.api_server import LocalApiServer

@@ -158,6 +158,18 @@ class ControlPlane:
     def get(self, identifier: str) -> dict[str, Any]:
         return self.find(identifier).describe()
 
+    def forget(self, identifier: str) -> Job:
+        """Lose a job as a restarted emulator (or AWS's retention) would: Get, Stop and List
+        answer ResourceNotFoundException from now on, and the job sends no more events."""
+        job = self.find(identifier)
+        with self._lock:
+            self.jobs.pop(job.arn, None)
+        with job.lock:
+            job.forgotten = True
+            job.notify = None
+            job.wake.set()
+        return job
+
     def stop(self, identifier: str) -> dict[str, Any]:
         request_stop(self.find(identifier), self._clock.now())
         return {}

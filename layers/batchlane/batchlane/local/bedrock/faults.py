@@ -27,8 +27,11 @@ draw (as a retry against the real service might succeed).
 | ``omit_rate`` | float in [0, 1] | ``0`` | share of answers that cover only the first third of the page text (stopReason end_turn) |
 | ``marker_fault_rate`` | float in [0, 1] | ``0`` | share of multi-document answers whose ``<!-- Page N -->`` markers are skipped, repeated or reordered |
 | ``create_throttle`` | int >= 0 | ``0`` | the first N CreateModelInvocationJob calls answer ThrottlingException |
-| ``time_scale`` | float > 0 | ``1`` | emulated seconds per real second for batch jobs (3600: an emulated hour a second) |
-| ``job_hours`` | float > 0 | ``1`` | emulated hours a job spends InProgress, spread evenly over its records |
+| ``time_scale`` | float > 0 or ``auto`` | ``1`` | emulated seconds per real second, for the emulator AND the handlers' timeouts (one clock); ``auto``: the fastest scale this machine sustains at ``records_per_hour`` (clock.auto_time_scale) |
+| ``records_per_hour`` | float > 0 | ``5000`` | the calibrated batch throughput: a job spends records / records_per_hour emulated hours InProgress |
+| ``job_hours`` | float >= 0 | ``0`` | when > 0, a fixed InProgress time instead, spread evenly over the records (tests) |
+| ``record_cost_ms`` | float >= 0 | ``0`` | real milliseconds the emulator spends on each batch record, as a slower machine would (``auto`` accounts for it) |
+| ``stopping_s`` | float >= 0 | ``30`` | emulated seconds a stopped job stays Stopping before Stopped (its manifest appears only then) |
 
 ``job_outcome``:
 
@@ -45,7 +48,7 @@ draw (as a retry against the real service might succeed).
 
 Terminal statuses are Completed, PartiallyCompleted, Failed, Stopped and Expired. Phases
 before InProgress take fixed emulated times (Submitted 30 s, Validating 60 s, Scheduled
-120 s, Stopping 30 s), so ``time_scale=200000`` runs a whole small job in well under a
+120 s; Stopping ``stopping_s``, 30 s by default), so ``time_scale=200000`` runs a whole small job in well under a
 second of real time, while a 24-hour timeout lasts about 0.4 s.
 """
 
@@ -55,6 +58,8 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
+
+from .clock import BATCH_RECORDS_PER_HOUR, auto_time_scale
 
 JOB_OUTCOMES = ("completed", "partially_completed", "failed", "expired", "stopped")
 
@@ -79,7 +84,16 @@ class Faults:
     marker_fault_rate: float = 0.0
     create_throttle: int = 0
     time_scale: float = 1.0
-    job_hours: float = 1.0
+    records_per_hour: float = BATCH_RECORDS_PER_HOUR
+    job_hours: float = 0.0
+    record_cost_ms: float = 0.0
+    stopping_s: float = 30.0
+
+    def in_progress_s(self, records: int) -> float:
+        """Emulated seconds a job of ``records`` records spends InProgress."""
+        if self.job_hours:
+            return self.job_hours * 3600
+        return records * 3600 / self.records_per_hour
 
 
 def _rate(text: str) -> float:
@@ -139,7 +153,10 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "marker_fault_rate": _rate,
     "create_throttle": _count,
     "time_scale": _positive,
-    "job_hours": _positive,
+    "records_per_hour": _positive,
+    "job_hours": _non_negative,
+    "record_cost_ms": _non_negative,
+    "stopping_s": _non_negative,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
 
@@ -157,10 +174,15 @@ def parse_faults(text: str) -> Faults:
             raise ValueError(f"unknown emulator fault {key!r}; known: {known}")
         if not sep or not raw:
             raise ValueError(f"emulator fault {key!r} needs a value ({key}=...)")
+        if key == "time_scale" and raw.lower() == "auto":
+            values[key] = "auto"  # resolved below, once records_per_hour and record_cost_ms are known
+            continue
         try:
             values[key] = _PARSERS[key](raw.lower())
         except ValueError as exc:
             raise ValueError(f"bad value {raw!r} for emulator fault {key!r}: {exc}") from None
+    if values.get("time_scale") == "auto":
+        values["time_scale"] = auto_time_scale(values.get("records_per_hour", BATCH_RECORDS_PER_HOUR), values.get("record_cost_ms", 0.0))
     return Faults(**values)
 
 

@@ -49,6 +49,8 @@ class Job:
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     wake: threading.Event = field(default_factory=threading.Event, repr=False)
     stop_requested: bool = False
+    forgotten: bool = False  # the service no longer knows this job (see ControlPlane.forget)
+    behind_s: float = 0.0  # how far (emulated s) the job thread fell behind the clock: > 0 means time_scale is too high
     history: list[str] = field(default_factory=list)
     notify: Callable[[Job], None] | None = field(default=None, repr=False)
 

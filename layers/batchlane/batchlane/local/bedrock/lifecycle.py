@@ -4,10 +4,16 @@
                                                      | Failed | Stopping → Stopped | Expired
 
 The job keeps its own emulated "virtual" time: each phase and each record advances it
-by a fixed amount, and the thread waits (stoppably) until the emulated clock catches
-up. So a job's outcome and timestamps depend on the input and the faults only, never
-on how fast this machine extracts PDF text: even at a huge ``time_scale`` a job is not
-expired because pypdf was slow.
+by a fixed amount (records at the calibrated ``records_per_hour``), and the thread waits
+(stoppably) until the emulated clock catches up. So a job's outcome and timestamps
+depend on the input and the faults only, never on how fast this machine extracts PDF
+text: even at a huge ``time_scale`` a job is not expired because pypdf was slow.
+
+That virtual time IS the clock the handlers' timeouts run on only while the thread keeps
+up. When it cannot (a scale this machine cannot sustain), the job falls behind the wall
+clock: ``Job.behind_s`` records by how much and a warning says so, because our wait (on
+the wall clock) would then time out on a job that, in its own time, is on schedule.
+``time_scale=auto`` (clock.auto_time_scale) avoids it.
 
 Output is uploaded before the terminal status is set, so whoever reacts to the
 terminal event or status finds every ``.jsonl.out`` and the manifest in place.
@@ -41,11 +47,10 @@ from .quotas import BatchQuotas
 log = logging.getLogger(__name__)
 
 # Emulated seconds spent in the short phases. AWS takes minutes here; the exact values
-# only matter relative to job_hours and time_scale.
+# only matter relative to the InProgress time and time_scale.
 SUBMITTED_S = 30.0
 VALIDATING_S = 60.0
 SCHEDULED_S = 120.0
-STOPPING_S = 30.0
 
 # Real lag below which the thread does not bother to sleep between records.
 _MIN_SLEEP_S = 0.002
@@ -96,7 +101,7 @@ class JobLifecycle:
         """Move virtual time on by ``seconds``; True if a stop request cut it short."""
         target = self._vtime + seconds
         while True:
-            if self._shutdown.is_set():
+            if self._shutdown.is_set() or self.job.forgotten:
                 raise _Shutdown
             if stoppable and self.job.stop_requested:
                 self._vtime = max(self._vtime, min(target, self._clock.now()), self.job.last_modified)
@@ -104,6 +109,8 @@ class JobLifecycle:
             remaining = self._clock.real_seconds_until(target)
             if remaining <= _MIN_SLEEP_S:
                 self._vtime = target
+                if remaining < 0:
+                    self.job.behind_s = max(self.job.behind_s, -remaining * self._clock.scale)
                 return False
             (self.job.wake if stoppable else self._shutdown).wait(remaining)
 
@@ -149,7 +156,7 @@ class JobLifecycle:
 
     def _process(self, s3: Any, files: list[InputFile], total: int) -> str | None:
         """Run the records; the reason the job ends early, or None when all are done."""
-        per_record = self._faults.job_hours * 3600 / total
+        per_record = self._faults.in_progress_s(total) / total
         outcome = self._faults.job_outcome
         cutoff = total // 2 if outcome in ("failed", "expired", "stopped") else None
         bucket, prefix = output_prefix(self.job.output_uri, self.job.job_id)
@@ -179,6 +186,8 @@ class JobLifecycle:
         return "stopped" if self.job.stop_requested else None
 
     def _answer(self, record: dict[str, Any], index: int) -> dict[str, Any]:
+        if self._faults.record_cost_ms and self._shutdown.wait(self._faults.record_cost_ms / 1000):
+            raise _Shutdown
         record_id, body = record["recordId"], record["modelInput"]
         line: dict[str, Any] = {"recordId": record_id, "modelInput": body}
         error = None
@@ -207,6 +216,14 @@ class JobLifecycle:
     # -- endings ------------------------------------------------------------------
 
     def _finish(self, s3: Any, ending: str | None) -> None:
+        if self.job.behind_s > 0.1 * self.job.timeout_hours * 3600:
+            log.warning(
+                "emulated batch job %s fell %.1f emulated hours behind the clock: time_scale %.0f is more than this machine sustains; "
+                "the handlers' timeouts run on the wall clock, so use time_scale=auto",
+                self.job.arn,
+                self.job.behind_s / 3600,
+                self._clock.scale,
+            )
         bucket, prefix = output_prefix(self.job.output_uri, self.job.job_id)
         if ending == "stopped":
             if not self.job.stop_requested:  # job_outcome=stopped: stop ourselves, as an operator would
@@ -223,7 +240,8 @@ class JobLifecycle:
         return self._set("PartiallyCompleted" if self.job.errors else "Completed")
 
     def _finish_stopped(self, s3: Any) -> None:
-        self._advance(STOPPING_S, stoppable=False)
+        """Stopping lasts ``stopping_s``; the partial output and manifest appear only at Stopped."""
+        self._advance(self._faults.stopping_s, stoppable=False)
         if self._validated and s3 is not None:
             bucket, prefix = output_prefix(self.job.output_uri, self.job.job_id)
             write_manifest(s3, bucket, prefix, self.job.manifest())
