@@ -232,6 +232,13 @@ def _close_and_bill(
                WHERE id = CAST(:id AS uuid) AND status IN ('completed', 'failed')""",
             id=job_id,
         )
+        # ... and so must the funds hold it settled (the money the job is known to have cost).
+        tx.run(
+            """UPDATE funds_holds SET settled_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
+                   updated_at = now()
+               WHERE job_id = CAST(:id AS uuid) AND outcome = 'settled'""",
+            id=job_id,
+        )
         # A job that left the lane before this bill (stopping, process now) carries it too,
         # so its total still reads "chunk costs + the batch job's cost".
         tx.run(
