@@ -23,6 +23,9 @@ from batchlane.local.lambda_runtime import Invocation
 from batchlane.local.pdfgen import make_pdf
 from batchlane.runtime import services
 from batchlane.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
+from batchlane.webhooks import deliveries as delivery_rows
+from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
+from batchlane.webhooks.events import publish_job_change
 from tests.conftest import start_stack
 from tests.webhook_receiver import Receiver, readme_verify
 
@@ -281,3 +284,47 @@ def test_a_bad_callback_is_a_clear_400_and_nothing_is_created(stack, owner, opti
     assert (status, answer["code"]) == (400, "CALLBACK_INVALID"), answer
     assert why in answer["message"]
     assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE f.owner_id = :o", o=owner)["n"] == 0
+
+
+def test_a_completed_job_with_failed_pages_is_a_file_error_and_its_own_outcome(stack, owner, receiver, public_events):
+    # Given a converted job, as settle leaves it when some pages failed (marked in the Markdown)
+    hook = receiver()
+    status, created = convert(stack, owner, {"callbackUrl": hook.url, "callbackEvents": ["file.error"]})
+    assert status == 202, created
+    job_id = created["jobId"]
+    wait_until(lambda: job_status(job_id) == "completed", timeout_s=120, what="the conversion")
+    public_events(job_id, 1)
+    services().db.run(
+        "UPDATE large_conversion_jobs SET pages_failed = 2, error_id = 'PAGES_FAILED', error_message = '2 of 4 pages could not be converted' WHERE id = CAST(:id AS uuid)",
+        id=job_id,
+    )
+    # When that state is published
+    assert publish_job_change(services(), job_id)
+    # Then the bus says completed_with_failed_pages, and the file.error subscriber is told
+    second = public_events(job_id, 2)[-1]["detail"]
+    assert (second["status"], second["outcome"], second["pages"]["failed"], second["error"]["code"]) == (
+        "completed",
+        "completed_with_failed_pages",
+        2,
+        "PAGES_FAILED",
+    )
+    (r,) = hook.wait_for(1)
+    assert (r.json["event"], r.json["outcome"]) == ("file.error", "completed_with_failed_pages")
+
+
+def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retried(stack, owner):
+    posted: list[str] = []
+
+    def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
+        posted.append(url)
+        return Answer(200)
+
+    db = services().db
+    for url in ("https://localhost/hook", "https://no-such-host.invalid/hook"):
+        delivery_rows.insert(db, delivery_id=str(uuid.uuid4()), owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
+    refused, unresolved = sorted(delivery_rows.list_for_owner(db, owner, job_id=None), key=lambda r: r["url"])
+    assert deliver(db, str(refused["id"]), signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "failed"
+    with pytest.raises(DeliveryFailed):
+        deliver(db, str(unresolved["id"]), signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)
+    assert (delivery_rows.get(db, str(unresolved["id"])) or {})["status"] == "retrying"
+    assert posted == []

@@ -64,7 +64,7 @@ class JobGuard(BaseModel):
     jobId: str | None = None
 
 
-class TestDeliveryRequest(BaseModel):
+class SendTestDelivery(BaseModel):
     model_config = ConfigDict(extra="forbid")
     url: str = Field(min_length=1, max_length=2048)
     headers: dict[str, str] | None = None
@@ -176,8 +176,8 @@ def rotate_webhook_secret() -> dict[str, Any]:
 @app.post("/api/v1/webhook-config/test")
 def test_webhook() -> tuple[dict[str, Any], int]:
     owner = _caller()
-    request = _body(TestDeliveryRequest)
-    return webhook_usecases.test_delivery(services(), owner, url=request.url, headers=request.headers), 202
+    request = _body(SendTestDelivery)
+    return webhook_usecases.send_test_delivery(services(), owner, url=request.url, headers=request.headers), 202
 
 
 @app.get("/api/v1/deliveries")

@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from batchlane.api import usecases
-from batchlane.domain.errors import BatchlaneError, NotFound
+from batchlane.domain.errors import BatchlaneError
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks import deliveries
@@ -35,15 +35,11 @@ def rotate_secret(svc: Services, caller: str, groups: set[str]) -> dict[str, Any
     return webhook_config(svc)
 
 
-def test_delivery(svc: Services, caller: str, *, url: str, headers: dict[str, str] | None) -> dict[str, Any]:
+def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[str, str] | None) -> dict[str, Any]:
     return send_test(svc, caller, url=url, headers=headers)
 
 
 def list_deliveries(svc: Services, caller: str, *, job_id: str | None, limit: int) -> dict[str, Any]:
     if job_id is not None:
-        usecases.job_conversion(svc, caller, job_id)  # 404 JOB_NOT_FOUND unless the caller owns it
-        job_id = str(usecases._uuid(job_id))
+        job_id = usecases.job_conversion(svc, caller, job_id)["jobId"]  # 404 JOB_NOT_FOUND unless the caller owns it
     return {"deliveries": [deliveries.view(r) for r in deliveries.list_for_owner(svc.db, caller, job_id=job_id, limit=limit)]}
-
-
-__all__ = ["Forbidden", "NotFound", "list_deliveries", "rotate_secret", "test_delivery", "webhook_config"]

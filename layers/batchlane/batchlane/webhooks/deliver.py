@@ -78,11 +78,14 @@ def deliver(
     try:
         subscription.check_url(row["url"], allow_private=allow_private)
         subscription.check_resolved(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80), allow_private=allow_private)
-    except (InputError, OSError) as exc:  # refused for good: no retry can change the address rules
+    except InputError as exc:  # refused for good: no retry changes the address rules
         deliveries.record_attempt(db, delivery_id, delivered=False, response_code=None, latency_ms=0, error=str(exc))
         deliveries.give_up(db, delivery_id, str(exc))
         logger.warning("webhook refused", delivery_id=delivery_id, reason=str(exc))
         return {"deliveryId": delivery_id, "status": "failed", "attempts": row["attempts"] + 1}
+    except OSError as exc:  # the name does not resolve (yet): an attempt that failed, retried like any other
+        deliveries.record_attempt(db, delivery_id, delivered=False, response_code=None, latency_ms=0, error=f"DNS: {exc}")
+        raise DeliveryFailed(f"{parts.hostname} does not resolve: {exc}") from None
     body = json.dumps(row["payload"], separators=(",", ":"), sort_keys=True).encode()
     timestamp = int(clock())
     headers = {

@@ -40,7 +40,7 @@ class Callback:
 
 
 def _bad(message: str) -> CallbackInvalid:
-    return CallbackInvalid(message, error_id="CALLBACK_INVALID")
+    return CallbackInvalid(message)
 
 
 def _private(address: str) -> bool:
