@@ -299,7 +299,7 @@ def test_a_completed_job_with_failed_pages_is_a_file_error_and_its_own_outcome(s
         id=job_id,
     )
     # When that state is published
-    assert publish_job_change(services(), job_id)
+    assert publish_job_change(services(), job_id, "completed")
     # Then the bus says completed_with_failed_pages, and the file.error subscriber is told
     second = public_events(job_id, 2)[-1]["detail"]
     assert (second["status"], second["outcome"], second["pages"]["failed"], second["error"]["code"]) == (

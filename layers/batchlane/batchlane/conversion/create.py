@@ -94,7 +94,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         job = _insert_job(svc.db, file_row, "failed", options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc))
         job_repo.set_file_status(svc.db, file_id, "failed")
         logger.info("job rejected", job_id=str(job["id"]), error_id=exc.error_id)
-        publish_job_change(svc, str(job["id"]))
+        publish_job_change(svc, str(job["id"]), "failed")
         return CreatedJob(str(job["id"]), file_id, "failed", 0, 0, exc.error_id, str(exc))
     with svc.db.transaction() as tx:
         job = _insert_job(tx, file_row, "splitting", options, model_id, settings.batchlane_pages_per_chunk)
@@ -183,7 +183,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         return _as_created(job_repo.get_job(svc.db, job_id))
     if eligible:
         svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job["model_id"], "pages": pages})
-        publish_job_change(svc, job_id)
+        publish_job_change(svc, job_id, "waiting_batch")
     else:
         svc.workflows.start_conversion(job_id)
     logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)

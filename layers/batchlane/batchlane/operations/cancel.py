@@ -87,5 +87,5 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
     if row is not None and row["state"] == "submitted":
         stop_requested = stop_batch_job(svc, job_id, reason=CANCEL_REASON)
     logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row["state"] if row else None, stop_requested=stop_requested)
-    publish_job_change(svc, job_id)
+    publish_job_change(svc, job_id, "cancelled")
     return CancelOutcome(job_id, file_id, status, False, released, chunks, row["state"] if row else None, stop_requested)

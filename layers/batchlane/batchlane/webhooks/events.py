@@ -68,14 +68,17 @@ def publish_change(svc: Services, detail: dict[str, Any]) -> bool:
     return True
 
 
-def publish_job_change(svc: Services, job_id: str) -> bool:
-    """Publish the job's current state (after the commit that changed it). Never raises."""
+def publish_job_change(svc: Services, job_id: str, status: str | None = None) -> bool:
+    """Publish the job's state after the commit that changed it to ``status`` (skipped if it has
+    moved on since: that later change publishes itself, so none is told twice). Never raises."""
     try:
         detail = job_change_detail(svc, job_id)
     except Exception as exc:
         logger.warning("job event not built", job_id=job_id, error=str(exc))
         return False
-    return detail is not None and publish_change(svc, detail)
+    if detail is None or (status is not None and detail["status"] != status):
+        return False
+    return publish_change(svc, detail)
 
 
 def webhook_events(detail: dict[str, Any]) -> list[str]:
