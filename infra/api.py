@@ -70,6 +70,14 @@ class Api(Construct):
                 "Threat protection (advanced security) needs the Cognito Plus feature plan, billed per active user; "
                 "users are invited by an administrator and MFA is required.",
             )
+        # Members may rotate the deployment's shared webhook signing secret (BATCHLANE_ADMIN_GROUP).
+        self.admin_group = cognito.CfnUserPoolGroup(
+            self,
+            "AdminGroup",
+            user_pool_id=self.user_pool.user_pool_id,
+            group_name=config.admin_group,
+            description="batchlane administrators: may rotate the webhook signing secret",
+        )
         self.client = self.user_pool.add_client(
             "CliClient",
             auth_flows=cognito.AuthFlow(user_srp=True),

@@ -61,6 +61,9 @@ class Wiring:
     batch_lane_state_machine_arn: str
     # DATABASE_NAME / DATABASE_HOST for the functions that use the database (infra/database.py).
     database_environment: dict[str, str] = field(default_factory=dict)
+    # Signed webhooks (infra/webhooks.py): the signing secret and the delivery machine.
+    webhook_secret: secretsmanager.ISecret | None = None
+    webhook_delivery_state_machine_arn: str = ""
 
 
 def function_code(name: str) -> lambda_.Code:
@@ -162,6 +165,7 @@ class Compute(Construct):
             "BATCH_CONVERSION_S3_BUCKET": w.bucket.bucket_name,
             "BATCH_CONVERSION_ROLE_ARN": w.bedrock.service_role.role_arn,
             **self._config.lane_environment(),
+            **self._config.webhook_environment(),
         }
         if "db" in spec.needs:
             env["DATABASE_SECRET_ARN"] = w.database_secret.secret_arn
@@ -172,7 +176,16 @@ class Compute(Construct):
             env["BATCH_LANE_STATE_MACHINE_ARN"] = w.batch_lane_state_machine_arn
         if "start_intake" in spec.needs:
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
+        if "start_webhook_delivery" in spec.needs:
+            env["WEBHOOK_DELIVERY_STATE_MACHINE_ARN"] = w.webhook_delivery_state_machine_arn
+        if {"webhook_secret_read", "webhook_secret_rotate"} & set(spec.needs):
+            env["WEBHOOK_SECRET_ARN"] = self._webhook_secret().secret_arn  # the ARN, never the value
         return env
+
+    def _webhook_secret(self) -> secretsmanager.ISecret:
+        if self._wiring.webhook_secret is None:
+            raise ValueError("a function needs the webhook signing secret but the Wiring has none")
+        return self._wiring.webhook_secret
 
     # -- least privilege: exactly the capabilities the topology names -----------------
     def _grant(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role) -> None:
@@ -211,6 +224,17 @@ class Compute(Construct):
                         actions=["events:PutEvents"],
                         resources=[stack.format_arn(service="events", resource="event-bus", resource_name="default")],
                         conditions={"StringEquals": {"events:source": [topology.EVENT_SOURCE]}},
+                    )
+                )
+            elif need == "start_webhook_delivery":
+                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.webhook_delivery_state_machine_arn]))
+            elif need == "webhook_secret_read":  # sign: read the current and previous versions
+                role.add_to_policy(iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self._webhook_secret().secret_arn]))
+            elif need == "webhook_secret_rotate":  # describe (id, dates) and put a new version; never read the value
+                role.add_to_policy(
+                    iam.PolicyStatement(
+                        actions=["secretsmanager:DescribeSecret", "secretsmanager:ListSecretVersionIds", "secretsmanager:PutSecretValue"],
+                        resources=[self._webhook_secret().secret_arn],
                     )
                 )
             elif need == "cloudwatch_metrics":

@@ -20,6 +20,9 @@ the command line arrive as strings, so JSON-looking strings are parsed.
 | alarmTopicArn            | null                                     | an existing SNS topic the alarms notify |
 | retainData               | true                                     | keep the bucket, database and user pool when the stack is deleted |
 | fallbackAlarmPercent     | 20 (Settings.batch_conversion_fallback_warn_share) | alarm when more of the lane's records fall back to on-demand |
+| webhookAllowPrivateReceivers | false                                | BATCHLANE_WEBHOOK_ALLOW_PRIVATE: allow http and private/loopback callback URLs (a receiver in your VPC) |
+| webhookGraceHours        | 24                                       | BATCHLANE_WEBHOOK_GRACE_HOURS: after a rotation, both secrets sign for this long |
+| adminGroup               | "batchlane-admins"                       | BATCHLANE_ADMIN_GROUP: the Cognito group (created by the stack) whose members may rotate the webhook secret |
 """
 
 from __future__ import annotations
@@ -98,6 +101,9 @@ class InfraConfig:
     alarm_topic_arn: str | None = None
     retain_data: bool = True
     fallback_alarm_percent: float = DEFAULT_FALLBACK_SHARE * 100
+    webhook_allow_private: bool = False
+    webhook_grace_hours: float = 24.0
+    admin_group: str = "batchlane-admins"
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -129,6 +135,14 @@ class InfraConfig:
             "BATCH_CONVERSION_TIMEOUT_HOURS": str(int(q["timeoutHours"])),
             "BATCH_CONVERSION_GRACE_HOURS": str(float(q["graceHours"])),
             "BATCH_CONVERSION_FALLBACK_WARN_SHARE": str(self.fallback_alarm_percent / 100),
+        }
+
+    def webhook_environment(self) -> dict[str, str]:
+        """The webhook settings (names: batchlane.config.Settings)."""
+        return {
+            "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true" if self.webhook_allow_private else "false",
+            "BATCHLANE_WEBHOOK_GRACE_HOURS": str(float(self.webhook_grace_hours)),
+            "BATCHLANE_ADMIN_GROUP": self.admin_group,
         }
 
     def doctor_settings(self) -> dict[str, str]:
@@ -248,4 +262,7 @@ def load(node: Node) -> InfraConfig:
         alarm_topic_arn=ctx("alarmTopicArn", None),
         retain_data=_bool(ctx("retainData", True)),
         fallback_alarm_percent=float(ctx("fallbackAlarmPercent", base.fallback_alarm_percent)),
+        webhook_allow_private=_bool(ctx("webhookAllowPrivateReceivers", False)),
+        webhook_grace_hours=float(ctx("webhookGraceHours", base.webhook_grace_hours)),
+        admin_group=str(ctx("adminGroup", base.admin_group)),
     )

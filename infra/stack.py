@@ -17,6 +17,7 @@ from infra.events import Events
 from infra.iam import BedrockBatchAccess
 from infra.monitoring import Monitoring
 from infra.storage import Storage
+from infra.webhooks import WebhookSigning
 from infra.workflows import Workflows, state_machine_arn
 
 
@@ -46,6 +47,7 @@ class BatchlaneStack(Stack):
         conversion_arn = state_machine_arn(self, config.stack_name, "conversion")
         batch_lane_arn = state_machine_arn(self, config.stack_name, "batch_lane")
         intake_arn = state_machine_arn(self, config.stack_name, "intake")
+        webhooks = WebhookSigning(self, "Webhooks", config=config)
         compute = Compute(
             self,
             "Compute",
@@ -60,6 +62,8 @@ class BatchlaneStack(Stack):
                 conversion_state_machine_arn=conversion_arn,
                 batch_lane_state_machine_arn=batch_lane_arn,
                 intake_state_machine_arn=intake_arn,
+                webhook_secret=webhooks.secret,
+                webhook_delivery_state_machine_arn=state_machine_arn(self, config.stack_name, "webhook_delivery"),
             ),
         )
         fns = compute.functions
@@ -95,6 +99,7 @@ class BatchlaneStack(Stack):
             "JobCreateFunctionName": (fns["job_create"].function_name, "Invoke to create a conversion job (answers splitting; the intake workflow splits it)"),
             "ApiFunctionName": (fns["api"].function_name, "The API Lambda"),
             "DatabaseSecretArn": (database.secret.secret_arn, "Secrets Manager secret the handlers read at run time"),
+            "WebhookSecretArn": (webhooks.secret.secret_arn, "Webhook signing secret (read its value explicitly to configure receivers)"),
             "Region": (self.region, "Region the stack runs in"),
             "DashboardName": (f"{config.stack_name}-batchlane", "CloudWatch dashboard"),
             # What `batchlane doctor` checks (docs/deploy.md "Preflight: batchlane doctor").

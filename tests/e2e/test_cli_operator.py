@@ -108,3 +108,44 @@ def test_a_bad_pdf_ends_failed_with_its_error_id_in_the_cli(local_stack, tmp_pat
     assert "error   PDF_CORRUPT:" in watched.stdout
     job_id = json.loads(run(local_stack, "jobs", "list", "--json").stdout)[0]["conversion"]["jobId"]
     assert status(local_stack, job_id)["error"]["code"] == "PDF_CORRUPT"
+
+
+def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
+    from tests.webhook_receiver import Receiver, readme_verify
+
+    hook = Receiver()
+    try:
+        pdf = tmp_path / "hooked.pdf"
+        pdf.write_bytes(make_pdf(3))
+        bad = run(local_stack, "convert", str(pdf), "--callback-url", "ftp://example.com/hook")
+        assert bad.exit_code == 2 and "error: CALLBACK_INVALID:" in bad.stderr
+        converted = run(local_stack, "convert", str(pdf), "--callback-url", hook.url, "--callback-events", "job.completed,file.completed", "--json")
+        assert converted.exit_code == 0, converted.output
+        job_id = json.loads(converted.stdout)["jobId"]
+        got = hook.wait_for(2)
+        assert sorted(r.json["event"] for r in got) == ["file.completed", "job.completed"]
+        config = run(local_stack, "webhooks", "config", "--json")
+        assert config.exit_code == 0, config.output
+        secret_id = json.loads(config.stdout)["secretId"]
+        state = json.loads((local_stack / "state.json").read_text())
+        import boto3
+
+        env = state["env"]
+        sm = boto3.client(
+            "secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1", aws_access_key_id="offline", aws_secret_access_key="offline"
+        )
+        secret = sm.get_secret_value(SecretId=secret_id)
+        assert all(readme_verify()(secret["SecretString"], r.body, r.headers["Batchlane-Signature"]) for r in got)
+        listed = wait_until(
+            lambda: (
+                (d := json.loads(run(local_stack, "webhooks", "deliveries", "--job", job_id, "--json").stdout))
+                and all(x["status"] == "delivered" for x in d)
+                and d
+            ),
+            what="the deliveries to be recorded",
+        )
+        assert len(listed) == 2 and {x["responseCode"] for x in listed} == {200}
+        refused = run(local_stack, "webhooks", "rotate")
+        assert refused.exit_code == 7 and "error: FORBIDDEN:" in refused.stderr
+    finally:
+        hook.stop()

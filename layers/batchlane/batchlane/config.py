@@ -46,6 +46,8 @@ class Settings(BaseSettings):
     batch_lane_state_machine_arn: str | None = None
     intake_state_machine_arn: str | None = None  # the split of a new job (docs/architecture.md)
     event_bus_name: str = "default"
+    webhook_delivery_state_machine_arn: str | None = None
+    webhook_secret_arn: str | None = None  # the deployment's webhook signing secret (Secrets Manager)
 
     # --- conversion ---------------------------------------------------------------------
     batchlane_model_id: str = DEFAULT_MODEL_ID
@@ -95,6 +97,16 @@ class Settings(BaseSettings):
     batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
     # Offline stack: how many emulated seconds pass per real second (1 in AWS).
     batchlane_time_scale: float = Field(1.0, gt=0)
+
+    # --- signed webhooks (docs/operations.md "Signed webhooks") ---------------------------
+    # Off (AWS default): callback URLs must be https to a public host. On: http and private,
+    # loopback or link-local receivers are allowed too (the offline stack; a receiver in your VPC).
+    batchlane_webhook_allow_private: bool = False
+    batchlane_webhook_timeout_s: float = Field(10.0, gt=0, le=25)  # one POST; webhook_deliver's Lambda timeout is 30 s
+    # After a rotation, deliveries carry signatures with the new AND the old secret for this long.
+    batchlane_webhook_grace_hours: float = Field(24.0, ge=0)
+    # The Cognito group whose members may rotate the deployment's (shared) signing secret.
+    batchlane_admin_group: str = "batchlane-admins"
 
     # --- the batch lane (DESIGN.md "Configuration") -------------------------------------
     batch_conversion_enabled: bool = False

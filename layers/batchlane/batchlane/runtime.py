@@ -18,6 +18,7 @@ from batchlane.config import Settings, reload_settings
 from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
 from batchlane.db.secrets import SecretsManagerSource
 from batchlane.domain.cost import PriceTable
+from batchlane.webhooks.secret import SigningSecret
 
 
 @dataclass
@@ -34,6 +35,9 @@ class Services:
 
     def bedrock(self) -> Any:
         return client("bedrock")
+
+    def signing_secret(self) -> SigningSecret:
+        return SigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
 
 
 _lock = threading.Lock()
@@ -70,6 +74,7 @@ def services() -> Services:
                     conversion_arn=settings.conversion_state_machine_arn,
                     batch_lane_arn=settings.batch_lane_state_machine_arn,
                     intake_arn=settings.intake_state_machine_arn,
+                    webhook_delivery_arn=settings.webhook_delivery_state_machine_arn,
                 ),
                 bus=EventBus(client("events"), settings.event_bus_name),
                 prices=PriceTable(settings.batchlane_prices),

@@ -25,7 +25,10 @@ Capability = Literal[
     "start_batch_lane",  # states:StartExecution on the batch-lane state machine
     "start_intake",  # states:StartExecution on the intake state machine (a new job's split)
     "task_response",  # states:SendTaskSuccess/Failure/Heartbeat on the batch-lane machine
-    "publish_events",  # events:PutEvents on the default bus (job parked)
+    "publish_events",  # events:PutEvents on the default bus (job parked, public job state changes)
+    "start_webhook_delivery",  # states:StartExecution on the webhook-delivery state machine
+    "webhook_secret_read",  # secretsmanager:GetSecretValue on the webhook signing secret (sign)
+    "webhook_secret_rotate",  # secretsmanager:DescribeSecret/ListSecretVersionIds/PutSecretValue on it (show, rotate)
     "cloudwatch_metrics",  # Powertools metrics (EMF through logs: no extra grant in AWS)
 ]
 
@@ -35,6 +38,8 @@ STATEMACHINES_DIR = REPO_ROOT / "statemachines"
 
 EVENT_SOURCE = "batchlane"
 JOB_PARKED_DETAIL_TYPE = "Conversion Job Parked"
+# The public event every job state change a user cares about puts on the bus (docs/operations.md).
+JOB_STATE_CHANGE_DETAIL_TYPE = "Conversion Job State Change"
 BEDROCK_EVENT_SOURCE = "aws.bedrock"
 BEDROCK_BATCH_DETAIL_TYPE = "Batch Inference Job State Change"
 
@@ -85,7 +90,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_create",
         "Opens a conversion job (status splitting) for an uploaded PDF and starts its intake; answers at once.",
-        ("db", "s3_read", "start_intake"),
+        ("db", "s3_read", "start_intake", "publish_events"),
     ),
     # The largest upload (BATCHLANE_MAX_FILE_MB 500, 10,000 pages) streams to /tmp (hence 1 GB
     # of it) and is split there: pypdf holds the page tree and one chunk; 3,008 MB also buys the
@@ -108,7 +113,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         1536,
     ),
     FunctionSpec("assemble", "Joins chunk results in page order into the Markdown file.", ("db", "s3_read", "s3_write"), 300, 1024),
-    FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job.", ("db",)),
+    FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job (and says so on the bus).", ("db", "publish_events")),
     FunctionSpec(
         "batch_claimer",
         "Claims parked jobs under the concurrent batch-job quota and starts their batch-lane executions.",
@@ -144,14 +149,27 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "recovery",
         "Finds stranded jobs (batch row closed, job still waiting) and resumes them.",
-        ("db", "start_conversion"),
+        ("db", "start_conversion", "publish_events"),
     ),
     FunctionSpec(
         "api",
-        "Owner-only HTTP API: upload, convert, list files, progress, cancel, process now, delete.",
-        ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "start_intake"),
+        "Owner-only HTTP API: upload, convert, list files, progress, cancel, process now, delete, webhooks.",
+        ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "start_intake", "publish_events", "start_webhook_delivery", "webhook_secret_rotate"),
         29,  # API Gateway's integration timeout; convert only opens the job (the split is job_split's)
         512,
+    ),
+    FunctionSpec(
+        "webhook_dispatch",
+        "EventBridge target: a job state change → the job's subscribed webhook deliveries (row + execution each).",
+        ("db", "start_webhook_delivery"),
+    ),
+    # Short on purpose: one POST with a 10 s timeout, so a slow receiver holds nothing else.
+    FunctionSpec(
+        "webhook_deliver",
+        "POSTs one signed webhook delivery and records the attempt; a failure raises so the workflow retries.",
+        ("db", "webhook_secret_read"),
+        30,
+        256,
     ),
 )
 
@@ -179,6 +197,19 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
         ("job_split", "settle"),
         {"retry_interval_seconds": "2"},
     ),
+    # The retry ladder (docs/operations.md "Signed webhooks"): 30 s doubling, capped at 4 h,
+    # full jitter, 14 retries (15 POSTs): at most ~24 h 15 min of waiting before the delivery is given up.
+    StateMachineSpec(
+        "webhook_delivery",
+        "One execution per webhook delivery: POST, retried with backoff and jitter; given up after the ladder.",
+        ("webhook_deliver",),
+        {
+            "delivery_interval_seconds": "30",
+            "delivery_backoff_rate": "2",
+            "delivery_max_attempts": "14",
+            "delivery_max_delay_seconds": "14400",
+        },
+    ),
 )
 
 RULES: tuple[RuleSpec, ...] = (
@@ -190,6 +221,13 @@ RULES: tuple[RuleSpec, ...] = (
         "batch_callback",
     ),
     RuleSpec("job_parked", "A job parked for the batch lane wakes the claimer.", EVENT_SOURCE, JOB_PARKED_DETAIL_TYPE, "batch_claimer"),
+    RuleSpec(
+        "job_state_change_webhooks",
+        "A public job state change starts the job's webhook deliveries.",
+        EVENT_SOURCE,
+        JOB_STATE_CHANGE_DETAIL_TYPE,
+        "webhook_dispatch",
+    ),
 )
 
 SCHEDULES: tuple[ScheduleSpec, ...] = (

@@ -10,6 +10,10 @@
 | POST   | /api/v1/files/{fileId}/cancel          | cancel it                    |
 | POST   | /api/v1/files/{fileId}/process-now     | leave the batch lane, convert on-demand now |
 | GET    | /api/v1/jobs/{jobId}                   | progress by job id (the CLI) |
+| GET    | /api/v1/webhook-config                 | the signing secret's id and dates (never its value) |
+| POST   | /api/v1/webhook-config/secret          | rotate the signing secret (admin group only) |
+| POST   | /api/v1/webhook-config/test            | send a signed test delivery |
+| GET    | /api/v1/deliveries                     | the caller's webhook deliveries (?job_id=) |
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from batchlane.api import usecases
+from batchlane.api import usecases, webhook_usecases
 from batchlane.api.uploads import S3Uploads
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
@@ -60,6 +64,12 @@ class JobGuard(BaseModel):
     jobId: str | None = None
 
 
+class SendTestDelivery(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    url: str = Field(min_length=1, max_length=2048)
+    headers: dict[str, str] | None = None
+
+
 def _error(status: int, code: str, message: str, **extra: Any) -> Response:
     return Response(status_code=status, content_type="application/json", body=json.dumps({"code": code, "message": message, **extra}))
 
@@ -70,6 +80,13 @@ def _caller() -> str:
     if not sub:
         raise Unauthorized("No caller identity: send a Cognito token.")
     return str(sub)
+
+
+def _groups() -> set[str]:
+    """The caller's Cognito groups (REST API authorizers pass the claim as text: "a,b" or "[a b]")."""
+    claims = (app.current_event.request_context.authorizer.claims or {}) if app.current_event.request_context.authorizer else {}
+    raw = str(claims.get("cognito:groups") or "")
+    return {g for g in raw.strip("[]").replace(",", " ").split() if g}
 
 
 def _body(model: type[BaseModel]) -> Any:
@@ -145,10 +162,40 @@ def job(jobId: str) -> dict[str, Any]:
     return usecases.job_conversion(services(), _caller(), jobId)
 
 
+@app.get("/api/v1/webhook-config")
+def webhook_config() -> dict[str, Any]:
+    _caller()
+    return webhook_usecases.webhook_config(services())
+
+
+@app.post("/api/v1/webhook-config/secret")
+def rotate_webhook_secret() -> dict[str, Any]:
+    return webhook_usecases.rotate_secret(services(), _caller(), _groups())
+
+
+@app.post("/api/v1/webhook-config/test")
+def test_webhook() -> tuple[dict[str, Any], int]:
+    owner = _caller()
+    request = _body(SendTestDelivery)
+    return webhook_usecases.send_test_delivery(services(), owner, url=request.url, headers=request.headers), 202
+
+
+@app.get("/api/v1/deliveries")
+def list_deliveries() -> dict[str, Any]:
+    owner = _caller()
+    params = app.current_event.query_string_parameters or {}
+    try:
+        limit = max(1, min(500, int(params.get("limit") or 100)))
+    except ValueError:
+        raise BadRequest("limit must be a number") from None
+    return webhook_usecases.list_deliveries(services(), owner, job_id=params.get("job_id") or None, limit=limit)
+
+
 # -- errors ------------------------------------------------------------------------------
 _STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
     (Unauthorized, 401),
     (BadRequest, 400),
+    (webhook_usecases.Forbidden, 403),
     (usecases.ConversionRejected, 422),
     (InputError, 400),
     (NotFound, 404),

@@ -13,11 +13,14 @@ def execution_name(kind: str, job_id: str) -> str:
 
 
 class Workflows:
-    def __init__(self, sfn: Any, *, conversion_arn: str | None, batch_lane_arn: str | None, intake_arn: str | None = None) -> None:
+    def __init__(
+        self, sfn: Any, *, conversion_arn: str | None, batch_lane_arn: str | None, intake_arn: str | None = None, webhook_delivery_arn: str | None = None
+    ) -> None:
         self._sfn = sfn
         self.conversion_arn = conversion_arn
         self.batch_lane_arn = batch_lane_arn
         self.intake_arn = intake_arn
+        self.webhook_delivery_arn = webhook_delivery_arn
 
     def _start(self, arn: str | None, name: str, payload: dict[str, Any]) -> str:
         if not arn:
@@ -38,6 +41,10 @@ class Workflows:
 
     def start_batch_lane(self, job_id: str) -> str:
         return self._start(self.batch_lane_arn, execution_name("batch", job_id), {"jobId": job_id})
+
+    def start_webhook_delivery(self, delivery_id: str) -> str:
+        """One execution per webhook delivery, ``delivery-<deliveryId>`` (its input is the id, never the body)."""
+        return self._start(self.webhook_delivery_arn, execution_name("delivery", delivery_id), {"deliveryId": delivery_id})
 
     def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
         """False when the token is no longer valid (the wait already ended): harmless."""

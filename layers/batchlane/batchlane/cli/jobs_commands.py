@@ -206,6 +206,23 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
 
 
+def callback_options(url: str | None, events: str | None, headers: tuple[str, ...]) -> dict[str, Any]:
+    """--callback-* as the job options the API validates (400 CALLBACK_INVALID says what is wrong)."""
+    if not url:
+        if events or headers:
+            raise click.UsageError("--callback-events and --callback-header need --callback-url")
+        return {}
+    options: dict[str, Any] = {"callbackUrl": url}
+    if events:
+        options["callbackEvents"] = [e.strip() for e in events.split(",") if e.strip()]
+    if headers:
+        pairs = [h.split(":", 1) for h in headers]
+        if any(len(p) != 2 for p in pairs):
+            raise click.UsageError("--callback-header takes NAME:VALUE")
+        options["callbackHeaders"] = {name.strip(): value.strip() for name, value in pairs}
+    return options
+
+
 # -- commands ----------------------------------------------------------------------------
 @click.command()
 @click.argument("pdf", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -213,13 +230,28 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object on stdout.")
 @click.option("--bulk", is_flag=True, help="Bulk opt-in: send the job through the batch lane whatever its size.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
+@click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
+@click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
+@click.option("--callback-header", "callback_headers", multiple=True, metavar="NAME:VALUE", help="An extra header for the receiver (repeatable).")
 @target_options
-def convert(api: ApiClient, pdf: Path, detach: bool, as_json: bool, bulk: bool, interval: float) -> None:
+def convert(
+    api: ApiClient,
+    pdf: Path,
+    detach: bool,
+    as_json: bool,
+    bulk: bool,
+    interval: float,
+    callback_url: str | None = None,
+    callback_events: str | None = None,
+    callback_headers: tuple[str, ...] = (),
+) -> None:
     """Upload PDF and convert it; watch it to the end (or --detach)."""
+    options: dict[str, Any] = {"_batchLane": True} if bulk else {}
+    options.update(callback_options(callback_url, callback_events, callback_headers))
     data = pdf.read_bytes()
     registered = api.call("POST", "/api/v1/files", {"name": pdf.name, "sizeBytes": len(data)})
     api.upload(registered["upload"]["url"], data)
-    created = api.call("POST", f"/api/v1/files/{registered['fileId']}/convert", {"options": {"_batchLane": True} if bulk else {}})
+    created = api.call("POST", f"/api/v1/files/{registered['fileId']}/convert", {"options": options})
     job_id = created["jobId"]
     if detach:
         click.echo(json.dumps(created) if as_json else job_id)

@@ -186,5 +186,9 @@ from batchlane.cli.doctor import doctor  # noqa: E402
 
 main.add_command(doctor)
 
+from batchlane.cli.webhooks_commands import webhooks  # noqa: E402
+
+main.add_command(webhooks)
+
 if __name__ == "__main__":
     main()

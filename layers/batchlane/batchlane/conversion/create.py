@@ -26,6 +26,8 @@ from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file
 from batchlane.runtime import Services
 from batchlane.topology import JOB_PARKED_DETAIL_TYPE
+from batchlane.webhooks import subscription
+from batchlane.webhooks.events import publish_job_change
 
 # Set by Process now while the job splits: the split then sends it on-demand, never to the lane.
 PROCESS_NOW_FLAG = "_processNow"
@@ -60,7 +62,7 @@ class CreatedJob:
 
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected."""
-    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane"}
+    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", *subscription.OPTION_KEYS}
     options = dict(options or {})
     unknown = sorted(set(options) - allowed)
     if unknown:
@@ -80,7 +82,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     file_row = job_repo.get_file(svc.db, file_id)
     if file_row is None:
         raise NotFound(f"no file {file_id}")
-    options = normalise_options(options)
+    options = subscription.validate_options(normalise_options(options), allow_private=settings.batchlane_webhook_allow_private)
     model_id = str(options.get("modelId") or settings.batchlane_model_id)
     try:
         if model_id not in settings.batchlane_prices:
@@ -92,6 +94,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         job = _insert_job(svc.db, file_row, "failed", options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc))
         job_repo.set_file_status(svc.db, file_id, "failed")
         logger.info("job rejected", job_id=str(job["id"]), error_id=exc.error_id)
+        publish_job_change(svc, str(job["id"]), "failed")
         return CreatedJob(str(job["id"]), file_id, "failed", 0, 0, exc.error_id, str(exc))
     with svc.db.transaction() as tx:
         job = _insert_job(tx, file_row, "splitting", options, model_id, settings.batchlane_pages_per_chunk)
@@ -180,6 +183,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         return _as_created(job_repo.get_job(svc.db, job_id))
     if eligible:
         svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job["model_id"], "pages": pages})
+        publish_job_change(svc, job_id, "waiting_batch")
     else:
         svc.workflows.start_conversion(job_id)
     logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)

@@ -16,6 +16,7 @@ from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.markdown import PageText, assemble
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
+from batchlane.webhooks.events import publish_job_change
 
 
 def start_conversion(svc: Services, job_id: str) -> dict[str, Any]:
@@ -95,6 +96,7 @@ def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
         ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
         job_repo.set_file_status(tx, str(job["file_id"]), "converted")
     logger.info("job settled", job_id=job_id, total_cost_usd=str(total), pages_failed=job["pages_failed"])
+    publish_job_change(svc, job_id, "completed")
     return {"jobId": job_id, "status": "completed", "totalCostUsd": str(total), "settled": True}
 
 
@@ -114,4 +116,5 @@ def fail_job(svc: Services, job_id: str, *, error_id: str, message: str) -> dict
         ledger.close_hold(tx, job_id, outcome="released", settled_usd=Decimal(0))
         job_repo.set_file_status(tx, str(job["file_id"]), "failed")
     logger.error("job failed", job_id=job_id, error_id=error_id, error_message=message[:200])
+    publish_job_change(svc, job_id, "failed")
     return {"jobId": job_id, "status": "failed", "errorId": error_id}

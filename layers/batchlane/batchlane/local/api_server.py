@@ -4,7 +4,8 @@ What API Gateway and its Cognito authorizer do in AWS, this does offline:
 
 * ``Authorization: Bearer local:<user>`` is a local identity: the event carries
   ``requestContext.authorizer.claims.sub = <user>``, so owner checks can be tested with
-  as many users as you like. Anything else (no header, another scheme) answers 401
+  as many users as you like; ``local:<user>;groups=<g1>,<g2>`` adds the Cognito groups claim
+  (``cognito:groups``), e.g. the admin group that may rotate the webhook secret. Anything else (no header, another scheme) answers 401
   ``{"message": "Unauthorized"}`` before the handler runs, as the authorizer would.
 * The handler runs in this process through the same :class:`HandlerRegistry` the state
   machines use; a handler crash answers 502 like an API Gateway Lambda proxy.
@@ -43,7 +44,14 @@ def identity(authorization: str | None) -> str | None:
     scheme, _, token = (authorization or "").partition(" ")
     if scheme.lower() != "bearer" or not token.startswith(LOCAL_TOKEN_PREFIX):
         return None
-    return token[len(LOCAL_TOKEN_PREFIX) :].strip() or None
+    return token[len(LOCAL_TOKEN_PREFIX) :].split(";", 1)[0].strip() or None
+
+
+def groups(authorization: str | None) -> str | None:
+    """The ``cognito:groups`` claim of a local token (``;groups=a,b``), as API Gateway passes it: text."""
+    _, _, extra = (authorization or "").partition(";")
+    key, _, value = extra.partition("=")
+    return value.strip() or None if key.strip() == "groups" else None
 
 
 def proxy_event(request: Request, user: str) -> dict[str, Any]:
@@ -56,6 +64,9 @@ def proxy_event(request: Request, user: str) -> dict[str, Any]:
     headers = {k: v for k, v in request.headers.items()}
     query = {k: request.args.getlist(k) for k in request.args}
     claims = {"sub": user, "cognito:username": user, "token_use": "id"}
+    member_of = groups(request.headers.get("Authorization"))
+    if member_of:
+        claims["cognito:groups"] = member_of
     return {
         "resource": request.path,
         "path": request.path,

@@ -48,7 +48,13 @@ OFFLINE_SETTINGS = {
     "chunk_retry_interval_seconds": "1",
     "submit_retry_interval_seconds": "1",
     "collect_retry_interval_seconds": "1",
+    # The webhook retry ladder, shrunk: 1 s (full jitter: 0–1 s) between attempts, 4 attempts in all.
+    "delivery_interval_seconds": "1",
+    "delivery_backoff_rate": "1",
+    "delivery_max_attempts": "3",
+    "delivery_max_delay_seconds": "1",
 }
+WEBHOOK_SECRET_NAME = "batchlane-webhook-signing"
 _STATIC_ENV = {
     "AWS_ACCESS_KEY_ID": "offline",
     "AWS_SECRET_ACCESS_KEY": "offline",
@@ -142,6 +148,10 @@ class OfflineStack:
             "BATCH_CONVERSION_ENABLED": "true" if self.options.batch_lane else "false",
             "BATCH_CONVERSION_S3_BUCKET": BUCKET,
             "BATCH_CONVERSION_ROLE_ARN": SERVICE_ROLE_ARN,
+            "WEBHOOK_DELIVERY_STATE_MACHINE_ARN": self.state_machine_arns["webhook_delivery"],
+            "WEBHOOK_SECRET_ARN": self._create_webhook_secret(moto_url),
+            # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
+            "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
             **self.options.extra_env,
         }
         self._set_env(env)
@@ -256,6 +266,13 @@ class OfflineStack:
             method="POST",
         )
         urllib.request.urlopen(request, timeout=10).read()
+
+    def _create_webhook_secret(self, moto_url: str) -> str:
+        """The signing secret infra/webhooks.py creates (a random value in Secrets Manager)."""
+        import secrets
+
+        sm = self._client("secretsmanager", moto_url)
+        return str(sm.create_secret(Name=WEBHOOK_SECRET_NAME, SecretString=secrets.token_urlsafe(32))["ARN"])
 
     def definition(self, name: str) -> str:
         """The state machine file with CDK's substitutions applied (offline values for intervals)."""

@@ -32,6 +32,7 @@ from batchlane.db import ledger
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.observability import logger
 from batchlane.runtime import Services
+from batchlane.webhooks.events import publish_job_change
 
 CANCELLABLE = ("splitting", "pending", "processing", "paused_budget", "waiting_batch")
 _CHUNK_NOT_DONE = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "failed")
@@ -86,4 +87,5 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
     if row is not None and row["state"] == "submitted":
         stop_requested = stop_batch_job(svc, job_id, reason=CANCEL_REASON)
     logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row["state"] if row else None, stop_requested=stop_requested)
+    publish_job_change(svc, job_id, "cancelled")
     return CancelOutcome(job_id, file_id, status, False, released, chunks, row["state"] if row else None, stop_requested)

@@ -1,0 +1,45 @@
+"""The API's webhook use cases: the signing secret's description and rotation, test deliveries,
+and the caller's deliveries. Rotation changes the deployment's shared secret, so only members
+of the admin group (BATCHLANE_ADMIN_GROUP, a Cognito group) may do it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from batchlane.api import usecases
+from batchlane.domain.errors import BatchlaneError
+from batchlane.observability import logger
+from batchlane.runtime import Services
+from batchlane.webhooks import deliveries
+from batchlane.webhooks.dispatch import send_test
+
+
+class Forbidden(BatchlaneError):
+    error_id = "FORBIDDEN"
+
+
+def _grace(svc: Services) -> timedelta:
+    return timedelta(hours=svc.settings.batchlane_webhook_grace_hours)
+
+
+def webhook_config(svc: Services) -> dict[str, Any]:
+    return svc.signing_secret().describe(grace=_grace(svc))
+
+
+def rotate_secret(svc: Services, caller: str, groups: set[str]) -> dict[str, Any]:
+    if svc.settings.batchlane_admin_group not in groups:
+        raise Forbidden(f"Rotating the signing secret needs membership of the {svc.settings.batchlane_admin_group} group.")
+    svc.signing_secret().rotate()
+    logger.info("webhook secret rotated", caller=caller)
+    return webhook_config(svc)
+
+
+def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[str, str] | None) -> dict[str, Any]:
+    return send_test(svc, caller, url=url, headers=headers)
+
+
+def list_deliveries(svc: Services, caller: str, *, job_id: str | None, limit: int) -> dict[str, Any]:
+    if job_id is not None:
+        job_id = usecases.job_conversion(svc, caller, job_id)["jobId"]  # 404 JOB_NOT_FOUND unless the caller owns it
+    return {"deliveries": [deliveries.view(r) for r in deliveries.list_for_owner(svc.db, caller, job_id=job_id, limit=limit)]}

@@ -1,0 +1,65 @@
+"""`batchlane webhooks config | rotate | test URL | deliveries`: the webhook routes of the API."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from batchlane.cli.jobs_commands import ApiClient, target_options
+
+
+@click.group()
+def webhooks() -> None:
+    """Signed webhooks: the signing secret, test deliveries, the deliveries log."""
+
+
+@webhooks.command("config")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def config(api: ApiClient, as_json: bool) -> None:
+    """The signing secret's id and dates (its value: aws secretsmanager get-secret-value --secret-id <id>)."""
+    _show(api.call("GET", "/api/v1/webhook-config"), as_json)
+
+
+@webhooks.command("rotate")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def rotate(api: ApiClient, as_json: bool) -> None:
+    """Rotate the signing secret (admin group only); both secrets sign during the grace period."""
+    _show(api.call("POST", "/api/v1/webhook-config/secret", {}), as_json)
+
+
+@webhooks.command("test")
+@click.argument("url")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def test(api: ApiClient, url: str, as_json: bool) -> None:
+    """Send a signed webhook.test delivery to URL; follow it with `batchlane webhooks deliveries`."""
+    _show(api.call("POST", "/api/v1/webhook-config/test", {"url": url}), as_json)
+
+
+@webhooks.command("deliveries")
+@click.option("--job", "job_id", metavar="JOB", help="Only this job's deliveries.")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def deliveries(api: ApiClient, job_id: str | None, as_json: bool) -> None:
+    """Your deliveries, newest first: event, status, attempts, response code, latency."""
+    listed = api.call("GET", "/api/v1/deliveries" + (f"?job_id={job_id}" if job_id else ""))["deliveries"]
+    if as_json:
+        click.echo(json.dumps(listed))
+        return
+    for d in listed:
+        code = d["responseCode"] if d["responseCode"] is not None else "-"
+        click.echo(f"{d['deliveryId']}  {d['event']:<17} {d['status']:<9} attempts {d['attempts']}  HTTP {code}  {d['latencyMs'] or 0} ms  {d['url']}")
+    if not listed:
+        click.echo("no deliveries", err=True)
+
+
+def _show(data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(data))
+        return
+    for key, value in data.items():
+        click.echo(f"{key:<20} {value}")

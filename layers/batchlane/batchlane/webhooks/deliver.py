@@ -1,0 +1,119 @@
+"""One webhook POST: sign, send, record the attempt; raise :class:`DeliveryFailed` to be retried.
+
+The ``webhook_delivery`` state machine retries on ``DeliveryFailed`` along its ladder and,
+once the ladder is spent, calls :func:`give_up`. A delivery already delivered or failed is
+not sent again (a retried task after a lost answer). A receiver that answers 2xx has it;
+anything else (3xx included: redirects are not followed) or no answer in time is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import urlsplit
+
+from batchlane.db.jobs import Runner
+from batchlane.domain.errors import InputError
+from batchlane.observability import logger
+from batchlane.webhooks import deliveries, subscription
+from batchlane.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
+
+USER_AGENT = "batchlane-webhooks/1"
+
+
+class DeliveryFailed(Exception):
+    """The receiver did not take the delivery (the state machine's Retry matches this name)."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int | None  # None: no HTTP answer (connection refused, timeout, TLS)
+    error: str | None = None
+
+
+class Poster(Protocol):
+    def __call__(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer: ...
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None  # a 3xx stays an answer (a failure), never a second request elsewhere
+
+
+_opener = urllib.request.build_opener(_NoRedirect)
+
+
+def http_post(url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310 - scheme checked by subscription.check_url
+    try:
+        with _opener.open(request, timeout=timeout_s) as response:
+            return Answer(response.status)
+    except urllib.error.HTTPError as exc:
+        return Answer(exc.code, f"HTTP {exc.code}")
+    except (OSError, ValueError) as exc:  # URLError, timeouts, TLS, connection refused
+        return Answer(None, f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
+
+
+def deliver(
+    db: Runner,
+    delivery_id: str,
+    *,
+    signing_keys: Callable[[], list[str]],
+    post: Poster = http_post,
+    allow_private: bool,
+    timeout_s: float,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, object]:
+    row = deliveries.get(db, delivery_id)
+    if row is None:
+        raise LookupError(f"no webhook delivery {delivery_id}")
+    if row["status"] not in deliveries.OPEN:
+        return {"deliveryId": delivery_id, "status": row["status"], "attempts": row["attempts"]}
+    parts = urlsplit(row["url"])
+    try:
+        subscription.check_url(row["url"], allow_private=allow_private)
+        subscription.check_resolved(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80), allow_private=allow_private)
+    except InputError as exc:  # refused for good: no retry changes the address rules
+        deliveries.record_attempt(db, delivery_id, delivered=False, response_code=None, latency_ms=0, error=str(exc))
+        deliveries.give_up(db, delivery_id, str(exc))
+        logger.warning("webhook refused", delivery_id=delivery_id, reason=str(exc))
+        return {"deliveryId": delivery_id, "status": "failed", "attempts": row["attempts"] + 1}
+    except OSError as exc:  # the name does not resolve (yet): an attempt that failed, retried like any other
+        deliveries.record_attempt(db, delivery_id, delivered=False, response_code=None, latency_ms=0, error=f"DNS: {exc}")
+        raise DeliveryFailed(f"{parts.hostname} does not resolve: {exc}") from None
+    body = json.dumps(row["payload"], separators=(",", ":"), sort_keys=True).encode()
+    timestamp = int(clock())
+    headers = {
+        **(row["headers"] or {}),
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        DELIVERY_HEADER: delivery_id,
+        EVENT_HEADER: row["event"],
+        SIGNATURE_HEADER: signature_header(signing_keys(), timestamp, body),
+    }
+    started = time.monotonic()
+    answer = post(row["url"], body, headers, timeout_s)
+    latency_ms = int((time.monotonic() - started) * 1000)
+    ok = answer.status is not None and 200 <= answer.status < 300
+    updated = deliveries.record_attempt(db, delivery_id, delivered=ok, response_code=answer.status, latency_ms=latency_ms, error=None if ok else answer.error)
+    attempts = updated["attempts"] if updated else row["attempts"] + 1
+    logger.info(
+        "webhook attempt", delivery_id=delivery_id, event=row["event"], status_code=answer.status, latency_ms=latency_ms, attempt=attempts, delivered=ok
+    )
+    if not ok:
+        raise DeliveryFailed(f"attempt {attempts}: {answer.error or f'HTTP {answer.status}'}")
+    return {"deliveryId": delivery_id, "status": "delivered", "attempts": attempts, "responseCode": answer.status}
+
+
+def give_up(db: Runner, delivery_id: str, error: dict[str, object] | None) -> dict[str, object]:
+    """The ladder is spent (or the task failed otherwise): the delivery is failed, visibly."""
+    reason = str((error or {}).get("Error") or "gave up")
+    row = deliveries.give_up(db, delivery_id, reason)
+    logger.warning("webhook given up", delivery_id=delivery_id, reason=reason)
+    current = row or deliveries.get(db, delivery_id)
+    return {"deliveryId": delivery_id, "status": current["status"] if current else "missing"}

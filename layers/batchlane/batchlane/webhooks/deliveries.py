@@ -1,0 +1,91 @@
+"""The webhook_deliveries table (0007_webhook_deliveries.sql): every change guarded on the status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchlane.db.connection import Row
+from batchlane.db.jobs import Runner
+
+OPEN = ("pending", "retrying")
+
+
+def insert(db: Runner, *, delivery_id: str, owner_id: str, job_id: str | None, event: str, url: str, headers: dict[str, str], payload: dict[str, Any]) -> bool:
+    """False when the row exists already (an event delivered twice to the dispatcher)."""
+    row = db.one(
+        """INSERT INTO webhook_deliveries (id, owner_id, job_id, event, url, headers, payload)
+           VALUES (CAST(:id AS uuid), :owner, CAST(:job AS uuid), :event, :url, CAST(:headers AS jsonb), CAST(:payload AS jsonb))
+           ON CONFLICT (id) DO NOTHING RETURNING id""",
+        id=delivery_id,
+        owner=owner_id,
+        job=job_id,
+        event=event,
+        url=url,
+        headers=headers,
+        payload=payload,
+    )
+    return row is not None
+
+
+def get(db: Runner, delivery_id: str) -> Row | None:
+    return db.one("SELECT * FROM webhook_deliveries WHERE id = CAST(:id AS uuid)", id=delivery_id)
+
+
+def record_attempt(db: Runner, delivery_id: str, *, delivered: bool, response_code: int | None, latency_ms: int, error: str | None) -> Row | None:
+    return db.one(
+        """UPDATE webhook_deliveries
+           SET attempts = attempts + 1, status = CASE WHEN :ok THEN 'delivered' ELSE 'retrying' END,
+               response_code = :code, latency_ms = :latency, last_error = :error, last_attempt_at = now(),
+               delivered_at = CASE WHEN :ok THEN now() END
+           WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:open AS text[])) RETURNING *""",
+        id=delivery_id,
+        ok=delivered,
+        code=response_code,
+        latency=latency_ms,
+        error=(error or "")[:500] or None,
+        open=list(OPEN),
+    )
+
+
+def give_up(db: Runner, delivery_id: str, reason: str) -> Row | None:
+    return db.one(
+        """UPDATE webhook_deliveries SET status = 'failed', last_error = COALESCE(last_error, :reason)
+           WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:open AS text[])) RETURNING *""",
+        id=delivery_id,
+        reason=reason[:500],
+        open=list(OPEN),
+    )
+
+
+def list_for_owner(db: Runner, owner_id: str, *, job_id: str | None, limit: int = 100) -> list[Row]:
+    return db.run(
+        """SELECT id, job_id, event, url, status, attempts, response_code, latency_ms, last_error, created_at, last_attempt_at, delivered_at
+           FROM webhook_deliveries
+           WHERE owner_id = :owner AND (CAST(:job AS uuid) IS NULL OR job_id = CAST(:job AS uuid))
+           ORDER BY created_at DESC, id LIMIT :limit""",
+        owner=owner_id,
+        job=job_id,
+        limit=limit,
+    )
+
+
+def view(row: Row) -> dict[str, Any]:
+    """How a delivery looks through the API (never its headers or body)."""
+
+    def iso(value: Any) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "deliveryId": str(row["id"]),
+        "jobId": str(row["job_id"]) if row["job_id"] else None,
+        "event": row["event"],
+        "url": row["url"],
+        "status": row["status"],
+        "attempts": row["attempts"],
+        "responseCode": row["response_code"],
+        "latencyMs": row["latency_ms"],
+        "lastError": row["last_error"],
+        "createdAt": iso(row["created_at"]),
+        "lastAttemptAt": iso(row["last_attempt_at"]),
+        "deliveredAt": iso(row["delivered_at"]),
+    }

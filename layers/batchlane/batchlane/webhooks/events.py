@@ -1,0 +1,104 @@
+"""Public job events: every state change a user cares about, once, on the deployment's bus.
+
+source ``batchlane``, detail-type ``Conversion Job State Change``, detail as
+:func:`job_change_detail` builds it (documented in docs/operations.md "Public events").
+The same detail is what a webhook delivery carries. Publishing never raises: a job's
+conversion must not fail because the bus or a receiver is unwell.
+
+Folder jobs (issue 12) publish through the same call: ``publish_change(svc, detail)`` with
+``scope: "file"`` for each finished file and ``scope: "job"`` for the folder job's end;
+:func:`webhook_events` already maps those to ``file.*`` and ``job.completed``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from batchlane.db import jobs as job_repo
+from batchlane.observability import logger
+from batchlane.runtime import Services
+from batchlane.topology import JOB_STATE_CHANGE_DETAIL_TYPE
+
+TERMINAL = job_repo.TERMINAL_JOB_STATUSES
+PUBLISHED_STATUSES = ("waiting_batch", *TERMINAL)
+
+
+def outcome(status: str, pages_failed: int) -> str:
+    if status == "completed" and pages_failed:
+        return "completed_with_failed_pages"
+    return status
+
+
+def job_change_detail(svc: Services, job_id: str) -> dict[str, Any] | None:
+    """The detail of a job's current state, or None for a state nobody is told about."""
+    job = svc.db.one(
+        """SELECT j.id, j.file_id, j.owner_id, j.status, j.total_pages, j.pages_failed, j.pages_batch, j.total_cost_usd,
+                  j.markdown_key, j.error_id, j.error_message, f.name AS file_name
+           FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)""",
+        id=job_id,
+    )
+    if job is None or job["status"] not in PUBLISHED_STATUSES:
+        return None
+    pages_failed = int(job["pages_failed"] or 0)
+    markdown = f"s3://{svc.settings.batchlane_bucket}/{job['markdown_key']}" if job["status"] == "completed" and job["markdown_key"] else None
+    return {
+        "scope": "job",
+        "jobId": str(job["id"]),
+        "fileId": str(job["file_id"]),
+        "fileName": job["file_name"],
+        "ownerId": job["owner_id"],
+        "status": job["status"],
+        "outcome": outcome(job["status"], pages_failed),
+        "pages": {"total": job["total_pages"], "failed": pages_failed, "batchServed": job["pages_batch"]},
+        "costUsd": str(job["total_cost_usd"]) if job["total_cost_usd"] is not None else None,
+        "outputs": {"markdown": markdown},
+        "error": {"code": job["error_id"], "message": job["error_message"]} if job["error_id"] else None,
+        "changedAt": datetime.now(UTC).isoformat(),
+    }
+
+
+def publish_change(svc: Services, detail: dict[str, Any]) -> bool:
+    try:
+        svc.bus.publish(JOB_STATE_CHANGE_DETAIL_TYPE, detail)
+    except Exception as exc:  # never fail the conversion for the bus
+        logger.warning("job event not published", job_id=detail.get("jobId"), status=detail.get("status"), error=str(exc))
+        return False
+    logger.info("job event published", job_id=detail.get("jobId"), status=detail.get("status"), outcome=detail.get("outcome"))
+    return True
+
+
+def publish_job_change(svc: Services, job_id: str, status: str | None = None) -> bool:
+    """Publish the job's state after the commit that changed it to ``status`` (skipped if it has
+    moved on since: that later change publishes itself, so none is told twice). Never raises."""
+    try:
+        detail = job_change_detail(svc, job_id)
+    except Exception as exc:
+        logger.warning("job event not built", job_id=job_id, error=str(exc))
+        return False
+    if detail is None or (status is not None and detail["status"] != status):
+        return False
+    return publish_change(svc, detail)
+
+
+def webhook_events(detail: dict[str, Any]) -> list[str]:
+    """The webhook event names a state change means (a single-file job is its one file too)."""
+    status, scope = detail.get("status"), detail.get("scope", "job")
+    failed_pages = bool((detail.get("pages") or {}).get("failed"))
+    names: list[str] = []
+    if status == "waiting_batch" and scope == "job":
+        names.append("job.waiting_batch")
+    if status in TERMINAL and scope == "job":
+        names.append("job.completed")
+    if status == "completed":
+        names.append("file.completed")
+    if status == "failed" or (status == "completed" and failed_pages):
+        names.append("file.error")
+    return names
+
+
+def webhook_body(delivery_id: str, event: str, detail: dict[str, Any]) -> dict[str, Any]:
+    """What the receiver gets: the event, its delivery id (the idempotency key) and the detail."""
+    body = {"deliveryId": delivery_id, "event": event, "timestamp": detail.get("changedAt") or datetime.now(UTC).isoformat()}
+    body.update({k: v for k, v in detail.items() if k not in ("ownerId", "changedAt")})
+    return body

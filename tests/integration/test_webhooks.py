@@ -1,0 +1,330 @@
+"""Signed webhooks and public events on the offline stack (issue 14).
+
+A real HTTP receiver on 127.0.0.1 (http.server, in this process) takes the deliveries; the
+signature is checked with exactly the snippet README.md documents. The retry ladder is the
+state machine's own, shrunk by the offline settings (1 s, 3 retries): no test asserts a time.
+Public events are seen on the bus through a rule with an SQS target, as an AWS user would.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any
+
+import pytest
+
+from batchlane.aws.clients import client
+from batchlane.db import jobs as job_repo
+from batchlane.local.jobs import wait_until
+from batchlane.local.lambda_runtime import Invocation
+from batchlane.local.pdfgen import make_pdf
+from batchlane.runtime import services
+from batchlane.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
+from batchlane.webhooks import deliveries as delivery_rows
+from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
+from batchlane.webhooks.events import publish_job_change
+from tests.conftest import start_stack
+from tests.webhook_receiver import Receiver, readme_verify
+
+PAGES = 4
+PDF = make_pdf(PAGES)
+ADMIN_GROUP = "batchlane-admins"
+
+
+@pytest.fixture(scope="module")
+def stack(migrated_url):  # type: ignore[no-untyped-def]
+    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=True, schedules=False)
+    # Parked jobs stay parked: the claimer is not what these tests are about.
+    stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+    yield stack
+    stack.stop()
+
+
+@pytest.fixture(scope="module")
+def public_events(stack):  # type: ignore[no-untyped-def]
+    """An SQS queue behind a rule on the bus, as an AWS user would integrate."""
+    sqs, events = client("sqs"), client("events")
+    queue_url = sqs.create_queue(QueueName="public-job-events")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    events.put_rule(Name="my-job-events", EventPattern=json.dumps({"source": [EVENT_SOURCE], "detail-type": [JOB_STATE_CHANGE_DETAIL_TYPE]}))
+    events.put_targets(Rule="my-job-events", Targets=[{"Id": "queue", "Arn": arn}])
+    seen: list[dict[str, Any]] = []
+
+    def of_job(job_id: str, count: int) -> list[dict[str, Any]]:
+        def drained() -> list[dict[str, Any]] | None:
+            for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", []):
+                seen.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            mine = [e for e in seen if e["detail"]["jobId"] == job_id]
+            return mine if len(mine) >= count else None
+
+        return list(wait_until(drained, timeout_s=60, what=f"{count} public events of job {job_id}"))
+
+    return of_job
+
+
+@pytest.fixture
+def owner(stack):  # type: ignore[no-untyped-def]
+    name = f"user-{uuid.uuid4().hex[:8]}"
+    yield name
+    services().db.run("DELETE FROM webhook_deliveries WHERE owner_id = :owner", owner=name)
+    services().db.run("DELETE FROM files WHERE owner_id = :owner", owner=name)
+
+
+@pytest.fixture
+def receiver():  # type: ignore[no-untyped-def]
+    made: list[Receiver] = []
+
+    def make(answers: list[int] | None = None, then: int = 200) -> Receiver:
+        made.append(Receiver(answers, then))
+        return made[-1]
+
+    yield make
+    for r in made:
+        r.stop()
+
+
+def call(stack: Any, method: str, path: str, body: Any = None, *, user: str, groups: str | None = None) -> tuple[int, Any]:
+    token = f"local:{user}" + (f";groups={groups}" if groups else "")
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        stack.env["BATCHLANE_API_URL"] + path, data=data, method=method, headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def convert(stack: Any, owner: str, options: dict[str, Any], data: bytes = PDF) -> tuple[int, dict[str, Any]]:
+    status, registered = call(stack, "POST", "/api/v1/files", {"name": "book.pdf", "sizeBytes": len(data)}, user=owner)
+    assert status == 201, registered
+    put = urllib.request.Request(registered["upload"]["url"], data=data, method="PUT", headers={"Content-Type": "application/pdf"})
+    assert urllib.request.urlopen(put, timeout=30).status == 200
+    return call(stack, "POST", f"/api/v1/files/{registered['fileId']}/convert", {"options": options}, user=owner)
+
+
+def job_status(job_id: str) -> str:
+    row = job_repo.get_job(services().db, job_id)
+    assert row is not None
+    return str(row["status"])
+
+
+def current_secret(stage: str = "AWSCURRENT") -> str:
+    return str(client("secretsmanager").get_secret_value(SecretId=services().settings.webhook_secret_arn, VersionStage=stage)["SecretString"])
+
+
+def deliveries(stack: Any, owner: str, job_id: str | None = None) -> list[dict[str, Any]]:
+    status, answer = call(stack, "GET", "/api/v1/deliveries" + (f"?job_id={job_id}" if job_id else ""), user=owner)
+    assert status == 200, answer
+    return list(answer["deliveries"])
+
+
+def settled_delivery(stack: Any, owner: str, delivery_id: str) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        found = [d for d in deliveries(stack, owner) if d["deliveryId"] == delivery_id]
+        return found[0] if found and found[0]["status"] in ("delivered", "failed") else None
+
+    return dict(wait_until(done, timeout_s=120, what=f"delivery {delivery_id} to settle"))
+
+
+def test_a_converted_job_posts_signed_webhooks_and_publishes_its_event(stack, owner, receiver, public_events):
+    # Given a receiver, and a job subscribed to job.completed and file.completed with a header of its own
+    hook = receiver()
+    options = {"callbackUrl": hook.url, "callbackEvents": ["job.completed", "file.completed"], "callbackHeaders": {"X-Receiver-Token": "t0k"}}
+    status, created = convert(stack, owner, options)
+    assert status == 202, created
+    job_id = created["jobId"]
+    wait_until(lambda: job_status(job_id) == "completed", timeout_s=120, what="the conversion")
+
+    # Then the receiver gets one POST per event, each verified by the README's snippet
+    verify, secret = readme_verify(), current_secret()
+    got = hook.wait_for(2)
+    assert sorted(r.json["event"] for r in got) == ["file.completed", "job.completed"]
+    for r in got:
+        header = r.headers["Batchlane-Signature"]
+        assert verify(secret, r.body, header)
+        body = r.json
+        assert r.headers["Batchlane-Delivery"] == body["deliveryId"] and r.headers["Batchlane-Event"] == body["event"]
+        assert r.headers["X-Receiver-Token"] == "t0k"
+        assert (body["jobId"], body["status"], body["outcome"], body["pages"]["total"]) == (job_id, "completed", "completed", PAGES)
+        assert body["costUsd"] is not None and body["outputs"]["markdown"].startswith("s3://") and body["timestamp"]
+        # A replay of the same request six minutes later, or a changed body, is rejected
+        sent_at = int(header.split(",")[0].removeprefix("t="))
+        assert verify(secret, r.body, header, now=sent_at + 60)
+        assert not verify(secret, r.body, header, now=sent_at + 301)
+        assert not verify(secret, r.body.replace(b"completed", b"c0mpleted"), header)
+        assert not verify("another-secret", r.body, header)
+
+    # And the deliveries list says so, to the owner only
+    listed = deliveries(stack, owner, job_id)
+    assert sorted((d["event"], d["status"], d["attempts"], d["responseCode"]) for d in listed) == [
+        ("file.completed", "delivered", 1, 200),
+        ("job.completed", "delivered", 1, 200),
+    ]
+    assert all(isinstance(d["latencyMs"], int) for d in listed)
+    assert {d["deliveryId"] for d in listed} == {r.json["deliveryId"] for r in got}
+    stranger = f"other-{uuid.uuid4().hex[:6]}"
+    assert call(stack, "GET", f"/api/v1/deliveries?job_id={job_id}", user=stranger)[0] == 404
+    assert deliveries(stack, stranger) == []
+
+    # And the public event is on the bus, where a rule's target sees it
+    (event,) = public_events(job_id, 1)
+    assert event["source"] == "batchlane" and event["detail-type"] == "Conversion Job State Change"
+    detail = event["detail"]
+    assert (detail["status"], detail["outcome"], detail["ownerId"], detail["pages"]["failed"]) == ("completed", "completed", owner, 0)
+    assert detail["outputs"]["markdown"] == got[0].json["outputs"]["markdown"]
+
+
+def test_a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt(stack, owner, receiver):
+    # Given a receiver that answers 500 and 503 before it takes anything
+    hook = receiver([500, 503])
+    # When a test delivery is sent
+    status, sent = call(stack, "POST", "/api/v1/webhook-config/test", {"url": hook.url}, user=owner)
+    assert status == 202 and sent["event"] == "webhook.test", sent
+    # Then the state machine's ladder retries it until the receiver takes it
+    done = settled_delivery(stack, owner, sent["deliveryId"])
+    assert (done["status"], done["attempts"], done["responseCode"]) == ("delivered", 3, 200)
+    got = hook.wait_for(3)
+    assert len(got) == 3
+    # The same delivery each time (the receiver's idempotency key), freshly signed each time
+    assert {r.headers["Batchlane-Delivery"] for r in got} == {sent["deliveryId"]}
+    assert len({r.body for r in got}) == 1
+    verify, secret = readme_verify(), current_secret()
+    assert all(verify(secret, r.body, r.headers["Batchlane-Signature"]) for r in got)
+
+
+def test_a_dead_receiver_never_blocks_the_conversion_and_is_given_up(stack, owner, receiver, public_events):
+    hook = receiver(then=500)
+    status, created = convert(stack, owner, {"callbackUrl": hook.url})
+    assert status == 202, created
+    wait_until(lambda: job_status(created["jobId"]) == "completed", timeout_s=120, what="the conversion")
+    public_events(created["jobId"], 1)
+
+    def given_up() -> list[dict[str, Any]] | None:
+        listed = deliveries(stack, owner, created["jobId"])
+        return listed if listed and listed[0]["status"] == "failed" else None
+
+    (delivery,) = wait_until(given_up, timeout_s=120, what="the delivery to be given up")
+    # 1 attempt + the offline ladder's 3 retries (AWS: 14 retries over ~24 h)
+    assert (delivery["event"], delivery["attempts"], delivery["responseCode"]) == ("job.completed", 4, 500)
+    assert len(hook.received) == 4
+    assert job_status(created["jobId"]) == "completed"
+
+
+def test_rotation_is_for_admins_and_signs_with_both_secrets_during_the_grace_period(stack, owner, receiver):
+    # The config shows the secret's id and dates, never its value
+    old = current_secret()
+    status, config = call(stack, "GET", "/api/v1/webhook-config", user=owner)
+    assert status == 200 and config["secretId"] == services().settings.webhook_secret_arn and config["createdAt"]
+    assert old not in json.dumps(config)
+    # A user outside the admin group may not rotate the deployment's shared secret
+    status, refused = call(stack, "POST", "/api/v1/webhook-config/secret", {}, user=owner)
+    assert (status, refused["code"]) == (403, "FORBIDDEN")
+    assert current_secret() == old
+    # An admin may
+    status, rotated = call(stack, "POST", "/api/v1/webhook-config/secret", {}, user="admin", groups=ADMIN_GROUP)
+    assert status == 200 and rotated["rotatedAt"] and rotated["previousValidUntil"], rotated
+    new = current_secret()
+    assert new != old and new not in json.dumps(rotated)
+    # During the grace period a delivery carries both signatures: receivers on either secret accept it
+    hook = receiver()
+    status, sent = call(stack, "POST", "/api/v1/webhook-config/test", {"url": hook.url}, user=owner)
+    assert status == 202
+    (r,) = hook.wait_for(1)
+    header = r.headers["Batchlane-Signature"]
+    assert header.count("v1=") == 2
+    verify = readme_verify()
+    assert verify(new, r.body, header) and verify(old, r.body, header)
+    assert settled_delivery(stack, owner, sent["deliveryId"])["status"] == "delivered"
+
+
+def test_parked_failed_and_cancelled_jobs_notify_and_publish(stack, owner, receiver, public_events):
+    hook = receiver()
+    # A job parked for the batch lane, then cancelled
+    events = ["job.waiting_batch", "job.completed", "file.error"]
+    status, parked = convert(stack, owner, {"_batchLane": True, "callbackUrl": hook.url, "callbackEvents": events})
+    assert status == 202, parked
+    wait_until(lambda: job_status(parked["jobId"]) == "waiting_batch", timeout_s=120, what="the job to park")
+    (waiting,) = hook.wait_for(1)
+    assert (waiting.json["event"], waiting.json["status"]) == ("job.waiting_batch", "waiting_batch")
+    file_id = waiting.json["fileId"]
+    assert call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {}, user=owner)[0] == 200
+    got = hook.wait_for(2)
+    assert (got[1].json["event"], got[1].json["status"], got[1].json["outcome"]) == ("job.completed", "cancelled", "cancelled")
+    assert [e["detail"]["status"] for e in public_events(parked["jobId"], 2)] == ["waiting_batch", "cancelled"]
+
+    # A file that is no PDF: the job fails, file.error and job.completed (status failed)
+    status, broken = convert(stack, owner, {"callbackUrl": hook.url, "callbackEvents": events}, data=b"not a pdf at all")
+    assert status == 202, broken
+    got = hook.wait_for(4)
+    failed = {r.json["event"]: r.json for r in got[2:]}
+    assert set(failed) == {"job.completed", "file.error"}
+    assert failed["file.error"]["status"] == "failed" and failed["file.error"]["error"]["code"]
+    (event,) = public_events(broken["jobId"], 1)
+    assert (event["detail"]["status"], event["detail"]["outcome"]) == ("failed", "failed")
+
+
+@pytest.mark.parametrize(
+    ("options", "why"),
+    [
+        ({"callbackUrl": "ftp://example.com/hook"}, "https"),
+        ({"callbackUrl": "https://user:secret@example.com/hook"}, "credentials"),
+        ({"callbackUrl": "https://example.com/hook", "callbackEvents": ["job.exploded"]}, "unknown event"),
+        ({"callbackUrl": "https://example.com/hook", "callbackHeaders": {"Batchlane-Signature": "forged"}}, "cannot be overridden"),
+        ({"callbackEvents": ["job.completed"]}, "need a callbackUrl"),
+    ],
+)
+def test_a_bad_callback_is_a_clear_400_and_nothing_is_created(stack, owner, options, why):
+    status, answer = convert(stack, owner, options)
+    assert (status, answer["code"]) == (400, "CALLBACK_INVALID"), answer
+    assert why in answer["message"]
+    assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE f.owner_id = :o", o=owner)["n"] == 0
+
+
+def test_a_completed_job_with_failed_pages_is_a_file_error_and_its_own_outcome(stack, owner, receiver, public_events):
+    # Given a converted job, as settle leaves it when some pages failed (marked in the Markdown)
+    hook = receiver()
+    status, created = convert(stack, owner, {"callbackUrl": hook.url, "callbackEvents": ["file.error"]})
+    assert status == 202, created
+    job_id = created["jobId"]
+    wait_until(lambda: job_status(job_id) == "completed", timeout_s=120, what="the conversion")
+    public_events(job_id, 1)
+    services().db.run(
+        "UPDATE large_conversion_jobs SET pages_failed = 2, error_id = 'PAGES_FAILED', error_message = '2 of 4 pages could not be converted' WHERE id = CAST(:id AS uuid)",
+        id=job_id,
+    )
+    # When that state is published
+    assert publish_job_change(services(), job_id, "completed")
+    # Then the bus says completed_with_failed_pages, and the file.error subscriber is told
+    second = public_events(job_id, 2)[-1]["detail"]
+    assert (second["status"], second["outcome"], second["pages"]["failed"], second["error"]["code"]) == (
+        "completed",
+        "completed_with_failed_pages",
+        2,
+        "PAGES_FAILED",
+    )
+    (r,) = hook.wait_for(1)
+    assert (r.json["event"], r.json["outcome"]) == ("file.error", "completed_with_failed_pages")
+
+
+def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retried(stack, owner):
+    posted: list[str] = []
+
+    def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
+        posted.append(url)
+        return Answer(200)
+
+    db = services().db
+    for url in ("https://localhost/hook", "https://no-such-host.invalid/hook"):
+        delivery_rows.insert(db, delivery_id=str(uuid.uuid4()), owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
+    refused, unresolved = sorted(delivery_rows.list_for_owner(db, owner, job_id=None), key=lambda r: r["url"])
+    assert deliver(db, str(refused["id"]), signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "failed"
+    with pytest.raises(DeliveryFailed):
+        deliver(db, str(unresolved["id"]), signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)
+    assert (delivery_rows.get(db, str(unresolved["id"])) or {})["status"] == "retrying"
+    assert posted == []
