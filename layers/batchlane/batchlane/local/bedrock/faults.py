@@ -29,6 +29,12 @@ draw (as a retry against the real service might succeed).
 | ``create_throttle`` | int >= 0 | ``0`` | the first N CreateModelInvocationJob calls answer ThrottlingException |
 | ``time_scale`` | float > 0 | ``1`` | emulated seconds per real second for batch jobs (3600: an emulated hour a second) |
 | ``job_hours`` | float > 0 | ``1`` | emulated hours a job spends InProgress, spread evenly over its records |
+| ``refuse_pages`` | page numbers joined by ``+`` (``3+7``) | none | every answer (batch and runtime) for a request holding one of these pages (document named/titled ``page-N``) is declined: stopReason ``content_filtered`` / stop_reason ``refusal``, empty text |
+
+``refuse_pages`` is deterministic page by page (a rate cannot say which pages fail); the
+runtime's answer faults can be changed while the stack runs
+(:meth:`BedrockEmulator.set_runtime_faults`), so a test can make pages fail, then pass:
+what a retry of failed pages is for.
 
 ``job_outcome``:
 
@@ -80,6 +86,7 @@ class Faults:
     create_throttle: int = 0
     time_scale: float = 1.0
     job_hours: float = 1.0
+    refuse_pages: frozenset[int] = frozenset()
 
 
 def _rate(text: str) -> float:
@@ -116,6 +123,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _pages(text: str) -> frozenset[int]:
+    pages = frozenset(int(part) for part in text.split("+") if part.strip())
+    if not pages or min(pages) < 1:
+        raise ValueError("must be page numbers >= 1 joined by + (3+7)")
+    return pages
+
+
 def _outcome(text: str) -> str:
     if text not in JOB_OUTCOMES:
         raise ValueError(f"must be one of {', '.join(JOB_OUTCOMES)}")
@@ -140,6 +154,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "create_throttle": _count,
     "time_scale": _positive,
     "job_hours": _positive,
+    "refuse_pages": _pages,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
 
@@ -174,8 +189,10 @@ def draw(seed: str, fault: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def answer_fault(faults: Faults, seed: str) -> str | None:
-    """Which answer-level fault (if any) hits the call identified by ``seed``."""
+def answer_fault(faults: Faults, seed: str, pages: frozenset[int] = frozenset()) -> str | None:
+    """Which answer-level fault (if any) hits the call identified by ``seed`` holding ``pages``."""
+    if faults.refuse_pages & pages:
+        return "content_filter"
     for name, rate in (
         ("content_filter", faults.content_filter_rate),
         ("guardrail", faults.guardrail_rate),
