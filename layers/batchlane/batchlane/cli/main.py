@@ -16,6 +16,8 @@ from pathlib import Path
 
 import click
 
+from batchlane.cli.naming import with_legacy_fields
+
 EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
 
 
@@ -43,7 +45,12 @@ def main() -> None:
     help="Emulator fault injection, e.g. job_outcome=expired,record_error_rate=0.02 (docs/offline.md).",
 )
 @click.option("--on-demand-only", is_flag=True, help="Turn the batch lane off for this run.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object on the last line of stdout.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report as one JSON object on the last line of stdout (camelCase; the old snake_case fields too, until 0.3.0).",
+)
 def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_only: bool, as_json: bool) -> None:
     """Run the main job end to end on the offline stack (no AWS account needed).
 
@@ -64,7 +71,7 @@ def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_onl
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(report, default=str))
+        click.echo(json.dumps(with_legacy_fields(report), default=str))
     else:
         _print_report(console, report)
     sys.exit(_exit_code(report))
