@@ -196,10 +196,12 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             )
             _reopen_hold(tx, job_id, Decimal(str(svc.settings.batchlane_hold_usd_per_page)) * len(page_numbers), svc.settings.batchlane_on_demand_window_hours)
             job_repo.set_file_status(tx, str(job["file_id"]), "converting")
-    except DatabaseError as exc:  # one_running_retry_per_job: a concurrent POST won
+    except DatabaseError as exc:
+        if "one_live_job_per_file" in str(exc):  # another conversion of the same file is running
+            raise Conflict("The file is being converted again; retry once that conversion has ended.", error_id="CONVERSION_IN_PROGRESS") from exc
         if "one_running_retry_per_job" not in str(exc) and "job_retries_job_id_attempt_key" not in str(exc):
             raise
-        return start_retry(svc, job_id, error_ids=error_ids, pages=pages)
+        return start_retry(svc, job_id, error_ids=error_ids, pages=pages)  # a concurrent POST won: answer its retry
     try:
         svc.workflows.start_retry(job_id, attempt)
     except Exception:
