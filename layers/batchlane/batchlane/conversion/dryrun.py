@@ -3,8 +3,8 @@
 It runs behind the API (29 s), so it reads the upload once to /tmp, checks it as the split
 would (pypdf: the same error ids and page limit; no page is split), and asks pypdfium2
 (~1,000 pages/s to open and inspect) for the page count and, per page, whether it draws
-anything and how much text it shows. Past ``SAMPLE_PAGES`` pages it inspects an evenly
-spaced sample and scales it up, and says so (``inspection``). Nothing is written: no job,
+anything and how much text it shows. Past ``SAMPLE_PAGES`` pages it inspects a sample
+(seeded by the page count, so reruns agree) and scales it up, and says so (``inspection``). Nothing is written: no job,
 chunk, hold, ledger row, object or execution.
 
 Estimates, with their basis in the answer:
@@ -21,6 +21,7 @@ Estimates, with their basis in the answer:
 from __future__ import annotations
 
 import math
+import random
 import tempfile
 from dataclasses import dataclass
 from decimal import Decimal
@@ -51,7 +52,7 @@ class PageSurvey:
 
 
 def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> PageSurvey:
-    """Count pages, blank pages and text with pypdfium2; sample evenly past ``sample`` pages."""
+    """Count pages, blank pages and text with pypdfium2; a seeded sample past ``sample`` pages."""
     import pypdfium2
 
     try:
@@ -67,7 +68,8 @@ def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> Pag
             raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
         if count > max_pages:
             raise InputError(f"The PDF has {count} pages; the limit is {max_pages}.", error_id="PDF_TOO_MANY_PAGES")
-        indexes = range(count) if count <= sample else sorted({round(i * (count - 1) / (sample - 1)) for i in range(sample)})
+        # A seeded random sample, not every k-th page: a periodic layout (a blank page every 10) would alias.
+        indexes = range(count) if count <= sample else sorted(random.Random(count).sample(range(count), sample))
         blank = scans = chars = 0
         for index in indexes:
             page = document[index]
@@ -129,7 +131,7 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
         "inspection": {
             "method": "all_pages" if survey.inspected == survey.pages else "sampled",
             "pagesInspected": survey.inspected,
-            "note": None if survey.inspected == survey.pages else f"blank pages and text estimated from {survey.inspected} evenly spaced pages",
+            "note": None if survey.inspected == survey.pages else f"blank pages and text estimated from a sample of {survey.inspected} pages",
         },
         "records": records,
         "lane": {"name": "batch" if eligible else "on_demand", "reason": why, "minPages": settings.batch_conversion_min_pages},
