@@ -259,11 +259,25 @@ def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(s
     first_markdown, before = markdown(job_id), job(job_id)
     lift_refusals(stack)
     with HeldChunks(stack) as held:
-        first = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
-        second = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
-        assert first[0] == 202 and second[0] == 200, (first, second)
-        assert second[1]["alreadyRunning"] is True and second[1]["retry"] == first[1]["retry"] == 1
+        # two POSTs at once: one retry starts, the other answers it
+        barrier, answers = threading.Barrier(2), []
+
+        def post() -> None:
+            barrier.wait(10)
+            answers.append(call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner))
+
+        threads = [threading.Thread(target=post) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        assert sorted(code for code, _ in answers) == [200, 202], answers
+        assert {body["retry"] for _, body in answers} == {1} and [body["alreadyRunning"] for code, body in answers if code == 200] == [True]
+        third = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
+        assert third[0] == 200 and third[1]["alreadyRunning"] is True
         assert held.entered.wait(30)
+        view = call(stack, "GET", f"/api/v1/jobs/{job_id}", user=owner)[1]
+        assert view["status"] in ("pending", "processing") and view["retry"] == {"attempt": 1, "pages": list(REFUSED)}
         busy = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
         assert busy[0] == 409 and busy[1]["code"] == "CONVERSION_IN_PROGRESS"
         code, cancelled = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {"jobId": job_id}, user=owner)
@@ -281,6 +295,30 @@ def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(s
     wait_until(lambda: execution_status(f"retry-{job_id}-2") == "SUCCEEDED", what="the second retry")
     assert_converted_whole(job_id, pages=PAGES, blank_every=0)
     assert_retries_booked(job_id)
+
+
+def test_a_retry_whose_workflow_fails_leaves_the_job_completed_as_it_was(stack, owner):
+    file_id, job_id = converted_with_failed_pages(stack, owner)
+    first_markdown, before = markdown(job_id), job(job_id)
+    lift_refusals(stack)
+    stack.registry.intercept("chunk_processor", lambda event, call_real: Invocation(error_type="RuntimeError", error_message="Runtime exited"))
+    try:
+        assert call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)[0] == 202
+        wait_until(lambda: execution_status(f"retry-{job_id}-1") == "FAILED", what="the retry workflow to fail")
+    finally:
+        stack.registry.intercept("chunk_processor", None)
+    after = job(job_id)
+    assert (after["status"], after["pages_failed"], after["error_id"]) == ("completed", len(REFUSED), "PAGES_FAILED")
+    assert markdown(job_id) == first_markdown and after["total_cost_usd"] == before["total_cost_usd"]
+    assert job_repo.get_file(services().db, file_id)["status"] == "converted"
+    history = call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]
+    assert history[0]["status"] == "failed" and "Runtime exited" in history[0]["error"]
+    assert_retries_booked(job_id)
+    assert call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)[1]["retry"] == 2
+    wait_until(lambda: execution_status(f"retry-{job_id}-2") == "SUCCEEDED", what="the second retry")
+    assert_converted_whole(job_id, pages=PAGES, blank_every=0)
+    failed_then_passed = call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]
+    assert [r["status"] for r in failed_then_passed] == ["failed", "completed"]
 
 
 def test_retry_of_a_job_that_is_not_completed_is_409(stack, owner):
@@ -304,7 +342,9 @@ def _footprint(owner: str) -> dict[str, Any]:
         o=owner,
     )
     sfn = client("stepfunctions")
-    executions = sum(len(sfn.list_executions(stateMachineArn=arn)["executions"]) for arn in (services().workflows.conversion_arn, services().workflows.intake_arn))
+    executions = sum(
+        len(sfn.list_executions(stateMachineArn=arn)["executions"]) for arn in (services().workflows.conversion_arn, services().workflows.intake_arn)
+    )
     return {**counts, "objects": sorted(services().store.list_keys("")), "executions": executions}
 
 

@@ -144,8 +144,6 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             raise Conflict(
                 f"The job's source pages expired ({keys.OBJECT_EXPIRY_DAYS}-day lifecycle); convert the file again.", error_id="SOURCE_EXPIRED"
             ) from None
-    for index in affected:  # a partial file left by the last run would hold the failed pages as "kept"
-        svc.store.put_json(keys.chunk_partial_key(job_id, index), {"pages": [], "continuations": 0})
     attempt = len(retries.history(svc.db, job_id)) + 1
     previous_md = None
     if job["markdown_key"]:
@@ -167,6 +165,8 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
         with svc.db.transaction() as tx:
             locked = job_repo.lock_job(tx, job_id)
             assert locked is not None
+            if (running := retries.running(tx, job_id)) is not None:  # a concurrent POST won while we prepared
+                return RetryStarted(job_id, running["attempt"], list(running["pages"]), locked["status"], already_running=True)
             if locked["status"] != "completed":
                 raise Conflict(f"The job is {locked['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
             row = retries.insert(
@@ -203,6 +203,9 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             raise
         return start_retry(svc, job_id, error_ids=error_ids, pages=pages)  # a concurrent POST won: answer its retry
     try:
+        # Only the POST that won: a partial file left by the last run would hold the failed pages as "kept".
+        for index in affected:
+            svc.store.put_json(keys.chunk_partial_key(job_id, index), {"pages": [], "continuations": 0})
         svc.workflows.start_retry(job_id, attempt)
     except Exception:
         end_retry(svc, job_id, outcome="failed", message="The retry could not be started.")
