@@ -10,15 +10,13 @@ rounded up to the next midnight UTC (S3 User Guide, "Lifecycle configuration ele
 from __future__ import annotations
 
 import email.utils
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from batchlane.aws.clients import client
 from batchlane.domain.errors import NotFound
 from batchlane.keys import OBJECT_EXPIRY_DAYS
 
@@ -55,9 +53,8 @@ def _expiry_header(value: str | None) -> datetime | None:
 
 
 def presign_client() -> Any:
-    """An S3 client that signs URLs with SigV4 (FACTS.md: the default presign may be SigV2)."""
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return boto3.session.Session(region_name=region).client("s3", config=Config(signature_version="s3v4"))
+    """The process's S3 client that signs URLs with SigV4 (botocore's default presign may be SigV2)."""
+    return client("s3", signature_version="s3v4")
 
 
 class S3Downloads:

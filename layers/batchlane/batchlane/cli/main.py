@@ -3,8 +3,9 @@
 Exit codes a script can rely on: 0 success; 1 the job failed or was cancelled; 2 bad
 usage or input (HTTP 400/422); 3 the job completed but some pages failed (they are
 marked in the Markdown); 4 the service could not be reached (or answered 5xx); 5 no
-such job or file (404, also another user's); 6 the job's state does not allow it (409:
-NOT_BATCH_WAITING, CONVERSION_FINISHING, ...); 7 not authorised (401/403). Errors print
+such job or file (404, also another user's; 410: the Markdown expired); 6 the job's
+state does not allow it (409: NOT_BATCH_WAITING, CONVERSION_FINISHING, NOTHING_TO_RETRY,
+...); 7 not authorised (401/403). Errors print
 ``error: <CODE>: <message>`` on stderr (docs/operations.md).
 """
 

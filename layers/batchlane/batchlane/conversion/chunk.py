@@ -266,8 +266,8 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
     retry = retry_scope(options)
-    if retry is not None:  # a retry converts only its pages: the chunk's other pages are kept as they were
-        kept = {**_previous_pages(svc, job_id, chunk_index, keep_all_but=retry[1]), **kept}
+    if retry is not None:  # a retry converts only its pages: the chunk's other pages are kept as they were (with their cost)
+        kept = {**kept, **_previous_pages(svc, job_id, chunk_index, keep_all_but=retry[1])}
     pages = (page for page in chunk_pages(svc.store, job_id, claimed, render=settings.batchlane_page_render) if page.number not in kept)
 
     heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check, deadline=deadline)
