@@ -321,6 +321,14 @@ def test_a_retry_whose_workflow_fails_leaves_the_job_completed_as_it_was(stack, 
     assert [r["status"] for r in failed_then_passed] == ["failed", "completed"]
 
 
+def test_retry_after_the_source_pages_expired_says_so_and_changes_nothing(stack, owner):
+    _, job_id = converted_with_failed_pages(stack, owner)
+    client("s3").delete_object(Bucket=services().store.bucket, Key=keys.chunk_source_key(job_id, 0))  # the 14-day lifecycle
+    answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
+    assert answer[0] == 409 and answer[1]["code"] == "SOURCE_EXPIRED", answer
+    assert job(job_id)["status"] == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
+
+
 def test_retry_of_a_job_that_is_not_completed_is_409(stack, owner):
     file_id = upload(stack, owner, make_pdf(3))
     with HeldChunks(stack) as held:

@@ -100,13 +100,14 @@ def _attempts_by_chunk(chunks: list[dict[str, Any]], history: list[dict[str, Any
 
 
 def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
-    """The job's failed pages in page order, from the chunk results the Markdown was assembled from."""
+    """The job's failed pages in page order, from the chunk results the Markdown was assembled from
+    (only chunks whose row counts failed pages are read: a 10,000-page job has 200 result files)."""
     chunks = job_repo.get_chunks(svc.db, job_id)
     history = retries.history(svc.db, job_id)
     runs = _attempts_by_chunk(chunks, history)
     failed: list[FailedPage] = []
     for chunk in chunks:
-        if chunk["status"] != "completed" or not chunk["result_key"]:
+        if chunk["status"] != "completed" or not chunk["result_key"] or not chunk["pages_failed"]:
             continue
         index = chunk["chunk_index"]
         for item in svc.store.get_json(chunk["result_key"])["pages"]:
@@ -179,7 +180,8 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 previous_markdown_key=previous_md,
                 chunks_before=snapshot,
             )
-            attempt = row["attempt"]
+            if row["attempt"] != attempt:  # another retry started and ended since we copied the Markdown under n
+                raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
             options = {**(locked["options"] or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
             tx.run(
                 """UPDATE large_conversion_jobs SET status = 'pending', options = CAST(:options AS jsonb), error_id = NULL, error_message = NULL,
