@@ -116,7 +116,7 @@ def test_pages_download_and_retry_from_the_terminal(stack, user, tmp_path):
 
     # the refusal passes: retry only the failed pages; the job ends with every page converted
     stack.bedrock.set_runtime_faults(parse_faults(BASE_FAULTS))
-    retried = run(stack, user, "retry", job_id, "--error-id", "stop_reason=refusal", "--interval", "0.1", "--json")
+    retried = run(stack, user, "retry", job_id, "--error-id", "refusal", "--interval", "0.1", "--json")
     assert retried.exit_code == 0, retried.output
     done = assert_camel(retried.stdout)
     assert done["status"] == "completed" and done["pages"]["failed"] == 0

@@ -233,6 +233,8 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
     click.echo(f"  cost    ${job['costUsd']}")
     if job["error"]:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
+    if job.get("retry"):
+        click.echo(f"  retry   {job['retry']['attempt']} running: pages {', '.join(map(str, job['retry']['pages']))}")
 
 
 def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
@@ -395,7 +397,12 @@ def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--error-id", "error_ids", multiple=True, help="Retry only pages that failed for this reason (repeatable), e.g. stop_reason=max_tokens.")
+@click.option(
+    "--error-id",
+    "error_ids",
+    multiple=True,
+    help="Retry only pages that failed for this reason (repeatable): the reason as listed, without stop_reason= (max_tokens), or throttled / timeout.",
+)
 @click.option("--page", "page_numbers", type=click.IntRange(1), multiple=True, help="Retry only this page (repeatable).")
 @click.option("--detach", is_flag=True, help="Return once the retry has started.")
 @click.option("--json", "as_json", is_flag=True)

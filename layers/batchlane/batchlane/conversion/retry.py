@@ -36,6 +36,11 @@ from batchlane.observability import logger
 from batchlane.runtime import Services
 
 RETRY_FLAG = "_retry"
+# Short names a user may give for a family of failure reasons (``--error-id throttled``).
+REASON_ALIASES = {
+    "throttled": frozenset({"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException", "LeaseWaitTimeout"}),
+    "timeout": frozenset({"ReadTimeout", "InvocationEnding", "ModelTimeoutException"}),
+}
 # Failures decided before any model call: the page was never sent, so it has no lane.
 _NEVER_SENT = (PAGE_TOO_LARGE,)
 
@@ -70,6 +75,11 @@ class RetryStarted:
             "execution": retry_execution_name(self.job_id, self.attempt),
             "lane": "on_demand",
         }
+
+
+def reason_matches(reason: str, wanted: str) -> bool:
+    """``wanted`` is the reason itself, or it without ``stop_reason=`` (``max_tokens``), or an alias (``throttled``)."""
+    return wanted in (reason, reason.removeprefix("stop_reason=")) or reason in REASON_ALIASES.get(wanted, ())
 
 
 def retry_execution_name(job_id: str, attempt: int) -> str:
@@ -133,7 +143,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
         return RetryStarted(job_id, running["attempt"], list(running["pages"]), job["status"], already_running=True)
     if job["status"] != "completed":
         raise Conflict(f"The job is {job['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
-    chosen = [p for p in failed_pages(svc, job_id) if (not error_ids or p.reason in error_ids) and (not pages or p.page in pages)]
+    chosen = [p for p in failed_pages(svc, job_id) if (not error_ids or any(reason_matches(p.reason, e) for e in error_ids)) and (not pages or p.page in pages)]
     if not chosen:
         raise Conflict("No failed page matches: nothing to retry.", error_id="NOTHING_TO_RETRY")
     chunk_rows = {c["chunk_index"]: c for c in job_repo.get_chunks(svc.db, job_id)}
