@@ -116,11 +116,10 @@ def test_pages_download_and_retry_from_the_terminal(stack, user, tmp_path):
 
     # the refusal passes: retry only the failed pages; the job ends with every page converted
     stack.bedrock.set_runtime_faults(parse_faults(BASE_FAULTS))
-    retried = run(stack, user, "retry", job_id, "--error-id", "refusal", "--interval", "0.1", "--json")
+    retried = run(stack, user, "retry", job_id, "--error-id", "refusal", "--interval", "0.1", "--json", "-o", str(target), "--force")
     assert retried.exit_code == 0, retried.output
     done = assert_camel(retried.stdout)
-    assert done["status"] == "completed" and done["pages"]["failed"] == 0
-    assert run(stack, user, "jobs", "download", job_id, "-o", str(target), "--force").exit_code == 0
+    assert done["status"] == "completed" and done["pages"]["failed"] == 0 and done["markdownPath"] == str(target)
     text = target.read_text()
     assert "failed" not in text and all(page_phrase(n, PAGES) in text for n in range(1, PAGES + 1))
     assert run(stack, user, "jobs", "pages", job_id, "--json").stdout.count('"page"') == 0

@@ -407,9 +407,23 @@ def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
 @click.option("--detach", is_flag=True, help="Return once the retry has started.")
 @click.option("--json", "as_json", is_flag=True)
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the new Markdown here once the retry is done.")
+@click.option("--force", is_flag=True, help="Overwrite --output if it exists (e.g. the Markdown written by convert).")
 @target_options
-def retry(api: ApiClient, job_id: str, error_ids: tuple[str, ...], page_numbers: tuple[int, ...], detach: bool, as_json: bool, interval: float) -> None:
+def retry(
+    api: ApiClient,
+    job_id: str,
+    error_ids: tuple[str, ...],
+    page_numbers: tuple[int, ...],
+    detach: bool,
+    as_json: bool,
+    interval: float,
+    output: Path | None,
+    force: bool,
+) -> None:
     """Convert JOB's failed pages again (only those, on-demand) and splice them into its Markdown."""
+    if output is not None and output.exists() and not force:
+        raise click.UsageError(f"{output} exists; pass --force to overwrite it")
     body: dict[str, Any] = {}
     if error_ids:
         body["errorIds"] = list(error_ids)
@@ -421,6 +435,9 @@ def retry(api: ApiClient, job_id: str, error_ids: tuple[str, ...], page_numbers:
         return
     click.echo(f"retry {started['retry']} of job {job_id}: pages {', '.join(map(str, started['pages']))}", err=True)
     job = watch(api, job_id, interval_s=interval, quiet=as_json)
+    if output is not None and job["status"] == "completed":
+        job = {**job, "markdownPath": download_markdown(api, job_id, output, force=force)["path"]}
+        click.echo(f"markdown written to {output}", err=True)
     _print_job(job, as_json)
     sys.exit(exit_code_for(job))
 
