@@ -19,12 +19,13 @@ from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from batchlane import keys
 from infra.config import InfraConfig
 
 UPLOADS_PREFIX = "uploads/"
 JOBS_PREFIX = "jobs/"
 BATCH_PREFIX = "batch/"
-OBJECT_EXPIRY_DAYS = 14
+OBJECT_EXPIRY_DAYS = keys.OBJECT_EXPIRY_DAYS  # the API tells users when their Markdown expires: one number
 ACCESS_LOG_EXPIRY_DAYS = 90
 
 

@@ -88,3 +88,30 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     hold = ledger.get_hold(svc.db, job_id)
     assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total
     return results
+
+
+def assert_retries_booked(job_id: str) -> dict[int, list[dict[str, Any]]]:
+    """Retries of failed pages book only what they spent: one chunk row per retried chunk tagged
+    ``retry: n``; each retry's cost is its rows' sum; the totals chain: the job's total before
+    retry n+1 is the total before n plus n's cost, and the job's total is the ledger's sum."""
+    svc = services()
+    job = job_repo.get_job(svc.db, job_id)
+    assert job is not None
+    rows = ledger.ledger_rows(svc.db, job_id)
+    history = svc.db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)
+    by_retry: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        if (n := row["metadata"].get("retry")) is not None:
+            by_retry.setdefault(int(n), []).append(row)
+    assert set(by_retry) <= {r["attempt"] for r in history}, "a ledger row tagged with a retry that does not exist"
+    running_total = Decimal(history[0]["previous_total_usd"]) if history else Decimal(job["total_cost_usd"])
+    assert running_total == sum((Decimal(r["cost_usd"]) for r in rows if "retry" not in r["metadata"]), Decimal(0))
+    for retry in history:
+        assert retry["status"] != "running", f"retry {retry['attempt']} still running"
+        booked = sum((Decimal(r["cost_usd"]) for r in by_retry.get(retry["attempt"], [])), Decimal(0))
+        assert Decimal(retry["previous_total_usd"]) == running_total
+        assert Decimal(retry["cost_usd"]) == booked, (retry["attempt"], retry["cost_usd"], booked)
+        assert {r["chunk_index"] for r in by_retry.get(retry["attempt"], [])} <= {int(c["chunkIndex"]) for c in retry["chunks_before"]}
+        running_total += booked
+    assert Decimal(job["total_cost_usd"]) == running_total == sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
+    return by_retry

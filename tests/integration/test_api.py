@@ -506,7 +506,7 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     spec = yaml.safe_load(SPEC.read_text())
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
-    assert len(operations) == 12  # 8 + the 4 webhook routes (issue 14)
+    assert len(operations) == 16  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14)
     for method, path in operations:
         concrete = path.replace("{fileId}", str(uuid.uuid4())).replace("{jobId}", str(uuid.uuid4()))
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)

@@ -5,6 +5,8 @@ jobs/<jobId>/source/chunk-<N>.pdf       the chunk's pages, split once at job cre
 jobs/<jobId>/chunks/chunk-<N>.json      chunk results (page outcomes)
 jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must be retried
 jobs/<jobId>/output.md                  the assembled Markdown
+jobs/<jobId>/chunks/chunk-<N>.retry-<n>.json  chunk results written by retry n (the earlier file is kept)
+jobs/<jobId>/history/output-before-retry-<n>.md  the Markdown as it was before retry n
 batch/<jobId>/input/shard-<NNNN>.jsonl  batch records
 batch/<jobId>/manifest.json             what prepare wrote (shards, counts, record ids, hashes)
 batch/<jobId>/output/<bedrockJobId>/... what Bedrock wrote (.jsonl.out, manifest.json.out)
@@ -16,6 +18,8 @@ The Bedrock service role may touch ``batch/`` only.
 from __future__ import annotations
 
 BATCH_PREFIX = "batch/"
+# The bucket's lifecycle deletes every object this many days after it was written (infra/storage.py).
+OBJECT_EXPIRY_DAYS = 14
 
 
 def upload_key(file_id: str, name: str) -> str:
@@ -27,8 +31,10 @@ def chunk_source_key(job_id: str, chunk_index: int) -> str:
     return f"jobs/{job_id}/source/chunk-{chunk_index}.pdf"
 
 
-def chunk_result_key(job_id: str, chunk_index: int) -> str:
-    return f"jobs/{job_id}/chunks/chunk-{chunk_index}.json"
+def chunk_result_key(job_id: str, chunk_index: int, *, retry: int | None = None) -> str:
+    """A retry writes its own file, so the previous result survives a cancelled or failed retry."""
+    suffix = f".retry-{retry}" if retry else ""
+    return f"jobs/{job_id}/chunks/chunk-{chunk_index}{suffix}.json"
 
 
 def chunk_partial_key(job_id: str, chunk_index: int) -> str:
@@ -37,6 +43,10 @@ def chunk_partial_key(job_id: str, chunk_index: int) -> str:
 
 def markdown_key(job_id: str) -> str:
     return f"jobs/{job_id}/output.md"
+
+
+def markdown_before_retry_key(job_id: str, retry: int) -> str:
+    return f"jobs/{job_id}/history/output-before-retry-{retry}.md"
 
 
 def batch_input_prefix(job_id: str) -> str:

@@ -151,12 +151,17 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Finds stranded jobs (batch row closed, job still waiting) and resumes them.",
         ("db", "start_conversion", "publish_events"),
     ),
+    # s3_read also signs the download URLs of jobs/<id>/output.md (a presigned GET carries the
+    # signer's permissions); s3_write keeps the Markdown before a retry; start_conversion starts
+    # retries (the conversion machine, retry-<jobId>-<n>). A dry run reads the upload to /tmp
+    # (up to BATCHLANE_MAX_FILE_MB 500) and inspects it within 29 s: 1 GB of /tmp and of memory.
     FunctionSpec(
         "api",
-        "Owner-only HTTP API: upload, convert, list files, progress, cancel, process now, delete, webhooks.",
+        "Owner-only HTTP API: upload, convert (and dry run), list files, progress, cancel, process now, delete, download, failed pages, retry, webhooks.",
         ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "start_intake", "publish_events", "start_webhook_delivery", "webhook_secret_rotate"),
         29,  # API Gateway's integration timeout; convert only opens the job (the split is job_split's)
-        512,
+        1024,
+        1024,
     ),
     FunctionSpec(
         "webhook_dispatch",

@@ -14,6 +14,13 @@
 | POST   | /api/v1/webhook-config/secret          | rotate the signing secret (admin group only) |
 | POST   | /api/v1/webhook-config/test            | send a signed test delivery |
 | GET    | /api/v1/deliveries                     | the caller's webhook deliveries (?job_id=) |
+| GET    | /api/v1/jobs/{jobId}/markdown          | presigned GET of the Markdown (+ when it expires) |
+| GET    | /api/v1/jobs/{jobId}/pages?status=failed | the failed pages: reason, attempts, lane |
+| POST   | /api/v1/jobs/{jobId}/retry             | convert only the failed pages again (202) |
+| GET    | /api/v1/jobs/{jobId}/retries           | the job's retries, oldest first |
+
+``POST /api/v1/files/{fileId}/convert?dry_run=true`` answers what the conversion would do
+and cost (200) and creates nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from batchlane.api import usecases, webhook_usecases
+from batchlane.api import results, usecases, webhook_usecases
+from batchlane.api.downloads import S3Downloads, presign_client
 from batchlane.api.uploads import S3Uploads
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
@@ -55,6 +63,14 @@ class RegisterUpload(BaseModel):
 class ConvertRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     options: dict[str, Any] = Field(default_factory=dict)
+
+
+class RetryRequest(BaseModel):
+    """Which failed pages to retry: all of them unless narrowed by reason and/or page number."""
+
+    model_config = ConfigDict(extra="forbid")
+    errorIds: list[str] | None = Field(default=None, max_length=50)
+    pages: list[int] | None = Field(default=None, max_length=10_000)
 
 
 class JobGuard(BaseModel):
@@ -132,6 +148,11 @@ def register_upload() -> tuple[dict[str, Any], int]:
 def convert(fileId: str) -> tuple[dict[str, Any], int]:
     owner = _caller()
     request = _body(ConvertRequest)
+    dry = ((app.current_event.query_string_parameters or {}).get("dry_run") or "").lower()
+    if dry not in ("", "true", "false", "1", "0"):
+        raise BadRequest("dry_run must be true or false")
+    if dry in ("true", "1"):
+        return results.dry_run_file(services(), owner, fileId, options=request.options), 200
     return usecases.convert_file(services(), owner, fileId, options=request.options), 202
 
 
@@ -191,6 +212,34 @@ def list_deliveries() -> dict[str, Any]:
     return webhook_usecases.list_deliveries(services(), owner, job_id=params.get("job_id") or None, limit=limit)
 
 
+@app.get("/api/v1/jobs/<jobId>/markdown")
+def markdown(jobId: str) -> dict[str, Any]:
+    owner = _caller()
+    return results.markdown_download(services(), S3Downloads(presign_client(), services().settings.batchlane_bucket), owner, jobId)
+
+
+@app.get("/api/v1/jobs/<jobId>/pages")
+def pages(jobId: str) -> dict[str, Any]:
+    owner = _caller()
+    status = (app.current_event.query_string_parameters or {}).get("status") or "failed"
+    if status != "failed":
+        raise BadRequest("status must be failed (the only page listing so far)")
+    return results.job_pages(services(), owner, jobId, status=status)
+
+
+@app.post("/api/v1/jobs/<jobId>/retry")
+def retry(jobId: str) -> tuple[dict[str, Any], int]:
+    owner = _caller()
+    request = _body(RetryRequest)
+    started = results.retry_job(services(), owner, jobId, error_ids=request.errorIds, pages=request.pages)
+    return started, 200 if started["alreadyRunning"] else 202
+
+
+@app.get("/api/v1/jobs/<jobId>/retries")
+def job_retries(jobId: str) -> dict[str, Any]:
+    return results.job_retries(services(), _caller(), jobId)
+
+
 # -- errors ------------------------------------------------------------------------------
 _STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
     (Unauthorized, 401),
@@ -199,6 +248,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
     (usecases.ConversionRejected, 422),
     (InputError, 400),
     (NotFound, 404),
+    (results.ObjectExpired, 410),
     (Conflict, 409),
     (StoreUnavailable, 503),
 )

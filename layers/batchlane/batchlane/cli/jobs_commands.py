@@ -1,4 +1,4 @@
-"""`batchlane convert | jobs list | jobs status | cancel | process-now`: the API, from a terminal.
+"""`batchlane convert | jobs list | jobs status | jobs download | jobs pages | retry | cancel | process-now`: the API, from a terminal.
 
 Every command is a client of the HTTP API (the same routes a browser uses), so it
 behaves the same against either target:
@@ -12,7 +12,8 @@ behaves the same against either target:
   (``--api-url`` names the API directly instead).
 
 Exit codes are listed in ``batchlane.cli.main``; errors print one line to stderr,
-``error: <CODE>: <message>``, CODE being the API's stable error code.
+``error: <CODE>: <message>``, CODE being the API's stable error code. Every ``--json``
+output is the API's answer, camelCase (batchlane.cli.naming).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class ApiFailure(Exception):
     def exit_code(self) -> int:
         if self.status in (401, 403):
             return EXIT_UNAUTHORIZED
-        if self.status == 404:
+        if self.status in (404, 410):  # 410: the Markdown expired with the bucket's lifecycle
             return EXIT_NOT_FOUND
         if self.status == 409:
             return EXIT_CONFLICT
@@ -97,6 +98,34 @@ class ApiClient:
             raise ApiFailure(exc.code, "UPLOAD_FAILED", f"the upload was refused ({exc.code} {exc.reason})") from None
         except (urllib.error.URLError, OSError) as exc:
             raise Unreachable(f"cannot upload: {getattr(exc, 'reason', exc)}") from None
+
+    def download(self, url: str, target: Path, *, force: bool) -> int:
+        """Stream a presigned GET to ``target``; without ``force`` an existing file is never replaced."""
+        if not url.startswith(("http://", "https://")):
+            raise ApiFailure(502, "DOWNLOAD_FAILED", f"the download URL is not http(s): {url}")
+        partial = target.with_name(f".{target.name}.part")
+        try:
+            with urllib.request.urlopen(url, timeout=max(self.timeout_s, 600)) as response, partial.open("wb") as out:  # noqa: S310 - checked above
+                size = 0
+                while block := response.read(1 << 20):
+                    out.write(block)
+                    size += len(block)
+        except urllib.error.HTTPError as exc:
+            partial.unlink(missing_ok=True)
+            raise ApiFailure(exc.code, "DOWNLOAD_FAILED", f"the download was refused ({exc.code} {exc.reason})") from None
+        except (urllib.error.URLError, OSError) as exc:
+            partial.unlink(missing_ok=True)
+            raise Unreachable(f"cannot download: {getattr(exc, 'reason', exc)}") from None
+        if force:
+            os.replace(partial, target)
+        else:
+            try:
+                os.link(partial, target)  # fails if target appeared meanwhile: never overwrite without --force
+            except FileExistsError:
+                raise click.UsageError(f"{target} exists; pass --force to overwrite it") from None
+            finally:
+                partial.unlink(missing_ok=True)
+        return size
 
     # -- the few calls the commands make -------------------------------------------------
     def job(self, job_id: str) -> dict[str, Any]:
@@ -204,6 +233,48 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
     click.echo(f"  cost    ${job['costUsd']}")
     if job["error"]:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
+    if job.get("retry"):
+        click.echo(f"  retry   {job['retry']['attempt']} running: pages {', '.join(map(str, job['retry']['pages']))}")
+
+
+def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
+    """Where the Markdown goes: ``-o``, else next to the PDF (``book.pdf`` → ``book.md``). Never the
+    input itself; never an existing file without ``--force``. Checked before anything is uploaded."""
+    target = output or pdf.with_name(f"{pdf.stem if pdf.suffix.lower() == '.pdf' else pdf.name}.md")
+    if target.exists() and target.resolve() == pdf.resolve():
+        raise click.UsageError(f"{target} is the input PDF; choose another output with -o")
+    if target.is_dir():
+        raise click.UsageError(f"{target} is a directory; give a file name with -o")
+    if target.exists() and not force:
+        raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
+    if not target.parent.is_dir():
+        raise click.UsageError(f"{target.parent} does not exist")
+    return target
+
+
+def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool) -> dict[str, Any]:
+    """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3."""
+    answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
+    size = api.download(answer["url"], target, force=force)
+    return {**answer, "path": str(target), "sizeBytes": size}
+
+
+def _register_and_upload(api: ApiClient, pdf: Path) -> str:
+    data = pdf.read_bytes()
+    registered = api.call("POST", "/api/v1/files", {"name": pdf.name, "sizeBytes": len(data)})
+    api.upload(registered["upload"]["url"], data)
+    return str(registered["fileId"])
+
+
+def _print_dry_run(answer: dict[str, Any]) -> None:
+    pages, lane, estimate, turnaround = answer["pages"], answer["lane"], answer["estimate"], answer["turnaround"]
+    click.echo(f"dry run for {answer['name']} ({answer['sizeBytes']} bytes): nothing was created or billed")
+    sampled = f" ({answer['inspection']['note']})" if answer["inspection"]["note"] else ""
+    click.echo(f"  pages       {pages['total']} ({pages['blank']} blank, {pages['scans']} without text){sampled}")
+    click.echo(f"  records     {answer['records']} (one model document per non-blank page)")
+    click.echo(f"  lane        {lane['name']} ({lane['reason']}; the batch lane takes jobs of {lane['minPages']}+ pages)")
+    click.echo(f"  cost        on-demand ${estimate['onDemandUsd']} · batch ${estimate['batchUsd']} → this job ${estimate['costUsd']} (estimate)")
+    click.echo(f"  turnaround  {turnaround['expected']}")
 
 
 def callback_options(url: str | None, events: str | None, headers: tuple[str, ...]) -> dict[str, Any]:
@@ -230,6 +301,9 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object on stdout.")
 @click.option("--bulk", is_flag=True, help="Bulk opt-in: send the job through the batch lane whatever its size.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md).")
+@click.option("--force", is_flag=True, help="Overwrite the output file if it exists (never the input).")
+@click.option("--dry-run", is_flag=True, help="Say what the conversion would do, take and cost; convert nothing, bill nothing.")
 @click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
 @click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
 @click.option("--callback-header", "callback_headers", multiple=True, metavar="NAME:VALUE", help="An extra header for the receiver (repeatable).")
@@ -241,23 +315,40 @@ def convert(
     as_json: bool,
     bulk: bool,
     interval: float,
+    output: Path | None,
+    force: bool,
+    dry_run: bool,
     callback_url: str | None = None,
     callback_events: str | None = None,
     callback_headers: tuple[str, ...] = (),
 ) -> None:
-    """Upload PDF and convert it; watch it to the end (or --detach)."""
+    """Upload PDF and convert it; watch it to the end and write the Markdown next to it (or --detach)."""
     options: dict[str, Any] = {"_batchLane": True} if bulk else {}
     options.update(callback_options(callback_url, callback_events, callback_headers))
-    data = pdf.read_bytes()
-    registered = api.call("POST", "/api/v1/files", {"name": pdf.name, "sizeBytes": len(data)})
-    api.upload(registered["upload"]["url"], data)
-    created = api.call("POST", f"/api/v1/files/{registered['fileId']}/convert", {"options": options})
+    if dry_run:
+        file_id = _register_and_upload(api, pdf)
+        try:
+            answer = api.call("POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": options})
+        finally:
+            api.call("DELETE", f"/api/v1/files/{file_id}")  # the upload served the dry run only
+        if as_json:
+            click.echo(json.dumps(answer))
+        else:
+            _print_dry_run(answer)
+        return
+    target = None if detach else output_path(pdf, output, force=force)
+    file_id = _register_and_upload(api, pdf)
+    created = api.call("POST", f"/api/v1/files/{file_id}/convert", {"options": options})
     job_id = created["jobId"]
     if detach:
         click.echo(json.dumps(created) if as_json else job_id)
         return
     click.echo(f"job {job_id}: {created['status']}", err=True)  # splitting: pages are counted by the split
     job = watch(api, job_id, interval_s=interval, quiet=as_json)
+    if job["status"] == "completed" and target is not None:
+        written = download_markdown(api, job_id, target, force=force)
+        job = {**job, "markdownPath": written["path"]}
+        click.echo(f"markdown written to {written['path']}", err=True)
     _print_job(job, as_json)
     sys.exit(exit_code_for(job))
 
@@ -298,6 +389,93 @@ def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interva
         sys.exit(exit_code_for(job))
 
 
+@jobs.command("download")
+@click.argument("job_id", metavar="JOB")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where to write it (default: the PDF's name, .md, here).")
+@click.option("--force", is_flag=True, help="Overwrite the file if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the download (path, size, when the stored copy expires) as JSON.")
+@target_options
+def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_json: bool) -> None:
+    """Write JOB's Markdown to a file (a presigned URL, valid minutes; the stored copy lasts 14 days)."""
+    answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
+    target = output or Path(answer["fileName"])
+    if target.exists() and not force:
+        raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
+    size = api.download(answer["url"], target, force=force)
+    result = {**answer, "path": str(target), "sizeBytes": size}
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        failed = f"; {answer['pagesFailed']} page(s) failed (batchlane jobs pages {job_id})" if answer["pagesFailed"] else ""
+        click.echo(f"{target} ({size} bytes); stored copy expires {answer['objectExpiresAt']}{failed}")
+
+
+@jobs.command("pages")
+@click.argument("job_id", metavar="JOB")
+@click.option("--status", type=click.Choice(["failed"]), default="failed", show_default=True, help="Which pages to list.")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
+    """JOB's failed pages: page number, reason, attempts, lane."""
+    answer = api.call("GET", f"/api/v1/jobs/{job_id}/pages?status={status}")
+    if as_json:
+        click.echo(json.dumps(answer))
+        return
+    if not answer["pages"]:
+        click.echo(f"no {status} pages", err=True)
+        return
+    click.echo(f"{'page':>6}  {'attempts':>8}  {'lane':<10} reason")
+    for page in answer["pages"]:
+        click.echo(f"{page['page']:>6}  {page['attempts']:>8}  {page['lane'] or '-':<10} {page['reason']}")
+
+
+@click.command()
+@click.argument("job_id", metavar="JOB")
+@click.option(
+    "--error-id",
+    "error_ids",
+    multiple=True,
+    help="Retry only pages that failed for this reason (repeatable): the reason as listed, without stop_reason= (max_tokens), or throttled / timeout.",
+)
+@click.option("--page", "page_numbers", type=click.IntRange(1), multiple=True, help="Retry only this page (repeatable).")
+@click.option("--detach", is_flag=True, help="Return once the retry has started.")
+@click.option("--json", "as_json", is_flag=True)
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the new Markdown here once the retry is done.")
+@click.option("--force", is_flag=True, help="Overwrite --output if it exists (e.g. the Markdown written by convert).")
+@target_options
+def retry(
+    api: ApiClient,
+    job_id: str,
+    error_ids: tuple[str, ...],
+    page_numbers: tuple[int, ...],
+    detach: bool,
+    as_json: bool,
+    interval: float,
+    output: Path | None,
+    force: bool,
+) -> None:
+    """Convert JOB's failed pages again (only those, on-demand) and splice them into its Markdown."""
+    if output is not None and output.exists() and not force:
+        raise click.UsageError(f"{output} exists; pass --force to overwrite it")
+    body: dict[str, Any] = {}
+    if error_ids:
+        body["errorIds"] = list(error_ids)
+    if page_numbers:
+        body["pages"] = list(page_numbers)
+    started = api.call("POST", f"/api/v1/jobs/{job_id}/retry", body)
+    if detach:
+        click.echo(json.dumps(started) if as_json else f"retry {started['retry']} of job {job_id}: {len(started['pages'])} page(s)")
+        return
+    click.echo(f"retry {started['retry']} of job {job_id}: pages {', '.join(map(str, started['pages']))}", err=True)
+    job = watch(api, job_id, interval_s=interval, quiet=as_json)
+    if output is not None and job["status"] == "completed":
+        job = {**job, "markdownPath": download_markdown(api, job_id, output, force=force)["path"]}
+        click.echo(f"markdown written to {output}", err=True)
+    _print_job(job, as_json)
+    sys.exit(exit_code_for(job))
+
+
 def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
     """POST /files/{fileId}/{action} for JOB (the API's routes are per file, with the job in the body)."""
     job = api.job(job_id)
@@ -313,6 +491,8 @@ def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
     result = _file_action(api, job_id, "cancel")
     if as_json:
         click.echo(json.dumps(result))
+    elif result.get("retryCancelled"):
+        click.echo(f"retry {result['retryCancelled']} of job {job_id} cancelled; the job is completed as before (same Markdown)")
     elif result["alreadyCancelled"]:
         click.echo(f"job {job_id} was already cancelled")
     else:
@@ -338,4 +518,4 @@ def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
         click.echo(f"job {job_id}: its batch results are in; it resumes with them shortly")
 
 
-COMMANDS = (convert, jobs, cancel, process_now)
+COMMANDS = (convert, jobs, retry, cancel, process_now)

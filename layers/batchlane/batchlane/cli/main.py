@@ -3,8 +3,9 @@
 Exit codes a script can rely on: 0 success; 1 the job failed or was cancelled; 2 bad
 usage or input (HTTP 400/422); 3 the job completed but some pages failed (they are
 marked in the Markdown); 4 the service could not be reached (or answered 5xx); 5 no
-such job or file (404, also another user's); 6 the job's state does not allow it (409:
-NOT_BATCH_WAITING, CONVERSION_FINISHING, ...); 7 not authorised (401/403). Errors print
+such job or file (404, also another user's; 410: the Markdown expired); 6 the job's
+state does not allow it (409: NOT_BATCH_WAITING, CONVERSION_FINISHING, NOTHING_TO_RETRY,
+...); 7 not authorised (401/403). Errors print
 ``error: <CODE>: <message>`` on stderr (docs/operations.md).
 """
 
@@ -15,6 +16,8 @@ import sys
 from pathlib import Path
 
 import click
+
+from batchlane.cli.naming import with_legacy_fields
 
 EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
 
@@ -43,7 +46,12 @@ def main() -> None:
     help="Emulator fault injection, e.g. job_outcome=expired,record_error_rate=0.02 (docs/offline.md).",
 )
 @click.option("--on-demand-only", is_flag=True, help="Turn the batch lane off for this run.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object on the last line of stdout.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the report as one JSON object on the last line of stdout (camelCase; the old snake_case fields too, until 0.3.0).",
+)
 def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_only: bool, as_json: bool) -> None:
     """Run the main job end to end on the offline stack (no AWS account needed).
 
@@ -64,7 +72,7 @@ def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_onl
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(report, default=str))
+        click.echo(json.dumps(with_legacy_fields(report), default=str))
     else:
         _print_report(console, report)
     sys.exit(_exit_code(report))

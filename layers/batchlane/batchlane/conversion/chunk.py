@@ -42,6 +42,7 @@ from pg8000.exceptions import DatabaseError, InterfaceError
 
 from batchlane import keys
 from batchlane.aws.clients import client
+from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
     ConverterConfig,
@@ -264,6 +265,9 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
+    retry = retry_scope(options)
+    if retry is not None:  # a retry converts only its pages: the chunk's other pages are kept as they were (with their cost)
+        kept = {**kept, **_previous_pages(svc, job_id, chunk_index, keep_all_but=retry[1])}
     pages = (page for page in chunk_pages(svc.store, job_id, claimed, render=settings.batchlane_page_render) if page.number not in kept)
 
     heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check, deadline=deadline)
@@ -292,7 +296,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         aborted=halted,
         waiting=heartbeat.halted,
     )
-    primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") else None
+    primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") and retry is None else None
     setup = OnDemandSetup(
         plan=RequestPlan.from_settings(settings),
         coverage=CoverageRule(threshold=settings.batchlane_coverage_threshold, min_words=settings.batchlane_coverage_min_words),
@@ -318,6 +322,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         "throttled": transport.throttled,
         "budgetExhausted": transport.exhausted,
         **run.spend.counts,
+        **({"retry": retry[0]} if retry is not None else {}),
     }
     svc.db.check()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
 
@@ -344,7 +349,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         raise ChunkRetryLater(f"{len(retryable)} page(s) of chunk {chunk_index} hit retryable errors; retrying the chunk")
 
     ordered = [results[n] for n in span.page_numbers()]
-    result_key = keys.chunk_result_key(job_id, chunk_index)
+    result_key = keys.chunk_result_key(job_id, chunk_index, retry=retry[0] if retry is not None else None)
     svc.store.put_json(result_key, {"jobId": job_id, "chunkIndex": chunk_index, "pages": [r.to_json() for r in ordered]})
     failed = sum(1 for r in ordered if r.status == "failed")
     served_batch = sum(1 for r in ordered if r.served_by == "batch")
@@ -391,6 +396,15 @@ def _ledger_row(tx: Transaction, job_id: str, chunk_index: int, model_id: str, u
 
 def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, PageResult], continuations: int) -> None:
     svc.store.put_json(keys.chunk_partial_key(job_id, chunk_index), {"pages": [r.to_json() for r in good.values()], "continuations": continuations})
+
+
+def _previous_pages(svc: Services, job_id: str, chunk_index: int, *, keep_all_but: frozenset[int]) -> dict[int, PageResult]:
+    """A retried chunk's pages that are not retried, from the result its last run wrote (cost kept: it was booked then)."""
+    chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
+    if chunk is None or not chunk["result_key"]:
+        return {}
+    pages = (PageResult.from_json(item) for item in svc.store.get_json(chunk["result_key"])["pages"])
+    return {r.page_number: r for r in pages if r.page_number not in keep_all_but}
 
 
 def _load_partial(svc: Services, job_id: str, chunk_index: int) -> tuple[dict[int, PageResult], int]:

@@ -8,6 +8,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
+from batchlane.conversion.retry import close_retry, end_retry
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
@@ -38,9 +39,9 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     job = job_repo.transition_job(svc.db, job_id, from_statuses=("processing", "assembling"), to_status="assembling")
     if job is None:
         current = job_repo.get_job(svc.db, job_id)
-        if current is not None and current["status"] == "cancelled":
-            # Cancelled while its chunks ran: nothing to assemble, and not a failure.
-            return {"jobId": job_id, "markdownKey": None, "pagesFailed": 0, "pagesTruncated": 0, "status": "cancelled"}
+        if current is not None and current["status"] in ("cancelled", "completed"):
+            # Cancelled while its chunks ran (or a retry cancelled: the job is completed as it was): nothing to assemble, not a failure.
+            return {"jobId": job_id, "markdownKey": None, "pagesFailed": 0, "pagesTruncated": 0, "status": current["status"]}
         raise Conflict(f"job {job_id} is {current['status'] if current else 'missing'}; not assembling", error_id="JOB_NOT_PROCESSING")
     chunks = job_repo.get_chunks(svc.db, job_id)
     unfinished = [c["chunk_index"] for c in chunks if c["status"] != "completed"]
@@ -88,6 +89,7 @@ def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
         if job["status"] != "assembling":
             return {"jobId": job_id, "status": job["status"], "settled": False}
         total = ledger.job_total(tx, job_id)
+        close_retry(tx, job, total=total, pages_failed=job["pages_failed"])
         error_id = "PAGES_FAILED" if job["pages_failed"] else None
         message = f"{job['pages_failed']} of {job['total_pages']} pages could not be converted" if job["pages_failed"] else None
         job_repo.transition_job(
@@ -101,7 +103,10 @@ def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
 
 
 def fail_job(svc: Services, job_id: str, *, error_id: str, message: str) -> dict[str, Any]:
-    """Any live state except cancelled → failed: spend so far stays on the ledger, the hold is released."""
+    """Any live state except cancelled → failed: spend so far stays on the ledger, the hold is released.
+    A failing retry fails only itself: the job goes back to completed as it was."""
+    if (ended := end_retry(svc, job_id, outcome="failed", message=f"{error_id}: {message}")) is not None:
+        return {"jobId": job_id, "status": ended["status"], "errorId": error_id, "retryFailed": ended["retry"]}
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None:

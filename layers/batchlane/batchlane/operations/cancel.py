@@ -17,6 +17,9 @@ matches no row, so it starts no new page, books what it spent and discards the r
 Those ledger rows are our cost; the user's hold is never settled for a cancelled job.
 A job cancelled while ``splitting`` has no chunks and no hold yet; its split notices (its
 guarded splitting → pending/waiting_batch matches no row) and writes, parks and starts nothing.
+
+Cancelling a running retry of failed pages cancels the retry, not the job: the job goes back
+to completed with its previous Markdown and results (batchlane.conversion.retry.end_retry).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any
 
 from batchlane.batch import rows
 from batchlane.batch.submit import stop_batch_job
+from batchlane.conversion.retry import end_retry
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.errors import Conflict, NotFound
@@ -49,12 +53,14 @@ class CancelOutcome:
     chunks_cancelled: int = 0
     batch_row_state: str | None = None
     batch_stop_requested: bool = False
+    retry_cancelled: int | None = None  # the retry cancelled (the job itself stays completed)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "jobId": self.job_id,
             "fileId": self.file_id,
-            "status": "cancelled",
+            "status": "completed" if self.retry_cancelled else "cancelled",
+            "retryCancelled": self.retry_cancelled,
             "previousStatus": self.previous_status,
             "alreadyCancelled": self.already,
             "holdReleased": self.hold_released,
@@ -65,6 +71,10 @@ class CancelOutcome:
 
 
 def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
+    if (ended := end_retry(svc, job_id, outcome="cancelled", message="Cancelled by the user.")) is not None:
+        job = job_repo.get_job(svc.db, job_id)
+        assert job is not None
+        return CancelOutcome(job_id, str(job["file_id"]), ended["previousStatus"], retry_cancelled=ended["retry"])
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None:

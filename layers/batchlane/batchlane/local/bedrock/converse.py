@@ -119,7 +119,7 @@ def model_answer(body: Mapping[str, Any], seed: str, faults: Faults) -> dict[str
     """Validate, draw the answer fault for ``seed``, and run the emulated model."""
     validate_request(body)
     try:
-        return model.answer(body, fault=answer_fault(faults, seed))
+        return model.answer(body, fault=answer_fault(faults, seed, model.request_pages(body)))
     except model.ModelInputError as exc:
         raise validation(str(exc)) from exc
 
@@ -160,6 +160,9 @@ class ConverseRuntime:
         self._shutdown = shutdown
         self._quota = RequestsPerMinute(faults.throttle_rpm)
         self._seen: Counter[str] = Counter()
+
+    def set_faults(self, faults: Faults) -> None:
+        self._faults = faults  # one reference swap: a call in flight keeps the faults it read
 
     def _count(self, key: str) -> None:
         with self._stats_lock:

@@ -120,6 +120,11 @@ class BedrockEmulator:
 
     # -- lifecycle of the emulator itself -------------------------------------------
 
+    def set_runtime_faults(self, faults: Faults) -> None:
+        """Change the faults runtime calls (Converse, InvokeModel) see from now on, e.g. a refusal
+        that passes; batch jobs keep the faults they started with."""
+        self.runtime.set_faults(faults)
+
     def start(self) -> str:
         if self.url:
             return self.url

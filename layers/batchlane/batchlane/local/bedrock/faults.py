@@ -32,6 +32,12 @@ draw (as a retry against the real service might succeed).
 | ``job_hours`` | float >= 0 | ``0`` | when > 0, a fixed InProgress time instead, spread evenly over the records (tests) |
 | ``record_cost_ms`` | float >= 0 | ``0`` | real milliseconds the emulator spends on each batch record, as a slower machine would (``auto`` accounts for it) |
 | ``stopping_s`` | float >= 0 | ``30`` | emulated seconds a stopped job stays Stopping before Stopped (its manifest appears only then) |
+| ``refuse_pages`` | page numbers joined by ``+`` (``3+7``) | none | every answer (batch and runtime) for a request holding one of these pages (document named/titled ``page-N``) is declined: stopReason ``content_filtered`` / stop_reason ``refusal``, empty text |
+
+``refuse_pages`` is deterministic page by page (a rate cannot say which pages fail); the
+runtime's answer faults can be changed while the stack runs
+(:meth:`BedrockEmulator.set_runtime_faults`), so a test can make pages fail, then pass:
+what a retry of failed pages is for.
 
 ``job_outcome``:
 
@@ -88,6 +94,7 @@ class Faults:
     job_hours: float = 0.0
     record_cost_ms: float = 0.0
     stopping_s: float = 30.0
+    refuse_pages: frozenset[int] = frozenset()
 
     def in_progress_s(self, records: int) -> float:
         """Emulated seconds a job of ``records`` records spends InProgress."""
@@ -130,6 +137,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _pages(text: str) -> frozenset[int]:
+    pages = frozenset(int(part) for part in text.split("+") if part.strip())
+    if not pages or min(pages) < 1:
+        raise ValueError("must be page numbers >= 1 joined by + (3+7)")
+    return pages
+
+
 def _outcome(text: str) -> str:
     if text not in JOB_OUTCOMES:
         raise ValueError(f"must be one of {', '.join(JOB_OUTCOMES)}")
@@ -157,6 +171,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "job_hours": _non_negative,
     "record_cost_ms": _non_negative,
     "stopping_s": _non_negative,
+    "refuse_pages": _pages,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
 
@@ -196,8 +211,10 @@ def draw(seed: str, fault: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def answer_fault(faults: Faults, seed: str) -> str | None:
-    """Which answer-level fault (if any) hits the call identified by ``seed``."""
+def answer_fault(faults: Faults, seed: str, pages: frozenset[int] = frozenset()) -> str | None:
+    """Which answer-level fault (if any) hits the call identified by ``seed`` holding ``pages``."""
+    if faults.refuse_pages & pages:
+        return "content_filter"
     for name, rate in (
         ("content_filter", faults.content_filter_rate),
         ("guardrail", faults.guardrail_rate),

@@ -159,6 +159,6 @@ def model_answer(body: Mapping[str, Any], seed: str, faults: Faults) -> dict[str
     validate_messages(body)
     try:
         _check_pages(body)
-        return model.answer_messages(body, fault=answer_fault(faults, seed))
+        return model.answer_messages(body, fault=answer_fault(faults, seed, model.request_pages(body)))
     except model.ModelInputError as exc:
         raise validation(str(exc)) from exc

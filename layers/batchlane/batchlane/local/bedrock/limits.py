@@ -35,10 +35,7 @@ def size_error(body: Any) -> str | None:
             if isinstance(document, Mapping):
                 size = _decoded_size((document.get("source") or {}).get("bytes"))
                 if size > MAX_DOCUMENT_BYTES:
-                    return (
-                        f"messages.{m}.content.{c}.document: the document is {size} bytes; "
-                        f"documents can be at most 4.5 MB ({MAX_DOCUMENT_BYTES} bytes)."
-                    )
+                    return f"messages.{m}.content.{c}.document: the document is {size} bytes; documents can be at most 4.5 MB ({MAX_DOCUMENT_BYTES} bytes)."
     body_bytes = len(json.dumps(body, separators=(",", ":"), default=_bytes_as_base64).encode())
     if body_bytes > MAX_BODY_BYTES:
         return f"The request is {body_bytes} bytes; the maximum request size is {MAX_BODY_BYTES} bytes."

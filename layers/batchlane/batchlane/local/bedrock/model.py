@@ -188,6 +188,21 @@ def _read_messages(request: Mapping[str, Any]) -> tuple[list[Document], int]:
     return documents, prompt_chars
 
 
+def request_pages(request: Mapping[str, Any]) -> frozenset[int]:
+    """Page numbers of the request's documents, from their names (Converse) or titles (Messages): ``page-12`` → 12."""
+    numbers = set()
+    for message in request.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else []:
+            if not isinstance(block, Mapping):
+                continue
+            name = (block.get("document") or {}).get("name") if "document" in block else block.get("title") if block.get("type") == "document" else None
+            match = _PAGE_NUMBER.search(name or "")
+            if match:
+                numbers.add(int(match.group(1)))
+    return frozenset(numbers)
+
+
 def _decode(raw: Any) -> bytes:
     """Batch JSONL and botocore both send base64 text; in-process callers may pass bytes."""
     if isinstance(raw, (bytes, bytearray)):

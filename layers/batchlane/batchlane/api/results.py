@@ -1,0 +1,96 @@
+"""Use cases that bring results back to the owner: download, failed pages, retry, dry run.
+
+Owner checks as everywhere in the API: another user's job or file answers 404 like a
+missing one. Single files only; a folder job (issue 12) writes its outputs to the
+user's own bucket, so its download is that bucket's, and its failed pages are listed
+per file of the job: :func:`owned_job` is where a folder job's id will resolve.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from batchlane.api.downloads import DOWNLOAD_URL_TTL_S, DownloadPort
+from batchlane.api.usecases import _uuid, owned_file
+from batchlane.api.views import job_row
+from batchlane.conversion import retry as retries
+from batchlane.conversion.dryrun import dry_run
+from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
+from batchlane.keys import OBJECT_EXPIRY_DAYS
+from batchlane.runtime import Services
+
+
+class ObjectExpired(BatchlaneError):
+    """The object existed and the bucket's lifecycle deleted it (HTTP 410)."""
+
+    error_id = "MARKDOWN_EXPIRED"
+
+
+def owned_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    jid = _uuid(job_id)
+    row = jid and job_row(svc.db, jid)
+    if not row or row["owner_id"] != owner_id:
+        raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
+    file_row = owned_file(svc, owner_id, str(row["file_id"]))
+    return {**row, "file_name": file_row["name"]}
+
+
+def _markdown_name(pdf_name: str) -> str:
+    stem = pdf_name[:-4] if pdf_name.lower().endswith(".pdf") else pdf_name
+    safe = "".join(ch if ch.isalnum() or ch in "-_. " else "_" for ch in stem).strip() or "document"
+    return f"{safe}.md"
+
+
+def markdown_download(svc: Services, downloads: DownloadPort, owner_id: str, job_id: str) -> dict[str, Any]:
+    """A presigned GET for the job's Markdown, with when the URL and the object expire."""
+    job = owned_job(svc, owner_id, job_id)
+    key = svc.db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=str(job["job_id"]))
+    if not key or not key["markdown_key"]:
+        raise Conflict(f"The job is {job['status']}; its Markdown exists once it has completed.", error_id="MARKDOWN_NOT_READY")
+    try:
+        stored = downloads.head(key["markdown_key"])
+    except NotFound:
+        raise ObjectExpired(
+            f"The Markdown of job {job_id} is no longer stored: the working bucket keeps results {OBJECT_EXPIRY_DAYS} days. Convert the file again."
+        ) from None
+    name = _markdown_name(job["file_name"])
+    now = datetime.now(UTC)
+    return {
+        "jobId": str(job["job_id"]),
+        "status": job["status"],
+        "fileName": name,
+        "url": downloads.presigned_get(key["markdown_key"], filename=name),
+        "method": "GET",
+        "expiresInSeconds": DOWNLOAD_URL_TTL_S,
+        "urlExpiresAt": (now + timedelta(seconds=DOWNLOAD_URL_TTL_S)).isoformat(),
+        "objectExpiresAt": stored.expires_at.isoformat(),
+        "retentionDays": OBJECT_EXPIRY_DAYS,
+        "sizeBytes": stored.size_bytes,
+        "pagesFailed": job["pages_failed"],
+    }
+
+
+def job_pages(svc: Services, owner_id: str, job_id: str, *, status: str) -> dict[str, Any]:
+    job = owned_job(svc, owner_id, job_id)
+    pages = [p.to_json() for p in retries.failed_pages(svc, str(job["job_id"]))] if status == "failed" else []
+    return {"jobId": str(job["job_id"]), "status": job["status"], "filter": {"status": status}, "pages": pages, "count": len(pages)}
+
+
+def retry_job(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None, pages: list[int] | None) -> dict[str, Any]:
+    job = owned_job(svc, owner_id, job_id)
+    return retries.start_retry(svc, str(job["job_id"]), error_ids=error_ids, pages=pages).to_json()
+
+
+def job_retries(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    job = owned_job(svc, owner_id, job_id)
+    return {"jobId": str(job["job_id"]), "retries": retries.retry_history(svc, str(job["job_id"]))}
+
+
+def dry_run_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
+    file_row = owned_file(svc, owner_id, file_id)
+    try:
+        svc.store.size(file_row["s3_key"])
+    except NotFound:
+        raise Conflict("The file has not been uploaded yet: PUT it to the upload URL first.", error_id="UPLOAD_MISSING") from None
+    return dry_run(svc, file_row, options)

@@ -1,0 +1,178 @@
+"""A dry run for one uploaded file: what a conversion would do and cost, with nothing created or billed.
+
+It runs behind the API (29 s), so it reads the upload once to /tmp, checks it as the split
+would (pypdf: the same error ids and page limit; no page is split), and asks pypdfium2
+(~1,000 pages/s to open and inspect) for the page count and, per page, whether it draws
+anything and how much text it shows. Past ``SAMPLE_PAGES`` pages it inspects a sample
+(seeded by the page count, so reruns agree) and scales it up, and says so (``inspection``). Nothing is written: no job,
+chunk, hold, ledger row, object or execution.
+
+Estimates, with their basis in the answer:
+* tokens: each non-blank page is one document (Anthropic "PDF support": a page costs its
+  text tokens plus an image; ``INPUT_TOKENS_PER_PAGE`` covers both), plus the prompt;
+  output is the page's text / 4 + 25 % Markdown, or ``output_tokens_per_page`` for a scan
+  (the same rule the on-demand planner uses);
+* cost: the price table, on-demand and batch (50 %);
+* turnaround: the batch lane ends by its timeout (24 h by default, AWS's minimum);
+  on-demand by the configured pace (``BATCHLANE_ONDEMAND_RPM``) or, without one, the
+  global concurrency at ``SECONDS_PER_REQUEST`` a request.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import tempfile
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from batchlane.conversion.create import normalise_options
+from batchlane.domain.cost import Usage
+from batchlane.domain.eligibility import batch_eligible
+from batchlane.domain.errors import InputError
+from batchlane.pdf.split import open_pdf_file
+from batchlane.runtime import Services
+
+SAMPLE_PAGES = 1000
+INPUT_TOKENS_PER_PAGE = 3000  # text + the page image; prompt tokens come on top per request
+PROMPT_TOKENS_PER_REQUEST = 400
+SECONDS_PER_REQUEST = 30.0
+MARKDOWN_OVERHEAD = 1.25
+
+
+@dataclass(frozen=True)
+class PageSurvey:
+    pages: int
+    blank: int
+    text_chars_nonblank: int  # over the non-blank pages
+    scans: int  # non-blank pages without text
+    inspected: int  # pages actually looked at (== pages unless sampled)
+
+
+def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> PageSurvey:
+    """Count pages, blank pages and text with pypdfium2; a seeded sample past ``sample`` pages."""
+    import pypdfium2
+
+    try:
+        document = pypdfium2.PdfDocument(str(path))
+    except pypdfium2.PdfiumError as exc:
+        message = str(exc).lower()
+        if "password" in message:
+            raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED") from exc
+        raise InputError("The PDF is damaged or is not a PDF.", error_id="PDF_CORRUPT") from exc
+    try:
+        count = len(document)
+        if count == 0:
+            raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
+        if count > max_pages:
+            raise InputError(f"The PDF has {count} pages; the limit is {max_pages}.", error_id="PDF_TOO_MANY_PAGES")
+        # A seeded random sample, not every k-th page: a periodic layout (a blank page every 10) would alias.
+        indexes = range(count) if count <= sample else sorted(random.Random(count).sample(range(count), sample))
+        blank = scans = chars = 0
+        for index in indexes:
+            page = document[index]
+            try:
+                drawn = any(True for _ in page.get_objects(max_depth=1))
+                text = page.get_textpage()
+                try:
+                    n = text.count_chars()
+                finally:
+                    text.close()
+            finally:
+                page.close()
+            if not drawn:
+                blank += 1
+            elif n == 0:
+                scans += 1
+            else:
+                chars += n
+    finally:
+        document.close()
+    inspected = len(indexes)
+    scale = count / inspected
+    return PageSurvey(count, round(blank * scale), round(chars * scale), round(scans * scale), inspected)
+
+
+def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | None, *, scratch_dir: str | None = None) -> dict[str, Any]:
+    """What converting ``file_row`` with ``options`` would do; raises InputError as convert would refuse."""
+    settings = svc.settings
+    options = normalise_options(options)
+    model_id = str(options.get("modelId") or settings.batchlane_model_id)
+    if model_id not in settings.batchlane_prices:
+        raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
+    size = svc.store.size(file_row["s3_key"])
+    if size > settings.batchlane_max_file_mb * 1024 * 1024:
+        raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
+    with tempfile.TemporaryDirectory(prefix="dryrun-", dir=scratch_dir) as tmp:
+        path = Path(tmp) / "upload.pdf"
+        svc.store.download_to(file_row["s3_key"], path)
+        with path.open("rb") as stream:  # the same refusals (and page limit) as the split of a real conversion
+            open_pdf_file(stream, max_pages=settings.batchlane_max_pages)
+        survey = survey_pdf(path, max_pages=settings.batchlane_max_pages)
+    records = survey.pages - survey.blank
+    eligible, why = batch_eligible(options, survey.pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
+    per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
+    requests = math.ceil(records / per_request) if records else 0
+    output = math.ceil(survey.text_chars_nonblank / 4 * MARKDOWN_OVERHEAD) + survey.scans * settings.batchlane_output_tokens_per_page
+    on_demand_usage = Usage(records * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output)
+    batch_usage = Usage(records * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output)  # one record per page
+    on_demand_s = _on_demand_seconds(requests, settings)
+    batch_hours = settings.batch_conversion_timeout_hours
+    return {
+        "dryRun": True,
+        "fileId": str(file_row["id"]),
+        "name": file_row["name"],
+        "sizeBytes": size,
+        "modelId": model_id,
+        "options": options,
+        "pages": {"total": survey.pages, "blank": survey.blank, "scans": survey.scans},
+        "inspection": {
+            "method": "all_pages" if survey.inspected == survey.pages else "sampled",
+            "pagesInspected": survey.inspected,
+            "note": None if survey.inspected == survey.pages else f"blank pages and text estimated from a sample of {survey.inspected} pages",
+        },
+        "records": records,
+        "lane": {"name": "batch" if eligible else "on_demand", "reason": why, "minPages": settings.batch_conversion_min_pages},
+        "estimate": {
+            "inputTokens": on_demand_usage.input_tokens,
+            "outputTokens": on_demand_usage.output_tokens,
+            "onDemandUsd": str(svc.prices.cost(model_id, on_demand_usage)),
+            "batchUsd": str(svc.prices.cost(model_id, batch_usage, batch=True)),
+            "costUsd": str(svc.prices.cost(model_id, batch_usage, batch=True) if eligible else svc.prices.cost(model_id, on_demand_usage)),
+            "holdUsd": str(Decimal(str(settings.batchlane_hold_usd_per_page)) * survey.pages),
+            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page (text + image), output from the page's text (scans {settings.batchlane_output_tokens_per_page})",
+        },
+        "turnaround": {
+            "onDemandSeconds": round(on_demand_s),
+            "onDemandBasis": (
+                f"{requests} requests at {settings.batchlane_ondemand_rpm:g} a minute"
+                if settings.batchlane_ondemand_rpm
+                else f"{requests} requests, {max(settings.batchlane_global_concurrency, 1)} at a time, ~{SECONDS_PER_REQUEST:g} s each"
+            ),
+            "batchUpToHours": batch_hours if eligible else None,
+            "batchBasis": f"a Bedrock batch job ends by its timeout ({batch_hours} h), usually sooner; then the pages it missed go on-demand"
+            if eligible
+            else None,
+            "expected": f"up to {batch_hours} h (batch lane)" if eligible else f"about {_human(on_demand_s)} (on-demand)",
+        },
+        "created": False,
+    }
+
+
+def _on_demand_seconds(requests: int, settings: Any) -> float:
+    if not requests:
+        return 0.0
+    if settings.batchlane_ondemand_rpm:
+        return requests / settings.batchlane_ondemand_rpm * 60
+    parallel = max(settings.batchlane_global_concurrency, 1)
+    return math.ceil(requests / parallel) * SECONDS_PER_REQUEST
+
+
+def _human(seconds: float) -> str:
+    if seconds < 90:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 5400:
+        return f"{round(seconds / 60)} min"
+    return f"{seconds / 3600:.1f} h"

@@ -1,0 +1,331 @@
+"""Failed pages, and retrying only them on a completed job (docs/operations.md, "Retry only what failed").
+
+A retry reuses the conversion state machine (execution ``retry-<jobId>-<n>``), so the same
+handlers run: the job goes completed → pending with ``options._retry = {attempt, pages}``,
+the chunks holding the chosen pages go back to pending, the chunk processor converts only
+those pages (the others are kept from the chunk's previous result, which it never
+overwrites: a retry writes ``chunk-N.retry-<n>.json``), assemble splices them into the
+Markdown under their own markers, and settle closes the retry row. Each retried chunk
+books one ledger row tagged ``retry: n``; the job's total is the ledger's sum, as always.
+
+The previous Markdown is copied to ``history/output-before-retry-<n>.md`` first, and the
+job's state before the retry is kept on the row, so a cancelled or failed retry puts the
+job back exactly as it was (completed, same Markdown), with what the retry spent added.
+
+Retried pages go on-demand. The batch pool (DESIGN.md, "Where the shape grows next") does
+not exist yet; when it does, a retry large enough to wait is where it plugs in.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from pg8000.exceptions import DatabaseError
+
+from batchlane import keys
+from batchlane.converter import PageResult
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger, retries
+from batchlane.db.connection import Transaction
+from batchlane.domain.errors import Conflict, NotFound
+from batchlane.domain.limits import PAGE_TOO_LARGE
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+RETRY_FLAG = "_retry"
+# Short names a user may give for a family of failure reasons (``--error-id throttled``).
+REASON_ALIASES = {
+    "throttled": frozenset({"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException", "LeaseWaitTimeout"}),
+    "timeout": frozenset({"ReadTimeout", "InvocationEnding", "ModelTimeoutException"}),
+}
+# Failures decided before any model call: the page was never sent, so it has no lane.
+_NEVER_SENT = (PAGE_TOO_LARGE,)
+
+
+@dataclass(frozen=True)
+class FailedPage:
+    page: int
+    reason: str
+    attempts: int
+    lane: str | None  # on_demand | batch | None (never sent)
+    chunk_index: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"page": self.page, "status": "failed", "reason": self.reason, "attempts": self.attempts, "lane": self.lane, "chunkIndex": self.chunk_index}
+
+
+@dataclass(frozen=True)
+class RetryStarted:
+    job_id: str
+    attempt: int
+    pages: list[int]
+    status: str
+    already_running: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "jobId": self.job_id,
+            "retry": self.attempt,
+            "pages": self.pages,
+            "status": self.status,
+            "alreadyRunning": self.already_running,
+            "execution": retry_execution_name(self.job_id, self.attempt),
+            "lane": "on_demand",
+        }
+
+
+def reason_matches(reason: str, wanted: str) -> bool:
+    """``wanted`` is the reason itself, or it without ``stop_reason=`` (``max_tokens``), or an alias (``throttled``)."""
+    return wanted in (reason, reason.removeprefix("stop_reason=")) or reason in REASON_ALIASES.get(wanted, ())
+
+
+def retry_execution_name(job_id: str, attempt: int) -> str:
+    return f"retry-{job_id}-{attempt}"
+
+
+def retry_scope(options: dict[str, Any]) -> tuple[int, frozenset[int]] | None:
+    """(attempt, pages) while a retry runs on the job, else None."""
+    retry = (options or {}).get(RETRY_FLAG)
+    return (int(retry["attempt"]), frozenset(int(p) for p in retry["pages"])) if retry else None
+
+
+# -- reading pages ---------------------------------------------------------------------------
+def _attempts_by_chunk(chunks: list[dict[str, Any]], history: list[dict[str, Any]]) -> dict[tuple[int, int], int]:
+    """Chunk attempts per run: run 0 is the conversion, run k retry k. A run's count is in the
+    snapshot of the next retry touching the chunk, else on the live chunk row."""
+    live = {c["chunk_index"]: int(c["attempts"]) for c in chunks}
+    runs: dict[tuple[int, int], int] = {}
+    last_run = dict.fromkeys(live, 0)
+    for retry in history:
+        for snap in retry["chunks_before"]:
+            index = int(snap["chunkIndex"])
+            runs[(index, last_run[index])] = int(snap["attempts"])
+            last_run[index] = retry["attempt"]
+    for index, run in last_run.items():
+        runs[(index, run)] = live[index]
+    return runs
+
+
+def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
+    """The job's failed pages in page order, from the chunk results the Markdown was assembled from
+    (only chunks whose row counts failed pages are read: a 10,000-page job has 200 result files)."""
+    chunks = job_repo.get_chunks(svc.db, job_id)
+    history = retries.history(svc.db, job_id)
+    runs = _attempts_by_chunk(chunks, history)
+    failed: list[FailedPage] = []
+    for chunk in chunks:
+        if chunk["status"] != "completed" or not chunk["result_key"] or not chunk["pages_failed"]:
+            continue
+        index = chunk["chunk_index"]
+        for item in svc.store.get_json(chunk["result_key"])["pages"]:
+            result = PageResult.from_json(item)
+            if result.status != "failed":
+                continue
+            tried_in = [0] + [r["attempt"] for r in history if result.page_number in r["pages"]]
+            attempts = sum(runs.get((index, run), 0) for run in tried_in)
+            reason = result.reason or "unknown"
+            lane = result.served_by or (None if reason in _NEVER_SENT else "on_demand")
+            failed.append(FailedPage(result.page_number, reason, attempts, lane, index))
+    return sorted(failed, key=lambda p: p.page)
+
+
+# -- starting a retry -------------------------------------------------------------------------
+def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = None, pages: list[int] | None = None) -> RetryStarted:
+    """completed (with failed pages) → pending, only the chosen pages' chunks reopened; idempotent
+    while a retry runs (a second POST answers the running one)."""
+    job = job_repo.get_job(svc.db, job_id)
+    if job is None:
+        raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
+    if (running := retries.running(svc.db, job_id)) is not None:
+        return RetryStarted(job_id, running["attempt"], list(running["pages"]), job["status"], already_running=True)
+    if job["status"] != "completed":
+        raise Conflict(f"The job is {job['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
+    chosen = [p for p in failed_pages(svc, job_id) if (not error_ids or any(reason_matches(p.reason, e) for e in error_ids)) and (not pages or p.page in pages)]
+    if not chosen:
+        raise Conflict("No failed page matches: nothing to retry.", error_id="NOTHING_TO_RETRY")
+    chunk_rows = {c["chunk_index"]: c for c in job_repo.get_chunks(svc.db, job_id)}
+    affected = sorted({p.chunk_index for p in chosen})
+    for index in affected:  # the bucket forgets everything after 14 days, chunk sources included
+        try:
+            svc.store.size(keys.chunk_source_key(job_id, index))
+        except NotFound:
+            raise Conflict(
+                f"The job's source pages expired ({keys.OBJECT_EXPIRY_DAYS}-day lifecycle); convert the file again.", error_id="SOURCE_EXPIRED"
+            ) from None
+    attempt = len(retries.history(svc.db, job_id)) + 1
+    previous_md = None
+    if job["markdown_key"]:
+        previous_md = keys.markdown_before_retry_key(job_id, attempt)
+        svc.store.put_bytes(previous_md, svc.store.get_bytes(job["markdown_key"]), "text/markdown; charset=utf-8")
+    snapshot = [
+        {
+            "chunkIndex": i,
+            "resultKey": chunk_rows[i]["result_key"],
+            "pagesDone": chunk_rows[i]["pages_done"],
+            "pagesFailed": chunk_rows[i]["pages_failed"],
+            "pagesBatch": chunk_rows[i]["pages_batch"],
+            "attempts": chunk_rows[i]["attempts"],
+        }
+        for i in affected
+    ]
+    page_numbers = [p.page for p in chosen]
+    try:
+        with svc.db.transaction() as tx:
+            locked = job_repo.lock_job(tx, job_id)
+            assert locked is not None
+            if (running := retries.running(tx, job_id)) is not None:  # a concurrent POST won while we prepared
+                return RetryStarted(job_id, running["attempt"], list(running["pages"]), locked["status"], already_running=True)
+            if locked["status"] != "completed":
+                raise Conflict(f"The job is {locked['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
+            row = retries.insert(
+                tx,
+                job_id=job_id,
+                pages=page_numbers,
+                error_ids=error_ids,
+                previous_pages_failed=locked["pages_failed"],
+                previous_total_usd=Decimal(locked["total_cost_usd"] or 0),
+                previous_markdown_key=previous_md,
+                chunks_before=snapshot,
+            )
+            if row["attempt"] != attempt:  # another retry started and ended since we copied the Markdown under n
+                raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
+            options = {**(locked["options"] or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
+            tx.run(
+                """UPDATE large_conversion_jobs SET status = 'pending', options = CAST(:options AS jsonb), error_id = NULL, error_message = NULL,
+                       finished_at = NULL, updated_at = now()
+                   WHERE id = CAST(:id AS uuid) AND status = 'completed'""",
+                id=job_id,
+                options=json.dumps(options),
+            )
+            tx.run(
+                """UPDATE chunk_jobs SET status = 'pending', attempts = 0, worker_id = NULL, updated_at = now()
+                   WHERE job_id = CAST(:id AS uuid) AND chunk_index = ANY(CAST(:chunks AS integer[]))""",
+                id=job_id,
+                chunks=affected,
+            )
+            _reopen_hold(tx, job_id, Decimal(str(svc.settings.batchlane_hold_usd_per_page)) * len(page_numbers), svc.settings.batchlane_on_demand_window_hours)
+            job_repo.set_file_status(tx, str(job["file_id"]), "converting")
+    except DatabaseError as exc:
+        if "one_live_job_per_file" in str(exc):  # another conversion of the same file is running
+            raise Conflict("The file is being converted again; retry once that conversion has ended.", error_id="CONVERSION_IN_PROGRESS") from exc
+        if "one_running_retry_per_job" not in str(exc) and "job_retries_job_id_attempt_key" not in str(exc):
+            raise
+        return start_retry(svc, job_id, error_ids=error_ids, pages=pages)  # a concurrent POST won: answer its retry
+    try:
+        # Only the POST that won: a partial file left by the last run would hold the failed pages as "kept".
+        for index in affected:
+            svc.store.put_json(keys.chunk_partial_key(job_id, index), {"pages": [], "continuations": 0})
+        svc.workflows.start_retry(job_id, attempt)
+    except Exception:
+        end_retry(svc, job_id, outcome="failed", message="The retry could not be started.")
+        raise
+    logger.info("retry started", job_id=job_id, retry=attempt, pages=len(page_numbers), chunks=len(affected))
+    return RetryStarted(job_id, attempt, page_numbers, "pending")
+
+
+def _reopen_hold(tx: Transaction, job_id: str, extra_usd: Decimal, hours: float) -> None:
+    """The settled hold opens again for the retry's pages; settle closes it at the new total."""
+    tx.run(
+        """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, settled_usd = NULL,
+               expires_at = now() + make_interval(secs => :secs), updated_at = now()
+           WHERE job_id = CAST(:job AS uuid)""",
+        job=job_id,
+        extra=extra_usd,
+        secs=hours * 3600,
+    )
+
+
+# -- ending a retry ---------------------------------------------------------------------------
+def without_retry(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in (options or {}).items() if k != RETRY_FLAG}
+
+
+def close_retry(tx: Transaction, job: dict[str, Any], *, total: Decimal, pages_failed: int) -> None:
+    """Settle's part: the retry row completed with what it cost, the flag gone from the job."""
+    scope = retry_scope(job["options"])
+    if scope is None:
+        return
+    attempt, _ = scope
+    row = tx.one("SELECT previous_total_usd FROM job_retries WHERE job_id = CAST(:id AS uuid) AND attempt = :n", id=str(job["id"]), n=attempt)
+    previous = Decimal(row["previous_total_usd"]) if row else Decimal(0)
+    retries.finish(tx, str(job["id"]), attempt, status="completed", pages_failed=pages_failed, cost_usd=total - previous)
+    tx.run(
+        "UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb) WHERE id = CAST(:id AS uuid)",
+        id=str(job["id"]),
+        options=json.dumps(without_retry(job["options"])),
+    )
+
+
+def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict[str, Any] | None:
+    """Cancel or fail a running retry: the job is put back as it was (completed, its chunk
+    results and Markdown untouched), with what the retry spent so far added to its total.
+    None when no retry runs (the caller then does its usual thing)."""
+    with svc.db.transaction() as tx:
+        job = job_repo.lock_job(tx, job_id)
+        retry = retries.running(tx, job_id)
+        if job is None or retry is None:
+            return None
+        if job["status"] == "assembling" and outcome == "cancelled":
+            raise Conflict("The retry is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
+        for snap in retry["chunks_before"]:
+            tx.run(
+                """UPDATE chunk_jobs SET status = 'completed', result_key = :key, pages_done = :done, pages_failed = :failed, pages_batch = :batch,
+                       worker_id = NULL, updated_at = now()
+                   WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i""",
+                id=job_id,
+                i=int(snap["chunkIndex"]),
+                key=snap["resultKey"],
+                done=snap["pagesDone"],
+                failed=snap["pagesFailed"],
+                batch=snap["pagesBatch"],
+            )
+        total = ledger.job_total(tx, job_id)
+        failed = retry["previous_pages_failed"]
+        tx.run(
+            """UPDATE large_conversion_jobs SET status = 'completed', options = CAST(:options AS jsonb), total_cost_usd = :total,
+                   pages_failed = :failed, error_id = 'PAGES_FAILED', error_message = :msg, finished_at = now(), updated_at = now()
+               WHERE id = CAST(:id AS uuid)""",
+            id=job_id,
+            options=json.dumps(without_retry(job["options"])),
+            total=total,
+            failed=failed,
+            msg=f"{failed} of {job['total_pages']} pages could not be converted",
+        )
+        ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
+        job_repo.set_file_status(tx, str(job["file_id"]), "converted")
+        retries.finish(
+            tx,
+            job_id,
+            retry["attempt"],
+            status=outcome,
+            pages_failed=failed,
+            cost_usd=total - Decimal(retry["previous_total_usd"]),
+            error_message=message[:500],
+        )
+    logger.info("retry ended", job_id=job_id, retry=retry["attempt"], outcome=outcome, previous_status=job["status"])
+    return {"jobId": job_id, "retry": retry["attempt"], "status": "completed", "retryStatus": outcome, "previousStatus": job["status"]}
+
+
+def retry_history(svc: Services, job_id: str) -> list[dict[str, Any]]:
+    """Every retry of the job, oldest first: pages, outcome, cost, and the Markdown before it."""
+    return [
+        {
+            "retry": r["attempt"],
+            "status": r["status"],
+            "pages": list(r["pages"]),
+            "errorIds": list(r["error_ids"]) if r["error_ids"] else None,
+            "pagesFailedBefore": r["previous_pages_failed"],
+            "pagesFailedAfter": r["pages_failed"],
+            "costUsd": str(r["cost_usd"]) if r["cost_usd"] is not None else None,
+            "totalUsdBefore": str(r["previous_total_usd"]),
+            "markdownBeforeKey": r["previous_markdown_key"],
+            "execution": retry_execution_name(job_id, r["attempt"]),
+            "error": r["error_message"],
+            "createdAt": r["created_at"].isoformat(),
+            "finishedAt": r["finished_at"].isoformat() if r["finished_at"] else None,
+        }
+        for r in retries.history(svc.db, job_id)
+    ]

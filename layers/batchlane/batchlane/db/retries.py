@@ -1,0 +1,63 @@
+"""job_retries: one row per retry of a job's failed pages (0009_job_retries.sql)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+from batchlane.db.connection import Row
+from batchlane.db.jobs import Runner
+
+
+def running(db: Runner, job_id: str) -> Row | None:
+    return db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND status = 'running'", id=job_id)
+
+
+def history(db: Runner, job_id: str) -> list[Row]:
+    return db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)
+
+
+def insert(
+    db: Runner,
+    *,
+    job_id: str,
+    pages: Sequence[int],
+    error_ids: Sequence[str] | None,
+    previous_pages_failed: int,
+    previous_total_usd: Decimal,
+    previous_markdown_key: str | None,
+    chunks_before: list[dict[str, Any]],
+) -> Row:
+    """The next attempt number for the job; the partial unique index refuses a second running retry."""
+    row = db.one(
+        """INSERT INTO job_retries (job_id, attempt, pages, error_ids, previous_pages_failed, previous_total_usd, previous_markdown_key, chunks_before)
+           VALUES (CAST(:id AS uuid), (SELECT COALESCE(max(attempt), 0) + 1 FROM job_retries WHERE job_id = CAST(:id AS uuid)),
+                   CAST(:pages AS integer[]), CAST(:errors AS text[]), :failed, :total, :md, CAST(:chunks AS jsonb))
+           RETURNING *""",
+        id=job_id,
+        pages=list(pages),
+        errors=list(error_ids) if error_ids else None,
+        failed=previous_pages_failed,
+        total=previous_total_usd,
+        md=previous_markdown_key,
+        chunks=json.dumps(chunks_before),
+    )
+    assert row is not None
+    return row
+
+
+def finish(db: Runner, job_id: str, attempt: int, *, status: str, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
+    """running → ``status``; False when the retry had already ended (a repeated settle, a late cancel)."""
+    row = db.one(
+        """UPDATE job_retries SET status = :status, pages_failed = :failed, cost_usd = :cost, error_message = :msg, finished_at = now()
+           WHERE job_id = CAST(:id AS uuid) AND attempt = :n AND status = 'running' RETURNING id""",
+        id=job_id,
+        n=attempt,
+        status=status,
+        failed=pages_failed,
+        cost=cost_usd,
+        msg=error_message,
+    )
+    return row is not None
