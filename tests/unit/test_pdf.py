@@ -6,7 +6,7 @@ from pypdf.generic import DecodedStreamObject, NameObject
 
 from batchlane.domain.errors import InputError
 from batchlane.local.pdfgen import make_pdf, page_phrase
-from batchlane.pdf import open_pdf, plan_chunks
+from batchlane.pdf import open_chunk, open_pdf, plan_chunks
 
 
 def test_chunks_cover_every_page_once():
@@ -130,3 +130,29 @@ def test_a_page_showing_only_a_filled_field_or_stamp_is_not_blank():
     pages = list(document.pages(document.chunks(10)[0]))
     assert [p.blank for p in pages] == [False, False, True, True, True]
     assert "/Annots" in PdfReader(io.BytesIO(pages[0].pdf_bytes)).pages[0], "the split page keeps its annotations"
+
+
+def test_the_same_page_is_the_same_bytes_every_time():
+    """The batch record and the on-demand call carry the page the chunk PDF yields: no clock, no random /ID."""
+    data = make_pdf(12, blank_every=5)
+    whole = open_pdf(data, max_pages=100)
+    span = whole.chunks(6)[1]
+    chunk = whole.chunk_pdf(span)
+    assert chunk == open_pdf(data, max_pages=100).chunk_pdf(span), "job creation writes the same chunk PDF twice"
+    first = [p.pdf_bytes for p in open_chunk(chunk, span).pages(span)]
+    again = [p.pdf_bytes for p in open_chunk(chunk, span).pages(span)]
+    assert first == again
+    assert len(set(first)) == len(first), "each page is its own file"
+    for pdf_bytes in first:
+        assert b"/CreationDate" not in pdf_bytes and b"/ModDate" not in pdf_bytes
+        assert PdfReader(io.BytesIO(pdf_bytes)).trailer["/ID"][0] != b"\0" * 16
+
+
+def test_a_chunk_pdf_keeps_the_document_page_numbers_and_content():
+    data = make_pdf(12, blank_every=5)
+    whole = open_pdf(data, max_pages=100)
+    span = whole.chunks(6)[1]
+    pages = list(open_chunk(whole.chunk_pdf(span), span).pages(span))
+    assert [p.number for p in pages] == list(range(7, 13))
+    assert {p.number for p in pages if p.blank} == {10}
+    assert page_phrase(8, 12) in PdfReader(io.BytesIO(pages[1].pdf_bytes)).pages[0].extract_text()
