@@ -9,6 +9,7 @@ import sys
 
 FIGURE_MODULES = (
     "batchlane.bench.pdf",
+    "batchlane.bench.realbook",
     "batchlane.bench.layer",
     "batchlane.bench.batch",
     "batchlane.bench.demo",
