@@ -9,11 +9,11 @@ import sys
 
 FIGURE_MODULES = (
     "batchlane.bench.pdf",
-    "batchlane.bench.realbook",
     "batchlane.bench.layer",
     "batchlane.bench.batch",
     "batchlane.bench.demo",
     "batchlane.bench.ondemand",
+    "batchlane.bench.realbook",  # last: it exits with a clear message when the book cannot be fetched
 )
 
 

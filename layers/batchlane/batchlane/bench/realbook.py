@@ -148,7 +148,10 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
     from batchlane.pdf import open_pdf
 
     _quiet()
-    path = real_book()
+    try:
+        path = real_book()
+    except BookUnavailable as exc:
+        raise SystemExit(f"bench real-book figures: {exc}") from exc
     data = path.read_bytes()
     if args.quick:
         data = _excerpt(data, 200)
