@@ -156,3 +156,18 @@ def test_a_chunk_pdf_keeps_the_document_page_numbers_and_content():
     assert [p.number for p in pages] == list(range(7, 13))
     assert {p.number for p in pages if p.blank} == {10}
     assert page_phrase(8, 12) in PdfReader(io.BytesIO(pages[1].pdf_bytes)).pages[0].extract_text()
+
+
+def test_a_page_big_only_because_its_producer_did_not_compress_it_comes_out_compressed():
+    """pdfium Flate-compresses unfiltered streams when it writes the split page: such a page fits, whole."""
+    from bigpages import vector_page
+
+    from batchlane.domain.limits import MAX_PAGE_BYTES
+
+    data = vector_page(220_000, text="A drawing stored without compression")
+    assert len(data) > MAX_PAGE_BYTES
+    document = open_pdf(data, max_pages=1)
+    page = next(document.pages(document.chunks(1)[0]))
+    assert len(page.pdf_bytes) < MAX_PAGE_BYTES
+    assert "A drawing stored without compression" in PdfReader(io.BytesIO(page.pdf_bytes)).pages[0].extract_text()
+    assert not page.blank
