@@ -7,6 +7,7 @@ the ones the batch lane used for its record ids.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
@@ -98,7 +99,8 @@ class PdfDocument:
                 self._pdfium.close()
 
     def __del__(self) -> None:
-        self.close()  # under the lock: pdfium may not run in two threads at once, not even to close
+        with contextlib.suppress(Exception):  # at interpreter exit the lock or pdfium may already be gone
+            self.close()  # under the lock: pdfium may not run in two threads at once, not even to close
 
     def chunk_pdf(self, span: ChunkSpan) -> bytes:
         """The pages of ``span`` as one PDF: job creation stores one per chunk, so later stages
