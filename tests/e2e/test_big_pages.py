@@ -1,7 +1,8 @@
 """Pages too large for one request (issue 10, point 5), on the offline stack, in both lanes.
 
-A six-page document: page 2 carries a 20-megapixel photo (12 MB), page 5 a drawing of 220,000
-vectors (5.7 MB), both over the 4.5 MB page limit. Page 2 is recompressed and converts with
+A six-page document: page 2 carries a 20-megapixel photo (12 MB), page 5 a drawing of 700,000
+vectors (18 MB stored uncompressed, ~5.5 MB once the split Flate-compresses its content stream,
+as pdfium does when it writes the page), both over the 4.5 MB page limit. Page 2 is recompressed and converts with
 its own text; with rendering off, nothing can shrink page 5: it ends
 ``<!-- Page 5: failed (PAGE_TOO_LARGE) -->`` and never reaches Bedrock (no batch record, no call).
 """
@@ -35,7 +36,7 @@ def document() -> bytes:
         if number == PHOTO:
             pages.append(image_page(jpeg(noise((5000, 4000))), text=phrase(number)))
         elif number == DRAWING:
-            pages.append(vector_page(220_000, text=phrase(number)))
+            pages.append(vector_page(700_000, text=phrase(number)))
         else:
             pages.append(text_page(phrase(number)))
     assert all(len(p) > MAX_PAGE_BYTES for n, p in enumerate(pages, 1) if n in (PHOTO, DRAWING))

@@ -1,6 +1,7 @@
 import io
 import os
-import tracemalloc
+import subprocess
+import sys
 
 import pytest
 from pypdf import PdfReader, PdfWriter
@@ -8,8 +9,7 @@ from pypdf.generic import DecodedStreamObject, NameObject
 
 from batchlane.domain.errors import InputError
 from batchlane.local.pdfgen import make_pdf, page_phrase
-from batchlane.pdf import open_pdf, plan_chunks
-from batchlane.pdf.split import open_pdf_file
+from batchlane.pdf import open_chunk, open_pdf, plan_chunks
 
 
 def test_chunks_cover_every_page_once():
@@ -66,16 +66,22 @@ def _write_scan_like_pdf(path, pages: int, image_bytes: int) -> None:  # type: i
         out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(offsets) + 1, xref))
 
 
+_SPLIT_IN_A_CHILD = """
+import resource, sys
+from batchlane.pdf.split import open_pdf_file
+imported = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+with open(sys.argv[1], "rb") as stream:
+    document = open_pdf_file(stream, max_pages=1000)
+    written = sum(len(document.chunk_pdf(span)) for span in document.chunks(5))
+print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - imported) * 1024, written)
+"""
+
+
 def _split_peak(path) -> tuple[int, int]:  # type: ignore[no-untyped-def]
-    """(peak traced bytes, bytes written) of validating and splitting ``path`` in 5-page chunks, as job_split does."""
-    tracemalloc.start()
-    try:
-        with path.open("rb") as stream:
-            document = open_pdf_file(stream, max_pages=1000)
-            written = sum(len(document.chunk_pdf(span)) for span in document.chunks(5))
-        return tracemalloc.get_traced_memory()[1], written
-    finally:
-        tracemalloc.stop()
+    """(peak resident bytes above the interpreter's, bytes written) of validating and splitting ``path`` in 5-page chunks, as job_split does,
+    in a fresh process: the peak RSS counts pdfium's C allocations too, which tracemalloc cannot see."""
+    out = subprocess.run([sys.executable, "-c", _SPLIT_IN_A_CHILD, str(path)], check=True, capture_output=True, text=True).stdout.split()
+    return int(out[0]), int(out[1])
 
 
 def test_splitting_a_large_scan_from_disk_holds_about_one_chunk_not_the_document(tmp_path):
@@ -198,3 +204,44 @@ def test_a_page_showing_only_a_filled_field_or_stamp_is_not_blank():
     pages = list(document.pages(document.chunks(10)[0]))
     assert [p.blank for p in pages] == [False, False, True, True, True]
     assert "/Annots" in PdfReader(io.BytesIO(pages[0].pdf_bytes)).pages[0], "the split page keeps its annotations"
+
+
+def test_the_same_page_is_the_same_bytes_every_time():
+    """The batch record and the on-demand call carry the page the chunk PDF yields: no clock, no random /ID."""
+    data = make_pdf(12, blank_every=5)
+    whole = open_pdf(data, max_pages=100)
+    span = whole.chunks(6)[1]
+    chunk = whole.chunk_pdf(span)
+    assert chunk == open_pdf(data, max_pages=100).chunk_pdf(span), "job creation writes the same chunk PDF twice"
+    first = [p.pdf_bytes for p in open_chunk(chunk, span).pages(span)]
+    again = [p.pdf_bytes for p in open_chunk(chunk, span).pages(span)]
+    assert first == again
+    assert len(set(first)) == len(first), "each page is its own file"
+    for pdf_bytes in first:
+        assert b"/CreationDate" not in pdf_bytes and b"/ModDate" not in pdf_bytes
+        assert PdfReader(io.BytesIO(pdf_bytes)).trailer["/ID"][0] != b"\0" * 16
+
+
+def test_a_chunk_pdf_keeps_the_document_page_numbers_and_content():
+    data = make_pdf(12, blank_every=5)
+    whole = open_pdf(data, max_pages=100)
+    span = whole.chunks(6)[1]
+    pages = list(open_chunk(whole.chunk_pdf(span), span).pages(span))
+    assert [p.number for p in pages] == list(range(7, 13))
+    assert {p.number for p in pages if p.blank} == {10}
+    assert page_phrase(8, 12) in PdfReader(io.BytesIO(pages[1].pdf_bytes)).pages[0].extract_text()
+
+
+def test_a_page_big_only_because_its_producer_did_not_compress_it_comes_out_compressed():
+    """pdfium Flate-compresses unfiltered streams when it writes the split page: such a page fits, whole."""
+    from bigpages import vector_page
+
+    from batchlane.domain.limits import MAX_PAGE_BYTES
+
+    data = vector_page(220_000, text="A drawing stored without compression")
+    assert len(data) > MAX_PAGE_BYTES
+    document = open_pdf(data, max_pages=1)
+    page = next(document.pages(document.chunks(1)[0]))
+    assert len(page.pdf_bytes) < MAX_PAGE_BYTES
+    assert "A drawing stored without compression" in PdfReader(io.BytesIO(page.pdf_bytes)).pages[0].extract_text()
+    assert not page.blank

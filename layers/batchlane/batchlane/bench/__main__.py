@@ -13,6 +13,7 @@ FIGURE_MODULES = (
     "batchlane.bench.batch",
     "batchlane.bench.demo",
     "batchlane.bench.ondemand",
+    "batchlane.bench.realbook",  # last: it exits with a clear message when the book cannot be fetched
 )
 
 

@@ -29,7 +29,7 @@ from pypdf.generic import ArrayObject, DictionaryObject, NameObject, NumberObjec
 
 from batchlane.domain.limits import MAX_PAGE_BYTES, PAGE_TOO_LARGE
 from batchlane.observability import logger
-from batchlane.pdf.split import Page
+from batchlane.pdf.split import PDFIUM_LOCK, Page
 
 # (longest edge in pixels, JPEG quality), tried in order until the page fits.
 IMAGE_LEVELS = ((2048, 85), (1600, 75), (1280, 65), (1024, 55), (800, 45))
@@ -177,6 +177,11 @@ def _write(writer: PdfWriter) -> bytes:
 
 
 def _render(data: bytes, limit: int) -> bytes | None:
+    with PDFIUM_LOCK:  # pdfium runs in one thread at a time (see batchlane.pdf.split)
+        return _render_locked(data, limit)
+
+
+def _render_locked(data: bytes, limit: int) -> bytes | None:
     import pypdfium2
 
     document = pypdfium2.PdfDocument(data)

@@ -1,4 +1,4 @@
-"""Open, validate and split PDFs with pypdf.
+"""Open, validate and split PDFs: pdfium copies and writes pages, pypdf reads content streams.
 
 Every stage that needs pages calls :func:`open_pdf` then :meth:`PdfDocument.pages`, so
 the page numbers (1-based) and chunk boundaries the chunk processor sees are exactly
@@ -7,19 +7,31 @@ the ones the batch lane used for its record ids.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import io
 import logging
 import re
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from pypdf import PdfReader, PdfWriter
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from pypdf import PdfReader
 from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
 
 from batchlane.domain.errors import InputError
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
+
+# pdfium must never run in two threads at once, not even on different documents (pypdfium2's
+# "Thread incompatibility" note); the offline stack runs Lambdas as threads of one process.
+PDFIUM_LOCK = threading.RLock()
+# No clock in what pdfium writes: a new document gets no /CreationDate, so page bytes are a
+# function of the input alone (the batch record and the on-demand call carry the same page).
+pdfium_c.FPDF_SetSandBoxPolicy(pdfium_c.FPDF_POLICY_MACHINETIME_ACCESS, False)
 
 # Content-stream operators that put marks on a page. A page whose streams use none of
 # them is blank: no text extraction needed, and no model call is spent on it.
@@ -71,28 +83,37 @@ class PdfDocument:
 
     ``first_page`` is the document page number of this PDF's first page: 1 for a whole
     document, the chunk's first page for a chunk PDF, so page numbers never shift.
+    Pages are copied and written by pdfium (C); pypdf reads the content streams for the
+    blank check and the text estimate (docs/architecture.md, "PDF engine").
     """
 
-    def __init__(self, reader: PdfReader, first_page: int = 1) -> None:
-        self._reader = reader
+    def __init__(self, source: bytes | BinaryIO, document: pdfium.PdfDocument, first_page: int = 1) -> None:
+        self._source = source  # bytes, or the open file pdfium reads from
+        self._pdfium = document
         self.first_page = first_page
+        self.page_count = len(document)
+        self._reader: PdfReader | None = None
 
-    @property
-    def page_count(self) -> int:
-        return len(self._reader.pages)
+    def close(self) -> None:
+        with PDFIUM_LOCK:
+            if hasattr(self, "_pdfium"):
+                self._pdfium.close()
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the lock or pdfium may already be gone
+            self.close()  # under the lock: pdfium may not run in two threads at once, not even to close
 
     def chunk_pdf(self, span: ChunkSpan) -> bytes:
         """The pages of ``span`` as one PDF: job creation stores one per chunk, so later stages
         download and parse only their own chunk (a 5,000-page page tree is costly to re-read)."""
-        writer = PdfWriter()
-        for number in span.page_numbers():
-            writer.add_page(self._reader.pages[number - self.first_page])
-        buffer = io.BytesIO()
-        writer.write(buffer)
-        # pypdf keeps every object it parsed: over a whole split, a 500 MB document's images would
-        # all stay in memory. Drop them once the chunk is written; the next chunk re-reads its own.
-        self._reader.resolved_objects.clear()
-        return buffer.getvalue()
+        if not isinstance(self._source, bytes):
+            # Read from a file, pdfium keeps every object it has loaded for the life of the document:
+            # over a whole split a 500 MB scan would end up in memory. A fresh handle per chunk keeps
+            # memory at about one chunk (tests/unit/test_pdf.py); reopening costs one xref read.
+            with PDFIUM_LOCK:
+                self._pdfium.close()
+                self._pdfium = pdfium.PdfDocument(self._source)
+        return self._copy([number - self.first_page for number in span.page_numbers()])
 
     def chunks(self, pages_per_chunk: int) -> list[ChunkSpan]:
         return plan_chunks(self.page_count, pages_per_chunk)
@@ -100,14 +121,53 @@ class PdfDocument:
     def pages(self, span: ChunkSpan) -> Iterator[Page]:
         """Yield each page of ``span`` as its own one-page PDF, in order."""
         for number in span.page_numbers():
-            source = self._reader.pages[number - self.first_page]
-            writer = PdfWriter()
-            writer.add_page(source)
-            buffer = io.BytesIO()
-            writer.write(buffer)
+            pdf_bytes = self._copy([number - self.first_page])
+            # pdfium copies content streams and annotations as they are, so the source page
+            # reads the same as the copy (tests/unit/test_pdf.py holds this on real files).
+            source = self._pypdf().pages[number - self.first_page]
             blank, text_chars = _read_contents(source)
             blank = blank and not _has_visible_annotations(source)
-            yield Page(number=number, chunk_index=span.index, pdf_bytes=buffer.getvalue(), blank=blank, text_chars=text_chars)
+            yield Page(number=number, chunk_index=span.index, pdf_bytes=pdf_bytes, blank=blank, text_chars=text_chars)
+
+    def _pypdf(self) -> PdfReader:
+        """pypdf's view of the same bytes, opened on first use: cheap on the chunk PDFs pdfium writes
+        (a plain xref table), slow on a big file with object streams (only pages() needs it)."""
+        if self._reader is None:
+            self._reader = PdfReader(_as_stream(self._source), strict=False)
+            if self._reader.is_encrypted:
+                self._reader.decrypt("")  # open_pdf accepted it: an owner password only
+        return self._reader
+
+    def _copy(self, indexes: list[int]) -> bytes:
+        """A new PDF of these pages (0-based here), with everything they use, and the same bytes every time."""
+        with PDFIUM_LOCK:
+            target = pdfium.PdfDocument.new()
+            try:
+                target.import_pages(self._pdfium, indexes)
+                buffer = io.BytesIO()
+                target.save(buffer)
+            finally:
+                target.close()
+        return _stable_id(buffer.getvalue())
+
+
+# pdfium writes a random file /ID (PDF 32000-1, 14.4) into every file it saves. Replaced by a
+# digest of the file itself, so the same page is the same bytes in both lanes and in every run.
+_FILE_ID = re.compile(rb"/ID\s*\[\s*<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*\]")
+
+
+def _stable_id(data: bytes) -> bytes:
+    match = _FILE_ID.search(data, max(0, len(data) - 512))  # the trailer is at the end: never touch page content
+    if match is None:
+        return data
+    (a, b), (c, d) = match.span(1), match.span(2)
+    view = memoryview(data)
+    digest = hashlib.blake2b(view[:a], digest_size=min(max((b - a) // 2, 1), 64))  # the file with its /ID zeroed
+    for part in (b"0" * (b - a), view[b:c], b"0" * (d - c), view[d:]):
+        digest.update(part)
+    first = digest.hexdigest().upper().encode().ljust(b - a, b"0")
+    second = first[: d - c].ljust(d - c, b"0")
+    return b"".join((view[:a], first, view[b:c], second, view[d:]))
 
 
 def _read_contents(page) -> tuple[bool, int]:  # type: ignore[no-untyped-def]
@@ -118,8 +178,15 @@ def _read_contents(page) -> tuple[bool, int]:  # type: ignore[no-untyped-def]
     except Exception:  # an unreadable stream is not "blank": let the model look at it
         return False, 0
     stripped, literal_chars = _strip_strings(data)
-    hex_chars = sum(len(_WHITESPACE.sub(b"", digits)) // 2 for digits in _HEX_STRING.findall(stripped))
-    return _PAINTING_OPERATOR.search(stripped) is None, literal_chars + hex_chars
+    return _PAINTING_OPERATOR.search(stripped) is None, literal_chars + _hex_chars(_HEX_STRING.findall(stripped))
+
+
+def _hex_chars(strings: list[bytes]) -> int:
+    """Characters in hex strings: two digits each, per string (a real book shows ~800 a page, so no per-string regex)."""
+    if _WHITESPACE.search(b"".join(strings)) is None:
+        lengths = list(map(len, strings))
+        return (sum(lengths) - sum(map((1).__and__, lengths))) // 2  # each string's odd last digit dropped
+    return sum(len(_WHITESPACE.sub(b"", digits)) // 2 for digits in strings)
 
 
 # Annotations a viewer draws from their appearance stream (filled form fields, stamps,
@@ -151,25 +218,51 @@ def _strip_strings(data: bytes) -> tuple[bytes, int]:
 
 def open_pdf(data: bytes, *, max_pages: int) -> PdfDocument:
     """Validate ``data`` as a PDF we can convert, or raise :class:`InputError` with a stable id."""
-    return open_pdf_file(io.BytesIO(data), max_pages=max_pages)
+    return _open(data, data[:1024], data[-2048:], len(data), max_pages=max_pages)
 
 
 def open_pdf_file(stream: BinaryIO, *, max_pages: int) -> PdfDocument:
-    """:func:`open_pdf` over a seekable binary stream (an open file): pypdf reads objects from it
+    """:func:`open_pdf` over a seekable binary stream (an open file): pdfium reads blocks from it
     as pages need them, so a 500 MB upload on disk is never loaded whole. Keep it open while
-    the document is used. (pypdf reads a path given as str/Path into memory: pass the file.)"""
+    the document is used."""
     stream.seek(0, io.SEEK_END)
     size = stream.tell()
-    if size == 0:
-        raise InputError("The file is empty.", error_id="PDF_EMPTY")
     stream.seek(0)
-    if b"%PDF-" not in stream.read(1024):
-        raise InputError("The file is not a PDF.", error_id="PDF_NOT_PDF")
+    head = stream.read(1024)
     stream.seek(max(0, size - 2048))
     tail = stream.read(2048)
     stream.seek(0)
+    return _open(stream, head, tail, size, max_pages=max_pages)
+
+
+def _open(source: bytes | BinaryIO, head: bytes, tail: bytes, size: int, *, max_pages: int) -> PdfDocument:
+    if size == 0:
+        raise InputError("The file is empty.", error_id="PDF_EMPTY")
+    if b"%PDF-" not in head:
+        raise InputError("The file is not a PDF.", error_id="PDF_NOT_PDF")
     try:
-        reader = PdfReader(stream, strict=False)
+        with PDFIUM_LOCK:
+            document = pdfium.PdfDocument(source)
+    except pdfium.PdfiumError as exc:
+        # pdfium's error code can be stale (FPDF_GetLastError keeps an earlier failure's code),
+        # so pypdf says why: password, no pages, damaged.
+        _diagnose_with_pypdf(source)
+        raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT") from exc
+    opened = PdfDocument(source, document)
+    if opened.page_count == 0:
+        raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
+    if opened.page_count > max_pages:
+        raise InputError(f"The PDF has {opened.page_count} pages; the limit is {max_pages}.", error_id="PDF_TOO_MANY_PAGES")
+    if b"%%EOF" not in tail:
+        # pdfium, like pypdf, can often rebuild a cut file, but pages past the cut would be lost silently.
+        raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT")
+    return opened
+
+
+def _diagnose_with_pypdf(source: bytes | BinaryIO) -> None:
+    """Raise the :class:`InputError` pypdf's reading explains (slow on big files: only for files pdfium refused)."""
+    try:
+        reader = PdfReader(_as_stream(source), strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
             raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED")
         count = len(reader.pages)
@@ -181,17 +274,19 @@ def open_pdf_file(stream: BinaryIO, *, max_pages: int) -> PdfDocument:
         raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT") from exc
     if count == 0:
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
-    if count > max_pages:
-        raise InputError(f"The PDF has {count} pages; the limit is {max_pages}.", error_id="PDF_TOO_MANY_PAGES")
-    if b"%%EOF" not in tail:
-        # pypdf can often rebuild a cut file, but pages past the cut would be lost silently.
-        raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT")
-    return PdfDocument(reader)
+
+
+def _as_stream(source: bytes | BinaryIO) -> BinaryIO:
+    if isinstance(source, bytes):
+        return io.BytesIO(source)
+    source.seek(0)
+    return source
 
 
 def open_chunk(data: bytes, span: ChunkSpan) -> PdfDocument:
     """A chunk PDF written by :meth:`PdfDocument.chunk_pdf`; its pages keep their document numbers."""
-    reader = PdfReader(io.BytesIO(data), strict=False)
-    if len(reader.pages) != span.page_count:
-        raise ValueError(f"chunk {span.index} PDF has {len(reader.pages)} pages, expected {span.page_count}")
-    return PdfDocument(reader, first_page=span.first_page)
+    with PDFIUM_LOCK:
+        document = PdfDocument(data, pdfium.PdfDocument(data), first_page=span.first_page)
+    if document.page_count != span.page_count:
+        raise ValueError(f"chunk {span.index} PDF has {document.page_count} pages, expected {span.page_count}")
+    return document
