@@ -128,7 +128,7 @@ def grant_statements(grants: tuple[Grant, ...], targets: GrantTargets) -> list[i
             sid=grant.sid,
             actions=list(grant.actions),
             resources=targets.arns(grant),
-            conditions={op: {key: list(values) for key, values in block.items()} for op, block in grant.all_conditions().items()} or None,
+            conditions={op: {k: v if isinstance(v, str) else list(v) for k, v in block.items()} for op, block in grant.all_conditions().items()} or None,
         )
         for grant in grants
     ]

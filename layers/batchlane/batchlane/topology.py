@@ -5,8 +5,9 @@ EventBridge rule and schedule is listed here. ``infra/`` turns this into CloudFo
 ``batchlane.local`` "deploys" the same list into the emulated services. A test checks
 that this list and the folders agree, so neither side can drift from the other.
 
-``needs`` names the capabilities a function uses; the CDK app grants exactly those
-(least privilege) and nothing else.
+``needs`` names the capabilities a function uses; ``topology_grants`` says which IAM
+actions on which resources each one is. The CDK app grants exactly those (least privilege)
+and the offline stack refuses every other call a handler makes, as AWS would.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ Capability = Literal[
     "db",  # PostgreSQL (secret read + network)
     "s3_read",  # read objects in the bucket
     "s3_write",  # write objects in the bucket
+    "s3_delete",  # delete a deleted file's upload (uploads/ only)
     "bedrock_runtime",  # Converse on the configured models
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "start_conversion",  # states:StartExecution on the conversion state machine
@@ -83,7 +85,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_create",
         "Validates an uploaded PDF, splits it into chunks, parks it for the batch lane or starts the conversion.",
-        ("db", "s3_read", "start_conversion", "publish_events"),
+        ("db", "s3_read", "s3_write", "start_conversion", "publish_events"),  # writes the chunk PDFs
         300,
         1536,
     ),
@@ -137,7 +139,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "api",
         "Owner-only HTTP API: upload, convert, list files, progress, cancel, process now, delete.",
-        ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "publish_events"),
+        ("db", "s3_read", "s3_write", "s3_delete", "bedrock_batch", "start_conversion", "publish_events"),
         29,  # API Gateway's integration timeout; convert validates and splits the PDF in-process
         1536,
     ),

@@ -29,6 +29,7 @@ ResourceKind = Literal[
 ]
 
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
+UPLOADS_PREFIX = "uploads/"  # users' uploaded PDFs (batchlane.keys.upload_key)
 
 
 @dataclass(frozen=True)
@@ -38,10 +39,10 @@ class Grant:
     actions: tuple[str, ...]
     resources: tuple[ResourceKind, ...]
     prefix: str = ""  # objects: key prefix of the ARN; bucket: s3:prefix condition
-    conditions: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    conditions: Mapping[str, Mapping[str, str | tuple[str, ...]]] = field(default_factory=dict)  # IAM's form
     sid: str | None = None
 
-    def all_conditions(self) -> dict[str, dict[str, tuple[str, ...]]]:
+    def all_conditions(self) -> dict[str, dict[str, str | tuple[str, ...]]]:
         """The IAM Condition block, the s3:prefix one included."""
         out = {op: dict(values) for op, values in self.conditions.items()}
         if self.prefix and "bucket" in self.resources:
@@ -53,7 +54,7 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
     "s3_read": (Grant(("s3:GetObject",), ("objects",)), Grant(("s3:ListBucket",), ("bucket",))),
     "s3_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",)),),
-    "s3_delete": (Grant(("s3:DeleteObject",), ("objects",)),),
+    "s3_delete": (Grant(("s3:DeleteObject",), ("objects",), prefix=UPLOADS_PREFIX),),  # a deleted file's upload
     # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
     "bedrock_runtime": (Grant(("bedrock:InvokeModel",), ("models",), sid="InvokeConfiguredModels"),),
     "bedrock_batch": (
@@ -72,7 +73,7 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
         Grant(
             ("iam:PassRole",),
             ("bedrock_service_role",),
-            conditions={"StringEquals": {"iam:PassedToService": ("bedrock.amazonaws.com",)}},
+            conditions={"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}},
             sid="PassServiceRoleToBedrock",
         ),
         Grant(("s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"), ("objects",), prefix=BATCH_PREFIX),

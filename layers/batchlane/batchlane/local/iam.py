@@ -232,7 +232,8 @@ def _glob(pattern: str) -> re.Pattern[str]:
 
 def _conditions_hold(grant: Grant, context: Mapping[str, str]) -> bool:
     for op, block in grant.all_conditions().items():
-        for key, values in block.items():
+        for key, value in block.items():
+            values = (value,) if isinstance(value, str) else value
             if key not in context:  # a missing key fails StringEquals / StringLike (no IfExists here)
                 return False
             if op == "StringEquals" and context[key] not in values:
