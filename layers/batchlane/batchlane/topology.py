@@ -121,7 +121,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_sweeper",
         "Asks Bedrock about rows still waiting, so a lost event strands nothing.",
-        ("db", "bedrock_batch", "task_response"),
+        ("db", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
     ),
     FunctionSpec(
         "batch_collect",
