@@ -211,6 +211,14 @@ class Compute(Construct):
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/*]",
                 "Object keys are generated per file and job (uploads/, jobs/, batch/); access is limited to this one bucket.",
             )
+        for prefix in sorted(
+            {g.prefix for need in spec.needs if need != "bedrock_batch" for g in CAPABILITY_GRANTS[need] if "objects" in g.resources and g.prefix}
+        ):
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
+                f"Object keys under {prefix} are generated per file; access is limited to that prefix of this one bucket.",
+            )
         if in_vpc:
             acknowledge(
                 role,
