@@ -10,13 +10,16 @@ import json
 import urllib.error
 import urllib.request
 import uuid
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from batchlane import topology
 from batchlane.aws.s3 import NotFound
-from batchlane.local.jobs import submit_pdf
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.local.jobs import submit_pdf, wait_for_job
 from batchlane.local.pdfgen import make_pdf
 from batchlane.runtime import services
 from tests.conftest import start_stack
@@ -74,3 +77,24 @@ def test_deleting_a_file_removes_its_upload_from_the_bucket(stack):
     with pytest.raises(NotFound):
         services().store.get_bytes(key)
     assert not [d for d in stack.grants.denials if d[0] == "api"]
+
+
+def test_pages_converted_without_the_model_grant_fail_with_access_denied_from_worker_threads(stack):
+    # Given a chunk processor whose role cannot invoke the model (its pages are converted on worker threads)
+    needs = topology.function("chunk_processor").needs
+    stack.grants.set_needs("chunk_processor", tuple(n for n in needs if n != "bedrock_runtime"))
+    try:
+        # When a document converts
+        svc = services()
+        created = submit_pdf(svc, make_pdf(3), name="no-model.pdf", owner_id=f"iam-{uuid.uuid4().hex[:8]}")
+        wait_for_job(svc, created["jobId"], timeout_s=300)
+    finally:
+        stack.grants.set_needs("chunk_processor", None)
+    # Then every model call was refused as AWS would refuse it, and no page claims to be converted
+    refused = {(fn, action) for fn, action, _ in stack.grants.denials}
+    assert ("chunk_processor", "bedrock:InvokeModel") in refused
+    job = job_repo.get_job(svc.db, created["jobId"])
+    markdown = svc.store.get_bytes(job["markdown_key"]).decode()
+    markers = [line for line in markdown.splitlines() if line.startswith("<!--")]
+    assert markers == [f"<!-- Page {n}: failed (AccessDeniedException) -->" for n in (1, 2, 3)]
+    assert not [r for r in ledger.ledger_rows(svc.db, created["jobId"]) if r["source"] == "chunk" and Decimal(str(r["cost_usd"])) > 0]

@@ -190,6 +190,7 @@ class OfflineStack:
             batch_lane_state_machine_arn=self.state_machine_arns["batch_lane"],
             bedrock_service_role_arn=SERVICE_ROLE_ARN,
             model_ids=(reload_settings().batchlane_model_id,),
+            database_secret_arn=os.environ.get("DATABASE_SECRET_ARN"),  # when a test serves credentials from a secret
         )
 
     def _set_env(self, values: dict[str, str]) -> None:
