@@ -67,6 +67,9 @@ def test_a_function_without_s3_write_is_refused_put_object_like_on_aws_and_allow
     assert "s3:PutObject" in str(refused.value) and f"arn:aws:s3:::{BUCKET}/jobs/x/chunk-1.pdf" in str(refused.value)
     assert "jobs/x/chunk-1.pdf" not in [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
     assert enforcer.denials == [("settle", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/jobs/x/chunk-1.pdf")]
+    with acting_as("settle"), pytest.raises(ClientError) as copy_refused:  # CopyObject is read + write
+        s3.copy_object(Bucket=BUCKET, Key="jobs/x/copy.pdf", CopySource={"Bucket": BUCKET, "Key": "uploads/a.pdf"})
+    assert _code(copy_refused) == ("AccessDenied", 403)
 
 
 def test_prefix_scoped_grants_allow_the_batch_prefix_only(enforcer: GrantEnforcer) -> None:

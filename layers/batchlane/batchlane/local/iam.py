@@ -318,7 +318,14 @@ def _before_call(model: Any, context: dict[str, Any], **_: Any) -> tuple[AWSResp
         "Error": {"Code": code, "Message": message},
         "ResponseMetadata": {"RequestId": request_id, "HTTPStatusCode": 403, "HTTPHeaders": {}, "RetryAttempts": 0},
     }
-    return AWSResponse("", 403, HTTPHeaders(), None), parsed  # botocore raises the modelled ClientError
+    return AWSResponse("", 403, HTTPHeaders(), _EmptyBody()), parsed  # botocore raises the modelled ClientError
+
+
+class _EmptyBody:
+    """The raw body of a refused call, for any after-call handler that reads it."""
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield b""
 
 
 def _hook_client(client: Any) -> Any:
