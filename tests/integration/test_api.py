@@ -42,6 +42,7 @@ def stack(migrated_url):  # type: ignore[no-untyped-def]
     stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False)
     yield stack
     stack.stop()
+    assert not stack.grants.denials, stack.grants.denials  # every handler call was granted (batchlane.local.iam)
 
 
 @pytest.fixture

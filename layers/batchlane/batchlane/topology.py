@@ -102,7 +102,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_claimer",
         "Claims parked jobs under the concurrent batch-job quota and starts their batch-lane executions.",
-        ("db", "bedrock_batch", "start_batch_lane"),
+        ("db", "start_batch_lane"),  # counts in-flight jobs in the database, never asks Bedrock
     ),
     FunctionSpec(
         "batch_prepare",
@@ -111,8 +111,12 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         900,
         2048,
     ),
-    FunctionSpec("batch_submit", "CreateModelInvocationJob, idempotent by name and token.", ("db", "s3_read", "bedrock_batch")),
-    FunctionSpec("batch_wait", "Stores the wait task token on the batch row.", ("db", "bedrock_batch")),
+    FunctionSpec("batch_submit", "CreateModelInvocationJob, idempotent by name and token.", ("db", "bedrock_batch")),
+    FunctionSpec(
+        "batch_wait",
+        "Stores the wait task token on the batch row; ends the wait at once when the terminal event came first.",
+        ("db", "task_response"),
+    ),
     FunctionSpec(
         "batch_callback",
         "EventBridge target: Bedrock batch state change → task success for terminal states.",

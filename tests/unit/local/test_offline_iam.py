@@ -75,7 +75,7 @@ def test_a_function_without_s3_write_is_refused_put_object_like_on_aws_and_allow
 def test_prefix_scoped_grants_allow_the_batch_prefix_only(enforcer: GrantEnforcer) -> None:
     s3 = _s3()
     s3.put_object(Bucket=BUCKET, Key="batch/j/input/0.jsonl", Body=b"{}")
-    with acting_as("batch_wait"):  # db, bedrock_batch: S3 on batch/* only
+    with acting_as("batch_submit"):  # db, bedrock_batch: S3 on batch/* only
         s3.get_object(Bucket=BUCKET, Key="batch/j/input/0.jsonl")
         s3.list_objects_v2(Bucket=BUCKET, Prefix="batch/j/")
         with pytest.raises(ClientError) as outside:

@@ -203,6 +203,14 @@ def _servicequotas(operation: str, params: Mapping[str, Any], t: Targets) -> lis
     return None
 
 
+def _lambda(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    if operation != "Invoke":
+        return None
+    name = str(params.get("FunctionName", ""))
+    arn = name if name.startswith("arn:") else f"arn:{t.partition}:lambda:{t.region}:{t.account_id}:function:{name}"
+    return [Request("lambda:InvokeFunction", arn)]
+
+
 def _free(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
     return [] if operation == "GetCallerIdentity" else None  # needs no permission
 
@@ -215,6 +223,7 @@ REQUESTS: dict[str, Callable[[str, Mapping[str, Any], Targets], list[Request] | 
     "events": _events,
     "secretsmanager": _secretsmanager,
     "service-quotas": _servicequotas,
+    "lambda": _lambda,
     "sts": _free,
 }
 
