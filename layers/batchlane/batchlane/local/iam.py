@@ -235,7 +235,9 @@ def requests_for(service: str, operation: str, params: Mapping[str, Any], target
 
 
 # -- evaluation ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=512)
 def _glob(pattern: str) -> re.Pattern[str]:
+    """IAM's ARN wildcards: ``*`` any run of characters, ``?`` one character."""
     return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z")
 
 
