@@ -3,7 +3,7 @@
 Each Lambda: Python 3.12 on arm64 (the layer is built for exactly that platform), the
 shared layer, Powertools logging / tracing (X-Ray active) / metrics (EMF, no extra
 grant), its own log group with retention, its own role holding only the grants its
-``needs`` name (``grant_capabilities``), and the lane settings from context.
+``needs`` name (``batchlane.topology_grants``, which the offline stack enforces too), and the lane settings from context.
 
 Secrets never travel in environment variables: a ``db`` function gets
 ``DATABASE_SECRET_ARN`` and reads the secret at run time.
@@ -25,8 +25,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from batchlane import topology
+from batchlane.topology_grants import CAPABILITY_GRANTS
 from infra.config import InfraConfig
-from infra.iam import BedrockBatchAccess, acknowledge_model_wildcards, invoke_model_statement
+from infra.iam import BedrockBatchAccess, GrantTargets, acknowledge_model_wildcards, grant_statements
 from infra.layer_build import build_layer
 from infra.nag import acknowledge, arn_token
 
@@ -189,58 +190,30 @@ class Compute(Construct):
 
     # -- least privilege: exactly the capabilities the topology names -----------------
     def _grant(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role) -> None:
+        """The statements ``batchlane.topology_grants`` maps each capability to (offline enforces the same)."""
         w = self._wiring
         stack = Stack.of(self)
-        objects = w.bucket.arn_for_objects("*")
+        targets = GrantTargets(
+            stack=stack,
+            bucket=w.bucket,
+            model_ids=self._config.model_ids,
+            bedrock_service_role_arn=w.bedrock.service_role.role_arn,
+            database_secret=w.database_secret,
+            conversion_state_machine_arn=w.conversion_state_machine_arn,
+            batch_lane_state_machine_arn=w.batch_lane_state_machine_arn,
+            intake_state_machine_arn=w.intake_state_machine_arn,
+            webhook_delivery_state_machine_arn=w.webhook_delivery_state_machine_arn or None,
+            webhook_secret=w.webhook_secret,
+        )
         for need in spec.needs:
-            if need == "db":
-                w.database_secret.grant_read(role)
-            elif need == "s3_read":
-                role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[objects]))
-                role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[w.bucket.bucket_arn]))
-            elif need == "s3_write":
-                role.add_to_policy(iam.PolicyStatement(actions=["s3:PutObject", "s3:AbortMultipartUpload"], resources=[objects]))
-            elif need == "bedrock_runtime":
-                role.add_to_policy(invoke_model_statement(stack, self._config.model_ids))
-                acknowledge_model_wildcards(role, stack, self._config.model_ids)
-            elif need == "bedrock_batch":
+            if need == "bedrock_batch":  # the same grants, as the exported managed policy
                 role.add_managed_policy(w.bedrock.caller_policy)
-            elif need == "start_conversion":
-                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.conversion_state_machine_arn]))
-            elif need == "start_batch_lane":
-                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.batch_lane_state_machine_arn]))
-            elif need == "start_intake":
-                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.intake_state_machine_arn]))
-            elif need == "task_response":
-                role.add_to_policy(
-                    iam.PolicyStatement(
-                        actions=["states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"],
-                        resources=[w.batch_lane_state_machine_arn],
-                    )
-                )
-            elif need == "publish_events":
-                role.add_to_policy(
-                    iam.PolicyStatement(
-                        actions=["events:PutEvents"],
-                        resources=[stack.format_arn(service="events", resource="event-bus", resource_name="default")],
-                        conditions={"StringEquals": {"events:source": [topology.EVENT_SOURCE]}},
-                    )
-                )
-            elif need == "start_webhook_delivery":
-                role.add_to_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[w.webhook_delivery_state_machine_arn]))
-            elif need == "webhook_secret_read":  # sign: read the current and previous versions
-                role.add_to_policy(iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[self._webhook_secret().secret_arn]))
-            elif need == "webhook_secret_rotate":  # describe (id, dates) and put a new version; never read the value
-                role.add_to_policy(
-                    iam.PolicyStatement(
-                        actions=["secretsmanager:DescribeSecret", "secretsmanager:ListSecretVersionIds", "secretsmanager:PutSecretValue"],
-                        resources=[self._webhook_secret().secret_arn],
-                    )
-                )
-            elif need == "cloudwatch_metrics":
-                pass  # Powertools writes EMF to the function's log group: no CloudWatch grant needed
-            else:  # pragma: no cover - a new capability must be mapped here before it deploys
-                raise ValueError(f"functions/{spec.name}: capability {need!r} has no grant in infra/compute.py")
+                continue
+            grants = CAPABILITY_GRANTS[need]  # KeyError: a new capability must be mapped there first
+            for statement in grant_statements(grants, targets):
+                role.add_to_policy(statement)
+            if any("models" in grant.resources for grant in grants):
+                acknowledge_model_wildcards(role, stack, self._config.model_ids)
 
     def _acknowledge(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role, in_vpc: bool) -> None:
         bucket_arn = arn_token(self._wiring.bucket)
@@ -260,6 +233,14 @@ class Compute(Construct):
                 role,
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/*]",
                 "Object keys are generated per file and job (uploads/, jobs/, batch/); access is limited to this one bucket.",
+            )
+        for prefix in sorted(
+            {g.prefix for need in spec.needs if need != "bedrock_batch" for g in CAPABILITY_GRANTS[need] if "objects" in g.resources and g.prefix}
+        ):
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
+                f"Object keys under {prefix} are generated per file; access is limited to that prefix of this one bucket.",
             )
         if in_vpc:
             acknowledge(

@@ -12,35 +12,18 @@
 
 from __future__ import annotations
 
-import re
+from dataclasses import dataclass
 
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
+from batchlane.topology_grants import CAPABILITY_GRANTS, Grant, is_inference_profile
 from infra.config import InfraConfig
 from infra.nag import acknowledge, arn_token
 from infra.storage import BATCH_PREFIX
-
-# Cross-region inference profiles are "<geo>.<provider>.<model>": us., eu., apac., global., ...
-_PROFILE = re.compile(r"^[a-z]{2,7}\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
-_PROVIDERS = (
-    "anthropic.",
-    "amazon.",
-    "meta.",
-    "mistral.",
-    "cohere.",
-    "ai21.",
-    "deepseek.",
-    "writer.",
-    "openai.",
-    "qwen.",
-)
-
-
-def is_inference_profile(model_id: str) -> bool:
-    return bool(_PROFILE.match(model_id)) and not model_id.startswith(_PROVIDERS)
 
 
 def model_resource_arns(stack: Stack, model_ids: tuple[str, ...]) -> list[str]:
@@ -96,6 +79,70 @@ def s3_prefix_statements(bucket: s3.IBucket, prefix: str, *, read: bool, write: 
     return statements
 
 
+@dataclass(frozen=True)
+class GrantTargets:
+    """The stack's ARNs for each resource kind of ``batchlane.topology_grants`` (None: not known here)."""
+
+    stack: Stack
+    bucket: s3.IBucket
+    model_ids: tuple[str, ...]
+    bedrock_service_role_arn: str
+    database_secret: secretsmanager.ISecret | None = None
+    conversion_state_machine_arn: str | None = None
+    batch_lane_state_machine_arn: str | None = None
+    intake_state_machine_arn: str | None = None
+    webhook_delivery_state_machine_arn: str | None = None
+    webhook_secret: secretsmanager.ISecret | None = None
+
+    def arns(self, grant: Grant) -> list[str]:
+        return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
+
+    def _arns(self, kind: str, prefix: str) -> list[str]:
+        stack = self.stack
+        if kind == "objects":
+            return [self.bucket.arn_for_objects(f"{prefix}*")]
+        if kind == "bucket":
+            return [self.bucket.bucket_arn]
+        if kind == "models":
+            return model_resource_arns(stack, self.model_ids)
+        if kind == "batch_jobs":
+            return [stack.format_arn(service="bedrock", resource="model-invocation-job", resource_name="*")]
+        if kind == "bedrock_service_role":
+            return [self.bedrock_service_role_arn]
+        if kind == "default_event_bus":
+            return [stack.format_arn(service="events", resource="event-bus", resource_name="default")]
+        if kind == "any":
+            return ["*"]
+        if kind == "database_secret" and self.database_secret is not None:
+            # What Secret.grant_read uses: a partial ARN (imported by name) matches the random suffix.
+            secret = self.database_secret
+            return [secret.secret_full_arn or f"{secret.secret_arn}-??????"]
+        if kind == "conversion_state_machine" and self.conversion_state_machine_arn:
+            return [self.conversion_state_machine_arn]
+        if kind == "batch_lane_state_machine" and self.batch_lane_state_machine_arn:
+            return [self.batch_lane_state_machine_arn]
+        if kind == "intake_state_machine" and self.intake_state_machine_arn:
+            return [self.intake_state_machine_arn]
+        if kind == "webhook_delivery_state_machine" and self.webhook_delivery_state_machine_arn:
+            return [self.webhook_delivery_state_machine_arn]
+        if kind == "webhook_secret" and self.webhook_secret is not None:
+            return [self.webhook_secret.secret_arn]
+        raise ValueError(f"resource kind {kind!r} has no ARN in infra/iam.py GrantTargets")
+
+
+def grant_statements(grants: tuple[Grant, ...], targets: GrantTargets) -> list[iam.PolicyStatement]:
+    """``batchlane.topology_grants`` grants as policy statements, one per grant."""
+    return [
+        iam.PolicyStatement(
+            sid=grant.sid,
+            actions=list(grant.actions),
+            resources=targets.arns(grant),
+            conditions={op: {k: v if isinstance(v, str) else list(v) for k, v in block.items()} for op, block in grant.all_conditions().items()} or None,
+        )
+        for grant in grants
+    ]
+
+
 class BedrockBatchAccess(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, config: InfraConfig, bucket: s3.IBucket) -> None:
         super().__init__(scope, construct_id)
@@ -120,34 +167,14 @@ class BedrockBatchAccess(Construct):
             self.service_role.add_to_policy(statement)
         self.service_role.add_to_policy(invoke_model_statement(stack, config.model_ids))
 
+        # What topology_grants says "bedrock_batch" is, as one managed policy: attached to every
+        # function that needs it, and exported so an existing application role can attach it.
+        targets = GrantTargets(stack=stack, bucket=bucket, model_ids=config.model_ids, bedrock_service_role_arn=self.service_role.role_arn)
         self.caller_policy = iam.ManagedPolicy(
             self,
             "CallerPolicy",
             description="Submit and manage batchlane's Bedrock batch inference jobs",
-            statements=[
-                iam.PolicyStatement(
-                    sid="ManageBatchJobs",
-                    actions=[
-                        "bedrock:CreateModelInvocationJob",
-                        "bedrock:GetModelInvocationJob",
-                        "bedrock:StopModelInvocationJob",
-                        "bedrock:TagResource",
-                    ],
-                    resources=[job_arns, *model_resource_arns(stack, config.model_ids)],
-                ),
-                iam.PolicyStatement(
-                    sid="ListBatchJobs",  # ListModelInvocationJobs has no resource-level permission
-                    actions=["bedrock:ListModelInvocationJobs"],
-                    resources=["*"],
-                ),
-                iam.PolicyStatement(
-                    sid="PassServiceRoleToBedrock",
-                    actions=["iam:PassRole"],
-                    resources=[self.service_role.role_arn],
-                    conditions={"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}},
-                ),
-                *s3_prefix_statements(bucket, BATCH_PREFIX, read=True, write=True),
-            ],
+            statements=grant_statements(CAPABILITY_GRANTS["bedrock_batch"], targets),
         )
 
         for target in (self.service_role, self.caller_policy):

@@ -88,3 +88,6 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
     yield factory
     for stack in started:
         stack.stop()
+    # Every AWS call a handler made was granted (batchlane.local.iam); a refusal the code swallowed fails here too.
+    refused = [denial for stack in started if stack.grants for denial in stack.grants.denials]
+    assert not refused, f"handlers were refused AWS calls their topology grants do not cover: {refused}"

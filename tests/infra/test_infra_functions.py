@@ -12,25 +12,14 @@ from infra_testlib import Synth, as_list, camel, statements_of
 
 from batchlane import topology
 from batchlane.config import Settings
+from batchlane.topology_grants import CAPABILITY_GRANTS
 from infra.compute import ASYNC_FUNCTIONS
 
 BASELINE = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 VPC_MANAGED = "AWSLambdaVPCAccessExecutionRole"
+# From the one mapping (batchlane.topology_grants); bedrock_batch comes through the managed caller policy.
 CAPABILITY_ACTIONS: dict[str, set[str]] = {
-    "db": {"secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"},
-    "s3_read": {"s3:GetObject", "s3:ListBucket"},
-    "s3_write": {"s3:PutObject", "s3:AbortMultipartUpload"},
-    "bedrock_runtime": {"bedrock:InvokeModel"},
-    "bedrock_batch": set(),  # through the managed caller policy, checked separately
-    "start_conversion": {"states:StartExecution"},
-    "start_batch_lane": {"states:StartExecution"},
-    "start_intake": {"states:StartExecution"},
-    "task_response": {"states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"},
-    "publish_events": {"events:PutEvents"},
-    "start_webhook_delivery": {"states:StartExecution"},
-    "webhook_secret_read": {"secretsmanager:GetSecretValue"},
-    "webhook_secret_rotate": {"secretsmanager:DescribeSecret", "secretsmanager:ListSecretVersionIds", "secretsmanager:PutSecretValue"},
-    "cloudwatch_metrics": set(),  # EMF through the function's own log group
+    need: set() if need == "bedrock_batch" else {a for g in grants for a in g.actions} for need, grants in CAPABILITY_GRANTS.items()
 }
 
 

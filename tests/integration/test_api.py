@@ -52,6 +52,7 @@ def stack(migrated_url):  # type: ignore[no-untyped-def]
     stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False, extra_env={"BATCHLANE_MAX_PAGES": str(MAX_PAGES)})
     yield stack
     stack.stop()
+    assert not stack.grants.denials, stack.grants.denials  # every handler call was granted (batchlane.local.iam)
 
 
 @pytest.fixture

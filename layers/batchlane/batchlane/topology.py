@@ -5,8 +5,9 @@ EventBridge rule and schedule is listed here. ``infra/`` turns this into CloudFo
 ``batchlane.local`` "deploys" the same list into the emulated services. A test checks
 that this list and the folders agree, so neither side can drift from the other.
 
-``needs`` names the capabilities a function uses; the CDK app grants exactly those
-(least privilege) and nothing else.
+``needs`` names the capabilities a function uses; ``topology_grants`` says which IAM
+actions on which resources each one is. The CDK app grants exactly those (least privilege)
+and the offline stack refuses every other call a handler makes, as AWS would.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ Capability = Literal[
     "db",  # PostgreSQL (secret read + network)
     "s3_read",  # read objects in the bucket
     "s3_write",  # write objects in the bucket
+    "s3_delete",  # delete a deleted file's upload (uploads/ only)
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "start_conversion",  # states:StartExecution on the conversion state machine
@@ -117,7 +119,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_claimer",
         "Claims parked jobs under the concurrent batch-job quota and starts their batch-lane executions.",
-        ("db", "bedrock_batch", "start_batch_lane"),
+        ("db", "start_batch_lane"),  # counts in-flight jobs in the database, never asks Bedrock
     ),
     FunctionSpec(
         "batch_prepare",
@@ -126,8 +128,12 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         900,
         2048,
     ),
-    FunctionSpec("batch_submit", "CreateModelInvocationJob, idempotent by name and token.", ("db", "s3_read", "bedrock_batch")),
-    FunctionSpec("batch_wait", "Stores the wait task token on the batch row.", ("db", "bedrock_batch")),
+    FunctionSpec("batch_submit", "CreateModelInvocationJob, idempotent by name and token.", ("db", "bedrock_batch")),
+    FunctionSpec(
+        "batch_wait",
+        "Stores the wait task token on the batch row; ends the wait at once when the terminal event came first.",
+        ("db", "task_response"),
+    ),
     FunctionSpec(
         "batch_callback",
         "EventBridge target: Bedrock batch state change → task success for terminal states; bills a stopped job's manifest.",
@@ -136,7 +142,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_sweeper",
         "Asks Bedrock about rows still waiting, so a lost event strands nothing; collects orphans, bills stopped jobs.",
-        ("db", "s3_read", "s3_write", "bedrock_batch", "task_response"),
+        ("db", "s3_read", "s3_write", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
     ),
     FunctionSpec(
         "batch_collect",
@@ -158,7 +164,18 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "api",
         "Owner-only HTTP API: upload, convert (and dry run), list files, progress, cancel, process now, delete, download, failed pages, retry, webhooks.",
-        ("db", "s3_read", "s3_write", "bedrock_batch", "start_conversion", "start_intake", "publish_events", "start_webhook_delivery", "webhook_secret_rotate"),
+        (
+            "db",
+            "s3_read",
+            "s3_write",
+            "s3_delete",
+            "bedrock_batch",
+            "start_conversion",
+            "start_intake",
+            "publish_events",
+            "start_webhook_delivery",
+            "webhook_secret_rotate",
+        ),
         29,  # API Gateway's integration timeout; convert only opens the job (the split is job_split's)
         1024,
         1024,

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from batchlane import topology
+from batchlane.local.iam import acting_as
 from batchlane.topology import handler_path
 
 FUNCTION_PREFIX = "batchlane-"
@@ -110,7 +111,8 @@ class HandlerRegistry:
     def _run(self, name: str, event: Any) -> Invocation:
         try:  # topology.function raises KeyError for a name the topology does not have
             context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name), timeout_s=topology.function(name).timeout_s)
-            result = self._module(name).handler(event, context)
+            with acting_as(name):  # its AWS calls are checked against its grants (batchlane.local.iam)
+                result = self._module(name).handler(event, context)
             json.dumps(result)  # Lambda would fail to serialise it too
             return Invocation(result=result)
         except Exception as exc:  # a Lambda reports any exception as a function error

@@ -30,7 +30,8 @@ from typing import Any
 import boto3
 from moto.server import ThreadedMotoServer
 
-from batchlane.local import patches, postgres
+from batchlane.config import reload_settings
+from batchlane.local import iam, patches, postgres
 from batchlane.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane.local.lambda_runtime import HandlerRegistry
 from batchlane.runtime import reset_services, services
@@ -74,6 +75,7 @@ class StackOptions:
     batch_lane: bool = True
     schedule_speedup: float = 30.0  # the 1-minute claimer runs every 2 s offline
     extra_env: dict[str, str] = field(default_factory=dict)
+    enforce_grants: bool = True  # handlers' AWS calls checked against their topology grants (local/iam.py)
 
 
 def start_from_empty_tables(db: Any) -> dict[str, int]:
@@ -112,6 +114,7 @@ class OfflineStack:
         self._threads: list[threading.Thread] = []
         self._saved_env: dict[str, str | None] = {}
         self.forgotten_rows: dict[str, int] = {}  # table → rows of an earlier run dropped at start
+        self.grants: iam.GrantEnforcer | None = None  # the offline IAM: .denials, .set_needs(...)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> OfflineStack:
@@ -156,6 +159,9 @@ class OfflineStack:
         }
         self._set_env(env)
         self.env = {**_STATIC_ENV, "MOTO_PORT": str(moto_port), **env}
+        if self.options.enforce_grants:
+            self.grants = iam.GrantEnforcer(self._grant_targets())
+        iam.install(self.grants)  # before reset_services: the handlers' clients are made hooked
         reset_services()
         from batchlane.db.migrate import migrate
 
@@ -183,6 +189,8 @@ class OfflineStack:
         if self.bedrock:
             self.bedrock.stop()
         reset_services()
+        if iam.active() is self.grants:
+            iam.install(None)
         if self._moto:
             self._moto.stop()
         if self._pg is not None:
@@ -243,6 +251,22 @@ class OfflineStack:
             "ApiUrl": self.env.get("BATCHLANE_API_URL", ""),
             "LaneSettings": json.dumps(lane, sort_keys=True),
         }
+
+    def _grant_targets(self) -> iam.Targets:
+        """What each resource kind of topology_grants is in this stack (the deployed names, emulated)."""
+        return iam.Targets(
+            account_id=ACCOUNT_ID,
+            region=REGION,
+            bucket=BUCKET,
+            conversion_state_machine_arn=self.state_machine_arns["conversion"],
+            batch_lane_state_machine_arn=self.state_machine_arns["batch_lane"],
+            intake_state_machine_arn=self.state_machine_arns["intake"],
+            webhook_delivery_state_machine_arn=self.state_machine_arns["webhook_delivery"],
+            webhook_secret_arn=self.env.get("WEBHOOK_SECRET_ARN", ""),
+            bedrock_service_role_arn=SERVICE_ROLE_ARN,
+            model_ids=(reload_settings().batchlane_model_id,),
+            database_secret_arn=os.environ.get("DATABASE_SECRET_ARN"),  # when a test serves credentials from a secret
+        )
 
     def _set_env(self, values: dict[str, str]) -> None:
         for key, value in values.items():

@@ -1,0 +1,384 @@
+"""IAM, enforced offline: a handler's AWS calls pass only where its function's grants allow them.
+
+moto checks no permission, so a missing grant would pass every offline test and fail on
+AWS. Every boto3 client in the process gets a botocore ``before-call`` hook; while a
+handler runs (:func:`acting_as`, set per invocation by the in-process Lambda runtime and
+carried into the threads it starts), each call is turned into the IAM requests AWS would
+evaluate (action, resource ARN, condition keys) and checked against the grants that
+``topology_grants`` maps the function's ``needs`` to — the same data CDK writes the
+policies from. A refused call answers 403 AccessDenied(Exception), shaped so botocore
+raises the ClientError it would raise on AWS. Calls made outside a handler (the
+emulator, fixtures, the CLI as operator) are not checked.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextvars
+import functools
+import logging
+import re
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import botocore.session
+from botocore.awsrequest import AWSResponse
+from botocore.compat import HTTPHeaders
+
+from batchlane import topology
+from batchlane.topology_grants import Grant, grants_for, is_inference_profile
+
+log = logging.getLogger("batchlane.local.iam")
+
+_current_function: contextvars.ContextVar[str | None] = contextvars.ContextVar("batchlane_offline_function", default=None)
+
+
+@contextmanager
+def acting_as(function: str) -> Iterator[None]:
+    """AWS calls made inside run with ``function``'s grants (its execution role on AWS)."""
+    token = _current_function.set(function)
+    try:
+        yield
+    finally:
+        _current_function.reset(token)
+
+
+def current_function() -> str | None:
+    return _current_function.get()
+
+
+@dataclass(frozen=True)
+class Request:
+    """One authorisation AWS evaluates for a call: an action on a resource, with condition keys."""
+
+    action: str
+    resource: str | None  # None: the token names the resource opaquely (SendTask*): action only
+    context: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The offline stack's ARN for each resource kind of ``topology_grants``."""
+
+    account_id: str
+    region: str
+    bucket: str
+    conversion_state_machine_arn: str
+    batch_lane_state_machine_arn: str
+    bedrock_service_role_arn: str
+    model_ids: tuple[str, ...]
+    database_secret_arn: str | None = None
+    intake_state_machine_arn: str = ""
+    webhook_delivery_state_machine_arn: str = ""
+    webhook_secret_arn: str = ""
+    partition: str = "aws"
+
+    def arns(self, grant: Grant) -> list[str]:
+        return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
+
+    def _arns(self, kind: str, prefix: str) -> list[str]:
+        p, region, account = self.partition, self.region, self.account_id
+        table: dict[str, list[str]] = {
+            "objects": [f"arn:{p}:s3:::{self.bucket}/{prefix}*"],
+            "bucket": [f"arn:{p}:s3:::{self.bucket}"],
+            "database_secret": [f"{self.database_secret_arn}*"] if self.database_secret_arn else [],
+            "models": [arn for model_id in self.model_ids for arn in granted_model_arns(model_id, self)],
+            "batch_jobs": [f"arn:{p}:bedrock:{region}:{account}:model-invocation-job/*"],
+            "bedrock_service_role": [self.bedrock_service_role_arn],
+            "conversion_state_machine": [self.conversion_state_machine_arn],
+            "batch_lane_state_machine": [self.batch_lane_state_machine_arn],
+            "intake_state_machine": [self.intake_state_machine_arn],
+            "webhook_delivery_state_machine": [self.webhook_delivery_state_machine_arn],
+            "webhook_secret": [f"{self.webhook_secret_arn}*"] if self.webhook_secret_arn else [],
+            "default_event_bus": [f"arn:{p}:events:{region}:{account}:event-bus/default"],
+            "any": ["*"],
+        }
+        return table[kind]
+
+
+def granted_model_arns(model_id: str, t: Targets) -> list[str]:
+    """As infra.iam.model_resource_arns: a profile and its model in any region, or the model here."""
+    if is_inference_profile(model_id):
+        base = model_id.split(".", 1)[1]
+        return [f"arn:{t.partition}:bedrock:{t.region}:{t.account_id}:inference-profile/{model_id}", f"arn:{t.partition}:bedrock:*::foundation-model/{base}"]
+    return [f"arn:{t.partition}:bedrock:{t.region}::foundation-model/{model_id}"]
+
+
+def called_model_arns(model_id: str, t: Targets) -> list[str]:
+    """What invoking ``model_id`` is authorised against: the profile and the model it routes to, or the model."""
+    if model_id.startswith("arn:"):
+        return [model_id]
+    if is_inference_profile(model_id):
+        base = model_id.split(".", 1)[1]
+        return [
+            f"arn:{t.partition}:bedrock:{t.region}:{t.account_id}:inference-profile/{model_id}",
+            f"arn:{t.partition}:bedrock:{t.region}::foundation-model/{base}",
+        ]
+    return [f"arn:{t.partition}:bedrock:{t.region}::foundation-model/{model_id}"]
+
+
+# -- botocore operation → IAM requests (Service Authorization Reference) ------------------
+def _s3(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    bucket = f"arn:{t.partition}:s3:::{params.get('Bucket', '')}"
+    obj = f"{bucket}/{params.get('Key', '')}"
+    if operation in ("GetObject", "HeadObject", "GetObjectAttributes", "GetObjectTagging"):
+        return [Request("s3:GetObject", obj)]
+    if operation in ("PutObject", "CreateMultipartUpload", "UploadPart", "CompleteMultipartUpload"):
+        return [Request("s3:PutObject", obj)]
+    if operation == "AbortMultipartUpload":
+        return [Request("s3:AbortMultipartUpload", obj)]
+    if operation == "DeleteObject":
+        return [Request("s3:DeleteObject", obj)]
+    if operation == "DeleteObjects":
+        return [Request("s3:DeleteObject", f"{bucket}/{o['Key']}") for o in params.get("Delete", {}).get("Objects", [])]
+    if operation == "CopyObject":
+        source = params.get("CopySource", "")
+        source_arn = (
+            f"arn:{t.partition}:s3:::{source['Bucket']}/{source['Key']}" if isinstance(source, dict) else f"arn:{t.partition}:s3:::{source.split('?')[0]}"
+        )
+        return [Request("s3:GetObject", source_arn), Request("s3:PutObject", obj)]
+    if operation in ("ListObjectsV2", "ListObjects"):
+        return [Request("s3:ListBucket", bucket, {"s3:prefix": params["Prefix"]} if "Prefix" in params else {})]
+    if operation == "HeadBucket":
+        return [Request("s3:ListBucket", bucket)]
+    return None
+
+
+def _bedrock(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    jobs = f"arn:{t.partition}:bedrock:{t.region}:{t.account_id}:model-invocation-job/"
+    if operation == "CreateModelInvocationJob":
+        job = f"{jobs}{params.get('jobName', '')}"  # the id is Bedrock's; any job ARN of this account matches
+        out = [Request("bedrock:CreateModelInvocationJob", arn) for arn in [job, *called_model_arns(params.get("modelId", ""), t)]]
+        out.append(Request("iam:PassRole", params.get("roleArn", ""), {"iam:PassedToService": "bedrock.amazonaws.com"}))
+        if params.get("tags"):
+            out.append(Request("bedrock:TagResource", job))
+        return out
+    if operation in ("GetModelInvocationJob", "StopModelInvocationJob"):
+        ident = str(params.get("jobIdentifier", ""))
+        return [Request(f"bedrock:{operation}", ident if ident.startswith("arn:") else f"{jobs}{ident}")]
+    if operation == "ListModelInvocationJobs":
+        return [Request("bedrock:ListModelInvocationJobs", "*")]
+    return None
+
+
+def _bedrock_runtime(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    # Converse is authorised by bedrock:InvokeModel, ConverseStream by …WithResponseStream (AWS API reference).
+    action = {
+        "InvokeModel": "bedrock:InvokeModel",
+        "Converse": "bedrock:InvokeModel",
+        "InvokeModelWithResponseStream": "bedrock:InvokeModelWithResponseStream",
+        "ConverseStream": "bedrock:InvokeModelWithResponseStream",
+    }.get(operation)
+    return None if action is None else [Request(action, arn) for arn in called_model_arns(str(params.get("modelId", "")), t)]
+
+
+def _states(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    if operation in ("StartExecution", "StartSyncExecution", "ListExecutions", "DescribeStateMachine"):
+        return [Request(f"states:{operation}", params.get("stateMachineArn", ""))]
+    if operation in ("DescribeExecution", "StopExecution", "GetExecutionHistory"):
+        return [Request(f"states:{operation}", params.get("executionArn", ""))]
+    if operation in ("SendTaskSuccess", "SendTaskFailure", "SendTaskHeartbeat"):
+        return [Request(f"states:{operation}", None)]  # the task token names the machine opaquely
+    return None
+
+
+def _events(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    if operation != "PutEvents":
+        return None
+    out = []
+    for entry in params.get("Entries", []):
+        bus = entry.get("EventBusName") or "default"
+        arn = bus if bus.startswith("arn:") else f"arn:{t.partition}:events:{t.region}:{t.account_id}:event-bus/{bus}"
+        out.append(Request("events:PutEvents", arn, {"events:source": entry.get("Source", "")}))
+    return out
+
+
+def _secretsmanager(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    if operation in ("GetSecretValue", "DescribeSecret", "ListSecretVersionIds", "PutSecretValue"):
+        return [Request(f"secretsmanager:{operation}", str(params.get("SecretId", "")))]
+    return None
+
+
+def _servicequotas(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    if operation in ("GetServiceQuota", "ListServiceQuotas", "GetAWSDefaultServiceQuota"):
+        return [Request(f"servicequotas:{operation}", "*")]
+    return None
+
+
+def _lambda(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    if operation != "Invoke":
+        return None
+    name = str(params.get("FunctionName", ""))
+    arn = name if name.startswith("arn:") else f"arn:{t.partition}:lambda:{t.region}:{t.account_id}:function:{name}"
+    return [Request("lambda:InvokeFunction", arn)]
+
+
+def _free(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    return [] if operation == "GetCallerIdentity" else None  # needs no permission
+
+
+REQUESTS: dict[str, Callable[[str, Mapping[str, Any], Targets], list[Request] | None]] = {
+    "s3": _s3,
+    "bedrock": _bedrock,
+    "bedrock-runtime": _bedrock_runtime,
+    "stepfunctions": _states,
+    "events": _events,
+    "secretsmanager": _secretsmanager,
+    "service-quotas": _servicequotas,
+    "lambda": _lambda,
+    "sts": _free,
+}
+
+
+def requests_for(service: str, operation: str, params: Mapping[str, Any], targets: Targets) -> list[Request] | None:
+    """The IAM requests a call makes; None when the call is not mapped (then it is refused)."""
+    mapper = REQUESTS.get(service)
+    return None if mapper is None else mapper(operation, params, targets)
+
+
+# -- evaluation ---------------------------------------------------------------------------
+@functools.lru_cache(maxsize=512)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """IAM's ARN wildcards: ``*`` any run of characters, ``?`` one character."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern) + r"\Z")
+
+
+def _conditions_hold(grant: Grant, context: Mapping[str, str]) -> bool:
+    for op, block in grant.all_conditions().items():
+        for key, value in block.items():
+            values = (value,) if isinstance(value, str) else value
+            if key not in context:  # a missing key fails StringEquals / StringLike (no IfExists here)
+                return False
+            if op == "StringEquals" and context[key] not in values:
+                return False
+            if op == "StringLike" and not any(_glob(v).match(context[key]) for v in values):
+                return False
+            if op not in ("StringEquals", "StringLike"):
+                raise ValueError(f"condition operator {op} is not evaluated offline: add it to batchlane.local.iam")
+    return True
+
+
+def allowed(request: Request, grants: tuple[Grant, ...], targets: Targets) -> bool:
+    """True when one grant has the action, a matching resource and its conditions hold."""
+    for grant in grants:
+        if request.action not in grant.actions:
+            continue
+        resources = targets.arns(grant)
+        if request.resource is not None and not any(_glob(r).match(request.resource) for r in resources):
+            continue
+        if _conditions_hold(grant, request.context):
+            return True
+    return False
+
+
+class GrantEnforcer:
+    """Checks handler calls against their function's grants; keeps every refusal for tests to read."""
+
+    def __init__(self, targets: Targets) -> None:
+        self.targets = targets
+        self._needs: dict[str, tuple[str, ...]] = {spec.name: spec.needs for spec in topology.FUNCTIONS}
+        self.denials: list[tuple[str, str, str | None]] = []  # (function, action, resource)
+        self._lock = threading.Lock()
+
+    def set_needs(self, function: str, needs: tuple[str, ...] | None) -> None:
+        """Test seam: give ``function`` other capabilities (None: back to the topology's)."""
+        self._needs[function] = topology.function(function).needs if needs is None else needs
+
+    def refusal(self, function: str, service: str, operation: str, params: Mapping[str, Any]) -> str | None:
+        """None when the call is allowed; else the message AWS would give."""
+        principal = f"arn:{self.targets.partition}:sts::{self.targets.account_id}:assumed-role/batchlane-{function}/batchlane-{function}"
+        requests = requests_for(service, operation, params, self.targets)
+        if requests is None:
+            self._record(function, f"{service}:{operation}", None)
+            return f"User: {principal} is not authorized to perform: {service}:{operation} (no IAM mapping offline: add it to batchlane.local.iam)"
+        grants = grants_for(self._needs.get(function, ()))
+        for request in requests:
+            if not allowed(request, grants, self.targets):
+                self._record(function, request.action, request.resource)
+                on = f' on resource: "{request.resource}"' if request.resource else ""
+                return (
+                    f"User: {principal} is not authorized to perform: {request.action}{on} because no identity-based policy allows the {request.action} action"
+                )
+        return None
+
+    def _record(self, function: str, action: str, resource: str | None) -> None:
+        with self._lock:
+            self.denials.append((function, action, resource))
+        log.warning("offline IAM refused a call: function=%s action=%s resource=%s", function, action, resource)
+
+
+# -- the botocore hooks ---------------------------------------------------------------------
+_state: dict[str, GrantEnforcer | None] = {"enforcer": None}
+_installed = False
+_PARAMS = "batchlane_api_params"
+
+
+def _remember_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+    context[_PARAMS] = dict(params)
+
+
+def _before_call(model: Any, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+    enforcer, function = _state["enforcer"], _current_function.get()
+    if enforcer is None or function is None:
+        return None
+    service = model.service_model.service_name
+    message = enforcer.refusal(function, service, model.name, context.get(_PARAMS, {}))
+    if message is None:
+        return None
+    code = "AccessDenied" if service == "s3" else "AccessDeniedException"
+    request_id = uuid.uuid4().hex
+    parsed = {
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"RequestId": request_id, "HTTPStatusCode": 403, "HTTPHeaders": {}, "RetryAttempts": 0},
+    }
+    return AWSResponse("", 403, HTTPHeaders(), _EmptyBody()), parsed  # botocore raises the modelled ClientError
+
+
+class _EmptyBody:
+    """The raw body of a refused call, for any after-call handler that reads it."""
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield b""
+
+
+def _hook_client(client: Any) -> Any:
+    client.meta.events.register("before-parameter-build.*.*", _remember_params, unique_id="batchlane-iam-params")
+    client.meta.events.register("before-call.*.*", _before_call, unique_id="batchlane-iam-check")
+    return client
+
+
+def _submit_in_context(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def submit(self: concurrent.futures.ThreadPoolExecutor, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        return original(self, contextvars.copy_context().run, fn, *args, **kwargs)
+
+    return submit
+
+
+def active() -> GrantEnforcer | None:
+    return _state["enforcer"]
+
+
+def install(enforcer: GrantEnforcer | None) -> None:
+    """Check handler calls against ``enforcer`` (None: stop checking). Idempotent.
+
+    Every client created from now on is hooked; worker threads a handler starts through a
+    ThreadPoolExecutor act with its grants, as they share its role on Lambda.
+    """
+    global _installed
+    _state["enforcer"] = enforcer
+    if _installed:
+        return
+    original_create_client = botocore.session.Session.create_client
+
+    @functools.wraps(original_create_client)
+    def create_client(self: botocore.session.Session, *args: Any, **kwargs: Any) -> Any:
+        return _hook_client(original_create_client(self, *args, **kwargs))
+
+    botocore.session.Session.create_client = create_client  # type: ignore[method-assign]
+    concurrent.futures.ThreadPoolExecutor.submit = _submit_in_context(concurrent.futures.ThreadPoolExecutor.submit)  # type: ignore[method-assign]
+    _installed = True

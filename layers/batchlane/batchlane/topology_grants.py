@@ -1,0 +1,113 @@
+"""What each capability in ``topology.FunctionSpec.needs`` grants: IAM actions on a kind of resource.
+
+One piece of data read by both sides, so they cannot drift: ``infra/`` resolves each
+resource kind to the stack's ARNs and writes the policies; the offline stack
+(``batchlane.local.iam``) resolves the same kinds to the emulated ARNs and refuses every
+handler call the grants do not cover, with AccessDenied, as AWS would.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from batchlane.topology import EVENT_SOURCE
+
+ResourceKind = Literal[
+    "objects",  # objects of the bucket under ``prefix`` (arn:aws:s3:::bucket/prefix*)
+    "bucket",  # the bucket itself (ListBucket); ``prefix`` becomes an s3:prefix condition
+    "database_secret",  # the database credentials secret
+    "models",  # the configured models: foundation models and inference profiles
+    "batch_jobs",  # model-invocation jobs of this account and region (ids assigned by Bedrock)
+    "bedrock_service_role",  # the role Bedrock assumes for batch jobs
+    "conversion_state_machine",
+    "batch_lane_state_machine",
+    "intake_state_machine",
+    "webhook_delivery_state_machine",
+    "webhook_secret",  # the webhook signing secret
+    "default_event_bus",
+    "any",  # "*": only for actions AWS gives no resource-level permission
+]
+
+BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
+UPLOADS_PREFIX = "uploads/"  # users' uploaded PDFs (batchlane.keys.upload_key)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One policy statement: ``actions`` on every resource of ``resources``, under ``conditions``."""
+
+    actions: tuple[str, ...]
+    resources: tuple[ResourceKind, ...]
+    prefix: str = ""  # objects: key prefix of the ARN; bucket: s3:prefix condition
+    conditions: Mapping[str, Mapping[str, str | tuple[str, ...]]] = field(default_factory=dict)  # IAM's form
+    sid: str | None = None
+
+    def all_conditions(self) -> dict[str, dict[str, str | tuple[str, ...]]]:
+        """The IAM Condition block, the s3:prefix one included."""
+        out = {op: dict(values) for op, values in self.conditions.items()}
+        if self.prefix and "bucket" in self.resources:
+            out.setdefault("StringLike", {})["s3:prefix"] = (f"{self.prefix}*",)
+        return out
+
+
+CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
+    "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
+    "s3_read": (Grant(("s3:GetObject",), ("objects",)), Grant(("s3:ListBucket",), ("bucket",))),
+    "s3_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",)),),
+    "s3_delete": (Grant(("s3:DeleteObject",), ("objects",), prefix=UPLOADS_PREFIX),),  # a deleted file's upload
+    # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
+    "bedrock_runtime": (Grant(("bedrock:InvokeModel",), ("models",), sid="InvokeConfiguredModels"),),
+    "bedrock_batch": (
+        Grant(
+            (
+                "bedrock:CreateModelInvocationJob",
+                "bedrock:GetModelInvocationJob",
+                "bedrock:StopModelInvocationJob",
+                "bedrock:TagResource",
+            ),
+            ("batch_jobs", "models"),
+            sid="ManageBatchJobs",
+        ),
+        # ListModelInvocationJobs supports no resource-level permission (Service Authorization Reference).
+        Grant(("bedrock:ListModelInvocationJobs",), ("any",), sid="ListBatchJobs"),
+        Grant(
+            ("iam:PassRole",),
+            ("bedrock_service_role",),
+            conditions={"StringEquals": {"iam:PassedToService": "bedrock.amazonaws.com"}},
+            sid="PassServiceRoleToBedrock",
+        ),
+        Grant(("s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"), ("objects",), prefix=BATCH_PREFIX),
+        Grant(("s3:ListBucket",), ("bucket",), prefix=BATCH_PREFIX),
+    ),
+    "start_conversion": (Grant(("states:StartExecution",), ("conversion_state_machine",)),),
+    "start_batch_lane": (Grant(("states:StartExecution",), ("batch_lane_state_machine",)),),
+    "start_intake": (Grant(("states:StartExecution",), ("intake_state_machine",)),),
+    "start_webhook_delivery": (Grant(("states:StartExecution",), ("webhook_delivery_state_machine",)),),
+    # sign: read the current and previous versions
+    "webhook_secret_read": (Grant(("secretsmanager:GetSecretValue",), ("webhook_secret",)),),
+    # describe (id, dates) and put a new version; never read the value
+    "webhook_secret_rotate": (
+        Grant(("secretsmanager:DescribeSecret", "secretsmanager:ListSecretVersionIds", "secretsmanager:PutSecretValue"), ("webhook_secret",)),
+    ),
+    "task_response": (Grant(("states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"), ("batch_lane_state_machine",)),),
+    "publish_events": (Grant(("events:PutEvents",), ("default_event_bus",), conditions={"StringEquals": {"events:source": (EVENT_SOURCE,)}}),),
+    "cloudwatch_metrics": (),  # Powertools writes EMF to the function's own log group: no grant
+}
+
+
+# Cross-region inference profiles are "<geo>.<provider>.<model>": us., eu., apac., global., ...
+_PROFILE = re.compile(r"^[a-z]{2,7}\.[a-z0-9-]+\.[A-Za-z0-9.:_-]+$")
+_PROVIDERS = ("anthropic.", "amazon.", "meta.", "mistral.", "cohere.", "ai21.", "deepseek.", "writer.", "openai.", "qwen.")
+
+
+def is_inference_profile(model_id: str) -> bool:
+    """True for a cross-region inference profile id (``us.anthropic.…``), False for a model id."""
+    return bool(_PROFILE.match(model_id)) and not model_id.startswith(_PROVIDERS)
+
+
+def grants_for(needs: Iterable[str]) -> tuple[Grant, ...]:
+    """Every grant the capabilities add up to (KeyError for a capability with no mapping)."""
+    return tuple(grant for need in needs for grant in CAPABILITY_GRANTS[need])

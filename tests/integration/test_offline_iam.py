@@ -1,0 +1,101 @@
+"""The offline stack enforces each function's grants: a missing grant fails here as on AWS.
+
+(moto checks no IAM; batchlane.local.iam refuses every handler call that the function's
+topology ``needs`` do not grant, with the AccessDenied AWS answers.)
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from batchlane import topology
+from batchlane.aws.s3 import NotFound
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.local.jobs import submit_pdf, wait_for_job
+from batchlane.local.pdfgen import make_pdf
+from batchlane.runtime import services
+from tests.conftest import start_stack
+
+
+@pytest.fixture(scope="module")
+def stack(migrated_url):  # type: ignore[no-untyped-def]
+    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False)
+    yield stack
+    stack.stop()
+
+
+def _call(stack: Any, method: str, path: str, body: Any = None, *, user: str) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer local:{user}"}
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(stack.env["BATCHLANE_API_URL"] + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read() or b"{}")
+
+
+def test_job_split_without_s3_write_fails_with_access_denied_and_leaves_no_chunk(stack):
+    # Given the splitting function's role as job creation's was synthesized before: s3_read but not s3_write
+    needs = topology.function("job_split").needs
+    stack.grants.set_needs("job_split", tuple(n for n in needs if n != "s3_write"))
+    try:
+        # When a PDF is submitted
+        refused = submit_pdf(services(), make_pdf(4), name="no-grant.pdf", owner_id=f"iam-{uuid.uuid4().hex[:8]}")
+    finally:
+        stack.grants.set_needs("job_split", None)
+    # Then the split fails exactly as it would on AWS: refused by IAM, the job failed, no chunk source written
+    assert ("job_split", "s3:PutObject") in {(fn, action) for fn, action, _ in stack.grants.denials}
+    assert refused["status"] == "failed" and refused["errorId"] == "SPLIT_FAILED", refused
+    assert not services().store.list_keys(f"jobs/{refused['jobId']}/source/")
+    stack.grants.denials.clear()  # seen and asserted: the fixture fails a test on any other refusal
+    # And with the topology's grants the same submission creates its job
+    created = submit_pdf(services(), make_pdf(4), name="granted.pdf", owner_id=f"iam-{uuid.uuid4().hex[:8]}")
+    assert created["totalPages"] == 4
+
+
+def test_deleting_a_file_removes_its_upload_from_the_bucket(stack):
+    # Given an uploaded file
+    owner = f"iam-{uuid.uuid4().hex[:8]}"
+    pdf = make_pdf(2)
+    status, registered = _call(stack, "POST", "/api/v1/files", {"name": "gone.pdf", "sizeBytes": len(pdf)}, user=owner)
+    assert status == 201
+    put = urllib.request.Request(registered["upload"]["url"], data=pdf, method="PUT", headers={"Content-Type": "application/pdf"})
+    assert urllib.request.urlopen(put, timeout=30).status == 200
+    key = services().db.one("SELECT s3_key FROM files WHERE id = CAST(:id AS uuid)", id=registered["fileId"])["s3_key"]
+    # When the owner deletes it
+    assert _call(stack, "DELETE", f"/api/v1/files/{registered['fileId']}", user=owner)[0] == 200
+    # Then the PDF is gone from S3 too (the api's role may delete uploads/ objects; before, the
+    # refusal was swallowed and the document stayed until the bucket's lifecycle expired it)
+    with pytest.raises(NotFound):
+        services().store.get_bytes(key)
+    assert not [d for d in stack.grants.denials if d[0] == "api"]
+
+
+def test_pages_converted_without_the_model_grant_fail_with_access_denied_from_worker_threads(stack):
+    # Given a chunk processor whose role cannot invoke the model (its pages are converted on worker threads)
+    needs = topology.function("chunk_processor").needs
+    stack.grants.set_needs("chunk_processor", tuple(n for n in needs if n != "bedrock_runtime"))
+    try:
+        # When a document converts
+        svc = services()
+        created = submit_pdf(svc, make_pdf(3), name="no-model.pdf", owner_id=f"iam-{uuid.uuid4().hex[:8]}")
+        wait_for_job(svc, created["jobId"], timeout_s=300)
+    finally:
+        stack.grants.set_needs("chunk_processor", None)
+    # Then every model call was refused as AWS would refuse it, and no page claims to be converted
+    refused = {(fn, action) for fn, action, _ in stack.grants.denials}
+    assert ("chunk_processor", "bedrock:InvokeModel") in refused
+    job = job_repo.get_job(svc.db, created["jobId"])
+    markdown = svc.store.get_bytes(job["markdown_key"]).decode()
+    markers = [line for line in markdown.splitlines() if line.startswith("<!--")]
+    assert markers == [f"<!-- Page {n}: failed (AccessDeniedException) -->" for n in (1, 2, 3)]
+    assert not [r for r in ledger.ledger_rows(svc.db, created["jobId"]) if r["source"] == "chunk" and Decimal(str(r["cost_usd"])) > 0]

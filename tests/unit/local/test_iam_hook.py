@@ -1,0 +1,136 @@
+"""The offline IAM: a handler's boto3 calls pass only where its topology grants allow them.
+
+S3 and EventBridge are moto in-process; refused calls never reach it (the hook answers
+403 the way AWS does), allowed ones do.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from batchlane.local import iam
+from batchlane.local.iam import GrantEnforcer, Targets, acting_as
+
+REGION = "us-east-1"
+BUCKET = "offline-bucket"
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+ROLE = "arn:aws:iam::123456789012:role/batchlane-bedrock-batch"
+TARGETS = Targets(
+    account_id="123456789012",
+    region=REGION,
+    bucket=BUCKET,
+    conversion_state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:batchlane-conversion",
+    batch_lane_state_machine_arn="arn:aws:states:us-east-1:123456789012:stateMachine:batchlane-batch_lane",
+    bedrock_service_role_arn=ROLE,
+    model_ids=(MODEL,),
+)
+
+
+@pytest.fixture
+def enforcer(monkeypatch: pytest.MonkeyPatch) -> Iterator[GrantEnforcer]:
+    for key, value in {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    enforcer = GrantEnforcer(TARGETS)
+    iam.install(enforcer)
+    with mock_aws():
+        yield enforcer
+    iam.install(None)
+
+
+def _s3() -> Any:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket=BUCKET)
+    s3.put_object(Bucket=BUCKET, Key="uploads/a.pdf", Body=b"%PDF")
+    return s3
+
+
+def _code(exc: pytest.ExceptionInfo[ClientError]) -> tuple[str, int]:
+    return exc.value.response["Error"]["Code"], exc.value.response["ResponseMetadata"]["HTTPStatusCode"]
+
+
+def test_a_function_without_s3_write_is_refused_put_object_like_on_aws_and_allowed_get(enforcer: GrantEnforcer) -> None:
+    s3 = _s3()  # as the operator: not checked
+    with acting_as("assemble"):  # db, s3_read, s3_write
+        assert s3.get_object(Bucket=BUCKET, Key="uploads/a.pdf")["Body"].read() == b"%PDF"
+        s3.put_object(Bucket=BUCKET, Key="jobs/x/out.md", Body=b"#")
+    with acting_as("settle"), pytest.raises(ClientError) as refused:  # db only
+        s3.put_object(Bucket=BUCKET, Key="jobs/x/chunk-1.pdf", Body=b"%PDF")
+    assert _code(refused) == ("AccessDenied", 403)
+    assert "s3:PutObject" in str(refused.value) and f"arn:aws:s3:::{BUCKET}/jobs/x/chunk-1.pdf" in str(refused.value)
+    assert "jobs/x/chunk-1.pdf" not in [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    assert enforcer.denials == [("settle", "s3:PutObject", f"arn:aws:s3:::{BUCKET}/jobs/x/chunk-1.pdf")]
+    with acting_as("settle"), pytest.raises(ClientError) as copy_refused:  # CopyObject is read + write
+        s3.copy_object(Bucket=BUCKET, Key="jobs/x/copy.pdf", CopySource={"Bucket": BUCKET, "Key": "uploads/a.pdf"})
+    assert _code(copy_refused) == ("AccessDenied", 403)
+
+
+def test_prefix_scoped_grants_allow_the_batch_prefix_only(enforcer: GrantEnforcer) -> None:
+    s3 = _s3()
+    s3.put_object(Bucket=BUCKET, Key="batch/j/input/0.jsonl", Body=b"{}")
+    with acting_as("batch_submit"):  # db, bedrock_batch: S3 on batch/* only
+        s3.get_object(Bucket=BUCKET, Key="batch/j/input/0.jsonl")
+        s3.list_objects_v2(Bucket=BUCKET, Prefix="batch/j/")
+        with pytest.raises(ClientError) as outside:
+            s3.get_object(Bucket=BUCKET, Key="uploads/a.pdf")
+        with pytest.raises(ClientError) as whole_bucket:
+            s3.list_objects_v2(Bucket=BUCKET)  # no s3:prefix: the condition does not hold
+    assert _code(outside) == ("AccessDenied", 403) and _code(whole_bucket) == ("AccessDenied", 403)
+
+
+def test_events_are_allowed_only_with_the_granted_source(enforcer: GrantEnforcer) -> None:
+    events = boto3.client("events", region_name=REGION)
+    entry = {"DetailType": "Conversion Job Parked", "Detail": "{}"}
+    with acting_as("job_create"):
+        assert events.put_events(Entries=[{**entry, "Source": "batchlane"}])["FailedEntryCount"] == 0
+        with pytest.raises(events.exceptions.ClientError) as refused:
+            events.put_events(Entries=[{**entry, "Source": "aws.bedrock"}])
+    assert _code(refused) == ("AccessDeniedException", 403)
+    with acting_as("batch_submit"), pytest.raises(ClientError):  # no publish_events at all
+        events.put_events(Entries=[{**entry, "Source": "batchlane"}])
+
+
+def test_bedrock_calls_follow_models_and_pass_role(enforcer: GrantEnforcer) -> None:
+    runtime = boto3.client("bedrock-runtime", region_name=REGION)
+    bedrock = boto3.client("bedrock", region_name=REGION)
+    converse = {"messages": [{"role": "user", "content": [{"text": "hi"}]}]}
+    job = {"jobName": "j1", "inputDataConfig": {"s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/batch/j1/input/"}}}
+    job["outputDataConfig"] = {"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/batch/j1/output/"}}
+    with acting_as("chunk_processor"):  # bedrock_runtime on the configured model only
+        with pytest.raises(runtime.exceptions.AccessDeniedException):
+            runtime.converse(modelId="us.anthropic.claude-opus-4-1-20250805-v1:0", **converse)
+        assert enforcer.refusal("chunk_processor", "bedrock-runtime", "Converse", {"modelId": MODEL}) is None
+        assert enforcer.refusal("chunk_processor", "bedrock-runtime", "InvokeModel", {"modelId": MODEL}) is None
+    with acting_as("batch_submit"), pytest.raises(bedrock.exceptions.AccessDeniedException):
+        bedrock.create_model_invocation_job(modelId=MODEL, roleArn="arn:aws:iam::123456789012:role/admin", **job)
+    assert enforcer.denials[-1] == ("batch_submit", "iam:PassRole", "arn:aws:iam::123456789012:role/admin")
+    assert enforcer.refusal("batch_submit", "bedrock", "CreateModelInvocationJob", {"modelId": MODEL, "roleArn": ROLE, **job}) is None
+    assert enforcer.refusal("batch_callback", "bedrock", "CreateModelInvocationJob", {"modelId": MODEL, "roleArn": ROLE, **job})
+
+
+def test_threads_a_handler_starts_act_with_its_grants_and_removed_grants_refuse(enforcer: GrantEnforcer) -> None:
+    s3 = _s3()
+    with acting_as("settle"), concurrent.futures.ThreadPoolExecutor(2) as pool:
+        future = pool.submit(s3.put_object, Bucket=BUCKET, Key="jobs/y.md", Body=b"#")
+        with pytest.raises(ClientError):
+            future.result()
+    enforcer.set_needs("assemble", ("db", "s3_read"))
+    with acting_as("assemble"), pytest.raises(ClientError):
+        s3.put_object(Bucket=BUCKET, Key="jobs/y.md", Body=b"#")
+    enforcer.set_needs("assemble", None)
+    with acting_as("assemble"):
+        s3.put_object(Bucket=BUCKET, Key="jobs/y.md", Body=b"#")
+
+
+def test_an_unmapped_operation_is_refused_so_a_new_call_cannot_slip_through(enforcer: GrantEnforcer) -> None:
+    s3 = _s3()
+    with acting_as("assemble"), pytest.raises(ClientError) as refused:
+        s3.put_bucket_policy(Bucket=BUCKET, Policy="{}")
+    assert "no IAM mapping offline" in str(refused.value)
