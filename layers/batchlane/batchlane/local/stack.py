@@ -20,6 +20,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -27,7 +28,7 @@ from moto.server import ThreadedMotoServer
 
 from batchlane.local import patches, postgres
 from batchlane.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
-from batchlane.local.lambda_runtime import HandlerRegistry
+from batchlane.local.lambda_runtime import HandlerRegistry, WorkerPool
 from batchlane.runtime import reset_services, services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES
 
@@ -63,6 +64,15 @@ class StackOptions:
     batch_lane: bool = True
     schedule_speedup: float = 30.0  # the 1-minute claimer runs every 2 s offline
     extra_env: dict[str, str] = field(default_factory=dict)
+    # Functions whose invocations run in worker processes (lambda_runtime.WorkerPool), as
+    # Lambda runs each in an environment of its own; the benchmarks use PROCESS_FUNCTIONS.
+    # Empty: every handler runs in this process (fast to start; tests can patch handlers).
+    process_functions: frozenset[str] = frozenset()
+    max_workers: int = 64
+    worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
+
+
+PROCESS_FUNCTIONS = frozenset({"chunk_processor", "batch_prepare"})  # where the CPU work of a job is
 
 
 def _free_port() -> int:
@@ -135,6 +145,12 @@ class OfflineStack:
         self.api = LocalApiServer(self.registry)
         self._set_env({"BATCHLANE_API_URL": self.api.start()})
         self.env["BATCHLANE_API_URL"] = self.api.url
+        if self.options.process_functions:
+            # The whole environment as the stack set it: workers reach moto, the emulator and
+            # the database over loopback, exactly as the handlers here do.
+            self.registry.workers = WorkerPool(
+                self.options.process_functions, {**os.environ, **self.env}, max_workers=self.options.max_workers, setup=self.options.worker_setup
+            )
         self._start_schedules()
         log.info("offline stack up", extra={"moto": moto_url, "bedrock": bedrock_url})
         return self
@@ -143,6 +159,8 @@ class OfflineStack:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=5)
+        if self.registry.workers is not None:
+            self.registry.workers.shutdown()  # before the database: workers hold connections
         if self.api:
             self.api.stop()
         if self.bedrock:
