@@ -145,6 +145,7 @@ def _worker_start(env: Mapping[str, str], setup: Collection[Callable[[], None]])
     database URL, the settings), services built from it on first use, then ``setup`` hooks."""
     from batchlane.runtime import reset_services
 
+    os.environ.clear()  # the fork server's environment is the one of the stack that started it
     os.environ.update(env)
     logging.getLogger("batchlane").setLevel(logging.getLogger().getEffectiveLevel())
     reset_services()
@@ -152,9 +153,30 @@ def _worker_start(env: Mapping[str, str], setup: Collection[Callable[[], None]])
         hook()
 
 
+def _worker_registry(account_id: str, region: str) -> HandlerRegistry:
+    return _worker_registries.setdefault((account_id, region), HandlerRegistry(account_id, region))
+
+
 def _worker_invoke(account_id: str, region: str, name: str, event: Any) -> Invocation:
-    registry = _worker_registries.setdefault((account_id, region), HandlerRegistry(account_id, region))
-    return registry._run(name, event)
+    return _worker_registry(account_id, region)._run(name, event)
+
+
+def _worker_warm(account_id: str, region: str, names: Collection[str], ready: Any) -> int:
+    """A Lambda's init phase: the handler modules imported and the services built (clients, connection).
+    Waits until ``ready`` (a barrier) sees every warming worker, so each runs in a worker of its own."""
+    from batchlane.runtime import services
+
+    registry = _worker_registry(account_id, region)
+    for name in names:
+        registry._module(name)
+    services().db.check()
+    ready.wait(timeout=60)
+    return os.getpid()
+
+
+class _NoBarrier:
+    def wait(self, timeout: float | None = None) -> None:
+        return None
 
 
 class WorkerPool:
@@ -166,7 +188,16 @@ class WorkerPool:
     the database URL; ``setup`` (picklable callables) runs once in each new worker.
     """
 
-    PRELOAD = ("boto3", "pg8000", "pypdf", "pydantic", "aws_lambda_powertools", "batchlane.conversion.chunk", "batchlane.batch.prepare")
+    PRELOAD = (
+        "boto3",
+        "pg8000",
+        "pypdf",
+        "pydantic",
+        "aws_lambda_powertools",
+        "batchlane.conversion.chunk",
+        "batchlane.batch.prepare",
+        "batchlane.local.lambda_runtime",
+    )
 
     def __init__(self, functions: Collection[str], env: Mapping[str, str], *, max_workers: int = 64, setup: Collection[Callable[[], None]] = ()) -> None:
         self.functions = frozenset(functions)
@@ -175,14 +206,24 @@ class WorkerPool:
         self._max_workers = max_workers
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = None
+        self._context = multiprocessing.get_context("forkserver")
 
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload([m for m in self.PRELOAD if importlib.util.find_spec(m) is not None])
-                self._pool = ProcessPoolExecutor(self._max_workers, mp_context=context, initializer=_worker_start, initargs=(self._env, self._setup))
+                self._context.set_forkserver_preload([m for m in self.PRELOAD if importlib.util.find_spec(m) is not None])
+                self._pool = ProcessPoolExecutor(self._max_workers, mp_context=self._context, initializer=_worker_start, initargs=(self._env, self._setup))
             return self._pool
+
+    def warm(self, account_id: str, region: str, count: int) -> list[int]:
+        """Start ``count`` workers through their init phase, as provisioned concurrency keeps
+        Lambda environments warm: the first invocations then pay no cold start. Their pids."""
+        if count < 1:
+            return []
+        pool = self._executor()
+        ready = self._context.Manager().Barrier(count) if count > 1 else _NoBarrier()
+        futures = [pool.submit(_worker_warm, account_id, region, sorted(self.functions), ready) for _ in range(count)]
+        return [future.result() for future in futures]
 
     def run(self, account_id: str, region: str, name: str, event: Any) -> Invocation:
         pool = self._executor()

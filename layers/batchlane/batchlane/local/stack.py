@@ -69,6 +69,7 @@ class StackOptions:
     # Empty: every handler runs in this process (fast to start; tests can patch handlers).
     process_functions: frozenset[str] = frozenset()
     max_workers: int = 64
+    warm_workers: int = 0  # workers through their init phase before the first job (provisioned concurrency)
     worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
 
 
@@ -151,6 +152,7 @@ class OfflineStack:
             self.registry.workers = WorkerPool(
                 self.options.process_functions, {**os.environ, **self.env}, max_workers=self.options.max_workers, setup=self.options.worker_setup
             )
+            self.registry.workers.warm(ACCOUNT_ID, REGION, self.options.warm_workers)
         self._start_schedules()
         log.info("offline stack up", extra={"moto": moto_url, "bedrock": bedrock_url})
         return self
