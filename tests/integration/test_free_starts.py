@@ -1,11 +1,13 @@
-"""The starts free right now, read from the limiter's rows (issue 16): what the planner sizes
-a chunk's groups from (docs/ondemand.md, "Group size from the starts free right now")."""
+"""The limiter's rows under real concurrency (issue 16): the starts free right now, what the
+planner sizes a chunk's groups from (docs/ondemand.md, "Group size from the starts free right
+now"), and slots taken by many Lambdas at once, each with its own connection."""
 
 from __future__ import annotations
 
+import threading
 import time
 
-from batchlane.db import connect_params_from_url
+from batchlane.db import Database, connect_params_from_url
 from batchlane.ondemand import LimitSettings, PgLimiter
 from batchlane.ondemand.limiter import SerialDatabase
 
@@ -27,3 +29,32 @@ def test_free_starts_follow_the_pace_and_the_free_slots(migrated_url):
     assert limiter.free_now(other) == 1
     # Without pacing the quota's room is unknown
     assert PgLimiter(store, LimitSettings(concurrency=10, rpm=0)).free_now(pool) is None
+
+
+def test_lambdas_taking_and_giving_back_slots_at_once_never_deadlock(migrated_url):
+    # Given 12 Lambdas, each with its own connection (as on AWS), sharing 8 slots
+    pool = f"busy-{time.monotonic_ns()}"
+    errors: list[str] = []
+
+    def lambda_(index: int) -> None:
+        db = Database(connect_params_from_url(migrated_url))
+        try:
+            for n in range(150):
+                holder = f"lambda{index}/{n}"
+                try:
+                    slot = db.one("SELECT ondemand_acquire(:p, :h, 8, 60) AS slot", p=pool, h=holder)["slot"]
+                    if slot is not None:
+                        db.run("DELETE FROM ondemand_leases WHERE pool = :p AND slot = :s AND holder = :h", p=pool, s=slot, h=holder)
+                except Exception as exc:  # the first ondemand_acquire: "deadlock detected" (40P01)
+                    errors.append(str(exc))
+        finally:
+            db.close()
+
+    # When they all take and give back slots at once
+    threads = [threading.Thread(target=lambda_, args=(i,)) for i in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    # Then no statement failed
+    assert errors == []
