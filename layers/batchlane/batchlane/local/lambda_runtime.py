@@ -199,7 +199,7 @@ class WorkerPool:
         "batchlane.local.lambda_runtime",
     )
 
-    def __init__(self, functions: Collection[str], env: Mapping[str, str], *, max_workers: int = 64, setup: Collection[Callable[[], None]] = ()) -> None:
+    def __init__(self, functions: Collection[str], env: Mapping[str, str], *, max_workers: int = 96, setup: Collection[Callable[[], None]] = ()) -> None:
         self.functions = frozenset(functions)
         self._env = dict(env)
         self._setup = tuple(setup)

@@ -68,12 +68,12 @@ class StackOptions:
     # Lambda runs each in an environment of its own; the benchmarks use PROCESS_FUNCTIONS.
     # Empty: every handler runs in this process (fast to start; tests can patch handlers).
     process_functions: frozenset[str] = frozenset()
-    max_workers: int = 64
+    max_workers: int = 96
     warm_workers: int = 0  # workers through their init phase before the first job (provisioned concurrency)
     worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
 
 
-PROCESS_FUNCTIONS = frozenset({"chunk_processor", "batch_prepare"})  # where the CPU work of a job is
+PROCESS_FUNCTIONS = frozenset({"job_create", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
 
 
 def _free_port() -> int:
