@@ -48,12 +48,22 @@ def db(migrated_url: str) -> Iterator[Database]:
     database.close()
 
 
-def start_stack(database_url: str, *, faults: str = "", batch_lane: bool = True, extra_env: dict[str, str] | None = None, schedules: bool = True):  # type: ignore[no-untyped-def]
+def start_stack(  # type: ignore[no-untyped-def]
+    database_url: str,
+    *,
+    faults: str = "",
+    batch_lane: bool = True,
+    extra_env: dict[str, str] | None = None,
+    schedules: bool = True,
+    process_functions: frozenset[str] = frozenset(),
+):
     from batchlane.local.stack import OfflineStack, StackOptions
 
     forget_everything(database_url)
     workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-stack-"))
-    options = StackOptions(workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {})
+    options = StackOptions(
+        workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {}, process_functions=process_functions
+    )
     if not schedules:
         options.schedule_speedup = 1e-6  # the schedules never fire during a test: the test drives them
     return OfflineStack(options).start()
@@ -80,8 +90,15 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
     """Start an offline stack with the faults a test needs; stopped after the test."""
     started = []
 
-    def factory(faults: str = "time_scale=36000", *, batch_lane: bool = True, extra_env: dict[str, str] | None = None, schedules: bool = True):  # type: ignore[no-untyped-def]
-        stack = start_stack(migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env, schedules=schedules)
+    def factory(  # type: ignore[no-untyped-def]
+        faults: str = "time_scale=36000",
+        *,
+        batch_lane: bool = True,
+        extra_env: dict[str, str] | None = None,
+        schedules: bool = True,
+        process_functions: frozenset[str] = frozenset(),
+    ):
+        stack = start_stack(migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env, schedules=schedules, process_functions=process_functions)
         started.append(stack)
         return stack
 

@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     batchlane_output_tokens_per_page: int = Field(1200, ge=50)  # estimate for a page with no text layer
     batchlane_output_fill: float = Field(0.75, gt=0, le=1)  # share of max_tokens a multi-page request plans to use
     batchlane_chunk_concurrency: int = Field(4, ge=1, le=64)
+    # With pacing on, a chunk whose pages are few next to the starts free right now sends
+    # smaller groups in parallel, up to this many at once (ondemand/planner.py); 0 = never.
+    batchlane_chunk_max_parallel: int = Field(20, ge=0, le=64)
     # A chunk stops starting requests this long before its Lambda would time out, keeps what
     # it converted and continues in a fresh invocation (ChunkContinue): in-flight answers and
     # the final writes must fit in it.

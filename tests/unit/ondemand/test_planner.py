@@ -56,3 +56,52 @@ def test_heavy_pages_share_a_request_only_while_the_body_stays_under_the_request
     assert all(sum(p.size for p in g) <= MAX_REQUEST_BYTES for g in groups)
     light = _planned(plan, [400] * 5)
     assert [len(g) for g in plan.groups(light)] == [5]
+
+
+def _sizes(plan, pages):
+    return [len(g) for g in plan.groups(_planned(plan, [400] * pages))]
+
+
+def test_with_starts_free_a_small_chunk_goes_in_smaller_groups_in_parallel():
+    # 20 pages, 20 requests could start now: one page each, all at once (not 4 × 5 pages)
+    plan, units = RequestPlan().for_chunk(20, 20, concurrency=4, most_parallel=20)
+    assert (_sizes(plan, 20), units) == ([1] * 20, 20)
+    # 10 starts free: pairs, ten at once
+    plan, units = RequestPlan().for_chunk(20, 10, concurrency=4, most_parallel=20)
+    assert (_sizes(plan, 20), units) == ([2] * 10, 10)
+    # the chunk's own cap bounds it however much is free
+    plan, units = RequestPlan().for_chunk(20, 32, concurrency=4, most_parallel=8)
+    assert (_sizes(plan, 20), units) == ([3] * 6 + [2], 7)
+
+
+def test_under_a_busy_quota_groups_stay_full():
+    # nothing can start now, or the pace is off (unknown): five pages a request, as before
+    for free in (0, None):
+        plan, units = RequestPlan().for_chunk(20, free, concurrency=4, most_parallel=20)
+        assert (_sizes(plan, 20), units) == ([5] * 4, 4)
+    # three starts free for a 100-page chunk: still full groups
+    plan, units = RequestPlan().for_chunk(100, 3, concurrency=4, most_parallel=20)
+    assert (_sizes(plan, 100), units) == ([5] * 20, 4)
+    # switched off (most_parallel 0): as before whatever is free
+    plan, units = RequestPlan().for_chunk(20, 20, concurrency=4, most_parallel=0)
+    assert (_sizes(plan, 20), units) == ([5] * 4, 4)
+
+
+def test_the_token_and_page_limits_still_bound_a_group_sized_from_free_starts():
+    # 2 starts free would ask for 10 pages a group: the API's 5 documents still hold
+    plan, _ = RequestPlan().for_chunk(20, 2, concurrency=4, most_parallel=20)
+    assert _sizes(plan, 20) == [5] * 4
+    # and dense pages still split on the output budget (256 × 0.75 = 192 tokens: one ~125-token page each)
+    plan, _ = RequestPlan(max_tokens=256).for_chunk(6, 2, concurrency=4, most_parallel=20)
+    assert [len(g) for g in plan.groups(_planned(plan, [400] * 6))] == [1] * 6
+
+
+def test_the_pace_frees_one_start_per_interval_up_to_its_burst():
+    from batchlane.ondemand.limiter import pace_starts_free
+
+    interval = 60 / 57
+    assert pace_starts_free(None, interval, 2) == 3  # never used: the whole burst
+    assert pace_starts_free(-0.5, interval, 2) == 0  # the next start is still ahead
+    assert pace_starts_free(0.0, interval, 19) == 1
+    assert pace_starts_free(interval * 1.5, interval, 19) == 2
+    assert pace_starts_free(3600.0, interval, 19) == 20  # idle for long: burst + 1

@@ -285,20 +285,28 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
+    limiter = limiter_for(svc.db.params, settings)
     transport = GovernedTransport(
         OnDemandTransport(
             client_for=lambda seconds: client("bedrock-runtime", max_attempts=0, read_timeout=seconds),
             timeouts=ReadTimeoutPolicy.from_settings(settings),
             ends_at=ends_at,
         ),
-        limiter_for(svc.db.params, settings),
+        limiter,
         BackoffPolicy.from_settings(settings),
         aborted=halted,
         waiting=heartbeat.halted,
     )
     primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") and retry is None else None
+    # Group size from the pages and the starts free right now (planner.RequestPlan.for_chunk).
+    # Blank and primed pages are not known yet: counting them makes groups smaller, never larger.
+    todo = span.page_count - len(kept)
+    free = limiter.free_now(config.model_id) if settings.batchlane_chunk_max_parallel else None
+    plan, concurrency = RequestPlan.from_settings(settings).for_chunk(
+        todo, free, concurrency=settings.batchlane_chunk_concurrency, most_parallel=settings.batchlane_chunk_max_parallel
+    )
     setup = OnDemandSetup(
-        plan=RequestPlan.from_settings(settings),
+        plan=plan,
         coverage=CoverageRule(threshold=settings.batchlane_coverage_threshold, min_words=settings.batchlane_coverage_min_words),
     )
     run = run_pages(
@@ -308,7 +316,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         transport=transport,
         prices=svc.prices,
         heartbeat=heartbeat,
-        concurrency=settings.batchlane_chunk_concurrency,
+        concurrency=concurrency,
         setup=setup,
         primed=primed,
         done_before=len(kept),
@@ -321,6 +329,8 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         "requests": transport.requests,
         "throttled": transport.throttled,
         "budgetExhausted": transport.exhausted,
+        "pagesPerRequest": plan.page_limit,
+        "startsFree": free,
         **run.spend.counts,
         **({"retry": retry[0]} if retry is not None else {}),
     }

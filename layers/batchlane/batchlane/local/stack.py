@@ -16,6 +16,7 @@ executions and Bedrock jobs that no longer exist. ``forgotten_rows`` says what w
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ import socket
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +35,7 @@ from moto.server import ThreadedMotoServer
 from batchlane.config import reload_settings
 from batchlane.local import iam, patches, postgres
 from batchlane.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
-from batchlane.local.lambda_runtime import HandlerRegistry
+from batchlane.local.lambda_runtime import HandlerRegistry, WorkerPool
 from batchlane.runtime import reset_services, services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES
 
@@ -76,6 +78,16 @@ class StackOptions:
     schedule_speedup: float = 30.0  # the 1-minute claimer runs every 2 s offline
     extra_env: dict[str, str] = field(default_factory=dict)
     enforce_grants: bool = True  # handlers' AWS calls checked against their topology grants (local/iam.py)
+    # Functions whose invocations run in worker processes (lambda_runtime.WorkerPool), as
+    # Lambda runs each in an environment of its own; the benchmarks use PROCESS_FUNCTIONS.
+    # Empty: every handler runs in this process (fast to start; tests can patch handlers).
+    process_functions: frozenset[str] = frozenset()
+    max_workers: int = 96
+    warm_workers: int = 0  # workers through their init phase before the first job (provisioned concurrency)
+    worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
+
+
+PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
 
 
 def start_from_empty_tables(db: Any) -> dict[str, int]:
@@ -176,6 +188,13 @@ class OfflineStack:
         self.api = LocalApiServer(self.registry)
         self._set_env({"BATCHLANE_API_URL": self.api.start()})
         self.env["BATCHLANE_API_URL"] = self.api.url
+        if self.options.process_functions:
+            # The whole environment as the stack set it: workers reach moto, the emulator and
+            # the database over loopback, exactly as the handlers here do.
+            self.registry.workers = WorkerPool(
+                self.options.process_functions, {**os.environ, **self.env}, max_workers=self.options.max_workers, setup=self._worker_setup()
+            )
+            self.registry.workers.warm(ACCOUNT_ID, REGION, self.options.warm_workers)
         self._start_schedules()
         log.info("offline stack up", extra={"moto": moto_url, "bedrock": bedrock_url})
         return self
@@ -184,6 +203,8 @@ class OfflineStack:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=5)
+        if self.registry.workers is not None:
+            self.registry.workers.shutdown()  # before the database: workers hold connections
         if self.api:
             self.api.stop()
         if self.bedrock:
@@ -251,6 +272,12 @@ class OfflineStack:
             "ApiUrl": self.env.get("BATCHLANE_API_URL", ""),
             "LaneSettings": json.dumps(lane, sort_keys=True),
         }
+
+    def _worker_setup(self) -> tuple[Callable[[], None], ...]:
+        """The options' hooks, and the same grant checks in every worker as in this process."""
+        if self.grants is None:
+            return self.options.worker_setup
+        return (*self.options.worker_setup, functools.partial(iam.install_in_worker, self._grant_targets()))
 
     def _grant_targets(self) -> iam.Targets:
         """What each resource kind of topology_grants is in this stack (the deployed names, emulated)."""

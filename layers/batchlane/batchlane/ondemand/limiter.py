@@ -17,6 +17,7 @@ connection per page thread would exhaust the server's connections.
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 import time
@@ -69,6 +70,7 @@ class Lease(Protocol):
 class Limiter(Protocol):
     def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Any: ...  # a context manager yielding a Lease
     def pace(self, pool: str) -> float: ...  # seconds to wait before starting the request
+    def free_now(self, pool: str) -> int | None: ...  # requests that could start at once (None: unknown)
 
 
 class _NoLease:
@@ -85,6 +87,17 @@ class NoLimit:
 
     def pace(self, pool: str) -> float:
         return 0.0
+
+    def free_now(self, pool: str) -> int | None:
+        return None
+
+
+def pace_starts_free(behind_s: float | None, interval_s: float, burst: int) -> int:
+    """Starts the pace allows at once, ``behind_s`` seconds after the schedule's next start
+    (None: never used). GCRA: one per interval that passed, up to burst + 1 after an idle spell."""
+    if behind_s is None or behind_s >= interval_s * burst:
+        return burst + 1
+    return 0 if behind_s < 0 else min(burst + 1, math.floor(behind_s / interval_s) + 1)
 
 
 class SerialDatabase:
@@ -198,6 +211,18 @@ class PgLimiter:
             raise Aborted("chunk no longer processing")
         if time.monotonic() >= deadline:
             raise LeaseWaitTimeout(f"no on-demand slot for {pool} within {self.limits.lease_wait_s:.0f} s")
+
+    def free_now(self, pool: str) -> int | None:
+        """Requests of ``pool`` that could start now without waiting: the pace's free starts,
+        within the free slots. None without pacing: free slots alone say nothing of the quota."""
+        if not self.limits.rpm:
+            return None
+        held = self._store.scalar("SELECT count(*) AS held FROM ondemand_leases WHERE pool = :pool AND expires_at > clock_timestamp()", pool=pool)
+        behind = self._store.scalar(
+            "SELECT extract(epoch FROM clock_timestamp() - next_at)::double precision AS behind FROM ondemand_pace WHERE pool = :pool", pool=pool
+        )
+        free = pace_starts_free(None if behind is None else float(behind), 60.0 / self.limits.rpm, self.limits.burst)
+        return min(free, max(0, self.limits.concurrency - int(held or 0))) if self.limits.concurrency else free
 
     def pace(self, pool: str) -> float:
         if not self.limits.rpm:

@@ -15,13 +15,20 @@ dense page does not force its neighbours into single requests, and a page estima
 above the budget on its own goes alone. A group also stays within the request size limit
 (``domain.limits.MAX_REQUEST_BYTES``, the pages base64-encoded plus the prompt): five pages
 of 4.5 MB would make a 30 MB body, so heavy pages go two or three to a request.
+
+The group size also follows the requests that could start right now (:meth:`RequestPlan.for_chunk`):
+a chunk of few pages under a quota with room sends them in smaller groups in parallel,
+which finish sooner (a 5-page answer takes five times a page's generation time); under a
+busy quota, nothing can start at once and groups stay full, saving the prompt repeated
+in every request. The repeated prompt is ~2% of a page's input (a page costs 1,500-3,000
+tokens, plus its image), so even single pages stay within a few percent of the input.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -75,6 +82,21 @@ class RequestPlan:
     @property
     def page_limit(self) -> int:
         return max(1, min(self.pages_per_request, self.max_documents))
+
+    def for_chunk(self, pages: int, free: int | None, *, concurrency: int, most_parallel: int) -> tuple[RequestPlan, int]:
+        """This plan sized for a chunk of ``pages`` on-demand pages when ``free`` requests could
+        start right now (None: unknown, pacing off), and how many units the chunk runs at once.
+
+        Enough groups to use the free starts, up to ``most_parallel``: ceil(pages / starts)
+        pages a group, never above the page limit. Nothing free, or unknown: full groups and
+        ``concurrency`` units, as always.
+        """
+        starts = min(free, most_parallel) if free is not None else 0
+        if pages < 1 or starts < 1:
+            return self, concurrency
+        size = min(self.page_limit, math.ceil(pages / starts))
+        groups = math.ceil(pages / size)
+        return replace(self, pages_per_request=size), max(concurrency, min(starts, groups))
 
     def estimate(self, text_chars: int) -> int:
         return math.ceil(text_chars * MARKDOWN_OVERHEAD / CHARS_PER_TOKEN) if text_chars else self.default_estimate
