@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 import yaml
 from botocore.exceptions import ClientError
+from held import HeldInvocations
 from pypdf import PdfReader, PdfWriter
 
 from batchlane import keys
@@ -284,25 +284,9 @@ def intake_status(job_id: str) -> str | None:
         return None
 
 
-class HeldSplit:
-    """Holds every job_split invocation until released: the job stays splitting meanwhile."""
-
-    def __init__(self, stack: Any) -> None:
-        self.entered, self.released, self._stack = threading.Event(), threading.Event(), stack
-
-        def hold(event: Any, call_real: Any) -> Invocation:
-            self.entered.set()
-            self.released.wait(60)
-            return call_real(event)
-
-        stack.registry.intercept("job_split", hold)
-
-    def __enter__(self) -> HeldSplit:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.released.set()
-        self._stack.registry.intercept("job_split", None)
+def HeldSplit(stack: Any) -> HeldInvocations:
+    """Holds every job_split invocation until released."""
+    return HeldInvocations(stack, "job_split")
 
 
 def test_register_upload_convert_and_conflicts(stack, owner):

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from held import HeldInvocations
 
 from batchlane import keys
 from batchlane.api.downloads import lifecycle_expiry
@@ -233,25 +234,9 @@ def test_retry_narrowed_to_one_page(stack, owner):
     assert wrong[0] == 409 and wrong[1]["code"] == "NOTHING_TO_RETRY"
 
 
-class HeldChunks:
+def HeldChunks(stack: Any) -> HeldInvocations:
     """Holds every chunk_processor invocation until released."""
-
-    def __init__(self, stack: Any) -> None:
-        self.entered, self.released, self._stack = threading.Event(), threading.Event(), stack
-
-        def hold(event: Any, call_real: Any) -> Invocation:
-            self.entered.set()
-            self.released.wait(60)
-            return call_real(event)
-
-        stack.registry.intercept("chunk_processor", hold)
-
-    def __enter__(self) -> HeldChunks:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.released.set()
-        self._stack.registry.intercept("chunk_processor", None)
+    return HeldInvocations(stack, "chunk_processor")
 
 
 def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(stack, owner):

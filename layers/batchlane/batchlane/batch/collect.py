@@ -264,7 +264,7 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         return {"closed": False}
     detail = (error or {}).get("Error")
     if row["state"] == "preparing" and reason == "submit_failed":
-        row = _adopt_created_job(svc, job_id) or row
+        row = adopt_created_job(svc, job_id) or row
     if row["state"] == "preparing":
         left_lane = reason in SKIP_REASONS or reason.startswith("job_")  # job_cancelled, job_pending: the user moved it
         end_state = "skipped" if left_lane else "prepare_failed"
@@ -331,12 +331,13 @@ def settle_stopping(svc: Services, row: dict[str, Any]) -> dict[str, Any]:
     return _summary(final, won=won)
 
 
-def _adopt_created_job(svc: Services, job_id: str) -> dict[str, Any] | None:
-    """The submit failed, but Bedrock may have created the job before it did: it bills, so find it."""
-    existing = find_job_by_name(svc.bedrock(), bedrock_job_name(job_id))
+def adopt_created_job(svc: Services, job_id: str, bedrock: Any | None = None) -> dict[str, Any] | None:
+    """A Bedrock job created under this job's name (a submit that failed after creating it, or a prepare
+    stuck past its create): it bills, so the row adopts it, to be collected or stopped. None if there is none."""
+    existing = find_job_by_name(bedrock or svc.bedrock(), bedrock_job_name(job_id))
     if not existing:
         return None
-    logger.warning("failed submit had created its Bedrock job: adopted to stop and bill it", job_id=job_id, bedrock_job_arn=existing["jobArn"])
+    logger.warning("a Bedrock job created for this job was adopted", job_id=job_id, bedrock_job_arn=existing["jobArn"])
     return rows.mark_submitted(
         svc.db,
         job_id,

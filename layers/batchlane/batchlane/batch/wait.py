@@ -15,10 +15,9 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 from batchlane.batch import rows
-from batchlane.batch.collect import abandon, collect, settle_stopping
-from batchlane.batch.names import bedrock_job_name
+from batchlane.batch.collect import abandon, adopt_created_job, collect, settle_stopping
 from batchlane.batch.resume import resume_job
-from batchlane.batch.submit import bedrock_status, find_job_by_name, output_uri_for, stop_batch_job
+from batchlane.batch.submit import bedrock_status, stop_batch_job
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
@@ -137,16 +136,7 @@ def _sweep_stopping(svc: Services, bedrock: Any, row: dict[str, Any], tally: Cou
 
 
 def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counter[str]) -> None:
-    existing = find_job_by_name(bedrock, bedrock_job_name(job_id))
-    if existing:  # it exists, so it is billing: adopt it (collected by its wait, or as an orphan)
-        rows.mark_submitted(
-            svc.db,
-            job_id,
-            arn=existing["jobArn"],
-            name=existing["jobName"],
-            output_uri=output_uri_for(svc, job_id),
-            deadline_hours=svc.settings.batch_deadline_hours,
-        )
+    if adopt_created_job(svc, job_id, bedrock):  # it exists, so it is billing: collected by its wait, or as an orphan
         tally["adopted"] += 1
     else:
         abandon(svc, job_id, reason="prepare_stuck")
