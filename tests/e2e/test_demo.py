@@ -17,8 +17,10 @@ PAGES = "650"  # just over BATCH_CONVERSION_MIN_PAGES (600): the job takes the b
 def run_demo(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "BATCH", "DATABASE_URL", "CONVERSION_"))}
     result = subprocess.run([str(BATCHLANE), "demo", "--json", "--out", str(tmp_path), *args], capture_output=True, text=True, env=env, timeout=600)
-    last_line = result.stdout.strip().splitlines()[-1]
-    return result.returncode, json.loads(last_line), result.stderr
+    lines = result.stdout.strip().splitlines()
+    # What a person sees is the progress and the report: the handlers' INFO logs stay out of the terminal.
+    assert not [line for line in lines[:-1] + result.stderr.splitlines() if line.startswith('{"level"')], "handler logs on the terminal"
+    return result.returncode, json.loads(lines[-1]), result.stderr
 
 
 @pytest.mark.parametrize("outcome", ["completed", "partially_completed", "failed", "expired", "stopped"])

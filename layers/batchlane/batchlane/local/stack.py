@@ -134,6 +134,11 @@ class OfflineStack:
         database_url = self.options.database_url or self._start_postgres()
         moto_port = _free_port()
         self._set_env({**_STATIC_ENV, "MOTO_PORT": str(moto_port)})
+        # Powertools reads its level when the logger is made: a CLI that imported the package
+        # before the stack started would keep INFO and print every handler's log to the terminal.
+        from batchlane.observability import logger as handler_logger
+
+        handler_logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
         self._moto.start()
