@@ -19,7 +19,7 @@ def run_demo(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
     result = subprocess.run([str(BATCHLANE), "demo", "--json", "--out", str(tmp_path), *args], capture_output=True, text=True, env=env, timeout=600)
     lines = result.stdout.strip().splitlines()
     # What a person sees is the progress and the report: the handlers' INFO logs stay out of the terminal.
-    assert not [line for line in lines[:-1] + result.stderr.splitlines() if line.startswith('{"level"')], "handler logs on the terminal"
+    assert not [line for line in lines[:-1] + result.stderr.splitlines() if line.startswith('{"level":"INFO"')], "handler INFO logs on the terminal"
     return result.returncode, json.loads(lines[-1]), result.stderr
 
 
