@@ -11,7 +11,6 @@ split function then splits it (or fails it with the PDF's error id).
 
 from __future__ import annotations
 
-import io
 import json
 import time
 import urllib.error
@@ -25,7 +24,6 @@ import pytest
 import yaml
 from botocore.exceptions import ClientError
 from held import HeldInvocations
-from pypdf import PdfReader, PdfWriter
 
 from batchlane import keys
 from batchlane.aws.clients import client
@@ -36,7 +34,7 @@ from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.local.jobs import wait_until as wait_for
 from batchlane.local.lambda_runtime import Invocation
-from batchlane.local.pdfgen import make_pdf
+from batchlane.local.pdfgen import encrypted_pdf, make_pdf
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from tests.conftest import start_stack
@@ -328,20 +326,12 @@ def test_convert_answers_202_splitting_at_once_then_the_job_converts(stack, owne
     assert intake_status(created["jobId"]) == "SUCCEEDED"
 
 
-def _encrypted(data: bytes) -> bytes:
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
-    writer.encrypt("secret")
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 @pytest.mark.parametrize(
     ("content", "error_id"),
     [
         (b"not a pdf!", "PDF_NOT_PDF"),
         (PDF[: len(PDF) // 2], "PDF_CORRUPT"),
-        (_encrypted(PDF), "PDF_ENCRYPTED"),
+        (encrypted_pdf(PDF, "secret"), "PDF_ENCRYPTED"),
         (make_pdf(MAX_PAGES + 1), "PDF_TOO_MANY_PAGES"),
     ],
     ids=["not-a-pdf", "truncated", "encrypted", "too-many-pages"],

@@ -8,7 +8,7 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.generic import DecodedStreamObject, NameObject
 
 from batchlane.domain.errors import InputError
-from batchlane.local.pdfgen import make_pdf, page_phrase
+from batchlane.local.pdfgen import encrypted_pdf, make_pdf, page_phrase
 from batchlane.pdf import open_chunk, open_pdf, plan_chunks
 
 
@@ -134,14 +134,6 @@ def test_text_chars_is_close_to_the_extracted_text_layer():
         assert abs(page.text_chars - extracted) <= 0.05 * extracted
 
 
-def _encrypted(data: bytes) -> bytes:
-    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
-    writer.encrypt("secret")
-    out = io.BytesIO()
-    writer.write(out)
-    return out.getvalue()
-
-
 GOOD = make_pdf(3)
 
 
@@ -152,7 +144,7 @@ GOOD = make_pdf(3)
         (b"hello, not a pdf at all", "PDF_NOT_PDF"),
         (GOOD[: len(GOOD) // 2], "PDF_CORRUPT"),
         (b"%PDF-1.7\n%%EOF\n", "PDF_CORRUPT"),
-        (_encrypted(GOOD), "PDF_ENCRYPTED"),
+        (encrypted_pdf(GOOD, "secret"), "PDF_ENCRYPTED"),
     ],
 )
 def test_bad_input_has_a_stable_error_id_and_one_line(data, error_id):

@@ -20,7 +20,6 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from moto.server import ThreadedMotoServer
 from reportlab.lib.pagesizes import letter
 from reportlab.pdfgen import canvas
 
@@ -45,17 +44,6 @@ SMALL = BatchQuotas(min_records=2, max_records=200, max_concurrent_jobs=5)
 
 
 # -- fixtures -------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, **CREDS).create_bucket(Bucket=BUCKET)
-    yield endpoint
-    server.stop()
 
 
 @pytest.fixture

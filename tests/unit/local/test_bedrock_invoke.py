@@ -21,7 +21,7 @@ from PIL import Image
 from reportlab.lib.pagesizes import letter
 from reportlab.lib.utils import ImageReader
 from reportlab.pdfgen import canvas
-from test_bedrock_emulator import BUCKET, MODEL, Harness, error_code, harness, output_of, page_pdf, put_jsonl, s3, s3_endpoint, submit  # noqa: F401
+from test_bedrock_emulator import BUCKET, MODEL, Harness, error_code, harness, output_of, page_pdf, put_jsonl, s3, submit  # noqa: F401
 
 from batchlane.converter import ConverterConfig, answer_from_messages, build_page_request, build_pages_request, page_result
 from batchlane.domain.cost import PriceTable

@@ -16,7 +16,7 @@ from batchlane.domain.limits import MAX_PAGE_BYTES, MAX_REQUEST_BYTES, encoded_s
 from batchlane.local.bedrock import limits
 
 # The emulator tests' fixtures (a moto S3 server, a running emulator), shared rather than copied.
-s3_endpoint, s3, harness = emulator_tests.s3_endpoint, emulator_tests.s3, emulator_tests.harness
+s3, harness = emulator_tests.s3, emulator_tests.harness
 OVER_A_DOCUMENT = b"%PDF-1.4\n" + os.urandom(4_600_000)  # never parsed: the size check comes first
 
 

@@ -4,11 +4,8 @@ visual test page (its code word is only in the picture, so text extraction canno
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 
 import boto3
-import pytest
-from moto.server import ThreadedMotoServer
 from pypdf import PdfReader
 
 from batchlane.cli.doctor.live import PilotPlan, mentions_picture, run_pilot, visual_test_page
@@ -20,17 +17,6 @@ CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 BUCKET = "doctor-pilot"
 PRICES = PriceTable({MODEL: {"input_per_mtok": 3.0, "output_per_mtok": 15.0}})
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client("s3", endpoint_url=endpoint, **CREDS).create_bucket(Bucket=BUCKET)
-    yield endpoint
-    server.stop()
 
 
 def _pilot(s3_endpoint: str, faults: str, **plan_overrides):  # type: ignore[no-untyped-def]

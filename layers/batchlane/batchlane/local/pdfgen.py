@@ -74,3 +74,14 @@ def make_image_pdf() -> bytes:
         pdf.showPage()
     pdf.save()
     return buffer.getvalue()
+
+
+def encrypted_pdf(data: bytes, password: str) -> bytes:
+    """``data`` with a user password: what a password-protected upload looks like."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
+    writer.encrypt(password)
+    out = io.BytesIO()
+    writer.write(out)
+    return out.getvalue()
