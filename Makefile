@@ -35,7 +35,7 @@ test-fast: $(VENV)/.stamp   ## unit tests only
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
 bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline measured in the same run
-	$(PY) -m batchlane.bench $(BENCH_ARGS)
+	$(PY) -m batchlane_dev.bench $(BENCH_ARGS)
 
 synth: $(VENV)/.stamp node_modules/.stamp   ## cdk synth, offline
 	node_modules/.bin/cdk synth -q
@@ -44,7 +44,7 @@ deploy: $(VENV)/.stamp node_modules/.stamp   ## cdk deploy (needs AWS credential
 	node_modules/.bin/cdk deploy --require-approval broadening
 
 lint: $(VENV)/.stamp   ## ruff + mypy
-	$(VENV)/bin/ruff check layers functions infra tests
+	$(VENV)/bin/ruff check layers devtools functions infra tests
 	$(VENV)/bin/mypy
 
 local-up: $(VENV)/.stamp   ## start the offline stack in the background

@@ -5,8 +5,8 @@
 Dependencies come from ``layers/requirements.txt`` as wheels for the Lambda platform
 (``manylinux2014_aarch64``, CPython 3.12) through ``pip install --platform ...
 --only-binary=:all:``: pip picks the same wheels on any build machine, so no Docker
-and no compiler are needed. The package is copied without ``local/``, ``cli/`` and ``bench/`` (the
-offline stack and the command line never ship), tests and bytecode. Every file gets
+and no compiler are needed. The package is copied whole (the offline stack, the CLI and the
+benchmarks live in ``devtools/batchlane_dev`` and never ship), without tests and bytecode. Every file gets
 the same mtime and pip's machine-specific bits (``bin/`` scripts with this machine's
 shebang, ``RECORD``/``INSTALLER``/``direct_url.json``) are dropped, so the same inputs
 give the same bytes.
@@ -32,8 +32,7 @@ DEFAULT_OUT = REPO_ROOT / "build" / "layer"
 
 PLATFORM = "manylinux2014_aarch64"
 PYTHON_VERSION = "3.12"
-# Never shipped: the offline stack and the CLI (top-level subpackages), tests, bytecode.
-EXCLUDED_SUBPACKAGES = frozenset({"local", "cli", "bench"})  # offline stack, CLI, benchmarks: never in Lambda
+# Never shipped: tests, bytecode.
 EXCLUDED_DIRS = frozenset({"tests", "__pycache__"})
 EXCLUDED_SUFFIXES = (".pyc", ".pyo")
 FIXED_MTIME = 315532800  # 1980-01-01, the earliest time a zip entry can carry
@@ -49,8 +48,6 @@ def _package_files(src: Path = PACKAGE_SRC) -> list[Path]:
     for path in sorted(src.rglob("*")):
         rel = path.relative_to(src)
         if not path.is_file() or path.name.endswith(EXCLUDED_SUFFIXES):
-            continue
-        if rel.parts[0] in EXCLUDED_SUBPACKAGES and len(rel.parts) > 1:
             continue
         if any(part in EXCLUDED_DIRS for part in rel.parts[:-1]):
             continue

@@ -22,7 +22,7 @@ def database_url() -> Iterator[str]:
     if os.environ.get("DATABASE_URL"):
         yield os.environ["DATABASE_URL"]
         return
-    from batchlane.local import postgres
+    from batchlane_dev.local import postgres
 
     pgdata = Path(tempfile.mkdtemp(prefix="batchlane-test-pg-")) / "pgdata"
     server, url = postgres.start(pgdata)
@@ -57,7 +57,7 @@ def start_stack(  # type: ignore[no-untyped-def]
     schedules: bool = True,
     process_functions: frozenset[str] = frozenset(),
 ):
-    from batchlane.local.stack import OfflineStack, StackOptions
+    from batchlane_dev.local.stack import OfflineStack, StackOptions
 
     forget_everything(database_url)
     workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-stack-"))
@@ -105,6 +105,6 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
     yield factory
     for stack in started:
         stack.stop()
-    # Every AWS call a handler made was granted (batchlane.local.iam); a refusal the code swallowed fails here too.
+    # Every AWS call a handler made was granted (batchlane_dev.local.iam); a refusal the code swallowed fails here too.
     refused = [denial for stack in started if stack.grants for denial in stack.grants.denials]
     assert not refused, f"handlers were refused AWS calls their topology grants do not cover: {refused}"

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from batchlane.local.jobs import wait_until
+from batchlane_dev.local.jobs import wait_until
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -8,10 +8,10 @@ from typing import Any
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.jobs import submit_pdf, wait_for_job, wait_until  # noqa: F401 - re-exported for the tests
-from batchlane.local.pdfgen import make_pdf, page_phrase
-from batchlane.report import job_report
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until  # noqa: F401 - re-exported for the tests
+from batchlane_dev.local.pdfgen import make_pdf, page_phrase
+from batchlane_dev.report import job_report
 
 # Small jobs through the batch lane: 60 pages in 3 chunks, lane thresholds lowered to fit.
 SMALL_LANE_ENV = {

@@ -17,8 +17,8 @@ from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, r
 from batchlane.batch import rows
 from batchlane.batch.rows import TERMINAL_BEDROCK_STATUSES
 from batchlane.db import ledger
-from batchlane.local.lambda_runtime import Invocation
 from batchlane.runtime import reset_services, services
+from batchlane_dev.local.lambda_runtime import Invocation
 
 FAST = "time_scale=36000,job_hours=0.5"
 NON_BLANK = PAGES - PAGES // 15

@@ -19,8 +19,8 @@ from batchlane.conversion.source import chunk_pages
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.limits import MAX_PAGE_BYTES, encoded_size
-from batchlane.local.jobs import submit_pdf, wait_for_job
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 
 PAGES = 6
 PHOTO, DRAWING = 2, 5

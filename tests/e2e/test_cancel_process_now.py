@@ -22,10 +22,10 @@ from botocore.exceptions import ClientError
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.jobs import submit_pdf
-from batchlane.local.lambda_runtime import Invocation
-from batchlane.local.pdfgen import make_pdf
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf
+from batchlane_dev.local.lambda_runtime import Invocation
+from batchlane_dev.local.pdfgen import make_pdf
 
 FAST = "time_scale=36000,job_hours=0.5"
 SLOW_BATCH = "time_scale=3600,job_hours=20"  # a Bedrock job takes ~20 s: long enough to act on it part-way

@@ -13,10 +13,10 @@ import uuid
 import pytest
 from click.testing import CliRunner
 
-from batchlane.cli.main import main
-from batchlane.local.daemon import start_daemon, stop_daemon
-from batchlane.local.jobs import wait_until
-from batchlane.local.pdfgen import make_pdf
+from batchlane_dev.cli.main import main
+from batchlane_dev.local.daemon import start_daemon, stop_daemon
+from batchlane_dev.local.jobs import wait_until
+from batchlane_dev.local.pdfgen import make_pdf
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,12 @@ from click.testing import CliRunner
 
 from batchlane import keys
 from batchlane.aws.clients import client
-from batchlane.cli.main import main
-from batchlane.cli.naming import api_case, with_legacy_fields
 from batchlane.db import jobs as job_repo
-from batchlane.local.bedrock import parse_faults
-from batchlane.local.pdfgen import make_pdf, page_phrase
 from batchlane.runtime import services
+from batchlane_dev.cli.main import main
+from batchlane_dev.cli.naming import api_case, with_legacy_fields
+from batchlane_dev.local.bedrock import parse_faults
+from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 
 PAGES, REFUSED, BASE_FAULTS = 9, (2, 5), "time_scale=36000"
 

@@ -17,11 +17,11 @@ from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.submit import _create, output_uri_for
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
-from batchlane.local.bedrock.clock import auto_time_scale
-from batchlane.local.daemon import restart_notice
-from batchlane.local.lambda_runtime import Invocation
-from batchlane.local.stack import OfflineStack, StackOptions
 from batchlane.runtime import services
+from batchlane_dev.local.bedrock.clock import auto_time_scale
+from batchlane_dev.local.daemon import restart_notice
+from batchlane_dev.local.lambda_runtime import Invocation
+from batchlane_dev.local.stack import OfflineStack, StackOptions
 
 FAST = "time_scale=36000,job_hours=0.5"
 NON_BLANK = PAGES - PAGES // 15

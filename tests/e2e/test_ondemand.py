@@ -15,12 +15,12 @@ import pytest
 
 from batchlane.db import Database, connect_params_from_url, ledger
 from batchlane.db import jobs as job_repo
-from batchlane.local.jobs import submit_pdf, wait_for_job
-from batchlane.local.pdfgen import make_pdf, page_phrase
 from batchlane.ondemand import CoverageRule, LimitSettings, PgLimiter, text_layer
 from batchlane.ondemand.limiter import LeaseWaitTimeout, SerialDatabase
 from batchlane.pdf import open_pdf
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 
 pytestmark = pytest.mark.slow
 

@@ -12,9 +12,9 @@ import pytest
 from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_for_job
 
 from batchlane.db import ledger
-from batchlane.local.lambda_runtime import Invocation
-from batchlane.local.stack import PROCESS_FUNCTIONS
 from batchlane.runtime import services
+from batchlane_dev.local.lambda_runtime import Invocation
+from batchlane_dev.local.stack import PROCESS_FUNCTIONS
 
 pytestmark = pytest.mark.slow
 

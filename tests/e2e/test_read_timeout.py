@@ -17,11 +17,11 @@ from batchlane.converter import ConverterConfig, build_pages_request
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
-from batchlane.local.jobs import submit_pdf, wait_for_job
-from batchlane.local.pdfgen import make_pdf
 from batchlane.pdf import open_pdf
 from batchlane.pdf.split import ChunkSpan
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.pdfgen import make_pdf
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ import re
 import pytest
 from realmix import real_mix
 
-from batchlane.local.jobs import submit_pdf, wait_for_job
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 
 
 def _words(text: str) -> set[str]:

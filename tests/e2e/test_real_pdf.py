@@ -20,8 +20,8 @@ from reportlab.lib.styles import getSampleStyleSheet
 from reportlab.lib.units import cm
 from reportlab.platypus import BaseDocTemplate, Frame, FrameBreak, Image, NextPageTemplate, PageBreak, PageTemplate, Paragraph, Spacer, Table, TableStyle
 
-from batchlane.local.jobs import submit_pdf, wait_for_job
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 
 LOREM = (
     "Batch inference lets jobs that can wait pay half price. Each page keeps its marker, each marker its page, "

@@ -12,8 +12,8 @@ from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, assert_retri
 from batchlane.conversion.retry import failed_pages, start_retry
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.bedrock import parse_faults
 from batchlane.runtime import services
+from batchlane_dev.local.bedrock import parse_faults
 
 FAST = "time_scale=36000,job_hours=0.5"
 REFUSED = (7, 33)

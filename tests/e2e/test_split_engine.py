@@ -17,9 +17,9 @@ from PIL import ImageChops, ImageStat
 from pypdf import PdfReader, PdfWriter
 from realmix import real_mix
 
-from batchlane.local.pdfgen import make_pdf
 from batchlane.pdf import open_chunk, open_pdf
 from batchlane.pdf.split import _has_visible_annotations, _read_contents
+from batchlane_dev.local.pdfgen import make_pdf
 
 DOCUMENTS = {doc.name: doc.data for doc in real_mix()} | {"generated-with-blanks.pdf": make_pdf(9, blank_every=4, lines_per_page=20)}
 

@@ -16,9 +16,9 @@ import pytest
 from batchlib import page_results
 
 from batchlane.db import ledger
-from batchlane.local.jobs import submit_pdf, wait_for_job
-from batchlane.local.pdfgen import IMAGE_PAGES, make_image_pdf
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.pdfgen import IMAGE_PAGES, make_image_pdf
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import json
 
 from infra_testlib import Synth
 
-from batchlane.cli.doctor.target import REQUIRED_OUTPUTS
+from batchlane_dev.cli.doctor.target import REQUIRED_OUTPUTS
 
 
 def test_outputs_give_the_doctor_what_it_checks(synth: Synth) -> None:

@@ -1,6 +1,6 @@
 """The synthesized policies are exactly what batchlane.topology_grants maps each function's needs to.
 
-The offline stack enforces the same mapping on every handler call (batchlane.local.iam),
+The offline stack enforces the same mapping on every handler call (batchlane_dev.local.iam),
 so what the e2e tests prove offline is what the template grants on AWS.
 """
 

@@ -32,11 +32,11 @@ from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.jobs import wait_until as wait_for
-from batchlane.local.lambda_runtime import Invocation
-from batchlane.local.pdfgen import encrypted_pdf, make_pdf
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import wait_until as wait_for
+from batchlane_dev.local.lambda_runtime import Invocation
+from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf
 from tests.conftest import start_stack
 
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "api" / "openapi.yaml"
@@ -50,7 +50,7 @@ def stack(migrated_url):  # type: ignore[no-untyped-def]
     stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False, extra_env={"BATCHLANE_MAX_PAGES": str(MAX_PAGES)})
     yield stack
     stack.stop()
-    assert not stack.grants.denials, stack.grants.denials  # every handler call was granted (batchlane.local.iam)
+    assert not stack.grants.denials, stack.grants.denials  # every handler call was granted (batchlane_dev.local.iam)
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ from batchlane.db.connection import (
     SecretConnection,
     connect_params_from_url,
 )
-from batchlane.local import postgres
+from batchlane_dev.local import postgres
 
 T = TypeVar("T")
 

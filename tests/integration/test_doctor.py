@@ -12,9 +12,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from batchlane.cli.main import main
 from batchlane.db.migrate import migration_status
-from batchlane.local.daemon import write_state
+from batchlane_dev.cli.main import main
+from batchlane_dev.local.daemon import write_state
 
 STATIC_CHECKS = {
     "credentials",

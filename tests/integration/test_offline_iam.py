@@ -1,6 +1,6 @@
 """The offline stack enforces each function's grants: a missing grant fails here as on AWS.
 
-(moto checks no IAM; batchlane.local.iam refuses every handler call that the function's
+(moto checks no IAM; batchlane_dev.local.iam refuses every handler call that the function's
 topology ``needs`` do not grant, with the AccessDenied AWS answers.)
 """
 
@@ -19,9 +19,9 @@ from batchlane import topology
 from batchlane.aws.s3 import NotFound
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.jobs import submit_pdf, wait_for_job
-from batchlane.local.pdfgen import make_pdf
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.pdfgen import make_pdf
 from tests.conftest import start_stack
 
 

@@ -28,11 +28,11 @@ from batchlane.api.downloads import lifecycle_expiry
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.bedrock import parse_faults
-from batchlane.local.jobs import wait_until
-from batchlane.local.lambda_runtime import Invocation
-from batchlane.local.pdfgen import make_pdf, page_phrase
 from batchlane.runtime import services
+from batchlane_dev.local.bedrock import parse_faults
+from batchlane_dev.local.jobs import wait_until
+from batchlane_dev.local.lambda_runtime import Invocation
+from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 from tests.e2e.batchlib import assert_converted_whole, assert_retries_booked
 
 PAGES, PER_CHUNK, REFUSED = 9, 3, (2, 5)  # chunk 0 holds page 2, chunk 1 page 5, chunk 2 nothing refused

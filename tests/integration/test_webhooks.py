@@ -18,14 +18,14 @@ import pytest
 
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
-from batchlane.local.jobs import wait_until
-from batchlane.local.lambda_runtime import Invocation
-from batchlane.local.pdfgen import make_pdf
 from batchlane.runtime import services
 from batchlane.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.webhooks import deliveries as delivery_rows
 from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
 from batchlane.webhooks.events import publish_job_change
+from batchlane_dev.local.jobs import wait_until
+from batchlane_dev.local.lambda_runtime import Invocation
+from batchlane_dev.local.pdfgen import make_pdf
 from tests.conftest import start_stack
 from tests.webhook_receiver import Receiver, readme_verify
 

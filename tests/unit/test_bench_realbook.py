@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from batchlane.bench import realbook
+from batchlane_dev.bench import realbook
 
 
 def test_without_apt_the_bench_says_what_it_needs_and_how_to_go_around_it(tmp_path, monkeypatch):

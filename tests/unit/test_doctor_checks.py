@@ -14,9 +14,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batchlane.cli.doctor import checks
-from batchlane.cli.doctor.quotas import BatchQuotaValues, compare
-from batchlane.cli.doctor.target import Target
+from batchlane_dev.cli.doctor import checks
+from batchlane_dev.cli.doctor.quotas import BatchQuotaValues, compare
+from batchlane_dev.cli.doctor.target import Target
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

@@ -8,7 +8,7 @@ import pytest
 
 from batchlane.conversion.dryrun import survey_pdf
 from batchlane.domain.errors import InputError
-from batchlane.local.pdfgen import make_pdf
+from batchlane_dev.local.pdfgen import make_pdf
 
 
 def test_every_page_is_inspected_below_the_sample_size(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from pypdf import PdfReader, PdfWriter
 from pypdf.generic import DecodedStreamObject, NameObject
 
 from batchlane.domain.errors import InputError
-from batchlane.local.pdfgen import encrypted_pdf, make_pdf, page_phrase
 from batchlane.pdf import open_chunk, open_pdf, plan_chunks
+from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf, page_phrase
 
 
 def test_chunks_cover_every_page_once():

@@ -2,7 +2,7 @@
 
 Every Lambda in ``functions/``, every state machine in ``statemachines/``, every
 EventBridge rule and schedule is listed here. ``infra/`` turns this into CloudFormation;
-``batchlane.local`` "deploys" the same list into the emulated services. A test checks
+``batchlane_dev.local`` "deploys" the same list into the emulated services. A test checks
 that this list and the folders agree, so neither side can drift from the other.
 
 ``needs`` names the capabilities a function uses; ``topology_grants`` says which IAM

@@ -2,7 +2,7 @@
 
 One piece of data read by both sides, so they cannot drift: ``infra/`` resolves each
 resource kind to the stack's ARNs and writes the policies; the offline stack
-(``batchlane.local.iam``) resolves the same kinds to the emulated ARNs and refuses every
+(``batchlane_dev.local.iam``) resolves the same kinds to the emulated ARNs and refuses every
 handler call the grants do not cover, with AccessDenied, as AWS would.
 """
 

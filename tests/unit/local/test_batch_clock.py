@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from batchlane.local.bedrock.clock import BATCH_RECORDS_PER_HOUR, EMULATOR_RECORD_COST_S, MAX_AUTO_SCALE, auto_time_scale, scale_for_job
-from batchlane.local.bedrock.faults import parse_faults
+from batchlane_dev.local.bedrock.clock import BATCH_RECORDS_PER_HOUR, EMULATOR_RECORD_COST_S, MAX_AUTO_SCALE, auto_time_scale, scale_for_job
+from batchlane_dev.local.bedrock.faults import parse_faults
 
 
 def test_a_job_spends_its_records_at_the_calibrated_pace_unless_job_hours_fixes_it():

@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 from reportlab.lib.pagesizes import letter
 from reportlab.pdfgen import canvas
 
-from batchlane.local.bedrock import (
+from batchlane_dev.local.bedrock import (
     EMULATED_MODEL_LABEL,
     BatchQuotas,
     BedrockEmulator,

@@ -25,10 +25,10 @@ from test_bedrock_emulator import BUCKET, MODEL, Harness, error_code, harness, o
 
 from batchlane.converter import ConverterConfig, answer_from_messages, build_page_request, build_pages_request, page_result
 from batchlane.domain.cost import PriceTable
-from batchlane.local.bedrock import EMULATED_MODEL_LABEL, model
-from batchlane.local.bedrock.invoke import MAX_REQUEST_BYTES
-from batchlane.local.pdfgen import make_image_pdf, make_pdf
 from batchlane.pdf.split import ChunkSpan, open_pdf
+from batchlane_dev.local.bedrock import EMULATED_MODEL_LABEL, model
+from batchlane_dev.local.bedrock.invoke import MAX_REQUEST_BYTES
+from batchlane_dev.local.pdfgen import make_image_pdf, make_pdf
 
 CONFIG = ConverterConfig(model_id=MODEL, max_tokens=2048, temperature=0.0)
 PRICES = PriceTable({MODEL: {"input_per_mtok": 3.0, "output_per_mtok": 15.0}})

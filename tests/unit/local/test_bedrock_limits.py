@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from test_bedrock_emulator import BUCKET, MODEL, Harness, converse_body, error_code, output_of, page_pdf, put_jsonl, submit
 
 from batchlane.domain.limits import MAX_PAGE_BYTES, MAX_REQUEST_BYTES, encoded_size
-from batchlane.local.bedrock import limits
+from batchlane_dev.local.bedrock import limits
 
 # The emulator tests' fixtures (a moto S3 server, a running emulator), shared rather than copied.
 s3, harness = emulator_tests.s3, emulator_tests.harness

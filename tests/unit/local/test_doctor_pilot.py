@@ -8,10 +8,10 @@ import io
 import boto3
 from pypdf import PdfReader
 
-from batchlane.cli.doctor.live import PilotPlan, mentions_picture, run_pilot, visual_test_page
 from batchlane.converter import ConverterConfig
 from batchlane.domain.cost import PriceTable
-from batchlane.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
+from batchlane_dev.cli.doctor.live import PilotPlan, mentions_picture, run_pilot, visual_test_page
+from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 
 CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -15,8 +15,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from batchlane.local import iam
-from batchlane.local.iam import GrantEnforcer, Targets, acting_as
+from batchlane_dev.local import iam
+from batchlane_dev.local.iam import GrantEnforcer, Targets, acting_as
 
 REGION = "us-east-1"
 BUCKET = "offline-bucket"

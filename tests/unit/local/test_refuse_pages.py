@@ -6,11 +6,11 @@ import base64
 
 import pytest
 
-from batchlane.local.bedrock import parse_faults
-from batchlane.local.bedrock.faults import Faults, answer_fault
-from batchlane.local.bedrock.invoke import model_answer as invoke_answer
-from batchlane.local.bedrock.model import request_pages
-from batchlane.local.pdfgen import make_pdf
+from batchlane_dev.local.bedrock import parse_faults
+from batchlane_dev.local.bedrock.faults import Faults, answer_fault
+from batchlane_dev.local.bedrock.invoke import model_answer as invoke_answer
+from batchlane_dev.local.bedrock.model import request_pages
+from batchlane_dev.local.pdfgen import make_pdf
 
 
 def messages_body(*pages: int) -> dict:

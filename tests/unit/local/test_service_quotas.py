@@ -12,7 +12,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from batchlane.local.bedrock import BatchQuotas, BedrockEmulator
+from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator
 
 CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 QUOTAS = BatchQuotas(min_records=7, max_records=1234, max_concurrent_jobs=3)

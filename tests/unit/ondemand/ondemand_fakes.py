@@ -9,9 +9,9 @@ from typing import Any
 
 from batchlane.converter import ConverterConfig, ModelAnswer, ModelCallError, PageRequest, answer_from_messages
 from batchlane.domain.cost import PriceTable
-from batchlane.local.bedrock import model
-from batchlane.local.pdfgen import make_pdf
 from batchlane.pdf.split import ChunkSpan, Page, open_pdf
+from batchlane_dev.local.bedrock import model
+from batchlane_dev.local.pdfgen import make_pdf
 
 PRICES = PriceTable({"m": {"input_per_mtok": 3.0, "output_per_mtok": 15.0}})
 CONFIG = ConverterConfig(model_id="m", max_tokens=8192, temperature=0.0)

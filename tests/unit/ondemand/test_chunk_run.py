@@ -4,8 +4,8 @@ from ondemand_fakes import CONFIG, PRICES, ModelTransport, chunk_pages
 
 from batchlane.conversion.chunk import Heartbeat, OnDemandSetup, run_pages
 from batchlane.converter import PrimedResult, PrimedTransport, build_page_request
-from batchlane.local.pdfgen import page_phrase
 from batchlane.ondemand import CoverageRule, RequestPlan
+from batchlane_dev.local.pdfgen import page_phrase
 
 PAGES = chunk_pages(23, blank_every=10)
 SETUP = OnDemandSetup(plan=RequestPlan(pages_per_request=5), coverage=CoverageRule(threshold=0))

@@ -4,9 +4,9 @@ from ondemand_fakes import CONFIG, PRICES, ModelTransport
 
 from batchlane.converter import MULTI_PAGE_INSTRUCTION, ModelCallError
 from batchlane.domain.markdown import PageText, render_page
-from batchlane.local.pdfgen import page_phrase
 from batchlane.ondemand import CoverageRule, GroupConverter, RequestPlan, Spend, planner, text_layer
 from batchlane.ondemand.coverage import REASK_INSTRUCTION
+from batchlane_dev.local.pdfgen import page_phrase
 
 PLAN = RequestPlan()
 

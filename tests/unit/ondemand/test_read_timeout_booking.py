@@ -17,8 +17,8 @@ from ondemand_fakes import PRICES, RecordingLimiter, chunk_pages
 
 from batchlane.converter import ConverterConfig, ModelCallError, OnDemandTransport, ReadTimeoutPolicy, build_page_request
 from batchlane.domain.cost import Usage
-from batchlane.local.bedrock import BedrockEmulator, parse_faults
 from batchlane.ondemand import BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, Spend
+from batchlane_dev.local.bedrock import BedrockEmulator, parse_faults
 
 CONFIG = ConverterConfig(model_id="m", max_tokens=8192, temperature=0.0)
 CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from batchlane.cli.doctor.results import Check, passed, warned
-from batchlane.cli.doctor.target import Target
+from batchlane_dev.cli.doctor.results import Check, passed, warned
+from batchlane_dev.cli.doctor.target import Target
 
 SERVICE_CODE = "bedrock"
 # {key: AWS's quota names, {model} = GetFoundationModel modelName}; matched case-insensitively, "(in GB)" dropped

@@ -18,14 +18,14 @@ from pypdf import PdfReader
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from batchlane.local.bedrock import parse_faults
-from batchlane.local.bedrock.clock import scale_for_job
-from batchlane.local.bedrock.model import EMULATED_MODEL_LABEL
-from batchlane.local.jobs import submit_pdf, wait_for_job
-from batchlane.local.pdfgen import make_pdf
-from batchlane.local.stack import OfflineStack, StackOptions
-from batchlane.report import job_report
 from batchlane.runtime import services
+from batchlane_dev.local.bedrock import parse_faults
+from batchlane_dev.local.bedrock.clock import scale_for_job
+from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.stack import OfflineStack, StackOptions
+from batchlane_dev.report import job_report
 
 # Without a time_scale fault the clock is sized to the document (clock.scale_for_job,
 # docs/offline.md "Time offline"): a fixed 7200 was too fast for 10,000 pages (the emulator

@@ -17,8 +17,8 @@ from typing import Any
 
 from rich.console import Console
 
-from batchlane.bench import figure
-from batchlane.local.demo import run_demo
+from batchlane_dev.bench import figure
+from batchlane_dev.local.demo import run_demo
 
 
 def _run(pages: int, *, batch_lane: bool) -> tuple[float, dict[str, Any]]:

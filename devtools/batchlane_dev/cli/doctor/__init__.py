@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
-from batchlane.cli.doctor.results import Check, failed
-from batchlane.cli.jobs_commands import DEFAULT_WORKDIR, EXIT_UNREACHABLE
+from batchlane_dev.cli.doctor.results import Check, failed
+from batchlane_dev.cli.jobs_commands import DEFAULT_WORKDIR, EXIT_UNREACHABLE
 
 EXIT_PROBLEMS = 1
 
@@ -36,8 +36,8 @@ def doctor(stack_name: str | None, workdir: Path, live: bool, pilot_timeout_min:
     import boto3
     from botocore.config import Config
 
-    from batchlane.cli.doctor.run import run_doctor
-    from batchlane.cli.doctor.target import StackNotFound, Target, from_cloudformation, from_offline_state
+    from batchlane_dev.cli.doctor.run import run_doctor
+    from batchlane_dev.cli.doctor.target import StackNotFound, Target, from_cloudformation, from_offline_state
 
     target: Target
     if stack_name:
@@ -51,7 +51,7 @@ def doctor(stack_name: str | None, workdir: Path, live: bool, pilot_timeout_min:
             _finish([failed("stack outputs", f"cannot read stack {stack_name!r}: {exc}")], stack_name, as_json)
             return
     else:
-        from batchlane.local.daemon import use_running_stack
+        from batchlane_dev.local.daemon import use_running_stack
 
         try:
             state = use_running_stack(workdir)

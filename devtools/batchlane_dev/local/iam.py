@@ -32,7 +32,7 @@ from botocore.compat import HTTPHeaders
 from batchlane import topology
 from batchlane.topology_grants import Grant, grants_for, is_inference_profile
 
-log = logging.getLogger("batchlane.local.iam")
+log = logging.getLogger("batchlane_dev.local.iam")
 
 _current_function: contextvars.ContextVar[str | None] = contextvars.ContextVar("batchlane_offline_function", default=None)
 
@@ -258,7 +258,7 @@ def _conditions_hold(grant: Grant, context: Mapping[str, str]) -> bool:
             if op == "StringLike" and not any(_glob(v).match(context[key]) for v in values):
                 return False
             if op not in ("StringEquals", "StringLike"):
-                raise ValueError(f"condition operator {op} is not evaluated offline: add it to batchlane.local.iam")
+                raise ValueError(f"condition operator {op} is not evaluated offline: add it to batchlane_dev.local.iam")
     return True
 
 
@@ -294,7 +294,7 @@ class GrantEnforcer:
         requests = requests_for(service, operation, params, self.targets)
         if requests is None:
             self._record(function, f"{service}:{operation}", None)
-            return f"User: {principal} is not authorized to perform: {service}:{operation} (no IAM mapping offline: add it to batchlane.local.iam)"
+            return f"User: {principal} is not authorized to perform: {service}:{operation} (no IAM mapping offline: add it to batchlane_dev.local.iam)"
         grants = grants_for(self._needs.get(function, ()))
         for request in requests:
             if not allowed(request, grants, self.targets):

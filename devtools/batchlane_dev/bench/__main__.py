@@ -1,4 +1,4 @@
-"""Entry point of `make bench` (see batchlane.bench)."""
+"""Entry point of `make bench` (see batchlane_dev.bench)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import json
 import sys
 
 FIGURE_MODULES = (
-    "batchlane.bench.pdf",
-    "batchlane.bench.layer",
-    "batchlane.bench.batch",
-    "batchlane.bench.demo",
-    "batchlane.bench.ondemand",
-    "batchlane.bench.realbook",  # last: it exits with a clear message when the book cannot be fetched
+    "batchlane_dev.bench.pdf",
+    "batchlane_dev.bench.layer",
+    "batchlane_dev.bench.batch",
+    "batchlane_dev.bench.demo",
+    "batchlane_dev.bench.ondemand",
+    "batchlane_dev.bench.realbook",  # last: it exits with a clear message when the book cannot be fetched
 )
 
 

@@ -29,11 +29,11 @@ from types import ModuleType
 from typing import Any
 
 from batchlane import topology
-from batchlane.local.iam import acting_as
 from batchlane.topology import handler_path
+from batchlane_dev.local.iam import acting_as
 
 FUNCTION_PREFIX = "batchlane-"
-log = logging.getLogger("batchlane.local.lambda")
+log = logging.getLogger("batchlane_dev.local.lambda")
 
 
 @dataclass
@@ -129,7 +129,7 @@ class HandlerRegistry:
         """Runs the handler in the calling process (a worker calls this too: the per-invocation hook point)."""
         try:  # topology.function raises KeyError for a name the topology does not have
             context = LambdaContext(function_name=self.function_name(name), invoked_function_arn=self.arn(name), timeout_s=topology.function(name).timeout_s)
-            with acting_as(name):  # its AWS calls are checked against its grants (batchlane.local.iam)
+            with acting_as(name):  # its AWS calls are checked against its grants (batchlane_dev.local.iam)
                 result = self._module(name).handler(event, context)
             json.dumps(result)  # Lambda would fail to serialise it too
             return Invocation(result=result)
@@ -198,7 +198,7 @@ class WorkerPool:
         "aws_lambda_powertools",
         "batchlane.conversion.chunk",
         "batchlane.batch.prepare",
-        "batchlane.local.lambda_runtime",
+        "batchlane_dev.local.lambda_runtime",
     )
 
     def __init__(self, functions: Collection[str], env: Mapping[str, str], *, max_workers: int = 96, setup: Collection[Callable[[], None]] = ()) -> None:

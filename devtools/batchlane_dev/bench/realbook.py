@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchlane.bench import figure, wanted
-from batchlane.bench.pdf import raw_pypdf_split
+from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench.pdf import raw_pypdf_split
 
 
 @dataclass(frozen=True)
@@ -144,8 +144,8 @@ def _baseline(data: bytes, pages: int) -> dict[str, Any]:
 def figures(args: Any) -> Iterator[dict[str, Any]]:
     """Each figure right after its own baseline: on a shared machine the load moves within minutes.
     ``value`` and ``ratio`` are wall-clock pages/s; ``cpu_ratio`` compares CPU time (what load disturbs least)."""
-    from batchlane.bench.batch import _quiet, run_prepare
     from batchlane.pdf import open_pdf
+    from batchlane_dev.bench.batch import _quiet, run_prepare
 
     _quiet()
     try:

@@ -24,9 +24,9 @@ from typing import Any
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from batchlane.local.lambda_runtime import HandlerRegistry
+from batchlane_dev.local.lambda_runtime import HandlerRegistry
 
-log = logging.getLogger("batchlane.local.api")
+log = logging.getLogger("batchlane_dev.local.api")
 LOCAL_TOKEN_PREFIX = "local:"
 
 

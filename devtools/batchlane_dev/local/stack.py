@@ -33,13 +33,13 @@ import boto3
 from moto.server import ThreadedMotoServer
 
 from batchlane.config import reload_settings
-from batchlane.local import iam, patches, postgres
-from batchlane.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
-from batchlane.local.lambda_runtime import HandlerRegistry, WorkerPool
 from batchlane.runtime import reset_services, services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES
+from batchlane_dev.local import iam, patches, postgres
+from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
+from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
 
-log = logging.getLogger("batchlane.local")
+log = logging.getLogger("batchlane_dev.local")
 BEDROCK_RULE = "bedrock_batch_state_change"
 
 ACCOUNT_ID = "123456789012"
@@ -188,7 +188,7 @@ class OfflineStack:
             log.warning("offline stack starts from empty tables; an earlier run's rows were dropped", extra={"rows": self.forgotten_rows})
         patches.install(self.registry, self._start_execution_from_event)
         self._deploy(moto_url)
-        from batchlane.local.api_server import LocalApiServer
+        from batchlane_dev.local.api_server import LocalApiServer
 
         self.api = LocalApiServer(self.registry)
         self._set_env({"BATCHLANE_API_URL": self.api.start()})

@@ -40,13 +40,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from batchlane.bench import figure, wanted
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.local.jobs import submit_pdf, wait_for_job
-from batchlane.local.pdfgen import make_pdf
-from batchlane.local.stack import PROCESS_FUNCTIONS, OfflineStack, StackOptions
 from batchlane.runtime import services
+from batchlane_dev.bench import figure, wanted
+from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.stack import PROCESS_FUNCTIONS, OfflineStack, StackOptions
 
 SMALL_JOB_FAULTS = "throttle_rpm=60,converse_latency_ms=400,output_ms_per_token=2"
 SMALL_JOB_PACE = {"BATCHLANE_ONDEMAND_RPM": "40", "BATCHLANE_ONDEMAND_BURST": "19"}

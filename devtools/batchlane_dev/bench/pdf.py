@@ -10,9 +10,9 @@ from typing import Any
 
 from pypdf import PdfReader, PdfWriter
 
-from batchlane.bench import figure
-from batchlane.local.pdfgen import make_pdf
 from batchlane.pdf import open_pdf
+from batchlane_dev.bench import figure
+from batchlane_dev.local.pdfgen import make_pdf
 
 
 def raw_pypdf_split(data: bytes) -> int:

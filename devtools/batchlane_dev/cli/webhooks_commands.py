@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from batchlane.cli.jobs_commands import ApiClient, target_options
+from batchlane_dev.cli.jobs_commands import ApiClient, target_options
 
 
 @click.group()

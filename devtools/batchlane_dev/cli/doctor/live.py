@@ -23,10 +23,10 @@ from typing import Any
 from batchlane import keys
 from batchlane.aws.s3 import S3Store
 from batchlane.batch.collect import tally_outputs
-from batchlane.cli.doctor.checks import error_text
-from batchlane.cli.doctor.results import Check, failed, passed, warned
 from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
 from batchlane.domain.cost import PriceTable
+from batchlane_dev.cli.doctor.checks import error_text
+from batchlane_dev.cli.doctor.results import Check, failed, passed, warned
 
 CODE_WORD = "4729"
 _MENTIONS_PICTURE = re.compile(r"\b(figure|image|picture|photo\w*|diagram|illustration|drawing|graphic|chart|logo)s?\b", re.IGNORECASE)
@@ -104,8 +104,8 @@ class PilotPlan:
 
 def pilot_records(records: int, config: ConverterConfig) -> list[Any]:
     """``records`` generated pages through the real converter with a capture transport (prepare's path)."""
-    from batchlane.local.pdfgen import make_pdf
     from batchlane.pdf.split import open_pdf, plan_chunks
+    from batchlane_dev.local.pdfgen import make_pdf
 
     document = open_pdf(make_pdf(records, title="batchlane doctor pilot"), max_pages=records)
     capture = CaptureTransport()

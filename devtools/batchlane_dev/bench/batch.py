@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from batchlane.bench import figure, wanted
-from batchlane.bench.pdf import raw_pypdf_split
+from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench.pdf import raw_pypdf_split
 
 LANE_ENV = {"BATCH_CONVERSION_MIN_PAGES": "40", "BATCH_CONVERSION_MIN_RECORDS": "10", "BATCHLANE_PAGES_PER_CHUNK": "50"}
 
@@ -42,7 +42,7 @@ def _quiet() -> None:
 
 
 def prepare_figure(pages: int) -> dict[str, Any]:
-    from batchlane.local.pdfgen import make_pdf
+    from batchlane_dev.local.pdfgen import make_pdf
 
     data = make_pdf(pages, blank_every=25, lines_per_page=30)
     baseline = min(_timed(raw_pypdf_split, data) for _ in range(2))
@@ -67,11 +67,11 @@ def run_prepare(data: bytes) -> dict[str, Any]:
     from batchlane.batch import rows
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
     from batchlane.conversion.source import store_chunk_sources
-    from batchlane.local.jobs import submit_pdf
-    from batchlane.local.lambda_runtime import Invocation
-    from batchlane.local.stack import OfflineStack, StackOptions
     from batchlane.pdf import open_pdf
     from batchlane.runtime import services
+    from batchlane_dev.local.jobs import submit_pdf
+    from batchlane_dev.local.lambda_runtime import Invocation
+    from batchlane_dev.local.stack import OfflineStack, StackOptions
 
     with tempfile.TemporaryDirectory() as workdir:
         options = StackOptions(workdir=Path(workdir), faults="time_scale=36000", database_url=os.environ.get("DATABASE_URL"), extra_env=LANE_ENV)
@@ -145,7 +145,7 @@ def collect_figure(records: int, files: int = 10) -> dict[str, Any]:
     import boto3
     from moto.server import ThreadedMotoServer
 
-    from batchlane.local.stack import _free_port
+    from batchlane_dev.local.stack import _free_port
 
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
@@ -197,11 +197,11 @@ def collect_figure(records: int, files: int = 10) -> dict[str, Any]:
 
 
 def event_to_resume_figure(jobs: int) -> dict[str, Any]:
-    from batchlane.local.jobs import submit_pdf, wait_for_job
-    from batchlane.local.pdfgen import make_pdf
-    from batchlane.local.stack import OfflineStack, StackOptions
-    from batchlane.report import job_report
     from batchlane.runtime import services
+    from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+    from batchlane_dev.local.pdfgen import make_pdf
+    from batchlane_dev.local.stack import OfflineStack, StackOptions
+    from batchlane_dev.report import job_report
 
     samples = []
     with tempfile.TemporaryDirectory() as workdir:

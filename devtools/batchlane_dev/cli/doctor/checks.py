@@ -1,6 +1,6 @@
 """The static checks: credentials, region, model access, the Bedrock service role, the bucket,
 the EventBridge rule and the database. Each takes the boto3 client(s) it reads and returns
-:class:`~batchlane.cli.doctor.results.Check` results; none changes anything.
+:class:`~batchlane_dev.cli.doctor.results.Check` results; none changes anything.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from batchlane import keys
-from batchlane.cli.doctor.results import Check, failed, passed, warned
 from batchlane.topology import BEDROCK_BATCH_DETAIL_TYPE, BEDROCK_EVENT_SOURCE
+from batchlane_dev.cli.doctor.results import Check, failed, passed, warned
 
 EXPECTED_EXPIRY_DAYS = 14  # infra/storage.py OBJECT_EXPIRY_DAYS
 PROFILE_GEOGRAPHIES = ("us", "eu", "apac", "global", "us-gov", "jp", "au", "ca")

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-log = logging.getLogger("batchlane.local.postgres")
+log = logging.getLogger("batchlane_dev.local.postgres")
 
 
 def start(pgdata: Path) -> tuple[Any, str]:

@@ -11,9 +11,9 @@ behaves the same against either target:
   Cognito ID token in ``BATCHLANE_ID_TOKEN`` is sent as the bearer token
   (``--api-url`` names the API directly instead).
 
-Exit codes are listed in ``batchlane.cli.main``; errors print one line to stderr,
+Exit codes are listed in ``batchlane_dev.cli.main``; errors print one line to stderr,
 ``error: <CODE>: <message>``, CODE being the API's stable error code. Every ``--json``
-output is the API's answer, camelCase (batchlane.cli.naming).
+output is the API's answer, camelCase (batchlane_dev.cli.naming).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path
         return ApiClient(_stack_api_url(stack_name), token)
     if api_url:
         return ApiClient(api_url, token or f"local:{user}")
-    from batchlane.local.daemon import read_state
+    from batchlane_dev.local.daemon import read_state
 
     state = read_state(workdir.resolve())
     if not state:

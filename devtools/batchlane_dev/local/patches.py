@@ -22,9 +22,9 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.events.models import Rule
 from moto.utilities.arns import parse_arn
 
-from batchlane.local.lambda_runtime import HandlerRegistry
+from batchlane_dev.local.lambda_runtime import HandlerRegistry
 
-log = logging.getLogger("batchlane.local.patches")
+log = logging.getLogger("batchlane_dev.local.patches")
 
 _state: dict[str, Any] = {"registry": None, "start_execution": None}
 _installed = False

@@ -1,7 +1,7 @@
 """What every doctor check returns: a named verdict with one line of detail.
 
 Each check is a plain function over boto3 clients (AWS's or the offline stack's);
-:func:`batchlane.cli.doctor.run.run_doctor` runs them in order.
+:func:`batchlane_dev.cli.doctor.run.run_doctor` runs them in order.
 """
 
 from __future__ import annotations

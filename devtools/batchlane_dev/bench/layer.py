@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from batchlane.bench import figure, wanted
 from batchlane.topology import FUNCTIONS, REPO_ROOT, handler_path
+from batchlane_dev.bench import figure, wanted
 
 
 def _zipped_size(root: Path, *, skip: str | None = None) -> int:

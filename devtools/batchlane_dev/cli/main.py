@@ -17,7 +17,7 @@ from pathlib import Path
 
 import click
 
-from batchlane.cli.naming import with_legacy_fields
+from batchlane_dev.cli.naming import with_legacy_fields
 
 EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
 
@@ -62,7 +62,7 @@ def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_onl
 
     from rich.console import Console
 
-    from batchlane.local.demo import run_demo
+    from batchlane_dev.local.demo import run_demo
 
     console = Console(stderr=True)
     try:
@@ -151,7 +151,7 @@ def local() -> None:
 @click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection (docs/offline.md).")
 def up(workdir: Path, faults: str) -> None:
     """Start the offline stack in the background and print how to reach it."""
-    from batchlane.local.daemon import restart_notice, start_daemon
+    from batchlane_dev.local.daemon import restart_notice, start_daemon
 
     state = start_daemon(workdir, faults=faults)
     click.echo(f"offline stack up (pid {state['pid']}); state in {workdir / 'state.json'}")
@@ -164,7 +164,7 @@ def up(workdir: Path, faults: str) -> None:
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True)
 def down(workdir: Path) -> None:
     """Stop the offline stack started by `batchlane local up`."""
-    from batchlane.local.daemon import stop_daemon
+    from batchlane_dev.local.daemon import stop_daemon
 
     click.echo("stopped" if stop_daemon(workdir) else "not running")
 
@@ -173,7 +173,7 @@ def down(workdir: Path) -> None:
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True)
 def status(workdir: Path) -> None:
     """Say whether the offline stack is running, and where."""
-    from batchlane.local.daemon import read_state
+    from batchlane_dev.local.daemon import read_state
 
     state = read_state(workdir)
     if not state:
@@ -185,16 +185,16 @@ def status(workdir: Path) -> None:
             click.echo(f"  {key}={value}")
 
 
-from batchlane.cli.jobs_commands import COMMANDS  # noqa: E402 - registered after the group exists
+from batchlane_dev.cli.jobs_commands import COMMANDS  # noqa: E402 - registered after the group exists
 
 for _command in COMMANDS:
     main.add_command(_command)
 
-from batchlane.cli.doctor import doctor  # noqa: E402
+from batchlane_dev.cli.doctor import doctor  # noqa: E402
 
 main.add_command(doctor)
 
-from batchlane.cli.webhooks_commands import webhooks  # noqa: E402
+from batchlane_dev.cli.webhooks_commands import webhooks  # noqa: E402
 
 main.add_command(webhooks)
 

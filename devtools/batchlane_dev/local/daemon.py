@@ -1,6 +1,6 @@
 """`batchlane local up | down | status`: the offline stack as a background process.
 
-``up`` starts ``python -m batchlane.local.daemon`` in its own session; the daemon starts
+``up`` starts ``python -m batchlane_dev.local.daemon`` in its own session; the daemon starts
 the stack and writes ``<workdir>/state.json`` (pid, endpoints, the environment a client
 needs, and ``forgottenRows``: what an earlier run left in the database, dropped because the
 emulated services keep nothing across a restart). ``down`` sends SIGTERM and waits; the
@@ -68,7 +68,7 @@ def start_daemon(workdir: Path, *, faults: str = "", timeout_s: float = 90) -> d
     (workdir / STATE_FILE).unlink(missing_ok=True)
     log = (workdir / "stack.log").open("ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", "batchlane.local.daemon", "--workdir", str(workdir), "--faults", faults],
+        [sys.executable, "-m", "batchlane_dev.local.daemon", "--workdir", str(workdir), "--faults", faults],
         stdout=log,
         stderr=log,
         stdin=subprocess.DEVNULL,
@@ -140,7 +140,7 @@ def write_state(workdir: Path, stack: Any, *, faults: str = "") -> None:
 
 
 def _run(workdir: Path, faults: str) -> None:
-    from batchlane.local.stack import OfflineStack, StackOptions
+    from batchlane_dev.local.stack import OfflineStack, StackOptions
 
     stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())

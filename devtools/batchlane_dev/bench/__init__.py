@@ -2,7 +2,7 @@
 
 Every figure is ``{"name", "value", "unit", "baseline", "ratio", ...details}`` with
 ``ratio = value / baseline``. Modules listed in ``FIGURE_MODULES`` expose
-``figures(args) -> Iterator[dict]``; ``python -m batchlane.bench --only NAME`` runs one.
+``figures(args) -> Iterator[dict]``; ``python -m batchlane_dev.bench --only NAME`` runs one.
 """
 
 from __future__ import annotations

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from batchlane.cli.doctor import checks as c
-from batchlane.cli.doctor.live import PilotPlan, check_visual_call, run_pilot
-from batchlane.cli.doctor.quotas import compare, read_batch_quotas
-from batchlane.cli.doctor.results import Check, failed, warned
-from batchlane.cli.doctor.target import Target
+from batchlane_dev.cli.doctor import checks as c
+from batchlane_dev.cli.doctor.live import PilotPlan, check_visual_call, run_pilot
+from batchlane_dev.cli.doctor.quotas import compare, read_batch_quotas
+from batchlane_dev.cli.doctor.results import Check, failed, warned
+from batchlane_dev.cli.doctor.target import Target
 
 ClientFactory = Callable[[str], Any]
 
