@@ -1,0 +1,261 @@
+"""Folder jobs and their files: every status change guarded on the current status (0012_folder_jobs.sql)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from batchlane.db.connection import Row
+from batchlane.db.jobs import Runner
+
+FOLDER_JOB_STATUSES = ("enumerating", "processing", "completed", "completed_with_failures", "cancelled", "error")
+LIVE_FOLDER_JOB_STATUSES = ("enumerating", "processing")
+FILE_STATUSES = ("queued", "processing", "completed", "failed", "skipped")
+TERMINAL_FILE_STATUSES = ("completed", "failed", "skipped")
+
+
+@dataclass(frozen=True)
+class NewFile:
+    source_key: str
+    size_bytes: int
+    output_key: str | None
+    status: str = "queued"
+    error_id: str | None = None
+    error_message: str | None = None
+
+
+# -- jobs --------------------------------------------------------------------------------
+def insert_job(
+    db: Runner, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]
+) -> Row | None:
+    """The job row; None when it exists already (same spec posted again)."""
+    return db.one(
+        """INSERT INTO folder_jobs (id, owner_id, name, spec, input_bucket, input_prefix, output_bucket, output_prefix)
+           VALUES (:id, :owner, :name, CAST(:spec AS jsonb), :ib, :ip, :ob, :op)
+           ON CONFLICT (id) DO NOTHING RETURNING *""",
+        id=job_id,
+        owner=owner_id,
+        name=name,
+        spec=spec,
+        ib=source[0],
+        ip=source[1],
+        ob=target[0],
+        op=target[1],
+    )
+
+
+def get_job(db: Runner, job_id: str) -> Row | None:
+    return db.one("SELECT * FROM folder_jobs WHERE id = :id", id=job_id)
+
+
+def lock_job(db: Runner, job_id: str) -> Row | None:
+    return db.one("SELECT * FROM folder_jobs WHERE id = :id FOR UPDATE", id=job_id)
+
+
+def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str, **fields: Any) -> Row | None:
+    """Move a folder job only if it is in one of ``from_statuses``; None when it was not."""
+    sets = "".join(f", {name} = :f_{name}" for name in fields)
+    params = {f"f_{name}": value for name, value in fields.items()}
+    terminal = to_status not in LIVE_FOLDER_JOB_STATUSES
+    return db.one(
+        f"""UPDATE folder_jobs SET status = :to, updated_at = now(){sets},
+                   finished_at = CASE WHEN :terminal THEN now() ELSE NULL END
+            WHERE id = :id AND status = ANY(:from_) RETURNING *""",
+        to=to_status,
+        terminal=terminal,
+        id=job_id,
+        from_=list(from_statuses),
+        **params,
+    )
+
+
+def save_checkpoint(db: Runner, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
+    """After a page: the next continuation token and the totals (one statement, so a retry re-lists at most one page)."""
+    db.run(
+        """UPDATE folder_jobs SET continuation_token = :token, objects_listed = objects_listed + :listed,
+                  excluded_count = excluded_count + :excluded, enumeration_done = :done, updated_at = now(),
+                  enumerated_at = CASE WHEN :done THEN now() ELSE enumerated_at END
+           WHERE id = :id""",
+        token=token,
+        listed=listed,
+        excluded=excluded,
+        done=done,
+        id=job_id,
+    )
+
+
+def next_report_part(db: Runner, job_id: str) -> int:
+    row = db.one("UPDATE folder_jobs SET report_parts = report_parts + 1 WHERE id = :id RETURNING report_parts", id=job_id)
+    assert row is not None
+    return int(row["report_parts"])
+
+
+# -- files -------------------------------------------------------------------------------
+def insert_files(db: Runner, job_id: str, files: Sequence[NewFile]) -> int:
+    """Insert what a page found; a key already there is left as it is (a re-listed page). Returns rows added."""
+    if not files:
+        return 0
+    rows = db.run(
+        """INSERT INTO folder_job_files (folder_job_id, source_key, size_bytes, output_key, status, error_id, error_message, finished_at)
+           SELECT :job, k, s, o, st, e, m, CASE WHEN st = 'queued' THEN NULL ELSE now() END
+           FROM unnest(CAST(:keys AS text[]), CAST(:sizes AS bigint[]), CAST(:outs AS text[]), CAST(:statuses AS text[]),
+                       CAST(:errors AS text[]), CAST(:messages AS text[])) AS t(k, s, o, st, e, m)
+           ON CONFLICT (folder_job_id, source_key) DO NOTHING RETURNING source_key""",
+        job=job_id,
+        keys=[f.source_key for f in files],
+        sizes=[f.size_bytes for f in files],
+        outs=[f.output_key for f in files],
+        statuses=[f.status for f in files],
+        errors=[f.error_id for f in files],
+        messages=[f.error_message for f in files],
+    )
+    return len(rows)
+
+
+def taken_outputs(db: Runner, job_id: str, output_keys: Sequence[str]) -> dict[str, str]:
+    """output key → the source that already claims it (flat-layout collisions)."""
+    if not output_keys:
+        return {}
+    rows = db.run(
+        "SELECT output_key, source_key FROM folder_job_files WHERE folder_job_id = :job AND output_key = ANY(CAST(:outs AS text[])) AND error_id IS DISTINCT FROM 'OUTPUT_COLLISION'",
+        job=job_id,
+        outs=list(output_keys),
+    )
+    return {r["output_key"]: r["source_key"] for r in rows}
+
+
+def known_sources(db: Runner, job_id: str, keys: Sequence[str]) -> set[str]:
+    if not keys:
+        return set()
+    rows = db.run("SELECT source_key FROM folder_job_files WHERE folder_job_id = :job AND source_key = ANY(CAST(:keys AS text[]))", job=job_id, keys=list(keys))
+    return {r["source_key"] for r in rows}
+
+
+def claim_queued(db: Runner, job_id: str, limit: int) -> list[Row]:
+    """Up to ``limit`` queued files → processing (SKIP LOCKED: two runs never start one file twice)."""
+    if limit <= 0:
+        return []
+    return db.run(
+        """UPDATE folder_job_files f SET status = 'processing', attempts = attempts + 1, started_at = now(), updated_at = now()
+           WHERE (folder_job_id, source_key) IN (
+               SELECT folder_job_id, source_key FROM folder_job_files
+               WHERE folder_job_id = :job AND status = 'queued' ORDER BY source_key LIMIT :limit FOR UPDATE SKIP LOCKED)
+           RETURNING f.*""",
+        job=job_id,
+        limit=limit,
+    )
+
+
+def count_processing(db: Runner, job_id: str) -> int:
+    row = db.one("SELECT count(*) AS n FROM folder_job_files WHERE folder_job_id = :job AND status = 'processing'", job=job_id)
+    return int(row["n"]) if row else 0
+
+
+def attach_conversion(db: Runner, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str) -> None:
+    db.run(
+        """UPDATE folder_job_files SET file_id = CAST(:file AS uuid), conversion_job_id = CAST(:conv AS uuid), updated_at = now()
+           WHERE folder_job_id = :job AND source_key = :key""",
+        file=file_id,
+        conv=conversion_job_id,
+        job=job_id,
+        key=source_key,
+    )
+
+
+def finish_file(db: Runner, job_id: str, source_key: str, *, status: str, **fields: Any) -> Row | None:
+    """processing/queued → a terminal status with what is known about it; None when it was already terminal."""
+    sets = "".join(f", {name} = :f_{name}" for name in fields)
+    params = {f"f_{name}": value for name, value in fields.items()}
+    return db.one(
+        f"""UPDATE folder_job_files SET status = :status, finished_at = now(), updated_at = now(), reported = false{sets}
+            WHERE folder_job_id = :job AND source_key = :key AND status IN ('queued', 'processing') RETURNING *""",
+        status=status,
+        job=job_id,
+        key=source_key,
+        **params,
+    )
+
+
+def ended_conversions(db: Runner, job_id: str) -> list[Row]:
+    """Processing files whose conversion job has ended: what the progress step settles."""
+    return db.run(
+        """SELECT f.source_key, f.output_key, j.id AS conversion_job_id, j.status AS job_status, j.total_pages, j.pages_failed,
+                  j.total_cost_usd, j.error_id AS job_error_id, j.error_message AS job_error_message, j.markdown_key, j.pages_batch
+           FROM folder_job_files f JOIN large_conversion_jobs j ON j.id = f.conversion_job_id
+           WHERE f.folder_job_id = :job AND f.status = 'processing' AND j.status IN ('completed', 'failed', 'cancelled')
+           ORDER BY f.source_key""",
+        job=job_id,
+    )
+
+
+def unreported(db: Runner, job_id: str) -> list[Row]:
+    return db.run(
+        "SELECT * FROM folder_job_files WHERE folder_job_id = :job AND reported = false AND status IN ('completed', 'failed', 'skipped') ORDER BY source_key",
+        job=job_id,
+    )
+
+
+def mark_reported(db: Runner, job_id: str, keys: Sequence[str]) -> None:
+    if keys:
+        db.run(
+            "UPDATE folder_job_files SET reported = true WHERE folder_job_id = :job AND source_key = ANY(CAST(:keys AS text[]))", job=job_id, keys=list(keys)
+        )
+
+
+def skip_queued(db: Runner, job_id: str, *, error_id: str, message: str) -> int:
+    rows = db.run(
+        """UPDATE folder_job_files SET status = 'skipped', error_id = :e, error_message = :m, finished_at = now(), updated_at = now(), reported = false
+           WHERE folder_job_id = :job AND status = 'queued' RETURNING source_key""",
+        job=job_id,
+        e=error_id,
+        m=message,
+    )
+    return len(rows)
+
+
+def requeue(db: Runner, job_id: str, *, statuses: Sequence[str], error_ids: Sequence[str] | None = None) -> int:
+    """Files in ``statuses`` (optionally only these error ids) → queued again (retry, resume)."""
+    rows = db.run(
+        """UPDATE folder_job_files SET status = 'queued', error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now(),
+                  reported = false, conversion_job_id = NULL
+           WHERE folder_job_id = :job AND status = ANY(:statuses)
+             AND (CAST(:errors AS text[]) IS NULL OR error_id = ANY(CAST(:errors AS text[])))
+             AND error_id IS DISTINCT FROM 'OUTPUT_COLLISION' AND error_id IS DISTINCT FROM 'NOT_PDF'
+           RETURNING source_key""",
+        job=job_id,
+        statuses=list(statuses),
+        errors=list(error_ids) if error_ids else None,
+    )
+    return len(rows)
+
+
+def counts(db: Runner, job_id: str) -> dict[str, Any]:
+    """Files and pages by status, in one query (the status read model)."""
+    row = db.one(
+        """SELECT count(*) AS discovered,
+                  count(*) FILTER (WHERE status = 'queued') AS queued,
+                  count(*) FILTER (WHERE status = 'processing') AS processing,
+                  count(*) FILTER (WHERE status = 'completed') AS completed,
+                  count(*) FILTER (WHERE status = 'failed') AS failed,
+                  count(*) FILTER (WHERE status = 'skipped') AS skipped,
+                  COALESCE(sum(pages - pages_failed) FILTER (WHERE status = 'completed'), 0) AS pages_completed,
+                  COALESCE(sum(pages_failed) FILTER (WHERE status IN ('completed', 'failed')), 0)
+                    + COALESCE(sum(pages) FILTER (WHERE status = 'failed' AND pages_failed = 0), 0) AS pages_failed,
+                  COALESCE(sum(cost_usd), 0) AS cost_usd
+           FROM folder_job_files WHERE folder_job_id = :job""",
+        job=job_id,
+    )
+    assert row is not None
+    return {k: (float(v) if k == "cost_usd" else int(v)) for k, v in row.items()}
+
+
+def list_files(db: Runner, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[Row]:
+    return db.run(
+        """SELECT * FROM folder_job_files WHERE folder_job_id = :job AND (CAST(:status AS text) IS NULL OR status = :status)
+             AND (CAST(:after AS text) IS NULL OR source_key > :after) ORDER BY source_key LIMIT :limit""",
+        job=job_id,
+        status=status,
+        after=after,
+        limit=limit,
+    )

@@ -1,0 +1,167 @@
+"""A folder job's spec: validated, normalised (every default filled in), and its id.
+
+The id is derived from the normalised spec and the owner (``fj-`` + 24 hex of sha256 over the
+canonical JSON), so posting the same spec again finds the same job instead of starting a
+second one. ``name`` and ``notifications`` are labels: they do not change what is converted,
+so they are left out of the id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from batchlane.domain.errors import InputError
+from batchlane.folders.layout import DEFAULT_INCLUDE, Layout, S3Uri, common_folder, parse_s3_uri
+
+MAX_FILES = 10_000
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputSpec(_Strict):
+    folder: str | None = None
+    files: list[str] | None = Field(None, max_length=MAX_FILES)
+    recursive: bool = True
+    include: list[str] = Field(default_factory=lambda: list(DEFAULT_INCLUDE))
+    exclude: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> InputSpec:
+        if (self.folder is None) == (self.files is None):
+            raise ValueError("give exactly one of input.folder and input.files")
+        return self
+
+
+class OutputSpec(_Strict):
+    folder: str | None = None  # default: the input folder
+    layout: Layout = "alongside"
+    on_existing: Literal["skip", "replace"] = "skip"
+
+
+class PolicySpec(_Strict):
+    max_pages_per_document: int | None = Field(None, ge=1)
+    max_retries: int = Field(2, ge=0, le=10)
+    priority: Literal["low", "normal", "high"] = "normal"
+    deadline: datetime | None = None
+
+
+class FolderJobSpec(_Strict):
+    input: InputSpec
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    options: dict[str, Any] = Field(default_factory=dict)
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+    name: str | None = Field(None, max_length=200)
+    notifications: dict[str, Any] | None = None
+
+    @field_validator("options")
+    @classmethod
+    def _no_private_options(cls, value: dict[str, Any]) -> dict[str, Any]:
+        private = sorted(k for k in value if k.startswith("_"))
+        if private:
+            raise ValueError(f"options {', '.join(private)} are internal")
+        return value
+
+    # -- derived ------------------------------------------------------------------------
+    @property
+    def input_uri(self) -> S3Uri:
+        """The folder listed (``files``: the deepest folder holding them all)."""
+        if self.input.folder is not None:
+            return parse_s3_uri(self.input.folder)
+        uris = [parse_s3_uri(u) for u in self.input.files or []]
+        return S3Uri(uris[0].bucket, common_folder(u.key for u in uris))
+
+    @property
+    def output_uri(self) -> S3Uri:
+        assert self.output.folder is not None  # filled in by normalise
+        return parse_s3_uri(self.output.folder)
+
+    def canonical_json(self) -> str:
+        body = self.model_dump(mode="json", exclude={"name", "notifications"})
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _check_folder_uri(uri: str, where: str) -> S3Uri:
+    try:
+        parsed = parse_s3_uri(uri)
+    except ValueError as exc:
+        raise InputError(f"{where} must be an s3://bucket/folder/ URI: {exc}.", error_id="FOLDER_URI_INVALID") from None
+    if not uri.endswith("/"):
+        raise InputError(f"{where} {uri} must end with '/': a folder, not an object.", error_id="FOLDER_URI_NO_SLASH")
+    return parsed
+
+
+def parse_spec(body: Any) -> FolderJobSpec:
+    """Validate a posted spec and fill in every default; InputError (SPEC_INVALID, FOLDER_URI_*) otherwise."""
+    try:
+        spec = FolderJobSpec.model_validate(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "spec"
+        raise InputError(f"{where}: {first.get('msg')}", error_id="SPEC_INVALID") from None
+    return normalise(spec)
+
+
+def normalise(spec: FolderJobSpec) -> FolderJobSpec:
+    """Sorted, de-duplicated lists; the output folder filled in; URIs checked."""
+    data = spec.model_copy(deep=True)
+    if data.input.folder is not None:
+        _check_folder_uri(data.input.folder, "input.folder")
+    else:
+        files = sorted(set(data.input.files or []))
+        if not files:
+            raise InputError("input.files is empty.", error_id="SPEC_INVALID")
+        buckets = set()
+        for uri in files:
+            try:
+                parsed = parse_s3_uri(uri)
+            except ValueError as exc:
+                raise InputError(f"input.files: {exc}.", error_id="FOLDER_URI_INVALID") from None
+            if not parsed.key or parsed.key.endswith("/"):
+                raise InputError(f"input.files: {uri} names a folder, not an object.", error_id="FOLDER_URI_INVALID")
+            buckets.add(parsed.bucket)
+        if len(buckets) > 1:
+            raise InputError("input.files must all be in one bucket.", error_id="SPEC_INVALID")
+        data.input.files = files
+    data.input.include = sorted(set(data.input.include)) or list(DEFAULT_INCLUDE)
+    data.input.exclude = sorted(set(data.input.exclude))
+    if data.output.folder is None:
+        data.output.folder = str(data.input_uri)
+    else:
+        _check_folder_uri(data.output.folder, "output.folder")
+    if data.output.layout == "alongside" and data.output.folder != str(data.input_uri):
+        raise InputError("layout alongside writes next to the sources: leave output.folder out, or use mirror or flat.", error_id="SPEC_INVALID")
+    if data.output.layout == "mirror" and data.output.folder == str(data.input_uri):
+        raise InputError("layout mirror needs an output.folder other than the input folder (or use alongside).", error_id="SPEC_INVALID")
+    return data
+
+
+def folder_job_id(spec: FolderJobSpec, owner_id: str) -> str:
+    """``fj-`` + 24 hex: the same owner posting the same normalised spec gets the same id."""
+    digest = hashlib.sha256(f"{owner_id}\n{spec.canonical_json()}".encode()).hexdigest()
+    return f"fj-{digest[:24]}"
+
+
+def allowed_source(uri: S3Uri, sources: list[str]) -> bool:
+    """True when ``uri`` lies in one of the configured ``bucket/prefix`` sources (cdk.json ``folderSources``)."""
+    for source in sources:
+        bucket, _, prefix = source.strip().removeprefix("s3://").partition("/")
+        if bucket == uri.bucket and uri.key.startswith(prefix):
+            return True
+    return False
+
+
+def check_allowed(spec: FolderJobSpec, sources: list[str]) -> None:
+    """FOLDER_NOT_ALLOWED before anything is listed: the deployment may read/write only its sources."""
+    for what, uri in (("input", spec.input_uri), ("output", spec.output_uri)):
+        if not allowed_source(uri, sources):
+            raise InputError(
+                f"The {what} folder {uri} is outside the folders this deployment may use ({', '.join(sources) or 'none configured'}).",
+                error_id="FOLDER_NOT_ALLOWED",
+            )

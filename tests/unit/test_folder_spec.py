@@ -1,0 +1,102 @@
+"""Folder-job specs and output keys: pure rules, checked without any AWS or database."""
+
+from __future__ import annotations
+
+import pytest
+
+from batchlane.domain.errors import InputError
+from batchlane.folders import layout
+from batchlane.folders.spec import check_allowed, folder_job_id, parse_spec
+
+FOLDER = "s3://docs/legal/"
+
+
+def spec(**extra):  # type: ignore[no-untyped-def]
+    return parse_spec({"input": {"folder": FOLDER}, **extra})
+
+
+def test_defaults_are_filled_in_and_the_id_is_stable_under_reordering() -> None:
+    a = parse_spec({"input": {"folder": FOLDER, "exclude": ["b*", "a*"]}, "name": "one"})
+    b = parse_spec({"input": {"folder": FOLDER, "exclude": ["a*", "b*", "a*"]}, "name": "two"})
+    assert a.output.folder == FOLDER and a.output.layout == "alongside" and a.output.on_existing == "skip"
+    assert a.input.include == ["*.pdf"] and a.input.recursive is True and a.policy.priority == "normal"
+    job_id = folder_job_id(a, "alice")
+    assert job_id == folder_job_id(b, "alice")  # names are labels; glob order is not meaning
+    assert job_id.startswith("fj-") and len(job_id) == 27
+    assert job_id != folder_job_id(a, "bob")
+    assert job_id != folder_job_id(spec(output={"on_existing": "replace"}), "alice")
+
+
+@pytest.mark.parametrize(
+    ("body", "error_id"),
+    [
+        ({"input": {"folder": "s3://docs/legal"}}, "FOLDER_URI_NO_SLASH"),
+        ({"input": {"folder": "/tmp/x/"}}, "FOLDER_URI_INVALID"),
+        ({"input": {"folder": FOLDER, "files": ["s3://docs/a.pdf"]}}, "SPEC_INVALID"),
+        ({"input": {}}, "SPEC_INVALID"),
+        ({"input": {"folder": FOLDER}, "output": {"folder": "s3://docs/out/"}}, "SPEC_INVALID"),  # alongside elsewhere
+        ({"input": {"folder": FOLDER}, "output": {"layout": "mirror"}}, "SPEC_INVALID"),  # mirror onto itself
+        ({"input": {"folder": FOLDER}, "options": {"_batchLane": True}}, "SPEC_INVALID"),
+        ({"input": {"files": ["s3://a/x.pdf", "s3://b/y.pdf"]}, "output": {"layout": "flat", "folder": "s3://a/o/"}}, "SPEC_INVALID"),
+    ],
+)
+def test_bad_specs_get_an_error_id(body: dict, error_id: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(InputError) as err:
+        parse_spec(body)
+    assert err.value.error_id == error_id
+
+
+def test_a_files_list_lists_their_common_folder_and_outputs_default_there() -> None:
+    s = parse_spec({"input": {"files": ["s3://docs/a/x/2.pdf", "s3://docs/a/y/1.pdf", "s3://docs/a/x/2.pdf"]}})
+    assert s.input.files == ["s3://docs/a/x/2.pdf", "s3://docs/a/y/1.pdf"]
+    assert str(s.input_uri) == "s3://docs/a/" and s.output.folder == "s3://docs/a/"
+
+
+def test_folders_outside_the_configured_sources_are_refused() -> None:
+    check_allowed(spec(), ["docs/legal/"])
+    check_allowed(spec(), ["docs/"])
+    for sources in ([], ["docs/other/"], ["other/legal/"]):
+        with pytest.raises(InputError) as err:
+            check_allowed(spec(), sources)
+        assert err.value.error_id == "FOLDER_NOT_ALLOWED"
+    mirrored = spec(output={"layout": "mirror", "folder": "s3://elsewhere/out/"})
+    with pytest.raises(InputError):
+        check_allowed(mirrored, ["docs/legal/"])  # the output folder must be allowed too
+
+
+@pytest.mark.parametrize(
+    ("layout_name", "out", "expected"),
+    [
+        ("alongside", "legal/", "legal/a/doc.md"),
+        ("mirror", "md/", "md/a/doc.md"),
+        ("flat", "md/", "md/doc/doc.md"),
+    ],
+)
+def test_layouts(layout_name: layout.Layout, out: str, expected: str) -> None:
+    assert layout.output_key("legal/a/doc.pdf", input_prefix="legal/", output_prefix=out, layout=layout_name) == expected
+
+
+def test_an_output_never_lands_on_an_input() -> None:
+    inputs = {"legal/doc.md.pdf", "legal/doc.md"}
+    # a source named without a .pdf extension whose output would be another input's key
+    key = layout.output_key("legal/doc", input_prefix="legal/", output_prefix="legal/", layout="alongside", is_input=inputs.__contains__)
+    assert key == "legal/doc.converted.md"
+    assert layout.output_key("x/a.md", input_prefix="x/", output_prefix="x/", layout="alongside") == "x/a.converted.md"
+
+
+def test_our_own_outputs_are_never_inputs() -> None:
+    assert layout.is_own_output("legal/a/doc.md")
+    assert layout.is_own_output("legal/_batchlane/fj-0/report.jsonl")
+    assert layout.is_own_output("_batchlane/fj-0/manifest.json")
+    assert not layout.is_own_output("legal/a/doc.pdf")
+    assert not layout.is_own_output("legal/not_batchlane/doc.pdf")
+    assert layout.manifest_key("legal/", "fj-1") == "legal/_batchlane/fj-1/manifest.json"
+    assert layout.report_key("", "fj-1") == "_batchlane/fj-1/report.jsonl"
+
+
+def test_globs_match_below_the_folder_case_insensitively() -> None:
+    assert layout.matches("a/Doc.PDF", ["*.pdf"], [])
+    assert not layout.matches("a/doc.txt", ["*.pdf"], [])
+    assert not layout.matches("drafts/doc.pdf", ["*.pdf"], ["drafts/*"])
+    assert layout.matches("a/b/doc.pdf", ["a/*"], [])
+    assert not layout.matches("a/secret.pdf", ["*.pdf"], ["secret*"])
