@@ -65,6 +65,8 @@ class Wiring:
     # Signed webhooks (infra/webhooks.py): the signing secret and the delivery machine.
     webhook_secret: secretsmanager.ISecret | None = None
     webhook_delivery_state_machine_arn: str = ""
+    # Folder jobs (docs/architecture.md "Folder jobs"): the loop's machine.
+    folder_job_state_machine_arn: str = ""
 
 
 def function_code(name: str) -> lambda_.Code:
@@ -179,6 +181,10 @@ class Compute(Construct):
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
         if "start_webhook_delivery" in spec.needs:
             env["WEBHOOK_DELIVERY_STATE_MACHINE_ARN"] = w.webhook_delivery_state_machine_arn
+        if {"folder_read", "folder_write"} & set(spec.needs):
+            env["BATCHLANE_FOLDER_SOURCES"] = ",".join(self._config.folder_sources)
+        if "start_folder_job" in spec.needs:
+            env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
         if {"webhook_secret_read", "webhook_secret_rotate"} & set(spec.needs):
             env["WEBHOOK_SECRET_ARN"] = self._webhook_secret().secret_arn  # the ARN, never the value
         return env
@@ -204,6 +210,8 @@ class Compute(Construct):
             intake_state_machine_arn=w.intake_state_machine_arn,
             webhook_delivery_state_machine_arn=w.webhook_delivery_state_machine_arn or None,
             webhook_secret=w.webhook_secret,
+            folder_sources=self._config.folder_sources,
+            folder_job_state_machine_arn=w.folder_job_state_machine_arn or None,
         )
         for need in spec.needs:
             if need == "bedrock_batch":  # the same grants, as the exported managed policy
@@ -242,6 +250,13 @@ class Compute(Construct):
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
                 f"Object keys under {prefix} are generated per file; access is limited to that prefix of this one bucket.",
             )
+        if {"folder_read", "folder_write"} & set(spec.needs):
+            for source in self._config.folder_sources:
+                acknowledge(
+                    role,
+                    f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{source}*]",
+                    "Folder jobs read the PDFs and write the Markdown, report and manifest under the configured folder source (context folderSources) only.",
+                )
         if in_vpc:
             acknowledge(
                 role,

@@ -23,6 +23,7 @@ the command line arrive as strings, so JSON-looking strings are parsed.
 | webhookAllowPrivateReceivers | false                                | BATCHLANE_WEBHOOK_ALLOW_PRIVATE: allow http and private/loopback callback URLs (a receiver in your VPC) |
 | webhookGraceHours        | 24                                       | BATCHLANE_WEBHOOK_GRACE_HOURS: after a rotation, both secrets sign for this long |
 | adminGroup               | "batchlane-admins"                       | BATCHLANE_ADMIN_GROUP: the Cognito group (created by the stack) whose members may rotate the webhook secret |
+| folderSources            | []                                       | BATCHLANE_FOLDER_SOURCES: ``bucket/prefix`` folders of your buckets folder jobs may read and write (IAM allows only these) |
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ class InfraConfig:
     webhook_allow_private: bool = False
     webhook_grace_hours: float = 24.0
     admin_group: str = "batchlane-admins"
+    folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -265,4 +267,17 @@ def load(node: Node) -> InfraConfig:
         webhook_allow_private=_bool(ctx("webhookAllowPrivateReceivers", False)),
         webhook_grace_hours=float(ctx("webhookGraceHours", base.webhook_grace_hours)),
         admin_group=str(ctx("adminGroup", base.admin_group)),
+        folder_sources=_folder_sources(ctx("folderSources", []) or []),
     )
+
+
+def _folder_sources(value: Any) -> tuple[str, ...]:
+    """``bucket/prefix`` entries (a trailing slash added to a prefix); s3:// and wildcards refused."""
+    items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
+    out = []
+    for item in filter(None, items):
+        bucket, _, prefix = item.partition("/")
+        if item.startswith("s3://") or "*" in item or not bucket:
+            raise ValueError(f"context folderSources: {item!r} must be bucket/prefix (no s3://, no wildcards)")
+        out.append(f"{bucket}/{prefix.rstrip('/') + '/' if prefix else ''}")
+    return tuple(out)

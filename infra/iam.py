@@ -93,6 +93,8 @@ class GrantTargets:
     intake_state_machine_arn: str | None = None
     webhook_delivery_state_machine_arn: str | None = None
     webhook_secret: secretsmanager.ISecret | None = None
+    folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (context folderSources)
+    folder_job_state_machine_arn: str | None = None
 
     def arns(self, grant: Grant) -> list[str]:
         return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
@@ -125,21 +127,30 @@ class GrantTargets:
             return [self.intake_state_machine_arn]
         if kind == "webhook_delivery_state_machine" and self.webhook_delivery_state_machine_arn:
             return [self.webhook_delivery_state_machine_arn]
+        if kind == "folder_objects":
+            return [f"arn:{Aws.PARTITION}:s3:::{source}*" for source in self.folder_sources]
+        if kind == "folder_buckets":
+            return sorted({f"arn:{Aws.PARTITION}:s3:::{source.split('/', 1)[0]}" for source in self.folder_sources})
+        if kind == "folder_job_state_machine" and self.folder_job_state_machine_arn:
+            return [self.folder_job_state_machine_arn]
         if kind == "webhook_secret" and self.webhook_secret is not None:
             return [self.webhook_secret.secret_arn]
         raise ValueError(f"resource kind {kind!r} has no ARN in infra/iam.py GrantTargets")
 
 
 def grant_statements(grants: tuple[Grant, ...], targets: GrantTargets) -> list[iam.PolicyStatement]:
-    """``batchlane.topology_grants`` grants as policy statements, one per grant."""
+    """``batchlane.topology_grants`` grants as policy statements, one per grant (none for a grant with no resource:
+    folder grants when no folderSources are configured)."""
+    resolved = [(grant, targets.arns(grant)) for grant in grants]
     return [
         iam.PolicyStatement(
             sid=grant.sid,
             actions=list(grant.actions),
-            resources=targets.arns(grant),
+            resources=resources,
             conditions={op: {k: v if isinstance(v, str) else list(v) for k, v in block.items()} for op, block in grant.all_conditions().items()} or None,
         )
-        for grant in grants
+        for grant, resources in resolved
+        if resources
     ]
 
 

@@ -64,6 +64,7 @@ class BatchlaneStack(Stack):
                 intake_state_machine_arn=intake_arn,
                 webhook_secret=webhooks.secret,
                 webhook_delivery_state_machine_arn=state_machine_arn(self, config.stack_name, "webhook_delivery"),
+                folder_job_state_machine_arn=state_machine_arn(self, config.stack_name, "folder_job"),
             ),
         )
         fns = compute.functions
@@ -93,6 +94,7 @@ class BatchlaneStack(Stack):
             "ConversionStateMachineArn": (workflows.machines["conversion"].state_machine_arn, "Conversion workflow"),
             "BatchLaneStateMachineArn": (workflows.machines["batch_lane"].state_machine_arn, "Batch-lane workflow"),
             "IntakeStateMachineArn": (workflows.machines["intake"].state_machine_arn, "Intake workflow: the split of each new job"),
+            "FolderJobStateMachineArn": (workflows.machines["folder_job"].state_machine_arn, "Folder-job workflow: enumerate, start files, report"),
             "ApiUrl": (api.rest_api.url, "REST API base URL (Cognito token required)"),
             "UserPoolId": (api.user_pool.user_pool_id, "Cognito user pool (administrators invite users)"),
             "UserPoolClientId": (api.client.user_pool_client_id, "Cognito app client for the CLI (SRP, no secret)"),

@@ -21,6 +21,8 @@ from infra_testlib import Synth, synth_app  # noqa: E402
 
 from infra.layer_build import LayerBuildError, build_layer  # noqa: E402
 
+FOLDER_SOURCE = "customer-docs/contracts/"  # the folder source the session's synth is given (context folderSources)
+
 
 @pytest.fixture(scope="session")
 def layer_dir() -> Path:
@@ -32,4 +34,5 @@ def layer_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def synth(tmp_path_factory: pytest.TempPathFactory, layer_dir: Path) -> Synth:
-    return synth_app(tmp_path_factory.mktemp("cdk.out"), layer_dir)
+    # With a folder source configured, so the folder-job grants are in the template (cdk.json has none).
+    return synth_app(tmp_path_factory.mktemp("cdk.out"), layer_dir, extra_context={"folderSources": [FOLDER_SOURCE]})

@@ -39,7 +39,12 @@ def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
     if isinstance(resource, dict) and synth.resources.get(resource.get("Ref", ""), {}).get("Type", "").startswith("AWS::SecretsManager::"):
         return ("webhook_secret" if "SigningSecret" in resource["Ref"] else "database_secret"), ""
     text = json.dumps(resource)
+    if "s3:::customer-docs/contracts/*" in text:  # conftest.FOLDER_SOURCE
+        return "folder_objects", ""
+    if text.endswith('s3:::customer-docs"]]}'):
+        return "folder_buckets", ""
     for marker, kind in (
+        (":stateMachine:Batchlane-folder-job", "folder_job_state_machine"),
         ("foundation-model/", "models"),
         ("inference-profile/", "models"),
         (":model-invocation-job/*", "batch_jobs"),
@@ -96,3 +101,12 @@ def test_every_capability_the_topology_can_name_is_mapped() -> None:
 def test_job_split_may_write_the_chunk_pdfs_it_splits() -> None:
     """The grant the offline IAM uncovered (job_create split in-process then; job_split does now): chunk sources under jobs/."""
     assert ("s3:PutObject", "objects", "", "{}") in _mapped(topology.function("job_split").needs)
+
+
+def test_folder_jobs_reach_only_the_configured_folder_sources(synth: Synth) -> None:
+    """Least privilege over users' buckets: objects under context folderSources only, and nothing else of theirs."""
+    granted = _granted(synth, "folder_advance")
+    assert ("s3:GetObject", "folder_objects", "", "{}") in granted and ("s3:PutObject", "folder_objects", "", "{}") in granted
+    assert ("s3:ListBucket", "folder_buckets", "", "{}") in granted
+    assert not any(kind == "folder_objects" for _, kind, _, _ in _granted(synth, "chunk_processor"))
+    assert ("states:StartExecution", "folder_job_state_machine", "", "{}") in _granted(synth, "api")

@@ -76,7 +76,13 @@ def test_state_machine_names_match_the_arns_functions_are_given(synth: Synth) ->
     env_arns = set()
     for fn in synth.of_type("AWS::Lambda::Function").values():
         env = fn["Properties"].get("Environment", {}).get("Variables", {})
-        for key in ("CONVERSION_STATE_MACHINE_ARN", "BATCH_LANE_STATE_MACHINE_ARN", "INTAKE_STATE_MACHINE_ARN", "WEBHOOK_DELIVERY_STATE_MACHINE_ARN"):
+        for key in (
+            "CONVERSION_STATE_MACHINE_ARN",
+            "BATCH_LANE_STATE_MACHINE_ARN",
+            "INTAKE_STATE_MACHINE_ARN",
+            "WEBHOOK_DELIVERY_STATE_MACHINE_ARN",
+            "FOLDER_JOB_STATE_MACHINE_ARN",
+        ):
             if key in env:
                 env_arns.add(re.sub(r".*stateMachine:", "", env[key]["Fn::Join"][1][-1]))
     names = {m["Properties"]["StateMachineName"] for m in synth.of_type("AWS::StepFunctions::StateMachine").values()}

@@ -75,6 +75,8 @@ class Targets:
     intake_state_machine_arn: str = ""
     webhook_delivery_state_machine_arn: str = ""
     webhook_secret_arn: str = ""
+    folder_job_state_machine_arn: str = ""
+    folder_sources: tuple[str, ...] = ()  # "bucket/prefix", as BATCHLANE_FOLDER_SOURCES
     partition: str = "aws"
 
     def arns(self, grant: Grant) -> list[str]:
@@ -96,6 +98,9 @@ class Targets:
             "webhook_secret": [f"{self.webhook_secret_arn}*"] if self.webhook_secret_arn else [],
             "default_event_bus": [f"arn:{p}:events:{region}:{account}:event-bus/default"],
             "any": ["*"],
+            "folder_objects": [f"arn:{p}:s3:::{source.rstrip('*')}*" for source in self.folder_sources],
+            "folder_buckets": sorted({f"arn:{p}:s3:::{source.split('/', 1)[0]}" for source in self.folder_sources}),
+            "folder_job_state_machine": [self.folder_job_state_machine_arn] if self.folder_job_state_machine_arn else [],
         }
         return table[kind]
 

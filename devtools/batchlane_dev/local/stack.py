@@ -45,6 +45,8 @@ BEDROCK_RULE = "bedrock_batch_state_change"
 ACCOUNT_ID = "123456789012"
 REGION = "us-east-1"
 BUCKET = "batchlane-offline"
+# The user's bucket a folder job reads and writes offline (folderSources in cdk.json on AWS).
+FOLDER_BUCKET = "batchlane-offline-folders"
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
@@ -56,6 +58,7 @@ OFFLINE_SETTINGS = {
     "delivery_backoff_rate": "1",
     "delivery_max_attempts": "3",
     "delivery_max_delay_seconds": "1",
+    "poll_interval_seconds": "1",  # the folder loop's turn
 }
 WEBHOOK_SECRET_NAME = "batchlane-webhook-signing"
 _STATIC_ENV = {
@@ -172,6 +175,8 @@ class OfflineStack:
             "WEBHOOK_SECRET_ARN": self._create_webhook_secret(moto_url),
             # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
+            "FOLDER_JOB_STATE_MACHINE_ARN": self.state_machine_arns["folder_job"],
+            "BATCHLANE_FOLDER_SOURCES": f"{FOLDER_BUCKET}/",
             **self.options.extra_env,
         }
         self._set_env(env)
@@ -295,6 +300,8 @@ class OfflineStack:
             intake_state_machine_arn=self.state_machine_arns["intake"],
             webhook_delivery_state_machine_arn=self.state_machine_arns["webhook_delivery"],
             webhook_secret_arn=self.env.get("WEBHOOK_SECRET_ARN", ""),
+            folder_job_state_machine_arn=self.state_machine_arns["folder_job"],
+            folder_sources=tuple(reload_settings().folder_sources),
             bedrock_service_role_arn=SERVICE_ROLE_ARN,
             model_ids=(reload_settings().batchlane_model_id,),
             database_secret_arn=os.environ.get("DATABASE_SECRET_ARN"),  # when a test serves credentials from a secret
@@ -343,6 +350,7 @@ class OfflineStack:
     def _deploy(self, moto_url: str) -> None:
         s3 = self._client("s3", moto_url)
         s3.create_bucket(Bucket=BUCKET)
+        s3.create_bucket(Bucket=FOLDER_BUCKET)  # no lifecycle: a user's bucket keeps what folder jobs write
         iam = self._client("iam", moto_url)
         trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "states.amazonaws.com"}, "Action": "sts:AssumeRole"}]}
         role_arn = iam.create_role(RoleName="batchlane-offline-states", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]

@@ -111,6 +111,15 @@ class Settings(BaseSettings):
     # The Cognito group whose members may rotate the deployment's (shared) signing secret.
     batchlane_admin_group: str = "batchlane-admins"
 
+    # --- folder jobs (docs/architecture.md "Folder jobs") ---------------------------------
+    folder_job_state_machine_arn: str | None = None
+    # The folders the deployment may read and write: comma-separated ``bucket/prefix`` (cdk.json
+    # context ``folderSources``); a folder job outside them is refused with FOLDER_NOT_ALLOWED.
+    batchlane_folder_sources: str = ""
+    batchlane_folder_max_in_flight: int = Field(50, ge=1, le=10_000)  # a job's documents converting at once
+    batchlane_folder_list_pages_per_step: int = Field(2, ge=1, le=100)  # ListObjectsV2 pages per enumerator run
+    batchlane_folder_list_page_size: int = Field(1000, ge=1, le=1000)  # MaxKeys (1,000 is S3's most)
+
     # --- the batch lane (DESIGN.md "Configuration") -------------------------------------
     batch_conversion_enabled: bool = False
     batch_conversion_s3_bucket: str | None = None
@@ -139,6 +148,10 @@ class Settings(BaseSettings):
         merged = dict(DEFAULT_PRICES)
         merged.update(value or {})
         return merged
+
+    @property
+    def folder_sources(self) -> list[str]:
+        return [s.strip() for s in self.batchlane_folder_sources.split(",") if s.strip()]
 
     @property
     def batch_lane_configured(self) -> bool:

@@ -12,6 +12,7 @@ from typing import Any
 
 from batchlane.aws.clients import client, reset_clients
 from batchlane.aws.events import EventBus
+from batchlane.aws.folders import FolderBuckets, S3FolderBuckets
 from batchlane.aws.s3 import S3Store
 from batchlane.aws.workflows import Workflows
 from batchlane.config import Settings, reload_settings
@@ -35,6 +36,10 @@ class Services:
 
     def bedrock(self) -> Any:
         return client("bedrock")
+
+    def folder_buckets(self) -> FolderBuckets:
+        """The user's buckets a folder job reads and writes (within the configured folder sources)."""
+        return S3FolderBuckets(client("s3"))
 
     def signing_secret(self) -> SigningSecret:
         return SigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
@@ -75,6 +80,7 @@ def services() -> Services:
                     batch_lane_arn=settings.batch_lane_state_machine_arn,
                     intake_arn=settings.intake_state_machine_arn,
                     webhook_delivery_arn=settings.webhook_delivery_state_machine_arn,
+                    folder_job_arn=settings.folder_job_state_machine_arn,
                 ),
                 bus=EventBus(client("events"), settings.event_bus_name),
                 prices=PriceTable(settings.batchlane_prices),

@@ -32,6 +32,9 @@ Capability = Literal[
     "webhook_secret_read",  # secretsmanager:GetSecretValue on the webhook signing secret (sign)
     "webhook_secret_rotate",  # secretsmanager:DescribeSecret/ListSecretVersionIds/PutSecretValue on it (show, rotate)
     "cloudwatch_metrics",  # Powertools metrics (EMF through logs: no extra grant in AWS)
+    "folder_read",  # list and read the configured folder sources of users' buckets (cdk.json folderSources)
+    "folder_write",  # write Markdown, manifest and report into those folder sources
+    "start_folder_job",  # states:StartExecution on the folder-job state machine
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -101,7 +104,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_split",
         "Intake: streams the upload to /tmp, validates and splits it into chunk PDFs, writes the chunk rows, parks or starts the job.",
-        ("db", "s3_read", "s3_write", "start_conversion", "publish_events"),
+        ("db", "s3_read", "s3_write", "start_conversion", "publish_events", "folder_read"),  # folder files are read where they lie
         900,
         3008,
         1024,
@@ -175,6 +178,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
             "publish_events",
             "start_webhook_delivery",
             "webhook_secret_rotate",
+            "folder_read",  # folder jobs: the dry run lists the folder and inspects a sample
+            "start_folder_job",  # folder jobs: submit, retry, resume
         ),
         29,  # API Gateway's integration timeout; convert only opens the job (the split is job_split's)
         1024,
@@ -185,6 +190,20 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "EventBridge target: a job state change → the job's subscribed webhook deliveries (row + execution each).",
         ("db", "start_webhook_delivery"),
     ),
+    # Folder jobs (docs/architecture.md "Folder jobs"): the folder_job machine's loop.
+    FunctionSpec(
+        "folder_enumerate",
+        "Lists a few ListObjectsV2 pages of a folder job from its checkpoint and inserts the files it finds.",
+        ("db", "folder_read"),
+        300,
+    ),
+    FunctionSpec(
+        "folder_advance",
+        "One turn of a folder job: settles files whose conversion ended (Markdown to its output key), starts queued files within the cap, writes the report part.",
+        ("db", "s3_read", "folder_read", "folder_write", "start_intake", "publish_events"),
+        300,
+    ),
+    FunctionSpec("folder_finish", "Ends a folder job: final status, report.jsonl and manifest.json in the output folder.", ("db", "folder_write"), 300),
     # Short on purpose: one POST with a 10 s timeout, so a slow receiver holds nothing else.
     FunctionSpec(
         "webhook_deliver",
@@ -231,6 +250,13 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
             "delivery_max_attempts": "14",
             "delivery_max_delay_seconds": "14400",
         },
+    ),
+    # The folder loop's Wait: long enough that a turn is cheap next to the files converting meanwhile.
+    StateMachineSpec(
+        "folder_job",
+        "One execution per folder-job run: enumerate a page → start queued files within the cap → wait → … → report and manifest.",
+        ("folder_enumerate", "folder_advance", "folder_finish"),
+        {"retry_interval_seconds": "2", "poll_interval_seconds": "10"},
     ),
 )
 

@@ -29,6 +29,9 @@ ResourceKind = Literal[
     "webhook_secret",  # the webhook signing secret
     "default_event_bus",
     "any",  # "*": only for actions AWS gives no resource-level permission
+    "folder_objects",  # objects under each configured folder source (arn:aws:s3:::bucket/prefix*)
+    "folder_buckets",  # the folder sources' buckets (ListBucket; check_allowed refuses other prefixes first)
+    "folder_job_state_machine",
 ]
 
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
@@ -94,7 +97,10 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     ),
     "task_response": (Grant(("states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"), ("batch_lane_state_machine",)),),
     "publish_events": (Grant(("events:PutEvents",), ("default_event_bus",), conditions={"StringEquals": {"events:source": (EVENT_SOURCE,)}}),),
-    "cloudwatch_metrics": (),  # Powertools writes EMF to the function's own log group: no grant
+    "cloudwatch_metrics": (),
+    "folder_read": (Grant(("s3:GetObject",), ("folder_objects",)), Grant(("s3:ListBucket",), ("folder_buckets",))),
+    "folder_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("folder_objects",)),),
+    "start_folder_job": (Grant(("states:StartExecution",), ("folder_job_state_machine",)),),  # Powertools writes EMF to the function's own log group: no grant
 }
 
 

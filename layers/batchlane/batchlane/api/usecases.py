@@ -134,6 +134,7 @@ def delete_file(svc: Services, uploads: UploadPort, owner_id: str, file_id: str)
     if job is not None and job["status"] in LIVE:
         cancelled = cancel_job(svc, str(job["job_id"])).job_id
     svc.db.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
-    uploads.delete(file_row["s3_key"])
+    if not file_row.get("source_bucket"):  # a folder job's file is the user's own object: never deleted
+        uploads.delete(file_row["s3_key"])
     logger.info("file deleted", file_id=file_id, cancelled_job=cancelled)
     return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}

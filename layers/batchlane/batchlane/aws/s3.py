@@ -29,6 +29,10 @@ class S3Store:
         self._s3 = client
         self.bucket = bucket
 
+    def in_bucket(self, bucket: str) -> S3Store:
+        """The same client on another bucket (a folder job's file is read where it lies)."""
+        return S3Store(self._s3, bucket)
+
     def uri(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
 

@@ -14,13 +14,21 @@ def execution_name(kind: str, job_id: str) -> str:
 
 class Workflows:
     def __init__(
-        self, sfn: Any, *, conversion_arn: str | None, batch_lane_arn: str | None, intake_arn: str | None = None, webhook_delivery_arn: str | None = None
+        self,
+        sfn: Any,
+        *,
+        conversion_arn: str | None,
+        batch_lane_arn: str | None,
+        intake_arn: str | None = None,
+        webhook_delivery_arn: str | None = None,
+        folder_job_arn: str | None = None,
     ) -> None:
         self._sfn = sfn
         self.conversion_arn = conversion_arn
         self.batch_lane_arn = batch_lane_arn
         self.intake_arn = intake_arn
         self.webhook_delivery_arn = webhook_delivery_arn
+        self.folder_job_arn = folder_job_arn
 
     def _start(self, arn: str | None, name: str, payload: dict[str, Any]) -> str:
         if not arn:
@@ -49,6 +57,10 @@ class Workflows:
     def start_webhook_delivery(self, delivery_id: str) -> str:
         """One execution per webhook delivery, ``delivery-<deliveryId>`` (its input is the id, never the body)."""
         return self._start(self.webhook_delivery_arn, execution_name("delivery", delivery_id), {"deliveryId": delivery_id})
+
+    def start_folder_job(self, job_id: str, run: int) -> str:
+        """A folder job's loop (enumerate, start files, report): ``folder-<jobId>-<run>``; a resume or retry is a new run."""
+        return self._start(self.folder_job_arn, f"{execution_name('folder', job_id)}-{run}", {"jobId": job_id})
 
     def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
         """False when the token is no longer valid (the wait already ended): harmless."""

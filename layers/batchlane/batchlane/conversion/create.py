@@ -31,6 +31,8 @@ from batchlane.webhooks.events import publish_job_change
 
 # Set by Process now while the job splits: the split then sends it on-demand, never to the lane.
 PROCESS_NOW_FLAG = "_processNow"
+# A folder job's page limit per document (policy.max_pages_per_document), below the deployment's.
+MAX_PAGES_FLAG = "_maxPages"
 # Longer than the intake can run (4 attempts of job_split's 900 s, plus backoff, plus FailJob):
 # a job splitting longer lost its intake (an execution that never ran or whose FailJob failed).
 SPLIT_STALLED_AFTER_S = 2 * 3600
@@ -72,22 +74,33 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     return options
 
 
-def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = None) -> CreatedJob:
+def source_store(svc: Services, file_row: Any) -> Any:
+    """Where the file's PDF lies: the deployment's bucket (an upload) or a folder job's source bucket."""
+    bucket = file_row.get("source_bucket")
+    return svc.store.in_bucket(bucket) if bucket and bucket != svc.store.bucket else svc.store
+
+
+def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = None, max_pages: int | None = None, on_demand: bool = False) -> CreatedJob:
     """Record the job ``splitting`` and start its intake workflow: answers in well under a second.
 
     Unknown options raise InputError (nothing recorded); an unpriced model or an upload over
     the size limit is recorded as a failed job at once, as a bad PDF is later by the split.
+    ``max_pages`` and ``on_demand`` are a folder job's policy (page limit, priority high).
     """
     settings = svc.settings
     file_row = job_repo.get_file(svc.db, file_id)
     if file_row is None:
         raise NotFound(f"no file {file_id}")
     options = subscription.validate_options(normalise_options(options), allow_private=settings.batchlane_webhook_allow_private)
+    if max_pages:
+        options[MAX_PAGES_FLAG] = max_pages
+    if on_demand:
+        options[PROCESS_NOW_FLAG] = True
     model_id = str(options.get("modelId") or settings.batchlane_model_id)
     try:
         if model_id not in settings.batchlane_prices:
             raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
-        size = svc.store.size(file_row["s3_key"])
+        size = source_store(svc, file_row).size(file_row["s3_key"])
         if size > settings.batchlane_max_file_mb * 1024 * 1024:
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
     except InputError as exc:
@@ -150,13 +163,14 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
         try:
-            svc.store.download_to(file_row["s3_key"], path)
+            source_store(svc, file_row).download_to(file_row["s3_key"], path)
         except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
             fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
             return _as_created(job_repo.get_job(svc.db, job_id))
         with path.open("rb") as stream:
             try:
-                document = open_pdf_file(stream, max_pages=settings.batchlane_max_pages)
+                limit = min(settings.batchlane_max_pages, int((job["options"] or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
+                document = open_pdf_file(stream, max_pages=limit)
             except InputError as exc:
                 failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])

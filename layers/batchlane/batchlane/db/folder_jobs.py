@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -259,3 +259,44 @@ def list_files(db: Runner, job_id: str, *, status: str | None = None, limit: int
         after=after,
         limit=limit,
     )
+
+
+def insert_source_file(db: Runner, *, owner_id: str, name: str, bucket: str, key: str, size_bytes: int) -> Row:
+    """A ``files`` row for a folder file: read where it lies (``source_bucket``), never copied."""
+    row = db.one(
+        "INSERT INTO files (owner_id, name, s3_key, size_bytes, source_bucket) VALUES (:owner, :name, :key, :size, :bucket) RETURNING *",
+        owner=owner_id,
+        name=name,
+        key=key,
+        size=size_bytes,
+        bucket=bucket,
+    )
+    assert row is not None
+    return row
+
+
+def reopen(db: Runner, job_id: str) -> Row | None:
+    """A terminal folder job runs again (retry, resume): processing, next run number, listing state kept."""
+    return db.one(
+        """UPDATE folder_jobs SET status = CASE WHEN enumeration_done THEN 'processing' ELSE 'enumerating' END,
+                  run = run + 1, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now()
+           WHERE id = :id AND status IN ('completed', 'completed_with_failures', 'cancelled') RETURNING *""",
+        id=job_id,
+    )
+
+
+def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000) -> Iterator[Row]:
+    """Every finished file in key order, a page at a time (the final report)."""
+    after: str | None = None
+    while True:
+        rows = db.run(
+            """SELECT * FROM folder_job_files WHERE folder_job_id = :job AND status IN ('completed', 'failed', 'skipped')
+                 AND (CAST(:after AS text) IS NULL OR source_key > :after) ORDER BY source_key LIMIT :limit""",
+            job=job_id,
+            after=after,
+            limit=page,
+        )
+        yield from rows
+        if len(rows) < page:
+            return
+        after = rows[-1]["source_key"]

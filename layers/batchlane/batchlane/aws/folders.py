@@ -1,0 +1,93 @@
+"""The user's buckets, as a folder job sees them: list one page, test, copy, write, read lines.
+
+Read and written with the deployment's role, only inside the configured folder sources
+(the grants say so; folders/spec.check_allowed refuses the rest before anything is listed).
+S3 errors are translated once, here: a bucket the role may not read is FOLDER_NOT_READABLE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from botocore.exceptions import ClientError
+
+from batchlane.domain.errors import InputError, NotFound
+
+_MISSING = ("NoSuchKey", "404", "NotFound")
+_REFUSED = ("AccessDenied", "AccessDeniedException", "NoSuchBucket", "AllAccessDisabled", "403")
+
+
+@dataclass(frozen=True)
+class ListedPage:
+    objects: list[tuple[str, int]]  # (key, size)
+    next_token: str | None  # None: this was the last page
+
+
+class FolderBuckets(Protocol):
+    def list_page(self, bucket: str, prefix: str, *, token: str | None, recursive: bool, max_keys: int) -> ListedPage: ...
+    def size(self, bucket: str, key: str) -> int | None: ...
+    def copy(self, source: tuple[str, str], target: tuple[str, str]) -> None: ...
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str) -> None: ...
+    def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]: ...
+    def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
+
+
+class S3FolderBuckets:
+    def __init__(self, client: Any) -> None:
+        self._s3 = client
+
+    def list_page(self, bucket: str, prefix: str, *, token: str | None, recursive: bool, max_keys: int) -> ListedPage:
+        """One ListObjectsV2 page from the checkpoint ``token``: memory holds one page, never the folder."""
+        params: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "MaxKeys": max_keys}
+        if token:
+            params["ContinuationToken"] = token
+        if not recursive:
+            params["Delimiter"] = "/"
+        try:
+            page = self._s3.list_objects_v2(**params)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code")
+            if code in _REFUSED:
+                raise InputError(f"s3://{bucket}/{prefix} cannot be listed ({code}).", error_id="FOLDER_NOT_READABLE") from exc
+            raise
+        objects = [(item["Key"], int(item.get("Size", 0))) for item in page.get("Contents", [])]
+        return ListedPage(objects, page.get("NextContinuationToken") if page.get("IsTruncated") else None)
+
+    def size(self, bucket: str, key: str) -> int | None:
+        """The object's size, None when there is none."""
+        try:
+            return int(self._s3.head_object(Bucket=bucket, Key=key)["ContentLength"])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                return None
+            raise
+
+    def copy(self, source: tuple[str, str], target: tuple[str, str]) -> None:
+        """Server-side copy (boto3's managed copy: multipart past 5 GB); nothing passes through the function."""
+        try:
+            self._s3.copy({"Bucket": source[0], "Key": source[1]}, target[0], target[1])
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                raise NotFound(f"no object s3://{source[0]}/{source[1]}") from exc
+            raise
+
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str) -> None:
+        self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type)
+
+    def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]:
+        try:
+            body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _MISSING:
+                raise NotFound(f"no object s3://{bucket}/{key}") from exc
+            raise
+        yield from body.iter_lines(chunk_size=1 << 20)
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        """Small listings only (a job's report parts)."""
+        keys: list[str] = []
+        for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            keys.extend(item["Key"] for item in page.get("Contents", []))
+        return keys

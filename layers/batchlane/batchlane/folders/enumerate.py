@@ -1,0 +1,154 @@
+"""Enumeration: a few ListObjectsV2 pages per run, from the checkpointed continuation token.
+
+Each page's files are inserted (ON CONFLICT DO NOTHING: a page listed twice after a retry adds
+nothing) and the next token saved in the same transaction, so no run holds more than one page
+and a million-object folder is listed by many short runs of ``folder_enumerate``. Files start
+converting as they are found: the folder loop's next step starts them within the in-flight cap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from batchlane.aws.folders import FolderBuckets, ListedPage
+from batchlane.db import folder_jobs as repo
+from batchlane.domain.errors import InputError, NotFound
+from batchlane.folders import layout
+from batchlane.folders.spec import FolderJobSpec
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+
+@dataclass(frozen=True)
+class Classified:
+    files: list[repo.NewFile]
+    excluded: int
+
+
+def classify(spec: FolderJobSpec, job_id: str, objects: list[tuple[str, int]], *, done_sources: set[str]) -> Classified:
+    """What a listed page means for the job: files to convert (or failed/skipped with an id) and excluded ones.
+
+    Our own outputs (``.md``, ``_batchlane/``) are never inputs; folder markers are ignored;
+    a matched non-PDF fails NOT_PDF; a file an earlier report says was converted is skipped.
+    """
+    in_prefix = spec.input_uri.key
+    out_prefix = spec.output_uri.key
+    explicit = spec.input.files is not None
+    selected: list[tuple[str, int]] = []
+    excluded = 0
+    for key, size in objects:
+        if key.endswith("/") or layout.is_own_output(key):
+            continue
+        if not explicit and not layout.matches(layout.relative_key(key, in_prefix), spec.input.include, spec.input.exclude):
+            excluded += 1
+            continue
+        selected.append((key, size))
+    inputs = {key for key, _ in selected}  # an output may never land on one of these
+    files: list[repo.NewFile] = []
+    for key, size in selected:
+        out = layout.output_key(key, input_prefix=in_prefix, output_prefix=out_prefix, layout=spec.output.layout, is_input=inputs.__contains__)
+        if not layout.is_pdf_name(key):
+            files.append(repo.NewFile(key, size, out, "failed", "NOT_PDF", "Only PDF files are converted; the glob matched a file that is not a .pdf."))
+        elif key in done_sources and spec.output.on_existing == "skip":
+            files.append(repo.NewFile(key, size, out, "skipped", "ALREADY_CONVERTED", "An earlier run's report says this file was converted."))
+        else:
+            files.append(repo.NewFile(key, size, out))
+    return Classified(files, excluded)
+
+
+def mark_collisions(svc: Services, job_id: str, files: list[repo.NewFile]) -> list[repo.NewFile]:
+    """Two sources, one output key (``flat``): the later one fails OUTPUT_COLLISION, the first keeps it."""
+    taken = repo.taken_outputs(svc.db, job_id, [f.output_key for f in files if f.output_key])
+    seen: dict[str, str] = {}
+    out = []
+    for f in files:
+        owner = taken.get(f.output_key or "") or seen.get(f.output_key or "")
+        if f.output_key and owner and owner != f.source_key:
+            message = f"Its output {f.output_key} is already {owner}'s; rename one of them or use the mirror layout."
+            out.append(repo.NewFile(f.source_key, f.size_bytes, f.output_key, "failed", "OUTPUT_COLLISION", message))
+            continue
+        if f.output_key:
+            seen.setdefault(f.output_key, f.source_key)
+        out.append(f)
+    return out
+
+
+def earlier_report_sources(buckets: FolderBuckets, bucket: str, output_prefix: str, job_id: str) -> set[str]:
+    """Keys an earlier run of this job reported completed (report.jsonl and its parts): the resume after a lost database."""
+    import json
+
+    done: set[str] = set()
+    prefix = layout.record_prefix(output_prefix, job_id)
+    for key in [layout.report_key(output_prefix, job_id), *buckets.list_keys(bucket, prefix + "report/")]:
+        try:
+            for line in buckets.iter_lines(bucket, key):
+                if line.strip():
+                    entry = json.loads(line)
+                    if entry.get("status") == "completed":
+                        done.add(entry["key"])
+        except NotFound:
+            continue
+    return done
+
+
+def enumerate_step(svc: Services, job_id: str, *, pages: int | None = None) -> dict[str, object]:
+    """List up to ``pages`` pages from the checkpoint; returns whether enumeration is complete."""
+    job = repo.get_job(svc.db, job_id)
+    if job is None:
+        raise NotFound(f"no folder job {job_id}")
+    if job["enumeration_done"] or job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
+        return {"enumerationDone": True}
+    spec = FolderJobSpec.model_validate(job["spec"])
+    buckets = svc.folder_buckets()
+    done_sources = earlier_report_sources(buckets, job["output_bucket"], job["output_prefix"], job_id) if spec.output.on_existing == "skip" else set()
+    settings = svc.settings
+    token = job["continuation_token"]
+    for _ in range(pages or settings.batchlane_folder_list_pages_per_step):
+        try:
+            page = _next_page(buckets, spec, job, token, settings.batchlane_folder_list_page_size)
+        except InputError as exc:
+            repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="error", error_id=exc.error_id, error_message=str(exc))
+            logger.warning("folder job cannot list", job_id=job_id, error_id=exc.error_id)
+            return {"enumerationDone": True}
+        found = classify(spec, job_id, page.objects, done_sources=done_sources)
+        with svc.db.transaction() as tx:
+            added = repo.insert_files(tx, job_id, mark_collisions(svc, job_id, found.files))
+            repo.save_checkpoint(tx, job_id, token=page.next_token, listed=len(page.objects), excluded=found.excluded, done=page.next_token is None)
+        logger.info("folder page listed", job_id=job_id, objects=len(page.objects), added=added, excluded=found.excluded)
+        token = page.next_token
+        if token is None:
+            return _enumeration_complete(svc, job_id)
+    return {"enumerationDone": False}
+
+
+def _next_page(buckets: FolderBuckets, spec: FolderJobSpec, job: dict[str, object], token: str | None, page_size: int) -> ListedPage:
+    if spec.input.files is not None:
+        return _files_page(buckets, spec, token, page_size)
+    return buckets.list_page(str(job["input_bucket"]), str(job["input_prefix"]), token=token, recursive=spec.input.recursive, max_keys=page_size)
+
+
+def _files_page(buckets: FolderBuckets, spec: FolderJobSpec, token: str | None, page_size: int) -> ListedPage:
+    """An explicit list is "listed" in pages of its own (the token is an index); a missing object is a file-level error later."""
+    files = spec.input.files or []
+    start = int(token or 0)
+    chosen = files[start : start + page_size]
+    objects = [(uri.split("/", 3)[3], 0) for uri in chosen]
+    following = start + page_size
+    return ListedPage(objects, str(following) if following < len(files) else None)
+
+
+def _enumeration_complete(svc: Services, job_id: str) -> dict[str, object]:
+    """An empty folder, or one with nothing to convert, is the job's own error (FOLDER_EMPTY / FOLDER_NO_PDF)."""
+    job = repo.get_job(svc.db, job_id)
+    assert job is not None
+    counts = repo.counts(svc.db, job_id)
+    if counts["discovered"] == 0:
+        if job["objects_listed"] == 0:
+            error_id, message = "FOLDER_EMPTY", "The folder holds no objects."
+        else:
+            error_id, message = "FOLDER_NO_PDF", f"None of the folder's {job['objects_listed']} objects is a PDF the include/exclude globs select."
+        repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="error", error_id=error_id, error_message=message)
+        logger.info("folder job has nothing to convert", job_id=job_id, error_id=error_id)
+    else:
+        repo.transition_job(svc.db, job_id, from_statuses=("enumerating",), to_status="processing")
+    return {"enumerationDone": True}

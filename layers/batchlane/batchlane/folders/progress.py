@@ -1,0 +1,150 @@
+"""One turn of a folder job's loop: settle finished files, start queued ones within the cap, report.
+
+Progress is polled, not pushed: each turn joins the job's processing files with their
+conversion jobs in one query, so a lost or duplicated event can never strand or double-count
+a file (the loop is running anyway while files are in flight). Each file is the ordinary
+single-file conversion (conversion/create.py) reading the PDF where it lies in the user's bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from decimal import Decimal
+from typing import Any
+
+from batchlane.conversion.create import create_job
+from batchlane.db import folder_jobs as repo
+from batchlane.domain.errors import BatchlaneError, NotFound
+from batchlane.folders import layout
+from batchlane.folders.spec import FolderJobSpec
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+
+def report_line(row: dict[str, Any], output_bucket: str) -> dict[str, Any]:
+    """One finished file, as report.jsonl and GET .../report carry it."""
+    completed = row["status"] == "completed"
+    return {
+        "key": row["source_key"],
+        "status": row["status"],
+        "pages": int(row["pages"] or 0),
+        "pages_failed": int(row["pages_failed"] or 0),
+        "error_id": row["error_id"],
+        "error_message": row["error_message"],
+        "lane": row["lane"],
+        "cost_usd": float(Decimal(row["cost_usd"] or 0)),
+        "attempts": int(row["attempts"] or 0),
+        "output_keys": [row["output_key"]] if completed and row["output_key"] else [],
+        "output_uris": [f"s3://{output_bucket}/{row['output_key']}"] if completed and row["output_key"] else [],
+    }
+
+
+def advance(svc: Services, job_id: str) -> dict[str, Any]:
+    """Settle, start, report; ``done`` once nothing is queued or in flight and listing has ended."""
+    job = repo.get_job(svc.db, job_id)
+    if job is None:
+        raise NotFound(f"no folder job {job_id}")
+    settled = settle_ended(svc, job)
+    started = 0
+    if job["status"] in repo.LIVE_FOLDER_JOB_STATUSES:
+        started = start_queued(svc, job)
+    else:  # cancelled or error: nothing new starts; what is in flight finishes
+        repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
+    write_report_part(svc, job)
+    counts = repo.counts(svc.db, job_id)
+    listing_over = bool(repo.get_job(svc.db, job_id)["enumeration_done"]) or job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES  # type: ignore[index]
+    done = listing_over and counts["queued"] == 0 and counts["processing"] == 0
+    if settled or started:
+        logger.info("folder job advanced", job_id=job_id, settled=settled, started=started, processing=counts["processing"], queued=counts["queued"])
+    return {"done": done, "processing": counts["processing"], "queued": counts["queued"]}
+
+
+def settle_ended(svc: Services, job: dict[str, Any]) -> int:
+    """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error."""
+    job_id = str(job["id"])
+    buckets = svc.folder_buckets()
+    settled = 0
+    for row in repo.ended_conversions(svc.db, job_id):
+        common = {
+            "pages": int(row["total_pages"] or 0),
+            "pages_failed": int(row["pages_failed"] or 0),
+            "cost_usd": Decimal(row["total_cost_usd"] or 0),
+            "lane": "batch" if int(row["pages_batch"] or 0) > 0 else "on_demand",
+        }
+        if row["job_status"] == "completed":
+            try:
+                buckets.copy((svc.store.bucket, row["markdown_key"]), (job["output_bucket"], row["output_key"]))
+            except NotFound:
+                repo.finish_file(
+                    svc.db, job_id, row["source_key"], status="failed", error_id="OUTPUT_MISSING", error_message="The Markdown was not found.", **common
+                )
+                continue
+            repo.finish_file(svc.db, job_id, row["source_key"], status="completed", **common)
+        elif row["job_status"] == "failed":
+            repo.finish_file(
+                svc.db,
+                job_id,
+                row["source_key"],
+                status="failed",
+                error_id=row["job_error_id"] or "CONVERSION_FAILED",
+                error_message=row["job_error_message"],
+                **common,
+            )
+        else:
+            repo.finish_file(
+                svc.db, job_id, row["source_key"], status="skipped", error_id="CANCELLED", error_message="The file's conversion was cancelled.", **common
+            )
+        settled += 1
+    return settled
+
+
+def start_queued(svc: Services, job: dict[str, Any]) -> int:
+    """Claim queued files up to the in-flight cap and open each one's ordinary conversion job."""
+    job_id = str(job["id"])
+    room = svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id)
+    claimed = repo.claim_queued(svc.db, job_id, room)
+    if not claimed:
+        return 0
+    spec = FolderJobSpec.model_validate(job["spec"])
+    buckets = svc.folder_buckets()
+    for row in claimed:
+        start_file(svc, buckets, job, spec, row)
+    return len(claimed)
+
+
+def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJobSpec, row: dict[str, Any]) -> None:
+    job_id, key = str(job["id"]), row["source_key"]
+    if spec.output.on_existing == "skip" and buckets.size(job["output_bucket"], row["output_key"]) is not None:
+        repo.finish_file(svc.db, job_id, key, status="skipped", error_id="ALREADY_CONVERTED", error_message=f"{row['output_key']} exists (on_existing: skip).")
+        return
+    size = buckets.size(job["input_bucket"], key)
+    if size is None:
+        repo.finish_file(svc.db, job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job['input_bucket']}/{key} does not exist.")
+        return
+    file_row = repo.insert_source_file(svc.db, owner_id=job["owner_id"], name=posixpath.basename(key), bucket=job["input_bucket"], key=key, size_bytes=size)
+    try:
+        created = create_job(
+            svc,
+            file_id=str(file_row["id"]),
+            options=dict(spec.options),
+            max_pages=spec.policy.max_pages_per_document,
+            on_demand=spec.policy.priority == "high",
+        )
+    except BatchlaneError as exc:  # options the single-file path refuses: this file fails, the rest go on
+        repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
+        return
+    repo.attach_conversion(svc.db, job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id)
+
+
+def write_report_part(svc: Services, job: dict[str, Any]) -> int:
+    """Files finished since the last turn → ``_batchlane/<id>/report/part-N.jsonl`` (the durable record as it grows)."""
+    job_id = str(job["id"])
+    rows = repo.unreported(svc.db, job_id)
+    if not rows:
+        return 0
+    body = "".join(json.dumps(report_line(r, job["output_bucket"]), sort_keys=True) + "\n" for r in rows).encode()
+    part = repo.next_report_part(svc.db, job_id)
+    svc.folder_buckets().put_bytes(job["output_bucket"], layout.report_part_key(job["output_prefix"], job_id, part), body, "application/x-ndjson")
+    repo.mark_reported(svc.db, job_id, [r["source_key"] for r in rows])
+    return len(rows)

@@ -1,0 +1,87 @@
+"""The durable record in the user's bucket: ``_batchlane/<job_id>/manifest.json`` and ``report.jsonl``.
+
+Written under the output folder, outside the deployment bucket's expiring prefix. The report
+is the same lines ``GET .../report`` streams, in key order; its parts (written as files
+finish) let a resubmission resume even when the job ended before this final write.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import batchlane
+from batchlane.db import folder_jobs as repo
+from batchlane.domain.errors import NotFound
+from batchlane.folders import layout
+from batchlane.folders.progress import report_line, write_report_part
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+
+def report_lines(svc: Services, job: dict[str, Any]) -> Iterator[str]:
+    for row in repo.iter_terminal_files(svc.db, str(job["id"])):
+        yield json.dumps(report_line(row, job["output_bucket"]), sort_keys=True) + "\n"
+
+
+def manifest(svc: Services, job: dict[str, Any]) -> dict[str, Any]:
+    counts = repo.counts(svc.db, str(job["id"]))
+    return {
+        "job_id": job["id"],
+        "name": job["name"],
+        "status": job["status"],
+        "spec": job["spec"],  # normalised: every default filled in
+        "batchlane_version": batchlane.__version__,
+        "enumeration": {"objects_listed": int(job["objects_listed"]), "excluded": int(job["excluded_count"]), "complete": bool(job["enumeration_done"])},
+        "files": {k: counts[k] for k in ("discovered", "queued", "processing", "completed", "failed", "skipped")},
+        "pages": {"completed": counts["pages_completed"], "failed": counts["pages_failed"]},
+        "cost_usd": counts["cost_usd"],
+        "created_at": _iso(job["created_at"]),
+        "enumerated_at": _iso(job["enumerated_at"]),
+        "finished_at": _iso(job["finished_at"]),
+        "written_at": datetime.now(UTC).isoformat(),
+    }
+
+
+def finish(svc: Services, job_id: str) -> dict[str, Any]:
+    """The job's final status (completed / completed_with_failures unless cancelled or error), then report + manifest."""
+    job = repo.get_job(svc.db, job_id)
+    if job is None:
+        raise NotFound(f"no folder job {job_id}")
+    write_report_part(svc, job)
+    if job["status"] in repo.LIVE_FOLDER_JOB_STATUSES:
+        failed = repo.counts(svc.db, job_id)["failed"]
+        ended = repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="completed_with_failures" if failed else "completed")
+        job = ended or repo.get_job(svc.db, job_id)
+    elif job["finished_at"] is None:
+        job = repo.transition_job(svc.db, job_id, from_statuses=(job["status"],), to_status=job["status"]) or job
+    assert job is not None
+    write_record(svc, job)
+    logger.info("folder job finished", job_id=job_id, status=job["status"])
+    return {"jobId": job_id, "status": job["status"]}
+
+
+def write_record(svc: Services, job: dict[str, Any]) -> None:
+    buckets = svc.folder_buckets()
+    body = "".join(report_lines(svc, job)).encode()
+    buckets.put_bytes(job["output_bucket"], layout.report_key(job["output_prefix"], job["id"]), body, "application/x-ndjson")
+    data = json.dumps(manifest(svc, job), indent=2, sort_keys=True, default=str).encode()
+    buckets.put_bytes(job["output_bucket"], layout.manifest_key(job["output_prefix"], job["id"]), data, "application/json")
+
+
+def fail(svc: Services, job_id: str, *, error_id: str, message: str) -> dict[str, Any]:
+    """The loop itself broke (after its retries): the job ends ``error`` with why; the record is written if it can be."""
+    job = repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="error", error_id=error_id, error_message=message[:500])
+    job = job or repo.get_job(svc.db, job_id)
+    if job is not None:
+        try:
+            write_record(svc, job)
+        except Exception:  # the bucket may be the problem: the database keeps the truth
+            logger.exception("folder record not written", job_id=job_id)
+    return {"jobId": job_id, "status": job["status"] if job else "error"}
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat() if value is not None else None

@@ -1,0 +1,166 @@
+"""What the API (and the CLI through it) does with folder jobs: submit, watch, list files, retry, cancel, report.
+
+Every use case takes the caller's owner id and answers NOT_FOUND for a job of somebody else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+from batchlane.db import folder_jobs as repo
+from batchlane.domain.errors import Conflict, InputError, NotFound
+from batchlane.folders import layout
+from batchlane.folders.record import report_lines
+from batchlane.folders.spec import FolderJobSpec, check_allowed, folder_job_id, parse_spec
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
+# ETA only once the numbers mean something: listing complete and this many pages converted.
+ETA_MIN_PAGES = 10
+
+
+def prepare(svc: Services, body: Any) -> FolderJobSpec:
+    """Validate the spec and the folders it names (FOLDER_NOT_ALLOWED before anything is listed)."""
+    spec = parse_spec(body)
+    check_allowed(spec, svc.settings.folder_sources)
+    return spec
+
+
+def submit(svc: Services, owner_id: str, body: Any) -> tuple[dict[str, Any], bool]:
+    """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes."""
+    spec = prepare(svc, body)
+    job_id = folder_job_id(spec, owner_id)
+    source, target = spec.input_uri, spec.output_uri
+    row = repo.insert_job(
+        svc.db,
+        job_id=job_id,
+        owner_id=owner_id,
+        name=spec.name,
+        spec=spec.model_dump(mode="json"),
+        source=(source.bucket, source.key),
+        target=(target.bucket, target.key),
+    )
+    if row is not None:
+        svc.workflows.start_folder_job(job_id, int(row["run"]))
+        logger.info("folder job submitted", job_id=job_id, folder=str(source), layout=spec.output.layout)
+        return status(svc, owner_id, job_id), True
+    existing = _owned(svc, owner_id, job_id)
+    if existing["status"] == "cancelled" and spec.output.on_existing == "skip":
+        resume(svc, existing, statuses=("skipped",), error_ids=["CANCELLED"])
+    return status(svc, owner_id, job_id), False
+
+
+def resume(svc: Services, job: dict[str, Any], *, statuses: tuple[str, ...], error_ids: list[str] | None) -> int:
+    """Requeue what is asked for and start the job's next run (folder-<id>-<run>)."""
+    job_id = str(job["id"])
+    with svc.db.transaction() as tx:
+        reopened = repo.reopen(tx, job_id)
+        if reopened is None:
+            raise Conflict(f"The folder job is {job['status']}; only a finished job can run again.", error_id="FOLDER_JOB_RUNNING")
+        requeued = repo.requeue(tx, job_id, statuses=statuses, error_ids=error_ids)
+    svc.workflows.start_folder_job(job_id, int(reopened["run"]))
+    logger.info("folder job resumed", job_id=job_id, run=reopened["run"], requeued=requeued)
+    return requeued
+
+
+def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None = None) -> dict[str, Any]:
+    """Once terminal: requeue failed files (all, or those with ``error_ids``); what succeeded is never converted again."""
+    job = _owned(svc, owner_id, job_id)
+    if job["status"] not in TERMINAL or job["status"] == "error":
+        raise Conflict(f"The folder job is {job['status']}; retry once it has finished.", error_id="FOLDER_JOB_RUNNING")
+    failed = repo.list_files(svc.db, job_id, status="failed", limit=1)
+    if not failed:
+        raise Conflict("No file failed: there is nothing to retry.", error_id="NOTHING_TO_RETRY")
+    requeued = resume(svc, job, statuses=("failed",), error_ids=error_ids)
+    return {**status(svc, owner_id, job_id), "requeued": requeued}
+
+
+def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    """Queued files are skipped at the loop's next turn; documents in flight finish; the report still lands."""
+    job = _owned(svc, owner_id, job_id)
+    if job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
+        raise Conflict(f"The folder job is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
+    repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="cancelled")
+    repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
+    logger.info("folder job cancelled", job_id=job_id)
+    return status(svc, owner_id, job_id)
+
+
+def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    job = _owned(svc, owner_id, job_id)
+    counts = repo.counts(svc.db, job_id)
+    out_prefix = f"s3://{job['output_bucket']}/"
+    throughput, eta = _pace(job, counts)
+    return {
+        "id": job_id,
+        "name": job["name"],
+        "status": job["status"],
+        "error": {"id": job["error_id"], "message": job["error_message"]} if job["error_id"] else None,
+        "files": {
+            "discovered": counts["discovered"],
+            "excluded": int(job["excluded_count"]),
+            **{k: counts[k] for k in ("queued", "processing", "completed", "failed", "skipped")},
+        },
+        "pages": {"completed": counts["pages_completed"], "failed": counts["pages_failed"]},
+        "enumeration_complete": bool(job["enumeration_done"]),
+        "throughput_pages_per_minute": throughput,
+        "eta_seconds": eta,
+        "cost_usd": counts["cost_usd"],
+        "output_uri": out_prefix + job["output_prefix"],
+        "manifest_uri": out_prefix + layout.manifest_key(job["output_prefix"], job_id),
+        "report_uri": out_prefix + layout.report_key(job["output_prefix"], job_id),
+        "created_at": job["created_at"].isoformat(),
+        "finished_at": job["finished_at"].isoformat() if job["finished_at"] else None,
+        "spec": job["spec"],
+    }
+
+
+def _pace(job: dict[str, Any], counts: dict[str, Any]) -> tuple[float | None, int | None]:
+    """Pages a minute since the job started; ETA from the pages per finished file and the files left."""
+    end = job["finished_at"] or datetime.now(UTC)
+    minutes = max((end - job["created_at"]).total_seconds() / 60, 1e-6)
+    done_pages = counts["pages_completed"] + counts["pages_failed"]
+    throughput = round(done_pages / minutes, 2) if done_pages else None
+    finished = counts["completed"] + counts["failed"]
+    left = counts["queued"] + counts["processing"]
+    if job["finished_at"] is not None or not job["enumeration_done"] or done_pages < ETA_MIN_PAGES or not throughput or not finished:
+        return throughput, (0 if job["finished_at"] is not None else None)
+    pages_left = left * done_pages / finished
+    return throughput, round(pages_left / throughput * 60)
+
+
+def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | None = None, after: str | None = None, limit: int = 1000) -> dict[str, Any]:
+    job = _owned(svc, owner_id, job_id)
+    if status_filter is not None and status_filter not in repo.FILE_STATUSES:
+        raise InputError(f"status must be one of {', '.join(repo.FILE_STATUSES)}.", error_id="STATUS_INVALID")
+    rows = repo.list_files(svc.db, job_id, status=status_filter, after=after, limit=limit)
+    items = [
+        {
+            "key": r["source_key"],
+            "status": r["status"],
+            "pages": int(r["pages"]),
+            "pages_failed": int(r["pages_failed"]),
+            "attempts": int(r["attempts"]),
+            "error_id": r["error_id"],
+            "error_message": r["error_message"],
+            "output_uris": [f"s3://{job['output_bucket']}/{r['output_key']}"] if r["status"] == "completed" and r["output_key"] else [],
+            "conversion_job_id": str(r["conversion_job_id"]) if r["conversion_job_id"] else None,
+        }
+        for r in rows
+    ]
+    return {"files": items, "next": rows[-1]["source_key"] if len(rows) == limit else None}
+
+
+def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
+    """The report.jsonl lines as they stand now (the same bytes the bucket gets at the end)."""
+    return report_lines(svc, _owned(svc, owner_id, job_id))
+
+
+def _owned(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    job = repo.get_job(svc.db, job_id) if job_id.startswith("fj-") else None
+    if job is None or job["owner_id"] != owner_id:
+        raise NotFound(f"no folder job {job_id}")
+    return job
