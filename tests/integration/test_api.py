@@ -481,9 +481,9 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     spec = yaml.safe_load(SPEC.read_text())
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
-    assert len(operations) == 16  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14)
+    assert len(operations) == 22  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + 6 folder-job routes (issue 12)
     for method, path in operations:
-        concrete = path.replace("{fileId}", str(uuid.uuid4())).replace("{jobId}", str(uuid.uuid4()))
+        concrete = path.replace("{fileId}", str(uuid.uuid4())).replace("{jobId}", str(uuid.uuid4())).replace("{folderJobId}", "fj-" + uuid.uuid4().hex[:24])
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
         assert body.get("code") != "ROUTE_NOT_FOUND", (method, path)
         assert str(status) in spec["paths"][path][method.lower()]["responses"], (method, path, status)

@@ -19,6 +19,8 @@
 | POST   | /api/v1/jobs/{jobId}/retry             | convert only the failed pages again (202) |
 | GET    | /api/v1/jobs/{jobId}/retries           | the job's retries, oldest first |
 
+Folder jobs: ``/api/v1/folder-jobs`` and below, in api/folder_routes.py (included here).
+
 ``POST /api/v1/files/{fileId}/convert?dry_run=true`` answers what the conversion would do
 and cost (200) and creates nothing.
 """
@@ -32,7 +34,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from batchlane.api import results, usecases, webhook_usecases
+from batchlane.api import folder_routes, results, usecases, webhook_usecases
 from batchlane.api.downloads import S3Downloads, presign_client
 from batchlane.api.uploads import S3Uploads
 from batchlane.aws.clients import client
@@ -238,6 +240,9 @@ def retry(jobId: str) -> tuple[dict[str, Any], int]:
 @app.get("/api/v1/jobs/<jobId>/retries")
 def job_retries(jobId: str) -> dict[str, Any]:
     return results.job_retries(services(), _caller(), jobId)
+
+
+app.include_router(folder_routes.router)
 
 
 # -- errors ------------------------------------------------------------------------------

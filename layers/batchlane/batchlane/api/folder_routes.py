@@ -1,0 +1,104 @@
+"""Folder-job routes (docs/operations.md "Folder jobs"), included by api/app.py.
+
+| method | path                                        | use case |
+|--------|---------------------------------------------|----------|
+| POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
+| GET    | /api/v1/folder-jobs/{jobId}                  | status: counts, throughput, eta_seconds, URIs |
+| GET    | /api/v1/folder-jobs/{jobId}/files?status=    | files by status (paged with ?after=) |
+| POST   | /api/v1/folder-jobs/{jobId}/retry            | requeue failed files (all, or ``errorIds``) |
+| POST   | /api/v1/folder-jobs/{jobId}/cancel           | skip queued files; in-flight ones finish |
+| GET    | /api/v1/folder-jobs/{jobId}/report           | report.jsonl as it stands |
+Every route checks the owner: another owner's job answers 404 as a missing one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from pydantic import BaseModel, ConfigDict, Field
+
+from batchlane.domain.errors import InputError
+from batchlane.folders import dryrun, usecases
+from batchlane.runtime import services
+
+router = Router()
+
+
+class FolderRetry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    errorIds: list[str] | None = Field(default=None, max_length=50)
+
+
+def _caller() -> str:
+    context = router.current_event.request_context  # type: ignore[attr-defined]  # the REST resolver's event
+    claims = (context.authorizer.claims or {}) if context.authorizer else {}
+    if not claims.get("sub"):
+        from batchlane.api.app import Unauthorized  # app includes this router: import at call time
+
+        raise Unauthorized("No caller identity: send a Cognito token.")
+    return str(claims["sub"])
+
+
+def _json_body() -> Any:
+    raw = router.current_event.body
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        raise InputError("The body is not valid JSON.", error_id="BAD_REQUEST") from None
+
+
+def _flag(name: str) -> bool:
+    value = ((router.current_event.query_string_parameters or {}).get(name) or "").lower()
+    if value not in ("", "true", "false", "1", "0"):
+        raise InputError(f"{name} must be true or false", error_id="BAD_REQUEST")
+    return value in ("true", "1")
+
+
+@router.post("/api/v1/folder-jobs")
+def submit_folder_job() -> tuple[dict[str, Any], int]:
+    owner = _caller()
+    body = _json_body()
+    if _flag("dry_run"):
+        return dryrun.estimate(services(), body), 200
+    status, created = usecases.submit(services(), owner, body)
+    return status, 201 if created else 200
+
+
+@router.get("/api/v1/folder-jobs/<jobId>")
+def folder_job(jobId: str) -> dict[str, Any]:
+    return usecases.status(services(), _caller(), jobId)
+
+
+@router.get("/api/v1/folder-jobs/<jobId>/files")
+def folder_job_files(jobId: str) -> dict[str, Any]:
+    owner = _caller()
+    params = router.current_event.query_string_parameters or {}
+    try:
+        limit = max(1, min(1000, int(params.get("limit") or 1000)))
+    except ValueError:
+        raise InputError("limit must be a number", error_id="BAD_REQUEST") from None
+    return usecases.files(services(), owner, jobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
+
+
+@router.post("/api/v1/folder-jobs/<jobId>/retry")
+def retry_folder_job(jobId: str) -> tuple[dict[str, Any], int]:
+    owner = _caller()
+    try:
+        request = FolderRetry.model_validate(_json_body())
+    except ValueError as exc:
+        raise InputError(f"body: {exc}", error_id="BAD_REQUEST") from None
+    return usecases.retry(services(), owner, jobId, error_ids=request.errorIds), 202
+
+
+@router.post("/api/v1/folder-jobs/<jobId>/cancel")
+def cancel_folder_job(jobId: str) -> dict[str, Any]:
+    return usecases.cancel(services(), _caller(), jobId)
+
+
+@router.get("/api/v1/folder-jobs/<jobId>/report")
+def folder_job_report(jobId: str) -> Response:
+    body = "".join(usecases.report(services(), _caller(), jobId))
+    return Response(status_code=200, content_type="application/x-ndjson", body=body)

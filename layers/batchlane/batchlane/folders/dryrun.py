@@ -1,0 +1,112 @@
+"""A folder job's dry run: list the folder, count what would be converted, estimate pages, cost and time.
+
+Nothing is created or billed. Listing stops after ``MAX_DRY_RUN_PAGES`` ListObjectsV2 pages
+(the API answers within 29 s) and says so. Pages are counted exactly when the folder holds at
+most ``SAMPLE_FILES`` PDFs, else from a sample of them scaled by size (``pages.method``).
+"""
+
+from __future__ import annotations
+
+import math
+import posixpath
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds, survey_pdf
+from batchlane.domain.cost import Usage
+from batchlane.domain.errors import InputError
+from batchlane.folders import layout
+from batchlane.folders.enumerate import classify
+from batchlane.folders.usecases import prepare
+from batchlane.runtime import Services
+
+MAX_DRY_RUN_PAGES = 10  # 10,000 objects
+SAMPLE_FILES = 5
+
+
+def estimate(svc: Services, body: Any) -> dict[str, Any]:
+    spec = prepare(svc, body)
+    settings = svc.settings
+    buckets = svc.folder_buckets()
+    source = spec.input_uri
+    objects: list[tuple[str, int]] = []
+    token: str | None = None
+    complete = False
+    for _ in range(MAX_DRY_RUN_PAGES):
+        if spec.input.files is not None:
+            objects = [(u.split("/", 3)[3], buckets.size(source.bucket, u.split("/", 3)[3]) or 0) for u in spec.input.files[: MAX_DRY_RUN_PAGES * 1000]]
+            complete = len(spec.input.files) <= MAX_DRY_RUN_PAGES * 1000
+            break
+        page = buckets.list_page(source.bucket, source.key, token=token, recursive=spec.input.recursive, max_keys=1000)
+        objects.extend(page.objects)
+        token = page.next_token
+        if token is None:
+            complete = True
+            break
+    found = classify(spec, "fj-dry-run", objects, done_sources=set())
+    listed = {key for key, _ in objects}
+    to_convert = [f for f in found.files if f.status == "queued"]
+    already = [f for f in to_convert if spec.output.on_existing == "skip" and f.output_key in listed]
+    to_convert = [f for f in to_convert if f not in already]
+    by_type = Counter((posixpath.splitext(k)[1].lower() or "(none)") for k, _ in objects if not k.endswith("/") and not layout.is_own_output(k))
+    pages, chars, method, sampled = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
+    model_id = str(spec.options.get("modelId") or settings.batchlane_model_id)
+    if model_id not in settings.batchlane_prices:
+        raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
+    output_tokens = math.ceil(chars / 4 * MARKDOWN_OVERHEAD)
+    per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
+    requests = math.ceil(pages / per_request) if pages else 0
+    on_demand = Usage(pages * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
+    batch = Usage(pages * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
+    lane_possible = settings.batch_lane_configured and spec.policy.priority != "high"
+    return {
+        "dryRun": True,
+        "created": False,
+        "spec": spec.model_dump(mode="json"),
+        "listing": {"objects": len(objects), "complete": complete, "note": None if complete else f"listed the first {len(objects)} objects only"},
+        "files": {
+            "to_convert": len(to_convert),
+            "already_processed": len(already),
+            "excluded": found.excluded,
+            "failing": {f.source_key: f.error_id for f in found.files if f.status == "failed"},
+            "by_type": dict(sorted(by_type.items())),
+        },
+        "pages": {"total": pages, "method": method, "files_inspected": sampled},
+        "records": pages,
+        "estimate": {
+            "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
+            "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
+            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; the batch lane takes only files of {settings.batch_conversion_min_pages}+ pages today",
+        },
+        "turnaround": {
+            "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
+            "batchUpToHours": settings.batch_conversion_timeout_hours if lane_possible else None,
+        },
+    }
+
+
+def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[int, int, str, int]:
+    """(pages, text chars, method, files inspected): every file when few, else a sample scaled by bytes."""
+    if not files:
+        return 0, 0, "exact", 0
+    sample = files if len(files) <= SAMPLE_FILES else [files[int(i * len(files) / SAMPLE_FILES)] for i in range(SAMPLE_FILES)]
+    store = svc.store.in_bucket(bucket)
+    pages = chars = sampled_bytes = 0
+    with tempfile.TemporaryDirectory(prefix="folder-dryrun-") as tmp:
+        for i, f in enumerate(sample):
+            path = Path(tmp) / f"{i}.pdf"
+            store.download_to(f.source_key, path)
+            try:
+                survey = survey_pdf(path, max_pages=max_pages)
+            except InputError:
+                continue  # a bad file fails on its own when converted; it adds no pages
+            pages += survey.pages
+            chars += survey.text_chars_nonblank
+            sampled_bytes += max(f.size_bytes, path.stat().st_size)
+    if len(sample) == len(files):
+        return pages, chars, "exact", len(sample)
+    total_bytes = sum(f.size_bytes for f in files)
+    scale = total_bytes / sampled_bytes if sampled_bytes else len(files) / len(sample)
+    return round(pages * scale), round(chars * scale), "sampled", len(sample)
