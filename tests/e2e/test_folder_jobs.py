@@ -13,6 +13,7 @@ import boto3
 import pytest
 
 from batchlane.db import folder_jobs as repo
+from batchlane.domain.errors import Conflict, InputError
 from batchlane.folders import usecases
 from batchlane.folders.spec import folder_job_id, parse_spec
 from batchlane.runtime import services
@@ -62,7 +63,8 @@ def report(job_id: str, prefix: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def stack(migrated_url: str, stack_starter: Any) -> Any:  # type: ignore[no-untyped-def]
-    started = stack_starter(migrated_url, faults="time_scale=36000")
+    # Two documents in flight per folder job: enough to see queued files wait for the cap.
+    started = stack_starter(migrated_url, faults="time_scale=36000", extra_env={"BATCHLANE_FOLDER_MAX_IN_FLIGHT": "2"})
     yield started
     started.stop()
     assert not (started.grants and started.grants.denials), started.grants.denials
@@ -159,3 +161,151 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     ):
         code, error = api(stack, "POST", "/api/v1/folder-jobs", bad)
         assert (code, error["code"]) == (400, error_id)
+
+
+def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) -> None:
+    put_folder("nopdf/", {"a.txt": b"x", "b.docx": b"y"})
+    put_folder("limits/", {"short.pdf": make_pdf(2), "long.pdf": make_pdf(5)})
+    put_folder("flat/", {"x/report.pdf": make_pdf(2), "y/report.pdf": make_pdf(2), "z/other.pdf": make_pdf(2)})
+    empty, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/nothing-here/"}})
+    nopdf, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/nopdf/"}})
+    limits, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/limits/"}, "policy": {"max_pages_per_document": 3}})
+    flat, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/flat/"}, "output": {"layout": "flat", "folder": f"s3://{FOLDER_BUCKET}/flat-out/"}})
+
+    assert (wait_done(empty["id"])["status"], wait_done(empty["id"])["error"]["id"]) == ("error", "FOLDER_EMPTY")
+    no_pdf = wait_done(nopdf["id"])
+    assert (no_pdf["status"], no_pdf["error"]["id"], no_pdf["files"]["excluded"]) == ("error", "FOLDER_NO_PDF", 2)
+    assert wait_done(limits["id"])["status"] == "completed_with_failures"
+    assert {k: f["error_id"] for k, f in by_key(limits["id"]).items()} == {"limits/long.pdf": "PDF_TOO_MANY_PAGES", "limits/short.pdf": None}
+    assert wait_done(flat["id"])["files"]["completed"] == 2
+    assert {k: f["error_id"] for k, f in by_key(flat["id"]).items()} == {
+        "flat/x/report.pdf": None,
+        "flat/y/report.pdf": "OUTPUT_COLLISION",
+        "flat/z/other.pdf": None,
+    }
+    assert {"flat-out/report/report.md", "flat-out/other/other.md"} <= keys("flat-out/")
+    assert page_phrase(2, 2) in text("flat-out/report/report.md")
+
+
+def test_include_exclude_recursive_and_an_explicit_file_list(stack: Any) -> None:
+    put_folder("globs/", {"keep.pdf": make_pdf(1), "drafts/skip.pdf": make_pdf(1), "sub/deep.pdf": make_pdf(1), "sub/x.PDF": make_pdf(1)})
+    flat_only, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/globs/", "recursive": False}})
+    globbed, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/globs/", "exclude": ["drafts/*"]}, "output": {"on_existing": "replace"}})
+    listed, _ = submit(
+        {
+            "input": {"files": [f"s3://{FOLDER_BUCKET}/globs/sub/deep.pdf", f"s3://{FOLDER_BUCKET}/globs/missing.pdf"]},
+            "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/listed-out/"},
+        }
+    )
+    assert set(by_key(flat_only["id"]) if wait_done(flat_only["id"]) else ()) == {"globs/keep.pdf"}
+    done = wait_done(globbed["id"])
+    assert set(by_key(globbed["id"])) == {"globs/keep.pdf", "globs/sub/deep.pdf", "globs/sub/x.PDF"} and done["files"]["excluded"] == 1
+    wait_done(listed["id"])
+    assert {k: (f["status"], f["error_id"]) for k, f in by_key(listed["id"]).items()} == {
+        "globs/sub/deep.pdf": ("completed", None),
+        "globs/missing.pdf": ("failed", "FILE_MISSING"),
+    }
+    assert "listed-out/sub/deep.md" in keys("listed-out/")  # mirrored below the list's common folder, globs/
+
+
+class Gate:
+    """Hold every call of one function until released (the files stay in flight meanwhile)."""
+
+    def __init__(self, stack: Any, function: str) -> None:
+        import threading
+
+        self.released = threading.Event()
+        registry, original = stack.registry, stack.registry.invoke
+
+        def invoke(target: str, event: Any) -> Any:
+            if registry.logical_name(target) == function:
+                self.released.wait(120)
+            return original(target, event)
+
+        registry.invoke = invoke
+        self._restore = lambda: setattr(registry, "invoke", original)
+
+    def release(self) -> None:
+        self.released.set()
+        self._restore()
+
+
+def test_cancel_skips_queued_files_lets_in_flight_ones_finish_and_a_resubmit_resumes(stack: Any) -> None:
+    prefix = "cancel/"
+    put_folder(prefix, {f"doc{i}.pdf": make_pdf(2) for i in range(5)})
+    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}}
+    gate = Gate(stack, "job_split")  # the first two conversions are held while they split
+    try:
+        status, _ = submit(spec)
+        wait_until(lambda: usecases.status(services(), OWNER, status["id"])["files"]["processing"] == 2, timeout_s=60, what="two files in flight")
+        cancelled = usecases.cancel(services(), OWNER, status["id"])
+        assert cancelled["status"] == "cancelled" and cancelled["files"]["skipped"] == 3
+    finally:
+        gate.release()
+    done = wait_done(status["id"])
+    assert done["files"]["completed"] == 2 and done["files"]["skipped"] == 3 and done["status"] == "cancelled"
+    assert len(report(status["id"], prefix)) == 5
+    with pytest.raises(Conflict):
+        usecases.cancel(services(), OWNER, status["id"])
+
+    again, created = submit(spec)  # skip: the same id resumes, converting only what was skipped
+    assert not created and again["id"] == status["id"]
+    resumed = wait_done(status["id"])
+    assert (resumed["status"], resumed["files"]["completed"], resumed["files"]["skipped"]) == ("completed", 5, 0)
+    attempts = {k: f["attempts"] for k, f in by_key(status["id"]).items()}
+    assert sorted(attempts.values()) == [1, 1, 1, 1, 1]  # nothing converted twice
+
+
+def test_retry_by_error_id_requeues_only_those_files(stack: Any) -> None:
+    prefix = "retry/"
+    put_folder(prefix, {"good.pdf": make_pdf(2), "locked.pdf": encrypted_pdf(make_pdf(2), "pw"), "broken.pdf": b"%PDF-1.4 broken"})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}})
+    assert wait_done(status["id"])["files"]["failed"] == 2
+    assert {f["key"] for f in usecases.files(services(), OWNER, status["id"], status_filter="failed")["files"]} == {
+        prefix + "locked.pdf",
+        prefix + "broken.pdf",
+    }
+    put_folder(prefix, {"locked.pdf": make_pdf(3)})  # the user fixed one of them
+
+    retried = usecases.retry(services(), OWNER, status["id"], error_ids=["PDF_ENCRYPTED"])
+    assert retried["requeued"] == 1
+    done = wait_done(status["id"])
+    files = by_key(status["id"])
+    assert (done["status"], files[prefix + "locked.pdf"]["status"], files[prefix + "broken.pdf"]["error_id"]) == (
+        "completed_with_failures",
+        "completed",
+        "PDF_CORRUPT",
+    )
+    assert files[prefix + "good.pdf"]["attempts"] == 1 and files[prefix + "locked.pdf"]["attempts"] == 2
+    assert page_phrase(3, 3) in text(prefix + "locked.md")
+    with pytest.raises(InputError):
+        usecases.files(services(), OWNER, status["id"], status_filter="nonsense")
+
+
+def test_the_report_resumes_a_job_whose_database_was_lost(stack: Any) -> None:
+    prefix = "resume/"
+    put_folder(prefix, {"a.pdf": make_pdf(2), "b.pdf": make_pdf(2)})
+    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/resume-out/"}}
+    first, _ = submit(spec)
+    assert wait_done(first["id"])["files"]["completed"] == 2
+    s3().delete_object(Bucket=FOLDER_BUCKET, Key="resume-out/a.md")  # only the report still says a.pdf was converted
+    db = services().db
+    db.run("DELETE FROM folder_jobs WHERE id = :id", id=first["id"])  # the database lost the job
+    conversions = db.one("SELECT count(*) AS n FROM large_conversion_jobs")["n"]
+
+    again, created = submit(spec)
+    assert created and again["id"] == first["id"]
+    done = wait_done(first["id"])
+    assert (done["files"]["skipped"], done["files"]["completed"]) == (2, 0)
+    assert {f["error_id"] for f in by_key(first["id"]).values()} == {"ALREADY_CONVERTED"}
+    assert db.one("SELECT count(*) AS n FROM large_conversion_jobs")["n"] == conversions  # nothing converted (or billed) again
+
+
+def test_priority_high_goes_on_demand(stack: Any) -> None:
+    prefix = "high/"
+    put_folder(prefix, {"a.pdf": make_pdf(2)})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"priority": "high"}})
+    wait_done(status["id"])
+    row = by_key(status["id"])[prefix + "a.pdf"]
+    conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    assert conversion["options"].get("_processNow") is True and row["status"] == "completed"

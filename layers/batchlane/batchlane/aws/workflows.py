@@ -58,7 +58,7 @@ class Workflows:
         """One execution per webhook delivery, ``delivery-<deliveryId>`` (its input is the id, never the body)."""
         return self._start(self.webhook_delivery_arn, execution_name("delivery", delivery_id), {"deliveryId": delivery_id})
 
-    def start_folder_job(self, job_id: str, run: int) -> str:
+    def start_folder_job(self, job_id: str, run: str) -> str:
         """A folder job's loop (enumerate, start files, report): ``folder-<jobId>-<run>``; a resume or retry is a new run."""
         return self._start(self.folder_job_arn, f"{execution_name('folder', job_id)}-{run}", {"jobId": job_id})
 

@@ -53,11 +53,14 @@ def lock_job(db: Runner, job_id: str) -> Row | None:
     return db.one("SELECT * FROM folder_jobs WHERE id = :id FOR UPDATE", id=job_id)
 
 
-def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str, **fields: Any) -> Row | None:
-    """Move a folder job only if it is in one of ``from_statuses``; None when it was not."""
+def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str, ended: bool | None = None, **fields: Any) -> Row | None:
+    """Move a folder job only if it is in one of ``from_statuses``; None when it was not.
+
+    ``finished_at`` is set for a terminal status unless ``ended`` is False (a cancelled job
+    whose documents in flight still finish: its loop sets it when it ends)."""
     sets = "".join(f", {name} = :f_{name}" for name in fields)
     params = {f"f_{name}": value for name, value in fields.items()}
-    terminal = to_status not in LIVE_FOLDER_JOB_STATUSES
+    terminal = to_status not in LIVE_FOLDER_JOB_STATUSES if ended is None else ended
     return db.one(
         f"""UPDATE folder_jobs SET status = :to, updated_at = now(){sets},
                    finished_at = CASE WHEN :terminal THEN now() ELSE NULL END
@@ -280,7 +283,7 @@ def reopen(db: Runner, job_id: str) -> Row | None:
     return db.one(
         """UPDATE folder_jobs SET status = CASE WHEN enumeration_done THEN 'processing' ELSE 'enumerating' END,
                   run = run + 1, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now()
-           WHERE id = :id AND status IN ('completed', 'completed_with_failures', 'cancelled') RETURNING *""",
+           WHERE id = :id AND status IN ('completed', 'completed_with_failures', 'cancelled') AND finished_at IS NOT NULL RETURNING *""",
         id=job_id,
     )
 

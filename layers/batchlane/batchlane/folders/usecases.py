@@ -44,7 +44,7 @@ def submit(svc: Services, owner_id: str, body: Any) -> tuple[dict[str, Any], boo
         target=(target.bucket, target.key),
     )
     if row is not None:
-        svc.workflows.start_folder_job(job_id, int(row["run"]))
+        svc.workflows.start_folder_job(job_id, _run_name(row))
         logger.info("folder job submitted", job_id=job_id, folder=str(source), layout=spec.output.layout)
         return status(svc, owner_id, job_id), True
     existing = _owned(svc, owner_id, job_id)
@@ -59,9 +59,9 @@ def resume(svc: Services, job: dict[str, Any], *, statuses: tuple[str, ...], err
     with svc.db.transaction() as tx:
         reopened = repo.reopen(tx, job_id)
         if reopened is None:
-            raise Conflict(f"The folder job is {job['status']}; only a finished job can run again.", error_id="FOLDER_JOB_RUNNING")
+            raise Conflict(f"The folder job is {job['status']} and still finishing; try again when it has ended.", error_id="FOLDER_JOB_RUNNING")
         requeued = repo.requeue(tx, job_id, statuses=statuses, error_ids=error_ids)
-    svc.workflows.start_folder_job(job_id, int(reopened["run"]))
+    svc.workflows.start_folder_job(job_id, _run_name(reopened))
     logger.info("folder job resumed", job_id=job_id, run=reopened["run"], requeued=requeued)
     return requeued
 
@@ -83,7 +83,7 @@ def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job = _owned(svc, owner_id, job_id)
     if job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
         raise Conflict(f"The folder job is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
-    repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="cancelled")
+    repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="cancelled", ended=False)
     repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
     logger.info("folder job cancelled", job_id=job_id)
     return status(svc, owner_id, job_id)
@@ -157,6 +157,11 @@ def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | Non
 def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
     """The report.jsonl lines as they stand now (the same bytes the bucket gets at the end)."""
     return report_lines(svc, _owned(svc, owner_id, job_id))
+
+
+def _run_name(job: dict[str, Any]) -> str:
+    """``<run>-<row created, epoch s>``: a new row (the database was lost) never meets an earlier execution's name."""
+    return f"{job['run']}-{int(job['created_at'].timestamp())}"
 
 
 def _owned(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
