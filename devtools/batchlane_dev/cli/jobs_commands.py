@@ -32,6 +32,8 @@ from typing import Any
 
 import click
 
+from batchlane_dev.cli import folder_commands
+
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 TERMINAL = ("completed", "failed", "cancelled")
 JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
@@ -65,6 +67,7 @@ class ApiClient:
     base_url: str
     token: str
     timeout_s: float = 60.0
+    workdir: Path | None = None  # the offline stack's, when that is the target (a local folder is uploaded there)
 
     def __post_init__(self) -> None:
         if not self.base_url.startswith(("http://", "https://")):
@@ -127,6 +130,21 @@ class ApiClient:
                 partial.unlink(missing_ok=True)
         return size
 
+    def text(self, path: str) -> str:
+        """GET a non-JSON body (a folder job's report.jsonl)."""
+        request = urllib.request.Request(self.base_url.rstrip("/") + path, headers={"Authorization": f"Bearer {self.token}"})  # noqa: S310 - checked
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
+                return str(response.read().decode())
+        except urllib.error.HTTPError as exc:
+            try:
+                payload = json.loads(exc.read() or b"{}")
+            except ValueError:
+                payload = {}
+            raise ApiFailure(exc.code, payload.get("code") or f"HTTP_{exc.code}", payload.get("message") or exc.reason) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}") from None
+
     # -- the few calls the commands make -------------------------------------------------
     def job(self, job_id: str) -> dict[str, Any]:
         return self.call("GET", f"/api/v1/jobs/{job_id}")
@@ -159,7 +177,7 @@ def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path
     state = read_state(workdir.resolve())
     if not state:
         raise Unreachable("the offline stack is not running: start it with `batchlane local up` (or pass --stack-name)")
-    return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}")
+    return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}", workdir=workdir)
 
 
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -296,7 +314,12 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 
 # -- commands ----------------------------------------------------------------------------
 @click.command()
-@click.argument("pdf", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("pdf", metavar="PDF|DIR/|s3://BUCKET/FOLDER/")
+@click.option("--layout", type=click.Choice(["alongside", "mirror", "flat"]), help="Folder jobs: where the Markdown goes (default alongside).")
+@click.option("--output-folder", help="Folder jobs: s3:// folder for mirror or flat.")
+@click.option("--include", multiple=True, help="Folder jobs: glob of keys to convert (repeatable; default *.pdf).")
+@click.option("--exclude", multiple=True, help="Folder jobs: glob of keys to leave out (repeatable).")
+@click.option("--replace", is_flag=True, help="Folder jobs: convert again files whose output exists (default: skip them).")
 @click.option("--detach", is_flag=True, help="Print the job id and return at once instead of watching to the end.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object on stdout.")
 @click.option("--bulk", is_flag=True, help="Bulk opt-in: send the job through the batch lane whatever its size.")
@@ -310,7 +333,7 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @target_options
 def convert(
     api: ApiClient,
-    pdf: Path,
+    pdf: str,
     detach: bool,
     as_json: bool,
     bulk: bool,
@@ -321,8 +344,39 @@ def convert(
     callback_url: str | None = None,
     callback_events: str | None = None,
     callback_headers: tuple[str, ...] = (),
+    layout: str | None = None,
+    output_folder: str | None = None,
+    include: tuple[str, ...] = (),
+    exclude: tuple[str, ...] = (),
+    replace: bool = False,
 ) -> None:
-    """Upload PDF and convert it; watch it to the end and write the Markdown next to it (or --detach)."""
+    """Upload PDF and convert it; watch it to the end and write the Markdown next to it (or --detach).
+
+    A folder (s3://bucket/path/, or a local DIR/ uploaded to the offline stack) becomes a folder job."""
+    if pdf.startswith("s3://") or Path(pdf).is_dir():
+        uri = pdf if pdf.startswith("s3://") else folder_commands.upload_local_folder(Path(pdf), workdir=api.workdir or DEFAULT_WORKDIR)
+        spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace)
+        folder_commands.convert_folder(api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval)
+        return
+    if not Path(pdf).is_file():
+        raise click.UsageError(f"{pdf} is not a file, a folder or an s3:// folder URI")
+    return _convert_pdf(api, Path(pdf), detach, as_json, bulk, interval, output, force, dry_run, callback_url, callback_events, callback_headers)
+
+
+def _convert_pdf(
+    api: ApiClient,
+    pdf: Path,
+    detach: bool,
+    as_json: bool,
+    bulk: bool,
+    interval: float,
+    output: Path | None,
+    force: bool,
+    dry_run: bool,
+    callback_url: str | None,
+    callback_events: str | None,
+    callback_headers: tuple[str, ...],
+) -> None:
     options: dict[str, Any] = {"_batchLane": True} if bulk else {}
     options.update(callback_options(callback_url, callback_events, callback_headers))
     if dry_run:
@@ -382,7 +436,13 @@ def list_jobs(api: ApiClient, status: str | None, as_json: bool) -> None:
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @target_options
 def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interval: float) -> None:
-    """Where JOB is: status, phase, pages, batch row, hold, cost."""
+    """Where JOB is: status, phase, pages, batch row, hold, cost (a folder job fj-…: files, pages, throughput, ETA)."""
+    if folder_commands.is_folder_job(job_id):
+        folder = folder_commands.watch(api, job_id, interval_s=interval, quiet=as_json) if follow else api.call("GET", f"/api/v1/folder-jobs/{job_id}")
+        folder_commands.print_job(folder, as_json)
+        if follow:
+            sys.exit(folder_commands.exit_code(folder))
+        return
     job = watch(api, job_id, interval_s=interval, quiet=as_json) if follow else api.job(job_id)
     _print_job(job, as_json)
     if follow:
@@ -429,6 +489,24 @@ def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
         click.echo(f"{page['page']:>6}  {page['attempts']:>8}  {page['lane'] or '-':<10} {page['reason']}")
 
 
+@jobs.command("files")
+@click.argument("job_id", metavar="FOLDER_JOB")
+@click.option("--status", type=click.Choice(["queued", "processing", "completed", "failed", "skipped"]), help="Only files in this status.")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def folder_files(api: ApiClient, job_id: str, status: str | None, as_json: bool) -> None:
+    """A folder job's files: key, status, pages, attempts, error id and message, outputs."""
+    folder_commands.print_files(api.call("GET", f"/api/v1/folder-jobs/{job_id}/files" + (f"?status={status}" if status else "")), as_json)
+
+
+@jobs.command("report")
+@click.argument("job_id", metavar="FOLDER_JOB")
+@target_options
+def folder_report(api: ApiClient, job_id: str) -> None:
+    """A folder job's report.jsonl on stdout (one line per finished file): batchlane jobs report ID > report.jsonl."""
+    click.echo(api.text(f"/api/v1/folder-jobs/{job_id}/report"), nl=False)
+
+
 @click.command()
 @click.argument("job_id", metavar="JOB")
 @click.option(
@@ -455,7 +533,16 @@ def retry(
     output: Path | None,
     force: bool,
 ) -> None:
-    """Convert JOB's failed pages again (only those, on-demand) and splice them into its Markdown."""
+    """Convert JOB's failed pages again (only those, on-demand) and splice them into its Markdown.
+
+    A folder job (fj-…): requeue its failed files (only those with --error-id, if given)."""
+    if folder_commands.is_folder_job(job_id):
+        folder = api.call("POST", f"/api/v1/folder-jobs/{job_id}/retry", {"errorIds": list(error_ids)} if error_ids else {})
+        click.echo(f"folder job {job_id}: {folder['requeued']} file(s) queued again", err=True)
+        if not detach:
+            folder = folder_commands.watch(api, job_id, interval_s=interval, quiet=as_json)
+        folder_commands.print_job(folder, as_json)
+        sys.exit(folder_commands.exit_code(folder) if not detach else 0)
     if output is not None and output.exists() and not force:
         raise click.UsageError(f"{output} exists; pass --force to overwrite it")
     body: dict[str, Any] = {}
@@ -487,7 +574,10 @@ def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True)
 @target_options
 def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
-    """Cancel JOB: nothing is charged, the file goes back to uploaded."""
+    """Cancel JOB: nothing is charged, the file goes back to uploaded (a folder job: queued files skipped, in-flight ones finish)."""
+    if folder_commands.is_folder_job(job_id):
+        folder_commands.print_job(api.call("POST", f"/api/v1/folder-jobs/{job_id}/cancel"), as_json)
+        return
     result = _file_action(api, job_id, "cancel")
     if as_json:
         click.echo(json.dumps(result))
