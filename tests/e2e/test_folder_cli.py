@@ -26,6 +26,20 @@ def local_stack(tmp_path_factory):  # type: ignore[no-untyped-def]
         mp.undo()
 
 
+@pytest.fixture(autouse=True)
+def _own_environment():  # type: ignore[no-untyped-def]
+    """The demo points this process at the running stack (os.environ): put it back for the tests after."""
+    import os
+
+    from batchlane.runtime import reset_services
+
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+    reset_services()
+
+
 def run(workdir, *args: str):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(main, [*args, "--workdir", str(workdir), "--user", "operator"], catch_exceptions=False)
 
@@ -64,3 +78,51 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     assert retried.exit_code == 3, retried.output  # the broken file fails again; the two good ones were not touched
     files = json.loads(run(local_stack, "jobs", "files", job["id"], "--json").stdout)["files"]
     assert {f["key"]: f["attempts"] for f in files} == {"folders/papers/2024/b.pdf": 1, "folders/papers/a.pdf": 1, "folders/papers/broken.pdf": 2}
+
+
+def test_demo_folder_twice_on_a_running_stack_converts_once(local_stack, tmp_path):  # type: ignore[no-untyped-def]
+    folder = tmp_path / "reports"
+    (folder / "a").mkdir(parents=True)
+    (folder / "a" / "b.pdf").write_bytes(make_pdf(2))
+    (folder / "c.pdf").write_bytes(make_pdf(3))
+
+    def demo() -> dict:  # type: ignore[type-arg]
+        from batchlane_dev.local.folder_demo import run_folder_demo
+
+        return run_folder_demo(folder, out_dir=tmp_path / "out", workdir=local_stack)
+
+    first = demo()
+    assert first["status"] == "completed" and first["files"]["completed"] == 2 and first["pages"]["total"] == 5
+    out = tmp_path / "out" / "reports"
+    assert (out / "a" / "b.md").is_file() and (out / "c.md").is_file() and first["output_dir"] == str(out)
+    assert (tmp_path / "out" / "reports" / "_batchlane" / first["job_id"] / "report.jsonl").is_file()
+    assert first["total_cost_usd"] > 0 and first["all_on_demand_cost_usd"] >= first["total_cost_usd"]
+    second = demo()
+    assert second["job_id"] == first["job_id"] and second["total_cost_usd"] == first["total_cost_usd"]  # the same job: nothing converted or billed again
+
+
+def test_demo_folder_json_from_the_command_line(local_stack, tmp_path):  # type: ignore[no-untyped-def]
+    folder = tmp_path / "one"
+    folder.mkdir()
+    (folder / "x.pdf").write_bytes(make_pdf(2))
+    result = CliRunner().invoke(
+        main,
+        ["demo", "--folder", str(folder), "--json", "--out", str(tmp_path / "out")],
+        catch_exceptions=False,
+        env={"BATCHLANE_LOCAL_WORKDIR": str(local_stack)},
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert set(report) >= {
+        "job_id",
+        "status",
+        "files",
+        "pages",
+        "batch",
+        "total_cost_usd",
+        "all_on_demand_cost_usd",
+        "saving_pct",
+        "manifest_path",
+        "report_path",
+        "output_dir",
+    }

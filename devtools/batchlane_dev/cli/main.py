@@ -47,20 +47,56 @@ def main() -> None:
 )
 @click.option("--on-demand-only", is_flag=True, help="Turn the batch lane off for this run.")
 @click.option(
+    "--folder",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Convert this local folder as a folder job (layout alongside); outputs and report under --out/<folder name>/.",
+)
+@click.option("--dry-run", is_flag=True, help="With --folder: print the folder job's estimate; nothing is created.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".batchlane/local"),
+    envvar="BATCHLANE_LOCAL_WORKDIR",
+    show_default=True,
+    help="With --folder: the workdir of a stack `batchlane local up` started (used when it runs).",
+)
+@click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Print the report as one JSON object on the last line of stdout (camelCase; the old snake_case fields too, until 0.3.0).",
 )
-def demo(pages: int, pdf: Path | None, out_dir: Path, faults: str, on_demand_only: bool, as_json: bool) -> None:
+def demo(
+    pages: int,
+    pdf: Path | None,
+    out_dir: Path,
+    faults: str,
+    on_demand_only: bool,
+    as_json: bool,
+    folder: Path | None = None,
+    dry_run: bool = False,
+    workdir: Path = Path(".batchlane/local"),
+) -> None:
     """Run the main job end to end on the offline stack (no AWS account needed).
 
     Starts PostgreSQL and the emulated AWS services, converts the PDF, writes the
-    Markdown under --out, prints a report and stops everything.
+    Markdown under --out, prints a report and stops everything. With --folder, a folder
+    job over a local folder (on the stack `batchlane local up` started, when one runs).
     """
     import os
 
     from rich.console import Console
+
+    if folder is not None:
+        from batchlane_dev.local.folder_demo import run_folder_demo
+
+        result = run_folder_demo(folder, out_dir=out_dir, workdir=workdir, faults=faults, dry_run=dry_run, console=Console(stderr=True))
+        if as_json:
+            click.echo(json.dumps(result, default=str))
+        else:
+            for key, value in result.items():
+                click.echo(f"{key:>24}  {value}")
+        sys.exit(0 if dry_run or result["status"] == "completed" else (EXIT_PAGES_FAILED if result["status"] == "completed_with_failures" else EXIT_JOB_FAILED))
 
     from batchlane_dev.local.demo import run_demo
 

@@ -1,0 +1,117 @@
+"""`batchlane demo --folder DIR`: a local folder through a folder job on the offline stack, end to end.
+
+Uploads DIR to the offline stack's folder bucket under ``folders/<DIR name>/``, runs a folder
+job over it (layout alongside) through the API, then copies the job's output folder (Markdown
+next to each PDF, ``_batchlane/<job_id>/`` with the report and manifest) to
+``out/<DIR name>/``, the same tree as the bucket's. On a stack `batchlane local up` started
+it uses that one, so running the command twice converts nothing the second time (the same
+spec is the same job); otherwise it starts and stops a stack of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import boto3
+from rich.console import Console
+
+from batchlane.runtime import services
+from batchlane_dev.cli.folder_commands import FOLDER_TERMINAL, describe, folder_spec
+from batchlane_dev.cli.jobs_commands import ApiClient
+from batchlane_dev.local.daemon import read_state, use_running_stack
+from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions
+from batchlane_dev.report import job_report
+
+
+def run_folder_demo(
+    directory: Path,
+    *,
+    out_dir: Path = Path("out"),
+    workdir: Path = Path(".batchlane/local"),
+    faults: str = "",
+    dry_run: bool = False,
+    console: Console | None = None,
+) -> dict[str, Any]:
+    console = console or Console(stderr=True)
+    if not directory.is_dir():
+        raise ValueError(f"{directory} is not a folder")
+    with ExitStack() as cleanup:
+        if read_state(workdir.resolve()):
+            env = use_running_stack(workdir)["env"]
+            console.print(f"using the offline stack of `batchlane local up` ({workdir})")
+        else:
+            tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="batchlane-folder-demo-"))
+            stack = cleanup.enter_context(OfflineStack(StackOptions(workdir=Path(tmp), faults=faults or "time_scale=36000")))
+            env = stack.env
+        api = ApiClient(env["BATCHLANE_API_URL"], "local:demo-user")
+        s3 = boto3.client(
+            "s3",
+            endpoint_url=env["AWS_ENDPOINT_URL"],
+            region_name=REGION,
+            aws_access_key_id=env.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
+        )
+        prefix = f"folders/{directory.resolve().name}/"
+        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
+            s3.upload_file(str(path), FOLDER_BUCKET, prefix + path.relative_to(directory).as_posix())
+        spec = folder_spec(f"s3://{FOLDER_BUCKET}/{prefix}", layout=None, output=None, include=(), exclude=(), replace=False)
+        if dry_run:
+            return {"dry_run": True, **api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)}
+        started = time.monotonic()
+        job = api.call("POST", "/api/v1/folder-jobs", spec)
+        console.print(f"folder job {job['id']} over s3://{FOLDER_BUCKET}/{prefix}")
+        last = ""
+        while not (job["status"] in FOLDER_TERMINAL and job.get("finished_at")):
+            time.sleep(0.5)
+            job = api.call("GET", f"/api/v1/folder-jobs/{job['id']}")
+            if (line := describe(job)) != last:
+                console.print(line)
+                last = line
+        local = out_dir / directory.resolve().name
+        _download(s3, prefix, local)
+        return _report(job, local, round(time.monotonic() - started, 2))
+
+
+def _download(s3: Any, prefix: str, target: Path) -> None:
+    """The job's output folder as the bucket holds it: Markdown, report and manifest (not the PDFs)."""
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=FOLDER_BUCKET, Prefix=prefix):
+        for item in page.get("Contents", []):
+            key = item["Key"]
+            if key.lower().endswith(".pdf"):
+                continue
+            path = target / key[len(prefix) :]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(FOLDER_BUCKET, key, str(path))
+
+
+def _report(job: dict[str, Any], local: Path, seconds: float) -> dict[str, Any]:
+    """The JSON the demo prints: files, pages, the batch lane's share and the money, from each file's conversion."""
+    svc = services()
+    rows = svc.db.run("SELECT conversion_job_id FROM folder_job_files WHERE folder_job_id = :id AND conversion_job_id IS NOT NULL", id=job["id"])
+    reports = [job_report(svc, str(r["conversion_job_id"])) for r in rows]
+    total = sum(r["total_cost_usd"] for r in reports)
+    all_on_demand = sum(r["all_on_demand_cost_usd"] for r in reports)
+    files = job["files"]
+    return {
+        "job_id": job["id"],
+        "status": job["status"],
+        "files": {k: files[k] for k in ("discovered", "completed", "failed", "skipped", "excluded")},
+        "pages": {"total": sum(r["pages"] for r in reports), "completed": job["pages"]["completed"], "failed": job["pages"]["failed"]},
+        "batch": {
+            "bedrock_jobs": sum(1 for r in reports if r["batch"]["job_status"]),
+            "records": sum(r["batch"]["records"] for r in reports),
+            "accepted": sum(r["batch"]["accepted"] for r in reports),
+        },
+        "total_cost_usd": round(total, 6),
+        "all_on_demand_cost_usd": round(all_on_demand, 6),
+        "saving_pct": round((all_on_demand - total) / all_on_demand * 100, 2) if all_on_demand > 0 else 0.0,
+        "manifest_path": os.fspath(local / "_batchlane" / job["id"] / "manifest.json"),
+        "report_path": os.fspath(local / "_batchlane" / job["id"] / "report.jsonl"),
+        "output_dir": os.fspath(local),
+        "seconds": seconds,
+    }
