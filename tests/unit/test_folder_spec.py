@@ -100,3 +100,19 @@ def test_globs_match_below_the_folder_case_insensitively() -> None:
     assert not layout.matches("drafts/doc.pdf", ["*.pdf"], ["drafts/*"])
     assert layout.matches("a/b/doc.pdf", ["a/*"], [])
     assert not layout.matches("a/secret.pdf", ["*.pdf"], ["secret*"])
+
+
+def test_eta_waits_for_the_listing_and_enough_pages_then_follows_the_pace() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from batchlane.folders.usecases import pace
+
+    started = datetime.now(UTC) - timedelta(minutes=2)
+    job = {"created_at": started, "finished_at": None, "enumeration_done": False}
+    counts = {"pages_completed": 40, "pages_failed": 0, "completed": 4, "failed": 0, "queued": 4, "processing": 2}
+    throughput, eta = pace(job, counts)
+    assert throughput is not None and 19 < throughput < 21 and eta is None  # still listing: no ETA yet
+    throughput, eta = pace({**job, "enumeration_done": True}, counts)
+    assert eta is not None and 170 < eta < 190  # 6 files x 10 pages left at ~20 pages/min
+    assert pace({**job, "enumeration_done": True}, {**counts, "pages_completed": 5, "completed": 1})[1] is None  # too few pages to mean much
+    assert pace({**job, "finished_at": datetime.now(UTC)}, counts)[1] == 0

@@ -93,7 +93,7 @@ def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job = _owned(svc, owner_id, job_id)
     counts = repo.counts(svc.db, job_id)
     out_prefix = f"s3://{job['output_bucket']}/"
-    throughput, eta = _pace(job, counts)
+    throughput, eta = pace(job, counts)
     return {
         "id": job_id,
         "name": job["name"],
@@ -118,7 +118,7 @@ def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     }
 
 
-def _pace(job: dict[str, Any], counts: dict[str, Any]) -> tuple[float | None, int | None]:
+def pace(job: dict[str, Any], counts: dict[str, Any]) -> tuple[float | None, int | None]:
     """Pages a minute since the job started; ETA from the pages per finished file and the files left."""
     end = job["finished_at"] or datetime.now(UTC)
     minutes = max((end - job["created_at"]).total_seconds() / 60, 1e-6)
