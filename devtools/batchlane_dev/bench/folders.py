@@ -1,0 +1,158 @@
+"""Folder-job figures.
+
+``enumerate_100000_objects``: the enumerator (classify + insert + checkpoint, real PostgreSQL)
+over 100,000 keys served page by page (1,000 a page) by an in-memory lister, against the
+bare listing of the same pages: objects listed and queued per second, and peak Python memory
+(tracemalloc), which must not grow with the folder. S3's own ListObjectsV2 latency is not in
+it (moto's in-memory S3 would measure moto, not S3).
+
+``folder_1000_files``: 1,000 generated PDFs of 1–40 pages in nested folders through a folder
+job on the offline stack, end to end, against ONE single-file conversion of the same total
+pages in the same run: the difference per file is the folder job's overhead (enumeration,
+queueing, per-file intake, report).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from batchlane.aws.folders import ListedPage
+from batchlane_dev.bench import figure, wanted
+
+NAMES = ("enumerate_100000_objects", "enumerate_10000_objects", "folder_1000_files", "folder_50_files")
+
+
+class _GeneratedFolder:
+    """A folder of ``count`` keys (nested, 1 in 10 not a PDF), listed 1,000 at a time; nothing held but the page."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def list_page(self, bucket: str, prefix: str, *, token: str | None, recursive: bool, max_keys: int) -> ListedPage:
+        start = int(token or 0)
+        end = min(start + max_keys, self.count)
+        objects = [(f"{prefix}{i % 97:02d}/{i % 13:02d}/doc-{i:07d}.{'txt' if i % 10 == 9 else 'pdf'}", 1000 + i) for i in range(start, end)]
+        return ListedPage(objects, str(end) if end < self.count else None)
+
+    def list_keys(self, bucket: str, prefix: str) -> list[str]:
+        return []
+
+    def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]:
+        from batchlane.domain.errors import NotFound
+
+        raise NotFound(key)
+
+
+def _enumerate(count: int) -> Iterator[dict[str, Any]]:
+    from batchlane.config import Settings
+    from batchlane.db import Database, connect_params_from_url
+    from batchlane.db import folder_jobs as repo
+    from batchlane.db.migrate import migrate
+    from batchlane.folders.enumerate import enumerate_step
+    from batchlane.folders.spec import folder_job_id, parse_spec
+    from batchlane_dev.local import postgres
+
+    lister = _GeneratedFolder(count)
+    started = time.perf_counter()
+    token: str | None = None
+    listed = 0
+    while True:
+        page = lister.list_page("b", "in/", token=token, recursive=True, max_keys=1000)
+        listed += len(page.objects)
+        token = page.next_token
+        if token is None:
+            break
+    baseline = listed / (time.perf_counter() - started)
+
+    with tempfile.TemporaryDirectory(prefix="bench-folders-") as tmp:
+        server, url = postgres.start(Path(tmp) / "pgdata")
+        db = Database(connect_params_from_url(url))
+        try:
+            migrate(db)
+            spec = parse_spec({"input": {"folder": "s3://b/in/"}})
+            job_id = folder_job_id(spec, "bench")
+            repo.insert_job(db, job_id=job_id, owner_id="bench", name=None, spec=spec.model_dump(mode="json"), source=("b", "in/"), target=("b", "in/"))
+            svc = SimpleNamespace(db=db, settings=Settings(batchlane_folder_list_pages_per_step=10), folder_buckets=lambda: lister)
+            tracemalloc.start()
+            started = time.perf_counter()
+            while not enumerate_step(svc, job_id)["enumerationDone"]:  # type: ignore[arg-type]
+                pass
+            seconds = time.perf_counter() - started
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            counts = repo.counts(db, job_id)
+            excluded = int(repo.get_job(db, job_id)["excluded_count"])  # type: ignore[index]
+        finally:
+            db.close()
+            postgres.stop(server, Path(tmp) / "pgdata")
+    rate = count / seconds
+    yield figure(
+        f"enumerate_{count}_objects",
+        rate,
+        "objects/s",
+        baseline,
+        baseline_is="the bare listing of the same pages (no classification, no insert)",
+        files_queued=counts["queued"],
+        excluded_not_pdf=excluded,
+        seconds=round(seconds, 2),
+        peak_python_memory_mb=round(peak / 1e6, 2),
+        s3="in-memory lister (1,000 keys a page): S3 latency not included",
+    )
+
+
+def _folder(files: int) -> Iterator[dict[str, Any]]:
+    import boto3
+
+    from batchlane.db import folder_jobs as repo
+    from batchlane.folders import usecases
+    from batchlane.runtime import services
+    from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until
+    from batchlane_dev.local.pdfgen import make_pdf
+    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions
+
+    rng = random.Random(files)
+    sizes = [rng.randint(1, 40) for _ in range(files)]
+    with tempfile.TemporaryDirectory(prefix="bench-folder-") as tmp:
+        options = StackOptions(workdir=Path(tmp), faults="time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_FOLDER_MAX_IN_FLIGHT": "50"})
+        with OfflineStack(options) as stack:
+            svc = services()
+            started = time.perf_counter()
+            single = submit_pdf(svc, make_pdf(sum(sizes)), name="all.pdf", owner_id="bench")
+            wait_for_job(svc, single["jobId"], timeout_s=7200)
+            baseline = time.perf_counter() - started
+
+            s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name=REGION)
+            for i, pages in enumerate(sizes):
+                s3.put_object(Bucket=FOLDER_BUCKET, Key=f"bench/{i % 10}/{i % 7}/doc-{i:04d}.pdf", Body=make_pdf(pages))
+            started = time.perf_counter()
+            job, _ = usecases.submit(svc, "bench", {"input": {"folder": f"s3://{FOLDER_BUCKET}/bench/"}})
+            wait_until(lambda: (row := repo.get_job(svc.db, job["id"])) and row["finished_at"] is not None, timeout_s=7200, poll_s=1, what="the folder job")
+            seconds = time.perf_counter() - started
+            done = usecases.status(svc, "bench", job["id"])
+    yield figure(
+        f"folder_{files}_files",
+        seconds,
+        "s",
+        baseline,
+        baseline_is=f"one single-file conversion of the same {sum(sizes)} pages in the same run",
+        files=files,
+        pages=sum(sizes),
+        completed=done["files"]["completed"],
+        overhead_per_file_s=round((seconds - baseline) / files, 4),
+    )
+
+
+def figures(args: Any) -> Iterator[dict[str, Any]]:
+    count = 10_000 if args.quick else 100_000
+    if wanted(args, f"enumerate_{count}_objects"):
+        yield from _enumerate(count)
+    files = 50 if args.quick else 1000
+    if wanted(args, f"folder_{files}_files"):
+        yield from _folder(files)
