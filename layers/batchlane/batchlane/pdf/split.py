@@ -166,9 +166,8 @@ class PdfDocument:
                     target.close()
         except pdfium.PdfiumError as exc:
             # pdfium opens a file by its xref and /Count; a page it cannot load (a page tree deeper than
-            # its 1,024 levels, a broken page object) shows only here. pypdf says which.
-            _diagnose_with_pypdf(self._source)
-            raise InputError("The PDF is damaged and its pages cannot be read.", error_id="PDF_CORRUPT") from exc
+            # its 1,024 levels, a broken page object) shows only here.
+            raise unreadable_page_error(self._source) from exc
         return _stable_id(buffer.getvalue())
 
 
@@ -297,6 +296,16 @@ def _diagnose_with_pypdf(source: bytes | BinaryIO) -> None:
         raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT") from exc
     if count == 0:
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
+
+
+def unreadable_page_error(source: bytes | BinaryIO) -> InputError:
+    """The error for a file pdfium opened but whose pages it cannot load: pypdf says why
+    (PDF_TOO_COMPLEX past its depth and size limits, PDF_ENCRYPTED), else PDF_CORRUPT."""
+    try:
+        _diagnose_with_pypdf(source)
+    except InputError as exc:
+        return exc
+    return InputError("The PDF is damaged and its pages cannot be read.", error_id="PDF_CORRUPT")
 
 
 def _as_stream(source: bytes | BinaryIO) -> BinaryIO:
