@@ -79,6 +79,14 @@ def test_the_scanner_agrees_with_the_recursive_reference(data):
     assert (scan.stripped, scan.text_chars) == reference(data)
 
 
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.sampled_from([b"(", b")", b"a", b" ", b"Tj", b"\\101", b"\\)", b"\\n", b"\\\r\n", b"\\7"]), max_size=200).map(b"".join))
+def test_the_c_fast_path_for_flat_strings_agrees_with_the_reference_too(data):
+    """No escaped ``(`` here, so pages of flat strings take the regex path (one step) and the rest the walk."""
+    scan = strip_literal_strings(data)
+    assert (scan.stripped, scan.text_chars) == reference(data)
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"a", b" ", b"Tj", b"\n", b"0"]), max_size=8).map(b"".join), st.lists(st.sampled_from([b"x", b" ", b"Tj", b"1"]), max_size=40))
 def test_on_flat_strings_it_strips_what_the_old_regex_stripped(text, between):
@@ -86,8 +94,8 @@ def test_on_flat_strings_it_strips_what_the_old_regex_stripped(text, between):
     data = b"".join(part + b"(" + text + b")" for part in between)
     old = re.compile(rb"\((?:\\.|[^\\)])*\)")
     stripped = old.sub(b"()", data)
-    assert strip_literal_strings(data).stripped == stripped
-    assert strip_literal_strings(data).text_chars == len(data) - len(stripped)
+    scan = strip_literal_strings(data)
+    assert (scan.stripped, scan.text_chars, scan.steps) == (stripped, len(data) - len(stripped), 1)
 
 
 @pytest.mark.parametrize("data", [b"(" * 40_000, b"BT (" + b"(" * 40_000 + b" ET", b"(\\" * 20_000, b"(" * 20_000 + b")" * 20_000])

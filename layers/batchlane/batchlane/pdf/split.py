@@ -134,9 +134,10 @@ class PdfDocument:
     def _inspect(self, number: int, deadline: Deadline | None = None) -> tuple[bool, int, bool]:
         """(blank, text_chars, estimate_known) of one page, within :data:`PAGE_READ_BUDGET_S`: a page
         pypdf cannot read, or that runs out of time, is "not blank, estimate unknown", never an error."""
-        deadline = deadline or Deadline(PAGE_READ_BUDGET_S)
         try:
-            source = self._pypdf().pages[number - self.first_page]
+            reader = self._pypdf()  # opened once per document: not a cost of this page
+            deadline = deadline or Deadline(PAGE_READ_BUDGET_S)
+            source = reader.pages[number - self.first_page]
             blank, text_chars, known = _read_contents(source, deadline)
             deadline.check()
             return blank and not _has_visible_annotations(source), text_chars, known
