@@ -55,10 +55,13 @@ def convert(stack: Any, tmp_path: Path, name: str, data: bytes, *extra: str) -> 
     return job_id, json.loads(shown.stdout)
 
 
-def test_a_page_tree_5000_levels_deep_fails_the_job_as_too_complex_and_leaves_no_chunk_behind(stack, tmp_path):
-    job_id, job = convert(stack, tmp_path, "deep.pdf", deep_page_tree_pdf(5_000, shallow_pages=2))
+@pytest.mark.parametrize("lane", ["on-demand", "batch"])
+def test_a_page_tree_5000_levels_deep_fails_the_job_as_too_complex_and_leaves_no_chunk_behind(stack, tmp_path, lane):
+    """The split fails before any lane is chosen; --bulk (the batch lane's opt-in) changes nothing."""
+    job_id, job = convert(stack, tmp_path, "deep.pdf", deep_page_tree_pdf(5_000, shallow_pages=2), *(["--bulk"] if lane == "batch" else []))
     assert job["status"] == "failed"
     assert job["error"]["code"] == "PDF_TOO_COMPLEX"
+    assert job["batch"] is None and job["pages"]["total"] == 0
     assert services().store.list_keys(f"jobs/{job_id}/") == [], "the chunk PDFs of the failed split are deleted"
 
 
