@@ -24,7 +24,7 @@ from pypdf.errors import FileNotDecryptedError, LimitReachedError
 
 from batchlane.domain.errors import InputError
 from batchlane.observability import logger
-from batchlane.pdf.content import MAX_CONTENT_SCAN_BYTES, PAGE_READ_BUDGET_S, Deadline, strip_literal_strings
+from batchlane.pdf.content import MAX_CONTENT_SCAN_BYTES, PAGE_READ_BUDGET_S, BudgetExceeded, Deadline, strip_literal_strings
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
 
@@ -140,7 +140,7 @@ class PdfDocument:
             source = reader.pages[number - self.first_page]
             blank, text_chars, known = _read_contents(source, deadline)
             deadline.check()
-            return blank and not _has_visible_annotations(source), text_chars, known
+            return blank and not _has_visible_annotations(source, deadline), text_chars, known
         except Exception as exc:  # LimitReachedError, PdfReadError, BudgetExceeded, RecursionError, ...
             logger.warning("page content not inspected", page=number, error=type(exc).__name__)
             return False, 0, False
@@ -223,15 +223,19 @@ _INVISIBLE_ANNOTATIONS = frozenset({"/Link", "/Popup"})
 _HIDDEN_FLAGS = 0b10 | 0b100000  # Hidden, NoView (PDF 32000-1, 12.5.3)
 
 
-def _has_visible_annotations(page) -> bool:  # type: ignore[no-untyped-def]
-    """A page whose content stream is empty can still show filled fields or a stamp: not blank."""
+def _has_visible_annotations(page, deadline: Deadline) -> bool:  # type: ignore[no-untyped-def]
+    """A page whose content stream is empty can still show filled fields or a stamp: not blank.
+    Past ``deadline`` (a page of a million annotations) it raises BudgetExceeded."""
     try:
         for ref in page.get("/Annots") or []:
+            deadline.check()
             annotation = ref.get_object()
             if annotation.get("/Subtype") in _INVISIBLE_ANNOTATIONS or int(annotation.get("/F", 0)) & _HIDDEN_FLAGS:
                 continue
             if annotation.get("/AP") is not None:
                 return True
+    except BudgetExceeded:
+        raise
     except Exception:  # an unreadable annotation is not proof of a blank page
         return True
     return False
