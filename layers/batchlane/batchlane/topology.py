@@ -21,6 +21,7 @@ Capability = Literal[
     "s3_read",  # read objects in the bucket
     "s3_write",  # write objects in the bucket
     "s3_delete",  # delete a deleted file's upload (uploads/ only)
+    "s3_delete_chunk_sources",  # delete the chunk PDFs a failed split wrote (jobs/*/source/ only)
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "start_conversion",  # states:StartExecution on the conversion state machine
@@ -101,7 +102,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_split",
         "Intake: streams the upload to /tmp, validates and splits it into chunk PDFs, writes the chunk rows, parks or starts the job.",
-        ("db", "s3_read", "s3_write", "start_conversion", "publish_events"),
+        ("db", "s3_read", "s3_write", "s3_delete_chunk_sources", "start_conversion", "publish_events"),
         900,
         3008,
         1024,

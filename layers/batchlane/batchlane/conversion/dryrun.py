@@ -32,7 +32,7 @@ from batchlane.conversion.create import normalise_options
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
-from batchlane.pdf.split import open_pdf_file
+from batchlane.pdf.split import open_pdf_file, unreadable_page_error
 from batchlane.runtime import Services
 
 SAMPLE_PAGES = 1000
@@ -72,7 +72,11 @@ def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> Pag
         indexes = range(count) if count <= sample else sorted(random.Random(count).sample(range(count), sample))
         blank = scans = chars = 0
         for index in indexes:
-            page = document[index]
+            try:
+                page = document[index]
+            except pypdfium2.PdfiumError as exc:  # a page tree deeper than pdfium's limit, a broken page
+                with path.open("rb") as stream:
+                    raise unreadable_page_error(stream) from exc
             try:
                 drawn = any(True for _ in page.get_objects(max_depth=1))
                 text = page.get_textpage()
