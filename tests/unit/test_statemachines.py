@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from batchlane.topology import STATEMACHINES_DIR
+from batchlane_dev.asl_format import formatted
 
 LAMBDA_SERVICE_ERRORS = (
     "Lambda.ServiceException",
@@ -91,3 +92,10 @@ def test_those_retries_back_off_with_full_jitter_from_a_substituted_interval(pat
             assert retrier.get("BackoffRate", 1.0) >= 1.5, where
             # ${...}: CDK puts the AWS value from topology.py, the offline stack shrinks it
             assert retrier.get("IntervalSeconds") in names, where
+
+
+@pytest.mark.parametrize("path", MACHINES, ids=lambda p: p.name)
+def test_every_file_has_the_one_layout(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert "\\u" not in text, f"{path.name}: write characters, not \\u escapes"
+    assert text == formatted(text), f"{path.name}: run python -m batchlane_dev.asl_format"
