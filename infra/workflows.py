@@ -10,7 +10,8 @@ The definition is the file's text inside an inline ``Fn::Sub`` (``DefinitionStri
 not ``DefinitionBody.from_file`` (an S3 asset, ``DefinitionS3Location``): the files hold
 numeric placeholders such as ``"MaxConcurrency": ${map_max_concurrency}``, which are not
 JSON until substituted, and CloudFormation substitutes those reliably only in an inline
-string (cloudformation-coverage-roadmap#591). The text is byte-for-byte the file.
+string (cloudformation-coverage-roadmap#591). The text is the file with the blocks and counts
+``topology.load_definition`` writes in (the same text the offline stack runs).
 
 State machine names are fixed (``<stack>-<name>``) and their ARNs are built with
 ``Stack.format_arn``. Functions receive those built ARNs (env vars, IAM), not references
@@ -72,7 +73,7 @@ def check_definition(spec: topology.StateMachineSpec) -> str:
     """The file's text, after checking every placeholder and Task resource is one we handle."""
     if not spec.path.is_file():
         raise FileNotFoundError(f"{spec.path} is missing: topology names state machine {spec.name!r}")
-    text = spec.path.read_text()
+    text = topology.load_definition(spec)
     unknown = set(PLACEHOLDER.findall(text)) - substitution_keys(spec)
     if unknown:
         raise ValueError(f"{spec.path.name}: placeholders with no value: {sorted(unknown)}")

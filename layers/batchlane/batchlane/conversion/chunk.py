@@ -40,7 +40,7 @@ from typing import Any
 
 from pg8000.exceptions import DatabaseError, InterfaceError
 
-from batchlane import keys
+from batchlane import keys, topology
 from batchlane.aws.clients import client
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
@@ -66,8 +66,9 @@ from batchlane.ondemand.limiter import serial_database
 from batchlane.pdf.split import Page
 from batchlane.runtime import Services
 
-MAX_CHUNK_ATTEMPTS = 3  # keep equal to the ProcessChunk Retry MaxAttempts + 1 in conversion.asl.json
-MAX_CHUNK_CONTINUATIONS = 20  # the ChunkContinue Retry's MaxAttempts there (a unit test holds both)
+# The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
+MAX_CHUNK_ATTEMPTS = topology.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
+MAX_CHUNK_CONTINUATIONS = topology.CHUNK_CONTINUE_MAX_ATTEMPTS
 HEARTBEAT_EVERY_S = 1.0
 # A model call's read timeout ends this long before the Lambda does: time to book what it cost.
 BOOKING_MARGIN_S = 15.0
