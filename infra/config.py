@@ -1,28 +1,6 @@
 """Deployment settings, read from CDK context (``cdk.json`` or ``cdk deploy -c key=value``).
 
-Every key is optional; the defaults below are the documented behaviour. Values given on
-the command line arrive as strings, so JSON-looking strings are parsed.
-
-| context key              | default                                  | meaning |
-|--------------------------|------------------------------------------|---------|
-| stackName                | "Batchlane"                              | CloudFormation stack name (the CLI finds the stack by it) |
-| batchConversionEnabled   | false                                    | BATCH_CONVERSION_ENABLED: the batch lane is off unless true |
-| modelIds                 | [batchlane.config.DEFAULT_MODEL_ID]      | Claude model ids / inference profiles; the first is BATCHLANE_MODEL_ID; IAM allows only these |
-| prices                   | {}                                       | BATCHLANE_PRICES overrides (USD per Mtok), merged onto the package defaults |
-| quotas                   | see DEFAULT_QUOTAS                       | Bedrock batch quotas of your account (Service Quotas) and the lane's limits |
-| schedules                | from batchlane.topology.SCHEDULES        | {schedule name: minutes}; 0 disables a schedule |
-| stateMachineSettings     | from batchlane.topology.STATE_MACHINES   | overrides of the ``${...}`` settings of the state machine files |
-| database                 | "aurora"                                 | "aurora", or {"mode": "existing", "secretArn", "vpcId", "subnetIds", "securityGroupId"} (optional "databaseName", "host": DATABASE_NAME / DATABASE_HOST) |
-| aurora                   | see DEFAULT_AURORA                       | Serverless v2 capacity, NAT gateways, engine version |
-| secretRotationDays       | 30                                       | rotation of the Aurora secret (0 disables; aurora mode only) |
-| logRetentionDays         | 30                                       | retention of every log group the stack creates |
-| apiThrottle              | {"rateLimit": 20, "burstLimit": 40}      | API Gateway stage throttling (requests/s) |
-| alarmTopicArn            | null                                     | an existing SNS topic the alarms notify |
-| retainData               | true                                     | keep the bucket, database and user pool when the stack is deleted |
-| fallbackAlarmPercent     | 20 (Settings.batch_conversion_fallback_warn_share) | alarm when more of the lane's records fall back to on-demand |
-| webhookAllowPrivateReceivers | false                                | BATCHLANE_WEBHOOK_ALLOW_PRIVATE: allow http and private/loopback callback URLs (a receiver in your VPC) |
-| webhookGraceHours        | 24                                       | BATCHLANE_WEBHOOK_GRACE_HOURS: after a rotation, both secrets sign for this long |
-| adminGroup               | "batchlane-admins"                       | BATCHLANE_ADMIN_GROUP: the Cognito group (created by the stack) whose members may rotate the webhook secret |
+Every key with its default and meaning: docs/deploy.md "Module notes".
 """
 
 from __future__ import annotations
