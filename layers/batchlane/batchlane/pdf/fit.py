@@ -1,20 +1,6 @@
-"""Bring a one-page PDF under a size limit before it is sent, or say it cannot be done.
+"""Bring a one-page PDF under a size limit before it is sent (recompress its images, else render it), or say it cannot be done.
 
-Claude sees a PDF page as an image of about 1,568 px on its long edge plus the page's text
-(Anthropic, "PDF support" / "Vision"), so a page made heavy by a 20-megapixel scan loses
-nothing it would see when that scan is stored at ~2,000 px. In order, cheapest loss first:
-
-1. ``recompressed``: every large image XObject (JPEG or Flate; gray, RGB or CMYK; the ones
-   inside form XObjects and the soft masks too) is decoded and re-encoded as JPEG at
-   decreasing sizes and qualities; the text layer and vector content stay as they are.
-2. ``rendered``: the page is rendered (pdfium) and replaced by one JPEG the size of the page:
-   what a huge vector drawing or inline images need. The text layer is lost, the look is not.
-
-Libraries: pypdf (already the splitter) rewrites the page, Pillow encodes JPEG (its draft
-mode decodes a big JPEG at 1/2..1/8 scale, in a fraction of the memory), pypdfium2 renders
-(Chrome's pdfium, prebuilt wheels for Lambda's arm64). All three are imported only when a page
-is over the limit. The result is a pure function of the input bytes, so the batch lane's
-record and the on-demand call carry the same reduced page.
+Why nothing Claude sees is lost, and the libraries: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations
