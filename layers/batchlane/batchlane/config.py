@@ -120,7 +120,7 @@ class Settings(BaseSettings):
     batchlane_folder_list_pages_per_step: int = Field(2, ge=1, le=100)  # ListObjectsV2 pages per enumerator run
     batchlane_folder_list_page_size: int = Field(1000, ge=1, le=1000)  # MaxKeys (1,000 is S3's most)
 
-    # --- the batch lane (DESIGN.md "Configuration") -------------------------------------
+    # --- the batch lane (README "Configuration") -------------------------------------
     batch_conversion_enabled: bool = False
     batch_conversion_s3_bucket: str | None = None
     batch_conversion_role_arn: str | None = None
