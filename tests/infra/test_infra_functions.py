@@ -70,7 +70,13 @@ def test_each_function_is_granted_exactly_what_its_needs_name(synth: Synth, spec
     assert (VPC_MANAGED in managed) == ("db" in spec.needs)
 
 
-MACHINE_BY_NEED = {"start_conversion": "conversion", "start_batch_lane": "batch-lane", "start_intake": "intake", "start_webhook_delivery": "webhook-delivery"}
+MACHINE_BY_NEED = {
+    "start_conversion": "conversion",
+    "start_batch_lane": "batch-lane",
+    "start_intake": "intake",
+    "start_webhook_delivery": "webhook-delivery",
+    "start_folder_job": "folder-job",
+}
 
 
 @pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
@@ -79,6 +85,7 @@ def test_state_machine_arns_are_given_only_to_functions_that_start_or_answer_the
     assert ("CONVERSION_STATE_MACHINE_ARN" in env) == ("start_conversion" in spec.needs)
     assert ("BATCH_LANE_STATE_MACHINE_ARN" in env) == bool({"start_batch_lane", "task_response"} & set(spec.needs))
     assert ("INTAKE_STATE_MACHINE_ARN" in env) == ("start_intake" in spec.needs)
+    assert ("FOLDER_JOB_STATE_MACHINE_ARN" in env) == ("start_folder_job" in spec.needs)
     started = set()
     for statement in _role_statements(synth, spec.name):
         if "states:StartExecution" in as_list(statement["Action"]):

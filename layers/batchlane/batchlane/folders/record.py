@@ -52,7 +52,8 @@ def finish(svc: Services, job_id: str) -> dict[str, Any]:
         raise NotFound(f"no folder job {job_id}")
     write_report_part(svc, job)
     if job["status"] in repo.LIVE_FOLDER_JOB_STATUSES:
-        failed = repo.counts(svc.db, job_id)["failed"]
+        counts = repo.counts(svc.db, job_id)
+        failed = counts["failed"] or counts["pages_failed"]  # a failed file, or a document completed with failed pages
         ended = repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="completed_with_failures" if failed else "completed")
         job = ended or repo.get_job(svc.db, job_id)
     elif job["finished_at"] is None:

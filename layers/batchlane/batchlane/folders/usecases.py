@@ -148,10 +148,20 @@ def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | Non
             "error_message": r["error_message"],
             "output_uris": [f"s3://{job['output_bucket']}/{r['output_key']}"] if r["status"] == "completed" and r["output_key"] else [],
             "conversion_job_id": str(r["conversion_job_id"]) if r["conversion_job_id"] else None,
+            "failed_pages": _failed_pages(svc, r),
         }
         for r in rows
     ]
     return {"files": items, "next": rows[-1]["source_key"] if len(rows) == limit else None}
+
+
+def _failed_pages(svc: Services, row: dict[str, Any]) -> list[int]:
+    """A completed document with failed pages lists them (marked in its Markdown; retry them with the job's retry)."""
+    if row["status"] != "completed" or not row["pages_failed"] or not row["conversion_job_id"]:
+        return []
+    from batchlane.conversion.retry import failed_pages
+
+    return sorted(p.page for p in failed_pages(svc, str(row["conversion_job_id"])))
 
 
 def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:

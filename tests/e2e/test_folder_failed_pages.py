@@ -1,0 +1,28 @@
+"""A folder file whose document completed with a failed page says so and lists the page."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+
+from batchlane.db import folder_jobs as repo
+from batchlane.folders import usecases
+from batchlane.runtime import services
+from batchlane_dev.local.jobs import wait_until
+from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.stack import FOLDER_BUCKET
+
+
+def test_a_document_with_a_refused_page_is_completed_and_lists_it(stack_factory: Any) -> None:
+    stack_factory("time_scale=36000,refuse_pages=2")  # the emulated model declines every page 2
+    s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    s3.put_object(Bucket=FOLDER_BUCKET, Key="pages/a.pdf", Body=make_pdf(3))
+    job, _ = usecases.submit(services(), "tester", {"input": {"folder": f"s3://{FOLDER_BUCKET}/pages/"}})
+    wait_until(lambda: (row := repo.get_job(services().db, job["id"])) and row["finished_at"] is not None, timeout_s=180, what="the folder job")
+
+    status = usecases.status(services(), "tester", job["id"])
+    (file,) = usecases.files(services(), "tester", job["id"])["files"]
+    assert (file["status"], file["pages"], file["pages_failed"], file["failed_pages"]) == ("completed", 3, 1, [2])
+    assert status["status"] == "completed_with_failures" and status["pages"] == {"completed": 2, "failed": 1}
