@@ -53,6 +53,15 @@ def wait_done(job_id: str, timeout_s: float = 180) -> dict[str, Any]:
     return usecases.status(services(), OWNER, job_id)
 
 
+def executions(job_id: str) -> dict[str, str]:
+    """The folder job's executions (one per run) and their statuses."""
+    import os
+
+    sfn = boto3.client("stepfunctions", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    listed = sfn.list_executions(stateMachineArn=services().workflows.folder_job_arn, maxResults=1000)["executions"]
+    return {e["name"]: e["status"] for e in listed if e["name"].startswith(f"folder-{job_id}-")}
+
+
 def by_key(job_id: str) -> dict[str, dict[str, Any]]:
     return {f["key"]: f for f in usecases.files(services(), OWNER, job_id)["files"]}
 
@@ -63,8 +72,11 @@ def report(job_id: str, prefix: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def stack(migrated_url: str, stack_starter: Any) -> Any:  # type: ignore[no-untyped-def]
-    # Two documents in flight per folder job: enough to see queued files wait for the cap.
-    started = stack_starter(migrated_url, faults="time_scale=36000", extra_env={"BATCHLANE_FOLDER_MAX_IN_FLIGHT": "2"})
+    # Two documents in flight per folder job: enough to see queued files wait for the cap. One turn
+    # per execution: every job that needs a second turn hands over to a new execution (history limit).
+    started = stack_starter(
+        migrated_url, faults="time_scale=36000", extra_env={"BATCHLANE_FOLDER_MAX_IN_FLIGHT": "2", "BATCHLANE_FOLDER_TURNS_PER_EXECUTION": "1"}
+    )
     yield started
     started.stop()
     assert not (started.grants and started.grants.denials), started.grants.denials
@@ -81,6 +93,8 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     done = wait_done(status["id"])
 
     assert done["status"] == "completed_with_failures", done
+    runs = executions(status["id"])
+    assert len(runs) >= 3 and all(r == "SUCCEEDED" for r in runs.values()), runs  # 6 files, 2 at a time: handed over, never lost
     assert done["files"] == {"discovered": 6, "excluded": 0, "queued": 0, "processing": 0, "completed": 3, "failed": 3, "skipped": 0}
     assert done["pages"]["completed"] == 9
     files = by_key(status["id"])

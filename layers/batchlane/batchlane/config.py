@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     batchlane_folder_max_in_flight: int = Field(50, ge=1, le=10_000)  # a job's documents converting at once
     batchlane_folder_list_pages_per_step: int = Field(2, ge=1, le=100)  # ListObjectsV2 pages per enumerator run
     batchlane_folder_list_page_size: int = Field(1000, ge=1, le=1000)  # MaxKeys (1,000 is S3's most)
+    # Loop turns per execution before it hands over to a new one: a Standard execution keeps at most
+    # 25,000 history events (Step Functions quotas) and a turn writes ~15.
+    batchlane_folder_turns_per_execution: int = Field(1000, ge=1, le=1500)
 
     # --- the batch lane (README "Configuration") -------------------------------------
     batch_conversion_enabled: bool = False

@@ -214,7 +214,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "folder_advance",
         "One turn of a folder job: settles files whose conversion ended (Markdown to its output key), starts queued files within the cap, writes the report part.",
-        ("db", "s3_read", "folder_read", "folder_write", "start_intake", "publish_events"),
+        ("db", "s3_read", "folder_read", "folder_write", "start_intake", "publish_events", "start_folder_job"),  # hands over to the next run
         300,
     ),
     FunctionSpec("folder_finish", "Ends a folder job: final status, report.jsonl and manifest.json in the output folder.", ("db", "folder_write"), 300),

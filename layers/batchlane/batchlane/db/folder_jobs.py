@@ -282,10 +282,21 @@ def reopen(db: Runner, job_id: str) -> Row | None:
     """A terminal folder job runs again (retry, resume): processing, next run number, listing state kept."""
     return db.one(
         """UPDATE folder_jobs SET status = CASE WHEN enumeration_done THEN 'processing' ELSE 'enumerating' END,
-                  run = run + 1, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now()
+                  run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now()
            WHERE id = :id AND status IN ('completed', 'completed_with_failures', 'cancelled') AND finished_at IS NOT NULL RETURNING *""",
         id=job_id,
     )
+
+
+def count_turn(db: Runner, job_id: str) -> int:
+    """One more loop turn in the current run; the count after it."""
+    row = db.one("UPDATE folder_jobs SET turns = turns + 1 WHERE id = :id RETURNING turns", id=job_id)
+    return int(row["turns"]) if row else 0
+
+
+def next_run(db: Runner, job_id: str, *, run: int) -> Row | None:
+    """Hand the loop to a fresh execution: run ``run`` → ``run + 1`` (None if another turn already did)."""
+    return db.one("UPDATE folder_jobs SET run = run + 1, turns = 0, updated_at = now() WHERE id = :id AND run = :run RETURNING *", id=job_id, run=run)
 
 
 def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000) -> Iterator[Row]:

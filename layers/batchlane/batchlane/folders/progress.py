@@ -57,7 +57,25 @@ def advance(svc: Services, job_id: str) -> dict[str, Any]:
     done = listing_over and counts["queued"] == 0 and counts["processing"] == 0
     if settled or started:
         logger.info("folder job advanced", job_id=job_id, settled=settled, started=started, processing=counts["processing"], queued=counts["queued"])
-    return {"done": done, "processing": counts["processing"], "queued": counts["queued"]}
+    handover = not done and hand_over_if_due(svc, job)
+    return {"done": done, "handover": handover, "processing": counts["processing"], "queued": counts["queued"]}
+
+
+def hand_over_if_due(svc: Services, job: dict[str, Any]) -> bool:
+    """After ``batchlane_folder_turns_per_execution`` turns, start the next run's execution; this one then ends.
+
+    A Standard execution keeps at most 25,000 history events: a job of a million files needs
+    many executions, one after another (``folder-<id>-<run>-<created>``), never two at once.
+    """
+    job_id = str(job["id"])
+    if repo.count_turn(svc.db, job_id) < svc.settings.batchlane_folder_turns_per_execution:
+        return False
+    following = repo.next_run(svc.db, job_id, run=int(job["run"]))
+    if following is None:
+        return False
+    svc.workflows.start_folder_job(job_id, f"{following['run']}-{int(following['created_at'].timestamp())}")
+    logger.info("folder job handed over", job_id=job_id, run=following["run"])
+    return True
 
 
 def settle_ended(svc: Services, job: dict[str, Any]) -> int:

@@ -170,7 +170,8 @@ def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
 
 
 def _run_name(job: dict[str, Any]) -> str:
-    """``<run>-<row created, epoch s>``: a new row (the database was lost) never meets an earlier execution's name."""
+    """``<run>-<row created, epoch s>``: a new row (the database was lost) never meets an earlier execution's name
+    (folders/progress.hand_over_if_due names the next run the same way)."""
     return f"{job['run']}-{int(job['created_at'].timestamp())}"
 
 

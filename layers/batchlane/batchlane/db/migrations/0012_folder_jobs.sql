@@ -18,7 +18,8 @@ CREATE TABLE folder_jobs (
     enumeration_done    boolean NOT NULL DEFAULT false,
     objects_listed      bigint NOT NULL DEFAULT 0,
     excluded_count      bigint NOT NULL DEFAULT 0,
-    run                 integer NOT NULL DEFAULT 1 CHECK (run >= 1),  -- folder-<id>-<run>: a resume or retry is a new run
+    run                 integer NOT NULL DEFAULT 1 CHECK (run >= 1),  -- folder-<id>-<run>: a resume, retry or hand-over is a new run
+    turns               integer NOT NULL DEFAULT 0,  -- loop turns of the current run (a run hands over before Step Functions' history limit)
     report_parts        integer NOT NULL DEFAULT 0,
     created_at          timestamptz NOT NULL DEFAULT now(),
     updated_at          timestamptz NOT NULL DEFAULT now(),
