@@ -161,6 +161,8 @@ class Compute(Construct):
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # X-Ray keeps no handler responses: the api's carry presigned URLs (with session tokens).
+            "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
             "BATCHLANE_BUCKET": w.bucket.bucket_name,
             # The lane writes to the same bucket (batch/ prefix) and passes the service role.
             "BATCH_CONVERSION_S3_BUCKET": w.bucket.bucket_name,

@@ -254,12 +254,19 @@ _STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
 )
 
 
+_GENERIC_5XX = {
+    503: "The service is temporarily unavailable; try again in a minute (the request id is in the logs).",
+    500: "Internal error; the request id is in the logs.",
+}
+
+
 @app.exception_handler(BatchlaneError)
 def _known(exc: BatchlaneError) -> Response:
     status = next((code for kind, code in _STATUS_BY_TYPE if isinstance(exc, kind)), 500)
     extra = {"jobId": exc.job_id} if isinstance(exc, usecases.ConversionRejected) else {}
-    if status >= 500:
-        logger.exception("request failed", code=exc.error_id)
+    if status >= 500:  # the cause (hosts, user names, database URLs) goes to the logs, never to the caller
+        logger.exception("request failed", code=exc.error_id, cause=str(exc))
+        return _error(status, exc.error_id, _GENERIC_5XX.get(status, _GENERIC_5XX[500]))
     return _error(status, exc.error_id, str(exc), **extra)
 
 
