@@ -20,6 +20,7 @@ from batchlane.aws.s3 import NotFound
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
+from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
 from tests.conftest import start_stack
@@ -68,8 +69,7 @@ def test_deleting_a_file_removes_its_upload_from_the_bucket(stack):
     pdf = make_pdf(2)
     status, registered = _call(stack, "POST", "/api/v1/files", {"name": "gone.pdf", "sizeBytes": len(pdf)}, user=owner)
     assert status == 201
-    put = urllib.request.Request(registered["upload"]["url"], data=pdf, method="PUT", headers={"Content-Type": "application/pdf"})
-    assert urllib.request.urlopen(put, timeout=30).status == 200
+    assert post_upload(registered["upload"], pdf) == 204
     key = services().db.one("SELECT s3_key FROM files WHERE id = CAST(:id AS uuid)", id=registered["fileId"])["s3_key"]
     # When the owner deletes it
     assert _call(stack, "DELETE", f"/api/v1/files/{registered['fileId']}", user=owner)[0] == 200

@@ -29,6 +29,7 @@ from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
+from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.bedrock import parse_faults
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.lambda_runtime import Invocation
@@ -76,8 +77,7 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str) -> 
 def upload(stack: Any, owner: str, data: bytes, name: str = "report.pdf") -> str:
     status, registered = call(stack, "POST", "/api/v1/files", {"name": name, "sizeBytes": len(data)}, user=owner)
     assert status == 201, registered
-    put = urllib.request.Request(registered["upload"]["url"], data=data, method="PUT", headers={"Content-Type": "application/pdf"})
-    assert urllib.request.urlopen(put, timeout=30).status == 200
+    assert post_upload(registered["upload"], data) == 204
     return str(registered["fileId"])
 
 

@@ -20,7 +20,7 @@ Capability = Literal[
     "db",  # PostgreSQL (secret read + network)
     "s3_read",  # read objects in the bucket
     "s3_write",  # write objects in the bucket
-    "s3_delete",  # delete a deleted file's upload (uploads/ only)
+    "s3_delete",  # delete what a deleted file left: uploads/, jobs/, batch/ objects
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "start_conversion",  # states:StartExecution on the conversion state machine

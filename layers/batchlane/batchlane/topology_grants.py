@@ -33,6 +33,7 @@ ResourceKind = Literal[
 
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
 UPLOADS_PREFIX = "uploads/"  # users' uploaded PDFs (batchlane.keys.upload_key)
+JOBS_PREFIX = "jobs/"  # chunk sources, chunk results, the Markdown (batchlane.keys)
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,9 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
     "s3_read": (Grant(("s3:GetObject",), ("objects",)), Grant(("s3:ListBucket",), ("bucket",))),
     "s3_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",)),),
-    "s3_delete": (Grant(("s3:DeleteObject",), ("objects",), prefix=UPLOADS_PREFIX),),  # a deleted file's upload
+    # What a deleted file leaves: its upload, each job's chunk sources, results and Markdown (jobs/),
+    # and its batch files once no Bedrock job reads them (batch/). Nothing else may be deleted.
+    "s3_delete": tuple(Grant(("s3:DeleteObject",), ("objects",), prefix=prefix) for prefix in (UPLOADS_PREFIX, JOBS_PREFIX, BATCH_PREFIX)),
     # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
     "bedrock_runtime": (Grant(("bedrock:InvokeModel",), ("models",), sid="InvokeConfiguredModels"),),
     "bedrock_batch": (

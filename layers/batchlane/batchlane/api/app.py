@@ -35,7 +35,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from batchlane.api import results, usecases, webhook_usecases
 from batchlane.api.downloads import S3Downloads, presign_client
 from batchlane.api.uploads import S3Uploads
-from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
 from batchlane.observability import logger
@@ -119,7 +118,7 @@ def _body(model: type[BaseModel]) -> Any:
 
 
 def _uploads() -> S3Uploads:
-    return S3Uploads(client("s3"), services().settings.batchlane_bucket)
+    return S3Uploads(presign_client(), services().settings.batchlane_bucket)  # SigV4
 
 
 # -- routes ------------------------------------------------------------------------------
@@ -158,7 +157,7 @@ def convert(fileId: str) -> tuple[dict[str, Any], int]:
 
 @app.delete("/api/v1/files/<fileId>")
 def delete_file(fileId: str) -> dict[str, Any]:
-    return usecases.delete_file(services(), _uploads(), _caller(), fileId)
+    return usecases.delete_file(services(), _caller(), fileId)
 
 
 @app.get("/api/v1/files/<fileId>/conversion")
