@@ -537,6 +537,74 @@ def test_a_delete_s3_refuses_is_not_answered_deleted(stack, owner):
     assert call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)[0] == 200
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["doc\u0000.pdf", "invoice\u202egnp.pdf", "a\u2066b.pdf", "line\nbreak.pdf", "zero\u200bwidth.pdf", " padded.pdf"],
+    ids=["nul", "bidi-override", "bidi-isolate", "newline", "zero-width", "leading-space"],
+)
+def test_a_name_with_control_or_bidi_characters_is_a_400(stack, owner, name):
+    status, body = call(stack, "POST", "/api/v1/files", {"name": name, "sizeBytes": 10}, user=owner)
+    assert (status, body["code"]) == (400, "NAME_INVALID"), body
+    assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == [], "nothing registered"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/files/urn:uuid:{id}/conversion",
+        "/api/v1/files/{{{id}}}/conversion",
+        "/api/v1/files/urn:uuid:{id}/convert",
+        "/api/v1/files/urn:uuid:{id}",
+        "/api/v1/jobs/urn:uuid:{id}",
+        "/api/v1/jobs/{ID}/pages",
+        "/api/v1/deliveries?job_id=urn:uuid:{id}",
+    ],
+)
+def test_an_id_that_is_not_a_canonical_uuid_is_a_400(stack, owner, path):
+    # Given a real file of the owner, named by a non-canonical spelling of its id (urn:uuid:, braces, upper case)
+    file_id, job_id = make_job(owner, "completed")
+    concrete = path.format(id=file_id if "files" in path else job_id, ID=job_id.upper())
+    method = "POST" if concrete.endswith("/convert") else "DELETE" if concrete.count("/") == 4 and "files" in concrete else "GET"
+    status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
+    assert (status, body["code"]) == (400, "ID_INVALID"), (concrete, body)
+
+
+@pytest.mark.parametrize(
+    ("options", "what"),
+    [
+        ({"parser": "x" * 1_000_000}, "parser"),
+        ({"parser": "fast\u0000"}, "parser"),
+        ({"modelId": "m" * 5000}, "modelId"),
+        ({"callbackUrl": "https://example.com/" + "a" * 5000}, "callbackUrl"),
+        ({"callbackUrl": "https://example.com/hook", "callbackHeaders": {"X-Big": "v" * 100_000}}, "callbackHeaders"),
+        ({"highFidelity": {"nested": "x" * 1000}}, "highFidelity"),
+        ({"nope": 1}, "nope"),
+    ],
+    ids=["1mb-parser", "nul-parser", "long-model", "long-url", "huge-header", "object-flag", "unknown"],
+)
+def test_unbounded_or_unknown_options_are_a_400_and_nothing_is_stored(stack, owner, options, what):
+    file_id = upload(stack, owner, PDF)
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": options}, user=owner)
+    assert (status, body["code"]) == (400, "OPTIONS_INVALID") and what in body["message"], body
+    assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0
+
+
+def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stack, owner):
+    # Given a model with a price (Haiku) that is not among the deployment's models (BATCHLANE_MODEL_IDS)
+    settings = services().settings
+    priced_elsewhere = next(m for m in settings.batchlane_prices if m not in settings.allowed_model_ids and "haiku" in m)
+    file_id = upload(stack, owner, PDF)
+    # When a user asks for it, in a dry run or a conversion, Then both refuse it with a clear 400
+    for query in ("?dry_run=true", ""):
+        status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert{query}", {"options": {"modelId": priced_elsewhere}}, user=owner)
+        assert (status, body["code"]) == (400, "MODEL_NOT_ALLOWED") and settings.batchlane_model_id in body["message"], body
+    assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0
+    # And the deployment's own model is accepted
+    status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"modelId": settings.batchlane_model_id}}, user=owner)
+    assert status == 202, created
+    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+
+
 def test_unknown_route_is_a_json_404(stack, owner):
     status, body = call(stack, "GET", "/api/v1/nothing-here", user=owner)
     assert (status, body["code"]) == (404, "ROUTE_NOT_FOUND")
