@@ -605,6 +605,25 @@ def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stac
     wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
 
 
+@pytest.mark.parametrize("server", ["BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK"])
+def test_the_offline_servers_refuse_a_rebound_host_and_allow_no_origin(stack, owner, server):
+    # Given a page on another origin that reached the loopback port by DNS rebinding
+    url = stack.env[server] if server != "AWS_ENDPOINT_URL" else stack.env[server] + "/" + services().settings.batchlane_bucket
+    port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+    rebound = urllib.request.Request(url, headers={"Host": f"attacker.example:{port}", "Origin": f"http://attacker.example:{port}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(rebound, timeout=30)
+    # Then it is refused before anything answers (was: moto listed the bucket, the API ran the handler)
+    assert refused.value.code == 421
+    # And a loopback request from a foreign Origin gets no CORS grant (moto reflected any Origin)
+    local = urllib.request.Request(url, headers={"Origin": "https://evil.example", "Authorization": f"Bearer local:{owner}"})
+    try:
+        headers = urllib.request.urlopen(local, timeout=30).headers
+    except urllib.error.HTTPError as answered:
+        headers = answered.headers
+    assert not [k for k in headers.keys() if k.lower().startswith("access-control-")], dict(headers)
+
+
 def test_unknown_route_is_a_json_404(stack, owner):
     status, body = call(stack, "GET", "/api/v1/nothing-here", user=owner)
     assert (status, body["code"]) == (404, "ROUTE_NOT_FOUND")
