@@ -244,6 +244,12 @@ class Compute(Construct):
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
                 f"Object keys under {prefix} are generated per file; access is limited to that prefix of this one bucket.",
             )
+        if "stop_batch_jobs" in spec.needs:
+            acknowledge(
+                role,
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:<AWS::Region>:<AWS::AccountId>:model-invocation-job/*]",
+                "Model-invocation job ids are assigned by Bedrock at creation; only StopModelInvocationJob, on jobs of this account and region.",
+            )
         if in_vpc:
             acknowledge(
                 role,

@@ -96,3 +96,9 @@ def test_every_capability_the_topology_can_name_is_mapped() -> None:
 def test_job_split_may_write_the_chunk_pdfs_it_splits() -> None:
     """The grant the offline IAM uncovered (job_create split in-process then; job_split does now): chunk sources under jobs/."""
     assert ("s3:PutObject", "objects", "", "{}") in _mapped(topology.function("job_split").needs)
+
+
+def test_the_api_may_only_stop_batch_jobs_never_create_them_or_pass_the_role(synth: Synth) -> None:
+    """Cancel and process now stop a Bedrock job; the whole caller policy (create, PassRole) was more (issue 15)."""
+    granted = {action for action, *_ in _granted(synth, "api")}
+    assert {a for a in granted if a.startswith(("bedrock:", "iam:"))} == {"bedrock:StopModelInvocationJob"}

@@ -23,6 +23,7 @@ Capability = Literal[
     "s3_delete",  # delete what a deleted file left: uploads/, jobs/, batch/ objects
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
+    "stop_batch_jobs",  # bedrock:StopModelInvocationJob only (cancel, process now)
     "start_conversion",  # states:StartExecution on the conversion state machine
     "start_batch_lane",  # states:StartExecution on the batch-lane state machine
     "start_intake",  # states:StartExecution on the intake state machine (a new job's split)
@@ -169,7 +170,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
             "s3_read",
             "s3_write",
             "s3_delete",
-            "bedrock_batch",
+            "stop_batch_jobs",  # cancel / process now stop a batch job; the API creates none
             "start_conversion",
             "start_intake",
             "publish_events",

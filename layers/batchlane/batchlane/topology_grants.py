@@ -85,6 +85,8 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
         Grant(("s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"), ("objects",), prefix=BATCH_PREFIX),
         Grant(("s3:ListBucket",), ("bucket",), prefix=BATCH_PREFIX),
     ),
+    # Cancel and process now stop a job's Bedrock batch job; nothing else of the caller policy (no create, no PassRole).
+    "stop_batch_jobs": (Grant(("bedrock:StopModelInvocationJob",), ("batch_jobs",), sid="StopBatchJobs"),),
     "start_conversion": (Grant(("states:StartExecution",), ("conversion_state_machine",)),),
     "start_batch_lane": (Grant(("states:StartExecution",), ("batch_lane_state_machine",)),),
     "start_intake": (Grant(("states:StartExecution",), ("intake_state_machine",)),),
