@@ -230,19 +230,13 @@ class Compute(Construct):
             "AwsSolutions-IAM5[Resource::*]",
             "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level permissions; they are the only actions on '*'.",
         )
-        if {"s3_read", "s3_write"} & set(spec.needs):
-            acknowledge(
-                role,
-                f"AwsSolutions-IAM5[Resource::{bucket_arn}/*]",
-                "Object keys are generated per file and job (uploads/, jobs/, batch/); access is limited to this one bucket.",
-            )
         for prefix in sorted(
             {g.prefix for need in spec.needs if need != "bedrock_batch" for g in CAPABILITY_GRANTS[need] if "objects" in g.resources and g.prefix}
         ):
             acknowledge(
                 role,
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
-                f"Object keys under {prefix} are generated per file; access is limited to that prefix of this one bucket.",
+                f"Object keys under {prefix} are generated per file and job; access is limited to that prefix of this one bucket.",
             )
         if "stop_batch_jobs" in spec.needs:
             acknowledge(

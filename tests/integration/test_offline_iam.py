@@ -44,10 +44,10 @@ def _call(stack: Any, method: str, path: str, body: Any = None, *, user: str) ->
         return exc.code, json.loads(exc.read() or b"{}")
 
 
-def test_job_split_without_s3_write_fails_with_access_denied_and_leaves_no_chunk(stack):
-    # Given the splitting function's role as job creation's was synthesized before: s3_read but not s3_write
+def test_job_split_without_s3_write_jobs_fails_with_access_denied_and_leaves_no_chunk(stack):
+    # Given the splitting function's role as job creation's was synthesized before: it reads the upload but may not write jobs/
     needs = topology.function("job_split").needs
-    stack.grants.set_needs("job_split", tuple(n for n in needs if n != "s3_write"))
+    stack.grants.set_needs("job_split", tuple(n for n in needs if n != "s3_write_jobs"))
     try:
         # When a PDF is submitted
         refused = submit_pdf(services(), make_pdf(4), name="no-grant.pdf", owner_id=f"iam-{uuid.uuid4().hex[:8]}")

@@ -54,10 +54,20 @@ class Grant:
         return out
 
 
+_LIST_BUCKET = Grant(("s3:ListBucket",), ("bucket",))
+
 CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
-    "s3_read": (Grant(("s3:GetObject",), ("objects",)), Grant(("s3:ListBucket",), ("bucket",))),
-    "s3_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",)),),
+    # S3 by prefix: each function reads and writes only the prefixes its code touches. ListBucket stays
+    # on the bucket: without it a missing object answers 403 instead of 404 (S3 API Reference,
+    # GetObject/HeadObject "Permissions"), and a prefix condition does not apply to those calls.
+    "s3_read_uploads": (Grant(("s3:GetObject",), ("objects",), prefix=UPLOADS_PREFIX), _LIST_BUCKET),
+    "s3_read_jobs": (Grant(("s3:GetObject",), ("objects",), prefix=JOBS_PREFIX), _LIST_BUCKET),
+    "s3_read_batch": (Grant(("s3:GetObject",), ("objects",), prefix=BATCH_PREFIX), _LIST_BUCKET),
+    # The api signs the upload's presigned POST: S3 checks the signer's s3:PutObject on the key.
+    "s3_write_uploads": (Grant(("s3:PutObject",), ("objects",), prefix=UPLOADS_PREFIX),),
+    "s3_write_jobs": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",), prefix=JOBS_PREFIX),),
+    "s3_write_batch": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",), prefix=BATCH_PREFIX),),
     # What a deleted file leaves: its upload, each job's chunk sources, results and Markdown (jobs/),
     # and its batch files once no Bedrock job reads them (batch/). Nothing else may be deleted.
     "s3_delete": tuple(Grant(("s3:DeleteObject",), ("objects",), prefix=prefix) for prefix in (UPLOADS_PREFIX, JOBS_PREFIX, BATCH_PREFIX)),
