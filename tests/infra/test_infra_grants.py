@@ -133,3 +133,10 @@ def test_the_api_may_only_stop_batch_jobs_never_create_them_or_pass_the_role(syn
     """Cancel and process now stop a Bedrock job; the whole caller policy (create, PassRole) was more (issue 15)."""
     granted = {action for action, *_ in _granted(synth, "api")}
     assert {a for a in granted if a.startswith(("bedrock:", "iam:"))} == {"bedrock:StopModelInvocationJob"}
+
+
+@pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
+def test_only_the_api_may_delete_and_only_what_a_deleted_file_leaves(synth: Synth, spec: topology.FunctionSpec) -> None:
+    """No role had s3:DeleteObject, so a deleted file's objects stayed (issue 15): the api deletes exactly these prefixes."""
+    deletable = {prefix for action, kind, prefix, _ in _granted(synth, spec.name) if action == "s3:DeleteObject" and kind == "objects"}
+    assert deletable == ({"uploads/", "jobs/", "batch/"} if spec.name == "api" else set())
