@@ -172,6 +172,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     for bad, error_id in (
         ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix[:-1]}"}}, "FOLDER_URI_NO_SLASH"),
         ({"input": {"folder": "s3://someone-elses-bucket/docs/"}}, "FOLDER_NOT_ALLOWED"),
+        ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "options": {"modelId": "some.other-model"}}, "MODEL_NOT_ALLOWED"),
     ):
         code, error = api(stack, "POST", "/api/v1/folder-jobs", bad)
         assert (code, error["code"]) == (400, error_id)

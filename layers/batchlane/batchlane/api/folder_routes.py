@@ -3,11 +3,11 @@
 | method | path                                        | use case |
 |--------|---------------------------------------------|----------|
 | POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
-| GET    | /api/v1/folder-jobs/{jobId}                  | status: counts, throughput, eta_seconds, URIs |
-| GET    | /api/v1/folder-jobs/{jobId}/files?status=    | files by status (paged with ?after=) |
-| POST   | /api/v1/folder-jobs/{jobId}/retry            | requeue failed files (all, or ``errorIds``) |
-| POST   | /api/v1/folder-jobs/{jobId}/cancel           | skip queued files; in-flight ones finish |
-| GET    | /api/v1/folder-jobs/{jobId}/report           | report.jsonl as it stands |
+| GET    | /api/v1/folder-jobs/{folderJobId}                  | status: counts, throughput, eta_seconds, URIs |
+| GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
+| POST   | /api/v1/folder-jobs/{folderJobId}/retry            | requeue failed files (all, or ``errorIds``) |
+| POST   | /api/v1/folder-jobs/{folderJobId}/cancel           | skip queued files; in-flight ones finish |
+| GET    | /api/v1/folder-jobs/{folderJobId}/report           | report.jsonl as it stands |
 Every route checks the owner: another owner's job answers 404 as a missing one.
 """
 
@@ -67,38 +67,38 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     return status, 201 if created else 200
 
 
-@router.get("/api/v1/folder-jobs/<jobId>")
-def folder_job(jobId: str) -> dict[str, Any]:
-    return usecases.status(services(), _caller(), jobId)
+@router.get("/api/v1/folder-jobs/<folderJobId>")
+def folder_job(folderJobId: str) -> dict[str, Any]:
+    return usecases.status(services(), _caller(), folderJobId)
 
 
-@router.get("/api/v1/folder-jobs/<jobId>/files")
-def folder_job_files(jobId: str) -> dict[str, Any]:
+@router.get("/api/v1/folder-jobs/<folderJobId>/files")
+def folder_job_files(folderJobId: str) -> dict[str, Any]:
     owner = _caller()
     params = router.current_event.query_string_parameters or {}
     try:
         limit = max(1, min(1000, int(params.get("limit") or 1000)))
     except ValueError:
         raise InputError("limit must be a number", error_id="BAD_REQUEST") from None
-    return usecases.files(services(), owner, jobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
+    return usecases.files(services(), owner, folderJobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
 
 
-@router.post("/api/v1/folder-jobs/<jobId>/retry")
-def retry_folder_job(jobId: str) -> tuple[dict[str, Any], int]:
+@router.post("/api/v1/folder-jobs/<folderJobId>/retry")
+def retry_folder_job(folderJobId: str) -> tuple[dict[str, Any], int]:
     owner = _caller()
     try:
         request = FolderRetry.model_validate(_json_body())
     except ValueError as exc:
         raise InputError(f"body: {exc}", error_id="BAD_REQUEST") from None
-    return usecases.retry(services(), owner, jobId, error_ids=request.errorIds), 202
+    return usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds), 202
 
 
-@router.post("/api/v1/folder-jobs/<jobId>/cancel")
-def cancel_folder_job(jobId: str) -> dict[str, Any]:
-    return usecases.cancel(services(), _caller(), jobId)
+@router.post("/api/v1/folder-jobs/<folderJobId>/cancel")
+def cancel_folder_job(folderJobId: str) -> dict[str, Any]:
+    return usecases.cancel(services(), _caller(), folderJobId)
 
 
-@router.get("/api/v1/folder-jobs/<jobId>/report")
-def folder_job_report(jobId: str) -> Response:
-    body = "".join(usecases.report(services(), _caller(), jobId))
+@router.get("/api/v1/folder-jobs/<folderJobId>/report")
+def folder_job_report(folderJobId: str) -> Response:
+    body = "".join(usecases.report(services(), _caller(), folderJobId))
     return Response(status_code=200, content_type="application/x-ndjson", body=body)

@@ -26,6 +26,10 @@ def prepare(svc: Services, body: Any) -> FolderJobSpec:
     """Validate the spec and the folders it names (FOLDER_NOT_ALLOWED before anything is listed)."""
     spec = parse_spec(body)
     check_allowed(spec, svc.settings.folder_sources)
+    model = spec.options.get("modelId")
+    allowed = svc.settings.allowed_model_ids
+    if model is not None and model not in allowed:  # as for a single file: IAM grants these models only
+        raise InputError(f"Model {model} is not enabled in this deployment; use one of: {', '.join(allowed)}.", error_id="MODEL_NOT_ALLOWED")
     return spec
 
 
