@@ -324,3 +324,19 @@ def test_priority_high_goes_on_demand(stack: Any) -> None:
     row = by_key(status["id"])[prefix + "a.pdf"]
     conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
     assert conversion["options"].get("_processNow") is True and row["status"] == "completed"
+
+
+def test_a_folder_past_one_listing_page_is_enumerated_whole(stack: Any) -> None:
+    """2,500 objects: three ListObjectsV2 pages from the checkpoint (a Distributed Map offline would stop at 1,000)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    prefix = "many/"
+    client = s3()
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda i: client.put_object(Bucket=FOLDER_BUCKET, Key=f"{prefix}a/{i:05d}.txt", Body=b"x"), range(2500)))
+    put_folder(prefix, {"z/last.pdf": make_pdf(1), "z/other.pdf": make_pdf(1)})  # listed on the third page
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}})
+    done = wait_done(status["id"])
+    assert (done["files"]["discovered"], done["files"]["excluded"], done["files"]["completed"]) == (2, 2500, 2)
+    row = repo.get_job(services().db, status["id"])
+    assert row["objects_listed"] == 2502 and row["continuation_token"] is None
