@@ -116,3 +116,26 @@ def test_eta_waits_for_the_listing_and_enough_pages_then_follows_the_pace() -> N
     assert eta is not None and 170 < eta < 190  # 6 files x 10 pages left at ~20 pages/min
     assert pace({**job, "enumeration_done": True}, {**counts, "pages_completed": 5, "completed": 1})[1] is None  # too few pages to mean much
     assert pace({**job, "finished_at": datetime.now(UTC)}, counts)[1] == 0
+
+
+def test_a_listed_page_is_classified_without_taking_our_own_outputs() -> None:
+    from batchlane.folders.enumerate import classify
+
+    s = parse_spec({"input": {"folder": FOLDER, "include": ["*.pdf", "*.txt"], "exclude": ["drafts/*"]}})
+    page = [
+        ("legal/", 0),  # the folder marker
+        ("legal/a.pdf", 10),
+        ("legal/a.md", 5),  # our output of an earlier run
+        ("legal/_batchlane/fj-0/report.jsonl", 5),
+        ("legal/drafts/b.pdf", 10),
+        ("legal/notes.txt", 3),
+        ("legal/done.pdf", 10),
+        ("legal/photo.jpg", 7),
+    ]
+    found = classify(s, "fj-x", page, done_sources={"legal/done.pdf"})
+    assert found.excluded == 2  # drafts/b.pdf, photo.jpg
+    assert [(f.source_key, f.status, f.error_id, f.output_key) for f in found.files] == [
+        ("legal/a.pdf", "queued", None, "legal/a.md"),
+        ("legal/notes.txt", "failed", "NOT_PDF", "legal/notes.md"),
+        ("legal/done.pdf", "skipped", "ALREADY_CONVERTED", "legal/done.md"),
+    ]
