@@ -288,6 +288,16 @@ def reopen(db: Runner, job_id: str) -> Row | None:
     )
 
 
+def parked_conversions(db: Runner, job_id: str) -> list[str]:
+    """Conversion jobs of the folder job's processing files that wait for the batch lane."""
+    rows = db.run(
+        """SELECT j.id FROM folder_job_files f JOIN large_conversion_jobs j ON j.id = f.conversion_job_id
+           WHERE f.folder_job_id = :job AND f.status = 'processing' AND j.status = 'waiting_batch'""",
+        job=job_id,
+    )
+    return [str(r["id"]) for r in rows]
+
+
 def count_turn(db: Runner, job_id: str) -> int:
     """One more loop turn in the current run; the count after it."""
     row = db.one("UPDATE folder_jobs SET turns = turns + 1 WHERE id = :id RETURNING turns", id=job_id)

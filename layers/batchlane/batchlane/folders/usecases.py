@@ -89,8 +89,23 @@ def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
         raise Conflict(f"The folder job is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
     repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="cancelled", ended=False)
     repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
-    logger.info("folder job cancelled", job_id=job_id)
+    parked = stop_parked(svc, job_id)
+    logger.info("folder job cancelled", job_id=job_id, parked_cancelled=parked)
     return status(svc, owner_id, job_id)
+
+
+def stop_parked(svc: Services, job_id: str) -> int:
+    """Files parked for the batch lane would wait hours: cancel their conversions (the Bedrock job is
+    stopped and what it produced billed once, as a single file's cancel does); converting ones finish."""
+    from batchlane.operations.cancel import cancel_job
+
+    parked = repo.parked_conversions(svc.db, job_id)
+    for conversion_id in parked:
+        try:
+            cancel_job(svc, conversion_id)
+        except Conflict:  # it left the lane meanwhile (assembling): it finishes
+            continue
+    return len(parked)
 
 
 def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
