@@ -166,6 +166,8 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     assert keys("api-out/") >= {"api-out/one.md", "api-out/two.md", f"api-out/_batchlane/{first['id']}/report.jsonl"}
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     assert code == 200 and [json.loads(line)["key"] for line in body.splitlines()] == ["api/one.pdf", "api/two.pdf"]
+    code, again = api(stack, "POST", "/api/v1/folder-jobs?dry_run=true", spec)
+    assert (again["files"]["to_convert"], again["files"]["already_processed"]) == (0, 2)  # their mirrored outputs exist
     code, listed = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/files?status=completed")
     assert [f["output_uris"] for f in listed["files"]] == [[f"s3://{FOLDER_BUCKET}/api-out/one.md"], [f"s3://{FOLDER_BUCKET}/api-out/two.md"]]
 

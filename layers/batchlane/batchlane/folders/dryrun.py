@@ -24,6 +24,7 @@ from batchlane.runtime import Services
 
 MAX_DRY_RUN_PAGES = 10  # 10,000 objects
 SAMPLE_FILES = 5
+MAX_OUTPUT_CHECKS = 200  # HeadObject calls for outputs outside the listed folder (29 s behind the API)
 
 
 def estimate(svc: Services, body: Any) -> dict[str, Any]:
@@ -48,7 +49,8 @@ def estimate(svc: Services, body: Any) -> dict[str, Any]:
     found = classify(spec, "fj-dry-run", objects, done_sources=set())
     listed = {key for key, _ in objects}
     to_convert = [f for f in found.files if f.status == "queued"]
-    already = [f for f in to_convert if spec.output.on_existing == "skip" and f.output_key in listed]
+    ask = len(to_convert) <= MAX_OUTPUT_CHECKS  # outputs outside the listed folder are asked for one by one: a few only
+    already = [f for f in to_convert if spec.output.on_existing == "skip" and _exists(buckets, spec, f.output_key, listed, ask=ask)]
     to_convert = [f for f in to_convert if f not in already]
     by_type = Counter((posixpath.splitext(k)[1].lower() or "(none)") for k, _ in objects if not k.endswith("/") and not layout.is_own_output(k))
     pages, chars, method, sampled = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
@@ -85,6 +87,16 @@ def estimate(svc: Services, body: Any) -> dict[str, Any]:
             "batchUpToHours": settings.batch_conversion_timeout_hours if lane_possible else None,
         },
     }
+
+
+def _exists(buckets: Any, spec: Any, key: str | None, listed: set[str], *, ask: bool) -> bool:
+    """An output in the listed folder is seen in the listing; one elsewhere (mirror, flat) is asked for when ``ask``."""
+    if key is None:
+        return False
+    inside = spec.output_uri.bucket == spec.input_uri.bucket and key.startswith(spec.input_uri.key)
+    if key in listed or inside or not ask:
+        return key in listed
+    return bool(buckets.size(spec.output_uri.bucket, key) is not None)
 
 
 def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[int, int, str, int]:
