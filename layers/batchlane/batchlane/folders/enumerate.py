@@ -8,6 +8,7 @@ converting as they are found: the folder loop's next step starts them within the
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from batchlane.aws.folders import FolderBuckets, ListedPage
@@ -75,8 +76,6 @@ def mark_collisions(svc: Services, job_id: str, files: list[repo.NewFile]) -> li
 
 def earlier_report_sources(buckets: FolderBuckets, bucket: str, output_prefix: str, job_id: str) -> set[str]:
     """Keys an earlier run of this job reported completed (report.jsonl and its parts): the resume after a lost database."""
-    import json
-
     done: set[str] = set()
     prefix = layout.record_prefix(output_prefix, job_id)
     for key in [layout.report_key(output_prefix, job_id), *buckets.list_keys(bucket, prefix + "report/")]:
