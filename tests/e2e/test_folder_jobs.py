@@ -93,7 +93,7 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     done = wait_done(status["id"])
 
     assert done["status"] == "completed_with_failures", done
-    runs = executions(status["id"])
+    runs = wait_until(lambda: (e := executions(status["id"])) and "RUNNING" not in e.values() and e, what="the last run to end")
     assert len(runs) >= 3 and all(r == "SUCCEEDED" for r in runs.values()), runs  # 6 files, 2 at a time: handed over, never lost
     assert done["files"] == {"discovered": 6, "excluded": 0, "queued": 0, "processing": 0, "completed": 3, "failed": 3, "skipped": 0}
     assert done["pages"]["completed"] == 9

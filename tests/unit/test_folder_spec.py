@@ -139,3 +139,13 @@ def test_a_listed_page_is_classified_without_taking_our_own_outputs() -> None:
         ("legal/notes.txt", "failed", "NOT_PDF", "legal/notes.md"),
         ("legal/done.pdf", "skipped", "ALREADY_CONVERTED", "legal/done.md"),
     ]
+
+
+def test_the_report_stream_reads_back_exactly_what_was_yielded() -> None:
+    from batchlane.aws.folders import _ChunkReader
+
+    chunks = [b"a" * 5, b"", b"b" * 3, b"c" * 10]
+    reader = _ChunkReader(iter(chunks))
+    parts = [reader.read(4) for _ in range(6)]
+    assert b"".join(parts) == b"".join(chunks) and parts[-1] == b""
+    assert _ChunkReader(iter(chunks)).read() == b"".join(chunks)

@@ -30,6 +30,7 @@ class FolderBuckets(Protocol):
     def size(self, bucket: str, key: str) -> int | None: ...
     def copy(self, source: tuple[str, str], target: tuple[str, str]) -> None: ...
     def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str) -> None: ...
+    def put_stream(self, bucket: str, key: str, chunks: Iterator[bytes], content_type: str) -> None: ...
     def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]: ...
     def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
 
@@ -76,6 +77,10 @@ class S3FolderBuckets:
     def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str) -> None:
         self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type)
 
+    def put_stream(self, bucket: str, key: str, chunks: Iterator[bytes], content_type: str) -> None:
+        """Upload what ``chunks`` yields without holding it (boto3's managed transfer: multipart past 8 MB)."""
+        self._s3.upload_fileobj(_ChunkReader(chunks), bucket, key, ExtraArgs={"ContentType": content_type})
+
     def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         try:
             body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
@@ -91,3 +96,23 @@ class S3FolderBuckets:
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             keys.extend(item["Key"] for item in page.get("Contents", []))
         return keys
+
+
+class _ChunkReader:
+    """A read()-able view of an iterator of byte strings (what upload_fileobj takes)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+        self._buffer = b""
+
+    def read(self, size: int = -1) -> bytes:
+        while size < 0 or len(self._buffer) < size:
+            try:
+                self._buffer += next(self._chunks)
+            except StopIteration:
+                break
+        if size < 0:
+            out, self._buffer = self._buffer, b""
+        else:
+            out, self._buffer = self._buffer[:size], self._buffer[size:]
+        return out

@@ -46,28 +46,39 @@ def manifest(svc: Services, job: dict[str, Any]) -> dict[str, Any]:
 
 
 def finish(svc: Services, job_id: str) -> dict[str, Any]:
-    """The job's final status (completed / completed_with_failures unless cancelled or error), then report + manifest."""
+    """The job's final status (completed / completed_with_failures unless cancelled or error), report and manifest.
+
+    The record is written BEFORE the job is marked ended (``finished_at``): whoever sees the job
+    finished finds its report. A retried Finish writes the record again (same content).
+    """
     job = repo.get_job(svc.db, job_id)
     if job is None:
         raise NotFound(f"no folder job {job_id}")
     write_report_part(svc, job)
-    if job["status"] in repo.LIVE_FOLDER_JOB_STATUSES:
+    if job["finished_at"] is not None:
+        write_record(svc, job)
+        return {"jobId": job_id, "status": job["status"]}
+    live = job["status"] in repo.LIVE_FOLDER_JOB_STATUSES
+    final = job["status"]
+    if live:
         counts = repo.counts(svc.db, job_id)
         failed = counts["failed"] or counts["pages_failed"]  # a failed file, or a document completed with failed pages
-        ended = repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="completed_with_failures" if failed else "completed")
-        job = ended or repo.get_job(svc.db, job_id)
-    elif job["finished_at"] is None:
-        job = repo.transition_job(svc.db, job_id, from_statuses=(job["status"],), to_status=job["status"]) or job
-    assert job is not None
-    write_record(svc, job)
-    logger.info("folder job finished", job_id=job_id, status=job["status"])
-    return {"jobId": job_id, "status": job["status"]}
+        final = "completed_with_failures" if failed else "completed"
+    write_record(svc, {**job, "status": final, "finished_at": datetime.now(UTC)})
+    ended = repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES if live else (final,), to_status=final)
+    if ended is None:  # cancelled between our read and the move: end it as it is now, and say so in the record
+        current = repo.get_job(svc.db, job_id)
+        assert current is not None
+        ended = repo.transition_job(svc.db, job_id, from_statuses=(current["status"],), to_status=current["status"]) or current
+        write_record(svc, ended)
+    logger.info("folder job finished", job_id=job_id, status=ended["status"])
+    return {"jobId": job_id, "status": ended["status"]}
 
 
 def write_record(svc: Services, job: dict[str, Any]) -> None:
     buckets = svc.folder_buckets()
-    body = "".join(report_lines(svc, job)).encode()
-    buckets.put_bytes(job["output_bucket"], layout.report_key(job["output_prefix"], job["id"]), body, "application/x-ndjson")
+    lines = (line.encode() for line in report_lines(svc, job))  # streamed: a million-line report never sits in memory
+    buckets.put_stream(job["output_bucket"], layout.report_key(job["output_prefix"], job["id"]), lines, "application/x-ndjson")
     data = json.dumps(manifest(svc, job), indent=2, sort_keys=True, default=str).encode()
     buckets.put_bytes(job["output_bucket"], layout.manifest_key(job["output_prefix"], job["id"]), data, "application/json")
 
