@@ -39,15 +39,26 @@ def test_the_ledger_equals_the_tokens_bedrock_served_lane_by_lane(stack_factory,
 
 
 def test_the_claimer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(stack_factory):
-    # Given a lane allowed one concurrent job per model, on an account that would accept ten
+    # Given a lane allowed one concurrent job per model, on an account that would accept ten,
+    # and three jobs parked before any claimer runs (the test drives the claimer)
     stack = stack_factory(
-        FAST, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": "1", "BATCHLANE_EMULATED_QUOTAS": '{"max_concurrent_jobs": 10}'}
+        FAST,
+        extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": "1", "BATCHLANE_EMULATED_QUOTAS": '{"max_concurrent_jobs": 10}'},
+        schedules=False,
     )
-    # When three jobs park at once
+    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
     job_ids = [submit()[0] for _ in range(3)]
-    for job_id in job_ids:
-        wait_for_job(services(), job_id, timeout_s=180)
-    # Then each went through the lane in turn, never two Bedrock jobs of the model at a time
+    gate.release()
+    # When the claimer runs, it takes one; the others are taken by later runs as the first ends
+    first = stack.registry.invoke("batch_claimer", {}).result
+    assert (len(first["claimed"]), first["waiting"]) == (1, 2)
+
+    def all_done() -> bool:
+        stack.registry.invoke("batch_claimer", {})
+        return all(job(j)["status"] in ("completed", "failed") for j in job_ids)
+
+    wait_until(all_done, timeout_s=180, poll_s=0.5, what="the three jobs, one after another")
+    # Then each went through the lane, never two Bedrock jobs of the model at a time
     for job_id in job_ids:
         results = assert_converted_whole(job_id)
         assert sum(1 for p in results.values() if p.served_by == "batch") == NON_BLANK
