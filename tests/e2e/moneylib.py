@@ -36,7 +36,7 @@ def assert_batch_row_bills_the_manifest(job_id: str) -> dict[str, Any]:
     usage = Usage(manifest["inputTokenCount"], manifest["outputTokenCount"])
     assert Decimal(row["cost_usd"]) == svc.prices.cost(row["model_id"], usage, batch=True)
     batch = svc.db.one("SELECT cost_usd FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    assert Decimal(batch["cost_usd"]) == Decimal(row["cost_usd"])
+    assert batch is not None and Decimal(batch["cost_usd"]) == Decimal(row["cost_usd"])
     return dict(row)
 
 
