@@ -42,3 +42,19 @@ def test_retry_requeues_only_the_error_ids_asked_for(db: Database) -> None:
     assert repo.requeue(db, job_id, statuses=("failed",), error_ids=["PDF_ENCRYPTED"]) == 1
     assert [r["source_key"] for r in repo.list_files(db, job_id, status="queued")] == ["in/1.pdf"]
     assert [r["source_key"] for r in repo.list_files(db, job_id, status="completed")] == ["in/2.pdf"]
+
+
+def test_a_file_whose_conversion_was_never_opened_is_claimed_again(db: Database) -> None:
+    job_id = _job(db, "s3://b/in-stalled/")
+    repo.insert_files(db, job_id, [repo.NewFile(f"in/{i}.pdf", 1, f"in/{i}.md") for i in range(2)])
+    repo.claim_queued(db, job_id, 2)
+    repo.release(db, job_id, "in/0.pdf")  # the intake could not start
+    repo.attach_conversion(db, job_id, "in/1.pdf", file_id=_file(db), conversion_job_id=None)  # type: ignore[arg-type]
+    assert [r["source_key"] for r in repo.list_files(db, job_id, status="queued")] == ["in/0.pdf"]
+    assert repo.requeue_stalled_starts(db, job_id, older_than_s=3600) == 0  # a fresh claim is left alone
+    assert repo.requeue_stalled_starts(db, job_id, older_than_s=0) == 1  # a turn that died before opening it
+    assert repo.counts(db, job_id)["queued"] == 2
+
+
+def _file(db: Database) -> str:
+    return str(repo.insert_source_file(db, owner_id="tester", name="x.pdf", bucket="b", key="in/1.pdf", size_bytes=1)["id"])

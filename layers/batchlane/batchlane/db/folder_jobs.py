@@ -150,6 +150,28 @@ def claim_queued(db: Runner, job_id: str, limit: int) -> list[Row]:
     )
 
 
+def release(db: Runner, job_id: str, source_key: str) -> None:
+    """processing → queued for a file whose conversion could not be opened (the next turn tries again)."""
+    db.run(
+        """UPDATE folder_job_files SET status = 'queued', updated_at = now()
+           WHERE folder_job_id = :job AND source_key = :key AND status = 'processing' AND conversion_job_id IS NULL""",
+        job=job_id,
+        key=source_key,
+    )
+
+
+def requeue_stalled_starts(db: Runner, job_id: str, *, older_than_s: float) -> int:
+    """Files claimed by a turn that died before opening their conversion: queued again."""
+    rows = db.run(
+        """UPDATE folder_job_files SET status = 'queued', updated_at = now()
+           WHERE folder_job_id = :job AND status = 'processing' AND conversion_job_id IS NULL
+             AND started_at < now() - make_interval(secs => :secs) RETURNING source_key""",
+        job=job_id,
+        secs=older_than_s,
+    )
+    return len(rows)
+
+
 def count_processing(db: Runner, job_id: str) -> int:
     row = db.one("SELECT count(*) AS n FROM folder_job_files WHERE folder_job_id = :job AND status = 'processing'", job=job_id)
     return int(row["n"]) if row else 0

@@ -21,6 +21,9 @@ from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
+# A claimed file whose conversion was not opened after this long lost its turn (the Lambda died): claim it again.
+STALLED_START_S = 900.0
+
 
 def report_line(row: dict[str, Any], output_bucket: str) -> dict[str, Any]:
     """One finished file, as report.jsonl and GET .../report carry it."""
@@ -120,6 +123,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
 def start_queued(svc: Services, job: dict[str, Any]) -> int:
     """Claim queued files up to the in-flight cap and open each one's ordinary conversion job."""
     job_id = str(job["id"])
+    repo.requeue_stalled_starts(svc.db, job_id, older_than_s=STALLED_START_S)
     room = svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id)
     claimed = repo.claim_queued(svc.db, job_id, room)
     if not claimed:
@@ -151,6 +155,10 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
         )
     except BatchlaneError as exc:  # options the single-file path refuses: this file fails, the rest go on
         repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
+        return
+    except Exception:  # the intake could not start (throttled, a blip): queued again for the next turn
+        logger.exception("folder file not started", job_id=job_id, key=key)
+        repo.release(svc.db, job_id, key)
         return
     repo.attach_conversion(svc.db, job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id)
 
