@@ -33,12 +33,10 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from batchlane.api import results, usecases, webhook_usecases
-from batchlane.api.downloads import S3Downloads, presign_client
-from batchlane.api.uploads import S3Uploads
-from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
 from batchlane.observability import logger
+from batchlane.ports import Uploads
 from batchlane.runtime import services
 
 app = APIGatewayRestResolver()
@@ -118,8 +116,8 @@ def _body(model: type[BaseModel]) -> Any:
         raise BadRequest("The body is not valid JSON.") from None
 
 
-def _uploads() -> S3Uploads:
-    return S3Uploads(client("s3"), services().settings.batchlane_bucket)
+def _uploads() -> Uploads:
+    return services().uploads()
 
 
 # -- routes ------------------------------------------------------------------------------
@@ -215,7 +213,7 @@ def list_deliveries() -> dict[str, Any]:
 @app.get("/api/v1/jobs/<jobId>/markdown")
 def markdown(jobId: str) -> dict[str, Any]:
     owner = _caller()
-    return results.markdown_download(services(), S3Downloads(presign_client(), services().settings.batchlane_bucket), owner, jobId)
+    return results.markdown_download(services(), services().downloads(), owner, jobId)
 
 
 @app.get("/api/v1/jobs/<jobId>/pages")

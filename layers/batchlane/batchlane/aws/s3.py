@@ -1,27 +1,26 @@
-"""The object store port and its S3 adapter."""
+"""S3 adapters: the object store, presigned uploads and downloads (ports in batchlane.ports).
+
+Downloads are signed with SigV4 (the composition root gives them an ``s3v4`` client: botocore's
+default presign for S3 may be SigV2, which newer regions refuse). When an object expires is
+S3's own answer where it gives one (HeadObject ``Expiration``, present when a lifecycle rule
+applies); otherwise it is computed as S3 does: creation time plus the rule's days, rounded up
+to the next midnight UTC (S3 User Guide, "Lifecycle configuration elements").
+"""
 
 from __future__ import annotations
 
+import email.utils
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from batchlane.domain.errors import NotFound
-
-
-class ObjectStore(Protocol):
-    bucket: str
-
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
-    def get_bytes(self, key: str) -> bytes: ...
-    def put_json(self, key: str, value: Any) -> None: ...
-    def get_json(self, key: str) -> Any: ...
-    def iter_lines(self, key: str) -> Iterator[bytes]: ...
-    def list_keys(self, prefix: str) -> list[str]: ...
-    def size(self, key: str) -> int: ...
+from batchlane.keys import OBJECT_EXPIRY_DAYS
+from batchlane.ports import DOWNLOAD_URL_TTL_S, UPLOAD_URL_TTL_S, ObjectStoreError, StoredObject
 
 
 class S3Store:
@@ -39,9 +38,10 @@ class S3Store:
         try:
             return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("NoSuchKey", "404"):
                 raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
-            raise
+            raise ObjectStoreError(f"{code}: s3://{self.bucket}/{key}") from exc
 
     def put_json(self, key: str, value: Any) -> None:
         self.put_bytes(key, json.dumps(value, separators=(",", ":")).encode(), "application/json")
@@ -81,3 +81,56 @@ class S3Store:
             if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
                 raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
             raise
+
+
+class S3Uploads:
+    def __init__(self, s3: Any, bucket: str) -> None:
+        self._s3 = s3
+        self._bucket = bucket
+
+    def presigned_put(self, key: str, *, ttl_s: int = UPLOAD_URL_TTL_S) -> str:
+        return str(self._s3.generate_presigned_url("put_object", Params={"Bucket": self._bucket, "Key": key}, ExpiresIn=ttl_s))
+
+    def delete(self, key: str) -> None:
+        try:
+            self._s3.delete_object(Bucket=self._bucket, Key=key)
+        except ClientError:  # already gone, or never uploaded: the file row is what matters
+            pass
+
+
+def lifecycle_expiry(last_modified: datetime, days: int = OBJECT_EXPIRY_DAYS) -> datetime:
+    """Creation + ``days``, rounded up to the next midnight UTC (how S3 schedules a lifecycle expiration)."""
+    moment = last_modified.astimezone(UTC) + timedelta(days=days)
+    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight if midnight == moment else midnight + timedelta(days=1)
+
+
+def _expiry_header(value: str | None) -> datetime | None:
+    """``expiry-date="Sun, 14 Oct 2018 00:00:00 GMT", rule-id="..."`` → the date."""
+    if not value or 'expiry-date="' not in value:
+        return None
+    date = value.split('expiry-date="', 1)[1].split('"', 1)[0]
+    try:
+        return email.utils.parsedate_to_datetime(date).astimezone(UTC)
+    except (TypeError, ValueError):
+        return None
+
+
+class S3Downloads:
+    def __init__(self, s3: Any, bucket: str) -> None:
+        self._s3 = s3
+        self._bucket = bucket
+
+    def head(self, key: str) -> StoredObject:
+        try:
+            head = self._s3.head_object(Bucket=self._bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise NotFound(f"no object {key}") from exc
+            raise
+        expires = _expiry_header(head.get("Expiration")) or lifecycle_expiry(head["LastModified"])
+        return StoredObject(int(head["ContentLength"]), expires)
+
+    def presigned_get(self, key: str, *, filename: str, ttl_s: int = DOWNLOAD_URL_TTL_S) -> str:
+        params = {"Bucket": self._bucket, "Key": key, "ResponseContentDisposition": f'attachment; filename="{filename}"'}
+        return str(self._s3.generate_presigned_url("get_object", Params=params, ExpiresIn=ttl_s))

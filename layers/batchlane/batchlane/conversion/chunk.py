@@ -41,7 +41,6 @@ from typing import Any
 from pg8000.exceptions import DatabaseError, InterfaceError
 
 from batchlane import keys
-from batchlane.aws.clients import client
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -281,14 +280,13 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
             heartbeat.stop()
         return heartbeat.stopped()
 
-    # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
     limiter = limiter_for(svc.db.params, settings)
     transport = GovernedTransport(
         OnDemandTransport(
-            client_for=lambda seconds: client("bedrock-runtime", max_attempts=0, read_timeout=seconds),
+            svc.model_runtime,
             timeouts=ReadTimeoutPolicy.from_settings(settings),
             ends_at=ends_at,
         ),
