@@ -6,8 +6,7 @@ import json
 from decimal import Decimal
 
 import pytest
-from conftest import MODEL, parked_job
-from fakes import FakeBatchJobs, FakeWorkflows, MemoryStore
+from usecase_fakes import MODEL, FakeBatchJobs, FakeWorkflows, MemoryStore, parked_job
 
 from batchlane.batch import rows
 from batchlane.batch.abandon import abandon

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import parked_job
-from fakes import FakeBatchJobs, FakeWorkflows
+from usecase_fakes import FakeBatchJobs, FakeWorkflows, parked_job
 
 from batchlane.batch import rows
 from batchlane.batch.submit import submit_batch_job

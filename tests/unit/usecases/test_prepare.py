@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-from conftest import MODEL
+from usecase_fakes import MODEL
 
 from batchlane import keys
 from batchlane.batch import rows
