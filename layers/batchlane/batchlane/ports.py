@@ -38,6 +38,7 @@ class ObjectStore(Protocol):
     def download_to(self, key: str, path: Path) -> None: ...  # streamed to a file: a 500 MB upload never sits in memory
     def list_keys(self, prefix: str) -> list[str]: ...
     def size(self, key: str) -> int: ...
+    def delete_keys(self, keys: list[str]) -> None: ...  # a key already gone is not an error
 
 
 class Uploads(Protocol):

@@ -109,6 +109,10 @@ class MemoryStore:
     def size(self, key: str) -> int:
         return len(self.get_bytes(key))
 
+    def delete_keys(self, keys: list[str]) -> None:
+        for key in keys:
+            self.objects.pop(key, None)
+
 
 @dataclass
 class FakeWorkflows:

@@ -82,6 +82,15 @@ class S3Store:
                 raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
             raise
 
+    def delete_keys(self, keys: list[str]) -> None:
+        """Delete these objects, 1,000 a request (DeleteObjects); a key already gone is not an error
+        (S3 reports it deleted), any other per-key failure raises."""
+        for start in range(0, len(keys), 1000):
+            batch = [{"Key": key} for key in keys[start : start + 1000]]
+            answer = self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+            if errors := answer.get("Errors"):
+                raise RuntimeError(f"{len(errors)} object(s) not deleted from s3://{self.bucket}: {errors[0].get('Code')} on {errors[0].get('Key')}")
+
 
 class S3Uploads:
     def __init__(self, s3: Any, bucket: str) -> None:
