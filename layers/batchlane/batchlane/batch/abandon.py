@@ -8,7 +8,7 @@ from batchlane.batch import rows
 from batchlane.batch.billing import billed_from_bedrock_manifest, close_and_bill, ledger_metadata
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.stop import stop_batch_job
-from batchlane.batch.submit import bedrock_status, find_job_by_name, output_uri_for
+from batchlane.batch.submit import bedrock_status, output_uri_for
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -71,7 +71,7 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
 def adopt_created_job(svc: Services, job_id: str) -> dict[str, Any] | None:
     """A Bedrock job created under this job's name (a submit that failed after creating it, or a prepare
     stuck past its create): it bills, so the row adopts it, to be collected or stopped. None if there is none."""
-    existing = find_job_by_name(svc.batch_jobs, bedrock_job_name(job_id))
+    existing = svc.batch_jobs.find_by_name(bedrock_job_name(job_id))
     if not existing:
         return None
     logger.warning("a Bedrock job created for this job was adopted", job_id=job_id, bedrock_job_arn=existing.arn)

@@ -16,7 +16,7 @@ from batchlane.batch.names import bedrock_job_name, client_request_token
 from batchlane.batch.stop import stop_batch_job
 from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
-from batchlane.ports import BatchJobNotFound, BatchJobRef, BatchJobs, BatchJobsBusy, BatchJobSpec
+from batchlane.ports import BatchJobNotFound, BatchJobs, BatchJobsBusy, BatchJobSpec
 from batchlane.runtime import Services
 
 
@@ -30,10 +30,6 @@ def lane_bucket(svc: Services) -> str:
 
 def output_uri_for(svc: Services, job_id: str) -> str:
     return f"s3://{lane_bucket(svc)}/{keys.batch_output_prefix(job_id)}"
-
-
-def find_job_by_name(jobs: BatchJobs, name: str) -> BatchJobRef | None:
-    return jobs.find_by_name(name)
 
 
 def bedrock_status(jobs: BatchJobs, arn: str) -> str:
