@@ -48,7 +48,7 @@ def test_cancel_while_preparing_marks_the_row_and_stops_nothing_yet(svc: Service
     assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("preparing", False)
     assert _stops(svc) == []
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["reason"] == "cancelled"  # submit stops the job it creates (test_batch_lane)
+    assert row is not None and row["reason"] == "cancelled"  # submit stops the job it creates (test_batch_lane_usecases)
 
 
 def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_conversion(svc: Services) -> None:
