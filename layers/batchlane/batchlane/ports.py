@@ -13,7 +13,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
-UPLOAD_URL_TTL_S = 3600
+UPLOAD_URL_TTL_S = 600  # a presigned POST lives 10 minutes
+PDF_CONTENT_TYPE = "application/pdf"
 DOWNLOAD_URL_TTL_S = 900
 
 
@@ -35,17 +36,16 @@ class ObjectStore(Protocol):
     def put_json(self, key: str, value: Any) -> None: ...
     def get_json(self, key: str) -> Any: ...
     def iter_lines(self, key: str) -> Iterator[bytes]: ...
-    def download_to(self, key: str, path: Path) -> None: ...  # streamed to a file: a 500 MB upload never sits in memory
+    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int: ...  # streamed to a file; its size
     def list_keys(self, prefix: str) -> list[str]: ...
     def size(self, key: str) -> int: ...
     def delete_keys(self, keys: list[str]) -> None: ...  # a key already gone is not an error
 
 
 class Uploads(Protocol):
-    """Uploads go straight to the bucket with a presigned PUT (never through the API)."""
+    """Uploads go straight to the bucket with a presigned POST (never through the API)."""
 
-    def presigned_put(self, key: str, *, ttl_s: int = UPLOAD_URL_TTL_S) -> str: ...
-    def delete(self, key: str) -> None: ...  # already gone is fine
+    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ class Services:
 
     # Built on demand: only the API and the webhook functions use them (no client made elsewhere).
     def uploads(self) -> Uploads:
-        return S3Uploads(client("s3"), self.settings.batchlane_bucket)
+        return S3Uploads(client("s3", signature_version="s3v4"), self.settings.batchlane_bucket)  # the POST policy is SigV4
 
     def downloads(self) -> Downloads:
         return S3Downloads(client("s3", signature_version="s3v4"), self.settings.batchlane_bucket)

@@ -100,8 +100,9 @@ class MemoryStore:
     def iter_lines(self, key: str) -> Iterator[bytes]:
         yield from self.get_bytes(key).splitlines()
 
-    def download_to(self, key: str, path: Path) -> None:
+    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int:
         path.write_bytes(self.get_bytes(key))
+        return path.stat().st_size
 
     def list_keys(self, prefix: str) -> list[str]:
         return sorted(k for k in self.objects if k.startswith(prefix))
