@@ -228,7 +228,7 @@ class Compute(Construct):
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
                 f"Object keys under {prefix} are generated per file and job; access is limited to that prefix of this one bucket.",
             )
-        if {"stop_batch_jobs", "read_batch_jobs"} & set(spec.needs):
+        if {"stop_batch_jobs", "inspect_batch_jobs"} & set(spec.needs):
             acknowledge(
                 role,
                 "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:<AWS::Region>:<AWS::AccountId>:model-invocation-job/*]",

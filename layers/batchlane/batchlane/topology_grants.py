@@ -100,11 +100,10 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     ),
     # Cancel and process now stop a job's Bedrock batch job; nothing else of the caller policy (no create, no PassRole).
     "stop_batch_jobs": (Grant(("bedrock:StopModelInvocationJob",), ("batch_jobs",), sid="StopBatchJobs"),),
-    # A lane leaving (batch_abandon) reads its job's status and finds a job by name; no create, no PassRole.
-    # ListModelInvocationJobs supports no resource-level permission (Service Authorization Reference).
-    "read_batch_jobs": (
+    "inspect_batch_jobs": (
         Grant(("bedrock:GetModelInvocationJob",), ("batch_jobs",), sid="ReadBatchJobs"),
-        Grant(("bedrock:ListModelInvocationJobs",), ("any",), sid="ListBatchJobs"),
+        # ListModelInvocationJobs supports no resource-level permission (Service Authorization Reference).
+        Grant(("bedrock:ListModelInvocationJobs",), ("any",), sid="FindBatchJobs"),
     ),
     "start_conversion": (Grant(("states:StartExecution",), ("conversion_state_machine",)),),
     "start_batch_lane": (Grant(("states:StartExecution",), ("batch_lane_state_machine",)),),
