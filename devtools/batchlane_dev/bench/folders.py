@@ -23,7 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from batchlane.aws.folders import ListedPage
+from batchlane.ports import ListedPage
 from batchlane_dev.bench import figure, wanted
 
 NAMES = ("enumerate_100000_objects", "enumerate_10000_objects", "folder_1000_files", "folder_50_files")

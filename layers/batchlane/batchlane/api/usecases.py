@@ -13,12 +13,12 @@ from pg8000.exceptions import DatabaseError
 
 from batchlane import keys
 from batchlane.api import views
-from batchlane.api.uploads import UPLOAD_URL_TTL_S, UploadPort
 from batchlane.conversion.create import create_job
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
+from batchlane.ports import UPLOAD_URL_TTL_S, Uploads
 from batchlane.runtime import Services
 
 LIVE = job_repo.LIVE_JOB_STATUSES
@@ -79,7 +79,7 @@ def job_conversion(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
 
 
 # -- writes ------------------------------------------------------------------------------
-def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: str, size_bytes: int) -> dict[str, Any]:
+def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str, size_bytes: int) -> dict[str, Any]:
     limit = svc.settings.batchlane_max_file_mb
     if size_bytes > limit * 1024 * 1024:
         raise InputError(f"The file is {size_bytes // (1024 * 1024)} MB; the limit is {limit} MB.", error_id="PDF_TOO_LARGE")

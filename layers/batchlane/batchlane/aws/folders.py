@@ -8,31 +8,17 @@ S3 errors are translated once, here: a bucket the role may not read is FOLDER_NO
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from batchlane.domain.errors import InputError, NotFound
+from batchlane.ports import FolderBuckets, ListedPage
+
+__all__ = ["FolderBuckets", "ListedPage", "S3FolderBuckets"]
 
 _MISSING = ("NoSuchKey", "404", "NotFound")
 _REFUSED = ("AccessDenied", "AccessDeniedException", "NoSuchBucket", "AllAccessDisabled", "403")
-
-
-@dataclass(frozen=True)
-class ListedPage:
-    objects: list[tuple[str, int]]  # (key, size)
-    next_token: str | None  # None: this was the last page
-
-
-class FolderBuckets(Protocol):
-    def list_page(self, bucket: str, prefix: str, *, token: str | None, recursive: bool, max_keys: int) -> ListedPage: ...
-    def size(self, bucket: str, key: str) -> int | None: ...
-    def copy(self, source: tuple[str, str], target: tuple[str, str]) -> None: ...
-    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str) -> None: ...
-    def put_stream(self, bucket: str, key: str, chunks: Iterator[bytes], content_type: str) -> None: ...
-    def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]: ...
-    def list_keys(self, bucket: str, prefix: str) -> list[str]: ...
 
 
 class S3FolderBuckets:

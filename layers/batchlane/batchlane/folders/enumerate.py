@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from batchlane.aws.folders import FolderBuckets, ListedPage
 from batchlane.db import folder_jobs as repo
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
+from batchlane.ports import FolderBuckets, ListedPage
 from batchlane.runtime import Services
 
 
