@@ -42,6 +42,7 @@ from pg8000.exceptions import DatabaseError, InterfaceError
 
 from batchlane import keys
 from batchlane.aws.clients import client
+from batchlane.conversion import budget
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -253,6 +254,8 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         raise NotFound(f"no chunk {chunk_index} of job {job_id}")
     if chunk["status"] == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
+    if budget.pause_at_hold(svc, job_id):  # spend reached the hold: no new chunk starts (docs/operations.md)
+        return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
     claimed = job_repo.claim_chunk(svc.db, job_id, chunk_index, worker_id)
     if claimed is None:
         logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk["status"])

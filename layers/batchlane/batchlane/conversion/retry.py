@@ -26,6 +26,7 @@ from typing import Any
 from pg8000.exceptions import DatabaseError
 
 from batchlane import keys
+from batchlane.conversion.budget import worst_case_pages_hold
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
@@ -206,7 +207,9 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 id=job_id,
                 chunks=affected,
             )
-            _reopen_hold(tx, job_id, Decimal(str(svc.settings.batchlane_hold_usd_per_page)) * len(page_numbers), svc.settings.batchlane_on_demand_window_hours)
+            _reopen_hold(
+                tx, job_id, worst_case_pages_hold(svc, model_id=job["model_id"], pages=len(page_numbers)), svc.settings.batchlane_on_demand_window_hours
+            )
             job_repo.set_file_status(tx, str(job["file_id"]), "converting")
     except DatabaseError as exc:
         if "one_live_job_per_file" in str(exc):  # another conversion of the same file is running
