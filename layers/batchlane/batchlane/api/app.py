@@ -18,6 +18,9 @@
 | GET    | /api/v1/jobs/{jobId}/pages?status=failed | the failed pages: reason, attempts, lane |
 | POST   | /api/v1/jobs/{jobId}/retry             | convert only the failed pages again (202) |
 | GET    | /api/v1/jobs/{jobId}/retries           | the job's retries, oldest first |
+| POST   | /api/v1/jobs/{jobId}/resume            | resume a job paused at its funds hold (402 while the budget does not allow) |
+| GET    | /api/v1/budget                         | the caller's budget, caps and what is committed |
+| PUT    | /api/v1/admin/budgets/{ownerId}        | set a user's budget and caps (admin group only) |
 
 ``POST /api/v1/files/{fileId}/convert?dry_run=true`` answers what the conversion would do
 and cost (200) and creates nothing.
@@ -26,6 +29,7 @@ and cost (200) and creates nothing.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -37,7 +41,7 @@ from batchlane.api.downloads import S3Downloads, presign_client
 from batchlane.api.uploads import S3Uploads
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
-from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
+from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable
 from batchlane.observability import logger
 from batchlane.runtime import services
 
@@ -78,6 +82,15 @@ class JobGuard(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     jobId: str | None = None
+
+
+class BudgetOverride(BaseModel):
+    """A user's budget and caps; a field left out (or null) falls back to the deployment's default."""
+
+    model_config = ConfigDict(extra="forbid")
+    usdPerMonth: Decimal | None = Field(default=None, ge=0, le=10_000_000)
+    maxLiveJobs: int | None = Field(default=None, ge=0, le=100_000)
+    maxLivePages: int | None = Field(default=None, ge=0, le=100_000_000)
 
 
 class SendTestDelivery(BaseModel):
@@ -175,7 +188,10 @@ def cancel(fileId: str) -> dict[str, Any]:
 @app.post("/api/v1/files/<fileId>/process-now")
 def process_now(fileId: str) -> dict[str, Any]:
     owner = _caller()
-    return usecases.process_now_file(services(), owner, fileId, job_id=_body(JobGuard).jobId)
+    group = services().settings.batchlane_priority_group
+    return usecases.process_now_file(
+        services(), owner, fileId, job_id=_body(JobGuard).jobId, priority_group=group if group and group not in _groups() else None
+    )
 
 
 @app.get("/api/v1/jobs/<jobId>")
@@ -240,11 +256,39 @@ def job_retries(jobId: str) -> dict[str, Any]:
     return results.job_retries(services(), _caller(), jobId)
 
 
+@app.post("/api/v1/jobs/<jobId>/resume")
+def resume(jobId: str) -> dict[str, Any]:
+    return usecases.resume_job(services(), _caller(), jobId)
+
+
+@app.get("/api/v1/budget")
+def budget() -> dict[str, Any]:
+    return usecases.owner_budget(services(), _caller())
+
+
+@app.put("/api/v1/admin/budgets/<ownerId>")
+def set_budget(ownerId: str) -> dict[str, Any]:
+    admin = _caller()
+    _require_group(services().settings.batchlane_admin_group, "Setting a user's budget")
+    request = _body(BudgetOverride)
+    return usecases.set_owner_budget(
+        services(), admin, ownerId, usd_per_month=request.usdPerMonth, max_live_jobs=request.maxLiveJobs, max_live_pages=request.maxLivePages
+    )
+
+
+def _require_group(group: str, action: str) -> None:
+    """403 FORBIDDEN unless the caller is in ``group`` (an empty group name: everyone may)."""
+    if group and group not in _groups():
+        raise Forbidden(f"{action} needs membership of the {group} group.")
+
+
 # -- errors ------------------------------------------------------------------------------
 _STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
     (Unauthorized, 401),
     (BadRequest, 400),
-    (webhook_usecases.Forbidden, 403),
+    (Forbidden, 403),
+    (BudgetExceeded, 402),
+    (LimitReached, 429),
     (usecases.ConversionRejected, 422),
     (InputError, 400),
     (NotFound, 404),
