@@ -288,7 +288,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
-    limiter = limiter_for(svc.db.params, settings)
+    limiter = limiter_for(svc.db.params, settings, owner=job["owner_id"])  # slots shared fairly by owner
     transport = GovernedTransport(
         OnDemandTransport(
             client_for=lambda seconds: client("bedrock-runtime", max_attempts=0, read_timeout=seconds),
