@@ -22,7 +22,10 @@ the command line arrive as strings, so JSON-looking strings are parsed.
 | fallbackAlarmPercent     | 20 (Settings.batch_conversion_fallback_warn_share) | alarm when more of the lane's records fall back to on-demand |
 | webhookAllowPrivateReceivers | false                                | BATCHLANE_WEBHOOK_ALLOW_PRIVATE: allow http and private/loopback callback URLs (a receiver in your VPC) |
 | webhookGraceHours        | 24                                       | BATCHLANE_WEBHOOK_GRACE_HOURS: after a rotation, both secrets sign for this long |
-| adminGroup               | "batchlane-admins"                       | BATCHLANE_ADMIN_GROUP: the Cognito group (created by the stack) whose members may rotate the webhook secret |
+| adminGroup               | "batchlane-admins"                       | BATCHLANE_ADMIN_GROUP: the Cognito group (created by the stack) whose members may rotate the webhook secret and set budgets |
+| priorityGroup            | "batchlane-priority"                     | BATCHLANE_PRIORITY_GROUP: the Cognito group (created by the stack) whose members may force on-demand (process-now) |
+| budget                   | see DEFAULT_BUDGET                       | per-user defaults: BATCHLANE_BUDGET_USD_PER_MONTH, BATCHLANE_MAX_LIVE_JOBS, BATCHLANE_MAX_LIVE_PAGES |
+| reservedConcurrency      | {"api": 20, "chunk_processor": 100}      | reserved concurrency per function (null: unreserved); caps what one user's burst can take |
 """
 
 from __future__ import annotations
@@ -50,6 +53,17 @@ DEFAULT_QUOTAS: dict[str, float] = {
     "timeoutHours": 24,  # timeoutDurationInHours, clamped 24-168
     "graceHours": 2,  # the wait gives up this long after the Bedrock timeout
 }
+
+DEFAULT_BUDGET: dict[str, float] = {
+    "usdPerMonth": float(Settings.model_fields["batchlane_budget_usd_per_month"].default),
+    "maxLiveJobs": int(Settings.model_fields["batchlane_max_live_jobs"].default),
+    "maxLivePages": int(Settings.model_fields["batchlane_max_live_pages"].default),
+}
+
+# Reserved concurrency: the API cannot take the whole account's concurrency in a burst, and the
+# chunk processors (the expensive path) are capped; both stay far below the account's default
+# 1,000 (AWS keeps 100 unreserved). null for a function: unreserved.
+DEFAULT_RESERVED_CONCURRENCY: dict[str, int | None] = {"api": 20, "chunk_processor": 100}
 
 DEFAULT_AURORA: dict[str, Any] = {
     "minCapacity": 0.5,
@@ -104,6 +118,9 @@ class InfraConfig:
     webhook_allow_private: bool = False
     webhook_grace_hours: float = 24.0
     admin_group: str = "batchlane-admins"
+    priority_group: str = "batchlane-priority"
+    budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
+    reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -143,6 +160,16 @@ class InfraConfig:
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true" if self.webhook_allow_private else "false",
             "BATCHLANE_WEBHOOK_GRACE_HOURS": str(float(self.webhook_grace_hours)),
             "BATCHLANE_ADMIN_GROUP": self.admin_group,
+        }
+
+    def budget_environment(self) -> dict[str, str]:
+        """Per-user budget defaults and the on-demand permission (names: batchlane.config.Settings)."""
+        b = self.budget
+        return {
+            "BATCHLANE_BUDGET_USD_PER_MONTH": str(float(b["usdPerMonth"])),
+            "BATCHLANE_MAX_LIVE_JOBS": str(int(b["maxLiveJobs"])),
+            "BATCHLANE_MAX_LIVE_PAGES": str(int(b["maxLivePages"])),
+            "BATCHLANE_PRIORITY_GROUP": self.priority_group,
         }
 
     def doctor_settings(self) -> dict[str, str]:
@@ -243,6 +270,15 @@ def load(node: Node) -> InfraConfig:
     aurora = dict(DEFAULT_AURORA)
     aurora.update(ctx("aurora", {}) or {})
     throttle = ctx("apiThrottle", {}) or {}
+    budget = dict(DEFAULT_BUDGET)
+    budget.update(ctx("budget", {}) or {})
+    if set(budget) - set(DEFAULT_BUDGET):
+        raise ValueError(f"unknown budget keys in context: {sorted(set(budget) - set(DEFAULT_BUDGET))}")
+    reserved = dict(DEFAULT_RESERVED_CONCURRENCY)
+    reserved.update(ctx("reservedConcurrency", {}) or {})
+    names = {f.name for f in topology.FUNCTIONS}
+    if set(reserved) - names:
+        raise ValueError(f"context reservedConcurrency: no such function {sorted(set(reserved) - names)}")
 
     return InfraConfig(
         stack_name=str(ctx("stackName", base.stack_name)),
@@ -265,4 +301,7 @@ def load(node: Node) -> InfraConfig:
         webhook_allow_private=_bool(ctx("webhookAllowPrivateReceivers", False)),
         webhook_grace_hours=float(ctx("webhookGraceHours", base.webhook_grace_hours)),
         admin_group=str(ctx("adminGroup", base.admin_group)),
+        priority_group=str(ctx("priorityGroup", base.priority_group)),
+        budget=budget,
+        reserved_concurrency={name: None if value is None else int(value) for name, value in reserved.items()},
     )
