@@ -79,12 +79,17 @@ class Api(Construct):
             description="batchlane administrators: may rotate the webhook signing secret and set users' budgets",
         )
         # Members may force on-demand (process-now), skipping the half-price batch lane (BATCHLANE_PRIORITY_GROUP).
-        self.priority_group = cognito.CfnUserPoolGroup(
-            self,
-            "PriorityGroup",
-            user_pool_id=self.user_pool.user_pool_id,
-            group_name=config.priority_group,
-            description="batchlane priority users: may convert on-demand at once (process-now), at full price",
+        # An empty name: every user may (no group is created).
+        self.priority_group = (
+            cognito.CfnUserPoolGroup(
+                self,
+                "PriorityGroup",
+                user_pool_id=self.user_pool.user_pool_id,
+                group_name=config.priority_group,
+                description="batchlane priority users: may convert on-demand at once (process-now), at full price",
+            )
+            if config.priority_group
+            else None
         )
         self.client = self.user_pool.add_client(
             "CliClient",
