@@ -79,7 +79,7 @@ def test_a_job_whose_worst_case_exceeds_the_budget_fails_at_the_split_and_starts
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert status == 202, created
     # Then the split fails it with BUDGET_EXCEEDED: no chunk, no hold, no chunk source, no conversion
-    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split")
+    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split", timeout_s=180)
     assert (done["status"], done["error_id"]) == ("failed", "BUDGET_EXCEEDED"), done
     assert job_repo.get_chunks(services().db, created["jobId"]) == []
     assert ledger.get_hold(services().db, created["jobId"]) is None
@@ -91,7 +91,7 @@ def test_a_job_with_more_pages_than_the_live_page_cap_fails_with_its_error(stack
     set_budget(stack, owner, maxLivePages=10)
     file_id = upload(stack, owner, PDF)
     created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
-    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split")
+    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split", timeout_s=180)
     assert (done["status"], done["error_id"]) == ("failed", "LIVE_PAGES_LIMIT"), done
 
 
@@ -101,7 +101,7 @@ def test_the_hold_is_sized_by_what_the_pages_hold_not_a_flat_rate(stack, owner):
     for name, lines in (("dense.pdf", 45), ("sparse.pdf", 1)):
         file_id = upload(stack, owner, make_pdf(4, lines_per_page=lines), name)
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
-        wait_for(lambda: job(created["jobId"])["status"] == "completed", what=f"the conversion of {name}")
+        wait_for(lambda: job(created["jobId"])["status"] == "completed", what=f"the conversion of {name}", timeout_s=180)
         holds[name] = Decimal(ledger.get_hold(services().db, created["jobId"])["amount_usd"])
     assert holds["dense.pdf"] > holds["sparse.pdf"] * Decimal("1.2"), holds
 
@@ -116,7 +116,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     # When its conversion runs
     services().workflows.start_conversion(job_id)
     # Then no chunk starts: the job pauses (and the workflow ends without failing it)
-    wait_for(lambda: job(job_id)["status"] == "paused_budget", what="the pause")
+    wait_for(lambda: job(job_id)["status"] == "paused_budget", what="the pause", timeout_s=180)
     assert [c["status"] for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
     # And with a budget that cannot carry more, the owner's resume is refused with 402
     set_budget(stack, owner, usdPerMonth="0.13")
@@ -127,7 +127,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     set_budget(stack, owner, usdPerMonth="5")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert status == 200 and Decimal(body["holdUsd"]) > Decimal("0.12"), body
-    wait_for(lambda: job(job_id)["status"] == "completed", what="the resumed conversion")
+    wait_for(lambda: job(job_id)["status"] == "completed", what="the resumed conversion", timeout_s=180)
     assert job_repo.get_job(services().db, job_id)["pages_converted"] == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
@@ -146,3 +146,12 @@ def test_only_admins_set_budgets(stack, owner):
     status, body = call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"usdPerMonth": "1000000"}, user=owner)
     assert (status, body["code"]) == (403, "FORBIDDEN")
     assert services().db.one("SELECT 1 FROM user_budgets WHERE owner_id = :o", o=owner) is None
+
+
+def test_options_that_skip_the_batch_lane_need_the_priority_group(stack, owner):
+    file_id = upload(stack, owner, PDF)
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"parser": "fast"}}, user=owner)
+    assert (status, body["code"]) == (403, "FORBIDDEN") and "parser" in body["message"], body
+    assert jobs_of(owner) == []
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"highFidelity": False}}, user=f"{owner};groups=batchlane-priority")
+    assert status == 202, body

@@ -166,7 +166,7 @@ def convert(fileId: str) -> tuple[dict[str, Any], int]:
         raise BadRequest("dry_run must be true or false")
     if dry in ("true", "1"):
         return results.dry_run_file(services(), owner, fileId, options=request.options), 200
-    return usecases.convert_file(services(), owner, fileId, options=request.options), 202
+    return usecases.convert_file(services(), owner, fileId, options=request.options, priority_group=_lacking(services().settings.batchlane_priority_group)), 202
 
 
 @app.delete("/api/v1/files/<fileId>")
@@ -188,9 +188,8 @@ def cancel(fileId: str) -> dict[str, Any]:
 @app.post("/api/v1/files/<fileId>/process-now")
 def process_now(fileId: str) -> dict[str, Any]:
     owner = _caller()
-    group = services().settings.batchlane_priority_group
     return usecases.process_now_file(
-        services(), owner, fileId, job_id=_body(JobGuard).jobId, priority_group=group if group and group not in _groups() else None
+        services(), owner, fileId, job_id=_body(JobGuard).jobId, priority_group=_lacking(services().settings.batchlane_priority_group)
     )
 
 
@@ -274,6 +273,11 @@ def set_budget(ownerId: str) -> dict[str, Any]:
     return usecases.set_owner_budget(
         services(), admin, ownerId, usd_per_month=request.usdPerMonth, max_live_jobs=request.maxLiveJobs, max_live_pages=request.maxLivePages
     )
+
+
+def _lacking(group: str) -> str | None:
+    """``group`` when the caller is not a member (None: a member, or no group configured)."""
+    return group if group and group not in _groups() else None
 
 
 def _require_group(group: str, action: str) -> None:

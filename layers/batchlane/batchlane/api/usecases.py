@@ -19,6 +19,7 @@ from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
 from batchlane.db import budgets
 from batchlane.db import jobs as job_repo
+from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
@@ -93,8 +94,13 @@ def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: 
     return {"fileId": file_id, "name": name, "upload": {"method": "PUT", "url": uploads.presigned_put(key), "expiresInSeconds": UPLOAD_URL_TTL_S}}
 
 
-def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
+def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None, priority_group: str | None = None) -> dict[str, Any]:
+    """``priority_group``: the group the caller lacks; options that keep the job out of the batch lane then answer 403."""
     file_row = owned_file(svc, owner_id, file_id)
+    if priority_group and (opt_outs := lane_opt_outs(options or {})):
+        raise Forbidden(
+            f"The option(s) {', '.join(opt_outs)} keep the conversion out of the half-price batch lane; that needs membership of the {priority_group} group."
+        )
     live = svc.db.one(
         "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))", id=file_id, live=list(LIVE)
     )
