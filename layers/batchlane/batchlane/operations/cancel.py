@@ -29,7 +29,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.batch import rows
-from batchlane.batch.submit import stop_batch_job
+from batchlane.batch.stop import stop_batch_job
 from batchlane.conversion.retry import end_retry
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
