@@ -16,6 +16,7 @@ import pytest
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
+from batchlane.webhooks.events import job_change_detail
 from batchlane_dev.local.jobs import wait_until as wait_for
 from batchlane_dev.local.pdfgen import make_pdf
 from tests.conftest import start_stack
@@ -118,6 +119,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     # Then no chunk starts: the job pauses (and the workflow ends without failing it)
     wait_for(lambda: job(job_id)["status"] == "paused_budget", what="the pause", timeout_s=180)
     assert [c["status"] for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
+    assert job_change_detail(services(), job_id)["outcome"] == "paused_budget"  # what the public event carries
     # And with a budget that cannot carry more, the owner's resume is refused with 402
     set_budget(stack, owner, usdPerMonth="0.13")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)

@@ -5,7 +5,7 @@
 * split (in the transaction that writes the chunks and places the hold): the job's pages within
   the live-page cap and its worst-case hold within what is left, else the job ends failed.
 * chunk start: a job whose booked spend reached its hold goes ``paused_budget``; its chunks
-  wait; the owner resumes it (POST /api/v1/jobs/{jobId}/resume) once the budget allows.
+  wait, Settle publishes the pause; the owner resumes it (POST /api/v1/jobs/{jobId}/resume) once the budget allows.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from batchlane.domain.budget import check_hold, check_new_job, raised_hold, wors
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.webhooks.events import publish_job_change
 
 
 def check_create(svc: Services, tx: Any, owner_id: str) -> None:
@@ -72,9 +71,8 @@ def worst_case_pages_hold(svc: Services, *, model_id: str, pages: int) -> Decima
 def pause_at_hold(svc: Services, job_id: str) -> bool:
     """Before a chunk starts: True (and the job is ``paused_budget``) when its spend has reached its hold."""
     paused = budgets.pause_at_hold(svc.db, job_id)
-    if paused:
+    if paused:  # the workflow's Settle step publishes the change (conversion/settle.py)
         logger.warning("job paused at its funds hold", job_id=job_id)
-        publish_job_change(svc, job_id, "paused_budget")
     return paused
 
 

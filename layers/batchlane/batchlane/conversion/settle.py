@@ -16,6 +16,12 @@ from batchlane.webhooks.events import publish_job_change
 
 def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
     """assembling → completed in one transaction: total from the ledger, hold settled, file converted."""
+    current = job_repo.get_job(svc.db, job_id)
+    if current is not None and current["status"] == "paused_budget":
+        # The workflow of a job paused at its funds hold ends here: say so on the bus (the chunk
+        # processor that paused it has no PutEvents grant); its owner resumes it.
+        publish_job_change(svc, job_id, "paused_budget")
+        return {"jobId": job_id, "status": "paused_budget", "settled": False}
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None:
