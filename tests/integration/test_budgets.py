@@ -157,3 +157,19 @@ def test_options_that_skip_the_batch_lane_need_the_priority_group(stack, owner):
     assert jobs_of(owner) == []
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"highFidelity": False}}, user=f"{owner};groups=batchlane-priority")
     assert status == 202, body
+
+
+def test_the_cli_shows_a_budget_and_an_admin_sets_one(stack, owner):
+    from click.testing import CliRunner
+
+    from batchlane_dev.cli.main import main
+
+    def cli(*args: str, user: str) -> Any:
+        return CliRunner().invoke(main, [*args, "--api-url", stack.env["BATCHLANE_API_URL"], "--user", user, "--json"], catch_exceptions=False)
+
+    refused = cli("budget", "--set-for", owner, "--usd-per-month", "7", user=owner)
+    assert refused.exit_code != 0 and "FORBIDDEN" in refused.stderr
+    assert cli("budget", "--set-for", owner, "--usd-per-month", "7", "--max-live-jobs", "3", user=ADMIN).exit_code == 0
+    shown = cli("budget", user=owner)
+    assert shown.exit_code == 0, shown.output
+    assert '"usdPerMonth": "7' in shown.stdout and '"maxLiveJobs": 3' in shown.stdout
