@@ -120,6 +120,8 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     wait_for(lambda: job(job_id)["status"] == "paused_budget", what="the pause", timeout_s=180)
     assert [c["status"] for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
     assert job_change_detail(services(), job_id)["outcome"] == "paused_budget"  # what the public event carries
+    # (a resume waits until the paused run has ended: its last step marks it)
+    wait_for(lambda: job(job_id)["options"].get("_pauseSettled"), what="the paused run's end", timeout_s=180)
     # And with a budget that cannot carry more, the owner's resume is refused with 402
     set_budget(stack, owner, usdPerMonth="0.13")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
@@ -157,6 +159,7 @@ def test_options_that_skip_the_batch_lane_need_the_priority_group(stack, owner):
     assert jobs_of(owner) == []
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"highFidelity": False}}, user=f"{owner};groups=batchlane-priority")
     assert status == 202, body
+    wait_for(lambda: job(body["jobId"])["status"] == "completed", what="the conversion", timeout_s=180)
 
 
 def test_the_cli_shows_a_budget_and_an_admin_sets_one(stack, owner):

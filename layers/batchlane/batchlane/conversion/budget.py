@@ -84,6 +84,9 @@ def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
             raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
         if job["status"] != "paused_budget":
             raise Conflict(f"The job is {job['status']}, not paused for its budget.", error_id="NOT_PAUSED")
+        if not (job["options"] or {}).get(budgets.PAUSE_SETTLED):
+            # Chunks that were running when it paused still finish; a new run started now would race the old one's end.
+            raise Conflict("The job's running chunks are still finishing; resume it in a minute.", error_id="PAUSE_DRAINING")
         money = budgets.job_money(tx, job_id)
         assert money is not None
         spent = Decimal(money["spent_usd"])

@@ -101,13 +101,27 @@ def pause_at_hold(db: Runner, job_id: str) -> bool:
     return row is not None
 
 
+PAUSE_SETTLED = "_pauseSettled"  # set by the paused run's last step: nothing of that run touches the job any more
+
+
+def mark_pause_settled(db: Runner, job_id: str) -> bool:
+    row = db.one(
+        """UPDATE large_conversion_jobs SET options = options || jsonb_build_object(CAST(:flag AS text), true), updated_at = now()
+           WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING id""",
+        job=job_id,
+        flag=PAUSE_SETTLED,
+    )
+    return row is not None
+
+
 def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> Row | None:
     """paused_budget → pending with the hold raised to ``hold_usd`` and the resume counted; None if not paused."""
     row = db.one(
         """UPDATE large_conversion_jobs SET status = 'pending', error_id = NULL, error_message = NULL, updated_at = now(),
-               options = options || jsonb_build_object('_budgetResumes', COALESCE((options->>'_budgetResumes')::int, 0) + 1)
+               options = (options - CAST(:flag AS text)) || jsonb_build_object('_budgetResumes', COALESCE((options->>'_budgetResumes')::int, 0) + 1)
            WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING *""",
         job=job_id,
+        flag=PAUSE_SETTLED,
     )
     if row is None:
         return None
