@@ -119,7 +119,7 @@ class Settings(BaseSettings):
     # batch lane. Empty: everyone may (a single-user deployment). docs/deploy.md "Permissions".
     batchlane_priority_group: str = "batchlane-priority"
 
-    # --- the batch lane (DESIGN.md "Configuration") -------------------------------------
+    # --- the batch lane (README "Configuration") -------------------------------------
     batch_conversion_enabled: bool = False
     batch_conversion_s3_bucket: str | None = None
     batch_conversion_role_arn: str | None = None
