@@ -77,7 +77,7 @@ def pause_at_hold(svc: Services, job_id: str) -> bool:
 
 
 def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
-    """paused_budget → pending with a raised hold, if the owner's budget allows it; then the conversion restarts."""
+    """paused_budget → processing with a raised hold, if the owner's budget allows it; then the conversion runs again."""
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None or job["owner_id"] != owner_id:
@@ -105,4 +105,4 @@ def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
         attempt = int(resumed["options"].get("_budgetResumes", 1))
     svc.workflows.start_resume(job_id, attempt)
     logger.info("job resumed after a budget pause", job_id=job_id, hold_usd=str(hold), spent_usd=str(spent), resume=attempt)
-    return {"jobId": job_id, "status": "pending", "holdUsd": str(hold), "spentUsd": str(spent), "resume": attempt}
+    return {"jobId": job_id, "status": resumed["status"], "holdUsd": str(hold), "spentUsd": str(spent), "resume": attempt}

@@ -115,9 +115,10 @@ def mark_pause_settled(db: Runner, job_id: str) -> bool:
 
 
 def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> Row | None:
-    """paused_budget → pending with the hold raised to ``hold_usd`` and the resume counted; None if not paused."""
+    """paused_budget → processing (the transition arch-db's domain/status.py names ``resume``) with the hold
+    raised to ``hold_usd`` and the resume counted; None if not paused. The new run's start takes it from there."""
     row = db.one(
-        """UPDATE large_conversion_jobs SET status = 'pending', error_id = NULL, error_message = NULL, updated_at = now(),
+        """UPDATE large_conversion_jobs SET status = 'processing', error_id = NULL, error_message = NULL, updated_at = now(),
                options = (options - CAST(:flag AS text)) || jsonb_build_object('_budgetResumes', COALESCE((options->>'_budgetResumes')::int, 0) + 1)
            WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING *""",
         job=job_id,
