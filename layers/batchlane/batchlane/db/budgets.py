@@ -132,7 +132,7 @@ def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> Row | None:
         amount=hold_usd,
     )
     db.run(
-        "UPDATE chunk_jobs SET status = 'pending', updated_at = now() WHERE job_id = CAST(:job AS uuid) AND status IN ('processing', 'paused_budget')",
+        "UPDATE chunk_jobs SET status = 'pending', updated_at = now() WHERE job_id = CAST(:job AS uuid) AND status = 'processing'",
         job=job_id,
     )
     return row
