@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from batchlane import keys
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
@@ -27,7 +28,11 @@ ADMIN = "admin-1;groups=batchlane-admins"
 
 @pytest.fixture(scope="module")
 def stack(migrated_url):  # type: ignore[no-untyped-def]
-    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False, extra_env={"BATCHLANE_MAX_PAGES": str(MAX_PAGES)})
+    # One page per request, one request at a time: a chunk's spend grows page by page (the mid-chunk stop test).
+    one_at_a_time = {"BATCHLANE_PAGES_PER_REQUEST": "1", "BATCHLANE_CHUNK_CONCURRENCY": "1", "BATCHLANE_CHUNK_MAX_PARALLEL": "0"}
+    stack = start_stack(
+        migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False, extra_env={"BATCHLANE_MAX_PAGES": str(MAX_PAGES), **one_at_a_time}
+    )
     yield stack
     stack.stop()
     assert not stack.grants.denials, stack.grants.denials
@@ -135,6 +140,25 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     assert job_repo.get_job(services().db, job_id)["pages_converted"] == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
+
+
+def test_a_running_chunk_stops_once_its_spend_uses_up_the_hold_and_the_job_pauses(stack, owner):
+    # Given a pending job whose hold allows less than one page's cost
+    _, job_id = make_job(owner, "pending")
+    services().db.run("UPDATE funds_holds SET amount_usd = 0.000001 WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    # When its conversion runs (3 pages a chunk, one request at a time)
+    services().workflows.start_conversion(job_id)
+    wait_for(lambda: job(job_id)["options"].get("_pauseSettled"), what="the paused run's end", timeout_s=180)
+    # Then each chunk that started stopped after its first page instead of converting all three (the
+    # chunks run side by side: each had started before the other's spend was booked); the pages are
+    # kept for the resume, their cost is booked, no chunk completed, and the job is paused
+    assert job(job_id)["status"] == "paused_budget"
+    booked = ledger.ledger_rows(services().db, job_id)
+    ran = sorted({r["chunk_index"] for r in booked})
+    assert ran and sum(Decimal(r["cost_usd"]) for r in booked) > 0
+    for index in ran:
+        assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) == 1, index
+    assert "completed" not in [c["status"] for c in job_repo.get_chunks(services().db, job_id)]
 
 
 def test_process_now_needs_the_priority_group(stack, owner):

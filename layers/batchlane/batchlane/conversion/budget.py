@@ -76,6 +76,14 @@ def pause_at_hold(svc: Services, job_id: str) -> bool:
     return paused
 
 
+def hold_left(svc: Services, job_id: str) -> Decimal | None:
+    """What the job's open hold still allows (None: no open hold, no limit)."""
+    money = budgets.job_money(svc.db, job_id)
+    if money is None or money["hold_usd"] is None:
+        return None
+    return max(Decimal(money["hold_usd"]) - Decimal(money["spent_usd"]), Decimal(0))
+
+
 def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     """paused_budget → processing with a raised hold, if the owner's budget allows it; then the conversion runs again."""
     with svc.db.transaction() as tx:

@@ -93,12 +93,22 @@ class Heartbeat:
         self._clock = clock
         self._last = 0.0
         self._stopped = threading.Event()
+        self._spend: Spend | None = None
+        self._spend_limit = Decimal(0)
 
     def stopped(self) -> bool:
         return self._stopped.is_set()
 
     def out_of_time(self) -> bool:
+        """Past the deadline, or (with :meth:`limit_spend`) the chunk's spend has used up the job's hold."""
+        if self._spend is not None and self._spend.cost >= self._spend_limit:
+            return True
         return self._deadline is not None and self._clock() >= self._deadline
+
+    def limit_spend(self, spend: Spend, limit: Decimal) -> None:
+        """Stop like at the deadline once ``spend`` reaches ``limit`` (what is left of the job's hold):
+        the pages so far are kept, the continuation finds the hold reached and pauses the job."""
+        self._spend, self._spend_limit = spend, limit
 
     def halted(self) -> bool:
         return self.stopped() or self.out_of_time()
@@ -156,12 +166,15 @@ def run_pages(
     setup: OnDemandSetup | None = None,
     primed: PrimedTransport | None = None,
     done_before: int = 0,
+    spend_limit: Decimal | None = None,
 ) -> ChunkRun:
     """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
     with at most ``concurrency`` units in flight. Once the heartbeat is out of time no new
     unit or request starts; the pages not converted by then are absent from the run."""
     setup = setup or OnDemandSetup()
     run = ChunkRun()
+    if spend_limit is not None:
+        heartbeat.limit_spend(run.spend, spend_limit)
     if not heartbeat.beat(done_before):
         run.aborted = True
         return run
@@ -234,6 +247,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
     if budget.pause_at_hold(svc, job_id):  # spend reached the hold: no new chunk starts (docs/operations.md)
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
+    hold_left = budget.hold_left(svc, job_id)  # this chunk stops (and continues, then pauses) once it spent that
     claimed = job_repo.claim_chunk(svc.db, job_id, chunk_index, worker_id)
     if claimed is None:
         logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk["status"])
@@ -301,6 +315,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         setup=setup,
         primed=primed,
         done_before=len(kept),
+        spend_limit=hold_left,
     )
     usage, cost = run.spend.usage, run.spend.cost
     metadata = {
