@@ -22,15 +22,9 @@ RUNTIME = ROOT / "layers" / "batchlane" / "batchlane"
 # Modules that still break a rule, each with the rule it breaks. It only shrinks; an entry that no
 # longer breaks its rule fails the test, so the list never hides a fixed module.
 KNOWN_VIOLATIONS: dict[str, str] = {
-    "batchlane.api.downloads": "boto3-only-in-aws",
     "batchlane.api.usecases": "pg8000-only-in-db",
-    "batchlane.batch.billing": "boto3-only-in-aws",  # moved out of batch.collect (11.4); removed with the ports (11.3)
-    "batchlane.batch.stop": "boto3-only-in-aws",  # moved out of batch.submit (11.4); removed with the ports (11.3)
-    "batchlane.batch.submit": "boto3-only-in-aws",
     "batchlane.conversion.chunk": "pg8000-only-in-db",
     "batchlane.conversion.retry": "pg8000-only-in-db",
-    "batchlane.converter.transports": "boto3-only-in-aws",
-    "batchlane.webhooks.secret": "boto3-only-in-aws",
 }
 
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from batchlane.api.downloads import DOWNLOAD_URL_TTL_S, DownloadPort
 from batchlane.api.usecases import _uuid, owned_file
 from batchlane.api.views import job_row
 from batchlane.conversion import retry as retries
 from batchlane.conversion.dryrun import dry_run
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.keys import OBJECT_EXPIRY_DAYS
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
 from batchlane.runtime import Services
 
 
@@ -42,7 +42,7 @@ def _markdown_name(pdf_name: str) -> str:
     return f"{safe}.md"
 
 
-def markdown_download(svc: Services, downloads: DownloadPort, owner_id: str, job_id: str) -> dict[str, Any]:
+def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
     """A presigned GET for the job's Markdown, with when the URL and the object expire."""
     job = owned_job(svc, owner_id, job_id)
     key = svc.db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=str(job["job_id"]))

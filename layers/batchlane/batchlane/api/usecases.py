@@ -14,7 +14,6 @@ from pg8000.exceptions import DatabaseError
 
 from batchlane import keys
 from batchlane.api import views
-from batchlane.api.uploads import UPLOAD_URL_TTL_S, UploadPort
 from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
 from batchlane.db import budgets
@@ -23,6 +22,7 @@ from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
+from batchlane.ports import UPLOAD_URL_TTL_S, Uploads
 from batchlane.runtime import Services
 
 LIVE = job_repo.LIVE_JOB_STATUSES
@@ -83,7 +83,7 @@ def job_conversion(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
 
 
 # -- writes ------------------------------------------------------------------------------
-def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: str, size_bytes: int) -> dict[str, Any]:
+def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str, size_bytes: int) -> dict[str, Any]:
     limit = svc.settings.batchlane_max_file_mb
     if size_bytes > limit * 1024 * 1024:
         raise InputError(f"The file is {size_bytes // (1024 * 1024)} MB; the limit is {limit} MB.", error_id="PDF_TOO_LARGE")

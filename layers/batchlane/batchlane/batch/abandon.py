@@ -8,7 +8,7 @@ from batchlane.batch import rows
 from batchlane.batch.billing import billed_from_bedrock_manifest, close_and_bill, ledger_metadata
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.stop import stop_batch_job
-from batchlane.batch.submit import bedrock_status, find_job_by_name, output_uri_for
+from batchlane.batch.submit import bedrock_status, output_uri_for
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -38,7 +38,7 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         return {"closed": closed is not None, "endState": end_state}
     if row["state"] == "submitted":
         stop_batch_job(svc, job_id, reason=reason)
-        status = bedrock_status(svc.bedrock(), row["bedrock_job_arn"])
+        status = bedrock_status(svc.batch_jobs, row["bedrock_job_arn"])
         rows.record_status(svc.db, row["bedrock_job_arn"], status)
         if status not in rows.TERMINAL_BEDROCK_STATUSES:
             rows.mark_stopping(svc.db, job_id, reason=reason)
@@ -68,18 +68,18 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
     return {"closed": True, "won": False, "endState": row["end_state"]}
 
 
-def adopt_created_job(svc: Services, job_id: str, bedrock: Any | None = None) -> dict[str, Any] | None:
+def adopt_created_job(svc: Services, job_id: str) -> dict[str, Any] | None:
     """A Bedrock job created under this job's name (a submit that failed after creating it, or a prepare
     stuck past its create): it bills, so the row adopts it, to be collected or stopped. None if there is none."""
-    existing = find_job_by_name(bedrock or svc.bedrock(), bedrock_job_name(job_id))
+    existing = svc.batch_jobs.find_by_name(bedrock_job_name(job_id))
     if not existing:
         return None
-    logger.warning("a Bedrock job created for this job was adopted", job_id=job_id, bedrock_job_arn=existing["jobArn"])
+    logger.warning("a Bedrock job created for this job was adopted", job_id=job_id, bedrock_job_arn=existing.arn)
     return rows.mark_submitted(
         svc.db,
         job_id,
-        arn=existing["jobArn"],
-        name=existing["jobName"],
+        arn=existing.arn,
+        name=existing.name,
         output_uri=output_uri_for(svc, job_id),
         deadline_hours=svc.settings.batch_deadline_hours,
     )

@@ -10,8 +10,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from batchlane.batch import rows
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import bedrock_status
@@ -19,6 +17,7 @@ from batchlane.db import ledger
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
 from batchlane.domain.errors import NotFound
 from batchlane.observability import logger
+from batchlane.ports import ObjectStoreError
 from batchlane.runtime import Services
 
 
@@ -110,7 +109,7 @@ def settle_stopping(svc: Services, row: dict[str, Any]) -> dict[str, Any]:
     job_id, arn = str(row["job_id"]), row["bedrock_job_arn"]
     status = row["bedrock_status"]
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(svc.bedrock(), arn)
+        status = bedrock_status(svc.batch_jobs, arn)
         row = rows.record_status(svc.db, arn, status) or row
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         return {"closed": False, "won": False, "endState": "stopping", "accepted": 0, "fallback": row["fallback_count"] or 0, "costUsd": "0"}
@@ -133,5 +132,5 @@ def billed_from_bedrock_manifest(svc: Services, row: dict[str, Any]) -> Usage:
     try:
         data = svc.store.get_json(output_prefix(row, svc.store.bucket) + "manifest.json.out")
         return Usage(int(data.get("inputTokenCount", 0)), int(data.get("outputTokenCount", 0)))
-    except (NotFound, ClientError, ValueError, KeyError, OSError):
+    except (NotFound, ObjectStoreError, ValueError, KeyError, OSError):
         return Usage()

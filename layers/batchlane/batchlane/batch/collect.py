@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from batchlane import keys
-from batchlane.aws.s3 import ObjectStore
 from batchlane.batch import rows
 from batchlane.batch.billing import close_and_bill, ledger_metadata, output_prefix, settle_stopping, summary
 from batchlane.batch.stop import stop_batch_job
@@ -33,6 +32,7 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import parse_record_id
 from batchlane.observability import logger, metrics
+from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
 RESULT_WRITERS = 8
@@ -52,7 +52,7 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
         return settle_stopping(svc, row)
     if row["state"] != "submitted":
         raise CollectNotReady(f"batch row is {row['state']}")
-    status = bedrock_status(svc.bedrock(), row["bedrock_job_arn"])
+    status = bedrock_status(svc.batch_jobs, row["bedrock_job_arn"])
     rows.record_status(svc.db, row["bedrock_job_arn"], status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         job = svc.db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
