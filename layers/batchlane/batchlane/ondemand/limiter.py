@@ -9,7 +9,7 @@ a shared schedule spaced 60/rpm seconds apart (up to ``ondemand_burst`` may star
 after an idle spell), so the account's requests-per-minute quota is met by pacing
 instead of by throttling. Slots are shared fairly by owner (the user whose job the request
 serves): an owner at its share of the slots lets a waiting owner below theirs go first
-(0012_ondemand_fair_share.sql). Why PostgreSQL and not the platform's limits: docs/ondemand.md.
+(0013_ondemand_fair_share.sql). Why PostgreSQL and not the platform's limits: docs/ondemand.md.
 
 All limiter statements of a process go through ONE connection on one thread: a Lambda
 has few page threads, and the offline stack runs every Lambda in one process, where a
@@ -161,7 +161,7 @@ class PgLimiter:
 
     def __init__(self, store: SerialDatabase, limits: LimitSettings, *, sleep: Callable[[float], None] = time.sleep, owner: str | None = None) -> None:
         """``owner``: the user whose job the requests serve; with it, slots are shared fairly by owner
-        (0012_ondemand_fair_share.sql), without it first come, first served."""
+        (0013_ondemand_fair_share.sql), without it first come, first served."""
         self._store = store
         self.limits = limits
         self._sleep = sleep
