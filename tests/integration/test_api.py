@@ -610,6 +610,19 @@ def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stac
     wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
 
 
+def test_job_creation_itself_refuses_a_model_the_deployment_did_not_configure(stack, owner):
+    """The roles are granted the configured models only: a job created past the API (job_create invoked directly)
+    must not reach a model call that IAM would refuse mid-way."""
+    from batchlane.conversion.create import create_job
+
+    settings = services().settings
+    priced_elsewhere = next(m for m in settings.batchlane_prices if m not in settings.allowed_model_ids)
+    file_id = upload(stack, owner, PDF)
+    created = create_job(services(), file_id=file_id, options={"modelId": priced_elsewhere})
+    assert (created.status, created.error_id) == ("failed", "MODEL_NOT_ALLOWED"), created
+    assert job(created.job_id)["status"] == "failed"
+
+
 @pytest.mark.parametrize("server", ["BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK"])
 def test_the_offline_servers_refuse_a_rebound_host_and_allow_no_origin(stack, owner, server):
     # Given a page on another origin that reached the loopback port by DNS rebinding

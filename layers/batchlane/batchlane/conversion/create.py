@@ -88,6 +88,8 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     try:
         if model_id not in settings.batchlane_prices:
             raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
+        if model_id not in settings.allowed_model_ids:  # the roles are granted these models only (BATCHLANE_MODEL_IDS)
+            raise InputError(f"Model {model_id} is not enabled in this deployment.", error_id="MODEL_NOT_ALLOWED")
         size = svc.store.size(file_row["s3_key"])
         if size > settings.batchlane_max_file_mb * 1024 * 1024:
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
@@ -152,9 +154,12 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
         try:
-            svc.store.download_to(file_row["s3_key"], path)
+            svc.store.download_to(file_row["s3_key"], path, max_bytes=settings.batchlane_max_file_mb * 1024 * 1024)
         except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
             fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
+            return _as_created(job_repo.get_job(svc.db, job_id))
+        except InputError as exc:  # replaced by a bigger object since convert checked its size (PDF_TOO_LARGE)
+            fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
             return _as_created(job_repo.get_job(svc.db, job_id))
         with path.open("rb") as stream:
             try:
