@@ -76,7 +76,20 @@ class Api(Construct):
             "AdminGroup",
             user_pool_id=self.user_pool.user_pool_id,
             group_name=config.admin_group,
-            description="batchlane administrators: may rotate the webhook signing secret",
+            description="batchlane administrators: may rotate the webhook signing secret and set users' budgets",
+        )
+        # Members may force on-demand (process-now), skipping the half-price batch lane (BATCHLANE_PRIORITY_GROUP).
+        # An empty name: every user may (no group is created).
+        self.priority_group = (
+            cognito.CfnUserPoolGroup(
+                self,
+                "PriorityGroup",
+                user_pool_id=self.user_pool.user_pool_id,
+                group_name=config.priority_group,
+                description="batchlane priority users: may convert on-demand at once (process-now), at full price",
+            )
+            if config.priority_group
+            else None
         )
         self.client = self.user_pool.add_client(
             "CliClient",

@@ -141,6 +141,7 @@ class Compute(Construct):
             dead_letter_queue=self.async_failures if spec.name in ASYNC_FUNCTIONS else None,
             retry_attempts=2 if spec.name in ASYNC_FUNCTIONS else None,
             max_event_age=Duration.hours(1) if spec.name in ASYNC_FUNCTIONS else None,
+            reserved_concurrent_executions=self._config.reserved_concurrency.get(spec.name),
         )
         self._grant(spec, fn, role)
         self._acknowledge(spec, fn, role, in_vpc)
@@ -160,6 +161,7 @@ class Compute(Construct):
             "BATCH_CONVERSION_ROLE_ARN": w.bedrock.service_role.role_arn,
             **self._config.lane_environment(),
             **self._config.webhook_environment(),
+            **self._config.budget_environment(),
         }
         if "db" in spec.needs:
             env["DATABASE_SECRET_ARN"] = w.database_secret.secret_arn

@@ -31,6 +31,17 @@ QUOTA_FIELDS: dict[str, str] = {
 }
 DEFAULT_QUOTAS: dict[str, float] = {key: Settings.model_fields[name].default for key, name in QUOTA_FIELDS.items()}
 
+DEFAULT_BUDGET: dict[str, float] = {
+    "usdPerMonth": float(Settings.model_fields["batchlane_budget_usd_per_month"].default),
+    "maxLiveJobs": int(Settings.model_fields["batchlane_max_live_jobs"].default),
+    "maxLivePages": int(Settings.model_fields["batchlane_max_live_pages"].default),
+}
+
+# Reserved concurrency: the API cannot take the whole account's concurrency in a burst, and the
+# chunk processors (the expensive path) are capped; both stay far below the account's default
+# 1,000 (AWS keeps 100 unreserved). null for a function: unreserved.
+DEFAULT_RESERVED_CONCURRENCY: dict[str, int | None] = {"api": 20, "chunk_processor": 100}
+
 DEFAULT_AURORA: dict[str, Any] = {
     "minCapacity": 0.5,
     "maxCapacity": 4,
@@ -85,6 +96,9 @@ class InfraConfig:
     webhook_grace_hours: float = 24.0
     admin_group: str = "batchlane-admins"
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
+    priority_group: str = "batchlane-priority"
+    budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
+    reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -119,6 +133,16 @@ class InfraConfig:
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true" if self.webhook_allow_private else "false",
             "BATCHLANE_WEBHOOK_GRACE_HOURS": str(float(self.webhook_grace_hours)),
             "BATCHLANE_ADMIN_GROUP": self.admin_group,
+        }
+
+    def budget_environment(self) -> dict[str, str]:
+        """Per-user budget defaults and the on-demand permission (names: batchlane.config.Settings)."""
+        b = self.budget
+        return {
+            "BATCHLANE_BUDGET_USD_PER_MONTH": str(float(b["usdPerMonth"])),
+            "BATCHLANE_MAX_LIVE_JOBS": str(int(b["maxLiveJobs"])),
+            "BATCHLANE_MAX_LIVE_PAGES": str(int(b["maxLivePages"])),
+            "BATCHLANE_PRIORITY_GROUP": self.priority_group,
         }
 
     def doctor_settings(self) -> dict[str, str]:
@@ -219,6 +243,15 @@ def load(node: Node) -> InfraConfig:
     aurora = dict(DEFAULT_AURORA)
     aurora.update(ctx("aurora", {}) or {})
     throttle = ctx("apiThrottle", {}) or {}
+    budget = dict(DEFAULT_BUDGET)
+    budget.update(ctx("budget", {}) or {})
+    if set(budget) - set(DEFAULT_BUDGET):
+        raise ValueError(f"unknown budget keys in context: {sorted(set(budget) - set(DEFAULT_BUDGET))}")
+    reserved = dict(DEFAULT_RESERVED_CONCURRENCY)
+    reserved.update(ctx("reservedConcurrency", {}) or {})
+    names = {f.name for f in topology.FUNCTIONS}
+    if set(reserved) - names:
+        raise ValueError(f"context reservedConcurrency: no such function {sorted(set(reserved) - names)}")
 
     return InfraConfig(
         stack_name=str(ctx("stackName", base.stack_name)),
@@ -242,6 +275,9 @@ def load(node: Node) -> InfraConfig:
         webhook_grace_hours=float(ctx("webhookGraceHours", base.webhook_grace_hours)),
         admin_group=str(ctx("adminGroup", base.admin_group)),
         folder_sources=_folder_sources(ctx("folderSources", []) or []),
+        priority_group=str(ctx("priorityGroup", base.priority_group)),
+        budget=budget,
+        reserved_concurrency={name: None if value is None else int(value) for name, value in reserved.items()},
     )
 
 

@@ -59,7 +59,8 @@ class Gate:
         self.released.set()
 
 
-def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = "tester") -> tuple[int, dict[str, Any]]:
+def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = "tester;groups=batchlane-priority") -> tuple[int, dict[str, Any]]:
+    """As ``tester``, a member of the group that may force on-demand (process-now), unless ``user`` says otherwise."""
     request = urllib.request.Request(
         stack.env["BATCHLANE_API_URL"] + path,
         data=json.dumps(body if body is not None else {}).encode() if method == "POST" else None,

@@ -35,6 +35,9 @@ def local_stack(tmp_path_factory):  # type: ignore[no-untyped-def]
         mp.undo()
 
 
+PRIORITY_OPERATOR = "operator;groups=batchlane-priority"  # a local token with the group process-now needs
+
+
 def run(workdir, *args: str, user: str = "operator"):  # type: ignore[no-untyped-def]
     return CliRunner().invoke(main, [*args, "--workdir", str(workdir), "--user", user], catch_exceptions=False)
 
@@ -60,7 +63,7 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
     listed = run(local_stack, "jobs", "list", "--status", "waiting_batch")
     assert listed.exit_code == 0 and job_id in listed.stdout
 
-    moved = run(local_stack, "process-now", job_id)
+    moved = run(local_stack, "process-now", job_id, user=PRIORITY_OPERATOR)
     assert moved.exit_code == 0, moved.output
     assert "on-demand" in moved.stdout
     watched = run(local_stack, "jobs", "status", job_id, "--watch", "--json", "--interval", "0.2")
@@ -68,7 +71,7 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
     done = json.loads(watched.stdout)
     assert done["status"] == "completed" and done["pages"]["done"] == 60 and done["hold"]["outcome"] == "settled"
 
-    again = run(local_stack, "process-now", job_id)
+    again = run(local_stack, "process-now", job_id, user=PRIORITY_OPERATOR)
     assert again.exit_code == 6 and "error: NOT_BATCH_WAITING:" in again.stderr
 
     second = run(local_stack, "convert", str(pdf), "--detach", "--json")

@@ -77,6 +77,11 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str | No
         return exc.code, json.loads(exc.read())
 
 
+def priority(owner: str) -> str:
+    """The owner's local token with the group that may force on-demand (process-now)."""
+    return f"{owner};groups=batchlane-priority"
+
+
 def make_job(owner: str, status: str, *, row_state: str | None = None, completed_chunks: int = 0) -> tuple[str, str]:
     """A file and a job in ``status`` (batch row in ``row_state``), as the workflows would leave them."""
     svc = services()
@@ -231,7 +236,7 @@ def test_cancel_guarded_on_the_job_id_the_caller_saw(stack, owner):
 @pytest.mark.parametrize("status", ["pending", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled"])
 def test_process_now_only_from_waiting_batch(stack, owner, status):
     file_id, job_id = make_job(owner, status)
-    answer = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=owner)
+    answer = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=priority(owner))
     assert answer[0] == 409 and answer[1]["code"] == "NOT_BATCH_WAITING"
     assert job(job_id)["status"] == status
 
@@ -240,7 +245,7 @@ def test_process_now_only_from_waiting_batch(stack, owner, status):
 def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_state):
     file_id, job_id = make_job(owner, "waiting_batch", row_state=row_state)
     services().db.run("UPDATE funds_holds SET expires_at = now() + interval '40 hours' WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": job_id}, user=owner)
+    code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": job_id}, user=priority(owner))
     assert code == 200, body
     assert body["resumed"] is True and body["batchRowState"] == row_state
     row = rows.get_row(services().db, job_id)
@@ -259,7 +264,7 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
 
 def test_process_now_between_close_and_resume_leaves_it_to_recovery_with_the_primed_results(stack, owner):
     file_id, job_id = make_job(owner, "waiting_batch", row_state="closed")
-    code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=owner)
+    code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=priority(owner))
     assert code == 200 and body["resumed"] is False and body["action"] == "left_to_recovery"
     assert job(job_id)["status"] == "waiting_batch"
     assert job_id in resume_stranded(services())["resumed"]
@@ -481,7 +486,7 @@ def test_process_now_while_splitting_flags_the_job_and_it_converts(stack, owner)
     with HeldSplit(stack) as held:
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
         assert held.entered.wait(30)
-        code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": created["jobId"]}, user=owner)
+        code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": created["jobId"]}, user=priority(owner))
         assert code == 200 and (body["action"], body["status"], body["resumed"]) == ("flagged_while_splitting", "splitting", False), body
     wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
 
@@ -605,6 +610,19 @@ def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stac
     wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
 
 
+def test_job_creation_itself_refuses_a_model_the_deployment_did_not_configure(stack, owner):
+    """The roles are granted the configured models only: a job created past the API (job_create invoked directly)
+    must not reach a model call that IAM would refuse mid-way."""
+    from batchlane.conversion.create import create_job
+
+    settings = services().settings
+    priced_elsewhere = next(m for m in settings.batchlane_prices if m not in settings.allowed_model_ids)
+    file_id = upload(stack, owner, PDF)
+    created = create_job(services(), file_id=file_id, options={"modelId": priced_elsewhere})
+    assert (created.status, created.error_id) == ("failed", "MODEL_NOT_ALLOWED"), created
+    assert job(created.job_id)["status"] == "failed"
+
+
 @pytest.mark.parametrize("server", ["BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK"])
 def test_the_offline_servers_refuse_a_rebound_host_and_allow_no_origin(stack, owner, server):
     # Given a page on another origin that reached the loopback port by DNS rebinding
@@ -636,9 +654,16 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     spec = yaml.safe_load(SPEC.read_text())
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
-    assert len(operations) == 22  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + 6 folder-job routes (issue 12)
+    assert (
+        len(operations) == 25
+    )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12)
     for method, path in operations:
-        concrete = path.replace("{fileId}", str(uuid.uuid4())).replace("{jobId}", str(uuid.uuid4())).replace("{folderJobId}", "fj-" + uuid.uuid4().hex[:24])
+        concrete = (
+            path.replace("{fileId}", str(uuid.uuid4()))
+            .replace("{jobId}", str(uuid.uuid4()))
+            .replace("{ownerId}", owner)
+            .replace("{folderJobId}", "fj-" + uuid.uuid4().hex[:24])
+        )
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
         assert body.get("code") != "ROUTE_NOT_FOUND", (method, path)
         assert str(status) in spec["paths"][path][method.lower()]["responses"], (method, path, status)

@@ -315,6 +315,18 @@ def test_retry_after_the_source_pages_expired_says_so_and_changes_nothing(stack,
     assert job(job_id)["status"] == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
 
 
+def test_a_retry_beyond_the_budget_is_402_and_changes_nothing(stack, owner):
+    # Given a converted job with failed pages, and a budget already used up by its spend
+    _, job_id = converted_with_failed_pages(stack, owner)
+    spent = job(job_id)["total_cost_usd"]
+    assert call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"usdPerMonth": str(spent)}, user="admin;groups=batchlane-admins")[0] == 200
+    # When the owner retries the failed pages, the retry's worst case does not fit: refused, nothing written
+    answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
+    assert (answer[0], answer[1]["code"]) == (402, "BUDGET_EXCEEDED"), answer
+    assert job(job_id)["status"] == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
+    services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
+
+
 def test_retry_of_a_job_that_is_not_completed_is_409(stack, owner):
     file_id = upload(stack, owner, make_pdf(3))
     with HeldChunks(stack) as held:

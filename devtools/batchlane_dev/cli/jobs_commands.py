@@ -608,4 +608,44 @@ def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
         click.echo(f"job {job_id}: its batch results are in; it resumes with them shortly")
 
 
-COMMANDS = (convert, jobs, retry, cancel, process_now)
+@click.command()
+@click.argument("job_id", metavar="JOB")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def resume(api: ApiClient, job_id: str, as_json: bool) -> None:
+    """Resume JOB, paused at its funds hold (error BUDGET_EXCEEDED while the budget does not allow it)."""
+    result = api.call("POST", f"/api/v1/jobs/{job_id}/resume", {})
+    if as_json:
+        click.echo(json.dumps(result))
+    else:
+        click.echo(f"job {job_id} resumed with a hold of {result['holdUsd']} USD ({result['spentUsd']} USD spent so far)")
+
+
+@click.command()
+@click.option("--set-for", "owner", metavar="USER", help="Set USER's budget and caps (admin group only); without it: show yours.")
+@click.option("--usd-per-month", type=str, help="USD for the calendar month (UTC); 'default' for the deployment's.")
+@click.option("--max-live-jobs", type=str, help="Conversions live at once; 'default' for the deployment's.")
+@click.option("--max-live-pages", type=str, help="Pages of those conversions together; 'default' for the deployment's.")
+@click.option("--json", "as_json", is_flag=True)
+@target_options
+def budget(api: ApiClient, owner: str | None, usd_per_month: str | None, max_live_jobs: str | None, max_live_pages: str | None, as_json: bool) -> None:
+    """Your budget, caps and what is committed; or, with --set-for, set a user's (docs/operations.md "Budgets, caps and fair sharing")."""
+    if owner is None:
+        if usd_per_month or max_live_jobs or max_live_pages:
+            raise click.UsageError("--usd-per-month / --max-live-jobs / --max-live-pages need --set-for USER")
+        result = api.call("GET", "/api/v1/budget")
+    else:
+
+        def value(raw: str | None, cast: Callable[[str], Any]) -> Any:
+            return None if raw in (None, "default") else cast(raw)
+
+        body = {"usdPerMonth": value(usd_per_month, str), "maxLiveJobs": value(max_live_jobs, int), "maxLivePages": value(max_live_pages, int)}
+        result = api.call("PUT", f"/api/v1/admin/budgets/{owner}", body)
+    if as_json:
+        click.echo(json.dumps(result))
+        return
+    click.echo(f"budget {result['usdPerMonth']} USD this month, {result['committedUsd']} USD spent or held")
+    click.echo(f"live conversions {result['liveJobs']} of {result['maxLiveJobs']}, live pages {result['livePages']} of {result['maxLivePages']}")
+
+
+COMMANDS = (convert, jobs, retry, cancel, process_now, resume, budget)

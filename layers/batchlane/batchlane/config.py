@@ -98,7 +98,12 @@ class Settings(BaseSettings):
     # Coverage re-ask: a page whose answer holds less than this share of its text layer's words is asked once more.
     batchlane_coverage_threshold: float = Field(0.6, ge=0, le=1)  # 0 = never re-ask
     batchlane_coverage_min_words: int = Field(20, ge=1)
-    batchlane_hold_usd_per_page: float = Field(0.02, ge=0)
+    # Per-user budget and caps (docs/operations.md "Budgets, caps and fair sharing"); an admin
+    # overrides them per user (PUT /api/v1/admin/budgets/{ownerId}). A job's funds hold is its
+    # worst case (domain/budget.py), checked against the budget when the job is split.
+    batchlane_budget_usd_per_month: float = Field(250.0, ge=0)
+    batchlane_max_live_jobs: int = Field(20, ge=0)
+    batchlane_max_live_pages: int = Field(20_000, ge=0)
     batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
     # Offline stack: how many emulated seconds pass per real second (1 in AWS).
     batchlane_time_scale: float = Field(1.0, gt=0)
@@ -112,6 +117,9 @@ class Settings(BaseSettings):
     batchlane_webhook_grace_hours: float = Field(24.0, ge=0)
     # The Cognito group whose members may rotate the deployment's (shared) signing secret.
     batchlane_admin_group: str = "batchlane-admins"
+    # The Cognito group whose members may force on-demand (process-now): it skips the half-price
+    # batch lane. Empty: everyone may (a single-user deployment). docs/deploy.md "Permissions".
+    batchlane_priority_group: str = "batchlane-priority"
 
     # --- folder jobs (docs/architecture.md "Folder jobs") ---------------------------------
     folder_job_state_machine_arn: str | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from decimal import Decimal
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from batchlane.api import folder_routes, results, usecases, webhook_usecases
 from batchlane.db import jobs as job_repo
-from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
+from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable
 from batchlane.observability import logger
 from batchlane.ports import Uploads
 from batchlane.runtime import services
@@ -96,6 +97,15 @@ class JobGuard(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     jobId: str | None = None
+
+
+class BudgetOverride(BaseModel):
+    """A user's budget and caps; a field left out (or null) falls back to the deployment's default."""
+
+    model_config = ConfigDict(extra="forbid")
+    usdPerMonth: Decimal | None = Field(default=None, ge=0, le=10_000_000)
+    maxLiveJobs: int | None = Field(default=None, ge=0, le=100_000)
+    maxLivePages: int | None = Field(default=None, ge=0, le=100_000_000)
 
 
 class SendTestDelivery(BaseModel):
@@ -213,7 +223,7 @@ def convert(fileId: str) -> tuple[dict[str, Any], int]:
         raise BadRequest("dry_run must be true or false")
     if dry in ("true", "1"):
         return results.dry_run_file(services(), owner, fileId, options=options), 200
-    return usecases.convert_file(services(), owner, fileId, options=options), 202
+    return usecases.convert_file(services(), owner, fileId, options=options, priority_group=_lacking(services().settings.batchlane_priority_group)), 202
 
 
 @app.delete("/api/v1/files/<fileId>")
@@ -235,7 +245,9 @@ def cancel(fileId: str) -> dict[str, Any]:
 @app.post("/api/v1/files/<fileId>/process-now")
 def process_now(fileId: str) -> dict[str, Any]:
     owner = _caller()
-    return usecases.process_now_file(services(), owner, fileId, job_id=_body(JobGuard).jobId)
+    return usecases.process_now_file(
+        services(), owner, fileId, job_id=_body(JobGuard).jobId, priority_group=_lacking(services().settings.batchlane_priority_group)
+    )
 
 
 @app.get("/api/v1/jobs/<jobId>")
@@ -301,6 +313,37 @@ def job_retries(jobId: str) -> dict[str, Any]:
     return results.job_retries(services(), _caller(), jobId)
 
 
+@app.post("/api/v1/jobs/<jobId>/resume")
+def resume(jobId: str) -> dict[str, Any]:
+    return usecases.resume_job(services(), _caller(), jobId)
+
+
+@app.get("/api/v1/budget")
+def budget() -> dict[str, Any]:
+    return usecases.owner_budget(services(), _caller())
+
+
+@app.put("/api/v1/admin/budgets/<ownerId>")
+def set_budget(ownerId: str) -> dict[str, Any]:
+    admin = _caller()
+    _require_group(services().settings.batchlane_admin_group, "Setting a user's budget")
+    request = _body(BudgetOverride)
+    return usecases.set_owner_budget(
+        services(), admin, ownerId, usd_per_month=request.usdPerMonth, max_live_jobs=request.maxLiveJobs, max_live_pages=request.maxLivePages
+    )
+
+
+def _lacking(group: str) -> str | None:
+    """``group`` when the caller is not a member (None: a member, or no group configured)."""
+    return group if group and group not in _groups() else None
+
+
+def _require_group(group: str, action: str) -> None:
+    """403 FORBIDDEN unless the caller is in ``group`` (an empty group name: everyone may)."""
+    if group and group not in _groups():
+        raise Forbidden(f"{action} needs membership of the {group} group.")
+
+
 app.include_router(folder_routes.router)
 
 
@@ -308,7 +351,9 @@ app.include_router(folder_routes.router)
 _STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
     (Unauthorized, 401),
     (BadRequest, 400),
-    (webhook_usecases.Forbidden, 403),
+    (Forbidden, 403),
+    (BudgetExceeded, 402),
+    (LimitReached, 429),
     (usecases.ConversionRejected, 422),
     (InputError, 400),
     (NotFound, 404),

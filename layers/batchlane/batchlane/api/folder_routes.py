@@ -42,6 +42,14 @@ def _caller() -> str:
     return str(claims["sub"])
 
 
+def _groups() -> set[str]:
+    """The caller's Cognito groups (as app._groups reads them)."""
+    context = router.current_event.request_context  # type: ignore[attr-defined]  # the REST resolver's event
+    claims = (context.authorizer.claims or {}) if context.authorizer else {}
+    raw = str(claims.get("cognito:groups") or "")
+    return {g for g in raw.strip("[]").replace(",", " ").split() if g}
+
+
 def _json_body() -> Any:
     raw = router.current_event.body
     try:
@@ -63,7 +71,8 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     body = _json_body()
     if _flag("dry_run"):
         return dryrun.estimate(services(), body), 200
-    status, created = usecases.submit(services(), owner, body)
+    group = services().settings.batchlane_priority_group
+    status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in _groups() else None)
     return status, 201 if created else 200
 
 

@@ -7,15 +7,19 @@ A file that does not exist, was deleted, or belongs to someone else is the same
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import Any
 
 from pg8000.exceptions import DatabaseError
 
 from batchlane import keys
 from batchlane.api import views
+from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
+from batchlane.db import budgets
 from batchlane.db import jobs as job_repo
-from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound
+from batchlane.domain.eligibility import lane_opt_outs
+from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
 from batchlane.ports import UPLOAD_URL_TTL_S, Uploads
@@ -94,8 +98,13 @@ def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str
     return {"fileId": file_id, "name": name, "upload": upload}
 
 
-def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
+def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None, priority_group: str | None = None) -> dict[str, Any]:
+    """``priority_group``: the group the caller lacks; options that keep the job out of the batch lane then answer 403."""
     file_row = owned_file(svc, owner_id, file_id)
+    if priority_group and (opt_outs := lane_opt_outs(options or {})):
+        raise Forbidden(
+            f"The option(s) {', '.join(opt_outs)} keep the conversion out of the half-price batch lane; that needs membership of the {priority_group} group."
+        )
     live = svc.db.one(
         "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))", id=file_id, live=list(LIVE)
     )
@@ -128,10 +137,46 @@ def cancel_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | Non
     return cancel_job(svc, str(job["job_id"])).to_json()
 
 
-def process_now_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None) -> dict[str, Any]:
+def process_now_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None, priority_group: str | None = None) -> dict[str, Any]:
+    """``priority_group``: the group the caller lacks (403 after the ownership check, so a 403 never confirms another user's file)."""
     owned_file(svc, owner_id, file_id)
+    if priority_group:
+        raise Forbidden(f"Converting on-demand now (skipping the half-price batch lane) needs membership of the {priority_group} group.")
     job = _current_job(svc, file_id, job_id)
     return process_now(svc, str(job["job_id"])).to_json()
+
+
+def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    """The owner resumes a job paused at its funds hold (402 BUDGET_EXCEEDED while the budget does not allow)."""
+    jid = _uuid(job_id)
+    if jid is None:
+        raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
+    return budget.resume_job(svc, owner_id, jid)
+
+
+def owner_budget(svc: Services, owner_id: str) -> dict[str, Any]:
+    limits = budgets.limits_for(svc.db, owner_id, svc.settings)
+    standing = budgets.standing(svc.db, owner_id)
+    return {
+        "usdPerMonth": str(limits.usd_per_month),
+        "committedUsd": str(standing.committed_usd.quantize(Decimal("0.000001"))),
+        "maxLiveJobs": limits.max_live_jobs,
+        "liveJobs": standing.live_jobs,
+        "maxLivePages": limits.max_live_pages,
+        "livePages": standing.live_pages,
+    }
+
+
+def set_owner_budget(
+    svc: Services, admin_id: str, owner_id: str, *, usd_per_month: Decimal | None, max_live_jobs: int | None, max_live_pages: int | None
+) -> dict[str, Any]:
+    if not owner_id or len(owner_id) > 128:
+        raise InputError("ownerId must be 1–128 characters.", error_id="BAD_REQUEST")
+    budgets.set_override(svc.db, owner_id, usd_per_month=usd_per_month, max_live_jobs=max_live_jobs, max_live_pages=max_live_pages, updated_by=admin_id)
+    logger.info(
+        "budget override set", owner_id=owner_id, admin=admin_id, usd_per_month=str(usd_per_month), max_live_jobs=max_live_jobs, max_live_pages=max_live_pages
+    )
+    return {"ownerId": owner_id, **owner_budget(svc, owner_id)}
 
 
 def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:

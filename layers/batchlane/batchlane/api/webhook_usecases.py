@@ -8,15 +8,11 @@ from datetime import timedelta
 from typing import Any
 
 from batchlane.api import usecases
-from batchlane.domain.errors import BatchlaneError
+from batchlane.domain.errors import Forbidden
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks import deliveries
 from batchlane.webhooks.dispatch import send_test
-
-
-class Forbidden(BatchlaneError):
-    error_id = "FORBIDDEN"
 
 
 def _grace(svc: Services) -> timedelta:

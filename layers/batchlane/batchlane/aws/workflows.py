@@ -47,6 +47,10 @@ class StepFunctionsWorkflows:
         """A retry of a job's failed pages runs the conversion machine again as ``retry-<jobId>-<n>``."""
         return self._start(self.conversion_arn, f"{execution_name('retry', job_id)}-{attempt}", {"jobId": job_id})
 
+    def start_resume(self, job_id: str, attempt: int) -> str:
+        """A job resumed after a budget pause runs the conversion machine again as ``resume-<jobId>-<n>``."""
+        return self._start(self.conversion_arn, f"{execution_name('resume', job_id)}-{attempt}", {"jobId": job_id})
+
     def start_intake(self, job_id: str) -> str:
         """The split of a new job (download, validate, chunk): ``intake-<jobId>``, one per job."""
         return self._start(self.intake_arn, execution_name("intake", job_id), {"jobId": job_id})

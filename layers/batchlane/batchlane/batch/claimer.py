@@ -1,6 +1,7 @@
 """The claimer: parked jobs → batch rows and batch-lane executions, under the concurrent-job quota.
 
-Runs on the "job parked" event and every minute as a safety net. Claiming is serialised
+Runs on the "job parked" event and every minute as a safety net. Parked jobs are taken in
+turns by owner (db/fair_share.py), so one user's many jobs never hold back another's one. Claiming is serialised
 by a transaction-level advisory lock, so two claimers never overshoot the quota; the
 execution is started after the commit, named after the job, so a repeat start (this
 run's or the next one's, for a row whose start failed) is harmless.
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from batchlane.batch import rows
-from batchlane.db import ledger
+from batchlane.db import fair_share, ledger
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -27,13 +28,7 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     claimed: list[str] = []
     with svc.db.transaction() as tx:
         tx.run("SELECT pg_advisory_xact_lock(:key)", key=_CLAIM_LOCK)
-        parked = tx.run(
-            """SELECT j.id, j.model_id FROM large_conversion_jobs j
-               WHERE j.status = 'waiting_batch'
-                 AND NOT EXISTS (SELECT 1 FROM conversion_batch_jobs b WHERE b.job_id = j.id)
-               ORDER BY j.created_at LIMIT 500
-               FOR UPDATE OF j SKIP LOCKED"""  # a cancel or process-now in flight keeps its job
-        )
+        parked = fair_share.parked_jobs_in_turn(tx)  # round robin by owner, not creation order across users
         in_flight: dict[str, int] = {}
         for job in parked:
             model = job["model_id"]

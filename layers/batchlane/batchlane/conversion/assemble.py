@@ -22,8 +22,9 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     job = job_repo.transition_job(svc.db, job_id, from_statuses=("processing", "assembling"), to_status="assembling")
     if job is None:
         current = job_repo.get_job(svc.db, job_id)
-        if current is not None and current["status"] in ("cancelled", "completed"):
-            # Cancelled while its chunks ran (or a retry cancelled: the job is completed as it was): nothing to assemble, not a failure.
+        if current is not None and current["status"] in ("cancelled", "completed", "paused_budget"):
+            # Cancelled while its chunks ran (or a retry cancelled: the job is completed as it was), or paused at its
+            # funds hold (its resume runs the conversion again): nothing to assemble, not a failure.
             return {"jobId": job_id, "markdownKey": None, "pagesFailed": 0, "pagesTruncated": 0, "status": current["status"]}
         raise Conflict(f"job {job_id} is {current['status'] if current else 'missing'}; not assembling", error_id="JOB_NOT_PROCESSING")
     chunks = job_repo.get_chunks(svc.db, job_id)

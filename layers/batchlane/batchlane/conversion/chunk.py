@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 from pg8000.exceptions import DatabaseError, InterfaceError
 
 from batchlane import keys, topology
+from batchlane.conversion import budget
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -92,12 +93,22 @@ class Heartbeat:
         self._clock = clock
         self._last = 0.0
         self._stopped = threading.Event()
+        self._spend: Spend | None = None
+        self._spend_limit = Decimal(0)
 
     def stopped(self) -> bool:
         return self._stopped.is_set()
 
     def out_of_time(self) -> bool:
+        """Past the deadline, or (with :meth:`limit_spend`) the chunk's spend has used up the job's hold."""
+        if self._spend is not None and self._spend.cost >= self._spend_limit:
+            return True
         return self._deadline is not None and self._clock() >= self._deadline
+
+    def limit_spend(self, spend: Spend, limit: Decimal) -> None:
+        """Stop like at the deadline once ``spend`` reaches ``limit`` (what is left of the job's hold):
+        the pages so far are kept, the continuation finds the hold reached and pauses the job."""
+        self._spend, self._spend_limit = spend, limit
 
     def halted(self) -> bool:
         return self.stopped() or self.out_of_time()
@@ -155,12 +166,15 @@ def run_pages(
     setup: OnDemandSetup | None = None,
     primed: PrimedTransport | None = None,
     done_before: int = 0,
+    spend_limit: Decimal | None = None,
 ) -> ChunkRun:
     """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
     with at most ``concurrency`` units in flight. Once the heartbeat is out of time no new
     unit or request starts; the pages not converted by then are absent from the run."""
     setup = setup or OnDemandSetup()
     run = ChunkRun()
+    if spend_limit is not None:
+        heartbeat.limit_spend(run.spend, spend_limit)
     if not heartbeat.beat(done_before):
         run.aborted = True
         return run
@@ -234,6 +248,8 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         raise NotFound(f"no chunk {chunk_index} of job {job_id}")
     if chunk["status"] == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
+    if budget.pause_at_hold(svc, job_id):  # spend reached the hold: no new chunk starts (docs/operations.md)
+        return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
     claimed = job_repo.claim_chunk(svc.db, job_id, chunk_index, worker_id)
     if claimed is None:
         logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk["status"])
@@ -306,6 +322,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: dict[str,
     options = job["options"] or {}
     settings = svc.settings
     config = ConverterConfig.from_settings(settings, options)
+    hold_left = budget.hold_left(svc, job_id)  # this chunk stops (and continues, then pauses) once it spent that
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
@@ -328,7 +345,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: dict[str,
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
-    limiter = limiter_for(svc.db.params, settings)
+    limiter = limiter_for(svc.db.params, settings, owner=job["owner_id"])  # slots shared fairly by owner
     transport = GovernedTransport(
         OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at),
         limiter,
@@ -359,6 +376,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: dict[str,
         setup=setup,
         primed=primed,
         done_before=len(kept),
+        spend_limit=hold_left,
     )
     return _ChunkWork(job_id, chunk_index, worker_id, claimed, config, span, kept, continuations, retry, transport, primed, plan, free, run)
 

@@ -16,12 +16,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from batchlane.conversion import budget
 from batchlane.conversion.settle import fail_job
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.eligibility import batch_eligible
-from batchlane.domain.errors import InputError, NotFound
+from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file
 from batchlane.runtime import Services
@@ -100,6 +101,8 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     try:
         if model_id not in settings.batchlane_prices:
             raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
+        if model_id not in settings.allowed_model_ids:  # the roles are granted these models only (BATCHLANE_MODEL_IDS)
+            raise InputError(f"Model {model_id} is not enabled in this deployment.", error_id="MODEL_NOT_ALLOWED")
         size = source_store(svc, file_row).size(file_row["s3_key"])
         if size > settings.batchlane_max_file_mb * 1024 * 1024:
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
@@ -110,6 +113,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         publish_job_change(svc, str(job["id"]), "failed")
         return CreatedJob(str(job["id"]), file_id, "failed", 0, 0, exc.error_id, str(exc))
     with svc.db.transaction() as tx:
+        budget.check_create(svc, tx, file_row["owner_id"])  # raises before anything is recorded
         job = _insert_job(tx, file_row, "splitting", options, model_id, settings.batchlane_pages_per_chunk)
         job_repo.set_file_status(tx, file_id, "converting")
     job_id = str(job["id"])
@@ -163,16 +167,22 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
         try:
-            source_store(svc, file_row).download_to(file_row["s3_key"], path)
+            source_store(svc, file_row).download_to(file_row["s3_key"], path, max_bytes=settings.batchlane_max_file_mb * 1024 * 1024)
         except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
             fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
+            return _as_created(job_repo.get_job(svc.db, job_id))
+        except InputError as exc:  # replaced by a bigger object since convert checked its size (PDF_TOO_LARGE)
+            fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
             return _as_created(job_repo.get_job(svc.db, job_id))
         with path.open("rb") as stream:
             try:
                 limit = min(settings.batchlane_max_pages, int((job["options"] or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
                 document = open_pdf_file(stream, max_pages=limit)
+                hold = budget.worst_case_hold(svc, path, model_id=job["model_id"], max_pages=limit)
                 pages = document.page_count
                 chunks = document.chunks(job["pages_per_chunk"])
+                if (refused := _over_budget(svc, job, hold, pages)) is not None:  # before any chunk is written
+                    return refused
                 # Before the rows: no chunk without its source. A page that cannot be copied raises
                 # InputError here (PDF_CORRUPT, PDF_TOO_COMPLEX), after the chunks written are deleted.
                 store_chunk_sources(svc.store, job_id, document, chunks)
@@ -185,15 +195,21 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         eligible, why = False, "process_now"
     else:
         eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
-    hold = Decimal(str(settings.batchlane_hold_usd_per_page)) * pages
-    with svc.db.transaction() as tx:
-        locked = job_repo.lock_job(tx, job_id)
-        if locked is not None and locked["options"].get(PROCESS_NOW_FLAG) and eligible:
-            eligible, why = False, "process_now"  # flagged between our read and the lock
-        status = "waiting_batch" if eligible else "pending"
-        split = job_repo.finish_split(tx, job_id, status=status, total_pages=pages, chunks=chunks)
-        if split is not None:
-            ledger.place_hold(tx, job_id=job_id, owner_id=job["owner_id"], amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+    try:
+        with svc.db.transaction() as tx:
+            locked = job_repo.lock_job(tx, job_id)
+            if locked is not None and locked["options"].get(PROCESS_NOW_FLAG) and eligible:
+                eligible, why = False, "process_now"  # flagged between our read and the lock
+            status = "waiting_batch" if eligible else "pending"
+            if locked is not None and locked["status"] == "splitting":
+                budget.check_split(svc, tx, owner_id=job["owner_id"], job_id=job_id, hold_usd=hold, pages=pages)
+            split = job_repo.finish_split(tx, job_id, status=status, total_pages=pages, chunks=chunks)
+            if split is not None:
+                ledger.place_hold(tx, job_id=job_id, owner_id=job["owner_id"], amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+    except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
+        failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+        logger.info("job refused by its owner's budget", job_id=job_id, error_id=exc.error_id, hold_usd=str(hold), status=failed["status"])
+        return _as_created(job_repo.get_job(svc.db, job_id))
     if split is None:
         logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
         return _as_created(job_repo.get_job(svc.db, job_id))
@@ -204,6 +220,18 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         svc.workflows.start_conversion(job_id)
     logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)
     return CreatedJob(job_id, str(job["file_id"]), status, pages, len(chunks), lane_decision=why)
+
+
+def _over_budget(svc: Services, job: Any, hold: Decimal, pages: int) -> CreatedJob | None:
+    """The budget check ahead of writing chunk sources (the split's transaction checks again, authoritatively)."""
+    try:
+        with svc.db.transaction() as tx:
+            budget.check_split(svc, tx, owner_id=job["owner_id"], job_id=str(job["id"]), hold_usd=hold, pages=pages)
+    except (BudgetExceeded, LimitReached) as exc:
+        fail_job(svc, str(job["id"]), error_id=exc.error_id, message=str(exc))
+        logger.info("job refused by its owner's budget", job_id=str(job["id"]), error_id=exc.error_id, hold_usd=str(hold))
+        return _as_created(job_repo.get_job(svc.db, str(job["id"])))
+    return None
 
 
 def _as_created(job: Any) -> CreatedJob:

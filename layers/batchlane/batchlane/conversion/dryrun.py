@@ -9,11 +9,11 @@ import math
 import random
 import tempfile
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from batchlane.conversion.create import normalise_options
+from batchlane.domain.budget import worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
@@ -108,6 +108,15 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     on_demand_usage = Usage(records * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output)
     batch_usage = Usage(records * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output)  # one record per page
     on_demand_s = _on_demand_seconds(requests, settings)
+    hold_usage = worst_case_usage(  # the funds hold a real conversion places (conversion/budget.py)
+        pages=survey.pages,
+        blank=survey.blank,
+        scans=survey.scans,
+        text_chars=survey.text_chars_nonblank,
+        max_tokens=settings.batchlane_max_tokens,
+        scan_tokens=settings.batchlane_output_tokens_per_page,
+        reask=settings.batchlane_coverage_threshold > 0,
+    )
     batch_hours = settings.batch_conversion_timeout_hours
     return {
         "dryRun": True,
@@ -130,7 +139,7 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand_usage)),
             "batchUsd": str(svc.prices.cost(model_id, batch_usage, batch=True)),
             "costUsd": str(svc.prices.cost(model_id, batch_usage, batch=True) if eligible else svc.prices.cost(model_id, on_demand_usage)),
-            "holdUsd": str(Decimal(str(settings.batchlane_hold_usd_per_page)) * survey.pages),
+            "holdUsd": str(svc.prices.cost(model_id, hold_usage)),
             "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page (text + image), output from the page's text (scans {settings.batchlane_output_tokens_per_page})",
         },
         "turnaround": {

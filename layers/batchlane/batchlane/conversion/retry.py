@@ -13,6 +13,7 @@ from typing import Any
 from pg8000.exceptions import DatabaseError
 
 from batchlane import keys
+from batchlane.conversion.budget import check_split, worst_case_pages_hold
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
@@ -167,6 +168,8 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 return RetryStarted(job_id, running["attempt"], list(running["pages"]), locked["status"], already_running=True)
             if locked["status"] != "completed":
                 raise Conflict(f"The job is {locked['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
+            extra_hold = worst_case_pages_hold(svc, model_id=job["model_id"], pages=len(page_numbers))
+            check_split(svc, tx, owner_id=locked["owner_id"], job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
             row = retries.insert(
                 tx,
                 job_id=job_id,
@@ -193,7 +196,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 id=job_id,
                 chunks=affected,
             )
-            _reopen_hold(tx, job_id, Decimal(str(svc.settings.batchlane_hold_usd_per_page)) * len(page_numbers), svc.settings.batchlane_on_demand_window_hours)
+            _reopen_hold(tx, job_id, extra_hold, svc.settings.batchlane_on_demand_window_hours)
             job_repo.set_file_status(tx, str(job["file_id"]), "converting")
     except DatabaseError as exc:
         if "one_live_job_per_file" in str(exc):  # another conversion of the same file is running

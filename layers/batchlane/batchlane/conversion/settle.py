@@ -6,8 +6,8 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.retry import close_retry, end_retry
+from batchlane.db import budgets, ledger
 from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.domain.errors import NotFound
 from batchlane.observability import logger
 from batchlane.runtime import Services
@@ -16,6 +16,13 @@ from batchlane.webhooks.events import publish_job_change
 
 def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
     """assembling → completed in one transaction: total from the ledger, hold settled, file converted."""
+    current = job_repo.get_job(svc.db, job_id)
+    if current is not None and current["status"] == "paused_budget":
+        # The workflow of a job paused at its funds hold ends here: say so on the bus (the chunk
+        # processor that paused it has no PutEvents grant); from now on its owner may resume it.
+        budgets.mark_pause_settled(svc.db, job_id)
+        publish_job_change(svc, job_id, "paused_budget")
+        return {"jobId": job_id, "status": "paused_budget", "settled": False}
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None:

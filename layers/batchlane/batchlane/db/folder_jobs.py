@@ -1,4 +1,4 @@
-"""Folder jobs and their files: every status change guarded on the current status (0012_folder_jobs.sql)."""
+"""Folder jobs and their files: every status change guarded on the current status (0014_folder_jobs.sql)."""
 
 from __future__ import annotations
 

@@ -21,3 +21,16 @@ def batch_eligible(options: Mapping[str, Any], total_pages: int, *, lane_configu
     if options.get("_batchLane"):
         return True, "bulk_opt_in"
     return False, "too_few_pages"
+
+
+def lane_opt_outs(options: Mapping[str, Any]) -> list[str]:
+    """The options that keep a job out of the batch lane whatever its size (forcing on-demand, at
+    full price): using them needs the priority permission (docs/deploy.md "Permissions")."""
+    out = []
+    if options.get("highFidelity", True) is False:
+        out.append("highFidelity")
+    if options.get("parser", "auto") not in (None, "auto"):
+        out.append("parser")
+    if options.get("mathpix") or options.get("routeToMathpix"):
+        out.append("mathpix")
+    return out

@@ -34,3 +34,21 @@ class StoreUnavailable(BatchlaneError):
     """The database or object store could not be reached after retries."""
 
     error_id = "STORE_UNAVAILABLE"
+
+
+class Forbidden(BatchlaneError):
+    """The caller lacks the permission the action needs (HTTP 403)."""
+
+    error_id = "FORBIDDEN"
+
+
+class BudgetExceeded(BatchlaneError):
+    """The owner's open holds and this month's spend leave too little of the budget (HTTP 402)."""
+
+    error_id = "BUDGET_EXCEEDED"
+
+
+class LimitReached(BatchlaneError):
+    """A per-user cap (live jobs, live pages) is reached: wait for a job to end (HTTP 429)."""
+
+    error_id = "LIMIT_REACHED"

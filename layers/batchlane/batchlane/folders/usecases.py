@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batchlane.db import folder_jobs as repo
-from batchlane.domain.errors import Conflict, InputError, NotFound
+from batchlane.domain.eligibility import lane_opt_outs
+from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.folders import layout
 from batchlane.folders.record import report_lines
 from batchlane.folders.spec import FolderJobSpec, check_allowed, folder_job_id, parse_spec
@@ -33,9 +34,14 @@ def prepare(svc: Services, body: Any) -> FolderJobSpec:
     return spec
 
 
-def submit(svc: Services, owner_id: str, body: Any) -> tuple[dict[str, Any], bool]:
-    """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes."""
+def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None) -> tuple[dict[str, Any], bool]:
+    """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes.
+
+    ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
+    out of the batch lane answer 403, as for a single file (docs/operations.md, budgets)."""
     spec = prepare(svc, body)
+    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options)):
+        raise Forbidden(f"priority high or lane opt-out options skip the half-price batch lane; that needs membership of the {priority_group} group.")
     job_id = folder_job_id(spec, owner_id)
     source, target = spec.input_uri, spec.output_uri
     row = repo.insert_job(

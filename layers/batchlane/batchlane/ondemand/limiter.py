@@ -7,8 +7,9 @@ it was taken (renewed before each retry), so a worker killed mid-request frees i
 slot on its own. With ``ondemand_rpm`` set, every attempt also takes a start time from
 a shared schedule spaced 60/rpm seconds apart (up to ``ondemand_burst`` may start early
 after an idle spell), so the account's requests-per-minute quota is met by pacing
-instead of by throttling. Why PostgreSQL and not the platform's
-limits: docs/ondemand.md.
+instead of by throttling. Slots are shared fairly by owner (the user whose job the request
+serves): an owner at its share of the slots lets a waiting owner below theirs go first
+(0013_ondemand_fair_share.sql). Why PostgreSQL and not the platform's limits: docs/ondemand.md.
 
 All limiter statements of a process go through ONE connection on one thread: a Lambda
 has few page threads, and the offline stack runs every Lambda in one process, where a
@@ -30,6 +31,10 @@ from typing import Any, Protocol
 
 from batchlane.db.connection import ConnectParams, Database
 from batchlane.observability import logger
+
+# A waiting request's place among the waiters lasts this long unless refreshed (it polls every
+# 0.5 s at most): a worker that dies while waiting stops holding back the others within seconds.
+WAITER_TTL_S = 5.0
 
 
 class LeaseWaitTimeout(Exception):
@@ -154,10 +159,13 @@ class _PgLease:
 class PgLimiter:
     """Leases and pacing in PostgreSQL (migration 0003_ondemand.sql)."""
 
-    def __init__(self, store: SerialDatabase, limits: LimitSettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, store: SerialDatabase, limits: LimitSettings, *, sleep: Callable[[float], None] = time.sleep, owner: str | None = None) -> None:
+        """``owner``: the user whose job the requests serve; with it, slots are shared fairly by owner
+        (0013_ondemand_fair_share.sql), without it first come, first served."""
         self._store = store
         self.limits = limits
         self._sleep = sleep
+        self._owner = owner
 
     @contextmanager
     def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Iterator[Lease]:
@@ -179,14 +187,16 @@ class PgLimiter:
         lease = self._try(pool, holder)
         if lease is not None:
             return lease
-        # All slots held: wait in this process's queue, so one thread polls instead of all of them.
-        gate = self._store.gate(pool)
+        # All slots held: wait in this process's queue (one per owner, so an owner's waiter is never
+        # queued behind another owner's), so one thread polls instead of all of them.
+        gate = self._store.gate(pool if self._owner is None else f"{pool}\x00{self._owner}")
         while not gate.acquire(timeout=0.5):
-            self._check_wait(aborted, deadline, pool)
+            self._refresh_wait(pool, holder)
+            self._check_wait(aborted, deadline, pool, holder)
         try:
             wait = 0.05
             while True:
-                self._check_wait(aborted, deadline, pool)
+                self._check_wait(aborted, deadline, pool, holder)
                 lease = self._try(pool, holder)
                 if lease is not None:
                     return lease
@@ -197,20 +207,48 @@ class PgLimiter:
             gate.release()
 
     def _try(self, pool: str, holder: str) -> _PgLease | None:
-        slot = self._store.scalar(
-            "SELECT ondemand_acquire(:pool, :holder, :limit, :ttl) AS slot",
-            pool=pool,
-            holder=holder,
-            limit=self.limits.concurrency,
-            ttl=self.limits.lease_ttl_s,
-        )
+        if self._owner is None:
+            slot = self._store.scalar(
+                "SELECT ondemand_acquire(:pool, :holder, :limit, :ttl) AS slot",
+                pool=pool,
+                holder=holder,
+                limit=self.limits.concurrency,
+                ttl=self.limits.lease_ttl_s,
+            )
+        else:
+            slot = self._store.scalar(
+                "SELECT ondemand_acquire_fair(:pool, :holder, :owner, :limit, :ttl, :wait_ttl) AS slot",
+                pool=pool,
+                holder=holder,
+                owner=self._owner,
+                limit=self.limits.concurrency,
+                ttl=self.limits.lease_ttl_s,
+                wait_ttl=WAITER_TTL_S,
+            )
         return None if slot is None else _PgLease(self._store, pool, int(slot), holder, self.limits.lease_ttl_s)
 
-    def _check_wait(self, aborted: Callable[[], bool], deadline: float, pool: str) -> None:
+    def _refresh_wait(self, pool: str, holder: str) -> None:
+        """Keep this request's place among the waiters while it queues in the process (it expires otherwise)."""
+        if self._owner is not None:
+            self._store.scalar(
+                """UPDATE ondemand_waiters SET expires_at = clock_timestamp() + make_interval(secs => :ttl)
+                   WHERE pool = :pool AND holder = :holder RETURNING holder""",
+                pool=pool,
+                holder=holder,
+                ttl=WAITER_TTL_S,
+            )
+
+    def _check_wait(self, aborted: Callable[[], bool], deadline: float, pool: str, holder: str | None = None) -> None:
         if aborted():
+            self._leave_waiters(pool, holder)
             raise Aborted("chunk no longer processing")
         if time.monotonic() >= deadline:
+            self._leave_waiters(pool, holder)
             raise LeaseWaitTimeout(f"no on-demand slot for {pool} within {self.limits.lease_wait_s:.0f} s")
+
+    def _leave_waiters(self, pool: str, holder: str | None) -> None:
+        if self._owner is not None and holder is not None:
+            self._store.scalar("DELETE FROM ondemand_waiters WHERE pool = :pool AND holder = :holder RETURNING holder", pool=pool, holder=holder)
 
     def free_now(self, pool: str) -> int | None:
         """Requests of ``pool`` that could start now without waiting: the pace's free starts,
@@ -248,9 +286,9 @@ def serial_database(params: ConnectParams) -> SerialDatabase:
         return store
 
 
-def limiter_for(params: ConnectParams, settings: Any) -> Limiter:
-    """The process-wide limiter for this database and these settings."""
+def limiter_for(params: ConnectParams, settings: Any, *, owner: str | None = None) -> Limiter:
+    """The limiter for this database and these settings, sharing slots fairly by ``owner`` when given."""
     limits = LimitSettings.from_settings(settings)
     if not limits.active:
         return NoLimit()
-    return PgLimiter(serial_database(params), limits)
+    return PgLimiter(serial_database(params), limits, owner=owner)

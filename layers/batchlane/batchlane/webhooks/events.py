@@ -21,7 +21,7 @@ from batchlane.runtime import Services
 from batchlane.topology import JOB_STATE_CHANGE_DETAIL_TYPE
 
 TERMINAL = job_repo.TERMINAL_JOB_STATUSES
-PUBLISHED_STATUSES = ("waiting_batch", *TERMINAL)
+PUBLISHED_STATUSES = ("waiting_batch", "paused_budget", *TERMINAL)  # paused_budget: resume it (docs/operations.md "Budgets, caps and fair sharing")
 
 
 def outcome(status: str, pages_failed: int) -> str:

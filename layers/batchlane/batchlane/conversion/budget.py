@@ -1,0 +1,116 @@
+"""Budgets in the job's life: checked at creation and at the split, a pause at the hold, a resume.
+
+* create (API, in the job's INSERT transaction): a free live-job place and budget left, else
+  LIVE_JOBS_LIMIT (429) / BUDGET_EXCEEDED (402) and nothing is recorded.
+* split (in the transaction that writes the chunks and places the hold): the job's pages within
+  the live-page cap and its worst-case hold within what is left, else the job ends failed.
+* chunk start: a job whose booked spend reached its hold goes ``paused_budget``; its chunks
+  wait, Settle publishes the pause; the owner resumes it (POST /api/v1/jobs/{jobId}/resume) once the budget allows.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from batchlane.db import budgets
+from batchlane.db import jobs as job_repo
+from batchlane.domain.budget import check_hold, check_new_job, raised_hold, worst_case_usage
+from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
+from batchlane.observability import logger
+from batchlane.runtime import Services
+
+
+def check_create(svc: Services, tx: Any, owner_id: str) -> None:
+    """Raise LimitReached / BudgetExceeded before a new job is recorded (``tx`` is the insert's transaction)."""
+    budgets.lock_owner(tx, owner_id)
+    check_new_job(budgets.limits_for(tx, owner_id, svc.settings), budgets.standing(tx, owner_id))
+
+
+def check_split(svc: Services, tx: Any, *, owner_id: str, job_id: str, hold_usd: Decimal, pages: int) -> None:
+    """Raise LimitReached / BudgetExceeded before the hold of a split job is placed (in the split's transaction)."""
+    budgets.lock_owner(tx, owner_id)
+    check_hold(budgets.limits_for(tx, owner_id, svc.settings), budgets.standing(tx, owner_id, exclude_job=job_id), hold_usd=hold_usd, pages=pages)
+
+
+def worst_case_hold(svc: Services, path: Path, *, model_id: str, max_pages: int) -> Decimal:
+    """The funds hold of a job: the on-demand price of the most its pages may use (domain/budget.py),
+    from their text and blank/scan counts (pypdfium2, sampled past a few hundred pages)."""
+    from batchlane.conversion.dryrun import survey_pdf
+
+    settings = svc.settings
+    survey = survey_pdf(path, max_pages=max_pages)
+    usage = worst_case_usage(
+        pages=survey.pages,
+        blank=survey.blank,
+        scans=survey.scans,
+        text_chars=survey.text_chars_nonblank,
+        max_tokens=settings.batchlane_max_tokens,
+        scan_tokens=settings.batchlane_output_tokens_per_page,
+        reask=settings.batchlane_coverage_threshold > 0,
+    )
+    return svc.prices.cost(model_id, usage)
+
+
+def worst_case_pages_hold(svc: Services, *, model_id: str, pages: int) -> Decimal:
+    """The hold for ``pages`` pages whose text is not known (a retry): each counted as a scan."""
+    settings = svc.settings
+    usage = worst_case_usage(
+        pages=pages,
+        blank=0,
+        scans=pages,
+        text_chars=0,
+        max_tokens=settings.batchlane_max_tokens,
+        scan_tokens=settings.batchlane_output_tokens_per_page,
+        reask=False,
+    )
+    return svc.prices.cost(model_id, usage)
+
+
+def pause_at_hold(svc: Services, job_id: str) -> bool:
+    """Before a chunk starts: True (and the job is ``paused_budget``) when its spend has reached its hold."""
+    paused = budgets.pause_at_hold(svc.db, job_id)
+    if paused:  # the workflow's Settle step publishes the change (conversion/settle.py)
+        logger.warning("job paused at its funds hold", job_id=job_id)
+    return paused
+
+
+def hold_left(svc: Services, job_id: str) -> Decimal | None:
+    """What the job's open hold still allows (None: no open hold, no limit)."""
+    money = budgets.job_money(svc.db, job_id)
+    if money is None or money["hold_usd"] is None:
+        return None
+    return max(Decimal(money["hold_usd"]) - Decimal(money["spent_usd"]), Decimal(0))
+
+
+def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    """paused_budget → processing with a raised hold, if the owner's budget allows it; then the conversion runs again."""
+    with svc.db.transaction() as tx:
+        job = job_repo.lock_job(tx, job_id)
+        if job is None or job["owner_id"] != owner_id:
+            raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
+        if job["status"] != "paused_budget":
+            raise Conflict(f"The job is {job['status']}, not paused for its budget.", error_id="NOT_PAUSED")
+        if not (job["options"] or {}).get(budgets.PAUSE_SETTLED):
+            # Chunks that were running when it paused still finish; a new run started now would race the old one's end.
+            raise Conflict("The job's running chunks are still finishing; resume it in a minute.", error_id="PAUSE_DRAINING")
+        money = budgets.job_money(tx, job_id)
+        assert money is not None
+        spent = Decimal(money["spent_usd"])
+        hold = raised_hold(spent=spent, hold=Decimal(money["hold_usd"] or 0), pages_done=int(money["pages_done"]), pages_total=int(money["total_pages"]))
+        budgets.lock_owner(tx, owner_id)
+        limits = budgets.limits_for(tx, owner_id, svc.settings)
+        others = budgets.standing(tx, owner_id, exclude_job=job_id)
+        # This job's spend this month is in ``others`` already (the ledger); its hold may add what it has not spent.
+        if others.committed_usd + (hold - spent) > limits.usd_per_month:
+            raise BudgetExceeded(
+                f"Resuming needs up to {hold - spent:.2f} USD more; this month's budget of {limits.usd_per_month} USD has "
+                f"{max(limits.usd_per_month - others.committed_usd, Decimal(0)):.2f} USD left."
+            )
+        resumed = budgets.resume_paused(tx, job_id, hold_usd=hold)
+        assert resumed is not None
+        attempt = int(resumed["options"].get("_budgetResumes", 1))
+    svc.workflows.start_resume(job_id, attempt)
+    logger.info("job resumed after a budget pause", job_id=job_id, hold_usd=str(hold), spent_usd=str(spent), resume=attempt)
+    return {"jobId": job_id, "status": resumed["status"], "holdUsd": str(hold), "spentUsd": str(spent), "resume": attempt}

@@ -1,0 +1,138 @@
+"""Per-user budgets: overrides, what an owner has committed, and the pause of a job at its hold.
+
+Every check runs in the caller's transaction after :func:`lock_owner`, so two conversions of
+one owner are checked one after the other, never both against the same remaining budget.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from batchlane.db.connection import Row
+from batchlane.db.jobs import LIVE_JOB_STATUSES, Runner
+from batchlane.domain.budget import Limits, Standing
+
+
+def lock_owner(tx: Runner, owner_id: str) -> None:
+    """Serialise the budget checks of one owner until the transaction ends."""
+    tx.run("SELECT pg_advisory_xact_lock(hashtextextended('budget:' || :owner, 0))", owner=owner_id)
+
+
+def get_override(db: Runner, owner_id: str) -> Row | None:
+    return db.one("SELECT * FROM user_budgets WHERE owner_id = :owner", owner=owner_id)
+
+
+def set_override(db: Runner, owner_id: str, *, usd_per_month: Decimal | None, max_live_jobs: int | None, max_live_pages: int | None, updated_by: str) -> Row:
+    """Insert or replace an owner's overrides (None: the deployment's default)."""
+    row = db.one(
+        """INSERT INTO user_budgets (owner_id, usd_per_month, max_live_jobs, max_live_pages, updated_by)
+           VALUES (:owner, :usd, :jobs, :pages, :by)
+           ON CONFLICT (owner_id) DO UPDATE SET usd_per_month = EXCLUDED.usd_per_month, max_live_jobs = EXCLUDED.max_live_jobs,
+               max_live_pages = EXCLUDED.max_live_pages, updated_by = EXCLUDED.updated_by, updated_at = now()
+           RETURNING *""",
+        owner=owner_id,
+        usd=usd_per_month,
+        jobs=max_live_jobs,
+        pages=max_live_pages,
+        by=updated_by,
+    )
+    assert row is not None
+    return row
+
+
+def limits_for(db: Runner, owner_id: str, settings: Any) -> Limits:
+    """The owner's override where set, else the deployment's defaults."""
+    row = get_override(db, owner_id) or {}
+    usd = row.get("usd_per_month")
+    return Limits(
+        usd_per_month=Decimal(str(settings.batchlane_budget_usd_per_month)) if usd is None else Decimal(usd),
+        max_live_jobs=settings.batchlane_max_live_jobs if row.get("max_live_jobs") is None else int(row["max_live_jobs"]),
+        max_live_pages=settings.batchlane_max_live_pages if row.get("max_live_pages") is None else int(row["max_live_pages"]),
+    )
+
+
+def standing(db: Runner, owner_id: str, *, exclude_job: str | None = None) -> Standing:
+    """This month's (UTC) spend on the owner's jobs, plus what their open holds may still spend
+    (hold less the job's spend so far), plus the live jobs and their pages (``exclude_job`` left out)."""
+    row = db.one(
+        """WITH mine AS (SELECT id, status, total_pages FROM large_conversion_jobs WHERE owner_id = :owner),
+                spend AS (SELECT l.job_id, SUM(l.cost_usd) AS usd FROM cost_ledger l JOIN mine ON mine.id = l.job_id GROUP BY l.job_id)
+           SELECT
+             (SELECT COALESCE(SUM(l.cost_usd), 0) FROM cost_ledger l JOIN mine ON mine.id = l.job_id
+               WHERE l.created_at >= date_trunc('month', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AS month_usd,
+             (SELECT COALESCE(SUM(GREATEST(h.amount_usd - COALESCE(s.usd, 0), 0)), 0) FROM funds_holds h LEFT JOIN spend s ON s.job_id = h.job_id
+               WHERE h.owner_id = :owner AND h.outcome IS NULL AND h.job_id IS DISTINCT FROM CAST(:exclude AS uuid)) AS held_usd,
+             (SELECT count(*) FROM mine WHERE status = ANY(CAST(:live AS text[])) AND id IS DISTINCT FROM CAST(:exclude AS uuid)) AS live_jobs,
+             (SELECT COALESCE(SUM(total_pages), 0) FROM mine WHERE status = ANY(CAST(:live AS text[]))
+               AND id IS DISTINCT FROM CAST(:exclude AS uuid)) AS live_pages""",
+        owner=owner_id,
+        exclude=exclude_job,
+        live=list(LIVE_JOB_STATUSES),
+    )
+    assert row is not None
+    return Standing(Decimal(row["month_usd"]) + Decimal(row["held_usd"]), int(row["live_jobs"]), int(row["live_pages"]))
+
+
+def job_money(db: Runner, job_id: str) -> Row | None:
+    """A job's spend so far, its open hold (None when closed or absent) and its pages done."""
+    return db.one(
+        """SELECT (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) AS spent_usd,
+                  (SELECT amount_usd FROM funds_holds WHERE job_id = j.id AND outcome IS NULL) AS hold_usd,
+                  (SELECT COALESCE(SUM(pages_done + pages_failed), 0) FROM chunk_jobs WHERE job_id = j.id AND status = 'completed') AS pages_done,
+                  j.total_pages, j.owner_id, j.status
+           FROM large_conversion_jobs j WHERE j.id = CAST(:job AS uuid)""",
+        job=job_id,
+    )
+
+
+def pause_at_hold(db: Runner, job_id: str) -> bool:
+    """processing → paused_budget when the job's booked spend has reached its open hold; True if paused.
+    One statement, guarded on the status: a concurrent cancel or a second chunk cannot interleave."""
+    row = db.one(
+        """UPDATE large_conversion_jobs j SET status = 'paused_budget', updated_at = now(),
+               error_id = 'BUDGET_HOLD_REACHED', error_message = 'The conversion reached its funds hold and is paused; resume it when your budget allows.'
+           FROM funds_holds h
+           WHERE j.id = CAST(:job AS uuid) AND h.job_id = j.id AND h.outcome IS NULL AND j.status = 'processing'
+             AND (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) >= h.amount_usd
+           RETURNING j.id""",
+        job=job_id,
+    )
+    return row is not None
+
+
+PAUSE_SETTLED = "_pauseSettled"  # set by the paused run's last step: nothing of that run touches the job any more
+
+
+def mark_pause_settled(db: Runner, job_id: str) -> bool:
+    row = db.one(
+        """UPDATE large_conversion_jobs SET options = options || jsonb_build_object(CAST(:flag AS text), true), updated_at = now()
+           WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING id""",
+        job=job_id,
+        flag=PAUSE_SETTLED,
+    )
+    return row is not None
+
+
+def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> Row | None:
+    """paused_budget → processing (the transition arch-db's domain/status.py names ``resume``) with the hold
+    raised to ``hold_usd`` and the resume counted; None if not paused. The new run's start takes it from there."""
+    row = db.one(
+        """UPDATE large_conversion_jobs SET status = 'processing', error_id = NULL, error_message = NULL, updated_at = now(),
+               options = (options - CAST(:flag AS text)) || jsonb_build_object('_budgetResumes', COALESCE((options->>'_budgetResumes')::int, 0) + 1)
+           WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING *""",
+        job=job_id,
+        flag=PAUSE_SETTLED,
+    )
+    if row is None:
+        return None
+    db.run(
+        "UPDATE funds_holds SET amount_usd = GREATEST(amount_usd, :amount), updated_at = now() WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL",
+        job=job_id,
+        amount=hold_usd,
+    )
+    db.run(
+        "UPDATE chunk_jobs SET status = 'pending', updated_at = now() WHERE job_id = CAST(:job AS uuid) AND status = 'processing'",
+        job=job_id,
+    )
+    return row

@@ -1,0 +1,202 @@
+"""Budgets, caps and the on-demand permission, through the API of the offline stack (real PostgreSQL).
+
+Issue 15 "Cost and fairness": the funds hold is a limit, not a record. Each test sets its
+user's budget through the admin route (an override of the deployment's default), then
+acts as that user and reads the outcome back from the API and the database.
+"""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from batchlane import keys
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.runtime import services
+from batchlane.webhooks.events import job_change_detail
+from batchlane_dev.local.jobs import wait_until as wait_for
+from batchlane_dev.local.pdfgen import make_pdf
+from tests.conftest import start_stack
+from tests.integration.test_api import MAX_PAGES, PDF, call, job, make_job, upload
+
+ADMIN = "admin-1;groups=batchlane-admins"
+
+
+@pytest.fixture(scope="module")
+def stack(migrated_url):  # type: ignore[no-untyped-def]
+    # One page per request, one request at a time: a chunk's spend grows page by page (the mid-chunk stop test).
+    one_at_a_time = {"BATCHLANE_PAGES_PER_REQUEST": "1", "BATCHLANE_CHUNK_CONCURRENCY": "1", "BATCHLANE_CHUNK_MAX_PARALLEL": "0"}
+    stack = start_stack(
+        migrated_url, faults="time_scale=36000", batch_lane=False, schedules=False, extra_env={"BATCHLANE_MAX_PAGES": str(MAX_PAGES), **one_at_a_time}
+    )
+    yield stack
+    stack.stop()
+    assert not stack.grants.denials, stack.grants.denials
+
+
+@pytest.fixture
+def owner(stack):  # type: ignore[no-untyped-def]
+    name = f"user-{uuid.uuid4().hex[:8]}"
+    yield name
+    services().db.run("DELETE FROM files WHERE owner_id = :owner", owner=name)
+    services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=name)
+
+
+def set_budget(stack: Any, owner: str, **fields: Any) -> dict[str, Any]:
+    status, body = call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", fields, user=ADMIN)
+    assert status == 200, body
+    return body
+
+
+def jobs_of(owner: str) -> list[dict[str, Any]]:
+    return job_repo.list_jobs(services().db, owner_id=owner)
+
+
+def test_convert_is_refused_with_402_when_open_holds_use_up_the_budget(stack, owner):
+    # Given a user whose one running job holds 0.12 USD, with a budget of 0.10 USD
+    make_job(owner, "processing")
+    set_budget(stack, owner, usdPerMonth="0.10")
+    file_id = upload(stack, owner, PDF, "second.pdf")
+    # When they convert another file
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    # Then the API refuses it with BUDGET_EXCEEDED and nothing is recorded or started
+    assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
+    assert len(jobs_of(owner)) == 1
+    assert call(stack, "GET", "/api/v1/budget", user=owner)[1]["committedUsd"] == "0.120000"
+
+
+def test_convert_is_refused_with_429_at_the_live_job_cap(stack, owner):
+    make_job(owner, "waiting_batch")
+    set_budget(stack, owner, maxLiveJobs=1)
+    file_id = upload(stack, owner, PDF, "second.pdf")
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    assert (status, body["code"]) == (429, "LIVE_JOBS_LIMIT"), body
+    assert len(jobs_of(owner)) == 1
+
+
+def test_a_job_whose_worst_case_exceeds_the_budget_fails_at_the_split_and_starts_nothing(stack, owner):
+    # Given a budget of one cent: less than the worst case of a 6-page document
+    set_budget(stack, owner, usdPerMonth="0.01")
+    file_id = upload(stack, owner, PDF)
+    status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    assert status == 202, created
+    # Then the split fails it with BUDGET_EXCEEDED: no chunk, no hold, no chunk source, no conversion
+    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split", timeout_s=180)
+    assert (done["status"], done["error_id"]) == ("failed", "BUDGET_EXCEEDED"), done
+    assert job_repo.get_chunks(services().db, created["jobId"]) == []
+    assert ledger.get_hold(services().db, created["jobId"]) is None
+    assert services().store.list_keys(f"jobs/{created['jobId']}/") == []
+
+
+def test_a_job_with_more_pages_than_the_live_page_cap_fails_with_its_error(stack, owner):
+    make_job(owner, "processing")  # 6 live pages already
+    set_budget(stack, owner, maxLivePages=10)
+    file_id = upload(stack, owner, PDF)
+    created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
+    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split", timeout_s=180)
+    assert (done["status"], done["error_id"]) == ("failed", "LIVE_PAGES_LIMIT"), done
+
+
+def test_the_hold_is_sized_by_what_the_pages_hold_not_a_flat_rate(stack, owner):
+    # Two documents with the same number of pages: one dense, one nearly empty
+    holds = {}
+    for name, lines in (("dense.pdf", 45), ("sparse.pdf", 1)):
+        file_id = upload(stack, owner, make_pdf(4, lines_per_page=lines), name)
+        created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
+        wait_for(lambda: job(created["jobId"])["status"] == "completed", what=f"the conversion of {name}", timeout_s=180)
+        holds[name] = Decimal(ledger.get_hold(services().db, created["jobId"])["amount_usd"])
+    assert holds["dense.pdf"] > holds["sparse.pdf"] * Decimal("1.2"), holds
+
+
+def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allows(stack, owner):
+    # Given a pending job whose booked spend already equals its hold (0.12 USD)
+    _, job_id = make_job(owner, "pending")
+    with services().db.transaction() as tx:
+        ledger.add_chunk_cost(
+            tx, job_id=job_id, chunk_index=0, model_id=job(job_id)["model_id"], input_tokens=1, output_tokens=1, cost_usd=Decimal("0.12"), metadata={}
+        )
+    # When its conversion runs
+    services().workflows.start_conversion(job_id)
+    # Then no chunk starts: the job pauses (and the workflow ends without failing it)
+    wait_for(lambda: job(job_id)["status"] == "paused_budget", what="the pause", timeout_s=180)
+    assert [c["status"] for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
+    assert job_change_detail(services(), job_id)["outcome"] == "paused_budget"  # what the public event carries
+    # (a resume waits until the paused run has ended: its last step marks it)
+    wait_for(lambda: job(job_id)["options"].get("_pauseSettled"), what="the paused run's end", timeout_s=180)
+    # And with a budget that cannot carry more, the owner's resume is refused with 402
+    set_budget(stack, owner, usdPerMonth="0.13")
+    status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
+    assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
+    assert call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user="someone-else")[0] == 404
+    # When an admin raises the budget, the resume raises the hold and the job converts whole
+    set_budget(stack, owner, usdPerMonth="5")
+    status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
+    assert status == 200 and Decimal(body["holdUsd"]) > Decimal("0.12"), body
+    wait_for(lambda: job(job_id)["status"] == "completed", what="the resumed conversion", timeout_s=180)
+    assert job_repo.get_job(services().db, job_id)["pages_converted"] == 6
+    again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
+    assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
+
+
+def test_a_running_chunk_stops_once_its_spend_uses_up_the_hold_and_the_job_pauses(stack, owner):
+    # Given a pending job whose hold allows less than one page's cost
+    _, job_id = make_job(owner, "pending")
+    services().db.run("UPDATE funds_holds SET amount_usd = 0.000001 WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    # When its conversion runs (3 pages a chunk, one request at a time)
+    services().workflows.start_conversion(job_id)
+    wait_for(lambda: job(job_id)["options"].get("_pauseSettled"), what="the paused run's end", timeout_s=180)
+    # Then each chunk that started stopped after its first page instead of converting all three (the
+    # chunks run side by side: each had started before the other's spend was booked); the pages are
+    # kept for the resume, their cost is booked, no chunk completed, and the job is paused
+    assert job(job_id)["status"] == "paused_budget"
+    booked = ledger.ledger_rows(services().db, job_id)
+    ran = sorted({r["chunk_index"] for r in booked})
+    assert ran and sum(Decimal(r["cost_usd"]) for r in booked) > 0
+    for index in ran:
+        assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) == 1, index
+    assert "completed" not in [c["status"] for c in job_repo.get_chunks(services().db, job_id)]
+
+
+def test_process_now_needs_the_priority_group(stack, owner):
+    file_id, job_id = make_job(owner, "waiting_batch")
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=owner)
+    assert (status, body["code"]) == (403, "FORBIDDEN") and "batchlane-priority" in body["message"]
+    assert job(job_id)["status"] == "waiting_batch"
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=f"{owner};groups=batchlane-priority")
+    assert status == 200 and body["resumed"] is True, body
+
+
+def test_only_admins_set_budgets(stack, owner):
+    status, body = call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"usdPerMonth": "1000000"}, user=owner)
+    assert (status, body["code"]) == (403, "FORBIDDEN")
+    assert services().db.one("SELECT 1 FROM user_budgets WHERE owner_id = :o", o=owner) is None
+
+
+def test_options_that_skip_the_batch_lane_need_the_priority_group(stack, owner):
+    file_id = upload(stack, owner, PDF)
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"parser": "fast"}}, user=owner)
+    assert (status, body["code"]) == (403, "FORBIDDEN") and "parser" in body["message"], body
+    assert jobs_of(owner) == []
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"highFidelity": False}}, user=f"{owner};groups=batchlane-priority")
+    assert status == 202, body
+    wait_for(lambda: job(body["jobId"])["status"] == "completed", what="the conversion", timeout_s=180)
+
+
+def test_the_cli_shows_a_budget_and_an_admin_sets_one(stack, owner):
+    from click.testing import CliRunner
+
+    from batchlane_dev.cli.main import main
+
+    def cli(*args: str, user: str) -> Any:
+        return CliRunner().invoke(main, [*args, "--api-url", stack.env["BATCHLANE_API_URL"], "--user", user, "--json"], catch_exceptions=False)
+
+    refused = cli("budget", "--set-for", owner, "--usd-per-month", "7", user=owner)
+    assert refused.exit_code != 0 and "FORBIDDEN" in refused.stderr
+    assert cli("budget", "--set-for", owner, "--usd-per-month", "7", "--max-live-jobs", "3", user=ADMIN).exit_code == 0
+    shown = cli("budget", user=owner)
+    assert shown.exit_code == 0, shown.output
+    assert '"usdPerMonth": "7' in shown.stdout and '"maxLiveJobs": 3' in shown.stdout
