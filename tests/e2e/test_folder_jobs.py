@@ -171,6 +171,11 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     code, listed = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/files?status=completed")
     assert [f["output_uris"] for f in listed["files"]] == [[f"s3://{FOLDER_BUCKET}/api-out/one.md"], [f"s3://{FOLDER_BUCKET}/api-out/two.md"]]
 
+    high = {**spec, "policy": {"priority": "high"}}
+    code, error = api(stack, "POST", "/api/v1/folder-jobs", high)  # skipping the batch lane needs the priority group
+    assert (code, error["code"]) == (403, "FORBIDDEN")
+    code, _ = api(stack, "POST", "/api/v1/folder-jobs", high, user=f"{OWNER};groups=batchlane-priority")
+    assert code == 201
     for bad, error_id in (
         ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix[:-1]}"}}, "FOLDER_URI_NO_SLASH"),
         ({"input": {"folder": "s3://someone-elses-bucket/docs/"}}, "FOLDER_NOT_ALLOWED"),
