@@ -7,10 +7,12 @@ from decimal import Decimal
 import pytest
 from pg8000.exceptions import DatabaseError
 
-from batchlane.batch import rows
 from batchlane.db import Database, connect_params_from_url, ledger
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.db.errors import UniqueViolation
 from batchlane.db.migrate import migrate, migration_files
+from batchlane.domain import status as st
 from batchlane.pdf import plan_chunks
 
 
@@ -46,21 +48,24 @@ def test_statuses_are_constrained(db):
 def test_one_live_job_per_file(db):
     job_id = make_job(db)
     file_id = str(job_repo.get_job(db, job_id)["file_id"])
-    with pytest.raises(DatabaseError):
+    with pytest.raises(UniqueViolation) as refused:
         job_repo.insert_job(
             db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
         )
+    assert refused.value.constraint == "one_live_job_per_file"
 
 
 def test_transitions_are_guarded_on_the_current_status(db):
     job_id = make_job(db)
-    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing")["status"] == "processing"
-    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing") is None
+    assert job_repo.move_job(db, job_id, st.start())["status"] == "processing"
+    assert job_repo.move_job(db, job_id, st.pause_budget())["status"] == "paused_budget"
+    assert job_repo.move_job(db, job_id, st.pause_budget()) is None
+    assert job_repo.move_job(db, job_id, st.resume())["status"] == "processing"
 
 
 def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
     job_id = make_job(db)
-    job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing")
+    job_repo.move_job(db, job_id, st.start())
     assert job_repo.claim_chunk(db, job_id, 0, "worker-a")["attempts"] == 1
     assert job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 3)
     assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-b", 3)
@@ -90,8 +95,8 @@ def test_guarded_close_has_exactly_one_winner(db):
     job_id = make_job(db, status="waiting_batch")
     rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
     rows.mark_submitted(db, job_id, arn="arn:aws:bedrock:us-east-1:1:model-invocation-job/x", name="n", output_uri="s3://b/o/", deadline_hours=26)
-    first = rows.close(db, job_id, from_states=("submitted",), end_state="Completed")
-    second = rows.close(db, job_id, from_states=("submitted",), end_state="Completed")
+    first = rows.close(db, job_id, st.close(), end_state="Completed")
+    second = rows.close(db, job_id, st.close(), end_state="Completed")
     assert first is not None and second is None
 
 
@@ -111,7 +116,7 @@ def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(d
     killer.run("SELECT pg_terminate_backend(:pid)", pid=pid)
     killer.close()
     db.check()  # what the chunk processor does before its final writes
-    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing") is not None
+    assert job_repo.move_job(db, job_id, st.start()) is not None
     assert db.one("SELECT pg_backend_pid() AS pid")["pid"] != pid
 
 

@@ -9,14 +9,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pg8000.exceptions import DatabaseError
-
 from batchlane import keys
 from batchlane.api import views
 from batchlane.api.uploads import UPLOAD_URL_TTL_S, UploadPort
 from batchlane.conversion.create import create_job
 from batchlane.db import jobs as job_repo
+from batchlane.db import read_model
+from batchlane.db.errors import UniqueViolation
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound
+from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
 from batchlane.runtime import Services
@@ -42,14 +43,14 @@ def _uuid(value: str) -> str | None:
 
 def owned_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
     fid = _uuid(file_id)
-    row = fid and svc.db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid) AND owner_id = :owner AND deleted_at IS NULL", id=fid, owner=owner_id)
+    row = fid and read_model.file_of_owner(svc.db, owner_id, fid)
     if not row:
         raise NotFound(f"No file {file_id}.", error_id="FILE_NOT_FOUND")
     return row
 
 
 def _current_job(svc: Services, file_id: str, expected_job_id: str | None) -> dict[str, Any]:
-    job = views.latest_job_row(svc.db, file_id)
+    job = read_model.latest_job_row(svc.db, file_id)
     if job is None:
         raise NotFound("The file has never been converted.", error_id="CONVERSION_NOT_FOUND")
     if expected_job_id and str(job["job_id"]) != _uuid(expected_job_id):
@@ -69,7 +70,7 @@ def file_conversion(svc: Services, owner_id: str, file_id: str) -> dict[str, Any
 
 def job_conversion(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     jid = _uuid(job_id)
-    row = jid and views.job_row(svc.db, jid)
+    row = jid and read_model.job_row(svc.db, jid)
     if not row or row["owner_id"] != owner_id:
         raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
     owned_file(svc, owner_id, str(row["file_id"]))  # a deleted file's jobs are gone too
@@ -85,26 +86,24 @@ def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: 
         row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=size_bytes)
         file_id = str(row["id"])
         key = keys.upload_key(file_id, name)
-        tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
+        job_repo.set_file_key(tx, file_id, key)
     logger.info("upload registered", file_id=file_id, size_bytes=size_bytes)
     return {"fileId": file_id, "name": name, "upload": {"method": "PUT", "url": uploads.presigned_put(key), "expiresInSeconds": UPLOAD_URL_TTL_S}}
 
 
 def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
     file_row = owned_file(svc, owner_id, file_id)
-    live = svc.db.one(
-        "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))", id=file_id, live=list(LIVE)
-    )
+    live = job_repo.live_job_of_file(svc.db, file_id)
     if live:
-        raise Conflict(f"The file is already being converted (job {live['id']}).", error_id="CONVERSION_IN_PROGRESS")
+        raise Conflict(f"The file is already being converted (job {live}).", error_id="CONVERSION_IN_PROGRESS")
     try:
         svc.store.size(file_row["s3_key"])
     except NotFound:
         raise Conflict("The file has not been uploaded yet: PUT it to the upload URL first.", error_id="UPLOAD_MISSING") from None
     try:
         created = create_job(svc, file_id=str(file_row["id"]), options=options)
-    except DatabaseError as exc:  # one_live_job_per_file: a concurrent convert won
-        if "one_live_job_per_file" in str(exc):
+    except UniqueViolation as exc:  # one_live_job_per_file: a concurrent convert won
+        if exc.constraint == "one_live_job_per_file":
             raise Conflict("The file is already being converted.", error_id="CONVERSION_IN_PROGRESS") from exc
         raise
     if created.status == "failed":
@@ -115,7 +114,7 @@ def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[st
 def cancel_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None) -> dict[str, Any]:
     owned_file(svc, owner_id, file_id)
     job = _current_job(svc, file_id, job_id)
-    if job["status"] in ("completed", "failed"):
+    if job["status"] in (JobStatus.COMPLETED, JobStatus.FAILED):
         raise Conflict(f"The conversion is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
     return cancel_job(svc, str(job["job_id"])).to_json()
 
@@ -130,10 +129,10 @@ def delete_file(svc: Services, uploads: UploadPort, owner_id: str, file_id: str)
     """Cancel a live conversion first (409 CONVERSION_FINISHING while assembling), then hide the file."""
     file_row = owned_file(svc, owner_id, file_id)
     cancelled = None
-    job = views.latest_job_row(svc.db, file_id)
+    job = read_model.latest_job_row(svc.db, file_id)
     if job is not None and job["status"] in LIVE:
         cancelled = cancel_job(svc, str(job["job_id"])).job_id
-    svc.db.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
+    job_repo.mark_file_deleted(svc.db, file_id)
     uploads.delete(file_row["s3_key"])
     logger.info("file deleted", file_id=file_id, cancelled_job=cancelled)
     return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}

@@ -38,8 +38,6 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
-from pg8000.exceptions import DatabaseError, InterfaceError
-
 from batchlane import keys
 from batchlane.aws.clients import client
 from batchlane.conversion.retry import retry_scope
@@ -58,6 +56,7 @@ from batchlane.converter import (
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.db.connection import Transaction
+from batchlane.db.errors import DATABASE_ERRORS
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound, StoreUnavailable
 from batchlane.observability import logger
@@ -71,10 +70,7 @@ MAX_CHUNK_CONTINUATIONS = 20  # the ChunkContinue Retry's MaxAttempts there (a u
 HEARTBEAT_EVERY_S = 1.0
 # A model call's read timeout ends this long before the Lambda does: time to book what it cost.
 BOOKING_MARGIN_S = 15.0
-_CONNECTION_ERRORS = (InterfaceError, DatabaseError, OSError, StoreUnavailable)
-# The heartbeat's guard, read-only: is this chunk still processing under this worker?
-_STILL_OWNED = """SELECT count(*) AS owned FROM chunk_jobs
-                  WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = 'processing' AND worker_id = :w"""
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (*DATABASE_ERRORS, OSError, StoreUnavailable)
 
 
 class ChunkRetryLater(Exception):
@@ -277,7 +273,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         """Checked before every attempt: the flags, then the row itself (one short read)."""
         if heartbeat.halted():
             return True
-        if not serial.scalar(_STILL_OWNED, id=job_id, i=chunk_index, w=worker_id):
+        if not job_repo.chunk_still_owned(serial, job_id, chunk_index, worker_id):  # the heartbeat's guard, read-only
             heartbeat.stop()
         return heartbeat.stopped()
 

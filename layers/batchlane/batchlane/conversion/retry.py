@@ -18,20 +18,20 @@ not exist yet; when it does, a retry large enough to wait is where it plugs in.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-
-from pg8000.exceptions import DatabaseError
 
 from batchlane import keys
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
 from batchlane.db.connection import Transaction
+from batchlane.db.errors import UniqueViolation
+from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_LARGE
+from batchlane.domain.status import Entity
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -193,25 +193,15 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             if row["attempt"] != attempt:  # another retry started and ended since we copied the Markdown under n
                 raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
             options = {**(locked["options"] or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
-            tx.run(
-                """UPDATE large_conversion_jobs SET status = 'pending', options = CAST(:options AS jsonb), error_id = NULL, error_message = NULL,
-                       finished_at = NULL, updated_at = now()
-                   WHERE id = CAST(:id AS uuid) AND status = 'completed'""",
-                id=job_id,
-                options=json.dumps(options),
-            )
-            tx.run(
-                """UPDATE chunk_jobs SET status = 'pending', attempts = 0, worker_id = NULL, updated_at = now()
-                   WHERE job_id = CAST(:id AS uuid) AND chunk_index = ANY(CAST(:chunks AS integer[]))""",
-                id=job_id,
-                chunks=affected,
-            )
-            _reopen_hold(tx, job_id, Decimal(str(svc.settings.batchlane_hold_usd_per_page)) * len(page_numbers), svc.settings.batchlane_on_demand_window_hours)
-            job_repo.set_file_status(tx, str(job["file_id"]), "converting")
-    except DatabaseError as exc:
-        if "one_live_job_per_file" in str(exc):  # another conversion of the same file is running
+            job_repo.move_job(tx, job_id, st.retry(), options=options, error_id=None, error_message=None)
+            job_repo.move_chunks(tx, job_id, st.retry(Entity.CHUNK), indexes=affected, attempts=0, worker_id=None)
+            extra = Decimal(str(svc.settings.batchlane_hold_usd_per_page)) * len(page_numbers)
+            ledger.reopen_hold(tx, job_id, extra_usd=extra, hours=svc.settings.batchlane_on_demand_window_hours)
+            job_repo.move_file(tx, str(job["file_id"]), st.retry(Entity.FILE))
+    except UniqueViolation as exc:
+        if exc.constraint == "one_live_job_per_file":  # another conversion of the same file is running
             raise Conflict("The file is being converted again; retry once that conversion has ended.", error_id="CONVERSION_IN_PROGRESS") from exc
-        if "one_running_retry_per_job" not in str(exc) and "job_retries_job_id_attempt_key" not in str(exc):
+        if exc.constraint not in ("one_running_retry_per_job", "job_retries_job_id_attempt_key"):
             raise
         return start_retry(svc, job_id, error_ids=error_ids, pages=pages)  # a concurrent POST won: answer its retry
     try:
@@ -226,18 +216,6 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
     return RetryStarted(job_id, attempt, page_numbers, "pending")
 
 
-def _reopen_hold(tx: Transaction, job_id: str, extra_usd: Decimal, hours: float) -> None:
-    """The settled hold opens again for the retry's pages; settle closes it at the new total."""
-    tx.run(
-        """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, settled_usd = NULL,
-               expires_at = now() + make_interval(secs => :secs), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid)""",
-        job=job_id,
-        extra=extra_usd,
-        secs=hours * 3600,
-    )
-
-
 # -- ending a retry ---------------------------------------------------------------------------
 def without_retry(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (options or {}).items() if k != RETRY_FLAG}
@@ -249,14 +227,10 @@ def close_retry(tx: Transaction, job: dict[str, Any], *, total: Decimal, pages_f
     if scope is None:
         return
     attempt, _ = scope
-    row = tx.one("SELECT previous_total_usd FROM job_retries WHERE job_id = CAST(:id AS uuid) AND attempt = :n", id=str(job["id"]), n=attempt)
+    row = retries.get(tx, str(job["id"]), attempt)
     previous = Decimal(row["previous_total_usd"]) if row else Decimal(0)
-    retries.finish(tx, str(job["id"]), attempt, status="completed", pages_failed=pages_failed, cost_usd=total - previous)
-    tx.run(
-        "UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb) WHERE id = CAST(:id AS uuid)",
-        id=str(job["id"]),
-        options=json.dumps(without_retry(job["options"])),
-    )
+    retries.finish(tx, str(job["id"]), attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
+    job_repo.set_options(tx, str(job["id"]), without_retry(job["options"]))
 
 
 def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict[str, Any] | None:
@@ -271,36 +245,36 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
         if job["status"] == "assembling" and outcome == "cancelled":
             raise Conflict("The retry is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
         for snap in retry["chunks_before"]:
-            tx.run(
-                """UPDATE chunk_jobs SET status = 'completed', result_key = :key, pages_done = :done, pages_failed = :failed, pages_batch = :batch,
-                       worker_id = NULL, updated_at = now()
-                   WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i""",
-                id=job_id,
-                i=int(snap["chunkIndex"]),
-                key=snap["resultKey"],
-                done=snap["pagesDone"],
-                failed=snap["pagesFailed"],
-                batch=snap["pagesBatch"],
+            job_repo.move_chunks(
+                tx,
+                job_id,
+                st.end_retry(Entity.CHUNK),
+                indexes=[int(snap["chunkIndex"])],
+                result_key=snap["resultKey"],
+                pages_done=snap["pagesDone"],
+                pages_failed=snap["pagesFailed"],
+                pages_batch=snap["pagesBatch"],
+                worker_id=None,
             )
         total = ledger.job_total(tx, job_id)
         failed = retry["previous_pages_failed"]
-        tx.run(
-            """UPDATE large_conversion_jobs SET status = 'completed', options = CAST(:options AS jsonb), total_cost_usd = :total,
-                   pages_failed = :failed, error_id = 'PAGES_FAILED', error_message = :msg, finished_at = now(), updated_at = now()
-               WHERE id = CAST(:id AS uuid)""",
-            id=job_id,
-            options=json.dumps(without_retry(job["options"])),
-            total=total,
-            failed=failed,
-            msg=f"{failed} of {job['total_pages']} pages could not be converted",
+        job_repo.move_job(
+            tx,
+            job_id,
+            st.end_retry(),
+            options=without_retry(job["options"]),
+            total_cost_usd=total,
+            pages_failed=failed,
+            error_id="PAGES_FAILED",
+            error_message=f"{failed} of {job['total_pages']} pages could not be converted",
         )
         ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
-        job_repo.set_file_status(tx, str(job["file_id"]), "converted")
+        job_repo.move_file(tx, str(job["file_id"]), st.end_retry(Entity.FILE))
         retries.finish(
             tx,
             job_id,
             retry["attempt"],
-            status=outcome,
+            st.transition(Entity.RETRY, {"failed": "fail", "cancelled": "cancel"}[outcome]),
             pages_failed=failed,
             cost_usd=total - Decimal(retry["previous_total_usd"]),
             error_message=message[:500],
