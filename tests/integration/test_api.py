@@ -27,11 +27,12 @@ from held import HeldInvocations
 
 from batchlane import keys
 from batchlane.aws.clients import client
-from batchlane.batch import rows
 from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.source import store_chunk_sources
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain import status as st
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import wait_until as wait_for
@@ -95,7 +96,7 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
         )
         job_id = str(job["id"])
         ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("0.12"), hours=6)
-        job_repo.set_file_status(tx, file_id, "converting")
+        job_repo.move_file(tx, file_id, st.convert())
         for index in range(completed_chunks):
             tx.run("UPDATE chunk_jobs SET status = 'completed' WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=index)
         if row_state == "preparing":

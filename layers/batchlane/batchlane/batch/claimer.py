@@ -10,12 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.batch import rows
+from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
 from batchlane.observability import logger
 from batchlane.runtime import Services
-
-_CLAIM_LOCK = 7_357_202
 
 
 def claim_parked_jobs(svc: Services) -> dict[str, Any]:
@@ -26,14 +24,8 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     wait_hours = settings.batch_deadline_hours
     claimed: list[str] = []
     with svc.db.transaction() as tx:
-        tx.run("SELECT pg_advisory_xact_lock(:key)", key=_CLAIM_LOCK)
-        parked = tx.run(
-            """SELECT j.id, j.model_id FROM large_conversion_jobs j
-               WHERE j.status = 'waiting_batch'
-                 AND NOT EXISTS (SELECT 1 FROM conversion_batch_jobs b WHERE b.job_id = j.id)
-               ORDER BY j.created_at LIMIT 500
-               FOR UPDATE OF j SKIP LOCKED"""  # a cancel or process-now in flight keeps its job
-        )
+        rows.lock_claims(tx)
+        parked = rows.claimable_jobs(tx)
         in_flight: dict[str, int] = {}
         for job in parked:
             model = job["model_id"]
@@ -48,12 +40,8 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
             ledger.extend_hold(tx, job_id, hours=wait_hours + settings.batchlane_on_demand_window_hours)
             claimed.append(job_id)
     # Start (or re-start: idempotent by name) every execution a preparing row should have.
-    preparing = svc.db.run(
-        """SELECT b.job_id FROM conversion_batch_jobs b JOIN large_conversion_jobs j ON j.id = b.job_id
-           WHERE b.state = 'preparing' AND j.status = 'waiting_batch'"""
-    )
-    for row in preparing:
-        svc.workflows.start_batch_lane(str(row["job_id"]))
+    for job_id in rows.preparing_job_ids(svc.db):
+        svc.workflows.start_batch_lane(job_id)
     if claimed:
         logger.info("parked jobs claimed", claimed=len(claimed), waiting=len(parked) - len(claimed))
     return {"claimed": claimed, "waiting": len(parked) - len(claimed)}

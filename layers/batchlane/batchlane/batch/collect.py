@@ -30,16 +30,19 @@ from botocore.exceptions import ClientError
 
 from batchlane import keys
 from batchlane.aws.s3 import ObjectStore
-from batchlane.batch import rows
 from batchlane.batch.names import bedrock_job_name, job_id_from_arn
 from batchlane.batch.submit import bedrock_status, find_job_by_name, output_uri_for, stop_batch_job
 from batchlane.converter import PrimedResult
 from batchlane.converter.transports import answer_from_messages
+from batchlane.db import batch_rows as rows
+from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain import status as st
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import parse_record_id
+from batchlane.domain.status import JobStatus, Transition
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
@@ -83,8 +86,8 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     status = bedrock_status(svc.bedrock(), row["bedrock_job_arn"])
     rows.record_status(svc.db, row["bedrock_job_arn"], status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        job = svc.db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
-        if job and job["status"] == "cancelled":
+        job = job_repo.get_job(svc.db, job_id)
+        if job and job["status"] == JobStatus.CANCELLED:
             stop_batch_job(svc, job_id, reason="cancelled")
         raise CollectNotReady(f"Bedrock job is {status}")
 
@@ -208,10 +211,11 @@ def _close_and_bill(
     model_id: str,
     metadata: dict[str, Any],
     reason: str | None = None,
-    from_state: str = "submitted",
+    move: Transition | None = None,
 ) -> bool:
+    move = move or st.close()
     with svc.db.transaction() as tx:
-        closed = rows.close(tx, job_id, from_states=(from_state,), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
+        closed = rows.close(tx, job_id, move, end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
         if closed is None:
             return False
         ledger.add_batch_cost(
@@ -224,29 +228,7 @@ def _close_and_bill(
             cost_usd=cost,
             metadata=metadata,
         )
-        # A batch job stopped by "process now" or a cancel can close after the on-demand
-        # conversion already settled: its total must still equal the ledger.
-        tx.run(
-            """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
-                   updated_at = now()
-               WHERE id = CAST(:id AS uuid) AND status IN ('completed', 'failed')""",
-            id=job_id,
-        )
-        # ... and so must the funds hold it settled (the money the job is known to have cost).
-        tx.run(
-            """UPDATE funds_holds SET settled_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
-                   updated_at = now()
-               WHERE job_id = CAST(:id AS uuid) AND outcome = 'settled'""",
-            id=job_id,
-        )
-        # A job that left the lane before this bill (stopping, process now) carries it too,
-        # so its total still reads "chunk costs + the batch job's cost".
-        tx.run(
-            """UPDATE large_conversion_jobs SET options = COALESCE(options, '{}'::jsonb) || jsonb_build_object('_batchCostUsd', CAST(:cost AS text))
-               WHERE id = CAST(:id AS uuid) AND status <> 'waiting_batch'""",
-            id=job_id,
-            cost=str(cost),
-        )
+        ledger.carry_late_batch_cost(tx, job_id, cost)
         return True
 
 
@@ -268,7 +250,7 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
     if row["state"] == "preparing":
         left_lane = reason in SKIP_REASONS or reason.startswith("job_")  # job_cancelled, job_pending: the user moved it
         end_state = "skipped" if left_lane else "prepare_failed"
-        closed = rows.close(svc.db, job_id, from_states=("preparing",), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
+        closed = rows.close(svc.db, job_id, st.leave_before_submit(), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
         logger.info("batch lane left before submit", job_id=job_id, reason=reason, error=detail)
         return {"closed": closed is not None, "endState": end_state}
     if row["state"] == "submitted":
@@ -322,7 +304,17 @@ def settle_stopping(svc: Services, row: dict[str, Any]) -> dict[str, Any]:
     records = row["record_count"] or 0
     metadata = _ledger_metadata(row, status, records=records, accepted=0, fallback=records, partial=True, leftLane=row["reason"])
     won = _close_and_bill(
-        svc, job_id, row, end_state=status, accepted=0, fallback=records, usage=usage, cost=cost, model_id=model_id, metadata=metadata, from_state="stopping"
+        svc,
+        job_id,
+        row,
+        end_state=status,
+        accepted=0,
+        fallback=records,
+        usage=usage,
+        cost=cost,
+        model_id=model_id,
+        metadata=metadata,
+        move=st.settle_stopping(),
     )
     if won:
         logger.info("stopped batch job billed", job_id=job_id, end_state=status, reason=row["reason"], cost_usd=str(cost))

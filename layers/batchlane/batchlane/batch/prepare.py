@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchlane import keys
-from batchlane.batch import rows
 from batchlane.conversion.source import chunk_pages
 from batchlane.converter import CaptureTransport, ConverterConfig, convert_page
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.domain import status as st
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -37,7 +38,7 @@ def plan_prepare(svc: Services, job_id: str) -> dict[str, Any]:
         if job is not None and row is not None and row["state"] == "preparing":
             # The job left the lane (cancelled, processed now) before anything was submitted:
             # close the row now so it stops counting against the concurrent-job quota.
-            rows.close(svc.db, job_id, from_states=("preparing",), end_state="skipped", reason=f"job_{job['status']}")
+            rows.close(svc.db, job_id, st.leave_before_submit(), end_state="skipped", reason=f"job_{job['status']}")
         return {"proceed": False, "chunks": [], "why": "not_preparing"}
     rows.stamp(svc.db, job_id, "prepare_started_at")
     return {"proceed": True, "chunks": [c["chunk_index"] for c in job_repo.get_chunks(svc.db, job_id)], "modelId": job["model_id"]}

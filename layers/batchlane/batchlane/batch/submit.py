@@ -13,8 +13,8 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from batchlane import keys
-from batchlane.batch import rows
 from batchlane.batch.names import bedrock_job_name, client_request_token
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
 from batchlane.runtime import Services

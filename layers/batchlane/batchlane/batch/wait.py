@@ -14,10 +14,11 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from batchlane.batch import rows
 from batchlane.batch.collect import abandon, adopt_created_job, collect, settle_stopping
 from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import bedrock_status, stop_batch_job
+from batchlane.db import batch_rows as rows
+from batchlane.db import jobs as job_repo
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
@@ -145,12 +146,9 @@ def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counte
 
 
 def _emit_gauges(svc: Services) -> None:
-    waiting_past_deadline = svc.db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed' AND deadline < now()")
-    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=int(waiting_past_deadline["n"]) if waiting_past_deadline else 0)
-    for state_row in svc.db.run(
-        "SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status"
-    ):
+    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=rows.count_past_deadline(svc.db))
+    for status, count in job_repo.count_live_by_status(svc.db).items():
         if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
             break  # offline: single_metric would print EMF to stdout
-        with single_metric(name="JobsByState", unit=MetricUnit.Count, value=int(state_row["n"]), namespace=metrics.namespace) as metric:
-            metric.add_dimension(name="State", value=state_row["status"])
+        with single_metric(name="JobsByState", unit=MetricUnit.Count, value=count, namespace=metrics.namespace) as metric:
+            metric.add_dimension(name="State", value=status)

@@ -8,28 +8,27 @@ conversion went on-demand; the row waits for the terminal status to bill it.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
+from batchlane.domain import status as st
+from batchlane.domain.status import BatchRowState, BedrockJobStatus, Transition
 
 # "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
 # will come from that job, so it ends like a terminal status (collect what exists).
-LOST = "Lost"
-TERMINAL_BEDROCK_STATUSES = frozenset({"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired", LOST})
-IN_FLIGHT_STATES = ("preparing", "submitted", "stopping")  # a Stopping Bedrock job still counts against the quota
+LOST = BedrockJobStatus.LOST.value
+TERMINAL_BEDROCK_STATUSES = st.TERMINAL_BEDROCK_STATUSES
+IN_FLIGHT_STATES = st.IN_FLIGHT_BATCH_ROW_STATES
+_CLAIM_LOCK = 7_357_202  # the advisory lock that serialises claimers
 
 
 def get_row(db: Runner, job_id: str) -> Row | None:
     return db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid)", job=job_id)
 
 
-def get_row_by_arn(db: Runner, arn: str) -> Row | None:
-    return db.one("SELECT * FROM conversion_batch_jobs WHERE bedrock_job_arn = :arn", arn=arn)
-
-
-def get_row_by_name(db: Runner, name: str) -> Row | None:
-    return db.one("SELECT * FROM conversion_batch_jobs WHERE bedrock_job_name = :name", name=name)
+def lock_row(db: Runner, job_id: str) -> Row | None:
+    """SELECT ... FOR UPDATE: a user's action and the lane's steps on one row go one at a time."""
+    return db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
 
 
 def count_in_flight(db: Runner, model_id: str) -> int:
@@ -41,12 +40,62 @@ def count_in_flight(db: Runner, model_id: str) -> int:
     return int(row["n"]) if row else 0
 
 
+def count_past_deadline(db: Runner) -> int:
+    """Rows not closed whose deadline has passed (a gauge: should stay 0)."""
+    row = db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> :closed AND deadline < now()", closed=BatchRowState.CLOSED)
+    return int(row["n"]) if row else 0
+
+
+def lock_claims(db: Runner) -> None:
+    """Transaction-level advisory lock: two claimers never overshoot the concurrent-job quota."""
+    db.run("SELECT pg_advisory_xact_lock(:key)", key=_CLAIM_LOCK)
+
+
+def claimable_jobs(db: Runner, *, limit: int = 500) -> list[Row]:
+    """Parked jobs without a batch row, oldest first (id, model_id), locked; a job a cancel or
+    process-now holds is skipped (SKIP LOCKED)."""
+    return db.run(
+        """SELECT j.id, j.model_id FROM large_conversion_jobs j
+           WHERE j.status = ANY(CAST(:from_ AS text[]))
+             AND NOT EXISTS (SELECT 1 FROM conversion_batch_jobs b WHERE b.job_id = j.id)
+           ORDER BY j.created_at LIMIT :limit
+           FOR UPDATE OF j SKIP LOCKED""",
+        from_=st.claim().from_states,
+        limit=limit,
+    )
+
+
+def preparing_job_ids(db: Runner) -> list[str]:
+    """Parked jobs whose row is preparing: each should have a batch-lane execution."""
+    rows = db.run(
+        """SELECT b.job_id FROM conversion_batch_jobs b JOIN large_conversion_jobs j ON j.id = b.job_id
+           WHERE b.state = :preparing AND j.status = ANY(CAST(:parked AS text[]))""",
+        preparing=BatchRowState.PREPARING,
+        parked=st.claim().from_states,
+    )
+    return [str(r["job_id"]) for r in rows]
+
+
+def stranded_job_ids(db: Runner, *, older_than_s: float) -> list[str]:
+    """Jobs still parked whose row closed (or went stopping) ``older_than_s`` ago: the lane's resume never came."""
+    rows = db.run(
+        """SELECT j.id FROM large_conversion_jobs j JOIN conversion_batch_jobs b ON b.job_id = j.id
+           WHERE j.status = ANY(CAST(:parked AS text[])) AND b.state = ANY(CAST(:left AS text[]))
+             AND COALESCE(b.closed_at, b.updated_at) < now() - make_interval(secs => :secs)""",
+        parked=st.leave_batch_lane().from_states,
+        left=[BatchRowState.CLOSED, BatchRowState.STOPPING],
+        secs=older_than_s,
+    )
+    return [str(r["id"]) for r in rows]
+
+
 def insert_preparing(db: Runner, *, job_id: str, model_id: str, deadline_hours: float) -> Row | None:
     """The unique row for a job; None when the job already has one."""
     return db.one(
         """INSERT INTO conversion_batch_jobs (job_id, state, model_id, deadline)
-           VALUES (CAST(:job AS uuid), 'preparing', :model, now() + make_interval(secs => :secs))
+           VALUES (CAST(:job AS uuid), :preparing, :model, now() + make_interval(secs => :secs))
            ON CONFLICT (job_id) DO NOTHING RETURNING *""",
+        preparing=BatchRowState.PREPARING,
         job=job_id,
         model=model_id,
         secs=deadline_hours * 3600,
@@ -54,10 +103,12 @@ def insert_preparing(db: Runner, *, job_id: str, model_id: str, deadline_hours: 
 
 
 def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, reason: str) -> Row | None:
+    """A row born closed (the user left the lane before any claim), so the claimer never takes the job."""
     return db.one(
         """INSERT INTO conversion_batch_jobs (job_id, state, model_id, end_state, reason, closed_at, accepted_count, fallback_count)
-           VALUES (CAST(:job AS uuid), 'closed', :model, :end_state, :reason, now(), 0, 0)
+           VALUES (CAST(:job AS uuid), :closed, :model, :end_state, :reason, now(), 0, 0)
            ON CONFLICT (job_id) DO NOTHING RETURNING *""",
+        closed=BatchRowState.CLOSED,
         job=job_id,
         model=model_id,
         end_state=end_state,
@@ -68,7 +119,8 @@ def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, rea
 def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> Row | None:
     return db.one(
         """UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND state = 'preparing' RETURNING *""",
+           WHERE job_id = CAST(:job AS uuid) AND state = :preparing RETURNING *""",
+        preparing=BatchRowState.PREPARING,
         job=job_id,
         n=record_count,
         bytes=input_bytes,
@@ -78,10 +130,13 @@ def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: 
 
 def mark_submitted(db: Runner, job_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> Row | None:
     """preparing → submitted; returns the row either way once it holds this ARN (a retried submit adopts)."""
+    move = st.submit()
     row = db.one(
-        """UPDATE conversion_batch_jobs SET state = 'submitted', bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
+        """UPDATE conversion_batch_jobs SET state = :to, bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
                submitted_at = now(), deadline = now() + make_interval(secs => :secs), attempts = attempts + 1, updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND state = 'preparing' RETURNING *""",
+           WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
+        to=move.target,
+        from_=move.from_states,
         job=job_id,
         arn=arn,
         name=name,
@@ -123,10 +178,13 @@ def record_status(db: Runner, arn: str, status: str) -> Row | None:
 
 def mark_stopping(db: Runner, job_id: str, *, reason: str) -> Row | None:
     """submitted → stopping: the lane leaves now, the bill waits for the terminal status."""
+    move = st.stop()
     return db.one(
-        """UPDATE conversion_batch_jobs SET state = 'stopping', reason = COALESCE(reason, :reason), accepted_count = 0,
+        """UPDATE conversion_batch_jobs SET state = :to, reason = COALESCE(reason, :reason), accepted_count = 0,
                fallback_count = record_count, updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND state = 'submitted' RETURNING *""",
+           WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
+        to=move.target,
+        from_=move.from_states,
         job=job_id,
         reason=reason,
     )
@@ -134,7 +192,7 @@ def mark_stopping(db: Runner, job_id: str, *, reason: str) -> Row | None:
 
 def rows_stopping(db: Runner, *, limit: int = 200) -> list[Row]:
     """Rows waiting for their Bedrock job's terminal status to be billed."""
-    return db.run("SELECT * FROM conversion_batch_jobs WHERE state = 'stopping' ORDER BY updated_at LIMIT :limit", limit=limit)
+    return db.run("SELECT * FROM conversion_batch_jobs WHERE state = :stopping ORDER BY updated_at LIMIT :limit", stopping=BatchRowState.STOPPING, limit=limit)
 
 
 def set_reason(db: Runner, job_id: str, reason: str) -> Row | None:
@@ -148,21 +206,25 @@ def set_reason(db: Runner, job_id: str, reason: str) -> Row | None:
 def close(
     db: Runner,
     job_id: str,
+    move: Transition,
     *,
-    from_states: tuple[str, ...],
     end_state: str,
     reason: str | None = None,
     accepted: int = 0,
     fallback: int = 0,
     cost_usd: Decimal | None = None,
 ) -> Row | None:
-    """The guarded close: only one caller wins it (and with it, the right to write the ledger row)."""
+    """The guarded close along ``move`` (leave_before_submit, close or settle_stopping): only one caller
+    wins it (and with it, the right to write the ledger row)."""
+    if move.entity is not st.Entity.BATCH_ROW or move.target != BatchRowState.CLOSED:
+        raise ValueError(f"{move.entity}.{move.name} does not close a batch row")
     return db.one(
-        """UPDATE conversion_batch_jobs SET state = 'closed', end_state = :end_state, reason = COALESCE(reason, :reason),
+        """UPDATE conversion_batch_jobs SET state = :to, end_state = :end_state, reason = COALESCE(reason, :reason),
                accepted_count = :accepted, fallback_count = :fallback, cost_usd = :cost, closed_at = now(), updated_at = now()
            WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
+        to=move.target,
         job=job_id,
-        from_=list(from_states),
+        from_=move.from_states,
         end_state=end_state,
         reason=reason,
         accepted=accepted,
@@ -180,15 +242,14 @@ def stamp(db: Runner, job_id: str, column: str) -> None:
 
 def rows_waiting(db: Runner, *, limit: int = 200) -> list[Row]:
     """Submitted rows, oldest first: the sweeper asks Bedrock about each."""
-    return db.run("SELECT * FROM conversion_batch_jobs WHERE state = 'submitted' ORDER BY submitted_at LIMIT :limit", limit=limit)
+    return db.run(
+        "SELECT * FROM conversion_batch_jobs WHERE state = :submitted ORDER BY submitted_at LIMIT :limit", submitted=BatchRowState.SUBMITTED, limit=limit
+    )
 
 
 def rows_preparing_since(db: Runner, *, older_than_hours: float) -> list[Row]:
     return db.run(
-        "SELECT * FROM conversion_batch_jobs WHERE state = 'preparing' AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
+        "SELECT * FROM conversion_batch_jobs WHERE state = :preparing AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
+        preparing=BatchRowState.PREPARING,
         secs=older_than_hours * 3600,
     )
-
-
-def as_json(row: Row) -> dict[str, Any]:
-    return {k: (str(v) if v is not None and not isinstance(v, (int, float, str, bool, list)) else v) for k, v in row.items()}

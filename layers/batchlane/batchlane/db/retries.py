@@ -9,10 +9,11 @@ from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
+from batchlane.domain.status import Entity, RetryStatus, Transition
 
 
 def running(db: Runner, job_id: str) -> Row | None:
-    return db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND status = 'running'", id=job_id)
+    return db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND status = :running", id=job_id, running=RetryStatus.RUNNING)
 
 
 def history(db: Runner, job_id: str) -> list[Row]:
@@ -48,14 +49,21 @@ def insert(
     return row
 
 
-def finish(db: Runner, job_id: str, attempt: int, *, status: str, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
-    """running → ``status``; False when the retry had already ended (a repeated settle, a late cancel)."""
+def get(db: Runner, job_id: str, attempt: int) -> Row | None:
+    return db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND attempt = :n", id=job_id, n=attempt)
+
+
+def finish(db: Runner, job_id: str, attempt: int, move: Transition, *, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
+    """running → settled, failed or cancelled (``move``); False when the retry had already ended (a repeated settle, a late cancel)."""
+    if move.entity is not Entity.RETRY:
+        raise ValueError(f"{move.entity}.{move.name} is not a transition of a retry")
     row = db.one(
-        """UPDATE job_retries SET status = :status, pages_failed = :failed, cost_usd = :cost, error_message = :msg, finished_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND attempt = :n AND status = 'running' RETURNING id""",
+        """UPDATE job_retries SET status = :to, pages_failed = :failed, cost_usd = :cost, error_message = :msg, finished_at = now()
+           WHERE job_id = CAST(:id AS uuid) AND attempt = :n AND status = ANY(CAST(:from_ AS text[])) RETURNING id""",
         id=job_id,
         n=attempt,
-        status=status,
+        to=move.target,
+        from_=move.from_states,
         failed=pages_failed,
         cost=cost_usd,
         msg=error_message,
