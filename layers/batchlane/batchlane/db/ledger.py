@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.db.jobs import Runner
+from batchlane.domain.status import JobStatus
 
 
 def add_chunk_cost(
