@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from batchlane.batch.wait import on_state_change
+from batchlane.batch.callback import on_state_change
 from batchlane.handlers import lambda_handler, parse
 from batchlane.runtime import services
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from batchlane.batch.wait import sweep
+from batchlane.batch.sweeper import sweep
 from batchlane.handlers import lambda_handler
 from batchlane.observability import metrics
 from batchlane.runtime import services

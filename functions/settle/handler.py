@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from batchlane.conversion.finish import fail_job, settle_job
+from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.handlers import JobRef, lambda_handler, parse
 from batchlane.runtime import services
 

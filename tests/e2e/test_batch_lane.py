@@ -244,11 +244,10 @@ def test_wait_timeout_stops_the_job_and_collects_what_exists(stack_factory):
     stops = []
 
     def record_stops(event, call_real):
-        if event.get("action") == "stop":
-            stops.append(event["reason"])
+        stops.append(event["reason"])
         return call_real(event)
 
-    stack.registry.intercept("batch_submit", record_stops)
+    stack.registry.intercept("batch_stop", record_stops)
     job_id, _ = submit()
     stack.registry.invoke("batch_claimer", {})
     wait_until(

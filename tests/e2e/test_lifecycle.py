@@ -78,7 +78,7 @@ def test_a_lane_giving_up_while_bedrock_stops_bills_the_processed_records_once_a
     arn = row["bedrock_job_arn"]
 
     # What CollectFailed then Resume do (collect gave up 5 times), while Bedrock still runs the job.
-    left = stack.registry.invoke("batch_collect", {"jobId": job_id, "step": "abandon", "reason": "collect_failed"}).result
+    left = stack.registry.invoke("batch_abandon", {"jobId": job_id, "reason": "collect_failed"}).result
     assert left == {"closed": False, "stopping": True, "endState": "stopping"}
     assert stack.bedrock.jobs[arn].status == "Stopping"
     assert batch_ledger_rows(job_id) == [], "no bill before manifest.json.out exists"

@@ -26,7 +26,8 @@ RUNTIME = ROOT / "layers" / "batchlane" / "batchlane"
 KNOWN_VIOLATIONS: dict[str, str] = {
     "batchlane.api.downloads": "boto3-only-in-aws",
     "batchlane.api.uploads": "boto3-only-in-aws",
-    "batchlane.batch.collect": "boto3-only-in-aws",
+    "batchlane.batch.billing": "boto3-only-in-aws",  # moved out of batch.collect (11.4); removed with the ports (11.3)
+    "batchlane.batch.stop": "boto3-only-in-aws",  # moved out of batch.submit (11.4); removed with the ports (11.3)
     "batchlane.batch.submit": "boto3-only-in-aws",
     "batchlane.converter.transports": "boto3-only-in-aws",
     "batchlane.webhooks.secret": "boto3-only-in-aws",

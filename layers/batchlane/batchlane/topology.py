@@ -151,6 +151,17 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         900,
         1024,
     ),
+    FunctionSpec(
+        "batch_stop",
+        "StopModelInvocationJob for a wait past its timeout (StopOverdue); best effort, the row keeps the reason.",
+        ("db", "bedrock_batch"),
+    ),
+    # Reads the stopped job's manifest.json.out under batch/, which bedrock_batch grants.
+    FunctionSpec(
+        "batch_abandon",
+        "Leaves the lane without results (skip, prepare/submit/collect failed): closes the row, stops and bills a submitted job.",
+        ("db", "bedrock_batch"),
+    ),
     FunctionSpec("batch_resume", "Puts the job back to pending (primed or not) and starts the conversion.", ("db", "start_conversion")),
     FunctionSpec(
         "recovery",
@@ -205,7 +216,7 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
     StateMachineSpec(
         "batch_lane",
         "One execution per parked job: prepare → submit → wait for the event or a timeout → collect → resume.",
-        ("batch_prepare", "batch_submit", "batch_wait", "batch_collect", "batch_resume"),
+        ("batch_prepare", "batch_submit", "batch_wait", "batch_stop", "batch_collect", "batch_abandon", "batch_resume"),
         {
             "prepare_fanout_concurrency": "8",
             "retry_interval_seconds": "2",

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from batchlane import keys
 from batchlane.batch.names import bedrock_job_name, client_request_token
+from batchlane.batch.stop import stop_batch_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
@@ -107,18 +108,3 @@ def _create(svc: Services, job_id: str, name: str, model_id: str, input_uri: str
                 logger.info("batch job adopted by name", job_id=job_id, bedrock_job_arn=existing["jobArn"])
                 return str(existing["jobArn"])
         raise
-
-
-def stop_batch_job(svc: Services, job_id: str, *, reason: str) -> bool:
-    """Best effort: True when Bedrock accepted the stop (or the job was already ending)."""
-    row = rows.set_reason(svc.db, job_id, reason)
-    if row is None or not row["bedrock_job_arn"] or row["state"] != "submitted":
-        return False
-    try:
-        svc.bedrock().stop_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])
-        logger.info("batch job stop requested", job_id=job_id, reason=reason)
-        return True
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        logger.info("batch job stop not accepted", job_id=job_id, code=code, error_message=exc.response.get("Error", {}).get("Message", ""))
-        return code == "ValidationException"  # already terminal: nothing left to stop

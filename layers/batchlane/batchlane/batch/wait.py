@@ -1,32 +1,20 @@
-"""Ending the WaitForBatch callback: the task token store, the event callback and the sweeper.
+"""batch_wait: store the WaitForBatch task token on the batch row, and wake the executions waiting on a row.
 
-The wait ends by push (the Bedrock state-change event through EventBridge); the sweeper
-is the net for a lost or early event. Duplicate, late and unknown events are harmless:
-a terminal status is never overwritten, and a token already used just answers "no".
+An event that arrives before the token is stored still ends the wait: the token append and
+the status record lock the same row, so whichever commits second sees the other.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections import Counter
 from typing import Any
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
-
-from batchlane.batch.collect import abandon, adopt_created_job, collect, settle_stopping
-from batchlane.batch.resume import resume_job
-from batchlane.batch.submit import bedrock_status, stop_batch_job
 from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
-from batchlane.observability import logger, metrics
+from batchlane.observability import logger
 from batchlane.runtime import Services
 
-PREPARE_STUCK_HOURS = 2.0
-ORPHAN_AFTER_S = 600  # a terminal row with no waiting execution for this long is collected by the sweeper
 
-
-def _wake(svc: Services, row: dict[str, Any], status: str) -> int:
+def wake(svc: Services, row: dict[str, Any], status: str) -> int:
+    """Send task success to every execution waiting on this row; how many were woken."""
     woken = 0
     for token in row.get("task_tokens") or []:
         if svc.workflows.send_task_success(token, {"status": status}):
@@ -46,109 +34,3 @@ def register_wait(svc: Services, job_id: str, token: str) -> dict[str, Any]:
         logger.info("batch wait ended at once", job_id=job_id, status=status)
         return {"waiting": False, "status": status}
     return {"waiting": True, "status": status}
-
-
-def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:
-    """EventBridge target for aws.bedrock "Batch Inference Job State Change"."""
-    arn, status = detail.get("batchJobArn"), detail.get("status")
-    if not arn or not status:
-        logger.warning("batch event without arn or status ignored", detail_keys=sorted(detail))
-        return {"known": False}
-    row = rows.record_status(svc.db, arn, status)
-    if row is None:
-        logger.info("batch event for a job we do not track", bedrock_job_arn=arn, status=status)
-        return {"known": False}
-    terminal = row["bedrock_status"] in rows.TERMINAL_BEDROCK_STATUSES
-    woken = _wake(svc, row, row["bedrock_status"]) if terminal else 0
-    billed = bool(settle_stopping(svc, row)["won"]) if terminal and row["state"] == "stopping" else False
-    logger.info("batch event", job_id=str(row["job_id"]), status=status, woken=woken, billed_stopped=billed)
-    return {"known": True, "status": row["bedrock_status"], "woken": woken, "billedStopped": billed}
-
-
-def sweep(svc: Services) -> dict[str, Any]:
-    """Ask Bedrock about every row still waiting; end waits whose terminal event was lost.
-
-    Also the net under the workflow itself: a terminal row nobody waits on (its execution
-    died) is collected and resumed here, a job Bedrock no longer knows is treated as
-    ended (lost), a ``stopping`` row is billed once its job has ended, and a prepare stuck
-    for over 2 hours adopts its Bedrock job if one exists (it is billing) or leaves the lane.
-    """
-    tally: Counter[str] = Counter()
-    bedrock = svc.bedrock()
-    for row in rows.rows_waiting(svc.db):
-        _isolated(_sweep_submitted, svc, bedrock, row, tally)
-    for row in rows.rows_stopping(svc.db):
-        _isolated(_sweep_stopping, svc, bedrock, row, tally)
-    for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
-        _isolated(_sweep_stuck_prepare, svc, bedrock, str(row["job_id"]), tally)
-    _emit_gauges(svc)
-    if tally:
-        logger.info("batch sweep", extra=dict(tally))
-    return {
-        "woken": tally["woken"],
-        "overdue": tally["overdue"],
-        "orphansCollected": tally["orphans"],
-        "adoptedStuck": tally["adopted"],
-        "lost": tally["lost"],
-        "billedStopped": tally["billed_stopped"],
-        "abandonedStuck": tally["abandoned"],
-        "errors": tally["errors"],
-    }
-
-
-def _isolated(step: Any, svc: Services, bedrock: Any, row_or_job: Any, tally: Counter[str]) -> None:
-    """One row's failure (a job Bedrock no longer knows, a collect error) must not stop the sweep."""
-    try:
-        step(svc, bedrock, row_or_job, tally)
-    except Exception:
-        tally["errors"] += 1
-        job_id = row_or_job["job_id"] if isinstance(row_or_job, dict) else row_or_job
-        logger.exception("batch sweep failed for one row", job_id=str(job_id))
-
-
-def _sweep_submitted(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
-    status = row["bedrock_status"]
-    if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(bedrock, row["bedrock_job_arn"])
-        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
-        if status == rows.LOST:
-            tally["lost"] += 1
-    if status in rows.TERMINAL_BEDROCK_STATUSES:
-        if row["task_tokens"]:
-            tally["woken"] += _wake(svc, row, status)
-        elif row["terminal_seen_at"] and row["terminal_seen_at"].timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
-            # Nobody waits on this row (its execution is gone). Collect and resume here;
-            # both are idempotent, so a late execution doing the same is harmless.
-            job_id = str(row["job_id"])
-            collect(svc, job_id)
-            resume_job(svc, job_id)
-            tally["orphans"] += 1
-    elif row["deadline"] is not None and row["deadline"].timestamp() < time.time():
-        tally["overdue"] += 1
-        stop_batch_job(svc, str(row["job_id"]), reason="overdue")
-
-
-def _sweep_stopping(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
-    if row["bedrock_status"] not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(bedrock, row["bedrock_job_arn"])
-        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
-    if settle_stopping(svc, row)["won"]:
-        tally["billed_stopped"] += 1
-
-
-def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counter[str]) -> None:
-    if adopt_created_job(svc, job_id, bedrock):  # it exists, so it is billing: collected by its wait, or as an orphan
-        tally["adopted"] += 1
-    else:
-        abandon(svc, job_id, reason="prepare_stuck")
-        resume_job(svc, job_id)
-        tally["abandoned"] += 1
-
-
-def _emit_gauges(svc: Services) -> None:
-    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=rows.count_past_deadline(svc.db))
-    for status, count in job_repo.count_live_by_status(svc.db).items():
-        if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
-            break  # offline: single_metric would print EMF to stdout
-        with single_metric(name="JobsByState", unit=MetricUnit.Count, value=count, namespace=metrics.namespace) as metric:
-            metric.add_dimension(name="State", value=status)

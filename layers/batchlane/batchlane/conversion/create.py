@@ -16,7 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion.finish import fail_job
+from batchlane.conversion.settle import fail_job
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger

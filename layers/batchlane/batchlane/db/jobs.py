@@ -63,10 +63,6 @@ def mark_file_deleted(db: Runner, file_id: str) -> None:
     db.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
 
 
-def set_file_status(db: Runner, file_id: str, status: str) -> None:
-    db.run("UPDATE files SET status = :s, updated_at = now() WHERE id = CAST(:id AS uuid)", s=status, id=file_id)
-
-
 def _expect(move: Transition, entity: Entity) -> None:
     if move.entity is not entity:
         raise ValueError(f"{move.entity}.{move.name} is not a transition of a {entity}")
@@ -166,23 +162,6 @@ def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> Row | 
     )
 
 
-def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str, **fields: Any) -> Row | None:
-    """Move a job only if it is in one of ``from_statuses``; None when it was not."""
-    sets = ", ".join(f"{name} = :f_{name}" for name in fields)
-    params = {f"f_{name}": value for name, value in fields.items()}
-    row = db.one(
-        f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){", " + sets if sets else ""},
-               started_at = CASE WHEN :to = 'processing' THEN COALESCE(started_at, now()) ELSE started_at END,
-               finished_at = CASE WHEN :to IN ('completed', 'failed', 'cancelled') THEN now() ELSE finished_at END
-            WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING *""",
-        to=to_status,
-        id=job_id,
-        from_=list(from_statuses),
-        **params,
-    )
-    return row
-
-
 def set_options(db: Runner, job_id: str, options: dict[str, Any], *, only_if: str | None = None) -> Row | None:
     """Replace the job's options (only while it is ``only_if``, when given); None when it was not."""
     return db.one(
@@ -269,17 +248,6 @@ def move_chunks(db: Runner, job_id: str, move: Transition, *, indexes: Sequence[
         from_=move.from_states,
         indexes=list(indexes) if indexes is not None else None,
         **params,
-    )
-    return len(rows)
-
-
-def set_chunks_status(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str) -> int:
-    rows = db.run(
-        """UPDATE chunk_jobs SET status = :to, updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING chunk_index""",
-        to=to_status,
-        id=job_id,
-        from_=list(from_statuses),
     )
     return len(rows)
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from batchlane.batch.submit import stop_batch_job
+from batchlane.batch.stop import stop_batch_job
 from batchlane.conversion.retry import end_retry
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo

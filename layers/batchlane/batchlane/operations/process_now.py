@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchlane.batch.resume import leave_batch_lane
-from batchlane.batch.submit import stop_batch_job
+from batchlane.batch.stop import stop_batch_job
 from batchlane.conversion.create import PROCESS_NOW_FLAG
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo

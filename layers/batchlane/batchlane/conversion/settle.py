@@ -1,0 +1,57 @@
+"""settle: end a job, completed (totals from the ledger, hold settled) or failed (hold released)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from batchlane.conversion.retry import close_retry, end_retry
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.domain import status as st
+from batchlane.domain.errors import NotFound
+from batchlane.domain.status import Entity
+from batchlane.observability import logger
+from batchlane.runtime import Services
+from batchlane.webhooks.events import publish_job_change
+
+
+def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
+    """assembling → completed in one transaction: total from the ledger, hold settled, file converted."""
+    with svc.db.transaction() as tx:
+        job = job_repo.lock_job(tx, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        if not st.settle().allows(job["status"]):
+            return {"jobId": job_id, "status": job["status"], "settled": False}
+        total = ledger.job_total(tx, job_id)
+        close_retry(tx, job, total=total, pages_failed=job["pages_failed"])
+        error_id = "PAGES_FAILED" if job["pages_failed"] else None
+        message = f"{job['pages_failed']} of {job['total_pages']} pages could not be converted" if job["pages_failed"] else None
+        job_repo.move_job(tx, job_id, st.settle(), total_cost_usd=total, error_id=error_id, error_message=message)
+        ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
+        job_repo.move_file(tx, str(job["file_id"]), st.settle(Entity.FILE))
+    logger.info("job settled", job_id=job_id, total_cost_usd=str(total), pages_failed=job["pages_failed"])
+    publish_job_change(svc, job_id, "completed")
+    return {"jobId": job_id, "status": "completed", "totalCostUsd": str(total), "settled": True}
+
+
+def fail_job(svc: Services, job_id: str, *, error_id: str, message: str) -> dict[str, Any]:
+    """Any live state except cancelled → failed: spend so far stays on the ledger, the hold is released.
+    A failing retry fails only itself: the job goes back to completed as it was."""
+    if (ended := end_retry(svc, job_id, outcome="failed", message=f"{error_id}: {message}")) is not None:
+        return {"jobId": job_id, "status": ended["status"], "errorId": error_id, "retryFailed": ended["retry"]}
+    with svc.db.transaction() as tx:
+        job = job_repo.lock_job(tx, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id}")
+        if not st.fail().allows(job["status"]):  # finished already
+            return {"jobId": job_id, "status": job["status"]}
+        total = ledger.job_total(tx, job_id)
+        job_repo.move_job(tx, job_id, st.fail(), total_cost_usd=total, error_id=error_id, error_message=message[:500])
+        job_repo.move_chunks(tx, job_id, st.fail(Entity.CHUNK))
+        ledger.close_hold(tx, job_id, outcome="released", settled_usd=Decimal(0))
+        job_repo.move_file(tx, str(job["file_id"]), st.fail(Entity.FILE))
+    logger.error("job failed", job_id=job_id, error_id=error_id, error_message=message[:200])
+    publish_job_change(svc, job_id, "failed")
+    return {"jobId": job_id, "status": "failed", "errorId": error_id}
