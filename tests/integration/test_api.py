@@ -201,7 +201,7 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     assert job_repo.get_file(db, file_id)["status"] == "uploaded"
     row = rows.get_row(db, job_id)
     if row_state in ("preparing", "submitted"):
-        assert row["reason"] == "cancelled" and row["state"] == row_state  # the lane closes it (and bills a submitted job) itself
+        assert row.reason == "cancelled" and row.state == row_state  # the lane closes it (and bills a submitted job) itself
     # cancelled is terminal: recovery does not resume it, a second cancel changes nothing
     resume_stranded(services(), older_than_s=0)
     assert job(job_id)["status"] == "cancelled"
@@ -242,11 +242,11 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
     assert code == 200, body
     assert body["resumed"] is True and body["batchRowState"] == row_state
     row = rows.get_row(services().db, job_id)
-    assert row["reason"] == "process_now"
+    assert row.reason == "process_now"
     if row_state is None:  # the claimer will never take it: it has a closed row now
-        assert (row["state"], row["end_state"]) == ("closed", "skipped")
+        assert (row.state, row.end_state) == ("closed", "skipped")
     else:
-        assert row["state"] == row_state  # the lane stops / leaves and closes it itself
+        assert row.state == row_state  # the lane stops / leaves and closes it itself
     hold = ledger.get_hold(services().db, job_id)
     assert hold["expires_at"].timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
     finished = wait_for(lambda: job(job_id)["status"] in ("completed", "failed") and job(job_id), what="the on-demand conversion")

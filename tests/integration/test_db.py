@@ -79,7 +79,7 @@ def test_batch_ledger_row_is_written_at_most_once(db):
     assert rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26) is None, "one batch row per job"
     kwargs = {
         "job_id": job_id,
-        "batch_row_id": int(row["id"]),
+        "batch_row_id": row.id,
         "model_id": "m",
         "input_tokens": 10,
         "output_tokens": 1,
@@ -106,7 +106,7 @@ def test_terminal_status_is_never_overwritten_by_a_late_event(db):
     arn = "arn:aws:bedrock:us-east-1:1:model-invocation-job/late"
     rows.mark_submitted(db, job_id, arn=arn, name="n2", output_uri="s3://b/o/", deadline_hours=26)
     rows.record_status(db, arn, "Completed")
-    assert rows.record_status(db, arn, "InProgress")["bedrock_status"] == "Completed"
+    assert rows.record_status(db, arn, "InProgress").bedrock_status == "Completed"
 
 
 def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(db, migrated_url):

@@ -28,12 +28,12 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
         parked = rows.claimable_jobs(tx)
         in_flight: dict[str, int] = {}
         for job in parked:
-            model = job["model_id"]
+            model = job.model_id
             if model not in in_flight:
                 in_flight[model] = rows.count_in_flight(tx, model)
             if in_flight[model] >= quota:
                 continue
-            job_id = str(job["id"])
+            job_id = job.job_id
             if rows.insert_preparing(tx, job_id=job_id, model_id=model, deadline_hours=wait_hours) is None:
                 continue
             in_flight[model] += 1

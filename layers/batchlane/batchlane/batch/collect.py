@@ -48,14 +48,14 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     row = rows.get_row(svc.db, job_id)
     if row is None:
         raise NotFound(f"no batch row for job {job_id}")
-    if row["state"] == "closed":
+    if row.state == "closed":
         return summary(row, won=False)
-    if row["state"] == "stopping":
+    if row.state == "stopping":
         return settle_stopping(svc, row)
-    if row["state"] != "submitted":
-        raise CollectNotReady(f"batch row is {row['state']}")
-    status = bedrock_status(svc.bedrock(), row["bedrock_job_arn"])
-    rows.record_status(svc.db, row["bedrock_job_arn"], status)
+    if row.state != "submitted":
+        raise CollectNotReady(f"batch row is {row.state}")
+    status = bedrock_status(svc.bedrock(), row.arn)
+    rows.record_status(svc.db, row.arn, status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         job = job_repo.get_job(svc.db, job_id)
         if job and job["status"] == JobStatus.CANCELLED:
@@ -63,7 +63,7 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
         raise CollectNotReady(f"Bedrock job is {status}")
 
     rows.stamp(svc.db, job_id, "collect_started_at")
-    manifest = svc.store.get_json(row["manifest_key"])
+    manifest = svc.store.get_json(row.manifest_key or keys.batch_manifest_key(job_id))
     expected: dict[str, str] = manifest["promptHashes"]
     model_id = manifest["modelId"]
     with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:

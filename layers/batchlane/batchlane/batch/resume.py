@@ -37,18 +37,18 @@ def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
         row = rows.get_row(tx, job_id)
         # stopping: the lane gave up on a Bedrock job still running; the job goes on-demand
         # now and its bill follows at the terminal status (collect.settle_stopping).
-        if row is None or row["state"] not in (BatchRowState.CLOSED, BatchRowState.STOPPING):
+        if row is None or row.state not in (BatchRowState.CLOSED, BatchRowState.STOPPING):
             return {"resumed": False, "status": JobStatus.WAITING_BATCH.value, "why": "batch row still open"}
         options = dict(job["options"] or {})
         options.pop("_batchPrimed", None)
-        primed = row["state"] == BatchRowState.CLOSED and (row["accepted_count"] or 0) > 0
+        primed = row.state == BatchRowState.CLOSED and (row.accepted_count or 0) > 0
         if primed:
             options["_batchPrimed"] = True
-        options["_batchCostUsd"] = str(row["cost_usd"] or "0")
+        options["_batchCostUsd"] = str(row.cost_usd or "0")
         leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
         rows.stamp(tx, job_id, "resumed_at")
     svc.workflows.start_conversion(job_id)
-    logger.info("job resumed", job_id=job_id, primed=primed, batch_end_state=row["end_state"], batch_cost_usd=options["_batchCostUsd"])
+    logger.info("job resumed", job_id=job_id, primed=primed, batch_end_state=row.end_state, batch_cost_usd=options["_batchCostUsd"])
     return {"resumed": True, "primed": primed, "batchCostUsd": options["_batchCostUsd"]}
 
 

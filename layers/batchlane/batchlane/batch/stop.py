@@ -12,10 +12,10 @@ from batchlane.runtime import Services
 def stop_batch_job(svc: Services, job_id: str, *, reason: str) -> bool:
     """Best effort: True when Bedrock accepted the stop (or the job was already ending)."""
     row = rows.set_reason(svc.db, job_id, reason)
-    if row is None or not row["bedrock_job_arn"] or row["state"] != "submitted":
+    if row is None or not row.bedrock_job_arn or row.state != "submitted":
         return False
     try:
-        svc.bedrock().stop_model_invocation_job(jobIdentifier=row["bedrock_job_arn"])
+        svc.bedrock().stop_model_invocation_job(jobIdentifier=row.bedrock_job_arn)
         logger.info("batch job stop requested", job_id=job_id, reason=reason)
         return True
     except ClientError as exc:

@@ -18,6 +18,7 @@ from batchlane.batch.submit import bedrock_status
 from batchlane.batch.wait import wake
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.db.batch_rows import BatchRow
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
@@ -40,7 +41,7 @@ def sweep(svc: Services) -> dict[str, Any]:
     for row in rows.rows_stopping(svc.db):
         _isolated(_sweep_stopping, svc, bedrock, row, tally)
     for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
-        _isolated(_sweep_stuck_prepare, svc, bedrock, str(row["job_id"]), tally)
+        _isolated(_sweep_stuck_prepare, svc, bedrock, str(row.job_id), tally)
     _emit_gauges(svc)
     if tally:
         logger.info("batch sweep", extra=dict(tally))
@@ -66,32 +67,32 @@ def _isolated(step: Any, svc: Services, bedrock: Any, row_or_job: Any, tally: Co
         logger.exception("batch sweep failed for one row", job_id=str(job_id))
 
 
-def _sweep_submitted(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
-    status = row["bedrock_status"]
+def _sweep_submitted(svc: Services, bedrock: Any, row: BatchRow, tally: Counter[str]) -> None:
+    status = row.bedrock_status
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(bedrock, row["bedrock_job_arn"])
-        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
+        status = bedrock_status(bedrock, row.arn)
+        row = rows.record_status(svc.db, row.arn, status) or row
         if status == rows.LOST:
             tally["lost"] += 1
     if status in rows.TERMINAL_BEDROCK_STATUSES:
-        if row["task_tokens"]:
+        if row.task_tokens:
             tally["woken"] += wake(svc, row, status)
-        elif row["terminal_seen_at"] and row["terminal_seen_at"].timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
+        elif row.terminal_seen_at and row.terminal_seen_at.timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
             # Nobody waits on this row (its execution is gone). Collect and resume here;
             # both are idempotent, so a late execution doing the same is harmless.
-            job_id = str(row["job_id"])
+            job_id = str(row.job_id)
             collect(svc, job_id)
             resume_job(svc, job_id)
             tally["orphans"] += 1
-    elif row["deadline"] is not None and row["deadline"].timestamp() < time.time():
+    elif row.deadline is not None and row.deadline.timestamp() < time.time():
         tally["overdue"] += 1
-        stop_batch_job(svc, str(row["job_id"]), reason="overdue")
+        stop_batch_job(svc, str(row.job_id), reason="overdue")
 
 
-def _sweep_stopping(svc: Services, bedrock: Any, row: dict[str, Any], tally: Counter[str]) -> None:
-    if row["bedrock_status"] not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(bedrock, row["bedrock_job_arn"])
-        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
+def _sweep_stopping(svc: Services, bedrock: Any, row: BatchRow, tally: Counter[str]) -> None:
+    if row.bedrock_status not in rows.TERMINAL_BEDROCK_STATUSES:
+        status = bedrock_status(bedrock, row.arn)
+        row = rows.record_status(svc.db, row.arn, status) or row
     if settle_stopping(svc, row)["won"]:
         tally["billed_stopped"] += 1
 

@@ -7,7 +7,10 @@ conversion went on-demand; the row waits for the terminal status to bill it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
@@ -22,13 +25,75 @@ IN_FLIGHT_STATES = st.IN_FLIGHT_BATCH_ROW_STATES
 _CLAIM_LOCK = 7_357_202  # the advisory lock that serialises claimers
 
 
-def get_row(db: Runner, job_id: str) -> Row | None:
-    return db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid)", job=job_id)
+@dataclass(frozen=True)
+class BatchRow:
+    """One conversion_batch_jobs row (0001_init.sql, 0008_batch_row_stopping.sql)."""
+
+    id: int
+    job_id: str
+    state: str
+    end_state: str | None
+    reason: str | None
+    model_id: str
+    bedrock_job_arn: str | None
+    bedrock_job_name: str | None
+    bedrock_status: str | None
+    task_tokens: list[str]
+    record_count: int | None
+    input_bytes: int | None
+    accepted_count: int | None
+    fallback_count: int | None
+    manifest_key: str | None
+    output_uri: str | None
+    deadline: datetime | None
+    attempts: int
+    collect_attempts: int
+    cost_usd: Decimal | None
+    created_at: datetime
+    prepare_started_at: datetime | None
+    prepared_at: datetime | None
+    submitted_at: datetime | None
+    terminal_seen_at: datetime | None
+    collect_started_at: datetime | None
+    closed_at: datetime | None
+    resumed_at: datetime | None
+    updated_at: datetime
+
+    @property
+    def arn(self) -> str:
+        """The Bedrock job's ARN; only a row that was submitted has one."""
+        if self.bedrock_job_arn is None:
+            raise ValueError(f"the batch row of job {self.job_id} ({self.state}) has no Bedrock job")
+        return self.bedrock_job_arn
+
+    @classmethod
+    def of(cls, row: Row) -> BatchRow:
+        values = {f.name: row[f.name] for f in fields(cls)}  # columns added later are not read here
+        return cls(**{**values, "job_id": str(row["job_id"]), "task_tokens": list(row["task_tokens"] or [])})
 
 
-def lock_row(db: Runner, job_id: str) -> Row | None:
+@dataclass(frozen=True)
+class ParkedJob:
+    job_id: str
+    model_id: str
+
+
+def _one(db: Runner, sql: str, **params: Any) -> BatchRow | None:
+    row = db.one(sql, **params)
+    return BatchRow.of(row) if row is not None else None
+
+
+def _all(db: Runner, sql: str, **params: Any) -> list[BatchRow]:
+    return [BatchRow.of(row) for row in db.run(sql, **params)]
+
+
+def get_row(db: Runner, job_id: str) -> BatchRow | None:
+    return _one(db, "SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid)", job=job_id)
+
+
+def lock_row(db: Runner, job_id: str) -> BatchRow | None:
     """SELECT ... FOR UPDATE: a user's action and the lane's steps on one row go one at a time."""
-    return db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
+    return _one(db, "SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
 
 
 def count_in_flight(db: Runner, model_id: str) -> int:
@@ -51,10 +116,10 @@ def lock_claims(db: Runner) -> None:
     db.run("SELECT pg_advisory_xact_lock(:key)", key=_CLAIM_LOCK)
 
 
-def claimable_jobs(db: Runner, *, limit: int = 500) -> list[Row]:
+def claimable_jobs(db: Runner, *, limit: int = 500) -> list[ParkedJob]:
     """Parked jobs without a batch row, oldest first (id, model_id), locked; a job a cancel or
     process-now holds is skipped (SKIP LOCKED)."""
-    return db.run(
+    rows = db.run(
         """SELECT j.id, j.model_id FROM large_conversion_jobs j
            WHERE j.status = ANY(CAST(:from_ AS text[]))
              AND NOT EXISTS (SELECT 1 FROM conversion_batch_jobs b WHERE b.job_id = j.id)
@@ -63,6 +128,7 @@ def claimable_jobs(db: Runner, *, limit: int = 500) -> list[Row]:
         from_=st.claim().from_states,
         limit=limit,
     )
+    return [ParkedJob(str(r["id"]), r["model_id"]) for r in rows]
 
 
 def preparing_job_ids(db: Runner) -> list[str]:
@@ -89,9 +155,10 @@ def stranded_job_ids(db: Runner, *, older_than_s: float) -> list[str]:
     return [str(r["id"]) for r in rows]
 
 
-def insert_preparing(db: Runner, *, job_id: str, model_id: str, deadline_hours: float) -> Row | None:
+def insert_preparing(db: Runner, *, job_id: str, model_id: str, deadline_hours: float) -> BatchRow | None:
     """The unique row for a job; None when the job already has one."""
-    return db.one(
+    return _one(
+        db,
         """INSERT INTO conversion_batch_jobs (job_id, state, model_id, deadline)
            VALUES (CAST(:job AS uuid), :preparing, :model, now() + make_interval(secs => :secs))
            ON CONFLICT (job_id) DO NOTHING RETURNING *""",
@@ -102,9 +169,10 @@ def insert_preparing(db: Runner, *, job_id: str, model_id: str, deadline_hours: 
     )
 
 
-def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, reason: str) -> Row | None:
+def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, reason: str) -> BatchRow | None:
     """A row born closed (the user left the lane before any claim), so the claimer never takes the job."""
-    return db.one(
+    return _one(
+        db,
         """INSERT INTO conversion_batch_jobs (job_id, state, model_id, end_state, reason, closed_at, accepted_count, fallback_count)
            VALUES (CAST(:job AS uuid), :closed, :model, :end_state, :reason, now(), 0, 0)
            ON CONFLICT (job_id) DO NOTHING RETURNING *""",
@@ -116,8 +184,9 @@ def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, rea
     )
 
 
-def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> Row | None:
-    return db.one(
+def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> BatchRow | None:
+    return _one(
+        db,
         """UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
            WHERE job_id = CAST(:job AS uuid) AND state = :preparing RETURNING *""",
         preparing=BatchRowState.PREPARING,
@@ -128,10 +197,11 @@ def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: 
     )
 
 
-def mark_submitted(db: Runner, job_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> Row | None:
+def mark_submitted(db: Runner, job_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> BatchRow | None:
     """preparing → submitted; returns the row either way once it holds this ARN (a retried submit adopts)."""
     move = st.submit()
-    row = db.one(
+    row = _one(
+        db,
         """UPDATE conversion_batch_jobs SET state = :to, bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
                submitted_at = now(), deadline = now() + make_interval(secs => :secs), attempts = attempts + 1, updated_at = now()
            WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
@@ -146,14 +216,15 @@ def mark_submitted(db: Runner, job_id: str, *, arn: str, name: str, output_uri: 
     return row or get_row(db, job_id)
 
 
-def add_task_token(db: Runner, job_id: str, token: str) -> Row | None:
+def add_task_token(db: Runner, job_id: str, token: str) -> BatchRow | None:
     """Remember a waiting execution's token; the returned row carries the latest Bedrock status.
 
     The UPDATE takes the row lock, and :func:`record_status` takes it too, so of a token
     store and a terminal event racing, whichever commits second sees the other: the wait
     can never miss its wake-up.
     """
-    return db.one(
+    return _one(
+        db,
         """UPDATE conversion_batch_jobs SET task_tokens = array_append(task_tokens, :token), updated_at = now()
            WHERE job_id = CAST(:job AS uuid) AND NOT (:token = ANY(task_tokens)) RETURNING *""",
         job=job_id,
@@ -161,9 +232,10 @@ def add_task_token(db: Runner, job_id: str, token: str) -> Row | None:
     ) or get_row(db, job_id)
 
 
-def record_status(db: Runner, arn: str, status: str) -> Row | None:
+def record_status(db: Runner, arn: str, status: str) -> BatchRow | None:
     """Remember the latest Bedrock status; a terminal status is never overwritten by a late non-terminal one."""
-    return db.one(
+    return _one(
+        db,
         """UPDATE conversion_batch_jobs SET bedrock_status = CASE
                    WHEN bedrock_status = ANY(CAST(:terminal AS text[])) AND NOT (:status = ANY(CAST(:terminal AS text[]))) THEN bedrock_status
                    ELSE :status END,
@@ -176,10 +248,11 @@ def record_status(db: Runner, arn: str, status: str) -> Row | None:
     )
 
 
-def mark_stopping(db: Runner, job_id: str, *, reason: str) -> Row | None:
+def mark_stopping(db: Runner, job_id: str, *, reason: str) -> BatchRow | None:
     """submitted → stopping: the lane leaves now, the bill waits for the terminal status."""
     move = st.stop()
-    return db.one(
+    return _one(
+        db,
         """UPDATE conversion_batch_jobs SET state = :to, reason = COALESCE(reason, :reason), accepted_count = 0,
                fallback_count = record_count, updated_at = now()
            WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
@@ -190,13 +263,16 @@ def mark_stopping(db: Runner, job_id: str, *, reason: str) -> Row | None:
     )
 
 
-def rows_stopping(db: Runner, *, limit: int = 200) -> list[Row]:
+def rows_stopping(db: Runner, *, limit: int = 200) -> list[BatchRow]:
     """Rows waiting for their Bedrock job's terminal status to be billed."""
-    return db.run("SELECT * FROM conversion_batch_jobs WHERE state = :stopping ORDER BY updated_at LIMIT :limit", stopping=BatchRowState.STOPPING, limit=limit)
+    return _all(
+        db, "SELECT * FROM conversion_batch_jobs WHERE state = :stopping ORDER BY updated_at LIMIT :limit", stopping=BatchRowState.STOPPING, limit=limit
+    )
 
 
-def set_reason(db: Runner, job_id: str, reason: str) -> Row | None:
-    return db.one(
+def set_reason(db: Runner, job_id: str, reason: str) -> BatchRow | None:
+    return _one(
+        db,
         "UPDATE conversion_batch_jobs SET reason = COALESCE(reason, :reason), updated_at = now() WHERE job_id = CAST(:job AS uuid) RETURNING *",
         job=job_id,
         reason=reason,
@@ -213,12 +289,13 @@ def close(
     accepted: int = 0,
     fallback: int = 0,
     cost_usd: Decimal | None = None,
-) -> Row | None:
+) -> BatchRow | None:
     """The guarded close along ``move`` (leave_before_submit, close or settle_stopping): only one caller
     wins it (and with it, the right to write the ledger row)."""
     if move.entity is not st.Entity.BATCH_ROW or move.target != BatchRowState.CLOSED:
         raise ValueError(f"{move.entity}.{move.name} does not close a batch row")
-    return db.one(
+    return _one(
+        db,
         """UPDATE conversion_batch_jobs SET state = :to, end_state = :end_state, reason = COALESCE(reason, :reason),
                accepted_count = :accepted, fallback_count = :fallback, cost_usd = :cost, closed_at = now(), updated_at = now()
            WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
@@ -240,15 +317,16 @@ def stamp(db: Runner, job_id: str, column: str) -> None:
     db.run(f"UPDATE conversion_batch_jobs SET {column} = COALESCE({column}, now()) WHERE job_id = CAST(:job AS uuid)", job=job_id)
 
 
-def rows_waiting(db: Runner, *, limit: int = 200) -> list[Row]:
+def rows_waiting(db: Runner, *, limit: int = 200) -> list[BatchRow]:
     """Submitted rows, oldest first: the sweeper asks Bedrock about each."""
-    return db.run(
-        "SELECT * FROM conversion_batch_jobs WHERE state = :submitted ORDER BY submitted_at LIMIT :limit", submitted=BatchRowState.SUBMITTED, limit=limit
+    return _all(
+        db, "SELECT * FROM conversion_batch_jobs WHERE state = :submitted ORDER BY submitted_at LIMIT :limit", submitted=BatchRowState.SUBMITTED, limit=limit
     )
 
 
-def rows_preparing_since(db: Runner, *, older_than_hours: float) -> list[Row]:
-    return db.run(
+def rows_preparing_since(db: Runner, *, older_than_hours: float) -> list[BatchRow]:
+    return _all(
+        db,
         "SELECT * FROM conversion_batch_jobs WHERE state = :preparing AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
         preparing=BatchRowState.PREPARING,
         secs=older_than_hours * 3600,

@@ -91,11 +91,11 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
         released = ledger.close_hold(tx, job_id, outcome="cancelled", settled_usd=Decimal(0))
         job_repo.move_file(tx, file_id, st.cancel(Entity.FILE))
         row = rows.lock_row(tx, job_id)
-        if row is not None and row["state"] != BatchRowState.CLOSED:
+        if row is not None and row.state != BatchRowState.CLOSED:
             rows.set_reason(tx, job_id, CANCEL_REASON)
     stop_requested = False
-    if row is not None and row["state"] == "submitted":
+    if row is not None and row.state == "submitted":
         stop_requested = stop_batch_job(svc, job_id, reason=CANCEL_REASON)
-    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row["state"] if row else None, stop_requested=stop_requested)
+    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row.state if row else None, stop_requested=stop_requested)
     publish_job_change(svc, job_id, "cancelled")
-    return CancelOutcome(job_id, file_id, status, False, released, chunks, row["state"] if row else None, stop_requested)
+    return CancelOutcome(job_id, file_id, status, False, released, chunks, row.state if row else None, stop_requested)

@@ -73,17 +73,17 @@ def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
         if not st.leave_batch_lane().allows(job["status"]):
             raise Conflict(f"The job is {job['status']}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
         row = rows.lock_row(tx, job_id)
-        found = row["state"] if row else None
+        found = row.state if row else None
         if row is None:
             inserted = rows.insert_closed(tx, job_id=job_id, model_id=job["model_id"], end_state="skipped", reason=PROCESS_NOW_REASON)
             # None: the claimer inserted its row between our read and our insert; act on that one.
             row = inserted or rows.lock_row(tx, job_id)
             assert row is not None
-            found = None if inserted else row["state"]
+            found = None if inserted else row.state
         if found == "closed":
             # Between close and resume: resuming here would drop the primed results. The lane's
             # Resume step, or the stranded-job recovery, resumes it with them.
-            logger.info("process now left to recovery", job_id=job_id, batch_end_state=row["end_state"])
+            logger.info("process now left to recovery", job_id=job_id, batch_end_state=row.end_state)
             return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
         if found in ("preparing", "submitted"):
             rows.set_reason(tx, job_id, PROCESS_NOW_REASON)
