@@ -75,6 +75,10 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str | No
         return exc.code, json.loads(exc.read())
 
 
+# A chunk is never paused or assembling (domain/status.py): what a job in those states has.
+CHUNKS_OF_JOB = {"paused_budget": "pending", "assembling": "completed"}
+
+
 def make_job(owner: str, status: str, *, row_state: str | None = None, completed_chunks: int = 0) -> tuple[str, str]:
     """A file and a job in ``status`` (batch row in ``row_state``), as the workflows would leave them."""
     svc = services()
@@ -93,6 +97,7 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
             total_pages=PAGES,
             pages_per_chunk=PER_CHUNK,
             chunks=plan_chunks(PAGES, PER_CHUNK),
+            chunk_status=CHUNKS_OF_JOB.get(status, status),
         )
         job_id = str(job["id"])
         ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("0.12"), hours=6)

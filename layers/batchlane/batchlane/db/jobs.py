@@ -88,7 +88,9 @@ def insert_job(
     chunks: Sequence[ChunkSpan],
     error_id: str | None = None,
     error_message: str | None = None,
+    chunk_status: str | None = None,
 ) -> Row:
+    """The job and its chunks, in ``chunk_status`` (default: the job's status)."""
     job = db.one(
         """INSERT INTO large_conversion_jobs
              (file_id, owner_id, status, options, model_id, total_pages, pages_per_chunk, chunk_count, error_id, error_message,
@@ -109,7 +111,7 @@ def insert_job(
         error_message=error_message,
     )
     assert job is not None
-    insert_chunks(db, str(job["id"]), chunks, status=status)
+    insert_chunks(db, str(job["id"]), chunks, status=chunk_status or status)
     return job
 
 
