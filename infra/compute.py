@@ -21,7 +21,6 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from batchlane import topology
@@ -30,6 +29,7 @@ from infra.config import InfraConfig
 from infra.iam import BedrockBatchAccess, GrantTargets, acknowledge_model_wildcards, grant_statements
 from infra.layer_build import build_layer
 from infra.nag import acknowledge, arn_token
+from infra.queues import dead_letter_queue
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12  # must match infra.layer_build.PYTHON_VERSION
 ARCHITECTURE = lambda_.Architecture.ARM_64  # must match infra.layer_build.PLATFORM
@@ -98,18 +98,7 @@ class Compute(Construct):
             compatible_architectures=[ARCHITECTURE],
             description="batchlane package + pinned runtime dependencies (no offline stack, no CLI)",
         )
-        self.async_failures = sqs.Queue(
-            self,
-            "AsyncFailuresDlq",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        acknowledge(
-            self.async_failures,
-            "AwsSolutions-SQS3",
-            "This queue IS the dead-letter queue of the event-driven Lambdas; a DLQ of a DLQ would hide failures.",
-        )
+        self.async_failures = dead_letter_queue(self, "AsyncFailuresDlq", holds="the event-driven Lambdas")
         self.functions: dict[str, lambda_.Function] = {spec.name: self._make(spec) for spec in topology.FUNCTIONS}
 
     # -- the factory ------------------------------------------------------------------

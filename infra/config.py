@@ -1,28 +1,6 @@
 """Deployment settings, read from CDK context (``cdk.json`` or ``cdk deploy -c key=value``).
 
-Every key is optional; the defaults below are the documented behaviour. Values given on
-the command line arrive as strings, so JSON-looking strings are parsed.
-
-| context key              | default                                  | meaning |
-|--------------------------|------------------------------------------|---------|
-| stackName                | "Batchlane"                              | CloudFormation stack name (the CLI finds the stack by it) |
-| batchConversionEnabled   | false                                    | BATCH_CONVERSION_ENABLED: the batch lane is off unless true |
-| modelIds                 | [batchlane.config.DEFAULT_MODEL_ID]      | Claude model ids / inference profiles; the first is BATCHLANE_MODEL_ID; IAM allows only these |
-| prices                   | {}                                       | BATCHLANE_PRICES overrides (USD per Mtok), merged onto the package defaults |
-| quotas                   | see DEFAULT_QUOTAS                       | Bedrock batch quotas of your account (Service Quotas) and the lane's limits |
-| schedules                | from batchlane.topology.SCHEDULES        | {schedule name: minutes}; 0 disables a schedule |
-| stateMachineSettings     | from batchlane.topology.STATE_MACHINES   | overrides of the ``${...}`` settings of the state machine files |
-| database                 | "aurora"                                 | "aurora", or {"mode": "existing", "secretArn", "vpcId", "subnetIds", "securityGroupId"} (optional "databaseName", "host": DATABASE_NAME / DATABASE_HOST) |
-| aurora                   | see DEFAULT_AURORA                       | Serverless v2 capacity, NAT gateways, engine version |
-| secretRotationDays       | 30                                       | rotation of the Aurora secret (0 disables; aurora mode only) |
-| logRetentionDays         | 30                                       | retention of every log group the stack creates |
-| apiThrottle              | {"rateLimit": 20, "burstLimit": 40}      | API Gateway stage throttling (requests/s) |
-| alarmTopicArn            | null                                     | an existing SNS topic the alarms notify |
-| retainData               | true                                     | keep the bucket, database and user pool when the stack is deleted |
-| fallbackAlarmPercent     | 20 (Settings.batch_conversion_fallback_warn_share) | alarm when more of the lane's records fall back to on-demand |
-| webhookAllowPrivateReceivers | false                                | BATCHLANE_WEBHOOK_ALLOW_PRIVATE: allow http and private/loopback callback URLs (a receiver in your VPC) |
-| webhookGraceHours        | 24                                       | BATCHLANE_WEBHOOK_GRACE_HOURS: after a rotation, both secrets sign for this long |
-| adminGroup               | "batchlane-admins"                       | BATCHLANE_ADMIN_GROUP: the Cognito group (created by the stack) whose members may rotate the webhook secret |
+Every key with its default and meaning: docs/deploy.md "Module notes".
 """
 
 from __future__ import annotations
@@ -40,16 +18,18 @@ from batchlane.config import DEFAULT_MODEL_ID, Settings
 
 DEFAULT_FALLBACK_SHARE = float(Settings.model_fields["batch_conversion_fallback_warn_share"].default)
 
-DEFAULT_QUOTAS: dict[str, float] = {
-    "minPages": 600,  # BATCH_CONVERSION_MIN_PAGES
-    "minRecords": 100,  # Bedrock "minimum number of records per batch inference job"
-    "maxRecords": 50_000,  # Bedrock "records per batch inference job"
-    "maxConcurrentJobs": 10,  # Bedrock "batch inference jobs (submitted + in progress)"
-    "maxFileMb": 200,  # Bedrock "batch inference input file size" is 1 GB; smaller shards retry cheaper
-    "maxJobMb": 5 * 1024,  # Bedrock "batch inference job size" (5 GB)
-    "timeoutHours": 24,  # timeoutDurationInHours, clamped 24-168
-    "graceHours": 2,  # the wait gives up this long after the Bedrock timeout
+# Context key under "quotas" -> the Settings field it sets; the defaults are the fields' own.
+QUOTA_FIELDS: dict[str, str] = {
+    "minPages": "batch_conversion_min_pages",
+    "minRecords": "batch_conversion_min_records",  # Bedrock "minimum number of records per batch inference job"
+    "maxRecords": "batch_conversion_max_records",  # Bedrock "records per batch inference job"
+    "maxConcurrentJobs": "batch_conversion_max_concurrent_jobs",  # Bedrock "batch inference jobs (submitted + in progress)"
+    "maxFileMb": "batch_conversion_max_file_mb",  # Bedrock "batch inference input file size" is 1 GB; smaller shards retry cheaper
+    "maxJobMb": "batch_conversion_max_job_mb",  # Bedrock "batch inference job size" (5 GB)
+    "timeoutHours": "batch_conversion_timeout_hours",  # timeoutDurationInHours, clamped 24-168
+    "graceHours": "batch_conversion_grace_hours",  # the wait gives up this long after the Bedrock timeout
 }
+DEFAULT_QUOTAS: dict[str, float] = {key: Settings.model_fields[name].default for key, name in QUOTA_FIELDS.items()}
 
 DEFAULT_AURORA: dict[str, Any] = {
     "minCapacity": 0.5,
@@ -126,14 +106,8 @@ class InfraConfig:
             "BATCHLANE_MODEL_ID": self.model_id,
             "BATCHLANE_PRICES": json.dumps(self.prices, sort_keys=True, separators=(",", ":")),
             "BATCH_CONVERSION_ENABLED": "true" if self.batch_conversion_enabled else "false",
-            "BATCH_CONVERSION_MIN_PAGES": str(int(q["minPages"])),
-            "BATCH_CONVERSION_MIN_RECORDS": str(int(q["minRecords"])),
-            "BATCH_CONVERSION_MAX_RECORDS": str(int(q["maxRecords"])),
-            "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": str(int(q["maxConcurrentJobs"])),
-            "BATCH_CONVERSION_MAX_FILE_MB": str(int(q["maxFileMb"])),
-            "BATCH_CONVERSION_MAX_JOB_MB": str(int(q["maxJobMb"])),
-            "BATCH_CONVERSION_TIMEOUT_HOURS": str(int(q["timeoutHours"])),
-            "BATCH_CONVERSION_GRACE_HOURS": str(float(q["graceHours"])),
+            # BATCH_CONVERSION_MIN_PAGES=600, ..., BATCH_CONVERSION_GRACE_HOURS=2.0: each as its field's type
+            **{name.upper(): str(type(DEFAULT_QUOTAS[key])(q[key])) for key, name in QUOTA_FIELDS.items()},
             "BATCH_CONVERSION_FALLBACK_WARN_SHARE": str(self.fallback_alarm_percent / 100),
         }
 

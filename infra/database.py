@@ -1,30 +1,6 @@
 """PostgreSQL: an Aurora Serverless v2 cluster in a VPC (default), or an existing database.
 
-Credentials live in Secrets Manager. Functions get only the secret's ARN
-(``DATABASE_SECRET_ARN``) and read username/password at run time; the password is never in
-an environment variable, a template or a log. ``DATABASE_NAME`` names the database (CDK's
-generated secret has no ``dbname``) and ``DATABASE_HOST`` is where to connect.
-
-Aurora mode puts RDS Proxy in front of the cluster and the functions connect to the proxy
-only, with TLS verified against the system trust store: the proxy presents an ACM
-certificate that chains to Amazon's public roots (Aurora's own chains to the RDS CAs, absent
-from Lambda's store), it bounds the connections of jobs x Map concurrency, and it keeps
-pooled server connections across a password rotation. docs/architecture.md "Database
-connections on AWS".
-
-Aurora mode: a 2-AZ VPC (public subnets for the NAT gateway, private subnets with
-egress for the Lambdas — they call S3, Step Functions, Bedrock, EventBridge and Secrets
-Manager — and isolated subnets for the cluster), VPC flow logs, an S3 gateway endpoint,
-storage encryption, IAM auth enabled, deletion protection, 7-day backups, PostgreSQL
-logs exported, the secret rotated every ``secretRotationDays`` by a hosted rotation Lambda.
-
-Existing mode (context ``database``): the secret ARN, VPC, subnets (with a route to the
-AWS APIs) and a security group the Lambdas join, which the database must admit.
-
-Migrations: the ``migrate`` function runs as a CloudFormation custom resource (through
-the ``custom_resources.Provider`` framework: the handler gets ``RequestType`` Create /
-Update / Delete and returns ``{"PhysicalResourceId": ...}``) on every deploy whose SQL
-files changed, after the database exists.
+Credentials, network and TLS: docs/deploy.md "Module notes".
 """
 
 from __future__ import annotations

@@ -11,12 +11,11 @@ from aws_cdk import Duration
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from batchlane import topology
 from infra.config import InfraConfig
-from infra.nag import acknowledge
+from infra.queues import dead_letter_queue
 
 
 def _construct_id(name: str) -> str:
@@ -33,18 +32,7 @@ class Events(Construct):
         functions: dict[str, lambda_.Function],
     ) -> None:
         super().__init__(scope, construct_id)
-        self.dlq = sqs.Queue(
-            self,
-            "DeliveryDlq",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=Duration.days(14),
-        )
-        acknowledge(
-            self.dlq,
-            "AwsSolutions-SQS3",
-            "This queue IS the dead-letter queue of the EventBridge rule targets; a DLQ of a DLQ would hide failures.",
-        )
+        self.dlq = dead_letter_queue(self, "DeliveryDlq", holds="the EventBridge rule targets")
         self.rules: dict[str, events.Rule] = {}
         for rule in topology.RULES:
             self.rules[rule.name] = events.Rule(

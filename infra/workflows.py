@@ -1,21 +1,6 @@
-"""Both state machines, loaded from ``statemachines/<name>.asl.json`` with substitutions.
+"""The state machines, loaded from ``statemachines/<name>.asl.json`` (through ``topology.load_definition``) with substitutions.
 
-``${<function>_arn}`` becomes the function's ARN, every other ``${key}`` a setting from
-the topology (overridable by context ``stateMachineSettings``). A placeholder the app
-cannot fill fails the synth, as does a Task resource this module does not know how to
-grant: each machine's role gets ``lambda:InvokeFunction`` on exactly its own functions,
-plus logging and X-Ray delivery.
-
-The definition is the file's text inside an inline ``Fn::Sub`` (``DefinitionString``),
-not ``DefinitionBody.from_file`` (an S3 asset, ``DefinitionS3Location``): the files hold
-numeric placeholders such as ``"MaxConcurrency": ${map_max_concurrency}``, which are not
-JSON until substituted, and CloudFormation substitutes those reliably only in an inline
-string (cloudformation-coverage-roadmap#591). The text is byte-for-byte the file.
-
-State machine names are fixed (``<stack>-<name>``) and their ARNs are built with
-``Stack.format_arn``. Functions receive those built ARNs (env vars, IAM), not references
-to the machines: a machine references its functions' ARNs, and a function that starts or
-answers a machine would otherwise close a dependency cycle (cfn-lint E3004).
+Why an inline ``Fn::Sub`` and fixed names: docs/deploy.md "Module notes".
 """
 
 from __future__ import annotations
@@ -72,7 +57,7 @@ def check_definition(spec: topology.StateMachineSpec) -> str:
     """The file's text, after checking every placeholder and Task resource is one we handle."""
     if not spec.path.is_file():
         raise FileNotFoundError(f"{spec.path} is missing: topology names state machine {spec.name!r}")
-    text = spec.path.read_text()
+    text = topology.load_definition(spec)
     unknown = set(PLACEHOLDER.findall(text)) - substitution_keys(spec)
     if unknown:
         raise ValueError(f"{spec.path.name}: placeholders with no value: {sorted(unknown)}")

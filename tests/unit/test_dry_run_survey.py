@@ -34,3 +34,13 @@ def test_the_page_limit_is_the_conversions(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         survey_pdf(path, max_pages=10)
     assert caught.value.error_id == "PDF_TOO_MANY_PAGES"
+
+
+def test_a_page_tree_too_deep_for_pdfium_is_refused_with_a_stable_id_not_a_500(tmp_path: Path) -> None:
+    from batchlane_dev.local.pdfgen import deep_page_tree_pdf
+
+    path = tmp_path / "deep.pdf"
+    path.write_bytes(deep_page_tree_pdf(5_000, shallow_pages=2))
+    with pytest.raises(InputError) as caught:
+        survey_pdf(path, max_pages=100)
+    assert caught.value.error_id == "PDF_TOO_COMPLEX"

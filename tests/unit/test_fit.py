@@ -106,3 +106,12 @@ def test_a_page_within_the_limit_is_untouched_and_a_reduction_is_deterministic()
 
 def test_an_unreadable_page_is_not_a_crash():
     assert fit_page(b"%PDF-1.4 not really a pdf" + b"0" * 2_000, limit_bytes=1_000).how == "too_large"
+
+
+def test_a_reduction_out_of_time_gives_up_with_a_clear_outcome_instead_of_running_on():
+    """The deadline is checked between attempts: a clock already past it ends the fit at once (no timing)."""
+    from batchlane.pdf.content import Deadline
+
+    page = image_page(noise((2000, 1500)), text="Scanned report page")
+    result = fit_page(page, len(page) // 4, deadline=Deadline(0.0, clock=lambda: 0.0))
+    assert (result.fits, result.how) == (False, "timed_out")

@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
-from batchlane.topology import STATEMACHINES_DIR
+from batchlane.topology import DEFINITION_BLOCKS, DEFINITION_CONSTANTS, LAMBDA_SERVICE_ERRORS, STATE_MACHINES, STATEMACHINES_DIR, load_definition
+from batchlane_dev.asl_format import formatted
 
-LAMBDA_SERVICE_ERRORS = (
+# The six errors AWS names (above), spelled here too: the test must not trust the list it checks.
+SIX_ERRORS = (
     "Lambda.ServiceException",
     "Lambda.AWSLambdaException",
     "Lambda.SdkClientException",
@@ -40,7 +42,8 @@ def _load(path: Path) -> tuple[dict[str, Any], dict[int, str]]:
         names[value] = match.group(1)
         return str(value)
 
-    return json.loads(PLACEHOLDER.sub(sentinel, path.read_text())), names
+    spec = next(s for s in STATE_MACHINES if s.path == path)
+    return json.loads(PLACEHOLDER.sub(sentinel, load_definition(spec))), names  # what CDK and the offline stack get
 
 
 def _states(machine: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -72,8 +75,8 @@ def test_every_lambda_task_retries_every_lambda_service_error(path: Path) -> Non
         covered: set[str] = set()
         for retrier in state.get("Retry", []):
             errors = retrier["ErrorEquals"]
-            covered |= set(LAMBDA_SERVICE_ERRORS) if any(e in CATCH_ALLS for e in errors) else set(errors)
-        if gaps := [e for e in LAMBDA_SERVICE_ERRORS if e not in covered]:
+            covered |= set(SIX_ERRORS) if any(e in CATCH_ALLS for e in errors) else set(errors)
+        if gaps := [e for e in SIX_ERRORS if e not in covered]:
             missing[name] = gaps
     assert not missing, f"{path.name}: Lambda service errors not retried: {missing}"
 
@@ -84,10 +87,42 @@ def test_those_retries_back_off_with_full_jitter_from_a_substituted_interval(pat
     for name, state in _lambda_tasks(path):
         for retrier in state.get("Retry", []):
             errors = retrier["ErrorEquals"]
-            if not any(e in LAMBDA_SERVICE_ERRORS or e in CATCH_ALLS for e in errors):
+            if not any(e in SIX_ERRORS or e in CATCH_ALLS for e in errors):
                 continue
             where = f"{path.name} {name} {errors}"
             assert retrier.get("JitterStrategy") == "FULL", where
             assert retrier.get("BackoffRate", 1.0) >= 1.5, where
             # ${...}: CDK puts the AWS value from topology.py, the offline stack shrinks it
             assert retrier.get("IntervalSeconds") in names, where
+
+
+@pytest.mark.parametrize("path", MACHINES, ids=lambda p: p.name)
+def test_every_file_has_the_one_layout(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert "\\u" not in text, f"{path.name}: write characters, not \\u escapes"
+    assert text == formatted(text), f"{path.name}: run python -m batchlane_dev.asl_format"
+
+
+def test_the_shared_list_is_the_six_errors_aws_names() -> None:
+    assert LAMBDA_SERVICE_ERRORS == SIX_ERRORS
+
+
+def _raw_retriers(path: Path) -> Iterator[Any]:
+    """Every retrier as written in the file (a block placeholder is a string)."""
+    raw = json.loads(PLACEHOLDER.sub("0", path.read_text(encoding="utf-8")).replace('"0"', '"x"'))
+    for _, state in _states(raw):
+        yield from state.get("Retry", [])
+
+
+@pytest.mark.parametrize("path", MACHINES, ids=lambda p: p.name)
+def test_no_file_writes_the_shared_retry_block_out_by_hand(path: Path) -> None:
+    # A hand copy drifts; the file names the block ("${LambdaServiceRetry}") and topology.py writes it in.
+    copies = [r for r in _raw_retriers(path) if isinstance(r, dict) and set(SIX_ERRORS) <= set(r["ErrorEquals"])]
+    assert not copies, f"{path.name}: use a block from topology.DEFINITION_BLOCKS instead of {copies}"
+
+
+@pytest.mark.parametrize("spec", STATE_MACHINES, ids=lambda s: s.name)
+def test_loading_leaves_no_block_or_count_unwritten(spec: Any) -> None:
+    text = load_definition(spec)
+    left = {name for name in PLACEHOLDER.findall(text) if name in DEFINITION_BLOCKS or name in DEFINITION_CONSTANTS}
+    assert not left, f"{spec.name}: {left}"

@@ -4,7 +4,7 @@ import json
 import re
 
 from batchlane.conversion.chunk import MAX_CHUNK_ATTEMPTS, MAX_CHUNK_CONTINUATIONS
-from batchlane.topology import FUNCTIONS, FUNCTIONS_DIR, RULES, SCHEDULES, STATE_MACHINES, handler_path
+from batchlane.topology import FUNCTIONS, FUNCTIONS_DIR, RULES, SCHEDULES, STATE_MACHINES, handler_path, load_definition
 
 
 def test_every_function_folder_is_in_the_topology_and_back():
@@ -16,7 +16,7 @@ def test_every_function_folder_is_in_the_topology_and_back():
 
 def test_state_machine_placeholders_are_exactly_the_declared_substitutions():
     for spec in STATE_MACHINES:
-        text = spec.path.read_text()
+        text = load_definition(spec)  # the shared blocks and counts written in
         used = set(re.findall(r"\$\{([A-Za-z0-9_]+)\}", text))
         declared = {f"{fn}_arn" for fn in spec.functions} | set(spec.settings)
         assert used == declared, spec.name
@@ -34,11 +34,13 @@ def test_rules_and_schedules_target_known_functions():
 
 
 def test_the_chunk_retry_limits_match_the_processor_constants():
-    text = STATE_MACHINES[0].path.read_text()
     assert STATE_MACHINES[0].name == "conversion"
-    definition = json.loads(re.sub(r"\$\{[A-Za-z0-9_]+\}", "1", text))
+    definition = json.loads(re.sub(r"\$\{[A-Za-z0-9_]+\}", "1", load_definition(STATE_MACHINES[0])))
     task = definition["States"]["ProcessChunks"]["ItemProcessor"]["States"]["ProcessChunk"]
     retries = {tuple(r["ErrorEquals"]): r for r in task["Retry"]}
-    assert retries[("ChunkRetryLater",)]["MaxAttempts"] + 1 == MAX_CHUNK_ATTEMPTS
-    assert retries[("ChunkContinue",)]["MaxAttempts"] == MAX_CHUNK_CONTINUATIONS
+    assert retries[("ChunkRetryLater",)]["MaxAttempts"] + 1 == MAX_CHUNK_ATTEMPTS == 3
+    assert retries[("ChunkContinue",)]["MaxAttempts"] == MAX_CHUNK_CONTINUATIONS == 20
     assert task["Retry"][0]["ErrorEquals"] == ["ChunkContinue"]  # matched before the generic retriers
+    # The file takes both counts from topology.py, never a number typed twice.
+    raw = STATE_MACHINES[0].path.read_text()
+    assert '"MaxAttempts": ${chunk_retry_later_max_attempts}' in raw and '"MaxAttempts": ${chunk_continue_max_attempts}' in raw

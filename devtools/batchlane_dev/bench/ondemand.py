@@ -1,30 +1,6 @@
 """The on-demand path against the emulated account quota (issue 5).
 
-``ondemand_20_pages``: seconds from submit to completed for a 20-page PDF, tuned
-settings (groups sized from the starts free right now, global limit and pacing on)
-against the old way measured in the same run (one page a request, one request at a
-time). The emulator charges time like a model does: ``converse_latency_ms`` per request
-plus ``output_ms_per_token`` per generated token, so a 5-page answer takes longer than a
-1-page one (not the same fixed latency), under ``throttle_rpm``. The pace is 40 a minute
-with a burst of 19 (40 + 19 + 1 = the quota of 60): an idle account may start 20 at
-once. Also run, with the same settings: the grouping of before (full groups of 5,
-``BATCHLANE_CHUNK_MAX_PARALLEL=0``), for its time and its input tokens per page.
-One chunk Lambda is warm (its init done) before each job, in all three runs.
-
-``ondemand_23_documents``: 23 documents of 100 to 300 pages submitted at once under
-``throttle_rpm``. value = Converse requests a minute the emulator accepted while the
-documents were converting (first to last accepted request); baseline = the quota;
-ratio = ``quota_fraction``. ``pages_lost`` counts pages with no marker in their job's
-Markdown (must be 0); ``sustained_quota_fraction`` the same rate between the 10th and
-90th percentile of accepted requests (without ramp-up and tail); ``pages_failed`` pages marked failed; ``throttled_requests`` the
-emulator's ThrottlingException answers. The limiter paces at 95% of the quota, with a burst
-of 9: pace + burst + 1 = 580, 20 requests below the quota (docs/benchmarks.md says why).
-
-Both run job creation and the chunk processor in worker processes (``StackOptions.process_functions``),
-as Lambda runs each invocation in an environment of its own: in one process, every
-chunk's CPU work would share one GIL with moto and the emulator.
-
-``--quick`` shrinks both (10 pages; 23 documents of 20 to 60 pages) for a smoke run.
+The figures and their parameters: docs/benchmarks.md "Module notes".
 """
 
 from __future__ import annotations

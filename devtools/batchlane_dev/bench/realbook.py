@@ -1,20 +1,6 @@
 """Real-book figures: split_real_book and prepare_real_book, in pages/s (ratio = speed-up).
 
-The book is the PGF/TikZ manual (pgfmanual.pdf, 1,321 pages: pdfTeX, embedded Type 1
-fonts, thousands of vector figures, ~50 links a page), as Debian ships it in
-texlive-pictures-doc (documentation under the GNU FDL 1.2 or the LPPL 1.3c). The bench
-fetches it itself, offline from the project's point of view: ``apt-get download`` of one
-pinned package version, ``dpkg-deb`` to take the one PDF out, a SHA-256 check, cached in
-``~/.cache/batchlane/bench`` (``BATCHLANE_BENCH_CACHE``). ``BATCHLANE_REAL_BOOK=/path.pdf``
-runs the figures on another file instead. The PDF is never committed.
-
-* split_real_book — job creation's split: open_pdf (validation) + one PDF per chunk of
-  50 pages, the whole book. Baseline: a raw pypdf split (open, one-page PDF per page).
-* prepare_real_book — the batch lane's whole prepare of that book in the offline stack
-  (every chunk serially: per-page split, blank check, text estimate, size fit, the
-  InvokeModel record with the page in base64, JSONL shards to S3; then the manifest).
-  Same baseline. ``split_pages_per_s`` in its detail is the per-page split alone.
-Aim for both (issue 16): ≥ 350 pages/s and a ratio ≥ 4.
+The book, where it comes from and what is measured: docs/benchmarks.md "Module notes".
 """
 
 from __future__ import annotations

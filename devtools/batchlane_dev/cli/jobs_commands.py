@@ -1,19 +1,6 @@
 """`batchlane convert | jobs list | jobs status | jobs download | jobs pages | retry | cancel | process-now`: the API, from a terminal.
 
-Every command is a client of the HTTP API (the same routes a browser uses), so it
-behaves the same against either target:
-
-* the offline stack (default): the API URL is read from ``<workdir>/state.json`` written
-  by ``batchlane local up``; the caller is the local identity ``--user`` (default
-  ``local-user``, sent as ``Authorization: Bearer local:<user>``);
-* a deployed stack: ``--stack-name NAME`` (or ``BATCHLANE_STACK_NAME``) reads ``ApiUrl``
-  from the stack's CloudFormation outputs with the current AWS credentials, and the
-  Cognito ID token in ``BATCHLANE_ID_TOKEN`` is sent as the bearer token
-  (``--api-url`` names the API directly instead).
-
-Exit codes are listed in ``batchlane_dev.cli.main``; errors print one line to stderr,
-``error: <CODE>: <message>``, CODE being the API's stable error code. Every ``--json``
-output is the API's answer, camelCase (batchlane_dev.cli.naming).
+Targets, output and exit codes: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations

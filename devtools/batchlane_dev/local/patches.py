@@ -1,4 +1,4 @@
-"""The two places moto needs help to run our deployment (see ../shared FACTS.md).
+"""The two places moto needs help to run our deployment (docs/offline.md, the table at the top).
 
 1. Lambda: without Docker moto only echoes payloads. ``LambdaSimpleBackend.invoke`` is
    routed to :class:`HandlerRegistry`, so Step Functions' ``lambda:invoke`` tasks run our

@@ -85,3 +85,68 @@ def encrypted_pdf(data: bytes, password: str) -> bytes:
     out = io.BytesIO()
     writer.write(out)
     return out.getvalue()
+
+
+# -- hostile inputs (issue 15): tiny files that once hung or crashed the split -----------------
+
+
+def _raw_pdf(objects: list[bytes], *, xref_entries: int | None = None) -> bytes:
+    """A PDF of ``objects`` (numbered from 1, object 1 the catalog) with a plain xref table.
+    ``xref_entries`` makes the table's subsection header declare that many entries (a lie)."""
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    count = len(objects) + 1
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (xref_entries or count))
+    out.write(b"".join(b"%010d 00000 n \n" % offset for offset in offsets))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (xref_entries or count, xref))
+    return out.getvalue()
+
+
+def _stream(data: bytes, *, compress: bool = False) -> bytes:
+    import zlib
+
+    if compress:
+        data = zlib.compress(data, 9)
+        return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(data), data)
+    return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(data), data)
+
+
+_FONT = b"<< /Font << /F1 << /Type /Font /Subtype /Type1 /BaseFont /Helvetica >> >> >>"
+
+
+def unbalanced_parentheses_pdf(count: int = 40_000) -> bytes:
+    """One page that shows "Hi" then opens ``count`` strings it never closes, compressed: ~600 bytes
+    for 40k, which a backtracking string regex took 27 s to read."""
+    content = b"BT /F1 12 Tf 72 700 Td (Hi) Tj " + b"(" * count + b" ET"
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents 4 0 R >>" % _FONT
+    return _raw_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page, _stream(content, compress=True)])
+
+
+def deep_page_tree_pdf(depth: int = 5_000, *, shallow_pages: int = 0) -> bytes:
+    """One page under ``depth`` nested /Pages nodes (readers cap the depth: pdfium 1,024, pypdf 100),
+    after ``shallow_pages`` ordinary pages that read fine (a split then fails part way)."""
+    content = 3 + depth  # the content stream every page shares; node 2 + level, level 0 is the root
+    leaf = 2 + depth
+    shallow = [content + 1 + n for n in range(shallow_pages)]
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    for level in range(depth):
+        parent = b"/Parent %d 0 R " % (1 + level) if level else b""
+        kids = b" ".join(b"%d 0 R" % n for n in ([*shallow, 3] if level == 0 else [3 + level]))
+        count = shallow_pages + 1 if level == 0 else 1
+        objects.append(b"<< /Type /Pages %s/Kids [%s] /Count %d >>" % (parent, kids, count))
+    objects.append(b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] /Resources %s /Contents %d 0 R >>" % (leaf - 1, _FONT, content))
+    objects.append(_stream(b"BT /F1 12 Tf 72 700 Td (deep) Tj ET"))
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents %d 0 R >>" % (_FONT, content)] * shallow_pages
+    return _raw_pdf(objects)
+
+
+def huge_xref_pdf(entries: int = 50_000_000) -> bytes:
+    """A one-page PDF whose xref table declares ``entries`` entries: a few hundred bytes."""
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents 4 0 R >>" % _FONT
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page, _stream(b"BT /F1 12 Tf 72 700 Td (xref) Tj ET")]
+    return _raw_pdf(objects, xref_entries=entries)

@@ -34,7 +34,7 @@ from moto.server import ThreadedMotoServer
 
 from batchlane.config import reload_settings
 from batchlane.runtime import reset_services, services
-from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES
+from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
 from batchlane_dev.local import iam, patches, postgres
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
@@ -333,7 +333,7 @@ class OfflineStack:
     def definition(self, name: str) -> str:
         """The state machine file with CDK's substitutions applied (offline values for intervals)."""
         spec = next(s for s in STATE_MACHINES if s.name == name)
-        text = spec.path.read_text()
+        text = load_definition(spec)
         values = {**spec.settings, **{k: v for k, v in OFFLINE_SETTINGS.items() if k in spec.settings}}
         values.update({f"{fn}_arn": self.registry.arn(fn) for fn in spec.functions})
         for key, value in values.items():

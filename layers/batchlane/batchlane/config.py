@@ -111,7 +111,7 @@ class Settings(BaseSettings):
     # The Cognito group whose members may rotate the deployment's (shared) signing secret.
     batchlane_admin_group: str = "batchlane-admins"
 
-    # --- the batch lane (DESIGN.md "Configuration") -------------------------------------
+    # --- the batch lane (README "Configuration") -------------------------------------
     batch_conversion_enabled: bool = False
     batch_conversion_s3_bucket: str | None = None
     batch_conversion_role_arn: str | None = None

@@ -12,6 +12,8 @@ and the offline stack refuses every other call a handler makes, as AWS would.
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -21,6 +23,7 @@ Capability = Literal[
     "s3_read",  # read objects in the bucket
     "s3_write",  # write objects in the bucket
     "s3_delete",  # delete a deleted file's upload (uploads/ only)
+    "s3_delete_chunk_sources",  # delete the chunk PDFs a failed split wrote (jobs/*/source/ only)
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "start_conversion",  # states:StartExecution on the conversion state machine
@@ -101,7 +104,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_split",
         "Intake: streams the upload to /tmp, validates and splits it into chunk PDFs, writes the chunk rows, parks or starts the job.",
-        ("db", "s3_read", "s3_write", "start_conversion", "publish_events"),
+        ("db", "s3_read", "s3_write", "s3_delete_chunk_sources", "start_conversion", "publish_events"),
         900,
         3008,
         1024,
@@ -279,3 +282,66 @@ def function(name: str) -> FunctionSpec:
 
 def handler_path(name: str) -> Path:
     return FUNCTIONS_DIR / name / "handler.py"
+
+
+# --- What the state machine files share (docs/architecture.md "State machines: shared blocks and counts") ---
+
+# AWS Step Functions Developer Guide, "Handle Lambda service exceptions": retry these on every
+# Lambda task; out-of-memory and function timeouts surface as Lambda.Unknown.
+LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
+    "Lambda.ServiceException",
+    "Lambda.AWSLambdaException",
+    "Lambda.SdkClientException",
+    "Lambda.TooManyRequestsException",
+    "Lambda.ClientExecutionTimeoutException",
+    "Lambda.Unknown",
+)
+# Ours, retried alike: the database blipped (StoreUnavailable), the runtime timed out (Sandbox.Timedout).
+TRANSIENT_ERRORS: tuple[str, ...] = ("StoreUnavailable", "Sandbox.Timedout")
+
+# Counts the Python code also reads: the file gets them from here, so the two cannot disagree.
+CHUNK_RETRY_LATER_MAX_ATTEMPTS = 2  # ProcessChunk retries a throttled chunk twice (3 attempts in all)
+CHUNK_CONTINUE_MAX_ATTEMPTS = 20  # a chunk that ran out of time continues in at most 20 fresh invocations
+
+
+def _service_retry(max_attempts: int, comment: str) -> dict[str, object]:
+    return {
+        "ErrorEquals": [*LAMBDA_SERVICE_ERRORS, *TRANSIENT_ERRORS],
+        "Comment": comment,
+        "IntervalSeconds": "${retry_interval_seconds}",
+        "MaxAttempts": max_attempts,
+        "BackoffRate": 2,
+        "JitterStrategy": "FULL",
+    }
+
+
+_QUOTED_PLACEHOLDER = re.compile(r'"\$\{([a-z0-9_]+)\}"')
+
+# A JSON block a file names with a string placeholder, e.g. "Retry": ["${LambdaServiceRetry}", ...].
+DEFINITION_BLOCKS: dict[str, dict[str, object]] = {
+    "LambdaServiceRetry": _service_retry(4, "Lambda service errors and our transient ones (topology.LambdaServiceRetry)."),
+    # Tasks that run long or near their memory (split, prepare, a chunk, assemble): an out-of-memory
+    # run is likely to repeat, and each try is long, so one try fewer.
+    "HeavyTaskRetry": _service_retry(3, "Lambda service errors and our transient ones, one try fewer for a long task (topology.HeavyTaskRetry)."),
+}
+# A number a file names with a bare placeholder, e.g. "MaxAttempts": ${chunk_continue_max_attempts}.
+DEFINITION_CONSTANTS: dict[str, int] = {
+    "chunk_retry_later_max_attempts": CHUNK_RETRY_LATER_MAX_ATTEMPTS,
+    "chunk_continue_max_attempts": CHUNK_CONTINUE_MAX_ATTEMPTS,
+}
+
+
+def load_definition(spec: StateMachineSpec) -> str:
+    """The file with the shared blocks and counts written in: what CDK deploys and the offline stack runs.
+
+    ASL cannot include a block by reference and CDK's substitutions are strings, so the blocks are
+    written in here, before either side fills the remaining ``${...}`` (ARNs, intervals).
+    """
+    text = spec.path.read_text(encoding="utf-8")
+    for name, block in DEFINITION_BLOCKS.items():
+        # json.dumps quotes "${retry_interval_seconds}"; the number placeholders must stay bare.
+        block_text = _QUOTED_PLACEHOLDER.sub(r"${\1}", json.dumps(block, ensure_ascii=False))
+        text = text.replace(f'"${{{name}}}"', block_text)
+    for name, value in DEFINITION_CONSTANTS.items():
+        text = text.replace(f"${{{name}}}", str(value))
+    return text

@@ -33,6 +33,7 @@ ResourceKind = Literal[
 
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
 UPLOADS_PREFIX = "uploads/"  # users' uploaded PDFs (batchlane.keys.upload_key)
+CHUNK_SOURCES_PREFIX = "jobs/*/source/"  # the chunk PDFs a split writes (batchlane.keys.chunk_source_key)
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "s3_read": (Grant(("s3:GetObject",), ("objects",)), Grant(("s3:ListBucket",), ("bucket",))),
     "s3_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",)),),
     "s3_delete": (Grant(("s3:DeleteObject",), ("objects",), prefix=UPLOADS_PREFIX),),  # a deleted file's upload
+    # A split that fails removes the chunk PDFs it wrote (docs/architecture.md, "Hostile PDFs").
+    "s3_delete_chunk_sources": (Grant(("s3:DeleteObject",), ("objects",), prefix=CHUNK_SOURCES_PREFIX),),
     # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
     "bedrock_runtime": (Grant(("bedrock:InvokeModel",), ("models",), sid="InvokeConfiguredModels"),),
     "bedrock_batch": (

@@ -1,6 +1,6 @@
 """The emulator's Service Quotas and model catalog, through boto3's real request path.
 
-moto has no Bedrock quotas (FACTS.md), so `batchlane doctor` reads them from our emulator
+moto has no Bedrock quotas (moto 5.2.5 answers NoSuchResourceException), so `batchlane doctor` reads them from our emulator
 offline: the JSON 1.1 protocol, AWS's per-model quota names, values from BatchQuotas.
 """
 

@@ -81,10 +81,12 @@ def test_an_aborted_chunk_sends_nothing_and_stops_backing_off():
     assert len(inner.sent) == 1
 
 
-def test_the_row_is_read_once_per_attempt_the_slot_wait_polls_only_the_flag():
+def _send_after_waiting_for_a_slot(polls_while_waiting: int) -> tuple[int, int, int]:
+    """One throttle, then the answer, after a slot wait that polls ``polls_while_waiting`` times: (sent, row reads, flag polls)."""
+
     class WaitingLimiter(RecordingLimiter):
         def slot(self, pool, *, aborted):
-            assert not any(aborted() for _ in range(5))  # a wait for a slot polls this
+            assert not any(aborted() for _ in range(polls_while_waiting))  # a wait for a slot polls this
             return super().slot(pool, aborted=aborted)
 
     reads, polls = [], []
@@ -92,9 +94,20 @@ def test_the_row_is_read_once_per_attempt_the_slot_wait_polls_only_the_flag():
     transport = GovernedTransport(
         inner, WaitingLimiter(), BackoffPolicy(), aborted=lambda: reads.append(1) and False, waiting=lambda: polls.append(1) and False, sleep=SleepRecorder()
     )
-    transport.send(REQUEST)
-    assert len(inner.sent) == 2 and len(polls) == 1 + 5 + 2  # before the slot, while waiting for it, after each start time
-    assert len(reads) == 3  # before attempt 1, before the backoff sleep, before attempt 2
+    assert transport.send(REQUEST).text
+    return len(inner.sent), len(reads), len(polls)
+
+
+def test_a_long_wait_for_a_slot_polls_the_flag_never_the_row():
+    # The row is a database read: a request queued for minutes must not read it every poll.
+    short_sent, short_reads, short_polls = _send_after_waiting_for_a_slot(5)
+    long_sent, long_reads, long_polls = _send_after_waiting_for_a_slot(500)
+    assert short_sent == long_sent == 2  # the throttled attempt, then the answer
+    assert long_reads == short_reads <= 2 * long_sent  # bounded by the attempts, whatever the wait
+    assert long_polls - short_polls == 500 - 5  # the wait itself polled only the flag
+
+
+def test_a_request_cancelled_while_queued_for_a_slot_sends_nothing():
     # Cancelled while queued for a slot: the flag alone stops it, nothing is sent
     stopped = ModelTransport()
     with pytest.raises(Aborted):

@@ -1,27 +1,6 @@
-"""The offline Bedrock service: one HTTP server for ``bedrock`` and ``bedrock-runtime``.
+"""The offline Bedrock service: one HTTP server for ``bedrock`` and ``bedrock-runtime``, reached through boto3's real request path.
 
-Clients reach it through boto3's real request path (``endpoint_url=emu.start()``), so
-serialisation, HTTP and error parsing are the production ones. Both services are
-rest-json with disjoint paths, which is why one port can serve both:
-
-    POST /model-invocation-job                      CreateModelInvocationJob
-    GET  /model-invocation-job/{jobIdentifier}      GetModelInvocationJob
-    POST /model-invocation-job/{jobIdentifier}/stop StopModelInvocationJob
-    GET  /model-invocation-jobs                     ListModelInvocationJobs
-    POST /tagResource | /untagResource | /listTagsForResource
-    GET  /foundation-models/{id} | /foundation-model-availability/{id} | /inference-profiles/{id}
-    POST / with X-Amz-Target ServiceQuotasV20190624.*  Service Quotas (AWS JSON 1.1), see service_quotas.py
-    POST /model/{modelId}/converse                  bedrock-runtime Converse
-    POST /model/{modelId}/invoke                    bedrock-runtime InvokeModel (Anthropic Messages body)
-
-Batch jobs of both ``modelInvocationType`` values are answered: InvokeModel records (what
-batchlane submits) with an Anthropic Messages response as modelOutput, Converse records
-with a Converse response. InvokeModel sees pages in visual mode, Converse without
-citations in text-extraction mode (see :mod:`.model`).
-
-Requests are not signature-checked (any credentials do). S3 is not ours: job threads
-read input and write output through ``s3_client_factory()``, typically a boto3 client
-on a moto server. The werkzeug server is threaded and bound to loopback only.
+Routes and behaviour: docs/offline.md "Module notes".
 """
 
 from __future__ import annotations

@@ -1,61 +1,6 @@
-"""Fault injection for the offline Bedrock emulator.
+"""Fault injection for the offline Bedrock emulator (``BATCHLANE_EMULATOR_FAULTS``, parsed into :class:`Faults`).
 
-The offline stack reads one setting, ``BATCHLANE_EMULATOR_FAULTS``, a comma-separated
-list of ``key=value`` pairs (``"job_outcome=expired,time_scale=3600"``), and hands it to
-:func:`parse_faults`. An unknown key or a bad value raises ``ValueError`` naming it, so
-a typo fails at start-up instead of silently running the happy path.
-
-Faults are deterministic: a batch record's faults are drawn from a hash of its
-recordId, a Converse call's from a hash of its body plus how many times that same body
-was seen before. Reruns therefore match, while a retried Converse call gets a fresh
-draw (as a retry against the real service might succeed).
-
-| key | values | default | effect |
-|---|---|---|---|
-| ``job_outcome`` | ``completed`` ``partially_completed`` ``failed`` ``expired`` ``stopped`` | ``completed`` | how every batch job ends (below) |
-| ``record_error_rate`` | float in [0, 1] | ``0`` | share of batch records answered with an ``error`` line (errorCode 400) |
-| ``truncate_rate`` | float in [0, 1] | ``0`` | share of answers (batch and Converse) cut short, stopReason ``max_tokens`` |
-| ``content_filter_rate`` | float in [0, 1] | ``0`` | share of answers with stopReason ``content_filtered`` and empty text |
-| ``guardrail_rate`` | float in [0, 1] | ``0`` | share of answers with stopReason ``guardrail_intervened`` and a canned refusal |
-| ``drop_terminal_event`` | ``0`` / ``1`` | ``0`` | terminal-status events are never published; the others still are |
-| ``duplicate_events`` | ``0`` / ``1`` | ``0`` | every state-change event is published twice |
-| ``event_delay_s`` | float >= 0 | ``0`` | real seconds each event waits before it is published (order is kept) |
-| ``throttle_rpm`` | int >= 0 | ``0`` | Converse requests per real minute before ThrottlingException (HTTP 429); 0 = unlimited |
-| ``converse_latency_ms`` | int >= 0 | ``0`` | real milliseconds each Converse call sleeps before answering |
-| ``throttle_rate`` | float in [0, 1] | ``0`` | share of Converse calls answered ThrottlingException whatever the quota (a retry gets a fresh draw) |
-| ``output_ms_per_token`` | float >= 0 | ``0`` | real milliseconds each Converse call also sleeps per output token (generation time) |
-| ``omit_rate`` | float in [0, 1] | ``0`` | share of answers that cover only the first third of the page text (stopReason end_turn) |
-| ``marker_fault_rate`` | float in [0, 1] | ``0`` | share of multi-document answers whose ``<!-- Page N -->`` markers are skipped, repeated or reordered |
-| ``create_throttle`` | int >= 0 | ``0`` | the first N CreateModelInvocationJob calls answer ThrottlingException |
-| ``time_scale`` | float > 0 or ``auto`` | ``1`` | emulated seconds per real second, for the emulator AND the handlers' timeouts (one clock); ``auto``: the fastest scale this machine sustains at ``records_per_hour`` (clock.auto_time_scale) |
-| ``records_per_hour`` | float > 0 | ``5000`` | the calibrated batch throughput: a job spends records / records_per_hour emulated hours InProgress |
-| ``job_hours`` | float >= 0 | ``0`` | when > 0, a fixed InProgress time instead, spread evenly over the records (tests) |
-| ``record_cost_ms`` | float >= 0 | ``0`` | real milliseconds the emulator spends on each batch record, as a slower machine would (``auto`` accounts for it) |
-| ``stopping_s`` | float >= 0 | ``30`` | emulated seconds a stopped job stays Stopping before Stopped (its manifest appears only then) |
-| ``refuse_pages`` | page numbers joined by ``+`` (``3+7``) | none | every answer (batch and runtime) for a request holding one of these pages (document named/titled ``page-N``) is declined: stopReason ``content_filtered`` / stop_reason ``refusal``, empty text |
-
-``refuse_pages`` is deterministic page by page (a rate cannot say which pages fail); the
-runtime's answer faults can be changed while the stack runs
-(:meth:`BedrockEmulator.set_runtime_faults`), so a test can make pages fail, then pass:
-what a retry of failed pages is for.
-
-``job_outcome``:
-
-* ``completed``: Completed, or PartiallyCompleted when any record errored (as AWS does).
-* ``partially_completed``: the first record always errors, so the job ends PartiallyCompleted.
-* ``failed``: half the records are processed, their output and the manifest written, then
-  Failed with a failureMessage. (Input that fails validation ends Failed with no output
-  whatever this setting says.)
-* ``expired``: half the records are processed, the job idles until its
-  timeoutDurationInHours is up, writes the partial output and manifest, ends Expired.
-  A job whose ``job_hours`` exceed its timeout expires the same way on its own.
-* ``stopped``: after half the records the emulator stops the job itself, as an operator
-  would: Stopping, then Stopped with the partial output and manifest.
-
-Terminal statuses are Completed, PartiallyCompleted, Failed, Stopped and Expired. Phases
-before InProgress take fixed emulated times (Submitted 30 s, Validating 60 s, Scheduled
-120 s; Stopping ``stopping_s``, 30 s by default), so ``time_scale=200000`` runs a whole small job in well under a
-second of real time, while a 24-hour timeout lasts about 0.4 s.
+Every key and what it does: docs/offline.md "Module notes".
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
-"""The asynchronous life of one batch job, on its own thread.
+"""The asynchronous life of one batch job, on its own thread (Submitted -> ... -> a terminal status).
 
-    Submitted → Validating → Scheduled → InProgress → Completed | PartiallyCompleted
-                                                     | Failed | Stopping → Stopped | Expired
-
-The job keeps its own emulated "virtual" time: each phase and each record advances it
-by a fixed amount (records at the calibrated ``records_per_hour``), and the thread waits
-(stoppably) until the emulated clock catches up. So a job's outcome and timestamps
-depend on the input and the faults only, never on how fast this machine extracts PDF
-text: even at a huge ``time_scale`` a job is not expired because pypdf was slow.
-
-That virtual time IS the clock the handlers' timeouts run on only while the thread keeps
-up. When it cannot (a scale this machine cannot sustain), the job falls behind the wall
-clock: ``Job.behind_s`` records by how much and a warning says so, because our wait (on
-the wall clock) would then time out on a job that, in its own time, is on schedule.
-``time_scale=auto`` (clock.auto_time_scale) avoids it.
-
-Output is uploaded before the terminal status is set, so whoever reacts to the
-terminal event or status finds every ``.jsonl.out`` and the manifest in place.
+The transitions and their timing: docs/offline.md "Module notes".
 """
 
 from __future__ import annotations

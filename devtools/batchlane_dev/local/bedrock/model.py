@@ -1,34 +1,6 @@
-"""The emulated page "model": NOT a model, it reads the page's own PDF.
+"""The emulated page "model": NOT a model, it reads the page's own PDF (deterministic, labelled as emulated).
 
-Offline there is no Claude, yet the pipeline needs answers that depend on the page,
-are deterministic (reruns match, tests can assert on them) and can be told apart from
-a real model's wherever they show. So the answer is the Markdown of the text layer of
-each PDF document in the request: extracted with pypdf, lines grouped into paragraphs.
-
-Two modes, as Bedrock documents them (Anthropic, "PDF support", Amazon Bedrock section):
-
-* **text extraction** (a Converse ``document`` block without citations): only the text
-  layer is seen. A page without one (a scan, a figure) answers "", which callers must
-  treat as unusable, exactly as they would an empty answer from the real model.
-* **visual** (an Anthropic Messages ``document`` block through InvokeModel, or Converse
-  with ``citations: {enabled: true}``): the page is also seen as an image, so the emulated
-  model also describes every image drawn on it, one deterministic line each, after the
-  text: ``*[Figure: 640×480 grayscale image at (50, 100)]*`` (pixel size, colour space,
-  position of its lower-left corner in PDF points). An image-only page converts.
-
-With several documents in one request, each document's text is preceded by
-``<!-- Page N -->``, N taken from the document name or title (``page-12`` gives 12) or,
-failing that, its 1-based position.
-
-Token accounting (documented so cost tests can predict it):
-  * input tokens = 1500 per document (+ 1600 per document in visual mode, the page image)
-    + (characters of system and text blocks) // 4
-  * output tokens = ceil(characters of the answer / 4)
-  * when output tokens would exceed the request's max tokens (Converse default 4096) the
-    answer is cut to max_tokens * 4 characters and the stop reason is ``max_tokens``.
-
-The same functions serve batch records and runtime calls, so a batch-served page and an
-on-demand-served page of the same request are byte-identical.
+What it answers and why: docs/offline.md "Module notes".
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
 """Routes: Powertools' APIGatewayRestResolver over the use cases; errors as JSON with stable codes.
 
-| method | path                                   | use case                     |
-|--------|----------------------------------------|------------------------------|
-| GET    | /api/files                             | the caller's files (+ conversion, batchWaiting) |
-| POST   | /api/v1/files                          | register an upload → presigned PUT URL |
-| POST   | /api/v1/files/{fileId}/convert         | start the conversion of an uploaded file (202, splitting) |
-| DELETE | /api/v1/files/{fileId}                 | cancel a live conversion, then delete |
-| GET    | /api/v1/files/{fileId}/conversion      | progress of the file's conversion |
-| POST   | /api/v1/files/{fileId}/cancel          | cancel it                    |
-| POST   | /api/v1/files/{fileId}/process-now     | leave the batch lane, convert on-demand now |
-| GET    | /api/v1/jobs/{jobId}                   | progress by job id (the CLI) |
-| GET    | /api/v1/webhook-config                 | the signing secret's id and dates (never its value) |
-| POST   | /api/v1/webhook-config/secret          | rotate the signing secret (admin group only) |
-| POST   | /api/v1/webhook-config/test            | send a signed test delivery |
-| GET    | /api/v1/deliveries                     | the caller's webhook deliveries (?job_id=) |
-| GET    | /api/v1/jobs/{jobId}/markdown          | presigned GET of the Markdown (+ when it expires) |
-| GET    | /api/v1/jobs/{jobId}/pages?status=failed | the failed pages: reason, attempts, lane |
-| POST   | /api/v1/jobs/{jobId}/retry             | convert only the failed pages again (202) |
-| GET    | /api/v1/jobs/{jobId}/retries           | the job's retries, oldest first |
-
-``POST /api/v1/files/{fileId}/convert?dry_run=true`` answers what the conversion would do
-and cost (200) and creates nothing.
+The route table: docs/api/openapi.yaml and docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations

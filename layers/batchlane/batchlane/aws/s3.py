@@ -22,6 +22,7 @@ class ObjectStore(Protocol):
     def iter_lines(self, key: str) -> Iterator[bytes]: ...
     def list_keys(self, prefix: str) -> list[str]: ...
     def size(self, key: str) -> int: ...
+    def delete_keys(self, keys: list[str]) -> None: ...
 
 
 class S3Store:
@@ -81,3 +82,12 @@ class S3Store:
             if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
                 raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
             raise
+
+    def delete_keys(self, keys: list[str]) -> None:
+        """Delete these objects, 1,000 a request (DeleteObjects); a key already gone is not an error
+        (S3 reports it deleted), any other per-key failure raises."""
+        for start in range(0, len(keys), 1000):
+            batch = [{"Key": key} for key in keys[start : start + 1000]]
+            answer = self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+            if errors := answer.get("Errors"):
+                raise RuntimeError(f"{len(errors)} object(s) not deleted from s3://{self.bucket}: {errors[0].get('Code')} on {errors[0].get('Key')}")

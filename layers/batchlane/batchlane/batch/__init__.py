@@ -1,1 +1,1 @@
-"""The batch lane: claim → prepare → submit → wait → collect → resume (DESIGN.md "The flow")."""
+"""The batch lane: claim → prepare → submit → wait → collect → resume (docs/architecture.md "The life of a job")."""

@@ -1,29 +1,6 @@
 """The chunk processor: convert one chunk's pages, book the spend, record the result.
 
-* Pages of a primed job are served from their batch result when model + prompt hash
-  match (one page per request, the request the batch lane captured); every other page
-  goes on-demand, several pages per model request, halved on bad answers
-  (batchlane.ondemand, docs/ondemand.md).
-* Units of work (a group of pages, or a batch-served page's coverage re-ask) run on a
-  bounded pool; results are keyed by page number, so completion order never matters.
-  Every on-demand request holds a global slot (leases in PostgreSQL) and backs off
-  with full jitter while holding it when throttled.
-* The chunk's thread heartbeats about once a second, guarded on status processing and
-  its own worker id; when that guard matches no row (the job was cancelled, or another
-  attempt took over) no new unit or request starts, what was spent is booked and the
-  partial result is discarded.
-* A page that failed for a retryable reason (throttling past its budget) is not given
-  up at once: the good pages are kept in a partial file, the spend is booked, and
-  :class:`ChunkRetryLater` makes Step Functions retry the chunk with backoff. On the
-  last attempt such pages are marked failed — visible in the Markdown, never dropped.
-* A chunk that nears its Lambda's timeout (``BATCHLANE_CHUNK_STOP_MARGIN_S`` before it)
-  starts no new unit or request, lets the ones in flight answer, keeps its converted
-  pages in the partial file, books the spend and raises :class:`ChunkContinue`: Step
-  Functions invokes it again at once and it carries on from the partial file. Without
-  this, a timed-out invocation would lose its answers and, worse, the booking of what
-  they cost. Continuations do not use up the throttling retries.
-* Before the writes that follow minutes of model calls, the connection is pinged and
-  re-established if it died meanwhile.
+How it keeps pages and money across retries, continuations and cancels: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations
@@ -38,7 +15,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any
 
-from batchlane import keys
+from batchlane import keys, topology
 from batchlane.aws.clients import client
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
@@ -65,8 +42,9 @@ from batchlane.ondemand.limiter import serial_database
 from batchlane.pdf.split import Page
 from batchlane.runtime import Services
 
-MAX_CHUNK_ATTEMPTS = 3  # keep equal to the ProcessChunk Retry MaxAttempts + 1 in conversion.asl.json
-MAX_CHUNK_CONTINUATIONS = 20  # the ChunkContinue Retry's MaxAttempts there (a unit test holds both)
+# The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
+MAX_CHUNK_ATTEMPTS = topology.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
+MAX_CHUNK_CONTINUATIONS = topology.CHUNK_CONTINUE_MAX_ATTEMPTS
 HEARTBEAT_EVERY_S = 1.0
 # A model call's read timeout ends this long before the Lambda does: time to book what it cost.
 BOOKING_MARGIN_S = 15.0

@@ -161,13 +161,15 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         with path.open("rb") as stream:
             try:
                 document = open_pdf_file(stream, max_pages=settings.batchlane_max_pages)
+                pages = document.page_count
+                chunks = document.chunks(job["pages_per_chunk"])
+                # Before the rows: no chunk without its source. A page that cannot be copied raises
+                # InputError here (PDF_CORRUPT, PDF_TOO_COMPLEX), after the chunks written are deleted.
+                store_chunk_sources(svc.store, job_id, document, chunks)
             except InputError as exc:
                 failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
                 return _as_created(job_repo.get_job(svc.db, job_id))
-            pages = document.page_count
-            chunks = document.chunks(job["pages_per_chunk"])
-            store_chunk_sources(svc.store, job_id, document, chunks)  # before the rows: no chunk without its source
     options = job["options"] or {}
     if options.get(PROCESS_NOW_FLAG):
         eligible, why = False, "process_now"

@@ -1,21 +1,6 @@
 """A dry run for one uploaded file: what a conversion would do and cost, with nothing created or billed.
 
-It runs behind the API (29 s), so it reads the upload once to /tmp, checks it as the split
-would (pypdf: the same error ids and page limit; no page is split), and asks pypdfium2
-(~1,000 pages/s to open and inspect) for the page count and, per page, whether it draws
-anything and how much text it shows. Past ``SAMPLE_PAGES`` pages it inspects a sample
-(seeded by the page count, so reruns agree) and scales it up, and says so (``inspection``). Nothing is written: no job,
-chunk, hold, ledger row, object or execution.
-
-Estimates, with their basis in the answer:
-* tokens: each non-blank page is one document (Anthropic "PDF support": a page costs its
-  text tokens plus an image; ``INPUT_TOKENS_PER_PAGE`` covers both), plus the prompt;
-  output is the page's text / 4 + 25 % Markdown, or ``output_tokens_per_page`` for a scan
-  (the same rule the on-demand planner uses);
-* cost: the price table, on-demand and batch (50 %);
-* turnaround: the batch lane ends by its timeout (24 h by default, AWS's minimum);
-  on-demand by the configured pace (``BATCHLANE_ONDEMAND_RPM``) or, without one, the
-  global concurrency at ``SECONDS_PER_REQUEST`` a request.
+How it stays within the API's 29 s, and the estimates' basis: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations
@@ -32,7 +17,7 @@ from batchlane.conversion.create import normalise_options
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
-from batchlane.pdf.split import open_pdf_file
+from batchlane.pdf.split import open_pdf_file, unreadable_page_error
 from batchlane.runtime import Services
 
 SAMPLE_PAGES = 1000
@@ -72,7 +57,11 @@ def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> Pag
         indexes = range(count) if count <= sample else sorted(random.Random(count).sample(range(count), sample))
         blank = scans = chars = 0
         for index in indexes:
-            page = document[index]
+            try:
+                page = document[index]
+            except pypdfium2.PdfiumError as exc:  # a page tree deeper than pdfium's limit, a broken page
+                with path.open("rb") as stream:
+                    raise unreadable_page_error(stream) from exc
             try:
                 drawn = any(True for _ in page.get_objects(max_depth=1))
                 text = page.get_textpage()

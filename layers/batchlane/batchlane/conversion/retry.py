@@ -1,19 +1,6 @@
 """Failed pages, and retrying only them on a completed job (docs/operations.md, "Retry only what failed").
 
-A retry reuses the conversion state machine (execution ``retry-<jobId>-<n>``), so the same
-handlers run: the job goes completed → pending with ``options._retry = {attempt, pages}``,
-the chunks holding the chosen pages go back to pending, the chunk processor converts only
-those pages (the others are kept from the chunk's previous result, which it never
-overwrites: a retry writes ``chunk-N.retry-<n>.json``), assemble splices them into the
-Markdown under their own markers, and settle closes the retry row. Each retried chunk
-books one ledger row tagged ``retry: n``; the job's total is the ledger's sum, as always.
-
-The previous Markdown is copied to ``history/output-before-retry-<n>.md`` first, and the
-job's state before the retry is kept on the row, so a cancelled or failed retry puts the
-job back exactly as it was (completed, same Markdown), with what the retry spent added.
-
-Retried pages go on-demand. The batch pool (DESIGN.md, "Where the shape grows next") does
-not exist yet; when it does, a retry large enough to wait is where it plugs in.
+How a retry reuses the conversion workflow and is undone: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations

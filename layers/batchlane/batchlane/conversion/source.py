@@ -16,8 +16,17 @@ from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
 
 
 def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, spans: list[ChunkSpan]) -> None:
-    for span in spans:
-        store.put_bytes(keys.chunk_source_key(job_id, span.index), document.chunk_pdf(span), "application/pdf")
+    """One PDF per chunk. If any chunk cannot be written (a page pdfium cannot load, a store error),
+    the chunks already written are deleted before the error goes on: a failed split leaves nothing."""
+    written: list[str] = []
+    try:
+        for span in spans:
+            key = keys.chunk_source_key(job_id, span.index)
+            written.append(key)  # before the put: a put that fails midway may still have landed
+            store.put_bytes(key, document.chunk_pdf(span), "application/pdf")
+    except Exception:
+        store.delete_keys(written)
+        raise
 
 
 def span_of(chunk_row: Mapping[str, Any]) -> ChunkSpan:

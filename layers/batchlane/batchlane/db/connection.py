@@ -1,22 +1,6 @@
 """pg8000 connections that survive long work, verify TLS and outlive a password rotation.
 
-A Lambda can spend minutes calling Bedrock between two writes; a connection idle that
-long may have been cut by a proxy, a failover or the server. Before any statement on a
-connection that has been idle for a while we ping it and reconnect if it is gone, so the
-write that follows a long model call never fails for that reason.
-
-TLS is explicit (``ssl_mode``): ``verify-full`` (CA and host name) or ``verify-ca``
-against a CA file or the system trust store, or ``disable`` for the local socket; there is
-no "encrypt but trust anyone" mode. On AWS the functions reach Aurora through RDS Proxy,
-whose ACM certificate chains to Amazon's public roots (docs/architecture.md "Database
-connections on AWS").
-
-Credentials read from a secret (:class:`SecretConnection`) are fetched once per process;
-when the server answers "authentication failed" (SQLSTATE 28P01/28000, a rotated
-password) the secret is fetched again, bypassing any cache, and the connection retried once.
-
-Each thread gets its own connection (pg8000 connections are not thread-safe, and the
-offline stack runs many handlers in one process).
+Why each: docs/architecture.md "Module notes" and "Database connections on AWS".
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Which jobs can wait for the batch lane (DESIGN.md "Configuration")."""
+"""Which jobs can wait for the batch lane (README "Configuration")."""
 
 from __future__ import annotations
 

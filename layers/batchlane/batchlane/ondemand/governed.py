@@ -1,28 +1,6 @@
-"""GovernedTransport: every on-demand model request under the global limit, with backoff.
+"""GovernedTransport: every on-demand model request under the global limit, backing off with full jitter while it holds its slot.
 
-One request = one slot (lease) held from its first attempt to its answer. A throttled
-attempt backs off with exponential delay and full jitter (tenacity's
-``wait_random_exponential``: a uniform draw in [0, min(max, base·2^n)]) WHILE HOLDING
-its slot, so a throttled account slows every worker down instead of inviting more
-requests (backpressure). Each attempt takes a pacing ticket first. When the budget
-(time or attempts) is spent the request raises a retryable ModelCallError: the chunk
-keeps the page for a later attempt, and never drops it.
-
-Two abort checks, of different cost: ``aborted`` (the chunk reads its own row) runs once
-before each attempt takes its start time and before each backoff sleep; ``waiting`` (the
-chunk's heartbeat flags, refreshed about once a second) is what a request polls while it
-queues for a slot, and checks again after waiting for its start time. A waiting request
-polling the row would cost the database a read every half second per waiting thread:
-with 50 chunk Lambdas of 4 threads each, about 400 reads a second that tell nothing the
-heartbeat does not.
-
-botocore's own retries are off for this client (retries max_attempts 0): two retry loops would
-hide throttles from the limiter and double the waits.
-
-A read timeout is never retried here: the request may still be running on Bedrock and is
-billed, so the error (carrying ``possibly_billed``) goes up to the converter, which books it;
-the page is then retried later by the chunk, like a throttled one (docs/architecture.md,
-"A slow answer is paid once").
+Why, and the two abort checks: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations

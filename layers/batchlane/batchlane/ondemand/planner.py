@@ -1,27 +1,6 @@
-"""How many pages go in one on-demand request.
+"""How many pages go in one on-demand request: the smallest of the configured count, the API's limits and the token budget.
 
-The count is the smallest of the configured ``pages_per_request``, the API's limit on
-documents per request, and what fits in ``max_tokens`` at the pages' estimated output.
-The estimate of a page comes from the size of its own text (characters / 4, plus 25% for
-Markdown syntax); a page without text (a scan) counts ``output_tokens_per_page``. The
-size is the character count of the strings its content stream shows (``Page.text_chars``,
-read in the same pass as the blank check), not pypdf's text extraction: that costs ~3 ms
-a page, and paying it while planning held back a chunk's requests (on a 1-vCPU Lambda,
-and across every chunk of the offline stack's single process). The text layer itself
-is only needed for the coverage check, after the answer: :attr:`PlannedPage.layer`
-extracts it then, on first use, while other requests of the chunk wait on the model.
-Groups are consecutive pages, filled greedily up to ``fill`` of max_tokens, so one
-dense page does not force its neighbours into single requests, and a page estimated
-above the budget on its own goes alone. A group also stays within the request size limit
-(``domain.limits.MAX_REQUEST_BYTES``, the pages base64-encoded plus the prompt): five pages
-of 4.5 MB would make a 30 MB body, so heavy pages go two or three to a request.
-
-The group size also follows the requests that could start right now (:meth:`RequestPlan.for_chunk`):
-a chunk of few pages under a quota with room sends them in smaller groups in parallel,
-which finish sooner (a 5-page answer takes five times a page's generation time); under a
-busy quota, nothing can start at once and groups stay full, saving the prompt repeated
-in every request. The repeated prompt is ~2% of a page's input (a page costs 1,500-3,000
-tokens, plus its image), so even single pages stay within a few percent of the input.
+The estimates and the figures behind them: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Cancel: the job stops, nothing is charged, the file can be converted again.
 
-| job status                                       | answer                                    |
-|--------------------------------------------------|-------------------------------------------|
-| splitting, pending, processing, paused_budget, waiting_batch | cancelled (below)              |
-| assembling                                       | Conflict CONVERSION_FINISHING (HTTP 409)   |
-| cancelled                                        | nothing to do (``already`` is True)        |
-| completed, failed                                | Conflict NOT_CANCELLABLE (HTTP 409)        |
-
-In ONE transaction: job → cancelled, every chunk not completed → cancelled, the funds
-hold closed with outcome ``cancelled`` (nothing settled), the file back to ``uploaded``,
-and a batch row still in flight gets the reason ``cancelled``. After the commit a
-submitted Bedrock job is stopped (best effort: ``collect`` stops it too when it finds
-the job cancelled); whatever it processed is still collected and billed once on the
-ledger, as is the partial spend of a chunk that was running (its guarded heartbeat
-matches no row, so it starts no new page, books what it spent and discards the rest).
-Those ledger rows are our cost; the user's hold is never settled for a cancelled job.
-A job cancelled while ``splitting`` has no chunks and no hold yet; its split notices (its
-guarded splitting → pending/waiting_batch matches no row) and writes, parks and starts nothing.
-
-Cancelling a running retry of failed pages cancels the retry, not the job: the job goes back
-to completed with its previous Markdown and results (batchlane.conversion.retry.end_retry).
+The answer per job status and what the one transaction does: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations

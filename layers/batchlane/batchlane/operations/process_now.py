@@ -1,22 +1,6 @@
 """Process now: a job waiting for the batch lane goes on-demand at once.
 
-From ``waiting_batch`` (else Conflict NOT_BATCH_WAITING, HTTP 409), and from ``splitting``:
-there the job is only flagged (``options._processNow``), and its split sends it on-demand
-instead of parking it (action ``flagged_while_splitting``, status still ``splitting``).
-From ``waiting_batch``, in ONE transaction with the job row locked, by the batch row's
-state when the user acts:
-
-| batch row | what happens                                                                     |
-|-----------|----------------------------------------------------------------------------------|
-| none      | a closed ``skipped`` row is inserted with the reason, so the claimer never takes the job; job resumed |
-| preparing | reason set; job resumed. The lane leaves before submitting, or, if it is already submitting, submits and stops the Bedrock job at once |
-| submitted | reason set; job resumed; after the commit the Bedrock job is stopped (best effort: the workflow stops it too) |
-| closed    | nothing: the lane (or the stranded-job recovery) resumes the job WITH its primed results (_batchPrimed, _batchCostUsd) |
-
-"Resumed" is what the lane's own resume does minus the priming: job and chunks →
-pending, the funds hold back to the on-demand window, then the conversion workflow
-starts (idempotent by name). A stopped batch job is still collected and its partial
-output billed on the ledger, once; its answers are not used (the job is not primed).
+What happens per batch-row state: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations

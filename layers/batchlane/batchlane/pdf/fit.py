@@ -1,20 +1,6 @@
-"""Bring a one-page PDF under a size limit before it is sent, or say it cannot be done.
+"""Bring a one-page PDF under a size limit before it is sent (recompress its images, else render it), or say it cannot be done.
 
-Claude sees a PDF page as an image of about 1,568 px on its long edge plus the page's text
-(Anthropic, "PDF support" / "Vision"), so a page made heavy by a 20-megapixel scan loses
-nothing it would see when that scan is stored at ~2,000 px. In order, cheapest loss first:
-
-1. ``recompressed``: every large image XObject (JPEG or Flate; gray, RGB or CMYK; the ones
-   inside form XObjects and the soft masks too) is decoded and re-encoded as JPEG at
-   decreasing sizes and qualities; the text layer and vector content stay as they are.
-2. ``rendered``: the page is rendered (pdfium) and replaced by one JPEG the size of the page:
-   what a huge vector drawing or inline images need. The text layer is lost, the look is not.
-
-Libraries: pypdf (already the splitter) rewrites the page, Pillow encodes JPEG (its draft
-mode decodes a big JPEG at 1/2..1/8 scale, in a fraction of the memory), pypdfium2 renders
-(Chrome's pdfium, prebuilt wheels for Lambda's arm64). All three are imported only when a page
-is over the limit. The result is a pure function of the input bytes, so the batch lane's
-record and the on-demand call carry the same reduced page.
+Why nothing Claude sees is lost, and the libraries: docs/architecture.md "Module notes".
 """
 
 from __future__ import annotations
@@ -29,11 +15,15 @@ from pypdf.generic import ArrayObject, DictionaryObject, NameObject, NumberObjec
 
 from batchlane.domain.limits import MAX_PAGE_BYTES, PAGE_TOO_LARGE
 from batchlane.observability import logger
+from batchlane.pdf.content import BudgetExceeded, Deadline
 from batchlane.pdf.split import PDFIUM_LOCK, Page
 
 # (longest edge in pixels, JPEG quality), tried in order until the page fits.
 IMAGE_LEVELS = ((2048, 85), (1600, 75), (1280, 65), (1024, 55), (800, 45))
 RENDER_LEVELS = ((2000, 80), (1600, 70), (1200, 60), (900, 50))
+# Time one page's reduction may take, checked between attempts; past it the page fails PAGE_TOO_LARGE
+# (how "timed_out") rather than holding its chunk: a real 20-megapixel scan takes a few seconds.
+FIT_BUDGET_S = 30.0
 MIN_IMAGE_BYTES = 32_000  # images smaller than this are left alone: re-encoding them saves nothing that matters
 _COLOR_SPACES = {"L": "/DeviceGray", "RGB": "/DeviceRGB", "CMYK": "/DeviceCMYK"}
 _INVERTED_CMYK = ArrayObject([NumberObject(1), NumberObject(0)] * 4)  # Pillow writes Adobe (inverted) CMYK JPEGs
@@ -49,14 +39,19 @@ class FitResult:
         return self.pdf_bytes is not None
 
 
-def fit_page(pdf_bytes: bytes, limit_bytes: int = MAX_PAGE_BYTES, *, render: bool = True) -> FitResult:
+def fit_page(pdf_bytes: bytes, limit_bytes: int = MAX_PAGE_BYTES, *, render: bool = True, deadline: Deadline | None = None) -> FitResult:
     """``pdf_bytes`` unchanged when within ``limit_bytes``; else the first reduction that fits, or None.
-    ``render`` False: never replace the page by a picture of it (the text layer stays, or the page fails)."""
+    ``render`` False: never replace the page by a picture of it (the text layer stays, or the page fails).
+    Past ``deadline`` (default :data:`FIT_BUDGET_S`) it gives up: None, how ``timed_out``."""
     if len(pdf_bytes) <= limit_bytes:
         return FitResult(pdf_bytes, "as_is")
+    deadline = deadline or Deadline(FIT_BUDGET_S)
     for how, reduce in (("recompressed", _recompress), ("rendered", _render))[: 2 if render else 1]:
         try:
-            reduced = reduce(pdf_bytes, limit_bytes)
+            reduced = reduce(pdf_bytes, limit_bytes, deadline)
+        except BudgetExceeded:
+            logger.warning("page reduction out of time", how=how, budget_s=deadline.seconds)
+            return FitResult(None, "timed_out")
         except Exception as exc:  # a page a library cannot handle is a page we cannot reduce that way, not a crash
             logger.warning("page reduction failed", how=how, error=repr(exc)[:300])
             reduced = None
@@ -68,10 +63,11 @@ def fit_page(pdf_bytes: bytes, limit_bytes: int = MAX_PAGE_BYTES, *, render: boo
 # -- 1. recompress the images -------------------------------------------------------------
 
 
-def _recompress(data: bytes, limit: int) -> bytes | None:
+def _recompress(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
     for max_edge, quality in IMAGE_LEVELS:
+        deadline.check()
         writer = PdfWriter(clone_from=PdfReader(io.BytesIO(data)))
-        changed = [_shrink(image, max_edge, quality) for image in _images(writer.pages[0])]
+        changed = [_shrink(image, max_edge, quality, deadline) for image in _images(writer.pages[0])]
         if not any(changed):
             continue
         out = _write(writer)
@@ -109,8 +105,9 @@ def _images(page: Any) -> Iterator[StreamObject]:
                     yield smask
 
 
-def _shrink(xobj: StreamObject, max_edge: int, quality: int) -> bool:
+def _shrink(xobj: StreamObject, max_edge: int, quality: int, deadline: Deadline) -> bool:
     """Re-encode one image as a smaller JPEG in place; False when it is small, unsupported or would grow."""
+    deadline.check()  # a page of thousands of images is checked between two of them
     stored = len(xobj._data)
     if stored < MIN_IMAGE_BYTES or xobj.get("/ImageMask") or isinstance(xobj.get("/Mask"), ArrayObject) or _matted(xobj):
         return False  # stencil masks are 1-bit; colour keys do not survive lossy colours; a /Matte mask needs its image's size
@@ -176,12 +173,12 @@ def _write(writer: PdfWriter) -> bytes:
 # -- 2. render the page to one image ------------------------------------------------------
 
 
-def _render(data: bytes, limit: int) -> bytes | None:
+def _render(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
     with PDFIUM_LOCK:  # pdfium runs in one thread at a time (see batchlane.pdf.split)
-        return _render_locked(data, limit)
+        return _render_locked(data, limit, deadline)
 
 
-def _render_locked(data: bytes, limit: int) -> bytes | None:
+def _render_locked(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
     import pypdfium2
 
     document = pypdfium2.PdfDocument(data)
@@ -189,6 +186,7 @@ def _render_locked(data: bytes, limit: int) -> bytes | None:
         page = document[0]
         width_pt, height_pt = page.get_size()  # after /Rotate, as displayed
         for max_edge, quality in RENDER_LEVELS:
+            deadline.check()
             scale = max_edge / max(width_pt, height_pt, 1.0)
             image = page.render(scale=scale).to_pil().convert("RGB")
             buffer = io.BytesIO()

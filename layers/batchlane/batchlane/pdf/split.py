@@ -20,9 +20,11 @@ from typing import BinaryIO
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from pypdf import PdfReader
-from pypdf.errors import FileNotDecryptedError, PdfReadError, PdfStreamError
+from pypdf.errors import FileNotDecryptedError, LimitReachedError
 
 from batchlane.domain.errors import InputError
+from batchlane.observability import logger
+from batchlane.pdf.content import MAX_CONTENT_SCAN_BYTES, PAGE_READ_BUDGET_S, BudgetExceeded, Deadline, strip_literal_strings
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
 
@@ -36,8 +38,7 @@ pdfium_c.FPDF_SetSandBoxPolicy(pdfium_c.FPDF_POLICY_MACHINETIME_ACCESS, False)
 # Content-stream operators that put marks on a page. A page whose streams use none of
 # them is blank: no text extraction needed, and no model call is spent on it.
 _PAINTING_OPERATOR = re.compile(rb"(?:^|(?<=[\s)\]>]))(?:Tj|TJ|'|\"|Do|sh|EI|f\*?|F|B\*?|b\*?|S|s)(?=[\s(\[/<]|$)")
-# The strings a content stream shows (literal and hex): stripped before looking for operators, and counted.
-_LITERAL_STRING = re.compile(rb"\((?:\\.|[^\\)])*\)")
+# The hex strings a content stream shows: counted (literal ones are read by batchlane.pdf.content).
 _HEX_STRING = re.compile(rb"<([0-9A-Fa-f\s]*)>")  # never matches a "<<" dictionary
 _WHITESPACE = re.compile(rb"\s+")
 
@@ -68,6 +69,9 @@ class Page:
     text_chars: int = 0
     # Why the page cannot be sent at all (``PAGE_TOO_LARGE``): it is marked failed at once, with no call.
     failure: str | None = None
+    # False when the content read was cut short (byte bound, time budget, unreadable stream):
+    # the page is then never called blank and ``text_chars`` is 0, so the planner's default applies.
+    estimate_known: bool = True
 
 
 def plan_chunks(total_pages: int, pages_per_chunk: int) -> list[ChunkSpan]:
@@ -124,10 +128,22 @@ class PdfDocument:
             pdf_bytes = self._copy([number - self.first_page])
             # pdfium copies content streams and annotations as they are, so the source page
             # reads the same as the copy (tests/unit/test_pdf.py holds this on real files).
-            source = self._pypdf().pages[number - self.first_page]
-            blank, text_chars = _read_contents(source)
-            blank = blank and not _has_visible_annotations(source)
-            yield Page(number=number, chunk_index=span.index, pdf_bytes=pdf_bytes, blank=blank, text_chars=text_chars)
+            blank, text_chars, known = self._inspect(number)
+            yield Page(number=number, chunk_index=span.index, pdf_bytes=pdf_bytes, blank=blank, text_chars=text_chars, estimate_known=known)
+
+    def _inspect(self, number: int, deadline: Deadline | None = None) -> tuple[bool, int, bool]:
+        """(blank, text_chars, estimate_known) of one page, within :data:`PAGE_READ_BUDGET_S`: a page
+        pypdf cannot read, or that runs out of time, is "not blank, estimate unknown", never an error."""
+        try:
+            reader = self._pypdf()  # opened once per document: not a cost of this page
+            deadline = deadline or Deadline(PAGE_READ_BUDGET_S)
+            source = reader.pages[number - self.first_page]
+            blank, text_chars, known = _read_contents(source, deadline)
+            deadline.check()
+            return blank and not _has_visible_annotations(source, deadline), text_chars, known
+        except Exception as exc:  # LimitReachedError, PdfReadError, BudgetExceeded, RecursionError, ...
+            logger.warning("page content not inspected", page=number, error=type(exc).__name__)
+            return False, 0, False
 
     def _pypdf(self) -> PdfReader:
         """pypdf's view of the same bytes, opened on first use: cheap on the chunk PDFs pdfium writes
@@ -140,14 +156,19 @@ class PdfDocument:
 
     def _copy(self, indexes: list[int]) -> bytes:
         """A new PDF of these pages (0-based here), with everything they use, and the same bytes every time."""
-        with PDFIUM_LOCK:
-            target = pdfium.PdfDocument.new()
-            try:
-                target.import_pages(self._pdfium, indexes)
-                buffer = io.BytesIO()
-                target.save(buffer)
-            finally:
-                target.close()
+        try:
+            with PDFIUM_LOCK:
+                target = pdfium.PdfDocument.new()
+                try:
+                    target.import_pages(self._pdfium, indexes)
+                    buffer = io.BytesIO()
+                    target.save(buffer)
+                finally:
+                    target.close()
+        except pdfium.PdfiumError as exc:
+            # pdfium opens a file by its xref and /Count; a page it cannot load (a page tree deeper than
+            # its 1,024 levels, a broken page object) shows only here.
+            raise unreadable_page_error(self._source) from exc
         return _stable_id(buffer.getvalue())
 
 
@@ -170,15 +191,22 @@ def _stable_id(data: bytes) -> bytes:
     return b"".join((view[:a], first, view[b:c], second, view[d:]))
 
 
-def _read_contents(page) -> tuple[bool, int]:  # type: ignore[no-untyped-def]
-    """One pass over the page's decoded content stream: (blank, text_chars)."""
+def _read_contents(page, deadline: Deadline) -> tuple[bool, int, bool]:  # type: ignore[no-untyped-def]
+    """One pass over the page's decoded content stream, its first :data:`MAX_CONTENT_SCAN_BYTES`
+    only: (blank, text_chars, estimate_known). Raises BudgetExceeded past ``deadline``."""
     try:
         contents = page.get_contents()
         data = contents.get_data() if contents is not None else b""
     except Exception:  # an unreadable stream is not "blank": let the model look at it
-        return False, 0
-    stripped, literal_chars = _strip_strings(data)
-    return _PAINTING_OPERATOR.search(stripped) is None, literal_chars + _hex_chars(_HEX_STRING.findall(stripped))
+        return False, 0, False
+    deadline.check()
+    cut = len(data) > MAX_CONTENT_SCAN_BYTES
+    scan = strip_literal_strings(data[:MAX_CONTENT_SCAN_BYTES] if cut else data, deadline)
+    deadline.check()
+    if cut:  # what was not read may paint: never blank; a partial count is no estimate
+        return False, 0, False
+    blank = _PAINTING_OPERATOR.search(scan.stripped) is None
+    return blank, scan.text_chars + _hex_chars(_HEX_STRING.findall(scan.stripped)), True
 
 
 def _hex_chars(strings: list[bytes]) -> int:
@@ -195,25 +223,22 @@ _INVISIBLE_ANNOTATIONS = frozenset({"/Link", "/Popup"})
 _HIDDEN_FLAGS = 0b10 | 0b100000  # Hidden, NoView (PDF 32000-1, 12.5.3)
 
 
-def _has_visible_annotations(page) -> bool:  # type: ignore[no-untyped-def]
-    """A page whose content stream is empty can still show filled fields or a stamp: not blank."""
+def _has_visible_annotations(page, deadline: Deadline) -> bool:  # type: ignore[no-untyped-def]
+    """A page whose content stream is empty can still show filled fields or a stamp: not blank.
+    Past ``deadline`` (a page of a million annotations) it raises BudgetExceeded."""
     try:
         for ref in page.get("/Annots") or []:
+            deadline.check()
             annotation = ref.get_object()
             if annotation.get("/Subtype") in _INVISIBLE_ANNOTATIONS or int(annotation.get("/F", 0)) & _HIDDEN_FLAGS:
                 continue
             if annotation.get("/AP") is not None:
                 return True
+    except BudgetExceeded:
+        raise
     except Exception:  # an unreadable annotation is not proof of a blank page
         return True
     return False
-
-
-def _strip_strings(data: bytes) -> tuple[bytes, int]:
-    """Drop literal strings so text inside them cannot look like an operator; also count
-    their characters (what was dropped, less each string's parentheses and escapes)."""
-    stripped = _LITERAL_STRING.sub(b"()", data)
-    return stripped, (len(data) - len(stripped)) - (data.count(b"\\") - stripped.count(b"\\"))
 
 
 def open_pdf(data: bytes, *, max_pages: int) -> PdfDocument:
@@ -270,10 +295,22 @@ def _diagnose_with_pypdf(source: bytes | BinaryIO) -> None:
         raise
     except FileNotDecryptedError as exc:
         raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED") from exc
-    except (PdfReadError, PdfStreamError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
+    except (LimitReachedError, RecursionError) as exc:  # a page tree thousands of levels deep, an xref of 50 million entries
+        raise InputError("The PDF's structure is too complex to read safely (nesting or sizes past reader limits).", error_id="PDF_TOO_COMPLEX") from exc
+    except Exception as exc:  # PdfReadError, PdfStreamError, and whatever else a damaged file makes pypdf raise
         raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT") from exc
     if count == 0:
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
+
+
+def unreadable_page_error(source: bytes | BinaryIO) -> InputError:
+    """The error for a file pdfium opened but whose pages it cannot load: pypdf says why
+    (PDF_TOO_COMPLEX past its depth and size limits, PDF_ENCRYPTED), else PDF_CORRUPT."""
+    try:
+        _diagnose_with_pypdf(source)
+    except InputError as exc:
+        return exc
+    return InputError("The PDF is damaged and its pages cannot be read.", error_id="PDF_CORRUPT")
 
 
 def _as_stream(source: bytes | BinaryIO) -> BinaryIO:
