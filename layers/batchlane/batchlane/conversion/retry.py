@@ -15,6 +15,7 @@ from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
 from batchlane.db.connection import Transaction
 from batchlane.db.errors import UniqueViolation
+from batchlane.db.retries import JobRetry
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_LARGE
@@ -80,17 +81,17 @@ def retry_scope(options: dict[str, Any]) -> tuple[int, frozenset[int]] | None:
 
 
 # -- reading pages ---------------------------------------------------------------------------
-def _attempts_by_chunk(chunks: list[dict[str, Any]], history: list[dict[str, Any]]) -> dict[tuple[int, int], int]:
+def _attempts_by_chunk(chunks: list[dict[str, Any]], history: list[JobRetry]) -> dict[tuple[int, int], int]:
     """Chunk attempts per run: run 0 is the conversion, run k retry k. A run's count is in the
     snapshot of the next retry touching the chunk, else on the live chunk row."""
     live = {c["chunk_index"]: int(c["attempts"]) for c in chunks}
     runs: dict[tuple[int, int], int] = {}
     last_run = dict.fromkeys(live, 0)
     for retry in history:
-        for snap in retry["chunks_before"]:
+        for snap in retry.chunks_before:
             index = int(snap["chunkIndex"])
             runs[(index, last_run[index])] = int(snap["attempts"])
-            last_run[index] = retry["attempt"]
+            last_run[index] = retry.attempt
     for index, run in last_run.items():
         runs[(index, run)] = live[index]
     return runs
@@ -111,7 +112,7 @@ def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
             result = PageResult.from_json(item)
             if result.status != "failed":
                 continue
-            tried_in = [0] + [r["attempt"] for r in history if result.page_number in r["pages"]]
+            tried_in = [0] + [r.attempt for r in history if result.page_number in r.pages]
             attempts = sum(runs.get((index, run), 0) for run in tried_in)
             reason = result.reason or "unknown"
             lane = result.served_by or (None if reason in _NEVER_SENT else "on_demand")
@@ -127,7 +128,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
     if job is None:
         raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
     if (running := retries.running(svc.db, job_id)) is not None:
-        return RetryStarted(job_id, running["attempt"], list(running["pages"]), job["status"], already_running=True)
+        return RetryStarted(job_id, running.attempt, list(running.pages), job["status"], already_running=True)
     if job["status"] != "completed":
         raise Conflict(f"The job is {job['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
     chosen = [p for p in failed_pages(svc, job_id) if (not error_ids or any(reason_matches(p.reason, e) for e in error_ids)) and (not pages or p.page in pages)]
@@ -164,7 +165,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             locked = job_repo.lock_job(tx, job_id)
             assert locked is not None
             if (running := retries.running(tx, job_id)) is not None:  # a concurrent POST won while we prepared
-                return RetryStarted(job_id, running["attempt"], list(running["pages"]), locked["status"], already_running=True)
+                return RetryStarted(job_id, running.attempt, list(running.pages), locked["status"], already_running=True)
             if locked["status"] != "completed":
                 raise Conflict(f"The job is {locked['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
             row = retries.insert(
@@ -177,7 +178,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 previous_markdown_key=previous_md,
                 chunks_before=snapshot,
             )
-            if row["attempt"] != attempt:  # another retry started and ended since we copied the Markdown under n
+            if row.attempt != attempt:  # another retry started and ended since we copied the Markdown under n
                 raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
             options = {**(locked["options"] or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
             job_repo.move_job(tx, job_id, st.retry(), options=options, error_id=None, error_message=None)
@@ -215,7 +216,7 @@ def close_retry(tx: Transaction, job: dict[str, Any], *, total: Decimal, pages_f
         return
     attempt, _ = scope
     row = retries.get(tx, str(job["id"]), attempt)
-    previous = Decimal(row["previous_total_usd"]) if row else Decimal(0)
+    previous = Decimal(row.previous_total_usd) if row else Decimal(0)
     retries.finish(tx, str(job["id"]), attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
     job_repo.set_options(tx, str(job["id"]), without_retry(job["options"]))
 
@@ -231,7 +232,7 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
             return None
         if job["status"] == "assembling" and outcome == "cancelled":
             raise Conflict("The retry is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
-        for snap in retry["chunks_before"]:
+        for snap in retry.chunks_before:
             job_repo.move_chunks(
                 tx,
                 job_id,
@@ -244,7 +245,7 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
                 worker_id=None,
             )
         total = ledger.job_total(tx, job_id)
-        failed = retry["previous_pages_failed"]
+        failed = retry.previous_pages_failed
         job_repo.move_job(
             tx,
             job_id,
@@ -260,33 +261,33 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
         retries.finish(
             tx,
             job_id,
-            retry["attempt"],
+            retry.attempt,
             st.transition(Entity.RETRY, {"failed": "fail", "cancelled": "cancel"}[outcome]),
             pages_failed=failed,
-            cost_usd=total - Decimal(retry["previous_total_usd"]),
+            cost_usd=total - Decimal(retry.previous_total_usd),
             error_message=message[:500],
         )
-    logger.info("retry ended", job_id=job_id, retry=retry["attempt"], outcome=outcome, previous_status=job["status"])
-    return {"jobId": job_id, "retry": retry["attempt"], "status": "completed", "retryStatus": outcome, "previousStatus": job["status"]}
+    logger.info("retry ended", job_id=job_id, retry=retry.attempt, outcome=outcome, previous_status=job["status"])
+    return {"jobId": job_id, "retry": retry.attempt, "status": "completed", "retryStatus": outcome, "previousStatus": job["status"]}
 
 
 def retry_history(svc: Services, job_id: str) -> list[dict[str, Any]]:
     """Every retry of the job, oldest first: pages, outcome, cost, and the Markdown before it."""
     return [
         {
-            "retry": r["attempt"],
-            "status": r["status"],
-            "pages": list(r["pages"]),
-            "errorIds": list(r["error_ids"]) if r["error_ids"] else None,
-            "pagesFailedBefore": r["previous_pages_failed"],
-            "pagesFailedAfter": r["pages_failed"],
-            "costUsd": str(r["cost_usd"]) if r["cost_usd"] is not None else None,
-            "totalUsdBefore": str(r["previous_total_usd"]),
-            "markdownBeforeKey": r["previous_markdown_key"],
-            "execution": retry_execution_name(job_id, r["attempt"]),
-            "error": r["error_message"],
-            "createdAt": r["created_at"].isoformat(),
-            "finishedAt": r["finished_at"].isoformat() if r["finished_at"] else None,
+            "retry": r.attempt,
+            "status": r.status,
+            "pages": list(r.pages),
+            "errorIds": list(r.error_ids) if r.error_ids else None,
+            "pagesFailedBefore": r.previous_pages_failed,
+            "pagesFailedAfter": r.pages_failed,
+            "costUsd": str(r.cost_usd) if r.cost_usd is not None else None,
+            "totalUsdBefore": str(r.previous_total_usd),
+            "markdownBeforeKey": r.previous_markdown_key,
+            "execution": retry_execution_name(job_id, r.attempt),
+            "error": r.error_message,
+            "createdAt": r.created_at.isoformat(),
+            "finishedAt": r.finished_at.isoformat() if r.finished_at else None,
         }
         for r in retries.history(svc.db, job_id)
     ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -12,12 +14,42 @@ from batchlane.db.jobs import Runner
 from batchlane.domain.status import Entity, RetryStatus, Transition
 
 
-def running(db: Runner, job_id: str) -> Row | None:
-    return db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND status = :running", id=job_id, running=RetryStatus.RUNNING)
+@dataclass(frozen=True)
+class JobRetry:
+    """One job_retries row: a retry of a job's failed pages and what the job was before it."""
+
+    id: int
+    job_id: str
+    attempt: int
+    status: str
+    pages: list[int]
+    error_ids: list[str] | None
+    previous_pages_failed: int
+    previous_total_usd: Decimal
+    previous_markdown_key: str | None
+    chunks_before: list[dict[str, Any]]
+    pages_failed: int | None
+    cost_usd: Decimal | None
+    error_message: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Row) -> JobRetry:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        return cls(**{**values, "job_id": str(row["job_id"]), "pages": list(row["pages"]), "error_ids": list(row["error_ids"]) if row["error_ids"] else None})
 
 
-def history(db: Runner, job_id: str) -> list[Row]:
-    return db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)
+def _one(row: Row | None) -> JobRetry | None:
+    return JobRetry.of(row) if row is not None else None
+
+
+def running(db: Runner, job_id: str) -> JobRetry | None:
+    return _one(db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND status = :running", id=job_id, running=RetryStatus.RUNNING))
+
+
+def history(db: Runner, job_id: str) -> list[JobRetry]:
+    return [JobRetry.of(r) for r in db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)]
 
 
 def insert(
@@ -30,7 +62,7 @@ def insert(
     previous_total_usd: Decimal,
     previous_markdown_key: str | None,
     chunks_before: list[dict[str, Any]],
-) -> Row:
+) -> JobRetry:
     """The next attempt number for the job; the partial unique index refuses a second running retry."""
     row = db.one(
         """INSERT INTO job_retries (job_id, attempt, pages, error_ids, previous_pages_failed, previous_total_usd, previous_markdown_key, chunks_before)
@@ -46,11 +78,11 @@ def insert(
         chunks=json.dumps(chunks_before),
     )
     assert row is not None
-    return row
+    return JobRetry.of(row)
 
 
-def get(db: Runner, job_id: str, attempt: int) -> Row | None:
-    return db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND attempt = :n", id=job_id, n=attempt)
+def get(db: Runner, job_id: str, attempt: int) -> JobRetry | None:
+    return _one(db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND attempt = :n", id=job_id, n=attempt))
 
 
 def finish(db: Runner, job_id: str, attempt: int, move: Transition, *, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
