@@ -81,6 +81,10 @@ class Api(Construct):
         self.client = self.user_pool.add_client(
             "CliClient",
             auth_flows=cognito.AuthFlow(user_srp=True),
+            # No hosted-UI OAuth: CDK's defaults would enable the implicit and code grants with the
+            # placeholder callback https://example.com and the aws.cognito.signin.user.admin scope
+            # (a token that may change the user's own attributes). The CLI signs in with SRP only.
+            disable_o_auth=True,
             generate_secret=False,  # used by the CLI and a browser: a secret could not stay secret
             prevent_user_existence_errors=True,
             access_token_validity=Duration.hours(1),

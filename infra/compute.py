@@ -150,6 +150,8 @@ class Compute(Construct):
             "POWERTOOLS_SERVICE_NAME": SERVICE_NAME,
             "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
+            # X-Ray keeps no handler responses: the api's carry presigned URLs (with session tokens).
+            "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
             "BATCHLANE_BUCKET": w.bucket.bucket_name,
             # The lane writes to the same bucket (batch/ prefix) and passes the service role.
             "BATCH_CONVERSION_S3_BUCKET": w.bucket.bucket_name,
@@ -217,19 +219,19 @@ class Compute(Construct):
             "AwsSolutions-IAM5[Resource::*]",
             "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level permissions; they are the only actions on '*'.",
         )
-        if {"s3_read", "s3_write"} & set(spec.needs):
-            acknowledge(
-                role,
-                f"AwsSolutions-IAM5[Resource::{bucket_arn}/*]",
-                "Object keys are generated per file and job (uploads/, jobs/, batch/); access is limited to this one bucket.",
-            )
         for prefix in sorted(
             {g.prefix for need in spec.needs if need != "bedrock_batch" for g in CAPABILITY_GRANTS[need] if "objects" in g.resources and g.prefix}
         ):
             acknowledge(
                 role,
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
-                f"Object keys under {prefix} are generated per file; access is limited to that prefix of this one bucket.",
+                f"Object keys under {prefix} are generated per file and job; access is limited to that prefix of this one bucket.",
+            )
+        if "stop_batch_jobs" in spec.needs:
+            acknowledge(
+                role,
+                "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:<AWS::Region>:<AWS::AccountId>:model-invocation-job/*]",
+                "Model-invocation job ids are assigned by Bedrock at creation; only StopModelInvocationJob, on jobs of this account and region.",
             )
         if in_vpc:
             acknowledge(

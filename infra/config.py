@@ -104,6 +104,7 @@ class InfraConfig:
         q = self.quotas
         return {
             "BATCHLANE_MODEL_ID": self.model_id,
+            "BATCHLANE_MODEL_IDS": ",".join(self.model_ids),  # a job may ask for these only (IAM grants only these)
             "BATCHLANE_PRICES": json.dumps(self.prices, sort_keys=True, separators=(",", ":")),
             "BATCH_CONVERSION_ENABLED": "true" if self.batch_conversion_enabled else "false",
             # BATCH_CONVERSION_MIN_PAGES=600, ..., BATCH_CONVERSION_GRACE_HOURS=2.0: each as its field's type

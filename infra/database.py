@@ -123,7 +123,9 @@ class Database(Construct):
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED),
             security_groups=[db_sg],
             storage_encrypted=True,
-            iam_authentication=True,
+            # Off: every function signs in with the secret through RDS Proxy (docs/deploy.md "Permissions",
+            # "Database authentication"); an enabled but unused sign-in method is only attack surface.
+            iam_authentication=False,
             deletion_protection=config.retain_data,
             removal_policy=RemovalPolicy.SNAPSHOT if config.retain_data else RemovalPolicy.DESTROY,
             backup=rds.BackupProps(retention=Duration.days(7)),
@@ -132,6 +134,12 @@ class Database(Construct):
             copy_tags_to_snapshot=True,
         )
         cluster.node.add_dependency(postgres_logs)
+        acknowledge(
+            cluster,
+            "AwsSolutions-RDS6",
+            "IAM database authentication is off on purpose: every function signs in through RDS Proxy with the rotated "
+            "Secrets Manager credentials; an enabled but unused sign-in method is only attack surface (docs/deploy.md).",
+        )
         assert cluster.secret is not None
         self.cluster = cluster
         self.secret = cluster.secret

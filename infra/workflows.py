@@ -112,7 +112,9 @@ class Workflows(Construct):
                 # Inline Fn::Sub of the file's exact text (see the module docstring for why not from_file).
                 definition_body=sfn.DefinitionBody.from_string(Fn.sub(text, substitutions)),
                 role=role,
-                logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+                # Every transition is logged, but not its input and output: they carry task tokens
+                # (the batch wait's callback token) that anyone reading the logs could use to end the wait.
+                logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
                 tracing_enabled=True,
                 comment=spec.description,
             )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from infra_testlib import Synth, camel, statements_of
 
 from batchlane import topology
@@ -45,3 +47,10 @@ def test_the_lambdas_reach_the_proxy_and_only_the_proxy_and_rotation_reach_the_c
         sources.setdefault(props["GroupId"]["Fn::GetAtt"][0], set()).add(props["SourceSecurityGroupId"]["Fn::GetAtt"][0])
     assert sources[proxy_sg] == {lambda_sg}
     assert sources[cluster_sg] == {proxy_sg, rotation_sg}
+
+
+def test_iam_database_authentication_is_off_and_no_function_may_connect_with_it(synth: Synth) -> None:
+    """Enabled but unused, it was only attack surface: functions sign in with the secret (docs/deploy.md)."""
+    (cluster,) = synth.of_type("AWS::RDS::DBCluster").values()
+    assert cluster["Properties"].get("EnableIAMDatabaseAuthentication") in (None, False)
+    assert "rds-db:connect" not in json.dumps(synth.of_type("AWS::IAM::Policy"))

@@ -170,3 +170,10 @@ def test_the_layer_is_the_built_folder(synth: Synth, layer_dir: Path) -> None:
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
     asset = synth.outdir / layer["Metadata"]["aws:asset:path"]
     assert (asset / "python" / "batchlane" / "topology.py").read_bytes() == (Path(topology.__file__).read_bytes())
+
+
+@pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
+def test_traces_never_record_handler_responses(synth: Synth, spec: topology.FunctionSpec) -> None:
+    """The api's responses carry presigned URLs (with session tokens): X-Ray must not keep them (issue 15)."""
+    env = _function(synth, spec.name)["Properties"]["Environment"]["Variables"]
+    assert env.get("POWERTOOLS_TRACER_CAPTURE_RESPONSE") == "false"

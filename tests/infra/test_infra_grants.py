@@ -95,4 +95,52 @@ def test_every_capability_the_topology_can_name_is_mapped() -> None:
 
 def test_job_split_may_write_the_chunk_pdfs_it_splits() -> None:
     """The grant the offline IAM uncovered (job_create split in-process then; job_split does now): chunk sources under jobs/."""
-    assert ("s3:PutObject", "objects", "", "{}") in _mapped(topology.function("job_split").needs)
+    assert ("s3:PutObject", "objects", "jobs/", "{}") in _mapped(topology.function("job_split").needs)
+
+
+# Where each function's code writes to S3 (read from the call sites: conversion/source.py store_chunk_sources,
+# conversion/chunk.py, conversion/finish.py, conversion/retry.py, batch/prepare.py, batch/collect.py,
+# api/uploads.py presigned POST). The offline IAM hook refuses any other write in the e2e tests.
+S3_WRITES = {
+    "job_split": {"jobs/"},  # chunk sources
+    "chunk_processor": {"jobs/"},  # chunk results and partial results
+    "assemble": {"jobs/"},  # the Markdown
+    "batch_prepare": {"batch/"},  # JSONL shards, prepare summaries, the manifest
+    "batch_collect": {"batch/"},  # accepted batch results
+    "batch_sweeper": {"batch/"},  # collects orphans: accepted batch results
+    "api": {"uploads/", "jobs/"},  # the upload's presigned POST; the Markdown kept before a retry
+    # Writes nothing itself, but the caller policy it holds is also exported for application roles that
+    # submit their own jobs, which write their JSONL input under batch/ (infra/iam.py).
+    "batch_submit": {"batch/"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(S3_WRITES))
+def test_every_s3_write_in_the_code_has_its_grant(synth: Synth, name: str) -> None:
+    granted = {prefix for action, kind, prefix, _ in _granted(synth, name) if action == "s3:PutObject" and kind == "objects"}
+    assert S3_WRITES[name] <= granted, (name, granted)
+
+
+@pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
+def test_no_function_may_write_the_whole_bucket_or_a_prefix_it_does_not_write(synth: Synth, spec: topology.FunctionSpec) -> None:
+    granted = {prefix for action, kind, prefix, _ in _granted(synth, spec.name) if action in ("s3:PutObject", "s3:GetObject") and kind == "objects"}
+    assert "" not in granted, f"{spec.name} is granted S3 objects on the whole bucket"
+    written = {prefix for action, kind, prefix, _ in _granted(synth, spec.name) if action == "s3:PutObject" and kind == "objects"}
+    assert written <= S3_WRITES.get(spec.name, set()), (spec.name, written)
+
+
+def test_the_api_may_only_stop_batch_jobs_never_create_them_or_pass_the_role(synth: Synth) -> None:
+    """Cancel and process now stop a Bedrock job; the whole caller policy (create, PassRole) was more (issue 15)."""
+    granted = {action for action, *_ in _granted(synth, "api")}
+    assert {a for a in granted if a.startswith(("bedrock:", "iam:"))} == {"bedrock:StopModelInvocationJob"}
+
+
+@pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
+def test_the_api_deletes_what_a_deleted_file_leaves_and_nothing_else_deletes_more(synth: Synth, spec: topology.FunctionSpec) -> None:
+    """No role had s3:DeleteObject, so a deleted file's objects stayed (issue 15): the api deletes exactly these prefixes;
+    only a failed split may also remove the chunk PDFs it wrote (jobs/*/source/, harden-pdf)."""
+    deletable = {prefix for action, kind, prefix, _ in _granted(synth, spec.name) if action == "s3:DeleteObject" and kind == "objects"}
+    if spec.name == "api":
+        assert deletable == {"uploads/", "jobs/", "batch/"}
+    else:
+        assert deletable <= ({"jobs/*/source/"} if spec.name == "job_split" else set()), (spec.name, deletable)

@@ -74,6 +74,16 @@ def test_user_pool_is_invite_only_with_mfa_and_a_strong_password_policy(synth: S
     assert client["Properties"]["GenerateSecret"] is False
 
 
+def test_the_app_client_has_no_oauth_flows_callback_or_admin_scope(synth: Synth) -> None:
+    """CDK's defaults enable the implicit and code grants, https://example.com and the admin scope (issue 15)."""
+    (client,) = synth.of_type("AWS::Cognito::UserPoolClient").values()
+    props = client["Properties"]
+    assert props.get("AllowedOAuthFlowsUserPoolClient") is False
+    for unused in ("AllowedOAuthFlows", "AllowedOAuthScopes", "CallbackURLs", "LogoutURLs"):
+        assert not props.get(unused), (unused, props.get(unused))
+    assert set(props["ExplicitAuthFlows"]) == {"ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"}
+
+
 def test_aurora_is_encrypted_private_protected_and_rotated(synth: Synth) -> None:
     (cluster,) = synth.of_type("AWS::RDS::DBCluster").values()
     props = cluster["Properties"]

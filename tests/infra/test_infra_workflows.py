@@ -50,10 +50,11 @@ def test_settings_default_to_the_topology_values(synth: Synth, spec: topology.St
 
 
 @pytest.mark.parametrize("spec", topology.STATE_MACHINES, ids=lambda s: s.name)
-def test_logs_all_with_retention_and_traces(synth: Synth, spec: topology.StateMachineSpec) -> None:
+def test_logs_all_transitions_without_execution_data_with_retention_and_traces(synth: Synth, spec: topology.StateMachineSpec) -> None:
     props = _machine(synth, spec)["Properties"]
     logging = props["LoggingConfiguration"]
-    assert logging["Level"] == "ALL" and logging["IncludeExecutionData"] is True
+    # ALL transitions, but no inputs/outputs: they carry task tokens (issue 15, "Leaks")
+    assert logging["Level"] == "ALL" and logging["IncludeExecutionData"] is False
     group_id = logging["Destinations"][0]["CloudWatchLogsLogGroup"]["LogGroupArn"]["Fn::GetAtt"][0]
     assert synth.resources[group_id]["Properties"]["RetentionInDays"] > 0
     assert props["TracingConfiguration"] == {"Enabled": True}

@@ -11,11 +11,13 @@ split function then splits it (or fails it with the PDF's error id).
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import urllib.error
 import urllib.request
 import uuid
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -25,7 +27,7 @@ import yaml
 from botocore.exceptions import ClientError
 from held import HeldInvocations
 
-from batchlane import keys
+from batchlane import keys, topology
 from batchlane.aws.clients import client
 from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.source import store_chunk_sources
@@ -35,6 +37,7 @@ from batchlane.db import ledger
 from batchlane.domain import status as st
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
+from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import wait_until as wait_for
 from batchlane_dev.local.lambda_runtime import Invocation
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf
@@ -274,9 +277,8 @@ def test_process_now_between_close_and_resume_leaves_it_to_recovery_with_the_pri
 # -- uploads, convert, delete ----------------------------------------------------------------
 def upload(stack: Any, owner: str, data: bytes, name: str = "book.pdf") -> str:
     status, registered = call(stack, "POST", "/api/v1/files", {"name": name, "sizeBytes": len(data)}, user=owner)
-    assert status == 201 and registered["upload"]["method"] == "PUT"
-    put = urllib.request.Request(registered["upload"]["url"], data=data, method="PUT", headers={"Content-Type": "application/pdf"})
-    assert urllib.request.urlopen(put, timeout=30).status == 200
+    assert status == 201 and registered["upload"]["method"] == "POST"
+    assert post_upload(registered["upload"], data) == 204
     return str(registered["fileId"])
 
 
@@ -295,12 +297,11 @@ def HeldSplit(stack: Any) -> HeldInvocations:
 
 def test_register_upload_convert_and_conflicts(stack, owner):
     status, registered = call(stack, "POST", "/api/v1/files", {"name": "book.pdf", "sizeBytes": len(PDF)}, user=owner)
-    assert status == 201 and registered["upload"]["method"] == "PUT"
+    assert status == 201 and registered["upload"]["method"] == "POST"
     file_id = registered["fileId"]
     early = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert early[0] == 409 and early[1]["code"] == "UPLOAD_MISSING"
-    put = urllib.request.Request(registered["upload"]["url"], data=PDF, method="PUT", headers={"Content-Type": "application/pdf"})
-    assert urllib.request.urlopen(put, timeout=30).status == 200
+    assert post_upload(registered["upload"], PDF) == 204
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {}}, user=owner)
     assert status == 202 and created["status"] == "splitting" and created["totalPages"] == 0
     twice = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
@@ -330,6 +331,36 @@ def test_convert_answers_202_splitting_at_once_then_the_job_converts(stack, owne
     assert done["pages"] == {"total": PAGES, "done": PAGES, "failed": 0, "batchServed": 0}
     assert done["chunks"]["total"] == -(-PAGES // services().settings.batchlane_pages_per_chunk)
     assert intake_status(created["jobId"]) == "SUCCEEDED"
+
+
+def test_the_upload_is_a_short_sigv4_post_bound_to_one_pdf_of_the_declared_size(stack, owner):
+    # When a user registers a 1,234-byte file
+    status, registered = call(stack, "POST", "/api/v1/files", {"name": "small.pdf", "sizeBytes": 1234}, user=owner)
+    assert status == 201
+    upload = registered["upload"]
+    # Then the answer is a presigned POST, SigV4-signed, whose policy admits only a PDF of at most that size,
+    # under this file's key, for 10 minutes (moto does not enforce the policy: its document is the proof)
+    assert upload["method"] == "POST" and upload["maxBytes"] == 1234 and upload["expiresInSeconds"] == 600
+    fields = upload["fields"]
+    assert fields["x-amz-algorithm"] == "AWS4-HMAC-SHA256" and fields["x-amz-signature"] and "AWSAccessKeyId" not in fields
+    policy = json.loads(base64.b64decode(fields["policy"]))
+    conditions = policy["conditions"]
+    assert ["content-length-range", 1, 1234] in conditions
+    assert {"Content-Type": "application/pdf"} in conditions and fields["Content-Type"] == "application/pdf"
+    key = services().db.one("SELECT s3_key FROM files WHERE id = CAST(:id AS uuid)", id=registered["fileId"])["s3_key"]
+    assert {"key": key} in conditions and fields["key"] == key
+    expires = datetime.fromisoformat(policy["expiration"].replace("Z", "+00:00"))
+    assert expires - datetime.now(UTC) <= timedelta(minutes=10, seconds=30)
+
+
+def test_an_upload_larger_than_declared_is_refused_before_it_is_read(stack, owner):
+    # Given a file registered as 100 bytes but a whole PDF stored (moto ignores content-length-range)
+    registered = call(stack, "POST", "/api/v1/files", {"name": "liar.pdf", "sizeBytes": 100}, user=owner)[1]
+    assert post_upload(registered["upload"], PDF) == 204
+    # When it is converted, Then the API refuses it: nothing is split, no job is created
+    code, body = call(stack, "POST", f"/api/v1/files/{registered['fileId']}/convert", {}, user=owner)
+    assert (code, body["code"]) == (409, "UPLOAD_SIZE_MISMATCH"), body
+    assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=registered["fileId"])["n"] == 0
 
 
 @pytest.mark.parametrize(
@@ -371,7 +402,8 @@ def test_a_split_that_crashes_after_its_retries_marks_the_job_failed(stack, owne
         stack.registry.intercept("job_split", None)
     assert tries.count(created["jobId"]) == 3, "tried, then retried twice (the split is idempotent)"
     view = call(stack, "GET", f"/api/v1/jobs/{created['jobId']}", user=owner)[1]
-    assert view["error"]["code"] == "SPLIT_FAILED" and "Runtime exited" in view["error"]["message"]
+    # a stable code and a generic message: the Lambda's raw cause stays in the logs (issue 15, "Leaks")
+    assert view["error"]["code"] == "SPLIT_FAILED" and view["error"]["message"] and "Runtime exited" not in view["error"]["message"]
     wait_for(lambda: intake_status(created["jobId"]) == "FAILED", what="the intake execution to end failed (alarm)")
     again = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert again[0] == 202
@@ -473,6 +505,129 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     answer = call(stack, "DELETE", f"/api/v1/files/{finishing}", user=owner)
     assert answer[0] == 409 and answer[1]["code"] == "CONVERSION_FINISHING"
     assert job(finishing_job)["status"] == "assembling"
+
+
+def test_delete_removes_every_object_the_file_left_but_batch_files_a_bedrock_job_still_reads(stack, owner):
+    # Given a converted file (upload, chunk sources, Markdown, batch files of a closed batch row)
+    store = services().store
+    file_id, job_id = make_job(owner, "completed", row_state="closed", completed_chunks=2)
+    store.put_bytes(keys.markdown_key(job_id), b"# converted", "text/markdown")
+    store.put_json(keys.batch_manifest_key(job_id), {"records": 6})
+    # and a second file whose batch job Bedrock is still reading
+    reading_file, reading_job = make_job(owner, "waiting_batch", row_state="submitted")
+    store.put_json(keys.batch_manifest_key(reading_job), {"records": 6})
+    upload_key = job_repo.get_file(services().db, file_id)["s3_key"]
+    assert store.list_keys(f"jobs/{job_id}/") and store.list_keys(f"batch/{job_id}/")
+    # When the owner deletes both
+    assert call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)[0] == 200
+    assert call(stack, "DELETE", f"/api/v1/files/{reading_file}", user=owner)[0] == 200
+    # Then nothing of the first is left in the bucket (before: only the upload went, or nothing)
+    assert store.list_keys(upload_key) == [] and store.list_keys(f"jobs/{job_id}/") == [] and store.list_keys(f"batch/{job_id}/") == []
+    # And the second's batch input stays for the Bedrock job that reads it (the bucket's lifecycle ends it)
+    assert store.list_keys(f"jobs/{reading_job}/") == [] and store.list_keys(f"batch/{reading_job}/") != []
+
+
+def test_a_delete_s3_refuses_is_not_answered_deleted(stack, owner):
+    # Given an api role without s3:DeleteObject (as every role was before)
+    file_id, _ = make_job(owner, "completed", completed_chunks=2)
+    stack.grants.set_needs("api", tuple(n for n in topology.function("api").needs if n != "s3_delete"))
+    try:
+        status, body = call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)
+    finally:
+        stack.grants.set_needs("api", None)
+    # Then the API says it failed, and the file is still listed (the user can delete it again)
+    assert status == 500 and body.get("deleted") is None, body
+    assert [f["fileId"] for f in call(stack, "GET", "/api/files", user=owner)[1]["files"]] == [file_id]
+    assert {action for fn, action, _ in stack.grants.denials if fn == "api"} == {"s3:DeleteObject"}
+    stack.grants.denials.clear()  # seen and asserted
+    assert call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)[0] == 200
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["doc\u0000.pdf", "invoice\u202egnp.pdf", "a\u2066b.pdf", "line\nbreak.pdf", "zero\u200bwidth.pdf", " padded.pdf"],
+    ids=["nul", "bidi-override", "bidi-isolate", "newline", "zero-width", "leading-space"],
+)
+def test_a_name_with_control_or_bidi_characters_is_a_400(stack, owner, name):
+    status, body = call(stack, "POST", "/api/v1/files", {"name": name, "sizeBytes": 10}, user=owner)
+    assert (status, body["code"]) == (400, "NAME_INVALID"), body
+    assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == [], "nothing registered"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/files/urn:uuid:{id}/conversion",
+        "/api/v1/files/{{{id}}}/conversion",
+        "/api/v1/files/urn:uuid:{id}/convert",
+        "/api/v1/files/urn:uuid:{id}",
+        "/api/v1/jobs/urn:uuid:{id}",
+        "/api/v1/jobs/{ID}/pages",
+        "/api/v1/deliveries?job_id=urn:uuid:{id}",
+    ],
+)
+def test_an_id_that_is_not_a_canonical_uuid_is_a_400(stack, owner, path):
+    # Given a real file of the owner, named by a non-canonical spelling of its id (urn:uuid:, braces, upper case)
+    file_id, job_id = make_job(owner, "completed")
+    concrete = path.format(id=file_id if "files" in path else job_id, ID=job_id.upper())
+    method = "POST" if concrete.endswith("/convert") else "DELETE" if concrete.count("/") == 4 and "files" in concrete else "GET"
+    status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
+    assert (status, body["code"]) == (400, "ID_INVALID"), (concrete, body)
+
+
+@pytest.mark.parametrize(
+    ("options", "what"),
+    [
+        ({"parser": "x" * 1_000_000}, "parser"),
+        ({"parser": "fast\u0000"}, "parser"),
+        ({"modelId": "m" * 5000}, "modelId"),
+        ({"callbackUrl": "https://example.com/" + "a" * 5000}, "callbackUrl"),
+        ({"callbackUrl": "https://example.com/hook", "callbackHeaders": {"X-Big": "v" * 100_000}}, "callbackHeaders"),
+        ({"highFidelity": {"nested": "x" * 1000}}, "highFidelity"),
+        ({"nope": 1}, "nope"),
+    ],
+    ids=["1mb-parser", "nul-parser", "long-model", "long-url", "huge-header", "object-flag", "unknown"],
+)
+def test_unbounded_or_unknown_options_are_a_400_and_nothing_is_stored(stack, owner, options, what):
+    file_id = upload(stack, owner, PDF)
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": options}, user=owner)
+    assert (status, body["code"]) == (400, "OPTIONS_INVALID") and what in body["message"], body
+    assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0
+
+
+def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stack, owner):
+    # Given a model with a price (Haiku) that is not among the deployment's models (BATCHLANE_MODEL_IDS)
+    settings = services().settings
+    priced_elsewhere = next(m for m in settings.batchlane_prices if m not in settings.allowed_model_ids and "haiku" in m)
+    file_id = upload(stack, owner, PDF)
+    # When a user asks for it, in a dry run or a conversion, Then both refuse it with a clear 400
+    for query in ("?dry_run=true", ""):
+        status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert{query}", {"options": {"modelId": priced_elsewhere}}, user=owner)
+        assert (status, body["code"]) == (400, "MODEL_NOT_ALLOWED") and settings.batchlane_model_id in body["message"], body
+    assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0
+    # And the deployment's own model is accepted
+    status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"modelId": settings.batchlane_model_id}}, user=owner)
+    assert status == 202, created
+    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+
+
+@pytest.mark.parametrize("server", ["BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK"])
+def test_the_offline_servers_refuse_a_rebound_host_and_allow_no_origin(stack, owner, server):
+    # Given a page on another origin that reached the loopback port by DNS rebinding
+    url = stack.env[server] if server != "AWS_ENDPOINT_URL" else stack.env[server] + "/" + services().settings.batchlane_bucket
+    port = url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+    rebound = urllib.request.Request(url, headers={"Host": f"attacker.example:{port}", "Origin": f"http://attacker.example:{port}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(rebound, timeout=30)
+    # Then it is refused before anything answers (was: moto listed the bucket, the API ran the handler)
+    assert refused.value.code == 421
+    # And a loopback request from a foreign Origin gets no CORS grant (moto reflected any Origin)
+    local = urllib.request.Request(url, headers={"Origin": "https://evil.example", "Authorization": f"Bearer local:{owner}"})
+    try:
+        headers = urllib.request.urlopen(local, timeout=30).headers
+    except urllib.error.HTTPError as answered:
+        headers = answered.headers
+    assert not [k for k in headers.keys() if k.lower().startswith("access-control-")], dict(headers)
 
 
 def test_unknown_route_is_a_json_404(stack, owner):

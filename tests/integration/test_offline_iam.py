@@ -20,6 +20,7 @@ from batchlane.aws.s3 import NotFound
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
+from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
 from tests.conftest import start_stack
@@ -43,10 +44,10 @@ def _call(stack: Any, method: str, path: str, body: Any = None, *, user: str) ->
         return exc.code, json.loads(exc.read() or b"{}")
 
 
-def test_job_split_without_s3_write_fails_with_access_denied_and_leaves_no_chunk(stack):
-    # Given the splitting function's role as job creation's was synthesized before: s3_read but not s3_write
+def test_job_split_without_s3_write_jobs_fails_with_access_denied_and_leaves_no_chunk(stack):
+    # Given the splitting function's role as job creation's was synthesized before: it reads the upload but may not write jobs/
     needs = topology.function("job_split").needs
-    stack.grants.set_needs("job_split", tuple(n for n in needs if n != "s3_write"))
+    stack.grants.set_needs("job_split", tuple(n for n in needs if n != "s3_write_jobs"))
     try:
         # When a PDF is submitted
         refused = submit_pdf(services(), make_pdf(4), name="no-grant.pdf", owner_id=f"iam-{uuid.uuid4().hex[:8]}")
@@ -68,8 +69,7 @@ def test_deleting_a_file_removes_its_upload_from_the_bucket(stack):
     pdf = make_pdf(2)
     status, registered = _call(stack, "POST", "/api/v1/files", {"name": "gone.pdf", "sizeBytes": len(pdf)}, user=owner)
     assert status == 201
-    put = urllib.request.Request(registered["upload"]["url"], data=pdf, method="PUT", headers={"Content-Type": "application/pdf"})
-    assert urllib.request.urlopen(put, timeout=30).status == 200
+    assert post_upload(registered["upload"], pdf) == 204
     key = services().db.one("SELECT s3_key FROM files WHERE id = CAST(:id AS uuid)", id=registered["fileId"])["s3_key"]
     # When the owner deletes it
     assert _call(stack, "DELETE", f"/api/v1/files/{registered['fileId']}", user=owner)[0] == 200

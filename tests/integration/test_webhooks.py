@@ -23,6 +23,7 @@ from batchlane.runtime import services
 from batchlane.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
 from batchlane.webhooks.events import publish_job_change
+from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.lambda_runtime import Invocation
 from batchlane_dev.local.pdfgen import make_pdf
@@ -103,8 +104,7 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str, gro
 def convert(stack: Any, owner: str, options: dict[str, Any], data: bytes = PDF) -> tuple[int, dict[str, Any]]:
     status, registered = call(stack, "POST", "/api/v1/files", {"name": "book.pdf", "sizeBytes": len(data)}, user=owner)
     assert status == 201, registered
-    put = urllib.request.Request(registered["upload"]["url"], data=data, method="PUT", headers={"Content-Type": "application/pdf"})
-    assert urllib.request.urlopen(put, timeout=30).status == 200
+    assert post_upload(registered["upload"], data) == 204
     return call(stack, "POST", f"/api/v1/files/{registered['fileId']}/convert", {"options": options}, user=owner)
 
 

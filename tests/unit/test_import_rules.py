@@ -25,7 +25,6 @@ RUNTIME = ROOT / "layers" / "batchlane" / "batchlane"
 # longer breaks its rule fails the test, so the list never hides a fixed module.
 KNOWN_VIOLATIONS: dict[str, str] = {
     "batchlane.api.downloads": "boto3-only-in-aws",
-    "batchlane.api.uploads": "boto3-only-in-aws",
     "batchlane.batch.billing": "boto3-only-in-aws",  # moved out of batch.collect (11.4); removed with the ports (11.3)
     "batchlane.batch.stop": "boto3-only-in-aws",  # moved out of batch.submit (11.4); removed with the ports (11.3)
     "batchlane.batch.submit": "boto3-only-in-aws",

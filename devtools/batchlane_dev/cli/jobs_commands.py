@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+import urllib3
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 TERMINAL = ("completed", "failed", "cancelled")
@@ -47,6 +48,26 @@ class Unreachable(Exception):
     pass
 
 
+def post_upload(upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf", timeout_s: float = 600) -> int:
+    """Send ``data`` to a registered file's presigned POST (``{"url", "fields"}``) as multipart/form-data:
+    the policy fields first, the file last, as S3 requires. Returns the HTTP status (204 from S3)."""
+    url = str(upload["url"])
+    if not url.startswith(("http://", "https://")):
+        raise ApiFailure(400, "UPLOAD_FAILED", f"the upload URL is not http(s): {url}")
+    fields: list[tuple[str, Any]] = list(upload["fields"].items())
+    fields.append(("file", (filename, data, "application/pdf")))
+    body, content_type = urllib3.encode_multipart_formdata(fields)  # urllib3: botocore's own HTTP library
+    request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": content_type})  # noqa: S310 - checked above
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:  # noqa: S310
+            response.read()
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        raise ApiFailure(exc.code, "UPLOAD_FAILED", f"the upload was refused ({exc.code} {exc.reason})") from None
+    except (urllib.error.URLError, OSError) as exc:
+        raise Unreachable(f"cannot upload: {getattr(exc, 'reason', exc)}") from None
+
+
 @dataclass(frozen=True)
 class ApiClient:
     base_url: str
@@ -74,17 +95,9 @@ class ApiClient:
         except (urllib.error.URLError, OSError) as exc:
             raise Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}") from None
 
-    def upload(self, url: str, data: bytes) -> None:
-        if not url.startswith(("http://", "https://")):
-            raise ApiFailure(400, "UPLOAD_FAILED", f"the upload URL is not http(s): {url}")
-        request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": "application/pdf"})  # noqa: S310 - checked above
-        try:
-            with urllib.request.urlopen(request, timeout=max(self.timeout_s, 600)) as response:  # noqa: S310
-                response.read()
-        except urllib.error.HTTPError as exc:
-            raise ApiFailure(exc.code, "UPLOAD_FAILED", f"the upload was refused ({exc.code} {exc.reason})") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise Unreachable(f"cannot upload: {getattr(exc, 'reason', exc)}") from None
+    def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
+        """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""
+        post_upload(upload, data, filename=filename, timeout_s=max(self.timeout_s, 600))
 
     def download(self, url: str, target: Path, *, force: bool) -> int:
         """Stream a presigned GET to ``target``; without ``force`` an existing file is never replaced."""
@@ -249,7 +262,7 @@ def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool)
 def _register_and_upload(api: ApiClient, pdf: Path) -> str:
     data = pdf.read_bytes()
     registered = api.call("POST", "/api/v1/files", {"name": pdf.name, "sizeBytes": len(data)})
-    api.upload(registered["upload"]["url"], data)
+    api.upload(registered["upload"], data, filename=pdf.name)
     return str(registered["fileId"])
 
 

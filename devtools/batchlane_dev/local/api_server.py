@@ -7,6 +7,8 @@ What API Gateway and its Cognito authorizer do in AWS, this does offline:
   as many users as you like; ``local:<user>;groups=<g1>,<g2>`` adds the Cognito groups claim
   (``cognito:groups``), e.g. the admin group that may rotate the webhook secret. Anything else (no header, another scheme) answers 401
   ``{"message": "Unauthorized"}`` before the handler runs, as the authorizer would.
+* Only loopback ``Host`` names are answered (DNS rebinding) and no CORS header is sent
+  (``batchlane_dev.local.loopback``).
 * The handler runs in this process through the same :class:`HandlerRegistry` the state
   machines use; a handler crash answers 502 like an API Gateway Lambda proxy.
 """
@@ -25,6 +27,7 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
 from batchlane_dev.local.lambda_runtime import HandlerRegistry
+from batchlane_dev.local.loopback import LoopbackOnly
 
 log = logging.getLogger("batchlane_dev.local.api")
 LOCAL_TOKEN_PREFIX = "local:"
@@ -96,7 +99,7 @@ class LocalApiServer:
     def __init__(self, registry: HandlerRegistry, *, host: str = "127.0.0.1", port: int = 0, function: str = "api") -> None:
         self._registry = registry
         self._function = function
-        self._server = make_server(host, port, self._wsgi, threaded=True, request_handler=_Quiet)
+        self._server = make_server(host, port, LoopbackOnly(self._wsgi), threaded=True, request_handler=_Quiet)
         self._thread: threading.Thread | None = None
         self.url = f"http://{host}:{self._server.server_port}"
 

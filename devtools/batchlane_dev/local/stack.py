@@ -38,6 +38,7 @@ from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load
 from batchlane_dev.local import iam, patches, postgres
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
+from batchlane_dev.local.loopback import loopback_moto_server
 
 log = logging.getLogger("batchlane_dev.local")
 BEDROCK_RULE = "bedrock_batch_state_change"
@@ -140,7 +141,7 @@ class OfflineStack:
 
         handler_logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        self._moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
+        self._moto = loopback_moto_server("127.0.0.1", moto_port)  # loopback Host names only, no CORS
         self._moto.start()
         moto_url = f"http://127.0.0.1:{moto_port}"
         self._configure_moto(moto_url)

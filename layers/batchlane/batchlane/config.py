@@ -51,6 +51,9 @@ class Settings(BaseSettings):
 
     # --- conversion ---------------------------------------------------------------------
     batchlane_model_id: str = DEFAULT_MODEL_ID
+    # The models this deployment configured and granted (comma-separated; infra context modelIds):
+    # a job may ask only for one of these (unset: the default model only). docs/deploy.md "Permissions".
+    batchlane_model_ids: str = ""
     batchlane_prices: dict[str, dict[str, float]] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     batchlane_pages_per_chunk: int = Field(50, ge=1, le=500)
     batchlane_max_pages: int = Field(10_000, ge=1)
@@ -124,6 +127,12 @@ class Settings(BaseSettings):
     batch_conversion_max_job_mb: int = Field(5 * 1024, ge=1, le=5 * 1024)
     batch_conversion_max_concurrent_jobs: int = Field(10, ge=1)
     batch_conversion_fallback_warn_share: float = Field(0.2, ge=0, le=1)
+
+    @property
+    def allowed_model_ids(self) -> tuple[str, ...]:
+        """The models a job may use: BATCHLANE_MODEL_IDS, else the default model alone."""
+        listed = tuple(m.strip() for m in self.batchlane_model_ids.split(",") if m.strip())
+        return listed or (self.batchlane_model_id,)
 
     @field_validator("batch_conversion_timeout_hours")
     @classmethod

@@ -20,12 +20,17 @@ from typing import Literal
 
 Capability = Literal[
     "db",  # PostgreSQL (secret read + network)
-    "s3_read",  # read objects in the bucket
-    "s3_write",  # write objects in the bucket
-    "s3_delete",  # delete a deleted file's upload (uploads/ only)
+    "s3_read_uploads",  # read users' uploads (uploads/)
+    "s3_read_jobs",  # read chunk sources, chunk results, the Markdown (jobs/)
+    "s3_read_batch",  # read batch inputs, outputs, results (batch/)
+    "s3_write_uploads",  # sign the upload's presigned POST (uploads/)
+    "s3_write_jobs",  # write chunk sources, chunk results, the Markdown (jobs/)
+    "s3_write_batch",  # write batch inputs and results (batch/)
     "s3_delete_chunk_sources",  # delete the chunk PDFs a failed split wrote (jobs/*/source/ only)
+    "s3_delete",  # delete what a deleted file left: uploads/, jobs/, batch/ objects
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
+    "stop_batch_jobs",  # bedrock:StopModelInvocationJob only (cancel, process now)
     "start_conversion",  # states:StartExecution on the conversion state machine
     "start_batch_lane",  # states:StartExecution on the batch-lane state machine
     "start_intake",  # states:StartExecution on the intake state machine (a new job's split)
@@ -95,7 +100,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_create",
         "Opens a conversion job (status splitting) for an uploaded PDF and starts its intake; answers at once.",
-        ("db", "s3_read", "start_intake", "publish_events"),
+        ("db", "s3_read_uploads", "start_intake", "publish_events"),
     ),
     # The largest upload (BATCHLANE_MAX_FILE_MB 500, 10,000 pages) streams to /tmp (hence 1 GB
     # of it) and is split there: pypdf holds the page tree and one chunk; 3,008 MB also buys the
@@ -104,7 +109,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_split",
         "Intake: streams the upload to /tmp, validates and splits it into chunk PDFs, writes the chunk rows, parks or starts the job.",
-        ("db", "s3_read", "s3_write", "s3_delete_chunk_sources", "start_conversion", "publish_events"),
+        ("db", "s3_read_uploads", "s3_write_jobs", "s3_delete_chunk_sources", "start_conversion", "publish_events"),
         900,
         3008,
         1024,
@@ -113,11 +118,11 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "chunk_processor",
         "Converts one chunk's pages (primed batch results first, on-demand otherwise).",
-        ("db", "s3_read", "s3_write", "bedrock_runtime", "cloudwatch_metrics"),
+        ("db", "s3_read_jobs", "s3_read_batch", "s3_write_jobs", "bedrock_runtime", "cloudwatch_metrics"),
         900,
         1536,
     ),
-    FunctionSpec("assemble", "Joins chunk results in page order into the Markdown file.", ("db", "s3_read", "s3_write"), 300, 1024),
+    FunctionSpec("assemble", "Joins chunk results in page order into the Markdown file.", ("db", "s3_read_jobs", "s3_write_jobs"), 300, 1024),
     FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job (and says so on the bus).", ("db", "publish_events")),
     FunctionSpec(
         "batch_claimer",
@@ -127,7 +132,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_prepare",
         "Captures one InvokeModel record per non-blank page into JSONL shards and a manifest.",
-        ("db", "s3_read", "s3_write"),
+        ("db", "s3_read_jobs", "s3_read_batch", "s3_write_batch"),
         900,
         2048,
     ),
@@ -140,17 +145,17 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_callback",
         "EventBridge target: Bedrock batch state change → task success for terminal states; bills a stopped job's manifest.",
-        ("db", "s3_read", "task_response"),
+        ("db", "s3_read_batch", "task_response"),
     ),
     FunctionSpec(
         "batch_sweeper",
         "Asks Bedrock about rows still waiting, so a lost event strands nothing; collects orphans, bills stopped jobs.",
-        ("db", "s3_read", "s3_write", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
+        ("db", "s3_read_batch", "s3_write_batch", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
     ),
     FunctionSpec(
         "batch_collect",
         "Streams the .jsonl.out files, accepts records, writes results and the one batch ledger row.",
-        ("db", "s3_read", "s3_write", "bedrock_batch", "cloudwatch_metrics"),
+        ("db", "s3_read_batch", "s3_write_batch", "bedrock_batch", "cloudwatch_metrics"),
         900,
         1024,
     ),
@@ -171,8 +176,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Finds stranded jobs (batch row closed, job still waiting) and resumes them.",
         ("db", "start_conversion", "publish_events"),
     ),
-    # s3_read also signs the download URLs of jobs/<id>/output.md (a presigned GET carries the
-    # signer's permissions); s3_write keeps the Markdown before a retry; start_conversion starts
+    # s3_read_jobs also signs the download URLs of jobs/<id>/output.md (a presigned GET carries the
+    # signer's permissions); s3_write_jobs keeps the Markdown before a retry; start_conversion starts
     # retries (the conversion machine, retry-<jobId>-<n>). A dry run reads the upload to /tmp
     # (up to BATCHLANE_MAX_FILE_MB 500) and inspects it within 29 s: 1 GB of /tmp and of memory.
     FunctionSpec(
@@ -180,10 +185,12 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Owner-only HTTP API: upload, convert (and dry run), list files, progress, cancel, process now, delete, download, failed pages, retry, webhooks.",
         (
             "db",
-            "s3_read",
-            "s3_write",
+            "s3_read_uploads",  # the upload's size; a dry run reads it
+            "s3_read_jobs",  # chunk results of a retry; the Markdown's presigned GET
+            "s3_write_uploads",  # the upload's presigned POST
+            "s3_write_jobs",  # the Markdown kept before a retry
             "s3_delete",
-            "bedrock_batch",
+            "stop_batch_jobs",  # cancel / process now stop a batch job; the API creates none
             "start_conversion",
             "start_intake",
             "publish_events",

@@ -34,6 +34,7 @@ ResourceKind = Literal[
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
 UPLOADS_PREFIX = "uploads/"  # users' uploaded PDFs (batchlane.keys.upload_key)
 CHUNK_SOURCES_PREFIX = "jobs/*/source/"  # the chunk PDFs a split writes (batchlane.keys.chunk_source_key)
+JOBS_PREFIX = "jobs/"  # chunk sources, chunk results, the Markdown (batchlane.keys)
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,23 @@ class Grant:
         return out
 
 
+_LIST_BUCKET = Grant(("s3:ListBucket",), ("bucket",))
+
 CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
-    "s3_read": (Grant(("s3:GetObject",), ("objects",)), Grant(("s3:ListBucket",), ("bucket",))),
-    "s3_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",)),),
-    "s3_delete": (Grant(("s3:DeleteObject",), ("objects",), prefix=UPLOADS_PREFIX),),  # a deleted file's upload
+    # S3 by prefix: each function reads and writes only the prefixes its code touches. ListBucket stays
+    # on the bucket: without it a missing object answers 403 instead of 404 (S3 API Reference,
+    # GetObject/HeadObject "Permissions"), and a prefix condition does not apply to those calls.
+    "s3_read_uploads": (Grant(("s3:GetObject",), ("objects",), prefix=UPLOADS_PREFIX), _LIST_BUCKET),
+    "s3_read_jobs": (Grant(("s3:GetObject",), ("objects",), prefix=JOBS_PREFIX), _LIST_BUCKET),
+    "s3_read_batch": (Grant(("s3:GetObject",), ("objects",), prefix=BATCH_PREFIX), _LIST_BUCKET),
+    # The api signs the upload's presigned POST: S3 checks the signer's s3:PutObject on the key.
+    "s3_write_uploads": (Grant(("s3:PutObject",), ("objects",), prefix=UPLOADS_PREFIX),),
+    "s3_write_jobs": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",), prefix=JOBS_PREFIX),),
+    "s3_write_batch": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("objects",), prefix=BATCH_PREFIX),),
+    # What a deleted file leaves: its upload, each job's chunk sources, results and Markdown (jobs/),
+    # and its batch files once no Bedrock job reads them (batch/). Nothing else may be deleted.
+    "s3_delete": tuple(Grant(("s3:DeleteObject",), ("objects",), prefix=prefix) for prefix in (UPLOADS_PREFIX, JOBS_PREFIX, BATCH_PREFIX)),
     # A split that fails removes the chunk PDFs it wrote (docs/architecture.md, "Hostile PDFs").
     "s3_delete_chunk_sources": (Grant(("s3:DeleteObject",), ("objects",), prefix=CHUNK_SOURCES_PREFIX),),
     # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
@@ -85,6 +98,8 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
         Grant(("s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"), ("objects",), prefix=BATCH_PREFIX),
         Grant(("s3:ListBucket",), ("bucket",), prefix=BATCH_PREFIX),
     ),
+    # Cancel and process now stop a job's Bedrock batch job; nothing else of the caller policy (no create, no PassRole).
+    "stop_batch_jobs": (Grant(("bedrock:StopModelInvocationJob",), ("batch_jobs",), sid="StopBatchJobs"),),
     "start_conversion": (Grant(("states:StartExecution",), ("conversion_state_machine",)),),
     "start_batch_lane": (Grant(("states:StartExecution",), ("batch_lane_state_machine",)),),
     "start_intake": (Grant(("states:StartExecution",), ("intake_state_machine",)),),

@@ -49,6 +49,7 @@ def _s3() -> Any:
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket=BUCKET)
     s3.put_object(Bucket=BUCKET, Key="uploads/a.pdf", Body=b"%PDF")
+    s3.put_object(Bucket=BUCKET, Key="jobs/x/chunks/chunk-0.json", Body=b"{}")
     return s3
 
 
@@ -58,9 +59,13 @@ def _code(exc: pytest.ExceptionInfo[ClientError]) -> tuple[str, int]:
 
 def test_a_function_without_s3_write_is_refused_put_object_like_on_aws_and_allowed_get(enforcer: GrantEnforcer) -> None:
     s3 = _s3()  # as the operator: not checked
-    with acting_as("assemble"):  # db, s3_read, s3_write
-        assert s3.get_object(Bucket=BUCKET, Key="uploads/a.pdf")["Body"].read() == b"%PDF"
+    with acting_as("assemble"):  # db, s3_read_jobs, s3_write_jobs
+        assert s3.get_object(Bucket=BUCKET, Key="jobs/x/chunks/chunk-0.json")["Body"].read() == b"{}"
         s3.put_object(Bucket=BUCKET, Key="jobs/x/out.md", Body=b"#")
+    with acting_as("assemble"), pytest.raises(ClientError) as other_prefix:  # jobs/ only: never a user's upload
+        s3.get_object(Bucket=BUCKET, Key="uploads/a.pdf")
+    assert _code(other_prefix) == ("AccessDenied", 403)
+    enforcer.denials.clear()
     with acting_as("settle"), pytest.raises(ClientError) as refused:  # db only
         s3.put_object(Bucket=BUCKET, Key="jobs/x/chunk-1.pdf", Body=b"%PDF")
     assert _code(refused) == ("AccessDenied", 403)
@@ -121,7 +126,7 @@ def test_threads_a_handler_starts_act_with_its_grants_and_removed_grants_refuse(
         future = pool.submit(s3.put_object, Bucket=BUCKET, Key="jobs/y.md", Body=b"#")
         with pytest.raises(ClientError):
             future.result()
-    enforcer.set_needs("assemble", ("db", "s3_read"))
+    enforcer.set_needs("assemble", ("db", "s3_read_jobs"))
     with acting_as("assemble"), pytest.raises(ClientError):
         s3.put_object(Bucket=BUCKET, Key="jobs/y.md", Body=b"#")
     enforcer.set_needs("assemble", None)

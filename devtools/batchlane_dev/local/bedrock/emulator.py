@@ -17,6 +17,8 @@ from urllib.parse import unquote
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from batchlane_dev.local.loopback import LoopbackOnly
+
 from .catalog import ModelCatalog
 from .clock import EmulatedClock
 from .control_plane import ControlPlane
@@ -108,7 +110,7 @@ class BedrockEmulator:
         if self.url:
             return self.url
         self.events.start()
-        self._server = make_server(self._host, self._port, self._wsgi, threaded=True, request_handler=_QuietHandler)
+        self._server = make_server(self._host, self._port, LoopbackOnly(self._wsgi), threaded=True, request_handler=_QuietHandler)
         self._server_thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="bedrock-emulator-http", daemon=True)
         self._server_thread.start()
         self.url = f"http://{self._host}:{self._server.server_port}"

@@ -6,16 +6,18 @@ The route table: docs/api/openapi.yaml and docs/architecture.md "Module notes".
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from batchlane.api import results, usecases, webhook_usecases
 from batchlane.api.downloads import S3Downloads, presign_client
 from batchlane.api.uploads import S3Uploads
-from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
 from batchlane.observability import logger
@@ -38,6 +40,43 @@ class RegisterUpload(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=255)
     sizeBytes: int = Field(ge=1)
+
+
+# Unicode categories a file name may not hold: controls (NUL included: PostgreSQL refuses it in
+# text), format characters (bidi overrides and isolates, zero-width joiners: a name that displays
+# as something else), surrogates, private use, unassigned, line and paragraph separators.
+_FORBIDDEN_IN_NAMES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_CANONICAL_UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_SHORT_TEXT = 256  # an option's text (parser, model id, an event name)
+_LONG_TEXT = 2048  # a callback URL or header value
+
+
+class ConvertOptions(BaseModel):
+    """What a conversion may be asked for, each bounded (a 1 MB ``parser`` was once stored as is)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    highFidelity: bool | None = None
+    parser: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
+    mathpix: bool | None = None
+    modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
+    batchLane: bool | None = Field(None, alias="_batchLane")
+    callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
+    callbackEvents: list[str] | None = Field(None, max_length=10)
+    callbackHeaders: dict[str, str] | None = Field(None, max_length=10)
+
+    @field_validator("callbackEvents")
+    @classmethod
+    def _short_events(cls, events: list[str] | None) -> list[str] | None:
+        if events and any(len(e) > _SHORT_TEXT for e in events):
+            raise ValueError(f"an event name is longer than {_SHORT_TEXT} characters")
+        return events
+
+    @field_validator("callbackHeaders")
+    @classmethod
+    def _short_headers(cls, headers: dict[str, str] | None) -> dict[str, str] | None:
+        if headers and any(len(k) > _SHORT_TEXT or len(v) > _LONG_TEXT for k, v in headers.items()):
+            raise ValueError(f"a header name is over {_SHORT_TEXT} or a value over {_LONG_TEXT} characters")
+        return headers
 
 
 class ConvertRequest(BaseModel):
@@ -98,8 +137,49 @@ def _body(model: type[BaseModel]) -> Any:
         raise BadRequest("The body is not valid JSON.") from None
 
 
+def _path_id(value: str, name: str) -> str:
+    """A path id in the canonical UUID form (``urn:uuid:…``, braces or upper case once reached SQL as is)."""
+    if not _CANONICAL_UUID.match(value or ""):
+        raise BadRequest(f"{name} must be a UUID like 123e4567-e89b-12d3-a456-426614174000.", error_id="ID_INVALID")
+    return value
+
+
+def _file_name(name: str) -> str:
+    bad = next((ch for ch in name if unicodedata.category(ch) in _FORBIDDEN_IN_NAMES), None)
+    if bad is not None:
+        raise BadRequest(f"name may not contain control, format (bidirectional) or invisible characters; found U+{ord(bad):04X}.", error_id="NAME_INVALID")
+    if name != name.strip():
+        raise BadRequest("name may not start or end with white space.", error_id="NAME_INVALID")
+    return name
+
+
+def _options(raw: dict[str, Any]) -> dict[str, Any]:
+    """The conversion options, bounded and typed; the model must be one this deployment configured and granted."""
+    try:
+        options = ConvertOptions.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "options"
+        raise BadRequest(f"options.{where}: {first.get('msg')}", error_id="OPTIONS_INVALID") from None
+    allowed = services().settings.allowed_model_ids
+    if options.modelId is not None and options.modelId not in allowed:
+        raise BadRequest(f"Model {options.modelId} is not enabled in this deployment; use one of: {', '.join(allowed)}.", error_id="MODEL_NOT_ALLOWED")
+    return options.model_dump(by_alias=True, exclude_unset=True)
+
+
 def _uploads() -> S3Uploads:
-    return S3Uploads(client("s3"), services().settings.batchlane_bucket)
+    return S3Uploads(presign_client(), services().settings.batchlane_bucket)  # SigV4
+
+
+def _canonical_ids(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
+    """Every ``fileId`` / ``jobId`` path parameter is a canonical UUID before any route runs (400 ID_INVALID)."""
+    for name, value in (app.context.get("_route_args") or {}).items():
+        if name in ("fileId", "jobId"):
+            _path_id(value, name)
+    return next_middleware(app)
+
+
+app.use(middlewares=[_canonical_ids])
 
 
 # -- routes ------------------------------------------------------------------------------
@@ -121,24 +201,25 @@ def list_files() -> dict[str, Any]:
 def register_upload() -> tuple[dict[str, Any], int]:
     owner = _caller()
     request = _body(RegisterUpload)
-    return usecases.register_upload(services(), _uploads(), owner, name=request.name, size_bytes=request.sizeBytes), 201
+    return usecases.register_upload(services(), _uploads(), owner, name=_file_name(request.name), size_bytes=request.sizeBytes), 201
 
 
 @app.post("/api/v1/files/<fileId>/convert")
 def convert(fileId: str) -> tuple[dict[str, Any], int]:
     owner = _caller()
     request = _body(ConvertRequest)
+    options = _options(request.options)
     dry = ((app.current_event.query_string_parameters or {}).get("dry_run") or "").lower()
     if dry not in ("", "true", "false", "1", "0"):
         raise BadRequest("dry_run must be true or false")
     if dry in ("true", "1"):
-        return results.dry_run_file(services(), owner, fileId, options=request.options), 200
-    return usecases.convert_file(services(), owner, fileId, options=request.options), 202
+        return results.dry_run_file(services(), owner, fileId, options=options), 200
+    return usecases.convert_file(services(), owner, fileId, options=options), 202
 
 
 @app.delete("/api/v1/files/<fileId>")
 def delete_file(fileId: str) -> dict[str, Any]:
-    return usecases.delete_file(services(), _uploads(), _caller(), fileId)
+    return usecases.delete_file(services(), _caller(), fileId)
 
 
 @app.get("/api/v1/files/<fileId>/conversion")
@@ -189,7 +270,8 @@ def list_deliveries() -> dict[str, Any]:
         limit = max(1, min(500, int(params.get("limit") or 100)))
     except ValueError:
         raise BadRequest("limit must be a number") from None
-    return webhook_usecases.list_deliveries(services(), owner, job_id=params.get("job_id") or None, limit=limit)
+    job_id = params.get("job_id") or None
+    return webhook_usecases.list_deliveries(services(), owner, job_id=job_id and _path_id(job_id, "job_id"), limit=limit)
 
 
 @app.get("/api/v1/jobs/<jobId>/markdown")
@@ -234,12 +316,19 @@ _STATUS_BY_TYPE: tuple[tuple[type[BatchlaneError], int], ...] = (
 )
 
 
+_GENERIC_5XX = {
+    503: "The service is temporarily unavailable; try again in a minute (the request id is in the logs).",
+    500: "Internal error; the request id is in the logs.",
+}
+
+
 @app.exception_handler(BatchlaneError)
 def _known(exc: BatchlaneError) -> Response:
     status = next((code for kind, code in _STATUS_BY_TYPE if isinstance(exc, kind)), 500)
     extra = {"jobId": exc.job_id} if isinstance(exc, usecases.ConversionRejected) else {}
-    if status >= 500:
-        logger.exception("request failed", code=exc.error_id)
+    if status >= 500:  # the cause (hosts, user names, database URLs) goes to the logs, never to the caller
+        logger.exception("request failed", code=exc.error_id, cause=str(exc))
+        return _error(status, exc.error_id, _GENERIC_5XX.get(status, _GENERIC_5XX[500]))
     return _error(status, exc.error_id, str(exc), **extra)
 
 

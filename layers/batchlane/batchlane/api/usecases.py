@@ -17,12 +17,14 @@ from batchlane.db import jobs as job_repo
 from batchlane.db import read_model
 from batchlane.db.errors import UniqueViolation
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound
-from batchlane.domain.status import JobStatus
+from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
 from batchlane.runtime import Services
 
 LIVE = job_repo.LIVE_JOB_STATUSES
+# Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/.
+IN_FLIGHT_BATCH_STATES = IN_FLIGHT_BATCH_ROW_STATES
 
 
 class ConversionRejected(BatchlaneError):
@@ -88,7 +90,9 @@ def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: 
         key = keys.upload_key(file_id, name)
         job_repo.set_file_key(tx, file_id, key)
     logger.info("upload registered", file_id=file_id, size_bytes=size_bytes)
-    return {"fileId": file_id, "name": name, "upload": {"method": "PUT", "url": uploads.presigned_put(key), "expiresInSeconds": UPLOAD_URL_TTL_S}}
+    post = uploads.presigned_post(key, max_bytes=size_bytes)
+    upload = {"method": "POST", "url": post["url"], "fields": post["fields"], "maxBytes": size_bytes, "expiresInSeconds": UPLOAD_URL_TTL_S}
+    return {"fileId": file_id, "name": name, "upload": upload}
 
 
 def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
@@ -97,9 +101,13 @@ def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[st
     if live:
         raise Conflict(f"The file is already being converted (job {live}).", error_id="CONVERSION_IN_PROGRESS")
     try:
-        svc.store.size(file_row["s3_key"])
+        uploaded = svc.store.size(file_row["s3_key"])
     except NotFound:
-        raise Conflict("The file has not been uploaded yet: PUT it to the upload URL first.", error_id="UPLOAD_MISSING") from None
+        raise Conflict("The file has not been uploaded yet: POST it to the upload URL first.", error_id="UPLOAD_MISSING") from None
+    if uploaded > int(file_row["size_bytes"]):  # the POST policy bounds it on AWS; checked here whatever stored it
+        raise Conflict(
+            f"The upload is {uploaded} bytes, more than the {file_row['size_bytes']} declared: register the file again.", error_id="UPLOAD_SIZE_MISMATCH"
+        )
     try:
         created = create_job(svc, file_id=str(file_row["id"]), options=options)
     except UniqueViolation as exc:  # one_live_job_per_file: a concurrent convert won
@@ -125,14 +133,33 @@ def process_now_file(svc: Services, owner_id: str, file_id: str, *, job_id: str 
     return process_now(svc, str(job["job_id"])).to_json()
 
 
-def delete_file(svc: Services, uploads: UploadPort, owner_id: str, file_id: str) -> dict[str, Any]:
-    """Cancel a live conversion first (409 CONVERSION_FINISHING while assembling), then hide the file."""
-    file_row = owned_file(svc, owner_id, file_id)
+def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
+    """Cancel a live conversion first (409 CONVERSION_FINISHING while assembling), delete what the file
+    left in the bucket, then hide the file. A refused delete raises: the file stays listed, to retry."""
+    owned_file(svc, owner_id, file_id)
     cancelled = None
     job = read_model.latest_job_row(svc.db, file_id)
     if job is not None and job["status"] in LIVE:
         cancelled = cancel_job(svc, str(job["job_id"])).job_id
+    doomed, kept = stored_objects(svc, file_id)
+    svc.store.delete_keys(doomed)
     job_repo.mark_file_deleted(svc.db, file_id)
-    uploads.delete(file_row["s3_key"])
-    logger.info("file deleted", file_id=file_id, cancelled_job=cancelled)
+    logger.info("file deleted", file_id=file_id, cancelled_job=cancelled, objects_deleted=len(doomed), batch_prefixes_kept=kept)
     return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}
+
+
+def stored_objects(svc: Services, file_id: str) -> tuple[list[str], list[str]]:
+    """Every object a file left (its upload; each job's chunk sources, results and Markdown; its batch files),
+    and the batch prefixes kept because a Bedrock job may still read them (they expire with the bucket's lifecycle)."""
+    file_row = job_repo.get_file(svc.db, file_id) or {}
+    jobs = read_model.jobs_of_file(svc.db, file_id)
+    doomed = [file_row["s3_key"]] if file_row.get("s3_key") else []
+    kept: list[str] = []
+    for row in jobs:
+        job_id = str(row["id"])
+        doomed += svc.store.list_keys(f"jobs/{job_id}/")
+        if row["batch_state"] in IN_FLIGHT_BATCH_STATES:
+            kept.append(f"{keys.BATCH_PREFIX}{job_id}/")
+        else:
+            doomed += svc.store.list_keys(f"{keys.BATCH_PREFIX}{job_id}/")
+    return doomed, kept

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-from batchlane.domain.errors import NotFound
+from batchlane.domain.errors import InputError, NotFound
 
 
 class ObjectStore(Protocol):
@@ -60,14 +60,30 @@ class S3Store:
             raise
         yield from body.iter_lines(chunk_size=1 << 20)
 
-    def download_to(self, key: str, path: Path) -> None:
-        """Stream an object to a local file (boto3's managed transfer): a 500 MB upload never sits in memory."""
+    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int:
+        """Stream an object to a local file (a 500 MB upload never sits in memory); returns its size.
+
+        The size is checked before a byte is loaded (HeadObject) and the GET is bound to the ETag
+        the check saw (``IfMatch``): an object replaced in between answers 412, never unchecked bytes.
+        """
         try:
-            self._s3.download_file(self.bucket, key, str(path))
+            head = self._s3.head_object(Bucket=self.bucket, Key=key)
+            size, etag = int(head["ContentLength"]), str(head["ETag"])
+            if max_bytes is not None and size > max_bytes:
+                raise ObjectTooLarge(f"s3://{self.bucket}/{key} is {size} bytes; at most {max_bytes} are read")
+            body = self._s3.get_object(Bucket=self.bucket, Key=key, IfMatch=etag)["Body"]
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
                 raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
             raise
+        written = 0
+        with path.open("wb") as out:
+            for block in body.iter_chunks(chunk_size=1 << 20):
+                written += len(block)
+                if written > size:  # more than HeadObject promised: not the object that was checked
+                    raise ObjectTooLarge(f"s3://{self.bucket}/{key} grew past {size} bytes while being read")
+                out.write(block)
+        return written
 
     def list_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []
@@ -84,10 +100,28 @@ class S3Store:
             raise
 
     def delete_keys(self, keys: list[str]) -> None:
-        """Delete these objects, 1,000 a request (DeleteObjects); a key already gone is not an error
-        (S3 reports it deleted), any other per-key failure raises."""
+        """Delete every key (1,000 a request). Only "already gone" is ignored: a refusal raises, so a
+        delete the user asked for is never answered "deleted" while the objects stay."""
         for start in range(0, len(keys), 1000):
             batch = [{"Key": key} for key in keys[start : start + 1000]]
-            answer = self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
-            if errors := answer.get("Errors"):
-                raise RuntimeError(f"{len(errors)} object(s) not deleted from s3://{self.bucket}: {errors[0].get('Code')} on {errors[0].get('Key')}")
+            try:
+                answer = self._s3.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") == "NoSuchKey":
+                    continue
+                raise
+            # DeleteObjects answers 200 with per-key errors (AccessDenied among them): they are failures too.
+            failed = [e for e in answer.get("Errors", []) if e.get("Code") != "NoSuchKey"]
+            if failed:
+                first = failed[0]
+                raise ObjectDeleteFailed(f"{len(failed)} object(s) not deleted, e.g. {first.get('Key')}: {first.get('Code')}")
+
+
+class ObjectTooLarge(InputError):
+    """An object over the size its reader accepts (a PDF over BATCHLANE_MAX_FILE_MB)."""
+
+    error_id = "PDF_TOO_LARGE"
+
+
+class ObjectDeleteFailed(RuntimeError):
+    """S3 refused to delete some objects (DeleteObjects' per-key errors)."""

@@ -74,3 +74,12 @@ def job_change_row(db: Runner, job_id: str) -> dict[str, Any] | None:
            FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)""",
         id=job_id,
     )
+
+
+def jobs_of_file(db: Runner, file_id: str) -> list[dict[str, Any]]:
+    """Every job of the file (``id``) with its batch row's state (``batch_state``, None without a row)."""
+    return db.run(
+        """SELECT j.id, b.state AS batch_state FROM large_conversion_jobs j
+           LEFT JOIN conversion_batch_jobs b ON b.job_id = j.id WHERE j.file_id = CAST(:id AS uuid)""",
+        id=file_id,
+    )
