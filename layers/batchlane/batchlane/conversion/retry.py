@@ -15,7 +15,6 @@ from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
 from batchlane.db.connection import Transaction
 from batchlane.db.errors import UniqueViolation
-from batchlane.db.retries import JobRetry
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_LARGE
@@ -81,17 +80,17 @@ def retry_scope(options: dict[str, Any]) -> tuple[int, frozenset[int]] | None:
 
 
 # -- reading pages ---------------------------------------------------------------------------
-def _attempts_by_chunk(chunks: list[dict[str, Any]], history: list[JobRetry]) -> dict[tuple[int, int], int]:
+def _attempts_by_chunk(chunks: list[dict[str, Any]], snapshots: list[tuple[int, list[dict[str, Any]]]]) -> dict[tuple[int, int], int]:
     """Chunk attempts per run: run 0 is the conversion, run k retry k. A run's count is in the
     snapshot of the next retry touching the chunk, else on the live chunk row."""
     live = {c["chunk_index"]: int(c["attempts"]) for c in chunks}
     runs: dict[tuple[int, int], int] = {}
     last_run = dict.fromkeys(live, 0)
-    for retry in history:
-        for snap in retry.chunks_before:
+    for attempt, chunks_before in snapshots:  # (retry number, the chunks as they were before it), oldest first
+        for snap in chunks_before:
             index = int(snap["chunkIndex"])
             runs[(index, last_run[index])] = int(snap["attempts"])
-            last_run[index] = retry.attempt
+            last_run[index] = attempt
     for index, run in last_run.items():
         runs[(index, run)] = live[index]
     return runs
@@ -102,7 +101,7 @@ def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
     (only chunks whose row counts failed pages are read: a 10,000-page job has 200 result files)."""
     chunks = job_repo.get_chunks(svc.db, job_id)
     history = retries.history(svc.db, job_id)
-    runs = _attempts_by_chunk(chunks, history)
+    runs = _attempts_by_chunk(chunks, [(r.attempt, r.chunks_before) for r in history])
     failed: list[FailedPage] = []
     for chunk in chunks:
         if chunk["status"] != "completed" or not chunk["result_key"] or not chunk["pages_failed"]:
