@@ -31,6 +31,7 @@ Capability = Literal[
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
     "stop_batch_jobs",  # bedrock:StopModelInvocationJob only (cancel, process now)
+    "inspect_batch_jobs",  # bedrock:GetModelInvocationJob and ListModelInvocationJobs (find, read a job's status)
     "start_conversion",  # states:StartExecution on the conversion state machine
     "start_batch_lane",  # states:StartExecution on the batch-lane state machine
     "start_intake",  # states:StartExecution on the intake state machine (a new job's split)
@@ -162,13 +163,13 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_stop",
         "StopModelInvocationJob for a wait past its timeout (StopOverdue); best effort, the row keeps the reason.",
-        ("db", "bedrock_batch"),
+        ("db", "stop_batch_jobs"),
     ),
-    # Reads the stopped job's manifest.json.out under batch/, which bedrock_batch grants.
+    # Finds a job created before a failure (List), reads its status, stops it and bills its manifest.json.out (batch/).
     FunctionSpec(
         "batch_abandon",
         "Leaves the lane without results (skip, prepare/submit/collect failed): closes the row, stops and bills a submitted job.",
-        ("db", "bedrock_batch"),
+        ("db", "inspect_batch_jobs", "stop_batch_jobs", "s3_read_batch"),
     ),
     FunctionSpec("batch_resume", "Puts the job back to pending (primed or not) and starts the conversion.", ("db", "start_conversion")),
     FunctionSpec(

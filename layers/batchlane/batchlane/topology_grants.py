@@ -100,6 +100,11 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     ),
     # Cancel and process now stop a job's Bedrock batch job; nothing else of the caller policy (no create, no PassRole).
     "stop_batch_jobs": (Grant(("bedrock:StopModelInvocationJob",), ("batch_jobs",), sid="StopBatchJobs"),),
+    "inspect_batch_jobs": (
+        Grant(("bedrock:GetModelInvocationJob",), ("batch_jobs",), sid="ReadBatchJobs"),
+        # ListModelInvocationJobs supports no resource-level permission (Service Authorization Reference).
+        Grant(("bedrock:ListModelInvocationJobs",), ("any",), sid="FindBatchJobs"),
+    ),
     "start_conversion": (Grant(("states:StartExecution",), ("conversion_state_machine",)),),
     "start_batch_lane": (Grant(("states:StartExecution",), ("batch_lane_state_machine",)),),
     "start_intake": (Grant(("states:StartExecution",), ("intake_state_machine",)),),
