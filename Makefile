@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help demo test test-fast bench synth deploy lint typecheck local-up local-down clean
+.PHONY: help demo test test-fast mutate bench synth deploy lint typecheck local-up local-down clean
 
 help:            ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -33,6 +33,16 @@ test: $(VENV)/.stamp node_modules/.stamp   ## every test (unit, integration, inf
 
 test-fast: $(VENV)/.stamp   ## unit tests only
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+
+MUTATE_DIR := .batchlane/mutate
+
+mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the ledger on the fast tests (~15 min); docs/testing.md
+	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
+	ln -s ../../layers/batchlane/batchlane $(MUTATE_DIR)/batchlane
+	sed 's|@ROOT@|$(CURDIR)|g' devtools/mutate/setup.cfg.in > $(MUTATE_DIR)/setup.cfg
+	cd $(MUTATE_DIR) && PYTHONPATH=$(CURDIR)/devtools:$(CURDIR) $(CURDIR)/$(VENV)/bin/mutmut run --max-children 2
+	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json && echo
+	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut results
 
 bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline measured in the same run
 	$(PY) -m batchlane_dev.bench $(BENCH_ARGS)

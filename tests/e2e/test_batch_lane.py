@@ -98,17 +98,31 @@ def test_duplicate_events_are_harmless(stack_factory):
 
 
 def test_event_arriving_before_the_token_is_stored_still_ends_the_wait(stack_factory):
-    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV)
+    # No sweeper runs (schedules off): only the token store itself can end this wait early;
+    # the wait's own timeout would end it too, but with a stop and reason "overdue".
+    stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
+    waits = []
 
     def late_token(event, call_real):
         # Hold the token back until the terminal event has been recorded on the row.
         wait_until(lambda: batch_row(event["jobId"])["bedrock_status"] in TERMINAL_BEDROCK_STATUSES, what="terminal event first")
-        return call_real(event)
+        outcome = call_real(event)
+        waits.append(outcome.result)
+        return outcome
 
     stack.registry.intercept("batch_wait", late_token)
-    report = run_job()
-    assert_converted_whole(report["job_id"])
-    assert batch_row(report["job_id"])["end_state"] == "Completed"
+    job_id, _ = submit()
+    stack.registry.invoke("batch_claimer", {})
+    wait_until(
+        lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
+        what="completion",
+    )
+    results = assert_converted_whole(job_id)
+    row = batch_row(job_id)
+    assert (row["end_state"], row["reason"]) == ("Completed", None), "ended by the early event, not by the overdue stop"
+    assert waits == [{"waiting": False, "status": "Completed"}], "the token store saw the terminal status and ended the wait at once"
+    assert stack.bedrock.stats["stop_requests"] == 0
+    assert served(results, "batch") == NON_BLANK
 
 
 def test_crash_after_create_adopts_the_same_bedrock_job(stack_factory):

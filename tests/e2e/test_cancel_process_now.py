@@ -18,6 +18,7 @@ from typing import Any
 
 from batchlib import BLANK_EVERY, PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_until
 from botocore.exceptions import ClientError
+from moneylib import assert_batch_row_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
 
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
@@ -146,6 +147,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     chunk_rows = [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "chunk" and r["chunk_index"] == stopped["chunk_index"]]
     assert chunk_rows and sum(Decimal(r["cost_usd"]) for r in chunk_rows) > 0
     assert Decimal(stopped["cost_usd"]) == sum(Decimal(r["cost_usd"]) for r in chunk_rows)
+    assert_ledger_equals_tokens_served(stack, [job_id])  # every call Bedrock answered is booked, exactly
     assert_nothing_charged(job_id)
 
 
@@ -165,8 +167,10 @@ def test_cancel_while_the_batch_job_runs_stops_it_bills_its_output_once_and_char
     assert row["end_state"] == "Stopped" and row["reason"] == "cancelled"
     billed = batch_ledger_rows(job_id)
     assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the paid partial output is billed, once"
+    assert_batch_row_bills_the_manifest(job_id)  # exactly what the stopped job's manifest.json.out counts
     wait_until(lambda: execution_status("batch", job_id) not in (None, "RUNNING"), what="the batch-lane execution to end")
     assert_nothing_charged(job_id)
+    assert_ledger_equals_tokens_served(stack, [job_id])
     assert execution_status("conversion", job_id) is None, "a cancelled job is never converted"
     # cancelled is terminal everywhere: the claimer, the sweeper and the recovery leave it alone
     for function in ("batch_claimer", "batch_sweeper", "recovery"):
@@ -221,6 +225,8 @@ def test_process_now_before_the_claimer_converts_on_demand_and_the_claimer_never
     row = batch_row(job_id)
     assert (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "process_now")
     assert execution_status("batch", job_id) is None and not stack.bedrock.jobs
+    assert_total_is_the_ledger(job_id)
+    assert_ledger_equals_tokens_served(stack, [job_id])
 
 
 def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_it_once(stack_factory):
@@ -241,6 +247,9 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
     assert row["end_state"] == "Stopped" and len(batch_ledger_rows(job_id)) == 1
     wait_until(lambda: execution_status("batch", job_id) == "SUCCEEDED", what="the batch lane to end")
     assert job(job_id)["status"] == "completed"
+    assert_batch_row_bills_the_manifest(job_id)
+    assert_total_is_the_ledger(job_id)
+    assert_ledger_equals_tokens_served(stack, [job_id])
 
 
 def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_page(stack_factory):
@@ -255,6 +264,9 @@ def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_p
     billed = batch_ledger_rows(job_id)
     assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the partial output is billed exactly once"
     assert job(job_id)["status"] == "completed", "the lane's late Resume must not touch a converted job"
+    assert_batch_row_bills_the_manifest(job_id)
+    assert_total_is_the_ledger(job_id)  # whichever came first, the settle or the batch bill
+    assert_ledger_equals_tokens_served(stack, [job_id])
 
 
 def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_primed_results(stack_factory):
@@ -276,6 +288,8 @@ def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_prim
     assert job(job_id)["pages_batch"] == row["accepted_count"], "the batch results were used"
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1
+    assert_batch_row_bills_the_manifest(job_id)
+    assert_ledger_equals_tokens_served(stack, [job_id])
 
 
 def test_another_user_cannot_cancel_or_process_now(stack_factory):

@@ -270,6 +270,10 @@ def test_more_jobs_than_the_concurrent_quota_is_refused(harness: Callable[..., H
     with pytest.raises(ClientError) as exc:
         submit(h, uri)
     assert error_code(exc) == "ServiceQuotaExceededException"
+    # AWS's quota is per model: another model's job is still accepted
+    other = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    submit(h, uri, modelId=other)
+    assert dict(h.emu.control.peak_active_by_model) == {MODEL: 2, other: 1}
 
 
 def test_create_throttle_answers_throttling_first(harness: Callable[..., Harness], s3: Any) -> None:
@@ -587,3 +591,17 @@ def test_batch_and_converse_give_the_same_answer_for_the_same_request(harness: C
     online = model.answer(item[0]["modelInput"])
     assert batch["r0000"]["output"] == online["output"]
     assert batch["r0000"]["usage"] == online["usage"]
+
+
+def test_tokens_served_count_each_lane_as_aws_bills_it(harness: Callable[..., Harness], s3: Any) -> None:
+    """The counters tests hold the ledger to: batch tokens = the manifests' counts, runtime tokens = the answers' usage."""
+    h = harness(faults=f"{FAST},record_error_rate=0.3")
+    arn = submit(h, staged(s3, 6))
+    h.wait_terminal(arn)
+    _, manifest = output_of(s3, arn)
+    answer = converse(h, ("page-1", page_pdf("One page of text.")))
+    assert manifest is not None and manifest["errorRecordCount"] > 0
+    assert h.emu.tokens_served() == {
+        "batch": (manifest["inputTokenCount"], manifest["outputTokenCount"]),
+        "runtime": (answer["usage"]["inputTokens"], answer["usage"]["outputTokens"]),
+    }

@@ -12,6 +12,7 @@ import re
 import secrets
 import string
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -77,6 +78,9 @@ class ControlPlane:
         self._lock = threading.Lock()
         self._create_calls = 0
         self.jobs: dict[str, Job] = {}
+        # The most jobs of one model ever Submitted..Stopping at once: a test's proof that the
+        # lane kept under its own concurrent-job setting (the quota below may be set wider).
+        self.peak_active_by_model: Counter[str] = Counter()
 
     # -- CreateModelInvocationJob -------------------------------------------------
 
@@ -115,12 +119,14 @@ class ControlPlane:
                     return {"jobArn": job.arn}
             if any(job.name == name for job in self.jobs.values()):
                 raise ApiError("ConflictException", f"A batch inference job named {name} already exists.")
-            active = sum(1 for job in self.jobs.values() if job.status in ACTIVE)
+            # AWS's quota is per model: "Sum of in-progress and submitted batch inference jobs using a base model".
+            active = sum(1 for job in self.jobs.values() if job.status in ACTIVE and job.model_id == model_id)
             if active >= self._quotas.max_concurrent_jobs:
                 raise ApiError(
                     "ServiceQuotaExceededException",
                     f"You have {active} batch inference jobs submitted or in progress, the quota is {self._quotas.max_concurrent_jobs}.",
                 )
+            self.peak_active_by_model[model_id] = max(self.peak_active_by_model[model_id], active + 1)
             job_id = "".join(secrets.choice(_ID_ALPHABET) for _ in range(12))
             job = Job(
                 arn=f"arn:aws:bedrock:{self._region}:{self._account_id}:model-invocation-job/{job_id}",
@@ -171,7 +177,9 @@ class ControlPlane:
         return job
 
     def stop(self, identifier: str) -> dict[str, Any]:
-        request_stop(self.find(identifier), self._clock.now())
+        job = self.find(identifier)
+        self._count("stop_requests")
+        request_stop(job, self._clock.now())
         return {}
 
     def list(self, query: Mapping[str, str]) -> dict[str, Any]:

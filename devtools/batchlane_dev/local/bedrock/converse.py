@@ -211,5 +211,9 @@ class ConverseRuntime:
             output_tokens = usage.get("outputTokens", usage.get("output_tokens", 0))
             self._shutdown.wait(output_tokens * self._faults.output_ms_per_token / 1000)
         response["_latency_ms"] = int((time.monotonic() - started) * 1000)
-        self._count("converse_ok")
+        usage = response["usage"]  # Converse or Anthropic Messages names
+        with self._stats_lock:
+            self._stats["converse_ok"] += 1
+            self._stats["runtime_input_tokens"] += usage.get("inputTokens", usage.get("input_tokens", 0))
+            self._stats["runtime_output_tokens"] += usage.get("outputTokens", usage.get("output_tokens", 0))
         return response

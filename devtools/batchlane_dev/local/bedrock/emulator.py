@@ -95,6 +95,15 @@ class BedrockEmulator:
         """Jobs by ARN, for tests and the offline stack's status page."""
         return self.control.jobs
 
+    def tokens_served(self) -> dict[str, tuple[int, int]]:
+        """(input, output) tokens served per lane: ``batch`` (every record a batch job answered, as its
+        manifest.json.out counts them) and ``runtime`` (every Converse / InvokeModel call answered).
+        What AWS bills, so a test can require the ledger to equal it."""
+        jobs = list(self.jobs.values())
+        with self._stats_lock:
+            runtime = (self.stats["runtime_input_tokens"], self.stats["runtime_output_tokens"])
+        return {"batch": (sum(j.input_tokens for j in jobs), sum(j.output_tokens for j in jobs)), "runtime": runtime}
+
     def _count(self, key: str) -> None:
         with self._stats_lock:
             self.stats[key] += 1

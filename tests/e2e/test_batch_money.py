@@ -1,0 +1,90 @@
+"""The money and the race of the batch lane, exact: what each mutation in docs/testing.md must fail.
+
+Each test compares the ledger with what the Bedrock emulator itself served and wrote
+(token counters per lane, manifest.json.out, jobs in flight per model), not with figures
+the code under test computed.
+"""
+
+from __future__ import annotations
+
+import pytest
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_for_job, wait_until
+from moneylib import assert_batch_row_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
+from test_cancel_process_now import Gate, _act_while_the_batch_job_runs, job
+
+from batchlane.runtime import services
+from batchlane_dev.local.bedrock.faults import parse_faults
+
+FAST = "time_scale=36000,job_hours=0.5"
+NON_BLANK = PAGES - PAGES // 15
+
+
+@pytest.mark.parametrize("batch_faults", ["", "content_filter_rate=0.3"], ids=["all-accepted", "some-rejected"])
+def test_the_ledger_equals_the_tokens_bedrock_served_lane_by_lane(stack_factory, batch_faults):
+    # Given batch answers of which some are rejected by the acceptance rule (the runtime's are clean)
+    stack = stack_factory(f"{FAST},{batch_faults}".rstrip(","), extra_env=SMALL_LANE_ENV)
+    stack.bedrock.set_runtime_faults(parse_faults(FAST))
+    # When a job goes through the batch lane
+    job_id, _ = submit()
+    wait_for_job(services(), job_id, timeout_s=120)
+    results = assert_converted_whole(job_id)
+    row = batch_row(job_id)
+    on_demand = sum(1 for p in results.values() if p.served_by == "on_demand")
+    assert on_demand == row["fallback_count"]
+    assert (row["fallback_count"] > 0) == bool(batch_faults), "rejected batch answers must exist in the faulty case, none otherwise"
+    # Then the batch row bills every record Bedrock returned, used or not, and chunk rows only the runtime's calls
+    assert_batch_row_bills_the_manifest(job_id)
+    assert_ledger_equals_tokens_served(stack, [job_id])
+    assert_total_is_the_ledger(job_id)
+
+
+def test_the_claimer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(stack_factory):
+    # Given a lane allowed one concurrent job per model, on an account that would accept ten,
+    # and three jobs parked before any claimer runs (the test drives the claimer)
+    stack = stack_factory(
+        FAST,
+        extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": "1", "BATCHLANE_EMULATED_QUOTAS": '{"max_concurrent_jobs": 10}'},
+        schedules=False,
+    )
+    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    job_ids = [submit()[0] for _ in range(3)]
+    gate.release()
+    # When the claimer runs, it takes one; the others are taken by later runs as the first ends
+    first = stack.registry.invoke("batch_claimer", {}).result
+    assert (len(first["claimed"]), first["waiting"]) == (1, 2)
+
+    def all_done() -> bool:
+        stack.registry.invoke("batch_claimer", {})
+        return all(job(j)["status"] in ("completed", "failed") for j in job_ids)
+
+    wait_until(all_done, timeout_s=180, poll_s=0.5, what="the three jobs, one after another")
+    # Then each went through the lane, never two Bedrock jobs of the model at a time
+    for job_id in job_ids:
+        results = assert_converted_whole(job_id)
+        assert sum(1 for p in results.values() if p.served_by == "batch") == NON_BLANK
+    assert stack.bedrock.stats["jobs_created"] == 3
+    assert dict(stack.bedrock.control.peak_active_by_model) == {services().settings.batchlane_model_id: 1}
+    assert_ledger_equals_tokens_served(stack, job_ids)
+
+
+def test_a_batch_row_closing_after_the_job_settled_updates_its_total(stack_factory):
+    # Given process-now while the Bedrock job runs, and the lane's collect held back
+    gate: dict[str, Gate] = {}
+
+    def factory(*args, **kwargs):  # type: ignore[no-untyped-def]
+        stack = stack_factory(*args, **kwargs)
+        gate["collect"] = Gate(stack, "batch_collect")
+        return stack
+
+    stack, job_id = _act_while_the_batch_job_runs(factory, "process-now")
+    # When the on-demand conversion completes and settles before the stopped batch job is billed
+    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    settled_before = job(job_id)["total_cost_usd"]
+    assert batch_row(job_id)["state"] != "closed", "the batch row must close after the settle for this test to mean anything"
+    gate["collect"].release()
+    wait_until(lambda: batch_row(job_id)["state"] == "closed", what="the stopped batch job to be billed")
+    # Then the job's total, its hold and its batch cost include the late batch bill, exactly
+    billed = assert_batch_row_bills_the_manifest(job_id)
+    assert billed["cost_usd"] > 0
+    assert assert_total_is_the_ledger(job_id) == settled_before + billed["cost_usd"]
+    assert_ledger_equals_tokens_served(stack, [job_id])
