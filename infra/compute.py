@@ -217,7 +217,8 @@ class Compute(Construct):
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
-            "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing) support no resource-level permissions; they are the only actions on '*'.",
+            "X-Ray PutTraceSegments/PutTelemetryRecords (active tracing), and bedrock:ListModelInvocationJobs where granted, support no "
+            "resource-level permissions; they are the only actions on '*'.",
         )
         for prefix in sorted(
             {g.prefix for need in spec.needs if need != "bedrock_batch" for g in CAPABILITY_GRANTS[need] if "objects" in g.resources and g.prefix}
@@ -227,11 +228,11 @@ class Compute(Construct):
                 f"AwsSolutions-IAM5[Resource::{bucket_arn}/{prefix}*]",
                 f"Object keys under {prefix} are generated per file and job; access is limited to that prefix of this one bucket.",
             )
-        if "stop_batch_jobs" in spec.needs:
+        if {"stop_batch_jobs", "inspect_batch_jobs"} & set(spec.needs):
             acknowledge(
                 role,
                 "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:<AWS::Region>:<AWS::AccountId>:model-invocation-job/*]",
-                "Model-invocation job ids are assigned by Bedrock at creation; only StopModelInvocationJob, on jobs of this account and region.",
+                "Model-invocation job ids are assigned by Bedrock at creation; only Stop/GetModelInvocationJob, on jobs of this account and region.",
             )
         if in_vpc:
             acknowledge(

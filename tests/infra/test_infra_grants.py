@@ -99,8 +99,8 @@ def test_job_split_may_write_the_chunk_pdfs_it_splits() -> None:
 
 
 # Where each function's code writes to S3 (read from the call sites: conversion/source.py store_chunk_sources,
-# conversion/chunk.py, conversion/finish.py, conversion/retry.py, batch/prepare.py, batch/collect.py,
-# api/uploads.py presigned POST). The offline IAM hook refuses any other write in the e2e tests.
+# conversion/chunk.py, conversion/assemble.py, conversion/retry.py, batch/prepare.py, batch/collect.py,
+# aws/s3.py S3Uploads, the presigned POST). The offline IAM hook refuses any other write in the e2e tests.
 S3_WRITES = {
     "job_split": {"jobs/"},  # chunk sources
     "chunk_processor": {"jobs/"},  # chunk results and partial results

@@ -24,8 +24,8 @@ from botocore.exceptions import ClientError
 from held import HeldInvocations
 
 from batchlane import keys
-from batchlane.api.downloads import lifecycle_expiry
 from batchlane.aws.clients import client
+from batchlane.aws.s3 import lifecycle_expiry
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services

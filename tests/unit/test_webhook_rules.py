@@ -8,10 +8,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from batchlane.aws.secrets import SecretsManagerSigningSecret as SigningSecret
 from batchlane.domain.errors import InputError
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import webhook_body, webhook_events
-from batchlane.webhooks.secret import SigningSecret
 from batchlane.webhooks.signing import signature, signature_header
 
 

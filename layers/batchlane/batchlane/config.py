@@ -78,7 +78,6 @@ class Settings(BaseSettings):
     # it converted and continues in a fresh invocation (ChunkContinue): in-flight answers and
     # the final writes must fit in it.
     batchlane_chunk_stop_margin_s: float = Field(120, ge=0)
-    batchlane_converse_max_attempts: int = Field(6, ge=1, le=20)
     # Read timeout of a model call, sized per request (converter.transports.ReadTimeoutPolicy):
     # time to the first token + max_tokens at the slow end of generation speed, capped, and never
     # past the invocation's end. A call that times out is booked as billed, never re-sent unbooked.

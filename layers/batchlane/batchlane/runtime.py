@@ -1,43 +1,48 @@
-"""The adapters a handler needs, built once per process from the settings.
+"""The composition root: the one place that builds the adapters (ports in batchlane.ports), once per process.
 
 Handlers call :func:`services`; tests and the offline stack call :func:`reset_services`
-after changing the environment.
+after changing the environment; unit tests build a ``Services`` with in-memory fakes.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any
 
+from batchlane.aws.bedrock_batch import BedrockBatchJobs
+from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.clients import client, reset_clients
-from batchlane.aws.events import EventBus
-from batchlane.aws.s3 import S3Store
-from batchlane.aws.workflows import Workflows
+from batchlane.aws.events import EventBridgeBus
+from batchlane.aws.s3 import S3Downloads, S3Store, S3Uploads
+from batchlane.aws.secrets import SecretsManagerSigningSecret
+from batchlane.aws.workflows import StepFunctionsWorkflows
 from batchlane.config import Settings, reload_settings
 from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
 from batchlane.db.secrets import SecretsManagerSource
 from batchlane.domain.cost import PriceTable
-from batchlane.webhooks.secret import SigningSecret
+from batchlane.ports import BatchJobs, Downloads, EventBus, ModelRuntime, ObjectStore, SigningSecret, Uploads, Workflows
 
 
 @dataclass
 class Services:
     settings: Settings
     db: Database
-    store: S3Store
+    store: ObjectStore
     workflows: Workflows
     bus: EventBus
     prices: PriceTable
+    batch_jobs: BatchJobs
+    model_runtime: ModelRuntime
 
-    def bedrock_runtime(self) -> Any:
-        return client("bedrock-runtime", max_attempts=self.settings.batchlane_converse_max_attempts)
+    # Built on demand: only the API and the webhook functions use them (no client made elsewhere).
+    def uploads(self) -> Uploads:
+        return S3Uploads(client("s3", signature_version="s3v4"), self.settings.batchlane_bucket)  # the POST policy is SigV4
 
-    def bedrock(self) -> Any:
-        return client("bedrock")
+    def downloads(self) -> Downloads:
+        return S3Downloads(client("s3", signature_version="s3v4"), self.settings.batchlane_bucket)
 
     def signing_secret(self) -> SigningSecret:
-        return SigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
+        return SecretsManagerSigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
 
 
 _lock = threading.Lock()
@@ -69,15 +74,19 @@ def services() -> Services:
                 settings=settings,
                 db=_database(settings),
                 store=S3Store(client("s3"), settings.batchlane_bucket),
-                workflows=Workflows(
+                workflows=StepFunctionsWorkflows(
                     client("stepfunctions"),
                     conversion_arn=settings.conversion_state_machine_arn,
                     batch_lane_arn=settings.batch_lane_state_machine_arn,
                     intake_arn=settings.intake_state_machine_arn,
                     webhook_delivery_arn=settings.webhook_delivery_state_machine_arn,
                 ),
-                bus=EventBus(client("events"), settings.event_bus_name),
+                bus=EventBridgeBus(client("events"), settings.event_bus_name),
                 prices=PriceTable(settings.batchlane_prices),
+                batch_jobs=BedrockBatchJobs(lambda: client("bedrock")),
+                # botocore retries off (max_attempts counts retries): the governed transport retries
+                # under the global limit (docs/ondemand.md); one client per read timeout.
+                model_runtime=BedrockRuntime(lambda seconds: client("bedrock-runtime", max_attempts=0, read_timeout=seconds)),
             )
         return _services
 

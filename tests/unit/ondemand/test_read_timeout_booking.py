@@ -15,6 +15,7 @@ import pytest
 from botocore.config import Config
 from ondemand_fakes import PRICES, RecordingLimiter, chunk_pages
 
+from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.converter import ConverterConfig, ModelCallError, OnDemandTransport, ReadTimeoutPolicy, build_page_request
 from batchlane.domain.cost import Usage
 from batchlane.ondemand import BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, Spend
@@ -42,7 +43,7 @@ def test_a_timed_out_call_is_booked_at_its_estimate_and_not_sent_again(slow_bedr
     emulator, client_for, made = slow_bedrock
     page = chunk_pages(1)[0]
     # The invocation ends 1 s from "now" (an injected clock): the read timeout is 1 s, the answer takes 2.5 s.
-    inner = OnDemandTransport(client_for=client_for, timeouts=ReadTimeoutPolicy(), ends_at=1.0, clock=lambda: 0.0)
+    inner = OnDemandTransport(BedrockRuntime(client_for), timeouts=ReadTimeoutPolicy(), ends_at=1.0, clock=lambda: 0.0)
     governed = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(base_s=0.01, max_s=0.01, budget_s=1e9, max_attempts=5), sleep=lambda s: None)
     spend = Spend()
     converter = GroupConverter(chunk_index=0, config=CONFIG, transport=governed, prices=PRICES, coverage=CoverageRule(threshold=0), spend=spend)
@@ -63,7 +64,7 @@ def test_a_timed_out_call_is_booked_at_its_estimate_and_not_sent_again(slow_bedr
 def test_a_read_timeout_sized_for_the_request_waits_for_a_slow_answer(slow_bedrock):
     emulator, client_for, made = slow_bedrock
     page = chunk_pages(1)[0]
-    inner = OnDemandTransport(client_for=client_for, timeouts=ReadTimeoutPolicy())  # 465 s for 8,192 tokens: minutes, not 2
+    inner = OnDemandTransport(BedrockRuntime(client_for), timeouts=ReadTimeoutPolicy())  # 465 s for 8,192 tokens: minutes, not 2
     answer = inner.send(build_page_request(chunk_index=0, page_number=page.number, pdf_bytes=page.pdf_bytes, config=CONFIG))
     assert answer.stop_reason == "end_turn" and answer.text and list(made) == [465.0]
     assert emulator.stats["invoke_requests"] == 1
@@ -72,7 +73,7 @@ def test_a_read_timeout_sized_for_the_request_waits_for_a_slow_answer(slow_bedro
 def test_no_request_is_sent_when_the_invocation_has_no_time_left_to_wait(slow_bedrock):
     emulator, client_for, made = slow_bedrock
     page = chunk_pages(1)[0]
-    inner = OnDemandTransport(client_for=client_for, ends_at=0.5, clock=lambda: 0.0)
+    inner = OnDemandTransport(BedrockRuntime(client_for), ends_at=0.5, clock=lambda: 0.0)
     calls = []
 
     class Counting:

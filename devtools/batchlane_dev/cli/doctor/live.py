@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from batchlane import keys
+from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.s3 import S3Store
 from batchlane.batch.collect import tally_outputs
 from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
@@ -69,7 +70,7 @@ def check_visual_call(runtime_client: Any, config: ConverterConfig, prices: Pric
     request = build_page_request(chunk_index=0, page_number=1, pdf_bytes=visual_test_page(), config=config)
     started = time.monotonic()
     try:
-        answer = OnDemandTransport(runtime_client).send(request)
+        answer = OnDemandTransport(BedrockRuntime(lambda seconds: runtime_client)).send(request)
     except ModelCallError as exc:
         return failed(name, f"{config.model_id}: {exc}")
     seconds = time.monotonic() - started

@@ -16,11 +16,10 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from batchlane.api import results, usecases, webhook_usecases
-from batchlane.api.downloads import S3Downloads, presign_client
-from batchlane.api.uploads import S3Uploads
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFound, StoreUnavailable
 from batchlane.observability import logger
+from batchlane.ports import Uploads
 from batchlane.runtime import services
 
 app = APIGatewayRestResolver()
@@ -167,8 +166,8 @@ def _options(raw: dict[str, Any]) -> dict[str, Any]:
     return options.model_dump(by_alias=True, exclude_unset=True)
 
 
-def _uploads() -> S3Uploads:
-    return S3Uploads(presign_client(), services().settings.batchlane_bucket)  # SigV4
+def _uploads() -> Uploads:
+    return services().uploads()
 
 
 def _canonical_ids(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
@@ -277,7 +276,7 @@ def list_deliveries() -> dict[str, Any]:
 @app.get("/api/v1/jobs/<jobId>/markdown")
 def markdown(jobId: str) -> dict[str, Any]:
     owner = _caller()
-    return results.markdown_download(services(), S3Downloads(presign_client(), services().settings.batchlane_bucket), owner, jobId)
+    return results.markdown_download(services(), services().downloads(), owner, jobId)
 
 
 @app.get("/api/v1/jobs/<jobId>/pages")

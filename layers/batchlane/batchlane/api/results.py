@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from batchlane.api.downloads import DOWNLOAD_URL_TTL_S, DownloadPort
 from batchlane.api.usecases import _uuid, owned_file
 from batchlane.conversion import retry as retries
 from batchlane.conversion.dryrun import dry_run
@@ -19,6 +18,7 @@ from batchlane.db import read_model
 from batchlane.db.read_model import job_row
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.keys import OBJECT_EXPIRY_DAYS
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
 from batchlane.runtime import Services
 
 
@@ -43,7 +43,7 @@ def _markdown_name(pdf_name: str) -> str:
     return f"{safe}.md"
 
 
-def markdown_download(svc: Services, downloads: DownloadPort, owner_id: str, job_id: str) -> dict[str, Any]:
+def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
     """A presigned GET for the job's Markdown, with when the URL and the object expire."""
     job = owned_job(svc, owner_id, job_id)
     key = read_model.markdown_key(svc.db, str(job["job_id"]))

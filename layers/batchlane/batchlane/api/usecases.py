@@ -11,7 +11,6 @@ from typing import Any
 
 from batchlane import keys
 from batchlane.api import views
-from batchlane.api.uploads import UPLOAD_URL_TTL_S, UploadPort
 from batchlane.conversion.create import create_job
 from batchlane.db import jobs as job_repo
 from batchlane.db import read_model
@@ -20,6 +19,7 @@ from batchlane.domain.errors import BatchlaneError, Conflict, InputError, NotFou
 from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
+from batchlane.ports import UPLOAD_URL_TTL_S, Uploads
 from batchlane.runtime import Services
 
 LIVE = job_repo.LIVE_JOB_STATUSES
@@ -80,7 +80,7 @@ def job_conversion(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
 
 
 # -- writes ------------------------------------------------------------------------------
-def register_upload(svc: Services, uploads: UploadPort, owner_id: str, *, name: str, size_bytes: int) -> dict[str, Any]:
+def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str, size_bytes: int) -> dict[str, Any]:
     limit = svc.settings.batchlane_max_file_mb
     if size_bytes > limit * 1024 * 1024:
         raise InputError(f"The file is {size_bytes // (1024 * 1024)} MB; the limit is {limit} MB.", error_id="PDF_TOO_LARGE")

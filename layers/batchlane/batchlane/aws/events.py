@@ -8,7 +8,7 @@ from typing import Any
 from batchlane.topology import EVENT_SOURCE
 
 
-class EventBus:
+class EventBridgeBus:
     def __init__(self, events: Any, bus_name: str = "default") -> None:
         self._events = events
         self._bus = bus_name

@@ -1,28 +1,26 @@
-"""The object store port and its S3 adapter."""
+"""S3 adapters: the object store, presigned uploads and downloads (ports in batchlane.ports).
+
+Downloads are signed with SigV4 (the composition root gives them an ``s3v4`` client: botocore's
+default presign for S3 may be SigV2, which newer regions refuse). When an object expires is
+S3's own answer where it gives one (HeadObject ``Expiration``, present when a lifecycle rule
+applies); otherwise it is computed as S3 does: creation time plus the rule's days, rounded up
+to the next midnight UTC (S3 User Guide, "Lifecycle configuration elements").
+"""
 
 from __future__ import annotations
 
+import email.utils
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from batchlane.domain.errors import InputError, NotFound
-
-
-class ObjectStore(Protocol):
-    bucket: str
-
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
-    def get_bytes(self, key: str) -> bytes: ...
-    def put_json(self, key: str, value: Any) -> None: ...
-    def get_json(self, key: str) -> Any: ...
-    def iter_lines(self, key: str) -> Iterator[bytes]: ...
-    def list_keys(self, prefix: str) -> list[str]: ...
-    def size(self, key: str) -> int: ...
-    def delete_keys(self, keys: list[str]) -> None: ...
+from batchlane.keys import OBJECT_EXPIRY_DAYS
+from batchlane.ports import DOWNLOAD_URL_TTL_S, PDF_CONTENT_TYPE, UPLOAD_URL_TTL_S, ObjectStoreError, StoredObject
 
 
 class S3Store:
@@ -40,9 +38,10 @@ class S3Store:
         try:
             return self._s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+            code = exc.response.get("Error", {}).get("Code")
+            if code in ("NoSuchKey", "404"):
                 raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
-            raise
+            raise ObjectStoreError(f"{code}: s3://{self.bucket}/{key}") from exc
 
     def put_json(self, key: str, value: Any) -> None:
         self.put_bytes(key, json.dumps(value, separators=(",", ":")).encode(), "application/json")
@@ -125,3 +124,63 @@ class ObjectTooLarge(InputError):
 
 class ObjectDeleteFailed(RuntimeError):
     """S3 refused to delete some objects (DeleteObjects' per-key errors)."""
+
+
+class S3Uploads:
+    """Uploads go straight to S3 with a presigned POST: a PDF can be hundreds of MB, over the API
+    Gateway (10 MB) and Lambda (6 MB) payload limits. The POST policy (SigV4: give an ``s3v4``
+    client) binds this one key, ``Content-Type: application/pdf`` and at most the declared size
+    (``content-length-range``); a presigned PUT could carry neither condition."""
+
+    def __init__(self, s3: Any, bucket: str) -> None:
+        self._s3 = s3
+        self._bucket = bucket
+
+    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S) -> dict[str, Any]:
+        """``{"url", "fields"}``: a multipart/form-data POST of ``fields`` then ``file`` to ``url``."""
+        post = self._s3.generate_presigned_post(
+            Bucket=self._bucket,
+            Key=key,
+            Fields={"Content-Type": PDF_CONTENT_TYPE},
+            Conditions=[{"Content-Type": PDF_CONTENT_TYPE}, ["content-length-range", 1, max_bytes]],
+            ExpiresIn=ttl_s,
+        )
+        return {"url": str(post["url"]), "fields": dict(post["fields"])}
+
+
+def lifecycle_expiry(last_modified: datetime, days: int = OBJECT_EXPIRY_DAYS) -> datetime:
+    """Creation + ``days``, rounded up to the next midnight UTC (how S3 schedules a lifecycle expiration)."""
+    moment = last_modified.astimezone(UTC) + timedelta(days=days)
+    midnight = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+    return midnight if midnight == moment else midnight + timedelta(days=1)
+
+
+def _expiry_header(value: str | None) -> datetime | None:
+    """``expiry-date="Sun, 14 Oct 2018 00:00:00 GMT", rule-id="..."`` → the date."""
+    if not value or 'expiry-date="' not in value:
+        return None
+    date = value.split('expiry-date="', 1)[1].split('"', 1)[0]
+    try:
+        return email.utils.parsedate_to_datetime(date).astimezone(UTC)
+    except (TypeError, ValueError):
+        return None
+
+
+class S3Downloads:
+    def __init__(self, s3: Any, bucket: str) -> None:
+        self._s3 = s3
+        self._bucket = bucket
+
+    def head(self, key: str) -> StoredObject:
+        try:
+            head = self._s3.head_object(Bucket=self._bucket, Key=key)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise NotFound(f"no object {key}") from exc
+            raise
+        expires = _expiry_header(head.get("Expiration")) or lifecycle_expiry(head["LastModified"])
+        return StoredObject(int(head["ContentLength"]), expires)
+
+    def presigned_get(self, key: str, *, filename: str, ttl_s: int = DOWNLOAD_URL_TTL_S) -> str:
+        params = {"Bucket": self._bucket, "Key": key, "ResponseContentDisposition": f'attachment; filename="{filename}"'}
+        return str(self._s3.generate_presigned_url("get_object", Params=params, ExpiresIn=ttl_s))

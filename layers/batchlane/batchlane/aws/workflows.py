@@ -12,7 +12,7 @@ def execution_name(kind: str, job_id: str) -> str:
     return f"{kind}-{job_id}"
 
 
-class Workflows:
+class StepFunctionsWorkflows:
     def __init__(
         self, sfn: Any, *, conversion_arn: str | None, batch_lane_arn: str | None, intake_arn: str | None = None, webhook_delivery_arn: str | None = None
     ) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 from batchlane.batch.billing import billed_from_bedrock_manifest, close_and_bill, ledger_metadata
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.stop import stop_batch_job
-from batchlane.batch.submit import bedrock_status, find_job_by_name, output_uri_for
+from batchlane.batch.submit import bedrock_status, output_uri_for
 from batchlane.db import batch_rows as rows
 from batchlane.db.batch_rows import BatchRow
 from batchlane.domain import status as st
@@ -40,7 +40,7 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         return {"closed": closed is not None, "endState": end_state}
     if row.state == "submitted":
         stop_batch_job(svc, job_id, reason=reason)
-        status = bedrock_status(svc.bedrock(), row.arn)
+        status = bedrock_status(svc.batch_jobs, row.arn)
         rows.record_status(svc.db, row.arn, status)
         if status not in rows.TERMINAL_BEDROCK_STATUSES:
             rows.mark_stopping(svc.db, job_id, reason=reason)
@@ -70,18 +70,18 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
     return {"closed": True, "won": False, "endState": row.end_state}
 
 
-def adopt_created_job(svc: Services, job_id: str, bedrock: Any | None = None) -> BatchRow | None:
+def adopt_created_job(svc: Services, job_id: str) -> BatchRow | None:
     """A Bedrock job created under this job's name (a submit that failed after creating it, or a prepare
     stuck past its create): it bills, so the row adopts it, to be collected or stopped. None if there is none."""
-    existing = find_job_by_name(bedrock or svc.bedrock(), bedrock_job_name(job_id))
+    existing = svc.batch_jobs.find_by_name(bedrock_job_name(job_id))
     if not existing:
         return None
-    logger.warning("a Bedrock job created for this job was adopted", job_id=job_id, bedrock_job_arn=existing["jobArn"])
+    logger.warning("a Bedrock job created for this job was adopted", job_id=job_id, bedrock_job_arn=existing.arn)
     return rows.mark_submitted(
         svc.db,
         job_id,
-        arn=existing["jobArn"],
-        name=existing["jobName"],
+        arn=existing.arn,
+        name=existing.name,
         output_uri=output_uri_for(svc, job_id),
         deadline_hours=svc.settings.batch_deadline_hours,
     )

@@ -10,8 +10,6 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import bedrock_status
 from batchlane.db import batch_rows as rows
@@ -22,6 +20,7 @@ from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.status import Transition
 from batchlane.observability import logger
+from batchlane.ports import ObjectStoreError
 from batchlane.runtime import Services
 
 
@@ -92,7 +91,7 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
     job_id, arn = str(row.job_id), row.arn
     status = row.bedrock_status
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(svc.bedrock(), arn)
+        status = bedrock_status(svc.batch_jobs, arn)
         row = rows.record_status(svc.db, arn, status) or row
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         return {"closed": False, "won": False, "endState": "stopping", "accepted": 0, "fallback": row.fallback_count or 0, "costUsd": "0"}
@@ -125,5 +124,5 @@ def billed_from_bedrock_manifest(svc: Services, row: BatchRow) -> Usage:
     try:
         data = svc.store.get_json(output_prefix(row, svc.store.bucket) + "manifest.json.out")
         return Usage(int(data.get("inputTokenCount", 0)), int(data.get("outputTokenCount", 0)))
-    except (NotFound, ClientError, ValueError, KeyError, OSError):
+    except (NotFound, ObjectStoreError, ValueError, KeyError, OSError):
         return Usage()

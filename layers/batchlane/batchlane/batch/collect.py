@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import IO, Any
 
 from batchlane import keys
-from batchlane.aws.s3 import ObjectStore
 from batchlane.batch.billing import close_and_bill, ledger_metadata, output_prefix, settle_stopping, summary
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
@@ -35,6 +34,7 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.records import parse_record_id
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger, metrics
+from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
 RESULT_WRITERS = 8
@@ -54,7 +54,7 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
         return settle_stopping(svc, row)
     if row.state != "submitted":
         raise CollectNotReady(f"batch row is {row.state}")
-    status = bedrock_status(svc.bedrock(), row.arn)
+    status = bedrock_status(svc.batch_jobs, row.arn)
     rows.record_status(svc.db, row.arn, status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         job = job_repo.get_job(svc.db, job_id)

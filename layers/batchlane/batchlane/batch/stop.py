@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from botocore.exceptions import ClientError
-
 from batchlane.db import batch_rows as rows
 from batchlane.observability import logger
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError
 from batchlane.runtime import Services
 
 
@@ -15,10 +14,9 @@ def stop_batch_job(svc: Services, job_id: str, *, reason: str) -> bool:
     if row is None or not row.bedrock_job_arn or row.state != "submitted":
         return False
     try:
-        svc.bedrock().stop_model_invocation_job(jobIdentifier=row.bedrock_job_arn)
+        svc.batch_jobs.stop(row.arn)
         logger.info("batch job stop requested", job_id=job_id, reason=reason)
         return True
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        logger.info("batch job stop not accepted", job_id=job_id, code=code, error_message=exc.response.get("Error", {}).get("Message", ""))
-        return code == "ValidationException"  # already terminal: nothing left to stop
+    except BatchJobsError as exc:
+        logger.info("batch job stop not accepted", job_id=job_id, code=exc.code, error_message=exc.message)
+        return isinstance(exc, BatchJobAlreadyEnded)  # already terminal: nothing left to stop

@@ -10,17 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from batchlane import keys
 from batchlane.batch.names import bedrock_job_name, client_request_token
 from batchlane.batch.stop import stop_batch_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
+from batchlane.ports import BatchJobNotFound, BatchJobs, BatchJobsBusy, BatchJobSpec
 from batchlane.runtime import Services
-
-BUSY_CODES = frozenset({"ThrottlingException", "ServiceQuotaExceededException", "TooManyRequestsException", "ServiceUnavailableException"})
 
 
 class BatchSubmitBusy(Exception):
@@ -35,27 +32,17 @@ def output_uri_for(svc: Services, job_id: str) -> str:
     return f"s3://{lane_bucket(svc)}/{keys.batch_output_prefix(job_id)}"
 
 
-def find_job_by_name(bedrock: Any, name: str) -> dict[str, Any] | None:
-    for page in bedrock.get_paginator("list_model_invocation_jobs").paginate(nameContains=name):
-        for summary in page.get("invocationJobSummaries", []):
-            if summary.get("jobName") == name:
-                return dict(summary)
-    return None
-
-
-def bedrock_status(bedrock: Any, arn: str) -> str:
+def bedrock_status(jobs: BatchJobs, arn: str) -> str:
     """GetModelInvocationJob's status, or ``rows.LOST`` when Bedrock no longer knows the job.
 
     A job Bedrock cannot find will never send another event: waiting on it would wait
     forever, so the caller treats it as ended and collects whatever it left in S3.
     """
     try:
-        return str(bedrock.get_model_invocation_job(jobIdentifier=arn)["status"])
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ResourceNotFoundException":
-            logger.warning("batch job not found by Bedrock: treated as lost", bedrock_job_arn=arn)
-            return rows.LOST
-        raise
+        return jobs.status(arn)
+    except BatchJobNotFound:
+        logger.warning("batch job not found by Bedrock: treated as lost", bedrock_job_arn=arn)
+        return rows.LOST
 
 
 def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
@@ -81,30 +68,19 @@ def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
 
 def _create(svc: Services, job_id: str, name: str, model_id: str, input_uri: str, output_uri: str) -> str:
     settings = svc.settings
-    bedrock = svc.bedrock()
+    spec = BatchJobSpec(
+        name=name,
+        client_token=client_request_token(job_id),
+        model_id=model_id,
+        role_arn=settings.batch_conversion_role_arn or "",
+        input_uri=input_uri,
+        output_uri=output_uri,
+        timeout_hours=settings.batch_conversion_timeout_hours,
+        tags={"batchlane:jobId": job_id, "batchlane:component": "batch-lane"},
+    )
     try:
-        response = bedrock.create_model_invocation_job(
-            jobName=name,
-            roleArn=settings.batch_conversion_role_arn,
-            clientRequestToken=client_request_token(job_id),
-            modelId=model_id,
-            # The Anthropic Messages body in every record: the form in which Claude sees the page
-            # (docs/architecture.md, "Claude sees the page").
-            modelInvocationType="InvokeModel",
-            inputDataConfig={"s3InputDataConfig": {"s3Uri": input_uri, "s3InputFormat": "JSONL"}},
-            outputDataConfig={"s3OutputDataConfig": {"s3Uri": output_uri}},
-            timeoutDurationInHours=settings.batch_conversion_timeout_hours,
-            tags=[{"key": "batchlane:jobId", "value": job_id}, {"key": "batchlane:component", "value": "batch-lane"}],
-        )
-        return str(response["jobArn"])
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in BUSY_CODES:
-            logger.warning("batch submit deferred", job_id=job_id, code=code)
-            raise BatchSubmitBusy(f"{code}: {exc.response.get('Error', {}).get('Message', '')}") from exc
-        if code == "ConflictException":
-            existing = find_job_by_name(bedrock, name)
-            if existing:
-                logger.info("batch job adopted by name", job_id=job_id, bedrock_job_arn=existing["jobArn"])
-                return str(existing["jobArn"])
-        raise
+        arn = svc.batch_jobs.create(spec)  # a name that exists already (an earlier attempt's create) is adopted
+    except BatchJobsBusy as exc:
+        logger.warning("batch submit deferred", job_id=job_id, code=exc.code)
+        raise BatchSubmitBusy(str(exc)) from exc
+    return arn

@@ -20,6 +20,7 @@ from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db.batch_rows import BatchRow
 from batchlane.observability import logger, metrics
+from batchlane.ports import BatchJobs
 from batchlane.runtime import Services
 
 PREPARE_STUCK_HOURS = 2.0
@@ -35,7 +36,7 @@ def sweep(svc: Services) -> dict[str, Any]:
     for over 2 hours adopts its Bedrock job if one exists (it is billing) or leaves the lane.
     """
     tally: Counter[str] = Counter()
-    bedrock = svc.bedrock()
+    bedrock = svc.batch_jobs
     for row in rows.rows_waiting(svc.db):
         _isolated(_sweep_submitted, svc, bedrock, row, tally)
     for row in rows.rows_stopping(svc.db):
@@ -57,7 +58,7 @@ def sweep(svc: Services) -> dict[str, Any]:
     }
 
 
-def _isolated(step: Any, svc: Services, bedrock: Any, row_or_job: Any, tally: Counter[str]) -> None:
+def _isolated(step: Any, svc: Services, bedrock: BatchJobs, row_or_job: Any, tally: Counter[str]) -> None:
     """One row's failure (a job Bedrock no longer knows, a collect error) must not stop the sweep."""
     try:
         step(svc, bedrock, row_or_job, tally)
@@ -67,7 +68,7 @@ def _isolated(step: Any, svc: Services, bedrock: Any, row_or_job: Any, tally: Co
         logger.exception("batch sweep failed for one row", job_id=str(job_id))
 
 
-def _sweep_submitted(svc: Services, bedrock: Any, row: BatchRow, tally: Counter[str]) -> None:
+def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
     status = row.bedrock_status
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(bedrock, row.arn)
@@ -89,7 +90,7 @@ def _sweep_submitted(svc: Services, bedrock: Any, row: BatchRow, tally: Counter[
         stop_batch_job(svc, str(row.job_id), reason="overdue")
 
 
-def _sweep_stopping(svc: Services, bedrock: Any, row: BatchRow, tally: Counter[str]) -> None:
+def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
     if row.bedrock_status not in rows.TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(bedrock, row.arn)
         row = rows.record_status(svc.db, row.arn, status) or row
@@ -97,8 +98,8 @@ def _sweep_stopping(svc: Services, bedrock: Any, row: BatchRow, tally: Counter[s
         tally["billed_stopped"] += 1
 
 
-def _sweep_stuck_prepare(svc: Services, bedrock: Any, job_id: str, tally: Counter[str]) -> None:
-    if adopt_created_job(svc, job_id, bedrock):  # it exists, so it is billing: collected by its wait, or as an orphan
+def _sweep_stuck_prepare(svc: Services, bedrock: BatchJobs, job_id: str, tally: Counter[str]) -> None:
+    if adopt_created_job(svc, job_id):  # it exists, so it is billing: collected by its wait, or as an orphan
         tally["adopted"] += 1
     else:
         abandon(svc, job_id, reason="prepare_stuck")

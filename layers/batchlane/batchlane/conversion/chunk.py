@@ -13,10 +13,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from batchlane import keys, topology
-from batchlane.aws.clients import client
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -34,12 +33,13 @@ from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.db.connection import Transaction
 from batchlane.db.errors import DATABASE_ERRORS
+from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound, StoreUnavailable
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend, limiter_for
 from batchlane.ondemand.limiter import serial_database
-from batchlane.pdf.split import Page
+from batchlane.pdf.split import ChunkSpan, Page
 from batchlane.runtime import Services
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
@@ -219,8 +219,11 @@ def run_pages(
 
 
 def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None = None, deadline: float | None = None) -> dict[str, Any]:
-    """``deadline`` (``time.monotonic()``): when to stop starting requests and continue in a
-    fresh invocation (the handler sets it from the Lambda's remaining time)."""
+    """Claim the chunk, convert its pages, then act on :func:`decide_chunk`'s outcome.
+
+    ``deadline`` (``time.monotonic()``): when to stop starting requests and continue in a
+    fresh invocation (the handler sets it from the Lambda's remaining time).
+    """
     worker_id = worker_id or uuid.uuid4().hex
     chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
     if chunk is None:
@@ -231,6 +234,69 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     if claimed is None:
         logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk["status"])
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
+    work = _start_work(svc, job_id, chunk_index, claimed, worker_id, deadline)
+    run = work.run()
+    svc.db.check()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
+
+    results = {**work.kept, **run.pages}
+    settled = {n: r for n, r in results.items() if not (r.status == "failed" and r.retryable)}
+    decision = decide_chunk(
+        ChunkFacts(
+            page_numbers=work.span.page_numbers(),
+            settled=settled.keys(),
+            retryable_failures=sum(1 for r in run.pages.values() if r.status == "failed" and r.retryable),
+            aborted=run.aborted,
+            out_of_time=run.out_of_time,
+            attempts=work.claimed["attempts"],
+            continuations=work.continuations,
+            max_attempts=MAX_CHUNK_ATTEMPTS,
+        )
+    )
+    if decision.outcome is ChunkOutcome.ABORTED:
+        return _aborted(svc, work, run)
+    if decision.outcome is ChunkOutcome.CONTINUE:
+        _continue(svc, work, run, settled, decision.pages_left)
+    if decision.outcome is ChunkOutcome.RETRY_LATER:
+        _retry_later(svc, work, run, settled, decision.pages_to_retry)
+    return _complete(svc, work, run, results)
+
+
+@dataclass
+class _ChunkWork:
+    """One claimed chunk, ready to convert: what the run needs and what its effects book."""
+
+    job_id: str
+    chunk_index: int
+    worker_id: str
+    claimed: dict[str, Any]
+    config: ConverterConfig
+    span: ChunkSpan
+    kept: dict[int, PageResult]
+    continuations: int
+    retry: tuple[int, frozenset[int]] | None
+    transport: GovernedTransport
+    primed: PrimedTransport | None
+    plan: RequestPlan
+    free: int | None
+    run: Callable[[], ChunkRun]
+
+    def metadata(self, run: ChunkRun) -> dict[str, Any]:
+        """What the attempt's ledger row says about it."""
+        return {
+            "attempt": self.claimed["attempts"],
+            "worker": self.worker_id,
+            "pagesOnDemand": sum(1 for r in run.pages.values() if r.served_by == "on_demand"),
+            "requests": self.transport.requests,
+            "throttled": self.transport.throttled,
+            "budgetExhausted": self.transport.exhausted,
+            "pagesPerRequest": self.plan.page_limit,
+            "startsFree": self.free,
+            **run.spend.counts,
+            **({"retry": self.retry[0]} if self.retry is not None else {}),
+        }
+
+
+def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: dict[str, Any], worker_id: str, deadline: float | None) -> _ChunkWork:
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None
     options = job["options"] or {}
@@ -255,17 +321,12 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
             heartbeat.stop()
         return heartbeat.stopped()
 
-    # botocore retries off (max_attempts counts retries): GovernedTransport retries under the global limit (see its docstring).
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
     limiter = limiter_for(svc.db.params, settings)
     transport = GovernedTransport(
-        OnDemandTransport(
-            client_for=lambda seconds: client("bedrock-runtime", max_attempts=0, read_timeout=seconds),
-            timeouts=ReadTimeoutPolicy.from_settings(settings),
-            ends_at=ends_at,
-        ),
+        OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at),
         limiter,
         BackoffPolicy.from_settings(settings),
         aborted=halted,
@@ -274,16 +335,16 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") and retry is None else None
     # Group size from the pages and the starts free right now (planner.RequestPlan.for_chunk).
     # Blank and primed pages are not known yet: counting them makes groups smaller, never larger.
-    todo = span.page_count - len(kept)
     free = limiter.free_now(config.model_id) if settings.batchlane_chunk_max_parallel else None
     plan, concurrency = RequestPlan.from_settings(settings).for_chunk(
-        todo, free, concurrency=settings.batchlane_chunk_concurrency, most_parallel=settings.batchlane_chunk_max_parallel
+        span.page_count - len(kept), free, concurrency=settings.batchlane_chunk_concurrency, most_parallel=settings.batchlane_chunk_max_parallel
     )
     setup = OnDemandSetup(
         plan=plan,
         coverage=CoverageRule(threshold=settings.batchlane_coverage_threshold, min_words=settings.batchlane_coverage_min_words),
     )
-    run = run_pages(
+    run = partial(
+        run_pages,
         pages,
         chunk_index=chunk_index,
         config=config,
@@ -295,56 +356,55 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         primed=primed,
         done_before=len(kept),
     )
-    usage, cost = run.spend.usage, run.spend.cost
-    metadata = {
-        "attempt": claimed["attempts"],
-        "worker": worker_id,
-        "pagesOnDemand": sum(1 for r in run.pages.values() if r.served_by == "on_demand"),
-        "requests": transport.requests,
-        "throttled": transport.throttled,
-        "budgetExhausted": transport.exhausted,
-        "pagesPerRequest": plan.page_limit,
-        "startsFree": free,
-        **run.spend.counts,
-        **({"retry": retry[0]} if retry is not None else {}),
-    }
-    svc.db.check()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
+    return _ChunkWork(job_id, chunk_index, worker_id, claimed, config, span, kept, continuations, retry, transport, primed, plan, free, run)
 
-    if run.aborted:
-        _book(svc, job_id, chunk_index, config.model_id, usage, cost, {**metadata, "aborted": True})
-        logger.info("chunk aborted", job_id=job_id, chunk=chunk_index, pages_converted=len(run.pages), cost_usd=str(cost))
-        return {"jobId": job_id, "chunkIndex": chunk_index, "status": "aborted"}
 
-    results = {**kept, **run.pages}
-    retryable = [n for n, r in run.pages.items() if r.status == "failed" and r.retryable]
-    good = {n: r for n, r in results.items() if not (r.status == "failed" and r.retryable)}
-    left = [n for n in span.page_numbers() if n not in good]
-    if run.out_of_time and left:
-        _keep_partial(svc, job_id, chunk_index, good, continuations + 1)
-        _book(svc, job_id, chunk_index, config.model_id, usage, cost, {**metadata, "continued": len(left)})
-        logger.info(
-            "chunk out of time; continuing in a fresh invocation", job_id=job_id, chunk=chunk_index, pages_left=len(left), continuation=continuations + 1
-        )
-        raise ChunkContinue(f"{len(left)} page(s) of chunk {chunk_index} left at the invocation's deadline; continuing")
-    if retryable and claimed["attempts"] - continuations < MAX_CHUNK_ATTEMPTS:  # continuations are not throttling retries
-        _keep_partial(svc, job_id, chunk_index, good, continuations)
-        _book(svc, job_id, chunk_index, config.model_id, usage, cost, {**metadata, "retryLater": len(retryable)})
-        logger.warning("chunk will be retried", job_id=job_id, chunk=chunk_index, pages_pending=len(retryable), attempt=claimed["attempts"])
-        raise ChunkRetryLater(f"{len(retryable)} page(s) of chunk {chunk_index} hit retryable errors; retrying the chunk")
+def _aborted(svc: Services, work: _ChunkWork, run: ChunkRun) -> dict[str, Any]:
+    """No longer ours: book what was spent, discard the pages."""
+    cost = run.spend.cost
+    _book(svc, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, cost, {**work.metadata(run), "aborted": True})
+    logger.info("chunk aborted", job_id=work.job_id, chunk=work.chunk_index, pages_converted=len(run.pages), cost_usd=str(cost))
+    return {"jobId": work.job_id, "chunkIndex": work.chunk_index, "status": "aborted"}
 
-    ordered = [results[n] for n in span.page_numbers()]
-    result_key = keys.chunk_result_key(job_id, chunk_index, retry=retry[0] if retry is not None else None)
+
+def _continue(svc: Services, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_left: int) -> NoReturn:
+    """Out of time: keep the settled pages, book the spend, continue in a fresh invocation."""
+    _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations + 1)
+    _book(svc, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "continued": pages_left})
+    logger.info(
+        "chunk out of time; continuing in a fresh invocation",
+        job_id=work.job_id,
+        chunk=work.chunk_index,
+        pages_left=pages_left,
+        continuation=work.continuations + 1,
+    )
+    raise ChunkContinue(f"{pages_left} page(s) of chunk {work.chunk_index} left at the invocation's deadline; continuing")
+
+
+def _retry_later(svc: Services, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_to_retry: int) -> NoReturn:
+    """Retryable failures with attempts left: keep the settled pages, book the spend, let Step Functions retry."""
+    _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations)
+    _book(svc, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "retryLater": pages_to_retry})
+    logger.warning("chunk will be retried", job_id=work.job_id, chunk=work.chunk_index, pages_pending=pages_to_retry, attempt=work.claimed["attempts"])
+    raise ChunkRetryLater(f"{pages_to_retry} page(s) of chunk {work.chunk_index} hit retryable errors; retrying the chunk")
+
+
+def _complete(svc: Services, work: _ChunkWork, run: ChunkRun, results: dict[int, PageResult]) -> dict[str, Any]:
+    """Every page has its final result: write it, book the spend and complete the chunk in one transaction."""
+    job_id, chunk_index, cost = work.job_id, work.chunk_index, run.spend.cost
+    ordered = [results[n] for n in work.span.page_numbers()]
+    result_key = keys.chunk_result_key(job_id, chunk_index, retry=work.retry[0] if work.retry is not None else None)
     svc.store.put_json(result_key, {"jobId": job_id, "chunkIndex": chunk_index, "pages": [r.to_json() for r in ordered]})
     failed = sum(1 for r in ordered if r.status == "failed")
     served_batch = sum(1 for r in ordered if r.served_by == "batch")
     with svc.db.transaction() as tx:
-        meta = {**metadata, "pagesBatchServed": served_batch, "primedMismatch": primed.mismatched if primed else 0}
-        _ledger_row(tx, job_id, chunk_index, config.model_id, usage, cost, meta)
+        meta = {**work.metadata(run), "pagesBatchServed": served_batch, "primedMismatch": work.primed.mismatched if work.primed else 0}
+        _ledger_row(tx, job_id, chunk_index, work.config.model_id, run.spend.usage, cost, meta)
         completed = job_repo.complete_chunk(
             tx,
             job_id,
             chunk_index,
-            worker_id,
+            work.worker_id,
             pages_done=len(ordered) - failed,
             pages_failed=failed,
             pages_batch=served_batch,

@@ -10,9 +10,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from batchlane import keys
-from batchlane.aws.s3 import ObjectStore
 from batchlane.pdf.fit import fit
 from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
+from batchlane.ports import ObjectStore
 
 
 def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, spans: list[ChunkSpan]) -> None:

@@ -1,7 +1,7 @@
 """Transports: where a page's request goes.
 
-* :class:`OnDemandTransport` calls ``bedrock-runtime`` InvokeModel (Anthropic Messages body)
-  through boto3, with a read timeout sized for the request (:class:`ReadTimeoutPolicy`).
+* :class:`OnDemandTransport` calls InvokeModel (Anthropic Messages body) through the
+  ``ModelRuntime`` port, with a read timeout sized for the request (:class:`ReadTimeoutPolicy`).
 * :class:`CaptureTransport` records the request instead (the batch lane's prepare step
   runs the real converter with it, so batch records are exactly the on-demand requests).
 * :class:`PrimedTransport` answers from stored batch results when model + prompt hash
@@ -21,10 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
-
 from batchlane.converter.request import PageRequest
 from batchlane.domain.cost import Usage
+from batchlane.ports import ModelCallFailed, ModelReadTimeout, ModelRuntime
 
 INVOCATION_ENDING = "InvocationEnding"  # not sent: too little time left to wait for an answer
 RETRYABLE_CODES = frozenset(
@@ -127,24 +126,20 @@ class ReadTimeoutPolicy:
 
 
 class OnDemandTransport:
-    """InvokeModel through boto3 ``bedrock-runtime`` clients, one per read timeout.
+    """InvokeModel through the ``ModelRuntime`` port (aws.bedrock_runtime), one read timeout per request.
 
-    ``client_for(seconds)`` gives a client with that read timeout (aws.clients caches them);
     ``ends_at`` (``clock()`` time) is when the invocation must be done waiting.
     """
 
     def __init__(
         self,
-        client: Any = None,
+        runtime: ModelRuntime,
         *,
-        client_for: Callable[[float], Any] | None = None,
         timeouts: ReadTimeoutPolicy | None = None,
         ends_at: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if (client is None) == (client_for is None):
-            raise ValueError("give either a client or client_for")
-        self._client_for = client_for or (lambda seconds: client)
+        self._runtime = runtime
         self._timeouts = timeouts or ReadTimeoutPolicy()
         self._ends_at = ends_at
         self._clock = clock
@@ -155,17 +150,13 @@ class OnDemandTransport:
         if timeout is None:
             raise ModelCallError(INVOCATION_ENDING, "too little time left in this invocation to wait for an answer", retryable=True)
         try:
-            response = self._client_for(timeout).invoke_model(**request.invoke_kwargs())
-            body = json.loads(response["body"].read())
-        except ReadTimeoutError as exc:
+            body = json.loads(self._runtime.invoke_model(request.invoke_kwargs(), read_timeout=timeout))
+        except ModelReadTimeout as exc:
             # The request reached Bedrock and may still be generating: it is billed whatever we do.
             estimate = Usage(request.estimated_input_tokens(), request.max_tokens)
-            raise ModelCallError("ReadTimeout", f"no answer within {timeout:g} s", retryable=True, possibly_billed=estimate) from exc
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "ClientError")
-            raise ModelCallError(code, exc.response.get("Error", {}).get("Message", str(exc)), retryable=code in RETRYABLE_CODES) from exc
-        except BotoCoreError as exc:
-            raise ModelCallError(type(exc).__name__, str(exc), retryable=True) from exc
+            raise ModelCallError(exc.code, exc.message, retryable=True, possibly_billed=estimate) from exc
+        except ModelCallFailed as exc:
+            raise ModelCallError(exc.code, exc.message, retryable=exc.transient or exc.code in RETRYABLE_CODES) from exc
         except ValueError as exc:
             raise ModelCallError("MalformedResponse", f"the answer is not JSON: {exc}", retryable=True) from exc
         return answer_from_messages(body, served_by="on_demand")

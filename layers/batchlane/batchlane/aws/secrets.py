@@ -1,4 +1,4 @@
-"""The deployment's signing secret in Secrets Manager: read to sign, described and rotated by admins.
+"""The webhook signing secret in Secrets Manager (port ``batchlane.ports.SigningSecret``): read to sign, described and rotated by admins.
 
 Rotation is ``PutSecretValue`` with a fresh random value: Secrets Manager moves AWSCURRENT to
 it and AWSPREVIOUS to the old one. For ``grace`` after the current version was created,
@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError
 from batchlane.domain.errors import StoreUnavailable
 
 
-class SigningSecret:
+class SecretsManagerSigningSecret:
     def __init__(self, secretsmanager: Any, secret_id: str | None) -> None:
         self._sm = secretsmanager
         self._id = secret_id

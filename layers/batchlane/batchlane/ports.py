@@ -1,0 +1,181 @@
+"""What the use cases need from AWS, as interfaces: boto3 adapters in ``aws/``, in-memory fakes in tests.
+
+The adapters translate AWS's error codes into the errors below, once; use cases never see a
+``ClientError``. ``runtime.py`` is the one place that builds the adapters (docs/architecture.md,
+"Ports and adapters").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Protocol
+
+UPLOAD_URL_TTL_S = 600  # a presigned POST lives 10 minutes
+PDF_CONTENT_TYPE = "application/pdf"
+DOWNLOAD_URL_TTL_S = 900
+
+
+# --- object store (S3) ---------------------------------------------------------------------------
+
+
+class ObjectStoreError(Exception):
+    """S3 refused a read for another reason than a missing object (AccessDenied, ...)."""
+
+
+class ObjectStore(Protocol):
+    """Objects of the deployment's bucket. A missing object raises ``domain.errors.NotFound``,
+    another refused read ``ObjectStoreError``."""
+
+    bucket: str
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None: ...
+    def get_bytes(self, key: str) -> bytes: ...
+    def put_json(self, key: str, value: Any) -> None: ...
+    def get_json(self, key: str) -> Any: ...
+    def iter_lines(self, key: str) -> Iterator[bytes]: ...
+    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int: ...  # streamed to a file; its size
+    def list_keys(self, prefix: str) -> list[str]: ...
+    def size(self, key: str) -> int: ...
+    def delete_keys(self, keys: list[str]) -> None: ...  # a key already gone is not an error
+
+
+class Uploads(Protocol):
+    """Uploads go straight to the bucket with a presigned POST (never through the API)."""
+
+    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    size_bytes: int
+    expires_at: datetime
+
+
+class Downloads(Protocol):
+    """A short-lived presigned GET, and when the object expires (NotFound when it is gone)."""
+
+    def head(self, key: str) -> StoredObject: ...
+    def presigned_get(self, key: str, *, filename: str, ttl_s: int = DOWNLOAD_URL_TTL_S) -> str: ...
+
+
+# --- Bedrock batch inference ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchJobSpec:
+    """One CreateModelInvocationJob (modelInvocationType InvokeModel, JSONL input)."""
+
+    name: str
+    client_token: str
+    model_id: str
+    role_arn: str
+    input_uri: str
+    output_uri: str
+    timeout_hours: int
+    tags: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class BatchJobRef:
+    arn: str
+    name: str
+
+
+class BatchJobsError(Exception):
+    """Bedrock refused a batch-job call; ``code`` is AWS's error code."""
+
+    def __init__(self, code: str, message: str = "") -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+        self.message = message
+
+
+class BatchJobsBusy(BatchJobsError):
+    """Throttled, or the concurrent-job quota is full: the same call may succeed later."""
+
+
+class BatchJobRejected(BatchJobsError):
+    """The create was refused for good (ValidationException, AccessDenied, ...)."""
+
+
+class BatchJobNotFound(BatchJobsError):
+    """Bedrock does not know the job (ResourceNotFoundException)."""
+
+
+class BatchJobAlreadyEnded(BatchJobsError):
+    """Stop refused because the job is no longer running (ValidationException): nothing left to stop."""
+
+
+class BatchJobs(Protocol):
+    def create(self, spec: BatchJobSpec) -> str:
+        """The job's ARN. A job of the same name and token that exists already is adopted (idempotent).
+        Raises BatchJobsBusy or BatchJobRejected."""
+        ...
+
+    def status(self, arn: str) -> str:
+        """Bedrock's status (Submitted … Expired). Raises BatchJobNotFound."""
+        ...
+
+    def stop(self, arn: str) -> None:
+        """Ask Bedrock to stop the job. Raises BatchJobAlreadyEnded, or BatchJobsError for any other refusal."""
+        ...
+
+    def find_by_name(self, name: str) -> BatchJobRef | None: ...
+
+
+# --- Bedrock runtime (on-demand model calls) --------------------------------------------------------
+
+
+class ModelCallFailed(Exception):
+    """A runtime call with no answer: ``code`` is AWS's error code or the client error's name;
+    ``transient`` when the call never reached a verdict (connection trouble)."""
+
+    def __init__(self, code: str, message: str, *, transient: bool = False) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.transient = transient
+
+
+class ModelReadTimeout(ModelCallFailed):
+    """No answer within the read timeout: the request reached the model and is billed all the same."""
+
+
+class ModelRuntime(Protocol):
+    def invoke_model(self, request: Mapping[str, Any], *, read_timeout: float) -> bytes:
+        """InvokeModel with ``request`` as its keyword arguments; the response body. Raises ModelCallFailed."""
+        ...
+
+
+# --- workflows (Step Functions) and events (EventBridge) -------------------------------------------
+
+
+class Workflows(Protocol):
+    """One execution per job, named after it: a repeat start returns the same execution."""
+
+    def start_conversion(self, job_id: str) -> str: ...
+    def start_retry(self, job_id: str, attempt: int) -> str: ...
+    def start_intake(self, job_id: str) -> str: ...
+    def start_batch_lane(self, job_id: str) -> str: ...
+    def start_webhook_delivery(self, delivery_id: str) -> str: ...
+    def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
+        """False when the token is no longer valid (the wait already ended): harmless."""
+        ...
+
+
+class EventBus(Protocol):
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None: ...
+
+
+# --- secrets -----------------------------------------------------------------------------------------
+
+
+class SigningSecret(Protocol):
+    """The webhook signing secret: read to sign, described and rotated by admins (never shown)."""
+
+    def signing_keys(self, *, grace: timedelta, now: datetime | None = None) -> list[str]: ...
+    def describe(self, *, grace: timedelta) -> dict[str, Any]: ...
+    def rotate(self) -> None: ...

@@ -1,0 +1,180 @@
+"""In-memory fakes of the AWS ports (batchlane.ports), following AWS's documented behaviour.
+
+- BatchJobs: a create with a name that exists is adopted (same ARN); Stop on a job that has
+  ended answers BatchJobAlreadyEnded (Bedrock's ValidationException); an unknown ARN is
+  BatchJobNotFound (ResourceNotFoundException).
+- Workflows: an execution name used before returns the same execution (ExecutionAlreadyExists
+  is harmless); a task token answers once.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from batchlane.db import batch_rows as rows
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.domain.errors import NotFound
+from batchlane.pdf import plan_chunks
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, ModelCallFailed
+from batchlane.runtime import Services
+
+BUCKET = "unit-bucket"
+MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+class NoModelRuntime:
+    def invoke_model(self, request: Any, *, read_timeout: float) -> bytes:
+        raise ModelCallFailed("NotInThisTest", "the batch lane's use cases never call the model on-demand")
+
+
+TERMINAL = frozenset({"Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"})
+
+
+@dataclass
+class FakeBatchJob:
+    spec: BatchJobSpec
+    arn: str
+    status: str = "Submitted"
+
+
+@dataclass
+class FakeBatchJobs:
+    jobs: dict[str, FakeBatchJob] = field(default_factory=dict)
+    refuse_create: Exception | None = None  # raised by the next creates (BatchJobsBusy, BatchJobRejected)
+    stops: list[str] = field(default_factory=list)
+
+    def create(self, spec: BatchJobSpec) -> str:
+        if self.refuse_create is not None:
+            raise self.refuse_create
+        for job in self.jobs.values():
+            if job.spec.name == spec.name:
+                return job.arn  # same name and token: Bedrock answers with the job it made
+        arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"  # Bedrock assigns unique ids
+        self.jobs[arn] = FakeBatchJob(spec, arn)
+        return arn
+
+    def status(self, arn: str) -> str:
+        if arn not in self.jobs:
+            raise BatchJobNotFound("ResourceNotFoundException", f"no job {arn}")
+        return self.jobs[arn].status
+
+    def stop(self, arn: str) -> None:
+        job = self.jobs.get(arn)
+        if job is None:
+            raise BatchJobNotFound("ResourceNotFoundException", f"no job {arn}")
+        if job.status in TERMINAL or job.status == "Stopping":
+            raise BatchJobAlreadyEnded("ValidationException", f"job is {job.status}")
+        self.stops.append(arn)
+        job.status = "Stopping"
+
+    def find_by_name(self, name: str) -> BatchJobRef | None:
+        return next((BatchJobRef(j.arn, j.spec.name) for j in self.jobs.values() if j.spec.name == name), None)
+
+
+@dataclass
+class MemoryStore:
+    bucket: str = "unit-bucket"
+    objects: dict[str, bytes] = field(default_factory=dict)
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        self.objects[key] = data
+
+    def get_bytes(self, key: str) -> bytes:
+        if key not in self.objects:
+            raise NotFound(f"no object {key}")
+        return self.objects[key]
+
+    def put_json(self, key: str, value: Any) -> None:
+        self.put_bytes(key, json.dumps(value).encode())
+
+    def get_json(self, key: str) -> Any:
+        return json.loads(self.get_bytes(key))
+
+    def iter_lines(self, key: str) -> Iterator[bytes]:
+        yield from self.get_bytes(key).splitlines()
+
+    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int:
+        path.write_bytes(self.get_bytes(key))
+        return path.stat().st_size
+
+    def list_keys(self, prefix: str) -> list[str]:
+        return sorted(k for k in self.objects if k.startswith(prefix))
+
+    def size(self, key: str) -> int:
+        return len(self.get_bytes(key))
+
+    def delete_keys(self, keys: list[str]) -> None:
+        for key in keys:
+            self.objects.pop(key, None)
+
+
+@dataclass
+class FakeWorkflows:
+    started: list[tuple[str, str]] = field(default_factory=list)  # (kind, id), each name once
+    answered: dict[str, dict[str, Any]] = field(default_factory=dict)  # token -> output
+
+    def _start(self, kind: str, key: str) -> str:
+        if (kind, key) not in self.started:
+            self.started.append((kind, key))
+        return f"arn:aws:states:us-east-1:123456789012:execution:{kind}:{key}"
+
+    def start_conversion(self, job_id: str) -> str:
+        return self._start("conversion", job_id)
+
+    def start_retry(self, job_id: str, attempt: int) -> str:
+        return self._start("retry", f"{job_id}-{attempt}")
+
+    def start_intake(self, job_id: str) -> str:
+        return self._start("intake", job_id)
+
+    def start_batch_lane(self, job_id: str) -> str:
+        return self._start("batch", job_id)
+
+    def start_webhook_delivery(self, delivery_id: str) -> str:
+        return self._start("delivery", delivery_id)
+
+    def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
+        if token in self.answered:
+            return False  # TaskTimedOut / InvalidToken: the wait already ended
+        self.answered[token] = output
+        return True
+
+
+@dataclass
+class FakeBus:
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
+        self.events.append((detail_type, detail))
+
+
+def parked_job(svc: Services, *, pages: int = 120, records: int = 3, hold_usd: str = "5") -> str:
+    """A job parked for the batch lane with its row prepared (``records`` records, manifest in the store)."""
+    with svc.db.transaction() as tx:
+        file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/owner-1/a.pdf", size_bytes=10)
+        job = job_repo.insert_job(
+            tx,
+            file_id=str(file_row["id"]),
+            owner_id="owner-1",
+            status="waiting_batch",
+            options={},
+            model_id=MODEL,
+            total_pages=pages,
+            pages_per_chunk=50,
+            chunks=plan_chunks(pages, 50),
+        )
+        job_id = str(job["id"])
+        ledger.place_hold(tx, job_id=job_id, owner_id="owner-1", amount_usd=Decimal(hold_usd), hours=30)
+        rows.insert_preparing(tx, job_id=job_id, model_id=MODEL, deadline_hours=26)
+    manifest_key = f"batch/{job_id}/manifest.json"
+    hashes = {f"c0-p{page}": f"hash-{page}" for page in range(1, records + 1)}
+    svc.store.put_json(manifest_key, {"modelId": MODEL, "chunks": [0, 1, 2], "promptHashes": hashes})
+    rows.record_prepared(svc.db, job_id, record_count=records, input_bytes=1000, manifest_key=manifest_key)
+    return job_id
