@@ -14,9 +14,9 @@ import threading
 import pytest
 from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
 
-from batchlane.batch import rows
-from batchlane.batch.rows import TERMINAL_BEDROCK_STATUSES
+from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
+from batchlane.db.batch_rows import TERMINAL_BEDROCK_STATUSES
 from batchlane.runtime import reset_services, services
 from batchlane_dev.local.lambda_runtime import Invocation
 

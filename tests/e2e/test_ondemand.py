@@ -15,6 +15,8 @@ import pytest
 
 from batchlane.db import Database, connect_params_from_url, ledger
 from batchlane.db import jobs as job_repo
+from batchlane.domain import status as st
+from batchlane.domain.status import Entity
 from batchlane.ondemand import CoverageRule, LimitSettings, PgLimiter, text_layer
 from batchlane.ondemand.limiter import LeaseWaitTimeout, SerialDatabase
 from batchlane.pdf import open_pdf
@@ -150,8 +152,8 @@ def test_a_cancelled_chunk_starts_no_new_request_and_books_what_it_spent(stack_f
     _wait_for(lambda: stack.bedrock.stats["converse_requests"] >= 2)
     # When the job is cancelled mid-chunk (what the API's cancel does to the rows)
     with svc.db.transaction() as tx:
-        job_repo.transition_job(tx, job_id, from_statuses=("processing",), to_status="cancelled")
-        job_repo.set_chunks_status(tx, job_id, from_statuses=("processing", "pending"), to_status="cancelled")
+        job_repo.move_job(tx, job_id, st.cancel())
+        job_repo.move_chunks(tx, job_id, st.cancel(Entity.CHUNK))
     seen_at_cancel = stack.bedrock.stats["converse_requests"]
     _wait_for(lambda: any(r["metadata"].get("aborted") for r in _chunk_rows(svc, job_id)))
     # Then at most the request already in flight finishes; no result is written; the spend is booked

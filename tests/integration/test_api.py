@@ -29,11 +29,12 @@ from held import HeldInvocations
 
 from batchlane import keys, topology
 from batchlane.aws.clients import client
-from batchlane.batch import rows
 from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.source import store_chunk_sources
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain import status as st
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane_dev.cli.jobs_commands import post_upload
@@ -81,6 +82,9 @@ def priority(owner: str) -> str:
     """The owner's local token with the group that may force on-demand (process-now)."""
     return f"{owner};groups=batchlane-priority"
 
+# A chunk is never paused or assembling (domain/status.py): what a job in those states has.
+CHUNKS_OF_JOB = {"paused_budget": "pending", "assembling": "completed"}
+
 
 def make_job(owner: str, status: str, *, row_state: str | None = None, completed_chunks: int = 0) -> tuple[str, str]:
     """A file and a job in ``status`` (batch row in ``row_state``), as the workflows would leave them."""
@@ -100,10 +104,11 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
             total_pages=PAGES,
             pages_per_chunk=PER_CHUNK,
             chunks=plan_chunks(PAGES, PER_CHUNK),
+            chunk_status=CHUNKS_OF_JOB.get(status, status),
         )
         job_id = str(job["id"])
         ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("0.12"), hours=6)
-        job_repo.set_file_status(tx, file_id, "converting")
+        job_repo.move_file(tx, file_id, st.convert())
         for index in range(completed_chunks):
             tx.run("UPDATE chunk_jobs SET status = 'completed' WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=index)
         if row_state == "preparing":
@@ -208,7 +213,7 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     assert job_repo.get_file(db, file_id)["status"] == "uploaded"
     row = rows.get_row(db, job_id)
     if row_state in ("preparing", "submitted"):
-        assert row["reason"] == "cancelled" and row["state"] == row_state  # the lane closes it (and bills a submitted job) itself
+        assert row.reason == "cancelled" and row.state == row_state  # the lane closes it (and bills a submitted job) itself
     # cancelled is terminal: recovery does not resume it, a second cancel changes nothing
     resume_stranded(services(), older_than_s=0)
     assert job(job_id)["status"] == "cancelled"
@@ -249,11 +254,11 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
     assert code == 200, body
     assert body["resumed"] is True and body["batchRowState"] == row_state
     row = rows.get_row(services().db, job_id)
-    assert row["reason"] == "process_now"
+    assert row.reason == "process_now"
     if row_state is None:  # the claimer will never take it: it has a closed row now
-        assert (row["state"], row["end_state"]) == ("closed", "skipped")
+        assert (row.state, row.end_state) == ("closed", "skipped")
     else:
-        assert row["state"] == row_state  # the lane stops / leaves and closes it itself
+        assert row.state == row_state  # the lane stops / leaves and closes it itself
     hold = ledger.get_hold(services().db, job_id)
     assert hold["expires_at"].timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
     finished = wait_for(lambda: job(job_id)["status"] in ("completed", "failed") and job(job_id), what="the on-demand conversion")

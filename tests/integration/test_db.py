@@ -7,10 +7,12 @@ from decimal import Decimal
 import pytest
 from pg8000.exceptions import DatabaseError
 
-from batchlane.batch import rows
 from batchlane.db import Database, connect_params_from_url, ledger
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.db.errors import UniqueViolation
 from batchlane.db.migrate import migrate, migration_files
+from batchlane.domain import status as st
 from batchlane.pdf import plan_chunks
 
 
@@ -46,21 +48,24 @@ def test_statuses_are_constrained(db):
 def test_one_live_job_per_file(db):
     job_id = make_job(db)
     file_id = str(job_repo.get_job(db, job_id)["file_id"])
-    with pytest.raises(DatabaseError):
+    with pytest.raises(UniqueViolation) as refused:
         job_repo.insert_job(
             db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
         )
+    assert refused.value.constraint == "one_live_job_per_file"
 
 
 def test_transitions_are_guarded_on_the_current_status(db):
     job_id = make_job(db)
-    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing")["status"] == "processing"
-    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing") is None
+    assert job_repo.move_job(db, job_id, st.start())["status"] == "processing"
+    assert job_repo.move_job(db, job_id, st.pause_budget())["status"] == "paused_budget"
+    assert job_repo.move_job(db, job_id, st.pause_budget()) is None
+    assert job_repo.move_job(db, job_id, st.resume())["status"] == "processing"
 
 
 def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
     job_id = make_job(db)
-    job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing")
+    job_repo.move_job(db, job_id, st.start())
     assert job_repo.claim_chunk(db, job_id, 0, "worker-a")["attempts"] == 1
     assert job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 3)
     assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-b", 3)
@@ -74,7 +79,7 @@ def test_batch_ledger_row_is_written_at_most_once(db):
     assert rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26) is None, "one batch row per job"
     kwargs = {
         "job_id": job_id,
-        "batch_row_id": int(row["id"]),
+        "batch_row_id": row.id,
         "model_id": "m",
         "input_tokens": 10,
         "output_tokens": 1,
@@ -90,8 +95,8 @@ def test_guarded_close_has_exactly_one_winner(db):
     job_id = make_job(db, status="waiting_batch")
     rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
     rows.mark_submitted(db, job_id, arn="arn:aws:bedrock:us-east-1:1:model-invocation-job/x", name="n", output_uri="s3://b/o/", deadline_hours=26)
-    first = rows.close(db, job_id, from_states=("submitted",), end_state="Completed")
-    second = rows.close(db, job_id, from_states=("submitted",), end_state="Completed")
+    first = rows.close(db, job_id, st.close(), end_state="Completed")
+    second = rows.close(db, job_id, st.close(), end_state="Completed")
     assert first is not None and second is None
 
 
@@ -101,7 +106,7 @@ def test_terminal_status_is_never_overwritten_by_a_late_event(db):
     arn = "arn:aws:bedrock:us-east-1:1:model-invocation-job/late"
     rows.mark_submitted(db, job_id, arn=arn, name="n2", output_uri="s3://b/o/", deadline_hours=26)
     rows.record_status(db, arn, "Completed")
-    assert rows.record_status(db, arn, "InProgress")["bedrock_status"] == "Completed"
+    assert rows.record_status(db, arn, "InProgress").bedrock_status == "Completed"
 
 
 def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(db, migrated_url):
@@ -111,7 +116,7 @@ def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(d
     killer.run("SELECT pg_terminate_backend(:pid)", pid=pid)
     killer.close()
     db.check()  # what the chunk processor does before its final writes
-    assert job_repo.transition_job(db, job_id, from_statuses=("pending",), to_status="processing") is not None
+    assert job_repo.move_job(db, job_id, st.start()) is not None
     assert db.one("SELECT pg_backend_pid() AS pid")["pid"] != pid
 
 
@@ -121,3 +126,21 @@ def test_holds_close_once(db):
     assert ledger.close_hold(db, job_id, outcome="settled", settled_usd=Decimal("1"))
     assert not ledger.close_hold(db, job_id, outcome="cancelled")
     assert ledger.get_hold(db, job_id)["outcome"] == "settled"
+
+
+def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
+    """The one resume transaction (the lane's resume and process now share it)."""
+    from batchlane.batch.resume import leave_batch_lane
+
+    job_id = make_job(db, status="waiting_batch")
+    ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=30)
+    with db.transaction() as tx:
+        assert leave_batch_lane(tx, job_id, options={"_batchPrimed": True}, hold_hours=6)
+    job = job_repo.get_job(db, job_id)
+    assert (job["status"], job["options"]) == ("pending", {"_batchPrimed": True})
+    assert {c["status"] for c in job_repo.get_chunks(db, job_id)} == {"pending"}
+    hold = db.one("SELECT expires_at < now() + interval '7 hours' AS back FROM funds_holds WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    assert hold["back"], "the hold is back to the on-demand window"
+    with db.transaction() as tx:
+        assert not leave_batch_lane(tx, job_id, options={}, hold_hours=6), "a job no longer parked stays as it is"
+    assert job_repo.get_job(db, job_id)["options"] == {"_batchPrimed": True}

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from batchlane.aws.clients import client
+from batchlane.db import deliveries as delivery_rows
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
 from batchlane.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
-from batchlane.webhooks import deliveries as delivery_rows
 from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
 from batchlane.webhooks.events import publish_job_change
 from batchlane_dev.cli.jobs_commands import post_upload

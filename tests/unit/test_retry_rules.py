@@ -16,9 +16,6 @@ def test_error_ids_match_the_reason_its_short_form_or_an_alias() -> None:
 def test_attempts_are_counted_per_run_from_the_retry_snapshots_and_the_live_rows() -> None:
     # chunk 0: 3 attempts in the conversion, retried twice (2 attempts, then 1 live); chunk 1 never retried (1 attempt)
     chunks = [{"chunk_index": 0, "attempts": 1}, {"chunk_index": 1, "attempts": 1}]
-    history = [
-        {"attempt": 1, "chunks_before": [{"chunkIndex": 0, "attempts": 3}]},
-        {"attempt": 2, "chunks_before": [{"chunkIndex": 0, "attempts": 2}]},
-    ]
-    runs = _attempts_by_chunk(chunks, history)
+    snapshots = [(1, [{"chunkIndex": 0, "attempts": 3}]), (2, [{"chunkIndex": 0, "attempts": 2}])]  # (retry, chunks before it)
+    runs = _attempts_by_chunk(chunks, snapshots)
     assert runs == {(0, 0): 3, (0, 1): 2, (0, 2): 1, (1, 0): 1}

@@ -64,9 +64,9 @@ def prepare_figure(pages: int) -> dict[str, Any]:
 def run_prepare(data: bytes) -> dict[str, Any]:
     """Create a job for ``data`` in the offline stack, then time the whole prepare (every chunk, serially, then the manifest)."""
     from batchlane import keys
-    from batchlane.batch import rows
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
     from batchlane.conversion.source import store_chunk_sources
+    from batchlane.db import batch_rows as rows
     from batchlane.pdf import open_pdf
     from batchlane.runtime import services
     from batchlane_dev.local.jobs import submit_pdf

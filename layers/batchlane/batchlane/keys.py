@@ -7,7 +7,7 @@ jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must
 jobs/<jobId>/output.md                  the assembled Markdown
 jobs/<jobId>/chunks/chunk-<N>.retry-<n>.json  chunk results written by retry n (the earlier file is kept)
 jobs/<jobId>/history/output-before-retry-<n>.md  the Markdown as it was before retry n
-batch/<jobId>/input/shard-<NNNN>.jsonl  batch records
+batch/<jobId>/input/chunk-<NNNNN>-<n>.jsonl  batch records (shard n of a chunk)
 batch/<jobId>/manifest.json             what prepare wrote (shards, counts, record ids, hashes)
 batch/<jobId>/output/<bedrockJobId>/... what Bedrock wrote (.jsonl.out, manifest.json.out)
 batch/<jobId>/results/chunk-<N>.json    accepted batch answers, read by primed chunks
@@ -51,10 +51,6 @@ def markdown_before_retry_key(job_id: str, retry: int) -> str:
 
 def batch_input_prefix(job_id: str) -> str:
     return f"{BATCH_PREFIX}{job_id}/input/"
-
-
-def batch_shard_key(job_id: str, shard: int) -> str:
-    return f"{batch_input_prefix(job_id)}shard-{shard:04d}.jsonl"
 
 
 def batch_manifest_key(job_id: str) -> str:

@@ -8,7 +8,6 @@ from decimal import Decimal
 import pytest
 from usecase_fakes import MODEL, FakeBatchJobs, FakeWorkflows, MemoryStore, parked_job
 
-from batchlane.batch import rows
 from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.callback import on_state_change
@@ -18,8 +17,10 @@ from batchlane.batch.resume import resume_job
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import BatchSubmitBusy, submit_batch_job
 from batchlane.batch.wait import register_wait
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain import status as st
 from batchlane.domain.cost import Usage
 from batchlane.ports import BatchJobRejected, BatchJobsBusy
 from batchlane.runtime import Services
@@ -47,7 +48,7 @@ def _answer(text: str, stop: str, tokens_in: int, tokens_out: int) -> dict:
 def _output_prefix(svc: Services, job_id: str, arn: str) -> str:
     row = rows.get_row(svc.db, job_id)
     assert row is not None
-    return row["output_uri"].removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
+    return row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
 
 
 def _submitted(svc: Services, job_id: str) -> str:
@@ -66,7 +67,7 @@ def test_submit_creates_one_job_named_after_the_conversion_job_and_a_retry_adopt
     assert spec.name == bedrock_job_name(job_id) and spec.model_id == MODEL and spec.timeout_hours == 24
     assert spec.input_uri == f"s3://{svc.store.bucket}/batch/{job_id}/input/"
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and (row["state"], row["bedrock_job_arn"]) == ("submitted", first["jobArn"])
+    assert row is not None and (row.state, row.bedrock_job_arn) == ("submitted", first["jobArn"])
     assert first["waitSeconds"] == svc.settings.batch_wait_seconds
 
 
@@ -76,7 +77,7 @@ def test_a_throttled_create_is_busy_for_the_state_machine_to_retry_and_the_row_s
     with pytest.raises(BatchSubmitBusy):
         submit_batch_job(svc, job_id)
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["state"] == "preparing"
+    assert row is not None and row.state == "preparing"
 
 
 def test_a_validation_exception_fails_submit_and_the_lane_leaves_to_on_demand_with_no_bedrock_job(svc: Services) -> None:
@@ -108,7 +109,7 @@ def test_stopping_a_job_that_already_ended_counts_as_stopped(svc: Services) -> N
     assert stop_batch_job(svc, job_id, reason="overdue") is True  # Bedrock's ValidationException: nothing left to stop
     assert _jobs(svc).stops == []
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["reason"] == "overdue"
+    assert row is not None and row.reason == "overdue"
 
 
 # --- wait and callback ----------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def test_collect_waits_while_bedrock_runs_and_stops_the_job_of_a_cancelled_conve
     with pytest.raises(CollectNotReady):
         collect(svc, job_id)
     assert _jobs(svc).stops == []
-    job_repo.transition_job(svc.db, job_id, from_statuses=("waiting_batch",), to_status="cancelled")
+    job_repo.move_job(svc.db, job_id, st.cancel())
     with pytest.raises(CollectNotReady):
         collect(svc, job_id)
     assert _jobs(svc).stops == [arn]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from usecase_fakes import FakeBatchJobs, FakeWorkflows, parked_job
 
-from batchlane.batch import rows
 from batchlane.batch.submit import submit_batch_job
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.operations.cancel import cancel_job
@@ -37,7 +37,7 @@ def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the
     hold = ledger.get_hold(svc.db, job_id)
     assert hold is not None and hold["outcome"] == "cancelled"
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["reason"] == "cancelled"
+    assert row is not None and row.reason == "cancelled"
     assert _started(svc) == [], "a cancelled job starts nothing"
     assert cancel_job(svc, job_id).already is True
 
@@ -48,7 +48,7 @@ def test_cancel_while_preparing_marks_the_row_and_stops_nothing_yet(svc: Service
     assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("preparing", False)
     assert _stops(svc) == []
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["reason"] == "cancelled"  # submit stops the job it creates (test_batch_lane_usecases)
+    assert row is not None and row.reason == "cancelled"  # submit stops the job it creates (test_batch_lane_usecases)
 
 
 def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_conversion(svc: Services) -> None:
@@ -63,7 +63,7 @@ def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_c
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None and job["status"] == "pending" and "_batchPrimed" not in (job["options"] or {})
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["reason"] == "process_now"
+    assert row is not None and row.reason == "process_now"
 
 
 def test_process_now_before_any_batch_row_closes_a_skipped_row_so_the_lane_never_claims_it(svc: Services) -> None:
@@ -74,5 +74,5 @@ def test_process_now_before_any_batch_row_closes_a_skipped_row_so_the_lane_never
 
     assert (outcome.action, outcome.resumed) == ("skipped_row_inserted", True)
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "process_now")
+    assert row is not None and (row.state, row.end_state, row.reason) == ("closed", "skipped", "process_now")
     assert _stops(svc) == [] and _started(svc) == [("conversion", job_id)]

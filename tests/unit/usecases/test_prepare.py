@@ -8,12 +8,13 @@ import json
 from usecase_fakes import MODEL
 
 from batchlane import keys
-from batchlane.batch import rows
 from batchlane.batch.abandon import abandon
 from batchlane.batch.prepare import finish_prepare, plan_prepare, prepare_chunk
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.converter import ConverterConfig, build_page_request
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.domain import status as st
 from batchlane.pdf import open_pdf, plan_chunks
 from batchlane.runtime import Services
 from batchlane_dev.local.pdfgen import make_pdf
@@ -69,7 +70,7 @@ def test_prepare_writes_one_record_per_non_blank_page_exactly_as_on_demand_would
     assert page_5["modelInput"] == request.model_input()
     assert manifest["promptHashes"]["c0-p5"] == request.prompt_hash
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and (row["state"], row["record_count"]) == ("preparing", 9)
+    assert row is not None and (row.state, row.record_count) == ("preparing", 9)
 
 
 def test_too_few_records_skip_the_lane_with_the_reason_on_the_row(svc: Services) -> None:
@@ -78,12 +79,12 @@ def test_too_few_records_skip_the_lane_with_the_reason_on_the_row(svc: Services)
     assert decision == {"action": "skip", "reason": "too_few_records", "records": 9}
     assert abandon(svc, job_id, reason=decision["reason"]) == {"closed": True, "endState": "skipped"}
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "too_few_records")
+    assert row is not None and (row.state, row.end_state, row.reason) == ("closed", "skipped", "too_few_records")
 
 
 def test_a_job_cancelled_before_prepare_closes_its_row_and_prepares_nothing(svc: Services) -> None:
     job_id = _parked_with_sources(svc)
-    job_repo.transition_job(svc.db, job_id, from_statuses=("waiting_batch",), to_status="cancelled")
+    job_repo.move_job(svc.db, job_id, st.cancel())
     assert plan_prepare(svc, job_id) == {"proceed": False, "chunks": [], "why": "not_preparing"}
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "job_cancelled")
+    assert row is not None and (row.state, row.end_state, row.reason) == ("closed", "skipped", "job_cancelled")

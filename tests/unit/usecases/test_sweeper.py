@@ -7,10 +7,10 @@ import json
 import pytest
 from usecase_fakes import FakeBatchJobs, FakeWorkflows, MemoryStore, parked_job
 
-from batchlane.batch import rows
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import Services
 from tests.conftest import forget_everything
@@ -46,7 +46,7 @@ def test_a_lost_terminal_event_is_found_by_asking_bedrock_and_the_wait_ends(svc:
     assert _workflows(svc).answered == {"token-1": {"status": "Completed"}}
     assert _bedrock(svc).stops == []
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["bedrock_status"] == "Completed"
+    assert row is not None and row.bedrock_status == "Completed"
 
 
 def test_a_job_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
@@ -58,7 +58,7 @@ def test_a_job_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
     assert sweep(svc)["overdue"] == 1
     assert _bedrock(svc).stops == [arn]
     row = rows.get_row(svc.db, job_id)
-    assert row is not None and row["reason"] == "overdue"
+    assert row is not None and row.reason == "overdue"
     assert _workflows(svc).answered == {}, "the stop's terminal event (or the next sweep) ends the wait"
 
 
@@ -68,14 +68,14 @@ def test_a_terminal_row_nobody_waits_on_is_collected_and_its_job_resumed(svc: Se
     row = rows.record_status(svc.db, arn, "Completed")
     assert row is not None
     svc.db.run("UPDATE conversion_batch_jobs SET terminal_seen_at = now() - interval '1 hour' WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    prefix = row["output_uri"].removeprefix(f"s3://{svc.store.bucket}/") + arn.rsplit("/", 1)[-1] + "/"
+    prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/") + arn.rsplit("/", 1)[-1] + "/"
     answer = {"content": [{"type": "text", "text": "# One"}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
     assert isinstance(svc.store, MemoryStore)
     svc.store.put_bytes(prefix + "input.jsonl.out", json.dumps({"recordId": "c0-p1", "modelOutput": answer}).encode())
 
     assert sweep(svc)["orphansCollected"] == 1
     closed = rows.get_row(svc.db, job_id)
-    assert closed is not None and (closed["state"], closed["accepted_count"]) == ("closed", 1)
+    assert closed is not None and (closed.state, closed.accepted_count) == ("closed", 1)
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None and job["status"] == "pending" and job["options"]["_batchPrimed"] is True
     assert _workflows(svc).started == [("conversion", job_id)]

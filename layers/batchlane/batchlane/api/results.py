@@ -12,9 +12,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from batchlane.api.usecases import _uuid, owned_file
-from batchlane.api.views import job_row
 from batchlane.conversion import retry as retries
 from batchlane.conversion.dryrun import dry_run
+from batchlane.db import read_model
+from batchlane.db.read_model import job_row
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.keys import OBJECT_EXPIRY_DAYS
 from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
@@ -45,11 +46,11 @@ def _markdown_name(pdf_name: str) -> str:
 def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
     """A presigned GET for the job's Markdown, with when the URL and the object expire."""
     job = owned_job(svc, owner_id, job_id)
-    key = svc.db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=str(job["job_id"]))
-    if not key or not key["markdown_key"]:
+    key = read_model.markdown_key(svc.db, str(job["job_id"]))
+    if not key:
         raise Conflict(f"The job is {job['status']}; its Markdown exists once it has completed.", error_id="MARKDOWN_NOT_READY")
     try:
-        stored = downloads.head(key["markdown_key"])
+        stored = downloads.head(key)
     except NotFound:
         raise ObjectExpired(
             f"The Markdown of job {job_id} is no longer stored: the working bucket keeps results {OBJECT_EXPIRY_DAYS} days. Convert the file again."
@@ -60,7 +61,7 @@ def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id
         "jobId": str(job["job_id"]),
         "status": job["status"],
         "fileName": name,
-        "url": downloads.presigned_get(key["markdown_key"], filename=name),
+        "url": downloads.presigned_get(key, filename=name),
         "method": "GET",
         "expiresInSeconds": DOWNLOAD_URL_TTL_S,
         "urlExpiresAt": (now + timedelta(seconds=DOWNLOAD_URL_TTL_S)).isoformat(),

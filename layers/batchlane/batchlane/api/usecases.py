@@ -10,24 +10,24 @@ import uuid
 from decimal import Decimal
 from typing import Any
 
-from pg8000.exceptions import DatabaseError
-
 from batchlane import keys
 from batchlane.api import views
 from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
-from batchlane.db import budgets
+from batchlane.db import budgets, read_model
 from batchlane.db import jobs as job_repo
+from batchlane.db.errors import UniqueViolation
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
+from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
 from batchlane.ports import UPLOAD_URL_TTL_S, Uploads
 from batchlane.runtime import Services
 
 LIVE = job_repo.LIVE_JOB_STATUSES
-# Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/ (batch.rows.IN_FLIGHT_STATES).
-IN_FLIGHT_BATCH_STATES = ("preparing", "submitted", "stopping")
+# Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/.
+IN_FLIGHT_BATCH_STATES = IN_FLIGHT_BATCH_ROW_STATES
 
 
 class ConversionRejected(BatchlaneError):
@@ -48,14 +48,14 @@ def _uuid(value: str) -> str | None:
 
 def owned_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
     fid = _uuid(file_id)
-    row = fid and svc.db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid) AND owner_id = :owner AND deleted_at IS NULL", id=fid, owner=owner_id)
+    row = fid and read_model.file_of_owner(svc.db, owner_id, fid)
     if not row:
         raise NotFound(f"No file {file_id}.", error_id="FILE_NOT_FOUND")
     return row
 
 
 def _current_job(svc: Services, file_id: str, expected_job_id: str | None) -> dict[str, Any]:
-    job = views.latest_job_row(svc.db, file_id)
+    job = read_model.latest_job_row(svc.db, file_id)
     if job is None:
         raise NotFound("The file has never been converted.", error_id="CONVERSION_NOT_FOUND")
     if expected_job_id and str(job["job_id"]) != _uuid(expected_job_id):
@@ -75,7 +75,7 @@ def file_conversion(svc: Services, owner_id: str, file_id: str) -> dict[str, Any
 
 def job_conversion(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     jid = _uuid(job_id)
-    row = jid and views.job_row(svc.db, jid)
+    row = jid and read_model.job_row(svc.db, jid)
     if not row or row["owner_id"] != owner_id:
         raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
     owned_file(svc, owner_id, str(row["file_id"]))  # a deleted file's jobs are gone too
@@ -91,7 +91,7 @@ def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str
         row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=size_bytes)
         file_id = str(row["id"])
         key = keys.upload_key(file_id, name)
-        tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
+        job_repo.set_file_key(tx, file_id, key)
     logger.info("upload registered", file_id=file_id, size_bytes=size_bytes)
     post = uploads.presigned_post(key, max_bytes=size_bytes)
     upload = {"method": "POST", "url": post["url"], "fields": post["fields"], "maxBytes": size_bytes, "expiresInSeconds": UPLOAD_URL_TTL_S}
@@ -105,11 +105,9 @@ def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[st
         raise Forbidden(
             f"The option(s) {', '.join(opt_outs)} keep the conversion out of the half-price batch lane; that needs membership of the {priority_group} group."
         )
-    live = svc.db.one(
-        "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))", id=file_id, live=list(LIVE)
-    )
+    live = job_repo.live_job_of_file(svc.db, file_id)
     if live:
-        raise Conflict(f"The file is already being converted (job {live['id']}).", error_id="CONVERSION_IN_PROGRESS")
+        raise Conflict(f"The file is already being converted (job {live}).", error_id="CONVERSION_IN_PROGRESS")
     try:
         uploaded = svc.store.size(file_row["s3_key"])
     except NotFound:
@@ -120,8 +118,8 @@ def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[st
         )
     try:
         created = create_job(svc, file_id=str(file_row["id"]), options=options)
-    except DatabaseError as exc:  # one_live_job_per_file: a concurrent convert won
-        if "one_live_job_per_file" in str(exc):
+    except UniqueViolation as exc:  # one_live_job_per_file: a concurrent convert won
+        if exc.constraint == "one_live_job_per_file":
             raise Conflict("The file is already being converted.", error_id="CONVERSION_IN_PROGRESS") from exc
         raise
     if created.status == "failed":
@@ -132,7 +130,7 @@ def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[st
 def cancel_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None) -> dict[str, Any]:
     owned_file(svc, owner_id, file_id)
     job = _current_job(svc, file_id, job_id)
-    if job["status"] in ("completed", "failed"):
+    if job["status"] in (JobStatus.COMPLETED, JobStatus.FAILED):
         raise Conflict(f"The conversion is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
     return cancel_job(svc, str(job["job_id"])).to_json()
 
@@ -184,12 +182,12 @@ def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
     left in the bucket, then hide the file. A refused delete raises: the file stays listed, to retry."""
     owned_file(svc, owner_id, file_id)
     cancelled = None
-    job = views.latest_job_row(svc.db, file_id)
+    job = read_model.latest_job_row(svc.db, file_id)
     if job is not None and job["status"] in LIVE:
         cancelled = cancel_job(svc, str(job["job_id"])).job_id
     doomed, kept = stored_objects(svc, file_id)
     svc.store.delete_keys(doomed)
-    svc.db.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
+    job_repo.mark_file_deleted(svc.db, file_id)
     logger.info("file deleted", file_id=file_id, cancelled_job=cancelled, objects_deleted=len(doomed), batch_prefixes_kept=kept)
     return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}
 
@@ -197,12 +195,8 @@ def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
 def stored_objects(svc: Services, file_id: str) -> tuple[list[str], list[str]]:
     """Every object a file left (its upload; each job's chunk sources, results and Markdown; its batch files),
     and the batch prefixes kept because a Bedrock job may still read them (they expire with the bucket's lifecycle)."""
-    file_row = svc.db.one("SELECT s3_key, source_bucket FROM files WHERE id = CAST(:id AS uuid)", id=file_id) or {}
-    jobs = svc.db.run(
-        """SELECT j.id, b.state AS batch_state FROM large_conversion_jobs j
-           LEFT JOIN conversion_batch_jobs b ON b.job_id = j.id WHERE j.file_id = CAST(:id AS uuid)""",
-        id=file_id,
-    )
+    file_row = job_repo.get_file(svc.db, file_id) or {}
+    jobs = read_model.jobs_of_file(svc.db, file_id)
     # A folder job's file is the user's own object in their bucket (source_bucket): never deleted.
     doomed = [file_row["s3_key"]] if file_row.get("s3_key") and not file_row.get("source_bucket") else []
     kept: list[str] = []

@@ -8,10 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from batchlane.api import usecases
+from batchlane.db import deliveries
 from batchlane.domain.errors import Forbidden
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.webhooks import deliveries
 from batchlane.webhooks.dispatch import send_test
 
 

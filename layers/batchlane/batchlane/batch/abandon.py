@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.batch import rows
 from batchlane.batch.billing import billed_from_bedrock_manifest, close_and_bill, ledger_metadata
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status, output_uri_for
+from batchlane.db import batch_rows as rows
+from batchlane.db.batch_rows import BatchRow
+from batchlane.domain import status as st
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -28,18 +30,18 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
     if row is None:
         return {"closed": False}
     detail = (error or {}).get("Error")
-    if row["state"] == "preparing" and reason == "submit_failed":
+    if row.state == "preparing" and reason == "submit_failed":
         row = adopt_created_job(svc, job_id) or row
-    if row["state"] == "preparing":
+    if row.state == "preparing":
         left_lane = reason in SKIP_REASONS or reason.startswith("job_")  # job_cancelled, job_pending: the user moved it
         end_state = "skipped" if left_lane else "prepare_failed"
-        closed = rows.close(svc.db, job_id, from_states=("preparing",), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
+        closed = rows.close(svc.db, job_id, st.leave_before_submit(), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
         logger.info("batch lane left before submit", job_id=job_id, reason=reason, error=detail)
         return {"closed": closed is not None, "endState": end_state}
-    if row["state"] == "submitted":
+    if row.state == "submitted":
         stop_batch_job(svc, job_id, reason=reason)
-        status = bedrock_status(svc.batch_jobs, row["bedrock_job_arn"])
-        rows.record_status(svc.db, row["bedrock_job_arn"], status)
+        status = bedrock_status(svc.batch_jobs, row.arn)
+        rows.record_status(svc.db, row.arn, status)
         if status not in rows.TERMINAL_BEDROCK_STATUSES:
             rows.mark_stopping(svc.db, job_id, reason=reason)
             logger.warning(
@@ -47,16 +49,16 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
             )
             return {"closed": False, "stopping": True, "endState": "stopping"}
         usage = billed_from_bedrock_manifest(svc, row)
-        model_id = row["model_id"]
+        model_id = row.model_id
         cost = svc.prices.cost(model_id, usage, batch=True)
-        metadata = ledger_metadata(row, reason, records=row["record_count"] or 0, accepted=0, fallback=row["record_count"] or 0, partial=True, error=detail)
+        metadata = ledger_metadata(row, reason, records=row.record_count or 0, accepted=0, fallback=row.record_count or 0, partial=True, error=detail)
         won = close_and_bill(
             svc,
             job_id,
             row,
             end_state=reason,
             accepted=0,
-            fallback=row["record_count"] or 0,
+            fallback=row.record_count or 0,
             usage=usage,
             cost=cost,
             model_id=model_id,
@@ -65,10 +67,10 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         )
         logger.warning("batch lane abandoned after submit", job_id=job_id, reason=reason, error=detail, cost_usd=str(cost), won=won)
         return {"closed": True, "won": won, "endState": reason}
-    return {"closed": True, "won": False, "endState": row["end_state"]}
+    return {"closed": True, "won": False, "endState": row.end_state}
 
 
-def adopt_created_job(svc: Services, job_id: str) -> dict[str, Any] | None:
+def adopt_created_job(svc: Services, job_id: str) -> BatchRow | None:
     """A Bedrock job created under this job's name (a submit that failed after creating it, or a prepare
     stuck past its create): it bills, so the row adopts it, to be collected or stopped. None if there is none."""
     existing = svc.batch_jobs.find_by_name(bedrock_job_name(job_id))

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.batch import rows
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.wait import wake
+from batchlane.db import batch_rows as rows
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -25,8 +25,8 @@ def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:
     if row is None:
         logger.info("batch event for a job we do not track", bedrock_job_arn=arn, status=status)
         return {"known": False}
-    terminal = row["bedrock_status"] in rows.TERMINAL_BEDROCK_STATUSES
-    woken = wake(svc, row, row["bedrock_status"]) if terminal else 0
-    billed = bool(settle_stopping(svc, row)["won"]) if terminal and row["state"] == "stopping" else False
-    logger.info("batch event", job_id=str(row["job_id"]), status=status, woken=woken, billed_stopped=billed)
-    return {"known": True, "status": row["bedrock_status"], "woken": woken, "billedStopped": billed}
+    terminal = row.bedrock_status in rows.TERMINAL_BEDROCK_STATUSES
+    woken = wake(svc, row, row.bedrock_status or status) if terminal else 0
+    billed = bool(settle_stopping(svc, row)["won"]) if terminal and row.state == "stopping" else False
+    logger.info("batch event", job_id=str(row.job_id), status=status, woken=woken, billed_stopped=billed)
+    return {"known": True, "status": row.bedrock_status, "woken": woken, "billedStopped": billed}

@@ -21,16 +21,18 @@ from pathlib import Path
 from typing import IO, Any
 
 from batchlane import keys
-from batchlane.batch import rows
 from batchlane.batch.billing import close_and_bill, ledger_metadata, output_prefix, settle_stopping, summary
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
 from batchlane.converter import PrimedResult
 from batchlane.converter.transports import answer_from_messages
+from batchlane.db import batch_rows as rows
+from batchlane.db import jobs as job_repo
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import parse_record_id
+from batchlane.domain.status import JobStatus
 from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
@@ -46,22 +48,22 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     row = rows.get_row(svc.db, job_id)
     if row is None:
         raise NotFound(f"no batch row for job {job_id}")
-    if row["state"] == "closed":
+    if row.state == "closed":
         return summary(row, won=False)
-    if row["state"] == "stopping":
+    if row.state == "stopping":
         return settle_stopping(svc, row)
-    if row["state"] != "submitted":
-        raise CollectNotReady(f"batch row is {row['state']}")
-    status = bedrock_status(svc.batch_jobs, row["bedrock_job_arn"])
-    rows.record_status(svc.db, row["bedrock_job_arn"], status)
+    if row.state != "submitted":
+        raise CollectNotReady(f"batch row is {row.state}")
+    status = bedrock_status(svc.batch_jobs, row.arn)
+    rows.record_status(svc.db, row.arn, status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        job = svc.db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
-        if job and job["status"] == "cancelled":
+        job = job_repo.get_job(svc.db, job_id)
+        if job and job["status"] == JobStatus.CANCELLED:
             stop_batch_job(svc, job_id, reason="cancelled")
         raise CollectNotReady(f"Bedrock job is {status}")
 
     rows.stamp(svc.db, job_id, "collect_started_at")
-    manifest = svc.store.get_json(row["manifest_key"])
+    manifest = svc.store.get_json(row.manifest_key or keys.batch_manifest_key(job_id))
     expected: dict[str, str] = manifest["promptHashes"]
     model_id = manifest["modelId"]
     with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:

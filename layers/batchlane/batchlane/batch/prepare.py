@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchlane import keys
-from batchlane.batch import rows
 from batchlane.conversion.source import chunk_pages
 from batchlane.converter import CaptureTransport, ConverterConfig, convert_page
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.domain import status as st
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -33,11 +34,11 @@ def plan_prepare(svc: Services, job_id: str) -> dict[str, Any]:
     """Which chunks to prepare; ``proceed`` False when the job left the lane (cancelled, process now)."""
     job = job_repo.get_job(svc.db, job_id)
     row = rows.get_row(svc.db, job_id)
-    if job is None or row is None or job["status"] != "waiting_batch" or row["state"] != "preparing":
-        if job is not None and row is not None and row["state"] == "preparing":
+    if job is None or row is None or job["status"] != "waiting_batch" or row.state != "preparing":
+        if job is not None and row is not None and row.state == "preparing":
             # The job left the lane (cancelled, processed now) before anything was submitted:
             # close the row now so it stops counting against the concurrent-job quota.
-            rows.close(svc.db, job_id, from_states=("preparing",), end_state="skipped", reason=f"job_{job['status']}")
+            rows.close(svc.db, job_id, st.leave_before_submit(), end_state="skipped", reason=f"job_{job['status']}")
         return {"proceed": False, "chunks": [], "why": "not_preparing"}
     rows.stamp(svc.db, job_id, "prepare_started_at")
     return {"proceed": True, "chunks": [c["chunk_index"] for c in job_repo.get_chunks(svc.db, job_id)], "modelId": job["model_id"]}
@@ -106,7 +107,7 @@ def finish_prepare(svc: Services, job_id: str) -> dict[str, Any]:
     settings = svc.settings
     job = job_repo.get_job(svc.db, job_id)
     row = rows.get_row(svc.db, job_id)
-    if job is None or row is None or row["state"] != "preparing":
+    if job is None or row is None or row.state != "preparing":
         return {"action": "skip", "reason": "not_preparing", "records": 0}
     if job["status"] != "waiting_batch":
         return {"action": "skip", "reason": f"job_{job['status']}", "records": 0}

@@ -9,52 +9,53 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.batch import rows
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.db.jobs import Runner
+from batchlane.domain import status as st
+from batchlane.domain.status import BatchRowState, Entity, JobStatus
 from batchlane.observability import logger
 from batchlane.runtime import Services
+
+
+def leave_batch_lane(tx: Runner, job_id: str, *, options: dict[str, Any], hold_hours: float) -> bool:
+    """The one resume transaction (the lane's resume, process now): job and chunks waiting_batch →
+    pending with ``options``, the funds hold back to the on-demand window. False if the job was not parked."""
+    if job_repo.move_job(tx, job_id, st.leave_batch_lane(), options=options) is None:
+        return False
+    job_repo.move_chunks(tx, job_id, st.leave_batch_lane(Entity.CHUNK))
+    ledger.extend_hold(tx, job_id, hours=hold_hours)
+    return True
 
 
 def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
-        if job is None or job["status"] != "waiting_batch":
+        if job is None or not st.leave_batch_lane().allows(job["status"]):
             return {"resumed": False, "status": job["status"] if job else None}
         row = rows.get_row(tx, job_id)
         # stopping: the lane gave up on a Bedrock job still running; the job goes on-demand
         # now and its bill follows at the terminal status (collect.settle_stopping).
-        if row is None or row["state"] not in ("closed", "stopping"):
-            return {"resumed": False, "status": "waiting_batch", "why": "batch row still open"}
+        if row is None or row.state not in (BatchRowState.CLOSED, BatchRowState.STOPPING):
+            return {"resumed": False, "status": JobStatus.WAITING_BATCH.value, "why": "batch row still open"}
         options = dict(job["options"] or {})
         options.pop("_batchPrimed", None)
-        primed = row["state"] == "closed" and (row["accepted_count"] or 0) > 0
+        primed = row.state == BatchRowState.CLOSED and (row.accepted_count or 0) > 0
         if primed:
             options["_batchPrimed"] = True
-        options["_batchCostUsd"] = str(row["cost_usd"] or "0")
-        tx.run(
-            """UPDATE large_conversion_jobs SET status = 'pending', options = CAST(:options AS jsonb), updated_at = now()
-               WHERE id = CAST(:id AS uuid) AND status = 'waiting_batch'""",
-            id=job_id,
-            options=options,
-        )
-        job_repo.set_chunks_status(tx, job_id, from_statuses=("waiting_batch",), to_status="pending")
+        options["_batchCostUsd"] = str(row.cost_usd or "0")
+        leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
         rows.stamp(tx, job_id, "resumed_at")
-        ledger.extend_hold(tx, job_id, hours=svc.settings.batchlane_on_demand_window_hours)
     svc.workflows.start_conversion(job_id)
-    logger.info("job resumed", job_id=job_id, primed=primed, batch_end_state=row["end_state"], batch_cost_usd=options["_batchCostUsd"])
+    logger.info("job resumed", job_id=job_id, primed=primed, batch_end_state=row.end_state, batch_cost_usd=options["_batchCostUsd"])
     return {"resumed": True, "primed": primed, "batchCostUsd": options["_batchCostUsd"]}
 
 
 def resume_stranded(svc: Services, *, older_than_s: float = 60.0) -> dict[str, Any]:
     """Jobs still waiting_batch whose batch row closed (or went stopping) a while ago: resume them (primed if they can be)."""
-    stranded = svc.db.run(
-        """SELECT j.id FROM large_conversion_jobs j JOIN conversion_batch_jobs b ON b.job_id = j.id
-           WHERE j.status = 'waiting_batch' AND b.state IN ('closed', 'stopping')
-             AND COALESCE(b.closed_at, b.updated_at) < now() - make_interval(secs => :secs)""",
-        secs=older_than_s / svc.settings.batchlane_time_scale,
-    )
-    resumed = [str(r["id"]) for r in stranded if resume_job(svc, str(r["id"]))["resumed"]]
+    stranded = rows.stranded_job_ids(svc.db, older_than_s=older_than_s / svc.settings.batchlane_time_scale)
+    resumed = [job_id for job_id in stranded if resume_job(svc, job_id)["resumed"]]
     if resumed:
         logger.warning("stranded jobs resumed", count=len(resumed))
     return {"resumed": resumed}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from batchlane.batch import rows
+from batchlane.db import batch_rows as rows
 from batchlane.observability import logger
 from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError
 from batchlane.runtime import Services
@@ -11,10 +11,10 @@ from batchlane.runtime import Services
 def stop_batch_job(svc: Services, job_id: str, *, reason: str) -> bool:
     """Best effort: True when Bedrock accepted the stop (or the job was already ending)."""
     row = rows.set_reason(svc.db, job_id, reason)
-    if row is None or not row["bedrock_job_arn"] or row["state"] != "submitted":
+    if row is None or not row.bedrock_job_arn or row.state != "submitted":
         return False
     try:
-        svc.batch_jobs.stop(row["bedrock_job_arn"])
+        svc.batch_jobs.stop(row.arn)
         logger.info("batch job stop requested", job_id=job_id, reason=reason)
         return True
     except BatchJobsError as exc:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from batchlane import keys
-from batchlane.batch import rows
 from batchlane.batch.names import bedrock_job_name, client_request_token
 from batchlane.batch.stop import stop_batch_job
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
 from batchlane.ports import BatchJobNotFound, BatchJobs, BatchJobsBusy, BatchJobSpec
@@ -48,22 +48,22 @@ def bedrock_status(jobs: BatchJobs, arn: str) -> str:
 def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
     settings = svc.settings
     row = rows.get_row(svc.db, job_id)
-    if row is None or row["state"] == "closed":
+    if row is None or row.state == "closed":
         return {"submitted": False, "why": "row_closed"}
     name = bedrock_job_name(job_id)
-    if row["state"] == "preparing":
+    if row.state == "preparing":
         bucket = lane_bucket(svc)
         output_uri = output_uri_for(svc, job_id)
-        arn = _create(svc, job_id, name, row["model_id"], f"s3://{bucket}/{keys.batch_input_prefix(job_id)}", output_uri)
+        arn = _create(svc, job_id, name, row.model_id, f"s3://{bucket}/{keys.batch_input_prefix(job_id)}", output_uri)
         row = rows.mark_submitted(svc.db, job_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=settings.batch_deadline_hours)
         assert row is not None
-        logger.info("batch job submitted", job_id=job_id, bedrock_job_arn=arn, records=row["record_count"])
+        logger.info("batch job submitted", job_id=job_id, bedrock_job_arn=arn, records=row.record_count)
     job = job_repo.get_job(svc.db, job_id)
-    if row["reason"] or (job and job["status"] == "cancelled"):
+    if row.reason or (job and job["status"] == "cancelled"):
         # The user left the lane while we prepared: the job exists now, so stop it at once;
         # whatever it processed is still collected and billed once.
-        stop_batch_job(svc, job_id, reason=row["reason"] or "cancelled")
-    return {"submitted": True, "jobArn": row["bedrock_job_arn"], "waitSeconds": settings.batch_wait_seconds}
+        stop_batch_job(svc, job_id, reason=row.reason or "cancelled")
+    return {"submitted": True, "jobArn": row.bedrock_job_arn, "waitSeconds": settings.batch_wait_seconds}
 
 
 def _create(svc: Services, job_id: str, name: str, model_id: str, input_uri: str, output_uri: str) -> str:

@@ -9,7 +9,6 @@ from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
-from batchlane.batch import rows
 from batchlane.batch.abandon import abandon, adopt_created_job
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.collect import collect
@@ -17,6 +16,9 @@ from batchlane.batch.resume import resume_job
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
 from batchlane.batch.wait import wake
+from batchlane.db import batch_rows as rows
+from batchlane.db import jobs as job_repo
+from batchlane.db.batch_rows import BatchRow
 from batchlane.observability import logger, metrics
 from batchlane.ports import BatchJobs
 from batchlane.runtime import Services
@@ -40,7 +42,7 @@ def sweep(svc: Services) -> dict[str, Any]:
     for row in rows.rows_stopping(svc.db):
         _isolated(_sweep_stopping, svc, bedrock, row, tally)
     for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
-        _isolated(_sweep_stuck_prepare, svc, bedrock, str(row["job_id"]), tally)
+        _isolated(_sweep_stuck_prepare, svc, bedrock, str(row.job_id), tally)
     _emit_gauges(svc)
     if tally:
         logger.info("batch sweep", extra=dict(tally))
@@ -66,32 +68,32 @@ def _isolated(step: Any, svc: Services, bedrock: BatchJobs, row_or_job: Any, tal
         logger.exception("batch sweep failed for one row", job_id=str(job_id))
 
 
-def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: dict[str, Any], tally: Counter[str]) -> None:
-    status = row["bedrock_status"]
+def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
+    status = row.bedrock_status
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(bedrock, row["bedrock_job_arn"])
-        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
+        status = bedrock_status(bedrock, row.arn)
+        row = rows.record_status(svc.db, row.arn, status) or row
         if status == rows.LOST:
             tally["lost"] += 1
     if status in rows.TERMINAL_BEDROCK_STATUSES:
-        if row["task_tokens"]:
+        if row.task_tokens:
             tally["woken"] += wake(svc, row, status)
-        elif row["terminal_seen_at"] and row["terminal_seen_at"].timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
+        elif row.terminal_seen_at and row.terminal_seen_at.timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
             # Nobody waits on this row (its execution is gone). Collect and resume here;
             # both are idempotent, so a late execution doing the same is harmless.
-            job_id = str(row["job_id"])
+            job_id = str(row.job_id)
             collect(svc, job_id)
             resume_job(svc, job_id)
             tally["orphans"] += 1
-    elif row["deadline"] is not None and row["deadline"].timestamp() < time.time():
+    elif row.deadline is not None and row.deadline.timestamp() < time.time():
         tally["overdue"] += 1
-        stop_batch_job(svc, str(row["job_id"]), reason="overdue")
+        stop_batch_job(svc, str(row.job_id), reason="overdue")
 
 
-def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: dict[str, Any], tally: Counter[str]) -> None:
-    if row["bedrock_status"] not in rows.TERMINAL_BEDROCK_STATUSES:
-        status = bedrock_status(bedrock, row["bedrock_job_arn"])
-        row = rows.record_status(svc.db, row["bedrock_job_arn"], status) or row
+def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
+    if row.bedrock_status not in rows.TERMINAL_BEDROCK_STATUSES:
+        status = bedrock_status(bedrock, row.arn)
+        row = rows.record_status(svc.db, row.arn, status) or row
     if settle_stopping(svc, row)["won"]:
         tally["billed_stopped"] += 1
 
@@ -106,12 +108,9 @@ def _sweep_stuck_prepare(svc: Services, bedrock: BatchJobs, job_id: str, tally: 
 
 
 def _emit_gauges(svc: Services) -> None:
-    waiting_past_deadline = svc.db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed' AND deadline < now()")
-    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=int(waiting_past_deadline["n"]) if waiting_past_deadline else 0)
-    for state_row in svc.db.run(
-        "SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status NOT IN ('completed', 'failed', 'cancelled') GROUP BY status"
-    ):
+    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=rows.count_past_deadline(svc.db))
+    for status, count in job_repo.count_live_by_status(svc.db).items():
         if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
             break  # offline: single_metric would print EMF to stdout
-        with single_metric(name="JobsByState", unit=MetricUnit.Count, value=int(state_row["n"]), namespace=metrics.namespace) as metric:
-            metric.add_dimension(name="State", value=state_row["status"])
+        with single_metric(name="JobsByState", unit=MetricUnit.Count, value=count, namespace=metrics.namespace) as metric:
+            metric.add_dimension(name="State", value=status)

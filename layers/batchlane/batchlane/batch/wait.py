@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.batch import rows
+from batchlane.db import batch_rows as rows
+from batchlane.db.batch_rows import BatchRow
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
 
-def wake(svc: Services, row: dict[str, Any], status: str) -> int:
+def wake(svc: Services, row: BatchRow, status: str) -> int:
     """Send task success to every execution waiting on this row; how many were woken."""
     woken = 0
-    for token in row.get("task_tokens") or []:
+    for token in row.task_tokens or []:
         if svc.workflows.send_task_success(token, {"status": status}):
             woken += 1
     return woken
@@ -28,8 +29,8 @@ def register_wait(svc: Services, job_id: str, token: str) -> dict[str, Any]:
     if row is None:
         svc.workflows.send_task_success(token, {"status": "NoBatchRow"})
         return {"waiting": False}
-    status = row["bedrock_status"]
-    if row["state"] == "closed" or status in rows.TERMINAL_BEDROCK_STATUSES:
+    status = row.bedrock_status
+    if row.state == "closed" or status in rows.TERMINAL_BEDROCK_STATUSES:
         svc.workflows.send_task_success(token, {"status": status or "Closed"})
         logger.info("batch wait ended at once", job_id=job_id, status=status)
         return {"waiting": False, "status": status}

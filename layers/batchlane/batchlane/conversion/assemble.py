@@ -10,25 +10,27 @@ from aws_lambda_powertools.metrics import MetricUnit
 from batchlane import keys
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
+from batchlane.domain import status as st
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict
 from batchlane.domain.markdown import PageText, assemble
+from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
 from batchlane.runtime import Services
 
 
 def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     """processing → assembling, then the Markdown in page order; a missing page is an error."""
-    job = job_repo.transition_job(svc.db, job_id, from_statuses=("processing", "assembling"), to_status="assembling")
+    job = job_repo.move_job(svc.db, job_id, st.assemble())
     if job is None:
         current = job_repo.get_job(svc.db, job_id)
-        if current is not None and current["status"] in ("cancelled", "completed", "paused_budget"):
+        if current is not None and current["status"] in (JobStatus.CANCELLED, JobStatus.COMPLETED, JobStatus.PAUSED_BUDGET):
             # Cancelled while its chunks ran (or a retry cancelled: the job is completed as it was), or paused at its
             # funds hold (its resume runs the conversion again): nothing to assemble, not a failure.
             return {"jobId": job_id, "markdownKey": None, "pagesFailed": 0, "pagesTruncated": 0, "status": current["status"]}
         raise Conflict(f"job {job_id} is {current['status'] if current else 'missing'}; not assembling", error_id="JOB_NOT_PROCESSING")
     chunks = job_repo.get_chunks(svc.db, job_id)
-    unfinished = [c["chunk_index"] for c in chunks if c["status"] != "completed"]
+    unfinished = [c["chunk_index"] for c in chunks if c["status"] != ChunkStatus.COMPLETED]
     if unfinished:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
     pages: list[PageText] = []
@@ -46,11 +48,10 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     svc.store.put_bytes(key, markdown.encode(), "text/markdown; charset=utf-8")
     failed = sum(1 for p in pages if p.status == "failed")
     truncated = sum(1 for p in pages if p.status == "truncated")
-    job_repo.transition_job(
+    job_repo.move_job(
         svc.db,
         job_id,
-        from_statuses=("assembling",),
-        to_status="assembling",
+        st.assemble(),  # again, now with what was assembled
         markdown_key=key,
         pages_converted=len(pages) - failed,
         pages_failed=failed,

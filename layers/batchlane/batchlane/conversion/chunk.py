@@ -15,8 +15,6 @@ from decimal import Decimal
 from functools import partial
 from typing import Any, NoReturn
 
-from pg8000.exceptions import DatabaseError, InterfaceError
-
 from batchlane import keys, topology
 from batchlane.conversion import budget
 from batchlane.conversion.retry import retry_scope
@@ -35,6 +33,7 @@ from batchlane.converter import (
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.db.connection import Transaction
+from batchlane.db.errors import DATABASE_ERRORS
 from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound, StoreUnavailable
@@ -50,10 +49,7 @@ MAX_CHUNK_CONTINUATIONS = topology.CHUNK_CONTINUE_MAX_ATTEMPTS
 HEARTBEAT_EVERY_S = 1.0
 # A model call's read timeout ends this long before the Lambda does: time to book what it cost.
 BOOKING_MARGIN_S = 15.0
-_CONNECTION_ERRORS = (InterfaceError, DatabaseError, OSError, StoreUnavailable)
-# The heartbeat's guard, read-only: is this chunk still processing under this worker?
-_STILL_OWNED = """SELECT count(*) AS owned FROM chunk_jobs
-                  WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = 'processing' AND worker_id = :w"""
+_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (*DATABASE_ERRORS, OSError, StoreUnavailable)
 
 
 class ChunkRetryLater(Exception):
@@ -338,7 +334,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: dict[str,
         """Checked before every attempt: the flags, then the row itself (one short read)."""
         if heartbeat.halted():
             return True
-        if not serial.scalar(_STILL_OWNED, id=job_id, i=chunk_index, w=worker_id):
+        if not job_repo.chunk_still_owned(serial, job_id, chunk_index, worker_id):  # the heartbeat's guard, read-only
             heartbeat.stop()
         return heartbeat.stopped()
 

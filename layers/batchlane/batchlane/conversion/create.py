@@ -21,8 +21,10 @@ from batchlane.conversion.settle import fail_job
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
+from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file
 from batchlane.runtime import Services
@@ -107,15 +109,17 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         if size > settings.batchlane_max_file_mb * 1024 * 1024:
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
     except InputError as exc:
-        job = _insert_job(svc.db, file_row, "failed", options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc))
-        job_repo.set_file_status(svc.db, file_id, "failed")
+        job = _insert_job(
+            svc.db, file_row, JobStatus.FAILED, options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc)
+        )
+        job_repo.move_file(svc.db, file_id, st.reject())
         logger.info("job rejected", job_id=str(job["id"]), error_id=exc.error_id)
         publish_job_change(svc, str(job["id"]), "failed")
         return CreatedJob(str(job["id"]), file_id, "failed", 0, 0, exc.error_id, str(exc))
     with svc.db.transaction() as tx:
         budget.check_create(svc, tx, file_row["owner_id"])  # raises before anything is recorded
-        job = _insert_job(tx, file_row, "splitting", options, model_id, settings.batchlane_pages_per_chunk)
-        job_repo.set_file_status(tx, file_id, "converting")
+        job = _insert_job(tx, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk)
+        job_repo.move_file(tx, file_id, st.convert())
     job_id = str(job["id"])
     try:
         svc.workflows.start_intake(job_id)
@@ -200,10 +204,10 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             locked = job_repo.lock_job(tx, job_id)
             if locked is not None and locked["options"].get(PROCESS_NOW_FLAG) and eligible:
                 eligible, why = False, "process_now"  # flagged between our read and the lock
-            status = "waiting_batch" if eligible else "pending"
-            if locked is not None and locked["status"] == "splitting":
+            status = st.park().target if eligible else st.queue().target
+            if locked is not None and locked["status"] == JobStatus.SPLITTING:
                 budget.check_split(svc, tx, owner_id=job["owner_id"], job_id=job_id, hold_usd=hold, pages=pages)
-            split = job_repo.finish_split(tx, job_id, status=status, total_pages=pages, chunks=chunks)
+            split = job_repo.finish_split(tx, job_id, parked=eligible, total_pages=pages, chunks=chunks)
             if split is not None:
                 ledger.place_hold(tx, job_id=job_id, owner_id=job["owner_id"], amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
@@ -241,15 +245,11 @@ def _as_created(job: Any) -> CreatedJob:
 def fail_stalled_splits(svc: Services, *, older_than_s: float = SPLIT_STALLED_AFTER_S) -> list[str]:
     """Jobs still ``splitting`` long after their intake must have ended: fail them (SPLIT_STALLED)
     so the file can be converted again. Run by the recovery schedule; real time, never scaled."""
-    stalled = svc.db.run(
-        "SELECT id FROM large_conversion_jobs WHERE status = 'splitting' AND updated_at < now() - make_interval(secs => :secs)",
-        secs=older_than_s,
-    )
     failed = []
-    for row in stalled:
-        outcome = fail_job(svc, str(row["id"]), error_id="SPLIT_STALLED", message="The upload was not split in time; convert the file again.")
-        if outcome["status"] == "failed":
-            failed.append(str(row["id"]))
+    for job_id in job_repo.jobs_in(svc.db, JobStatus.SPLITTING, unchanged_for_s=older_than_s):
+        outcome = fail_job(svc, job_id, error_id="SPLIT_STALLED", message="The upload was not split in time; convert the file again.")
+        if outcome["status"] == JobStatus.FAILED:
+            failed.append(job_id)
     if failed:
         logger.warning("stalled splits failed", count=len(failed))
     return failed

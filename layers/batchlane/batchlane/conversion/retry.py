@@ -5,12 +5,9 @@ How a retry reuses the conversion workflow and is undone: docs/architecture.md "
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-
-from pg8000.exceptions import DatabaseError
 
 from batchlane import keys
 from batchlane.conversion.budget import check_split, worst_case_pages_hold
@@ -18,8 +15,11 @@ from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
 from batchlane.db.connection import Transaction
+from batchlane.db.errors import UniqueViolation
+from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_LARGE
+from batchlane.domain.status import Entity
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -81,17 +81,17 @@ def retry_scope(options: dict[str, Any]) -> tuple[int, frozenset[int]] | None:
 
 
 # -- reading pages ---------------------------------------------------------------------------
-def _attempts_by_chunk(chunks: list[dict[str, Any]], history: list[dict[str, Any]]) -> dict[tuple[int, int], int]:
+def _attempts_by_chunk(chunks: list[dict[str, Any]], snapshots: list[tuple[int, list[dict[str, Any]]]]) -> dict[tuple[int, int], int]:
     """Chunk attempts per run: run 0 is the conversion, run k retry k. A run's count is in the
     snapshot of the next retry touching the chunk, else on the live chunk row."""
     live = {c["chunk_index"]: int(c["attempts"]) for c in chunks}
     runs: dict[tuple[int, int], int] = {}
     last_run = dict.fromkeys(live, 0)
-    for retry in history:
-        for snap in retry["chunks_before"]:
+    for attempt, chunks_before in snapshots:  # (retry number, the chunks as they were before it), oldest first
+        for snap in chunks_before:
             index = int(snap["chunkIndex"])
             runs[(index, last_run[index])] = int(snap["attempts"])
-            last_run[index] = retry["attempt"]
+            last_run[index] = attempt
     for index, run in last_run.items():
         runs[(index, run)] = live[index]
     return runs
@@ -102,7 +102,7 @@ def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
     (only chunks whose row counts failed pages are read: a 10,000-page job has 200 result files)."""
     chunks = job_repo.get_chunks(svc.db, job_id)
     history = retries.history(svc.db, job_id)
-    runs = _attempts_by_chunk(chunks, history)
+    runs = _attempts_by_chunk(chunks, [(r.attempt, r.chunks_before) for r in history])
     failed: list[FailedPage] = []
     for chunk in chunks:
         if chunk["status"] != "completed" or not chunk["result_key"] or not chunk["pages_failed"]:
@@ -112,7 +112,7 @@ def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
             result = PageResult.from_json(item)
             if result.status != "failed":
                 continue
-            tried_in = [0] + [r["attempt"] for r in history if result.page_number in r["pages"]]
+            tried_in = [0] + [r.attempt for r in history if result.page_number in r.pages]
             attempts = sum(runs.get((index, run), 0) for run in tried_in)
             reason = result.reason or "unknown"
             lane = result.served_by or (None if reason in _NEVER_SENT else "on_demand")
@@ -128,7 +128,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
     if job is None:
         raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
     if (running := retries.running(svc.db, job_id)) is not None:
-        return RetryStarted(job_id, running["attempt"], list(running["pages"]), job["status"], already_running=True)
+        return RetryStarted(job_id, running.attempt, list(running.pages), job["status"], already_running=True)
     if job["status"] != "completed":
         raise Conflict(f"The job is {job['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
     chosen = [p for p in failed_pages(svc, job_id) if (not error_ids or any(reason_matches(p.reason, e) for e in error_ids)) and (not pages or p.page in pages)]
@@ -165,7 +165,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             locked = job_repo.lock_job(tx, job_id)
             assert locked is not None
             if (running := retries.running(tx, job_id)) is not None:  # a concurrent POST won while we prepared
-                return RetryStarted(job_id, running["attempt"], list(running["pages"]), locked["status"], already_running=True)
+                return RetryStarted(job_id, running.attempt, list(running.pages), locked["status"], already_running=True)
             if locked["status"] != "completed":
                 raise Conflict(f"The job is {locked['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
             extra_hold = worst_case_pages_hold(svc, model_id=job["model_id"], pages=len(page_numbers))
@@ -180,28 +180,17 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 previous_markdown_key=previous_md,
                 chunks_before=snapshot,
             )
-            if row["attempt"] != attempt:  # another retry started and ended since we copied the Markdown under n
+            if row.attempt != attempt:  # another retry started and ended since we copied the Markdown under n
                 raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
             options = {**(locked["options"] or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
-            tx.run(
-                """UPDATE large_conversion_jobs SET status = 'pending', options = CAST(:options AS jsonb), error_id = NULL, error_message = NULL,
-                       finished_at = NULL, updated_at = now()
-                   WHERE id = CAST(:id AS uuid) AND status = 'completed'""",
-                id=job_id,
-                options=json.dumps(options),
-            )
-            tx.run(
-                """UPDATE chunk_jobs SET status = 'pending', attempts = 0, worker_id = NULL, updated_at = now()
-                   WHERE job_id = CAST(:id AS uuid) AND chunk_index = ANY(CAST(:chunks AS integer[]))""",
-                id=job_id,
-                chunks=affected,
-            )
-            _reopen_hold(tx, job_id, extra_hold, svc.settings.batchlane_on_demand_window_hours)
-            job_repo.set_file_status(tx, str(job["file_id"]), "converting")
-    except DatabaseError as exc:
-        if "one_live_job_per_file" in str(exc):  # another conversion of the same file is running
+            job_repo.move_job(tx, job_id, st.retry(), options=options, error_id=None, error_message=None)
+            job_repo.move_chunks(tx, job_id, st.retry(Entity.CHUNK), indexes=affected, attempts=0, worker_id=None)
+            ledger.reopen_hold(tx, job_id, extra_usd=extra_hold, hours=svc.settings.batchlane_on_demand_window_hours)
+            job_repo.move_file(tx, str(job["file_id"]), st.retry(Entity.FILE))
+    except UniqueViolation as exc:
+        if exc.constraint == "one_live_job_per_file":  # another conversion of the same file is running
             raise Conflict("The file is being converted again; retry once that conversion has ended.", error_id="CONVERSION_IN_PROGRESS") from exc
-        if "one_running_retry_per_job" not in str(exc) and "job_retries_job_id_attempt_key" not in str(exc):
+        if exc.constraint not in ("one_running_retry_per_job", "job_retries_job_id_attempt_key"):
             raise
         return start_retry(svc, job_id, error_ids=error_ids, pages=pages)  # a concurrent POST won: answer its retry
     try:
@@ -216,18 +205,6 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
     return RetryStarted(job_id, attempt, page_numbers, "pending")
 
 
-def _reopen_hold(tx: Transaction, job_id: str, extra_usd: Decimal, hours: float) -> None:
-    """The settled hold opens again for the retry's pages; settle closes it at the new total."""
-    tx.run(
-        """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, settled_usd = NULL,
-               expires_at = now() + make_interval(secs => :secs), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid)""",
-        job=job_id,
-        extra=extra_usd,
-        secs=hours * 3600,
-    )
-
-
 # -- ending a retry ---------------------------------------------------------------------------
 def without_retry(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (options or {}).items() if k != RETRY_FLAG}
@@ -239,14 +216,10 @@ def close_retry(tx: Transaction, job: dict[str, Any], *, total: Decimal, pages_f
     if scope is None:
         return
     attempt, _ = scope
-    row = tx.one("SELECT previous_total_usd FROM job_retries WHERE job_id = CAST(:id AS uuid) AND attempt = :n", id=str(job["id"]), n=attempt)
-    previous = Decimal(row["previous_total_usd"]) if row else Decimal(0)
-    retries.finish(tx, str(job["id"]), attempt, status="completed", pages_failed=pages_failed, cost_usd=total - previous)
-    tx.run(
-        "UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb) WHERE id = CAST(:id AS uuid)",
-        id=str(job["id"]),
-        options=json.dumps(without_retry(job["options"])),
-    )
+    row = retries.get(tx, str(job["id"]), attempt)
+    previous = Decimal(row.previous_total_usd) if row else Decimal(0)
+    retries.finish(tx, str(job["id"]), attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
+    job_repo.set_options(tx, str(job["id"]), without_retry(job["options"]))
 
 
 def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict[str, Any] | None:
@@ -260,62 +233,62 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
             return None
         if job["status"] == "assembling" and outcome == "cancelled":
             raise Conflict("The retry is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
-        for snap in retry["chunks_before"]:
-            tx.run(
-                """UPDATE chunk_jobs SET status = 'completed', result_key = :key, pages_done = :done, pages_failed = :failed, pages_batch = :batch,
-                       worker_id = NULL, updated_at = now()
-                   WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i""",
-                id=job_id,
-                i=int(snap["chunkIndex"]),
-                key=snap["resultKey"],
-                done=snap["pagesDone"],
-                failed=snap["pagesFailed"],
-                batch=snap["pagesBatch"],
+        for snap in retry.chunks_before:
+            job_repo.move_chunks(
+                tx,
+                job_id,
+                st.end_retry(Entity.CHUNK),
+                indexes=[int(snap["chunkIndex"])],
+                result_key=snap["resultKey"],
+                pages_done=snap["pagesDone"],
+                pages_failed=snap["pagesFailed"],
+                pages_batch=snap["pagesBatch"],
+                worker_id=None,
             )
         total = ledger.job_total(tx, job_id)
-        failed = retry["previous_pages_failed"]
-        tx.run(
-            """UPDATE large_conversion_jobs SET status = 'completed', options = CAST(:options AS jsonb), total_cost_usd = :total,
-                   pages_failed = :failed, error_id = 'PAGES_FAILED', error_message = :msg, finished_at = now(), updated_at = now()
-               WHERE id = CAST(:id AS uuid)""",
-            id=job_id,
-            options=json.dumps(without_retry(job["options"])),
-            total=total,
-            failed=failed,
-            msg=f"{failed} of {job['total_pages']} pages could not be converted",
+        failed = retry.previous_pages_failed
+        job_repo.move_job(
+            tx,
+            job_id,
+            st.end_retry(),
+            options=without_retry(job["options"]),
+            total_cost_usd=total,
+            pages_failed=failed,
+            error_id="PAGES_FAILED",
+            error_message=f"{failed} of {job['total_pages']} pages could not be converted",
         )
         ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
-        job_repo.set_file_status(tx, str(job["file_id"]), "converted")
+        job_repo.move_file(tx, str(job["file_id"]), st.end_retry(Entity.FILE))
         retries.finish(
             tx,
             job_id,
-            retry["attempt"],
-            status=outcome,
+            retry.attempt,
+            st.transition(Entity.RETRY, {"failed": "fail", "cancelled": "cancel"}[outcome]),
             pages_failed=failed,
-            cost_usd=total - Decimal(retry["previous_total_usd"]),
+            cost_usd=total - Decimal(retry.previous_total_usd),
             error_message=message[:500],
         )
-    logger.info("retry ended", job_id=job_id, retry=retry["attempt"], outcome=outcome, previous_status=job["status"])
-    return {"jobId": job_id, "retry": retry["attempt"], "status": "completed", "retryStatus": outcome, "previousStatus": job["status"]}
+    logger.info("retry ended", job_id=job_id, retry=retry.attempt, outcome=outcome, previous_status=job["status"])
+    return {"jobId": job_id, "retry": retry.attempt, "status": "completed", "retryStatus": outcome, "previousStatus": job["status"]}
 
 
 def retry_history(svc: Services, job_id: str) -> list[dict[str, Any]]:
     """Every retry of the job, oldest first: pages, outcome, cost, and the Markdown before it."""
     return [
         {
-            "retry": r["attempt"],
-            "status": r["status"],
-            "pages": list(r["pages"]),
-            "errorIds": list(r["error_ids"]) if r["error_ids"] else None,
-            "pagesFailedBefore": r["previous_pages_failed"],
-            "pagesFailedAfter": r["pages_failed"],
-            "costUsd": str(r["cost_usd"]) if r["cost_usd"] is not None else None,
-            "totalUsdBefore": str(r["previous_total_usd"]),
-            "markdownBeforeKey": r["previous_markdown_key"],
-            "execution": retry_execution_name(job_id, r["attempt"]),
-            "error": r["error_message"],
-            "createdAt": r["created_at"].isoformat(),
-            "finishedAt": r["finished_at"].isoformat() if r["finished_at"] else None,
+            "retry": r.attempt,
+            "status": r.status,
+            "pages": list(r.pages),
+            "errorIds": list(r.error_ids) if r.error_ids else None,
+            "pagesFailedBefore": r.previous_pages_failed,
+            "pagesFailedAfter": r.pages_failed,
+            "costUsd": str(r.cost_usd) if r.cost_usd is not None else None,
+            "totalUsdBefore": str(r.previous_total_usd),
+            "markdownBeforeKey": r.previous_markdown_key,
+            "execution": retry_execution_name(job_id, r.attempt),
+            "error": r.error_message,
+            "createdAt": r.created_at.isoformat(),
+            "finishedAt": r.finished_at.isoformat() if r.finished_at else None,
         }
         for r in retries.history(svc.db, job_id)
     ]

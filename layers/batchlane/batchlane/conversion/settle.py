@@ -8,7 +8,9 @@ from typing import Any
 from batchlane.conversion.retry import close_retry, end_retry
 from batchlane.db import budgets, ledger
 from batchlane.db import jobs as job_repo
+from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
+from batchlane.domain.status import Entity
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks.events import publish_job_change
@@ -27,17 +29,15 @@ def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
         job = job_repo.lock_job(tx, job_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
-        if job["status"] != "assembling":
+        if not st.settle().allows(job["status"]):
             return {"jobId": job_id, "status": job["status"], "settled": False}
         total = ledger.job_total(tx, job_id)
         close_retry(tx, job, total=total, pages_failed=job["pages_failed"])
         error_id = "PAGES_FAILED" if job["pages_failed"] else None
         message = f"{job['pages_failed']} of {job['total_pages']} pages could not be converted" if job["pages_failed"] else None
-        job_repo.transition_job(
-            tx, job_id, from_statuses=("assembling",), to_status="completed", total_cost_usd=total, error_id=error_id, error_message=message
-        )
+        job_repo.move_job(tx, job_id, st.settle(), total_cost_usd=total, error_id=error_id, error_message=message)
         ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
-        job_repo.set_file_status(tx, str(job["file_id"]), "converted")
+        job_repo.move_file(tx, str(job["file_id"]), st.settle(Entity.FILE))
     logger.info("job settled", job_id=job_id, total_cost_usd=str(total), pages_failed=job["pages_failed"])
     publish_job_change(svc, job_id, "completed")
     return {"jobId": job_id, "status": "completed", "totalCostUsd": str(total), "settled": True}
@@ -52,15 +52,13 @@ def fail_job(svc: Services, job_id: str, *, error_id: str, message: str) -> dict
         job = job_repo.lock_job(tx, job_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
-        if job["status"] in ("completed", "failed", "cancelled"):
+        if not st.fail().allows(job["status"]):  # finished already
             return {"jobId": job_id, "status": job["status"]}
         total = ledger.job_total(tx, job_id)
-        job_repo.transition_job(
-            tx, job_id, from_statuses=(job["status"],), to_status="failed", total_cost_usd=total, error_id=error_id, error_message=message[:500]
-        )
-        job_repo.set_chunks_status(tx, job_id, from_statuses=("pending", "processing", "waiting_batch", "paused_budget"), to_status="failed")
+        job_repo.move_job(tx, job_id, st.fail(), total_cost_usd=total, error_id=error_id, error_message=message[:500])
+        job_repo.move_chunks(tx, job_id, st.fail(Entity.CHUNK))
         ledger.close_hold(tx, job_id, outcome="released", settled_usd=Decimal(0))
-        job_repo.set_file_status(tx, str(job["file_id"]), "failed")
+        job_repo.move_file(tx, str(job["file_id"]), st.fail(Entity.FILE))
     logger.error("job failed", job_id=job_id, error_id=error_id, error_message=message[:200])
     publish_job_change(svc, job_id, "failed")
     return {"jobId": job_id, "status": "failed", "errorId": error_id}

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import pg8000.native
 from pg8000.exceptions import DatabaseError, InterfaceError
 
+from batchlane.db.errors import translated
 from batchlane.domain.errors import StoreUnavailable
 from batchlane.observability import logger
 
@@ -293,7 +294,7 @@ class Database:
         """One statement in its own transaction; rows as dicts."""
         con = self.connection()
         try:
-            return _rows(con, con.run(sql, **_adapt(params)))
+            return _execute(con, sql, params)
         except (InterfaceError, OSError):
             self._discard(con)
             raise
@@ -328,11 +329,20 @@ class Transaction:
         self._con = con
 
     def run(self, sql: str, **params: Any) -> list[Row]:
-        return _rows(self._con, self._con.run(sql, **_adapt(params)))
+        return _execute(self._con, sql, params)
 
     def one(self, sql: str, **params: Any) -> Row | None:
         rows = self.run(sql, **params)
         return rows[0] if rows else None
+
+
+def _execute(con: pg8000.native.Connection, sql: str, params: dict[str, Any]) -> list[Row]:
+    try:
+        return _rows(con, con.run(sql, **_adapt(params)))
+    except DatabaseError as exc:
+        if (clear := translated(exc)) is not exc:
+            raise clear from exc
+        raise
 
 
 def _adapt(params: dict[str, Any]) -> dict[str, Any]:

@@ -8,11 +8,15 @@ from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
+from batchlane.domain import status as st
+from batchlane.domain.status import Entity, FolderFileStatus, FolderJobStatus, Transition
 
-FOLDER_JOB_STATUSES = ("enumerating", "processing", "completed", "completed_with_failures", "cancelled", "error")
-LIVE_FOLDER_JOB_STATUSES = ("enumerating", "processing")
-FILE_STATUSES = ("queued", "processing", "completed", "failed", "skipped")
-TERMINAL_FILE_STATUSES = ("completed", "failed", "skipped")
+FOLDER_JOB_STATUSES = tuple(s.value for s in FolderJobStatus)
+LIVE_FOLDER_JOB_STATUSES = st.LIVE_FOLDER_JOB_STATUSES
+FILE_STATUSES = tuple(s.value for s in FolderFileStatus)
+TERMINAL_FILE_STATUSES = (FolderFileStatus.COMPLETED.value, FolderFileStatus.FAILED.value, FolderFileStatus.SKIPPED.value)
+# finish_file's end status -> its named move
+_FINISH = {FolderFileStatus.COMPLETED: "complete", FolderFileStatus.FAILED: "fail", FolderFileStatus.SKIPPED: "skip"}
 
 
 @dataclass(frozen=True)
@@ -53,13 +57,15 @@ def lock_job(db: Runner, job_id: str) -> Row | None:
     return db.one("SELECT * FROM folder_jobs WHERE id = :id FOR UPDATE", id=job_id)
 
 
-def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str, ended: bool | None = None, **fields: Any) -> Row | None:
-    """Move a folder job only if it is in one of ``from_statuses``; None when it was not.
+def move_job(db: Runner, job_id: str, move: Transition, *, ended: bool | None = None, **fields: Any) -> Row | None:
+    """Move a folder job by a named transition (``st.folder_job(name)``), only from its from-states; None when it was not in one.
 
     ``finished_at`` is set for a terminal status unless ``ended`` is False (a cancelled job
     whose documents in flight still finish: its loop sets it when it ends)."""
     sets = "".join(f", {name} = :f_{name}" for name in fields)
     params = {f"f_{name}": value for name, value in fields.items()}
+    assert move.entity is Entity.FOLDER_JOB, move
+    to_status = move.target
     terminal = to_status not in LIVE_FOLDER_JOB_STATUSES if ended is None else ended
     return db.one(
         f"""UPDATE folder_jobs SET status = :to, updated_at = now(){sets},
@@ -68,7 +74,7 @@ def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_
         to=to_status,
         terminal=terminal,
         id=job_id,
-        from_=list(from_statuses),
+        from_=move.from_states,
         **params,
     )
 
@@ -140,11 +146,13 @@ def claim_queued(db: Runner, job_id: str, limit: int) -> list[Row]:
     if limit <= 0:
         return []
     return db.run(
-        """UPDATE folder_job_files f SET status = 'processing', attempts = attempts + 1, started_at = now(), updated_at = now()
+        """UPDATE folder_job_files f SET status = :to, attempts = attempts + 1, started_at = now(), updated_at = now()
            WHERE (folder_job_id, source_key) IN (
                SELECT folder_job_id, source_key FROM folder_job_files
-               WHERE folder_job_id = :job AND status = 'queued' ORDER BY source_key LIMIT :limit FOR UPDATE SKIP LOCKED)
+               WHERE folder_job_id = :job AND status = ANY(:from_) ORDER BY source_key LIMIT :limit FOR UPDATE SKIP LOCKED)
            RETURNING f.*""",
+        to=st.folder_file("start").target,
+        from_=st.folder_file("start").from_states,
         job=job_id,
         limit=limit,
     )
@@ -153,8 +161,10 @@ def claim_queued(db: Runner, job_id: str, limit: int) -> list[Row]:
 def release(db: Runner, job_id: str, source_key: str) -> None:
     """processing → queued for a file whose conversion could not be opened (the next turn tries again)."""
     db.run(
-        """UPDATE folder_job_files SET status = 'queued', updated_at = now()
-           WHERE folder_job_id = :job AND source_key = :key AND status = 'processing' AND conversion_job_id IS NULL""",
+        """UPDATE folder_job_files SET status = :to, updated_at = now()
+           WHERE folder_job_id = :job AND source_key = :key AND status = ANY(:from_) AND conversion_job_id IS NULL""",
+        to=st.folder_file("requeue").target,
+        from_=st.folder_file("requeue").from_states,
         job=job_id,
         key=source_key,
     )
@@ -163,9 +173,11 @@ def release(db: Runner, job_id: str, source_key: str) -> None:
 def requeue_stalled_starts(db: Runner, job_id: str, *, older_than_s: float) -> int:
     """Files claimed by a turn that died before opening their conversion: queued again."""
     rows = db.run(
-        """UPDATE folder_job_files SET status = 'queued', updated_at = now()
-           WHERE folder_job_id = :job AND status = 'processing' AND conversion_job_id IS NULL
+        """UPDATE folder_job_files SET status = :to, updated_at = now()
+           WHERE folder_job_id = :job AND status = ANY(:from_) AND conversion_job_id IS NULL
              AND started_at < now() - make_interval(secs => :secs) RETURNING source_key""",
+        to=st.folder_file("requeue").target,
+        from_=st.folder_file("requeue").from_states,
         job=job_id,
         secs=older_than_s,
     )
@@ -189,13 +201,16 @@ def attach_conversion(db: Runner, job_id: str, source_key: str, *, file_id: str,
 
 
 def finish_file(db: Runner, job_id: str, source_key: str, *, status: str, **fields: Any) -> Row | None:
-    """processing/queued → a terminal status with what is known about it; None when it was already terminal."""
+    """processing/queued → a terminal status (``status``: completed, failed or skipped, each a named move) with what
+    is known about it; None when it was already terminal."""
+    move = st.folder_file(_FINISH[FolderFileStatus(status)])
     sets = "".join(f", {name} = :f_{name}" for name in fields)
     params = {f"f_{name}": value for name, value in fields.items()}
     return db.one(
         f"""UPDATE folder_job_files SET status = :status, finished_at = now(), updated_at = now(), reported = false{sets}
-            WHERE folder_job_id = :job AND source_key = :key AND status IN ('queued', 'processing') RETURNING *""",
-        status=status,
+            WHERE folder_job_id = :job AND source_key = :key AND status = ANY(:from_) RETURNING *""",
+        status=move.target,
+        from_=move.from_states,
         job=job_id,
         key=source_key,
         **params,
@@ -230,8 +245,10 @@ def mark_reported(db: Runner, job_id: str, keys: Sequence[str]) -> None:
 
 def skip_queued(db: Runner, job_id: str, *, error_id: str, message: str) -> int:
     rows = db.run(
-        """UPDATE folder_job_files SET status = 'skipped', error_id = :e, error_message = :m, finished_at = now(), updated_at = now(), reported = false
-           WHERE folder_job_id = :job AND status = 'queued' RETURNING source_key""",
+        """UPDATE folder_job_files SET status = :to, error_id = :e, error_message = :m, finished_at = now(), updated_at = now(), reported = false
+           WHERE folder_job_id = :job AND status = :queued RETURNING source_key""",
+        to=st.folder_file("skip").target,
+        queued=FolderFileStatus.QUEUED.value,  # a cancel skips what has not started; started files finish (skip allows both)
         job=job_id,
         e=error_id,
         m=message,
@@ -241,13 +258,16 @@ def skip_queued(db: Runner, job_id: str, *, error_id: str, message: str) -> int:
 
 def requeue(db: Runner, job_id: str, *, statuses: Sequence[str], error_ids: Sequence[str] | None = None) -> int:
     """Files in ``statuses`` (optionally only these error ids) → queued again (retry, resume)."""
+    move = st.folder_file("retry")
+    assert set(statuses) <= move.sources, statuses
     rows = db.run(
-        """UPDATE folder_job_files SET status = 'queued', error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now(),
+        """UPDATE folder_job_files SET status = :to, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now(),
                   reported = false, conversion_job_id = NULL
            WHERE folder_job_id = :job AND status = ANY(:statuses)
              AND (CAST(:errors AS text[]) IS NULL OR error_id = ANY(CAST(:errors AS text[])))
              AND error_id IS DISTINCT FROM 'OUTPUT_COLLISION' AND error_id IS DISTINCT FROM 'NOT_PDF'
            RETURNING source_key""",
+        to=move.target,
         job=job_id,
         statuses=list(statuses),
         errors=list(error_ids) if error_ids else None,
@@ -303,9 +323,12 @@ def insert_source_file(db: Runner, *, owner_id: str, name: str, bucket: str, key
 def reopen(db: Runner, job_id: str) -> Row | None:
     """A terminal folder job runs again (retry, resume): processing, next run number, listing state kept."""
     return db.one(
-        """UPDATE folder_jobs SET status = CASE WHEN enumeration_done THEN 'processing' ELSE 'enumerating' END,
+        """UPDATE folder_jobs SET status = CASE WHEN enumeration_done THEN :listed ELSE :listing END,
                   run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now()
-           WHERE id = :id AND status IN ('completed', 'completed_with_failures', 'cancelled') AND finished_at IS NOT NULL RETURNING *""",
+           WHERE id = :id AND status = ANY(:from_) AND finished_at IS NOT NULL RETURNING *""",
+        listed=st.folder_job("reopen").target,
+        listing=st.folder_job("reopen_enumeration").target,
+        from_=st.folder_job("reopen").from_states,
         id=job_id,
     )
 

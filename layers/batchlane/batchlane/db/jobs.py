@@ -7,12 +7,14 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from batchlane.db.connection import Row
+from batchlane.domain import status as st
+from batchlane.domain.status import Entity, Transition
 from batchlane.pdf.split import ChunkSpan
 
-LIVE_JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling")
-# Every status a job can be in, in the order a job passes through them (0006_job_splitting.sql).
-JOB_STATUSES = (*LIVE_JOB_STATUSES, "completed", "failed", "cancelled")
-TERMINAL_JOB_STATUSES = ("completed", "failed", "cancelled")
+LIVE_JOB_STATUSES = st.LIVE_JOB_STATUSES
+# Every status a job can be in, in the order a job passes through them.
+JOB_STATUSES: tuple[str, ...] = tuple(st.JobStatus)
+_JSONB_COLUMNS = frozenset({"options"})
 
 
 class Runner(Protocol):
@@ -40,8 +42,36 @@ def get_file(db: Runner, file_id: str) -> Row | None:
     return db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid)", id=file_id)
 
 
-def set_file_status(db: Runner, file_id: str, status: str) -> None:
-    db.run("UPDATE files SET status = :s, updated_at = now() WHERE id = CAST(:id AS uuid)", s=status, id=file_id)
+def move_file(db: Runner, file_id: str, move: Transition) -> bool:
+    """The file follows its job (``move`` a file transition); False when it was not in a from-state."""
+    _expect(move, Entity.FILE)
+    row = db.one(
+        "UPDATE files SET status = :to, updated_at = now() WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING id",
+        to=move.target,
+        from_=move.from_states,
+        id=file_id,
+    )
+    return row is not None
+
+
+def set_file_key(db: Runner, file_id: str, s3_key: str) -> None:
+    db.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=s3_key, id=file_id)
+
+
+def mark_file_deleted(db: Runner, file_id: str) -> None:
+    """Hide the file (its rows stay for the ledger); once only."""
+    db.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
+
+
+def _expect(move: Transition, entity: Entity) -> None:
+    if move.entity is not entity:
+        raise ValueError(f"{move.entity}.{move.name} is not a transition of a {entity}")
+
+
+def _sets(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``, col = :f_col ...`` for extra columns written with a move (jsonb columns cast)."""
+    parts = [f"{name} = CAST(:f_{name} AS jsonb)" if name in _JSONB_COLUMNS else f"{name} = :f_{name}" for name in fields]
+    return "".join(f", {part}" for part in parts), {f"f_{name}": value for name, value in fields.items()}
 
 
 # -- jobs --------------------------------------------------------------------------------
@@ -58,14 +88,17 @@ def insert_job(
     chunks: Sequence[ChunkSpan],
     error_id: str | None = None,
     error_message: str | None = None,
+    chunk_status: str | None = None,
 ) -> Row:
+    """The job and its chunks, in ``chunk_status`` (default: the job's status)."""
     job = db.one(
         """INSERT INTO large_conversion_jobs
              (file_id, owner_id, status, options, model_id, total_pages, pages_per_chunk, chunk_count, error_id, error_message,
               finished_at)
            VALUES (CAST(:file_id AS uuid), :owner, :status, CAST(:options AS jsonb), :model, :pages, :ppc, :chunks, :error_id, :error_message,
-                   CASE WHEN :status IN ('failed', 'completed', 'cancelled') THEN now() END)
+                   CASE WHEN :status = ANY(CAST(:finished AS text[])) THEN now() END)
            RETURNING *""",
+        finished=list(st.FINISHED_JOB_STATUSES),
         file_id=file_id,
         owner=owner_id,
         status=status,
@@ -78,7 +111,7 @@ def insert_job(
         error_message=error_message,
     )
     assert job is not None
-    insert_chunks(db, str(job["id"]), chunks, status=status)
+    insert_chunks(db, str(job["id"]), chunks, status=chunk_status or status)
     return job
 
 
@@ -94,12 +127,13 @@ def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, statu
         )
 
 
-def finish_split(db: Runner, job_id: str, *, status: str, total_pages: int, chunks: Sequence[ChunkSpan]) -> Row | None:
-    """splitting → ``status`` with the page count and the chunk rows; None when the job left
-    splitting meanwhile (cancelled): then nothing is written."""
-    job = transition_job(db, job_id, from_statuses=("splitting",), to_status=status, total_pages=total_pages, chunk_count=len(chunks))
+def finish_split(db: Runner, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan]) -> Row | None:
+    """splitting → waiting_batch (``parked``) or pending, with the page count and the chunk rows;
+    None when the job left splitting meanwhile (cancelled): then nothing is written."""
+    move = st.park() if parked else st.queue()
+    job = move_job(db, job_id, move, total_pages=total_pages, chunk_count=len(chunks))
     if job is not None:
-        insert_chunks(db, job_id, chunks, status=status)
+        insert_chunks(db, job_id, chunks, status=move.target)
     return job
 
 
@@ -112,21 +146,73 @@ def lock_job(db: Runner, job_id: str) -> Row | None:
     return db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR UPDATE", id=job_id)
 
 
-def transition_job(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str, **fields: Any) -> Row | None:
-    """Move a job only if it is in one of ``from_statuses``; None when it was not."""
-    sets = ", ".join(f"{name} = :f_{name}" for name in fields)
-    params = {f"f_{name}": value for name, value in fields.items()}
-    row = db.one(
-        f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){", " + sets if sets else ""},
+def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> Row | None:
+    """Move a job along ``move`` (a job transition of domain.status) with extra columns; None when it
+    was not in one of the move's from-states. Entering processing stamps started_at; finishing, finished_at."""
+    _expect(move, Entity.JOB)
+    sets, params = _sets(fields)
+    return db.one(
+        f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){sets},
                started_at = CASE WHEN :to = 'processing' THEN COALESCE(started_at, now()) ELSE started_at END,
-               finished_at = CASE WHEN :to IN ('completed', 'failed', 'cancelled') THEN now() ELSE finished_at END
+               finished_at = CASE WHEN :to = ANY(CAST(:finished AS text[])) THEN now() END
             WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING *""",
-        to=to_status,
+        to=move.target,
         id=job_id,
-        from_=list(from_statuses),
+        from_=move.from_states,
+        finished=list(st.FINISHED_JOB_STATUSES),
         **params,
     )
-    return row
+
+
+def set_options(db: Runner, job_id: str, options: dict[str, Any], *, only_if: str | None = None) -> Row | None:
+    """Replace the job's options (only while it is ``only_if``, when given); None when it was not."""
+    return db.one(
+        """UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb), updated_at = now()
+           WHERE id = CAST(:id AS uuid) AND (CAST(:only_if AS text) IS NULL OR status = :only_if) RETURNING *""",
+        id=job_id,
+        options=options,
+        only_if=only_if,
+    )
+
+
+def flag_job(db: Runner, job_id: str, flags: dict[str, Any], *, only_if: str) -> Row | None:
+    """Merge ``flags`` into the job's options while it is ``only_if``; None when it was not."""
+    return db.one(
+        """UPDATE large_conversion_jobs SET options = options || CAST(:flags AS jsonb), updated_at = now()
+           WHERE id = CAST(:id AS uuid) AND status = :only_if RETURNING *""",
+        id=job_id,
+        flags=flags,
+        only_if=only_if,
+    )
+
+
+def jobs_in(db: Runner, status: str, *, unchanged_for_s: float) -> list[str]:
+    """Ids of the jobs in ``status`` not updated for ``unchanged_for_s`` seconds (stalled)."""
+    rows = db.run(
+        "SELECT id FROM large_conversion_jobs WHERE status = :status AND updated_at < now() - make_interval(secs => :secs)",
+        status=status,
+        secs=unchanged_for_s,
+    )
+    return [str(r["id"]) for r in rows]
+
+
+def count_live_by_status(db: Runner) -> dict[str, int]:
+    """How many jobs are in each live status (a gauge)."""
+    rows = db.run(
+        "SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status = ANY(CAST(:live AS text[])) GROUP BY status",
+        live=list(st.LIVE_JOB_STATUSES),
+    )
+    return {r["status"]: int(r["n"]) for r in rows}
+
+
+def live_job_of_file(db: Runner, file_id: str) -> str | None:
+    """The id of the file's live job (at most one: one_live_job_per_file), if any."""
+    row = db.one(
+        "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))",
+        id=file_id,
+        live=list(st.LIVE_JOB_STATUSES),
+    )
+    return str(row["id"]) if row else None
 
 
 def list_jobs(db: Runner, *, status: str | None = None, owner_id: str | None = None, limit: int = 100) -> list[Row]:
@@ -149,29 +235,41 @@ def get_chunk(db: Runner, job_id: str, chunk_index: int) -> Row | None:
     return db.one("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=chunk_index)
 
 
-def set_chunks_status(db: Runner, job_id: str, *, from_statuses: Sequence[str], to_status: str) -> int:
+def move_chunks(db: Runner, job_id: str, move: Transition, *, indexes: Sequence[int] | None = None, **fields: Any) -> int:
+    """Move the job's chunks (those of ``indexes`` only, when given) that are in one of the move's
+    from-states; the number moved."""
+    _expect(move, Entity.CHUNK)
+    sets, params = _sets(fields)
     rows = db.run(
-        """UPDATE chunk_jobs SET status = :to, updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING chunk_index""",
-        to=to_status,
+        f"""UPDATE chunk_jobs SET status = :to, updated_at = now(){sets}
+            WHERE job_id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[]))
+              AND (CAST(:indexes AS integer[]) IS NULL OR chunk_index = ANY(CAST(:indexes AS integer[])))
+            RETURNING chunk_index""",
+        to=move.target,
         id=job_id,
-        from_=list(from_statuses),
+        from_=move.from_states,
+        indexes=list(indexes) if indexes is not None else None,
+        **params,
     )
     return len(rows)
 
 
 def claim_chunk(db: Runner, job_id: str, chunk_index: int, worker_id: str) -> Row | None:
     """pending (or a previous attempt's processing) → processing for this worker, if the job is processing."""
+    move = st.claim(Entity.CHUNK)
     return db.one(
-        """UPDATE chunk_jobs c SET status = 'processing', worker_id = :w, attempts = c.attempts + 1,
+        """UPDATE chunk_jobs c SET status = :to, worker_id = :w, attempts = c.attempts + 1,
                heartbeat_at = now(), updated_at = now()
            FROM large_conversion_jobs j
            WHERE c.job_id = CAST(:id AS uuid) AND c.chunk_index = :i AND j.id = c.job_id
-             AND j.status = 'processing' AND c.status IN ('pending', 'processing')
+             AND j.status = :job_status AND c.status = ANY(CAST(:from_ AS text[]))
            RETURNING c.*""",
         id=job_id,
         i=chunk_index,
         w=worker_id,
+        to=move.target,
+        from_=move.from_states,
+        job_status=st.JobStatus.PROCESSING,
     )
 
 
@@ -179,8 +277,9 @@ def heartbeat_chunk(db: Runner, job_id: str, chunk_index: int, worker_id: str, p
     """Guarded on status processing and this worker: False means stop (cancelled or taken over)."""
     row = db.one(
         """UPDATE chunk_jobs SET heartbeat_at = now(), pages_done = :n, updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = 'processing' AND worker_id = :w
+           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = :processing AND worker_id = :w
            RETURNING chunk_index""",
+        processing=st.ChunkStatus.PROCESSING,
         id=job_id,
         i=chunk_index,
         w=worker_id,
@@ -202,10 +301,12 @@ def complete_chunk(
     result_key: str,
 ) -> bool:
     row = db.one(
-        """UPDATE chunk_jobs SET status = 'completed', pages_done = :done, pages_failed = :failed, pages_batch = :batch,
+        """UPDATE chunk_jobs SET status = :to, pages_done = :done, pages_failed = :failed, pages_batch = :batch,
                cost_usd = cost_usd + :cost, result_key = :key, updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = 'processing' AND worker_id = :w
+           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = ANY(CAST(:from_ AS text[])) AND worker_id = :w
            RETURNING chunk_index""",
+        to=st.complete_chunk().target,
+        from_=st.complete_chunk().from_states,
         id=job_id,
         i=chunk_index,
         w=worker_id,
@@ -225,3 +326,16 @@ def add_chunk_spend(db: Runner, job_id: str, chunk_index: int, cost_usd: Decimal
         i=chunk_index,
         cost=cost_usd,
     )
+
+
+def chunk_still_owned(db: Runner, job_id: str, chunk_index: int, worker_id: str) -> bool:
+    """Read-only: is the chunk still processing under this worker (not cancelled, not taken over)?"""
+    row = db.one(
+        """SELECT count(*) AS owned FROM chunk_jobs
+           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = :processing AND worker_id = :w""",
+        id=job_id,
+        i=chunk_index,
+        w=worker_id,
+        processing=st.ChunkStatus.PROCESSING,
+    )
+    return bool(row and row["owned"])

@@ -6,6 +6,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.db.jobs import Runner
+from batchlane.domain.status import JobStatus
 
 
 def add_chunk_cost(
@@ -75,6 +76,18 @@ def extend_hold(db: Runner, job_id: str, *, hours: float) -> None:
     )
 
 
+def reopen_hold(db: Runner, job_id: str, *, extra_usd: Decimal, hours: float) -> None:
+    """A retry of failed pages: the settled hold opens again for ``extra_usd`` more; settle closes it at the new total."""
+    db.run(
+        """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, settled_usd = NULL,
+               expires_at = now() + make_interval(secs => :secs), updated_at = now()
+           WHERE job_id = CAST(:job AS uuid)""",
+        job=job_id,
+        extra=extra_usd,
+        secs=hours * 3600,
+    )
+
+
 def close_hold(db: Runner, job_id: str, *, outcome: str, settled_usd: Decimal | None = None) -> bool:
     row = db.one(
         """UPDATE funds_holds SET outcome = :outcome, settled_usd = :settled, updated_at = now()
@@ -88,3 +101,28 @@ def close_hold(db: Runner, job_id: str, *, outcome: str, settled_usd: Decimal | 
 
 def get_hold(db: Runner, job_id: str) -> dict[str, Any] | None:
     return db.one("SELECT * FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
+
+
+def carry_late_batch_cost(db: Runner, job_id: str, cost_usd: Decimal) -> None:
+    """A batch bill written after its job left the lane (process now, cancel, stopping) still counts:
+    a finished job's total and its settled hold follow the ledger, and the job carries the batch cost."""
+    db.run(
+        """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
+               updated_at = now()
+           WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:settled AS text[]))""",
+        id=job_id,
+        settled=[JobStatus.COMPLETED, JobStatus.FAILED],
+    )
+    db.run(
+        """UPDATE funds_holds SET settled_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
+               updated_at = now()
+           WHERE job_id = CAST(:id AS uuid) AND outcome = 'settled'""",
+        id=job_id,
+    )
+    db.run(
+        """UPDATE large_conversion_jobs SET options = COALESCE(options, '{}'::jsonb) || jsonb_build_object('_batchCostUsd', CAST(:cost AS text))
+           WHERE id = CAST(:id AS uuid) AND status <> :parked""",
+        id=job_id,
+        cost=str(cost_usd),
+        parked=JobStatus.WAITING_BATCH,
+    )

@@ -4,19 +4,52 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
+from batchlane.domain.status import Entity, RetryStatus, Transition
 
 
-def running(db: Runner, job_id: str) -> Row | None:
-    return db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND status = 'running'", id=job_id)
+@dataclass(frozen=True)
+class JobRetry:
+    """One job_retries row: a retry of a job's failed pages and what the job was before it."""
+
+    id: int
+    job_id: str
+    attempt: int
+    status: str
+    pages: list[int]
+    error_ids: list[str] | None
+    previous_pages_failed: int
+    previous_total_usd: Decimal
+    previous_markdown_key: str | None
+    chunks_before: list[dict[str, Any]]
+    pages_failed: int | None
+    cost_usd: Decimal | None
+    error_message: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Row) -> JobRetry:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        return cls(**{**values, "job_id": str(row["job_id"]), "pages": list(row["pages"]), "error_ids": list(row["error_ids"]) if row["error_ids"] else None})
 
 
-def history(db: Runner, job_id: str) -> list[Row]:
-    return db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)
+def _one(row: Row | None) -> JobRetry | None:
+    return JobRetry.of(row) if row is not None else None
+
+
+def running(db: Runner, job_id: str) -> JobRetry | None:
+    return _one(db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND status = :running", id=job_id, running=RetryStatus.RUNNING))
+
+
+def history(db: Runner, job_id: str) -> list[JobRetry]:
+    return [JobRetry.of(r) for r in db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)]
 
 
 def insert(
@@ -29,7 +62,7 @@ def insert(
     previous_total_usd: Decimal,
     previous_markdown_key: str | None,
     chunks_before: list[dict[str, Any]],
-) -> Row:
+) -> JobRetry:
     """The next attempt number for the job; the partial unique index refuses a second running retry."""
     row = db.one(
         """INSERT INTO job_retries (job_id, attempt, pages, error_ids, previous_pages_failed, previous_total_usd, previous_markdown_key, chunks_before)
@@ -45,17 +78,24 @@ def insert(
         chunks=json.dumps(chunks_before),
     )
     assert row is not None
-    return row
+    return JobRetry.of(row)
 
 
-def finish(db: Runner, job_id: str, attempt: int, *, status: str, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
-    """running → ``status``; False when the retry had already ended (a repeated settle, a late cancel)."""
+def get(db: Runner, job_id: str, attempt: int) -> JobRetry | None:
+    return _one(db.one("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) AND attempt = :n", id=job_id, n=attempt))
+
+
+def finish(db: Runner, job_id: str, attempt: int, move: Transition, *, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
+    """running → settled, failed or cancelled (``move``); False when the retry had already ended (a repeated settle, a late cancel)."""
+    if move.entity is not Entity.RETRY:
+        raise ValueError(f"{move.entity}.{move.name} is not a transition of a retry")
     row = db.one(
-        """UPDATE job_retries SET status = :status, pages_failed = :failed, cost_usd = :cost, error_message = :msg, finished_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND attempt = :n AND status = 'running' RETURNING id""",
+        """UPDATE job_retries SET status = :to, pages_failed = :failed, cost_usd = :cost, error_message = :msg, finished_at = now()
+           WHERE job_id = CAST(:id AS uuid) AND attempt = :n AND status = ANY(CAST(:from_ AS text[])) RETURNING id""",
         id=job_id,
         n=attempt,
-        status=status,
+        to=move.target,
+        from_=move.from_states,
         failed=pages_failed,
         cost=cost_usd,
         msg=error_message,

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 
 from batchlane.db import folder_jobs as repo
+from batchlane.domain import status as st
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
@@ -106,7 +107,7 @@ def enumerate_step(svc: Services, job_id: str, *, pages: int | None = None) -> d
         try:
             page = _next_page(buckets, spec, job, token, settings.batchlane_folder_list_page_size)
         except InputError as exc:
-            repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="error", error_id=exc.error_id, error_message=str(exc))
+            repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=exc.error_id, error_message=str(exc))
             logger.warning("folder job cannot list", job_id=job_id, error_id=exc.error_id)
             return {"enumerationDone": True}
         found = classify(spec, job_id, page.objects, done_sources=done_sources)
@@ -146,8 +147,8 @@ def _enumeration_complete(svc: Services, job_id: str) -> dict[str, object]:
             error_id, message = "FOLDER_EMPTY", "The folder holds no objects."
         else:
             error_id, message = "FOLDER_NO_PDF", f"None of the folder's {job['objects_listed']} objects is a PDF the include/exclude globs select."
-        repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="error", error_id=error_id, error_message=message)
+        repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=error_id, error_message=message)
         logger.info("folder job has nothing to convert", job_id=job_id, error_id=error_id)
     else:
-        repo.transition_job(svc.db, job_id, from_statuses=("enumerating",), to_status="processing")
+        repo.move_job(svc.db, job_id, st.folder_job("enumerated"))
     return {"enumerationDone": True}

@@ -14,11 +14,15 @@ from typing import Any
 
 import batchlane
 from batchlane.db import folder_jobs as repo
+from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.folders import layout
 from batchlane.folders.progress import report_line, write_report_part
 from batchlane.observability import logger
 from batchlane.runtime import Services
+
+# how a live folder job ends, by the status it ends with (domain/status.py)
+_END = {"completed": "complete", "completed_with_failures": "complete_with_failures", "cancelled": "end_cancelled"}
 
 
 def report_lines(svc: Services, job: dict[str, Any]) -> Iterator[str]:
@@ -65,11 +69,11 @@ def finish(svc: Services, job_id: str) -> dict[str, Any]:
         failed = counts["failed"] or counts["pages_failed"]  # a failed file, or a document completed with failed pages
         final = "completed_with_failures" if failed else "completed"
     write_record(svc, {**job, "status": final, "finished_at": datetime.now(UTC)})
-    ended = repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES if live else (final,), to_status=final)
+    ended = repo.move_job(svc.db, job_id, st.folder_job(_END[final]))
     if ended is None:  # cancelled between our read and the move: end it as it is now, and say so in the record
         current = repo.get_job(svc.db, job_id)
         assert current is not None
-        ended = repo.transition_job(svc.db, job_id, from_statuses=(current["status"],), to_status=current["status"]) or current
+        ended = repo.move_job(svc.db, job_id, st.folder_job("end_cancelled")) or current
         write_record(svc, ended)
     logger.info("folder job finished", job_id=job_id, status=ended["status"])
     return {"jobId": job_id, "status": ended["status"]}
@@ -85,7 +89,7 @@ def write_record(svc: Services, job: dict[str, Any]) -> None:
 
 def fail(svc: Services, job_id: str, *, error_id: str, message: str) -> dict[str, Any]:
     """The loop itself broke (after its retries): the job ends ``error`` with why; the record is written if it can be."""
-    job = repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="error", error_id=error_id, error_message=message[:500])
+    job = repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=error_id, error_message=message[:500])
     job = job or repo.get_job(svc.db, job_id)
     if job is not None:
         try:

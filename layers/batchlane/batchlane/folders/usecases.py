@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batchlane.db import folder_jobs as repo
+from batchlane.domain import status as st
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.folders import layout
@@ -93,7 +94,7 @@ def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job = _owned(svc, owner_id, job_id)
     if job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
         raise Conflict(f"The folder job is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
-    repo.transition_job(svc.db, job_id, from_statuses=repo.LIVE_FOLDER_JOB_STATUSES, to_status="cancelled", ended=False)
+    repo.move_job(svc.db, job_id, st.folder_job("cancel"), ended=False)
     repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
     parked = stop_parked(svc, job_id)
     logger.info("folder job cancelled", job_id=job_id, parked_cancelled=parked)

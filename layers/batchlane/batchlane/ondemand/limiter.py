@@ -120,17 +120,23 @@ class SerialDatabase:
             return self._gates.setdefault(pool, threading.Lock())
 
     def scalar(self, sql: str, **params: Any) -> Any:
-        def run() -> Any:
-            row = self._db.one(sql, **params)
-            return next(iter(row.values())) if row else None
+        row = self.one(sql, **params)
+        return next(iter(row.values())) if row else None
 
+    def one(self, sql: str, **params: Any) -> dict[str, Any] | None:
+        return self._call(lambda: self._db.one(sql, **params))
+
+    def run(self, sql: str, **params: Any) -> list[dict[str, Any]]:
+        return self._call(lambda: self._db.run(sql, **params))
+
+    def _call(self, statement: Callable[[], Any]) -> Any:
         try:
-            return self._thread.submit(run).result()
+            return self._thread.submit(statement).result()
         except Exception:
             # Database.run drops a dead connection; a terminated backend answers DatabaseError
             # first, so check the connection and try the statement once more.
             self._thread.submit(self._db.check).result()
-            return self._thread.submit(run).result()
+            return self._thread.submit(statement).result()
 
 
 class _PgLease:

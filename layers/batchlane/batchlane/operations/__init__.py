@@ -7,7 +7,7 @@ the database (stopping a Bedrock job, starting a workflow) happen after the comm
 Stranded jobs are resumed by ``batch.resume.resume_stranded`` (functions/recovery).
 """
 
-from batchlane.operations.cancel import CANCELLABLE, CancelOutcome, cancel_job
+from batchlane.operations.cancel import CancelOutcome, cancel_job
 from batchlane.operations.process_now import ProcessNowOutcome, process_now
 
-__all__ = ["CANCELLABLE", "CancelOutcome", "ProcessNowOutcome", "cancel_job", "process_now"]
+__all__ = ["CancelOutcome", "ProcessNowOutcome", "cancel_job", "process_now"]

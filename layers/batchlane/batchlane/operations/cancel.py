@@ -9,18 +9,18 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from batchlane.batch import rows
 from batchlane.batch.stop import stop_batch_job
 from batchlane.conversion.retry import end_retry
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
+from batchlane.domain.status import BatchRowState, Entity, JobStatus
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks.events import publish_job_change
 
-CANCELLABLE = ("splitting", "pending", "processing", "paused_budget", "waiting_batch")
-_CHUNK_NOT_DONE = ("pending", "waiting_batch", "processing", "paused_budget", "assembling", "failed")
 CANCEL_REASON = "cancelled"
 
 
@@ -61,22 +61,22 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
         status, file_id = job["status"], str(job["file_id"])
-        if status == "cancelled":
+        if status == JobStatus.CANCELLED:
             return CancelOutcome(job_id, file_id, status, already=True)
-        if status == "assembling":
+        if status == JobStatus.ASSEMBLING:
             raise Conflict("The conversion is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
-        if status not in CANCELLABLE:
+        if not st.cancel().allows(status):
             raise Conflict(f"The job is {status}; only a job that has not finished can be cancelled.", error_id="NOT_CANCELLABLE")
-        job_repo.transition_job(tx, job_id, from_statuses=CANCELLABLE, to_status="cancelled", error_id="CANCELLED", error_message="Cancelled by the user.")
-        chunks = job_repo.set_chunks_status(tx, job_id, from_statuses=_CHUNK_NOT_DONE, to_status="cancelled")
+        job_repo.move_job(tx, job_id, st.cancel(), error_id="CANCELLED", error_message="Cancelled by the user.")
+        chunks = job_repo.move_chunks(tx, job_id, st.cancel(Entity.CHUNK))
         released = ledger.close_hold(tx, job_id, outcome="cancelled", settled_usd=Decimal(0))
-        job_repo.set_file_status(tx, file_id, "uploaded")
-        row = tx.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
-        if row is not None and row["state"] != "closed":
+        job_repo.move_file(tx, file_id, st.cancel(Entity.FILE))
+        row = rows.lock_row(tx, job_id)
+        if row is not None and row.state != BatchRowState.CLOSED:
             rows.set_reason(tx, job_id, CANCEL_REASON)
     stop_requested = False
-    if row is not None and row["state"] == "submitted":
+    if row is not None and row.state == "submitted":
         stop_requested = stop_batch_job(svc, job_id, reason=CANCEL_REASON)
-    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row["state"] if row else None, stop_requested=stop_requested)
+    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row.state if row else None, stop_requested=stop_requested)
     publish_job_change(svc, job_id, "cancelled")
-    return CancelOutcome(job_id, file_id, status, False, released, chunks, row["state"] if row else None, stop_requested)
+    return CancelOutcome(job_id, file_id, status, False, released, chunks, row.state if row else None, stop_requested)

@@ -8,12 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from batchlane.batch import rows
+from batchlane.batch.resume import leave_batch_lane
 from batchlane.batch.stop import stop_batch_job
 from batchlane.conversion.create import PROCESS_NOW_FLAG
+from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
+from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
+from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -42,51 +44,35 @@ class ProcessNowOutcome:
         }
 
 
-def _lock_row(tx: Any, job_id: str) -> dict[str, Any] | None:
-    return tx.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
-
-
 def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
         file_id = str(job["file_id"])
-        if job["status"] == "splitting":
-            tx.run(
-                """UPDATE large_conversion_jobs SET options = options || CAST(:flag AS jsonb), updated_at = now()
-                   WHERE id = CAST(:id AS uuid) AND status = 'splitting'""",
-                id=job_id,
-                flag={PROCESS_NOW_FLAG: True},
-            )
+        if job["status"] == JobStatus.SPLITTING:
+            job_repo.flag_job(tx, job_id, {PROCESS_NOW_FLAG: True}, only_if=JobStatus.SPLITTING)
             logger.info("process now flagged while splitting", job_id=job_id)
-            return ProcessNowOutcome(job_id, file_id, None, "flagged_while_splitting", resumed=False, status="splitting")
-        if job["status"] != "waiting_batch":
+            return ProcessNowOutcome(job_id, file_id, None, "flagged_while_splitting", resumed=False, status=JobStatus.SPLITTING.value)
+        if not st.leave_batch_lane().allows(job["status"]):
             raise Conflict(f"The job is {job['status']}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
-        row = _lock_row(tx, job_id)
-        found = row["state"] if row else None
+        row = rows.lock_row(tx, job_id)
+        found = row.state if row else None
         if row is None:
             inserted = rows.insert_closed(tx, job_id=job_id, model_id=job["model_id"], end_state="skipped", reason=PROCESS_NOW_REASON)
             # None: the claimer inserted its row between our read and our insert; act on that one.
-            row = inserted or _lock_row(tx, job_id)
+            row = inserted or rows.lock_row(tx, job_id)
             assert row is not None
-            found = None if inserted else row["state"]
+            found = None if inserted else row.state
         if found == "closed":
             # Between close and resume: resuming here would drop the primed results. The lane's
             # Resume step, or the stranded-job recovery, resumes it with them.
-            logger.info("process now left to recovery", job_id=job_id, batch_end_state=row["end_state"])
+            logger.info("process now left to recovery", job_id=job_id, batch_end_state=row.end_state)
             return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
         if found in ("preparing", "submitted"):
             rows.set_reason(tx, job_id, PROCESS_NOW_REASON)
         options = {k: v for k, v in (job["options"] or {}).items() if k != "_batchPrimed"}
-        tx.run(
-            """UPDATE large_conversion_jobs SET status = 'pending', options = CAST(:options AS jsonb), updated_at = now()
-               WHERE id = CAST(:id AS uuid) AND status = 'waiting_batch'""",
-            id=job_id,
-            options=options,
-        )
-        job_repo.set_chunks_status(tx, job_id, from_statuses=("waiting_batch",), to_status="pending")
-        ledger.extend_hold(tx, job_id, hours=svc.settings.batchlane_on_demand_window_hours)
+        leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
     stop_requested = stop_batch_job(svc, job_id, reason=PROCESS_NOW_REASON) if found == "submitted" else False
     svc.workflows.start_conversion(job_id)
     action = "skipped_row_inserted" if found is None else "left_batch_lane"

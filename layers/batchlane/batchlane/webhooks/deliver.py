@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
+from batchlane.db import deliveries
 from batchlane.db.jobs import Runner
 from batchlane.domain.errors import InputError
 from batchlane.observability import logger
-from batchlane.webhooks import deliveries, subscription
+from batchlane.webhooks import subscription
 from batchlane.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
 
 USER_AGENT = "batchlane-webhooks/1"

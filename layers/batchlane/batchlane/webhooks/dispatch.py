@@ -10,10 +10,11 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from batchlane.db import deliveries
 from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.webhooks import deliveries, subscription
+from batchlane.webhooks import subscription
 from batchlane.webhooks.events import webhook_body, webhook_events
 
 _NAMESPACE = uuid.UUID("5b0e6a51-61c2-4d1c-9a8e-2f1f3c7d9b10")

@@ -15,13 +15,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from batchlane.db import jobs as job_repo
+from batchlane.db import read_model
+from batchlane.domain.status import FINISHED_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.topology import JOB_STATE_CHANGE_DETAIL_TYPE
 
-TERMINAL = job_repo.TERMINAL_JOB_STATUSES
-PUBLISHED_STATUSES = ("waiting_batch", "paused_budget", *TERMINAL)  # paused_budget: resume it (docs/operations.md "Budgets, caps and fair sharing")
+# paused_budget: the owner resumes it (docs/operations.md "Budgets, caps and fair sharing")
+PUBLISHED_STATUSES = (JobStatus.WAITING_BATCH.value, JobStatus.PAUSED_BUDGET.value, *FINISHED_JOB_STATUSES)
 
 
 def outcome(status: str, pages_failed: int) -> str:
@@ -32,12 +33,7 @@ def outcome(status: str, pages_failed: int) -> str:
 
 def job_change_detail(svc: Services, job_id: str) -> dict[str, Any] | None:
     """The detail of a job's current state, or None for a state nobody is told about."""
-    job = svc.db.one(
-        """SELECT j.id, j.file_id, j.owner_id, j.status, j.total_pages, j.pages_failed, j.pages_batch, j.total_cost_usd,
-                  j.markdown_key, j.error_id, j.error_message, f.name AS file_name
-           FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)""",
-        id=job_id,
-    )
+    job = read_model.job_change_row(svc.db, job_id)
     if job is None or job["status"] not in PUBLISHED_STATUSES:
         return None
     pages_failed = int(job["pages_failed"] or 0)
@@ -88,7 +84,7 @@ def webhook_events(detail: dict[str, Any]) -> list[str]:
     names: list[str] = []
     if status == "waiting_batch" and scope == "job":
         names.append("job.waiting_batch")
-    if status in TERMINAL and scope == "job":
+    if status in FINISHED_JOB_STATUSES and scope == "job":
         names.append("job.completed")
     if status == "completed":
         names.append("file.completed")

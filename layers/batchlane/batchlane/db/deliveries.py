@@ -6,8 +6,10 @@ from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
+from batchlane.domain import status as st
 
-OPEN = ("pending", "retrying")
+# deliver, retry and give_up all leave the same open states
+OPEN = st.deliver().from_states
 
 
 def insert(db: Runner, *, delivery_id: str, owner_id: str, job_id: str | None, event: str, url: str, headers: dict[str, str], payload: dict[str, Any]) -> bool:
@@ -34,7 +36,7 @@ def get(db: Runner, delivery_id: str) -> Row | None:
 def record_attempt(db: Runner, delivery_id: str, *, delivered: bool, response_code: int | None, latency_ms: int, error: str | None) -> Row | None:
     return db.one(
         """UPDATE webhook_deliveries
-           SET attempts = attempts + 1, status = CASE WHEN :ok THEN 'delivered' ELSE 'retrying' END,
+           SET attempts = attempts + 1, status = CASE WHEN :ok THEN :delivered ELSE :retrying END,
                response_code = :code, latency_ms = :latency, last_error = :error, last_attempt_at = now(),
                delivered_at = CASE WHEN :ok THEN now() END
            WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:open AS text[])) RETURNING *""",
@@ -43,17 +45,20 @@ def record_attempt(db: Runner, delivery_id: str, *, delivered: bool, response_co
         code=response_code,
         latency=latency_ms,
         error=(error or "")[:500] or None,
+        delivered=st.deliver().target,
+        retrying=st.retry_delivery().target,
         open=list(OPEN),
     )
 
 
 def give_up(db: Runner, delivery_id: str, reason: str) -> Row | None:
     return db.one(
-        """UPDATE webhook_deliveries SET status = 'failed', last_error = COALESCE(last_error, :reason)
+        """UPDATE webhook_deliveries SET status = :failed, last_error = COALESCE(last_error, :reason)
            WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:open AS text[])) RETURNING *""",
         id=delivery_id,
         reason=reason[:500],
-        open=list(OPEN),
+        failed=st.give_up_delivery().target,
+        open=st.give_up_delivery().from_states,
     )
 
 

@@ -1,0 +1,24 @@
+"""The database's errors as the rest of the package sees them: no pg8000 outside db/."""
+
+from __future__ import annotations
+
+from pg8000.exceptions import DatabaseError, InterfaceError
+
+# What the driver raises when the database is unreachable or refuses a statement.
+DATABASE_ERRORS: tuple[type[Exception], ...] = (InterfaceError, DatabaseError)
+
+
+class UniqueViolation(DatabaseError):
+    """A unique constraint or index refused the row (SQLSTATE 23505); ``constraint`` names it."""
+
+    def __init__(self, constraint: str, detail: object) -> None:
+        super().__init__(detail)
+        self.constraint = constraint
+
+
+def translated(exc: DatabaseError) -> DatabaseError:
+    """``exc`` as a :class:`UniqueViolation` when it is one, else unchanged."""
+    info = exc.args[0] if exc.args else None
+    if isinstance(exc, UniqueViolation) or not isinstance(info, dict) or info.get("C") != "23505":
+        return exc
+    return UniqueViolation(str(info.get("n") or ""), info)

@@ -1,0 +1,85 @@
+"""The API's read model: a job with its progress, batch row and funds hold in one row (read-only SQL)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchlane.db.jobs import Runner
+from batchlane.domain import status as st
+
+_JOB_COLUMNS = """j.id AS job_id, j.file_id, j.status, j.options, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
+       j.pages_batch, j.total_cost_usd, j.error_id, j.error_message, j.created_at AS job_created_at, j.started_at, j.finished_at,
+       c.chunks_done, c.chunks_cancelled, c.pages_done,
+       b.state AS batch_state, b.end_state AS batch_end_state, b.bedrock_status, b.reason AS batch_reason, b.record_count,
+       b.accepted_count, b.fallback_count, b.cost_usd AS batch_cost_usd, b.submitted_at, b.closed_at,
+       h.amount_usd AS hold_amount_usd, h.outcome AS hold_outcome, h.settled_usd AS hold_settled_usd, h.expires_at AS hold_expires_at"""
+
+_JOB_JOINS = """LEFT JOIN LATERAL (
+           SELECT count(*) FILTER (WHERE ch.status = 'completed') AS chunks_done,
+                  count(*) FILTER (WHERE ch.status = 'cancelled') AS chunks_cancelled,
+                  COALESCE(sum(CASE WHEN ch.status = 'completed' THEN ch.last_page - ch.first_page + 1 ELSE ch.pages_done END), 0) AS pages_done
+           FROM chunk_jobs ch WHERE ch.job_id = j.id) c ON true
+       LEFT JOIN conversion_batch_jobs b ON b.job_id = j.id
+       LEFT JOIN funds_holds h ON h.job_id = j.id"""
+
+
+def job_row(db: Runner, job_id: str) -> dict[str, Any] | None:
+    return db.one(f"SELECT {_JOB_COLUMNS}, j.owner_id FROM large_conversion_jobs j {_JOB_JOINS} WHERE j.id = CAST(:id AS uuid)", id=job_id)
+
+
+def latest_job_row(db: Runner, file_id: str) -> dict[str, Any] | None:
+    """The file's live job if it has one, else its newest."""
+    return db.one(
+        f"""SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS}
+            WHERE j.file_id = CAST(:id AS uuid)
+            ORDER BY (j.status = ANY(CAST(:finished AS text[]))), j.created_at DESC LIMIT 1""",
+        id=file_id,
+        finished=list(st.FINISHED_JOB_STATUSES),
+    )
+
+
+def owner_file_rows(db: Runner, owner_id: str, *, job_status: str | None, limit: int) -> list[dict[str, Any]]:
+    """The owner's files, newest first, each joined with its live (else newest) job."""
+    return db.run(
+        f"""SELECT jv.*, f.id, f.name, f.size_bytes, f.status AS file_status, f.created_at, f.updated_at FROM files f
+            LEFT JOIN LATERAL (
+                SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS}
+                WHERE j.file_id = f.id
+                ORDER BY (j.status = ANY(CAST(:finished AS text[]))), j.created_at DESC LIMIT 1) jv ON true
+            WHERE f.owner_id = :owner AND f.deleted_at IS NULL
+              AND (CAST(:status AS text) IS NULL OR jv.status = :status)
+            ORDER BY f.created_at DESC LIMIT :limit""",
+        owner=owner_id,
+        status=job_status,
+        limit=limit,
+        finished=list(st.FINISHED_JOB_STATUSES),
+    )
+
+
+def file_of_owner(db: Runner, owner_id: str, file_id: str) -> dict[str, Any] | None:
+    """The owner's file, unless deleted."""
+    return db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid) AND owner_id = :owner AND deleted_at IS NULL", id=file_id, owner=owner_id)
+
+
+def markdown_key(db: Runner, job_id: str) -> str | None:
+    row = db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
+    return row["markdown_key"] if row else None
+
+
+def job_change_row(db: Runner, job_id: str) -> dict[str, Any] | None:
+    """What a job-change event tells: the job's outcome and its file's name."""
+    return db.one(
+        """SELECT j.id, j.file_id, j.owner_id, j.status, j.total_pages, j.pages_failed, j.pages_batch, j.total_cost_usd,
+                  j.markdown_key, j.error_id, j.error_message, f.name AS file_name
+           FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)""",
+        id=job_id,
+    )
+
+
+def jobs_of_file(db: Runner, file_id: str) -> list[dict[str, Any]]:
+    """Every job of the file (``id``) with its batch row's state (``batch_state``, None without a row)."""
+    return db.run(
+        """SELECT j.id, b.state AS batch_state FROM large_conversion_jobs j
+           LEFT JOIN conversion_batch_jobs b ON b.job_id = j.id WHERE j.file_id = CAST(:id AS uuid)""",
+        id=file_id,
+    )
