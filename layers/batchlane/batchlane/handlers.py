@@ -9,6 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from batchlane.observability import logger, tracer
+from batchlane.validation import first_error
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -30,9 +31,7 @@ def parse(event: Any, model: type[Model]) -> Model:
     try:
         return model.model_validate(event)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "event"
-        raise BadEvent(f"bad event for {model.__name__}: {where}: {first.get('msg')}") from None
+        raise BadEvent(f"bad event for {model.__name__}: {first_error(exc, where='event')}") from None
 
 
 def lambda_handler(fn: Callable[[dict[str, Any], Any], Any]) -> Callable[[dict[str, Any], Any], Any]:

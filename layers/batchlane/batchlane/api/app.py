@@ -22,6 +22,7 @@ from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Fo
 from batchlane.observability import logger
 from batchlane.ports import Uploads
 from batchlane.runtime import services
+from batchlane.validation import first_error
 
 app = APIGatewayRestResolver()
 
@@ -140,9 +141,7 @@ def _body(model: type[BaseModel]) -> Any:
         return model.model_validate(data)
     except ValueError as exc:  # ValidationError is a ValueError; so is bad JSON
         if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "body"
-            raise BadRequest(f"{where}: {first.get('msg')}") from None
+            raise BadRequest(first_error(exc, where="body")) from None
         raise BadRequest("The body is not valid JSON.") from None
 
 
@@ -167,9 +166,7 @@ def _options(raw: dict[str, Any]) -> dict[str, Any]:
     try:
         options = ConvertOptions.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "options"
-        raise BadRequest(f"options.{where}: {first.get('msg')}", error_id="OPTIONS_INVALID") from None
+        raise BadRequest(f"options.{first_error(exc, where='options')}", error_id="OPTIONS_INVALID") from None
     allowed = services().settings.allowed_model_ids
     if options.modelId is not None and options.modelId not in allowed:
         raise BadRequest(f"Model {options.modelId} is not enabled in this deployment; use one of: {', '.join(allowed)}.", error_id="MODEL_NOT_ALLOWED")

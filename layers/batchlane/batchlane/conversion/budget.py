@@ -37,19 +37,9 @@ def check_split(svc: Services, tx: Any, *, owner_id: str, job_id: str, hold_usd:
 def worst_case_hold(svc: Services, path: Path, *, model_id: str, max_pages: int) -> Decimal:
     """The funds hold of a job: the on-demand price of the most its pages may use (domain/budget.py),
     from their text and blank/scan counts (pypdfium2, sampled past a few hundred pages)."""
-    from batchlane.conversion.dryrun import survey_pdf
+    from batchlane.conversion.dryrun import survey_pdf, worst_case_survey_usage
 
-    settings = svc.settings
-    survey = survey_pdf(path, max_pages=max_pages)
-    usage = worst_case_usage(
-        pages=survey.pages,
-        blank=survey.blank,
-        scans=survey.scans,
-        text_chars=survey.text_chars_nonblank,
-        max_tokens=settings.batchlane_max_tokens,
-        scan_tokens=settings.batchlane_output_tokens_per_page,
-        reask=settings.batchlane_coverage_threshold > 0,
-    )
+    usage = worst_case_survey_usage(survey_pdf(path, max_pages=max_pages), svc.settings)
     return svc.prices.cost(model_id, usage)
 
 

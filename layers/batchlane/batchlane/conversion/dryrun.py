@@ -36,6 +36,19 @@ class PageSurvey:
     inspected: int  # pages actually looked at (== pages unless sampled)
 
 
+def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
+    """The most a surveyed PDF's pages may use (domain/budget.py): what the funds hold and the dry run's holdUsd price."""
+    return worst_case_usage(
+        pages=survey.pages,
+        blank=survey.blank,
+        scans=survey.scans,
+        text_chars=survey.text_chars_nonblank,
+        max_tokens=settings.batchlane_max_tokens,
+        scan_tokens=settings.batchlane_output_tokens_per_page,
+        reask=settings.batchlane_coverage_threshold > 0,
+    )
+
+
 def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> PageSurvey:
     """Count pages, blank pages and text with pypdfium2; a seeded sample past ``sample`` pages."""
     import pypdfium2
@@ -108,15 +121,7 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     on_demand_usage = Usage(records * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output)
     batch_usage = Usage(records * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output)  # one record per page
     on_demand_s = _on_demand_seconds(requests, settings)
-    hold_usage = worst_case_usage(  # the funds hold a real conversion places (conversion/budget.py)
-        pages=survey.pages,
-        blank=survey.blank,
-        scans=survey.scans,
-        text_chars=survey.text_chars_nonblank,
-        max_tokens=settings.batchlane_max_tokens,
-        scan_tokens=settings.batchlane_output_tokens_per_page,
-        reask=settings.batchlane_coverage_threshold > 0,
-    )
+    hold_usage = worst_case_survey_usage(survey, settings)  # the funds hold a real conversion places (conversion/budget.py)
     batch_hours = settings.batch_conversion_timeout_hours
     return {
         "dryRun": True,

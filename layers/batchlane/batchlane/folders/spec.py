@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from batchlane.domain.errors import InputError
 from batchlane.folders.layout import DEFAULT_INCLUDE, Layout, S3Uri, common_folder, parse_s3_uri
+from batchlane.validation import first_error
 
 MAX_FILES = 10_000
 
@@ -102,9 +103,7 @@ def parse_spec(body: Any) -> FolderJobSpec:
     try:
         spec = FolderJobSpec.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())) or "spec"
-        raise InputError(f"{where}: {first.get('msg')}", error_id="SPEC_INVALID") from None
+        raise InputError(first_error(exc, where="spec"), error_id="SPEC_INVALID") from None
     return normalise(spec)
 
 
