@@ -83,22 +83,34 @@ def folder_spec(uri: str, *, layout: str | None, output: str | None, include: tu
 
 def upload_local_folder(directory: Path, *, workdir: Path) -> str:
     """Put every file of ``directory`` into the offline stack's folder bucket; answer its s3:// folder URI."""
-    import boto3
-
     from batchlane_dev.local.daemon import read_state
-    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION
 
     state = read_state(workdir.resolve())
     if not state:
         raise click.UsageError("a local folder is converted on the offline stack: start it with `batchlane local up`")
-    env = state["env"]  # the offline stack's own (dummy) credentials and endpoint
-    s3 = boto3.client(
+    return upload_to_offline_stack(state["env"], directory)
+
+
+def offline_s3(env: dict[str, str]) -> Any:
+    """An S3 client on the offline stack, with its own (dummy) credentials and endpoint."""
+    import boto3
+
+    from batchlane_dev.local.stack import REGION
+
+    return boto3.client(
         "s3",
         endpoint_url=env["AWS_ENDPOINT_URL"],
         region_name=REGION,
         aws_access_key_id=env.get("AWS_ACCESS_KEY_ID"),
         aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
     )
+
+
+def upload_to_offline_stack(env: dict[str, str], directory: Path) -> str:
+    """Every file under ``directory`` into the offline folder bucket, same tree; the folder's URI."""
+    from batchlane_dev.local.stack import FOLDER_BUCKET
+
+    s3 = offline_s3(env)
     prefix = f"folders/{directory.resolve().name}/"
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         s3.upload_file(str(path), FOLDER_BUCKET, prefix + path.relative_to(directory).as_posix())

@@ -89,14 +89,8 @@ class ApiClient:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
                 return dict(json.loads(response.read() or b"{}"))
-        except urllib.error.HTTPError as exc:
-            try:
-                payload = json.loads(exc.read() or b"{}")
-            except ValueError:
-                payload = {}
-            raise ApiFailure(exc.code, payload.get("code") or f"HTTP_{exc.code}", payload.get("message") or exc.reason) from None
         except (urllib.error.URLError, OSError) as exc:
-            raise Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}") from None
+            raise self._failure(exc) from None
 
     def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
         """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""
@@ -136,14 +130,18 @@ class ApiClient:
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
                 return str(response.read().decode())
-        except urllib.error.HTTPError as exc:
+        except (urllib.error.URLError, OSError) as exc:
+            raise self._failure(exc) from None
+
+    def _failure(self, exc: urllib.error.URLError | OSError) -> Exception:
+        """An error answer as ApiFailure (its stable code and message); no answer at all as Unreachable."""
+        if isinstance(exc, urllib.error.HTTPError):
             try:
                 payload = json.loads(exc.read() or b"{}")
             except ValueError:
                 payload = {}
-            raise ApiFailure(exc.code, payload.get("code") or f"HTTP_{exc.code}", payload.get("message") or exc.reason) from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}") from None
+            return ApiFailure(exc.code, payload.get("code") or f"HTTP_{exc.code}", payload.get("message") or exc.reason)
+        return Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}")
 
     # -- the few calls the commands make -------------------------------------------------
     def job(self, job_id: str) -> dict[str, Any]:

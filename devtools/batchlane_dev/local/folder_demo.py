@@ -17,14 +17,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import boto3
 from rich.console import Console
 
 from batchlane.runtime import services
-from batchlane_dev.cli.folder_commands import FOLDER_TERMINAL, describe, folder_spec
+from batchlane_dev.cli.folder_commands import FOLDER_TERMINAL, describe, folder_spec, offline_s3, upload_to_offline_stack
 from batchlane_dev.cli.jobs_commands import ApiClient
 from batchlane_dev.local.daemon import read_state, use_running_stack
-from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions
+from batchlane_dev.local.stack import FOLDER_BUCKET, OfflineStack, StackOptions
 from batchlane_dev.report import job_report
 
 
@@ -49,17 +48,10 @@ def run_folder_demo(
             stack = cleanup.enter_context(OfflineStack(StackOptions(workdir=Path(tmp), faults=faults or "time_scale=36000")))
             env = stack.env
         api = ApiClient(env["BATCHLANE_API_URL"], "local:demo-user")
-        s3 = boto3.client(
-            "s3",
-            endpoint_url=env["AWS_ENDPOINT_URL"],
-            region_name=REGION,
-            aws_access_key_id=env.get("AWS_ACCESS_KEY_ID"),
-            aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
-        )
-        prefix = f"folders/{directory.resolve().name}/"
-        for path in sorted(p for p in directory.rglob("*") if p.is_file()):
-            s3.upload_file(str(path), FOLDER_BUCKET, prefix + path.relative_to(directory).as_posix())
-        spec = folder_spec(f"s3://{FOLDER_BUCKET}/{prefix}", layout=None, output=None, include=(), exclude=(), replace=False)
+        s3 = offline_s3(env)
+        uri = upload_to_offline_stack(env, directory)
+        prefix = uri.removeprefix(f"s3://{FOLDER_BUCKET}/")
+        spec = folder_spec(uri, layout=None, output=None, include=(), exclude=(), replace=False)
         if dry_run:
             return {"dry_run": True, **api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)}
         started = time.monotonic()
