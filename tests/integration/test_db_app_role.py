@@ -1,0 +1,80 @@
+"""The application role the functions sign in as: data in the tables, never the schema (issue 15)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from pg8000.exceptions import DatabaseError
+
+from batchlane.db import Database, connect_params_from_url
+from batchlane.db.migrate import APP_ROLE, ensure_app_role, migrate
+from batchlane_dev.local.stack import app_role_url
+
+INSUFFICIENT_PRIVILEGE = "42501"
+
+
+@pytest.fixture
+def app_db(migrated_url: str) -> Iterator[Database]:
+    database = Database(connect_params_from_url(app_role_url(migrated_url)))
+    yield database
+    database.close()
+
+
+def _sqlstate(exc: DatabaseError) -> str:
+    return str(exc.args[0].get("C")) if exc.args and isinstance(exc.args[0], dict) else ""
+
+
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "CREATE TABLE intruder (id int)",
+        "DROP TABLE files",
+        "ALTER TABLE files ADD COLUMN intruder text",
+        "TRUNCATE files",
+        "INSERT INTO schema_migrations (version) VALUES ('9999_forged')",
+    ],
+)
+def test_the_app_role_cannot_change_the_schema(app_db, ddl):
+    with pytest.raises(DatabaseError) as refused:
+        app_db.run(ddl)
+    assert _sqlstate(refused.value) == INSUFFICIENT_PRIVILEGE, refused.value
+
+
+def test_the_app_role_reads_and_writes_the_tables(app_db):
+    owner = f"owner-{uuid.uuid4()}"
+    row = app_db.one("INSERT INTO files (owner_id, name, s3_key) VALUES (:o, 'a.pdf', 'uploads/a.pdf') RETURNING id", o=owner)
+    assert row is not None
+    app_db.run("UPDATE files SET status = 'converting' WHERE id = :id", id=row["id"])
+    assert app_db.one("SELECT status FROM files WHERE owner_id = :o", o=owner) == {"status": "converting"}
+    app_db.run("DELETE FROM files WHERE id = :id", id=row["id"])
+    assert app_db.run("SELECT 1 FROM files WHERE owner_id = :o", o=owner) == []
+    assert app_db.one("SELECT current_user AS who") == {"who": APP_ROLE}
+
+
+def test_a_later_migrations_tables_are_granted_and_the_role_owns_nothing(db, app_db):
+    """ALTER DEFAULT PRIVILEGES: a table the migrator creates later is the app's to use, not to alter."""
+    table = f"later_{uuid.uuid4().hex[:8]}"
+    db.run(f"CREATE TABLE {table} (id bigserial PRIMARY KEY, note text)")
+    try:
+        app_db.run(f"INSERT INTO {table} (note) VALUES ('x')")  # the sequence too (USAGE)
+        assert app_db.one(f"SELECT count(*) AS n FROM {table}") == {"n": 1}
+        with pytest.raises(DatabaseError) as refused:
+            app_db.run(f"DROP TABLE {table}")
+        assert _sqlstate(refused.value) == INSUFFICIENT_PRIVILEGE
+        owned = db.one("SELECT count(*) AS n FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner WHERE r.rolname = :r", r=APP_ROLE)
+        assert owned == {"n": 0}
+    finally:
+        db.run(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_ensure_app_role_is_idempotent_and_takes_the_new_password(db, migrated_url):
+    """Run twice (a redeploy, a rotation): the role keeps its grants and signs in with the latest password."""
+    migrate(db, app_password="first-password")
+    ensure_app_role(db, "second-password")
+    rolpassword = db.one("SELECT rolpassword FROM pg_authid WHERE rolname = :r", r=APP_ROLE)
+    assert rolpassword is not None and str(rolpassword["rolpassword"]).startswith("SCRAM-SHA-256$4096:")
+    assert "second-password" not in str(rolpassword["rolpassword"])
+    flags = db.one("SELECT rolsuper, rolcreatedb, rolcreaterole, rolcanlogin FROM pg_roles WHERE rolname = :r", r=APP_ROLE)
+    assert flags == {"rolsuper": False, "rolcreatedb": False, "rolcreaterole": False, "rolcanlogin": True}
