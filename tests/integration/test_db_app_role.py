@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 
 import pytest
 from pg8000.exceptions import DatabaseError
 
-from batchlane.db import Database, connect_params_from_url
 from batchlane.db.migrate import APP_ROLE, ensure_app_role, migrate
-from batchlane_dev.local.stack import app_role_url
 
 INSUFFICIENT_PRIVILEGE = "42501"
-
-
-@pytest.fixture
-def app_db(migrated_url: str) -> Iterator[Database]:
-    database = Database(connect_params_from_url(app_role_url(migrated_url)))
-    yield database
-    database.close()
 
 
 def _sqlstate(exc: DatabaseError) -> str:
@@ -69,7 +59,7 @@ def test_a_later_migrations_tables_are_granted_and_the_role_owns_nothing(db, app
         db.run(f"DROP TABLE IF EXISTS {table}")
 
 
-def test_ensure_app_role_is_idempotent_and_takes_the_new_password(db, migrated_url):
+def test_ensure_app_role_is_idempotent_and_takes_the_new_password(db):
     """Run twice (a redeploy, a rotation): the role keeps its grants and signs in with the latest password."""
     migrate(db, app_password="first-password")
     ensure_app_role(db, "second-password")
