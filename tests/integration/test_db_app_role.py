@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import uuid
 
+import boto3
 import pytest
+from moto import mock_aws
 from pg8000.exceptions import DatabaseError
 
-from batchlane.db.migrate import APP_ROLE, ensure_app_role, migrate
+from batchlane.db.migrate import APP_ROLE, ensure_app_role, migrate, scram_verifier
 
 INSUFFICIENT_PRIVILEGE = "42501"
 
@@ -68,3 +72,53 @@ def test_ensure_app_role_is_idempotent_and_takes_the_new_password(db):
     assert "second-password" not in str(rolpassword["rolpassword"])
     flags = db.one("SELECT rolsuper, rolcreatedb, rolcreaterole, rolcanlogin FROM pg_roles WHERE rolname = :r", r=APP_ROLE)
     assert flags == {"rolsuper": False, "rolcreatedb": False, "rolcreaterole": False, "rolcanlogin": True}
+
+
+def _verifies(rolpassword: str, password: str) -> bool:
+    """Recompute the stored SCRAM verifier with its own salt and iterations (RFC 5803 layout)."""
+    import base64
+
+    head, _ = rolpassword.split("$", 2)[1:]
+    iterations, salt = head.split(":")
+    return scram_verifier(password, salt=base64.b64decode(salt), iterations=int(iterations)) == rolpassword
+
+
+def test_scram_verifier_matches_what_postgresql_computes_from_the_clear_password(db):
+    role = f"probe_{uuid.uuid4().hex[:8]}"
+    db.run("SET password_encryption = 'scram-sha-256'")
+    db.run(f"CREATE ROLE {role} PASSWORD 'clear-text-pw'")
+    try:
+        stored = db.one("SELECT rolpassword FROM pg_authid WHERE rolname = :r", r=role)
+        assert stored is not None and _verifies(str(stored["rolpassword"]), "clear-text-pw")
+        assert not _verifies(str(stored["rolpassword"]), "another-pw")
+    finally:
+        db.run(f"DROP ROLE {role}")
+
+
+@mock_aws
+def test_the_migrate_function_sets_the_app_secrets_current_password(db, migrated_url, monkeypatch):
+    """On AWS: migrate's DATABASE_SECRET_ARN is the master's; DATABASE_APP_SECRET_ARN names the app secret."""
+    from batchlane.runtime import reset_services
+    from batchlane.topology import handler_path
+    from batchlane_dev.local.lambda_runtime import LambdaContext
+
+    secrets = boto3.client("secretsmanager", region_name="us-east-1")
+    arn = secrets.create_secret(Name="batchlane-app", SecretString=json.dumps({"username": APP_ROLE, "password": "pw-v1"}))["ARN"]
+    secrets.put_secret_value(SecretId=arn, SecretString=json.dumps({"username": APP_ROLE, "password": "pw-v2"}))  # rotated since
+    for key, value in {"DATABASE_URL": migrated_url, "DATABASE_APP_SECRET_ARN": arn, "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("DATABASE_ADMIN_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    reset_services()
+    try:
+        spec = importlib.util.spec_from_file_location("migrate_handler_under_test", handler_path("migrate"))
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        handler = module.handler
+        result = handler({"RequestType": "Update"}, LambdaContext(function_name="batchlane-migrate"))
+    finally:
+        reset_services()
+    assert result["PhysicalResourceId"] == "batchlane-migrations"
+    stored = db.one("SELECT rolpassword FROM pg_authid WHERE rolname = :r", r=APP_ROLE)
+    assert stored is not None and _verifies(str(stored["rolpassword"]), "pw-v2")
