@@ -171,7 +171,8 @@ class Compute(Construct):
             env.update(w.database_environment)
         if "db_admin" in spec.needs:  # signs in as the master, sets the app role's password
             env["DATABASE_SECRET_ARN"] = self._master_secret().secret_arn
-            env["DATABASE_APP_SECRET_ARN"] = w.database_secret.secret_arn
+            if self._master_secret() is not w.database_secret:  # an existing database: one user, no app role to keep
+                env["DATABASE_APP_SECRET_ARN"] = w.database_secret.secret_arn
             env.update(w.database_environment)
         if "start_conversion" in spec.needs:
             env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn

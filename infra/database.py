@@ -64,17 +64,10 @@ class Database(Construct):
             self.environment["DATABASE_NAME"] = existing.database_name
         if existing.host:
             self.environment["DATABASE_HOST"] = existing.host
-            # The functions' own user; migrate (with the operator's secret) creates it on deploy.
-            app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_ROLE)
-            acknowledge(
-                app_secret,
-                "AwsSolutions-SMG4",
-                "An existing database is the operator's: no rotation Lambda of ours can reach it; migrate sets the "
-                "password from this secret on every deploy, so rotate it (and redeploy) with the operator's schedule.",
-            )
-            self.app_secret: secretsmanager.ISecret = app_secret
-        else:  # no host to put beside the generated password: the functions keep the operator's secret
-            self.app_secret = self.secret
+        # The operator's database, often behind the operator's RDS Proxy, which signs in only the users whose
+        # secrets it lists: a generated batchlane_app would be refused there. The functions keep the operator's
+        # secret (docs/deploy.md "Database users"); migrate gets it as the master.
+        self.app_secret: secretsmanager.ISecret = self.secret
 
     def _aurora(self, config: InfraConfig) -> None:
         aurora = config.aurora
