@@ -122,3 +122,12 @@ def test_the_migrate_function_sets_the_app_secrets_current_password(db, migrated
     assert result["PhysicalResourceId"] == "batchlane-migrations"
     stored = db.one("SELECT rolpassword FROM pg_authid WHERE rolname = :r", r=APP_ROLE)
     assert stored is not None and _verifies(str(stored["rolpassword"]), "pw-v2")
+
+
+def test_the_offline_stacks_handlers_sign_in_as_batchlane_app(stack_factory):
+    """As on AWS: a handler missing a grant fails offline too, instead of passing as the owner."""
+    from batchlane.runtime import admin_database, services
+
+    stack_factory(schedules=False)
+    assert services().db.one("SELECT current_user AS who") == {"who": APP_ROLE}
+    assert admin_database().one("SELECT current_user AS who") != {"who": APP_ROLE}  # functions/migrate's
