@@ -6,7 +6,8 @@ grant), its own log group with retention, its own role holding only the grants i
 ``needs`` name (``batchlane.topology_grants``, which the offline stack enforces too), and the lane settings from context.
 
 Secrets never travel in environment variables: a ``db`` function gets
-``DATABASE_SECRET_ARN`` and reads the secret at run time.
+``DATABASE_SECRET_ARN`` (the application role's secret) and reads it at run time; ``migrate``
+(``db_admin``) gets the master secret there and the application secret as ``DATABASE_APP_SECRET_ARN``.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ class Wiring:
 
     bucket: s3.IBucket
     bedrock: BedrockBatchAccess
-    database_secret: secretsmanager.ISecret
+    database_secret: secretsmanager.ISecret  # the application role's (batchlane_app): every ``db`` function
     network: Network
     intake_state_machine_arn: str
     conversion_state_machine_arn: str
@@ -67,6 +68,8 @@ class Wiring:
     webhook_delivery_state_machine_arn: str = ""
     # Folder jobs (docs/architecture.md "Folder jobs"): the loop's machine.
     folder_job_state_machine_arn: str = ""
+    # The master user's secret: ``db_admin`` (migrate) only. None: the same as database_secret.
+    database_master_secret: secretsmanager.ISecret | None = None
 
 
 def function_code(name: str) -> lambda_.Code:
@@ -115,7 +118,7 @@ class Compute(Construct):
         )
         # Logging to its own group only (instead of AWSLambdaBasicExecutionRole's logs:* on every group).
         role.add_to_policy(iam.PolicyStatement(actions=["logs:CreateLogStream", "logs:PutLogEvents"], resources=[log_group.log_group_arn]))
-        in_vpc = "db" in spec.needs
+        in_vpc = bool({"db", "db_admin"} & set(spec.needs))
         if in_vpc:  # CDK adds this only to roles it creates itself
             role.add_managed_policy(iam.ManagedPolicy.from_aws_managed_policy_name("service-role/AWSLambdaVPCAccessExecutionRole"))
         network = self._wiring.network
@@ -166,6 +169,11 @@ class Compute(Construct):
         if "db" in spec.needs:
             env["DATABASE_SECRET_ARN"] = w.database_secret.secret_arn
             env.update(w.database_environment)
+        if "db_admin" in spec.needs:  # signs in as the master, sets the app role's password
+            env["DATABASE_SECRET_ARN"] = self._master_secret().secret_arn
+            if self._master_secret() is not w.database_secret:  # an existing database: one user, no app role to keep
+                env["DATABASE_APP_SECRET_ARN"] = w.database_secret.secret_arn
+            env.update(w.database_environment)
         if "start_conversion" in spec.needs:
             env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn
         if {"start_batch_lane", "task_response"} & set(spec.needs):
@@ -181,6 +189,9 @@ class Compute(Construct):
         if {"webhook_secret_read", "webhook_secret_rotate"} & set(spec.needs):
             env["WEBHOOK_SECRET_ARN"] = self._webhook_secret().secret_arn  # the ARN, never the value
         return env
+
+    def _master_secret(self) -> secretsmanager.ISecret:
+        return self._wiring.database_master_secret or self._wiring.database_secret
 
     def _webhook_secret(self) -> secretsmanager.ISecret:
         if self._wiring.webhook_secret is None:
@@ -198,6 +209,7 @@ class Compute(Construct):
             model_ids=self._config.model_ids,
             bedrock_service_role_arn=w.bedrock.service_role.role_arn,
             database_secret=w.database_secret,
+            database_master_secret=self._master_secret(),
             conversion_state_machine_arn=w.conversion_state_machine_arn,
             batch_lane_state_machine_arn=w.batch_lane_state_machine_arn,
             intake_state_machine_arn=w.intake_state_machine_arn,

@@ -23,6 +23,7 @@ from infra.config import InfraConfig
 from infra.nag import acknowledge, arn_token
 
 DATABASE_NAME = "batchlane"
+APP_ROLE = "batchlane_app"  # batchlane.db.migrate.APP_ROLE: the role migrate keeps for the functions
 MIGRATIONS_DIR = topology.REPO_ROOT / "layers" / "batchlane" / "batchlane" / "db" / "migrations"
 
 
@@ -41,6 +42,7 @@ class Database(Construct):
         self.cluster: rds.DatabaseCluster | None = None
         self.proxy: rds.DatabaseProxy | None = None
         self.environment: dict[str, str] = {}  # DATABASE_NAME / DATABASE_HOST for the functions
+        self._app_rotation: secretsmanager.RotationSchedule | None = None  # runs once migrate made the role
         if config.database_mode == "existing":
             self._existing(config)
         else:
@@ -62,6 +64,10 @@ class Database(Construct):
             self.environment["DATABASE_NAME"] = existing.database_name
         if existing.host:
             self.environment["DATABASE_HOST"] = existing.host
+        # The operator's database, often behind the operator's RDS Proxy, which signs in only the users whose
+        # secrets it lists: a generated batchlane_app would be refused there. The functions keep the operator's
+        # secret (docs/deploy.md "Database users"); migrate gets it as the master.
+        self.app_secret: secretsmanager.ISecret = self.secret
 
     def _aurora(self, config: InfraConfig) -> None:
         aurora = config.aurora
@@ -142,7 +148,10 @@ class Database(Construct):
         )
         assert cluster.secret is not None
         self.cluster = cluster
-        self.secret = cluster.secret
+        self.secret = cluster.secret  # the master user's: migrate only
+        # The application role's (DML only): every other function signs in with it. attach() adds the
+        # cluster's host, port and engine, as in the master secret, for the functions and the rotation.
+        self.app_secret = rds.DatabaseSecret(self, "AppSecret", username=APP_ROLE).attach(cluster)
 
         # The functions reach the cluster through the proxy only. It runs in the subnets with
         # egress: it reads the secret from Secrets Manager.
@@ -150,7 +159,7 @@ class Database(Construct):
         self.proxy = cluster.add_proxy(
             "Proxy",
             db_proxy_name=f"{config.stack_name.lower()}-db-proxy",
-            secrets=[cluster.secret],  # CDK's proxy role may read this secret only
+            secrets=[cluster.secret, self.app_secret],  # one per database user; CDK's proxy role may read these only
             vpc=vpc,
             vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
             security_groups=[proxy_sg],
@@ -166,21 +175,24 @@ class Database(Construct):
         if config.secret_rotation_days > 0:
             rotation_sg = ec2.SecurityGroup(self, "RotationSg", vpc=vpc, description="batchlane secret rotation Lambda")
             cluster.connections.allow_default_port_from(rotation_sg, "PostgreSQL from the secret rotation Lambda")
-            cluster.secret.add_rotation_schedule(
-                "Rotation",
-                automatically_after=Duration.days(config.secret_rotation_days),
-                hosted_rotation=secretsmanager.HostedRotation.postgre_sql_single_user(
-                    vpc=vpc,
-                    vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
-                    security_groups=[rotation_sg],
-                ),
-            )
+            for construct_id, secret in (("Rotation", cluster.secret), ("AppRotation", self.app_secret)):
+                schedule = secret.add_rotation_schedule(
+                    construct_id,
+                    automatically_after=Duration.days(config.secret_rotation_days),
+                    hosted_rotation=secretsmanager.HostedRotation.postgre_sql_single_user(
+                        vpc=vpc,
+                        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+                        security_groups=[rotation_sg],
+                    ),
+                )
+            self._app_rotation = schedule  # single user: batchlane_app changes its own password
         else:
-            acknowledge(
-                cluster.secret,
-                "AwsSolutions-SMG4",
-                "Rotation disabled by context secretRotationDays=0 (operator's choice, e.g. during a migration).",
-            )
+            for secret in (cluster.secret, self.app_secret):
+                acknowledge(
+                    secret,
+                    "AwsSolutions-SMG4",
+                    "Rotation disabled by context secretRotationDays=0 (operator's choice, e.g. during a migration).",
+                )
 
         acknowledge(
             cluster,
@@ -202,8 +214,11 @@ class Database(Construct):
             "Migrations",
             service_token=provider.service_token,
             resource_type="Custom::BatchlaneMigrations",
-            properties={"MigrationsHash": migrations_hash(), "SecretArn": self.secret.secret_arn},
+            # A new app secret re-runs migrate, which sets that password on the role.
+            properties={"MigrationsHash": migrations_hash(), "SecretArn": self.secret.secret_arn, "AppSecretArn": self.app_secret.secret_arn},
         )
+        if self._app_rotation is not None:  # the first rotation signs in as batchlane_app: migrate creates it first
+            self._app_rotation.node.add_dependency(resource)
         if self.cluster is not None:
             resource.node.add_dependency(self.cluster)
         if self.proxy is not None:  # the migrate function connects through it, like every function

@@ -87,7 +87,8 @@ class GrantTargets:
     bucket: s3.IBucket
     model_ids: tuple[str, ...]
     bedrock_service_role_arn: str
-    database_secret: secretsmanager.ISecret | None = None
+    database_secret: secretsmanager.ISecret | None = None  # the application role's
+    database_master_secret: secretsmanager.ISecret | None = None  # the cluster's master user's (migrate only)
     conversion_state_machine_arn: str | None = None
     batch_lane_state_machine_arn: str | None = None
     intake_state_machine_arn: str | None = None
@@ -115,9 +116,9 @@ class GrantTargets:
             return [stack.format_arn(service="events", resource="event-bus", resource_name="default")]
         if kind == "any":
             return ["*"]
-        if kind == "database_secret" and self.database_secret is not None:
+        secret = {"database_secret": self.database_secret, "database_master_secret": self.database_master_secret}.get(kind)
+        if secret is not None:
             # What Secret.grant_read uses: a partial ARN (imported by name) matches the random suffix.
-            secret = self.database_secret
             return [secret.secret_full_arn or f"{secret.secret_arn}-??????"]
         if kind == "conversion_state_machine" and self.conversion_state_machine_arn:
             return [self.conversion_state_machine_arn]

@@ -56,7 +56,8 @@ class BatchlaneStack(Stack):
             wiring=Wiring(
                 bucket=storage.bucket,
                 bedrock=bedrock,
-                database_secret=database.secret,
+                database_secret=database.app_secret,
+                database_master_secret=database.secret,
                 database_environment=database.environment,
                 network=database.network,
                 conversion_state_machine_arn=conversion_arn,

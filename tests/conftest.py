@@ -48,6 +48,16 @@ def db(migrated_url: str) -> Iterator[Database]:
     database.close()
 
 
+@pytest.fixture
+def app_db(migrated_url: str) -> Iterator[Database]:
+    """Signed in as ``batchlane_app``, the role every function but migrate uses (DML only)."""
+    from batchlane_dev.local.stack import app_role_url
+
+    database = Database(connect_params_from_url(app_role_url(migrated_url)))
+    yield database
+    database.close()
+
+
 def start_stack(  # type: ignore[no-untyped-def]
     database_url: str,
     *,

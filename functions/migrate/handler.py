@@ -1,5 +1,7 @@
 """migrate: applies the SQL migrations. Also the CloudFormation custom resource (Create/Update).
 
+It signs in as the master user (the only function with the master secret), then keeps the
+application role ``batchlane_app`` the other functions use: password from its secret, DML only.
 ``{"action": "status"}`` changes nothing and reports the migrations and the session's TLS state
 (``batchlane doctor`` invokes it: the database is reachable only from inside the VPC).
 """
@@ -8,14 +10,15 @@ from typing import Any
 
 from batchlane.db.migrate import migrate, migration_status
 from batchlane.handlers import lambda_handler
-from batchlane.runtime import services
+from batchlane.runtime import admin_database, app_role_password
 
 
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    db = admin_database()
     if event.get("action") == "status":
-        return migration_status(services().db)
+        return migration_status(db)
     if event.get("RequestType") == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId", "batchlane-migrations")}
-    applied = migrate(services().db)
+    applied = migrate(db, app_password=app_role_password())
     return {"PhysicalResourceId": "batchlane-migrations", "Data": {"Applied": ",".join(applied) or "none"}}

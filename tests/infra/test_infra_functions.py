@@ -67,7 +67,7 @@ def test_each_function_is_granted_exactly_what_its_needs_name(synth: Synth, spec
     managed = json.dumps(role["Properties"].get("ManagedPolicyArns", []))
     caller_policy_id = synth.logical_id("BedrockBatch/CallerPolicy")
     assert (caller_policy_id in managed) == ("bedrock_batch" in spec.needs)
-    assert (VPC_MANAGED in managed) == ("db" in spec.needs)
+    assert (VPC_MANAGED in managed) == bool({"db", "db_admin"} & set(spec.needs))
 
 
 MACHINE_BY_NEED = {
@@ -136,7 +136,7 @@ def test_secrets_never_travel_in_environment_variables(synth: Synth) -> None:
         assert "resolve:secretsmanager" not in dumped and "password" not in dumped, logical_id
         for key, value in env.items():
             if "SECRET" in key:  # an ARN to read at run time (the webhook signing secret's since issue 14)
-                assert key in ("DATABASE_SECRET_ARN", "WEBHOOK_SECRET_ARN"), (logical_id, key)
+                assert key in ("DATABASE_SECRET_ARN", "DATABASE_APP_SECRET_ARN", "WEBHOOK_SECRET_ARN"), (logical_id, key)
                 assert isinstance(value, dict) and value.get("Ref") in secret_ids, (logical_id, value)
 
 
@@ -153,7 +153,7 @@ def test_db_functions_run_in_the_vpc_and_the_database_admits_only_them(synth: Sy
     lambda_sg = synth.logical_id("Database/LambdaSg")
     for spec in topology.FUNCTIONS:
         vpc = _function(synth, spec.name)["Properties"].get("VpcConfig")
-        if "db" in spec.needs:
+        if {"db", "db_admin"} & set(spec.needs):
             assert vpc["SecurityGroupIds"] == [{"Fn::GetAtt": [lambda_sg, "GroupId"]}]
         else:
             assert vpc is None

@@ -37,7 +37,8 @@ def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
     if len(parts) == 2 and parts[0] == bucket_arn and parts[1].startswith("/") and parts[1].endswith("*"):
         return "objects", parts[1][1:-1]
     if isinstance(resource, dict) and synth.resources.get(resource.get("Ref", ""), {}).get("Type", "").startswith("AWS::SecretsManager::"):
-        return ("webhook_secret" if "SigningSecret" in resource["Ref"] else "database_secret"), ""
+        ref = resource["Ref"]
+        return ("webhook_secret" if "SigningSecret" in ref else "database_secret" if "AppSecret" in ref else "database_master_secret"), ""
     text = json.dumps(resource)
     if "s3:::customer-docs/contracts/*" in text:  # conftest.FOLDER_SOURCE
         return "folder_objects", ""

@@ -167,3 +167,5 @@ def test_an_existing_database_replaces_aurora(tmp_path: Path, layer_dir: Path) -
             assert props["VpcConfig"]["SubnetIds"] == ["subnet-0123456789abcdef0", "subnet-0123456789abcdef1"]
             assert props["VpcConfig"]["SecurityGroupIds"] == ["sg-0123456789abcdef0"]
     assert existing.of_type("Custom::BatchlaneMigrations")
+    migrate_env = existing.resources[existing.logical_id("Compute/Migrate")]["Properties"]["Environment"]["Variables"]
+    assert migrate_env["DATABASE_SECRET_ARN"] == secret_arn and "DATABASE_APP_SECRET_ARN" not in migrate_env  # no batchlane_app made there

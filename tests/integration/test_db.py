@@ -16,6 +16,12 @@ from batchlane.domain import status as st
 from batchlane.pdf import plan_chunks
 
 
+@pytest.fixture
+def db(app_db: Database) -> Database:
+    """The repositories run as the functions do: as ``batchlane_app`` (no DDL), not as the owner."""
+    return app_db
+
+
 def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
     with db.transaction() as tx:
         file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
@@ -33,8 +39,12 @@ def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
     return str(job["id"])
 
 
-def test_migrate_is_idempotent_and_applies_every_file(db):
-    assert migrate(db) == []  # the session fixture applied them already
+def test_migrate_is_idempotent_and_applies_every_file(db, migrated_url):
+    owner = Database(connect_params_from_url(migrated_url))  # migrations are the master's (migrate)
+    try:
+        assert migrate(owner) == []  # the session fixture applied them already
+    finally:
+        owner.close()
     applied = {r["version"] for r in db.run("SELECT version FROM schema_migrations")}
     assert applied == {version for version, _ in migration_files()}
 

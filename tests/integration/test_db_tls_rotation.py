@@ -88,6 +88,7 @@ class TlsPostgres:
     ca_file: str  # the CA that signed the server's certificate
     other_ca_file: str  # a CA that did not
     admin: Database
+    admin_url: str  # the superuser over the Unix socket, in the postgres database
 
     def role(self, password: str) -> str:
         """A fresh login role owning nothing, allowed into the ``batchlane`` database."""
@@ -116,7 +117,9 @@ def tls_pg() -> Iterator[TlsPostgres]:
     admin = Database(connect_params_from_url(server.admin_url))
     admin.execute_script("CREATE DATABASE batchlane")
     try:
-        yield TlsPostgres(port=server.port, ca_file=str(workdir / "ca.pem"), other_ca_file=str(workdir / "other-ca.pem"), admin=admin)
+        yield TlsPostgres(
+            port=server.port, ca_file=str(workdir / "ca.pem"), other_ca_file=str(workdir / "other-ca.pem"), admin=admin, admin_url=server.admin_url
+        )
     finally:
         admin.close()
         server.stop()
@@ -269,3 +272,31 @@ def test_credentials_still_refused_after_the_re_fetch_raise_a_clear_error(tls_pg
     assert role in str(caught.value) and "stored-password" not in str(caught.value)
     assert caught.value.error_id == "DB_AUTH_FAILED"
     db.close()
+
+
+# -- issue 15: the application role, signed in with its password over TLS --------------------
+def test_migrate_gives_batchlane_app_the_secrets_password_and_single_user_rotation_works(tls_pg: TlsPostgres) -> None:
+    """What the deployed pieces do in order: migrate (master) sets the app secret's password on
+    batchlane_app; a function signs in with it (scram, TLS); the hosted single-user rotation signs
+    in as batchlane_app and changes its own password; a later migrate run sets the secret's current one."""
+    from batchlane.db.migrate import APP_ROLE, ensure_app_role, migrate
+
+    owner = Database(connect_params_from_url(tls_pg.admin_url.replace("/postgres?", "/batchlane?")))
+    try:
+        migrate(owner, app_password="app-pw-1")
+        app = Database(tls_pg.params(APP_ROLE, "app-pw-1"))
+        try:
+            assert app.one("SELECT current_user AS who, count(*) AS n FROM files") == {"who": APP_ROLE, "n": 0}
+            app.run(f"ALTER ROLE {APP_ROLE} PASSWORD 'app-pw-2'")  # the rotation Lambda, signed in as the role
+        finally:
+            app.close()
+        with pytest.raises(DatabaseAuthFailed):
+            Database(tls_pg.params(APP_ROLE, "app-pw-1")).one("SELECT 1")
+        ensure_app_role(owner, "app-pw-3")  # a redeploy: migrate sets the secret's current password again
+        again = Database(tls_pg.params(APP_ROLE, "app-pw-3"))
+        try:
+            assert again.one("SELECT current_user AS who") == {"who": APP_ROLE}
+        finally:
+            again.close()
+    finally:
+        owner.close()

@@ -158,16 +158,16 @@ def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def
 
 @main.group()
 def db() -> None:
-    """Database commands (DATABASE_URL selects the server)."""
+    """Database commands (DATABASE_ADMIN_URL, else DATABASE_URL, selects the server and the owner)."""
 
 
 @db.command()
 def migrate() -> None:
     """Apply the SQL migrations in order; running it again applies nothing."""
     from batchlane.db.migrate import migrate as apply
-    from batchlane.runtime import services
+    from batchlane.runtime import admin_database
 
-    applied = apply(services().db)
+    applied = apply(admin_database())  # the owner's: batchlane_app may not change the schema
     click.echo(f"applied: {', '.join(applied)}" if applied else "database is up to date")
 
 

@@ -72,6 +72,7 @@ class Targets:
     bedrock_service_role_arn: str
     model_ids: tuple[str, ...]
     database_secret_arn: str | None = None
+    database_master_secret_arn: str | None = None
     intake_state_machine_arn: str = ""
     webhook_delivery_state_machine_arn: str = ""
     webhook_secret_arn: str = ""
@@ -88,6 +89,7 @@ class Targets:
             "objects": [f"arn:{p}:s3:::{self.bucket}/{prefix}*"],
             "bucket": [f"arn:{p}:s3:::{self.bucket}"],
             "database_secret": [f"{self.database_secret_arn}*"] if self.database_secret_arn else [],
+            "database_master_secret": [f"{self.database_master_secret_arn}*"] if self.database_master_secret_arn else [],
             "models": [arn for model_id in self.model_ids for arn in granted_model_arns(model_id, self)],
             "batch_jobs": [f"arn:{p}:bedrock:{region}:{account}:model-invocation-job/*"],
             "bedrock_service_role": [self.bedrock_service_role_arn],

@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import os
+import secrets
 import socket
 import threading
 import time
@@ -28,12 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlparse, urlunparse
 
 import boto3
 from moto.server import ThreadedMotoServer
 
 from batchlane.config import reload_settings
-from batchlane.runtime import reset_services, services
+from batchlane.db.connection import Database, connect_params_from_url
+from batchlane.runtime import admin_database, reset_services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
 from batchlane_dev.local import iam, patches, postgres
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
@@ -109,6 +112,21 @@ def start_from_empty_tables(db: Any) -> dict[str, int]:
     return {table: n for table, n in counts.items() if n}
 
 
+def app_role_url(admin_url: str) -> str:
+    """Migrate as the owner, (re)create ``batchlane_app`` with a fresh password; return its URL."""
+    from batchlane.db.migrate import APP_ROLE, migrate
+
+    password = secrets.token_urlsafe(24)
+    db = Database(connect_params_from_url(admin_url))
+    try:
+        migrate(db, app_password=password)
+    finally:
+        db.close()
+    parsed = urlparse(admin_url)
+    where = parsed.netloc.rpartition("@")[2]
+    return urlunparse(parsed._replace(netloc=f"{APP_ROLE}:{quote(password, safe='')}@{where}"))
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -135,7 +153,10 @@ class OfflineStack:
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> OfflineStack:
         self.options.workdir.mkdir(parents=True, exist_ok=True)
-        database_url = self.options.database_url or self._start_postgres()
+        # The owner (migrations, emptying tables) and the application role every handler signs in as,
+        # as on AWS (docs/deploy.md "Database authentication"): a missing grant fails offline too.
+        admin_url = self.options.database_url or self._start_postgres()
+        database_url = app_role_url(admin_url)
         moto_port = _free_port()
         self._set_env({**_STATIC_ENV, "MOTO_PORT": str(moto_port)})
         # Powertools reads its level when the logger is made: a CLI that imported the package
@@ -164,6 +185,7 @@ class OfflineStack:
             "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": bedrock_url,
             "AWS_ENDPOINT_URL_SERVICE_QUOTAS": bedrock_url,  # moto has no Bedrock quotas: the emulator serves them
             "DATABASE_URL": database_url,
+            "DATABASE_ADMIN_URL": admin_url,  # functions/migrate only
             "BATCHLANE_BUCKET": BUCKET,
             "BATCHLANE_TIME_SCALE": str(self.faults.time_scale),
             "CONVERSION_STATE_MACHINE_ARN": self.state_machine_arns["conversion"],
@@ -186,10 +208,7 @@ class OfflineStack:
             self.grants = iam.GrantEnforcer(self._grant_targets())
         iam.install(self.grants)  # before reset_services: the handlers' clients are made hooked
         reset_services()
-        from batchlane.db.migrate import migrate
-
-        migrate(services().db)
-        self.forgotten_rows = start_from_empty_tables(services().db)
+        self.forgotten_rows = start_from_empty_tables(admin_database())
         if self.forgotten_rows:
             log.warning("offline stack starts from empty tables; an earlier run's rows were dropped", extra={"rows": self.forgotten_rows})
         patches.install(self.registry, self._start_execution_from_event)

@@ -36,6 +36,11 @@ class Settings(BaseSettings):
     # connect instead of the secret's host (the RDS Proxy endpoint). docs/deploy.md "Database connections".
     database_name: str | None = None
     database_host: str | None = None
+    # migrate only: the application role's secret (migrate sets that password on ``batchlane_app``;
+    # every other function signs in with it). docs/deploy.md "Database authentication".
+    database_app_secret_arn: str | None = None
+    # Offline and tests only: the owner's URL migrate uses while DATABASE_URL is the application role's.
+    database_admin_url: str | None = None
     # TLS to PostgreSQL over TCP: verify-full (CA + host name) unless set otherwise; "disable" only
     # for a server on a trusted local link. The CA file is a PEM bundle; unset = the system trust store.
     batchlane_db_ssl_mode: Literal["verify-full", "verify-ca", "disable"] = "verify-full"

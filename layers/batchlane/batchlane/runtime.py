@@ -70,6 +70,28 @@ def _database(settings: Settings) -> Database:
     raise RuntimeError("no database configured: set DATABASE_URL or DATABASE_SECRET_ARN")
 
 
+_admin: Database | None = None
+
+
+def admin_database() -> Database:
+    """The migrator's connection: DATABASE_ADMIN_URL offline; on AWS ``migrate`` alone holds the
+    master secret as its DATABASE_SECRET_ARN, so its :func:`services` database is already the owner's."""
+    global _admin
+    settings = services().settings
+    if not settings.database_admin_url:
+        return services().db
+    with _lock:
+        if _admin is None:
+            _admin = Database(connect_params_from_url(settings.database_admin_url, ssl_mode=settings.batchlane_db_ssl_mode))
+        return _admin
+
+
+def app_role_password() -> str | None:
+    """The application role's current password (its secret, read past the cache), or None without one."""
+    arn = services().settings.database_app_secret_arn
+    return str(SecretsManagerSource(arn).fetch(force=True)["password"]) if arn else None
+
+
 def services() -> Services:
     global _services
     with _lock:
@@ -98,9 +120,11 @@ def services() -> Services:
 
 
 def reset_services() -> None:
-    global _services
+    global _services, _admin
     with _lock:
         if _services is not None:
             _services.db.close()
-        _services = None
+        if _admin is not None:
+            _admin.close()
+        _services = _admin = None
         reset_clients()

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Literal
 
 Capability = Literal[
-    "db",  # PostgreSQL (secret read + network)
+    "db",  # PostgreSQL as the application role batchlane_app (its secret + network): DML only
+    "db_admin",  # PostgreSQL as the master user (master secret + network) and the app secret to set: migrate only
     "s3_read_uploads",  # read users' uploads (uploads/)
     "s3_read_jobs",  # read chunk sources, chunk results, the Markdown (jobs/)
     "s3_read_batch",  # read batch inputs, outputs, results (batch/)
@@ -100,7 +101,7 @@ class ScheduleSpec:
 
 
 FUNCTIONS: tuple[FunctionSpec, ...] = (
-    FunctionSpec("migrate", "Applies the SQL migrations (CloudFormation custom resource).", ("db",), 300),
+    FunctionSpec("migrate", "Applies the SQL migrations, keeps the application role (CloudFormation custom resource).", ("db_admin",), 300),
     FunctionSpec(
         "job_create",
         "Opens a conversion job (status splitting) for an uploaded PDF and starts its intake; answers at once.",
@@ -113,7 +114,15 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "job_split",
         "Intake: streams the upload to /tmp, validates and splits it into chunk PDFs, writes the chunk rows, parks or starts the job.",
-        ("db", "s3_read_uploads", "s3_write_jobs", "s3_delete_chunk_sources", "start_conversion", "publish_events", "folder_read"),  # folder files are read where they lie
+        (
+            "db",
+            "s3_read_uploads",
+            "s3_write_jobs",
+            "s3_delete_chunk_sources",
+            "start_conversion",
+            "publish_events",
+            "folder_read",
+        ),  # folder files are read where they lie
         900,
         3008,
         1024,

@@ -18,7 +18,8 @@ from batchlane.topology import EVENT_SOURCE
 ResourceKind = Literal[
     "objects",  # objects of the bucket under ``prefix`` (arn:aws:s3:::bucket/prefix*)
     "bucket",  # the bucket itself (ListBucket); ``prefix`` becomes an s3:prefix condition
-    "database_secret",  # the database credentials secret
+    "database_secret",  # the application role's credentials secret (batchlane_app)
+    "database_master_secret",  # the cluster's master credentials secret (migrate only)
     "models",  # the configured models: foundation models and inference profiles
     "batch_jobs",  # model-invocation jobs of this account and region (ids assigned by Bedrock)
     "bedrock_service_role",  # the role Bedrock assumes for batch jobs
@@ -62,6 +63,8 @@ _LIST_BUCKET = Grant(("s3:ListBucket",), ("bucket",))
 
 CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
+    # migrate signs in as the master and sets the application role's password from its secret.
+    "db_admin": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_master_secret", "database_secret")),),
     # S3 by prefix: each function reads and writes only the prefixes its code touches. ListBucket stays
     # on the bucket: without it a missing object answers 403 instead of 404 (S3 API Reference,
     # GetObject/HeadObject "Permissions"), and a prefix condition does not apply to those calls.

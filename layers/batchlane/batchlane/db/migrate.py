@@ -6,6 +6,11 @@ once (the CloudFormation custom resource, the CLI, the offline stack).
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import os
+import re
 from importlib import resources
 
 from batchlane.db.connection import Database
@@ -19,8 +24,11 @@ def migration_files() -> list[tuple[str, str]]:
     return [(name.removesuffix(".sql"), (folder / name).read_text()) for name in names]
 
 
-def migrate(db: Database) -> list[str]:
-    """Return the versions applied by this call (empty when already up to date)."""
+def migrate(db: Database, *, app_password: str | None = None) -> list[str]:
+    """Return the versions applied by this call (empty when already up to date).
+
+    With ``app_password``, then (re)creates the application role with it (:func:`ensure_app_role`).
+    """
     db.run("CREATE TABLE IF NOT EXISTS schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())")
     applied_now: list[str] = []
     db.run("SELECT pg_advisory_lock(:key)", key=_LOCK_KEY)
@@ -31,6 +39,8 @@ def migrate(db: Database) -> list[str]:
                 continue
             db.execute_script(f"BEGIN;\n{sql}\nINSERT INTO schema_migrations (version) VALUES ('{version}');\nCOMMIT;")
             applied_now.append(version)
+        if app_password is not None:
+            ensure_app_role(db, app_password)
     finally:
         db.run("SELECT pg_advisory_unlock(:key)", key=_LOCK_KEY)
     return applied_now
@@ -54,3 +64,49 @@ def migration_status(db: Database) -> dict[str, object]:
         "tls": bool(session["ssl"]),
         "loopback": address is None or address in ("127.0.0.1", "::1"),  # None: a Unix socket
     }
+
+
+APP_ROLE = "batchlane_app"  # the functions' database user (docs/deploy.md "Database authentication")
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_SCRAM_ITERATIONS = 4096  # PostgreSQL's default scram_iterations
+
+
+def scram_verifier(password: str, *, salt: bytes | None = None, iterations: int = _SCRAM_ITERATIONS) -> str:
+    """The SCRAM-SHA-256 verifier PostgreSQL stores (RFC 7677): sent instead of the password,
+    so the clear text never appears in a statement the server could log."""
+    salt = salt if salt is not None else os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha256", password.encode(), salt, iterations)
+    stored_key = hashlib.sha256(hmac.new(salted, b"Client Key", hashlib.sha256).digest()).digest()
+    server_key = hmac.new(salted, b"Server Key", hashlib.sha256).digest()
+    b64 = lambda raw: base64.b64encode(raw).decode()  # noqa: E731
+    return f"SCRAM-SHA-256${iterations}:{b64(salt)}${b64(stored_key)}:{b64(server_key)}"
+
+
+def ensure_app_role(db: Database, password: str, *, role: str = APP_ROLE) -> None:
+    """Create (or update) the login role the functions use: DML on the tables and USAGE on the
+    sequences of ``public``, now and for later migrations' objects; no DDL, owns nothing. Idempotent.
+
+    Run by ``migrate`` as the owner of the schema objects (the master user).
+    """
+    if not _ROLE_NAME.match(role):
+        raise ValueError(f"not a plain role name: {role!r}")
+    verifier = scram_verifier(password).replace("'", "''")  # base64 and '$:': no quote, escaped anyway
+    db.run(f"DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN CREATE ROLE {role}; END IF; END $$")
+    db.run(f"ALTER ROLE {role} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT PASSWORD '{verifier}'")
+    database = db.one("SELECT current_database() AS name")
+    assert database is not None
+    name = str(database["name"]).replace('"', '""')
+    for statement in (
+        f'GRANT CONNECT ON DATABASE "{name}" TO {role}',
+        f"GRANT USAGE ON SCHEMA public TO {role}",
+        # PostgreSQL 15+ grants PUBLIC no CREATE on public (Aurora here runs 17): the role gets none either.
+        f"REVOKE CREATE ON SCHEMA public FROM {role}",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}",
+        f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role}",
+        # The migration log is the migrator's: the functions may read it (doctor, status), not write it.
+        f"REVOKE INSERT, UPDATE, DELETE ON schema_migrations FROM {role}",
+        # Tables and sequences later migrations create (as this same user) are covered too.
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO {role}",
+        f"ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE ON SEQUENCES TO {role}",
+    ):
+        db.run(statement)
