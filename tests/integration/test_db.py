@@ -21,7 +21,7 @@ def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
         file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
         job = job_repo.insert_job(
             tx,
-            file_id=str(file_row["id"]),
+            file_id=str(file_row.id),
             owner_id="owner-1",
             status=status,
             options={},
@@ -30,7 +30,7 @@ def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
             pages_per_chunk=50,
             chunks=plan_chunks(pages, 50),
         )
-    return str(job["id"])
+    return str(job.id)
 
 
 def test_migrate_is_idempotent_and_applies_every_file(db):
@@ -47,7 +47,7 @@ def test_statuses_are_constrained(db):
 
 def test_one_live_job_per_file(db):
     job_id = make_job(db)
-    file_id = str(job_repo.get_job(db, job_id)["file_id"])
+    file_id = str(job_repo.get_job(db, job_id).file_id)
     with pytest.raises(UniqueViolation) as refused:
         job_repo.insert_job(
             db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
@@ -57,16 +57,16 @@ def test_one_live_job_per_file(db):
 
 def test_transitions_are_guarded_on_the_current_status(db):
     job_id = make_job(db)
-    assert job_repo.move_job(db, job_id, st.start())["status"] == "processing"
-    assert job_repo.move_job(db, job_id, st.pause_budget())["status"] == "paused_budget"
+    assert job_repo.move_job(db, job_id, st.start()).status == "processing"
+    assert job_repo.move_job(db, job_id, st.pause_budget()).status == "paused_budget"
     assert job_repo.move_job(db, job_id, st.pause_budget()) is None
-    assert job_repo.move_job(db, job_id, st.resume())["status"] == "processing"
+    assert job_repo.move_job(db, job_id, st.resume()).status == "processing"
 
 
 def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
     job_id = make_job(db)
     job_repo.move_job(db, job_id, st.start())
-    assert job_repo.claim_chunk(db, job_id, 0, "worker-a")["attempts"] == 1
+    assert job_repo.claim_chunk(db, job_id, 0, "worker-a").attempts == 1
     assert job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 3)
     assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-b", 3)
     db.run("UPDATE chunk_jobs SET status = 'cancelled' WHERE job_id = CAST(:id AS uuid)", id=job_id)
@@ -137,10 +137,10 @@ def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
     with db.transaction() as tx:
         assert leave_batch_lane(tx, job_id, options={"_batchPrimed": True}, hold_hours=6)
     job = job_repo.get_job(db, job_id)
-    assert (job["status"], job["options"]) == ("pending", {"_batchPrimed": True})
-    assert {c["status"] for c in job_repo.get_chunks(db, job_id)} == {"pending"}
+    assert (job.status, job.options) == ("pending", {"_batchPrimed": True})
+    assert {c.status for c in job_repo.get_chunks(db, job_id)} == {"pending"}
     hold = db.one("SELECT expires_at < now() + interval '7 hours' AS back FROM funds_holds WHERE job_id = CAST(:id AS uuid)", id=job_id)
     assert hold["back"], "the hold is back to the on-demand window"
     with db.transaction() as tx:
         assert not leave_batch_lane(tx, job_id, options={}, hold_hours=6), "a job no longer parked stays as it is"
-    assert job_repo.get_job(db, job_id)["options"] == {"_batchPrimed": True}
+    assert job_repo.get_job(db, job_id).options == {"_batchPrimed": True}

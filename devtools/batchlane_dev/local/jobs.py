@@ -34,15 +34,17 @@ def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options:
         raise RuntimeError(f"job_create failed: {payload.get('errorType')}: {payload.get('errorMessage')}")
     if not wait_split or payload["status"] != "splitting":
         return dict(payload)
-    job = wait_until(lambda: (row := job_repo.get_job(svc.db, payload["jobId"])) and row.status != "splitting" and row, timeout_s=600, what="the split")
-    lane = None if job["status"] in TERMINAL else ("batch" if job["status"] == "waiting_batch" else "on_demand")
+    job: job_repo.JobRow = wait_until(
+        lambda: (row := job_repo.get_job(svc.db, payload["jobId"])) and row.status != "splitting" and row, timeout_s=600, what="the split"
+    )
+    lane = None if job.status in TERMINAL else ("batch" if job.status == "waiting_batch" else "on_demand")
     return {
         **payload,
-        "status": job["status"],
-        "totalPages": job["total_pages"],
-        "chunkCount": job["chunk_count"],
-        "errorId": job["error_id"],
-        "errorMessage": job["error_message"],
+        "status": job.status,
+        "totalPages": job.total_pages,
+        "chunkCount": job.chunk_count,
+        "errorId": job.error_id,
+        "errorMessage": job.error_message,
         "laneDecision": lane,
     }
 
