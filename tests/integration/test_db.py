@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError, fields
 from decimal import Decimal
 
 import pytest
@@ -53,6 +54,23 @@ def test_one_live_job_per_file(db):
             db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
         )
     assert refused.value.constraint == "one_live_job_per_file"
+
+
+@pytest.mark.parametrize(("row_type", "table"), [(job_repo.JobRow, "large_conversion_jobs"), (job_repo.ChunkRow, "chunk_jobs"), (job_repo.FileRow, "files")])
+def test_each_typed_row_reads_only_columns_its_table_has(db, row_type, table):
+    columns = {r["column_name"] for r in db.run("SELECT column_name FROM information_schema.columns WHERE table_name = :t", t=table)}
+    assert {f.name for f in fields(row_type)} <= columns
+
+
+def test_rows_come_back_typed_with_string_ids_and_cannot_be_changed(db):
+    job_id = make_job(db)
+    job = job_repo.get_job(db, job_id)
+    chunk = job_repo.get_chunks(db, job_id)[0]
+    file_row = job_repo.get_file(db, job.file_id)
+    assert (job.id, chunk.job_id, file_row.id) == (job_id, job_id, job.file_id)  # use cases compare them with the ids they were given
+    assert (job.options, job.total_cost_usd, chunk.result_key, file_row.source_bucket) == ({}, Decimal(0), None, None)
+    with pytest.raises(FrozenInstanceError):
+        job.status = "completed"  # type: ignore[misc]
 
 
 def test_transitions_are_guarded_on_the_current_status(db):
