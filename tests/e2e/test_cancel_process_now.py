@@ -140,7 +140,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     wait_until(lambda: execution_status("conversion", job_id) not in (None, "RUNNING"), what="the conversion execution to end")
     assert execution_status("conversion", job_id) == "SUCCEEDED", "a cancel is not a failed execution (no alarm)"
     chunks = {c.chunk_index: c for c in job_repo.get_chunks(services().db, job_id)}
-    stopped = chunks[running[0]["chunk_index"]]
+    stopped = chunks[running[0].chunk_index]
     assert stopped.status == "cancelled"
     assert stopped.pages_done < 20, "the chunk went on converting after the cancel"
     assert all(c.status in ("cancelled", "completed") for c in chunks.values())
