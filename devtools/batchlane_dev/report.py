@@ -22,9 +22,9 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
     full_price_of_batch_pages = Decimal(0)
     for chunk in job_repo.get_chunks(svc.db, job_id):
-        if not chunk["result_key"]:
+        if not chunk.result_key:
             continue
-        for item in svc.store.get_json(chunk["result_key"])["pages"]:
+        for item in svc.store.get_json(chunk.result_key)["pages"]:
             page = PageResult.from_json(item)
             if page.status == "blank":
                 pages_by_lane["blank"] += 1
@@ -34,24 +34,24 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
                 pages_by_lane["truncated"] += 1
             if page.served_by == "batch":
                 pages_by_lane["batch"] += 1
-                full_price_of_batch_pages += svc.prices.cost(job["model_id"], page.usage)
+                full_price_of_batch_pages += svc.prices.cost(job.model_id, page.usage)
             elif page.served_by == "on_demand" and page.status != "failed":
                 pages_by_lane["on_demand"] += 1
-    total = Decimal(job["total_cost_usd"])
+    total = Decimal(job.total_cost_usd)
     batch_row = svc.db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
     all_on_demand = on_demand_cost + full_price_of_batch_pages
     return {
         "job_id": job_id,
-        "status": job["status"],
-        "error_id": job["error_id"],
-        "error_message": job["error_message"],
-        "pages": job["total_pages"],
-        "pages_converted": job["pages_converted"],
-        "pages_failed": job["pages_failed"],
+        "status": job.status,
+        "error_id": job.error_id,
+        "error_message": job.error_message,
+        "pages": job.total_pages,
+        "pages_converted": job.pages_converted,
+        "pages_failed": job.pages_failed,
         "pages_blank": pages_by_lane["blank"],
         "pages_truncated": pages_by_lane["truncated"],
-        "markdown_key": job["markdown_key"],
-        "model_id": job["model_id"],
+        "markdown_key": job.markdown_key,
+        "model_id": job.model_id,
         "total_cost_usd": float(total),
         "ledger_total_usd": float(on_demand_cost + batch_cost),
         "all_on_demand_cost_usd": float(all_on_demand),

@@ -46,7 +46,7 @@ def page_results(job_id: str) -> dict[int, PageResult]:
     svc = services()
     results: dict[int, PageResult] = {}
     for chunk in job_repo.get_chunks(svc.db, job_id):
-        for item in svc.store.get_json(chunk["result_key"])["pages"]:
+        for item in svc.store.get_json(chunk.result_key)["pages"]:
             page = PageResult.from_json(item)
             assert page.page_number not in results, f"page {page.page_number} twice"
             results[page.page_number] = page
@@ -58,9 +58,9 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     svc = services()
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None
-    assert job["status"] == "completed", (job["status"], job["error_id"], job["error_message"])
-    assert job["pages_failed"] == 0
-    markdown = svc.store.get_bytes(job["markdown_key"]).decode()
+    assert job.status == "completed", (job.status, job.error_id, job.error_message)
+    assert job.pages_failed == 0
+    markdown = svc.store.get_bytes(job.markdown_key).decode()
     last = -1
     for number in range(1, pages + 1):
         marker = markdown.index(f"<!-- Page {number} -->")
@@ -74,7 +74,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     rows = ledger.ledger_rows(svc.db, job_id)
     assert len([r for r in rows if r["source"] == "batch"]) <= 1
     total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
-    assert Decimal(job["total_cost_usd"]) == total
+    assert Decimal(job.total_cost_usd) == total
     chunk_cost = sum((Decimal(r["cost_usd"]) for r in rows if r["source"] == "chunk"), Decimal(0))
     on_demand_pages_cost = sum((p.cost_usd for p in results.values() if p.served_by == "on_demand"), Decimal(0))
     # Chunk rows book every on-demand call made (a discarded multi-page answer or a re-ask
@@ -83,7 +83,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     assert all(p.cost_usd == 0 for p in results.values() if p.served_by == "batch")
     requests = sum(r["metadata"].get("requests", 0) for r in rows if r["source"] == "chunk")
     assert (chunk_cost == 0) == (requests == 0), "chunk cost without a call, or a call without its cost"
-    batch_cost = Decimal(job["options"].get("_batchCostUsd", "0"))
+    batch_cost = Decimal(job.options.get("_batchCostUsd", "0"))
     assert total == chunk_cost + batch_cost
     hold = ledger.get_hold(svc.db, job_id)
     assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total
@@ -104,7 +104,7 @@ def assert_retries_booked(job_id: str) -> dict[int, list[dict[str, Any]]]:
         if (n := row["metadata"].get("retry")) is not None:
             by_retry.setdefault(int(n), []).append(row)
     assert set(by_retry) <= {r["attempt"] for r in history}, "a ledger row tagged with a retry that does not exist"
-    running_total = Decimal(history[0]["previous_total_usd"]) if history else Decimal(job["total_cost_usd"])
+    running_total = Decimal(history[0]["previous_total_usd"]) if history else Decimal(job.total_cost_usd)
     assert running_total == sum((Decimal(r["cost_usd"]) for r in rows if "retry" not in r["metadata"]), Decimal(0))
     for retry in history:
         assert retry["status"] != "running", f"retry {retry['attempt']} still running"
@@ -113,5 +113,5 @@ def assert_retries_booked(job_id: str) -> dict[int, list[dict[str, Any]]]:
         assert Decimal(retry["cost_usd"]) == booked, (retry["attempt"], retry["cost_usd"], booked)
         assert {r["chunk_index"] for r in by_retry.get(retry["attempt"], [])} <= {int(c["chunkIndex"]) for c in retry["chunks_before"]}
         running_total += booked
-    assert Decimal(job["total_cost_usd"]) == running_total == sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
+    assert Decimal(job.total_cost_usd) == running_total == sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
     return by_retry

@@ -53,12 +53,12 @@ def assert_total_is_the_ledger(job_id: str) -> Decimal:
     """A completed job's total, its settled hold and its options' batch cost agree with the ledger, exactly."""
     svc = services()
     job = job_repo.get_job(svc.db, job_id)
-    assert job is not None and job["status"] == "completed", job and job["status"]
+    assert job is not None and job.status == "completed", job and job.status
     rows = ledger.ledger_rows(svc.db, job_id)
     total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
     batch = sum((Decimal(r["cost_usd"]) for r in rows if r["source"] == "batch"), Decimal(0))
-    assert Decimal(job["total_cost_usd"]) == total, ("job total", job["total_cost_usd"], total)
-    assert Decimal((job["options"] or {}).get("_batchCostUsd", "0")) == batch
+    assert Decimal(job.total_cost_usd) == total, ("job total", job.total_cost_usd, total)
+    assert Decimal((job.options or {}).get("_batchCostUsd", "0")) == batch
     hold = ledger.get_hold(svc.db, job_id)
     assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total
     return total

@@ -55,7 +55,7 @@ def test_the_claimer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(
 
     def all_done() -> bool:
         stack.registry.invoke("batch_claimer", {})
-        return all(job(j)["status"] in ("completed", "failed") for j in job_ids)
+        return all(job(j).status in ("completed", "failed") for j in job_ids)
 
     wait_until(all_done, timeout_s=180, poll_s=0.5, what="the three jobs, one after another")
     # Then each went through the lane, never two Bedrock jobs of the model at a time
@@ -78,8 +78,8 @@ def test_a_batch_row_closing_after_the_job_settled_updates_its_total(stack_facto
 
     stack, job_id = _act_while_the_batch_job_runs(factory, "process-now")
     # When the on-demand conversion completes and settles before the stopped batch job is billed
-    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
-    settled_before = job(job_id)["total_cost_usd"]
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
+    settled_before = job(job_id).total_cost_usd
     assert batch_row(job_id)["state"] != "closed", "the batch row must close after the settle for this test to mean anything"
     gate["collect"].release()
     wait_until(lambda: batch_row(job_id)["state"] == "closed", what="the stopped batch job to be billed")

@@ -64,8 +64,8 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
     assert final.status == "completed"
 
     job = job_repo.get_job(svc.db, job_id)
-    assert job is not None and job["pages_failed"] == 1
-    markdown = svc.store.get_bytes(job["markdown_key"]).decode()
+    assert job is not None and job.pages_failed == 1
+    markdown = svc.store.get_bytes(job.markdown_key).decode()
     assert f"<!-- Page {DRAWING}: failed (PAGE_TOO_LARGE) -->" in markdown
     for number in range(1, PAGES + 1):
         if number != DRAWING:
@@ -82,9 +82,9 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
     manifest = svc.store.get_json(keys.batch_manifest_key(job_id))
     record_ids = [r for ids in manifest["chunks"].values() for r in ids]
     assert len(record_ids) == PAGES - 1 and not any(r.endswith(f"-p{DRAWING}") for r in record_ids)
-    assert calls == 0 and job["pages_batch"] == PAGES - 1
+    assert calls == 0 and job.pages_batch == PAGES - 1
     # The photo page's record carries the reduced page: the very bytes the on-demand path would send.
-    photo_chunk = next(c for c in job_repo.get_chunks(svc.db, job_id) if c["first_page"] <= PHOTO <= c["last_page"])
+    photo_chunk = next(c for c in job_repo.get_chunks(svc.db, job_id) if c.first_page <= PHOTO <= c.last_page)
     sent = next(p for p in chunk_pages(svc.store, job_id, photo_chunk, render=False) if p.number == PHOTO)
     assert len(sent.pdf_bytes) <= MAX_PAGE_BYTES
     lines = b"".join(svc.store.get_bytes(s["key"]) for s in manifest["shards"]).splitlines()

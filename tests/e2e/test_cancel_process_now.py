@@ -74,14 +74,14 @@ def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = "te
         return exc.code, json.loads(exc.read())
 
 
-def job(job_id: str) -> dict[str, Any]:
+def job(job_id: str) -> job_repo.JobRow:
     found = job_repo.get_job(services().db, job_id)
     assert found is not None
     return found
 
 
 def file_of(job_id: str) -> str:
-    return str(job(job_id)["file_id"])
+    return str(job(job_id).file_id)
 
 
 def batch_ledger_rows(job_id: str) -> list[dict[str, Any]]:
@@ -104,20 +104,20 @@ def bedrock_job(stack: Any, job_id: str) -> Any:
 
 def assert_all_pages_on_demand(job_id: str) -> None:
     done = job(job_id)
-    assert done["status"] == "completed", (done["status"], done["error_id"], done["error_message"])
-    assert (done["pages_converted"], done["pages_failed"], done["pages_batch"]) == (PAGES, 0, 0)
-    assert "_batchPrimed" not in done["options"]
+    assert done.status == "completed", (done.status, done.error_id, done.error_message)
+    assert (done.pages_converted, done.pages_failed, done.pages_batch) == (PAGES, 0, 0)
+    assert "_batchPrimed" not in done.options
     hold = ledger.get_hold(services().db, job_id)
     assert hold["outcome"] == "settled"
 
 
 def assert_nothing_charged(job_id: str) -> None:
     done = job(job_id)
-    assert done["status"] == "cancelled"
-    assert Decimal(done["total_cost_usd"]) == 0
+    assert done.status == "cancelled"
+    assert Decimal(done.total_cost_usd) == 0
     hold = ledger.get_hold(services().db, job_id)
     assert hold["outcome"] == "cancelled" and not hold["settled_usd"]
-    assert job_repo.get_file(services().db, str(done["file_id"]))["status"] == "uploaded"
+    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
 
 
 # -- cancel ---------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     )
     job_id, _ = submit()
     running = wait_until(
-        lambda: [c for c in job_repo.get_chunks(services().db, job_id) if c["status"] == "processing" and c["pages_done"] >= 2],
+        lambda: [c for c in job_repo.get_chunks(services().db, job_id) if c.status == "processing" and c.pages_done >= 2],
         what="a chunk part-way through its pages",
     )
     # When the user cancels
@@ -139,15 +139,15 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     # Then the workflow ends, the running chunk stopped early and never completed
     wait_until(lambda: execution_status("conversion", job_id) not in (None, "RUNNING"), what="the conversion execution to end")
     assert execution_status("conversion", job_id) == "SUCCEEDED", "a cancel is not a failed execution (no alarm)"
-    chunks = {c["chunk_index"]: c for c in job_repo.get_chunks(services().db, job_id)}
-    stopped = chunks[running[0]["chunk_index"]]
-    assert stopped["status"] == "cancelled"
-    assert stopped["pages_done"] < 20, "the chunk went on converting after the cancel"
-    assert all(c["status"] in ("cancelled", "completed") for c in chunks.values())
+    chunks = {c.chunk_index: c for c in job_repo.get_chunks(services().db, job_id)}
+    stopped = chunks[running[0].chunk_index]
+    assert stopped.status == "cancelled"
+    assert stopped.pages_done < 20, "the chunk went on converting after the cancel"
+    assert all(c.status in ("cancelled", "completed") for c in chunks.values())
     # its partial spend is on the ledger (our cost), and nothing is charged to the user
-    chunk_rows = [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "chunk" and r["chunk_index"] == stopped["chunk_index"]]
+    chunk_rows = [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "chunk" and r["chunk_index"] == stopped.chunk_index]
     assert chunk_rows and sum(Decimal(r["cost_usd"]) for r in chunk_rows) > 0
-    assert Decimal(stopped["cost_usd"]) == sum(Decimal(r["cost_usd"]) for r in chunk_rows)
+    assert Decimal(stopped.cost_usd) == sum(Decimal(r["cost_usd"]) for r in chunk_rows)
     assert_ledger_equals_tokens_served(stack, [job_id])  # every call Bedrock answered is booked, exactly
     assert_nothing_charged(job_id)
 
@@ -176,7 +176,7 @@ def test_cancel_while_the_batch_job_runs_stops_it_bills_its_output_once_and_char
     # cancelled is terminal everywhere: the claimer, the sweeper and the recovery leave it alone
     for function in ("batch_claimer", "batch_sweeper", "recovery"):
         assert not stack.registry.invoke(function, {}).failed
-    assert job(job_id)["status"] == "cancelled" and len(batch_ledger_rows(job_id)) == 1
+    assert job(job_id).status == "cancelled" and len(batch_ledger_rows(job_id)) == 1
     assert execution_status("conversion", job_id) is None
 
 
@@ -185,7 +185,7 @@ def test_a_job_cancelled_before_the_claimer_ran_is_never_claimed(stack_factory):
     gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
     job_id, _ = submit()
     gate.wait_entered()
-    assert job(job_id)["status"] == "waiting_batch" and batch_row(job_id) is None
+    assert job(job_id).status == "waiting_batch" and batch_row(job_id) is None
     assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
     gate.release()
     for function in ("batch_claimer", "batch_sweeper", "recovery"):
@@ -221,7 +221,7 @@ def test_process_now_before_the_claimer_converts_on_demand_and_the_claimer_never
     assert status == 200 and body["action"] == "skipped_row_inserted", body
     gate.release()
     assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
-    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     assert_all_pages_on_demand(job_id)
     row = batch_row(job_id)
     assert (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "process_now")
@@ -239,7 +239,7 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
     assert status == 200 and body["batchRowState"] == "preparing" and body["resumed"] is True, body
     gate.release()
-    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the batch row to close")
     assert_all_pages_on_demand(job_id)
     assert row["reason"] == "process_now"
@@ -247,7 +247,7 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
     assert row["bedrock_job_arn"] and stack.bedrock.jobs[row["bedrock_job_arn"]].status == "Stopped"
     assert row["end_state"] == "Stopped" and len(batch_ledger_rows(job_id)) == 1
     wait_until(lambda: execution_status("batch", job_id) == "SUCCEEDED", what="the batch lane to end")
-    assert job(job_id)["status"] == "completed"
+    assert job(job_id).status == "completed"
     assert_batch_row_bills_the_manifest(job_id)
     assert_total_is_the_ledger(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
@@ -255,8 +255,8 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
 
 def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_page(stack_factory):
     stack, job_id = _act_while_the_batch_job_runs(stack_factory, "process-now")
-    assert ledger.get_hold(services().db, job_id)["expires_at"].timestamp() < job(job_id)["updated_at"].timestamp() + 7 * 3600
-    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    assert ledger.get_hold(services().db, job_id)["expires_at"].timestamp() < job(job_id).updated_at.timestamp() + 7 * 3600
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
     wait_until(lambda: execution_status("batch", job_id) not in (None, "RUNNING"), what="the batch lane to end")
     assert_all_pages_on_demand(job_id)
@@ -264,7 +264,7 @@ def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_p
     assert stack.bedrock.jobs[row["bedrock_job_arn"]].status == "Stopped"
     billed = batch_ledger_rows(job_id)
     assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the partial output is billed exactly once"
-    assert job(job_id)["status"] == "completed", "the lane's late Resume must not touch a converted job"
+    assert job(job_id).status == "completed", "the lane's late Resume must not touch a converted job"
     assert_batch_row_bills_the_manifest(job_id)
     assert_total_is_the_ledger(job_id)  # whichever came first, the settle or the batch bill
     assert_ledger_equals_tokens_served(stack, [job_id])
@@ -276,17 +276,17 @@ def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_prim
     job_id, _ = submit()
     gate.wait_entered()  # collected and closed; the lane has not resumed the job
     row = batch_row(job_id)
-    assert row["state"] == "closed" and row["accepted_count"] > 0 and job(job_id)["status"] == "waiting_batch"
+    assert row["state"] == "closed" and row["accepted_count"] > 0 and job(job_id).status == "waiting_batch"
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
     assert status == 200 and body["resumed"] is False and body["action"] == "left_to_recovery", body
-    assert job(job_id)["status"] == "waiting_batch"
+    assert job(job_id).status == "waiting_batch"
     recovered = stack.registry.invoke("recovery", {})
     assert job_id in recovered.result["resumed"], recovered
     gate.release()
-    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the primed conversion")
-    options = job(job_id)["options"]
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the primed conversion")
+    options = job(job_id).options
     assert options["_batchPrimed"] is True and Decimal(options["_batchCostUsd"]) == Decimal(row["cost_usd"])
-    assert job(job_id)["pages_batch"] == row["accepted_count"], "the batch results were used"
+    assert job(job_id).pages_batch == row["accepted_count"], "the batch results were used"
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1
     assert_batch_row_bills_the_manifest(job_id)
@@ -301,7 +301,7 @@ def test_another_user_cannot_cancel_or_process_now(stack_factory):
     for action in ("cancel", "process-now"):
         status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/{action}", user="someone-else")
         assert (status, body["code"]) == (404, "FILE_NOT_FOUND")
-    assert job(job_id)["status"] == "waiting_batch" and batch_row(job_id) is None
+    assert job(job_id).status == "waiting_batch" and batch_row(job_id) is None
     assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
 
 
@@ -321,7 +321,7 @@ def test_process_now_while_splitting_sends_a_batch_eligible_job_on_demand(stack_
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
     assert status == 200 and body["action"] == "flagged_while_splitting" and body["status"] == "splitting", body
     gate.release()
-    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the on-demand conversion")
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     assert_all_pages_on_demand(job_id)
     assert_converted_whole(job_id)
     assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
@@ -337,8 +337,8 @@ def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory)
     wait_until(lambda: execution_status("intake", job_id) not in (None, "RUNNING"), what="the intake to end")
     assert execution_status("intake", job_id) == "SUCCEEDED"
     done = job(job_id)
-    assert done["status"] == "cancelled" and done["chunk_count"] == 0 and job_repo.get_chunks(services().db, job_id) == []
+    assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.get_chunks(services().db, job_id) == []
     assert ledger.get_hold(services().db, job_id) is None, "no hold was ever placed"
-    assert job_repo.get_file(services().db, str(done["file_id"]))["status"] == "uploaded"
+    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
     assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
     assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None

@@ -36,7 +36,7 @@ def test_a_user_with_many_parked_jobs_does_not_delay_another_users_one(stack_fac
     # Then its first round serves A's oldest job and B's job: B does not wait behind A's other four
     assert first["claimed"] == [a_jobs[0], b_job], first
     # And B's job converts through the lane
-    wait_until(lambda: job_repo.get_job(services().db, b_job)["status"] == "completed", timeout_s=120, what="B's conversion")
+    wait_until(lambda: job_repo.get_job(services().db, b_job).status == "completed", timeout_s=120, what="B's conversion")
     # and the next free place goes to A's next job, in A's own order
     second = wait_until(lambda: stack.registry.invoke("batch_claimer", {}).result["claimed"], timeout_s=120, what="the next claim")
     assert second[0] == a_jobs[1], second

@@ -41,7 +41,7 @@ def _convert(stack, pages: int, *, blank_every: int = 0, lines_per_page: int = 1
 def _pages(svc, job_id: str) -> dict[int, tuple[str, str]]:  # type: ignore[no-untyped-def]
     """page number → (marker suffix, body) from the job's Markdown; asserts each page appears once, in order."""
     job = job_repo.get_job(svc.db, job_id)
-    markdown = svc.store.get_bytes(job["markdown_key"]).decode()
+    markdown = svc.store.get_bytes(job.markdown_key).decode()
     pieces = _MARKER.split(markdown)
     pages: dict[int, tuple[str, str]] = {}
     for i in range(1, len(pieces), 3):
@@ -51,7 +51,7 @@ def _pages(svc, job_id: str) -> dict[int, tuple[str, str]]:  # type: ignore[no-u
             pages[number] = (suffix, pages[number][1])
             continue
         pages[number] = (suffix, body)
-    assert list(pages) == list(range(1, job["total_pages"] + 1)), "a page is missing or out of order"
+    assert list(pages) == list(range(1, job.total_pages + 1)), "a page is missing or out of order"
     return pages
 
 
@@ -67,13 +67,13 @@ def test_pages_go_five_to_a_request_each_under_its_own_marker_and_every_call_is_
     stack = stack_factory("", batch_lane=False)
     svc, job_id = _convert(stack, 60, blank_every=20)
     job = job_repo.get_job(svc.db, job_id)
-    assert (job["status"], job["pages_failed"]) == ("completed", 0)
+    assert (job.status, job.pages_failed) == ("completed", 0)
     pages = _pages(svc, job_id)
     assert all(page_phrase(n, 60) in body for n, (_, body) in pages.items() if n % 20)
     # 57 non-blank pages in chunks of 50: 10 + 2 requests, not 57
     assert stack.bedrock.stats["converse_ok"] == 12
     rows = _chunk_rows(svc, job_id)
-    assert _meta_sum(rows, "requests") == 12 and sum(r["cost_usd"] for r in rows) == job["total_cost_usd"] > 0
+    assert _meta_sum(rows, "requests") == 12 and sum(r["cost_usd"] for r in rows) == job.total_cost_usd > 0
 
 
 def test_truncated_answers_are_halved_down_to_one_page_which_keeps_its_text_marked_truncated(stack_factory):
@@ -83,7 +83,7 @@ def test_truncated_answers_are_halved_down_to_one_page_which_keeps_its_text_mark
     svc, job_id = _convert(stack, 5)
     # Then 5 → 2 + 3 → … → five single pages: 9 requests, each page kept and marked truncated
     job = job_repo.get_job(svc.db, job_id)
-    assert job["status"] == "completed" and job["pages_failed"] == 0
+    assert job.status == "completed" and job.pages_failed == 0
     assert stack.bedrock.stats["converse_ok"] == 9
     pages = _pages(svc, job_id)
     assert {suffix for suffix, _ in pages.values()} == {": truncated"}
@@ -96,7 +96,7 @@ def test_markers_skipped_repeated_or_reordered_never_put_text_under_another_page
     stack = stack_factory("marker_fault_rate=0.6", batch_lane=False)
     svc, job_id = _convert(stack, 40)
     job = job_repo.get_job(svc.db, job_id)
-    assert (job["status"], job["pages_failed"]) == ("completed", 0)
+    assert (job.status, job.pages_failed) == ("completed", 0)
     for number, (_, body) in _pages(svc, job_id).items():
         assert page_phrase(number, 40) in body
         assert not any(page_phrase(other, 40) + "." in body for other in range(1, 41) if other != number)
@@ -107,7 +107,7 @@ def test_throttling_is_absorbed_with_no_page_lost(stack_factory):
     stack = stack_factory("throttle_rate=0.5", batch_lane=False, extra_env={**FAST_BACKOFF, "BATCHLANE_THROTTLE_MAX_ATTEMPTS": "30"})
     svc, job_id = _convert(stack, 60)
     job = job_repo.get_job(svc.db, job_id)
-    assert (job["status"], job["pages_failed"]) == ("completed", 0)
+    assert (job.status, job.pages_failed) == ("completed", 0)
     assert stack.bedrock.stats["converse_throttled"] > 0
     rows = _chunk_rows(svc, job_id)
     assert _meta_sum(rows, "throttled") == stack.bedrock.stats["converse_throttled"]
@@ -121,9 +121,9 @@ def test_an_exhausted_throttle_budget_never_completes_a_job_with_a_page_missing(
     job = job_repo.get_job(svc.db, job_id)
     chunk = job_repo.get_chunks(svc.db, job_id)[0]
     # Then the chunk was retried later (3 attempts), and its last attempt marked the pages failed, visibly
-    assert chunk["attempts"] == 3
+    assert chunk.attempts == 3
     # and the job completed with those pages visibly failed: none missing, none silently skipped
-    assert (job["status"], job["pages_failed"], job["error_id"]) == ("completed", 10, "PAGES_FAILED")
+    assert (job.status, job.pages_failed, job.error_id) == ("completed", 10, "PAGES_FAILED")
     pages = _pages(svc, job_id)
     assert [n for n, (suffix, _) in pages.items() if suffix.startswith(": failed")] == [n for n in range(1, 13) if n % 6]
 
@@ -133,7 +133,7 @@ def test_an_answer_covering_too_little_of_the_page_is_re_asked_once(stack_factor
     stack = stack_factory("omit_rate=0.5", batch_lane=False, extra_env={"BATCHLANE_PAGES_PER_REQUEST": "1"})
     svc, job_id = _convert(stack, 30)
     job = job_repo.get_job(svc.db, job_id)
-    assert (job["status"], job["pages_failed"]) == ("completed", 0)
+    assert (job.status, job.pages_failed) == ("completed", 0)
     rows = _chunk_rows(svc, job_id)
     reasks, improved = _meta_sum(rows, "coverageReasks"), _meta_sum(rows, "coverageImproved")
     assert reasks > 0 and improved > 0
@@ -159,10 +159,10 @@ def test_a_cancelled_chunk_starts_no_new_request_and_books_what_it_spent(stack_f
     # Then at most the request already in flight finishes; no result is written; the spend is booked
     assert stack.bedrock.stats["converse_requests"] <= seen_at_cancel + 1 < 10
     chunk = job_repo.get_chunks(svc.db, job_id)[0]
-    assert chunk["status"] == "cancelled" and chunk["result_key"] is None
+    assert chunk.status == "cancelled" and chunk.result_key is None
     (row,) = _chunk_rows(svc, job_id)
-    assert row["metadata"]["aborted"] and row["cost_usd"] > 0 and chunk["cost_usd"] == row["cost_usd"]
-    assert job_repo.get_job(svc.db, job_id)["status"] == "cancelled"
+    assert row["metadata"]["aborted"] and row["cost_usd"] > 0 and chunk.cost_usd == row["cost_usd"]
+    assert job_repo.get_job(svc.db, job_id).status == "cancelled"
 
 
 def test_a_chunk_at_its_invocation_deadline_keeps_its_pages_books_its_spend_and_continues(stack_factory):
@@ -174,15 +174,15 @@ def test_a_chunk_at_its_invocation_deadline_keeps_its_pages_books_its_spend_and_
     svc, job_id = _convert(stack, 12)
     # Then the chunk continued in fresh invocations and the job is whole
     job = job_repo.get_job(svc.db, job_id)
-    assert (job["status"], job["pages_failed"]) == ("completed", 0)
+    assert (job.status, job.pages_failed) == ("completed", 0)
     assert all(page_phrase(n, 12) in body for n, (_, body) in _pages(svc, job_id).items())
     rows = _chunk_rows(svc, job_id)
     continued = [r for r in rows if r["metadata"].get("continued")]
     assert len(continued) >= 2 and len(rows) == len(continued) + 1
-    assert job_repo.get_chunk(svc.db, job_id, 0)["attempts"] == len(rows)
+    assert job_repo.get_chunk(svc.db, job_id, 0).attempts == len(rows)
     # No page was asked twice, every answer was booked (also those that arrived after the deadline)
     assert _meta_sum(rows, "requests") == stack.bedrock.stats["converse_ok"] == 12
-    assert sum(r["cost_usd"] for r in rows) == job["total_cost_usd"] > 0
+    assert sum(r["cost_usd"] for r in rows) == job.total_cost_usd > 0
 
 
 def test_a_database_connection_killed_mid_chunk_is_re_established(stack_factory, migrated_url):
@@ -203,10 +203,10 @@ def test_a_database_connection_killed_mid_chunk_is_re_established(stack_factory,
     wait_for_job(svc, job_id, timeout_s=300)
     # Then the same attempt finished the chunk: nothing failed, the spend is booked once
     job = job_repo.get_job(svc.db, job_id)
-    assert (job["status"], job["pages_failed"]) == ("completed", 0)
-    assert job_repo.get_chunks(svc.db, job_id)[0]["attempts"] == 1
+    assert (job.status, job.pages_failed) == ("completed", 0)
+    assert job_repo.get_chunks(svc.db, job_id)[0].attempts == 1
     (row,) = _chunk_rows(svc, job_id)
-    assert row["cost_usd"] == job["total_cost_usd"] > 0 and row["metadata"]["requests"] == 10
+    assert row["cost_usd"] == job.total_cost_usd > 0 and row["metadata"]["requests"] == 10
 
 
 def test_the_global_limit_holds_across_workers_and_a_dead_workers_lease_expires(db, migrated_url):

@@ -82,6 +82,7 @@ def priority(owner: str) -> str:
     """The owner's local token with the group that may force on-demand (process-now)."""
     return f"{owner};groups=batchlane-priority"
 
+
 # A chunk is never paused or assembling (domain/status.py): what a job in those states has.
 CHUNKS_OF_JOB = {"paused_budget": "pending", "assembling": "completed"}
 
@@ -91,7 +92,7 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
     svc = services()
     with svc.db.transaction() as tx:
         file_row = job_repo.insert_file(tx, owner_id=owner, name="doc.pdf", s3_key="", size_bytes=len(PDF))
-        file_id = str(file_row["id"])
+        file_id = str(file_row.id)
         key = keys.upload_key(file_id, "doc.pdf")
         tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
         job = job_repo.insert_job(
@@ -106,15 +107,15 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
             chunks=plan_chunks(PAGES, PER_CHUNK),
             chunk_status=CHUNKS_OF_JOB.get(status, status),
         )
-        job_id = str(job["id"])
+        job_id = str(job.id)
         ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("0.12"), hours=6)
         job_repo.move_file(tx, file_id, st.convert())
         for index in range(completed_chunks):
             tx.run("UPDATE chunk_jobs SET status = 'completed' WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=index)
         if row_state == "preparing":
-            rows.insert_preparing(tx, job_id=job_id, model_id=job["model_id"], deadline_hours=26)
+            rows.insert_preparing(tx, job_id=job_id, model_id=job.model_id, deadline_hours=26)
         elif row_state == "submitted":
-            rows.insert_preparing(tx, job_id=job_id, model_id=job["model_id"], deadline_hours=26)
+            rows.insert_preparing(tx, job_id=job_id, model_id=job.model_id, deadline_hours=26)
             arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
             rows.mark_submitted(tx, job_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
         elif row_state == "closed":
@@ -122,14 +123,14 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
                 """INSERT INTO conversion_batch_jobs (job_id, state, model_id, end_state, accepted_count, fallback_count, cost_usd, closed_at)
                    VALUES (CAST(:id AS uuid), 'closed', :model, 'Completed', 4, 2, 0.0123, now() - interval '1 hour')""",
                 id=job_id,
-                model=job["model_id"],
+                model=job.model_id,
             )
     svc.store.put_bytes(key, PDF, "application/pdf")
     store_chunk_sources(svc.store, job_id, open_pdf(PDF, max_pages=PAGES), plan_chunks(PAGES, PER_CHUNK))  # as create_job does
     return file_id, job_id
 
 
-def job(job_id: str) -> dict[str, Any]:
+def job(job_id: str) -> job_repo.JobRow:
     found = job_repo.get_job(services().db, job_id)
     assert found is not None
     return found
@@ -159,7 +160,7 @@ def test_another_users_file_answers_404_and_is_left_alone(stack, owner, method, 
     # the same answer as for an id that does not exist at all
     missing_status, missing = call(stack, method, path.format(file=uuid.uuid4(), job=uuid.uuid4()), body, user=owner)
     assert (missing_status, missing["code"]) == (status, answer["code"])
-    assert job(job_id)["status"] == "waiting_batch"
+    assert job(job_id).status == "waiting_batch"
     assert call(stack, "GET", "/api/files", user=f"intruder-{owner}")[1]["files"] == []
 
 
@@ -206,17 +207,17 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     assert code == 200, body
     assert body["previousStatus"] == status and body["holdReleased"] is True
     db = services().db
-    assert job(job_id)["status"] == "cancelled"
-    assert [c["status"] for c in job_repo.get_chunks(db, job_id)] == ["completed", "cancelled"]
+    assert job(job_id).status == "cancelled"
+    assert [c.status for c in job_repo.get_chunks(db, job_id)] == ["completed", "cancelled"]
     hold = ledger.get_hold(db, job_id)
     assert hold["outcome"] == "cancelled" and not hold["settled_usd"]
-    assert job_repo.get_file(db, file_id)["status"] == "uploaded"
+    assert job_repo.get_file(db, file_id).status == "uploaded"
     row = rows.get_row(db, job_id)
     if row_state in ("preparing", "submitted"):
         assert row.reason == "cancelled" and row.state == row_state  # the lane closes it (and bills a submitted job) itself
     # cancelled is terminal: recovery does not resume it, a second cancel changes nothing
     resume_stranded(services(), older_than_s=0)
-    assert job(job_id)["status"] == "cancelled"
+    assert job(job_id).status == "cancelled"
     again = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {}, user=owner)
     assert again[0] == 200 and again[1]["alreadyCancelled"] is True
 
@@ -226,7 +227,7 @@ def test_cancel_of_a_finishing_or_finished_job_is_409(stack, owner, status, code
     file_id, job_id = make_job(owner, status)
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {}, user=owner)
     assert answer[0] == 409 and answer[1]["code"] == code
-    assert job(job_id)["status"] == status
+    assert job(job_id).status == status
     assert ledger.get_hold(services().db, job_id)["outcome"] is None
 
 
@@ -234,7 +235,7 @@ def test_cancel_guarded_on_the_job_id_the_caller_saw(stack, owner):
     file_id, job_id = make_job(owner, "pending")
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {"jobId": str(uuid.uuid4())}, user=owner)
     assert answer[0] == 409 and answer[1]["code"] == "JOB_NOT_CURRENT"
-    assert job(job_id)["status"] == "pending"
+    assert job(job_id).status == "pending"
 
 
 # -- process now ------------------------------------------------------------------------------
@@ -243,7 +244,7 @@ def test_process_now_only_from_waiting_batch(stack, owner, status):
     file_id, job_id = make_job(owner, status)
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=priority(owner))
     assert answer[0] == 409 and answer[1]["code"] == "NOT_BATCH_WAITING"
-    assert job(job_id)["status"] == status
+    assert job(job_id).status == status
 
 
 @pytest.mark.parametrize("row_state", [None, "preparing", "submitted"])
@@ -261,21 +262,21 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
         assert row.state == row_state  # the lane stops / leaves and closes it itself
     hold = ledger.get_hold(services().db, job_id)
     assert hold["expires_at"].timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
-    finished = wait_for(lambda: job(job_id)["status"] in ("completed", "failed") and job(job_id), what="the on-demand conversion")
-    assert finished["status"] == "completed" and finished["pages_failed"] == 0
-    assert finished["pages_converted"] == PAGES and finished["pages_batch"] == 0
-    assert "_batchPrimed" not in finished["options"]
+    finished: job_repo.JobRow = wait_for(lambda: job(job_id).status in ("completed", "failed") and job(job_id), what="the on-demand conversion")
+    assert finished.status == "completed" and finished.pages_failed == 0
+    assert finished.pages_converted == PAGES and finished.pages_batch == 0
+    assert "_batchPrimed" not in finished.options
 
 
 def test_process_now_between_close_and_resume_leaves_it_to_recovery_with_the_primed_results(stack, owner):
     file_id, job_id = make_job(owner, "waiting_batch", row_state="closed")
     code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=priority(owner))
     assert code == 200 and body["resumed"] is False and body["action"] == "left_to_recovery"
-    assert job(job_id)["status"] == "waiting_batch"
+    assert job(job_id).status == "waiting_batch"
     assert job_id in resume_stranded(services())["resumed"]
     resumed = job(job_id)
-    assert resumed["options"]["_batchPrimed"] is True and Decimal(resumed["options"]["_batchCostUsd"]) == Decimal("0.0123")
-    wait_for(lambda: job(job_id)["status"] == "completed", what="the primed conversion")
+    assert resumed.options["_batchPrimed"] is True and Decimal(resumed.options["_batchCostUsd"]) == Decimal("0.0123")
+    wait_for(lambda: job(job_id).status == "completed", what="the primed conversion")
 
 
 # -- uploads, convert, delete ----------------------------------------------------------------
@@ -310,8 +311,8 @@ def test_register_upload_convert_and_conflicts(stack, owner):
     assert status == 202 and created["status"] == "splitting" and created["totalPages"] == 0
     twice = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert twice[0] == 409 and twice[1]["code"] == "CONVERSION_IN_PROGRESS"
-    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="conversion")
-    assert job(created["jobId"])["total_pages"] == PAGES
+    wait_for(lambda: job(created["jobId"]).status == "completed", what="conversion")
+    assert job(created["jobId"]).total_pages == PAGES
     assert call(stack, "POST", "/api/v1/files", {"name": ""}, user=owner)[1]["code"] == "BAD_REQUEST"
     assert call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"nope": 1}}, user=owner)[1]["code"] in ("OPTIONS_INVALID", "BAD_REQUEST")
 
@@ -330,7 +331,7 @@ def test_convert_answers_202_splitting_at_once_then_the_job_converts(stack, owne
         listed = call(stack, "GET", "/api/files?status=splitting", user=owner)[1]["files"]
         assert [f["fileId"] for f in listed] == [file_id]
     # And once split, the job converts whole
-    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+    wait_for(lambda: job(created["jobId"]).status == "completed", what="the conversion")
     done = call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)[1]
     assert done["pages"] == {"total": PAGES, "done": PAGES, "failed": 0, "batchServed": 0}
     assert done["chunks"]["total"] == -(-PAGES // services().settings.batchlane_pages_per_chunk)
@@ -381,7 +382,7 @@ def test_a_pdf_that_cannot_be_read_ends_failed_with_its_error_id(stack, owner, c
     file_id = upload(stack, owner, content, "broken.pdf")
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert status == 202 and created["status"] == "splitting" and created["jobId"]
-    wait_for(lambda: job(created["jobId"])["status"] != "splitting", what="the split")
+    wait_for(lambda: job(created["jobId"]).status != "splitting", what="the split")
     code, view = call(stack, "GET", f"/api/v1/jobs/{created['jobId']}", user=owner)
     assert code == 200 and view["status"] == "failed" and view["error"]["code"] == error_id, view
     assert view["chunks"]["total"] == 0 and view["hold"] is None
@@ -401,7 +402,7 @@ def test_a_split_that_crashes_after_its_retries_marks_the_job_failed(stack, owne
         status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
         assert status == 202
         # Then the intake's Catch marks the job failed, visibly, and the file can be converted again
-        wait_for(lambda: job(created["jobId"])["status"] == "failed", what="the intake to fail the job")
+        wait_for(lambda: job(created["jobId"]).status == "failed", what="the intake to fail the job")
     finally:
         stack.registry.intercept("job_split", None)
     assert tries.count(created["jobId"]) == 3, "tried, then retried twice (the split is idempotent)"
@@ -411,7 +412,7 @@ def test_a_split_that_crashes_after_its_retries_marks_the_job_failed(stack, owne
     wait_for(lambda: intake_status(created["jobId"]) == "FAILED", what="the intake execution to end failed (alarm)")
     again = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert again[0] == 202
-    wait_for(lambda: job(again[1]["jobId"])["status"] != "splitting", what="the new job's split")  # nothing left running
+    wait_for(lambda: job(again[1]["jobId"]).status != "splitting", what="the new job's split")  # nothing left running
 
 
 def test_a_split_that_dies_after_committing_is_retried_and_the_job_still_converts(stack, owner):
@@ -435,12 +436,12 @@ def test_a_split_that_dies_after_committing_is_retried_and_the_job_still_convert
         file_id = upload(stack, owner, PDF)
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
         # Then the intake retries the split, which finds the job split and starts its conversion
-        wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+        wait_for(lambda: job(created["jobId"]).status == "completed", what="the conversion")
     finally:
         stack.registry.intercept("job_split", None)
     assert attempts[created["jobId"]] == 2
     wait_for(lambda: intake_status(created["jobId"]) == "SUCCEEDED", what="the intake to end")
-    assert len(job_repo.get_chunks(services().db, created["jobId"])) == job(created["jobId"])["chunk_count"] > 0
+    assert len(job_repo.get_chunks(services().db, created["jobId"])) == job(created["jobId"]).chunk_count > 0
 
 
 def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
@@ -453,10 +454,10 @@ def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
     # The held split now runs: it must notice the cancel and write, hold and start nothing
     wait_for(lambda: intake_status(created["jobId"]) == "SUCCEEDED", what="the intake to end")
     cancelled = job(created["jobId"])
-    assert cancelled["status"] == "cancelled" and cancelled["chunk_count"] == 0
+    assert cancelled.status == "cancelled" and cancelled.chunk_count == 0
     assert job_repo.get_chunks(services().db, created["jobId"]) == []
     assert ledger.get_hold(services().db, created["jobId"]) is None
-    assert job_repo.get_file(services().db, file_id)["status"] == "uploaded"
+    assert job_repo.get_file(services().db, file_id).status == "uploaded"
     arn = (services().workflows.conversion_arn or "").replace(":stateMachine:", ":execution:")
     with pytest.raises(ClientError):
         client("stepfunctions").describe_execution(executionArn=f"{arn}:conversion-{created['jobId']}")
@@ -467,11 +468,11 @@ def test_recovery_fails_a_job_left_splitting_long_after_its_intake_must_have_end
         svc = services()
         file_row = job_repo.insert_file(svc.db, owner_id=owner, name="doc.pdf", s3_key=f"uploads/{uuid.uuid4()}/doc.pdf", size_bytes=len(PDF))
         row = job_repo.insert_job(
-            svc.db, file_id=str(file_row["id"]), owner_id=owner, status="splitting", options={}, model_id=svc.settings.batchlane_model_id,
+            svc.db, file_id=str(file_row.id), owner_id=owner, status="splitting", options={}, model_id=svc.settings.batchlane_model_id,
             total_pages=0, pages_per_chunk=PER_CHUNK, chunks=[],
         )  # fmt: skip
-        svc.store.put_bytes(file_row["s3_key"], PDF, "application/pdf")
-        return str(file_row["id"]), str(row["id"])
+        svc.store.put_bytes(file_row.s3_key, PDF, "application/pdf")
+        return str(file_row.id), str(row.id)
 
     file_id, stalled = splitting_job()
     _, recent = splitting_job()
@@ -480,10 +481,10 @@ def test_recovery_fails_a_job_left_splitting_long_after_its_intake_must_have_end
     assert not outcome.failed and outcome.result["splitsFailed"] == [stalled], outcome
     view = call(stack, "GET", f"/api/v1/jobs/{stalled}", user=owner)[1]
     assert (view["status"], view["error"]["code"]) == ("failed", "SPLIT_STALLED")
-    assert job(recent)["status"] == "splitting", "a split that may still be running is left alone"
+    assert job(recent).status == "splitting", "a split that may still be running is left alone"
     again = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert again[0] == 202, "the file can be converted again"
-    wait_for(lambda: job(again[1]["jobId"])["status"] != "splitting", what="the new job's split")  # nothing left running
+    wait_for(lambda: job(again[1]["jobId"]).status != "splitting", what="the new job's split")  # nothing left running
 
 
 def test_process_now_while_splitting_flags_the_job_and_it_converts(stack, owner):
@@ -493,14 +494,14 @@ def test_process_now_while_splitting_flags_the_job_and_it_converts(stack, owner)
         assert held.entered.wait(30)
         code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": created["jobId"]}, user=priority(owner))
         assert code == 200 and (body["action"], body["status"], body["resumed"]) == ("flagged_while_splitting", "splitting", False), body
-    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+    wait_for(lambda: job(created["jobId"]).status == "completed", what="the conversion")
 
 
 def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     file_id, job_id = make_job(owner, "waiting_batch", row_state="submitted")
     status, body = call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)
     assert status == 200 and body["cancelledJobId"] == job_id
-    assert job(job_id)["status"] == "cancelled"
+    assert job(job_id).status == "cancelled"
     assert ledger.get_hold(services().db, job_id)["outcome"] == "cancelled"
     assert rows.get_row(services().db, job_id) is not None, "the batch row (and what it bills) outlives the file"
     assert call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)[0] == 404
@@ -508,7 +509,7 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     finishing, finishing_job = make_job(owner, "assembling")
     answer = call(stack, "DELETE", f"/api/v1/files/{finishing}", user=owner)
     assert answer[0] == 409 and answer[1]["code"] == "CONVERSION_FINISHING"
-    assert job(finishing_job)["status"] == "assembling"
+    assert job(finishing_job).status == "assembling"
 
 
 def test_delete_removes_every_object_the_file_left_but_batch_files_a_bedrock_job_still_reads(stack, owner):
@@ -520,7 +521,7 @@ def test_delete_removes_every_object_the_file_left_but_batch_files_a_bedrock_job
     # and a second file whose batch job Bedrock is still reading
     reading_file, reading_job = make_job(owner, "waiting_batch", row_state="submitted")
     store.put_json(keys.batch_manifest_key(reading_job), {"records": 6})
-    upload_key = job_repo.get_file(services().db, file_id)["s3_key"]
+    upload_key = job_repo.get_file(services().db, file_id).s3_key
     assert store.list_keys(f"jobs/{job_id}/") and store.list_keys(f"batch/{job_id}/")
     # When the owner deletes both
     assert call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)[0] == 200
@@ -612,7 +613,7 @@ def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stac
     # And the deployment's own model is accepted
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"modelId": settings.batchlane_model_id}}, user=owner)
     assert status == 202, created
-    wait_for(lambda: job(created["jobId"])["status"] == "completed", what="the conversion")
+    wait_for(lambda: job(created["jobId"]).status == "completed", what="the conversion")
 
 
 def test_job_creation_itself_refuses_a_model_the_deployment_did_not_configure(stack, owner):
@@ -625,7 +626,7 @@ def test_job_creation_itself_refuses_a_model_the_deployment_did_not_configure(st
     file_id = upload(stack, owner, PDF)
     created = create_job(services(), file_id=file_id, options={"modelId": priced_elsewhere})
     assert (created.status, created.error_id) == ("failed", "MODEL_NOT_ALLOWED"), created
-    assert job(created.job_id)["status"] == "failed"
+    assert job(created.job_id).status == "failed"
 
 
 @pytest.mark.parametrize("server", ["BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK"])

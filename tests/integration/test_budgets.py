@@ -52,7 +52,7 @@ def set_budget(stack: Any, owner: str, **fields: Any) -> dict[str, Any]:
     return body
 
 
-def jobs_of(owner: str) -> list[dict[str, Any]]:
+def jobs_of(owner: str) -> list[job_repo.JobRow]:
     return job_repo.list_jobs(services().db, owner_id=owner)
 
 
@@ -85,8 +85,8 @@ def test_a_job_whose_worst_case_exceeds_the_budget_fails_at_the_split_and_starts
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert status == 202, created
     # Then the split fails it with BUDGET_EXCEEDED: no chunk, no hold, no chunk source, no conversion
-    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split", timeout_s=180)
-    assert (done["status"], done["error_id"]) == ("failed", "BUDGET_EXCEEDED"), done
+    done: job_repo.JobRow = wait_for(lambda: (j := job(created["jobId"])).status in ("failed", "completed") and j, what="the split", timeout_s=180)
+    assert (done.status, done.error_id) == ("failed", "BUDGET_EXCEEDED"), done
     assert job_repo.get_chunks(services().db, created["jobId"]) == []
     assert ledger.get_hold(services().db, created["jobId"]) is None
     assert services().store.list_keys(f"jobs/{created['jobId']}/") == []
@@ -97,8 +97,8 @@ def test_a_job_with_more_pages_than_the_live_page_cap_fails_with_its_error(stack
     set_budget(stack, owner, maxLivePages=10)
     file_id = upload(stack, owner, PDF)
     created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
-    done = wait_for(lambda: (j := job(created["jobId"]))["status"] in ("failed", "completed") and j, what="the split", timeout_s=180)
-    assert (done["status"], done["error_id"]) == ("failed", "LIVE_PAGES_LIMIT"), done
+    done: job_repo.JobRow = wait_for(lambda: (j := job(created["jobId"])).status in ("failed", "completed") and j, what="the split", timeout_s=180)
+    assert (done.status, done.error_id) == ("failed", "LIVE_PAGES_LIMIT"), done
 
 
 def test_the_hold_is_sized_by_what_the_pages_hold_not_a_flat_rate(stack, owner):
@@ -107,7 +107,7 @@ def test_the_hold_is_sized_by_what_the_pages_hold_not_a_flat_rate(stack, owner):
     for name, lines in (("dense.pdf", 45), ("sparse.pdf", 1)):
         file_id = upload(stack, owner, make_pdf(4, lines_per_page=lines), name)
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
-        wait_for(lambda: job(created["jobId"])["status"] == "completed", what=f"the conversion of {name}", timeout_s=180)
+        wait_for(lambda: job(created["jobId"]).status == "completed", what=f"the conversion of {name}", timeout_s=180)
         holds[name] = Decimal(ledger.get_hold(services().db, created["jobId"])["amount_usd"])
     assert holds["dense.pdf"] > holds["sparse.pdf"] * Decimal("1.2"), holds
 
@@ -117,16 +117,16 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     _, job_id = make_job(owner, "pending")
     with services().db.transaction() as tx:
         ledger.add_chunk_cost(
-            tx, job_id=job_id, chunk_index=0, model_id=job(job_id)["model_id"], input_tokens=1, output_tokens=1, cost_usd=Decimal("0.12"), metadata={}
+            tx, job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("0.12"), metadata={}
         )
     # When its conversion runs
     services().workflows.start_conversion(job_id)
     # Then no chunk starts: the job pauses (and the workflow ends without failing it)
-    wait_for(lambda: job(job_id)["status"] == "paused_budget", what="the pause", timeout_s=180)
-    assert [c["status"] for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
+    wait_for(lambda: job(job_id).status == "paused_budget", what="the pause", timeout_s=180)
+    assert [c.status for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
     assert job_change_detail(services(), job_id)["outcome"] == "paused_budget"  # what the public event carries
     # (a resume waits until the paused run has ended: its last step marks it)
-    wait_for(lambda: job(job_id)["options"].get("_pauseSettled"), what="the paused run's end", timeout_s=180)
+    wait_for(lambda: job(job_id).options.get("_pauseSettled"), what="the paused run's end", timeout_s=180)
     # And with a budget that cannot carry more, the owner's resume is refused with 402
     set_budget(stack, owner, usdPerMonth="0.13")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
@@ -136,8 +136,8 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     set_budget(stack, owner, usdPerMonth="5")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert status == 200 and Decimal(body["holdUsd"]) > Decimal("0.12"), body
-    wait_for(lambda: job(job_id)["status"] == "completed", what="the resumed conversion", timeout_s=180)
-    assert job_repo.get_job(services().db, job_id)["pages_converted"] == 6
+    wait_for(lambda: job(job_id).status == "completed", what="the resumed conversion", timeout_s=180)
+    assert job_repo.get_job(services().db, job_id).pages_converted == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
 
@@ -148,24 +148,24 @@ def test_a_running_chunk_stops_once_its_spend_uses_up_the_hold_and_the_job_pause
     services().db.run("UPDATE funds_holds SET amount_usd = 0.000001 WHERE job_id = CAST(:id AS uuid)", id=job_id)
     # When its conversion runs (3 pages a chunk, one request at a time)
     services().workflows.start_conversion(job_id)
-    wait_for(lambda: job(job_id)["options"].get("_pauseSettled"), what="the paused run's end", timeout_s=180)
+    wait_for(lambda: job(job_id).options.get("_pauseSettled"), what="the paused run's end", timeout_s=180)
     # Then each chunk that started stopped after its first page instead of converting all three (the
     # chunks run side by side: each had started before the other's spend was booked); the pages are
     # kept for the resume, their cost is booked, no chunk completed, and the job is paused
-    assert job(job_id)["status"] == "paused_budget"
+    assert job(job_id).status == "paused_budget"
     booked = ledger.ledger_rows(services().db, job_id)
     ran = sorted({r["chunk_index"] for r in booked})
     assert ran and sum(Decimal(r["cost_usd"]) for r in booked) > 0
     for index in ran:
         assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) == 1, index
-    assert "completed" not in [c["status"] for c in job_repo.get_chunks(services().db, job_id)]
+    assert "completed" not in [c.status for c in job_repo.get_chunks(services().db, job_id)]
 
 
 def test_process_now_needs_the_priority_group(stack, owner):
     file_id, job_id = make_job(owner, "waiting_batch")
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=owner)
     assert (status, body["code"]) == (403, "FORBIDDEN") and "batchlane-priority" in body["message"]
-    assert job(job_id)["status"] == "waiting_batch"
+    assert job(job_id).status == "waiting_batch"
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=f"{owner};groups=batchlane-priority")
     assert status == 200 and body["resumed"] is True, body
 
@@ -183,7 +183,7 @@ def test_options_that_skip_the_batch_lane_need_the_priority_group(stack, owner):
     assert jobs_of(owner) == []
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"highFidelity": False}}, user=f"{owner};groups=batchlane-priority")
     assert status == 202, body
-    wait_for(lambda: job(body["jobId"])["status"] == "completed", what="the conversion", timeout_s=180)
+    wait_for(lambda: job(body["jobId"]).status == "completed", what="the conversion", timeout_s=180)
 
 
 def test_the_cli_shows_a_budget_and_an_admin_sets_one(stack, owner):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError, fields
 from decimal import Decimal
 
 import pytest
@@ -27,7 +28,7 @@ def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
         file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
         job = job_repo.insert_job(
             tx,
-            file_id=str(file_row["id"]),
+            file_id=str(file_row.id),
             owner_id="owner-1",
             status=status,
             options={},
@@ -36,7 +37,7 @@ def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
             pages_per_chunk=50,
             chunks=plan_chunks(pages, 50),
         )
-    return str(job["id"])
+    return str(job.id)
 
 
 def test_migrate_is_idempotent_and_applies_every_file(db, migrated_url):
@@ -57,7 +58,7 @@ def test_statuses_are_constrained(db):
 
 def test_one_live_job_per_file(db):
     job_id = make_job(db)
-    file_id = str(job_repo.get_job(db, job_id)["file_id"])
+    file_id = str(job_repo.get_job(db, job_id).file_id)
     with pytest.raises(UniqueViolation) as refused:
         job_repo.insert_job(
             db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
@@ -65,18 +66,35 @@ def test_one_live_job_per_file(db):
     assert refused.value.constraint == "one_live_job_per_file"
 
 
+@pytest.mark.parametrize(("row_type", "table"), [(job_repo.JobRow, "large_conversion_jobs"), (job_repo.ChunkRow, "chunk_jobs"), (job_repo.FileRow, "files")])
+def test_each_typed_row_reads_only_columns_its_table_has(db, row_type, table):
+    columns = {r["column_name"] for r in db.run("SELECT column_name FROM information_schema.columns WHERE table_name = :t", t=table)}
+    assert {f.name for f in fields(row_type)} <= columns
+
+
+def test_rows_come_back_typed_with_string_ids_and_cannot_be_changed(db):
+    job_id = make_job(db)
+    job = job_repo.get_job(db, job_id)
+    chunk = job_repo.get_chunks(db, job_id)[0]
+    file_row = job_repo.get_file(db, job.file_id)
+    assert (job.id, chunk.job_id, file_row.id) == (job_id, job_id, job.file_id)  # use cases compare them with the ids they were given
+    assert (job.options, job.total_cost_usd, chunk.result_key, file_row.source_bucket) == ({}, Decimal(0), None, None)
+    with pytest.raises(FrozenInstanceError):
+        job.status = "completed"  # type: ignore[misc]
+
+
 def test_transitions_are_guarded_on_the_current_status(db):
     job_id = make_job(db)
-    assert job_repo.move_job(db, job_id, st.start())["status"] == "processing"
-    assert job_repo.move_job(db, job_id, st.pause_budget())["status"] == "paused_budget"
+    assert job_repo.move_job(db, job_id, st.start()).status == "processing"
+    assert job_repo.move_job(db, job_id, st.pause_budget()).status == "paused_budget"
     assert job_repo.move_job(db, job_id, st.pause_budget()) is None
-    assert job_repo.move_job(db, job_id, st.resume())["status"] == "processing"
+    assert job_repo.move_job(db, job_id, st.resume()).status == "processing"
 
 
 def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
     job_id = make_job(db)
     job_repo.move_job(db, job_id, st.start())
-    assert job_repo.claim_chunk(db, job_id, 0, "worker-a")["attempts"] == 1
+    assert job_repo.claim_chunk(db, job_id, 0, "worker-a").attempts == 1
     assert job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 3)
     assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-b", 3)
     db.run("UPDATE chunk_jobs SET status = 'cancelled' WHERE job_id = CAST(:id AS uuid)", id=job_id)
@@ -147,10 +165,10 @@ def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
     with db.transaction() as tx:
         assert leave_batch_lane(tx, job_id, options={"_batchPrimed": True}, hold_hours=6)
     job = job_repo.get_job(db, job_id)
-    assert (job["status"], job["options"]) == ("pending", {"_batchPrimed": True})
-    assert {c["status"] for c in job_repo.get_chunks(db, job_id)} == {"pending"}
+    assert (job.status, job.options) == ("pending", {"_batchPrimed": True})
+    assert {c.status for c in job_repo.get_chunks(db, job_id)} == {"pending"}
     hold = db.one("SELECT expires_at < now() + interval '7 hours' AS back FROM funds_holds WHERE job_id = CAST(:id AS uuid)", id=job_id)
     assert hold["back"], "the hold is back to the on-demand window"
     with db.transaction() as tx:
         assert not leave_batch_lane(tx, job_id, options={}, hold_hours=6), "a job no longer parked stays as it is"
-    assert job_repo.get_job(db, job_id)["options"] == {"_batchPrimed": True}
+    assert job_repo.get_job(db, job_id).options == {"_batchPrimed": True}

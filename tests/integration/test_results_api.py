@@ -81,7 +81,7 @@ def upload(stack: Any, owner: str, data: bytes, name: str = "report.pdf") -> str
     return str(registered["fileId"])
 
 
-def job(job_id: str) -> dict[str, Any]:
+def job(job_id: str) -> job_repo.JobRow:
     row = job_repo.get_job(services().db, job_id)
     assert row is not None
     return row
@@ -93,8 +93,8 @@ def converted_with_failed_pages(stack: Any, owner: str) -> tuple[str, str]:
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert status == 202, created
     job_id = created["jobId"]
-    wait_until(lambda: job(job_id)["status"] in ("completed", "failed"), what="the conversion")
-    assert (job(job_id)["status"], job(job_id)["pages_failed"]) == ("completed", len(REFUSED)), job(job_id)
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the conversion")
+    assert (job(job_id).status, job(job_id).pages_failed) == ("completed", len(REFUSED)), job(job_id)
     return file_id, job_id
 
 
@@ -173,7 +173,7 @@ def test_download_before_the_markdown_exists_is_409(stack, owner):
         assert held.entered.wait(30)
         answer = call(stack, "GET", f"/api/v1/jobs/{job_id}/markdown", user=owner)
         assert answer[0] == 409 and answer[1]["code"] == "MARKDOWN_NOT_READY"
-    wait_until(lambda: job(job_id)["status"] == "completed", what="the conversion")
+    wait_until(lambda: job(job_id).status == "completed", what="the conversion")
 
 
 # -- retry -------------------------------------------------------------------------------------
@@ -193,8 +193,8 @@ def test_retry_converts_only_the_failed_pages_splices_them_in_order_and_books_on
     # only the two refused pages were sent again: one request each
     assert stack.bedrock.stats["converse_requests"] - requests_before == len(REFUSED)
     after = job(job_id)
-    assert after["status"] == "completed" and after["pages_failed"] == 0 and after["error_id"] is None
-    assert "_retry" not in after["options"]
+    assert after.status == "completed" and after.pages_failed == 0 and after.error_id is None
+    assert "_retry" not in after.options
     # the Markdown: every page once, in order, under its own marker, with its own text; money adds up
     assert_converted_whole(job_id, pages=PAGES, blank_every=0)
     # pages that were fine are byte-identical; the chunk with no failed page was not touched
@@ -203,7 +203,7 @@ def test_retry_converts_only_the_failed_pages_splices_them_in_order_and_books_on
         assert section(first_markdown, number) == section(new_markdown, number) and page_phrase(number, PAGES) in section(new_markdown, number)
     for number in REFUSED:
         assert page_phrase(number, PAGES) in section(new_markdown, number) and page_phrase(number, PAGES) not in first_markdown
-    assert job_repo.get_chunk(services().db, job_id, 2)["result_key"] == untouched_chunk["result_key"] == keys.chunk_result_key(job_id, 2)
+    assert job_repo.get_chunk(services().db, job_id, 2).result_key == untouched_chunk.result_key == keys.chunk_result_key(job_id, 2)
     # the previous version is kept; the history has both attempts
     assert services().store.get_bytes(keys.markdown_before_retry_key(job_id, 1)).decode() == first_markdown
     history = call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]
@@ -213,7 +213,7 @@ def test_retry_converts_only_the_failed_pages_splices_them_in_order_and_books_on
     # only the retried pages' cost is booked: one row per retried chunk, tagged with the retry
     retry_rows = assert_retries_booked(job_id)
     assert sorted(r["chunk_index"] for r in retry_rows[1]) == [0, 1]
-    assert Decimal(history[0]["costUsd"]) == Decimal(after["total_cost_usd"]) - Decimal(before["total_cost_usd"]) > 0
+    assert Decimal(history[0]["costUsd"]) == Decimal(after.total_cost_usd) - Decimal(before.total_cost_usd) > 0
     assert call(stack, "GET", f"/api/v1/jobs/{job_id}/pages?status=failed", user=owner)[1]["pages"] == []
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
     assert again[0] == 409 and again[1]["code"] == "NOTHING_TO_RETRY"
@@ -228,7 +228,7 @@ def test_retry_narrowed_to_one_page(stack, owner):
     wait_until(lambda: execution_status(f"retry-{job_id}-1") == "SUCCEEDED", what="the retry")
     failed = call(stack, "GET", f"/api/v1/jobs/{job_id}/pages?status=failed", user=owner)[1]["pages"]
     assert [(p["page"], p["attempts"]) for p in failed] == [(REFUSED[0], 1)]
-    assert job(job_id)["pages_failed"] == 1 and job(job_id)["error_id"] == "PAGES_FAILED"
+    assert job(job_id).pages_failed == 1 and job(job_id).error_id == "PAGES_FAILED"
     assert_retries_booked(job_id)
     wrong = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {"errorIds": ["max_tokens"]}, user=owner)
     assert wrong[0] == 409 and wrong[1]["code"] == "NOTHING_TO_RETRY"
@@ -270,10 +270,10 @@ def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(s
     wait_until(lambda: execution_status(f"retry-{job_id}-1") in ("SUCCEEDED", "FAILED"), what="the cancelled retry to end")
     assert execution_status(f"retry-{job_id}-1") == "SUCCEEDED", "a cancelled retry is not a workflow failure"
     after = job(job_id)
-    assert (after["status"], after["pages_failed"], after["error_id"]) == ("completed", len(REFUSED), "PAGES_FAILED")
-    assert markdown(job_id) == first_markdown and Decimal(after["total_cost_usd"]) == Decimal(before["total_cost_usd"])
+    assert (after.status, after.pages_failed, after.error_id) == ("completed", len(REFUSED), "PAGES_FAILED")
+    assert markdown(job_id) == first_markdown and Decimal(after.total_cost_usd) == Decimal(before.total_cost_usd)
     assert ledger.get_hold(services().db, job_id)["outcome"] == "settled"
-    assert job_repo.get_file(services().db, file_id)["status"] == "converted"
+    assert job_repo.get_file(services().db, file_id).status == "converted"
     assert [r["status"] for r in call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]] == ["cancelled"]
     # and the failed pages can be retried again, to the end
     assert call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)[1]["retry"] == 2
@@ -293,9 +293,9 @@ def test_a_retry_whose_workflow_fails_leaves_the_job_completed_as_it_was(stack, 
     finally:
         stack.registry.intercept("chunk_processor", None)
     after = job(job_id)
-    assert (after["status"], after["pages_failed"], after["error_id"]) == ("completed", len(REFUSED), "PAGES_FAILED")
-    assert markdown(job_id) == first_markdown and after["total_cost_usd"] == before["total_cost_usd"]
-    assert job_repo.get_file(services().db, file_id)["status"] == "converted"
+    assert (after.status, after.pages_failed, after.error_id) == ("completed", len(REFUSED), "PAGES_FAILED")
+    assert markdown(job_id) == first_markdown and after.total_cost_usd == before.total_cost_usd
+    assert job_repo.get_file(services().db, file_id).status == "converted"
     history = call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]
     # a stable code, never the Lambda's raw cause (issue 15, "Leaks"): that stays in settle's log
     assert history[0]["status"] == "failed" and "CONVERSION_FAILED" in history[0]["error"] and "Runtime exited" not in history[0]["error"]
@@ -312,18 +312,18 @@ def test_retry_after_the_source_pages_expired_says_so_and_changes_nothing(stack,
     client("s3").delete_object(Bucket=services().store.bucket, Key=keys.chunk_source_key(job_id, 0))  # the 14-day lifecycle
     answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
     assert answer[0] == 409 and answer[1]["code"] == "SOURCE_EXPIRED", answer
-    assert job(job_id)["status"] == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
+    assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
 
 
 def test_a_retry_beyond_the_budget_is_402_and_changes_nothing(stack, owner):
     # Given a converted job with failed pages, and a budget already used up by its spend
     _, job_id = converted_with_failed_pages(stack, owner)
-    spent = job(job_id)["total_cost_usd"]
+    spent = job(job_id).total_cost_usd
     assert call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"usdPerMonth": str(spent)}, user="admin;groups=batchlane-admins")[0] == 200
     # When the owner retries the failed pages, the retry's worst case does not fit: refused, nothing written
     answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
     assert (answer[0], answer[1]["code"]) == (402, "BUDGET_EXCEEDED"), answer
-    assert job(job_id)["status"] == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
+    assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
     services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
 
 
@@ -334,7 +334,7 @@ def test_retry_of_a_job_that_is_not_completed_is_409(stack, owner):
         assert held.entered.wait(30)
         answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
         assert answer[0] == 409 and answer[1]["code"] == "NOT_RETRYABLE"
-    wait_until(lambda: job(job_id)["status"] == "completed", what="the conversion")
+    wait_until(lambda: job(job_id).status == "completed", what="the conversion")
 
 
 # -- dry run -----------------------------------------------------------------------------------

@@ -111,7 +111,7 @@ def convert(stack: Any, owner: str, options: dict[str, Any], data: bytes = PDF) 
 def job_status(job_id: str) -> str:
     row = job_repo.get_job(services().db, job_id)
     assert row is not None
-    return str(row["status"])
+    return str(row.status)
 
 
 def current_secret(stage: str = "AWSCURRENT") -> str:

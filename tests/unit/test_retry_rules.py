@@ -15,7 +15,7 @@ def test_error_ids_match_the_reason_its_short_form_or_an_alias() -> None:
 
 def test_attempts_are_counted_per_run_from_the_retry_snapshots_and_the_live_rows() -> None:
     # chunk 0: 3 attempts in the conversion, retried twice (2 attempts, then 1 live); chunk 1 never retried (1 attempt)
-    chunks = [{"chunk_index": 0, "attempts": 1}, {"chunk_index": 1, "attempts": 1}]
+    live = {0: 1, 1: 1}  # chunk index → attempts on the live row
     snapshots = [(1, [{"chunkIndex": 0, "attempts": 3}]), (2, [{"chunkIndex": 0, "attempts": 2}])]  # (retry, chunks before it)
-    runs = _attempts_by_chunk(chunks, snapshots)
+    runs = _attempts_by_chunk(live, snapshots)
     assert runs == {(0, 0): 3, (0, 1): 2, (0, 2): 1, (1, 0): 1}

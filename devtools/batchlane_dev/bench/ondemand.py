@@ -148,11 +148,11 @@ def many_documents(sizes: list[int]) -> dict[str, Any]:
         for job_id in job_ids:
             job = job_repo.get_job(svc.db, job_id)
             assert job is not None
-            if not job["markdown_key"]:
-                lost += job["total_pages"]
+            if not job.markdown_key:
+                lost += job.total_pages
                 continue
-            found, failed_here = _pages_in(svc.store.get_bytes(job["markdown_key"]).decode())
-            lost += len(set(range(1, job["total_pages"] + 1)) - found)
+            found, failed_here = _pages_in(svc.store.get_bytes(job.markdown_key).decode())
+            lost += len(set(range(1, job.total_pages + 1)) - found)
             failed += failed_here
         window_min = max(last_ok[0] - first_ok[0], 1e-9) / 60 if first_ok else float("inf")
         achieved_rpm = (last_ok[1] - 1) / window_min if first_ok else 0.0

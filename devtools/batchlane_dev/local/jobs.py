@@ -24,7 +24,7 @@ def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options:
     """
     with svc.db.transaction() as tx:
         file_row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=len(data))
-        file_id = str(file_row["id"])
+        file_id = str(file_row.id)
         key = keys.upload_key(file_id, name)
         tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
     svc.store.put_bytes(key, data, "application/pdf")
@@ -34,15 +34,17 @@ def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options:
         raise RuntimeError(f"job_create failed: {payload.get('errorType')}: {payload.get('errorMessage')}")
     if not wait_split or payload["status"] != "splitting":
         return dict(payload)
-    job = wait_until(lambda: (row := job_repo.get_job(svc.db, payload["jobId"])) and row["status"] != "splitting" and row, timeout_s=600, what="the split")
-    lane = None if job["status"] in TERMINAL else ("batch" if job["status"] == "waiting_batch" else "on_demand")
+    job: job_repo.JobRow = wait_until(
+        lambda: (row := job_repo.get_job(svc.db, payload["jobId"])) and row.status != "splitting" and row, timeout_s=600, what="the split"
+    )
+    lane = None if job.status in TERMINAL else ("batch" if job.status == "waiting_batch" else "on_demand")
     return {
         **payload,
-        "status": job["status"],
-        "totalPages": job["total_pages"],
-        "chunkCount": job["chunk_count"],
-        "errorId": job["error_id"],
-        "errorMessage": job["error_message"],
+        "status": job.status,
+        "totalPages": job.total_pages,
+        "chunkCount": job.chunk_count,
+        "errorId": job.error_id,
+        "errorMessage": job.error_message,
         "laneDecision": lane,
     }
 
@@ -63,13 +65,13 @@ def progress(svc: Services, job_id: str) -> Progress:
     assert job is not None
     chunks = job_repo.get_chunks(svc.db, job_id)
     batch = svc.db.one("SELECT state, bedrock_status FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    done_pages = sum((c["last_page"] - c["first_page"] + 1) if c["status"] == "completed" else c["pages_done"] for c in chunks)
+    done_pages = sum((c.last_page - c.first_page + 1) if c.status == "completed" else c.pages_done for c in chunks)
     return Progress(
-        status=job["status"],
-        pages_total=job["total_pages"],
+        status=job.status,
+        pages_total=job.total_pages,
         pages_done=done_pages,
         chunks_total=len(chunks),
-        chunks_done=sum(1 for c in chunks if c["status"] == "completed"),
+        chunks_done=sum(1 for c in chunks if c.status == "completed"),
         batch_state=batch["state"] if batch else None,
         batch_status=batch["bedrock_status"] if batch else None,
     )

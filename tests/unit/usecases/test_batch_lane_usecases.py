@@ -229,8 +229,8 @@ def test_resume_primes_a_job_with_accepted_records_and_starts_its_conversion_onc
     assert resume_job(svc, job_id) == {"resumed": True, "primed": True, "batchCostUsd": cost}
     assert resume_job(svc, job_id)["resumed"] is False
     job = job_repo.get_job(svc.db, job_id)
-    assert job is not None and job["status"] == "pending" and job["options"]["_batchPrimed"] is True
-    assert {c["status"] for c in job_repo.get_chunks(svc.db, job_id)} == {"pending"}
+    assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
+    assert {c.status for c in job_repo.get_chunks(svc.db, job_id)} == {"pending"}
     assert _workflows(svc).started == [("conversion", job_id)]
 
 

@@ -32,8 +32,8 @@ def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the
     assert (outcome.previous_status, outcome.batch_row_state, outcome.batch_stop_requested, outcome.hold_released) == ("waiting_batch", "submitted", True, True)
     assert _stops(svc) == [arn]
     job = job_repo.get_job(svc.db, job_id)
-    assert job is not None and job["status"] == "cancelled"
-    assert job_repo.get_file(svc.db, str(job["file_id"]))["status"] == "uploaded"
+    assert job is not None and job.status == "cancelled"
+    assert job_repo.get_file(svc.db, str(job.file_id)).status == "uploaded"
     hold = ledger.get_hold(svc.db, job_id)
     assert hold is not None and hold["outcome"] == "cancelled"
     row = rows.get_row(svc.db, job_id)
@@ -61,7 +61,7 @@ def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_c
     assert _stops(svc) == [arn]
     assert _started(svc) == [("conversion", job_id)]
     job = job_repo.get_job(svc.db, job_id)
-    assert job is not None and job["status"] == "pending" and "_batchPrimed" not in (job["options"] or {})
+    assert job is not None and job.status == "pending" and "_batchPrimed" not in (job.options or {})
     row = rows.get_row(svc.db, job_id)
     assert row is not None and row.reason == "process_now"
 

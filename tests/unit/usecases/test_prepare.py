@@ -29,7 +29,7 @@ def _parked_with_sources(svc: Services) -> str:
         file_row = job_repo.insert_file(tx, owner_id="owner-1", name="p.pdf", s3_key="uploads/owner-1/p.pdf", size_bytes=10)
         job = job_repo.insert_job(
             tx,
-            file_id=str(file_row["id"]),
+            file_id=str(file_row.id),
             owner_id="owner-1",
             status="waiting_batch",
             options={},
@@ -38,9 +38,9 @@ def _parked_with_sources(svc: Services) -> str:
             pages_per_chunk=PER_CHUNK,
             chunks=spans,
         )
-        rows.insert_preparing(tx, job_id=str(job["id"]), model_id=MODEL, deadline_hours=26)
-    store_chunk_sources(svc.store, str(job["id"]), document, spans)
-    return str(job["id"])
+        rows.insert_preparing(tx, job_id=str(job.id), model_id=MODEL, deadline_hours=26)
+    store_chunk_sources(svc.store, str(job.id), document, spans)
+    return str(job.id)
 
 
 def _prepare(svc: Services, job_id: str) -> dict:

@@ -77,5 +77,5 @@ def test_a_terminal_row_nobody_waits_on_is_collected_and_its_job_resumed(svc: Se
     closed = rows.get_row(svc.db, job_id)
     assert closed is not None and (closed.state, closed.accepted_count) == ("closed", 1)
     job = job_repo.get_job(svc.db, job_id)
-    assert job is not None and job["status"] == "pending" and job["options"]["_batchPrimed"] is True
+    assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
     assert _workflows(svc).started == [("conversion", job_id)]

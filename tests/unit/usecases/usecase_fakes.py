@@ -161,7 +161,7 @@ def parked_job(svc: Services, *, pages: int = 120, records: int = 3, hold_usd: s
         file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/owner-1/a.pdf", size_bytes=10)
         job = job_repo.insert_job(
             tx,
-            file_id=str(file_row["id"]),
+            file_id=str(file_row.id),
             owner_id="owner-1",
             status="waiting_batch",
             options={},
@@ -170,7 +170,7 @@ def parked_job(svc: Services, *, pages: int = 120, records: int = 3, hold_usd: s
             pages_per_chunk=50,
             chunks=plan_chunks(pages, 50),
         )
-        job_id = str(job["id"])
+        job_id = str(job.id)
         ledger.place_hold(tx, job_id=job_id, owner_id="owner-1", amount_usd=Decimal(hold_usd), hours=30)
         rows.insert_preparing(tx, job_id=job_id, model_id=MODEL, deadline_hours=26)
     manifest_key = f"batch/{job_id}/manifest.json"

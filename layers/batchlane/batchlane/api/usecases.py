@@ -89,7 +89,7 @@ def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str
         raise InputError(f"The file is {size_bytes // (1024 * 1024)} MB; the limit is {limit} MB.", error_id="PDF_TOO_LARGE")
     with svc.db.transaction() as tx:
         row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=size_bytes)
-        file_id = str(row["id"])
+        file_id = str(row.id)
         key = keys.upload_key(file_id, name)
         job_repo.set_file_key(tx, file_id, key)
     logger.info("upload registered", file_id=file_id, size_bytes=size_bytes)
@@ -195,10 +195,10 @@ def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
 def stored_objects(svc: Services, file_id: str) -> tuple[list[str], list[str]]:
     """Every object a file left (its upload; each job's chunk sources, results and Markdown; its batch files),
     and the batch prefixes kept because a Bedrock job may still read them (they expire with the bucket's lifecycle)."""
-    file_row = job_repo.get_file(svc.db, file_id) or {}
+    file_row = job_repo.get_file(svc.db, file_id)
     jobs = read_model.jobs_of_file(svc.db, file_id)
     # A folder job's file is the user's own object in their bucket (source_bucket): never deleted.
-    doomed = [file_row["s3_key"]] if file_row.get("s3_key") and not file_row.get("source_bucket") else []
+    doomed = [file_row.s3_key] if file_row is not None and file_row.s3_key and not file_row.source_bucket else []
     kept: list[str] = []
     for row in jobs:
         job_id = str(row["id"])

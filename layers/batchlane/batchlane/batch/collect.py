@@ -58,7 +58,7 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     rows.record_status(svc.db, row.arn, status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         job = job_repo.get_job(svc.db, job_id)
-        if job and job["status"] == JobStatus.CANCELLED:
+        if job and job.status == JobStatus.CANCELLED:
             stop_batch_job(svc, job_id, reason="cancelled")
         raise CollectNotReady(f"Bedrock job is {status}")
 

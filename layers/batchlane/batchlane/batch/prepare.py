@@ -34,14 +34,14 @@ def plan_prepare(svc: Services, job_id: str) -> dict[str, Any]:
     """Which chunks to prepare; ``proceed`` False when the job left the lane (cancelled, process now)."""
     job = job_repo.get_job(svc.db, job_id)
     row = rows.get_row(svc.db, job_id)
-    if job is None or row is None or job["status"] != "waiting_batch" or row.state != "preparing":
+    if job is None or row is None or job.status != "waiting_batch" or row.state != "preparing":
         if job is not None and row is not None and row.state == "preparing":
             # The job left the lane (cancelled, processed now) before anything was submitted:
             # close the row now so it stops counting against the concurrent-job quota.
-            rows.close(svc.db, job_id, st.leave_before_submit(), end_state="skipped", reason=f"job_{job['status']}")
+            rows.close(svc.db, job_id, st.leave_before_submit(), end_state="skipped", reason=f"job_{job.status}")
         return {"proceed": False, "chunks": [], "why": "not_preparing"}
     rows.stamp(svc.db, job_id, "prepare_started_at")
-    return {"proceed": True, "chunks": [c["chunk_index"] for c in job_repo.get_chunks(svc.db, job_id)], "modelId": job["model_id"]}
+    return {"proceed": True, "chunks": [c.chunk_index for c in job_repo.get_chunks(svc.db, job_id)], "modelId": job.model_id}
 
 
 @dataclass
@@ -81,7 +81,7 @@ def prepare_chunk(svc: Services, job_id: str, chunk_index: int) -> dict[str, Any
     if job is None or chunk is None:
         raise LookupError(f"no chunk {chunk_index} of job {job_id}")
     settings = svc.settings
-    config = ConverterConfig.from_settings(settings, job["options"])
+    config = ConverterConfig.from_settings(settings, job.options)
     capture = CaptureTransport()
     blank = 0
     for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):
@@ -109,23 +109,23 @@ def finish_prepare(svc: Services, job_id: str) -> dict[str, Any]:
     row = rows.get_row(svc.db, job_id)
     if job is None or row is None or row.state != "preparing":
         return {"action": "skip", "reason": "not_preparing", "records": 0}
-    if job["status"] != "waiting_batch":
-        return {"action": "skip", "reason": f"job_{job['status']}", "records": 0}
+    if job.status != "waiting_batch":
+        return {"action": "skip", "reason": f"job_{job.status}", "records": 0}
     chunks: dict[str, list[str]] = {}
     hashes: dict[str, str] = {}
     shards: list[dict[str, Any]] = []
     models: set[str] = set()
     for chunk in job_repo.get_chunks(svc.db, job_id):
-        summary = svc.store.get_json(_summary_key(job_id, chunk["chunk_index"]))
+        summary = svc.store.get_json(_summary_key(job_id, chunk.chunk_index))
         models.add(summary["modelId"])
-        chunks[str(chunk["chunk_index"])] = [r["recordId"] for r in summary["records"]]
+        chunks[str(chunk.chunk_index)] = [r["recordId"] for r in summary["records"]]
         hashes.update({r["recordId"]: r["promptHash"] for r in summary["records"]})
         shards.extend(summary["shards"])
     record_count = len(hashes)
     input_bytes = sum(s["bytes"] for s in shards)
     manifest = {
         "jobId": job_id,
-        "modelId": next(iter(models)) if models else job["model_id"],
+        "modelId": next(iter(models)) if models else job.model_id,
         "recordCount": record_count,
         "inputBytes": input_bytes,
         "shards": shards,

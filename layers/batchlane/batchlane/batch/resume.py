@@ -32,14 +32,14 @@ def leave_batch_lane(tx: Runner, job_id: str, *, options: dict[str, Any], hold_h
 def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
-        if job is None or not st.leave_batch_lane().allows(job["status"]):
-            return {"resumed": False, "status": job["status"] if job else None}
+        if job is None or not st.leave_batch_lane().allows(job.status):
+            return {"resumed": False, "status": job.status if job else None}
         row = rows.get_row(tx, job_id)
         # stopping: the lane gave up on a Bedrock job still running; the job goes on-demand
         # now and its bill follows at the terminal status (collect.settle_stopping).
         if row is None or row.state not in (BatchRowState.CLOSED, BatchRowState.STOPPING):
             return {"resumed": False, "status": JobStatus.WAITING_BATCH.value, "why": "batch row still open"}
-        options = dict(job["options"] or {})
+        options = dict(job.options or {})
         options.pop("_batchPrimed", None)
         primed = row.state == BatchRowState.CLOSED and (row.accepted_count or 0) > 0
         if primed:

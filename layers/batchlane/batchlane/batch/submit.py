@@ -59,7 +59,7 @@ def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
         assert row is not None
         logger.info("batch job submitted", job_id=job_id, bedrock_job_arn=arn, records=row.record_count)
     job = job_repo.get_job(svc.db, job_id)
-    if row.reason or (job and job["status"] == "cancelled"):
+    if row.reason or (job and job.status == "cancelled"):
         # The user left the lane while we prepared: the job exists now, so stop it at once;
         # whatever it processed is still collected and billed once.
         stop_batch_job(svc, job_id, reason=row.reason or "cancelled")

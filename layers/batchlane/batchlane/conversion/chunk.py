@@ -242,13 +242,13 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
     if chunk is None:
         raise NotFound(f"no chunk {chunk_index} of job {job_id}")
-    if chunk["status"] == "completed":
+    if chunk.status == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
     if budget.pause_at_hold(svc, job_id):  # spend reached the hold: no new chunk starts (docs/operations.md)
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
     claimed = job_repo.claim_chunk(svc.db, job_id, chunk_index, worker_id)
     if claimed is None:
-        logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk["status"])
+        logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk.status)
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
     work = _start_work(svc, job_id, chunk_index, claimed, worker_id, deadline)
     run = work.run()
@@ -263,7 +263,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
             retryable_failures=sum(1 for r in run.pages.values() if r.status == "failed" and r.retryable),
             aborted=run.aborted,
             out_of_time=run.out_of_time,
-            attempts=work.claimed["attempts"],
+            attempts=work.claimed.attempts,
             continuations=work.continuations,
             max_attempts=MAX_CHUNK_ATTEMPTS,
         )
@@ -284,7 +284,7 @@ class _ChunkWork:
     job_id: str
     chunk_index: int
     worker_id: str
-    claimed: dict[str, Any]
+    claimed: job_repo.ChunkRow
     config: ConverterConfig
     span: ChunkSpan
     kept: dict[int, PageResult]
@@ -299,7 +299,7 @@ class _ChunkWork:
     def metadata(self, run: ChunkRun) -> dict[str, Any]:
         """What the attempt's ledger row says about it."""
         return {
-            "attempt": self.claimed["attempts"],
+            "attempt": self.claimed.attempts,
             "worker": self.worker_id,
             "pagesOnDemand": sum(1 for r in run.pages.values() if r.served_by == "on_demand"),
             "requests": self.transport.requests,
@@ -312,10 +312,10 @@ class _ChunkWork:
         }
 
 
-def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: dict[str, Any], worker_id: str, deadline: float | None) -> _ChunkWork:
+def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.ChunkRow, worker_id: str, deadline: float | None) -> _ChunkWork:
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None
-    options = job["options"] or {}
+    options = job.options or {}
     settings = svc.settings
     config = ConverterConfig.from_settings(settings, options)
     hold_left = budget.hold_left(svc, job_id)  # this chunk stops (and continues, then pauses) once it spent that
@@ -341,7 +341,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: dict[str,
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
-    limiter = limiter_for(svc.db.params, settings, owner=job["owner_id"])  # slots shared fairly by owner
+    limiter = limiter_for(svc.db.params, settings, owner=job.owner_id)  # slots shared fairly by owner
     transport = GovernedTransport(
         OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at),
         limiter,
@@ -403,7 +403,7 @@ def _retry_later(svc: Services, work: _ChunkWork, run: ChunkRun, settled: dict[i
     """Retryable failures with attempts left: keep the settled pages, book the spend, let Step Functions retry."""
     _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations)
     _book(svc, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "retryLater": pages_to_retry})
-    logger.warning("chunk will be retried", job_id=work.job_id, chunk=work.chunk_index, pages_pending=pages_to_retry, attempt=work.claimed["attempts"])
+    logger.warning("chunk will be retried", job_id=work.job_id, chunk=work.chunk_index, pages_pending=pages_to_retry, attempt=work.claimed.attempts)
     raise ChunkRetryLater(f"{pages_to_retry} page(s) of chunk {work.chunk_index} hit retryable errors; retrying the chunk")
 
 
@@ -463,9 +463,9 @@ def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, 
 def _previous_pages(svc: Services, job_id: str, chunk_index: int, *, keep_all_but: frozenset[int]) -> dict[int, PageResult]:
     """A retried chunk's pages that are not retried, from the result its last run wrote (cost kept: it was booked then)."""
     chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
-    if chunk is None or not chunk["result_key"]:
+    if chunk is None or not chunk.result_key:
         return {}
-    pages = (PageResult.from_json(item) for item in svc.store.get_json(chunk["result_key"])["pages"])
+    pages = (PageResult.from_json(item) for item in svc.store.get_json(chunk.result_key)["pages"])
     return {r.page_number: r for r in pages if r.page_number not in keep_all_but}
 
 

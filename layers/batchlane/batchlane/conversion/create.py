@@ -77,9 +77,9 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     return options
 
 
-def source_store(svc: Services, file_row: Any) -> Any:
+def source_store(svc: Services, file_row: job_repo.FileRow) -> Any:
     """Where the file's PDF lies: the deployment's bucket (an upload) or a folder job's source bucket."""
-    bucket = file_row.get("source_bucket")
+    bucket = file_row.source_bucket
     return svc.store.in_bucket(bucket) if bucket and bucket != svc.store.bucket else svc.store
 
 
@@ -105,7 +105,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
             raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
         if model_id not in settings.allowed_model_ids:  # the roles are granted these models only (BATCHLANE_MODEL_IDS)
             raise InputError(f"Model {model_id} is not enabled in this deployment.", error_id="MODEL_NOT_ALLOWED")
-        size = source_store(svc, file_row).size(file_row["s3_key"])
+        size = source_store(svc, file_row).size(file_row.s3_key)
         if size > settings.batchlane_max_file_mb * 1024 * 1024:
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
     except InputError as exc:
@@ -113,14 +113,14 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
             svc.db, file_row, JobStatus.FAILED, options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc)
         )
         job_repo.move_file(svc.db, file_id, st.reject())
-        logger.info("job rejected", job_id=str(job["id"]), error_id=exc.error_id)
-        publish_job_change(svc, str(job["id"]), "failed")
-        return CreatedJob(str(job["id"]), file_id, "failed", 0, 0, exc.error_id, str(exc))
+        logger.info("job rejected", job_id=job.id, error_id=exc.error_id)
+        publish_job_change(svc, job.id, "failed")
+        return CreatedJob(job.id, file_id, "failed", 0, 0, exc.error_id, str(exc))
     with svc.db.transaction() as tx:
-        budget.check_create(svc, tx, file_row["owner_id"])  # raises before anything is recorded
+        budget.check_create(svc, tx, file_row.owner_id)  # raises before anything is recorded
         job = _insert_job(tx, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk)
         job_repo.move_file(tx, file_id, st.convert())
-    job_id = str(job["id"])
+    job_id = job.id
     try:
         svc.workflows.start_intake(job_id)
     except Exception:
@@ -131,12 +131,14 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     return CreatedJob(job_id, file_id, "splitting", 0, 0)
 
 
-def _insert_job(db: Any, file_row: dict[str, Any], status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **error: Any) -> Any:
+def _insert_job(
+    db: Any, file_row: job_repo.FileRow, status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **error: Any
+) -> job_repo.JobRow:
     """The job row, before its pages are known (the split fills in pages and chunks)."""
     return job_repo.insert_job(
         db,
-        file_id=str(file_row["id"]),
-        owner_id=file_row["owner_id"],
+        file_id=file_row.id,
+        owner_id=file_row.owner_id,
         status=status,
         options=options,
         model_id=model_id,
@@ -160,18 +162,18 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     job = job_repo.get_job(svc.db, job_id)
     if job is None:
         raise NotFound(f"no job {job_id}")
-    if job["status"] != "splitting":
-        if job["status"] == "pending":
+    if job.status != "splitting":
+        if job.status == "pending":
             # A retry after a run that committed but died before starting the conversion (idempotent by name).
             svc.workflows.start_conversion(job_id)
-        logger.info("split skipped", job_id=job_id, status=job["status"])
+        logger.info("split skipped", job_id=job_id, status=job.status)
         return _as_created(job)
-    file_row = job_repo.get_file(svc.db, str(job["file_id"]))
+    file_row = job_repo.get_file(svc.db, str(job.file_id))
     assert file_row is not None  # jobs cascade with their file
     with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
         try:
-            source_store(svc, file_row).download_to(file_row["s3_key"], path, max_bytes=settings.batchlane_max_file_mb * 1024 * 1024)
+            source_store(svc, file_row).download_to(file_row.s3_key, path, max_bytes=settings.batchlane_max_file_mb * 1024 * 1024)
         except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
             fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
             return _as_created(job_repo.get_job(svc.db, job_id))
@@ -180,11 +182,11 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             return _as_created(job_repo.get_job(svc.db, job_id))
         with path.open("rb") as stream:
             try:
-                limit = min(settings.batchlane_max_pages, int((job["options"] or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
+                limit = min(settings.batchlane_max_pages, int((job.options or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
                 document = open_pdf_file(stream, max_pages=limit)
-                hold = budget.worst_case_hold(svc, path, model_id=job["model_id"], max_pages=limit)
+                hold = budget.worst_case_hold(svc, path, model_id=job.model_id, max_pages=limit)
                 pages = document.page_count
-                chunks = document.chunks(job["pages_per_chunk"])
+                chunks = document.chunks(job.pages_per_chunk)
                 if (refused := _over_budget(svc, job, hold, pages)) is not None:  # before any chunk is written
                     return refused
                 # Before the rows: no chunk without its source. A page that cannot be copied raises
@@ -194,7 +196,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
                 failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
                 return _as_created(job_repo.get_job(svc.db, job_id))
-    options = job["options"] or {}
+    options = job.options or {}
     if options.get(PROCESS_NOW_FLAG):
         eligible, why = False, "process_now"
     else:
@@ -202,14 +204,14 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     try:
         with svc.db.transaction() as tx:
             locked = job_repo.lock_job(tx, job_id)
-            if locked is not None and locked["options"].get(PROCESS_NOW_FLAG) and eligible:
+            if locked is not None and locked.options.get(PROCESS_NOW_FLAG) and eligible:
                 eligible, why = False, "process_now"  # flagged between our read and the lock
             status = st.park().target if eligible else st.queue().target
-            if locked is not None and locked["status"] == JobStatus.SPLITTING:
-                budget.check_split(svc, tx, owner_id=job["owner_id"], job_id=job_id, hold_usd=hold, pages=pages)
+            if locked is not None and locked.status == JobStatus.SPLITTING:
+                budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
             split = job_repo.finish_split(tx, job_id, parked=eligible, total_pages=pages, chunks=chunks)
             if split is not None:
-                ledger.place_hold(tx, job_id=job_id, owner_id=job["owner_id"], amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+                ledger.place_hold(tx, job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
         failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
         logger.info("job refused by its owner's budget", job_id=job_id, error_id=exc.error_id, hold_usd=str(hold), status=failed["status"])
@@ -218,28 +220,29 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
         return _as_created(job_repo.get_job(svc.db, job_id))
     if eligible:
-        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job["model_id"], "pages": pages})
+        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job.model_id, "pages": pages})
         publish_job_change(svc, job_id, "waiting_batch")
     else:
         svc.workflows.start_conversion(job_id)
     logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)
-    return CreatedJob(job_id, str(job["file_id"]), status, pages, len(chunks), lane_decision=why)
+    return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
 
 
-def _over_budget(svc: Services, job: Any, hold: Decimal, pages: int) -> CreatedJob | None:
+def _over_budget(svc: Services, job: job_repo.JobRow, hold: Decimal, pages: int) -> CreatedJob | None:
     """The budget check ahead of writing chunk sources (the split's transaction checks again, authoritatively)."""
     try:
         with svc.db.transaction() as tx:
-            budget.check_split(svc, tx, owner_id=job["owner_id"], job_id=str(job["id"]), hold_usd=hold, pages=pages)
+            budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job.id, hold_usd=hold, pages=pages)
     except (BudgetExceeded, LimitReached) as exc:
-        fail_job(svc, str(job["id"]), error_id=exc.error_id, message=str(exc))
-        logger.info("job refused by its owner's budget", job_id=str(job["id"]), error_id=exc.error_id, hold_usd=str(hold))
-        return _as_created(job_repo.get_job(svc.db, str(job["id"])))
+        fail_job(svc, job.id, error_id=exc.error_id, message=str(exc))
+        logger.info("job refused by its owner's budget", job_id=job.id, error_id=exc.error_id, hold_usd=str(hold))
+        return _as_created(job_repo.get_job(svc.db, job.id))
     return None
 
 
-def _as_created(job: Any) -> CreatedJob:
-    return CreatedJob(str(job["id"]), str(job["file_id"]), job["status"], job["total_pages"], job["chunk_count"], job["error_id"], job["error_message"])
+def _as_created(job: job_repo.JobRow | None) -> CreatedJob:
+    assert job is not None  # a job row is never deleted while its file lives
+    return CreatedJob(job.id, job.file_id, job.status, job.total_pages, job.chunk_count, job.error_id, job.error_message)
 
 
 def fail_stalled_splits(svc: Services, *, older_than_s: float = SPLIT_STALLED_AFTER_S) -> list[str]:

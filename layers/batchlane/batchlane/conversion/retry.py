@@ -81,10 +81,9 @@ def retry_scope(options: dict[str, Any]) -> tuple[int, frozenset[int]] | None:
 
 
 # -- reading pages ---------------------------------------------------------------------------
-def _attempts_by_chunk(chunks: list[dict[str, Any]], snapshots: list[tuple[int, list[dict[str, Any]]]]) -> dict[tuple[int, int], int]:
+def _attempts_by_chunk(live: dict[int, int], snapshots: list[tuple[int, list[dict[str, Any]]]]) -> dict[tuple[int, int], int]:
     """Chunk attempts per run: run 0 is the conversion, run k retry k. A run's count is in the
-    snapshot of the next retry touching the chunk, else on the live chunk row."""
-    live = {c["chunk_index"]: int(c["attempts"]) for c in chunks}
+    snapshot of the next retry touching the chunk, else on the live chunk row (``live``: index → attempts)."""
     runs: dict[tuple[int, int], int] = {}
     last_run = dict.fromkeys(live, 0)
     for attempt, chunks_before in snapshots:  # (retry number, the chunks as they were before it), oldest first
@@ -102,13 +101,13 @@ def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
     (only chunks whose row counts failed pages are read: a 10,000-page job has 200 result files)."""
     chunks = job_repo.get_chunks(svc.db, job_id)
     history = retries.history(svc.db, job_id)
-    runs = _attempts_by_chunk(chunks, [(r.attempt, r.chunks_before) for r in history])
+    runs = _attempts_by_chunk({c.chunk_index: c.attempts for c in chunks}, [(r.attempt, r.chunks_before) for r in history])
     failed: list[FailedPage] = []
     for chunk in chunks:
-        if chunk["status"] != "completed" or not chunk["result_key"] or not chunk["pages_failed"]:
+        if chunk.status != "completed" or not chunk.result_key or not chunk.pages_failed:
             continue
-        index = chunk["chunk_index"]
-        for item in svc.store.get_json(chunk["result_key"])["pages"]:
+        index = chunk.chunk_index
+        for item in svc.store.get_json(chunk.result_key)["pages"]:
             result = PageResult.from_json(item)
             if result.status != "failed":
                 continue
@@ -128,13 +127,13 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
     if job is None:
         raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
     if (running := retries.running(svc.db, job_id)) is not None:
-        return RetryStarted(job_id, running.attempt, list(running.pages), job["status"], already_running=True)
-    if job["status"] != "completed":
-        raise Conflict(f"The job is {job['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
+        return RetryStarted(job_id, running.attempt, list(running.pages), job.status, already_running=True)
+    if job.status != "completed":
+        raise Conflict(f"The job is {job.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
     chosen = [p for p in failed_pages(svc, job_id) if (not error_ids or any(reason_matches(p.reason, e) for e in error_ids)) and (not pages or p.page in pages)]
     if not chosen:
         raise Conflict("No failed page matches: nothing to retry.", error_id="NOTHING_TO_RETRY")
-    chunk_rows = {c["chunk_index"]: c for c in job_repo.get_chunks(svc.db, job_id)}
+    chunk_rows = {c.chunk_index: c for c in job_repo.get_chunks(svc.db, job_id)}
     affected = sorted({p.chunk_index for p in chosen})
     for index in affected:  # the bucket forgets everything after 14 days, chunk sources included
         try:
@@ -145,17 +144,17 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             ) from None
     attempt = len(retries.history(svc.db, job_id)) + 1
     previous_md = None
-    if job["markdown_key"]:
+    if job.markdown_key:
         previous_md = keys.markdown_before_retry_key(job_id, attempt)
-        svc.store.put_bytes(previous_md, svc.store.get_bytes(job["markdown_key"]), "text/markdown; charset=utf-8")
+        svc.store.put_bytes(previous_md, svc.store.get_bytes(job.markdown_key), "text/markdown; charset=utf-8")
     snapshot = [
         {
             "chunkIndex": i,
-            "resultKey": chunk_rows[i]["result_key"],
-            "pagesDone": chunk_rows[i]["pages_done"],
-            "pagesFailed": chunk_rows[i]["pages_failed"],
-            "pagesBatch": chunk_rows[i]["pages_batch"],
-            "attempts": chunk_rows[i]["attempts"],
+            "resultKey": chunk_rows[i].result_key,
+            "pagesDone": chunk_rows[i].pages_done,
+            "pagesFailed": chunk_rows[i].pages_failed,
+            "pagesBatch": chunk_rows[i].pages_batch,
+            "attempts": chunk_rows[i].attempts,
         }
         for i in affected
     ]
@@ -165,28 +164,28 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             locked = job_repo.lock_job(tx, job_id)
             assert locked is not None
             if (running := retries.running(tx, job_id)) is not None:  # a concurrent POST won while we prepared
-                return RetryStarted(job_id, running.attempt, list(running.pages), locked["status"], already_running=True)
-            if locked["status"] != "completed":
-                raise Conflict(f"The job is {locked['status']}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
-            extra_hold = worst_case_pages_hold(svc, model_id=job["model_id"], pages=len(page_numbers))
-            check_split(svc, tx, owner_id=locked["owner_id"], job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
+                return RetryStarted(job_id, running.attempt, list(running.pages), locked.status, already_running=True)
+            if locked.status != "completed":
+                raise Conflict(f"The job is {locked.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
+            extra_hold = worst_case_pages_hold(svc, model_id=job.model_id, pages=len(page_numbers))
+            check_split(svc, tx, owner_id=locked.owner_id, job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
             row = retries.insert(
                 tx,
                 job_id=job_id,
                 pages=page_numbers,
                 error_ids=error_ids,
-                previous_pages_failed=locked["pages_failed"],
-                previous_total_usd=Decimal(locked["total_cost_usd"] or 0),
+                previous_pages_failed=locked.pages_failed,
+                previous_total_usd=Decimal(locked.total_cost_usd or 0),
                 previous_markdown_key=previous_md,
                 chunks_before=snapshot,
             )
             if row.attempt != attempt:  # another retry started and ended since we copied the Markdown under n
                 raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
-            options = {**(locked["options"] or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
+            options = {**(locked.options or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
             job_repo.move_job(tx, job_id, st.retry(), options=options, error_id=None, error_message=None)
             job_repo.move_chunks(tx, job_id, st.retry(Entity.CHUNK), indexes=affected, attempts=0, worker_id=None)
             ledger.reopen_hold(tx, job_id, extra_usd=extra_hold, hours=svc.settings.batchlane_on_demand_window_hours)
-            job_repo.move_file(tx, str(job["file_id"]), st.retry(Entity.FILE))
+            job_repo.move_file(tx, str(job.file_id), st.retry(Entity.FILE))
     except UniqueViolation as exc:
         if exc.constraint == "one_live_job_per_file":  # another conversion of the same file is running
             raise Conflict("The file is being converted again; retry once that conversion has ended.", error_id="CONVERSION_IN_PROGRESS") from exc
@@ -210,16 +209,16 @@ def without_retry(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in (options or {}).items() if k != RETRY_FLAG}
 
 
-def close_retry(tx: Transaction, job: dict[str, Any], *, total: Decimal, pages_failed: int) -> None:
+def close_retry(tx: Transaction, job: job_repo.JobRow, *, total: Decimal, pages_failed: int) -> None:
     """Settle's part: the retry row completed with what it cost, the flag gone from the job."""
-    scope = retry_scope(job["options"])
+    scope = retry_scope(job.options)
     if scope is None:
         return
     attempt, _ = scope
-    row = retries.get(tx, str(job["id"]), attempt)
+    row = retries.get(tx, job.id, attempt)
     previous = Decimal(row.previous_total_usd) if row else Decimal(0)
-    retries.finish(tx, str(job["id"]), attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
-    job_repo.set_options(tx, str(job["id"]), without_retry(job["options"]))
+    retries.finish(tx, job.id, attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
+    job_repo.set_options(tx, job.id, without_retry(job.options))
 
 
 def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict[str, Any] | None:
@@ -231,7 +230,7 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
         retry = retries.running(tx, job_id)
         if job is None or retry is None:
             return None
-        if job["status"] == "assembling" and outcome == "cancelled":
+        if job.status == "assembling" and outcome == "cancelled":
             raise Conflict("The retry is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
         for snap in retry.chunks_before:
             job_repo.move_chunks(
@@ -251,14 +250,14 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
             tx,
             job_id,
             st.end_retry(),
-            options=without_retry(job["options"]),
+            options=without_retry(job.options),
             total_cost_usd=total,
             pages_failed=failed,
             error_id="PAGES_FAILED",
-            error_message=f"{failed} of {job['total_pages']} pages could not be converted",
+            error_message=f"{failed} of {job.total_pages} pages could not be converted",
         )
         ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
-        job_repo.move_file(tx, str(job["file_id"]), st.end_retry(Entity.FILE))
+        job_repo.move_file(tx, str(job.file_id), st.end_retry(Entity.FILE))
         retries.finish(
             tx,
             job_id,
@@ -268,8 +267,8 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
             cost_usd=total - Decimal(retry.previous_total_usd),
             error_message=message[:500],
         )
-    logger.info("retry ended", job_id=job_id, retry=retry.attempt, outcome=outcome, previous_status=job["status"])
-    return {"jobId": job_id, "retry": retry.attempt, "status": "completed", "retryStatus": outcome, "previousStatus": job["status"]}
+    logger.info("retry ended", job_id=job_id, retry=retry.attempt, outcome=outcome, previous_status=job.status)
+    return {"jobId": job_id, "retry": retry.attempt, "status": "completed", "retryStatus": outcome, "previousStatus": job.status}
 
 
 def retry_history(svc: Services, job_id: str) -> list[dict[str, Any]]:

@@ -6,10 +6,10 @@ The chunk processor and the batch lane's prepare both page through
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Iterator
 
 from batchlane import keys
+from batchlane.db.jobs import ChunkRow
 from batchlane.pdf.fit import fit
 from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
 from batchlane.ports import ObjectStore
@@ -29,11 +29,11 @@ def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, 
         raise
 
 
-def span_of(chunk_row: Mapping[str, Any]) -> ChunkSpan:
-    return ChunkSpan(chunk_row["chunk_index"], chunk_row["first_page"], chunk_row["last_page"])
+def span_of(chunk_row: ChunkRow) -> ChunkSpan:
+    return ChunkSpan(chunk_row.chunk_index, chunk_row.first_page, chunk_row.last_page)
 
 
-def chunk_pages(store: ObjectStore, job_id: str, chunk_row: Mapping[str, Any], *, render: bool = True) -> Iterator[Page]:
+def chunk_pages(store: ObjectStore, job_id: str, chunk_row: ChunkRow, *, render: bool = True) -> Iterator[Page]:
     """The chunk's pages as they will be sent: a page over the size limit comes reduced, or marked
     PAGE_TOO_LARGE (:func:`batchlane.pdf.fit.fit`), the same way for both lanes."""
     span = span_of(chunk_row)

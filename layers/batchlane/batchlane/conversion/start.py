@@ -19,8 +19,8 @@ def start_conversion(svc: Services, job_id: str) -> dict[str, Any]:
         current = job_repo.get_job(svc.db, job_id)
         if current is None:
             raise NotFound(f"no job {job_id}")
-        logger.info("conversion not started", job_id=job_id, status=current["status"])
-        return {"jobId": job_id, "chunks": [], "proceed": False, "status": current["status"]}
+        logger.info("conversion not started", job_id=job_id, status=current.status)
+        return {"jobId": job_id, "chunks": [], "proceed": False, "status": current.status}
     job_repo.move_chunks(svc.db, job_id, st.start(Entity.CHUNK))
-    chunks = [row["chunk_index"] for row in job_repo.get_chunks(svc.db, job_id) if row["status"] != ChunkStatus.COMPLETED]
+    chunks = [row.chunk_index for row in job_repo.get_chunks(svc.db, job_id) if row.status != ChunkStatus.COMPLETED]
     return {"jobId": job_id, "chunks": chunks, "proceed": True, "status": "processing"}

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.db.connection import Row
-from batchlane.db.jobs import LIVE_JOB_STATUSES, Runner
+from batchlane.db.jobs import LIVE_JOB_STATUSES, JobRow, Runner
 from batchlane.domain.budget import Limits, Standing
 
 
@@ -114,7 +114,7 @@ def mark_pause_settled(db: Runner, job_id: str) -> bool:
     return row is not None
 
 
-def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> Row | None:
+def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> JobRow | None:
     """paused_budget → processing (the transition arch-db's domain/status.py names ``resume``) with the hold
     raised to ``hold_usd`` and the resume counted; None if not paused. The new run's start takes it from there."""
     row = db.one(
@@ -135,4 +135,4 @@ def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> Row | None:
         "UPDATE chunk_jobs SET status = 'pending', updated_at = now() WHERE job_id = CAST(:job AS uuid) AND status = 'processing'",
         job=job_id,
     )
-    return row
+    return JobRow.of(row)

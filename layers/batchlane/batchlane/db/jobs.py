@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -24,8 +26,95 @@ class Runner(Protocol):
     def one(self, sql: str, **params: Any) -> Row | None: ...
 
 
+@dataclass(frozen=True)
+class FileRow:
+    """One files row (0001_init.sql, 0005_files_deleted_at.sql, 0014_folder_jobs.sql)."""
+
+    id: str
+    owner_id: str
+    name: str
+    s3_key: str
+    size_bytes: int
+    status: str
+    source_bucket: str | None
+    created_at: datetime
+    updated_at: datetime
+    deleted_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Row) -> FileRow:
+        values: dict[str, Any] = {f.name: row.get(f.name) for f in fields(cls)}  # source_bucket, deleted_at came later
+        return cls(**{**values, "id": str(row["id"])})
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """One large_conversion_jobs row (0001_init.sql, 0006_job_splitting.sql)."""
+
+    id: str
+    file_id: str
+    owner_id: str
+    status: str
+    options: dict[str, Any]
+    model_id: str
+    total_pages: int
+    pages_per_chunk: int
+    chunk_count: int
+    pages_converted: int
+    pages_failed: int
+    pages_batch: int
+    total_cost_usd: Decimal
+    error_id: str | None
+    error_message: str | None
+    markdown_key: str | None
+    execution_name: str | None
+    created_at: datetime
+    updated_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, row: Row) -> JobRow:
+        values = {f.name: row[f.name] for f in fields(cls)}  # columns added later are not read here
+        return cls(**{**values, "id": str(row["id"]), "file_id": str(row["file_id"]), "options": dict(row["options"] or {})})
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """One chunk_jobs row (0001_init.sql, 0015_chunk_statuses.sql)."""
+
+    job_id: str
+    chunk_index: int
+    first_page: int
+    last_page: int
+    status: str
+    worker_id: str | None
+    heartbeat_at: datetime | None
+    attempts: int
+    pages_done: int
+    pages_failed: int
+    pages_batch: int
+    cost_usd: Decimal
+    result_key: str | None
+    error: str | None
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: Row) -> ChunkRow:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        return cls(**{**values, "job_id": str(row["job_id"])})
+
+
+def _job(row: Row | None) -> JobRow | None:
+    return JobRow.of(row) if row is not None else None
+
+
+def _chunk(row: Row | None) -> ChunkRow | None:
+    return ChunkRow.of(row) if row is not None else None
+
+
 # -- files -------------------------------------------------------------------------------
-def insert_file(db: Runner, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> Row:
+def insert_file(db: Runner, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> FileRow:
     row = db.one(
         "INSERT INTO files (id, owner_id, name, s3_key, size_bytes) VALUES (COALESCE(CAST(:id AS uuid), gen_random_uuid()), :owner, :name, :key, :size) RETURNING *",
         id=file_id,
@@ -35,11 +124,12 @@ def insert_file(db: Runner, *, owner_id: str, name: str, s3_key: str, size_bytes
         size=size_bytes,
     )
     assert row is not None
-    return row
+    return FileRow.of(row)
 
 
-def get_file(db: Runner, file_id: str) -> Row | None:
-    return db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid)", id=file_id)
+def get_file(db: Runner, file_id: str) -> FileRow | None:
+    row = db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid)", id=file_id)
+    return FileRow.of(row) if row is not None else None
 
 
 def move_file(db: Runner, file_id: str, move: Transition) -> bool:
@@ -89,7 +179,7 @@ def insert_job(
     error_id: str | None = None,
     error_message: str | None = None,
     chunk_status: str | None = None,
-) -> Row:
+) -> JobRow:
     """The job and its chunks, in ``chunk_status`` (default: the job's status)."""
     job = db.one(
         """INSERT INTO large_conversion_jobs
@@ -112,7 +202,7 @@ def insert_job(
     )
     assert job is not None
     insert_chunks(db, str(job["id"]), chunks, status=chunk_status or status)
-    return job
+    return JobRow.of(job)
 
 
 def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, status: str) -> None:
@@ -127,7 +217,7 @@ def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, statu
         )
 
 
-def finish_split(db: Runner, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan]) -> Row | None:
+def finish_split(db: Runner, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan]) -> JobRow | None:
     """splitting → waiting_batch (``parked``) or pending, with the page count and the chunk rows;
     None when the job left splitting meanwhile (cancelled): then nothing is written."""
     move = st.park() if parked else st.queue()
@@ -137,21 +227,21 @@ def finish_split(db: Runner, job_id: str, *, parked: bool, total_pages: int, chu
     return job
 
 
-def get_job(db: Runner, job_id: str) -> Row | None:
-    return db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
+def get_job(db: Runner, job_id: str) -> JobRow | None:
+    return _job(db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id))
 
 
-def lock_job(db: Runner, job_id: str) -> Row | None:
+def lock_job(db: Runner, job_id: str) -> JobRow | None:
     """SELECT ... FOR UPDATE: serialises the transitions of one job."""
-    return db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR UPDATE", id=job_id)
+    return _job(db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR UPDATE", id=job_id))
 
 
-def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> Row | None:
+def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> JobRow | None:
     """Move a job along ``move`` (a job transition of domain.status) with extra columns; None when it
     was not in one of the move's from-states. Entering processing stamps started_at; finishing, finished_at."""
     _expect(move, Entity.JOB)
     sets, params = _sets(fields)
-    return db.one(
+    row = db.one(
         f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){sets},
                started_at = CASE WHEN :to = 'processing' THEN COALESCE(started_at, now()) ELSE started_at END,
                finished_at = CASE WHEN :to = ANY(CAST(:finished AS text[])) THEN now() END
@@ -162,27 +252,32 @@ def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> Row | 
         finished=list(st.FINISHED_JOB_STATUSES),
         **params,
     )
+    return _job(row)
 
 
-def set_options(db: Runner, job_id: str, options: dict[str, Any], *, only_if: str | None = None) -> Row | None:
+def set_options(db: Runner, job_id: str, options: dict[str, Any], *, only_if: str | None = None) -> JobRow | None:
     """Replace the job's options (only while it is ``only_if``, when given); None when it was not."""
-    return db.one(
-        """UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb), updated_at = now()
+    return _job(
+        db.one(
+            """UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb), updated_at = now()
            WHERE id = CAST(:id AS uuid) AND (CAST(:only_if AS text) IS NULL OR status = :only_if) RETURNING *""",
-        id=job_id,
-        options=options,
-        only_if=only_if,
+            id=job_id,
+            options=options,
+            only_if=only_if,
+        )
     )
 
 
-def flag_job(db: Runner, job_id: str, flags: dict[str, Any], *, only_if: str) -> Row | None:
+def flag_job(db: Runner, job_id: str, flags: dict[str, Any], *, only_if: str) -> JobRow | None:
     """Merge ``flags`` into the job's options while it is ``only_if``; None when it was not."""
-    return db.one(
-        """UPDATE large_conversion_jobs SET options = options || CAST(:flags AS jsonb), updated_at = now()
+    return _job(
+        db.one(
+            """UPDATE large_conversion_jobs SET options = options || CAST(:flags AS jsonb), updated_at = now()
            WHERE id = CAST(:id AS uuid) AND status = :only_if RETURNING *""",
-        id=job_id,
-        flags=flags,
-        only_if=only_if,
+            id=job_id,
+            flags=flags,
+            only_if=only_if,
+        )
     )
 
 
@@ -215,8 +310,8 @@ def live_job_of_file(db: Runner, file_id: str) -> str | None:
     return str(row["id"]) if row else None
 
 
-def list_jobs(db: Runner, *, status: str | None = None, owner_id: str | None = None, limit: int = 100) -> list[Row]:
-    return db.run(
+def list_jobs(db: Runner, *, status: str | None = None, owner_id: str | None = None, limit: int = 100) -> list[JobRow]:
+    rows = db.run(
         """SELECT * FROM large_conversion_jobs
            WHERE (CAST(:status AS text) IS NULL OR status = :status) AND (CAST(:owner AS text) IS NULL OR owner_id = :owner)
            ORDER BY created_at DESC LIMIT :limit""",
@@ -224,15 +319,16 @@ def list_jobs(db: Runner, *, status: str | None = None, owner_id: str | None = N
         owner=owner_id,
         limit=limit,
     )
+    return [JobRow.of(row) for row in rows]
 
 
 # -- chunks ------------------------------------------------------------------------------
-def get_chunks(db: Runner, job_id: str) -> list[Row]:
-    return db.run("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY chunk_index", id=job_id)
+def get_chunks(db: Runner, job_id: str) -> list[ChunkRow]:
+    return [ChunkRow.of(row) for row in db.run("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY chunk_index", id=job_id)]
 
 
-def get_chunk(db: Runner, job_id: str, chunk_index: int) -> Row | None:
-    return db.one("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=chunk_index)
+def get_chunk(db: Runner, job_id: str, chunk_index: int) -> ChunkRow | None:
+    return _chunk(db.one("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=chunk_index))
 
 
 def move_chunks(db: Runner, job_id: str, move: Transition, *, indexes: Sequence[int] | None = None, **fields: Any) -> int:
@@ -254,22 +350,24 @@ def move_chunks(db: Runner, job_id: str, move: Transition, *, indexes: Sequence[
     return len(rows)
 
 
-def claim_chunk(db: Runner, job_id: str, chunk_index: int, worker_id: str) -> Row | None:
+def claim_chunk(db: Runner, job_id: str, chunk_index: int, worker_id: str) -> ChunkRow | None:
     """pending (or a previous attempt's processing) → processing for this worker, if the job is processing."""
     move = st.claim(Entity.CHUNK)
-    return db.one(
-        """UPDATE chunk_jobs c SET status = :to, worker_id = :w, attempts = c.attempts + 1,
+    return _chunk(
+        db.one(
+            """UPDATE chunk_jobs c SET status = :to, worker_id = :w, attempts = c.attempts + 1,
                heartbeat_at = now(), updated_at = now()
            FROM large_conversion_jobs j
            WHERE c.job_id = CAST(:id AS uuid) AND c.chunk_index = :i AND j.id = c.job_id
              AND j.status = :job_status AND c.status = ANY(CAST(:from_ AS text[]))
            RETURNING c.*""",
-        id=job_id,
-        i=chunk_index,
-        w=worker_id,
-        to=move.target,
-        from_=move.from_states,
-        job_status=st.JobStatus.PROCESSING,
+            id=job_id,
+            i=chunk_index,
+            w=worker_id,
+            to=move.target,
+            from_=move.from_states,
+            job_status=st.JobStatus.PROCESSING,
+        )
     )
 
 

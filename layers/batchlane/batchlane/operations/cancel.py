@@ -55,12 +55,12 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
     if (ended := end_retry(svc, job_id, outcome="cancelled", message="Cancelled by the user.")) is not None:
         job = job_repo.get_job(svc.db, job_id)
         assert job is not None
-        return CancelOutcome(job_id, str(job["file_id"]), ended["previousStatus"], retry_cancelled=ended["retry"])
+        return CancelOutcome(job_id, str(job.file_id), ended["previousStatus"], retry_cancelled=ended["retry"])
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
-        status, file_id = job["status"], str(job["file_id"])
+        status, file_id = job.status, str(job.file_id)
         if status == JobStatus.CANCELLED:
             return CancelOutcome(job_id, file_id, status, already=True)
         if status == JobStatus.ASSEMBLING:

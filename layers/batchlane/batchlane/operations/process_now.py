@@ -49,17 +49,17 @@ def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
         job = job_repo.lock_job(tx, job_id)
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
-        file_id = str(job["file_id"])
-        if job["status"] == JobStatus.SPLITTING:
+        file_id = str(job.file_id)
+        if job.status == JobStatus.SPLITTING:
             job_repo.flag_job(tx, job_id, {PROCESS_NOW_FLAG: True}, only_if=JobStatus.SPLITTING)
             logger.info("process now flagged while splitting", job_id=job_id)
             return ProcessNowOutcome(job_id, file_id, None, "flagged_while_splitting", resumed=False, status=JobStatus.SPLITTING.value)
-        if not st.leave_batch_lane().allows(job["status"]):
-            raise Conflict(f"The job is {job['status']}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
+        if not st.leave_batch_lane().allows(job.status):
+            raise Conflict(f"The job is {job.status}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
         row = rows.lock_row(tx, job_id)
         found = row.state if row else None
         if row is None:
-            inserted = rows.insert_closed(tx, job_id=job_id, model_id=job["model_id"], end_state="skipped", reason=PROCESS_NOW_REASON)
+            inserted = rows.insert_closed(tx, job_id=job_id, model_id=job.model_id, end_state="skipped", reason=PROCESS_NOW_REASON)
             # None: the claimer inserted its row between our read and our insert; act on that one.
             row = inserted or rows.lock_row(tx, job_id)
             assert row is not None
@@ -71,7 +71,7 @@ def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
             return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
         if found in ("preparing", "submitted"):
             rows.set_reason(tx, job_id, PROCESS_NOW_REASON)
-        options = {k: v for k, v in (job["options"] or {}).items() if k != "_batchPrimed"}
+        options = {k: v for k, v in (job.options or {}).items() if k != "_batchPrimed"}
         leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
     stop_requested = stop_batch_job(svc, job_id, reason=PROCESS_NOW_REASON) if found == "submitted" else False
     svc.workflows.start_conversion(job_id)

@@ -24,7 +24,7 @@ TEST_EVENT = "webhook.test"
 def dispatch(svc: Services, event: dict[str, Any]) -> list[str]:
     detail = event.get("detail") or {}
     job = job_repo.get_job(svc.db, str(detail["jobId"]))
-    callback = subscription.from_options(job["options"]) if job else None
+    callback = subscription.from_options(job.options) if job else None
     if job is None or callback is None:
         return []
     source_id = str(event.get("id") or uuid.uuid4())
@@ -36,8 +36,8 @@ def dispatch(svc: Services, event: dict[str, Any]) -> list[str]:
         deliveries.insert(
             svc.db,
             delivery_id=delivery_id,
-            owner_id=job["owner_id"],
-            job_id=str(job["id"]),
+            owner_id=job.owner_id,
+            job_id=str(job.id),
             event=name,
             url=callback.url,
             headers=callback.headers,
@@ -45,7 +45,7 @@ def dispatch(svc: Services, event: dict[str, Any]) -> list[str]:
         )
         svc.workflows.start_webhook_delivery(delivery_id)  # idempotent by name
         started.append(delivery_id)
-    logger.info("webhooks dispatched", job_id=str(job["id"]), status=detail.get("status"), deliveries=len(started))
+    logger.info("webhooks dispatched", job_id=str(job.id), status=detail.get("status"), deliveries=len(started))
     return started
 
 
