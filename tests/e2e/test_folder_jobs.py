@@ -347,3 +347,48 @@ def test_a_folder_past_one_listing_page_is_enumerated_whole(stack: Any) -> None:
     assert (done["files"]["discovered"], done["files"]["excluded"], done["files"]["completed"]) == (2, 2500, 2)
     row = repo.get_job(services().db, status["id"])
     assert row["objects_listed"] == 2502 and row["continuation_token"] is None
+
+
+def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack: Any) -> None:
+    from batchlane.aws.clients import client
+    from batchlane.db import deliveries
+    from tests.webhook_receiver import Receiver, readme_verify
+
+    receiver = Receiver()
+    try:
+        prefix = "notify/"
+        put_folder(prefix, {"a.pdf": make_pdf(2, title="A"), "b.pdf": make_pdf(3, title="B")})
+        spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "notifications": {"callback_url": receiver.url, "callback_headers": {"X-Team": "legal"}}}
+        status, created = submit(spec)
+        assert created
+        job_id = status["id"]
+        wait_done(job_id)
+        rows = wait_until(
+            lambda: (r := deliveries.list_for_owner(services().db, OWNER, job_id=job_id)) and all(d["status"] == "delivered" for d in r) and r,
+            what="the folder job's webhook to be delivered",
+        )
+        assert len(rows) == 1 and rows[0]["event"] == "job.completed", rows
+        (received,) = receiver.received  # one delivery, not one per status change or per file
+        body = received.json
+        assert body["event"] == "job.completed" and body["jobId"] == job_id and body["scope"] == "folder_job"
+        assert body["status"] == "completed" and body["files"]["completed"] == 2 and body["pages"]["completed"] == 5
+        assert body["outputs"]["report"] == f"s3://{FOLDER_BUCKET}/{prefix}_batchlane/{job_id}/report.jsonl"
+        assert received.headers["X-Team"] == "legal" and received.headers["Batchlane-Delivery"] == body["deliveryId"]
+        secret = str(client("secretsmanager").get_secret_value(SecretId=services().settings.webhook_secret_arn)["SecretString"])
+        assert readme_verify()(secret, received.body, received.headers["Batchlane-Signature"])
+    finally:
+        receiver.stop()
+
+
+def test_a_folder_job_refuses_a_bad_callback_before_anything_starts(stack: Any) -> None:
+    with pytest.raises(InputError) as bad:
+        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/notify/"}, "notifications": {"callback_url": "ftp://example.com/x"}})
+    assert bad.value.error_id == "CALLBACK_INVALID"
+    with pytest.raises(InputError) as wrong_event:
+        submit(
+            {
+                "input": {"folder": f"s3://{FOLDER_BUCKET}/notify/"},
+                "notifications": {"callback_url": "https://example.com/x", "callback_events": ["job.waiting_batch"]},
+            }
+        )
+    assert wrong_event.value.error_id == "CALLBACK_INVALID"
