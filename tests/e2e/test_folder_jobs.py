@@ -392,3 +392,34 @@ def test_a_folder_job_refuses_a_bad_callback_before_anything_starts(stack: Any) 
             }
         )
     assert wrong_event.value.error_id == "CALLBACK_INVALID"
+
+
+def test_a_file_whose_first_conversion_fails_is_converted_again_within_max_retries(stack: Any) -> None:
+    from batchlane_dev.local.lambda_runtime import Invocation
+
+    prefix = "retries/"
+    put_folder(prefix, {"flaky.pdf": make_pdf(2, title="F"), "broken.pdf": b"%PDF-1.7\n" + b"x" * 200})
+    failed_once: set[str] = set()
+
+    def split_crashes_on_the_first_conversion_of_flaky(event: Any, call_real: Any) -> Any:
+        """The first conversion of flaky.pdf loses its split (every attempt): the intake fails it SPLIT_FAILED."""
+        job_id = str(event["jobId"])
+        row = services().db.one("SELECT f.s3_key FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)", id=job_id)
+        if row and row["s3_key"] == prefix + "flaky.pdf" and (not failed_once or job_id in failed_once):
+            failed_once.add(job_id)
+            return Invocation(error_type="Runtime.ExitError", error_message="the split's Lambda died")
+        return call_real(event)
+
+    stack.registry.intercept("job_split", split_crashes_on_the_first_conversion_of_flaky)
+    try:
+        status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"max_retries": 1}})
+        done = wait_done(status["id"])
+    finally:
+        stack.registry.intercept("job_split", None)
+    files = by_key(status["id"])
+    assert len(failed_once) == 1  # the fault did fail one conversion
+    flaky, broken = files[prefix + "flaky.pdf"], files[prefix + "broken.pdf"]
+    assert flaky["status"] == "completed" and flaky["attempts"] == 2 and flaky["error_id"] is None, flaky
+    assert broken["status"] == "failed" and broken["error_id"] == "PDF_CORRUPT" and broken["attempts"] == 1, broken  # the document: never retried
+    assert done["status"] == "completed_with_failures" and done["files"]["completed"] == 1
+    assert page_phrase(2, 2) in text(prefix + "flaky.md")

@@ -217,10 +217,24 @@ def finish_file(db: Runner, job_id: str, source_key: str, *, status: str, **fiel
     )
 
 
+def retry_conversion(db: Runner, job_id: str, source_key: str) -> Row | None:
+    """processing → queued after a failed conversion that ``policy.max_retries`` allows again (the caller logs
+    its error; ``attempts`` keeps the count); None when it was not processing."""
+    move = st.folder_file("retry_conversion")
+    return db.one(
+        """UPDATE folder_job_files SET status = :to, conversion_job_id = NULL, error_id = NULL, error_message = NULL, updated_at = now()
+           WHERE folder_job_id = :job AND source_key = :key AND status = ANY(:from_) RETURNING *""",
+        to=move.target,
+        from_=move.from_states,
+        job=job_id,
+        key=source_key,
+    )
+
+
 def ended_conversions(db: Runner, job_id: str) -> list[Row]:
     """Processing files whose conversion job has ended: what the progress step settles."""
     return db.run(
-        """SELECT f.source_key, f.output_key, j.id AS conversion_job_id, j.status AS job_status, j.total_pages, j.pages_failed,
+        """SELECT f.source_key, f.output_key, f.attempts, j.id AS conversion_job_id, j.status AS job_status, j.total_pages, j.pages_failed,
                   j.total_cost_usd, j.error_id AS job_error_id, j.error_message AS job_error_message, j.markdown_key, j.pages_batch
            FROM folder_job_files f JOIN large_conversion_jobs j ON j.id = f.conversion_job_id
            WHERE f.folder_job_id = :job AND f.status = 'processing' AND j.status IN ('completed', 'failed', 'cancelled')

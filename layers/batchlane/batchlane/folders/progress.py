@@ -16,6 +16,7 @@ from typing import Any
 from batchlane.conversion.create import create_job
 from batchlane.db import folder_jobs as repo
 from batchlane.domain.errors import BatchlaneError, NotFound
+from batchlane.domain.folder_policy import retry_file
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
@@ -85,6 +86,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
     """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error."""
     job_id = str(job["id"])
     buckets = svc.folder_buckets()
+    max_retries = FolderJobSpec.model_validate(job["spec"]).policy.max_retries
     settled = 0
     for row in repo.ended_conversions(svc.db, job_id):
         common = {
@@ -102,6 +104,16 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
                 )
                 continue
             repo.finish_file(svc.db, job_id, row["source_key"], status="completed", **common)
+        elif row["job_status"] == "failed" and retry_file(row["job_error_id"], int(row["attempts"]), max_retries):
+            repo.retry_conversion(svc.db, job_id, row["source_key"])
+            logger.info(
+                "folder file retried",
+                job_id=job_id,
+                key=row["source_key"],
+                error_id=row["job_error_id"],
+                error=row["job_error_message"],
+                attempts=row["attempts"],
+            )
         elif row["job_status"] == "failed":
             repo.finish_file(
                 svc.db,
