@@ -423,3 +423,31 @@ def test_a_file_whose_first_conversion_fails_is_converted_again_within_max_retri
     assert broken["status"] == "failed" and broken["error_id"] == "PDF_CORRUPT" and broken["attempts"] == 1, broken  # the document: never retried
     assert done["status"] == "completed_with_failures" and done["files"]["completed"] == 1
     assert page_phrase(2, 2) in text(prefix + "flaky.md")
+
+
+def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_the_report_says_why(stack: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    prefix = "deadline/"
+    put_folder(prefix, {"a.pdf": make_pdf(2)})
+    past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    with pytest.raises(InputError) as refused:
+        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"deadline": past}})
+    assert refused.value.error_id == "DEADLINE_PAST"
+
+    # The offline stack's batch turnaround is (24 h + 2 h) / time_scale: a deadline an hour away leaves it room...
+    roomy = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"deadline": roomy}})
+    wait_done(status["id"])
+    (line,) = report(status["id"], prefix)
+    assert line["lane_reason"] != "deadline" and line["status"] == "completed", line
+
+    # ...and one closer than the turnaround (minus the time left) does not: the file goes on-demand.
+    tight = (datetime.now(UTC) + timedelta(hours=services().settings.batch_deadline_hours / 2)).isoformat()
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"on_existing": "replace"}, "policy": {"deadline": tight}})
+    wait_done(status["id"])
+    row = by_key(status["id"])[prefix + "a.pdf"]
+    conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    assert conversion["options"].get("_processNow") is True and row["status"] == "completed"
+    (line,) = report(status["id"], prefix)
+    assert (line["lane"], line["lane_reason"]) == ("on_demand", "deadline"), line

@@ -13,6 +13,7 @@ from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
+from batchlane.domain.folder_policy import check_deadline
 from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.record import report_lines
@@ -30,6 +31,7 @@ ETA_MIN_PAGES = 10
 def prepare(svc: Services, body: Any) -> FolderJobSpec:
     """Validate the spec and the folders it names (FOLDER_NOT_ALLOWED before anything is listed)."""
     spec = parse_spec(body)
+    check_deadline(spec.policy.deadline, datetime.now(UTC))
     check_allowed(spec, svc.settings.folder_sources)
     if spec.notifications is not None:
         spec.notifications = check_notifications(spec.notifications, allow_private=svc.settings.batchlane_webhook_allow_private)
