@@ -347,3 +347,107 @@ def test_a_folder_past_one_listing_page_is_enumerated_whole(stack: Any) -> None:
     assert (done["files"]["discovered"], done["files"]["excluded"], done["files"]["completed"]) == (2, 2500, 2)
     row = repo.get_job(services().db, status["id"])
     assert row["objects_listed"] == 2502 and row["continuation_token"] is None
+
+
+def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack: Any) -> None:
+    from batchlane.aws.clients import client
+    from batchlane.db import deliveries
+    from tests.webhook_receiver import Receiver, readme_verify
+
+    receiver = Receiver()
+    try:
+        prefix = "notify/"
+        put_folder(prefix, {"a.pdf": make_pdf(2, title="A"), "b.pdf": make_pdf(3, title="B")})
+        spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "notifications": {"callback_url": receiver.url, "callback_headers": {"X-Team": "legal"}}}
+        status, created = submit(spec)
+        assert created
+        job_id = status["id"]
+        wait_done(job_id)
+        rows = wait_until(
+            lambda: (r := deliveries.list_for_owner(services().db, OWNER, job_id=job_id)) and all(d["status"] == "delivered" for d in r) and r,
+            what="the folder job's webhook to be delivered",
+        )
+        assert len(rows) == 1 and rows[0]["event"] == "job.completed", rows
+        (received,) = receiver.received  # one delivery, not one per status change or per file
+        body = received.json
+        assert body["event"] == "job.completed" and body["jobId"] == job_id and body["scope"] == "folder_job"
+        assert body["status"] == "completed" and body["files"]["completed"] == 2 and body["pages"]["completed"] == 5
+        assert body["outputs"]["report"] == f"s3://{FOLDER_BUCKET}/{prefix}_batchlane/{job_id}/report.jsonl"
+        assert received.headers["X-Team"] == "legal" and received.headers["Batchlane-Delivery"] == body["deliveryId"]
+        secret = str(client("secretsmanager").get_secret_value(SecretId=services().settings.webhook_secret_arn)["SecretString"])
+        assert readme_verify()(secret, received.body, received.headers["Batchlane-Signature"])
+    finally:
+        receiver.stop()
+
+
+def test_a_folder_job_refuses_a_bad_callback_before_anything_starts(stack: Any) -> None:
+    with pytest.raises(InputError) as bad:
+        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/notify/"}, "notifications": {"callback_url": "ftp://example.com/x"}})
+    assert bad.value.error_id == "CALLBACK_INVALID"
+    with pytest.raises(InputError) as wrong_event:
+        submit(
+            {
+                "input": {"folder": f"s3://{FOLDER_BUCKET}/notify/"},
+                "notifications": {"callback_url": "https://example.com/x", "callback_events": ["job.waiting_batch"]},
+            }
+        )
+    assert wrong_event.value.error_id == "CALLBACK_INVALID"
+
+
+def test_a_file_whose_first_conversion_fails_is_converted_again_within_max_retries(stack: Any) -> None:
+    from batchlane_dev.local.lambda_runtime import Invocation
+
+    prefix = "retries/"
+    put_folder(prefix, {"flaky.pdf": make_pdf(2, title="F"), "broken.pdf": b"%PDF-1.7\n" + b"x" * 200})
+    failed_once: set[str] = set()
+
+    def split_crashes_on_the_first_conversion_of_flaky(event: Any, call_real: Any) -> Any:
+        """The first conversion of flaky.pdf loses its split (every attempt): the intake fails it SPLIT_FAILED."""
+        job_id = str(event["jobId"])
+        row = services().db.one("SELECT f.s3_key FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)", id=job_id)
+        if row and row["s3_key"] == prefix + "flaky.pdf" and (not failed_once or job_id in failed_once):
+            failed_once.add(job_id)
+            return Invocation(error_type="Runtime.ExitError", error_message="the split's Lambda died")
+        return call_real(event)
+
+    stack.registry.intercept("job_split", split_crashes_on_the_first_conversion_of_flaky)
+    try:
+        status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"max_retries": 1}})
+        done = wait_done(status["id"])
+    finally:
+        stack.registry.intercept("job_split", None)
+    files = by_key(status["id"])
+    assert len(failed_once) == 1  # the fault did fail one conversion
+    flaky, broken = files[prefix + "flaky.pdf"], files[prefix + "broken.pdf"]
+    assert flaky["status"] == "completed" and flaky["attempts"] == 2 and flaky["error_id"] is None, flaky
+    assert broken["status"] == "failed" and broken["error_id"] == "PDF_CORRUPT" and broken["attempts"] == 1, broken  # the document: never retried
+    assert done["status"] == "completed_with_failures" and done["files"]["completed"] == 1
+    assert page_phrase(2, 2) in text(prefix + "flaky.md")
+
+
+def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_the_report_says_why(stack: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    prefix = "deadline/"
+    put_folder(prefix, {"a.pdf": make_pdf(2)})
+    past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    with pytest.raises(InputError) as refused:
+        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"deadline": past}})
+    assert refused.value.error_id == "DEADLINE_PAST"
+
+    # The offline stack's batch turnaround is (24 h + 2 h) / time_scale: a deadline an hour away leaves it room...
+    roomy = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"deadline": roomy}})
+    wait_done(status["id"])
+    (line,) = report(status["id"], prefix)
+    assert line["lane_reason"] != "deadline" and line["status"] == "completed", line
+
+    # ...and one closer than the turnaround (minus the time left) does not: the file goes on-demand.
+    tight = (datetime.now(UTC) + timedelta(hours=services().settings.batch_deadline_hours / 2)).isoformat()
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"on_existing": "replace"}, "policy": {"deadline": tight}})
+    wait_done(status["id"])
+    row = by_key(status["id"])[prefix + "a.pdf"]
+    conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    assert conversion["options"].get("_processNow") is True and row["status"] == "completed"
+    (line,) = report(status["id"], prefix)
+    assert (line["lane"], line["lane_reason"]) == ("on_demand", "deadline"), line

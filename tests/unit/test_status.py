@@ -155,6 +155,7 @@ NAMED = [
     (st.folder_job("reopen_enumeration"), FOLDER_ENDED, FJ.ENUMERATING),
     (st.folder_file("start"), {FF.QUEUED}, FF.PROCESSING),
     (st.folder_file("requeue"), {FF.PROCESSING}, FF.QUEUED),
+    (st.folder_file("retry_conversion"), {FF.PROCESSING}, FF.QUEUED),
     (st.folder_file("complete"), {FF.QUEUED, FF.PROCESSING}, FF.COMPLETED),
     (st.folder_file("fail"), {FF.QUEUED, FF.PROCESSING}, FF.FAILED),
     (st.folder_file("skip"), {FF.QUEUED, FF.PROCESSING}, FF.SKIPPED),

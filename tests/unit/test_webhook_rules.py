@@ -103,3 +103,19 @@ def test_the_previous_secret_signs_only_during_the_grace_period():
     assert secret.signing_keys(grace=timedelta(hours=24), now=later) == [new]
     described = secret.describe(grace=timedelta(hours=24))
     assert described["secretId"] == arn and described["rotatedAt"] and new not in str(described)
+
+
+@pytest.mark.parametrize(
+    ("status", "names"),
+    [
+        ("enumerating", []),
+        ("processing", []),
+        ("completed", ["job.completed"]),
+        ("completed_with_failures", ["job.completed"]),
+        ("cancelled", ["job.completed"]),
+        ("error", ["job.completed"]),
+    ],
+)
+def test_a_folder_job_change_is_a_webhook_only_at_its_end_and_never_a_file_event(status: str, names: list[str]) -> None:
+    detail = {"scope": "folder_job", "jobId": "fj-" + "0" * 24, "status": status, "pages": {"completed": 3, "failed": 1}}
+    assert webhook_events(detail) == names

@@ -55,6 +55,8 @@ EVENT_SOURCE = "batchlane"
 JOB_PARKED_DETAIL_TYPE = "Conversion Job Parked"
 # The public event every job state change a user cares about puts on the bus (docs/operations.md).
 JOB_STATE_CHANGE_DETAIL_TYPE = "Conversion Job State Change"
+# A folder job's own status changes (issue 12), on the same bus, delivered by the same webhooks.
+FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE = "Folder Job State Change"
 BEDROCK_EVENT_SOURCE = "aws.bedrock"
 BEDROCK_BATCH_DETAIL_TYPE = "Batch Inference Job State Change"
 
@@ -225,7 +227,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "folder_enumerate",
         "Lists a few ListObjectsV2 pages of a folder job from its checkpoint and inserts the files it finds.",
-        ("db", "folder_read"),
+        ("db", "folder_read", "publish_events"),  # publishes the job's processing/error change
         300,
     ),
     FunctionSpec(
@@ -234,7 +236,9 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         ("db", "s3_read_jobs", "folder_read", "folder_write", "start_intake", "publish_events", "start_folder_job"),  # reads jobs/<id>/output.md; hands over
         300,
     ),
-    FunctionSpec("folder_finish", "Ends a folder job: final status, report.jsonl and manifest.json in the output folder.", ("db", "folder_write"), 300),
+    FunctionSpec(
+        "folder_finish", "Ends a folder job: final status, report.jsonl and manifest.json in the output folder.", ("db", "folder_write", "publish_events"), 300
+    ),  # publishes the job's end
     # Short on purpose: one POST with a 10 s timeout, so a slow receiver holds nothing else.
     FunctionSpec(
         "webhook_deliver",
@@ -305,6 +309,13 @@ RULES: tuple[RuleSpec, ...] = (
         "A public job state change starts the job's webhook deliveries.",
         EVENT_SOURCE,
         JOB_STATE_CHANGE_DETAIL_TYPE,
+        "webhook_dispatch",
+    ),
+    RuleSpec(
+        "folder_job_state_change_webhooks",
+        "A public folder job state change starts the folder job's webhook deliveries.",
+        EVENT_SOURCE,
+        FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE,
         "webhook_dispatch",
     ),
 )

@@ -10,6 +10,7 @@ from typing import Any
 from batchlane.api import usecases
 from batchlane.db import deliveries
 from batchlane.domain.errors import Forbidden
+from batchlane.folders import usecases as folder_usecases
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks.dispatch import send_test
@@ -36,6 +37,8 @@ def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[st
 
 
 def list_deliveries(svc: Services, caller: str, *, job_id: str | None, limit: int) -> dict[str, Any]:
-    if job_id is not None:
+    if job_id is not None and job_id.startswith("fj-"):
+        folder_usecases.owned(svc, caller, job_id)  # 404 unless the caller owns the folder job
+    elif job_id is not None:
         job_id = usecases.job_conversion(svc, caller, job_id)["jobId"]  # 404 JOB_NOT_FOUND unless the caller owns it
     return {"deliveries": [deliveries.view(r) for r in deliveries.list_for_owner(svc.db, caller, job_id=job_id, limit=limit)]}

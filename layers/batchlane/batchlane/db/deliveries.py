@@ -12,15 +12,28 @@ from batchlane.domain import status as st
 OPEN = st.deliver().from_states
 
 
-def insert(db: Runner, *, delivery_id: str, owner_id: str, job_id: str | None, event: str, url: str, headers: dict[str, str], payload: dict[str, Any]) -> bool:
-    """False when the row exists already (an event delivered twice to the dispatcher)."""
+def insert(
+    db: Runner,
+    *,
+    delivery_id: str,
+    owner_id: str,
+    job_id: str | None,
+    event: str,
+    url: str,
+    headers: dict[str, str],
+    payload: dict[str, Any],
+    folder_job_id: str | None = None,
+) -> bool:
+    """False when the row exists already (an event delivered twice to the dispatcher).
+    ``folder_job_id`` (an ``fj-`` id) instead of ``job_id`` for a folder job's own events."""
     row = db.one(
-        """INSERT INTO webhook_deliveries (id, owner_id, job_id, event, url, headers, payload)
-           VALUES (CAST(:id AS uuid), :owner, CAST(:job AS uuid), :event, :url, CAST(:headers AS jsonb), CAST(:payload AS jsonb))
+        """INSERT INTO webhook_deliveries (id, owner_id, job_id, folder_job_id, event, url, headers, payload)
+           VALUES (CAST(:id AS uuid), :owner, CAST(:job AS uuid), :folder, :event, :url, CAST(:headers AS jsonb), CAST(:payload AS jsonb))
            ON CONFLICT (id) DO NOTHING RETURNING id""",
         id=delivery_id,
         owner=owner_id,
         job=job_id,
+        folder=folder_job_id,
         event=event,
         url=url,
         headers=headers,
@@ -63,10 +76,11 @@ def give_up(db: Runner, delivery_id: str, reason: str) -> Row | None:
 
 
 def list_for_owner(db: Runner, owner_id: str, *, job_id: str | None, limit: int = 100) -> list[Row]:
+    """The owner's deliveries, newest first; ``job_id`` a conversion job's uuid or a folder job's ``fj-`` id."""
     return db.run(
-        """SELECT id, job_id, event, url, status, attempts, response_code, latency_ms, last_error, created_at, last_attempt_at, delivered_at
+        """SELECT id, job_id, folder_job_id, event, url, status, attempts, response_code, latency_ms, last_error, created_at, last_attempt_at, delivered_at
            FROM webhook_deliveries
-           WHERE owner_id = :owner AND (CAST(:job AS uuid) IS NULL OR job_id = CAST(:job AS uuid))
+           WHERE owner_id = :owner AND (CAST(:job AS text) IS NULL OR job_id::text = :job OR folder_job_id = :job)
            ORDER BY created_at DESC, id LIMIT :limit""",
         owner=owner_id,
         job=job_id,
@@ -82,7 +96,7 @@ def view(row: Row) -> dict[str, Any]:
 
     return {
         "deliveryId": str(row["id"]),
-        "jobId": str(row["job_id"]) if row["job_id"] else None,
+        "jobId": str(row["job_id"]) if row["job_id"] else row.get("folder_job_id"),
         "event": row["event"],
         "url": row["url"],
         "status": row["status"],

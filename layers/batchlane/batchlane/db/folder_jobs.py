@@ -189,12 +189,14 @@ def count_processing(db: Runner, job_id: str) -> int:
     return int(row["n"]) if row else 0
 
 
-def attach_conversion(db: Runner, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str) -> None:
+def attach_conversion(db: Runner, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str, lane_reason: str | None = None) -> None:
+    """The file's conversion, and why it was sent on-demand (``priority_high``, ``deadline``) if the folder job chose."""
     db.run(
-        """UPDATE folder_job_files SET file_id = CAST(:file AS uuid), conversion_job_id = CAST(:conv AS uuid), updated_at = now()
+        """UPDATE folder_job_files SET file_id = CAST(:file AS uuid), conversion_job_id = CAST(:conv AS uuid), lane_reason = :why, updated_at = now()
            WHERE folder_job_id = :job AND source_key = :key""",
         file=file_id,
         conv=conversion_job_id,
+        why=lane_reason,
         job=job_id,
         key=source_key,
     )
@@ -217,10 +219,24 @@ def finish_file(db: Runner, job_id: str, source_key: str, *, status: str, **fiel
     )
 
 
+def retry_conversion(db: Runner, job_id: str, source_key: str) -> Row | None:
+    """processing → queued after a failed conversion that ``policy.max_retries`` allows again (the caller logs
+    its error; ``attempts`` keeps the count); None when it was not processing."""
+    move = st.folder_file("retry_conversion")
+    return db.one(
+        """UPDATE folder_job_files SET status = :to, conversion_job_id = NULL, error_id = NULL, error_message = NULL, updated_at = now()
+           WHERE folder_job_id = :job AND source_key = :key AND status = ANY(:from_) RETURNING *""",
+        to=move.target,
+        from_=move.from_states,
+        job=job_id,
+        key=source_key,
+    )
+
+
 def ended_conversions(db: Runner, job_id: str) -> list[Row]:
     """Processing files whose conversion job has ended: what the progress step settles."""
     return db.run(
-        """SELECT f.source_key, f.output_key, j.id AS conversion_job_id, j.status AS job_status, j.total_pages, j.pages_failed,
+        """SELECT f.source_key, f.output_key, f.attempts, f.lane_reason, j.id AS conversion_job_id, j.status AS job_status, j.total_pages, j.pages_failed,
                   j.total_cost_usd, j.error_id AS job_error_id, j.error_message AS job_error_message, j.markdown_key, j.pages_batch
            FROM folder_job_files f JOIN large_conversion_jobs j ON j.id = f.conversion_job_id
            WHERE f.folder_job_id = :job AND f.status = 'processing' AND j.status IN ('completed', 'failed', 'cancelled')

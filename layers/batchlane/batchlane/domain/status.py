@@ -242,6 +242,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     # a folder job's files
     _t(Entity.FOLDER_FILE, "start", (FF.QUEUED,), FF.PROCESSING),  # its conversion is being created
     _t(Entity.FOLDER_FILE, "requeue", (FF.PROCESSING,), FF.QUEUED),  # the start did not happen (released, stalled)
+    _t(Entity.FOLDER_FILE, "retry_conversion", (FF.PROCESSING,), FF.QUEUED),  # its conversion failed; policy.max_retries allows another
     _t(Entity.FOLDER_FILE, "complete", (FF.QUEUED, FF.PROCESSING), FF.COMPLETED),
     _t(Entity.FOLDER_FILE, "fail", (FF.QUEUED, FF.PROCESSING), FF.FAILED),
     _t(Entity.FOLDER_FILE, "skip", (FF.QUEUED, FF.PROCESSING), FF.SKIPPED),  # cancelled, or converted before

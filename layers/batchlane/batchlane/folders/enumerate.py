@@ -15,6 +15,7 @@ from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.folders import layout
+from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
 from batchlane.ports import FolderBuckets, ListedPage
@@ -107,7 +108,7 @@ def enumerate_step(svc: Services, job_id: str, *, pages: int | None = None) -> d
         try:
             page = _next_page(buckets, spec, job, token, settings.batchlane_folder_list_page_size)
         except InputError as exc:
-            repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=exc.error_id, error_message=str(exc))
+            publish_folder_change(svc, repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=exc.error_id, error_message=str(exc)))
             logger.warning("folder job cannot list", job_id=job_id, error_id=exc.error_id)
             return {"enumerationDone": True}
         found = classify(spec, job_id, page.objects, done_sources=done_sources)
@@ -147,8 +148,8 @@ def _enumeration_complete(svc: Services, job_id: str) -> dict[str, object]:
             error_id, message = "FOLDER_EMPTY", "The folder holds no objects."
         else:
             error_id, message = "FOLDER_NO_PDF", f"None of the folder's {job['objects_listed']} objects is a PDF the include/exclude globs select."
-        repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=error_id, error_message=message)
+        publish_folder_change(svc, repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=error_id, error_message=message))
         logger.info("folder job has nothing to convert", job_id=job_id, error_id=error_id)
     else:
-        repo.move_job(svc.db, job_id, st.folder_job("enumerated"))
+        publish_folder_change(svc, repo.move_job(svc.db, job_id, st.folder_job("enumerated")))
     return {"enumerationDone": True}

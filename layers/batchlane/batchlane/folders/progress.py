@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import posixpath
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.create import create_job
 from batchlane.db import folder_jobs as repo
+from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, NotFound
+from batchlane.domain.folder_policy import deadline_lane, retry_file
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
@@ -36,6 +39,7 @@ def report_line(row: dict[str, Any], output_bucket: str) -> dict[str, Any]:
         "error_id": row["error_id"],
         "error_message": row["error_message"],
         "lane": row["lane"],
+        "lane_reason": row.get("lane_reason"),
         "cost_usd": float(Decimal(row["cost_usd"] or 0)),
         "attempts": int(row["attempts"] or 0),
         "output_keys": [row["output_key"]] if completed and row["output_key"] else [],
@@ -85,6 +89,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
     """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error."""
     job_id = str(job["id"])
     buckets = svc.folder_buckets()
+    max_retries = FolderJobSpec.model_validate(job["spec"]).policy.max_retries
     settled = 0
     for row in repo.ended_conversions(svc.db, job_id):
         common = {
@@ -92,6 +97,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
             "pages_failed": int(row["pages_failed"] or 0),
             "cost_usd": Decimal(row["total_cost_usd"] or 0),
             "lane": "batch" if int(row["pages_batch"] or 0) > 0 else "on_demand",
+            "lane_reason": row["lane_reason"] or lane_rule_reason(svc, job, int(row["total_pages"] or 0)),
         }
         if row["job_status"] == "completed":
             try:
@@ -102,6 +108,16 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
                 )
                 continue
             repo.finish_file(svc.db, job_id, row["source_key"], status="completed", **common)
+        elif row["job_status"] == "failed" and retry_file(row["job_error_id"], int(row["attempts"]), max_retries):
+            repo.retry_conversion(svc.db, job_id, row["source_key"])
+            logger.info(
+                "folder file retried",
+                job_id=job_id,
+                key=row["source_key"],
+                error_id=row["job_error_id"],
+                error=row["job_error_message"],
+                attempts=row["attempts"],
+            )
         elif row["job_status"] == "failed":
             repo.finish_file(
                 svc.db,
@@ -118,6 +134,13 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
             )
         settled += 1
     return settled
+
+
+def lane_rule_reason(svc: Services, job: dict[str, Any], pages: int) -> str:
+    """Why the deployment's batch-lane rule sent a file where it went (domain/eligibility.py: large_job, too_few_pages, ...)."""
+    options = (job["spec"] or {}).get("options") or {}
+    settings = svc.settings
+    return batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)[1]
 
 
 def start_queued(svc: Services, job: dict[str, Any]) -> int:
@@ -145,13 +168,16 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
         repo.finish_file(svc.db, job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job['input_bucket']}/{key} does not exist.")
         return
     file_row = repo.insert_source_file(svc.db, owner_id=job["owner_id"], name=posixpath.basename(key), bucket=job["input_bucket"], key=key, size_bytes=size)
+    lane_reason = (
+        "priority_high" if spec.policy.priority == "high" else deadline_lane(spec.policy.deadline, datetime.now(UTC), svc.settings.batch_deadline_hours)
+    )
     try:
         created = create_job(
             svc,
             file_id=str(file_row["id"]),
             options=dict(spec.options),
             max_pages=spec.policy.max_pages_per_document,
-            on_demand=spec.policy.priority == "high",
+            on_demand=lane_reason is not None,
         )
     except BatchlaneError as exc:  # options the single-file path refuses: this file fails, the rest go on
         repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
@@ -160,7 +186,7 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
         logger.exception("folder file not started", job_id=job_id, key=key)
         repo.release(svc.db, job_id, key)
         return
-    repo.attach_conversion(svc.db, job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id)
+    repo.attach_conversion(svc.db, job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id, lane_reason=lane_reason)
 
 
 def write_report_part(svc: Services, job: dict[str, Any]) -> int:

@@ -17,6 +17,7 @@ from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.folders import layout
+from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.progress import report_line, write_report_part
 from batchlane.observability import logger
 from batchlane.runtime import Services
@@ -76,6 +77,7 @@ def finish(svc: Services, job_id: str) -> dict[str, Any]:
         ended = repo.move_job(svc.db, job_id, st.folder_job("end_cancelled")) or current
         write_record(svc, ended)
     logger.info("folder job finished", job_id=job_id, status=ended["status"])
+    publish_folder_change(svc, ended)
     return {"jobId": job_id, "status": ended["status"]}
 
 
@@ -89,13 +91,14 @@ def write_record(svc: Services, job: dict[str, Any]) -> None:
 
 def fail(svc: Services, job_id: str, *, error_id: str, message: str) -> dict[str, Any]:
     """The loop itself broke (after its retries): the job ends ``error`` with why; the record is written if it can be."""
-    job = repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=error_id, error_message=message[:500])
-    job = job or repo.get_job(svc.db, job_id)
+    moved = repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=error_id, error_message=message[:500])
+    job = moved or repo.get_job(svc.db, job_id)
     if job is not None:
         try:
             write_record(svc, job)
         except Exception:  # the bucket may be the problem: the database keeps the truth
             logger.exception("folder record not written", job_id=job_id)
+    publish_folder_change(svc, moved)
     return {"jobId": job_id, "status": job["status"] if job else "error"}
 
 

@@ -53,13 +53,25 @@ class PolicySpec(_Strict):
     deadline: datetime | None = None
 
 
+class NotificationsSpec(_Strict):
+    """The folder job's own webhook (issue 14's fields, checked like a single file's callback in usecases.prepare)."""
+
+    callback_url: str
+    callback_events: list[str] = Field(default_factory=lambda: ["job.completed"])
+    callback_headers: dict[str, str] = Field(default_factory=dict)
+
+    def as_options(self) -> dict[str, Any]:
+        """The single-file option names, which webhooks/subscription.py reads."""
+        return {"callbackUrl": self.callback_url, "callbackEvents": self.callback_events, "callbackHeaders": self.callback_headers}
+
+
 class FolderJobSpec(_Strict):
     input: InputSpec
     output: OutputSpec = Field(default_factory=OutputSpec)
     options: dict[str, Any] = Field(default_factory=dict)
     policy: PolicySpec = Field(default_factory=PolicySpec)
     name: str | None = Field(None, max_length=200)
-    notifications: dict[str, Any] | None = None
+    notifications: NotificationsSpec | None = None
 
     @field_validator("options")
     @classmethod

@@ -13,12 +13,16 @@ from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
+from batchlane.domain.folder_policy import check_deadline
 from batchlane.folders import layout
+from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.record import report_lines
-from batchlane.folders.spec import FolderJobSpec, check_allowed, folder_job_id, parse_spec
+from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, folder_job_id, parse_spec
 from batchlane.observability import logger
 from batchlane.runtime import Services
+from batchlane.webhooks import subscription
 
+FOLDER_EVENTS = ("job.completed",)
 TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
 # ETA only once the numbers mean something: listing complete and this many pages converted.
 ETA_MIN_PAGES = 10
@@ -27,12 +31,26 @@ ETA_MIN_PAGES = 10
 def prepare(svc: Services, body: Any) -> FolderJobSpec:
     """Validate the spec and the folders it names (FOLDER_NOT_ALLOWED before anything is listed)."""
     spec = parse_spec(body)
+    check_deadline(spec.policy.deadline, datetime.now(UTC))
     check_allowed(spec, svc.settings.folder_sources)
+    if spec.notifications is not None:
+        spec.notifications = check_notifications(spec.notifications, allow_private=svc.settings.batchlane_webhook_allow_private)
     model = spec.options.get("modelId")
     allowed = svc.settings.allowed_model_ids
     if model is not None and model not in allowed:  # as for a single file: IAM grants these models only
         raise InputError(f"Model {model} is not enabled in this deployment; use one of: {', '.join(allowed)}.", error_id="MODEL_NOT_ALLOWED")
     return spec
+
+
+def check_notifications(notes: NotificationsSpec, *, allow_private: bool) -> NotificationsSpec:
+    """CALLBACK_INVALID as for a single file; a folder job's own events are its end (``job.completed``),
+    each file's conversion keeps the single-file ``callback*`` options."""
+    checked = subscription.validate_options(notes.as_options(), allow_private=allow_private)
+    events = list(checked["callbackEvents"])
+    unknown = sorted(set(events) - set(FOLDER_EVENTS))
+    if unknown:
+        raise subscription.CallbackInvalid(f"notifications.callback_events: a folder job sends {', '.join(FOLDER_EVENTS)}, not {', '.join(unknown)}.")
+    return NotificationsSpec(callback_url=checked["callbackUrl"], callback_events=events, callback_headers=checked["callbackHeaders"])
 
 
 def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None) -> tuple[dict[str, Any], bool]:
@@ -58,7 +76,7 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
         svc.workflows.start_folder_job(job_id, _run_name(row))
         logger.info("folder job submitted", job_id=job_id, folder=str(source), layout=spec.output.layout)
         return status(svc, owner_id, job_id), True
-    existing = _owned(svc, owner_id, job_id)
+    existing = owned(svc, owner_id, job_id)
     if existing["status"] == "cancelled" and spec.output.on_existing == "skip":
         resume(svc, existing, statuses=("skipped",), error_ids=["CANCELLED"])
     return status(svc, owner_id, job_id), False
@@ -72,6 +90,7 @@ def resume(svc: Services, job: dict[str, Any], *, statuses: tuple[str, ...], err
         if reopened is None:
             raise Conflict(f"The folder job is {job['status']} and still finishing; try again when it has ended.", error_id="FOLDER_JOB_RUNNING")
         requeued = repo.requeue(tx, job_id, statuses=statuses, error_ids=error_ids)
+    publish_folder_change(svc, reopened)
     svc.workflows.start_folder_job(job_id, _run_name(reopened))
     logger.info("folder job resumed", job_id=job_id, run=reopened["run"], requeued=requeued)
     return requeued
@@ -79,7 +98,7 @@ def resume(svc: Services, job: dict[str, Any], *, statuses: tuple[str, ...], err
 
 def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None = None) -> dict[str, Any]:
     """Once terminal: requeue failed files (all, or those with ``error_ids``); what succeeded is never converted again."""
-    job = _owned(svc, owner_id, job_id)
+    job = owned(svc, owner_id, job_id)
     if job["status"] not in TERMINAL or job["status"] == "error":
         raise Conflict(f"The folder job is {job['status']}; retry once it has finished.", error_id="FOLDER_JOB_RUNNING")
     failed = repo.list_files(svc.db, job_id, status="failed", limit=1)
@@ -91,7 +110,7 @@ def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | N
 
 def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     """Queued files are skipped at the loop's next turn; documents in flight finish; the report still lands."""
-    job = _owned(svc, owner_id, job_id)
+    job = owned(svc, owner_id, job_id)
     if job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
         raise Conflict(f"The folder job is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
     repo.move_job(svc.db, job_id, st.folder_job("cancel"), ended=False)
@@ -116,7 +135,7 @@ def stop_parked(svc: Services, job_id: str) -> int:
 
 
 def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
-    job = _owned(svc, owner_id, job_id)
+    job = owned(svc, owner_id, job_id)
     counts = repo.counts(svc.db, job_id)
     out_prefix = f"s3://{job['output_bucket']}/"
     throughput, eta = pace(job, counts)
@@ -159,7 +178,7 @@ def pace(job: dict[str, Any], counts: dict[str, Any]) -> tuple[float | None, int
 
 
 def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | None = None, after: str | None = None, limit: int = 1000) -> dict[str, Any]:
-    job = _owned(svc, owner_id, job_id)
+    job = owned(svc, owner_id, job_id)
     if status_filter is not None and status_filter not in repo.FILE_STATUSES:
         raise InputError(f"status must be one of {', '.join(repo.FILE_STATUSES)}.", error_id="STATUS_INVALID")
     rows = repo.list_files(svc.db, job_id, status=status_filter, after=after, limit=limit)
@@ -192,7 +211,7 @@ def _failed_pages(svc: Services, row: dict[str, Any]) -> list[int]:
 
 def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
     """The report.jsonl lines as they stand now (the same bytes the bucket gets at the end)."""
-    return report_lines(svc, _owned(svc, owner_id, job_id))
+    return report_lines(svc, owned(svc, owner_id, job_id))
 
 
 def _run_name(job: dict[str, Any]) -> str:
@@ -201,7 +220,7 @@ def _run_name(job: dict[str, Any]) -> str:
     return f"{job['run']}-{int(job['created_at'].timestamp())}"
 
 
-def _owned(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+def owned(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job = repo.get_job(svc.db, job_id) if job_id.startswith("fj-") else None
     if job is None or job["owner_id"] != owner_id:
         raise NotFound(f"no folder job {job_id}")

@@ -11,7 +11,9 @@ import uuid
 from typing import Any
 
 from batchlane.db import deliveries
+from batchlane.db import folder_jobs as folder_repo
 from batchlane.db import jobs as job_repo
+from batchlane.folders.spec import NotificationsSpec
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks import subscription
@@ -22,9 +24,18 @@ TEST_EVENT = "webhook.test"
 
 
 def dispatch(svc: Services, event: dict[str, Any]) -> list[str]:
+    """The deliveries of one state change: a conversion job's (uuid) or a folder job's (``fj-`` id)."""
     detail = event.get("detail") or {}
-    job = job_repo.get_job(svc.db, str(detail["jobId"]))
-    callback = subscription.from_options(job.options) if job else None
+    job_id = str(detail["jobId"])
+    if job_id.startswith("fj-"):
+        folder = folder_repo.get_job(svc.db, job_id)
+        notes = (folder["spec"] or {}).get("notifications") if folder else None
+        callback = subscription.from_options(NotificationsSpec.model_validate(notes).as_options()) if notes else None
+        job = {"id": job_id, "owner_id": folder["owner_id"]} if folder else None
+    else:
+        row = job_repo.get_job(svc.db, job_id)
+        callback = subscription.from_options(row.options) if row else None
+        job = {"id": row.id, "owner_id": row.owner_id} if row else None
     if job is None or callback is None:
         return []
     source_id = str(event.get("id") or uuid.uuid4())
@@ -36,8 +47,9 @@ def dispatch(svc: Services, event: dict[str, Any]) -> list[str]:
         deliveries.insert(
             svc.db,
             delivery_id=delivery_id,
-            owner_id=job.owner_id,
-            job_id=str(job.id),
+            owner_id=job["owner_id"],
+            job_id=None if job_id.startswith("fj-") else job_id,
+            folder_job_id=job_id if job_id.startswith("fj-") else None,
             event=name,
             url=callback.url,
             headers=callback.headers,
@@ -45,7 +57,7 @@ def dispatch(svc: Services, event: dict[str, Any]) -> list[str]:
         )
         svc.workflows.start_webhook_delivery(delivery_id)  # idempotent by name
         started.append(delivery_id)
-    logger.info("webhooks dispatched", job_id=str(job.id), status=detail.get("status"), deliveries=len(started))
+    logger.info("webhooks dispatched", job_id=job_id, status=detail.get("status"), deliveries=len(started))
     return started
 
 

@@ -5,9 +5,9 @@ source ``batchlane``, detail-type ``Conversion Job State Change``, detail as
 The same detail is what a webhook delivery carries. Publishing never raises: a job's
 conversion must not fail because the bus or a receiver is unwell.
 
-Folder jobs (issue 12) publish through the same call: ``publish_change(svc, detail)`` with
-``scope: "file"`` for each finished file and ``scope: "job"`` for the folder job's end;
-:func:`webhook_events` already maps those to ``file.*`` and ``job.completed``.
+Folder jobs (issue 12) publish their own detail-type, ``Folder Job State Change``, with
+``scope: "folder_job"`` (folders/notify.py); :func:`webhook_events` maps its end states to
+``job.completed``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from batchlane.runtime import Services
 from batchlane.topology import JOB_STATE_CHANGE_DETAIL_TYPE
 
 # paused_budget: the owner resumes it (docs/operations.md "Budgets, caps and fair sharing")
+FOLDER_JOB_END_STATUSES = ("completed", "completed_with_failures", "cancelled", "error")
 PUBLISHED_STATUSES = (JobStatus.WAITING_BATCH.value, JobStatus.PAUSED_BUDGET.value, *FINISHED_JOB_STATUSES)
 
 
@@ -54,9 +55,9 @@ def job_change_detail(svc: Services, job_id: str) -> dict[str, Any] | None:
     }
 
 
-def publish_change(svc: Services, detail: dict[str, Any]) -> bool:
+def publish_change(svc: Services, detail: dict[str, Any], detail_type: str = JOB_STATE_CHANGE_DETAIL_TYPE) -> bool:
     try:
-        svc.bus.publish(JOB_STATE_CHANGE_DETAIL_TYPE, detail)
+        svc.bus.publish(detail_type, detail)
     except Exception as exc:  # never fail the conversion for the bus
         logger.warning("job event not published", job_id=detail.get("jobId"), status=detail.get("status"), error=str(exc))
         return False
@@ -80,6 +81,8 @@ def publish_job_change(svc: Services, job_id: str, status: str | None = None) ->
 def webhook_events(detail: dict[str, Any]) -> list[str]:
     """The webhook event names a state change means (a single-file job is its one file too)."""
     status, scope = detail.get("status"), detail.get("scope", "job")
+    if scope == "folder_job":  # a folder job's own change: only its end is a webhook event
+        return ["job.completed"] if status in FOLDER_JOB_END_STATUSES else []
     failed_pages = bool((detail.get("pages") or {}).get("failed"))
     names: list[str] = []
     if status == "waiting_batch" and scope == "job":

@@ -1,0 +1,64 @@
+"""A folder job's policy decisions, pure: which failed files run again, and which lane a deadline allows.
+
+``policy.deadline``: until the pool (issue 13) exists, a deadline closer than the batch lane's
+turnaround (timeout + grace, ``batch_deadline_hours``) sends the file on-demand; one already past
+is refused at submit.
+
+``policy.max_retries``: a file whose conversion failed for a reason another attempt can change
+(a crash, a throttled start, a lost split) is queued again, up to ``max_retries`` more times. A
+reason that lies in the document, the spec or the owner's budget fails the same way again.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from batchlane.domain.errors import InputError
+
+DEADLINE = "deadline"  # the lane reason a deadline gives
+
+# The document itself, the spec, or the owner's budget: another attempt fails the same way.
+NOT_RETRYABLE = frozenset(
+    {
+        "NOT_PDF",
+        "PDF_CORRUPT",
+        "PDF_ENCRYPTED",
+        "PDF_TOO_COMPLEX",
+        "PDF_TOO_LARGE",
+        "PDF_TOO_MANY_PAGES",
+        "PDF_NO_PAGES",
+        "OUTPUT_COLLISION",
+        "BUDGET_EXCEEDED",
+        "LIVE_JOBS_LIMIT",
+        "LIVE_PAGES_LIMIT",
+        "MODEL_NOT_ALLOWED",
+        "MODEL_UNKNOWN",
+        "OPTIONS_INVALID",
+        "CALLBACK_INVALID",
+        "CANCELLED",
+    }
+)
+
+
+def retry_file(error_id: str | None, attempts: int, max_retries: int) -> bool:
+    """True when a file whose conversion failed with ``error_id`` after ``attempts`` conversions runs again."""
+    return (error_id or "CONVERSION_FAILED") not in NOT_RETRYABLE and attempts <= max_retries
+
+
+def aware(moment: datetime) -> datetime:
+    """A deadline without a zone is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def check_deadline(deadline: datetime | None, now: datetime) -> None:
+    """DEADLINE_PAST (400) for a deadline nobody can meet any more."""
+    if deadline is not None and aware(deadline) <= now:
+        raise InputError(f"policy.deadline {aware(deadline).isoformat()} has already passed.", error_id="DEADLINE_PAST")
+
+
+def deadline_lane(deadline: datetime | None, now: datetime, batch_turnaround_hours: float) -> str | None:
+    """``"deadline"`` when what is left before the deadline is shorter than the batch lane's turnaround
+    (the file goes on-demand); None when the deadline leaves the batch lane room (or there is none)."""
+    if deadline is None:
+        return None
+    return DEADLINE if aware(deadline) - now < timedelta(hours=batch_turnaround_hours) else None
