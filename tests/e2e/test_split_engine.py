@@ -18,6 +18,7 @@ from pypdf import PdfReader, PdfWriter
 from realmix import real_mix
 
 from batchlane.pdf import open_chunk, open_pdf
+from batchlane.pdf.content import PAGE_READ_BUDGET_S, Deadline
 from batchlane.pdf.split import _has_visible_annotations, _read_contents
 from batchlane_dev.local.pdfgen import make_pdf
 
@@ -32,8 +33,9 @@ def pypdf_split(data: bytes) -> list[tuple[bytes, bool, int]]:
         writer.add_page(page)
         buffer = io.BytesIO()
         writer.write(buffer)
-        blank, text_chars = _read_contents(page)
-        pages.append((buffer.getvalue(), blank and not _has_visible_annotations(page), text_chars))
+        deadline = Deadline(PAGE_READ_BUDGET_S)
+        blank, text_chars, _known = _read_contents(page, deadline)
+        pages.append((buffer.getvalue(), blank and not _has_visible_annotations(page, deadline), text_chars))
     return pages
 
 
