@@ -453,3 +453,17 @@ def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_th
     assert conversion["options"].get("_processNow") is True and row["status"] == "completed"
     (line,) = report(status["id"], prefix)
     assert (line["lane"], line["lane_reason"]) == ("on_demand", "deadline"), line
+
+
+def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_files(stack: Any) -> None:
+    """The owner's live-job cap (issue 15) is lower than the folder's in-flight cap: files wait for places; none fails."""
+    from batchlane.db import budgets
+
+    owner = "capped-owner"
+    budgets.set_override(services().db, owner, usd_per_month=None, max_live_jobs=1, max_live_pages=None, updated_by="test")
+    prefix = "capped/"
+    put_folder(prefix, {f"d{i}.pdf": make_pdf(1 + i % 2) for i in range(4)})
+    status, _ = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}})
+    wait_until(lambda: (row := repo.get_job(services().db, status["id"])) and row["finished_at"] is not None, timeout_s=180, what="the capped folder job")
+    done = usecases.status(services(), owner, status["id"])
+    assert done["status"] == "completed" and done["files"]["completed"] == 4 and done["files"]["failed"] == 0, done

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 
 import pytest
 
@@ -47,3 +48,13 @@ def test_a_deadline_already_past_is_refused_at_submit() -> None:
     assert past.value.error_id == "DEADLINE_PAST"
     check_deadline(NOW + timedelta(seconds=1), NOW)
     check_deadline(None, NOW)
+
+
+def test_a_full_live_page_cap_makes_a_file_wait_unless_the_document_alone_exceeds_it() -> None:
+    from batchlane.domain.budget import Limits
+    from batchlane.domain.folder_policy import waits_for_capacity
+
+    limits = Limits(usd_per_month=Decimal(250), max_live_jobs=20, max_live_pages=100)
+    assert waits_for_capacity("LIVE_PAGES_LIMIT", 40, limits)  # others hold the pages now: queued again
+    assert not waits_for_capacity("LIVE_PAGES_LIMIT", 101, limits)  # never fits: fails with its error id
+    assert not waits_for_capacity("PDF_CORRUPT", 40, limits)

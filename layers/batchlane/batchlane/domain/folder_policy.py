@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+from batchlane.domain.budget import Limits
 from batchlane.domain.errors import InputError
 
 DEADLINE = "deadline"  # the lane reason a deadline gives
@@ -38,6 +39,13 @@ NOT_RETRYABLE = frozenset(
         "CANCELLED",
     }
 )
+
+
+def waits_for_capacity(error_id: str | None, pages: int, limits: Limits) -> bool:
+    """True when a file's conversion failed only because its owner's live-page cap was full at its split, and the
+    document alone fits the cap: it is queued again (no attempt counted against ``max_retries``); one larger than
+    the cap can never start, and fails."""
+    return error_id == "LIVE_PAGES_LIMIT" and 0 < pages <= limits.max_live_pages
 
 
 def retry_file(error_id: str | None, attempts: int, max_retries: int) -> bool:

@@ -15,10 +15,11 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.create import create_job
+from batchlane.db import budgets
 from batchlane.db import folder_jobs as repo
 from batchlane.domain.eligibility import batch_eligible
-from batchlane.domain.errors import BatchlaneError, NotFound
-from batchlane.domain.folder_policy import deadline_lane, retry_file
+from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound
+from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
@@ -108,6 +109,11 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
                 )
                 continue
             repo.finish_file(svc.db, job_id, row["source_key"], status="completed", **common)
+        elif row["job_status"] == "failed" and waits_for_capacity(
+            row["job_error_id"], int(row["total_pages"] or 0), budgets.limits_for(svc.db, job["owner_id"], svc.settings)
+        ):
+            repo.retry_conversion(svc.db, job_id, row["source_key"])  # the live-page cap was full at its split: not its fault
+            logger.info("folder file waits for the owner's live-page cap", job_id=job_id, key=row["source_key"])
         elif row["job_status"] == "failed" and retry_file(row["job_error_id"], int(row["attempts"]), max_retries):
             repo.retry_conversion(svc.db, job_id, row["source_key"])
             logger.info(
@@ -147,7 +153,7 @@ def start_queued(svc: Services, job: dict[str, Any]) -> int:
     """Claim queued files up to the in-flight cap and open each one's ordinary conversion job."""
     job_id = str(job["id"])
     repo.requeue_stalled_starts(svc.db, job_id, older_than_s=STALLED_START_S)
-    room = svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id)
+    room = min(svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id), _owner_places(svc, job["owner_id"]))
     claimed = repo.claim_queued(svc.db, job_id, room)
     if not claimed:
         return 0
@@ -156,6 +162,13 @@ def start_queued(svc: Services, job: dict[str, Any]) -> int:
     for row in claimed:
         start_file(svc, buckets, job, spec, row)
     return len(claimed)
+
+
+def _owner_places(svc: Services, owner_id: str) -> int:
+    """Conversions the owner may still open under their live-job cap (issue 15): a folder job waits for places,
+    it never fails its files on the cap (docs/operations.md, "Budgets, caps and fair sharing")."""
+    limits = budgets.limits_for(svc.db, owner_id, svc.settings)
+    return max(limits.max_live_jobs - budgets.standing(svc.db, owner_id).live_jobs, 0)
 
 
 def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJobSpec, row: dict[str, Any]) -> None:
@@ -179,6 +192,9 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
             max_pages=spec.policy.max_pages_per_document,
             on_demand=lane_reason is not None,
         )
+    except LimitReached:  # the owner's live caps are full (a race with their other conversions): wait for a place
+        repo.release(svc.db, job_id, key)
+        return
     except BatchlaneError as exc:  # options the single-file path refuses: this file fails, the rest go on
         repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
         return
