@@ -18,6 +18,7 @@ import random
 import tempfile
 import time
 import tracemalloc
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -120,13 +121,18 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
     rng = random.Random(files)
     sizes = [rng.randint(1, 40) for _ in range(files)]
     with tempfile.TemporaryDirectory(prefix="bench-folder-") as tmp:
-        options = StackOptions(workdir=Path(tmp), faults="time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_FOLDER_MAX_IN_FLIGHT": "50"})
+        # The baseline converts all the folder's pages as one file: past the default page and live-page caps and, at
+        # list prices, past the default monthly budget; the bench measures speed, so those limits are lifted for both.
+        limits = {"BATCHLANE_MAX_PAGES": "50000", "BATCHLANE_MAX_LIVE_PAGES": "1000000", "BATCHLANE_BUDGET_USD_PER_MONTH": "1000000"}
+        options = StackOptions(workdir=Path(tmp), faults="time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_FOLDER_MAX_IN_FLIGHT": "50", **limits})
         with OfflineStack(options) as stack:
             svc = services()
             started = time.perf_counter()
             single = submit_pdf(svc, make_pdf(sum(sizes)), name="all.pdf", owner_id="bench")
-            wait_for_job(svc, single["jobId"], timeout_s=7200)
+            single_done = wait_for_job(svc, single["jobId"], timeout_s=7200)
             baseline = time.perf_counter() - started
+            if single_done.status != "completed":
+                raise RuntimeError(f"the baseline conversion ended {single_done.status}: no baseline to compare with")
 
             s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name=REGION)
             for i, pages in enumerate(sizes):
@@ -136,6 +142,7 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
             wait_until(lambda: (row := repo.get_job(svc.db, job["id"])) and row["finished_at"] is not None, timeout_s=7200, poll_s=1, what="the folder job")
             seconds = time.perf_counter() - started
             done = usecases.status(svc, "bench", job["id"])
+            failures = Counter(f["error_id"] for f in usecases.files(svc, "bench", job["id"], status_filter="failed")["files"])
     yield figure(
         f"folder_{files}_files",
         seconds,
@@ -145,6 +152,8 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
         files=files,
         pages=sum(sizes),
         completed=done["files"]["completed"],
+        failed=done["files"]["failed"],
+        failed_by_error=dict(failures),
         overhead_per_file_s=round((seconds - baseline) / files, 4),
     )
 
