@@ -93,9 +93,11 @@ def test_aurora_is_encrypted_private_protected_and_rotated(synth: Synth) -> None
     assert "MasterUserPassword" in props and "resolve:secretsmanager" in json.dumps(props["MasterUserPassword"])
     for instance in synth.of_type("AWS::RDS::DBInstance").values():
         assert instance["Properties"]["PubliclyAccessible"] is False
-    (rotation,) = synth.of_type("AWS::SecretsManager::RotationSchedule").values()
+    rotations = list(synth.of_type("AWS::SecretsManager::RotationSchedule").values())
     days = context_of_cdk_json()["secretRotationDays"]
-    assert rotation["Properties"]["RotationRules"]["ScheduleExpression"] == f"rate({days} days)"
+    assert len(rotations) == 2  # the master secret (migrate) and batchlane_app's (every other function)
+    for rotation in rotations:
+        assert rotation["Properties"]["RotationRules"]["ScheduleExpression"] == f"rate({days} days)"
 
 
 def test_migrations_run_on_deploy_after_the_database_exists(synth: Synth) -> None:

@@ -108,7 +108,16 @@ def start_from_empty_tables(db: Any) -> dict[str, int]:
     ]
     counts = {table: int(db.one(f'SELECT count(*) AS n FROM "{table}"')["n"]) for table in tables}
     if any(counts.values()):
-        db.run("TRUNCATE " + ", ".join(f'"{table}"' for table in tables) + " RESTART IDENTITY CASCADE")
+        # A handler of a stack stopped just before may still be writing (its thread outlived the stop's join):
+        # the TRUNCATE can be chosen as a deadlock's victim (40P01); it is then simply run again.
+        for attempt in range(5):
+            try:
+                db.run("TRUNCATE " + ", ".join(f'"{table}"' for table in tables) + " RESTART IDENTITY CASCADE")
+                break
+            except Exception as exc:
+                if "40P01" not in str(exc) or attempt == 4:
+                    raise
+                time.sleep(0.2 * (attempt + 1))
     return {table: n for table, n in counts.items() if n}
 
 
