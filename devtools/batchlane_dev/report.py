@@ -16,8 +16,8 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
     if job is None:
         raise KeyError(job_id)
     rows = ledger.ledger_rows(svc.db, job_id)
-    on_demand_cost = sum((Decimal(r["cost_usd"]) for r in rows if r["source"] == "chunk"), Decimal(0))
-    batch_rows = [r for r in rows if r["source"] == "batch"]
+    on_demand_cost = sum((Decimal(r["cost_usd"]) for r in rows if r["backend"] == "on_demand"), Decimal(0))
+    batch_rows = [r for r in rows if r["backend"] == "batch"]  # the job's shares (or its own lane row, before the pool)
     batch_cost = sum((Decimal(r["cost_usd"]) for r in batch_rows), Decimal(0))
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
     full_price_of_batch_pages = Decimal(0)
@@ -38,7 +38,13 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
             elif page.served_by == "on_demand" and page.status != "failed":
                 pages_by_lane["on_demand"] += 1
     total = Decimal(job.total_cost_usd)
-    batch_row = svc.db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    lanes = lane_rows(svc, job_id)
+    mine = svc.db.one(
+        """SELECT CAST(COALESCE(sum(records), 0) AS integer) AS records, CAST(COALESCE(sum(accepted), 0) AS integer) AS accepted
+           FROM batch_members WHERE job_id = CAST(:id AS uuid)""",
+        id=job_id,
+    ) or {"records": 0, "accepted": 0}
+    last = lanes[-1] if lanes else {}
     all_on_demand = on_demand_cost + full_price_of_batch_pages
     return {
         "job_id": job_id,
@@ -59,26 +65,49 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
         "on_demand": {"pages": pages_by_lane["on_demand"], "cost_usd": float(on_demand_cost)},
         "batch": {
             "pages": pages_by_lane["batch"],
-            "records": (batch_row or {}).get("record_count") or 0,
-            "accepted": (batch_row or {}).get("accepted_count") or 0,
-            "fallback": (batch_row or {}).get("fallback_count") or 0,
-            "job_status": (batch_row or {}).get("end_state"),
-            "reason": (batch_row or {}).get("reason"),
+            "records": mine["records"],
+            "accepted": mine["accepted"],
+            "fallback": mine["records"] - mine["accepted"],
+            "job_status": last.get("end_state"),
+            "reason": last.get("reason") or job_lane_reason(svc, job_id),
             "cost_usd": float(batch_cost),
             "ledger_rows": len(batch_rows),
+            "bedrock_jobs": len(lanes),
+            "lane_members": [lane["member_count"] for lane in lanes],
         },
-        "timings": _batch_timings(batch_row),
+        "timings": _batch_timings(lanes),
     }
+
+
+def lane_rows(svc: Services, job_id: str) -> list[dict[str, Any]]:
+    """The lanes (Bedrock jobs) that carried any chunk of the job, oldest first."""
+    return svc.db.run(
+        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+           ORDER BY id""",
+        id=job_id,
+    )
+
+
+def job_lane_reason(svc: Services, job_id: str) -> str | None:
+    row = svc.db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
+    return row["lane_reason"] if row else None
 
 
 def _seconds(start: Any, end: Any) -> float | None:
     return round((end - start).total_seconds(), 3) if start and end else None
 
 
-def _batch_timings(row: dict[str, Any] | None) -> dict[str, float | None]:
-    row = row or {}
+def _span(lanes: list[dict[str, Any]], start: str, end: str) -> float | None:
+    """From the first lane's ``start`` to the last lane's ``end`` (one lane: that lane's own span)."""
+    starts = [lane[start] for lane in lanes if lane.get(start)]
+    ends = [lane[end] for lane in lanes if lane.get(end)]
+    return _seconds(min(starts), max(ends)) if starts and ends else None
+
+
+def _batch_timings(lanes: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The lanes that carried the document: prepare, collect, and from the last terminal event to the resume."""
     return {
-        "prepare_s": _seconds(row.get("prepare_started_at"), row.get("prepared_at")),
-        "collect_s": _seconds(row.get("collect_started_at"), row.get("closed_at")),
-        "event_to_resume_s": _seconds(row.get("terminal_seen_at"), row.get("resumed_at")),
+        "prepare_s": _span(lanes, "prepare_started_at", "prepared_at"),
+        "collect_s": _span(lanes, "collect_started_at", "closed_at"),
+        "event_to_resume_s": _span(lanes, "terminal_seen_at", "resumed_at"),
     }

@@ -1,13 +1,13 @@
-"""batch_abandon: {"jobId", "reason", "error"?} leaves the lane without results (stops and bills a submitted job)."""
+"""batch_abandon: {"laneId", "reason", "error"?} leaves the lane without results (stops and bills a submitted job; its members go on-demand)."""
 
 from typing import Any
 
 from batchlane.batch.abandon import abandon
-from batchlane.handlers import JobRef, lambda_handler, parse
+from batchlane.handlers import LaneRef, lambda_handler, parse
 from batchlane.runtime import services
 
 
-class AbandonRequest(JobRef):
+class AbandonRequest(LaneRef):
     reason: str = "failed"
     error: dict[str, Any] | None = None
 
@@ -15,4 +15,4 @@ class AbandonRequest(JobRef):
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, AbandonRequest)
-    return abandon(services(), str(request.jobId), reason=request.reason, error=request.error)
+    return abandon(services(), request.lane, reason=request.reason, error=request.error)

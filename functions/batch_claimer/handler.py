@@ -1,4 +1,4 @@
-"""batch_claimer: on the "job parked" event and every minute, claim parked jobs under the quota."""
+"""batch_claimer: on the "job parked" event and every minute, pack the pool into lanes (Bedrock jobs) under the quota."""
 
 from typing import Any
 

@@ -1,12 +1,12 @@
-"""batch_resume: job + chunks back to pending in one transaction, then the conversion starts."""
+"""batch_resume: {"laneId"} resumes every member job the lane was the last to carry (job + chunks to pending in one transaction each)."""
 
 from typing import Any
 
-from batchlane.batch.resume import resume_job
-from batchlane.handlers import JobRef, lambda_handler, parse
+from batchlane.batch.resume import resume_members
+from batchlane.handlers import LaneRef, lambda_handler, parse
 from batchlane.runtime import services
 
 
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return resume_job(services(), str(parse(event, JobRef).jobId))
+    return resume_members(services(), parse(event, LaneRef).lane)

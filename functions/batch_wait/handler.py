@@ -3,15 +3,15 @@
 from typing import Any
 
 from batchlane.batch.wait import register_wait
-from batchlane.handlers import JobRef, lambda_handler, parse
+from batchlane.handlers import LaneRef, lambda_handler, parse
 from batchlane.runtime import services
 
 
-class WaitRequest(JobRef):
+class WaitRequest(LaneRef):
     taskToken: str
 
 
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, WaitRequest)
-    return register_wait(services(), str(request.jobId), request.taskToken)
+    return register_wait(services(), request.lane, request.taskToken)

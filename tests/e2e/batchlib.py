@@ -39,7 +39,30 @@ def run_job(pages: int = PAGES, *, options: dict[str, Any] | None = None, timeou
 
 
 def batch_row(job_id: str) -> dict[str, Any] | None:
-    return services().db.one("SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    """The newest lane (Bedrock job) that carried a chunk of the job."""
+    return services().db.one(
+        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+           ORDER BY id DESC LIMIT 1""",
+        id=job_id,
+    )
+
+
+def batch_ledger_rows(job_id: str) -> list[dict[str, Any]]:
+    """The ledger rows of the lanes (Bedrock jobs) that carried the job: one per lane, owned by the lane."""
+    return services().db.run(
+        """SELECT * FROM cost_ledger WHERE source = 'batch'
+           AND batch_row_id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid)) ORDER BY id""",
+        id=job_id,
+    )
+
+
+def lanes(job_id: str) -> list[dict[str, Any]]:
+    """Every lane that carried a chunk of the job, oldest first."""
+    return services().db.run(
+        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+           ORDER BY id""",
+        id=job_id,
+    )
 
 
 def page_results(job_id: str) -> dict[int, PageResult]:
@@ -72,7 +95,9 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     results = page_results(job_id)
     assert sorted(results) == list(range(1, pages + 1))
     rows = ledger.ledger_rows(svc.db, job_id)
-    assert len([r for r in rows if r["source"] == "batch"]) <= 1
+    assert not [r for r in rows if r["source"] == "batch"], "a lane's own row never belongs to a job"
+    shares = [r["batch_row_id"] for r in rows if r["source"] == "batch_share"]
+    assert len(shares) == len(set(shares)), "one share per lane"
     total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
     assert Decimal(job.total_cost_usd) == total
     chunk_cost = sum((Decimal(r["cost_usd"]) for r in rows if r["source"] == "chunk"), Decimal(0))

@@ -16,32 +16,67 @@ from batchlane.runtime import services
 
 
 def ledger_tokens(job_id: str, source: str) -> tuple[int, int]:
-    rows = [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == source]
+    """The job's tokens in the ledger: ``chunk`` its on-demand rows, ``batch`` its shares of the lanes that carried it."""
+    backend = "batch" if source == "batch" else "on_demand"
+    rows = [r for r in ledger.ledger_rows(services().db, job_id) if r["backend"] == backend]
     return sum(int(r["input_tokens"]) for r in rows), sum(int(r["output_tokens"]) for r in rows)
 
 
-def bedrock_manifest(job_id: str) -> dict[str, Any]:
-    """The job's ``manifest.json.out`` as Bedrock wrote it (one Bedrock job per conversion job today)."""
+def bedrock_manifest(lane_id: str) -> dict[str, Any]:
+    """The lane's ``manifest.json.out`` as Bedrock wrote it."""
     store = services().store
-    [key] = [k for k in store.list_keys(f"batch/{job_id}/output/") if k.endswith("manifest.json.out")]
+    [key] = [k for k in store.list_keys(f"batch/{lane_id}/output/") if k.endswith("manifest.json.out")]
     return dict(store.get_json(key))
 
 
-def assert_batch_row_bills_the_manifest(job_id: str) -> dict[str, Any]:
-    """The one batch ledger row carries every token Bedrock's manifest counts (used or not), at the batch price."""
+def lanes_of(job_id: str) -> list[dict[str, Any]]:
+    return services().db.run(
+        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+           ORDER BY id""",
+        id=job_id,
+    )
+
+
+def assert_lane_bills_its_manifest(lane: dict[str, Any]) -> dict[str, Any]:
+    """The lane's one ledger row carries every token Bedrock's manifest counts (used or not), at the batch price;
+    the members' shares add up to it exactly, tokens and money, each share following the member's records."""
     svc = services()
-    [row] = [r for r in ledger.ledger_rows(svc.db, job_id) if r["source"] == "batch"]
-    manifest = bedrock_manifest(job_id)
+    [row] = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :id AND source = 'batch'", id=lane["id"])
+    assert row["job_id"] is None, "a lane's row belongs to the lane; its members carry shares"
+    manifest = bedrock_manifest(str(lane["lane_id"]))
     assert (row["input_tokens"], row["output_tokens"]) == (manifest["inputTokenCount"], manifest["outputTokenCount"]), (dict(row), manifest)
     usage = Usage(manifest["inputTokenCount"], manifest["outputTokenCount"])
     assert Decimal(row["cost_usd"]) == svc.prices.cost(row["model_id"], usage, batch=True)
-    batch = svc.db.one("SELECT cost_usd FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    assert batch is not None and Decimal(batch["cost_usd"]) == Decimal(row["cost_usd"])
+    assert lane["cost_usd"] is not None and Decimal(lane["cost_usd"]) == Decimal(row["cost_usd"])
+    shares = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :id AND source = 'batch_share'", id=lane["id"])
+    members = svc.db.run("SELECT job_id, sum(records) AS records FROM batch_members WHERE batch_row_id = :id GROUP BY job_id", id=lane["id"])
+    assert {str(s["job_id"]) for s in shares} == {str(m["job_id"]) for m in members}, "one share per member job"
+    assert sum((Decimal(s["cost_usd"]) for s in shares), Decimal(0)) == Decimal(row["cost_usd"]), "shares add up to the lane's row"
+    assert sum(int(s["input_tokens"]) for s in shares) == row["input_tokens"]
+    assert sum(int(s["output_tokens"]) for s in shares) == row["output_tokens"]
     return dict(row)
 
 
+def assert_batch_row_bills_the_manifest(job_id: str) -> dict[str, Any]:
+    """Every lane that carried the job bills its manifest (:func:`assert_lane_bills_its_manifest`); the job has
+    one share per lane. Returns the job's shares summed, as one row (cost, tokens, model)."""
+    svc = services()
+    lanes = lanes_of(job_id)
+    assert lanes, f"no lane carried job {job_id}"
+    for lane in lanes:
+        assert_lane_bills_its_manifest(lane)
+    shares = [r for r in ledger.ledger_rows(svc.db, job_id) if r["source"] == "batch_share"]
+    assert sorted(r["batch_row_id"] for r in shares) == sorted(lane["id"] for lane in lanes), "one share per lane"
+    return {
+        "cost_usd": sum((Decimal(r["cost_usd"]) for r in shares), Decimal(0)),
+        "input_tokens": sum(int(r["input_tokens"]) for r in shares),
+        "output_tokens": sum(int(r["output_tokens"]) for r in shares),
+        "model_id": shares[0]["model_id"],
+    }
+
+
 def assert_ledger_equals_tokens_served(stack: Any, job_ids: list[str]) -> None:
-    """Summed over the stack's jobs: batch rows = the tokens batch jobs served, chunk rows = the runtime's."""
+    """Summed over the stack's jobs: batch shares = the tokens batch jobs served, chunk rows = the runtime's."""
     served = stack.bedrock.tokens_served()
     batch = [ledger_tokens(j, "batch") for j in job_ids]
     chunk = [ledger_tokens(j, "chunk") for j in job_ids]
@@ -56,7 +91,7 @@ def assert_total_is_the_ledger(job_id: str) -> Decimal:
     assert job is not None and job.status == "completed", job and job.status
     rows = ledger.ledger_rows(svc.db, job_id)
     total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
-    batch = sum((Decimal(r["cost_usd"]) for r in rows if r["source"] == "batch"), Decimal(0))
+    batch = sum((Decimal(r["cost_usd"]) for r in rows if r["backend"] == "batch"), Decimal(0))
     assert Decimal(job.total_cost_usd) == total, ("job total", job.total_cost_usd, total)
     assert Decimal((job.options or {}).get("_batchCostUsd", "0")) == batch
     hold = ledger.get_hold(svc.db, job_id)

@@ -12,7 +12,7 @@ import os
 import threading
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, run_job, submit, wait_until
 
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
@@ -22,10 +22,6 @@ from batchlane_dev.local.lambda_runtime import Invocation
 
 FAST = "time_scale=36000,job_hours=0.5"
 NON_BLANK = PAGES - PAGES // 15
-
-
-def batch_ledger_rows(job_id: str) -> list[dict]:
-    return [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch"]
 
 
 def served(results: dict, lane: str) -> int:

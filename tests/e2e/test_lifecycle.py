@@ -10,12 +10,11 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, run_job, submit, wait_until
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, run_job, submit, wait_until
 
 from batchlane import keys
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.submit import _create, output_uri_for
-from batchlane.db import ledger
 from batchlane.domain.cost import Usage
 from batchlane.runtime import services
 from batchlane_dev.local.bedrock.clock import auto_time_scale
@@ -25,10 +24,6 @@ from batchlane_dev.local.stack import OfflineStack, StackOptions
 
 FAST = "time_scale=36000,job_hours=0.5"
 NON_BLANK = PAGES - PAGES // 15
-
-
-def batch_ledger_rows(job_id: str) -> list[dict]:
-    return [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch"]
 
 
 def test_a_chunk_lambda_dying_out_of_memory_once_is_retried_and_the_job_converts_whole(stack_factory):

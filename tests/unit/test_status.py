@@ -23,6 +23,7 @@ COLUMNS = {
     ("large_conversion_jobs", "status"): Entity.JOB,
     ("chunk_jobs", "status"): Entity.CHUNK,
     ("conversion_batch_jobs", "state"): Entity.BATCH_ROW,
+    ("batch_members", "state"): Entity.BATCH_MEMBER,
     ("job_retries", "status"): Entity.RETRY,
     ("webhook_deliveries", "status"): Entity.DELIVERY,
     ("folder_jobs", "status"): Entity.FOLDER_JOB,
@@ -77,6 +78,7 @@ TERMINAL = {
     Entity.JOB: {J.FAILED, J.CANCELLED},  # completed is finished, but a retry of its failed pages reopens it
     Entity.CHUNK: {C.CANCELLED},
     Entity.BATCH_ROW: {B.CLOSED},
+    Entity.BATCH_MEMBER: {st.BatchMemberState.COLLECTED, st.BatchMemberState.LEFT},
     Entity.RETRY: {R.COMPLETED, R.FAILED, R.CANCELLED},
     Entity.DELIVERY: {D.DELIVERED, D.FAILED},
     Entity.FOLDER_JOB: {st.FolderJobStatus.ERROR},  # the ends but error may run again (retry, resume)
@@ -132,6 +134,8 @@ NAMED = [
     (st.leave_before_submit(), {B.PREPARING}, B.CLOSED),
     (st.close(), {B.SUBMITTED}, B.CLOSED),
     (st.settle_stopping(), {B.STOPPING}, B.CLOSED),
+    (st.collect_member(), {st.BatchMemberState.PACKED}, st.BatchMemberState.COLLECTED),
+    (st.leave_lane(), {st.BatchMemberState.PACKED}, st.BatchMemberState.LEFT),
     (st.convert(), {F.UPLOADED, F.CONVERTED, F.FAILED}, F.CONVERTING),
     (st.reject(), {F.UPLOADED, F.CONVERTED, F.FAILED}, F.FAILED),
     (st.settle(Entity.FILE), {F.CONVERTING}, F.CONVERTED),

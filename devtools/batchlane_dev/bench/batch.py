@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -81,18 +82,21 @@ def run_prepare(data: bytes) -> dict[str, Any]:
             stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
             svc = services()
             job_id = submit_pdf(svc, data, name="bench.pdf", owner_id="bench")["jobId"]
-            rows.insert_preparing(svc.db, job_id=job_id, model_id=svc.settings.batchlane_model_id, deadline_hours=26)
-            chunks = [c["chunk_index"] for c in svc.db.run("SELECT chunk_index FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY 1", id=job_id)]
+            found = svc.db.run("SELECT chunk_index, last_page - first_page + 1 AS pages FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY 1", id=job_id)
+            chunks = [c["chunk_index"] for c in found]
+            lane_id = str(uuid.uuid4())
+            lane = [(job_id, int(c["chunk_index"]), int(c["pages"])) for c in found]
+            rows.insert_lane(svc.db, lane_id=lane_id, model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=lane)
             started, cpu_started = time.perf_counter(), time.process_time()
-            records = sum(prepare_chunk(svc, job_id, index)["records"] for index in chunks)
-            decision = finish_prepare(svc, job_id)
+            records = sum(prepare_chunk(svc, lane_id, job_id, index, "m0")["records"] for index in chunks)
+            decision = finish_prepare(svc, lane_id)
             prepare_s, prepare_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
             # Job creation split the PDF into chunk PDFs before prepare ran: time that too.
             started = time.perf_counter()
             document = open_pdf(data, max_pages=100_000)
             store_chunk_sources(svc.store, "bench-chunk-sources", document, document.chunks(svc.settings.batchlane_pages_per_chunk))
             chunk_sources_s = time.perf_counter() - started
-            input_bytes = svc.store.get_json(keys.batch_manifest_key(job_id))["inputBytes"]
+            input_bytes = svc.store.get_json(keys.batch_manifest_key(lane_id))["inputBytes"]
     return {
         "prepare_s": prepare_s,
         "prepare_cpu_s": prepare_cpu_s,

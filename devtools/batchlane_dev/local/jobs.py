@@ -64,7 +64,11 @@ def progress(svc: Services, job_id: str) -> Progress:
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None
     chunks = job_repo.get_chunks(svc.db, job_id)
-    batch = svc.db.one("SELECT state, bedrock_status FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    batch = svc.db.one(
+        """SELECT l.state, l.bedrock_status FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
+           WHERE m.job_id = CAST(:id AS uuid) ORDER BY (l.state = 'closed'), l.id DESC LIMIT 1""",
+        id=job_id,
+    )
     done_pages = sum((c.last_page - c.first_page + 1) if c.status == "completed" else c.pages_done for c in chunks)
     return Progress(
         status=job.status,

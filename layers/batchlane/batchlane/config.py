@@ -151,6 +151,9 @@ class Settings(BaseSettings):
     batch_conversion_max_job_mb: int = Field(5 * 1024, ge=1, le=5 * 1024)
     batch_conversion_max_concurrent_jobs: int = Field(10, ge=1)
     batch_conversion_fallback_warn_share: float = Field(0.2, ge=0, le=1)
+    # The pool (docs/architecture.md "The batch pool"): a Bedrock job that is not full waits until its
+    # oldest page has waited this long for more pages to join it.
+    batch_pool_window_minutes: float = Field(15.0, ge=0)
 
     @property
     def allowed_model_ids(self) -> tuple[str, ...]:
@@ -186,6 +189,11 @@ class Settings(BaseSettings):
     def batch_deadline_hours(self) -> float:
         """Hours from submit until a batch job is overdue (timeout + grace), in (scaled) real time."""
         return (self.batch_conversion_timeout_hours + self.batch_conversion_grace_hours) / self.batchlane_time_scale
+
+    @property
+    def batch_pool_window_s(self) -> float:
+        """BATCH_POOL_WINDOW_MINUTES in (scaled) real seconds."""
+        return self.batch_pool_window_minutes * 60 / self.batchlane_time_scale
 
     @property
     def batch_wait_seconds(self) -> int:

@@ -23,6 +23,22 @@ class JobRef(BaseModel):
     jobId: UUID
 
 
+class LaneRef(BaseModel):
+    """A batch-lane step's event: the lane (one Bedrock job of the pool). An execution started before
+    the pool passes ``jobId``: its lane id is its job id."""
+
+    model_config = ConfigDict(extra="ignore")
+    laneId: UUID | None = None
+    jobId: UUID | None = None
+
+    @property
+    def lane(self) -> str:
+        value = self.laneId or self.jobId
+        if value is None:
+            raise BadEvent("bad event: laneId is required")
+        return str(value)
+
+
 class ChunkRef(JobRef):
     chunkIndex: int
 

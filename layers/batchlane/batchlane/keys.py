@@ -7,10 +7,14 @@ jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must
 jobs/<jobId>/output.md                  the assembled Markdown
 jobs/<jobId>/chunks/chunk-<N>.retry-<n>.json  chunk results written by retry n (the earlier file is kept)
 jobs/<jobId>/history/output-before-retry-<n>.md  the Markdown as it was before retry n
-batch/<jobId>/input/chunk-<NNNNN>-<n>.jsonl  batch records (shard n of a chunk)
-batch/<jobId>/manifest.json             what prepare wrote (shards, counts, record ids, hashes)
-batch/<jobId>/output/<bedrockJobId>/... what Bedrock wrote (.jsonl.out, manifest.json.out)
-batch/<jobId>/results/chunk-<N>.json    accepted batch answers, read by primed chunks
+batch/<laneId>/input/<tag>-chunk-<NNNNN>-<n>.jsonl  a lane's records (shard n of member <tag>'s chunk)
+batch/<laneId>/prepare/<tag>-chunk-<N>.json  what prepare wrote for one member chunk
+batch/<laneId>/manifest.json            the lane's members, shards, counts, record ids, hashes
+batch/<laneId>/output/<bedrockJobId>/... what Bedrock wrote (.jsonl.out, manifest.json.out)
+batch/<jobId>/results/chunk-<N>.json    accepted batch answers for a job's chunk, read by primed chunks
+
+A lane is one Bedrock job of the pool (docs/architecture.md "The batch pool"); a lane from
+before the pool has its job's id as lane id, so both layouts are one.
 
 The Bedrock service role may touch ``batch/`` only.
 """
@@ -49,16 +53,16 @@ def markdown_before_retry_key(job_id: str, retry: int) -> str:
     return f"jobs/{job_id}/history/output-before-retry-{retry}.md"
 
 
-def batch_input_prefix(job_id: str) -> str:
-    return f"{BATCH_PREFIX}{job_id}/input/"
+def batch_input_prefix(lane_id: str) -> str:
+    return f"{BATCH_PREFIX}{lane_id}/input/"
 
 
-def batch_manifest_key(job_id: str) -> str:
-    return f"{BATCH_PREFIX}{job_id}/manifest.json"
+def batch_manifest_key(lane_id: str) -> str:
+    return f"{BATCH_PREFIX}{lane_id}/manifest.json"
 
 
-def batch_output_prefix(job_id: str) -> str:
-    return f"{BATCH_PREFIX}{job_id}/output/"
+def batch_output_prefix(lane_id: str) -> str:
+    return f"{BATCH_PREFIX}{lane_id}/output/"
 
 
 def batch_results_key(job_id: str, chunk_index: int) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from batchlane import keys
 from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.s3 import S3Store
-from batchlane.batch.collect import tally_outputs
+from batchlane.batch.collect import LaneManifest, tally_outputs
 from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
 from batchlane.domain.cost import PriceTable
 from batchlane_dev.cli.doctor.checks import error_text
@@ -156,8 +156,8 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
         elapsed = plan.clock() - started
         output_keys = sorted(k for k in store.list_keys(f"{prefix}output/{arn.rsplit('/', 1)[-1]}/") if k.endswith(".jsonl.out"))
         with tempfile.TemporaryDirectory(prefix="doctor-pilot-") as spool:
-            expected = {r.record_id: r.prompt_hash for r in requests}
-            tally = tally_outputs(store, output_keys, expected=expected, model_id=plan.model_id, spool_dir=Path(spool))
+            manifest = LaneManifest(plan.model_id, {"m0": "doctor-pilot"}, {}, {r.record_id: r.prompt_hash for r in requests})
+            tally = tally_outputs(store, output_keys, manifest=manifest, spool_dir=Path(spool))
     except Exception as exc:
         return failed(name, f"{plan.model_id}, {len(requests)} records ({invocation_type}): {error_text(exc)}")
     accepted = tally.counts["accepted"]

@@ -38,6 +38,7 @@ def conversion_view(row: dict[str, Any]) -> dict[str, Any]:
             "accepted": row["accepted_count"],
             "fallback": row["fallback_count"],
             "costUsd": _money(row["batch_cost_usd"]),
+            "bedrockJobs": row["batch_lanes"],
             "submittedAt": _iso(row["submitted_at"]),
             "closedAt": _iso(row["closed_at"]),
         }

@@ -55,8 +55,9 @@ class StepFunctionsWorkflows:
         """The split of a new job (download, validate, chunk): ``intake-<jobId>``, one per job."""
         return self._start(self.intake_arn, execution_name("intake", job_id), {"jobId": job_id})
 
-    def start_batch_lane(self, job_id: str) -> str:
-        return self._start(self.batch_lane_arn, execution_name("batch", job_id), {"jobId": job_id})
+    def start_batch_lane(self, lane_id: str, members: list[str]) -> str:
+        """One execution per lane (Bedrock job), ``batch-<laneId>``; its input names the member jobs for the console."""
+        return self._start(self.batch_lane_arn, execution_name("batch", lane_id), lane_input(lane_id, members))
 
     def start_webhook_delivery(self, delivery_id: str) -> str:
         """One execution per webhook delivery, ``delivery-<deliveryId>`` (its input is the id, never the body)."""
@@ -75,3 +76,12 @@ class StepFunctionsWorkflows:
             if exc.response.get("Error", {}).get("Code") in ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken"):
                 return False
             raise
+
+
+MAX_LISTED_MEMBERS = 500  # 500 job ids are ~20 KB of the execution input's 256 KB
+
+
+def lane_input(lane_id: str, members: list[str]) -> dict[str, Any]:
+    """The execution input: the lane and (the first 500 of) its member jobs, for a reader of the console."""
+    listed = members[:MAX_LISTED_MEMBERS]
+    return {"laneId": lane_id, "memberCount": len(members), "members": listed, "membersListed": len(listed)}

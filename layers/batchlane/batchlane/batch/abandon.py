@@ -14,10 +14,10 @@ from batchlane.domain import status as st
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
-SKIP_REASONS = frozenset({"too_few_records", "too_many_records", "job_too_large", "mixed_models", "not_preparing"})
+SKIP_REASONS = frozenset({"too_few_records", "too_many_records", "job_too_large", "mixed_models", "not_preparing", "members_left"})
 
 
-def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
+def abandon(svc: Services, lane_id: str, *, reason: str, error: dict[str, Any] | None = None) -> dict[str, Any]:
     """Leave the lane without results: skip, prepare error, or collect failing for good.
 
     A submitted Bedrock job is stopped. Once it has ended it is billed at once from its
@@ -26,26 +26,26 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
     status (:func:`settle_stopping`). A submit that failed after Bedrock created the job
     adopts that job first, so it is stopped and billed too.
     """
-    row = rows.get_row(svc.db, job_id)
+    row = rows.get_row(svc.db, lane_id)
     if row is None:
         return {"closed": False}
     detail = (error or {}).get("Error")
     if row.state == "preparing" and reason == "submit_failed":
-        row = adopt_created_job(svc, job_id) or row
+        row = adopt_created_job(svc, lane_id) or row
     if row.state == "preparing":
         left_lane = reason in SKIP_REASONS or reason.startswith("job_")  # job_cancelled, job_pending: the user moved it
         end_state = "skipped" if left_lane else "prepare_failed"
-        closed = rows.close(svc.db, job_id, st.leave_before_submit(), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
-        logger.info("batch lane left before submit", job_id=job_id, reason=reason, error=detail)
+        closed = rows.close(svc.db, lane_id, st.leave_before_submit(), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
+        logger.info("batch lane left before submit", lane_id=lane_id, reason=reason, error=detail)
         return {"closed": closed is not None, "endState": end_state}
     if row.state == "submitted":
-        stop_batch_job(svc, job_id, reason=reason)
+        stop_batch_job(svc, lane_id, reason=reason)
         status = bedrock_status(svc.batch_jobs, row.arn)
         rows.record_status(svc.db, row.arn, status)
         if status not in rows.TERMINAL_BEDROCK_STATUSES:
-            rows.mark_stopping(svc.db, job_id, reason=reason)
+            rows.mark_stopping(svc.db, lane_id, reason=reason)
             logger.warning(
-                "batch lane left while its Bedrock job stops; billed at its terminal status", job_id=job_id, reason=reason, status=status, error=detail
+                "batch lane left while its Bedrock job stops; billed at its terminal status", lane_id=lane_id, reason=reason, status=status, error=detail
             )
             return {"closed": False, "stopping": True, "endState": "stopping"}
         usage = billed_from_bedrock_manifest(svc, row)
@@ -54,7 +54,6 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
         metadata = ledger_metadata(row, reason, records=row.record_count or 0, accepted=0, fallback=row.record_count or 0, partial=True, error=detail)
         won = close_and_bill(
             svc,
-            job_id,
             row,
             end_state=reason,
             accepted=0,
@@ -65,23 +64,23 @@ def abandon(svc: Services, job_id: str, *, reason: str, error: dict[str, Any] | 
             metadata=metadata,
             reason=reason,
         )
-        logger.warning("batch lane abandoned after submit", job_id=job_id, reason=reason, error=detail, cost_usd=str(cost), won=won)
+        logger.warning("batch lane abandoned after submit", lane_id=lane_id, reason=reason, error=detail, cost_usd=str(cost), won=won)
         return {"closed": True, "won": won, "endState": reason}
     return {"closed": True, "won": False, "endState": row.end_state}
 
 
-def adopt_created_job(svc: Services, job_id: str) -> BatchRow | None:
-    """A Bedrock job created under this job's name (a submit that failed after creating it, or a prepare
+def adopt_created_job(svc: Services, lane_id: str) -> BatchRow | None:
+    """A Bedrock job created under this lane's name (a submit that failed after creating it, or a prepare
     stuck past its create): it bills, so the row adopts it, to be collected or stopped. None if there is none."""
-    existing = svc.batch_jobs.find_by_name(bedrock_job_name(job_id))
+    existing = svc.batch_jobs.find_by_name(bedrock_job_name(lane_id))
     if not existing:
         return None
-    logger.warning("a Bedrock job created for this job was adopted", job_id=job_id, bedrock_job_arn=existing.arn)
+    logger.warning("a Bedrock job created for this lane was adopted", lane_id=lane_id, bedrock_job_arn=existing.arn)
     return rows.mark_submitted(
         svc.db,
-        job_id,
+        lane_id,
         arn=existing.arn,
         name=existing.name,
-        output_uri=output_uri_for(svc, job_id),
+        output_uri=output_uri_for(svc, lane_id),
         deadline_hours=svc.settings.batch_deadline_hours,
     )

@@ -1,8 +1,11 @@
-"""The one batch ledger row: written in the same transaction as the guarded close of the batch row.
+"""The one batch ledger row per Bedrock job, and each member's share of it: written in the same
+transaction as the guarded close of the lane.
 
 Of any number of racing closers (collect, the callback, the sweeper, abandon) exactly one
 wins the guarded move and bills. A ``stopping`` row is billed only at its Bedrock job's
 terminal status: manifest.json.out exists only then, so the bill is never $0 by mistake.
+Shares follow each member job's records in the lane (a member that left still pays for the
+records it sent); they add up to the lane's row exactly (domain/pool.split_by_weight).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from batchlane.db.batch_rows import BatchRow
 from batchlane.domain import status as st
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
 from batchlane.domain.errors import NotFound
+from batchlane.domain.pool import split_by_weight
 from batchlane.domain.status import Transition
 from batchlane.observability import logger
 from batchlane.ports import ObjectStoreError
@@ -50,7 +54,6 @@ def ledger_metadata(row: BatchRow, end_state: str, **counts: Any) -> dict[str, A
 
 def close_and_bill(
     svc: Services,
-    job_id: str,
     row: BatchRow,
     *,
     end_state: str,
@@ -62,24 +65,52 @@ def close_and_bill(
     metadata: dict[str, Any],
     reason: str | None = None,
     move: Transition | None = None,
+    accepted_by_chunk: dict[tuple[str, int], int] | None = None,
 ) -> bool:
-    """The guarded close along ``move`` (default: submitted → closed) and, for whoever wins it, the one ledger row."""
+    """The guarded close along ``move`` (default: submitted → closed) and, for whoever wins it, the one
+    ledger row and the members' shares."""
     with svc.db.transaction() as tx:
-        closed = rows.close(tx, job_id, move or st.close(), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
+        closed = rows.close(tx, row.lane_id, move or st.close(), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
         if closed is None:
             return False
+        rows.record_accepted(tx, closed.id, accepted_by_chunk or {})
         ledger.add_batch_cost(
             tx,
-            job_id=job_id,
+            job_id=closed.job_id,  # a lane from before the pool belongs to its one job
             batch_row_id=int(closed.id),
             model_id=model_id,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cost_usd=cost,
-            metadata=metadata,
+            metadata={**metadata, "laneId": closed.lane_id, "members": closed.member_count},
         )
-        ledger.carry_late_batch_cost(tx, job_id, cost)
+        members = rows.members(tx, closed.id)
+        if closed.job_id is None:
+            bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id)
+        for job_id in sorted({m.job_id for m in members} | ({closed.job_id} if closed.job_id else set())):
+            ledger.carry_late_batch_cost(tx, job_id, cost)
         return True
+
+
+def bill_members(tx: Any, row: BatchRow, members: list[rows.Member], *, usage: Usage, cost: Decimal, model_id: str) -> None:
+    """Each member job's share of the lane's row, by the records it sent (pages where prepare never counted)."""
+    weights: dict[str, int] = {}
+    for m in members:
+        weights[m.job_id] = weights.get(m.job_id, 0) + (m.records if m.records is not None else 0)
+    costs = split_by_weight(cost, weights)
+    inputs = split_by_weight(Decimal(usage.input_tokens), weights, unit=Decimal(1))
+    outputs = split_by_weight(Decimal(usage.output_tokens), weights, unit=Decimal(1))
+    for job_id, share in costs.items():
+        ledger.add_batch_share(
+            tx,
+            job_id=job_id,
+            batch_row_id=int(row.id),
+            model_id=model_id,
+            input_tokens=int(inputs[job_id]),
+            output_tokens=int(outputs[job_id]),
+            cost_usd=share,
+            metadata={"batch": True, "share": True, "laneId": row.lane_id, "jobArn": row.bedrock_job_arn, "records": weights[job_id]},
+        )
 
 
 def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
@@ -88,7 +119,7 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
     Called by the state-change callback, the sweeper, and collect; the guarded
     stopping → closed move lets exactly one of them write the ledger row.
     """
-    job_id, arn = str(row.job_id), row.arn
+    arn = row.arn
     status = row.bedrock_status
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(svc.batch_jobs, arn)
@@ -102,7 +133,6 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
     metadata = ledger_metadata(row, status, records=records, accepted=0, fallback=records, partial=True, leftLane=row.reason)
     won = close_and_bill(
         svc,
-        job_id,
         row,
         end_state=status,
         accepted=0,
@@ -114,8 +144,8 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
         move=st.settle_stopping(),
     )
     if won:
-        logger.info("stopped batch job billed", job_id=job_id, end_state=status, reason=row.reason, cost_usd=str(cost))
-    final = rows.get_row(svc.db, job_id)
+        logger.info("stopped batch job billed", lane_id=row.lane_id, end_state=status, reason=row.reason, cost_usd=str(cost))
+    final = rows.get_row(svc.db, row.lane_id)
     assert final is not None
     return summary(final, won=won)
 

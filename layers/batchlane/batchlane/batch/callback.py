@@ -28,5 +28,5 @@ def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:
     terminal = row.bedrock_status in rows.TERMINAL_BEDROCK_STATUSES
     woken = wake(svc, row, row.bedrock_status or status) if terminal else 0
     billed = bool(settle_stopping(svc, row)["won"]) if terminal and row.state == "stopping" else False
-    logger.info("batch event", job_id=str(row.job_id), status=status, woken=woken, billed_stopped=billed)
+    logger.info("batch event", lane_id=row.lane_id, status=status, woken=woken, billed_stopped=billed)
     return {"known": True, "status": row.bedrock_status, "woken": woken, "billedStopped": billed}

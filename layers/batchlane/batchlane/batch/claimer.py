@@ -1,48 +1,70 @@
-"""The claimer: parked jobs → batch rows and batch-lane executions, under the concurrent-job quota.
+"""The packer: the pool's waiting chunks → lanes (Bedrock jobs) and their batch-lane executions.
 
-Runs on the "job parked" event and every minute as a safety net. Parked jobs are taken in
-turns by owner (db/batch_rows.claimable_jobs), so one user's many jobs never hold back another's one. Claiming is serialised
-by a transaction-level advisory lock, so two claimers never overshoot the quota; the
-execution is started after the commit, named after the job, so a repeat start (this
-run's or the next one's, for a row whose start failed) is harmless.
+Runs on the "job parked" event and every minute as a safety net. Under a transaction-level
+advisory lock (two packers never overshoot the quota or pack a chunk twice) it reads every
+chunk waiting in the pool, per model and in fair order (db/batch_rows.pool_chunks: owners in
+turns), asks the packing rule (domain/pool.plan_pool) what to do, and in the same transaction
+inserts each new lane with its members, and lets go of the jobs whose window passed with too
+few records for a Bedrock job. After the commit it starts one execution per preparing lane,
+named after the lane, so a repeat start (this run's or the next one's) is harmless, and
+resumes the jobs it let go (on-demand).
 """
 
 from __future__ import annotations
 
+import uuid
+from itertools import groupby
 from typing import Any
 
+from batchlane.batch.resume import resume_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
+from batchlane.domain.pool import PoolChunk, plan_pool
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
+POOL_TOO_SMALL = "pool_too_small"
+
 
 def claim_parked_jobs(svc: Services) -> dict[str, Any]:
+    """Pack the pool (the claimer's old name is kept: the function, its schedule and its event rule)."""
     settings = svc.settings
     if not settings.batch_lane_configured:
-        return {"claimed": [], "reason": "lane_off"}
+        return {"claimed": [], "lanes": [], "reason": "lane_off"}
     quota = settings.batch_conversion_max_concurrent_jobs
     wait_hours = settings.batch_deadline_hours
-    claimed: list[str] = []
+    lanes: list[dict[str, Any]] = []
+    let_go: list[str] = []
+    waiting = 0
     with svc.db.transaction() as tx:
         rows.lock_claims(tx)
-        parked = rows.claimable_jobs(tx)  # round robin by owner, not creation order across users
-        in_flight: dict[str, int] = {}
-        for job in parked:
-            model = job.model_id
-            if model not in in_flight:
-                in_flight[model] = rows.count_in_flight(tx, model)
-            if in_flight[model] >= quota:
-                continue
-            job_id = job.job_id
-            if rows.insert_preparing(tx, job_id=job_id, model_id=model, deadline_hours=wait_hours) is None:
-                continue
-            in_flight[model] += 1
-            ledger.extend_hold(tx, job_id, hours=wait_hours + settings.batchlane_on_demand_window_hours)
-            claimed.append(job_id)
-    # Start (or re-start: idempotent by name) every execution a preparing row should have.
-    for job_id in rows.preparing_job_ids(svc.db):
-        svc.workflows.start_batch_lane(job_id)
-    if claimed:
-        logger.info("parked jobs claimed", claimed=len(claimed), waiting=len(parked) - len(claimed))
-    return {"claimed": claimed, "waiting": len(parked) - len(claimed)}
+        rows.note_pooled(tx)
+        pool = rows.pool_chunks(tx)
+        for model, group in groupby(pool, key=lambda c: c.model_id):
+            chunks = [PoolChunk(c.job_id, c.chunk_index, c.pages, c.waited_s) for c in group]
+            slots = max(0, quota - rows.count_in_flight(tx, model))
+            plan = plan_pool(
+                chunks,
+                max_records=settings.batch_conversion_max_records,
+                min_records=settings.batch_conversion_min_records,
+                window_s=settings.batch_pool_window_s,
+                slots=slots,
+            )
+            for packed in plan.bedrock_jobs:
+                lane_id = str(uuid.uuid4())
+                rows.insert_lane(tx, lane_id=lane_id, model_id=model, deadline_hours=wait_hours, chunks=[(c.job_id, c.chunk_index, c.pages) for c in packed])
+                jobs = sorted({c.job_id for c in packed})
+                for job_id in jobs:
+                    ledger.extend_hold(tx, job_id, hours=wait_hours + settings.batchlane_on_demand_window_hours)
+                lanes.append({"laneId": lane_id, "modelId": model, "jobs": jobs, "pages": sum(c.pages for c in packed)})
+            let_go.extend(rows.leave_pool(tx, plan.leave, reason=POOL_TOO_SMALL))
+            waiting += plan.waiting_chunks
+            if plan.why_waiting:
+                logger.info("pool waiting", model_id=model, chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting)
+    # Start (or re-start: idempotent by name) every execution a preparing lane should have.
+    for lane_id, row_id in rows.preparing_lanes(svc.db):
+        svc.workflows.start_batch_lane(lane_id, rows.member_job_ids(svc.db, row_id))
+    resumed = [job_id for job_id in let_go if resume_job(svc, job_id)["resumed"]]
+    if lanes or let_go:
+        logger.info("pool packed", lanes=len(lanes), let_go=len(let_go), resumed=len(resumed), waiting_chunks=waiting)
+    return {"claimed": sorted({j for lane in lanes for j in lane.get("jobs", [])}), "lanes": lanes, "letGo": let_go, "waiting": waiting}

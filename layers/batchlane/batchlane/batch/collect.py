@@ -27,12 +27,10 @@ from batchlane.batch.submit import bedrock_status
 from batchlane.converter import PrimedResult
 from batchlane.converter.transports import answer_from_messages
 from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
-from batchlane.domain.records import parse_record_id
-from batchlane.domain.status import JobStatus
+from batchlane.domain.records import parse_record_id, split_pooled_record_id
 from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
@@ -44,10 +42,10 @@ class CollectNotReady(Exception):
     """The Bedrock job has not reached a terminal status yet (e.g. still Stopping)."""
 
 
-def collect(svc: Services, job_id: str) -> dict[str, Any]:
-    row = rows.get_row(svc.db, job_id)
+def collect(svc: Services, lane_id: str) -> dict[str, Any]:
+    row = rows.get_row(svc.db, lane_id)
     if row is None:
-        raise NotFound(f"no batch row for job {job_id}")
+        raise NotFound(f"no lane {lane_id}")
     if row.state == "closed":
         return summary(row, won=False)
     if row.state == "stopping":
@@ -57,39 +55,67 @@ def collect(svc: Services, job_id: str) -> dict[str, Any]:
     status = bedrock_status(svc.batch_jobs, row.arn)
     rows.record_status(svc.db, row.arn, status)
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        job = job_repo.get_job(svc.db, job_id)
-        if job and job.status == JobStatus.CANCELLED:
-            stop_batch_job(svc, job_id, reason="cancelled")
+        if not rows.has_packed_members(svc.db, row.id):
+            stop_batch_job(svc, lane_id, reason=row.reason or "members_left")  # nobody waits on it any more
         raise CollectNotReady(f"Bedrock job is {status}")
 
-    rows.stamp(svc.db, job_id, "collect_started_at")
-    manifest = svc.store.get_json(row.manifest_key or keys.batch_manifest_key(job_id))
-    expected: dict[str, str] = manifest["promptHashes"]
-    model_id = manifest["modelId"]
+    rows.stamp(svc.db, lane_id, "collect_started_at")
+    manifest = LaneManifest.of(svc.store.get_json(row.manifest_key or keys.batch_manifest_key(lane_id)))
+    waiting = {(m.job_id, m.chunk_index) for m in rows.members(svc.db, row.id, state="packed")}
+    expected = manifest.prompt_hashes
     with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:
         # A lost job (Bedrock no longer knows it) is collected the same way: whatever it left.
         output_keys = sorted(k for k in svc.store.list_keys(output_prefix(row, svc.store.bucket)) if k.endswith(".jsonl.out"))
-        tally = tally_outputs(svc.store, output_keys, expected=expected, model_id=model_id, spool_dir=Path(spool_dir))
-        write_results(svc.store, job_id, [int(c) for c in manifest["chunks"]], spool_dir=Path(spool_dir))
+        tally = tally_outputs(svc.store, output_keys, manifest=manifest, spool_dir=Path(spool_dir))
+        targets = [(tag, job, int(c)) for tag, job in manifest.members.items() for c in manifest.chunks.get(tag, {}) if (job, int(c)) in waiting]
+        write_results(svc.store, targets, spool_dir=Path(spool_dir))
     counts, billed = tally.counts, tally.billed
     accepted = counts["accepted"]
     fallback = len(expected) - accepted
     counts["missing"] = len(expected) - tally.seen
+    model_id = manifest.model_id
     cost = svc.prices.cost(model_id, billed, batch=True)
     metadata = ledger_metadata(row, status, records=len(expected), accepted=accepted, fallback=fallback, outcomes=dict(counts))
+    by_chunk = {(manifest.members[tag], chunk): n for (tag, chunk), n in tally.accepted_by_chunk.items()}
     won = close_and_bill(
-        svc, job_id, row, end_state=status, accepted=accepted, fallback=fallback, usage=billed, cost=cost, model_id=model_id, metadata=metadata
+        svc,
+        row,
+        end_state=status,
+        accepted=accepted,
+        fallback=fallback,
+        usage=billed,
+        cost=cost,
+        model_id=model_id,
+        metadata=metadata,
+        accepted_by_chunk=by_chunk,
     )
     share = fallback / len(expected) if expected else 0.0
     metrics.add_metric(name="BatchRecordsAccepted", unit="Count", value=accepted)
     metrics.add_metric(name="BatchRecordsFallback", unit="Count", value=fallback)
     metrics.add_metric(name="BatchFallbackShare", unit="Percent", value=round(share * 100, 2))
     if share > svc.settings.batch_conversion_fallback_warn_share:
-        logger.warning("batch fallback share high", job_id=job_id, fallback=fallback, records=len(expected), share=round(share, 3), outcomes=dict(counts))
-    logger.info("batch job collected", job_id=job_id, end_state=status, accepted=accepted, fallback=fallback, cost_usd=str(cost), won=won)
-    final = rows.get_row(svc.db, job_id)
+        logger.warning("batch fallback share high", lane_id=lane_id, fallback=fallback, records=len(expected), share=round(share, 3), outcomes=dict(counts))
+    logger.info("batch job collected", lane_id=lane_id, end_state=status, accepted=accepted, fallback=fallback, cost_usd=str(cost), won=won)
+    final = rows.get_row(svc.db, lane_id)
     assert final is not None
     return summary(final, won=won)
+
+
+@dataclass(frozen=True)
+class LaneManifest:
+    """What prepare wrote: the members (tag → job), each member's chunks' record ids, the prompt hashes
+    by the record id Bedrock sees. A manifest from before the pool (one job) reads as member m0."""
+
+    model_id: str
+    members: dict[str, str]
+    chunks: dict[str, dict[str, list[str]]]
+    prompt_hashes: dict[str, str]
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> LaneManifest:
+        if "members" in data:
+            return cls(data["modelId"], dict(data["members"]), dict(data["chunks"]), dict(data["promptHashes"]))
+        return cls(data["modelId"], {"m0": data["jobId"]}, {"m0": dict(data["chunks"])}, dict(data["promptHashes"]))
 
 
 @dataclass
@@ -97,17 +123,19 @@ class Tally:
     counts: Counter[str] = field(default_factory=Counter)
     billed: Usage = field(default_factory=Usage)
     seen: int = 0
+    accepted_by_chunk: Counter[tuple[str, int]] = field(default_factory=Counter)  # (member tag, chunk)
 
 
-def tally_outputs(store: ObjectStore, output_keys: list[str], *, expected: dict[str, str], model_id: str, spool_dir: Path) -> Tally:
-    """Stream every output line once; spool accepted answers to ``spool_dir/<chunk>.jsonl``.
+def tally_outputs(store: ObjectStore, output_keys: list[str], *, manifest: LaneManifest, spool_dir: Path) -> Tally:
+    """Stream every output line once; spool accepted answers to ``spool_dir/<tag>-<chunk>.jsonl``.
 
     Memory holds one line at a time plus the set of record ids seen (for duplicates):
     50,000 records stay far under Lambda's limits whatever their size.
     """
     tally = Tally()
     seen: set[str] = set()
-    spools: dict[int, IO[str]] = {}
+    spools: dict[tuple[str, int], IO[str]] = {}
+    expected, model_id = manifest.prompt_hashes, manifest.model_id
     try:
         for key in output_keys:
             for line in store.iter_lines(key):
@@ -133,14 +161,17 @@ def tally_outputs(store: ObjectStore, output_keys: list[str], *, expected: dict[
                 if not verdict.accepted:
                     tally.counts[f"rejected:{verdict.reason}"] += 1
                     continue
-                chunk_index, _ = parse_record_id(record_id)
-                if chunk_index not in spools:
-                    spools[chunk_index] = (spool_dir / f"{chunk_index}.jsonl").open("w")
+                tag, job_record_id = split_pooled_record_id(record_id)
+                chunk_index, _ = parse_record_id(job_record_id)
+                spool = (tag, chunk_index)
+                if spool not in spools:
+                    spools[spool] = (spool_dir / f"{tag}-{chunk_index}.jsonl").open("w")
                 primed = PrimedResult(
-                    record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens
+                    job_record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens
                 )
-                spools[chunk_index].write(json.dumps(primed.to_json()) + "\n")
+                spools[spool].write(json.dumps(primed.to_json()) + "\n")
                 tally.counts["accepted"] += 1
+                tally.accepted_by_chunk[spool] += 1
     finally:
         for handle in spools.values():
             handle.close()
@@ -148,17 +179,19 @@ def tally_outputs(store: ObjectStore, output_keys: list[str], *, expected: dict[
     return tally
 
 
-def write_results(store: ObjectStore, job_id: str, chunk_indexes: list[int], *, spool_dir: Path) -> None:
-    """results/chunk-N.json for every chunk (empty when none of its pages was accepted).
+def write_results(store: ObjectStore, targets: list[tuple[str, str, int]], *, spool_dir: Path) -> None:
+    """results/chunk-N.json for every member chunk still waiting on the lane — (tag, job id, chunk) —,
+    empty when none of its pages was accepted.
 
-    One object per chunk, written by a small pool: a 5,000-page job has 100 chunks, and
+    One object per chunk, written by a small pool: a 5,000-page lane has 100 chunks or more, and
     S3 PUTs one after another would spend most of collect waiting on round trips.
     """
 
-    def write(chunk_index: int) -> None:
-        path = spool_dir / f"{chunk_index}.jsonl"
+    def write(target: tuple[str, str, int]) -> None:
+        tag, job_id, chunk_index = target
+        path = spool_dir / f"{tag}-{chunk_index}.jsonl"
         results = [json.loads(line) for line in path.open()] if path.exists() else []
         store.put_json(keys.batch_results_key(job_id, chunk_index), {"jobId": job_id, "chunkIndex": chunk_index, "results": results})
 
     with ThreadPoolExecutor(max_workers=RESULT_WRITERS, thread_name_prefix="results") as pool:
-        list(pool.map(write, chunk_indexes))  # list(): re-raise the first failure
+        list(pool.map(write, targets))  # list(): re-raise the first failure

@@ -7,14 +7,14 @@ import re
 _JOB_NAME = re.compile(r"^[a-zA-Z0-9]{1,63}(-*[a-zA-Z0-9\+\-\.]){0,63}$")
 
 
-def bedrock_job_name(job_id: str) -> str:
-    name = f"batchlane-{job_id}"
+def bedrock_job_name(lane_id: str) -> str:
+    name = f"batchlane-{lane_id}"
     assert _JOB_NAME.match(name), name
     return name
 
 
-def client_request_token(job_id: str) -> str:
-    return f"batchlane-{job_id}"
+def client_request_token(lane_id: str) -> str:
+    return f"batchlane-{lane_id}"
 
 
 def job_id_from_arn(arn: str) -> str:

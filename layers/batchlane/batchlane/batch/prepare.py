@@ -3,16 +3,19 @@
 Each record is ``{"recordId", "modelInput"}`` with modelInput the Anthropic Messages body the
 on-demand path sends to InvokeModel (the job is submitted as modelInvocationType InvokeModel).
 
-The page split is the chunk processor's (same ``conversion.source.chunk_pages``), so
-record ids ``c<chunk>-p<page>`` and prompt hashes are exactly what a primed chunk will
-look up later. Work fans out one child per chunk (``prepare_chunk``); ``finish_prepare``
-writes the manifest and decides whether the job goes to Bedrock at all.
+A lane carries chunks of several jobs (the pool): each job has a tag ``m<k>`` in the lane and
+its records go out as ``m<k>-c<chunk>-p<page>``. The page split is the chunk processor's (same
+``conversion.source.chunk_pages``), so once the tag is stripped the record ids and prompt
+hashes are exactly what a primed chunk will look up later. Work fans out one child per member
+chunk (``prepare_chunk``); ``finish_prepare`` writes the manifest and decides whether the lane
+goes to Bedrock at all.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,26 +25,54 @@ from batchlane.converter import CaptureTransport, ConverterConfig, convert_page
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
+from batchlane.domain.errors import NotFound
+from batchlane.domain.records import pooled_record_id
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
 
-def _summary_key(job_id: str, chunk_index: int) -> str:
-    return f"{keys.BATCH_PREFIX}{job_id}/prepare/chunk-{chunk_index}.json"
+def _summary_key(lane_id: str, tag: str, chunk_index: int) -> str:
+    return f"{keys.BATCH_PREFIX}{lane_id}/prepare/{tag}-chunk-{chunk_index}.json"
 
 
-def plan_prepare(svc: Services, job_id: str) -> dict[str, Any]:
-    """Which chunks to prepare; ``proceed`` False when the job left the lane (cancelled, process now)."""
-    job = job_repo.get_job(svc.db, job_id)
-    row = rows.get_row(svc.db, job_id)
-    if job is None or row is None or job.status != "waiting_batch" or row.state != "preparing":
-        if job is not None and row is not None and row.state == "preparing":
-            # The job left the lane (cancelled, processed now) before anything was submitted:
-            # close the row now so it stops counting against the concurrent-job quota.
-            rows.close(svc.db, job_id, st.leave_before_submit(), end_state="skipped", reason=f"job_{job.status}")
+def plan_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
+    """Which member chunks to prepare (``{"job", "chunk", "tag"}`` items); ``proceed`` False when every
+    member left the lane (cancelled, processed now) before anything was submitted."""
+    row = rows.get_row(svc.db, lane_id)
+    if row is None or row.state != "preparing":
         return {"proceed": False, "chunks": [], "why": "not_preparing"}
-    rows.stamp(svc.db, job_id, "prepare_started_at")
-    return {"proceed": True, "chunks": [c.chunk_index for c in job_repo.get_chunks(svc.db, job_id)], "modelId": job.model_id}
+    everyone = rows.members(svc.db, row.id)
+    packed = [m for m in everyone if m.state == "packed"]
+    if not packed:
+        # Every member left before anything was submitted: close the row now so it stops counting
+        # against the concurrent-job quota.
+        rows.close(svc.db, lane_id, st.leave_before_submit(), end_state="skipped", reason="members_left")
+        return {"proceed": False, "chunks": [], "why": "members_left"}
+    rows.stamp(svc.db, lane_id, "prepare_started_at")
+    groups = math.ceil(len(everyone) / group_size(len(everyone)))
+    return {"proceed": True, "chunks": list(range(groups)), "modelId": row.model_id, "members": len({m.job_id for m in packed})}
+
+
+MAX_PREPARE_GROUPS = 1_000  # Map items per lane: the list stays a few KB in the execution's state (256 KB cap)
+
+
+def group_size(member_chunks: int) -> int:
+    """Member chunks per prepare child: one each up to 1,000, then as many as keep 1,000 children."""
+    return max(1, math.ceil(member_chunks / MAX_PREPARE_GROUPS))
+
+
+def prepare_group(svc: Services, lane_id: str, group: int) -> dict[str, Any]:
+    """Prepare the ``group``-th slice of the lane's member chunks (members that left are passed over)."""
+    row = rows.get_row(svc.db, lane_id)
+    if row is None:
+        raise LookupError(f"no lane {lane_id}")
+    everyone = rows.members(svc.db, row.id)
+    size = group_size(len(everyone))
+    records = 0
+    for m in everyone[group * size : (group + 1) * size]:
+        if m.state == "packed":
+            records += prepare_chunk(svc, lane_id, m.job_id, m.chunk_index, m.member_tag)["records"]
+    return {"group": group, "records": records}
 
 
 @dataclass
@@ -49,8 +80,7 @@ class _ShardWriter:
     """Appends JSONL lines to shard objects of at most ``max_bytes`` each."""
 
     svc: Services
-    job_id: str
-    chunk_index: int
+    prefix: str  # batch/<laneId>/input/<tag>-chunk-<NNNNN>
     max_bytes: int
     shards: list[dict[str, Any]] = field(default_factory=list)
     _buffer: io.BytesIO = field(default_factory=io.BytesIO)
@@ -67,7 +97,7 @@ class _ShardWriter:
     def flush(self) -> None:
         if not self._records:
             return
-        key = f"{keys.batch_input_prefix(self.job_id)}chunk-{self.chunk_index:05d}-{len(self.shards)}.jsonl"
+        key = f"{self.prefix}-{len(self.shards)}.jsonl"
         data = self._buffer.getvalue()
         self.svc.store.put_bytes(key, data, "application/jsonl")
         self.shards.append({"key": key, "records": self._records, "bytes": len(data)})
@@ -75,7 +105,8 @@ class _ShardWriter:
         self._records = 0
 
 
-def prepare_chunk(svc: Services, job_id: str, chunk_index: int) -> dict[str, Any]:
+def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, tag: str) -> dict[str, Any]:
+    """One member chunk's records, as ``<tag>-c<chunk>-p<page>`` (the tag keeps members apart in the lane)."""
     job = job_repo.get_job(svc.db, job_id)
     chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
     if job is None or chunk is None:
@@ -87,64 +118,91 @@ def prepare_chunk(svc: Services, job_id: str, chunk_index: int) -> dict[str, Any
     for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):
         if convert_page(page, config, capture, svc.prices).status == "blank":
             blank += 1
-    writer = _ShardWriter(svc, job_id, chunk_index, settings.batch_conversion_max_file_mb * 1024 * 1024)
+    prefix = f"{keys.batch_input_prefix(lane_id)}{tag}-chunk-{chunk_index:05d}"
+    writer = _ShardWriter(svc, prefix, settings.batch_conversion_max_file_mb * 1024 * 1024)
     for request in capture.requests:
-        writer.add(json.dumps({"recordId": request.record_id, "modelInput": request.model_input()}, separators=(",", ":")).encode())
+        record = {"recordId": pooled_record_id(tag, request.record_id), "modelInput": request.model_input()}
+        writer.add(json.dumps(record, separators=(",", ":")).encode())
     writer.flush()
     summary = {
+        "jobId": job_id,
         "chunkIndex": chunk_index,
+        "tag": tag,
         "modelId": config.model_id,
         "records": [{"recordId": r.record_id, "promptHash": r.prompt_hash} for r in capture.requests],
         "blankPages": blank,
         "shards": writer.shards,
     }
-    svc.store.put_json(_summary_key(job_id, chunk_index), summary)
+    svc.store.put_json(_summary_key(lane_id, tag, chunk_index), summary)
     return {"chunkIndex": chunk_index, "records": len(capture.requests), "shards": len(writer.shards)}
 
 
-def finish_prepare(svc: Services, job_id: str) -> dict[str, Any]:
-    """Write the manifest; decide submit or skip (with the reason recorded on the row)."""
+def finish_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
+    """Write the lane's manifest; decide submit or skip (with the reason recorded on the row).
+
+    A member that left while its records were written (cancel, process now) is dropped here: its
+    shards are deleted, so the Bedrock job never runs (or bills) its pages.
+    """
     settings = svc.settings
-    job = job_repo.get_job(svc.db, job_id)
-    row = rows.get_row(svc.db, job_id)
-    if job is None or row is None or row.state != "preparing":
+    row = rows.get_row(svc.db, lane_id)
+    if row is None or row.state != "preparing":
         return {"action": "skip", "reason": "not_preparing", "records": 0}
-    if job.status != "waiting_batch":
-        return {"action": "skip", "reason": f"job_{job.status}", "records": 0}
-    chunks: dict[str, list[str]] = {}
+    all_members = rows.members(svc.db, row.id)
+    packed = [m for m in all_members if m.state == "packed"]
+    if not packed:
+        return {"action": "skip", "reason": "members_left", "records": 0}
+    members: dict[str, str] = {}
+    chunks: dict[str, dict[str, list[str]]] = {}
     hashes: dict[str, str] = {}
     shards: list[dict[str, Any]] = []
     models: set[str] = set()
-    for chunk in job_repo.get_chunks(svc.db, job_id):
-        summary = svc.store.get_json(_summary_key(job_id, chunk.chunk_index))
+    counts: dict[tuple[str, int], int] = {}
+    dropped: list[str] = []
+    for m in all_members:
+        if m.state != "packed":
+            try:
+                dropped.extend(s["key"] for s in svc.store.get_json(_summary_key(lane_id, m.member_tag, m.chunk_index))["shards"])
+            except NotFound:
+                pass  # it left before its records were written
+            counts[(m.job_id, m.chunk_index)] = 0
+            continue
+        summary = svc.store.get_json(_summary_key(lane_id, m.member_tag, m.chunk_index))
+        members[m.member_tag] = m.job_id
         models.add(summary["modelId"])
-        chunks[str(chunk.chunk_index)] = [r["recordId"] for r in summary["records"]]
-        hashes.update({r["recordId"]: r["promptHash"] for r in summary["records"]})
+        chunks.setdefault(m.member_tag, {})[str(m.chunk_index)] = [r["recordId"] for r in summary["records"]]
+        hashes.update({pooled_record_id(m.member_tag, r["recordId"]): r["promptHash"] for r in summary["records"]})
         shards.extend(summary["shards"])
+        counts[(m.job_id, m.chunk_index)] = len(summary["records"])
+    if dropped:
+        svc.store.delete_keys(dropped)
     record_count = len(hashes)
     input_bytes = sum(s["bytes"] for s in shards)
     manifest = {
-        "jobId": job_id,
-        "modelId": next(iter(models)) if models else job.model_id,
+        "laneId": lane_id,
+        "modelId": row.model_id,
+        "members": members,
         "recordCount": record_count,
         "inputBytes": input_bytes,
         "shards": shards,
         "chunks": chunks,
         "promptHashes": hashes,
     }
-    manifest_key = keys.batch_manifest_key(job_id)
+    manifest_key = keys.batch_manifest_key(lane_id)
     svc.store.put_json(manifest_key, manifest)
-    rows.record_prepared(svc.db, job_id, record_count=record_count, input_bytes=input_bytes, manifest_key=manifest_key)
+    rows.record_member_records(svc.db, row.id, counts)
+    rows.record_prepared(svc.db, lane_id, record_count=record_count, input_bytes=input_bytes, manifest_key=manifest_key)
     reason = None
-    if len(models) > 1:
-        reason = "mixed_models"  # one Bedrock job is one model; a job's pages all use the job's model today
+    if models - {row.model_id}:
+        reason = "mixed_models"  # the packer groups by model: a member whose model changed under it goes on-demand
     elif record_count < settings.batch_conversion_min_records:
-        reason = "too_few_records"
+        reason = "too_few_records"  # blank pages took the lane under Bedrock's minimum
     elif record_count > settings.batch_conversion_max_records:
         reason = "too_many_records"
     elif input_bytes > settings.batch_conversion_max_job_mb * 1024 * 1024:
         reason = "job_too_large"
-    logger.info("batch prepared", job_id=job_id, records=record_count, input_mb=round(input_bytes / 2**20, 1), shards=len(shards), skip=reason)
+    logger.info(
+        "batch prepared", lane_id=lane_id, members=len(members), records=record_count, input_mb=round(input_bytes / 2**20, 1), shards=len(shards), skip=reason
+    )
     if reason:
         return {"action": "skip", "reason": reason, "records": record_count}
     return {"action": "submit", "reason": None, "records": record_count}

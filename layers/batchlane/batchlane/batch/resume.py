@@ -1,8 +1,9 @@
 """Resume: a parked job goes back to pending in ONE transaction and its conversion starts.
 
-Everything it needs is read from the closed batch row (accepted count, cost), not passed
-through the workflow, so the batch-lane execution, the stranded-job recovery and
-anything else that finds a closed row resume a job the same way, and at most once.
+A job may ride in several lanes (a big document split over Bedrock jobs): it resumes when the
+last of them is done. Everything it needs is read from the database (its members' accepted
+counts, its batch shares), not passed through the workflow, so each lane's execution, the
+stranded-job recovery and anything else resume a job the same way, and at most once.
 """
 
 from __future__ import annotations
@@ -30,30 +31,41 @@ def leave_batch_lane(tx: Runner, job_id: str, *, options: dict[str, Any], hold_h
 
 
 def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
+    """Resume a parked job once no lane carries it any more and the pool has nothing more for it:
+    primed where a lane brought usable answers for its chunks, the rest on-demand."""
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None or not st.leave_batch_lane().allows(job.status):
             return {"resumed": False, "status": job.status if job else None}
-        row = rows.get_row(tx, job_id)
-        # stopping: the lane gave up on a Bedrock job still running; the job goes on-demand
-        # now and its bill follows at the terminal status (collect.settle_stopping).
-        if row is None or row.state not in (BatchRowState.CLOSED, BatchRowState.STOPPING):
-            return {"resumed": False, "status": JobStatus.WAITING_BATCH.value, "why": "batch row still open"}
+        outcome = rows.job_lane_outcome(tx, job_id)
+        if not outcome.settled:
+            return {"resumed": False, "status": JobStatus.WAITING_BATCH.value, "why": "still in the pool or a lane"}
         options = dict(job.options or {})
         options.pop("_batchPrimed", None)
-        primed = row.state == BatchRowState.CLOSED and (row.accepted_count or 0) > 0
+        primed = outcome.accepted > 0
         if primed:
             options["_batchPrimed"] = True
-        options["_batchCostUsd"] = str(row.cost_usd or "0")
+        options["_batchCostUsd"] = str(ledger.batch_cost_of_job(tx, job_id))
         leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
-        rows.stamp(tx, job_id, "resumed_at")
     svc.workflows.start_conversion(job_id)
-    logger.info("job resumed", job_id=job_id, primed=primed, batch_end_state=row.end_state, batch_cost_usd=options["_batchCostUsd"])
+    logger.info("job resumed", job_id=job_id, primed=primed, lanes=outcome.lanes, accepted=outcome.accepted, batch_cost_usd=options["_batchCostUsd"])
     return {"resumed": True, "primed": primed, "batchCostUsd": options["_batchCostUsd"]}
 
 
+def resume_members(svc: Services, lane_id: str) -> dict[str, Any]:
+    """The lane's last step: resume every member job it was the last to carry (the others wait on theirs)."""
+    row = rows.get_row(svc.db, lane_id)
+    if row is None:
+        return {"resumed": 0, "members": 0}
+    jobs = rows.member_job_ids(svc.db, row.id) or ([row.job_id] if row.job_id else [])
+    resumed = [job_id for job_id in jobs if resume_job(svc, job_id)["resumed"]]
+    if row.state == BatchRowState.CLOSED:
+        rows.stamp(svc.db, lane_id, "resumed_at")
+    return {"resumed": len(resumed), "members": len(jobs)}
+
+
 def resume_stranded(svc: Services, *, older_than_s: float = 60.0) -> dict[str, Any]:
-    """Jobs still waiting_batch whose batch row closed (or went stopping) a while ago: resume them (primed if they can be)."""
+    """Jobs still waiting_batch that no lane carries and the pool has let go (or fully packed), for a while: resume them."""
     stranded = rows.stranded_job_ids(svc.db, older_than_s=older_than_s / svc.settings.batchlane_time_scale)
     resumed = [job_id for job_id in stranded if resume_job(svc, job_id)["resumed"]]
     if resumed:

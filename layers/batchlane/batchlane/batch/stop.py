@@ -1,22 +1,40 @@
-"""batch_stop: ask Bedrock to stop a submitted batch job (overdue wait, cancel, process now)."""
+"""batch_stop: ask Bedrock to stop a submitted batch job (overdue wait, or no member waits on it any more)."""
 
 from __future__ import annotations
 
 from batchlane.db import batch_rows as rows
+from batchlane.db.batch_rows import BatchRow
 from batchlane.observability import logger
 from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError
 from batchlane.runtime import Services
 
 
-def stop_batch_job(svc: Services, job_id: str, *, reason: str) -> bool:
+def stop_batch_job(svc: Services, lane_id: str, *, reason: str) -> bool:
     """Best effort: True when Bedrock accepted the stop (or the job was already ending)."""
-    row = rows.set_reason(svc.db, job_id, reason)
+    row = rows.set_reason(svc.db, lane_id, reason)
     if row is None or not row.bedrock_job_arn or row.state != "submitted":
         return False
     try:
         svc.batch_jobs.stop(row.arn)
-        logger.info("batch job stop requested", job_id=job_id, reason=reason)
+        logger.info("batch job stop requested", lane_id=lane_id, reason=reason)
         return True
     except BatchJobsError as exc:
-        logger.info("batch job stop not accepted", job_id=job_id, code=exc.code, error_message=exc.message)
+        logger.info("batch job stop not accepted", lane_id=lane_id, code=exc.code, error_message=exc.message)
         return isinstance(exc, BatchJobAlreadyEnded)  # already terminal: nothing left to stop
+
+
+def lane_state(lanes: list[BatchRow]) -> str | None:
+    """The job's batch state as a user sees it: its most active lane's (preparing, submitted, stopping, closed)."""
+    order = ("preparing", "submitted", "stopping", "closed")
+    states = [lane.state for lane in lanes]
+    return next((s for s in order if s in states), None)
+
+
+def stop_abandoned_lanes(svc: Services, lanes: list[BatchRow], *, reason: str) -> bool:
+    """Stop each submitted lane no member waits on any more (a shared one keeps running for the others).
+    True when a stop was requested and accepted."""
+    stopped = False
+    for lane in lanes:
+        if lane.state == "submitted" and not rows.has_packed_members(svc.db, lane.id):
+            stopped = stop_batch_job(svc, lane.lane_id, reason=reason) or stopped
+    return stopped

@@ -14,7 +14,6 @@ from batchlane import keys
 from batchlane.batch.names import bedrock_job_name, client_request_token
 from batchlane.batch.stop import stop_batch_job
 from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
 from batchlane.observability import logger
 from batchlane.ports import BatchJobNotFound, BatchJobs, BatchJobsBusy, BatchJobSpec
 from batchlane.runtime import Services
@@ -28,8 +27,8 @@ def lane_bucket(svc: Services) -> str:
     return svc.settings.batch_conversion_s3_bucket or svc.settings.batchlane_bucket
 
 
-def output_uri_for(svc: Services, job_id: str) -> str:
-    return f"s3://{lane_bucket(svc)}/{keys.batch_output_prefix(job_id)}"
+def output_uri_for(svc: Services, lane_id: str) -> str:
+    return f"s3://{lane_bucket(svc)}/{keys.batch_output_prefix(lane_id)}"
 
 
 def bedrock_status(jobs: BatchJobs, arn: str) -> str:
@@ -45,42 +44,41 @@ def bedrock_status(jobs: BatchJobs, arn: str) -> str:
         return rows.LOST
 
 
-def submit_batch_job(svc: Services, job_id: str) -> dict[str, Any]:
+def submit_batch_job(svc: Services, lane_id: str) -> dict[str, Any]:
     settings = svc.settings
-    row = rows.get_row(svc.db, job_id)
+    row = rows.get_row(svc.db, lane_id)
     if row is None or row.state == "closed":
         return {"submitted": False, "why": "row_closed"}
-    name = bedrock_job_name(job_id)
+    name = bedrock_job_name(lane_id)
     if row.state == "preparing":
         bucket = lane_bucket(svc)
-        output_uri = output_uri_for(svc, job_id)
-        arn = _create(svc, job_id, name, row.model_id, f"s3://{bucket}/{keys.batch_input_prefix(job_id)}", output_uri)
-        row = rows.mark_submitted(svc.db, job_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=settings.batch_deadline_hours)
+        output_uri = output_uri_for(svc, lane_id)
+        arn = _create(svc, lane_id, name, row.model_id, f"s3://{bucket}/{keys.batch_input_prefix(lane_id)}", output_uri)
+        row = rows.mark_submitted(svc.db, lane_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=settings.batch_deadline_hours)
         assert row is not None
-        logger.info("batch job submitted", job_id=job_id, bedrock_job_arn=arn, records=row.record_count)
-    job = job_repo.get_job(svc.db, job_id)
-    if row.reason or (job and job.status == "cancelled"):
-        # The user left the lane while we prepared: the job exists now, so stop it at once;
+        logger.info("batch job submitted", lane_id=lane_id, bedrock_job_arn=arn, records=row.record_count, members=row.member_count)
+    if not rows.has_packed_members(svc.db, row.id):
+        # Every member left while we prepared: the job exists now, so stop it at once;
         # whatever it processed is still collected and billed once.
-        stop_batch_job(svc, job_id, reason=row.reason or "cancelled")
+        stop_batch_job(svc, lane_id, reason=row.reason or "members_left")
     return {"submitted": True, "jobArn": row.bedrock_job_arn, "waitSeconds": settings.batch_wait_seconds}
 
 
-def _create(svc: Services, job_id: str, name: str, model_id: str, input_uri: str, output_uri: str) -> str:
+def _create(svc: Services, lane_id: str, name: str, model_id: str, input_uri: str, output_uri: str) -> str:
     settings = svc.settings
     spec = BatchJobSpec(
         name=name,
-        client_token=client_request_token(job_id),
+        client_token=client_request_token(lane_id),
         model_id=model_id,
         role_arn=settings.batch_conversion_role_arn or "",
         input_uri=input_uri,
         output_uri=output_uri,
         timeout_hours=settings.batch_conversion_timeout_hours,
-        tags={"batchlane:jobId": job_id, "batchlane:component": "batch-lane"},
+        tags={"batchlane:laneId": lane_id, "batchlane:component": "batch-lane"},
     )
     try:
         arn = svc.batch_jobs.create(spec)  # a name that exists already (an earlier attempt's create) is adopted
     except BatchJobsBusy as exc:
-        logger.warning("batch submit deferred", job_id=job_id, code=exc.code)
+        logger.warning("batch submit deferred", lane_id=lane_id, code=exc.code)
         raise BatchSubmitBusy(str(exc)) from exc
     return arn

@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from batchlane.batch.abandon import abandon, adopt_created_job
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.collect import collect
-from batchlane.batch.resume import resume_job
+from batchlane.batch.resume import resume_members
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
 from batchlane.batch.wait import wake
@@ -42,7 +42,7 @@ def sweep(svc: Services) -> dict[str, Any]:
     for row in rows.rows_stopping(svc.db):
         _isolated(_sweep_stopping, svc, bedrock, row, tally)
     for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
-        _isolated(_sweep_stuck_prepare, svc, bedrock, str(row.job_id), tally)
+        _isolated(_sweep_stuck_prepare, svc, bedrock, row.lane_id, tally)
     _emit_gauges(svc)
     if tally:
         logger.info("batch sweep", extra=dict(tally))
@@ -64,8 +64,8 @@ def _isolated(step: Any, svc: Services, bedrock: BatchJobs, row_or_job: Any, tal
         step(svc, bedrock, row_or_job, tally)
     except Exception:
         tally["errors"] += 1
-        job_id = row_or_job["job_id"] if isinstance(row_or_job, dict) else row_or_job
-        logger.exception("batch sweep failed for one row", job_id=str(job_id))
+        lane_id = row_or_job.lane_id if isinstance(row_or_job, BatchRow) else row_or_job
+        logger.exception("batch sweep failed for one lane", lane_id=str(lane_id))
 
 
 def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
@@ -81,13 +81,12 @@ def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Co
         elif row.terminal_seen_at and row.terminal_seen_at.timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
             # Nobody waits on this row (its execution is gone). Collect and resume here;
             # both are idempotent, so a late execution doing the same is harmless.
-            job_id = str(row.job_id)
-            collect(svc, job_id)
-            resume_job(svc, job_id)
+            collect(svc, row.lane_id)
+            resume_members(svc, row.lane_id)
             tally["orphans"] += 1
     elif row.deadline is not None and row.deadline.timestamp() < time.time():
         tally["overdue"] += 1
-        stop_batch_job(svc, str(row.job_id), reason="overdue")
+        stop_batch_job(svc, row.lane_id, reason="overdue")
 
 
 def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
@@ -98,12 +97,12 @@ def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Cou
         tally["billed_stopped"] += 1
 
 
-def _sweep_stuck_prepare(svc: Services, bedrock: BatchJobs, job_id: str, tally: Counter[str]) -> None:
-    if adopt_created_job(svc, job_id):  # it exists, so it is billing: collected by its wait, or as an orphan
+def _sweep_stuck_prepare(svc: Services, bedrock: BatchJobs, lane_id: str, tally: Counter[str]) -> None:
+    if adopt_created_job(svc, lane_id):  # it exists, so it is billing: collected by its wait, or as an orphan
         tally["adopted"] += 1
     else:
-        abandon(svc, job_id, reason="prepare_stuck")
-        resume_job(svc, job_id)
+        abandon(svc, lane_id, reason="prepare_stuck")
+        resume_members(svc, lane_id)
         tally["abandoned"] += 1
 
 

@@ -23,15 +23,15 @@ def wake(svc: Services, row: BatchRow, status: str) -> int:
     return woken
 
 
-def register_wait(svc: Services, job_id: str, token: str) -> dict[str, Any]:
+def register_wait(svc: Services, lane_id: str, token: str) -> dict[str, Any]:
     """Store the token; if the terminal status already arrived (early event), end the wait now."""
-    row = rows.add_task_token(svc.db, job_id, token)
+    row = rows.add_task_token(svc.db, lane_id, token)
     if row is None:
         svc.workflows.send_task_success(token, {"status": "NoBatchRow"})
         return {"waiting": False}
     status = row.bedrock_status
     if row.state == "closed" or status in rows.TERMINAL_BEDROCK_STATUSES:
         svc.workflows.send_task_success(token, {"status": status or "Closed"})
-        logger.info("batch wait ended at once", job_id=job_id, status=status)
+        logger.info("batch wait ended at once", lane_id=lane_id, status=status)
         return {"waiting": False, "status": status}
     return {"waiting": True, "status": status}

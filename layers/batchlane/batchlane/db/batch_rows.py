@@ -1,8 +1,12 @@
-"""conversion_batch_jobs: one row per job, preparing → submitted [→ stopping] → closed, every move guarded.
+"""conversion_batch_jobs: one row per Bedrock job (a "lane"), preparing → submitted [→ stopping] → closed,
+every move guarded; batch_members: which chunks of which jobs ride in it (0017_batch_pool.sql).
 
 ``stopping``: the lane gave up on a Bedrock job that was still running (collect failing,
-a submit that failed after the job was created). The job was told to stop and its
-conversion went on-demand; the row waits for the terminal status to bill it.
+a submit that failed after the job was created, or every member left). Its members went
+on-demand; the row waits for the terminal status to bill it.
+
+The pool is not a table: it is every chunk of a parked job (``waiting_batch``) that no lane
+carries yet and whose job the pool has not let go (``pool_left_at``).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
-from batchlane.domain.status import BatchRowState, BedrockJobStatus, Transition
+from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobStatus, Transition
 
 # "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
 # will come from that job, so it ends like a terminal status (collect what exists).
@@ -30,7 +34,9 @@ class BatchRow:
     """One conversion_batch_jobs row (0001_init.sql, 0008_batch_row_stopping.sql)."""
 
     id: int
-    job_id: str
+    lane_id: str
+    job_id: str | None  # only on lanes written before the pool (one job per Bedrock job)
+    member_count: int
     state: str
     end_state: str | None
     reason: str | None
@@ -63,19 +69,39 @@ class BatchRow:
     def arn(self) -> str:
         """The Bedrock job's ARN; only a row that was submitted has one."""
         if self.bedrock_job_arn is None:
-            raise ValueError(f"the batch row of job {self.job_id} ({self.state}) has no Bedrock job")
+            raise ValueError(f"lane {self.lane_id} ({self.state}) has no Bedrock job")
         return self.bedrock_job_arn
 
     @classmethod
     def of(cls, row: Row) -> BatchRow:
         values = {f.name: row[f.name] for f in fields(cls)}  # columns added later are not read here
-        return cls(**{**values, "job_id": str(row["job_id"]), "task_tokens": list(row["task_tokens"] or [])})
+        job_id = str(row["job_id"]) if row["job_id"] is not None else None
+        return cls(**{**values, "lane_id": str(row["lane_id"]), "job_id": job_id, "task_tokens": list(row["task_tokens"] or [])})
 
 
 @dataclass(frozen=True)
-class ParkedJob:
+class PooledChunk:
+    """A chunk waiting in the pool, in the packer's fair order."""
+
     job_id: str
     model_id: str
+    chunk_index: int
+    pages: int
+    waited_s: float
+
+
+@dataclass(frozen=True)
+class Member:
+    """One batch_members row: a chunk of a job riding in a lane."""
+
+    batch_row_id: int
+    job_id: str
+    chunk_index: int
+    member_tag: str
+    pages: int
+    records: int | None
+    accepted: int | None
+    state: str
 
 
 def _one(db: Runner, sql: str, **params: Any) -> BatchRow | None:
@@ -87,13 +113,21 @@ def _all(db: Runner, sql: str, **params: Any) -> list[BatchRow]:
     return [BatchRow.of(row) for row in db.run(sql, **params)]
 
 
-def get_row(db: Runner, job_id: str) -> BatchRow | None:
-    return _one(db, "SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid)", job=job_id)
+_LANE = "lane_id = CAST(:lane AS uuid)"
+_PARKED = [str(x) for x in st.leave_batch_lane().from_states]
 
 
-def lock_row(db: Runner, job_id: str) -> BatchRow | None:
-    """SELECT ... FOR UPDATE: a user's action and the lane's steps on one row go one at a time."""
-    return _one(db, "SELECT * FROM conversion_batch_jobs WHERE job_id = CAST(:job AS uuid) FOR UPDATE", job=job_id)
+def get_row(db: Runner, lane_id: str) -> BatchRow | None:
+    return _one(db, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE}", lane=lane_id)
+
+
+def get_row_by_id(db: Runner, row_id: int) -> BatchRow | None:
+    return _one(db, "SELECT * FROM conversion_batch_jobs WHERE id = :id", id=row_id)
+
+
+def lock_row(db: Runner, lane_id: str) -> BatchRow | None:
+    """SELECT ... FOR UPDATE: a member leaving and the lane's steps go one at a time."""
+    return _one(db, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE} FOR UPDATE", lane=lane_id)
 
 
 def count_in_flight(db: Runner, model_id: str) -> int:
@@ -112,125 +146,266 @@ def count_past_deadline(db: Runner) -> int:
 
 
 def lock_claims(db: Runner) -> None:
-    """Transaction-level advisory lock: two claimers never overshoot the concurrent-job quota."""
+    """Transaction-level advisory lock: two packers never overshoot the concurrent-job quota or pack a chunk twice."""
     db.run("SELECT pg_advisory_xact_lock(:key)", key=_CLAIM_LOCK)
 
 
-def claimable_jobs(db: Runner, *, limit: int = 500) -> list[ParkedJob]:
-    """Parked jobs without a batch row, locked (SKIP LOCKED: a cancel or process-now in flight keeps its job),
-    in fair order: round robin across owners, weighted by what each already has in flight. An owner's k-th
-    waiting job has turn k + (their batch rows in flight); lowest turns first, ties oldest first
-    (docs/operations.md "Budgets, caps and fair sharing")."""
+# -- the pool ------------------------------------------------------------------------------
+def note_pooled(db: Runner) -> None:
+    """Start the pool window of every parked job seen for the first time."""
+    db.run(
+        "UPDATE large_conversion_jobs SET pooled_at = now() WHERE status = ANY(CAST(:parked AS text[])) AND pooled_at IS NULL",
+        parked=_PARKED,
+    )
+
+
+def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
+    """Every chunk waiting in the pool, locked by job (SKIP LOCKED: a cancel or process-now in flight keeps
+    its job), by model, in fair order: round robin across owners, weighted by what each already has in
+    flight. An owner's k-th waiting job has turn k + (their lanes in flight); lowest turns first, ties
+    oldest first, and a job's chunks in order (docs/operations.md "Budgets, caps and fair sharing")."""
     rows = db.run(
         """WITH waiting AS (
                 SELECT j.id, j.owner_id, j.created_at,
                        row_number() OVER (PARTITION BY j.owner_id ORDER BY j.created_at, j.id) AS turn
                 FROM large_conversion_jobs j
-                WHERE j.status = ANY(CAST(:from_ AS text[]))
-                  AND NOT EXISTS (SELECT 1 FROM conversion_batch_jobs b WHERE b.job_id = j.id)),
+                WHERE j.status = ANY(CAST(:parked AS text[])) AND j.pool_left_at IS NULL),
               busy AS (
-                SELECT j.owner_id, count(*) AS n FROM conversion_batch_jobs b JOIN large_conversion_jobs j ON j.id = b.job_id
-                WHERE b.state = ANY(CAST(:in_flight AS text[])) GROUP BY j.owner_id)
-           SELECT j.id, j.model_id FROM large_conversion_jobs j
-           JOIN waiting w ON w.id = j.id
-           LEFT JOIN busy ON busy.owner_id = w.owner_id
-           WHERE j.status = ANY(CAST(:from_ AS text[]))
-           ORDER BY w.turn + COALESCE(busy.n, 0), w.created_at, j.id
-           LIMIT :limit
-           FOR UPDATE OF j SKIP LOCKED""",
-        from_=list(st.claim().from_states),
+                SELECT j.owner_id, count(DISTINCT b.id) AS n
+                FROM conversion_batch_jobs b JOIN batch_members m ON m.batch_row_id = b.id JOIN large_conversion_jobs j ON j.id = m.job_id
+                WHERE b.state = ANY(CAST(:in_flight AS text[])) GROUP BY j.owner_id),
+              locked AS (
+                SELECT j.id, j.model_id, w.turn + COALESCE(busy.n, 0) AS rank, w.created_at,
+                       EXTRACT(EPOCH FROM now() - COALESCE(j.pooled_at, now())) AS waited_s
+                FROM large_conversion_jobs j JOIN waiting w ON w.id = j.id LEFT JOIN busy ON busy.owner_id = w.owner_id
+                WHERE j.status = ANY(CAST(:parked AS text[]))
+                FOR UPDATE OF j SKIP LOCKED)
+           SELECT l.id, l.model_id, c.chunk_index, c.last_page - c.first_page + 1 AS pages, l.waited_s
+           FROM locked l JOIN chunk_jobs c ON c.job_id = l.id
+           WHERE NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)
+           ORDER BY l.model_id, l.rank, l.created_at, l.id, c.chunk_index
+           LIMIT :limit""",
+        parked=_PARKED,
         in_flight=list(IN_FLIGHT_STATES),
         limit=limit,
     )
-    return [ParkedJob(str(r["id"]), r["model_id"]) for r in rows]
+    return [PooledChunk(str(r["id"]), r["model_id"], int(r["chunk_index"]), int(r["pages"]), float(r["waited_s"])) for r in rows]
 
 
-def preparing_job_ids(db: Runner) -> list[str]:
-    """Parked jobs whose row is preparing: each should have a batch-lane execution."""
+def leave_pool(db: Runner, job_ids: list[str], *, reason: str) -> list[str]:
+    """The pool lets these jobs go: chunks no lane carries yet convert on-demand (the job's lane decision)."""
     rows = db.run(
-        """SELECT b.job_id FROM conversion_batch_jobs b JOIN large_conversion_jobs j ON j.id = b.job_id
-           WHERE b.state = :preparing AND j.status = ANY(CAST(:parked AS text[]))""",
+        """UPDATE large_conversion_jobs SET pool_left_at = now(), lane_reason = COALESCE(lane_reason, :reason), updated_at = now()
+           WHERE id = ANY(CAST(:ids AS uuid[])) AND pool_left_at IS NULL RETURNING id""",
+        ids=job_ids,
+        reason=reason,
+    )
+    return [str(r["id"]) for r in rows]
+
+
+def insert_lane(db: Runner, *, lane_id: str, model_id: str, deadline_hours: float, chunks: list[tuple[str, int, int]]) -> BatchRow:
+    """A new lane (preparing) carrying ``chunks`` — (job id, chunk index, pages) — each job tagged m<k>
+    in order of first appearance."""
+    tags: dict[str, str] = {}
+    for job_id, _, _ in chunks:
+        tags.setdefault(job_id, f"m{len(tags)}")
+    row = _one(
+        db,
+        """INSERT INTO conversion_batch_jobs (lane_id, state, model_id, member_count, deadline)
+           VALUES (CAST(:lane AS uuid), :preparing, :model, :members, now() + make_interval(secs => :secs)) RETURNING *""",
+        lane=lane_id,
         preparing=BatchRowState.PREPARING,
-        parked=st.claim().from_states,
+        model=model_id,
+        members=len(tags),
+        secs=deadline_hours * 3600,
+    )
+    assert row is not None
+    db.run(
+        """INSERT INTO batch_members (batch_row_id, job_id, chunk_index, member_tag, pages)
+           SELECT :row, CAST(j AS uuid), c, t, p FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:tags AS text[]), CAST(:pages AS int[]))
+               AS x(j, c, t, p)""",
+        row=row.id,
+        jobs=[c[0] for c in chunks],
+        chunks=[c[1] for c in chunks],
+        tags=[tags[c[0]] for c in chunks],
+        pages=[c[2] for c in chunks],
+    )
+    return row
+
+
+def members(db: Runner, row_id: int, *, state: str | None = None) -> list[Member]:
+    rows = db.run(
+        """SELECT batch_row_id, job_id, chunk_index, member_tag, pages, records, accepted, state FROM batch_members
+           WHERE batch_row_id = :row AND (CAST(:state AS text) IS NULL OR state = :state) ORDER BY member_tag, chunk_index""",
+        row=row_id,
+        state=state,
+    )
+    return [
+        Member(int(r["batch_row_id"]), str(r["job_id"]), int(r["chunk_index"]), r["member_tag"], int(r["pages"]), r["records"], r["accepted"], r["state"])
+        for r in rows
+    ]
+
+
+def member_job_ids(db: Runner, row_id: int) -> list[str]:
+    """The jobs a lane carries, in tag order."""
+    rows = db.run(
+        "SELECT job_id, min(member_tag) AS tag FROM batch_members WHERE batch_row_id = :row GROUP BY job_id ORDER BY length(min(member_tag)), min(member_tag)",
+        row=row_id,
     )
     return [str(r["job_id"]) for r in rows]
 
 
-def stranded_job_ids(db: Runner, *, older_than_s: float) -> list[str]:
-    """Jobs still parked whose row closed (or went stopping) ``older_than_s`` ago: the lane's resume never came."""
+def record_member_records(db: Runner, row_id: int, counts: dict[tuple[str, int], int]) -> None:
+    """What prepare wrote per member chunk."""
+    if not counts:
+        return
+    db.run(
+        """UPDATE batch_members m SET records = x.n FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:ns AS int[])) AS x(j, c, n)
+           WHERE m.batch_row_id = :row AND m.job_id = CAST(x.j AS uuid) AND m.chunk_index = x.c""",
+        row=row_id,
+        jobs=[k[0] for k in counts],
+        chunks=[k[1] for k in counts],
+        ns=list(counts.values()),
+    )
+
+
+def record_accepted(db: Runner, row_id: int, accepted: dict[tuple[str, int], int]) -> None:
+    """What came back usable per collected member chunk (the close set them collected with 0)."""
+    if not accepted:
+        return
+    db.run(
+        """UPDATE batch_members m SET accepted = x.n FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:ns AS int[])) AS x(j, c, n)
+           WHERE m.batch_row_id = :row AND m.job_id = CAST(x.j AS uuid) AND m.chunk_index = x.c AND m.state = :collected""",
+        row=row_id,
+        collected=BatchMemberState.COLLECTED,
+        jobs=[k[0] for k in accepted],
+        chunks=[k[1] for k in accepted],
+        ns=list(accepted.values()),
+    )
+
+
+def leave_lanes(db: Runner, job_id: str) -> list[BatchRow]:
+    """The job leaves every lane it rides in (cancel, process now): its members there are ``left``.
+    Returns those lanes (locked), so the caller can stop any that nobody waits on any more."""
+    ids = sorted(set(_move_members(db, st.leave_lane(), job_id=job_id)))
+    return _all(db, "SELECT * FROM conversion_batch_jobs WHERE id = ANY(CAST(:ids AS bigint[])) ORDER BY id FOR UPDATE", ids=ids) if ids else []
+
+
+def _move_members(db: Runner, move: Transition, *, row_id: int | None = None, job_id: str | None = None) -> list[int]:
+    """Move a lane's members, or a job's, along ``move``; the lanes touched (a lane id per member moved)."""
     rows = db.run(
-        """SELECT j.id FROM large_conversion_jobs j JOIN conversion_batch_jobs b ON b.job_id = j.id
-           WHERE j.status = ANY(CAST(:parked AS text[])) AND b.state = ANY(CAST(:left AS text[]))
-             AND COALESCE(b.closed_at, b.updated_at) < now() - make_interval(secs => :secs)""",
-        parked=st.leave_batch_lane().from_states,
-        left=[BatchRowState.CLOSED, BatchRowState.STOPPING],
+        """UPDATE batch_members SET state = :to, accepted = CASE WHEN :to = 'collected' THEN 0 ELSE accepted END
+           WHERE (CAST(:row AS bigint) IS NULL OR batch_row_id = :row) AND (CAST(:job AS text) IS NULL OR job_id = CAST(:job AS uuid))
+             AND state = ANY(CAST(:from_ AS text[])) RETURNING batch_row_id""",
+        to=move.target,
+        from_=move.from_states,
+        row=row_id,
+        job=job_id,
+    )
+    return [int(r["batch_row_id"]) for r in rows]
+
+
+def has_packed_members(db: Runner, row_id: int) -> bool:
+    return db.one("SELECT 1 AS x FROM batch_members WHERE batch_row_id = :row AND state = 'packed' LIMIT 1", row=row_id) is not None
+
+
+def lanes_of_job(db: Runner, job_id: str) -> list[BatchRow]:
+    """Every lane that carried (or carries) a chunk of the job, oldest first."""
+    return _all(
+        db,
+        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:job AS uuid))
+           OR job_id = CAST(:job AS uuid) ORDER BY id""",
+        job=job_id,
+    )
+
+
+@dataclass(frozen=True)
+class LaneOutcome:
+    """Where a parked job stands with the lanes: ``settled`` when none still carries it and the pool has
+    nothing more for it (every chunk rode, or the pool let it go)."""
+
+    settled: bool
+    accepted: int
+    lanes: int
+
+
+def job_lane_outcome(db: Runner, job_id: str) -> LaneOutcome:
+    row = db.one(
+        """SELECT
+             EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = j.id AND m.state = 'packed') AS riding,
+             EXISTS (SELECT 1 FROM chunk_jobs c WHERE c.job_id = j.id
+                     AND NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)) AS unpacked,
+             j.pool_left_at IS NOT NULL AS let_go,
+             (SELECT COALESCE(sum(m.accepted), 0) FROM batch_members m WHERE m.job_id = j.id AND m.state = 'collected') AS accepted,
+             (SELECT count(DISTINCT m.batch_row_id) FROM batch_members m WHERE m.job_id = j.id) AS lanes
+           FROM large_conversion_jobs j WHERE j.id = CAST(:job AS uuid)""",
+        job=job_id,
+    )
+    if row is None:
+        return LaneOutcome(False, 0, 0)
+    settled = not row["riding"] and (row["let_go"] or not row["unpacked"])
+    return LaneOutcome(bool(settled), int(row["accepted"]), int(row["lanes"]))
+
+
+def preparing_lanes(db: Runner) -> list[tuple[str, int]]:
+    """Lanes preparing, as (lane id, row id): each should have a batch-lane execution."""
+    rows = db.run("SELECT lane_id, id FROM conversion_batch_jobs WHERE state = :preparing ORDER BY id", preparing=BatchRowState.PREPARING)
+    return [(str(r["lane_id"]), int(r["id"])) for r in rows]
+
+
+def stranded_job_ids(db: Runner, *, older_than_s: float) -> list[str]:
+    """Jobs still parked that no lane carries any more and the pool has nothing more for, for ``older_than_s``:
+    the resume never came (the lane's execution died, or the pool let the job go)."""
+    rows = db.run(
+        """SELECT j.id FROM large_conversion_jobs j
+           WHERE j.status = ANY(CAST(:parked AS text[]))
+             AND NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = j.id AND m.state = 'packed')
+             AND (j.pool_left_at IS NOT NULL OR NOT EXISTS (
+                   SELECT 1 FROM chunk_jobs c WHERE c.job_id = j.id
+                   AND NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)))
+             AND EXISTS (SELECT 1 FROM chunk_jobs c WHERE c.job_id = j.id)
+             AND GREATEST(j.pool_left_at, (SELECT max(COALESCE(b.closed_at, b.updated_at)) FROM batch_members m
+                                           JOIN conversion_batch_jobs b ON b.id = m.batch_row_id WHERE m.job_id = j.id))
+                 < now() - make_interval(secs => :secs)""",
+        parked=_PARKED,
         secs=older_than_s,
     )
     return [str(r["id"]) for r in rows]
 
 
-def insert_preparing(db: Runner, *, job_id: str, model_id: str, deadline_hours: float) -> BatchRow | None:
-    """The unique row for a job; None when the job already has one."""
+def record_prepared(db: Runner, lane_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> BatchRow | None:
     return _one(
         db,
-        """INSERT INTO conversion_batch_jobs (job_id, state, model_id, deadline)
-           VALUES (CAST(:job AS uuid), :preparing, :model, now() + make_interval(secs => :secs))
-           ON CONFLICT (job_id) DO NOTHING RETURNING *""",
+        f"""UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
+           WHERE {_LANE} AND state = :preparing RETURNING *""",
         preparing=BatchRowState.PREPARING,
-        job=job_id,
-        model=model_id,
-        secs=deadline_hours * 3600,
-    )
-
-
-def insert_closed(db: Runner, *, job_id: str, model_id: str, end_state: str, reason: str) -> BatchRow | None:
-    """A row born closed (the user left the lane before any claim), so the claimer never takes the job."""
-    return _one(
-        db,
-        """INSERT INTO conversion_batch_jobs (job_id, state, model_id, end_state, reason, closed_at, accepted_count, fallback_count)
-           VALUES (CAST(:job AS uuid), :closed, :model, :end_state, :reason, now(), 0, 0)
-           ON CONFLICT (job_id) DO NOTHING RETURNING *""",
-        closed=BatchRowState.CLOSED,
-        job=job_id,
-        model=model_id,
-        end_state=end_state,
-        reason=reason,
-    )
-
-
-def record_prepared(db: Runner, job_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> BatchRow | None:
-    return _one(
-        db,
-        """UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND state = :preparing RETURNING *""",
-        preparing=BatchRowState.PREPARING,
-        job=job_id,
+        lane=lane_id,
         n=record_count,
         bytes=input_bytes,
         key=manifest_key,
     )
 
 
-def mark_submitted(db: Runner, job_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> BatchRow | None:
+def mark_submitted(db: Runner, lane_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> BatchRow | None:
     """preparing → submitted; returns the row either way once it holds this ARN (a retried submit adopts)."""
     move = st.submit()
     row = _one(
         db,
-        """UPDATE conversion_batch_jobs SET state = :to, bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
+        f"""UPDATE conversion_batch_jobs SET state = :to, bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
                submitted_at = now(), deadline = now() + make_interval(secs => :secs), attempts = attempts + 1, updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
+           WHERE {_LANE} AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
         to=move.target,
         from_=move.from_states,
-        job=job_id,
+        lane=lane_id,
         arn=arn,
         name=name,
         out=output_uri,
         secs=deadline_hours * 3600,
     )
-    return row or get_row(db, job_id)
+    return row or get_row(db, lane_id)
 
 
-def add_task_token(db: Runner, job_id: str, token: str) -> BatchRow | None:
+def add_task_token(db: Runner, lane_id: str, token: str) -> BatchRow | None:
     """Remember a waiting execution's token; the returned row carries the latest Bedrock status.
 
     The UPDATE takes the row lock, and :func:`record_status` takes it too, so of a token
@@ -239,11 +414,11 @@ def add_task_token(db: Runner, job_id: str, token: str) -> BatchRow | None:
     """
     return _one(
         db,
-        """UPDATE conversion_batch_jobs SET task_tokens = array_append(task_tokens, :token), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND NOT (:token = ANY(task_tokens)) RETURNING *""",
-        job=job_id,
+        f"""UPDATE conversion_batch_jobs SET task_tokens = array_append(task_tokens, :token), updated_at = now()
+           WHERE {_LANE} AND NOT (:token = ANY(task_tokens)) RETURNING *""",
+        lane=lane_id,
         token=token,
-    ) or get_row(db, job_id)
+    ) or get_row(db, lane_id)
 
 
 def record_status(db: Runner, arn: str, status: str) -> BatchRow | None:
@@ -262,19 +437,22 @@ def record_status(db: Runner, arn: str, status: str) -> BatchRow | None:
     )
 
 
-def mark_stopping(db: Runner, job_id: str, *, reason: str) -> BatchRow | None:
-    """submitted → stopping: the lane leaves now, the bill waits for the terminal status."""
+def mark_stopping(db: Runner, lane_id: str, *, reason: str) -> BatchRow | None:
+    """submitted → stopping: the lane leaves now (its members go on-demand), the bill waits for the terminal status."""
     move = st.stop()
-    return _one(
+    row = _one(
         db,
-        """UPDATE conversion_batch_jobs SET state = :to, reason = COALESCE(reason, :reason), accepted_count = 0,
+        f"""UPDATE conversion_batch_jobs SET state = :to, reason = COALESCE(reason, :reason), accepted_count = 0,
                fallback_count = record_count, updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
+           WHERE {_LANE} AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
         to=move.target,
         from_=move.from_states,
-        job=job_id,
+        lane=lane_id,
         reason=reason,
     )
+    if row is not None:
+        _move_members(db, st.leave_lane(), row_id=row.id)
+    return row
 
 
 def rows_stopping(db: Runner, *, limit: int = 200) -> list[BatchRow]:
@@ -284,18 +462,18 @@ def rows_stopping(db: Runner, *, limit: int = 200) -> list[BatchRow]:
     )
 
 
-def set_reason(db: Runner, job_id: str, reason: str) -> BatchRow | None:
+def set_reason(db: Runner, lane_id: str, reason: str) -> BatchRow | None:
     return _one(
         db,
-        "UPDATE conversion_batch_jobs SET reason = COALESCE(reason, :reason), updated_at = now() WHERE job_id = CAST(:job AS uuid) RETURNING *",
-        job=job_id,
+        f"UPDATE conversion_batch_jobs SET reason = COALESCE(reason, :reason), updated_at = now() WHERE {_LANE} RETURNING *",
+        lane=lane_id,
         reason=reason,
     )
 
 
 def close(
     db: Runner,
-    job_id: str,
+    lane_id: str,
     move: Transition,
     *,
     end_state: str,
@@ -305,16 +483,17 @@ def close(
     cost_usd: Decimal | None = None,
 ) -> BatchRow | None:
     """The guarded close along ``move`` (leave_before_submit, close or settle_stopping): only one caller
-    wins it (and with it, the right to write the ledger row)."""
+    wins it (and with it, the right to write the ledger rows). Members still packed are collected, with
+    nothing accepted until the caller records what was (:func:`record_accepted`, same transaction)."""
     if move.entity is not st.Entity.BATCH_ROW or move.target != BatchRowState.CLOSED:
         raise ValueError(f"{move.entity}.{move.name} does not close a batch row")
-    return _one(
+    row = _one(
         db,
-        """UPDATE conversion_batch_jobs SET state = :to, end_state = :end_state, reason = COALESCE(reason, :reason),
+        f"""UPDATE conversion_batch_jobs SET state = :to, end_state = :end_state, reason = COALESCE(reason, :reason),
                accepted_count = :accepted, fallback_count = :fallback, cost_usd = :cost, closed_at = now(), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
+           WHERE {_LANE} AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
         to=move.target,
-        job=job_id,
+        lane=lane_id,
         from_=move.from_states,
         end_state=end_state,
         reason=reason,
@@ -322,13 +501,16 @@ def close(
         fallback=fallback,
         cost=cost_usd,
     )
+    if row is not None:
+        _move_members(db, st.collect_member(), row_id=row.id)
+    return row
 
 
-def stamp(db: Runner, job_id: str, column: str) -> None:
+def stamp(db: Runner, lane_id: str, column: str) -> None:
     """Record when a step happened (for the report's timings); only the first time counts."""
     if column not in ("prepare_started_at", "collect_started_at", "resumed_at"):
         raise ValueError(column)
-    db.run(f"UPDATE conversion_batch_jobs SET {column} = COALESCE({column}, now()) WHERE job_id = CAST(:job AS uuid)", job=job_id)
+    db.run(f"UPDATE conversion_batch_jobs SET {column} = COALESCE({column}, now()) WHERE {_LANE}", lane=lane_id)
 
 
 def rows_waiting(db: Runner, *, limit: int = 200) -> list[BatchRow]:

@@ -26,9 +26,10 @@ def add_chunk_cost(
 
 
 def add_batch_cost(
-    db: Runner, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    db: Runner, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
 ) -> bool:
-    """The one batch row per batch job; False when it already exists (unique index)."""
+    """The one batch row per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
+    False when it already exists (unique index)."""
     row = db.one(
         """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
            VALUES (CAST(:job AS uuid), :row, 'batch', 'batch', :model, :inp, :out, :cost, CAST(:meta AS jsonb))
@@ -42,6 +43,33 @@ def add_batch_cost(
         meta=metadata,
     )
     return row is not None
+
+
+def add_batch_share(
+    db: Runner, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+) -> None:
+    """A member's share of its lane's batch row (by its records): what the job's total counts."""
+    db.run(
+        """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+           VALUES (CAST(:job AS uuid), :row, 'batch_share', 'batch', :model, :inp, :out, :cost, CAST(:meta AS jsonb))
+           ON CONFLICT (batch_row_id, job_id) WHERE source = 'batch_share' DO NOTHING""",
+        job=job_id,
+        row=batch_row_id,
+        model=model_id,
+        inp=input_tokens,
+        out=output_tokens,
+        cost=cost_usd,
+        meta=metadata,
+    )
+
+
+def batch_cost_of_job(db: Runner, job_id: str) -> Decimal:
+    """The job's batch money: its shares (and a lane row of its own, from before the pool)."""
+    row = db.one(
+        "SELECT COALESCE(SUM(cost_usd), 0) AS total FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch'",
+        id=job_id,
+    )
+    return Decimal(row["total"]) if row else Decimal(0)
 
 
 def job_total(db: Runner, job_id: str) -> Decimal:

@@ -1,4 +1,4 @@
-"""The API's read model: a job with its progress, batch row and funds hold in one row (read-only SQL)."""
+"""The API's read model: a job with its progress, its lanes (summed) and funds hold in one row (read-only SQL)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ _JOB_COLUMNS = """j.id AS job_id, j.file_id, j.status, j.options, j.model_id, j.
        j.pages_batch, j.total_cost_usd, j.error_id, j.error_message, j.created_at AS job_created_at, j.started_at, j.finished_at,
        c.chunks_done, c.chunks_cancelled, c.pages_done,
        b.state AS batch_state, b.end_state AS batch_end_state, b.bedrock_status, b.reason AS batch_reason, b.record_count,
-       b.accepted_count, b.fallback_count, b.cost_usd AS batch_cost_usd, b.submitted_at, b.closed_at,
+       b.accepted_count, b.fallback_count, b.cost_usd AS batch_cost_usd, b.submitted_at, b.closed_at, b.lanes AS batch_lanes,
        h.amount_usd AS hold_amount_usd, h.outcome AS hold_outcome, h.settled_usd AS hold_settled_usd, h.expires_at AS hold_expires_at"""
 
 _JOB_JOINS = """LEFT JOIN LATERAL (
@@ -19,7 +19,21 @@ _JOB_JOINS = """LEFT JOIN LATERAL (
                   count(*) FILTER (WHERE ch.status = 'cancelled') AS chunks_cancelled,
                   COALESCE(sum(CASE WHEN ch.status = 'completed' THEN ch.last_page - ch.first_page + 1 ELSE ch.pages_done END), 0) AS pages_done
            FROM chunk_jobs ch WHERE ch.job_id = j.id) c ON true
-       LEFT JOIN conversion_batch_jobs b ON b.job_id = j.id
+       LEFT JOIN LATERAL (
+           SELECT CASE WHEN count(l.id) = 0 THEN (CASE WHEN j.lane_reason IS NOT NULL THEN 'closed' END)
+                       WHEN bool_or(l.state = 'preparing') THEN 'preparing' WHEN bool_or(l.state = 'submitted') THEN 'submitted'
+                       WHEN bool_or(l.state = 'stopping') THEN 'stopping' ELSE 'closed' END AS state,
+                  CASE WHEN count(l.id) = 0 THEN (CASE WHEN j.lane_reason IS NOT NULL THEN 'skipped' END)
+                       ELSE (array_agg(l.end_state ORDER BY l.id DESC))[1] END AS end_state,
+                  (array_agg(l.bedrock_status ORDER BY l.id DESC))[1] AS bedrock_status,
+                  COALESCE((array_agg(l.reason ORDER BY l.id DESC))[1], j.lane_reason) AS reason,
+                  CAST(sum(m.records) AS integer) AS record_count, CAST(sum(m.accepted) AS integer) AS accepted_count,
+                  CAST(sum(m.records) - COALESCE(sum(m.accepted), 0) AS integer) AS fallback_count,
+                  min(l.submitted_at) AS submitted_at, max(l.closed_at) AS closed_at, count(l.id) AS lanes,
+                  (SELECT sum(x.cost_usd) FROM cost_ledger x WHERE x.job_id = j.id AND x.backend = 'batch') AS cost_usd
+           FROM (SELECT batch_row_id, sum(records) AS records, sum(accepted) AS accepted FROM batch_members
+                 WHERE job_id = j.id GROUP BY batch_row_id) m
+           JOIN conversion_batch_jobs l ON l.id = m.batch_row_id) b ON true
        LEFT JOIN funds_holds h ON h.job_id = j.id"""
 
 
@@ -77,9 +91,10 @@ def job_change_row(db: Runner, job_id: str) -> dict[str, Any] | None:
 
 
 def jobs_of_file(db: Runner, file_id: str) -> list[dict[str, Any]]:
-    """Every job of the file (``id``) with its batch row's state (``batch_state``, None without a row)."""
+    """Every job of the file (``id``) with the state of its busiest lane (``batch_state``, None without one)."""
     return db.run(
-        """SELECT j.id, b.state AS batch_state FROM large_conversion_jobs j
-           LEFT JOIN conversion_batch_jobs b ON b.job_id = j.id WHERE j.file_id = CAST(:id AS uuid)""",
+        """SELECT j.id, (SELECT l.state FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
+                         WHERE m.job_id = j.id AND l.state <> 'closed' LIMIT 1) AS batch_state
+           FROM large_conversion_jobs j WHERE j.file_id = CAST(:id AS uuid)""",
         id=file_id,
     )

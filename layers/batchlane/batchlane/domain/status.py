@@ -17,7 +17,8 @@ class Entity(StrEnum):
     FILE = "file"  # files.status
     JOB = "job"  # large_conversion_jobs.status
     CHUNK = "chunk"  # chunk_jobs.status
-    BATCH_ROW = "batch_row"  # conversion_batch_jobs.state
+    BATCH_ROW = "batch_row"  # conversion_batch_jobs.state (one row per lane: a Bedrock job of the pool)
+    BATCH_MEMBER = "batch_member"  # batch_members.state (a job's chunk riding in a lane)
     RETRY = "retry"  # job_retries.status
     DELIVERY = "delivery"  # webhook_deliveries.status
     FOLDER_JOB = "folder_job"  # folder_jobs.status
@@ -63,6 +64,14 @@ class BatchRowState(StrEnum):
     SUBMITTED = "submitted"
     STOPPING = "stopping"
     CLOSED = "closed"
+
+
+class BatchMemberState(StrEnum):
+    """batch_members.state: a chunk in a lane; ``left``: its job left first (cancel, process now, the lane stopping)."""
+
+    PACKED = "packed"
+    COLLECTED = "collected"
+    LEFT = "left"
 
 
 class RetryStatus(StrEnum):
@@ -131,6 +140,7 @@ STATUSES: dict[Entity, type[StrEnum]] = {
     Entity.JOB: JobStatus,
     Entity.CHUNK: ChunkStatus,
     Entity.BATCH_ROW: BatchRowState,
+    Entity.BATCH_MEMBER: BatchMemberState,
     Entity.RETRY: RetryStatus,
     Entity.DELIVERY: DeliveryStatus,
     Entity.FOLDER_JOB: FolderJobStatus,
@@ -144,8 +154,9 @@ INITIAL: dict[Entity, frozenset[str]] = {
     Entity.JOB: frozenset({JobStatus.SPLITTING, JobStatus.FAILED}),
     # written by the split, with the status the job moves to
     Entity.CHUNK: frozenset({ChunkStatus.PENDING, ChunkStatus.WAITING_BATCH}),
-    # preparing when the claimer claims; closed (skipped) when process-now finds no row
-    Entity.BATCH_ROW: frozenset({BatchRowState.PREPARING, BatchRowState.CLOSED}),
+    # preparing when the packer forms a lane
+    Entity.BATCH_ROW: frozenset({BatchRowState.PREPARING}),
+    Entity.BATCH_MEMBER: frozenset({BatchMemberState.PACKED}),
     Entity.RETRY: frozenset({RetryStatus.RUNNING}),
     Entity.DELIVERY: frozenset({DeliveryStatus.PENDING}),
     Entity.FOLDER_JOB: frozenset({FolderJobStatus.ENUMERATING}),
@@ -216,12 +227,15 @@ TRANSITIONS: tuple[Transition, ...] = (
     _t(Entity.CHUNK, "cancel", (C.PENDING, C.WAITING_BATCH, C.PROCESSING, C.FAILED), C.CANCELLED),
     _t(Entity.CHUNK, "retry", (C.COMPLETED,), C.PENDING),
     _t(Entity.CHUNK, "end_retry", (C.PENDING, C.PROCESSING, C.COMPLETED), C.COMPLETED),  # restored from the snapshot
-    # batch rows (one per job): preparing → submitted [→ stopping] → closed
+    # lanes (one per Bedrock job of the pool): preparing → submitted [→ stopping] → closed
     _t(Entity.BATCH_ROW, "submit", (B.PREPARING,), B.SUBMITTED),  # or a retried submit adopts the created Bedrock job
     _t(Entity.BATCH_ROW, "stop", (B.SUBMITTED,), B.STOPPING),  # the lane leaves a running Bedrock job
     _t(Entity.BATCH_ROW, "leave_before_submit", (B.PREPARING,), B.CLOSED),  # skipped or prepare failed
     _t(Entity.BATCH_ROW, "close", (B.SUBMITTED,), B.CLOSED),  # collected (or abandoned at a terminal status) and billed
     _t(Entity.BATCH_ROW, "settle_stopping", (B.STOPPING,), B.CLOSED),  # billed at the terminal status
+    # a job's chunk in a lane
+    _t(Entity.BATCH_MEMBER, "collect", (BatchMemberState.PACKED,), BatchMemberState.COLLECTED),  # its lane closed
+    _t(Entity.BATCH_MEMBER, "leave", (BatchMemberState.PACKED,), BatchMemberState.LEFT),  # its job left, or the lane went stopping
     # retries of a job's failed pages
     _t(Entity.RETRY, "settle", (R.RUNNING,), R.COMPLETED),
     _t(Entity.RETRY, "fail", (R.RUNNING,), R.FAILED),
@@ -367,6 +381,14 @@ def leave_before_submit() -> Transition:
 
 def close() -> Transition:
     return transition(Entity.BATCH_ROW, "close")
+
+
+def collect_member() -> Transition:
+    return transition(Entity.BATCH_MEMBER, "collect")
+
+
+def leave_lane() -> Transition:
+    return transition(Entity.BATCH_MEMBER, "leave")
 
 
 def settle_stopping() -> Transition:

@@ -9,14 +9,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from batchlane.batch.stop import stop_batch_job
+from batchlane.batch.stop import lane_state, stop_abandoned_lanes
 from batchlane.conversion.retry import end_retry
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
-from batchlane.domain.status import BatchRowState, Entity, JobStatus
+from batchlane.domain.status import Entity, JobStatus
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks.events import publish_job_change
@@ -71,12 +71,13 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
         chunks = job_repo.move_chunks(tx, job_id, st.cancel(Entity.CHUNK))
         released = ledger.close_hold(tx, job_id, outcome="cancelled", settled_usd=Decimal(0))
         job_repo.move_file(tx, file_id, st.cancel(Entity.FILE))
-        row = rows.lock_row(tx, job_id)
-        if row is not None and row.state != BatchRowState.CLOSED:
-            rows.set_reason(tx, job_id, CANCEL_REASON)
-    stop_requested = False
-    if row is not None and row.state == "submitted":
-        stop_requested = stop_batch_job(svc, job_id, reason=CANCEL_REASON)
-    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=row.state if row else None, stop_requested=stop_requested)
+        found = lane_state(rows.lanes_of_job(tx, job_id))
+        left = rows.leave_lanes(tx, job_id)  # other members of a shared lane are not touched
+        rows.leave_pool(tx, [job_id], reason=CANCEL_REASON)
+        for lane in left:
+            if not rows.has_packed_members(tx, lane.id):
+                rows.set_reason(tx, lane.lane_id, CANCEL_REASON)
+    stop_requested = stop_abandoned_lanes(svc, left, reason=CANCEL_REASON)
+    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=found, lanes_left=len(left), stop_requested=stop_requested)
     publish_job_change(svc, job_id, "cancelled")
-    return CancelOutcome(job_id, file_id, status, False, released, chunks, row.state if row else None, stop_requested)
+    return CancelOutcome(job_id, file_id, status, False, released, chunks, found, stop_requested)

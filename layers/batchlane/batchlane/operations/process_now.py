@@ -1,4 +1,5 @@
-"""Process now: a job waiting for the batch lane goes on-demand at once.
+"""Process now: a job waiting for the batch lane goes on-demand at once; the lanes it shares with
+other jobs keep running for them (a lane is stopped only when no member waits on it any more).
 
 What happens per batch-row state: docs/architecture.md "Module notes".
 """
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchlane.batch.resume import leave_batch_lane
-from batchlane.batch.stop import stop_batch_job
+from batchlane.batch.stop import lane_state, stop_abandoned_lanes
 from batchlane.conversion.create import PROCESS_NOW_FLAG
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
@@ -56,25 +57,24 @@ def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
             return ProcessNowOutcome(job_id, file_id, None, "flagged_while_splitting", resumed=False, status=JobStatus.SPLITTING.value)
         if not st.leave_batch_lane().allows(job.status):
             raise Conflict(f"The job is {job.status}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
-        row = rows.lock_row(tx, job_id)
-        found = row.state if row else None
-        if row is None:
-            inserted = rows.insert_closed(tx, job_id=job_id, model_id=job.model_id, end_state="skipped", reason=PROCESS_NOW_REASON)
-            # None: the claimer inserted its row between our read and our insert; act on that one.
-            row = inserted or rows.lock_row(tx, job_id)
-            assert row is not None
-            found = None if inserted else row.state
-        if found == "closed":
-            # Between close and resume: resuming here would drop the primed results. The lane's
-            # Resume step, or the stranded-job recovery, resumes it with them.
-            logger.info("process now left to recovery", job_id=job_id, batch_end_state=row.end_state)
+        found = lane_state(rows.lanes_of_job(tx, job_id))
+        outcome = rows.job_lane_outcome(tx, job_id)
+        if outcome.settled and outcome.lanes:
+            # Between the last lane's close and the job's resume: the lane's Resume step, or the
+            # stranded-job recovery, resumes it with its primed results.
+            logger.info("process now left to recovery", job_id=job_id)
             return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
-        if found in ("preparing", "submitted"):
-            rows.set_reason(tx, job_id, PROCESS_NOW_REASON)
+        left = rows.leave_lanes(tx, job_id)  # other members of a shared lane are not touched
+        rows.leave_pool(tx, [job_id], reason=PROCESS_NOW_REASON)
+        for lane in left:
+            if not rows.has_packed_members(tx, lane.id):
+                rows.set_reason(tx, lane.lane_id, PROCESS_NOW_REASON)  # why the lane ends early
         options = {k: v for k, v in (job.options or {}).items() if k != "_batchPrimed"}
+        if outcome.accepted:
+            options["_batchPrimed"] = True  # chunks an earlier lane of this job collected keep their answers
         leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
-    stop_requested = stop_batch_job(svc, job_id, reason=PROCESS_NOW_REASON) if found == "submitted" else False
+    stop_requested = stop_abandoned_lanes(svc, left, reason=PROCESS_NOW_REASON)
     svc.workflows.start_conversion(job_id)
     action = "skipped_row_inserted" if found is None else "left_batch_lane"
-    logger.info("job processed now", job_id=job_id, batch_row=found, action=action, stop_requested=stop_requested)
+    logger.info("job processed now", job_id=job_id, batch_row=found, action=action, lanes_left=len(left), stop_requested=stop_requested)
     return ProcessNowOutcome(job_id, file_id, found, action, resumed=True, batch_stop_requested=stop_requested)

@@ -1,0 +1,121 @@
+"""The pool's packing rule: which waiting chunks form which Bedrock jobs, and who gives up waiting.
+
+Pure: the packer (batch/packer.py) reads the pool of one model from the database in fair order
+(owners in turns, then each job's chunks in order), asks :func:`plan_pool`, and acts on the plan.
+
+* A Bedrock job holds at most ``max_records`` records. A chunk's pages are an upper bound on its
+  records (a blank page sends none), so the plan counts pages; prepare counts the real records
+  and the lane skips to on-demand if blanks took it under ``min_records``.
+* A chunk is the unit: a job's chunks stay together in order where they fit, and a job with more
+  pages than one Bedrock job allows spans several (the chunk is never cut).
+* Full jobs go at once. What is left forms one more job when its oldest chunk has waited the pool
+  window and it holds at least ``min_records``; when it holds fewer, the jobs whose window has
+  passed leave the pool for on-demand (``pool_too_small``), and the rest keep waiting.
+* Only ``slots`` Bedrock jobs may start (the model's concurrent-job quota minus those in flight):
+  packing beyond them waits; it never fails, and nobody leaves for the quota.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+
+@dataclass(frozen=True)
+class PoolChunk:
+    job_id: str
+    chunk_index: int
+    pages: int
+    waited_s: float  # since the job entered the pool
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    bedrock_jobs: list[list[PoolChunk]] = field(default_factory=list)
+    leave: list[str] = field(default_factory=list)  # job ids whose unpacked chunks go on-demand
+    waiting_chunks: int = 0
+    waiting_pages: int = 0
+    why_waiting: str | None = None  # "window", "quota", or None when nothing waits
+
+
+OPEN_JOBS = 8  # how many partly filled jobs first fit tries: more would make packing quadratic
+
+
+def pack(chunks: list[PoolChunk], max_records: int) -> list[list[PoolChunk]]:
+    """First fit in the given order over the last few open jobs: the order's fairness holds, a job's
+    chunks mostly stay together, and small chunks fill the gaps big ones leave."""
+    jobs: list[list[PoolChunk]] = []
+    room: list[int] = []
+    open_jobs: list[int] = []
+    for chunk in chunks:
+        if chunk.pages > max_records:
+            raise ValueError(f"chunk {chunk.chunk_index} of job {chunk.job_id} has {chunk.pages} pages, over the {max_records}-record cap")
+        for i in open_jobs:
+            if chunk.pages <= room[i]:
+                jobs[i].append(chunk)
+                room[i] -= chunk.pages
+                break
+        else:
+            jobs.append([chunk])
+            room.append(max_records - chunk.pages)
+            open_jobs.append(len(jobs) - 1)
+            if len(open_jobs) > OPEN_JOBS:
+                open_jobs.pop(0)
+    return jobs
+
+
+def pages(chunks: list[PoolChunk]) -> int:
+    return sum(c.pages for c in chunks)
+
+
+def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, window_s: float, slots: int) -> PoolPlan:
+    """What to do with one model's pool now (see the module doc)."""
+    if not chunks:
+        return PoolPlan()
+    smallest = min(c.pages for c in chunks)
+    go: list[list[PoolChunk]] = []
+    waiting: list[PoolChunk] = []
+    leave: set[str] = set()
+    why: str | None = None
+    for job in pack(chunks, max_records):
+        size = pages(job)
+        full = max_records - size < smallest  # nothing in the pool would fit any more
+        ripe = max(c.waited_s for c in job) >= window_s
+        if full or (ripe and size >= min_records):
+            if len(go) < slots:
+                go.append(job)
+                continue
+            why = "quota"
+            waiting.extend(job)
+        elif ripe:
+            # Too few records even after the window: those who waited it out go on-demand.
+            leave.update(c.job_id for c in job if c.waited_s >= window_s)
+            waiting.extend(c for c in job if c.waited_s < window_s)
+            why = why or "window"
+        else:
+            waiting.extend(job)
+            why = why or "window"
+    # A job leaving takes its chunks that wait with it (any already packed above still ride: its
+    # conversion resumes when that Bedrock job is collected, those pages primed, the rest on-demand).
+    waiting = [c for c in waiting if c.job_id not in leave]
+    return PoolPlan(go, sorted(leave), len(waiting), pages(waiting), why if waiting else None)
+
+
+MICRO = Decimal("0.000001")  # the ledger's precision (numeric(14, 6))
+
+
+def split_by_weight(total: Decimal, weights: dict[str, int], *, unit: Decimal = MICRO) -> dict[str, Decimal]:
+    """``total`` shared by ``weights`` (a member's records), in ``unit`` steps, largest remainder first, so the
+    shares add up to ``total`` exactly. All weights 0: shared equally."""
+    if not weights:
+        return {}
+    if sum(weights.values()) <= 0:
+        weights = dict.fromkeys(weights, 1)
+    steps = int((total / unit).to_integral_value())
+    whole = sum(weights.values())
+    exact = {k: Decimal(steps) * w / whole for k, w in weights.items()}
+    floors = {k: int(v) for k, v in exact.items()}
+    left = steps - sum(floors.values())
+    for k in sorted(exact, key=lambda k: (exact[k] - floors[k], k), reverse=True)[:left]:
+        floors[k] += 1
+    return {k: n * unit for k, n in floors.items()}
