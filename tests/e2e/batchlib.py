@@ -21,6 +21,8 @@ SMALL_LANE_ENV = {
     # At time_scale 36000 AWS's 2 h grace is 0.2 s of real time: too close to Bedrock's own
     # expiry for a test on a busy machine. A day of grace keeps the paths apart.
     "BATCH_CONVERSION_GRACE_HOURS": "24",
+    # One job at a time: a lane forms as soon as the job parks (tests of the pool set their own window).
+    "BATCH_POOL_WINDOW_MINUTES": "0",
 }
 PAGES = 60
 BLANK_EVERY = 15
@@ -54,6 +56,19 @@ def batch_ledger_rows(job_id: str) -> list[dict[str, Any]]:
            AND batch_row_id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid)) ORDER BY id""",
         id=job_id,
     )
+
+
+def lane_row(lane_id: str) -> dict[str, Any] | None:
+    return services().db.one("SELECT * FROM conversion_batch_jobs WHERE lane_id = CAST(:id AS uuid)", id=lane_id)
+
+
+def job_of_lane(lane_id: str) -> str:
+    """The one job a single-job lane carries."""
+    [row] = services().db.run(
+        "SELECT DISTINCT m.job_id FROM batch_members m JOIN conversion_batch_jobs b ON b.id = m.batch_row_id WHERE b.lane_id = CAST(:id AS uuid)",
+        id=lane_id,
+    )
+    return str(row["job_id"])
 
 
 def lanes(job_id: str) -> list[dict[str, Any]]:

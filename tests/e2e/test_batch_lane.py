@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import os
 import threading
+import uuid
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, run_job, submit, wait_until
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, lane_row, run_job, submit, wait_until
 
 from batchlane.db import batch_rows as rows
+from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.db.batch_rows import TERMINAL_BEDROCK_STATUSES
 from batchlane.runtime import reset_services, services
@@ -101,7 +103,7 @@ def test_event_arriving_before_the_token_is_stored_still_ends_the_wait(stack_fac
 
     def late_token(event, call_real):
         # Hold the token back until the terminal event has been recorded on the row.
-        wait_until(lambda: batch_row(event["jobId"])["bedrock_status"] in TERMINAL_BEDROCK_STATUSES, what="terminal event first")
+        wait_until(lambda: lane_row(event["laneId"])["bedrock_status"] in TERMINAL_BEDROCK_STATUSES, what="terminal event first")
         outcome = call_real(event)
         waits.append(outcome.result)
         return outcome
@@ -130,8 +132,8 @@ def test_crash_after_create_adopts_the_same_bedrock_job(stack_factory):
         if not crashed.is_set() and event.get("action", "submit") == "submit":
             crashed.set()  # the job exists in Bedrock, but our write of its ARN is lost with the Lambda
             services().db.run(
-                "UPDATE conversion_batch_jobs SET state = 'preparing', bedrock_job_arn = NULL, bedrock_job_name = NULL WHERE job_id = CAST(:id AS uuid)",
-                id=event["jobId"],
+                "UPDATE conversion_batch_jobs SET state = 'preparing', bedrock_job_arn = NULL, bedrock_job_name = NULL WHERE lane_id = CAST(:id AS uuid)",
+                id=event["laneId"],
             )
             return Invocation(error_type="Sandbox.Timedout", error_message="Task timed out after 900.00 seconds")
         return outcome
@@ -182,8 +184,8 @@ def test_malformed_and_missing_output_lines_fall_back_on_demand(stack_factory):
     def damage_output(event, call_real):
         if not damaged and event.get("step", "collect") == "collect":
             svc = services()
-            row = batch_row(event["jobId"])
-            key = next(k for k in svc.store.list_keys(f"batch/{event['jobId']}/output/") if k.endswith(".jsonl.out"))
+            row = lane_row(event["laneId"])
+            key = next(k for k in svc.store.list_keys(f"batch/{event['laneId']}/output/") if k.endswith(".jsonl.out"))
             lines = svc.store.get_bytes(key).splitlines()
             damaged["missing"] = json.loads(lines[0])["recordId"]
             damaged["malformed"] = json.loads(lines[1])["recordId"]
@@ -229,8 +231,9 @@ def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, _ = submit()
     stack.registry.invoke("batch_claimer", {})
+    lane_id = str(batch_row(job_id)["lane_id"])
     sfn = stack._client("stepfunctions", stack.env["AWS_ENDPOINT_URL"])
-    sfn.start_execution(stateMachineArn=stack.state_machine_arns["batch_lane"], name=f"batch-{job_id}-twin", input=json.dumps({"jobId": job_id}))
+    sfn.start_execution(stateMachineArn=stack.state_machine_arns["batch_lane"], name=f"batch-{lane_id}-twin", input=json.dumps({"laneId": lane_id}))
     wait_until(
         lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
         timeout_s=120,
@@ -241,7 +244,7 @@ def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):
         lambda: all(e["status"] != "RUNNING" for e in sfn.list_executions(stateMachineArn=stack.state_machine_arns["batch_lane"])["executions"]),
         what="both executions end",
     )
-    assert len([e for e in executions if job_id in e["name"]]) == 2
+    assert len([e for e in executions if lane_id in e["name"]]) == 2
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1
     assert stack.bedrock.stats["jobs_created"] == 1
@@ -282,18 +285,19 @@ def test_throttled_creates_wait_and_retry_instead_of_failing(stack_factory):
     assert served(results, "batch") == NON_BLANK
 
 
-def _strand_in_preparing(stack) -> str:
-    """A parked job whose row is preparing but whose execution never ran (it died)."""
+def _strand_in_preparing(stack) -> tuple[str, str]:
+    """A parked job whose lane is preparing but whose execution never ran (it died): (job id, lane id)."""
     stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
     job_id, _ = submit()
-    rows.insert_preparing(services().db, job_id=job_id, model_id=services().settings.batchlane_model_id, deadline_hours=1)
-    services().db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    return job_id
+    chunks = [(job_id, c.chunk_index, c.last_page - c.first_page + 1) for c in job_repo.get_chunks(services().db, job_id)]
+    lane = rows.insert_lane(services().db, lane_id=str(uuid.uuid4()), model_id=services().settings.batchlane_model_id, deadline_hours=1, chunks=chunks)
+    services().db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE id = :id", id=lane.id)
+    return job_id, lane.lane_id
 
 
 def test_a_prepare_stuck_without_a_bedrock_job_leaves_the_lane(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
-    job_id = _strand_in_preparing(stack)
+    job_id, _ = _strand_in_preparing(stack)
     assert stack.registry.invoke("batch_sweeper", {}).result["abandonedStuck"] == 1
     wait_until(
         lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
@@ -306,7 +310,7 @@ def test_a_prepare_stuck_without_a_bedrock_job_leaves_the_lane(stack_factory):
 
 def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_it(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
-    job_id = _strand_in_preparing(stack)
+    job_id, lane_id = _strand_in_preparing(stack)
     # the dead execution had prepared and created the Bedrock job before it died
     from batchlane.batch.names import bedrock_job_name
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
@@ -314,10 +318,10 @@ def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_i
 
     svc = services()
     for chunk in range(3):
-        prepare_chunk(svc, job_id, chunk)
-    assert finish_prepare(svc, job_id)["action"] == "submit"
+        prepare_chunk(svc, lane_id, job_id, chunk, "m0")
+    assert finish_prepare(svc, lane_id)["action"] == "submit"
     arn = _create(
-        svc, job_id, bedrock_job_name(job_id), svc.settings.batchlane_model_id, f"s3://{svc.store.bucket}/batch/{job_id}/input/", output_uri_for(svc, job_id)
+        svc, lane_id, bedrock_job_name(lane_id), svc.settings.batchlane_model_id, f"s3://{svc.store.bucket}/batch/{lane_id}/input/", output_uri_for(svc, lane_id)
     )
     assert stack.registry.invoke("batch_sweeper", {}).result["adoptedStuck"] == 1
     assert batch_row(job_id)["bedrock_job_arn"] == arn

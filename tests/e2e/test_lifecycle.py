@@ -73,11 +73,11 @@ def test_a_lane_giving_up_while_bedrock_stops_bills_the_processed_records_once_a
     arn = row["bedrock_job_arn"]
 
     # What CollectFailed then Resume do (collect gave up 5 times), while Bedrock still runs the job.
-    left = stack.registry.invoke("batch_abandon", {"jobId": job_id, "reason": "collect_failed"}).result
+    left = stack.registry.invoke("batch_abandon", {"laneId": str(row["lane_id"]), "reason": "collect_failed"}).result
     assert left == {"closed": False, "stopping": True, "endState": "stopping"}
     assert stack.bedrock.jobs[arn].status == "Stopping"
     assert batch_ledger_rows(job_id) == [], "no bill before manifest.json.out exists"
-    assert stack.registry.invoke("batch_resume", {"jobId": job_id}).result["resumed"] is True  # on-demand at once
+    assert stack.registry.invoke("batch_resume", {"laneId": str(row["lane_id"])}).result["resumed"] == 1  # on-demand at once
 
     wait_until(lambda: stack.bedrock.jobs[arn].status == "Stopped", what="Bedrock to finish stopping")
     if billed_by == "sweeper":  # the terminal event was lost
@@ -102,7 +102,7 @@ def test_an_overdue_job_stopped_by_the_sweeper_bills_the_records_it_processed_on
     stack = stack_factory("time_scale=7200,job_hours=100,stopping_s=7200", extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, row = _park_and_submit(stack)
     arn = row["bedrock_job_arn"]
-    services().db.run("UPDATE conversion_batch_jobs SET deadline = now() - interval '1 second' WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    services().db.run("UPDATE conversion_batch_jobs SET deadline = now() - interval '1 second' WHERE id = :id", id=row["id"])
     assert stack.registry.invoke("batch_sweeper", {}).result["overdue"] == 1
     assert stack.bedrock.jobs[arn].status == "Stopping"
     wait_until(lambda: _job_status(job_id) == "completed", what="completion")
@@ -123,17 +123,17 @@ def test_a_submit_that_failed_after_bedrock_created_the_job_stops_and_bills_that
     created: list[str] = []
 
     def crash_after_create(event, call_real):  # type: ignore[no-untyped-def]
-        svc, job_id = services(), event["jobId"]
+        svc, lane_id = services(), event["laneId"]
         if event.get("action") == "stop":
             return call_real(event)
         created.append(
             _create(
                 svc,
-                job_id,
-                bedrock_job_name(job_id),
+                lane_id,
+                bedrock_job_name(lane_id),
                 svc.settings.batchlane_model_id,
-                f"s3://{svc.store.bucket}/{keys.batch_input_prefix(job_id)}",
-                output_uri_for(svc, job_id),
+                f"s3://{svc.store.bucket}/{keys.batch_input_prefix(lane_id)}",
+                output_uri_for(svc, lane_id),
             )
         )
         return Invocation(error_type="RuntimeError", error_message="the submit Lambda died after create")

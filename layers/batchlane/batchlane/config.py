@@ -154,6 +154,9 @@ class Settings(BaseSettings):
     # The pool (docs/architecture.md "The batch pool"): a Bedrock job that is not full waits until its
     # oldest page has waited this long for more pages to join it.
     batch_pool_window_minutes: float = Field(15.0, ge=0)
+    # A job with a deadline leaves the pool (or its lane) for on-demand this long before it, so its
+    # pages convert in time; and enters only if a batch turnaround plus this much fits before it.
+    batch_deadline_margin_hours: float = Field(2.0, ge=0)
 
     @property
     def allowed_model_ids(self) -> tuple[str, ...]:
@@ -194,6 +197,11 @@ class Settings(BaseSettings):
     def batch_pool_window_s(self) -> float:
         """BATCH_POOL_WINDOW_MINUTES in (scaled) real seconds."""
         return self.batch_pool_window_minutes * 60 / self.batchlane_time_scale
+
+    @property
+    def batch_deadline_margin_s(self) -> float:
+        """BATCH_DEADLINE_MARGIN_HOURS in (scaled) real seconds."""
+        return self.batch_deadline_margin_hours * 3600 / self.batchlane_time_scale
 
     @property
     def batch_wait_seconds(self) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -61,6 +62,7 @@ class ConvertOptions(BaseModel):
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
     batchLane: bool | None = Field(None, alias="_batchLane")
+    deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)

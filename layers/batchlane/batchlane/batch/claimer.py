@@ -19,8 +19,11 @@ from typing import Any
 from batchlane.batch.resume import resume_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
+from batchlane.domain.errors import Conflict
+from batchlane.domain.folder_policy import DEADLINE
 from batchlane.domain.pool import PoolChunk, plan_pool
 from batchlane.observability import logger
+from batchlane.operations.process_now import process_now
 from batchlane.runtime import Services
 
 POOL_TOO_SMALL = "pool_too_small"
@@ -31,6 +34,7 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     settings = svc.settings
     if not settings.batch_lane_configured:
         return {"claimed": [], "lanes": [], "reason": "lane_off"}
+    due = leave_for_deadlines(svc)
     quota = settings.batch_conversion_max_concurrent_jobs
     wait_hours = settings.batch_deadline_hours
     lanes: list[dict[str, Any]] = []
@@ -67,4 +71,20 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     resumed = [job_id for job_id in let_go if resume_job(svc, job_id)["resumed"]]
     if lanes or let_go:
         logger.info("pool packed", lanes=len(lanes), let_go=len(let_go), resumed=len(resumed), waiting_chunks=waiting)
-    return {"claimed": sorted({j for lane in lanes for j in lane.get("jobs", [])}), "lanes": lanes, "letGo": let_go, "waiting": waiting}
+    claimed = sorted({j for lane in lanes for j in lane.get("jobs", [])})
+    return {"claimed": claimed, "lanes": lanes, "letGo": let_go, "deadline": due, "waiting": waiting}
+
+
+def leave_for_deadlines(svc: Services) -> list[str]:
+    """Parked jobs whose deadline is near go on-demand now, wherever they wait (the pool or a lane: a
+    shared Bedrock job keeps running for its other members): what process now does, reason deadline."""
+    moved = []
+    for job_id in rows.jobs_due(svc.db, margin_s=svc.settings.batch_deadline_margin_s):
+        try:
+            if process_now(svc, job_id, reason=DEADLINE).resumed:
+                moved.append(job_id)
+        except Conflict:
+            continue  # it left the lane meanwhile
+    if moved:
+        logger.info("jobs left the batch lane for their deadline", jobs=len(moved))
+    return moved

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from batchlane.db import ledger
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
+from batchlane.domain.folder_policy import DEADLINE, check_deadline, deadline_lane, parse_deadline
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file
@@ -67,13 +69,18 @@ class CreatedJob:
 
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected."""
-    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", *subscription.OPTION_KEYS}
+    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", "deadline", *subscription.OPTION_KEYS}
     options = dict(options or {})
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InputError(f"Unknown option(s): {', '.join(unknown)}.", error_id="OPTIONS_INVALID")
     options.setdefault("highFidelity", True)
     options.setdefault("parser", "auto")
+    if "deadline" in options:
+        deadline = parse_deadline(options.pop("deadline"))
+        if deadline is not None:
+            check_deadline(deadline, datetime.now(UTC))
+            options["deadline"] = deadline.isoformat()
     return options
 
 
@@ -201,6 +208,9 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         eligible, why = False, "process_now"
     else:
         eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
+        margin_h = settings.batch_deadline_margin_s / 3600
+        if eligible and deadline_lane(parse_deadline(options.get("deadline")), datetime.now(UTC), settings.batch_deadline_hours, margin_h):
+            eligible, why = False, DEADLINE  # no room for a batch turnaround plus the on-demand time of its pages
     try:
         with svc.db.transaction() as tx:
             locked = job_repo.lock_job(tx, job_id)

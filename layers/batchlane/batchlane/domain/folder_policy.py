@@ -64,9 +64,22 @@ def check_deadline(deadline: datetime | None, now: datetime) -> None:
         raise InputError(f"policy.deadline {aware(deadline).isoformat()} has already passed.", error_id="DEADLINE_PAST")
 
 
-def deadline_lane(deadline: datetime | None, now: datetime, batch_turnaround_hours: float) -> str | None:
+def deadline_lane(deadline: datetime | None, now: datetime, batch_turnaround_hours: float, margin_hours: float = 0.0) -> str | None:
     """``"deadline"`` when what is left before the deadline is shorter than the batch lane's turnaround
-    (the file goes on-demand); None when the deadline leaves the batch lane room (or there is none)."""
+    plus the on-demand time of its pages (``margin_hours``): the file goes on-demand. None when the
+    deadline leaves the batch lane room (or there is none)."""
     if deadline is None:
         return None
-    return DEADLINE if aware(deadline) - now < timedelta(hours=batch_turnaround_hours) else None
+    return DEADLINE if aware(deadline) - now < timedelta(hours=batch_turnaround_hours + margin_hours) else None
+
+
+def parse_deadline(value: object) -> datetime | None:
+    """A job's ``deadline`` option (ISO 8601, or a datetime) as an aware datetime; InputError DEADLINE_INVALID otherwise."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return aware(value)
+    try:
+        return aware(datetime.fromisoformat(str(value).replace("Z", "+00:00")))
+    except ValueError:
+        raise InputError(f"deadline {value!r} is not an ISO 8601 date and time.", error_id="DEADLINE_INVALID") from None

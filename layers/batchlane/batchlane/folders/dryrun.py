@@ -80,7 +80,7 @@ def estimate(svc: Services, body: Any) -> dict[str, Any]:
         "estimate": {
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
             "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
-            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; the batch lane takes only files of {settings.batch_conversion_min_pages}+ pages today",
+            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),

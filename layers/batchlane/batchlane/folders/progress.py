@@ -98,7 +98,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
             "pages_failed": int(row["pages_failed"] or 0),
             "cost_usd": Decimal(row["total_cost_usd"] or 0),
             "lane": "batch" if int(row["pages_batch"] or 0) > 0 else "on_demand",
-            "lane_reason": row["lane_reason"] or lane_rule_reason(svc, job, int(row["total_pages"] or 0)),
+            "lane_reason": row["lane_reason"] or row["pool_reason"] or lane_rule_reason(svc, job, int(row["total_pages"] or 0)),
         }
         if row["job_status"] == "completed":
             try:
@@ -142,9 +142,21 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
     return settled
 
 
+def file_options(spec: FolderJobSpec) -> dict[str, Any]:
+    """A file's conversion options: the spec's, and for priority normal or low the bulk opt-in (its pages
+    may wait in the batch pool, however few) and the policy's deadline (it leaves the pool in time)."""
+    options = dict(spec.options)
+    if spec.policy.priority != "high":
+        options["_batchLane"] = True
+        if spec.policy.deadline is not None:
+            options["deadline"] = spec.policy.deadline.isoformat()
+    return options
+
+
 def lane_rule_reason(svc: Services, job: dict[str, Any], pages: int) -> str:
-    """Why the deployment's batch-lane rule sent a file where it went (domain/eligibility.py: large_job, too_few_pages, ...)."""
-    options = (job["spec"] or {}).get("options") or {}
+    """Why the deployment's batch-lane rule sent a file where it went (domain/eligibility.py: large_job, bulk_opt_in, ...)."""
+    spec = job["spec"] or {}
+    options = {**(spec.get("options") or {}), **({"_batchLane": True} if (spec.get("policy") or {}).get("priority") != "high" else {})}
     settings = svc.settings
     return batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)[1]
 
@@ -181,14 +193,17 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
         repo.finish_file(svc.db, job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job['input_bucket']}/{key} does not exist.")
         return
     file_row = repo.insert_source_file(svc.db, owner_id=job["owner_id"], name=posixpath.basename(key), bucket=job["input_bucket"], key=key, size_bytes=size)
+    margin_h = svc.settings.batch_deadline_margin_s / 3600
     lane_reason = (
-        "priority_high" if spec.policy.priority == "high" else deadline_lane(spec.policy.deadline, datetime.now(UTC), svc.settings.batch_deadline_hours)
+        "priority_high"
+        if spec.policy.priority == "high"
+        else deadline_lane(spec.policy.deadline, datetime.now(UTC), svc.settings.batch_deadline_hours, margin_h)
     )
     try:
         created = create_job(
             svc,
             file_id=str(file_row["id"]),
-            options=dict(spec.options),
+            options=file_options(spec),
             max_pages=spec.policy.max_pages_per_document,
             on_demand=lane_reason is not None,
         )

@@ -45,7 +45,8 @@ class ProcessNowOutcome:
         }
 
 
-def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
+def process_now(svc: Services, job_id: str, *, reason: str = PROCESS_NOW_REASON) -> ProcessNowOutcome:
+    """``reason``: process_now (the user), or deadline (the packer, in time for the job's deadline)."""
     with svc.db.transaction() as tx:
         job = job_repo.lock_job(tx, job_id)
         if job is None:
@@ -65,15 +66,15 @@ def process_now(svc: Services, job_id: str) -> ProcessNowOutcome:
             logger.info("process now left to recovery", job_id=job_id)
             return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
         left = rows.leave_lanes(tx, job_id)  # other members of a shared lane are not touched
-        rows.leave_pool(tx, [job_id], reason=PROCESS_NOW_REASON)
+        rows.leave_pool(tx, [job_id], reason=reason)
         for lane in left:
             if not rows.has_packed_members(tx, lane.id):
-                rows.set_reason(tx, lane.lane_id, PROCESS_NOW_REASON)  # why the lane ends early
+                rows.set_reason(tx, lane.lane_id, reason)  # why the lane ends early
         options = {k: v for k, v in (job.options or {}).items() if k != "_batchPrimed"}
         if outcome.accepted:
             options["_batchPrimed"] = True  # chunks an earlier lane of this job collected keep their answers
         leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
-    stop_requested = stop_abandoned_lanes(svc, left, reason=PROCESS_NOW_REASON)
+    stop_requested = stop_abandoned_lanes(svc, left, reason=reason)
     svc.workflows.start_conversion(job_id)
     action = "skipped_row_inserted" if found is None else "left_batch_lane"
     logger.info("job processed now", job_id=job_id, batch_row=found, action=action, lanes_left=len(left), stop_requested=stop_requested)
