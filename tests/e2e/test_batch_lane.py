@@ -167,8 +167,19 @@ def test_collect_failing_five_times_bills_partial_output_and_resumes_on_demand(s
     assert "_batchPrimed" not in services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["options"]
 
 
-def test_too_few_records_skip_the_lane(stack_factory):
+def test_a_pool_too_small_for_a_bedrock_job_lets_the_job_go_on_demand(stack_factory):
     stack_factory(FAST, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MIN_RECORDS": "1000"})
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    assert batch_row(report["job_id"]) is None, "60 pages cannot make a Bedrock job of 1,000 records: no lane forms"
+    assert report["batch"]["reason"] == "pool_too_small" and report["batch"]["bedrock_jobs"] == 0
+    assert batch_ledger_rows(report["job_id"]) == []
+    assert served(results, "on_demand") == NON_BLANK
+
+
+def test_too_few_records_after_blank_pages_skip_the_lane(stack_factory):
+    # 60 pages reach the minimum, so a lane forms; the 4 blank pages send no record, which leaves 56
+    stack_factory(FAST, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MIN_RECORDS": str(NON_BLANK + 1)})
     report = run_job()
     results = assert_converted_whole(report["job_id"])
     row = batch_row(report["job_id"])

@@ -40,18 +40,21 @@ def test_the_ledger_equals_the_tokens_bedrock_served_lane_by_lane(stack_factory,
 
 def test_the_claimer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(stack_factory):
     # Given a lane allowed one concurrent job per model, on an account that would accept ten,
-    # and three jobs parked before any claimer runs (the test drives the claimer)
-    stack = stack_factory(
-        FAST,
-        extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": "1", "BATCHLANE_EMULATED_QUOTAS": '{"max_concurrent_jobs": 10}'},
-        schedules=False,
-    )
+    # three jobs parked before any packer runs (the test drives it), and Bedrock jobs of at most
+    # one job's pages (so the pool cannot carry them in one)
+    env = {
+        **SMALL_LANE_ENV,
+        "BATCH_CONVERSION_MAX_CONCURRENT_JOBS": "1",
+        "BATCHLANE_EMULATED_QUOTAS": '{"max_concurrent_jobs": 10}',
+        "BATCH_CONVERSION_MAX_RECORDS": str(PAGES),
+    }
+    stack = stack_factory(FAST, extra_env=env, schedules=False)
     gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
     job_ids = [submit()[0] for _ in range(3)]
     gate.release()
-    # When the claimer runs, it takes one; the others are taken by later runs as the first ends
+    # When the packer runs, it forms one lane; the others wait (chunks of the two other jobs) for later runs
     first = stack.registry.invoke("batch_claimer", {}).result
-    assert (len(first["claimed"]), first["waiting"]) == (1, 2)
+    assert (len(first["lanes"]), len(first["claimed"]), first["waiting"]) == (1, 1, 6)
 
     def all_done() -> bool:
         stack.registry.invoke("batch_claimer", {})

@@ -223,8 +223,10 @@ def test_process_now_before_the_claimer_converts_on_demand_and_the_claimer_never
     assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     assert_all_pages_on_demand(job_id)
-    row = batch_row(job_id)
-    assert (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "process_now")
+    assert batch_row(job_id) is None, "no lane ever carried it"
+    assert services().db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["lane_reason"] == "process_now"
+    status, view = api(stack, "GET", f"/api/v1/files/{file_of(job_id)}")
+    assert status == 200 and view["batch"]["reason"] == "process_now", view
     assert execution_status("batch", job_id) is None and not stack.bedrock.jobs
     assert_total_is_the_ledger(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])

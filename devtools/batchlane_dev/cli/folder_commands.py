@@ -63,8 +63,19 @@ def print_job(job: dict[str, Any], as_json: bool) -> None:
     click.echo(f"  output   {job['output_uri']}\n  report   {job['report_uri']}\n  manifest {job['manifest_uri']}")
 
 
-def folder_spec(uri: str, *, layout: str | None, output: str | None, include: tuple[str, ...], exclude: tuple[str, ...], replace: bool) -> dict[str, Any]:
+def folder_spec(
+    uri: str,
+    *,
+    layout: str | None,
+    output: str | None,
+    include: tuple[str, ...],
+    exclude: tuple[str, ...],
+    replace: bool,
+    deadline: str | None = None,
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"input": {"folder": uri}}
+    if deadline:
+        spec["policy"] = {"deadline": deadline}
     if include:
         spec["input"]["include"] = list(include)
     if exclude:

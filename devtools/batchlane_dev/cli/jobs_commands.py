@@ -321,6 +321,11 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--detach", is_flag=True, help="Print the job id and return at once instead of watching to the end.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object on stdout.")
 @click.option("--bulk", is_flag=True, help="Bulk opt-in: send the job through the batch lane whatever its size.")
+@click.option(
+    "--deadline",
+    metavar="ISO-8601",
+    help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand.",
+)
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md).")
 @click.option("--force", is_flag=True, help="Overwrite the output file if it exists (never the input).")
@@ -342,6 +347,7 @@ def convert(
     callback_url: str | None = None,
     callback_events: str | None = None,
     callback_headers: tuple[str, ...] = (),
+    deadline: str | None = None,
     layout: str | None = None,
     output_folder: str | None = None,
     include: tuple[str, ...] = (),
@@ -353,30 +359,21 @@ def convert(
     A folder (s3://bucket/path/, or a local DIR/ uploaded to the offline stack) becomes a folder job."""
     if pdf.startswith("s3://") or Path(pdf).is_dir():
         uri = pdf if pdf.startswith("s3://") else folder_commands.upload_local_folder(Path(pdf), workdir=api.workdir or DEFAULT_WORKDIR)
-        spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace)
+        spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
         folder_commands.convert_folder(api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval)
         return
     if not Path(pdf).is_file():
         raise click.UsageError(f"{pdf} is not a file, a folder or an s3:// folder URI")
-    return _convert_pdf(api, Path(pdf), detach, as_json, bulk, interval, output, force, dry_run, callback_url, callback_events, callback_headers)
+    options: dict[str, Any] = {"_batchLane": True} if bulk else {}
+    if deadline:
+        options["deadline"] = deadline
+    options.update(callback_options(callback_url, callback_events, callback_headers))
+    return _convert_pdf(api, Path(pdf), options, detach=detach, as_json=as_json, interval=interval, output=output, force=force, dry_run=dry_run)
 
 
 def _convert_pdf(
-    api: ApiClient,
-    pdf: Path,
-    detach: bool,
-    as_json: bool,
-    bulk: bool,
-    interval: float,
-    output: Path | None,
-    force: bool,
-    dry_run: bool,
-    callback_url: str | None,
-    callback_events: str | None,
-    callback_headers: tuple[str, ...],
+    api: ApiClient, pdf: Path, options: dict[str, Any], *, detach: bool, as_json: bool, interval: float, output: Path | None, force: bool, dry_run: bool
 ) -> None:
-    options: dict[str, Any] = {"_batchLane": True} if bulk else {}
-    options.update(callback_options(callback_url, callback_events, callback_headers))
     if dry_run:
         file_id = _register_and_upload(api, pdf)
         try:

@@ -81,6 +81,12 @@ def _download(s3: Any, prefix: str, target: Path) -> None:
             s3.download_file(FOLDER_BUCKET, key, str(path))
 
 
+def _pool_lanes(svc: Any, job_ids: list[str]) -> int:
+    """The distinct Bedrock jobs (lanes of the pool) that carried any page of the folder's conversions."""
+    row = svc.db.one("SELECT count(DISTINCT batch_row_id) AS n FROM batch_members WHERE job_id = ANY(CAST(:ids AS uuid[]))", ids=job_ids)
+    return int(row["n"]) if row else 0
+
+
 def _report(job: dict[str, Any], local: Path, seconds: float) -> dict[str, Any]:
     """The JSON the demo prints: files, pages, the batch lane's share and the money, from each file's conversion."""
     svc = services()
@@ -95,7 +101,7 @@ def _report(job: dict[str, Any], local: Path, seconds: float) -> dict[str, Any]:
         "files": {k: files[k] for k in ("discovered", "completed", "failed", "skipped", "excluded")},
         "pages": {"total": sum(r["pages"] for r in reports), "completed": job["pages"]["completed"], "failed": job["pages"]["failed"]},
         "batch": {
-            "bedrock_jobs": sum(1 for r in reports if r["batch"]["job_status"]),
+            "bedrock_jobs": _pool_lanes(svc, [str(r["conversion_job_id"]) for r in rows]),
             "records": sum(r["batch"]["records"] for r in reports),
             "accepted": sum(r["batch"]["accepted"] for r in reports),
         },

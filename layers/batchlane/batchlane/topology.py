@@ -28,6 +28,7 @@ Capability = Literal[
     "s3_write_jobs",  # write chunk sources, chunk results, the Markdown (jobs/)
     "s3_write_batch",  # write batch inputs and results (batch/)
     "s3_delete_chunk_sources",  # delete the chunk PDFs a failed split wrote (jobs/*/source/ only)
+    "s3_delete_batch_inputs",  # delete the records of a member that left a lane before submit (batch/*/input/ only)
     "s3_delete",  # delete what a deleted file left: uploads/, jobs/, batch/ objects
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
@@ -141,13 +142,15 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job (and says so on the bus).", ("db", "publish_events")),
     FunctionSpec(
         "batch_claimer",
-        "Claims parked jobs under the concurrent batch-job quota and starts their batch-lane executions.",
-        ("db", "start_batch_lane"),  # counts in-flight jobs in the database, never asks Bedrock
+        "Packs the pool into lanes (Bedrock jobs) under the concurrent-job quota and starts their executions; "
+        "sends on-demand the jobs the pool lets go and those whose deadline is near.",
+        # counts in-flight jobs in the database; asks Bedrock only to stop a lane a deadline emptied
+        ("db", "start_batch_lane", "start_conversion", "stop_batch_jobs"),
     ),
     FunctionSpec(
         "batch_prepare",
-        "Captures one InvokeModel record per non-blank page into JSONL shards and a manifest.",
-        ("db", "s3_read_jobs", "s3_read_batch", "s3_write_batch"),
+        "Captures one InvokeModel record per non-blank page of a lane's member chunks into JSONL shards and a manifest.",
+        ("db", "s3_read_jobs", "s3_read_batch", "s3_write_batch", "s3_delete_batch_inputs"),
         900,
         2048,
     ),
@@ -185,7 +188,9 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         "Leaves the lane without results (skip, prepare/submit/collect failed): closes the row, stops and bills a submitted job.",
         ("db", "inspect_batch_jobs", "stop_batch_jobs", "s3_read_batch"),
     ),
-    FunctionSpec("batch_resume", "Puts the job back to pending (primed or not) and starts the conversion.", ("db", "start_conversion")),
+    FunctionSpec(
+        "batch_resume", "Puts each member job the lane was the last to carry back to pending (primed or not) and starts its conversion.", ("db", "start_conversion")
+    ),
     FunctionSpec(
         "recovery",
         "Finds stranded jobs (batch row closed, job still waiting) and resumes them.",

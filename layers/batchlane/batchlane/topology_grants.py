@@ -38,6 +38,7 @@ ResourceKind = Literal[
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
 UPLOADS_PREFIX = "uploads/"  # users' uploaded PDFs (batchlane.keys.upload_key)
 CHUNK_SOURCES_PREFIX = "jobs/*/source/"  # the chunk PDFs a split writes (batchlane.keys.chunk_source_key)
+BATCH_INPUTS_PREFIX = "batch/*/input/"  # a lane's JSONL records (batchlane.keys.batch_input_prefix)
 JOBS_PREFIX = "jobs/"  # chunk sources, chunk results, the Markdown (batchlane.keys)
 
 
@@ -80,6 +81,8 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "s3_delete": tuple(Grant(("s3:DeleteObject",), ("objects",), prefix=prefix) for prefix in (UPLOADS_PREFIX, JOBS_PREFIX, BATCH_PREFIX)),
     # A split that fails removes the chunk PDFs it wrote (docs/architecture.md, "Hostile PDFs").
     "s3_delete_chunk_sources": (Grant(("s3:DeleteObject",), ("objects",), prefix=CHUNK_SOURCES_PREFIX),),
+    # Prepare drops the records of a member that left the lane before it was submitted (batch/*/input/ only).
+    "s3_delete_batch_inputs": (Grant(("s3:DeleteObject",), ("objects",), prefix=BATCH_INPUTS_PREFIX),),
     # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
     "bedrock_runtime": (Grant(("bedrock:InvokeModel",), ("models",), sid="InvokeConfiguredModels"),),
     "bedrock_batch": (
