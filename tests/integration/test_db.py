@@ -147,7 +147,9 @@ def test_the_batch_ledger_row_is_written_at_most_once_per_lane_and_each_member_h
 def test_guarded_close_has_exactly_one_winner_and_collects_the_members_still_packed(db):
     a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
     lane = make_lane(db, (a, 0), (b, 0))
-    rows.mark_submitted(db, lane.lane_id, arn=f"arn:aws:bedrock:us-east-1:1:model-invocation-job/{uuid.uuid4().hex[:8]}", name="n", output_uri="s3://b/o/", deadline_hours=26)
+    rows.mark_submitted(
+        db, lane.lane_id, arn=f"arn:aws:bedrock:us-east-1:1:model-invocation-job/{uuid.uuid4().hex[:8]}", name="n", output_uri="s3://b/o/", deadline_hours=26
+    )
     rows.leave_lanes(db, b)
     first = rows.close(db, lane.lane_id, st.close(), end_state="Completed")
     second = rows.close(db, lane.lane_id, st.close(), end_state="Completed")

@@ -218,7 +218,9 @@ def prepared_lane(svc: Services, chunks: list[tuple[str, int]], *, records: int 
         counts[(job_id, chunk_index)] = len(ids)
     manifest_key = keys.batch_manifest_key(lane_id)
     members = {tag: job_id for job_id, tag in tags.items()}
-    svc.store.put_json(manifest_key, {"laneId": lane_id, "modelId": MODEL, "members": members, "recordCount": len(hashes), "chunks": manifest_chunks, "promptHashes": hashes})
+    svc.store.put_json(
+        manifest_key, {"laneId": lane_id, "modelId": MODEL, "members": members, "recordCount": len(hashes), "chunks": manifest_chunks, "promptHashes": hashes}
+    )
     rows.record_member_records(svc.db, row.id, counts)
     rows.record_prepared(svc.db, lane_id, record_count=len(hashes), input_bytes=1000, manifest_key=manifest_key)
     return lane_id
