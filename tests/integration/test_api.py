@@ -112,22 +112,44 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
         job_repo.move_file(tx, file_id, st.convert())
         for index in range(completed_chunks):
             tx.run("UPDATE chunk_jobs SET status = 'completed' WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=index)
-        if row_state == "preparing":
-            rows.insert_preparing(tx, job_id=job_id, model_id=job.model_id, deadline_hours=26)
-        elif row_state == "submitted":
-            rows.insert_preparing(tx, job_id=job_id, model_id=job.model_id, deadline_hours=26)
-            arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
-            rows.mark_submitted(tx, job_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
-        elif row_state == "closed":
-            tx.run(
-                """INSERT INTO conversion_batch_jobs (job_id, state, model_id, end_state, accepted_count, fallback_count, cost_usd, closed_at)
-                   VALUES (CAST(:id AS uuid), 'closed', :model, 'Completed', 4, 2, 0.0123, now() - interval '1 hour')""",
-                id=job_id,
-                model=job.model_id,
-            )
+        if row_state is not None:
+            make_lane(tx, job_id, job.model_id, row_state)
     svc.store.put_bytes(key, PDF, "application/pdf")
     store_chunk_sources(svc.store, job_id, open_pdf(PDF, max_pages=PAGES), plan_chunks(PAGES, PER_CHUNK))  # as create_job does
     return file_id, job_id
+
+
+def make_lane(tx: Any, job_id: str, model_id: str, state: str) -> rows.BatchRow:
+    """A lane (one Bedrock job) carrying every chunk of the job, in ``state``; a closed one collected 4 pages of
+    chunk 0 an hour ago and billed $0.0123, all of it the job's share."""
+    spans = plan_chunks(PAGES, PER_CHUNK)
+    lane = rows.insert_lane(tx, lane_id=str(uuid.uuid4()), model_id=model_id, deadline_hours=26, chunks=[(job_id, i, PER_CHUNK) for i in range(len(spans))])
+    if state in ("submitted", "closed"):
+        arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
+        rows.mark_submitted(tx, lane.lane_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
+    if state == "closed":
+        cost = Decimal("0.0123")
+        rows.close(tx, lane.lane_id, st.close(), end_state="Completed", accepted=4, fallback=2, cost_usd=cost)
+        rows.record_accepted(tx, lane.id, {(job_id, 0): 4})
+        ledger.add_batch_cost(tx, job_id=None, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
+        ledger.add_batch_share(tx, job_id=job_id, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
+        tx.run("UPDATE conversion_batch_jobs SET closed_at = now() - interval '1 hour' WHERE id = :id", id=lane.id)
+    found = rows.get_row(tx, lane.lane_id)
+    assert found is not None and found.state == state
+    return found
+
+
+def pool_reason(job_id: str) -> str | None:
+    """Why the pool let the job go (None: it did not)."""
+    row = services().db.one("SELECT pool_left_at, lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
+    assert row is not None
+    return row["lane_reason"] if row["pool_left_at"] is not None else None
+
+
+def lane_of(job_id: str) -> rows.BatchRow:
+    """The job's one lane."""
+    [lane] = rows.lanes_of_job(services().db, job_id)
+    return lane
 
 
 def job(job_id: str) -> job_repo.JobRow:
@@ -212,9 +234,12 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     hold = ledger.get_hold(db, job_id)
     assert hold["outcome"] == "cancelled" and not hold["settled_usd"]
     assert job_repo.get_file(db, file_id).status == "uploaded"
-    row = rows.get_row(db, job_id)
     if row_state in ("preparing", "submitted"):
-        assert row.reason == "cancelled" and row.state == row_state  # the lane closes it (and bills a submitted job) itself
+        lane = lane_of(job_id)  # its only member left: nobody waits on it
+        assert lane.reason == "cancelled" and lane.state == row_state  # the lane closes it (and bills a submitted job) itself
+        assert {m.state for m in rows.members(db, lane.id)} == {"left"}
+    if row_state is None and status == "waiting_batch":
+        assert pool_reason(job_id) == "cancelled", "the pool lets it go"
     # cancelled is terminal: recovery does not resume it, a second cancel changes nothing
     resume_stranded(services(), older_than_s=0)
     assert job(job_id).status == "cancelled"
@@ -254,12 +279,13 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
     code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": job_id}, user=priority(owner))
     assert code == 200, body
     assert body["resumed"] is True and body["batchRowState"] == row_state
-    row = rows.get_row(services().db, job_id)
-    assert row.reason == "process_now"
-    if row_state is None:  # the claimer will never take it: it has a closed row now
-        assert (row.state, row.end_state) == ("closed", "skipped")
+    assert pool_reason(job_id) == "process_now"
+    if row_state is None:  # in the pool: the pool lets it go, so the packer never takes it
+        assert rows.lanes_of_job(services().db, job_id) == []
     else:
-        assert row.state == row_state  # the lane stops / leaves and closes it itself
+        lane = lane_of(job_id)
+        assert lane.reason == "process_now" and lane.state == row_state  # the lane stops / leaves and closes it itself
+        assert {m.state for m in rows.members(services().db, lane.id)} == {"left"}
     hold = ledger.get_hold(services().db, job_id)
     assert hold["expires_at"].timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
     finished: job_repo.JobRow = wait_for(lambda: job(job_id).status in ("completed", "failed") and job(job_id), what="the on-demand conversion")
@@ -503,7 +529,7 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     assert status == 200 and body["cancelledJobId"] == job_id
     assert job(job_id).status == "cancelled"
     assert ledger.get_hold(services().db, job_id)["outcome"] == "cancelled"
-    assert rows.get_row(services().db, job_id) is not None, "the batch row (and what it bills) outlives the file"
+    assert lane_of(job_id).state == "submitted", "the lane (and what it bills) outlives the file"
     assert call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)[0] == 404
     assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == []
     finishing, finishing_job = make_job(owner, "assembling")
@@ -513,14 +539,14 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
 
 
 def test_delete_removes_every_object_the_file_left_but_batch_files_a_bedrock_job_still_reads(stack, owner):
-    # Given a converted file (upload, chunk sources, Markdown, batch files of a closed batch row)
+    # Given a converted file (upload, chunk sources, Markdown, the batch results its closed lane wrote for it)
     store = services().store
     file_id, job_id = make_job(owner, "completed", row_state="closed", completed_chunks=2)
     store.put_bytes(keys.markdown_key(job_id), b"# converted", "text/markdown")
-    store.put_json(keys.batch_manifest_key(job_id), {"records": 6})
+    store.put_json(keys.batch_results_key(job_id, 0), {"results": []})
     # and a second file whose batch job Bedrock is still reading
     reading_file, reading_job = make_job(owner, "waiting_batch", row_state="submitted")
-    store.put_json(keys.batch_manifest_key(reading_job), {"records": 6})
+    store.put_json(keys.batch_results_key(reading_job, 0), {"results": []})
     upload_key = job_repo.get_file(services().db, file_id).s3_key
     assert store.list_keys(f"jobs/{job_id}/") and store.list_keys(f"batch/{job_id}/")
     # When the owner deletes both

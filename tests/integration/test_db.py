@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import FrozenInstanceError, fields
 from decimal import Decimal
 
@@ -23,13 +24,13 @@ def db(app_db: Database) -> Database:
     return app_db
 
 
-def make_job(db: Database, *, status: str = "pending", pages: int = 120) -> str:
+def make_job(db: Database, *, status: str = "pending", pages: int = 120, owner: str = "owner-1") -> str:
     with db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+        file_row = job_repo.insert_file(tx, owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
         job = job_repo.insert_job(
             tx,
             file_id=str(file_row.id),
-            owner_id="owner-1",
+            owner_id=owner,
             status=status,
             options={},
             model_id="m",
@@ -101,38 +102,83 @@ def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
     assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 4)
 
 
-def test_batch_ledger_row_is_written_at_most_once(db):
-    job_id = make_job(db, status="waiting_batch")
-    row = rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
-    assert rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26) is None, "one batch row per job"
-    kwargs = {
-        "job_id": job_id,
-        "batch_row_id": row.id,
-        "model_id": "m",
-        "input_tokens": 10,
-        "output_tokens": 1,
-        "cost_usd": Decimal("0.5"),
-        "metadata": {},
-    }
+def make_lane(db: Database, *chunks: tuple[str, int], model: str = "m") -> rows.BatchRow:
+    """A lane (one Bedrock job) carrying ``chunks`` — (job id, chunk index) — as the packer inserts it."""
+    return rows.insert_lane(db, lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(j, c, 50) for j, c in chunks])
+
+
+def test_a_lane_tags_its_jobs_in_order_and_a_chunk_rides_in_one_open_lane_at_a_time(db):
+    a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
+    lane = make_lane(db, (a, 0), (b, 0), (a, 1))
+    assert (lane.state, lane.job_id, lane.member_count) == ("preparing", None, 2)
+    assert [(m.job_id, m.chunk_index, m.member_tag, m.state) for m in rows.members(db, lane.id)] == [
+        (a, 0, "m0", "packed"),
+        (a, 1, "m0", "packed"),
+        (b, 0, "m1", "packed"),
+    ]
+    assert rows.member_job_ids(db, lane.id) == [a, b]
+    with pytest.raises(UniqueViolation) as refused:
+        make_lane(db, (a, 1))
+    assert refused.value.constraint == "one_open_lane_per_chunk"
+    rows.leave_lanes(db, a)
+    again = make_lane(db, (a, 1))  # once it left that lane, the chunk may ride in another
+    assert [m.chunk_index for m in rows.members(db, again.id)] == [1]
+    assert [r.id for r in rows.lanes_of_job(db, a)] == [lane.id, again.id]
+
+
+def test_the_batch_ledger_row_is_written_at_most_once_per_lane_and_each_member_has_one_share(db):
+    a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
+    lane = make_lane(db, (a, 0), (b, 0))
+    kwargs = {"job_id": None, "batch_row_id": lane.id, "model_id": "m", "input_tokens": 10, "output_tokens": 1, "cost_usd": Decimal("0.5"), "metadata": {}}
     assert ledger.add_batch_cost(db, **kwargs) is True
     assert ledger.add_batch_cost(db, **kwargs) is False
-    assert ledger.job_total(db, job_id) == Decimal("0.5")
+    for job_id, cost in ((a, Decimal("0.3")), (b, Decimal("0.2")), (a, Decimal("9"))):  # the second share of a is refused
+        ledger.add_batch_share(db, job_id=job_id, batch_row_id=lane.id, model_id="m", input_tokens=5, output_tokens=1, cost_usd=cost, metadata={})
+    assert (ledger.job_total(db, a), ledger.job_total(db, b)) == (Decimal("0.3"), Decimal("0.2")), "a job counts its share, never the lane's row"
+    assert (ledger.batch_cost_of_job(db, a), ledger.batch_cost_of_job(db, b)) == (Decimal("0.3"), Decimal("0.2"))
+    with pytest.raises(DatabaseError):  # only the lane's own row may have no job
+        db.run(
+            """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+               VALUES (NULL, :row, 'batch_share', 'batch', 'm', 0, 0, 0, '{}')""",
+            row=lane.id,
+        )
 
 
-def test_guarded_close_has_exactly_one_winner(db):
-    job_id = make_job(db, status="waiting_batch")
-    rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
-    rows.mark_submitted(db, job_id, arn="arn:aws:bedrock:us-east-1:1:model-invocation-job/x", name="n", output_uri="s3://b/o/", deadline_hours=26)
-    first = rows.close(db, job_id, st.close(), end_state="Completed")
-    second = rows.close(db, job_id, st.close(), end_state="Completed")
+def test_guarded_close_has_exactly_one_winner_and_collects_the_members_still_packed(db):
+    a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
+    lane = make_lane(db, (a, 0), (b, 0))
+    rows.mark_submitted(
+        db, lane.lane_id, arn=f"arn:aws:bedrock:us-east-1:1:model-invocation-job/{uuid.uuid4().hex[:8]}", name="n", output_uri="s3://b/o/", deadline_hours=26
+    )
+    rows.leave_lanes(db, b)
+    first = rows.close(db, lane.lane_id, st.close(), end_state="Completed")
+    second = rows.close(db, lane.lane_id, st.close(), end_state="Completed")
     assert first is not None and second is None
+    rows.record_accepted(db, lane.id, {(a, 0): 7, (b, 0): 9})  # only a collected member takes a count
+    assert [(m.job_id, m.state, m.accepted) for m in rows.members(db, lane.id)] == [(a, "collected", 7), (b, "left", None)]
+    assert rows.job_lane_outcome(db, a) == rows.LaneOutcome(settled=False, accepted=7, lanes=1), "chunks 1 and 2 are still in the pool"
+    rows.leave_pool(db, [a], reason="pool_too_small")
+    assert rows.job_lane_outcome(db, a).settled is True
+
+
+def test_the_pool_is_every_unpacked_chunk_of_a_parked_job_owners_in_turns_busy_owners_later(db):
+    x, y, z = (f"owner-{uuid.uuid4().hex[:8]}" for _ in range(3))
+    x1, x2 = make_job(db, status="waiting_batch", pages=100, owner=x), make_job(db, status="waiting_batch", pages=100, owner=x)
+    y1 = make_job(db, status="waiting_batch", pages=100, owner=y)
+    z1, z2 = make_job(db, status="waiting_batch", pages=100, owner=z), make_job(db, status="waiting_batch", pages=100, owner=z)
+    make_lane(db, (z1, 0), (z1, 1))  # z has a lane in flight: its next job waits a turn
+    gone = make_job(db, status="waiting_batch", pages=100, owner=y)
+    rows.leave_pool(db, [gone], reason="process_now")
+    ours = {x1: "x1", x2: "x2", y1: "y1", z2: "z2", z1: "z1", gone: "gone"}
+    pool = [(ours[c.job_id], c.chunk_index, c.pages) for c in rows.pool_chunks(db) if c.job_id in ours]
+    assert pool == [("x1", 0, 50), ("x1", 1, 50), ("y1", 0, 50), ("y1", 1, 50), ("x2", 0, 50), ("x2", 1, 50), ("z2", 0, 50), ("z2", 1, 50)]
 
 
 def test_terminal_status_is_never_overwritten_by_a_late_event(db):
     job_id = make_job(db, status="waiting_batch")
-    rows.insert_preparing(db, job_id=job_id, model_id="m", deadline_hours=26)
-    arn = "arn:aws:bedrock:us-east-1:1:model-invocation-job/late"
-    rows.mark_submitted(db, job_id, arn=arn, name="n2", output_uri="s3://b/o/", deadline_hours=26)
+    lane = make_lane(db, (job_id, 0))
+    arn = f"arn:aws:bedrock:us-east-1:1:model-invocation-job/late-{uuid.uuid4().hex[:8]}"
+    rows.mark_submitted(db, lane.lane_id, arn=arn, name="n2", output_uri="s3://b/o/", deadline_hours=26)
     rows.record_status(db, arn, "Completed")
     assert rows.record_status(db, arn, "InProgress").bedrock_status == "Completed"
 

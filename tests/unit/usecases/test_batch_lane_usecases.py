@@ -1,28 +1,34 @@
-"""The batch lane's rules, on fakes of Bedrock, S3 and Step Functions (real PostgreSQL)."""
+"""The batch lane's rules, on fakes of Bedrock, S3 and Step Functions (real PostgreSQL).
+
+Every step takes a lane (one Bedrock job); a lane carries chunks of one or more conversion jobs
+(batch_members), and each job resumes once no lane carries it and the pool has nothing more for it.
+"""
 
 from __future__ import annotations
 
 import json
 from decimal import Decimal
+from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, FakeBatchJobs, FakeWorkflows, MemoryStore, parked_job
+from usecase_fakes import MODEL, FakeBatchJobs, FakeWorkflows, MemoryStore, all_chunks, new_job, parked_job, prepared_lane
 
 from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.callback import on_state_change
 from batchlane.batch.collect import CollectNotReady, collect
 from batchlane.batch.names import bedrock_job_name
-from batchlane.batch.resume import resume_job
+from batchlane.batch.resume import resume_job, resume_members
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import BatchSubmitBusy, submit_batch_job
 from batchlane.batch.wait import register_wait
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.domain import status as st
 from batchlane.domain.cost import Usage
-from batchlane.ports import BatchJobRejected, BatchJobsBusy
+from batchlane.operations.cancel import cancel_job
+from batchlane.operations.process_now import process_now
+from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec
 from batchlane.runtime import Services
 
 
@@ -45,89 +51,159 @@ def _answer(text: str, stop: str, tokens_in: int, tokens_out: int) -> dict:
     return {"content": [{"type": "text", "text": text}], "stop_reason": stop, "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
 
 
-def _output_prefix(svc: Services, job_id: str, arn: str) -> str:
-    row = rows.get_row(svc.db, job_id)
+def _lane(svc: Services, lane_id: str) -> rows.BatchRow:
+    row = rows.get_row(svc.db, lane_id)
     assert row is not None
+    return row
+
+
+def _output_prefix(svc: Services, lane_id: str, arn: str) -> str:
+    row = _lane(svc, lane_id)
+    assert row.output_uri is not None
     return row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
 
 
-def _submitted(svc: Services, job_id: str) -> str:
-    return str(submit_batch_job(svc, job_id)["jobArn"])
+def _submitted(svc: Services, lane_id: str) -> str:
+    return str(submit_batch_job(svc, lane_id)["jobArn"])
+
+
+def _bedrock_answers(svc: Services, lane_id: str, arn: str, lines: list[dict[str, Any]], *, status: str = "Completed") -> None:
+    """What Bedrock leaves when the job ends: the output lines (any order), and the job's terminal status."""
+    _store(svc).put_bytes(_output_prefix(svc, lane_id, arn) + "input-0.jsonl.out", "\n".join(json.dumps(x) for x in lines).encode())
+    _jobs(svc).jobs[arn].status = status
+
+
+def _ok(record_id: str, tokens_in: int = 10, tokens_out: int = 5) -> dict[str, Any]:
+    return {"recordId": record_id, "modelOutput": _answer(f"# {record_id}", "end_turn", tokens_in, tokens_out)}
+
+
+def _lane_bill(svc: Services, lane_id: str) -> dict[str, Any]:
+    """The one ledger row of the lane (source batch, job_id NULL)."""
+    [bill] = svc.db.run(
+        "SELECT * FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch'",
+        row=_lane(svc, lane_id).id,
+    )
+    assert bill["job_id"] is None
+    return bill
+
+
+def _shares(svc: Services, lane_id: str) -> dict[str, dict[str, Any]]:
+    found = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch_share'", row=_lane(svc, lane_id).id)
+    return {str(r["job_id"]): r for r in found}
+
+
+def _member_states(svc: Services, lane_id: str) -> dict[tuple[str, int], str]:
+    return {(m.job_id, m.chunk_index): m.state for m in rows.members(svc.db, _lane(svc, lane_id).id)}
 
 
 # --- submit ---------------------------------------------------------------------------------------
 
 
-def test_submit_creates_one_job_named_after_the_conversion_job_and_a_retry_adopts_it(svc: Services) -> None:
-    job_id = parked_job(svc)
-    first = submit_batch_job(svc, job_id)
-    again = submit_batch_job(svc, job_id)
+def test_submit_creates_one_job_named_after_the_lane_and_a_retry_adopts_it(svc: Services) -> None:
+    parked = parked_job(svc)
+    first = submit_batch_job(svc, parked.lane_id)
+    again = submit_batch_job(svc, parked.lane_id)
     assert first["jobArn"] == again["jobArn"] and len(_jobs(svc).jobs) == 1
     spec = _jobs(svc).jobs[first["jobArn"]].spec
-    assert spec.name == bedrock_job_name(job_id) and spec.model_id == MODEL and spec.timeout_hours == 24
-    assert spec.input_uri == f"s3://{svc.store.bucket}/batch/{job_id}/input/"
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and (row.state, row.bedrock_job_arn) == ("submitted", first["jobArn"])
+    assert spec.name == bedrock_job_name(parked.lane_id) and spec.model_id == MODEL and spec.timeout_hours == 24
+    assert spec.input_uri == f"s3://{svc.store.bucket}/batch/{parked.lane_id}/input/"
+    assert spec.tags["batchlane:laneId"] == parked.lane_id
+    row = _lane(svc, parked.lane_id)
+    assert (row.state, row.bedrock_job_arn, row.job_id) == ("submitted", first["jobArn"], None)
     assert first["waitSeconds"] == svc.settings.batch_wait_seconds
 
 
+def test_a_submit_whose_create_answered_lost_adopts_the_job_by_name(svc: Services) -> None:
+    """A create that reached Bedrock but whose answer was lost: the next submit sends the same name and gets the same job."""
+    parked = parked_job(svc)
+    arn = _jobs(svc).create(_spec_named(svc, parked.lane_id))
+    assert submit_batch_job(svc, parked.lane_id)["jobArn"] == arn
+    assert _lane(svc, parked.lane_id).bedrock_job_arn == arn and len(_jobs(svc).jobs) == 1
+
+
 def test_a_throttled_create_is_busy_for_the_state_machine_to_retry_and_the_row_stays_preparing(svc: Services) -> None:
-    job_id = parked_job(svc)
+    parked = parked_job(svc)
     _jobs(svc).refuse_create = BatchJobsBusy("ServiceQuotaExceededException", "too many jobs")
     with pytest.raises(BatchSubmitBusy):
-        submit_batch_job(svc, job_id)
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and row.state == "preparing"
+        submit_batch_job(svc, parked.lane_id)
+    assert _lane(svc, parked.lane_id).state == "preparing"
 
 
 def test_a_validation_exception_fails_submit_and_the_lane_leaves_to_on_demand_with_no_bedrock_job(svc: Services) -> None:
-    job_id = parked_job(svc)
+    parked = parked_job(svc)
     _jobs(svc).refuse_create = BatchJobRejected("ValidationException", "the role cannot be assumed")
     with pytest.raises(BatchJobRejected):  # Submit's Catch (States.ALL) → SubmitFailed
-        submit_batch_job(svc, job_id)
-    left = abandon(svc, job_id, reason="submit_failed", error={"Error": "BatchJobRejected"})
+        submit_batch_job(svc, parked.lane_id)
+    left = abandon(svc, parked.lane_id, reason="submit_failed", error={"Error": "BatchJobRejected"})
     assert left == {"closed": True, "endState": "prepare_failed"}
-    assert resume_job(svc, job_id)["resumed"] is True
-    assert _workflows(svc).started == [("conversion", job_id)]
-    assert ledger.ledger_rows(svc.db, job_id) == [], "nothing ran on Bedrock: nothing billed"
+    assert resume_members(svc, parked.lane_id) == {"resumed": 1, "members": 1}
+    assert _workflows(svc).started == [("conversion", parked.job_id)]
+    job = job_repo.get_job(svc.db, parked.job_id)
+    assert job is not None and job.status == "pending" and "_batchPrimed" not in job.options
+    assert ledger.ledger_rows(svc.db, parked.job_id) == [], "nothing ran on Bedrock: nothing billed"
+    assert svc.db.run("SELECT 1 FROM cost_ledger WHERE batch_row_id = :row", row=_lane(svc, parked.lane_id).id) == []
 
 
-def test_a_job_cancelled_while_preparing_is_stopped_as_soon_as_submit_created_it(svc: Services) -> None:
-    job_id = parked_job(svc)
-    rows.set_reason(svc.db, job_id, "cancelled")
-    arn = _submitted(svc, job_id)
+def test_a_submit_that_failed_after_bedrock_created_the_job_adopts_it_and_stops_it(svc: Services) -> None:
+    parked = parked_job(svc)
+    arn = _jobs(svc).create(_spec_named(svc, parked.lane_id))  # created, but the answer never reached us
+    _jobs(svc).jobs[arn].status = "InProgress"
+    assert abandon(svc, parked.lane_id, reason="submit_failed") == {"closed": False, "stopping": True, "endState": "stopping"}
     assert _jobs(svc).stops == [arn]
+    row = _lane(svc, parked.lane_id)
+    assert (row.state, row.bedrock_job_arn) == ("stopping", arn)
+
+
+def test_a_lane_whose_members_all_left_while_preparing_is_stopped_as_soon_as_submit_created_it(svc: Services) -> None:
+    parked = parked_job(svc)
+    rows.leave_lanes(svc.db, parked.job_id)  # what cancel and process now do to the job's members
+    arn = _submitted(svc, parked.lane_id)
+    assert _jobs(svc).stops == [arn]
+    assert _lane(svc, parked.lane_id).reason == "members_left"
+
+
+def _spec_named(svc: Services, lane_id: str) -> BatchJobSpec:
+    """The create an earlier submit of the lane sent (its answer lost)."""
+    return BatchJobSpec(
+        name=bedrock_job_name(lane_id),
+        client_token=f"batchlane-{lane_id}",
+        model_id=MODEL,
+        role_arn="arn:aws:iam::123456789012:role/batch",
+        input_uri=f"s3://{svc.store.bucket}/batch/{lane_id}/input/",
+        output_uri=f"s3://{svc.store.bucket}/batch/{lane_id}/output/",
+        timeout_hours=24,
+        tags={},
+    )
 
 
 # --- stop -----------------------------------------------------------------------------------------
 
 
 def test_stopping_a_job_that_already_ended_counts_as_stopped(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = _submitted(svc, job_id)
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
     _jobs(svc).jobs[arn].status = "Completed"
-    assert stop_batch_job(svc, job_id, reason="overdue") is True  # Bedrock's ValidationException: nothing left to stop
+    assert stop_batch_job(svc, parked.lane_id, reason="overdue") is True  # Bedrock's ValidationException: nothing left to stop
     assert _jobs(svc).stops == []
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and row.reason == "overdue"
+    assert _lane(svc, parked.lane_id).reason == "overdue"
 
 
 # --- wait and callback ----------------------------------------------------------------------------
 
 
 def test_an_event_that_arrives_before_the_token_ends_the_wait_when_the_token_is_stored(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = _submitted(svc, job_id)
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
     assert on_state_change(svc, {"batchJobArn": arn, "status": "Completed"}) == {"known": True, "status": "Completed", "woken": 0, "billedStopped": False}
-    assert register_wait(svc, job_id, "token-1") == {"waiting": False, "status": "Completed"}
+    assert register_wait(svc, parked.lane_id, "token-1") == {"waiting": False, "status": "Completed"}
     assert _workflows(svc).answered == {"token-1": {"status": "Completed"}}
     assert _jobs(svc).stops == [], "ended by the event, not by a stop"
 
 
 def test_a_terminal_event_wakes_the_waiting_execution_once_and_a_late_event_changes_nothing(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = _submitted(svc, job_id)
-    assert register_wait(svc, job_id, "token-1") == {"waiting": True, "status": None}
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
+    assert register_wait(svc, parked.lane_id, "token-1") == {"waiting": True, "status": None}
     assert on_state_change(svc, {"batchJobArn": arn, "status": "InProgress"})["woken"] == 0
     assert on_state_change(svc, {"batchJobArn": arn, "status": "Completed"})["woken"] == 1
     assert on_state_change(svc, {"batchJobArn": arn, "status": "Completed"})["woken"] == 0  # duplicate: the token was used
@@ -143,99 +219,221 @@ def test_an_event_for_a_job_we_do_not_track_is_ignored(svc: Services) -> None:
 
 
 def test_collect_bills_every_record_bedrock_returned_and_accepts_only_what_on_demand_would(svc: Services) -> None:
-    job_id = parked_job(svc, records=4)
-    arn = _submitted(svc, job_id)
+    parked = parked_job(svc, records=2)  # m0-c0-p1, m0-c0-p2, m0-c1-p51, m0-c1-p52, m0-c2-p101, m0-c2-p102
+    job_id, lane_id = parked.job_id, parked.lane_id
+    arn = _submitted(svc, lane_id)
     lines = [
-        {"recordId": "c0-p1", "modelOutput": _answer("# Page one", "end_turn", 1000, 200)},
-        {"recordId": "c0-p2", "modelOutput": _answer("cut off", "max_tokens", 1100, 8192)},  # rejected, still billed
-        {"recordId": "c0-p3", "error": {"errorCode": 400, "errorMessage": "bad"}},  # no output: not billed
-        {"recordId": "c0-p2", "modelOutput": _answer("dup", "end_turn", 5, 5)},  # duplicate: ignored
-    ]  # c0-p4 never came back: a fallback
-    _store(svc).put_bytes(_output_prefix(svc, job_id, arn) + "input-0.jsonl.out", "\n".join(json.dumps(x) for x in lines).encode())
-    _jobs(svc).jobs[arn].status = "PartiallyCompleted"
+        {"recordId": "m0-c0-p1", "modelOutput": _answer("# Page one", "end_turn", 1000, 200)},
+        {"recordId": "m0-c0-p2", "modelOutput": _answer("cut off", "max_tokens", 1100, 8192)},  # rejected, still billed
+        {"recordId": "m0-c1-p51", "error": {"errorCode": 400, "errorMessage": "bad"}},  # no output: not billed
+        {"recordId": "m0-c0-p2", "modelOutput": _answer("dup", "end_turn", 5, 5)},  # duplicate: ignored
+        {"recordId": "m7-c0-p1", "modelOutput": _answer("stray", "end_turn", 5, 5)},  # not ours: ignored
+    ]  # the other three never came back: fallbacks
+    _bedrock_answers(svc, lane_id, arn, lines, status="PartiallyCompleted")
 
-    summary = collect(svc, job_id)
+    summary = collect(svc, lane_id)
 
     billed = Usage(1000 + 1100, 200 + 8192)
-    assert summary == {
-        "closed": True,
-        "won": True,
-        "endState": "PartiallyCompleted",
-        "accepted": 1,
-        "fallback": 3,
-        "costUsd": str(svc.prices.cost(MODEL, billed, batch=True)),
+    cost = svc.prices.cost(MODEL, billed, batch=True)
+    assert summary == {"closed": True, "won": True, "endState": "PartiallyCompleted", "accepted": 1, "fallback": 5, "costUsd": str(cost)}
+    bill = _lane_bill(svc, lane_id)
+    assert (bill["input_tokens"], bill["output_tokens"], Decimal(bill["cost_usd"])) == (billed.input_tokens, billed.output_tokens, cost)
+    [share] = ledger.ledger_rows(svc.db, job_id)  # the job's own rows: its share of the lane, all of it (the only member)
+    assert (share["source"], share["backend"], Decimal(share["cost_usd"])) == ("batch_share", "batch", cost)
+    assert (share["input_tokens"], share["output_tokens"]) == (billed.input_tokens, billed.output_tokens)
+    assert ledger.batch_cost_of_job(svc.db, job_id) == cost
+    results = {c: svc.store.get_json(f"batch/{job_id}/results/chunk-{c}.json")["results"] for c in (0, 1, 2)}
+    assert [r["recordId"] for r in results[0]] == ["c0-p1"], "the member tag is stripped: the primed chunk looks up its own ids"
+    assert results[0][0]["promptHash"] == "hash-c0-p1" and results[1] == [] and results[2] == []
+    assert {(m.chunk_index, m.state, m.accepted) for m in rows.members(svc.db, _lane(svc, lane_id).id)} == {
+        (0, "collected", 1),
+        (1, "collected", 0),
+        (2, "collected", 0),
     }
-    [row] = ledger.ledger_rows(svc.db, job_id)
-    assert (row["input_tokens"], row["output_tokens"]) == (billed.input_tokens, billed.output_tokens)
-    assert Decimal(row["cost_usd"]) == svc.prices.cost(MODEL, billed, batch=True)
-    results = svc.store.get_json(f"batch/{job_id}/results/chunk-0.json")["results"]
-    assert [r["recordId"] for r in results] == ["c0-p1"]
-    assert collect(svc, job_id)["won"] is False and len(ledger.ledger_rows(svc.db, job_id)) == 1, "billed once"
+    assert collect(svc, lane_id)["won"] is False, "a second collect finds the lane closed"
+    assert len(ledger.ledger_rows(svc.db, job_id)) == 1 and _lane_bill(svc, lane_id)["id"] == bill["id"], "billed once"
 
 
-def test_collect_waits_while_bedrock_runs_and_stops_the_job_of_a_cancelled_conversion(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = _submitted(svc, job_id)
+def test_collect_waits_while_bedrock_runs_and_stops_a_lane_nobody_waits_on_any_more(svc: Services) -> None:
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
     _jobs(svc).jobs[arn].status = "InProgress"
     with pytest.raises(CollectNotReady):
-        collect(svc, job_id)
+        collect(svc, parked.lane_id)
     assert _jobs(svc).stops == []
-    job_repo.move_job(svc.db, job_id, st.cancel())
+    rows.leave_lanes(svc.db, parked.job_id)  # its only member left (and the stop that should have followed was lost)
     with pytest.raises(CollectNotReady):
-        collect(svc, job_id)
+        collect(svc, parked.lane_id)
     assert _jobs(svc).stops == [arn]
 
 
 def test_a_job_bedrock_no_longer_knows_is_collected_as_lost(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = _submitted(svc, job_id)
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
     del _jobs(svc).jobs[arn]
-    assert collect(svc, job_id)["endState"] == rows.LOST
+    assert collect(svc, parked.lane_id)["endState"] == rows.LOST
+    assert resume_members(svc, parked.lane_id)["resumed"] == 1
 
 
 # --- abandon and the stopped job's bill -----------------------------------------------------------
 
 
 def test_leaving_while_bedrock_runs_bills_the_stopped_job_once_from_its_manifest(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = _submitted(svc, job_id)
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
     _jobs(svc).jobs[arn].status = "InProgress"
-    assert abandon(svc, job_id, reason="collect_failed") == {"closed": False, "stopping": True, "endState": "stopping"}
-    assert _jobs(svc).stops == [arn] and ledger.ledger_rows(svc.db, job_id) == []
-    assert resume_job(svc, job_id)["resumed"] is True  # on-demand now, the bill follows
+    assert abandon(svc, parked.lane_id, reason="collect_failed") == {"closed": False, "stopping": True, "endState": "stopping"}
+    assert _jobs(svc).stops == [arn] and ledger.ledger_rows(svc.db, parked.job_id) == []
+    assert set(_member_states(svc, parked.lane_id).values()) == {"left"}
+    assert resume_job(svc, parked.job_id)["resumed"] is True  # on-demand now, the bill follows
 
     _jobs(svc).jobs[arn].status = "Stopped"
-    _store(svc).put_json(_output_prefix(svc, job_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None
+    _store(svc).put_json(_output_prefix(svc, parked.lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
+    row = _lane(svc, parked.lane_id)
     assert settle_stopping(svc, row)["won"] is True
     assert settle_stopping(svc, row)["won"] is False
-    [bill] = ledger.ledger_rows(svc.db, job_id)
+    bill = _lane_bill(svc, parked.lane_id)
     assert (bill["input_tokens"], bill["output_tokens"]) == (3000, 900)
+    [share] = ledger.ledger_rows(svc.db, parked.job_id)
+    assert (share["source"], share["input_tokens"], share["output_tokens"], share["cost_usd"]) == ("batch_share", 3000, 900, bill["cost_usd"])
 
 
 # --- resume ---------------------------------------------------------------------------------------
 
 
 def test_resume_primes_a_job_with_accepted_records_and_starts_its_conversion_once(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = _submitted(svc, job_id)
-    _store(svc).put_bytes(
-        _output_prefix(svc, job_id, arn) + "input-0.jsonl.out", json.dumps({"recordId": "c0-p1", "modelOutput": _answer("# One", "end_turn", 10, 10)}).encode()
-    )
-    _jobs(svc).jobs[arn].status = "Completed"
-    cost = collect(svc, job_id)["costUsd"]
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
+    _bedrock_answers(svc, parked.lane_id, arn, [_ok("m0-c0-p1")])
+    cost = collect(svc, parked.lane_id)["costUsd"]
 
-    assert resume_job(svc, job_id) == {"resumed": True, "primed": True, "batchCostUsd": cost}
-    assert resume_job(svc, job_id)["resumed"] is False
+    assert resume_members(svc, parked.lane_id) == {"resumed": 1, "members": 1}
+    assert resume_job(svc, parked.job_id)["resumed"] is False
+    assert resume_members(svc, parked.lane_id) == {"resumed": 0, "members": 1}
+    job = job_repo.get_job(svc.db, parked.job_id)
+    assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
+    assert Decimal(job.options["_batchCostUsd"]) == Decimal(cost)
+    assert {c.status for c in job_repo.get_chunks(svc.db, parked.job_id)} == {"pending"}
+    assert _workflows(svc).started == [("conversion", parked.job_id)]
+    assert _lane(svc, parked.lane_id).resumed_at is not None
+
+
+def test_resume_waits_while_a_lane_carries_the_job(svc: Services) -> None:
+    parked = parked_job(svc)
+    _submitted(svc, parked.lane_id)
+    assert resume_job(svc, parked.job_id) == {"resumed": False, "status": "waiting_batch", "why": "still in the pool or a lane"}
+    assert resume_members(svc, parked.lane_id) == {"resumed": 0, "members": 1}
+    assert _workflows(svc).started == []
+
+
+# --- the pool: lanes shared by jobs, jobs spread over lanes ---------------------------------------
+
+
+def _two_jobs_in_one_lane(svc: Services, *, records: int = 1) -> tuple[str, str, str, str]:
+    """Jobs a (3 chunks, tag m0) and b (1 chunk, tag m1) in one submitted lane; (a, b, lane, arn)."""
+    a, b = new_job(svc), new_job(svc, pages=40, owner="owner-2")
+    lane_id = prepared_lane(svc, [*all_chunks(svc, a), *all_chunks(svc, b)], records=records)
+    return a, b, lane_id, _submitted(svc, lane_id)
+
+
+def test_a_member_cancelled_while_its_lane_runs_leaves_it_running_for_the_other_who_resumes_primed(svc: Services) -> None:
+    a, b, lane_id, arn = _two_jobs_in_one_lane(svc)
+    _jobs(svc).jobs[arn].status = "InProgress"
+
+    outcome = cancel_job(svc, a)
+
+    assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("submitted", False)
+    assert _jobs(svc).stops == [], "b still waits on the Bedrock job"
+    lane = _lane(svc, lane_id)
+    assert (lane.state, lane.reason) == ("submitted", None)
+    assert {k: v for k, v in _member_states(svc, lane_id).items() if k[0] == a} == {(a, 0): "left", (a, 1): "left", (a, 2): "left"}
+    assert _member_states(svc, lane_id)[(b, 0)] == "packed"
+    with pytest.raises(CollectNotReady):
+        collect(svc, lane_id)  # still running: collect does not stop a lane someone waits on
+    assert _jobs(svc).stops == []
+
+    _bedrock_answers(svc, lane_id, arn, [_ok("m0-c0-p1"), _ok("m0-c1-p51"), _ok("m1-c0-p1")])
+    assert collect(svc, lane_id)["won"] is True
+    assert resume_members(svc, lane_id) == {"resumed": 1, "members": 2}
+
+    resumed = job_repo.get_job(svc.db, b)
+    assert resumed is not None and resumed.status == "pending" and resumed.options["_batchPrimed"] is True
+    assert [r["recordId"] for r in svc.store.get_json(f"batch/{b}/results/chunk-0.json")["results"]] == ["c0-p1"]
+    assert svc.store.list_keys(f"batch/{a}/") == [], "the cancelled member's answers are not written for it"
+    cancelled = job_repo.get_job(svc.db, a)
+    assert cancelled is not None and cancelled.status == "cancelled"
+    assert _workflows(svc).started == [("conversion", b)], "a cancelled job starts nothing"
+    shares = _shares(svc, lane_id)
+    assert sum(Decimal(s["cost_usd"]) for s in shares.values()) == Decimal(_lane_bill(svc, lane_id)["cost_usd"])
+
+
+def test_when_every_member_leaves_a_running_lane_it_is_stopped(svc: Services) -> None:
+    a, b, lane_id, arn = _two_jobs_in_one_lane(svc)
+    _jobs(svc).jobs[arn].status = "InProgress"
+
+    assert cancel_job(svc, a).batch_stop_requested is False
+    assert _jobs(svc).stops == []
+    outcome = process_now(svc, b)
+
+    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "left_batch_lane", True, True)
+    assert _jobs(svc).stops == [arn]
+    assert _lane(svc, lane_id).reason == "process_now", "the last to leave says why the lane ended early"
+    assert set(_member_states(svc, lane_id).values()) == {"left"}
+    assert _workflows(svc).started == [("conversion", b)]
+
+
+def test_collect_writes_results_per_member_job_and_shares_that_add_up_to_the_lane_row(svc: Services) -> None:
+    a, b, c = new_job(svc), new_job(svc, pages=40, owner="owner-2"), new_job(svc, pages=10, owner="owner-3")
+    # a sends 3 chunks x 1 record = 3, b 1 chunk x 1 = 1, c 1 x 1 = 1: the split 3:1:1 of an odd total
+    lane_id = prepared_lane(svc, [*all_chunks(svc, a), *all_chunks(svc, b), *all_chunks(svc, c)])
+    arn = _submitted(svc, lane_id)
+    _bedrock_answers(svc, lane_id, arn, [_ok("m0-c0-p1", 1001, 333), _ok("m0-c2-p101", 999, 7), _ok("m1-c0-p1", 10, 10), _ok("m2-c0-p1", 17, 1)])
+
+    summary = collect(svc, lane_id)
+
+    assert (summary["accepted"], summary["fallback"]) == (4, 1)  # m0-c1-p51 never came back
+    assert [r["recordId"] for r in svc.store.get_json(f"batch/{a}/results/chunk-0.json")["results"]] == ["c0-p1"]
+    assert svc.store.get_json(f"batch/{a}/results/chunk-1.json")["results"] == []
+    assert [r["recordId"] for r in svc.store.get_json(f"batch/{a}/results/chunk-2.json")["results"]] == ["c2-p101"]
+    assert [r["recordId"] for r in svc.store.get_json(f"batch/{b}/results/chunk-0.json")["results"]] == ["c0-p1"]
+    assert [r["recordId"] for r in svc.store.get_json(f"batch/{c}/results/chunk-0.json")["results"]] == ["c0-p1"]
+
+    bill = _lane_bill(svc, lane_id)
+    shares = _shares(svc, lane_id)
+    assert set(shares) == {a, b, c}
+    assert sum(Decimal(s["cost_usd"]) for s in shares.values()) == Decimal(bill["cost_usd"]) == Decimal(summary["costUsd"])
+    assert sum(s["input_tokens"] for s in shares.values()) == bill["input_tokens"] == 1001 + 999 + 10 + 17
+    assert sum(s["output_tokens"] for s in shares.values()) == bill["output_tokens"] == 333 + 7 + 10 + 1
+    assert [shares[j]["metadata"]["records"] for j in (a, b, c)] == [3, 1, 1], "shares follow the records each member sent"
+    assert Decimal(shares[a]["cost_usd"]) > Decimal(shares[b]["cost_usd"])
+    for job_id in (a, b, c):
+        assert ledger.batch_cost_of_job(svc.db, job_id) == ledger.job_total(svc.db, job_id) == Decimal(shares[job_id]["cost_usd"])
+    assert resume_members(svc, lane_id) == {"resumed": 3, "members": 3}
+    assert {j for kind, j in _workflows(svc).started if kind == "conversion"} == {a, b, c}
+    assert collect(svc, lane_id)["won"] is False and len(_shares(svc, lane_id)) == 3, "shares written once"
+
+
+def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(svc: Services) -> None:
+    job_id = new_job(svc)  # chunks 0, 1, 2
+    first = prepared_lane(svc, [(job_id, 0)])
+    first_arn = _submitted(svc, first)
+    _bedrock_answers(svc, first, first_arn, [_ok("m0-c0-p1")])
+    collect(svc, first)
+
+    assert resume_members(svc, first) == {"resumed": 0, "members": 1}, "chunks 1 and 2 still wait in the pool"
+    assert rows.job_lane_outcome(svc.db, job_id).settled is False
+    second = prepared_lane(svc, [(job_id, 1), (job_id, 2)])
+    second_arn = _submitted(svc, second)
+    assert resume_job(svc, job_id)["why"] == "still in the pool or a lane"
+    assert _workflows(svc).started == []
+
+    _bedrock_answers(svc, second, second_arn, [_ok("m0-c2-p101")])
+    collect(svc, second)
+    assert resume_members(svc, second) == {"resumed": 1, "members": 1}
+
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
-    assert {c.status for c in job_repo.get_chunks(svc.db, job_id)} == {"pending"}
+    both = Decimal(_lane_bill(svc, first)["cost_usd"]) + Decimal(_lane_bill(svc, second)["cost_usd"])
+    assert Decimal(job.options["_batchCostUsd"]) == both == ledger.batch_cost_of_job(svc.db, job_id)
+    assert rows.job_lane_outcome(svc.db, job_id) == rows.LaneOutcome(settled=True, accepted=2, lanes=2)
     assert _workflows(svc).started == [("conversion", job_id)]
-
-
-def test_resume_waits_while_the_batch_row_is_open(svc: Services) -> None:
-    job_id = parked_job(svc)
-    _submitted(svc, job_id)
-    assert resume_job(svc, job_id) == {"resumed": False, "status": "waiting_batch", "why": "batch row still open"}
-    assert _workflows(svc).started == []

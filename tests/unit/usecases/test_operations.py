@@ -1,9 +1,14 @@
-"""Cancel and process now on a job in the batch lane, on fakes of Bedrock and Step Functions (real PostgreSQL)."""
+"""Cancel and process now on a job in the batch lane, on fakes of Bedrock and Step Functions (real PostgreSQL).
+
+A job leaving (cancel, process now) leaves every lane it rides in and the pool; a lane is stopped only
+when no member waits on it any more (test_batch_lane_usecases has the shared-lane cases).
+"""
 
 from __future__ import annotations
 
-from usecase_fakes import FakeBatchJobs, FakeWorkflows, parked_job
+from usecase_fakes import FakeBatchJobs, FakeWorkflows, new_job, parked_job
 
+from batchlane.batch.prepare import plan_prepare
 from batchlane.batch.submit import submit_batch_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
@@ -23,56 +28,94 @@ def _started(svc: Services) -> list[tuple[str, str]]:
     return svc.workflows.started
 
 
-def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the_file(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = submit_batch_job(svc, job_id)["jobArn"]
+def _lane(svc: Services, lane_id: str) -> rows.BatchRow:
+    row = rows.get_row(svc.db, lane_id)
+    assert row is not None
+    return row
 
-    outcome = cancel_job(svc, job_id)
+
+def _member_states(svc: Services, lane_id: str) -> set[str]:
+    return {m.state for m in rows.members(svc.db, _lane(svc, lane_id).id)}
+
+
+def _pool_left(svc: Services, job_id: str) -> tuple[bool, str | None]:
+    row = svc.db.one("SELECT pool_left_at IS NOT NULL AS left_, lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
+    assert row is not None
+    return bool(row["left_"]), row["lane_reason"]
+
+
+def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the_file(svc: Services) -> None:
+    parked = parked_job(svc)
+    arn = submit_batch_job(svc, parked.lane_id)["jobArn"]
+
+    outcome = cancel_job(svc, parked.job_id)
 
     assert (outcome.previous_status, outcome.batch_row_state, outcome.batch_stop_requested, outcome.hold_released) == ("waiting_batch", "submitted", True, True)
-    assert _stops(svc) == [arn]
-    job = job_repo.get_job(svc.db, job_id)
+    assert _stops(svc) == [arn], "its only member left: nobody waits on the Bedrock job"
+    job = job_repo.get_job(svc.db, parked.job_id)
     assert job is not None and job.status == "cancelled"
     assert job_repo.get_file(svc.db, str(job.file_id)).status == "uploaded"
-    hold = ledger.get_hold(svc.db, job_id)
+    hold = ledger.get_hold(svc.db, parked.job_id)
     assert hold is not None and hold["outcome"] == "cancelled"
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and row.reason == "cancelled"
+    assert _lane(svc, parked.lane_id).reason == "cancelled"
+    assert _member_states(svc, parked.lane_id) == {"left"}
+    assert _pool_left(svc, parked.job_id) == (True, "cancelled")
     assert _started(svc) == [], "a cancelled job starts nothing"
-    assert cancel_job(svc, job_id).already is True
+    assert cancel_job(svc, parked.job_id).already is True
 
 
-def test_cancel_while_preparing_marks_the_row_and_stops_nothing_yet(svc: Services) -> None:
-    job_id = parked_job(svc)
-    outcome = cancel_job(svc, job_id)
+def test_cancel_while_preparing_marks_the_lane_and_stops_nothing_yet(svc: Services) -> None:
+    parked = parked_job(svc)
+    outcome = cancel_job(svc, parked.job_id)
     assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("preparing", False)
     assert _stops(svc) == []
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and row.reason == "cancelled"  # submit stops the job it creates (test_batch_lane_usecases)
+    lane = _lane(svc, parked.lane_id)
+    assert (lane.state, lane.reason) == ("preparing", "cancelled")  # submit stops the job it creates (test_batch_lane_usecases)
+    assert _member_states(svc, parked.lane_id) == {"left"}
+
+
+def test_cancel_of_a_job_still_in_the_pool_lets_the_pool_go_of_it(svc: Services) -> None:
+    job_id = new_job(svc)
+    outcome = cancel_job(svc, job_id)
+    assert (outcome.batch_row_state, outcome.batch_stop_requested) == (None, False)
+    assert _pool_left(svc, job_id) == (True, "cancelled")
+    assert job_id not in {c.job_id for c in rows.pool_chunks(svc.db)}
 
 
 def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_conversion(svc: Services) -> None:
-    job_id = parked_job(svc)
-    arn = submit_batch_job(svc, job_id)["jobArn"]
+    parked = parked_job(svc)
+    arn = submit_batch_job(svc, parked.lane_id)["jobArn"]
 
-    outcome = process_now(svc, job_id)
+    outcome = process_now(svc, parked.job_id)
 
     assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "left_batch_lane", True, True)
     assert _stops(svc) == [arn]
-    assert _started(svc) == [("conversion", job_id)]
-    job = job_repo.get_job(svc.db, job_id)
+    assert _started(svc) == [("conversion", parked.job_id)]
+    job = job_repo.get_job(svc.db, parked.job_id)
     assert job is not None and job.status == "pending" and "_batchPrimed" not in (job.options or {})
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and row.reason == "process_now"
+    assert _lane(svc, parked.lane_id).reason == "process_now"
+    assert _member_states(svc, parked.lane_id) == {"left"}
 
 
-def test_process_now_before_any_batch_row_closes_a_skipped_row_so_the_lane_never_claims_it(svc: Services) -> None:
-    job_id = parked_job(svc)
-    svc.db.run("DELETE FROM conversion_batch_jobs WHERE job_id = CAST(:id AS uuid)", id=job_id)
+def test_process_now_while_preparing_leaves_the_lane_and_prepare_then_closes_it(svc: Services) -> None:
+    parked = parked_job(svc)
+    outcome = process_now(svc, parked.job_id)
+    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("preparing", "left_batch_lane", True, False)
+    assert plan_prepare(svc, parked.lane_id) == {"proceed": False, "chunks": [], "why": "members_left"}
+    lane = _lane(svc, parked.lane_id)
+    assert (lane.state, lane.end_state, lane.reason) == ("closed", "skipped", "process_now")
+    assert _stops(svc) == [] and _started(svc) == [("conversion", parked.job_id)]
+
+
+def test_process_now_of_a_job_in_the_pool_lets_it_go_so_the_packer_never_takes_it(svc: Services) -> None:
+    job_id = new_job(svc)
 
     outcome = process_now(svc, job_id)
 
-    assert (outcome.action, outcome.resumed) == ("skipped_row_inserted", True)
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and (row.state, row.end_state, row.reason) == ("closed", "skipped", "process_now")
+    assert (outcome.batch_row_state, outcome.action, outcome.resumed) == (None, "skipped_row_inserted", True)
+    assert _pool_left(svc, job_id) == (True, "process_now")
+    assert rows.lanes_of_job(svc.db, job_id) == [], "no lane was made for it"
+    assert job_id not in {c.job_id for c in rows.pool_chunks(svc.db)}, "the packer reads the pool from here"
     assert _stops(svc) == [] and _started(svc) == [("conversion", job_id)]
+    job = job_repo.get_job(svc.db, job_id)
+    assert job is not None and job.status == "pending"

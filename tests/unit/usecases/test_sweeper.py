@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from usecase_fakes import FakeBatchJobs, FakeWorkflows, MemoryStore, parked_job
+from usecase_fakes import FakeBatchJobs, FakeWorkflows, MemoryStore, Parked, new_job, parked_job, prepared_lane
 
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
@@ -22,9 +22,15 @@ def only_this_tests_rows(migrated_url: str) -> None:
     forget_everything(migrated_url)
 
 
-def _submitted(svc: Services) -> tuple[str, str]:
-    job_id = parked_job(svc)
-    return job_id, str(submit_batch_job(svc, job_id)["jobArn"])
+def _submitted(svc: Services) -> tuple[Parked, str]:
+    parked = parked_job(svc)
+    return parked, str(submit_batch_job(svc, parked.lane_id)["jobArn"])
+
+
+def _lane(svc: Services, lane_id: str) -> rows.BatchRow:
+    row = rows.get_row(svc.db, lane_id)
+    assert row is not None
+    return row
 
 
 def _bedrock(svc: Services) -> FakeBatchJobs:
@@ -38,44 +44,71 @@ def _workflows(svc: Services) -> FakeWorkflows:
 
 
 def test_a_lost_terminal_event_is_found_by_asking_bedrock_and_the_wait_ends(svc: Services) -> None:
-    job_id, arn = _submitted(svc)
-    register_wait(svc, job_id, "token-1")
+    parked, arn = _submitted(svc)
+    register_wait(svc, parked.lane_id, "token-1")
     _bedrock(svc).jobs[arn].status = "Completed"  # the event never came
 
     assert sweep(svc)["woken"] == 1
     assert _workflows(svc).answered == {"token-1": {"status": "Completed"}}
     assert _bedrock(svc).stops == []
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and row.bedrock_status == "Completed"
+    assert _lane(svc, parked.lane_id).bedrock_status == "Completed"
 
 
-def test_a_job_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
-    job_id, arn = _submitted(svc)
-    register_wait(svc, job_id, "token-1")
+def test_a_lane_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
+    parked, arn = _submitted(svc)
+    register_wait(svc, parked.lane_id, "token-1")
     _bedrock(svc).jobs[arn].status = "InProgress"
-    svc.db.run("UPDATE conversion_batch_jobs SET deadline = now() - interval '1 minute' WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    svc.db.run("UPDATE conversion_batch_jobs SET deadline = now() - interval '1 minute' WHERE lane_id = CAST(:id AS uuid)", id=parked.lane_id)
 
     assert sweep(svc)["overdue"] == 1
     assert _bedrock(svc).stops == [arn]
-    row = rows.get_row(svc.db, job_id)
-    assert row is not None and row.reason == "overdue"
+    assert _lane(svc, parked.lane_id).reason == "overdue"
     assert _workflows(svc).answered == {}, "the stop's terminal event (or the next sweep) ends the wait"
 
 
-def test_a_terminal_row_nobody_waits_on_is_collected_and_its_job_resumed(svc: Services) -> None:
-    job_id, arn = _submitted(svc)
+def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(svc: Services) -> None:
+    parked, arn = _submitted(svc)
+    other = new_job(svc, pages=40, owner="owner-2")
+    shared = prepared_lane(svc, [(other, 0)])
     _bedrock(svc).jobs[arn].status = "Completed"
     row = rows.record_status(svc.db, arn, "Completed")
-    assert row is not None
-    svc.db.run("UPDATE conversion_batch_jobs SET terminal_seen_at = now() - interval '1 hour' WHERE job_id = CAST(:id AS uuid)", id=job_id)
+    assert row is not None and row.output_uri is not None
+    svc.db.run("UPDATE conversion_batch_jobs SET terminal_seen_at = now() - interval '1 hour' WHERE lane_id = CAST(:id AS uuid)", id=parked.lane_id)
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/") + arn.rsplit("/", 1)[-1] + "/"
     answer = {"content": [{"type": "text", "text": "# One"}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
     assert isinstance(svc.store, MemoryStore)
-    svc.store.put_bytes(prefix + "input.jsonl.out", json.dumps({"recordId": "c0-p1", "modelOutput": answer}).encode())
+    svc.store.put_bytes(prefix + "input.jsonl.out", json.dumps({"recordId": "m0-c0-p1", "modelOutput": answer}).encode())
 
     assert sweep(svc)["orphansCollected"] == 1
-    closed = rows.get_row(svc.db, job_id)
-    assert closed is not None and (closed.state, closed.accepted_count) == ("closed", 1)
-    job = job_repo.get_job(svc.db, job_id)
+    closed = _lane(svc, parked.lane_id)
+    assert (closed.state, closed.accepted_count) == ("closed", 1)
+    job = job_repo.get_job(svc.db, parked.job_id)
     assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
-    assert _workflows(svc).started == [("conversion", job_id)]
+    assert _workflows(svc).started == [("conversion", parked.job_id)]
+    assert _lane(svc, shared).state == "preparing", "a lane still preparing (younger than the stuck limit) is left alone"
+
+
+def test_a_stopping_lane_is_billed_once_its_job_has_ended(svc: Services) -> None:
+    parked, arn = _submitted(svc)
+    _bedrock(svc).jobs[arn].status = "InProgress"
+    rows.mark_stopping(svc.db, parked.lane_id, reason="collect_failed")
+    assert sweep(svc)["billedStopped"] == 0, "still running: no manifest.json.out to bill from"
+    _bedrock(svc).jobs[arn].status = "Stopped"
+    assert sweep(svc)["billedStopped"] == 1
+    assert sweep(svc)["billedStopped"] == 0
+    closed = _lane(svc, parked.lane_id)
+    assert (closed.state, closed.end_state) == ("closed", "Stopped")
+    assert len(svc.db.run("SELECT 1 FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch'", row=closed.id)) == 1
+
+
+def test_a_prepare_stuck_for_hours_leaves_the_lane_and_its_members_go_on_demand(svc: Services) -> None:
+    parked = parked_job(svc)
+    svc.db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE lane_id = CAST(:id AS uuid)", id=parked.lane_id)
+
+    assert sweep(svc)["abandonedStuck"] == 1
+
+    lane = _lane(svc, parked.lane_id)
+    assert (lane.state, lane.end_state, lane.reason) == ("closed", "prepare_failed", "prepare_stuck")
+    job = job_repo.get_job(svc.db, parked.job_id)
+    assert job is not None and job.status == "pending"
+    assert _workflows(svc).started == [("conversion", parked.job_id)]

@@ -17,10 +17,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from batchlane import keys
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.errors import NotFound
+from batchlane.domain.records import pooled_record_id, record_id
 from batchlane.pdf import plan_chunks
 from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, ModelCallFailed
 from batchlane.runtime import Services
@@ -134,8 +136,14 @@ class FakeWorkflows:
     def start_intake(self, job_id: str) -> str:
         return self._start("intake", job_id)
 
-    def start_batch_lane(self, job_id: str) -> str:
-        return self._start("batch", job_id)
+    def start_batch_lane(self, lane_id: str, members: list[str]) -> str:
+        return self._start("batch", lane_id)
+
+    def start_resume(self, job_id: str, attempt: int) -> str:
+        return self._start("resume", f"{job_id}-{attempt}")
+
+    def start_folder_job(self, job_id: str, run: str) -> str:
+        return self._start("folder", f"{job_id}-{run}")
 
     def start_webhook_delivery(self, delivery_id: str) -> str:
         return self._start("delivery", delivery_id)
@@ -155,26 +163,80 @@ class FakeBus:
         self.events.append((detail_type, detail))
 
 
-def parked_job(svc: Services, *, pages: int = 120, records: int = 3, hold_usd: str = "5") -> str:
-    """A job parked for the batch lane with its row prepared (``records`` records, manifest in the store)."""
+PAGES_PER_CHUNK = 50
+
+
+def new_job(svc: Services, *, pages: int = 120, pages_per_chunk: int = PAGES_PER_CHUNK, owner: str = "owner-1", hold_usd: str = "5") -> str:
+    """A job parked for the batch lane (waiting_batch, chunks of ``pages_per_chunk``) with a funds hold: in the pool, no lane yet."""
     with svc.db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id="owner-1", name="a.pdf", s3_key="uploads/owner-1/a.pdf", size_bytes=10)
+        file_row = job_repo.insert_file(tx, owner_id=owner, name="a.pdf", s3_key=f"uploads/{owner}/a.pdf", size_bytes=10)
         job = job_repo.insert_job(
             tx,
             file_id=str(file_row.id),
-            owner_id="owner-1",
+            owner_id=owner,
             status="waiting_batch",
             options={},
             model_id=MODEL,
             total_pages=pages,
-            pages_per_chunk=50,
-            chunks=plan_chunks(pages, 50),
+            pages_per_chunk=pages_per_chunk,
+            chunks=plan_chunks(pages, pages_per_chunk),
         )
         job_id = str(job.id)
-        ledger.place_hold(tx, job_id=job_id, owner_id="owner-1", amount_usd=Decimal(hold_usd), hours=30)
-        rows.insert_preparing(tx, job_id=job_id, model_id=MODEL, deadline_hours=26)
-    manifest_key = f"batch/{job_id}/manifest.json"
-    hashes = {f"c0-p{page}": f"hash-{page}" for page in range(1, records + 1)}
-    svc.store.put_json(manifest_key, {"modelId": MODEL, "chunks": [0, 1, 2], "promptHashes": hashes})
-    rows.record_prepared(svc.db, job_id, record_count=records, input_bytes=1000, manifest_key=manifest_key)
+        ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal(hold_usd), hours=30)
     return job_id
+
+
+def _spans(svc: Services, chunks: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
+    return {(j, c.chunk_index): (c.first_page, c.last_page) for j in dict.fromkeys(j for j, _ in chunks) for c in job_repo.get_chunks(svc.db, j)}
+
+
+def packed_lane(svc: Services, chunks: list[tuple[str, int]]) -> str:
+    """A lane as the packer makes it (rows.insert_lane, preparing) carrying ``chunks`` — (job id, chunk index) —,
+    each job tagged m<k> in order of first appearance. Returns the lane id."""
+    spans = _spans(svc, chunks)
+    lane_id = str(uuid.uuid4())
+    rows.insert_lane(svc.db, lane_id=lane_id, model_id=MODEL, deadline_hours=26, chunks=[(j, c, spans[(j, c)][1] - spans[(j, c)][0] + 1) for j, c in chunks])
+    return lane_id
+
+
+def prepared_lane(svc: Services, chunks: list[tuple[str, int]], *, records: int = 1) -> str:
+    """:func:`packed_lane`, prepared as finish_prepare leaves it: ``records`` records per member chunk (its first
+    pages), the manifest in the store, the members' record counts and the row's counts recorded."""
+    spans = _spans(svc, chunks)
+    lane_id = packed_lane(svc, chunks)
+    row = rows.get_row(svc.db, lane_id)
+    assert row is not None
+    tags = {m.job_id: m.member_tag for m in rows.members(svc.db, row.id)}
+    manifest_chunks: dict[str, dict[str, list[str]]] = {}
+    hashes: dict[str, str] = {}
+    counts: dict[tuple[str, int], int] = {}
+    for job_id, chunk_index in chunks:
+        first = spans[(job_id, chunk_index)][0]
+        ids = [record_id(chunk_index, page) for page in range(first, first + records)]
+        manifest_chunks.setdefault(tags[job_id], {})[str(chunk_index)] = ids
+        hashes.update({pooled_record_id(tags[job_id], rid): f"hash-{rid}" for rid in ids})
+        counts[(job_id, chunk_index)] = len(ids)
+    manifest_key = keys.batch_manifest_key(lane_id)
+    members = {tag: job_id for job_id, tag in tags.items()}
+    svc.store.put_json(
+        manifest_key, {"laneId": lane_id, "modelId": MODEL, "members": members, "recordCount": len(hashes), "chunks": manifest_chunks, "promptHashes": hashes}
+    )
+    rows.record_member_records(svc.db, row.id, counts)
+    rows.record_prepared(svc.db, lane_id, record_count=len(hashes), input_bytes=1000, manifest_key=manifest_key)
+    return lane_id
+
+
+def all_chunks(svc: Services, job_id: str) -> list[tuple[str, int]]:
+    return [(job_id, c.chunk_index) for c in job_repo.get_chunks(svc.db, job_id)]
+
+
+@dataclass(frozen=True)
+class Parked:
+    job_id: str
+    lane_id: str
+
+
+def parked_job(svc: Services, *, pages: int = 120, records: int = 1, hold_usd: str = "5") -> Parked:
+    """A job parked for the batch lane and one lane, prepared, carrying every chunk of it (``records`` per chunk)."""
+    job_id = new_job(svc, pages=pages, hold_usd=hold_usd)
+    return Parked(job_id, prepared_lane(svc, all_chunks(svc, job_id), records=records))

@@ -12,7 +12,8 @@ Pure: the packer (batch/packer.py) reads the pool of one model from the database
   window and it holds at least ``min_records``; when it holds fewer, the jobs whose window has
   passed leave the pool for on-demand (``pool_too_small``), and the rest keep waiting.
 * Only ``slots`` Bedrock jobs may start (the model's concurrent-job quota minus those in flight):
-  packing beyond them waits; it never fails, and nobody leaves for the quota.
+  packing beyond them waits; it never fails, and nobody leaves for the quota (a job with pages
+  waiting for a slot keeps its too-small remainder waiting too, rather than sending all on-demand).
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, wi
     smallest = min(c.pages for c in chunks)
     go: list[list[PoolChunk]] = []
     waiting: list[PoolChunk] = []
-    leave: set[str] = set()
+    too_small: list[PoolChunk] = []  # ripe, but too few records for a Bedrock job
+    for_quota: set[str] = set()  # jobs with pages that only wait for a slot
     why: str | None = None
     for job in pack(chunks, max_records):
         size = pages(job)
@@ -87,14 +89,17 @@ def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, wi
                 continue
             why = "quota"
             waiting.extend(job)
+            for_quota.update(c.job_id for c in job)
         elif ripe:
-            # Too few records even after the window: those who waited it out go on-demand.
-            leave.update(c.job_id for c in job if c.waited_s >= window_s)
-            waiting.extend(c for c in job if c.waited_s < window_s)
+            too_small.extend(job)
             why = why or "window"
         else:
             waiting.extend(job)
             why = why or "window"
+    # Too few records even after the window: those who waited it out go on-demand, unless some of
+    # their pages wait only for the quota (leaving would send those on-demand too: they all wait).
+    leave = {c.job_id for c in too_small if c.waited_s >= window_s} - for_quota
+    waiting.extend(c for c in too_small if c.job_id not in leave)
     # A job leaving takes its chunks that wait with it (any already packed above still ride: its
     # conversion resumes when that Bedrock job is collected, those pages primed, the rest on-demand).
     waiting = [c for c in waiting if c.job_id not in leave]
