@@ -218,7 +218,7 @@ def test_process_now_before_the_claimer_converts_on_demand_and_the_claimer_never
     job_id, _ = submit()
     gate.wait_entered()
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
-    assert status == 200 and body["action"] == "skipped_row_inserted", body
+    assert status == 200 and body["action"] == "left_pool", body
     gate.release()
     assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")

@@ -112,7 +112,7 @@ def test_process_now_of_a_job_in_the_pool_lets_it_go_so_the_packer_never_takes_i
 
     outcome = process_now(svc, job_id)
 
-    assert (outcome.batch_row_state, outcome.action, outcome.resumed) == (None, "skipped_row_inserted", True)
+    assert (outcome.batch_row_state, outcome.action, outcome.resumed) == (None, "left_pool", True)
     assert _pool_left(svc, job_id) == (True, "process_now")
     assert rows.lanes_of_job(svc.db, job_id) == [], "no lane was made for it"
     assert job_id not in {c.job_id for c in rows.pool_chunks(svc.db)}, "the packer reads the pool from here"

@@ -28,7 +28,7 @@ class ProcessNowOutcome:
     job_id: str
     file_id: str
     batch_row_state: str | None  # as the user found it
-    action: str  # skipped_row_inserted | left_batch_lane | left_to_recovery | flagged_while_splitting
+    action: str  # left_pool | left_batch_lane | left_to_recovery | flagged_while_splitting
     resumed: bool
     batch_stop_requested: bool = False
     status: str | None = None  # where the job is now; None: pending if resumed, else waiting_batch
@@ -76,6 +76,6 @@ def process_now(svc: Services, job_id: str, *, reason: str = PROCESS_NOW_REASON)
         leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
     stop_requested = stop_abandoned_lanes(svc, left, reason=reason)
     svc.workflows.start_conversion(job_id)
-    action = "skipped_row_inserted" if found is None else "left_batch_lane"
+    action = "left_pool" if found is None else "left_batch_lane"
     logger.info("job processed now", job_id=job_id, batch_row=found, action=action, lanes_left=len(left), stop_requested=stop_requested)
     return ProcessNowOutcome(job_id, file_id, found, action, resumed=True, batch_stop_requested=stop_requested)
