@@ -13,7 +13,8 @@ import threading
 import uuid
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, lane_row, run_job, submit, wait_until
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, lane_row, lanes, run_job, submit, wait_until
+from moneylib import assert_batch_row_bills_the_manifest
 
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
@@ -57,13 +58,16 @@ def test_every_bedrock_end_state_converts_the_whole_job_and_bills_once(stack_fac
     stack_factory(f"{FAST},{faults}", extra_env=SMALL_LANE_ENV)
     report = run_job()
     results = assert_converted_whole(report["job_id"])
-    row = batch_row(report["job_id"])
-    assert row["end_state"] == end_state
-    assert row["fallback_count"] > 0, "some records came back unusable or not at all"
-    assert served(results, "on_demand") == row["fallback_count"]
-    assert served(results, "batch") == row["accepted_count"]
-    [ledger_row] = batch_ledger_rows(report["job_id"])
-    assert ledger_row["metadata"]["endState"] == end_state
+    first, *retries = lanes(report["job_id"])
+    assert first["end_state"] == end_state
+    assert first["fallback_count"] > 0, "some records came back unusable or not at all"
+    # What came back usable from the lane (and its retry batch, when record errors formed one) is used;
+    # the rest went on-demand, each page exactly once.
+    assert served(results, "batch") == report["batch"]["accepted"]
+    assert served(results, "on_demand") == NON_BLANK - report["batch"]["accepted"]
+    assert [r["retry_of"] for r in retries] == ([first["id"]] if end_state == "PartiallyCompleted" else [])
+    assert batch_ledger_rows(report["job_id"])[0]["metadata"]["endState"] == end_state
+    assert_batch_row_bills_the_manifest(report["job_id"])
 
 
 def test_lost_terminal_event_is_ended_by_the_sweeper(stack_factory):
@@ -345,3 +349,44 @@ def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_i
     )
     results = assert_converted_whole(job_id)
     assert served(results, "batch") == NON_BLANK and len(batch_ledger_rows(job_id)) == 1
+
+
+def test_failed_records_go_to_a_retry_batch_with_new_ids_and_come_back_to_their_pages(stack_factory):
+    stack = stack_factory(f"{FAST},record_error_rate=0.25", extra_env=SMALL_LANE_ENV)
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    first, retry = lanes(report["job_id"])
+    assert retry["retry_of"] == first["id"] and first["end_state"] == "PartiallyCompleted"
+    # The retry batch sent exactly the records that failed, under ids Bedrock had not seen
+    failed = [r for r in _output_lines(first) if "error" in r]
+    sent = [r["recordId"] for r in _input_lines(retry)]
+    assert sorted(sent) == sorted(f"{r['recordId']}-r1" for r in failed) and len(sent) >= 10
+    # and what it brought back serves those pages (the rest of its failures go on-demand)
+    retried_pages = {int(r["recordId"].split("-p")[1]) for r in failed}
+    from_retry = {n for n in retried_pages if results[n].served_by == "batch"}
+    assert from_retry, "the retry batch's answers are used"
+    assert served(results, "batch") == report["batch"]["accepted"] == first["accepted_count"] + retry["accepted_count"]
+    assert report["batch"]["bedrock_jobs"] == 2 and stack.bedrock.stats["jobs_created"] == 2
+    assert_batch_row_bills_the_manifest(report["job_id"])  # both lanes, each billed once
+
+
+def test_too_few_failed_records_go_on_demand_without_a_retry_batch(stack_factory):
+    stack_factory(f"{FAST},record_error_rate=0.05", extra_env=SMALL_LANE_ENV)
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    [lane] = lanes(report["job_id"])
+    assert 0 < lane["fallback_count"] < 10, "fewer failures than MIN_RECORDS"
+    assert batch_ledger_rows(report["job_id"])[0]["metadata"]["retryBatch"] == "too_few_to_retry"
+    assert served(results, "on_demand") == lane["fallback_count"]
+
+
+def _output_lines(lane: dict) -> list[dict]:
+    store = services().store
+    keys = [k for k in store.list_keys(f"batch/{lane['lane_id']}/output/") if k.endswith(".jsonl.out")]
+    return [json.loads(line) for key in keys for line in store.iter_lines(key) if line.strip()]
+
+
+def _input_lines(lane: dict) -> list[dict]:
+    store = services().store
+    keys = [k for k in store.list_keys(f"batch/{lane['lane_id']}/input/") if k.endswith(".jsonl")]
+    return [json.loads(line) for key in keys for line in store.iter_lines(key) if line.strip()]

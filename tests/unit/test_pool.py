@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from batchlane.domain import pool
 from batchlane.domain.pool import MICRO, PoolChunk, PoolPlan, plan_pool, split_by_weight
+from batchlane.domain.records import split_pooled_record_id
 
 WINDOW = 900.0
 
@@ -211,3 +213,40 @@ def test_shares_add_up_to_the_total_exactly_and_follow_the_weights_within_one_st
         assert max(shares.values()) - min(shares.values()) <= MICRO, "all-zero weights: equal within one step"
     counts = Counter(shares.values())
     assert sum(counts.values()) == len(weights)
+
+
+# -- the retry batch's rules ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "code,message,retryable",
+    [
+        (429, "ThrottlingException: Too many requests", True),
+        (424, "ModelErrorException: the model failed", True),
+        (400, "ModelErrorException: emulated record error", True),  # named, whatever the code
+        (503, "ServiceUnavailableException", True),
+        ("500", "", True),
+        (408, "ModelTimeoutException", True),
+        (400, "ValidationException: messages.0.content: too long", False),
+        (403, "AccessDeniedException", False),
+        (None, None, False),
+    ],
+)
+def test_only_errors_a_second_try_may_cure_are_retried(code, message, retryable):
+    assert pool.retryable_error(code, message) is retryable
+
+
+def test_a_retry_batch_needs_enough_records_no_earlier_retry_and_room_before_every_deadline():
+    allowed = dict(min_records=100, already_a_retry=False, deadlines_s=[None, 10_000.0], turnaround_s=5_000.0)
+    assert pool.retry_batch_allowed(100, **allowed) is None
+    assert pool.retry_batch_allowed(99, **allowed) == "too_few_to_retry"
+    assert pool.retry_batch_allowed(500, **{**allowed, "already_a_retry": True}) == "retried_once"
+    assert pool.retry_batch_allowed(500, **{**allowed, "deadlines_s": [None, 4_999.0]}) == "deadline"
+
+
+def test_a_retried_record_id_maps_back_to_its_job_and_page():
+    assert split_pooled_record_id("m12-c3-p151-r1") == ("m12", "c3-p151")
+    assert split_pooled_record_id("m0-c0-p1") == ("m0", "c0-p1")
+    assert split_pooled_record_id("c4-p201") == ("m0", "c4-p201")  # a lane from before the pool
+    with pytest.raises(ValueError):
+        split_pooled_record_id("m1-c3-p151-x1")

@@ -10,6 +10,7 @@ records it sent); they add up to the lane's row exactly (domain/pool.split_by_we
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +19,7 @@ from batchlane.batch.submit import bedrock_status
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
 from batchlane.db.batch_rows import BatchRow
+from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
 from batchlane.domain.errors import NotFound
@@ -66,6 +68,7 @@ def close_and_bill(
     reason: str | None = None,
     move: Transition | None = None,
     accepted_by_chunk: dict[tuple[str, int], int] | None = None,
+    then: Callable[[Runner], None] | None = None,
 ) -> bool:
     """The guarded close along ``move`` (default: submitted → closed) and, for whoever wins it, the one
     ledger row and the members' shares."""
@@ -89,10 +92,12 @@ def close_and_bill(
             bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id)
         for job_id in sorted({m.job_id for m in members} | ({closed.job_id} if closed.job_id else set())):
             ledger.carry_late_batch_cost(tx, job_id, cost)
+        if then is not None:
+            then(tx)  # e.g. the retry batch, born in the same transaction as the close (nothing is stranded between)
         return True
 
 
-def bill_members(tx: Any, row: BatchRow, members: list[rows.Member], *, usage: Usage, cost: Decimal, model_id: str) -> None:
+def bill_members(tx: Runner, row: BatchRow, members: list[rows.Member], *, usage: Usage, cost: Decimal, model_id: str) -> None:
     """Each member job's share of the lane's row, by the records it sent (pages where prepare never counted)."""
     weights: dict[str, int] = {}
     for m in members:

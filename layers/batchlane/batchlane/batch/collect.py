@@ -13,15 +13,19 @@
 from __future__ import annotations
 
 import json
+import re
 import tempfile
+import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 
 from batchlane import keys
 from batchlane.batch.billing import close_and_bill, ledger_metadata, output_prefix, settle_stopping, summary
+from batchlane.batch.prepare import ShardWriter
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
 from batchlane.converter import PrimedResult
@@ -30,7 +34,9 @@ from batchlane.db import batch_rows as rows
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
-from batchlane.domain.records import parse_record_id, split_pooled_record_id
+from batchlane.domain.folder_policy import parse_deadline
+from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, retryable_error
+from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
@@ -68,7 +74,7 @@ def collect(svc: Services, lane_id: str) -> dict[str, Any]:
         output_keys = sorted(k for k in svc.store.list_keys(output_prefix(row, svc.store.bucket)) if k.endswith(".jsonl.out"))
         tally = tally_outputs(svc.store, output_keys, manifest=manifest, spool_dir=Path(spool_dir))
         targets = [(tag, job, int(c)) for tag, job in manifest.members.items() for c in manifest.chunks.get(tag, {}) if (job, int(c)) in waiting]
-        write_results(svc.store, targets, spool_dir=Path(spool_dir))
+        write_results(svc.store, targets, spool_dir=Path(spool_dir), merge=row.retry_of is not None)
     counts, billed = tally.counts, tally.billed
     accepted = counts["accepted"]
     fallback = len(expected) - accepted
@@ -101,6 +107,99 @@ def collect(svc: Services, lane_id: str) -> dict[str, Any]:
     return summary(final, won=won)
 
 
+@dataclass
+class RetryBatch:
+    """The retry batch a lane's collect forms from its failed records, or why it does not."""
+
+    lane_id: str | None = None
+    why: str | None = None
+    retry_of: int = 0
+    model_id: str = ""
+    manifest_key: str = ""
+    input_bytes: int = 0
+    members: list[tuple[str, int, str, int]] = field(default_factory=list)  # (job, chunk, tag, records)
+    deadline_hours: float = 0.0
+
+    def insert(self, tx: Any) -> None:
+        """Inside the close's transaction: the retry lane and its members (the originals are collected by then)."""
+        assert self.lane_id is not None
+        rows.insert_retry_lane(
+            tx,
+            lane_id=self.lane_id,
+            retry_of=self.retry_of,
+            model_id=self.model_id,
+            deadline_hours=self.deadline_hours,
+            manifest_key=self.manifest_key,
+            input_bytes=self.input_bytes,
+            members=self.members,
+        )
+
+
+_RECORD_ID_AT_START = re.compile(rb'^\{"recordId":"([^"]+)"')
+
+
+def plan_retry_batch(svc: Services, row: rows.BatchRow, manifest: LaneManifest, failed: list[str], waiting: set[tuple[str, int]]) -> RetryBatch:
+    """Failed records a retry can cure, of members still waiting on this lane, go to a retry batch when there are
+    at least MIN_RECORDS of them, this lane is not itself a retry, and every affected member's deadline leaves
+    room for one more batch turnaround (domain/pool.retry_batch_allowed); else they go on-demand as before.
+    The records are copied from this lane's input with new ids (``…-r1``) under the retry lane's prefix."""
+    settings = svc.settings
+    picked = [rid for rid in failed if (manifest.members.get(split_pooled_record_id(rid)[0]), parse_record_id(split_pooled_record_id(rid)[1])[0]) in waiting]
+    jobs = sorted({manifest.members[split_pooled_record_id(rid)[0]] for rid in picked})
+    now = datetime.now(UTC)
+    deadlines: list[float | None] = []
+    for value in rows.job_deadlines(svc.db, jobs).values():
+        moment = parse_deadline(value)
+        deadlines.append((moment - now).total_seconds() if moment else None)
+    turnaround_s = settings.batch_deadline_hours * 3600 + settings.batch_deadline_margin_s
+    why = retry_batch_allowed(
+        len(picked), min_records=settings.batch_conversion_min_records, already_a_retry=row.retry_of is not None, deadlines_s=deadlines, turnaround_s=turnaround_s
+    )
+    if why:
+        return RetryBatch(why=why if picked else None)
+    lane_id = str(uuid.uuid5(uuid.UUID(row.lane_id), RETRY_SUFFIX))  # the same retry lane whoever collects
+    wanted = set(picked)
+    writer = ShardWriter(svc, f"{keys.batch_input_prefix(lane_id)}retry", settings.batch_conversion_max_file_mb * 1024 * 1024)
+    for shard in manifest.shards:
+        for line in svc.store.iter_lines(shard["key"]):
+            match = _RECORD_ID_AT_START.match(line)
+            if match and match.group(1).decode() in wanted:
+                old = match.group(1)
+                writer.add(line.replace(b'"' + old + b'"', b'"' + old + RETRY_SUFFIX.encode() + b'"', 1).rstrip(b"\n"))
+    writer.flush()
+    members: Counter[tuple[str, int, str]] = Counter()
+    chunks: dict[str, dict[str, list[str]]] = {}
+    for rid in picked:
+        tag, job_rid = split_pooled_record_id(rid)
+        chunk = parse_record_id(job_rid)[0]
+        members[(manifest.members[tag], chunk, tag)] += 1
+        chunks.setdefault(tag, {}).setdefault(str(chunk), []).append(job_rid)
+    manifest_key = keys.batch_manifest_key(lane_id)
+    svc.store.put_json(
+        manifest_key,
+        {
+            "laneId": lane_id,
+            "retryOf": row.lane_id,
+            "modelId": manifest.model_id,
+            "members": {tag: job for tag, job in manifest.members.items() if tag in chunks},
+            "recordCount": len(picked),
+            "inputBytes": sum(s["bytes"] for s in writer.shards),
+            "shards": writer.shards,
+            "chunks": chunks,
+            "promptHashes": {rid + RETRY_SUFFIX: manifest.prompt_hashes[rid] for rid in picked},
+        },
+    )
+    return RetryBatch(
+        lane_id=lane_id,
+        retry_of=row.id,
+        model_id=row.model_id,
+        manifest_key=manifest_key,
+        input_bytes=sum(s["bytes"] for s in writer.shards),
+        members=[(job, chunk, tag, n) for (job, chunk, tag), n in sorted(members.items())],
+        deadline_hours=settings.batch_deadline_hours,
+    )
+
+
 @dataclass(frozen=True)
 class LaneManifest:
     """What prepare wrote: the members (tag → job), each member's chunks' record ids, the prompt hashes
@@ -110,12 +209,14 @@ class LaneManifest:
     members: dict[str, str]
     chunks: dict[str, dict[str, list[str]]]
     prompt_hashes: dict[str, str]
+    shards: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
     def of(cls, data: dict[str, Any]) -> LaneManifest:
+        shards = list(data.get("shards", []))
         if "members" in data:
-            return cls(data["modelId"], dict(data["members"]), dict(data["chunks"]), dict(data["promptHashes"]))
-        return cls(data["modelId"], {"m0": data["jobId"]}, {"m0": dict(data["chunks"])}, dict(data["promptHashes"]))
+            return cls(data["modelId"], dict(data["members"]), dict(data["chunks"]), dict(data["promptHashes"]), shards)
+        return cls(data["modelId"], {"m0": data["jobId"]}, {"m0": dict(data["chunks"])}, dict(data["promptHashes"]), shards)
 
 
 @dataclass
@@ -124,6 +225,7 @@ class Tally:
     billed: Usage = field(default_factory=Usage)
     seen: int = 0
     accepted_by_chunk: Counter[tuple[str, int]] = field(default_factory=Counter)  # (member tag, chunk)
+    retryable: list[str] = field(default_factory=list)  # record ids a retry batch may cure (domain/pool.py)
 
 
 def tally_outputs(store: ObjectStore, output_keys: list[str], *, manifest: LaneManifest, spool_dir: Path) -> Tally:
@@ -154,12 +256,17 @@ def tally_outputs(store: ObjectStore, output_keys: list[str], *, manifest: LaneM
                 output = record.get("modelOutput")
                 if not isinstance(output, dict):
                     tally.counts["error_record"] += 1
+                    error = record.get("error") if isinstance(record.get("error"), dict) else {}
+                    if retryable_error(error.get("errorCode"), error.get("errorMessage")):
+                        tally.retryable.append(record_id)
                     continue
                 answer = answer_from_messages(output, served_by="batch")
                 tally.billed = tally.billed + answer.usage
                 verdict = judge(answer.text, answer.stop_reason)
                 if not verdict.accepted:
                     tally.counts[f"rejected:{verdict.reason}"] += 1
+                    if verdict.reason in RETRYABLE_REJECTIONS:
+                        tally.retryable.append(record_id)
                     continue
                 tag, job_record_id = split_pooled_record_id(record_id)
                 chunk_index, _ = parse_record_id(job_record_id)
@@ -179,7 +286,7 @@ def tally_outputs(store: ObjectStore, output_keys: list[str], *, manifest: LaneM
     return tally
 
 
-def write_results(store: ObjectStore, targets: list[tuple[str, str, int]], *, spool_dir: Path) -> None:
+def write_results(store: ObjectStore, targets: list[tuple[str, str, int]], *, spool_dir: Path, merge: bool = False) -> None:
     """results/chunk-N.json for every member chunk still waiting on the lane — (tag, job id, chunk) —,
     empty when none of its pages was accepted.
 
@@ -190,8 +297,14 @@ def write_results(store: ObjectStore, targets: list[tuple[str, str, int]], *, sp
     def write(target: tuple[str, str, int]) -> None:
         tag, job_id, chunk_index = target
         path = spool_dir / f"{tag}-{chunk_index}.jsonl"
-        results = [json.loads(line) for line in path.open()] if path.exists() else []
-        store.put_json(keys.batch_results_key(job_id, chunk_index), {"jobId": job_id, "chunkIndex": chunk_index, "results": results})
+        fresh = [json.loads(line) for line in path.open()] if path.exists() else []
+        key = keys.batch_results_key(job_id, chunk_index)
+        try:  # a retry batch adds to what the first lane brought (by record id: a repeat collect changes nothing)
+            earlier = store.get_json(key).get("results", []) if merge else []
+        except NotFound:
+            earlier = []
+        results = list({item["recordId"]: item for item in [*earlier, *fresh]}.values())
+        store.put_json(key, {"jobId": job_id, "chunkIndex": chunk_index, "results": results})
 
     with ThreadPoolExecutor(max_workers=RESULT_WRITERS, thread_name_prefix="results") as pool:
         list(pool.map(write, targets))  # list(): re-raise the first failure

@@ -49,6 +49,8 @@ def plan_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
         rows.close(svc.db, lane_id, st.leave_before_submit(), end_state="skipped", reason="members_left")
         return {"proceed": False, "chunks": [], "why": "members_left"}
     rows.stamp(svc.db, lane_id, "prepare_started_at")
+    if row.retry_of is not None:  # a retry batch: its collect-born records are ready; one child that does nothing
+        return {"proceed": True, "chunks": [0], "modelId": row.model_id, "members": len({m.job_id for m in packed})}
     groups = math.ceil(len(everyone) / group_size(len(everyone)))
     return {"proceed": True, "chunks": list(range(groups)), "modelId": row.model_id, "members": len({m.job_id for m in packed})}
 
@@ -66,6 +68,8 @@ def prepare_group(svc: Services, lane_id: str, group: int) -> dict[str, Any]:
     row = rows.get_row(svc.db, lane_id)
     if row is None:
         raise LookupError(f"no lane {lane_id}")
+    if row.retry_of is not None:
+        return {"group": group, "records": 0}  # prepared by the collect that formed it
     everyone = rows.members(svc.db, row.id)
     size = group_size(len(everyone))
     records = 0
@@ -76,7 +80,7 @@ def prepare_group(svc: Services, lane_id: str, group: int) -> dict[str, Any]:
 
 
 @dataclass
-class _ShardWriter:
+class ShardWriter:
     """Appends JSONL lines to shard objects of at most ``max_bytes`` each."""
 
     svc: Services
@@ -119,7 +123,7 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
         if convert_page(page, config, capture, svc.prices).status == "blank":
             blank += 1
     prefix = f"{keys.batch_input_prefix(lane_id)}{tag}-chunk-{chunk_index:05d}"
-    writer = _ShardWriter(svc, prefix, settings.batch_conversion_max_file_mb * 1024 * 1024)
+    writer = ShardWriter(svc, prefix, settings.batch_conversion_max_file_mb * 1024 * 1024)
     for request in capture.requests:
         record = {"recordId": pooled_record_id(tag, request.record_id), "modelInput": request.model_input()}
         writer.add(json.dumps(record, separators=(",", ":")).encode())
@@ -151,6 +155,8 @@ def finish_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
     packed = [m for m in all_members if m.state == "packed"]
     if not packed:
         return {"action": "skip", "reason": "members_left", "records": 0}
+    if row.retry_of is not None:  # a retry batch: records and manifest written when it was formed
+        return {"action": "submit", "reason": None, "records": row.record_count or 0}
     members: dict[str, str] = {}
     chunks: dict[str, dict[str, list[str]]] = {}
     hashes: dict[str, str] = {}

@@ -37,6 +37,7 @@ class BatchRow:
     lane_id: str
     job_id: str | None  # only on lanes written before the pool (one job per Bedrock job)
     member_count: int
+    retry_of: int | None  # a retry batch: the lane whose failed records it sends again
     state: str
     end_state: str | None
     reason: str | None
@@ -244,6 +245,56 @@ def insert_lane(db: Runner, *, lane_id: str, model_id: str, deadline_hours: floa
         pages=[c[2] for c in chunks],
     )
     return row
+
+
+def insert_retry_lane(
+    db: Runner,
+    *,
+    lane_id: str,
+    retry_of: int,
+    model_id: str,
+    deadline_hours: float,
+    manifest_key: str,
+    input_bytes: int,
+    members: list[tuple[str, int, str, int]],
+) -> BatchRow | None:
+    """A retry batch (preparing, already prepared: its records and manifest were written by the collect of
+    lane ``retry_of``) carrying ``members`` — (job id, chunk index, tag, records). None if it exists already."""
+    row = _one(
+        db,
+        """INSERT INTO conversion_batch_jobs (lane_id, state, model_id, member_count, retry_of, deadline, record_count, input_bytes,
+                                             manifest_key, prepared_at)
+           VALUES (CAST(:lane AS uuid), :preparing, :model, :members, :retry_of, now() + make_interval(secs => :secs), :records, :bytes, :key, now())
+           ON CONFLICT (lane_id) DO NOTHING RETURNING *""",
+        lane=lane_id,
+        preparing=BatchRowState.PREPARING,
+        model=model_id,
+        members=len({m[0] for m in members}),
+        retry_of=retry_of,
+        secs=deadline_hours * 3600,
+        records=sum(m[3] for m in members),
+        bytes=input_bytes,
+        key=manifest_key,
+    )
+    if row is None:
+        return None
+    db.run(
+        """INSERT INTO batch_members (batch_row_id, job_id, chunk_index, member_tag, pages, records)
+           SELECT :row, CAST(j AS uuid), c, t, n, n FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:tags AS text[]), CAST(:ns AS int[]))
+               AS x(j, c, t, n)""",
+        row=row.id,
+        jobs=[m[0] for m in members],
+        chunks=[m[1] for m in members],
+        tags=[m[2] for m in members],
+        ns=[m[3] for m in members],
+    )
+    return row
+
+
+def job_deadlines(db: Runner, job_ids: list[str]) -> dict[str, str | None]:
+    """Each job's ``deadline`` option (ISO 8601), None where it has none."""
+    rows = db.run("SELECT id, options ->> 'deadline' AS deadline FROM large_conversion_jobs WHERE id = ANY(CAST(:ids AS uuid[]))", ids=job_ids)
+    return {str(r["id"]): r["deadline"] for r in rows}
 
 
 def members(db: Runner, row_id: int, *, state: str | None = None) -> list[Member]:

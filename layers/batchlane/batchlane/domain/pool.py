@@ -124,3 +124,41 @@ def split_by_weight(total: Decimal, weights: dict[str, int], *, unit: Decimal = 
     for k in sorted(exact, key=lambda k: (exact[k] - floors[k], k), reverse=True)[:left]:
         floors[k] += 1
     return {k: n * unit for k, n in floors.items()}
+
+
+# -- the retry batch -------------------------------------------------------------------------
+# A record Bedrock answered with one of these may well succeed when sent again (throttling, a
+# timeout, a transient model or service error); a validation error or a refusal would not.
+RETRYABLE_ERROR_CODES = frozenset({408, 424, 429, 500, 502, 503, 504})
+RETRYABLE_ERROR_NAMES = (
+    "ThrottlingException",
+    "ModelTimeoutException",
+    "ModelErrorException",
+    "ServiceUnavailableException",
+    "InternalServerException",
+    "ModelNotReadyException",
+)
+RETRYABLE_REJECTIONS = frozenset({"empty_text"})  # not a refusal, not a truncation
+
+
+def retryable_error(code: object, message: object) -> bool:
+    """A record-level error (``{"errorCode", "errorMessage"}``) a second batch may cure."""
+    try:
+        if int(str(code)) in RETRYABLE_ERROR_CODES:
+            return True
+    except ValueError:
+        pass
+    text = str(message or "")
+    return any(name in text for name in RETRYABLE_ERROR_NAMES)
+
+
+def retry_batch_allowed(records: int, *, min_records: int, already_a_retry: bool, deadlines_s: list[float | None], turnaround_s: float) -> str | None:
+    """Why the failed records of a lane may NOT go to a retry batch (None: they may). ``deadlines_s``: each
+    affected member's seconds left before its deadline (None: no deadline)."""
+    if already_a_retry:
+        return "retried_once"  # one retry batch per record: what fails twice goes on-demand
+    if records < min_records:
+        return "too_few_to_retry"
+    if any(left is not None and left < turnaround_s for left in deadlines_s):
+        return "deadline"
+    return None

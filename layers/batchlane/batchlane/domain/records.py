@@ -22,7 +22,8 @@ def parse_record_id(value: str) -> tuple[int, int]:
 # In the pool one Bedrock job carries pages of many jobs: each job has a tag inside the lane
 # (``m<k>``) and its records go to Bedrock as ``m<k>-c<chunk>-p<page>``. The tag is stripped on
 # collect, so results keep the job's own ids (what a primed chunk looks up).
-_POOLED = re.compile(r"^(m\d+)-(c\d+-p\d+)$")
+_POOLED = re.compile(r"^(m\d+)-(c\d+-p\d+)(?:-r\d+)?$")
+RETRY_SUFFIX = "-r1"  # a record resent in a retry batch: a new id Bedrock has not seen, mapped back on collect
 
 
 def member_tag(index: int) -> str:
@@ -34,8 +35,9 @@ def pooled_record_id(tag: str, job_record_id: str) -> str:
 
 
 def split_pooled_record_id(value: str) -> tuple[str, str]:
-    """Return (member tag, the job's own record id); a record id without a tag (a lane from before the
-    pool, one job per Bedrock job) belongs to ``m0``. ValueError for anything else."""
+    """Return (member tag, the job's own record id); a retry suffix (``-r1``) is dropped, and a record id
+    without a tag (a lane from before the pool, one job per Bedrock job) belongs to ``m0``. ValueError
+    for anything else."""
     match = _POOLED.match(value)
     if match:
         return match.group(1), match.group(2)

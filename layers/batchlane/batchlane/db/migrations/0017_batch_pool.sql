@@ -11,6 +11,9 @@ ALTER TABLE conversion_batch_jobs ALTER COLUMN job_id DROP NOT NULL;
 ALTER TABLE conversion_batch_jobs DROP CONSTRAINT IF EXISTS conversion_batch_jobs_job_id_key;
 -- How many members the lane carries (for the console and the report; the link table is the truth).
 ALTER TABLE conversion_batch_jobs ADD COLUMN member_count integer NOT NULL DEFAULT 1;
+-- A retry batch: the lane whose failed records it sends again (ids with -r1); it is prepared by that
+-- lane's collect, not by a prepare step.
+ALTER TABLE conversion_batch_jobs ADD COLUMN retry_of bigint REFERENCES conversion_batch_jobs (id) ON DELETE CASCADE;
 CREATE INDEX batch_rows_by_model ON conversion_batch_jobs (model_id, state);
 
 -- The link table: which chunk of which conversion job rides in which Bedrock job.
