@@ -16,7 +16,7 @@ import urllib.request
 from decimal import Decimal
 from typing import Any
 
-from batchlib import BLANK_EVERY, PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_until
+from batchlib import BLANK_EVERY, PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, submit, wait_until
 from botocore.exceptions import ClientError
 from moneylib import assert_batch_row_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
 
@@ -84,15 +84,18 @@ def file_of(job_id: str) -> str:
     return str(job(job_id).file_id)
 
 
-def batch_ledger_rows(job_id: str) -> list[dict[str, Any]]:
-    return [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch"]
-
-
 def execution_status(kind: str, job_id: str) -> str | None:
+    """The status of the job's execution of ``kind``; for ``batch``, of the newest lane that carried it."""
     svc = services()
     arn = {"conversion": svc.workflows.conversion_arn, "batch": svc.workflows.batch_lane_arn, "intake": svc.workflows.intake_arn}[kind] or ""
+    name = job_id
+    if kind == "batch":
+        lane = batch_row(job_id)
+        if lane is None:
+            return None
+        name = str(lane["lane_id"])
     try:
-        return str(client("stepfunctions").describe_execution(executionArn=f"{arn.replace(':stateMachine:', ':execution:')}:{kind}-{job_id}")["status"])
+        return str(client("stepfunctions").describe_execution(executionArn=f"{arn.replace(':stateMachine:', ':execution:')}:{kind}-{name}")["status"])
     except ClientError:
         return None
 
@@ -225,7 +228,7 @@ def test_process_now_before_the_claimer_converts_on_demand_and_the_claimer_never
     assert_all_pages_on_demand(job_id)
     assert batch_row(job_id) is None, "no lane ever carried it"
     assert services().db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["lane_reason"] == "process_now"
-    status, view = api(stack, "GET", f"/api/v1/files/{file_of(job_id)}")
+    status, view = api(stack, "GET", f"/api/v1/files/{file_of(job_id)}/conversion")
     assert status == 200 and view["batch"]["reason"] == "process_now", view
     assert execution_status("batch", job_id) is None and not stack.bedrock.jobs
     assert_total_is_the_ledger(job_id)

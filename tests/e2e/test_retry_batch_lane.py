@@ -7,11 +7,21 @@ only those two pages are retried, through the conversion machine (``retry-<jobId
 
 from __future__ import annotations
 
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, assert_retries_booked, batch_row, page_results, submit, wait_for_job, wait_until
+from batchlib import (
+    PAGES,
+    SMALL_LANE_ENV,
+    assert_converted_whole,
+    assert_retries_booked,
+    batch_ledger_rows,
+    batch_row,
+    page_results,
+    submit,
+    wait_for_job,
+    wait_until,
+)
 
 from batchlane.conversion.retry import failed_pages, start_retry
 from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.runtime import services
 from batchlane_dev.local.bedrock import parse_faults
 
@@ -42,5 +52,5 @@ def test_a_batch_served_job_retries_only_its_failed_pages_on_demand(stack_factor
     assert sum(1 for p in results.values() if p.served_by == "batch") == NON_BLANK - len(REFUSED), "batch-served pages kept, not re-run"
     booked = assert_retries_booked(job_id)
     assert sorted(r["chunk_index"] for r in booked[1]) == [0, 1]  # pages 7 and 33: chunks 0 and 1 of 20 pages; chunk 2 untouched
-    assert len([r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch"]) == 1, "the batch job is billed once"
+    assert len(batch_ledger_rows(job_id)) == 1, "the batch job is billed once"
     assert page_results(job_id)  # every chunk result readable after the retry

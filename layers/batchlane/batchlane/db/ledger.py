@@ -25,42 +25,44 @@ def add_chunk_cost(
     )
 
 
-def add_batch_cost(
-    db: Runner, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+# The one row per Bedrock job, and the share per member job: same columns, each unique in its own way.
+_BATCH_SOURCES = {"batch": "(batch_row_id) WHERE source = 'batch'", "batch_share": "(batch_row_id, job_id) WHERE source = 'batch_share'"}
+
+
+def _insert_batch_row(
+    db: Runner, source: str, *, job_id: str | None, batch_row_id: int, model_id: str, usage: tuple[int, int], cost_usd: Decimal, metadata: dict[str, Any]
 ) -> bool:
-    """The one batch row per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
-    False when it already exists (unique index)."""
     row = db.one(
-        """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
-           VALUES (CAST(:job AS uuid), :row, 'batch', 'batch', :model, :inp, :out, :cost, CAST(:meta AS jsonb))
-           ON CONFLICT (batch_row_id) WHERE source = 'batch' DO NOTHING RETURNING id""",
+        f"""INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+           VALUES (CAST(:job AS uuid), :row, :source, 'batch', :model, :inp, :out, :cost, CAST(:meta AS jsonb))
+           ON CONFLICT {_BATCH_SOURCES[source]} DO NOTHING RETURNING id""",
         job=job_id,
         row=batch_row_id,
+        source=source,
         model=model_id,
-        inp=input_tokens,
-        out=output_tokens,
+        inp=usage[0],
+        out=usage[1],
         cost=cost_usd,
         meta=metadata,
     )
     return row is not None
 
 
+def add_batch_cost(
+    db: Runner, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+) -> bool:
+    """The one batch row per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
+    False when it already exists (unique index)."""
+    usage = (input_tokens, output_tokens)
+    return _insert_batch_row(db, "batch", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata)
+
+
 def add_batch_share(
     db: Runner, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
 ) -> None:
     """A member's share of its lane's batch row (by its records): what the job's total counts."""
-    db.run(
-        """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
-           VALUES (CAST(:job AS uuid), :row, 'batch_share', 'batch', :model, :inp, :out, :cost, CAST(:meta AS jsonb))
-           ON CONFLICT (batch_row_id, job_id) WHERE source = 'batch_share' DO NOTHING""",
-        job=job_id,
-        row=batch_row_id,
-        model=model_id,
-        inp=input_tokens,
-        out=output_tokens,
-        cost=cost_usd,
-        meta=metadata,
-    )
+    usage = (input_tokens, output_tokens)
+    _insert_batch_row(db, "batch_share", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata)
 
 
 def batch_cost_of_job(db: Runner, job_id: str) -> Decimal:
