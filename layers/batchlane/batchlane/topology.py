@@ -172,8 +172,9 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "batch_collect",
-        "Streams the .jsonl.out files, accepts records, writes results and the one batch ledger row.",
-        ("db", "s3_read_batch", "s3_write_batch", "bedrock_batch", "cloudwatch_metrics"),
+        "Streams the .jsonl.out files, accepts records, writes results, the lane's ledger row and its members' shares; "
+        "may form and start a retry batch of the records a second try can cure.",
+        ("db", "s3_read_batch", "s3_write_batch", "bedrock_batch", "cloudwatch_metrics", "start_batch_lane"),
         900,
         1024,
     ),

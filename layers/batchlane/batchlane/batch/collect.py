@@ -48,7 +48,9 @@ class CollectNotReady(Exception):
     """The Bedrock job has not reached a terminal status yet (e.g. still Stopping)."""
 
 
-def collect(svc: Services, lane_id: str) -> dict[str, Any]:
+def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[str, Any]:
+    """``start_retry``: start the execution of a retry batch it forms (the sweeper, which may not start
+    lanes, leaves that to the packer's next run: it restarts every preparing lane's execution)."""
     row = rows.get_row(svc.db, lane_id)
     if row is None:
         raise NotFound(f"no lane {lane_id}")
@@ -83,6 +85,8 @@ def collect(svc: Services, lane_id: str) -> dict[str, Any]:
     cost = svc.prices.cost(model_id, billed, batch=True)
     metadata = ledger_metadata(row, status, records=len(expected), accepted=accepted, fallback=fallback, outcomes=dict(counts))
     by_chunk = {(manifest.members[tag], chunk): n for (tag, chunk), n in tally.accepted_by_chunk.items()}
+    retry = plan_retry_batch(svc, row, manifest, tally.retryable, waiting)
+    metadata["retryBatch"] = retry.lane_id or retry.why
     won = close_and_bill(
         svc,
         row,
@@ -94,7 +98,11 @@ def collect(svc: Services, lane_id: str) -> dict[str, Any]:
         model_id=model_id,
         metadata=metadata,
         accepted_by_chunk=by_chunk,
+        then=retry.insert if retry.lane_id else None,
     )
+    if won and retry.lane_id and start_retry:
+        svc.workflows.start_batch_lane(retry.lane_id, sorted({m[0] for m in retry.members}))
+        logger.info("retry batch formed", lane_id=lane_id, retry_lane_id=retry.lane_id, records=sum(m[3] for m in retry.members))
     share = fallback / len(expected) if expected else 0.0
     metrics.add_metric(name="BatchRecordsAccepted", unit="Count", value=accepted)
     metrics.add_metric(name="BatchRecordsFallback", unit="Count", value=fallback)

@@ -81,7 +81,7 @@ def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Co
         elif row.terminal_seen_at and row.terminal_seen_at.timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
             # Nobody waits on this row (its execution is gone). Collect and resume here;
             # both are idempotent, so a late execution doing the same is harmless.
-            collect(svc, row.lane_id)
+            collect(svc, row.lane_id, start_retry=False)  # a retry batch it forms is started by the packer
             resume_members(svc, row.lane_id)
             tally["orphans"] += 1
     elif row.deadline is not None and row.deadline.timestamp() < time.time():
