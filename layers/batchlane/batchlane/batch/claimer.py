@@ -6,8 +6,11 @@ chunk waiting in the pool, per model and in fair order (db/batch_rows.pool_chunk
 turns), asks the packing rule (domain/pool.plan_pool) what to do, and in the same transaction
 inserts each new lane with its members, and lets go of the jobs whose window passed with too
 few records for a Bedrock job. After the commit it starts one execution per preparing lane,
-named after the lane, so a repeat start (this run's or the next one's) is harmless, and
-resumes the jobs it let go (on-demand).
+named after the lane, so a repeat start (this run's or the next one's) is harmless.
+
+The jobs it lets go are resumed (on-demand) by the stranded-job recovery (batch/resume.py
+resume_stranded), not here: the claimer may start batch-lane executions only, never a
+conversion (topology.py; tests/infra test_no_function_may_start_both_lanes).
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ import uuid
 from itertools import groupby
 from typing import Any
 
-from batchlane.batch.resume import resume_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
 from batchlane.domain.pool import PoolChunk, plan_pool
@@ -64,7 +66,6 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     # Start (or re-start: idempotent by name) every execution a preparing lane should have.
     for lane_id, row_id in rows.preparing_lanes(svc.db):
         svc.workflows.start_batch_lane(lane_id, rows.member_job_ids(svc.db, row_id))
-    resumed = [job_id for job_id in let_go if resume_job(svc, job_id)["resumed"]]
     if lanes or let_go:
-        logger.info("pool packed", lanes=len(lanes), let_go=len(let_go), resumed=len(resumed), waiting_chunks=waiting)
+        logger.info("pool packed", lanes=len(lanes), let_go=len(let_go), waiting_chunks=waiting)
     return {"claimed": sorted({j for lane in lanes for j in lane.get("jobs", [])}), "lanes": lanes, "letGo": let_go, "waiting": waiting}
