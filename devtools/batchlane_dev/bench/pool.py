@@ -85,6 +85,7 @@ def pool_figure(documents: int, pages: int = 5) -> dict[str, Any]:
         "BATCH_POOL_WINDOW_MINUTES": str(window_s * scale / 60),
         "BATCH_CONVERSION_GRACE_HOURS": "24",
         "BATCHLANE_BUDGET_USD_PER_MONTH": "1000000",
+        "BATCHLANE_MAX_LIVE_JOBS": "1000",  # 200 documents of one owner at once (default 20)
     }
     datas = [make_pdf(pages, title=f"document {i}") for i in range(documents)]
     with tempfile.TemporaryDirectory(prefix="bench-pool-") as workdir:
