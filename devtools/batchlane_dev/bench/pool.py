@@ -78,7 +78,7 @@ def pool_figure(documents: int, pages: int = 5) -> dict[str, Any]:
     from batchlane_dev.local.pdfgen import make_pdf
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 
-    scale = 3600  # 36000 left the emulated 1,000-record job 40 emulated hours behind its clock here: overdue-stopped
+    scale = 36000
     window_s = 2.0
     env = {
         # every document is small: only the bulk opt-in parks it; the window is 2 s of real time
