@@ -292,7 +292,7 @@ class OfflineStack:
         settings = reload_settings()
         lane = {
             "BATCHLANE_MODEL_ID": settings.batchlane_model_id,
-            "BATCHLANE_MODEL_IDS": settings.batchlane_model_id,
+            "BATCHLANE_MODEL_IDS": ",".join(settings.allowed_model_ids),
             "BATCH_CONVERSION_ENABLED": "true" if settings.batch_conversion_enabled else "false",
             "BATCH_CONVERSION_MIN_PAGES": str(settings.batch_conversion_min_pages),
             "BATCH_CONVERSION_MIN_RECORDS": str(settings.batch_conversion_min_records),
@@ -332,7 +332,7 @@ class OfflineStack:
             folder_job_state_machine_arn=self.state_machine_arns["folder_job"],
             folder_sources=tuple(reload_settings().folder_sources),
             bedrock_service_role_arn=SERVICE_ROLE_ARN,
-            model_ids=(reload_settings().batchlane_model_id,),
+            model_ids=reload_settings().allowed_model_ids,  # as infra grants every configured model (context modelIds)
             database_secret_arn=os.environ.get("DATABASE_SECRET_ARN"),  # when a test serves credentials from a secret
         )
 

@@ -91,7 +91,7 @@ def close_and_bill(
         if closed.job_id is None:
             bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id)
         for job_id in sorted({m.job_id for m in members} | ({closed.job_id} if closed.job_id else set())):
-            ledger.carry_late_batch_cost(tx, job_id, cost)
+            ledger.carry_late_batch_cost(tx, job_id)
         if then is not None:
             then(tx)  # e.g. the retry batch, born in the same transaction as the close (nothing is stranded between)
         return True

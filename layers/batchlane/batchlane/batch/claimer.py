@@ -7,7 +7,11 @@ turns), asks the packing rule (domain/pool.plan_pool) what to do, and in the sam
 inserts each new lane with its members, and lets go of the jobs whose window passed with too
 few records for a Bedrock job. After the commit it starts one execution per preparing lane,
 named after the lane, so a repeat start (this run's or the next one's) is harmless, and
-resumes the jobs it let go (on-demand).
+resumes the jobs it let go (on-demand) at once; the stranded-job recovery is the net under
+that. It is the one function allowed to start both lanes (tests/infra
+test_no_function_may_start_both_lanes_but_the_packer): the choice per job is made in one
+transaction, packed or let go, never both. It also sends on-demand, as process now does,
+the parked jobs whose ``deadline`` option is near.
 """
 
 from __future__ import annotations

@@ -133,9 +133,10 @@ def get_hold(db: Runner, job_id: str) -> dict[str, Any] | None:
     return db.one("SELECT * FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
 
 
-def carry_late_batch_cost(db: Runner, job_id: str, cost_usd: Decimal) -> None:
+def carry_late_batch_cost(db: Runner, job_id: str) -> None:
     """A batch bill written after its job left the lane (process now, cancel, stopping) still counts:
-    a finished job's total and its settled hold follow the ledger, and the job carries the batch cost."""
+    a finished job's total and its settled hold follow the ledger, and the job carries its batch cost
+    (its own batch rows: its shares, not the whole lane's bill it shared with other jobs)."""
     db.run(
         """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
                updated_at = now()
@@ -150,9 +151,9 @@ def carry_late_batch_cost(db: Runner, job_id: str, cost_usd: Decimal) -> None:
         id=job_id,
     )
     db.run(
-        """UPDATE large_conversion_jobs SET options = COALESCE(options, '{}'::jsonb) || jsonb_build_object('_batchCostUsd', CAST(:cost AS text))
+        """UPDATE large_conversion_jobs SET options = COALESCE(options, '{}'::jsonb) || jsonb_build_object('_batchCostUsd', CAST((
+                   SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch') AS text))
            WHERE id = CAST(:id AS uuid) AND status <> :parked""",
         id=job_id,
-        cost=str(cost_usd),
         parked=JobStatus.WAITING_BATCH,
     )
