@@ -359,7 +359,7 @@ def test_failed_records_go_to_a_retry_batch_with_new_ids_and_come_back_to_their_
     assert retry["retry_of"] == first["id"] and first["end_state"] == "PartiallyCompleted"
     # The retry batch sent exactly the records that failed, under ids Bedrock had not seen
     failed = [r for r in _output_lines(first) if "error" in r]
-    sent = [r["recordId"] for r in _input_lines(retry)]
+    sent = list(services().store.get_json(f"batch/{retry['lane_id']}/manifest.json")["promptHashes"])
     assert sorted(sent) == sorted(f"{r['recordId']}-r1" for r in failed) and len(sent) >= 10
     # and what it brought back serves those pages (the rest of its failures go on-demand)
     retried_pages = {int(r["recordId"].split("-p")[1]) for r in failed}
@@ -368,6 +368,8 @@ def test_failed_records_go_to_a_retry_batch_with_new_ids_and_come_back_to_their_
     assert served(results, "batch") == report["batch"]["accepted"] == first["accepted_count"] + retry["accepted_count"]
     assert report["batch"]["bedrock_jobs"] == 2 and stack.bedrock.stats["jobs_created"] == 2
     assert_batch_row_bills_the_manifest(report["job_id"])  # both lanes, each billed once
+    # once billed, neither lane keeps the page images it sent
+    assert _input_lines(first) == [] and _input_lines(retry) == []
 
 
 def test_too_few_failed_records_go_on_demand_without_a_retry_batch(stack_factory):

@@ -294,12 +294,13 @@ def test_too_few_records_after_the_window_send_the_jobs_on_demand(stack_factory)
     stack = stack_factory(FAST, extra_env=pool_env(BATCH_CONVERSION_MIN_RECORDS="100"), schedules=False)
     jobs = submit_to_the_pool(stack, [(6, BULK) for _ in range(3)])
     packed = _let_go_by_the_pool(stack, jobs)
-    assert not packed.failed, packed  # the claimer never starts a conversion itself (it is not granted to)
+    assert not packed.failed, packed
     assert packed.result["lanes"] == [] and sorted(packed.result["letGo"]) == sorted(jobs), packed.result
     left = services().db.run("SELECT id, status, pool_left_at, lane_reason FROM large_conversion_jobs")
     assert all(r["pool_left_at"] is not None and r["lane_reason"] == "pool_too_small" for r in left), left
-    # the stranded-job recovery (its 10-minute schedule, driven here) resumes them on-demand
-    wait_all(stack, list(jobs), each_poll=("recovery",))
+    # the packer resumes them on-demand at once (the stranded-job recovery is only the net under it)
+    assert all(r["status"] != "waiting_batch" for r in left), left
+    wait_all(stack, list(jobs))
     _assert_on_demand_for_pool_too_small(stack, jobs)
 
 

@@ -144,14 +144,15 @@ def test_the_api_may_only_stop_batch_jobs_never_create_them_or_pass_the_role(syn
 @pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
 def test_the_api_deletes_what_a_deleted_file_leaves_and_nothing_else_deletes_more(synth: Synth, spec: topology.FunctionSpec) -> None:
     """No role had s3:DeleteObject, so a deleted file's objects stayed (issue 15): the api deletes exactly these prefixes;
-    only a failed split may also remove the chunk PDFs it wrote (jobs/*/source/, harden-pdf), and prepare the
-    records of a member that left a lane before it was submitted (batch/*/input/, issue 13)."""
+    only a failed split may also remove the chunk PDFs it wrote (jobs/*/source/, harden-pdf), prepare the
+    records of a member that left a lane before it was submitted, and collect a lane's records once it is
+    billed (batch/*/input/, issue 13)."""
     deletable = {prefix for action, kind, prefix, _ in _granted(synth, spec.name) if action == "s3:DeleteObject" and kind == "objects"}
     if spec.name == "api":
         assert deletable == {"uploads/", "jobs/", "batch/"}
     else:
-        allowed = {"job_split": {"jobs/*/source/"}, "batch_prepare": {"batch/*/input/"}}.get(spec.name, set())
-        assert deletable <= allowed, (spec.name, deletable)
+        allowed = {"job_split": {"jobs/*/source/"}, "batch_prepare": {"batch/*/input/"}, "batch_collect": {"batch/*/input/"}, "batch_sweeper": {"batch/*/input/"}}
+        assert deletable <= allowed.get(spec.name, set()), (spec.name, deletable)
 
 
 def test_folder_jobs_reach_only_the_configured_folder_sources(synth: Synth) -> None:

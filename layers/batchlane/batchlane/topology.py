@@ -168,13 +168,13 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_sweeper",
         "Asks Bedrock about rows still waiting, so a lost event strands nothing; collects orphans, bills stopped jobs.",
-        ("db", "s3_read_batch", "s3_write_batch", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
+        ("db", "s3_read_batch", "s3_write_batch", "s3_delete_batch_inputs", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
     ),
     FunctionSpec(
         "batch_collect",
         "Streams the .jsonl.out files, accepts records, writes results, the lane's ledger row and its members' shares; "
         "may form and start a retry batch of the records a second try can cure.",
-        ("db", "s3_read_batch", "s3_write_batch", "bedrock_batch", "cloudwatch_metrics", "start_batch_lane"),
+        ("db", "s3_read_batch", "s3_write_batch", "s3_delete_batch_inputs", "bedrock_batch", "cloudwatch_metrics", "start_batch_lane"),
         900,
         1024,
     ),

@@ -100,6 +100,10 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         accepted_by_chunk=by_chunk,
         then=retry.insert if retry.lane_id else None,
     )
+    if won:
+        # Bedrock has read them and a retry batch has copied what it needs: the page images of every member
+        # go now, not at the bucket's 14-day expiry (a member's file may have been deleted meanwhile).
+        svc.store.delete_keys(svc.store.list_keys(keys.batch_input_prefix(lane_id)))
     if won and retry.lane_id and start_retry:
         svc.workflows.start_batch_lane(retry.lane_id, sorted({m[0] for m in retry.members}))
         logger.info("retry batch formed", lane_id=lane_id, retry_lane_id=retry.lane_id, records=sum(m[3] for m in retry.members))

@@ -41,7 +41,9 @@ def sweep(svc: Services) -> dict[str, Any]:
         _isolated(_sweep_submitted, svc, bedrock, row, tally)
     for row in rows.rows_stopping(svc.db):
         _isolated(_sweep_stopping, svc, bedrock, row, tally)
-    for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS / svc.settings.batchlane_time_scale):
+    # Prepare is our own Lambdas' work, in real time on any clock: the threshold is never scaled (offline at
+    # ×3,600 it would be 2 s, shorter than preparing a lane of a few hundred documents takes).
+    for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS):
         _isolated(_sweep_stuck_prepare, svc, bedrock, row.lane_id, tally)
     _emit_gauges(svc)
     if tally:
