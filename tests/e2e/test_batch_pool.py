@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import time
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -24,6 +25,7 @@ from moneylib import assert_batch_row_bills_the_manifest, assert_lane_bills_its_
 from test_cancel_process_now import Gate, api, file_of, job
 
 from batchlane.db import ledger
+from batchlane.domain.errors import InputError
 from batchlane.runtime import services
 from batchlane_dev.report import job_report
 
@@ -361,3 +363,50 @@ def test_a_shared_lane_with_every_bedrock_outcome_converts_every_member_whole(st
     assert fallback == row["fallback_count"] and (fallback > 0) == (end_state not in ("Completed",))
     assert len(services().db.run("SELECT * FROM cost_ledger WHERE source = 'batch'")) == 1
     assert_whole_and_exact(stack, jobs)
+
+
+# -- deadlines ------------------------------------------------------------------------------
+def test_a_deadline_coming_near_pulls_its_member_out_of_a_running_shared_lane(stack_factory):
+    stack, jobs = _shared_lane_running(stack_factory)
+    hurried, *others = list(jobs)
+    # Its deadline comes within the margin (2 emulated hours) while the shared Bedrock job still runs
+    soon = (datetime.now(UTC) + timedelta(seconds=0.5)).isoformat()
+    services().db.run(
+        "UPDATE large_conversion_jobs SET options = options || jsonb_build_object('deadline', CAST(:d AS text)) WHERE id = CAST(:id AS uuid)",
+        d=soon,
+        id=hurried,
+    )
+    packed = stack.registry.invoke("batch_claimer", {}).result
+    assert packed["deadline"] == [hurried], packed
+    wait_until(lambda: job(hurried).status == "completed", what="the hurried member, on-demand")
+    wait_all(stack, list(jobs))
+
+    [row] = all_lanes()
+    assert row["end_state"] == "Completed" and stack.bedrock.stats["stop_requests"] == 0, "the others keep their Bedrock job"
+    assert served(hurried, 8, "on_demand") == 8
+    for job_id in others:
+        assert served(job_id, 8, "batch") == 8
+    assert job_report(services(), hurried)["batch"]["reason"] == "deadline"
+    assert_whole_and_exact(stack, jobs)
+
+
+def test_a_deadline_without_room_for_a_batch_turnaround_goes_on_demand_at_once(stack_factory):
+    stack_factory(FAST, extra_env=pool_env(), schedules=False)
+    # a turnaround is the 24 h timeout + 24 h grace, plus the 2 h margin: 50 emulated hours
+    # (5 s of real time at this scale): a deadline 3 s away leaves none
+    near = (datetime.now(UTC) + timedelta(seconds=3)).isoformat()
+    far = (datetime.now(UTC) + timedelta(days=30)).isoformat()
+    hurried, _ = submit(8, options={**BULK, "deadline": near}, blank_every=BLANK_EVERY)
+    patient, _ = submit(8, options={**BULK, "deadline": far}, blank_every=BLANK_EVERY)
+    assert job(hurried).status != "waiting_batch", "no room for the batch lane: it never parks"
+    assert job(patient).status == "waiting_batch"
+    wait_until(lambda: job(hurried).status == "completed", what="the hurried job, on-demand")
+    assert served(hurried, 8, "on_demand") == 8
+
+
+def test_a_deadline_already_past_is_refused(stack_factory):
+    stack_factory(FAST, extra_env=pool_env(), schedules=False)
+    past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    with pytest.raises(InputError) as refused:
+        submit(8, options={**BULK, "deadline": past}, blank_every=BLANK_EVERY)
+    assert refused.value.error_id == "DEADLINE_PAST"

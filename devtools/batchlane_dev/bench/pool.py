@@ -74,8 +74,8 @@ def _totals(svc: Any, job_ids: list[str], pages: int) -> dict[str, Any]:
 
 def pool_figure(documents: int, pages: int = 5) -> dict[str, Any]:
     from batchlane.runtime import services
-    from batchlane_dev.local.lambda_runtime import Invocation
     from batchlane_dev.local.bedrock.clock import scale_for_job
+    from batchlane_dev.local.lambda_runtime import Invocation
     from batchlane_dev.local.pdfgen import make_pdf
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 

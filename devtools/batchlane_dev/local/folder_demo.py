@@ -10,6 +10,7 @@ spec is the same job); otherwise it starts and stops a stack of its own.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -22,6 +23,7 @@ from rich.console import Console
 from batchlane.runtime import services
 from batchlane_dev.cli.folder_commands import FOLDER_TERMINAL, describe, folder_spec, offline_s3, upload_to_offline_stack
 from batchlane_dev.cli.jobs_commands import ApiClient
+from batchlane_dev.local.bedrock.clock import scale_for_job
 from batchlane_dev.local.daemon import read_state, use_running_stack
 from batchlane_dev.local.stack import FOLDER_BUCKET, OfflineStack, StackOptions
 from batchlane_dev.report import job_report
@@ -45,7 +47,10 @@ def run_folder_demo(
             console.print(f"using the offline stack of `batchlane local up` ({workdir})")
         else:
             tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="batchlane-folder-demo-"))
-            stack = cleanup.enter_context(OfflineStack(StackOptions(workdir=Path(tmp), faults=faults or "time_scale=36000")))
+            # The batch clock sized to the folder's pages as `batchlane demo` sizes it to its document: the
+            # pool may put them all in one Bedrock job, which must keep its calibrated pace on this machine.
+            faults = faults or f"time_scale={scale_for_job(_pages_in(directory)):.0f}"
+            stack = cleanup.enter_context(OfflineStack(StackOptions(workdir=Path(tmp), faults=faults)))
             env = stack.env
         api = ApiClient(env["BATCHLANE_API_URL"], "local:demo-user")
         s3 = offline_s3(env)
@@ -79,6 +84,19 @@ def _download(s3: Any, prefix: str, target: Path) -> None:
             path = target / key[len(prefix) :]
             path.parent.mkdir(parents=True, exist_ok=True)
             s3.download_file(FOLDER_BUCKET, key, str(path))
+
+
+def _pages_in(directory: Path) -> int:
+    """The pages of the folder's PDFs (an unreadable one counts 0: the folder job reports it)."""
+    from pypdf import PdfReader
+    from pypdf.errors import PyPdfError
+
+    pages = 0
+    for path in directory.rglob("*"):
+        if path.is_file() and path.suffix.lower() == ".pdf":
+            with contextlib.suppress(PyPdfError, OSError, ValueError, KeyError):
+                pages += len(PdfReader(path).pages)
+    return pages
 
 
 def _pool_lanes(svc: Any, job_ids: list[str]) -> int:
