@@ -70,12 +70,21 @@ def test_convert_is_refused_with_402_when_open_holds_use_up_the_budget(stack, ow
 
 
 def test_convert_is_refused_with_429_at_the_live_job_cap(stack, owner):
-    make_job(owner, "waiting_batch")
+    make_job(owner, "processing")
     set_budget(stack, owner, maxLiveJobs=1)
     file_id = upload(stack, owner, PDF, "second.pdf")
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     assert (status, body["code"]) == (429, "LIVE_JOBS_LIMIT"), body
     assert len(jobs_of(owner)) == 1
+
+
+def test_jobs_parked_for_the_batch_pool_do_not_count_against_the_live_caps(stack, owner):
+    make_job(owner, "waiting_batch")  # waits in the pool: holds no on-demand capacity
+    set_budget(stack, owner, maxLiveJobs=1)
+    file_id = upload(stack, owner, PDF, "second.pdf")
+    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
+    assert status == 202, body
+    assert len(jobs_of(owner)) == 2
 
 
 def test_a_job_whose_worst_case_exceeds_the_budget_fails_at_the_split_and_starts_nothing(stack, owner):

@@ -190,7 +190,10 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         ("db", "inspect_batch_jobs", "stop_batch_jobs", "s3_read_batch"),
     ),
     FunctionSpec(
-        "batch_resume", "Puts each member job the lane was the last to carry back to pending (primed or not) and starts its conversion.", ("db", "start_conversion")
+        "batch_resume",
+        "Puts each member job the lane was the last to carry back to pending (primed or not) and starts its conversion.",
+        ("db", "start_conversion"),
+        900,  # a lane of a few thousand small documents resumes each: a transaction and a StartExecution apiece
     ),
     FunctionSpec(
         "recovery",

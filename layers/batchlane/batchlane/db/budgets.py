@@ -10,7 +10,8 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.db.connection import Row
-from batchlane.db.jobs import LIVE_JOB_STATUSES, JobRow, Runner
+from batchlane.db.jobs import JobRow, Runner
+from batchlane.domain import status as st
 from batchlane.domain.budget import Limits, Standing
 
 
@@ -54,7 +55,8 @@ def limits_for(db: Runner, owner_id: str, settings: Any) -> Limits:
 
 def standing(db: Runner, owner_id: str, *, exclude_job: str | None = None) -> Standing:
     """This month's (UTC) spend on the owner's jobs, plus what their open holds may still spend
-    (hold less the job's spend so far), plus the live jobs and their pages (``exclude_job`` left out)."""
+    (hold less the job's spend so far), plus the live jobs and their pages (``exclude_job`` left out;
+    jobs parked for the batch pool are not counted: domain/status.CAPPED_JOB_STATUSES)."""
     row = db.one(
         """WITH mine AS (SELECT id, status, total_pages FROM large_conversion_jobs WHERE owner_id = :owner),
                 spend AS (SELECT l.job_id, SUM(l.cost_usd) AS usd FROM cost_ledger l JOIN mine ON mine.id = l.job_id GROUP BY l.job_id)
@@ -68,7 +70,7 @@ def standing(db: Runner, owner_id: str, *, exclude_job: str | None = None) -> St
                AND id IS DISTINCT FROM CAST(:exclude AS uuid)) AS live_pages""",
         owner=owner_id,
         exclude=exclude_job,
-        live=list(LIVE_JOB_STATUSES),
+        live=list(st.CAPPED_JOB_STATUSES),
     )
     assert row is not None
     return Standing(Decimal(row["month_usd"]) + Decimal(row["held_usd"]), int(row["live_jobs"]), int(row["live_pages"]))

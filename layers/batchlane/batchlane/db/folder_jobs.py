@@ -9,7 +9,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
-from batchlane.domain.status import Entity, FolderFileStatus, FolderJobStatus, Transition
+from batchlane.domain.status import Entity, FolderFileStatus, FolderJobStatus, JobStatus, Transition
 
 FOLDER_JOB_STATUSES = tuple(s.value for s in FolderJobStatus)
 LIVE_FOLDER_JOB_STATUSES = st.LIVE_FOLDER_JOB_STATUSES
@@ -185,7 +185,14 @@ def requeue_stalled_starts(db: Runner, job_id: str, *, older_than_s: float) -> i
 
 
 def count_processing(db: Runner, job_id: str) -> int:
-    row = db.one("SELECT count(*) AS n FROM folder_job_files WHERE folder_job_id = :job AND status = 'processing'", job=job_id)
+    """Files in flight that hold capacity: a file whose conversion waits in the batch pool does not (the pool
+    gathers many of them into one Bedrock job); it still counts as processing in the job's status."""
+    row = db.one(
+        """SELECT count(*) AS n FROM folder_job_files f LEFT JOIN large_conversion_jobs j ON j.id = f.conversion_job_id
+           WHERE f.folder_job_id = :job AND f.status = 'processing' AND j.status IS DISTINCT FROM :parked""",
+        job=job_id,
+        parked=JobStatus.WAITING_BATCH,
+    )
     return int(row["n"]) if row else 0
 
 

@@ -285,6 +285,10 @@ def terminal(entity: Entity) -> frozenset[str]:
 # terminal: a retry of its failed pages reopens it.
 FINISHED_JOB_STATUSES: tuple[str, ...] = (J.COMPLETED, J.FAILED, J.CANCELLED)
 LIVE_JOB_STATUSES: tuple[str, ...] = tuple(s for s in JobStatus if s not in FINISHED_JOB_STATUSES)
+# What an owner's live-job and live-page caps count (issue 15): not a job parked for the batch pool. It
+# holds no on-demand capacity, and the pool exists to gather many of them (a folder of 10,000 small
+# documents must be able to wait there together); its funds hold still counts against the budget.
+CAPPED_JOB_STATUSES: tuple[str, ...] = tuple(s for s in LIVE_JOB_STATUSES if s != JobStatus.WAITING_BATCH)
 # A Stopping Bedrock job still counts against the model's concurrent-job quota.
 IN_FLIGHT_BATCH_ROW_STATES: tuple[str, ...] = (B.PREPARING, B.SUBMITTED, B.STOPPING)
 
