@@ -25,8 +25,9 @@ from moneylib import assert_batch_row_bills_the_manifest, assert_lane_bills_its_
 from test_cancel_process_now import Gate, api, file_of, job
 
 from batchlane.db import ledger
-from batchlane.domain.errors import InputError
 from batchlane.runtime import services
+from batchlane_dev.local.jobs import upload_pdf
+from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.report import job_report
 
 SCALE = 36000
@@ -405,8 +406,9 @@ def test_a_deadline_without_room_for_a_batch_turnaround_goes_on_demand_at_once(s
 
 
 def test_a_deadline_already_past_is_refused(stack_factory):
-    stack_factory(FAST, extra_env=pool_env(), schedules=False)
+    stack = stack_factory(FAST, extra_env=pool_env(), schedules=False)
+    file_id = upload_pdf(services(), make_pdf(8), name="late.pdf", owner_id="tester")
     past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
-    with pytest.raises(InputError) as refused:
-        submit(8, options={**BULK, "deadline": past}, blank_every=BLANK_EVERY)
-    assert refused.value.error_id == "DEADLINE_PAST"
+    status, body = api(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {**BULK, "deadline": past}})
+    assert (status, body["code"]) == (400, "DEADLINE_PAST") and "options.deadline" in body["message"], body
+    assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0

@@ -12,7 +12,9 @@ from __future__ import annotations
 import base64
 
 import pytest
+from batchlib import lanes
 from bigpages import image_page, jpeg, merged, noise, text_page, vector_page
+from held import HeldInvocations
 
 from batchlane import keys
 from batchlane.conversion.source import chunk_pages
@@ -46,7 +48,7 @@ def document() -> bytes:
 @pytest.mark.slow
 @pytest.mark.parametrize("lane", ["batch", "on-demand"])
 def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_once_unsent(stack_factory, lane):
-    stack_factory(
+    stack = stack_factory(
         "time_scale=36000,job_hours=0.5",
         batch_lane=lane == "batch",
         extra_env={
@@ -59,7 +61,14 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
         },
     )
     svc = services()
-    job_id = submit_pdf(svc, document(), name="heavy.pdf", owner_id="tester")["jobId"]
+    # A billed lane deletes the records it sent: hold its collect while the test reads them.
+    with HeldInvocations(stack, "batch_collect") as collect:
+        job_id = submit_pdf(svc, document(), name="heavy.pdf", owner_id="tester")["jobId"]
+        if lane == "batch":
+            assert collect.entered.wait(120), "the lane was never collected"
+            [lane_row] = lanes(job_id)
+            manifest = svc.store.get_json(keys.batch_manifest_key(lane_row["lane_id"]))
+            lines = b"".join(svc.store.get_bytes(s["key"]) for s in manifest["shards"]).splitlines()
     final = wait_for_job(svc, job_id, timeout_s=180)
     assert final.status == "completed"
 
@@ -79,14 +88,12 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
         assert calls == PAGES - 1, "one call per page sent, none for the page too large"
         return
     # Batch lane: every page that could be sent went as a record; the drawing has none, and nothing went on-demand.
-    manifest = svc.store.get_json(keys.batch_manifest_key(job_id))
-    record_ids = [r for ids in manifest["chunks"].values() for r in ids]
+    record_ids = list(manifest["promptHashes"])  # every record the lane sent, by its pooled id (m<k>-c<chunk>-p<page>)
     assert len(record_ids) == PAGES - 1 and not any(r.endswith(f"-p{DRAWING}") for r in record_ids)
     assert calls == 0 and job.pages_batch == PAGES - 1
     # The photo page's record carries the reduced page: the very bytes the on-demand path would send.
     photo_chunk = next(c for c in job_repo.get_chunks(svc.db, job_id) if c.first_page <= PHOTO <= c.last_page)
     sent = next(p for p in chunk_pages(svc.store, job_id, photo_chunk, render=False) if p.number == PHOTO)
     assert len(sent.pdf_bytes) <= MAX_PAGE_BYTES
-    lines = b"".join(svc.store.get_bytes(s["key"]) for s in manifest["shards"]).splitlines()
     photo_line = next(line for line in lines if f"-p{PHOTO}".encode() in line[:40])
     assert base64.b64encode(sent.pdf_bytes) in photo_line and len(photo_line) < encoded_size(MAX_PAGE_BYTES) + 100_000

@@ -10,7 +10,9 @@
   fair order, plan_pool, the lane and member inserts, the holds extended) over 2,000 parked jobs
   of 50 pages (100,000 records) inserted directly into an embedded PostgreSQL; workflows faked.
   Reported: seconds (untraced run) and peak Python memory (tracemalloc, a second identical run)
-  plus the process's peak RSS. Aim: under 60 s, ≤ 1024 MB.
+  plus the process's peak RSS. Baseline: the bare pool read (db/batch_rows.pool_chunks, the
+  same 100,000 records in fair order) in the same run, so the ratio is what packing adds to
+  reading. Aim (absolute, the issue's): under 60 s, ≤ 1024 MB.
 """
 
 from __future__ import annotations
@@ -184,6 +186,7 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
     from batchlane.batch.claimer import claim_parked_jobs
     from batchlane.config import Settings
     from batchlane.db import Database, connect_params_from_url
+    from batchlane.db.batch_rows import pool_chunks
     from batchlane.db.migrate import migrate
     from batchlane_dev.local import postgres
 
@@ -202,6 +205,10 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
             db.run("ANALYZE")
             workflows = _Workflows()
             svc = SimpleNamespace(db=db, settings=settings, workflows=workflows)
+            started = time.perf_counter()
+            with db.transaction() as tx:
+                read = len(pool_chunks(tx))
+            read_s = time.perf_counter() - started
             started = time.perf_counter()
             result = claim_parked_jobs(svc)  # type: ignore[arg-type]
             seconds = time.perf_counter() - started
@@ -222,8 +229,10 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
         f"pack_{documents * pages}_records",
         seconds,
         "s",
-        60.0,
-        baseline_is="aim: under 60 s, <= 1024 MB (nominal, not measured)",
+        read_s,
+        baseline_is="the bare pool read of the same records (pool_chunks), same run",
+        aim_seconds=60,
+        chunks_read=read,
         documents=documents,
         records=documents * pages,
         packed_records=packed_records,

@@ -16,18 +16,24 @@ from batchlane.runtime import Services
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None, wait_split: bool = True) -> dict[str, Any]:
-    """Upload, register the file, and create its job through the job_create Lambda.
-
-    Creation is asynchronous (the job starts ``splitting``); with ``wait_split`` this waits
-    for the intake's split and answers the job as it left it (pages, chunks, lane or error).
-    """
+def upload_pdf(svc: Services, data: bytes, *, name: str, owner_id: str) -> str:
+    """Register the file and put its PDF where an upload lands; answers the file id (nothing converts yet)."""
     with svc.db.transaction() as tx:
         file_row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=len(data))
         file_id = str(file_row.id)
         key = keys.upload_key(file_id, name)
         tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
     svc.store.put_bytes(key, data, "application/pdf")
+    return file_id
+
+
+def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None, wait_split: bool = True) -> dict[str, Any]:
+    """Upload, register the file, and create its job through the job_create Lambda.
+
+    Creation is asynchronous (the job starts ``splitting``); with ``wait_split`` this waits
+    for the intake's split and answers the job as it left it (pages, chunks, lane or error).
+    """
+    file_id = upload_pdf(svc, data, name=name, owner_id=owner_id)
     response = client("lambda").invoke(FunctionName="batchlane-job_create", Payload=json.dumps({"fileId": file_id, "options": options or {}}))
     payload = json.loads(response["Payload"].read())
     if response.get("FunctionError"):

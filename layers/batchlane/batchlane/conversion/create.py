@@ -79,7 +79,7 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     if "deadline" in options:
         deadline = parse_deadline(options.pop("deadline"))
         if deadline is not None:
-            check_deadline(deadline, datetime.now(UTC))
+            check_deadline(deadline, datetime.now(UTC), field="options.deadline")
             options["deadline"] = deadline.isoformat()
     return options
 

@@ -58,10 +58,10 @@ def aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def check_deadline(deadline: datetime | None, now: datetime) -> None:
-    """DEADLINE_PAST (400) for a deadline nobody can meet any more."""
+def check_deadline(deadline: datetime | None, now: datetime, *, field: str = "policy.deadline") -> None:
+    """DEADLINE_PAST (400) for a deadline nobody can meet any more; ``field`` is the name the caller used."""
     if deadline is not None and aware(deadline) <= now:
-        raise InputError(f"policy.deadline {aware(deadline).isoformat()} has already passed.", error_id="DEADLINE_PAST")
+        raise InputError(f"{field} {aware(deadline).isoformat()} has already passed.", error_id="DEADLINE_PAST")
 
 
 def deadline_lane(deadline: datetime | None, now: datetime, batch_turnaround_hours: float, margin_hours: float = 0.0) -> str | None:
