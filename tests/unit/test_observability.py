@@ -1,0 +1,36 @@
+"""Metrics offline: many handlers share one process and metrics are off, so nothing may pile up or print."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from batchlane.observability import metrics
+
+
+@metrics.log_metrics
+def _handler(event: dict, context: object) -> None:
+    for _ in range(event["values"]):
+        metrics.add_metric(name="PagesConverted", unit="Count", value=1)
+
+
+def test_with_metrics_off_a_handler_prints_nothing_and_warns_of_nothing(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # Powertools' "No application metrics to publish" would raise here
+        for _ in range(3):
+            _handler({"values": 150}, None)  # 150 values: Powertools alone prints the set at 100
+        _handler({"values": 0}, None)
+    assert capsys.readouterr().out == ""
+    assert metrics.provider.metric_set == {}
+
+
+def test_with_metrics_on_each_invocation_prints_its_own_values_once(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    _handler({"values": 3}, None)
+    _handler({"values": 2}, None)
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["PagesConverted"] for line in lines] == [[1.0] * 3, [1.0] * 2]
+    assert lines[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Batchlane"
