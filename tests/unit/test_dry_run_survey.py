@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from batchlane.conversion.dryrun import survey_pdf
 from batchlane.domain.errors import InputError
+from batchlane.pdf.survey import survey_pdf
 from batchlane_dev.local.pdfgen import make_pdf
 
 

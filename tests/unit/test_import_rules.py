@@ -3,6 +3,7 @@
 - ``batchlane.domain`` imports the standard library and itself only;
 - boto3 / botocore only under ``batchlane.aws``;
 - pg8000 only under ``batchlane.db``;
+- pypdfium2 only under ``batchlane.pdf``, where every pdfium call holds ``PDFIUM_LOCK`` (tests/unit/test_pdfium_lock.py);
 - the runtime package (the Lambda layer) never imports the developer tooling (``batchlane_dev``);
 - SQL (a string constant starting ``SELECT ``, ``UPDATE ``, ``INSERT INTO``, ``DELETE FROM``) sits only under
   ``batchlane.db``, and in the on-demand limiter, which keeps its lease SQL behind the ``Limiter`` protocol.
@@ -62,6 +63,8 @@ def broken_rules(module: str, imports: set[str]) -> set[str]:
         broken.add("boto3-only-in-aws")
     if "pg8000" in tops and not module.startswith("batchlane.db"):
         broken.add("pg8000-only-in-db")
+    if "pypdfium2" in tops and not module.startswith("batchlane.pdf"):
+        broken.add("pdfium-only-in-pdf")
     if "batchlane_dev" in tops:
         broken.add("runtime-not-dev")
     return broken
@@ -93,6 +96,7 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.api.uploads", "from botocore.exceptions import ClientError\n", "boto3-only-in-aws"),
         ("batchlane.conversion.chunk", "import pg8000.native\n", "pg8000-only-in-db"),
         ("batchlane.runtime", "from batchlane_dev.local import stack\n", "runtime-not-dev"),
+        ("batchlane.conversion.dryrun", "import pypdfium2\n", "pdfium-only-in-pdf"),
     ],
 )
 def test_each_rule_fails_on_a_planted_violation(module: str, source: str, rule: str) -> None:
@@ -105,6 +109,7 @@ def test_each_rule_fails_on_a_planted_violation(module: str, source: str, rule: 
         ("batchlane.domain.cost", "import decimal\nfrom .prices import PRICES\n"),
         ("batchlane.aws.s3", "import boto3\nfrom botocore.exceptions import ClientError\n"),
         ("batchlane.db.connection", "import pg8000.native\n"),
+        ("batchlane.pdf.survey", "import pypdfium2\n"),
     ],
 )
 def test_allowed_imports_break_no_rule(module: str, source: str) -> None:

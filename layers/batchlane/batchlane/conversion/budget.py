@@ -37,7 +37,8 @@ def check_split(svc: Services, tx: Any, *, owner_id: str, job_id: str, hold_usd:
 def worst_case_hold(svc: Services, path: Path, *, model_id: str, max_pages: int) -> Decimal:
     """The funds hold of a job: the on-demand price of the most its pages may use (domain/budget.py),
     from their text and blank/scan counts (pypdfium2, sampled past a few hundred pages)."""
-    from batchlane.conversion.dryrun import survey_pdf, worst_case_survey_usage
+    from batchlane.conversion.dryrun import worst_case_survey_usage
+    from batchlane.pdf.survey import survey_pdf
 
     usage = worst_case_survey_usage(survey_pdf(path, max_pages=max_pages), svc.settings)
     return svc.prices.cost(model_id, usage)

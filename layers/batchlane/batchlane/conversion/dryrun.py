@@ -6,9 +6,7 @@ How it stays within the API's 29 s, and the estimates' basis: docs/architecture.
 from __future__ import annotations
 
 import math
-import random
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +15,14 @@ from batchlane.domain.budget import worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
-from batchlane.pdf.split import open_pdf_file, unreadable_page_error
+from batchlane.pdf.split import open_pdf_file
+from batchlane.pdf.survey import PageSurvey, survey_pdf
 from batchlane.runtime import Services
 
-SAMPLE_PAGES = 1000
 INPUT_TOKENS_PER_PAGE = 3000  # text + the page image; prompt tokens come on top per request
 PROMPT_TOKENS_PER_REQUEST = 400
 SECONDS_PER_REQUEST = 30.0
 MARKDOWN_OVERHEAD = 1.25
-
-
-@dataclass(frozen=True)
-class PageSurvey:
-    pages: int
-    blank: int
-    text_chars_nonblank: int  # over the non-blank pages
-    scans: int  # non-blank pages without text
-    inspected: int  # pages actually looked at (== pages unless sampled)
 
 
 def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
@@ -47,54 +36,6 @@ def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
         scan_tokens=settings.batchlane_output_tokens_per_page,
         reask=settings.batchlane_coverage_threshold > 0,
     )
-
-
-def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> PageSurvey:
-    """Count pages, blank pages and text with pypdfium2; a seeded sample past ``sample`` pages."""
-    import pypdfium2
-
-    try:
-        document = pypdfium2.PdfDocument(str(path))
-    except pypdfium2.PdfiumError as exc:
-        message = str(exc).lower()
-        if "password" in message:
-            raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED") from exc
-        raise InputError("The PDF is damaged or is not a PDF.", error_id="PDF_CORRUPT") from exc
-    try:
-        count = len(document)
-        if count == 0:
-            raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
-        if count > max_pages:
-            raise InputError(f"The PDF has {count} pages; the limit is {max_pages}.", error_id="PDF_TOO_MANY_PAGES")
-        # A seeded random sample, not every k-th page: a periodic layout (a blank page every 10) would alias.
-        indexes = range(count) if count <= sample else sorted(random.Random(count).sample(range(count), sample))
-        blank = scans = chars = 0
-        for index in indexes:
-            try:
-                page = document[index]
-            except pypdfium2.PdfiumError as exc:  # a page tree deeper than pdfium's limit, a broken page
-                with path.open("rb") as stream:
-                    raise unreadable_page_error(stream) from exc
-            try:
-                drawn = any(True for _ in page.get_objects(max_depth=1))
-                text = page.get_textpage()
-                try:
-                    n = text.count_chars()
-                finally:
-                    text.close()
-            finally:
-                page.close()
-            if not drawn:
-                blank += 1
-            elif n == 0:
-                scans += 1
-            else:
-                chars += n
-    finally:
-        document.close()
-    inspected = len(indexes)
-    scale = count / inspected
-    return PageSurvey(count, round(blank * scale), round(chars * scale), round(scans * scale), inspected)
 
 
 def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | None, *, scratch_dir: str | None = None) -> dict[str, Any]:

@@ -14,12 +14,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds, survey_pdf
+from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.usecases import prepare
+from batchlane.pdf.survey import survey_pdf
 from batchlane.runtime import Services
 
 MAX_DRY_RUN_PAGES = 10  # 10,000 objects

@@ -266,14 +266,13 @@ def _open(source: bytes | BinaryIO, head: bytes, tail: bytes, size: int, *, max_
     if b"%PDF-" not in head:
         raise InputError("The file is not a PDF.", error_id="PDF_NOT_PDF")
     try:
-        with PDFIUM_LOCK:
-            document = pdfium.PdfDocument(source)
+        with PDFIUM_LOCK:  # the wrapper counts the pages: a pdfium call too
+            opened = PdfDocument(source, pdfium.PdfDocument(source))
     except pdfium.PdfiumError as exc:
         # pdfium's error code can be stale (FPDF_GetLastError keeps an earlier failure's code),
         # so pypdf says why: password, no pages, damaged.
         _diagnose_with_pypdf(source)
         raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT") from exc
-    opened = PdfDocument(source, document)
     if opened.page_count == 0:
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
     if opened.page_count > max_pages:
