@@ -248,9 +248,12 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
     row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the batch row to close")
     assert_all_pages_on_demand(job_id)
     assert row["reason"] == "process_now"
-    # the lane had decided to submit: it did, stopped the job at once, collected and billed it once
-    assert row["bedrock_job_arn"] and stack.bedrock.jobs[row["bedrock_job_arn"]].status == "Stopped"
-    assert row["end_state"] == "Stopped" and len(batch_ledger_rows(job_id)) == 1
+    # the lane had decided to submit: it did, asked Bedrock to stop the job at once, collected and billed it
+    # once. At the emulator's time scale a small job can complete before the stop lands (on AWS, hours
+    # before it would): the row then ends as the job did, and the bill is the same one row.
+    assert row["bedrock_job_arn"] and stack.bedrock.stats["stop_requests"] >= 1
+    ended = stack.bedrock.jobs[row["bedrock_job_arn"]].status
+    assert ended in ("Stopped", "Completed") and row["end_state"] == ended and len(batch_ledger_rows(job_id)) == 1
     wait_until(lambda: execution_status("batch", job_id) == "SUCCEEDED", what="the batch lane to end")
     assert job(job_id).status == "completed"
     assert_batch_row_bills_the_manifest(job_id)
