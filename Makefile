@@ -28,8 +28,12 @@ venv: $(VENV)/.stamp
 demo: $(VENV)/.stamp   ## the main job: a 1,200-page PDF through the offline stack
 	$(VENV)/bin/batchlane demo $(DEMO_ARGS)
 
+# The suites run on both cores (pytest-xdist); a file's tests stay on one worker, so a module's
+# offline stack starts once. The slowest 15 tests are listed at the end (docs/testing.md).
+TEST_WORKERS ?= 2
+
 test: $(VENV)/.stamp node_modules/.stamp   ## every test (unit, integration, infra, e2e)
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp   ## unit tests only
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
