@@ -58,7 +58,10 @@ def synth_app(outdir: Path, layer_dir: Path, extra_context: dict[str, Any] | Non
     app = App(outdir=str(outdir), context=context)
     build(app, layer_dir=layer_dir)
     app.synth()  # raises when cdk-nag reports an unacknowledged finding
-    template = json.loads((outdir / "Batchlane.template.json").read_text())
+    return synth_from_template(outdir, layer_dir, json.loads((outdir / "Batchlane.template.json").read_text()))
+
+
+def synth_from_template(outdir: Path, layer_dir: Path, template: dict[str, Any]) -> Synth:
     by_path = {r.get("Metadata", {}).get("aws:cdk:path"): k for k, r in template["Resources"].items()}
     return Synth(outdir=outdir, template=template, layer_dir=layer_dir, by_path=by_path)
 

@@ -39,7 +39,7 @@ def test_cdk_nag_ran_and_reported_nothing_unacknowledged(synth: Synth) -> None:
         assert len(rule["reason"]) >= 20, rule
 
 
-def test_every_acknowledgment_names_a_rule_and_a_reason() -> None:
+def test_every_acknowledgment_names_a_rule_and_a_reason(synth: Synth) -> None:
     assert nag.ACKNOWLEDGED
     for path, rule_id, reason in nag.ACKNOWLEDGED:
         assert rule_id.startswith("AwsSolutions-") and reason.strip(), (path, rule_id)
