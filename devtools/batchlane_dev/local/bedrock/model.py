@@ -219,7 +219,9 @@ def see_image(data: bytes) -> SeenImage:
     dense = cells.histogram()[255]
     if box is not None and dense >= MIN_PICTURE_CELLS:
         left, top, right, bottom = (8 * v for v in box)
-        figure = f"*[Figure: picture area {right - left}×{bottom - top} px at ({left}, {top}) of the {image.width}×{image.height} page image, {dense} dense cells]*"
+        figure = (
+            f"*[Figure: picture area {right - left}×{bottom - top} px at ({left}, {top}) of the {image.width}×{image.height} page image, {dense} dense cells]*"
+        )
     return SeenImage(image.width, image.height, "", figure)
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from batchlane.db.jobs import Runner
+from batchlane.domain.page_form import FORMS
 
 
 def recorded_forms(db: Runner) -> dict[str, str]:
@@ -27,3 +28,13 @@ def record_form(db: Runner, model_id: str, page_form: str, *, source: str, accep
         accepted=json.dumps(dict(accepted or {})),
         detail=detail,
     )
+
+
+def record_doctor_form(db: Runner, event: Mapping[str, Any]) -> dict[str, Any]:
+    """The migrate function's ``record_page_form`` action: validate the doctor's finding and store it."""
+    model_id, form = str(event.get("modelId") or ""), str(event.get("pageForm") or "")
+    if not model_id or form not in FORMS:
+        raise ValueError(f"record_page_form needs modelId and pageForm in {FORMS}")
+    accepted = event.get("accepted") if isinstance(event.get("accepted"), Mapping) else {}
+    record_form(db, model_id, form, source="doctor", accepted=accepted, detail="batchlane doctor --live")
+    return {"modelId": model_id, "pageForm": form, "recorded": True}
