@@ -21,7 +21,8 @@ from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 
-REFUSED = "time_scale=36000,job_hours=0.5,invoke_model_documents=refused"
+# Rendering and reading page images is slower than the text pages most tests use: 24 emulated hours = 24 s here.
+REFUSED = "time_scale=3600,job_hours=0.5,invoke_model_documents=refused"
 
 
 def mixed_pdf() -> tuple[bytes, list[tuple[str, ...] | None]]:
@@ -81,5 +82,9 @@ def test_with_documents_refused_a_real_mixed_pdf_converts_whole_in_the_image_for
 
     served = {item["servedBy"] for item in pages.values()}
     assert served == ({"batch"} if lane == "batch-recorded" else {"on_demand"}), served
-    assert stack.bedrock.stats["converse_invalid"] == (0 if lane == "batch-recorded" else 1), "one refused call, then image from then on"
+    refused = stack.bedrock.stats["converse_invalid"]  # on-demand calls refused for their form
+    if lane == "batch-recorded":
+        assert refused == 0
+    else:  # the pages already in flight when the first refusal came back, then image from then on
+        assert 1 <= refused <= svc.settings.batchlane_chunk_concurrency, refused
     assert page_forms.recorded_forms(svc.db) == {config.model_id: "image"}, "kept for both lanes"
