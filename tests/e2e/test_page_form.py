@@ -83,8 +83,12 @@ def test_with_documents_refused_a_real_mixed_pdf_converts_whole_in_the_image_for
     served = {item["servedBy"] for item in pages.values()}
     assert served == ({"batch"} if lane == "batch-recorded" else {"on_demand"}), served
     refused = stack.bedrock.stats["converse_invalid"]  # on-demand calls refused for their form
-    if lane == "batch-recorded":
-        assert refused == 0
-    else:  # the pages already in flight when the first refusal came back, then image from then on
+    row = svc.db.one("SELECT page_form, source, detail FROM page_forms WHERE model_id = :m", m=config.model_id)
+    assert row is not None and row["page_form"] == "image", "kept for both lanes"
+    if lane == "on-demand":  # the pages already in flight when the first refusal came back, then image from then on
         assert 1 <= refused <= svc.settings.batchlane_chunk_concurrency, refused
-    assert page_forms.recorded_forms(svc.db) == {config.model_id: "image"}, "kept for both lanes"
+        assert row["source"] == "refusal"
+    elif lane == "batch-unrecorded":  # collect learnt it from the lane's refused records: on-demand sent images at once
+        assert refused == 0 and row["source"] == "refusal" and "batch records of lane" in row["detail"], (refused, row)
+    else:
+        assert refused == 0 and row["source"] == "doctor"
