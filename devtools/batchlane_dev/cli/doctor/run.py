@@ -91,5 +91,5 @@ def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: in
         poll_s=poll_s,
     )
     results.append(run_pilot(client("bedrock"), client("s3"), plan))
-    results.append(settle_page_form(target, client, settings.batchlane_page_form, results[: len(forms.FORMS)], plan.accepted_forms))
+    results.append(settle_page_form(target, client, target.lane.get("BATCHLANE_PAGE_FORM", settings.batchlane_page_form), results[: len(forms.FORMS)], plan.accepted_forms))
     return results
