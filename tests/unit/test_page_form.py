@@ -95,3 +95,29 @@ def test_a_validation_error_about_something_else_is_not_a_form_refusal():
     with pytest.raises(ModelCallError, match="max_tokens"):
         transport.send(build_page_request(chunk_index=0, page_number=number, pdf_bytes=pdf, config=_config(forms.PDF)))
     assert not forms.is_form_refusal("ValidationException", REFUSAL, forms.IMAGE)  # the image form never switches back
+
+
+@pytest.mark.slow  # renders 20 photo pages (~50 s here)
+def test_a_group_of_photo_scans_in_the_image_form_stays_within_the_request_byte_limit():
+    import random
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    from batchlane.domain.limits import MAX_REQUEST_BYTES
+    from batchlane.pdf.split import open_pdf, plan_chunks
+
+    rng = random.Random(7)
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    for _ in range(20):  # noise photos, the worst case for PNG and JPEG alike; 20 a request (BATCHLANE_MAX_DOCUMENTS_PER_REQUEST allows it)
+        photo = Image.frombytes("RGB", (900, 1270), rng.randbytes(900 * 1270 * 3))
+        pdf.drawImage(ImageReader(photo), 0, 0, width=A4[0], height=A4[1])
+        pdf.showPage()
+    pdf.save()
+    document = open_pdf(buffer.getvalue(), max_pages=20)
+    pages = [(p.number, p.pdf_bytes) for p in document.pages(plan_chunks(20, 20)[0])]
+    request = build_pages_request(chunk_index=0, pages=pages, config=_config(forms.IMAGE))
+    assert len(request.invoke_kwargs()["body"]) <= MAX_REQUEST_BYTES
+    assert all(max(image.width, image.height) == MAX_LONG_EDGE_PX for image in request.images)

@@ -21,9 +21,10 @@ from functools import cached_property
 from typing import Any
 
 from batchlane.domain import page_form as forms
+from batchlane.domain.limits import MAX_REQUEST_BYTES, REQUEST_OVERHEAD_BYTES
 from batchlane.domain.prompt import prompt_hash
 from batchlane.domain.records import record_id
-from batchlane.pdf.page_image import PageImage, render_page_image
+from batchlane.pdf.page_image import MAX_IMAGE_BYTES, PageImage, render_page_image
 
 SYSTEM_PROMPT = (
     "You convert pages of PDF documents into clean GitHub-flavoured Markdown. "
@@ -84,8 +85,10 @@ class PageRequest:
 
     @cached_property
     def images(self) -> tuple[PageImage, ...]:
-        """The pages rendered (image form), once per request object."""
-        return tuple(render_page_image(data) for _, data in self.documents)
+        """The pages rendered (image form), once per request object. Each image gets its share of the
+        request's byte limit (base64 in the JSON body), so a group of scans never exceeds it."""
+        share = (MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES) // max(len(self.documents), 1) * 3 // 4
+        return tuple(render_page_image(data, max_bytes=min(MAX_IMAGE_BYTES, share)) for _, data in self.documents)
 
     @cached_property
     def prompt_hash(self) -> str:
