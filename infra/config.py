@@ -97,6 +97,7 @@ class InfraConfig:
     admin_group: str = "batchlane-admins"
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
     priority_group: str = "batchlane-priority"
+    page_form: Literal["pdf", "image", "auto"] = "auto"  # BATCHLANE_PAGE_FORM (docs/deploy.md "The page form")
     budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
     reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
 
@@ -125,6 +126,7 @@ class InfraConfig:
             # BATCH_CONVERSION_MIN_PAGES=600, ..., BATCH_CONVERSION_GRACE_HOURS=2.0: each as its field's type
             **{name.upper(): str(type(DEFAULT_QUOTAS[key])(q[key])) for key, name in QUOTA_FIELDS.items()},
             "BATCH_CONVERSION_FALLBACK_WARN_SHARE": str(self.fallback_alarm_percent / 100),
+            "BATCHLANE_PAGE_FORM": self.page_form,
         }
 
     def webhook_environment(self) -> dict[str, str]:
@@ -276,9 +278,16 @@ def load(node: Node) -> InfraConfig:
         admin_group=str(ctx("adminGroup", base.admin_group)),
         folder_sources=_folder_sources(ctx("folderSources", []) or []),
         priority_group=str(ctx("priorityGroup", base.priority_group)),
+        page_form=_page_form(ctx("pageForm", base.page_form)),
         budget=budget,
         reserved_concurrency={name: None if value is None else int(value) for name, value in reserved.items()},
     )
+
+
+def _page_form(value: Any) -> Literal["pdf", "image", "auto"]:
+    if value not in ("pdf", "image", "auto"):
+        raise ValueError(f"context pageForm must be pdf, image or auto, not {value!r}")
+    return value  # type: ignore[no-any-return]
 
 
 def _folder_sources(value: Any) -> tuple[str, ...]:

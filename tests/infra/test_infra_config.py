@@ -61,3 +61,11 @@ def test_bad_context_fails_loudly(context: dict) -> None:
 def test_wait_timeout_is_the_clamped_batch_timeout_plus_grace() -> None:
     assert _load(quotas={"timeoutHours": 12}).wait_timeout_seconds == (24 + 2) * 3600
     assert _load(quotas={"timeoutHours": 200, "graceHours": 1}).wait_timeout_seconds == (168 + 1) * 3600
+
+
+def test_the_page_form_context_reaches_every_function_and_a_bad_value_stops_the_synth() -> None:
+    assert _load().lane_environment()["BATCHLANE_PAGE_FORM"] == "auto"
+    env = _load(pageForm="image").lane_environment()
+    assert Settings(**{k.lower(): v for k, v in env.items()}).batchlane_page_form == "image"
+    with pytest.raises(ValueError, match="pageForm"):
+        _load(pageForm="tiff")

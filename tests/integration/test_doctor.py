@@ -90,8 +90,30 @@ def test_live_runs_a_pilot_batch_job_of_the_minimum_record_count_on_the_emulator
 
 def test_live_on_demand_call_sees_the_picture_on_the_page(live_checks):
     """Fails while pages go to Converse as citation-less documents (text extraction only, issue 10 point 1)."""
-    visual = live_checks["live: visual on-demand call"]
-    assert visual["ok"] is True, visual["detail"]
+    for form in ("pdf", "image"):
+        visual = live_checks[f"live: visual on-demand call ({form})"]
+        assert visual["ok"] is True and "describes the picture" in visual["detail"], visual["detail"]
+
+
+def test_live_on_a_healthy_account_records_the_pdf_form_both_lanes_accept(live_checks, db):
+    forms = live_checks["live: page forms"]
+    assert forms["ok"] is True, forms["detail"]
+    assert forms["data"]["pageForms"]["accepted"] == {"pdf": {"onDemand": True, "batch": True}, "image": {"onDemand": True, "batch": True}}
+    assert forms["data"]["pageForms"]["chosen"] == "pdf"
+
+
+def test_live_json_reports_the_refused_pdf_form_and_auto_records_the_image_form(stack_factory, tmp_path, db):
+    """Issue 22.1: an account where InvokeModel refuses document blocks (Bedrock "API restrictions")."""
+    stack = stack_factory("time_scale=36000,invoke_model_documents=refused", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "4"}, schedules=False)
+    write_state(tmp_path, stack)
+    result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--json", "--live"], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert report["pageForms"]["accepted"] == {"pdf": {"onDemand": False, "batch": False}, "image": {"onDemand": True, "batch": True}}
+    assert report["pageForms"]["chosen"] == "image" and report["pageForms"]["recorded"] is True
+    assert result.exit_code == 0, result.stderr  # a refused form is a finding, not a broken deployment
+    assert "refused for their page form: pdf (2)" in {c["name"]: c for c in report["checks"]}["live: pilot batch job"]["detail"]
+    row = db.one("SELECT page_form, source FROM page_forms WHERE model_id = :m", m=report["pageForms"]["modelId"])
+    assert row == {"page_form": "image", "source": "doctor"}
 
 
 def test_migration_status_reports_without_applying(db):

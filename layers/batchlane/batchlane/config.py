@@ -68,6 +68,9 @@ class Settings(BaseSettings):
     # A page over the size limit (domain/limits.py) whose images cannot be recompressed under it is
     # rendered to one picture, losing its text layer; off: it fails PAGE_TOO_LARGE instead (pdf/fit.py).
     batchlane_page_render: bool = True
+    # How pages go to the model (domain/page_form.py, docs/deploy.md "The page form"): pdf (document
+    # blocks), image (pdfium render + text layer), auto (what `batchlane doctor --live` or a refused call recorded).
+    batchlane_page_form: Literal["pdf", "image", "auto"] = "auto"
     # On-demand pages per Converse request (docs/ondemand.md). The count actually used is
     # the smallest of this, the API's documents-per-request limit and what fits in
     # max_tokens at the pages' estimated output. Primed pages and batch records stay 1.

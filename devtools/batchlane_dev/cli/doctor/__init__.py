@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from batchlane_dev.cli.doctor.page_forms import PAGE_FORMS_CHECK
 from batchlane_dev.cli.doctor.results import Check, failed
 from batchlane_dev.cli.jobs_commands import DEFAULT_WORKDIR, EXIT_UNREACHABLE
 
@@ -75,7 +76,9 @@ def doctor(stack_name: str | None, workdir: Path, live: bool, pilot_timeout_min:
 def _finish(results: list[Check], target_name: str, as_json: bool) -> None:
     problems = [r for r in results if not r.ok]
     if as_json:
-        click.echo(json.dumps({"target": target_name, "ok": not problems, "checks": [r.to_json() for r in results]}))
+        report: dict[str, Any] = {"target": target_name, "ok": not problems, "checks": [r.to_json() for r in results]}
+        report.update({key: value for r in results if r.name == PAGE_FORMS_CHECK for key, value in r.data.items()})  # pageForms
+        click.echo(json.dumps(report))
     else:
         from rich.console import Console
         from rich.table import Table

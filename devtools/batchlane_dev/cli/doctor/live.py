@@ -26,6 +26,7 @@ from batchlane.aws.s3 import S3Store
 from batchlane.batch.collect import LaneManifest, tally_outputs
 from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
 from batchlane.domain.cost import PriceTable
+from batchlane.domain.page_form import is_form_refusal
 from batchlane_dev.cli.doctor.checks import error_text
 from batchlane_dev.cli.doctor.results import Check, failed, passed, warned
 
@@ -65,13 +66,15 @@ def visual_test_page() -> bytes:
 
 
 def check_visual_call(runtime_client: Any, config: ConverterConfig, prices: PriceTable) -> Check:
-    """One on-demand request from the package's own builder and transport (what a chunk sends)."""
-    name = "live: visual on-demand call"
+    """One on-demand request from the package's own builder and transport (what a chunk sends), in ``config.page_form``."""
+    name = f"live: visual on-demand call ({config.page_form})"
     request = build_page_request(chunk_index=0, page_number=1, pdf_bytes=visual_test_page(), config=config)
     started = time.monotonic()
     try:
         answer = OnDemandTransport(BedrockRuntime(lambda seconds: runtime_client)).send(request)
     except ModelCallError as exc:
+        if is_form_refusal(exc.code, exc.message, config.page_form):
+            return refused(name, f"{config.model_id} refuses the {config.page_form} form on-demand: {exc}")
         return failed(name, f"{config.model_id}: {exc}")
     seconds = time.monotonic() - started
     cost = _price(prices, config.model_id, answer.usage, batch=False)
@@ -101,10 +104,14 @@ class PilotPlan:
     sleep: Callable[[float], None] = time.sleep
     clock: Callable[[], float] = time.monotonic
     stamp: str = field(default_factory=lambda: time.strftime("%Y%m%d%H%M%S", time.gmtime()))
+    page_forms: tuple[str, ...] = ()  # the forms the pilot's records alternate between (default: the config's)
+    # Filled by run_pilot: per form, whether Bedrock took its records (False: refused for the form).
+    accepted_forms: dict[str, bool] = field(default_factory=dict)
 
 
-def pilot_records(records: int, config: ConverterConfig) -> list[Any]:
-    """``records`` generated pages through the real converter with a capture transport (prepare's path)."""
+def pilot_records(records: int, config: ConverterConfig, page_forms: tuple[str, ...] = ()) -> list[Any]:
+    """``records`` generated pages through the real converter with a capture transport (prepare's path);
+    with ``page_forms``, record i goes in form i mod len (the doctor tries every form in one job)."""
     from batchlane.pdf.split import open_pdf, plan_chunks
     from batchlane_dev.local.pdfgen import make_pdf
 
@@ -112,6 +119,8 @@ def pilot_records(records: int, config: ConverterConfig) -> list[Any]:
     capture = CaptureTransport()
     for page in document.pages(plan_chunks(records, records)[0]):
         convert_page(page, config, capture, PriceTable({}))
+    if page_forms:
+        return [r.with_form(page_forms[i % len(page_forms)]) for i, r in enumerate(capture.requests)]
     return capture.requests
 
 
@@ -126,7 +135,7 @@ def record_invocation_type(request: Any) -> str:
 def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     """Submit, wait for a terminal status (stop it past the timeout), collect with the lane's code."""
     name = "live: pilot batch job"
-    requests = pilot_records(plan.records, plan.config)
+    requests = pilot_records(plan.records, plan.config, plan.page_forms)
     prefix = f"{keys.BATCH_PREFIX}doctor-{plan.stamp}/"
     store = S3Store(s3, plan.bucket)
     lines = [json.dumps({"recordId": r.record_id, "modelInput": r.model_input()}, separators=(",", ":")) for r in requests]
@@ -158,14 +167,38 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
         with tempfile.TemporaryDirectory(prefix="doctor-pilot-") as spool:
             manifest = LaneManifest(plan.model_id, {"m0": "doctor-pilot"}, {}, {r.record_id: r.prompt_hash for r in requests})
             tally = tally_outputs(store, output_keys, manifest=manifest, spool_dir=Path(spool))
+        refusals = form_refusals(store, output_keys, {r.record_id: r.page_form for r in requests})
     except Exception as exc:
         return failed(name, f"{plan.model_id}, {len(requests)} records ({invocation_type}): {error_text(exc)}")
-    accepted = tally.counts["accepted"]
+    plan.accepted_forms.update({r.page_form: r.page_form not in refusals for r in requests} if job["status"] in ("Completed", "PartiallyCompleted") else {})
+    accepted = tally.counts["accepted"] + sum(refusals.values())  # a form refused is the probe's answer, not a broken lane
     cost = _price(plan.prices, plan.model_id, tally.billed, batch=True)
-    summary = f"{job['status']} in {elapsed:.0f} s; {accepted}/{len(requests)} records accepted; {cost} ({invocation_type} records, {arn})"
+    summary = f"{job['status']} in {elapsed:.0f} s; {tally.counts['accepted']}/{len(requests)} records accepted; {cost} ({invocation_type} records, {arn})"
+    if refusals:
+        summary += f"; refused for their page form: {', '.join(f'{form} ({n})' for form, n in sorted(refusals.items()))}"
     if job["status"] not in ("Completed", "PartiallyCompleted"):
         return failed(name, f"{summary}: {job.get('message') or 'no message'}")
-    if accepted < len(requests):
+    if accepted < len(requests) or len(refusals) == len({r.page_form for r in requests}):
         outcomes = {k: v for k, v in tally.counts.items() if k != "accepted"}
         return warned(name, f"{summary}; others: {outcomes}")
     return passed(name, summary)
+
+
+def refused(name: str, detail: str) -> Check:
+    """A page form the account refuses: the probe's finding, not a failure (``auto`` takes the other form)."""
+    return Check(name, True, detail, data={"refused": True})
+
+
+def form_refusals(store: S3Store, output_keys: list[str], form_of: dict[str, str]) -> dict[str, int]:
+    """Per page form, how many of the pilot's records Bedrock refused for their form (recordId -> form)."""
+    counts: dict[str, int] = {}
+    for key in output_keys:
+        for line in store.get_bytes(key).splitlines():
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            error = record.get("error") or {}
+            form = form_of.get(str(record.get("recordId")), "")
+            if error and is_form_refusal("ValidationException", str(error.get("errorMessage", "")), form):
+                counts[form] = counts.get(form, 0) + 1
+    return counts

@@ -6,8 +6,8 @@ Each check is a plain function over boto3 clients (AWS's or the offline stack's)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 
 @dataclass(frozen=True)
@@ -18,9 +18,13 @@ class Check:
     ok: bool
     detail: str
     severity: Literal["error", "warning"] = "error"
+    data: dict[str, Any] = field(default_factory=dict)  # machine-readable findings, e.g. the page forms (camelCase)
 
     def to_json(self) -> dict[str, object]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail, "severity": None if self.ok else self.severity}
+        out: dict[str, object] = {"name": self.name, "ok": self.ok, "detail": self.detail, "severity": None if self.ok else self.severity}
+        if self.data:
+            out["data"] = self.data
+        return out
 
 
 def passed(name: str, detail: str) -> Check:

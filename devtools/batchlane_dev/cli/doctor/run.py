@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from batchlane_dev.cli.doctor import checks as c
 from batchlane_dev.cli.doctor.live import PilotPlan, check_visual_call, run_pilot
+from batchlane_dev.cli.doctor.page_forms import settle_page_form
 from batchlane_dev.cli.doctor.quotas import compare, read_batch_quotas
 from batchlane_dev.cli.doctor.results import Check, failed, warned
 from batchlane_dev.cli.doctor.target import Target
@@ -68,6 +70,7 @@ def run_doctor(
 def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: int, timeout_s: float, poll_s: float) -> list[Check]:
     from batchlane.config import reload_settings
     from batchlane.converter import ConverterConfig
+    from batchlane.domain import page_form as forms
     from batchlane.domain.cost import PriceTable
 
     if not model_ok:
@@ -75,16 +78,18 @@ def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: in
     settings = reload_settings()
     config = ConverterConfig.from_settings(settings, {"modelId": target.model_id})
     prices = PriceTable(settings.batchlane_prices)
-    results = [check_visual_call(client("bedrock-runtime"), config, prices)]
+    results = [check_visual_call(client("bedrock-runtime"), replace(config, page_form=form), prices) for form in forms.FORMS]
     plan = PilotPlan(
         bucket=target.outputs["BucketName"],
         role_arn=target.outputs["ServiceRoleArn"],
         model_id=target.model_id,
-        records=max(1, min_records),
+        records=max(len(forms.FORMS), min_records),
         config=config,
+        page_forms=forms.FORMS,
         prices=prices,
         timeout_s=timeout_s,
         poll_s=poll_s,
     )
     results.append(run_pilot(client("bedrock"), client("s3"), plan))
+    results.append(settle_page_form(target, client, target.lane.get("BATCHLANE_PAGE_FORM", settings.batchlane_page_form), results[: len(forms.FORMS)], plan.accepted_forms))
     return results

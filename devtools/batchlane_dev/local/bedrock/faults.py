@@ -40,6 +40,9 @@ class Faults:
     record_cost_ms: float = 0.0
     stopping_s: float = 30.0
     refuse_pages: frozenset[int] = frozenset()
+    # "refused": InvokeModel (and batch InvokeModel records) answer a PDF document block with the
+    # ValidationException of Bedrock's "API restrictions" page (docs/offline.md, "The page form").
+    invoke_model_documents: str = "accepted"
 
     def in_progress_s(self, records: int) -> float:
         """Emulated seconds a job of ``records`` records spends InProgress."""
@@ -89,6 +92,12 @@ def _pages(text: str) -> frozenset[int]:
     return pages
 
 
+def _documents(text: str) -> str:
+    if text not in ("accepted", "refused"):
+        raise ValueError("must be accepted or refused")
+    return text
+
+
 def _outcome(text: str) -> str:
     if text not in JOB_OUTCOMES:
         raise ValueError(f"must be one of {', '.join(JOB_OUTCOMES)}")
@@ -117,6 +126,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "record_cost_ms": _non_negative,
     "stopping_s": _non_negative,
     "refuse_pages": _pages,
+    "invoke_model_documents": _documents,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
 

@@ -1,7 +1,9 @@
 """bedrock-runtime InvokeModel with the Anthropic Messages body: validation as Bedrock answers it.
 
 A body that passes here is one Bedrock would accept for an Anthropic model (for the shapes
-batchlane sends: text and base64 PDF document blocks). The same validator checks every
+batchlane sends: text, base64 PDF document blocks and base64 image blocks). With the fault
+``invoke_model_documents=refused`` a document block is refused as Bedrock's "API restrictions"
+page says it may be (documents in the request body are not supported with InvokeModel). The same validator checks every
 record of a batch job submitted with ``modelInvocationType: InvokeModel``.
 
 Limits, with their sources (docs/offline.md, "InvokeModel and the two PDF modes"):
@@ -10,10 +12,13 @@ Limits, with their sources (docs/offline.md, "InvokeModel and the two PDF modes"
 * at most 5 documents a request (Bedrock, "API restrictions": applies to InvokeModel and Converse).
 * at most 32 MB a request and 100 PDF pages a request (Anthropic, "PDF support"; Bedrock,
   "API restrictions" points to the Anthropic Messages limits).
+* images: base64 JPEG, PNG, GIF or WebP, at most 3.75 MB and 8,000 px a side each, at most 20 a
+  request (Bedrock, "Anthropic Claude Messages API" and Anthropic, "Vision").
 """
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -26,6 +31,17 @@ ANTHROPIC_VERSION = "bedrock-2023-05-31"
 MAX_DOCUMENTS = 5
 MAX_REQUEST_BYTES = 32 * 1024 * 1024
 MAX_PDF_PAGES = 100
+MAX_IMAGES = 20
+MAX_IMAGE_BYTES = 3_750_000
+MAX_IMAGE_SIDE = 8000
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+# The emulator's wording for a refused document block (the shape of Anthropic's tag-mismatch errors
+# as Bedrock relays them; AWS does not publish the exact text). What matters to the code: the code
+# ValidationException, and that the message names the document block.
+DOCUMENTS_REFUSED = (
+    "{at}.type: Input tag 'document' found using 'type' does not match any of the expected tags: "
+    "'image', 'text', 'tool_result', 'tool_use' (documents in the request body are not supported with InvokeModel)"
+)
 _TOP_LEVEL_KEYS = frozenset(
     {
         "anthropic_version",
@@ -90,7 +106,7 @@ def validate_messages(body: Any) -> None:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _malformed("#: required key [messages] not found" if messages is None else "#/messages: expected minimum item count: 1")
-    expected, documents = "user", 0
+    expected, documents, images = "user", 0, 0
     for index, message in enumerate(messages):
         where = f"#/messages/{index}"
         if not isinstance(message, Mapping) or message.get("role") not in ("user", "assistant"):
@@ -98,19 +114,23 @@ def validate_messages(body: Any) -> None:
         if message["role"] != expected:
             raise validation('messages: roles must alternate between "user" and "assistant", starting with "user"')
         expected = "assistant" if message["role"] == "user" else "user"
-        documents += _validate_content(message.get("content"), where, message["role"])
+        counted = _validate_content(message.get("content"), where, message["role"])
+        documents, images = documents + counted[0], images + counted[1]
     if documents > MAX_DOCUMENTS:
         raise validation(f"A request can hold at most {MAX_DOCUMENTS} documents; it holds {documents}.")
+    if images > MAX_IMAGES:
+        raise validation(f"A request can hold at most {MAX_IMAGES} images; it holds {images}.")
 
 
-def _validate_content(content: Any, where: str, role: str) -> int:
+def _validate_content(content: Any, where: str, role: str) -> tuple[int, int]:
+    """(documents, images) the content holds, after checking each block."""
     if isinstance(content, str):
         if not content.strip():
             raise validation(f"{where}: text content blocks must be non-empty")
-        return 0
+        return 0, 0
     if not isinstance(content, list) or not content:
         raise _malformed(f"{where}/content: expected a string or a non-empty list of content blocks")
-    documents = 0
+    documents = images = 0
     for index, block in enumerate(content):
         at = f"{where}/content/{index}"
         kind = block.get("type") if isinstance(block, Mapping) else None
@@ -124,9 +144,50 @@ def _validate_content(content: Any, where: str, role: str) -> int:
                 raise validation(f"{at}: documents are allowed in user messages only")
             _validate_document(block, at)
             documents += 1
+        elif kind == "image":
+            if role != "user":
+                raise validation(f"{at}: images are allowed in user messages only")
+            _validate_image(block, at)
+            images += 1
         else:
-            raise validation(f"{at}: the emulated model accepts text and document blocks only, not {kind}")
-    return documents
+            raise validation(f"{at}: the emulated model accepts text, document and image blocks only, not {kind}")
+    return documents, images
+
+
+def _validate_image(block: Mapping[str, Any], at: str) -> None:
+    from PIL import Image, UnidentifiedImageError
+
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        raise _malformed(f"{at}/source: required key [source] not found")
+    if source.get("type") != "base64":
+        raise validation(f"{at}/source/type: the emulator serves base64 images only")
+    if source.get("media_type") not in IMAGE_MEDIA_TYPES:
+        raise _malformed(f"{at}/source/media_type: must be one of {', '.join(IMAGE_MEDIA_TYPES)}")
+    try:
+        data = model._decode(source.get("data"))
+    except model.ModelInputError as exc:
+        raise _malformed(f"{at}/source/data: {exc}") from None
+    if len(data) > MAX_IMAGE_BYTES:
+        raise validation(f"{at}: image exceeds 3.75 MB maximum: {len(data)} bytes > {MAX_IMAGE_BYTES} bytes")
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height, fmt = image.width, image.height, (image.format or "").lower()
+    except (UnidentifiedImageError, OSError):
+        raise validation(f"{at}: Could not process image") from None
+    if f"image/{fmt}" != source["media_type"]:
+        raise validation(f"{at}: Image does not match the provided media type {source['media_type']}")
+    if max(width, height) > MAX_IMAGE_SIDE:
+        raise validation(f"{at}: image dimensions exceed max allowed size: {MAX_IMAGE_SIDE} pixels")
+
+
+def refuse_documents(body: Mapping[str, Any]) -> None:
+    """The fault ``invoke_model_documents=refused``: the first document block answers ValidationException."""
+    for m, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for c, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, Mapping) and block.get("type") == "document":
+                raise validation(DOCUMENTS_REFUSED.format(at=f"messages.{m}.content.{c}"))
 
 
 def _validate_document(block: Mapping[str, Any], at: str) -> None:
@@ -157,6 +218,8 @@ def _check_pages(body: Mapping[str, Any]) -> None:
 def model_answer(body: Mapping[str, Any], seed: str, faults: Faults) -> dict[str, Any]:
     """Validate an Anthropic Messages body, draw the answer fault for ``seed``, and run the emulated model."""
     validate_messages(body)
+    if faults.invoke_model_documents == "refused":
+        refuse_documents(body)
     try:
         _check_pages(body)
         return model.answer_messages(body, fault=answer_fault(faults, seed, model.request_pages(body)))

@@ -27,6 +27,12 @@ DEFAULT_MAX_TOKENS = 4096
 GUARDRAIL_TEXT = "Sorry, the model cannot answer this request."
 
 _PAGE_NUMBER = re.compile(r"(\d+)\s*$")
+# The text block batchlane sends after a page image (converter/request.py): names the page, carries its text layer.
+_IMAGE_LABEL = re.compile(r"^(?:The text layer of (?P<name>\S+):\n(?P<text>.*)|(?P<bare>\S+) has no text layer\.)$", re.DOTALL)
+IMAGE_TOKEN_PIXELS = 750  # Anthropic, "Vision": an image costs about width × height / 750 tokens
+INK_LEVEL = 160  # grey below this is ink
+DENSE_CELL = 0.6  # an 8 px cell at least this inked is picture, not glyph strokes
+MIN_PICTURE_CELLS = 24  # fewer dense cells than this (a bold heading's strokes) is no picture
 _COLOUR_SPACES = {
     "/DeviceGray": "grayscale",
     "/CalGray": "grayscale",
@@ -44,10 +50,25 @@ class ModelInputError(ValueError):
 
 
 @dataclass(frozen=True)
+class SeenImage:
+    """A page sent in image form: the rendered page, and the text layer sent beside it."""
+
+    width: int
+    height: int
+    text: str
+    figure: str | None  # one line for the picture areas the emulator finds in the raster, or None
+
+    @property
+    def tokens(self) -> int:
+        return math.ceil(self.width * self.height / IMAGE_TOKEN_PIXELS)
+
+
+@dataclass(frozen=True)
 class Document:
     name: str | None
     data: bytes
     visual: bool  # seen as text + image (True) or as its text layer only
+    image: SeenImage | None = None  # image form: what the model sees instead of ``data``
 
 
 @dataclass(frozen=True)
@@ -108,7 +129,7 @@ def answer_messages(request: Mapping[str, Any], *, fault: str | None = None) -> 
 
 def _reply(documents: list[Document], prompt_chars: int, max_tokens: int, fault: str | None) -> Reply:
     text = _compose(documents, fault if fault and fault.startswith("markers_") else None)
-    input_tokens = sum(TOKENS_PER_DOCUMENT + (VISUAL_TOKENS_PER_DOCUMENT if d.visual else 0) for d in documents) + prompt_chars // CHARS_PER_TOKEN
+    input_tokens = sum(_document_tokens(d) for d in documents) + prompt_chars // CHARS_PER_TOKEN
     stop_reason = "end_turn"
     if fault == "content_filter":
         text, stop_reason = "", "content_filtered"
@@ -121,6 +142,13 @@ def _reply(documents: list[Document], prompt_chars: int, max_tokens: int, fault:
     if _tokens(text) > max_tokens:
         text, stop_reason = text[: max_tokens * CHARS_PER_TOKEN], "max_tokens"
     return Reply(text, stop_reason, input_tokens, _tokens(text))
+
+
+def _document_tokens(document: Document) -> int:
+    """An image as Anthropic counts it (its text layer is counted with the prompt's text); a PDF page as visual mode does."""
+    if document.image is not None:
+        return document.image.tokens
+    return TOKENS_PER_DOCUMENT + (VISUAL_TOKENS_PER_DOCUMENT if document.visual else 0)
 
 
 def _tokens(text: str) -> int:
@@ -143,7 +171,11 @@ def _read_converse(request: Mapping[str, Any]) -> tuple[list[Document], int]:
 
 
 def _read_messages(request: Mapping[str, Any]) -> tuple[list[Document], int]:
-    """The documents of an Anthropic Messages body (always visual), and the count of prompt characters."""
+    """The documents of an Anthropic Messages body (always visual), and the count of prompt characters.
+
+    An image block is a page in image form; the text block right after it, when it is batchlane's
+    label, names that page and carries its text layer (counted as prompt text, as Claude counts it).
+    """
     system = request.get("system") or ""
     prompt_chars = len(system) if isinstance(system, str) else sum(len(block.get("text") or "") for block in system)
     documents: list[Document] = []
@@ -155,9 +187,42 @@ def _read_messages(request: Mapping[str, Any]) -> tuple[list[Document], int]:
         for block in content or []:
             if block.get("type") == "text":
                 prompt_chars += len(block.get("text") or "")
+                label = _IMAGE_LABEL.match(block.get("text") or "")
+                last = documents[-1] if documents else None
+                if label and last is not None and last.image is not None and last.name is None:
+                    seen = SeenImage(last.image.width, last.image.height, (label["text"] or "").strip(), last.image.figure)
+                    documents[-1] = Document(label["name"] or label["bare"], last.data, True, seen)
             elif block.get("type") == "document":
                 documents.append(Document(block.get("title"), _decode((block.get("source") or {}).get("data")), True))
+            elif block.get("type") == "image":
+                documents.append(Document(None, b"", True, see_image(_decode((block.get("source") or {}).get("data")))))
     return documents, prompt_chars
+
+
+def see_image(data: bytes) -> SeenImage:
+    """What the emulated model takes from a page image: its size, and where pictures are drawn.
+
+    Picture areas are 8 px cells mostly ink (glyph strokes rarely are): their bounding box and
+    count make one figure line, as the PDF form's image list does for a page's image objects.
+    """
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as opened:
+            image = opened.convert("L")
+    except (UnidentifiedImageError, OSError) as exc:
+        raise ModelInputError(f"the image could not be read: {exc}") from exc
+    ink = image.point(lambda v: 255 if v < INK_LEVEL else 0)
+    cells = ink.reduce(8).point(lambda v: 255 if v >= DENSE_CELL * 255 else 0)
+    box = cells.getbbox()
+    figure = None
+    dense = cells.histogram()[255]
+    if box is not None and dense >= MIN_PICTURE_CELLS:
+        left, top, right, bottom = (8 * v for v in box)
+        figure = (
+            f"*[Figure: picture area {right - left}×{bottom - top} px at ({left}, {top}) of the {image.width}×{image.height} page image, {dense} dense cells]*"
+        )
+    return SeenImage(image.width, image.height, "", figure)
 
 
 def request_pages(request: Mapping[str, Any]) -> frozenset[int]:
@@ -169,6 +234,9 @@ def request_pages(request: Mapping[str, Any]) -> frozenset[int]:
             if not isinstance(block, Mapping):
                 continue
             name = (block.get("document") or {}).get("name") if "document" in block else block.get("title") if block.get("type") == "document" else None
+            label = _IMAGE_LABEL.match(block.get("text") or "") if block.get("type") == "text" else None
+            if label:
+                name = label["name"] or label["bare"]
             match = _PAGE_NUMBER.search(name or "")
             if match:
                 numbers.add(int(match.group(1)))
@@ -185,13 +253,19 @@ def _decode(raw: Any) -> bytes:
         raise ModelInputError("document source bytes are not valid base64") from exc
 
 
+def _document_markdown(document: Document) -> str:
+    if document.image is not None:
+        return "\n\n".join(part for part in (_paragraphs(document.image.text), document.image.figure) if part)
+    return page_markdown(document.data, visual=document.visual)
+
+
 def _compose(documents: list[Document], marker_fault: str | None = None) -> str:
     if len(documents) == 1:
-        return page_markdown(documents[0].data, visual=documents[0].visual)
+        return _document_markdown(documents[0])
     numbered = []
     for position, document in enumerate(documents, start=1):
         match = _PAGE_NUMBER.search(document.name or "")
-        numbered.append((int(match.group(1)) if match else position, page_markdown(document.data, visual=document.visual)))
+        numbered.append((int(match.group(1)) if match else position, _document_markdown(document)))
     if marker_fault == "markers_reorder":
         numbered[0], numbered[1] = numbered[1], numbered[0]
     parts = []

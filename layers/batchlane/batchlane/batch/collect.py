@@ -28,13 +28,16 @@ from batchlane.batch.billing import close_and_bill, ledger_metadata, output_pref
 from batchlane.batch.prepare import ShardWriter
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
+from batchlane.conversion import page_forms
 from batchlane.converter import PrimedResult
 from batchlane.converter.transports import answer_from_messages
 from batchlane.db import batch_rows as rows
+from batchlane.db.page_forms import record_form
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.folder_policy import parse_deadline
+from batchlane.domain.page_form import IMAGE, PDF, is_form_refusal
 from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, retryable_error
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane.observability import logger, metrics
@@ -78,6 +81,8 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         targets = [(tag, job, int(c)) for tag, job in manifest.members.items() for c in manifest.chunks.get(tag, {}) if (job, int(c)) in waiting]
         write_results(svc.store, targets, spool_dir=Path(spool_dir), merge=row.retry_of is not None)
     counts, billed = tally.counts, tally.billed
+    if counts["refused:page_form"] and page_forms.auto(svc.settings):  # both lanes send images from now on (domain/page_form.py)
+        record_form(svc.db, manifest.model_id, IMAGE, source="refusal", detail=f"{counts['refused:page_form']} batch records of lane {lane_id}")
     accepted = counts["accepted"]
     fallback = len(expected) - accepted
     counts["missing"] = len(expected) - tally.seen
@@ -271,6 +276,8 @@ def tally_outputs(store: ObjectStore, output_keys: list[str], *, manifest: LaneM
                     error = record.get("error") if isinstance(record.get("error"), dict) else {}
                     if retryable_error(error.get("errorCode"), error.get("errorMessage")):
                         tally.retryable.append(record_id)
+                    elif is_form_refusal("ValidationException", str(error.get("errorMessage") or ""), PDF):
+                        tally.counts["refused:page_form"] += 1  # only a PDF-form record holds a document block
                     continue
                 answer = answer_from_messages(output, served_by="batch")
                 tally.billed = tally.billed + answer.usage

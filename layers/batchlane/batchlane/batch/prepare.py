@@ -20,8 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchlane import keys
+from batchlane.conversion import page_forms
 from batchlane.conversion.source import chunk_pages
-from batchlane.converter import CaptureTransport, ConverterConfig, convert_page
+from batchlane.converter import CaptureTransport, convert_page
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
@@ -116,7 +117,7 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     if job is None or chunk is None:
         raise LookupError(f"no chunk {chunk_index} of job {job_id}")
     settings = svc.settings
-    config = ConverterConfig.from_settings(settings, job.options)
+    config = page_forms.converter_config(svc.db, settings, job.options)  # the form the on-demand path would send now
     capture = CaptureTransport()
     blank = 0
     for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 from batchlane import keys, topology
-from batchlane.conversion import budget
+from batchlane.conversion import budget, page_forms
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -317,7 +317,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
     assert job is not None
     options = job.options or {}
     settings = svc.settings
-    config = ConverterConfig.from_settings(settings, options)
+    config = page_forms.converter_config(svc.db, settings, options)
     hold_left = budget.hold_left(svc, job_id)  # this chunk stops (and continues, then pauses) once it spent that
 
     span = span_of(claimed)
@@ -343,7 +343,9 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
     limiter = limiter_for(svc.db.params, settings, owner=job.owner_id)  # slots shared fairly by owner
     transport = GovernedTransport(
-        OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at),
+        page_forms.with_form_fallback(
+            svc.db, settings, config, OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at)
+        ),
         limiter,
         BackoffPolicy.from_settings(settings),
         aborted=halted,

@@ -5,6 +5,8 @@ from batchlane.converter.page import PageResult, convert_page, page_result
 from batchlane.converter.request import ConverseRequest, ConverterConfig, PageRequest, build_page_request
 from batchlane.converter.transports import (
     CaptureTransport,
+    FormFallbackTransport,
+    FormMemory,
     ModelAnswer,
     ModelCallError,
     OnDemandTransport,
@@ -20,6 +22,8 @@ __all__ = [
     "CaptureTransport",
     "ConverseRequest",
     "ConverterConfig",
+    "FormFallbackTransport",
+    "FormMemory",
     "MarkerProblem",
     "ModelAnswer",
     "ModelCallError",

@@ -23,7 +23,7 @@ from batchlane.domain.records import record_id
 
 MULTI_PAGE_INSTRUCTION = (
     "Convert each of these PDF pages to Markdown, in the order given. Before each page's Markdown write "
-    "its marker on a line of its own: <!-- Page N -->, where N is the number in the document's name "
+    "its marker on a line of its own: <!-- Page N -->, where N is the number in the page's name "
     "(page-N). Write every marker exactly once, even for a page without text."
 )
 
@@ -53,6 +53,7 @@ def build_pages_request(*, chunk_index: int, pages: Sequence[tuple[int, bytes]],
         temperature=config.temperature,
         documents=tuple((f"page-{number}", data) for number, data in pages),
         page_numbers=numbers,
+        page_form=config.page_form,
     )
 
 

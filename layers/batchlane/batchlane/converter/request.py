@@ -16,12 +16,15 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from batchlane.domain import page_form as forms
+from batchlane.domain.limits import MAX_REQUEST_BYTES, REQUEST_OVERHEAD_BYTES
 from batchlane.domain.prompt import prompt_hash
 from batchlane.domain.records import record_id
+from batchlane.pdf.page_image import MAX_IMAGE_BYTES, PageImage, render_page_image
 
 SYSTEM_PROMPT = (
     "You convert pages of PDF documents into clean GitHub-flavoured Markdown. "
@@ -32,7 +35,8 @@ SYSTEM_PROMPT = (
 PAGE_INSTRUCTION = "Convert this PDF page to Markdown."
 ANTHROPIC_VERSION = "bedrock-2023-05-31"  # the value Bedrock requires in an Anthropic Messages body
 # Part of the prompt hash: a batch answer to a request of another shape (e.g. the former
-# Converse text-extraction form) is never reused for this one.
+# Converse text-extraction form) is never reused for this one. Both page forms share it
+# (module docstring), so the value keeps its first name.
 REQUEST_FORMAT = "invoke-model/anthropic-messages/pdf-document/v1"
 # Anthropic, "PDF support": a page costs about 1,500-3,000 text tokens plus its image in
 # visual mode. The upper end is what a read timeout books for a call whose usage never came back.
@@ -46,14 +50,18 @@ class ConverterConfig:
     temperature: float
     system: str = SYSTEM_PROMPT
     instruction: str = PAGE_INSTRUCTION
+    page_form: str = forms.PDF  # pdf | image: resolved from the setting and what was recorded (domain/page_form.py)
 
     @classmethod
-    def from_settings(cls, settings: Any, options: Mapping[str, Any] | None = None) -> ConverterConfig:
+    def from_settings(cls, settings: Any, options: Mapping[str, Any] | None = None, *, recorded_forms: Mapping[str, str] | None = None) -> ConverterConfig:
+        """``recorded_forms``: model id -> the form the doctor or a refused call recorded (db/page_forms.py)."""
         options = options or {}
+        model_id = str(options.get("modelId") or settings.batchlane_model_id)
         return cls(
-            model_id=str(options.get("modelId") or settings.batchlane_model_id),
+            model_id=model_id,
             max_tokens=int(settings.batchlane_max_tokens),
             temperature=float(settings.batchlane_temperature),
+            page_form=forms.effective_form(str(getattr(settings, "batchlane_page_form", forms.PDF)), recorded_forms or {}, model_id),
         )
 
 
@@ -69,6 +77,18 @@ class PageRequest:
     temperature: float
     documents: tuple[tuple[str, bytes], ...]  # (document title "page-N", one-page PDF bytes)
     page_numbers: tuple[int, ...]
+    page_form: str = forms.PDF
+
+    def with_form(self, page_form: str) -> PageRequest:
+        """The same request with the pages in ``page_form`` (same record id and prompt hash)."""
+        return replace(self, page_form=page_form)
+
+    @cached_property
+    def images(self) -> tuple[PageImage, ...]:
+        """The pages rendered (image form), once per request object. Each image gets its share of the
+        request's byte limit (base64 in the JSON body), so a group of scans never exceeds it."""
+        share = (MAX_REQUEST_BYTES - REQUEST_OVERHEAD_BYTES) // max(len(self.documents), 1) * 3 // 4
+        return tuple(render_page_image(data, max_bytes=min(MAX_IMAGE_BYTES, share)) for _, data in self.documents)
 
     @cached_property
     def prompt_hash(self) -> str:
@@ -82,11 +102,18 @@ class PageRequest:
         )
 
     def body(self) -> dict[str, Any]:
-        """The Anthropic Messages body: documents (base64 PDF) first, then the instruction."""
-        content: list[dict[str, Any]] = [
-            {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(data).decode()}, "title": name}
-            for name, data in self.documents
-        ]
+        """The Anthropic Messages body: the pages first (documents, or image + text layer each), then the instruction."""
+        content: list[dict[str, Any]] = []
+        if self.page_form == forms.IMAGE:
+            for (name, _), image in zip(self.documents, self.images, strict=True):
+                content.append({"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": base64.b64encode(image.data).decode()}})
+                layer = f"The text layer of {name}:\n{image.text}" if image.text else f"{name} has no text layer."
+                content.append({"type": "text", "text": layer})
+        else:
+            content = [
+                {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": base64.b64encode(data).decode()}, "title": name}
+                for name, data in self.documents
+            ]
         content.append({"type": "text", "text": self.text})
         return {
             "anthropic_version": ANTHROPIC_VERSION,
@@ -128,4 +155,5 @@ def build_page_request(*, chunk_index: int, page_number: int, pdf_bytes: bytes, 
         temperature=config.temperature,
         documents=((f"page-{page_number}", pdf_bytes),),
         page_numbers=(page_number,),
+        page_form=config.page_form,
     )

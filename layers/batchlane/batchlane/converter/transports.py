@@ -22,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from batchlane.converter.request import PageRequest
+from batchlane.domain import page_form as forms
 from batchlane.domain.cost import Usage
+from batchlane.pdf.page_image import PageImageError
 from batchlane.ports import ModelCallFailed, ModelReadTimeout, ModelRuntime
 
 INVOCATION_ENDING = "InvocationEnding"  # not sent: too little time left to wait for an answer
@@ -50,6 +52,7 @@ class ModelCallError(Exception):
     def __init__(self, code: str, message: str, *, retryable: bool, possibly_billed: Usage | None = None) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
+        self.message = message
         self.retryable = retryable
         self.possibly_billed = possibly_billed
 
@@ -150,7 +153,11 @@ class OnDemandTransport:
         if timeout is None:
             raise ModelCallError(INVOCATION_ENDING, "too little time left in this invocation to wait for an answer", retryable=True)
         try:
-            body = json.loads(self._runtime.invoke_model(request.invoke_kwargs(), read_timeout=timeout))
+            kwargs = request.invoke_kwargs()
+        except PageImageError as exc:  # the image form of this page cannot be made: nothing was sent
+            raise ModelCallError("PAGE_IMAGE_FAILED", str(exc), retryable=False) from exc
+        try:
+            body = json.loads(self._runtime.invoke_model(kwargs, read_timeout=timeout))
         except ModelReadTimeout as exc:
             # The request reached Bedrock and may still be generating: it is billed whatever we do.
             estimate = Usage(request.estimated_input_tokens(), request.max_tokens)
@@ -160,6 +167,52 @@ class OnDemandTransport:
         except ValueError as exc:
             raise ModelCallError("MalformedResponse", f"the answer is not JSON: {exc}", retryable=True) from exc
         return answer_from_messages(body, served_by="on_demand")
+
+
+class FormMemory:
+    """The page form each model gets from now on, for ``auto``: starts from what was recorded, and
+    ``switch`` keeps a refusal's lesson for this process and hands it to ``record`` (db/page_forms.py)
+    so other Lambdas and the batch lane's prepare follow it too."""
+
+    def __init__(self, recorded: Mapping[str, str] | None = None, record: Callable[[str, str, str], None] | None = None) -> None:
+        self._forms = dict(recorded or {})
+        self._record = record
+        self._lock = threading.Lock()
+        self.switched = 0
+
+    def form_for(self, model_id: str, default: str) -> str:
+        with self._lock:
+            return self._forms.get(model_id, default)
+
+    def switch(self, model_id: str, form: str, detail: str) -> None:
+        with self._lock:
+            changed = self._forms.get(model_id) != form
+            self._forms[model_id] = form
+            self.switched += 1
+        if changed and self._record is not None:
+            self._record(model_id, form, detail)
+
+
+class FormFallbackTransport:
+    """``auto``: send each page in the model's current form; when Bedrock refuses a call for its form
+    (a ValidationException about documents), send the same pages again in the other form and keep to
+    it (:class:`FormMemory`). Sits inside the governed transport: the resend uses the same slot."""
+
+    def __init__(self, inner: Transport, memory: FormMemory) -> None:
+        self._inner = inner
+        self._memory = memory
+
+    def send(self, request: PageRequest) -> ModelAnswer:
+        form = self._memory.form_for(request.model_id, request.page_form)
+        request = request if form == request.page_form else request.with_form(form)
+        try:
+            return self._inner.send(request)
+        except ModelCallError as exc:
+            if not forms.is_form_refusal(exc.code, exc.message, request.page_form):
+                raise
+            other = forms.other(request.page_form)
+            self._memory.switch(request.model_id, other, exc.message[:500])
+            return self._inner.send(request.with_form(other))
 
 
 @dataclass

@@ -1,0 +1,66 @@
+"""A one-page PDF as Claude's image form: the page rendered by pdfium plus its text layer.
+
+The image stays within Claude's image limits (Anthropic, "Vision": long edge at most 1,568 px
+before the model scales it down; Bedrock / Anthropic: at most 3.75 MB an image). PNG keeps
+text sharp; a page whose PNG is too big (a photo scan) goes JPEG at falling quality.
+Why this form exists: docs/architecture.md "The page form".
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+from batchlane.pdf.split import PDFIUM_LOCK
+
+MAX_LONG_EDGE_PX = 1568
+MAX_IMAGE_BYTES = 3_750_000  # 3.75 MB: Bedrock's per-image limit for Claude (decimal megabytes, as AWS states it)
+_JPEG_QUALITIES = (85, 70, 55, 40)
+
+
+@dataclass(frozen=True)
+class PageImage:
+    data: bytes
+    media_type: str  # image/png | image/jpeg
+    width: int
+    height: int
+    text: str  # the page's text layer ("" for a scan)
+
+
+class PageImageError(ValueError):
+    """The page could not be rendered within the image limits."""
+
+
+def render_page_image(pdf_bytes: bytes, *, long_edge: int = MAX_LONG_EDGE_PX, max_bytes: int = MAX_IMAGE_BYTES) -> PageImage:
+    """Render the first page of ``pdf_bytes`` with its long edge at ``long_edge`` px, and read its text layer."""
+    import pypdfium2
+
+    with PDFIUM_LOCK:  # pdfium runs in one thread at a time (batchlane.pdf.split)
+        document = pypdfium2.PdfDocument(pdf_bytes)
+        try:
+            page = document[0]
+            width_pt, height_pt = page.get_size()  # after /Rotate, as displayed
+            scale = long_edge / max(width_pt, height_pt, 1.0)
+            image = page.render(scale=scale).to_pil().convert("RGB")
+            textpage = page.get_textpage()
+            try:
+                text = textpage.get_text_bounded() or ""
+            finally:
+                textpage.close()
+        finally:
+            document.close()
+    data, media_type = _encode(image, max_bytes)
+    return PageImage(data, media_type, image.width, image.height, text.replace("\r\n", "\n").strip())
+
+
+def _encode(image: object, max_bytes: int) -> tuple[bytes, str]:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG", optimize=False)  # type: ignore[attr-defined]
+    if buffer.tell() <= max_bytes:
+        return buffer.getvalue(), "image/png"
+    for quality in _JPEG_QUALITIES:
+        buffer = io.BytesIO()
+        image.save(buffer, "JPEG", quality=quality)  # type: ignore[attr-defined]
+        if buffer.tell() <= max_bytes:
+            return buffer.getvalue(), "image/jpeg"
+    raise PageImageError(f"the rendered page stays over {max_bytes} bytes even as JPEG at quality {_JPEG_QUALITIES[-1]}")
