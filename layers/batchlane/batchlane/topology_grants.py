@@ -146,3 +146,12 @@ def is_inference_profile(model_id: str) -> bool:
 def grants_for(needs: Iterable[str]) -> tuple[Grant, ...]:
     """Every grant the capabilities add up to (KeyError for a capability with no mapping)."""
     return tuple(grant for need in needs for grant in CAPABILITY_GRANTS[need])
+
+
+def folder_source_resource(source: str) -> str:
+    """The ``bucket/prefix`` IAM grants for a ``folderSources`` entry: ``group@`` dropped, the key cut at ``{owner}``.
+
+    IAM cannot know the API's caller, so the role reaches every owner's prefix; folders/spec.check_allowed
+    binds each caller to their own (docs/operations.md "Folder jobs")."""
+    head, _, rest = source.strip().removeprefix("s3://").partition("/")
+    return f"{head.rpartition('@')[2]}/{rest.split('{owner}', 1)[0]}"
