@@ -194,7 +194,9 @@ def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) ->
     empty, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}nothing-here/"}})
     nopdf, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}nopdf/"}})
     limits, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}limits/"}, "policy": {"max_pages_per_document": 3}})
-    flat, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}flat/"}, "output": {"layout": "flat", "folder": f"s3://{FOLDER_BUCKET}/{HOME}flat-out/"}})
+    flat, _ = submit(
+        {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}flat/"}, "output": {"layout": "flat", "folder": f"s3://{FOLDER_BUCKET}/{HOME}flat-out/"}}
+    )
 
     assert (wait_done(empty["id"])["status"], wait_done(empty["id"])["error"]["id"]) == ("error", "FOLDER_EMPTY")
     no_pdf = wait_done(nopdf["id"])
@@ -360,7 +362,10 @@ def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack:
     try:
         prefix = "notify/"
         put_folder(prefix, {"a.pdf": make_pdf(2, title="A"), "b.pdf": make_pdf(3, title="B")})
-        spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "notifications": {"callback_url": receiver.url, "callback_headers": {"X-Team": "legal"}}}
+        spec = {
+            "input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"},
+            "notifications": {"callback_url": receiver.url, "callback_headers": {"X-Team": "legal"}},
+        }
         status, created = submit(spec)
         assert created
         job_id = status["id"]
@@ -377,7 +382,7 @@ def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack:
         assert body["outputs"]["report"] == f"s3://{FOLDER_BUCKET}/{HOME}{prefix}_batchlane/{job_id}/report.jsonl"
         assert received.headers["X-Team"] == "legal" and received.headers["Batchlane-Delivery"] == body["deliveryId"]
         secret = str(client("secretsmanager").get_secret_value(SecretId=services().settings.webhook_secret_arn)["SecretString"])
-        assert readme_verify()(secret, received.body, received.headers["Batchlane-Signature"])
+        assert readme_verify()(secret, receiver.url, received.body, received.headers["Batchlane-Signature"])
     finally:
         receiver.stop()
 

@@ -58,6 +58,8 @@ FOLDER_SOURCES = f"{FOLDER_BUCKET}/users/{{owner}}/"
 def owner_home(owner: str) -> str:
     """The key prefix ``owner`` is granted in the offline folder bucket: ``users/<owner>/``."""
     return f"users/{owner}/"
+
+
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",

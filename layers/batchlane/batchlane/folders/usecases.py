@@ -54,9 +54,7 @@ def check_notifications(notes: NotificationsSpec, *, allow_private: bool) -> Not
     return NotificationsSpec(callback_url=checked["callbackUrl"], callback_events=events, callback_headers=checked["callbackHeaders"])
 
 
-def submit(
-    svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None, groups: Iterable[str] = ()
-) -> tuple[dict[str, Any], bool]:
+def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None, groups: Iterable[str] = ()) -> tuple[dict[str, Any], bool]:
     """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes.
 
     ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
