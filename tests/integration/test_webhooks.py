@@ -339,7 +339,7 @@ def test_the_post_connects_to_the_address_the_check_resolved_not_a_rebound_one(s
 
     from batchlane.webhooks import deliver as deliver_module
 
-    answers = iter(["203.0.113.7", "127.0.0.1"])  # the check's answer (public, TEST-NET-3), then the rebound one
+    answers = iter(["93.184.215.14", "127.0.0.1"])  # the check's answer (public), then the rebound one
     lookups: list[str] = []
 
     def rebinding(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
@@ -353,15 +353,22 @@ def test_the_post_connects_to_the_address_the_check_resolved_not_a_rebound_one(s
         connected.append(address)
         return Answer(200)
 
+    original_getaddrinfo = socket.getaddrinfo
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
     db = services().db
     delivery_id = str(uuid.uuid4())
     url = "https://hooks.rebind.example/batchlane"
     delivery_rows.insert(db, delivery_id=delivery_id, owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
     assert deliver(db, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
-    assert (lookups, connected) == (["hooks.rebind.example"], ["203.0.113.7"])  # resolved once; that address, pinned
+    assert (lookups, connected) == (["hooks.rebind.example"], ["93.184.215.14"])  # resolved once; that address, pinned
     # The real POST goes to the pinned address whatever the name resolves to now (here: nothing at all)
-    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: (_ for _ in ()).throw(socket.gaierror("no such name")))
+
+    def names_unresolvable(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host.replace(".", "").isdigit():  # a numeric address needs no DNS (socket.create_connection asks anyway)
+            return original_getaddrinfo(host, *args, **kwargs)
+        raise socket.gaierror("no such name")
+
+    monkeypatch.setattr(socket, "getaddrinfo", names_unresolvable)
     hook = Receiver()
     try:
         port = hook.url.split(":")[2].split("/")[0]

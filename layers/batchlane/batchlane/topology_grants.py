@@ -83,6 +83,11 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "s3_delete_chunk_sources": (Grant(("s3:DeleteObject",), ("objects",), prefix=CHUNK_SOURCES_PREFIX),),
     # Prepare drops the records of a member that left the lane before it was submitted (batch/*/input/ only).
     "s3_delete_batch_inputs": (Grant(("s3:DeleteObject",), ("objects",), prefix=BATCH_INPUTS_PREFIX),),
+    # The sweeper removes a deleted member's lane files once its lane closed (batch/purge.py): its shards,
+    # prepare summaries and Bedrock's answers for them, nothing of the lane itself.
+    "s3_delete_batch_members": tuple(
+        Grant(("s3:DeleteObject",), ("objects",), prefix=prefix) for prefix in (BATCH_INPUTS_PREFIX, "batch/*/prepare/", "batch/*/output/")
+    ),
     # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
     "bedrock_runtime": (Grant(("bedrock:InvokeModel",), ("models",), sid="InvokeConfiguredModels"),),
     "bedrock_batch": (
