@@ -412,7 +412,7 @@ def test_a_file_whose_first_conversion_fails_is_converted_again_within_max_retri
         """The first conversion of flaky.pdf loses its split (every attempt): the intake fails it SPLIT_FAILED."""
         job_id = str(event["jobId"])
         row = services().db.one("SELECT f.s3_key FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)", id=job_id)
-        if row and row["s3_key"] == prefix + "flaky.pdf" and (not failed_once or job_id in failed_once):
+        if row and row["s3_key"] == HOME + prefix + "flaky.pdf" and (not failed_once or job_id in failed_once):
             failed_once.add(job_id)
             return Invocation(error_type="Runtime.ExitError", error_message="the split's Lambda died")
         return call_real(event)
