@@ -80,7 +80,7 @@ class FileOptions(_Strict):
     parser: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=256, pattern=r"^[A-Za-z0-9.:_/-]+$")
-    deadline: datetime | None = None
+    deadline: str | None = Field(None, max_length=64)  # ISO 8601, read by the single-file path (parse_deadline)
     callbackUrl: str | None = Field(None, min_length=1, max_length=2048)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)
