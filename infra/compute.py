@@ -25,7 +25,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from batchlane import topology
-from batchlane.topology_grants import CAPABILITY_GRANTS
+from batchlane.topology_grants import CAPABILITY_GRANTS, folder_source_resource
 from infra.config import InfraConfig
 from infra.iam import BedrockBatchAccess, GrantTargets, acknowledge_model_wildcards, grant_statements
 from infra.layer_build import build_layer
@@ -257,7 +257,7 @@ class Compute(Construct):
                 "Model-invocation job ids are assigned by Bedrock at creation; only Stop/GetModelInvocationJob, on jobs of this account and region.",
             )
         if {"folder_read", "folder_write"} & set(spec.needs):
-            for source in self._config.folder_sources:
+            for source in sorted({folder_source_resource(s) for s in self._config.folder_sources}):
                 acknowledge(
                     role,
                     f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{source}*]",

@@ -291,12 +291,15 @@ def _page_form(value: Any) -> Literal["pdf", "image", "auto"]:
 
 
 def _folder_sources(value: Any) -> tuple[str, ...]:
-    """``bucket/prefix`` entries (a trailing slash added to a prefix); s3:// and wildcards refused."""
+    """``[group@]bucket/prefix`` entries, the prefix may hold ``{owner}`` as a whole folder (a trailing slash added);
+    s3:// and wildcards refused (docs/deploy.md "Folder sources")."""
     items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
     out = []
     for item in filter(None, items):
-        bucket, _, prefix = item.partition("/")
-        if item.startswith("s3://") or "*" in item or not bucket:
-            raise ValueError(f"context folderSources: {item!r} must be bucket/prefix (no s3://, no wildcards)")
-        out.append(f"{bucket}/{prefix.rstrip('/') + '/' if prefix else ''}")
+        head, _, prefix = item.partition("/")
+        group, _, bucket = head.rpartition("@")
+        owner_ok = all(part == "{owner}" or ("{" not in part and "}" not in part) for part in prefix.split("/"))
+        if item.startswith("s3://") or "*" in item or not bucket or (head.count("@") and not group) or not owner_ok:
+            raise ValueError(f"context folderSources: {item!r} must be [group@]bucket/prefix, {{owner}} a whole folder (no s3://, no wildcards)")
+        out.append(f"{head}/{prefix.rstrip('/') + '/' if prefix else ''}")
     return tuple(out)

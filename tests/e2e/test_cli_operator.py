@@ -138,7 +138,7 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
             "secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1", aws_access_key_id="offline", aws_secret_access_key="offline"
         )
         secret = sm.get_secret_value(SecretId=secret_id)
-        assert all(readme_verify()(secret["SecretString"], r.body, r.headers["Batchlane-Signature"]) for r in got)
+        assert all(readme_verify()(secret["SecretString"], hook.url, r.body, r.headers["Batchlane-Signature"]) for r in got)
         listed = wait_until(
             lambda: (
                 (d := json.loads(run(local_stack, "webhooks", "deliveries", "--job", job_id, "--json").stdout))

@@ -62,12 +62,12 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     assert job["status"] == "completed_with_failures" and job["files"]["completed"] == 2 and job["files"]["failed"] == 1
 
     failed = run(local_stack, "jobs", "files", job["id"], "--status", "failed", "--json")
-    assert [(f["key"], f["error_id"]) for f in json.loads(failed.stdout)["files"]] == [("folders/papers/broken.pdf", "PDF_CORRUPT")]
+    assert [(f["key"], f["error_id"]) for f in json.loads(failed.stdout)["files"]] == [("users/operator/folders/papers/broken.pdf", "PDF_CORRUPT")]
     report = run(local_stack, "jobs", "report", job["id"])
     assert sorted(json.loads(line)["key"] for line in report.stdout.splitlines()) == [
-        "folders/papers/2024/b.pdf",
-        "folders/papers/a.pdf",
-        "folders/papers/broken.pdf",
+        "users/operator/folders/papers/2024/b.pdf",
+        "users/operator/folders/papers/a.pdf",
+        "users/operator/folders/papers/broken.pdf",
     ]
     status = run(local_stack, "jobs", "status", job["id"], "--watch", "--json")
     assert status.exit_code == 3 and json.loads(status.stdout.splitlines()[-1])["id"] == job["id"]
@@ -77,7 +77,11 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     retried = run(local_stack, "retry", job["id"], "--error-id", "PDF_CORRUPT", "--json")
     assert retried.exit_code == 3, retried.output  # the broken file fails again; the two good ones were not touched
     files = json.loads(run(local_stack, "jobs", "files", job["id"], "--json").stdout)["files"]
-    assert {f["key"]: f["attempts"] for f in files} == {"folders/papers/2024/b.pdf": 1, "folders/papers/a.pdf": 1, "folders/papers/broken.pdf": 2}
+    assert {f["key"]: f["attempts"] for f in files} == {
+        "users/operator/folders/papers/2024/b.pdf": 1,
+        "users/operator/folders/papers/a.pdf": 1,
+        "users/operator/folders/papers/broken.pdf": 2,
+    }
 
 
 def test_demo_folder_twice_on_a_running_stack_converts_once(local_stack, tmp_path):  # type: ignore[no-untyped-def]

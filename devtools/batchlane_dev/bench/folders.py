@@ -45,6 +45,9 @@ class _GeneratedFolder:
     def list_keys(self, bucket: str, prefix: str) -> list[str]:
         return []
 
+    def head(self, bucket: str, key: str) -> None:
+        return None  # no earlier report: nothing written yet
+
     def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         from batchlane.domain.errors import NotFound
 
@@ -136,9 +139,9 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
 
             s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name=REGION)
             for i, pages in enumerate(sizes):
-                s3.put_object(Bucket=FOLDER_BUCKET, Key=f"bench/{i % 10}/{i % 7}/doc-{i:04d}.pdf", Body=make_pdf(pages))
+                s3.put_object(Bucket=FOLDER_BUCKET, Key=f"users/bench/{i % 10}/{i % 7}/doc-{i:04d}.pdf", Body=make_pdf(pages))
             started = time.perf_counter()
-            job, _ = usecases.submit(svc, "bench", {"input": {"folder": f"s3://{FOLDER_BUCKET}/bench/"}})
+            job, _ = usecases.submit(svc, "bench", {"input": {"folder": f"s3://{FOLDER_BUCKET}/users/bench/"}})
             wait_until(lambda: (row := repo.get_job(svc.db, job["id"])) and row["finished_at"] is not None, timeout_s=7200, poll_s=1, what="the folder job")
             seconds = time.perf_counter() - started
             done = usecases.status(svc, "bench", job["id"])

@@ -92,14 +92,14 @@ def folder_spec(
     return spec
 
 
-def upload_local_folder(directory: Path, *, workdir: Path) -> str:
-    """Put every file of ``directory`` into the offline stack's folder bucket; answer its s3:// folder URI."""
+def upload_local_folder(directory: Path, *, workdir: Path, user: str) -> str:
+    """Put every file of ``directory`` into ``user``'s home in the offline stack's folder bucket; answer its s3:// folder URI."""
     from batchlane_dev.local.daemon import read_state
 
     state = read_state(workdir.resolve())
     if not state:
         raise click.UsageError("a local folder is converted on the offline stack: start it with `batchlane local up`")
-    return upload_to_offline_stack(state["env"], directory)
+    return upload_to_offline_stack(state["env"], directory, user=user)
 
 
 def offline_s3(env: dict[str, str]) -> Any:
@@ -117,12 +117,12 @@ def offline_s3(env: dict[str, str]) -> Any:
     )
 
 
-def upload_to_offline_stack(env: dict[str, str], directory: Path) -> str:
-    """Every file under ``directory`` into the offline folder bucket, same tree; the folder's URI."""
-    from batchlane_dev.local.stack import FOLDER_BUCKET
+def upload_to_offline_stack(env: dict[str, str], directory: Path, *, user: str) -> str:
+    """Every file under ``directory`` into ``user``'s own folder (``users/<user>/folders/<dir>/``), same tree; its URI."""
+    from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
 
     s3 = offline_s3(env)
-    prefix = f"folders/{directory.resolve().name}/"
+    prefix = f"{owner_home(user)}folders/{directory.resolve().name}/"
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         s3.upload_file(str(path), FOLDER_BUCKET, prefix + path.relative_to(directory).as_posix())
     return f"s3://{FOLDER_BUCKET}/{prefix}"

@@ -81,6 +81,12 @@ class ApiClient:
         if not self.base_url.startswith(("http://", "https://")):
             raise click.UsageError(f"the API URL must be http(s): {self.base_url}")
 
+    def local_user(self) -> str:
+        """The offline identity of a ``local:<user>[;groups=...]`` token (whose home a local folder is uploaded to)."""
+        if not self.token.startswith("local:"):
+            raise click.UsageError("a local folder is converted on the offline stack: use --user, not a Cognito token")
+        return self.token.removeprefix("local:").partition(";")[0]
+
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         url = self.base_url.rstrip("/") + path
         data = json.dumps(body).encode() if body is not None else None
@@ -358,7 +364,7 @@ def convert(
 
     A folder (s3://bucket/path/, or a local DIR/ uploaded to the offline stack) becomes a folder job."""
     if pdf.startswith("s3://") or Path(pdf).is_dir():
-        uri = pdf if pdf.startswith("s3://") else folder_commands.upload_local_folder(Path(pdf), workdir=api.workdir or DEFAULT_WORKDIR)
+        uri = pdf if pdf.startswith("s3://") else folder_commands.upload_local_folder(Path(pdf), workdir=api.workdir or DEFAULT_WORKDIR, user=api.local_user())
         spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
         folder_commands.convert_folder(api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval)
         return

@@ -56,7 +56,7 @@ def run_folder_demo(
             env = stack.env
         api = ApiClient(env["BATCHLANE_API_URL"], "local:demo-user")
         s3 = offline_s3(env)
-        uri = upload_to_offline_stack(env, directory)
+        uri = upload_to_offline_stack(env, directory, user="demo-user")
         prefix = uri.removeprefix(f"s3://{FOLDER_BUCKET}/")
         spec = folder_spec(uri, layout=None, output=None, include=(), exclude=(), replace=False)
         if dry_run:

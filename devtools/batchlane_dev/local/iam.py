@@ -30,7 +30,7 @@ from botocore.awsrequest import AWSResponse
 from botocore.compat import HTTPHeaders
 
 from batchlane import topology
-from batchlane.topology_grants import Grant, grants_for, is_inference_profile
+from batchlane.topology_grants import Grant, folder_source_resource, grants_for, is_inference_profile
 
 log = logging.getLogger("batchlane_dev.local.iam")
 
@@ -100,8 +100,8 @@ class Targets:
             "webhook_secret": [f"{self.webhook_secret_arn}*"] if self.webhook_secret_arn else [],
             "default_event_bus": [f"arn:{p}:events:{region}:{account}:event-bus/default"],
             "any": ["*"],
-            "folder_objects": [f"arn:{p}:s3:::{source.rstrip('*')}*" for source in self.folder_sources],
-            "folder_buckets": sorted({f"arn:{p}:s3:::{source.split('/', 1)[0]}" for source in self.folder_sources}),
+            "folder_objects": sorted({f"arn:{p}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources}),
+            "folder_buckets": sorted({f"arn:{p}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources}),
             "folder_job_state_machine": [self.folder_job_state_machine_arn] if self.folder_job_state_machine_arn else [],
         }
         return table[kind]

@@ -51,6 +51,15 @@ REGION = "us-east-1"
 BUCKET = "batchlane-offline"
 # The user's bucket a folder job reads and writes offline (folderSources in cdk.json on AWS).
 FOLDER_BUCKET = "batchlane-offline-folders"
+# Each offline user is granted their own home folder in it (an ``{owner}`` grant, docs/operations.md "Folder jobs").
+FOLDER_SOURCES = f"{FOLDER_BUCKET}/users/{{owner}}/"
+
+
+def owner_home(owner: str) -> str:
+    """The key prefix ``owner`` is granted in the offline folder bucket: ``users/<owner>/``."""
+    return f"users/{owner}/"
+
+
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
@@ -208,7 +217,7 @@ class OfflineStack:
             # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
             "FOLDER_JOB_STATE_MACHINE_ARN": self.state_machine_arns["folder_job"],
-            "BATCHLANE_FOLDER_SOURCES": f"{FOLDER_BUCKET}/",
+            "BATCHLANE_FOLDER_SOURCES": FOLDER_SOURCES,
             **self.options.extra_env,
         }
         self._set_env(env)

@@ -29,6 +29,7 @@ Capability = Literal[
     "s3_write_batch",  # write batch inputs and results (batch/)
     "s3_delete_chunk_sources",  # delete the chunk PDFs a failed split wrote (jobs/*/source/ only)
     "s3_delete_batch_inputs",  # delete the records of a member that left a lane before submit (batch/*/input/ only)
+    "s3_delete_batch_members",  # delete a deleted file's lane files once the lane closed (batch/*/input|prepare|output/)
     "s3_delete",  # delete what a deleted file left: uploads/, jobs/, batch/ objects
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
@@ -168,7 +169,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_sweeper",
         "Asks Bedrock about rows still waiting, so a lost event strands nothing; collects orphans, bills stopped jobs.",
-        ("db", "s3_read_batch", "s3_write_batch", "s3_delete_batch_inputs", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
+        ("db", "s3_read_batch", "s3_write_batch", "s3_delete_batch_members", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
     ),
     FunctionSpec(
         "batch_collect",

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from batchlane.api import folder_routes, results, usecases, webhook_usecases
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable
+from batchlane.folders.spec import valid_owner_id
 from batchlane.observability import logger
 from batchlane.ports import Uploads
 from batchlane.runtime import services
@@ -326,6 +327,8 @@ def budget() -> dict[str, Any]:
 def set_budget(ownerId: str) -> dict[str, Any]:
     admin = _caller()
     _require_group(services().settings.batchlane_admin_group, "Setting a user's budget")
+    if not valid_owner_id(ownerId):  # a NUL once reached SQL and answered 500
+        raise InputError("ownerId must be a user id (a Cognito sub): letters, digits and ._@+-, at most 128.", error_id="OWNER_ID_INVALID")
     request = _body(BudgetOverride)
     return usecases.set_owner_budget(
         services(), admin, ownerId, usd_per_month=request.usdPerMonth, max_live_jobs=request.maxLiveJobs, max_live_pages=request.maxLivePages

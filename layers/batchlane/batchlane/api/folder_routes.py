@@ -70,9 +70,10 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     owner = _caller()
     body = _json_body()
     if _flag("dry_run"):
-        return dryrun.estimate(services(), body), 200
+        return dryrun.estimate(services(), body, owner_id=owner, groups=_groups()), 200
     group = services().settings.batchlane_priority_group
-    status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in _groups() else None)
+    groups = _groups()
+    status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in groups else None, groups=groups)
     return status, 201 if created else 200
 
 

@@ -12,9 +12,10 @@ from typing import Any
 
 from batchlane import keys
 from batchlane.api import views
+from batchlane.batch.purge import purge_members
 from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
-from batchlane.db import budgets, read_model
+from batchlane.db import batch_rows, budgets, read_model
 from batchlane.db import jobs as job_repo
 from batchlane.db.errors import UniqueViolation
 from batchlane.domain.eligibility import lane_opt_outs
@@ -187,6 +188,8 @@ def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
         cancelled = cancel_job(svc, str(job["job_id"])).job_id
     doomed, kept = stored_objects(svc, file_id)
     svc.store.delete_keys(doomed)
+    lanes = batch_rows.members_to_purge(svc.db, job_ids=[str(r["id"]) for r in read_model.jobs_of_file(svc.db, file_id)])
+    purge_members(svc, lanes)  # its pages in pooled lanes already closed; an open lane's: the sweeper, once it closes
     job_repo.mark_file_deleted(svc.db, file_id)
     logger.info("file deleted", file_id=file_id, cancelled_job=cancelled, objects_deleted=len(doomed), batch_prefixes_kept=kept)
     return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}

@@ -591,3 +591,36 @@ def rows_preparing_since(db: Runner, *, older_than_hours: float) -> list[BatchRo
         preparing=BatchRowState.PREPARING,
         secs=older_than_hours * 3600,
     )
+
+
+@dataclass(frozen=True)
+class PurgeTarget:
+    """A member of a closed lane whose page content is to be removed (its files are shared with nobody)."""
+
+    batch_row_id: int
+    lane_id: str
+    job_id: str
+    member_tag: str
+
+
+def members_to_purge(db: Runner, *, job_ids: list[str] | None = None, limit: int = 200) -> list[PurgeTarget]:
+    """Members of closed lanes not yet purged: those of ``job_ids``, or (None) of every deleted file."""
+    rows = db.run(
+        """SELECT DISTINCT m.batch_row_id, b.lane_id, m.job_id, m.member_tag
+           FROM batch_members m JOIN conversion_batch_jobs b ON b.id = m.batch_row_id
+           JOIN large_conversion_jobs j ON j.id = m.job_id JOIN files f ON f.id = j.file_id
+           WHERE b.state = 'closed' AND m.purged_at IS NULL
+             AND (CASE WHEN CAST(:ids AS uuid[]) IS NULL THEN f.deleted_at IS NOT NULL ELSE m.job_id = ANY(CAST(:ids AS uuid[])) END)
+           ORDER BY m.batch_row_id, m.member_tag LIMIT :limit""",
+        ids=job_ids,
+        limit=limit,
+    )
+    return [PurgeTarget(int(r["batch_row_id"]), str(r["lane_id"]), str(r["job_id"]), r["member_tag"]) for r in rows]
+
+
+def mark_purged(db: Runner, target: PurgeTarget) -> None:
+    db.run(
+        "UPDATE batch_members SET purged_at = now() WHERE batch_row_id = :row AND job_id = CAST(:job AS uuid) AND purged_at IS NULL",
+        row=target.batch_row_id,
+        job=target.job_id,
+    )

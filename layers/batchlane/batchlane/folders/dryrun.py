@@ -11,6 +11,7 @@ import math
 import posixpath
 import tempfile
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,9 @@ SAMPLE_FILES = 5
 MAX_OUTPUT_CHECKS = 200  # HeadObject calls for outputs outside the listed folder (29 s behind the API)
 
 
-def estimate(svc: Services, body: Any) -> dict[str, Any]:
-    spec = prepare(svc, body)
+def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = ()) -> dict[str, Any]:
+    """The caller's grants are checked before anything is listed (usecases.prepare)."""
+    spec = prepare(svc, body, owner_id=owner_id, groups=groups)
     settings = svc.settings
     buckets = svc.folder_buckets()
     source = spec.input_uri

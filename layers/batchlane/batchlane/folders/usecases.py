@@ -5,7 +5,7 @@ Every use case takes the caller's owner id and answers NOT_FOUND for a job of so
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +17,7 @@ from batchlane.domain.folder_policy import check_deadline
 from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.record import report_lines
-from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, folder_job_id, parse_spec
+from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks import subscription
@@ -26,13 +26,14 @@ FOLDER_EVENTS = ("job.completed",)
 TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
 # ETA only once the numbers mean something: listing complete and this many pages converted.
 ETA_MIN_PAGES = 10
+MAX_KEY_CHARS = 1024  # an S3 key's limit, in bytes
 
 
-def prepare(svc: Services, body: Any) -> FolderJobSpec:
-    """Validate the spec and the folders it names (FOLDER_NOT_ALLOWED before anything is listed)."""
+def prepare(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = ()) -> FolderJobSpec:
+    """Validate the spec and the folders it names against the caller's grants (FOLDER_NOT_ALLOWED before anything is listed)."""
     spec = parse_spec(body)
     check_deadline(spec.policy.deadline, datetime.now(UTC))
-    check_allowed(spec, svc.settings.folder_sources)
+    check_allowed(spec, svc.settings.folder_sources, owner_id=owner_id, groups=groups)
     if spec.notifications is not None:
         spec.notifications = check_notifications(spec.notifications, allow_private=svc.settings.batchlane_webhook_allow_private)
     model = spec.options.get("modelId")
@@ -53,12 +54,12 @@ def check_notifications(notes: NotificationsSpec, *, allow_private: bool) -> Not
     return NotificationsSpec(callback_url=checked["callbackUrl"], callback_events=events, callback_headers=checked["callbackHeaders"])
 
 
-def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None) -> tuple[dict[str, Any], bool]:
+def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None, groups: Iterable[str] = ()) -> tuple[dict[str, Any], bool]:
     """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes.
 
     ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
     out of the batch lane answer 403, as for a single file (docs/operations.md, budgets)."""
-    spec = prepare(svc, body)
+    spec = prepare(svc, body, owner_id=owner_id, groups=groups)
     if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options)):
         raise Forbidden(f"priority high or lane opt-out options skip the half-price batch lane; that needs membership of the {priority_group} group.")
     job_id = folder_job_id(spec, owner_id)
@@ -181,6 +182,8 @@ def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | Non
     job = owned(svc, owner_id, job_id)
     if status_filter is not None and status_filter not in repo.FILE_STATUSES:
         raise InputError(f"status must be one of {', '.join(repo.FILE_STATUSES)}.", error_id="STATUS_INVALID")
+    if after is not None and (len(after) > MAX_KEY_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in after)):
+        raise InputError(f"after must be an object key (at most {MAX_KEY_CHARS} characters, no control characters).", error_id="BAD_REQUEST")
     rows = repo.list_files(svc.db, job_id, status=status_filter, after=after, limit=limit)
     items = [
         {
@@ -221,7 +224,8 @@ def _run_name(job: dict[str, Any]) -> str:
 
 
 def owned(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
-    job = repo.get_job(svc.db, job_id) if job_id.startswith("fj-") else None
+    """The caller's folder job; 400 for an id that cannot be one, 404 for somebody else's."""
+    job = repo.get_job(svc.db, check_folder_job_id(job_id))
     if job is None or job["owner_id"] != owner_id:
         raise NotFound(f"no folder job {job_id}")
     return job
