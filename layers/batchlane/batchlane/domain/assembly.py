@@ -1,0 +1,335 @@
+"""The document pass at Assemble: per-page Markdown → one document (docs/architecture.md "Assembly").
+
+Two streaming passes over the pages in order, both pure: ``survey`` keeps only what the
+page edges say (counts of short first/last lines, which number follows the page number),
+then ``assemble_document`` yields the Markdown piece by piece, holding back one block at a
+time so a paragraph, table or list cut by a page break is joined. Memory is bounded by
+the edge-line counts, never by the document.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from batchlane.domain.markdown import PageText, page_marker, render_page, truncated_marker
+
+EDGE_BLOCKS = 2  # how many blocks at each end of a page may be furniture
+MAX_FURNITURE_CHARS = 80  # a running head or foot is one short line
+MIN_REPEATS = 3  # a line is a running head once it stands at the edge of this many pages
+
+_LIGATURES = {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"}
+_DROPPED = {chr(c) for c in range(0x20) if c not in (0x09, 0x0A)} | {chr(0x7F), "\u00ad", "\ufffd"} | {chr(c) for c in range(0x80, 0xA0)}
+_CLEAN_TABLE = str.maketrans({**_LIGATURES, "\t": " ", **{ch: None for ch in _DROPPED}})
+_LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[a-zß-ÿ])")
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_NUMBERED = re.compile(
+    r"^(?:(?:chapter|appendix|section)\s+)?(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|$)|^(?:chapter|appendix)\s+[A-Z]\b|^[A-Z](\.\d{1,3})+(?=\s|$)", re.IGNORECASE
+)
+_EDGE_NUMBER = re.compile(r"^\D{0,3}?(\d{1,5})\b|\b(\d{1,5})\D{0,3}$")
+_PAGE_WORDS = re.compile(r"\b(page|p\.|of|seite|pg\.?)\b|[-–—|·•()\[\]/]", re.IGNORECASE)
+_LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
+_TERMINAL = re.compile(r"[.!?…:;]['\"”’»)\]]*$")
+_COMMENT = re.compile(r"^<!--.*-->$", re.DOTALL)
+
+
+def clean_text(text: str) -> str:
+    """No C0/C1 control characters, ligatures spelled out, line-end hyphenation resolved; idempotent."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_CLEAN_TABLE)
+    return _LINE_END_HYPHEN.sub("", text)
+
+
+def page_blocks(markdown: str) -> list[str]:
+    """A page's Markdown as blocks split at blank lines; a fenced code block stays one block."""
+    blocks: list[str] = []
+    current: list[str] = []
+    fenced = False
+    for line in markdown.strip().split("\n"):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not line.strip() and not fenced:
+            if current:
+                blocks.append("\n".join(current).strip("\n"))
+                current = []
+            continue
+        current.append(line.rstrip())
+    if current:
+        blocks.append("\n".join(current).strip("\n"))
+    return [b for b in blocks if b.strip()]
+
+
+def _kind(block: str) -> str:
+    first = block.lstrip()
+    if first.startswith("#") and _HEADING.match(first.split("\n", 1)[0]):
+        return "heading"
+    if first.startswith("|"):
+        return "table"
+    if first.startswith(("```", "~~~")):
+        return "code"
+    if first.startswith("<!--") or first.startswith("<"):
+        return "comment"
+    if first.startswith(("![", "*[Figure", "$$", ">")):
+        return "other"
+    if _LIST_ITEM.match(first):
+        return "list"
+    return "paragraph"
+
+
+def _normalise(line: str) -> str:
+    line = _HEADING.sub(r"\2", line.strip())
+    return " ".join(line.strip("*_ ").lower().split())
+
+
+def _edge_line(block: str) -> str | None:
+    """The block as a furniture candidate: one short line of text, else None."""
+    if "\n" in block or len(block) > MAX_FURNITURE_CHARS or _kind(block) not in ("heading", "paragraph"):
+        return None
+    return _normalise(block) or None
+
+
+def _edge_number(line: str) -> int | None:
+    match = _EDGE_NUMBER.search(line)
+    if not match:
+        return None
+    return int(match.group(1) or match.group(2))
+
+
+def _masked(line: str) -> str:
+    return re.sub(r"\d+", "#", line)
+
+
+def _edges(blocks: list[str]) -> list[str]:
+    picked = blocks[:EDGE_BLOCKS] + blocks[max(EDGE_BLOCKS, len(blocks) - EDGE_BLOCKS) :]
+    return [line for line in (_edge_line(b) for b in picked) if line]
+
+
+@dataclass
+class Furniture:
+    """What the survey found: exact running lines, numbered ones, and the page-number offset."""
+
+    exact: frozenset[str] = frozenset()
+    numbered: frozenset[str] = frozenset()
+    offset: int | None = None
+
+    def is_furniture(self, block: str, page_number: int) -> bool:
+        line = _edge_line(block)
+        if line is None:
+            return False
+        if line in self.exact:
+            return True
+        if self.offset is None or _kind(block) == "heading":
+            return False  # a numbered heading ("section 12") is content; only plain lines carry folios
+        number = _edge_number(line)
+        if number is None or number - page_number != self.offset:
+            return False
+        rest = _PAGE_WORDS.sub(" ", re.sub(r"\d+", " ", line)).strip()
+        return not rest or _masked(line) in self.numbered
+
+
+@dataclass
+class FurnitureSurvey:
+    """Pass 1, a page at a time: counts of short edge lines and of edge numbers less the page number."""
+
+    pages: int = 0
+    exact: Counter[str] = field(default_factory=Counter)
+    masked: Counter[str] = field(default_factory=Counter)
+    offsets: Counter[int] = field(default_factory=Counter)
+
+    def add(self, page: PageText) -> None:
+        if page.status == "failed" or not page.markdown.strip():
+            return
+        self.pages += 1
+        lines = set(_edges(page_blocks(clean_text(page.markdown))))
+        self.exact.update(lines)
+        self.masked.update({_masked(line) for line in lines if re.search(r"\d", line)})
+        self.offsets.update({n - page.page_number for n in (_edge_number(line) for line in lines) if n is not None})
+
+    def furniture(self) -> Furniture:
+        if self.pages < MIN_REPEATS:
+            return Furniture()
+        offset, support = self.offsets.most_common(1)[0] if self.offsets else (None, 0)
+        return Furniture(
+            exact=frozenset(line for line, count in self.exact.items() if count >= MIN_REPEATS),
+            numbered=frozenset(line for line, count in self.masked.items() if count >= MIN_REPEATS),
+            offset=offset if support >= max(MIN_REPEATS, self.pages // 4) else None,
+        )
+
+
+def survey(pages: Iterable[PageText]) -> Furniture:
+    """Pass 1 over all pages: which short lines repeat at page edges, which edge number is the folio."""
+    seen = FurnitureSurvey()
+    for page in pages:
+        seen.add(page)
+    return seen.furniture()
+
+
+def strip_furniture(blocks: list[str], page_number: int, furniture: Furniture) -> list[str]:
+    """Drop running heads, feet and folios from the page's edges; nothing else.
+
+    A page of one block keeps it: a title page or a part page says the title once, by itself.
+    """
+    if len(blocks) < 2:
+        return blocks
+    start, end = 0, len(blocks)
+    while start < min(end, EDGE_BLOCKS) and furniture.is_furniture(blocks[start], page_number):
+        start += 1
+    while end > max(start, len(blocks) - EDGE_BLOCKS) and furniture.is_furniture(blocks[end - 1], page_number):
+        end -= 1
+    return blocks[start:end]
+
+
+@dataclass
+class Headings:
+    """Heading levels across the document: numbering decides, one ``#`` title, no level skipped."""
+
+    title_seen: bool = False
+    previous: int = 1
+
+    def level(self, block: str) -> str:
+        match = _HEADING.match(block)
+        if not match or "\n" in block:
+            return block
+        text = match.group(2)
+        level = len(match.group(1))
+        numbered = _NUMBERED.match(text)
+        if numbered:  # 1 → ##, 1.1 → ###, "Chapter 3" / "Appendix B" → ##, B.1 → ###
+            level = min(6, numbered.group(0).count(".", 0, len(numbered.group(0).rstrip("."))) + 2)
+        else:
+            if level == 1 and self.title_seen:
+                level = 2  # the model saw one page: only the document's first title is ``#``
+            level = min(level, self.previous + 1)
+        self.title_seen = self.title_seen or level == 1
+        self.previous = level
+        return f"{'#' * level} {text}"
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
+
+
+def _is_separator(row: str) -> bool:
+    return bool(re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", row.strip()))
+
+
+def _join_table(upper: str, lower: str) -> str | None:
+    """One table when the next page's table has the same columns (header repeated or not)."""
+    top, bottom = upper.split("\n"), lower.split("\n")
+    if len(top) < 2 or not _is_separator(top[1]) or len(_cells(top[0])) != len(_cells(bottom[0])):
+        return None
+    if len(bottom) >= 2 and _is_separator(bottom[1]):
+        bottom = bottom[2:] if _cells(bottom[0]) == _cells(top[0]) else bottom[:1] + bottom[2:]
+    return "\n".join(top + bottom)
+
+
+def _join_list(upper: str, lower: str) -> str | None:
+    items = [m for m in map(_LIST_ITEM.match, upper.split("\n")) if m]
+    below = _LIST_ITEM.match(lower)
+    if not items or not below or bool(items[-1].group(1)) != bool(below.group(1)):
+        return None
+    return f"{upper}\n{lower}"
+
+
+def _join_paragraph(upper: str, marker: str, lower: str) -> str | None:
+    """A sentence cut by the page break: one paragraph, the marker inline where the page turned."""
+    if _TERMINAL.search(upper):
+        return None
+    head, _, tail = lower.partition(" ")
+    if re.search(r"[^\W\d_]-$", upper) and head[:1].islower():
+        return f"{upper[:-1]}{head} {marker} {tail}".rstrip()
+    if not (lower[:1].islower() or upper[-1:].islower() or upper.endswith(",")):
+        return None
+    return f"{upper} {marker} {lower}"
+
+
+def _join(upper: str, marker: str, lower: str) -> tuple[str, bool] | None:
+    """The joined block and whether the marker is already inside it."""
+    kinds = (_kind(upper), _kind(lower))
+    if kinds == ("paragraph", "paragraph"):
+        joined = _join_paragraph(upper, marker, lower)
+        return (joined, True) if joined else None
+    if kinds == ("table", "table"):
+        joined = _join_table(upper, lower)
+        return (joined, False) if joined else None
+    if kinds == ("list", "list"):
+        joined = _join_list(upper, lower)
+        return (joined, False) if joined else None
+    return None
+
+
+class _Writer:
+    """Blocks out as text pieces, one blank line between them."""
+
+    def __init__(self) -> None:
+        self.started = False
+
+    def block(self, text: str) -> str:
+        piece = f"\n\n{text}" if self.started else text
+        self.started = True
+        return piece
+
+
+def _in_order(pages: Iterable[PageText], expected_pages: int) -> Iterator[PageText]:
+    expected = 1
+    for page in pages:
+        if page.page_number != expected:
+            raise ValueError(f"page {expected} has no result (got page {page.page_number})")
+        expected += 1
+        yield page
+    if expected - 1 != expected_pages:
+        raise ValueError(f"{expected_pages - expected + 1} page(s) have no result, first {expected}")
+
+
+def assemble_document(pages: Iterable[PageText], furniture: Furniture, *, expected_pages: int) -> Iterator[str]:
+    """Pass 2: the document's Markdown, piece by piece; every page keeps its marker, in order.
+
+    ``pages`` come in page order; a page missing or out of order is an error, never skipped.
+    """
+    out = _Writer()
+    headings = Headings()
+    carry: str | None = None  # the last block so far: the next page may continue it
+    after_carry: list[str] = []  # markers of pages whose first block joined a table or list
+
+    def flush() -> Iterator[str]:
+        nonlocal carry
+        if carry is not None:
+            yield out.block(carry)
+            carry = None
+        for marker in after_carry:
+            yield out.block(marker)
+        after_carry.clear()
+
+    for page in _in_order(pages, expected_pages):
+        marker = page_marker(page.page_number)
+        if page.status == "failed":
+            yield from flush()
+            yield out.block(render_page(page))
+            continue
+        blocks = [headings.level(b) for b in strip_furniture(page_blocks(clean_text(page.markdown)), page.page_number, furniture)]
+        if page.status == "truncated":
+            blocks.append(truncated_marker(page.page_number))
+        joined = _join(carry, marker, blocks[0]) if carry is not None and blocks else None
+        if joined:
+            carry, inline = joined
+            if not inline:
+                after_carry.append(marker)
+            blocks = blocks[1:]
+        else:
+            yield from flush()
+            yield out.block(marker)
+        if blocks:
+            yield from flush()
+            for block in blocks[:-1]:
+                yield out.block(block)
+            carry = blocks[-1]
+    yield from flush()
+    yield "\n"
+
+
+def raw_document(pages: Iterable[PageText], *, expected_pages: int) -> Iterator[str]:
+    """``assembly: none``: the page-by-page output as it always was, text cleaned only."""
+    out = _Writer()
+    for page in _in_order(pages, expected_pages):
+        yield out.block(render_page(PageText(page.page_number, page.status, clean_text(page.markdown), page.reason)))
+    yield "\n"
