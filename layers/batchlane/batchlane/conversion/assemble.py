@@ -25,6 +25,7 @@ from batchlane.domain.errors import Conflict
 from batchlane.domain.markdown import PageText
 from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
+from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
 
@@ -42,18 +43,8 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     unfinished = [c.chunk_index for c in chunks if c.status != ChunkStatus.COMPLETED]
     if unfinished:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
-    result_keys = [c.result_key for c in chunks]
-    assert all(result_keys), "a chunk completed without a result"
-    survey = FurnitureSurvey()
-    svc.store.put_stream(keys.pages_key(job_id), _jsonl(_results(svc, result_keys), survey), "application/x-ndjson")
-    tally = _Tally()
-    pages = tally.count(_results(svc, result_keys))
-    if (job.options or {}).get("assembly") == "none":
-        pieces = raw_document(pages, expected_pages=job.total_pages)
-    else:
-        pieces = assemble_document(pages, survey.furniture(), expected_pages=job.total_pages)
     key = keys.markdown_key(job_id)
-    svc.store.put_stream(key, _encoded(pieces), "text/markdown; charset=utf-8")  # a page without a result raises
+    tally = write_document(svc.store, job_id, [c.result_key for c in chunks], job.options or {}, job.total_pages)
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
     job_repo.move_job(
         svc.db,
@@ -72,11 +63,26 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     return {"jobId": job_id, "markdownKey": key, "pagesFailed": failed, "pagesTruncated": truncated}
 
 
-def _results(svc: Services, result_keys: list[str | None]) -> Iterator[PageResult]:
+def write_document(store: ObjectStore, job_id: str, result_keys: list[str | None], options: dict[str, Any], total_pages: int) -> _Tally:
+    """pages.jsonl, then the Markdown (``options.assembly``: document, or none), both streamed; what they held."""
+    assert all(result_keys), "a chunk completed without a result"
+    survey = FurnitureSurvey()
+    store.put_stream(keys.pages_key(job_id), _jsonl(read_results(store, result_keys), survey), "application/x-ndjson")
+    tally = _Tally()
+    pages = tally.count(read_results(store, result_keys))
+    if options.get("assembly") == "none":
+        pieces = raw_document(pages, expected_pages=total_pages)
+    else:
+        pieces = assemble_document(pages, survey.furniture(), expected_pages=total_pages)
+    store.put_stream(keys.markdown_key(job_id), _encoded(pieces), "text/markdown; charset=utf-8")  # a page without a result raises
+    return tally
+
+
+def read_results(store: ObjectStore, result_keys: list[str | None]) -> Iterator[PageResult]:
     """Every page result in page order, one chunk file in memory at a time."""
     for key in result_keys:
         assert key is not None
-        for item in sorted(svc.store.get_json(key)["pages"], key=lambda p: int(p["page"])):
+        for item in sorted(store.get_json(key)["pages"], key=lambda p: int(p["page"])):
             yield PageResult.from_json(item)
 
 
