@@ -17,7 +17,7 @@ from batchlane.conversion.dryrun import dry_run
 from batchlane.db import read_model
 from batchlane.db.read_model import job_row
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
-from batchlane.keys import OBJECT_EXPIRY_DAYS
+from batchlane.keys import OBJECT_EXPIRY_DAYS, pages_key
 from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
 from batchlane.runtime import Services
 
@@ -69,7 +69,18 @@ def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id
         "retentionDays": OBJECT_EXPIRY_DAYS,
         "sizeBytes": stored.size_bytes,
         "pagesFailed": job["pages_failed"],
+        "pages": _pages_download(downloads, str(job["job_id"]), name),
     }
+
+
+def _pages_download(downloads: Downloads, job_id: str, markdown_name: str) -> dict[str, Any] | None:
+    """The per-page record beside the Markdown (a line per page); None for a job assembled before it existed."""
+    try:
+        stored = downloads.head(pages_key(job_id))
+    except NotFound:
+        return None
+    name = f"{markdown_name[:-3]}.pages.jsonl"
+    return {"fileName": name, "url": downloads.presigned_get(pages_key(job_id), filename=name), "sizeBytes": stored.size_bytes}
 
 
 def job_pages(svc: Services, owner_id: str, job_id: str, *, status: str) -> dict[str, Any]:

@@ -103,6 +103,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
         if row["job_status"] == "completed":
             try:
                 buckets.copy((svc.store.bucket, row["markdown_key"]), (job["output_bucket"], row["output_key"]))
+                _copy_pages_record(svc, buckets, row["markdown_key"], (job["output_bucket"], row["output_key"]))
             except NotFound:
                 repo.finish_file(
                     svc.db, job_id, row["source_key"], status="failed", error_id="OUTPUT_MISSING", error_message="The Markdown was not found.", **common
@@ -231,3 +232,13 @@ def write_report_part(svc: Services, job: dict[str, Any]) -> int:
     svc.folder_buckets().put_bytes(job["output_bucket"], layout.report_part_key(job["output_prefix"], job_id, part), body, "application/x-ndjson")
     repo.mark_reported(svc.db, job_id, [r["source_key"] for r in rows])
     return len(rows)
+
+
+def _copy_pages_record(svc: Services, buckets: Any, markdown_key: str, target: tuple[str, str]) -> None:
+    """pages.jsonl beside the file's Markdown (book.md → book.pages.jsonl); a job assembled before it had none."""
+    source = posixpath.join(posixpath.dirname(markdown_key), "pages.jsonl")
+    stem = target[1][:-3] if target[1].endswith(".md") else target[1]
+    try:
+        buckets.copy((svc.store.bucket, source), (target[0], f"{stem}.pages.jsonl"))
+    except NotFound:
+        logger.info("no per-page record to copy", markdown_key=markdown_key)
