@@ -13,6 +13,7 @@ import io
 import random
 import textwrap
 from dataclasses import dataclass, field
+from typing import Any
 
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
@@ -37,6 +38,7 @@ class Book:
     heads: set[str] = field(default_factory=set)  # the running heads drawn
     cut_words: list[str] = field(default_factory=list)  # words split by a page break ("assem-" / "bly")
     cut_pages: list[int] = field(default_factory=list)  # pages whose first line continues a paragraph
+    figure_pages: list[int] = field(default_factory=list)  # pages with a figure (a raster image) drawn
 
 
 def _paragraph(rng: random.Random) -> list[str]:
@@ -62,7 +64,22 @@ def _content(rng: random.Random) -> list[tuple[str, str]]:
     return out
 
 
-def make_book_pdf(seed: int = 26) -> Book:
+def _png(size: tuple[int, int], colour: tuple[int, int, int]) -> Any:
+    from PIL import Image, ImageDraw
+    from reportlab.lib.utils import ImageReader
+
+    image = Image.new("RGB", size, (250, 250, 245))
+    draw = ImageDraw.Draw(image)
+    for x in range(10, size[0] - 10, 24):  # a bar chart, as a figure looks
+        draw.rectangle((x, size[1] - 10 - (x * 7) % (size[1] - 20), x + 14, size[1] - 10), fill=colour)
+    data = io.BytesIO()
+    image.save(data, format="PNG")
+    data.seek(0)
+    return ImageReader(data)
+
+
+def make_book_pdf(seed: int = 26, *, figures: bool = False) -> Book:
+    """The book; with ``figures`` a banner (the same image) tops every body page and every 4th page has a chart."""
     rng = random.Random(seed)
     buffer = io.BytesIO()
     pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
@@ -89,6 +106,11 @@ def make_book_pdf(seed: int = 26) -> Book:
         book.heads.add(head)
         pdf.setFont("Helvetica-Oblique", 9)
         pdf.drawString(72, height - 50, head)
+        if figures:
+            pdf.drawImage(_png((200, 60), (120, 120, 120)), 400, height - 60, width=150, height=45)
+            if page % 4 == 0:
+                pdf.drawImage(_png((320, 200), (40, 90, 100 + page * 4)), 300, 120 + page * 3, width=240, height=150)
+                book.figure_pages.append(page)
         if lines[position][0] == "body" and position and lines[position - 1][0] == "body":
             book.cut_pages.append(page)
         y = height - 90

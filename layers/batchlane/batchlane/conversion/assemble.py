@@ -7,8 +7,7 @@ edges, the second writes the document (domain/assembly.py). Neither holds the do
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -16,10 +15,11 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
+from batchlane.conversion.figures import extract_figures, figure_folder
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
-from batchlane.domain.assembly import FurnitureSurvey, assemble_document, clean_text, raw_document
+from batchlane.domain.assembly import Figure, FurnitureSurvey, assemble_document, clean_text, figure_descriptions, page_blocks, raw_document
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict
 from batchlane.domain.markdown import PageText
@@ -44,7 +44,11 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     if unfinished:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
     key = keys.markdown_key(job_id)
-    tally = write_document(svc.store, job_id, [c.result_key for c in chunks], job.options or {}, job.total_pages)
+    options = job.options or {}
+    file_row = job_repo.get_file(svc.db, job.file_id)
+    folder = figure_folder(file_row.name if file_row else "document.pdf")
+    figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks]) if options.get("assembly") != "none" else {}
+    tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
     job_repo.move_job(
         svc.db,
@@ -63,17 +67,27 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     return {"jobId": job_id, "markdownKey": key, "pagesFailed": failed, "pagesTruncated": truncated}
 
 
-def write_document(store: ObjectStore, job_id: str, result_keys: list[str | None], options: dict[str, Any], total_pages: int) -> _Tally:
+def write_document(
+    store: ObjectStore,
+    job_id: str,
+    result_keys: list[str | None],
+    options: dict[str, Any],
+    total_pages: int,
+    *,
+    figures: Mapping[int, list[Figure]] | None = None,
+    figure_folder: str = "images",
+) -> _Tally:
     """pages.jsonl, then the Markdown (``options.assembly``: document, or none), both streamed; what they held."""
     assert all(result_keys), "a chunk completed without a result"
     survey = FurnitureSurvey()
-    store.put_stream(keys.pages_key(job_id), _jsonl(read_results(store, result_keys), survey), "application/x-ndjson")
+    lines = _jsonl(read_results(store, result_keys), survey, figures or {}, figure_folder)
+    store.put_stream(keys.pages_key(job_id), lines, "application/x-ndjson")
     tally = _Tally()
     pages = tally.count(read_results(store, result_keys))
     if options.get("assembly") == "none":
         pieces = raw_document(pages, expected_pages=total_pages)
     else:
-        pieces = assemble_document(pages, survey.furniture(), expected_pages=total_pages)
+        pieces = assemble_document(pages, survey.furniture(), expected_pages=total_pages, figures=figures, figure_folder=figure_folder)
     store.put_stream(keys.markdown_key(job_id), _encoded(pieces), "text/markdown; charset=utf-8")  # a page without a result raises
     return tally
 
@@ -90,13 +104,10 @@ def _page_text(result: PageResult) -> PageText:
     return PageText(result.page_number, "converted" if result.status == "blank" else result.status, result.markdown, result.reason)
 
 
-_FIGURE = re.compile(r"!\[([^\]]*)\]\(([^)\s]*)[^)]*\)|\*\[Figure: ([^\]]*)\]\*")
-
-
-def page_record(result: PageResult) -> dict[str, Any]:
+def page_record(result: PageResult, figures: list[Figure], folder: str) -> dict[str, Any]:
     """One line of pages.jsonl: what a pipeline reads instead of parsing the Markdown's comments."""
     markdown = clean_text(result.markdown)
-    figures = [{"description": m.group(1) or m.group(3) or "", "src": m.group(2) or None} for m in _FIGURE.finditer(markdown)]
+    described = [text for _, text in figure_descriptions(page_blocks(markdown))]
     return {
         "page": result.page_number,
         "status": result.status,
@@ -105,14 +116,17 @@ def page_record(result: PageResult) -> dict[str, Any]:
         "inputTokens": result.usage.input_tokens,
         "outputTokens": result.usage.output_tokens,
         "markdown": markdown,
-        "figures": figures,
+        "figures": [
+            {"src": f"{folder}/{f.name}", "width": f.width, "height": f.height, "description": described[k] if k < len(described) else None}
+            for k, f in enumerate(figures)
+        ],
     }
 
 
-def _jsonl(results: Iterator[PageResult], survey: FurnitureSurvey) -> Iterator[bytes]:
+def _jsonl(results: Iterator[PageResult], survey: FurnitureSurvey, figures: Mapping[int, list[Figure]], folder: str) -> Iterator[bytes]:
     for result in results:
         survey.add(_page_text(result))
-        yield (json.dumps(page_record(result), ensure_ascii=False) + "\n").encode()
+        yield (json.dumps(page_record(result, figures.get(result.page_number, []), folder), ensure_ascii=False) + "\n").encode()
 
 
 def _encoded(pieces: Iterator[str], size: int = 1 << 20) -> Iterator[bytes]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from batchlane.domain.markdown import PageText, page_marker, render_page, truncated_marker
@@ -32,6 +32,7 @@ _EDGE_NUMBER = re.compile(r"^\D{0,3}?(\d{1,5})\b|\b(\d{1,5})\D{0,3}$")
 _PAGE_WORDS = re.compile(r"\b(page|p\.|of|seite|pg\.?)\b|[-–—|·•()\[\]/]", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
 _TERMINAL = re.compile(r"[.!?…:;]['\"”’»)\]]*$")
+_FIGURE_BLOCK = re.compile(r"^(?:\*\[Figure: .*\]\*|!\[[^\]]*\]\([^)]*\))$")
 _COMMENT = re.compile(r"^<!--.*-->$", re.DOTALL)
 
 
@@ -100,9 +101,19 @@ def _masked(line: str) -> str:
     return re.sub(r"\d+", "#", line)
 
 
+def _is_figure(block: str) -> bool:
+    return bool(_FIGURE_BLOCK.match(block.strip()))
+
+
+def _text_positions(blocks: list[str]) -> list[int]:
+    """Indices of the page's blocks that are not figures: a figure never counts as a page edge."""
+    return [index for index, block in enumerate(blocks) if not _is_figure(block)]
+
+
 def _edges(blocks: list[str]) -> list[str]:
-    picked = blocks[:EDGE_BLOCKS] + blocks[max(EDGE_BLOCKS, len(blocks) - EDGE_BLOCKS) :]
-    return [line for line in (_edge_line(b) for b in picked) if line]
+    positions = _text_positions(blocks)
+    picked = positions[:EDGE_BLOCKS] + positions[max(EDGE_BLOCKS, len(positions) - EDGE_BLOCKS) :]
+    return [line for line in (_edge_line(blocks[i]) for i in picked) if line]
 
 
 @dataclass
@@ -112,6 +123,7 @@ class Furniture:
     exact: frozenset[str] = frozenset()
     numbered: frozenset[str] = frozenset()
     offset: int | None = None
+    decorations: frozenset[str] = frozenset()  # figure lines repeated on many pages: a logo, a rule
 
     def is_furniture(self, block: str, page_number: int) -> bool:
         line = _edge_line(block)
@@ -136,12 +148,15 @@ class FurnitureSurvey:
     exact: Counter[str] = field(default_factory=Counter)
     masked: Counter[str] = field(default_factory=Counter)
     offsets: Counter[int] = field(default_factory=Counter)
+    figures: Counter[str] = field(default_factory=Counter)
 
     def add(self, page: PageText) -> None:
         if page.status == "failed" or not page.markdown.strip():
             return
         self.pages += 1
-        lines = set(_edges(page_blocks(clean_text(page.markdown))))
+        blocks = page_blocks(clean_text(page.markdown))
+        lines = set(_edges(blocks))
+        self.figures.update({b.strip() for b in blocks if _is_figure(b)})
         self.exact.update(lines)
         self.masked.update({_masked(line) for line in lines if re.search(r"\d", line)})
         self.offsets.update({n - page.page_number for n in (_edge_number(line) for line in lines) if n is not None})
@@ -154,6 +169,7 @@ class FurnitureSurvey:
             exact=frozenset(line for line, count in self.exact.items() if count >= MIN_REPEATS),
             numbered=frozenset(line for line, count in self.masked.items() if count >= MIN_REPEATS),
             offset=offset if support >= max(MIN_REPEATS, self.pages // 4) else None,
+            decorations=frozenset(line for line, count in self.figures.items() if count >= MIN_REPEATS),
         )
 
 
@@ -170,14 +186,17 @@ def strip_furniture(blocks: list[str], page_number: int, furniture: Furniture) -
 
     A page of one block keeps it: a title page or a part page says the title once, by itself.
     """
-    if len(blocks) < 2:
+    blocks = [b for b in blocks if b.strip() not in furniture.decorations]
+    positions = _text_positions(blocks)
+    if len(positions) < 2:
         return blocks
-    start, end = 0, len(blocks)
-    while start < min(end, EDGE_BLOCKS) and furniture.is_furniture(blocks[start], page_number):
-        start += 1
-    while end > max(start, len(blocks) - EDGE_BLOCKS) and furniture.is_furniture(blocks[end - 1], page_number):
-        end -= 1
-    return blocks[start:end]
+    dropped: set[int] = set()
+    for edge in (positions[:EDGE_BLOCKS], positions[::-1][:EDGE_BLOCKS]):
+        for index in edge:
+            if index in dropped or not furniture.is_furniture(blocks[index], page_number):
+                break
+            dropped.add(index)
+    return [b for i, b in enumerate(blocks) if i not in dropped]
 
 
 @dataclass
@@ -203,6 +222,44 @@ class Headings:
         self.title_seen = self.title_seen or level == 1
         self.previous = level
         return f"{'#' * level} {text}"
+
+
+@dataclass(frozen=True)
+class Figure:
+    """An image file of a page's figure, written beside the Markdown (``book.images/p12-1.png``)."""
+
+    name: str  # p<page>-<k>.png
+    width: int  # pixels
+    height: int
+
+
+_DESCRIPTION = re.compile(r"^\*\[Figure: (.+)\]\*$|^\*([^*\n].*[^*\n])\*$|^_([^_\n].*[^_\n])_$")
+
+
+def figure_descriptions(blocks: list[str]) -> list[tuple[int, str]]:
+    """(block index, text) of each figure description the model wrote: an italic sentence alone."""
+    out = []
+    for index, block in enumerate(blocks):
+        match = _DESCRIPTION.match(block.strip())
+        if match:
+            out.append((index, next(g for g in match.groups() if g)))
+    return out
+
+
+def link_figures(blocks: list[str], figures: list[Figure], folder: str, page_number: int) -> list[str]:
+    """Each figure linked where the model described it, its description as alt text; the rest after the page."""
+    if not figures:
+        return blocks
+    out = list(blocks)
+    described = figure_descriptions(blocks)
+    for (index, text), figure in zip(described, figures, strict=False):
+        out[index] = f"![{_alt(text)}]({folder}/{figure.name})"
+    out += [f"![Figure {k} of page {page_number}]({folder}/{f.name})" for k, f in enumerate(figures[len(described) :], start=len(described) + 1)]
+    return out
+
+
+def _alt(text: str) -> str:
+    return text.replace("[", "(").replace("]", ")").strip()
 
 
 def _cells(row: str) -> list[str]:
@@ -281,10 +338,18 @@ def _in_order(pages: Iterable[PageText], expected_pages: int) -> Iterator[PageTe
         raise ValueError(f"{expected_pages - expected + 1} page(s) have no result, first {expected}")
 
 
-def assemble_document(pages: Iterable[PageText], furniture: Furniture, *, expected_pages: int) -> Iterator[str]:
+def assemble_document(
+    pages: Iterable[PageText],
+    furniture: Furniture,
+    *,
+    expected_pages: int,
+    figures: Mapping[int, list[Figure]] | None = None,
+    figure_folder: str = "images",
+) -> Iterator[str]:
     """Pass 2: the document's Markdown, piece by piece; every page keeps its marker, in order.
 
     ``pages`` come in page order; a page missing or out of order is an error, never skipped.
+    ``figures`` (page → its image files) are linked relative to the Markdown, under ``figure_folder``.
     """
     out = _Writer()
     headings = Headings()
@@ -307,6 +372,7 @@ def assemble_document(pages: Iterable[PageText], furniture: Furniture, *, expect
             yield out.block(render_page(page))
             continue
         blocks = [headings.level(b) for b in strip_furniture(page_blocks(clean_text(page.markdown)), page.page_number, furniture)]
+        blocks = link_figures(blocks, (figures or {}).get(page.page_number, []), figure_folder, page.page_number)
         if page.status == "truncated":
             blocks.append(truncated_marker(page.page_number))
         joined = _join(carry, marker, blocks[0]) if carry is not None and blocks else None
