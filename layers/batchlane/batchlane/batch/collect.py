@@ -165,11 +165,7 @@ def plan_retry_batch(svc: Services, row: rows.BatchRow, manifest: LaneManifest, 
         deadlines.append((moment - now).total_seconds() if moment else None)
     turnaround_s = settings.batch_deadline_hours * 3600 + settings.batch_deadline_margin_s
     why = retry_batch_allowed(
-        len(picked),
-        min_records=settings.batch_conversion_min_records,
-        already_a_retry=row.retry_of is not None,
-        deadlines_s=deadlines,
-        turnaround_s=turnaround_s,
+        len(picked), min_records=settings.batch_conversion_min_records, already_a_retry=row.retry_of is not None, deadlines_s=deadlines, turnaround_s=turnaround_s
     )
     if why:
         return RetryBatch(why=why if picked else None)
