@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.create import create_job
+from batchlane.conversion.figures import figure_folder
 from batchlane.db import budgets
 from batchlane.db import folder_jobs as repo
 from batchlane.domain.eligibility import batch_eligible
@@ -103,7 +104,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
         if row["job_status"] == "completed":
             try:
                 buckets.copy((svc.store.bucket, row["markdown_key"]), (job["output_bucket"], row["output_key"]))
-                _copy_pages_record(svc, buckets, row["markdown_key"], (job["output_bucket"], row["output_key"]))
+                _copy_beside(svc, buckets, row, (job["output_bucket"], row["output_key"]))
             except NotFound:
                 repo.finish_file(
                     svc.db, job_id, row["source_key"], status="failed", error_id="OUTPUT_MISSING", error_message="The Markdown was not found.", **common
@@ -234,11 +235,14 @@ def write_report_part(svc: Services, job: dict[str, Any]) -> int:
     return len(rows)
 
 
-def _copy_pages_record(svc: Services, buckets: Any, markdown_key: str, target: tuple[str, str]) -> None:
-    """pages.jsonl beside the file's Markdown (book.md → book.pages.jsonl); a job assembled before it had none."""
-    source = posixpath.join(posixpath.dirname(markdown_key), "pages.jsonl")
+def _copy_beside(svc: Services, buckets: Any, row: dict[str, Any], target: tuple[str, str]) -> None:
+    """pages.jsonl and the figures beside the file's Markdown (book.pages.jsonl, book.images/p12-1.png)."""
+    job_dir = posixpath.dirname(row["markdown_key"])
     stem = target[1][:-3] if target[1].endswith(".md") else target[1]
     try:
-        buckets.copy((svc.store.bucket, source), (target[0], f"{stem}.pages.jsonl"))
+        buckets.copy((svc.store.bucket, f"{job_dir}/pages.jsonl"), (target[0], f"{stem}.pages.jsonl"))
     except NotFound:
-        logger.info("no per-page record to copy", markdown_key=markdown_key)
+        logger.info("no per-page record to copy", markdown_key=row["markdown_key"])  # assembled before it existed
+    folder = posixpath.join(posixpath.dirname(target[1]), figure_folder(posixpath.basename(row["source_key"])))
+    for key in svc.store.list_keys(f"{job_dir}/images/"):
+        buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"))
