@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 from PIL import Image
 from pypdf import PdfReader, PdfWriter
@@ -65,3 +66,5 @@ def test_a_book_with_figures_assembles_with_links_and_without_its_banner() -> No
     assert "*[Figure:" not in document
     blocks = [b.strip() for b in document.split("\n\n")]
     assert not [b for b in blocks if b.isdigit()], "no folio left, figures or not"
+    body = re.sub(r"!\[[^\]]*\]\([^)]*\)|<!-- Page \d+ -->", " ", document[document.index("<!-- Page 3 -->") :])
+    assert body.replace("#", " ").split() == book.body_words, "a figure at a page's end does not stop its paragraph joining the next page"

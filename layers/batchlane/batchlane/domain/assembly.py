@@ -354,7 +354,7 @@ def assemble_document(
     out = _Writer()
     headings = Headings()
     carry: str | None = None  # the last block so far: the next page may continue it
-    after_carry: list[str] = []  # markers of pages whose first block joined a table or list
+    after_carry: list[str] = []  # what follows the carry: figures after it, markers of pages that joined a table or list
 
     def flush() -> Iterator[str]:
         nonlocal carry
@@ -386,9 +386,14 @@ def assemble_document(
             yield out.block(marker)
         if blocks:
             yield from flush()
-            for block in blocks[:-1]:
+            # Figures after the page's last text float below it, so that text can still join the next page.
+            last = len(blocks) - 1
+            while last > 0 and _is_figure(blocks[last]):
+                last -= 1
+            for block in blocks[:last]:
                 yield out.block(block)
-            carry = blocks[-1]
+            carry = blocks[last]
+            after_carry.extend(blocks[last + 1 :])
     yield from flush()
     yield "\n"
 
