@@ -2,7 +2,7 @@
 
 Tiny marks are not figures (bullets, rules, icons: under ``MIN_FIGURE_PX`` pixels on a side, or
 drawn on under ``MIN_FIGURE_SHARE`` of the page), nor is an image covering most of the page (the
-page is a scan: its text is what the model read). Repeated decorations (a logo on every page)
+page is a scan: its text is what the model read); one over ``MAX_FIGURE_PIXELS`` is never decoded. Repeated decorations (a logo on every page)
 are found across the document by the caller from ``fingerprint``. Every pdfium call holds
 ``PDFIUM_LOCK``, one page at a time, so the lock is never held while the caller writes.
 """
@@ -22,6 +22,7 @@ from batchlane.pdf.split import PDFIUM_LOCK
 MIN_FIGURE_PX = 48
 MIN_FIGURE_SHARE = 0.01
 MAX_FIGURE_SHARE = 0.9  # more is a scanned page, not a figure on it
+MAX_FIGURE_PIXELS = 25_000_000  # a bigger image is never decoded (a decompression bomb would take GBs)
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,7 @@ def _images_of(document: pdfium.PdfDocument, index: int, number: int, render: bo
             px_w, px_h = obj.get_px_size()
             left, bottom, right, top = obj.get_bounds()
             share = (right - left) * (top - bottom) / area
-            if min(px_w, px_h) < MIN_FIGURE_PX or not MIN_FIGURE_SHARE <= share <= MAX_FIGURE_SHARE:
+            if min(px_w, px_h) < MIN_FIGURE_PX or not MIN_FIGURE_SHARE <= share <= MAX_FIGURE_SHARE or px_w * px_h > MAX_FIGURE_PIXELS:
                 continue
             fingerprint = hashlib.sha256(obj.get_data(decode_simple=False)).hexdigest()
             png = None
