@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import json
 import re
+import urllib.request
 
 import pytest
 from PIL import Image
 
 from batchlane import keys
+from batchlane.api import results
 from batchlane.runtime import services
 from batchlane_dev.local.bookgen import BOOK_TITLE, make_book_pdf
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
@@ -50,6 +52,13 @@ def test_a_book_converts_to_one_document_in_both_lanes(stack_factory, lane):
     images = svc.store.list_keys(keys.images_prefix(job_id))
     assert sorted(k.rsplit("/", 1)[1] for k in images) == sorted(name for _, name, _ in links)
     assert Image.open(io.BytesIO(svc.store.get_bytes(images[0]))).size == (320, 200)
+
+    # The download lists each figure file as the Markdown names it, with a URL that fetches it.
+    answer = results.markdown_download(svc, svc.downloads(), "reader", job_id)
+    assert sorted(i["fileName"] for i in answer["images"]) == sorted(f"book.images/{name}" for _, name, _ in links)
+    with urllib.request.urlopen(answer["images"][0]["url"], timeout=30) as response:
+        assert Image.open(io.BytesIO(response.read())).size == (320, 200)
+    assert answer["pages"]["fileName"] == "book.pages.jsonl"
 
     # The per-page record: a line per page, its lane, tokens and its own Markdown before assembly.
     lines = [json.loads(line) for line in svc.store.get_bytes(keys.pages_key(job_id)).decode().splitlines()]
