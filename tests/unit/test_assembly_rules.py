@@ -60,6 +60,13 @@ def test_headings_follow_numbering_and_only_the_first_title_is_a_title() -> None
     h = Headings()
     got = [h.level(b) for b in ("# The Book", "# 1 Introduction", "# 1.1 Scope", "#### 1.1.2 Detail", "# Notes", "#### Aside", "## Appendix A Tables")]
     assert got == ["# The Book", "## 1 Introduction", "### 1.1 Scope", "#### 1.1.2 Detail", "## Notes", "### Aside", "## Appendix A Tables"]
+    assert [h.level(b) for b in ("### 2 Methods", "#### Exercises", "## 2.1 Design", "# Exercises", "## Notes")] == [
+        "## 2 Methods",
+        "### Exercises",
+        "### 2.1 Design",
+        "### Exercises",  # the level it had the first time, whatever this page's model guessed
+        "## Notes",
+    ]
 
 
 def test_clean_text_drops_control_characters_and_spells_out_ligatures() -> None:

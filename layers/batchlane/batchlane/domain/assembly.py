@@ -19,6 +19,7 @@ from batchlane.domain.markdown import PageText, page_marker, render_page, trunca
 EDGE_BLOCKS = 2  # how many blocks at each end of a page may be furniture
 MAX_FURNITURE_CHARS = 80  # a running head or foot is one short line
 MIN_REPEATS = 3  # a line is a running head once it stands at the edge of this many pages
+MAX_REMEMBERED_HEADINGS = 10_000  # memory stays bounded on any document
 
 _LIGATURES = {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"}
 _DROPPED = {chr(c) for c in range(0x20) if c not in (0x09, 0x0A)} | {chr(0x7F), "\u00ad", "\ufffd"} | {chr(c) for c in range(0x80, 0xA0)}
@@ -201,10 +202,11 @@ def strip_furniture(blocks: list[str], page_number: int, furniture: Furniture) -
 
 @dataclass
 class Headings:
-    """Heading levels across the document: numbering decides, one ``#`` title, no level skipped."""
+    """Heading levels across the document: numbering decides, else the level first seen; one ``#`` title, no level skipped."""
 
     title_seen: bool = False
     previous: int = 1
+    first_levels: dict[str, int] = field(default_factory=dict)  # an unnumbered heading keeps the level it first had
 
     def level(self, block: str) -> str:
         match = _HEADING.match(block)
@@ -215,10 +217,14 @@ class Headings:
         numbered = _NUMBERED.match(text)
         if numbered:  # 1 → ##, 1.1 → ###, "Chapter 3" / "Appendix B" → ##, B.1 → ###
             level = min(6, numbered.group(0).count(".", 0, len(numbered.group(0).rstrip("."))) + 2)
+        elif text.lower() in self.first_levels:
+            level = self.first_levels[text.lower()]  # "Exercises" at the level it had the first time
         else:
             if level == 1 and self.title_seen:
                 level = 2  # the model saw one page: only the document's first title is ``#``
             level = min(level, self.previous + 1)
+            if len(self.first_levels) < MAX_REMEMBERED_HEADINGS:
+                self.first_levels[text.lower()] = level
         self.title_seen = self.title_seen or level == 1
         self.previous = level
         return f"{'#' * level} {text}"
