@@ -68,3 +68,13 @@ def test_a_book_with_figures_assembles_with_links_and_without_its_banner() -> No
     assert not [b for b in blocks if b.isdigit()], "no folio left, figures or not"
     body = re.sub(r"!\[[^\]]*\]\([^)]*\)|<!-- Page \d+ -->", " ", document[document.index("<!-- Page 3 -->") :])
     assert body.replace("#", " ").split() == book.body_words, "a figure at a page's end does not stop its paragraph joining the next page"
+
+
+def test_past_the_figure_budget_the_job_still_assembles_and_later_figures_stay_descriptions() -> None:
+    book = make_book_pdf(figures=True)
+    store = MemoryStore()
+    store.put_bytes(keys.chunk_source_key("j1", 0), book.pdf)
+    ticks = iter([0.0, 0.0, 500.0, 500.0])  # the first chunk starts in time; the budget is spent by the second
+    store.put_bytes(keys.chunk_source_key("j1", 1), book.pdf)
+    figures = extract_figures(store, "j1", [(0, 1), (1, 100)], budget_s=120, clock=lambda: next(ticks))
+    assert sorted(figures) == book.figure_pages, "the first chunk's figures only"

@@ -8,8 +8,9 @@ as ``images/p<N>-<k>.png`` at their own resolution. Nothing is held but the name
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from batchlane import keys
 from batchlane.domain.assembly import Figure
@@ -19,6 +20,8 @@ from batchlane.pdf.images import page_images
 from batchlane.ports import ObjectStore
 
 DECORATION_PAGES = 3
+# Assemble has 300 s (topology.py): figures past this budget stay descriptions, the job still completes.
+FIGURE_BUDGET_S = 120.0
 
 
 def figure_folder(file_name: str) -> str:
@@ -36,8 +39,16 @@ def _sources(store: ObjectStore, job_id: str, chunks: Iterable[tuple[int, int]])
             logger.warning("chunk source gone: its figures are not extracted", job_id=job_id, chunk_index=chunk_index)
 
 
-def extract_figures(store: ObjectStore, job_id: str, chunks: list[tuple[int, int]]) -> dict[int, list[Figure]]:
+def extract_figures(
+    store: ObjectStore,
+    job_id: str,
+    chunks: list[tuple[int, int]],
+    *,
+    budget_s: float = FIGURE_BUDGET_S,
+    clock: Callable[[], float] = time.monotonic,
+) -> dict[int, list[Figure]]:
     """Page number → its figure files, written under keys.images_prefix(job_id); ``chunks`` are (index, first page)."""
+    deadline = clock() + budget_s
     seen: Counter[str] = Counter()
     for first_page, data in _sources(store, job_id, chunks):
         for images in page_images(data, first_page=first_page, render=False):
@@ -45,6 +56,9 @@ def extract_figures(store: ObjectStore, job_id: str, chunks: list[tuple[int, int
     decorations = {fingerprint for fingerprint, pages in seen.items() if pages >= DECORATION_PAGES}
     figures: dict[int, list[Figure]] = {}
     for first_page, data in _sources(store, job_id, chunks):
+        if clock() > deadline:
+            logger.warning("figure budget spent: later figures stay descriptions", job_id=job_id, from_page=first_page, budget_s=budget_s)
+            break
         for images in page_images(data, first_page=first_page):
             for image in (i for i in images if i.fingerprint not in decorations and i.png):
                 page = figures.setdefault(image.page_number, [])
