@@ -166,6 +166,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     assert code == 200 and done["status"] == "completed" and done["files"]["completed"] == 2 and done["eta_seconds"] == 0
     assert done["throughput_pages_per_minute"] > 0
     assert keys("api-out/") >= {"api-out/one.md", "api-out/two.md", f"api-out/_batchlane/{first['id']}/report.jsonl"}
+    assert {"api-out/one.pages.jsonl", "api-out/two.pages.jsonl"} <= keys("api-out/"), "the per-page record beside each Markdown"
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     assert code == 200 and [json.loads(line)["key"].removeprefix(HOME) for line in body.splitlines()] == ["api/one.pdf", "api/two.pdf"]
     code, again = api(stack, "POST", "/api/v1/folder-jobs?dry_run=true", spec)

@@ -146,6 +146,11 @@ def test_download_is_a_sigv4_presigned_url_for_the_owner_with_the_object_expiry(
     with urllib.request.urlopen(body["url"], timeout=30) as response:
         assert response.read().decode() == markdown(job_id)
     assert body["fileName"] == "report.md" and body["retentionDays"] == 14 and body["pagesFailed"] == len(REFUSED)
+    assert body["pages"]["fileName"] == "report.pages.jsonl"
+    with urllib.request.urlopen(body["pages"]["url"], timeout=30) as response:
+        lines = [json.loads(line) for line in response.read().decode().splitlines()]
+    assert [line["page"] for line in lines] == list(range(1, len(lines) + 1)) and len(lines) > len(REFUSED)
+    assert sorted(line["page"] for line in lines if line["status"] == "failed") == sorted(REFUSED)
     head = client("s3").head_object(Bucket=services().store.bucket, Key=keys.markdown_key(job_id))
     expires = datetime.fromisoformat(body["objectExpiresAt"])
     assert expires == lifecycle_expiry(head["LastModified"]) and expires.hour == 0

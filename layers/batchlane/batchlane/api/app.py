@@ -10,7 +10,7 @@ import re
 import unicodedata
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -63,6 +63,7 @@ class ConvertOptions(BaseModel):
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
     batchLane: bool | None = Field(None, alias="_batchLane")
+    assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
     callbackEvents: list[str] | None = Field(None, max_length=10)

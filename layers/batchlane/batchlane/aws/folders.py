@@ -78,14 +78,14 @@ class S3FolderBuckets:
             raise error from exc
         return ObjectHead(int(response["ContentLength"]), (response.get("Metadata") or {}).get(OWNER_METADATA))
 
-    def copy(self, source: tuple[str, str], target: tuple[str, str], *, owner: str) -> None:
+    def copy(self, source: tuple[str, str], target: tuple[str, str], *, owner: str, content_type: str = "text/markdown; charset=utf-8") -> None:
         """Server-side copy (boto3's managed copy: multipart past 5 GB) stamped with its owner; nothing passes through the function."""
         try:
             self._s3.copy(
                 {"Bucket": source[0], "Key": source[1]},
                 target[0],
                 target[1],
-                ExtraArgs={"Metadata": {OWNER_METADATA: owner}, "MetadataDirective": "REPLACE", "ContentType": "text/markdown; charset=utf-8"},
+                ExtraArgs={"Metadata": {OWNER_METADATA: owner}, "MetadataDirective": "REPLACE", "ContentType": content_type},
             )
         except ClientError as exc:
             raise _object_error(exc, f"s3://{source[0]}/{source[1]} → s3://{target[0]}/{target[1]}") from exc

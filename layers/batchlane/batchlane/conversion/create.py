@@ -67,15 +67,20 @@ class CreatedJob:
         }
 
 
+ASSEMBLY_MODES = ("document", "none")  # none: the page-by-page Markdown (docs/architecture.md "Assembly")
+
+
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected."""
-    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", "deadline", *subscription.OPTION_KEYS}
+    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", "deadline", "assembly", *subscription.OPTION_KEYS}
     options = dict(options or {})
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InputError(f"Unknown option(s): {', '.join(unknown)}.", error_id="OPTIONS_INVALID")
     options.setdefault("highFidelity", True)
     options.setdefault("parser", "auto")
+    if options.get("assembly", "document") not in ASSEMBLY_MODES:
+        raise InputError("options.assembly is document (one document, the default) or none (page by page).", error_id="OPTIONS_INVALID")
     if "deadline" in options:
         deadline = parse_deadline(options.pop("deadline"))
         if deadline is not None:

@@ -28,7 +28,8 @@ from batchlane.pdf.page_image import MAX_IMAGE_BYTES, PageImage, render_page_ima
 
 SYSTEM_PROMPT = (
     "You convert pages of PDF documents into clean GitHub-flavoured Markdown. "
-    "Reproduce every piece of text on the page in reading order. Use #-headings for headings, "
+    "Reproduce every piece of text on the page in reading order, leaving out running headers, running footers "
+    "and page numbers. Use #-headings for headings, "
     "Markdown lists for lists and Markdown tables for tables; write formulas in LaTeX between $ signs. "
     "Describe figures in one short italic sentence. Output only the Markdown of the page, without commentary."
 )

@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.create import create_job
+from batchlane.conversion.figures import figure_folder
 from batchlane.db import budgets
 from batchlane.db import folder_jobs as repo
 from batchlane.domain.eligibility import batch_eligible
@@ -151,6 +152,7 @@ def write_output(svc: Services, buckets: Any, job: dict[str, Any], row: dict[str
         if foreign_output(buckets.head(*target), job["owner_id"]):
             return "OUTPUT_NOT_YOURS", f"{row['output_key']} was written by another owner's folder job: it is never overwritten."
         buckets.copy((svc.store.bucket, row["markdown_key"]), target, owner=job["owner_id"])
+        _copy_beside(svc, buckets, row, target, owner=job["owner_id"])
     except NotFound:
         return "OUTPUT_MISSING", "The Markdown was not found."
     except ObjectUnreadable as exc:
@@ -269,3 +271,16 @@ def write_report_part(svc: Services, job: dict[str, Any]) -> int:
     svc.folder_buckets().put_bytes(job["output_bucket"], key, body, "application/x-ndjson", owner=job["owner_id"])
     repo.mark_reported(svc.db, job_id, [r["source_key"] for r in rows])
     return len(rows)
+
+
+def _copy_beside(svc: Services, buckets: Any, row: dict[str, Any], target: tuple[str, str], *, owner: str) -> None:
+    """pages.jsonl and the figures beside the file's Markdown (book.pages.jsonl, book.images/p12-1.png)."""
+    job_dir = posixpath.dirname(row["markdown_key"])
+    stem = target[1][:-3] if target[1].endswith(".md") else target[1]
+    try:
+        buckets.copy((svc.store.bucket, f"{job_dir}/pages.jsonl"), (target[0], f"{stem}.pages.jsonl"), owner=owner, content_type="application/x-ndjson")
+    except NotFound:
+        logger.info("no per-page record to copy", markdown_key=row["markdown_key"])  # assembled before it existed
+    folder = posixpath.join(posixpath.dirname(target[1]), figure_folder(posixpath.basename(row["source_key"])))
+    for key in svc.store.list_keys(f"{job_dir}/images/"):
+        buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"), owner=owner, content_type="image/png")
