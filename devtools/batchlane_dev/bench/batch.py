@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 from batchlane_dev.bench.pdf import raw_pypdf_split
 
 LANE_ENV = {"BATCH_CONVERSION_MIN_PAGES": "40", "BATCH_CONVERSION_MIN_RECORDS": "10", "BATCHLANE_PAGES_PER_CHUNK": "50"}
@@ -123,6 +123,13 @@ from batchlane.aws.s3 import S3Store
 mode, bucket, prefix, manifest_key = sys.argv[1:5]
 store = S3Store(client("s3"), bucket)
 keys = sorted(k for k in store.list_keys(prefix) if k.endswith(".jsonl.out"))
+if mode != "baseline":  # imported before the clock: the baseline imports nothing either (a Lambda pays it once, at init)
+    from batchlane.batch.collect import LaneManifest, tally_outputs, write_results
+profile = None
+if os.environ.get("BATCHLANE_BENCH_PROFILE"):  # cProfile the timed part; the top 25 by cumulative time go to stderr
+    import cProfile
+    profile = cProfile.Profile()
+    profile.enable()
 started = time.perf_counter()
 if mode == "baseline":
     n = 0
@@ -131,13 +138,17 @@ if mode == "baseline":
             json.loads(line); n += 1
     out = {"records": n}
 else:
-    from batchlane.batch.collect import tally_outputs, write_results
-    manifest = store.get_json(manifest_key)
+    manifest = LaneManifest.of(store.get_json(manifest_key))
+    targets = [(tag, job, int(c)) for tag, job in manifest.members.items() for c in manifest.chunks.get(tag, {})]
     with tempfile.TemporaryDirectory() as spool:
-        tally = tally_outputs(store, keys, expected=manifest["promptHashes"], model_id=manifest["modelId"], spool_dir=Path(spool))
-        write_results(store, manifest["jobId"], [int(c) for c in manifest["chunks"]], spool_dir=Path(spool))
+        tally = tally_outputs(store, keys, manifest=manifest, spool_dir=Path(spool))
+        write_results(store, targets, spool_dir=Path(spool))
     out = {"records": tally.seen, "accepted": tally.counts["accepted"]}
 out["seconds"] = time.perf_counter() - started
+if profile is not None:
+    import pstats
+    profile.disable()
+    pstats.Stats(profile, stream=sys.stderr).sort_stats("tottime").print_stats(25)
 # VmHWM (peak resident set) of this process alone; ru_maxrss would include the parent's
 # high-water mark inherited across fork.
 out["peak_rss_mb"] = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:")) / 1024
@@ -146,11 +157,14 @@ print(json.dumps(out))
 
 
 def collect_figure(records: int, files: int = 10) -> dict[str, Any]:
+    import logging
+
     import boto3
     from moto.server import ThreadedMotoServer
 
     from batchlane_dev.local.stack import _free_port
 
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # a line per request on stderr: the server's cost, not collect's
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
@@ -184,6 +198,8 @@ def collect_figure(records: int, files: int = 10) -> dict[str, Any]:
         runs = {}
         for mode in ("baseline", "collect"):
             result = subprocess.run([sys.executable, "-c", _CHILD, mode, bucket, prefix, manifest_key], env=env, capture_output=True, text=True, check=True)
+            if os.environ.get("BATCHLANE_BENCH_PROFILE"):
+                print(f"--- cProfile of {mode}", result.stderr, sep="\n", file=sys.stderr)
             runs[mode] = json.loads(result.stdout.strip().splitlines()[-1])
         assert runs["collect"]["accepted"] == runs["baseline"]["records"] == records
     finally:
@@ -235,16 +251,18 @@ NAMES = (
     "prepare_200_pages",
     "collect_50000_records",
     "collect_5000_records",
+    "prepare_50_pages",
+    "collect_500_records",
     "event_to_resume",
-)  # what figures() yields (full and --quick sizes)
+)  # what figures() yields (full, --quick and --smoke sizes)
 
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
     _quiet()
-    pages, records = (200, 5000) if args.quick else (1000, 50_000)
+    pages, records = size(args, (1000, 50_000), (200, 5000), (50, 500))
     if wanted(args, f"prepare_{pages}_pages"):
         yield prepare_figure(pages)
     if wanted(args, f"collect_{records}_records"):
         yield collect_figure(records)
     if wanted(args, "event_to_resume"):
-        yield event_to_resume_figure(3 if args.quick else 7)
+        yield event_to_resume_figure(size(args, 7, 3, 1))

@@ -25,9 +25,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from batchlane.ports import ListedPage
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 
-NAMES = ("enumerate_100000_objects", "enumerate_10000_objects", "folder_1000_files", "folder_50_files")
+NAMES = ("enumerate_100000_objects", "enumerate_10000_objects", "enumerate_2000_objects", "folder_1000_files", "folder_50_files", "folder_3_files")
 
 
 class _GeneratedFolder:
@@ -159,9 +159,9 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
 
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
-    count = 10_000 if args.quick else 100_000
+    count = size(args, 100_000, 10_000, 2000)
     if wanted(args, f"enumerate_{count}_objects"):
         yield from _enumerate(count)
-    files = 50 if args.quick else 1000
+    files = size(args, 1000, 50, 3)
     if wanted(args, f"folder_{files}_files"):
         yield from _folder(files)
