@@ -243,5 +243,9 @@ from batchlane_dev.cli.webhooks_commands import webhooks  # noqa: E402
 
 main.add_command(webhooks)
 
+from batchlane_dev.cli.simulate_command import simulate_command  # noqa: E402
+
+main.add_command(simulate_command, name="simulate")
+
 if __name__ == "__main__":
     main()
