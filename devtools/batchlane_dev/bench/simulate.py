@@ -30,7 +30,7 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
     default = simulate(folder, aws, step_s=900)
     raised = simulate(folder, aws, settings=Settings.model_validate({**lane, "batchlane_folder_max_in_flight": 10_000}), step_s=900)
     stream = simulate(
-        Workload(pages_per_document=10, owners=100, folders=0, arrival_pages_per_hour=100_000, arrival_hours=size(args, 24, 24, 6)), aws, step_s=300
+        Workload(pages_per_document=10, owners=100, folders=0, arrival_pages_per_hour=100_000, arrival_hours=size(args, 24, 24, 1)), aws, step_s=300
     )
 
     def brief(result: Any) -> dict[str, Any]:
