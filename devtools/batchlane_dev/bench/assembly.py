@@ -18,9 +18,9 @@ import tracemalloc
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 
-NAMES = ("assemble_10000_pages", "assemble_1000_pages")
+NAMES = ("assemble_10000_pages", "assemble_1000_pages", "assemble_200_pages")  # full, --quick, --smoke
 
 
 class _CountingStore:
@@ -113,7 +113,7 @@ def _figure(name: str, pages: int) -> dict[str, Any]:
 
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
-    pages = 1_000 if getattr(args, "quick", False) else 10_000
+    pages = size(args, 10_000, 1_000, 200)
     name = f"assemble_{pages}_pages"
     if wanted(args, name):
         yield _figure(name, pages)

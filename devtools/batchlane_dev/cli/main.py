@@ -66,6 +66,7 @@ def main() -> None:
     is_flag=True,
     help="Print the report as one JSON object on the last line of stdout (camelCase; the old snake_case fields too, until 0.3.0).",
 )
+@click.option("--verbose", is_flag=True, help="Handler logs on stderr too (they always go to --out/logs/handlers.log).")
 def demo(
     pages: int,
     pdf: Path | None,
@@ -76,6 +77,7 @@ def demo(
     folder: Path | None = None,
     dry_run: bool = False,
     workdir: Path = Path(".batchlane/local"),
+    verbose: bool = False,
 ) -> None:
     """Run the main job end to end on the offline stack (no AWS account needed).
 
@@ -103,7 +105,14 @@ def demo(
     console = Console(stderr=True)
     try:
         report = run_demo(
-            pages=pages, pdf=pdf, out_dir=out_dir, faults=faults, database_url=os.environ.get("DATABASE_URL"), batch_lane=not on_demand_only, console=console
+            pages=pages,
+            pdf=pdf,
+            out_dir=out_dir,
+            faults=faults,
+            database_url=os.environ.get("DATABASE_URL"),
+            batch_lane=not on_demand_only,
+            console=console,
+            verbose=verbose,
         )
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None
@@ -233,6 +242,10 @@ main.add_command(doctor)
 from batchlane_dev.cli.webhooks_commands import webhooks  # noqa: E402
 
 main.add_command(webhooks)
+
+from batchlane_dev.cli.simulate_command import simulate_command  # noqa: E402
+
+main.add_command(simulate_command, name="simulate")
 
 if __name__ == "__main__":
     main()

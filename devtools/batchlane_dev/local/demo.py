@@ -63,7 +63,10 @@ def run_demo(
     database_url: str | None = None,
     batch_lane: bool = True,
     console: Console | None = None,
+    verbose: bool = False,
 ) -> dict[str, Any]:
+    """``verbose``: handler logs on stderr too; they always go to ``<out_dir>/logs/handlers.log`` (the stack's
+    workdir is temporary), so stdout carries only the report."""
     console = console or Console(stderr=True)
     started = time.monotonic()
     data = pdf.read_bytes() if pdf else make_pdf(pages, blank_every=25)
@@ -71,13 +74,17 @@ def run_demo(
     if "time_scale" not in faults:
         faults = ",".join(f for f in (_job_scale(data, faults), faults) if f)
     with tempfile.TemporaryDirectory(prefix="batchlane-demo-") as workdir:
-        stack = OfflineStack(StackOptions(workdir=Path(workdir), faults=faults, database_url=database_url, batch_lane=batch_lane))
+        log_file = out_dir / "logs" / "handlers.log"
+        stack = OfflineStack(
+            StackOptions(workdir=Path(workdir), faults=faults, database_url=database_url, batch_lane=batch_lane, verbose=verbose, log_file=log_file)
+        )
         with stack:
             svc = services()
             console.print(
                 f"[bold]batchlane demo[/] · offline stack up in {time.monotonic() - started:.1f} s · model: {EMULATED_MODEL_LABEL}"
                 f" · batch clock ×{stack.faults.time_scale:.0f}"
             )
+            console.print(f"handler logs: {log_file}")
             created = submit_pdf(svc, data, name=name, owner_id="demo-user")
             job_id = created["jobId"]
             console.print(

@@ -146,10 +146,12 @@ def _worker_start(env: Mapping[str, str], setup: Collection[Callable[[], None]])
     """A fresh worker: the stack's environment (endpoints of moto and the emulator, the
     database URL, the settings), services built from it on first use, then ``setup`` hooks."""
     from batchlane.runtime import reset_services
+    from batchlane_dev.local.logs import route_from_environment
 
     os.environ.clear()  # the fork server's environment is the one of the stack that started it
     os.environ.update(env)
     logging.getLogger("batchlane").setLevel(logging.getLogger().getEffectiveLevel())
+    route_from_environment()  # the handlers' log lines to the stack's log file, not the worker's stdout
     reset_services()
     for hook in setup:
         hook()

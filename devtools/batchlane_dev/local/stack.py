@@ -41,6 +41,7 @@ from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load
 from batchlane_dev.local import iam, patches, postgres
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
+from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
 from batchlane_dev.local.loopback import loopback_moto_server
 
 log = logging.getLogger("batchlane_dev.local")
@@ -101,6 +102,8 @@ class StackOptions:
     max_workers: int = 96
     warm_workers: int = 0  # workers through their init phase before the first job (provisioned concurrency)
     worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
+    verbose: bool = False  # handler logs to stderr as well as to the log file (local/logs.py)
+    log_file: Path | None = None  # where handler logs go; default <workdir>/logs/handlers.log
 
 
 PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
@@ -159,6 +162,8 @@ class OfflineStack:
         self.env: dict[str, str] = {}
         self.state_machine_arns: dict[str, str] = {}
         self._pg: Any = None
+        self._saved_log_handlers: list[logging.Handler] | None = None
+        self.log_path = options.log_file or handler_log_path(options.workdir)
         self._moto: ThreadedMotoServer | None = None
         self.bedrock: BedrockEmulator | None = None
         self.api: Any = None  # LocalApiServer: the api handler on loopback (BATCHLANE_API_URL)
@@ -182,6 +187,9 @@ class OfflineStack:
         from batchlane.observability import logger as handler_logger
 
         handler_logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
+        # Handler logs to a file (stdout is the command's own output); workers follow through the environment.
+        self._saved_log_handlers = route_handler_logs(self.log_path, verbose=self.options.verbose)
+        self._set_env({LOG_FILE_ENV: str(self.log_path), VERBOSE_ENV: "1" if self.options.verbose else "0"})
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._moto = loopback_moto_server("127.0.0.1", moto_port)  # loopback Host names only, no CORS
         self._moto.start()
@@ -221,7 +229,7 @@ class OfflineStack:
             **self.options.extra_env,
         }
         self._set_env(env)
-        self.env = {**_STATIC_ENV, "MOTO_PORT": str(moto_port), **env}
+        self.env = {**_STATIC_ENV, "MOTO_PORT": str(moto_port), LOG_FILE_ENV: str(self.log_path), VERBOSE_ENV: os.environ[VERBOSE_ENV], **env}
         if self.options.enforce_grants:
             self.grants = iam.GrantEnforcer(self._grant_targets())
         iam.install(self.grants)  # before reset_services: the handlers' clients are made hooked
@@ -264,6 +272,9 @@ class OfflineStack:
             self._moto.stop()
         if self._pg is not None:
             postgres.stop(self._pg, self.options.workdir / "pgdata")
+        if self._saved_log_handlers is not None:
+            restore_handler_logs(self._saved_log_handlers)
+            self._saved_log_handlers = None
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
