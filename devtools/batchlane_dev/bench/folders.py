@@ -129,7 +129,7 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
     from batchlane.runtime import services
     from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until
     from batchlane_dev.local.pdfgen import make_pdf
-    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions
+    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions, owner_home
 
     rng = random.Random(files)
     sizes = [rng.randint(1, 40) for _ in range(files)]
@@ -218,7 +218,7 @@ def _growth(sizes: tuple[int, ...]) -> Iterator[dict[str, Any]]:
     from batchlane.runtime import services
     from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until
     from batchlane_dev.local.pdfgen import make_pdf
-    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions
+    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions, owner_home
 
     page = make_pdf(1)
     counter = _StatementCounter()
@@ -235,7 +235,7 @@ def _growth(sizes: tuple[int, ...]) -> Iterator[dict[str, Any]]:
                 single_s, single_statements = time.perf_counter() - started, counter.read()
                 s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name=REGION)
                 for files in sizes:
-                    prefix = f"growth-{files}/"
+                    prefix = f"{owner_home('bench')}growth-{files}/"
                     for i in range(files):
                         s3.put_object(Bucket=FOLDER_BUCKET, Key=f"{prefix}{i % 10}/doc-{i:05d}.pdf", Body=page)
                     counter.read()
