@@ -41,7 +41,7 @@ def test_a_page_pypdf_cannot_walk_to_is_not_blank_and_has_no_estimate():
 
 def test_a_page_read_out_of_time_is_unknown_not_blank():
     document = open_pdf(unbalanced_parentheses_pdf(40_000), max_pages=1)
-    assert document._inspect(1, Deadline(0.0, clock=lambda: 0.0)) == (False, 0, False)
+    assert document._inspect(1, Deadline(0.0, clock=lambda: 0.0)) == (False, 0, False, None)
     page = next(document.pages(document.chunks(1)[0]))  # with the real budget: read at once
     assert (page.blank, page.text_chars, page.estimate_known) == (False, 2, True)
 

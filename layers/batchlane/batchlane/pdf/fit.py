@@ -201,7 +201,7 @@ def _render_locked(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
 
 def fit(page: Page, limit_bytes: int = MAX_PAGE_BYTES, *, render: bool = True) -> Page:
     """The page as it will be sent: unchanged, reduced under ``limit_bytes``, or carrying ``failure`` PAGE_TOO_LARGE."""
-    if page.blank or len(page.pdf_bytes) <= limit_bytes:
+    if page.blank or page.failure or len(page.pdf_bytes) <= limit_bytes:
         return page
     result = fit_page(page.pdf_bytes, limit_bytes, render=render)
     logger.info("page over the size limit", page=page.number, bytes=len(page.pdf_bytes), how=result.how, reduced_bytes=len(result.pdf_bytes or b""))
