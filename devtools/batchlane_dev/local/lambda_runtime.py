@@ -198,6 +198,8 @@ class WorkerPool:
         "aws_lambda_powertools",
         "batchlane.conversion.chunk",
         "batchlane.batch.prepare",
+        "batchlane.pdf.survey",  # what batchlane.pdf.bounded's children run: the fork server is one per process
+        "batchlane.pdf.fit",
         "batchlane_dev.local.lambda_runtime",
     )
 

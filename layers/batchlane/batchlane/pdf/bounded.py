@@ -48,8 +48,12 @@ def _forkserver() -> Any:
     global _context
     with _context_lock:
         if _context is None:
+            from multiprocessing import forkserver
+
+            # One fork server per process, shared with anything else that uses one (the offline stack's
+            # worker pool): add to what it preloads, never replace it.
             context = multiprocessing.get_context("forkserver")
-            context.set_forkserver_preload(_PRELOAD)
+            context.set_forkserver_preload(sorted({*forkserver._forkserver._preload_modules, *_PRELOAD}))  # type: ignore[attr-defined]
             _context = context
         return _context
 
