@@ -131,7 +131,9 @@ def test_a_page_inflating_past_the_content_cap_fails_alone_and_the_rest_converts
     job_id, job = convert(stack, tmp_path, "one-bad-page.pdf", inflating_page_pdf(20_000_000, ordinary_pages=2))
     assert (job["status"], job["pages"]["total"], job["pages"]["failed"]) == ("completed", 3, 1), job
     assert [(p.page, p.reason, p.lane) for p in failed_pages(services(), job_id)] == [(3, "PAGE_TOO_COMPLEX", None)], "never sent"
-    markdown = services().store.get_bytes(
-        services().db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["markdown_key"]
-    ).decode()
+    markdown = (
+        services()
+        .store.get_bytes(services().db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["markdown_key"])
+        .decode()
+    )
     assert "Ordinary page 1" in markdown and "Ordinary page 2" in markdown
