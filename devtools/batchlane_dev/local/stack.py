@@ -54,6 +54,8 @@ FOLDER_BUCKET = "batchlane-offline-folders"
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
+    "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 2 s, full jitter
+    "throttle_max_delay_seconds": "2",
     "chunk_retry_interval_seconds": "1",
     "submit_retry_interval_seconds": "1",
     "collect_retry_interval_seconds": "1",
