@@ -101,7 +101,7 @@ def test_a_throttle_waits_minutes_on_every_lambda_task_before_any_other_retrier_
     """Issue 21: Lambda.TooManyRequestsException is the function's concurrency being full, a wait. Step
     Functions uses the FIRST retrier that names an error: so the throttle's ladder comes first on every
     task (never the 4 attempts of a shared block, ~14 s, or a States.ALL), and on AWS it lasts minutes."""
-    machine, names = _load(path)
+    _, names = _load(path)
     spec = next(s for s in STATE_MACHINES if s.path == path)
     short = []
     for name, state in _lambda_tasks(path):

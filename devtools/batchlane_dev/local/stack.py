@@ -40,7 +40,7 @@ from batchlane.runtime import admin_database, reset_services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
 from batchlane_dev.local import iam, patches, postgres
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
-from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
+from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.loopback import loopback_moto_server
 
 log = logging.getLogger("batchlane_dev.local")
@@ -94,6 +94,8 @@ class StackOptions:
     max_workers: int = 96
     warm_workers: int = 0  # workers through their init phase before the first job (provisioned concurrency)
     worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
+    # Lambda's concurrency (account and reserved); past it an Invoke answers TooManyRequestsException.
+    lambda_concurrency: ConcurrencyLimit = field(default_factory=ConcurrencyLimit)
 
 
 PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
@@ -149,6 +151,7 @@ class OfflineStack:
         self.options = options
         self.faults = parse_faults(options.faults)
         self.registry = HandlerRegistry(ACCOUNT_ID, REGION)
+        self.registry.concurrency = options.lambda_concurrency  # tests may change it while the stack runs
         self.env: dict[str, str] = {}
         self.state_machine_arns: dict[str, str] = {}
         self._pg: Any = None

@@ -168,7 +168,15 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_sweeper",
         "Asks Bedrock about rows still waiting, so a lost event strands nothing; collects orphans, bills stopped jobs.",
-        ("db", "s3_read_batch", "s3_write_batch", "s3_delete_batch_inputs", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
+        (
+            "db",
+            "s3_read_batch",
+            "s3_write_batch",
+            "s3_delete_batch_inputs",
+            "bedrock_batch",
+            "task_response",
+            "start_conversion",
+        ),  # resumes stuck jobs on-demand
     ),
     FunctionSpec(
         "batch_collect",
