@@ -57,6 +57,8 @@ OFFLINE_SETTINGS = {
     "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 2 s, full jitter
     "throttle_max_delay_seconds": "2",
     "chunk_retry_interval_seconds": "1",
+    "chunk_admission_interval_seconds": "1",
+    "chunk_admission_max_delay_seconds": "1",
     "submit_retry_interval_seconds": "1",
     "collect_retry_interval_seconds": "1",
     # The webhook retry ladder, shrunk: 1 s (full jitter: 0–1 s) between attempts, 4 attempts in all.

@@ -274,7 +274,14 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
         "conversion",
         "One execution per job: map over chunks → chunk processor → assemble → settle.",
         ("conversion_start", "chunk_processor", "assemble", "settle"),
-        {**THROTTLE_SETTINGS, "map_max_concurrency": "8", "retry_interval_seconds": "2", "chunk_retry_interval_seconds": "30"},
+        {
+            **THROTTLE_SETTINGS,
+            "chunk_admission_interval_seconds": "5",
+            "chunk_admission_max_delay_seconds": "120",
+            "map_max_concurrency": "8",
+            "retry_interval_seconds": "2",
+            "chunk_retry_interval_seconds": "30",
+        },
     ),
     StateMachineSpec(
         "batch_lane",
@@ -378,6 +385,9 @@ TRANSIENT_ERRORS: tuple[str, ...] = ("StoreUnavailable", "Sandbox.Timedout")
 # Counts the Python code also reads: the file gets them from here, so the two cannot disagree.
 CHUNK_RETRY_LATER_MAX_ATTEMPTS = 2  # ProcessChunk retries a throttled chunk twice (3 attempts in all)
 CHUNK_CONTINUE_MAX_ATTEMPTS = 20  # a chunk that ran out of time continues in at most 20 fresh invocations
+# A chunk refused admission (its owner at its fair share) waits: 5 s doubling to 120 s, 500 tries, ~16 h.
+# Each try is 3 history events: a job's chunks must stay within Step Functions' 25,000 (docs/operations.md).
+CHUNK_ADMISSION_MAX_ATTEMPTS = 500
 
 
 def _service_retry(max_attempts: int, comment: str) -> dict[str, object]:
@@ -419,6 +429,7 @@ DEFINITION_BLOCKS: dict[str, dict[str, object]] = {
 DEFINITION_CONSTANTS: dict[str, int] = {
     "chunk_retry_later_max_attempts": CHUNK_RETRY_LATER_MAX_ATTEMPTS,
     "chunk_continue_max_attempts": CHUNK_CONTINUE_MAX_ATTEMPTS,
+    "chunk_admission_max_attempts": CHUNK_ADMISSION_MAX_ATTEMPTS,
 }
 
 
