@@ -107,7 +107,7 @@ def chunk_slot(db: Database, *, job_id: str, chunk_index: int, owner_id: str, ca
 @contextmanager
 def admitted_chunk(svc: Services, job_id: str, chunk_index: int, *, ttl_s: float) -> Iterator[None]:
     """The chunk processor's gate: its owner's slot for the ``with`` body (no gate with capacity 0)."""
-    capacity = int(svc.settings.batchlane_chunk_concurrency)
+    capacity = int(svc.settings.batchlane_chunk_slots)
     if capacity <= 0:
         yield
         return
