@@ -308,7 +308,12 @@ class OfflineStack:
             "BATCH_CONVERSION_MAX_FILE_MB": str(settings.batch_conversion_max_file_mb),
             "BATCH_CONVERSION_MAX_JOB_MB": str(settings.batch_conversion_max_job_mb),
             "BATCH_CONVERSION_TIMEOUT_HOURS": str(settings.batch_conversion_timeout_hours),
+            "BATCHLANE_CHUNK_SLOTS": str(settings.batchlane_chunk_slots),
+            "BATCHLANE_RESERVED_CONCURRENCY": json.dumps(self.registry.concurrency.reserved, separators=(",", ":")),
         }
+        # What GetAccountSettings would answer for the modelled account (moto has no such call); AWS's default 1,000.
+        account = self.registry.concurrency.account or 1000
+        limits = {"ConcurrentExecutions": account, "UnreservedConcurrentExecutions": account - sum(self.registry.concurrency.reserved.values())}
         return {
             "BucketName": BUCKET,
             "ServiceRoleArn": SERVICE_ROLE_ARN,
@@ -317,6 +322,7 @@ class OfflineStack:
             "MigrateFunctionName": self.registry.function_name("migrate"),
             "ApiUrl": self.env.get("BATCHLANE_API_URL", ""),
             "LaneSettings": json.dumps(lane, sort_keys=True),
+            "LambdaAccountLimit": json.dumps(limits, sort_keys=True),
         }
 
     def _worker_setup(self) -> tuple[Callable[[], None], ...]:
