@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 
-from batchlane.conversion.admission import ChunkNotAdmitted, admit, chunk_slot, fair_share, release
+from batchlane.conversion.admission import ChunkNotAdmitted, chunk_slot
+from batchlane.db.admission import admit, fair_share, release
 
 CAPACITY = 4
 
