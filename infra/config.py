@@ -37,10 +37,15 @@ DEFAULT_BUDGET: dict[str, float] = {
     "maxLivePages": int(Settings.model_fields["batchlane_max_live_pages"].default),
 }
 
-# Reserved concurrency: the API cannot take the whole account's concurrency in a burst, and the
-# chunk processors (the expensive path) are capped; both stay far below the account's default
-# 1,000 (AWS keeps 100 unreserved). null for a function: unreserved.
-DEFAULT_RESERVED_CONCURRENCY: dict[str, int | None] = {"api": 20, "chunk_processor": 100}
+# Reserved concurrency is off by default (issue 21): reserving is both a floor and a ceiling, AWS keeps
+# 100 of the account's limit unreserved, and new accounts often start far below 1,000, so a fixed
+# reservation failed the first deploy there. Fairness comes from chunk admission per owner instead
+# (BATCHLANE_CHUNK_SLOTS, context chunkSlots); `batchlane doctor` compares both with the account's quota.
+# Context reservedConcurrency {"chunk_processor": N} reserves N (null for a function: unreserved).
+DEFAULT_RESERVED_CONCURRENCY: dict[str, int | None] = {}
+# Chunk invocations the deployment admits at once (conversion/admission.py): the reservation when the
+# chunk processor has one, else this.
+DEFAULT_CHUNK_SLOTS = int(Settings.model_fields["batchlane_chunk_slots"].default)
 
 DEFAULT_AURORA: dict[str, Any] = {
     "minCapacity": 0.5,
@@ -100,6 +105,7 @@ class InfraConfig:
     page_form: Literal["pdf", "image", "auto"] = "auto"  # BATCHLANE_PAGE_FORM (docs/deploy.md "The page form")
     budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
     reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
+    chunk_slots: int = DEFAULT_CHUNK_SLOTS
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -145,12 +151,17 @@ class InfraConfig:
             "BATCHLANE_MAX_LIVE_JOBS": str(int(b["maxLiveJobs"])),
             "BATCHLANE_MAX_LIVE_PAGES": str(int(b["maxLivePages"])),
             "BATCHLANE_PRIORITY_GROUP": self.priority_group,
+            "BATCHLANE_CHUNK_SLOTS": str(self.chunk_slots),
         }
 
     def doctor_settings(self) -> dict[str, str]:
         """The lane settings `batchlane doctor` compares with the account's quotas (no prices: they are long)."""
         settings = {k: v for k, v in self.lane_environment().items() if k != "BATCHLANE_PRICES"}
         settings["BATCHLANE_MODEL_IDS"] = ",".join(self.model_ids)
+        # What the doctor compares with the account's Lambda concurrency (docs/deploy.md).
+        settings["BATCHLANE_CHUNK_SLOTS"] = str(self.chunk_slots)
+        reserved = {name: n for name, n in sorted(self.reserved_concurrency.items()) if n is not None}
+        settings["BATCHLANE_RESERVED_CONCURRENCY"] = json.dumps(reserved, separators=(",", ":"))
         return settings
 
     def settings_for(self, machine: topology.StateMachineSpec) -> dict[str, str]:
@@ -281,6 +292,7 @@ def load(node: Node) -> InfraConfig:
         page_form=_page_form(ctx("pageForm", base.page_form)),
         budget=budget,
         reserved_concurrency={name: None if value is None else int(value) for name, value in reserved.items()},
+        chunk_slots=int(ctx("chunkSlots", reserved.get("chunk_processor") or DEFAULT_CHUNK_SLOTS)),
     )
 
 

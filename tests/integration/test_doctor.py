@@ -28,6 +28,7 @@ STATIC_CHECKS = {
     "batch state-change rule",
     "database migrations",
     "database TLS",
+    "lambda concurrency",
     "quota min_records",
     "quota max_records",
     "quota max_concurrent_jobs",
@@ -50,6 +51,7 @@ def test_doctor_passes_every_check_on_a_healthy_offline_stack(stack_factory, tmp
     assert [name for name, check in checks.items() if not check["ok"]] == []
     assert result.exit_code == 0 and result.stderr == ""
     assert "Claude Sonnet 4.5" in checks["model us.anthropic.claude-sonnet-4-5-20250929-v1:0"]["detail"]
+    assert "account limit 1000" in checks["lambda concurrency"]["detail"] and "chunk slots 100" in checks["lambda concurrency"]["detail"]
 
 
 def test_a_setting_over_the_account_quota_is_a_warning_and_a_non_zero_exit(stack_factory, tmp_path):

@@ -40,7 +40,7 @@ from batchlane.runtime import admin_database, reset_services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
 from batchlane_dev.local import iam, patches, postgres
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
-from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
+from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
 from batchlane_dev.local.loopback import loopback_moto_server
 
@@ -64,7 +64,11 @@ def owner_home(owner: str) -> str:
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
+    "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 2 s, full jitter
+    "throttle_max_delay_seconds": "2",
     "chunk_retry_interval_seconds": "1",
+    "chunk_admission_interval_seconds": "1",
+    "chunk_admission_max_delay_seconds": "1",
     "submit_retry_interval_seconds": "1",
     "collect_retry_interval_seconds": "1",
     # The webhook retry ladder, shrunk: 1 s (full jitter: 0–1 s) between attempts, 4 attempts in all.
@@ -104,6 +108,8 @@ class StackOptions:
     worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
     verbose: bool = False  # handler logs to stderr as well as to the log file (local/logs.py)
     log_file: Path | None = None  # where handler logs go; default <workdir>/logs/handlers.log
+    # Lambda's concurrency (account and reserved); past it an Invoke answers TooManyRequestsException.
+    lambda_concurrency: ConcurrencyLimit = field(default_factory=ConcurrencyLimit)
 
 
 PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
@@ -159,6 +165,7 @@ class OfflineStack:
         self.options = options
         self.faults = parse_faults(options.faults)
         self.registry = HandlerRegistry(ACCOUNT_ID, REGION)
+        self.registry.concurrency = options.lambda_concurrency  # tests may change it while the stack runs
         self.env: dict[str, str] = {}
         self.state_machine_arns: dict[str, str] = {}
         self._pg: Any = None
@@ -321,7 +328,12 @@ class OfflineStack:
             "BATCH_CONVERSION_MAX_FILE_MB": str(settings.batch_conversion_max_file_mb),
             "BATCH_CONVERSION_MAX_JOB_MB": str(settings.batch_conversion_max_job_mb),
             "BATCH_CONVERSION_TIMEOUT_HOURS": str(settings.batch_conversion_timeout_hours),
+            "BATCHLANE_CHUNK_SLOTS": str(settings.batchlane_chunk_slots),
+            "BATCHLANE_RESERVED_CONCURRENCY": json.dumps(self.registry.concurrency.reserved, separators=(",", ":")),
         }
+        # What GetAccountSettings would answer for the modelled account (moto has no such call); AWS's default 1,000.
+        account = self.registry.concurrency.account or 1000
+        limits = {"ConcurrentExecutions": account, "UnreservedConcurrentExecutions": account - sum(self.registry.concurrency.reserved.values())}
         return {
             "BucketName": BUCKET,
             "ServiceRoleArn": SERVICE_ROLE_ARN,
@@ -330,6 +342,7 @@ class OfflineStack:
             "MigrateFunctionName": self.registry.function_name("migrate"),
             "ApiUrl": self.env.get("BATCHLANE_API_URL", ""),
             "LaneSettings": json.dumps(lane, sort_keys=True),
+            "LambdaAccountLimit": json.dumps(limits, sort_keys=True),
         }
 
     def _worker_setup(self) -> tuple[Callable[[], None], ...]:

@@ -111,6 +111,9 @@ class Settings(BaseSettings):
     # worst case (domain/budget.py), checked against the budget when the job is split.
     batchlane_budget_usd_per_month: float = Field(250.0, ge=0)
     batchlane_max_live_jobs: int = Field(20, ge=0)
+    # Chunk invocations the deployment runs at once, shared fairly by owner (conversion/admission.py);
+    # size it within the account's Lambda concurrency (batchlane doctor compares). 0: no admission.
+    batchlane_chunk_slots: int = Field(100, ge=0)
     batchlane_max_live_pages: int = Field(20_000, ge=0)
     batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
     # Offline stack: how many emulated seconds pass per real second (1 in AWS).

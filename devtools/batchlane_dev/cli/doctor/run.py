@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from batchlane_dev.cli.doctor import checks as c
+from batchlane_dev.cli.doctor.concurrency import check_lambda_concurrency
 from batchlane_dev.cli.doctor.live import PilotPlan, check_visual_call, run_pilot
 from batchlane_dev.cli.doctor.page_forms import settle_page_form
 from batchlane_dev.cli.doctor.quotas import compare, read_batch_quotas
@@ -53,6 +54,7 @@ def run_doctor(
         results.append(c.check_event_rule(client("events"), outputs["BatchEventRuleName"]))
     if outputs.get("MigrateFunctionName"):
         results.extend(c.check_database(client("lambda"), outputs["MigrateFunctionName"]))
+    results.extend(check_lambda_concurrency(client("lambda"), target))
     lane_model = next((m for m in models if m.configured_id == target.model_id), None)
     min_records = target.setting("BATCH_CONVERSION_MIN_RECORDS", 100)
     if lane_model is not None:

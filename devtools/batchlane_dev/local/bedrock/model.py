@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypdf import PdfReader
-from pypdf.errors import PdfReadError
+from pypdf.errors import LimitReachedError, PdfReadError
 
 EMULATED_MODEL_LABEL = "batchlane offline emulator (text layer + image list, not a model)"
 
@@ -290,7 +290,7 @@ def page_markdown(pdf: bytes, *, visual: bool = False) -> str:
     try:
         reader = PdfReader(io.BytesIO(pdf))
         pages = [_read_page(page, visual) for page in reader.pages]
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+    except (PdfReadError, LimitReachedError, ValueError, KeyError, TypeError, OSError) as exc:  # a strict reader refuses a bomb
         raise ModelInputError(f"the document could not be read as a PDF: {exc}") from exc
     return "\n\n".join(p for p in pages if p)
 

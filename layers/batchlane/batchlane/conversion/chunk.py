@@ -203,7 +203,7 @@ def run_pages(
             if page.blank:
                 run.pages[page.number] = PageResult(page.number, "blank")
                 continue
-            if page.failure:  # PAGE_TOO_LARGE: failed at once, never sent, never retried
+            if page.failure:  # PAGE_TOO_LARGE, PAGE_TOO_COMPLEX: failed at once, never sent, never retried
                 run.pages[page.number] = PageResult(page.number, "failed", reason=page.failure)
                 continue
             planned = setup.plan.plan(page)

@@ -18,7 +18,7 @@ from batchlane.db.connection import Transaction
 from batchlane.db.errors import UniqueViolation
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
-from batchlane.domain.limits import PAGE_TOO_LARGE
+from batchlane.domain.limits import PAGE_TOO_COMPLEX, PAGE_TOO_LARGE
 from batchlane.domain.status import Entity
 from batchlane.observability import logger
 from batchlane.runtime import Services
@@ -30,7 +30,7 @@ REASON_ALIASES = {
     "timeout": frozenset({"ReadTimeout", "InvocationEnding", "ModelTimeoutException"}),
 }
 # Failures decided before any model call: the page was never sent, so it has no lane.
-_NEVER_SENT = (PAGE_TOO_LARGE,)
+_NEVER_SENT = (PAGE_TOO_LARGE, PAGE_TOO_COMPLEX)
 
 
 @dataclass(frozen=True)

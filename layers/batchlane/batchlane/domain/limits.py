@@ -24,3 +24,9 @@ def encoded_size(raw_bytes: int) -> int:
 
 
 PAGE_TOO_LARGE = "PAGE_TOO_LARGE"  # the failed-page reason when a page cannot be brought under MAX_PAGE_BYTES
+
+# A page whose content streams inflate past this is never sent nor parsed further (blank check, text layer,
+# render): it fails PAGE_TOO_COMPLEX, the other pages convert. The densest real pages (vector maps, CAD
+# plates) are a few MB; 30 MB of drawing operators in a 59 KB file made pdfium hold ~540 MB (issue 21).
+MAX_PAGE_CONTENT_BYTES = 16 * 1024 * 1024
+PAGE_TOO_COMPLEX = "PAGE_TOO_COMPLEX"
