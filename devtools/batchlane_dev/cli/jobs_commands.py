@@ -26,6 +26,11 @@ EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_
 TERMINAL = ("completed", "failed", "cancelled")
 JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
 DEFAULT_WORKDIR = Path(".batchlane/local")
+DEFAULT_LOCAL_USER = "local-user"
+# The offline default user is the operator trying the stack: a member of the priority group, so the
+# documented `batchlane process-now JOB` works as written. `--user NAME` (or BATCHLANE_LOCAL_USER) is a
+# plain user; `--user 'NAME;groups=a,b'` names its groups (docs/operations.md "The CLI").
+DEFAULT_LOCAL_GROUPS = ("batchlane-priority",)
 
 
 class ApiFailure(Exception):
@@ -162,20 +167,28 @@ def _stack_api_url(stack_name: str) -> str:
     return outputs["ApiUrl"]
 
 
-def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path, user: str) -> ApiClient:
+def local_identity(user: str | None) -> str:
+    """The offline token's body for ``--user`` (None: the default user, with the priority group)."""
+    if user is None:
+        return f"{DEFAULT_LOCAL_USER};groups={','.join(DEFAULT_LOCAL_GROUPS)}"
+    return user
+
+
+def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path | None, user: str | None) -> ApiClient:
     token = os.environ.get("BATCHLANE_ID_TOKEN")
+    user = local_identity(user)
     if stack_name:
         if not token:
             raise click.UsageError("set BATCHLANE_ID_TOKEN to a Cognito ID token to call a deployed stack (docs/operations.md)")
         return ApiClient(_stack_api_url(stack_name), token)
     if api_url:
         return ApiClient(api_url, token or f"local:{user}")
-    from batchlane_dev.local.daemon import read_state
+    from batchlane_dev.local.daemon import find_stack, not_running_message
 
-    state = read_state(workdir.resolve())
+    state, found, looked = find_stack(workdir)
     if not state:
-        raise Unreachable("the offline stack is not running: start it with `batchlane local up` (or pass --stack-name)")
-    return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}", workdir=workdir)
+        raise Unreachable(not_running_message(looked) + " (or pass --stack-name)")
+    return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}", workdir=found)
 
 
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -183,10 +196,19 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="A deployed stack: its ApiUrl output, with the token in BATCHLANE_ID_TOKEN.")
     @click.option("--api-url", envvar="BATCHLANE_API_URL", help="Call this API base URL directly.")
-    @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="Offline stack workdir.")
-    @click.option("--user", envvar="BATCHLANE_LOCAL_USER", default="local-user", show_default=True, help="Offline identity (the owner of the files).")
+    @click.option(
+        "--workdir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="BATCHLANE_LOCAL_WORKDIR",
+        help="Offline stack workdir (default: ./.batchlane/local, else the running stack `batchlane local up` recorded for you).",
+    )
+    @click.option(
+        "--user",
+        envvar="BATCHLANE_LOCAL_USER",
+        help="Offline identity, the owner of the files (default: local-user, a member of batchlane-priority); 'NAME;groups=a,b' adds groups.",
+    )
     @functools.wraps(fn)
-    def wrapper(stack_name: str | None, api_url: str | None, workdir: Path, user: str, **kwargs: Any) -> Any:
+    def wrapper(stack_name: str | None, api_url: str | None, workdir: Path | None, user: str | None, **kwargs: Any) -> Any:
         try:
             api = resolve_client(stack_name=stack_name, api_url=api_url, workdir=workdir, user=user)
             return fn(api=api, **kwargs)

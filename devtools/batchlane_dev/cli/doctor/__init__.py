@@ -16,14 +16,19 @@ from typing import Any
 import click
 
 from batchlane_dev.cli.doctor.results import Check, failed
-from batchlane_dev.cli.jobs_commands import DEFAULT_WORKDIR, EXIT_UNREACHABLE
+from batchlane_dev.cli.jobs_commands import EXIT_UNREACHABLE
 
 EXIT_PROBLEMS = 1
 
 
 @click.command()
 @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="The deployed CloudFormation stack (default: the offline stack of --workdir).")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="The offline stack's workdir.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="BATCHLANE_LOCAL_WORKDIR",
+    help="The offline stack's workdir (default: ./.batchlane/local, else the one `batchlane local up` recorded for you).",
+)
 @click.option(
     "--live", is_flag=True, help="Also make one on-demand call and run a pilot batch job of the minimum record count (billed on AWS, typically under $1)."
 )
@@ -31,7 +36,7 @@ EXIT_PROBLEMS = 1
     "--pilot-timeout", "pilot_timeout_min", type=click.FloatRange(min=0.1), default=120.0, show_default=True, help="Minutes to wait for the pilot job."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with every check {name, ok, detail, severity}.")
-def doctor(stack_name: str | None, workdir: Path, live: bool, pilot_timeout_min: float, as_json: bool) -> None:
+def doctor(stack_name: str | None, workdir: Path | None, live: bool, pilot_timeout_min: float, as_json: bool) -> None:
     """Check a deployment: credentials, region, model access, role, bucket, events rule, database, quotas."""
     import boto3
     from botocore.config import Config
