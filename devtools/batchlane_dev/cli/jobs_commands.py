@@ -297,7 +297,19 @@ def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool)
     return {**answer, "path": str(target), "sizeBytes": size}
 
 
+def check_local_pdf(pdf: Path) -> None:
+    """Refuse an empty file or one that is not a PDF before anything is uploaded: the split's own rule and ids
+    (PDF_EMPTY, PDF_NOT_PDF), exit 2."""
+    from batchlane.pdf.split import sniff
+
+    with pdf.open("rb") as stream:
+        head = stream.read(1024)
+    if (refused := sniff(head, pdf.stat().st_size)) is not None:
+        raise ApiFailure(400, refused.error_id, f"{pdf}: {refused}")
+
+
 def _register_and_upload(api: ApiClient, pdf: Path) -> str:
+    check_local_pdf(pdf)
     data = pdf.read_bytes()
     registered = api.call("POST", "/api/v1/files", {"name": pdf.name, "sizeBytes": len(data)})
     api.upload(registered["upload"], data, filename=pdf.name)
