@@ -254,12 +254,30 @@ def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dic
             job = api.job(job_id)
 
 
+def status_words(job: dict[str, Any]) -> str:
+    """``completed with 2 failed pages`` rather than ``completed (completed)`` beside a count elsewhere."""
+    failed = int(job["pages"]["failed"] or 0)
+    if job["status"] == "completed" and failed:
+        return f"completed with {failed} failed page{'s' if failed != 1 else ''} (batchlane jobs pages {job['jobId']})"
+    return job["status"] if job["phase"] == job["status"] else f"{job['status']} ({job['phase']})"
+
+
+def hold_words(hold: dict[str, Any]) -> str:
+    """The funds hold in words: what was reserved against the budget, and what became of it."""
+    amount = f"${hold['amountUsd']}"
+    if hold["outcome"] == "settled":
+        return f"{amount} was reserved for the worst case; settled at the job's cost (${hold['settledUsd']}), the rest released"
+    if hold["outcome"] in ("released", "cancelled"):
+        return f"{amount} was reserved for the worst case; released ({hold['outcome']}), nothing more charged"
+    return f"{amount} reserved against your budget for the worst case while the job runs (a retry reserves its pages again)"
+
+
 def _print_job(job: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(job))
         return
     click.echo(f"job {job['jobId']} (file {job['fileId']})")
-    click.echo(f"  status  {job['status']} ({job['phase']})")
+    click.echo(f"  status  {status_words(job)}")
     pages = job["pages"]
     click.echo(f"  pages   {pages['done']}/{pages['total']} done, {pages['failed']} failed, {pages['batchServed']} from the batch lane")
     if job["batch"]:
@@ -267,7 +285,7 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
         details = (("bedrock", b["bedrockStatus"]), ("end", b["endState"]), ("reason", b["reason"]))
         click.echo(f"  batch   {b['state']}" + "".join(f", {k} {v}" for k, v in details if v))
     if job["hold"]:
-        click.echo(f"  hold    ${job['hold']['amountUsd']} {job['hold']['outcome'] or 'open'}")
+        click.echo(f"  hold    {hold_words(job['hold'])}")
     click.echo(f"  cost    ${job['costUsd']}")
     if job["error"]:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
@@ -579,6 +597,8 @@ def retry(
         body["errorIds"] = list(error_ids)
     if page_numbers:
         body["pages"] = list(page_numbers)
+    if not as_json:
+        _warn_before_retry(api, job_id, page_numbers)
     started = api.call("POST", f"/api/v1/jobs/{job_id}/retry", body)
     if detach:
         click.echo(json.dumps(started) if as_json else f"retry {started['retry']} of job {job_id}: {len(started['pages'])} page(s)")
@@ -590,6 +610,21 @@ def retry(
         click.echo(f"markdown written to {output}", err=True)
     _print_job(job, as_json)
     sys.exit(exit_code_for(job))
+
+
+def _warn_before_retry(api: ApiClient, job_id: str, page_numbers: tuple[int, ...]) -> None:
+    """Before anything is charged: what the retry may cost, and which pages a retry cannot cure (a refusal)."""
+    answer = api.call("GET", f"/api/v1/jobs/{job_id}/pages?status=failed")
+    estimate = answer.get("retryEstimate")
+    if not estimate:
+        return
+    chosen = [p for p in answer["pages"] if not page_numbers or p["page"] in page_numbers]
+    per_page = float(estimate["atMostUsd"]) / max(int(estimate["pages"]), 1)
+    click.echo(f"retry: {len(chosen)} failed page(s) converted on-demand again, at most ${per_page * len(chosen):.4f} (billed for what is used)", err=True)
+    hopeless = [p for p in chosen if p["page"] in set(estimate["unlikelyToChange"])]
+    if hopeless:
+        why = ", ".join(f"{p['page']} ({p['reason']})" for p in hopeless)
+        click.echo(f"  pages {why} were refused for what they contain: a retry most likely fails the same way and is charged again", err=True)
 
 
 def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
