@@ -84,7 +84,7 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
     assert "file back to uploaded" in cancelled.stdout
     after = status(local_stack, second_id)
     assert after["status"] == "cancelled" and after["hold"]["outcome"] == "cancelled"
-    files = json.loads(run(local_stack, "jobs", "list", "--json").stdout)
+    files = json.loads(run(local_stack, "jobs", "list", "--json").stdout)["jobs"]
     assert {f["conversion"]["jobId"]: f["status"] for f in files}[second_id] == "uploaded"
     assert run(local_stack, "jobs", "status", second_id, "--watch").exit_code == 1  # ended cancelled
 
@@ -109,7 +109,7 @@ def test_a_bad_pdf_ends_failed_with_its_error_id_in_the_cli(local_stack, tmp_pat
     assert watched.exit_code == 1, watched.output
     assert "splitting" in watched.stderr  # the convert answered at once, before the split
     assert "error   PDF_CORRUPT:" in watched.stdout
-    job_id = json.loads(run(local_stack, "jobs", "list", "--json").stdout)[0]["conversion"]["jobId"]
+    job_id = json.loads(run(local_stack, "jobs", "list", "--json").stdout)["jobs"][0]["conversion"]["jobId"]
     assert status(local_stack, job_id)["error"]["code"] == "PDF_CORRUPT"
 
 

@@ -15,7 +15,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import urllib3
@@ -191,6 +191,14 @@ def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path
     return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}", workdir=found)
 
 
+def fail(code: str, message: str, exit_code: int, *, as_json: bool) -> NoReturn:
+    """The one way a command fails: ``error: CODE: message`` on stderr, and with --json one JSON object on stdout."""
+    click.echo(f"error: {code}: {message}", err=True)
+    if as_json:
+        click.echo(json.dumps({"error": {"code": code, "message": message}, "exitCode": exit_code}))
+    sys.exit(exit_code)
+
+
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--stack-name / --api-url / --workdir / --user, resolved into an ApiClient passed as ``api``."""
 
@@ -209,15 +217,18 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     )
     @functools.wraps(fn)
     def wrapper(stack_name: str | None, api_url: str | None, workdir: Path | None, user: str | None, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             api = resolve_client(stack_name=stack_name, api_url=api_url, workdir=workdir, user=user)
             return fn(api=api, **kwargs)
         except ApiFailure as exc:
-            click.echo(f"error: {exc.code}: {exc.message}", err=True)
-            sys.exit(exc.exit_code)
+            fail(exc.code, exc.message, exc.exit_code, as_json=as_json)
         except Unreachable as exc:
-            click.echo(f"error: UNREACHABLE: {exc}", err=True)
-            sys.exit(EXIT_UNREACHABLE)
+            fail("UNREACHABLE", str(exc), EXIT_UNREACHABLE, as_json=as_json)
+        except click.UsageError as exc:
+            if not as_json:
+                raise
+            fail("USAGE", exc.format_message(), EXIT_USAGE, as_json=True)
 
     return wrapper
 
@@ -226,15 +237,6 @@ def exit_code_for(job: dict[str, Any]) -> int:
     if job["status"] != "completed":
         return EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if job["pages"]["failed"] else EXIT_OK
-
-
-def _describe(job: dict[str, Any]) -> str:
-    pages = job["pages"]
-    text = f"{job['status']:<14} {job['phase']:<16} {pages['done']}/{pages['total']} pages"
-    if job["batch"]:
-        batch = job["batch"]
-        text += f"  batch {batch['state']}" + (f" ({batch['bedrockStatus']})" if batch["bedrockStatus"] else "")
-    return text
 
 
 def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dict[str, Any]:
@@ -303,8 +305,9 @@ def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
         raise click.UsageError(f"{target} is a directory; give a file name with -o")
     if target.exists() and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
-    if not target.parent.is_dir():
-        raise click.UsageError(f"{target.parent} does not exist")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise click.UsageError(f"{target.parent} is not a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)  # `-o out/book.md` on a fresh clone, as the README shows it
     return target
 
 
@@ -461,26 +464,44 @@ def jobs() -> None:
 
 @jobs.command("list")
 @click.option("--status", type=click.Choice(JOB_STATUSES), help="Only jobs in this status.")
-@click.option("--json", "as_json", is_flag=True, help="Print the files and their jobs as JSON.")
+@click.option("--all", "with_folder_files", is_flag=True, help="Also each folder file's own conversion (marked with its folder job).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: {jobs: [files with their conversion], folderJobs: [...]}.")
 @target_options
-def list_jobs(api: ApiClient, status: str | None, as_json: bool) -> None:
-    """Your files' conversions, newest first."""
+def list_jobs(api: ApiClient, status: str | None, with_folder_files: bool, as_json: bool) -> None:
+    """Your conversions and folder jobs, newest first (a folder file's conversion only with --all)."""
     files = api.call("GET", "/api/files" + (f"?status={status}" if status else ""))["files"]
-    converted = [f for f in files if f["conversion"]]
+    converted = [f for f in files if f["conversion"] and (with_folder_files or not f.get("folderJobId"))]
+    folders = [] if status else api.call("GET", "/api/v1/folder-jobs")["folderJobs"]
     if as_json:
-        click.echo(json.dumps(converted))
+        click.echo(json.dumps({"jobs": converted, "folderJobs": folders}))
         return
-    for f in converted:
-        click.echo(f"{f['conversion']['jobId']}  {_describe(f['conversion'])}  {f['name']}")
-    if not converted:
+    rows = [(f["conversion"]["jobId"], *_columns(f["conversion"]), f["name"] + (f"  (in {f['folderJobId']})" if f.get("folderJobId") else "")) for f in converted]
+    for job in folders:
+        files_, pages_ = job["files"], job["pages"]
+        done = f"{files_['completed']}/{files_['discovered']} files"
+        rows.append((job["id"], job["status"], "folder job", done, f"{pages_['failed']} pages failed" if pages_["failed"] else "", job.get("name") or ""))
+    if not rows:
         click.echo("no jobs", err=True)
+        return
+    widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
+    for row in rows:
+        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row[:5], widths, strict=True)) + "  " + row[5])
+
+
+def _columns(job: dict[str, Any]) -> tuple[str, str, str, str]:
+    """status, phase, pages, batch: the columns of `jobs list`, aligned by the caller."""
+    pages = job["pages"]
+    batch = ""
+    if job["batch"]:
+        batch = f"batch {job['batch']['state']}" + (f" ({job['batch']['bedrockStatus']})" if job["batch"]["bedrockStatus"] else "")
+    return job["status"], job["phase"], f"{pages['done']}/{pages['total']} pages", batch
 
 
 @jobs.command("status")
 @click.argument("job_id", metavar="JOB")
 @click.option("--watch", "follow", is_flag=True, help="Follow the job to its end; the exit code then says how it ended.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object.")
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @target_options
 def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interval: float) -> None:
     """Where JOB is: status, phase, pages, batch row, hold, cost (a folder job fj-…: files, pages, throughput, ETA)."""
@@ -520,7 +541,7 @@ def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_j
 @jobs.command("pages")
 @click.argument("job_id", metavar="JOB")
 @click.option("--status", type=click.Choice(["failed"]), default="failed", show_default=True, help="Which pages to list.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
     """JOB's failed pages: page number, reason, attempts, lane."""
@@ -539,7 +560,7 @@ def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
 @jobs.command("files")
 @click.argument("job_id", metavar="FOLDER_JOB")
 @click.option("--status", type=click.Choice(["queued", "processing", "completed", "failed", "skipped"]), help="Only files in this status.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def folder_files(api: ApiClient, job_id: str, status: str | None, as_json: bool) -> None:
     """A folder job's files: key, status, pages, attempts, error id and message, outputs."""
@@ -564,8 +585,8 @@ def folder_report(api: ApiClient, job_id: str) -> None:
 )
 @click.option("--page", "page_numbers", type=click.IntRange(1), multiple=True, help="Retry only this page (repeatable).")
 @click.option("--detach", is_flag=True, help="Return once the retry has started.")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the new Markdown here once the retry is done.")
 @click.option("--force", is_flag=True, help="Overwrite --output if it exists (e.g. the Markdown written by convert).")
 @target_options
@@ -635,7 +656,7 @@ def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Cancel JOB: nothing is charged, the file goes back to uploaded (a folder job: queued files skipped, in-flight ones finish)."""
@@ -656,7 +677,7 @@ def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
 
 @click.command("process-now")
 @click.argument("job_id", metavar="JOB")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Stop waiting for the batch lane: convert JOB on-demand now."""
@@ -674,7 +695,7 @@ def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def resume(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Resume JOB, paused at its funds hold (error BUDGET_EXCEEDED while the budget does not allow it)."""
@@ -690,7 +711,7 @@ def resume(api: ApiClient, job_id: str, as_json: bool) -> None:
 @click.option("--usd-per-month", type=str, help="USD for the calendar month (UTC); 'default' for the deployment's.")
 @click.option("--max-live-jobs", type=str, help="Conversions live at once; 'default' for the deployment's.")
 @click.option("--max-live-pages", type=str, help="Pages of those conversions together; 'default' for the deployment's.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def budget(api: ApiClient, owner: str | None, usd_per_month: str | None, max_live_jobs: str | None, max_live_pages: str | None, as_json: bool) -> None:
     """Your budget, caps and what is committed; or, with --set-for, set a user's (docs/operations.md "Budgets, caps and fair sharing")."""

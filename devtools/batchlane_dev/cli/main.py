@@ -22,7 +22,20 @@ from batchlane_dev.cli.naming import with_legacy_fields
 EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  success (convert / jobs status --watch: the job completed)
+  1  the job failed or was cancelled
+  2  bad usage or input (400, 422; PDF_EMPTY, PDF_NOT_PDF before upload)
+  3  the job completed but some pages failed (marked in the Markdown)
+  4  the service could not be reached (offline stack not running, network, 5xx)
+  5  no such job or file (404, also another user's); the Markdown expired (410)
+  6  the job's state does not allow it (409: NOT_BATCH_WAITING, ...)
+  7  not authorised (401, 403)
+Errors print `error: <CODE>: <message>` on stderr; with --json also one JSON object on stdout."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.version_option(package_name="batchlane")
 def main() -> None:
     """batchlane: convert large PDFs to Markdown with Claude on Amazon Bedrock.

@@ -3,6 +3,7 @@
 | method | path                                        | use case |
 |--------|---------------------------------------------|----------|
 | POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
+| GET    | /api/v1/folder-jobs                                | your folder jobs, newest first |
 | GET    | /api/v1/folder-jobs/{folderJobId}                  | status: counts, throughput, eta_seconds, URIs |
 | GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/retry            | requeue failed files (all, or ``errorIds``) |
@@ -74,6 +75,11 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     group = services().settings.batchlane_priority_group
     status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in _groups() else None)
     return status, 201 if created else 200
+
+
+@router.get("/api/v1/folder-jobs")
+def list_folder_jobs() -> dict[str, Any]:
+    return usecases.list_jobs(services(), _caller())
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>")
