@@ -86,10 +86,15 @@ def _finish(results: list[Check], target_name: str, as_json: bool) -> None:
         from rich.table import Table
 
         table = Table(title=f"batchlane doctor: {target_name}", show_header=False)
+        table.add_column("", no_wrap=True)
+        table.add_column("check", overflow="fold")
+        table.add_column("detail", overflow="fold")  # a model id or rule name is folded onto the next line, never cut
         for result in results:
             mark = "[green]ok[/]" if result.ok else ("[yellow]warn[/]" if result.severity == "warning" else "[red]FAIL[/]")
             table.add_row(mark, result.name, result.detail)
-        Console().print(table)
+        # Piped or captured (not a terminal): as wide as the longest row, so a script or a log keeps every name whole.
+        wide = None if sys.stdout.isatty() else max(80, *(len(r.name) + len(r.detail) + 16 for r in results))
+        Console(width=wide).print(table)
     for problem in problems:
         click.echo(f"problem: {problem.name}: {problem.detail}", err=True)
     sys.exit(EXIT_PROBLEMS if problems else 0)
