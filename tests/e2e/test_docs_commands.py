@@ -64,11 +64,11 @@ def clone(tmp_path):  # type: ignore[no-untyped-def]
         }
     )
     yield home, env
-    subprocess.run(["batchlane", "local", "down"], cwd=home, env=env, capture_output=True, timeout=120, check=False)  # noqa: S607
+    subprocess.run(["batchlane", "local", "down"], cwd=home, env=env, capture_output=True, timeout=120, check=False)
 
 
 def sh(command: str, cwd: Path, env: dict[str, str], *, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)  # noqa: S607
+    return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def ok(result: subprocess.CompletedProcess[str], *codes: int) -> str:
@@ -102,7 +102,7 @@ def test_the_operator_flow_of_operations_md_and_the_readme_runs_as_written(clone
 
     job = ok(sh(convert, home, env)).strip()
     uuid.UUID(job)
-    watching = subprocess.Popen(  # noqa: S603 - the documented command, left running as a user would
+    watching = subprocess.Popen(
         ["bash", "-c", watch.replace("<job>", job)], cwd=home, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:

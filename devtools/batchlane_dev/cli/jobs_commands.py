@@ -382,8 +382,10 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
     help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand.",
 )
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md).")
-@click.option("--force", is_flag=True, help="Overwrite the output file if it exists (never the input).")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md; a local DIR/: a folder, default DIR itself)."
+)
+@click.option("--force", is_flag=True, help="Overwrite the output file(s) if they exist (never the input).")
 @click.option("--dry-run", is_flag=True, help="Say what the conversion would do, take and cost; convert nothing, bill nothing.")
 @click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
 @click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
@@ -413,9 +415,15 @@ def convert(
 
     A folder (s3://bucket/path/, or a local DIR/ uploaded to the offline stack) becomes a folder job."""
     if pdf.startswith("s3://") or Path(pdf).is_dir():
-        uri = pdf if pdf.startswith("s3://") else folder_commands.upload_local_folder(Path(pdf), workdir=api.workdir or DEFAULT_WORKDIR)
+        local_dir = None if pdf.startswith("s3://") else Path(pdf)
+        local_target = None if local_dir is None or dry_run or detach else (output or local_dir)
+        if local_dir is not None and local_target is not None:
+            folder_commands.check_local_targets(local_dir, local_target, force=force)
+        uri = pdf if local_dir is None else folder_commands.upload_local_folder(local_dir, workdir=api.workdir or DEFAULT_WORKDIR)
         spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
-        folder_commands.convert_folder(api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval)
+        folder_commands.convert_folder(
+            api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval, local_target=local_target, shown_as=pdf if local_dir else None
+        )
         return
     if not Path(pdf).is_file():
         raise click.UsageError(f"{pdf} is not a file, a folder or an s3:// folder URI")

@@ -105,10 +105,13 @@ def demo(
 
         result = run_folder_demo(folder, out_dir=out_dir, workdir=workdir, faults=faults, dry_run=dry_run, user=user, console=Console(stderr=True))
         if as_json:
-            click.echo(json.dumps(result, default=str))
+            click.echo(json.dumps(with_legacy_fields(result), default=str))
+        elif dry_run:
+            from batchlane_dev.cli.folder_commands import print_dry_run
+
+            print_dry_run(result, shown_as=str(folder))
         else:
-            for key, value in result.items():
-                click.echo(f"{key:>24}  {value}")
+            _print_folder_report(Console(), result)
         sys.exit(0 if dry_run or result["status"] == "completed" else (EXIT_PAGES_FAILED if result["status"] == "completed_with_failures" else EXIT_JOB_FAILED))
 
     from batchlane_dev.local.demo import run_demo
@@ -163,6 +166,27 @@ def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def
         ("markdown", str(report["markdown_path"])),
         ("model", report.get("emulated_model", report["model_id"])),
         ("time", _timings_line(report["timings"])),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def _print_folder_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
+    """`demo --folder`'s report as a table, like the single-file demo's (issue 24.6)."""
+    from rich.table import Table
+
+    files, pages, batch = report["files"], report["pages"], report["batch"]
+    table = Table(title=f"folder job {report['job_id']}", show_header=False)
+    rows = [
+        ("status", report["status"].replace("_", " ")),
+        ("files", f"{files['completed']} of {files['discovered']} converted, {files['failed']} failed, {files['skipped']} skipped, {files['excluded']} left out"),
+        ("pages", f"{pages['total']} ({pages['completed']} converted, {pages['failed']} failed)"),
+        ("batch lane", f"{batch['records']} records in {batch['bedrock_jobs']} Bedrock job(s), {batch['accepted']} accepted"),
+        ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
+        ("markdown", report["output_dir"]),
+        ("report", report["report_path"]),
+        ("time", f"{report['seconds']} s"),
     ]
     for key, value in rows:
         table.add_row(key, value)

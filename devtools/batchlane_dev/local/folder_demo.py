@@ -62,12 +62,12 @@ def run_folder_demo(
         prefix = uri.removeprefix(f"s3://{FOLDER_BUCKET}/")
         spec = folder_spec(uri, layout=None, output=None, include=(), exclude=(), replace=False)
         if dry_run:
-            return {"dry_run": True, **api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)}
+            return api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)  # already says dryRun
         started = time.monotonic()
         job = api.call("POST", "/api/v1/folder-jobs", spec)
         console.print(f"folder job {job['id']} over s3://{FOLDER_BUCKET}/{prefix}")
         last = ""
-        while not (job["status"] in FOLDER_TERMINAL and job.get("finished_at")):
+        while not (job["status"] in FOLDER_TERMINAL and job.get("finishedAt")):
             time.sleep(0.5)
             job = api.call("GET", f"/api/v1/folder-jobs/{job['id']}")
             if (line := describe(job)) != last:

@@ -136,8 +136,7 @@ def stop_parked(svc: Services, job_id: str) -> int:
 
 def list_jobs(svc: Services, owner_id: str, *, limit: int = 50) -> dict[str, Any]:
     """The owner's folder jobs, newest first, each as :func:`status` answers it (a lost fj-… id is found here)."""
-    rows = svc.db.run("SELECT id FROM folder_jobs WHERE owner_id = :owner ORDER BY created_at DESC LIMIT :limit", owner=owner_id, limit=limit)
-    return {"folderJobs": [status(svc, owner_id, str(r["id"])) for r in rows]}
+    return {"folderJobs": [status(svc, owner_id, job_id) for job_id in repo.owner_job_ids(svc.db, owner_id, limit=limit)]}
 
 
 def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
