@@ -12,7 +12,7 @@ from pathlib import Path
 import pypdfium2
 
 from batchlane.domain.errors import InputError
-from batchlane.pdf.split import PDFIUM_LOCK, unreadable_page_error
+from batchlane.pdf.split import PDFIUM_LOCK, sniff, unreadable_page_error
 
 SAMPLE_PAGES = 1000
 
@@ -30,7 +30,12 @@ def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> Pag
     """Count pages, blank pages and text with pypdfium2; a seeded sample past ``sample`` pages.
 
     All of it under PDFIUM_LOCK: offline, job splits run as threads of one process, and one survey
-    outside the lock broke pdfium for every later document (folder_1000_files: 580 files PDF_CORRUPT)."""
+    outside the lock broke pdfium for every later document (folder_1000_files: 580 files PDF_CORRUPT).
+    An empty file or one that is not a PDF is named as the split would name it (PDF_EMPTY, PDF_NOT_PDF)."""
+    with path.open("rb") as stream:
+        refused = sniff(stream.read(1024), path.stat().st_size)
+    if refused is not None:
+        raise refused
     with PDFIUM_LOCK:
         return _survey_locked(path, max_pages=max_pages, sample=sample)
 
