@@ -38,7 +38,7 @@ from batchlane.config import reload_settings
 from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
-from batchlane_dev.local import iam, patches, postgres
+from batchlane_dev.local import iam, patches, postgres, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
 from batchlane_dev.local.loopback import loopback_moto_server
@@ -150,6 +150,7 @@ class OfflineStack:
         self.env: dict[str, str] = {}
         self.state_machine_arns: dict[str, str] = {}
         self._pg: Any = None
+        self._watchdog: Any = None  # stops the embedded server if this process dies without stop() (local/watchdog.py)
         self._moto: ThreadedMotoServer | None = None
         self.bedrock: BedrockEmulator | None = None
         self.api: Any = None  # LocalApiServer: the api handler on loopback (BATCHLANE_API_URL)
@@ -255,6 +256,8 @@ class OfflineStack:
             self._moto.stop()
         if self._pg is not None:
             postgres.stop(self._pg, self.options.workdir / "pgdata")
+            watchdog.release(self._watchdog, self.options.workdir)
+            self._pg = self._watchdog = None
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -342,6 +345,9 @@ class OfflineStack:
             os.environ[key] = value
 
     def _start_postgres(self) -> str:
+        watchdog.reap_leftovers()  # servers of demos killed earlier (issue 24.10)
+        self.options.workdir.mkdir(parents=True, exist_ok=True)
+        self._watchdog = watchdog.guard(self.options.workdir)
         self._pg, url = postgres.start(self.options.workdir / "pgdata")
         return url
 
