@@ -152,3 +152,24 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
         assert refused.exit_code == 7 and "error: FORBIDDEN:" in refused.stderr
     finally:
         hook.stop()
+
+
+def test_jobs_list_keeps_its_columns_in_line_when_a_job_waits_for_its_batch(local_stack, tmp_path):
+    """Issue 24.9: the batch column of a waiting job used to push its file name out of line."""
+    user = f"lister-{uuid.uuid4().hex[:6]}"
+    big, small = tmp_path / "big.pdf", tmp_path / "small.pdf"
+    big.write_bytes(make_pdf(60, blank_every=15))
+    small.write_bytes(make_pdf(3))
+    waiting = run(local_stack, "convert", str(big), "--detach", user=user).stdout.strip()
+    assert run(local_stack, "convert", str(small), "--interval", "0.2", user=user).exit_code == 0
+    wait_until(lambda: status_of(local_stack, waiting, user)["batch"], what="the batch row")
+    lines = run(local_stack, "jobs", "list", user=user).stdout.splitlines()
+    assert len(lines) == 2 and any("batch " in line for line in lines)
+    assert len({line.index(".pdf") - len(name) for line, name in zip(lines, ("small", "big"), strict=True)}) == 1, lines
+    run(local_stack, "cancel", waiting, user=user)
+
+
+def status_of(workdir, job_id: str, user: str) -> dict:  # type: ignore[no-untyped-def]
+    result = run(workdir, "jobs", "status", job_id, "--json", user=user)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
