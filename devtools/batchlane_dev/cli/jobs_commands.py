@@ -453,7 +453,8 @@ def _convert_pdf(
     created = api.call("POST", f"/api/v1/files/{file_id}/convert", {"options": options})
     job_id = created["jobId"]
     if detach:
-        click.echo(json.dumps(created) if as_json else job_id)
+        # One shape for a job: the one `jobs status --json` prints (error {code, message}, pages {total, …}).
+        click.echo(json.dumps(api.job(job_id)) if as_json else job_id)
         return
     click.echo(f"job {job_id}: {created['status']}", err=True)  # splitting: pages are counted by the split
     job = watch(api, job_id, interval_s=interval, quiet=as_json)
