@@ -93,7 +93,8 @@ def _finish(results: list[Check], target_name: str, as_json: bool) -> None:
             mark = "[green]ok[/]" if result.ok else ("[yellow]warn[/]" if result.severity == "warning" else "[red]FAIL[/]")
             table.add_row(mark, result.name, result.detail)
         # Piped or captured (not a terminal): as wide as the longest row, so a script or a log keeps every name whole.
-        wide = None if sys.stdout.isatty() else max(80, *(len(r.name) + len(r.detail) + 16 for r in results))
+        widest = max((len(r.name) for r in results), default=0) + max((len(r.detail) for r in results), default=0)
+        wide = None if sys.stdout.isatty() else max(80, widest + 16)  # the two columns' widest cells, the mark and the borders
         Console(width=wide).print(table)
     for problem in problems:
         click.echo(f"problem: {problem.name}: {problem.detail}", err=True)
