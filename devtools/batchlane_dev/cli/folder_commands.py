@@ -198,6 +198,8 @@ def convert_folder(
             job = {**job, "localOutput": download_outputs(state["env"], job, local_target)}
             written = job["localOutput"]
             click.echo(f"{written['markdownFiles']} Markdown file(s) written under {written['folder']}; report {written['reportPath']}", err=True)
+        else:
+            click.echo(f"the results stay in {job['outputUri']}: no offline stack workdir to fetch them from (--workdir)", err=True)
     print_job(job, as_json)
     sys.exit(exit_code(job))
 
