@@ -88,3 +88,18 @@ def test_help_says_what_the_options_and_the_exit_codes_mean(stack, user):  # typ
     config = run(stack, user, "webhooks", "config")
     assert config.exit_code == 0, config.output
     assert "None" not in config.stdout
+
+
+def test_the_default_offline_user_may_process_now_as_the_docs_show(stack, tmp_path, monkeypatch):  # type: ignore[no-untyped-def]
+    """Issue 24.1: `batchlane process-now JOB` as written (no --user) is not refused FORBIDDEN; a plain --user still is."""
+    monkeypatch.delenv("BATCHLANE_LOCAL_USER", raising=False)
+    url = stack.env["BATCHLANE_API_URL"]
+    pdf = tmp_path / "small.pdf"
+    pdf.write_bytes(make_pdf(3))
+    job_id = CliRunner().invoke(main, ["convert", str(pdf), "--detach", "--api-url", url], catch_exceptions=False).stdout.strip()
+    moved = CliRunner().invoke(main, ["process-now", job_id, "--api-url", url], catch_exceptions=False)
+    assert "FORBIDDEN" not in moved.stderr and moved.exit_code in (0, 6), moved.output  # 6: it had already left the lane
+    plain = f"plain-{uuid.uuid4().hex[:6]}"
+    other = run(stack, plain, "convert", str(pdf), "--detach").stdout.strip()
+    refused = run(stack, plain, "process-now", other)
+    assert refused.exit_code == 7 and "error: FORBIDDEN:" in refused.stderr
