@@ -687,8 +687,8 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
     assert (
-        len(operations) == 25
-    )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12)
+        len(operations) == 26
+    )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12) + the folder-job list (issue 24)
     for method, path in operations:
         concrete = (
             path.replace("{fileId}", str(uuid.uuid4()))

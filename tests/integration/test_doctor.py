@@ -143,3 +143,13 @@ def test_stack_name_reads_the_outputs_from_cloudformation(stack_factory, monkeyp
 
     missing = CliRunner().invoke(main, ["doctor", "--stack-name", "NoSuchStack", "--json"], catch_exceptions=False)
     assert missing.exit_code == 1 and "problem: stack outputs: stack 'NoSuchStack'" in missing.stderr
+
+
+def test_the_table_keeps_every_model_and_rule_name_whole_when_piped(stack_factory, tmp_path):
+    """Issue 24.9: piped (a log, a script), rich's 80 columns used to cut model ids and rule names."""
+    stack = stack_factory(schedules=False)
+    _, checks = doctor(stack, tmp_path)
+    table = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path)], catch_exceptions=False).stdout
+    lines = table.splitlines()
+    for name, check in checks.items():
+        assert any(name in line and check["detail"] in line for line in lines), (name, check["detail"])

@@ -129,7 +129,7 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
     from batchlane.runtime import services
     from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until
     from batchlane_dev.local.pdfgen import make_pdf
-    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions, owner_home
+    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions
 
     rng = random.Random(files)
     sizes = [rng.randint(1, 40) for _ in range(files)]

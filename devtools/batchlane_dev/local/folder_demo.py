@@ -22,9 +22,9 @@ from rich.console import Console
 
 from batchlane.runtime import services
 from batchlane_dev.cli.folder_commands import FOLDER_TERMINAL, describe, folder_spec, offline_s3, upload_to_offline_stack
-from batchlane_dev.cli.jobs_commands import ApiClient
+from batchlane_dev.cli.jobs_commands import ApiClient, local_identity
 from batchlane_dev.local.bedrock.clock import scale_for_job
-from batchlane_dev.local.daemon import read_state, use_running_stack
+from batchlane_dev.local.daemon import find_stack, use_running_stack
 from batchlane_dev.local.stack import FOLDER_BUCKET, OfflineStack, StackOptions
 from batchlane_dev.report import job_report
 
@@ -33,8 +33,9 @@ def run_folder_demo(
     directory: Path,
     *,
     out_dir: Path = Path("out"),
-    workdir: Path = Path(".batchlane/local"),
+    workdir: Path | None = None,
     faults: str = "",
+    user: str | None = None,
     dry_run: bool = False,
     console: Console | None = None,
 ) -> dict[str, Any]:
@@ -42,9 +43,10 @@ def run_folder_demo(
     if not directory.is_dir():
         raise ValueError(f"{directory} is not a folder")
     with ExitStack() as cleanup:
-        if read_state(workdir.resolve()):
-            env = use_running_stack(workdir)["env"]
-            console.print(f"using the offline stack of `batchlane local up` ({workdir})")
+        running, found, _ = find_stack(workdir)
+        if running:
+            env = use_running_stack(found)["env"]
+            console.print(f"using the offline stack of `batchlane local up` ({found})")
         else:
             tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="batchlane-folder-demo-"))
             # The batch clock sized to the folder's pages as `batchlane demo` sizes it to its document: the
@@ -54,18 +56,18 @@ def run_folder_demo(
             options = StackOptions(workdir=Path(tmp), faults=faults, extra_env={"BATCH_POOL_WINDOW_MINUTES": str(_pool_window_s(directory) * scale / 60)})
             stack = cleanup.enter_context(OfflineStack(options))
             env = stack.env
-        api = ApiClient(env["BATCHLANE_API_URL"], "local:demo-user")
+        api = ApiClient(env["BATCHLANE_API_URL"], f"local:{local_identity(user)}")  # the caller's job: `jobs status fj-…` finds it
         s3 = offline_s3(env)
-        uri = upload_to_offline_stack(env, directory, user="demo-user")
+        uri = upload_to_offline_stack(env, directory, user=api.local_user())  # into the caller's own home
         prefix = uri.removeprefix(f"s3://{FOLDER_BUCKET}/")
         spec = folder_spec(uri, layout=None, output=None, include=(), exclude=(), replace=False)
         if dry_run:
-            return {"dry_run": True, **api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)}
+            return api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)  # already says dryRun
         started = time.monotonic()
         job = api.call("POST", "/api/v1/folder-jobs", spec)
         console.print(f"folder job {job['id']} over s3://{FOLDER_BUCKET}/{prefix}")
         last = ""
-        while not (job["status"] in FOLDER_TERMINAL and job.get("finished_at")):
+        while not (job["status"] in FOLDER_TERMINAL and job.get("finishedAt")):
             time.sleep(0.5)
             job = api.call("GET", f"/api/v1/folder-jobs/{job['id']}")
             if (line := describe(job)) != last:

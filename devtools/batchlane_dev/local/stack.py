@@ -38,7 +38,7 @@ from batchlane.config import reload_settings
 from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
-from batchlane_dev.local import iam, patches, postgres
+from batchlane_dev.local import iam, patches, postgres, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
@@ -171,6 +171,7 @@ class OfflineStack:
         self._pg: Any = None
         self._saved_log_handlers: list[logging.Handler] | None = None
         self.log_path = options.log_file or handler_log_path(options.workdir)
+        self._watchdog: Any = None  # stops the embedded server if this process dies without stop() (local/watchdog.py)
         self._moto: ThreadedMotoServer | None = None
         self.bedrock: BedrockEmulator | None = None
         self.api: Any = None  # LocalApiServer: the api handler on loopback (BATCHLANE_API_URL)
@@ -279,6 +280,8 @@ class OfflineStack:
             self._moto.stop()
         if self._pg is not None:
             postgres.stop(self._pg, self.options.workdir / "pgdata")
+            watchdog.release(self._watchdog, self.options.workdir)
+            self._pg = self._watchdog = None
         if self._saved_log_handlers is not None:
             restore_handler_logs(self._saved_log_handlers)
             self._saved_log_handlers = None
@@ -375,6 +378,9 @@ class OfflineStack:
             os.environ[key] = value
 
     def _start_postgres(self) -> str:
+        watchdog.reap_leftovers()  # servers of demos killed earlier (issue 24.10)
+        self.options.workdir.mkdir(parents=True, exist_ok=True)
+        self._watchdog = watchdog.guard(self.options.workdir)
         self._pg, url = postgres.start(self.options.workdir / "pgdata")
         return url
 

@@ -3,12 +3,14 @@
 | method | path                                        | use case |
 |--------|---------------------------------------------|----------|
 | POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
+| GET    | /api/v1/folder-jobs                                | your folder jobs, newest first |
 | GET    | /api/v1/folder-jobs/{folderJobId}                  | status: counts, throughput, eta_seconds, URIs |
 | GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/retry            | requeue failed files (all, or ``errorIds``) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/cancel           | skip queued files; in-flight ones finish |
 | GET    | /api/v1/folder-jobs/{folderJobId}/report           | report.jsonl as it stands |
-Every route checks the owner: another owner's job answers 404 as a missing one.
+Every route checks the owner: another owner's job answers 404 as a missing one. Answers are camelCase,
+with the older snake_case names beside them until release 0.3.0 (``batchlane.naming``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from batchlane.domain.errors import InputError
 from batchlane.folders import dryrun, usecases
+from batchlane.naming import with_legacy_fields
 from batchlane.runtime import services
 
 router = Router()
@@ -70,16 +73,21 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     owner = _caller()
     body = _json_body()
     if _flag("dry_run"):
-        return dryrun.estimate(services(), body, owner_id=owner, groups=_groups()), 200
+        return with_legacy_fields(dryrun.estimate(services(), body, owner_id=owner, groups=_groups())), 200
     group = services().settings.batchlane_priority_group
     groups = _groups()
     status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in groups else None, groups=groups)
-    return status, 201 if created else 200
+    return with_legacy_fields(status), 201 if created else 200
+
+
+@router.get("/api/v1/folder-jobs")
+def list_folder_jobs() -> dict[str, Any]:
+    return with_legacy_fields(usecases.list_jobs(services(), _caller()))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>")
 def folder_job(folderJobId: str) -> dict[str, Any]:
-    return usecases.status(services(), _caller(), folderJobId)
+    return with_legacy_fields(usecases.status(services(), _caller(), folderJobId))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>/files")
@@ -90,7 +98,9 @@ def folder_job_files(folderJobId: str) -> dict[str, Any]:
         limit = max(1, min(1000, int(params.get("limit") or 1000)))
     except ValueError:
         raise InputError("limit must be a number", error_id="BAD_REQUEST") from None
-    return usecases.files(services(), owner, folderJobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
+    return with_legacy_fields(
+        usecases.files(services(), owner, folderJobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
+    )
 
 
 @router.post("/api/v1/folder-jobs/<folderJobId>/retry")
@@ -100,12 +110,12 @@ def retry_folder_job(folderJobId: str) -> tuple[dict[str, Any], int]:
         request = FolderRetry.model_validate(_json_body())
     except ValueError as exc:
         raise InputError(f"body: {exc}", error_id="BAD_REQUEST") from None
-    return usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds), 202
+    return with_legacy_fields(usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds)), 202
 
 
 @router.post("/api/v1/folder-jobs/<folderJobId>/cancel")
 def cancel_folder_job(folderJobId: str) -> dict[str, Any]:
-    return usecases.cancel(services(), _caller(), folderJobId)
+    return with_legacy_fields(usecases.cancel(services(), _caller(), folderJobId))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>/report")

@@ -9,10 +9,12 @@ per file of the job: :func:`owned_job` is where a folder job's id will resolve.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from batchlane.api.usecases import _uuid, owned_file
 from batchlane.conversion import retry as retries
+from batchlane.conversion.budget import worst_case_pages_hold
 from batchlane.conversion.dryrun import dry_run
 from batchlane.conversion.figures import figure_folder
 from batchlane.db import read_model
@@ -98,8 +100,17 @@ def _pages_download(downloads: Downloads, job_id: str, markdown_name: str) -> di
 
 def job_pages(svc: Services, owner_id: str, job_id: str, *, status: str) -> dict[str, Any]:
     job = owned_job(svc, owner_id, job_id)
-    pages = [p.to_json() for p in retries.failed_pages(svc, str(job["job_id"]))] if status == "failed" else []
-    return {"jobId": str(job["job_id"]), "status": job["status"], "filter": {"status": status}, "pages": pages, "count": len(pages)}
+    failed = retries.failed_pages(svc, str(job["job_id"])) if status == "failed" else []
+    pages = [p.to_json() for p in failed]
+    answer = {"jobId": str(job["job_id"]), "status": job["status"], "filter": {"status": status}, "pages": pages, "count": len(pages)}
+    if failed:  # what `batchlane retry` tells before it charges anything
+        at_most = worst_case_pages_hold(svc, model_id=svc.settings.batchlane_model_id, pages=len(failed))
+        answer["retryEstimate"] = {
+            "pages": len(failed),
+            "atMostUsd": str(at_most.quantize(Decimal("0.0001"))),
+            "unlikelyToChange": [p.page for p in failed if not retries.retry_cures(p.reason)],
+        }
+    return answer
 
 
 def retry_job(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None, pages: list[int] | None) -> dict[str, Any]:

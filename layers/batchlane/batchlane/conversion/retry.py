@@ -31,6 +31,16 @@ REASON_ALIASES = {
 }
 # Failures decided before any model call: the page was never sent, so it has no lane.
 _NEVER_SENT = (PAGE_TOO_LARGE, PAGE_TOO_COMPLEX)
+# Reasons that lie in the page itself: the model refused or filtered it, or it is too large to send. A retry
+# sends the same page with the same prompt, so it most likely fails the same way, and is charged again.
+UNLIKELY_TO_CHANGE = frozenset(
+    {"stop_reason=refusal", "stop_reason=content_filtered", "stop_reason=guardrail_intervened", "content_filtered", "guardrail_intervened", PAGE_TOO_LARGE, PAGE_TOO_COMPLEX}
+)
+
+
+def retry_cures(reason: str) -> bool:
+    """False for a failure a retry cannot cure (a refusal, a filter, a page too large): say so before charging again."""
+    return reason not in UNLIKELY_TO_CHANGE
 
 
 @dataclass(frozen=True)

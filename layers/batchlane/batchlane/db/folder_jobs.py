@@ -392,3 +392,9 @@ def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000) -> Iterato
         if len(rows) < page:
             return
         after = rows[-1]["source_key"]
+
+
+def owner_job_ids(db: Runner, owner_id: str, *, limit: int) -> list[str]:
+    """The owner's folder job ids, newest first."""
+    rows = db.run("SELECT id FROM folder_jobs WHERE owner_id = :owner ORDER BY created_at DESC LIMIT :limit", owner=owner_id, limit=limit)
+    return [str(r["id"]) for r in rows]

@@ -22,6 +22,8 @@ DEADLINE = "deadline"  # the lane reason a deadline gives
 NOT_RETRYABLE = frozenset(
     {
         "NOT_PDF",
+        "PDF_NOT_PDF",  # the id the split raises (pdf/split.py sniff); NOT_PDF is kept for rows written before
+        "PDF_EMPTY",
         "PDF_CORRUPT",
         "PDF_ENCRYPTED",
         "PDF_TOO_COMPLEX",

@@ -56,7 +56,7 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
     already = [f for f in to_convert if spec.output.on_existing == "skip" and _exists(buckets, spec, f.output_key, listed, ask=ask)]
     to_convert = [f for f in to_convert if f not in already]
     by_type = Counter((posixpath.splitext(k)[1].lower() or "(none)") for k, _ in objects if not k.endswith("/") and not layout.is_own_output(k))
-    pages, chars, method, sampled = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
+    pages, chars, method, sampled, refused = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
     model_id = str(spec.options.get("modelId") or settings.batchlane_model_id)
     if model_id not in settings.batchlane_prices:
         raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
@@ -75,7 +75,7 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
             "to_convert": len(to_convert),
             "already_processed": len(already),
             "excluded": found.excluded,
-            "failing": {f.source_key: f.error_id for f in found.files if f.status == "failed"},
+            "failing": {**{f.source_key: f.error_id for f in found.files if f.status == "failed"}, **refused},
             "by_type": dict(sorted(by_type.items())),
         },
         "pages": {"total": pages, "method": method, "files_inspected": sampled},
@@ -89,6 +89,22 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
             "batchUpToHours": settings.batch_conversion_timeout_hours if lane_possible else None,
         },
+        "lane": _lane(settings, spec, lane_possible),
+    }
+
+
+def _lane(settings: Any, spec: Any, lane_possible: bool) -> dict[str, Any]:
+    """Which lane the files take and why, in the words the CLI prints (issue 24.5: say it, and a turnaround to match)."""
+    if not settings.batch_lane_configured:
+        return {"name": "on_demand", "reason": "the batch lane is off in this deployment"}
+    if not lane_possible:
+        return {"name": "on_demand", "reason": "priority high: the files skip the batch lane"}
+    return {
+        "name": "batch",
+        "reason": (
+            f"priority {spec.policy.priority}: folder files wait in the half-price batch pool whatever their size; a pool "
+            f"short of {settings.batch_conversion_min_records} records goes on-demand after {settings.batch_pool_window_minutes:g} minutes"
+        ),
     }
 
 
@@ -102,10 +118,12 @@ def _exists(buckets: Any, spec: Any, key: str | None, listed: set[str], *, ask: 
     return bool(buckets.size(spec.output_uri.bucket, key) is not None)
 
 
-def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[int, int, str, int]:
-    """(pages, text chars, method, files inspected): every file when few, else a sample scaled by bytes."""
+def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[int, int, str, int, dict[str, str]]:
+    """(pages, text chars, method, files inspected, {key: error id} of inspected files that will fail): every
+    file when few, else a sample scaled by bytes."""
+    refused: dict[str, str] = {}
     if not files:
-        return 0, 0, "exact", 0
+        return 0, 0, "exact", 0, refused
     sample = files if len(files) <= SAMPLE_FILES else [files[int(i * len(files) / SAMPLE_FILES)] for i in range(SAMPLE_FILES)]
     store = svc.store.in_bucket(bucket)
     pages = chars = sampled_bytes = 0
@@ -115,13 +133,14 @@ def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tupl
             store.download_to(f.source_key, path)
             try:
                 survey = survey_pdf(path, max_pages=max_pages)
-            except InputError:
-                continue  # a bad file fails on its own when converted; it adds no pages
+            except InputError as exc:
+                refused[f.source_key] = exc.error_id  # it fails on its own when converted; it adds no pages
+                continue
             pages += survey.pages
             chars += survey.text_chars_nonblank
             sampled_bytes += max(f.size_bytes, path.stat().st_size)
     if len(sample) == len(files):
-        return pages, chars, "exact", len(sample)
+        return pages, chars, "exact", len(sample), refused
     total_bytes = sum(f.size_bytes for f in files)
     scale = total_bytes / sampled_bytes if sampled_bytes else len(files) / len(sample)
-    return round(pages * scale), round(chars * scale), "sampled", len(sample)
+    return round(pages * scale), round(chars * scale), "sampled", len(sample), refused

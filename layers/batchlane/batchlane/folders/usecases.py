@@ -135,6 +135,11 @@ def stop_parked(svc: Services, job_id: str) -> int:
     return len(parked)
 
 
+def list_jobs(svc: Services, owner_id: str, *, limit: int = 50) -> dict[str, Any]:
+    """The owner's folder jobs, newest first, each as :func:`status` answers it (a lost fj-… id is found here)."""
+    return {"folderJobs": [status(svc, owner_id, job_id) for job_id in repo.owner_job_ids(svc.db, owner_id, limit=limit)]}
+
+
 def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job = owned(svc, owner_id, job_id)
     counts = repo.counts(svc.db, job_id)

@@ -278,11 +278,19 @@ def open_pdf_file(stream: BinaryIO, *, max_pages: int) -> PdfDocument:
     return _open(stream, head, tail, size, max_pages=max_pages)
 
 
-def _open(source: bytes | BinaryIO, head: bytes, tail: bytes, size: int, *, max_pages: int) -> PdfDocument:
+def sniff(head: bytes, size: int) -> InputError | None:
+    """The first check on any upload, from its size and first 1,024 bytes: PDF_EMPTY or PDF_NOT_PDF, else None.
+    The CLI runs the same rule before it uploads anything (docs/operations.md)."""
     if size == 0:
-        raise InputError("The file is empty.", error_id="PDF_EMPTY")
-    if b"%PDF-" not in head:
-        raise InputError("The file is not a PDF.", error_id="PDF_NOT_PDF")
+        return InputError("The file is empty.", error_id="PDF_EMPTY")
+    if b"%PDF-" not in head[:1024]:
+        return InputError("The file is not a PDF (it does not start with %PDF-).", error_id="PDF_NOT_PDF")
+    return None
+
+
+def _open(source: bytes | BinaryIO, head: bytes, tail: bytes, size: int, *, max_pages: int) -> PdfDocument:
+    if (refused := sniff(head, size)) is not None:
+        raise refused
     try:
         with PDFIUM_LOCK:  # the wrapper counts the pages: a pdfium call too
             opened = PdfDocument(source, pdfium.PdfDocument(source))

@@ -15,7 +15,7 @@ import pypdfium2
 from batchlane.domain.errors import InputError
 from batchlane.observability import logger
 from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
-from batchlane.pdf.split import PDFIUM_LOCK, unreadable_page_error
+from batchlane.pdf.split import PDFIUM_LOCK, sniff, unreadable_page_error
 
 SAMPLE_PAGES = 1000
 # A real 1,000-page sample surveys in 1-2 s and a few tens of MB; a file sharing one 5 MB stream of drawing
@@ -36,7 +36,12 @@ class PageSurvey:
 
 def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES, bound: Bound = SURVEY_BOUND) -> PageSurvey:
     """Count pages, blank pages and text with pypdfium2; a seeded sample past ``sample`` pages.
-    Run within ``bound`` (a killed child past it): InputError PDF_TOO_COMPLEX, never a retry of the same work."""
+    Run within ``bound`` (a killed child past it): InputError PDF_TOO_COMPLEX, never a retry of the same work.
+    An empty file or one that is not a PDF is named as the split would name it (PDF_EMPTY, PDF_NOT_PDF), before any child."""
+    with path.open("rb") as stream:
+        refused = sniff(stream.read(1024), path.stat().st_size)
+    if refused is not None:
+        raise refused
     try:
         return run_bounded(survey_in_process, path, max_pages, sample, bound=bound)
     except OverBudget as exc:
