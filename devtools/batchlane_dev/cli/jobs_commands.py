@@ -50,6 +50,19 @@ class Unreachable(Exception):
     pass
 
 
+RATE_LIMIT_RETRIES = 5  # a 429 RATE_LIMITED is waited out (Retry-After, at most 30 s) this many times
+
+
+def _rate_limited_wait(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying a 429 that carries ``Retry-After`` (None: not a rate limit)."""
+    if not isinstance(exc, urllib.error.HTTPError) or exc.code != 429 or not exc.headers.get("Retry-After"):
+        return None
+    try:
+        return min(30.0, max(0.0, float(exc.headers["Retry-After"])))
+    except ValueError:
+        return None
+
+
 def post_upload(upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf", timeout_s: float = 600) -> int:
     """Send ``data`` to a registered file's presigned POST (``{"url", "fields"}``) as multipart/form-data:
     the policy fields first, the file last, as S3 requires. Returns the HTTP status (204 from S3)."""
@@ -85,12 +98,17 @@ class ApiClient:
         url = self.base_url.rstrip("/") + path
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
-        request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                return dict(json.loads(response.read() or b"{}"))
-        except (urllib.error.URLError, OSError) as exc:
-            raise self._failure(exc) from None
+        for attempt in range(RATE_LIMIT_RETRIES + 1):
+            request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
+                    return dict(json.loads(response.read() or b"{}"))
+            except (urllib.error.URLError, OSError) as exc:
+                wait_s = _rate_limited_wait(exc)
+                if wait_s is None or attempt == RATE_LIMIT_RETRIES:
+                    raise self._failure(exc) from None
+                time.sleep(wait_s)  # the API's per-user rate limit: wait as its Retry-After says
+        raise AssertionError("unreachable")
 
     def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
         """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""

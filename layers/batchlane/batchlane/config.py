@@ -110,6 +110,12 @@ class Settings(BaseSettings):
     batchlane_max_live_jobs: int = Field(20, ge=0)
     batchlane_max_live_pages: int = Field(20_000, ge=0)
     batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
+    # Per-user API rate limit (docs/operations.md "API rate limits"): a token bucket per caller in
+    # PostgreSQL, refilled at this rate up to the burst; a dry run costs more tokens than a read.
+    # Past it: 429 RATE_LIMITED with Retry-After. 0 requests a second: no limit.
+    batchlane_api_rate_per_s: float = Field(5.0, ge=0)
+    batchlane_api_burst: int = Field(60, ge=1)
+    batchlane_api_dry_run_cost: int = Field(10, ge=1)
     # Offline stack: how many emulated seconds pass per real second (1 in AWS).
     batchlane_time_scale: float = Field(1.0, gt=0)
 
