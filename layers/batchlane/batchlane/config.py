@@ -106,7 +106,7 @@ class Settings(BaseSettings):
     # Per-user budget and caps (docs/operations.md "Budgets, caps and fair sharing"); an admin
     # overrides them per user (PUT /api/v1/admin/budgets/{ownerId}). A job's funds hold is its
     # worst case (domain/budget.py), checked against the budget when the job is split.
-    batchlane_budget_usd_per_month: float = Field(250.0, ge=0)
+    batchlane_budget_usd_per_month: float = Field(1000.0, ge=0)  # admits the largest job (10,000 text pages hold ~520 USD): issue 21.5
     batchlane_max_live_jobs: int = Field(20, ge=0)
     batchlane_max_live_pages: int = Field(20_000, ge=0)
     batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
