@@ -342,7 +342,7 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option(
     "--deadline",
     metavar="ISO-8601",
-    help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand.",
+    help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand (a deadline sooner than one turnaround needs the batchlane-priority group).",
 )
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md).")

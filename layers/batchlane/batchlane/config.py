@@ -116,6 +116,10 @@ class Settings(BaseSettings):
     batchlane_api_rate_per_s: float = Field(5.0, ge=0)
     batchlane_api_burst: int = Field(60, ge=1)
     batchlane_api_dry_run_cost: int = Field(10, ge=1)
+    # Per-user caps on what costs outside the budget (docs/operations.md "Per-user caps"): 429 past them.
+    batchlane_max_pending_uploads: int = Field(100, ge=1)  # files registered and never converted nor deleted
+    batchlane_max_live_folder_jobs: int = Field(10, ge=1)  # folder jobs enumerating or processing
+    batchlane_max_test_deliveries_per_hour: int = Field(20, ge=1)  # webhook test deliveries (each a 24 h retry ladder)
     # Offline stack: how many emulated seconds pass per real second (1 in AWS).
     batchlane_time_scale: float = Field(1.0, gt=0)
 

@@ -9,11 +9,13 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane.db import caps
 from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
+from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
-from batchlane.domain.folder_policy import check_deadline
+from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
 from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.record import report_lines
@@ -59,9 +61,28 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
     ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
     out of the batch lane answer 403, as for a single file (docs/operations.md, budgets)."""
     spec = prepare(svc, body)
-    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options)):
-        raise Forbidden(f"priority high or lane opt-out options skip the half-price batch lane; that needs membership of the {priority_group} group.")
+    settings = svc.settings
+    short = deadline_opt_outs(
+        {"policy.deadline": spec.policy.deadline, "options.deadline": parse_deadline(spec.options.get("deadline"))},
+        datetime.now(UTC),
+        settings.batch_deadline_hours,
+        settings.batch_deadline_margin_s / 3600,
+    )
+    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options) or short):
+        raise Forbidden(
+            f"priority high, lane opt-out options or a deadline sooner than the batch lane's {settings.batch_deadline_hours:g} h turnaround "
+            f"({', '.join(short) or 'none here'}) skip the half-price batch lane; that needs membership of the {priority_group} group."
+        )
     job_id = folder_job_id(spec, owner_id)
+    if repo.get_job(svc.db, job_id) is None:  # a new job (the same spec again answers the existing one)
+        check_cap(
+            what="folder jobs running",
+            count=caps.live_folder_jobs(svc.db, owner_id),
+            limit=settings.batchlane_max_live_folder_jobs,
+            setting="BATCHLANE_MAX_LIVE_FOLDER_JOBS",
+            error_id="FOLDER_JOBS_LIMIT",
+            wait="Wait for one to finish or cancel one",
+        )
     source, target = spec.input_uri, spec.output_uri
     row = repo.insert_job(
         svc.db,
