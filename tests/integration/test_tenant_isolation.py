@@ -80,3 +80,29 @@ def test_the_bucket_refills_at_its_rate(stack) -> None:  # type: ignore[no-untyp
     assert rate_limits.take(db, owner, cost=1, rate_per_s=1.0, burst=BURST) > 0
     db.run("UPDATE api_rate_buckets SET refilled_at = refilled_at - interval '1 hour' WHERE owner_id = :o", o=owner)
     assert [rate_limits.take(db, owner, cost=1, rate_per_s=1.0, burst=BURST) for _ in range(BURST)] == [0] * BURST
+
+
+def test_a_cli_watch_ends_at_a_budget_pause_with_the_command_that_resumes_it(stack) -> None:  # type: ignore[no-untyped-def]
+    """`batchlane jobs status --watch` (and convert, which watches the same way) once kept polling a paused job forever."""
+    import threading
+
+    from click.testing import CliRunner
+
+    from batchlane_dev.cli.main import main
+    from tests.integration.test_api import make_job
+
+    owner = f"paused-{uuid.uuid4().hex[:8]}"
+    _, job_id = make_job(owner, "paused_budget")
+    outcome: dict[str, Any] = {}
+
+    def watch() -> None:
+        outcome["result"] = CliRunner().invoke(main, ["jobs", "status", job_id, "--watch", "--api-url", stack.env["BATCHLANE_API_URL"], "--user", owner])
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    watcher.join(timeout=120)  # it ends at once; today it never does
+    assert not watcher.is_alive(), "the watch did not end at paused_budget"
+    result = outcome["result"]
+    assert result.exit_code == 1, result.output
+    assert "paused at its funds hold" in result.output and f"batchlane resume {job_id}" in result.output
+    assert "paused_budget" in result.output

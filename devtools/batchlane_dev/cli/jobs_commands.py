@@ -24,6 +24,16 @@ from batchlane_dev.cli import folder_commands
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 TERMINAL = ("completed", "failed", "cancelled")
+PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Pause at the hold")
+
+
+def paused_line(job: dict[str, Any]) -> str:
+    """One line for a job paused at its funds hold: what it spent, and the command that resumes it."""
+    hold = job.get("hold") or {}
+    spent = f" after {job['costUsd']} USD of its {hold['amountUsd']} USD hold" if hold.get("amountUsd") else ""
+    return f"job {job['jobId']} paused at its funds hold{spent}; resume it with: batchlane resume {job['jobId']} (when your budget allows: batchlane budget)"
+
+
 JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
 DEFAULT_WORKDIR = Path(".batchlane/local")
 
@@ -245,6 +255,10 @@ def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dic
             # total is 0 while the job splits: the bar learns it once the split is done
             bar.update(task, total=max(job["pages"]["total"], 1), completed=job["pages"]["done"], description=f"{job['phase']:>16}")
             if job["status"] in TERMINAL:
+                return job
+            if job["status"] == PAUSED:  # nothing moves it until its owner resumes it: stop watching, say how
+                bar.stop()
+                click.echo(paused_line(job), err=True)
                 return job
             time.sleep(interval_s)
             job = api.job(job_id)
