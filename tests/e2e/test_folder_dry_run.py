@@ -84,3 +84,39 @@ def test_an_explicit_file_list_past_the_head_cap_is_looked_at_in_part_and_says_s
     assert code == 200, dry
     assert dry["listing"]["complete"] is False and "first 4" in dry["listing"]["note"]
     assert dry["files"]["to_convert"] == 4 and dry["pages"]["total"] == 12
+
+
+def test_the_report_is_answered_a_page_at_a_time(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GET /folder-jobs/{id}/report once built the whole report in memory: now pages, in key order, that
+    join up to the whole report (the CLI follows X-Next-After)."""
+    from click.testing import CliRunner
+
+    from batchlane.db import folder_jobs as repo
+    from batchlane.folders import usecases
+    from batchlane.runtime import services
+    from batchlane_dev.cli.main import main
+
+    job_id = "fj-" + "ab" * 12
+    db = services().db
+    repo.insert_job(db, job_id=job_id, owner_id=OWNER, name=None, spec={}, source=(FOLDER_BUCKET, "r/"), target=(FOLDER_BUCKET, "r/"))
+    for i in range(5):
+        db.run(
+            "INSERT INTO folder_job_files (folder_job_id, source_key, status, output_key) VALUES (:job, :key, 'completed', :out)",
+            job=job_id,
+            key=f"r/{i}.pdf",
+            out=f"r/{i}.md",
+        )
+    whole = "".join(usecases.report(services(), OWNER, job_id))
+
+    request = urllib.request.Request(
+        stack.env["BATCHLANE_API_URL"] + f"/api/v1/folder-jobs/{job_id}/report?limit=2", headers={"Authorization": f"Bearer local:{OWNER}"}
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        first, after = response.read().decode(), response.headers["X-Next-After"]
+    assert [json.loads(line)["key"] for line in first.splitlines()] == ["r/0.pdf", "r/1.pdf"] and after == "r/1.pdf"
+
+    from batchlane.api import folder_routes
+
+    monkeypatch.setattr(folder_routes, "REPORT_PAGE_LINES", 2)  # the CLI reads three pages of at most 2 lines
+    printed = CliRunner().invoke(main, ["jobs", "report", job_id, "--api-url", stack.env["BATCHLANE_API_URL"], "--user", OWNER])
+    assert printed.exit_code == 0 and printed.output == whole and len(whole.splitlines()) == 5

@@ -11,6 +11,7 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -154,10 +155,14 @@ class ApiClient:
 
     def text(self, path: str) -> str:
         """GET a non-JSON body (a folder job's report.jsonl)."""
+        return self.text_page(path)[0]
+
+    def text_page(self, path: str) -> tuple[str, dict[str, str]]:
+        """GET a non-JSON body and the answer's headers (a page of a folder job's report.jsonl)."""
         request = urllib.request.Request(self.base_url.rstrip("/") + path, headers={"Authorization": f"Bearer {self.token}"})  # noqa: S310 - checked
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                return str(response.read().decode())
+                return str(response.read().decode()), dict(response.headers)
         except (urllib.error.URLError, OSError) as exc:
             raise self._failure(exc) from None
 
@@ -531,7 +536,14 @@ def folder_files(api: ApiClient, job_id: str, status: str | None, as_json: bool)
 @target_options
 def folder_report(api: ApiClient, job_id: str) -> None:
     """A folder job's report.jsonl on stdout (one line per finished file): batchlane jobs report ID > report.jsonl."""
-    click.echo(api.text(f"/api/v1/folder-jobs/{job_id}/report"), nl=False)
+    after: str | None = None
+    while True:  # the API answers a page at a time; X-Next-After names the next one
+        query = "?after=" + urllib.parse.quote(after, safe="") if after else ""
+        body, headers = api.text_page(f"/api/v1/folder-jobs/{job_id}/report{query}")
+        click.echo(body, nl=False)
+        after = headers.get("X-Next-After")
+        if not after:
+            return
 
 
 @click.command()

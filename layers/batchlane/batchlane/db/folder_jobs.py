@@ -377,9 +377,8 @@ def next_run(db: Runner, job_id: str, *, run: int) -> Row | None:
     return db.one("UPDATE folder_jobs SET run = run + 1, turns = 0, updated_at = now() WHERE id = :id AND run = :run RETURNING *", id=job_id, run=run)
 
 
-def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000) -> Iterator[Row]:
-    """Every finished file in key order, a page at a time (the final report)."""
-    after: str | None = None
+def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000, after: str | None = None) -> Iterator[Row]:
+    """Every finished file in key order (past ``after``), a page at a time (the final report)."""
     while True:
         rows = db.run(
             """SELECT * FROM folder_job_files WHERE folder_job_id = :job AND status IN ('completed', 'failed', 'skipped')

@@ -5,6 +5,8 @@ Every use case takes the caller's owner id and answers NOT_FOUND for a job of so
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -233,6 +235,17 @@ def _failed_pages(svc: Services, row: dict[str, Any]) -> list[int]:
 def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
     """The report.jsonl lines as they stand now (the same bytes the bucket gets at the end)."""
     return report_lines(svc, owned(svc, owner_id, job_id))
+
+
+def report_page(svc: Services, owner_id: str, job_id: str, *, after: str | None, limit: int) -> tuple[list[str], str | None]:
+    """Up to ``limit`` report lines past the source key ``after`` and the key to ask after next (None: the end):
+    the API answers a page at a time, never the whole report in memory (issue 21.2)."""
+    job = owned(svc, owner_id, job_id)
+    lines = list(itertools.islice(report_lines(svc, job, after=after, page=limit + 1), limit + 1))
+    if len(lines) <= limit:
+        return lines, None
+    lines = lines[:limit]
+    return lines, str(json.loads(lines[-1])["key"])
 
 
 def _run_name(job: dict[str, Any]) -> str:
