@@ -15,6 +15,7 @@ FIGURE_MODULES = (
     "batchlane_dev.bench.demo",
     "batchlane_dev.bench.ondemand",
     "batchlane_dev.bench.folders",
+    "batchlane_dev.bench.tenants",
     "batchlane_dev.bench.realbook",  # last: it exits with a clear message when the book cannot be fetched
 )
 
