@@ -14,7 +14,7 @@ from batchlane.domain.errors import Forbidden
 from batchlane.folders import usecases as folder_usecases
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.webhooks.dispatch import send_test
+from batchlane.webhooks.dispatch import TEST_EVENT, send_test
 
 
 def _grace(svc: Services) -> timedelta:
@@ -37,7 +37,7 @@ def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[st
     """A test delivery, at most BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR an hour a user (each may retry for 24 h)."""
     check_cap(
         what="test deliveries in the last hour",
-        count=caps.recent_test_deliveries(svc.db, caller, hours=1),
+        count=caps.recent_test_deliveries(svc.db, caller, event=TEST_EVENT, hours=1),
         limit=svc.settings.batchlane_max_test_deliveries_per_hour,
         setting="BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR",
         error_id="TEST_DELIVERIES_LIMIT",

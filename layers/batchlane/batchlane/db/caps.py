@@ -25,11 +25,13 @@ def live_folder_jobs(db: Runner, owner_id: str) -> int:
     return _count(db, "SELECT count(*) AS n FROM folder_jobs WHERE owner_id = :owner AND finished_at IS NULL", owner=owner_id)
 
 
-def recent_test_deliveries(db: Runner, owner_id: str, *, hours: float) -> int:
-    """Test deliveries (no job) the owner asked for in the last ``hours``: each starts a retry ladder."""
+def recent_test_deliveries(db: Runner, owner_id: str, *, event: str, hours: float) -> int:
+    """Test deliveries (``event``, no job) the owner asked for in the last ``hours``: each starts a retry ladder."""
     return _count(
         db,
-        "SELECT count(*) AS n FROM webhook_deliveries WHERE owner_id = :owner AND job_id IS NULL AND created_at > now() - make_interval(secs => :secs)",
+        """SELECT count(*) AS n FROM webhook_deliveries
+           WHERE owner_id = :owner AND event = :event AND job_id IS NULL AND folder_job_id IS NULL AND created_at > now() - make_interval(secs => :secs)""",
         owner=owner_id,
+        event=event,
         secs=hours * 3600,
     )
