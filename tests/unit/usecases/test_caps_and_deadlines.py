@@ -108,3 +108,41 @@ def test_a_folder_deadline_sooner_than_the_batch_turnaround_needs_the_priority_p
         assert "deadline" in str(refused.value)
     assert folder_usecases.submit(svc, owner, {**_folder_spec(3), "policy": {"deadline": _later()}}, priority_group=PRIORITY)[1] is True
     assert folder_usecases.submit(svc, owner, {**_folder_spec(4), "policy": {"deadline": _soon()}})[1] is True  # with the permission
+
+
+class MissingBuckets:
+    """The folder buckets port with no object in them: a file started now ends FILE_MISSING at once."""
+
+    def size(self, bucket: str, key: str) -> int | None:
+        return None
+
+
+def test_a_folder_file_waiting_for_live_pages_is_not_started_again_until_its_pages_are_free(svc: Services) -> None:
+    from usecase_fakes import new_job
+
+    from batchlane.db import budgets
+    from batchlane.folders import progress
+
+    svc = _with(svc, batchlane_folder_sources="folders")
+    svc.folder_buckets = MissingBuckets  # type: ignore[method-assign,assignment]  # the port, offline
+    owner = _owner("a")
+    budgets.set_override(svc.db, owner, usd_per_month=None, max_live_jobs=None, max_live_pages=60, updated_by="test")
+    job, _ = folder_usecases.submit(svc, owner, _folder_spec(1))
+    # the file's 50-page conversion was refused at its split: the owner's other 30-page conversion holds the cap
+    refused, other = new_job(svc, pages=50, owner=owner), new_job(svc, pages=30, owner=owner)
+    svc.db.run("UPDATE large_conversion_jobs SET status = 'failed', error_id = 'LIVE_PAGES_LIMIT' WHERE id = CAST(:id AS uuid)", id=refused)
+    svc.db.run("UPDATE large_conversion_jobs SET status = 'processing' WHERE id = CAST(:id AS uuid)", id=other)
+    svc.db.run(
+        "INSERT INTO folder_job_files (folder_job_id, source_key, status, output_key, conversion_job_id) VALUES (:job, 'in-1/a.pdf', 'processing', 'out-1/a.md', CAST(:c AS uuid))",
+        job=job["id"],
+        c=refused,
+    )
+    row = folder_repo.get_job(svc.db, job["id"])
+    assert row is not None
+
+    progress.settle_ended(svc, row)  # queued again, not failed: the document alone fits the cap
+    assert progress.start_queued(svc, row) == 0, "30 pages free: the 50-page file is not downloaded and surveyed again"
+    assert progress.start_queued(svc, row) == 0
+
+    svc.db.run("UPDATE large_conversion_jobs SET status = 'completed' WHERE id = CAST(:id AS uuid)", id=other)
+    assert progress.start_queued(svc, row) == 1  # 60 pages free: it starts

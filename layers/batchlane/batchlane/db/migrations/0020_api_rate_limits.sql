@@ -28,3 +28,8 @@ BEGIN
     RETURN CASE WHEN p_rate > 0 THEN (p_cost - have) / p_rate ELSE 3600 END;
 END;
 $$;
+
+-- A folder file refused at its split because its owner's live-page cap was full waits with its
+-- page count (issue 21.5): it is claimed again only once that many pages are free, instead of being
+-- re-downloaded and re-surveyed every turn while the cap stays full.
+ALTER TABLE folder_job_files ADD COLUMN waits_for_pages integer;
