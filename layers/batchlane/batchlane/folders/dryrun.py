@@ -181,7 +181,8 @@ def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> Page
     small = len(files) <= EXACT_FILES and sum(f.size_bytes for f in files) <= EXACT_BYTES
     by_size = sorted(range(len(files)), key=lambda i: (files[i].size_bytes, i))
     chosen = by_size if small else sorted({by_size[round(k * (len(files) - 1) / (SAMPLE_FILES - 1))] for k in range(SAMPLE_FILES)})
-    text_at = {chosen[round(k * (len(chosen) - 1) / max(1, TEXT_FILES - 1))] for k in range(min(TEXT_FILES, len(chosen)))} if chosen else set()
+    surveyed = min(TEXT_FILES, len(chosen))
+    text_at = {chosen[round(k * (len(chosen) - 1) / max(1, surveyed - 1))] for k in range(surveyed)}  # spread over the sizes
     store = svc.store.in_bucket(bucket)
     with tempfile.TemporaryDirectory(prefix="folder-dryrun-") as tmp:
 
