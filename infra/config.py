@@ -35,6 +35,12 @@ DEFAULT_BUDGET: dict[str, float] = {
     "usdPerMonth": float(Settings.model_fields["batchlane_budget_usd_per_month"].default),
     "maxLiveJobs": int(Settings.model_fields["batchlane_max_live_jobs"].default),
     "maxLivePages": int(Settings.model_fields["batchlane_max_live_pages"].default),
+    # Per-user API rate limit and caps outside the budget (issue 21; docs/operations.md "API rate limits").
+    "apiRatePerSecond": float(Settings.model_fields["batchlane_api_rate_per_s"].default),
+    "apiBurst": int(Settings.model_fields["batchlane_api_burst"].default),
+    "maxPendingUploads": int(Settings.model_fields["batchlane_max_pending_uploads"].default),
+    "maxLiveFolderJobs": int(Settings.model_fields["batchlane_max_live_folder_jobs"].default),
+    "maxTestDeliveriesPerHour": int(Settings.model_fields["batchlane_max_test_deliveries_per_hour"].default),
 }
 
 # Reserved concurrency is off by default (issue 21): reserving is both a floor and a ceiling, AWS keeps
@@ -150,6 +156,11 @@ class InfraConfig:
             "BATCHLANE_BUDGET_USD_PER_MONTH": str(float(b["usdPerMonth"])),
             "BATCHLANE_MAX_LIVE_JOBS": str(int(b["maxLiveJobs"])),
             "BATCHLANE_MAX_LIVE_PAGES": str(int(b["maxLivePages"])),
+            "BATCHLANE_API_RATE_PER_S": str(float(b["apiRatePerSecond"])),
+            "BATCHLANE_API_BURST": str(int(b["apiBurst"])),
+            "BATCHLANE_MAX_PENDING_UPLOADS": str(int(b["maxPendingUploads"])),
+            "BATCHLANE_MAX_LIVE_FOLDER_JOBS": str(int(b["maxLiveFolderJobs"])),
+            "BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR": str(int(b["maxTestDeliveriesPerHour"])),
             "BATCHLANE_PRIORITY_GROUP": self.priority_group,
             "BATCHLANE_CHUNK_SLOTS": str(self.chunk_slots),
         }

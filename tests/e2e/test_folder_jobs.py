@@ -151,7 +151,13 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
 
     code, dry = api(stack, "POST", "/api/v1/folder-jobs?dry_run=true", spec)
     assert code == 200 and dry["created"] is False and dry["files"]["to_convert"] == 2
-    assert {k: dry["pages"][k] for k in ("total", "method", "filesInspected")} == {"total": 5, "method": "exact", "filesInspected": 2}  # camelCase (issue 24)
+    assert {k: dry["pages"][k] for k in ("total", "low", "high", "method", "filesInspected")} == {  # camelCase (issue 24)
+        "total": 5,
+        "low": 5,
+        "high": 5,
+        "method": "exact",
+        "filesInspected": 2,
+    }
     assert float(dry["estimate"]["batchUsd"]) < float(dry["estimate"]["onDemandUsd"])
     assert repo.get_job(services().db, folder_job_id(parse_spec(spec), OWNER)) is None  # nothing created
 

@@ -332,6 +332,20 @@ def test_a_retry_beyond_the_budget_is_402_and_changes_nothing(stack, owner):
     services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
 
 
+def test_a_retry_at_the_live_job_cap_is_429_and_changes_nothing(stack, owner):
+    # Given a converted job with failed pages, and its owner's one live-job place taken by another conversion
+    from tests.integration.test_api import make_job
+
+    _, job_id = converted_with_failed_pages(stack, owner)
+    make_job(owner, "processing")
+    assert call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"maxLiveJobs": 1}, user="admin;groups=batchlane-admins")[0] == 200
+    # When the owner retries the failed pages: a retry is a live job again, refused like a new conversion
+    answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
+    assert (answer[0], answer[1]["code"]) == (429, "LIVE_JOBS_LIMIT"), answer
+    assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
+    services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
+
+
 def test_retry_of_a_job_that_is_not_completed_is_409(stack, owner):
     file_id = upload(stack, owner, make_pdf(3))
     with HeldChunks(stack) as held:

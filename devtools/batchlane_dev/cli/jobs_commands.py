@@ -11,6 +11,7 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,16 @@ from batchlane_dev.cli import folder_commands
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 TERMINAL = ("completed", "failed", "cancelled")
+PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Pause at the hold")
+
+
+def paused_line(job: dict[str, Any]) -> str:
+    """One line for a job paused at its funds hold: what it spent, and the command that resumes it."""
+    hold = job.get("hold") or {}
+    spent = f" after {job['costUsd']} USD of its {hold['amountUsd']} USD hold" if hold.get("amountUsd") else ""
+    return f"job {job['jobId']} paused at its funds hold{spent}; resume it with: batchlane resume {job['jobId']} (when your budget allows: batchlane budget)"
+
+
 JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
 DEFAULT_WORKDIR = Path(".batchlane/local")
 DEFAULT_LOCAL_USER = "local-user"
@@ -53,6 +64,19 @@ class ApiFailure(Exception):
 
 class Unreachable(Exception):
     pass
+
+
+RATE_LIMIT_RETRIES = 5  # a 429 RATE_LIMITED is waited out (Retry-After, at most 30 s) this many times
+
+
+def _rate_limited_wait(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying a 429 that carries ``Retry-After`` (None: not a rate limit)."""
+    if not isinstance(exc, urllib.error.HTTPError) or exc.code != 429 or not exc.headers.get("Retry-After"):
+        return None
+    try:
+        return min(30.0, max(0.0, float(exc.headers["Retry-After"])))
+    except ValueError:
+        return None
 
 
 def post_upload(upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf", timeout_s: float = 600) -> int:
@@ -96,12 +120,17 @@ class ApiClient:
         url = self.base_url.rstrip("/") + path
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
-        request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                return dict(json.loads(response.read() or b"{}"))
-        except (urllib.error.URLError, OSError) as exc:
-            raise self._failure(exc) from None
+        for attempt in range(RATE_LIMIT_RETRIES + 1):
+            request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
+                    return dict(json.loads(response.read() or b"{}"))
+            except (urllib.error.URLError, OSError) as exc:
+                wait_s = _rate_limited_wait(exc)
+                if wait_s is None or attempt == RATE_LIMIT_RETRIES:
+                    raise self._failure(exc) from None
+                time.sleep(wait_s)  # the API's per-user rate limit: wait as its Retry-After says
+        raise AssertionError("unreachable")
 
     def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
         """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""
@@ -137,10 +166,14 @@ class ApiClient:
 
     def text(self, path: str) -> str:
         """GET a non-JSON body (a folder job's report.jsonl)."""
+        return self.text_page(path)[0]
+
+    def text_page(self, path: str) -> tuple[str, dict[str, str]]:
+        """GET a non-JSON body and the answer's headers (a page of a folder job's report.jsonl)."""
         request = urllib.request.Request(self.base_url.rstrip("/") + path, headers={"Authorization": f"Bearer {self.token}"})  # noqa: S310 - checked
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                return str(response.read().decode())
+                return str(response.read().decode()), dict(response.headers)
         except (urllib.error.URLError, OSError) as exc:
             raise self._failure(exc) from None
 
@@ -257,6 +290,10 @@ def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dic
             # total is 0 while the job splits: the bar learns it once the split is done
             bar.update(task, total=max(job["pages"]["total"], 1), completed=job["pages"]["done"], description=f"{job['phase']:>16}")
             if job["status"] in TERMINAL:
+                return job
+            if job["status"] == PAUSED:  # nothing moves it until its owner resumes it: stop watching, say how
+                bar.stop()
+                click.echo(paused_line(job), err=True)
                 return job
             time.sleep(interval_s)
             job = api.job(job_id)
@@ -385,7 +422,7 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option(
     "--deadline",
     metavar="ISO-8601",
-    help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand.",
+    help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand (a deadline sooner than one turnaround needs the batchlane-priority group).",
 )
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @click.option(
@@ -587,7 +624,14 @@ def folder_files(api: ApiClient, job_id: str, status: str | None, as_json: bool)
 @target_options
 def folder_report(api: ApiClient, job_id: str) -> None:
     """A folder job's report.jsonl on stdout (one line per finished file): batchlane jobs report ID > report.jsonl."""
-    click.echo(api.text(f"/api/v1/folder-jobs/{job_id}/report"), nl=False)
+    after: str | None = None
+    while True:  # the API answers a page at a time; X-Next-After names the next one
+        query = "?after=" + urllib.parse.quote(after, safe="") if after else ""
+        body, headers = api.text_page(f"/api/v1/folder-jobs/{job_id}/report{query}")
+        click.echo(body, nl=False)
+        after = headers.get("X-Next-After")
+        if not after:
+            return
 
 
 @click.command()

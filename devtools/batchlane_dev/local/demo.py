@@ -22,7 +22,7 @@ from batchlane.runtime import services
 from batchlane_dev.local.bedrock import parse_faults
 from batchlane_dev.local.bedrock.clock import scale_for_job
 from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL
-from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.jobs import TERMINAL, submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import OfflineStack, StackOptions
 from batchlane_dev.report import job_report
@@ -97,7 +97,12 @@ def run_demo(
                     phase = p.status if not p.batch_state or p.status != "waiting_batch" else f"batch {p.batch_status or p.batch_state}"
                     bar.update(task, completed=p.pages_done, description=f"{phase:>22}")
 
-                final = wait_for_job(svc, job_id, on_progress=show)
+                final = wait_for_job(svc, job_id, on_progress=show, until=(*TERMINAL, "paused_budget"))
+            if final.status == "paused_budget":
+                console.print(
+                    f"[yellow]job {job_id} paused at its funds hold[/]: it waits for its owner. Resume it with "
+                    f"`batchlane resume {job_id}` (against a running stack), once the budget allows (`batchlane budget`)."
+                )
             report = job_report(svc, job_id)
             markdown_path = None
             if report["markdown_key"]:

@@ -18,6 +18,7 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from batchlane.api import folder_routes, results, usecases, webhook_usecases
+from batchlane.api.throttle import RateLimited, rate_limit
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable
 from batchlane.folders.spec import valid_owner_id
@@ -189,7 +190,7 @@ def _canonical_ids(app: APIGatewayRestResolver, next_middleware: NextMiddleware)
     return next_middleware(app)
 
 
-app.use(middlewares=[_canonical_ids])
+app.use(middlewares=[rate_limit, _canonical_ids])
 
 
 # -- routes ------------------------------------------------------------------------------
@@ -376,6 +377,10 @@ _GENERIC_5XX = {
 def _known(exc: BatchlaneError) -> Response:
     status = next((code for kind, code in _STATUS_BY_TYPE if isinstance(exc, kind)), 500)
     extra = {"jobId": exc.job_id} if isinstance(exc, usecases.ConversionRejected) else {}
+    if isinstance(exc, RateLimited):
+        response = _error(status, exc.error_id, str(exc), retryAfterSeconds=exc.retry_after_s)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
     if status >= 500:  # the cause (hosts, user names, database URLs) goes to the logs, never to the caller
         logger.exception("request failed", code=exc.error_id, cause=str(exc))
         return _error(status, exc.error_id, _GENERIC_5XX.get(status, _GENERIC_5XX[500]))

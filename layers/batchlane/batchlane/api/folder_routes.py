@@ -8,7 +8,7 @@
 | GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/retry            | requeue failed files (all, or ``errorIds``) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/cancel           | skip queued files; in-flight ones finish |
-| GET    | /api/v1/folder-jobs/{folderJobId}/report           | report.jsonl as it stands |
+| GET    | /api/v1/folder-jobs/{folderJobId}/report           | report.jsonl as it stands, a page at a time (?after=, X-Next-After) |
 Every route checks the owner: another owner's job answers 404 as a missing one. Answers are camelCase,
 with the older snake_case names beside them until release 0.3.0 (``batchlane.naming``).
 """
@@ -28,6 +28,7 @@ from batchlane.naming import with_legacy_fields
 from batchlane.runtime import services
 
 router = Router()
+REPORT_PAGE_LINES = 1000  # report lines a page: the API never holds the whole report (issue 21.2)
 
 
 class FolderRetry(BaseModel):
@@ -120,5 +121,13 @@ def cancel_folder_job(folderJobId: str) -> dict[str, Any]:
 
 @router.get("/api/v1/folder-jobs/<folderJobId>/report")
 def folder_job_report(folderJobId: str) -> Response:
-    body = "".join(usecases.report(services(), _caller(), folderJobId))
-    return Response(status_code=200, content_type="application/x-ndjson", body=body)
+    """A page of report.jsonl (``?after=KEY&limit=N``, at most 1,000 lines); ``X-Next-After`` names the next page."""
+    owner = _caller()
+    params = router.current_event.query_string_parameters or {}
+    try:
+        limit = max(1, min(REPORT_PAGE_LINES, int(params.get("limit") or REPORT_PAGE_LINES)))
+    except ValueError:
+        raise InputError("limit must be a number", error_id="BAD_REQUEST") from None
+    lines, next_after = usecases.report_page(services(), owner, folderJobId, after=params.get("after") or None, limit=limit)
+    headers = {"X-Next-After": next_after} if next_after is not None else {}
+    return Response(status_code=200, content_type="application/x-ndjson", body="".join(lines), headers=headers)

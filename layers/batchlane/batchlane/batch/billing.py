@@ -4,8 +4,10 @@ transaction as the guarded close of the lane.
 Of any number of racing closers (collect, the callback, the sweeper, abandon) exactly one
 wins the guarded move and bills. A ``stopping`` row is billed only at its Bedrock job's
 terminal status: manifest.json.out exists only then, so the bill is never $0 by mistake.
-Shares follow each member job's records in the lane (a member that left still pays for the
-records it sent); they add up to the lane's row exactly (domain/pool.split_by_weight).
+Shares follow each member job's own tokens where collect read them from its records (issue 21.5:
+one member's dense, long-answer pages are not paid by the others), else (a stopped or abandoned
+job billed from its manifest) the records it sent; a member that left still pays for what it
+sent. They add up to the lane's row exactly (domain/pool.split_by_weight).
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from batchlane.db import ledger
 from batchlane.db.batch_rows import BatchRow
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
-from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
+from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, PriceTable, Usage
 from batchlane.domain.errors import NotFound
-from batchlane.domain.pool import split_by_weight
+from batchlane.domain.pool import MICRO, split_by_weight
 from batchlane.domain.status import Transition
 from batchlane.observability import logger
 from batchlane.ports import ObjectStoreError
@@ -69,6 +71,8 @@ def close_and_bill(
     move: Transition | None = None,
     accepted_by_chunk: dict[tuple[str, int], int] | None = None,
     then: Callable[[Runner], None] | None = None,
+    usage_by_job: dict[str, Usage] | None = None,
+    prices: PriceTable | None = None,
 ) -> bool:
     """The guarded close along ``move`` (default: submitted → closed) and, for whoever wins it, the one
     ledger row and the members' shares."""
@@ -89,7 +93,7 @@ def close_and_bill(
         )
         members = rows.members(tx, closed.id)
         if closed.job_id is None:
-            bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id)
+            bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id, usage_by_job=usage_by_job, prices=prices)
         for job_id in sorted({m.job_id for m in members} | ({closed.job_id} if closed.job_id else set())):
             ledger.carry_late_batch_cost(tx, job_id)
         if then is not None:
@@ -97,14 +101,33 @@ def close_and_bill(
         return True
 
 
-def bill_members(tx: Runner, row: BatchRow, members: list[rows.Member], *, usage: Usage, cost: Decimal, model_id: str) -> None:
-    """Each member job's share of the lane's row, by the records it sent (pages where prepare never counted)."""
-    weights: dict[str, int] = {}
+def bill_members(
+    tx: Runner,
+    row: BatchRow,
+    members: list[rows.Member],
+    *,
+    usage: Usage,
+    cost: Decimal,
+    model_id: str,
+    usage_by_job: dict[str, Usage] | None = None,
+    prices: PriceTable | None = None,
+) -> None:
+    """Each member job's share of the lane's row: its own tokens when ``usage_by_job`` covers the lane's
+    usage (the cost split by each one's own price of them), else by the records it sent."""
+    records: dict[str, int] = {}
     for m in members:
-        weights[m.job_id] = weights.get(m.job_id, 0) + (m.records if m.records is not None else 0)
-    costs = split_by_weight(cost, weights)
-    inputs = split_by_weight(Decimal(usage.input_tokens), weights, unit=Decimal(1))
-    outputs = split_by_weight(Decimal(usage.output_tokens), weights, unit=Decimal(1))
+        records[m.job_id] = records.get(m.job_id, 0) + (m.records if m.records is not None else 0)
+    own = {job_id: (usage_by_job or {}).get(job_id, Usage()) for job_id in records}
+    if usage_by_job and prices is not None and sum(own.values(), Usage()) == usage:
+        weights = {job_id: int(prices.cost(model_id, u, batch=True) / MICRO) for job_id, u in own.items()}
+        costs = split_by_weight(cost, weights)
+        inputs = {job_id: Decimal(u.input_tokens) for job_id, u in own.items()}
+        outputs = {job_id: Decimal(u.output_tokens) for job_id, u in own.items()}
+    else:
+        costs = split_by_weight(cost, records)
+        inputs = split_by_weight(Decimal(usage.input_tokens), records, unit=Decimal(1))
+        outputs = split_by_weight(Decimal(usage.output_tokens), records, unit=Decimal(1))
+    weights = records
     for job_id, share in costs.items():
         ledger.add_batch_share(
             tx,

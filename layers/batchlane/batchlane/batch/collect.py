@@ -106,6 +106,8 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         metadata=metadata,
         accepted_by_chunk=by_chunk,
         then=retry.insert if retry.lane_id else None,
+        usage_by_job=_usage_by_job(manifest, tally.billed_by_tag),
+        prices=svc.prices,
     )
     if won:
         # Bedrock has read them and a retry batch has copied what it needs: the page images of every member
@@ -238,10 +240,20 @@ class LaneManifest:
         return cls(data["modelId"], {"m0": data["jobId"]}, {"m0": dict(data["chunks"])}, dict(data["promptHashes"]), shards)
 
 
+def _usage_by_job(manifest: LaneManifest, by_tag: dict[str, Usage]) -> dict[str, Usage]:
+    """Each member job's own tokens, from its tag's records."""
+    out: dict[str, Usage] = {}
+    for tag, usage in by_tag.items():
+        job_id = manifest.members[tag]
+        out[job_id] = out.get(job_id, Usage()) + usage
+    return out
+
+
 @dataclass
 class Tally:
     counts: Counter[str] = field(default_factory=Counter)
     billed: Usage = field(default_factory=Usage)
+    billed_by_tag: dict[str, Usage] = field(default_factory=dict)  # each member's own tokens (its share of the bill)
     seen: int = 0
     accepted_by_chunk: Counter[tuple[str, int]] = field(default_factory=Counter)  # (member tag, chunk)
     retryable: list[str] = field(default_factory=list)  # record ids a retry batch may cure (domain/pool.py)
@@ -343,6 +355,7 @@ def tally_outputs(
             answer = answer_from_messages(output, served_by="batch")
             input_tokens += answer.usage.input_tokens
             output_tokens += answer.usage.output_tokens
+            tally.billed_by_tag[tag] = tally.billed_by_tag.get(tag, Usage()) + answer.usage  # each member pays its own tokens
             verdict = judge(answer.text, answer.stop_reason)
             if not verdict.accepted:
                 tally.counts[f"rejected:{verdict.reason}"] += 1

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion.budget import check_split, worst_case_pages_hold
+from batchlane.conversion.budget import check_create, check_split, worst_case_pages_hold
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
@@ -178,6 +178,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             if locked.status != "completed":
                 raise Conflict(f"The job is {locked.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
             extra_hold = worst_case_pages_hold(svc, model_id=job.model_id, pages=len(page_numbers))
+            check_create(svc, tx, locked.owner_id)  # a retry is a live job again: 429 LIVE_JOBS_LIMIT at the cap (issue 21.5)
             check_split(svc, tx, owner_id=locked.owner_id, job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
             row = retries.insert(
                 tx,

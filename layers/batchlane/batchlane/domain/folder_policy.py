@@ -75,6 +75,12 @@ def deadline_lane(deadline: datetime | None, now: datetime, batch_turnaround_hou
     return DEADLINE if aware(deadline) - now < timedelta(hours=batch_turnaround_hours + margin_hours) else None
 
 
+def deadline_opt_outs(deadlines: dict[str, datetime | None], now: datetime, batch_turnaround_hours: float, margin_hours: float = 0.0) -> list[str]:
+    """The named deadlines that leave the batch lane no room (their work goes on-demand at full
+    price): like the lane opt-out options, they need the priority permission (issue 21.5)."""
+    return [name for name, deadline in deadlines.items() if deadline_lane(deadline, now, batch_turnaround_hours, margin_hours)]
+
+
 def parse_deadline(value: object) -> datetime | None:
     """A job's ``deadline`` option (ISO 8601, or a datetime) as an aware datetime; InputError DEADLINE_INVALID otherwise."""
     if value is None or value == "":

@@ -110,7 +110,8 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
         elif row["job_status"] == "failed" and waits_for_capacity(
             row["job_error_id"], int(row["total_pages"] or 0), budgets.limits_for(svc.db, job["owner_id"], svc.settings)
         ):
-            repo.retry_conversion(svc.db, job_id, row["source_key"])  # the live-page cap was full at its split: not its fault
+            # the live-page cap was full at its split: not its fault; it waits until its pages are free (no re-download each turn)
+            repo.retry_conversion(svc.db, job_id, row["source_key"], waits_for_pages=int(row["total_pages"] or 0))
             logger.info("folder file waits for the owner's live-page cap", job_id=job_id, key=row["source_key"])
         elif row["job_status"] == "failed" and retry_file(row["job_error_id"], int(row["attempts"]), max_retries):
             repo.retry_conversion(svc.db, job_id, row["source_key"])
@@ -184,7 +185,7 @@ def start_queued(svc: Services, job: dict[str, Any]) -> int:
     job_id = str(job["id"])
     repo.requeue_stalled_starts(svc.db, job_id, older_than_s=STALLED_START_S)
     room = min(svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id), _owner_places(svc, job["owner_id"]))
-    claimed = repo.claim_queued(svc.db, job_id, room)
+    claimed = repo.claim_queued(svc.db, job_id, room, free_pages=_owner_free_pages(svc, job["owner_id"]))
     if not claimed:
         return 0
     spec = FolderJobSpec.model_validate(job["spec"])
@@ -199,6 +200,12 @@ def _owner_places(svc: Services, owner_id: str) -> int:
     it never fails its files on the cap (docs/operations.md, "Budgets, caps and fair sharing")."""
     limits = budgets.limits_for(svc.db, owner_id, svc.settings)
     return max(limits.max_live_jobs - budgets.standing(svc.db, owner_id).live_jobs, 0)
+
+
+def _owner_free_pages(svc: Services, owner_id: str) -> int:
+    """Pages the owner may still open under their live-page cap: a file that waits for that many starts again."""
+    limits = budgets.limits_for(svc.db, owner_id, svc.settings)
+    return max(limits.max_live_pages - budgets.standing(svc.db, owner_id).live_pages, 0)
 
 
 def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJobSpec, row: dict[str, Any]) -> None:

@@ -27,8 +27,8 @@ from batchlane.runtime import Services
 _END = {"completed": "complete", "completed_with_failures": "complete_with_failures", "cancelled": "end_cancelled"}
 
 
-def report_lines(svc: Services, job: dict[str, Any]) -> Iterator[str]:
-    for row in repo.iter_terminal_files(svc.db, str(job["id"])):
+def report_lines(svc: Services, job: dict[str, Any], *, after: str | None = None, page: int = 1000) -> Iterator[str]:
+    for row in repo.iter_terminal_files(svc.db, str(job["id"]), after=after, page=page):
         yield json.dumps(report_line(row, job["output_bucket"]), sort_keys=True) + "\n"
 
 

@@ -5,15 +5,19 @@ Every use case takes the caller's owner id and answers NOT_FOUND for a job of so
 
 from __future__ import annotations
 
+import itertools
+import json
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane.db import caps
 from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
+from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
-from batchlane.domain.folder_policy import check_deadline
+from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
 from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.record import report_lines
@@ -60,9 +64,28 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
     ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
     out of the batch lane answer 403, as for a single file (docs/operations.md, budgets)."""
     spec = prepare(svc, body, owner_id=owner_id, groups=groups)
-    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options)):
-        raise Forbidden(f"priority high or lane opt-out options skip the half-price batch lane; that needs membership of the {priority_group} group.")
+    settings = svc.settings
+    short = deadline_opt_outs(
+        {"policy.deadline": spec.policy.deadline, "options.deadline": parse_deadline(spec.options.get("deadline"))},
+        datetime.now(UTC),
+        settings.batch_deadline_hours,
+        settings.batch_deadline_margin_s / 3600,
+    )
+    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options) or short):
+        raise Forbidden(
+            f"priority high, lane opt-out options or a deadline sooner than the batch lane's {settings.batch_deadline_hours:g} h turnaround "
+            f"({', '.join(short) or 'none here'}) skip the half-price batch lane; that needs membership of the {priority_group} group."
+        )
     job_id = folder_job_id(spec, owner_id)
+    if repo.get_job(svc.db, job_id) is None:  # a new job (the same spec again answers the existing one)
+        check_cap(
+            what="folder jobs running",
+            count=caps.live_folder_jobs(svc.db, owner_id),
+            limit=settings.batchlane_max_live_folder_jobs,
+            setting="BATCHLANE_MAX_LIVE_FOLDER_JOBS",
+            error_id="FOLDER_JOBS_LIMIT",
+            wait="Wait for one to finish or cancel one",
+        )
     source, target = spec.input_uri, spec.output_uri
     row = repo.insert_job(
         svc.db,
@@ -220,6 +243,17 @@ def _failed_pages(svc: Services, row: dict[str, Any]) -> list[int]:
 def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
     """The report.jsonl lines as they stand now (the same bytes the bucket gets at the end)."""
     return report_lines(svc, owned(svc, owner_id, job_id))
+
+
+def report_page(svc: Services, owner_id: str, job_id: str, *, after: str | None, limit: int) -> tuple[list[str], str | None]:
+    """Up to ``limit`` report lines past the source key ``after`` and the key to ask after next (None: the end):
+    the API answers a page at a time, never the whole report in memory (issue 21.2)."""
+    job = owned(svc, owner_id, job_id)
+    lines = list(itertools.islice(report_lines(svc, job, after=after, page=limit + 1), limit + 1))
+    if len(lines) <= limit:
+        return lines, None
+    lines = lines[:limit]
+    return lines, str(json.loads(lines[-1])["key"])
 
 
 def _run_name(job: dict[str, Any]) -> str:
