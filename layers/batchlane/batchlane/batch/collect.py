@@ -2,7 +2,8 @@
 
 * Every ``.jsonl.out`` under ``<outputUri>/<bedrockJobId>/`` is streamed line by line;
   accepted answers are spooled to disk per chunk, so memory stays bounded however big
-  the job (a Lambda has /tmp; 50,000 records fit in a few hundred MB of disk).
+  the job (on disk, a 50,000-record lane at the answer cap takes up to 2.4 GB: infra sizes
+  /tmp from quotas.maxRecords, domain/limits.collect_ephemeral_mb).
 * Records are joined on recordId against OUR manifest: a record Bedrock did not return,
   returned as an error, returned malformed, or answered in a way ``judge`` rejects, is a
   fallback (the chunk processor converts it on-demand).

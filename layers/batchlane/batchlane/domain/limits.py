@@ -24,3 +24,31 @@ def encoded_size(raw_bytes: int) -> int:
 
 
 PAGE_TOO_LARGE = "PAGE_TOO_LARGE"  # the failed-page reason when a page cannot be brought under MAX_PAGE_BYTES
+
+
+# --- collect's spool (/tmp) ---------------------------------------------------------------------
+# collect spools every accepted answer of a lane to /tmp before writing results/chunk-N.json
+# (batch/collect.py). An answer is at most max_tokens output tokens (an answer cut at max_tokens is
+# rejected, never spooled). Its JSON line escapes every non-ASCII character to 6 bytes (\uXXXX) and
+# a token of non-Latin text is about one character, English about 4 (Anthropic, "Token counting"):
+# 6 bytes a token bounds both. The record's other fields (ids, hash, counts) stay under 1 KB.
+SPOOL_BYTES_PER_ANSWER_TOKEN = 6
+SPOOL_RECORD_OVERHEAD_BYTES = 1024
+SPOOL_HEADROOM_MB = 512  # the runtime's own /tmp use, and the result file being assembled
+LAMBDA_EPHEMERAL_MB = (512, 10_240)  # Lambda's /tmp: 512 MB by default, up to 10,240 MB (Lambda "Quotas")
+
+
+def collect_spool_bytes(max_records: int, max_tokens: int) -> int:
+    """The most /tmp collect's spool can take: every record of the largest lane accepted at the answer cap."""
+    return max_records * (max_tokens * SPOOL_BYTES_PER_ANSWER_TOKEN + SPOOL_RECORD_OVERHEAD_BYTES)
+
+
+def collect_ephemeral_mb(max_records: int, max_tokens: int) -> int:
+    """batch_collect's ephemeral storage in MB: the largest spool plus headroom, at least Lambda's default.
+    Raises ValueError past Lambda's 10,240 MB: a lane that large could not be collected (lower maxRecords)."""
+    spool_mb = -(-collect_spool_bytes(max_records, max_tokens) // (1024 * 1024))
+    low, high = LAMBDA_EPHEMERAL_MB
+    needed = max(low, spool_mb + SPOOL_HEADROOM_MB)
+    if needed > high:
+        raise ValueError(f"collect would spool up to {spool_mb} MB for {max_records} records of {max_tokens} tokens; Lambda allows {high} MB of /tmp")
+    return needed
