@@ -25,7 +25,7 @@ COLLECT = topology.function("batch_collect")
 def _worst_spooled_line(max_tokens: int) -> int:
     """Bytes of collect's spool line for an answer at the cap, in the text that escapes the worst:
     one non-ASCII character a token (CJK), each written as \\uXXXX."""
-    answer = PrimedResult("m12-c199-p9999", "global.anthropic.claude-sonnet-4-5-20250929-v1:0", "f" * 64, "漢" * max_tokens, "end_turn", 99_999, max_tokens)
+    answer = PrimedResult("m12c199p9999", "global.anthropic.claude-sonnet-4-5-20250929-v1:0", "f" * 64, "漢" * max_tokens, "end_turn", 99_999, max_tokens)
     return len((json.dumps(answer.to_json()) + "\n").encode())
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from batchlane.domain import pool
 from batchlane.domain.pool import MICRO, PoolChunk, PoolPlan, plan_pool, split_by_weight
-from batchlane.domain.records import split_pooled_record_id
+from batchlane.domain.records import BEDROCK_RECORD_ID, RETRY_SUFFIX, pooled_record_id, split_pooled_record_id
 
 WINDOW = 900.0
 
@@ -244,8 +244,16 @@ def test_a_retry_batch_needs_enough_records_no_earlier_retry_and_room_before_eve
     assert pool.retry_batch_allowed(500, **{**allowed, "deadlines_s": [None, 4_999.0]}) == "deadline"
 
 
+def test_the_id_bedrock_sees_is_alphanumeric_as_documented_and_maps_back():
+    # Bedrock user guide, "Format and upload your batch inference data": recordId is an alphanumeric string.
+    sent = pooled_record_id("m12", "c3-p151")
+    assert sent == "m12c3p151" and BEDROCK_RECORD_ID.match(sent) and BEDROCK_RECORD_ID.match(sent + RETRY_SUFFIX)
+    assert split_pooled_record_id(sent) == ("m12", "c3-p151")
+    assert split_pooled_record_id(sent + RETRY_SUFFIX) == ("m12", "c3-p151")
+
+
 def test_a_retried_record_id_maps_back_to_its_job_and_page():
-    assert split_pooled_record_id("m12-c3-p151-r1") == ("m12", "c3-p151")
+    assert split_pooled_record_id("m12-c3-p151-r1") == ("m12", "c3-p151")  # a lane prepared before the alphanumeric form
     assert split_pooled_record_id("m0-c0-p1") == ("m0", "c0-p1")
     assert split_pooled_record_id("c4-p201") == ("m0", "c4-p201")  # a lane from before the pool
     with pytest.raises(ValueError):

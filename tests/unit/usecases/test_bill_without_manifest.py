@@ -32,7 +32,11 @@ def metrics_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def _record(record_id: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:
-    answer = {"content": [{"type": "text", "text": f"# {record_id}"}], "stop_reason": "end_turn", "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
+    answer = {
+        "content": [{"type": "text", "text": f"# {record_id}"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out},
+    }
     return {"recordId": record_id, "modelOutput": answer}
 
 
@@ -43,7 +47,7 @@ def _stopped_with_outputs(svc: Services, *, manifest: bytes | None) -> tuple[str
     row = rows.get_row(svc.db, parked.lane_id)
     assert row is not None and row.output_uri is not None
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
-    lines = [_record("m0-c0-p1", 1000, 200), _record("m0-c0-p2", 1200, 300), {"recordId": "m0-c1-p51", "error": {"errorCode": 500, "errorMessage": "x"}}]
+    lines = [_record("m0c0p1", 1000, 200), _record("m0c0p2", 1200, 300), {"recordId": "m0c1p51", "error": {"errorCode": 500, "errorMessage": "x"}}]
     assert isinstance(svc.store, MemoryStore)
     svc.store.put_bytes(prefix + "input-0.jsonl.out", "\n".join(json.dumps(x) for x in lines).encode())
     if manifest is not None:
@@ -65,7 +69,9 @@ def _estimated_count() -> float:
 
 
 @pytest.mark.parametrize("manifest", [None, b'{"inputTokenCount": 22', b'{"processedRecordCount": 3}'], ids=["missing", "truncated", "no-token-counts"])
-def test_an_abandoned_job_without_a_readable_manifest_bills_its_output_records_marked_estimated(svc: Services, metrics_on: None, manifest: bytes | None) -> None:
+def test_an_abandoned_job_without_a_readable_manifest_bills_its_output_records_marked_estimated(
+    svc: Services, metrics_on: None, manifest: bytes | None
+) -> None:
     lane_id, _ = _stopped_with_outputs(svc, manifest=manifest)
 
     assert abandon(svc, lane_id, reason="collect_failed")["won"] is True

@@ -155,7 +155,7 @@ def plan_retry_batch(svc: Services, row: rows.BatchRow, manifest: LaneManifest, 
     """Failed records a retry can cure, of members still waiting on this lane, go to a retry batch when there are
     at least MIN_RECORDS of them, this lane is not itself a retry, and every affected member's deadline leaves
     room for one more batch turnaround (domain/pool.retry_batch_allowed); else they go on-demand as before.
-    The records are copied from this lane's input with new ids (``…-r1``) under the retry lane's prefix."""
+    The records are copied from this lane's input with new ids (``…r1``) under the retry lane's prefix."""
     settings = svc.settings
     picked = [rid for rid in failed if (manifest.members.get(split_pooled_record_id(rid)[0]), parse_record_id(split_pooled_record_id(rid)[1])[0]) in waiting]
     jobs = sorted({manifest.members[split_pooled_record_id(rid)[0]] for rid in picked})
