@@ -19,6 +19,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
+from batchlane.domain.pool import base_model_id
 from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobStatus, Transition
 
 # "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
@@ -131,13 +132,16 @@ def lock_row(db: Runner, lane_id: str) -> BatchRow | None:
     return _one(db, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE} FOR UPDATE", lane=lane_id)
 
 
-def count_in_flight(db: Runner, model_id: str) -> int:
-    row = db.one(
-        "SELECT count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) AND model_id = :model",
+def in_flight_by_base_model(db: Runner) -> dict[str, int]:
+    """Lanes holding a Bedrock job slot, per base model: the us./global. profiles of one model share its quota."""
+    found: dict[str, int] = {}
+    for row in db.run(
+        "SELECT model_id, count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) GROUP BY model_id",
         states=list(IN_FLIGHT_STATES),
-        model=model_id,
-    )
-    return int(row["n"]) if row else 0
+    ):
+        base = base_model_id(row["model_id"])
+        found[base] = found.get(base, 0) + int(row["n"])
+    return found
 
 
 def count_past_deadline(db: Runner) -> int:

@@ -11,15 +11,29 @@ Pure: the packer (batch/packer.py) reads the pool of one model from the database
 * Full jobs go at once. What is left forms one more job when its oldest chunk has waited the pool
   window and it holds at least ``min_records``; when it holds fewer, the jobs whose window has
   passed leave the pool for on-demand (``pool_too_small``), and the rest keep waiting.
-* Only ``slots`` Bedrock jobs may start (the model's concurrent-job quota minus those in flight):
+* Only ``slots`` Bedrock jobs may start (the concurrent-job quota of the model's BASE model minus
+  the jobs in flight on any profile of it, :func:`base_model_id`):
   packing beyond them waits; it never fails, and nobody leaves for the quota (a job with pages
   waiting for a slot keeps its too-small remainder waiting too, rather than sending all on-demand).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+
+# A cross-Region inference profile is "<geography>.<provider>.<model>" (us., eu., apac., global., ...;
+# Bedrock user guide, "Supported Regions and models for inference profiles"); its base model is the rest.
+_PROFILE_PREFIX = re.compile(r"^(?:us|eu|apac|global|us-gov|jp|au|ca|ap)\.(?=[a-z0-9-]+\.)")
+
+
+def base_model_id(model_id: str) -> str:
+    """The base model a model id or inference profile (id or ARN) runs on: Bedrock's concurrent batch-job
+    quota ("... batch inference jobs using a base model for M") is per base model, so the us. and global.
+    profiles of one model share it."""
+    tail = model_id.rsplit("/", 1)[-1] if model_id.startswith("arn:") else model_id
+    return _PROFILE_PREFIX.sub("", tail)
 
 
 @dataclass(frozen=True)
