@@ -90,6 +90,7 @@ class PooledChunk:
     chunk_index: int
     pages: int
     waited_s: float
+    source_bytes: int | None = None  # the chunk's source PDF (NULL: split before it was recorded)
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
                 FROM large_conversion_jobs j JOIN waiting w ON w.id = j.id LEFT JOIN busy ON busy.owner_id = w.owner_id
                 WHERE j.status = ANY(CAST(:parked AS text[]))
                 FOR UPDATE OF j SKIP LOCKED)
-           SELECT l.id, l.model_id, c.chunk_index, c.last_page - c.first_page + 1 AS pages, l.waited_s
+           SELECT l.id, l.model_id, c.chunk_index, c.last_page - c.first_page + 1 AS pages, l.waited_s, c.source_bytes
            FROM locked l JOIN chunk_jobs c ON c.job_id = l.id
            WHERE NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)
            ORDER BY l.model_id, l.rank, l.created_at, l.id, c.chunk_index
@@ -194,7 +195,17 @@ def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
         in_flight=list(IN_FLIGHT_STATES),
         limit=limit,
     )
-    return [PooledChunk(str(r["id"]), r["model_id"], int(r["chunk_index"]), int(r["pages"]), float(r["waited_s"])) for r in rows]
+    return [
+        PooledChunk(
+            str(r["id"]),
+            r["model_id"],
+            int(r["chunk_index"]),
+            int(r["pages"]),
+            float(r["waited_s"]),
+            None if r["source_bytes"] is None else int(r["source_bytes"]),
+        )
+        for r in rows
+    ]
 
 
 def jobs_due(db: Runner, *, margin_s: float) -> list[str]:

@@ -52,3 +52,19 @@ def collect_ephemeral_mb(max_records: int, max_tokens: int) -> int:
     if needed > high:
         raise ValueError(f"collect would spool up to {spool_mb} MB for {max_records} records of {max_tokens} tokens; Lambda allows {high} MB of /tmp")
     return needed
+
+
+# --- a lane's input bytes, estimated at packing --------------------------------------------------
+# Bedrock's "Batch inference job size" quota is the sum of a job's input files (5 GB for most
+# models), with each page base64-encoded (4/3). The packer knows each chunk's source PDF size; a page
+# split out of it repeats what the chunk shares (fonts: ~22 KiB a page with an embedded font,
+# FACTS/benchmarks), and each record adds the request around the document (~0.7 KB measured).
+SPLIT_PAGE_OVERHEAD_BYTES = 32 * 1024  # raw, per page: resources a single-page PDF repeats
+RECORD_JSON_OVERHEAD_BYTES = 4 * 1024  # per record: recordId, system prompt, instruction, JSON keys
+
+
+def estimated_record_bytes(chunk_source_bytes: int | None, pages: int) -> int:
+    """What a chunk's records will weigh in the lane's input files (0 when the chunk's size is unknown)."""
+    if chunk_source_bytes is None:
+        return 0
+    return encoded_size(chunk_source_bytes + pages * SPLIT_PAGE_OVERHEAD_BYTES) + pages * RECORD_JSON_OVERHEAD_BYTES

@@ -6,6 +6,11 @@ Pure: the packer (batch/packer.py) reads the pool of one model from the database
 * A Bedrock job holds at most ``max_records`` records. A chunk's pages are an upper bound on its
   records (a blank page sends none), so the plan counts pages; prepare counts the real records
   and the lane skips to on-demand if blanks took it under ``min_records``.
+* A Bedrock job's input files weigh at most ``max_bytes`` in all (the "Batch inference job size"
+  quota): each chunk carries its records' estimated bytes (domain/limits.estimated_record_bytes,
+  from its source PDF's size), so heavy pages split into more lanes instead of one that prepare
+  would find too large and send on-demand. Each record is far under the per-file quota and prepare
+  cuts a chunk's records into files of ``MAX_FILE_MB``, so files never limit the packing.
 * A chunk is the unit: a job's chunks stay together in order where they fit, and a job with more
   pages than one Bedrock job allows spans several (the chunk is never cut).
 * Full jobs go at once. What is left forms one more job when its oldest chunk has waited the pool
@@ -42,6 +47,7 @@ class PoolChunk:
     chunk_index: int
     pages: int
     waited_s: float  # since the job entered the pool
+    input_bytes: int = 0  # its records' estimated bytes in the lane's input (0: unknown, records only)
 
 
 @dataclass(frozen=True)
@@ -56,23 +62,28 @@ class PoolPlan:
 OPEN_JOBS = 8  # how many partly filled jobs first fit tries: more would make packing quadratic
 
 
-def pack(chunks: list[PoolChunk], max_records: int) -> list[list[PoolChunk]]:
+def pack(chunks: list[PoolChunk], max_records: int, max_bytes: int | None = None) -> list[list[PoolChunk]]:
     """First fit in the given order over the last few open jobs: the order's fairness holds, a job's
-    chunks mostly stay together, and small chunks fill the gaps big ones leave."""
+    chunks mostly stay together, and small chunks fill the gaps big ones leave. A job takes a chunk
+    only where both its records and its bytes fit (a chunk heavier than ``max_bytes`` goes alone)."""
+    cap_bytes = max_bytes if max_bytes is not None else float("inf")
     jobs: list[list[PoolChunk]] = []
     room: list[int] = []
+    room_bytes: list[float] = []
     open_jobs: list[int] = []
     for chunk in chunks:
         if chunk.pages > max_records:
             raise ValueError(f"chunk {chunk.chunk_index} of job {chunk.job_id} has {chunk.pages} pages, over the {max_records}-record cap")
         for i in open_jobs:
-            if chunk.pages <= room[i]:
+            if chunk.pages <= room[i] and chunk.input_bytes <= room_bytes[i]:
                 jobs[i].append(chunk)
                 room[i] -= chunk.pages
+                room_bytes[i] -= chunk.input_bytes
                 break
         else:
             jobs.append([chunk])
             room.append(max_records - chunk.pages)
+            room_bytes.append(cap_bytes - chunk.input_bytes)
             open_jobs.append(len(jobs) - 1)
             if len(open_jobs) > OPEN_JOBS:
                 open_jobs.pop(0)
@@ -83,19 +94,21 @@ def pages(chunks: list[PoolChunk]) -> int:
     return sum(c.pages for c in chunks)
 
 
-def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, window_s: float, slots: int) -> PoolPlan:
+def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, window_s: float, slots: int, max_bytes: int | None = None) -> PoolPlan:
     """What to do with one model's pool now (see the module doc)."""
     if not chunks:
         return PoolPlan()
     smallest = min(c.pages for c in chunks)
+    lightest = min(c.input_bytes for c in chunks)
     go: list[list[PoolChunk]] = []
     waiting: list[PoolChunk] = []
     too_small: list[PoolChunk] = []  # ripe, but too few records for a Bedrock job
     for_quota: set[str] = set()  # jobs with pages that only wait for a slot
     why: str | None = None
-    for job in pack(chunks, max_records):
+    for job in pack(chunks, max_records, max_bytes):
         size = pages(job)
-        full = max_records - size < smallest  # nothing in the pool would fit any more
+        heavy = max_bytes is not None and max_bytes - sum(c.input_bytes for c in job) < max(lightest, 1)
+        full = max_records - size < smallest or heavy  # nothing in the pool would fit any more
         ripe = max(c.waited_s for c in job) >= window_s
         if full or (ripe and size >= min_records):
             if len(go) < slots:
