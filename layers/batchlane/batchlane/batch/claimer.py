@@ -47,7 +47,7 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     waiting = 0
     with svc.db.transaction() as tx:
         rows.lock_claims(tx)
-        rows.note_pooled(tx)
+        rows.note_pooled(tx, window_s=settings.batch_pool_window_s)
         pool = rows.pool_chunks(tx)
         in_flight = rows.in_flight_by_base_model(tx)  # one quota per base model, whichever profile a lane uses
         for model, group in groupby(pool, key=lambda c: c.model_id):

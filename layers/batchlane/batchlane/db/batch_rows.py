@@ -157,11 +157,31 @@ def lock_claims(db: Runner) -> None:
 
 
 # -- the pool ------------------------------------------------------------------------------
-def note_pooled(db: Runner) -> None:
-    """Start the pool window of every parked job seen for the first time."""
+def note_pooled(db: Runner, *, window_s: float) -> None:
+    """Start the pool window of every parked job seen for the first time, except a folder's file while its
+    folder may still start more: its files start their windows together once the listing is complete and
+    no file is queued (the last one has started), or once the folder has started nothing for a window
+    (waiting for its owner's places, which its own parked files may hold), or when the folder has ended.
+    A file read from a folder but not yet attached to it (create_job returned, attach not yet) waits too,
+    for at most a window. Why: docs/architecture.md "The batch pool", folders (issue 22, point 9)."""
     db.run(
-        "UPDATE large_conversion_jobs SET pooled_at = now() WHERE status = ANY(CAST(:parked AS text[])) AND pooled_at IS NULL",
+        """UPDATE large_conversion_jobs j SET pooled_at = now()
+           WHERE j.status = ANY(CAST(:parked AS text[])) AND j.pooled_at IS NULL
+             AND NOT EXISTS (
+                 SELECT 1 FROM folder_job_files f JOIN folder_jobs fj ON fj.id = f.folder_job_id
+                 WHERE f.conversion_job_id = j.id
+                   AND fj.status IN ('enumerating', 'processing')
+                   AND (NOT fj.enumeration_done
+                        OR EXISTS (SELECT 1 FROM folder_job_files q WHERE q.folder_job_id = fj.id AND q.status = 'queued'))
+                   AND (SELECT max(s.started_at) FROM folder_job_files s WHERE s.folder_job_id = fj.id)
+                       > now() - make_interval(secs => :window))
+             AND NOT EXISTS (
+                 SELECT 1 FROM files fl
+                 WHERE fl.id = j.file_id AND fl.source_bucket IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM folder_job_files a WHERE a.conversion_job_id = j.id)
+                   AND j.created_at > now() - make_interval(secs => :window))""",
         parked=_PARKED,
+        window=float(window_s),
     )
 
 
