@@ -65,6 +65,11 @@ def test_every_file_of_a_folder_reaches_the_pool_and_rides_one_bedrock_job(svc: 
     assert _pooled(svc, first) == [False] * 3, "listed, but its last file has not started"
 
     last = _start(svc, 1)
+    svc.db.run("UPDATE large_conversion_jobs SET status = 'splitting' WHERE id = CAST(:id AS uuid)", id=last[0])
+    claim_parked_jobs(svc)
+    assert _pooled(svc, first) == [False] * 3, "the last file has started but is still splitting: not in the pool yet"
+
+    svc.db.run("UPDATE large_conversion_jobs SET status = 'waiting_batch' WHERE id = CAST(:id AS uuid)", id=last[0])
     claim_parked_jobs(svc)
     everyone = first + last
     assert _pooled(svc, everyone) == [True] * 4, "the last file started: every window starts now, together"
@@ -77,13 +82,27 @@ def test_every_file_of_a_folder_reaches_the_pool_and_rides_one_bedrock_job(svc: 
     assert sorted(lane["jobs"]) == sorted(everyone), "every file of the folder in one Bedrock job"
 
 
-def test_a_folder_that_starts_nothing_for_a_window_lets_its_files_windows_start(svc: Services) -> None:
+def test_a_folder_that_starts_nothing_for_a_while_lets_its_files_windows_start(svc: Services) -> None:
     # Its owner's places may be full of its own parked files: waiting on for the last file would never end.
+    # A stall is a window, at least FOLDER_STALL_S of real time (offline the window is milliseconds).
     svc = _svc(svc)
     _folder(svc)
     first = _start(svc, 2)
-    svc.db.run("UPDATE folder_job_files SET started_at = now() - interval '61 seconds' WHERE started_at IS NOT NULL")
+    svc.db.run("UPDATE folder_job_files SET started_at = now() - interval '121 seconds' WHERE started_at IS NOT NULL")
 
     claim_parked_jobs(svc)
 
     assert _pooled(svc, first) == [True, True]
+
+
+def test_on_a_scaled_clock_a_folder_still_arriving_is_not_a_stalled_one(svc: Services) -> None:
+    # Offline the demo's window is milliseconds: files started seconds ago must still wait for the rest.
+    svc = _svc(svc)
+    svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batchlane_time_scale": 36_000.0}))
+    _folder(svc)
+    first = _start(svc, 2)
+    svc.db.run("UPDATE folder_job_files SET started_at = now() - interval '5 seconds' WHERE started_at IS NOT NULL")
+
+    claim_parked_jobs(svc)
+
+    assert _pooled(svc, first) == [False, False]

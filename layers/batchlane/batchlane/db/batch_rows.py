@@ -157,13 +157,17 @@ def lock_claims(db: Runner) -> None:
 
 
 # -- the pool ------------------------------------------------------------------------------
+FOLDER_STALL_S = 120.0  # a folder that started no file for this long (at least) lets its files' windows start
+
+
 def note_pooled(db: Runner, *, window_s: float) -> None:
     """Start the pool window of every parked job seen for the first time, except a folder's file while its
-    folder may still start more: its files start their windows together once the listing is complete and
-    no file is queued (the last one has started), or once the folder has started nothing for a window
-    (waiting for its owner's places, which its own parked files may hold), or when the folder has ended.
-    A file read from a folder but not yet attached to it (create_job returned, attach not yet) waits too,
-    for at most a window. Why: docs/architecture.md "The batch pool", folders (issue 22, point 9)."""
+    folder may still bring more: its files start their windows together once the listing is complete,
+    no file is queued and none is still opening or splitting (the last one has reached the pool or gone
+    on-demand), or once the folder has started nothing for a window
+    (at least FOLDER_STALL_S: waiting for its owner's places, which its own parked files may hold), or
+    when the folder has ended. A file read from a folder but not yet attached to it (create_job returned,
+    attach not yet) waits too, as long at most. Why: docs/architecture.md "The batch pool", folders (issue 22, point 9)."""
     db.run(
         """UPDATE large_conversion_jobs j SET pooled_at = now()
            WHERE j.status = ANY(CAST(:parked AS text[])) AND j.pooled_at IS NULL
@@ -172,7 +176,10 @@ def note_pooled(db: Runner, *, window_s: float) -> None:
                  WHERE f.conversion_job_id = j.id
                    AND fj.status IN ('enumerating', 'processing')
                    AND (NOT fj.enumeration_done
-                        OR EXISTS (SELECT 1 FROM folder_job_files q WHERE q.folder_job_id = fj.id AND q.status = 'queued'))
+                        OR EXISTS (SELECT 1 FROM folder_job_files q WHERE q.folder_job_id = fj.id AND q.status = 'queued')
+                        OR EXISTS (SELECT 1 FROM folder_job_files q LEFT JOIN large_conversion_jobs qj ON qj.id = q.conversion_job_id
+                                   WHERE q.folder_job_id = fj.id AND q.status = 'processing'
+                                     AND (q.conversion_job_id IS NULL OR qj.status = 'splitting')))
                    AND (SELECT max(s.started_at) FROM folder_job_files s WHERE s.folder_job_id = fj.id)
                        > now() - make_interval(secs => :window))
              AND NOT EXISTS (
@@ -181,7 +188,9 @@ def note_pooled(db: Runner, *, window_s: float) -> None:
                    AND NOT EXISTS (SELECT 1 FROM folder_job_files a WHERE a.conversion_job_id = j.id)
                    AND j.created_at > now() - make_interval(secs => :window))""",
         parked=_PARKED,
-        window=float(window_s),
+        # A stall is measured in real seconds, never less than FOLDER_STALL_S: offline the window is scaled
+        # to milliseconds, and a folder that starts a file every second is not stalled.
+        window=max(float(window_s), FOLDER_STALL_S),
     )
 
 
