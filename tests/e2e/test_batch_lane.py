@@ -48,7 +48,7 @@ def test_completed_job_is_served_from_batch_at_half_price(stack_factory):
 @pytest.mark.parametrize(
     "faults,end_state",
     [
-        ("record_error_rate=0.2", "PartiallyCompleted"),
+        ("record_error_rate=0.25", "PartiallyCompleted"),
         ("job_outcome=failed", "Failed"),
         ("job_outcome=expired", "Expired"),
         ("job_outcome=stopped", "Stopped"),
@@ -373,7 +373,7 @@ def test_failed_records_go_to_a_retry_batch_with_new_ids_and_come_back_to_their_
 
 
 def test_too_few_failed_records_go_on_demand_without_a_retry_batch(stack_factory):
-    stack_factory(f"{FAST},record_error_rate=0.05", extra_env=SMALL_LANE_ENV)
+    stack_factory(f"{FAST},record_error_rate=0.1", extra_env=SMALL_LANE_ENV)
     report = run_job()
     results = assert_converted_whole(report["job_id"])
     [lane] = lanes(report["job_id"])
