@@ -133,7 +133,7 @@ class Compute(Construct):
             layers=[self.layer],
             timeout=Duration.seconds(spec.timeout_s),
             memory_size=spec.memory_mb,
-            ephemeral_storage_size=Size.mebibytes(spec.ephemeral_storage_mb),
+            ephemeral_storage_size=Size.mebibytes(self._config.ephemeral_storage_mb(spec)),
             role=role,
             log_group=log_group,
             tracing=lambda_.Tracing.ACTIVE,

@@ -15,6 +15,7 @@ from constructs import Node
 import infra  # noqa: F401  (puts the shared package on sys.path)
 from batchlane import topology
 from batchlane.config import DEFAULT_MODEL_ID, Settings
+from batchlane.domain.limits import collect_ephemeral_mb
 
 DEFAULT_FALLBACK_SHARE = float(Settings.model_fields["batch_conversion_fallback_warn_share"].default)
 
@@ -112,6 +113,14 @@ class InfraConfig:
     budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
     reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
     chunk_slots: int = DEFAULT_CHUNK_SLOTS
+
+    def ephemeral_storage_mb(self, spec: topology.FunctionSpec) -> int:
+        """Ephemeral storage (MB) of a function: batch_collect's follows the largest lane it may spool (quotas.maxRecords
+        records at the answer cap, domain/limits.py); the others' is their topology value."""
+        if spec.name == "batch_collect":
+            max_tokens = int(Settings.model_fields["batchlane_max_tokens"].default)  # infra does not set BATCHLANE_MAX_TOKENS
+            return max(spec.ephemeral_storage_mb, collect_ephemeral_mb(int(self.quotas["maxRecords"]), max_tokens))
+        return spec.ephemeral_storage_mb
 
     @property
     def log_retention(self) -> logs.RetentionDays:

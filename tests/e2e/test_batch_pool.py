@@ -336,7 +336,7 @@ def test_the_quota_holds_the_second_lane_until_the_first_ends(stack_factory):
 @pytest.mark.parametrize(
     "faults,end_state",
     [
-        ("record_error_rate=0.2", "PartiallyCompleted"),
+        ("record_error_rate=0.25", "PartiallyCompleted"),
         ("job_outcome=failed", "Failed"),
         ("job_outcome=expired", "Expired"),
         ("job_outcome=stopped", "Stopped"),

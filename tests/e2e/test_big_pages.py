@@ -88,12 +88,12 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
         assert calls == PAGES - 1, "one call per page sent, none for the page too large"
         return
     # Batch lane: every page that could be sent went as a record; the drawing has none, and nothing went on-demand.
-    record_ids = list(manifest["promptHashes"])  # every record the lane sent, by its pooled id (m<k>-c<chunk>-p<page>)
-    assert len(record_ids) == PAGES - 1 and not any(r.endswith(f"-p{DRAWING}") for r in record_ids)
+    record_ids = list(manifest["promptHashes"])  # every record the lane sent, by its pooled id (m<k>c<chunk>p<page>)
+    assert len(record_ids) == PAGES - 1 and not any(r.endswith(f"p{DRAWING}") for r in record_ids)
     assert calls == 0 and job.pages_batch == PAGES - 1
     # The photo page's record carries the reduced page: the very bytes the on-demand path would send.
     photo_chunk = next(c for c in job_repo.get_chunks(svc.db, job_id) if c.first_page <= PHOTO <= c.last_page)
     sent = next(p for p in chunk_pages(svc.store, job_id, photo_chunk, render=False) if p.number == PHOTO)
     assert len(sent.pdf_bytes) <= MAX_PAGE_BYTES
-    photo_line = next(line for line in lines if f"-p{PHOTO}".encode() in line[:40])
+    photo_line = next(line for line in lines if f"p{PHOTO}\"".encode() in line[:40])
     assert base64.b64encode(sent.pdf_bytes) in photo_line and len(photo_line) < encoded_size(MAX_PAGE_BYTES) + 100_000

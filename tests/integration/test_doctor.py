@@ -87,7 +87,7 @@ def live_checks(tmp_path_factory, migrated_url, stack_starter):  # type: ignore[
 def test_live_runs_a_pilot_batch_job_of_the_minimum_record_count_on_the_emulator(live_checks):
     pilot = live_checks["live: pilot batch job"]
     assert pilot["ok"] is True, pilot["detail"]
-    assert pilot["detail"].startswith("Completed in ") and "5/5 records accepted; $" in pilot["detail"]
+    assert pilot["detail"].startswith("Completed in ") and "5/5 records accepted from 3 input files; $" in pilot["detail"]
 
 
 def test_live_on_demand_call_sees_the_picture_on_the_page(live_checks):

@@ -51,10 +51,10 @@ def run_folder_demo(
             tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="batchlane-folder-demo-"))
             # The batch clock sized to the folder's pages as `batchlane demo` sizes it to its document: the
             # pool may put them all in one Bedrock job, which must keep its calibrated pace on this machine.
-            scale = scale_for_job(_pages_in(directory))
-            faults = faults or f"time_scale={scale:.0f}"
-            options = StackOptions(workdir=Path(tmp), faults=faults, extra_env={"BATCH_POOL_WINDOW_MINUTES": str(_pool_window_s(directory) * scale / 60)})
-            stack = cleanup.enter_context(OfflineStack(options))
+            # No pool window of its own: a folder's files start their window together once it has started
+            # its last file (db/batch_rows.note_pooled), however slowly the uploads and splits run here.
+            faults = faults or f"time_scale={scale_for_job(_pages_in(directory)):.0f}"
+            stack = cleanup.enter_context(OfflineStack(StackOptions(workdir=Path(tmp), faults=faults)))
             env = stack.env
         api = ApiClient(env["BATCHLANE_API_URL"], f"local:{local_identity(user)}")  # the caller's job: `jobs status fj-…` finds it
         s3 = offline_s3(env)
@@ -101,15 +101,6 @@ def _pages_in(directory: Path) -> int:
             with contextlib.suppress(PyPdfError, OSError, ValueError, KeyError):
                 pages += len(PdfReader(path).pages)
     return pages
-
-
-def _pool_window_s(directory: Path) -> float:
-    """The pool window in real seconds: long enough for the folder's files to reach the pool. The clock runs
-    Bedrock's turnaround thousands of times faster, but uploads, splits and the folder loop run in real time;
-    at the scaled 15 minutes (milliseconds) the first files would wait out the window alone and go on-demand
-    (pool_too_small) before the rest arrived. About half a second a file here, at most two minutes."""
-    files = sum(1 for path in directory.rglob("*") if path.is_file() and path.suffix.lower() == ".pdf")
-    return min(120.0, 5.0 + 0.5 * files)
 
 
 def _pool_lanes(svc: Any, job_ids: list[str]) -> int:

@@ -373,7 +373,10 @@ LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
     "Lambda.Unknown",
 )
 # Ours, retried alike: the database blipped (StoreUnavailable), the runtime timed out (Sandbox.Timedout).
-TRANSIENT_ERRORS: tuple[str, ...] = ("StoreUnavailable", "Sandbox.Timedout")
+# Step Functions matches the raised class's own name, never a parent's: StoreUnavailable's subclasses
+# are named one by one (a rotation half done refuses the password; a proxy's certificate rotates).
+# tests/unit/test_transient_retries.py walks the class tree so a new subclass cannot be missed.
+TRANSIENT_ERRORS: tuple[str, ...] = ("StoreUnavailable", "DatabaseAuthFailed", "DatabaseTlsError", "Sandbox.Timedout")
 
 # Counts the Python code also reads: the file gets them from here, so the two cannot disagree.
 CHUNK_RETRY_LATER_MAX_ATTEMPTS = 2  # ProcessChunk retries a throttled chunk twice (3 attempts in all)

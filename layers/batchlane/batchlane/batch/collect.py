@@ -2,7 +2,8 @@
 
 * Every ``.jsonl.out`` under ``<outputUri>/<bedrockJobId>/`` is streamed line by line;
   accepted answers are spooled to disk per chunk, so memory stays bounded however big
-  the job (a Lambda has /tmp; 50,000 records fit in a few hundred MB of disk).
+  the job (on disk, a 50,000-record lane at the answer cap takes up to 2.4 GB: infra sizes
+  /tmp from quotas.maxRecords, domain/limits.collect_ephemeral_mb).
 * Records are joined on recordId against OUR manifest: a record Bedrock did not return,
   returned as an error, returned malformed, or answered in a way ``judge`` rejects, is a
   fallback (the chunk processor converts it on-demand).
@@ -163,7 +164,7 @@ def plan_retry_batch(svc: Services, row: rows.BatchRow, manifest: LaneManifest, 
     """Failed records a retry can cure, of members still waiting on this lane, go to a retry batch when there are
     at least MIN_RECORDS of them, this lane is not itself a retry, and every affected member's deadline leaves
     room for one more batch turnaround (domain/pool.retry_batch_allowed); else they go on-demand as before.
-    The records are copied from this lane's input with new ids (``…-r1``) under the retry lane's prefix."""
+    The records are copied from this lane's input with new ids (``…r1``) under the retry lane's prefix."""
     settings = svc.settings
     picked = [rid for rid in failed if (manifest.members.get(split_pooled_record_id(rid)[0]), parse_record_id(split_pooled_record_id(rid)[1])[0]) in waiting]
     jobs = sorted({manifest.members[split_pooled_record_id(rid)[0]] for rid in picked})
