@@ -15,6 +15,7 @@ from batchlane.db.service_tiers import record_probe
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
+from batchlane_dev.report import job_report
 
 pytestmark = pytest.mark.slow
 
@@ -71,6 +72,9 @@ def test_a_deadline_of_hours_goes_flex_falls_back_to_default_when_flex_sheds_and
     flex_usd = (rate[0] * int(tiers["flex"]["inputTokens"]) + rate[1] * int(tiers["flex"]["outputTokens"])) / Decimal(1_000_000)
     assert abs(tiers["flex"]["costUsd"] - flex_usd) <= Decimal("0.00001") * PAGES
     assert ledger.job_total(svc.db, job.id) == Decimal(job.total_cost_usd) == tiers["flex"]["costUsd"] + tiers["default"]["costUsd"]
+    # and the demo's report shows the pages per tier
+    report = job_report(svc, job.id)["on_demand"]["tiers"]
+    assert {name: t["pages"] for name, t in report.items()} == {"default": tiers["default"]["pages"], "flex": tiers["flex"]["pages"]}
 
 
 def test_without_a_flex_rate_the_same_job_stays_at_the_default_tier(stack_factory):
