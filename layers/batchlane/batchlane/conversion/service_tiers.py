@@ -12,24 +12,20 @@ from batchlane.domain import service_tier as tiers
 
 
 def flex_lane(svc: Any, job: Any, *, retrying: bool) -> str | None:
-    """Why this job's on-demand work goes Flex (domain/service_tier.py), or None for the default tier."""
-    reason = tiers.flex_reason(
+    """Why this job's on-demand work goes Flex (domain/service_tier.py), or None for the default tier.
+    No Flex rate configured (today's default): no database read at all."""
+    if svc.prices.flex_rate(job.model_id) is None:
+        return None
+    if not tiers.flex_for_model(job.model_id, probe=repo.probed(svc.db, job.model_id), rate_configured=True).on:
+        return None
+    return tiers.flex_reason(
         job.options or {},
-        lane_reason=_lane_reason(svc.db, job.id),
+        lane_reason=repo.job_lane_reason(svc.db, job.id),
         retrying=retrying,
         now=datetime.now(UTC),
         min_deadline_hours=svc.settings.batchlane_flex_min_deadline_hours,
     )
-    if reason is None:
-        return None
-    rate = svc.prices.flex_rate(job.model_id) is not None
-    return reason if tiers.flex_for_model(job.model_id, probe=repo.probed(svc.db, job.model_id), rate_configured=rate).on else None
 
 
 def with_flex(reason: str | None, transport: Transport) -> Transport:
     return transport if reason is None else FlexTransport(transport)
-
-
-def _lane_reason(db: Any, job_id: str) -> str | None:
-    row = db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
-    return None if row is None else row["lane_reason"]

@@ -15,6 +15,12 @@ def probed(db: Runner, model_id: str, tier: str = tiers.FLEX) -> bool | None:
     return None if row is None else bool(row["accepted"])
 
 
+def job_lane_reason(db: Runner, job_id: str) -> str | None:
+    """Why the job left the pool or its lane (deadline, pool_too_small, ...), None when it never did."""
+    row = db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
+    return None if row is None else row["lane_reason"]
+
+
 def record_probe(db: Runner, event: Mapping[str, Any]) -> dict[str, Any]:
     """The migrate function's ``record_service_tier`` action: store the doctor's probe (the last one wins)."""
     model_id, tier = str(event.get("modelId") or ""), str(event.get("serviceTier") or "")
