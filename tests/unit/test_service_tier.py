@@ -102,7 +102,7 @@ def test_flex_refused_for_the_model_falls_back_and_is_not_tried_again() -> None:
         def send(self, request):  # type: ignore[no-untyped-def]
             if request.service_tier == "flex":
                 self.tiers.append("flex")
-                raise ModelCallError("ValidationException", "The service tier flex is not supported for the model", retryable=False)
+                raise ModelCallError("ValidationException", "flex is not available for this model", retryable=False)
             return super().send(request)
 
     bedrock = Refusing()
@@ -112,13 +112,31 @@ def test_flex_refused_for_the_model_falls_back_and_is_not_tried_again() -> None:
     assert bedrock.tiers == ["flex", None, None]
 
 
-def test_other_errors_on_flex_are_not_a_tier_fallback() -> None:
+def test_a_body_error_is_not_taken_for_a_tier_refusal() -> None:
     class Broken(_Bedrock):
         def send(self, request):  # type: ignore[no-untyped-def]
+            self.tiers.append(request.service_tier)
             raise ModelCallError("ValidationException", "Malformed input request", retryable=False)
 
+    bedrock = Broken()
+    transport = FlexTransport(bedrock)
+    with pytest.raises(ModelCallError, match="Malformed"):
+        transport.send(_request())
     with pytest.raises(ModelCallError):
-        FlexTransport(Broken()).send(_request())
+        transport.send(_request())
+    assert bedrock.tiers == ["flex", None, "flex", None]  # default failed too: Flex is not blamed
+
+
+def test_a_read_timeout_on_flex_is_not_resent() -> None:
+    class Slow(_Bedrock):
+        def send(self, request):  # type: ignore[no-untyped-def]
+            self.tiers.append(request.service_tier)
+            raise ModelCallError("ReadTimeout", "no answer", retryable=True, possibly_billed=Usage(1, 1))
+
+    bedrock = Slow()
+    with pytest.raises(ModelCallError):
+        FlexTransport(bedrock).send(_request())
+    assert bedrock.tiers == ["flex"]  # it may be billed: the caller books it before anything resends
 
 
 def test_a_flex_page_is_priced_at_the_flex_rate_and_the_breakdown_says_so() -> None:

@@ -16,8 +16,9 @@ from batchlane.observability import logger
 
 class FlexTransport:
     """Every request goes at Flex first; a throttle or ServiceUnavailable on Flex sends the same
-    request at the default tier. A ValidationException naming the tier (Flex refused for the model)
-    also falls back, and Flex is not tried again in this process."""
+    request at the default tier. A ValidationException on Flex is sent at default too (AWS does not
+    publish the wording of a tier refusal): when default then answers, Flex was refused for the
+    model and is not tried again in this process; when default fails as well, its error stands."""
 
     def __init__(self, inner: Transport) -> None:
         self._inner = inner
@@ -33,14 +34,15 @@ class FlexTransport:
         try:
             return self._inner.send(request.with_tier(tiers.FLEX))
         except ModelCallError as exc:
-            if exc.possibly_billed is not None or not (exc.code in tiers.FLEX_SHED_CODES or _tier_refused(exc)):
+            invalid = exc.code == "ValidationException"
+            if exc.possibly_billed is not None or not (exc.code in tiers.FLEX_SHED_CODES or invalid):
                 raise
             with self._lock:
                 self.fell_back += 1
-                self._refused = self._refused or _tier_refused(exc)
             logger.info("flex not served; sending at the default tier", model_id=request.model_id, code=exc.code)
-            return self._inner.send(request.with_tier(None))
-
-
-def _tier_refused(exc: ModelCallError) -> bool:
-    return exc.code == "ValidationException" and "tier" in exc.message.lower()
+            answer = self._inner.send(request.with_tier(None))
+            if invalid:
+                with self._lock:
+                    self._refused = True
+                logger.warning("flex refused for the model; default tier from now on", model_id=request.model_id, detail=exc.message[:200])
+            return answer
