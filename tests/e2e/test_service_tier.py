@@ -87,3 +87,22 @@ def test_without_a_flex_rate_the_same_job_stays_at_the_default_tier(stack_factor
     assert job_repo.get_job(svc.db, created["jobId"]).status == "completed"
     assert set(stack.bedrock.served_by_tier()) == {"default", "flexThrottled"}
     assert set(_tiers(created["jobId"])) == {"default"}
+
+
+def test_the_few_records_a_batch_job_failed_are_converted_at_flex(stack_factory):
+    """The retry of a few failed records: not worth a retry batch, not urgent either."""
+    from batchlib import SMALL_LANE_ENV, assert_converted_whole, lanes, run_job
+
+    stack = stack_factory(
+        f"time_scale=36000,job_hours=0.5,record_error_rate=0.05,flex_models={MODEL}",
+        extra_env={**SMALL_LANE_ENV, "BATCHLANE_FLEX_DISCOUNT": "0.5", "BATCHLANE_PAGES_PER_REQUEST": "1"},
+    )
+    record_probe(services().db, {"modelId": MODEL, "serviceTier": "flex", "accepted": True})
+    report = run_job()
+    results = assert_converted_whole(report["job_id"])
+    [lane] = lanes(report["job_id"])
+    assert 0 < lane["fallback_count"] < 10
+    fallback = [p for p in results.values() if p.served_by == "on_demand"]
+    assert len(fallback) == lane["fallback_count"] and {p.service_tier for p in fallback} == {"flex"}
+    assert _tiers(report["job_id"])["flex"]["pages"] == len(fallback) == stack.bedrock.served_by_tier()["flex"]["requests"]
+    assert report["on_demand"]["tiers"] == {"flex": {"pages": len(fallback), "cost_usd": report["on_demand"]["cost_usd"]}}

@@ -146,5 +146,12 @@ def test_a_flex_page_is_priced_at_the_flex_rate_and_the_breakdown_says_so() -> N
     assert (flex.service_tier, flex.cost_usd) == ("flex", Decimal("1.650000"))
     assert (default.service_tier, default.cost_usd) == ("default", Decimal("3.300000"))
     breakdown = tiers.tier_breakdown([flex, default], {"default": prices.rate(MODEL), "flex": prices.rate(MODEL, "flex")})
-    assert breakdown["flex"] == {"pages": 1, "inputTokens": 1_000_000, "outputTokens": 0, "costUsd": "1.650000", "inputPerMtok": "1.65", "outputPerMtok": "8.25"}
+    assert breakdown["flex"] == {
+        "pages": 1,
+        "inputTokens": 1_000_000,
+        "outputTokens": 0,
+        "costUsd": "1.650000",
+        "inputPerMtok": "1.65",
+        "outputPerMtok": "8.25",
+    }
     assert breakdown["default"]["pages"] == 1 and breakdown["default"]["costUsd"] == "3.300000"
