@@ -204,7 +204,9 @@ def test_a_folder_jobs_s3_calls_reach_only_its_owners_home_even_past_the_use_cas
         with pytest.raises(InputError) as listing:
             as_alice.list_page(FOLDER_BUCKET, owner_home(bob), token=None, recursive=True, max_keys=10)
         as_alice.put_bytes(FOLDER_BUCKET, f"{owner_home(alice)}own.md", b"mine", "text/markdown", owner=alice)  # her own home: allowed
-        assert [k for k, _ in as_alice.list_page(FOLDER_BUCKET, owner_home(alice), token=None, recursive=True, max_keys=10).objects] == [f"{owner_home(alice)}own.md"]
+        assert [k for k, _ in as_alice.list_page(FOLDER_BUCKET, owner_home(alice), token=None, recursive=True, max_keys=10).objects] == [
+            f"{owner_home(alice)}own.md"
+        ]
     assert read.value.response["Error"]["Code"] == write.value.response["Error"]["Code"] == "AccessDenied"
     assert listing.value.error_id == "FOLDER_NOT_READABLE"
     assert "forged.md" not in json.dumps(s3().list_objects_v2(Bucket=FOLDER_BUCKET, Prefix=owner_home(bob)).get("Contents", []), default=str)

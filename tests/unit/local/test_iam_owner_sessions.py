@@ -59,7 +59,10 @@ def test_an_owners_session_reads_lists_and_writes_its_own_home_only(enforcer: Gr
         alice = _as("alice")
         assert b"".join(alice.iter_lines(FOLDERS, "users/alice/a.md")) == b"alice"
         alice.put_bytes(FOLDERS, "users/alice/b.md", b"new", "text/markdown", owner="alice")
-        assert [k for k, _ in alice.list_page(FOLDERS, "users/alice/", token=None, recursive=True, max_keys=10).objects] == ["users/alice/a.md", "users/alice/b.md"]
+        assert [k for k, _ in alice.list_page(FOLDERS, "users/alice/", token=None, recursive=True, max_keys=10).objects] == [
+            "users/alice/a.md",
+            "users/alice/b.md",
+        ]
         with pytest.raises(ClientError) as read:
             list(alice.iter_lines(FOLDERS, "users/bob/a.md"))
         with pytest.raises(ClientError) as write:
@@ -85,7 +88,13 @@ def test_a_session_without_the_owner_tag_reaches_no_home(enforcer: GrantEnforcer
     """IAM: a policy variable whose key is missing matches nothing."""
     with acting_as("folder_advance"):
         creds = boto3.client("sts", region_name=REGION).assume_role(RoleArn=ACCESS_ROLE, RoleSessionName="untagged")["Credentials"]
-        s3 = boto3.client("s3", region_name=REGION, aws_access_key_id=creds["AccessKeyId"], aws_secret_access_key=creds["SecretAccessKey"], aws_session_token=creds["SessionToken"])
+        s3 = boto3.client(
+            "s3",
+            region_name=REGION,
+            aws_access_key_id=creds["AccessKeyId"],
+            aws_secret_access_key=creds["SecretAccessKey"],
+            aws_session_token=creds["SessionToken"],
+        )
         with pytest.raises(ClientError):
             s3.get_object(Bucket=FOLDERS, Key="users/alice/a.md")
 
