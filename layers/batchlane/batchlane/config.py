@@ -151,6 +151,9 @@ class Settings(BaseSettings):
 
     # --- folder jobs (docs/architecture.md "Folder jobs") ---------------------------------
     folder_job_state_machine_arn: str | None = None
+    # The role folder functions assume per owner (session tag ``owner``) for every user-bucket call: IAM
+    # then confines a folder job to its owner's folder sources. Unset (tests with fakes): the function's role.
+    folder_access_role_arn: str | None = None
     # The folders the deployment may read and write: comma-separated ``bucket/prefix`` (cdk.json
     # context ``folderSources``); a folder job outside them is refused with FOLDER_NOT_ALLOWED.
     batchlane_folder_sources: str = ""
