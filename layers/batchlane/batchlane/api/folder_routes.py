@@ -3,6 +3,7 @@
 | method | path                                        | use case |
 |--------|---------------------------------------------|----------|
 | POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
+| GET    | /api/v1/folder-jobs                          | the caller's folder jobs, newest first (each as its status) |
 | GET    | /api/v1/folder-jobs/{folderJobId}                  | status: counts, throughput, eta_seconds, URIs |
 | GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/retry            | requeue failed files (all, or ``errorIds``) |
@@ -20,6 +21,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field
 
+from batchlane.db import folder_jobs as repo
 from batchlane.domain.errors import InputError
 from batchlane.folders import dryrun, usecases
 from batchlane.runtime import services
@@ -74,6 +76,12 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     group = services().settings.batchlane_priority_group
     status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in _groups() else None)
     return status, 201 if created else 200
+
+
+@router.get("/api/v1/folder-jobs")
+def list_folder_jobs() -> dict[str, Any]:
+    owner = _caller()
+    return {"folderJobs": [usecases.status(services(), owner, i) for i in repo.owner_job_ids(services().db, owner)]}
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>")

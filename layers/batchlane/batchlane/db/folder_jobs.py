@@ -392,3 +392,8 @@ def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000) -> Iterato
         if len(rows) < page:
             return
         after = rows[-1]["source_key"]
+
+
+def owner_job_ids(db: Runner, owner_id: str, *, limit: int = 50) -> list[str]:
+    """The owner's folder jobs, newest first (the console's list)."""
+    return [r["id"] for r in db.run("SELECT id FROM folder_jobs WHERE owner_id = :owner ORDER BY created_at DESC LIMIT :limit", owner=owner_id, limit=limit)]
