@@ -192,6 +192,7 @@ def up(workdir: Path, faults: str) -> None:
     state = start_daemon(workdir, faults=faults)
     click.echo(f"offline stack up (pid {state['pid']}); state in {workdir / 'state.json'}")
     click.echo(restart_notice(state))
+    click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')} (sign in with any user name)")
     for key in ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
         click.echo(f"  {key}={state['env'][key]}")
 
@@ -207,14 +208,30 @@ def down(workdir: Path) -> None:
 
 @local.command()
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True)
-def status(workdir: Path) -> None:
-    """Say whether the offline stack is running, and where."""
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: running, pid, apiUrl, consoleUrl, env.")
+def status(workdir: Path, as_json: bool) -> None:
+    """Say whether the offline stack is running, and where (the web console: consoleUrl)."""
     from batchlane_dev.local.daemon import read_state
 
     state = read_state(workdir)
+    if as_json:
+        env = (state or {}).get("env", {})
+        click.echo(
+            json.dumps(
+                {
+                    "running": bool(state),
+                    "pid": (state or {}).get("pid"),
+                    "apiUrl": env.get("BATCHLANE_API_URL"),
+                    "consoleUrl": env.get("BATCHLANE_CONSOLE_URL"),
+                    "env": env,
+                }
+            )
+        )
+        sys.exit(0 if state else 1)
     if not state:
         click.echo("not running")
         sys.exit(1)
+    click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')}")
     click.echo(f"running (pid {state['pid']}) since {state['started_at']}")
     for key, value in sorted(state["env"].items()):
         if key.startswith(("AWS_ENDPOINT", "DATABASE_URL", "BATCH_CONVERSION_ENABLED")):
