@@ -34,7 +34,7 @@ async function load(jobId, localFiles) {
   const local = localFiles.get(job.fileId);
   const source = local
     ? { data: new Uint8Array(await local.arrayBuffer()) }
-    : { url: s3Url((await api("GET", `/api/v1/jobs/${jobId}/source`)).url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 65536 };
+    : { url: s3Url((await api("GET", `/api/v1/jobs/${jobId}/source`)).url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 16384 };
   const pdf = await pdfjs.getDocument({ ...source, isEvalSupported: false }).promise;
   let pages = new Map();
   if (job.status === "completed") {

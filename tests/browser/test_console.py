@@ -165,3 +165,28 @@ def test_a_budget_refusal_is_shown_as_a_sentence_beside_convert(stack, page, tmp
     page.get_by_role("link", name="Budget").click()
     expect(page.get_by_test_id("budget")).to_contain_text("usdPerMonth")
     axe_clean(page, "budget")
+
+
+def test_the_page_view_reads_the_stored_source_by_ranges_never_whole(stack, page, tmp_path):
+    """A fresh session (no local file): pdf.js draws page 5 from Range reads of the presigned source."""
+    user = f"ui-{uuid.uuid4().hex[:6]}"
+    sign_in(page, stack, user)
+    pdf = choose_pdf(page, tmp_path, 60)
+    page.get_by_role("button", name="Convert").click()
+    page.wait_for_url("**/#/job/*")
+    job_id = page.url.rsplit("/", 1)[1]
+    expect(page.get_by_test_id("status")).to_contain_text("completed", timeout=LONG)
+    fresh = page.context.browser.new_page()  # type: ignore[union-attr]
+    ranges: list[str | None] = []
+    fresh.on("request", lambda r: ranges.append(r.headers.get("range")) if "/_s3/" in r.url and "source.pdf" in r.url else None)
+    fresh.goto(stack.env["BATCHLANE_CONSOLE_URL"] + f"#/page/{job_id}/5")
+    fresh.get_by_label("User name").fill(user)
+    fresh.get_by_role("button", name="Sign in").click()
+    expect(fresh.locator("canvas[data-rendered=true]")).to_be_visible(timeout=60_000)
+    expect(fresh.get_by_role("region", name="Markdown of this page")).to_contain_text("page 5 of 60")
+    size = pdf.stat().st_size
+    fetched = [r for r in ranges if r]
+    assert fetched and all(r.startswith("bytes=") for r in fetched), ranges
+    spans = [tuple(int(x) for x in r[len("bytes=") :].split("-")) for r in fetched]
+    assert sum(end - start + 1 for start, end in spans) < size, (spans, size)  # never the whole file for one page
+    fresh.close()
