@@ -70,8 +70,9 @@ bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline m
 synth: $(VENV)/.stamp node_modules/.stamp   ## cdk synth, offline
 	node_modules/.bin/cdk synth -q
 
-deploy: $(VENV)/.stamp node_modules/.stamp   ## cdk deploy (needs AWS credentials); see docs/deploy.md
+deploy: $(VENV)/.stamp node_modules/.stamp console   ## cdk deploy (needs AWS credentials), then the console's files; see docs/deploy.md
 	node_modules/.bin/cdk deploy --require-approval broadening
+	PYTHONPATH=devtools $(PY) -m batchlane_dev.console_deploy
 
 lint: $(VENV)/.stamp   ## ruff + mypy
 	$(VENV)/bin/ruff check layers devtools functions infra tests

@@ -23,7 +23,7 @@ from infra.nag import acknowledge
 # upload bucket's origin: the presigned POST and the page view's ranged reads go there directly on AWS.
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self' data:; "
-    "connect-src 'self' https://*.amazonaws.com; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+    "connect-src 'self' https://*.amazonaws.com https://*.amazoncognito.com; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )
 

@@ -164,7 +164,7 @@ function Job({ id }) {
     try {
       const j = await api("GET", `/api/v1/jobs/${id}`);
       setJob(j); setError(null);
-      if (j.pages.failed) setFailed((await api("GET", `/api/v1/jobs/${id}/pages?status=failed`)).pages);
+      setFailed(j.pages.failed ? (await api("GET", `/api/v1/jobs/${id}/pages?status=failed`)).pages : []);
       if (j.status === "completed") setDownload(await api("GET", `/api/v1/jobs/${id}/markdown`));
     } catch (e) { setError(e.message); }
   }, [id], 2000);
@@ -186,7 +186,7 @@ function Job({ id }) {
       ${job.pages.total && html`<a class="button" href=${`#/page/${id}/1`}>Page view</a>`}
     </div>
     <${Err} error=${act.error || error} />
-    ${failed.length > 0 && html`<section aria-label="Failed pages"><h2>Failed pages</h2><ul>${failed.map((p) => html`<li>Page ${p.page}: ${p.errorId} — ${p.message || p.reason || ""}</li>`)}</ul></section>`}
+    ${failed.length > 0 && html`<section aria-label="Failed pages"><h2>Failed pages</h2><ul>${failed.map((p) => html`<li>Page ${p.page}: ${p.reason} (${p.attempts} attempt${p.attempts === 1 ? "" : "s"}, ${p.lane === "batch" ? "batch lane" : "on-demand"})</li>`)}</ul></section>`}
   </main>`;
 }
 

@@ -42,7 +42,7 @@ async function load(jobId, localFiles) {
     pages = splitPages(await (await fetch(s3Url(dl.url))).text());
   }
   const failed = job.pages.failed ? (await api("GET", `/api/v1/jobs/${jobId}/pages?status=failed`)).pages : [];
-  for (const f of failed) pages.set(f.page, { n: f.page, failed: true, reason: f.errorId, text: "" });
+  for (const f of failed) pages.set(f.page, { n: f.page, failed: true, reason: f.reason, text: "" });
   const entry = { pdf, pages, job };
   documents.set(jobId, entry);
   return entry;

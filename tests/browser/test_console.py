@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect, sync_playwright
 
+from batchlane_dev.local.bedrock.faults import parse_faults
 from batchlane_dev.local.pdfgen import make_pdf
 from tests.conftest import start_stack
 
@@ -26,6 +27,7 @@ CONSOLE = ROOT / "console"
 AXE = CONSOLE / "node_modules" / "axe-core" / "axe.min.js"
 CHROMIUM = "/usr/bin/chromium"
 ADMIN = "admin-1;groups=batchlane-admins"
+FAULTS = "time_scale=36000"
 LONG = 180_000  # ms: a conversion on a loaded machine; the wait ends as soon as the page shows it
 
 
@@ -33,7 +35,7 @@ LONG = 180_000  # ms: a conversion on a loaded machine; the wait ends as soon as
 def stack(migrated_url):  # type: ignore[no-untyped-def]
     if not (CONSOLE / "dist" / "index.html").is_file():  # `make test` builds it; a lone pytest run builds it too
         subprocess.run(["make", "console"], cwd=ROOT, check=True)
-    stack = start_stack(migrated_url, faults="time_scale=36000", schedules=False)
+    stack = start_stack(migrated_url, faults=FAULTS, schedules=False)
     yield stack
     stack.stop()
 
@@ -198,3 +200,25 @@ def test_the_page_view_reads_the_stored_source_by_ranges_never_whole(stack, page
     spans = [tuple(int(x) for x in r[len("bytes=") :].split("-")) for r in fetched]
     assert sum(end - start + 1 for start, end in spans) < size, (spans, size)  # never the whole file for one page
     fresh.close()
+
+
+def test_failed_pages_are_shown_with_their_reason_and_retried_from_the_job_page(stack, page, tmp_path):
+    stack.bedrock.set_runtime_faults(parse_faults(f"{FAULTS},refuse_pages=2"))  # the model refuses page 2
+    try:
+        sign_in(page, stack, f"ui-{uuid.uuid4().hex[:6]}")
+        choose_pdf(page, tmp_path, 3)
+        page.get_by_role("button", name="Convert").click()
+        page.wait_for_url("**/#/job/*")
+        job_id = page.url.rsplit("/", 1)[1]
+        failed = page.get_by_role("region", name="Failed pages")
+        expect(failed).to_contain_text("Page 2: stop_reason=refusal", timeout=LONG)
+        axe_clean(page, "job with failed pages")
+        page.goto(stack.env["BATCHLANE_CONSOLE_URL"] + f"#/page/{job_id}/2")
+        expect(page.get_by_role("region", name="Markdown of this page")).to_contain_text("This page failed: stop_reason=refusal")
+        page.get_by_role("link", name="Back to the job").click()
+    finally:
+        stack.bedrock.set_runtime_faults(parse_faults(FAULTS))
+    page.get_by_role("button", name="Retry failed pages").click()
+    expect(failed).to_have_count(0, timeout=LONG)
+    expect(page.get_by_role("button", name="Retry failed pages")).to_be_disabled()
+    expect(page.get_by_test_id("status")).to_contain_text("completed")
