@@ -199,7 +199,7 @@ function PageView({ id, page }) {
 }
 
 function Folders() {
-  const [form, setForm] = useState({ folder: "s3://", include: "**/*.pdf", exclude: "", layout: "alongside" });
+  const [form, setForm] = useState({ folder: "s3://", include: "*.pdf", exclude: "", layout: "alongside" });
   const [dry, setDry] = useState(null);
   const [jobs, setJobs] = useState([]);
   const dr = useAction(), start = useAction();
@@ -218,7 +218,7 @@ function Folders() {
       <button disabled=${!dry || start.busy} onClick=${() => start.run(async () => { const j = await api("POST", "/api/v1/folder-jobs", spec()); location.hash = `/folder/${j.id}`; })}>Start</button>
     </div>
     <${Err} error=${dr.error || start.error} />
-    ${dry && html`<section class="card" aria-label="Dry run"><h2>Dry run</h2><pre>${JSON.stringify(dry.files || dry, null, 1)}</pre></section>`}
+    ${dry && html`<section class="card" aria-label="Dry run"><h2>Dry run</h2><pre tabindex="0">${JSON.stringify(dry.files || dry, null, 1)}</pre></section>`}
     <h2>Your folder jobs</h2><ul>${jobs.map((j) => html`<li><a href=${`#/folder/${j.id}`}>${j.name || j.id}</a>: ${j.status}</li>`)}</ul>
   </main>`;
 }
@@ -233,6 +233,7 @@ function Folder({ id }) {
   const errorIds = [...new Set(files.filter((f) => f.error_id || f.errorId).map((f) => f.error_id || f.errorId))];
   return html`<main><h1>Folder job ${job.name || id}</h1>
     <p data-testid="folder-status">Status: <strong>${job.status}</strong>; throughput ${job.throughput_pages_per_minute ?? "–"} pages/min; ETA ${duration(job.eta_seconds)}</p>
+    ${job.error && html`<p class="error" role="alert">The folder job stopped: ${job.error.id}: ${job.error.message}</p>`}
     <dl>${Object.entries(job.files).map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>
     <div class="actions">
       ${errorIds.map((e) => html`<button disabled=${act.busy} onClick=${() => act.run(() => api("POST", `/api/v1/folder-jobs/${id}/retry`, { errorIds: [e] }))}>Retry ${e}</button>`)}
@@ -242,7 +243,7 @@ function Folder({ id }) {
     <${Err} error=${act.error} />
     <table><caption>Files</caption><thead><tr><th scope="col">File</th><th scope="col">Status</th><th scope="col">Error</th></tr></thead>
       <tbody>${files.map((f) => html`<tr><td>${f.source || f.source_key || f.key}</td><td>${f.status}</td><td>${f.error_id || f.errorId || ""} ${f.error_message || f.errorMessage || ""}</td></tr>`)}</tbody></table>
-    ${report && html`<pre aria-label="Report">${report}</pre>`}
+    ${report && html`<pre aria-label="Report" tabindex="0">${report}</pre>`}
   </main>`;
 }
 
