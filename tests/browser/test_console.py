@@ -222,4 +222,3 @@ def test_failed_pages_are_shown_with_their_reason_and_retried_from_the_job_page(
     expect(failed).to_have_count(0, timeout=LONG)
     expect(page.get_by_role("button", name="Retry failed pages")).to_be_disabled()
     expect(page.get_by_test_id("status")).to_contain_text("completed")
-
