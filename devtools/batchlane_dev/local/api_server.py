@@ -180,7 +180,7 @@ class LocalApiServer:
 
     def _s3(self, request: Request) -> Response:
         """Forward a presigned S3 request to the emulator as is (its signature covers the emulator's host)."""
-        if request.method not in ("GET", "POST", "HEAD"):
+        if request.method not in ("GET", "POST", "HEAD") or not self._s3_url:
             return Response(status=405)
         url = self._s3_url + request.full_path[len(S3_PROXY_PATH) :].rstrip("?")
         headers = {k: v for k, v in request.headers.items() if k in ("Range", "Content-Type")}
