@@ -25,10 +25,11 @@ function useRoute() {
 function useAction() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState(null);
+  const inFlight = useRef(false); // synchronous: two clicks in one tick come before the re-render that disables
   const run = async (fn) => {
-    if (busy) return undefined;
-    setBusy(true); setError(null);
-    try { return await fn(); } catch (e) { setError(e.message); return undefined; } finally { setBusy(false); }
+    if (inFlight.current) return undefined;
+    inFlight.current = true; setBusy(true); setError(null);
+    try { return await fn(); } catch (e) { setError(e.message); return undefined; } finally { inFlight.current = false; setBusy(false); }
   };
   return { busy, error, run };
 }

@@ -3,14 +3,21 @@ a ranged read of the source PDF, the caller's folder jobs. Every one checks the 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import urllib.request
 import uuid
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
+from click.testing import CliRunner
+
 from batchlane.db import folder_jobs as folder_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
+from batchlane_dev.cli.main import main
+from batchlane_dev.local.api_server import CONSOLE_DIR as CONSOLE_DIST
 from tests.integration.test_api import PDF, call, make_job, owner, stack  # the fixtures, with __all__ below
 
 __all__ = ["owner", "stack"]
@@ -79,3 +86,19 @@ def test_the_folder_job_list_holds_the_callers_jobs_only(stack, owner):
         assert call(stack, "GET", "/api/v1/folder-jobs", user=f"intruder-{owner}")[1]["folderJobs"] == []
     finally:
         services().db.run("DELETE FROM folder_jobs WHERE id = :id", id=job_id)
+
+
+def test_the_offline_stack_serves_the_console_on_the_api_origin_with_its_csp_and_status_prints_its_url(stack, tmp_path):
+    console_url = stack.env["BATCHLANE_CONSOLE_URL"]
+    assert console_url == stack.env["BATCHLANE_API_URL"] + "/"  # same origin as /api: no CORS
+    if not (CONSOLE_DIST / "index.html").is_file():
+        subprocess.run(["make", "console"], cwd=CONSOLE_DIST.parents[1], check=True)
+    with urllib.request.urlopen(console_url, timeout=30) as response:
+        csp = response.headers["Content-Security-Policy"]
+        assert response.status == 200 and '<div id="app">' in response.read().decode()
+    assert "default-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
+    # `batchlane local status --json` reads what `local up` published (daemon.publish: state.json)
+    (tmp_path / "state.json").write_text(json.dumps({"pid": os.getpid(), "status": "ready", "started_at": "now", "env": stack.env}))
+    result = CliRunner().invoke(main, ["local", "status", "--workdir", str(tmp_path), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["consoleUrl"] == console_url
