@@ -25,7 +25,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from batchlane import topology
-from batchlane.topology_grants import CAPABILITY_GRANTS
+from batchlane.topology_grants import CAPABILITY_GRANTS, folder_source_resource
 from infra.config import InfraConfig
 from infra.iam import BedrockBatchAccess, GrantTargets, acknowledge_model_wildcards, grant_statements
 from infra.layer_build import build_layer
@@ -133,7 +133,7 @@ class Compute(Construct):
             layers=[self.layer],
             timeout=Duration.seconds(spec.timeout_s),
             memory_size=spec.memory_mb,
-            ephemeral_storage_size=Size.mebibytes(spec.ephemeral_storage_mb),
+            ephemeral_storage_size=Size.mebibytes(self._config.ephemeral_storage_mb(spec)),
             role=role,
             log_group=log_group,
             tracing=lambda_.Tracing.ACTIVE,
@@ -257,7 +257,7 @@ class Compute(Construct):
                 "Model-invocation job ids are assigned by Bedrock at creation; only Stop/GetModelInvocationJob, on jobs of this account and region.",
             )
         if {"folder_read", "folder_write"} & set(spec.needs):
-            for source in self._config.folder_sources:
+            for source in sorted({folder_source_resource(s) for s in self._config.folder_sources}):
                 acknowledge(
                     role,
                     f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{source}*]",

@@ -15,6 +15,7 @@ from constructs import Node
 import infra  # noqa: F401  (puts the shared package on sys.path)
 from batchlane import topology
 from batchlane.config import DEFAULT_MODEL_ID, Settings
+from batchlane.domain.limits import collect_ephemeral_mb
 
 DEFAULT_FALLBACK_SHARE = float(Settings.model_fields["batch_conversion_fallback_warn_share"].default)
 
@@ -35,12 +36,23 @@ DEFAULT_BUDGET: dict[str, float] = {
     "usdPerMonth": float(Settings.model_fields["batchlane_budget_usd_per_month"].default),
     "maxLiveJobs": int(Settings.model_fields["batchlane_max_live_jobs"].default),
     "maxLivePages": int(Settings.model_fields["batchlane_max_live_pages"].default),
+    # Per-user API rate limit and caps outside the budget (issue 21; docs/operations.md "API rate limits").
+    "apiRatePerSecond": float(Settings.model_fields["batchlane_api_rate_per_s"].default),
+    "apiBurst": int(Settings.model_fields["batchlane_api_burst"].default),
+    "maxPendingUploads": int(Settings.model_fields["batchlane_max_pending_uploads"].default),
+    "maxLiveFolderJobs": int(Settings.model_fields["batchlane_max_live_folder_jobs"].default),
+    "maxTestDeliveriesPerHour": int(Settings.model_fields["batchlane_max_test_deliveries_per_hour"].default),
 }
 
-# Reserved concurrency: the API cannot take the whole account's concurrency in a burst, and the
-# chunk processors (the expensive path) are capped; both stay far below the account's default
-# 1,000 (AWS keeps 100 unreserved). null for a function: unreserved.
-DEFAULT_RESERVED_CONCURRENCY: dict[str, int | None] = {"api": 20, "chunk_processor": 100}
+# Reserved concurrency is off by default (issue 21): reserving is both a floor and a ceiling, AWS keeps
+# 100 of the account's limit unreserved, and new accounts often start far below 1,000, so a fixed
+# reservation failed the first deploy there. Fairness comes from chunk admission per owner instead
+# (BATCHLANE_CHUNK_SLOTS, context chunkSlots); `batchlane doctor` compares both with the account's quota.
+# Context reservedConcurrency {"chunk_processor": N} reserves N (null for a function: unreserved).
+DEFAULT_RESERVED_CONCURRENCY: dict[str, int | None] = {}
+# Chunk invocations the deployment admits at once (conversion/admission.py): the reservation when the
+# chunk processor has one, else this.
+DEFAULT_CHUNK_SLOTS = int(Settings.model_fields["batchlane_chunk_slots"].default)
 
 DEFAULT_AURORA: dict[str, Any] = {
     "minCapacity": 0.5,
@@ -98,8 +110,18 @@ class InfraConfig:
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
     priority_group: str = "batchlane-priority"
     page_form: Literal["pdf", "image", "auto"] = "auto"  # BATCHLANE_PAGE_FORM (docs/deploy.md "The page form")
+    flex_discount: float | None = None  # BATCHLANE_FLEX_DISCOUNT (docs/deploy.md "Service tiers"): unset, Flex is off
     budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
     reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
+    chunk_slots: int = DEFAULT_CHUNK_SLOTS
+
+    def ephemeral_storage_mb(self, spec: topology.FunctionSpec) -> int:
+        """Ephemeral storage (MB) of a function: batch_collect's follows the largest lane it may spool (quotas.maxRecords
+        records at the answer cap, domain/limits.py); the others' is their topology value."""
+        if spec.name == "batch_collect":
+            max_tokens = int(Settings.model_fields["batchlane_max_tokens"].default)  # infra does not set BATCHLANE_MAX_TOKENS
+            return max(spec.ephemeral_storage_mb, collect_ephemeral_mb(int(self.quotas["maxRecords"]), max_tokens))
+        return spec.ephemeral_storage_mb
 
     @property
     def log_retention(self) -> logs.RetentionDays:
@@ -127,6 +149,7 @@ class InfraConfig:
             **{name.upper(): str(type(DEFAULT_QUOTAS[key])(q[key])) for key, name in QUOTA_FIELDS.items()},
             "BATCH_CONVERSION_FALLBACK_WARN_SHARE": str(self.fallback_alarm_percent / 100),
             "BATCHLANE_PAGE_FORM": self.page_form,
+            **({"BATCHLANE_FLEX_DISCOUNT": str(self.flex_discount)} if self.flex_discount is not None else {}),
         }
 
     def webhook_environment(self) -> dict[str, str]:
@@ -144,13 +167,23 @@ class InfraConfig:
             "BATCHLANE_BUDGET_USD_PER_MONTH": str(float(b["usdPerMonth"])),
             "BATCHLANE_MAX_LIVE_JOBS": str(int(b["maxLiveJobs"])),
             "BATCHLANE_MAX_LIVE_PAGES": str(int(b["maxLivePages"])),
+            "BATCHLANE_API_RATE_PER_S": str(float(b["apiRatePerSecond"])),
+            "BATCHLANE_API_BURST": str(int(b["apiBurst"])),
+            "BATCHLANE_MAX_PENDING_UPLOADS": str(int(b["maxPendingUploads"])),
+            "BATCHLANE_MAX_LIVE_FOLDER_JOBS": str(int(b["maxLiveFolderJobs"])),
+            "BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR": str(int(b["maxTestDeliveriesPerHour"])),
             "BATCHLANE_PRIORITY_GROUP": self.priority_group,
+            "BATCHLANE_CHUNK_SLOTS": str(self.chunk_slots),
         }
 
     def doctor_settings(self) -> dict[str, str]:
         """The lane settings `batchlane doctor` compares with the account's quotas (no prices: they are long)."""
         settings = {k: v for k, v in self.lane_environment().items() if k != "BATCHLANE_PRICES"}
         settings["BATCHLANE_MODEL_IDS"] = ",".join(self.model_ids)
+        # What the doctor compares with the account's Lambda concurrency (docs/deploy.md).
+        settings["BATCHLANE_CHUNK_SLOTS"] = str(self.chunk_slots)
+        reserved = {name: n for name, n in sorted(self.reserved_concurrency.items()) if n is not None}
+        settings["BATCHLANE_RESERVED_CONCURRENCY"] = json.dumps(reserved, separators=(",", ":"))
         return settings
 
     def settings_for(self, machine: topology.StateMachineSpec) -> dict[str, str]:
@@ -279,9 +312,21 @@ def load(node: Node) -> InfraConfig:
         folder_sources=_folder_sources(ctx("folderSources", []) or []),
         priority_group=str(ctx("priorityGroup", base.priority_group)),
         page_form=_page_form(ctx("pageForm", base.page_form)),
+        flex_discount=_flex_discount(ctx("flexDiscount", base.flex_discount)),
         budget=budget,
         reserved_concurrency={name: None if value is None else int(value) for name, value in reserved.items()},
+        chunk_slots=int(ctx("chunkSlots", reserved.get("chunk_processor") or DEFAULT_CHUNK_SLOTS)),
     )
+
+
+def _flex_discount(value: Any) -> float | None:
+    """The operator's Flex discount (a share of the standard rate, 0 <= d < 1), or None: no Flex price, no Flex."""
+    if value is None or value == "":
+        return None
+    discount = float(value)
+    if not 0 <= discount < 1:
+        raise ValueError(f"context flexDiscount must be a share between 0 and 1, not {value!r}")
+    return discount
 
 
 def _page_form(value: Any) -> Literal["pdf", "image", "auto"]:
@@ -291,12 +336,15 @@ def _page_form(value: Any) -> Literal["pdf", "image", "auto"]:
 
 
 def _folder_sources(value: Any) -> tuple[str, ...]:
-    """``bucket/prefix`` entries (a trailing slash added to a prefix); s3:// and wildcards refused."""
+    """``[group@]bucket/prefix`` entries, the prefix may hold ``{owner}`` as a whole folder (a trailing slash added);
+    s3:// and wildcards refused (docs/deploy.md "Folder sources")."""
     items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
     out = []
     for item in filter(None, items):
-        bucket, _, prefix = item.partition("/")
-        if item.startswith("s3://") or "*" in item or not bucket:
-            raise ValueError(f"context folderSources: {item!r} must be bucket/prefix (no s3://, no wildcards)")
-        out.append(f"{bucket}/{prefix.rstrip('/') + '/' if prefix else ''}")
+        head, _, prefix = item.partition("/")
+        group, _, bucket = head.rpartition("@")
+        owner_ok = all(part == "{owner}" or ("{" not in part and "}" not in part) for part in prefix.split("/"))
+        if item.startswith("s3://") or "*" in item or not bucket or (head.count("@") and not group) or not owner_ok:
+            raise ValueError(f"context folderSources: {item!r} must be [group@]bucket/prefix, {{owner}} a whole folder (no s3://, no wildcards)")
+        out.append(f"{head}/{prefix.rstrip('/') + '/' if prefix else ''}")
     return tuple(out)

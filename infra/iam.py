@@ -20,7 +20,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from batchlane.topology_grants import CAPABILITY_GRANTS, Grant, is_inference_profile
+from batchlane.topology_grants import CAPABILITY_GRANTS, Grant, folder_source_resource, is_inference_profile
 from infra.config import InfraConfig
 from infra.nag import acknowledge, arn_token
 from infra.storage import BATCH_PREFIX
@@ -129,9 +129,9 @@ class GrantTargets:
         if kind == "webhook_delivery_state_machine" and self.webhook_delivery_state_machine_arn:
             return [self.webhook_delivery_state_machine_arn]
         if kind == "folder_objects":
-            return [f"arn:{Aws.PARTITION}:s3:::{source}*" for source in self.folder_sources]
+            return sorted({f"arn:{Aws.PARTITION}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources})
         if kind == "folder_buckets":
-            return sorted({f"arn:{Aws.PARTITION}:s3:::{source.split('/', 1)[0]}" for source in self.folder_sources})
+            return sorted({f"arn:{Aws.PARTITION}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources})
         if kind == "folder_job_state_machine" and self.folder_job_state_machine_arn:
             return [self.folder_job_state_machine_arn]
         if kind == "webhook_secret" and self.webhook_secret is not None:

@@ -6,11 +6,14 @@ default dimension ``service=batchlane``):
 * ``BatchRecordsAccepted`` / ``BatchRecordsFallback`` / ``BatchFallbackShare`` (percent)
   and ``BatchSavingUsd`` — emitted by assemble once per primed job (batch-served pages at the on-demand price, less the batch bill);
 * ``JobsByState`` (dimension ``State``) and ``JobsWaitingPastDeadline`` — emitted by
-  batch_sweeper on each run.
+  batch_sweeper on each run;
+* ``BatchBillEstimated`` — a stopped or abandoned Bedrock job billed from its output records
+  because its manifest.json.out was missing or unreadable (batch/billing.py).
 
 Alarms: failed / timed-out / aborted executions of each state machine, any message in a
 DLQ, the lane's fallback share over the threshold (records that fell back to on-demand
-÷ all records, over 6 hours), and any job waiting past its deadline.
+÷ all records, over 6 hours), any job waiting past its deadline, and any batch bill estimated
+without Bedrock's manifest.
 """
 
 from __future__ import annotations
@@ -99,6 +102,13 @@ class Monitoring(Construct):
         )
         waiting = app_metric("JobsWaitingPastDeadline", statistic="Maximum", period=Duration.minutes(15))
         self._alarm("jobs-waiting-past-deadline", waiting, 1, "A job is still waiting for the batch lane past its deadline.")
+        estimated = app_metric("BatchBillEstimated", period=Duration.hours(1))
+        self._alarm(
+            "batch-bill-estimated",
+            estimated,
+            1,
+            "A Bedrock batch job was billed from its output records: its manifest.json.out was missing or unreadable (check the ledger rows marked estimated).",
+        )
 
         if config.alarm_topic_arn:
             topic = sns.Topic.from_topic_arn(self, "AlarmTopic", config.alarm_topic_arn)

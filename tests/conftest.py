@@ -16,6 +16,10 @@ import pytest
 
 from batchlane.db import Database, connect_params_from_url
 
+# A stack a test starts records its workdir in the per-user state file (batchlane_dev.local.daemon):
+# the tests' own, never the person's who runs them.
+os.environ["BATCHLANE_STATE_HOME"] = tempfile.mkdtemp(prefix="batchlane-test-state-")
+
 
 @pytest.fixture(scope="session")
 def database_url() -> Iterator[str]:

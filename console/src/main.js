@@ -231,9 +231,9 @@ function Folder({ id }) {
   const act = useAction();
   usePoll(async () => { setJob(await api("GET", `/api/v1/folder-jobs/${id}`)); setFiles((await api("GET", `/api/v1/folder-jobs/${id}/files`)).files); }, [id], 3000);
   if (!job) return html`<main><h1>Folder job</h1><${Err} error=${act.error} /></main>`;
-  const errorIds = [...new Set(files.filter((f) => f.error_id || f.errorId).map((f) => f.error_id || f.errorId))];
+  const errorIds = [...new Set(files.filter((f) => f.errorId).map((f) => f.errorId))];
   return html`<main><h1>Folder job ${job.name || id}</h1>
-    <p data-testid="folder-status">Status: <strong>${job.status}</strong>; throughput ${job.throughput_pages_per_minute ?? "–"} pages/min; ETA ${duration(job.eta_seconds)}</p>
+    <p data-testid="folder-status">Status: <strong>${job.status}</strong>; throughput ${job.throughputPagesPerMinute ?? "–"} pages/min; ETA ${duration(job.etaSeconds)}</p>
     ${job.error && html`<p class="error" role="alert">The folder job stopped: ${job.error.id}: ${job.error.message}</p>`}
     <dl>${Object.entries(job.files).map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>
     <div class="actions">
@@ -243,7 +243,7 @@ function Folder({ id }) {
     </div>
     <${Err} error=${act.error} />
     <table><caption>Files</caption><thead><tr><th scope="col">File</th><th scope="col">Status</th><th scope="col">Error</th></tr></thead>
-      <tbody>${files.map((f) => html`<tr><td>${f.source || f.source_key || f.key}</td><td>${f.status}</td><td>${f.error_id || f.errorId || ""} ${f.error_message || f.errorMessage || ""}</td></tr>`)}</tbody></table>
+      <tbody>${files.map((f) => html`<tr><td>${f.key}</td><td>${f.status}</td><td>${f.errorId || ""} ${f.errorMessage || ""}</td></tr>`)}</tbody></table>
     ${report && html`<pre aria-label="Report" tabindex="0">${report}</pre>`}
   </main>`;
 }

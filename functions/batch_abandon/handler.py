@@ -4,6 +4,7 @@ from typing import Any
 
 from batchlane.batch.abandon import abandon
 from batchlane.handlers import LaneRef, lambda_handler, parse
+from batchlane.observability import metrics
 from batchlane.runtime import services
 
 
@@ -12,6 +13,7 @@ class AbandonRequest(LaneRef):
     error: dict[str, Any] | None = None
 
 
+@metrics.log_metrics  # BatchBillEstimated when a stopped job is billed without its manifest
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, AbandonRequest)

@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict
 
 from batchlane.batch.callback import on_state_change
 from batchlane.handlers import lambda_handler, parse
+from batchlane.observability import metrics
 from batchlane.runtime import services
 
 
@@ -15,6 +16,7 @@ class StateChangeEvent(BaseModel):
     detail: dict[str, Any]
 
 
+@metrics.log_metrics  # BatchBillEstimated when a stopped job is billed without its manifest
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, StateChangeEvent)

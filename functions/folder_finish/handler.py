@@ -1,11 +1,11 @@
 """folder_finish: a folder job's final status, report.jsonl and manifest.json. {"jobId", "failed"?, "error"?} → {"jobId", "status"}."""
 
-import json
 from typing import Any
 
 from batchlane.folders import record
 from batchlane.folders.refs import FolderEnd
 from batchlane.handlers import lambda_handler, parse
+from batchlane.observability import logger
 from batchlane.runtime import services
 
 
@@ -13,6 +13,7 @@ from batchlane.runtime import services
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, FolderEnd)
     if request.failed:
-        cause = json.dumps(request.error or {})[:400]
-        return record.fail(services(), request.jobId, error_id="FOLDER_JOB_FAILED", message=f"The folder job's loop failed: {cause}")
+        error_id, message = record.loop_failure(request.error)
+        logger.warning("folder job loop failed", job_id=request.jobId, error=str((request.error or {}).get("Error"))[:100])
+        return record.fail(services(), request.jobId, error_id=error_id, message=message)
     return record.finish(services(), request.jobId)

@@ -76,15 +76,17 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
 
     second = run(local_stack, "convert", str(pdf), "--detach", "--json")
     assert second.exit_code == 0, second.output
-    assert json.loads(second.stdout)["status"] == "splitting"
-    second_id = json.loads(second.stdout)["jobId"]
+    detached = json.loads(second.stdout)
+    second_id = detached["jobId"]
+    assert set(detached) == set(status(local_stack, second_id)), "convert --detach --json and jobs status --json: one shape"
+    assert detached["status"] in ("splitting", "waiting_batch") and "pages" in detached and "errorId" not in detached
     wait_until(lambda: status(local_stack, second_id)["status"] != "splitting", what="the split")  # so the hold exists
     cancelled = run(local_stack, "cancel", second_id)
     assert cancelled.exit_code == 0, cancelled.output
     assert "file back to uploaded" in cancelled.stdout
     after = status(local_stack, second_id)
     assert after["status"] == "cancelled" and after["hold"]["outcome"] == "cancelled"
-    files = json.loads(run(local_stack, "jobs", "list", "--json").stdout)
+    files = json.loads(run(local_stack, "jobs", "list", "--json").stdout)["jobs"]
     assert {f["conversion"]["jobId"]: f["status"] for f in files}[second_id] == "uploaded"
     assert run(local_stack, "jobs", "status", second_id, "--watch").exit_code == 1  # ended cancelled
 
@@ -109,7 +111,7 @@ def test_a_bad_pdf_ends_failed_with_its_error_id_in_the_cli(local_stack, tmp_pat
     assert watched.exit_code == 1, watched.output
     assert "splitting" in watched.stderr  # the convert answered at once, before the split
     assert "error   PDF_CORRUPT:" in watched.stdout
-    job_id = json.loads(run(local_stack, "jobs", "list", "--json").stdout)[0]["conversion"]["jobId"]
+    job_id = json.loads(run(local_stack, "jobs", "list", "--json").stdout)["jobs"][0]["conversion"]["jobId"]
     assert status(local_stack, job_id)["error"]["code"] == "PDF_CORRUPT"
 
 
@@ -138,7 +140,7 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
             "secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1", aws_access_key_id="offline", aws_secret_access_key="offline"
         )
         secret = sm.get_secret_value(SecretId=secret_id)
-        assert all(readme_verify()(secret["SecretString"], r.body, r.headers["Batchlane-Signature"]) for r in got)
+        assert all(readme_verify()(secret["SecretString"], hook.url, r.body, r.headers["Batchlane-Signature"]) for r in got)
         listed = wait_until(
             lambda: (
                 (d := json.loads(run(local_stack, "webhooks", "deliveries", "--job", job_id, "--json").stdout))
@@ -152,3 +154,24 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
         assert refused.exit_code == 7 and "error: FORBIDDEN:" in refused.stderr
     finally:
         hook.stop()
+
+
+def test_jobs_list_keeps_its_columns_in_line_when_a_job_waits_for_its_batch(local_stack, tmp_path):
+    """Issue 24.9: the batch column of a waiting job used to push its file name out of line."""
+    user = f"lister-{uuid.uuid4().hex[:6]}"
+    big, small = tmp_path / "big.pdf", tmp_path / "small.pdf"
+    big.write_bytes(make_pdf(60, blank_every=15))
+    small.write_bytes(make_pdf(3))
+    waiting = run(local_stack, "convert", str(big), "--detach", user=user).stdout.strip()
+    assert run(local_stack, "convert", str(small), "--interval", "0.2", user=user).exit_code == 0
+    wait_until(lambda: status_of(local_stack, waiting, user)["batch"], what="the batch row")
+    lines = run(local_stack, "jobs", "list", user=user).stdout.splitlines()
+    assert len(lines) == 2 and any("batch " in line for line in lines)
+    assert len({line.index(".pdf") - len(name) for line, name in zip(lines, ("small", "big"), strict=True)}) == 1, lines
+    run(local_stack, "cancel", waiting, user=user)
+
+
+def status_of(workdir, job_id: str, user: str) -> dict:  # type: ignore[no-untyped-def]
+    result = run(workdir, "jobs", "status", job_id, "--json", user=user)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)

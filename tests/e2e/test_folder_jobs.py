@@ -19,9 +19,10 @@ from batchlane.folders.spec import folder_job_id, parse_spec
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf, page_phrase
-from batchlane_dev.local.stack import FOLDER_BUCKET
+from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
 
 OWNER = "tester"
+HOME = owner_home(OWNER)  # the folder granted to OWNER offline (users/{owner}/)
 
 
 def s3() -> Any:
@@ -32,16 +33,16 @@ def s3() -> Any:
 
 def put_folder(prefix: str, files: dict[str, bytes]) -> None:
     for name, data in files.items():
-        s3().put_object(Bucket=FOLDER_BUCKET, Key=prefix + name, Body=data)
+        s3().put_object(Bucket=FOLDER_BUCKET, Key=HOME + prefix + name, Body=data)
 
 
 def keys(prefix: str) -> set[str]:
-    pages = s3().get_paginator("list_objects_v2").paginate(Bucket=FOLDER_BUCKET, Prefix=prefix)
-    return {item["Key"] for page in pages for item in page.get("Contents", [])}
+    pages = s3().get_paginator("list_objects_v2").paginate(Bucket=FOLDER_BUCKET, Prefix=HOME + prefix)
+    return {item["Key"].removeprefix(HOME) for page in pages for item in page.get("Contents", [])}
 
 
 def text(key: str) -> str:
-    return s3().get_object(Bucket=FOLDER_BUCKET, Key=key)["Body"].read().decode()
+    return s3().get_object(Bucket=FOLDER_BUCKET, Key=HOME + key)["Body"].read().decode()
 
 
 def submit(spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -63,11 +64,12 @@ def executions(job_id: str) -> dict[str, str]:
 
 
 def by_key(job_id: str) -> dict[str, dict[str, Any]]:
-    return {f["key"]: f for f in usecases.files(services(), OWNER, job_id)["files"]}
+    return {f["key"].removeprefix(HOME): f for f in usecases.files(services(), OWNER, job_id)["files"]}
 
 
 def report(job_id: str, prefix: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in text(f"{prefix}_batchlane/{job_id}/report.jsonl").splitlines()]
+    lines = [json.loads(line) for line in text(f"{prefix}_batchlane/{job_id}/report.jsonl").splitlines()]
+    return [{**line, "key": line["key"].removeprefix(HOME)} for line in lines]
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +90,7 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     bad = {"broken.pdf": b"%PDF-1.7\n" + b"x" * 200, "locked.pdf": encrypted_pdf(make_pdf(2), "pw"), "notes.txt": b"hello"}
     put_folder(prefix, {**good, **bad})
 
-    status, created = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}", "include": ["*.pdf", "*.txt"]}})
+    status, created = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "include": ["*.pdf", "*.txt"]}})
     assert created and status["id"].startswith("fj-")
     done = wait_done(status["id"])
 
@@ -110,15 +112,15 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     assert [line["key"] for line in lines] == sorted(files)
     assert "".join(usecases.report(services(), OWNER, status["id"])) == text(f"{prefix}_batchlane/{status['id']}/report.jsonl")
     manifest = json.loads(text(f"{prefix}_batchlane/{status['id']}/manifest.json"))
-    assert manifest["spec"]["output"] == {"folder": f"s3://{FOLDER_BUCKET}/{prefix}", "layout": "alongside", "on_existing": "skip"}
+    assert manifest["spec"]["output"] == {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "layout": "alongside", "on_existing": "skip"}
     assert manifest["files"]["completed"] == 3 and manifest["batchlane_version"]
 
     # The same spec again: the same job, nothing converted twice.
-    again, created_again = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}", "include": ["*.txt", "*.pdf"]}})
+    again, created_again = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "include": ["*.txt", "*.pdf"]}})
     assert not created_again and again["id"] == status["id"] and again["status"] == "completed_with_failures"
 
     # A new job over the same folder (replace → a different spec) never takes our .md or _batchlane/ as inputs.
-    other, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"on_existing": "skip"}, "policy": {"max_retries": 1}})
+    other, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"on_existing": "skip"}, "policy": {"max_retries": 1}})
     rerun = wait_done(other["id"])
     assert rerun["files"]["discovered"] == 5  # 5 PDFs; the .md outputs, the report and the manifest were passed over
     assert rerun["files"]["skipped"] == 3 and rerun["files"]["completed"] == 0, (rerun, by_key(other["id"]))  # skip: their outputs exist
@@ -145,11 +147,17 @@ def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = OWN
 def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(stack: Any) -> None:
     prefix = "api/"
     put_folder(prefix, {"one.pdf": make_pdf(2), "two.pdf": make_pdf(3)})
-    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/api-out/"}}
+    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{HOME}api-out/"}}
 
     code, dry = api(stack, "POST", "/api/v1/folder-jobs?dry_run=true", spec)
     assert code == 200 and dry["created"] is False and dry["files"]["to_convert"] == 2
-    assert dry["pages"] == {"total": 5, "method": "exact", "files_inspected": 2}
+    assert {k: dry["pages"][k] for k in ("total", "low", "high", "method", "filesInspected")} == {  # camelCase (issue 24)
+        "total": 5,
+        "low": 5,
+        "high": 5,
+        "method": "exact",
+        "filesInspected": 2,
+    }
     assert float(dry["estimate"]["batchUsd"]) < float(dry["estimate"]["onDemandUsd"])
     assert repo.get_job(services().db, folder_job_id(parse_spec(spec), OWNER)) is None  # nothing created
 
@@ -164,12 +172,13 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     assert code == 200 and done["status"] == "completed" and done["files"]["completed"] == 2 and done["eta_seconds"] == 0
     assert done["throughput_pages_per_minute"] > 0
     assert keys("api-out/") >= {"api-out/one.md", "api-out/two.md", f"api-out/_batchlane/{first['id']}/report.jsonl"}
+    assert {"api-out/one.pages.jsonl", "api-out/two.pages.jsonl"} <= keys("api-out/"), "the per-page record beside each Markdown"
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
-    assert code == 200 and [json.loads(line)["key"] for line in body.splitlines()] == ["api/one.pdf", "api/two.pdf"]
+    assert code == 200 and [json.loads(line)["key"].removeprefix(HOME) for line in body.splitlines()] == ["api/one.pdf", "api/two.pdf"]
     code, again = api(stack, "POST", "/api/v1/folder-jobs?dry_run=true", spec)
     assert (again["files"]["to_convert"], again["files"]["already_processed"]) == (0, 2)  # their mirrored outputs exist
     code, listed = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/files?status=completed")
-    assert [f["output_uris"] for f in listed["files"]] == [[f"s3://{FOLDER_BUCKET}/api-out/one.md"], [f"s3://{FOLDER_BUCKET}/api-out/two.md"]]
+    assert [f["output_uris"] for f in listed["files"]] == [[f"s3://{FOLDER_BUCKET}/{HOME}api-out/one.md"], [f"s3://{FOLDER_BUCKET}/{HOME}api-out/two.md"]]
 
     high = {**spec, "policy": {"priority": "high"}}
     code, error = api(stack, "POST", "/api/v1/folder-jobs", high)  # skipping the batch lane needs the priority group
@@ -177,9 +186,9 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     code, _ = api(stack, "POST", "/api/v1/folder-jobs", high, user=f"{OWNER};groups=batchlane-priority")
     assert code == 201
     for bad, error_id in (
-        ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix[:-1]}"}}, "FOLDER_URI_NO_SLASH"),
+        ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix[:-1]}"}}, "FOLDER_URI_NO_SLASH"),
         ({"input": {"folder": "s3://someone-elses-bucket/docs/"}}, "FOLDER_NOT_ALLOWED"),
-        ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "options": {"modelId": "some.other-model"}}, "MODEL_NOT_ALLOWED"),
+        ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "options": {"modelId": "some.other-model"}}, "MODEL_NOT_ALLOWED"),
     ):
         code, error = api(stack, "POST", "/api/v1/folder-jobs", bad)
         assert (code, error["code"]) == (400, error_id)
@@ -189,10 +198,12 @@ def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) ->
     put_folder("nopdf/", {"a.txt": b"x", "b.docx": b"y"})
     put_folder("limits/", {"short.pdf": make_pdf(2), "long.pdf": make_pdf(5)})
     put_folder("flat/", {"x/report.pdf": make_pdf(2), "y/report.pdf": make_pdf(2), "z/other.pdf": make_pdf(2)})
-    empty, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/nothing-here/"}})
-    nopdf, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/nopdf/"}})
-    limits, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/limits/"}, "policy": {"max_pages_per_document": 3}})
-    flat, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/flat/"}, "output": {"layout": "flat", "folder": f"s3://{FOLDER_BUCKET}/flat-out/"}})
+    empty, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}nothing-here/"}})
+    nopdf, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}nopdf/"}})
+    limits, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}limits/"}, "policy": {"max_pages_per_document": 3}})
+    flat, _ = submit(
+        {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}flat/"}, "output": {"layout": "flat", "folder": f"s3://{FOLDER_BUCKET}/{HOME}flat-out/"}}
+    )
 
     assert (wait_done(empty["id"])["status"], wait_done(empty["id"])["error"]["id"]) == ("error", "FOLDER_EMPTY")
     no_pdf = wait_done(nopdf["id"])
@@ -211,12 +222,12 @@ def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) ->
 
 def test_include_exclude_recursive_and_an_explicit_file_list(stack: Any) -> None:
     put_folder("globs/", {"keep.pdf": make_pdf(1), "drafts/skip.pdf": make_pdf(1), "sub/deep.pdf": make_pdf(1), "sub/x.PDF": make_pdf(1)})
-    flat_only, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/globs/", "recursive": False}})
-    globbed, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/globs/", "exclude": ["drafts/*"]}, "output": {"on_existing": "replace"}})
+    flat_only, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}globs/", "recursive": False}})
+    globbed, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}globs/", "exclude": ["drafts/*"]}, "output": {"on_existing": "replace"}})
     listed, _ = submit(
         {
-            "input": {"files": [f"s3://{FOLDER_BUCKET}/globs/sub/deep.pdf", f"s3://{FOLDER_BUCKET}/globs/missing.pdf"]},
-            "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/listed-out/"},
+            "input": {"files": [f"s3://{FOLDER_BUCKET}/{HOME}globs/sub/deep.pdf", f"s3://{FOLDER_BUCKET}/{HOME}globs/missing.pdf"]},
+            "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{HOME}listed-out/"},
         }
     )
     assert set(by_key(flat_only["id"]) if wait_done(flat_only["id"]) else ()) == {"globs/keep.pdf"}
@@ -255,7 +266,7 @@ class Gate:
 def test_cancel_skips_queued_files_lets_in_flight_ones_finish_and_a_resubmit_resumes(stack: Any) -> None:
     prefix = "cancel/"
     put_folder(prefix, {f"doc{i}.pdf": make_pdf(2) for i in range(5)})
-    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}}
+    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}}
     gate = Gate(stack, "job_split")  # the first two conversions are held while they split
     try:
         status, _ = submit(spec)
@@ -281,9 +292,9 @@ def test_cancel_skips_queued_files_lets_in_flight_ones_finish_and_a_resubmit_res
 def test_retry_by_error_id_requeues_only_those_files(stack: Any) -> None:
     prefix = "retry/"
     put_folder(prefix, {"good.pdf": make_pdf(2), "locked.pdf": encrypted_pdf(make_pdf(2), "pw"), "broken.pdf": b"%PDF-1.4 broken"})
-    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}})
     assert wait_done(status["id"])["files"]["failed"] == 2
-    assert {f["key"] for f in usecases.files(services(), OWNER, status["id"], status_filter="failed")["files"]} == {
+    assert {f["key"].removeprefix(HOME) for f in usecases.files(services(), OWNER, status["id"], status_filter="failed")["files"]} == {
         prefix + "locked.pdf",
         prefix + "broken.pdf",
     }
@@ -307,10 +318,10 @@ def test_retry_by_error_id_requeues_only_those_files(stack: Any) -> None:
 def test_the_report_resumes_a_job_whose_database_was_lost(stack: Any) -> None:
     prefix = "resume/"
     put_folder(prefix, {"a.pdf": make_pdf(2), "b.pdf": make_pdf(2)})
-    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/resume-out/"}}
+    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{HOME}resume-out/"}}
     first, _ = submit(spec)
     assert wait_done(first["id"])["files"]["completed"] == 2
-    s3().delete_object(Bucket=FOLDER_BUCKET, Key="resume-out/a.md")  # only the report still says a.pdf was converted
+    s3().delete_object(Bucket=FOLDER_BUCKET, Key=HOME + "resume-out/a.md")  # only the report still says a.pdf was converted
     db = services().db
     db.run("DELETE FROM folder_jobs WHERE id = :id", id=first["id"])  # the database lost the job
     conversions = db.one("SELECT count(*) AS n FROM large_conversion_jobs")["n"]
@@ -326,7 +337,7 @@ def test_the_report_resumes_a_job_whose_database_was_lost(stack: Any) -> None:
 def test_priority_high_goes_on_demand(stack: Any) -> None:
     prefix = "high/"
     put_folder(prefix, {"a.pdf": make_pdf(2)})
-    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"priority": "high"}})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"priority": "high"}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
     conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
@@ -340,9 +351,9 @@ def test_a_folder_past_one_listing_page_is_enumerated_whole(stack: Any) -> None:
     prefix = "many/"
     client = s3()
     with ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda i: client.put_object(Bucket=FOLDER_BUCKET, Key=f"{prefix}a/{i:05d}.txt", Body=b"x"), range(2500)))
+        list(pool.map(lambda i: client.put_object(Bucket=FOLDER_BUCKET, Key=f"{HOME}{prefix}a/{i:05d}.txt", Body=b"x"), range(2500)))
     put_folder(prefix, {"z/last.pdf": make_pdf(1), "z/other.pdf": make_pdf(1)})  # listed on the third page
-    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}})
     done = wait_done(status["id"])
     assert (done["files"]["discovered"], done["files"]["excluded"], done["files"]["completed"]) == (2, 2500, 2)
     row = repo.get_job(services().db, status["id"])
@@ -358,7 +369,10 @@ def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack:
     try:
         prefix = "notify/"
         put_folder(prefix, {"a.pdf": make_pdf(2, title="A"), "b.pdf": make_pdf(3, title="B")})
-        spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "notifications": {"callback_url": receiver.url, "callback_headers": {"X-Team": "legal"}}}
+        spec = {
+            "input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"},
+            "notifications": {"callback_url": receiver.url, "callback_headers": {"X-Team": "legal"}},
+        }
         status, created = submit(spec)
         assert created
         job_id = status["id"]
@@ -372,22 +386,22 @@ def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack:
         body = received.json
         assert body["event"] == "job.completed" and body["jobId"] == job_id and body["scope"] == "folder_job"
         assert body["status"] == "completed" and body["files"]["completed"] == 2 and body["pages"]["completed"] == 5
-        assert body["outputs"]["report"] == f"s3://{FOLDER_BUCKET}/{prefix}_batchlane/{job_id}/report.jsonl"
+        assert body["outputs"]["report"] == f"s3://{FOLDER_BUCKET}/{HOME}{prefix}_batchlane/{job_id}/report.jsonl"
         assert received.headers["X-Team"] == "legal" and received.headers["Batchlane-Delivery"] == body["deliveryId"]
         secret = str(client("secretsmanager").get_secret_value(SecretId=services().settings.webhook_secret_arn)["SecretString"])
-        assert readme_verify()(secret, received.body, received.headers["Batchlane-Signature"])
+        assert readme_verify()(secret, receiver.url, received.body, received.headers["Batchlane-Signature"])
     finally:
         receiver.stop()
 
 
 def test_a_folder_job_refuses_a_bad_callback_before_anything_starts(stack: Any) -> None:
     with pytest.raises(InputError) as bad:
-        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/notify/"}, "notifications": {"callback_url": "ftp://example.com/x"}})
+        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}notify/"}, "notifications": {"callback_url": "ftp://example.com/x"}})
     assert bad.value.error_id == "CALLBACK_INVALID"
     with pytest.raises(InputError) as wrong_event:
         submit(
             {
-                "input": {"folder": f"s3://{FOLDER_BUCKET}/notify/"},
+                "input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}notify/"},
                 "notifications": {"callback_url": "https://example.com/x", "callback_events": ["job.waiting_batch"]},
             }
         )
@@ -405,14 +419,14 @@ def test_a_file_whose_first_conversion_fails_is_converted_again_within_max_retri
         """The first conversion of flaky.pdf loses its split (every attempt): the intake fails it SPLIT_FAILED."""
         job_id = str(event["jobId"])
         row = services().db.one("SELECT f.s3_key FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)", id=job_id)
-        if row and row["s3_key"] == prefix + "flaky.pdf" and (not failed_once or job_id in failed_once):
+        if row and row["s3_key"] == HOME + prefix + "flaky.pdf" and (not failed_once or job_id in failed_once):
             failed_once.add(job_id)
             return Invocation(error_type="Runtime.ExitError", error_message="the split's Lambda died")
         return call_real(event)
 
     stack.registry.intercept("job_split", split_crashes_on_the_first_conversion_of_flaky)
     try:
-        status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"max_retries": 1}})
+        status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"max_retries": 1}})
         done = wait_done(status["id"])
     finally:
         stack.registry.intercept("job_split", None)
@@ -432,12 +446,12 @@ def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_th
     put_folder(prefix, {"a.pdf": make_pdf(2)})
     past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
     with pytest.raises(InputError) as refused:
-        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"deadline": past}})
+        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"deadline": past}})
     assert refused.value.error_id == "DEADLINE_PAST"
 
     # The offline stack's batch turnaround is (24 h + 2 h) / time_scale: a deadline an hour away leaves it room...
     roomy = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
-    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "policy": {"deadline": roomy}})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"deadline": roomy}})
     wait_done(status["id"])
     (line,) = report(status["id"], prefix)
     assert line["lane_reason"] != "deadline" and line["status"] == "completed", line
@@ -446,7 +460,7 @@ def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_th
     # (submit is one in-process call, milliseconds after this line; 90 % of the turnaround leaves it the rest, and a
     # deadline that passes after submit still sends the file on-demand: the lane decision is "less time than a turnaround")
     tight = (datetime.now(UTC) + timedelta(hours=services().settings.batch_deadline_hours * 0.9)).isoformat()
-    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"on_existing": "replace"}, "policy": {"deadline": tight}})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"on_existing": "replace"}, "policy": {"deadline": tight}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
     conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
@@ -462,8 +476,9 @@ def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_fi
     owner = "capped-owner"
     budgets.set_override(services().db, owner, usd_per_month=None, max_live_jobs=1, max_live_pages=None, updated_by="test")
     prefix = "capped/"
-    put_folder(prefix, {f"d{i}.pdf": make_pdf(1 + i % 2) for i in range(4)})
-    status, _ = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}})
+    for i in range(4):
+        s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{owner_home(owner)}{prefix}d{i}.pdf", Body=make_pdf(1 + i % 2))
+    status, _ = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{owner_home(owner)}{prefix}"}})
     wait_until(lambda: (row := repo.get_job(services().db, status["id"])) and row["finished_at"] is not None, timeout_s=180, what="the capped folder job")
     done = usecases.status(services(), owner, status["id"])
     assert done["status"] == "completed" and done["files"]["completed"] == 4 and done["files"]["failed"] == 0, done

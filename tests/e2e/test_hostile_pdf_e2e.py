@@ -4,7 +4,10 @@ a clear outcome, never a traceback or a hang, and leaves no chunk PDF of a faile
 * 40,000 unbalanced ``(`` in a 620-byte file: converts (both lanes), its one page read at once;
 * a page tree 5,000 levels deep after two ordinary pages: the job fails PDF_TOO_COMPLEX and the two
   chunk PDFs its split had written are deleted;
-* an xref declaring 50 million entries: pdfium repairs the table, the job converts.
+* an xref declaring 50 million entries: pdfium repairs the table, the job converts;
+* issue 21: 300 pages sharing one stream of 5 MB of drawing operators, and one page inflating to 30 MB
+  (57-72 KB each): each fails PDF_TOO_COMPLEX at its split's bounded survey (deadline, memory), split once;
+  a page inflating to 20 MB after two ordinary ones: that page fails PAGE_TOO_COMPLEX, the two convert.
 
 ``wait_for_job``'s timeout is a hang guard only (a bad outcome would be a job that never ends).
 """
@@ -23,7 +26,7 @@ from click.testing import CliRunner
 from batchlane.runtime import services
 from batchlane_dev.cli.main import main
 from batchlane_dev.local.jobs import wait_for_job
-from batchlane_dev.local.pdfgen import deep_page_tree_pdf, huge_xref_pdf, unbalanced_parentheses_pdf
+from batchlane_dev.local.pdfgen import deep_page_tree_pdf, huge_xref_pdf, inflating_page_pdf, shared_drawing_stream_pdf, unbalanced_parentheses_pdf
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +109,31 @@ def test_an_xref_declaring_50_million_entries_converts(stack, tmp_path):
     _, job = convert(stack, tmp_path, "xref.pdf", data)
     assert job["status"] == "completed", job
     assert job["pages"]["total"] == 1
+
+
+@pytest.mark.parametrize("name", ["shared_stream", "inflating_page"])
+def test_a_small_pdf_of_huge_drawings_fails_too_complex_at_its_split_and_is_split_once(stack, tmp_path, name):
+    """Not a job_split held to its 900 s timeout and retried: the survey's child is stopped at its bound
+    (15 s, or +384 MB), the job fails with a clear id, and the split ran once (no retry of the same work)."""
+    data = shared_drawing_stream_pdf() if name == "shared_stream" else inflating_page_pdf()
+    assert len(data) < 75_000
+    splits = stack.registry.calls.get("job_split", 0)
+    job_id, job = convert(stack, tmp_path, f"{name}.pdf", data)
+    assert job["status"] == "failed", job
+    assert job["error"]["code"] == "PDF_TOO_COMPLEX"
+    assert stack.registry.calls.get("job_split", 0) - splits == 1, "the split is not retried"
+    assert services().store.list_keys(f"jobs/{job_id}/") == []
+
+
+def test_a_page_inflating_past_the_content_cap_fails_alone_and_the_rest_converts(stack, tmp_path):
+    from batchlane.conversion.retry import failed_pages
+
+    job_id, job = convert(stack, tmp_path, "one-bad-page.pdf", inflating_page_pdf(20_000_000, ordinary_pages=2))
+    assert (job["status"], job["pages"]["total"], job["pages"]["failed"]) == ("completed", 3, 1), job
+    assert [(p.page, p.reason, p.lane) for p in failed_pages(services(), job_id)] == [(3, "PAGE_TOO_COMPLEX", None)], "never sent"
+    markdown = (
+        services()
+        .store.get_bytes(services().db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["markdown_key"])
+        .decode()
+    )
+    assert "Ordinary page 1" in markdown and "Ordinary page 2" in markdown

@@ -44,7 +44,8 @@ def test_every_topology_function_is_a_lambda_built_from_its_folder(synth: Synth,
     assert props["Architectures"] == ["arm64"]
     assert props["TracingConfig"] == {"Mode": "Active"}
     assert props["Timeout"] == spec.timeout_s and props["MemorySize"] == spec.memory_mb
-    assert props.get("EphemeralStorage", {"Size": 512})["Size"] == spec.ephemeral_storage_mb
+    if spec.name != "batch_collect":  # collect's follows the largest lane (test_infra_collect_spool.py)
+        assert props.get("EphemeralStorage", {"Size": 512})["Size"] == spec.ephemeral_storage_mb
     assert len(props["Layers"]) == 1
     # The code asset is the function's own folder, byte for byte.
     asset = synth.outdir / _function(synth, spec.name)["Metadata"]["aws:asset:path"]

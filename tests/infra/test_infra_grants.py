@@ -151,7 +151,7 @@ def test_the_api_deletes_what_a_deleted_file_leaves_and_nothing_else_deletes_mor
     if spec.name == "api":
         assert deletable == {"uploads/", "jobs/", "batch/"}
     else:
-        allowed = {"job_split": {"jobs/*/source/"}, "batch_prepare": {"batch/*/input/"}, "batch_collect": {"batch/*/input/"}, "batch_sweeper": {"batch/*/input/"}}
+        allowed = {"job_split": {"jobs/*/source/"}, "batch_prepare": {"batch/*/input/"}, "batch_collect": {"batch/*/input/"}, "batch_sweeper": {"batch/*/input/", "batch/*/prepare/", "batch/*/output/"}}
         assert deletable <= allowed.get(spec.name, set()), (spec.name, deletable)
 
 

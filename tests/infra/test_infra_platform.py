@@ -132,6 +132,8 @@ def test_alarms_cover_failures_dlqs_fallback_share_and_overdue_jobs(synth: Synth
     assert share["Threshold"] == context_of_cdk_json()["fallbackAlarmPercent"]
     assert share["ComparisonOperator"] == "GreaterThanThreshold"
     assert any("JobsWaitingPastDeadline" in d for d in dumped)
+    (estimated,) = [a for a in alarms if "BatchBillEstimated" in json.dumps(a)]  # a bill without its manifest
+    assert (estimated["Threshold"], estimated["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
 
 
 def test_dashboard_shows_jobs_by_state_records_and_saving(synth: Synth) -> None:

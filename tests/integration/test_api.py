@@ -687,8 +687,8 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
     assert (
-        len(operations) == 25
-    )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12)
+        len(operations) == 26
+    )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12) + the folder-job list (issue 24)
     for method, path in operations:
         concrete = (
             path.replace("{fileId}", str(uuid.uuid4()))
@@ -699,3 +699,43 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
         assert body.get("code") != "ROUTE_NOT_FOUND", (method, path)
         assert str(status) in spec["paths"][path][method.lower()]["responses"], (method, path, status)
+
+
+def test_a_deleted_members_pages_leave_a_pooled_lane_once_no_bedrock_job_reads_them(stack, owner):
+    """Two owners' documents in one Bedrock job (issue 21, point 6): A's delete removes A's shards, prepare
+    summaries and answers once the lane has closed; B's files, and the lane's manifests, stay untouched."""
+    alice, bob = owner, f"{owner}-b"
+    a_file, a_job = make_job(alice, "completed")  # A left the lane (process now) and finished on-demand
+    b_file, b_job = make_job(bob, "waiting_batch")
+    svc = services()
+    with svc.db.transaction() as tx:
+        lane = rows.insert_lane(
+            tx, lane_id=str(uuid.uuid4()), model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=[(a_job, 0, 3), (b_job, 0, 3)]
+        )
+        arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
+        rows.mark_submitted(tx, lane.lane_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
+    tags = {m.job_id: m.member_tag for m in rows.members(svc.db, lane.id)}
+    base, bedrock_job = f"{keys.BATCH_PREFIX}{lane.lane_id}/", arn.rsplit("/", 1)[1]
+
+    def lane_files(tag: str) -> set[str]:
+        return {f"{base}input/{tag}-chunk-00000-0.jsonl", f"{base}prepare/{tag}-chunk-0.json", f"{base}output/{bedrock_job}/{tag}-chunk-00000-0.jsonl.out"}
+
+    shared = {f"{base}manifest.json", f"{base}output/{bedrock_job}/manifest.json.out"}
+    for key in lane_files(tags[a_job]) | lane_files(tags[b_job]) | shared:
+        svc.store.put_bytes(key, b'{"page": "text of the page"}', "application/json")
+
+    def present() -> set[str]:
+        return set(svc.store.list_keys(base))
+
+    # A deletes while the Bedrock job still runs: nothing of the lane goes (Bedrock reads the shards)
+    assert call(stack, "DELETE", f"/api/v1/files/{a_file}", user=alice)[0] == 200
+    stack.registry.invoke("batch_sweeper", {})
+    assert lane_files(tags[a_job]) <= present()
+    # Once the lane has closed, the sweeper removes A's files, and only A's
+    with svc.db.transaction() as tx:
+        rows.close(tx, lane.lane_id, st.close(), end_state="Completed", accepted=0, fallback=0, cost_usd=Decimal("0"))
+    stack.registry.invoke("batch_sweeper", {})
+    assert present() == lane_files(tags[b_job]) | shared
+    # B deletes after the close: B's go at once, with the delete
+    assert call(stack, "DELETE", f"/api/v1/files/{b_file}", user=bob)[0] == 200
+    assert present() == shared

@@ -28,6 +28,7 @@ STATIC_CHECKS = {
     "batch state-change rule",
     "database migrations",
     "database TLS",
+    "lambda concurrency",
     "quota min_records",
     "quota max_records",
     "quota max_concurrent_jobs",
@@ -50,6 +51,7 @@ def test_doctor_passes_every_check_on_a_healthy_offline_stack(stack_factory, tmp
     assert [name for name, check in checks.items() if not check["ok"]] == []
     assert result.exit_code == 0 and result.stderr == ""
     assert "Claude Sonnet 4.5" in checks["model us.anthropic.claude-sonnet-4-5-20250929-v1:0"]["detail"]
+    assert "account limit 1000" in checks["lambda concurrency"]["detail"] and "chunk slots 100" in checks["lambda concurrency"]["detail"]
 
 
 def test_a_setting_over_the_account_quota_is_a_warning_and_a_non_zero_exit(stack_factory, tmp_path):
@@ -85,7 +87,7 @@ def live_checks(tmp_path_factory, migrated_url, stack_starter):  # type: ignore[
 def test_live_runs_a_pilot_batch_job_of_the_minimum_record_count_on_the_emulator(live_checks):
     pilot = live_checks["live: pilot batch job"]
     assert pilot["ok"] is True, pilot["detail"]
-    assert pilot["detail"].startswith("Completed in ") and "5/5 records accepted; $" in pilot["detail"]
+    assert pilot["detail"].startswith("Completed in ") and "5/5 records accepted from 3 input files; $" in pilot["detail"]
 
 
 def test_live_on_demand_call_sees_the_picture_on_the_page(live_checks):
@@ -141,3 +143,38 @@ def test_stack_name_reads_the_outputs_from_cloudformation(stack_factory, monkeyp
 
     missing = CliRunner().invoke(main, ["doctor", "--stack-name", "NoSuchStack", "--json"], catch_exceptions=False)
     assert missing.exit_code == 1 and "problem: stack outputs: stack 'NoSuchStack'" in missing.stderr
+
+
+def test_the_table_keeps_every_model_and_rule_name_whole_when_piped(stack_factory, tmp_path):
+    """Issue 24.9: piped (a log, a script), rich's 80 columns used to cut model ids and rule names."""
+    stack = stack_factory(schedules=False)
+    _, checks = doctor(stack, tmp_path)
+    table = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path)], catch_exceptions=False).stdout
+    lines = table.splitlines()
+    for name, check in checks.items():
+        assert any(name in line and check["detail"] in line for line in lines), (name, check["detail"])
+
+
+def test_live_json_reports_flex_refused_for_todays_claude_model_and_records_it(live_checks):
+    """Issue 22.10: the emulator, like AWS's documentation for Claude, does not take flex by default."""
+    probe = live_checks["live: service tier flex"]
+    assert probe["ok"] is True, probe["detail"]  # a refusal is a finding
+    tiers = probe["data"]["serviceTiers"]
+    assert tiers["flex"]["accepted"] is False and "ValidationException" in tiers["flex"]["detail"]
+    assert (tiers["flexOn"], tiers["why"], tiers["documented"], tiers["recorded"]) == (False, "rate_missing", "not_documented", True)
+
+
+def test_live_json_on_a_flex_capable_model_with_a_flex_rate_turns_the_flex_lane_on(stack_factory, tmp_path, db, monkeypatch):
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    monkeypatch.setenv("BATCHLANE_FLEX_DISCOUNT", "0.5")
+    stack = stack_factory(
+        f"time_scale=36000,flex_models={model}", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "4", "BATCHLANE_FLEX_DISCOUNT": "0.5"}, schedules=False
+    )
+    write_state(tmp_path, stack)
+    result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--json", "--live"], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert report["serviceTiers"]["flex"] == {"accepted": True, "detail": "accepted"}
+    assert report["serviceTiers"]["flexOn"] is True and report["serviceTiers"]["why"] == "probe_accepted"
+    assert report["serviceTiers"]["recorded"] is True and result.exit_code == 0, result.stderr
+    assert stack.bedrock.served_by_tier()["flex"]["requests"] == 1
+    assert db.one("SELECT accepted FROM service_tiers WHERE model_id = :m AND tier = 'flex'", m=model) == {"accepted": True}

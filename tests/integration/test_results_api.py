@@ -146,6 +146,11 @@ def test_download_is_a_sigv4_presigned_url_for_the_owner_with_the_object_expiry(
     with urllib.request.urlopen(body["url"], timeout=30) as response:
         assert response.read().decode() == markdown(job_id)
     assert body["fileName"] == "report.md" and body["retentionDays"] == 14 and body["pagesFailed"] == len(REFUSED)
+    assert body["pages"]["fileName"] == "report.pages.jsonl"
+    with urllib.request.urlopen(body["pages"]["url"], timeout=30) as response:
+        lines = [json.loads(line) for line in response.read().decode().splitlines()]
+    assert [line["page"] for line in lines] == list(range(1, len(lines) + 1)) and len(lines) > len(REFUSED)
+    assert sorted(line["page"] for line in lines if line["status"] == "failed") == sorted(REFUSED)
     head = client("s3").head_object(Bucket=services().store.bucket, Key=keys.markdown_key(job_id))
     expires = datetime.fromisoformat(body["objectExpiresAt"])
     assert expires == lifecycle_expiry(head["LastModified"]) and expires.hour == 0
@@ -323,6 +328,20 @@ def test_a_retry_beyond_the_budget_is_402_and_changes_nothing(stack, owner):
     # When the owner retries the failed pages, the retry's worst case does not fit: refused, nothing written
     answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
     assert (answer[0], answer[1]["code"]) == (402, "BUDGET_EXCEEDED"), answer
+    assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
+    services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
+
+
+def test_a_retry_at_the_live_job_cap_is_429_and_changes_nothing(stack, owner):
+    # Given a converted job with failed pages, and its owner's one live-job place taken by another conversion
+    from tests.integration.test_api import make_job
+
+    _, job_id = converted_with_failed_pages(stack, owner)
+    make_job(owner, "processing")
+    assert call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"maxLiveJobs": 1}, user="admin;groups=batchlane-admins")[0] == 200
+    # When the owner retries the failed pages: a retry is a live job again, refused like a new conversion
+    answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
+    assert (answer[0], answer[1]["code"]) == (429, "LIVE_JOBS_LIMIT"), answer
     assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
     services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
 

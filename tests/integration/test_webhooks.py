@@ -147,7 +147,7 @@ def test_a_converted_job_posts_signed_webhooks_and_publishes_its_event(stack, ow
     assert sorted(r.json["event"] for r in got) == ["file.completed", "job.completed"]
     for r in got:
         header = r.headers["Batchlane-Signature"]
-        assert verify(secret, r.body, header)
+        assert verify(secret, hook.url, r.body, header)
         body = r.json
         assert r.headers["Batchlane-Delivery"] == body["deliveryId"] and r.headers["Batchlane-Event"] == body["event"]
         assert r.headers["X-Receiver-Token"] == "t0k"
@@ -155,10 +155,12 @@ def test_a_converted_job_posts_signed_webhooks_and_publishes_its_event(stack, ow
         assert body["costUsd"] is not None and body["outputs"]["markdown"].startswith("s3://") and body["timestamp"]
         # A replay of the same request six minutes later, or a changed body, is rejected
         sent_at = int(header.split(",")[0].removeprefix("t="))
-        assert verify(secret, r.body, header, now=sent_at + 60)
-        assert not verify(secret, r.body, header, now=sent_at + 301)
-        assert not verify(secret, r.body.replace(b"completed", b"c0mpleted"), header)
-        assert not verify("another-secret", r.body, header)
+        assert verify(secret, hook.url, r.body, header, now=sent_at + 60)
+        assert not verify(secret, hook.url, r.body, header, now=sent_at + 301)
+        assert not verify(secret, hook.url, r.body.replace(b"completed", b"c0mpleted"), header)
+        assert not verify("another-secret", hook.url, r.body, header)
+        # Nor is it valid at another receiver: the URL it was sent to is signed (issue 21: a replay to another user)
+        assert not verify(secret, hook.url.replace("/hooks/", "/other-user/"), r.body, header)
 
     # And the deliveries list says so, to the owner only
     listed = deliveries(stack, owner, job_id)
@@ -195,7 +197,7 @@ def test_a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt(stack, 
     assert {r.headers["Batchlane-Delivery"] for r in got} == {sent["deliveryId"]}
     assert len({r.body for r in got}) == 1
     verify, secret = readme_verify(), current_secret()
-    assert all(verify(secret, r.body, r.headers["Batchlane-Signature"]) for r in got)
+    assert all(verify(secret, hook.url, r.body, r.headers["Batchlane-Signature"]) for r in got)
 
 
 def test_a_dead_receiver_never_blocks_the_conversion_and_is_given_up(stack, owner, receiver, public_events):
@@ -237,9 +239,9 @@ def test_rotation_is_for_admins_and_signs_with_both_secrets_during_the_grace_per
     assert status == 202
     (r,) = hook.wait_for(1)
     header = r.headers["Batchlane-Signature"]
-    assert header.count("v1=") == 2
+    assert header.count("v2=") == 2
     verify = readme_verify()
-    assert verify(new, r.body, header) and verify(old, r.body, header)
+    assert verify(new, hook.url, r.body, header) and verify(old, hook.url, r.body, header)
     assert settled_delivery(stack, owner, sent["deliveryId"])["status"] == "delivered"
 
 
@@ -315,7 +317,7 @@ def test_a_completed_job_with_failed_pages_is_a_file_error_and_its_own_outcome(s
 def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retried(stack, owner):
     posted: list[str] = []
 
-    def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
+    def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer:
         posted.append(url)
         return Answer(200)
 
@@ -328,3 +330,51 @@ def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retri
         deliver(db, str(unresolved["id"]), signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)
     assert (delivery_rows.get(db, str(unresolved["id"])) or {})["status"] == "retrying"
     assert posted == []
+
+
+def test_the_post_connects_to_the_address_the_check_resolved_not_a_rebound_one(stack, owner, monkeypatch):
+    """DNS rebinding: a name that answers a public address to the SSRF check and 127.0.0.1 to the connect.
+    The resolver is the one part faked (there is no DNS offline); the POST is real HTTP on loopback."""
+    import socket
+
+    from batchlane.webhooks import deliver as deliver_module
+
+    answers = iter(["93.184.215.14", "127.0.0.1"])  # the check's answer (public), then the rebound one
+    lookups: list[str] = []
+
+    def rebinding(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        lookups.append(host)
+        address = next(answers, "127.0.0.1")
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+    connected: list[str] = []
+
+    def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer:
+        connected.append(address)
+        return Answer(200)
+
+    original_getaddrinfo = socket.getaddrinfo
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    db = services().db
+    delivery_id = str(uuid.uuid4())
+    url = "https://hooks.rebind.example/batchlane"
+    delivery_rows.insert(db, delivery_id=delivery_id, owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
+    assert deliver(db, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
+    assert (lookups, connected) == (["hooks.rebind.example"], ["93.184.215.14"])  # resolved once; that address, pinned
+    # The real POST goes to the pinned address whatever the name resolves to now (here: nothing at all)
+
+    def names_unresolvable(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host.replace(".", "").isdigit():  # a numeric address needs no DNS (socket.create_connection asks anyway)
+            return original_getaddrinfo(host, *args, **kwargs)
+        raise socket.gaierror("no such name")
+
+    monkeypatch.setattr(socket, "getaddrinfo", names_unresolvable)
+    hook = Receiver()
+    try:
+        port = hook.url.split(":")[2].split("/")[0]
+        answer = deliver_module.http_post(f"http://pinned.rebind.example:{port}/hooks/batchlane", b"{}", {"Content-Type": "application/json"}, 10, "127.0.0.1")
+        assert answer.status == 200, answer
+        (got,) = hook.wait_for(1)
+        assert got.headers["Host"] == f"pinned.rebind.example:{port}"
+    finally:
+        hook.stop()

@@ -127,3 +127,40 @@ def test_a_quota_the_account_does_not_list_is_a_warning_not_a_pass():
     by_name = {c.name: c for c in compare(_target(), BatchQuotaValues("Claude Sonnet 4.5", {}))}
     assert not any(c.ok for c in by_name.values())
     assert "Records per batch inference job for Claude Sonnet 4.5" in by_name["quota max_records"].detail
+
+
+# -- Lambda concurrency (issue 21): the account's quota against the deployment's settings -----------------
+
+
+def _lambda_answering(limit: int, unreserved: int):  # type: ignore[no-untyped-def]
+    """A real client whose GetAccountSettings answers as AWS documents it (moto has no such call)."""
+    from botocore.stub import Stubber
+
+    client = boto3.client("lambda", region_name=REGION, aws_access_key_id="x", aws_secret_access_key="x")
+    stub = Stubber(client)
+    stub.add_response("get_account_settings", {"AccountLimit": {"ConcurrentExecutions": limit, "UnreservedConcurrentExecutions": unreserved}})
+    stub.activate()
+    return client
+
+
+def _deployment(slots: int, reserved: dict[str, int]) -> Target:
+    lane = {"BATCHLANE_MODEL_ID": PROFILE, "BATCHLANE_CHUNK_SLOTS": str(slots), "BATCHLANE_RESERVED_CONCURRENCY": json.dumps(reserved)}
+    return Target(name="t", outputs={"LaneSettings": json.dumps(lane)}, offline=False)
+
+
+def test_the_doctor_reports_the_accounts_concurrency_against_the_deployments_settings() -> None:
+    from batchlane_dev.cli.doctor.concurrency import check_lambda_concurrency
+
+    healthy = check_lambda_concurrency(_lambda_answering(1000, 1000), _deployment(100, {}))
+    assert [(r.name, r.ok) for r in healthy] == [("lambda concurrency", True)]
+    assert "account limit 1000" in healthy[0].detail and "chunk slots 100" in healthy[0].detail
+
+
+def test_a_reservation_past_what_a_low_quota_account_may_reserve_fails_and_too_many_slots_warn() -> None:
+    from batchlane_dev.cli.doctor.concurrency import check_lambda_concurrency
+
+    results = {r.name: r for r in check_lambda_concurrency(_lambda_answering(50, 50), _deployment(100, {"api": 20, "chunk_processor": 100}))}
+    assert (results["reserved concurrency"].ok, results["reserved concurrency"].severity) == (False, "error")
+    assert "reserves 120 but the account may reserve at most 0" in results["reserved concurrency"].detail
+    low = {r.name: r for r in check_lambda_concurrency(_lambda_answering(50, 50), _deployment(100, {}))}
+    assert (low["chunk slots"].ok, low["chunk slots"].severity) == (False, "warning") and "chunkSlots=25" in low["chunk slots"].detail

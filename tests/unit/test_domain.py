@@ -74,3 +74,13 @@ def test_assembly_keeps_order_and_markers_and_refuses_a_missing_page():
     assert out.index("<!-- Page 1 -->") < out.index("Hello") < out.index("<!-- Page 2: failed (content_filtered) -->") < out.index("<!-- Page 3 -->")
     with pytest.raises(ValueError, match="no result"):
         assemble(pages[:2], expected_pages=3)
+
+
+def test_a_failed_page_is_visible_once_the_markdown_is_rendered():
+    """Issue 24.7: an HTML comment alone disappears in every renderer; the reader must see the gap."""
+    import re
+
+    out = assemble([PageText(1, "converted", "Hello"), PageText(2, "failed", reason="stop_reason=refusal")], expected_pages=2)
+    visible = re.sub(r"<!--.*?-->", "", out, flags=re.S)  # what a Markdown renderer shows
+    assert "> **Page 2 was not converted** (`stop_reason=refusal`)" in visible
+    assert "<!-- Page 2: failed (stop_reason=refusal) -->" in out  # the machine-readable marker stays

@@ -58,3 +58,14 @@ def test_a_full_live_page_cap_makes_a_file_wait_unless_the_document_alone_exceed
     assert waits_for_capacity("LIVE_PAGES_LIMIT", 40, limits)  # others hold the pages now: queued again
     assert not waits_for_capacity("LIVE_PAGES_LIMIT", 101, limits)  # never fits: fails with its error id
     assert not waits_for_capacity("PDF_CORRUPT", 40, limits)
+
+
+@pytest.mark.parametrize("data", [b"", b"plain text saved as notes.pdf\n"], ids=["empty", "text-named-pdf"])
+def test_a_file_the_split_refuses_as_not_a_pdf_is_never_retried_in_a_folder_job(data: bytes) -> None:
+    """Issue 24.8: the id the split really raises (not a hand-written one) must stop the folder's retries."""
+    from batchlane.pdf.split import open_pdf
+
+    with pytest.raises(InputError) as refused:
+        open_pdf(data, max_pages=10)
+    assert refused.value.error_id in {"PDF_EMPTY", "PDF_NOT_PDF"}
+    assert not retry_file(refused.value.error_id, attempts=1, max_retries=2)

@@ -53,15 +53,58 @@ def test_a_files_list_lists_their_common_folder_and_outputs_default_there() -> N
 
 
 def test_folders_outside_the_configured_sources_are_refused() -> None:
-    check_allowed(spec(), ["docs/legal/"])
-    check_allowed(spec(), ["docs/"])
+    check_allowed(spec(), ["docs/legal/"], owner_id="alice")
+    check_allowed(spec(), ["docs/"], owner_id="alice")
     for sources in ([], ["docs/other/"], ["other/legal/"]):
         with pytest.raises(InputError) as err:
-            check_allowed(spec(), sources)
+            check_allowed(spec(), sources, owner_id="alice")
         assert err.value.error_id == "FOLDER_NOT_ALLOWED"
     mirrored = spec(output={"layout": "mirror", "folder": "s3://elsewhere/out/"})
     with pytest.raises(InputError):
-        check_allowed(mirrored, ["docs/legal/"])  # the output folder must be allowed too
+        check_allowed(mirrored, ["docs/legal/"], owner_id="alice")  # the output folder must be allowed too
+
+
+def _refused(body: dict, owner: str, groups: tuple[str, ...] = ()) -> bool:  # type: ignore[type-arg]
+    try:
+        check_allowed(parse_spec(body), ["home/users/{owner}/", "legal@docs/legal/"], owner_id=owner, groups=groups)
+    except InputError as exc:
+        assert exc.error_id == "FOLDER_NOT_ALLOWED"
+        return True
+    return False
+
+
+def test_an_owner_grant_gives_each_user_their_own_prefix_and_never_anothers() -> None:
+    alice_home = {"input": {"folder": "s3://home/users/alice/papers/"}}
+    assert not _refused(alice_home, "alice")
+    assert _refused(alice_home, "bob")  # bob on alice's prefix: refused before anything is listed
+    assert _refused({"input": {"folder": "s3://home/users/alice-2/"}}, "alice")  # a longer sub is another folder
+    assert _refused({"input": {"folder": "s3://home/users/bob/"}, "output": {"layout": "mirror", "folder": "s3://home/users/alice/out/"}}, "bob")
+    assert _refused({"input": {"files": ["s3://home/users/alice/a.pdf"]}}, "bob")
+    assert _refused({"input": {"folder": "s3://home/users/"}}, "alice")  # the parent holds everybody's
+
+
+def test_a_group_grant_admits_its_members_only_and_an_owner_id_unfit_for_a_key_gets_no_home() -> None:
+    legal = {"input": {"folder": "s3://docs/legal/contracts/"}}
+    assert not _refused(legal, "carol", ("legal",))
+    assert _refused(legal, "dave", ("sales",))
+    assert _refused({"input": {"folder": "s3://home/users/x/"}}, "x/../alice") and _refused({"input": {"folder": "s3://home/users/a/"}}, "a\x00")
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"parser": "x" * 1_000_000},  # was accepted and copied to every file's job
+        {"unknownKey": True},
+        {"modelId": "m" * 300},
+        {"callbackHeaders": {f"h{i}": "v" for i in range(11)}},
+        {"highFidelity": "very"},
+    ],
+)
+def test_folder_options_are_known_keys_each_bounded(options: dict) -> None:  # type: ignore[type-arg]
+    with pytest.raises(InputError) as err:
+        parse_spec({"input": {"folder": FOLDER}, "options": options})
+    assert err.value.error_id == "SPEC_INVALID"
+    assert parse_spec({"input": {"folder": FOLDER}, "options": {"highFidelity": False, "parser": "auto"}}).options == {"highFidelity": False, "parser": "auto"}
 
 
 @pytest.mark.parametrize(

@@ -41,7 +41,7 @@ def test_a_page_pypdf_cannot_walk_to_is_not_blank_and_has_no_estimate():
 
 def test_a_page_read_out_of_time_is_unknown_not_blank():
     document = open_pdf(unbalanced_parentheses_pdf(40_000), max_pages=1)
-    assert document._inspect(1, Deadline(0.0, clock=lambda: 0.0)) == (False, 0, False)
+    assert document._inspect(1, Deadline(0.0, clock=lambda: 0.0)) == (False, 0, False, None)
     page = next(document.pages(document.chunks(1)[0]))  # with the real budget: read at once
     assert (page.blank, page.text_chars, page.estimate_known) == (False, 2, True)
 
@@ -70,3 +70,99 @@ def test_a_split_failing_midway_deletes_the_chunk_pdfs_it_wrote(tmp_path):
             store_chunk_sources(store, "job-1", document, document.chunks(1))
     assert caught.value.error_id == "PDF_TOO_COMPLEX"
     assert store.list_keys("jobs/job-1/") == []
+
+
+# -- issue 21: every operation on user PDF content is bounded in time and memory ---------------------
+
+
+def _sleep(seconds: float) -> str:
+    import time
+
+    time.sleep(seconds)
+    return "slept"
+
+
+def _allocate(megabytes: int) -> int:
+    return len(bytearray(megabytes * 1024 * 1024))
+
+
+def _refuse() -> None:
+    raise InputError("no", error_id="PDF_ENCRYPTED")
+
+
+def test_a_bounded_operation_past_its_deadline_is_killed_and_one_past_its_memory_is_stopped():
+    from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
+
+    assert run_bounded(_allocate, 50, bound=Bound(seconds=60, memory_mb=200)) == 50 * 1024 * 1024
+    with pytest.raises(OverBudget) as slow:
+        run_bounded(_sleep, 600, bound=Bound(seconds=0.5, memory_mb=200))
+    assert slow.value.reason == "deadline"
+    with pytest.raises(OverBudget) as greedy:
+        run_bounded(_allocate, 1_000, bound=Bound(seconds=60, memory_mb=200))
+    assert greedy.value.reason == "memory"
+    with pytest.raises(InputError) as refused:  # the child's own error comes back with its id
+        run_bounded(_refuse, bound=Bound(seconds=60, memory_mb=200))
+    assert refused.value.error_id == "PDF_ENCRYPTED"
+
+
+def test_pages_sharing_one_5_mb_drawing_stream_end_the_survey_as_too_complex_when_its_deadline_kills_it(tmp_path):
+    """300 pages x 5 MB of operators is ~90 s of pdfium parsing (0.3 s a page): the child is killed at its
+    deadline, whatever the machine's speed, and the file is PDF_TOO_COMPLEX (a 2 s bound here: the rule, not the default)."""
+    from batchlane.pdf.bounded import Bound, OverBudget
+    from batchlane.pdf.survey import survey_pdf
+    from batchlane_dev.local.pdfgen import shared_drawing_stream_pdf
+
+    data = shared_drawing_stream_pdf()
+    assert 55_000 < len(data) < 75_000
+    path = tmp_path / "shared.pdf"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as caught:
+        survey_pdf(path, max_pages=1_000, bound=Bound(seconds=2.0, memory_mb=384))
+    assert caught.value.error_id == "PDF_TOO_COMPLEX"
+    assert isinstance(caught.value.__cause__, OverBudget) and caught.value.__cause__.reason == "deadline"
+
+
+def test_one_page_inflating_to_30_mb_ends_the_survey_as_too_complex_at_its_memory_cap(tmp_path):
+    """pdfium holds ~540 MB for it: past the survey's 384 MB on top of its process, the allocation fails."""
+    from batchlane.pdf.bounded import OverBudget
+    from batchlane.pdf.survey import survey_pdf
+    from batchlane_dev.local.pdfgen import inflating_page_pdf
+
+    data = inflating_page_pdf()
+    assert 55_000 < len(data) < 62_000
+    path = tmp_path / "inflating.pdf"
+    path.write_bytes(data)
+    with pytest.raises(InputError) as caught:
+        survey_pdf(path, max_pages=10)
+    assert caught.value.error_id == "PDF_TOO_COMPLEX"
+    assert isinstance(caught.value.__cause__, OverBudget) and caught.value.__cause__.reason == "memory"
+
+
+def test_a_page_inflating_past_the_content_cap_fails_page_too_complex_before_anything_parses_it(monkeypatch):
+    """The chunk processor's view: the page is failed (never sent, no text layer read), its content only
+    measured; pypdf's text extraction of it would take ~10 s and raise LimitReachedError."""
+    from batchlane.ondemand.planner import PlannedPage
+    from batchlane.pdf.fit import fit
+    from batchlane_dev.local.pdfgen import inflating_page_pdf
+
+    document = open_pdf(inflating_page_pdf(), max_pages=1)
+    page = fit(next(document.pages(document.chunks(1)[0])))
+    assert (page.failure, page.blank, page.estimate_known) == ("PAGE_TOO_COMPLEX", False, False)
+    monkeypatch.setattr("batchlane.ondemand.planner.text_layer", lambda _: pytest.fail("the text layer of a page read cut short is not extracted"))
+    assert PlannedPage(page, estimate=1200).layer == ""
+
+
+def test_a_decompression_bomb_past_pypdfs_own_limit_is_page_too_complex_not_a_traceback():
+    from batchlane_dev.local.pdfgen import inflating_page_pdf
+
+    document = open_pdf(inflating_page_pdf(80_000_000), max_pages=1)  # past pypdf's 75 MB inflate limit
+    page = next(document.pages(document.chunks(1)[0]))
+    assert page.failure == "PAGE_TOO_COMPLEX"
+
+
+def test_a_page_under_the_content_cap_still_converts_with_an_unknown_estimate():
+    from batchlane_dev.local.pdfgen import inflating_page_pdf
+
+    document = open_pdf(inflating_page_pdf(8_000_000), max_pages=1)  # past the 4 MB scan bound, under the 16 MB cap
+    page = next(document.pages(document.chunks(1)[0]))
+    assert (page.failure, page.blank, page.estimate_known) == (None, False, False)

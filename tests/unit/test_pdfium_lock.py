@@ -7,6 +7,7 @@ The test wraps each of pypdfium2's raw functions with a check and runs every pat
 
 from __future__ import annotations
 
+import gc
 import io
 import threading
 import traceback
@@ -100,3 +101,12 @@ def test_surveys_in_many_threads_all_see_their_pages(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert seen == {pages: pages for _, pages in paths}
+
+
+def test_figure_extraction_calls_pdfium_only_under_the_lock(unlocked_calls: list[str]) -> None:
+    from batchlane.pdf.images import page_images
+    from batchlane_dev.local.pdfgen import make_image_pdf
+
+    images = [image for page in page_images(make_image_pdf(), first_page=1) for image in page]
+    gc.collect()  # pypdfium2's finalizers close what was left open: they must find it closed already
+    assert len(images) == 2 and unlocked_calls == []

@@ -10,8 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from batchlane.domain import pool
+from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import MICRO, PoolChunk, PoolPlan, plan_pool, split_by_weight
-from batchlane.domain.records import split_pooled_record_id
+from batchlane.domain.records import BEDROCK_RECORD_ID, RETRY_SUFFIX, pooled_record_id, split_pooled_record_id
 
 WINDOW = 900.0
 
@@ -244,9 +245,32 @@ def test_a_retry_batch_needs_enough_records_no_earlier_retry_and_room_before_eve
     assert pool.retry_batch_allowed(500, **{**allowed, "deadlines_s": [None, 4_999.0]}) == "deadline"
 
 
+def test_the_id_bedrock_sees_is_alphanumeric_as_documented_and_maps_back():
+    # Bedrock user guide, "Format and upload your batch inference data": recordId is an alphanumeric string.
+    sent = pooled_record_id("m12", "c3-p151")
+    assert sent == "m12c3p151" and BEDROCK_RECORD_ID.match(sent) and BEDROCK_RECORD_ID.match(sent + RETRY_SUFFIX)
+    assert split_pooled_record_id(sent) == ("m12", "c3-p151")
+    assert split_pooled_record_id(sent + RETRY_SUFFIX) == ("m12", "c3-p151")
+
+
 def test_a_retried_record_id_maps_back_to_its_job_and_page():
-    assert split_pooled_record_id("m12-c3-p151-r1") == ("m12", "c3-p151")
+    assert split_pooled_record_id("m12-c3-p151-r1") == ("m12", "c3-p151")  # a lane prepared before the alphanumeric form
     assert split_pooled_record_id("m0-c0-p1") == ("m0", "c0-p1")
     assert split_pooled_record_id("c4-p201") == ("m0", "c4-p201")  # a lane from before the pool
     with pytest.raises(ValueError):
         split_pooled_record_id("m1-c3-p151-x1")
+
+
+def test_lanes_are_packed_under_the_job_size_quota_as_well_as_the_record_cap():
+    # 300 chunks of 50 scanned pages of ~500 KB: ~36 MB of base64 records a chunk, 10.7 GB in all, at
+    # 15,000 pages far under the 50,000-record cap that alone packed them into one (too large) job.
+    heavy = estimated_record_bytes(50 * 500_000, 50)
+    chunks = [PoolChunk("job-a", i, 50, 10_000.0, heavy) for i in range(300)]
+    cap = 5 * 1024**3
+
+    plan = pool.plan_pool(chunks, max_records=50_000, min_records=100, window_s=900, slots=100, max_bytes=cap)
+
+    assert len(plan.bedrock_jobs) > 1 and plan.leave == [] and plan.waiting_chunks == 0
+    assert sorted(c.chunk_index for job in plan.bedrock_jobs for c in job) == list(range(300)), "every chunk packed once"
+    assert all(sum(c.input_bytes for c in job) <= cap for job in plan.bedrock_jobs)
+    assert len(plan.bedrock_jobs) == -(-300 // (cap // heavy)), "as few lanes as the bytes allow"

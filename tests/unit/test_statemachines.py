@@ -97,6 +97,27 @@ def test_those_retries_back_off_with_full_jitter_from_a_substituted_interval(pat
 
 
 @pytest.mark.parametrize("path", MACHINES, ids=lambda p: p.name)
+def test_a_throttle_waits_minutes_on_every_lambda_task_before_any_other_retrier_sees_it(path: Path) -> None:
+    """Issue 21: Lambda.TooManyRequestsException is the function's concurrency being full, a wait. Step
+    Functions uses the FIRST retrier that names an error: so the throttle's ladder comes first on every
+    task (never the 4 attempts of a shared block, ~14 s, or a States.ALL), and on AWS it lasts minutes."""
+    _, names = _load(path)
+    spec = next(s for s in STATE_MACHINES if s.path == path)
+    short = []
+    for name, state in _lambda_tasks(path):
+        first = state["Retry"][0]
+        if first["ErrorEquals"] != ["Lambda.TooManyRequestsException"]:
+            short.append(name)
+            continue
+        interval = float(spec.settings[names[first["IntervalSeconds"]]])
+        cap = float(spec.settings[names[first["MaxDelaySeconds"]]])
+        waits = [min(cap, interval * first["BackoffRate"] ** n) for n in range(first["MaxAttempts"])]
+        assert sum(waits) >= 300, f"{path.name} {name}: a throttle waits {sum(waits)} s at most"
+        assert first["JitterStrategy"] == "FULL"
+    assert not short, f"{path.name}: a throttle reaches another retrier first in {short}"
+
+
+@pytest.mark.parametrize("path", MACHINES, ids=lambda p: p.name)
 def test_every_file_has_the_one_layout(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     assert "\\u" not in text, f"{path.name}: write characters, not \\u escapes"

@@ -43,8 +43,8 @@ def test_a_public_https_url_is_accepted_and_private_receivers_only_when_allowed(
 
 def test_a_public_name_resolving_inward_is_refused_before_the_post():
     with pytest.raises(InputError, match="private address"):
-        subscription.check_resolved("localhost", 443, allow_private=False)
-    subscription.check_resolved("localhost", 443, allow_private=True)
+        subscription.resolve("localhost", 443, allow_private=False)
+    assert subscription.resolve("localhost", 443, allow_private=True) in ("127.0.0.1", "::1")
 
 
 def test_options_are_normalised_with_the_default_event():
@@ -55,14 +55,16 @@ def test_options_are_normalised_with_the_default_event():
     assert parsed["callbackEvents"] == ["file.error", "job.completed"]
 
 
-def test_the_signature_header_is_hmac_sha256_of_timestamp_dot_body_one_v1_per_secret():
+def test_the_signature_header_is_hmac_sha256_of_timestamp_url_and_body_one_v2_per_secret():
     import hashlib
     import hmac
 
-    body = b'{"event":"job.completed"}'
-    expected = hmac.new(b"s3cret", b"1700000000." + body, hashlib.sha256).hexdigest()
-    assert signature("s3cret", 1700000000, body) == expected
-    assert signature_header(["new", "old"], 1700000000, body) == f"t=1700000000,v1={signature('new', 1700000000, body)},v1={signature('old', 1700000000, body)}"
+    body, url = b'{"event":"job.completed"}', "https://a.example.com/hook"
+    expected = hmac.new(b"s3cret", b"1700000000.https://a.example.com/hook." + body, hashlib.sha256).hexdigest()
+    assert signature("s3cret", 1700000000, url, body) == expected
+    assert signature("s3cret", 1700000000, "https://b.example.com/hook", body) != expected  # bound to its receiver
+    new, old = signature("new", 1700000000, url, body), signature("old", 1700000000, url, body)
+    assert signature_header(["new", "old"], 1700000000, url, body) == f"t=1700000000,v2={new},v2={old}"
 
 
 @pytest.mark.parametrize(

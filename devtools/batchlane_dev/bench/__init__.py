@@ -21,6 +21,14 @@ def figure(name: str, value: float, unit: str, baseline: float, **details: Any) 
     }
 
 
+def size(args: Any, full: Any, quick: Any, smoke: Any) -> Any:
+    """The input size for this run: ``--smoke`` (the smallest that still runs every step, for the test that keeps
+    each figure alive), ``--quick`` (a smoke run a reader can trust roughly), or the full figure."""
+    if getattr(args, "smoke", False):
+        return smoke
+    return quick if getattr(args, "quick", False) else full
+
+
 def wanted(args: Any, *names: str) -> bool:
     """True when ``--only`` is absent or names one of ``names`` (so unwanted figures are not computed)."""
     only = getattr(args, "only", None) or []

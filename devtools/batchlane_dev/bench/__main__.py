@@ -15,6 +15,9 @@ FIGURE_MODULES = (
     "batchlane_dev.bench.demo",
     "batchlane_dev.bench.ondemand",
     "batchlane_dev.bench.folders",
+    "batchlane_dev.bench.assembly",
+    "batchlane_dev.bench.simulate",
+    "batchlane_dev.bench.tenants",
     "batchlane_dev.bench.realbook",  # last: it exits with a clear message when the book cannot be fetched
 )
 
@@ -22,7 +25,8 @@ FIGURE_MODULES = (
 def main() -> int:
     parser = argparse.ArgumentParser(description="batchlane benchmarks: one JSON object per figure")
     parser.add_argument("--only", action="append", default=[], help="run only the figures with this name (repeatable), e.g. prepare_1000_pages")
-    parser.add_argument("--quick", action="store_true", help="smaller inputs, for a smoke run")
+    parser.add_argument("--quick", action="store_true", help="smaller inputs, for a rough run")
+    parser.add_argument("--smoke", action="store_true", help="the smallest inputs: proves every figure still runs (tests/integration/test_bench_figures.py)")
     args = parser.parse_args()
     for module_name in FIGURE_MODULES:
         module = importlib.import_module(module_name)

@@ -17,7 +17,7 @@ from typing import Any
 
 from rich.console import Console
 
-from batchlane_dev.bench import figure
+from batchlane_dev.bench import figure, size
 from batchlane_dev.local.demo import run_demo
 
 
@@ -30,12 +30,12 @@ def _run(pages: int, *, batch_lane: bool) -> tuple[float, dict[str, Any]]:
     return time.perf_counter() - started, report
 
 
-NAMES = ("demo_1200_pages", "demo_300_pages")  # what figures() yields (full and --quick sizes)
+NAMES = ("demo_1200_pages", "demo_300_pages", "demo_60_pages")  # what figures() yields (full, --quick and --smoke sizes)
 
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
     logging.getLogger("batchlane").setLevel(logging.ERROR)
-    pages = 300 if args.quick else 1200
+    pages = size(args, 1200, 300, 60)
     baseline, base_report = _run(pages, batch_lane=False)
     value, report = _run(pages, batch_lane=True)
     yield figure(

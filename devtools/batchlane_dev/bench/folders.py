@@ -14,6 +14,7 @@ queueing, per-file intake, report).
 
 from __future__ import annotations
 
+import functools
 import random
 import tempfile
 import time
@@ -25,9 +26,18 @@ from types import SimpleNamespace
 from typing import Any
 
 from batchlane.ports import ListedPage
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 
-NAMES = ("enumerate_100000_objects", "enumerate_10000_objects", "folder_1000_files", "folder_50_files")
+NAMES = (
+    "enumerate_100000_objects",
+    "enumerate_10000_objects",
+    "enumerate_2000_objects",
+    "folder_1000_files",
+    "folder_50_files",
+    "folder_3_files",
+    *(f"folder_growth_{n}_files" for n in (5, 10, 100, 1000, 10_000)),
+)
+GROWTH_SIZES = (5, 10, 100, 1000, 10_000)
 
 
 class _GeneratedFolder:
@@ -44,6 +54,9 @@ class _GeneratedFolder:
 
     def list_keys(self, bucket: str, prefix: str) -> list[str]:
         return []
+
+    def head(self, bucket: str, key: str) -> None:
+        return None  # no earlier report: nothing written yet
 
     def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         from batchlane.domain.errors import NotFound
@@ -136,9 +149,9 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
 
             s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name=REGION)
             for i, pages in enumerate(sizes):
-                s3.put_object(Bucket=FOLDER_BUCKET, Key=f"bench/{i % 10}/{i % 7}/doc-{i:04d}.pdf", Body=make_pdf(pages))
+                s3.put_object(Bucket=FOLDER_BUCKET, Key=f"users/bench/{i % 10}/{i % 7}/doc-{i:04d}.pdf", Body=make_pdf(pages))
             started = time.perf_counter()
-            job, _ = usecases.submit(svc, "bench", {"input": {"folder": f"s3://{FOLDER_BUCKET}/bench/"}})
+            job, _ = usecases.submit(svc, "bench", {"input": {"folder": f"s3://{FOLDER_BUCKET}/users/bench/"}})
             wait_until(lambda: (row := repo.get_job(svc.db, job["id"])) and row["finished_at"] is not None, timeout_s=7200, poll_s=1, what="the folder job")
             seconds = time.perf_counter() - started
             done = usecases.status(svc, "bench", job["id"])
@@ -158,10 +171,106 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
     )
 
 
+class _StatementCounter:
+    """Counts every SQL statement the process sends (pg8000's ``Connection.run``: the handlers run in this process)."""
+
+    def __init__(self) -> None:
+        import itertools
+
+        import pg8000.native
+
+        self._count = itertools.count()
+        self._seen = 0
+        self._class = pg8000.native.Connection
+        self._original = self._class.run
+        counter = self._count
+        original = self._original
+
+        def run(con: Any, *args: Any, **kwargs: Any) -> Any:
+            next(counter)
+            return original(con, *args, **kwargs)
+
+        self._class.run = run  # type: ignore[method-assign]
+
+    def read(self) -> int:
+        """Statements since the last read."""
+        total = next(self._count)  # itertools.count has no peek: this read counts itself, taken off below
+        seen, self._seen = self._seen, total + 1
+        return total - seen
+
+    def close(self) -> None:
+        self._class.run = self._original  # type: ignore[method-assign]
+
+
+def _finished(svc: Any, job_id: str) -> bool:
+    from batchlane.db import folder_jobs as repo
+
+    row = repo.get_job(svc.db, job_id)
+    return row is not None and row["finished_at"] is not None
+
+
+def _growth(sizes: tuple[int, ...]) -> Iterator[dict[str, Any]]:
+    """Wall time and SQL statements per file for folders of each size (one page a file: the folder job's own
+    cost, not the conversion's), against ONE single-file conversion of a one-page file in the same stack."""
+    import boto3
+
+    from batchlane.folders import usecases
+    from batchlane.runtime import services
+    from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until
+    from batchlane_dev.local.pdfgen import make_pdf
+    from batchlane_dev.local.stack import FOLDER_BUCKET, REGION, OfflineStack, StackOptions, owner_home
+
+    page = make_pdf(1)
+    counter = _StatementCounter()
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-growth-") as tmp:
+            options = StackOptions(workdir=Path(tmp), faults="time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_FOLDER_MAX_IN_FLIGHT": "50"})
+            with OfflineStack(options) as stack:
+                svc = services()
+                counter.read()
+                started = time.perf_counter()
+                single = submit_pdf(svc, page, name="one.pdf", owner_id="bench")
+                if wait_for_job(svc, single["jobId"], timeout_s=600).status != "completed":
+                    raise RuntimeError("the one-file baseline did not complete")
+                single_s, single_statements = time.perf_counter() - started, counter.read()
+                s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name=REGION)
+                for files in sizes:
+                    prefix = f"{owner_home('bench')}growth-{files}/"
+                    for i in range(files):
+                        s3.put_object(Bucket=FOLDER_BUCKET, Key=f"{prefix}{i % 10}/doc-{i:05d}.pdf", Body=page)
+                    counter.read()
+                    started = time.perf_counter()
+                    job, _ = usecases.submit(svc, "bench", {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}})
+                    job_id = job["id"]
+                    wait_until(functools.partial(_finished, svc, job_id), timeout_s=14_400, poll_s=1, what="the folder job")
+                    seconds, statements = time.perf_counter() - started, counter.read()
+                    done = usecases.status(svc, "bench", job_id)
+                    yield figure(
+                        f"folder_growth_{files}_files",
+                        seconds / files,
+                        "s/file",
+                        single_s,
+                        baseline_is="one single-file conversion of the same one-page file in the same stack",
+                        files=files,
+                        completed=done["files"]["completed"],
+                        failed=done["files"]["failed"],
+                        statements_per_file=round(statements / files, 1),
+                        baseline_statements=single_statements,
+                        statements_note="every SQL statement this process sent while the job ran, schedules included",
+                        folder_max_in_flight=50,
+                    )
+    finally:
+        counter.close()
+
+
 def figures(args: Any) -> Iterator[dict[str, Any]]:
-    count = 10_000 if args.quick else 100_000
+    count = size(args, 100_000, 10_000, 2000)
     if wanted(args, f"enumerate_{count}_objects"):
         yield from _enumerate(count)
-    files = 50 if args.quick else 1000
+    files = size(args, 1000, 50, 3)
     if wanted(args, f"folder_{files}_files"):
         yield from _folder(files)
+    growth = size(args, (100, 1000), (10, 100), (5,))  # 10,000: --only folder_growth_10000_files (about an hour here)
+    named = tuple(n for n in GROWTH_SIZES if f"folder_growth_{n}_files" in (getattr(args, "only", None) or []))
+    if named or wanted(args, *(f"folder_growth_{n}_files" for n in growth)):
+        yield from _growth(named or growth)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from batchlane.topology import FUNCTIONS, REPO_ROOT, handler_path
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 
 
 def _zipped_size(root: Path, *, skip: str | None = None) -> int:
@@ -47,24 +47,25 @@ def layer_figure() -> dict[str, Any]:
     )
 
 
-def _import_seconds(code: str) -> float:
+def _import_seconds(code: str, repeat: int = 3) -> float:
     env = {**os.environ, "AWS_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true", "PYTHONDONTWRITEBYTECODE": "1"}
     timer = f"import time, importlib.util as u; t = time.perf_counter(); {code}; print(time.perf_counter() - t)"
     runs = [
         float(subprocess.run([sys.executable, "-c", timer], capture_output=True, text=True, check=True, env=env).stdout.strip().splitlines()[-1])
-        for _ in range(3)
+        for _ in range(repeat)
     ]
     return statistics.median(runs)
 
 
 def import_figures(args: Any) -> Iterator[dict[str, Any]]:
-    baseline = _import_seconds("import boto3")
-    for spec in FUNCTIONS:
+    repeat = size(args, 3, 3, 1)
+    baseline = _import_seconds("import boto3", repeat)
+    for spec in size(args, FUNCTIONS, FUNCTIONS, FUNCTIONS[:1]):
         if not wanted(args, f"import_{spec.name}"):
             continue
         path = handler_path(spec.name)
         load = f"s = u.spec_from_file_location('h', {str(path)!r}); m = u.module_from_spec(s); s.loader.exec_module(m)"
-        yield figure(f"import_{spec.name}", _import_seconds(load), "s", baseline, baseline_is="import boto3 in a fresh interpreter")
+        yield figure(f"import_{spec.name}", _import_seconds(load, repeat), "s", baseline, baseline_is="import boto3 in a fresh interpreter")
 
 
 NAMES = ("layer_zip_mb", *(f"import_{spec.name}" for spec in FUNCTIONS))  # what figures() yields

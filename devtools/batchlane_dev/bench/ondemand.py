@@ -19,7 +19,7 @@ from typing import Any
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import PROCESS_FUNCTIONS, OfflineStack, StackOptions
@@ -190,15 +190,15 @@ def _sustained_rpm(samples: list[tuple[float, int]]) -> float:
     return (high[1] - low[1]) / max(high[0] - low[0], 1e-9) * 60
 
 
-NAMES = ("ondemand_20_pages", "ondemand_10_pages", "ondemand_23_documents")  # what figures() yields (full and --quick sizes)
+NAMES = ("ondemand_20_pages", "ondemand_10_pages", "ondemand_3_pages", "ondemand_23_documents", "ondemand_3_documents")  # full, --quick, --smoke
 
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
     logging.getLogger("batchlane").setLevel(logging.ERROR)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
-    small = 10 if args.quick else 20
+    small = size(args, 20, 10, 3)
     if wanted(args, f"ondemand_{small}_pages"):
         yield twenty_pages(small)
-    low, high, count = (20, 60, 23) if args.quick else (100, 300, 23)
-    if wanted(args, "ondemand_23_documents"):
+    low, high, count = size(args, (100, 300, 23), (20, 60, 23), (3, 6, 3))
+    if wanted(args, f"ondemand_{count}_documents"):
         yield many_documents([low + (high - low) * i // (count - 1) for i in range(count)])

@@ -11,7 +11,7 @@ from typing import Any
 from pypdf import PdfReader, PdfWriter
 
 from batchlane.pdf import open_pdf
-from batchlane_dev.bench import figure
+from batchlane_dev.bench import figure, size
 from batchlane_dev.local.pdfgen import make_pdf
 
 
@@ -40,11 +40,11 @@ def _median_time(fn: Any, *args: Any, repeat: int = 3) -> float:
     return statistics.median(times)
 
 
-NAMES = ("split_1000_pages", "split_200_pages")  # what figures() yields (full and --quick sizes)
+NAMES = ("split_1000_pages", "split_200_pages", "split_20_pages")  # what figures() yields (full, --quick, --smoke sizes)
 
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
-    pages = 200 if args.quick else 1000
+    pages = size(args, 1000, 200, 20)
     data = make_pdf(pages, blank_every=25, lines_per_page=30)
     assert our_split(data) == raw_pypdf_split(data) == pages
     baseline = _median_time(raw_pypdf_split, data)

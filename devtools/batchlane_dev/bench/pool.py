@@ -28,9 +28,9 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 
-NAMES = ("pool_200_documents", "pool_20_documents", "pack_100000_records", "pack_10000_records")
+NAMES = ("pool_200_documents", "pool_20_documents", "pool_4_documents", "pack_100000_records", "pack_10000_records", "pack_500_records")
 
 TERMINAL = ("completed", "failed", "cancelled")
 
@@ -247,9 +247,9 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
 
 def figures(args: Any) -> Iterator[dict[str, Any]]:
     _quiet()
-    documents = 20 if args.quick else 200
+    documents = size(args, 200, 20, 4)
     if wanted(args, f"pool_{documents}_documents"):
         yield pool_figure(documents)
-    count = 200 if args.quick else 2000
+    count = size(args, 2000, 200, 10)
     if wanted(args, f"pack_{count * 50}_records"):
         yield pack_figure(count)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 from batchlane_dev.bench.pdf import raw_pypdf_split
 
 
@@ -139,8 +139,9 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
     except BookUnavailable as exc:
         raise SystemExit(f"bench real-book figures: {exc}") from exc
     data = path.read_bytes()
-    if args.quick:
-        data = _excerpt(data, 200)
+    excerpt = size(args, None, 200, 20)
+    if excerpt:
+        data = _excerpt(data, excerpt)
     pages = open_pdf(data, max_pages=100_000).page_count
     common = {
         "book": path.name,

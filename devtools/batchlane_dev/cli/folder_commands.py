@@ -32,8 +32,8 @@ def exit_code(job: dict[str, Any]) -> int:
 
 def describe(job: dict[str, Any]) -> str:
     f, p = job["files"], job["pages"]
-    eta = f" eta {job['eta_seconds']} s" if job.get("eta_seconds") is not None else ""
-    pace = f" {job['throughput_pages_per_minute']} pages/min" if job.get("throughput_pages_per_minute") else ""
+    eta = f" eta {job['etaSeconds']} s" if job.get("etaSeconds") is not None else ""
+    pace = f" {job['throughputPagesPerMinute']} pages/min" if job.get("throughputPagesPerMinute") else ""
     return (
         f"{job['status']:<24} files {f['completed']}/{f['discovered']} done, {f['failed']} failed, {f['skipped']} skipped, "
         f"{f['processing']} converting, {f['queued']} queued · pages {p['completed']} done, {p['failed']} failed{pace}{eta}"
@@ -48,7 +48,7 @@ def watch(api: Any, job_id: str, *, interval_s: float, quiet: bool) -> dict[str,
         if not quiet and line != last:
             click.echo(line, err=True)
             last = line
-        if job["status"] in FOLDER_TERMINAL and job.get("finished_at"):
+        if job["status"] in FOLDER_TERMINAL and job.get("finishedAt"):
             return job
         time.sleep(interval_s)
 
@@ -60,7 +60,9 @@ def print_job(job: dict[str, Any], as_json: bool) -> None:
     click.echo(f"folder job {job['id']}: {describe(job)}")
     if job.get("error"):
         click.echo(f"  error {job['error']['id']}: {job['error']['message']}")
-    click.echo(f"  output   {job['output_uri']}\n  report   {job['report_uri']}\n  manifest {job['manifest_uri']}")
+    click.echo(f"  output   {job['outputUri']}\n  report   {job['reportUri']}\n  manifest {job['manifestUri']}")
+    if job.get("localOutput"):
+        click.echo(f"  on disk  {job['localOutput']['folder']} ({job['localOutput']['markdownFiles']} Markdown files; report {job['localOutput']['reportPath']})")
 
 
 def folder_spec(
@@ -92,14 +94,14 @@ def folder_spec(
     return spec
 
 
-def upload_local_folder(directory: Path, *, workdir: Path) -> str:
-    """Put every file of ``directory`` into the offline stack's folder bucket; answer its s3:// folder URI."""
+def upload_local_folder(directory: Path, *, workdir: Path, user: str) -> str:
+    """Put every file of ``directory`` into ``user``'s home in the offline stack's folder bucket; answer its s3:// folder URI."""
     from batchlane_dev.local.daemon import read_state
 
     state = read_state(workdir.resolve())
     if not state:
         raise click.UsageError("a local folder is converted on the offline stack: start it with `batchlane local up`")
-    return upload_to_offline_stack(state["env"], directory)
+    return upload_to_offline_stack(state["env"], directory, user=user)
 
 
 def offline_s3(env: dict[str, str]) -> Any:
@@ -117,33 +119,70 @@ def offline_s3(env: dict[str, str]) -> Any:
     )
 
 
-def upload_to_offline_stack(env: dict[str, str], directory: Path) -> str:
-    """Every file under ``directory`` into the offline folder bucket, same tree; the folder's URI."""
-    from batchlane_dev.local.stack import FOLDER_BUCKET
+def upload_to_offline_stack(env: dict[str, str], directory: Path, *, user: str) -> str:
+    """Every file under ``directory`` into ``user``'s own folder (``users/<user>/folders/<dir>/``), same tree; its URI."""
+    from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
 
     s3 = offline_s3(env)
-    prefix = f"folders/{directory.resolve().name}/"
+    prefix = f"{owner_home(user)}folders/{directory.resolve().name}/"
     for path in sorted(p for p in directory.rglob("*") if p.is_file()):
         s3.upload_file(str(path), FOLDER_BUCKET, prefix + path.relative_to(directory).as_posix())
     return f"s3://{FOLDER_BUCKET}/{prefix}"
 
 
-def convert_folder(api: Any, uri: str, spec: dict[str, Any], *, dry_run: bool, detach: bool, as_json: bool, interval: float) -> None:
+def local_targets(directory: Path, target: Path) -> list[Path]:
+    """Where a local folder's Markdown lands: ``target`` (the folder itself, or ``-o DIR``), same tree, ``doc.pdf`` → ``doc.md``."""
+    return [target / p.relative_to(directory).with_suffix(".md") for p in sorted(directory.rglob("*")) if p.is_file() and p.suffix.lower() == ".pdf"]
+
+
+def check_local_targets(directory: Path, target: Path, *, force: bool) -> None:
+    """Refuse, before anything is uploaded, to overwrite Markdown already on the disk (unless --force)."""
+    if target.exists() and not target.is_dir():
+        raise click.UsageError(f"{target} is not a folder; -o names a folder for a folder job")
+    existing = [p for p in local_targets(directory, target) if p.exists()]
+    if existing and not force:
+        shown = ", ".join(map(str, existing[:3])) + (f" and {len(existing) - 3} more" if len(existing) > 3 else "")
+        raise click.UsageError(f"{shown} exist(s); pass --force to overwrite, or choose another folder with -o")
+
+
+def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> dict[str, Any]:
+    """The folder job's Markdown and its record (``_batchlane/<job>/``: report, manifest) from the offline
+    bucket to ``target``, the tree the bucket has under the job's output folder. The PDFs stay where they are."""
+    bucket, _, prefix = str(job["outputUri"]).removeprefix("s3://").partition("/")
+    s3 = offline_s3(env)
+    record = f"_batchlane/{job['id']}/"
+    written = 0
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for item in page.get("Contents", []):
+            relative = item["Key"][len(prefix) :]
+            if not (relative.lower().endswith(".md") or relative.startswith(record)):
+                continue
+            path = target / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            s3.download_file(bucket, item["Key"], str(path))
+            written += relative.lower().endswith(".md")
+    return {"folder": str(target), "markdownFiles": written, "reportPath": str(target / record / "report.jsonl"), "manifestPath": str(target / record / "manifest.json")}
+
+
+def convert_folder(
+    api: Any,
+    uri: str,
+    spec: dict[str, Any],
+    *,
+    dry_run: bool,
+    detach: bool,
+    as_json: bool,
+    interval: float,
+    local_target: Path | None = None,
+    shown_as: str | None = None,
+) -> None:
+    """``local_target``: a local folder's results come back there (next to its PDFs, or under ``-o DIR``)."""
     if dry_run:
         answer = api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)
         if as_json:
             click.echo(json.dumps(answer))
             return
-        f, est = answer["files"], answer["estimate"]
-        click.echo(f"dry run of {uri}: nothing created, nothing billed")
-        click.echo(f"  files     {f['to_convert']} to convert, {f['already_processed']} already processed, {f['excluded']} excluded, by type {f['by_type']}")
-        for key, error_id in f["failing"].items():
-            click.echo(f"  would fail {key}: {error_id}")
-        click.echo(f"  pages     {answer['pages']['total']} ({answer['pages']['method']}, {answer['pages']['files_inspected']} files inspected)")
-        click.echo(f"  cost      on-demand ${est['onDemandUsd']}, batch ${est['batchUsd']}")
-        click.echo(
-            f"  time      on-demand ~{answer['turnaround']['onDemandSeconds']} s" + ("" if answer["listing"]["complete"] else f" ({answer['listing']['note']})")
-        )
+        print_dry_run(answer, shown_as=shown_as or uri, uploaded_under=uri.split("/", 3)[3] if shown_as else "")
         return
     job = api.call("POST", "/api/v1/folder-jobs", spec)
     if detach:
@@ -151,8 +190,41 @@ def convert_folder(api: Any, uri: str, spec: dict[str, Any], *, dry_run: bool, d
         return
     click.echo(f"folder job {job['id']}: {job['status']}", err=True)
     job = watch(api, job["id"], interval_s=interval, quiet=as_json)
+    if local_target is not None:
+        from batchlane_dev.local.daemon import read_state
+
+        state = read_state(api.workdir) if api.workdir else None
+        if state:
+            job = {**job, "localOutput": download_outputs(state["env"], job, local_target)}
+            written = job["localOutput"]
+            click.echo(f"{written['markdownFiles']} Markdown file(s) written under {written['folder']}; report {written['reportPath']}", err=True)
+        else:
+            click.echo(f"the results stay in {job['outputUri']}: no offline stack workdir to fetch them from (--workdir)", err=True)
     print_job(job, as_json)
     sys.exit(exit_code(job))
+
+
+def print_dry_run(answer: dict[str, Any], *, shown_as: str, uploaded_under: str = "") -> None:
+    """A folder's estimate for a person: the user's own folder, counts in words, the lane and why, a turnaround
+    that matches the lane, and every file that will fail."""
+    f, est, lane, turnaround = answer["files"], answer["estimate"], answer.get("lane") or {}, answer["turnaround"]
+    click.echo(f"dry run of {shown_as}: nothing created, nothing billed")
+    types = ", ".join(f"{n} {kind}" for kind, n in f["byType"].items()) or "none"
+    click.echo(f"  files     {f['toConvert']} to convert, {f['alreadyProcessed']} already converted, {f['excluded']} left out (by type: {types})")
+    click.echo(f"  pages     {answer['pages']['total']} ({answer['pages']['method']}, {answer['pages']['filesInspected']} file(s) inspected)")
+    if lane:
+        click.echo(f"  lane      {lane['name'].replace('_', '-')}: {lane['reason']}")
+    click.echo(f"  cost      on-demand ${est['onDemandUsd']}, batch ${est['batchUsd']}")
+    if lane.get("name") == "batch" and turnaround.get("batchUpToHours"):
+        time_line = f"up to {turnaround['batchUpToHours']} h (a Bedrock batch job; usually much less); ~{turnaround['onDemandSeconds']} s if the pool sends them on-demand"
+    else:
+        time_line = f"~{turnaround['onDemandSeconds']} s on-demand"
+    click.echo(f"  time      {time_line}" + ("" if answer["listing"]["complete"] else f" ({answer['listing']['note']})"))
+    failing = f["failing"]
+    if failing:
+        click.echo(f"  will fail {len(failing)} file(s):")
+        for key, error_id in failing.items():
+            click.echo(f"    {shown_as.rstrip('/') + '/' + key.removeprefix(uploaded_under) if uploaded_under else key}: {error_id}")
 
 
 def print_files(answer: dict[str, Any], as_json: bool) -> None:
@@ -162,6 +234,6 @@ def print_files(answer: dict[str, Any], as_json: bool) -> None:
     if not answer["files"]:
         click.echo("no files", err=True)
     for f in answer["files"]:
-        why = f" {f['error_id']}: {f['error_message']}" if f["error_id"] else ""
-        pages = f" ({f['pages_failed']} of {f['pages']} pages failed)" if f["pages_failed"] else f" {f['pages']} pages"
-        click.echo(f"{f['status']:<10} {f['key']}{pages} attempts {f['attempts']}{why} {' '.join(f['output_uris'])}".rstrip())
+        why = f" {f['errorId']}: {f['errorMessage']}" if f["errorId"] else ""
+        pages = f" ({f['pagesFailed']} of {f['pages']} pages failed)" if f["pagesFailed"] else f" {f['pages']} pages"
+        click.echo(f"{f['status']:<10} {f['key']}{pages} attempts {f['attempts']}{why} {' '.join(f['outputUris'])}".rstrip())

@@ -11,11 +11,12 @@ import os
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import urllib3
@@ -24,8 +25,23 @@ from batchlane_dev.cli import folder_commands
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 TERMINAL = ("completed", "failed", "cancelled")
+PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Pause at the hold")
+
+
+def paused_line(job: dict[str, Any]) -> str:
+    """One line for a job paused at its funds hold: what it spent, and the command that resumes it."""
+    hold = job.get("hold") or {}
+    spent = f" after {job['costUsd']} USD of its {hold['amountUsd']} USD hold" if hold.get("amountUsd") else ""
+    return f"job {job['jobId']} paused at its funds hold{spent}; resume it with: batchlane resume {job['jobId']} (when your budget allows: batchlane budget)"
+
+
 JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
 DEFAULT_WORKDIR = Path(".batchlane/local")
+DEFAULT_LOCAL_USER = "local-user"
+# The offline default user is the operator trying the stack: a member of the priority group, so the
+# documented `batchlane process-now JOB` works as written. `--user NAME` (or BATCHLANE_LOCAL_USER) is a
+# plain user; `--user 'NAME;groups=a,b'` names its groups (docs/operations.md "The CLI").
+DEFAULT_LOCAL_GROUPS = ("batchlane-priority",)
 
 
 class ApiFailure(Exception):
@@ -48,6 +64,19 @@ class ApiFailure(Exception):
 
 class Unreachable(Exception):
     pass
+
+
+RATE_LIMIT_RETRIES = 5  # a 429 RATE_LIMITED is waited out (Retry-After, at most 30 s) this many times
+
+
+def _rate_limited_wait(exc: BaseException) -> float | None:
+    """Seconds to wait before retrying a 429 that carries ``Retry-After`` (None: not a rate limit)."""
+    if not isinstance(exc, urllib.error.HTTPError) or exc.code != 429 or not exc.headers.get("Retry-After"):
+        return None
+    try:
+        return min(30.0, max(0.0, float(exc.headers["Retry-After"])))
+    except ValueError:
+        return None
 
 
 def post_upload(upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf", timeout_s: float = 600) -> int:
@@ -81,16 +110,27 @@ class ApiClient:
         if not self.base_url.startswith(("http://", "https://")):
             raise click.UsageError(f"the API URL must be http(s): {self.base_url}")
 
+    def local_user(self) -> str:
+        """The offline identity of a ``local:<user>[;groups=...]`` token (whose home a local folder is uploaded to)."""
+        if not self.token.startswith("local:"):
+            raise click.UsageError("a local folder is converted on the offline stack: use --user, not a Cognito token")
+        return self.token.removeprefix("local:").partition(";")[0]
+
     def call(self, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
         url = self.base_url.rstrip("/") + path
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
-        request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                return dict(json.loads(response.read() or b"{}"))
-        except (urllib.error.URLError, OSError) as exc:
-            raise self._failure(exc) from None
+        for attempt in range(RATE_LIMIT_RETRIES + 1):
+            request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
+                    return dict(json.loads(response.read() or b"{}"))
+            except (urllib.error.URLError, OSError) as exc:
+                wait_s = _rate_limited_wait(exc)
+                if wait_s is None or attempt == RATE_LIMIT_RETRIES:
+                    raise self._failure(exc) from None
+                time.sleep(wait_s)  # the API's per-user rate limit: wait as its Retry-After says
+        raise AssertionError("unreachable")
 
     def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
         """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""
@@ -126,10 +166,14 @@ class ApiClient:
 
     def text(self, path: str) -> str:
         """GET a non-JSON body (a folder job's report.jsonl)."""
+        return self.text_page(path)[0]
+
+    def text_page(self, path: str) -> tuple[str, dict[str, str]]:
+        """GET a non-JSON body and the answer's headers (a page of a folder job's report.jsonl)."""
         request = urllib.request.Request(self.base_url.rstrip("/") + path, headers={"Authorization": f"Bearer {self.token}"})  # noqa: S310 - checked
         try:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
-                return str(response.read().decode())
+                return str(response.read().decode()), dict(response.headers)
         except (urllib.error.URLError, OSError) as exc:
             raise self._failure(exc) from None
 
@@ -162,20 +206,36 @@ def _stack_api_url(stack_name: str) -> str:
     return outputs["ApiUrl"]
 
 
-def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path, user: str) -> ApiClient:
+def local_identity(user: str | None) -> str:
+    """The offline token's body for ``--user`` (None: the default user, with the priority group)."""
+    if user is None:
+        return f"{DEFAULT_LOCAL_USER};groups={','.join(DEFAULT_LOCAL_GROUPS)}"
+    return user
+
+
+def resolve_client(*, stack_name: str | None, api_url: str | None, workdir: Path | None, user: str | None) -> ApiClient:
     token = os.environ.get("BATCHLANE_ID_TOKEN")
+    user = local_identity(user)
     if stack_name:
         if not token:
             raise click.UsageError("set BATCHLANE_ID_TOKEN to a Cognito ID token to call a deployed stack (docs/operations.md)")
         return ApiClient(_stack_api_url(stack_name), token)
     if api_url:
         return ApiClient(api_url, token or f"local:{user}")
-    from batchlane_dev.local.daemon import read_state
+    from batchlane_dev.local.daemon import find_stack, not_running_message
 
-    state = read_state(workdir.resolve())
+    state, found, looked = find_stack(workdir)
     if not state:
-        raise Unreachable("the offline stack is not running: start it with `batchlane local up` (or pass --stack-name)")
-    return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}", workdir=workdir)
+        raise Unreachable(not_running_message(looked) + " (or pass --stack-name)")
+    return ApiClient(state["env"]["BATCHLANE_API_URL"], f"local:{user}", workdir=found)
+
+
+def fail(code: str, message: str, exit_code: int, *, as_json: bool) -> NoReturn:
+    """The one way a command fails: ``error: CODE: message`` on stderr, and with --json one JSON object on stdout."""
+    click.echo(f"error: {code}: {message}", err=True)
+    if as_json:
+        click.echo(json.dumps({"error": {"code": code, "message": message}, "exitCode": exit_code}))
+    sys.exit(exit_code)
 
 
 def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -183,19 +243,31 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="A deployed stack: its ApiUrl output, with the token in BATCHLANE_ID_TOKEN.")
     @click.option("--api-url", envvar="BATCHLANE_API_URL", help="Call this API base URL directly.")
-    @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="Offline stack workdir.")
-    @click.option("--user", envvar="BATCHLANE_LOCAL_USER", default="local-user", show_default=True, help="Offline identity (the owner of the files).")
+    @click.option(
+        "--workdir",
+        type=click.Path(file_okay=False, path_type=Path),
+        envvar="BATCHLANE_LOCAL_WORKDIR",
+        help="Offline stack workdir (default: ./.batchlane/local, else the running stack `batchlane local up` recorded for you).",
+    )
+    @click.option(
+        "--user",
+        envvar="BATCHLANE_LOCAL_USER",
+        help="Offline identity, the owner of the files (default: local-user, a member of batchlane-priority); 'NAME;groups=a,b' adds groups.",
+    )
     @functools.wraps(fn)
-    def wrapper(stack_name: str | None, api_url: str | None, workdir: Path, user: str, **kwargs: Any) -> Any:
+    def wrapper(stack_name: str | None, api_url: str | None, workdir: Path | None, user: str | None, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             api = resolve_client(stack_name=stack_name, api_url=api_url, workdir=workdir, user=user)
             return fn(api=api, **kwargs)
         except ApiFailure as exc:
-            click.echo(f"error: {exc.code}: {exc.message}", err=True)
-            sys.exit(exc.exit_code)
+            fail(exc.code, exc.message, exc.exit_code, as_json=as_json)
         except Unreachable as exc:
-            click.echo(f"error: UNREACHABLE: {exc}", err=True)
-            sys.exit(EXIT_UNREACHABLE)
+            fail("UNREACHABLE", str(exc), EXIT_UNREACHABLE, as_json=as_json)
+        except click.UsageError as exc:
+            if not as_json:
+                raise
+            fail("USAGE", exc.format_message(), EXIT_USAGE, as_json=True)
 
     return wrapper
 
@@ -204,15 +276,6 @@ def exit_code_for(job: dict[str, Any]) -> int:
     if job["status"] != "completed":
         return EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if job["pages"]["failed"] else EXIT_OK
-
-
-def _describe(job: dict[str, Any]) -> str:
-    pages = job["pages"]
-    text = f"{job['status']:<14} {job['phase']:<16} {pages['done']}/{pages['total']} pages"
-    if job["batch"]:
-        batch = job["batch"]
-        text += f"  batch {batch['state']}" + (f" ({batch['bedrockStatus']})" if batch["bedrockStatus"] else "")
-    return text
 
 
 def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dict[str, Any]:
@@ -228,8 +291,30 @@ def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dic
             bar.update(task, total=max(job["pages"]["total"], 1), completed=job["pages"]["done"], description=f"{job['phase']:>16}")
             if job["status"] in TERMINAL:
                 return job
+            if job["status"] == PAUSED:  # nothing moves it until its owner resumes it: stop watching, say how
+                bar.stop()
+                click.echo(paused_line(job), err=True)
+                return job
             time.sleep(interval_s)
             job = api.job(job_id)
+
+
+def status_words(job: dict[str, Any]) -> str:
+    """``completed with 2 failed pages`` rather than ``completed (completed)`` beside a count elsewhere."""
+    failed = int(job["pages"]["failed"] or 0)
+    if job["status"] == "completed" and failed:
+        return f"completed with {failed} failed page{'s' if failed != 1 else ''} (batchlane jobs pages {job['jobId']})"
+    return job["status"] if job["phase"] == job["status"] else f"{job['status']} ({job['phase']})"
+
+
+def hold_words(hold: dict[str, Any]) -> str:
+    """The funds hold in words: what was reserved against the budget, and what became of it."""
+    amount = f"${hold['amountUsd']}"
+    if hold["outcome"] == "settled":
+        return f"{amount} was reserved for the worst case; settled at the job's cost (${hold['settledUsd']}), the rest released"
+    if hold["outcome"] in ("released", "cancelled"):
+        return f"{amount} was reserved for the worst case; released ({hold['outcome']}), nothing more charged"
+    return f"{amount} reserved against your budget for the worst case while the job runs (a retry reserves its pages again)"
 
 
 def _print_job(job: dict[str, Any], as_json: bool) -> None:
@@ -237,7 +322,7 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
         click.echo(json.dumps(job))
         return
     click.echo(f"job {job['jobId']} (file {job['fileId']})")
-    click.echo(f"  status  {job['status']} ({job['phase']})")
+    click.echo(f"  status  {status_words(job)}")
     pages = job["pages"]
     click.echo(f"  pages   {pages['done']}/{pages['total']} done, {pages['failed']} failed, {pages['batchServed']} from the batch lane")
     if job["batch"]:
@@ -245,7 +330,7 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
         details = (("bedrock", b["bedrockStatus"]), ("end", b["endState"]), ("reason", b["reason"]))
         click.echo(f"  batch   {b['state']}" + "".join(f", {k} {v}" for k, v in details if v))
     if job["hold"]:
-        click.echo(f"  hold    ${job['hold']['amountUsd']} {job['hold']['outcome'] or 'open'}")
+        click.echo(f"  hold    {hold_words(job['hold'])}")
     click.echo(f"  cost    ${job['costUsd']}")
     if job["error"]:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
@@ -263,8 +348,9 @@ def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
         raise click.UsageError(f"{target} is a directory; give a file name with -o")
     if target.exists() and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
-    if not target.parent.is_dir():
-        raise click.UsageError(f"{target.parent} does not exist")
+    if target.parent.exists() and not target.parent.is_dir():
+        raise click.UsageError(f"{target.parent} is not a directory")
+    target.parent.mkdir(parents=True, exist_ok=True)  # `-o out/book.md` on a fresh clone, as the README shows it
     return target
 
 
@@ -275,7 +361,19 @@ def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool)
     return {**answer, "path": str(target), "sizeBytes": size}
 
 
+def check_local_pdf(pdf: Path) -> None:
+    """Refuse an empty file or one that is not a PDF before anything is uploaded: the split's own rule and ids
+    (PDF_EMPTY, PDF_NOT_PDF), exit 2."""
+    from batchlane.pdf.split import sniff
+
+    with pdf.open("rb") as stream:
+        head = stream.read(1024)
+    if (refused := sniff(head, pdf.stat().st_size)) is not None:
+        raise ApiFailure(400, refused.error_id, f"{pdf}: {refused}")
+
+
 def _register_and_upload(api: ApiClient, pdf: Path) -> str:
+    check_local_pdf(pdf)
     data = pdf.read_bytes()
     registered = api.call("POST", "/api/v1/files", {"name": pdf.name, "sizeBytes": len(data)})
     api.upload(registered["upload"], data, filename=pdf.name)
@@ -324,11 +422,13 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option(
     "--deadline",
     metavar="ISO-8601",
-    help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand.",
+    help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand (a deadline sooner than one turnaround needs the batchlane-priority group).",
 )
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md).")
-@click.option("--force", is_flag=True, help="Overwrite the output file if it exists (never the input).")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md; a local DIR/: a folder, default DIR itself)."
+)
+@click.option("--force", is_flag=True, help="Overwrite the output file(s) if they exist (never the input).")
 @click.option("--dry-run", is_flag=True, help="Say what the conversion would do, take and cost; convert nothing, bill nothing.")
 @click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
 @click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
@@ -358,9 +458,15 @@ def convert(
 
     A folder (s3://bucket/path/, or a local DIR/ uploaded to the offline stack) becomes a folder job."""
     if pdf.startswith("s3://") or Path(pdf).is_dir():
-        uri = pdf if pdf.startswith("s3://") else folder_commands.upload_local_folder(Path(pdf), workdir=api.workdir or DEFAULT_WORKDIR)
+        local_dir = None if pdf.startswith("s3://") else Path(pdf)
+        local_target = None if local_dir is None or dry_run or detach else (output or local_dir)
+        if local_dir is not None and local_target is not None:
+            folder_commands.check_local_targets(local_dir, local_target, force=force)
+        uri = pdf if local_dir is None else folder_commands.upload_local_folder(local_dir, workdir=api.workdir or DEFAULT_WORKDIR, user=api.local_user())
         spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
-        folder_commands.convert_folder(api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval)
+        folder_commands.convert_folder(
+            api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval, local_target=local_target, shown_as=pdf if local_dir else None
+        )
         return
     if not Path(pdf).is_file():
         raise click.UsageError(f"{pdf} is not a file, a folder or an s3:// folder URI")
@@ -390,7 +496,8 @@ def _convert_pdf(
     created = api.call("POST", f"/api/v1/files/{file_id}/convert", {"options": options})
     job_id = created["jobId"]
     if detach:
-        click.echo(json.dumps(created) if as_json else job_id)
+        # One shape for a job: the one `jobs status --json` prints (error {code, message}, pages {total, …}).
+        click.echo(json.dumps(api.job(job_id)) if as_json else job_id)
         return
     click.echo(f"job {job_id}: {created['status']}", err=True)  # splitting: pages are counted by the split
     job = watch(api, job_id, interval_s=interval, quiet=as_json)
@@ -409,26 +516,44 @@ def jobs() -> None:
 
 @jobs.command("list")
 @click.option("--status", type=click.Choice(JOB_STATUSES), help="Only jobs in this status.")
-@click.option("--json", "as_json", is_flag=True, help="Print the files and their jobs as JSON.")
+@click.option("--all", "with_folder_files", is_flag=True, help="Also each folder file's own conversion (marked with its folder job).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: {jobs: [files with their conversion], folderJobs: [...]}.")
 @target_options
-def list_jobs(api: ApiClient, status: str | None, as_json: bool) -> None:
-    """Your files' conversions, newest first."""
+def list_jobs(api: ApiClient, status: str | None, with_folder_files: bool, as_json: bool) -> None:
+    """Your conversions and folder jobs, newest first (a folder file's conversion only with --all)."""
     files = api.call("GET", "/api/files" + (f"?status={status}" if status else ""))["files"]
-    converted = [f for f in files if f["conversion"]]
+    converted = [f for f in files if f["conversion"] and (with_folder_files or not f.get("folderJobId"))]
+    folders = [] if status else api.call("GET", "/api/v1/folder-jobs")["folderJobs"]
     if as_json:
-        click.echo(json.dumps(converted))
+        click.echo(json.dumps({"jobs": converted, "folderJobs": folders}))
         return
-    for f in converted:
-        click.echo(f"{f['conversion']['jobId']}  {_describe(f['conversion'])}  {f['name']}")
-    if not converted:
+    rows = [(f["conversion"]["jobId"], *_columns(f["conversion"]), f["name"] + (f"  (in {f['folderJobId']})" if f.get("folderJobId") else "")) for f in converted]
+    for job in folders:
+        files_, pages_ = job["files"], job["pages"]
+        done = f"{files_['completed']}/{files_['discovered']} files"
+        rows.append((job["id"], job["status"], "folder job", done, f"{pages_['failed']} pages failed" if pages_["failed"] else "", job.get("name") or ""))
+    if not rows:
         click.echo("no jobs", err=True)
+        return
+    widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
+    for row in rows:
+        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row[:5], widths, strict=True)) + "  " + row[5])
+
+
+def _columns(job: dict[str, Any]) -> tuple[str, str, str, str]:
+    """status, phase, pages, batch: the columns of `jobs list`, aligned by the caller."""
+    pages = job["pages"]
+    batch = ""
+    if job["batch"]:
+        batch = f"batch {job['batch']['state']}" + (f" ({job['batch']['bedrockStatus']})" if job["batch"]["bedrockStatus"] else "")
+    return job["status"], job["phase"], f"{pages['done']}/{pages['total']} pages", batch
 
 
 @jobs.command("status")
 @click.argument("job_id", metavar="JOB")
 @click.option("--watch", "follow", is_flag=True, help="Follow the job to its end; the exit code then says how it ended.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object.")
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @target_options
 def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interval: float) -> None:
     """Where JOB is: status, phase, pages, batch row, hold, cost (a folder job fj-…: files, pages, throughput, ETA)."""
@@ -468,7 +593,7 @@ def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_j
 @jobs.command("pages")
 @click.argument("job_id", metavar="JOB")
 @click.option("--status", type=click.Choice(["failed"]), default="failed", show_default=True, help="Which pages to list.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
     """JOB's failed pages: page number, reason, attempts, lane."""
@@ -487,7 +612,7 @@ def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
 @jobs.command("files")
 @click.argument("job_id", metavar="FOLDER_JOB")
 @click.option("--status", type=click.Choice(["queued", "processing", "completed", "failed", "skipped"]), help="Only files in this status.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def folder_files(api: ApiClient, job_id: str, status: str | None, as_json: bool) -> None:
     """A folder job's files: key, status, pages, attempts, error id and message, outputs."""
@@ -499,7 +624,14 @@ def folder_files(api: ApiClient, job_id: str, status: str | None, as_json: bool)
 @target_options
 def folder_report(api: ApiClient, job_id: str) -> None:
     """A folder job's report.jsonl on stdout (one line per finished file): batchlane jobs report ID > report.jsonl."""
-    click.echo(api.text(f"/api/v1/folder-jobs/{job_id}/report"), nl=False)
+    after: str | None = None
+    while True:  # the API answers a page at a time; X-Next-After names the next one
+        query = "?after=" + urllib.parse.quote(after, safe="") if after else ""
+        body, headers = api.text_page(f"/api/v1/folder-jobs/{job_id}/report{query}")
+        click.echo(body, nl=False)
+        after = headers.get("X-Next-After")
+        if not after:
+            return
 
 
 @click.command()
@@ -512,8 +644,8 @@ def folder_report(api: ApiClient, job_id: str) -> None:
 )
 @click.option("--page", "page_numbers", type=click.IntRange(1), multiple=True, help="Retry only this page (repeatable).")
 @click.option("--detach", is_flag=True, help="Return once the retry has started.")
-@click.option("--json", "as_json", is_flag=True)
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the new Markdown here once the retry is done.")
 @click.option("--force", is_flag=True, help="Overwrite --output if it exists (e.g. the Markdown written by convert).")
 @target_options
@@ -545,6 +677,8 @@ def retry(
         body["errorIds"] = list(error_ids)
     if page_numbers:
         body["pages"] = list(page_numbers)
+    if not as_json:
+        _warn_before_retry(api, job_id, page_numbers)
     started = api.call("POST", f"/api/v1/jobs/{job_id}/retry", body)
     if detach:
         click.echo(json.dumps(started) if as_json else f"retry {started['retry']} of job {job_id}: {len(started['pages'])} page(s)")
@@ -558,6 +692,21 @@ def retry(
     sys.exit(exit_code_for(job))
 
 
+def _warn_before_retry(api: ApiClient, job_id: str, page_numbers: tuple[int, ...]) -> None:
+    """Before anything is charged: what the retry may cost, and which pages a retry cannot cure (a refusal)."""
+    answer = api.call("GET", f"/api/v1/jobs/{job_id}/pages?status=failed")
+    estimate = answer.get("retryEstimate")
+    if not estimate:
+        return
+    chosen = [p for p in answer["pages"] if not page_numbers or p["page"] in page_numbers]
+    per_page = float(estimate["atMostUsd"]) / max(int(estimate["pages"]), 1)
+    click.echo(f"retry: {len(chosen)} failed page(s) converted on-demand again, at most ${per_page * len(chosen):.4f} (billed for what is used)", err=True)
+    hopeless = [p for p in chosen if p["page"] in set(estimate["unlikelyToChange"])]
+    if hopeless:
+        why = ", ".join(f"{p['page']} ({p['reason']})" for p in hopeless)
+        click.echo(f"  pages {why} were refused for what they contain: a retry most likely fails the same way and is charged again", err=True)
+
+
 def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
     """POST /files/{fileId}/{action} for JOB (the API's routes are per file, with the job in the body)."""
     job = api.job(job_id)
@@ -566,7 +715,7 @@ def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Cancel JOB: nothing is charged, the file goes back to uploaded (a folder job: queued files skipped, in-flight ones finish)."""
@@ -587,7 +736,7 @@ def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
 
 @click.command("process-now")
 @click.argument("job_id", metavar="JOB")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Stop waiting for the batch lane: convert JOB on-demand now."""
@@ -605,7 +754,7 @@ def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
 
 @click.command()
 @click.argument("job_id", metavar="JOB")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def resume(api: ApiClient, job_id: str, as_json: bool) -> None:
     """Resume JOB, paused at its funds hold (error BUDGET_EXCEEDED while the budget does not allow it)."""
@@ -621,7 +770,7 @@ def resume(api: ApiClient, job_id: str, as_json: bool) -> None:
 @click.option("--usd-per-month", type=str, help="USD for the calendar month (UTC); 'default' for the deployment's.")
 @click.option("--max-live-jobs", type=str, help="Conversions live at once; 'default' for the deployment's.")
 @click.option("--max-live-pages", type=str, help="Pages of those conversions together; 'default' for the deployment's.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def budget(api: ApiClient, owner: str | None, usd_per_month: str | None, max_live_jobs: str | None, max_live_pages: str | None, as_json: bool) -> None:
     """Your budget, caps and what is committed; or, with --set-for, set a user's (docs/operations.md "Budgets, caps and fair sharing")."""

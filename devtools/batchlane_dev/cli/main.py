@@ -22,7 +22,20 @@ from batchlane_dev.cli.naming import with_legacy_fields
 EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_CODES_HELP = """\b
+Exit codes:
+  0  success (convert / jobs status --watch: the job completed)
+  1  the job failed or was cancelled
+  2  bad usage or input (400, 422; PDF_EMPTY, PDF_NOT_PDF before upload)
+  3  the job completed but some pages failed (marked in the Markdown)
+  4  the service could not be reached (offline stack not running, network, 5xx)
+  5  no such job or file (404, also another user's); the Markdown expired (410)
+  6  the job's state does not allow it (409: NOT_BATCH_WAITING, ...)
+  7  not authorised (401, 403)
+Errors print `error: <CODE>: <message>` on stderr; with --json also one JSON object on stdout."""
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.version_option(package_name="batchlane")
 def main() -> None:
     """batchlane: convert large PDFs to Markdown with Claude on Amazon Bedrock.
@@ -55,17 +68,17 @@ def main() -> None:
 @click.option(
     "--workdir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path(".batchlane/local"),
     envvar="BATCHLANE_LOCAL_WORKDIR",
-    show_default=True,
-    help="With --folder: the workdir of a stack `batchlane local up` started (used when it runs).",
+    help="With --folder: the workdir of a stack `batchlane local up` started (used when it runs; default: found as the other commands find it).",
 )
+@click.option("--user", envvar="BATCHLANE_LOCAL_USER", help="With --folder on a running stack: the offline identity the job belongs to (default local-user).")
 @click.option(
     "--json",
     "as_json",
     is_flag=True,
     help="Print the report as one JSON object on the last line of stdout (camelCase; the old snake_case fields too, until 0.3.0).",
 )
+@click.option("--verbose", is_flag=True, help="Handler logs on stderr too (they always go to --out/logs/handlers.log).")
 def demo(
     pages: int,
     pdf: Path | None,
@@ -75,7 +88,9 @@ def demo(
     as_json: bool,
     folder: Path | None = None,
     dry_run: bool = False,
-    workdir: Path = Path(".batchlane/local"),
+    workdir: Path | None = None,
+    user: str | None = None,
+    verbose: bool = False,
 ) -> None:
     """Run the main job end to end on the offline stack (no AWS account needed).
 
@@ -90,12 +105,15 @@ def demo(
     if folder is not None:
         from batchlane_dev.local.folder_demo import run_folder_demo
 
-        result = run_folder_demo(folder, out_dir=out_dir, workdir=workdir, faults=faults, dry_run=dry_run, console=Console(stderr=True))
+        result = run_folder_demo(folder, out_dir=out_dir, workdir=workdir, faults=faults, dry_run=dry_run, user=user, console=Console(stderr=True))
         if as_json:
-            click.echo(json.dumps(result, default=str))
+            click.echo(json.dumps(with_legacy_fields(result), default=str))
+        elif dry_run:
+            from batchlane_dev.cli.folder_commands import print_dry_run
+
+            print_dry_run(result, shown_as=str(folder))
         else:
-            for key, value in result.items():
-                click.echo(f"{key:>24}  {value}")
+            _print_folder_report(Console(), result)
         sys.exit(0 if dry_run or result["status"] == "completed" else (EXIT_PAGES_FAILED if result["status"] == "completed_with_failures" else EXIT_JOB_FAILED))
 
     from batchlane_dev.local.demo import run_demo
@@ -103,7 +121,14 @@ def demo(
     console = Console(stderr=True)
     try:
         report = run_demo(
-            pages=pages, pdf=pdf, out_dir=out_dir, faults=faults, database_url=os.environ.get("DATABASE_URL"), batch_lane=not on_demand_only, console=console
+            pages=pages,
+            pdf=pdf,
+            out_dir=out_dir,
+            faults=faults,
+            database_url=os.environ.get("DATABASE_URL"),
+            batch_lane=not on_demand_only,
+            console=console,
+            verbose=verbose,
         )
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None
@@ -137,6 +162,13 @@ def _timings_line(timings: dict) -> str:
     return " · ".join(parts)
 
 
+def _tiers_line(tiers: dict) -> str:
+    """Pages per Bedrock service tier, when Flex served any (docs/architecture.md "Service tiers")."""
+    if set(tiers) <= {"default"}:
+        return ""
+    return " (" + ", ".join(f"{name} {t['pages']} pages ${t['cost_usd']:.4f}" for name, t in tiers.items()) + ")"
+
+
 def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
@@ -145,11 +177,35 @@ def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def
         ("status", report["status"] + (f" ({report['error_id']}: {report['error_message']})" if report["error_id"] else "")),
         ("pages", f"{report['pages']} ({report['pages_converted']} converted, {report['pages_failed']} failed, {report['pages_blank']} blank)"),
         ("batch lane", _batch_line(report["batch"])),
-        ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}"),
+        ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}" + _tiers_line(report["on_demand"].get("tiers", {}))),
         ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
         ("markdown", str(report["markdown_path"])),
         ("model", report.get("emulated_model", report["model_id"])),
         ("time", _timings_line(report["timings"])),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    console.print(table)
+
+
+def _print_folder_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
+    """`demo --folder`'s report as a table, like the single-file demo's (issue 24.6)."""
+    from rich.table import Table
+
+    files, pages, batch = report["files"], report["pages"], report["batch"]
+    table = Table(title=f"folder job {report['job_id']}", show_header=False)
+    rows = [
+        ("status", report["status"].replace("_", " ")),
+        (
+            "files",
+            f"{files['completed']} of {files['discovered']} converted, {files['failed']} failed, {files['skipped']} skipped, {files['excluded']} left out",
+        ),
+        ("pages", f"{pages['total']} ({pages['completed']} converted, {pages['failed']} failed)"),
+        ("batch lane", f"{batch['records']} records in {batch['bedrock_jobs']} Bedrock job(s), {batch['accepted']} accepted"),
+        ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
+        ("markdown", report["output_dir"]),
+        ("report", report["report_path"]),
+        ("time", f"{report['seconds']} s"),
     ]
     for key, value in rows:
         table.add_row(key, value)
@@ -176,21 +232,24 @@ def local() -> None:
     """The offline stack: PostgreSQL + emulated S3 / Step Functions / EventBridge / Bedrock on 127.0.0.1."""
 
 
-@local.command()
-@click.option(
-    "--workdir",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=Path(".batchlane/local"),
-    show_default=True,
-    help="Where the stack keeps its database and state.",
-)
-@click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection (docs/offline.md).")
-def up(workdir: Path, faults: str) -> None:
-    """Start the offline stack in the background and print how to reach it."""
-    from batchlane_dev.local.daemon import restart_notice, start_daemon
+_WORKDIR_HELP = "Where the stack keeps its database and state (default ./.batchlane/local; without it, a stack started elsewhere is found too)."
 
-    state = start_daemon(workdir, faults=faults)
-    click.echo(f"offline stack up (pid {state['pid']}); state in {workdir / 'state.json'}")
+
+@local.command()
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="BATCHLANE_LOCAL_WORKDIR", help=_WORKDIR_HELP)
+@click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection (docs/offline.md).")
+def up(workdir: Path | None, faults: str) -> None:
+    """Start the offline stack in the background and print how to reach it (one that runs already is reused)."""
+    from batchlane_dev.local.daemon import DEFAULT_WORKDIR, find_stack, restart_notice, start_daemon
+
+    running, found, _ = find_stack(workdir)
+    if running:
+        click.echo(f"offline stack already running (pid {running['pid']}); state in {found / 'state.json'}")
+        state = running
+    else:
+        target = (workdir or DEFAULT_WORKDIR).resolve()
+        state = start_daemon(target, faults=faults)
+        click.echo(f"offline stack up (pid {state['pid']}); state in {target / 'state.json'}")
     click.echo(restart_notice(state))
     click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')} (sign in with any user name)")
     for key in ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
@@ -198,41 +257,42 @@ def up(workdir: Path, faults: str) -> None:
 
 
 @local.command()
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True)
-def down(workdir: Path) -> None:
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="BATCHLANE_LOCAL_WORKDIR", help=_WORKDIR_HELP)
+def down(workdir: Path | None) -> None:
     """Stop the offline stack started by `batchlane local up`."""
-    from batchlane_dev.local.daemon import stop_daemon
+    from batchlane_dev.local.daemon import find_stack, stop_daemon
 
-    click.echo("stopped" if stop_daemon(workdir) else "not running")
+    running, found, looked = find_stack(workdir)
+    if running and stop_daemon(found):
+        click.echo(f"stopped (pid {running['pid']}, {found})")
+    else:
+        click.echo(f"not running (looked at {', '.join(map(str, looked))})")
 
 
 @local.command()
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=Path(".batchlane/local"), show_default=True)
+@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="BATCHLANE_LOCAL_WORKDIR", help=_WORKDIR_HELP)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: running, pid, apiUrl, consoleUrl, env.")
-def status(workdir: Path, as_json: bool) -> None:
-    """Say whether the offline stack is running, and where (the web console: consoleUrl)."""
-    from batchlane_dev.local.daemon import read_state
+def status(workdir: Path | None, as_json: bool) -> None:
+    """Say whether the offline stack is running, and where (or where it looked); the web console: consoleUrl."""
+    from batchlane_dev.local.daemon import find_stack
 
-    state = read_state(workdir)
+    state, found, looked = find_stack(workdir)
     if as_json:
         env = (state or {}).get("env", {})
-        click.echo(
-            json.dumps(
-                {
-                    "running": bool(state),
-                    "pid": (state or {}).get("pid"),
-                    "apiUrl": env.get("BATCHLANE_API_URL"),
-                    "consoleUrl": env.get("BATCHLANE_CONSOLE_URL"),
-                    "env": env,
-                }
-            )
-        )
+        out = {
+            "running": bool(state),
+            "pid": (state or {}).get("pid"),
+            "apiUrl": env.get("BATCHLANE_API_URL"),
+            "consoleUrl": env.get("BATCHLANE_CONSOLE_URL"),
+            "env": env,
+        }
+        click.echo(json.dumps(out))
         sys.exit(0 if state else 1)
     if not state:
-        click.echo("not running")
+        click.echo(f"not running (looked at {', '.join(map(str, looked))})")
         sys.exit(1)
+    click.echo(f"running (pid {state['pid']}) since {state['started_at']}; state in {found / 'state.json'}")
     click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')}")
-    click.echo(f"running (pid {state['pid']}) since {state['started_at']}")
     for key, value in sorted(state["env"].items()):
         if key.startswith(("AWS_ENDPOINT", "DATABASE_URL", "BATCH_CONVERSION_ENABLED")):
             click.echo(f"  {key}={value}")
@@ -250,6 +310,10 @@ main.add_command(doctor)
 from batchlane_dev.cli.webhooks_commands import webhooks  # noqa: E402
 
 main.add_command(webhooks)
+
+from batchlane_dev.cli.simulate_command import simulate_command  # noqa: E402
+
+main.add_command(simulate_command, name="simulate")
 
 if __name__ == "__main__":
     main()

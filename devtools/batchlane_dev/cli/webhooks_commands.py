@@ -16,7 +16,7 @@ def webhooks() -> None:
 
 
 @webhooks.command("config")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def config(api: ApiClient, as_json: bool) -> None:
     """The signing secret's id and dates (its value: aws secretsmanager get-secret-value --secret-id <id>)."""
@@ -24,7 +24,7 @@ def config(api: ApiClient, as_json: bool) -> None:
 
 
 @webhooks.command("rotate")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def rotate(api: ApiClient, as_json: bool) -> None:
     """Rotate the signing secret (admin group only); both secrets sign during the grace period."""
@@ -33,7 +33,7 @@ def rotate(api: ApiClient, as_json: bool) -> None:
 
 @webhooks.command("test")
 @click.argument("url")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def test(api: ApiClient, url: str, as_json: bool) -> None:
     """Send a signed webhook.test delivery to URL; follow it with `batchlane webhooks deliveries`."""
@@ -42,7 +42,7 @@ def test(api: ApiClient, url: str, as_json: bool) -> None:
 
 @webhooks.command("deliveries")
 @click.option("--job", "job_id", metavar="JOB", help="Only this job's deliveries.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def deliveries(api: ApiClient, job_id: str | None, as_json: bool) -> None:
     """Your deliveries, newest first: event, status, attempts, response code, latency."""
@@ -62,4 +62,4 @@ def _show(data: dict[str, Any], as_json: bool) -> None:
         click.echo(json.dumps(data))
         return
     for key, value in data.items():
-        click.echo(f"{key:<20} {value}")
+        click.echo(f"{key:<20} {'never' if value is None and key.endswith('At') else '-' if value is None else value}")

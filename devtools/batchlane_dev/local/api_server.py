@@ -20,6 +20,7 @@ What API Gateway and its Cognito authorizer do in AWS, this does offline:
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import mimetypes
@@ -122,6 +123,12 @@ class LocalApiServer:
         self._server = make_server(host, port, LoopbackOnly(self._wsgi), threaded=True, request_handler=_Quiet)
         self._thread: threading.Thread | None = None
         self.url = f"http://{host}:{self._server.server_port}"
+        # Powertools' resolver keeps the request in class attributes (BaseRouter.current_event) and in
+        # app.context: one execution environment serves one event at a time, as on Lambda. In this
+        # process that is one request at a time (two at once once answered a route with the other's
+        # path arguments); in worker processes (process_functions) each worker is an environment.
+        in_workers = registry.workers is not None and function in registry.workers.functions
+        self._one_at_a_time: threading.Lock | contextlib.nullcontext[None] = contextlib.nullcontext() if in_workers else threading.Lock()
 
     def start(self) -> str:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-api", daemon=True)
@@ -146,7 +153,8 @@ class LocalApiServer:
         if user is None:
             response = Response(json.dumps({"code": "UNAUTHORIZED", "message": "Unauthorized"}), status=401, content_type="application/json")
             return response(environ, start_response)
-        outcome = self._registry.invoke(self._function, proxy_event(request, user))
+        with self._one_at_a_time:
+            outcome = self._registry.invoke(self._function, proxy_event(request, user))
         if outcome.failed or not isinstance(outcome.result, dict):
             log.warning("api handler failed: %s: %s", outcome.error_type, outcome.error_message)
             response = Response(json.dumps({"message": "Internal server error"}), status=502, content_type="application/json")

@@ -5,6 +5,9 @@ the stack and writes ``<workdir>/state.json`` (pid, endpoints, the environment a
 needs, and ``forgottenRows``: what an earlier run left in the database, dropped because the
 emulated services keep nothing across a restart). ``down`` sends SIGTERM and waits; the
 daemon stops the stack cleanly.
+
+It also records its workdir in a per-user file (:func:`user_state_file`), so a command run
+from any directory without ``--workdir`` finds the running stack (:func:`find_stack`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 STATE_FILE = "state.json"
+DEFAULT_WORKDIR = Path(".batchlane/local")
 # `batchlane local up` is for people: an emulated batch job takes about two minutes of
 # real time (a fixed 1 emulated hour InProgress at 30x, plus the short phases), long
 # enough to watch a job wait for its batch and act on it, whatever its size (the
@@ -57,6 +61,43 @@ def read_state(workdir: Path) -> dict[str, Any] | None:
         path.unlink(missing_ok=True)
         return None
     return state if state.get("status") == "ready" else None
+
+
+def user_state_file() -> Path:
+    """The per-user record of the running stack's workdir: $BATCHLANE_STATE_HOME, else $XDG_STATE_HOME, else ~/.local/state."""
+    base = os.environ.get("BATCHLANE_STATE_HOME") or os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "batchlane" / "local-stack.json"
+
+
+def find_stack(workdir: Path | None) -> tuple[dict[str, Any] | None, Path, list[Path]]:
+    """The running stack's state, its workdir and every state file looked at.
+
+    An explicit ``workdir`` is the only place looked; without one, ``./.batchlane/local`` first,
+    then the workdir the per-user state file records (a stack started from another directory)."""
+    if workdir is not None:
+        chosen = workdir.resolve()
+        return read_state(chosen), chosen, [chosen / STATE_FILE]
+    here = DEFAULT_WORKDIR.resolve()
+    looked = [here / STATE_FILE]
+    state = read_state(here)
+    if state:
+        return state, here, looked
+    pointer = user_state_file()
+    looked.append(pointer)
+    try:
+        recorded = Path(json.loads(pointer.read_text())["workdir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, here, looked
+    if recorded != here:
+        looked.append(recorded / STATE_FILE)
+        state = read_state(recorded)
+        if state:
+            return state, recorded, looked
+    return None, here, looked
+
+
+def not_running_message(looked: list[Path]) -> str:
+    return f"the offline stack is not running (looked at {', '.join(map(str, looked))}): start it with `batchlane local up`"
 
 
 def start_daemon(workdir: Path, *, faults: str = "", timeout_s: float = 90) -> dict[str, Any]:
@@ -111,11 +152,11 @@ def restart_notice(state: dict[str, Any]) -> str:
     return f"{head} ({jobs} job(s) and {sum(dropped.values())} row(s) in all from the earlier run were dropped)"
 
 
-def use_running_stack(workdir: Path) -> dict[str, Any]:
-    """Point this process's clients at a running offline stack (its environment)."""
-    state = read_state(workdir.resolve())
+def use_running_stack(workdir: Path | None) -> dict[str, Any]:
+    """Point this process's clients at a running offline stack (its environment); None: find it (:func:`find_stack`)."""
+    state, _, looked = find_stack(workdir)
     if not state:
-        raise RuntimeError("the offline stack is not running: start it with `batchlane local up`")
+        raise RuntimeError(not_running_message(looked))
     os.environ.update(state["env"])
     from batchlane.runtime import reset_services
 
@@ -137,6 +178,28 @@ def write_state(workdir: Path, stack: Any, *, faults: str = "") -> None:
     tmp = workdir / (STATE_FILE + ".tmp")
     tmp.write_text(json.dumps(state, indent=2))
     tmp.replace(workdir / STATE_FILE)
+    _record_for_user(workdir)
+
+
+def _record_for_user(workdir: Path) -> None:
+    """Point the per-user state file at this stack's workdir (best effort: an unwritable home only loses the lookup)."""
+    pointer = user_state_file()
+    try:
+        pointer.parent.mkdir(parents=True, exist_ok=True)
+        tmp = pointer.with_name(f".{pointer.name}.{os.getpid()}")
+        tmp.write_text(json.dumps({"workdir": str(workdir.resolve()), "pid": os.getpid()}))
+        tmp.replace(pointer)
+    except OSError:
+        pass
+
+
+def _forget_for_user(workdir: Path) -> None:
+    pointer = user_state_file()
+    try:
+        if Path(json.loads(pointer.read_text())["workdir"]) == workdir.resolve():
+            pointer.unlink(missing_ok=True)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
 
 
 def _run(workdir: Path, faults: str) -> None:
@@ -152,6 +215,7 @@ def _run(workdir: Path, faults: str) -> None:
     finally:
         stack.stop()
         (workdir / STATE_FILE).unlink(missing_ok=True)
+        _forget_for_user(workdir)
 
 
 if __name__ == "__main__":

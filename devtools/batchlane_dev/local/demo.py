@@ -22,7 +22,7 @@ from batchlane.runtime import services
 from batchlane_dev.local.bedrock import parse_faults
 from batchlane_dev.local.bedrock.clock import scale_for_job
 from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL
-from batchlane_dev.local.jobs import submit_pdf, wait_for_job
+from batchlane_dev.local.jobs import TERMINAL, submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import OfflineStack, StackOptions
 from batchlane_dev.report import job_report
@@ -63,7 +63,10 @@ def run_demo(
     database_url: str | None = None,
     batch_lane: bool = True,
     console: Console | None = None,
+    verbose: bool = False,
 ) -> dict[str, Any]:
+    """``verbose``: handler logs on stderr too; they always go to ``<out_dir>/logs/handlers.log`` (the stack's
+    workdir is temporary), so stdout carries only the report."""
     console = console or Console(stderr=True)
     started = time.monotonic()
     data = pdf.read_bytes() if pdf else make_pdf(pages, blank_every=25)
@@ -71,13 +74,17 @@ def run_demo(
     if "time_scale" not in faults:
         faults = ",".join(f for f in (_job_scale(data, faults), faults) if f)
     with tempfile.TemporaryDirectory(prefix="batchlane-demo-") as workdir:
-        stack = OfflineStack(StackOptions(workdir=Path(workdir), faults=faults, database_url=database_url, batch_lane=batch_lane))
+        log_file = out_dir / "logs" / "handlers.log"
+        stack = OfflineStack(
+            StackOptions(workdir=Path(workdir), faults=faults, database_url=database_url, batch_lane=batch_lane, verbose=verbose, log_file=log_file)
+        )
         with stack:
             svc = services()
             console.print(
                 f"[bold]batchlane demo[/] · offline stack up in {time.monotonic() - started:.1f} s · model: {EMULATED_MODEL_LABEL}"
                 f" · batch clock ×{stack.faults.time_scale:.0f}"
             )
+            console.print(f"handler logs: {log_file}")
             created = submit_pdf(svc, data, name=name, owner_id="demo-user")
             job_id = created["jobId"]
             console.print(
@@ -90,7 +97,12 @@ def run_demo(
                     phase = p.status if not p.batch_state or p.status != "waiting_batch" else f"batch {p.batch_status or p.batch_state}"
                     bar.update(task, completed=p.pages_done, description=f"{phase:>22}")
 
-                final = wait_for_job(svc, job_id, on_progress=show)
+                final = wait_for_job(svc, job_id, on_progress=show, until=(*TERMINAL, "paused_budget"))
+            if final.status == "paused_budget":
+                console.print(
+                    f"[yellow]job {job_id} paused at its funds hold[/]: it waits for its owner. Resume it with "
+                    f"`batchlane resume {job_id}` (against a running stack), once the budget allows (`batchlane budget`)."
+                )
             report = job_report(svc, job_id)
             markdown_path = None
             if report["markdown_key"]:

@@ -22,9 +22,9 @@ from rich.console import Console
 
 from batchlane.runtime import services
 from batchlane_dev.cli.folder_commands import FOLDER_TERMINAL, describe, folder_spec, offline_s3, upload_to_offline_stack
-from batchlane_dev.cli.jobs_commands import ApiClient
+from batchlane_dev.cli.jobs_commands import ApiClient, local_identity
 from batchlane_dev.local.bedrock.clock import scale_for_job
-from batchlane_dev.local.daemon import read_state, use_running_stack
+from batchlane_dev.local.daemon import find_stack, use_running_stack
 from batchlane_dev.local.stack import FOLDER_BUCKET, OfflineStack, StackOptions
 from batchlane_dev.report import job_report
 
@@ -33,8 +33,9 @@ def run_folder_demo(
     directory: Path,
     *,
     out_dir: Path = Path("out"),
-    workdir: Path = Path(".batchlane/local"),
+    workdir: Path | None = None,
     faults: str = "",
+    user: str | None = None,
     dry_run: bool = False,
     console: Console | None = None,
 ) -> dict[str, Any]:
@@ -42,30 +43,31 @@ def run_folder_demo(
     if not directory.is_dir():
         raise ValueError(f"{directory} is not a folder")
     with ExitStack() as cleanup:
-        if read_state(workdir.resolve()):
-            env = use_running_stack(workdir)["env"]
-            console.print(f"using the offline stack of `batchlane local up` ({workdir})")
+        running, found, _ = find_stack(workdir)
+        if running:
+            env = use_running_stack(found)["env"]
+            console.print(f"using the offline stack of `batchlane local up` ({found})")
         else:
             tmp = cleanup.enter_context(tempfile.TemporaryDirectory(prefix="batchlane-folder-demo-"))
             # The batch clock sized to the folder's pages as `batchlane demo` sizes it to its document: the
             # pool may put them all in one Bedrock job, which must keep its calibrated pace on this machine.
-            scale = scale_for_job(_pages_in(directory))
-            faults = faults or f"time_scale={scale:.0f}"
-            options = StackOptions(workdir=Path(tmp), faults=faults, extra_env={"BATCH_POOL_WINDOW_MINUTES": str(_pool_window_s(directory) * scale / 60)})
-            stack = cleanup.enter_context(OfflineStack(options))
+            # No pool window of its own: a folder's files start their window together once it has started
+            # its last file (db/batch_rows.note_pooled), however slowly the uploads and splits run here.
+            faults = faults or f"time_scale={scale_for_job(_pages_in(directory)):.0f}"
+            stack = cleanup.enter_context(OfflineStack(StackOptions(workdir=Path(tmp), faults=faults)))
             env = stack.env
-        api = ApiClient(env["BATCHLANE_API_URL"], "local:demo-user")
+        api = ApiClient(env["BATCHLANE_API_URL"], f"local:{local_identity(user)}")  # the caller's job: `jobs status fj-…` finds it
         s3 = offline_s3(env)
-        uri = upload_to_offline_stack(env, directory)
+        uri = upload_to_offline_stack(env, directory, user=api.local_user())  # into the caller's own home
         prefix = uri.removeprefix(f"s3://{FOLDER_BUCKET}/")
         spec = folder_spec(uri, layout=None, output=None, include=(), exclude=(), replace=False)
         if dry_run:
-            return {"dry_run": True, **api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)}
+            return api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)  # already says dryRun
         started = time.monotonic()
         job = api.call("POST", "/api/v1/folder-jobs", spec)
         console.print(f"folder job {job['id']} over s3://{FOLDER_BUCKET}/{prefix}")
         last = ""
-        while not (job["status"] in FOLDER_TERMINAL and job.get("finished_at")):
+        while not (job["status"] in FOLDER_TERMINAL and job.get("finishedAt")):
             time.sleep(0.5)
             job = api.call("GET", f"/api/v1/folder-jobs/{job['id']}")
             if (line := describe(job)) != last:
@@ -99,15 +101,6 @@ def _pages_in(directory: Path) -> int:
             with contextlib.suppress(PyPdfError, OSError, ValueError, KeyError):
                 pages += len(PdfReader(path).pages)
     return pages
-
-
-def _pool_window_s(directory: Path) -> float:
-    """The pool window in real seconds: long enough for the folder's files to reach the pool. The clock runs
-    Bedrock's turnaround thousands of times faster, but uploads, splits and the folder loop run in real time;
-    at the scaled 15 minutes (milliseconds) the first files would wait out the window alone and go on-demand
-    (pool_too_small) before the rest arrived. About half a second a file here, at most two minutes."""
-    files = sum(1 for path in directory.rglob("*") if path.is_file() and path.suffix.lower() == ".pdf")
-    return min(120.0, 5.0 + 0.5 * files)
 
 
 def _pool_lanes(svc: Any, job_ids: list[str]) -> int:

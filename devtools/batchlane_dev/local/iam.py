@@ -1,8 +1,9 @@
 """IAM, enforced offline: a handler's AWS calls pass only where its function's grants allow them.
 
 moto checks no permission, so a missing grant would pass every offline test and fail on
-AWS. Every boto3 client in the process gets a botocore ``before-call`` hook; while a
-handler runs (:func:`acting_as`, set per invocation by the in-process Lambda runtime and
+AWS. Every boto3 API call in the process passes one check (botocore's
+``BaseClient._make_api_call``, so a client created before :func:`install` is checked as
+well as one created after); while a handler runs (:func:`acting_as`, set per invocation by the in-process Lambda runtime and
 carried into the threads it starts), each call is turned into the IAM requests AWS would
 evaluate (action, resource ARN, condition keys) and checked against the grants that
 ``topology_grants`` maps the function's ``needs`` to — the same data CDK writes the
@@ -25,12 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import botocore.session
-from botocore.awsrequest import AWSResponse
-from botocore.compat import HTTPHeaders
+import botocore.client
 
 from batchlane import topology
-from batchlane.topology_grants import Grant, grants_for, is_inference_profile
+from batchlane.topology_grants import Grant, folder_source_resource, grants_for, is_inference_profile
 
 log = logging.getLogger("batchlane_dev.local.iam")
 
@@ -100,8 +99,8 @@ class Targets:
             "webhook_secret": [f"{self.webhook_secret_arn}*"] if self.webhook_secret_arn else [],
             "default_event_bus": [f"arn:{p}:events:{region}:{account}:event-bus/default"],
             "any": ["*"],
-            "folder_objects": [f"arn:{p}:s3:::{source.rstrip('*')}*" for source in self.folder_sources],
-            "folder_buckets": sorted({f"arn:{p}:s3:::{source.split('/', 1)[0]}" for source in self.folder_sources}),
+            "folder_objects": sorted({f"arn:{p}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources}),
+            "folder_buckets": sorted({f"arn:{p}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources}),
             "folder_job_state_machine": [self.folder_job_state_machine_arn] if self.folder_job_state_machine_arn else [],
         }
         return table[kind]
@@ -318,44 +317,26 @@ class GrantEnforcer:
         log.warning("offline IAM refused a call: function=%s action=%s resource=%s", function, action, resource)
 
 
-# -- the botocore hooks ---------------------------------------------------------------------
+# -- the botocore hook ----------------------------------------------------------------------
 _state: dict[str, GrantEnforcer | None] = {"enforcer": None}
 _installed = False
-_PARAMS = "batchlane_api_params"
 
 
-def _remember_params(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
-    context[_PARAMS] = dict(params)
-
-
-def _before_call(model: Any, context: dict[str, Any], **_: Any) -> tuple[AWSResponse, dict[str, Any]] | None:
+def _check(client: Any, operation: str, params: Mapping[str, Any]) -> None:
+    """Raise what AWS would (the client's modelled AccessDenied ClientError, 403) for a refused call."""
     enforcer, function = _state["enforcer"], _current_function.get()
     if enforcer is None or function is None:
-        return None
-    service = model.service_model.service_name
-    message = enforcer.refusal(function, service, model.name, context.get(_PARAMS, {}))
+        return
+    service = client.meta.service_model.service_name
+    message = enforcer.refusal(function, service, operation, params)
     if message is None:
-        return None
+        return
     code = "AccessDenied" if service == "s3" else "AccessDeniedException"
-    request_id = uuid.uuid4().hex
     parsed = {
         "Error": {"Code": code, "Message": message},
-        "ResponseMetadata": {"RequestId": request_id, "HTTPStatusCode": 403, "HTTPHeaders": {}, "RetryAttempts": 0},
+        "ResponseMetadata": {"RequestId": uuid.uuid4().hex, "HTTPStatusCode": 403, "HTTPHeaders": {}, "RetryAttempts": 0},
     }
-    return AWSResponse("", 403, HTTPHeaders(), _EmptyBody()), parsed  # botocore raises the modelled ClientError
-
-
-class _EmptyBody:
-    """The raw body of a refused call, for any after-call handler that reads it."""
-
-    def stream(self, **_: Any) -> Iterator[bytes]:
-        yield b""
-
-
-def _hook_client(client: Any) -> Any:
-    client.meta.events.register("before-parameter-build.*.*", _remember_params, unique_id="batchlane-iam-params")
-    client.meta.events.register("before-call.*.*", _before_call, unique_id="batchlane-iam-check")
-    return client
+    raise client.exceptions.from_code(code)(parsed, operation)
 
 
 def _submit_in_context(original: Callable[..., Any]) -> Callable[..., Any]:
@@ -379,19 +360,21 @@ def install_in_worker(targets: Targets) -> None:
 def install(enforcer: GrantEnforcer | None) -> None:
     """Check handler calls against ``enforcer`` (None: stop checking). Idempotent.
 
-    Every client created from now on is hooked; worker threads a handler starts through a
-    ThreadPoolExecutor act with its grants, as they share its role on Lambda.
+    Every client's calls are checked, whenever it was created (a module-level client made at
+    import, before the stack installed this, included); worker threads a handler starts through
+    a ThreadPoolExecutor act with its grants, as they share its role on Lambda.
     """
     global _installed
     _state["enforcer"] = enforcer
     if _installed:
         return
-    original_create_client = botocore.session.Session.create_client
+    original_call = botocore.client.BaseClient._make_api_call
 
-    @functools.wraps(original_create_client)
-    def create_client(self: botocore.session.Session, *args: Any, **kwargs: Any) -> Any:
-        return _hook_client(original_create_client(self, *args, **kwargs))
+    @functools.wraps(original_call)
+    def make_api_call(self: botocore.client.BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
+        _check(self, operation_name, api_params)
+        return original_call(self, operation_name, api_params)
 
-    botocore.session.Session.create_client = create_client  # type: ignore[method-assign]
+    botocore.client.BaseClient._make_api_call = make_api_call  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _submit_in_context(concurrent.futures.ThreadPoolExecutor.submit)  # type: ignore[method-assign]
     _installed = True

@@ -99,14 +99,21 @@ def wait_until(predicate: Callable[[], Any], *, timeout_s: float = 60, what: str
 
 
 def wait_for_job(
-    svc: Services, job_id: str, *, timeout_s: float = 3600, on_progress: Callable[[Progress], None] | None = None, poll_s: float = 0.25
+    svc: Services,
+    job_id: str,
+    *,
+    timeout_s: float = 3600,
+    on_progress: Callable[[Progress], None] | None = None,
+    poll_s: float = 0.25,
+    until: tuple[str, ...] = TERMINAL,
 ) -> Progress:
+    """Poll until the job reaches one of ``until`` (the demo adds ``paused_budget``: it waits for its owner)."""
     deadline = time.monotonic() + timeout_s
     while True:
         current = progress(svc, job_id)
         if on_progress:
             on_progress(current)
-        if current.status in TERMINAL:
+        if current.status in until:
             return current
         if time.monotonic() > deadline:
             raise TimeoutError(f"job {job_id} still {current.status} after {timeout_s:.0f} s")

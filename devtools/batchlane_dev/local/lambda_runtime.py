@@ -21,9 +21,10 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -68,6 +69,33 @@ class Invocation:
         return self.error_type is not None
 
 
+class Throttled(Exception):
+    """Past the modelled concurrency: Lambda's Invoke answers 429 TooManyRequestsException with this reason."""
+
+    def __init__(self, function: str, reason: str) -> None:
+        super().__init__(f"Rate Exceeded. ({reason}: {function})")
+        self.reason = reason
+
+
+@dataclass
+class ConcurrencyLimit:
+    """Lambda's concurrency model (AWS Lambda guide, "Lambda function scaling"): a function with reserved
+    concurrency runs at most that many at once; the others share what the account has left
+    (``account`` minus every reservation). None: unlimited, as offline was before (issue 21)."""
+
+    account: int | None = None
+    reserved: dict[str, int] = field(default_factory=dict)
+
+    def refusal(self, name: str, running: Mapping[str, int]) -> str | None:
+        """Why one more ``name`` may not start now, or None when it may."""
+        if name in self.reserved:
+            return "ReservedFunctionConcurrentInvocationLimitExceeded" if running.get(name, 0) >= self.reserved[name] else None
+        if self.account is None:
+            return None
+        shared = sum(n for fn, n in running.items() if fn not in self.reserved)
+        return "ConcurrentInvocationLimitExceeded" if shared >= self.account - sum(self.reserved.values()) else None
+
+
 class HandlerRegistry:
     def __init__(self, account_id: str = "123456789012", region: str = "us-east-1", workers: WorkerPool | None = None) -> None:
         self._modules: dict[str, ModuleType] = {}
@@ -76,6 +104,9 @@ class HandlerRegistry:
         self.account_id = account_id
         self.region = region
         self.calls: dict[str, int] = {}
+        self.concurrency = ConcurrencyLimit()
+        self.running: dict[str, int] = {}  # invocations admitted and not yet ended, per function
+        self.throttles: dict[str, int] = {}  # invokes answered TooManyRequestsException, per function
         self._interceptors: dict[str, Callable[[Any, Callable[[Any], Invocation]], Invocation]] = {}
 
     def function_name(self, name: str) -> str:
@@ -97,6 +128,23 @@ class HandlerRegistry:
                 spec.loader.exec_module(module)
                 self._modules[name] = module
             return self._modules[name]
+
+    @contextmanager
+    def admitted(self, function: str) -> Iterator[None]:
+        """One execution slot of ``function`` for the ``with`` body, or :class:`Throttled` at once (the
+        Invoke API's answer). Only what goes through Lambda's Invoke is admitted (patches._invoke)."""
+        name = self.logical_name(function)
+        with self._lock:
+            reason = self.concurrency.refusal(name, self.running)
+            if reason is not None:
+                self.throttles[name] = self.throttles.get(name, 0) + 1
+                raise Throttled(name, reason)
+            self.running[name] = self.running.get(name, 0) + 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.running[name] -= 1
 
     def intercept(self, name: str, interceptor: Callable[[Any, Callable[[Any], Invocation]], Invocation] | None) -> None:
         """Test seam: ``interceptor(event, call_real)`` runs instead of the handler (None removes it).
@@ -146,10 +194,12 @@ def _worker_start(env: Mapping[str, str], setup: Collection[Callable[[], None]])
     """A fresh worker: the stack's environment (endpoints of moto and the emulator, the
     database URL, the settings), services built from it on first use, then ``setup`` hooks."""
     from batchlane.runtime import reset_services
+    from batchlane_dev.local.logs import route_from_environment
 
     os.environ.clear()  # the fork server's environment is the one of the stack that started it
     os.environ.update(env)
     logging.getLogger("batchlane").setLevel(logging.getLogger().getEffectiveLevel())
+    route_from_environment()  # the handlers' log lines to the stack's log file, not the worker's stdout
     reset_services()
     for hook in setup:
         hook()
@@ -198,6 +248,8 @@ class WorkerPool:
         "aws_lambda_powertools",
         "batchlane.conversion.chunk",
         "batchlane.batch.prepare",
+        "batchlane.pdf.survey",  # what batchlane.pdf.bounded's children run: the fork server is one per process
+        "batchlane.pdf.fit",
         "batchlane_dev.local.lambda_runtime",
     )
 

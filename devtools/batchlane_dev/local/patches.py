@@ -3,7 +3,9 @@
 1. Lambda: without Docker moto only echoes payloads. ``LambdaSimpleBackend.invoke`` is
    routed to :class:`HandlerRegistry`, so Step Functions' ``lambda:invoke`` tasks run our
    real handlers; a raised exception becomes a function error whose ``errorType`` is the
-   exception class name, exactly as Lambda reports it (Retry/Catch match on it).
+   exception class name, exactly as Lambda reports it (Retry/Catch match on it). Past the
+   registry's :class:`ConcurrencyLimit` the Invoke answers 429 TooManyRequestsException, as
+   Lambda does when a function's concurrency is full (issue 21).
 2. EventBridge: moto matches rules itself (real pattern matching) but raises
    NotImplementedError for Lambda and Step Functions targets. Those targets are
    delivered here, asynchronously, as EventBridge does; other targets keep moto's path.
@@ -15,14 +17,16 @@ import copy
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+from moto.awslambda.exceptions import LambdaClientError
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.events.models import Rule
 from moto.utilities.arns import parse_arn
 
-from batchlane_dev.local.lambda_runtime import HandlerRegistry
+from batchlane_dev.local.lambda_runtime import HandlerRegistry, Throttled
 
 log = logging.getLogger("batchlane_dev.local.patches")
 
@@ -37,13 +41,35 @@ def _invoke(self: LambdaSimpleBackend, function_name: str, qualifier: str | None
         raise RuntimeError("offline Lambda runtime not attached")
     event = json.loads(body) if body else {}
     if headers.get("X-Amz-Invocation-Type") == "Event":
-        threading.Thread(target=registry.invoke, args=(function_name, event), daemon=True, name=f"async-{function_name}").start()
+        threading.Thread(target=_invoke_async, args=(registry, function_name, event), daemon=True, name=f"async-{function_name}").start()
         return b""
-    outcome = registry.invoke(function_name, event)
+    try:
+        with registry.admitted(function_name):
+            outcome = registry.invoke(function_name, event)
+    except Throttled as exc:  # Step Functions names it Lambda.TooManyRequestsException
+        raise _TooManyRequests(str(exc)) from exc
     if outcome.failed:
         response_headers["x-amz-function-error"] = "Unhandled"
         return json.dumps({"errorType": outcome.error_type, "errorMessage": outcome.error_message}).encode()
     return json.dumps(outcome.result).encode()
+
+
+class _TooManyRequests(LambdaClientError):
+    code = 429
+
+    def __init__(self, message: str) -> None:
+        super().__init__("TooManyRequestsException", message)
+
+
+def _invoke_async(registry: HandlerRegistry, function_name: str, event: Any) -> None:
+    """An asynchronous invoke is queued by Lambda and retried while throttled (for up to 6 hours)."""
+    while True:
+        try:
+            with registry.admitted(function_name):
+                registry.invoke(function_name, event)
+            return
+        except Throttled:
+            time.sleep(0.05)
 
 
 def _deliver(registry: HandlerRegistry, start_execution: Callable[[str, dict[str, Any]], None], arn: str, event: dict[str, Any]) -> None:

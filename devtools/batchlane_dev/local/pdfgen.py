@@ -150,3 +150,35 @@ def huge_xref_pdf(entries: int = 50_000_000) -> bytes:
     page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents 4 0 R >>" % _FONT
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", page, _stream(b"BT /F1 12 Tf 72 700 Td (xref) Tj ET")]
     return _raw_pdf(objects, xref_entries=entries)
+
+
+def _drawing_operators(target_bytes: int) -> bytes:
+    """Path-drawing operators (move, line, stroke) until ``target_bytes``: costly for a renderer to
+    parse, compressing ~100:1 because every line repeats."""
+    line = b"0 0 m 1 1 l S\n"
+    return line * (target_bytes // len(line))
+
+
+def shared_drawing_stream_pdf(pages: int = 300, inflated_bytes: int = 5_000_000) -> bytes:
+    """``pages`` pages that all draw one FlateDecode stream inflating to ``inflated_bytes`` of drawing
+    operators (issue 21): ~57 KB on disk; a reader parses the 5 MB once per page."""
+    content = 3 + pages
+    kids = b" ".join(b"%d 0 R" % (3 + n) for n in range(pages))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages)]
+    objects += [b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents %d 0 R >>" % (_FONT, content)] * pages
+    objects.append(_stream(b"BT /F1 12 Tf 72 700 Td (shared) Tj ET\n" + _drawing_operators(inflated_bytes), compress=True))
+    return _raw_pdf(objects)
+
+
+def inflating_page_pdf(inflated_bytes: int = 30_000_000, *, ordinary_pages: int = 0) -> bytes:
+    """One page whose FlateDecode content stream inflates to ``inflated_bytes`` of drawing operators
+    (issue 21): ~59 KB on disk, ~540 MB of a renderer's memory; after ``ordinary_pages`` pages of one
+    line of text each (the rest of a document that still converts)."""
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources %s /Contents %d 0 R >>"
+    pages = 1 + ordinary_pages
+    kids = b" ".join(b"%d 0 R" % (3 + n) for n in range(pages))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, pages)]
+    objects += [page % (_FONT, 3 + pages + n) for n in range(pages)]
+    objects += [_stream(b"BT /F1 12 Tf 72 700 Td (Ordinary page %d of the document.) Tj ET" % (n + 1)) for n in range(ordinary_pages)]
+    objects.append(_stream(b"BT /F1 12 Tf 72 700 Td (inflating) Tj ET\n" + _drawing_operators(inflated_bytes), compress=True))
+    return _raw_pdf(objects)

@@ -38,9 +38,10 @@ from batchlane.config import reload_settings
 from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
 from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
-from batchlane_dev.local import iam, patches, postgres
+from batchlane_dev.local import iam, patches, postgres, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
-from batchlane_dev.local.lambda_runtime import HandlerRegistry, WorkerPool
+from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
+from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
 from batchlane_dev.local.loopback import loopback_moto_server
 
 log = logging.getLogger("batchlane_dev.local")
@@ -51,10 +52,23 @@ REGION = "us-east-1"
 BUCKET = "batchlane-offline"
 # The user's bucket a folder job reads and writes offline (folderSources in cdk.json on AWS).
 FOLDER_BUCKET = "batchlane-offline-folders"
+# Each offline user is granted their own home folder in it (an ``{owner}`` grant, docs/operations.md "Folder jobs").
+FOLDER_SOURCES = f"{FOLDER_BUCKET}/users/{{owner}}/"
+
+
+def owner_home(owner: str) -> str:
+    """The key prefix ``owner`` is granted in the offline folder bucket: ``users/<owner>/``."""
+    return f"users/{owner}/"
+
+
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
+    "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 2 s, full jitter
+    "throttle_max_delay_seconds": "2",
     "chunk_retry_interval_seconds": "1",
+    "chunk_admission_interval_seconds": "1",
+    "chunk_admission_max_delay_seconds": "1",
     "submit_retry_interval_seconds": "1",
     "collect_retry_interval_seconds": "1",
     # The webhook retry ladder, shrunk: 1 s (full jitter: 0–1 s) between attempts, 4 attempts in all.
@@ -92,6 +106,10 @@ class StackOptions:
     max_workers: int = 96
     warm_workers: int = 0  # workers through their init phase before the first job (provisioned concurrency)
     worker_setup: tuple[Callable[[], None], ...] = ()  # picklable hooks run once in each new worker
+    verbose: bool = False  # handler logs to stderr as well as to the log file (local/logs.py)
+    log_file: Path | None = None  # where handler logs go; default <workdir>/logs/handlers.log
+    # Lambda's concurrency (account and reserved); past it an Invoke answers TooManyRequestsException.
+    lambda_concurrency: ConcurrencyLimit = field(default_factory=ConcurrencyLimit)
 
 
 PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
@@ -147,9 +165,13 @@ class OfflineStack:
         self.options = options
         self.faults = parse_faults(options.faults)
         self.registry = HandlerRegistry(ACCOUNT_ID, REGION)
+        self.registry.concurrency = options.lambda_concurrency  # tests may change it while the stack runs
         self.env: dict[str, str] = {}
         self.state_machine_arns: dict[str, str] = {}
         self._pg: Any = None
+        self._saved_log_handlers: list[logging.Handler] | None = None
+        self.log_path = options.log_file or handler_log_path(options.workdir)
+        self._watchdog: Any = None  # stops the embedded server if this process dies without stop() (local/watchdog.py)
         self._moto: ThreadedMotoServer | None = None
         self.bedrock: BedrockEmulator | None = None
         self.api: Any = None  # LocalApiServer: the api handler on loopback (BATCHLANE_API_URL)
@@ -173,6 +195,9 @@ class OfflineStack:
         from batchlane.observability import logger as handler_logger
 
         handler_logger.setLevel(os.environ["POWERTOOLS_LOG_LEVEL"])
+        # Handler logs to a file (stdout is the command's own output); workers follow through the environment.
+        self._saved_log_handlers = route_handler_logs(self.log_path, verbose=self.options.verbose)
+        self._set_env({LOG_FILE_ENV: str(self.log_path), VERBOSE_ENV: "1" if self.options.verbose else "0"})
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
         self._moto = loopback_moto_server("127.0.0.1", moto_port)  # loopback Host names only, no CORS
         self._moto.start()
@@ -208,11 +233,11 @@ class OfflineStack:
             # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
             "FOLDER_JOB_STATE_MACHINE_ARN": self.state_machine_arns["folder_job"],
-            "BATCHLANE_FOLDER_SOURCES": f"{FOLDER_BUCKET}/",
+            "BATCHLANE_FOLDER_SOURCES": FOLDER_SOURCES,
             **self.options.extra_env,
         }
         self._set_env(env)
-        self.env = {**_STATIC_ENV, "MOTO_PORT": str(moto_port), **env}
+        self.env = {**_STATIC_ENV, "MOTO_PORT": str(moto_port), LOG_FILE_ENV: str(self.log_path), VERBOSE_ENV: os.environ[VERBOSE_ENV], **env}
         if self.options.enforce_grants:
             self.grants = iam.GrantEnforcer(self._grant_targets())
         iam.install(self.grants)  # before reset_services: the handlers' clients are made hooked
@@ -256,6 +281,11 @@ class OfflineStack:
             self._moto.stop()
         if self._pg is not None:
             postgres.stop(self._pg, self.options.workdir / "pgdata")
+            watchdog.release(self._watchdog, self.options.workdir)
+            self._pg = self._watchdog = None
+        if self._saved_log_handlers is not None:
+            restore_handler_logs(self._saved_log_handlers)
+            self._saved_log_handlers = None
         for key, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(key, None)
@@ -302,7 +332,12 @@ class OfflineStack:
             "BATCH_CONVERSION_MAX_FILE_MB": str(settings.batch_conversion_max_file_mb),
             "BATCH_CONVERSION_MAX_JOB_MB": str(settings.batch_conversion_max_job_mb),
             "BATCH_CONVERSION_TIMEOUT_HOURS": str(settings.batch_conversion_timeout_hours),
+            "BATCHLANE_CHUNK_SLOTS": str(settings.batchlane_chunk_slots),
+            "BATCHLANE_RESERVED_CONCURRENCY": json.dumps(self.registry.concurrency.reserved, separators=(",", ":")),
         }
+        # What GetAccountSettings would answer for the modelled account (moto has no such call); AWS's default 1,000.
+        account = self.registry.concurrency.account or 1000
+        limits = {"ConcurrentExecutions": account, "UnreservedConcurrentExecutions": account - sum(self.registry.concurrency.reserved.values())}
         return {
             "BucketName": BUCKET,
             "ServiceRoleArn": SERVICE_ROLE_ARN,
@@ -311,6 +346,7 @@ class OfflineStack:
             "MigrateFunctionName": self.registry.function_name("migrate"),
             "ApiUrl": self.env.get("BATCHLANE_API_URL", ""),
             "LaneSettings": json.dumps(lane, sort_keys=True),
+            "LambdaAccountLimit": json.dumps(limits, sort_keys=True),
         }
 
     def _worker_setup(self) -> tuple[Callable[[], None], ...]:
@@ -343,6 +379,9 @@ class OfflineStack:
             os.environ[key] = value
 
     def _start_postgres(self) -> str:
+        watchdog.reap_leftovers()  # servers of demos killed earlier (issue 24.10)
+        self.options.workdir.mkdir(parents=True, exist_ok=True)
+        self._watchdog = watchdog.guard(self.options.workdir)
         self._pg, url = postgres.start(self.options.workdir / "pgdata")
         return url
 

@@ -12,6 +12,7 @@ offline stack.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -71,6 +72,12 @@ class Settings(BaseSettings):
     # How pages go to the model (domain/page_form.py, docs/deploy.md "The page form"): pdf (document
     # blocks), image (pdfium render + text layer), auto (what `batchlane doctor --live` or a refused call recorded).
     batchlane_page_form: Literal["pdf", "image", "auto"] = "auto"
+    # Bedrock's Flex service tier (domain/service_tier.py, docs/deploy.md "Service tiers"): the share
+    # off the standard rate a Flex call bills, set by the operator from their price sheet (AWS publishes
+    # no Flex price for Claude); unset: Flex is off unless BATCHLANE_PRICES carries flex_*_per_mtok.
+    batchlane_flex_discount: Decimal | None = Field(None, ge=0, lt=1)
+    # Work due sooner than this is urgent: it goes at the default tier, never Flex.
+    batchlane_flex_min_deadline_hours: float = Field(1.0, ge=0)
     # On-demand pages per Converse request (docs/ondemand.md). The count actually used is
     # the smallest of this, the API's documents-per-request limit and what fits in
     # max_tokens at the pages' estimated output. Primed pages and batch records stay 1.
@@ -109,10 +116,23 @@ class Settings(BaseSettings):
     # Per-user budget and caps (docs/operations.md "Budgets, caps and fair sharing"); an admin
     # overrides them per user (PUT /api/v1/admin/budgets/{ownerId}). A job's funds hold is its
     # worst case (domain/budget.py), checked against the budget when the job is split.
-    batchlane_budget_usd_per_month: float = Field(250.0, ge=0)
+    batchlane_budget_usd_per_month: float = Field(1000.0, ge=0)  # admits the largest job (10,000 text pages hold ~520 USD): issue 21.5
     batchlane_max_live_jobs: int = Field(20, ge=0)
+    # Chunk invocations the deployment runs at once, shared fairly by owner (conversion/admission.py);
+    # size it within the account's Lambda concurrency (batchlane doctor compares). 0: no admission.
+    batchlane_chunk_slots: int = Field(100, ge=0)
     batchlane_max_live_pages: int = Field(20_000, ge=0)
     batchlane_on_demand_window_hours: float = Field(6.0, gt=0)
+    # Per-user API rate limit (docs/operations.md "API rate limits"): a token bucket per caller in
+    # PostgreSQL, refilled at this rate up to the burst; a dry run costs more tokens than a read.
+    # Past it: 429 RATE_LIMITED with Retry-After. 0 requests a second: no limit.
+    batchlane_api_rate_per_s: float = Field(5.0, ge=0)
+    batchlane_api_burst: int = Field(60, ge=1)
+    batchlane_api_dry_run_cost: int = Field(10, ge=1)
+    # Per-user caps on what costs outside the budget (docs/operations.md "Per-user caps"): 429 past them.
+    batchlane_max_pending_uploads: int = Field(100, ge=1)  # files registered and never converted nor deleted
+    batchlane_max_live_folder_jobs: int = Field(10, ge=1)  # folder jobs enumerating or processing
+    batchlane_max_test_deliveries_per_hour: int = Field(20, ge=1)  # webhook test deliveries (each a 24 h retry ladder)
     # Offline stack: how many emulated seconds pass per real second (1 in AWS).
     batchlane_time_scale: float = Field(1.0, gt=0)
 

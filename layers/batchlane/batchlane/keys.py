@@ -5,6 +5,8 @@ jobs/<jobId>/source/chunk-<N>.pdf       the chunk's pages, split once at job cre
 jobs/<jobId>/chunks/chunk-<N>.json      chunk results (page outcomes)
 jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must be retried
 jobs/<jobId>/output.md                  the assembled Markdown
+jobs/<jobId>/pages.jsonl                a line per page: status, lane, tokens, the page's own Markdown
+jobs/<jobId>/images/p<N>-<k>.png        the figures of page N, linked from the Markdown as <name>.images/p<N>-<k>.png
 jobs/<jobId>/chunks/chunk-<N>.retry-<n>.json  chunk results written by retry n (the earlier file is kept)
 jobs/<jobId>/history/output-before-retry-<n>.md  the Markdown as it was before retry n
 batch/<laneId>/input/<tag>-chunk-<NNNNN>-<n>.jsonl  a lane's records (shard n of member <tag>'s chunk)
@@ -47,6 +49,15 @@ def chunk_partial_key(job_id: str, chunk_index: int) -> str:
 
 def markdown_key(job_id: str) -> str:
     return f"jobs/{job_id}/output.md"
+
+
+def pages_key(job_id: str) -> str:
+    """The per-page record beside the Markdown (docs/architecture.md "Assembly")."""
+    return f"jobs/{job_id}/pages.jsonl"
+
+
+def images_prefix(job_id: str) -> str:
+    return f"jobs/{job_id}/images/"
 
 
 def markdown_before_retry_key(job_id: str, retry: int) -> str:

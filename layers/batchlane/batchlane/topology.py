@@ -29,6 +29,7 @@ Capability = Literal[
     "s3_write_batch",  # write batch inputs and results (batch/)
     "s3_delete_chunk_sources",  # delete the chunk PDFs a failed split wrote (jobs/*/source/ only)
     "s3_delete_batch_inputs",  # delete the records of a member that left a lane before submit (batch/*/input/ only)
+    "s3_delete_batch_members",  # delete a deleted file's lane files once the lane closed (batch/*/input|prepare|output/)
     "s3_delete",  # delete what a deleted file left: uploads/, jobs/, batch/ objects
     "bedrock_runtime",  # bedrock:InvokeModel on the configured models (InvokeModel with the Anthropic Messages body)
     "bedrock_batch",  # Create/Get/Stop/List model invocation jobs (+ iam:PassRole to Bedrock)
@@ -168,7 +169,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "batch_sweeper",
         "Asks Bedrock about rows still waiting, so a lost event strands nothing; collects orphans, bills stopped jobs.",
-        ("db", "s3_read_batch", "s3_write_batch", "s3_delete_batch_inputs", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
+        ("db", "s3_read_batch", "s3_write_batch", "s3_delete_batch_members", "bedrock_batch", "task_response", "start_conversion"),  # resumes stuck jobs on-demand
     ),
     FunctionSpec(
         "batch_collect",
@@ -258,18 +259,29 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
 )
 
+# The throttle ladder every Lambda task starts its Retry with (see LAMBDA_THROTTLE_RETRY): AWS values, shrunk offline.
+THROTTLE_SETTINGS = {"throttle_interval_seconds": "2", "throttle_max_delay_seconds": "60"}
+
 STATE_MACHINES: tuple[StateMachineSpec, ...] = (
     StateMachineSpec(
         "conversion",
         "One execution per job: map over chunks → chunk processor → assemble → settle.",
         ("conversion_start", "chunk_processor", "assemble", "settle"),
-        {"map_max_concurrency": "8", "retry_interval_seconds": "2", "chunk_retry_interval_seconds": "30"},
+        {
+            **THROTTLE_SETTINGS,
+            "chunk_admission_interval_seconds": "5",
+            "chunk_admission_max_delay_seconds": "120",
+            "map_max_concurrency": "8",
+            "retry_interval_seconds": "2",
+            "chunk_retry_interval_seconds": "30",
+        },
     ),
     StateMachineSpec(
         "batch_lane",
         "One execution per parked job: prepare → submit → wait for the event or a timeout → collect → resume.",
         ("batch_prepare", "batch_submit", "batch_wait", "batch_stop", "batch_collect", "batch_abandon", "batch_resume"),
         {
+            **THROTTLE_SETTINGS,
             "prepare_fanout_concurrency": "8",
             "retry_interval_seconds": "2",
             "submit_retry_interval_seconds": "60",
@@ -280,7 +292,7 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
         "intake",
         "One execution per new job: split the upload (job_split); any failure marks the job failed (settle).",
         ("job_split", "settle"),
-        {"retry_interval_seconds": "2"},
+        {**THROTTLE_SETTINGS, "retry_interval_seconds": "2"},
     ),
     # The retry ladder (docs/operations.md "Signed webhooks"): 30 s doubling, capped at 4 h,
     # full jitter, 14 retries (15 POSTs): at most ~24 h 15 min of waiting before the delivery is given up.
@@ -289,6 +301,7 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
         "One execution per webhook delivery: POST, retried with backoff and jitter; given up after the ladder.",
         ("webhook_deliver",),
         {
+            **THROTTLE_SETTINGS,
             "delivery_interval_seconds": "30",
             "delivery_backoff_rate": "2",
             "delivery_max_attempts": "14",
@@ -300,7 +313,7 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
         "folder_job",
         "One execution per folder-job run: enumerate a page → start queued files within the cap → wait → … → report and manifest.",
         ("folder_enumerate", "folder_advance", "folder_finish"),
-        {"retry_interval_seconds": "2", "poll_interval_seconds": "10"},
+        {**THROTTLE_SETTINGS, "retry_interval_seconds": "2", "poll_interval_seconds": "10"},
     ),
 )
 
@@ -360,11 +373,17 @@ LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
     "Lambda.Unknown",
 )
 # Ours, retried alike: the database blipped (StoreUnavailable), the runtime timed out (Sandbox.Timedout).
-TRANSIENT_ERRORS: tuple[str, ...] = ("StoreUnavailable", "Sandbox.Timedout")
+# Step Functions matches the raised class's own name, never a parent's: StoreUnavailable's subclasses
+# are named one by one (a rotation half done refuses the password; a proxy's certificate rotates).
+# tests/unit/test_transient_retries.py walks the class tree so a new subclass cannot be missed.
+TRANSIENT_ERRORS: tuple[str, ...] = ("StoreUnavailable", "DatabaseAuthFailed", "DatabaseTlsError", "Sandbox.Timedout")
 
 # Counts the Python code also reads: the file gets them from here, so the two cannot disagree.
 CHUNK_RETRY_LATER_MAX_ATTEMPTS = 2  # ProcessChunk retries a throttled chunk twice (3 attempts in all)
 CHUNK_CONTINUE_MAX_ATTEMPTS = 20  # a chunk that ran out of time continues in at most 20 fresh invocations
+# A chunk refused admission (its owner at its fair share) waits: 5 s doubling to 120 s, 500 tries, ~16 h.
+# Each try is 3 history events: a job's chunks must stay within Step Functions' 25,000 (docs/operations.md).
+CHUNK_ADMISSION_MAX_ATTEMPTS = 500
 
 
 def _service_retry(max_attempts: int, comment: str) -> dict[str, object]:
@@ -377,6 +396,21 @@ def _service_retry(max_attempts: int, comment: str) -> dict[str, object]:
         "JitterStrategy": "FULL",
     }
 
+
+# A throttle (the function's concurrency, reserved or the account's, is full) is a wait, never a failure
+# (issue 21): the first retrier of EVERY Lambda task, ahead of the file's own, so no later retrier with
+# few attempts (or States.ALL) takes it. 2 s doubling to 60 s, full jitter, 15 retries: up to ~11 min.
+THROTTLE_MAX_ATTEMPTS = 15
+LAMBDA_THROTTLE_RETRY: dict[str, object] = {
+    "ErrorEquals": ["Lambda.TooManyRequestsException"],
+    "Comment": "A throttle waits, never fails the job (topology.LAMBDA_THROTTLE_RETRY).",
+    "IntervalSeconds": "${throttle_interval_seconds}",
+    "MaxAttempts": THROTTLE_MAX_ATTEMPTS,
+    "BackoffRate": 2,
+    "MaxDelaySeconds": "${throttle_max_delay_seconds}",
+    "JitterStrategy": "FULL",
+}
+_RETRY_LIST = re.compile(r'"Retry": \[')
 
 _QUOTED_PLACEHOLDER = re.compile(r'"\$\{([a-z0-9_]+)\}"')
 
@@ -391,6 +425,7 @@ DEFINITION_BLOCKS: dict[str, dict[str, object]] = {
 DEFINITION_CONSTANTS: dict[str, int] = {
     "chunk_retry_later_max_attempts": CHUNK_RETRY_LATER_MAX_ATTEMPTS,
     "chunk_continue_max_attempts": CHUNK_CONTINUE_MAX_ATTEMPTS,
+    "chunk_admission_max_attempts": CHUNK_ADMISSION_MAX_ATTEMPTS,
 }
 
 
@@ -398,9 +433,12 @@ def load_definition(spec: StateMachineSpec) -> str:
     """The file with the shared blocks and counts written in: what CDK deploys and the offline stack runs.
 
     ASL cannot include a block by reference and CDK's substitutions are strings, so the blocks are
-    written in here, before either side fills the remaining ``${...}`` (ARNs, intervals).
+    written in here, before either side fills the remaining ``${...}`` (ARNs, intervals). Every
+    ``Retry`` list starts with :data:`LAMBDA_THROTTLE_RETRY` (every task of these files invokes a Lambda).
     """
     text = spec.path.read_text(encoding="utf-8")
+    throttle = _QUOTED_PLACEHOLDER.sub(r"${\1}", json.dumps(LAMBDA_THROTTLE_RETRY, ensure_ascii=False))
+    text = _RETRY_LIST.sub(lambda _: f'"Retry": [{throttle}, ', text)
     for name, block in DEFINITION_BLOCKS.items():
         # json.dumps quotes "${retry_interval_seconds}"; the number placeholders must stay bare.
         block_text = _QUOTED_PLACEHOLDER.sub(r"${\1}", json.dumps(block, ensure_ascii=False))

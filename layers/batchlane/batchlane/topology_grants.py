@@ -83,6 +83,11 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "s3_delete_chunk_sources": (Grant(("s3:DeleteObject",), ("objects",), prefix=CHUNK_SOURCES_PREFIX),),
     # Prepare drops the records of a member that left the lane before it was submitted (batch/*/input/ only).
     "s3_delete_batch_inputs": (Grant(("s3:DeleteObject",), ("objects",), prefix=BATCH_INPUTS_PREFIX),),
+    # The sweeper removes a deleted member's lane files once its lane closed (batch/purge.py): its shards,
+    # prepare summaries and Bedrock's answers for them, nothing of the lane itself.
+    "s3_delete_batch_members": tuple(
+        Grant(("s3:DeleteObject",), ("objects",), prefix=prefix) for prefix in (BATCH_INPUTS_PREFIX, "batch/*/prepare/", "batch/*/output/")
+    ),
     # Converse and InvokeModel are both authorised by bedrock:InvokeModel (AWS API reference, "Converse").
     "bedrock_runtime": (Grant(("bedrock:InvokeModel",), ("models",), sid="InvokeConfiguredModels"),),
     "bedrock_batch": (
@@ -146,3 +151,12 @@ def is_inference_profile(model_id: str) -> bool:
 def grants_for(needs: Iterable[str]) -> tuple[Grant, ...]:
     """Every grant the capabilities add up to (KeyError for a capability with no mapping)."""
     return tuple(grant for need in needs for grant in CAPABILITY_GRANTS[need])
+
+
+def folder_source_resource(source: str) -> str:
+    """The ``bucket/prefix`` IAM grants for a ``folderSources`` entry: ``group@`` dropped, the key cut at ``{owner}``.
+
+    IAM cannot know the API's caller, so the role reaches every owner's prefix; folders/spec.check_allowed
+    binds each caller to their own (docs/operations.md "Folder jobs")."""
+    head, _, rest = source.strip().removeprefix("s3://").partition("/")
+    return f"{head.rpartition('@')[2]}/{rest.split('{owner}', 1)[0]}"

@@ -377,6 +377,7 @@ def test_record_errors_end_partially_completed(harness: Callable[..., Harness], 
         ("malformed", "Malformed JSON"),
         ("duplicate", "Duplicate recordId"),
         ("no-model-input", "no modelInput"),
+        ("hyphenated-id", "not an alphanumeric string"),  # Bedrock documents recordId as alphanumeric
     ],
 )
 def test_invalid_input_fails_in_validation_and_writes_nothing(harness: Callable[..., Harness], s3: Any, lines: Any, message: str) -> None:
@@ -388,6 +389,8 @@ def test_invalid_input_fails_in_validation_and_writes_nothing(harness: Callable[
         items[3] = '{"recordId": "broken", '
     elif lines == "duplicate":
         items[4]["recordId"] = items[1]["recordId"]
+    elif lines == "hyphenated-id":
+        items[3]["recordId"] = "m0-c0-p4"
     else:
         del items[2]["modelInput"]
     key = f"in/{uuid.uuid4().hex}.jsonl"

@@ -178,7 +178,7 @@ def test_answer_faults_speak_the_messages_vocabulary(harness: Callable[..., Harn
 
 def test_a_batch_job_of_invoke_model_records_is_answered_in_the_messages_shape(harness: Callable[..., Harness], s3: Any) -> None:
     h = harness()
-    pages = {"c0-p1": page_pdf("First record text."), "c0-p2": image_page()}
+    pages = {"m0c0p1": page_pdf("First record text."), "m0c0p2": image_page()}
     items = [
         {"recordId": rid, "modelInput": build_page_request(chunk_index=0, page_number=n, pdf_bytes=pdf, config=CONFIG).body()}
         for n, (rid, pdf) in enumerate(pages.items(), start=1)
@@ -189,9 +189,9 @@ def test_a_batch_job_of_invoke_model_records_is_answered_in_the_messages_shape(h
     assert h.wait_terminal(arn)["status"] == "Completed"
     files, manifest = output_of(s3, arn)
     outputs = {line["recordId"]: line["modelOutput"] for line in files[key.rsplit("/", 1)[-1] + ".out"]}
-    assert outputs["c0-p1"]["content"][0]["text"] == "First record text."
-    assert outputs["c0-p2"]["content"][0]["text"] == "*[Figure: 640×480 grayscale image at (50, 100)]*"
-    assert outputs["c0-p1"] == invoke(h, items[0]["modelInput"]), "batch and on-demand answer the same request alike"
+    assert outputs["m0c0p1"]["content"][0]["text"] == "First record text."
+    assert outputs["m0c0p2"]["content"][0]["text"] == "*[Figure: 640×480 grayscale image at (50, 100)]*"
+    assert outputs["m0c0p1"] == invoke(h, items[0]["modelInput"]), "batch and on-demand answer the same request alike"
     assert manifest is not None and manifest["successRecordCount"] == 2
     assert manifest["inputTokenCount"] == sum(o["usage"]["input_tokens"] for o in outputs.values())
     assert manifest["outputTokenCount"] == sum(o["usage"]["output_tokens"] for o in outputs.values())

@@ -4,12 +4,14 @@ visual test page (its code word is only in the picture, so text extraction canno
 from __future__ import annotations
 
 import io
+import json
 
 import boto3
 from pypdf import PdfReader
 
 from batchlane.converter import ConverterConfig
 from batchlane.domain.cost import PriceTable
+from batchlane.domain.records import BEDROCK_RECORD_ID, pooled_record_id, record_id
 from batchlane_dev.cli.doctor.live import PilotPlan, mentions_picture, run_pilot, visual_test_page
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 
@@ -30,7 +32,7 @@ def _pilot(s3_endpoint: str, faults: str, **plan_overrides):  # type: ignore[no-
         bucket=BUCKET,
         role_arn="arn:aws:iam::123456789012:role/svc",
         model_id=MODEL,
-        records=3,
+        records=plan_overrides.pop("records", 3),
         config=ConverterConfig(model_id=MODEL, max_tokens=2048, temperature=0.0),
         prices=PRICES,
         timeout_s=600,
@@ -46,7 +48,21 @@ def _pilot(s3_endpoint: str, faults: str, **plan_overrides):  # type: ignore[no-
 def test_a_completed_pilot_reports_time_accepted_records_and_cost(s3_endpoint):
     check, _ = _pilot(s3_endpoint, "time_scale=200000")
     assert check.ok, check.detail
-    assert "Completed in" in check.detail and "3/3 records accepted; $0.0" in check.detail
+    assert "Completed in" in check.detail and "3/3 records accepted from 3 input files; $0.0" in check.detail
+
+
+def test_the_pilot_sends_production_record_ids_in_several_input_files(s3_endpoint):
+    # What a real lane sends: ids m<k>c<chunk>p<page> (alphanumeric, as Bedrock documents recordId) over
+    # one input file per chunk, so the pilot proves the format and the multi-file input AWS will see.
+    check, _ = _pilot(s3_endpoint, "time_scale=200000", stamp="ids", records=6)
+    assert check.ok, check.detail
+    assert "6/6 records accepted from 3 input files" in check.detail
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint, **CREDS)
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET, Prefix="batch/doctor-ids/input/")["Contents"]]
+    assert len(keys) == 3
+    ids = [json.loads(line)["recordId"] for key in keys for line in s3.get_object(Bucket=BUCKET, Key=key)["Body"].read().splitlines()]
+    assert sorted(ids) == sorted(pooled_record_id("m0", record_id(c, p)) for c, p in ((0, 1), (0, 2), (1, 3), (1, 4), (2, 5), (2, 6)))
+    assert all(BEDROCK_RECORD_ID.match(i) for i in ids)
 
 
 def test_a_partially_completed_pilot_warns_with_what_was_rejected(s3_endpoint):

@@ -139,3 +139,41 @@ def test_an_unmapped_operation_is_refused_so_a_new_call_cannot_slip_through(enfo
     with acting_as("assemble"), pytest.raises(ClientError) as refused:
         s3.put_bucket_policy(Bucket=BUCKET, Policy="{}")
     assert "no IAM mapping offline" in str(refused.value)
+
+
+EARLY_CLIENT = """
+import boto3
+from botocore.exceptions import ClientError
+from moto import mock_aws
+from batchlane_dev.local import iam
+from batchlane_dev.local.iam import GrantEnforcer, acting_as
+import tests_iam_targets as t
+
+with mock_aws():
+    early = boto3.client("s3", region_name=t.REGION)  # a module-level client, made before the stack installs the hook
+    early.create_bucket(Bucket=t.BUCKET)
+    iam.install(GrantEnforcer(t.TARGETS))
+    try:
+        with acting_as("settle"):  # db only
+            early.put_object(Bucket=t.BUCKET, Key="jobs/x/chunk-1.pdf", Body=b"%PDF")
+        print("allowed")
+    except ClientError as exc:
+        print(exc.response["Error"]["Code"], exc.response["ResponseMetadata"]["HTTPStatusCode"])
+"""
+
+
+def test_a_client_created_before_the_hook_was_installed_is_checked_too(tmp_path: Any) -> None:
+    # A fresh process, as a Lambda's: a client made at import (before install) must not slip past.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    (tmp_path / "tests_iam_targets.py").write_text(
+        f"REGION = {REGION!r}\nBUCKET = {BUCKET!r}\nfrom batchlane_dev.local.iam import Targets\nTARGETS = {TARGETS!r}\n"
+    )
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": REGION}
+    env.pop("AWS_ENDPOINT_URL", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *sys.path])
+    out = subprocess.run([sys.executable, "-c", EARLY_CLIENT], env=env, capture_output=True, text=True, check=True, cwd=Path(tmp_path))
+    assert out.stdout.split() == ["AccessDenied", "403"], out.stdout + out.stderr

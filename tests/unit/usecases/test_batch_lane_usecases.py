@@ -219,15 +219,15 @@ def test_an_event_for_a_job_we_do_not_track_is_ignored(svc: Services) -> None:
 
 
 def test_collect_bills_every_record_bedrock_returned_and_accepts_only_what_on_demand_would(svc: Services) -> None:
-    parked = parked_job(svc, records=2)  # m0-c0-p1, m0-c0-p2, m0-c1-p51, m0-c1-p52, m0-c2-p101, m0-c2-p102
+    parked = parked_job(svc, records=2)  # m0c0p1, m0c0p2, m0c1p51, m0c1p52, m0c2p101, m0c2p102
     job_id, lane_id = parked.job_id, parked.lane_id
     arn = _submitted(svc, lane_id)
     lines = [
-        {"recordId": "m0-c0-p1", "modelOutput": _answer("# Page one", "end_turn", 1000, 200)},
-        {"recordId": "m0-c0-p2", "modelOutput": _answer("cut off", "max_tokens", 1100, 8192)},  # rejected, still billed
-        {"recordId": "m0-c1-p51", "error": {"errorCode": 400, "errorMessage": "bad"}},  # no output: not billed
-        {"recordId": "m0-c0-p2", "modelOutput": _answer("dup", "end_turn", 5, 5)},  # duplicate: ignored
-        {"recordId": "m7-c0-p1", "modelOutput": _answer("stray", "end_turn", 5, 5)},  # not ours: ignored
+        {"recordId": "m0c0p1", "modelOutput": _answer("# Page one", "end_turn", 1000, 200)},
+        {"recordId": "m0c0p2", "modelOutput": _answer("cut off", "max_tokens", 1100, 8192)},  # rejected, still billed
+        {"recordId": "m0c1p51", "error": {"errorCode": 400, "errorMessage": "bad"}},  # no output: not billed
+        {"recordId": "m0c0p2", "modelOutput": _answer("dup", "end_turn", 5, 5)},  # duplicate: ignored
+        {"recordId": "m7c0p1", "modelOutput": _answer("stray", "end_turn", 5, 5)},  # not ours: ignored
     ]  # the other three never came back: fallbacks
     _bedrock_answers(svc, lane_id, arn, lines, status="PartiallyCompleted")
 
@@ -304,7 +304,7 @@ def test_leaving_while_bedrock_runs_bills_the_stopped_job_once_from_its_manifest
 def test_resume_primes_a_job_with_accepted_records_and_starts_its_conversion_once(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    _bedrock_answers(svc, parked.lane_id, arn, [_ok("m0-c0-p1")])
+    _bedrock_answers(svc, parked.lane_id, arn, [_ok("m0c0p1")])
     cost = collect(svc, parked.lane_id)["costUsd"]
 
     assert resume_members(svc, parked.lane_id) == {"resumed": 1, "members": 1}
@@ -352,7 +352,7 @@ def test_a_member_cancelled_while_its_lane_runs_leaves_it_running_for_the_other_
         collect(svc, lane_id)  # still running: collect does not stop a lane someone waits on
     assert _jobs(svc).stops == []
 
-    _bedrock_answers(svc, lane_id, arn, [_ok("m0-c0-p1"), _ok("m0-c1-p51"), _ok("m1-c0-p1")])
+    _bedrock_answers(svc, lane_id, arn, [_ok("m0c0p1"), _ok("m0c1p51"), _ok("m1c0p1")])
     assert collect(svc, lane_id)["won"] is True
     assert resume_members(svc, lane_id) == {"resumed": 1, "members": 2}
 
@@ -387,11 +387,11 @@ def test_collect_writes_results_per_member_job_and_shares_that_add_up_to_the_lan
     # a sends 3 chunks x 1 record = 3, b 1 chunk x 1 = 1, c 1 x 1 = 1: the split 3:1:1 of an odd total
     lane_id = prepared_lane(svc, [*all_chunks(svc, a), *all_chunks(svc, b), *all_chunks(svc, c)])
     arn = _submitted(svc, lane_id)
-    _bedrock_answers(svc, lane_id, arn, [_ok("m0-c0-p1", 1001, 333), _ok("m0-c2-p101", 999, 7), _ok("m1-c0-p1", 10, 10), _ok("m2-c0-p1", 17, 1)])
+    _bedrock_answers(svc, lane_id, arn, [_ok("m0c0p1", 1001, 333), _ok("m0c2p101", 999, 7), _ok("m1c0p1", 10, 10), _ok("m2c0p1", 17, 1)])
 
     summary = collect(svc, lane_id)
 
-    assert (summary["accepted"], summary["fallback"]) == (4, 1)  # m0-c1-p51 never came back
+    assert (summary["accepted"], summary["fallback"]) == (4, 1)  # m0c1p51 never came back
     assert [r["recordId"] for r in svc.store.get_json(f"batch/{a}/results/chunk-0.json")["results"]] == ["c0-p1"]
     assert svc.store.get_json(f"batch/{a}/results/chunk-1.json")["results"] == []
     assert [r["recordId"] for r in svc.store.get_json(f"batch/{a}/results/chunk-2.json")["results"]] == ["c2-p101"]
@@ -417,7 +417,7 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     job_id = new_job(svc)  # chunks 0, 1, 2
     first = prepared_lane(svc, [(job_id, 0)])
     first_arn = _submitted(svc, first)
-    _bedrock_answers(svc, first, first_arn, [_ok("m0-c0-p1")])
+    _bedrock_answers(svc, first, first_arn, [_ok("m0c0p1")])
     collect(svc, first)
 
     assert resume_members(svc, first) == {"resumed": 0, "members": 1}, "chunks 1 and 2 still wait in the pool"
@@ -427,7 +427,7 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     assert resume_job(svc, job_id)["why"] == "still in the pool or a lane"
     assert _workflows(svc).started == []
 
-    _bedrock_answers(svc, second, second_arn, [_ok("m0-c2-p101")])
+    _bedrock_answers(svc, second, second_arn, [_ok("m0c2p101")])
     collect(svc, second)
     assert resume_members(svc, second) == {"resumed": 1, "members": 1}
 

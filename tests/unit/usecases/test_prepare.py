@@ -59,7 +59,7 @@ def test_prepare_writes_one_record_per_non_blank_page_exactly_as_on_demand_would
     manifest = svc.store.get_json(keys.batch_manifest_key(lane_id))
     non_blank = [n for n in range(1, PAGES + 1) if n % BLANK_EVERY]
     own_ids = {f"c{(n - 1) // PER_CHUNK}-p{n}" for n in non_blank}
-    expected_ids = {f"m0-{i}" for i in own_ids}  # what Bedrock sees: the job's ids under its tag in the lane
+    expected_ids = {f"m0{i.replace('-', '')}" for i in own_ids}  # what Bedrock sees: the job's ids under its tag, alphanumeric
     assert manifest["members"] == {"m0": job_id} and manifest["laneId"] == lane_id
     assert set(manifest["promptHashes"]) == expected_ids and manifest["recordCount"] == 9
     assert {i for ids in manifest["chunks"]["m0"].values() for i in ids} == own_ids
@@ -67,11 +67,11 @@ def test_prepare_writes_one_record_per_non_blank_page_exactly_as_on_demand_would
     assert {r["recordId"] for r in records} == expected_ids
     assert all(shard["key"].startswith(f"batch/{lane_id}/input/m0-chunk-") for shard in manifest["shards"])
     # the record for page 5 is the request the chunk processor would send for it, byte for byte
-    page_5 = next(r for r in records if r["recordId"] == "m0-c0-p5")
+    page_5 = next(r for r in records if r["recordId"] == "m0c0p5")
     pdf_5 = next(p for p in open_pdf(make_pdf(PAGES, blank_every=BLANK_EVERY), max_pages=100).pages(plan_chunks(PAGES, PER_CHUNK)[0]) if p.number == 5)
     request = build_page_request(chunk_index=0, page_number=5, pdf_bytes=pdf_5.pdf_bytes, config=ConverterConfig.from_settings(svc.settings, {}))
     assert page_5["modelInput"] == request.model_input()
-    assert manifest["promptHashes"]["m0-c0-p5"] == request.prompt_hash
+    assert manifest["promptHashes"]["m0c0p5"] == request.prompt_hash
     row = _lane(svc, lane_id)
     assert (row.state, row.record_count) == ("preparing", 9)
     assert [(m.chunk_index, m.records) for m in rows.members(svc.db, row.id)] == [(0, 4), (1, 4), (2, 1)]
@@ -87,8 +87,8 @@ def test_two_jobs_in_one_lane_keep_their_records_apart_by_tag(svc: Services) -> 
     manifest = svc.store.get_json(keys.batch_manifest_key(lane_id))
     assert manifest["members"] == {"m0": a, "m1": b}
     assert set(manifest["chunks"]["m0"]) == {"0"} and set(manifest["chunks"]["m1"]) == {"0", "1"}
-    assert {i.split("-", 1)[0] for i in manifest["promptHashes"]} == {"m0", "m1"}
-    assert manifest["promptHashes"]["m0-c0-p1"] == manifest["promptHashes"]["m1-c0-p1"], "same page, same request: only the tag tells them apart"
+    assert {i.split("c", 1)[0] for i in manifest["promptHashes"]} == {"m0", "m1"}
+    assert manifest["promptHashes"]["m0c0p1"] == manifest["promptHashes"]["m1c0p1"], "same page, same request: only the tag tells them apart"
 
 
 def test_a_member_that_left_during_prepare_is_dropped_and_its_records_deleted(svc: Services) -> None:
@@ -105,7 +105,7 @@ def test_a_member_that_left_during_prepare_is_dropped_and_its_records_deleted(sv
     assert finish_prepare(svc, lane_id) == {"action": "submit", "reason": None, "records": 9}
 
     manifest = svc.store.get_json(keys.batch_manifest_key(lane_id))
-    assert manifest["members"] == {"m1": b} and all(i.startswith("m1-") for i in manifest["promptHashes"])
+    assert manifest["members"] == {"m1": b} and all(i.startswith("m1c") for i in manifest["promptHashes"])
     assert svc.store.list_keys(f"batch/{lane_id}/input/m0-") == [], "Bedrock never runs (or bills) the pages of a member that left"
     assert {m.job_id: m.records for m in rows.members(svc.db, _lane(svc, lane_id).id) if m.chunk_index == 0} == {a: 0, b: 4}
 

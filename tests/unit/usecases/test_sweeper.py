@@ -77,7 +77,7 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(sv
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/") + arn.rsplit("/", 1)[-1] + "/"
     answer = {"content": [{"type": "text", "text": "# One"}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
     assert isinstance(svc.store, MemoryStore)
-    svc.store.put_bytes(prefix + "input.jsonl.out", json.dumps({"recordId": "m0-c0-p1", "modelOutput": answer}).encode())
+    svc.store.put_bytes(prefix + "input.jsonl.out", json.dumps({"recordId": "m0c0p1", "modelOutput": answer}).encode())
 
     assert sweep(svc)["orphansCollected"] == 1
     closed = _lane(svc, parked.lane_id)

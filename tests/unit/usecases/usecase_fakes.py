@@ -88,6 +88,9 @@ class MemoryStore:
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         self.objects[key] = data
 
+    def put_stream(self, key: str, chunks: Iterator[bytes], content_type: str = "application/octet-stream") -> None:
+        self.objects[key] = b"".join(chunks)
+
     def get_bytes(self, key: str) -> bytes:
         if key not in self.objects:
             raise NotFound(f"no object {key}")

@@ -17,14 +17,20 @@ import click
 
 from batchlane_dev.cli.doctor.page_forms import PAGE_FORMS_CHECK
 from batchlane_dev.cli.doctor.results import Check, failed
-from batchlane_dev.cli.jobs_commands import DEFAULT_WORKDIR, EXIT_UNREACHABLE
+from batchlane_dev.cli.doctor.service_tiers import SERVICE_TIERS_CHECK
+from batchlane_dev.cli.jobs_commands import EXIT_UNREACHABLE
 
 EXIT_PROBLEMS = 1
 
 
 @click.command()
 @click.option("--stack-name", envvar="BATCHLANE_STACK_NAME", help="The deployed CloudFormation stack (default: the offline stack of --workdir).")
-@click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), default=DEFAULT_WORKDIR, show_default=True, help="The offline stack's workdir.")
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="BATCHLANE_LOCAL_WORKDIR",
+    help="The offline stack's workdir (default: ./.batchlane/local, else the one `batchlane local up` recorded for you).",
+)
 @click.option(
     "--live", is_flag=True, help="Also make one on-demand call and run a pilot batch job of the minimum record count (billed on AWS, typically under $1)."
 )
@@ -32,7 +38,7 @@ EXIT_PROBLEMS = 1
     "--pilot-timeout", "pilot_timeout_min", type=click.FloatRange(min=0.1), default=120.0, show_default=True, help="Minutes to wait for the pilot job."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with every check {name, ok, detail, severity}.")
-def doctor(stack_name: str | None, workdir: Path, live: bool, pilot_timeout_min: float, as_json: bool) -> None:
+def doctor(stack_name: str | None, workdir: Path | None, live: bool, pilot_timeout_min: float, as_json: bool) -> None:
     """Check a deployment: credentials, region, model access, role, bucket, events rule, database, quotas."""
     import boto3
     from botocore.config import Config
@@ -77,17 +83,25 @@ def _finish(results: list[Check], target_name: str, as_json: bool) -> None:
     problems = [r for r in results if not r.ok]
     if as_json:
         report: dict[str, Any] = {"target": target_name, "ok": not problems, "checks": [r.to_json() for r in results]}
-        report.update({key: value for r in results if r.name == PAGE_FORMS_CHECK for key, value in r.data.items()})  # pageForms
+        report.update(
+            {key: value for r in results if r.name in (PAGE_FORMS_CHECK, SERVICE_TIERS_CHECK) for key, value in r.data.items()}
+        )  # pageForms, serviceTiers
         click.echo(json.dumps(report))
     else:
         from rich.console import Console
         from rich.table import Table
 
         table = Table(title=f"batchlane doctor: {target_name}", show_header=False)
+        table.add_column("", no_wrap=True)
+        table.add_column("check", overflow="fold")
+        table.add_column("detail", overflow="fold")  # a model id or rule name is folded onto the next line, never cut
         for result in results:
             mark = "[green]ok[/]" if result.ok else ("[yellow]warn[/]" if result.severity == "warning" else "[red]FAIL[/]")
             table.add_row(mark, result.name, result.detail)
-        Console().print(table)
+        # Piped or captured (not a terminal): as wide as the longest row, so a script or a log keeps every name whole.
+        widest = max((len(r.name) for r in results), default=0) + max((len(r.detail) for r in results), default=0)
+        wide = None if sys.stdout.isatty() else max(80, widest + 16)  # the two columns' widest cells, the mark and the borders
+        Console(width=wide).print(table)
     for problem in problems:
         click.echo(f"problem: {problem.name}: {problem.detail}", err=True)
     sys.exit(EXIT_PROBLEMS if problems else 0)

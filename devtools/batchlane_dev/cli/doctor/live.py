@@ -27,6 +27,7 @@ from batchlane.batch.collect import LaneManifest, tally_outputs
 from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.page_form import is_form_refusal
+from batchlane.domain.records import member_tag, parse_record_id, pooled_record_id
 from batchlane_dev.cli.doctor.checks import error_text
 from batchlane_dev.cli.doctor.results import Check, failed, passed, warned
 
@@ -109,19 +110,37 @@ class PilotPlan:
     accepted_forms: dict[str, bool] = field(default_factory=dict)
 
 
+PILOT_FILES = 3  # a real lane sends one input file (or more) per member chunk: the pilot sends several too
+
+
 def pilot_records(records: int, config: ConverterConfig, page_forms: tuple[str, ...] = ()) -> list[Any]:
-    """``records`` generated pages through the real converter with a capture transport (prepare's path);
-    with ``page_forms``, record i goes in form i mod len (the doctor tries every form in one job)."""
+    """``records`` generated pages through the real converter with a capture transport (prepare's path),
+    spread over up to PILOT_FILES chunks so the pilot, like a lane, has several input files; with
+    ``page_forms``, record i goes in form i mod len (the doctor tries every form in one job)."""
     from batchlane.pdf.split import open_pdf, plan_chunks
     from batchlane_dev.local.pdfgen import make_pdf
 
     document = open_pdf(make_pdf(records, title="batchlane doctor pilot"), max_pages=records)
     capture = CaptureTransport()
-    for page in document.pages(plan_chunks(records, records)[0]):
-        convert_page(page, config, capture, PriceTable({}))
+    for span in plan_chunks(records, -(-records // PILOT_FILES)):
+        for page in document.pages(span):
+            convert_page(page, config, capture, PriceTable({}))
     if page_forms:
         return [r.with_form(page_forms[i % len(page_forms)]) for i, r in enumerate(capture.requests)]
     return capture.requests
+
+
+def pilot_input_files(requests: list[Any], prefix: str) -> dict[str, bytes]:
+    """The pilot's input as prepare writes a lane's: one JSONL file per chunk, named like prepare's
+    shards, each record under the id Bedrock sees in production (``m0c<chunk>p<page>``)."""
+    files: dict[str, list[str]] = {}
+    for r in requests:
+        chunk_index, _ = parse_record_id(r.record_id)
+        key = f"{prefix}input/{member_tag(0)}-chunk-{chunk_index:05d}-0.jsonl"
+        files.setdefault(key, []).append(
+            json.dumps({"recordId": pooled_record_id(member_tag(0), r.record_id), "modelInput": r.model_input()}, separators=(",", ":"))
+        )
+    return {key: ("\n".join(lines) + "\n").encode() for key, lines in files.items()}
 
 
 def record_invocation_type(request: Any) -> str:
@@ -138,11 +157,12 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     requests = pilot_records(plan.records, plan.config, plan.page_forms)
     prefix = f"{keys.BATCH_PREFIX}doctor-{plan.stamp}/"
     store = S3Store(s3, plan.bucket)
-    lines = [json.dumps({"recordId": r.record_id, "modelInput": r.model_input()}, separators=(",", ":")) for r in requests]
     invocation_type = record_invocation_type(requests[0])
     job_name = f"batchlane-doctor-{plan.stamp}"
     try:
-        store.put_bytes(f"{prefix}input/records.jsonl", ("\n".join(lines) + "\n").encode(), "application/jsonl")
+        inputs = pilot_input_files(requests, prefix)
+        for key, data in inputs.items():
+            store.put_bytes(key, data, "application/jsonl")
         started = plan.clock()
         arn = bedrock.create_model_invocation_job(
             jobName=job_name,
@@ -165,15 +185,16 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
         elapsed = plan.clock() - started
         output_keys = sorted(k for k in store.list_keys(f"{prefix}output/{arn.rsplit('/', 1)[-1]}/") if k.endswith(".jsonl.out"))
         with tempfile.TemporaryDirectory(prefix="doctor-pilot-") as spool:
-            manifest = LaneManifest(plan.model_id, {"m0": "doctor-pilot"}, {}, {r.record_id: r.prompt_hash for r in requests})
+            hashes = {pooled_record_id(member_tag(0), r.record_id): r.prompt_hash for r in requests}
+            manifest = LaneManifest(plan.model_id, {member_tag(0): "doctor-pilot"}, {}, hashes)
             tally = tally_outputs(store, output_keys, manifest=manifest, spool_dir=Path(spool))
-        refusals = form_refusals(store, output_keys, {r.record_id: r.page_form for r in requests})
+        refusals = form_refusals(store, output_keys, {pooled_record_id(member_tag(0), r.record_id): r.page_form for r in requests})
     except Exception as exc:
         return failed(name, f"{plan.model_id}, {len(requests)} records ({invocation_type}): {error_text(exc)}")
     plan.accepted_forms.update({r.page_form: r.page_form not in refusals for r in requests} if job["status"] in ("Completed", "PartiallyCompleted") else {})
     accepted = tally.counts["accepted"] + sum(refusals.values())  # a form refused is the probe's answer, not a broken lane
     cost = _price(plan.prices, plan.model_id, tally.billed, batch=True)
-    summary = f"{job['status']} in {elapsed:.0f} s; {tally.counts['accepted']}/{len(requests)} records accepted; {cost} ({invocation_type} records, {arn})"
+    summary = f"{job['status']} in {elapsed:.0f} s; {tally.counts['accepted']}/{len(requests)} records accepted from {len(inputs)} input files; {cost} ({invocation_type} records, {arn})"
     if refusals:
         summary += f"; refused for their page form: {', '.join(f'{form} ({n})' for form, n in sorted(refusals.items()))}"
     if job["status"] not in ("Completed", "PartiallyCompleted"):

@@ -80,7 +80,8 @@ def compare(target: Target, quotas: BatchQuotaValues) -> list[Check]:
         checks.append(passed("quota min_records", f"BATCH_CONVERSION_MIN_RECORDS={min_records} ≥ {q['min_records']:g} ({model})"))
     limits = (
         ("max_records", "BATCH_CONVERSION_MAX_RECORDS", 50_000, 1.0, "records per job"),
-        ("max_concurrent_jobs", "BATCH_CONVERSION_MAX_CONCURRENT_JOBS", 10, 1.0, "submitted + in-progress jobs"),
+        # per BASE model: every profile of it (us., global.) and other applications in the account share it
+        ("max_concurrent_jobs", "BATCH_CONVERSION_MAX_CONCURRENT_JOBS", 10, 1.0, "submitted + in-progress jobs of the base model, shared by its profiles"),
         ("max_file_gb", "BATCH_CONVERSION_MAX_FILE_MB", 200, 1024.0, "MB per input file"),
         ("max_job_gb", "BATCH_CONVERSION_MAX_JOB_MB", 5 * 1024, 1024.0, "MB per job"),
     )

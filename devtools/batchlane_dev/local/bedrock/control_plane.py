@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane.domain.pool import base_model_id
+
 from .clock import EmulatedClock
 from .errors import ApiError, validation
 from .faults import Faults
@@ -120,7 +122,9 @@ class ControlPlane:
             if any(job.name == name for job in self.jobs.values()):
                 raise ApiError("ConflictException", f"A batch inference job named {name} already exists.")
             # AWS's quota is per model: "Sum of in-progress and submitted batch inference jobs using a base model".
-            active = sum(1 for job in self.jobs.values() if job.status in ACTIVE and job.model_id == model_id)
+            # So the us., eu. and global. profiles of one model count together (domain.pool.base_model_id).
+            base = base_model_id(model_id)
+            active = sum(1 for job in self.jobs.values() if job.status in ACTIVE and base_model_id(job.model_id) == base)
             if active >= self._quotas.max_concurrent_jobs:
                 raise ApiError(
                     "ServiceQuotaExceededException",

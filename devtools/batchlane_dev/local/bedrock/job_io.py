@@ -18,6 +18,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from batchlane.domain.records import BEDROCK_RECORD_ID
+
 from .quotas import BatchQuotas
 
 S3_URI = re.compile(r"s3://[a-z0-9][-.a-z0-9]{1,61}[a-z0-9](?:/[-!_*'().a-zA-Z0-9]+(?:/[-!_*'().a-zA-Z0-9]+)*)?/?")
@@ -83,6 +85,10 @@ def parse_record(file: InputFile, number: int, line: bytes) -> dict[str, Any]:
         raise JobInputError(f"The record at {where} is not a JSON object.")
     if not isinstance(record.get("recordId"), str) or not record["recordId"]:
         raise JobInputError(f"The record at {where} has no recordId.")
+    if not BEDROCK_RECORD_ID.match(record["recordId"]):
+        # Bedrock documents the recordId as an alphanumeric string ("Format and upload your batch inference data"):
+        # the emulator holds the lane to that, so an id with separators fails offline before it can on AWS.
+        raise JobInputError(f"The recordId {record['recordId']!r} at {where} is not an alphanumeric string.")
     if not isinstance(record.get("modelInput"), dict):
         raise JobInputError(f"The record at {where} has no modelInput object.")
     return record

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pypdf import PdfReader
-from pypdf.errors import PdfReadError
+from pypdf.errors import LimitReachedError, PdfReadError
 
 EMULATED_MODEL_LABEL = "batchlane offline emulator (text layer + image list, not a model)"
 
@@ -290,7 +290,7 @@ def page_markdown(pdf: bytes, *, visual: bool = False) -> str:
     try:
         reader = PdfReader(io.BytesIO(pdf))
         pages = [_read_page(page, visual) for page in reader.pages]
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError) as exc:
+    except (PdfReadError, LimitReachedError, ValueError, KeyError, TypeError, OSError) as exc:  # a strict reader refuses a bomb
         raise ModelInputError(f"the document could not be read as a PDF: {exc}") from exc
     return "\n\n".join(p for p in pages if p)
 
@@ -337,6 +337,10 @@ def _figure(width: Any, height: Any, colour_space: Any, cm: list[float]) -> str:
     return f"*[Figure: {int(width or 0)}×{int(height or 0)} {name} image at ({round(cm[4])}, {round(cm[5])})]*"
 
 
+_FOLIO = re.compile(r"[-–—\s]*\d{1,5}[-–—\s]*")
+_HYPHENATED = re.compile(r"[^\W\d_]-$")
+
+
 def _paragraphs(text: str) -> str:
     """Join wrapped lines into paragraphs, and mark short title lines as headings.
 
@@ -354,7 +358,13 @@ def _paragraphs(text: str) -> str:
         if line and not current and followed and _is_title(line, width):
             blocks.append(f"## {line}")
             continue
-        if line:
+        if _FOLIO.fullmatch(line):  # a bare number (a folio) stands alone, as a model would give it
+            blocks += [" ".join(current), line] if current else [line]
+            current = []
+            continue
+        if line and current and _HYPHENATED.search(current[-1]) and line[:1].islower():
+            current[-1] = current[-1][:-1] + line  # a word hyphenated at the line's end, rejoined
+        elif line:
             current.append(line)
         if current and (not line or (line[-1] in ".!?:" and len(line) < 0.8 * width)):
             blocks.append(" ".join(current))

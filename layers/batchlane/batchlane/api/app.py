@@ -10,7 +10,7 @@ import re
 import unicodedata
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
@@ -18,8 +18,10 @@ from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from batchlane.api import folder_routes, live, results, usecases, webhook_usecases
+from batchlane.api.throttle import RateLimited, rate_limit
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable
+from batchlane.folders.spec import valid_owner_id
 from batchlane.observability import logger
 from batchlane.ports import Uploads
 from batchlane.runtime import services
@@ -62,6 +64,7 @@ class ConvertOptions(BaseModel):
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
     batchLane: bool | None = Field(None, alias="_batchLane")
+    assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
     callbackEvents: list[str] | None = Field(None, max_length=10)
@@ -187,7 +190,7 @@ def _canonical_ids(app: APIGatewayRestResolver, next_middleware: NextMiddleware)
     return next_middleware(app)
 
 
-app.use(middlewares=[_canonical_ids])
+app.use(middlewares=[rate_limit, _canonical_ids])
 
 
 # -- routes ------------------------------------------------------------------------------
@@ -333,6 +336,8 @@ def budget() -> dict[str, Any]:
 def set_budget(ownerId: str) -> dict[str, Any]:
     admin = _caller()
     _require_group(services().settings.batchlane_admin_group, "Setting a user's budget")
+    if not valid_owner_id(ownerId):  # a NUL once reached SQL and answered 500
+        raise InputError("ownerId must be a user id (a Cognito sub): letters, digits and ._@+-, at most 128.", error_id="OWNER_ID_INVALID")
     request = _body(BudgetOverride)
     return usecases.set_owner_budget(
         services(), admin, ownerId, usd_per_month=request.usdPerMonth, max_live_jobs=request.maxLiveJobs, max_live_pages=request.maxLivePages
@@ -379,6 +384,10 @@ _GENERIC_5XX = {
 def _known(exc: BatchlaneError) -> Response:
     status = next((code for kind, code in _STATUS_BY_TYPE if isinstance(exc, kind)), 500)
     extra = {"jobId": exc.job_id} if isinstance(exc, usecases.ConversionRejected) else {}
+    if isinstance(exc, RateLimited):
+        response = _error(status, exc.error_id, str(exc), retryAfterSeconds=exc.retry_after_s)
+        response.headers["Retry-After"] = str(exc.retry_after_s)
+        return response
     if status >= 500:  # the cause (hosts, user names, database URLs) goes to the logs, never to the caller
         logger.exception("request failed", code=exc.error_id, cause=str(exc))
         return _error(status, exc.error_id, _GENERIC_5XX.get(status, _GENERIC_5XX[500]))

@@ -3,13 +3,14 @@
 | method | path                                        | use case |
 |--------|---------------------------------------------|----------|
 | POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
-| GET    | /api/v1/folder-jobs                          | the caller's folder jobs, newest first (each as its status) |
+| GET    | /api/v1/folder-jobs                                | your folder jobs, newest first |
 | GET    | /api/v1/folder-jobs/{folderJobId}                  | status: counts, throughput, eta_seconds, URIs |
 | GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/retry            | requeue failed files (all, or ``errorIds``) |
 | POST   | /api/v1/folder-jobs/{folderJobId}/cancel           | skip queued files; in-flight ones finish |
-| GET    | /api/v1/folder-jobs/{folderJobId}/report           | report.jsonl as it stands |
-Every route checks the owner: another owner's job answers 404 as a missing one.
+| GET    | /api/v1/folder-jobs/{folderJobId}/report           | report.jsonl as it stands, a page at a time (?after=, X-Next-After) |
+Every route checks the owner: another owner's job answers 404 as a missing one. Answers are camelCase,
+with the older snake_case names beside them until release 0.3.0 (``batchlane.naming``).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field
 
-from batchlane.db import folder_jobs as repo
 from batchlane.domain.errors import InputError
 from batchlane.folders import dryrun, usecases
+from batchlane.naming import with_legacy_fields
 from batchlane.runtime import services
 
 router = Router()
+REPORT_PAGE_LINES = 1000  # report lines a page: the API never holds the whole report (issue 21.2)
 
 
 class FolderRetry(BaseModel):
@@ -72,21 +74,21 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     owner = _caller()
     body = _json_body()
     if _flag("dry_run"):
-        return dryrun.estimate(services(), body), 200
+        return with_legacy_fields(dryrun.estimate(services(), body, owner_id=owner, groups=_groups())), 200
     group = services().settings.batchlane_priority_group
-    status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in _groups() else None)
-    return status, 201 if created else 200
+    groups = _groups()
+    status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in groups else None, groups=groups)
+    return with_legacy_fields(status), 201 if created else 200
 
 
 @router.get("/api/v1/folder-jobs")
 def list_folder_jobs() -> dict[str, Any]:
-    owner = _caller()
-    return {"folderJobs": [usecases.status(services(), owner, i) for i in repo.owner_job_ids(services().db, owner)]}
+    return with_legacy_fields(usecases.list_jobs(services(), _caller()))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>")
 def folder_job(folderJobId: str) -> dict[str, Any]:
-    return usecases.status(services(), _caller(), folderJobId)
+    return with_legacy_fields(usecases.status(services(), _caller(), folderJobId))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>/files")
@@ -97,7 +99,9 @@ def folder_job_files(folderJobId: str) -> dict[str, Any]:
         limit = max(1, min(1000, int(params.get("limit") or 1000)))
     except ValueError:
         raise InputError("limit must be a number", error_id="BAD_REQUEST") from None
-    return usecases.files(services(), owner, folderJobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
+    return with_legacy_fields(
+        usecases.files(services(), owner, folderJobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
+    )
 
 
 @router.post("/api/v1/folder-jobs/<folderJobId>/retry")
@@ -107,15 +111,23 @@ def retry_folder_job(folderJobId: str) -> tuple[dict[str, Any], int]:
         request = FolderRetry.model_validate(_json_body())
     except ValueError as exc:
         raise InputError(f"body: {exc}", error_id="BAD_REQUEST") from None
-    return usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds), 202
+    return with_legacy_fields(usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds)), 202
 
 
 @router.post("/api/v1/folder-jobs/<folderJobId>/cancel")
 def cancel_folder_job(folderJobId: str) -> dict[str, Any]:
-    return usecases.cancel(services(), _caller(), folderJobId)
+    return with_legacy_fields(usecases.cancel(services(), _caller(), folderJobId))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>/report")
 def folder_job_report(folderJobId: str) -> Response:
-    body = "".join(usecases.report(services(), _caller(), folderJobId))
-    return Response(status_code=200, content_type="application/x-ndjson", body=body)
+    """A page of report.jsonl (``?after=KEY&limit=N``, at most 1,000 lines); ``X-Next-After`` names the next page."""
+    owner = _caller()
+    params = router.current_event.query_string_parameters or {}
+    try:
+        limit = max(1, min(REPORT_PAGE_LINES, int(params.get("limit") or REPORT_PAGE_LINES)))
+    except ValueError:
+        raise InputError("limit must be a number", error_id="BAD_REQUEST") from None
+    lines, next_after = usecases.report_page(services(), owner, folderJobId, after=params.get("after") or None, limit=limit)
+    headers = {"X-Next-After": next_after} if next_after is not None else {}
+    return Response(status_code=200, content_type="application/x-ndjson", body="".join(lines), headers=headers)

@@ -9,15 +9,18 @@ per file of the job: :func:`owned_job` is where a folder job's id will resolve.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 from batchlane.api.usecases import _uuid, owned_file
 from batchlane.conversion import retry as retries
+from batchlane.conversion.budget import worst_case_pages_hold
 from batchlane.conversion.dryrun import dry_run
+from batchlane.conversion.figures import figure_folder
 from batchlane.db import read_model
 from batchlane.db.read_model import job_row
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
-from batchlane.keys import OBJECT_EXPIRY_DAYS
+from batchlane.keys import OBJECT_EXPIRY_DAYS, images_prefix, pages_key
 from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
 from batchlane.runtime import Services
 
@@ -69,13 +72,45 @@ def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id
         "retentionDays": OBJECT_EXPIRY_DAYS,
         "sizeBytes": stored.size_bytes,
         "pagesFailed": job["pages_failed"],
+        "pages": _pages_download(downloads, str(job["job_id"]), name),
+        "images": _image_downloads(svc, downloads, str(job["job_id"]), job["file_name"]),
     }
+
+
+def _image_downloads(svc: Services, downloads: Downloads, job_id: str, file_name: str) -> list[dict[str, Any]]:
+    """Each figure file the Markdown links, named as the link says (``book.images/p12-1.png``), with its URL."""
+    folder = figure_folder(file_name)
+    prefix = images_prefix(job_id)
+    out = []
+    for key in svc.store.list_keys(prefix):
+        name = f"{folder}/{key[len(prefix) :]}"
+        out.append({"fileName": name, "url": downloads.presigned_get(key, filename=name.rsplit("/", 1)[-1])})
+    return out
+
+
+def _pages_download(downloads: Downloads, job_id: str, markdown_name: str) -> dict[str, Any] | None:
+    """The per-page record beside the Markdown (a line per page); None for a job assembled before it existed."""
+    try:
+        stored = downloads.head(pages_key(job_id))
+    except NotFound:
+        return None
+    name = f"{markdown_name[:-3]}.pages.jsonl"
+    return {"fileName": name, "url": downloads.presigned_get(pages_key(job_id), filename=name), "sizeBytes": stored.size_bytes}
 
 
 def job_pages(svc: Services, owner_id: str, job_id: str, *, status: str) -> dict[str, Any]:
     job = owned_job(svc, owner_id, job_id)
-    pages = [p.to_json() for p in retries.failed_pages(svc, str(job["job_id"]))] if status == "failed" else []
-    return {"jobId": str(job["job_id"]), "status": job["status"], "filter": {"status": status}, "pages": pages, "count": len(pages)}
+    failed = retries.failed_pages(svc, str(job["job_id"])) if status == "failed" else []
+    pages = [p.to_json() for p in failed]
+    answer = {"jobId": str(job["job_id"]), "status": job["status"], "filter": {"status": status}, "pages": pages, "count": len(pages)}
+    if failed:  # what `batchlane retry` tells before it charges anything
+        at_most = worst_case_pages_hold(svc, model_id=svc.settings.batchlane_model_id, pages=len(failed))
+        answer["retryEstimate"] = {
+            "pages": len(failed),
+            "atMostUsd": str(at_most.quantize(Decimal("0.0001"))),
+            "unlikelyToChange": [p.page for p in failed if not retries.retry_cures(p.reason)],
+        }
+    return answer
 
 
 def retry_job(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None, pages: list[int] | None) -> dict[str, Any]:

@@ -7,18 +7,22 @@ A file that does not exist, was deleted, or belongs to someone else is the same
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from batchlane import keys
 from batchlane.api import views
+from batchlane.batch.purge import purge_members
 from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
-from batchlane.db import budgets, read_model
+from batchlane.db import batch_rows, budgets, caps, read_model
 from batchlane.db import jobs as job_repo
 from batchlane.db.errors import UniqueViolation
+from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
+from batchlane.domain.folder_policy import deadline_opt_outs, parse_deadline
 from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job, process_now
@@ -88,6 +92,15 @@ def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str
     if size_bytes > limit * 1024 * 1024:
         raise InputError(f"The file is {size_bytes // (1024 * 1024)} MB; the limit is {limit} MB.", error_id="PDF_TOO_LARGE")
     with svc.db.transaction() as tx:
+        budgets.lock_owner(tx, owner_id)  # two registrations at once are counted one after the other
+        check_cap(
+            what="files registered and not converted",
+            count=caps.pending_uploads(tx, owner_id),
+            limit=svc.settings.batchlane_max_pending_uploads,
+            setting="BATCHLANE_MAX_PENDING_UPLOADS",
+            error_id="UPLOADS_LIMIT",
+            wait="Convert or delete some first",
+        )
         row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=size_bytes)
         file_id = str(row.id)
         key = keys.upload_key(file_id, name)
@@ -98,12 +111,20 @@ def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str
     return {"fileId": file_id, "name": name, "upload": upload}
 
 
+def _short_deadline(svc: Services, options: dict[str, Any]) -> list[str]:
+    """``["deadline"]`` when options.deadline is sooner than the batch lane's turnaround (it would go on-demand)."""
+    settings = svc.settings
+    deadline = parse_deadline(options.get("deadline"))
+    return deadline_opt_outs({"deadline": deadline}, datetime.now(UTC), settings.batch_deadline_hours, settings.batch_deadline_margin_s / 3600)
+
+
 def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None, priority_group: str | None = None) -> dict[str, Any]:
     """``priority_group``: the group the caller lacks; options that keep the job out of the batch lane then answer 403."""
     file_row = owned_file(svc, owner_id, file_id)
-    if priority_group and (opt_outs := lane_opt_outs(options or {})):
+    if priority_group and (opt_outs := lane_opt_outs(options or {}) + _short_deadline(svc, options or {})):
         raise Forbidden(
-            f"The option(s) {', '.join(opt_outs)} keep the conversion out of the half-price batch lane; that needs membership of the {priority_group} group."
+            f"The option(s) {', '.join(opt_outs)} keep the conversion out of the half-price batch lane; that needs membership of the {priority_group} group"
+            + (f" (a deadline must leave the batch lane's {svc.settings.batch_deadline_hours:g} h turnaround)." if "deadline" in opt_outs else ".")
         )
     live = job_repo.live_job_of_file(svc.db, file_id)
     if live:
@@ -187,6 +208,8 @@ def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
         cancelled = cancel_job(svc, str(job["job_id"])).job_id
     doomed, kept = stored_objects(svc, file_id)
     svc.store.delete_keys(doomed)
+    lanes = batch_rows.members_to_purge(svc.db, job_ids=[str(r["id"]) for r in read_model.jobs_of_file(svc.db, file_id)])
+    purge_members(svc, lanes)  # its pages in pooled lanes already closed; an open lane's: the sweeper, once it closes
     job_repo.mark_file_deleted(svc.db, file_id)
     logger.info("file deleted", file_id=file_id, cancelled_job=cancelled, objects_deleted=len(doomed), batch_prefixes_kept=kept)
     return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}

@@ -78,6 +78,7 @@ def file_view(row: dict[str, Any], conversion: dict[str, Any] | None) -> dict[st
         "status": row.get("file_status", row["status"]),
         "batchWaiting": bool(conversion and conversion["batchWaiting"]),
         "conversion": conversion,
+        "folderJobId": row.get("folder_job_id"),  # a folder job's file (`jobs list` shows the folder job instead)
         "createdAt": _iso(row["created_at"]),
         "updatedAt": _iso(row["updated_at"]),
     }

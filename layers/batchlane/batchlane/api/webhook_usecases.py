@@ -8,12 +8,13 @@ from datetime import timedelta
 from typing import Any
 
 from batchlane.api import usecases
-from batchlane.db import deliveries
+from batchlane.db import caps, deliveries
+from batchlane.domain.caps import check_cap
 from batchlane.domain.errors import Forbidden
 from batchlane.folders import usecases as folder_usecases
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.webhooks.dispatch import send_test
+from batchlane.webhooks.dispatch import TEST_EVENT, send_test
 
 
 def _grace(svc: Services) -> timedelta:
@@ -33,6 +34,15 @@ def rotate_secret(svc: Services, caller: str, groups: set[str]) -> dict[str, Any
 
 
 def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[str, str] | None) -> dict[str, Any]:
+    """A test delivery, at most BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR an hour a user (each may retry for 24 h)."""
+    check_cap(
+        what="test deliveries in the last hour",
+        count=caps.recent_test_deliveries(svc.db, caller, event=TEST_EVENT, hours=1),
+        limit=svc.settings.batchlane_max_test_deliveries_per_hour,
+        setting="BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR",
+        error_id="TEST_DELIVERIES_LIMIT",
+        wait="Wait a while",
+    )
     return send_test(svc, caller, url=url, headers=headers)
 
 

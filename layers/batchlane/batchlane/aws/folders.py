@@ -2,7 +2,10 @@
 
 Read and written with the deployment's role, only inside the configured folder sources
 (the grants say so; folders/spec.check_allowed refuses the rest before anything is listed).
-S3 errors are translated once, here: a bucket the role may not read is FOLDER_NOT_READABLE.
+S3 errors are translated once, here: a bucket the role may not read is FOLDER_NOT_READABLE; one
+object that cannot be read or written (anything but missing or a throttle) is ObjectUnreadable, so
+that file fails and the rest of the folder goes on. Every object written carries its owner in the
+``batchlane-owner`` metadata (the folder job's owner, a Cognito sub).
 """
 
 from __future__ import annotations
@@ -12,13 +15,30 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from batchlane.domain.errors import InputError, NotFound
-from batchlane.ports import FolderBuckets, ListedPage
+from batchlane.domain.errors import InputError, NotFound, ObjectUnreadable
+from batchlane.ports import FolderBuckets, ListedPage, ObjectHead
 
-__all__ = ["FolderBuckets", "ListedPage", "S3FolderBuckets"]
+__all__ = ["OWNER_METADATA", "FolderBuckets", "ListedPage", "ObjectHead", "S3FolderBuckets"]
 
 _MISSING = ("NoSuchKey", "404", "NotFound")
 _REFUSED = ("AccessDenied", "AccessDeniedException", "NoSuchBucket", "AllAccessDisabled", "403")
+# Worth the Lambda's retry (the whole step again): the service, not this object.
+_TRANSIENT = ("SlowDown", "ServiceUnavailable", "InternalError", "RequestTimeout", "503", "500", "Throttling", "ThrottlingException")
+OWNER_METADATA = "batchlane-owner"
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code") or exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or "")
+
+
+def _object_error(exc: ClientError, what: str) -> Exception:
+    """NotFound, the ClientError itself for a transient one, else ObjectUnreadable naming the code (never the message)."""
+    code = _code(exc)
+    if code in _MISSING:
+        return NotFound(f"no object {what}")
+    if code in _TRANSIENT:
+        return exc
+    return ObjectUnreadable(f"{what} cannot be read or written ({code or 'refused'}).")
 
 
 class S3FolderBuckets:
@@ -44,28 +64,38 @@ class S3FolderBuckets:
 
     def size(self, bucket: str, key: str) -> int | None:
         """The object's size, None when there is none."""
+        head = self.head(bucket, key)
+        return head.size if head is not None else None
+
+    def head(self, bucket: str, key: str) -> ObjectHead | None:
+        """Size and the owner who wrote it (None: not written by a folder job); None when there is no object."""
         try:
-            return int(self._s3.head_object(Bucket=bucket, Key=key)["ContentLength"])
+            response = self._s3.head_object(Bucket=bucket, Key=key)
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _MISSING:
+            error = _object_error(exc, f"s3://{bucket}/{key}")
+            if isinstance(error, NotFound):
                 return None
-            raise
+            raise error from exc
+        return ObjectHead(int(response["ContentLength"]), (response.get("Metadata") or {}).get(OWNER_METADATA))
 
-    def copy(self, source: tuple[str, str], target: tuple[str, str]) -> None:
-        """Server-side copy (boto3's managed copy: multipart past 5 GB); nothing passes through the function."""
+    def copy(self, source: tuple[str, str], target: tuple[str, str], *, owner: str, content_type: str = "text/markdown; charset=utf-8") -> None:
+        """Server-side copy (boto3's managed copy: multipart past 5 GB) stamped with its owner; nothing passes through the function."""
         try:
-            self._s3.copy({"Bucket": source[0], "Key": source[1]}, target[0], target[1])
+            self._s3.copy(
+                {"Bucket": source[0], "Key": source[1]},
+                target[0],
+                target[1],
+                ExtraArgs={"Metadata": {OWNER_METADATA: owner}, "MetadataDirective": "REPLACE", "ContentType": content_type},
+            )
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _MISSING:
-                raise NotFound(f"no object s3://{source[0]}/{source[1]}") from exc
-            raise
+            raise _object_error(exc, f"s3://{source[0]}/{source[1]} → s3://{target[0]}/{target[1]}") from exc
 
-    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str) -> None:
-        self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type)
+    def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str, *, owner: str) -> None:
+        self._s3.put_object(Bucket=bucket, Key=key, Body=data, ContentType=content_type, Metadata={OWNER_METADATA: owner})
 
-    def put_stream(self, bucket: str, key: str, chunks: Iterator[bytes], content_type: str) -> None:
+    def put_stream(self, bucket: str, key: str, chunks: Iterator[bytes], content_type: str, *, owner: str) -> None:
         """Upload what ``chunks`` yields without holding it (boto3's managed transfer: multipart past 8 MB)."""
-        self._s3.upload_fileobj(_ChunkReader(chunks), bucket, key, ExtraArgs={"ContentType": content_type})
+        self._s3.upload_fileobj(_ChunkReader(chunks), bucket, key, ExtraArgs={"ContentType": content_type, "Metadata": {OWNER_METADATA: owner}})
 
     def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         try:

@@ -18,6 +18,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from batchlane.aws.folders import _ChunkReader
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.keys import OBJECT_EXPIRY_DAYS
 from batchlane.ports import DOWNLOAD_URL_TTL_S, PDF_CONTENT_TYPE, UPLOAD_URL_TTL_S, ObjectStoreError, StoredObject
@@ -37,6 +38,10 @@ class S3Store:
 
     def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
         self._s3.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+
+    def put_stream(self, key: str, chunks: Iterator[bytes], content_type: str = "application/octet-stream") -> None:
+        """Upload what ``chunks`` yields without holding it (managed transfer: multipart past 8 MB)."""
+        self._s3.upload_fileobj(_ChunkReader(chunks), self.bucket, key, ExtraArgs={"ContentType": content_type})
 
     def get_bytes(self, key: str) -> bytes:
         try:

@@ -55,7 +55,7 @@ class SecretsManagerSigningSecret:
             "rotatedAt": rotated.isoformat() if rotated else None,
             "previousValidUntil": grace_until.isoformat() if grace_until and grace_until > datetime.now(UTC) else None,
             "graceHours": grace.total_seconds() / 3600,
-            "signatureHeader": "Batchlane-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of '<t>.<raw body>'>[,v1=<previous secret>]",
+            "signatureHeader": "Batchlane-Signature: t=<unix seconds>,v2=<hex HMAC-SHA256 of '<t>.<callbackUrl>.<raw body>'>[,v2=<previous secret>]",
         }
 
     def rotate(self) -> None:

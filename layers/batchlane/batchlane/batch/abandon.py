@@ -48,10 +48,13 @@ def abandon(svc: Services, lane_id: str, *, reason: str, error: dict[str, Any] |
                 "batch lane left while its Bedrock job stops; billed at its terminal status", lane_id=lane_id, reason=reason, status=status, error=detail
             )
             return {"closed": False, "stopping": True, "endState": "stopping"}
-        usage = billed_from_bedrock_manifest(svc, row)
+        billed = billed_from_bedrock_manifest(svc, row)
+        usage = billed.usage
         model_id = row.model_id
         cost = svc.prices.cost(model_id, usage, batch=True)
-        metadata = ledger_metadata(row, reason, records=row.record_count or 0, accepted=0, fallback=row.record_count or 0, partial=True, error=detail)
+        metadata = ledger_metadata(
+            row, reason, records=row.record_count or 0, accepted=0, fallback=row.record_count or 0, partial=True, error=detail, **billed.metadata()
+        )
         won = close_and_bill(
             svc,
             row,

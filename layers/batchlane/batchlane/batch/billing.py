@@ -4,28 +4,35 @@ transaction as the guarded close of the lane.
 Of any number of racing closers (collect, the callback, the sweeper, abandon) exactly one
 wins the guarded move and bills. A ``stopping`` row is billed only at its Bedrock job's
 terminal status: manifest.json.out exists only then, so the bill is never $0 by mistake.
-Shares follow each member job's records in the lane (a member that left still pays for the
-records it sent); they add up to the lane's row exactly (domain/pool.split_by_weight).
+A manifest that is missing or unreadable all the same is never read as zero usage: the usage in
+the output records is billed instead, the ledger row says ``estimated``, and a metric alarms.
+Shares follow each member job's own tokens where collect read them from its records (issue 21.5:
+one member's dense, long-answer pages are not paid by the others), else (a stopped or abandoned
+job billed from its manifest) the records it sent; a member that left still pays for what it
+sent. They add up to the lane's row exactly (domain/pool.split_by_weight).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import bedrock_status
+from batchlane.converter.transports import answer_from_messages
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
 from batchlane.db.batch_rows import BatchRow
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
-from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, Usage
+from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, PriceTable, Usage
 from batchlane.domain.errors import NotFound
-from batchlane.domain.pool import split_by_weight
+from batchlane.domain.pool import MICRO, split_by_weight
 from batchlane.domain.status import Transition
-from batchlane.observability import logger
+from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStoreError
 from batchlane.runtime import Services
 
@@ -69,6 +76,8 @@ def close_and_bill(
     move: Transition | None = None,
     accepted_by_chunk: dict[tuple[str, int], int] | None = None,
     then: Callable[[Runner], None] | None = None,
+    usage_by_job: dict[str, Usage] | None = None,
+    prices: PriceTable | None = None,
 ) -> bool:
     """The guarded close along ``move`` (default: submitted → closed) and, for whoever wins it, the one
     ledger row and the members' shares."""
@@ -89,7 +98,7 @@ def close_and_bill(
         )
         members = rows.members(tx, closed.id)
         if closed.job_id is None:
-            bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id)
+            bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id, usage_by_job=usage_by_job, prices=prices)
         for job_id in sorted({m.job_id for m in members} | ({closed.job_id} if closed.job_id else set())):
             ledger.carry_late_batch_cost(tx, job_id)
         if then is not None:
@@ -97,14 +106,33 @@ def close_and_bill(
         return True
 
 
-def bill_members(tx: Runner, row: BatchRow, members: list[rows.Member], *, usage: Usage, cost: Decimal, model_id: str) -> None:
-    """Each member job's share of the lane's row, by the records it sent (pages where prepare never counted)."""
-    weights: dict[str, int] = {}
+def bill_members(
+    tx: Runner,
+    row: BatchRow,
+    members: list[rows.Member],
+    *,
+    usage: Usage,
+    cost: Decimal,
+    model_id: str,
+    usage_by_job: dict[str, Usage] | None = None,
+    prices: PriceTable | None = None,
+) -> None:
+    """Each member job's share of the lane's row: its own tokens when ``usage_by_job`` covers the lane's
+    usage (the cost split by each one's own price of them), else by the records it sent."""
+    records: dict[str, int] = {}
     for m in members:
-        weights[m.job_id] = weights.get(m.job_id, 0) + (m.records if m.records is not None else 0)
-    costs = split_by_weight(cost, weights)
-    inputs = split_by_weight(Decimal(usage.input_tokens), weights, unit=Decimal(1))
-    outputs = split_by_weight(Decimal(usage.output_tokens), weights, unit=Decimal(1))
+        records[m.job_id] = records.get(m.job_id, 0) + (m.records if m.records is not None else 0)
+    own = {job_id: (usage_by_job or {}).get(job_id, Usage()) for job_id in records}
+    if usage_by_job and prices is not None and sum(own.values(), Usage()) == usage:
+        weights = {job_id: int(prices.cost(model_id, u, batch=True) / MICRO) for job_id, u in own.items()}
+        costs = split_by_weight(cost, weights)
+        inputs = {job_id: Decimal(u.input_tokens) for job_id, u in own.items()}
+        outputs = {job_id: Decimal(u.output_tokens) for job_id, u in own.items()}
+    else:
+        costs = split_by_weight(cost, records)
+        inputs = split_by_weight(Decimal(usage.input_tokens), records, unit=Decimal(1))
+        outputs = split_by_weight(Decimal(usage.output_tokens), records, unit=Decimal(1))
+    weights = records
     for job_id, share in costs.items():
         ledger.add_batch_share(
             tx,
@@ -131,11 +159,12 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
         row = rows.record_status(svc.db, arn, status) or row
     if status not in rows.TERMINAL_BEDROCK_STATUSES:
         return {"closed": False, "won": False, "endState": "stopping", "accepted": 0, "fallback": row.fallback_count or 0, "costUsd": "0"}
-    usage = billed_from_bedrock_manifest(svc, row)
+    billed = billed_from_bedrock_manifest(svc, row)
+    usage = billed.usage
     model_id = row.model_id
     cost = svc.prices.cost(model_id, usage, batch=True)
     records = row.record_count or 0
-    metadata = ledger_metadata(row, status, records=records, accepted=0, fallback=records, partial=True, leftLane=row.reason)
+    metadata = ledger_metadata(row, status, records=records, accepted=0, fallback=records, partial=True, leftLane=row.reason, **billed.metadata())
     won = close_and_bill(
         svc,
         row,
@@ -155,9 +184,63 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
     return summary(final, won=won)
 
 
-def billed_from_bedrock_manifest(svc: Services, row: BatchRow) -> Usage:
+@dataclass(frozen=True)
+class BilledUsage:
+    """The tokens a stopped or abandoned Bedrock job bills, and where they were read."""
+
+    usage: Usage
+    source: str  # "manifest" (Bedrock's own count) or "outputRecords" (the estimate)
+    problem: str | None = None  # why the manifest could not be used
+
+    @property
+    def estimated(self) -> bool:
+        return self.source != "manifest"
+
+    def metadata(self) -> dict[str, Any]:
+        """The ledger row's word on it: an estimate says so, and why."""
+        found: dict[str, Any] = {"usageSource": self.source, "estimated": self.estimated}
+        if self.problem:
+            found["estimateReason"] = self.problem
+        return found
+
+
+def billed_from_bedrock_manifest(svc: Services, row: BatchRow) -> BilledUsage:
+    """The job's usage from manifest.json.out; if that is missing or unreadable, the usage the output
+    records carry (a lower bound: a record that failed may bill without saying so), logged and counted
+    (metric ``BatchBillEstimated``, alarmed in infra/monitoring.py) so a $0 bill never passes in silence."""
+    prefix = output_prefix(row, svc.store.bucket)
     try:
-        data = svc.store.get_json(output_prefix(row, svc.store.bucket) + "manifest.json.out")
-        return Usage(int(data.get("inputTokenCount", 0)), int(data.get("outputTokenCount", 0)))
-    except (NotFound, ObjectStoreError, ValueError, KeyError, OSError):
-        return Usage()
+        data = svc.store.get_json(prefix + "manifest.json.out")
+        return BilledUsage(Usage(int(data["inputTokenCount"]), int(data["outputTokenCount"])), "manifest")
+    except (NotFound, ObjectStoreError, ValueError, KeyError, TypeError, AttributeError, OSError) as exc:
+        problem = f"manifest.json.out unreadable: {type(exc).__name__}"
+    usage = usage_in_output_records(svc, prefix)
+    logger.warning(
+        "batch manifest unreadable; billed from the output records (estimated)",
+        lane_id=row.lane_id,
+        bedrock_job_arn=row.bedrock_job_arn,
+        problem=problem,
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+    )
+    metrics.add_metric(name="BatchBillEstimated", unit="Count", value=1)
+    return BilledUsage(usage, "outputRecords", problem)
+
+
+def usage_in_output_records(svc: Services, prefix: str) -> Usage:
+    """The usage every ``.jsonl.out`` record with output reports, each record id once (as collect bills)."""
+    total, seen = Usage(), set[str]()
+    for key in sorted(k for k in svc.store.list_keys(prefix) if k.endswith(".jsonl.out")):
+        try:
+            for line in svc.store.iter_lines(key):
+                try:
+                    record = json.loads(line)
+                    output, record_id = record.get("modelOutput"), record["recordId"]
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    continue
+                if isinstance(output, dict) and record_id not in seen:
+                    seen.add(record_id)
+                    total = total + answer_from_messages(output, served_by="batch").usage
+        except (NotFound, ObjectStoreError, OSError) as exc:
+            logger.warning("batch output file unreadable while estimating a bill", key=key, error=type(exc).__name__)
+    return total

@@ -25,7 +25,8 @@ from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
 from batchlane.domain.errors import Conflict
 from batchlane.domain.folder_policy import DEADLINE
-from batchlane.domain.pool import PoolChunk, plan_pool
+from batchlane.domain.limits import estimated_record_bytes
+from batchlane.domain.pool import PoolChunk, base_model_id, plan_pool
 from batchlane.observability import logger
 from batchlane.operations.process_now import process_now
 from batchlane.runtime import Services
@@ -46,17 +47,20 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
     waiting = 0
     with svc.db.transaction() as tx:
         rows.lock_claims(tx)
-        rows.note_pooled(tx)
+        rows.note_pooled(tx, window_s=settings.batch_pool_window_s)
         pool = rows.pool_chunks(tx)
+        in_flight = rows.in_flight_by_base_model(tx)  # one quota per base model, whichever profile a lane uses
         for model, group in groupby(pool, key=lambda c: c.model_id):
-            chunks = [PoolChunk(c.job_id, c.chunk_index, c.pages, c.waited_s) for c in group]
-            slots = max(0, quota - rows.count_in_flight(tx, model))
+            chunks = [PoolChunk(c.job_id, c.chunk_index, c.pages, c.waited_s, estimated_record_bytes(c.source_bytes, c.pages)) for c in group]
+            base = base_model_id(model)
+            slots = max(0, quota - in_flight.get(base, 0))
             plan = plan_pool(
                 chunks,
                 max_records=settings.batch_conversion_max_records,
                 min_records=settings.batch_conversion_min_records,
                 window_s=settings.batch_pool_window_s,
                 slots=slots,
+                max_bytes=settings.batch_conversion_max_job_mb * 1024 * 1024,  # "Batch inference job size"
             )
             for packed in plan.bedrock_jobs:
                 lane_id = str(uuid.uuid4())
@@ -65,6 +69,7 @@ def claim_parked_jobs(svc: Services) -> dict[str, Any]:
                 for job_id in jobs:
                     ledger.extend_hold(tx, job_id, hours=wait_hours + settings.batchlane_on_demand_window_hours)
                 lanes.append({"laneId": lane_id, "modelId": model, "jobs": jobs, "pages": sum(c.pages for c in packed)})
+            in_flight[base] = in_flight.get(base, 0) + len(plan.bedrock_jobs)
             let_go.extend(rows.leave_pool(tx, plan.leave, reason=POOL_TOO_SMALL))
             waiting += plan.waiting_chunks
             if plan.why_waiting:

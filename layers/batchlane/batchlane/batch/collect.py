@@ -2,7 +2,8 @@
 
 * Every ``.jsonl.out`` under ``<outputUri>/<bedrockJobId>/`` is streamed line by line;
   accepted answers are spooled to disk per chunk, so memory stays bounded however big
-  the job (a Lambda has /tmp; 50,000 records fit in a few hundred MB of disk).
+  the job (on disk, a 50,000-record lane at the answer cap takes up to 2.4 GB: infra sizes
+  /tmp from quotas.maxRecords, domain/limits.collect_ephemeral_mb).
 * Records are joined on recordId against OUR manifest: a record Bedrock did not return,
   returned as an error, returned malformed, or answered in a way ``judge`` rejects, is a
   fallback (the chunk processor converts it on-demand).
@@ -12,16 +13,19 @@
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
+import threading
 import uuid
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
+
+import orjson
 
 from batchlane import keys
 from batchlane.batch.billing import close_and_bill, ledger_metadata, output_prefix, settle_stopping, summary
@@ -44,7 +48,7 @@ from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
-RESULT_WRITERS = 8
+RESULT_WRITERS = 16  # PUTs are latency-bound on S3 (and moto answers 16 in parallel ~1.5x faster than 8)
 
 
 class CollectNotReady(Exception):
@@ -77,9 +81,8 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
     with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:
         # A lost job (Bedrock no longer knows it) is collected the same way: whatever it left.
         output_keys = sorted(k for k in svc.store.list_keys(output_prefix(row, svc.store.bucket)) if k.endswith(".jsonl.out"))
-        tally = tally_outputs(svc.store, output_keys, manifest=manifest, spool_dir=Path(spool_dir))
         targets = [(tag, job, int(c)) for tag, job in manifest.members.items() for c in manifest.chunks.get(tag, {}) if (job, int(c)) in waiting]
-        write_results(svc.store, targets, spool_dir=Path(spool_dir), merge=row.retry_of is not None)
+        tally = collect_outputs(svc.store, output_keys, manifest=manifest, targets=targets, spool_dir=Path(spool_dir), merge=row.retry_of is not None)
     counts, billed = tally.counts, tally.billed
     if counts["refused:page_form"] and page_forms.auto(svc.settings):  # both lanes send images from now on (domain/page_form.py)
         record_form(svc.db, manifest.model_id, IMAGE, source="refusal", detail=f"{counts['refused:page_form']} batch records of lane {lane_id}")
@@ -104,6 +107,8 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         metadata=metadata,
         accepted_by_chunk=by_chunk,
         then=retry.insert if retry.lane_id else None,
+        usage_by_job=_usage_by_job(manifest, tally.billed_by_tag),
+        prices=svc.prices,
     )
     if won:
         # Bedrock has read them and a retry batch has copied what it needs: the page images of every member
@@ -159,7 +164,7 @@ def plan_retry_batch(svc: Services, row: rows.BatchRow, manifest: LaneManifest, 
     """Failed records a retry can cure, of members still waiting on this lane, go to a retry batch when there are
     at least MIN_RECORDS of them, this lane is not itself a retry, and every affected member's deadline leaves
     room for one more batch turnaround (domain/pool.retry_batch_allowed); else they go on-demand as before.
-    The records are copied from this lane's input with new ids (``…-r1``) under the retry lane's prefix."""
+    The records are copied from this lane's input with new ids (``…r1``) under the retry lane's prefix."""
     settings = svc.settings
     picked = [rid for rid in failed if (manifest.members.get(split_pooled_record_id(rid)[0]), parse_record_id(split_pooled_record_id(rid)[1])[0]) in waiting]
     jobs = sorted({manifest.members[split_pooled_record_id(rid)[0]] for rid in picked})
@@ -236,72 +241,171 @@ class LaneManifest:
         return cls(data["modelId"], {"m0": data["jobId"]}, {"m0": dict(data["chunks"])}, dict(data["promptHashes"]), shards)
 
 
+def _usage_by_job(manifest: LaneManifest, by_tag: dict[str, Usage]) -> dict[str, Usage]:
+    """Each member job's own tokens, from its tag's records."""
+    out: dict[str, Usage] = {}
+    for tag, usage in by_tag.items():
+        job_id = manifest.members[tag]
+        out[job_id] = out.get(job_id, Usage()) + usage
+    return out
+
+
 @dataclass
 class Tally:
     counts: Counter[str] = field(default_factory=Counter)
     billed: Usage = field(default_factory=Usage)
+    billed_by_tag: dict[str, Usage] = field(default_factory=dict)  # each member's own tokens (its share of the bill)
     seen: int = 0
     accepted_by_chunk: Counter[tuple[str, int]] = field(default_factory=Counter)  # (member tag, chunk)
     retryable: list[str] = field(default_factory=list)  # record ids a retry batch may cure (domain/pool.py)
 
 
-def tally_outputs(store: ObjectStore, output_keys: list[str], *, manifest: LaneManifest, spool_dir: Path) -> Tally:
-    """Stream every output line once; spool accepted answers to ``spool_dir/<tag>-<chunk>.jsonl``.
+SPOOL_MEMORY_BYTES = 64 * 1024 * 1024  # accepted answers held in memory before the open chunks spill to disk
 
-    Memory holds one line at a time plus the set of record ids seen (for duplicates):
-    50,000 records stay far under Lambda's limits whatever their size.
+
+class _Spools:
+    """Accepted answers per (tag, chunk): in memory while few chunks are open (Bedrock writes records mostly in
+    chunk order, so a chunk completes soon after it starts), spilled to ``<dir>/<tag>-<chunk>.jsonl`` past
+    SPOOL_MEMORY_BYTES, so memory stays bounded however big the answers. Disk on this path cost collect as much
+    as the parse (docs/benchmarks.md "collect near a bare parse")."""
+
+    def __init__(self, spool_dir: Path) -> None:
+        self.dir = spool_dir
+        self.held: dict[tuple[str, int], list[bytes]] = {}
+        self.held_bytes = 0
+        self.on_disk: set[tuple[str, int]] = set()
+
+    def add(self, spool: tuple[str, int], line: bytes) -> None:
+        self.held.setdefault(spool, []).append(line)
+        self.held_bytes += len(line)
+        if self.held_bytes > SPOOL_MEMORY_BYTES:
+            self.spill()
+
+    def spill(self) -> None:
+        for spool, lines in self.held.items():
+            with self.path(spool).open("ab") as handle:
+                handle.write(b"\n".join(lines) + b"\n")
+            self.on_disk.add(spool)
+        self.held.clear()
+        self.held_bytes = 0
+
+    def take(self, spool: tuple[str, int]) -> list[bytes]:
+        lines = self.path(spool).read_bytes().splitlines() if spool in self.on_disk else []
+        held = self.held.pop(spool, [])
+        self.held_bytes -= sum(map(len, held))
+        return lines + held
+
+    def path(self, spool: tuple[str, int]) -> Path:
+        return self.dir / f"{spool[0]}-{spool[1]}.jsonl"
+
+
+def tally_outputs(
+    store: ObjectStore,
+    output_keys: list[str],
+    *,
+    manifest: LaneManifest,
+    spool_dir: Path,
+    on_chunk_done: Callable[[str, int, list[bytes]], None] | None = None,
+) -> Tally:
+    """Stream every output line once; spool accepted answers (results' JSON lines) per chunk.
+
+    Memory holds one line at a time, the set of record ids seen (for duplicates) and at most
+    SPOOL_MEMORY_BYTES of answers: 50,000 records stay far under Lambda's limits whatever their size.
+    orjson parses and writes the lines. ``on_chunk_done(tag, chunk, lines)`` takes a chunk's answers
+    once every record the manifest lists for it has been seen, so its results are written while the
+    rest is read; what is left at the end is in ``spool_dir/<tag>-<chunk>.jsonl`` (write_results).
     """
     tally = Tally()
     seen: set[str] = set()
-    spools: dict[tuple[str, int], IO[str]] = {}
+    spools = _Spools(spool_dir)
     expected, model_id = manifest.prompt_hashes, manifest.model_id
-    try:
-        for key in output_keys:
-            for line in store.iter_lines(key):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line)
-                    record_id = record["recordId"]
-                except (ValueError, KeyError, TypeError):
-                    tally.counts["malformed"] += 1
-                    continue
-                if record_id not in expected or record_id in seen:
-                    tally.counts["unknown_or_duplicate"] += 1
-                    continue
-                seen.add(record_id)
-                output = record.get("modelOutput")
-                if not isinstance(output, dict):
-                    tally.counts["error_record"] += 1
-                    error = record.get("error") if isinstance(record.get("error"), dict) else {}
-                    if retryable_error(error.get("errorCode"), error.get("errorMessage")):
-                        tally.retryable.append(record_id)
-                    elif is_form_refusal("ValidationException", str(error.get("errorMessage") or ""), PDF):
-                        tally.counts["refused:page_form"] += 1  # only a PDF-form record holds a document block
-                    continue
-                answer = answer_from_messages(output, served_by="batch")
-                tally.billed = tally.billed + answer.usage
-                verdict = judge(answer.text, answer.stop_reason)
-                if not verdict.accepted:
-                    tally.counts[f"rejected:{verdict.reason}"] += 1
-                    if verdict.reason in RETRYABLE_REJECTIONS:
-                        tally.retryable.append(record_id)
-                    continue
-                tag, job_record_id = split_pooled_record_id(record_id)
-                chunk_index, _ = parse_record_id(job_record_id)
-                spool = (tag, chunk_index)
-                if spool not in spools:
-                    spools[spool] = (spool_dir / f"{tag}-{chunk_index}.jsonl").open("w")
-                primed = PrimedResult(
-                    job_record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens
-                )
-                spools[spool].write(json.dumps(primed.to_json()) + "\n")
-                tally.counts["accepted"] += 1
-                tally.accepted_by_chunk[spool] += 1
-    finally:
-        for handle in spools.values():
-            handle.close()
+    left = {(tag, int(chunk)): len(ids) for tag, chunks in manifest.chunks.items() for chunk, ids in chunks.items()}
+    input_tokens = output_tokens = 0
+
+    def seen_one(spool: tuple[str, int]) -> None:
+        left[spool] = left.get(spool, 0) - 1
+        if left[spool] == 0 and on_chunk_done is not None:
+            on_chunk_done(spool[0], spool[1], spools.take(spool))
+
+    for key in output_keys:
+        for line in store.iter_lines(key):
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+                record_id = record["recordId"]
+            except (ValueError, KeyError, TypeError):
+                tally.counts["malformed"] += 1
+                continue
+            if not isinstance(record_id, str) or record_id not in expected or record_id in seen:
+                tally.counts["unknown_or_duplicate"] += 1
+                continue
+            seen.add(record_id)
+            tag, job_record_id = split_pooled_record_id(record_id)
+            spool = (tag, parse_record_id(job_record_id)[0])
+            output = record.get("modelOutput")
+            if not isinstance(output, dict):
+                tally.counts["error_record"] += 1
+                error = record.get("error") if isinstance(record.get("error"), dict) else {}
+                if retryable_error(error.get("errorCode"), error.get("errorMessage")):
+                    tally.retryable.append(record_id)
+                elif is_form_refusal("ValidationException", str(error.get("errorMessage") or ""), PDF):
+                    tally.counts["refused:page_form"] += 1  # only a PDF-form record holds a document block
+                seen_one(spool)
+                continue
+            answer = answer_from_messages(output, served_by="batch")
+            input_tokens += answer.usage.input_tokens
+            output_tokens += answer.usage.output_tokens
+            tally.billed_by_tag[tag] = tally.billed_by_tag.get(tag, Usage()) + answer.usage  # each member pays its own tokens
+            verdict = judge(answer.text, answer.stop_reason)
+            if not verdict.accepted:
+                tally.counts[f"rejected:{verdict.reason}"] += 1
+                if verdict.reason in RETRYABLE_REJECTIONS:
+                    tally.retryable.append(record_id)
+                seen_one(spool)
+                continue
+            primed = PrimedResult(
+                job_record_id, model_id, expected[record_id], answer.text, answer.stop_reason, answer.usage.input_tokens, answer.usage.output_tokens
+            )
+            spools.add(spool, orjson.dumps(primed.to_json()))
+            tally.counts["accepted"] += 1
+            tally.accepted_by_chunk[spool] += 1
+            seen_one(spool)
+    spools.spill()
+    tally.billed = Usage(input_tokens, output_tokens)
     tally.seen = len(seen)
+    return tally
+
+
+def collect_outputs(
+    store: ObjectStore, output_keys: list[str], *, manifest: LaneManifest, targets: list[tuple[str, str, int]], spool_dir: Path, merge: bool = False
+) -> Tally:
+    """Tally the outputs and write results/chunk-N.json for every target chunk — (tag, job id, chunk) —, each
+    chunk's as soon as all its records are in (the PUTs overlap the parse), the rest at the end."""
+    by_chunk = {(tag, chunk): (tag, job, chunk) for tag, job, chunk in targets}
+    written: set[tuple[str, int]] = set()
+    room = threading.BoundedSemaphore(2 * RESULT_WRITERS)  # results waiting for a writer: memory stays bounded when S3 is slow
+    pending: list[Future[None]] = []
+    with ThreadPoolExecutor(max_workers=RESULT_WRITERS, thread_name_prefix="results") as pool:
+
+        def write(target: tuple[str, str, int], lines: list[bytes]) -> None:
+            room.acquire()
+            future = pool.submit(_write_result, store, target, lines, merge)
+            future.add_done_callback(lambda _: room.release())
+            pending.append(future)
+
+        def chunk_done(tag: str, chunk: int, lines: list[bytes]) -> None:
+            target = by_chunk.get((tag, chunk))
+            if target is not None:
+                written.add((tag, chunk))
+                write(target, lines)
+
+        tally = tally_outputs(store, output_keys, manifest=manifest, spool_dir=spool_dir, on_chunk_done=chunk_done)
+        for key, target in by_chunk.items():
+            if key not in written:
+                write(target, _spooled(spool_dir, target))
+        for future in pending:
+            future.result()  # re-raise the first failure
     return tally
 
 
@@ -312,18 +416,27 @@ def write_results(store: ObjectStore, targets: list[tuple[str, str, int]], *, sp
     One object per chunk, written by a small pool: a 5,000-page lane has 100 chunks or more, and
     S3 PUTs one after another would spend most of collect waiting on round trips.
     """
-
-    def write(target: tuple[str, str, int]) -> None:
-        tag, job_id, chunk_index = target
-        path = spool_dir / f"{tag}-{chunk_index}.jsonl"
-        fresh = [json.loads(line) for line in path.open()] if path.exists() else []
-        key = keys.batch_results_key(job_id, chunk_index)
-        try:  # a retry batch adds to what the first lane brought (by record id: a repeat collect changes nothing)
-            earlier = store.get_json(key).get("results", []) if merge else []
-        except NotFound:
-            earlier = []
-        results = list({item["recordId"]: item for item in [*earlier, *fresh]}.values())
-        store.put_json(key, {"jobId": job_id, "chunkIndex": chunk_index, "results": results})
-
     with ThreadPoolExecutor(max_workers=RESULT_WRITERS, thread_name_prefix="results") as pool:
-        list(pool.map(write, targets))  # list(): re-raise the first failure
+        list(pool.map(lambda target: _write_result(store, target, _spooled(spool_dir, target), merge), targets))  # list(): re-raise the first failure
+
+
+def _spooled(spool_dir: Path, target: tuple[str, str, int]) -> list[bytes]:
+    path = spool_dir / f"{target[0]}-{target[2]}.jsonl"
+    return path.read_bytes().splitlines() if path.exists() else []
+
+
+def _write_result(store: ObjectStore, target: tuple[str, str, int], lines: list[bytes], merge: bool) -> None:
+    """The spooled lines are already the results' JSON (one record id each: tally_outputs drops duplicates),
+    so a first collect joins them as they are; only a retry batch's merge parses them."""
+    _, job_id, chunk_index = target
+    key = keys.batch_results_key(job_id, chunk_index)
+    if not merge:
+        head = orjson.dumps({"jobId": job_id, "chunkIndex": chunk_index})[:-1]
+        store.put_bytes(key, head + b',"results":[' + b",".join(lines) + b"]}", "application/json")
+        return
+    try:  # a retry batch adds to what the first lane brought (by record id: a repeat collect changes nothing)
+        earlier = store.get_json(key).get("results", [])
+    except NotFound:
+        earlier = []
+    results = list({item["recordId"]: item for item in [*earlier, *map(orjson.loads, lines)]}.values())
+    store.put_bytes(key, orjson.dumps({"jobId": job_id, "chunkIndex": chunk_index, "results": results}), "application/json")

@@ -45,6 +45,11 @@ def sweep(svc: Services) -> dict[str, Any]:
     # ×3,600 it would be 2 s, shorter than preparing a lane of a few hundred documents takes).
     for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS):
         _isolated(_sweep_stuck_prepare, svc, bedrock, row.lane_id, tally)
+    try:
+        tally["purged"] += _purge_deleted(svc)
+    except Exception:  # the bucket refused: the next sweep tries again
+        tally["errors"] += 1
+        logger.exception("batch sweep could not purge deleted members")
     _emit_gauges(svc)
     if tally:
         logger.info("batch sweep", extra=dict(tally))
@@ -57,7 +62,15 @@ def sweep(svc: Services) -> dict[str, Any]:
         "billedStopped": tally["billed_stopped"],
         "abandonedStuck": tally["abandoned"],
         "errors": tally["errors"],
+        "membersPurged": tally["purged"],
     }
+
+
+def _purge_deleted(svc: Services) -> int:
+    """Deleted files' page content in lanes that closed since the delete (batch/purge.py)."""
+    from batchlane.batch.purge import purge_deleted_members
+
+    return purge_deleted_members(svc)
 
 
 def _isolated(step: Any, svc: Services, bedrock: BatchJobs, row_or_job: Any, tally: Counter[str]) -> None:

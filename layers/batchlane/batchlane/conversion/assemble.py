@@ -1,21 +1,31 @@
-"""assemble: chunk results → the job's Markdown in page order, every page marked."""
+"""assemble: chunk results → the job's Markdown in page order, every page marked, and its per-page record.
+
+Two streamed reads of the chunk results: the first writes ``pages.jsonl`` and surveys the page
+edges, the second writes the document (domain/assembly.py). Neither holds the document.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
+from batchlane.conversion.figures import extract_figures, figure_folder
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
+from batchlane.domain.assembly import Figure, FurnitureSurvey, assemble_document, clean_text, figure_descriptions, page_blocks, raw_document
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict
-from batchlane.domain.markdown import PageText, assemble
+from batchlane.domain.markdown import PageText
 from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
+from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
 
@@ -33,28 +43,19 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     unfinished = [c.chunk_index for c in chunks if c.status != ChunkStatus.COMPLETED]
     if unfinished:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
-    pages: list[PageText] = []
-    batch_served_usage = Usage()
-    for chunk in chunks:
-        assert chunk.result_key is not None, f"chunk {chunk.chunk_index} completed without a result"
-        data = svc.store.get_json(chunk.result_key)
-        for item in data["pages"]:
-            result = PageResult.from_json(item)
-            status = "converted" if result.status == "blank" else result.status
-            pages.append(PageText(result.page_number, status, result.markdown, result.reason))
-            if result.served_by == "batch":
-                batch_served_usage = batch_served_usage + result.usage
-    markdown = assemble(pages, expected_pages=job.total_pages)
     key = keys.markdown_key(job_id)
-    svc.store.put_bytes(key, markdown.encode(), "text/markdown; charset=utf-8")
-    failed = sum(1 for p in pages if p.status == "failed")
-    truncated = sum(1 for p in pages if p.status == "truncated")
+    options = job.options or {}
+    file_row = job_repo.get_file(svc.db, job.file_id)
+    folder = figure_folder(file_row.name if file_row else "document.pdf")
+    figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks]) if options.get("assembly") != "none" else {}
+    tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
+    failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
     job_repo.move_job(
         svc.db,
         job_id,
         st.assemble(),  # again, now with what was assembled
         markdown_key=key,
-        pages_converted=len(pages) - failed,
+        pages_converted=tally.pages - failed,
         pages_failed=failed,
         pages_batch=sum(c.pages_batch for c in chunks),
     )
@@ -62,5 +63,100 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         # Realised saving: what the batch-served pages would have cost on-demand, less the batch bill.
         saving = svc.prices.cost(job.model_id, batch_served_usage) - Decimal(job.options.get("_batchCostUsd", "0"))
         metrics.add_metric(name="BatchSavingUsd", unit=MetricUnit.NoUnit, value=float(saving))
-    logger.info("job assembled", job_id=job_id, pages=len(pages), failed=failed, truncated=truncated)
+    logger.info("job assembled", job_id=job_id, pages=tally.pages, failed=failed, truncated=truncated)
     return {"jobId": job_id, "markdownKey": key, "pagesFailed": failed, "pagesTruncated": truncated}
+
+
+def write_document(
+    store: ObjectStore,
+    job_id: str,
+    result_keys: list[str | None],
+    options: dict[str, Any],
+    total_pages: int,
+    *,
+    figures: Mapping[int, list[Figure]] | None = None,
+    figure_folder: str = "images",
+) -> _Tally:
+    """pages.jsonl, then the Markdown (``options.assembly``: document, or none), both streamed; what they held."""
+    assert all(result_keys), "a chunk completed without a result"
+    survey = FurnitureSurvey()
+    lines = _jsonl(read_results(store, result_keys), survey, figures or {}, figure_folder)
+    store.put_stream(keys.pages_key(job_id), lines, "application/x-ndjson")
+    tally = _Tally()
+    pages = tally.count(read_results(store, result_keys))
+    if options.get("assembly") == "none":
+        pieces = raw_document(pages, expected_pages=total_pages)
+    else:
+        pieces = assemble_document(pages, survey.furniture(), expected_pages=total_pages, figures=figures, figure_folder=figure_folder)
+    store.put_stream(keys.markdown_key(job_id), _encoded(pieces), "text/markdown; charset=utf-8")  # a page without a result raises
+    return tally
+
+
+def read_results(store: ObjectStore, result_keys: list[str | None]) -> Iterator[PageResult]:
+    """Every page result in page order, one chunk file in memory at a time."""
+    for key in result_keys:
+        assert key is not None
+        for item in sorted(store.get_json(key)["pages"], key=lambda p: int(p["page"])):
+            yield PageResult.from_json(item)
+
+
+def _page_text(result: PageResult) -> PageText:
+    return PageText(result.page_number, "converted" if result.status == "blank" else result.status, result.markdown, result.reason)
+
+
+def page_record(result: PageResult, figures: list[Figure], folder: str) -> dict[str, Any]:
+    """One line of pages.jsonl: what a pipeline reads instead of parsing the Markdown's comments."""
+    markdown = clean_text(result.markdown)
+    described = [text for _, text in figure_descriptions(page_blocks(markdown))]
+    return {
+        "page": result.page_number,
+        "status": result.status,
+        "reason": result.reason,
+        "lane": result.served_by,
+        "inputTokens": result.usage.input_tokens,
+        "outputTokens": result.usage.output_tokens,
+        "markdown": markdown,
+        "figures": [
+            {"src": f"{folder}/{f.name}", "width": f.width, "height": f.height, "description": described[k] if k < len(described) else None}
+            for k, f in enumerate(figures)
+        ],
+    }
+
+
+def _jsonl(results: Iterator[PageResult], survey: FurnitureSurvey, figures: Mapping[int, list[Figure]], folder: str) -> Iterator[bytes]:
+    for result in results:
+        survey.add(_page_text(result))
+        yield (json.dumps(page_record(result, figures.get(result.page_number, []), folder), ensure_ascii=False) + "\n").encode()
+
+
+def _encoded(pieces: Iterator[str], size: int = 1 << 20) -> Iterator[bytes]:
+    """Text pieces as ~1 MiB byte chunks (an upload part is filled from a few, not thousands)."""
+    buffer: list[str] = []
+    held = 0
+    for piece in pieces:
+        buffer.append(piece)
+        held += len(piece)
+        if held >= size:
+            yield "".join(buffer).encode()
+            buffer, held = [], 0
+    if buffer:
+        yield "".join(buffer).encode()
+
+
+@dataclass
+class _Tally:
+    """What the assembled pages add up to, counted as they stream past."""
+
+    pages: int = 0
+    failed: int = 0
+    truncated: int = 0
+    batch_usage: Usage = field(default_factory=Usage)
+
+    def count(self, results: Iterator[PageResult]) -> Iterator[PageText]:
+        for result in results:
+            self.pages += 1
+            self.failed += result.status == "failed"
+            self.truncated += result.status == "truncated"
+            if result.served_by == "batch":
+                self.batch_usage = self.batch_usage + result.usage
+            yield _page_text(result)

@@ -67,15 +67,20 @@ class CreatedJob:
         }
 
 
+ASSEMBLY_MODES = ("document", "none")  # none: the page-by-page Markdown (docs/architecture.md "Assembly")
+
+
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected."""
-    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", "deadline", *subscription.OPTION_KEYS}
+    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", "deadline", "assembly", *subscription.OPTION_KEYS}
     options = dict(options or {})
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InputError(f"Unknown option(s): {', '.join(unknown)}.", error_id="OPTIONS_INVALID")
     options.setdefault("highFidelity", True)
     options.setdefault("parser", "auto")
+    if options.get("assembly", "document") not in ASSEMBLY_MODES:
+        raise InputError("options.assembly is document (one document, the default) or none (page by page).", error_id="OPTIONS_INVALID")
     if "deadline" in options:
         deadline = parse_deadline(options.pop("deadline"))
         if deadline is not None:
@@ -198,7 +203,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
                     return refused
                 # Before the rows: no chunk without its source. A page that cannot be copied raises
                 # InputError here (PDF_CORRUPT, PDF_TOO_COMPLEX), after the chunks written are deleted.
-                store_chunk_sources(svc.store, job_id, document, chunks)
+                chunk_bytes = store_chunk_sources(svc.store, job_id, document, chunks)
             except InputError as exc:
                 failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
@@ -219,7 +224,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             status = st.park().target if eligible else st.queue().target
             if locked is not None and locked.status == JobStatus.SPLITTING:
                 budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
-            split = job_repo.finish_split(tx, job_id, parked=eligible, total_pages=pages, chunks=chunks)
+            split = job_repo.finish_split(tx, job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes)
             if split is not None:
                 ledger.place_hold(tx, job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts

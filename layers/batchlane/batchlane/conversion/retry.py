@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion.budget import check_split, worst_case_pages_hold
+from batchlane.conversion.budget import check_create, check_split, worst_case_pages_hold
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
@@ -18,7 +18,7 @@ from batchlane.db.connection import Transaction
 from batchlane.db.errors import UniqueViolation
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
-from batchlane.domain.limits import PAGE_TOO_LARGE
+from batchlane.domain.limits import PAGE_TOO_COMPLEX, PAGE_TOO_LARGE
 from batchlane.domain.status import Entity
 from batchlane.observability import logger
 from batchlane.runtime import Services
@@ -30,7 +30,17 @@ REASON_ALIASES = {
     "timeout": frozenset({"ReadTimeout", "InvocationEnding", "ModelTimeoutException"}),
 }
 # Failures decided before any model call: the page was never sent, so it has no lane.
-_NEVER_SENT = (PAGE_TOO_LARGE,)
+_NEVER_SENT = (PAGE_TOO_LARGE, PAGE_TOO_COMPLEX)
+# Reasons that lie in the page itself: the model refused or filtered it, or it is too large to send. A retry
+# sends the same page with the same prompt, so it most likely fails the same way, and is charged again.
+UNLIKELY_TO_CHANGE = frozenset(
+    {"stop_reason=refusal", "stop_reason=content_filtered", "stop_reason=guardrail_intervened", "content_filtered", "guardrail_intervened", PAGE_TOO_LARGE, PAGE_TOO_COMPLEX}
+)
+
+
+def retry_cures(reason: str) -> bool:
+    """False for a failure a retry cannot cure (a refusal, a filter, a page too large): say so before charging again."""
+    return reason not in UNLIKELY_TO_CHANGE
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             if locked.status != "completed":
                 raise Conflict(f"The job is {locked.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
             extra_hold = worst_case_pages_hold(svc, model_id=job.model_id, pages=len(page_numbers))
+            check_create(svc, tx, locked.owner_id)  # a retry is a live job again: 429 LIVE_JOBS_LIMIT at the cap (issue 21.5)
             check_split(svc, tx, owner_id=locked.owner_id, job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
             row = retries.insert(
                 tx,

@@ -15,18 +15,23 @@ from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
 from batchlane.ports import ObjectStore
 
 
-def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, spans: list[ChunkSpan]) -> None:
-    """One PDF per chunk. If any chunk cannot be written (a page pdfium cannot load, a store error),
-    the chunks already written are deleted before the error goes on: a failed split leaves nothing."""
+def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, spans: list[ChunkSpan]) -> dict[int, int]:
+    """One PDF per chunk; returns each chunk's size in bytes (the packer sizes lanes by it). If any chunk
+    cannot be written (a page pdfium cannot load, a store error), the chunks already written are deleted
+    before the error goes on: a failed split leaves nothing."""
     written: list[str] = []
+    sizes: dict[int, int] = {}
     try:
         for span in spans:
             key = keys.chunk_source_key(job_id, span.index)
             written.append(key)  # before the put: a put that fails midway may still have landed
-            store.put_bytes(key, document.chunk_pdf(span), "application/pdf")
+            data = document.chunk_pdf(span)
+            store.put_bytes(key, data, "application/pdf")
+            sizes[span.index] = len(data)
     except Exception:
         store.delete_keys(written)
         raise
+    return sizes
 
 
 def span_of(chunk_row: ChunkRow) -> ChunkSpan:

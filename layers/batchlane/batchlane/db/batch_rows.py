@@ -19,6 +19,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
+from batchlane.domain.pool import base_model_id
 from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobStatus, Transition
 
 # "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
@@ -89,6 +90,7 @@ class PooledChunk:
     chunk_index: int
     pages: int
     waited_s: float
+    source_bytes: int | None = None  # the chunk's source PDF (NULL: split before it was recorded)
 
 
 @dataclass(frozen=True)
@@ -131,13 +133,16 @@ def lock_row(db: Runner, lane_id: str) -> BatchRow | None:
     return _one(db, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE} FOR UPDATE", lane=lane_id)
 
 
-def count_in_flight(db: Runner, model_id: str) -> int:
-    row = db.one(
-        "SELECT count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) AND model_id = :model",
+def in_flight_by_base_model(db: Runner) -> dict[str, int]:
+    """Lanes holding a Bedrock job slot, per base model: the us./global. profiles of one model share its quota."""
+    found: dict[str, int] = {}
+    for row in db.run(
+        "SELECT model_id, count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) GROUP BY model_id",
         states=list(IN_FLIGHT_STATES),
-        model=model_id,
-    )
-    return int(row["n"]) if row else 0
+    ):
+        base = base_model_id(row["model_id"])
+        found[base] = found.get(base, 0) + int(row["n"])
+    return found
 
 
 def count_past_deadline(db: Runner) -> int:
@@ -152,11 +157,40 @@ def lock_claims(db: Runner) -> None:
 
 
 # -- the pool ------------------------------------------------------------------------------
-def note_pooled(db: Runner) -> None:
-    """Start the pool window of every parked job seen for the first time."""
+FOLDER_STALL_S = 120.0  # a folder that started no file for this long (at least) lets its files' windows start
+
+
+def note_pooled(db: Runner, *, window_s: float) -> None:
+    """Start the pool window of every parked job seen for the first time, except a folder's file while its
+    folder may still bring more: its files start their windows together once the listing is complete,
+    no file is queued and none is still opening or splitting (the last one has reached the pool or gone
+    on-demand), or once the folder has started nothing for a window
+    (at least FOLDER_STALL_S: waiting for its owner's places, which its own parked files may hold), or
+    when the folder has ended. A file read from a folder but not yet attached to it (create_job returned,
+    attach not yet) waits too, as long at most. Why: docs/architecture.md "The batch pool", folders (issue 22, point 9)."""
     db.run(
-        "UPDATE large_conversion_jobs SET pooled_at = now() WHERE status = ANY(CAST(:parked AS text[])) AND pooled_at IS NULL",
+        """UPDATE large_conversion_jobs j SET pooled_at = now()
+           WHERE j.status = ANY(CAST(:parked AS text[])) AND j.pooled_at IS NULL
+             AND NOT EXISTS (
+                 SELECT 1 FROM folder_job_files f JOIN folder_jobs fj ON fj.id = f.folder_job_id
+                 WHERE f.conversion_job_id = j.id
+                   AND fj.status IN ('enumerating', 'processing')
+                   AND (NOT fj.enumeration_done
+                        OR EXISTS (SELECT 1 FROM folder_job_files q WHERE q.folder_job_id = fj.id AND q.status = 'queued')
+                        OR EXISTS (SELECT 1 FROM folder_job_files q LEFT JOIN large_conversion_jobs qj ON qj.id = q.conversion_job_id
+                                   WHERE q.folder_job_id = fj.id AND q.status = 'processing'
+                                     AND (q.conversion_job_id IS NULL OR qj.status = 'splitting')))
+                   AND (SELECT max(s.started_at) FROM folder_job_files s WHERE s.folder_job_id = fj.id)
+                       > now() - make_interval(secs => :window))
+             AND NOT EXISTS (
+                 SELECT 1 FROM files fl
+                 WHERE fl.id = j.file_id AND fl.source_bucket IS NOT NULL
+                   AND NOT EXISTS (SELECT 1 FROM folder_job_files a WHERE a.conversion_job_id = j.id)
+                   AND j.created_at > now() - make_interval(secs => :window))""",
         parked=_PARKED,
+        # A stall is measured in real seconds, never less than FOLDER_STALL_S: offline the window is scaled
+        # to milliseconds, and a folder that starts a file every second is not stalled.
+        window=max(float(window_s), FOLDER_STALL_S),
     )
 
 
@@ -181,7 +215,7 @@ def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
                 FROM large_conversion_jobs j JOIN waiting w ON w.id = j.id LEFT JOIN busy ON busy.owner_id = w.owner_id
                 WHERE j.status = ANY(CAST(:parked AS text[]))
                 FOR UPDATE OF j SKIP LOCKED)
-           SELECT l.id, l.model_id, c.chunk_index, c.last_page - c.first_page + 1 AS pages, l.waited_s
+           SELECT l.id, l.model_id, c.chunk_index, c.last_page - c.first_page + 1 AS pages, l.waited_s, c.source_bytes
            FROM locked l JOIN chunk_jobs c ON c.job_id = l.id
            WHERE NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)
            ORDER BY l.model_id, l.rank, l.created_at, l.id, c.chunk_index
@@ -190,7 +224,17 @@ def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
         in_flight=list(IN_FLIGHT_STATES),
         limit=limit,
     )
-    return [PooledChunk(str(r["id"]), r["model_id"], int(r["chunk_index"]), int(r["pages"]), float(r["waited_s"])) for r in rows]
+    return [
+        PooledChunk(
+            str(r["id"]),
+            r["model_id"],
+            int(r["chunk_index"]),
+            int(r["pages"]),
+            float(r["waited_s"]),
+            None if r["source_bytes"] is None else int(r["source_bytes"]),
+        )
+        for r in rows
+    ]
 
 
 def jobs_due(db: Runner, *, margin_s: float) -> list[str]:
@@ -590,4 +634,37 @@ def rows_preparing_since(db: Runner, *, older_than_hours: float) -> list[BatchRo
         "SELECT * FROM conversion_batch_jobs WHERE state = :preparing AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
         preparing=BatchRowState.PREPARING,
         secs=older_than_hours * 3600,
+    )
+
+
+@dataclass(frozen=True)
+class PurgeTarget:
+    """A member of a closed lane whose page content is to be removed (its files are shared with nobody)."""
+
+    batch_row_id: int
+    lane_id: str
+    job_id: str
+    member_tag: str
+
+
+def members_to_purge(db: Runner, *, job_ids: list[str] | None = None, limit: int = 200) -> list[PurgeTarget]:
+    """Members of closed lanes not yet purged: those of ``job_ids``, or (None) of every deleted file."""
+    rows = db.run(
+        """SELECT DISTINCT m.batch_row_id, b.lane_id, m.job_id, m.member_tag
+           FROM batch_members m JOIN conversion_batch_jobs b ON b.id = m.batch_row_id
+           JOIN large_conversion_jobs j ON j.id = m.job_id JOIN files f ON f.id = j.file_id
+           WHERE b.state = 'closed' AND m.purged_at IS NULL
+             AND (CASE WHEN CAST(:ids AS uuid[]) IS NULL THEN f.deleted_at IS NOT NULL ELSE m.job_id = ANY(CAST(:ids AS uuid[])) END)
+           ORDER BY m.batch_row_id, m.member_tag LIMIT :limit""",
+        ids=job_ids,
+        limit=limit,
+    )
+    return [PurgeTarget(int(r["batch_row_id"]), str(r["lane_id"]), str(r["job_id"]), r["member_tag"]) for r in rows]
+
+
+def mark_purged(db: Runner, target: PurgeTarget) -> None:
+    db.run(
+        "UPDATE batch_members SET purged_at = now() WHERE batch_row_id = :row AND job_id = CAST(:job AS uuid) AND purged_at IS NULL",
+        row=target.batch_row_id,
+        job=target.job_id,
     )

@@ -32,7 +32,8 @@ _AUTH_FAILED = frozenset({"28P01", "28000"})  # invalid_password, invalid_author
 
 
 class DatabaseTlsError(StoreUnavailable):
-    """The server's certificate could not be verified (or the server offers no TLS): never retried."""
+    """The server's certificate could not be verified (or the server offers no TLS): not retried here;
+    the state machines retry it a few times by its own name (a proxy's certificate may be rotating)."""
 
     error_id = "DB_TLS_FAILED"
 

@@ -141,20 +141,24 @@ def known_sources(db: Runner, job_id: str, keys: Sequence[str]) -> set[str]:
     return {r["source_key"] for r in rows}
 
 
-def claim_queued(db: Runner, job_id: str, limit: int) -> list[Row]:
-    """Up to ``limit`` queued files → processing (SKIP LOCKED: two runs never start one file twice)."""
+def claim_queued(db: Runner, job_id: str, limit: int, *, free_pages: int | None = None) -> list[Row]:
+    """Up to ``limit`` queued files → processing (SKIP LOCKED: two runs never start one file twice); a file
+    waiting for live pages (``waits_for_pages``) only once ``free_pages`` hold it (None: no page check)."""
     if limit <= 0:
         return []
     return db.run(
         """UPDATE folder_job_files f SET status = :to, attempts = attempts + 1, started_at = now(), updated_at = now()
            WHERE (folder_job_id, source_key) IN (
                SELECT folder_job_id, source_key FROM folder_job_files
-               WHERE folder_job_id = :job AND status = ANY(:from_) ORDER BY source_key LIMIT :limit FOR UPDATE SKIP LOCKED)
+               WHERE folder_job_id = :job AND status = ANY(:from_)
+                 AND (CAST(:free AS integer) IS NULL OR waits_for_pages IS NULL OR waits_for_pages <= CAST(:free AS integer))
+               ORDER BY source_key LIMIT :limit FOR UPDATE SKIP LOCKED)
            RETURNING f.*""",
         to=st.folder_file("start").target,
         from_=st.folder_file("start").from_states,
         job=job_id,
         limit=limit,
+        free=free_pages,
     )
 
 
@@ -226,17 +230,20 @@ def finish_file(db: Runner, job_id: str, source_key: str, *, status: str, **fiel
     )
 
 
-def retry_conversion(db: Runner, job_id: str, source_key: str) -> Row | None:
+def retry_conversion(db: Runner, job_id: str, source_key: str, *, waits_for_pages: int | None = None) -> Row | None:
     """processing → queued after a failed conversion that ``policy.max_retries`` allows again (the caller logs
-    its error; ``attempts`` keeps the count); None when it was not processing."""
+    its error; ``attempts`` keeps the count), or that waits for ``waits_for_pages`` live pages; None when it
+    was not processing."""
     move = st.folder_file("retry_conversion")
     return db.one(
-        """UPDATE folder_job_files SET status = :to, conversion_job_id = NULL, error_id = NULL, error_message = NULL, updated_at = now()
+        """UPDATE folder_job_files SET status = :to, conversion_job_id = NULL, error_id = NULL, error_message = NULL,
+               waits_for_pages = CAST(:wait AS integer), updated_at = now()
            WHERE folder_job_id = :job AND source_key = :key AND status = ANY(:from_) RETURNING *""",
         to=move.target,
         from_=move.from_states,
         job=job_id,
         key=source_key,
+        wait=waits_for_pages,
     )
 
 
@@ -377,9 +384,8 @@ def next_run(db: Runner, job_id: str, *, run: int) -> Row | None:
     return db.one("UPDATE folder_jobs SET run = run + 1, turns = 0, updated_at = now() WHERE id = :id AND run = :run RETURNING *", id=job_id, run=run)
 
 
-def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000) -> Iterator[Row]:
-    """Every finished file in key order, a page at a time (the final report)."""
-    after: str | None = None
+def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000, after: str | None = None) -> Iterator[Row]:
+    """Every finished file in key order (past ``after``), a page at a time (the final report)."""
     while True:
         rows = db.run(
             """SELECT * FROM folder_job_files WHERE folder_job_id = :job AND status IN ('completed', 'failed', 'skipped')
@@ -394,6 +400,7 @@ def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000) -> Iterato
         after = rows[-1]["source_key"]
 
 
-def owner_job_ids(db: Runner, owner_id: str, *, limit: int = 50) -> list[str]:
-    """The owner's folder jobs, newest first (the console's list)."""
-    return [r["id"] for r in db.run("SELECT id FROM folder_jobs WHERE owner_id = :owner ORDER BY created_at DESC LIMIT :limit", owner=owner_id, limit=limit)]
+def owner_job_ids(db: Runner, owner_id: str, *, limit: int) -> list[str]:
+    """The owner's folder job ids, newest first."""
+    rows = db.run("SELECT id FROM folder_jobs WHERE owner_id = :owner ORDER BY created_at DESC LIMIT :limit", owner=owner_id, limit=limit)
+    return [str(r["id"]) for r in rows]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from decimal import Decimal
@@ -205,25 +205,30 @@ def insert_job(
     return JobRow.of(job)
 
 
-def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, status: str) -> None:
+def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None) -> None:
+    """The chunk rows; ``chunk_bytes`` (chunk index → its source PDF's size) where the split knows it."""
     for span in chunks:
         db.run(
-            "INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status) VALUES (CAST(:job AS uuid), :i, :first, :last, :status)",
+            """INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status, source_bytes)
+               VALUES (CAST(:job AS uuid), :i, :first, :last, :status, :size)""",
             job=job_id,
             i=span.index,
             first=span.first_page,
             last=span.last_page,
             status=status,
+            size=(chunk_bytes or {}).get(span.index),
         )
 
 
-def finish_split(db: Runner, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan]) -> JobRow | None:
+def finish_split(
+    db: Runner, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+) -> JobRow | None:
     """splitting → waiting_batch (``parked``) or pending, with the page count and the chunk rows;
     None when the job left splitting meanwhile (cancelled): then nothing is written."""
     move = st.park() if parked else st.queue()
     job = move_job(db, job_id, move, total_pages=total_pages, chunk_count=len(chunks))
     if job is not None:
-        insert_chunks(db, job_id, chunks, status=move.target)
+        insert_chunks(db, job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
     return job
 
 

@@ -55,7 +55,8 @@ def latest_job_row(db: Runner, file_id: str) -> dict[str, Any] | None:
 def owner_file_rows(db: Runner, owner_id: str, *, job_status: str | None, limit: int) -> list[dict[str, Any]]:
     """The owner's files, newest first, each joined with its live (else newest) job."""
     return db.run(
-        f"""SELECT jv.*, f.id, f.name, f.size_bytes, f.status AS file_status, f.created_at, f.updated_at FROM files f
+        f"""SELECT jv.*, f.id, f.name, f.size_bytes, f.status AS file_status, f.created_at, f.updated_at,
+                   (SELECT ff.folder_job_id FROM folder_job_files ff WHERE ff.file_id = f.id LIMIT 1) AS folder_job_id FROM files f
             LEFT JOIN LATERAL (
                 SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS}
                 WHERE j.file_id = f.id

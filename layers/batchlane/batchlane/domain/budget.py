@@ -42,15 +42,26 @@ class Standing:
     live_pages: int
 
 
+# How a refusal says the limit is raised (docs/operations.md "Budgets, caps and fair sharing").
+RAISE_HOW = "an admin raises it for you with `batchlane budget --set-for USER {flag} N` (PUT /api/v1/admin/budgets/{{ownerId}}), the default with cdk.json context budget.{key}"
+
+
+def _raise(flag: str, key: str) -> str:
+    return RAISE_HOW.format(flag=flag, key=key)
+
+
 def check_new_job(limits: Limits, standing: Standing) -> None:
     """Before a job is recorded: a free live-job place and some budget left."""
     if standing.live_jobs >= limits.max_live_jobs:
         raise LimitReached(
-            f"You have {standing.live_jobs} conversions running; the limit is {limits.max_live_jobs}. Wait for one to end.", error_id="LIVE_JOBS_LIMIT"
+            f"You have {standing.live_jobs} conversions running; the live-job limit (maxLiveJobs) is {limits.max_live_jobs}. "
+            f"Wait for one to end, or {_raise('--max-live-jobs', 'maxLiveJobs')}.",
+            error_id="LIVE_JOBS_LIMIT",
         )
     if standing.committed_usd >= limits.usd_per_month:
         raise BudgetExceeded(
-            f"This month's budget of {limits.usd_per_month} USD is committed ({standing.committed_usd:.2f} USD spent or held); ask an admin to raise it."
+            f"This month's budget (usdPerMonth) of {limits.usd_per_month} USD is committed ({standing.committed_usd:.2f} USD spent or held); "
+            f"{_raise('--usd-per-month', 'usdPerMonth')}."
         )
 
 
@@ -58,12 +69,17 @@ def check_hold(limits: Limits, standing: Standing, *, hold_usd: Decimal, pages: 
     """Before a job's hold is placed: its pages within the live-page cap, its hold within the budget."""
     if standing.live_pages + pages > limits.max_live_pages:
         raise LimitReached(
-            f"The job's {pages} pages with the {standing.live_pages} pages of your other running conversions exceed the limit of {limits.max_live_pages}.",
+            f"The job's {pages} pages with the {standing.live_pages} pages of your other running conversions exceed the live-page limit "
+            f"(maxLivePages) of {limits.max_live_pages}; wait for one to end, or {_raise('--max-live-pages', 'maxLivePages')}.",
             error_id="LIVE_PAGES_LIMIT",
         )
     if standing.committed_usd + hold_usd > limits.usd_per_month:
         left = max(limits.usd_per_month - standing.committed_usd, Decimal(0))
-        raise BudgetExceeded(f"The conversion may cost up to {hold_usd:.2f} USD; {left:.2f} USD of this month's budget of {limits.usd_per_month} USD is left.")
+        needs = "more than the whole budget" if hold_usd > limits.usd_per_month else f"{left:.2f} USD of it is left"
+        raise BudgetExceeded(
+            f"The conversion may cost up to {hold_usd:.2f} USD (its funds hold); this month's budget (usdPerMonth) is {limits.usd_per_month} USD, "
+            f"{needs}; {_raise('--usd-per-month', 'usdPerMonth')}."
+        )
 
 
 def worst_case_usage(*, pages: int, blank: int, scans: int, text_chars: int, max_tokens: int, scan_tokens: int, reask: bool) -> Usage:

@@ -24,6 +24,12 @@ class NotFound(BatchlaneError):
     error_id = "NOT_FOUND"
 
 
+class ObjectUnreadable(BatchlaneError):
+    """One object of a user's bucket cannot be read or written (AccessDenied under KMS, a key too long): that file fails."""
+
+    error_id = "OBJECT_UNREADABLE"
+
+
 class Conflict(BatchlaneError):
     """The request does not fit the current state (HTTP 409)."""
 

@@ -22,6 +22,8 @@ DEADLINE = "deadline"  # the lane reason a deadline gives
 NOT_RETRYABLE = frozenset(
     {
         "NOT_PDF",
+        "PDF_NOT_PDF",  # the id the split raises (pdf/split.py sniff); NOT_PDF is kept for rows written before
+        "PDF_EMPTY",
         "PDF_CORRUPT",
         "PDF_ENCRYPTED",
         "PDF_TOO_COMPLEX",
@@ -71,6 +73,12 @@ def deadline_lane(deadline: datetime | None, now: datetime, batch_turnaround_hou
     if deadline is None:
         return None
     return DEADLINE if aware(deadline) - now < timedelta(hours=batch_turnaround_hours + margin_hours) else None
+
+
+def deadline_opt_outs(deadlines: dict[str, datetime | None], now: datetime, batch_turnaround_hours: float, margin_hours: float = 0.0) -> list[str]:
+    """The named deadlines that leave the batch lane no room (their work goes on-demand at full
+    price): like the lane opt-out options, they need the priority permission (issue 21.5)."""
+    return [name for name, deadline in deadlines.items() if deadline_lane(deadline, now, batch_turnaround_hours, margin_hours)]
 
 
 def parse_deadline(value: object) -> datetime | None:

@@ -15,6 +15,13 @@ def failed_marker(page_number: int, reason: str) -> str:
     return f"<!-- Page {page_number}: failed ({safe}) -->"
 
 
+def failed_page_notice(page_number: int, reason: str) -> str:
+    """What a reader sees of a failed page once the Markdown is rendered (the comment above it is invisible):
+    one blockquote line. Kept to this one function so every assembly path shows failures alike."""
+    safe = " ".join(reason.replace("`", "'").split()) or "unknown"
+    return f"> **Page {page_number} was not converted** (`{safe}`): its content is missing here."
+
+
 def truncated_marker(page_number: int) -> str:
     return f"<!-- Page {page_number}: truncated -->"
 
@@ -29,7 +36,8 @@ class PageText:
 
 def render_page(page: PageText) -> str:
     if page.status == "failed":
-        return failed_marker(page.page_number, page.reason or "unknown")
+        reason = page.reason or "unknown"
+        return f"{failed_marker(page.page_number, reason)}\n\n{failed_page_notice(page.page_number, reason)}"
     marker = page_marker(page.page_number)
     body = page.markdown.strip()
     if page.status == "truncated":

@@ -6,20 +6,39 @@ Pure: the packer (batch/packer.py) reads the pool of one model from the database
 * A Bedrock job holds at most ``max_records`` records. A chunk's pages are an upper bound on its
   records (a blank page sends none), so the plan counts pages; prepare counts the real records
   and the lane skips to on-demand if blanks took it under ``min_records``.
+* A Bedrock job's input files weigh at most ``max_bytes`` in all (the "Batch inference job size"
+  quota): each chunk carries its records' estimated bytes (domain/limits.estimated_record_bytes,
+  from its source PDF's size), so heavy pages split into more lanes instead of one that prepare
+  would find too large and send on-demand. Each record is far under the per-file quota and prepare
+  cuts a chunk's records into files of ``MAX_FILE_MB``, so files never limit the packing.
 * A chunk is the unit: a job's chunks stay together in order where they fit, and a job with more
   pages than one Bedrock job allows spans several (the chunk is never cut).
 * Full jobs go at once. What is left forms one more job when its oldest chunk has waited the pool
   window and it holds at least ``min_records``; when it holds fewer, the jobs whose window has
   passed leave the pool for on-demand (``pool_too_small``), and the rest keep waiting.
-* Only ``slots`` Bedrock jobs may start (the model's concurrent-job quota minus those in flight):
+* Only ``slots`` Bedrock jobs may start (the concurrent-job quota of the model's BASE model minus
+  the jobs in flight on any profile of it, :func:`base_model_id`):
   packing beyond them waits; it never fails, and nobody leaves for the quota (a job with pages
   waiting for a slot keeps its too-small remainder waiting too, rather than sending all on-demand).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+
+# A cross-Region inference profile is "<geography>.<provider>.<model>" (us., eu., apac., global., ...;
+# Bedrock user guide, "Supported Regions and models for inference profiles"); its base model is the rest.
+_PROFILE_PREFIX = re.compile(r"^(?:us|eu|apac|global|us-gov|jp|au|ca|ap)\.(?=[a-z0-9-]+\.)")
+
+
+def base_model_id(model_id: str) -> str:
+    """The base model a model id or inference profile (id or ARN) runs on: Bedrock's concurrent batch-job
+    quota ("... batch inference jobs using a base model for M") is per base model, so the us. and global.
+    profiles of one model share it."""
+    tail = model_id.rsplit("/", 1)[-1] if model_id.startswith("arn:") else model_id
+    return _PROFILE_PREFIX.sub("", tail)
 
 
 @dataclass(frozen=True)
@@ -28,6 +47,7 @@ class PoolChunk:
     chunk_index: int
     pages: int
     waited_s: float  # since the job entered the pool
+    input_bytes: int = 0  # its records' estimated bytes in the lane's input (0: unknown, records only)
 
 
 @dataclass(frozen=True)
@@ -42,23 +62,28 @@ class PoolPlan:
 OPEN_JOBS = 8  # how many partly filled jobs first fit tries: more would make packing quadratic
 
 
-def pack(chunks: list[PoolChunk], max_records: int) -> list[list[PoolChunk]]:
+def pack(chunks: list[PoolChunk], max_records: int, max_bytes: int | None = None) -> list[list[PoolChunk]]:
     """First fit in the given order over the last few open jobs: the order's fairness holds, a job's
-    chunks mostly stay together, and small chunks fill the gaps big ones leave."""
+    chunks mostly stay together, and small chunks fill the gaps big ones leave. A job takes a chunk
+    only where both its records and its bytes fit (a chunk heavier than ``max_bytes`` goes alone)."""
+    cap_bytes = max_bytes if max_bytes is not None else float("inf")
     jobs: list[list[PoolChunk]] = []
     room: list[int] = []
+    room_bytes: list[float] = []
     open_jobs: list[int] = []
     for chunk in chunks:
         if chunk.pages > max_records:
             raise ValueError(f"chunk {chunk.chunk_index} of job {chunk.job_id} has {chunk.pages} pages, over the {max_records}-record cap")
         for i in open_jobs:
-            if chunk.pages <= room[i]:
+            if chunk.pages <= room[i] and chunk.input_bytes <= room_bytes[i]:
                 jobs[i].append(chunk)
                 room[i] -= chunk.pages
+                room_bytes[i] -= chunk.input_bytes
                 break
         else:
             jobs.append([chunk])
             room.append(max_records - chunk.pages)
+            room_bytes.append(cap_bytes - chunk.input_bytes)
             open_jobs.append(len(jobs) - 1)
             if len(open_jobs) > OPEN_JOBS:
                 open_jobs.pop(0)
@@ -69,19 +94,21 @@ def pages(chunks: list[PoolChunk]) -> int:
     return sum(c.pages for c in chunks)
 
 
-def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, window_s: float, slots: int) -> PoolPlan:
+def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, window_s: float, slots: int, max_bytes: int | None = None) -> PoolPlan:
     """What to do with one model's pool now (see the module doc)."""
     if not chunks:
         return PoolPlan()
     smallest = min(c.pages for c in chunks)
+    lightest = min(c.input_bytes for c in chunks)
     go: list[list[PoolChunk]] = []
     waiting: list[PoolChunk] = []
     too_small: list[PoolChunk] = []  # ripe, but too few records for a Bedrock job
     for_quota: set[str] = set()  # jobs with pages that only wait for a slot
     why: str | None = None
-    for job in pack(chunks, max_records):
+    for job in pack(chunks, max_records, max_bytes):
         size = pages(job)
-        full = max_records - size < smallest  # nothing in the pool would fit any more
+        heavy = max_bytes is not None and max_bytes - sum(c.input_bytes for c in job) < max(lightest, 1)
+        full = max_records - size < smallest or heavy  # nothing in the pool would fit any more
         ripe = max(c.waited_s for c in job) >= window_s
         if full or (ripe and size >= min_records):
             if len(go) < slots:

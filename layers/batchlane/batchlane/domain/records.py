@@ -20,10 +20,16 @@ def parse_record_id(value: str) -> tuple[int, int]:
 
 
 # In the pool one Bedrock job carries pages of many jobs: each job has a tag inside the lane
-# (``m<k>``) and its records go to Bedrock as ``m<k>-c<chunk>-p<page>``. The tag is stripped on
-# collect, so results keep the job's own ids (what a primed chunk looks up).
-_POOLED = re.compile(r"^(m\d+)-(c\d+-p\d+)(?:-r\d+)?$")
-RETRY_SUFFIX = "-r1"  # a record resent in a retry batch: a new id Bedrock has not seen, mapped back on collect
+# (``m<k>``) and its records go to Bedrock as ``m<k>c<chunk>p<page>``. Bedrock documents the
+# recordId as an "alphanumeric string" (user guide, "Format and upload your batch inference data";
+# its example: CALL0000001), so the id Bedrock sees has no separators: the letters m, c, p, r
+# between the numbers keep it unambiguous. The tag is stripped on collect, so results keep the job's
+# own ids (``c<chunk>-p<page>``, what a primed chunk looks up; never sent to Bedrock).
+_POOLED = re.compile(r"^(m\d+)c(\d+)p(\d+)(?:r\d+)?$")
+# What lanes prepared before the alphanumeric form sent (``m<k>-c<chunk>-p<page>[-r1]``): still read on collect.
+_POOLED_HYPHENATED = re.compile(r"^(m\d+)-(c\d+-p\d+)(?:-r\d+)?$")
+RETRY_SUFFIX = "r1"  # a record resent in a retry batch: a new id Bedrock has not seen, mapped back on collect
+BEDROCK_RECORD_ID = re.compile(r"^[A-Za-z0-9]+$")  # the documented format
 
 
 def member_tag(index: int) -> str:
@@ -31,14 +37,19 @@ def member_tag(index: int) -> str:
 
 
 def pooled_record_id(tag: str, job_record_id: str) -> str:
-    return f"{tag}-{job_record_id}"
+    """The id Bedrock sees for the job's record ``c<chunk>-p<page>`` of member ``tag``: alphanumeric."""
+    chunk_index, page_number = parse_record_id(job_record_id)
+    return f"{tag}c{chunk_index}p{page_number}"
 
 
 def split_pooled_record_id(value: str) -> tuple[str, str]:
-    """Return (member tag, the job's own record id); a retry suffix (``-r1``) is dropped, and a record id
-    without a tag (a lane from before the pool, one job per Bedrock job) belongs to ``m0``. ValueError
-    for anything else."""
+    """Return (member tag, the job's own record id); a retry suffix (``r1``) is dropped, a hyphenated id
+    of an older lane is read alike, and a record id without a tag (a lane from before the pool, one job
+    per Bedrock job) belongs to ``m0``. ValueError for anything else."""
     match = _POOLED.match(value)
+    if match:
+        return match.group(1), record_id(int(match.group(2)), int(match.group(3)))
+    match = _POOLED_HYPHENATED.match(value)
     if match:
         return match.group(1), match.group(2)
     parse_record_id(value)

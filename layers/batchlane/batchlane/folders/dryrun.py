@@ -1,8 +1,12 @@
 """A folder job's dry run: list the folder, count what would be converted, estimate pages, cost and time.
 
-Nothing is created or billed. Listing stops after ``MAX_DRY_RUN_PAGES`` ListObjectsV2 pages
-(the API answers within 29 s) and says so. Pages are counted exactly when the folder holds at
-most ``SAMPLE_FILES`` PDFs, else from a sample of them scaled by size (``pages.method``).
+Nothing is created or billed, and the work is bounded to answer within the API's 29 s: listing
+stops after ``MAX_DRY_RUN_PAGES`` ListObjectsV2 pages, an explicit file list is HEADed in
+parallel up to ``MAX_FILE_HEADS`` files, and page counts are read in parallel within
+``COUNT_DEADLINE_S`` (each says so when it stops short). Pages: every file's page count (the
+page tree, not the pages) when the folder is small, else a spread sample extrapolated by bytes,
+with the range the sample allows (``pages.low`` / ``pages.high``); the text (the output estimate)
+comes from surveying a few of the files counted.
 """
 
 from __future__ import annotations
@@ -10,7 +14,11 @@ from __future__ import annotations
 import math
 import posixpath
 import tempfile
+import time
 from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,16 +28,70 @@ from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.usecases import prepare
+from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import survey_pdf
 from batchlane.runtime import Services
 
 MAX_DRY_RUN_PAGES = 10  # 10,000 objects
-SAMPLE_FILES = 5
 MAX_OUTPUT_CHECKS = 200  # HeadObject calls for outputs outside the listed folder (29 s behind the API)
+MAX_FILE_HEADS = 1000  # an explicit input.files list: HEADed in parallel up to this many
+PARALLEL_S3_CALLS = 16
+EXACT_FILES = 100  # every file's pages are counted up to this many files ...
+EXACT_BYTES = 256 * 1024 * 1024  # ... and this many bytes in all (each downloaded to /tmp, counted, deleted)
+SAMPLE_FILES = 24  # past that: this many files, spread over the folder by size, are counted
+TEXT_FILES = 5  # of the files counted, this many are surveyed for text (the output estimate)
+TEXT_PAGES = 100  # pages a text survey looks at in one file (a seeded sample past it)
+COUNT_DEADLINE_S = 15.0  # page counting stops here; files not counted by then are extrapolated
 
 
-def estimate(svc: Services, body: Any) -> dict[str, Any]:
-    spec = prepare(svc, body)
+@dataclass(frozen=True)
+class Counted:
+    """One file's page count (0: unreadable, it fails on its own when converted) and, if surveyed, its text."""
+
+    size_bytes: int
+    pages: int
+    text_chars: int | None = None
+    error_id: str | None = None  # why the split will refuse it (PDF_NOT_PDF, PDF_ENCRYPTED, ...)
+
+
+@dataclass(frozen=True)
+class PageEstimate:
+    total: int
+    low: int
+    high: int
+    text_chars: int
+    method: str  # "exact" (every file counted) or "extrapolated" (a sample, scaled by bytes)
+    files_counted: int
+    files_surveyed: int
+
+
+def extrapolate(counted: Sequence[Counted], uncounted_bytes: Sequence[int], *, max_pages: int) -> PageEstimate:
+    """Pages of the whole set from the files counted: exact when none is left, else scaled by bytes,
+    with the range the counted files' pages-per-byte allow (every PDF has at least one page)."""
+    pages = sum(c.pages for c in counted)
+    readable = [c for c in counted if c.pages > 0]
+    surveyed = [c for c in readable if c.text_chars is not None]
+    surveyed_pages = sum(c.pages for c in surveyed)
+    chars_per_page = sum(c.text_chars or 0 for c in surveyed) / surveyed_pages if surveyed_pages else 0.0
+    if not uncounted_bytes:
+        return PageEstimate(pages, pages, pages, round(chars_per_page * pages), "exact", len(counted), len(surveyed))
+    rest_bytes, rest_files = sum(uncounted_bytes), len(uncounted_bytes)
+    ceiling = rest_files * max_pages
+    if readable:
+        ratios = [c.pages / max(1, c.size_bytes) for c in readable]
+        mean = sum(c.pages for c in readable) / max(1, sum(c.size_bytes for c in readable))
+        guess = min(ceiling, max(rest_files, round(rest_bytes * mean)))
+        low = min(ceiling, max(rest_files, math.floor(rest_bytes * min(ratios))))
+        high = min(ceiling, max(rest_files, math.ceil(rest_bytes * max(ratios))))
+    else:  # nothing could be counted in time: at least a page a file, at most the page limit
+        guess, low, high = rest_files, rest_files, ceiling
+    total = pages + guess
+    return PageEstimate(total, pages + low, pages + high, round(chars_per_page * total), "extrapolated", len(counted), len(surveyed))
+
+
+def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = ()) -> dict[str, Any]:
+    """The caller's grants are checked before anything is listed (usecases.prepare)."""
+    spec = prepare(svc, body, owner_id=owner_id, groups=groups)
     settings = svc.settings
     buckets = svc.folder_buckets()
     source = spec.input_uri
@@ -38,8 +100,8 @@ def estimate(svc: Services, body: Any) -> dict[str, Any]:
     complete = False
     for _ in range(MAX_DRY_RUN_PAGES):
         if spec.input.files is not None:
-            objects = [(u.split("/", 3)[3], buckets.size(source.bucket, u.split("/", 3)[3]) or 0) for u in spec.input.files[: MAX_DRY_RUN_PAGES * 1000]]
-            complete = len(spec.input.files) <= MAX_DRY_RUN_PAGES * 1000
+            objects = _head_files(buckets, source.bucket, [u.split("/", 3)[3] for u in spec.input.files[:MAX_FILE_HEADS]])
+            complete = len(spec.input.files) <= MAX_FILE_HEADS
             break
         page = buckets.list_page(source.bucket, source.key, token=token, recursive=spec.input.recursive, max_keys=1000)
         objects.extend(page.objects)
@@ -54,7 +116,8 @@ def estimate(svc: Services, body: Any) -> dict[str, Any]:
     already = [f for f in to_convert if spec.output.on_existing == "skip" and _exists(buckets, spec, f.output_key, listed, ask=ask)]
     to_convert = [f for f in to_convert if f not in already]
     by_type = Counter((posixpath.splitext(k)[1].lower() or "(none)") for k, _ in objects if not k.endswith("/") and not layout.is_own_output(k))
-    pages, chars, method, sampled = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
+    counted, refused = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
+    pages, chars = counted.total, counted.text_chars
     model_id = str(spec.options.get("modelId") or settings.batchlane_model_id)
     if model_id not in settings.batchlane_prices:
         raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
@@ -68,15 +131,22 @@ def estimate(svc: Services, body: Any) -> dict[str, Any]:
         "dryRun": True,
         "created": False,
         "spec": spec.model_dump(mode="json"),
-        "listing": {"objects": len(objects), "complete": complete, "note": None if complete else f"listed the first {len(objects)} objects only"},
+        "listing": {"objects": len(objects), "complete": complete, "note": None if complete else f"looked at the first {len(objects)} objects only"},
         "files": {
             "to_convert": len(to_convert),
             "already_processed": len(already),
             "excluded": found.excluded,
-            "failing": {f.source_key: f.error_id for f in found.files if f.status == "failed"},
+            "failing": {**{f.source_key: f.error_id for f in found.files if f.status == "failed"}, **refused},
             "by_type": dict(sorted(by_type.items())),
         },
-        "pages": {"total": pages, "method": method, "files_inspected": sampled},
+        "pages": {
+            "total": pages,
+            "low": counted.low,
+            "high": counted.high,
+            "method": counted.method,
+            "files_inspected": counted.files_counted,
+            "filesSurveyedForText": counted.files_surveyed,
+        },
         "records": pages,
         "estimate": {
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
@@ -87,6 +157,22 @@ def estimate(svc: Services, body: Any) -> dict[str, Any]:
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
             "batchUpToHours": settings.batch_conversion_timeout_hours if lane_possible else None,
         },
+        "lane": _lane(settings, spec, lane_possible),
+    }
+
+
+def _lane(settings: Any, spec: Any, lane_possible: bool) -> dict[str, Any]:
+    """Which lane the files take and why, in the words the CLI prints (issue 24.5: say it, and a turnaround to match)."""
+    if not settings.batch_lane_configured:
+        return {"name": "on_demand", "reason": "the batch lane is off in this deployment"}
+    if not lane_possible:
+        return {"name": "on_demand", "reason": "priority high: the files skip the batch lane"}
+    return {
+        "name": "batch",
+        "reason": (
+            f"priority {spec.policy.priority}: folder files wait in the half-price batch pool whatever their size; a pool "
+            f"short of {settings.batch_conversion_min_records} records goes on-demand after {settings.batch_pool_window_minutes:g} minutes"
+        ),
     }
 
 
@@ -100,26 +186,65 @@ def _exists(buckets: Any, spec: Any, key: str | None, listed: set[str], *, ask: 
     return bool(buckets.size(spec.output_uri.bucket, key) is not None)
 
 
-def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[int, int, str, int]:
-    """(pages, text chars, method, files inspected): every file when few, else a sample scaled by bytes."""
-    if not files:
-        return 0, 0, "exact", 0
-    sample = files if len(files) <= SAMPLE_FILES else [files[int(i * len(files) / SAMPLE_FILES)] for i in range(SAMPLE_FILES)]
+def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, int]]:
+    """(key, size) of each listed file, HEADed in parallel (a missing one: size 0, refused when converted)."""
+    with ThreadPoolExecutor(max_workers=PARALLEL_S3_CALLS) as pool:
+        sizes = list(pool.map(lambda key: buckets.size(bucket, key) or 0, keys))
+    return list(zip(keys, sizes, strict=True))
+
+
+def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[PageEstimate, dict[str, str]]:
+    """Every file's pages counted when the set is small, else a sample spread over the sizes; both in
+    parallel and within ``COUNT_DEADLINE_S``; what was not counted is extrapolated by bytes. Also
+    {key: error id} of the counted files that will fail."""
+    small = len(files) <= EXACT_FILES and sum(f.size_bytes for f in files) <= EXACT_BYTES
+    by_size = sorted(range(len(files)), key=lambda i: (files[i].size_bytes, i))
+    chosen = by_size if small else sorted({by_size[round(k * (len(files) - 1) / (SAMPLE_FILES - 1))] for k in range(SAMPLE_FILES)})
+    surveyed = min(TEXT_FILES, len(chosen))
+    text_at = {chosen[round(k * (len(chosen) - 1) / max(1, surveyed - 1))] for k in range(surveyed)}  # spread over the sizes
     store = svc.store.in_bucket(bucket)
-    pages = chars = sampled_bytes = 0
     with tempfile.TemporaryDirectory(prefix="folder-dryrun-") as tmp:
-        for i, f in enumerate(sample):
+
+        def count(i: int) -> Counted:
             path = Path(tmp) / f"{i}.pdf"
-            store.download_to(f.source_key, path)
             try:
-                survey = survey_pdf(path, max_pages=max_pages)
-            except InputError:
-                continue  # a bad file fails on its own when converted; it adds no pages
-            pages += survey.pages
-            chars += survey.text_chars_nonblank
-            sampled_bytes += max(f.size_bytes, path.stat().st_size)
-    if len(sample) == len(files):
-        return pages, chars, "exact", len(sample)
-    total_bytes = sum(f.size_bytes for f in files)
-    scale = total_bytes / sampled_bytes if sampled_bytes else len(files) / len(sample)
-    return round(pages * scale), round(chars * scale), "sampled", len(sample)
+                store.download_to(files[i].source_key, path)
+                size = max(files[i].size_bytes, path.stat().st_size)
+                return _count(path, size, max_pages=max_pages, survey_text=i in text_at)
+            finally:
+                path.unlink(missing_ok=True)
+
+        done = _within(count, chosen, deadline_s=COUNT_DEADLINE_S)
+    uncounted = [files[i].size_bytes for i in range(len(files)) if i not in done]
+    refused = {files[i].source_key: c.error_id for i, c in sorted(done.items()) if c.error_id}
+    return extrapolate(list(done.values()), uncounted, max_pages=max_pages), refused
+
+
+def _count(path: Path, size: int, *, max_pages: int, survey_text: bool) -> Counted:
+    """A file's page count from its page tree (and its text when ``survey_text``); 0 pages when unreadable."""
+    try:
+        with path.open("rb") as stream:
+            document = open_pdf_file(stream, max_pages=max_pages)
+            pages = document.page_count
+            document.close()
+        chars = survey_pdf(path, max_pages=max_pages, sample=TEXT_PAGES).text_chars_nonblank if survey_text else None
+    except InputError as exc:
+        return Counted(size, 0, error_id=exc.error_id)  # a bad file fails on its own when converted; it adds no pages
+    return Counted(size, pages, chars)
+
+
+def _within(work: Callable[[int], Counted], indexes: list[int], *, deadline_s: float) -> dict[int, Counted]:
+    """``work`` on each index, a few at a time, until the deadline: what finished by then, by index."""
+    results: dict[int, Counted] = {}
+    deadline = time.monotonic() + deadline_s
+    pool = ThreadPoolExecutor(max_workers=min(8, PARALLEL_S3_CALLS))
+    try:
+        pending: dict[Future[Counted], int] = {pool.submit(work, i): i for i in indexes}
+        while pending and (left := deadline - time.monotonic()) > 0:
+            finished, _ = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+            for future in finished:
+                index = pending.pop(future)
+                results[index] = future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)  # queued counts are dropped; running ones end with their download
+    return results

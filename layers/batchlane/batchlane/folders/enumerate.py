@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
-from batchlane.domain.errors import InputError, NotFound
+from batchlane.domain.errors import InputError, NotFound, ObjectUnreadable
 from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.spec import FolderJobSpec
@@ -76,11 +76,18 @@ def mark_collisions(svc: Services, job_id: str, files: list[repo.NewFile]) -> li
     return out
 
 
-def earlier_report_sources(buckets: FolderBuckets, bucket: str, output_prefix: str, job_id: str) -> set[str]:
-    """Keys an earlier run of this job reported completed (report.jsonl and its parts): the resume after a lost database."""
+def earlier_report_sources(buckets: FolderBuckets, bucket: str, output_prefix: str, job_id: str, *, owner_id: str) -> set[str]:
+    """Keys an earlier run of this job reported completed (report.jsonl and its parts): the resume after a lost database.
+    Only reports this owner's jobs wrote count (``batchlane-owner``): a forged one would skip the owner's files."""
     done: set[str] = set()
     prefix = layout.record_prefix(output_prefix, job_id)
     for key in [layout.report_key(output_prefix, job_id), *buckets.list_keys(bucket, prefix + "report/")]:
+        try:
+            head = buckets.head(bucket, key)
+        except ObjectUnreadable:
+            continue
+        if head is None or head.owner != owner_id:
+            continue
         try:
             for line in buckets.iter_lines(bucket, key):
                 if line.strip():
@@ -101,7 +108,11 @@ def enumerate_step(svc: Services, job_id: str, *, pages: int | None = None) -> d
         return {"enumerationDone": True}
     spec = FolderJobSpec.model_validate(job["spec"])
     buckets = svc.folder_buckets()
-    done_sources = earlier_report_sources(buckets, job["output_bucket"], job["output_prefix"], job_id) if spec.output.on_existing == "skip" else set()
+    done_sources = (
+        earlier_report_sources(buckets, job["output_bucket"], job["output_prefix"], job_id, owner_id=job["owner_id"])
+        if spec.output.on_existing == "skip"
+        else set()
+    )
     settings = svc.settings
     token = job["continuation_token"]
     for _ in range(pages or settings.batchlane_folder_list_pages_per_step):

@@ -15,10 +15,11 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.create import create_job
+from batchlane.conversion.figures import figure_folder
 from batchlane.db import budgets
 from batchlane.db import folder_jobs as repo
 from batchlane.domain.eligibility import batch_eligible
-from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound
+from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
@@ -101,18 +102,16 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
             "lane_reason": row["lane_reason"] or row["pool_reason"] or lane_rule_reason(svc, job, int(row["total_pages"] or 0)),
         }
         if row["job_status"] == "completed":
-            try:
-                buckets.copy((svc.store.bucket, row["markdown_key"]), (job["output_bucket"], row["output_key"]))
-            except NotFound:
-                repo.finish_file(
-                    svc.db, job_id, row["source_key"], status="failed", error_id="OUTPUT_MISSING", error_message="The Markdown was not found.", **common
-                )
+            refused = write_output(svc, buckets, job, row)
+            if refused is not None:
+                repo.finish_file(svc.db, job_id, row["source_key"], status="failed", error_id=refused[0], error_message=refused[1], **common)
                 continue
             repo.finish_file(svc.db, job_id, row["source_key"], status="completed", **common)
         elif row["job_status"] == "failed" and waits_for_capacity(
             row["job_error_id"], int(row["total_pages"] or 0), budgets.limits_for(svc.db, job["owner_id"], svc.settings)
         ):
-            repo.retry_conversion(svc.db, job_id, row["source_key"])  # the live-page cap was full at its split: not its fault
+            # the live-page cap was full at its split: not its fault; it waits until its pages are free (no re-download each turn)
+            repo.retry_conversion(svc.db, job_id, row["source_key"], waits_for_pages=int(row["total_pages"] or 0))
             logger.info("folder file waits for the owner's live-page cap", job_id=job_id, key=row["source_key"])
         elif row["job_status"] == "failed" and retry_file(row["job_error_id"], int(row["attempts"]), max_retries):
             repo.retry_conversion(svc.db, job_id, row["source_key"])
@@ -142,6 +141,26 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
     return settled
 
 
+def foreign_output(head: Any, owner_id: str) -> bool:
+    """An object another owner's folder job wrote (its ``batchlane-owner`` metadata): never overwritten."""
+    return head is not None and head.owner is not None and head.owner != owner_id
+
+
+def write_output(svc: Services, buckets: Any, job: dict[str, Any], row: dict[str, Any]) -> tuple[str, str] | None:
+    """Copy the Markdown to its output key, stamped with the job's owner; (error id, message) when it cannot be."""
+    target = (job["output_bucket"], row["output_key"])
+    try:
+        if foreign_output(buckets.head(*target), job["owner_id"]):
+            return "OUTPUT_NOT_YOURS", f"{row['output_key']} was written by another owner's folder job: it is never overwritten."
+        buckets.copy((svc.store.bucket, row["markdown_key"]), target, owner=job["owner_id"])
+        _copy_beside(svc, buckets, row, target, owner=job["owner_id"])
+    except NotFound:
+        return "OUTPUT_MISSING", "The Markdown was not found."
+    except ObjectUnreadable as exc:
+        return exc.error_id, str(exc)
+    return None
+
+
 def file_options(spec: FolderJobSpec) -> dict[str, Any]:
     """A file's conversion options: the spec's, and for priority normal or low the bulk opt-in (its pages
     may wait in the batch pool, however few) and the policy's deadline (it leaves the pool in time)."""
@@ -166,7 +185,7 @@ def start_queued(svc: Services, job: dict[str, Any]) -> int:
     job_id = str(job["id"])
     repo.requeue_stalled_starts(svc.db, job_id, older_than_s=STALLED_START_S)
     room = min(svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id), _owner_places(svc, job["owner_id"]))
-    claimed = repo.claim_queued(svc.db, job_id, room)
+    claimed = repo.claim_queued(svc.db, job_id, room, free_pages=_owner_free_pages(svc, job["owner_id"]))
     if not claimed:
         return 0
     spec = FolderJobSpec.model_validate(job["spec"])
@@ -183,12 +202,25 @@ def _owner_places(svc: Services, owner_id: str) -> int:
     return max(limits.max_live_jobs - budgets.standing(svc.db, owner_id).live_jobs, 0)
 
 
+def _owner_free_pages(svc: Services, owner_id: str) -> int:
+    """Pages the owner may still open under their live-page cap: a file that waits for that many starts again."""
+    limits = budgets.limits_for(svc.db, owner_id, svc.settings)
+    return max(limits.max_live_pages - budgets.standing(svc.db, owner_id).live_pages, 0)
+
+
 def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJobSpec, row: dict[str, Any]) -> None:
     job_id, key = str(job["id"]), row["source_key"]
-    if spec.output.on_existing == "skip" and buckets.size(job["output_bucket"], row["output_key"]) is not None:
-        repo.finish_file(svc.db, job_id, key, status="skipped", error_id="ALREADY_CONVERTED", error_message=f"{row['output_key']} exists (on_existing: skip).")
+    try:
+        existing = buckets.head(job["output_bucket"], row["output_key"])
+        source = buckets.head(job["input_bucket"], key)
+    except ObjectUnreadable as exc:  # this object only (AccessDenied under KMS, a key too long): the rest go on
+        repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
         return
-    size = buckets.size(job["input_bucket"], key)
+    if existing is not None and (refused := existing_output(spec, existing, row["output_key"], job["owner_id"])) is not None:
+        status, error_id, message = refused
+        repo.finish_file(svc.db, job_id, key, status=status, error_id=error_id, error_message=message)
+        return
+    size = source.size if source is not None else None
     if size is None:
         repo.finish_file(svc.db, job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job['input_bucket']}/{key} does not exist.")
         return
@@ -207,7 +239,7 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
             max_pages=spec.policy.max_pages_per_document,
             on_demand=lane_reason is not None,
         )
-    except LimitReached:  # the owner's live caps are full (a race with their other conversions): wait for a place
+    except (LimitReached, StoreUnavailable):  # caps full (a race with their other conversions), or a blip: wait for the next turn
         repo.release(svc.db, job_id, key)
         return
     except BatchlaneError as exc:  # options the single-file path refuses: this file fails, the rest go on
@@ -220,6 +252,20 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
     repo.attach_conversion(svc.db, job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id, lane_reason=lane_reason)
 
 
+def existing_output(spec: FolderJobSpec, existing: Any, output_key: str, owner_id: str) -> tuple[str, str, str] | None:
+    """What an output already there means: (status, error id, message), or None to convert and write it.
+
+    ``skip`` trusts only an output this owner's jobs wrote (ALREADY_CONVERTED); ``replace`` overwrites
+    anything but another owner's output; neither ever takes or overwrites another owner's."""
+    if foreign_output(existing, owner_id):
+        return "failed", "OUTPUT_NOT_YOURS", f"{output_key} was written by another owner's folder job: it is neither trusted nor overwritten."
+    if spec.output.on_existing == "replace":
+        return None
+    if existing.owner == owner_id:
+        return "skipped", "ALREADY_CONVERTED", f"{output_key} exists (on_existing: skip)."
+    return "failed", "OUTPUT_EXISTS", f"{output_key} exists and was not written by your folder jobs: remove it, or use on_existing: replace."
+
+
 def write_report_part(svc: Services, job: dict[str, Any]) -> int:
     """Files finished since the last turn → ``_batchlane/<id>/report/part-N.jsonl`` (the durable record as it grows)."""
     job_id = str(job["id"])
@@ -228,6 +274,20 @@ def write_report_part(svc: Services, job: dict[str, Any]) -> int:
         return 0
     body = "".join(json.dumps(report_line(r, job["output_bucket"]), sort_keys=True) + "\n" for r in rows).encode()
     part = repo.next_report_part(svc.db, job_id)
-    svc.folder_buckets().put_bytes(job["output_bucket"], layout.report_part_key(job["output_prefix"], job_id, part), body, "application/x-ndjson")
+    key = layout.report_part_key(job["output_prefix"], job_id, part)
+    svc.folder_buckets().put_bytes(job["output_bucket"], key, body, "application/x-ndjson", owner=job["owner_id"])
     repo.mark_reported(svc.db, job_id, [r["source_key"] for r in rows])
     return len(rows)
+
+
+def _copy_beside(svc: Services, buckets: Any, row: dict[str, Any], target: tuple[str, str], *, owner: str) -> None:
+    """pages.jsonl and the figures beside the file's Markdown (book.pages.jsonl, book.images/p12-1.png)."""
+    job_dir = posixpath.dirname(row["markdown_key"])
+    stem = target[1][:-3] if target[1].endswith(".md") else target[1]
+    try:
+        buckets.copy((svc.store.bucket, f"{job_dir}/pages.jsonl"), (target[0], f"{stem}.pages.jsonl"), owner=owner, content_type="application/x-ndjson")
+    except NotFound:
+        logger.info("no per-page record to copy", markdown_key=row["markdown_key"])  # assembled before it existed
+    folder = posixpath.join(posixpath.dirname(target[1]), figure_folder(posixpath.basename(row["source_key"])))
+    for key in svc.store.list_keys(f"{job_dir}/images/"):
+        buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"), owner=owner, content_type="image/png")

@@ -8,6 +8,7 @@ finish) let a resubmission resume even when the job ended before this final writ
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -26,8 +27,8 @@ from batchlane.runtime import Services
 _END = {"completed": "complete", "completed_with_failures": "complete_with_failures", "cancelled": "end_cancelled"}
 
 
-def report_lines(svc: Services, job: dict[str, Any]) -> Iterator[str]:
-    for row in repo.iter_terminal_files(svc.db, str(job["id"])):
+def report_lines(svc: Services, job: dict[str, Any], *, after: str | None = None, page: int = 1000) -> Iterator[str]:
+    for row in repo.iter_terminal_files(svc.db, str(job["id"]), after=after, page=page):
         yield json.dumps(report_line(row, job["output_bucket"]), sort_keys=True) + "\n"
 
 
@@ -37,7 +38,7 @@ def manifest(svc: Services, job: dict[str, Any]) -> dict[str, Any]:
         "job_id": job["id"],
         "name": job["name"],
         "status": job["status"],
-        "spec": job["spec"],  # normalised: every default filled in
+        "spec": redacted_spec(job["spec"]),  # normalised: every default filled in; no header values (receiver credentials)
         "batchlane_version": batchlane.__version__,
         "enumeration": {"objects_listed": int(job["objects_listed"]), "excluded": int(job["excluded_count"]), "complete": bool(job["enumeration_done"])},
         "files": {k: counts[k] for k in ("discovered", "queued", "processing", "completed", "failed", "skipped")},
@@ -84,9 +85,23 @@ def finish(svc: Services, job_id: str) -> dict[str, Any]:
 def write_record(svc: Services, job: dict[str, Any]) -> None:
     buckets = svc.folder_buckets()
     lines = (line.encode() for line in report_lines(svc, job))  # streamed: a million-line report never sits in memory
-    buckets.put_stream(job["output_bucket"], layout.report_key(job["output_prefix"], job["id"]), lines, "application/x-ndjson")
+    owner = job["owner_id"]
+    buckets.put_stream(job["output_bucket"], layout.report_key(job["output_prefix"], job["id"]), lines, "application/x-ndjson", owner=owner)
     data = json.dumps(manifest(svc, job), indent=2, sort_keys=True, default=str).encode()
-    buckets.put_bytes(job["output_bucket"], layout.manifest_key(job["output_prefix"], job["id"]), data, "application/json")
+    buckets.put_bytes(job["output_bucket"], layout.manifest_key(job["output_prefix"], job["id"]), data, "application/json", owner=owner)
+
+
+_ERROR_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,63}$")
+
+
+def loop_failure(error: dict[str, Any] | None) -> tuple[str, str]:
+    """A clean (error id, message) for the loop's Step Functions error: its name only, never the cause text
+    (a traceback, a database user and host), which reaches the API, events, webhooks and manifest.json."""
+    name = str((error or {}).get("Error") or "")
+    if name == "States.Timeout":
+        return "FOLDER_JOB_TIMED_OUT", "The folder job's loop timed out; retry the job to go on where it stopped."
+    shown = name if _ERROR_NAME.match(name) else "unknown"
+    return "FOLDER_JOB_FAILED", f"The folder job's loop failed after its retries ({shown}); retry the job to go on where it stopped."
 
 
 def fail(svc: Services, job_id: str, *, error_id: str, message: str) -> dict[str, Any]:
@@ -100,6 +115,16 @@ def fail(svc: Services, job_id: str, *, error_id: str, message: str) -> dict[str
             logger.exception("folder record not written", job_id=job_id)
     publish_folder_change(svc, moved)
     return {"jobId": job_id, "status": job["status"] if job else "error"}
+
+
+def redacted_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """The spec without the receiver's credentials: callback header values (the notifications' and the
+    files' options) become ``"(redacted)"``; the names stay, so the user sees what was sent."""
+    out = json.loads(json.dumps(spec, default=str))
+    for holder, field in ((out.get("notifications"), "callback_headers"), (out.get("options"), "callbackHeaders")):
+        if isinstance(holder, dict) and isinstance(holder.get(field), dict):
+            holder[field] = {name: "(redacted)" for name in holder[field]}
+    return out
 
 
 def _iso(value: Any) -> str | None:

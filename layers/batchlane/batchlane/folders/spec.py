@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
@@ -20,6 +23,11 @@ from batchlane.folders.layout import DEFAULT_INCLUDE, Layout, S3Uri, common_fold
 from batchlane.validation import first_error
 
 MAX_FILES = 10_000
+MAX_OPTIONS_BYTES = 8192  # the options are copied to every file's job: a few KB, never a megabyte
+OWNER_PLACEHOLDER = "{owner}"
+# An owner id that may stand in a key (a Cognito sub is a UUID; offline users are short names).
+_OWNER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+_FOLDER_JOB_ID = re.compile(r"^fj-[0-9a-f]{24}$")
 
 
 class _Strict(BaseModel):
@@ -65,6 +73,19 @@ class NotificationsSpec(_Strict):
         return {"callbackUrl": self.callback_url, "callbackEvents": self.callback_events, "callbackHeaders": self.callback_headers}
 
 
+class FileOptions(_Strict):
+    """The single-file options a folder job may pass to each file's conversion, each bounded."""
+
+    highFidelity: bool | None = None
+    parser: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
+    mathpix: bool | None = None
+    modelId: str | None = Field(None, min_length=1, max_length=256, pattern=r"^[A-Za-z0-9.:_/-]+$")
+    deadline: str | None = Field(None, max_length=64)  # ISO 8601, read by the single-file path (parse_deadline)
+    callbackUrl: str | None = Field(None, min_length=1, max_length=2048)
+    callbackEvents: list[str] | None = Field(None, max_length=10)
+    callbackHeaders: dict[str, str] | None = Field(None, max_length=10)
+
+
 class FolderJobSpec(_Strict):
     input: InputSpec
     output: OutputSpec = Field(default_factory=OutputSpec)
@@ -79,6 +100,9 @@ class FolderJobSpec(_Strict):
         private = sorted(k for k in value if k.startswith("_"))
         if private:
             raise ValueError(f"options {', '.join(private)} are internal")
+        if len(json.dumps(value, default=str)) > MAX_OPTIONS_BYTES:
+            raise ValueError(f"options are larger than {MAX_OPTIONS_BYTES} bytes")
+        FileOptions.model_validate(value)  # known keys only, each bounded; the dict is kept as given (the job id)
         return value
 
     # -- derived ------------------------------------------------------------------------
@@ -159,20 +183,66 @@ def folder_job_id(spec: FolderJobSpec, owner_id: str) -> str:
     return f"fj-{digest[:24]}"
 
 
-def allowed_source(uri: S3Uri, sources: list[str]) -> bool:
-    """True when ``uri`` lies in one of the configured ``bucket/prefix`` sources (cdk.json ``folderSources``)."""
+def valid_owner_id(owner_id: str) -> bool:
+    """An owner id that may be put in a key, a query and an ``{owner}`` grant (no NUL, no ``/``)."""
+    return bool(_OWNER_ID.match(owner_id))
+
+
+def check_folder_job_id(job_id: str) -> str:
+    """``fj-`` + 24 hex, or 400 FOLDER_JOB_ID_INVALID (a NUL once reached SQL and answered 500)."""
+    if not _FOLDER_JOB_ID.match(job_id):
+        raise InputError("A folder job id is fj- and 24 hex digits.", error_id="FOLDER_JOB_ID_INVALID")
+    return job_id
+
+
+@dataclass(frozen=True)
+class FolderGrant:
+    """One ``folderSources`` entry: ``[group@]bucket/prefix``, the prefix may hold ``{owner}`` (the caller's sub)."""
+
+    bucket: str
+    prefix: str
+    group: str | None = None
+
+    @classmethod
+    def parse(cls, entry: str) -> FolderGrant:
+        entry = entry.strip().removeprefix("s3://")
+        head, _, rest = entry.partition("/")
+        group, at, bucket = head.rpartition("@")  # a bucket name never holds "@"
+        return cls(bucket=bucket, prefix=rest, group=group if at else None)
+
+    def prefix_for(self, owner_id: str, groups: Iterable[str]) -> str | None:
+        """The prefix this caller is granted, or None (not in the group, or an owner id unfit for a key)."""
+        if self.group is not None and self.group not in set(groups):
+            return None
+        if OWNER_PLACEHOLDER in self.prefix:
+            return self.prefix.replace(OWNER_PLACEHOLDER, owner_id) if valid_owner_id(owner_id) else None
+        return self.prefix
+
+
+def granted_prefixes(sources: list[str], owner_id: str, groups: Iterable[str] = ()) -> list[tuple[str, str]]:
+    """(bucket, prefix) the caller may use: per-owner (``{owner}``), per-group (``group@``) and shared entries."""
+    groups = tuple(groups)
+    out = []
     for source in sources:
-        bucket, _, prefix = source.strip().removeprefix("s3://").partition("/")
-        if bucket == uri.bucket and uri.key.startswith(prefix):
-            return True
-    return False
+        grant = FolderGrant.parse(source)
+        prefix = grant.prefix_for(owner_id, groups)
+        if prefix is not None:
+            out.append((grant.bucket, prefix))
+    return out
 
 
-def check_allowed(spec: FolderJobSpec, sources: list[str]) -> None:
-    """FOLDER_NOT_ALLOWED before anything is listed: the deployment may read/write only its sources."""
+def allowed_source(uri: S3Uri, sources: list[str], owner_id: str, groups: Iterable[str] = ()) -> bool:
+    """True when ``uri`` lies in a prefix granted to this caller (cdk.json ``folderSources``)."""
+    return any(bucket == uri.bucket and uri.key.startswith(prefix) for bucket, prefix in granted_prefixes(sources, owner_id, groups))
+
+
+def check_allowed(spec: FolderJobSpec, sources: list[str], *, owner_id: str, groups: Iterable[str] = ()) -> None:
+    """FOLDER_NOT_ALLOWED before anything is listed: a caller reads and writes only the folders granted to them."""
+    groups = tuple(groups)
+    granted = [f"s3://{b}/{p}" for b, p in granted_prefixes(sources, owner_id, groups)]
     for what, uri in (("input", spec.input_uri), ("output", spec.output_uri)):
-        if not allowed_source(uri, sources):
+        if not allowed_source(uri, sources, owner_id, groups):
             raise InputError(
-                f"The {what} folder {uri} is outside the folders this deployment may use ({', '.join(sources) or 'none configured'}).",
+                f"The {what} folder {uri} is outside the folders granted to you ({', '.join(granted) or 'none'}).",
                 error_id="FOLDER_NOT_ALLOWED",
             )

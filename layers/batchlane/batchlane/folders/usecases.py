@@ -5,19 +5,23 @@ Every use case takes the caller's owner id and answers NOT_FOUND for a job of so
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import itertools
+import json
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane.db import caps
 from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
+from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
-from batchlane.domain.folder_policy import check_deadline
+from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
 from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.record import report_lines
-from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, folder_job_id, parse_spec
+from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks import subscription
@@ -26,13 +30,14 @@ FOLDER_EVENTS = ("job.completed",)
 TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
 # ETA only once the numbers mean something: listing complete and this many pages converted.
 ETA_MIN_PAGES = 10
+MAX_KEY_CHARS = 1024  # an S3 key's limit, in bytes
 
 
-def prepare(svc: Services, body: Any) -> FolderJobSpec:
-    """Validate the spec and the folders it names (FOLDER_NOT_ALLOWED before anything is listed)."""
+def prepare(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = ()) -> FolderJobSpec:
+    """Validate the spec and the folders it names against the caller's grants (FOLDER_NOT_ALLOWED before anything is listed)."""
     spec = parse_spec(body)
     check_deadline(spec.policy.deadline, datetime.now(UTC))
-    check_allowed(spec, svc.settings.folder_sources)
+    check_allowed(spec, svc.settings.folder_sources, owner_id=owner_id, groups=groups)
     if spec.notifications is not None:
         spec.notifications = check_notifications(spec.notifications, allow_private=svc.settings.batchlane_webhook_allow_private)
     model = spec.options.get("modelId")
@@ -53,15 +58,34 @@ def check_notifications(notes: NotificationsSpec, *, allow_private: bool) -> Not
     return NotificationsSpec(callback_url=checked["callbackUrl"], callback_events=events, callback_headers=checked["callbackHeaders"])
 
 
-def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None) -> tuple[dict[str, Any], bool]:
+def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None, groups: Iterable[str] = ()) -> tuple[dict[str, Any], bool]:
     """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes.
 
     ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
     out of the batch lane answer 403, as for a single file (docs/operations.md, budgets)."""
-    spec = prepare(svc, body)
-    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options)):
-        raise Forbidden(f"priority high or lane opt-out options skip the half-price batch lane; that needs membership of the {priority_group} group.")
+    spec = prepare(svc, body, owner_id=owner_id, groups=groups)
+    settings = svc.settings
+    short = deadline_opt_outs(
+        {"policy.deadline": spec.policy.deadline, "options.deadline": parse_deadline(spec.options.get("deadline"))},
+        datetime.now(UTC),
+        settings.batch_deadline_hours,
+        settings.batch_deadline_margin_s / 3600,
+    )
+    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options) or short):
+        raise Forbidden(
+            f"priority high, lane opt-out options or a deadline sooner than the batch lane's {settings.batch_deadline_hours:g} h turnaround "
+            f"({', '.join(short) or 'none here'}) skip the half-price batch lane; that needs membership of the {priority_group} group."
+        )
     job_id = folder_job_id(spec, owner_id)
+    if repo.get_job(svc.db, job_id) is None:  # a new job (the same spec again answers the existing one)
+        check_cap(
+            what="folder jobs running",
+            count=caps.live_folder_jobs(svc.db, owner_id),
+            limit=settings.batchlane_max_live_folder_jobs,
+            setting="BATCHLANE_MAX_LIVE_FOLDER_JOBS",
+            error_id="FOLDER_JOBS_LIMIT",
+            wait="Wait for one to finish or cancel one",
+        )
     source, target = spec.input_uri, spec.output_uri
     row = repo.insert_job(
         svc.db,
@@ -134,6 +158,11 @@ def stop_parked(svc: Services, job_id: str) -> int:
     return len(parked)
 
 
+def list_jobs(svc: Services, owner_id: str, *, limit: int = 50) -> dict[str, Any]:
+    """The owner's folder jobs, newest first, each as :func:`status` answers it (a lost fj-… id is found here)."""
+    return {"folderJobs": [status(svc, owner_id, job_id) for job_id in repo.owner_job_ids(svc.db, owner_id, limit=limit)]}
+
+
 def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job = owned(svc, owner_id, job_id)
     counts = repo.counts(svc.db, job_id)
@@ -181,6 +210,8 @@ def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | Non
     job = owned(svc, owner_id, job_id)
     if status_filter is not None and status_filter not in repo.FILE_STATUSES:
         raise InputError(f"status must be one of {', '.join(repo.FILE_STATUSES)}.", error_id="STATUS_INVALID")
+    if after is not None and (len(after) > MAX_KEY_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in after)):
+        raise InputError(f"after must be an object key (at most {MAX_KEY_CHARS} characters, no control characters).", error_id="BAD_REQUEST")
     rows = repo.list_files(svc.db, job_id, status=status_filter, after=after, limit=limit)
     items = [
         {
@@ -214,6 +245,17 @@ def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
     return report_lines(svc, owned(svc, owner_id, job_id))
 
 
+def report_page(svc: Services, owner_id: str, job_id: str, *, after: str | None, limit: int) -> tuple[list[str], str | None]:
+    """Up to ``limit`` report lines past the source key ``after`` and the key to ask after next (None: the end):
+    the API answers a page at a time, never the whole report in memory (issue 21.2)."""
+    job = owned(svc, owner_id, job_id)
+    lines = list(itertools.islice(report_lines(svc, job, after=after, page=limit + 1), limit + 1))
+    if len(lines) <= limit:
+        return lines, None
+    lines = lines[:limit]
+    return lines, str(json.loads(lines[-1])["key"])
+
+
 def _run_name(job: dict[str, Any]) -> str:
     """``<run>-<row created, epoch s>``: a new row (the database was lost) never meets an earlier execution's name
     (folders/progress.hand_over_if_due names the next run the same way)."""
@@ -221,7 +263,8 @@ def _run_name(job: dict[str, Any]) -> str:
 
 
 def owned(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
-    job = repo.get_job(svc.db, job_id) if job_id.startswith("fj-") else None
+    """The caller's folder job; 400 for an id that cannot be one, 404 for somebody else's."""
+    job = repo.get_job(svc.db, check_folder_job_id(job_id))
     if job is None or job["owner_id"] != owner_id:
         raise NotFound(f"no folder job {job_id}")
     return job

@@ -35,8 +35,10 @@ class PlannedPage:
 
     @cached_property
     def layer(self) -> str:
-        """The page's text layer ("" for a scan), extracted on first use: the coverage check."""
-        return text_layer(self.page.pdf_bytes)
+        """The page's text layer ("" for a scan), extracted on first use: the coverage check. Not for a page
+        whose content read was cut short (past the scan bound, out of time): pypdf's extraction of such a
+        page is unbounded (30 MB of operators: 10 s, then LimitReachedError), and it is not judged."""
+        return text_layer(self.page.pdf_bytes) if self.page.estimate_known else ""
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,9 @@ class Deadline:
     def __post_init__(self) -> None:
         self._end = self.clock() + self.seconds
 
+    def remaining(self) -> float:
+        return self._end - self.clock()
+
     def expired(self) -> bool:
         return self.clock() >= self._end
 

@@ -15,6 +15,7 @@ from pypdf.generic import ArrayObject, DictionaryObject, NameObject, NumberObjec
 
 from batchlane.domain.limits import MAX_PAGE_BYTES, PAGE_TOO_LARGE
 from batchlane.observability import logger
+from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
 from batchlane.pdf.content import BudgetExceeded, Deadline
 from batchlane.pdf.split import PDFIUM_LOCK, Page
 
@@ -24,6 +25,9 @@ RENDER_LEVELS = ((2000, 80), (1600, 70), (1200, 60), (900, 50))
 # Time one page's reduction may take, checked between attempts; past it the page fails PAGE_TOO_LARGE
 # (how "timed_out") rather than holding its chunk: a real 20-megapixel scan takes a few seconds.
 FIT_BUDGET_S = 30.0
+# Memory a render may take on top of its process: a 2,000 px RGB bitmap is 12 MB; pdfium parsing a page of
+# 30 MB of operators took ~540 MB (issue 21). Past it the page fails PAGE_TOO_LARGE (how "timed_out").
+RENDER_MEMORY_MB = 512
 MIN_IMAGE_BYTES = 32_000  # images smaller than this are left alone: re-encoding them saves nothing that matters
 _COLOR_SPACES = {"L": "/DeviceGray", "RGB": "/DeviceRGB", "CMYK": "/DeviceCMYK"}
 _INVERTED_CMYK = ArrayObject([NumberObject(1), NumberObject(0)] * 4)  # Pillow writes Adobe (inverted) CMYK JPEGs
@@ -174,6 +178,18 @@ def _write(writer: PdfWriter) -> bytes:
 
 
 def _render(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
+    """pdfium renders in C, where no deadline check reaches: in a child (batchlane.pdf.bounded) killed
+    one budget after ``deadline`` (an attempt started in time may finish, as in-process) or past
+    :data:`RENDER_MEMORY_MB`; either way BudgetExceeded."""
+    bound = Bound(seconds=max(deadline.remaining(), 0.0) + deadline.seconds, memory_mb=RENDER_MEMORY_MB)
+    try:
+        return run_bounded(render_in_process, data, limit, deadline, bound=bound)
+    except OverBudget as exc:
+        raise BudgetExceeded(str(exc)) from exc
+
+
+def render_in_process(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
+    """The render itself, unbounded: what the bounded child runs."""
     with PDFIUM_LOCK:  # pdfium runs in one thread at a time (see batchlane.pdf.split)
         return _render_locked(data, limit, deadline)
 
@@ -201,7 +217,7 @@ def _render_locked(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
 
 def fit(page: Page, limit_bytes: int = MAX_PAGE_BYTES, *, render: bool = True) -> Page:
     """The page as it will be sent: unchanged, reduced under ``limit_bytes``, or carrying ``failure`` PAGE_TOO_LARGE."""
-    if page.blank or len(page.pdf_bytes) <= limit_bytes:
+    if page.blank or page.failure or len(page.pdf_bytes) <= limit_bytes:
         return page
     result = fit_page(page.pdf_bytes, limit_bytes, render=render)
     logger.info("page over the size limit", page=page.number, bytes=len(page.pdf_bytes), how=result.how, reduced_bytes=len(result.pdf_bytes or b""))

@@ -23,6 +23,7 @@ from pypdf import PdfReader
 from pypdf.errors import FileNotDecryptedError, LimitReachedError
 
 from batchlane.domain.errors import InputError
+from batchlane.domain.limits import MAX_PAGE_CONTENT_BYTES, PAGE_TOO_COMPLEX
 from batchlane.observability import logger
 from batchlane.pdf.content import MAX_CONTENT_SCAN_BYTES, PAGE_READ_BUDGET_S, BudgetExceeded, Deadline, strip_literal_strings
 
@@ -128,22 +129,26 @@ class PdfDocument:
             pdf_bytes = self._copy([number - self.first_page])
             # pdfium copies content streams and annotations as they are, so the source page
             # reads the same as the copy (tests/unit/test_pdf.py holds this on real files).
-            blank, text_chars, known = self._inspect(number)
-            yield Page(number=number, chunk_index=span.index, pdf_bytes=pdf_bytes, blank=blank, text_chars=text_chars, estimate_known=known)
+            blank, text_chars, known, failure = self._inspect(number)
+            yield Page(number=number, chunk_index=span.index, pdf_bytes=pdf_bytes, blank=blank, text_chars=text_chars, estimate_known=known, failure=failure)
 
-    def _inspect(self, number: int, deadline: Deadline | None = None) -> tuple[bool, int, bool]:
-        """(blank, text_chars, estimate_known) of one page, within :data:`PAGE_READ_BUDGET_S`: a page
-        pypdf cannot read, or that runs out of time, is "not blank, estimate unknown", never an error."""
+    def _inspect(self, number: int, deadline: Deadline | None = None) -> tuple[bool, int, bool, str | None]:
+        """(blank, text_chars, estimate_known, failure) of one page, within :data:`PAGE_READ_BUDGET_S`: a
+        page pypdf cannot read, or that runs out of time, is "not blank, estimate unknown", never an error;
+        one whose content inflates past :data:`MAX_PAGE_CONTENT_BYTES` fails PAGE_TOO_COMPLEX (never sent)."""
         try:
             reader = self._pypdf()  # opened once per document: not a cost of this page
             deadline = deadline or Deadline(PAGE_READ_BUDGET_S)
             source = reader.pages[number - self.first_page]
             blank, text_chars, known = _read_contents(source, deadline)
             deadline.check()
-            return blank and not _has_visible_annotations(source, deadline), text_chars, known
-        except Exception as exc:  # LimitReachedError, PdfReadError, BudgetExceeded, RecursionError, ...
+            return blank and not _has_visible_annotations(source, deadline), text_chars, known, None
+        except PageTooComplex as exc:
+            logger.warning("page too complex", page=number, content_bytes=exc.content_bytes, limit=MAX_PAGE_CONTENT_BYTES)
+            return False, 0, False, PAGE_TOO_COMPLEX
+        except Exception as exc:  # PdfReadError, BudgetExceeded, RecursionError, ...
             logger.warning("page content not inspected", page=number, error=type(exc).__name__)
-            return False, 0, False
+            return False, 0, False, None
 
     def _pypdf(self) -> PdfReader:
         """pypdf's view of the same bytes, opened on first use: cheap on the chunk PDFs pdfium writes
@@ -191,14 +196,27 @@ def _stable_id(data: bytes) -> bytes:
     return b"".join((view[:a], first, view[b:c], second, view[d:]))
 
 
+class PageTooComplex(Exception):
+    """A page's decoded content is past :data:`MAX_PAGE_CONTENT_BYTES` (or pypdf's own inflate limit)."""
+
+    def __init__(self, content_bytes: int | None) -> None:
+        super().__init__(f"page content of {content_bytes} bytes")
+        self.content_bytes = content_bytes
+
+
 def _read_contents(page, deadline: Deadline) -> tuple[bool, int, bool]:  # type: ignore[no-untyped-def]
     """One pass over the page's decoded content stream, its first :data:`MAX_CONTENT_SCAN_BYTES`
-    only: (blank, text_chars, estimate_known). Raises BudgetExceeded past ``deadline``."""
+    only: (blank, text_chars, estimate_known). Raises BudgetExceeded past ``deadline``, PageTooComplex
+    past :data:`MAX_PAGE_CONTENT_BYTES` (checked before anything parses the operators)."""
     try:
         contents = page.get_contents()
         data = contents.get_data() if contents is not None else b""
+    except LimitReachedError as exc:  # inflates past pypdf's 75 MB output limit: a decompression bomb
+        raise PageTooComplex(None) from exc
     except Exception:  # an unreadable stream is not "blank": let the model look at it
         return False, 0, False
+    if len(data) > MAX_PAGE_CONTENT_BYTES:
+        raise PageTooComplex(len(data))
     deadline.check()
     cut = len(data) > MAX_CONTENT_SCAN_BYTES
     scan = strip_literal_strings(data[:MAX_CONTENT_SCAN_BYTES] if cut else data, deadline)
@@ -260,11 +278,19 @@ def open_pdf_file(stream: BinaryIO, *, max_pages: int) -> PdfDocument:
     return _open(stream, head, tail, size, max_pages=max_pages)
 
 
-def _open(source: bytes | BinaryIO, head: bytes, tail: bytes, size: int, *, max_pages: int) -> PdfDocument:
+def sniff(head: bytes, size: int) -> InputError | None:
+    """The first check on any upload, from its size and first 1,024 bytes: PDF_EMPTY or PDF_NOT_PDF, else None.
+    The CLI runs the same rule before it uploads anything (docs/operations.md)."""
     if size == 0:
-        raise InputError("The file is empty.", error_id="PDF_EMPTY")
-    if b"%PDF-" not in head:
-        raise InputError("The file is not a PDF.", error_id="PDF_NOT_PDF")
+        return InputError("The file is empty.", error_id="PDF_EMPTY")
+    if b"%PDF-" not in head[:1024]:
+        return InputError("The file is not a PDF (it does not start with %PDF-).", error_id="PDF_NOT_PDF")
+    return None
+
+
+def _open(source: bytes | BinaryIO, head: bytes, tail: bytes, size: int, *, max_pages: int) -> PdfDocument:
+    if (refused := sniff(head, size)) is not None:
+        raise refused
     try:
         with PDFIUM_LOCK:  # the wrapper counts the pages: a pdfium call too
             opened = PdfDocument(source, pdfium.PdfDocument(source))

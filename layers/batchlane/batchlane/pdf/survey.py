@@ -1,6 +1,7 @@
 """The page survey of a whole PDF (pages, blanks, scans, text) that a dry run and a funds hold price.
 
-pdfium runs in one thread at a time (batchlane.pdf.split.PDFIUM_LOCK): the survey holds the lock throughout.
+pdfium runs in one thread at a time (batchlane.pdf.split.PDFIUM_LOCK): the survey holds the lock throughout,
+in a child process bounded in time and memory (batchlane.pdf.bounded): past either the file is PDF_TOO_COMPLEX.
 """
 
 from __future__ import annotations
@@ -12,9 +13,16 @@ from pathlib import Path
 import pypdfium2
 
 from batchlane.domain.errors import InputError
-from batchlane.pdf.split import PDFIUM_LOCK, unreadable_page_error
+from batchlane.observability import logger
+from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
+from batchlane.pdf.split import PDFIUM_LOCK, sniff, unreadable_page_error
 
 SAMPLE_PAGES = 1000
+# A real 1,000-page sample surveys in 1-2 s and a few tens of MB; a file sharing one 5 MB stream of drawing
+# operators across 300 pages needs 90 s, one page inflating to 30 MB ~540 MB (issue 21). Also a dry run's
+# bound inside the API's 29 s. docs/architecture.md, "Hostile PDFs".
+SURVEY_BOUND = Bound(seconds=15.0, memory_mb=384)
+TOO_COMPLEX = "The PDF is too complex to read safely (its pages take more time or memory than allowed)."
 
 
 @dataclass(frozen=True)
@@ -26,8 +34,23 @@ class PageSurvey:
     inspected: int  # pages actually looked at (== pages unless sampled)
 
 
-def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES) -> PageSurvey:
+def survey_pdf(path: Path, *, max_pages: int, sample: int = SAMPLE_PAGES, bound: Bound = SURVEY_BOUND) -> PageSurvey:
     """Count pages, blank pages and text with pypdfium2; a seeded sample past ``sample`` pages.
+    Run within ``bound`` (a killed child past it): InputError PDF_TOO_COMPLEX, never a retry of the same work.
+    An empty file or one that is not a PDF is named as the split would name it (PDF_EMPTY, PDF_NOT_PDF), before any child."""
+    with path.open("rb") as stream:
+        refused = sniff(stream.read(1024), path.stat().st_size)
+    if refused is not None:
+        raise refused
+    try:
+        return run_bounded(survey_in_process, path, max_pages, sample, bound=bound)
+    except OverBudget as exc:
+        logger.warning("pdf survey stopped", reason=exc.reason, seconds=bound.seconds, memory_mb=bound.memory_mb)
+        raise InputError(TOO_COMPLEX, error_id="PDF_TOO_COMPLEX") from exc
+
+
+def survey_in_process(path: Path, max_pages: int, sample: int = SAMPLE_PAGES) -> PageSurvey:
+    """The survey itself, unbounded: what the bounded child runs.
 
     All of it under PDFIUM_LOCK: offline, job splits run as threads of one process, and one survey
     outside the lock broke pdfium for every later document (folder_1000_files: 580 files PDF_CORRUPT)."""

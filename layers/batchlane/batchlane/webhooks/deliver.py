@@ -8,7 +8,11 @@ anything else (3xx included: redirects are not followed) or no answer in time is
 
 from __future__ import annotations
 
+import functools
+import http.client
 import json
+import socket
+import ssl
 import time
 import urllib.error
 import urllib.request
@@ -38,7 +42,7 @@ class Answer:
 
 
 class Poster(Protocol):
-    def __call__(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer: ...
+    def __call__(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer: ...
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -46,13 +50,48 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # a 3xx stays an answer (a failure), never a second request elsewhere
 
 
-_opener = urllib.request.build_opener(_NoRedirect)
+class _PinnedHTTP(http.client.HTTPConnection):
+    """Connects to the address the SSRF check resolved, not to whatever the name resolves to now."""
+
+    def __init__(self, host: str, *, address: str, timeout: float | None = None) -> None:
+        super().__init__(host, timeout=timeout)
+        self._address = address
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self._address, self.port), self.timeout)
 
 
-def http_post(url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> Answer:
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    """The pinned address, with TLS still verified for the URL's host name (SNI and certificate)."""
+
+    def __init__(self, host: str, *, address: str, timeout: float | None = None, context: ssl.SSLContext | None = None) -> None:
+        super().__init__(host, timeout=timeout, context=context)
+        self._address = address
+
+    def connect(self) -> None:
+        raw = socket.create_connection((self._address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(raw, server_hostname=self.host)  # type: ignore[attr-defined]
+
+
+class _PinnedHandler(urllib.request.HTTPHandler, urllib.request.HTTPSHandler):
+    def __init__(self, address: str) -> None:
+        urllib.request.HTTPHandler.__init__(self)
+        urllib.request.HTTPSHandler.__init__(self, context=ssl.create_default_context())
+        self._pinned = address
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_PinnedHTTP, address=self._pinned), req)  # type: ignore[arg-type]
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_PinnedHTTPS, address=self._pinned), req, context=self._context)  # type: ignore[arg-type, attr-defined]
+
+
+def http_post(url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer:
+    """POST to ``address`` (pinned by the check), no proxy from the environment, no redirect followed."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect, _PinnedHandler(address))
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")  # noqa: S310 - scheme checked by subscription.check_url
     try:
-        with _opener.open(request, timeout=timeout_s) as response:
+        with opener.open(request, timeout=timeout_s) as response:
             return Answer(response.status)
     except urllib.error.HTTPError as exc:
         return Answer(exc.code, f"HTTP {exc.code}")
@@ -78,7 +117,7 @@ def deliver(
     parts = urlsplit(row["url"])
     try:
         subscription.check_url(row["url"], allow_private=allow_private)
-        subscription.check_resolved(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80), allow_private=allow_private)
+        address = subscription.resolve(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80), allow_private=allow_private)
     except InputError as exc:  # refused for good: no retry changes the address rules
         deliveries.record_attempt(db, delivery_id, delivered=False, response_code=None, latency_ms=0, error=str(exc))
         deliveries.give_up(db, delivery_id, str(exc))
@@ -95,10 +134,10 @@ def deliver(
         "User-Agent": USER_AGENT,
         DELIVERY_HEADER: delivery_id,
         EVENT_HEADER: row["event"],
-        SIGNATURE_HEADER: signature_header(signing_keys(), timestamp, body),
+        SIGNATURE_HEADER: signature_header(signing_keys(), timestamp, row["url"], body),
     }
     started = time.monotonic()
-    answer = post(row["url"], body, headers, timeout_s)
+    answer = post(row["url"], body, headers, timeout_s, address)
     latency_ms = int((time.monotonic() - started) * 1000)
     ok = answer.status is not None and 200 <= answer.status < 300
     updated = deliveries.record_attempt(db, delivery_id, delivered=ok, response_code=answer.status, latency_ms=latency_ms, error=None if ok else answer.error)

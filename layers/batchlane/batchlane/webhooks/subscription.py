@@ -72,14 +72,19 @@ def check_url(url: str, *, allow_private: bool) -> str:
     return url
 
 
-def check_resolved(host: str, port: int, *, allow_private: bool) -> None:
-    """Before a POST: refuse a host that resolves to a private address (a public name pointed inward)."""
-    if allow_private:
-        return
-    for info in socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP):
-        address = str(info[4][0])
-        if _private(address):
-            raise _bad(f"{host} resolves to a private address ({address}); this deployment does not allow private receivers.")
+def resolve(host: str, port: int, *, allow_private: bool) -> str:
+    """Before a POST: the address to connect to, checked once and then pinned (the POST connects to exactly it,
+    so a name that answers a public address to the check and a private one to the connect gains nothing).
+    Refuses a host that resolves to any private address (a public name pointed inward)."""
+    infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+    addresses = [str(info[4][0]) for info in infos]
+    if not allow_private:
+        for address in addresses:
+            if _private(address):
+                raise _bad(f"{host} resolves to a private address ({address}); this deployment does not allow private receivers.")
+    if not addresses:
+        raise OSError(f"{host} has no address")
+    return addresses[0]
 
 
 def check_headers(headers: Any) -> dict[str, str]:

@@ -1,0 +1,126 @@
+"""`tenant_isolation` (issue 21): B's conversion time while owner A floods, over B's time alone, same run.
+
+A opens its 20 live conversions and floods the API (dry runs of a 300-page upload and reads, three
+clients as fast as they are answered); B converts one PDF through the API and polls it. One stack
+for both measurements; every call goes through the offline API and its per-user rate limit.
+Aim: ≤ 2 (docs/benchmarks.md "tenant_isolation").
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from batchlane_dev.bench import figure, wanted
+from batchlane_dev.cli.jobs_commands import ApiClient
+from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.stack import PROCESS_FUNCTIONS, OfflineStack, StackOptions
+
+NAMES = ("tenant_isolation",)
+FAULTS = "throttle_rpm=600,converse_latency_ms=300,output_ms_per_token=0.2"
+ENV = {"BATCHLANE_ONDEMAND_RPM": "570", "BATCHLANE_ONDEMAND_BURST": "9", "BATCHLANE_GLOBAL_CONCURRENCY": "48"}
+A_JOBS, A_PAGES, LARGE_PAGES = 20, 20, 300
+
+
+def _client(stack: OfflineStack, user: str) -> ApiClient:
+    return ApiClient(stack.env["BATCHLANE_API_URL"], token=f"local:{user}", timeout_s=120)
+
+
+def _raw(stack: OfflineStack, method: str, path: str, *, user: str) -> int:
+    """One request, its HTTP status (no retry)."""
+    data = b"{}" if method == "POST" else None
+    headers = {"Authorization": f"Bearer local:{user}", "Content-Type": "application/json"}
+    request = urllib.request.Request(stack.env["BATCHLANE_API_URL"] + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            response.read()
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return int(exc.code)
+
+
+def _uploaded(api: ApiClient, data: bytes, name: str) -> str:
+    registered = api.call("POST", "/api/v1/files", {"name": name, "sizeBytes": len(data)})
+    api.upload(registered["upload"], data, filename=name)
+    return str(registered["fileId"])
+
+
+def _convert_and_wait(api: ApiClient, file_id: str, *, timeout_s: float = 900) -> tuple[float, str]:
+    """Seconds from convert to the job's end, polled through the API as a user would; and how it ended."""
+    started = time.perf_counter()
+    job_id = api.call("POST", f"/api/v1/files/{file_id}/convert", {"options": {}})["jobId"]
+    deadline = started + timeout_s
+    while time.perf_counter() < deadline:
+        status = api.job(job_id)["status"]
+        if status in ("completed", "failed", "cancelled"):
+            return time.perf_counter() - started, str(status)
+        time.sleep(0.2)
+    raise TimeoutError(f"job {job_id} did not end in {timeout_s:.0f} s")
+
+
+def tenant_isolation(pages: int) -> dict[str, Any]:
+    options = StackOptions(
+        workdir=Path(tempfile.mkdtemp(prefix="batchlane-bench-tenants-")),
+        faults=FAULTS,
+        database_url=os.environ.get("DATABASE_URL"),
+        batch_lane=False,
+        extra_env=ENV,
+        process_functions=PROCESS_FUNCTIONS | {"api"},  # each API request in an environment of its own, as on Lambda
+        warm_workers=4,
+    )
+    with OfflineStack(options) as stack:
+        a, b = _client(stack, "tenant-a"), _client(stack, "tenant-b")
+        pdf = make_pdf(pages)
+        alone_s, alone_status = _convert_and_wait(b, _uploaded(b, pdf, "b-alone.pdf"))
+
+        large = _uploaded(a, make_pdf(LARGE_PAGES), "a-large.pdf")
+        a_files = [_uploaded(a, make_pdf(A_PAGES), f"a-{i}.pdf") for i in range(A_JOBS)]
+        b_file = _uploaded(b, pdf, "b-flood.pdf")
+        stop = threading.Event()
+        answered = {"a_refused": 0, "a_answered": 0}
+
+        def flood() -> None:  # a hostile client: never waits out a Retry-After (the CLI does)
+            while not stop.is_set():
+                for method, path in (("POST", f"/api/v1/files/{large}/convert?dry_run=true"), ("GET", "/api/v1/budget")):
+                    status = _raw(stack, method, path, user="tenant-a")
+                    answered["a_refused" if status == 429 else "a_answered"] += 1
+
+        with ThreadPoolExecutor(max_workers=3 + A_JOBS) as pool:
+            list(pool.map(lambda f: a.call("POST", f"/api/v1/files/{f}/convert", {"options": {}}), a_files))
+            flooders = [pool.submit(flood) for _ in range(3)]
+            try:
+                flood_s, flood_status = _convert_and_wait(b, b_file)
+            finally:
+                stop.set()
+            for f in flooders:
+                f.result()
+    return figure(
+        "tenant_isolation",
+        flood_s,
+        "s",
+        alone_s,
+        baseline_is=f"B's {pages}-page conversion alone, same stack, same run",
+        value_is=f"the same conversion while A runs {A_JOBS} conversions of {A_PAGES} pages and floods the API with dry runs of a {LARGE_PAGES}-page upload",
+        faults=FAULTS,
+        settings=ENV,
+        b_status_alone=alone_status,
+        b_status_under_flood=flood_status,
+        a_calls_answered=answered["a_answered"],
+        a_calls_refused_429=answered["a_refused"],
+    )
+
+
+def figures(args: Any) -> Iterator[dict[str, Any]]:
+    logging.getLogger("batchlane").setLevel(logging.ERROR)
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+    if wanted(args, "tenant_isolation"):
+        yield tenant_isolation(10 if args.quick else 20)

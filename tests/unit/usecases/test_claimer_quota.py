@@ -1,0 +1,70 @@
+"""The packer counts Bedrock's concurrent batch-job quota per BASE model.
+
+AWS names the quota "Sum of in-progress and submitted batch inference jobs using a base model
+for M": the us. and global. inference profiles of one model (and the model id itself) share it,
+so a lane on one profile takes a slot from the other.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from usecase_fakes import MODEL, new_job, packed_lane
+
+from batchlane.batch.claimer import claim_parked_jobs
+from batchlane.db import batch_rows as rows
+from batchlane.domain.pool import base_model_id
+from batchlane.runtime import Services
+
+GLOBAL = MODEL.replace("us.", "global.", 1)  # the same Claude model through the global profile
+OTHER = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+
+
+def _quota_of_one(svc: Services) -> Services:
+    """The pool and the lanes are the whole database's: start from empty tables (as every stack does)."""
+    tables = [r["tablename"] for r in svc.db.run("SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'schema_migrations'")]
+    svc.db.run(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+    settings = svc.settings.model_copy(update={"batch_conversion_max_concurrent_jobs": 1, "batch_conversion_min_records": 1, "batch_pool_window_minutes": 0})
+    return dataclasses.replace(svc, settings=settings)
+
+
+def _parked_on(svc: Services, model_id: str, owner: str) -> str:
+    job_id = new_job(svc, pages=60, owner=owner)
+    svc.db.run("UPDATE large_conversion_jobs SET model_id = :m WHERE id = CAST(:id AS uuid)", m=model_id, id=job_id)
+    return job_id
+
+
+def test_profiles_of_one_model_are_one_base_model() -> None:
+    assert base_model_id(MODEL) == base_model_id(GLOBAL) == base_model_id("eu.anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert base_model_id(MODEL) == "anthropic.claude-sonnet-4-5-20250929-v1:0" == base_model_id("anthropic.claude-sonnet-4-5-20250929-v1:0")
+    assert base_model_id(f"arn:aws:bedrock:us-east-1:123456789012:inference-profile/{GLOBAL}") == base_model_id(MODEL)
+    assert base_model_id(OTHER) != base_model_id(MODEL)
+
+
+def test_a_lane_on_the_us_profile_takes_the_only_slot_of_the_global_profile_too(svc: Services) -> None:
+    svc = _quota_of_one(svc)
+    running = new_job(svc, pages=60, owner="owner-1")  # on MODEL (us.)
+    packed_lane(svc, [(running, 0), (running, 1)])  # in flight: it holds the base model's one slot
+    waiting = _parked_on(svc, GLOBAL, "owner-2")
+    other = _parked_on(svc, OTHER, "owner-3")
+
+    result = claim_parked_jobs(svc)
+
+    packed = {lane["modelId"]: lane["jobs"] for lane in result["lanes"]}
+    assert GLOBAL not in packed, "the global profile shares the us. profile's quota: it waits for the slot"
+    assert packed == {OTHER: [other]}, "another base model has its own quota"
+    assert waiting not in result["letGo"] and result["waiting"] >= 1, "waiting for the quota is a wait, never on-demand"
+
+
+def test_when_the_slot_frees_the_other_profile_gets_it(svc: Services) -> None:
+    svc = _quota_of_one(svc)
+    running = new_job(svc, pages=60, owner="owner-1")
+    lane_id = packed_lane(svc, [(running, 0), (running, 1)])
+    waiting = _parked_on(svc, GLOBAL, "owner-2")
+    assert claim_parked_jobs(svc)["lanes"] == []
+    svc.db.run("UPDATE conversion_batch_jobs SET state = 'closed', end_state = 'Completed' WHERE lane_id = CAST(:l AS uuid)", l=lane_id)
+    assert rows.in_flight_by_base_model(svc.db).get(base_model_id(MODEL), 0) == 0
+
+    [lane] = claim_parked_jobs(svc)["lanes"]
+
+    assert (lane["modelId"], lane["jobs"]) == (GLOBAL, [waiting])
