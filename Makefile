@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: help demo test test-fast mutate bench synth deploy lint typecheck local-up local-down clean
+.PHONY: console help demo test test-fast mutate bench synth deploy lint typecheck local-up local-down clean
 
 help:            ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | sed 's/:.*##/\t/'
@@ -25,14 +25,30 @@ node_modules/.stamp: package.json package-lock.json
 
 venv: $(VENV)/.stamp
 
-demo: $(VENV)/.stamp   ## the main job: a 1,200-page PDF through the offline stack
+# The web console (docs/console.md): npm packages from console/package-lock.json, then vite build → console/dist.
+CONSOLE_SRC := $(wildcard console/src/*) console/index.html console/vite.config.js
+console/node_modules/.stamp: console/package.json console/package-lock.json
+	cd console && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+console/dist/index.html: console/node_modules/.stamp $(CONSOLE_SRC)
+	cd console && node_modules/.bin/vite build --logLevel warn
+
+console: console/dist/index.html   ## build the web console (served by `batchlane local up`)
+
+# The browser tests drive Debian's Chromium (Playwright's own download is not reachable): install it once (root, as CI).
+.batchlane/chromium.stamp:
+	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
+	mkdir -p .batchlane && touch $@
+
+demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the offline stack
 	$(VENV)/bin/batchlane demo $(DEMO_ARGS)
 
 # The suites run on both cores (pytest-xdist); a file's tests stay on one worker, so a module's
 # offline stack starts once. The slowest 15 tests are listed at the end (docs/testing.md).
 TEST_WORKERS ?= 2
 
-test: $(VENV)/.stamp node_modules/.stamp   ## every test (unit, integration, infra, e2e)
+test: $(VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp   ## every test (unit, integration, infra, e2e)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp   ## unit tests only
@@ -54,14 +70,15 @@ bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline m
 synth: $(VENV)/.stamp node_modules/.stamp   ## cdk synth, offline
 	node_modules/.bin/cdk synth -q
 
-deploy: $(VENV)/.stamp node_modules/.stamp   ## cdk deploy (needs AWS credentials); see docs/deploy.md
+deploy: $(VENV)/.stamp node_modules/.stamp console   ## cdk deploy (needs AWS credentials), then the console's files; see docs/deploy.md
 	node_modules/.bin/cdk deploy --require-approval broadening
+	PYTHONPATH=devtools $(PY) -m batchlane_dev.console_deploy
 
 lint: $(VENV)/.stamp   ## ruff + mypy
 	$(VENV)/bin/ruff check layers devtools functions infra tests
 	$(VENV)/bin/mypy
 
-local-up: $(VENV)/.stamp   ## start the offline stack in the background
+local-up: $(VENV)/.stamp console   ## start the offline stack in the background
 	$(VENV)/bin/batchlane local up
 
 local-down: $(VENV)/.stamp

@@ -9,9 +9,10 @@ from typing import Any
 from aws_cdk import CfnOutput, Stack, Tags
 from constructs import Construct
 
-from infra.api import Api
+from infra.api import STAGE, Api
 from infra.compute import Compute, Wiring
 from infra.config import InfraConfig
+from infra.console import Console
 from infra.database import Database
 from infra.events import Events
 from infra.iam import BedrockBatchAccess
@@ -72,6 +73,16 @@ class BatchlaneStack(Stack):
         workflows = Workflows(self, "Workflows", config=config, functions=fns)
         events = Events(self, "Events", config=config, functions=fns)
         api = Api(self, "Api", config=config, handler=fns["api"])
+        console = Console(
+            self,
+            "Console",
+            config=config,
+            rest_api_id=api.rest_api.rest_api_id,
+            api_stage=STAGE,
+            user_pool=api.user_pool,
+            upload_bucket=storage.bucket,
+            access_logs=storage.access_logs,
+        )
         database.add_migrations(fns["migrate"], config.log_retention)
         Monitoring(
             self,
@@ -99,6 +110,10 @@ class BatchlaneStack(Stack):
             "ApiUrl": (api.rest_api.url, "REST API base URL (Cognito token required)"),
             "UserPoolId": (api.user_pool.user_pool_id, "Cognito user pool (administrators invite users)"),
             "UserPoolClientId": (api.client.user_pool_client_id, "Cognito app client for the CLI (SRP, no secret)"),
+            "ConsoleUrl": (f"{console.origin}/", "The web console (docs/console.md)"),
+            "ConsoleBucketName": (console.bucket.bucket_name, "Where `make deploy` uploads console/dist"),
+            "ConsoleClientId": (console.client.user_pool_client_id, "Cognito app client for the console (authorization code + PKCE)"),
+            "ConsoleSignInDomain": (console.domain.base_url(), "Cognito hosted sign-in for the console"),
             "JobCreateFunctionName": (fns["job_create"].function_name, "Invoke to create a conversion job (answers splitting; the intake workflow splits it)"),
             "ApiFunctionName": (fns["api"].function_name, "The API Lambda"),
             "DatabaseSecretArn": (database.secret.secret_arn, "Secrets Manager secret the handlers read at run time"),

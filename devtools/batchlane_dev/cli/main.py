@@ -196,7 +196,10 @@ def _print_folder_report(console, report: dict) -> None:  # type: ignore[no-unty
     table = Table(title=f"folder job {report['job_id']}", show_header=False)
     rows = [
         ("status", report["status"].replace("_", " ")),
-        ("files", f"{files['completed']} of {files['discovered']} converted, {files['failed']} failed, {files['skipped']} skipped, {files['excluded']} left out"),
+        (
+            "files",
+            f"{files['completed']} of {files['discovered']} converted, {files['failed']} failed, {files['skipped']} skipped, {files['excluded']} left out",
+        ),
         ("pages", f"{pages['total']} ({pages['completed']} converted, {pages['failed']} failed)"),
         ("batch lane", f"{batch['records']} records in {batch['bedrock_jobs']} Bedrock job(s), {batch['accepted']} accepted"),
         ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
@@ -248,6 +251,7 @@ def up(workdir: Path | None, faults: str) -> None:
         state = start_daemon(target, faults=faults)
         click.echo(f"offline stack up (pid {state['pid']}); state in {target / 'state.json'}")
     click.echo(restart_notice(state))
+    click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')} (sign in with any user name)")
     for key in ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
         click.echo(f"  {key}={state['env'][key]}")
 
@@ -267,15 +271,28 @@ def down(workdir: Path | None) -> None:
 
 @local.command()
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="BATCHLANE_LOCAL_WORKDIR", help=_WORKDIR_HELP)
-def status(workdir: Path | None) -> None:
-    """Say whether the offline stack is running, and where (or where it looked)."""
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: running, pid, apiUrl, consoleUrl, env.")
+def status(workdir: Path | None, as_json: bool) -> None:
+    """Say whether the offline stack is running, and where (or where it looked); the web console: consoleUrl."""
     from batchlane_dev.local.daemon import find_stack
 
     state, found, looked = find_stack(workdir)
+    if as_json:
+        env = (state or {}).get("env", {})
+        out = {
+            "running": bool(state),
+            "pid": (state or {}).get("pid"),
+            "apiUrl": env.get("BATCHLANE_API_URL"),
+            "consoleUrl": env.get("BATCHLANE_CONSOLE_URL"),
+            "env": env,
+        }
+        click.echo(json.dumps(out))
+        sys.exit(0 if state else 1)
     if not state:
         click.echo(f"not running (looked at {', '.join(map(str, looked))})")
         sys.exit(1)
     click.echo(f"running (pid {state['pid']}) since {state['started_at']}; state in {found / 'state.json'}")
+    click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')}")
     for key, value in sorted(state["env"].items()):
         if key.startswith(("AWS_ENDPOINT", "DATABASE_URL", "BATCH_CONVERSION_ENABLED")):
             click.echo(f"  {key}={value}")

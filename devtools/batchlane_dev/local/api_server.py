@@ -9,6 +9,10 @@ What API Gateway and its Cognito authorizer do in AWS, this does offline:
   ``{"message": "Unauthorized"}`` before the handler runs, as the authorizer would.
 * Only loopback ``Host`` names are answered (DNS rebinding) and no CORS header is sent
   (``batchlane_dev.local.loopback``).
+* Every other path serves the built web console (``console/dist``, built by ``make console``) on
+  this same origin, so the console calls ``/api`` with no CORS; ``/_s3/...`` forwards a presigned
+  S3 request (upload POST, ranged GET) to the emulated S3 unchanged, so the browser stays
+  same-origin there too (docs/console.md "Uploads offline").
 * The handler runs in this process through the same :class:`HandlerRegistry` the state
   machines use; a handler crash answers 502 like an API Gateway Lambda proxy.
 """
@@ -19,9 +23,13 @@ import base64
 import contextlib
 import json
 import logging
+import mimetypes
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
+from pathlib import Path
 from typing import Any
 
 from werkzeug.serving import WSGIRequestHandler, make_server
@@ -96,9 +104,21 @@ def proxy_event(request: Request, user: str) -> dict[str, Any]:
     }
 
 
+CONSOLE_DIR = Path(__file__).resolve().parents[3] / "console" / "dist"
+S3_PROXY_PATH = "/_s3"
+# The console's content security policy: nothing from outside (the model's Markdown is untrusted).
+CONSOLE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self' data:; "
+    "connect-src 'self'; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {"Content-Security-Policy": CONSOLE_CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+_FORWARDED = ("Content-Type", "Content-Length", "Content-Range", "Accept-Ranges", "ETag", "Last-Modified", "Content-Disposition", "Location")
+
+
 class LocalApiServer:
-    def __init__(self, registry: HandlerRegistry, *, host: str = "127.0.0.1", port: int = 0, function: str = "api") -> None:
+    def __init__(self, registry: HandlerRegistry, *, host: str = "127.0.0.1", port: int = 0, function: str = "api", s3_url: str | None = None) -> None:
         self._registry = registry
+        self._s3_url = s3_url
         self._function = function
         self._server = make_server(host, port, LoopbackOnly(self._wsgi), threaded=True, request_handler=_Quiet)
         self._thread: threading.Thread | None = None
@@ -119,8 +139,16 @@ class LocalApiServer:
         self._server.shutdown()
         self._server.server_close()
 
+    @property
+    def console_url(self) -> str:
+        return self.url + "/"
+
     def _wsgi(self, environ: dict[str, Any], start_response: Any) -> Any:
         request = Request(environ)
+        if request.path.startswith(S3_PROXY_PATH + "/") and self._s3_url:
+            return self._s3(request)(environ, start_response)
+        if not request.path.startswith("/api/"):
+            return self._console(request)(environ, start_response)
         user = identity(request.headers.get("Authorization"))
         if user is None:
             response = Response(json.dumps({"code": "UNAUTHORIZED", "message": "Unauthorized"}), status=401, content_type="application/json")
@@ -141,3 +169,33 @@ class LocalApiServer:
         for key, value in (result.get("headers") or {}).items():
             response.headers[key] = value
         return response(environ, start_response)
+
+    def _console(self, request: Request) -> Response:
+        """The built console (index.html for the app's own paths), with its security headers."""
+        if request.path == "/console-config.json":
+            config = {"mode": "local", "s3Proxy": {"origin": self._s3_url, "path": S3_PROXY_PATH} if self._s3_url else None}
+            return Response(json.dumps(config), content_type="application/json", headers=SECURITY_HEADERS)
+        relative = request.path.lstrip("/") or "index.html"
+        target = (CONSOLE_DIR / relative).resolve()
+        if not target.is_relative_to(CONSOLE_DIR.resolve()) or not target.is_file():
+            target = CONSOLE_DIR / "index.html"
+        if not target.is_file():
+            return Response("The console is not built: run `make console`.", status=404, content_type="text/plain", headers=SECURITY_HEADERS)
+        kind = mimetypes.guess_type(target.name)[0] or "application/octet-stream"
+        if target.suffix == ".mjs":
+            kind = "text/javascript"
+        return Response(target.read_bytes(), content_type=kind, headers=SECURITY_HEADERS)
+
+    def _s3(self, request: Request) -> Response:
+        """Forward a presigned S3 request to the emulator as is (its signature covers the emulator's host)."""
+        if request.method not in ("GET", "POST", "HEAD") or not self._s3_url:
+            return Response(status=405)
+        url = self._s3_url + request.full_path[len(S3_PROXY_PATH) :].rstrip("?")
+        headers = {k: v for k, v in request.headers.items() if k in ("Range", "Content-Type")}
+        forward = urllib.request.Request(url, data=request.get_data() if request.method == "POST" else None, method=request.method, headers=headers)
+        try:
+            with urllib.request.urlopen(forward, timeout=60) as answer:
+                status, data, got = answer.status, answer.read(), answer.headers
+        except urllib.error.HTTPError as exc:
+            status, data, got = exc.code, exc.read(), exc.headers
+        return Response(data, status=status, headers={k: got[k] for k in _FORWARDED if got.get(k) and k != "Content-Length"})

@@ -251,9 +251,10 @@ class OfflineStack:
         self._deploy(moto_url)
         from batchlane_dev.local.api_server import LocalApiServer
 
-        self.api = LocalApiServer(self.registry)
+        self.api = LocalApiServer(self.registry, s3_url=moto_url)
         self._set_env({"BATCHLANE_API_URL": self.api.start()})
         self.env["BATCHLANE_API_URL"] = self.api.url
+        self.env["BATCHLANE_CONSOLE_URL"] = self.api.console_url
         if self.options.process_functions:
             # The whole environment as the stack set it: workers reach moto, the emulator and
             # the database over loopback, exactly as the handlers here do.

@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from batchlane.api import folder_routes, results, usecases, webhook_usecases
+from batchlane.api import folder_routes, live, results, usecases, webhook_usecases
 from batchlane.api.throttle import RateLimited, rate_limit
 from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable
@@ -194,7 +194,8 @@ app.use(middlewares=[rate_limit, _canonical_ids])
 
 
 # -- routes ------------------------------------------------------------------------------
-@app.get("/api/files")
+@app.get("/api/v1/files")
+@app.get("/api/files")  # deprecated alias (before the one /api/v1 prefix); docs/api/openapi.yaml
 def list_files() -> dict[str, Any]:
     owner = _caller()
     params = app.current_event.query_string_parameters or {}
@@ -205,7 +206,7 @@ def list_files() -> dict[str, Any]:
         limit = max(1, min(500, int(params.get("limit") or 100)))
     except ValueError:
         raise BadRequest("limit must be a number") from None
-    return usecases.list_files(services(), owner, job_status=status, limit=limit)
+    return live.files_with_live(services(), usecases.list_files(services(), owner, job_status=status, limit=limit))
 
 
 @app.post("/api/v1/files")
@@ -254,7 +255,13 @@ def process_now(fileId: str) -> dict[str, Any]:
 
 @app.get("/api/v1/jobs/<jobId>")
 def job(jobId: str) -> dict[str, Any]:
-    return usecases.job_conversion(services(), _caller(), jobId)
+    return live.with_live(services(), usecases.job_conversion(services(), _caller(), jobId))
+
+
+@app.get("/api/v1/jobs/<jobId>/source")
+def job_source(jobId: str) -> dict[str, Any]:
+    owner = _caller()
+    return live.source_read(services(), services().downloads(), owner, jobId)
 
 
 @app.get("/api/v1/webhook-config")

@@ -1,0 +1,144 @@
+"""The web console on AWS (docs/console.md): a private S3 bucket behind CloudFront (origin access control),
+``/api/*`` routed to API Gateway on the same origin (no CORS on the API), security headers, a second Cognito
+app client (authorization code + PKCE) and the working bucket's CORS rule for the console's presigned POST.
+
+The API origin is named by the REST API's id (not its stage URL): the stage depends on the methods, the
+methods on the API Lambda, the Lambda on the working bucket, and that bucket's CORS rule on this
+distribution, a cycle the stage URL would close.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import aws_cloudfront as cloudfront
+from aws_cdk import aws_cloudfront_origins as origins
+from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.config import InfraConfig
+from infra.nag import acknowledge
+
+# The same policy the offline server sends (devtools/batchlane_dev/local/api_server.py CONSOLE_CSP), plus the
+# upload bucket's origin: the presigned POST and the page view's ranged reads go there directly on AWS.
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self' data:; "
+    "connect-src 'self' https://*.amazonaws.com https://*.amazoncognito.com; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
+
+
+class Console(Construct):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: InfraConfig,
+        rest_api_id: str,
+        api_stage: str,
+        user_pool: cognito.UserPool,
+        upload_bucket: s3.Bucket,
+        access_logs: s3.IBucket,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.bucket = s3.Bucket(
+            self,
+            "Site",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="console/",
+            removal_policy=RemovalPolicy.DESTROY,  # built files only: `make deploy` uploads them again
+            auto_delete_objects=False,
+        )
+        headers = cloudfront.ResponseHeadersPolicy(
+            self,
+            "Headers",
+            security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
+                content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(content_security_policy=CSP, override=True),
+                strict_transport_security=cloudfront.ResponseHeadersStrictTransportSecurity(
+                    access_control_max_age=Duration.days(365), include_subdomains=True, override=True
+                ),
+                frame_options=cloudfront.ResponseHeadersFrameOptions(frame_option=cloudfront.HeadersFrameOption.DENY, override=True),
+                content_type_options=cloudfront.ResponseHeadersContentTypeOptions(override=True),
+                referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(referrer_policy=cloudfront.HeadersReferrerPolicy.NO_REFERRER, override=True),
+            ),
+        )
+        api_origin = origins.HttpOrigin(
+            f"{rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}",
+            origin_path=f"/{api_stage}",
+            protocol_policy=cloudfront.OriginProtocolPolicy.HTTPS_ONLY,
+        )
+        self.distribution = cloudfront.Distribution(
+            self,
+            "Distribution",
+            comment="batchlane web console and its API on one origin",
+            default_root_object="index.html",
+            minimum_protocol_version=cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+            default_behavior=cloudfront.BehaviorOptions(
+                origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
+                viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
+                response_headers_policy=headers,
+            ),
+            additional_behaviors={
+                "/api/*": cloudfront.BehaviorOptions(
+                    origin=api_origin,
+                    viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.HTTPS_ONLY,
+                    allowed_methods=cloudfront.AllowedMethods.ALLOW_ALL,
+                    cache_policy=cloudfront.CachePolicy.CACHING_DISABLED,
+                    # The Authorization header and the query reach API Gateway; the viewer's Host must not.
+                    origin_request_policy=cloudfront.OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
+                    response_headers_policy=headers,
+                )
+            },
+        )
+        self.origin = f"https://{self.distribution.distribution_domain_name}"
+        self.domain = user_pool.add_domain(
+            "ConsoleSignIn", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=f"{config.stack_name.lower()}-{Aws.ACCOUNT_ID}")
+        )
+        self.client = user_pool.add_client(
+            "ConsoleClient",
+            generate_secret=False,  # a browser app: public client, PKCE instead of a secret
+            auth_flows=cognito.AuthFlow(),  # hosted sign-in only: no SRP or password flow from the page
+            o_auth=cognito.OAuthSettings(
+                flows=cognito.OAuthFlows(authorization_code_grant=True, implicit_code_grant=False),
+                scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL],
+                callback_urls=[f"{self.origin}/"],
+                logout_urls=[f"{self.origin}/"],
+            ),
+            supported_identity_providers=[cognito.UserPoolClientIdentityProvider.COGNITO],
+            prevent_user_existence_errors=True,
+            access_token_validity=Duration.hours(1),
+            id_token_validity=Duration.hours(1),
+            refresh_token_validity=Duration.hours(12),
+        )
+        upload_bucket.add_cors_rule(
+            allowed_methods=[s3.HttpMethods.POST, s3.HttpMethods.GET],  # the presigned upload, the page view's ranged reads
+            allowed_origins=[self.origin],
+            allowed_headers=["Content-Type", "Range"],
+            exposed_headers=["ETag", "Content-Range", "Accept-Ranges", "Content-Length"],
+            max_age=3000,
+        )
+        acknowledge(
+            self.distribution,
+            "AwsSolutions-CFR1",
+            "No geo restriction: the console is for the deployment's users wherever they are; sign-in is required for every API call.",
+        )
+        acknowledge(
+            self.distribution,
+            "AwsSolutions-CFR2",
+            "No AWS WAF web ACL by default (its fixed monthly cost), as for the API stage; static files plus the Cognito-authorized API.",
+        )
+        acknowledge(
+            self.distribution,
+            "AwsSolutions-CFR3",
+            "No CloudFront standard logs: they need an ACL-enabled bucket; the API stage logs every /api request and S3 logs the site bucket.",
+        )
+        acknowledge(
+            self.distribution,
+            "AwsSolutions-CFR4",
+            "The default *.cloudfront.net certificate allows TLSv1 at the viewer; set a custom domain with an ACM certificate to enforce TLS 1.2.",
+        )

@@ -1,0 +1,91 @@
+"""What the console shows beside a job: cost so far, saving against all on-demand, ETA, the source PDF.
+
+Figures come from the ledger rows booked so far (never an estimate): the on-demand equivalent
+prices the same tokens at the on-demand rate, so the saving is what the batch lane took off.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from batchlane.api.results import owned_job
+from batchlane.db.jobs import Runner
+from batchlane.domain.cost import PriceTable, Usage
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
+from batchlane.runtime import Services
+
+_FINISHED = ("completed", "failed", "cancelled")
+
+
+def _ledger_by_model(db: Runner, job_id: str) -> list[dict[str, Any]]:
+    return db.run(
+        """SELECT model_id, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(input_tokens), 0) AS inp, COALESCE(SUM(output_tokens), 0) AS out
+           FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id""",
+        id=job_id,
+    )
+
+
+def money(db: Runner, prices: PriceTable, job_id: str) -> dict[str, str]:
+    """Cost booked so far, the same tokens at the on-demand price, and the difference."""
+    cost, on_demand = Decimal(0), Decimal(0)
+    for row in _ledger_by_model(db, job_id):
+        cost += Decimal(row["cost"])
+        on_demand += prices.cost(row["model_id"], Usage(int(row["inp"]), int(row["out"])))
+    saving = max(on_demand - cost, Decimal(0))
+    percent = (saving / on_demand * 100).quantize(Decimal("0.1")) if on_demand else Decimal(0)
+    return {"costSoFarUsd": str(cost), "onDemandUsd": str(on_demand), "savingUsd": str(saving), "savingPercent": str(percent)}
+
+
+def _when(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if value else None
+
+
+def eta(view: dict[str, Any], *, batch_timeout_hours: float, now: datetime | None = None) -> dict[str, Any]:
+    """When the job (a conversion view) should end: the pace so far while converting; the Bedrock job's limit while it waits there."""
+    now = now or datetime.now(UTC)
+    if view["status"] in _FINISHED:
+        return {"seconds": 0, "basis": "finished", "at": view["finishedAt"]}
+    if view["status"] == "waiting_batch":
+        submitted = _when((view.get("batch") or {}).get("submittedAt")) or now
+        limit = submitted + timedelta(hours=batch_timeout_hours)
+        return {"seconds": max(0, round((limit - now).total_seconds())), "basis": "batch_limit", "at": limit.isoformat()}
+    total, done, started = view["pages"]["total"], view["pages"]["done"], _when(view["startedAt"])
+    if not total or not done or started is None:
+        return {"seconds": None, "basis": "unknown", "at": None}
+    per_page = max((now - started).total_seconds(), 0.001) / done
+    seconds = round(per_page * max(total - done, 0))
+    return {"seconds": seconds, "basis": "pace", "at": (now + timedelta(seconds=seconds)).isoformat()}
+
+
+def with_live(svc: Services, view: dict[str, Any]) -> dict[str, Any]:
+    """A conversion view with its ``live`` block: cost so far, saving against all on-demand, ETA."""
+    hours = svc.settings.batch_conversion_timeout_hours / svc.settings.batchlane_time_scale
+    live = {
+        **money(svc.db, PriceTable(svc.settings.batchlane_prices), view["jobId"]),
+        "eta": eta(view, batch_timeout_hours=hours),
+        "batchTimeoutHours": svc.settings.batch_conversion_timeout_hours,
+    }
+    return {**view, "live": live}
+
+
+def files_with_live(svc: Services, listing: dict[str, Any]) -> dict[str, Any]:
+    """GET /api/v1/files with each file's conversion carrying its live block."""
+    files = [{**f, "conversion": with_live(svc, f["conversion"])} if f.get("conversion") else f for f in listing.get("files", [])]
+    return {**listing, "files": files}
+
+
+def source_read(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
+    """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time."""
+    job = owned_job(svc, owner_id, job_id)
+    file_row = svc.db.one("SELECT s3_key, size_bytes FROM files WHERE id = CAST(:id AS uuid)", id=str(job["file_id"]))
+    assert file_row is not None  # owned_job checked the file
+    return {
+        "jobId": str(job["job_id"]),
+        "url": downloads.presigned_get(file_row["s3_key"], filename="source.pdf"),
+        "method": "GET",
+        "ranged": True,
+        "sizeBytes": int(file_row["size_bytes"]),
+        "expiresInSeconds": DOWNLOAD_URL_TTL_S,
+    }
