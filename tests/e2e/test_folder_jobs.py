@@ -482,3 +482,21 @@ def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_fi
     wait_until(lambda: (row := repo.get_job(services().db, status["id"])) and row["finished_at"] is not None, timeout_s=180, what="the capped folder job")
     done = usecases.status(services(), owner, status["id"])
     assert done["status"] == "completed" and done["files"]["completed"] == 4 and done["files"]["failed"] == 0, done
+
+
+def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(stack: Any) -> None:
+    """Issue 24.4: the documented spec is camelCase; the snake_case names still post the same job until 0.3.0."""
+    prefix = "camel/"
+    put_folder(prefix, {"one.pdf": make_pdf(2)})
+    folder = f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"
+    code, first = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"onExisting": "replace"}, "policy": {"maxRetries": 0}})
+    assert code == 201, first
+    assert first["spec"]["output"]["onExisting"] == "replace" and first["spec"]["policy"]["maxRetries"] == 0
+    code, legacy = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"on_existing": "replace"}, "policy": {"max_retries": 0}})
+    assert (code, legacy["id"]) == (200, first["id"])  # the deprecated names: the same job
+    wait_done(first["id"])
+    code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
+    (line,) = [json.loads(raw) for raw in body.splitlines()]
+    assert code == 200 and (line["status"], line["pagesFailed"], line["errorId"], line["outputKeys"]) == ("completed", 0, None, [f"{HOME}camel/one.md"])
+    assert line["pages_failed"] == 0  # beside, until 0.3.0
+    assert report(first["id"], prefix)[0]["costUsd"] == line["costUsd"]  # report.jsonl in the bucket: the same lines

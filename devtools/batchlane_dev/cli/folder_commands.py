@@ -88,7 +88,7 @@ def folder_spec(
     if output:
         out["folder"] = output
     if replace:
-        out["on_existing"] = "replace"
+        out["onExisting"] = "replace"
     if out:
         spec["output"] = out
     return spec

@@ -23,6 +23,7 @@ from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, Obje
 from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
+from batchlane.naming import with_legacy_fields
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -31,9 +32,9 @@ STALLED_START_S = 900.0
 
 
 def report_line(row: dict[str, Any], output_bucket: str) -> dict[str, Any]:
-    """One finished file, as report.jsonl and GET .../report carry it."""
+    """One finished file, as report.jsonl and GET .../report carry it: camelCase, the snake_case names beside until 0.3.0."""
     completed = row["status"] == "completed"
-    return {
+    line = {
         "key": row["source_key"],
         "status": row["status"],
         "pages": int(row["pages"] or 0),
@@ -47,6 +48,7 @@ def report_line(row: dict[str, Any], output_bucket: str) -> dict[str, Any]:
         "output_keys": [row["output_key"]] if completed and row["output_key"] else [],
         "output_uris": [f"s3://{output_bucket}/{row['output_key']}"] if completed and row["output_key"] else [],
     }
+    return with_legacy_fields(line)  # type: ignore[no-any-return]
 
 
 def advance(svc: Services, job_id: str) -> dict[str, Any]:
@@ -262,8 +264,8 @@ def existing_output(spec: FolderJobSpec, existing: Any, output_key: str, owner_i
     if spec.output.on_existing == "replace":
         return None
     if existing.owner == owner_id:
-        return "skipped", "ALREADY_CONVERTED", f"{output_key} exists (on_existing: skip)."
-    return "failed", "OUTPUT_EXISTS", f"{output_key} exists and was not written by your folder jobs: remove it, or use on_existing: replace."
+        return "skipped", "ALREADY_CONVERTED", f"{output_key} exists (output.onExisting: skip)."
+    return "failed", "OUTPUT_EXISTS", f"{output_key} exists and was not written by your folder jobs: remove it, or use output.onExisting: replace."
 
 
 def write_report_part(svc: Services, job: dict[str, Any]) -> int:

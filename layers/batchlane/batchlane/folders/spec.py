@@ -4,6 +4,10 @@ The id is derived from the normalised spec and the owner (``fj-`` + 24 hex of sh
 canonical JSON), so posting the same spec again finds the same job instead of starting a
 second one. ``name`` and ``notifications`` are labels: they do not change what is converted,
 so they are left out of the id.
+
+Fields are posted camelCase (``output.onExisting``, ``policy.maxRetries``, ``notifications.callbackUrl``);
+the snake_case names are deprecated aliases until ``naming.LEGACY_UNTIL``. The stored spec and the id
+keep the field names, so a spec posted either way is the same job.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from batchlane.domain.errors import InputError
 from batchlane.folders.layout import DEFAULT_INCLUDE, Layout, S3Uri, common_folder, parse_s3_uri
+from batchlane.naming import camel
 from batchlane.validation import first_error
 
 MAX_FILES = 10_000
@@ -31,7 +36,8 @@ _FOLDER_JOB_ID = re.compile(r"^fj-[0-9a-f]{24}$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # camelCase is the documented form; the snake_case field names are accepted too (deprecated, naming.LEGACY_UNTIL)
+    model_config = ConfigDict(extra="forbid", alias_generator=camel, validate_by_name=True, validate_by_alias=True)
 
 
 class InputSpec(_Strict):

@@ -1,0 +1,125 @@
+"""One JSON shape for folder jobs (issue 24.4): the posted spec, report.jsonl and the OpenAPI document are camelCase,
+the snake_case names still understood (or written beside) until release 0.3.0."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from batchlane.domain.errors import InputError
+from batchlane.folders.progress import report_line
+from batchlane.folders.spec import FolderJobSpec, folder_job_id, parse_spec
+from batchlane.naming import LEGACY_UNTIL, camel
+from batchlane_dev.cli.folder_commands import folder_spec
+
+OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "api" / "openapi.yaml"
+FOLDER = "s3://docs/legal/"
+CAMEL = {
+    "input": {"folder": FOLDER},
+    "output": {"onExisting": "replace"},
+    "policy": {"maxPagesPerDocument": 40, "maxRetries": 0},
+    "notifications": {"callbackUrl": "https://example.com/hook", "callbackEvents": ["job.completed"], "callbackHeaders": {"X-Team": "legal"}},
+}
+SNAKE = {
+    "input": {"folder": FOLDER},
+    "output": {"on_existing": "replace"},
+    "policy": {"max_pages_per_document": 40, "max_retries": 0},
+    "notifications": {"callback_url": "https://example.com/hook", "callback_events": ["job.completed"], "callback_headers": {"X-Team": "legal"}},
+}
+
+
+def test_a_spec_posted_camel_case_is_understood_and_is_the_same_job_as_its_deprecated_snake_case_form() -> None:
+    posted, legacy = parse_spec(CAMEL), parse_spec(SNAKE)
+    assert posted.output.on_existing == "replace" and posted.policy.max_retries == 0 and posted.policy.max_pages_per_document == 40
+    assert posted.notifications is not None and posted.notifications.callback_url == "https://example.com/hook"
+    assert posted.notifications.callback_headers == {"X-Team": "legal"}
+    assert folder_job_id(posted, "alice") == folder_job_id(legacy, "alice")  # the id does not depend on the spelling
+    assert posted.model_dump(mode="json") == legacy.model_dump(mode="json")  # stored alike: a stored spec reads back either way
+
+
+def test_a_field_given_under_both_names_or_a_bad_value_is_refused_naming_the_camel_case_field() -> None:
+    with pytest.raises(InputError) as both:
+        parse_spec({"input": {"folder": FOLDER}, "output": {"onExisting": "skip", "on_existing": "replace"}})
+    assert both.value.error_id == "SPEC_INVALID"
+    with pytest.raises(InputError) as bad:
+        parse_spec({"input": {"folder": FOLDER}, "policy": {"maxRetries": 11}})
+    assert bad.value.error_id == "SPEC_INVALID" and "maxRetries" in str(bad.value)
+
+
+def test_the_cli_posts_the_camel_case_spec() -> None:
+    spec = folder_spec(f"{FOLDER}", layout="flat", output="s3://docs/out/", include=(), exclude=(), replace=True)
+    assert spec["output"] == {"layout": "flat", "folder": "s3://docs/out/", "onExisting": "replace"}
+    assert parse_spec(spec).output.on_existing == "replace"
+
+
+ROW: dict[str, Any] = {
+    "source_key": "legal/a.pdf",
+    "status": "completed",
+    "pages": 12,
+    "pages_failed": 1,
+    "error_id": None,
+    "error_message": None,
+    "lane": "on_demand",
+    "lane_reason": "deadline",
+    "cost_usd": "0.120000",
+    "attempts": 1,
+    "output_key": "legal/a.md",
+}
+
+
+def test_a_report_line_is_camel_case_with_the_old_names_beside_until_the_stated_release() -> None:
+    line = json.loads(json.dumps(report_line(ROW, "docs"), sort_keys=True))
+    assert (line["pagesFailed"], line["laneReason"], line["costUsd"], line["outputUris"]) == (1, "deadline", 0.12, ["s3://docs/legal/a.md"])
+    assert (line["errorId"], line["errorMessage"], line["outputKeys"]) == (None, None, ["legal/a.md"])
+    assert (line["pages_failed"], line["lane_reason"], line["output_uris"]) == (1, "deadline", ["s3://docs/legal/a.md"])  # deprecated
+    assert LEGACY_UNTIL == "0.3.0"
+
+
+def _schemas() -> dict[str, Any]:
+    return yaml.safe_load(OPENAPI.read_text())["components"]["schemas"]  # type: ignore[no-any-return]
+
+
+def _field_names(node: Any, path: str = "") -> list[str]:
+    """Every property name the document declares, with where it is (data maps have no ``properties``)."""
+    found = []
+    if isinstance(node, dict):
+        for name in node.get("properties") or {}:
+            found.append(f"{path}.{name}")
+        for key, value in node.items():
+            found += _field_names(value, f"{path}/{key}")
+    elif isinstance(node, list):
+        for value in node:
+            found += _field_names(value, path)
+    return found
+
+
+def test_every_field_the_openapi_document_declares_is_camel_case() -> None:
+    assert [f for f in _field_names(yaml.safe_load(OPENAPI.read_text())) if "_" in f.rsplit(".", 1)[-1]] == []
+
+
+def _aliases(model: type[BaseModel]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        kind = field.annotation
+        nested = next((a for a in getattr(kind, "__args__", (kind,)) if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        out[camel(name)] = _aliases(nested) if nested else None
+    return out
+
+
+def _declared(schema: dict[str, Any]) -> dict[str, Any]:
+    return {name: (_declared(prop) if "properties" in prop else None) for name, prop in schema["properties"].items()}
+
+
+def test_the_published_spec_schema_names_exactly_the_fields_the_api_reads() -> None:
+    assert _declared(_schemas()["FolderJobSpec"]) == _aliases(FolderJobSpec)
+
+
+def test_the_published_report_line_schema_names_exactly_the_camel_case_keys_written() -> None:
+    schema = _schemas()["FolderReportLine"]
+    written = {k for k in report_line(ROW, "docs") if "_" not in k}
+    assert set(schema["properties"]) == written == set(schema["required"])
