@@ -94,7 +94,7 @@ def test_the_few_records_a_batch_job_failed_are_converted_at_flex(stack_factory)
     from batchlib import SMALL_LANE_ENV, assert_converted_whole, lanes, run_job
 
     stack = stack_factory(
-        f"time_scale=36000,job_hours=0.5,record_error_rate=0.05,flex_models={MODEL}",
+        f"time_scale=36000,job_hours=0.5,record_error_rate=0.1,flex_models={MODEL}",
         extra_env={**SMALL_LANE_ENV, "BATCHLANE_FLEX_DISCOUNT": "0.5", "BATCHLANE_PAGES_PER_REQUEST": "1"},
     )
     record_probe(services().db, {"modelId": MODEL, "serviceTier": "flex", "accepted": True})
