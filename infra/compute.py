@@ -27,6 +27,7 @@ from constructs import Construct
 from batchlane import topology
 from batchlane.topology_grants import CAPABILITY_GRANTS, folder_source_resource
 from infra.config import InfraConfig
+from infra.folder_access import FolderAccess
 from infra.iam import BedrockBatchAccess, GrantTargets, acknowledge_model_wildcards, grant_statements
 from infra.layer_build import build_layer
 from infra.nag import acknowledge, arn_token
@@ -105,6 +106,20 @@ class Compute(Construct):
         )
         self.async_failures = dead_letter_queue(self, "AsyncFailuresDlq", holds="the event-driven Lambdas")
         self.functions: dict[str, lambda_.Function] = {spec.name: self._make(spec) for spec in topology.FUNCTIONS}
+        self.folder_access = self._folder_access()
+
+    def _folder_access(self) -> FolderAccess | None:
+        """The role the "folder_access" functions assume per owner (made after their roles: its trust names them)."""
+        users = [spec for spec in topology.FUNCTIONS if "folder_access" in spec.needs]
+        if not users or not self._config.folder_sources:
+            return None
+        roles = {spec.name: role for spec in users if (role := self.functions[spec.name].role) is not None}
+        access = FolderAccess(self, "FolderAccess", targets=self._targets(), callers=list(roles.values()))
+        for name, role in roles.items():
+            self.functions[name].add_environment("FOLDER_ACCESS_ROLE_ARN", access.role.role_arn)
+            for statement in grant_statements(CAPABILITY_GRANTS["folder_access"], self._targets(access.role.role_arn)):
+                role.add_to_principal_policy(statement)
+        return access
 
     # -- the factory ------------------------------------------------------------------
     def _make(self, spec: topology.FunctionSpec) -> lambda_.Function:
@@ -182,7 +197,7 @@ class Compute(Construct):
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
         if "start_webhook_delivery" in spec.needs:
             env["WEBHOOK_DELIVERY_STATE_MACHINE_ARN"] = w.webhook_delivery_state_machine_arn
-        if {"folder_read", "folder_write"} & set(spec.needs):
+        if {"folder_read", "folder_write", "folder_access"} & set(spec.needs):
             env["BATCHLANE_FOLDER_SOURCES"] = ",".join(self._config.folder_sources)
         if "start_folder_job" in spec.needs:
             env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
@@ -201,10 +216,24 @@ class Compute(Construct):
     # -- least privilege: exactly the capabilities the topology names -----------------
     def _grant(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role) -> None:
         """The statements ``batchlane.topology_grants`` maps each capability to (offline enforces the same)."""
-        w = self._wiring
         stack = Stack.of(self)
-        targets = GrantTargets(
-            stack=stack,
+        targets = self._targets()
+        for need in spec.needs:
+            if need == "folder_access":  # granted once the role exists (_folder_access)
+                continue
+            if need == "bedrock_batch":  # the same grants, as the exported managed policy
+                role.add_managed_policy(self._wiring.bedrock.caller_policy)
+                continue
+            grants = CAPABILITY_GRANTS[need]  # KeyError: a new capability must be mapped there first
+            for statement in grant_statements(grants, targets):
+                role.add_to_policy(statement)
+            if any("models" in grant.resources for grant in grants):
+                acknowledge_model_wildcards(role, stack, self._config.model_ids)
+
+    def _targets(self, folder_access_role_arn: str | None = None) -> GrantTargets:
+        w = self._wiring
+        return GrantTargets(
+            stack=Stack.of(self),
             bucket=w.bucket,
             model_ids=self._config.model_ids,
             bedrock_service_role_arn=w.bedrock.service_role.role_arn,
@@ -217,16 +246,8 @@ class Compute(Construct):
             webhook_secret=w.webhook_secret,
             folder_sources=self._config.folder_sources,
             folder_job_state_machine_arn=w.folder_job_state_machine_arn or None,
+            folder_access_role_arn=folder_access_role_arn,
         )
-        for need in spec.needs:
-            if need == "bedrock_batch":  # the same grants, as the exported managed policy
-                role.add_managed_policy(w.bedrock.caller_policy)
-                continue
-            grants = CAPABILITY_GRANTS[need]  # KeyError: a new capability must be mapped there first
-            for statement in grant_statements(grants, targets):
-                role.add_to_policy(statement)
-            if any("models" in grant.resources for grant in grants):
-                acknowledge_model_wildcards(role, stack, self._config.model_ids)
 
     def _acknowledge(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role, in_vpc: bool) -> None:
         bucket_arn = arn_token(self._wiring.bucket)

@@ -20,7 +20,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from batchlane.topology_grants import CAPABILITY_GRANTS, Grant, folder_source_resource, is_inference_profile
+from batchlane.topology_grants import CAPABILITY_GRANTS, Grant, folder_source_resource, is_inference_profile, owner_folder_resource
 from infra.config import InfraConfig
 from infra.nag import acknowledge, arn_token
 from infra.storage import BATCH_PREFIX
@@ -96,6 +96,7 @@ class GrantTargets:
     webhook_secret: secretsmanager.ISecret | None = None
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (context folderSources)
     folder_job_state_machine_arn: str | None = None
+    folder_access_role_arn: str | None = None
 
     def arns(self, grant: Grant) -> list[str]:
         return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
@@ -132,6 +133,10 @@ class GrantTargets:
             return sorted({f"arn:{Aws.PARTITION}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources})
         if kind == "folder_buckets":
             return sorted({f"arn:{Aws.PARTITION}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources})
+        if kind == "owner_folder_objects":
+            return sorted({f"arn:{Aws.PARTITION}:s3:::{owner_folder_resource(source)}*" for source in self.folder_sources})
+        if kind == "folder_access_role" and self.folder_access_role_arn:
+            return [self.folder_access_role_arn]
         if kind == "folder_job_state_machine" and self.folder_job_state_machine_arn:
             return [self.folder_job_state_machine_arn]
         if kind == "webhook_secret" and self.webhook_secret is not None:

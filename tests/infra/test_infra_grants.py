@@ -33,6 +33,8 @@ def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
         return "bucket", ""
     if resource == {"Fn::GetAtt": [synth.logical_id("BedrockBatch/ServiceRole"), "Arn"]}:
         return "bedrock_service_role", ""
+    if resource == {"Fn::GetAtt": [synth.logical_id("Compute/FolderAccess/Role"), "Arn"]}:
+        return "folder_access_role", ""
     parts = resource.get("Fn::Join", ["", []])[1] if isinstance(resource, dict) else []
     if len(parts) == 2 and parts[0] == bucket_arn and parts[1].startswith("/") and parts[1].endswith("*"):
         return "objects", parts[1][1:-1]
@@ -151,14 +153,57 @@ def test_the_api_deletes_what_a_deleted_file_leaves_and_nothing_else_deletes_mor
     if spec.name == "api":
         assert deletable == {"uploads/", "jobs/", "batch/"}
     else:
-        allowed = {"job_split": {"jobs/*/source/"}, "batch_prepare": {"batch/*/input/"}, "batch_collect": {"batch/*/input/"}, "batch_sweeper": {"batch/*/input/", "batch/*/prepare/", "batch/*/output/"}}
+        allowed = {
+            "job_split": {"jobs/*/source/"},
+            "batch_prepare": {"batch/*/input/"},
+            "batch_collect": {"batch/*/input/"},
+            "batch_sweeper": {"batch/*/input/", "batch/*/prepare/", "batch/*/output/"},
+        }
         assert deletable <= allowed.get(spec.name, set()), (spec.name, deletable)
 
 
 def test_folder_jobs_reach_only_the_configured_folder_sources(synth: Synth) -> None:
     """Least privilege over users' buckets: objects under context folderSources only, and nothing else of theirs."""
-    granted = _granted(synth, "folder_advance")
-    assert ("s3:GetObject", "folder_objects", "", "{}") in granted and ("s3:PutObject", "folder_objects", "", "{}") in granted
-    assert ("s3:ListBucket", "folder_buckets", "", "{}") in granted
+    granted = _granted(synth, "api")  # the dry run lists and samples with the api's own role
+    assert ("s3:GetObject", "folder_objects", "", "{}") in granted and ("s3:ListBucket", "folder_buckets", "", "{}") in granted
     assert not any(kind == "folder_objects" for _, kind, _, _ in _granted(synth, "chunk_processor"))
     assert ("states:StartExecution", "folder_job_state_machine", "", "{}") in _granted(synth, "api")
+
+
+FOLDER_FUNCTIONS = sorted(spec.name for spec in topology.FUNCTIONS if "folder_access" in spec.needs)
+
+
+def test_folder_functions_reach_users_buckets_only_as_the_jobs_owner(synth: Synth) -> None:
+    """Issue 21: the folder functions hold no S3 grant on users' buckets; they assume the folder-access role with an
+    owner tag, whose policy names ${aws:PrincipalTag/owner} for {owner} and which trusts only them."""
+    assert set(FOLDER_FUNCTIONS) >= {"folder_enumerate", "folder_advance", "folder_finish", "job_split"}
+    role_id = synth.logical_id("Compute/FolderAccess/Role")
+    for name in FOLDER_FUNCTIONS:
+        granted = _granted(synth, name)
+        assert not any(kind in ("folder_objects", "folder_buckets") for _, kind, _, _ in granted), name
+        assert {("sts:AssumeRole", "folder_access_role", "", "{}"), ("sts:TagSession", "folder_access_role", "", "{}")} <= granted, name
+        env = synth.resources[synth.logical_id(f"Compute/{camel(name)}")]["Properties"]["Environment"]["Variables"]
+        assert env["FOLDER_ACCESS_ROLE_ARN"] == {"Fn::GetAtt": [role_id, "Arn"]}
+
+    trust = synth.resources[role_id]["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert len(trust) == 1 and sorted(as_list(trust[0]["Action"])) == ["sts:AssumeRole", "sts:TagSession"]
+    trusted = sorted(p["Fn::GetAtt"][0] for p in as_list(trust[0]["Principal"]["AWS"]))
+    assert trusted == sorted(synth.logical_id(f"Compute/{camel(n)}Role") for n in FOLDER_FUNCTIONS)
+    assert trust[0]["Condition"] == {"ForAllValues:StringEquals": {"aws:TagKeys": ["owner"]}}
+
+    role_policy = [st for p in synth.of_type("AWS::IAM::Policy").values() if {"Ref": role_id} in p["Properties"]["Roles"] for st in statements_of(p)]
+    text = json.dumps(role_policy)
+    assert "customer-docs/contracts/*" in text  # conftest.FOLDER_SOURCE (no {owner}): the whole prefix
+    listing = next(st for st in role_policy if st["Action"] == "s3:ListBucket")
+    assert listing["Condition"] == {"StringLike": {"s3:prefix": ["contracts/*"]}}
+    assert not any(a in text for a in ("s3:DeleteObject", "s3:*", '"*"'))
+
+
+def test_an_owner_placeholder_becomes_the_principal_tag_in_the_role_policy() -> None:
+    """``users/{owner}/`` is granted as users/${aws:PrincipalTag/owner}/*: each session reaches its own home only."""
+    from batchlane.topology_grants import folder_access_grants, owner_folder_resource
+
+    assert owner_folder_resource("docs/users/{owner}/") == "docs/users/${aws:PrincipalTag/owner}/"
+    assert owner_folder_resource("team-a@docs/teams/a/") == "docs/teams/a/"
+    listing = next(g for g in folder_access_grants(["docs/users/{owner}/"]) if g.actions == ("s3:ListBucket",))
+    assert listing.conditions == {"StringLike": {"s3:prefix": ("users/${aws:PrincipalTag/owner}/*",)}}

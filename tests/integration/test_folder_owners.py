@@ -149,8 +149,8 @@ def test_one_object_that_cannot_be_read_fails_that_file_and_the_rest_convert(sta
 
     original = Services.folder_buckets
 
-    def folder_buckets(self: Services) -> Any:
-        buckets = original(self)
+    def folder_buckets(self: Services, owner_id: str | None = None) -> Any:
+        buckets = original(self, owner_id)
         buckets._s3.meta.events.register("before-call.s3.HeadObject", kms_denied, unique_id="test-kms-denied")
         return buckets
 
@@ -183,3 +183,60 @@ def test_a_database_blip_while_a_file_starts_requeues_it_and_never_names_the_dat
     (file,) = usecases.files(services(), alice, job["id"])["files"]
     assert (done["status"], file["status"], file["error_id"]) == ("completed", "completed", None), (done, file)
     assert len(calls) == 2 and "db.internal" not in json.dumps(usecases.status(services(), alice, job["id"]))
+
+
+def test_a_folder_jobs_s3_calls_reach_only_its_owners_home_even_past_the_use_case_check(stack: Any) -> None:
+    """The offline IAM, as AWS would: owner A's folder-access session is denied B's home, whatever the code asks."""
+    from botocore.exceptions import ClientError
+
+    from batchlane.domain.errors import InputError
+    from batchlane_dev.local import iam
+
+    alice, bob = users()
+    secret_key = f"{owner_home(bob)}private/secret.md"
+    s3().put_object(Bucket=FOLDER_BUCKET, Key=secret_key, Body=b"bob's text")
+    with iam.acting_as("folder_advance"):  # the function's own role may reach users/*; the scoped session may not
+        as_alice = services().folder_buckets(alice)
+        with pytest.raises(ClientError) as read:
+            list(as_alice.iter_lines(FOLDER_BUCKET, secret_key))
+        with pytest.raises(ClientError) as write:
+            as_alice.put_bytes(FOLDER_BUCKET, f"{owner_home(bob)}private/forged.md", b"forged", "text/markdown", owner=alice)
+        with pytest.raises(InputError) as listing:
+            as_alice.list_page(FOLDER_BUCKET, owner_home(bob), token=None, recursive=True, max_keys=10)
+        as_alice.put_bytes(FOLDER_BUCKET, f"{owner_home(alice)}own.md", b"mine", "text/markdown", owner=alice)  # her own home: allowed
+        assert [k for k, _ in as_alice.list_page(FOLDER_BUCKET, owner_home(alice), token=None, recursive=True, max_keys=10).objects] == [
+            f"{owner_home(alice)}own.md"
+        ]
+    assert read.value.response["Error"]["Code"] == write.value.response["Error"]["Code"] == "AccessDenied"
+    assert listing.value.error_id == "FOLDER_NOT_READABLE"
+    assert "forged.md" not in json.dumps(s3().list_objects_v2(Bucket=FOLDER_BUCKET, Prefix=owner_home(bob)).get("Contents", []), default=str)
+    assert stack.grants is not None and any(f.startswith("folder-access:") and owner_home(bob) in (r or "") for f, _, r in stack.grants.denials)
+
+
+def test_a_folder_job_on_another_owners_home_fails_at_iam_when_the_grant_check_is_bypassed(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in check_allowed would let Bob's job list and overwrite Alice's folder: IAM still refuses it, and writes nothing."""
+    alice, bob = users()
+    folder = f"{owner_home(alice)}bypassed/"
+    s3().put_object(Bucket=FOLDER_BUCKET, Key=folder + "a.pdf", Body=make_pdf(1))
+    monkeypatch.setattr(usecases, "check_allowed", lambda *a, **k: None)  # the use-case check, bypassed
+    job, _ = usecases.submit(services(), bob, {"input": {"folder": uri(folder)}, "output": {"on_existing": "replace"}})
+    done = wait_done(bob, job["id"])
+    assert done["status"] == "error" and done["error"]["id"] == "FOLDER_NOT_READABLE", done
+    assert [o["Key"] for o in s3().list_objects_v2(Bucket=FOLDER_BUCKET, Prefix=folder)["Contents"]] == [folder + "a.pdf"]  # nothing written
+
+
+def test_an_owners_scoped_credentials_are_assumed_once_and_reused(stack: Any) -> None:
+    """One AssumeRole per owner for the credentials' lifetime, not one per object or per call."""
+    from batchlane import runtime
+    from batchlane_dev.local.iam import acting_as as iam_acting
+
+    alice, bob = users()
+    svc = services()
+    assert svc.settings.folder_access_role_arn
+    clients = runtime._owner_clients(svc.settings.folder_access_role_arn)
+    before = clients.assumed
+    with iam_acting("folder_advance"):
+        for _ in range(3):
+            for owner in (alice, bob):
+                svc.folder_buckets(owner).put_bytes(FOLDER_BUCKET, f"{owner_home(owner)}n.md", b"x", "text/markdown", owner=owner)
+    assert clients.assumed - before == 2

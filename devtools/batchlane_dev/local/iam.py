@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextvars
+import dataclasses
 import functools
 import logging
 import re
@@ -30,7 +31,17 @@ from typing import Any
 import botocore.client
 
 from batchlane import topology
-from batchlane.topology_grants import BATCH_PREFIX, Grant, folder_source_resource, grants_for, is_inference_profile
+from batchlane.topology_grants import (
+    BATCH_PREFIX,
+    OWNER_TAG,
+    OWNER_VARIABLE,
+    Grant,
+    folder_access_grants,
+    folder_source_resource,
+    grants_for,
+    is_inference_profile,
+    owner_folder_resource,
+)
 
 log = logging.getLogger("batchlane_dev.local.iam")
 
@@ -139,6 +150,7 @@ class Targets:
     folder_job_state_machine_arn: str = ""
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix", as BATCHLANE_FOLDER_SOURCES
     partition: str = "aws"
+    folder_access_role_arn: str = ""  # the role folder functions assume per owner (scoped sessions)
 
     def arns(self, grant: Grant) -> list[str]:
         return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
@@ -163,6 +175,8 @@ class Targets:
             "folder_objects": sorted({f"arn:{p}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources}),
             "folder_buckets": sorted({f"arn:{p}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources}),
             "folder_job_state_machine": [self.folder_job_state_machine_arn] if self.folder_job_state_machine_arn else [],
+            "folder_access_role": [self.folder_access_role_arn] if self.folder_access_role_arn else [],
+            "owner_folder_objects": sorted({f"arn:{p}:s3:::{owner_folder_resource(source)}*" for source in self.folder_sources}),
         }
         return table[kind]
 
@@ -285,6 +299,8 @@ def _lambda(operation: str, params: Mapping[str, Any], t: Targets) -> list[Reque
 
 
 def _free(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    if operation == "AssumeRole":
+        return _assume_role_requests(params)
     return [] if operation == "GetCallerIdentity" else None  # needs no permission
 
 
@@ -376,10 +392,92 @@ class GrantEnforcer:
                 )
         return None
 
+    def scoped_refusal(self, session: ScopedSession, service: str, operation: str, params: Mapping[str, Any]) -> str | None:
+        """A call signed with assumed-role credentials: that role's policy decides, not the function's."""
+        return _scoped_refusal(self, session, service, operation, params)
+
     def _record(self, function: str, action: str, resource: str | None) -> None:
         with self._lock:
             self.denials.append((function, action, resource))
         log.warning("offline IAM refused a call: function=%s action=%s resource=%s", function, action, resource)
+
+
+# -- scoped sessions: the folder-access role assumed with an owner tag ----------------------
+@dataclass(frozen=True)
+class ScopedSession:
+    """Credentials AssumeRole handed out offline: the role they act as and the session tags IAM evaluates."""
+
+    role_arn: str
+    tags: Mapping[str, str]
+
+
+_sessions: dict[str, ScopedSession] = {}  # access key id → its session (moto's STS issues a fresh key per call)
+_sessions_lock = threading.Lock()
+
+
+def _assume_role_requests(params: Mapping[str, Any]) -> list[Request]:
+    """sts:AssumeRole on the role, and sts:TagSession when the call sets session tags (AWS requires both)."""
+    role = str(params.get("RoleArn", ""))
+    return [Request("sts:AssumeRole", role)] + ([Request("sts:TagSession", role)] if params.get("Tags") else [])
+
+
+def _remember_session(parsed: Mapping[str, Any], params: Mapping[str, Any]) -> None:
+    """After AssumeRole answers: which role and tags the new access key carries."""
+    key = (parsed.get("Credentials") or {}).get("AccessKeyId")
+    if key:
+        tags = {t["Key"]: t["Value"] for t in params.get("Tags", [])}
+        with _sessions_lock:
+            _sessions[key] = ScopedSession(str(params.get("RoleArn", "")), tags)
+
+
+def scoped_session(request_signer: Any) -> ScopedSession | None:
+    """The assumed-role session a client signs with, None for the function's own role."""
+    credentials = getattr(request_signer, "_credentials", None)  # botocore keeps no public accessor
+    key = getattr(credentials, "access_key", None) if credentials is not None else None
+    with _sessions_lock:
+        return _sessions.get(key) if key else None
+
+
+def _with_tags(grant: Grant, arns: list[str], tags: Mapping[str, str]) -> tuple[Grant, list[str]] | None:
+    """The grant with ``${aws:PrincipalTag/owner}`` replaced by the session's tag; None without the tag (IAM: no match)."""
+    text = repr((arns, grant.conditions))
+    if OWNER_VARIABLE in text and OWNER_TAG not in tags:
+        return None
+    owner = tags.get(OWNER_TAG, "")
+    conditions = {
+        op: {k: (v.replace(OWNER_VARIABLE, owner) if isinstance(v, str) else tuple(x.replace(OWNER_VARIABLE, owner) for x in v)) for k, v in block.items()}
+        for op, block in grant.conditions.items()
+    }
+    return dataclasses.replace(grant, conditions=conditions), [a.replace(OWNER_VARIABLE, owner) for a in arns]
+
+
+def scoped_allowed(request: Request, session: ScopedSession, targets: Targets) -> bool:
+    """As :func:`allowed`, for the folder-access role's policy with the session's tags substituted."""
+    if session.role_arn != targets.folder_access_role_arn:
+        return False  # no other role is assumed offline
+    for grant in folder_access_grants(targets.folder_sources):
+        resolved = _with_tags(grant, targets.arns(grant), session.tags)
+        if resolved is None or request.action not in grant.actions:
+            continue
+        tagged, resources = resolved
+        if request.resource is not None and not any(_glob(r).match(request.resource) for r in resources):
+            continue
+        if _conditions_hold(tagged, request.context):
+            return True
+    return False
+
+
+def _scoped_refusal(enforcer: GrantEnforcer, session: ScopedSession, service: str, operation: str, params: Mapping[str, Any]) -> str | None:
+    """None when the scoped session may make the call; else AWS's message, the refusal recorded."""
+    owner = session.tags.get(OWNER_TAG, "")
+    principal = f"{session.role_arn.replace(':iam::', ':sts::').replace(':role/', ':assumed-role/')}/owner={owner}"
+    requests = requests_for(service, operation, params, enforcer.targets)
+    for request in requests if requests is not None else [Request(f"{service}:{operation}", None)]:
+        if requests is None or not scoped_allowed(request, session, enforcer.targets):
+            enforcer._record(f"folder-access:{owner}", request.action, request.resource)
+            on = f' on resource: "{request.resource}"' if request.resource else ""
+            return f"User: {principal} is not authorized to perform: {request.action}{on} because no identity-based policy allows the {request.action} action"
+    return None
 
 
 # -- the botocore hook ----------------------------------------------------------------------
@@ -393,7 +491,11 @@ def _check(client: Any, operation: str, params: Mapping[str, Any]) -> None:
     if enforcer is None or function in UNCHECKED:
         return
     service = client.meta.service_model.service_name
-    message = enforcer.refusal(function, service, operation, params)
+    session = scoped_session(getattr(client, "_request_signer", None))
+    if session is not None:
+        message = enforcer.scoped_refusal(session, service, operation, params)
+    else:
+        message = enforcer.refusal(function, service, operation, params)
     if message is None:
         return
     code = "AccessDenied" if service == "s3" else "AccessDeniedException"
@@ -438,7 +540,10 @@ def install(enforcer: GrantEnforcer | None) -> None:
     @functools.wraps(original_call)
     def make_api_call(self: botocore.client.BaseClient, operation_name: str, api_params: dict[str, Any]) -> Any:
         _check(self, operation_name, api_params)
-        return original_call(self, operation_name, api_params)
+        answer = original_call(self, operation_name, api_params)
+        if operation_name == "AssumeRole" and self.meta.service_model.service_name == "sts":
+            _remember_session(answer, api_params)  # which role and owner tag the new access key acts with
+        return answer
 
     botocore.client.BaseClient._make_api_call = make_api_call  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _submit_in_context(concurrent.futures.ThreadPoolExecutor.submit)  # type: ignore[method-assign]

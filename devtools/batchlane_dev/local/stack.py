@@ -62,6 +62,7 @@ def owner_home(owner: str) -> str:
 
 
 SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
+FOLDER_ACCESS_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-folder-access"  # infra/folder_access.py
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
     "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 2 s, full jitter
@@ -237,6 +238,7 @@ class OfflineStack:
             # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
             "FOLDER_JOB_STATE_MACHINE_ARN": self.state_machine_arns["folder_job"],
+            "FOLDER_ACCESS_ROLE_ARN": FOLDER_ACCESS_ROLE_ARN,
             "BATCHLANE_FOLDER_SOURCES": FOLDER_SOURCES,
             **self.options.extra_env,
         }
@@ -371,6 +373,7 @@ class OfflineStack:
             webhook_delivery_state_machine_arn=self.state_machine_arns["webhook_delivery"],
             webhook_secret_arn=self.env.get("WEBHOOK_SECRET_ARN", ""),
             folder_job_state_machine_arn=self.state_machine_arns["folder_job"],
+            folder_access_role_arn=FOLDER_ACCESS_ROLE_ARN,
             folder_sources=tuple(reload_settings().folder_sources),
             bedrock_service_role_arn=SERVICE_ROLE_ARN,
             model_ids=reload_settings().allowed_model_ids,  # as infra grants every configured model (context modelIds)
@@ -439,6 +442,7 @@ class OfflineStack:
             events.put_targets(Rule=f"batchlane-{rule.name}", Targets=[{"Id": rule.target, "Arn": self.registry.arn(rule.target)}])
         _deploy_bucket_controls(s3)
         _deploy_service_role(iam)
+        _deploy_folder_access_role(iam)
         missing = [spec.name for spec in FUNCTIONS if not self.registry.has_handler(spec.name)]
         if missing:
             log.warning("functions without a handler yet: %s", missing)
@@ -477,6 +481,17 @@ def _deploy_bucket_controls(s3: Any) -> None:
     s3.put_bucket_encryption(Bucket=BUCKET, ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]})
     rule = {"ID": "expire-working-data", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": 14}}
     s3.put_bucket_lifecycle_configuration(Bucket=BUCKET, LifecycleConfiguration={"Rules": [rule]})
+
+
+def _deploy_folder_access_role(iam: Any) -> None:
+    """The folder-access role as infra/folder_access.py defines it: only the folder functions may assume it, with tags.
+
+    moto's STS answers AssumeRole without reading these documents; batchlane_dev.local.iam evaluates the same
+    grants (topology_grants.folder_access_grants) against every call made with the credentials."""
+    callers = [f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-{spec.name}" for spec in FUNCTIONS if "folder_access" in spec.needs]
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": callers}, "Action": ["sts:AssumeRole", "sts:TagSession"]}]}
+    name = FOLDER_ACCESS_ROLE_ARN.rsplit("/", 1)[-1]
+    iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))
 
 
 def _deploy_service_role(iam: Any) -> None:

@@ -12,6 +12,7 @@ offline stack.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -71,6 +72,12 @@ class Settings(BaseSettings):
     # How pages go to the model (domain/page_form.py, docs/deploy.md "The page form"): pdf (document
     # blocks), image (pdfium render + text layer), auto (what `batchlane doctor --live` or a refused call recorded).
     batchlane_page_form: Literal["pdf", "image", "auto"] = "auto"
+    # Bedrock's Flex service tier (domain/service_tier.py, docs/deploy.md "Service tiers"): the share
+    # off the standard rate a Flex call bills, set by the operator from their price sheet (AWS publishes
+    # no Flex price for Claude); unset: Flex is off unless BATCHLANE_PRICES carries flex_*_per_mtok.
+    batchlane_flex_discount: Decimal | None = Field(None, ge=0, lt=1)
+    # Work due sooner than this is urgent: it goes at the default tier, never Flex.
+    batchlane_flex_min_deadline_hours: float = Field(1.0, ge=0)
     # On-demand pages per Converse request (docs/ondemand.md). The count actually used is
     # the smallest of this, the API's documents-per-request limit and what fits in
     # max_tokens at the pages' estimated output. Primed pages and batch records stay 1.
@@ -144,6 +151,9 @@ class Settings(BaseSettings):
 
     # --- folder jobs (docs/architecture.md "Folder jobs") ---------------------------------
     folder_job_state_machine_arn: str | None = None
+    # The role folder functions assume per owner (session tag ``owner``) for every user-bucket call: IAM
+    # then confines a folder job to its owner's folder sources. Unset (tests with fakes): the function's role.
+    folder_access_role_arn: str | None = None
     # The folders the deployment may read and write: comma-separated ``bucket/prefix`` (cdk.json
     # context ``folderSources``); a folder job outside them is refused with FOLDER_NOT_ALLOWED.
     batchlane_folder_sources: str = ""

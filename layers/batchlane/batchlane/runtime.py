@@ -14,6 +14,7 @@ from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.clients import client, reset_clients
 from batchlane.aws.events import EventBridgeBus
 from batchlane.aws.folders import FolderBuckets, S3FolderBuckets
+from batchlane.aws.owner_credentials import OwnerScopedClients
 from batchlane.aws.s3 import S3Downloads, S3Store, S3Uploads
 from batchlane.aws.secrets import SecretsManagerSigningSecret
 from batchlane.aws.workflows import StepFunctionsWorkflows
@@ -42,9 +43,20 @@ class Services:
     def downloads(self) -> Downloads:
         return S3Downloads(client("s3", signature_version="s3v4"), self.settings.batchlane_bucket)
 
-    def folder_buckets(self) -> FolderBuckets:
-        """The user's buckets a folder job reads and writes (within the configured folder sources)."""
-        return S3FolderBuckets(client("s3"))
+    def folder_buckets(self, owner_id: str | None = None) -> FolderBuckets:
+        """The user's buckets as ``owner_id``'s folder job may see them: through the folder-access role tagged
+        with that owner where one is configured (IAM confines the calls), else the function's own role."""
+        role_arn = self.settings.folder_access_role_arn
+        if owner_id is None or not role_arn:
+            return S3FolderBuckets(client("s3"))
+        return S3FolderBuckets(_owner_clients(role_arn).s3(owner_id))
+
+    def folder_source(self, bucket: str, owner_id: str) -> S3Store:
+        """A folder file's bucket, read as its owner (the folder-access role where configured), for the split and its size check."""
+        role_arn = self.settings.folder_access_role_arn
+        if not role_arn:
+            return S3Store(client("s3"), bucket)
+        return S3Store(_owner_clients(role_arn).s3(owner_id), bucket)
 
     def signing_secret(self) -> SigningSecret:
         return SecretsManagerSigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
@@ -52,6 +64,15 @@ class Services:
 
 _lock = threading.Lock()
 _services: Services | None = None
+_scoped: dict[str, OwnerScopedClients] = {}
+
+
+def _owner_clients(role_arn: str) -> OwnerScopedClients:
+    """One per process and role: the per-owner sessions outlive a handler call (warm Lambdas reuse them)."""
+    with _lock:
+        if role_arn not in _scoped:
+            _scoped[role_arn] = OwnerScopedClients(client("sts"), role_arn)
+        return _scoped[role_arn]
 
 
 def _database(settings: Settings) -> Database:
@@ -110,7 +131,7 @@ def services() -> Services:
                     folder_job_arn=settings.folder_job_state_machine_arn,
                 ),
                 bus=EventBridgeBus(client("events"), settings.event_bus_name),
-                prices=PriceTable(settings.batchlane_prices),
+                prices=PriceTable(settings.batchlane_prices, flex_discount=settings.batchlane_flex_discount),
                 batch_jobs=BedrockBatchJobs(lambda: client("bedrock")),
                 # botocore retries off (max_attempts counts retries): the governed transport retries
                 # under the global limit (docs/ondemand.md); one client per read timeout.
@@ -127,4 +148,5 @@ def reset_services() -> None:
         if _admin is not None:
             _admin.close()
         _services = _admin = None
+        _scoped.clear()
         reset_clients()

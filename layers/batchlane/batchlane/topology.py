@@ -47,6 +47,7 @@ Capability = Literal[
     "folder_read",  # list and read the configured folder sources of users' buckets (cdk.json folderSources)
     "folder_write",  # write Markdown, manifest and report into those folder sources
     "start_folder_job",  # states:StartExecution on the folder-job state machine
+    "folder_access",  # assume the folder-access role tagged with the job's owner: S3 only under that owner's folder sources
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -125,8 +126,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
             "s3_delete_chunk_sources",
             "start_conversion",
             "publish_events",
-            "folder_read",
-        ),  # folder files are read where they lie
+            "folder_access",
+        ),  # folder files are read where they lie, as their owner
         900,
         3008,
         1024,
@@ -237,17 +238,17 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "folder_enumerate",
         "Lists a few ListObjectsV2 pages of a folder job from its checkpoint and inserts the files it finds.",
-        ("db", "folder_read", "publish_events"),  # publishes the job's processing/error change
+        ("db", "folder_access", "publish_events"),  # publishes the job's processing/error change
         300,
     ),
     FunctionSpec(
         "folder_advance",
         "One turn of a folder job: settles files whose conversion ended (Markdown to its output key), starts queued files within the cap, writes the report part.",
-        ("db", "s3_read_jobs", "folder_read", "folder_write", "start_intake", "publish_events", "start_folder_job"),  # reads jobs/<id>/output.md; hands over
+        ("db", "s3_read_jobs", "folder_access", "start_intake", "publish_events", "start_folder_job"),  # reads jobs/<id>/output.md; hands over
         300,
     ),
     FunctionSpec(
-        "folder_finish", "Ends a folder job: final status, report.jsonl and manifest.json in the output folder.", ("db", "folder_write", "publish_events"), 300
+        "folder_finish", "Ends a folder job: final status, report.jsonl and manifest.json in the output folder.", ("db", "folder_access", "publish_events"), 300
     ),  # publishes the job's end
     # Short on purpose: one POST with a 10 s timeout, so a slow receiver holds nothing else.
     FunctionSpec(

@@ -33,6 +33,8 @@ ResourceKind = Literal[
     "folder_objects",  # objects under each configured folder source (arn:aws:s3:::bucket/prefix*)
     "folder_buckets",  # the folder sources' buckets (ListBucket; check_allowed refuses other prefixes first)
     "folder_job_state_machine",
+    "folder_access_role",  # the role folder functions assume, tagged with the job's owner (folder_access_grants)
+    "owner_folder_objects",  # objects under each folder source, ``{owner}`` as ${aws:PrincipalTag/owner}
 ]
 
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
@@ -134,7 +136,9 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "cloudwatch_metrics": (),
     "folder_read": (Grant(("s3:GetObject",), ("folder_objects",)), Grant(("s3:ListBucket",), ("folder_buckets",))),
     "folder_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("folder_objects",)),),
-    "start_folder_job": (Grant(("states:StartExecution",), ("folder_job_state_machine",)),),  # Powertools writes EMF to the function's own log group: no grant
+    "start_folder_job": (Grant(("states:StartExecution",), ("folder_job_state_machine",)),),
+    # Folder functions reach the users' buckets only through the folder-access role, tagged with the job's owner.
+    "folder_access": (Grant(("sts:AssumeRole", "sts:TagSession"), ("folder_access_role",)),),  # Powertools writes EMF to the function's own log group: no grant
 }
 
 
@@ -160,3 +164,28 @@ def folder_source_resource(source: str) -> str:
     binds each caller to their own (docs/operations.md "Folder jobs")."""
     head, _, rest = source.strip().removeprefix("s3://").partition("/")
     return f"{head.rpartition('@')[2]}/{rest.split('{owner}', 1)[0]}"
+
+
+OWNER_TAG = "owner"  # the session tag the folder functions set to the job's owner (a Cognito sub)
+OWNER_VARIABLE = "${aws:PrincipalTag/owner}"  # IAM's policy variable for it
+
+
+def owner_folder_resource(source: str) -> str:
+    """The ``bucket/prefix`` of a ``folderSources`` entry as the folder-access role sees it: ``{owner}`` is the session's owner tag.
+
+    A ``group@`` entry keeps its whole prefix: IAM does not know the caller's groups (folders/spec.check_allowed does)."""
+    head, _, rest = source.strip().removeprefix("s3://").partition("/")
+    return f"{head.rpartition('@')[2]}/{rest.replace('{owner}', OWNER_VARIABLE)}"
+
+
+def folder_access_grants(sources: Iterable[str]) -> tuple[Grant, ...]:
+    """The folder-access role's policy: read and write under the owner's granted prefixes, list only those,
+    and read the Markdown it copies out of ``jobs/`` (a CopyObject reads its source with the same credentials)."""
+    prefixes = tuple(sorted({owner_folder_resource(s).split("/", 1)[1] + "*" for s in sources}))
+    if not prefixes:
+        return ()
+    return (
+        Grant(("s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"), ("owner_folder_objects",), sid="OwnerFolderObjects"),
+        Grant(("s3:ListBucket",), ("folder_buckets",), conditions={"StringLike": {"s3:prefix": prefixes}}, sid="ListOwnerFolders"),
+        Grant(("s3:GetObject",), ("objects",), prefix=JOBS_PREFIX, sid="CopyConvertedMarkdown"),
+    )

@@ -1,7 +1,8 @@
 """The user's buckets, as a folder job sees them: list one page, test, copy, write, read lines.
 
-Read and written with the deployment's role, only inside the configured folder sources
-(the grants say so; folders/spec.check_allowed refuses the rest before anything is listed).
+A folder job's calls go through credentials scoped to its owner (runtime.Services.folder_buckets:
+the folder-access role tagged ``owner=<sub>``), so IAM itself keeps them inside that owner's folder
+sources; folders/spec.check_allowed refuses the rest before anything is listed.
 S3 errors are translated once, here: a bucket the role may not read is FOLDER_NOT_READABLE; one
 object that cannot be read or written (anything but missing or a throttle) is ObjectUnreadable, so
 that file fails and the rest of the folder goes on. Every object written carries its owner in the
@@ -73,10 +74,19 @@ class S3FolderBuckets:
             response = self._s3.head_object(Bucket=bucket, Key=key)
         except ClientError as exc:
             error = _object_error(exc, f"s3://{bucket}/{key}")
-            if isinstance(error, NotFound):
+            if isinstance(error, NotFound) or (_code(exc) in ("403", "AccessDenied") and self._absent(bucket, key)):
                 return None
             raise error from exc
         return ObjectHead(int(response["ContentLength"]), (response.get("Metadata") or {}).get(OWNER_METADATA))
+
+    def _absent(self, bucket: str, key: str) -> bool:
+        """A 403 HEAD under a prefix-conditioned ListBucket may mean "no such key" (S3 answers 404 only with
+        ListBucket on the key): listing exactly that key, within the same grant, tells which."""
+        try:
+            page = self._s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+        except ClientError:
+            return False
+        return not any(item["Key"] == key for item in page.get("Contents", []))
 
     def copy(self, source: tuple[str, str], target: tuple[str, str], *, owner: str, content_type: str = "text/markdown; charset=utf-8") -> None:
         """Server-side copy (boto3's managed copy: multipart past 5 GB) stamped with its owner; nothing passes through the function."""

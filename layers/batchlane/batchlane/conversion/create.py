@@ -90,9 +90,9 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def source_store(svc: Services, file_row: job_repo.FileRow) -> Any:
-    """Where the file's PDF lies: the deployment's bucket (an upload) or a folder job's source bucket."""
+    """Where the file's PDF lies: the deployment's bucket (an upload) or a folder job's source bucket, read as the file's owner."""
     bucket = file_row.source_bucket
-    return svc.store.in_bucket(bucket) if bucket and bucket != svc.store.bucket else svc.store
+    return svc.folder_source(bucket, file_row.owner_id) if bucket and bucket != svc.store.bucket else svc.store
 
 
 def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = None, max_pages: int | None = None, on_demand: bool = False) -> CreatedJob:

@@ -107,7 +107,7 @@ def enumerate_step(svc: Services, job_id: str, *, pages: int | None = None) -> d
     if job["enumeration_done"] or job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
         return {"enumerationDone": True}
     spec = FolderJobSpec.model_validate(job["spec"])
-    buckets = svc.folder_buckets()
+    buckets = svc.folder_buckets(job["owner_id"])
     done_sources = (
         earlier_report_sources(buckets, job["output_bucket"], job["output_prefix"], job_id, owner_id=job["owner_id"])
         if spec.output.on_existing == "skip"

@@ -90,7 +90,7 @@ def hand_over_if_due(svc: Services, job: dict[str, Any]) -> bool:
 def settle_ended(svc: Services, job: dict[str, Any]) -> int:
     """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error."""
     job_id = str(job["id"])
-    buckets = svc.folder_buckets()
+    buckets = svc.folder_buckets(job["owner_id"])
     max_retries = FolderJobSpec.model_validate(job["spec"]).policy.max_retries
     settled = 0
     for row in repo.ended_conversions(svc.db, job_id):
@@ -189,7 +189,7 @@ def start_queued(svc: Services, job: dict[str, Any]) -> int:
     if not claimed:
         return 0
     spec = FolderJobSpec.model_validate(job["spec"])
-    buckets = svc.folder_buckets()
+    buckets = svc.folder_buckets(job["owner_id"])
     for row in claimed:
         start_file(svc, buckets, job, spec, row)
     return len(claimed)
@@ -275,7 +275,7 @@ def write_report_part(svc: Services, job: dict[str, Any]) -> int:
     body = "".join(json.dumps(report_line(r, job["output_bucket"]), sort_keys=True) + "\n" for r in rows).encode()
     part = repo.next_report_part(svc.db, job_id)
     key = layout.report_part_key(job["output_prefix"], job_id, part)
-    svc.folder_buckets().put_bytes(job["output_bucket"], key, body, "application/x-ndjson", owner=job["owner_id"])
+    svc.folder_buckets(job["owner_id"]).put_bytes(job["output_bucket"], key, body, "application/x-ndjson", owner=job["owner_id"])
     repo.mark_reported(svc.db, job_id, [r["source_key"] for r in rows])
     return len(rows)
 

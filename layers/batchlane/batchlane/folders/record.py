@@ -83,7 +83,7 @@ def finish(svc: Services, job_id: str) -> dict[str, Any]:
 
 
 def write_record(svc: Services, job: dict[str, Any]) -> None:
-    buckets = svc.folder_buckets()
+    buckets = svc.folder_buckets(job["owner_id"])
     lines = (line.encode() for line in report_lines(svc, job))  # streamed: a million-line report never sits in memory
     owner = job["owner_id"]
     buckets.put_stream(job["output_bucket"], layout.report_key(job["output_prefix"], job["id"]), lines, "application/x-ndjson", owner=owner)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
 from batchlane.converter import (
@@ -100,7 +100,7 @@ class GroupConverter:
                 self.spend.count("readTimeouts")
             raise
         if answer.served_by == "on_demand":
-            self.spend.add(answer.usage, self._prices.cost(self._config.model_id, answer.usage))
+            self.spend.add(answer.usage, self._prices.cost(self._config.model_id, answer.usage, tier=answer.service_tier))
         return answer
 
     def convert(self, group: list[PlannedPage]) -> dict[int, PageResult]:
@@ -119,7 +119,7 @@ class GroupConverter:
             return self._halve(group, sections.reason)
         self.spend.count("pagesMultiServed", len(group))
         usage = Usage(answer.usage.input_tokens // len(group), answer.usage.output_tokens // len(group))
-        share = self._prices.cost(self._config.model_id, usage)
+        share = self._prices.cost(self._config.model_id, usage, tier=answer.service_tier)
         results: dict[int, PageResult] = {}
         for page in group:
             body = sections[page.number]
@@ -127,7 +127,9 @@ class GroupConverter:
                 self.spend.count("emptySectionRetried")
                 results.update(self.convert([page]))
                 continue
-            results[page.number] = self._check_coverage(page, PageResult(page.number, "converted", body, served_by="on_demand", usage=usage, cost_usd=share))
+            results[page.number] = self._check_coverage(
+                page, PageResult(page.number, "converted", body, served_by="on_demand", usage=usage, cost_usd=share, service_tier=answer.service_tier)
+            )
         return results
 
     def _halve(self, group: list[PlannedPage], reason: str) -> dict[int, PageResult]:
@@ -138,7 +140,7 @@ class GroupConverter:
 
     def _single(self, page: PlannedPage, answer: ModelAnswer) -> PageResult:
         text = strip_own_marker(answer.text, page.number)
-        result = page_result(page.number, self._config.model_id, ModelAnswer(text, answer.stop_reason, answer.usage, answer.served_by), self._prices)
+        result = page_result(page.number, self._config.model_id, replace(answer, text=text), self._prices)
         if result.status == "truncated":
             self.spend.count("pagesTruncated")
             logger.warning("page truncated; kept and marked", page=page.number, stop_reason=result.reason, max_tokens=self._config.max_tokens)
@@ -161,7 +163,7 @@ class GroupConverter:
         second = page_result(
             page.number,
             self._config.model_id,
-            ModelAnswer(strip_own_marker(answer.text, page.number), answer.stop_reason, answer.usage, answer.served_by),
+            replace(answer, text=strip_own_marker(answer.text, page.number)),
             self._prices,
         )
         before = self._coverage.coverage(result.markdown, page.layer) or 0.0
@@ -169,6 +171,12 @@ class GroupConverter:
         if second.status == "converted" and after > before:
             self.spend.count("coverageImproved")
             return PageResult(
-                page.number, "converted", second.markdown, served_by="on_demand", usage=result.usage + second.usage, cost_usd=result.cost_usd + second.cost_usd
+                page.number,
+                "converted",
+                second.markdown,
+                served_by="on_demand",
+                usage=result.usage + second.usage,
+                cost_usd=result.cost_usd + second.cost_usd,
+                service_tier=second.service_tier,
             )
         return result
