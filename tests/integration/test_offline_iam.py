@@ -7,22 +7,27 @@ topology ``needs`` do not grant, with the AccessDenied AWS answers.)
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 import uuid
 from decimal import Decimal
 from typing import Any
 
+import boto3
 import pytest
 
 from batchlane import topology
 from batchlane.aws.s3 import NotFound
+from batchlane.config import reload_settings
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.runtime import services
 from batchlane_dev.cli.jobs_commands import post_upload
+from batchlane_dev.local import iam
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.stack import BUCKET, REGION, SERVICE_ROLE_ARN
 from tests.conftest import start_stack
 
 
@@ -99,3 +104,36 @@ def test_pages_converted_without_the_model_grant_fail_with_access_denied_from_wo
     markers = [line for line in markdown.splitlines() if line.startswith("<!--")]
     assert markers == [f"<!-- Page {n}: failed (AccessDeniedException) -->" for n in (1, 2, 3)]
     assert not [r for r in ledger.ledger_rows(svc.db, created["jobId"]) if r["source"] == "chunk" and Decimal(str(r["cost_usd"])) > 0]
+
+
+def test_a_batch_job_whose_input_is_outside_the_service_roles_grant_fails_with_access_denied(stack):
+    # Given records staged outside batch/, the only prefix the Bedrock service role may read (infra.iam.BedrockBatchAccess)
+    key = f"jobs/{uuid.uuid4().hex}/input.jsonl"
+    record = {"recordId": "r1", "modelInput": {"messages": [{"role": "user", "content": [{"text": "hi"}]}]}}
+    services().store.put_bytes(key, (json.dumps(record) + "\n").encode())
+    bedrock = boto3.client("bedrock", region_name=REGION)
+    # When a job is created on it (as the operator: the caller's own grants are not the point here)
+    job = bedrock.create_model_invocation_job(
+        jobName=f"outside-{uuid.uuid4().hex[:8]}",
+        roleArn=SERVICE_ROLE_ARN,
+        modelId=reload_settings().allowed_model_ids[0],
+        inputDataConfig={"s3InputDataConfig": {"s3Uri": f"s3://{BUCKET}/{key}"}},
+        outputDataConfig={"s3OutputDataConfig": {"s3Uri": f"s3://{BUCKET}/batch/outside/"}},
+        modelInvocationType="Converse",
+    )["jobArn"]
+    # Then Bedrock, acting as the service role, cannot read it: the job ends Failed with AWS's access message
+    described = _wait_for_terminal(bedrock, job)
+    assert described["status"] == "Failed", described
+    assert "AccessDenied" in described["message"] and key in described["message"], described["message"]
+    assert (iam.BEDROCK_SERVICE_ROLE, "s3:GetObject", f"arn:aws:s3:::{BUCKET}/{key}") in stack.grants.denials
+    stack.grants.denials.clear()  # seen and asserted
+
+
+def _wait_for_terminal(bedrock: Any, job: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # polls the job's status, as a caller does
+        described = bedrock.get_model_invocation_job(jobIdentifier=job)
+        if described["status"] in ("Completed", "PartiallyCompleted", "Failed", "Stopped", "Expired"):
+            return dict(described)
+        time.sleep(0.2)
+    raise AssertionError(f"job {job} never ended")

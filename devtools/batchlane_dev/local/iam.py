@@ -8,8 +8,9 @@ carried into the threads it starts), each call is turned into the IAM requests A
 evaluate (action, resource ARN, condition keys) and checked against the grants that
 ``topology_grants`` maps the function's ``needs`` to — the same data CDK writes the
 policies from. A refused call answers 403 AccessDenied(Exception), shaped so botocore
-raises the ClientError it would raise on AWS. Calls made outside a handler (the
-emulator, fixtures, the CLI as operator) are not checked.
+raises the ClientError it would raise on AWS. A call with no identity at all is refused too
+(:func:`identity_of`): only the identities named in ``UNCHECKED`` (the operator, AWS itself)
+pass unchecked, and the Bedrock emulator's S3 calls act as the Bedrock service role.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import botocore.client
 
 from batchlane import topology
 from batchlane.topology_grants import (
+    BATCH_PREFIX,
     OWNER_TAG,
     OWNER_VARIABLE,
     Grant,
@@ -60,12 +62,72 @@ def current_function() -> str | None:
     return _current_function.get()
 
 
+# -- identities that are no function (issue 22, point 7) ------------------------------------
+OPERATOR = "operator"  # the test harness and the CLI: whoever started the stack, with the account's own credentials
+AWS_SERVICE = "aws"  # moto's server threads (Step Functions invoking Lambda with the machine's role, EventBridge delivering), the API's front
+BEDROCK_SERVICE = "bedrock.amazonaws.com"  # the emulator's HTTP side and the events Bedrock publishes
+BEDROCK_SERVICE_ROLE = "bedrock-service-role"  # a batch job's S3 reads and writes: the role Bedrock assumes for it
+UNCHECKED = frozenset({OPERATOR, AWS_SERVICE, BEDROCK_SERVICE})
+NO_IDENTITY = "(no identity)"
+
+# The Bedrock service role's policy as infra.iam.BedrockBatchAccess writes it (batch/ objects, ListBucket on batch/).
+SERVICE_ROLE_GRANTS: tuple[Grant, ...] = (
+    Grant(("s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"), ("objects",), prefix=BATCH_PREFIX),
+    Grant(("s3:ListBucket",), ("bucket",), prefix=BATCH_PREFIX),
+)
+
+
+def become(identity: str) -> None:
+    """The calling thread acts as ``identity`` from now on (a stack's caller becomes the operator)."""
+    _current_function.set(identity)
+
+
+def bind(client: Any, identity: str) -> Any:
+    """``client``'s calls act as ``identity`` whoever makes them (the emulator's S3 client: the service role)."""
+    client._batchlane_identity = identity
+    return client
+
+
+def identity_of(client: Any) -> str:
+    """Who a call acts as: the client's bound identity, else the thread's (inherited from its creator)."""
+    return getattr(client, "_batchlane_identity", None) or _current_function.get() or NO_IDENTITY
+
+
+def _patch_threads() -> None:
+    """A thread acts as the identity of the thread that created it, as a handler's threads share its role."""
+    original_init, original_bootstrap = threading.Thread.__init__, threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
+
+    def init(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
+        original_init(self, *args, **kwargs)
+        self._batchlane_identity = _current_function.get()  # type: ignore[attr-defined]
+
+    def bootstrap_inner(self: threading.Thread) -> None:
+        if getattr(self, "_batchlane_identity", None) is not None:
+            _current_function.set(self._batchlane_identity)  # type: ignore[attr-defined]
+        original_bootstrap(self)
+
+    threading.Thread.__init__ = init  # type: ignore[method-assign]
+    threading.Thread._bootstrap_inner = bootstrap_inner  # type: ignore[attr-defined]
+
+
+def token_state_machine(token: str, t: Targets) -> str | None:
+    """The state machine whose running execution waits on ``token`` (moto's callback pools), None if none does."""
+    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+
+    for machine in list(stepfunctions_parser_backends[t.account_id][t.region].state_machines):
+        for execution in list(machine.executions):
+            worker = getattr(execution, "exec_worker", None)
+            if worker is not None and worker.env.callback_pool_manager.get(token) is not None:
+                return str(machine.arn)
+    return None
+
+
 @dataclass(frozen=True)
 class Request:
     """One authorisation AWS evaluates for a call: an action on a resource, with condition keys."""
 
     action: str
-    resource: str | None  # None: the token names the resource opaquely (SendTask*): action only
+    resource: str | None  # None: no resource to check (SendTask* with a token no running execution holds)
     context: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -201,7 +263,7 @@ def _states(operation: str, params: Mapping[str, Any], t: Targets) -> list[Reque
     if operation in ("DescribeExecution", "StopExecution", "GetExecutionHistory"):
         return [Request(f"states:{operation}", params.get("executionArn", ""))]
     if operation in ("SendTaskSuccess", "SendTaskFailure", "SendTaskHeartbeat"):
-        return [Request(f"states:{operation}", None)]  # the task token names the machine opaquely
+        return [Request(f"states:{operation}", token_state_machine(str(params.get("taskToken", "")), t))]  # the token's machine
     return None
 
 
@@ -309,6 +371,10 @@ class GrantEnforcer:
         """Test seam: give ``function`` other capabilities (None: back to the topology's)."""
         self._needs[function] = topology.function(function).needs if needs is None else needs
 
+    def grants_of(self, identity: str) -> tuple[Grant, ...]:
+        """The grants ``identity`` acts with: the service role's policy, or a function's needs (none without identity)."""
+        return SERVICE_ROLE_GRANTS if identity == BEDROCK_SERVICE_ROLE else grants_for(self._needs.get(identity, ()))
+
     def refusal(self, function: str, service: str, operation: str, params: Mapping[str, Any]) -> str | None:
         """None when the call is allowed; else the message AWS would give."""
         principal = f"arn:{self.targets.partition}:sts::{self.targets.account_id}:assumed-role/batchlane-{function}/batchlane-{function}"
@@ -316,7 +382,7 @@ class GrantEnforcer:
         if requests is None:
             self._record(function, f"{service}:{operation}", None)
             return f"User: {principal} is not authorized to perform: {service}:{operation} (no IAM mapping offline: add it to batchlane_dev.local.iam)"
-        grants = grants_for(self._needs.get(function, ()))
+        grants = self.grants_of(function)
         for request in requests:
             if not allowed(request, grants, self.targets):
                 self._record(function, request.action, request.resource)
@@ -421,8 +487,8 @@ _installed = False
 
 def _check(client: Any, operation: str, params: Mapping[str, Any]) -> None:
     """Raise what AWS would (the client's modelled AccessDenied ClientError, 403) for a refused call."""
-    enforcer, function = _state["enforcer"], _current_function.get()
-    if enforcer is None or function is None:
+    enforcer, function = _state["enforcer"], identity_of(client)
+    if enforcer is None or function in UNCHECKED:
         return
     service = client.meta.service_model.service_name
     session = scoped_session(getattr(client, "_request_signer", None))
@@ -481,4 +547,5 @@ def install(enforcer: GrantEnforcer | None) -> None:
 
     botocore.client.BaseClient._make_api_call = make_api_call  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _submit_in_context(concurrent.futures.ThreadPoolExecutor.submit)  # type: ignore[method-assign]
+    _patch_threads()
     _installed = True

@@ -200,19 +200,23 @@ class OfflineStack:
         self._saved_log_handlers = route_handler_logs(self.log_path, verbose=self.options.verbose)
         self._set_env({LOG_FILE_ENV: str(self.log_path), VERBOSE_ENV: "1" if self.options.verbose else "0"})
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        iam.install(None)  # threads started from here on carry their creator's identity (local/iam.py)
+        iam.become(iam.OPERATOR)  # the caller (the test harness, the CLI) acts with the account's own credentials
         self._moto = loopback_moto_server("127.0.0.1", moto_port)  # loopback Host names only, no CORS
-        self._moto.start()
+        with iam.acting_as(iam.AWS_SERVICE):  # its threads are AWS's: Step Functions, EventBridge
+            self._moto.start()
         moto_url = f"http://127.0.0.1:{moto_port}"
         self._configure_moto(moto_url)
         self.bedrock = BedrockEmulator(
-            s3_client_factory=lambda: boto3.client("s3", endpoint_url=moto_url, region_name=REGION),
+            s3_client_factory=lambda: iam.bind(boto3.client("s3", endpoint_url=moto_url, region_name=REGION), iam.BEDROCK_SERVICE_ROLE),
             publish_event=lambda entry: self._client("events", moto_url).put_events(Entries=[entry]),
             faults=self.faults,
             quotas=self._quotas(),
             account_id=ACCOUNT_ID,
             region=REGION,
         )
-        bedrock_url = self.bedrock.start()
+        with iam.acting_as(iam.BEDROCK_SERVICE):
+            bedrock_url = self.bedrock.start()
         self.state_machine_arns = {spec.name: f"arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:batchlane-{spec.name}" for spec in STATE_MACHINES}
         env = {
             "AWS_ENDPOINT_URL": moto_url,
@@ -252,7 +256,8 @@ class OfflineStack:
         from batchlane_dev.local.api_server import LocalApiServer
 
         self.api = LocalApiServer(self.registry, s3_url=moto_url)
-        self._set_env({"BATCHLANE_API_URL": self.api.start()})
+        with iam.acting_as(iam.AWS_SERVICE):  # API Gateway's side; each request's handler acts as "api"
+            self._set_env({"BATCHLANE_API_URL": self.api.start()})
         self.env["BATCHLANE_API_URL"] = self.api.url
         self.env["BATCHLANE_CONSOLE_URL"] = self.api.console_url
         if self.options.process_functions:

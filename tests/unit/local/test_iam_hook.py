@@ -40,7 +40,7 @@ def enforcer(monkeypatch: pytest.MonkeyPatch) -> Iterator[GrantEnforcer]:
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     enforcer = GrantEnforcer(TARGETS)
     iam.install(enforcer)
-    with mock_aws():
+    with acting_as(iam.OPERATOR), mock_aws():  # the test's own setup calls (buckets, objects): the operator's
         yield enforcer
     iam.install(None)
 
@@ -177,3 +177,85 @@ def test_a_client_created_before_the_hook_was_installed_is_checked_too(tmp_path:
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), *sys.path])
     out = subprocess.run([sys.executable, "-c", EARLY_CLIENT], env=env, capture_output=True, text=True, check=True, cwd=Path(tmp_path))
     assert out.stdout.split() == ["AccessDenied", "403"], out.stdout + out.stderr
+
+
+def test_a_call_with_no_identity_is_refused_and_a_handlers_own_thread_acts_with_its_grants(enforcer: GrantEnforcer) -> None:
+    import contextvars
+    import threading
+
+    s3 = _s3()
+    # A call made where no function, no operator and no AWS service acts (a handler's call that lost its identity)
+    with pytest.raises(ClientError) as anonymous:
+        contextvars.Context().run(s3.put_object, Bucket=BUCKET, Key="jobs/x/anon.pdf", Body=b"%PDF")
+    assert _code(anonymous) == ("AccessDenied", 403)
+    assert (iam.NO_IDENTITY, "s3:PutObject", f"arn:aws:s3:::{BUCKET}/jobs/x/anon.pdf") in enforcer.denials
+    # A plain thread a handler starts acts as that handler (settle: db only), not unchecked
+    errors: list[ClientError] = []
+
+    def write() -> None:
+        try:
+            s3.put_object(Bucket=BUCKET, Key="jobs/x/thread.pdf", Body=b"%PDF")
+        except ClientError as exc:
+            errors.append(exc)  # AccessDenied, as the handler would see it on AWS
+
+    with acting_as("settle"):
+        thread = threading.Thread(target=write)
+    thread.start()
+    thread.join()
+    assert [e.response["Error"]["Code"] for e in errors] == ["AccessDenied"] and ("settle", "s3:PutObject") in {(f, a) for f, a, _ in enforcer.denials}
+
+
+WAIT_FOR_TOKEN = {
+    "StartAt": "Wait",
+    "States": {
+        "Wait": {
+            "Type": "Task",
+            "Resource": "arn:aws:states:::sqs:sendMessage.waitForTaskToken",
+            "Parameters": {"QueueUrl.$": "$.queue", "MessageBody": {"token.$": "$$.Task.Token"}},
+            "End": True,
+        }
+    },
+}
+
+
+def _token_of(machine: str, states: Any, sqs: Any, queue: str) -> str:
+    import json
+    import time
+
+    states.start_execution(stateMachineArn=machine, input=json.dumps({"queue": queue}))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # waits on the message the task sends, not a fixed time
+        messages = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=1).get("Messages", [])
+        if messages:
+            return str(json.loads(messages[0]["Body"])["token"])
+    raise AssertionError("the task never sent its token")
+
+
+def test_send_task_success_is_checked_against_the_tokens_state_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import json
+
+    for key, value in {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x", "AWS_DEFAULT_REGION": REGION}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    enforcer = GrantEnforcer(TARGETS)
+    iam.install(enforcer)
+    try:
+        with acting_as(iam.OPERATOR), mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            states, sqs = boto3.client("stepfunctions", region_name=REGION), boto3.client("sqs", region_name=REGION)
+            queue = sqs.create_queue(QueueName="tokens")["QueueUrl"]
+            role = "arn:aws:iam::123456789012:role/states"
+            machines = {
+                name: states.create_state_machine(name=f"batchlane-{name}", definition=json.dumps(WAIT_FOR_TOKEN), roleArn=role)["stateMachineArn"]
+                for name in ("conversion", "batch_lane")
+            }
+            assert machines["batch_lane"] == TARGETS.batch_lane_state_machine_arn
+            other, own = _token_of(machines["conversion"], states, sqs, queue), _token_of(machines["batch_lane"], states, sqs, queue)
+            # batch_wait may answer the batch lane's tokens only (task_response: the batch-lane machine)
+            with acting_as("batch_wait"), pytest.raises(ClientError) as refused:
+                states.send_task_success(taskToken=other, output="{}")
+            assert _code(refused) == ("AccessDeniedException", 403)
+            assert ("batch_wait", "states:SendTaskSuccess", machines["conversion"]) in enforcer.denials
+            with acting_as("batch_wait"):
+                states.send_task_success(taskToken=own, output="{}")
+    finally:
+        iam.install(None)

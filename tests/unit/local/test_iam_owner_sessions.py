@@ -41,7 +41,7 @@ def enforcer(monkeypatch: pytest.MonkeyPatch) -> Iterator[GrantEnforcer]:
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
     enforcer = GrantEnforcer(TARGETS)
     iam.install(enforcer)
-    with mock_aws():
+    with acting_as(iam.OPERATOR), mock_aws():  # the test's own setup calls: the operator's
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=FOLDERS)
         for owner in ("alice", "bob"):
