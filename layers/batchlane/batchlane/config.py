@@ -109,7 +109,7 @@ class Settings(BaseSettings):
     # Per-user budget and caps (docs/operations.md "Budgets, caps and fair sharing"); an admin
     # overrides them per user (PUT /api/v1/admin/budgets/{ownerId}). A job's funds hold is its
     # worst case (domain/budget.py), checked against the budget when the job is split.
-    batchlane_budget_usd_per_month: float = Field(1000.0, ge=0)  # admits the largest job (10,000 text pages hold ~520 USD): issue 21.5
+    batchlane_budget_usd_per_month: float = Field(3500.0, ge=0)  # admits the largest job: 10,000 text pages hold ~3,000 USD at the worst case (issue 21.5)
     batchlane_max_live_jobs: int = Field(20, ge=0)
     # Chunk invocations the deployment runs at once, shared fairly by owner (conversion/admission.py);
     # size it within the account's Lambda concurrency (batchlane doctor compares). 0: no admission.

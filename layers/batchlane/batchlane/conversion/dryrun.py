@@ -33,7 +33,6 @@ def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
         scans=survey.scans,
         text_chars=survey.text_chars_nonblank,
         max_tokens=settings.batchlane_max_tokens,
-        scan_tokens=settings.batchlane_output_tokens_per_page,
         reask=settings.batchlane_coverage_threshold > 0,
     )
 
