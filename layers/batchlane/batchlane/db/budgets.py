@@ -93,7 +93,7 @@ def reserve(db: Runner, job_id: str, cost: Decimal) -> bool | None:
     the cost kept as ``wanted_usd`` for the pause); None when the job has no open hold (no limit).
     One guarded UPDATE: concurrent requests take turns on the row, none can take what another took."""
     row = db.one(
-        """UPDATE funds_holds SET committed_usd = committed_usd + :cost, wanted_usd = 0
+        """UPDATE funds_holds SET committed_usd = committed_usd + :cost, wanted_usd = CASE WHEN :cost >= wanted_usd THEN 0 ELSE wanted_usd END
            WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL AND committed_usd + :cost <= amount_usd RETURNING id""",
         job=job_id,
         cost=cost,
