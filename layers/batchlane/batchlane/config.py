@@ -63,6 +63,9 @@ class Settings(BaseSettings):
     batchlane_pages_per_chunk: int = Field(50, ge=1, le=500)
     batchlane_max_pages: int = Field(10_000, ge=1)
     batchlane_max_file_mb: int = Field(500, ge=1)
+    # A dry run (inside the API's 29 s) fetches and surveys an upload up to this size; a larger one has only
+    # its page tree read, by ranged GETs of at most DRY_RUN_RANGED_BYTES (conversion/dryrun.py, issue 21.2).
+    batchlane_dry_run_survey_mb: int = Field(64, ge=1)
     batchlane_max_tokens: int = Field(8192, ge=256, le=64_000)
     batchlane_temperature: float = Field(0.0, ge=0.0, le=1.0)
     # A page over the size limit (domain/limits.py) whose images cannot be recompressed under it is
