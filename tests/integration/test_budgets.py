@@ -65,16 +65,16 @@ def jobs_of(owner: str) -> list[job_repo.JobRow]:
 
 
 def test_convert_is_refused_with_402_when_open_holds_use_up_the_budget(stack, owner):
-    # Given a user whose one running job holds 0.12 USD, with a budget of 0.10 USD
+    # Given a user whose one running job holds 2 USD, with a budget of 1.90 USD
     make_job(owner, "processing")
-    set_budget(stack, owner, usdPerMonth="0.10")
+    set_budget(stack, owner, usdPerMonth="1.90")
     file_id = upload(stack, owner, PDF, "second.pdf")
     # When they convert another file
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     # Then the API refuses it with BUDGET_EXCEEDED and nothing is recorded or started
     assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
     assert len(jobs_of(owner)) == 1
-    assert call(stack, "GET", "/api/v1/budget", user=owner)[1]["committedUsd"] == "0.120000"
+    assert call(stack, "GET", "/api/v1/budget", user=owner)[1]["committedUsd"] == "2.000000"
 
 
 def test_convert_is_refused_with_429_at_the_live_job_cap(stack, owner):
@@ -134,11 +134,11 @@ def test_the_hold_is_sized_by_what_the_pages_hold_not_a_flat_rate(stack, owner):
 
 
 def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allows(stack, owner):
-    # Given a pending job whose booked spend already equals its hold (0.12 USD)
+    # Given a pending job whose booked spend already equals its hold (2 USD)
     _, job_id = make_job(owner, "pending")
     with services().db.transaction() as tx:
         ledger.add_chunk_cost(
-            tx, job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("0.12"), metadata={}
+            tx, job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("2"), metadata={}
         )
     # When its conversion runs
     services().workflows.start_conversion(job_id)
@@ -149,14 +149,14 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     # (a resume waits until the paused run has ended: its last step marks it)
     wait_for(lambda: job(job_id).options.get("_pauseSettled"), what="the paused run's end", timeout_s=180)
     # And with a budget that cannot carry more, the owner's resume is refused with 402
-    set_budget(stack, owner, usdPerMonth="0.13")
+    set_budget(stack, owner, usdPerMonth="2.01")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
     assert call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user="someone-else")[0] == 404
     # When an admin raises the budget, the resume raises the hold and the job converts whole
-    set_budget(stack, owner, usdPerMonth="5")
+    set_budget(stack, owner, usdPerMonth="50")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
-    assert status == 200 and Decimal(body["holdUsd"]) > Decimal("0.12"), body
+    assert status == 200 and Decimal(body["holdUsd"]) > Decimal("2"), body
     wait_for(lambda: job(job_id).status == "completed", what="the resumed conversion", timeout_s=180)
     assert job_repo.get_job(services().db, job_id).pages_converted == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
