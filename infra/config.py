@@ -110,6 +110,7 @@ class InfraConfig:
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
     priority_group: str = "batchlane-priority"
     page_form: Literal["pdf", "image", "auto"] = "auto"  # BATCHLANE_PAGE_FORM (docs/deploy.md "The page form")
+    flex_discount: float | None = None  # BATCHLANE_FLEX_DISCOUNT (docs/deploy.md "Service tiers"): unset, Flex is off
     budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
     reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
     chunk_slots: int = DEFAULT_CHUNK_SLOTS
@@ -148,6 +149,7 @@ class InfraConfig:
             **{name.upper(): str(type(DEFAULT_QUOTAS[key])(q[key])) for key, name in QUOTA_FIELDS.items()},
             "BATCH_CONVERSION_FALLBACK_WARN_SHARE": str(self.fallback_alarm_percent / 100),
             "BATCHLANE_PAGE_FORM": self.page_form,
+            **({"BATCHLANE_FLEX_DISCOUNT": str(self.flex_discount)} if self.flex_discount is not None else {}),
         }
 
     def webhook_environment(self) -> dict[str, str]:
@@ -310,10 +312,21 @@ def load(node: Node) -> InfraConfig:
         folder_sources=_folder_sources(ctx("folderSources", []) or []),
         priority_group=str(ctx("priorityGroup", base.priority_group)),
         page_form=_page_form(ctx("pageForm", base.page_form)),
+        flex_discount=_flex_discount(ctx("flexDiscount", base.flex_discount)),
         budget=budget,
         reserved_concurrency={name: None if value is None else int(value) for name, value in reserved.items()},
         chunk_slots=int(ctx("chunkSlots", reserved.get("chunk_processor") or DEFAULT_CHUNK_SLOTS)),
     )
+
+
+def _flex_discount(value: Any) -> float | None:
+    """The operator's Flex discount (a share of the standard rate, 0 <= d < 1), or None: no Flex price, no Flex."""
+    if value is None or value == "":
+        return None
+    discount = float(value)
+    if not 0 <= discount < 1:
+        raise ValueError(f"context flexDiscount must be a share between 0 and 1, not {value!r}")
+    return discount
 
 
 def _page_form(value: Any) -> Literal["pdf", "image", "auto"]:

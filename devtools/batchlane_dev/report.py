@@ -21,6 +21,7 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
     batch_cost = sum((Decimal(r["cost_usd"]) for r in batch_rows), Decimal(0))
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
     full_price_of_batch_pages = Decimal(0)
+    tiers: dict[str, dict[str, Any]] = {}  # on-demand pages per Bedrock service tier (default, flex)
     for chunk in job_repo.get_chunks(svc.db, job_id):
         if not chunk.result_key:
             continue
@@ -37,6 +38,9 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
                 full_price_of_batch_pages += svc.prices.cost(job.model_id, page.usage)
             elif page.served_by == "on_demand" and page.status != "failed":
                 pages_by_lane["on_demand"] += 1
+                tier = tiers.setdefault(page.service_tier or "default", {"pages": 0, "cost_usd": Decimal(0)})
+                tier["pages"] += 1
+                tier["cost_usd"] += page.cost_usd
     total = Decimal(job.total_cost_usd)
     lanes = lane_rows(svc, job_id)
     mine = svc.db.one(
@@ -62,7 +66,11 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
         "ledger_total_usd": float(on_demand_cost + batch_cost),
         "all_on_demand_cost_usd": float(all_on_demand),
         "saving_pct": round(float((all_on_demand - total) / all_on_demand * 100), 2) if all_on_demand > 0 else 0.0,
-        "on_demand": {"pages": pages_by_lane["on_demand"], "cost_usd": float(on_demand_cost)},
+        "on_demand": {
+            "pages": pages_by_lane["on_demand"],
+            "cost_usd": float(on_demand_cost),
+            "tiers": {name: {"pages": t["pages"], "cost_usd": float(t["cost_usd"])} for name, t in sorted(tiers.items())},
+        },
         "batch": {
             "pages": pages_by_lane["batch"],
             "records": mine["records"],

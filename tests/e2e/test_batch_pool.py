@@ -25,6 +25,7 @@ from moneylib import assert_batch_row_bills_the_manifest, assert_lane_bills_its_
 from test_cancel_process_now import Gate, api, file_of, job
 
 from batchlane.db import ledger
+from batchlane.domain.cost import Usage
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import upload_pdf
 from batchlane_dev.local.pdfgen import make_pdf
@@ -134,11 +135,20 @@ def test_many_small_documents_ride_in_one_bedrock_job(stack_factory):
         assert report["batch"]["bedrock_jobs"] == 1 and report["batch"]["lane_members"] == [20]
         assert report["saving_pct"] == pytest.approx(50, abs=1)
     assert_whole_and_exact(stack, jobs)
-    # each job's share follows its records' part of the lane, to the ledger's last micro-dollar
+    # each job pays for its own tokens (issue 21.5), the shares add up to the lane's bill to the last
+    # micro-dollar, and together they carry exactly the tokens the emulated Bedrock job served
     lane_cost = Decimal(lane["cost_usd"])
+    by_job = {job_id: shares(job_id) for job_id in jobs}
+    assert all(len(rows) == 1 for rows in by_job.values())
+    assert sum(Decimal(rows[0]["cost_usd"]) for rows in by_job.values()) == lane_cost
+    [bedrock_job] = stack.bedrock.jobs.values()
+    assert sum(rows[0]["input_tokens"] for rows in by_job.values()) == bedrock_job.input_tokens
+    assert sum(rows[0]["output_tokens"] for rows in by_job.values()) == bedrock_job.output_tokens
+    model = services().settings.batchlane_model_id
     for job_id, pages in jobs.items():
-        [share] = shares(job_id)
-        assert abs(Decimal(share["cost_usd"]) - lane_cost * pages / lane["record_count"]) <= Decimal("0.000001")
+        [share] = by_job[job_id]
+        own = services().prices.cost(model, Usage(share["input_tokens"], share["output_tokens"]), batch=True)
+        assert abs(Decimal(share["cost_usd"]) - own) <= Decimal("0.00001")
         assert share["metadata"]["records"] == pages
 
 

@@ -3,8 +3,10 @@
 A six-page document: page 2 carries a 20-megapixel photo (12 MB), page 5 a drawing of 700,000
 vectors (18 MB stored uncompressed, ~5.5 MB once the split Flate-compresses its content stream,
 as pdfium does when it writes the page), both over the 4.5 MB page limit. Page 2 is recompressed and converts with
-its own text; with rendering off, nothing can shrink page 5: it ends
-``<!-- Page 5: failed (PAGE_TOO_LARGE) -->`` and never reaches Bedrock (no batch record, no call).
+its own text. Page 5's content stream inflates past the 16 MiB a page may hold (issue 21.3,
+domain/limits.MAX_PAGE_CONTENT_BYTES), so it is refused before anything parses it: it ends
+``<!-- Page 5: failed (PAGE_TOO_COMPLEX) -->`` and never reaches Bedrock (no batch record, no call).
+(A page over 4.5 MB that nothing can shrink ends PAGE_TOO_LARGE the same way: tests/unit/test_fit.py.)
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None and job.pages_failed == 1
     markdown = svc.store.get_bytes(job.markdown_key).decode()
-    assert f"<!-- Page {DRAWING}: failed (PAGE_TOO_LARGE) -->" in markdown
+    assert f"<!-- Page {DRAWING}: failed (PAGE_TOO_COMPLEX) -->" in markdown
     for number in range(1, PAGES + 1):
         if number != DRAWING:
             start = markdown.index(f"<!-- Page {number} -->")

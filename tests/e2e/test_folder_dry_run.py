@@ -19,7 +19,7 @@ import pytest
 
 from batchlane.folders import dryrun
 from batchlane_dev.local.pdfgen import make_pdf
-from batchlane_dev.local.stack import FOLDER_BUCKET
+from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
 
 OWNER = "dry-run-owner"
 
@@ -53,14 +53,14 @@ def stack(migrated_url: str, stack_starter: Any) -> Any:  # type: ignore[no-unty
 def test_a_32_file_folder_of_168_pages_is_estimated_at_168(stack: Any) -> None:
     # 32 files whose bytes say little about their pages: dense one-page-per-kilobyte files beside
     # two-page files of long text (what a sample scaled by size gets wrong)
-    prefix = "dry-honest/"
+    prefix = f"{owner_home(OWNER)}dry-honest/"
     pages_of = [2 if i % 6 == 0 else 6 for i in range(32)]
     pages_of[-1] += 168 - sum(pages_of)
     assert sum(pages_of) == 168
     for i, pages in enumerate(pages_of):
         data = make_pdf(pages, lines_per_page=60) if pages == 2 else make_pdf(pages, lines_per_page=1)
         s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{prefix}{i:02d}.pdf", Body=data)
-    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/dry-honest-out/"}}
+    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{owner_home(OWNER)}dry-honest-out/"}}
 
     code, dry = api(stack, "/api/v1/folder-jobs?dry_run=true", spec)
 
@@ -72,12 +72,12 @@ def test_a_32_file_folder_of_168_pages_is_estimated_at_168(stack: Any) -> None:
 
 
 def test_an_explicit_file_list_past_the_head_cap_is_looked_at_in_part_and_says_so(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    prefix = "dry-list/"
+    prefix = f"{owner_home(OWNER)}dry-list/"
     for i in range(6):
         s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{prefix}{i}.pdf", Body=make_pdf(3))
     monkeypatch.setattr(dryrun, "MAX_FILE_HEADS", 4)  # the API's HEADs stop at the cap (1,000 in production)
     files = [f"s3://{FOLDER_BUCKET}/{prefix}{i}.pdf" for i in range(6)]
-    spec = {"input": {"files": files}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/dry-list-out/"}}
+    spec = {"input": {"files": files}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{owner_home(OWNER)}dry-list-out/"}}
 
     code, dry = api(stack, "/api/v1/folder-jobs?dry_run=true", spec)
 

@@ -69,3 +69,12 @@ def test_the_page_form_context_reaches_every_function_and_a_bad_value_stops_the_
     assert Settings(**{k.lower(): v for k, v in env.items()}).batchlane_page_form == "image"
     with pytest.raises(ValueError, match="pageForm"):
         _load(pageForm="tiff")
+
+
+def test_the_flex_discount_context_reaches_the_functions_only_when_the_operator_sets_it() -> None:
+    """Issue 22.10: AWS publishes no Flex price for Claude, so none is sent unless configured."""
+    assert "BATCHLANE_FLEX_DISCOUNT" not in _load().lane_environment()
+    env = _load(flexDiscount=0.4).lane_environment()
+    assert str(Settings(**{k.lower(): v for k, v in env.items()}).batchlane_flex_discount) == "0.4"
+    with pytest.raises(ValueError, match="flexDiscount"):
+        _load(flexDiscount=1.5)

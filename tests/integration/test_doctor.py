@@ -153,3 +153,28 @@ def test_the_table_keeps_every_model_and_rule_name_whole_when_piped(stack_factor
     lines = table.splitlines()
     for name, check in checks.items():
         assert any(name in line and check["detail"] in line for line in lines), (name, check["detail"])
+
+
+def test_live_json_reports_flex_refused_for_todays_claude_model_and_records_it(live_checks):
+    """Issue 22.10: the emulator, like AWS's documentation for Claude, does not take flex by default."""
+    probe = live_checks["live: service tier flex"]
+    assert probe["ok"] is True, probe["detail"]  # a refusal is a finding
+    tiers = probe["data"]["serviceTiers"]
+    assert tiers["flex"]["accepted"] is False and "ValidationException" in tiers["flex"]["detail"]
+    assert (tiers["flexOn"], tiers["why"], tiers["documented"], tiers["recorded"]) == (False, "rate_missing", "not_documented", True)
+
+
+def test_live_json_on_a_flex_capable_model_with_a_flex_rate_turns_the_flex_lane_on(stack_factory, tmp_path, db, monkeypatch):
+    model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+    monkeypatch.setenv("BATCHLANE_FLEX_DISCOUNT", "0.5")
+    stack = stack_factory(
+        f"time_scale=36000,flex_models={model}", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "4", "BATCHLANE_FLEX_DISCOUNT": "0.5"}, schedules=False
+    )
+    write_state(tmp_path, stack)
+    result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--json", "--live"], catch_exceptions=False)
+    report = json.loads(result.stdout)
+    assert report["serviceTiers"]["flex"] == {"accepted": True, "detail": "accepted"}
+    assert report["serviceTiers"]["flexOn"] is True and report["serviceTiers"]["why"] == "probe_accepted"
+    assert report["serviceTiers"]["recorded"] is True and result.exit_code == 0, result.stderr
+    assert stack.bedrock.served_by_tier()["flex"]["requests"] == 1
+    assert db.one("SELECT accepted FROM service_tiers WHERE model_id = :m AND tier = 'flex'", m=model) == {"accepted": True}

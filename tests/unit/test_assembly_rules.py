@@ -123,6 +123,7 @@ def documents(draw: st.DrawFn) -> tuple[list[PageText], list[str], bool]:
 
 def _body_words(document: str) -> list[str]:
     text = re.sub(r"<!-- Page \d+: failed \([^)]*\) -->", " ", MARKER.sub(" ", document))
+    text = re.sub(r"^> \*\*Page \d+ was not converted\*\* \(`[^`]*`\): its content is missing here\.$", " ", text, flags=re.M)  # failed_page_notice
     return [w.strip(".,") for w in text.split() if w.strip(".,")]
 
 

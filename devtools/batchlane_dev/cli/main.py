@@ -162,6 +162,13 @@ def _timings_line(timings: dict) -> str:
     return " · ".join(parts)
 
 
+def _tiers_line(tiers: dict) -> str:
+    """Pages per Bedrock service tier, when Flex served any (docs/architecture.md "Service tiers")."""
+    if set(tiers) <= {"default"}:
+        return ""
+    return " (" + ", ".join(f"{name} {t['pages']} pages ${t['cost_usd']:.4f}" for name, t in tiers.items()) + ")"
+
+
 def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
@@ -170,7 +177,7 @@ def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def
         ("status", report["status"] + (f" ({report['error_id']}: {report['error_message']})" if report["error_id"] else "")),
         ("pages", f"{report['pages']} ({report['pages_converted']} converted, {report['pages_failed']} failed, {report['pages_blank']} blank)"),
         ("batch lane", _batch_line(report["batch"])),
-        ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}"),
+        ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}" + _tiers_line(report["on_demand"].get("tiers", {}))),
         ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
         ("markdown", str(report["markdown_path"])),
         ("model", report.get("emulated_model", report["model_id"])),

@@ -12,6 +12,7 @@ offline stack.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -74,6 +75,12 @@ class Settings(BaseSettings):
     # How pages go to the model (domain/page_form.py, docs/deploy.md "The page form"): pdf (document
     # blocks), image (pdfium render + text layer), auto (what `batchlane doctor --live` or a refused call recorded).
     batchlane_page_form: Literal["pdf", "image", "auto"] = "auto"
+    # Bedrock's Flex service tier (domain/service_tier.py, docs/deploy.md "Service tiers"): the share
+    # off the standard rate a Flex call bills, set by the operator from their price sheet (AWS publishes
+    # no Flex price for Claude); unset: Flex is off unless BATCHLANE_PRICES carries flex_*_per_mtok.
+    batchlane_flex_discount: Decimal | None = Field(None, ge=0, lt=1)
+    # Work due sooner than this is urgent: it goes at the default tier, never Flex.
+    batchlane_flex_min_deadline_hours: float = Field(1.0, ge=0)
     # On-demand pages per Converse request (docs/ondemand.md). The count actually used is
     # the smallest of this, the API's documents-per-request limit and what fits in
     # max_tokens at the pages' estimated output. Primed pages and batch records stay 1.

@@ -110,7 +110,7 @@ def services() -> Services:
                     folder_job_arn=settings.folder_job_state_machine_arn,
                 ),
                 bus=EventBridgeBus(client("events"), settings.event_bus_name),
-                prices=PriceTable(settings.batchlane_prices),
+                prices=PriceTable(settings.batchlane_prices, flex_discount=settings.batchlane_flex_discount),
                 batch_jobs=BedrockBatchJobs(lambda: client("bedrock")),
                 # botocore retries off (max_attempts counts retries): the governed transport retries
                 # under the global limit (docs/ondemand.md); one client per read timeout.

@@ -80,14 +80,14 @@ def test_in_a_batch_job_the_fault_makes_pdf_records_error_lines_and_image_record
     h = harness(REFUSED)
     pdf = page_pdf("Batch page text.")
     items = [
-        {"recordId": "as-pdf", "modelInput": build_page_request(chunk_index=0, page_number=1, pdf_bytes=pdf, config=CONFIG).body()},
-        {"recordId": "as-image", "modelInput": build_page_request(chunk_index=0, page_number=1, pdf_bytes=pdf, config=IMAGE).body()},
+        {"recordId": "aspdf", "modelInput": build_page_request(chunk_index=0, page_number=1, pdf_bytes=pdf, config=CONFIG).body()},
+        {"recordId": "asimage", "modelInput": build_page_request(chunk_index=0, page_number=1, pdf_bytes=pdf, config=IMAGE).body()},
     ]
     key = f"in/{uuid.uuid4().hex}.jsonl"
     put_jsonl(s3, key, items)
     arn = submit(h, f"s3://{BUCKET}/{key}", modelInvocationType="InvokeModel")
     assert h.wait_terminal(arn)["status"] == "PartiallyCompleted"
     lines = {line["recordId"]: line for line in output_of(s3, arn)[0][key.rsplit("/", 1)[-1] + ".out"]}
-    assert "'document'" in lines["as-pdf"]["error"]["errorMessage"]
-    assert lines["as-image"]["modelOutput"]["content"][0]["text"].startswith("Batch page text.")
-    assert json.dumps(lines["as-image"]["modelOutput"]["usage"])  # billed like any answered record
+    assert "'document'" in lines["aspdf"]["error"]["errorMessage"]
+    assert lines["asimage"]["modelOutput"]["content"][0]["text"].startswith("Batch page text.")
+    assert json.dumps(lines["asimage"]["modelOutput"]["usage"])  # billed like any answered record

@@ -116,6 +116,9 @@ class MissingBuckets:
     def size(self, bucket: str, key: str) -> int | None:
         return None
 
+    def head(self, bucket: str, key: str) -> None:
+        return None
+
 
 def test_a_folder_file_waiting_for_live_pages_is_not_started_again_until_its_pages_are_free(svc: Services) -> None:
     from usecase_fakes import new_job

@@ -35,7 +35,7 @@ def test_each_member_of_a_shared_lane_pays_for_its_own_tokens(svc: Services) -> 
     row = rows.get_row(svc.db, lane_id)
     assert row is not None and row.output_uri is not None
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
-    lines = [_answer("m0-c0-p1", 9_000, 8_000), _answer("m1-c0-p1", 1_000, 200)]
+    lines = [_answer("m0c0p1", 9_000, 8_000), _answer("m1c0p1", 1_000, 200)]
     assert isinstance(svc.store, MemoryStore) and isinstance(svc.batch_jobs, FakeBatchJobs)
     svc.store.put_bytes(prefix + "input-0.jsonl.out", "\n".join(json.dumps(x) for x in lines).encode())
     svc.batch_jobs.jobs[arn].status = "Completed"

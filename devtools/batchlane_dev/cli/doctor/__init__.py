@@ -17,6 +17,7 @@ import click
 
 from batchlane_dev.cli.doctor.page_forms import PAGE_FORMS_CHECK
 from batchlane_dev.cli.doctor.results import Check, failed
+from batchlane_dev.cli.doctor.service_tiers import SERVICE_TIERS_CHECK
 from batchlane_dev.cli.jobs_commands import EXIT_UNREACHABLE
 
 EXIT_PROBLEMS = 1
@@ -82,7 +83,9 @@ def _finish(results: list[Check], target_name: str, as_json: bool) -> None:
     problems = [r for r in results if not r.ok]
     if as_json:
         report: dict[str, Any] = {"target": target_name, "ok": not problems, "checks": [r.to_json() for r in results]}
-        report.update({key: value for r in results if r.name == PAGE_FORMS_CHECK for key, value in r.data.items()})  # pageForms
+        report.update(
+            {key: value for r in results if r.name in (PAGE_FORMS_CHECK, SERVICE_TIERS_CHECK) for key, value in r.data.items()}
+        )  # pageForms, serviceTiers
         click.echo(json.dumps(report))
     else:
         from rich.console import Console

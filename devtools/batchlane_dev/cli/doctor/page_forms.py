@@ -54,7 +54,11 @@ def _with(check: Check, data: dict[str, Any]) -> Check:
 
 
 def _record(lambda_client: Any, function: str, model_id: str, form: str, accepted: Mapping[str, Any]) -> None:
-    payload = {"action": "record_page_form", "modelId": model_id, "pageForm": form, "accepted": accepted}
+    invoke_migrate(lambda_client, function, {"action": "record_page_form", "modelId": model_id, "pageForm": form, "accepted": accepted})
+
+
+def invoke_migrate(lambda_client: Any, function: str, payload: Mapping[str, Any]) -> None:
+    """One action of the migrate function (the one function inside the VPC the doctor may call); raises on its error."""
     response = lambda_client.invoke(FunctionName=function, Payload=json.dumps(payload).encode())
     body = json.loads(response["Payload"].read() or b"{}")
     if response.get("FunctionError"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 from batchlane_dev.cli.doctor import checks as c
@@ -12,6 +13,7 @@ from batchlane_dev.cli.doctor.live import PilotPlan, check_visual_call, run_pilo
 from batchlane_dev.cli.doctor.page_forms import settle_page_form
 from batchlane_dev.cli.doctor.quotas import compare, read_batch_quotas
 from batchlane_dev.cli.doctor.results import Check, failed, warned
+from batchlane_dev.cli.doctor.service_tiers import probe_flex
 from batchlane_dev.cli.doctor.target import Target
 
 ClientFactory = Callable[[str], Any]
@@ -94,4 +96,9 @@ def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: in
     )
     results.append(run_pilot(client("bedrock"), client("s3"), plan))
     results.append(settle_page_form(target, client, target.lane.get("BATCHLANE_PAGE_FORM", settings.batchlane_page_form), results[: len(forms.FORMS)], plan.accepted_forms))
+    # The Flex probe, in the form the page-form check chose (image when none: documented on both sides).
+    chosen = results[-1].data.get("pageForms", {}).get("chosen") or forms.IMAGE
+    discount = target.lane.get("BATCHLANE_FLEX_DISCOUNT") or settings.batchlane_flex_discount
+    flex_prices = PriceTable(settings.batchlane_prices, flex_discount=Decimal(str(discount)) if discount not in (None, "") else None)
+    results.append(probe_flex(target, client, replace(config, page_form=chosen), flex_prices))
     return results

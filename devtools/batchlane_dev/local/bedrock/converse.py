@@ -28,6 +28,8 @@ from .errors import ApiError, validation
 from .faults import Faults, answer_fault, draw
 
 MAX_DOCUMENTS = 5
+SERVICE_TIERS = ("priority", "default", "flex", "reserved")  # InvokeModel serviceTier (botocore 1.44)
+FLEX_QUOTA_SHARE = 0.5  # under a throttle_rpm quota, flex is shed once half the window is used
 DOCUMENT_FORMATS = ("pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md")
 _CONTENT_KINDS = ("text", "image", "document", "video", "audio", "toolUse", "toolResult", "guardContent", "cachePoint", "reasoningContent", "citationsContent")
 
@@ -132,14 +134,16 @@ class RequestsPerMinute:
         self._accepted: deque[float] = deque()
         self._lock = threading.Lock()
 
-    def admit(self) -> bool:
+    def admit(self, share: float = 1.0) -> bool:
+        """Accept one request while fewer than ``share`` of the limit were accepted in the window
+        (flex asks for half: it sheds first)."""
         if not self.limit:
             return True
         now = time.monotonic()
         with self._lock:
             while self._accepted and now - self._accepted[0] >= 60.0:
                 self._accepted.popleft()
-            if len(self._accepted) >= self.limit:
+            if len(self._accepted) >= max(1, int(self.limit * share)):
                 return False
             self._accepted.append(now)
             return True
@@ -173,29 +177,41 @@ class ConverseRuntime:
         response["metrics"]["latencyMs"] = response.pop("_latency_ms")
         return response
 
-    def invoke(self, model_id: str, raw: bytes) -> dict[str, Any]:
-        """InvokeModel: the raw body must be an Anthropic Messages body (size checked before parsing)."""
+    def invoke(self, model_id: str, raw: bytes, service_tier: str | None = None) -> dict[str, Any]:
+        """InvokeModel: the raw body must be an Anthropic Messages body (size checked before parsing).
+        ``service_tier`` is the X-Amzn-Bedrock-Service-Tier header; the answer's ``_serviceTier`` says
+        which tier served it (sent back in the same header)."""
         self._count("invoke_requests")
+        tier = service_tier or "default"
         try:
+            if tier not in SERVICE_TIERS:
+                raise validation(f"1 validation error detected: Value '{tier}' at 'serviceTier' failed to satisfy constraint: one of {list(SERVICE_TIERS)}")
+            if tier == "flex" and not self._faults.accepts_flex(model_id):
+                raise validation(f"The service tier flex is not supported for the model {model_id}.")
             body = invoke.parse_body(raw)
         except ApiError:
             self._count("converse_requests")
             self._count("converse_invalid")
             raise
-        response = self._serve(model_id, body, invoke.model_answer)
+        response = self._serve(model_id, body, invoke.model_answer, tier=tier)
         response.pop("_latency_ms")
+        response["_serviceTier"] = tier
         return response
 
-    def _serve(self, model_id: str, body: Any, answer: Callable[[Any, str, Faults], dict[str, Any]]) -> dict[str, Any]:
+    def _serve(self, model_id: str, body: Any, answer: Callable[[Any, str, Faults], dict[str, Any]], *, tier: str = "default") -> dict[str, Any]:
         started = time.monotonic()
         self._count("converse_requests")
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         with self._stats_lock:
             seed = f"{digest}:{self._seen[digest]}"
             self._seen[digest] += 1
+        flex = tier == "flex"
+        if flex and self._faults.flex_throttle_rate and draw(seed, "flex_throttle") < self._faults.flex_throttle_rate:
+            self._count("flex_throttled")  # flex sheds first: the quota is not spent on it
+            raise ApiError("ThrottlingException", "Too many requests, please wait before trying again.")
         throttled = bool(self._faults.throttle_rate and draw(seed, "throttle") < self._faults.throttle_rate)
-        if throttled or not self._quota.admit():
-            self._count("converse_throttled")
+        if throttled or not self._quota.admit(FLEX_QUOTA_SHARE if flex else 1.0):
+            self._count("flex_throttled" if flex else "converse_throttled")
             raise ApiError("ThrottlingException", "Too many requests, please wait before trying again.")
         if not model_id:
             raise validation("modelId is required")
@@ -216,4 +232,7 @@ class ConverseRuntime:
             self._stats["converse_ok"] += 1
             self._stats["runtime_input_tokens"] += usage.get("inputTokens", usage.get("input_tokens", 0))
             self._stats["runtime_output_tokens"] += usage.get("outputTokens", usage.get("output_tokens", 0))
+            self._stats[f"tier_{tier}_requests"] += 1
+            self._stats[f"tier_{tier}_input_tokens"] += usage.get("inputTokens", usage.get("input_tokens", 0))
+            self._stats[f"tier_{tier}_output_tokens"] += usage.get("outputTokens", usage.get("output_tokens", 0))
         return response

@@ -38,6 +38,7 @@ _CATALOG_PATH = re.compile(r"^/(?P<kind>foundation-models|foundation-model-avail
 _JOB_PATH = re.compile(r"^/model-invocation-job/(?P<id>.+?)(?P<stop>/stop)?$")
 _CONVERSE_PATH = re.compile(r"^/model/(?P<model>.+)/converse$")
 _INVOKE_PATH = re.compile(r"^/model/(?P<model>.+)/invoke$")
+SERVICE_TIER_HEADER = "X-Amzn-Bedrock-Service-Tier"  # InvokeModel's serviceTier, in and out (botocore 1.44)
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -104,6 +105,22 @@ class BedrockEmulator:
             runtime = (self.stats["runtime_input_tokens"], self.stats["runtime_output_tokens"])
         return {"batch": (sum(j.input_tokens for j in jobs), sum(j.output_tokens for j in jobs)), "runtime": runtime}
 
+    def served_by_tier(self) -> dict[str, dict[str, int]]:
+        """InvokeModel calls answered per service tier (default, flex, ...): requests and tokens, and
+        the flex calls shed (``flexThrottled``). What a test holds the ledger's tiers to."""
+        with self._stats_lock:
+            stats = dict(self.stats)
+        tiers = {key[len("tier_") : -len("_requests")] for key in stats if key.startswith("tier_") and key.endswith("_requests")}
+        served = {
+            tier: {
+                "requests": stats[f"tier_{tier}_requests"],
+                "inputTokens": stats.get(f"tier_{tier}_input_tokens", 0),
+                "outputTokens": stats.get(f"tier_{tier}_output_tokens", 0),
+            }
+            for tier in sorted(tiers)
+        }
+        return {**served, "flexThrottled": {"requests": stats.get("flex_throttled", 0)}}
+
     def _count(self, key: str) -> None:
         with self._stats_lock:
             self.stats[key] += 1
@@ -168,7 +185,7 @@ class BedrockEmulator:
             status, body = 500, {"message": f"Internal emulator error: {exc}"}
             headers = {"x-amzn-ErrorType": "InternalServerException"}
         else:
-            headers = {}
+            headers = {SERVICE_TIER_HEADER: body.pop("_serviceTier")} if isinstance(body, dict) and "_serviceTier" in body else {}
         response = Response(json.dumps(body), status=status, mimetype="application/json", headers=headers)
         response.headers["x-amzn-RequestId"] = "emulated"
         return response(environ, start_response)
@@ -182,7 +199,7 @@ class BedrockEmulator:
         if method == "POST" and (match := _CONVERSE_PATH.match(path)):
             return self.runtime.converse(match["model"], _json(request))
         if method == "POST" and (match := _INVOKE_PATH.match(path)):
-            return self.runtime.invoke(match["model"], request.get_data())
+            return self.runtime.invoke(match["model"], request.get_data(), request.headers.get(SERVICE_TIER_HEADER))
         if path == "/model-invocation-job" and method == "POST":
             return self.control.create(_json(request))
         if path == "/model-invocation-jobs" and method == "GET":

@@ -43,6 +43,15 @@ class Faults:
     # "refused": InvokeModel (and batch InvokeModel records) answer a PDF document block with the
     # ValidationException of Bedrock's "API restrictions" page (docs/offline.md, "The page form").
     invoke_model_documents: str = "accepted"
+    # Bedrock service tiers (docs/offline.md "Service tiers"): the model ids that accept serviceTier flex
+    # (joined by +, or * for every model); any other model answers flex with ValidationException.
+    flex_models: frozenset[str] = frozenset()
+    # Share of flex calls shed (ThrottlingException) whatever the load; under a throttle_rpm quota flex
+    # is also shed once half the window is used, before any default call is.
+    flex_throttle_rate: float = 0.0
+
+    def accepts_flex(self, model_id: str) -> bool:
+        return "*" in self.flex_models or model_id in self.flex_models
 
     def in_progress_s(self, records: int) -> float:
         """Emulated seconds a job of ``records`` records spends InProgress."""
@@ -98,6 +107,13 @@ def _documents(text: str) -> str:
     return text
 
 
+def _models(text: str) -> frozenset[str]:
+    models = frozenset(part.strip() for part in text.split("+") if part.strip())
+    if not models:
+        raise ValueError("must be model ids joined by + (or *)")
+    return models
+
+
 def _outcome(text: str) -> str:
     if text not in JOB_OUTCOMES:
         raise ValueError(f"must be one of {', '.join(JOB_OUTCOMES)}")
@@ -127,6 +143,8 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "stopping_s": _non_negative,
     "refuse_pages": _pages,
     "invoke_model_documents": _documents,
+    "flex_models": _models,
+    "flex_throttle_rate": _rate,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
 

@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 from batchlane import keys, topology
-from batchlane.conversion import budget, page_forms
+from batchlane.conversion import budget, page_forms, service_tiers
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -37,6 +37,7 @@ from batchlane.db.errors import DATABASE_ERRORS
 from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound, StoreUnavailable
+from batchlane.domain.service_tier import tier_breakdown
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend, limiter_for
 from batchlane.ondemand.limiter import serial_database
@@ -300,6 +301,8 @@ class _ChunkWork:
     plan: RequestPlan
     free: int | None
     run: Callable[[], ChunkRun]
+    flex: str | None = None  # why this chunk's calls go Flex first (domain/service_tier.py), None: default tier
+    rates: dict[str, tuple[Decimal, Decimal]] = field(default_factory=dict)  # tier -> (input, output) USD per MTok
 
     def metadata(self, run: ChunkRun) -> dict[str, Any]:
         """What the attempt's ledger row says about it."""
@@ -314,6 +317,8 @@ class _ChunkWork:
             "startsFree": self.free,
             **run.spend.counts,
             **({"retry": self.retry[0]} if self.retry is not None else {}),
+            **({"flexLane": self.flex} if self.flex else {}),
+            "serviceTiers": tier_breakdown(run.pages.values(), self.rates),
         }
 
 
@@ -349,10 +354,10 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
     limiter = limiter_for(svc.db.params, settings, owner=job.owner_id)  # slots shared fairly by owner
+    flex = service_tiers.flex_lane(svc, job, retrying=retry is not None)  # Flex first, default when it sheds: one slot for both
+    raw = OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at)
     transport = GovernedTransport(
-        page_forms.with_form_fallback(
-            svc.db, settings, config, OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at)
-        ),
+        page_forms.with_form_fallback(svc.db, settings, config, service_tiers.with_flex(flex, raw)),
         limiter,
         BackoffPolicy.from_settings(settings),
         aborted=halted,
@@ -383,7 +388,8 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
         done_before=len(kept),
         hold=hold,
     )
-    return _ChunkWork(job_id, chunk_index, worker_id, claimed, config, span, kept, continuations, retry, transport, primed, plan, free, run)
+    rates = {"default": svc.prices.rate(config.model_id), **({"flex": svc.prices.rate(config.model_id, "flex")} if flex else {})}
+    return _ChunkWork(job_id, chunk_index, worker_id, claimed, config, span, kept, continuations, retry, transport, primed, plan, free, run, flex, rates)
 
 
 def _aborted(svc: Services, work: _ChunkWork, run: ChunkRun) -> dict[str, Any]:

@@ -23,6 +23,7 @@ class PageResult:
     usage: Usage = field(default_factory=Usage)
     cost_usd: Decimal = Decimal(0)  # on-demand spend only; batch-served pages are billed by the batch row
     retryable: bool = False
+    service_tier: str | None = None  # on-demand pages: the Bedrock service tier that served them (default | flex)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -34,6 +35,7 @@ class PageResult:
             "inputTokens": self.usage.input_tokens,
             "outputTokens": self.usage.output_tokens,
             "costUsd": str(self.cost_usd),
+            "serviceTier": self.service_tier,
         }
 
     @classmethod
@@ -46,6 +48,7 @@ class PageResult:
             served_by=data.get("servedBy"),
             usage=Usage(int(data.get("inputTokens", 0)), int(data.get("outputTokens", 0))),
             cost_usd=Decimal(data.get("costUsd", "0")),
+            service_tier=data.get("serviceTier"),
         )
 
 
@@ -67,11 +70,15 @@ def convert_page(page: Page, config: ConverterConfig, transport: Transport, pric
 
 def page_result(page_number: int, model_id: str, answer: ModelAnswer, prices: PriceTable) -> PageResult:
     """Judge one page's answer: converted, truncated (text kept, marked) or failed; on-demand spend priced."""
-    cost = prices.cost(model_id, answer.usage) if answer.served_by == "on_demand" else Decimal(0)
+    on_demand = answer.served_by == "on_demand"
+    cost = prices.cost(model_id, answer.usage, tier=answer.service_tier) if on_demand else Decimal(0)
+    tier = answer.service_tier if on_demand else None
     verdict = judge(answer.text, answer.stop_reason)
     if verdict.accepted:
-        return PageResult(page_number, "converted", answer.text, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+        return PageResult(page_number, "converted", answer.text, served_by=answer.served_by, usage=answer.usage, cost_usd=cost, service_tier=tier)
     if verdict.truncated and answer.text.strip():
         # Keep what the model wrote; the marker says the page is incomplete.
-        return PageResult(page_number, "truncated", answer.text, reason=answer.stop_reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
-    return PageResult(page_number, "failed", reason=verdict.reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost)
+        return PageResult(
+            page_number, "truncated", answer.text, reason=answer.stop_reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost, service_tier=tier
+        )
+    return PageResult(page_number, "failed", reason=verdict.reason, served_by=answer.served_by, usage=answer.usage, cost_usd=cost, service_tier=tier)

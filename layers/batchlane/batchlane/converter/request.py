@@ -79,6 +79,11 @@ class PageRequest:
     documents: tuple[tuple[str, bytes], ...]  # (document title "page-N", one-page PDF bytes)
     page_numbers: tuple[int, ...]
     page_form: str = forms.PDF
+    service_tier: str | None = None  # InvokeModel serviceTier (domain/service_tier.py); None: the default tier
+
+    def with_tier(self, service_tier: str | None) -> PageRequest:
+        """The same request at another Bedrock service tier (same record id and prompt hash)."""
+        return replace(self, service_tier=service_tier)
 
     def with_form(self, page_form: str) -> PageRequest:
         """The same request with the pages in ``page_form`` (same record id and prompt hash)."""
@@ -126,12 +131,13 @@ class PageRequest:
 
     def invoke_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for ``bedrock-runtime`` ``invoke_model``."""
-        return {
+        kwargs = {
             "modelId": self.model_id,
             "body": json.dumps(self.body(), separators=(",", ":")).encode(),
             "contentType": "application/json",
             "accept": "application/json",
         }
+        return {**kwargs, "serviceTier": self.service_tier} if self.service_tier else kwargs
 
     def model_input(self) -> dict[str, Any]:
         """The modelInput of a batch JSONL record (modelInvocationType InvokeModel): the same body."""

@@ -18,7 +18,7 @@ import math
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from batchlane.converter.request import PageRequest
@@ -39,6 +39,7 @@ class ModelAnswer:
     stop_reason: str
     usage: Usage
     served_by: str  # on_demand | batch | capture
+    service_tier: str = "default"  # the Bedrock service tier that served an on-demand answer (default | flex)
 
 
 class ModelCallError(Exception):
@@ -166,7 +167,8 @@ class OnDemandTransport:
             raise ModelCallError(exc.code, exc.message, retryable=exc.transient or exc.code in RETRYABLE_CODES) from exc
         except ValueError as exc:
             raise ModelCallError("MalformedResponse", f"the answer is not JSON: {exc}", retryable=True) from exc
-        return answer_from_messages(body, served_by="on_demand")
+        answer = answer_from_messages(body, served_by="on_demand")
+        return replace(answer, service_tier=request.service_tier) if request.service_tier else answer
 
 
 class FormMemory:

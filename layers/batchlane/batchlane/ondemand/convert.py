@@ -121,7 +121,7 @@ class GroupConverter:
         except BaseException:
             self._settle(reserved, Decimal(0))
             raise
-        cost = self._prices.cost(self._config.model_id, answer.usage) if answer.served_by == "on_demand" else Decimal(0)
+        cost = self._prices.cost(self._config.model_id, answer.usage, tier=answer.service_tier) if answer.served_by == "on_demand" else Decimal(0)
         if answer.served_by == "on_demand":
             self.spend.add(answer.usage, cost)
         self._settle(reserved, cost)
@@ -147,7 +147,7 @@ class GroupConverter:
             return self._halve(group, sections.reason)
         self.spend.count("pagesMultiServed", len(group))
         usage = Usage(answer.usage.input_tokens // len(group), answer.usage.output_tokens // len(group))
-        share = self._prices.cost(self._config.model_id, usage)
+        share = self._prices.cost(self._config.model_id, usage, tier=answer.service_tier)
         results: dict[int, PageResult] = {}
         for page in group:
             body = sections[page.number]
@@ -155,7 +155,9 @@ class GroupConverter:
                 self.spend.count("emptySectionRetried")
                 results.update(self.convert([page]))
                 continue
-            results[page.number] = self._check_coverage(page, PageResult(page.number, "converted", body, served_by="on_demand", usage=usage, cost_usd=share))
+            results[page.number] = self._check_coverage(
+                page, PageResult(page.number, "converted", body, served_by="on_demand", usage=usage, cost_usd=share, service_tier=answer.service_tier)
+            )
         return results
 
     def _halve(self, group: list[PlannedPage], reason: str) -> dict[int, PageResult]:
@@ -166,7 +168,7 @@ class GroupConverter:
 
     def _single(self, page: PlannedPage, answer: ModelAnswer) -> PageResult:
         text = strip_own_marker(answer.text, page.number)
-        result = page_result(page.number, self._config.model_id, ModelAnswer(text, answer.stop_reason, answer.usage, answer.served_by), self._prices)
+        result = page_result(page.number, self._config.model_id, replace(answer, text=text), self._prices)
         if result.status == "truncated":
             self.spend.count("pagesTruncated")
             logger.warning("page truncated; kept and marked", page=page.number, stop_reason=result.reason, max_tokens=self._config.max_tokens)
@@ -189,7 +191,7 @@ class GroupConverter:
         second = page_result(
             page.number,
             self._config.model_id,
-            ModelAnswer(strip_own_marker(answer.text, page.number), answer.stop_reason, answer.usage, answer.served_by),
+            replace(answer, text=strip_own_marker(answer.text, page.number)),
             self._prices,
         )
         before = self._coverage.coverage(result.markdown, page.layer) or 0.0
@@ -197,6 +199,12 @@ class GroupConverter:
         if second.status == "converted" and after > before:
             self.spend.count("coverageImproved")
             return PageResult(
-                page.number, "converted", second.markdown, served_by="on_demand", usage=result.usage + second.usage, cost_usd=result.cost_usd + second.cost_usd
+                page.number,
+                "converted",
+                second.markdown,
+                served_by="on_demand",
+                usage=result.usage + second.usage,
+                cost_usd=result.cost_usd + second.cost_usd,
+                service_tier=second.service_tier,
             )
         return result

@@ -1,0 +1,31 @@
+"""The service tier a chunk's on-demand calls go at, wired from the settings, the price table and the database."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from batchlane.converter import Transport
+from batchlane.converter.tiers import FlexTransport
+from batchlane.db import service_tiers as repo
+from batchlane.domain import service_tier as tiers
+
+
+def flex_lane(svc: Any, job: Any, *, retrying: bool) -> str | None:
+    """Why this job's on-demand work goes Flex (domain/service_tier.py), or None for the default tier.
+    No Flex rate configured (today's default): no database read at all."""
+    if svc.prices.flex_rate(job.model_id) is None:
+        return None
+    if not tiers.flex_for_model(job.model_id, probe=repo.probed(svc.db, job.model_id), rate_configured=True).on:
+        return None
+    return tiers.flex_reason(
+        job.options or {},
+        lane_reason=repo.job_lane_reason(svc.db, job.id),
+        retrying=retrying,
+        now=datetime.now(UTC),
+        min_deadline_hours=svc.settings.batchlane_flex_min_deadline_hours,
+    )
+
+
+def with_flex(reason: str | None, transport: Transport) -> Transport:
+    return transport if reason is None else FlexTransport(transport)
