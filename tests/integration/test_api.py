@@ -108,7 +108,8 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
             chunk_status=CHUNKS_OF_JOB.get(status, status),
         )
         job_id = str(job.id)
-        ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("0.12"), hours=6)
+        # about the worst case of its 6 pages (domain/budget.py: a whole max_tokens answer a page, asked twice)
+        ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("2"), hours=6)
         job_repo.move_file(tx, file_id, st.convert())
         for index in range(completed_chunks):
             tx.run("UPDATE chunk_jobs SET status = 'completed' WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=index)

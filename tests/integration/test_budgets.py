@@ -7,15 +7,23 @@ acts as that user and reads the outcome back from the API and the database.
 
 from __future__ import annotations
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from batchlane import keys
+from batchlane.conversion import budget
+from batchlane.conversion.chunk import ChunkContinue, process_chunk
+from batchlane.conversion.source import store_chunk_sources
+from batchlane.db import budgets, ledger
 from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
+from batchlane.domain.cost import Usage
+from batchlane.ondemand.limiter import serial_database
+from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane.webhooks.events import job_change_detail
 from batchlane_dev.local.jobs import wait_until as wait_for
@@ -57,16 +65,16 @@ def jobs_of(owner: str) -> list[job_repo.JobRow]:
 
 
 def test_convert_is_refused_with_402_when_open_holds_use_up_the_budget(stack, owner):
-    # Given a user whose one running job holds 0.12 USD, with a budget of 0.10 USD
+    # Given a user whose one running job holds 2 USD, with a budget of 1.90 USD
     make_job(owner, "processing")
-    set_budget(stack, owner, usdPerMonth="0.10")
+    set_budget(stack, owner, usdPerMonth="1.90")
     file_id = upload(stack, owner, PDF, "second.pdf")
     # When they convert another file
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     # Then the API refuses it with BUDGET_EXCEEDED and nothing is recorded or started
     assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
     assert len(jobs_of(owner)) == 1
-    assert call(stack, "GET", "/api/v1/budget", user=owner)[1]["committedUsd"] == "0.120000"
+    assert call(stack, "GET", "/api/v1/budget", user=owner)[1]["committedUsd"] == "2.000000"
 
 
 def test_convert_is_refused_with_429_at_the_live_job_cap(stack, owner):
@@ -118,15 +126,19 @@ def test_the_hold_is_sized_by_what_the_pages_hold_not_a_flat_rate(stack, owner):
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
         wait_for(lambda: job(created["jobId"]).status == "completed", what=f"the conversion of {name}", timeout_s=180)
         holds[name] = Decimal(ledger.get_hold(services().db, created["jobId"])["amount_usd"])
-    assert holds["dense.pdf"] > holds["sparse.pdf"] * Decimal("1.2"), holds
+    # The dense one holds more (its text goes in), and each holds a whole max_tokens answer a page, asked twice
+    # with the coverage re-ask (issue 21.5: not twice what the text predicts)
+    assert holds["dense.pdf"] > holds["sparse.pdf"], holds
+    answers = services().prices.cost(services().settings.batchlane_model_id, Usage(0, 4 * 2 * services().settings.batchlane_max_tokens))
+    assert holds["sparse.pdf"] >= answers, holds
 
 
 def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allows(stack, owner):
-    # Given a pending job whose booked spend already equals its hold (0.12 USD)
+    # Given a pending job whose booked spend already equals its hold (2 USD)
     _, job_id = make_job(owner, "pending")
     with services().db.transaction() as tx:
         ledger.add_chunk_cost(
-            tx, job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("0.12"), metadata={}
+            tx, job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("2"), metadata={}
         )
     # When its conversion runs
     services().workflows.start_conversion(job_id)
@@ -137,36 +149,35 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     # (a resume waits until the paused run has ended: its last step marks it)
     wait_for(lambda: job(job_id).options.get("_pauseSettled"), what="the paused run's end", timeout_s=180)
     # And with a budget that cannot carry more, the owner's resume is refused with 402
-    set_budget(stack, owner, usdPerMonth="0.13")
+    set_budget(stack, owner, usdPerMonth="2.01")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
     assert call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user="someone-else")[0] == 404
     # When an admin raises the budget, the resume raises the hold and the job converts whole
-    set_budget(stack, owner, usdPerMonth="5")
+    set_budget(stack, owner, usdPerMonth="50")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
-    assert status == 200 and Decimal(body["holdUsd"]) > Decimal("0.12"), body
+    assert status == 200 and Decimal(body["holdUsd"]) > Decimal("2"), body
     wait_for(lambda: job(job_id).status == "completed", what="the resumed conversion", timeout_s=180)
     assert job_repo.get_job(services().db, job_id).pages_converted == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
 
 
-def test_a_running_chunk_stops_once_its_spend_uses_up_the_hold_and_the_job_pauses(stack, owner):
-    # Given a pending job whose hold allows less than one page's cost
+def test_a_running_chunk_stops_at_the_first_request_the_hold_cannot_carry_and_the_job_pauses(stack, owner):
+    # Given a pending job whose hold carries one request at its worst case and a little more, not its 6 pages
     _, job_id = make_job(owner, "pending")
-    services().db.run("UPDATE funds_holds SET amount_usd = 0.000001 WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    # When its conversion runs (3 pages a chunk, one request at a time)
+    hold = budget.cheapest_request_usd(services(), job(job_id).model_id) + Decimal("0.02")
+    services().db.run("UPDATE funds_holds SET amount_usd = :hold WHERE job_id = CAST(:id AS uuid)", id=job_id, hold=hold)
+    # When its conversion runs (3 pages a chunk, one request at a time, the two chunks side by side)
     services().workflows.start_conversion(job_id)
     wait_for(lambda: job(job_id).options.get("_pauseSettled"), what="the paused run's end", timeout_s=180)
-    # Then each chunk that started stopped after its first page instead of converting all three (the
-    # chunks run side by side: each had started before the other's spend was booked); the pages are
-    # kept for the resume, their cost is booked, no chunk completed, and the job is paused
+    # Then the chunks stopped at the first request that did not fit: what they booked is within the hold,
+    # the pages they converted are kept for the resume, no chunk completed, and the job is paused
     assert job(job_id).status == "paused_budget"
     booked = ledger.ledger_rows(services().db, job_id)
-    ran = sorted({r["chunk_index"] for r in booked})
-    assert ran and sum(Decimal(r["cost_usd"]) for r in booked) > 0
-    for index in ran:
-        assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) == 1, index
+    assert sum(Decimal(r["cost_usd"]) for r in booked) <= hold
+    for index in sorted({r["chunk_index"] for r in booked}):
+        assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) < 3, index
     assert "completed" not in [c.status for c in job_repo.get_chunks(services().db, job_id)]
 
 
@@ -209,3 +220,85 @@ def test_the_cli_shows_a_budget_and_an_admin_sets_one(stack, owner):
     shown = cli("budget", user=owner)
     assert shown.exit_code == 0, shown.output
     assert '"usdPerMonth": "7' in shown.stdout and '"maxLiveJobs": 3' in shown.stdout
+
+
+# -- one spend counter per job (issue 21.5) ----------------------------------------------------------
+CHUNKS = 8
+
+
+def _job_of_chunks(owner: str, *, hold_usd: Decimal) -> str:
+    """A processing job of CHUNKS chunks of 3 pages (chunk PDFs stored, as the split leaves them) holding ``hold_usd``."""
+    svc = services()
+    pages = CHUNKS * 3
+    pdf = make_pdf(pages)
+    with svc.db.transaction() as tx:
+        file_row = job_repo.insert_file(tx, owner_id=owner, name="eight.pdf", s3_key=f"uploads/{owner}/eight.pdf", size_bytes=len(pdf))
+        created = job_repo.insert_job(
+            tx,
+            file_id=str(file_row.id),
+            owner_id=owner,
+            status="processing",
+            options={},
+            model_id=svc.settings.batchlane_model_id,
+            total_pages=pages,
+            pages_per_chunk=3,
+            chunks=plan_chunks(pages, 3),
+            chunk_status="pending",
+        )
+        ledger.place_hold(tx, job_id=str(created.id), owner_id=owner, amount_usd=hold_usd, hours=6)
+    store_chunk_sources(svc.store, str(created.id), open_pdf(pdf, max_pages=pages), plan_chunks(pages, 3))
+    return str(created.id)
+
+
+def _run_chunks_at_once(job_id: str, indexes: list[int]) -> None:
+    """Every chunk in its own thread, all released together (as the Map state runs them)."""
+    start = threading.Barrier(len(indexes))
+
+    def one(index: int) -> None:
+        start.wait()
+        try:
+            process_chunk(services(), job_id, index)
+        except ChunkContinue:
+            pass  # stopped at the hold: the pages so far are kept
+
+    with ThreadPoolExecutor(max_workers=len(indexes)) as pool:
+        list(pool.map(one, indexes))
+
+
+def test_concurrent_chunks_share_one_hold_and_never_overspend_it(stack, owner):
+    # Given what one page costs here (one chunk of a job with room to spare) ...
+    probe = _job_of_chunks(owner, hold_usd=Decimal("100"))
+    process_chunk(services(), probe, 0)
+    page_usd = ledger.job_total(services().db, probe) / 3
+    # ... and a job of 8 chunks whose hold carries one request at its worst case and two pages' real cost more
+    worst = budget.cheapest_request_usd(services(), services().settings.batchlane_model_id) + page_usd
+    hold = worst + 2 * page_usd
+    job_id = _job_of_chunks(owner, hold_usd=hold)
+    # When its 8 chunks run at the same time
+    _run_chunks_at_once(job_id, list(range(CHUNKS)))
+    # Then together they spent no more than the hold (today each read the whole remainder and spent it: 8 x)
+    spent = ledger.job_total(services().db, job_id)
+    assert 0 < spent <= hold, (spent, hold, page_usd)
+    # and the counter says what was booked, nothing reserved is left over
+    assert Decimal(ledger.get_hold(services().db, job_id)["committed_usd"]) == spent
+    # And the next chunk start pauses the job: what is left cannot carry another request
+    unfinished = next(c.chunk_index for c in job_repo.get_chunks(services().db, job_id) if c.status != "completed")
+    assert process_chunk(services(), job_id, unfinished)["status"] == "paused_budget"
+    assert job(job_id).status == "paused_budget"
+
+
+def test_the_counter_gives_out_a_hold_once_whatever_the_threads(stack, owner):
+    # Given a job holding exactly three requests' worth
+    job_id = _job_of_chunks(owner, hold_usd=Decimal("0.30"))
+    # When 16 threads each try to take one request's worth at the same moment
+    start = threading.Barrier(16)
+
+    def take() -> bool | None:
+        start.wait()
+        return budgets.reserve(serial_database(services().db.params), job_id, Decimal("0.10"))
+
+    with ThreadPoolExecutor(max_workers=16) as pool:
+        taken = list(pool.map(lambda _: take(), range(16)))
+    # Then exactly three got it and the counter stands at the hold
+    assert taken.count(True) == 3 and taken.count(False) == 13
+    assert Decimal(ledger.get_hold(services().db, job_id)["committed_usd"]) == Decimal("0.30")

@@ -384,7 +384,11 @@ def _print_dry_run(answer: dict[str, Any]) -> None:
     pages, lane, estimate, turnaround = answer["pages"], answer["lane"], answer["estimate"], answer["turnaround"]
     click.echo(f"dry run for {answer['name']} ({answer['sizeBytes']} bytes): nothing was created or billed")
     sampled = f" ({answer['inspection']['note']})" if answer["inspection"]["note"] else ""
-    click.echo(f"  pages       {pages['total']} ({pages['blank']} blank, {pages['scans']} without text){sampled}")
+    if pages["total"] is None or pages.get("range"):  # over the dry run's byte bound: not surveyed
+        low, high = pages.get("range") or (pages["total"], pages["total"])
+        click.echo(f"  pages       {pages['total'] if pages['total'] is not None else f'{low}-{high}'}{sampled}")
+    else:
+        click.echo(f"  pages       {pages['total']} ({pages['blank']} blank, {pages['scans']} without text){sampled}")
     click.echo(f"  records     {answer['records']} (one model document per non-blank page)")
     click.echo(f"  lane        {lane['name']} ({lane['reason']}; the batch lane takes jobs of {lane['minPages']}+ pages)")
     click.echo(f"  cost        on-demand ${estimate['onDemandUsd']} · batch ${estimate['batchUsd']} → this job ${estimate['costUsd']} (estimate)")

@@ -64,6 +64,9 @@ class Settings(BaseSettings):
     batchlane_pages_per_chunk: int = Field(50, ge=1, le=500)
     batchlane_max_pages: int = Field(10_000, ge=1)
     batchlane_max_file_mb: int = Field(500, ge=1)
+    # A dry run (inside the API's 29 s) fetches and surveys an upload up to this size; a larger one has only
+    # its page tree read, by ranged GETs of at most DRY_RUN_RANGED_BYTES (conversion/dryrun.py, issue 21.2).
+    batchlane_dry_run_survey_mb: int = Field(64, ge=1)
     batchlane_max_tokens: int = Field(8192, ge=256, le=64_000)
     batchlane_temperature: float = Field(0.0, ge=0.0, le=1.0)
     # A page over the size limit (domain/limits.py) whose images cannot be recompressed under it is
@@ -116,7 +119,7 @@ class Settings(BaseSettings):
     # Per-user budget and caps (docs/operations.md "Budgets, caps and fair sharing"); an admin
     # overrides them per user (PUT /api/v1/admin/budgets/{ownerId}). A job's funds hold is its
     # worst case (domain/budget.py), checked against the budget when the job is split.
-    batchlane_budget_usd_per_month: float = Field(1000.0, ge=0)  # admits the largest job (10,000 text pages hold ~520 USD): issue 21.5
+    batchlane_budget_usd_per_month: float = Field(3500.0, ge=0)  # admits the largest job: 10,000 text pages hold ~3,000 USD at the worst case (issue 21.5)
     batchlane_max_live_jobs: int = Field(20, ge=0)
     # Chunk invocations the deployment runs at once, shared fairly by owner (conversion/admission.py);
     # size it within the account's Lambda concurrency (batchlane doctor compares). 0: no admission.

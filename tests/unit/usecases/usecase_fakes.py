@@ -96,6 +96,9 @@ class MemoryStore:
             raise NotFound(f"no object {key}")
         return self.objects[key]
 
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        return self.get_bytes(key)[start : start + max(length, 0)]
+
     def put_json(self, key: str, value: Any) -> None:
         self.put_bytes(key, json.dumps(value).encode())
 

@@ -93,6 +93,18 @@ class S3Store:
                 out.write(block)
         return written
 
+    def read_range(self, key: str, start: int, length: int) -> bytes:
+        """``length`` bytes from ``start`` (one ranged GET): what a dry run reads of an upload too large to fetch whole."""
+        if length <= 0:
+            return b""
+        try:
+            body = self._s3.get_object(Bucket=self.bucket, Key=key, Range=f"bytes={start}-{start + length - 1}")["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                raise NotFound(f"no object s3://{self.bucket}/{key}") from exc
+            raise
+        return bytes(body.read())
+
     def list_keys(self, prefix: str) -> list[str]:
         keys: list[str] = []
         for page in self._s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):

@@ -4,21 +4,29 @@
   LIVE_JOBS_LIMIT (429) / BUDGET_EXCEEDED (402) and nothing is recorded.
 * split (in the transaction that writes the chunks and places the hold): the job's pages within
   the live-page cap and its worst-case hold within what is left, else the job ends failed.
-* chunk start: a job whose booked spend reached its hold goes ``paused_budget``; its chunks
-  wait, Settle publishes the pause; the owner resumes it (POST /api/v1/jobs/{jobId}/resume) once the budget allows.
+* each on-demand request: reserves its worst case (its pages' input, a whole max_tokens answer) from
+  the job's one counter before it is sent, books its real cost after; a request that does not fit stops
+  its chunk (kept pages, a continuation).
+* chunk start: a job whose booked spend reached its hold, or whose hold cannot carry one more request,
+  goes ``paused_budget``; its chunks wait, Settle publishes the pause; the owner resumes it (POST /api/v1/jobs/{jobId}/resume) once the budget allows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from batchlane.db import budgets
 from batchlane.db import jobs as job_repo
-from batchlane.domain.budget import check_hold, check_new_job, raised_hold, worst_case_usage
+from batchlane.db.jobs import Runner
+from batchlane.domain.budget import check_hold, check_new_job, raised_hold, request_worst_usage, worst_case_usage
+from batchlane.domain.cost import PriceTable
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.observability import logger
+from batchlane.ondemand.limiter import Aborted
+from batchlane.pdf.split import Page
 from batchlane.runtime import Services
 
 
@@ -45,34 +53,54 @@ def worst_case_hold(svc: Services, path: Path, *, model_id: str, max_pages: int)
 
 
 def worst_case_pages_hold(svc: Services, *, model_id: str, pages: int) -> Decimal:
-    """The hold for ``pages`` pages whose text is not known (a retry): each counted as a scan."""
+    """The hold for ``pages`` pages whose text is not known (a retry): each held at the worst case (domain/budget.py)."""
     settings = svc.settings
-    usage = worst_case_usage(
-        pages=pages,
-        blank=0,
-        scans=pages,
-        text_chars=0,
-        max_tokens=settings.batchlane_max_tokens,
-        scan_tokens=settings.batchlane_output_tokens_per_page,
-        reask=False,
-    )
+    usage = worst_case_usage(pages=pages, blank=0, scans=0, text_chars=0, max_tokens=settings.batchlane_max_tokens, reask=False, unknown=pages)
     return svc.prices.cost(model_id, usage)
 
 
-def pause_at_hold(svc: Services, job_id: str) -> bool:
-    """Before a chunk starts: True (and the job is ``paused_budget``) when its spend has reached its hold."""
-    paused = budgets.pause_at_hold(svc.db, job_id)
+def cheapest_request_usd(svc: Services, model_id: str) -> Decimal:
+    """The worst case of the smallest request (one page, no text): a hold with less left can send nothing."""
+    return svc.prices.cost(model_id, request_worst_usage([0], max_tokens=svc.settings.batchlane_max_tokens))
+
+
+def pause_at_hold(svc: Services, job_id: str, *, model_id: str | None = None) -> bool:
+    """Before a chunk starts: True (and the job is ``paused_budget``) when its spend has reached its hold,
+    or what is left of it cannot carry one more request at its worst case."""
+    least = cheapest_request_usd(svc, model_id) if model_id else Decimal(0)
+    paused = budgets.pause_at_hold(svc.db, job_id, next_request_usd=least)
     if paused:  # the workflow's Settle step publishes the change (conversion/settle.py)
         logger.warning("job paused at its funds hold", job_id=job_id)
     return paused
 
 
-def hold_left(svc: Services, job_id: str) -> Decimal | None:
-    """What the job's open hold still allows (None: no open hold, no limit)."""
-    money = budgets.job_money(svc.db, job_id)
-    if money is None or money["hold_usd"] is None:
-        return None
-    return max(Decimal(money["hold_usd"]) - Decimal(money["spent_usd"]), Decimal(0))
+class HoldReached(Aborted):
+    """The job's hold has not enough left for this request's worst case: the chunk stops like at its deadline."""
+
+
+class JobHold:
+    """The job's one spend counter (funds_holds.committed_usd), shared by all its chunks: each on-demand
+    request reserves its worst case before it is sent and books its real cost after (db/budgets.reserve)."""
+
+    def __init__(self, db: Runner, job_id: str, *, prices: PriceTable, model_id: str, max_tokens: int, on_reached: Callable[[], None]) -> None:
+        self._db, self._job_id, self._prices, self._model_id, self._max_tokens = db, job_id, prices, model_id, max_tokens
+        self._on_reached = on_reached
+
+    def reserve(self, pages: list[Page]) -> Decimal:
+        """Take the request's worst case from the hold, or raise HoldReached (nothing taken)."""
+        chars = [page.text_chars if page.estimate_known else None for page in pages]
+        cost = self._prices.cost(self._model_id, request_worst_usage(chars, max_tokens=self._max_tokens))
+        taken = budgets.reserve(self._db, self._job_id, cost)
+        if taken is None:
+            return Decimal(0)  # no open hold: nothing to count against
+        if not taken:
+            self._on_reached()
+            raise HoldReached("the job's funds hold cannot carry another request")
+        return cost
+
+    def settle(self, reserved: Decimal, actual: Decimal) -> None:
+        if reserved:
+            budgets.settle_reservation(self._db, self._job_id, reserved=reserved, actual=actual)
 
 
 def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:

@@ -90,22 +90,20 @@ class Heartbeat:
         self._clock = clock
         self._last = 0.0
         self._stopped = threading.Event()
-        self._spend: Spend | None = None
-        self._spend_limit = Decimal(0)
+        self._hold_reached = threading.Event()
 
     def stopped(self) -> bool:
         return self._stopped.is_set()
 
     def out_of_time(self) -> bool:
-        """Past the deadline, or (with :meth:`limit_spend`) the chunk's spend has used up the job's hold."""
-        if self._spend is not None and self._spend.cost >= self._spend_limit:
+        """Past the deadline, or the job's hold could not carry a request (:meth:`hold_reached`)."""
+        if self._hold_reached.is_set():
             return True
         return self._deadline is not None and self._clock() >= self._deadline
 
-    def limit_spend(self, spend: Spend, limit: Decimal) -> None:
-        """Stop like at the deadline once ``spend`` reaches ``limit`` (what is left of the job's hold):
-        the pages so far are kept, the continuation finds the hold reached and pauses the job."""
-        self._spend, self._spend_limit = spend, limit
+    def hold_reached(self) -> None:
+        """Stop like at the deadline: the pages so far are kept, the continuation finds the hold reached and pauses the job."""
+        self._hold_reached.set()
 
     def halted(self) -> bool:
         return self.stopped() or self.out_of_time()
@@ -163,20 +161,25 @@ def run_pages(
     setup: OnDemandSetup | None = None,
     primed: PrimedTransport | None = None,
     done_before: int = 0,
-    spend_limit: Decimal | None = None,
+    hold: budget.JobHold | None = None,
 ) -> ChunkRun:
     """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
     with at most ``concurrency`` units in flight. Once the heartbeat is out of time no new
     unit or request starts; the pages not converted by then are absent from the run."""
     setup = setup or OnDemandSetup()
     run = ChunkRun()
-    if spend_limit is not None:
-        heartbeat.limit_spend(run.spend, spend_limit)
     if not heartbeat.beat(done_before):
         run.aborted = True
         return run
     converter = GroupConverter(
-        chunk_index=chunk_index, config=config, transport=transport, prices=prices, coverage=setup.coverage, spend=run.spend, aborted=heartbeat.halted
+        chunk_index=chunk_index,
+        config=config,
+        transport=transport,
+        prices=prices,
+        coverage=setup.coverage,
+        spend=run.spend,
+        aborted=heartbeat.halted,
+        hold=hold,
     )
 
     def work(unit: Callable[[], dict[int, PageResult]]) -> dict[int, PageResult]:
@@ -245,7 +248,9 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         raise NotFound(f"no chunk {chunk_index} of job {job_id}")
     if chunk.status == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
-    if budget.pause_at_hold(svc, job_id):  # spend reached the hold: no new chunk starts (docs/operations.md)
+    job = job_repo.get_job(svc.db, job_id)
+    model_id = job.model_id if job is not None else None
+    if budget.pause_at_hold(svc, job_id, model_id=model_id):  # the hold is used up: no new chunk starts (docs/operations.md)
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
     claimed = job_repo.claim_chunk(svc.db, job_id, chunk_index, worker_id)
     if claimed is None:
@@ -323,7 +328,6 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
     options = job.options or {}
     settings = svc.settings
     config = page_forms.converter_config(svc.db, settings, options)
-    hold_left = budget.hold_left(svc, job_id)  # this chunk stops (and continues, then pauses) once it spent that
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
@@ -334,6 +338,9 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
 
     heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check, deadline=deadline)
     serial = serial_database(svc.db.params)
+    # Every request takes its worst case from the job's one counter first: the chunk stops (continues, then
+    # pauses) at the first that does not fit, however many chunks run beside it.
+    hold = budget.JobHold(serial, job_id, prices=svc.prices, model_id=config.model_id, max_tokens=config.max_tokens, on_reached=heartbeat.hold_reached)
 
     def halted() -> bool:
         """Checked before every attempt: the flags, then the row itself (one short read)."""
@@ -379,7 +386,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
         setup=setup,
         primed=primed,
         done_before=len(kept),
-        spend_limit=hold_left,
+        hold=hold,
     )
     rates = {"default": svc.prices.rate(config.model_id), **({"flex": svc.prices.rate(config.model_id, "flex")} if flex else {})}
     return _ChunkWork(job_id, chunk_index, worker_id, claimed, config, span, kept, continuations, retry, transport, primed, plan, free, run, flex, rates)

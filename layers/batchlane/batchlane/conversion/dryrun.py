@@ -5,10 +5,15 @@ How it stays within the API's 29 s, and the estimates' basis: docs/architecture.
 
 from __future__ import annotations
 
+import io
 import math
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pypdfium2
 
 from batchlane.conversion.create import normalise_options
 from batchlane.domain.budget import worst_case_usage
@@ -16,13 +21,73 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
 from batchlane.pdf.split import open_pdf_file
-from batchlane.pdf.survey import PageSurvey, survey_pdf
+from batchlane.pdf.survey import PageSurvey, count_pages, survey_pdf
+from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
 INPUT_TOKENS_PER_PAGE = 3000  # text + the page image; prompt tokens come on top per request
 PROMPT_TOKENS_PER_REQUEST = 400
 SECONDS_PER_REQUEST = 30.0
 MARKDOWN_OVERHEAD = 1.25
+# An upload over batchlane_dry_run_survey_mb has only its page tree read, by ranged GETs of 16 KB blocks:
+# at most this many bytes within this many seconds (a 300-page file's tree: ~20 KB), else its pages are a range.
+DRY_RUN_RANGED_BYTES = 4 * 1024 * 1024
+DRY_RUN_RANGED_SECONDS = 5.0
+RANGED_BLOCK = 16 * 1024  # pdfium reads ~40 spots of 512 bytes for a 1,500-page tree: 7 blocks
+
+
+class RangedUpload(io.RawIOBase):
+    """A seekable read-only view of a stored upload, fetched in blocks by ranged GETs as pdfium asks for them,
+    bounded in bytes and time: past either, reads come back short (pdfium then gives up) and ``stopped`` says why."""
+
+    def __init__(self, store: ObjectStore, key: str, size: int, *, max_bytes: int, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._store, self._key, self._size, self._max_bytes, self._clock = store, key, size, max_bytes, clock
+        self._deadline = clock() + seconds
+        self._blocks: dict[int, bytes] = {}
+        self._pos = 0
+        self.fetched = 0
+        self.stopped: str | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def _block(self, index: int) -> bytes:
+        if index not in self._blocks:
+            if self.fetched + RANGED_BLOCK > self._max_bytes:
+                self.stopped = f"more than {self._max_bytes // 1024} KB of it needed"
+            elif self._clock() > self._deadline:
+                self.stopped = "out of time"
+            if self.stopped:
+                return b""  # a short read: pdfium gives up on the document (PdfiumError), ``stopped`` says why
+            self._blocks[index] = self._store.read_range(self._key, index * RANGED_BLOCK, RANGED_BLOCK)
+            self.fetched += len(self._blocks[index])
+        return self._blocks[index]
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        done = 0
+        while done < len(view) and self._pos < self._size:
+            block = self._block(self._pos // RANGED_BLOCK)
+            start = self._pos % RANGED_BLOCK
+            part = block[start : start + len(view) - done]
+            if not part:
+                break
+            view[done : done + len(part)] = part
+            done += len(part)
+            self._pos += len(part)
+        return done
 
 
 def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
@@ -33,7 +98,6 @@ def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
         scans=survey.scans,
         text_chars=survey.text_chars_nonblank,
         max_tokens=settings.batchlane_max_tokens,
-        scan_tokens=settings.batchlane_output_tokens_per_page,
         reask=settings.batchlane_coverage_threshold > 0,
     )
 
@@ -48,12 +112,14 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     size = svc.store.size(file_row["s3_key"])
     if size > settings.batchlane_max_file_mb * 1024 * 1024:
         raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
+    if size > settings.batchlane_dry_run_survey_mb * 1024 * 1024:
+        return _page_tree_dry_run(svc, file_row, options, model_id=model_id, size=size)
     with tempfile.TemporaryDirectory(prefix="dryrun-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
-        svc.store.download_to(file_row["s3_key"], path)
+        svc.store.download_to(file_row["s3_key"], path, max_bytes=settings.batchlane_dry_run_survey_mb * 1024 * 1024)
         with path.open("rb") as stream:  # the same refusals (and page limit) as the split of a real conversion
             open_pdf_file(stream, max_pages=settings.batchlane_max_pages)
-        survey = survey_pdf(path, max_pages=settings.batchlane_max_pages)
+        survey = survey_pdf(path, max_pages=settings.batchlane_max_pages)  # bounded: pdf/survey.SURVEY_BOUND
     records = survey.pages - survey.blank
     eligible, why = batch_eligible(options, survey.pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
@@ -120,3 +186,74 @@ def _human(seconds: float) -> str:
     if seconds < 5400:
         return f"{round(seconds / 60)} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def _page_tree_dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any], *, model_id: str, size: int) -> dict[str, Any]:
+    """An upload too large to fetch inside the API: its pages counted from the page tree (ranged GETs, bounded),
+    their text not read. The estimate counts every page as a scan, the hold every page at its worst case,
+    and the cost is stated as a range; pages not counted within the bound are the range 1..the page limit."""
+    settings = svc.settings
+    reader = RangedUpload(svc.store, file_row["s3_key"], size, max_bytes=DRY_RUN_RANGED_BYTES, seconds=DRY_RUN_RANGED_SECONDS)
+    head = reader.read(1024)
+    reader.seek(0)
+    if b"%PDF-" not in head:
+        raise InputError("The file is not a PDF (it does not start with %PDF-).", error_id="PDF_NOT_PDF")
+    try:
+        pages: int | None = count_pages(reader)  # type: ignore[arg-type]
+    except pypdfium2.PdfiumError:
+        if reader.stopped is None:
+            raise InputError("The PDF is damaged or is not a PDF.", error_id="PDF_CORRUPT") from None
+        pages = None
+    if pages is not None and pages > settings.batchlane_max_pages:
+        raise InputError(f"The PDF has {pages} pages; the limit is {settings.batchlane_max_pages}.", error_id="PDF_TOO_MANY_PAGES")
+    if pages == 0:
+        raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
+    most = pages or settings.batchlane_max_pages
+    as_scans = Usage(most * INPUT_TOKENS_PER_PAGE + most * PROMPT_TOKENS_PER_REQUEST, most * settings.batchlane_output_tokens_per_page)
+    hold = worst_case_usage(pages=most, blank=0, scans=0, text_chars=0, max_tokens=settings.batchlane_max_tokens, reask=False, unknown=most)
+    eligible, why = batch_eligible(options, most, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
+    on_demand = svc.prices.cost(model_id, as_scans)
+    batch = svc.prices.cost(model_id, as_scans, batch=True)
+    mb = settings.batchlane_dry_run_survey_mb
+    counted = (
+        f"its {pages} pages counted from the page tree ({reader.fetched} bytes read), their text not read"
+        if pages is not None
+        else f"its pages not counted ({reader.stopped} of the file); between 1 and the limit of {settings.batchlane_max_pages}"
+    )
+    return {
+        "dryRun": True,
+        "fileId": str(file_row["id"]),
+        "name": file_row["name"],
+        "sizeBytes": size,
+        "modelId": model_id,
+        "options": options,
+        "pages": {"total": pages, "blank": None, "scans": None, "range": [pages or 1, most]},
+        "inspection": {
+            "method": "page_tree" if pages is not None else "not_inspected",
+            "pagesInspected": 0,
+            "note": f"the file is over the {mb} MB a dry run reads: {counted}; the estimate counts every page as a scan",
+        },
+        "records": pages,
+        "lane": {"name": "batch" if eligible else "on_demand", "reason": why, "minPages": settings.batch_conversion_min_pages},
+        "estimate": {
+            "inputTokens": as_scans.input_tokens,
+            "outputTokens": as_scans.output_tokens,
+            "onDemandUsd": str(on_demand),
+            "batchUsd": str(batch),
+            "costUsd": str(batch if eligible else on_demand),
+            "holdUsd": str(svc.prices.cost(model_id, hold)),
+            "rangeUsd": {"low": "0", "high": str(svc.prices.cost(model_id, hold))},
+            "basis": f"pages not surveyed: each counted as a scan ({INPUT_TOKENS_PER_PAGE} input tokens, {settings.batchlane_output_tokens_per_page} output); "
+            "blank pages cost nothing, the most is every page at its worst case (the hold)",
+        },
+        "turnaround": {
+            "onDemandSeconds": round(_on_demand_seconds(most, settings)),
+            "onDemandBasis": f"up to {most} requests",
+            "batchUpToHours": settings.batch_conversion_timeout_hours if eligible else None,
+            "batchBasis": None,
+            "expected": f"up to {settings.batch_conversion_timeout_hours} h (batch lane)"
+            if eligible
+            else f"up to {_human(_on_demand_seconds(most, settings))} (on-demand)",
+        },
+        "created": False,
+    }

@@ -88,17 +88,51 @@ def job_money(db: Runner, job_id: str) -> Row | None:
     )
 
 
-def pause_at_hold(db: Runner, job_id: str) -> bool:
-    """processing → paused_budget when the job's booked spend has reached its open hold; True if paused.
+def reserve(db: Runner, job_id: str, cost: Decimal) -> bool | None:
+    """Take ``cost`` from the job's open hold if that much is left: True; False when it is not (nothing taken,
+    the cost kept as ``wanted_usd`` for the pause); None when the job has no open hold (no limit).
+    One guarded UPDATE: concurrent requests take turns on the row, none can take what another took."""
+    row = db.one(
+        """UPDATE funds_holds SET committed_usd = committed_usd + :cost, wanted_usd = CASE WHEN :cost >= wanted_usd THEN 0 ELSE wanted_usd END
+           WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL AND committed_usd + :cost <= amount_usd RETURNING id""",
+        job=job_id,
+        cost=cost,
+    )
+    if row is not None:
+        return True
+    refused = db.one(
+        "UPDATE funds_holds SET wanted_usd = :cost WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL RETURNING id",
+        job=job_id,
+        cost=cost,
+    )
+    return False if refused is not None else None
+
+
+def settle_reservation(db: Runner, job_id: str, *, reserved: Decimal, actual: Decimal) -> None:
+    """A reserved request ended: what it really cost replaces its reservation (it may exceed it: the counter is honest)."""
+    db.run(
+        "UPDATE funds_holds SET committed_usd = committed_usd - :reserved + :actual WHERE job_id = CAST(:job AS uuid)",
+        job=job_id,
+        reserved=reserved,
+        actual=actual,
+    )
+
+
+def pause_at_hold(db: Runner, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
+    """processing → paused_budget when the job's booked spend has reached its open hold, or what the hold has
+    given out leaves less than ``next_request_usd`` (the cheapest request's worst case) or than the last
+    request that did not fit; True if paused.
     One statement, guarded on the status: a concurrent cancel or a second chunk cannot interleave."""
     row = db.one(
         """UPDATE large_conversion_jobs j SET status = 'paused_budget', updated_at = now(),
                error_id = 'BUDGET_HOLD_REACHED', error_message = 'The conversion reached its funds hold and is paused; resume it when your budget allows.'
            FROM funds_holds h
            WHERE j.id = CAST(:job AS uuid) AND h.job_id = j.id AND h.outcome IS NULL AND j.status = 'processing'
-             AND (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) >= h.amount_usd
+             AND ((SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) >= h.amount_usd
+                  OR h.committed_usd + GREATEST(:next, h.wanted_usd) > h.amount_usd)
            RETURNING j.id""",
         job=job_id,
+        next=next_request_usd,
     )
     return row is not None
 

@@ -62,7 +62,9 @@ def add_batch_share(
 ) -> None:
     """A member's share of its lane's batch row (by its records): what the job's total counts."""
     usage = (input_tokens, output_tokens)
-    _insert_batch_row(db, "batch_share", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata)
+    if _insert_batch_row(db, "batch_share", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata):
+        # Spent from the job's hold like an on-demand request (its counter: db/budgets.reserve).
+        db.run("UPDATE funds_holds SET committed_usd = committed_usd + :cost WHERE job_id = CAST(:job AS uuid)", job=job_id, cost=cost_usd)
 
 
 def batch_cost_of_job(db: Runner, job_id: str) -> Decimal:
@@ -109,7 +111,7 @@ def extend_hold(db: Runner, job_id: str, *, hours: float) -> None:
 def reopen_hold(db: Runner, job_id: str, *, extra_usd: Decimal, hours: float) -> None:
     """A retry of failed pages: the settled hold opens again for ``extra_usd`` more; settle closes it at the new total."""
     db.run(
-        """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, settled_usd = NULL,
+        """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, committed_usd = COALESCE(settled_usd, 0), settled_usd = NULL,
                expires_at = now() + make_interval(secs => :secs), updated_at = now()
            WHERE job_id = CAST(:job AS uuid)""",
         job=job_id,

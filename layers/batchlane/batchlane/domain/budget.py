@@ -14,14 +14,14 @@ from decimal import Decimal
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, LimitReached
 
-# Input tokens of one page (its text and its image) and the prompt of a request carrying it:
-# the same figures as the dry run's estimate (conversion/dryrun.py).
-INPUT_TOKENS_PER_PAGE = 3000
+# A page's input tokens: its text layer (CHARS_PER_TOKEN characters a token), its page image (Claude
+# counts width x height / 750 and scales a page to at most ~1.15 megapixels: 1,600 tokens at most) and
+# the prompt of the request carrying it. A request's input never exceeds the model's context window
+# less its output cap: what a page with no estimate (its content read cut short) is held at.
+IMAGE_TOKENS_PER_PAGE = 1600
 PROMPT_TOKENS_PER_REQUEST = 400
 CHARS_PER_TOKEN = 4
-MARKDOWN_OVERHEAD = 1.25
-# The worst case allows an answer twice as long as the page's text predicts (tables, markup).
-OUTPUT_HEADROOM = 2
+CONTEXT_TOKENS = 200_000
 
 
 @dataclass(frozen=True)
@@ -82,18 +82,35 @@ def check_hold(limits: Limits, standing: Standing, *, hold_usd: Decimal, pages: 
         )
 
 
-def worst_case_usage(*, pages: int, blank: int, scans: int, text_chars: int, max_tokens: int, scan_tokens: int, reask: bool) -> Usage:
-    """Tokens a job may use at most: every non-blank page in a request of its own, answers up to
-    twice what the page's text predicts (a scan: twice ``scan_tokens``), each capped at ``max_tokens``,
-    and with the coverage re-ask on, every text page asked twice (the second time with the first answer)."""
+def page_input_tokens(text_chars: int | None, *, max_tokens: int) -> int:
+    """The most input tokens one page's request may carry: its text, its image, the prompt;
+    ``None`` (no estimate: the page was too complex to read within its budget) the whole context."""
+    if text_chars is None:
+        return CONTEXT_TOKENS - max_tokens
+    return math.ceil(text_chars / CHARS_PER_TOKEN) + IMAGE_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST
+
+
+def request_worst_usage(text_chars: list[int | None], *, max_tokens: int) -> Usage:
+    """The most one request over pages with these text sizes may use: their inputs (within the
+    context window) and a whole ``max_tokens`` answer. What the request reserves from its job's hold."""
+    inputs = sum(page_input_tokens(chars, max_tokens=max_tokens) for chars in text_chars)
+    return Usage(min(inputs, CONTEXT_TOKENS - max_tokens), max_tokens)
+
+
+def worst_case_usage(*, pages: int, blank: int, scans: int, text_chars: int, max_tokens: int, reask: bool, unknown: int = 0) -> Usage:
+    """Tokens a job may use at most: every non-blank page in a request of its own with its text, its
+    image and the prompt in, a whole ``max_tokens`` answer out; ``unknown`` pages (no estimate) at the
+    context window; with the coverage re-ask on, every text page asked twice (the second time with the first answer)."""
     records = max(pages - blank, 0)
-    text_pages = max(records - scans, 0)
-    page_input = INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST
-    text_output = min(text_pages * max_tokens, math.ceil(text_chars / CHARS_PER_TOKEN * MARKDOWN_OVERHEAD * OUTPUT_HEADROOM))
-    scan_output = scans * min(max_tokens, scan_tokens * OUTPUT_HEADROOM)
-    usage = Usage(records * page_input, text_output + scan_output)
+    known = max(records - unknown, 0)
+    text_pages = max(known - scans, 0) + min(unknown, records)
+    per_page = IMAGE_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST
+    text_input = math.ceil(text_chars / CHARS_PER_TOKEN) if known else 0
+    unknown_input = min(unknown, records) * page_input_tokens(None, max_tokens=max_tokens)
+    usage = Usage(known * per_page + text_input + unknown_input, records * max_tokens)
     if reask:
-        usage = usage + Usage(text_pages * page_input + text_output, text_output)
+        again = max(known - scans, 0) * per_page + text_input + unknown_input + text_pages * max_tokens
+        usage = usage + Usage(again, text_pages * max_tokens)
     return usage
 
 

@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+from typing import Protocol
 
 from batchlane.converter import (
     ConverterConfig,
@@ -39,6 +40,7 @@ from batchlane.observability import logger
 from batchlane.ondemand.coverage import CoverageRule, build_reask_request
 from batchlane.ondemand.limiter import Aborted
 from batchlane.ondemand.planner import PlannedPage
+from batchlane.pdf.split import Page
 
 
 @dataclass
@@ -60,6 +62,14 @@ class Spend:
             self.counts[name] = self.counts.get(name, 0) + n
 
 
+class Hold(Protocol):
+    """The job's spend counter (conversion/budget.JobHold): a request's worst case reserved before it is sent."""
+
+    def reserve(self, pages: list[Page]) -> Decimal: ...
+
+    def settle(self, reserved: Decimal, actual: Decimal) -> None: ...
+
+
 class GroupConverter:
     def __init__(
         self,
@@ -71,6 +81,7 @@ class GroupConverter:
         coverage: CoverageRule,
         spend: Spend,
         aborted: Callable[[], bool] = lambda: False,
+        hold: Hold | None = None,
     ) -> None:
         self._chunk_index = chunk_index
         self._config = config
@@ -79,6 +90,7 @@ class GroupConverter:
         self._coverage = coverage
         self.spend = spend
         self._aborted = aborted
+        self._hold = hold
 
     def _send(self, request_pages: list[PlannedPage], *, reask_of: str | None = None) -> ModelAnswer:
         if self._aborted():
@@ -90,18 +102,34 @@ class GroupConverter:
             request = build_reask_request(
                 chunk_index=self._chunk_index, page_number=page.number, pdf_bytes=page.page.pdf_bytes, config=self._config, first_answer=reask_of
             )
+        pages = [p.page for p in request_pages]
+        if reask_of is not None:  # the first answer goes in too
+            pages = [replace(pages[0], text_chars=pages[0].text_chars + len(reask_of))]
+        reserved = self._hold.reserve(pages) if self._hold is not None else Decimal(0)  # raises Aborted when it does not fit
         try:
             answer = self._transport.send(request)
         except ModelCallError as exc:
+            cost = Decimal(0)
             if exc.possibly_billed is not None:
                 # Bedrock bills a call that timed out on our side: book it (an upper estimate)
                 # before anyone sends the request again.
-                self.spend.add(exc.possibly_billed, self._prices.cost(self._config.model_id, exc.possibly_billed))
+                cost = self._prices.cost(self._config.model_id, exc.possibly_billed)
+                self.spend.add(exc.possibly_billed, cost)
                 self.spend.count("readTimeouts")
+            self._settle(reserved, cost)
             raise
+        except BaseException:
+            self._settle(reserved, Decimal(0))
+            raise
+        cost = self._prices.cost(self._config.model_id, answer.usage, tier=answer.service_tier) if answer.served_by == "on_demand" else Decimal(0)
         if answer.served_by == "on_demand":
-            self.spend.add(answer.usage, self._prices.cost(self._config.model_id, answer.usage, tier=answer.service_tier))
+            self.spend.add(answer.usage, cost)
+        self._settle(reserved, cost)
         return answer
+
+    def _settle(self, reserved: Decimal, cost: Decimal) -> None:
+        if self._hold is not None:
+            self._hold.settle(reserved, cost)
 
     def convert(self, group: list[PlannedPage]) -> dict[int, PageResult]:
         """Results for every page of ``group`` (raises Aborted when the chunk stopped)."""

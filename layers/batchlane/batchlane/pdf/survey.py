@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import pypdfium2
 
@@ -101,3 +102,14 @@ def _survey_locked(path: Path, *, max_pages: int, sample: int) -> PageSurvey:
     inspected = len(indexes)
     scale = count / inspected
     return PageSurvey(count, round(blank * scale), round(chars * scale), round(scans * scale), inspected)
+
+
+def count_pages(stream: BinaryIO) -> int:
+    """The page count from the page tree alone (pdfium reads the trailer, the catalog and the tree's root
+    from ``stream`` as it needs them, never a page's content): what a dry run reads of a large upload."""
+    with PDFIUM_LOCK:
+        document = pypdfium2.PdfDocument(stream)
+        try:
+            return len(document)
+        finally:
+            document.close()
