@@ -38,7 +38,7 @@ console: console/dist/index.html   ## build the web console (served by `batchlan
 
 # The browser tests drive Debian's Chromium (Playwright's own download is not reachable): install it once (root, as CI).
 .batchlane/chromium.stamp:
-	test -x /usr/bin/chromium || (apt-get update -q && apt-get install -y -q chromium)
+	test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 	mkdir -p .batchlane && touch $@
 
 demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the offline stack
