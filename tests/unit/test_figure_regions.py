@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
+import pytest
 from PIL import Image
 
 from batchlane import keys
 from batchlane.conversion.figures import extract_figures
 from batchlane.domain.assembly import figure_descriptions, figure_regions, link_figures, page_blocks
 from batchlane.pdf.images import MIN_FIGURE_PX, page_images
+from batchlane_dev.cli.jobs_commands import ApiFailure, download_image
 from batchlane_dev.local.bedrock.model import page_markdown
 from batchlane_dev.local.pdfgen import VECTOR_CHART_PAGE, make_image_pdf, make_vector_chart_pdf
 from tests.unit.usecases.usecase_fakes import MemoryStore
@@ -61,3 +64,13 @@ def test_a_tiny_region_is_not_a_figure_and_a_region_over_an_embedded_image_is_no
     plain = {n: [(f.width, f.height) for f in fs] for n, fs in extract_figures(store, "j2", [(0, 1)]).items()}
     around = {n: [(f.width, f.height) for f in fs] for n, fs in extract_figures(store, "j2", [(0, 1)], regions={1: [over]}).items()}
     assert around == plain and plain[1] == [(image.width, image.height)]
+
+
+@pytest.mark.parametrize("name", ["../p1-1.png", "/etc/p1-1.png", "book.images/../../p1-1.png", "p1-1.png", "book.images/sub/p1-1.png"])
+def test_the_cli_refuses_an_image_name_that_would_leave_the_markdown_s_folder(tmp_path, name) -> None:  # type: ignore[no-untyped-def]
+    class NoDownloads:
+        def download(self, url: str, target: Path, *, force: bool) -> int:
+            raise AssertionError(f"fetched {url} to {target}")
+
+    with pytest.raises(ApiFailure, match="not <folder>/<file>"):
+        download_image(NoDownloads(), {"fileName": name, "url": "http://x/y"}, tmp_path, force=False)  # type: ignore[arg-type]
