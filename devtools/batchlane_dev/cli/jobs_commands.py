@@ -358,7 +358,20 @@ def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool)
     """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3."""
     answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
     size = api.download(answer["url"], target, force=force)
-    return {**answer, "path": str(target), "sizeBytes": size}
+    images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
+    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
+
+
+def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force: bool) -> Path:
+    """One figure file where the Markdown's link points (``book.images/p12-1.png`` beside it); a name that
+    would leave that folder (absolute, ``..``) is refused, since it comes from the server."""
+    parts = Path(str(image["fileName"])).parts
+    if len(parts) != 2 or any(part in ("", ".", "..") or part.startswith("/") for part in parts):
+        raise ApiFailure(502, "DOWNLOAD_FAILED", f"the image name is not <folder>/<file>: {image['fileName']}")
+    target = folder.joinpath(*parts)
+    target.parent.mkdir(exist_ok=True)
+    api.download(str(image["url"]), target, force=force)
+    return target
 
 
 def check_local_pdf(pdf: Path) -> None:
@@ -586,12 +599,14 @@ def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_j
     if target.exists() and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
     size = api.download(answer["url"], target, force=force)
-    result = {**answer, "path": str(target), "sizeBytes": size}
+    images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
+    result = {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
     if as_json:
         click.echo(json.dumps(result))
     else:
         failed = f"; {answer['pagesFailed']} page(s) failed (batchlane jobs pages {job_id})" if answer["pagesFailed"] else ""
-        click.echo(f"{target} ({size} bytes); stored copy expires {answer['objectExpiresAt']}{failed}")
+        figures = f", {len(images)} figure file(s) beside it" if images else ""
+        click.echo(f"{target} ({size} bytes{figures}); stored copy expires {answer['objectExpiresAt']}{failed}")
 
 
 @jobs.command("pages")

@@ -182,3 +182,32 @@ def inflating_page_pdf(inflated_bytes: int = 30_000_000, *, ordinary_pages: int 
     objects += [_stream(b"BT /F1 12 Tf 72 700 Td (Ordinary page %d of the document.) Tj ET" % (n + 1)) for n in range(ordinary_pages)]
     objects.append(_stream(b"BT /F1 12 Tf 72 700 Td (inflating) Tj ET\n" + _drawing_operators(inflated_bytes), compress=True))
     return _raw_pdf(objects)
+
+
+VECTOR_CHART_PAGE = 2  # of 3; the chart on it is drawn in vectors (no image object), with a small box as a decoration
+
+
+def make_vector_chart_pdf() -> bytes:
+    """Three text pages; the second has a reportlab bar chart drawn as paths, the figure a model crops from the page."""
+    from reportlab.graphics import renderPDF
+    from reportlab.graphics.charts.barcharts import VerticalBarChart
+    from reportlab.graphics.shapes import Drawing
+
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    height = A4[1]
+    for number in range(1, 4):
+        pdf.setFont("Helvetica", 11)
+        pdf.drawString(72, height - 72, f"Chapter text on page {number}: the lanes compared.")
+        if number == VECTOR_CHART_PAGE:
+            drawing = Drawing(360, 220)
+            chart = VerticalBarChart()
+            chart.x, chart.y, chart.width, chart.height = 40, 30, 300, 170
+            chart.data = [(12, 30, 18, 42, 25, 36, 20, 28)]
+            drawing.add(chart)
+            renderPDF.draw(drawing, pdf, 100, height - 400)
+            pdf.rect(72, 60, 8, 8, fill=1)  # a tiny mark: not a figure
+        pdf.drawString(72, 120, f"More text closes page {number}.")
+        pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()

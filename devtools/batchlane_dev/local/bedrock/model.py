@@ -33,6 +33,9 @@ IMAGE_TOKEN_PIXELS = 750  # Anthropic, "Vision": an image costs about width × h
 INK_LEVEL = 160  # grey below this is ink
 DENSE_CELL = 0.6  # an 8 px cell at least this inked is picture, not glyph strokes
 MIN_PICTURE_CELLS = 24  # fewer dense cells than this (a bold heading's strokes) is no picture
+MIN_DRAWING_SHAPES = 6  # fewer filled shapes than this (a box, a logo) is no drawing
+MIN_SHAPE_PT = 12.0  # a path smaller than this on a side is a rule, a tick or a bullet box, not a shape
+DRAWING_MARGIN_PT = 18.0  # the thin paths this near the shapes are the drawing's too (axes), and its labels this far out
 _COLOUR_SPACES = {
     "/DeviceGray": "grayscale",
     "/CalGray": "grayscale",
@@ -220,7 +223,8 @@ def see_image(data: bytes) -> SeenImage:
     if box is not None and dense >= MIN_PICTURE_CELLS:
         left, top, right, bottom = (8 * v for v in box)
         figure = (
-            f"*[Figure: picture area {right - left}×{bottom - top} px at ({left}, {top}) of the {image.width}×{image.height} page image, {dense} dense cells]*"
+            f"*[Figure: picture area {right - left}×{bottom - top} px at ({left}, {top}) of the {image.width}×{image.height} page image, {dense} dense cells"
+            f" (region: {left / image.width:.3f}, {top / image.height:.3f}, {min(right / image.width, 1):.3f}, {min(bottom / image.height, 1):.3f})]*"
         )
     return SeenImage(image.width, image.height, "", figure)
 
@@ -289,13 +293,54 @@ def page_markdown(pdf: bytes, *, visual: bool = False) -> str:
     """Markdown from every page of ``pdf``: its text layer, plus a line per drawn image when ``visual``."""
     try:
         reader = PdfReader(io.BytesIO(pdf))
-        pages = [_read_page(page, visual) for page in reader.pages]
+        drawings = _drawings(pdf) if visual else []
+        pages = [_read_page(page, visual, drawings[i] if i < len(drawings) else None) for i, page in enumerate(reader.pages)]
     except (PdfReadError, LimitReachedError, ValueError, KeyError, TypeError, OSError) as exc:  # a strict reader refuses a bomb
         raise ModelInputError(f"the document could not be read as a PDF: {exc}") from exc
     return "\n\n".join(p for p in pages if p)
 
 
-def _read_page(page: Any, visual: bool) -> str:
+def _drawings(pdf: bytes) -> list[str | None]:
+    """Per page, one figure line for its vector drawing (a chart's filled shapes, not rules or text), with its region.
+
+    A drawing is ``MIN_DRAWING_SHAPES`` or more path objects each at least ``MIN_SHAPE_PT`` on both sides:
+    their bounding box, as fractions of the page from its top left, is the region the prompt asks for.
+    """
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    from batchlane.pdf.split import PDFIUM_LOCK
+
+    out: list[str | None] = []
+    with PDFIUM_LOCK:
+        try:
+            document = pdfium.PdfDocument(pdf)
+        except pdfium.PdfiumError:
+            return out
+        try:
+            for index in range(len(document)):
+                page = document[index]
+                width, height = page.get_size()
+                paths = [obj.get_bounds() for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_PATH], max_depth=3)]
+                page.close()
+                shapes = [b for b in paths if min(b[2] - b[0], b[3] - b[1]) >= MIN_SHAPE_PT]
+                if len(shapes) < MIN_DRAWING_SHAPES or not width or not height:
+                    out.append(None)
+                    continue
+                left, bottom = min(b[0] for b in shapes), min(b[1] for b in shapes)
+                right, top = max(b[2] for b in shapes), max(b[3] for b in shapes)
+                near = [b for b in paths if b[0] <= right + DRAWING_MARGIN_PT and b[2] >= left - DRAWING_MARGIN_PT and b[1] <= top + DRAWING_MARGIN_PT and b[3] >= bottom - DRAWING_MARGIN_PT]
+                # Its axes and ticks (the thin paths beside the shapes), and a margin for their labels.
+                left, bottom = min(b[0] for b in near) - DRAWING_MARGIN_PT, min(b[1] for b in near) - DRAWING_MARGIN_PT
+                right, top = max(b[2] for b in near) + DRAWING_MARGIN_PT, max(b[3] for b in near) + DRAWING_MARGIN_PT
+                region = ", ".join(f"{max(0.0, min(1.0, v)):.3f}" for v in (left / width, 1 - top / height, right / width, 1 - bottom / height))
+                out.append(f"*[Figure: vector drawing of {len(shapes)} shapes (region: {region})]*")
+        finally:
+            document.close()
+    return out
+
+
+def _read_page(page: Any, visual: bool, drawing: str | None = None) -> str:
     if not visual:
         return _paragraphs(page.extract_text() or "")
     figures: list[str] = []
@@ -319,7 +364,7 @@ def _read_page(page: Any, visual: bool) -> str:
             )
 
     text = _paragraphs(page.extract_text(visitor_operand_before=visit) or "")
-    return "\n\n".join(part for part in (text, *figures) if part)
+    return "\n\n".join(part for part in (text, *figures, drawing) if part)
 
 
 def _figure(width: Any, height: Any, colour_space: Any, cm: list[float]) -> str:

@@ -19,7 +19,17 @@ from batchlane.conversion.figures import extract_figures, figure_folder
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
-from batchlane.domain.assembly import Figure, FurnitureSurvey, assemble_document, clean_text, figure_descriptions, page_blocks, raw_document
+from batchlane.domain.assembly import (
+    Figure,
+    FurnitureSurvey,
+    Region,
+    assemble_document,
+    clean_text,
+    figure_descriptions,
+    figure_regions,
+    page_blocks,
+    raw_document,
+)
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict
 from batchlane.domain.markdown import PageText
@@ -47,7 +57,10 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     options = job.options or {}
     file_row = job_repo.get_file(svc.db, job.file_id)
     folder = figure_folder(file_row.name if file_row else "document.pdf")
-    figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks]) if options.get("assembly") != "none" else {}
+    figures: dict[int, list[Figure]] = {}
+    if options.get("assembly") != "none":
+        regions = described_regions(read_results(svc.store, [c.result_key for c in chunks]))
+        figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks], regions=regions)
     tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
     job_repo.move_job(
@@ -98,6 +111,15 @@ def read_results(store: ObjectStore, result_keys: list[str | None]) -> Iterator[
         assert key is not None
         for item in sorted(store.get_json(key)["pages"], key=lambda p: int(p["page"])):
             yield PageResult.from_json(item)
+
+
+def described_regions(results: Iterator[PageResult]) -> dict[int, list[Region]]:
+    """Page number → the regions the model gave its figures (only these boxes are held, one chunk read at a time)."""
+    out = {}
+    for result in results:
+        if regions := figure_regions(page_blocks(clean_text(result.markdown))):
+            out[result.page_number] = regions
+    return out
 
 
 def _page_text(result: PageResult) -> PageText:

@@ -31,7 +31,7 @@ SYSTEM_PROMPT = (
     "Reproduce every piece of text on the page in reading order, leaving out running headers, running footers "
     "and page numbers. Use #-headings for headings, "
     "Markdown lists for lists and Markdown tables for tables; write formulas in LaTeX between $ signs. "
-    "Describe figures in one short italic sentence. Output only the Markdown of the page, without commentary."
+    "Describe figures in one short italic sentence ending with (region: left, top, right, bottom), its box as fractions of the page from the top left. Output only the Markdown of the page, without commentary."
 )
 PAGE_INSTRUCTION = "Convert this PDF page to Markdown."
 ANTHROPIC_VERSION = "bedrock-2023-05-31"  # the value Bedrock requires in an Anthropic Messages body

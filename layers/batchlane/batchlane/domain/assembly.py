@@ -242,14 +242,44 @@ class Figure:
 _DESCRIPTION = re.compile(r"^\*\[Figure: (.+)\]\*$|^\*([^*\n].*[^*\n])\*$|^_([^_\n].*[^_\n])_$")
 
 
-def figure_descriptions(blocks: list[str]) -> list[tuple[int, str]]:
-    """(block index, text) of each figure description the model wrote: an italic sentence alone."""
+# The prompt asks for each figure's place on the page at the end of its description (converter/request.py):
+# ``(region: left, top, right, bottom)`` as fractions of the page's width and height from its top left.
+_REGION = re.compile(r"\s*\(region:\s*([0-9.]+)\s*,\s*([0-9.]+)\s*,\s*([0-9.]+)\s*,\s*([0-9.]+)\s*\)\s*\.?\s*$")
+Region = tuple[float, float, float, float]  # left, top, right, bottom: fractions of the page, from its top left
+
+
+def split_region(text: str) -> tuple[str, Region | None]:
+    """A description without its region, and the region when it is a box inside the page (else None)."""
+    match = _REGION.search(text)
+    if not match:
+        return text, None
+    try:
+        left, top, right, bottom = (float(v) for v in match.groups())
+    except ValueError:
+        return text, None
+    rest = text[: match.start()].rstrip() or text
+    if not (0.0 <= left < right <= 1.0 and 0.0 <= top < bottom <= 1.0):
+        return rest, None
+    return rest, (left, top, right, bottom)
+
+
+def _described(blocks: list[str]) -> list[tuple[int, str, Region | None]]:
     out = []
     for index, block in enumerate(blocks):
         match = _DESCRIPTION.match(block.strip())
         if match:
-            out.append((index, next(g for g in match.groups() if g)))
+            out.append((index, *split_region(next(g for g in match.groups() if g))))
     return out
+
+
+def figure_descriptions(blocks: list[str]) -> list[tuple[int, str]]:
+    """(block index, text) of each figure description the model wrote: an italic sentence alone, its region left out."""
+    return [(index, text) for index, text, _ in _described(blocks)]
+
+
+def figure_regions(blocks: list[str]) -> list[Region]:
+    """The region of each figure description that gives one, in the page's order: where Assemble crops a drawing."""
+    return [region for _, _, region in _described(blocks) if region is not None]
 
 
 def link_figures(blocks: list[str], figures: list[Figure], folder: str, page_number: int) -> list[str]:

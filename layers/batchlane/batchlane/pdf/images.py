@@ -33,6 +33,12 @@ class PageImage:
     height: int
     bounds: tuple[float, float, float, float]  # left, bottom, right, top in points
     png: bytes | None  # None when only fingerprints were asked for
+    page_size: tuple[float, float] = (0.0, 0.0)  # the page's width and height in points
+
+
+def is_figure_sized(px_w: int, px_h: int, share: float) -> bool:
+    """Big enough to be a figure and not the whole page: the rule for embedded images and cropped drawings alike."""
+    return min(px_w, px_h) >= MIN_FIGURE_PX and MIN_FIGURE_SHARE <= share <= MAX_FIGURE_SHARE
 
 
 def page_images(data: bytes, *, first_page: int, render: bool = True) -> Iterator[list[PageImage]]:
@@ -61,7 +67,7 @@ def _images_of(document: pdfium.PdfDocument, index: int, number: int, render: bo
             px_w, px_h = obj.get_px_size()
             left, bottom, right, top = obj.get_bounds()
             share = (right - left) * (top - bottom) / area
-            if min(px_w, px_h) < MIN_FIGURE_PX or not MIN_FIGURE_SHARE <= share <= MAX_FIGURE_SHARE or px_w * px_h > MAX_FIGURE_PIXELS:
+            if not is_figure_sized(px_w, px_h, share) or px_w * px_h > MAX_FIGURE_PIXELS:
                 continue
             fingerprint = hashlib.sha256(obj.get_data(decode_simple=False)).hexdigest()
             png = None
@@ -69,7 +75,7 @@ def _images_of(document: pdfium.PdfDocument, index: int, number: int, render: bo
                 buffer = io.BytesIO()
                 obj.get_bitmap(render=False).to_pil().save(buffer, format="PNG")
                 png = buffer.getvalue()
-            out.append(PageImage(number, fingerprint, px_w, px_h, (left, bottom, right, top), png))
+            out.append(PageImage(number, fingerprint, px_w, px_h, (left, bottom, right, top), png, (width, height)))
         return out
     finally:
         page.close()

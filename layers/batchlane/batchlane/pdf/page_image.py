@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass
+from typing import Any
 
 from batchlane.pdf.split import PDFIUM_LOCK
 
@@ -33,24 +34,36 @@ class PageImageError(ValueError):
 
 def render_page_image(pdf_bytes: bytes, *, long_edge: int = MAX_LONG_EDGE_PX, max_bytes: int = MAX_IMAGE_BYTES) -> PageImage:
     """Render the first page of ``pdf_bytes`` with its long edge at ``long_edge`` px, and read its text layer."""
+    image, text = _render(pdf_bytes, 0, long_edge, with_text=True)
+    data, media_type = _encode(image, max_bytes)
+    return PageImage(data, media_type, image.width, image.height, text.replace("\r\n", "\n").strip())
+
+
+def render_page(pdf_bytes: bytes, index: int, *, long_edge: int = MAX_LONG_EDGE_PX) -> Any:
+    """Page ``index`` of ``pdf_bytes`` as an RGB Pillow image, its long edge at ``long_edge`` px: where a figure is cropped from."""
+    return _render(pdf_bytes, index, long_edge, with_text=False)[0]
+
+
+def _render(pdf_bytes: bytes, index: int, long_edge: int, *, with_text: bool) -> tuple[Any, str]:
     import pypdfium2
 
     with PDFIUM_LOCK:  # pdfium runs in one thread at a time (batchlane.pdf.split)
         document = pypdfium2.PdfDocument(pdf_bytes)
         try:
-            page = document[0]
+            page = document[index]
             width_pt, height_pt = page.get_size()  # after /Rotate, as displayed
             scale = long_edge / max(width_pt, height_pt, 1.0)
             image = page.render(scale=scale).to_pil().convert("RGB")
-            textpage = page.get_textpage()
-            try:
-                text = textpage.get_text_bounded() or ""
-            finally:
-                textpage.close()
+            text = ""
+            if with_text:
+                textpage = page.get_textpage()
+                try:
+                    text = textpage.get_text_bounded() or ""
+                finally:
+                    textpage.close()
         finally:
             document.close()
-    data, media_type = _encode(image, max_bytes)
-    return PageImage(data, media_type, image.width, image.height, text.replace("\r\n", "\n").strip())
+    return image, text
 
 
 def _encode(image: object, max_bytes: int) -> tuple[bytes, str]:
