@@ -70,13 +70,14 @@ def test_user_pool_is_invite_only_with_mfa_and_a_strong_password_policy(synth: S
     assert props["MfaConfiguration"] == "ON"
     policy = props["Policies"]["PasswordPolicy"]
     assert policy["MinimumLength"] >= 12 and all(policy[k] for k in ("RequireLowercase", "RequireUppercase", "RequireNumbers", "RequireSymbols"))
-    (client,) = synth.of_type("AWS::Cognito::UserPoolClient").values()
-    assert client["Properties"]["GenerateSecret"] is False
+    clients = synth.of_type("AWS::Cognito::UserPoolClient").values()
+    assert len(clients) == 2 and all(c["Properties"]["GenerateSecret"] is False for c in clients)  # the CLI's and the console's: public, no secret
 
 
 def test_the_app_client_has_no_oauth_flows_callback_or_admin_scope(synth: Synth) -> None:
-    """CDK's defaults enable the implicit and code grants, https://example.com and the admin scope (issue 15)."""
-    (client,) = synth.of_type("AWS::Cognito::UserPoolClient").values()
+    """CDK's defaults enable the implicit and code grants, https://example.com and the admin scope (issue 15).
+    The CLI's client (the console's has its own code + PKCE flow: tests/infra/test_infra_console.py)."""
+    client = synth.resources[synth.logical_id("Api/Users/CliClient")]
     props = client["Properties"]
     assert props.get("AllowedOAuthFlowsUserPoolClient") is False
     for unused in ("AllowedOAuthFlows", "AllowedOAuthScopes", "CallbackURLs", "LogoutURLs"):

@@ -93,7 +93,7 @@ def _enumerate(count: int) -> Iterator[dict[str, Any]]:
             spec = parse_spec({"input": {"folder": "s3://b/in/"}})
             job_id = folder_job_id(spec, "bench")
             repo.insert_job(db, job_id=job_id, owner_id="bench", name=None, spec=spec.model_dump(mode="json"), source=("b", "in/"), target=("b", "in/"))
-            svc = SimpleNamespace(db=db, settings=Settings(batchlane_folder_list_pages_per_step=10), folder_buckets=lambda: lister)
+            svc = SimpleNamespace(db=db, settings=Settings(batchlane_folder_list_pages_per_step=10), folder_buckets=lambda owner_id=None: lister)
             tracemalloc.start()
             started = time.perf_counter()
             while not enumerate_step(svc, job_id)["enumerationDone"]:  # type: ignore[arg-type]

@@ -127,7 +127,7 @@ def test_a_folder_file_waiting_for_live_pages_is_not_started_again_until_its_pag
     from batchlane.folders import progress
 
     svc = _with(svc, batchlane_folder_sources="folders")
-    svc.folder_buckets = MissingBuckets  # type: ignore[method-assign,assignment]  # the port, offline
+    svc.folder_buckets = lambda owner_id=None: MissingBuckets()  # type: ignore[method-assign,assignment]  # the port, offline
     owner = _owner("a")
     budgets.set_override(svc.db, owner, usd_per_month=None, max_live_jobs=None, max_live_pages=60, updated_by="test")
     job, _ = folder_usecases.submit(svc, owner, _folder_spec(1))

@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.api.results import owned_job
+from batchlane.db import read_model
 from batchlane.db.jobs import Runner
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
@@ -19,18 +20,10 @@ from batchlane.runtime import Services
 _FINISHED = ("completed", "failed", "cancelled")
 
 
-def _ledger_by_model(db: Runner, job_id: str) -> list[dict[str, Any]]:
-    return db.run(
-        """SELECT model_id, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(input_tokens), 0) AS inp, COALESCE(SUM(output_tokens), 0) AS out
-           FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id""",
-        id=job_id,
-    )
-
-
 def money(db: Runner, prices: PriceTable, job_id: str) -> dict[str, str]:
     """Cost booked so far, the same tokens at the on-demand price, and the difference."""
     cost, on_demand = Decimal(0), Decimal(0)
-    for row in _ledger_by_model(db, job_id):
+    for row in read_model.ledger_by_model(db, job_id):
         cost += Decimal(row["cost"])
         on_demand += prices.cost(row["model_id"], Usage(int(row["inp"]), int(row["out"])))
     saving = max(on_demand - cost, Decimal(0))
@@ -79,7 +72,7 @@ def files_with_live(svc: Services, listing: dict[str, Any]) -> dict[str, Any]:
 def source_read(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
     """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time."""
     job = owned_job(svc, owner_id, job_id)
-    file_row = svc.db.one("SELECT s3_key, size_bytes FROM files WHERE id = CAST(:id AS uuid)", id=str(job["file_id"]))
+    file_row = read_model.file_key_and_size(svc.db, str(job["file_id"]))
     assert file_row is not None  # owned_job checked the file
     return {
         "jobId": str(job["job_id"]),

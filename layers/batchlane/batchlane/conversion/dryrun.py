@@ -13,15 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pypdfium2
-
 from batchlane.conversion.create import normalise_options
 from batchlane.domain.budget import worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
 from batchlane.pdf.split import open_pdf_file
-from batchlane.pdf.survey import PageSurvey, count_pages, survey_pdf
+from batchlane.pdf.survey import PageSurvey, PageTreeUnreadable, count_pages, survey_pdf
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
@@ -200,7 +198,7 @@ def _page_tree_dry_run(svc: Services, file_row: dict[str, Any], options: dict[st
         raise InputError("The file is not a PDF (it does not start with %PDF-).", error_id="PDF_NOT_PDF")
     try:
         pages: int | None = count_pages(reader)  # type: ignore[arg-type]
-    except pypdfium2.PdfiumError:
+    except PageTreeUnreadable:
         if reader.stopped is None:
             raise InputError("The PDF is damaged or is not a PDF.", error_id="PDF_CORRUPT") from None
         pages = None

@@ -99,3 +99,16 @@ def jobs_of_file(db: Runner, file_id: str) -> list[dict[str, Any]]:
            FROM large_conversion_jobs j WHERE j.file_id = CAST(:id AS uuid)""",
         id=file_id,
     )
+
+
+def ledger_by_model(db: Runner, job_id: str) -> list[dict[str, Any]]:
+    """A job's booked cost and tokens per model (the console's live cost so far)."""
+    return db.run(
+        """SELECT model_id, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(input_tokens), 0) AS inp, COALESCE(SUM(output_tokens), 0) AS out
+           FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id""",
+        id=job_id,
+    )
+
+
+def file_key_and_size(db: Runner, file_id: str) -> dict[str, Any] | None:
+    return db.one("SELECT s3_key, size_bytes FROM files WHERE id = CAST(:id AS uuid)", id=file_id)

@@ -104,11 +104,19 @@ def _survey_locked(path: Path, *, max_pages: int, sample: int) -> PageSurvey:
     return PageSurvey(count, round(blank * scale), round(chars * scale), round(scans * scale), inspected)
 
 
+class PageTreeUnreadable(Exception):
+    """pdfium could not read the page tree (a damaged file, or a stream that stopped short)."""
+
+
 def count_pages(stream: BinaryIO) -> int:
     """The page count from the page tree alone (pdfium reads the trailer, the catalog and the tree's root
-    from ``stream`` as it needs them, never a page's content): what a dry run reads of a large upload."""
+    from ``stream`` as it needs them, never a page's content): what a dry run reads of a large upload.
+    Raises PageTreeUnreadable (pdfium's errors stay inside pdf/)."""
     with PDFIUM_LOCK:
-        document = pypdfium2.PdfDocument(stream)
+        try:
+            document = pypdfium2.PdfDocument(stream)
+        except pypdfium2.PdfiumError as exc:
+            raise PageTreeUnreadable(str(exc)) from exc
         try:
             return len(document)
         finally:
