@@ -77,7 +77,8 @@ def test_a_deadline_of_hours_goes_flex_falls_back_to_default_when_flex_sheds_and
     assert {name: t["pages"] for name, t in report.items()} == {"default": tiers["default"]["pages"], "flex": tiers["flex"]["pages"]}
 
 
-def test_without_a_flex_rate_the_same_job_stays_at_the_default_tier(stack_factory):
+def test_without_a_flex_rate_the_same_job_stays_at_the_default_tier(stack_factory, monkeypatch):
+    monkeypatch.delenv("BATCHLANE_FLEX_DISCOUNT", raising=False)  # no rate from an earlier test of this process either
     stack = stack_factory(f"flex_models={MODEL}", extra_env={k: v for k, v in SETTINGS.items() if k != "BATCHLANE_FLEX_DISCOUNT"})
     svc = services()
     record_probe(svc.db, {"modelId": MODEL, "serviceTier": "flex", "accepted": True})

@@ -267,8 +267,13 @@ def _run_chunks_at_once(job_id: str, indexes: list[int]) -> None:
 
 def test_concurrent_chunks_share_one_hold_and_never_overspend_it(stack, owner):
     # Given what one page costs here (one chunk of a job with room to spare) ...
-    probe = _job_of_chunks(owner, hold_usd=Decimal("100"))
-    process_chunk(services(), probe, 0)
+    for _attempt in range(3):
+        probe = _job_of_chunks(owner, hold_usd=Decimal("100"))
+        try:
+            process_chunk(services(), probe, 0)
+            break
+        except ChunkContinue:  # seen once in CI with a 100 USD hold: the chunk was halted, not priced; measure on a fresh job
+            continue
     page_usd = ledger.job_total(services().db, probe) / 3
     # ... and a job of 8 chunks whose hold carries one request at its worst case and two pages' real cost more
     worst = budget.cheapest_request_usd(services(), services().settings.batchlane_model_id) + page_usd

@@ -166,7 +166,8 @@ def test_live_json_reports_flex_refused_for_todays_claude_model_and_records_it(l
 
 def test_live_json_on_a_flex_capable_model_with_a_flex_rate_turns_the_flex_lane_on(stack_factory, tmp_path, db, monkeypatch):
     model = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
-    monkeypatch.setenv("BATCHLANE_FLEX_DISCOUNT", "0.5")
+    # the stack sets BATCHLANE_FLEX_DISCOUNT (extra_env) and restores the environment when it stops; a monkeypatch
+    # here was undone before that stop, which then put the discount back for every later test of the process
     stack = stack_factory(
         f"time_scale=36000,flex_models={model}", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "4", "BATCHLANE_FLEX_DISCOUNT": "0.5"}, schedules=False
     )
