@@ -215,3 +215,50 @@ class SigningSecret(Protocol):
     def signing_keys(self, *, grace: timedelta, now: datetime | None = None) -> list[str]: ...
     def describe(self, *, grace: timedelta) -> dict[str, Any]: ...
     def rotate(self) -> None: ...
+
+
+# --- repositories and the unit of work ---------------------------------------------------------------
+# One repository per aggregate (cosmicpython's shape): the PostgreSQL adapters are in db/ (db/uow.py
+# builds them), the in-memory fakes in batchlane_dev.fakes, and tests/contract runs the same contract
+# tests against both, so the fake cannot drift from the SQL. Repositories return typed rows (frozen
+# dataclasses), never dicts. Use cases take a UnitOfWork (or the one repository they use), not a Database.
+
+
+class JobRepository(Protocol):
+    """Files, jobs and their chunks (db/jobs.py): every status move goes through domain.status's table."""
+
+
+class LedgerRepository(Protocol):
+    """What was spent (ledger rows) and what is held (funds holds) per job (db/ledger.py)."""
+
+
+class BudgetRepository(Protocol):
+    """Owners' limits and standing: monthly spend, live jobs and pages, reservations (db/budgets.py, db/caps.py)."""
+
+
+class FolderJobRepository(Protocol):
+    """Folder jobs and their files (db/folder_jobs.py)."""
+
+
+class DeliveryRepository(Protocol):
+    """Webhook subscriptions and deliveries (db/deliveries.py)."""
+
+
+class UnitOfWork(Protocol):
+    """One transaction over the repositories: what a use case does inside ``with uow:`` commits together
+    when the block ends, and none of it when the block raises. Outside a ``with`` each call is its own
+    transaction. Blocks do not nest."""
+
+    @property
+    def jobs(self) -> JobRepository: ...
+    @property
+    def ledger(self) -> LedgerRepository: ...
+    @property
+    def budgets(self) -> BudgetRepository: ...
+    @property
+    def folder_jobs(self) -> FolderJobRepository: ...
+    @property
+    def deliveries(self) -> DeliveryRepository: ...
+
+    def __enter__(self) -> UnitOfWork: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None: ...

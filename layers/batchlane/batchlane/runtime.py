@@ -21,6 +21,7 @@ from batchlane.aws.workflows import StepFunctionsWorkflows
 from batchlane.config import Settings, reload_settings
 from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
 from batchlane.db.secrets import SecretsManagerSource
+from batchlane.db.uow import PgUnitOfWork
 from batchlane.domain.cost import PriceTable
 from batchlane.ports import BatchJobs, Downloads, EventBus, ModelRuntime, ObjectStore, SigningSecret, Uploads, Workflows
 
@@ -35,6 +36,10 @@ class Services:
     prices: PriceTable
     batch_jobs: BatchJobs
     model_runtime: ModelRuntime
+
+    def uow(self) -> PgUnitOfWork:
+        """A unit of work over this process's database (batchlane.ports.UnitOfWork): use cases take this, not ``db``."""
+        return PgUnitOfWork(self.db)
 
     # Built on demand: only the API and the webhook functions use them (no client made elsewhere).
     def uploads(self) -> Uploads:

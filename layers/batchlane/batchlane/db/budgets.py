@@ -172,3 +172,10 @@ def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> JobRow | Non
         job=job_id,
     )
     return JobRow.of(row)
+
+
+class PgBudgets:
+    """batchlane.ports.BudgetRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner

@@ -108,3 +108,10 @@ def view(row: Row) -> dict[str, Any]:
         "lastAttemptAt": iso(row["last_attempt_at"]),
         "deliveredAt": iso(row["delivered_at"]),
     }
+
+
+class PgDeliveries:
+    """batchlane.ports.DeliveryRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner

@@ -404,3 +404,10 @@ def owner_job_ids(db: Runner, owner_id: str, *, limit: int) -> list[str]:
     """The owner's folder job ids, newest first."""
     rows = db.run("SELECT id FROM folder_jobs WHERE owner_id = :owner ORDER BY created_at DESC LIMIT :limit", owner=owner_id, limit=limit)
     return [str(r["id"]) for r in rows]
+
+
+class PgFolderJobs:
+    """batchlane.ports.FolderJobRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner

@@ -442,3 +442,10 @@ def chunk_still_owned(db: Runner, job_id: str, chunk_index: int, worker_id: str)
         processing=st.ChunkStatus.PROCESSING,
     )
     return bool(row and row["owned"])
+
+
+class PgJobs:
+    """batchlane.ports.JobRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner

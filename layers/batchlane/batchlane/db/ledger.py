@@ -159,3 +159,10 @@ def carry_late_batch_cost(db: Runner, job_id: str) -> None:
         id=job_id,
         parked=JobStatus.WAITING_BATCH,
     )
+
+
+class PgLedger:
+    """batchlane.ports.LedgerRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner

@@ -1,0 +1,82 @@
+"""In-memory fakes of the repositories and the unit of work in batchlane.ports (not shipped in the layer).
+
+They follow the PostgreSQL adapters' contract: tests/contract runs the same tests against both.
+A ``with uow:`` block that raises leaves the state as it was before the block (a snapshot is restored).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from batchlane_dev.fakes.budgets import FakeBudgets
+from batchlane_dev.fakes.deliveries import FakeDeliveries
+from batchlane_dev.fakes.folder_jobs import FakeFolderJobs
+from batchlane_dev.fakes.jobs import FakeJobs
+from batchlane_dev.fakes.ledger import FakeLedger
+
+
+class FakeClock:
+    """The fakes' now(): fixed unless a test moves it (PostgreSQL's now() is the transaction's start)."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self.at = start or datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.at
+
+
+@dataclass
+class FakeState:
+    """Every aggregate's rows; each fake repository keeps its own part (attributes added per aggregate)."""
+
+    clock: FakeClock = field(default_factory=FakeClock)
+    parts: dict[str, Any] = field(default_factory=dict)
+
+    def part(self, name: str, factory: Any) -> Any:
+        """The aggregate's own rows, made on first use (so repositories are added without touching this class)."""
+        if name not in self.parts:
+            self.parts[name] = factory()
+        return self.parts[name]
+
+
+class FakeUnitOfWork:
+    def __init__(self, state: FakeState | None = None) -> None:
+        self.state = state or FakeState()
+        self._snapshot: dict[str, Any] | None = None
+        self.commits = 0
+
+    @property
+    def jobs(self) -> FakeJobs:
+        return FakeJobs(self.state)
+
+    @property
+    def ledger(self) -> FakeLedger:
+        return FakeLedger(self.state)
+
+    @property
+    def budgets(self) -> FakeBudgets:
+        return FakeBudgets(self.state)
+
+    @property
+    def folder_jobs(self) -> FakeFolderJobs:
+        return FakeFolderJobs(self.state)
+
+    @property
+    def deliveries(self) -> FakeDeliveries:
+        return FakeDeliveries(self.state)
+
+    def __enter__(self) -> FakeUnitOfWork:
+        if self._snapshot is not None:
+            raise RuntimeError("a unit of work's blocks do not nest")
+        self._snapshot = copy.deepcopy(self.state.parts)
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        snapshot, self._snapshot = self._snapshot, None
+        if exc_type is not None and snapshot is not None:
+            self.state.parts = snapshot
+        else:
+            self.commits += 1

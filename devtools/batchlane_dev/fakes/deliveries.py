@@ -1,0 +1,10 @@
+"""batchlane.ports.DeliveryRepository in memory: the contract of db/deliveries.py's Pg adapter (tests/contract)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class FakeDeliveries:
+    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+        self.state = state

@@ -1,0 +1,60 @@
+"""The PostgreSQL unit of work: the repositories of batchlane.ports over one Database.
+
+Inside ``with uow:`` every repository runs on one transaction (COMMIT when the block ends, ROLLBACK
+when it raises); outside, on the Database itself, each statement its own transaction.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+from batchlane.db.budgets import PgBudgets
+from batchlane.db.connection import Database, Transaction
+from batchlane.db.deliveries import PgDeliveries
+from batchlane.db.folder_jobs import PgFolderJobs
+from batchlane.db.jobs import PgJobs, Runner
+from batchlane.db.ledger import PgLedger
+
+
+class PgUnitOfWork:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._tx_context: AbstractContextManager[Transaction] | None = None
+        self._tx: Transaction | None = None
+
+    @property
+    def runner(self) -> Runner:
+        """The open transaction inside ``with``, else the Database (for the SQL not yet behind a repository)."""
+        return self._tx if self._tx is not None else self._db
+
+    @property
+    def jobs(self) -> PgJobs:
+        return PgJobs(self.runner)
+
+    @property
+    def ledger(self) -> PgLedger:
+        return PgLedger(self.runner)
+
+    @property
+    def budgets(self) -> PgBudgets:
+        return PgBudgets(self.runner)
+
+    @property
+    def folder_jobs(self) -> PgFolderJobs:
+        return PgFolderJobs(self.runner)
+
+    @property
+    def deliveries(self) -> PgDeliveries:
+        return PgDeliveries(self.runner)
+
+    def __enter__(self) -> PgUnitOfWork:
+        if self._tx_context is not None:
+            raise RuntimeError("a unit of work's blocks do not nest")
+        self._tx_context = self._db.transaction()
+        self._tx = self._tx_context.__enter__()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        context, self._tx_context, self._tx = self._tx_context, None, None
+        assert context is not None
+        context.__exit__(exc_type, exc, tb)  # type: ignore[arg-type]
