@@ -100,7 +100,7 @@ def test_no_function_may_start_both_lanes_but_the_packer() -> None:
     packer: it decides per job, in one transaction, to pack its chunks into lanes or to let it go on-demand
     (the pool's window passed with too few records, or its deadline is near), never both for one chunk."""
     for spec in topology.FUNCTIONS:
-        if spec.name != "batch_claimer":
+        if spec.name != "batch_packer":
             assert not {"start_conversion", "start_batch_lane"} <= set(spec.needs), spec.name
 
 

@@ -38,8 +38,8 @@ ADMIN_GROUP = "batchlane-admins"
 @pytest.fixture(scope="module")
 def stack(migrated_url):  # type: ignore[no-untyped-def]
     stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=True, schedules=False)
-    # Parked jobs stay parked: the claimer is not what these tests are about.
-    stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+    # Parked jobs stay parked: the packer is not what these tests are about.
+    stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
     yield stack
     stack.stop()
 

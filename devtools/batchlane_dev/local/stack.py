@@ -97,7 +97,7 @@ class StackOptions:
     faults: str = ""
     database_url: str | None = None
     batch_lane: bool = True
-    schedule_speedup: float = 30.0  # the 1-minute claimer runs every 2 s offline
+    schedule_speedup: float = 30.0  # the 1-minute packer runs every 2 s offline
     extra_env: dict[str, str] = field(default_factory=dict)
     enforce_grants: bool = True  # handlers' AWS calls checked against their topology grants (local/iam.py)
     # Functions whose invocations run in worker processes (lambda_runtime.WorkerPool), as

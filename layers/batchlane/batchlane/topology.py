@@ -143,7 +143,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("assemble", "Joins chunk results in page order into the Markdown file.", ("db", "s3_read_jobs", "s3_write_jobs"), 300, 1024),
     FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job (and says so on the bus).", ("db", "publish_events")),
     FunctionSpec(
-        "batch_claimer",
+        "batch_packer",
         "Packs the pool into lanes (Bedrock jobs) under the concurrent-job quota and starts their executions; "
         "sends on-demand the jobs the pool lets go and those whose deadline is near.",
         # counts in-flight jobs in the database; asks Bedrock only to stop a lane a deadline emptied
@@ -326,7 +326,7 @@ RULES: tuple[RuleSpec, ...] = (
         BEDROCK_BATCH_DETAIL_TYPE,
         "batch_callback",
     ),
-    RuleSpec("job_parked", "A job parked for the batch lane wakes the claimer.", EVENT_SOURCE, JOB_PARKED_DETAIL_TYPE, "batch_claimer"),
+    RuleSpec("job_parked", "A job parked for the batch lane wakes the packer.", EVENT_SOURCE, JOB_PARKED_DETAIL_TYPE, "batch_packer"),
     RuleSpec(
         "job_state_change_webhooks",
         "A public job state change starts the job's webhook deliveries.",
@@ -344,7 +344,7 @@ RULES: tuple[RuleSpec, ...] = (
 )
 
 SCHEDULES: tuple[ScheduleSpec, ...] = (
-    ScheduleSpec("claimer_safety_net", "Claims parked jobs even if a parked event was lost.", 1, "batch_claimer"),
+    ScheduleSpec("packer_safety_net", "Claims parked jobs even if a parked event was lost.", 1, "batch_packer"),
     ScheduleSpec("batch_sweeper", "Ends waits whose terminal event was lost.", 15, "batch_sweeper"),
     ScheduleSpec("stranded_recovery", "Resumes jobs whose batch row closed but which still wait.", 10, "recovery"),
 )

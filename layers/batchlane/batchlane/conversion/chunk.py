@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from batchlane import keys, topology
 from batchlane.conversion import budget, page_forms, service_tiers
+from batchlane.conversion.admission import admitted_chunk
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -234,6 +235,12 @@ def run_pages(
             if not heartbeat.beat(done_before + len(run.pages)):
                 run.aborted = True
     return run
+
+
+def process_admitted_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None, deadline: float, ttl_s: float) -> dict[str, Any]:
+    """The chunk processor's use case: the chunk's admission slot (conversion/admission.py), then :func:`process_chunk`."""
+    with admitted_chunk(svc, job_id, chunk_index, ttl_s=ttl_s):
+        return process_chunk(svc, job_id, chunk_index, worker_id=worker_id, deadline=deadline)
 
 
 def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None = None, deadline: float | None = None) -> dict[str, Any]:

@@ -19,8 +19,8 @@ from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
 from batchlane.folders import layout
+from batchlane.folders.finish import report_lines
 from batchlane.folders.notify import publish_folder_change
-from batchlane.folders.record import report_lines
 from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
 from batchlane.observability import logger
 from batchlane.runtime import Services
@@ -258,7 +258,7 @@ def report_page(svc: Services, owner_id: str, job_id: str, *, after: str | None,
 
 def _run_name(job: dict[str, Any]) -> str:
     """``<run>-<row created, epoch s>``: a new row (the database was lost) never meets an earlier execution's name
-    (folders/progress.hand_over_if_due names the next run the same way)."""
+    (folders/advance.hand_over_if_due names the next run the same way)."""
     return f"{job['run']}-{int(job['created_at'].timestamp())}"
 
 

@@ -34,8 +34,8 @@ from batchlane.runtime import Services
 POOL_TOO_SMALL = "pool_too_small"
 
 
-def claim_parked_jobs(svc: Services) -> dict[str, Any]:
-    """Pack the pool (the claimer's old name is kept: the function, its schedule and its event rule)."""
+def pack_pool(svc: Services) -> dict[str, Any]:
+    """Pack the pool into lanes, let go of what the window passed, and send on-demand the jobs whose deadline is near."""
     settings = svc.settings
     if not settings.batch_lane_configured:
         return {"claimed": [], "lanes": [], "reason": "lane_off"}
