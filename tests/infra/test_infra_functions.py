@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from infra_testlib import Synth, as_list, camel, statements_of
 
-from batchlane import topology
 from batchlane.config import Settings
-from batchlane.topology_grants import CAPABILITY_GRANTS
+from deployment import topology
+from deployment.grants import CAPABILITY_GRANTS
 from infra.compute import ASYNC_FUNCTIONS
 
 BASELINE = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 VPC_MANAGED = "AWSLambdaVPCAccessExecutionRole"
-# From the one mapping (batchlane.topology_grants); bedrock_batch comes through the managed caller policy.
+# From the one mapping (deployment.grants); bedrock_batch comes through the managed caller policy.
 CAPABILITY_ACTIONS: dict[str, set[str]] = {
     need: set() if need == "bedrock_batch" else {a for g in grants for a in g.actions} for need, grants in CAPABILITY_GRANTS.items()
 }

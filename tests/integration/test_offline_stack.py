@@ -11,7 +11,7 @@ from pathlib import Path
 
 import boto3
 
-from batchlane.topology import STATE_MACHINES
+from deployment.topology import STATE_MACHINES
 
 BATCHLANE = Path(sys.executable).with_name("batchlane")
 

@@ -20,13 +20,13 @@ from batchlane.aws.clients import client
 from batchlane.db import deliveries as delivery_rows
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
-from batchlane.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
 from batchlane.webhooks.events import publish_job_change
 from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.lambda_runtime import Invocation
 from batchlane_dev.local.pdfgen import make_pdf
+from deployment.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
 from tests.conftest import start_stack
 from tests.webhook_receiver import Receiver, readme_verify
 

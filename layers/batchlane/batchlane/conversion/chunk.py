@@ -15,7 +15,7 @@ from decimal import Decimal
 from functools import partial
 from typing import Any, NoReturn
 
-from batchlane import keys, topology
+from batchlane import contract, keys
 from batchlane.conversion import budget, page_forms, service_tiers
 from batchlane.conversion.admission import admitted_chunk
 from batchlane.conversion.retry import retry_scope
@@ -46,8 +46,8 @@ from batchlane.pdf.split import ChunkSpan, Page
 from batchlane.runtime import Services
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
-MAX_CHUNK_ATTEMPTS = topology.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
-MAX_CHUNK_CONTINUATIONS = topology.CHUNK_CONTINUE_MAX_ATTEMPTS
+MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
+MAX_CHUNK_CONTINUATIONS = contract.CHUNK_CONTINUE_MAX_ATTEMPTS
 HEARTBEAT_EVERY_S = 1.0
 # A model call's read timeout ends this long before the Lambda does: time to book what it cost.
 BOOKING_MARGIN_S = 15.0

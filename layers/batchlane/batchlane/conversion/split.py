@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+from batchlane.contract import JOB_PARKED_DETAIL_TYPE
 from batchlane.conversion import budget
 from batchlane.conversion.create import MAX_PAGES_FLAG, PROCESS_NOW_FLAG, CreatedJob, source_store
 from batchlane.conversion.settle import fail_job
@@ -26,7 +27,6 @@ from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file
 from batchlane.runtime import Services
-from batchlane.topology import JOB_PARKED_DETAIL_TYPE
 from batchlane.webhooks.events import publish_job_change
 
 
