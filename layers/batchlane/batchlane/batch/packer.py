@@ -20,6 +20,7 @@ import uuid
 from itertools import groupby
 from typing import Any
 
+from batchlane.batch.process_now import process_now
 from batchlane.batch.resume import resume_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
@@ -28,7 +29,6 @@ from batchlane.domain.folder_policy import DEADLINE
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import PoolChunk, base_model_id, plan_pool
 from batchlane.observability import logger
-from batchlane.operations.process_now import process_now
 from batchlane.runtime import Services
 
 POOL_TOO_SMALL = "pool_too_small"

@@ -26,6 +26,7 @@ from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadli
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file
+from batchlane.pdf.survey import survey_pdf
 from batchlane.runtime import Services
 from batchlane.webhooks.events import publish_job_change
 
@@ -65,7 +66,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             try:
                 limit = min(settings.batchlane_max_pages, int((job.options or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
                 document = open_pdf_file(stream, max_pages=limit)
-                hold = budget.worst_case_hold(svc, path, model_id=job.model_id, max_pages=limit)
+                hold = budget.worst_case_hold(svc, survey_pdf(path, max_pages=limit), model_id=job.model_id)
                 pages = document.page_count
                 chunks = document.chunks(job.pages_per_chunk)
                 if (refused := _over_budget(svc, job, hold, pages)) is not None:  # before any chunk is written
