@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from infra_testlib import Synth, as_list, camel, statements_of
 
+from batchlane import contract
 from batchlane.config import Settings
 from deployment import topology
 from deployment.grants import CAPABILITY_GRANTS
@@ -182,7 +183,8 @@ def test_the_layer_is_the_built_folder(synth: Synth, layer_dir: Path) -> None:
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
     asset = synth.outdir / layer["Metadata"]["aws:asset:path"]
-    assert (asset / "python" / "batchlane" / "topology.py").read_bytes() == (Path(topology.__file__).read_bytes())
+    assert (asset / "python" / "batchlane" / "contract.py").read_bytes() == Path(contract.__file__).read_bytes()
+    assert not (asset / "python" / "batchlane" / "topology.py").exists()
 
 
 @pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
