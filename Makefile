@@ -75,7 +75,7 @@ deploy: $(VENV)/.stamp node_modules/.stamp console   ## cdk deploy (needs AWS cr
 	PYTHONPATH=devtools $(PY) -m batchlane_dev.console_deploy
 
 lint: $(VENV)/.stamp   ## ruff + mypy
-	$(VENV)/bin/ruff check layers devtools functions infra tests
+	$(VENV)/bin/ruff check layers devtools deployment functions infra tests
 	$(VENV)/bin/mypy
 
 local-up: $(VENV)/.stamp console   ## start the offline stack in the background

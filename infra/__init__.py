@@ -2,7 +2,7 @@
 
 Entry point: ``python -m infra.app`` (what ``cdk.json`` runs). The deployment's shape —
 functions, state machines, rules, schedules and each function's capabilities — is read
-from ``batchlane.topology`` so the CDK app and the offline stack cannot drift apart.
+from ``deployment.topology`` so the CDK app and the offline stack cannot drift apart.
 """
 
 from __future__ import annotations

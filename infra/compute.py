@@ -1,9 +1,9 @@
-"""Every function in ``batchlane.topology.FUNCTIONS`` as a Lambda, made by one factory.
+"""Every function in ``deployment.topology.FUNCTIONS`` as a Lambda, made by one factory.
 
 Each Lambda: Python 3.12 on arm64 (the layer is built for exactly that platform), the
 shared layer, Powertools logging / tracing (X-Ray active) / metrics (EMF, no extra
 grant), its own log group with retention, its own role holding only the grants its
-``needs`` name (``batchlane.topology_grants``, which the offline stack enforces too), and the lane settings from context.
+``needs`` name (``deployment.grants``, which the offline stack enforces too), and the lane settings from context.
 
 Secrets never travel in environment variables: a ``db`` function gets
 ``DATABASE_SECRET_ARN`` (the application role's secret) and reads it at run time; ``migrate``
@@ -24,8 +24,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from batchlane import topology
-from batchlane.topology_grants import CAPABILITY_GRANTS, folder_source_resource
+from deployment import topology
+from deployment.grants import CAPABILITY_GRANTS, folder_source_resource
 from infra.config import InfraConfig
 from infra.folder_access import FolderAccess
 from infra.iam import BedrockBatchAccess, GrantTargets, acknowledge_model_wildcards, grant_statements
@@ -76,7 +76,7 @@ class Wiring:
 def function_code(name: str) -> lambda_.Code:
     folder = topology.FUNCTIONS_DIR / name
     if not (folder / "handler.py").is_file():
-        raise FileNotFoundError(f"functions/{name}/handler.py is missing: every function in batchlane.topology needs a handler to deploy")
+        raise FileNotFoundError(f"functions/{name}/handler.py is missing: every function in deployment.topology needs a handler to deploy")
     return lambda_.Code.from_asset(str(folder), exclude=["__pycache__", "*.pyc", "tests"])
 
 
@@ -215,7 +215,7 @@ class Compute(Construct):
 
     # -- least privilege: exactly the capabilities the topology names -----------------
     def _grant(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role) -> None:
-        """The statements ``batchlane.topology_grants`` maps each capability to (offline enforces the same)."""
+        """The statements ``deployment.grants`` maps each capability to (offline enforces the same)."""
         stack = Stack.of(self)
         targets = self._targets()
         for need in spec.needs:

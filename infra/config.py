@@ -13,9 +13,9 @@ from aws_cdk import aws_logs as logs
 from constructs import Node
 
 import infra  # noqa: F401  (puts the shared package on sys.path)
-from batchlane import topology
 from batchlane.config import DEFAULT_MODEL_ID, Settings
 from batchlane.domain.limits import collect_ephemeral_mb
+from deployment import topology
 
 DEFAULT_FALLBACK_SHARE = float(Settings.model_fields["batch_conversion_fallback_warn_share"].default)
 
@@ -235,7 +235,7 @@ def load(node: Node) -> InfraConfig:
     schedules = dict(base.schedules)
     for name, minutes in (ctx("schedules", {}) or {}).items():
         if name not in schedules:
-            raise ValueError(f"context schedules.{name}: no such schedule in batchlane.topology")
+            raise ValueError(f"context schedules.{name}: no such schedule in deployment.topology")
         schedules[name] = int(minutes)
 
     machines = {sm.name: sm for sm in topology.STATE_MACHINES}

@@ -17,7 +17,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from batchlane import topology
+from deployment import topology
 from infra.compute import Network
 from infra.config import InfraConfig
 from infra.nag import acknowledge, arn_token

@@ -1,6 +1,6 @@
 """EventBridge: the Bedrock batch state-change rule, the parked-job rule, and the schedules.
 
-All from ``batchlane.topology.RULES`` / ``SCHEDULES``. Every target has a retry policy
+All from ``deployment.topology.RULES`` / ``SCHEDULES``. Every target has a retry policy
 and a dead-letter queue for events EventBridge could not deliver; the functions
 themselves send failed asynchronous runs to the compute construct's DLQ.
 """
@@ -13,7 +13,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from batchlane import topology
+from deployment import topology
 from infra.config import InfraConfig
 from infra.queues import dead_letter_queue
 

@@ -13,7 +13,8 @@ from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from batchlane.topology_grants import OWNER_TAG, folder_access_grants, owner_folder_resource
+from batchlane.contract import OWNER_TAG
+from deployment.grants import folder_access_grants, owner_folder_resource
 from infra.iam import GrantTargets, grant_statements
 from infra.nag import acknowledge, arn_token
 

@@ -20,7 +20,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from batchlane.topology_grants import CAPABILITY_GRANTS, Grant, folder_source_resource, is_inference_profile, owner_folder_resource
+from deployment.grants import CAPABILITY_GRANTS, Grant, folder_source_resource, is_inference_profile, owner_folder_resource
 from infra.config import InfraConfig
 from infra.nag import acknowledge, arn_token
 from infra.storage import BATCH_PREFIX
@@ -81,7 +81,7 @@ def s3_prefix_statements(bucket: s3.IBucket, prefix: str, *, read: bool, write: 
 
 @dataclass(frozen=True)
 class GrantTargets:
-    """The stack's ARNs for each resource kind of ``batchlane.topology_grants`` (None: not known here)."""
+    """The stack's ARNs for each resource kind of ``deployment.grants`` (None: not known here)."""
 
     stack: Stack
     bucket: s3.IBucket
@@ -145,7 +145,7 @@ class GrantTargets:
 
 
 def grant_statements(grants: tuple[Grant, ...], targets: GrantTargets) -> list[iam.PolicyStatement]:
-    """``batchlane.topology_grants`` grants as policy statements, one per grant (none for a grant with no resource:
+    """``deployment.grants`` grants as policy statements, one per grant (none for a grant with no resource:
     folder grants when no folderSources are configured)."""
     resolved = [(grant, targets.arns(grant)) for grant in grants]
     return [
@@ -184,7 +184,7 @@ class BedrockBatchAccess(Construct):
             self.service_role.add_to_policy(statement)
         self.service_role.add_to_policy(invoke_model_statement(stack, config.model_ids))
 
-        # What topology_grants says "bedrock_batch" is, as one managed policy: attached to every
+        # What deployment.grants says "bedrock_batch" is, as one managed policy: attached to every
         # function that needs it, and exported so an existing application role can attach it.
         targets = GrantTargets(stack=stack, bucket=bucket, model_ids=config.model_ids, bedrock_service_role_arn=self.service_role.role_arn)
         self.caller_policy = iam.ManagedPolicy(

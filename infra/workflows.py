@@ -17,7 +17,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from batchlane import topology
+from deployment import topology
 from infra.config import InfraConfig
 from infra.nag import acknowledge
 

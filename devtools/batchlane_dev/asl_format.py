@@ -11,7 +11,7 @@ import re
 import sys
 from typing import Any
 
-from batchlane.topology import STATEMACHINES_DIR
+from deployment.topology import STATEMACHINES_DIR
 
 # A bare ${name} (a number or a JSON block substituted later) is not JSON: carried through as a tagged string.
 _BARE_PLACEHOLDER = re.compile(r'(?<!")\$\{([A-Za-z0-9_]+)\}(?!")')

@@ -1,7 +1,7 @@
 """A scale model: the real policies against a model of AWS's quotas, minutes at a time (docs/scale.md).
 
 What is real: the packer's plan (``domain.pool.plan_pool``: record cap, pool window, minimum records,
-and the claimer's quota as ``slots``), the folder loop's admission cap (``batchlane_folder_max_in_flight``
+and the packer's quota as ``slots``), the folder loop's admission cap (``batchlane_folder_max_in_flight``
 documents of a folder job converting at once), the on-demand limiter's pace (``batchlane_ondemand_rpm``,
 pages a request) and the prices (``PriceTable``, batch at half price). What is modelled: AWS's quotas
 (``AwsModel``), Bedrock's batch turnaround (a fixed time per job), and per-document database work
@@ -26,7 +26,7 @@ class AwsModel:
     """AWS's quotas that a conversion meets, with the defaults AWS documents (an operator passes their own)."""
 
     batch_turnaround_h: float = 6.0  # AWS: "most jobs complete within 24 hours"; a few hours is what accounts see
-    batch_concurrent_jobs: int = 10  # submitted + in-progress batch jobs per base model (the claimer's quota)
+    batch_concurrent_jobs: int = 10  # submitted + in-progress batch jobs per base model (the packer's quota)
     batch_max_records: int = 50_000  # records per batch job
     ondemand_rpm: float = 500.0  # Converse requests a minute for the model (account quota)
     lambda_concurrency: int = 1_000  # the account's concurrent executions (default 1,000)
@@ -165,7 +165,7 @@ def simulate(
                 admitted += 1
                 pool[index] = (docs[index].pages, now)
         peaks["admitted_per_s"] = max(peaks["admitted_per_s"], admitted / step_s)
-        # 3. the packer (every turn): the real plan, with the claimer's quota as slots
+        # 3. the packer (every turn): the real plan, with the packer's quota as slots
         chunks = [
             PoolChunk(str(index), c, min(per_chunk, pages - c * per_chunk), now - since)
             for index, (pages, since) in pool.items()

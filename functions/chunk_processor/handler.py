@@ -10,8 +10,7 @@ time less BATCHLANE_CHUNK_STOP_MARGIN_S.
 import time
 from typing import Any
 
-from batchlane.conversion.admission import admitted_chunk
-from batchlane.conversion.chunk import process_chunk
+from batchlane.conversion.chunk import process_admitted_chunk
 from batchlane.handlers import ChunkRef, lambda_handler, parse
 from batchlane.runtime import services
 
@@ -22,5 +21,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     worker = getattr(context, "aws_request_id", None)
     svc = services()
     deadline = time.monotonic() + context.get_remaining_time_in_millis() / 1000 - svc.settings.batchlane_chunk_stop_margin_s
-    with admitted_chunk(svc, str(ref.jobId), ref.chunkIndex, ttl_s=context.get_remaining_time_in_millis() / 1000 + 60):
-        return process_chunk(svc, str(ref.jobId), ref.chunkIndex, worker_id=worker, deadline=deadline)
+    ttl_s = context.get_remaining_time_in_millis() / 1000 + 60
+    return process_admitted_chunk(svc, str(ref.jobId), ref.chunkIndex, worker_id=worker, deadline=deadline, ttl_s=ttl_s)

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from batchlane.folders.progress import advance
+from batchlane.folders.advance import advance
 from batchlane.folders.refs import FolderRef
 from batchlane.handlers import lambda_handler, parse
 from batchlane.runtime import services

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from batchlane.folders import record
+from batchlane.folders import finish
 from batchlane.folders.refs import FolderEnd
 from batchlane.handlers import lambda_handler, parse
 from batchlane.observability import logger
@@ -13,7 +13,7 @@ from batchlane.runtime import services
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, FolderEnd)
     if request.failed:
-        error_id, message = record.loop_failure(request.error)
+        error_id, message = finish.loop_failure(request.error)
         logger.warning("folder job loop failed", job_id=request.jobId, error=str((request.error or {}).get("Error"))[:100])
-        return record.fail(services(), request.jobId, error_id=error_id, message=message)
-    return record.finish(services(), request.jobId)
+        return finish.fail(services(), request.jobId, error_id=error_id, message=message)
+    return finish.finish(services(), request.jobId)

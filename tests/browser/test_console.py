@@ -159,7 +159,7 @@ def test_a_bulk_job_waiting_for_the_batch_lane_is_cancelled_from_its_page(stack,
     sign_in(page, stack, f"ui-{uuid.uuid4().hex[:6]}")
     choose_pdf(page, tmp_path, 3)
     page.get_by_label("Bulk: half price in the batch lane, even for a small PDF (up to a day)").check()
-    page.get_by_role("button", name="Convert").click()  # it waits in the batch pool (no claimer runs in this stack)
+    page.get_by_role("button", name="Convert").click()  # it waits in the batch pool (no packer runs in this stack)
     page.wait_for_url("**/#/job/*")
     expect(page.get_by_test_id("status")).to_contain_text("waiting_batch", timeout=LONG)
     expect(page.get_by_text("Waiting in the batch pool")).to_be_visible()

@@ -73,7 +73,7 @@ def test_every_bedrock_end_state_converts_the_whole_job_and_bills_once(stack_fac
 def test_lost_terminal_event_is_ended_by_the_sweeper(stack_factory):
     stack = stack_factory(f"{FAST},drop_terminal_event=1", extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, _ = submit()
-    stack.registry.invoke("batch_claimer", {})
+    stack.registry.invoke("batch_packer", {})
     wait_until(
         lambda: (r := batch_row(job_id)) and r["bedrock_job_arn"] and stack.bedrock.jobs[r["bedrock_job_arn"]].status in TERMINAL_BEDROCK_STATUSES,
         what="Bedrock job terminal",
@@ -114,7 +114,7 @@ def test_event_arriving_before_the_token_is_stored_still_ends_the_wait(stack_fac
 
     stack.registry.intercept("batch_wait", late_token)
     job_id, _ = submit()
-    stack.registry.invoke("batch_claimer", {})
+    stack.registry.invoke("batch_packer", {})
     wait_until(
         lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
         what="completion",
@@ -245,7 +245,7 @@ def test_prompt_changed_between_prepare_and_run_goes_on_demand(stack_factory):
 def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, _ = submit()
-    stack.registry.invoke("batch_claimer", {})
+    stack.registry.invoke("batch_packer", {})
     lane_id = str(batch_row(job_id)["lane_id"])
     sfn = stack._client("stepfunctions", stack.env["AWS_ENDPOINT_URL"])
     sfn.start_execution(stateMachineArn=stack.state_machine_arns["batch_lane"], name=f"batch-{lane_id}-twin", input=json.dumps({"laneId": lane_id}))
@@ -277,7 +277,7 @@ def test_wait_timeout_stops_the_job_and_collects_what_exists(stack_factory):
 
     stack.registry.intercept("batch_stop", record_stops)
     job_id, _ = submit()
-    stack.registry.invoke("batch_claimer", {})
+    stack.registry.invoke("batch_packer", {})
     wait_until(
         lambda: services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"] == "completed",
         timeout_s=120,
@@ -302,7 +302,7 @@ def test_throttled_creates_wait_and_retry_instead_of_failing(stack_factory):
 
 def _strand_in_preparing(stack) -> tuple[str, str]:
     """A parked job whose lane is preparing but whose execution never ran (it died): (job id, lane id)."""
-    stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+    stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
     job_id, _ = submit()
     chunks = [(job_id, c.chunk_index, c.last_page - c.first_page + 1) for c in job_repo.get_chunks(services().db, job_id)]
     lane = rows.insert_lane(services().db, lane_id=str(uuid.uuid4()), model_id=services().settings.batchlane_model_id, deadline_hours=1, chunks=chunks)

@@ -38,7 +38,7 @@ def test_the_ledger_equals_the_tokens_bedrock_served_lane_by_lane(stack_factory,
     assert_total_is_the_ledger(job_id)
 
 
-def test_the_claimer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(stack_factory):
+def test_the_packer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(stack_factory):
     # Given a lane allowed one concurrent job per model, on an account that would accept ten,
     # three jobs parked before any packer runs (the test drives it), and Bedrock jobs of at most
     # one job's pages (so the pool cannot carry them in one)
@@ -49,15 +49,15 @@ def test_the_claimer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(
         "BATCH_CONVERSION_MAX_RECORDS": str(PAGES),
     }
     stack = stack_factory(FAST, extra_env=env, schedules=False)
-    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    gate = Gate(stack, "batch_packer", skip_with={"claimed": []})
     job_ids = [submit()[0] for _ in range(3)]
     gate.release()
     # When the packer runs, it forms one lane; the others wait (chunks of the two other jobs) for later runs
-    first = stack.registry.invoke("batch_claimer", {}).result
+    first = stack.registry.invoke("batch_packer", {}).result
     assert (len(first["lanes"]), len(first["claimed"]), first["waiting"]) == (1, 1, 6)
 
     def all_done() -> bool:
-        stack.registry.invoke("batch_claimer", {})
+        stack.registry.invoke("batch_packer", {})
         return all(job(j).status in ("completed", "failed") for j in job_ids)
 
     wait_until(all_done, timeout_s=180, poll_s=0.5, what="the three jobs, one after another")

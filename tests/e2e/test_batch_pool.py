@@ -2,7 +2,7 @@
 
 Small documents (bulk opt-in, ``_batchLane``) wait in the pool until the pool window passes,
 then ride together in one Bedrock job (a lane); a big document spans several lanes; jobs of
-two models never share one. Each test holds the packer (the claimer) while it submits, so
+two models never share one. Each test holds the packer while it submits, so
 every document joins the pool before its window starts (pooled_at is set by the packer's
 first look), then drives the packer itself (schedules off).
 
@@ -56,7 +56,7 @@ def pool_env(scale: float = SCALE, **extra: str) -> dict[str, str]:
 def submit_to_the_pool(stack: Any, documents: list[tuple[int, dict[str, Any]]]) -> dict[str, int]:
     """Submit every document with the packer held (its parked events answer "nothing claimed"): all of
     them wait in the pool and none has started its window. Returns {job id: pages}."""
-    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    gate = Gate(stack, "batch_packer", skip_with={"claimed": []})
     jobs = {}
     for pages, options in documents:
         job_id, _ = submit(pages, options=options, blank_every=BLANK_EVERY)
@@ -68,10 +68,10 @@ def submit_to_the_pool(stack: Any, documents: list[tuple[int, dict[str, Any]]]) 
 
 def pack(stack: Any) -> dict[str, Any]:
     """The packer's first look starts every job's window; once it has passed, the packer packs."""
-    first = stack.registry.invoke("batch_claimer", {}).result
+    first = stack.registry.invoke("batch_packer", {}).result
     assert first["letGo"] == [], first
     time.sleep(WINDOW_S * 1.3)
-    return dict(stack.registry.invoke("batch_claimer", {}).result)
+    return dict(stack.registry.invoke("batch_packer", {}).result)
 
 
 def wait_all(stack: Any, job_ids: list[str], *, timeout_s: float = 180, each_poll: tuple[str, ...] = ()) -> None:
@@ -169,7 +169,7 @@ def test_one_document_split_over_several_bedrock_jobs_resumes_after_the_last(sta
     stack.registry.intercept("batch_resume", watch_resume)
     jobs = submit_to_the_pool(stack, [(60, {})])
     [job_id] = jobs
-    packed = stack.registry.invoke("batch_claimer", {}).result  # full lanes go at once, no window
+    packed = stack.registry.invoke("batch_packer", {}).result  # full lanes go at once, no window
     assert len(packed["lanes"]) == 3 and packed["waiting"] == 0, packed
     wait_all(stack, [job_id])
 
@@ -287,10 +287,10 @@ def test_every_member_leaving_stops_the_lane_and_bills_it_once(stack_factory):
 
 # -- 5 --------------------------------------------------------------------------------------
 def _let_go_by_the_pool(stack: Any, jobs: dict[str, int]) -> Any:
-    first = stack.registry.invoke("batch_claimer", {}).result
+    first = stack.registry.invoke("batch_packer", {}).result
     assert first["lanes"] == [] and first["letGo"] == [] and first["waiting"] == 3
     time.sleep(WINDOW_S * 1.3)
-    return stack.registry.invoke("batch_claimer", {})
+    return stack.registry.invoke("batch_packer", {})
 
 
 def _assert_on_demand_for_pool_too_small(stack: Any, jobs: dict[str, int]) -> None:
@@ -327,9 +327,9 @@ def test_the_quota_holds_the_second_lane_until_the_first_ends(stack_factory):
         schedules=False,
     )
     jobs = submit_to_the_pool(stack, [(10, BULK) for _ in range(8)])  # 80 records: two full lanes of 40
-    first = stack.registry.invoke("batch_claimer", {}).result
+    first = stack.registry.invoke("batch_packer", {}).result
     assert len(first["lanes"]) == 1 and first["waiting"] == 4, first
-    wait_all(stack, list(jobs), each_poll=("batch_claimer",))
+    wait_all(stack, list(jobs), each_poll=("batch_packer",))
 
     carried = all_lanes()
     assert len(carried) == 2 and [lane["member_count"] for lane in carried] == [4, 4]
@@ -387,7 +387,7 @@ def test_a_deadline_coming_near_pulls_its_member_out_of_a_running_shared_lane(st
         d=soon,
         id=hurried,
     )
-    packed = stack.registry.invoke("batch_claimer", {}).result
+    packed = stack.registry.invoke("batch_packer", {}).result
     assert packed["deadline"] == [hurried], packed
     wait_until(lambda: job(hurried).status == "completed", what="the hurried member, on-demand")
     wait_all(stack, list(jobs))

@@ -1,7 +1,7 @@
 """Cancel and Process now through the real state machines (offline stack), including the races.
 
 Where a test needs the workflow to stand still at one point (the batch job being
-submitted, the lane about to resume, the claimer not yet run), it holds that Lambda
+submitted, the lane about to resume, the packer not yet run), it holds that Lambda
 with a gate on the offline Lambda runtime instead of relying on timing; where it needs
 work in flight (a chunk converting, a Bedrock job part-way), the emulator is slowed
 down and the test polls with a deadline for the state it needs before acting.
@@ -176,25 +176,25 @@ def test_cancel_while_the_batch_job_runs_stops_it_bills_its_output_once_and_char
     assert_nothing_charged(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
     assert execution_status("conversion", job_id) is None, "a cancelled job is never converted"
-    # cancelled is terminal everywhere: the claimer, the sweeper and the recovery leave it alone
-    for function in ("batch_claimer", "batch_sweeper", "recovery"):
+    # cancelled is terminal everywhere: the packer, the sweeper and the recovery leave it alone
+    for function in ("batch_packer", "batch_sweeper", "recovery"):
         assert not stack.registry.invoke(function, {}).failed
     assert job(job_id).status == "cancelled" and len(batch_ledger_rows(job_id)) == 1
     assert execution_status("conversion", job_id) is None
 
 
-def test_a_job_cancelled_before_the_claimer_ran_is_never_claimed(stack_factory):
+def test_a_job_cancelled_before_the_packer_ran_is_never_claimed(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
-    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    gate = Gate(stack, "batch_packer", skip_with={"claimed": []})
     job_id, _ = submit()
     gate.wait_entered()
     assert job(job_id).status == "waiting_batch" and batch_row(job_id) is None
     assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
     gate.release()
-    for function in ("batch_claimer", "batch_sweeper", "recovery"):
+    for function in ("batch_packer", "batch_sweeper", "recovery"):
         outcome = stack.registry.invoke(function, {})
         assert not outcome.failed, outcome
-    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None
     assert_nothing_charged(job_id)
 
@@ -215,15 +215,15 @@ def test_cancel_while_preparing_leaves_the_lane_without_a_bedrock_job(stack_fact
 
 
 # -- process now ------------------------------------------------------------------------------
-def test_process_now_before_the_claimer_converts_on_demand_and_the_claimer_never_takes_it(stack_factory):
+def test_process_now_before_the_packer_converts_on_demand_and_the_packer_never_takes_it(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
-    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    gate = Gate(stack, "batch_packer", skip_with={"claimed": []})
     job_id, _ = submit()
     gate.wait_entered()
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
     assert status == 200 and body["action"] == "left_pool", body
     gate.release()
-    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     assert_all_pages_on_demand(job_id)
     assert batch_row(job_id) is None, "no lane ever carried it"
@@ -303,7 +303,7 @@ def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_prim
 
 def test_another_user_cannot_cancel_or_process_now(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
-    gate = Gate(stack, "batch_claimer", skip_with={"claimed": []})
+    gate = Gate(stack, "batch_packer", skip_with={"claimed": []})
     job_id, _ = submit()
     gate.wait_entered()
     for action in ("cancel", "process-now"):
@@ -332,7 +332,7 @@ def test_process_now_while_splitting_sends_a_batch_eligible_job_on_demand(stack_
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     assert_all_pages_on_demand(job_id)
     assert_converted_whole(job_id)
-    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     assert batch_row(job_id) is None and execution_status("batch", job_id) is None and not stack.bedrock.jobs
 
 
@@ -348,5 +348,5 @@ def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory)
     assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.get_chunks(services().db, job_id) == []
     assert ledger.get_hold(services().db, job_id) is None, "no hold was ever placed"
     assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
-    assert job_id not in stack.registry.invoke("batch_claimer", {}).result["claimed"]
+    assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None

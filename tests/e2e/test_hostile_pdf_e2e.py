@@ -66,7 +66,7 @@ def pack_until_packed(stack: Any, job_id: str) -> None:
     as the packer's one-minute schedule does (a job that failed its split never parks: nothing to pack)."""
 
     def packed_or_gone() -> bool:
-        stack.registry.invoke("batch_claimer", {})
+        stack.registry.invoke("batch_packer", {})
         status = services().db.one("SELECT status FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["status"]
         return bool(lanes(job_id)) or status not in ("splitting", "waiting_batch")
 

@@ -15,9 +15,9 @@ from batchlib import wait_until
 
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
-from batchlane.topology import DEFINITION_BLOCKS
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit
 from batchlane_dev.local.pdfgen import make_pdf
+from deployment.topology import DEFINITION_BLOCKS
 
 # More throttles than the shared block's attempts (HeavyTaskRetry on ProcessChunk: 1 + 3): the old ladder
 # failed the job here; the throttle ladder (15 retries) waits them out.

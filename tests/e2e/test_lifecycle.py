@@ -58,7 +58,7 @@ def _job_status(job_id: str) -> str:
 def _park_and_submit(stack) -> tuple[str, dict]:  # type: ignore[no-untyped-def]
     """A parked job whose Bedrock job is InProgress and has answered a few records."""
     job_id, _ = submit()
-    stack.registry.invoke("batch_claimer", {})
+    stack.registry.invoke("batch_packer", {})
     row = wait_until(lambda: (r := batch_row(job_id)) and r["state"] == "submitted" and r["task_tokens"] and r, what="the wait to start")
     wait_until(lambda: stack.bedrock.jobs[row["bedrock_job_arn"]].processed >= 2, what="a few records processed")
     return job_id, row
@@ -140,7 +140,7 @@ def test_a_submit_that_failed_after_bedrock_created_the_job_stops_and_bills_that
 
     stack.registry.intercept("batch_submit", crash_after_create)
     job_id, _ = submit()
-    stack.registry.invoke("batch_claimer", {})
+    stack.registry.invoke("batch_packer", {})
     wait_until(lambda: _job_status(job_id) == "completed", what="completion on-demand")
     arn = created[0]
     assert len(set(created)) == 1, "one Bedrock job (same client token)"

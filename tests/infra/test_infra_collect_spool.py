@@ -13,9 +13,9 @@ import pytest
 from aws_cdk import App
 from infra_testlib import Synth, camel, context_of_cdk_json
 
-from batchlane import topology
 from batchlane.config import Settings
 from batchlane.converter import PrimedResult
+from deployment import topology
 from infra.config import InfraConfig, load
 
 MIB = 1024 * 1024

@@ -6,8 +6,8 @@ import pytest
 from aws_cdk import App
 from infra_testlib import context_of_cdk_json
 
-from batchlane import topology
 from batchlane.config import DEFAULT_MODEL_ID, Settings
+from deployment import topology
 from infra.config import DEFAULT_QUOTAS, InfraConfig, load
 
 

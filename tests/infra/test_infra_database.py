@@ -6,7 +6,7 @@ import json
 
 from infra_testlib import Synth, as_list, camel, statements_of
 
-from batchlane import topology
+from deployment import topology
 
 
 def test_every_database_function_connects_to_the_batchlane_database_through_the_proxy(synth: Synth) -> None:

@@ -10,14 +10,15 @@ from typing import Any
 import pytest
 from infra_testlib import Synth, as_list, camel, statements_of
 
-from batchlane import topology
+from batchlane import contract
 from batchlane.config import Settings
-from batchlane.topology_grants import CAPABILITY_GRANTS
+from deployment import topology
+from deployment.grants import CAPABILITY_GRANTS
 from infra.compute import ASYNC_FUNCTIONS
 
 BASELINE = {"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTraceSegments", "xray:PutTelemetryRecords"}
 VPC_MANAGED = "AWSLambdaVPCAccessExecutionRole"
-# From the one mapping (batchlane.topology_grants); bedrock_batch comes through the managed caller policy.
+# From the one mapping (deployment.grants); bedrock_batch comes through the managed caller policy.
 CAPABILITY_ACTIONS: dict[str, set[str]] = {
     need: set() if need == "bedrock_batch" else {a for g in grants for a in g.actions} for need, grants in CAPABILITY_GRANTS.items()
 }
@@ -100,7 +101,7 @@ def test_no_function_may_start_both_lanes_but_the_packer() -> None:
     packer: it decides per job, in one transaction, to pack its chunks into lanes or to let it go on-demand
     (the pool's window passed with too few records, or its deadline is near), never both for one chunk."""
     for spec in topology.FUNCTIONS:
-        if spec.name != "batch_claimer":
+        if spec.name != "batch_packer":
             assert not {"start_conversion", "start_batch_lane"} <= set(spec.needs), spec.name
 
 
@@ -182,7 +183,8 @@ def test_the_layer_is_the_built_folder(synth: Synth, layer_dir: Path) -> None:
     assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
     assert layer["Properties"]["CompatibleRuntimes"] == ["python3.12"]
     asset = synth.outdir / layer["Metadata"]["aws:asset:path"]
-    assert (asset / "python" / "batchlane" / "topology.py").read_bytes() == (Path(topology.__file__).read_bytes())
+    assert (asset / "python" / "batchlane" / "contract.py").read_bytes() == Path(contract.__file__).read_bytes()
+    assert not (asset / "python" / "batchlane" / "topology.py").exists()
 
 
 @pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)

@@ -1,4 +1,4 @@
-"""The synthesized policies are exactly what batchlane.topology_grants maps each function's needs to.
+"""The synthesized policies are exactly what deployment.grants maps each function's needs to.
 
 The offline stack enforces the same mapping on every handler call (batchlane_dev.local.iam),
 so what the e2e tests prove offline is what the template grants on AWS.
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from infra_testlib import Synth, as_list, camel, statements_of
 
-from batchlane import topology
-from batchlane.topology_grants import CAPABILITY_GRANTS, grants_for
+from deployment import topology
+from deployment.grants import CAPABILITY_GRANTS, grants_for
 
 Entry = tuple[str, str, str, str]  # (action, resource kind, prefix, conditions as JSON)
 
@@ -25,7 +25,7 @@ def _conditions(block: dict[str, Any] | None) -> str:
 
 
 def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
-    """Which resource kind of topology_grants a template resource is (and its key prefix)."""
+    """Which resource kind of deployment.grants a template resource is (and its key prefix)."""
     bucket_arn = {"Fn::GetAtt": [synth.logical_id("Storage/Bucket"), "Arn"]}
     if resource == "*":
         return "any", ""
@@ -201,7 +201,7 @@ def test_folder_functions_reach_users_buckets_only_as_the_jobs_owner(synth: Synt
 
 def test_an_owner_placeholder_becomes_the_principal_tag_in_the_role_policy() -> None:
     """``users/{owner}/`` is granted as users/${aws:PrincipalTag/owner}/*: each session reaches its own home only."""
-    from batchlane.topology_grants import folder_access_grants, owner_folder_resource
+    from deployment.grants import folder_access_grants, owner_folder_resource
 
     assert owner_folder_resource("docs/users/{owner}/") == "docs/users/${aws:PrincipalTag/owner}/"
     assert owner_folder_resource("team-a@docs/teams/a/") == "docs/teams/a/"

@@ -28,7 +28,7 @@ def test_requirements_are_pinned() -> None:
 def test_layer_holds_the_package_and_nothing_of_the_offline_stack_cli_or_tests(layer_dir: Path) -> None:
     site = layer_dir / "python"
     assert (site / "batchlane" / "__init__.py").is_file()
-    assert (site / "batchlane" / "topology.py").is_file()
+    assert (site / "batchlane" / "contract.py").is_file()  # the few names the running code shares with the deployment
     assert not any((site / "batchlane" / name).exists() for name in ("local", "cli", "bench"))
     assert not list(site.rglob("__pycache__")) and not list(site.rglob("*.pyc"))
     assert not [p for p in (site / "batchlane").rglob("*") if p.is_dir() and p.name == "tests"]
@@ -54,3 +54,12 @@ def test_layer_build_is_reproducible_and_cached(layer_dir: Path, tmp_path: Path)
     assert again.name == current.name == layer_build.source_hash()
     assert _tree_digest(again / "python") == _tree_digest(current / "python")
     assert build_layer(tmp_path / "fresh") == again  # cached: no rebuild
+
+
+def test_layer_carries_no_deployment_description(layer_dir: Path) -> None:
+    """The topology and its grants (deployment/) are read by infra, devtools and tests: no Lambda runs them."""
+    site = layer_dir / "python"
+    assert not [p.name for p in site.rglob("*.py") if p.stem.startswith("topology")]
+    assert not (site / "deployment").exists() and not (site / "batchlane" / "deployment").exists()
+    importers = [p for p in (site / "batchlane").rglob("*.py") if re.search(r"^\s*(from|import) (deployment|batchlane\.topology)", p.read_text(encoding="utf-8"), re.M)]
+    assert importers == []  # a module that did would fail to import in Lambda

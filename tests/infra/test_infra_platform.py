@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from infra_testlib import Synth, camel, context_of_cdk_json, synth_app
 
-from batchlane import topology
+from deployment import topology
 from infra.api import ROUTES
 
 

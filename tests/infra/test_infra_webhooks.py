@@ -8,7 +8,7 @@ from typing import Any
 
 from infra_testlib import Synth, as_list, camel, statements_of
 
-from batchlane import topology
+from deployment import topology
 
 SECRET_PATH = "Webhooks/SigningSecret"
 

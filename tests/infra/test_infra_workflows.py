@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from infra_testlib import Synth, as_list, camel, context_of_cdk_json, statements_of
 
-from batchlane import topology
+from deployment import topology
 from infra.workflows import PLACEHOLDER
 
 

@@ -27,7 +27,7 @@ import yaml
 from botocore.exceptions import ClientError
 from held import HeldInvocations
 
-from batchlane import keys, topology
+from batchlane import keys
 from batchlane.aws.clients import client
 from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.source import store_chunk_sources
@@ -41,6 +41,7 @@ from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import wait_until as wait_for
 from batchlane_dev.local.lambda_runtime import Invocation
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf
+from deployment import topology
 from tests.conftest import start_stack
 
 SPEC = Path(__file__).resolve().parents[2] / "docs" / "api" / "openapi.yaml"

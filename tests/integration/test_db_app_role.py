@@ -99,8 +99,8 @@ def test_scram_verifier_matches_what_postgresql_computes_from_the_clear_password
 def test_the_migrate_function_sets_the_app_secrets_current_password(db, migrated_url, monkeypatch):
     """On AWS: migrate's DATABASE_SECRET_ARN is the master's; DATABASE_APP_SECRET_ARN names the app secret."""
     from batchlane.runtime import reset_services
-    from batchlane.topology import handler_path
     from batchlane_dev.local.lambda_runtime import LambdaContext
+    from deployment.topology import handler_path
 
     secrets = boto3.client("secretsmanager", region_name="us-east-1")
     arn = secrets.create_secret(Name="batchlane-app", SecretString=json.dumps({"username": APP_ROLE, "password": "pw-v1"}))["ARN"]

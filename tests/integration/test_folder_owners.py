@@ -164,12 +164,12 @@ def test_one_object_that_cannot_be_read_fails_that_file_and_the_rest_convert(sta
 def test_a_database_blip_while_a_file_starts_requeues_it_and_never_names_the_database(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """StoreUnavailable's message names the database user and host: it is a wait for the next turn, never a file's error."""
     from batchlane.domain.errors import StoreUnavailable
-    from batchlane.folders import progress
+    from batchlane.folders import advance
 
     alice, _ = users()
     folder = f"{owner_home(alice)}blip/"
     s3().put_object(Bucket=FOLDER_BUCKET, Key=folder + "a.pdf", Body=make_pdf(2))
-    real_create, calls = progress.create_job, []
+    real_create, calls = advance.create_job, []
 
     def unreachable_once(*args: Any, **kwargs: Any) -> Any:
         calls.append(1)
@@ -177,7 +177,7 @@ def test_a_database_blip_while_a_file_starts_requeues_it_and_never_names_the_dat
             raise StoreUnavailable("cannot connect to postgresql://batchlane_app@db.internal.example:5432/batchlane")
         return real_create(*args, **kwargs)
 
-    monkeypatch.setattr(progress, "create_job", unreachable_once)
+    monkeypatch.setattr(advance, "create_job", unreachable_once)
     job, _ = usecases.submit(services(), alice, {"input": {"folder": uri(folder)}})
     done = wait_done(alice, job["id"])
     (file,) = usecases.files(services(), alice, job["id"])["files"]

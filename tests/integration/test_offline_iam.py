@@ -17,7 +17,6 @@ from typing import Any
 import boto3
 import pytest
 
-from batchlane import topology
 from batchlane.aws.s3 import NotFound
 from batchlane.config import reload_settings
 from batchlane.db import jobs as job_repo
@@ -28,6 +27,7 @@ from batchlane_dev.local import iam
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import BUCKET, REGION, SERVICE_ROLE_ARN
+from deployment import topology
 from tests.conftest import start_stack
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import boto3
 
-from batchlane.topology import STATE_MACHINES
+from deployment.topology import STATE_MACHINES
 
 BATCHLANE = Path(sys.executable).with_name("batchlane")
 
@@ -46,11 +46,11 @@ def test_eventbridge_rules_route_matching_events_to_the_handlers(stack_factory):
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not (
         stack.registry.calls.get("batch_callback", 0) > before.get("batch_callback", 0)
-        and stack.registry.calls.get("batch_claimer", 0) > before.get("batch_claimer", 0)
+        and stack.registry.calls.get("batch_packer", 0) > before.get("batch_packer", 0)
     ):
         time.sleep(0.1)
     assert stack.registry.calls.get("batch_callback", 0) == before.get("batch_callback", 0) + 1, "only the aws.bedrock event matches"
-    assert stack.registry.calls.get("batch_claimer", 0) == before.get("batch_claimer", 0) + 1
+    assert stack.registry.calls.get("batch_packer", 0) == before.get("batch_packer", 0) + 1
 
 
 def test_local_up_status_down(tmp_path):

@@ -20,13 +20,13 @@ from batchlane.aws.clients import client
 from batchlane.db import deliveries as delivery_rows
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
-from batchlane.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
 from batchlane.webhooks.events import publish_job_change
 from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.lambda_runtime import Invocation
 from batchlane_dev.local.pdfgen import make_pdf
+from deployment.topology import EVENT_SOURCE, JOB_STATE_CHANGE_DETAIL_TYPE
 from tests.conftest import start_stack
 from tests.webhook_receiver import Receiver, readme_verify
 
@@ -38,8 +38,8 @@ ADMIN_GROUP = "batchlane-admins"
 @pytest.fixture(scope="module")
 def stack(migrated_url):  # type: ignore[no-untyped-def]
     stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=True, schedules=False)
-    # Parked jobs stay parked: the claimer is not what these tests are about.
-    stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+    # Parked jobs stay parked: the packer is not what these tests are about.
+    stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
     yield stack
     stack.stop()
 

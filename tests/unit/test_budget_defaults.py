@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from batchlane.config import Settings
-from batchlane.conversion.dryrun import worst_case_survey_usage
+from batchlane.conversion.budget import worst_case_survey_usage
 from batchlane.domain.budget import Limits, Standing, check_hold, check_new_job
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.errors import BudgetExceeded, LimitReached

@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel
 
 from batchlane.domain.errors import InputError
-from batchlane.folders.progress import report_line
+from batchlane.folders.advance import report_line
 from batchlane.folders.spec import FolderJobSpec, folder_job_id, parse_spec
 from batchlane.naming import LEGACY_UNTIL, camel
 from batchlane_dev.cli.folder_commands import folder_spec

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from batchlane.folders.record import loop_failure, redacted_spec
+from batchlane.folders.finish import loop_failure, redacted_spec
 from batchlane.folders.spec import parse_spec
 
 CAUSE = '{"errorMessage": "cannot connect to batchlane_app@db.internal.example:5432/batchlane", "stackTrace": ["  File \\"/var/task/x.py\\""]}'

@@ -162,3 +162,130 @@ def test_the_sql_rule_fails_on_a_planted_violation(source: str) -> None:
 def test_prose_that_mentions_sql_breaks_no_rule() -> None:
     source = '"""Guarded UPDATE ... WHERE status = ANY(...)."""\n\ndef f():\n    """SELECT ... FOR UPDATE serialises."""\n    return "Update the hold"\n'
     assert not sql_outside_db("batchlane.operations.cancel", source)
+
+
+# --- No cycles (issue 23.1): between modules, between packages, and no import in a function to hide one ---
+# An import inside a function of the runtime package, of another runtime module, is allowed only if listed
+# here with the reason (empty: imports sit at the top, where a cycle shows). Third-party lazy imports
+# (pypdfium2, PIL: heavy, loaded by the few functions that use them) cannot close a cycle and are not counted.
+FUNCTION_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    """Dotted module names under ``root`` (a package's ``__init__`` is the package's own name)."""
+    names = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def module_edges(module: str, source: str, known: set[str], *, is_package: bool = False) -> tuple[set[str], set[str]]:
+    """(runtime modules ``module`` imports, those imported inside a function); ``from p import m`` counts as ``p.m``."""
+    package = module if is_package else module.rpartition(".")[0]
+    tree = ast.parse(source)
+    in_function = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in ast.walk(f)}
+    edges: set[str] = set()
+    hidden: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                prefix = ".".join(parts[: len(parts) - (node.level - 1)])
+                base = f"{prefix}.{node.module}" if node.module else prefix
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base for alias in node.names]
+        for name in targets:
+            while name and name not in known:
+                name = name.rpartition(".")[0]
+            if name and name != module:
+                edges.add(name)
+                if id(node) in in_function:
+                    hidden.add(name)
+    return edges, hidden
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(found)
+
+
+def package_of(module: str) -> str:
+    """``batchlane.batch.packer`` → ``batchlane.batch``; a top-level module is its own node."""
+    return ".".join(module.split(".")[:2])
+
+
+def cycle_report(root: Path) -> dict[str, list]:
+    names = module_names(root)
+    graph: dict[str, set[str]] = {}
+    hidden: list[tuple[str, str]] = []
+    for module, path in names.items():
+        edges, inner = module_edges(module, path.read_text(encoding="utf-8"), set(names), is_package=path.name == "__init__.py")
+        graph[module] = edges
+        hidden += [(module, target) for target in sorted(inner) if (module, target) not in FUNCTION_IMPORTS_ALLOWED]
+    packages: dict[str, set[str]] = {}
+    for module, edges in graph.items():
+        packages.setdefault(package_of(module), set()).update(package_of(t) for t in edges if package_of(t) != package_of(module))
+    return {"module_cycles": cycles(graph), "package_cycles": cycles(packages), "function_imports": hidden}
+
+
+def test_the_runtime_package_has_no_import_cycles() -> None:
+    assert len(module_names(RUNTIME)) > 50
+    assert cycle_report(RUNTIME) == {"module_cycles": [], "package_cycles": [], "function_imports": []}
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "batchlane"
+    for name, source in {"__init__.py": "", **files}.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source, encoding="utf-8")
+    return root
+
+
+def test_the_cycle_rule_fails_on_a_planted_module_cycle(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {"a/__init__.py": "", "a/x.py": "from batchlane.a import y\n", "a/y.py": "from .x import f\n"})
+    assert cycle_report(root)["module_cycles"] == [["batchlane.a.x", "batchlane.a.y"]]
+
+
+def test_the_cycle_rule_fails_on_a_planted_package_cycle(tmp_path: Path) -> None:
+    root = _plant(
+        tmp_path, {"a/__init__.py": "", "a/x.py": "from batchlane.b.y import g\n", "b/__init__.py": "", "b/y.py": "", "b/z.py": "from batchlane.a import x\n"}
+    )
+    report = cycle_report(root)
+    assert report["module_cycles"] == [] and report["package_cycles"] == [["batchlane.a", "batchlane.b"]]
+
+
+def test_the_cycle_rule_fails_on_an_import_hidden_in_a_function(tmp_path: Path) -> None:
+    root = _plant(tmp_path, {"a.py": "def f():\n    from batchlane.b import g\n    return g\n", "b.py": "import pypdfium2\n\ndef g():\n    import PIL\n"})
+    assert cycle_report(root)["function_imports"] == [("batchlane.a", "batchlane.b")]

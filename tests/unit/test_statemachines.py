@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from batchlane.topology import DEFINITION_BLOCKS, DEFINITION_CONSTANTS, LAMBDA_SERVICE_ERRORS, STATE_MACHINES, STATEMACHINES_DIR, load_definition
 from batchlane_dev.asl_format import formatted
+from deployment.topology import DEFINITION_BLOCKS, DEFINITION_CONSTANTS, LAMBDA_SERVICE_ERRORS, STATE_MACHINES, STATEMACHINES_DIR, load_definition
 
 # The six errors AWS names (above), spelled here too: the test must not trust the list it checks.
 SIX_ERRORS = (

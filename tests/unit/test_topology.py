@@ -4,7 +4,7 @@ import json
 import re
 
 from batchlane.conversion.chunk import MAX_CHUNK_ATTEMPTS, MAX_CHUNK_CONTINUATIONS
-from batchlane.topology import FUNCTIONS, FUNCTIONS_DIR, RULES, SCHEDULES, STATE_MACHINES, handler_path, load_definition
+from deployment.topology import FUNCTIONS, FUNCTIONS_DIR, RULES, SCHEDULES, STATE_MACHINES, handler_path, load_definition
 
 
 def test_every_function_folder_is_in_the_topology_and_back():

@@ -20,7 +20,7 @@ import pytest
 
 import batchlane
 from batchlane.domain.errors import StoreUnavailable
-from batchlane.topology import FUNCTIONS_DIR, STATE_MACHINES, StateMachineSpec, load_definition
+from deployment.topology import FUNCTIONS_DIR, STATE_MACHINES, StateMachineSpec, load_definition
 
 # Roots of the errors that mean "try again later": every subclass, found by walking the tree.
 PASSING_ROOTS: tuple[type[BaseException], ...] = (StoreUnavailable,)

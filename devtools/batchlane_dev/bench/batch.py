@@ -79,7 +79,7 @@ def run_prepare(data: bytes) -> dict[str, Any]:
         options.schedule_speedup = 1e-6  # nothing runs but what we call
         with OfflineStack(options) as stack:
             # Keep the real lane out of the way: this figure drives prepare by hand.
-            stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+            stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
             svc = services()
             job_id = submit_pdf(svc, data, name="bench.pdf", owner_id="bench")["jobId"]
             found = svc.db.run("SELECT chunk_index, last_page - first_page + 1 AS pages FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY 1", id=job_id)

@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from batchlane.topology import FUNCTIONS, REPO_ROOT, handler_path
 from batchlane_dev.bench import figure, size, wanted
+from deployment.topology import FUNCTIONS, REPO_ROOT, handler_path
 
 
 def _zipped_size(root: Path, *, skip: str | None = None) -> int:

@@ -6,7 +6,7 @@
   Baseline: the SAME documents converted all on-demand in the same run (same stack, no opt-in).
   ``value`` is the pooled run's total cost; ``saving_pct`` the saving against the baseline (aim
   ≥ 49 %: batch is half price, minus what falls back on-demand); ``pages_lost`` must be 0.
-* pack_100000_records — one run of the packer (batch.claimer.claim_parked_jobs: the pool read in
+* pack_100000_records — one run of the packer (batch.packer.pack_pool: the pool read in
   fair order, plan_pool, the lane and member inserts, the holds extended) over 2,000 parked jobs
   of 50 pages (100,000 records) inserted directly into an embedded PostgreSQL; workflows faked.
   Reported: seconds (untraced run) and peak Python memory (tracemalloc, a second identical run)
@@ -105,10 +105,10 @@ def pool_figure(documents: int, pages: int = 5) -> dict[str, Any]:
             baseline_s = time.perf_counter() - started
             baseline = _totals(svc, baseline_ids, pages)
             # The pool: hold the packer while submitting, so every document joins one window.
-            stack.registry.intercept("batch_claimer", lambda event, call_real: Invocation(result={"claimed": []}))
+            stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
             started = time.perf_counter()
             pooled_ids = _run_documents(svc, datas, {"_batchLane": True})
-            stack.registry.intercept("batch_claimer", None)  # the schedule (every 2 s) packs once the window passed
+            stack.registry.intercept("batch_packer", None)  # the schedule (every 2 s) packs once the window passed
             _wait_all(svc, pooled_ids, 3600)
             pooled_s = time.perf_counter() - started
             pooled = _totals(svc, pooled_ids, pages)
@@ -183,7 +183,7 @@ class _Workflows:
 
 
 def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
-    from batchlane.batch.claimer import claim_parked_jobs
+    from batchlane.batch.packer import pack_pool
     from batchlane.config import Settings
     from batchlane.db import Database, connect_params_from_url
     from batchlane.db.batch_rows import pool_chunks
@@ -210,7 +210,7 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
                 read = len(pool_chunks(tx))
             read_s = time.perf_counter() - started
             started = time.perf_counter()
-            result = claim_parked_jobs(svc)  # type: ignore[arg-type]
+            result = pack_pool(svc)  # type: ignore[arg-type]
             seconds = time.perf_counter() - started
             lanes = len(result["lanes"])
             packed_records = sum(lane["pages"] for lane in result["lanes"])
@@ -219,7 +219,7 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
             # the same run again, traced, for the peak Python memory
             _unpack(db)
             tracemalloc.start()
-            claim_parked_jobs(svc)  # type: ignore[arg-type]
+            pack_pool(svc)  # type: ignore[arg-type]
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
         finally:

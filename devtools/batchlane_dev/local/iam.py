@@ -6,7 +6,7 @@ AWS. Every boto3 API call in the process passes one check (botocore's
 well as one created after); while a handler runs (:func:`acting_as`, set per invocation by the in-process Lambda runtime and
 carried into the threads it starts), each call is turned into the IAM requests AWS would
 evaluate (action, resource ARN, condition keys) and checked against the grants that
-``topology_grants`` maps the function's ``needs`` to — the same data CDK writes the
+``deployment.grants`` maps the function's ``needs`` to — the same data CDK writes the
 policies from. A refused call answers 403 AccessDenied(Exception), shaped so botocore
 raises the ClientError it would raise on AWS. A call with no identity at all is refused too
 (:func:`identity_of`): only the identities named in ``UNCHECKED`` (the operator, AWS itself)
@@ -30,10 +30,10 @@ from typing import Any
 
 import botocore.client
 
-from batchlane import topology
-from batchlane.topology_grants import (
+from batchlane.contract import OWNER_TAG
+from deployment import topology
+from deployment.grants import (
     BATCH_PREFIX,
-    OWNER_TAG,
     OWNER_VARIABLE,
     Grant,
     folder_access_grants,
@@ -133,7 +133,7 @@ class Request:
 
 @dataclass(frozen=True)
 class Targets:
-    """The offline stack's ARN for each resource kind of ``topology_grants``."""
+    """The offline stack's ARN for each resource kind of ``deployment.grants``."""
 
     account_id: str
     region: str

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from batchlane import topology
-from batchlane.topology import handler_path
 from batchlane_dev.local.iam import acting_as
+from deployment import topology
+from deployment.topology import handler_path
 
 FUNCTION_PREFIX = "batchlane-"
 log = logging.getLogger("batchlane_dev.local.lambda")

@@ -37,12 +37,12 @@ from moto.server import ThreadedMotoServer
 from batchlane.config import reload_settings
 from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
-from batchlane.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
 from batchlane_dev.local import iam, patches, postgres, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
 from batchlane_dev.local.loopback import loopback_moto_server
+from deployment.topology import FUNCTIONS, RULES, SCHEDULES, STATE_MACHINES, load_definition
 
 log = logging.getLogger("batchlane_dev.local")
 BEDROCK_RULE = "bedrock_batch_state_change"
@@ -97,7 +97,7 @@ class StackOptions:
     faults: str = ""
     database_url: str | None = None
     batch_lane: bool = True
-    schedule_speedup: float = 30.0  # the 1-minute claimer runs every 2 s offline
+    schedule_speedup: float = 30.0  # the 1-minute packer runs every 2 s offline
     extra_env: dict[str, str] = field(default_factory=dict)
     enforce_grants: bool = True  # handlers' AWS calls checked against their topology grants (local/iam.py)
     # Functions whose invocations run in worker processes (lambda_runtime.WorkerPool), as
@@ -363,7 +363,7 @@ class OfflineStack:
         return (*self.options.worker_setup, functools.partial(iam.install_in_worker, self._grant_targets()))
 
     def _grant_targets(self) -> iam.Targets:
-        """What each resource kind of topology_grants is in this stack (the deployed names, emulated)."""
+        """What each resource kind of deployment.grants is in this stack (the deployed names, emulated)."""
         return iam.Targets(
             account_id=ACCOUNT_ID,
             region=REGION,
@@ -488,7 +488,7 @@ def _deploy_folder_access_role(iam: Any) -> None:
     """The folder-access role as infra/folder_access.py defines it: only the folder functions may assume it, with tags.
 
     moto's STS answers AssumeRole without reading these documents; batchlane_dev.local.iam evaluates the same
-    grants (topology_grants.folder_access_grants) against every call made with the credentials."""
+    grants (deployment.grants.folder_access_grants) against every call made with the credentials."""
     callers = [f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-{spec.name}" for spec in FUNCTIONS if "folder_access" in spec.needs]
     trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"AWS": callers}, "Action": ["sts:AssumeRole", "sts:TagSession"]}]}
     name = FOLDER_ACCESS_ROLE_ARN.rsplit("/", 1)[-1]

@@ -18,6 +18,7 @@ from batchlane.batch.billing import settle_stopping
 from batchlane.batch.callback import on_state_change
 from batchlane.batch.collect import CollectNotReady, collect
 from batchlane.batch.names import bedrock_job_name
+from batchlane.batch.process_now import process_now
 from batchlane.batch.resume import resume_job, resume_members
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import BatchSubmitBusy, submit_batch_job
@@ -27,7 +28,6 @@ from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
 from batchlane.operations.cancel import cancel_job
-from batchlane.operations.process_now import process_now
 from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec
 from batchlane.runtime import Services
 

@@ -124,7 +124,7 @@ def test_a_folder_file_waiting_for_live_pages_is_not_started_again_until_its_pag
     from usecase_fakes import new_job
 
     from batchlane.db import budgets
-    from batchlane.folders import progress
+    from batchlane.folders import advance
 
     svc = _with(svc, batchlane_folder_sources="folders")
     svc.folder_buckets = lambda owner_id=None: MissingBuckets()  # type: ignore[method-assign,assignment]  # the port, offline
@@ -143,9 +143,9 @@ def test_a_folder_file_waiting_for_live_pages_is_not_started_again_until_its_pag
     row = folder_repo.get_job(svc.db, job["id"])
     assert row is not None
 
-    progress.settle_ended(svc, row)  # queued again, not failed: the document alone fits the cap
-    assert progress.start_queued(svc, row) == 0, "30 pages free: the 50-page file is not downloaded and surveyed again"
-    assert progress.start_queued(svc, row) == 0
+    advance.settle_ended(svc, row)  # queued again, not failed: the document alone fits the cap
+    assert advance.start_queued(svc, row) == 0, "30 pages free: the 50-page file is not downloaded and surveyed again"
+    assert advance.start_queued(svc, row) == 0
 
     svc.db.run("UPDATE large_conversion_jobs SET status = 'completed' WHERE id = CAST(:id AS uuid)", id=other)
-    assert progress.start_queued(svc, row) == 1  # 60 pages free: it starts
+    assert advance.start_queued(svc, row) == 1  # 60 pages free: it starts

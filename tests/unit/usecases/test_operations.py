@@ -9,12 +9,12 @@ from __future__ import annotations
 from usecase_fakes import FakeBatchJobs, FakeWorkflows, new_job, parked_job
 
 from batchlane.batch.prepare import plan_prepare
+from batchlane.batch.process_now import process_now
 from batchlane.batch.submit import submit_batch_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.operations.cancel import cancel_job
-from batchlane.operations.process_now import process_now
 from batchlane.runtime import Services
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from usecase_fakes import new_job
 
-from batchlane.batch.claimer import claim_parked_jobs
+from batchlane.batch.packer import pack_pool
 from batchlane.db import folder_jobs as folders
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import Services
@@ -57,25 +57,25 @@ def test_every_file_of_a_folder_reaches_the_pool_and_rides_one_bedrock_job(svc: 
     _folder(svc)
     first = _start(svc, 3)  # listing not complete yet, one file still to start
 
-    assert claim_parked_jobs(svc)["lanes"] == []
+    assert pack_pool(svc)["lanes"] == []
     assert _pooled(svc, first) == [False] * 3, "the window waits while the folder is still listing"
 
     svc.db.run("UPDATE folder_jobs SET enumeration_done = true, status = 'processing' WHERE id = :id", id=FOLDER)
-    claim_parked_jobs(svc)
+    pack_pool(svc)
     assert _pooled(svc, first) == [False] * 3, "listed, but its last file has not started"
 
     last = _start(svc, 1)
     svc.db.run("UPDATE large_conversion_jobs SET status = 'splitting' WHERE id = CAST(:id AS uuid)", id=last[0])
-    claim_parked_jobs(svc)
+    pack_pool(svc)
     assert _pooled(svc, first) == [False] * 3, "the last file has started but is still splitting: not in the pool yet"
 
     svc.db.run("UPDATE large_conversion_jobs SET status = 'waiting_batch' WHERE id = CAST(:id AS uuid)", id=last[0])
-    claim_parked_jobs(svc)
+    pack_pool(svc)
     everyone = first + last
     assert _pooled(svc, everyone) == [True] * 4, "the last file started: every window starts now, together"
 
     svc.db.run("UPDATE large_conversion_jobs SET pooled_at = pooled_at - interval '61 seconds'")  # the window passes
-    result = claim_parked_jobs(svc)
+    result = pack_pool(svc)
 
     assert result["letGo"] == [], "no file left the pool for on-demand"
     [lane] = result["lanes"]
@@ -90,7 +90,7 @@ def test_a_folder_that_starts_nothing_for_a_while_lets_its_files_windows_start(s
     first = _start(svc, 2)
     svc.db.run("UPDATE folder_job_files SET started_at = now() - interval '121 seconds' WHERE started_at IS NOT NULL")
 
-    claim_parked_jobs(svc)
+    pack_pool(svc)
 
     assert _pooled(svc, first) == [True, True]
 
@@ -103,6 +103,6 @@ def test_on_a_scaled_clock_a_folder_still_arriving_is_not_a_stalled_one(svc: Ser
     first = _start(svc, 2)
     svc.db.run("UPDATE folder_job_files SET started_at = now() - interval '5 seconds' WHERE started_at IS NOT NULL")
 
-    claim_parked_jobs(svc)
+    pack_pool(svc)
 
     assert _pooled(svc, first) == [False, False]

@@ -13,7 +13,7 @@ import dataclasses
 from bigpages import image_page, jpeg, merged, noise
 from usecase_fakes import new_job
 
-from batchlane.batch.claimer import claim_parked_jobs
+from batchlane.batch.packer import pack_pool
 from batchlane.batch.prepare import finish_prepare, plan_prepare, prepare_group
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import batch_rows as rows
@@ -45,7 +45,7 @@ def test_heavy_pages_split_into_lanes_under_the_job_size_quota_and_none_is_skipp
     svc = _settings(svc)
     job_id = _heavy_job(svc)
 
-    lanes = claim_parked_jobs(svc)["lanes"]
+    lanes = pack_pool(svc)["lanes"]
 
     assert len(lanes) > 1, "one lane of every heavy page would be over the job size quota"
     packed = sorted((m.job_id, m.chunk_index) for lane in lanes for m in rows.members(svc.db, rows.get_row(svc.db, lane["laneId"]).id))  # type: ignore[union-attr]

@@ -13,8 +13,8 @@ from typing import Any
 from urllib.parse import unquote
 
 from batchlane import keys
-from batchlane.topology import BEDROCK_BATCH_DETAIL_TYPE, BEDROCK_EVENT_SOURCE
 from batchlane_dev.cli.doctor.results import Check, failed, passed, warned
+from deployment.topology import BEDROCK_BATCH_DETAIL_TYPE, BEDROCK_EVENT_SOURCE
 
 EXPECTED_EXPIRY_DAYS = 14  # infra/storage.py OBJECT_EXPIRY_DAYS
 PROFILE_GEOGRAPHIES = ("us", "eu", "apac", "global", "us-gov", "jp", "au", "ca")

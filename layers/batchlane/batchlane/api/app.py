@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from batchlane.api import folder_routes, live, results, usecases, webhook_usecases
 from batchlane.api.throttle import RateLimited, rate_limit
 from batchlane.db import jobs as job_repo
-from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable
+from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable, Unauthorized
 from batchlane.folders.spec import valid_owner_id
 from batchlane.observability import logger
 from batchlane.ports import Uploads
@@ -30,10 +30,6 @@ from batchlane.validation import first_error
 app = APIGatewayRestResolver()
 
 JOB_STATUSES = job_repo.JOB_STATUSES
-
-
-class Unauthorized(BatchlaneError):
-    error_id = "UNAUTHORIZED"
 
 
 class BadRequest(BatchlaneError):

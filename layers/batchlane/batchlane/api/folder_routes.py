@@ -22,7 +22,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field
 
-from batchlane.domain.errors import InputError
+from batchlane.domain.errors import InputError, Unauthorized
 from batchlane.folders import dryrun, usecases
 from batchlane.naming import with_legacy_fields
 from batchlane.runtime import services
@@ -40,8 +40,6 @@ def _caller() -> str:
     context = router.current_event.request_context  # type: ignore[attr-defined]  # the REST resolver's event
     claims = (context.authorizer.claims or {}) if context.authorizer else {}
     if not claims.get("sub"):
-        from batchlane.api.app import Unauthorized  # app includes this router: import at call time
-
         raise Unauthorized("No caller identity: send a Cognito token.")
     return str(claims["sub"])
 

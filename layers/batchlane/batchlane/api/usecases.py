@@ -13,6 +13,7 @@ from typing import Any
 
 from batchlane import keys
 from batchlane.api import views
+from batchlane.batch.process_now import process_now
 from batchlane.batch.purge import purge_members
 from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
@@ -25,7 +26,7 @@ from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputEr
 from batchlane.domain.folder_policy import deadline_opt_outs, parse_deadline
 from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, JobStatus
 from batchlane.observability import logger
-from batchlane.operations import cancel_job, process_now
+from batchlane.operations import cancel_job
 from batchlane.ports import UPLOAD_URL_TTL_S, Uploads
 from batchlane.runtime import Services
 

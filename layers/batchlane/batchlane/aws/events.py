@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from batchlane.topology import EVENT_SOURCE
+from batchlane.contract import EVENT_SOURCE
 
 
 class EventBridgeBus:

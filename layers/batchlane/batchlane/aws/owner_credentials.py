@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from batchlane.topology_grants import OWNER_TAG
+from batchlane.contract import OWNER_TAG
 
 DURATION_S = 3600  # STS's default role-chaining maximum is 1 h; a Lambda's role session counts as chaining
 REFRESH_BEFORE_S = 300  # a new session this long before expiry: no call starts with credentials about to lapse

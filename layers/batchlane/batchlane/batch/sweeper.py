@@ -12,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from batchlane.batch.abandon import abandon, adopt_created_job
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.collect import collect
+from batchlane.batch.purge import purge_deleted_members
 from batchlane.batch.resume import resume_members
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
@@ -68,8 +69,6 @@ def sweep(svc: Services) -> dict[str, Any]:
 
 def _purge_deleted(svc: Services) -> int:
     """Deleted files' page content in lanes that closed since the delete (batch/purge.py)."""
-    from batchlane.batch.purge import purge_deleted_members
-
     return purge_deleted_members(svc)
 
 

@@ -15,19 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from batchlane.db import budgets
 from batchlane.db import jobs as job_repo
 from batchlane.db.jobs import Runner
 from batchlane.domain.budget import check_hold, check_new_job, raised_hold, request_worst_usage, worst_case_usage
-from batchlane.domain.cost import PriceTable
+from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.observability import logger
 from batchlane.ondemand.limiter import Aborted
 from batchlane.pdf.split import Page
 from batchlane.runtime import Services
+
+if TYPE_CHECKING:  # the type only: pdf/survey loads pypdfium2, which only the split and the dry run need
+    from batchlane.pdf.survey import PageSurvey
 
 
 def check_create(svc: Services, tx: Any, owner_id: str) -> None:
@@ -42,14 +44,22 @@ def check_split(svc: Services, tx: Any, *, owner_id: str, job_id: str, hold_usd:
     check_hold(budgets.limits_for(tx, owner_id, svc.settings), budgets.standing(tx, owner_id, exclude_job=job_id), hold_usd=hold_usd, pages=pages)
 
 
-def worst_case_hold(svc: Services, path: Path, *, model_id: str, max_pages: int) -> Decimal:
-    """The funds hold of a job: the on-demand price of the most its pages may use (domain/budget.py),
-    from their text and blank/scan counts (pypdfium2, sampled past a few hundred pages)."""
-    from batchlane.conversion.dryrun import worst_case_survey_usage
-    from batchlane.pdf.survey import survey_pdf
+def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
+    """The most a surveyed PDF's pages may use (domain/budget.py): what the funds hold and the dry run's holdUsd price."""
+    return worst_case_usage(
+        pages=survey.pages,
+        blank=survey.blank,
+        scans=survey.scans,
+        text_chars=survey.text_chars_nonblank,
+        max_tokens=settings.batchlane_max_tokens,
+        reask=settings.batchlane_coverage_threshold > 0,
+    )
 
-    usage = worst_case_survey_usage(survey_pdf(path, max_pages=max_pages), svc.settings)
-    return svc.prices.cost(model_id, usage)
+
+def worst_case_hold(svc: Services, survey: PageSurvey, *, model_id: str) -> Decimal:
+    """The funds hold of a job: the on-demand price of the most its pages may use (domain/budget.py),
+    from their text and blank/scan counts (``survey``: pdf/survey.survey_pdf, sampled past a few hundred pages)."""
+    return svc.prices.cost(model_id, worst_case_survey_usage(survey, svc.settings))
 
 
 def worst_case_pages_hold(svc: Services, *, model_id: str, pages: int) -> Decimal:

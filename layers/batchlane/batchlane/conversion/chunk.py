@@ -15,8 +15,9 @@ from decimal import Decimal
 from functools import partial
 from typing import Any, NoReturn
 
-from batchlane import keys, topology
+from batchlane import contract, keys
 from batchlane.conversion import budget, page_forms, service_tiers
+from batchlane.conversion.admission import admitted_chunk
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
@@ -45,8 +46,8 @@ from batchlane.pdf.split import ChunkSpan, Page
 from batchlane.runtime import Services
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
-MAX_CHUNK_ATTEMPTS = topology.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
-MAX_CHUNK_CONTINUATIONS = topology.CHUNK_CONTINUE_MAX_ATTEMPTS
+MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
+MAX_CHUNK_CONTINUATIONS = contract.CHUNK_CONTINUE_MAX_ATTEMPTS
 HEARTBEAT_EVERY_S = 1.0
 # A model call's read timeout ends this long before the Lambda does: time to book what it cost.
 BOOKING_MARGIN_S = 15.0
@@ -234,6 +235,12 @@ def run_pages(
             if not heartbeat.beat(done_before + len(run.pages)):
                 run.aborted = True
     return run
+
+
+def process_admitted_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None, deadline: float, ttl_s: float) -> dict[str, Any]:
+    """The chunk processor's use case: the chunk's admission slot (conversion/admission.py), then :func:`process_chunk`."""
+    with admitted_chunk(svc, job_id, chunk_index, ttl_s=ttl_s):
+        return process_chunk(svc, job_id, chunk_index, worker_id=worker_id, deadline=deadline)
 
 
 def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None = None, deadline: float | None = None) -> dict[str, Any]:

@@ -1,36 +1,25 @@
-"""Job creation in two steps: open the job at once, split it in its own function.
+"""Job creation, step one (job_create, behind the API's 29 s): cheap checks, then the job is opened.
 
-:func:`create_job` runs behind the API (29 s): cheap checks only (options, model, the
-upload's size), then the job is recorded ``splitting`` and its intake workflow started.
-:func:`split_job` runs in the intake workflow's split function: it streams the upload to
-local disk, validates and splits it, writes the chunk rows and parks or starts the job.
-Bad input never raises past either: the job ends failed with a stable error id and a
-one-line message, and nothing else is touched (no hold, no execution).
+Options, model and the upload's size are checked, the job is recorded ``splitting`` and its intake
+workflow started (the split is conversion/split.py's). Bad input never raises past it: the job ends
+failed with a stable error id and a one-line message, and nothing else is touched.
 """
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
-from pathlib import Path
 from typing import Any
 
 from batchlane.conversion import budget
 from batchlane.conversion.settle import fail_job
-from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.domain import status as st
-from batchlane.domain.eligibility import batch_eligible
-from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
-from batchlane.domain.folder_policy import DEADLINE, check_deadline, deadline_lane, parse_deadline
+from batchlane.domain.errors import InputError, NotFound
+from batchlane.domain.folder_policy import check_deadline, parse_deadline
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.pdf.split import open_pdf_file
 from batchlane.runtime import Services
-from batchlane.topology import JOB_PARKED_DETAIL_TYPE
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
 
@@ -38,9 +27,6 @@ from batchlane.webhooks.events import publish_job_change
 PROCESS_NOW_FLAG = "_processNow"
 # A folder job's page limit per document (policy.max_pages_per_document), below the deployment's.
 MAX_PAGES_FLAG = "_maxPages"
-# Longer than the intake can run (4 attempts of job_split's 900 s, plus backoff, plus FailJob):
-# a job splitting longer lost its intake (an execution that never ran or whose FailJob failed).
-SPLIT_STALLED_AFTER_S = 2 * 3600
 
 
 @dataclass(frozen=True)
@@ -159,115 +145,3 @@ def _insert_job(
         chunks=[],
         **error,
     )
-
-
-def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> CreatedJob:
-    """Download, validate and split a ``splitting`` job's upload, then park it or start it.
-
-    Idempotent (the intake retries it): a job no longer splitting is answered as it is (a
-    pending one gets its conversion started again, in case the run that split it died). The
-    upload is streamed to a file under ``scratch_dir`` (Lambda's /tmp) and read from there,
-    so memory holds the page tree and one chunk at a time, never the whole upload.
-    A job cancelled meanwhile is left alone: no chunk rows, no hold, nothing started.
-    """
-    settings = svc.settings
-    job = job_repo.get_job(svc.db, job_id)
-    if job is None:
-        raise NotFound(f"no job {job_id}")
-    if job.status != "splitting":
-        if job.status == "pending":
-            # A retry after a run that committed but died before starting the conversion (idempotent by name).
-            svc.workflows.start_conversion(job_id)
-        logger.info("split skipped", job_id=job_id, status=job.status)
-        return _as_created(job)
-    file_row = job_repo.get_file(svc.db, str(job.file_id))
-    assert file_row is not None  # jobs cascade with their file
-    with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
-        path = Path(tmp) / "upload.pdf"
-        try:
-            source_store(svc, file_row).download_to(file_row.s3_key, path, max_bytes=settings.batchlane_max_file_mb * 1024 * 1024)
-        except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
-            fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
-            return _as_created(job_repo.get_job(svc.db, job_id))
-        except InputError as exc:  # replaced by a bigger object since convert checked its size (PDF_TOO_LARGE)
-            fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
-            return _as_created(job_repo.get_job(svc.db, job_id))
-        with path.open("rb") as stream:
-            try:
-                limit = min(settings.batchlane_max_pages, int((job.options or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
-                document = open_pdf_file(stream, max_pages=limit)
-                hold = budget.worst_case_hold(svc, path, model_id=job.model_id, max_pages=limit)
-                pages = document.page_count
-                chunks = document.chunks(job.pages_per_chunk)
-                if (refused := _over_budget(svc, job, hold, pages)) is not None:  # before any chunk is written
-                    return refused
-                # Before the rows: no chunk without its source. A page that cannot be copied raises
-                # InputError here (PDF_CORRUPT, PDF_TOO_COMPLEX), after the chunks written are deleted.
-                chunk_bytes = store_chunk_sources(svc.store, job_id, document, chunks)
-            except InputError as exc:
-                failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
-                logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
-                return _as_created(job_repo.get_job(svc.db, job_id))
-    options = job.options or {}
-    if options.get(PROCESS_NOW_FLAG):
-        eligible, why = False, "process_now"
-    else:
-        eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
-        margin_h = settings.batch_deadline_margin_s / 3600
-        if eligible and deadline_lane(parse_deadline(options.get("deadline")), datetime.now(UTC), settings.batch_deadline_hours, margin_h):
-            eligible, why = False, DEADLINE  # no room for a batch turnaround plus the on-demand time of its pages
-    try:
-        with svc.db.transaction() as tx:
-            locked = job_repo.lock_job(tx, job_id)
-            if locked is not None and locked.options.get(PROCESS_NOW_FLAG) and eligible:
-                eligible, why = False, "process_now"  # flagged between our read and the lock
-            status = st.park().target if eligible else st.queue().target
-            if locked is not None and locked.status == JobStatus.SPLITTING:
-                budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
-            split = job_repo.finish_split(tx, job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes)
-            if split is not None:
-                ledger.place_hold(tx, job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
-    except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
-        failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
-        logger.info("job refused by its owner's budget", job_id=job_id, error_id=exc.error_id, hold_usd=str(hold), status=failed["status"])
-        return _as_created(job_repo.get_job(svc.db, job_id))
-    if split is None:
-        logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
-        return _as_created(job_repo.get_job(svc.db, job_id))
-    if eligible:
-        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job.model_id, "pages": pages})
-        publish_job_change(svc, job_id, "waiting_batch")
-    else:
-        svc.workflows.start_conversion(job_id)
-    logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)
-    return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
-
-
-def _over_budget(svc: Services, job: job_repo.JobRow, hold: Decimal, pages: int) -> CreatedJob | None:
-    """The budget check ahead of writing chunk sources (the split's transaction checks again, authoritatively)."""
-    try:
-        with svc.db.transaction() as tx:
-            budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job.id, hold_usd=hold, pages=pages)
-    except (BudgetExceeded, LimitReached) as exc:
-        fail_job(svc, job.id, error_id=exc.error_id, message=str(exc))
-        logger.info("job refused by its owner's budget", job_id=job.id, error_id=exc.error_id, hold_usd=str(hold))
-        return _as_created(job_repo.get_job(svc.db, job.id))
-    return None
-
-
-def _as_created(job: job_repo.JobRow | None) -> CreatedJob:
-    assert job is not None  # a job row is never deleted while its file lives
-    return CreatedJob(job.id, job.file_id, job.status, job.total_pages, job.chunk_count, job.error_id, job.error_message)
-
-
-def fail_stalled_splits(svc: Services, *, older_than_s: float = SPLIT_STALLED_AFTER_S) -> list[str]:
-    """Jobs still ``splitting`` long after their intake must have ended: fail them (SPLIT_STALLED)
-    so the file can be converted again. Run by the recovery schedule; real time, never scaled."""
-    failed = []
-    for job_id in job_repo.jobs_in(svc.db, JobStatus.SPLITTING, unchanged_for_s=older_than_s):
-        outcome = fail_job(svc, job_id, error_id="SPLIT_STALLED", message="The upload was not split in time; convert the file again.")
-        if outcome["status"] == JobStatus.FAILED:
-            failed.append(job_id)
-    if failed:
-        logger.warning("stalled splits failed", count=len(failed))
-    return failed

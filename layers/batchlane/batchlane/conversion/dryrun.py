@@ -13,13 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from batchlane.conversion.budget import worst_case_survey_usage
 from batchlane.conversion.create import normalise_options
 from batchlane.domain.budget import worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
 from batchlane.pdf.split import open_pdf_file
-from batchlane.pdf.survey import PageSurvey, PageTreeUnreadable, count_pages, survey_pdf
+from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
 
@@ -86,18 +87,6 @@ class RangedUpload(io.RawIOBase):
             done += len(part)
             self._pos += len(part)
         return done
-
-
-def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
-    """The most a surveyed PDF's pages may use (domain/budget.py): what the funds hold and the dry run's holdUsd price."""
-    return worst_case_usage(
-        pages=survey.pages,
-        blank=survey.blank,
-        scans=survey.scans,
-        text_chars=survey.text_chars_nonblank,
-        max_tokens=settings.batchlane_max_tokens,
-        reask=settings.batchlane_coverage_threshold > 0,
-    )
 
 
 def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | None, *, scratch_dir: str | None = None) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobS
 LOST = BedrockJobStatus.LOST.value
 TERMINAL_BEDROCK_STATUSES = st.TERMINAL_BEDROCK_STATUSES
 IN_FLIGHT_STATES = st.IN_FLIGHT_BATCH_ROW_STATES
-_CLAIM_LOCK = 7_357_202  # the advisory lock that serialises claimers
+_CLAIM_LOCK = 7_357_202  # the advisory lock that serialises packers
 
 
 @dataclass(frozen=True)

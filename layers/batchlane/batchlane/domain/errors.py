@@ -42,6 +42,12 @@ class StoreUnavailable(BatchlaneError):
     error_id = "STORE_UNAVAILABLE"
 
 
+class Unauthorized(BatchlaneError):
+    """No caller identity on the request (HTTP 401): the API's routes and its folder routes raise it alike."""
+
+    error_id = "UNAUTHORIZED"
+
+
 class Forbidden(BatchlaneError):
     """The caller lacks the permission the action needs (HTTP 403)."""
 

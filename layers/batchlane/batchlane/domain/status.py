@@ -207,7 +207,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     # jobs
     _t(Entity.JOB, "queue", (J.SPLITTING,), J.PENDING),  # split, goes on-demand
     _t(Entity.JOB, "park", (J.SPLITTING,), J.WAITING_BATCH),  # split, waits for the batch lane
-    _t(Entity.JOB, "claim", (J.WAITING_BATCH,), J.WAITING_BATCH),  # the claimer takes it: its batch row is born preparing
+    _t(Entity.JOB, "claim", (J.WAITING_BATCH,), J.WAITING_BATCH),  # the packer takes it: its batch row is born preparing
     _t(Entity.JOB, "leave_batch_lane", (J.WAITING_BATCH,), J.PENDING),  # resume after the lane, or process now
     _t(Entity.JOB, "start", (J.PENDING, J.PROCESSING), J.PROCESSING),  # the conversion workflow (re)starts
     _t(Entity.JOB, "pause_budget", (J.PROCESSING,), J.PAUSED_BUDGET),  # spend reached the funds hold

@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane.contract import FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.db import folder_jobs as repo
 from batchlane.folders import layout
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.topology import FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.webhooks.events import publish_change
 
 

@@ -26,6 +26,7 @@ from batchlane.domain.errors import InputError
 from batchlane.folders.layout import DEFAULT_INCLUDE, Layout, S3Uri, common_folder, parse_s3_uri
 from batchlane.naming import camel
 from batchlane.validation import first_error
+from batchlane.webhooks.subscription import NotificationsSpec
 
 MAX_FILES = 10_000
 MAX_OPTIONS_BYTES = 8192  # the options are copied to every file's job: a few KB, never a megabyte
@@ -65,18 +66,6 @@ class PolicySpec(_Strict):
     max_retries: int = Field(2, ge=0, le=10)
     priority: Literal["low", "normal", "high"] = "normal"
     deadline: datetime | None = None
-
-
-class NotificationsSpec(_Strict):
-    """The folder job's own webhook (issue 14's fields, checked like a single file's callback in usecases.prepare)."""
-
-    callback_url: str
-    callback_events: list[str] = Field(default_factory=lambda: ["job.completed"])
-    callback_headers: dict[str, str] = Field(default_factory=dict)
-
-    def as_options(self) -> dict[str, Any]:
-        """The single-file option names, which webhooks/subscription.py reads."""
-        return {"callbackUrl": self.callback_url, "callbackEvents": self.callback_events, "callbackHeaders": self.callback_headers}
 
 
 class FileOptions(_Strict):

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane.conversion.retry import failed_pages
 from batchlane.db import caps
 from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
@@ -19,10 +20,11 @@ from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
 from batchlane.folders import layout
+from batchlane.folders.finish import report_lines
 from batchlane.folders.notify import publish_folder_change
-from batchlane.folders.record import report_lines
 from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
 from batchlane.observability import logger
+from batchlane.operations.cancel import cancel_job
 from batchlane.runtime import Services
 from batchlane.webhooks import subscription
 
@@ -147,8 +149,6 @@ def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
 def stop_parked(svc: Services, job_id: str) -> int:
     """Files parked for the batch lane would wait hours: cancel their conversions (the Bedrock job is
     stopped and what it produced billed once, as a single file's cancel does); converting ones finish."""
-    from batchlane.operations.cancel import cancel_job
-
     parked = repo.parked_conversions(svc.db, job_id)
     for conversion_id in parked:
         try:
@@ -235,8 +235,6 @@ def _failed_pages(svc: Services, row: dict[str, Any]) -> list[int]:
     """A completed document with failed pages lists them (marked in its Markdown; retry them with the job's retry)."""
     if row["status"] != "completed" or not row["pages_failed"] or not row["conversion_job_id"]:
         return []
-    from batchlane.conversion.retry import failed_pages
-
     return sorted(p.page for p in failed_pages(svc, str(row["conversion_job_id"])))
 
 
@@ -258,7 +256,7 @@ def report_page(svc: Services, owner_id: str, job_id: str, *, after: str | None,
 
 def _run_name(job: dict[str, Any]) -> str:
     """``<run>-<row created, epoch s>``: a new row (the database was lost) never meets an earlier execution's name
-    (folders/progress.hand_over_if_due names the next run the same way)."""
+    (folders/advance.hand_over_if_due names the next run the same way)."""
     return f"{job['run']}-{int(job['created_at'].timestamp())}"
 
 

@@ -13,11 +13,11 @@ from typing import Any
 from batchlane.db import deliveries
 from batchlane.db import folder_jobs as folder_repo
 from batchlane.db import jobs as job_repo
-from batchlane.folders.spec import NotificationsSpec
 from batchlane.observability import logger
 from batchlane.runtime import Services
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import webhook_body, webhook_events
+from batchlane.webhooks.subscription import NotificationsSpec
 
 _NAMESPACE = uuid.UUID("5b0e6a51-61c2-4d1c-9a8e-2f1f3c7d9b10")
 TEST_EVENT = "webhook.test"

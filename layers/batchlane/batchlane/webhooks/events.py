@@ -15,11 +15,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane.contract import JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.db import read_model
 from batchlane.domain.status import FINISHED_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.topology import JOB_STATE_CHANGE_DETAIL_TYPE
 
 # paused_budget: the owner resumes it (docs/operations.md "Budgets, caps and fair sharing")
 FOLDER_JOB_END_STATUSES = ("completed", "completed_with_failures", "cancelled", "error")

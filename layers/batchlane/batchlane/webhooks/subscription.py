@@ -15,7 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from batchlane.domain.errors import InputError
+from batchlane.naming import camel
 
 JOB_EVENTS = ("job.completed", "job.waiting_batch")
 FILE_EVENTS = ("file.error", "file.completed")
@@ -137,3 +140,19 @@ def from_options(options: dict[str, Any] | None) -> Callback | None:
     if not options.get("callbackUrl"):
         return None
     return Callback(str(options["callbackUrl"]), tuple(options.get("callbackEvents") or DEFAULT_EVENTS), dict(options.get("callbackHeaders") or {}))
+
+
+class NotificationsSpec(BaseModel):
+    """A folder job's own webhook (its spec's ``notifications``, checked like a single file's callback); here, not in
+    folders/spec.py, because dispatch reads it back and folders import webhooks, never the other way."""
+
+    # as folders/spec.py's models: camelCase documented, snake_case accepted (deprecated, naming.LEGACY_UNTIL)
+    model_config = ConfigDict(extra="forbid", alias_generator=camel, validate_by_name=True, validate_by_alias=True)
+
+    callback_url: str
+    callback_events: list[str] = Field(default_factory=lambda: ["job.completed"])
+    callback_headers: dict[str, str] = Field(default_factory=dict)
+
+    def as_options(self) -> dict[str, Any]:
+        """The single-file option names, which webhooks/subscription.py reads."""
+        return {"callbackUrl": self.callback_url, "callbackEvents": self.callback_events, "callbackHeaders": self.callback_headers}

@@ -20,6 +20,7 @@ import uuid
 from itertools import groupby
 from typing import Any
 
+from batchlane.batch.process_now import process_now
 from batchlane.batch.resume import resume_job
 from batchlane.db import batch_rows as rows
 from batchlane.db import ledger
@@ -28,14 +29,13 @@ from batchlane.domain.folder_policy import DEADLINE
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import PoolChunk, base_model_id, plan_pool
 from batchlane.observability import logger
-from batchlane.operations.process_now import process_now
 from batchlane.runtime import Services
 
 POOL_TOO_SMALL = "pool_too_small"
 
 
-def claim_parked_jobs(svc: Services) -> dict[str, Any]:
-    """Pack the pool (the claimer's old name is kept: the function, its schedule and its event rule)."""
+def pack_pool(svc: Services) -> dict[str, Any]:
+    """Pack the pool into lanes, let go of what the window passed, and send on-demand the jobs whose deadline is near."""
     settings = svc.settings
     if not settings.batch_lane_configured:
         return {"claimed": [], "lanes": [], "reason": "lane_off"}

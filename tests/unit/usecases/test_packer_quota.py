@@ -11,7 +11,7 @@ import dataclasses
 
 from usecase_fakes import MODEL, new_job, packed_lane
 
-from batchlane.batch.claimer import claim_parked_jobs
+from batchlane.batch.packer import pack_pool
 from batchlane.db import batch_rows as rows
 from batchlane.domain.pool import base_model_id
 from batchlane.runtime import Services
@@ -48,7 +48,7 @@ def test_a_lane_on_the_us_profile_takes_the_only_slot_of_the_global_profile_too(
     waiting = _parked_on(svc, GLOBAL, "owner-2")
     other = _parked_on(svc, OTHER, "owner-3")
 
-    result = claim_parked_jobs(svc)
+    result = pack_pool(svc)
 
     packed = {lane["modelId"]: lane["jobs"] for lane in result["lanes"]}
     assert GLOBAL not in packed, "the global profile shares the us. profile's quota: it waits for the slot"
@@ -61,10 +61,10 @@ def test_when_the_slot_frees_the_other_profile_gets_it(svc: Services) -> None:
     running = new_job(svc, pages=60, owner="owner-1")
     lane_id = packed_lane(svc, [(running, 0), (running, 1)])
     waiting = _parked_on(svc, GLOBAL, "owner-2")
-    assert claim_parked_jobs(svc)["lanes"] == []
+    assert pack_pool(svc)["lanes"] == []
     svc.db.run("UPDATE conversion_batch_jobs SET state = 'closed', end_state = 'Completed' WHERE lane_id = CAST(:l AS uuid)", l=lane_id)
     assert rows.in_flight_by_base_model(svc.db).get(base_model_id(MODEL), 0) == 0
 
-    [lane] = claim_parked_jobs(svc)["lanes"]
+    [lane] = pack_pool(svc)["lanes"]
 
     assert (lane["modelId"], lane["jobs"]) == (GLOBAL, [waiting])

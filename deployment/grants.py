@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from batchlane.topology import EVENT_SOURCE
+from batchlane.contract import EVENT_SOURCE
 
 ResourceKind = Literal[
     "objects",  # objects of the bucket under ``prefix`` (arn:aws:s3:::bucket/prefix*)
@@ -166,7 +166,6 @@ def folder_source_resource(source: str) -> str:
     return f"{head.rpartition('@')[2]}/{rest.split('{owner}', 1)[0]}"
 
 
-OWNER_TAG = "owner"  # the session tag the folder functions set to the job's owner (a Cognito sub)
 OWNER_VARIABLE = "${aws:PrincipalTag/owner}"  # IAM's policy variable for it
 
 

@@ -18,8 +18,8 @@ from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.folders import layout
+from batchlane.folders.advance import report_line, write_report_part
 from batchlane.folders.notify import publish_folder_change
-from batchlane.folders.progress import report_line, write_report_part
 from batchlane.observability import logger
 from batchlane.runtime import Services
 

@@ -5,7 +5,7 @@ EventBridge rule and schedule is listed here. ``infra/`` turns this into CloudFo
 ``batchlane_dev.local`` "deploys" the same list into the emulated services. A test checks
 that this list and the folders agree, so neither side can drift from the other.
 
-``needs`` names the capabilities a function uses; ``topology_grants`` says which IAM
+``needs`` names the capabilities a function uses; ``deployment.grants`` says which IAM
 actions on which resources each one is. The CDK app grants exactly those (least privilege)
 and the offline stack refuses every other call a handler makes, as AWS would.
 """
@@ -17,6 +17,15 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+from batchlane.contract import (
+    CHUNK_CONTINUE_MAX_ATTEMPTS,
+    CHUNK_RETRY_LATER_MAX_ATTEMPTS,
+    EVENT_SOURCE,
+    FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE,
+    JOB_PARKED_DETAIL_TYPE,
+    JOB_STATE_CHANGE_DETAIL_TYPE,
+)
 
 Capability = Literal[
     "db",  # PostgreSQL as the application role batchlane_app (its secret + network): DML only
@@ -50,16 +59,10 @@ Capability = Literal[
     "folder_access",  # assume the folder-access role tagged with the job's owner: S3 only under that owner's folder sources
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 FUNCTIONS_DIR = REPO_ROOT / "functions"
 STATEMACHINES_DIR = REPO_ROOT / "statemachines"
 
-EVENT_SOURCE = "batchlane"
-JOB_PARKED_DETAIL_TYPE = "Conversion Job Parked"
-# The public event every job state change a user cares about puts on the bus (docs/operations.md).
-JOB_STATE_CHANGE_DETAIL_TYPE = "Conversion Job State Change"
-# A folder job's own status changes (issue 12), on the same bus, delivered by the same webhooks.
-FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE = "Folder Job State Change"
 BEDROCK_EVENT_SOURCE = "aws.bedrock"
 BEDROCK_BATCH_DETAIL_TYPE = "Batch Inference Job State Change"
 
@@ -143,7 +146,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("assemble", "Joins chunk results in page order into the Markdown file.", ("db", "s3_read_jobs", "s3_write_jobs"), 300, 1024),
     FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job (and says so on the bus).", ("db", "publish_events")),
     FunctionSpec(
-        "batch_claimer",
+        "batch_packer",
         "Packs the pool into lanes (Bedrock jobs) under the concurrent-job quota and starts their executions; "
         "sends on-demand the jobs the pool lets go and those whose deadline is near.",
         # counts in-flight jobs in the database; asks Bedrock only to stop a lane a deadline emptied
@@ -326,7 +329,7 @@ RULES: tuple[RuleSpec, ...] = (
         BEDROCK_BATCH_DETAIL_TYPE,
         "batch_callback",
     ),
-    RuleSpec("job_parked", "A job parked for the batch lane wakes the claimer.", EVENT_SOURCE, JOB_PARKED_DETAIL_TYPE, "batch_claimer"),
+    RuleSpec("job_parked", "A job parked for the batch lane wakes the packer.", EVENT_SOURCE, JOB_PARKED_DETAIL_TYPE, "batch_packer"),
     RuleSpec(
         "job_state_change_webhooks",
         "A public job state change starts the job's webhook deliveries.",
@@ -344,7 +347,7 @@ RULES: tuple[RuleSpec, ...] = (
 )
 
 SCHEDULES: tuple[ScheduleSpec, ...] = (
-    ScheduleSpec("claimer_safety_net", "Claims parked jobs even if a parked event was lost.", 1, "batch_claimer"),
+    ScheduleSpec("packer_safety_net", "Claims parked jobs even if a parked event was lost.", 1, "batch_packer"),
     ScheduleSpec("batch_sweeper", "Ends waits whose terminal event was lost.", 15, "batch_sweeper"),
     ScheduleSpec("stranded_recovery", "Resumes jobs whose batch row closed but which still wait.", 10, "recovery"),
 )
@@ -380,8 +383,6 @@ LAMBDA_SERVICE_ERRORS: tuple[str, ...] = (
 TRANSIENT_ERRORS: tuple[str, ...] = ("StoreUnavailable", "DatabaseAuthFailed", "DatabaseTlsError", "Sandbox.Timedout")
 
 # Counts the Python code also reads: the file gets them from here, so the two cannot disagree.
-CHUNK_RETRY_LATER_MAX_ATTEMPTS = 2  # ProcessChunk retries a throttled chunk twice (3 attempts in all)
-CHUNK_CONTINUE_MAX_ATTEMPTS = 20  # a chunk that ran out of time continues in at most 20 fresh invocations
 # A chunk refused admission (its owner at its fair share) waits: 5 s doubling to 120 s, 500 tries, ~16 h.
 # Each try is 3 history events: a job's chunks must stay within Step Functions' 25,000 (docs/operations.md).
 CHUNK_ADMISSION_MAX_ATTEMPTS = 500

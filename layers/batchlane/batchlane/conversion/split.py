@@ -1,0 +1,130 @@
+"""Job creation, step two (job_split, in the intake workflow): split the upload, then park or start the job.
+
+The upload is streamed to local disk, validated and split into chunk PDFs; the chunk rows and the
+funds hold are written in one transaction, then the job is parked for the batch lane or its
+conversion started. Bad input never raises past it: the job ends failed with a stable error id.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+
+from batchlane.contract import JOB_PARKED_DETAIL_TYPE
+from batchlane.conversion import budget
+from batchlane.conversion.create import MAX_PAGES_FLAG, PROCESS_NOW_FLAG, CreatedJob, source_store
+from batchlane.conversion.settle import fail_job
+from batchlane.conversion.source import store_chunk_sources
+from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
+from batchlane.domain import status as st
+from batchlane.domain.eligibility import batch_eligible
+from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
+from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadline
+from batchlane.domain.status import JobStatus
+from batchlane.observability import logger
+from batchlane.pdf.split import open_pdf_file
+from batchlane.pdf.survey import survey_pdf
+from batchlane.runtime import Services
+from batchlane.webhooks.events import publish_job_change
+
+
+def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> CreatedJob:
+    """Download, validate and split a ``splitting`` job's upload, then park it or start it.
+
+    Idempotent (the intake retries it): a job no longer splitting is answered as it is (a
+    pending one gets its conversion started again, in case the run that split it died). The
+    upload is streamed to a file under ``scratch_dir`` (Lambda's /tmp) and read from there,
+    so memory holds the page tree and one chunk at a time, never the whole upload.
+    A job cancelled meanwhile is left alone: no chunk rows, no hold, nothing started.
+    """
+    settings = svc.settings
+    job = job_repo.get_job(svc.db, job_id)
+    if job is None:
+        raise NotFound(f"no job {job_id}")
+    if job.status != "splitting":
+        if job.status == "pending":
+            # A retry after a run that committed but died before starting the conversion (idempotent by name).
+            svc.workflows.start_conversion(job_id)
+        logger.info("split skipped", job_id=job_id, status=job.status)
+        return _as_created(job)
+    file_row = job_repo.get_file(svc.db, str(job.file_id))
+    assert file_row is not None  # jobs cascade with their file
+    with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
+        path = Path(tmp) / "upload.pdf"
+        try:
+            source_store(svc, file_row).download_to(file_row.s3_key, path, max_bytes=settings.batchlane_max_file_mb * 1024 * 1024)
+        except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
+            fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
+            return _as_created(job_repo.get_job(svc.db, job_id))
+        except InputError as exc:  # replaced by a bigger object since convert checked its size (PDF_TOO_LARGE)
+            fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+            return _as_created(job_repo.get_job(svc.db, job_id))
+        with path.open("rb") as stream:
+            try:
+                limit = min(settings.batchlane_max_pages, int((job.options or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
+                document = open_pdf_file(stream, max_pages=limit)
+                hold = budget.worst_case_hold(svc, survey_pdf(path, max_pages=limit), model_id=job.model_id)
+                pages = document.page_count
+                chunks = document.chunks(job.pages_per_chunk)
+                if (refused := _over_budget(svc, job, hold, pages)) is not None:  # before any chunk is written
+                    return refused
+                # Before the rows: no chunk without its source. A page that cannot be copied raises
+                # InputError here (PDF_CORRUPT, PDF_TOO_COMPLEX), after the chunks written are deleted.
+                chunk_bytes = store_chunk_sources(svc.store, job_id, document, chunks)
+            except InputError as exc:
+                failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+                logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
+                return _as_created(job_repo.get_job(svc.db, job_id))
+    options = job.options or {}
+    if options.get(PROCESS_NOW_FLAG):
+        eligible, why = False, "process_now"
+    else:
+        eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
+        margin_h = settings.batch_deadline_margin_s / 3600
+        if eligible and deadline_lane(parse_deadline(options.get("deadline")), datetime.now(UTC), settings.batch_deadline_hours, margin_h):
+            eligible, why = False, DEADLINE  # no room for a batch turnaround plus the on-demand time of its pages
+    try:
+        with svc.db.transaction() as tx:
+            locked = job_repo.lock_job(tx, job_id)
+            if locked is not None and locked.options.get(PROCESS_NOW_FLAG) and eligible:
+                eligible, why = False, "process_now"  # flagged between our read and the lock
+            status = st.park().target if eligible else st.queue().target
+            if locked is not None and locked.status == JobStatus.SPLITTING:
+                budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
+            split = job_repo.finish_split(tx, job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes)
+            if split is not None:
+                ledger.place_hold(tx, job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+    except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
+        failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+        logger.info("job refused by its owner's budget", job_id=job_id, error_id=exc.error_id, hold_usd=str(hold), status=failed["status"])
+        return _as_created(job_repo.get_job(svc.db, job_id))
+    if split is None:
+        logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
+        return _as_created(job_repo.get_job(svc.db, job_id))
+    if eligible:
+        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job.model_id, "pages": pages})
+        publish_job_change(svc, job_id, "waiting_batch")
+    else:
+        svc.workflows.start_conversion(job_id)
+    logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)
+    return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
+
+
+def _over_budget(svc: Services, job: job_repo.JobRow, hold: Decimal, pages: int) -> CreatedJob | None:
+    """The budget check ahead of writing chunk sources (the split's transaction checks again, authoritatively)."""
+    try:
+        with svc.db.transaction() as tx:
+            budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job.id, hold_usd=hold, pages=pages)
+    except (BudgetExceeded, LimitReached) as exc:
+        fail_job(svc, job.id, error_id=exc.error_id, message=str(exc))
+        logger.info("job refused by its owner's budget", job_id=job.id, error_id=exc.error_id, hold_usd=str(hold))
+        return _as_created(job_repo.get_job(svc.db, job.id))
+    return None
+
+
+def _as_created(job: job_repo.JobRow | None) -> CreatedJob:
+    assert job is not None  # a job row is never deleted while its file lives
+    return CreatedJob(job.id, job.file_id, job.status, job.total_pages, job.chunk_count, job.error_id, job.error_message)
