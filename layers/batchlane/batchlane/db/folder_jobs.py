@@ -505,7 +505,8 @@ class PgFolderJobs:
         return taken_outputs(self.runner, job_id, output_keys)
 
     def claim_queued(self, job_id: str, limit: int, *, free_pages: int | None = None) -> list[FolderFile]:
-        return [folder_file(r) for r in claim_queued(self.runner, job_id, limit, free_pages=free_pages)]
+        claimed = claim_queued(self.runner, job_id, limit, free_pages=free_pages)
+        return [folder_file(r) for r in sorted(claimed, key=lambda r: r["source_key"])]  # RETURNING has no order
 
     def release(self, job_id: str, source_key: str) -> None:
         release(self.runner, job_id, source_key)
