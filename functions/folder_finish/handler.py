@@ -12,8 +12,9 @@ from batchlane.runtime import services
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, FolderEnd)
+    svc = services()
     if request.failed:
         error_id, message = record.loop_failure(request.error)
         logger.warning("folder job loop failed", job_id=request.jobId, error=str((request.error or {}).get("Error"))[:100])
-        return record.fail(services(), request.jobId, error_id=error_id, message=message)
-    return record.finish(services(), request.jobId)
+        return record.fail(svc.uow(), svc.folder_buckets, svc.bus, request.jobId, error_id=error_id, message=message)
+    return record.finish(svc.uow(), svc.folder_buckets, svc.bus, request.jobId)

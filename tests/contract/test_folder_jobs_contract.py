@@ -177,3 +177,12 @@ def test_a_raising_block_leaves_the_job_and_its_files_as_they_were(uow: Any) -> 
         uow.folder_jobs.move(job_id, st.folder_job("fail"), error_id="X", error_message="x")
         raise RuntimeError("the turn died")
     assert (uow.folder_jobs.get(job_id).status, uow.folder_jobs.list_files(job_id)[0].status) == ("enumerating", "queued")
+
+
+def test_the_ended_files_are_read_in_key_order_page_by_page(uow: Any) -> None:
+    job_id = _job(uow)
+    _files(uow, job_id, *(f"k{i}.pdf" for i in range(7)))
+    for key in ("k0.pdf", "k2.pdf", "k3.pdf", "k5.pdf", "k6.pdf"):
+        uow.folder_jobs.finish_file(job_id, key, status="skipped", error_id="ALREADY_CONVERTED")
+    assert [f.source_key for f in uow.folder_jobs.iter_ended_files(job_id, page=2)] == ["k0.pdf", "k2.pdf", "k3.pdf", "k5.pdf", "k6.pdf"]
+    assert [f.source_key for f in uow.folder_jobs.iter_ended_files(job_id, after="k3.pdf", page=1)] == ["k5.pdf", "k6.pdf"]

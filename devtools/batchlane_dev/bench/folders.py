@@ -69,6 +69,7 @@ def _enumerate(count: int) -> Iterator[dict[str, Any]]:
     from batchlane.db import Database, connect_params_from_url
     from batchlane.db import folder_jobs as repo
     from batchlane.db.migrate import migrate
+    from batchlane.db.uow import PgUnitOfWork
     from batchlane.folders.enumerate import enumerate_step
     from batchlane.folders.spec import folder_job_id, parse_spec
     from batchlane_dev.local import postgres
@@ -93,16 +94,17 @@ def _enumerate(count: int) -> Iterator[dict[str, Any]]:
             spec = parse_spec({"input": {"folder": "s3://b/in/"}})
             job_id = folder_job_id(spec, "bench")
             repo.insert_job(db, job_id=job_id, owner_id="bench", name=None, spec=spec.model_dump(mode="json"), source=("b", "in/"), target=("b", "in/"))
-            svc = SimpleNamespace(db=db, settings=Settings(batchlane_folder_list_pages_per_step=10), folder_buckets=lambda owner_id=None: lister)
+            uow, settings = PgUnitOfWork(db), Settings(batchlane_folder_list_pages_per_step=10)
+            bus = SimpleNamespace(publish=lambda detail_type, detail: None)  # the job's "listed" event goes nowhere here
             tracemalloc.start()
             started = time.perf_counter()
-            while not enumerate_step(svc, job_id)["enumerationDone"]:  # type: ignore[arg-type]
+            while not enumerate_step(uow, lambda owner_id: lister, bus, settings, job_id)["enumerationDone"]:  # type: ignore[arg-type, return-value]
                 pass
             seconds = time.perf_counter() - started
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             counts = repo.counts(db, job_id)
-            excluded = int(repo.get_job(db, job_id)["excluded_count"])  # type: ignore[index]
+            excluded = uow.folder_jobs.get(job_id).excluded_count  # type: ignore[union-attr]
         finally:
             db.close()
             postgres.stop(server, Path(tmp) / "pgdata")

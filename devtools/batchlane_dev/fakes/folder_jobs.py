@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -199,6 +199,14 @@ class FakeFolderJobs:
             f = self._rows.files.get((job_id, key))
             if f is not None:
                 self._put_file(f, reported=True)
+
+    def iter_ended_files(self, job_id: str, *, after: str | None = None, page: int = 1000) -> Iterator[FolderFile]:
+        while True:
+            rows = [f for f in self._files(job_id) if f.status in _ENDED_FILE and (after is None or f.source_key > after)][:page]
+            yield from rows
+            if len(rows) < page:
+                return
+            after = rows[-1].source_key
 
     def counts(self, job_id: str) -> FolderCounts:
         files = self._files(job_id)

@@ -403,6 +403,10 @@ class FolderJobRepository(Protocol):
 
     def mark_reported(self, job_id: str, keys: Sequence[str]) -> None: ...
 
+    def iter_ended_files(self, job_id: str, *, after: str | None = None, page: int = 1000) -> Iterator[FolderFile]:
+        """Every ended file in key order (past ``after``), read a page at a time (the final report, never all at once)."""
+        ...
+
     def counts(self, job_id: str) -> FolderCounts: ...
 
     def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:

@@ -534,6 +534,9 @@ class PgFolderJobs:
     def mark_reported(self, job_id: str, keys: Sequence[str]) -> None:
         mark_reported(self.runner, job_id, keys)
 
+    def iter_ended_files(self, job_id: str, *, after: str | None = None, page: int = 1000) -> Iterator[FolderFile]:
+        return (folder_file(r) for r in iter_terminal_files(self.runner, job_id, after=after, page=page))
+
     def counts(self, job_id: str) -> FolderCounts:
         return FolderCounts(**counts(self.runner, job_id))
 

@@ -25,28 +25,29 @@ from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.naming import with_legacy_fields
 from batchlane.observability import logger
+from batchlane.ports import FolderBuckets, FolderFile, FolderJob, FolderJobRepository
 from batchlane.runtime import Services
 
 # A claimed file whose conversion was not opened after this long lost its turn (the Lambda died): claim it again.
 STALLED_START_S = 900.0
 
 
-def report_line(row: dict[str, Any], output_bucket: str) -> dict[str, Any]:
+def report_line(f: FolderFile, output_bucket: str) -> dict[str, Any]:
     """One finished file, as report.jsonl and GET .../report carry it: camelCase, the snake_case names beside until 0.3.0."""
-    completed = row["status"] == "completed"
+    completed = f.status == "completed"
     line = {
-        "key": row["source_key"],
-        "status": row["status"],
-        "pages": int(row["pages"] or 0),
-        "pages_failed": int(row["pages_failed"] or 0),
-        "error_id": row["error_id"],
-        "error_message": row["error_message"],
-        "lane": row["lane"],
-        "lane_reason": row.get("lane_reason"),
-        "cost_usd": float(Decimal(row["cost_usd"] or 0)),
-        "attempts": int(row["attempts"] or 0),
-        "output_keys": [row["output_key"]] if completed and row["output_key"] else [],
-        "output_uris": [f"s3://{output_bucket}/{row['output_key']}"] if completed and row["output_key"] else [],
+        "key": f.source_key,
+        "status": f.status,
+        "pages": f.pages,
+        "pages_failed": f.pages_failed,
+        "error_id": f.error_id,
+        "error_message": f.error_message,
+        "lane": f.lane,
+        "lane_reason": f.lane_reason,
+        "cost_usd": float(f.cost_usd),
+        "attempts": f.attempts,
+        "output_keys": [f.output_key] if completed and f.output_key else [],
+        "output_uris": [f"s3://{output_bucket}/{f.output_key}"] if completed and f.output_key else [],
     }
     return with_legacy_fields(line)  # type: ignore[no-any-return]
 
@@ -62,7 +63,7 @@ def advance(svc: Services, job_id: str) -> dict[str, Any]:
         started = start_queued(svc, job)
     else:  # cancelled or error: nothing new starts; what is in flight finishes
         repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
-    write_report_part(svc, job)
+    write_report_part(svc.uow().folder_jobs, svc.folder_buckets(job["owner_id"]), repo.folder_job(job))
     counts = repo.counts(svc.db, job_id)
     listing_over = bool(repo.get_job(svc.db, job_id)["enumeration_done"]) or job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES  # type: ignore[index]
     done = listing_over and counts["queued"] == 0 and counts["processing"] == 0
@@ -213,12 +214,12 @@ def _owner_free_pages(svc: Services, owner_id: str) -> int:
 def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJobSpec, row: dict[str, Any]) -> None:
     job_id, key = str(job["id"]), row["source_key"]
     try:
-        existing = buckets.head(job["output_bucket"], row["output_key"])
+        refused = output_refusal(buckets, repo.folder_job(job), spec, repo.folder_file(row))
         source = buckets.head(job["input_bucket"], key)
     except ObjectUnreadable as exc:  # this object only (AccessDenied under KMS, a key too long): the rest go on
         repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
         return
-    if existing is not None and (refused := existing_output(spec, existing, row["output_key"], job["owner_id"])) is not None:
+    if refused is not None:
         status, error_id, message = refused
         repo.finish_file(svc.db, job_id, key, status=status, error_id=error_id, error_message=message)
         return
@@ -254,6 +255,15 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
     repo.attach_conversion(svc.db, job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id, lane_reason=lane_reason)
 
 
+def output_refusal(buckets: FolderBuckets, job: FolderJob, spec: FolderJobSpec, f: FolderFile) -> tuple[str, str, str] | None:
+    """What lies at THIS file's output key in the job's output bucket means for it (:func:`existing_output`), or None
+    to convert it: only that object counts (not the source, not another file's output), and only its owner stamp."""
+    if f.output_key is None:
+        return None
+    existing = buckets.head(job.output_bucket, f.output_key)
+    return existing_output(spec, existing, f.output_key, job.owner_id) if existing is not None else None
+
+
 def existing_output(spec: FolderJobSpec, existing: Any, output_key: str, owner_id: str) -> tuple[str, str, str] | None:
     """What an output already there means: (status, error id, message), or None to convert and write it.
 
@@ -268,17 +278,16 @@ def existing_output(spec: FolderJobSpec, existing: Any, output_key: str, owner_i
     return "failed", "OUTPUT_EXISTS", f"{output_key} exists and was not written by your folder jobs: remove it, or use output.onExisting: replace."
 
 
-def write_report_part(svc: Services, job: dict[str, Any]) -> int:
+def write_report_part(folder_jobs: FolderJobRepository, buckets: FolderBuckets, job: FolderJob) -> int:
     """Files finished since the last turn → ``_batchlane/<id>/report/part-N.jsonl`` (the durable record as it grows)."""
-    job_id = str(job["id"])
-    rows = repo.unreported(svc.db, job_id)
+    rows = folder_jobs.unreported(job.id)
     if not rows:
         return 0
-    body = "".join(json.dumps(report_line(r, job["output_bucket"]), sort_keys=True) + "\n" for r in rows).encode()
-    part = repo.next_report_part(svc.db, job_id)
-    key = layout.report_part_key(job["output_prefix"], job_id, part)
-    svc.folder_buckets(job["owner_id"]).put_bytes(job["output_bucket"], key, body, "application/x-ndjson", owner=job["owner_id"])
-    repo.mark_reported(svc.db, job_id, [r["source_key"] for r in rows])
+    body = "".join(json.dumps(report_line(r, job.output_bucket), sort_keys=True) + "\n" for r in rows).encode()
+    part = folder_jobs.next_report_part(job.id)
+    key = layout.report_part_key(job.output_prefix, job.id, part)
+    buckets.put_bytes(job.output_bucket, key, body, "application/x-ndjson", owner=job.owner_id)
+    folder_jobs.mark_reported(job.id, [r.source_key for r in rows])
     return len(rows)
 
 
