@@ -186,3 +186,13 @@ def test_the_ended_files_are_read_in_key_order_page_by_page(uow: Any) -> None:
         uow.folder_jobs.finish_file(job_id, key, status="skipped", error_id="ALREADY_CONVERTED")
     assert [f.source_key for f in uow.folder_jobs.iter_ended_files(job_id, page=2)] == ["k0.pdf", "k2.pdf", "k3.pdf", "k5.pdf", "k6.pdf"]
     assert [f.source_key for f in uow.folder_jobs.iter_ended_files(job_id, after="k3.pdf", page=1)] == ["k5.pdf", "k6.pdf"]
+
+
+def test_a_claim_whose_conversion_never_opened_is_queued_again_only_once_stalled(uow: Any) -> None:
+    # (a file whose conversion is attached is never requeued: that needs a conversion job row, the jobs aggregate's)
+    job_id = _job(uow)
+    _files(uow, job_id, "a.pdf", "b.pdf")
+    uow.folder_jobs.claim_queued(job_id, 1)
+    assert uow.folder_jobs.requeue_stalled_starts(job_id, older_than_s=3600) == 0  # just claimed: not stalled
+    assert uow.folder_jobs.requeue_stalled_starts(job_id, older_than_s=-1) == 1
+    assert [(f.source_key, f.status, f.attempts) for f in uow.folder_jobs.list_files(job_id)] == [("a.pdf", "queued", 1), ("b.pdf", "queued", 0)]

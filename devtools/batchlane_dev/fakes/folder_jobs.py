@@ -148,6 +148,17 @@ class FakeFolderJobs:
         if f is not None and f.conversion_job_id is None:
             self._moved(job_id, source_key, st.folder_file("requeue"))
 
+    def requeue_stalled_starts(self, job_id: str, *, older_than_s: float) -> int:
+        now = self._now()
+        stalled = [
+            f
+            for f in self._files(job_id)
+            if f.status == "processing" and f.conversion_job_id is None and f.started_at is not None and (now - f.started_at).total_seconds() > older_than_s
+        ]
+        for f in stalled:
+            self._moved(job_id, f.source_key, st.folder_file("requeue"))
+        return len(stalled)
+
     def attach_conversion(self, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str, lane_reason: str | None = None) -> None:
         f = self._rows.files.get((job_id, source_key))
         if f is not None:

@@ -376,6 +376,10 @@ class FolderJobRepository(Protocol):
         """processing → queued for a file whose conversion was not opened (the next turn tries again)."""
         ...
 
+    def requeue_stalled_starts(self, job_id: str, *, older_than_s: float) -> int:
+        """Files claimed longer than ``older_than_s`` ago whose conversion never opened (the turn died): queued again."""
+        ...
+
     def attach_conversion(self, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str, lane_reason: str | None = None) -> None: ...
 
     def finish_file(

@@ -511,6 +511,9 @@ class PgFolderJobs:
     def release(self, job_id: str, source_key: str) -> None:
         release(self.runner, job_id, source_key)
 
+    def requeue_stalled_starts(self, job_id: str, *, older_than_s: float) -> int:
+        return requeue_stalled_starts(self.runner, job_id, older_than_s=older_than_s)
+
     def attach_conversion(self, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str, lane_reason: str | None = None) -> None:
         attach_conversion(self.runner, job_id, source_key, file_id=file_id, conversion_job_id=conversion_job_id, lane_reason=lane_reason)
 
