@@ -11,4 +11,5 @@ from batchlane.runtime import services
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, FolderRef)
-    return enumerate_step(services(), request.jobId)
+    svc = services()
+    return enumerate_step(svc.uow(), svc.folder_buckets, svc.bus, svc.settings, request.jobId)

@@ -24,11 +24,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     request = parse(event, DeliveryEvent)
     svc = services()
     if request.giveUp:
-        return give_up(svc.db, str(request.deliveryId), request.error)
+        return give_up(svc.uow().deliveries, str(request.deliveryId), request.error)
     settings = svc.settings
     grace = timedelta(hours=settings.batchlane_webhook_grace_hours)
     return deliver(
-        svc.db,
+        svc.uow().deliveries,
         str(request.deliveryId),
         signing_keys=lambda: svc.signing_secret().signing_keys(grace=grace),
         allow_private=settings.batchlane_webhook_allow_private,

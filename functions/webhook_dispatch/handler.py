@@ -9,4 +9,5 @@ from batchlane.webhooks.dispatch import dispatch
 
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return {"deliveries": dispatch(services(), event)}
+    svc = services()
+    return {"deliveries": dispatch(svc.uow(), svc.workflows, event)}

@@ -362,7 +362,6 @@ def test_a_folder_past_one_listing_page_is_enumerated_whole(stack: Any) -> None:
 
 def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack: Any) -> None:
     from batchlane.aws.clients import client
-    from batchlane.db import deliveries
     from tests.webhook_receiver import Receiver, readme_verify
 
     receiver = Receiver()
@@ -378,10 +377,10 @@ def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack:
         job_id = status["id"]
         wait_done(job_id)
         rows = wait_until(
-            lambda: (r := deliveries.list_for_owner(services().db, OWNER, job_id=job_id)) and all(d["status"] == "delivered" for d in r) and r,
+            lambda: (r := services().uow().deliveries.for_owner(OWNER, job_id=job_id)) and all(d.status == "delivered" for d in r) and r,
             what="the folder job's webhook to be delivered",
         )
-        assert len(rows) == 1 and rows[0]["event"] == "job.completed", rows
+        assert len(rows) == 1 and rows[0].event == "job.completed", rows
         (received,) = receiver.received  # one delivery, not one per status change or per file
         body = received.json
         assert body["event"] == "job.completed" and body["jobId"] == job_id and body["scope"] == "folder_job"

@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from batchlane.aws.clients import client
-from batchlane.db import deliveries as delivery_rows
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
-from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver
+from batchlane.webhooks.deliver import Answer, deliver
 from batchlane.webhooks.events import publish_job_change
 from batchlane_dev.cli.jobs_commands import post_upload
 from batchlane_dev.local.jobs import wait_until
@@ -314,22 +313,7 @@ def test_a_completed_job_with_failed_pages_is_a_file_error_and_its_own_outcome(s
     assert (r.json["event"], r.json["outcome"]) == ("file.error", "completed_with_failed_pages")
 
 
-def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retried(stack, owner):
-    posted: list[str] = []
-
-    def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer:
-        posted.append(url)
-        return Answer(200)
-
-    db = services().db
-    for url in ("https://localhost/hook", "https://no-such-host.invalid/hook"):
-        delivery_rows.insert(db, delivery_id=str(uuid.uuid4()), owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
-    refused, unresolved = sorted(delivery_rows.list_for_owner(db, owner, job_id=None), key=lambda r: r["url"])
-    assert deliver(db, str(refused["id"]), signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "failed"
-    with pytest.raises(DeliveryFailed):
-        deliver(db, str(unresolved["id"]), signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)
-    assert (delivery_rows.get(db, str(unresolved["id"])) or {})["status"] == "retrying"
-    assert posted == []
+# An inward address refused for good, an unresolvable name retried: tests/unit/usecases/test_webhook_usecases.py (no server).
 
 
 def test_the_post_connects_to_the_address_the_check_resolved_not_a_rebound_one(stack, owner, monkeypatch):
@@ -355,11 +339,11 @@ def test_the_post_connects_to_the_address_the_check_resolved_not_a_rebound_one(s
 
     original_getaddrinfo = socket.getaddrinfo
     monkeypatch.setattr(socket, "getaddrinfo", rebinding)
-    db = services().db
+    rows = services().uow().deliveries
     delivery_id = str(uuid.uuid4())
     url = "https://hooks.rebind.example/batchlane"
-    delivery_rows.insert(db, delivery_id=delivery_id, owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
-    assert deliver(db, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
+    rows.add(delivery_id=delivery_id, owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
+    assert deliver(rows, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
     assert (lookups, connected) == (["hooks.rebind.example"], ["93.184.215.14"])  # resolved once; that address, pinned
     # The real POST goes to the pinned address whatever the name resolves to now (here: nothing at all)
 

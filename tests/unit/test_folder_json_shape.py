@@ -4,6 +4,7 @@ the snake_case names still understood (or written beside) until release 0.3.0.""
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from batchlane.domain.errors import InputError
 from batchlane.folders.advance import report_line
 from batchlane.folders.spec import FolderJobSpec, folder_job_id, parse_spec
 from batchlane.naming import LEGACY_UNTIL, camel
+from batchlane.ports import FolderFile
 from batchlane_dev.cli.folder_commands import folder_spec
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "api" / "openapi.yaml"
@@ -57,19 +59,27 @@ def test_the_cli_posts_the_camel_case_spec() -> None:
     assert parse_spec(spec).output.on_existing == "replace"
 
 
-ROW: dict[str, Any] = {
-    "source_key": "legal/a.pdf",
-    "status": "completed",
-    "pages": 12,
-    "pages_failed": 1,
-    "error_id": None,
-    "error_message": None,
-    "lane": "on_demand",
-    "lane_reason": "deadline",
-    "cost_usd": "0.120000",
-    "attempts": 1,
-    "output_key": "legal/a.md",
-}
+ROW = FolderFile(
+    folder_job_id="fj-" + "0" * 24,
+    source_key="legal/a.pdf",
+    status="completed",
+    output_key="legal/a.md",
+    size_bytes=100,
+    file_id=None,
+    conversion_job_id=None,
+    pages=12,
+    pages_failed=1,
+    attempts=1,
+    error_id=None,
+    error_message=None,
+    lane="on_demand",
+    lane_reason="deadline",
+    cost_usd=Decimal("0.120000"),
+    reported=False,
+    waits_for_pages=None,
+    started_at=None,
+    finished_at=None,
+)
 
 
 def test_a_report_line_is_camel_case_with_the_old_names_beside_until_the_stated_release() -> None:

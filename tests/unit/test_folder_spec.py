@@ -146,19 +146,24 @@ def test_globs_match_below_the_folder_case_insensitively() -> None:
 
 
 def test_eta_waits_for_the_listing_and_enough_pages_then_follows_the_pace() -> None:
+    from dataclasses import replace
     from datetime import UTC, datetime, timedelta
 
     from batchlane.folders.usecases import pace
+    from batchlane.ports import FolderCounts
+    from batchlane_dev.fakes import FakeUnitOfWork
 
     started = datetime.now(UTC) - timedelta(minutes=2)
-    job = {"created_at": started, "finished_at": None, "enumeration_done": False}
-    counts = {"pages_completed": 40, "pages_failed": 0, "completed": 4, "failed": 0, "queued": 4, "processing": 2}
+    added = FakeUnitOfWork().folder_jobs.add(job_id="fj-" + "1" * 24, owner_id="u", name=None, spec={}, source=("b", ""), target=("b", ""))
+    assert added is not None
+    job = replace(added, created_at=started)
+    counts = FolderCounts(discovered=10, queued=4, processing=2, completed=4, failed=0, skipped=0, pages_completed=40, pages_failed=0, cost_usd=0.0)
     throughput, eta = pace(job, counts)
     assert throughput is not None and 19 < throughput < 21 and eta is None  # still listing: no ETA yet
-    throughput, eta = pace({**job, "enumeration_done": True}, counts)
+    throughput, eta = pace(replace(job, enumeration_done=True), counts)
     assert eta is not None and 170 < eta < 190  # 6 files x 10 pages left at ~20 pages/min
-    assert pace({**job, "enumeration_done": True}, {**counts, "pages_completed": 5, "completed": 1})[1] is None  # too few pages to mean much
-    assert pace({**job, "finished_at": datetime.now(UTC)}, counts)[1] == 0
+    assert pace(replace(job, enumeration_done=True), replace(counts, pages_completed=5, completed=1))[1] is None  # too few pages to mean much
+    assert pace(replace(job, finished_at=datetime.now(UTC)), counts)[1] == 0
 
 
 def test_a_listed_page_is_classified_without_taking_our_own_outputs() -> None:

@@ -67,8 +67,8 @@ class _GeneratedFolder:
 def _enumerate(count: int) -> Iterator[dict[str, Any]]:
     from batchlane.config import Settings
     from batchlane.db import Database, connect_params_from_url
-    from batchlane.db import folder_jobs as repo
     from batchlane.db.migrate import migrate
+    from batchlane.db.uow import PgUnitOfWork
     from batchlane.folders.enumerate import enumerate_step
     from batchlane.folders.spec import folder_job_id, parse_spec
     from batchlane_dev.local import postgres
@@ -92,17 +92,18 @@ def _enumerate(count: int) -> Iterator[dict[str, Any]]:
             migrate(db)
             spec = parse_spec({"input": {"folder": "s3://b/in/"}})
             job_id = folder_job_id(spec, "bench")
-            repo.insert_job(db, job_id=job_id, owner_id="bench", name=None, spec=spec.model_dump(mode="json"), source=("b", "in/"), target=("b", "in/"))
-            svc = SimpleNamespace(db=db, settings=Settings(batchlane_folder_list_pages_per_step=10), folder_buckets=lambda owner_id=None: lister)
+            uow, settings = PgUnitOfWork(db), Settings(batchlane_folder_list_pages_per_step=10)
+            uow.folder_jobs.add(job_id=job_id, owner_id="bench", name=None, spec=spec.model_dump(mode="json"), source=("b", "in/"), target=("b", "in/"))
+            bus = SimpleNamespace(publish=lambda detail_type, detail: None)  # the job's "listed" event goes nowhere here
             tracemalloc.start()
             started = time.perf_counter()
-            while not enumerate_step(svc, job_id)["enumerationDone"]:  # type: ignore[arg-type]
+            while not enumerate_step(uow, lambda owner_id: lister, bus, settings, job_id)["enumerationDone"]:  # type: ignore[arg-type, return-value]
                 pass
             seconds = time.perf_counter() - started
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
-            counts = repo.counts(db, job_id)
-            excluded = int(repo.get_job(db, job_id)["excluded_count"])  # type: ignore[index]
+            counts = uow.folder_jobs.counts(job_id)
+            excluded = uow.folder_jobs.get(job_id).excluded_count  # type: ignore[union-attr]
         finally:
             db.close()
             postgres.stop(server, Path(tmp) / "pgdata")
@@ -113,7 +114,7 @@ def _enumerate(count: int) -> Iterator[dict[str, Any]]:
         "objects/s",
         baseline,
         baseline_is="the bare listing of the same pages (no classification, no insert)",
-        files_queued=counts["queued"],
+        files_queued=counts.queued,
         excluded_not_pdf=excluded,
         seconds=round(seconds, 2),
         peak_python_memory_mb=round(peak / 1e6, 2),
@@ -124,7 +125,6 @@ def _enumerate(count: int) -> Iterator[dict[str, Any]]:
 def _folder(files: int) -> Iterator[dict[str, Any]]:
     import boto3
 
-    from batchlane.db import folder_jobs as repo
     from batchlane.folders import usecases
     from batchlane.runtime import services
     from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until
@@ -152,7 +152,7 @@ def _folder(files: int) -> Iterator[dict[str, Any]]:
                 s3.put_object(Bucket=FOLDER_BUCKET, Key=f"users/bench/{i % 10}/{i % 7}/doc-{i:04d}.pdf", Body=make_pdf(pages))
             started = time.perf_counter()
             job, _ = usecases.submit(svc, "bench", {"input": {"folder": f"s3://{FOLDER_BUCKET}/users/bench/"}})
-            wait_until(lambda: (row := repo.get_job(svc.db, job["id"])) and row["finished_at"] is not None, timeout_s=7200, poll_s=1, what="the folder job")
+            wait_until(lambda: _finished(svc, job["id"]), timeout_s=7200, poll_s=1, what="the folder job")
             seconds = time.perf_counter() - started
             done = usecases.status(svc, "bench", job["id"])
             failures = Counter(f["error_id"] for f in usecases.files(svc, "bench", job["id"], status_filter="failed")["files"])
@@ -203,10 +203,8 @@ class _StatementCounter:
 
 
 def _finished(svc: Any, job_id: str) -> bool:
-    from batchlane.db import folder_jobs as repo
-
-    row = repo.get_job(svc.db, job_id)
-    return row is not None and row["finished_at"] is not None
+    row = svc.uow().folder_jobs.get(job_id)
+    return row is not None and row.finished_at is not None
 
 
 def _growth(sizes: tuple[int, ...]) -> Iterator[dict[str, Any]]:

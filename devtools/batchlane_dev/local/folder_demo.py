@@ -109,11 +109,21 @@ def _pool_lanes(svc: Any, job_ids: list[str]) -> int:
     return int(row["n"]) if row else 0
 
 
+def _conversion_ids(folder_jobs: Any, job_id: str) -> list[str]:
+    """Every file's conversion job, read through the folder-job repository a page at a time."""
+    ids: list[str] = []
+    after: str | None = None
+    while page := folder_jobs.list_files(job_id, after=after, limit=1000):
+        ids += [f.conversion_job_id for f in page if f.conversion_job_id]
+        after = page[-1].source_key
+    return ids
+
+
 def _report(job: dict[str, Any], local: Path, seconds: float) -> dict[str, Any]:
     """The JSON the demo prints: files, pages, the batch lane's share and the money, from each file's conversion."""
     svc = services()
-    rows = svc.db.run("SELECT conversion_job_id FROM folder_job_files WHERE folder_job_id = :id AND conversion_job_id IS NOT NULL", id=job["id"])
-    reports = [job_report(svc, str(r["conversion_job_id"])) for r in rows]
+    conversion_ids = _conversion_ids(svc.uow().folder_jobs, str(job["id"]))
+    reports = [job_report(svc, conversion_id) for conversion_id in conversion_ids]
     total = sum(r["total_cost_usd"] for r in reports)
     all_on_demand = sum(r["all_on_demand_cost_usd"] for r in reports)
     files = job["files"]
@@ -123,7 +133,7 @@ def _report(job: dict[str, Any], local: Path, seconds: float) -> dict[str, Any]:
         "files": {k: files[k] for k in ("discovered", "completed", "failed", "skipped", "excluded")},
         "pages": {"total": sum(r["pages"] for r in reports), "completed": job["pages"]["completed"], "failed": job["pages"]["failed"]},
         "batch": {
-            "bedrock_jobs": _pool_lanes(svc, [str(r["conversion_job_id"]) for r in rows]),
+            "bedrock_jobs": _pool_lanes(svc, conversion_ids),
             "records": sum(r["batch"]["records"] for r in reports),
             "accepted": sum(r["batch"]["accepted"] for r in reports),
         },

@@ -7,11 +7,14 @@ The adapters translate AWS's error codes into the errors below, once; use cases 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
+
+from batchlane.domain.status import Transition
 
 UPLOAD_URL_TTL_S = 600  # a presigned POST lives 10 minutes
 PDF_CONTENT_TYPE = "application/pdf"
@@ -236,12 +239,238 @@ class BudgetRepository(Protocol):
     """Owners' limits and standing: monthly spend, live jobs and pages, reservations (db/budgets.py, db/caps.py)."""
 
 
+@dataclass(frozen=True)
+class FolderJob:
+    """A folder job (folder_jobs): its spec as posted (normalised), where it reads and writes, its listing checkpoint."""
+
+    id: str
+    owner_id: str
+    name: str | None
+    spec: dict[str, Any]
+    status: str  # domain.status.FolderJobStatus
+    error_id: str | None
+    error_message: str | None
+    input_bucket: str
+    input_prefix: str
+    output_bucket: str
+    output_prefix: str
+    continuation_token: str | None
+    enumeration_done: bool
+    objects_listed: int
+    excluded_count: int
+    run: int
+    turns: int
+    report_parts: int
+    created_at: datetime
+    updated_at: datetime
+    enumerated_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class FolderFile:
+    """One file of a folder job (folder_job_files): where its Markdown goes, its conversion, what it cost."""
+
+    folder_job_id: str
+    source_key: str
+    status: str  # domain.status.FolderFileStatus
+    output_key: str | None
+    size_bytes: int
+    file_id: str | None
+    conversion_job_id: str | None
+    pages: int
+    pages_failed: int
+    attempts: int
+    error_id: str | None
+    error_message: str | None
+    lane: str | None
+    lane_reason: str | None
+    cost_usd: Decimal
+    reported: bool
+    waits_for_pages: int | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class NewFolderFile:
+    """What a listed page found: queued, or already failed/skipped with an error id (NOT_PDF, ALREADY_CONVERTED)."""
+
+    source_key: str
+    size_bytes: int
+    output_key: str | None
+    status: str = "queued"
+    error_id: str | None = None
+    error_message: str | None = None
+
+
+@dataclass(frozen=True)
+class FolderCounts:
+    """A folder job's files and pages by status (the status read model)."""
+
+    discovered: int
+    queued: int
+    processing: int
+    completed: int
+    failed: int
+    skipped: int
+    pages_completed: int
+    pages_failed: int
+    cost_usd: float
+
+
 class FolderJobRepository(Protocol):
-    """Folder jobs and their files (db/folder_jobs.py)."""
+    """Folder jobs and their files (db/folder_jobs.py): every status move is one of domain.status's FOLDER_JOB /
+    FOLDER_FILE moves, guarded on the current status. What joins the conversion jobs (ended conversions, files in
+    flight that hold capacity) stays in db/folder_jobs.py's functions until the job repository has it."""
+
+    def add(self, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]) -> FolderJob | None:
+        """The job, enumerating; None when it exists already (the same spec posted again)."""
+        ...
+
+    def get(self, job_id: str) -> FolderJob | None: ...
+
+    def move(
+        self, job_id: str, move: Transition, *, ended: bool | None = None, error_id: str | None = None, error_message: str | None = None
+    ) -> FolderJob | None:
+        """The job by a named ``st.folder_job`` move, only from its sources; None when it was not in one. ``finished_at``
+        is set for a terminal status unless ``ended`` is False (a cancelled job whose files in flight still finish)."""
+        ...
+
+    def reopen(self, job_id: str) -> FolderJob | None:
+        """An ended job runs again (retry, resume): processing (or enumerating if listing was unfinished), next run."""
+        ...
+
+    def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
+        """After a listed page: the next continuation token and the totals."""
+        ...
+
+    def count_turn(self, job_id: str) -> int:
+        """One more loop turn in the current run; the count after it."""
+        ...
+
+    def next_run(self, job_id: str, *, run: int) -> FolderJob | None:
+        """Run ``run`` → ``run + 1`` (turns back to 0); None if another turn already did."""
+        ...
+
+    def next_report_part(self, job_id: str) -> int: ...
+
+    def owner_job_ids(self, owner_id: str, *, limit: int) -> list[str]:
+        """The owner's folder job ids, newest first."""
+        ...
+
+    def add_files(self, job_id: str, files: Sequence[NewFolderFile]) -> int:
+        """What a page found; a key already there is left as it is (a re-listed page). Returns the files added."""
+        ...
+
+    def taken_outputs(self, job_id: str, output_keys: Sequence[str]) -> dict[str, str]:
+        """output key → the source that already claims it (flat-layout collisions; a collided file claims nothing)."""
+        ...
+
+    def claim_queued(self, job_id: str, limit: int, *, free_pages: int | None = None) -> list[FolderFile]:
+        """Up to ``limit`` queued files (key order) → processing, one more attempt; a file waiting for live pages only
+        once ``free_pages`` hold it (None: no page check)."""
+        ...
+
+    def release(self, job_id: str, source_key: str) -> None:
+        """processing → queued for a file whose conversion was not opened (the next turn tries again)."""
+        ...
+
+    def requeue_stalled_starts(self, job_id: str, *, older_than_s: float) -> int:
+        """Files claimed longer than ``older_than_s`` ago whose conversion never opened (the turn died): queued again."""
+        ...
+
+    def attach_conversion(self, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str, lane_reason: str | None = None) -> None: ...
+
+    def finish_file(
+        self, job_id: str, source_key: str, *, status: str, error_id: str | None = None, error_message: str | None = None, **outcome: Any
+    ) -> FolderFile | None:
+        """queued/processing → completed, failed or skipped (``outcome``: pages, pages_failed, cost_usd, lane, lane_reason);
+        None when it was already ended. Its report line is due again."""
+        ...
+
+    def retry_conversion(self, job_id: str, source_key: str, *, waits_for_pages: int | None = None) -> FolderFile | None:
+        """processing → queued after a failed conversion the policy retries (or that waits for live pages)."""
+        ...
+
+    def skip_queued(self, job_id: str, *, error_id: str, message: str) -> int:
+        """Every queued file → skipped (a cancel: what has not started); the count."""
+        ...
+
+    def requeue(self, job_id: str, *, statuses: Sequence[str], error_ids: Sequence[str] | None = None) -> int:
+        """Ended files in ``statuses`` (optionally only these error ids) → queued again; never OUTPUT_COLLISION or NOT_PDF."""
+        ...
+
+    def unreported(self, job_id: str) -> list[FolderFile]:
+        """Ended files whose report line is not written yet, in key order."""
+        ...
+
+    def mark_reported(self, job_id: str, keys: Sequence[str]) -> None: ...
+
+    def iter_ended_files(self, job_id: str, *, after: str | None = None, page: int = 1000) -> Iterator[FolderFile]:
+        """Every ended file in key order (past ``after``), read a page at a time (the final report, never all at once)."""
+        ...
+
+    def counts(self, job_id: str) -> FolderCounts: ...
+
+    def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:
+        """The job's files in key order, past ``after``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One webhook delivery (webhook_deliveries): an event of a job or folder job, or a test."""
+
+    id: str
+    owner_id: str
+    job_id: str | None  # a conversion job's uuid; None for a folder job's event or a test
+    folder_job_id: str | None
+    event: str
+    url: str
+    headers: dict[str, str]
+    payload: dict[str, Any]
+    status: str  # pending, retrying, delivered, failed (domain.status's DELIVERY moves)
+    attempts: int
+    response_code: int | None
+    latency_ms: int | None
+    last_error: str | None
+    created_at: datetime
+    last_attempt_at: datetime | None
+    delivered_at: datetime | None
 
 
 class DeliveryRepository(Protocol):
-    """Webhook subscriptions and deliveries (db/deliveries.py)."""
+    """Webhook deliveries (db/deliveries.py): every status move is one of domain.status's DELIVERY moves."""
+
+    def add(
+        self,
+        *,
+        delivery_id: str,
+        owner_id: str,
+        job_id: str | None,
+        event: str,
+        url: str,
+        headers: dict[str, str],
+        payload: dict[str, Any],
+        folder_job_id: str | None = None,
+    ) -> bool:
+        """A pending delivery; False when its id exists already (the same event dispatched twice)."""
+        ...
+
+    def get(self, delivery_id: str) -> Delivery | None: ...
+
+    def record_attempt(self, delivery_id: str, *, delivered: bool, response_code: int | None, latency_ms: int, error: str | None) -> Delivery | None:
+        """An attempt on an open delivery: delivered (deliver) or retrying (retry); None when it was not open."""
+        ...
+
+    def give_up(self, delivery_id: str, reason: str) -> Delivery | None:
+        """An open delivery → failed (the first error kept); None when it was not open."""
+        ...
+
+    def for_owner(self, owner_id: str, *, job_id: str | None, limit: int = 100) -> list[Delivery]:
+        """The owner's deliveries, newest first; ``job_id`` a conversion job's uuid or a folder job's ``fj-`` id."""
+        ...
 
 
 class UnitOfWork(Protocol):

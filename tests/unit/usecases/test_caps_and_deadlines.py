@@ -140,7 +140,7 @@ def test_a_folder_file_waiting_for_live_pages_is_not_started_again_until_its_pag
         job=job["id"],
         c=refused,
     )
-    row = folder_repo.get_job(svc.db, job["id"])
+    row = svc.uow().folder_jobs.get(job["id"])
     assert row is not None
 
     advance.settle_ended(svc, row)  # queued again, not failed: the document alone fits the cap

@@ -43,7 +43,7 @@ def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[st
         error_id="TEST_DELIVERIES_LIMIT",
         wait="Wait a while",
     )
-    return send_test(svc, caller, url=url, headers=headers)
+    return send_test(svc.uow(), svc.workflows, caller, url=url, headers=headers, allow_private=svc.settings.batchlane_webhook_allow_private)
 
 
 def list_deliveries(svc: Services, caller: str, *, job_id: str | None, limit: int) -> dict[str, Any]:
@@ -51,4 +51,4 @@ def list_deliveries(svc: Services, caller: str, *, job_id: str | None, limit: in
         folder_usecases.owned(svc, caller, job_id)  # 404 unless the caller owns the folder job
     elif job_id is not None:
         job_id = usecases.job_conversion(svc, caller, job_id)["jobId"]  # 404 JOB_NOT_FOUND unless the caller owns it
-    return {"deliveries": [deliveries.view(r) for r in deliveries.list_for_owner(svc.db, caller, job_id=job_id, limit=limit)]}
+    return {"deliveries": [deliveries.view(d) for d in svc.uow().deliveries.for_owner(caller, job_id=job_id, limit=limit)]}

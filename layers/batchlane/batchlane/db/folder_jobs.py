@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, FolderFileStatus, FolderJobStatus, JobStatus, Transition
+from batchlane.ports import FolderCounts, FolderFile, FolderJob, NewFolderFile
 
 FOLDER_JOB_STATUSES = tuple(s.value for s in FolderJobStatus)
 LIVE_FOLDER_JOB_STATUSES = st.LIVE_FOLDER_JOB_STATUSES
@@ -19,14 +20,7 @@ TERMINAL_FILE_STATUSES = (FolderFileStatus.COMPLETED.value, FolderFileStatus.FAI
 _FINISH = {FolderFileStatus.COMPLETED: "complete", FolderFileStatus.FAILED: "fail", FolderFileStatus.SKIPPED: "skip"}
 
 
-@dataclass(frozen=True)
-class NewFile:
-    source_key: str
-    size_bytes: int
-    output_key: str | None
-    status: str = "queued"
-    error_id: str | None = None
-    error_message: str | None = None
+NewFile = NewFolderFile  # the module functions' name for it, until their callers take the repository
 
 
 # -- jobs --------------------------------------------------------------------------------
@@ -406,8 +400,148 @@ def owner_job_ids(db: Runner, owner_id: str, *, limit: int) -> list[str]:
     return [str(r["id"]) for r in rows]
 
 
+def folder_job(row: Row) -> FolderJob:
+    """A folder_jobs row as the repository's typed row."""
+    return FolderJob(
+        id=str(row["id"]),
+        owner_id=row["owner_id"],
+        name=row["name"],
+        spec=dict(row["spec"] or {}),
+        status=row["status"],
+        error_id=row["error_id"],
+        error_message=row["error_message"],
+        input_bucket=row["input_bucket"],
+        input_prefix=row["input_prefix"],
+        output_bucket=row["output_bucket"],
+        output_prefix=row["output_prefix"],
+        continuation_token=row["continuation_token"],
+        enumeration_done=bool(row["enumeration_done"]),
+        objects_listed=int(row["objects_listed"]),
+        excluded_count=int(row["excluded_count"]),
+        run=int(row["run"]),
+        turns=int(row["turns"]),
+        report_parts=int(row["report_parts"]),
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        enumerated_at=row["enumerated_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+def folder_file(row: Row) -> FolderFile:
+    """A folder_job_files row as the repository's typed row."""
+    return FolderFile(
+        folder_job_id=str(row["folder_job_id"]),
+        source_key=row["source_key"],
+        status=row["status"],
+        output_key=row["output_key"],
+        size_bytes=int(row["size_bytes"]),
+        file_id=str(row["file_id"]) if row["file_id"] else None,
+        conversion_job_id=str(row["conversion_job_id"]) if row["conversion_job_id"] else None,
+        pages=int(row["pages"]),
+        pages_failed=int(row["pages_failed"]),
+        attempts=int(row["attempts"]),
+        error_id=row["error_id"],
+        error_message=row["error_message"],
+        lane=row["lane"],
+        lane_reason=row.get("lane_reason"),
+        cost_usd=Decimal(row["cost_usd"] or 0),
+        reported=bool(row["reported"]),
+        waits_for_pages=row.get("waits_for_pages"),
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+    )
+
+
+def _job(row: Row | None) -> FolderJob | None:
+    return folder_job(row) if row is not None else None
+
+
+def _file(row: Row | None) -> FolderFile | None:
+    return folder_file(row) if row is not None else None
+
+
 class PgFolderJobs:
-    """batchlane.ports.FolderJobRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+    """batchlane.ports.FolderJobRepository on PostgreSQL: the functions above, bound to one Database or Transaction,
+    returning typed rows."""
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
+
+    def add(self, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]) -> FolderJob | None:
+        return _job(insert_job(self.runner, job_id=job_id, owner_id=owner_id, name=name, spec=spec, source=source, target=target))
+
+    def get(self, job_id: str) -> FolderJob | None:
+        return _job(get_job(self.runner, job_id))
+
+    def move(
+        self, job_id: str, move: Transition, *, ended: bool | None = None, error_id: str | None = None, error_message: str | None = None
+    ) -> FolderJob | None:
+        errors = {"error_id": error_id, "error_message": error_message} if error_id is not None or error_message is not None else {}
+        return _job(move_job(self.runner, job_id, move, ended=ended, **errors))
+
+    def reopen(self, job_id: str) -> FolderJob | None:
+        return _job(reopen(self.runner, job_id))
+
+    def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
+        save_checkpoint(self.runner, job_id, token=token, listed=listed, excluded=excluded, done=done)
+
+    def count_turn(self, job_id: str) -> int:
+        return count_turn(self.runner, job_id)
+
+    def next_run(self, job_id: str, *, run: int) -> FolderJob | None:
+        return _job(next_run(self.runner, job_id, run=run))
+
+    def next_report_part(self, job_id: str) -> int:
+        return next_report_part(self.runner, job_id)
+
+    def owner_job_ids(self, owner_id: str, *, limit: int) -> list[str]:
+        return owner_job_ids(self.runner, owner_id, limit=limit)
+
+    def add_files(self, job_id: str, files: Sequence[NewFolderFile]) -> int:
+        return insert_files(self.runner, job_id, files)
+
+    def taken_outputs(self, job_id: str, output_keys: Sequence[str]) -> dict[str, str]:
+        return taken_outputs(self.runner, job_id, output_keys)
+
+    def claim_queued(self, job_id: str, limit: int, *, free_pages: int | None = None) -> list[FolderFile]:
+        claimed = claim_queued(self.runner, job_id, limit, free_pages=free_pages)
+        return [folder_file(r) for r in sorted(claimed, key=lambda r: r["source_key"])]  # RETURNING has no order
+
+    def release(self, job_id: str, source_key: str) -> None:
+        release(self.runner, job_id, source_key)
+
+    def requeue_stalled_starts(self, job_id: str, *, older_than_s: float) -> int:
+        return requeue_stalled_starts(self.runner, job_id, older_than_s=older_than_s)
+
+    def attach_conversion(self, job_id: str, source_key: str, *, file_id: str, conversion_job_id: str, lane_reason: str | None = None) -> None:
+        attach_conversion(self.runner, job_id, source_key, file_id=file_id, conversion_job_id=conversion_job_id, lane_reason=lane_reason)
+
+    def finish_file(
+        self, job_id: str, source_key: str, *, status: str, error_id: str | None = None, error_message: str | None = None, **outcome: Any
+    ) -> FolderFile | None:
+        return _file(finish_file(self.runner, job_id, source_key, status=status, error_id=error_id, error_message=error_message, **outcome))
+
+    def retry_conversion(self, job_id: str, source_key: str, *, waits_for_pages: int | None = None) -> FolderFile | None:
+        return _file(retry_conversion(self.runner, job_id, source_key, waits_for_pages=waits_for_pages))
+
+    def skip_queued(self, job_id: str, *, error_id: str, message: str) -> int:
+        return skip_queued(self.runner, job_id, error_id=error_id, message=message)
+
+    def requeue(self, job_id: str, *, statuses: Sequence[str], error_ids: Sequence[str] | None = None) -> int:
+        return requeue(self.runner, job_id, statuses=statuses, error_ids=error_ids)
+
+    def unreported(self, job_id: str) -> list[FolderFile]:
+        return [folder_file(r) for r in unreported(self.runner, job_id)]
+
+    def mark_reported(self, job_id: str, keys: Sequence[str]) -> None:
+        mark_reported(self.runner, job_id, keys)
+
+    def iter_ended_files(self, job_id: str, *, after: str | None = None, page: int = 1000) -> Iterator[FolderFile]:
+        return (folder_file(r) for r in iter_terminal_files(self.runner, job_id, after=after, page=page))
+
+    def counts(self, job_id: str) -> FolderCounts:
+        return FolderCounts(**counts(self.runner, job_id))
+
+    def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:
+        return [folder_file(r) for r in list_files(self.runner, job_id, status=status, limit=limit, after=after)]

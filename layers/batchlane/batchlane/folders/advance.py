@@ -18,6 +18,7 @@ from batchlane.conversion.create import create_job
 from batchlane.conversion.figures import figure_folder
 from batchlane.db import budgets
 from batchlane.db import folder_jobs as repo
+from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
@@ -25,78 +26,84 @@ from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.naming import with_legacy_fields
 from batchlane.observability import logger
+from batchlane.ports import FolderBuckets, FolderFile, FolderJob, FolderJobRepository
 from batchlane.runtime import Services
 
 # A claimed file whose conversion was not opened after this long lost its turn (the Lambda died): claim it again.
 STALLED_START_S = 900.0
 
 
-def report_line(row: dict[str, Any], output_bucket: str) -> dict[str, Any]:
+def report_line(f: FolderFile, output_bucket: str) -> dict[str, Any]:
     """One finished file, as report.jsonl and GET .../report carry it: camelCase, the snake_case names beside until 0.3.0."""
-    completed = row["status"] == "completed"
+    completed = f.status == "completed"
     line = {
-        "key": row["source_key"],
-        "status": row["status"],
-        "pages": int(row["pages"] or 0),
-        "pages_failed": int(row["pages_failed"] or 0),
-        "error_id": row["error_id"],
-        "error_message": row["error_message"],
-        "lane": row["lane"],
-        "lane_reason": row.get("lane_reason"),
-        "cost_usd": float(Decimal(row["cost_usd"] or 0)),
-        "attempts": int(row["attempts"] or 0),
-        "output_keys": [row["output_key"]] if completed and row["output_key"] else [],
-        "output_uris": [f"s3://{output_bucket}/{row['output_key']}"] if completed and row["output_key"] else [],
+        "key": f.source_key,
+        "status": f.status,
+        "pages": f.pages,
+        "pages_failed": f.pages_failed,
+        "error_id": f.error_id,
+        "error_message": f.error_message,
+        "lane": f.lane,
+        "lane_reason": f.lane_reason,
+        "cost_usd": float(f.cost_usd),
+        "attempts": f.attempts,
+        "output_keys": [f.output_key] if completed and f.output_key else [],
+        "output_uris": [f"s3://{output_bucket}/{f.output_key}"] if completed and f.output_key else [],
     }
     return with_legacy_fields(line)  # type: ignore[no-any-return]
 
 
 def advance(svc: Services, job_id: str) -> dict[str, Any]:
     """Settle, start, report; ``done`` once nothing is queued or in flight and listing has ended."""
-    job = repo.get_job(svc.db, job_id)
+    folder_jobs = svc.uow().folder_jobs
+    job = folder_jobs.get(job_id)
     if job is None:
         raise NotFound(f"no folder job {job_id}")
     settled = settle_ended(svc, job)
     started = 0
-    if job["status"] in repo.LIVE_FOLDER_JOB_STATUSES:
+    live = job.status in st.LIVE_FOLDER_JOB_STATUSES
+    if live:
         started = start_queued(svc, job)
     else:  # cancelled or error: nothing new starts; what is in flight finishes
-        repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
-    write_report_part(svc, job)
-    counts = repo.counts(svc.db, job_id)
-    listing_over = bool(repo.get_job(svc.db, job_id)["enumeration_done"]) or job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES  # type: ignore[index]
-    done = listing_over and counts["queued"] == 0 and counts["processing"] == 0
+        folder_jobs.skip_queued(job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
+    write_report_part(folder_jobs, svc.folder_buckets(job.owner_id), job)
+    counts = folder_jobs.counts(job_id)
+    now = folder_jobs.get(job_id)
+    listing_over = (now is not None and now.enumeration_done) or not live
+    done = listing_over and counts.queued == 0 and counts.processing == 0
     if settled or started:
-        logger.info("folder job advanced", job_id=job_id, settled=settled, started=started, processing=counts["processing"], queued=counts["queued"])
+        logger.info("folder job advanced", job_id=job_id, settled=settled, started=started, processing=counts.processing, queued=counts.queued)
     handover = not done and hand_over_if_due(svc, job)
-    return {"done": done, "handover": handover, "processing": counts["processing"], "queued": counts["queued"]}
+    return {"done": done, "handover": handover, "processing": counts.processing, "queued": counts.queued}
 
 
-def hand_over_if_due(svc: Services, job: dict[str, Any]) -> bool:
+def hand_over_if_due(svc: Services, job: FolderJob) -> bool:
     """After ``batchlane_folder_turns_per_execution`` turns, start the next run's execution; this one then ends.
 
     A Standard execution keeps at most 25,000 history events: a job of a million files needs
     many executions, one after another (``folder-<id>-<run>-<created>``), never two at once.
     """
-    job_id = str(job["id"])
-    if repo.count_turn(svc.db, job_id) < svc.settings.batchlane_folder_turns_per_execution:
+    folder_jobs = svc.uow().folder_jobs
+    if folder_jobs.count_turn(job.id) < svc.settings.batchlane_folder_turns_per_execution:
         return False
-    following = repo.next_run(svc.db, job_id, run=int(job["run"]))
+    following = folder_jobs.next_run(job.id, run=job.run)
     if following is None:
         return False
-    svc.workflows.start_folder_job(job_id, f"{following['run']}-{int(following['created_at'].timestamp())}")
-    logger.info("folder job handed over", job_id=job_id, run=following["run"])
+    svc.workflows.start_folder_job(job.id, f"{following.run}-{int(following.created_at.timestamp())}")
+    logger.info("folder job handed over", job_id=job.id, run=following.run)
     return True
 
 
-def settle_ended(svc: Services, job: dict[str, Any]) -> int:
-    """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error."""
-    job_id = str(job["id"])
-    buckets = svc.folder_buckets(job["owner_id"])
-    max_retries = FolderJobSpec.model_validate(job["spec"]).policy.max_retries
+def settle_ended(svc: Services, job: FolderJob) -> int:
+    """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error.
+    (The files joined with their conversion jobs are the jobs aggregate's SQL: db/folder_jobs.ended_conversions.)"""
+    job_id = job.id
+    folder_jobs = svc.uow().folder_jobs
+    buckets = svc.folder_buckets(job.owner_id)
+    max_retries = FolderJobSpec.model_validate(job.spec).policy.max_retries
     settled = 0
     for row in repo.ended_conversions(svc.db, job_id):
-        common = {
+        common: dict[str, Any] = {
             "pages": int(row["total_pages"] or 0),
             "pages_failed": int(row["pages_failed"] or 0),
             "cost_usd": Decimal(row["total_cost_usd"] or 0),
@@ -106,17 +113,17 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
         if row["job_status"] == "completed":
             refused = write_output(svc, buckets, job, row)
             if refused is not None:
-                repo.finish_file(svc.db, job_id, row["source_key"], status="failed", error_id=refused[0], error_message=refused[1], **common)
+                folder_jobs.finish_file(job_id, row["source_key"], status="failed", error_id=refused[0], error_message=refused[1], **common)
                 continue
-            repo.finish_file(svc.db, job_id, row["source_key"], status="completed", **common)
+            folder_jobs.finish_file(job_id, row["source_key"], status="completed", **common)
         elif row["job_status"] == "failed" and waits_for_capacity(
-            row["job_error_id"], int(row["total_pages"] or 0), budgets.limits_for(svc.db, job["owner_id"], svc.settings)
+            row["job_error_id"], int(row["total_pages"] or 0), budgets.limits_for(svc.db, job.owner_id, svc.settings)
         ):
             # the live-page cap was full at its split: not its fault; it waits until its pages are free (no re-download each turn)
-            repo.retry_conversion(svc.db, job_id, row["source_key"], waits_for_pages=int(row["total_pages"] or 0))
+            folder_jobs.retry_conversion(job_id, row["source_key"], waits_for_pages=int(row["total_pages"] or 0))
             logger.info("folder file waits for the owner's live-page cap", job_id=job_id, key=row["source_key"])
         elif row["job_status"] == "failed" and retry_file(row["job_error_id"], int(row["attempts"]), max_retries):
-            repo.retry_conversion(svc.db, job_id, row["source_key"])
+            folder_jobs.retry_conversion(job_id, row["source_key"])
             logger.info(
                 "folder file retried",
                 job_id=job_id,
@@ -126,8 +133,7 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
                 attempts=row["attempts"],
             )
         elif row["job_status"] == "failed":
-            repo.finish_file(
-                svc.db,
+            folder_jobs.finish_file(
                 job_id,
                 row["source_key"],
                 status="failed",
@@ -136,8 +142,8 @@ def settle_ended(svc: Services, job: dict[str, Any]) -> int:
                 **common,
             )
         else:
-            repo.finish_file(
-                svc.db, job_id, row["source_key"], status="skipped", error_id="CANCELLED", error_message="The file's conversion was cancelled.", **common
+            folder_jobs.finish_file(
+                job_id, row["source_key"], status="skipped", error_id="CANCELLED", error_message="The file's conversion was cancelled.", **common
             )
         settled += 1
     return settled
@@ -148,14 +154,15 @@ def foreign_output(head: Any, owner_id: str) -> bool:
     return head is not None and head.owner is not None and head.owner != owner_id
 
 
-def write_output(svc: Services, buckets: Any, job: dict[str, Any], row: dict[str, Any]) -> tuple[str, str] | None:
-    """Copy the Markdown to its output key, stamped with the job's owner; (error id, message) when it cannot be."""
-    target = (job["output_bucket"], row["output_key"])
+def write_output(svc: Services, buckets: Any, job: FolderJob, row: dict[str, Any]) -> tuple[str, str] | None:
+    """Copy the Markdown to its output key, stamped with the job's owner; (error id, message) when it cannot be.
+    ``row``: an ended conversion joined with its file (db/folder_jobs.ended_conversions, the jobs aggregate's SQL)."""
+    target = (job.output_bucket, row["output_key"])
     try:
-        if foreign_output(buckets.head(*target), job["owner_id"]):
+        if foreign_output(buckets.head(*target), job.owner_id):
             return "OUTPUT_NOT_YOURS", f"{row['output_key']} was written by another owner's folder job: it is never overwritten."
-        buckets.copy((svc.store.bucket, row["markdown_key"]), target, owner=job["owner_id"])
-        _copy_beside(svc, buckets, row, target, owner=job["owner_id"])
+        buckets.copy((svc.store.bucket, row["markdown_key"]), target, owner=job.owner_id)
+        _copy_beside(svc, buckets, row, target, owner=job.owner_id)
     except NotFound:
         return "OUTPUT_MISSING", "The Markdown was not found."
     except ObjectUnreadable as exc:
@@ -174,26 +181,26 @@ def file_options(spec: FolderJobSpec) -> dict[str, Any]:
     return options
 
 
-def lane_rule_reason(svc: Services, job: dict[str, Any], pages: int) -> str:
+def lane_rule_reason(svc: Services, job: FolderJob, pages: int) -> str:
     """Why the deployment's batch-lane rule sent a file where it went (domain/eligibility.py: large_job, bulk_opt_in, ...)."""
-    spec = job["spec"] or {}
+    spec = job.spec
     options = {**(spec.get("options") or {}), **({"_batchLane": True} if (spec.get("policy") or {}).get("priority") != "high" else {})}
     settings = svc.settings
     return batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)[1]
 
 
-def start_queued(svc: Services, job: dict[str, Any]) -> int:
+def start_queued(svc: Services, job: FolderJob) -> int:
     """Claim queued files up to the in-flight cap and open each one's ordinary conversion job."""
-    job_id = str(job["id"])
-    repo.requeue_stalled_starts(svc.db, job_id, older_than_s=STALLED_START_S)
-    room = min(svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id), _owner_places(svc, job["owner_id"]))
-    claimed = repo.claim_queued(svc.db, job_id, room, free_pages=_owner_free_pages(svc, job["owner_id"]))
+    job_id = job.id
+    svc.uow().folder_jobs.requeue_stalled_starts(job_id, older_than_s=STALLED_START_S)
+    room = min(svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id), _owner_places(svc, job.owner_id))
+    claimed = svc.uow().folder_jobs.claim_queued(job_id, room, free_pages=_owner_free_pages(svc, job.owner_id))
     if not claimed:
         return 0
-    spec = FolderJobSpec.model_validate(job["spec"])
-    buckets = svc.folder_buckets(job["owner_id"])
-    for row in claimed:
-        start_file(svc, buckets, job, spec, row)
+    spec = FolderJobSpec.model_validate(job.spec)
+    buckets = svc.folder_buckets(job.owner_id)
+    for f in claimed:
+        start_file(svc, buckets, job, spec, f)
     return len(claimed)
 
 
@@ -210,23 +217,25 @@ def _owner_free_pages(svc: Services, owner_id: str) -> int:
     return max(limits.max_live_pages - budgets.standing(svc.db, owner_id).live_pages, 0)
 
 
-def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJobSpec, row: dict[str, Any]) -> None:
-    job_id, key = str(job["id"]), row["source_key"]
+def start_file(svc: Services, buckets: Any, job: FolderJob, spec: FolderJobSpec, f: FolderFile) -> None:
+    """One claimed file: refused by what is at its output key, failed when its source is gone, else its conversion opened."""
+    job_id, key = job.id, f.source_key
+    folder_jobs = svc.uow().folder_jobs
     try:
-        existing = buckets.head(job["output_bucket"], row["output_key"])
-        source = buckets.head(job["input_bucket"], key)
+        refused = output_refusal(buckets, job, spec, f)
+        source = buckets.head(job.input_bucket, key)
     except ObjectUnreadable as exc:  # this object only (AccessDenied under KMS, a key too long): the rest go on
-        repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
+        folder_jobs.finish_file(job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
         return
-    if existing is not None and (refused := existing_output(spec, existing, row["output_key"], job["owner_id"])) is not None:
+    if refused is not None:
         status, error_id, message = refused
-        repo.finish_file(svc.db, job_id, key, status=status, error_id=error_id, error_message=message)
+        folder_jobs.finish_file(job_id, key, status=status, error_id=error_id, error_message=message)
         return
     size = source.size if source is not None else None
     if size is None:
-        repo.finish_file(svc.db, job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job['input_bucket']}/{key} does not exist.")
+        folder_jobs.finish_file(job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job.input_bucket}/{key} does not exist.")
         return
-    file_row = repo.insert_source_file(svc.db, owner_id=job["owner_id"], name=posixpath.basename(key), bucket=job["input_bucket"], key=key, size_bytes=size)
+    file_row = repo.insert_source_file(svc.db, owner_id=job.owner_id, name=posixpath.basename(key), bucket=job.input_bucket, key=key, size_bytes=size)
     margin_h = svc.settings.batch_deadline_margin_s / 3600
     lane_reason = (
         "priority_high"
@@ -242,16 +251,25 @@ def start_file(svc: Services, buckets: Any, job: dict[str, Any], spec: FolderJob
             on_demand=lane_reason is not None,
         )
     except (LimitReached, StoreUnavailable):  # caps full (a race with their other conversions), or a blip: wait for the next turn
-        repo.release(svc.db, job_id, key)
+        folder_jobs.release(job_id, key)
         return
     except BatchlaneError as exc:  # options the single-file path refuses: this file fails, the rest go on
-        repo.finish_file(svc.db, job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
+        folder_jobs.finish_file(job_id, key, status="failed", error_id=exc.error_id, error_message=str(exc))
         return
     except Exception:  # the intake could not start (throttled, a blip): queued again for the next turn
         logger.exception("folder file not started", job_id=job_id, key=key)
-        repo.release(svc.db, job_id, key)
+        folder_jobs.release(job_id, key)
         return
-    repo.attach_conversion(svc.db, job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id, lane_reason=lane_reason)
+    folder_jobs.attach_conversion(job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id, lane_reason=lane_reason)
+
+
+def output_refusal(buckets: FolderBuckets, job: FolderJob, spec: FolderJobSpec, f: FolderFile) -> tuple[str, str, str] | None:
+    """What lies at THIS file's output key in the job's output bucket means for it (:func:`existing_output`), or None
+    to convert it: only that object counts (not the source, not another file's output), and only its owner stamp."""
+    if f.output_key is None:
+        return None
+    existing = buckets.head(job.output_bucket, f.output_key)
+    return existing_output(spec, existing, f.output_key, job.owner_id) if existing is not None else None
 
 
 def existing_output(spec: FolderJobSpec, existing: Any, output_key: str, owner_id: str) -> tuple[str, str, str] | None:
@@ -268,17 +286,16 @@ def existing_output(spec: FolderJobSpec, existing: Any, output_key: str, owner_i
     return "failed", "OUTPUT_EXISTS", f"{output_key} exists and was not written by your folder jobs: remove it, or use output.onExisting: replace."
 
 
-def write_report_part(svc: Services, job: dict[str, Any]) -> int:
+def write_report_part(folder_jobs: FolderJobRepository, buckets: FolderBuckets, job: FolderJob) -> int:
     """Files finished since the last turn → ``_batchlane/<id>/report/part-N.jsonl`` (the durable record as it grows)."""
-    job_id = str(job["id"])
-    rows = repo.unreported(svc.db, job_id)
+    rows = folder_jobs.unreported(job.id)
     if not rows:
         return 0
-    body = "".join(json.dumps(report_line(r, job["output_bucket"]), sort_keys=True) + "\n" for r in rows).encode()
-    part = repo.next_report_part(svc.db, job_id)
-    key = layout.report_part_key(job["output_prefix"], job_id, part)
-    svc.folder_buckets(job["owner_id"]).put_bytes(job["output_bucket"], key, body, "application/x-ndjson", owner=job["owner_id"])
-    repo.mark_reported(svc.db, job_id, [r["source_key"] for r in rows])
+    body = "".join(json.dumps(report_line(r, job.output_bucket), sort_keys=True) + "\n" for r in rows).encode()
+    part = folder_jobs.next_report_part(job.id)
+    key = layout.report_part_key(job.output_prefix, job.id, part)
+    buckets.put_bytes(job.output_bucket, key, body, "application/x-ndjson", owner=job.owner_id)
+    folder_jobs.mark_reported(job.id, [r.source_key for r in rows])
     return len(rows)
 
 

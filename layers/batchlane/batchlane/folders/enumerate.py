@@ -9,22 +9,22 @@ converting as they are found: the folder loop's next step starts them within the
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from batchlane.db import folder_jobs as repo
+from batchlane.config import Settings
 from batchlane.domain import status as st
 from batchlane.domain.errors import InputError, NotFound, ObjectUnreadable
 from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
-from batchlane.ports import FolderBuckets, ListedPage
-from batchlane.runtime import Services
+from batchlane.ports import EventBus, FolderBuckets, FolderJob, FolderJobRepository, ListedPage, NewFolderFile, UnitOfWork
 
 
 @dataclass(frozen=True)
 class Classified:
-    files: list[repo.NewFile]
+    files: list[NewFolderFile]
     excluded: int
 
 
@@ -47,28 +47,28 @@ def classify(spec: FolderJobSpec, job_id: str, objects: list[tuple[str, int]], *
             continue
         selected.append((key, size))
     inputs = {key for key, _ in selected}  # an output may never land on one of these
-    files: list[repo.NewFile] = []
+    files: list[NewFolderFile] = []
     for key, size in selected:
         out = layout.output_key(key, input_prefix=in_prefix, output_prefix=out_prefix, layout=spec.output.layout, is_input=inputs.__contains__)
         if not layout.is_pdf_name(key):
-            files.append(repo.NewFile(key, size, out, "failed", "NOT_PDF", "Only PDF files are converted; the glob matched a file that is not a .pdf."))
+            files.append(NewFolderFile(key, size, out, "failed", "NOT_PDF", "Only PDF files are converted; the glob matched a file that is not a .pdf."))
         elif key in done_sources and spec.output.on_existing == "skip":
-            files.append(repo.NewFile(key, size, out, "skipped", "ALREADY_CONVERTED", "An earlier run's report says this file was converted."))
+            files.append(NewFolderFile(key, size, out, "skipped", "ALREADY_CONVERTED", "An earlier run's report says this file was converted."))
         else:
-            files.append(repo.NewFile(key, size, out))
+            files.append(NewFolderFile(key, size, out))
     return Classified(files, excluded)
 
 
-def mark_collisions(svc: Services, job_id: str, files: list[repo.NewFile]) -> list[repo.NewFile]:
+def mark_collisions(folder_jobs: FolderJobRepository, job_id: str, files: list[NewFolderFile]) -> list[NewFolderFile]:
     """Two sources, one output key (``flat``): the later one fails OUTPUT_COLLISION, the first keeps it."""
-    taken = repo.taken_outputs(svc.db, job_id, [f.output_key for f in files if f.output_key])
+    taken = folder_jobs.taken_outputs(job_id, [f.output_key for f in files if f.output_key])
     seen: dict[str, str] = {}
     out = []
     for f in files:
         owner = taken.get(f.output_key or "") or seen.get(f.output_key or "")
         if f.output_key and owner and owner != f.source_key:
             message = f"Its output {f.output_key} is already {owner}'s; rename one of them or use the mirror layout."
-            out.append(repo.NewFile(f.source_key, f.size_bytes, f.output_key, "failed", "OUTPUT_COLLISION", message))
+            out.append(NewFolderFile(f.source_key, f.size_bytes, f.output_key, "failed", "OUTPUT_COLLISION", message))
             continue
         if f.output_key:
             seen.setdefault(f.output_key, f.source_key)
@@ -99,44 +99,44 @@ def earlier_report_sources(buckets: FolderBuckets, bucket: str, output_prefix: s
     return done
 
 
-def enumerate_step(svc: Services, job_id: str, *, pages: int | None = None) -> dict[str, object]:
-    """List up to ``pages`` pages from the checkpoint; returns whether enumeration is complete."""
-    job = repo.get_job(svc.db, job_id)
+def enumerate_step(
+    uow: UnitOfWork, buckets_for: Callable[[str], FolderBuckets], bus: EventBus, settings: Settings, job_id: str, *, pages: int | None = None
+) -> dict[str, object]:
+    """List up to ``pages`` pages from the checkpoint; returns whether enumeration is complete.
+    ``buckets_for(owner)`` is the owner-scoped bucket port (runtime.Services.folder_buckets)."""
+    job = uow.folder_jobs.get(job_id)
     if job is None:
         raise NotFound(f"no folder job {job_id}")
-    if job["enumeration_done"] or job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
+    if job.enumeration_done or job.status not in st.LIVE_FOLDER_JOB_STATUSES:
         return {"enumerationDone": True}
-    spec = FolderJobSpec.model_validate(job["spec"])
-    buckets = svc.folder_buckets(job["owner_id"])
+    spec = FolderJobSpec.model_validate(job.spec)
+    buckets = buckets_for(job.owner_id)
     done_sources = (
-        earlier_report_sources(buckets, job["output_bucket"], job["output_prefix"], job_id, owner_id=job["owner_id"])
-        if spec.output.on_existing == "skip"
-        else set()
+        earlier_report_sources(buckets, job.output_bucket, job.output_prefix, job_id, owner_id=job.owner_id) if spec.output.on_existing == "skip" else set()
     )
-    settings = svc.settings
-    token = job["continuation_token"]
+    token = job.continuation_token
     for _ in range(pages or settings.batchlane_folder_list_pages_per_step):
         try:
             page = _next_page(buckets, spec, job, token, settings.batchlane_folder_list_page_size)
         except InputError as exc:
-            publish_folder_change(svc, repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=exc.error_id, error_message=str(exc)))
+            publish_folder_change(uow.folder_jobs, bus, uow.folder_jobs.move(job_id, st.folder_job("fail"), error_id=exc.error_id, error_message=str(exc)))
             logger.warning("folder job cannot list", job_id=job_id, error_id=exc.error_id)
             return {"enumerationDone": True}
         found = classify(spec, job_id, page.objects, done_sources=done_sources)
-        with svc.db.transaction() as tx:
-            added = repo.insert_files(tx, job_id, mark_collisions(svc, job_id, found.files))
-            repo.save_checkpoint(tx, job_id, token=page.next_token, listed=len(page.objects), excluded=found.excluded, done=page.next_token is None)
+        with uow:  # the page's files and the next token together: a retry re-lists at most this page
+            added = uow.folder_jobs.add_files(job_id, mark_collisions(uow.folder_jobs, job_id, found.files))
+            uow.folder_jobs.save_checkpoint(job_id, token=page.next_token, listed=len(page.objects), excluded=found.excluded, done=page.next_token is None)
         logger.info("folder page listed", job_id=job_id, objects=len(page.objects), added=added, excluded=found.excluded)
         token = page.next_token
         if token is None:
-            return _enumeration_complete(svc, job_id)
+            return _enumeration_complete(uow.folder_jobs, bus, job_id)
     return {"enumerationDone": False}
 
 
-def _next_page(buckets: FolderBuckets, spec: FolderJobSpec, job: dict[str, object], token: str | None, page_size: int) -> ListedPage:
+def _next_page(buckets: FolderBuckets, spec: FolderJobSpec, job: FolderJob, token: str | None, page_size: int) -> ListedPage:
     if spec.input.files is not None:
         return _files_page(buckets, spec, token, page_size)
-    return buckets.list_page(str(job["input_bucket"]), str(job["input_prefix"]), token=token, recursive=spec.input.recursive, max_keys=page_size)
+    return buckets.list_page(job.input_bucket, job.input_prefix, token=token, recursive=spec.input.recursive, max_keys=page_size)
 
 
 def _files_page(buckets: FolderBuckets, spec: FolderJobSpec, token: str | None, page_size: int) -> ListedPage:
@@ -149,18 +149,17 @@ def _files_page(buckets: FolderBuckets, spec: FolderJobSpec, token: str | None, 
     return ListedPage(objects, str(following) if following < len(files) else None)
 
 
-def _enumeration_complete(svc: Services, job_id: str) -> dict[str, object]:
+def _enumeration_complete(folder_jobs: FolderJobRepository, bus: EventBus, job_id: str) -> dict[str, object]:
     """An empty folder, or one with nothing to convert, is the job's own error (FOLDER_EMPTY / FOLDER_NO_PDF)."""
-    job = repo.get_job(svc.db, job_id)
+    job = folder_jobs.get(job_id)
     assert job is not None
-    counts = repo.counts(svc.db, job_id)
-    if counts["discovered"] == 0:
-        if job["objects_listed"] == 0:
+    if folder_jobs.counts(job_id).discovered == 0:
+        if job.objects_listed == 0:
             error_id, message = "FOLDER_EMPTY", "The folder holds no objects."
         else:
-            error_id, message = "FOLDER_NO_PDF", f"None of the folder's {job['objects_listed']} objects is a PDF the include/exclude globs select."
-        publish_folder_change(svc, repo.move_job(svc.db, job_id, st.folder_job("fail"), error_id=error_id, error_message=message))
+            error_id, message = "FOLDER_NO_PDF", f"None of the folder's {job.objects_listed} objects is a PDF the include/exclude globs select."
+        publish_folder_change(folder_jobs, bus, folder_jobs.move(job_id, st.folder_job("fail"), error_id=error_id, error_message=message))
         logger.info("folder job has nothing to convert", job_id=job_id, error_id=error_id)
     else:
-        publish_folder_change(svc, repo.move_job(svc.db, job_id, st.folder_job("enumerated")))
+        publish_folder_change(folder_jobs, bus, folder_jobs.move(job_id, st.folder_job("enumerated")))
     return {"enumerationDone": True}

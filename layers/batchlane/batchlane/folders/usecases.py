@@ -25,6 +25,7 @@ from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
 from batchlane.observability import logger
 from batchlane.operations.cancel import cancel_job
+from batchlane.ports import FolderCounts, FolderFile, FolderJob
 from batchlane.runtime import Services
 from batchlane.webhooks import subscription
 
@@ -79,7 +80,8 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
             f"({', '.join(short) or 'none here'}) skip the half-price batch lane; that needs membership of the {priority_group} group."
         )
     job_id = folder_job_id(spec, owner_id)
-    if repo.get_job(svc.db, job_id) is None:  # a new job (the same spec again answers the existing one)
+    folder_jobs = svc.uow().folder_jobs
+    if folder_jobs.get(job_id) is None:  # a new job (the same spec again answers the existing one)
         check_cap(
             what="folder jobs running",
             count=caps.live_folder_jobs(svc.db, owner_id),
@@ -89,8 +91,7 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
             wait="Wait for one to finish or cancel one",
         )
     source, target = spec.input_uri, spec.output_uri
-    row = repo.insert_job(
-        svc.db,
+    row = folder_jobs.add(
         job_id=job_id,
         owner_id=owner_id,
         name=spec.name,
@@ -103,31 +104,31 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
         logger.info("folder job submitted", job_id=job_id, folder=str(source), layout=spec.output.layout)
         return status(svc, owner_id, job_id), True
     existing = owned(svc, owner_id, job_id)
-    if existing["status"] == "cancelled" and spec.output.on_existing == "skip":
+    if existing.status == "cancelled" and spec.output.on_existing == "skip":
         resume(svc, existing, statuses=("skipped",), error_ids=["CANCELLED"])
     return status(svc, owner_id, job_id), False
 
 
-def resume(svc: Services, job: dict[str, Any], *, statuses: tuple[str, ...], error_ids: list[str] | None) -> int:
+def resume(svc: Services, job: FolderJob, *, statuses: tuple[str, ...], error_ids: list[str] | None) -> int:
     """Requeue what is asked for and start the job's next run (folder-<id>-<run>)."""
-    job_id = str(job["id"])
-    with svc.db.transaction() as tx:
-        reopened = repo.reopen(tx, job_id)
+    job_id = job.id
+    with svc.uow() as uow:
+        reopened = uow.folder_jobs.reopen(job_id)
         if reopened is None:
-            raise Conflict(f"The folder job is {job['status']} and still finishing; try again when it has ended.", error_id="FOLDER_JOB_RUNNING")
-        requeued = repo.requeue(tx, job_id, statuses=statuses, error_ids=error_ids)
-    publish_folder_change(svc, reopened)
+            raise Conflict(f"The folder job is {job.status} and still finishing; try again when it has ended.", error_id="FOLDER_JOB_RUNNING")
+        requeued = uow.folder_jobs.requeue(job_id, statuses=statuses, error_ids=error_ids)
+    publish_folder_change(svc.uow().folder_jobs, svc.bus, reopened)
     svc.workflows.start_folder_job(job_id, _run_name(reopened))
-    logger.info("folder job resumed", job_id=job_id, run=reopened["run"], requeued=requeued)
+    logger.info("folder job resumed", job_id=job_id, run=reopened.run, requeued=requeued)
     return requeued
 
 
 def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None = None) -> dict[str, Any]:
     """Once terminal: requeue failed files (all, or those with ``error_ids``); what succeeded is never converted again."""
     job = owned(svc, owner_id, job_id)
-    if job["status"] not in TERMINAL or job["status"] == "error":
-        raise Conflict(f"The folder job is {job['status']}; retry once it has finished.", error_id="FOLDER_JOB_RUNNING")
-    failed = repo.list_files(svc.db, job_id, status="failed", limit=1)
+    if job.status not in TERMINAL or job.status == "error":
+        raise Conflict(f"The folder job is {job.status}; retry once it has finished.", error_id="FOLDER_JOB_RUNNING")
+    failed = svc.uow().folder_jobs.list_files(job_id, status="failed", limit=1)
     if not failed:
         raise Conflict("No file failed: there is nothing to retry.", error_id="NOTHING_TO_RETRY")
     requeued = resume(svc, job, statuses=("failed",), error_ids=error_ids)
@@ -137,10 +138,11 @@ def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | N
 def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     """Queued files are skipped at the loop's next turn; documents in flight finish; the report still lands."""
     job = owned(svc, owner_id, job_id)
-    if job["status"] not in repo.LIVE_FOLDER_JOB_STATUSES:
-        raise Conflict(f"The folder job is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
-    repo.move_job(svc.db, job_id, st.folder_job("cancel"), ended=False)
-    repo.skip_queued(svc.db, job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
+    if job.status not in st.LIVE_FOLDER_JOB_STATUSES:
+        raise Conflict(f"The folder job is {job.status}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
+    folder_jobs = svc.uow().folder_jobs
+    folder_jobs.move(job_id, st.folder_job("cancel"), ended=False)
+    folder_jobs.skip_queued(job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
     parked = stop_parked(svc, job_id)
     logger.info("folder job cancelled", job_id=job_id, parked_cancelled=parked)
     return status(svc, owner_id, job_id)
@@ -160,48 +162,48 @@ def stop_parked(svc: Services, job_id: str) -> int:
 
 def list_jobs(svc: Services, owner_id: str, *, limit: int = 50) -> dict[str, Any]:
     """The owner's folder jobs, newest first, each as :func:`status` answers it (a lost fj-… id is found here)."""
-    return {"folderJobs": [status(svc, owner_id, job_id) for job_id in repo.owner_job_ids(svc.db, owner_id, limit=limit)]}
+    return {"folderJobs": [status(svc, owner_id, job_id) for job_id in svc.uow().folder_jobs.owner_job_ids(owner_id, limit=limit)]}
 
 
 def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job = owned(svc, owner_id, job_id)
-    counts = repo.counts(svc.db, job_id)
-    out_prefix = f"s3://{job['output_bucket']}/"
+    counts = svc.uow().folder_jobs.counts(job_id)
+    out_prefix = f"s3://{job.output_bucket}/"
     throughput, eta = pace(job, counts)
     return {
         "id": job_id,
-        "name": job["name"],
-        "status": job["status"],
-        "error": {"id": job["error_id"], "message": job["error_message"]} if job["error_id"] else None,
+        "name": job.name,
+        "status": job.status,
+        "error": {"id": job.error_id, "message": job.error_message} if job.error_id else None,
         "files": {
-            "discovered": counts["discovered"],
-            "excluded": int(job["excluded_count"]),
-            **{k: counts[k] for k in ("queued", "processing", "completed", "failed", "skipped")},
+            "discovered": counts.discovered,
+            "excluded": job.excluded_count,
+            **{k: getattr(counts, k) for k in ("queued", "processing", "completed", "failed", "skipped")},
         },
-        "pages": {"completed": counts["pages_completed"], "failed": counts["pages_failed"]},
-        "enumeration_complete": bool(job["enumeration_done"]),
+        "pages": {"completed": counts.pages_completed, "failed": counts.pages_failed},
+        "enumeration_complete": job.enumeration_done,
         "throughput_pages_per_minute": throughput,
         "eta_seconds": eta,
-        "cost_usd": counts["cost_usd"],
-        "output_uri": out_prefix + job["output_prefix"],
-        "manifest_uri": out_prefix + layout.manifest_key(job["output_prefix"], job_id),
-        "report_uri": out_prefix + layout.report_key(job["output_prefix"], job_id),
-        "created_at": job["created_at"].isoformat(),
-        "finished_at": job["finished_at"].isoformat() if job["finished_at"] else None,
-        "spec": job["spec"],
+        "cost_usd": counts.cost_usd,
+        "output_uri": out_prefix + job.output_prefix,
+        "manifest_uri": out_prefix + layout.manifest_key(job.output_prefix, job_id),
+        "report_uri": out_prefix + layout.report_key(job.output_prefix, job_id),
+        "created_at": job.created_at.isoformat(),
+        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
+        "spec": job.spec,
     }
 
 
-def pace(job: dict[str, Any], counts: dict[str, Any]) -> tuple[float | None, int | None]:
+def pace(job: FolderJob, counts: FolderCounts) -> tuple[float | None, int | None]:
     """Pages a minute since the job started; ETA from the pages per finished file and the files left."""
-    end = job["finished_at"] or datetime.now(UTC)
-    minutes = max((end - job["created_at"]).total_seconds() / 60, 1e-6)
-    done_pages = counts["pages_completed"] + counts["pages_failed"]
+    end = job.finished_at or datetime.now(UTC)
+    minutes = max((end - job.created_at).total_seconds() / 60, 1e-6)
+    done_pages = counts.pages_completed + counts.pages_failed
     throughput = round(done_pages / minutes, 2) if done_pages else None
-    finished = counts["completed"] + counts["failed"]
-    left = counts["queued"] + counts["processing"]
-    if job["finished_at"] is not None or not job["enumeration_done"] or done_pages < ETA_MIN_PAGES or not throughput or not finished:
-        return throughput, (0 if job["finished_at"] is not None else None)
+    finished = counts.completed + counts.failed
+    left = counts.queued + counts.processing
+    if job.finished_at is not None or not job.enumeration_done or done_pages < ETA_MIN_PAGES or not throughput or not finished:
+        return throughput, (0 if job.finished_at is not None else None)
     pages_left = left * done_pages / finished
     return throughput, round(pages_left / throughput * 60)
 
@@ -212,57 +214,57 @@ def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | Non
         raise InputError(f"status must be one of {', '.join(repo.FILE_STATUSES)}.", error_id="STATUS_INVALID")
     if after is not None and (len(after) > MAX_KEY_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in after)):
         raise InputError(f"after must be an object key (at most {MAX_KEY_CHARS} characters, no control characters).", error_id="BAD_REQUEST")
-    rows = repo.list_files(svc.db, job_id, status=status_filter, after=after, limit=limit)
+    rows = svc.uow().folder_jobs.list_files(job_id, status=status_filter, after=after, limit=limit)
     items = [
         {
-            "key": r["source_key"],
-            "status": r["status"],
-            "pages": int(r["pages"]),
-            "pages_failed": int(r["pages_failed"]),
-            "attempts": int(r["attempts"]),
-            "error_id": r["error_id"],
-            "error_message": r["error_message"],
-            "output_uris": [f"s3://{job['output_bucket']}/{r['output_key']}"] if r["status"] == "completed" and r["output_key"] else [],
-            "conversion_job_id": str(r["conversion_job_id"]) if r["conversion_job_id"] else None,
-            "failed_pages": _failed_pages(svc, r),
+            "key": f.source_key,
+            "status": f.status,
+            "pages": f.pages,
+            "pages_failed": f.pages_failed,
+            "attempts": f.attempts,
+            "error_id": f.error_id,
+            "error_message": f.error_message,
+            "output_uris": [f"s3://{job.output_bucket}/{f.output_key}"] if f.status == "completed" and f.output_key else [],
+            "conversion_job_id": f.conversion_job_id,
+            "failed_pages": _failed_pages(svc, f),
         }
-        for r in rows
+        for f in rows
     ]
-    return {"files": items, "next": rows[-1]["source_key"] if len(rows) == limit else None}
+    return {"files": items, "next": rows[-1].source_key if len(rows) == limit else None}
 
 
-def _failed_pages(svc: Services, row: dict[str, Any]) -> list[int]:
+def _failed_pages(svc: Services, f: FolderFile) -> list[int]:
     """A completed document with failed pages lists them (marked in its Markdown; retry them with the job's retry)."""
-    if row["status"] != "completed" or not row["pages_failed"] or not row["conversion_job_id"]:
+    if f.status != "completed" or not f.pages_failed or not f.conversion_job_id:
         return []
-    return sorted(p.page for p in failed_pages(svc, str(row["conversion_job_id"])))
+    return sorted(p.page for p in failed_pages(svc, f.conversion_job_id))
 
 
 def report(svc: Services, owner_id: str, job_id: str) -> Iterator[str]:
     """The report.jsonl lines as they stand now (the same bytes the bucket gets at the end)."""
-    return report_lines(svc, owned(svc, owner_id, job_id))
+    return report_lines(svc.uow().folder_jobs, owned(svc, owner_id, job_id))
 
 
 def report_page(svc: Services, owner_id: str, job_id: str, *, after: str | None, limit: int) -> tuple[list[str], str | None]:
     """Up to ``limit`` report lines past the source key ``after`` and the key to ask after next (None: the end):
     the API answers a page at a time, never the whole report in memory (issue 21.2)."""
     job = owned(svc, owner_id, job_id)
-    lines = list(itertools.islice(report_lines(svc, job, after=after, page=limit + 1), limit + 1))
+    lines = list(itertools.islice(report_lines(svc.uow().folder_jobs, job, after=after, page=limit + 1), limit + 1))
     if len(lines) <= limit:
         return lines, None
     lines = lines[:limit]
     return lines, str(json.loads(lines[-1])["key"])
 
 
-def _run_name(job: dict[str, Any]) -> str:
+def _run_name(job: FolderJob) -> str:
     """``<run>-<row created, epoch s>``: a new row (the database was lost) never meets an earlier execution's name
     (folders/advance.hand_over_if_due names the next run the same way)."""
-    return f"{job['run']}-{int(job['created_at'].timestamp())}"
+    return f"{job.run}-{int(job.created_at.timestamp())}"
 
 
-def owned(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+def owned(svc: Services, owner_id: str, job_id: str) -> FolderJob:
     """The caller's folder job; 400 for an id that cannot be one, 404 for somebody else's."""
-    job = repo.get_job(svc.db, check_folder_job_id(job_id))
-    if job is None or job["owner_id"] != owner_id:
+    job = svc.uow().folder_jobs.get(check_folder_job_id(job_id))
+    if job is None or job.owner_id != owner_id:
         raise NotFound(f"no folder job {job_id}")
     return job

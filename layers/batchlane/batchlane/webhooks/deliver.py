@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import urlsplit
 
-from batchlane.db import deliveries
-from batchlane.db.jobs import Runner
+from batchlane.domain import status as st
 from batchlane.domain.errors import InputError
 from batchlane.observability import logger
+from batchlane.ports import DeliveryRepository
 from batchlane.webhooks import subscription
 from batchlane.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
 
@@ -100,7 +100,7 @@ def http_post(url: str, body: bytes, headers: dict[str, str], timeout_s: float, 
 
 
 def deliver(
-    db: Runner,
+    rows: DeliveryRepository,
     delivery_id: str,
     *,
     signing_keys: Callable[[], list[str]],
@@ -109,51 +109,50 @@ def deliver(
     timeout_s: float,
     clock: Callable[[], float] = time.time,
 ) -> dict[str, object]:
-    row = deliveries.get(db, delivery_id)
+    """One attempt of an open delivery (a delivered or failed one is answered as it is, not sent again)."""
+    row = rows.get(delivery_id)
     if row is None:
         raise LookupError(f"no webhook delivery {delivery_id}")
-    if row["status"] not in deliveries.OPEN:
-        return {"deliveryId": delivery_id, "status": row["status"], "attempts": row["attempts"]}
-    parts = urlsplit(row["url"])
+    if not st.deliver().allows(row.status):
+        return {"deliveryId": delivery_id, "status": row.status, "attempts": row.attempts}
+    parts = urlsplit(row.url)
     try:
-        subscription.check_url(row["url"], allow_private=allow_private)
+        subscription.check_url(row.url, allow_private=allow_private)
         address = subscription.resolve(parts.hostname or "", parts.port or (443 if parts.scheme == "https" else 80), allow_private=allow_private)
     except InputError as exc:  # refused for good: no retry changes the address rules
-        deliveries.record_attempt(db, delivery_id, delivered=False, response_code=None, latency_ms=0, error=str(exc))
-        deliveries.give_up(db, delivery_id, str(exc))
+        rows.record_attempt(delivery_id, delivered=False, response_code=None, latency_ms=0, error=str(exc))
+        rows.give_up(delivery_id, str(exc))
         logger.warning("webhook refused", delivery_id=delivery_id, reason=str(exc))
-        return {"deliveryId": delivery_id, "status": "failed", "attempts": row["attempts"] + 1}
+        return {"deliveryId": delivery_id, "status": "failed", "attempts": row.attempts + 1}
     except OSError as exc:  # the name does not resolve (yet): an attempt that failed, retried like any other
-        deliveries.record_attempt(db, delivery_id, delivered=False, response_code=None, latency_ms=0, error=f"DNS: {exc}")
+        rows.record_attempt(delivery_id, delivered=False, response_code=None, latency_ms=0, error=f"DNS: {exc}")
         raise DeliveryFailed(f"{parts.hostname} does not resolve: {exc}") from None
-    body = json.dumps(row["payload"], separators=(",", ":"), sort_keys=True).encode()
+    body = json.dumps(row.payload, separators=(",", ":"), sort_keys=True).encode()
     timestamp = int(clock())
     headers = {
-        **(row["headers"] or {}),
+        **row.headers,
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
         DELIVERY_HEADER: delivery_id,
-        EVENT_HEADER: row["event"],
-        SIGNATURE_HEADER: signature_header(signing_keys(), timestamp, row["url"], body),
+        EVENT_HEADER: row.event,
+        SIGNATURE_HEADER: signature_header(signing_keys(), timestamp, row.url, body),
     }
     started = time.monotonic()
-    answer = post(row["url"], body, headers, timeout_s, address)
+    answer = post(row.url, body, headers, timeout_s, address)
     latency_ms = int((time.monotonic() - started) * 1000)
     ok = answer.status is not None and 200 <= answer.status < 300
-    updated = deliveries.record_attempt(db, delivery_id, delivered=ok, response_code=answer.status, latency_ms=latency_ms, error=None if ok else answer.error)
-    attempts = updated["attempts"] if updated else row["attempts"] + 1
-    logger.info(
-        "webhook attempt", delivery_id=delivery_id, event=row["event"], status_code=answer.status, latency_ms=latency_ms, attempt=attempts, delivered=ok
-    )
+    updated = rows.record_attempt(delivery_id, delivered=ok, response_code=answer.status, latency_ms=latency_ms, error=None if ok else answer.error)
+    attempts = updated.attempts if updated else row.attempts + 1
+    logger.info("webhook attempt", delivery_id=delivery_id, event=row.event, status_code=answer.status, latency_ms=latency_ms, attempt=attempts, delivered=ok)
     if not ok:
         raise DeliveryFailed(f"attempt {attempts}: {answer.error or f'HTTP {answer.status}'}")
     return {"deliveryId": delivery_id, "status": "delivered", "attempts": attempts, "responseCode": answer.status}
 
 
-def give_up(db: Runner, delivery_id: str, error: dict[str, object] | None) -> dict[str, object]:
+def give_up(rows: DeliveryRepository, delivery_id: str, error: dict[str, object] | None) -> dict[str, object]:
     """The ladder is spent (or the task failed otherwise): the delivery is failed, visibly."""
     reason = str((error or {}).get("Error") or "gave up")
-    row = deliveries.give_up(db, delivery_id, reason)
+    row = rows.give_up(delivery_id, reason)
     logger.warning("webhook given up", delivery_id=delivery_id, reason=reason)
-    current = row or deliveries.get(db, delivery_id)
-    return {"deliveryId": delivery_id, "status": current["status"] if current else "missing"}
+    current = row or rows.get(delivery_id)
+    return {"deliveryId": delivery_id, "status": current.status if current else "missing"}

@@ -19,6 +19,7 @@ from batchlane.contract import JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.db import read_model
 from batchlane.domain.status import FINISHED_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
+from batchlane.ports import EventBus
 from batchlane.runtime import Services
 
 # paused_budget: the owner resumes it (docs/operations.md "Budgets, caps and fair sharing")
@@ -55,9 +56,10 @@ def job_change_detail(svc: Services, job_id: str) -> dict[str, Any] | None:
     }
 
 
-def publish_change(svc: Services, detail: dict[str, Any], detail_type: str = JOB_STATE_CHANGE_DETAIL_TYPE) -> bool:
+def publish_change(bus: EventBus, detail: dict[str, Any], detail_type: str = JOB_STATE_CHANGE_DETAIL_TYPE) -> bool:
+    """Put ``detail`` on the bus; never raises (a conversion or folder job never fails for the bus)."""
     try:
-        svc.bus.publish(detail_type, detail)
+        bus.publish(detail_type, detail)
     except Exception as exc:  # never fail the conversion for the bus
         logger.warning("job event not published", job_id=detail.get("jobId"), status=detail.get("status"), error=str(exc))
         return False
@@ -75,7 +77,7 @@ def publish_job_change(svc: Services, job_id: str, status: str | None = None) ->
         return False
     if detail is None or (status is not None and detail["status"] != status):
         return False
-    return publish_change(svc, detail)
+    return publish_change(svc.bus, detail)
 
 
 def webhook_events(detail: dict[str, Any]) -> list[str]:

@@ -1,0 +1,133 @@
+"""The webhook use cases on the in-memory unit of work (no server): dispatch turns a folder job's end into one delivery
+(once, however often the event arrives), a test delivery is recorded and started, and one attempt signs, posts and
+records what happened; an inward address is refused for good, an unresolvable name retried, an ended delivery not sent."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from typing import Any
+
+import pytest
+from usecase_fakes import FakeWorkflows
+
+from batchlane.domain.errors import InputError
+from batchlane.webhooks import deliver as deliver_module
+from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver, give_up
+from batchlane.webhooks.dispatch import TEST_EVENT, dispatch, send_test
+from batchlane.webhooks.signing import signature
+from batchlane_dev.fakes import FakeUnitOfWork
+
+OWNER = "alice"
+PUBLIC = "93.184.215.14"
+
+
+class Posts:
+    def __init__(self, *answers: Answer) -> None:
+        self.answers = list(answers)
+        self.sent: list[tuple[str, bytes, dict[str, str], str]] = []
+
+    def __call__(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer:
+        self.sent.append((url, body, headers, address))
+        return self.answers.pop(0)
+
+
+@pytest.fixture
+def public_dns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one part faked: there is no DNS offline; every name answers a public address."""
+    monkeypatch.setattr(socket, "getaddrinfo", lambda host, port, *a, **k: [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC, port))])
+
+
+def _folder_job(uow: FakeUnitOfWork, notifications: dict[str, Any] | None) -> str:
+    job_id = "fj-" + uuid.uuid4().hex[:24]
+    spec = {"notifications": notifications} if notifications else {}
+    uow.folder_jobs.add(job_id=job_id, owner_id=OWNER, name=None, spec=spec, source=("in", "a/"), target=("out", "b/"))
+    return job_id
+
+
+def _event(job_id: str, status: str, event_id: str = "ev-1") -> dict[str, Any]:
+    return {"id": event_id, "detail": {"scope": "folder_job", "jobId": job_id, "status": status, "changedAt": "2026-01-05T12:00:00+00:00"}}
+
+
+def _add(uow: FakeUnitOfWork, url: str) -> str:
+    delivery_id = str(uuid.uuid4())
+    uow.deliveries.add(delivery_id=delivery_id, owner_id=OWNER, job_id=None, event=TEST_EVENT, url=url, headers={"X-Team": "legal"}, payload={"x": 1})
+    return delivery_id
+
+
+def test_a_folder_jobs_end_is_one_delivery_to_its_callback_however_often_the_event_arrives() -> None:
+    uow, workflows = FakeUnitOfWork(), FakeWorkflows()
+    job_id = _folder_job(uow, {"callback_url": "https://hooks.example.com/in", "callback_headers": {"X-Team": "legal"}})
+    assert dispatch(uow, workflows, _event(job_id, "processing")) == []  # not an end: no webhook event
+    first = dispatch(uow, workflows, _event(job_id, "completed"))
+    again = dispatch(uow, workflows, _event(job_id, "completed"))  # EventBridge delivers at least once
+    assert len(first) == 1 and again == first
+    (delivery,) = uow.deliveries.for_owner(OWNER, job_id=job_id)
+    assert (delivery.event, delivery.url, delivery.headers, delivery.folder_job_id, delivery.job_id) == (
+        "job.completed", "https://hooks.example.com/in", {"X-Team": "legal"}, job_id, None,
+    )  # fmt: skip
+    assert delivery.payload["deliveryId"] == delivery.id and delivery.payload["event"] == "job.completed"
+
+
+def test_a_folder_job_without_notifications_or_unknown_gets_no_delivery() -> None:
+    uow, workflows = FakeUnitOfWork(), FakeWorkflows()
+    quiet = _folder_job(uow, None)
+    assert dispatch(uow, workflows, _event(quiet, "completed")) == []
+    assert dispatch(uow, workflows, _event("fj-" + "0" * 24, "completed")) == []
+    assert uow.deliveries.for_owner(OWNER, job_id=None) == []
+
+
+def test_a_test_delivery_is_recorded_pending_and_its_private_address_refused(public_dns: None) -> None:
+    uow, workflows = FakeUnitOfWork(), FakeWorkflows()
+    sent = send_test(uow, workflows, OWNER, url="https://hooks.example.com/t", headers={"X-Team": "legal"}, allow_private=False)
+    assert (sent["event"], sent["status"], sent["attempts"], sent["jobId"]) == (TEST_EVENT, "pending", 0, None)
+    assert "headers" not in sent and uow.deliveries.get(sent["deliveryId"]).headers == {"X-Team": "legal"}
+    with pytest.raises(InputError):
+        send_test(uow, workflows, OWNER, url="https://127.0.0.1/t", allow_private=False)
+    assert len(uow.deliveries.for_owner(OWNER, job_id=None)) == 1
+
+
+def test_an_attempt_is_signed_posted_to_the_checked_address_and_recorded(public_dns: None) -> None:
+    uow = FakeUnitOfWork()
+    delivery_id = _add(uow, "https://hooks.example.com/in")
+    posts = Posts(Answer(500, "HTTP 500"), Answer(204))
+    with pytest.raises(DeliveryFailed, match="attempt 1"):
+        deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k1"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
+    assert (uow.deliveries.get(delivery_id).status, uow.deliveries.get(delivery_id).response_code) == ("retrying", 500)
+    done = deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k1"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
+    assert done == {"deliveryId": delivery_id, "status": "delivered", "attempts": 2, "responseCode": 204}
+    url, body, headers, address = posts.sent[-1]
+    assert (address, headers["X-Team"], headers["Batchlane-Delivery"], headers["Batchlane-Event"]) == (PUBLIC, "legal", delivery_id, TEST_EVENT)
+    assert headers["Batchlane-Signature"] == f"t=1700000000,v2={signature('k1', 1_700_000_000, url, body)}"
+    assert body == b'{"x":1}'  # the payload as recorded, compact and key-sorted (what was signed)
+    # delivered: a retried task does not send it again
+    assert deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k1"], post=posts, allow_private=False, timeout_s=1)["status"] == "delivered"
+    assert len(posts.sent) == 2
+
+
+def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
+    uow, posts = FakeUnitOfWork(), Posts()
+    refused, unresolved = _add(uow, "https://localhost/hook"), _add(uow, "https://no-such-host.invalid/hook")
+
+    def no_such_name(host: str, port: int, *args: Any, **kwargs: Any) -> Any:
+        if host == "localhost":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
+    assert deliver(uow.deliveries, refused, signing_keys=lambda: ["k"], post=posts, allow_private=False, timeout_s=1)["status"] == "failed"
+    with pytest.raises(DeliveryFailed, match="does not resolve"):
+        deliver(uow.deliveries, unresolved, signing_keys=lambda: ["k"], post=posts, allow_private=False, timeout_s=1)
+    assert (uow.deliveries.get(refused).status, uow.deliveries.get(unresolved).status) == ("failed", "retrying")
+    assert posts.sent == []
+
+
+def test_giving_up_ends_an_open_delivery_and_leaves_a_delivered_one() -> None:
+    uow = FakeUnitOfWork()
+    open_one, delivered = _add(uow, "https://h.example.com/a"), _add(uow, "https://h.example.com/b")
+    uow.deliveries.record_attempt(delivered, delivered=True, response_code=200, latency_ms=1, error=None)
+    assert give_up(uow.deliveries, open_one, {"Error": "DeliveryFailed"}) == {"deliveryId": open_one, "status": "failed"}
+    assert uow.deliveries.get(open_one).last_error == "DeliveryFailed"
+    assert give_up(uow.deliveries, delivered, None) == {"deliveryId": delivered, "status": "delivered"}
+    assert give_up(uow.deliveries, str(uuid.uuid4()), None)["status"] == "missing"
+    assert deliver_module.USER_AGENT  # the module under test is the runtime's, not a copy
