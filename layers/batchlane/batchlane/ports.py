@@ -7,11 +7,17 @@ The adapters translate AWS's error codes into the errors below, once; use cases 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # the typed rows live beside their SQL; the port only names them
+    from batchlane.db.jobs import ChunkRow, FileRow, JobRow
+    from batchlane.domain.status import Transition
+    from batchlane.pdf.split import ChunkSpan
 
 UPLOAD_URL_TTL_S = 600  # a presigned POST lives 10 minutes
 PDF_CONTENT_TYPE = "application/pdf"
@@ -225,7 +231,59 @@ class SigningSecret(Protocol):
 
 
 class JobRepository(Protocol):
-    """Files, jobs and their chunks (db/jobs.py): every status move goes through domain.status's table."""
+    """Files, jobs and their chunks (db/jobs.py): every status move goes through domain.status's table.
+
+    A move answers None / False / 0 when the row was not in one of the transition's sources (nothing
+    written); a chunk is claimed only while its job is processing, and only its worker completes it."""
+
+    # files
+    def insert_file(self, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> FileRow: ...
+    def get_file(self, file_id: str) -> FileRow | None: ...
+    def move_file(self, file_id: str, move: Transition) -> bool: ...
+    # jobs
+    def insert_job(
+        self,
+        *,
+        file_id: str,
+        owner_id: str,
+        status: str,
+        options: dict[str, Any],
+        model_id: str,
+        total_pages: int,
+        pages_per_chunk: int,
+        chunks: Sequence[ChunkSpan],
+        error_id: str | None = None,
+        error_message: str | None = None,
+        chunk_status: str | None = None,
+    ) -> JobRow: ...
+    def finish_split(
+        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+    ) -> JobRow | None: ...
+    def get_job(self, job_id: str) -> JobRow | None: ...
+    def lock_job(self, job_id: str) -> JobRow | None: ...  # inside ``with uow:``, serialises the job's moves
+    def move_job(self, job_id: str, move: Transition, **fields: Any) -> JobRow | None: ...  # fields: JobRow columns
+    def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]: ...
+    def live_job_of_file(self, file_id: str) -> str | None: ...
+    # chunks
+    def get_chunks(self, job_id: str) -> list[ChunkRow]: ...
+    def get_chunk(self, job_id: str, chunk_index: int) -> ChunkRow | None: ...
+    def move_chunks(self, job_id: str, move: Transition, *, indexes: Sequence[int] | None = None, **fields: Any) -> int: ...
+    def claim_chunk(self, job_id: str, chunk_index: int, worker_id: str) -> ChunkRow | None: ...
+    def heartbeat_chunk(self, job_id: str, chunk_index: int, worker_id: str, pages_done: int) -> bool: ...
+    def complete_chunk(
+        self,
+        job_id: str,
+        chunk_index: int,
+        worker_id: str,
+        *,
+        pages_done: int,
+        pages_failed: int,
+        pages_batch: int,
+        cost_usd: Decimal,
+        result_key: str,
+    ) -> bool: ...
+    def add_chunk_spend(self, job_id: str, chunk_index: int, cost_usd: Decimal) -> None: ...
+    def chunk_still_owned(self, job_id: str, chunk_index: int, worker_id: str) -> bool: ...
 
 
 class LedgerRepository(Protocol):

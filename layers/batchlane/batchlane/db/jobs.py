@@ -449,3 +449,110 @@ class PgJobs:
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
+
+    # files
+    def insert_file(self, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> FileRow:
+        return insert_file(self.runner, owner_id=owner_id, name=name, s3_key=s3_key, size_bytes=size_bytes, file_id=file_id)
+
+    def get_file(self, file_id: str) -> FileRow | None:
+        return get_file(self.runner, file_id)
+
+    def move_file(self, file_id: str, move: Transition) -> bool:
+        return move_file(self.runner, file_id, move)
+
+    # jobs
+    def insert_job(
+        self,
+        *,
+        file_id: str,
+        owner_id: str,
+        status: str,
+        options: dict[str, Any],
+        model_id: str,
+        total_pages: int,
+        pages_per_chunk: int,
+        chunks: Sequence[ChunkSpan],
+        error_id: str | None = None,
+        error_message: str | None = None,
+        chunk_status: str | None = None,
+    ) -> JobRow:
+        return insert_job(
+            self.runner,
+            file_id=file_id,
+            owner_id=owner_id,
+            status=status,
+            options=options,
+            model_id=model_id,
+            total_pages=total_pages,
+            pages_per_chunk=pages_per_chunk,
+            chunks=chunks,
+            error_id=error_id,
+            error_message=error_message,
+            chunk_status=chunk_status,
+        )
+
+    def finish_split(
+        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+    ) -> JobRow | None:
+        return finish_split(self.runner, job_id, parked=parked, total_pages=total_pages, chunks=chunks, chunk_bytes=chunk_bytes)
+
+    def get_job(self, job_id: str) -> JobRow | None:
+        return get_job(self.runner, job_id)
+
+    def lock_job(self, job_id: str) -> JobRow | None:
+        return lock_job(self.runner, job_id)
+
+    def move_job(self, job_id: str, move: Transition, **fields: Any) -> JobRow | None:
+        return move_job(self.runner, job_id, move, **fields)
+
+    def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
+        return jobs_in(self.runner, status, unchanged_for_s=unchanged_for_s)
+
+    def live_job_of_file(self, file_id: str) -> str | None:
+        return live_job_of_file(self.runner, file_id)
+
+    # chunks
+    def get_chunks(self, job_id: str) -> list[ChunkRow]:
+        return get_chunks(self.runner, job_id)
+
+    def get_chunk(self, job_id: str, chunk_index: int) -> ChunkRow | None:
+        return get_chunk(self.runner, job_id, chunk_index)
+
+    def move_chunks(self, job_id: str, move: Transition, *, indexes: Sequence[int] | None = None, **fields: Any) -> int:
+        return move_chunks(self.runner, job_id, move, indexes=indexes, **fields)
+
+    def claim_chunk(self, job_id: str, chunk_index: int, worker_id: str) -> ChunkRow | None:
+        return claim_chunk(self.runner, job_id, chunk_index, worker_id)
+
+    def heartbeat_chunk(self, job_id: str, chunk_index: int, worker_id: str, pages_done: int) -> bool:
+        return heartbeat_chunk(self.runner, job_id, chunk_index, worker_id, pages_done)
+
+    def complete_chunk(
+        self,
+        job_id: str,
+        chunk_index: int,
+        worker_id: str,
+        *,
+        pages_done: int,
+        pages_failed: int,
+        pages_batch: int,
+        cost_usd: Decimal,
+        result_key: str,
+    ) -> bool:
+        return complete_chunk(
+            self.runner,
+            job_id,
+            chunk_index,
+            worker_id,
+            pages_done=pages_done,
+            pages_failed=pages_failed,
+            pages_batch=pages_batch,
+            cost_usd=cost_usd,
+            result_key=result_key,
+        )
+
+    def add_chunk_spend(self, job_id: str, chunk_index: int, cost_usd: Decimal) -> None:
+        add_chunk_spend(self.runner, job_id, chunk_index, cost_usd)
+
+    def chunk_still_owned(self, job_id: str, chunk_index: int, worker_id: str) -> bool:
+        return chunk_still_owned(self.runner, job_id, chunk_index, worker_id)
