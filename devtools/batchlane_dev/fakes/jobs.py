@@ -14,7 +14,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from batchlane.db.jobs import ChunkRow, FileRow, JobRow
+from batchlane.db.jobs import ChunkRow, FileRow, JobRow, check_user_options
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, Transition
 from batchlane.pdf.split import ChunkSpan
@@ -86,7 +86,10 @@ class FakeJobs:
         error_id: str | None = None,
         error_message: str | None = None,
         chunk_status: str | None = None,
+        process_now: bool = False,
+        max_pages: int | None = None,
     ) -> JobRow:
+        check_user_options(options)
         if file_id not in self._rows.files:
             raise ValueError(f"no file {file_id}")  # the foreign key
         if status in st.LIVE_JOB_STATUSES and self.live_job_of_file(file_id) is not None:
@@ -114,18 +117,37 @@ class FakeJobs:
             updated_at=now,
             started_at=None,
             finished_at=now if status in st.FINISHED_JOB_STATUSES else None,
+            process_now=process_now,
+            max_pages=max_pages,
         )
         self._rows.jobs[job.id] = job
         self._insert_chunks(job.id, chunks, status=chunk_status or status)
         return job
 
-    def _insert_chunks(self, job_id: str, chunks: Sequence[ChunkSpan], *, status: str) -> None:
+    def _insert_chunks(self, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None) -> None:
         now = self.state.clock.now()
         for span in chunks:
             key = (job_id, span.index)
             if key in self._rows.chunks:
                 raise ValueError(f"chunk {span.index} of job {job_id} exists")
-            self._rows.chunks[key] = ChunkRow(job_id, span.index, span.first_page, span.last_page, status, None, None, 0, 0, 0, 0, Decimal(0), None, None, now)
+            self._rows.chunks[key] = ChunkRow(
+                job_id,
+                span.index,
+                span.first_page,
+                span.last_page,
+                status,
+                None,
+                None,
+                0,
+                0,
+                0,
+                0,
+                Decimal(0),
+                None,
+                None,
+                now,
+                (chunk_bytes or {}).get(span.index),
+            )
 
     def finish_split(
         self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
@@ -133,7 +155,7 @@ class FakeJobs:
         move = st.park() if parked else st.queue()
         job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks))
         if job is not None:
-            self._insert_chunks(job_id, chunks, status=move.target)
+            self._insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
         return job
 
     def get_job(self, job_id: str) -> JobRow | None:
@@ -145,6 +167,8 @@ class FakeJobs:
     def move_job(self, job_id: str, move: Transition, **columns: Any) -> JobRow | None:
         _expect(move, Entity.JOB)
         extra = _known(columns, _JOB_FIELDS)
+        if "options" in extra:
+            check_user_options(extra["options"])
         job = self._rows.jobs.get(job_id)
         if job is None or not move.allows(job.status):
             return None
@@ -159,6 +183,14 @@ class FakeJobs:
         )
         self._rows.jobs[job_id] = moved
         return moved
+
+    def mark_process_now(self, job_id: str, *, only_if: str) -> JobRow | None:
+        job = self.get_job(job_id)
+        if job is None or job.status != only_if:
+            return None
+        flagged = replace(job, process_now=True, updated_at=self.state.clock.now())
+        self._rows.jobs[job_id] = flagged
+        return flagged
 
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
         # PostgreSQL's now() is a later statement's: a row written before it is "older" by a hair

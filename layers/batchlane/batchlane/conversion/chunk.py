@@ -363,7 +363,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
         aborted=halted,
         waiting=heartbeat.halted,
     )
-    primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") and retry is None else None
+    primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if job.batch_primed and retry is None else None
     # Group size from the pages and the starts free right now (planner.RequestPlan.for_chunk).
     # Blank and primed pages are not known yet: counting them makes groups smaller, never larger.
     free = limiter.free_now(config.model_id) if settings.batchlane_chunk_max_parallel else None

@@ -34,10 +34,6 @@ from batchlane.topology import JOB_PARKED_DETAIL_TYPE
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
 
-# Set by Process now while the job splits: the split then sends it on-demand, never to the lane.
-PROCESS_NOW_FLAG = "_processNow"
-# A folder job's page limit per document (policy.max_pages_per_document), below the deployment's.
-MAX_PAGES_FLAG = "_maxPages"
 # Longer than the intake can run (4 attempts of job_split's 900 s, plus backoff, plus FailJob):
 # a job splitting longer lost its intake (an execution that never ran or whose FailJob failed).
 SPLIT_STALLED_AFTER_S = 2 * 3600
@@ -107,10 +103,6 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     if file_row is None:
         raise NotFound(f"no file {file_id}")
     options = subscription.validate_options(normalise_options(options), allow_private=settings.batchlane_webhook_allow_private)
-    if max_pages:
-        options[MAX_PAGES_FLAG] = max_pages
-    if on_demand:
-        options[PROCESS_NOW_FLAG] = True
     model_id = str(options.get("modelId") or settings.batchlane_model_id)
     try:
         if model_id not in settings.batchlane_prices:
@@ -122,7 +114,16 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
     except InputError as exc:
         job = _insert_job(
-            svc.db, file_row, JobStatus.FAILED, options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc)
+            svc.db,
+            file_row,
+            JobStatus.FAILED,
+            options,
+            model_id,
+            settings.batchlane_pages_per_chunk,
+            error_id=exc.error_id,
+            error_message=str(exc),
+            process_now=on_demand,
+            max_pages=max_pages or None,
         )
         job_repo.move_file(svc.db, file_id, st.reject())
         logger.info("job rejected", job_id=job.id, error_id=exc.error_id)
@@ -130,7 +131,9 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         return CreatedJob(job.id, file_id, "failed", 0, 0, exc.error_id, str(exc))
     with svc.db.transaction() as tx:
         budget.check_create(svc, tx, file_row.owner_id)  # raises before anything is recorded
-        job = _insert_job(tx, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk)
+        job = _insert_job(
+            tx, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk, process_now=on_demand, max_pages=max_pages or None
+        )
         job_repo.move_file(tx, file_id, st.convert())
     job_id = job.id
     try:
@@ -144,9 +147,9 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
 
 
 def _insert_job(
-    db: Any, file_row: job_repo.FileRow, status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **error: Any
+    db: Any, file_row: job_repo.FileRow, status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **extra: Any
 ) -> job_repo.JobRow:
-    """The job row, before its pages are known (the split fills in pages and chunks)."""
+    """The job row, before its pages are known (the split fills in pages and chunks); ``extra``: error, process_now, max_pages."""
     return job_repo.insert_job(
         db,
         file_id=file_row.id,
@@ -157,7 +160,7 @@ def _insert_job(
         total_pages=0,
         pages_per_chunk=pages_per_chunk,
         chunks=[],
-        **error,
+        **extra,
     )
 
 
@@ -194,7 +197,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             return _as_created(job_repo.get_job(svc.db, job_id))
         with path.open("rb") as stream:
             try:
-                limit = min(settings.batchlane_max_pages, int((job.options or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
+                limit = min(settings.batchlane_max_pages, job.max_pages or settings.batchlane_max_pages)
                 document = open_pdf_file(stream, max_pages=limit)
                 hold = budget.worst_case_hold(svc, path, model_id=job.model_id, max_pages=limit)
                 pages = document.page_count
@@ -209,7 +212,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
                 return _as_created(job_repo.get_job(svc.db, job_id))
     options = job.options or {}
-    if options.get(PROCESS_NOW_FLAG):
+    if job.process_now:
         eligible, why = False, "process_now"
     else:
         eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
@@ -219,7 +222,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     try:
         with svc.db.transaction() as tx:
             locked = job_repo.lock_job(tx, job_id)
-            if locked is not None and locked.options.get(PROCESS_NOW_FLAG) and eligible:
+            if locked is not None and locked.process_now and eligible:
                 eligible, why = False, "process_now"  # flagged between our read and the lock
             status = st.park().target if eligible else st.queue().target
             if locked is not None and locked.status == JobStatus.SPLITTING:

@@ -17,6 +17,9 @@ LIVE_JOB_STATUSES = st.LIVE_JOB_STATUSES
 # Every status a job can be in, in the order a job passes through them.
 JOB_STATUSES: tuple[str, ...] = tuple(st.JobStatus)
 _JSONB_COLUMNS = frozenset({"options"})
+# Underscore keys still in options until their own change: the user's bulk opt-in (its public name) and a
+# running retry's scope (conversion/retry.py). Every other underscore key is refused (issue 23.3).
+_LEGACY_OPTION_KEYS = frozenset({"_batchLane", "_retry"})
 
 
 class Runner(Protocol):
@@ -49,7 +52,9 @@ class FileRow:
 
 @dataclass(frozen=True)
 class JobRow:
-    """One large_conversion_jobs row (0001_init.sql, 0006_job_splitting.sql)."""
+    """One large_conversion_jobs row (0001_init.sql, 0006_job_splitting.sql; the job's own state: 0030_job_state_columns.sql).
+
+    ``options`` is what the user asked for, nothing else; the job's state is in typed columns."""
 
     id: str
     file_id: str
@@ -72,6 +77,12 @@ class JobRow:
     updated_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    batch_primed: bool = False  # a lane's accepted answers wait for its chunks (they are not asked again)
+    batch_cost_usd: Decimal = Decimal(0)  # what its lanes cost: total = chunk costs + this
+    pause_settled: bool = False  # paused at its hold, and the paused run's last step ran: it may be resumed
+    budget_resumes: int = 0  # how many times it was resumed after a budget pause
+    process_now: bool = False  # go on-demand, never wait for the batch lane (process now while splitting; priority high)
+    max_pages: int | None = None  # a folder policy's page limit (None: the deployment's)
 
     @classmethod
     def of(cls, row: Row) -> JobRow:
@@ -98,10 +109,11 @@ class ChunkRow:
     result_key: str | None
     error: str | None
     updated_at: datetime
+    source_bytes: int | None = None  # its source PDF's size, where the split knew it (0022_chunk_source_bytes.sql)
 
     @classmethod
     def of(cls, row: Row) -> ChunkRow:
-        values = {f.name: row[f.name] for f in fields(cls)}
+        values: dict[str, Any] = {f.name: row.get(f.name) for f in fields(cls)}  # source_bytes came later
         return cls(**{**values, "job_id": str(row["job_id"])})
 
 
@@ -158,8 +170,17 @@ def _expect(move: Transition, entity: Entity) -> None:
         raise ValueError(f"{move.entity}.{move.name} is not a transition of a {entity}")
 
 
+def check_user_options(options: Mapping[str, Any]) -> None:
+    """The job's own state has columns (0030): an underscore key in ``options`` is a bug, refused before it is stored."""
+    internal = sorted(k for k in options if k.startswith("_") and k not in _LEGACY_OPTION_KEYS)
+    if internal:
+        raise ValueError(f"job state {internal} belongs in its columns, not in the user's options")
+
+
 def _sets(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``, col = :f_col ...`` for extra columns written with a move (jsonb columns cast)."""
+    if "options" in fields:
+        check_user_options(fields["options"])
     parts = [f"{name} = CAST(:f_{name} AS jsonb)" if name in _JSONB_COLUMNS else f"{name} = :f_{name}" for name in fields]
     return "".join(f", {part}" for part in parts), {f"f_{name}": value for name, value in fields.items()}
 
@@ -179,15 +200,20 @@ def insert_job(
     error_id: str | None = None,
     error_message: str | None = None,
     chunk_status: str | None = None,
+    process_now: bool = False,
+    max_pages: int | None = None,
 ) -> JobRow:
-    """The job and its chunks, in ``chunk_status`` (default: the job's status)."""
+    """The job and its chunks, in ``chunk_status`` (default: the job's status). ``options``: the user's only."""
+    check_user_options(options)
     job = db.one(
         """INSERT INTO large_conversion_jobs
              (file_id, owner_id, status, options, model_id, total_pages, pages_per_chunk, chunk_count, error_id, error_message,
-              finished_at)
+              finished_at, process_now, max_pages)
            VALUES (CAST(:file_id AS uuid), :owner, :status, CAST(:options AS jsonb), :model, :pages, :ppc, :chunks, :error_id, :error_message,
-                   CASE WHEN :status = ANY(CAST(:finished AS text[])) THEN now() END)
+                   CASE WHEN :status = ANY(CAST(:finished AS text[])) THEN now() END, :process_now, :max_pages)
            RETURNING *""",
+        process_now=process_now,
+        max_pages=max_pages,
         finished=list(st.FINISHED_JOB_STATUSES),
         file_id=file_id,
         owner=owner_id,
@@ -273,14 +299,13 @@ def set_options(db: Runner, job_id: str, options: dict[str, Any], *, only_if: st
     )
 
 
-def flag_job(db: Runner, job_id: str, flags: dict[str, Any], *, only_if: str) -> JobRow | None:
-    """Merge ``flags`` into the job's options while it is ``only_if``; None when it was not."""
+def mark_process_now(db: Runner, job_id: str, *, only_if: str) -> JobRow | None:
+    """Send the job on-demand once split (process now while ``only_if``, i.e. splitting); None when it was not."""
     return _job(
         db.one(
-            """UPDATE large_conversion_jobs SET options = options || CAST(:flags AS jsonb), updated_at = now()
+            """UPDATE large_conversion_jobs SET process_now = true, updated_at = now()
            WHERE id = CAST(:id AS uuid) AND status = :only_if RETURNING *""",
             id=job_id,
-            flags=flags,
             only_if=only_if,
         )
     )
@@ -475,6 +500,8 @@ class PgJobs:
         error_id: str | None = None,
         error_message: str | None = None,
         chunk_status: str | None = None,
+        process_now: bool = False,
+        max_pages: int | None = None,
     ) -> JobRow:
         return insert_job(
             self.runner,
@@ -489,6 +516,8 @@ class PgJobs:
             error_id=error_id,
             error_message=error_message,
             chunk_status=chunk_status,
+            process_now=process_now,
+            max_pages=max_pages,
         )
 
     def finish_split(
@@ -504,6 +533,9 @@ class PgJobs:
 
     def move_job(self, job_id: str, move: Transition, **fields: Any) -> JobRow | None:
         return move_job(self.runner, job_id, move, **fields)
+
+    def mark_process_now(self, job_id: str, *, only_if: str) -> JobRow | None:
+        return mark_process_now(self.runner, job_id, only_if=only_if)
 
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
         return jobs_in(self.runner, status, unchanged_for_s=unchanged_for_s)
