@@ -227,3 +227,56 @@ def test_a_raising_block_leaves_the_job_as_it_was(uow: Any) -> None:
         uow.jobs.lock_job(job_id)
         uow.jobs.move_job(job_id, st.start())
     assert uow.jobs.get_job(job_id).status == JobStatus.PROCESSING
+
+
+# -- the job's own state: typed columns, never the user's options (issue 23.3) ---------------
+def test_the_users_options_never_hold_the_jobs_state(uow: Any) -> None:
+    file_id = _file(uow)
+    for internal in ({"_batchPrimed": True}, {"_processNow": True}, {"_batchCostUsd": "1.5"}, {"_retry": {"attempt": 1, "pages": [3]}}):
+        with pytest.raises(ValueError, match="columns"):
+            uow.jobs.insert_job(
+                file_id=file_id, owner_id=OWNER, status=JobStatus.SPLITTING, options=internal, model_id="m", total_pages=0, pages_per_chunk=2, chunks=[]
+            )
+    job_id = _job(uow)
+    with pytest.raises(ValueError, match="columns"):
+        uow.jobs.move_job(job_id, st.start(), options={"highFidelity": True, "_pauseSettled": True})
+    assert uow.jobs.get_job(job_id).status == JobStatus.PENDING
+
+
+def test_process_now_and_a_page_limit_are_columns_set_at_creation_or_while_splitting(uow: Any) -> None:
+    file_id = _file(uow)
+    job = uow.jobs.insert_job(
+        file_id=file_id,
+        owner_id=OWNER,
+        status=JobStatus.SPLITTING,
+        options={"parser": "auto"},
+        model_id="m",
+        total_pages=0,
+        pages_per_chunk=2,
+        chunks=[],
+        process_now=True,
+        max_pages=40,
+    )
+    assert (job.process_now, job.max_pages, job.options) == (True, 40, {"parser": "auto"})
+    plain = _job(uow, status=JobStatus.SPLITTING, pages=0)
+    assert uow.jobs.get_job(plain).process_now is False and uow.jobs.get_job(plain).max_pages is None
+    assert uow.jobs.mark_process_now(plain, only_if=JobStatus.SPLITTING).process_now is True
+    queued = _job(uow)
+    assert uow.jobs.mark_process_now(queued, only_if=JobStatus.SPLITTING) is None  # split already: too late
+    assert uow.jobs.get_job(queued).process_now is False
+
+
+def test_leaving_the_batch_lane_records_primed_answers_and_the_lanes_cost(uow: Any) -> None:
+    job_id = _job(uow, status=JobStatus.WAITING_BATCH)
+    job = uow.jobs.move_job(job_id, st.leave_batch_lane(), batch_primed=True, batch_cost_usd=Decimal("0.0123"))
+    assert (job.status, job.batch_primed, job.batch_cost_usd, job.options) == (JobStatus.PENDING, True, Decimal("0.0123"), {"highFidelity": True})
+
+
+def test_a_retrys_scope_is_on_the_job_while_it_runs(uow: Any) -> None:
+    job_id = _completed(uow)
+    assert uow.jobs.get_job(job_id).retry_attempt is None
+    job = uow.jobs.move_job(job_id, st.retry(), retry_attempt=1, retry_pages=[3, 5])
+    assert (job.status, job.retry_attempt, job.retry_pages) == (JobStatus.PENDING, 1, (3, 5))
+    assert uow.jobs.get_job(job_id).retry_pages == (3, 5)
+    cleared = uow.jobs.clear_retry(job_id)
+    assert (cleared.retry_attempt, cleared.retry_pages) == (None, None)

@@ -43,7 +43,7 @@ def test_a_batch_served_job_retries_only_its_failed_pages_on_demand(stack_factor
     started = start_retry(services(), job_id)
     assert started.pages == list(REFUSED) and not started.already_running
     wait_until(
-        lambda: job_repo.get_job(services().db, job_id).status == "completed" and not job_repo.get_job(services().db, job_id).options.get("_retry"),
+        lambda: job_repo.get_job(services().db, job_id).status == "completed" and job_repo.get_job(services().db, job_id).retry_attempt is None,
         what="the retry",
     )
 

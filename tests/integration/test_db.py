@@ -218,3 +218,34 @@ def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
     with db.transaction() as tx:
         assert not leave_batch_lane(tx, job_id, primed=False, hold_hours=6), "a job no longer parked stays as it is"
     assert job_repo.get_job(db, job_id).batch_primed is True
+
+
+def test_migration_0030_moves_the_jobs_state_out_of_the_users_options(db):
+    """Jobs written before 0030 keep their state (primed answers, lane cost, pause, process now, a running retry)
+    in the new columns, and their options keep only what the user asked for."""
+    job_id = make_job(db, status="pending")
+    legacy = {
+        "highFidelity": True,
+        "_batchLane": True,
+        "_batchPrimed": True,
+        "_batchCostUsd": "0.0123",
+        "_pauseSettled": True,
+        "_budgetResumes": 2,
+        "_processNow": True,
+        "_maxPages": 40,
+        "_retry": {"attempt": 3, "pages": [4, 7]},
+    }
+    db.run("UPDATE large_conversion_jobs SET options = CAST(:o AS jsonb) WHERE id = CAST(:id AS uuid)", o=legacy, id=job_id)
+    sql = dict(migration_files())["0030_job_state_columns"]
+    db.execute_script(sql[sql.index("UPDATE large_conversion_jobs") :])  # the data move, as it ran on existing rows
+    job = job_repo.get_job(db, job_id)
+    assert (job.batch_primed, job.batch_cost_usd, job.pause_settled, job.budget_resumes, job.process_now, job.max_pages) == (
+        True,
+        Decimal("0.0123"),
+        True,
+        2,
+        True,
+        40,
+    )
+    assert (job.retry_attempt, job.retry_pages) == (3, (4, 7))
+    assert job.options == {"highFidelity": True, "batchLane": True}

@@ -169,6 +169,8 @@ class FakeJobs:
         extra = _known(columns, _JOB_FIELDS)
         if "options" in extra:
             check_user_options(extra["options"])
+        if extra.get("retry_pages") is not None:
+            extra["retry_pages"] = tuple(extra["retry_pages"])  # an integer[] reads back as a sequence
         job = self._rows.jobs.get(job_id)
         if job is None or not move.allows(job.status):
             return None
@@ -191,6 +193,14 @@ class FakeJobs:
         flagged = replace(job, process_now=True, updated_at=self.state.clock.now())
         self._rows.jobs[job_id] = flagged
         return flagged
+
+    def clear_retry(self, job_id: str) -> JobRow | None:
+        job = self.get_job(job_id)
+        if job is None:
+            return None
+        cleared = replace(job, retry_attempt=None, retry_pages=None, updated_at=self.state.clock.now())
+        self._rows.jobs[job_id] = cleared
+        return cleared
 
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
         # PostgreSQL's now() is a later statement's: a row written before it is "older" by a hair

@@ -331,7 +331,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
-    retry = retry_scope(options)
+    retry = retry_scope(job)
     if retry is not None:  # a retry converts only its pages: the chunk's other pages are kept as they were (with their cost)
         kept = {**kept, **_previous_pages(svc, job_id, chunk_index, keep_all_but=retry[1])}
     pages = (page for page in chunk_pages(svc.store, job_id, claimed, render=settings.batchlane_page_render) if page.number not in kept)

@@ -17,9 +17,6 @@ LIVE_JOB_STATUSES = st.LIVE_JOB_STATUSES
 # Every status a job can be in, in the order a job passes through them.
 JOB_STATUSES: tuple[str, ...] = tuple(st.JobStatus)
 _JSONB_COLUMNS = frozenset({"options"})
-# Underscore keys still in options until their own change: the user's bulk opt-in (its public name) and a
-# running retry's scope (conversion/retry.py). Every other underscore key is refused (issue 23.3).
-_LEGACY_OPTION_KEYS = frozenset({"_batchLane", "_retry"})
 
 
 class Runner(Protocol):
@@ -83,11 +80,22 @@ class JobRow:
     budget_resumes: int = 0  # how many times it was resumed after a budget pause
     process_now: bool = False  # go on-demand, never wait for the batch lane (process now while splitting; priority high)
     max_pages: int | None = None  # a folder policy's page limit (None: the deployment's)
+    retry_attempt: int | None = None  # the retry of failed pages running on the job (None: none runs)
+    retry_pages: tuple[int, ...] | None = None  # the pages that retry converts again
 
     @classmethod
     def of(cls, row: Row) -> JobRow:
         values = {f.name: row[f.name] for f in fields(cls)}  # columns added later are not read here
-        return cls(**{**values, "id": str(row["id"]), "file_id": str(row["file_id"]), "options": dict(row["options"] or {})})
+        pages = row["retry_pages"]
+        return cls(
+            **{
+                **values,
+                "id": str(row["id"]),
+                "file_id": str(row["file_id"]),
+                "options": dict(row["options"] or {}),
+                "retry_pages": tuple(pages) if pages is not None else None,
+            }
+        )
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,7 @@ def _expect(move: Transition, entity: Entity) -> None:
 
 def check_user_options(options: Mapping[str, Any]) -> None:
     """The job's own state has columns (0030): an underscore key in ``options`` is a bug, refused before it is stored."""
-    internal = sorted(k for k in options if k.startswith("_") and k not in _LEGACY_OPTION_KEYS)
+    internal = sorted(k for k in options if k.startswith("_"))
     if internal:
         raise ValueError(f"job state {internal} belongs in its columns, not in the user's options")
 
@@ -286,15 +294,13 @@ def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> JobRow
     return _job(row)
 
 
-def set_options(db: Runner, job_id: str, options: dict[str, Any], *, only_if: str | None = None) -> JobRow | None:
-    """Replace the job's options (only while it is ``only_if``, when given); None when it was not."""
+def clear_retry(db: Runner, job_id: str) -> JobRow | None:
+    """The running retry's scope gone from the job (settle's part; its row in job_retries keeps the history)."""
     return _job(
         db.one(
-            """UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb), updated_at = now()
-           WHERE id = CAST(:id AS uuid) AND (CAST(:only_if AS text) IS NULL OR status = :only_if) RETURNING *""",
+            """UPDATE large_conversion_jobs SET retry_attempt = NULL, retry_pages = NULL, updated_at = now()
+           WHERE id = CAST(:id AS uuid) RETURNING *""",
             id=job_id,
-            options=options,
-            only_if=only_if,
         )
     )
 
@@ -536,6 +542,9 @@ class PgJobs:
 
     def mark_process_now(self, job_id: str, *, only_if: str) -> JobRow | None:
         return mark_process_now(self.runner, job_id, only_if=only_if)
+
+    def clear_retry(self, job_id: str) -> JobRow | None:
+        return clear_retry(self.runner, job_id)
 
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
         return jobs_in(self.runner, status, unchanged_for_s=unchanged_for_s)
