@@ -14,7 +14,6 @@ from batchlane.conversion.budget import check_create, check_split, worst_case_pa
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
-from batchlane.db.connection import Transaction
 from batchlane.db.errors import UniqueViolation
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
@@ -223,7 +222,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
 
 
 # -- ending a retry ---------------------------------------------------------------------------
-def close_retry(tx: Transaction, job: job_repo.JobRow, *, total: Decimal, pages_failed: int) -> None:
+def close_retry(tx: job_repo.Runner, job: job_repo.JobRow, *, total: Decimal, pages_failed: int) -> None:
     """Settle's part: the retry row completed with what it cost, the flag gone from the job."""
     scope = retry_scope(job)
     if scope is None:
