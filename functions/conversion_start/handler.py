@@ -10,4 +10,4 @@ from batchlane.runtime import services
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     ref = parse(event, JobRef)
-    return start_conversion(services(), str(ref.jobId))
+    return start_conversion(services().uow(), str(ref.jobId))

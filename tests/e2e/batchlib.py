@@ -123,7 +123,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     assert all(p.cost_usd == 0 for p in results.values() if p.served_by == "batch")
     requests = sum(r["metadata"].get("requests", 0) for r in rows if r["source"] == "chunk")
     assert (chunk_cost == 0) == (requests == 0), "chunk cost without a call, or a call without its cost"
-    batch_cost = Decimal(job.options.get("_batchCostUsd", "0"))
+    batch_cost = job.batch_cost_usd
     assert total == chunk_cost + batch_cost
     hold = ledger.get_hold(svc.db, job_id)
     assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total

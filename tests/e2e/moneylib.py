@@ -93,7 +93,7 @@ def assert_total_is_the_ledger(job_id: str) -> Decimal:
     total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
     batch = sum((Decimal(r["cost_usd"]) for r in rows if r["backend"] == "batch"), Decimal(0))
     assert Decimal(job.total_cost_usd) == total, ("job total", job.total_cost_usd, total)
-    assert Decimal((job.options or {}).get("_batchCostUsd", "0")) == batch
+    assert job.batch_cost_usd == batch
     hold = ledger.get_hold(svc.db, job_id)
     assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total
     return total

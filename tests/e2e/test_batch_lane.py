@@ -42,7 +42,7 @@ def test_completed_job_is_served_from_batch_at_half_price(stack_factory):
     assert ledger_row["metadata"]["batch"] is True and ledger_row["metadata"]["batchMultiplier"] == 0.5
     assert ledger_row["metadata"]["jobArn"] == row["bedrock_job_arn"]
     assert report["saving_pct"] == pytest.approx(50, abs=0.5)
-    assert services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["options"]["_batchPrimed"] is True
+    assert services().db.one("SELECT batch_primed FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["batch_primed"] is True
 
 
 @pytest.mark.parametrize(
@@ -168,7 +168,7 @@ def test_collect_failing_five_times_bills_partial_output_and_resumes_on_demand(s
     [ledger_row] = batch_ledger_rows(report["job_id"])
     assert ledger_row["input_tokens"] > 0, "the partial bill comes from Bedrock's own manifest"
     assert batch_row(report["job_id"])["end_state"] == "collect_failed"
-    assert "_batchPrimed" not in services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["options"]
+    assert services().db.one("SELECT batch_primed FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["batch_primed"] is False
 
 
 def test_a_pool_too_small_for_a_bedrock_job_lets_the_job_go_on_demand(stack_factory):

@@ -1,6 +1,6 @@
 """The batch pool end to end, through the REAL state-machine files on the offline stack.
 
-Small documents (bulk opt-in, ``_batchLane``) wait in the pool until the pool window passes,
+Small documents (bulk opt-in, ``batchLane``) wait in the pool until the pool window passes,
 then ride together in one Bedrock job (a lane); a big document spans several lanes; jobs of
 two models never share one. Each test holds the packer while it submits, so
 every document joins the pool before its window starts (pooled_at is set by the packer's
@@ -37,7 +37,7 @@ WINDOW_S = 1.0  # the pool window, in real seconds
 BLANK_EVERY = 15
 SONNET = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 HAIKU = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
-BULK = {"_batchLane": True}
+BULK = {"batchLane": True}
 TERMINAL = ("completed", "failed", "cancelled")
 
 

@@ -109,7 +109,7 @@ def assert_all_pages_on_demand(job_id: str) -> None:
     done = job(job_id)
     assert done.status == "completed", (done.status, done.error_id, done.error_message)
     assert (done.pages_converted, done.pages_failed, done.pages_batch) == (PAGES, 0, 0)
-    assert "_batchPrimed" not in done.options
+    assert not done.batch_primed
     hold = ledger.get_hold(services().db, job_id)
     assert hold["outcome"] == "settled"
 
@@ -292,8 +292,8 @@ def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_prim
     assert job_id in recovered.result["resumed"], recovered
     gate.release()
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the primed conversion")
-    options = job(job_id).options
-    assert options["_batchPrimed"] is True and Decimal(options["_batchCostUsd"]) == Decimal(row["cost_usd"])
+    resumed = job(job_id)
+    assert resumed.batch_primed is True and resumed.batch_cost_usd == Decimal(row["cost_usd"])
     assert job(job_id).pages_batch == row["accepted_count"], "the batch results were used"
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1

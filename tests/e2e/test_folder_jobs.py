@@ -340,8 +340,8 @@ def test_priority_high_goes_on_demand(stack: Any) -> None:
     status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"priority": "high"}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
-    conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
-    assert conversion["options"].get("_processNow") is True and row["status"] == "completed"
+    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    assert conversion["process_now"] is True and row["status"] == "completed"
 
 
 def test_a_folder_past_one_listing_page_is_enumerated_whole(stack: Any) -> None:
@@ -462,8 +462,8 @@ def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_th
     status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"on_existing": "replace"}, "policy": {"deadline": tight}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
-    conversion = services().db.one("SELECT options FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
-    assert conversion["options"].get("_processNow") is True and row["status"] == "completed"
+    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    assert conversion["process_now"] is True and row["status"] == "completed"
     (line,) = report(status["id"], prefix)
     assert (line["lane"], line["lane_reason"]) == ("on_demand", "deadline"), line
 

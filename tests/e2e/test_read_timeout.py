@@ -15,8 +15,8 @@ import pytest
 
 from batchlane.conversion.budget import resume_job
 from batchlane.converter import ConverterConfig, build_pages_request
-from batchlane.db import budgets, ledger
 from batchlane.db import jobs as job_repo
+from batchlane.db import ledger
 from batchlane.domain.cost import Usage
 from batchlane.pdf import open_pdf
 from batchlane.pdf.split import ChunkSpan
@@ -63,6 +63,6 @@ def _ended_or_paused(svc, job_id):  # type: ignore[no-untyped-def]
     job = job_repo.get_job(svc.db, job_id)
     if job.status in ("completed", "failed", "cancelled"):
         return job.status
-    if job.status == "paused_budget" and (job.options or {}).get(budgets.PAUSE_SETTLED):
+    if job.status == "paused_budget" and job.pause_settled:
         return job.status
     return None

@@ -31,7 +31,7 @@ def test_a_real_mix_of_pdfs_converts_whole(stack_factory, lane):
     )
     svc = services()
     documents = real_mix()
-    jobs = {doc.name: submit_pdf(svc, doc.data, name=doc.name, owner_id="archivist", options={"_batchLane": True})["jobId"] for doc in documents}
+    jobs = {doc.name: submit_pdf(svc, doc.data, name=doc.name, owner_id="archivist", options={"batchLane": True})["jobId"] for doc in documents}
     for doc in documents:
         final = wait_for_job(svc, jobs[doc.name], timeout_s=180)
         job = svc.db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=jobs[doc.name])

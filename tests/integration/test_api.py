@@ -294,7 +294,7 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
     finished: job_repo.JobRow = wait_for(lambda: job(job_id).status in ("completed", "failed") and job(job_id), what="the on-demand conversion")
     assert finished.status == "completed" and finished.pages_failed == 0
     assert finished.pages_converted == PAGES and finished.pages_batch == 0
-    assert "_batchPrimed" not in finished.options
+    assert not finished.batch_primed
 
 
 def test_process_now_between_close_and_resume_leaves_it_to_recovery_with_the_primed_results(stack, owner):
@@ -304,7 +304,7 @@ def test_process_now_between_close_and_resume_leaves_it_to_recovery_with_the_pri
     assert job(job_id).status == "waiting_batch"
     assert job_id in resume_stranded(services())["resumed"]
     resumed = job(job_id)
-    assert resumed.options["_batchPrimed"] is True and Decimal(resumed.options["_batchCostUsd"]) == Decimal("0.0123")
+    assert resumed.batch_primed is True and resumed.batch_cost_usd == Decimal("0.0123")
     wait_for(lambda: job(job_id).status == "completed", what="the primed conversion")
 
 

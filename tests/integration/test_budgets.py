@@ -147,7 +147,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     assert [c.status for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
     assert job_change_detail(services(), job_id)["outcome"] == "paused_budget"  # what the public event carries
     # (a resume waits until the paused run has ended: its last step marks it)
-    wait_for(lambda: job(job_id).options.get("_pauseSettled"), what="the paused run's end", timeout_s=180)
+    wait_for(lambda: job(job_id).pause_settled, what="the paused run's end", timeout_s=180)
     # And with a budget that cannot carry more, the owner's resume is refused with 402
     set_budget(stack, owner, usdPerMonth="2.01")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
@@ -170,7 +170,7 @@ def test_a_running_chunk_stops_at_the_first_request_the_hold_cannot_carry_and_th
     services().db.run("UPDATE funds_holds SET amount_usd = :hold WHERE job_id = CAST(:id AS uuid)", id=job_id, hold=hold)
     # When its conversion runs (3 pages a chunk, one request at a time, the two chunks side by side)
     services().workflows.start_conversion(job_id)
-    wait_for(lambda: job(job_id).options.get("_pauseSettled"), what="the paused run's end", timeout_s=180)
+    wait_for(lambda: job(job_id).pause_settled, what="the paused run's end", timeout_s=180)
     # Then the chunks stopped at the first request that did not fit: what they booked is within the hold,
     # the pages they converted are kept for the resume, no chunk completed, and the job is paused
     assert job(job_id).status == "paused_budget"

@@ -209,12 +209,43 @@ def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
     job_id = make_job(db, status="waiting_batch")
     ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=30)
     with db.transaction() as tx:
-        assert leave_batch_lane(tx, job_id, options={"_batchPrimed": True}, hold_hours=6)
+        assert leave_batch_lane(tx, job_id, primed=True, batch_cost_usd=Decimal("0.5"), hold_hours=6)
     job = job_repo.get_job(db, job_id)
-    assert (job.status, job.options) == ("pending", {"_batchPrimed": True})
+    assert (job.status, job.batch_primed, job.batch_cost_usd) == ("pending", True, Decimal("0.5"))
     assert {c.status for c in job_repo.get_chunks(db, job_id)} == {"pending"}
     hold = db.one("SELECT expires_at < now() + interval '7 hours' AS back FROM funds_holds WHERE job_id = CAST(:id AS uuid)", id=job_id)
     assert hold["back"], "the hold is back to the on-demand window"
     with db.transaction() as tx:
-        assert not leave_batch_lane(tx, job_id, options={}, hold_hours=6), "a job no longer parked stays as it is"
-    assert job_repo.get_job(db, job_id).options == {"_batchPrimed": True}
+        assert not leave_batch_lane(tx, job_id, primed=False, hold_hours=6), "a job no longer parked stays as it is"
+    assert job_repo.get_job(db, job_id).batch_primed is True
+
+
+def test_migration_0030_moves_the_jobs_state_out_of_the_users_options(db):
+    """Jobs written before 0030 keep their state (primed answers, lane cost, pause, process now, a running retry)
+    in the new columns, and their options keep only what the user asked for."""
+    job_id = make_job(db, status="pending")
+    legacy = {
+        "highFidelity": True,
+        "_batchLane": True,
+        "_batchPrimed": True,
+        "_batchCostUsd": "0.0123",
+        "_pauseSettled": True,
+        "_budgetResumes": 2,
+        "_processNow": True,
+        "_maxPages": 40,
+        "_retry": {"attempt": 3, "pages": [4, 7]},
+    }
+    db.run("UPDATE large_conversion_jobs SET options = CAST(:o AS jsonb) WHERE id = CAST(:id AS uuid)", o=legacy, id=job_id)
+    sql = dict(migration_files())["0030_job_state_columns"]
+    db.execute_script(sql[sql.index("UPDATE large_conversion_jobs") :])  # the data move, as it ran on existing rows
+    job = job_repo.get_job(db, job_id)
+    assert (job.batch_primed, job.batch_cost_usd, job.pause_settled, job.budget_resumes, job.process_now, job.max_pages) == (
+        True,
+        Decimal("0.0123"),
+        True,
+        2,
+        True,
+        40,
+    )
+    assert (job.retry_attempt, job.retry_pages) == (3, (4, 7))
+    assert job.options == {"highFidelity": True, "batchLane": True}

@@ -61,7 +61,7 @@ def test_eligibility():
     on = {"lane_configured": True, "min_pages": 600}
     assert batch_eligible({}, 600, **on) == (True, "large_job")
     assert batch_eligible({}, 599, **on) == (False, "too_few_pages")
-    assert batch_eligible({"_batchLane": True}, 10, **on) == (True, "bulk_opt_in")
+    assert batch_eligible({"batchLane": True}, 10, **on) == (True, "bulk_opt_in")
     assert batch_eligible({"highFidelity": False}, 900, **on)[0] is False
     assert batch_eligible({"parser": "fast"}, 900, **on)[0] is False
     assert batch_eligible({"mathpix": True}, 900, **on)[0] is False

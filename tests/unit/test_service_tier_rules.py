@@ -19,8 +19,12 @@ MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 NOW = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
 
 
-def _reason(options: dict[str, object], *, lane_reason: str | None = None, retrying: bool = False) -> str | None:
-    return tiers.flex_reason(options, lane_reason=lane_reason, retrying=retrying, now=NOW, min_deadline_hours=1.0)
+def _reason(
+    options: dict[str, object], *, lane_reason: str | None = None, retrying: bool = False, process_now: bool = False, batch_primed: bool = False
+) -> str | None:
+    return tiers.flex_reason(
+        options, lane_reason=lane_reason, retrying=retrying, now=NOW, min_deadline_hours=1.0, process_now=process_now, batch_primed=batch_primed
+    )
 
 
 def _in(hours: float) -> str:
@@ -31,14 +35,14 @@ def test_work_that_cannot_wait_a_batch_turnaround_but_is_not_urgent_goes_flex() 
     assert _reason({"deadline": _in(6)}) == "deadline"  # a deadline of hours, too near for batch
     assert _reason({}, lane_reason="pool_too_small") == "pool_too_small"
     assert _reason({}, retrying=True) == "retry"  # a retry of a few failed pages
-    assert _reason({"_batchPrimed": True}) == "batch_fallback"  # the records a batch job did not answer
+    assert _reason({}, batch_primed=True) == "batch_fallback"  # the records a batch job did not answer
 
 
 def test_urgent_work_and_plain_interactive_work_stay_at_the_default_tier() -> None:
     assert _reason({}) is None
     assert _reason({"deadline": _in(0.5)}) is None  # due within the hour: Flex may take minutes and sheds first
-    assert _reason({"_processNow": True, "deadline": _in(6)}) is None
-    assert _reason({"_processNow": True}, retrying=True) is None
+    assert _reason({"deadline": _in(6)}, process_now=True) is None
+    assert _reason({}, retrying=True, process_now=True) is None
 
 
 def test_todays_claude_models_take_flex_only_after_the_probe_accepted_it_and_a_rate_is_configured() -> None:

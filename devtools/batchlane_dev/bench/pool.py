@@ -1,6 +1,6 @@
 """Batch-pool figures: pool_200_documents, pack_100000_records.
 
-* pool_200_documents — 200 generated documents of 5 pages, bulk opt-in (``_batchLane``), through
+* pool_200_documents — 200 generated documents of 5 pages, bulk opt-in (``batchLane``), through
   the offline stack: they wait in the pool (the packer is held while they are submitted, so all of
   them join one window), ride in as few Bedrock jobs as the record cap allows, and resume primed.
   Baseline: the SAME documents converted all on-demand in the same run (same stack, no opt-in).
@@ -107,7 +107,7 @@ def pool_figure(documents: int, pages: int = 5) -> dict[str, Any]:
             # The pool: hold the packer while submitting, so every document joins one window.
             stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
             started = time.perf_counter()
-            pooled_ids = _run_documents(svc, datas, {"_batchLane": True})
+            pooled_ids = _run_documents(svc, datas, {"batchLane": True})
             stack.registry.intercept("batch_packer", None)  # the schedule (every 2 s) packs once the window passed
             _wait_all(svc, pooled_ids, 3600)
             pooled_s = time.perf_counter() - started
@@ -154,7 +154,7 @@ def _insert_parked(db: Any, documents: int, pages: int, owners: int = 20) -> Non
                FROM generate_series(1, :n) AS i RETURNING id, owner_id),
            j AS (
                INSERT INTO large_conversion_jobs (file_id, owner_id, status, options, model_id, total_pages, pages_per_chunk, chunk_count, pooled_at)
-               SELECT id, owner_id, 'waiting_batch', '{"_batchLane": true}'::jsonb, :model, :pages, :pages, 1, now() - interval '1 hour'
+               SELECT id, owner_id, 'waiting_batch', '{"batchLane": true}'::jsonb, :model, :pages, :pages, 1, now() - interval '1 hour'
                FROM f RETURNING id, owner_id),
            c AS (
                INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status)

@@ -487,7 +487,7 @@ def convert(
         return
     if not Path(pdf).is_file():
         raise click.UsageError(f"{pdf} is not a file, a folder or an s3:// folder URI")
-    options: dict[str, Any] = {"_batchLane": True} if bulk else {}
+    options: dict[str, Any] = {"batchLane": True} if bulk else {}
     if deadline:
         options["deadline"] = deadline
     options.update(callback_options(callback_url, callback_events, callback_headers))

@@ -139,7 +139,7 @@ def test_a_validation_exception_fails_submit_and_the_lane_leaves_to_on_demand_wi
     assert resume_members(svc, parked.lane_id) == {"resumed": 1, "members": 1}
     assert _workflows(svc).started == [("conversion", parked.job_id)]
     job = job_repo.get_job(svc.db, parked.job_id)
-    assert job is not None and job.status == "pending" and "_batchPrimed" not in job.options
+    assert job is not None and job.status == "pending" and not job.batch_primed
     assert ledger.ledger_rows(svc.db, parked.job_id) == [], "nothing ran on Bedrock: nothing billed"
     assert svc.db.run("SELECT 1 FROM cost_ledger WHERE batch_row_id = :row", row=_lane(svc, parked.lane_id).id) == []
 
@@ -311,8 +311,8 @@ def test_resume_primes_a_job_with_accepted_records_and_starts_its_conversion_onc
     assert resume_job(svc, parked.job_id)["resumed"] is False
     assert resume_members(svc, parked.lane_id) == {"resumed": 0, "members": 1}
     job = job_repo.get_job(svc.db, parked.job_id)
-    assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
-    assert Decimal(job.options["_batchCostUsd"]) == Decimal(cost)
+    assert job is not None and job.status == "pending" and job.batch_primed is True
+    assert job.batch_cost_usd == Decimal(cost)
     assert {c.status for c in job_repo.get_chunks(svc.db, parked.job_id)} == {"pending"}
     assert _workflows(svc).started == [("conversion", parked.job_id)]
     assert _lane(svc, parked.lane_id).resumed_at is not None
@@ -357,7 +357,7 @@ def test_a_member_cancelled_while_its_lane_runs_leaves_it_running_for_the_other_
     assert resume_members(svc, lane_id) == {"resumed": 1, "members": 2}
 
     resumed = job_repo.get_job(svc.db, b)
-    assert resumed is not None and resumed.status == "pending" and resumed.options["_batchPrimed"] is True
+    assert resumed is not None and resumed.status == "pending" and resumed.batch_primed is True
     assert [r["recordId"] for r in svc.store.get_json(f"batch/{b}/results/chunk-0.json")["results"]] == ["c0-p1"]
     assert svc.store.list_keys(f"batch/{a}/") == [], "the cancelled member's answers are not written for it"
     cancelled = job_repo.get_job(svc.db, a)
@@ -432,8 +432,8 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     assert resume_members(svc, second) == {"resumed": 1, "members": 1}
 
     job = job_repo.get_job(svc.db, job_id)
-    assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
+    assert job is not None and job.status == "pending" and job.batch_primed is True
     both = Decimal(_lane_bill(svc, first)["cost_usd"]) + Decimal(_lane_bill(svc, second)["cost_usd"])
-    assert Decimal(job.options["_batchCostUsd"]) == both == ledger.batch_cost_of_job(svc.db, job_id)
+    assert job.batch_cost_usd == both == ledger.batch_cost_of_job(svc.db, job_id)
     assert rows.job_lane_outcome(svc.db, job_id) == rows.LaneOutcome(settled=True, accepted=2, lanes=2)
     assert _workflows(svc).started == [("conversion", job_id)]

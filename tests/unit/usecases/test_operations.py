@@ -92,7 +92,7 @@ def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_c
     assert _stops(svc) == [arn]
     assert _started(svc) == [("conversion", parked.job_id)]
     job = job_repo.get_job(svc.db, parked.job_id)
-    assert job is not None and job.status == "pending" and "_batchPrimed" not in (job.options or {})
+    assert job is not None and job.status == "pending" and not job.batch_primed
     assert _lane(svc, parked.lane_id).reason == "process_now"
     assert _member_states(svc, parked.lane_id) == {"left"}
 

@@ -83,7 +83,7 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(sv
     closed = _lane(svc, parked.lane_id)
     assert (closed.state, closed.accepted_count) == ("closed", 1)
     job = job_repo.get_job(svc.db, parked.job_id)
-    assert job is not None and job.status == "pending" and job.options["_batchPrimed"] is True
+    assert job is not None and job.status == "pending" and job.batch_primed is True
     assert _workflows(svc).started == [("conversion", parked.job_id)]
     assert _lane(svc, shared).state == "preparing", "a lane still preparing (younger than the stuck limit) is left alone"
 

@@ -63,7 +63,7 @@ def conversion_view(row: dict[str, Any]) -> dict[str, Any]:
         "hold": hold,
         "costUsd": _money(row["total_cost_usd"]),
         "error": {"code": row["error_id"], "message": row["error_message"]} if row["error_id"] else None,
-        "retry": (row["options"] or {}).get("_retry"),  # {attempt, pages} while a retry of failed pages runs
+        "retry": {"attempt": row["retry_attempt"], "pages": list(row["retry_pages"])} if row.get("retry_attempt") is not None else None,
         "createdAt": _iso(row["job_created_at"]),
         "startedAt": _iso(row["started_at"]),
         "finishedAt": _iso(row["finished_at"]),

@@ -11,7 +11,6 @@ from typing import Any
 
 from batchlane.batch.resume import leave_batch_lane
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
-from batchlane.conversion.create import PROCESS_NOW_FLAG
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
@@ -53,7 +52,7 @@ def process_now(svc: Services, job_id: str, *, reason: str = PROCESS_NOW_REASON)
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
         file_id = str(job.file_id)
         if job.status == JobStatus.SPLITTING:
-            job_repo.flag_job(tx, job_id, {PROCESS_NOW_FLAG: True}, only_if=JobStatus.SPLITTING)
+            job_repo.mark_process_now(tx, job_id, only_if=JobStatus.SPLITTING)
             logger.info("process now flagged while splitting", job_id=job_id)
             return ProcessNowOutcome(job_id, file_id, None, "flagged_while_splitting", resumed=False, status=JobStatus.SPLITTING.value)
         if not st.leave_batch_lane().allows(job.status):
@@ -70,10 +69,8 @@ def process_now(svc: Services, job_id: str, *, reason: str = PROCESS_NOW_REASON)
         for lane in left:
             if not rows.has_packed_members(tx, lane.id):
                 rows.set_reason(tx, lane.lane_id, reason)  # why the lane ends early
-        options = {k: v for k, v in (job.options or {}).items() if k != "_batchPrimed"}
-        if outcome.accepted:
-            options["_batchPrimed"] = True  # chunks an earlier lane of this job collected keep their answers
-        leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
+        # chunks an earlier lane of this job collected keep their answers
+        leave_batch_lane(tx, job_id, primed=bool(outcome.accepted), hold_hours=svc.settings.batchlane_on_demand_window_hours)
     stop_requested = stop_abandoned_lanes(svc, left, reason=reason)
     svc.workflows.start_conversion(job_id)
     action = "left_pool" if found is None else "left_batch_lane"

@@ -8,6 +8,7 @@ stranded-job recovery and anything else resume a job the same way, and at most o
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from batchlane.db import batch_rows as rows
@@ -20,10 +21,12 @@ from batchlane.observability import logger
 from batchlane.runtime import Services
 
 
-def leave_batch_lane(tx: Runner, job_id: str, *, options: dict[str, Any], hold_hours: float) -> bool:
+def leave_batch_lane(tx: Runner, job_id: str, *, primed: bool, hold_hours: float, batch_cost_usd: Decimal | None = None) -> bool:
     """The one resume transaction (the lane's resume, process now): job and chunks waiting_batch →
-    pending with ``options``, the funds hold back to the on-demand window. False if the job was not parked."""
-    if job_repo.move_job(tx, job_id, st.leave_batch_lane(), options=options) is None:
+    pending, ``primed`` when a lane's accepted answers wait for its chunks, with what its lanes cost (when
+    given), the funds hold back to the on-demand window. False if the job was not parked."""
+    state: dict[str, Any] = {"batch_primed": primed} if batch_cost_usd is None else {"batch_primed": primed, "batch_cost_usd": batch_cost_usd}
+    if job_repo.move_job(tx, job_id, st.leave_batch_lane(), **state) is None:
         return False
     job_repo.move_chunks(tx, job_id, st.leave_batch_lane(Entity.CHUNK))
     ledger.extend_hold(tx, job_id, hours=hold_hours)
@@ -40,16 +43,12 @@ def resume_job(svc: Services, job_id: str) -> dict[str, Any]:
         outcome = rows.job_lane_outcome(tx, job_id)
         if not outcome.settled:
             return {"resumed": False, "status": JobStatus.WAITING_BATCH.value, "why": "still in the pool or a lane"}
-        options = dict(job.options or {})
-        options.pop("_batchPrimed", None)
         primed = outcome.accepted > 0
-        if primed:
-            options["_batchPrimed"] = True
-        options["_batchCostUsd"] = str(ledger.batch_cost_of_job(tx, job_id))
-        leave_batch_lane(tx, job_id, options=options, hold_hours=svc.settings.batchlane_on_demand_window_hours)
+        cost = ledger.batch_cost_of_job(tx, job_id)
+        leave_batch_lane(tx, job_id, primed=primed, batch_cost_usd=cost, hold_hours=svc.settings.batchlane_on_demand_window_hours)
     svc.workflows.start_conversion(job_id)
-    logger.info("job resumed", job_id=job_id, primed=primed, lanes=outcome.lanes, accepted=outcome.accepted, batch_cost_usd=options["_batchCostUsd"])
-    return {"resumed": True, "primed": primed, "batchCostUsd": options["_batchCostUsd"]}
+    logger.info("job resumed", job_id=job_id, primed=primed, lanes=outcome.lanes, accepted=outcome.accepted, batch_cost_usd=str(cost))
+    return {"resumed": True, "primed": primed, "batchCostUsd": str(cost)}
 
 
 def resume_members(svc: Services, lane_id: str) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from aws_lambda_powertools.metrics import MetricUnit
@@ -72,9 +71,9 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         pages_failed=failed,
         pages_batch=sum(c.pages_batch for c in chunks),
     )
-    if (job.options or {}).get("_batchPrimed"):
+    if job.batch_primed:
         # Realised saving: what the batch-served pages would have cost on-demand, less the batch bill.
-        saving = svc.prices.cost(job.model_id, batch_served_usage) - Decimal(job.options.get("_batchCostUsd", "0"))
+        saving = svc.prices.cost(job.model_id, batch_served_usage) - job.batch_cost_usd
         metrics.add_metric(name="BatchSavingUsd", unit=MetricUnit.NoUnit, value=float(saving))
     logger.info("job assembled", job_id=job_id, pages=tally.pages, failed=failed, truncated=truncated)
     return {"jobId": job_id, "markdownKey": key, "pagesFailed": failed, "pagesTruncated": truncated}

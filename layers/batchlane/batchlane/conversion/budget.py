@@ -121,7 +121,7 @@ def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
             raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
         if job.status != "paused_budget":
             raise Conflict(f"The job is {job.status}, not paused for its budget.", error_id="NOT_PAUSED")
-        if not (job.options or {}).get(budgets.PAUSE_SETTLED):
+        if not job.pause_settled:
             # Chunks that were running when it paused still finish; a new run started now would race the old one's end.
             raise Conflict("The job's running chunks are still finishing; resume it in a minute.", error_id="PAUSE_DRAINING")
         money = budgets.job_money(tx, job_id)
@@ -139,7 +139,7 @@ def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
             )
         resumed = budgets.resume_paused(tx, job_id, hold_usd=hold)
         assert resumed is not None
-        attempt = int(resumed.options.get("_budgetResumes", 1))
+        attempt = resumed.budget_resumes
     svc.workflows.start_resume(job_id, attempt)
     logger.info("job resumed after a budget pause", job_id=job_id, hold_usd=str(hold), spent_usd=str(spent), resume=attempt)
     return {"jobId": job_id, "status": resumed.status, "holdUsd": str(hold), "spentUsd": str(spent), "resume": attempt}

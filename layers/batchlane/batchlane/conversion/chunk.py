@@ -338,7 +338,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
-    retry = retry_scope(options)
+    retry = retry_scope(job)
     if retry is not None:  # a retry converts only its pages: the chunk's other pages are kept as they were (with their cost)
         kept = {**kept, **_previous_pages(svc, job_id, chunk_index, keep_all_but=retry[1])}
     pages = (page for page in chunk_pages(svc.store, job_id, claimed, render=settings.batchlane_page_render) if page.number not in kept)
@@ -370,7 +370,7 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
         aborted=halted,
         waiting=heartbeat.halted,
     )
-    primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if options.get("_batchPrimed") and retry is None else None
+    primed = PrimedTransport(load_primed_results(svc, job_id, chunk_index), transport) if job.batch_primed and retry is None else None
     # Group size from the pages and the starts free right now (planner.RequestPlan.for_chunk).
     # Blank and primed pages are not known yet: counting them makes groups smaller, never larger.
     free = limiter.free_now(config.model_id) if settings.batchlane_chunk_max_parallel else None

@@ -23,11 +23,6 @@ from batchlane.runtime import Services
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
 
-# Set by Process now while the job splits: the split then sends it on-demand, never to the lane.
-PROCESS_NOW_FLAG = "_processNow"
-# A folder job's page limit per document (policy.max_pages_per_document), below the deployment's.
-MAX_PAGES_FLAG = "_maxPages"
-
 
 @dataclass(frozen=True)
 class CreatedJob:
@@ -57,9 +52,12 @@ ASSEMBLY_MODES = ("document", "none")  # none: the page-by-page Markdown (docs/a
 
 
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
-    """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected."""
-    allowed = {"highFidelity", "parser", "mathpix", "modelId", "_batchLane", "deadline", "assembly", *subscription.OPTION_KEYS}
+    """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected.
+    ``_batchLane`` (the bulk opt-in's first spelling) is kept as ``batchLane``: options hold no underscore key."""
+    allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", *subscription.OPTION_KEYS}
     options = dict(options or {})
+    if "_batchLane" in options:
+        options["batchLane"] = options.pop("_batchLane")
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InputError(f"Unknown option(s): {', '.join(unknown)}.", error_id="OPTIONS_INVALID")
@@ -93,10 +91,6 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     if file_row is None:
         raise NotFound(f"no file {file_id}")
     options = subscription.validate_options(normalise_options(options), allow_private=settings.batchlane_webhook_allow_private)
-    if max_pages:
-        options[MAX_PAGES_FLAG] = max_pages
-    if on_demand:
-        options[PROCESS_NOW_FLAG] = True
     model_id = str(options.get("modelId") or settings.batchlane_model_id)
     try:
         if model_id not in settings.batchlane_prices:
@@ -108,7 +102,16 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
     except InputError as exc:
         job = _insert_job(
-            svc.db, file_row, JobStatus.FAILED, options, model_id, settings.batchlane_pages_per_chunk, error_id=exc.error_id, error_message=str(exc)
+            svc.db,
+            file_row,
+            JobStatus.FAILED,
+            options,
+            model_id,
+            settings.batchlane_pages_per_chunk,
+            error_id=exc.error_id,
+            error_message=str(exc),
+            process_now=on_demand,
+            max_pages=max_pages or None,
         )
         job_repo.move_file(svc.db, file_id, st.reject())
         logger.info("job rejected", job_id=job.id, error_id=exc.error_id)
@@ -116,7 +119,9 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
         return CreatedJob(job.id, file_id, "failed", 0, 0, exc.error_id, str(exc))
     with svc.db.transaction() as tx:
         budget.check_create(svc, tx, file_row.owner_id)  # raises before anything is recorded
-        job = _insert_job(tx, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk)
+        job = _insert_job(
+            tx, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk, process_now=on_demand, max_pages=max_pages or None
+        )
         job_repo.move_file(tx, file_id, st.convert())
     job_id = job.id
     try:
@@ -130,9 +135,9 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
 
 
 def _insert_job(
-    db: Any, file_row: job_repo.FileRow, status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **error: Any
+    db: Any, file_row: job_repo.FileRow, status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **extra: Any
 ) -> job_repo.JobRow:
-    """The job row, before its pages are known (the split fills in pages and chunks)."""
+    """The job row, before its pages are known (the split fills in pages and chunks); ``extra``: error, process_now, max_pages."""
     return job_repo.insert_job(
         db,
         file_id=file_row.id,
@@ -143,5 +148,5 @@ def _insert_job(
         total_pages=0,
         pages_per_chunk=pages_per_chunk,
         chunks=[],
-        **error,
+        **extra,
     )

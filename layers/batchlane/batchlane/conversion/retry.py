@@ -14,7 +14,6 @@ from batchlane.conversion.budget import check_create, check_split, worst_case_pa
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger, retries
-from batchlane.db.connection import Transaction
 from batchlane.db.errors import UniqueViolation
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
@@ -23,7 +22,6 @@ from batchlane.domain.status import Entity
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
-RETRY_FLAG = "_retry"
 # Short names a user may give for a family of failure reasons (``--error-id throttled``).
 REASON_ALIASES = {
     "throttled": frozenset({"ThrottlingException", "TooManyRequestsException", "ServiceUnavailableException", "LeaseWaitTimeout"}),
@@ -34,7 +32,15 @@ _NEVER_SENT = (PAGE_TOO_LARGE, PAGE_TOO_COMPLEX)
 # Reasons that lie in the page itself: the model refused or filtered it, or it is too large to send. A retry
 # sends the same page with the same prompt, so it most likely fails the same way, and is charged again.
 UNLIKELY_TO_CHANGE = frozenset(
-    {"stop_reason=refusal", "stop_reason=content_filtered", "stop_reason=guardrail_intervened", "content_filtered", "guardrail_intervened", PAGE_TOO_LARGE, PAGE_TOO_COMPLEX}
+    {
+        "stop_reason=refusal",
+        "stop_reason=content_filtered",
+        "stop_reason=guardrail_intervened",
+        "content_filtered",
+        "guardrail_intervened",
+        PAGE_TOO_LARGE,
+        PAGE_TOO_COMPLEX,
+    }
 )
 
 
@@ -84,10 +90,11 @@ def retry_execution_name(job_id: str, attempt: int) -> str:
     return f"retry-{job_id}-{attempt}"
 
 
-def retry_scope(options: dict[str, Any]) -> tuple[int, frozenset[int]] | None:
+def retry_scope(job: job_repo.JobRow) -> tuple[int, frozenset[int]] | None:
     """(attempt, pages) while a retry runs on the job, else None."""
-    retry = (options or {}).get(RETRY_FLAG)
-    return (int(retry["attempt"]), frozenset(int(p) for p in retry["pages"])) if retry else None
+    if job.retry_attempt is None:
+        return None
+    return job.retry_attempt, frozenset(job.retry_pages or ())
 
 
 # -- reading pages ---------------------------------------------------------------------------
@@ -192,8 +199,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             )
             if row.attempt != attempt:  # another retry started and ended since we copied the Markdown under n
                 raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
-            options = {**(locked.options or {}), RETRY_FLAG: {"attempt": attempt, "pages": page_numbers}}
-            job_repo.move_job(tx, job_id, st.retry(), options=options, error_id=None, error_message=None)
+            job_repo.move_job(tx, job_id, st.retry(), retry_attempt=attempt, retry_pages=list(page_numbers), error_id=None, error_message=None)
             job_repo.move_chunks(tx, job_id, st.retry(Entity.CHUNK), indexes=affected, attempts=0, worker_id=None)
             ledger.reopen_hold(tx, job_id, extra_usd=extra_hold, hours=svc.settings.batchlane_on_demand_window_hours)
             job_repo.move_file(tx, str(job.file_id), st.retry(Entity.FILE))
@@ -216,20 +222,16 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
 
 
 # -- ending a retry ---------------------------------------------------------------------------
-def without_retry(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in (options or {}).items() if k != RETRY_FLAG}
-
-
-def close_retry(tx: Transaction, job: job_repo.JobRow, *, total: Decimal, pages_failed: int) -> None:
+def close_retry(tx: job_repo.Runner, job: job_repo.JobRow, *, total: Decimal, pages_failed: int) -> None:
     """Settle's part: the retry row completed with what it cost, the flag gone from the job."""
-    scope = retry_scope(job.options)
+    scope = retry_scope(job)
     if scope is None:
         return
     attempt, _ = scope
     row = retries.get(tx, job.id, attempt)
     previous = Decimal(row.previous_total_usd) if row else Decimal(0)
     retries.finish(tx, job.id, attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
-    job_repo.set_options(tx, job.id, without_retry(job.options))
+    job_repo.clear_retry(tx, job.id)
 
 
 def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict[str, Any] | None:
@@ -261,7 +263,8 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
             tx,
             job_id,
             st.end_retry(),
-            options=without_retry(job.options),
+            retry_attempt=None,
+            retry_pages=None,
             total_cost_usd=total,
             pages_failed=failed,
             error_id="PAGES_FAILED",

@@ -24,6 +24,8 @@ def flex_lane(svc: Any, job: Any, *, retrying: bool) -> str | None:
         retrying=retrying,
         now=datetime.now(UTC),
         min_deadline_hours=svc.settings.batchlane_flex_min_deadline_hours,
+        process_now=job.process_now,
+        batch_primed=job.batch_primed,
     )
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from batchlane.conversion.retry import close_retry, end_retry
 from batchlane.db import budgets, ledger
-from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.status import Entity
@@ -17,27 +16,29 @@ from batchlane.webhooks.events import publish_job_change
 
 
 def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
-    """assembling → completed in one transaction: total from the ledger, hold settled, file converted."""
-    current = job_repo.get_job(svc.db, job_id)
+    """assembling → completed in one transaction: total from the ledger, hold settled, file converted.
+    Jobs through the unit of work's repository; the ledger and the retry row still on ``uow.runner``."""
+    uow = svc.uow()
+    current = uow.jobs.get_job(job_id)
     if current is not None and current.status == "paused_budget":
         # The workflow of a job paused at its funds hold ends here: say so on the bus (the chunk
         # processor that paused it has no PutEvents grant); from now on its owner may resume it.
-        budgets.mark_pause_settled(svc.db, job_id)
+        budgets.mark_pause_settled(uow.runner, job_id)
         publish_job_change(svc, job_id, "paused_budget")
         return {"jobId": job_id, "status": "paused_budget", "settled": False}
-    with svc.db.transaction() as tx:
-        job = job_repo.lock_job(tx, job_id)
+    with uow:
+        job = uow.jobs.lock_job(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
         if not st.settle().allows(job.status):
             return {"jobId": job_id, "status": job.status, "settled": False}
-        total = ledger.job_total(tx, job_id)
-        close_retry(tx, job, total=total, pages_failed=job.pages_failed)
+        total = ledger.job_total(uow.runner, job_id)
+        close_retry(uow.runner, job, total=total, pages_failed=job.pages_failed)
         error_id = "PAGES_FAILED" if job.pages_failed else None
         message = f"{job.pages_failed} of {job.total_pages} pages could not be converted" if job.pages_failed else None
-        job_repo.move_job(tx, job_id, st.settle(), total_cost_usd=total, error_id=error_id, error_message=message)
-        ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
-        job_repo.move_file(tx, str(job.file_id), st.settle(Entity.FILE))
+        uow.jobs.move_job(job_id, st.settle(), total_cost_usd=total, error_id=error_id, error_message=message)
+        ledger.close_hold(uow.runner, job_id, outcome="settled", settled_usd=total)
+        uow.jobs.move_file(str(job.file_id), st.settle(Entity.FILE))
     logger.info("job settled", job_id=job_id, total_cost_usd=str(total), pages_failed=job.pages_failed)
     publish_job_change(svc, job_id, "completed")
     return {"jobId": job_id, "status": "completed", "totalCostUsd": str(total), "settled": True}
@@ -48,17 +49,18 @@ def fail_job(svc: Services, job_id: str, *, error_id: str, message: str) -> dict
     A failing retry fails only itself: the job goes back to completed as it was."""
     if (ended := end_retry(svc, job_id, outcome="failed", message=f"{error_id}: {message}")) is not None:
         return {"jobId": job_id, "status": ended["status"], "errorId": error_id, "retryFailed": ended["retry"]}
-    with svc.db.transaction() as tx:
-        job = job_repo.lock_job(tx, job_id)
+    uow = svc.uow()
+    with uow:
+        job = uow.jobs.lock_job(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}")
         if not st.fail().allows(job.status):  # finished already
             return {"jobId": job_id, "status": job.status}
-        total = ledger.job_total(tx, job_id)
-        job_repo.move_job(tx, job_id, st.fail(), total_cost_usd=total, error_id=error_id, error_message=message[:500])
-        job_repo.move_chunks(tx, job_id, st.fail(Entity.CHUNK))
-        ledger.close_hold(tx, job_id, outcome="released", settled_usd=Decimal(0))
-        job_repo.move_file(tx, str(job.file_id), st.fail(Entity.FILE))
+        total = ledger.job_total(uow.runner, job_id)
+        uow.jobs.move_job(job_id, st.fail(), total_cost_usd=total, error_id=error_id, error_message=message[:500])
+        uow.jobs.move_chunks(job_id, st.fail(Entity.CHUNK))
+        ledger.close_hold(uow.runner, job_id, outcome="released", settled_usd=Decimal(0))
+        uow.jobs.move_file(str(job.file_id), st.fail(Entity.FILE))
     logger.error("job failed", job_id=job_id, error_id=error_id, error_message=message[:200])
     publish_job_change(svc, job_id, "failed")
     return {"jobId": job_id, "status": "failed", "errorId": error_id}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from batchlane.contract import JOB_PARKED_DETAIL_TYPE
 from batchlane.conversion import budget
-from batchlane.conversion.create import MAX_PAGES_FLAG, PROCESS_NOW_FLAG, CreatedJob, source_store
+from batchlane.conversion.create import CreatedJob, source_store
 from batchlane.conversion.settle import fail_job
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import jobs as job_repo
@@ -64,7 +64,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             return _as_created(job_repo.get_job(svc.db, job_id))
         with path.open("rb") as stream:
             try:
-                limit = min(settings.batchlane_max_pages, int((job.options or {}).get(MAX_PAGES_FLAG) or settings.batchlane_max_pages))
+                limit = min(settings.batchlane_max_pages, job.max_pages or settings.batchlane_max_pages)
                 document = open_pdf_file(stream, max_pages=limit)
                 hold = budget.worst_case_hold(svc, survey_pdf(path, max_pages=limit), model_id=job.model_id)
                 pages = document.page_count
@@ -79,7 +79,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
                 return _as_created(job_repo.get_job(svc.db, job_id))
     options = job.options or {}
-    if options.get(PROCESS_NOW_FLAG):
+    if job.process_now:
         eligible, why = False, "process_now"
     else:
         eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
@@ -89,7 +89,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     try:
         with svc.db.transaction() as tx:
             locked = job_repo.lock_job(tx, job_id)
-            if locked is not None and locked.options.get(PROCESS_NOW_FLAG) and eligible:
+            if locked is not None and locked.process_now and eligible:
                 eligible, why = False, "process_now"  # flagged between our read and the lock
             status = st.park().target if eligible else st.queue().target
             if locked is not None and locked.status == JobStatus.SPLITTING:

@@ -137,15 +137,12 @@ def pause_at_hold(db: Runner, job_id: str, *, next_request_usd: Decimal = Decima
     return row is not None
 
 
-PAUSE_SETTLED = "_pauseSettled"  # set by the paused run's last step: nothing of that run touches the job any more
-
-
 def mark_pause_settled(db: Runner, job_id: str) -> bool:
+    """Set by the paused run's last step: nothing of that run touches the job any more (its owner may resume it)."""
     row = db.one(
-        """UPDATE large_conversion_jobs SET options = options || jsonb_build_object(CAST(:flag AS text), true), updated_at = now()
+        """UPDATE large_conversion_jobs SET pause_settled = true, updated_at = now()
            WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING id""",
         job=job_id,
-        flag=PAUSE_SETTLED,
     )
     return row is not None
 
@@ -155,10 +152,9 @@ def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> JobRow | Non
     raised to ``hold_usd`` and the resume counted; None if not paused. The new run's start takes it from there."""
     row = db.one(
         """UPDATE large_conversion_jobs SET status = 'processing', error_id = NULL, error_message = NULL, updated_at = now(),
-               options = (options - CAST(:flag AS text)) || jsonb_build_object('_budgetResumes', COALESCE((options->>'_budgetResumes')::int, 0) + 1)
+               pause_settled = false, budget_resumes = budget_resumes + 1
            WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING *""",
         job=job_id,
-        flag=PAUSE_SETTLED,
     )
     if row is None:
         return None

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -12,6 +10,7 @@ from batchlane.db.connection import Row
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, Transition
 from batchlane.pdf.split import ChunkSpan
+from batchlane.ports import ChunkRow, FileRow, JobRow
 
 LIVE_JOB_STATUSES = st.LIVE_JOB_STATUSES
 # Every status a job can be in, in the order a job passes through them.
@@ -24,85 +23,6 @@ class Runner(Protocol):
 
     def run(self, sql: str, **params: Any) -> list[Row]: ...
     def one(self, sql: str, **params: Any) -> Row | None: ...
-
-
-@dataclass(frozen=True)
-class FileRow:
-    """One files row (0001_init.sql, 0005_files_deleted_at.sql, 0014_folder_jobs.sql)."""
-
-    id: str
-    owner_id: str
-    name: str
-    s3_key: str
-    size_bytes: int
-    status: str
-    source_bucket: str | None
-    created_at: datetime
-    updated_at: datetime
-    deleted_at: datetime | None
-
-    @classmethod
-    def of(cls, row: Row) -> FileRow:
-        values: dict[str, Any] = {f.name: row.get(f.name) for f in fields(cls)}  # source_bucket, deleted_at came later
-        return cls(**{**values, "id": str(row["id"])})
-
-
-@dataclass(frozen=True)
-class JobRow:
-    """One large_conversion_jobs row (0001_init.sql, 0006_job_splitting.sql)."""
-
-    id: str
-    file_id: str
-    owner_id: str
-    status: str
-    options: dict[str, Any]
-    model_id: str
-    total_pages: int
-    pages_per_chunk: int
-    chunk_count: int
-    pages_converted: int
-    pages_failed: int
-    pages_batch: int
-    total_cost_usd: Decimal
-    error_id: str | None
-    error_message: str | None
-    markdown_key: str | None
-    execution_name: str | None
-    created_at: datetime
-    updated_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-
-    @classmethod
-    def of(cls, row: Row) -> JobRow:
-        values = {f.name: row[f.name] for f in fields(cls)}  # columns added later are not read here
-        return cls(**{**values, "id": str(row["id"]), "file_id": str(row["file_id"]), "options": dict(row["options"] or {})})
-
-
-@dataclass(frozen=True)
-class ChunkRow:
-    """One chunk_jobs row (0001_init.sql, 0015_chunk_statuses.sql)."""
-
-    job_id: str
-    chunk_index: int
-    first_page: int
-    last_page: int
-    status: str
-    worker_id: str | None
-    heartbeat_at: datetime | None
-    attempts: int
-    pages_done: int
-    pages_failed: int
-    pages_batch: int
-    cost_usd: Decimal
-    result_key: str | None
-    error: str | None
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, row: Row) -> ChunkRow:
-        values = {f.name: row[f.name] for f in fields(cls)}
-        return cls(**{**values, "job_id": str(row["job_id"])})
 
 
 def _job(row: Row | None) -> JobRow | None:
@@ -158,8 +78,17 @@ def _expect(move: Transition, entity: Entity) -> None:
         raise ValueError(f"{move.entity}.{move.name} is not a transition of a {entity}")
 
 
+def check_user_options(options: Mapping[str, Any]) -> None:
+    """The job's own state has columns (0030): an underscore key in ``options`` is a bug, refused before it is stored."""
+    internal = sorted(k for k in options if k.startswith("_"))
+    if internal:
+        raise ValueError(f"job state {internal} belongs in its columns, not in the user's options")
+
+
 def _sets(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``, col = :f_col ...`` for extra columns written with a move (jsonb columns cast)."""
+    if "options" in fields:
+        check_user_options(fields["options"])
     parts = [f"{name} = CAST(:f_{name} AS jsonb)" if name in _JSONB_COLUMNS else f"{name} = :f_{name}" for name in fields]
     return "".join(f", {part}" for part in parts), {f"f_{name}": value for name, value in fields.items()}
 
@@ -179,15 +108,20 @@ def insert_job(
     error_id: str | None = None,
     error_message: str | None = None,
     chunk_status: str | None = None,
+    process_now: bool = False,
+    max_pages: int | None = None,
 ) -> JobRow:
-    """The job and its chunks, in ``chunk_status`` (default: the job's status)."""
+    """The job and its chunks, in ``chunk_status`` (default: the job's status). ``options``: the user's only."""
+    check_user_options(options)
     job = db.one(
         """INSERT INTO large_conversion_jobs
              (file_id, owner_id, status, options, model_id, total_pages, pages_per_chunk, chunk_count, error_id, error_message,
-              finished_at)
+              finished_at, process_now, max_pages)
            VALUES (CAST(:file_id AS uuid), :owner, :status, CAST(:options AS jsonb), :model, :pages, :ppc, :chunks, :error_id, :error_message,
-                   CASE WHEN :status = ANY(CAST(:finished AS text[])) THEN now() END)
+                   CASE WHEN :status = ANY(CAST(:finished AS text[])) THEN now() END, :process_now, :max_pages)
            RETURNING *""",
+        process_now=process_now,
+        max_pages=max_pages,
         finished=list(st.FINISHED_JOB_STATUSES),
         file_id=file_id,
         owner=owner_id,
@@ -260,27 +194,24 @@ def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> JobRow
     return _job(row)
 
 
-def set_options(db: Runner, job_id: str, options: dict[str, Any], *, only_if: str | None = None) -> JobRow | None:
-    """Replace the job's options (only while it is ``only_if``, when given); None when it was not."""
+def clear_retry(db: Runner, job_id: str) -> JobRow | None:
+    """The running retry's scope gone from the job (settle's part; its row in job_retries keeps the history)."""
     return _job(
         db.one(
-            """UPDATE large_conversion_jobs SET options = CAST(:options AS jsonb), updated_at = now()
-           WHERE id = CAST(:id AS uuid) AND (CAST(:only_if AS text) IS NULL OR status = :only_if) RETURNING *""",
+            """UPDATE large_conversion_jobs SET retry_attempt = NULL, retry_pages = NULL, updated_at = now()
+           WHERE id = CAST(:id AS uuid) RETURNING *""",
             id=job_id,
-            options=options,
-            only_if=only_if,
         )
     )
 
 
-def flag_job(db: Runner, job_id: str, flags: dict[str, Any], *, only_if: str) -> JobRow | None:
-    """Merge ``flags`` into the job's options while it is ``only_if``; None when it was not."""
+def mark_process_now(db: Runner, job_id: str, *, only_if: str) -> JobRow | None:
+    """Send the job on-demand once split (process now while ``only_if``, i.e. splitting); None when it was not."""
     return _job(
         db.one(
-            """UPDATE large_conversion_jobs SET options = options || CAST(:flags AS jsonb), updated_at = now()
+            """UPDATE large_conversion_jobs SET process_now = true, updated_at = now()
            WHERE id = CAST(:id AS uuid) AND status = :only_if RETURNING *""",
             id=job_id,
-            flags=flags,
             only_if=only_if,
         )
     )
@@ -449,3 +380,120 @@ class PgJobs:
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
+
+    # files
+    def insert_file(self, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> FileRow:
+        return insert_file(self.runner, owner_id=owner_id, name=name, s3_key=s3_key, size_bytes=size_bytes, file_id=file_id)
+
+    def get_file(self, file_id: str) -> FileRow | None:
+        return get_file(self.runner, file_id)
+
+    def move_file(self, file_id: str, move: Transition) -> bool:
+        return move_file(self.runner, file_id, move)
+
+    # jobs
+    def insert_job(
+        self,
+        *,
+        file_id: str,
+        owner_id: str,
+        status: str,
+        options: dict[str, Any],
+        model_id: str,
+        total_pages: int,
+        pages_per_chunk: int,
+        chunks: Sequence[ChunkSpan],
+        error_id: str | None = None,
+        error_message: str | None = None,
+        chunk_status: str | None = None,
+        process_now: bool = False,
+        max_pages: int | None = None,
+    ) -> JobRow:
+        return insert_job(
+            self.runner,
+            file_id=file_id,
+            owner_id=owner_id,
+            status=status,
+            options=options,
+            model_id=model_id,
+            total_pages=total_pages,
+            pages_per_chunk=pages_per_chunk,
+            chunks=chunks,
+            error_id=error_id,
+            error_message=error_message,
+            chunk_status=chunk_status,
+            process_now=process_now,
+            max_pages=max_pages,
+        )
+
+    def finish_split(
+        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+    ) -> JobRow | None:
+        return finish_split(self.runner, job_id, parked=parked, total_pages=total_pages, chunks=chunks, chunk_bytes=chunk_bytes)
+
+    def get_job(self, job_id: str) -> JobRow | None:
+        return get_job(self.runner, job_id)
+
+    def lock_job(self, job_id: str) -> JobRow | None:
+        return lock_job(self.runner, job_id)
+
+    def move_job(self, job_id: str, move: Transition, **fields: Any) -> JobRow | None:
+        return move_job(self.runner, job_id, move, **fields)
+
+    def mark_process_now(self, job_id: str, *, only_if: str) -> JobRow | None:
+        return mark_process_now(self.runner, job_id, only_if=only_if)
+
+    def clear_retry(self, job_id: str) -> JobRow | None:
+        return clear_retry(self.runner, job_id)
+
+    def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
+        return jobs_in(self.runner, status, unchanged_for_s=unchanged_for_s)
+
+    def live_job_of_file(self, file_id: str) -> str | None:
+        return live_job_of_file(self.runner, file_id)
+
+    # chunks
+    def get_chunks(self, job_id: str) -> list[ChunkRow]:
+        return get_chunks(self.runner, job_id)
+
+    def get_chunk(self, job_id: str, chunk_index: int) -> ChunkRow | None:
+        return get_chunk(self.runner, job_id, chunk_index)
+
+    def move_chunks(self, job_id: str, move: Transition, *, indexes: Sequence[int] | None = None, **fields: Any) -> int:
+        return move_chunks(self.runner, job_id, move, indexes=indexes, **fields)
+
+    def claim_chunk(self, job_id: str, chunk_index: int, worker_id: str) -> ChunkRow | None:
+        return claim_chunk(self.runner, job_id, chunk_index, worker_id)
+
+    def heartbeat_chunk(self, job_id: str, chunk_index: int, worker_id: str, pages_done: int) -> bool:
+        return heartbeat_chunk(self.runner, job_id, chunk_index, worker_id, pages_done)
+
+    def complete_chunk(
+        self,
+        job_id: str,
+        chunk_index: int,
+        worker_id: str,
+        *,
+        pages_done: int,
+        pages_failed: int,
+        pages_batch: int,
+        cost_usd: Decimal,
+        result_key: str,
+    ) -> bool:
+        return complete_chunk(
+            self.runner,
+            job_id,
+            chunk_index,
+            worker_id,
+            pages_done=pages_done,
+            pages_failed=pages_failed,
+            pages_batch=pages_batch,
+            cost_usd=cost_usd,
+            result_key=result_key,
+        )
+
+    def add_chunk_spend(self, job_id: str, chunk_index: int, cost_usd: Decimal) -> None:
+        add_chunk_spend(self.runner, job_id, chunk_index, cost_usd)
+
+    def chunk_still_owned(self, job_id: str, chunk_index: int, worker_id: str) -> bool:
+        return chunk_still_owned(self.runner, job_id, chunk_index, worker_id)

@@ -153,8 +153,8 @@ def carry_late_batch_cost(db: Runner, job_id: str) -> None:
         id=job_id,
     )
     db.run(
-        """UPDATE large_conversion_jobs SET options = COALESCE(options, '{}'::jsonb) || jsonb_build_object('_batchCostUsd', CAST((
-                   SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch') AS text))
+        """UPDATE large_conversion_jobs SET batch_cost_usd = (
+                   SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch')
            WHERE id = CAST(:id AS uuid) AND status <> :parked""",
         id=job_id,
         parked=JobStatus.WAITING_BATCH,

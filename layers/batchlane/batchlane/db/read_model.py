@@ -7,7 +7,7 @@ from typing import Any
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 
-_JOB_COLUMNS = """j.id AS job_id, j.file_id, j.status, j.options, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
+_JOB_COLUMNS = """j.id AS job_id, j.file_id, j.status, j.options, j.retry_attempt, j.retry_pages, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
        j.pages_batch, j.total_cost_usd, j.error_id, j.error_message, j.created_at AS job_created_at, j.started_at, j.finished_at,
        c.chunks_done, c.chunks_cancelled, c.pages_done,
        b.state AS batch_state, b.end_state AS batch_end_state, b.bedrock_status, b.reason AS batch_reason, b.record_count,

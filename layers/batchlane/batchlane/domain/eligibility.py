@@ -18,7 +18,7 @@ def batch_eligible(options: Mapping[str, Any], total_pages: int, *, lane_configu
         return False, "mathpix_routing"
     if total_pages >= min_pages:
         return True, "large_job"
-    if options.get("_batchLane"):
+    if options.get("batchLane"):
         return True, "bulk_opt_in"
     return False, "too_few_pages"
 

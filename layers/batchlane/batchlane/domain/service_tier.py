@@ -84,7 +84,14 @@ def flex_for_model(model_id: str, *, probe: bool | None, rate_configured: bool) 
 
 
 def flex_reason(
-    options: Mapping[str, Any], *, lane_reason: str | None, retrying: bool, now: datetime, min_deadline_hours: float, process_now_flag: str = "_processNow"
+    options: Mapping[str, Any],
+    *,
+    lane_reason: str | None,
+    retrying: bool,
+    now: datetime,
+    min_deadline_hours: float,
+    process_now: bool = False,
+    batch_primed: bool = False,
 ) -> str | None:
     """Why this job's on-demand work may go Flex (cannot wait a batch turnaround, but is not urgent), or None.
 
@@ -92,14 +99,14 @@ def flex_reason(
     latency and sheds first). Not urgent: a deadline hours away, a pool lane too small, a retry of
     failed pages, the records a batch job did not answer.
     """
-    if options.get(process_now_flag):
+    if process_now:
         return None
     deadline = _deadline(options.get("deadline"))
     if deadline is not None and deadline - now < timedelta(hours=min_deadline_hours):
         return None
     if retrying:
         return "retry"
-    if options.get("_batchPrimed"):
+    if batch_primed:
         return "batch_fallback"
     if lane_reason in ("deadline", "pool_too_small"):
         return lane_reason

@@ -175,7 +175,7 @@ def file_options(spec: FolderJobSpec) -> dict[str, Any]:
     may wait in the batch pool, however few) and the policy's deadline (it leaves the pool in time)."""
     options = dict(spec.options)
     if spec.policy.priority != "high":
-        options["_batchLane"] = True
+        options["batchLane"] = True
         if spec.policy.deadline is not None:
             options["deadline"] = spec.policy.deadline.isoformat()
     return options
@@ -184,7 +184,7 @@ def file_options(spec: FolderJobSpec) -> dict[str, Any]:
 def lane_rule_reason(svc: Services, job: FolderJob, pages: int) -> str:
     """Why the deployment's batch-lane rule sent a file where it went (domain/eligibility.py: large_job, bulk_opt_in, ...)."""
     spec = job.spec
-    options = {**(spec.get("options") or {}), **({"_batchLane": True} if (spec.get("policy") or {}).get("priority") != "high" else {})}
+    options = {**(spec.get("options") or {}), **({"batchLane": True} if (spec.get("policy") or {}).get("priority") != "high" else {})}
     settings = svc.settings
     return batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)[1]
 

@@ -12,7 +12,6 @@ from typing import Any
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
 from batchlane.conversion.retry import end_retry
 from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
@@ -53,11 +52,13 @@ class CancelOutcome:
 
 def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
     if (ended := end_retry(svc, job_id, outcome="cancelled", message="Cancelled by the user.")) is not None:
-        job = job_repo.get_job(svc.db, job_id)
+        job = svc.uow().jobs.get_job(job_id)
         assert job is not None
         return CancelOutcome(job_id, str(job.file_id), ended["previousStatus"], retry_cancelled=ended["retry"])
-    with svc.db.transaction() as tx:
-        job = job_repo.lock_job(tx, job_id)
+    uow = svc.uow()  # the job, its chunks and its file through the repository; the ledger and the lanes on uow.runner
+    with uow:
+        tx = uow.runner
+        job = uow.jobs.lock_job(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
         status, file_id = job.status, str(job.file_id)
@@ -67,10 +68,10 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
             raise Conflict("The conversion is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
         if not st.cancel().allows(status):
             raise Conflict(f"The job is {status}; only a job that has not finished can be cancelled.", error_id="NOT_CANCELLABLE")
-        job_repo.move_job(tx, job_id, st.cancel(), error_id="CANCELLED", error_message="Cancelled by the user.")
-        chunks = job_repo.move_chunks(tx, job_id, st.cancel(Entity.CHUNK))
+        uow.jobs.move_job(job_id, st.cancel(), error_id="CANCELLED", error_message="Cancelled by the user.")
+        chunks = uow.jobs.move_chunks(job_id, st.cancel(Entity.CHUNK))
         released = ledger.close_hold(tx, job_id, outcome="cancelled", settled_usd=Decimal(0))
-        job_repo.move_file(tx, file_id, st.cancel(Entity.FILE))
+        uow.jobs.move_file(file_id, st.cancel(Entity.FILE))
         found = lane_state(rows.lanes_of_job(tx, job_id))
         left = rows.leave_lanes(tx, job_id)  # other members of a shared lane are not touched
         rows.leave_pool(tx, [job_id], reason=CANCEL_REASON)

@@ -1,0 +1,41 @@
+"""The options a job stores are what its user asked for: no underscore key, whatever the caller sent (issue 23.3).
+
+The job's own state (primed answers, lane cost, pause, process now, a retry's scope) is in typed columns."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from batchlane.api.app import ConvertOptions
+from batchlane.conversion.create import normalise_options
+from batchlane.domain.errors import InputError
+
+ASKED: list[dict[str, Any]] = [
+    {},
+    {"_batchLane": True},  # the bulk opt-in's first spelling, still accepted
+    {"batchLane": True, "parser": "auto", "highFidelity": True},
+    {"modelId": "m", "assembly": "none", "mathpix": False, "callbackUrl": "https://example.org/hook", "callbackEvents": ["job.completed"]},
+]
+
+
+@pytest.mark.parametrize("raw", ASKED)
+def test_the_options_the_api_validates_hold_no_underscore_key(raw: dict[str, Any]) -> None:
+    validated = ConvertOptions.model_validate(raw).model_dump(by_alias=True, exclude_unset=True)
+    stored = normalise_options(validated)
+    assert not [key for key in {**validated, **stored} if key.startswith("_")], stored
+
+
+def test_the_bulk_opt_in_is_kept_under_its_camel_case_name() -> None:
+    assert ConvertOptions.model_validate({"_batchLane": True}).model_dump(by_alias=True, exclude_unset=True) == {"batchLane": True}
+    assert normalise_options({"_batchLane": True})["batchLane"] is True  # in-process callers (CLI, folders, bench)
+
+
+@pytest.mark.parametrize("internal", ["_batchPrimed", "_batchCostUsd", "_pauseSettled", "_processNow", "_maxPages", "_retry", "_budgetResumes"])
+def test_a_caller_cannot_set_the_jobs_state_through_its_options(internal: str) -> None:
+    with pytest.raises(InputError) as refused:
+        normalise_options({internal: True})
+    assert refused.value.error_id == "OPTIONS_INVALID"
+    with pytest.raises(ValueError):  # pydantic's ValidationError: extra keys are forbidden
+        ConvertOptions.model_validate({internal: True})
