@@ -218,11 +218,29 @@ def db() -> None:
 
 
 @db.command()
-def migrate() -> None:
-    """Apply the SQL migrations in order; running it again applies nothing."""
+@click.option(
+    "--workdir",
+    type=click.Path(file_okay=False, path_type=Path),
+    envvar="BATCHLANE_LOCAL_WORKDIR",
+    help="Without a database in the environment: the offline stack's workdir (default: found as the other commands find it).",
+)
+def migrate(workdir: Path | None) -> None:
+    """Apply the SQL migrations in order; running it again applies nothing.
+
+    With no database in the environment, the offline stack's (`batchlane local up`), found from any directory."""
+    import os
+
     from batchlane.db.migrate import migrate as apply
     from batchlane.runtime import admin_database
 
+    if not any(os.environ.get(k) for k in ("DATABASE_URL", "DATABASE_ADMIN_URL", "DATABASE_SECRET_ARN")):
+        from batchlane_dev.local.daemon import use_running_stack
+
+        try:
+            use_running_stack(workdir)
+        except RuntimeError as exc:
+            click.echo(f"error: UNREACHABLE: {exc}; or set DATABASE_URL", err=True)
+            sys.exit(EXIT_UNREACHABLE)
     applied = apply(admin_database())  # the owner's: batchlane_app may not change the schema
     click.echo(f"applied: {', '.join(applied)}" if applied else "database is up to date")
 
