@@ -90,10 +90,11 @@ def job_money(db: Runner, job_id: str) -> Row | None:
 
 def reserve(db: Runner, job_id: str, cost: Decimal) -> bool | None:
     """Take ``cost`` from the job's open hold if that much is left: True; False when it is not (nothing taken,
-    the cost kept as ``wanted_usd`` for the pause); None when the job has no open hold (no limit).
+    the cost kept as ``wanted_usd`` for the pause, until a reservation leaves room to carry it again); None when the
+    job has no open hold (no limit).
     One guarded UPDATE: concurrent requests take turns on the row, none can take what another took."""
     row = db.one(
-        """UPDATE funds_holds SET committed_usd = committed_usd + :cost, wanted_usd = CASE WHEN :cost >= wanted_usd THEN 0 ELSE wanted_usd END
+        """UPDATE funds_holds SET committed_usd = committed_usd + :cost, wanted_usd = CASE WHEN committed_usd + :cost + wanted_usd <= amount_usd THEN 0 ELSE wanted_usd END
            WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL AND committed_usd + :cost <= amount_usd RETURNING id""",
         job=job_id,
         cost=cost,
