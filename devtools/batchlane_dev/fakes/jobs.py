@@ -207,6 +207,10 @@ class FakeJobs:
         cutoff = self.state.clock.now() - timedelta(seconds=unchanged_for_s)
         return [job.id for job in self._rows.jobs.values() if job.status == status and job.updated_at <= cutoff]
 
+    def jobs_of_owner(self, owner_id: str) -> list[JobRow]:
+        """The owner's jobs (for the fake budgets: SQL joins the table, the fakes read each other's rows)."""
+        return [job for job in self._rows.jobs.values() if job.owner_id == owner_id]
+
     def live_job_of_file(self, file_id: str) -> str | None:
         return next((job.id for job in self._rows.jobs.values() if job.file_id == file_id and job.status in st.LIVE_JOB_STATUSES), None)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from batchlane.pdf.split import ChunkSpan
 
+from batchlane.domain.budget import Standing
 from batchlane.domain.status import Transition
 
 UPLOAD_URL_TTL_S = 600  # a presigned POST lives 10 minutes
@@ -392,12 +393,56 @@ class JobRepository(Protocol):
     def chunk_still_owned(self, job_id: str, chunk_index: int, worker_id: str) -> bool: ...
 
 
+@dataclass(frozen=True)
+class LedgerRow:
+    """One cost_ledger row (0001_init.sql; a lane's row with no job and the members' shares: 0017_batch_pool.sql)."""
+
+    id: int
+    job_id: str | None  # None: a lane's one row per Bedrock job (its members carry batch_share rows)
+    chunk_index: int | None
+    batch_row_id: int | None
+    source: str  # chunk (on-demand requests), batch (a Bedrock job's bill), batch_share (a member's part of it)
+    backend: str  # on_demand, batch
+    model_id: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> LedgerRow:
+        values: dict[str, Any] = {f.name: row[f.name] for f in fields(cls)}
+        job = row["job_id"]
+        return cls(**{**values, "job_id": str(job) if job is not None else None, "metadata": dict(row["metadata"] or {})})
+
+
 class LedgerRepository(Protocol):
     """What was spent (ledger rows) and what is held (funds holds) per job (db/ledger.py)."""
+
+    def add_chunk_cost(
+        self, *, job_id: str, chunk_index: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> None: ...
+    def add_batch_cost(
+        self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> bool:
+        """The one batch row per Bedrock job (``job_id`` None: the lane's); False when it exists already."""
+        ...
+
+    def add_batch_share(
+        self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> None:
+        """A member's share of its lane's row (once per lane and job), spent from the job's hold."""
+        ...
 
 
 class BudgetRepository(Protocol):
     """Owners' limits and standing: monthly spend, live jobs and pages, reservations (db/budgets.py, db/caps.py)."""
+
+    def standing(self, owner_id: str, *, exclude_job: str | None = None) -> Standing:
+        """This month's (UTC) spend on the owner's jobs (every ledger row of them: chunk, batch and batch_share),
+        plus what their open holds may still spend, plus the live jobs and their pages (``exclude_job`` left out)."""
+        ...
 
 
 @dataclass(frozen=True)

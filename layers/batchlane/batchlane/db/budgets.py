@@ -176,3 +176,6 @@ class PgBudgets:
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
+
+    def standing(self, owner_id: str, *, exclude_job: str | None = None) -> Standing:
+        return standing(self.runner, owner_id, exclude_job=exclude_job)

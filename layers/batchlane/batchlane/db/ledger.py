@@ -166,3 +166,27 @@ class PgLedger:
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
+
+    def add_chunk_cost(
+        self, *, job_id: str, chunk_index: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> None:
+        add_chunk_cost(
+            self.runner, job_id=job_id, chunk_index=chunk_index, model_id=model_id, input_tokens=input_tokens, output_tokens=output_tokens,
+            cost_usd=cost_usd, metadata=metadata,
+        )  # fmt: skip
+
+    def add_batch_cost(
+        self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> bool:
+        return add_batch_cost(
+            self.runner, job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, input_tokens=input_tokens, output_tokens=output_tokens,
+            cost_usd=cost_usd, metadata=metadata,
+        )  # fmt: skip
+
+    def add_batch_share(
+        self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> None:
+        add_batch_share(
+            self.runner, job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, input_tokens=input_tokens, output_tokens=output_tokens,
+            cost_usd=cost_usd, metadata=metadata,
+        )  # fmt: skip
