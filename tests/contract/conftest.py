@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -43,3 +44,11 @@ def new_lane(uow: Any) -> Any:
         return batch_rows.insert_lane(uow.runner, lane_id=str(uuid.uuid4()), model_id="model-a", deadline_hours=24, chunks=[(job_id, chunk_index, 2)]).id
 
     return make
+
+
+@pytest.fixture
+def now(uow: Any) -> datetime:
+    """The side's clock: the fake's (fixed), or the wall clock PostgreSQL's now() follows."""
+    from batchlane_dev.fakes import FakeUnitOfWork
+
+    return uow.state.clock.now() if isinstance(uow, FakeUnitOfWork) else datetime.now(UTC)

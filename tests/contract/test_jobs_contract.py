@@ -6,6 +6,7 @@ Only the port's methods are used, so a rule the fake forgets (or the SQL loses) 
 from __future__ import annotations
 
 import uuid
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -280,3 +281,28 @@ def test_a_retrys_scope_is_on_the_job_while_it_runs(uow: Any) -> None:
     assert uow.jobs.get_job(job_id).retry_pages == (3, 5)
     cleared = uow.jobs.clear_retry(job_id)
     assert (cleared.retry_attempt, cleared.retry_pages) == (None, None)
+
+
+def test_a_parked_job_is_due_once_its_deadline_is_within_the_margin_soonest_first(uow: Any, now: datetime) -> None:
+    """The pool lets a parked job go on-demand when its deadline is less than the margin away (or past): the
+    margin is added to now, so a deadline inside the margin is due and one beyond it waits."""
+    margin = timedelta(hours=1)
+
+    def parked(deadline: datetime | None, *, status: str = JobStatus.WAITING_BATCH) -> str:
+        file_id = _file(uow)
+        options = {"deadline": deadline.isoformat()} if deadline is not None else {}
+        job = uow.jobs.insert_job(
+            file_id=file_id, owner_id=OWNER, status=status, options=options, model_id="model-a", total_pages=2, pages_per_chunk=2,
+            chunks=plan_chunks(2, 2),
+        )  # fmt: skip
+        return str(job.id)
+
+    soon = parked(now + margin / 2)
+    past = parked(now - timedelta(minutes=10))
+    later = parked(now + 2 * margin)
+    undated = parked(None)
+    not_parked = parked(now + margin / 4, status=JobStatus.PENDING)
+
+    due = [job_id for job_id in uow.jobs.jobs_due(margin_s=margin.total_seconds()) if job_id in {soon, past, later, undated, not_parked}]
+    assert due == [past, soon]
+    assert [j for j in uow.jobs.jobs_due(margin_s=3 * margin.total_seconds()) if j in {soon, past, later}] == [past, soon, later]

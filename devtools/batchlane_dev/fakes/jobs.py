@@ -16,6 +16,7 @@ from typing import Any
 
 from batchlane.db.jobs import ChunkRow, FileRow, JobRow, check_user_options
 from batchlane.domain import status as st
+from batchlane.domain.folder_policy import parse_deadline
 from batchlane.domain.status import Entity, Transition
 from batchlane.pdf.split import ChunkSpan
 
@@ -206,6 +207,11 @@ class FakeJobs:
         # PostgreSQL's now() is a later statement's: a row written before it is "older" by a hair
         cutoff = self.state.clock.now() - timedelta(seconds=unchanged_for_s)
         return [job.id for job in self._rows.jobs.values() if job.status == status and job.updated_at <= cutoff]
+
+    def jobs_due(self, *, margin_s: float) -> list[str]:
+        parked, soon = st.leave_batch_lane().from_states, self.state.clock.now() + timedelta(seconds=margin_s)
+        due = [(deadline, job.id) for job in self._rows.jobs.values() if job.status in parked and (deadline := parse_deadline(job.options.get("deadline")))]
+        return [job_id for deadline, job_id in sorted(due) if deadline < soon]
 
     def jobs_of_owner(self, owner_id: str) -> list[JobRow]:
         """The owner's jobs (for the fake budgets: SQL joins the table, the fakes read each other's rows)."""

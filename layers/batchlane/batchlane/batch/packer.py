@@ -88,7 +88,7 @@ def leave_for_deadlines(svc: Services) -> list[str]:
     """Parked jobs whose deadline is near go on-demand now, wherever they wait (the pool or a lane: a
     shared Bedrock job keeps running for its other members): what process now does, reason deadline."""
     moved = []
-    for job_id in rows.jobs_due(svc.db, margin_s=svc.settings.batch_deadline_margin_s):
+    for job_id in svc.uow().jobs.jobs_due(margin_s=svc.settings.batch_deadline_margin_s):
         try:
             if process_now(svc, job_id, reason=DEADLINE).resumed:
                 moved.append(job_id)

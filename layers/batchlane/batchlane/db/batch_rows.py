@@ -237,19 +237,6 @@ def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
     ]
 
 
-def jobs_due(db: Runner, *, margin_s: float) -> list[str]:
-    """Parked jobs whose ``deadline`` option is less than ``margin_s`` away: they must leave for on-demand now."""
-    rows = db.run(
-        """SELECT id FROM large_conversion_jobs
-           WHERE status = ANY(CAST(:parked AS text[])) AND options ? 'deadline'
-             AND CAST(options ->> 'deadline' AS timestamptz) < now() + make_interval(secs => :secs)
-           ORDER BY CAST(options ->> 'deadline' AS timestamptz)""",
-        parked=_PARKED,
-        secs=margin_s,
-    )
-    return [str(r["id"]) for r in rows]
-
-
 def leave_pool(db: Runner, job_ids: list[str], *, reason: str) -> list[str]:
     """The pool lets these jobs go: chunks no lane carries yet convert on-demand (the job's lane decision)."""
     rows = db.run(

@@ -227,6 +227,19 @@ def jobs_in(db: Runner, status: str, *, unchanged_for_s: float) -> list[str]:
     return [str(r["id"]) for r in rows]
 
 
+def jobs_due(db: Runner, *, margin_s: float) -> list[str]:
+    """Parked jobs whose ``deadline`` option is less than ``margin_s`` away: they must leave for on-demand now."""
+    rows = db.run(
+        """SELECT id FROM large_conversion_jobs
+           WHERE status = ANY(CAST(:parked AS text[])) AND options ? 'deadline'
+             AND CAST(options ->> 'deadline' AS timestamptz) < now() + make_interval(secs => :secs)
+           ORDER BY CAST(options ->> 'deadline' AS timestamptz)""",
+        parked=[str(x) for x in st.leave_batch_lane().from_states],
+        secs=margin_s,
+    )
+    return [str(r["id"]) for r in rows]
+
+
 def count_live_by_status(db: Runner) -> dict[str, int]:
     """How many jobs are in each live status (a gauge)."""
     rows = db.run(
@@ -448,6 +461,9 @@ class PgJobs:
 
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
         return jobs_in(self.runner, status, unchanged_for_s=unchanged_for_s)
+
+    def jobs_due(self, *, margin_s: float) -> list[str]:
+        return jobs_due(self.runner, margin_s=margin_s)
 
     def live_job_of_file(self, file_id: str) -> str | None:
         return live_job_of_file(self.runner, file_id)
