@@ -16,9 +16,9 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
     if job is None:
         raise KeyError(job_id)
     rows = ledger.ledger_rows(svc.db, job_id)
-    on_demand_cost = sum((Decimal(r["cost_usd"]) for r in rows if r["backend"] == "on_demand"), Decimal(0))
-    batch_rows = [r for r in rows if r["backend"] == "batch"]  # the job's shares (or its own lane row, before the pool)
-    batch_cost = sum((Decimal(r["cost_usd"]) for r in batch_rows), Decimal(0))
+    on_demand_cost = sum((r.cost_usd for r in rows if r.backend == "on_demand"), Decimal(0))
+    batch_rows = [r for r in rows if r.backend == "batch"]  # the job's shares (or its own lane row, before the pool)
+    batch_cost = sum((r.cost_usd for r in batch_rows), Decimal(0))
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
     full_price_of_batch_pages = Decimal(0)
     tiers: dict[str, dict[str, Any]] = {}  # on-demand pages per Bedrock service tier (default, flex)

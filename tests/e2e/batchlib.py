@@ -8,6 +8,7 @@ from typing import Any
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.ports import LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until  # noqa: F401 - re-exported for the tests
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
@@ -110,27 +111,27 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     results = page_results(job_id)
     assert sorted(results) == list(range(1, pages + 1))
     rows = ledger.ledger_rows(svc.db, job_id)
-    assert not [r for r in rows if r["source"] == "batch"], "a lane's own row never belongs to a job"
-    shares = [r["batch_row_id"] for r in rows if r["source"] == "batch_share"]
+    assert not [r for r in rows if r.source == "batch"], "a lane's own row never belongs to a job"
+    shares = [r.batch_row_id for r in rows if r.source == "batch_share"]
     assert len(shares) == len(set(shares)), "one share per lane"
-    total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
+    total = sum((r.cost_usd for r in rows), Decimal(0))
     assert Decimal(job.total_cost_usd) == total
-    chunk_cost = sum((Decimal(r["cost_usd"]) for r in rows if r["source"] == "chunk"), Decimal(0))
+    chunk_cost = sum((r.cost_usd for r in rows if r.source == "chunk"), Decimal(0))
     on_demand_pages_cost = sum((p.cost_usd for p in results.values() if p.served_by == "on_demand"), Decimal(0))
     # Chunk rows book every on-demand call made (a discarded multi-page answer or a re-ask
     # is paid for too), never a batch-served page: no calls, no chunk cost.
     assert chunk_cost >= on_demand_pages_cost
     assert all(p.cost_usd == 0 for p in results.values() if p.served_by == "batch")
-    requests = sum(r["metadata"].get("requests", 0) for r in rows if r["source"] == "chunk")
+    requests = sum(r.metadata.get("requests", 0) for r in rows if r.source == "chunk")
     assert (chunk_cost == 0) == (requests == 0), "chunk cost without a call, or a call without its cost"
     batch_cost = job.batch_cost_usd
     assert total == chunk_cost + batch_cost
     hold = ledger.get_hold(svc.db, job_id)
-    assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total
+    assert hold is not None and hold.outcome == "settled" and hold.settled_usd == total
     return results
 
 
-def assert_retries_booked(job_id: str) -> dict[int, list[dict[str, Any]]]:
+def assert_retries_booked(job_id: str) -> dict[int, list[LedgerRow]]:
     """Retries of failed pages book only what they spent: one chunk row per retried chunk tagged
     ``retry: n``; each retry's cost is its rows' sum; the totals chain: the job's total before
     retry n+1 is the total before n plus n's cost, and the job's total is the ledger's sum."""
@@ -139,19 +140,19 @@ def assert_retries_booked(job_id: str) -> dict[int, list[dict[str, Any]]]:
     assert job is not None
     rows = ledger.ledger_rows(svc.db, job_id)
     history = svc.db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)
-    by_retry: dict[int, list[dict[str, Any]]] = {}
+    by_retry: dict[int, list[LedgerRow]] = {}
     for row in rows:
-        if (n := row["metadata"].get("retry")) is not None:
+        if (n := row.metadata.get("retry")) is not None:
             by_retry.setdefault(int(n), []).append(row)
     assert set(by_retry) <= {r["attempt"] for r in history}, "a ledger row tagged with a retry that does not exist"
     running_total = Decimal(history[0]["previous_total_usd"]) if history else Decimal(job.total_cost_usd)
-    assert running_total == sum((Decimal(r["cost_usd"]) for r in rows if "retry" not in r["metadata"]), Decimal(0))
+    assert running_total == sum((r.cost_usd for r in rows if "retry" not in r.metadata), Decimal(0))
     for retry in history:
         assert retry["status"] != "running", f"retry {retry['attempt']} still running"
-        booked = sum((Decimal(r["cost_usd"]) for r in by_retry.get(retry["attempt"], [])), Decimal(0))
+        booked = sum((r.cost_usd for r in by_retry.get(retry["attempt"], [])), Decimal(0))
         assert Decimal(retry["previous_total_usd"]) == running_total
         assert Decimal(retry["cost_usd"]) == booked, (retry["attempt"], retry["cost_usd"], booked)
-        assert {r["chunk_index"] for r in by_retry.get(retry["attempt"], [])} <= {int(c["chunkIndex"]) for c in retry["chunks_before"]}
+        assert {r.chunk_index for r in by_retry.get(retry["attempt"], [])} <= {int(c["chunkIndex"]) for c in retry["chunks_before"]}
         running_total += booked
-    assert Decimal(job.total_cost_usd) == running_total == sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
+    assert Decimal(job.total_cost_usd) == running_total == sum((r.cost_usd for r in rows), Decimal(0))
     return by_retry

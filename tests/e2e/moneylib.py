@@ -18,8 +18,8 @@ from batchlane.runtime import services
 def ledger_tokens(job_id: str, source: str) -> tuple[int, int]:
     """The job's tokens in the ledger: ``chunk`` its on-demand rows, ``batch`` its shares of the lanes that carried it."""
     backend = "batch" if source == "batch" else "on_demand"
-    rows = [r for r in ledger.ledger_rows(services().db, job_id) if r["backend"] == backend]
-    return sum(int(r["input_tokens"]) for r in rows), sum(int(r["output_tokens"]) for r in rows)
+    rows = [r for r in ledger.ledger_rows(services().db, job_id) if r.backend == backend]
+    return sum(r.input_tokens for r in rows), sum(r.output_tokens for r in rows)
 
 
 def bedrock_manifest(lane_id: str) -> dict[str, Any]:
@@ -65,13 +65,13 @@ def assert_batch_row_bills_the_manifest(job_id: str) -> dict[str, Any]:
     assert lanes, f"no lane carried job {job_id}"
     for lane in lanes:
         assert_lane_bills_its_manifest(lane)
-    shares = [r for r in ledger.ledger_rows(svc.db, job_id) if r["source"] == "batch_share"]
-    assert sorted(r["batch_row_id"] for r in shares) == sorted(lane["id"] for lane in lanes), "one share per lane"
+    shares = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "batch_share"]
+    assert sorted(r.batch_row_id for r in shares) == sorted(lane["id"] for lane in lanes), "one share per lane"
     return {
-        "cost_usd": sum((Decimal(r["cost_usd"]) for r in shares), Decimal(0)),
-        "input_tokens": sum(int(r["input_tokens"]) for r in shares),
-        "output_tokens": sum(int(r["output_tokens"]) for r in shares),
-        "model_id": shares[0]["model_id"],
+        "cost_usd": sum((r.cost_usd for r in shares), Decimal(0)),
+        "input_tokens": sum(r.input_tokens for r in shares),
+        "output_tokens": sum(r.output_tokens for r in shares),
+        "model_id": shares[0].model_id,
     }
 
 
@@ -90,10 +90,10 @@ def assert_total_is_the_ledger(job_id: str) -> Decimal:
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None and job.status == "completed", job and job.status
     rows = ledger.ledger_rows(svc.db, job_id)
-    total = sum((Decimal(r["cost_usd"]) for r in rows), Decimal(0))
-    batch = sum((Decimal(r["cost_usd"]) for r in rows if r["backend"] == "batch"), Decimal(0))
+    total = sum((r.cost_usd for r in rows), Decimal(0))
+    batch = sum((r.cost_usd for r in rows if r.backend == "batch"), Decimal(0))
     assert Decimal(job.total_cost_usd) == total, ("job total", job.total_cost_usd, total)
     assert job.batch_cost_usd == batch
     hold = ledger.get_hold(svc.db, job_id)
-    assert hold is not None and hold["outcome"] == "settled" and Decimal(hold["settled_usd"]) == total
+    assert hold is not None and hold.outcome == "settled" and hold.settled_usd == total
     return total

@@ -238,8 +238,8 @@ def test_prompt_changed_between_prepare_and_run_goes_on_demand(stack_factory):
     assert served(results, "batch") == 0 and served(results, "on_demand") == NON_BLANK
     [ledger_row] = batch_ledger_rows(report["job_id"])
     assert ledger_row["cost_usd"] > 0, "the batch output was still paid for, once"
-    chunk_rows = [r for r in ledger.ledger_rows(services().db, report["job_id"]) if r["source"] == "chunk"]
-    assert sum(r["metadata"]["primedMismatch"] for r in chunk_rows) == NON_BLANK
+    chunk_rows = [r for r in ledger.ledger_rows(services().db, report["job_id"]) if r.source == "chunk"]
+    assert sum(r.metadata["primedMismatch"] for r in chunk_rows) == NON_BLANK
 
 
 def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):

@@ -26,6 +26,7 @@ from test_cancel_process_now import Gate, api, file_of, job
 
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
+from batchlane.ports import LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import upload_pdf
 from batchlane_dev.local.pdfgen import make_pdf
@@ -112,8 +113,8 @@ def all_lanes() -> list[dict[str, Any]]:
     return services().db.run("SELECT * FROM conversion_batch_jobs ORDER BY id")
 
 
-def shares(job_id: str) -> list[dict[str, Any]]:
-    return [r for r in ledger.ledger_rows(services().db, job_id) if r["source"] == "batch_share"]
+def shares(job_id: str) -> list[LedgerRow]:
+    return [r for r in ledger.ledger_rows(services().db, job_id) if r.source == "batch_share"]
 
 
 # -- 1 --------------------------------------------------------------------------------------
@@ -140,16 +141,16 @@ def test_many_small_documents_ride_in_one_bedrock_job(stack_factory):
     lane_cost = Decimal(lane["cost_usd"])
     by_job = {job_id: shares(job_id) for job_id in jobs}
     assert all(len(rows) == 1 for rows in by_job.values())
-    assert sum(Decimal(rows[0]["cost_usd"]) for rows in by_job.values()) == lane_cost
+    assert sum(rows[0].cost_usd for rows in by_job.values()) == lane_cost
     [bedrock_job] = stack.bedrock.jobs.values()
-    assert sum(rows[0]["input_tokens"] for rows in by_job.values()) == bedrock_job.input_tokens
-    assert sum(rows[0]["output_tokens"] for rows in by_job.values()) == bedrock_job.output_tokens
+    assert sum(rows[0].input_tokens for rows in by_job.values()) == bedrock_job.input_tokens
+    assert sum(rows[0].output_tokens for rows in by_job.values()) == bedrock_job.output_tokens
     model = services().settings.batchlane_model_id
     for job_id, pages in jobs.items():
         [share] = by_job[job_id]
-        own = services().prices.cost(model, Usage(share["input_tokens"], share["output_tokens"]), batch=True)
-        assert abs(Decimal(share["cost_usd"]) - own) <= Decimal("0.00001")
-        assert share["metadata"]["records"] == pages
+        own = services().prices.cost(model, Usage(share.input_tokens, share.output_tokens), batch=True)
+        assert abs(share.cost_usd - own) <= Decimal("0.00001")
+        assert share.metadata["records"] == pages
 
 
 # -- 2 --------------------------------------------------------------------------------------
@@ -240,7 +241,7 @@ def test_cancel_of_one_member_leaves_the_shared_lane_running(stack_factory):
     assert stack.bedrock.stats["stop_requests"] == 0
     assert job(cancelled).status == "cancelled"
     [share] = shares(cancelled)
-    assert Decimal(share["cost_usd"]) > 0, "the cancelled job's records were sent: its share is billed to it"
+    assert share.cost_usd > 0, "the cancelled job's records were sent: its share is billed to it"
     assert Decimal(job(cancelled).total_cost_usd) == 0, "nothing charged to the user: the share is our cost"
     for job_id in others:
         assert served(job_id, 8, "batch") == 8
@@ -262,7 +263,7 @@ def test_process_now_of_one_member_converts_it_on_demand_and_the_others_from_bat
     for job_id in others:
         assert served(job_id, 8, "batch") == 8
     [share] = shares(hurried)
-    assert Decimal(share["cost_usd"]) > 0, "its records rode: it pays its share, on top of its on-demand pages"
+    assert share.cost_usd > 0, "its records rode: it pays its share, on top of its on-demand pages"
     assert_whole_and_exact(stack, jobs)
 
 

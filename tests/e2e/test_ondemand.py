@@ -20,6 +20,7 @@ from batchlane.domain.status import Entity
 from batchlane.ondemand import CoverageRule, LimitSettings, PgLimiter, text_layer
 from batchlane.ondemand.limiter import LeaseWaitTimeout, SerialDatabase
 from batchlane.pdf import open_pdf
+from batchlane.ports import LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
@@ -55,12 +56,12 @@ def _pages(svc, job_id: str) -> dict[int, tuple[str, str]]:  # type: ignore[no-u
     return pages
 
 
-def _chunk_rows(svc, job_id: str) -> list[dict]:  # type: ignore[no-untyped-def]
-    return [r for r in ledger.ledger_rows(svc.db, job_id) if r["source"] == "chunk"]
+def _chunk_rows(svc, job_id: str) -> list[LedgerRow]:  # type: ignore[no-untyped-def]
+    return [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
 
 
 def _meta_sum(rows, key: str) -> int:  # type: ignore[no-untyped-def]
-    return sum(int(r["metadata"].get(key, 0)) for r in rows)
+    return sum(int(r.metadata.get(key, 0)) for r in rows)
 
 
 def test_pages_go_five_to_a_request_each_under_its_own_marker_and_every_call_is_booked(stack_factory):
@@ -73,7 +74,7 @@ def test_pages_go_five_to_a_request_each_under_its_own_marker_and_every_call_is_
     # 57 non-blank pages in chunks of 50: 10 + 2 requests, not 57
     assert stack.bedrock.stats["converse_ok"] == 12
     rows = _chunk_rows(svc, job_id)
-    assert _meta_sum(rows, "requests") == 12 and sum(r["cost_usd"] for r in rows) == job.total_cost_usd > 0
+    assert _meta_sum(rows, "requests") == 12 and sum(r.cost_usd for r in rows) == job.total_cost_usd > 0
 
 
 def test_truncated_answers_are_halved_down_to_one_page_which_keeps_its_text_marked_truncated(stack_factory):
@@ -155,13 +156,13 @@ def test_a_cancelled_chunk_starts_no_new_request_and_books_what_it_spent(stack_f
         job_repo.move_job(tx, job_id, st.cancel())
         job_repo.move_chunks(tx, job_id, st.cancel(Entity.CHUNK))
     seen_at_cancel = stack.bedrock.stats["converse_requests"]
-    _wait_for(lambda: any(r["metadata"].get("aborted") for r in _chunk_rows(svc, job_id)))
+    _wait_for(lambda: any(r.metadata.get("aborted") for r in _chunk_rows(svc, job_id)))
     # Then at most the request already in flight finishes; no result is written; the spend is booked
     assert stack.bedrock.stats["converse_requests"] <= seen_at_cancel + 1 < 10
     chunk = job_repo.get_chunks(svc.db, job_id)[0]
     assert chunk.status == "cancelled" and chunk.result_key is None
     (row,) = _chunk_rows(svc, job_id)
-    assert row["metadata"]["aborted"] and row["cost_usd"] > 0 and chunk.cost_usd == row["cost_usd"]
+    assert row.metadata["aborted"] and row.cost_usd > 0 and chunk.cost_usd == row.cost_usd
     assert job_repo.get_job(svc.db, job_id).status == "cancelled"
 
 
@@ -177,12 +178,12 @@ def test_a_chunk_at_its_invocation_deadline_keeps_its_pages_books_its_spend_and_
     assert (job.status, job.pages_failed) == ("completed", 0)
     assert all(page_phrase(n, 12) in body for n, (_, body) in _pages(svc, job_id).items())
     rows = _chunk_rows(svc, job_id)
-    continued = [r for r in rows if r["metadata"].get("continued")]
+    continued = [r for r in rows if r.metadata.get("continued")]
     assert len(continued) >= 2 and len(rows) == len(continued) + 1
     assert job_repo.get_chunk(svc.db, job_id, 0).attempts == len(rows)
     # No page was asked twice, every answer was booked (also those that arrived after the deadline)
     assert _meta_sum(rows, "requests") == stack.bedrock.stats["converse_ok"] == 12
-    assert sum(r["cost_usd"] for r in rows) == job.total_cost_usd > 0
+    assert sum(r.cost_usd for r in rows) == job.total_cost_usd > 0
 
 
 def test_a_database_connection_killed_mid_chunk_is_re_established(stack_factory, migrated_url):
@@ -206,7 +207,7 @@ def test_a_database_connection_killed_mid_chunk_is_re_established(stack_factory,
     assert (job.status, job.pages_failed) == ("completed", 0)
     assert job_repo.get_chunks(svc.db, job_id)[0].attempts == 1
     (row,) = _chunk_rows(svc, job_id)
-    assert row["cost_usd"] == job.total_cost_usd > 0 and row["metadata"]["requests"] == 10
+    assert row.cost_usd == job.total_cost_usd > 0 and row.metadata["requests"] == 10
 
 
 def test_the_global_limit_holds_across_workers_and_a_dead_workers_lease_expires(db, migrated_url):

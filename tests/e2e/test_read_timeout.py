@@ -45,16 +45,16 @@ def test_every_timed_out_call_is_booked_and_its_pages_end_visibly_failed(stack_f
     assert job.pages_failed == 3
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     assert all(f"<!-- Page {n}: failed (ReadTimeout) -->" in markdown for n in (1, 2, 3))
-    rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r["source"] == "chunk"]
+    rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
     attempts = job_repo.get_chunk(svc.db, job_id, 0).attempts
     assert attempts >= 2 and len(rows) == attempts
     # one request per attempt reached Bedrock: never re-sent within an attempt
-    assert stack.bedrock.stats["invoke_requests"] == attempts == sum(r["metadata"].get("readTimeouts", 0) for r in rows)
+    assert stack.bedrock.stats["invoke_requests"] == attempts == sum(r.metadata.get("readTimeouts", 0) for r in rows)
     # and each is booked at its estimate: the pages' input and a full max_tokens answer
     pages = [(p.number, p.pdf_bytes) for p in open_pdf(pdf, max_pages=3).pages(ChunkSpan(0, 1, 3))]
     request = build_pages_request(chunk_index=0, pages=pages, config=ConverterConfig.from_settings(svc.settings))
     each = svc.prices.cost(request.model_id, Usage(request.estimated_input_tokens(), request.max_tokens))
-    assert [Decimal(r["cost_usd"]) for r in rows] == [each] * attempts
+    assert [r.cost_usd for r in rows] == [each] * attempts
     assert Decimal(job.total_cost_usd) == each * attempts > 0
 
 

@@ -34,7 +34,7 @@ def _tiers(job_id: str) -> dict[str, dict[str, int | Decimal]]:
     """The chunk ledger rows' serviceTiers, summed."""
     out: dict[str, dict[str, int | Decimal]] = {}
     for row in ledger.ledger_rows(services().db, job_id):
-        for tier, part in (row["metadata"] or {}).get("serviceTiers", {}).items():
+        for tier, part in row.metadata.get("serviceTiers", {}).items():
             into = out.setdefault(tier, {"pages": 0, "inputTokens": 0, "outputTokens": 0, "costUsd": Decimal(0)})
             for key in ("pages", "inputTokens", "outputTokens"):
                 into[key] += int(part[key])

@@ -235,7 +235,7 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     assert job(job_id).status == "cancelled"
     assert [c.status for c in job_repo.get_chunks(db, job_id)] == ["completed", "cancelled"]
     hold = ledger.get_hold(db, job_id)
-    assert hold["outcome"] == "cancelled" and not hold["settled_usd"]
+    assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
     assert job_repo.get_file(db, file_id).status == "uploaded"
     if row_state in ("preparing", "submitted"):
         lane = lane_of(job_id)  # its only member left: nobody waits on it
@@ -256,7 +256,7 @@ def test_cancel_of_a_finishing_or_finished_job_is_409(stack, owner, status, code
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {}, user=owner)
     assert answer[0] == 409 and answer[1]["code"] == code
     assert job(job_id).status == status
-    assert ledger.get_hold(services().db, job_id)["outcome"] is None
+    assert ledger.get_hold(services().db, job_id).outcome is None
 
 
 def test_cancel_guarded_on_the_job_id_the_caller_saw(stack, owner):
@@ -290,7 +290,7 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
         assert lane.reason == "process_now" and lane.state == row_state  # the lane stops / leaves and closes it itself
         assert {m.state for m in rows.members(services().db, lane.id)} == {"left"}
     hold = ledger.get_hold(services().db, job_id)
-    assert hold["expires_at"].timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
+    assert hold.expires_at.timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
     finished: job_repo.JobRow = wait_for(lambda: job(job_id).status in ("completed", "failed") and job(job_id), what="the on-demand conversion")
     assert finished.status == "completed" and finished.pages_failed == 0
     assert finished.pages_converted == PAGES and finished.pages_batch == 0
@@ -531,7 +531,7 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     status, body = call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)
     assert status == 200 and body["cancelledJobId"] == job_id
     assert job(job_id).status == "cancelled"
-    assert ledger.get_hold(services().db, job_id)["outcome"] == "cancelled"
+    assert ledger.get_hold(services().db, job_id).outcome == "cancelled"
     assert lane_of(job_id).state == "submitted", "the lane (and what it bills) outlives the file"
     assert call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)[0] == 404
     assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == []

@@ -125,7 +125,7 @@ def test_the_hold_is_sized_by_what_the_pages_hold_not_a_flat_rate(stack, owner):
         file_id = upload(stack, owner, make_pdf(4, lines_per_page=lines), name)
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
         wait_for(lambda: job(created["jobId"]).status == "completed", what=f"the conversion of {name}", timeout_s=180)
-        holds[name] = Decimal(ledger.get_hold(services().db, created["jobId"])["amount_usd"])
+        holds[name] = ledger.get_hold(services().db, created["jobId"]).amount_usd
     # The dense one holds more (its text goes in), and each holds a whole max_tokens answer a page, asked twice
     # with the coverage re-ask (issue 21.5: not twice what the text predicts)
     assert holds["dense.pdf"] > holds["sparse.pdf"], holds
@@ -175,8 +175,8 @@ def test_a_running_chunk_stops_at_the_first_request_the_hold_cannot_carry_and_th
     # the pages they converted are kept for the resume, no chunk completed, and the job is paused
     assert job(job_id).status == "paused_budget"
     booked = ledger.ledger_rows(services().db, job_id)
-    assert sum(Decimal(r["cost_usd"]) for r in booked) <= hold
-    for index in sorted({r["chunk_index"] for r in booked}):
+    assert sum(r.cost_usd for r in booked) <= hold
+    for index in sorted({r.chunk_index for r in booked}):
         assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) < 3, index
     assert "completed" not in [c.status for c in job_repo.get_chunks(services().db, job_id)]
 
@@ -285,7 +285,7 @@ def test_concurrent_chunks_share_one_hold_and_never_overspend_it(stack, owner):
     spent = ledger.job_total(services().db, job_id)
     assert 0 < spent <= hold, (spent, hold, page_usd)
     # and the counter says what was booked, nothing reserved is left over
-    assert Decimal(ledger.get_hold(services().db, job_id)["committed_usd"]) == spent
+    assert ledger.get_hold(services().db, job_id).committed_usd == spent
     # And the next chunk start pauses the job: what is left cannot carry another request
     unfinished = next(c.chunk_index for c in job_repo.get_chunks(services().db, job_id) if c.status != "completed")
     assert _start_as_the_workflow_does(job_id, unfinished)["status"] == "paused_budget"
@@ -319,4 +319,4 @@ def test_the_counter_gives_out_a_hold_once_whatever_the_threads(stack, owner):
         taken = list(pool.map(lambda _: take(), range(16)))
     # Then exactly three got it and the counter stands at the hold
     assert taken.count(True) == 3 and taken.count(False) == 13
-    assert Decimal(ledger.get_hold(services().db, job_id)["committed_usd"]) == Decimal("0.30")
+    assert ledger.get_hold(services().db, job_id).committed_usd == Decimal("0.30")

@@ -199,7 +199,7 @@ def test_holds_close_once(db):
     ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=6)
     assert ledger.close_hold(db, job_id, outcome="settled", settled_usd=Decimal("1"))
     assert not ledger.close_hold(db, job_id, outcome="cancelled")
-    assert ledger.get_hold(db, job_id)["outcome"] == "settled"
+    assert ledger.get_hold(db, job_id).outcome == "settled"
 
 
 def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):

@@ -217,7 +217,7 @@ def test_retry_converts_only_the_failed_pages_splices_them_in_order_and_books_on
     ]
     # only the retried pages' cost is booked: one row per retried chunk, tagged with the retry
     retry_rows = assert_retries_booked(job_id)
-    assert sorted(r["chunk_index"] for r in retry_rows[1]) == [0, 1]
+    assert sorted(r.chunk_index for r in retry_rows[1]) == [0, 1]
     assert Decimal(history[0]["costUsd"]) == Decimal(after.total_cost_usd) - Decimal(before.total_cost_usd) > 0
     assert call(stack, "GET", f"/api/v1/jobs/{job_id}/pages?status=failed", user=owner)[1]["pages"] == []
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
@@ -277,7 +277,7 @@ def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(s
     after = job(job_id)
     assert (after.status, after.pages_failed, after.error_id) == ("completed", len(REFUSED), "PAGES_FAILED")
     assert markdown(job_id) == first_markdown and Decimal(after.total_cost_usd) == Decimal(before.total_cost_usd)
-    assert ledger.get_hold(services().db, job_id)["outcome"] == "settled"
+    assert ledger.get_hold(services().db, job_id).outcome == "settled"
     assert job_repo.get_file(services().db, file_id).status == "converted"
     assert [r["status"] for r in call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]] == ["cancelled"]
     # and the failed pages can be retried again, to the end

@@ -56,12 +56,12 @@ def _timed_job(pages: int, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
         final = wait_for_job(svc, job_id, timeout_s=900, poll_s=0.05)
         elapsed = time.perf_counter() - started
         assert stack.bedrock is not None
-        rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r["source"] == "chunk"]
+        rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
         return elapsed, {
             "status": final.status,
             "requests": stack.bedrock.stats["converse_ok"],
             "throttled": stack.bedrock.stats["converse_throttled"],
-            "input_tokens_per_page": round(sum(int(r["input_tokens"]) for r in rows) / pages, 1),
+            "input_tokens_per_page": round(sum(r.input_tokens for r in rows) / pages, 1),
         }
 
 

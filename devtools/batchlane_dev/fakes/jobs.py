@@ -213,6 +213,11 @@ class FakeJobs:
         due = [(deadline, job.id) for job in self._rows.jobs.values() if job.status in parked and (deadline := parse_deadline(job.options.get("deadline")))]
         return [job_id for deadline, job_id in sorted(due) if deadline < soon]
 
+    def put_job(self, job: JobRow) -> JobRow:
+        """A job's row as the other fakes change it (the ledger's late batch cost, the budgets' pause)."""
+        self._rows.jobs[job.id] = job
+        return job
+
     def jobs_of_owner(self, owner_id: str) -> list[JobRow]:
         """The owner's jobs (for the fake budgets: SQL joins the table, the fakes read each other's rows)."""
         return [job for job in self._rows.jobs.values() if job.owner_id == owner_id]

@@ -3,23 +3,30 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from batchlane.ports import LedgerRow
+from batchlane.domain.status import JobStatus
+from batchlane.ports import Hold, LedgerRow
+from batchlane_dev.fakes.jobs import FakeJobs
 
 _CENTS = Decimal("0.000001")  # numeric(14, 6)
 
 
 @dataclass
 class MoneyRows:
-    """The money side: ledger rows in insertion order (ids ascending), shared with the fake budgets."""
+    """The money side: ledger rows in insertion order (ids ascending) and holds by job, shared with the fake budgets."""
 
     ledger: list[LedgerRow] = field(default_factory=list)
+    holds: dict[str, Hold] = field(default_factory=dict)
 
     def next_id(self) -> int:
         return len(self.ledger) + 1
+
+    def spent(self, job_id: str, *, backend: str | None = None) -> Decimal:
+        return sum((r.cost_usd for r in self.ledger if r.job_id == job_id and (backend is None or r.backend == backend)), Decimal(0))
 
 
 def money(state: Any) -> MoneyRows:
@@ -93,6 +100,67 @@ class FakeLedger:
         if any(r.source == "batch_share" and r.batch_row_id == batch_row_id and r.job_id == key for r in self._rows.ledger):
             return  # one_share_per_member
         self._add(
-            "batch_share", job_id=job_id, batch_row_id=batch_row_id, backend="batch", model_id=model_id, usage=(input_tokens, output_tokens),
+            "batch_share", job_id=key, batch_row_id=batch_row_id, backend="batch", model_id=model_id, usage=(input_tokens, output_tokens),
             cost_usd=cost_usd, metadata=metadata,
         )  # fmt: skip
+        hold = self._rows.holds.get(key)
+        if hold is not None:  # spent from the job's hold like an on-demand request
+            self._rows.holds[key] = replace(hold, committed_usd=hold.committed_usd + Decimal(cost_usd).quantize(_CENTS))
+
+    def batch_cost_of_job(self, job_id: str) -> Decimal:
+        return self._rows.spent(job_id, backend="batch")
+
+    def job_total(self, job_id: str) -> Decimal:
+        return self._rows.spent(job_id)
+
+    def ledger_rows(self, job_id: str) -> list[LedgerRow]:
+        return [r for r in self._rows.ledger if r.job_id == job_id]
+
+    def carry_late_batch_cost(self, job_id: str) -> None:
+        jobs, now = FakeJobs(self.state), self.state.clock.now()
+        job = jobs.get_job(job_id)
+        if job is not None and job.status in (JobStatus.COMPLETED, JobStatus.FAILED):
+            job = jobs.put_job(replace(job, total_cost_usd=self._rows.spent(job_id), updated_at=now))
+        hold = self._rows.holds.get(job_id)
+        if hold is not None and hold.outcome == "settled":
+            self._rows.holds[job_id] = replace(hold, settled_usd=self._rows.spent(job_id), updated_at=now)
+        if job is not None and job.status != JobStatus.WAITING_BATCH:
+            jobs.put_job(replace(job, batch_cost_usd=self._rows.spent(job_id, backend="batch")))
+
+    # -- funds holds -------------------------------------------------------------------------
+    def place_hold(self, *, job_id: str, owner_id: str, amount_usd: Decimal, hours: float) -> None:
+        if job_id in self._rows.holds:
+            return  # one hold per job
+        now = self.state.clock.now()
+        self._rows.holds[job_id] = Hold(
+            id=len(self._rows.holds) + 1, job_id=job_id, owner_id=owner_id, amount_usd=Decimal(amount_usd).quantize(_CENTS),
+            expires_at=now + timedelta(hours=hours), outcome=None, settled_usd=None, committed_usd=Decimal(0), wanted_usd=Decimal(0),
+            created_at=now, updated_at=now,
+        )  # fmt: skip
+
+    def extend_hold(self, job_id: str, *, hours: float) -> None:
+        hold, now = self._rows.holds.get(job_id), self.state.clock.now()
+        if hold is not None and hold.outcome is None:
+            self._rows.holds[job_id] = replace(hold, expires_at=now + timedelta(hours=hours), updated_at=now)
+
+    def reopen_hold(self, job_id: str, *, extra_usd: Decimal, hours: float) -> None:
+        hold, now = self._rows.holds.get(job_id), self.state.clock.now()
+        if hold is not None:
+            settled = hold.settled_usd or Decimal(0)
+            self._rows.holds[job_id] = replace(
+                hold, outcome=None, amount_usd=settled + Decimal(extra_usd).quantize(_CENTS), committed_usd=settled, settled_usd=None,
+                expires_at=now + timedelta(hours=hours), updated_at=now,
+            )  # fmt: skip
+
+    def close_hold(self, job_id: str, *, outcome: str, settled_usd: Decimal | None = None) -> bool:
+        hold = self._rows.holds.get(job_id)
+        if hold is None or hold.outcome is not None:
+            return False
+        if outcome not in ("settled", "released", "cancelled"):
+            raise ValueError(f"no hold outcome {outcome!r}")  # the CHECK
+        settled = Decimal(settled_usd).quantize(_CENTS) if settled_usd is not None else None
+        self._rows.holds[job_id] = replace(hold, outcome=outcome, settled_usd=settled, updated_at=self.state.clock.now())
+        return True
+
+    def get_hold(self, job_id: str) -> Hold | None:
+        return self._rows.holds.get(job_id)

@@ -239,8 +239,8 @@ def test_collect_bills_every_record_bedrock_returned_and_accepts_only_what_on_de
     bill = _lane_bill(svc, lane_id)
     assert (bill["input_tokens"], bill["output_tokens"], Decimal(bill["cost_usd"])) == (billed.input_tokens, billed.output_tokens, cost)
     [share] = ledger.ledger_rows(svc.db, job_id)  # the job's own rows: its share of the lane, all of it (the only member)
-    assert (share["source"], share["backend"], Decimal(share["cost_usd"])) == ("batch_share", "batch", cost)
-    assert (share["input_tokens"], share["output_tokens"]) == (billed.input_tokens, billed.output_tokens)
+    assert (share.source, share.backend, share.cost_usd) == ("batch_share", "batch", cost)
+    assert (share.input_tokens, share.output_tokens) == (billed.input_tokens, billed.output_tokens)
     assert ledger.batch_cost_of_job(svc.db, job_id) == cost
     results = {c: svc.store.get_json(f"batch/{job_id}/results/chunk-{c}.json")["results"] for c in (0, 1, 2)}
     assert [r["recordId"] for r in results[0]] == ["c0-p1"], "the member tag is stripped: the primed chunk looks up its own ids"
@@ -295,7 +295,7 @@ def test_leaving_while_bedrock_runs_bills_the_stopped_job_once_from_its_manifest
     bill = _lane_bill(svc, parked.lane_id)
     assert (bill["input_tokens"], bill["output_tokens"]) == (3000, 900)
     [share] = ledger.ledger_rows(svc.db, parked.job_id)
-    assert (share["source"], share["input_tokens"], share["output_tokens"], share["cost_usd"]) == ("batch_share", 3000, 900, bill["cost_usd"])
+    assert (share.source, share.input_tokens, share.output_tokens, share.cost_usd) == ("batch_share", 3000, 900, bill["cost_usd"])
 
 
 # --- resume ---------------------------------------------------------------------------------------

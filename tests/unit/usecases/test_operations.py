@@ -56,7 +56,7 @@ def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the
     assert job is not None and job.status == "cancelled"
     assert job_repo.get_file(svc.db, str(job.file_id)).status == "uploaded"
     hold = ledger.get_hold(svc.db, parked.job_id)
-    assert hold is not None and hold["outcome"] == "cancelled"
+    assert hold is not None and hold.outcome == "cancelled"
     assert _lane(svc, parked.lane_id).reason == "cancelled"
     assert _member_states(svc, parked.lane_id) == {"left"}
     assert _pool_left(svc, parked.job_id) == (True, "cancelled")

@@ -126,8 +126,8 @@ def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
             raise Conflict("The job's running chunks are still finishing; resume it in a minute.", error_id="PAUSE_DRAINING")
         money = budgets.job_money(tx, job_id)
         assert money is not None
-        spent = Decimal(money["spent_usd"])
-        hold = raised_hold(spent=spent, hold=Decimal(money["hold_usd"] or 0), pages_done=int(money["pages_done"]), pages_total=int(money["total_pages"]))
+        spent = money.spent_usd
+        hold = raised_hold(spent=spent, hold=money.hold_usd or Decimal(0), pages_done=money.pages_done, pages_total=money.total_pages)
         budgets.lock_owner(tx, owner_id)
         limits = budgets.limits_for(tx, owner_id, svc.settings)
         others = budgets.standing(tx, owner_id, exclude_job=job_id)

@@ -9,10 +9,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from batchlane.db.connection import Row
-from batchlane.db.jobs import JobRow, Runner
+from batchlane.db.jobs import JobRow, Runner, move_chunks
 from batchlane.domain import status as st
 from batchlane.domain.budget import Limits, Standing
+from batchlane.domain.status import Entity
+from batchlane.ports import BudgetOverride, JobMoney
 
 
 def lock_owner(tx: Runner, owner_id: str) -> None:
@@ -20,11 +21,14 @@ def lock_owner(tx: Runner, owner_id: str) -> None:
     tx.run("SELECT pg_advisory_xact_lock(hashtextextended('budget:' || :owner, 0))", owner=owner_id)
 
 
-def get_override(db: Runner, owner_id: str) -> Row | None:
-    return db.one("SELECT * FROM user_budgets WHERE owner_id = :owner", owner=owner_id)
+def get_override(db: Runner, owner_id: str) -> BudgetOverride | None:
+    row = db.one("SELECT * FROM user_budgets WHERE owner_id = :owner", owner=owner_id)
+    return BudgetOverride.of(row) if row is not None else None
 
 
-def set_override(db: Runner, owner_id: str, *, usd_per_month: Decimal | None, max_live_jobs: int | None, max_live_pages: int | None, updated_by: str) -> Row:
+def set_override(
+    db: Runner, owner_id: str, *, usd_per_month: Decimal | None, max_live_jobs: int | None, max_live_pages: int | None, updated_by: str
+) -> BudgetOverride:
     """Insert or replace an owner's overrides (None: the deployment's default)."""
     row = db.one(
         """INSERT INTO user_budgets (owner_id, usd_per_month, max_live_jobs, max_live_pages, updated_by)
@@ -39,17 +43,23 @@ def set_override(db: Runner, owner_id: str, *, usd_per_month: Decimal | None, ma
         by=updated_by,
     )
     assert row is not None
-    return row
+    return BudgetOverride.of(row)
 
 
 def limits_for(db: Runner, owner_id: str, settings: Any) -> Limits:
     """The owner's override where set, else the deployment's defaults."""
-    row = get_override(db, owner_id) or {}
-    usd = row.get("usd_per_month")
+    return override_or_defaults(get_override(db, owner_id), settings)
+
+
+def override_or_defaults(override: BudgetOverride | None, settings: Any) -> Limits:
+    """The limits an override sets, the deployment's defaults for the rest (the fake budgets share this rule)."""
+    usd = override.usd_per_month if override else None
+    jobs = override.max_live_jobs if override else None
+    pages = override.max_live_pages if override else None
     return Limits(
         usd_per_month=Decimal(str(settings.batchlane_budget_usd_per_month)) if usd is None else Decimal(usd),
-        max_live_jobs=settings.batchlane_max_live_jobs if row.get("max_live_jobs") is None else int(row["max_live_jobs"]),
-        max_live_pages=settings.batchlane_max_live_pages if row.get("max_live_pages") is None else int(row["max_live_pages"]),
+        max_live_jobs=settings.batchlane_max_live_jobs if jobs is None else int(jobs),
+        max_live_pages=settings.batchlane_max_live_pages if pages is None else int(pages),
     )
 
 
@@ -76,16 +86,18 @@ def standing(db: Runner, owner_id: str, *, exclude_job: str | None = None) -> St
     return Standing(Decimal(row["month_usd"]) + Decimal(row["held_usd"]), int(row["live_jobs"]), int(row["live_pages"]))
 
 
-def job_money(db: Runner, job_id: str) -> Row | None:
+def job_money(db: Runner, job_id: str) -> JobMoney | None:
     """A job's spend so far, its open hold (None when closed or absent) and its pages done."""
-    return db.one(
-        """SELECT (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) AS spent_usd,
+    row = db.one(
+        """SELECT j.id AS job_id, (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) AS spent_usd,
                   (SELECT amount_usd FROM funds_holds WHERE job_id = j.id AND outcome IS NULL) AS hold_usd,
-                  (SELECT COALESCE(SUM(pages_done + pages_failed), 0) FROM chunk_jobs WHERE job_id = j.id AND status = 'completed') AS pages_done,
+                  (SELECT COALESCE(SUM(pages_done + pages_failed), 0) FROM chunk_jobs WHERE job_id = j.id AND status = :completed) AS pages_done,
                   j.total_pages, j.owner_id, j.status
            FROM large_conversion_jobs j WHERE j.id = CAST(:job AS uuid)""",
         job=job_id,
+        completed=str(st.ChunkStatus.COMPLETED),
     )
+    return JobMoney.of(row) if row is not None else None
 
 
 def reserve(db: Runner, job_id: str, cost: Decimal) -> bool | None:
@@ -119,21 +131,29 @@ def settle_reservation(db: Runner, job_id: str, *, reserved: Decimal, actual: De
     )
 
 
+HOLD_REACHED_ERROR = "BUDGET_HOLD_REACHED"
+HOLD_REACHED_MESSAGE = "The conversion reached its funds hold and is paused; resume it when your budget allows."
+
+
 def pause_at_hold(db: Runner, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
-    """processing → paused_budget when the job's booked spend has reached its open hold, or what the hold has
-    given out leaves less than ``next_request_usd`` (the cheapest request's worst case) or than the last
-    request that did not fit; True if paused.
+    """processing → paused_budget (domain/status.py's ``pause_budget``) when the job's booked spend has reached its open
+    hold, or what the hold has given out leaves less than ``next_request_usd`` (the cheapest request's worst case) or
+    than the last request that did not fit; True if paused.
     One statement, guarded on the status: a concurrent cancel or a second chunk cannot interleave."""
+    move = st.pause_budget()
     row = db.one(
-        """UPDATE large_conversion_jobs j SET status = 'paused_budget', updated_at = now(),
-               error_id = 'BUDGET_HOLD_REACHED', error_message = 'The conversion reached its funds hold and is paused; resume it when your budget allows.'
+        """UPDATE large_conversion_jobs j SET status = :to, updated_at = now(), error_id = :error_id, error_message = :message
            FROM funds_holds h
-           WHERE j.id = CAST(:job AS uuid) AND h.job_id = j.id AND h.outcome IS NULL AND j.status = 'processing'
+           WHERE j.id = CAST(:job AS uuid) AND h.job_id = j.id AND h.outcome IS NULL AND j.status = ANY(CAST(:from_ AS text[]))
              AND ((SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) >= h.amount_usd
                   OR h.committed_usd + GREATEST(:next, h.wanted_usd) > h.amount_usd)
            RETURNING j.id""",
         job=job_id,
         next=next_request_usd,
+        to=move.target,
+        from_=move.from_states,
+        error_id=HOLD_REACHED_ERROR,
+        message=HOLD_REACHED_MESSAGE,
     )
     return row is not None
 
@@ -142,20 +162,25 @@ def mark_pause_settled(db: Runner, job_id: str) -> bool:
     """Set by the paused run's last step: nothing of that run touches the job any more (its owner may resume it)."""
     row = db.one(
         """UPDATE large_conversion_jobs SET pause_settled = true, updated_at = now()
-           WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING id""",
+           WHERE id = CAST(:job AS uuid) AND status = ANY(CAST(:resumable AS text[])) RETURNING id""",
         job=job_id,
+        resumable=st.resume().from_states,
     )
     return row is not None
 
 
 def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> JobRow | None:
-    """paused_budget → processing (the transition arch-db's domain/status.py names ``resume``) with the hold
-    raised to ``hold_usd`` and the resume counted; None if not paused. The new run's start takes it from there."""
+    """paused_budget → processing (domain/status.py's ``resume``) with the hold raised to ``hold_usd`` and the resume
+    counted; the chunks the paused run left processing go back to pending (the chunks' ``resume``). None if not
+    paused. The new run's start takes it from there."""
+    move = st.resume()
     row = db.one(
-        """UPDATE large_conversion_jobs SET status = 'processing', error_id = NULL, error_message = NULL, updated_at = now(),
+        """UPDATE large_conversion_jobs SET status = :to, error_id = NULL, error_message = NULL, updated_at = now(),
                pause_settled = false, budget_resumes = budget_resumes + 1
-           WHERE id = CAST(:job AS uuid) AND status = 'paused_budget' RETURNING *""",
+           WHERE id = CAST(:job AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING *""",
         job=job_id,
+        to=move.target,
+        from_=move.from_states,
     )
     if row is None:
         return None
@@ -164,10 +189,7 @@ def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> JobRow | Non
         job=job_id,
         amount=hold_usd,
     )
-    db.run(
-        "UPDATE chunk_jobs SET status = 'pending', updated_at = now() WHERE job_id = CAST(:job AS uuid) AND status = 'processing'",
-        job=job_id,
-    )
+    move_chunks(db, job_id, st.resume(Entity.CHUNK))
     return JobRow.of(row)
 
 
@@ -179,3 +201,37 @@ class PgBudgets:
 
     def standing(self, owner_id: str, *, exclude_job: str | None = None) -> Standing:
         return standing(self.runner, owner_id, exclude_job=exclude_job)
+
+    def lock_owner(self, owner_id: str) -> None:
+        lock_owner(self.runner, owner_id)
+
+    def get_override(self, owner_id: str) -> BudgetOverride | None:
+        return get_override(self.runner, owner_id)
+
+    def set_override(
+        self, owner_id: str, *, usd_per_month: Decimal | None, max_live_jobs: int | None, max_live_pages: int | None, updated_by: str
+    ) -> BudgetOverride:
+        return set_override(
+            self.runner, owner_id, usd_per_month=usd_per_month, max_live_jobs=max_live_jobs, max_live_pages=max_live_pages, updated_by=updated_by
+        )
+
+    def limits_for(self, owner_id: str, settings: Any) -> Limits:
+        return limits_for(self.runner, owner_id, settings)
+
+    def job_money(self, job_id: str) -> JobMoney | None:
+        return job_money(self.runner, job_id)
+
+    def reserve(self, job_id: str, cost: Decimal) -> bool | None:
+        return reserve(self.runner, job_id, cost)
+
+    def settle_reservation(self, job_id: str, *, reserved: Decimal, actual: Decimal) -> None:
+        settle_reservation(self.runner, job_id, reserved=reserved, actual=actual)
+
+    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
+        return pause_at_hold(self.runner, job_id, next_request_usd=next_request_usd)
+
+    def mark_pause_settled(self, job_id: str) -> bool:
+        return mark_pause_settled(self.runner, job_id)
+
+    def resume_paused(self, job_id: str, *, hold_usd: Decimal) -> JobRow | None:
+        return resume_paused(self.runner, job_id, hold_usd=hold_usd)

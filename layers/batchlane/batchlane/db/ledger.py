@@ -7,6 +7,7 @@ from typing import Any
 
 from batchlane.db.jobs import Runner
 from batchlane.domain.status import JobStatus
+from batchlane.ports import Hold, LedgerRow
 
 
 def add_chunk_cost(
@@ -81,8 +82,8 @@ def job_total(db: Runner, job_id: str) -> Decimal:
     return Decimal(row["total"]) if row else Decimal(0)
 
 
-def ledger_rows(db: Runner, job_id: str) -> list[dict[str, Any]]:
-    return db.run("SELECT * FROM cost_ledger WHERE job_id = CAST(:id AS uuid) ORDER BY id", id=job_id)
+def ledger_rows(db: Runner, job_id: str) -> list[LedgerRow]:
+    return [LedgerRow.of(r) for r in db.run("SELECT * FROM cost_ledger WHERE job_id = CAST(:id AS uuid) ORDER BY id", id=job_id)]
 
 
 # -- funds holds -------------------------------------------------------------------------
@@ -131,8 +132,9 @@ def close_hold(db: Runner, job_id: str, *, outcome: str, settled_usd: Decimal | 
     return row is not None
 
 
-def get_hold(db: Runner, job_id: str) -> dict[str, Any] | None:
-    return db.one("SELECT * FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
+def get_hold(db: Runner, job_id: str) -> Hold | None:
+    row = db.one("SELECT * FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
+    return Hold.of(row) if row is not None else None
 
 
 def carry_late_batch_cost(db: Runner, job_id: str) -> None:
@@ -190,3 +192,30 @@ class PgLedger:
             self.runner, job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, input_tokens=input_tokens, output_tokens=output_tokens,
             cost_usd=cost_usd, metadata=metadata,
         )  # fmt: skip
+
+    def batch_cost_of_job(self, job_id: str) -> Decimal:
+        return batch_cost_of_job(self.runner, job_id)
+
+    def job_total(self, job_id: str) -> Decimal:
+        return job_total(self.runner, job_id)
+
+    def ledger_rows(self, job_id: str) -> list[LedgerRow]:
+        return ledger_rows(self.runner, job_id)
+
+    def carry_late_batch_cost(self, job_id: str) -> None:
+        carry_late_batch_cost(self.runner, job_id)
+
+    def place_hold(self, *, job_id: str, owner_id: str, amount_usd: Decimal, hours: float) -> None:
+        place_hold(self.runner, job_id=job_id, owner_id=owner_id, amount_usd=amount_usd, hours=hours)
+
+    def extend_hold(self, job_id: str, *, hours: float) -> None:
+        extend_hold(self.runner, job_id, hours=hours)
+
+    def reopen_hold(self, job_id: str, *, extra_usd: Decimal, hours: float) -> None:
+        reopen_hold(self.runner, job_id, extra_usd=extra_usd, hours=hours)
+
+    def close_hold(self, job_id: str, *, outcome: str, settled_usd: Decimal | None = None) -> bool:
+        return close_hold(self.runner, job_id, outcome=outcome, settled_usd=settled_usd)
+
+    def get_hold(self, job_id: str) -> Hold | None:
+        return get_hold(self.runner, job_id)

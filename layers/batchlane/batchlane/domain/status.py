@@ -222,6 +222,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     _t(Entity.CHUNK, "leave_batch_lane", (C.WAITING_BATCH,), C.PENDING),
     _t(Entity.CHUNK, "start", (C.PENDING, C.WAITING_BATCH), C.PENDING),
     _t(Entity.CHUNK, "claim", (C.PENDING, C.PROCESSING), C.PROCESSING),  # a previous attempt's processing is taken over
+    _t(Entity.CHUNK, "resume", (C.PROCESSING,), C.PENDING),  # its job resumed after a budget pause: the new run claims it again
     _t(Entity.CHUNK, "complete", (C.PROCESSING,), C.COMPLETED),
     _t(Entity.CHUNK, "fail", (C.PENDING, C.WAITING_BATCH, C.PROCESSING), C.FAILED),
     _t(Entity.CHUNK, "cancel", (C.PENDING, C.WAITING_BATCH, C.PROCESSING, C.FAILED), C.CANCELLED),
@@ -331,8 +332,8 @@ def pause_budget() -> Transition:
     return transition(Entity.JOB, "pause_budget")
 
 
-def resume() -> Transition:
-    return transition(Entity.JOB, "resume")
+def resume(entity: Entity = Entity.JOB) -> Transition:
+    return transition(entity, "resume")
 
 
 def assemble() -> Transition:
