@@ -139,3 +139,11 @@ ACCOUNTED: dict[tuple[str, str, str], Accounted] = {
 }
 
 SYNOPSES = [key for key, accounted in ACCOUNTED.items() if accounted.synopsis]
+
+# Lines of a synopsis block that are plain commands as well (placeholders aside): a test runs them as written too.
+ALSO_RUN: dict[tuple[str, str, str], Accounted] = {
+    ("docs/operations.md", "### CLI", "bash"): Accounted(
+        f"{DOCS_TEST}::test_a_whole_folder_in_the_readme_runs_as_written",
+        ("batchlane jobs status fj-… --watch", "batchlane jobs report fj-… > report.jsonl"),
+    ),
+}

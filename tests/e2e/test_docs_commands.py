@@ -28,7 +28,7 @@ import click
 import pytest
 
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf
-from tests.docs_blocks import A_WHOLE_FOLDER, ACCOUNTED, GETTING_THE_MARKDOWN, OPERATOR_FLOW, PLACEHOLDERS, ROOT, SYNOPSES, block
+from tests.docs_blocks import A_WHOLE_FOLDER, ACCOUNTED, ALSO_RUN, GETTING_THE_MARKDOWN, OPERATOR_FLOW, PLACEHOLDERS, ROOT, SYNOPSES, block
 
 README = ROOT / "README.md"
 
@@ -143,13 +143,17 @@ OFFLINE_CONTRACTS = PLACEHOLDERS["s3://my-bucket/contracts/"]
 
 
 def test_a_whole_folder_in_the_readme_runs_as_written(clone):  # type: ignore[no-untyped-def]
-    """The README's folder block: an S3 folder granted to the user, a local folder, the failures, a retry once fixed, the folder demo."""
+    """The README's folder block: an S3 folder granted to the user, a local folder, the failures, a retry once fixed, the folder demo;
+    and the plain lines of operations.md's folder "### CLI" (status --watch's exit codes, the report to a file)."""
     home, env = clone
     env["BATCHLANE_EMULATOR_FAULTS"] = ""  # no refused page: the failure here is the file's own (a password)
     env["BATCH_POOL_WINDOW_MINUTES"] = "0"  # a few pages do not wait for a fuller Bedrock job: on-demand at once
     lines = block("README.md", "### A whole folder").commands
     assert tuple(lines) == A_WHOLE_FOLDER, "README's 'A whole folder' changed: sequence the new block here and in tests/docs_blocks.py"
     dry_run, convert_s3, convert_local, files_failed, retry, demo_folder = lines
+    operations_cli = ("docs/operations.md", "### CLI", "bash")
+    assert set(ALSO_RUN[operations_cli].runs) <= set(block(*operations_cli).commands)
+    status_watch, report_to_file = ALSO_RUN[operations_cli].runs
     locked = encrypted_pdf(make_pdf(2), "pw")
     for folder in (home / "contracts", home / "papers" / "2024"):
         folder.mkdir(parents=True)
@@ -194,12 +198,19 @@ def test_a_whole_folder_in_the_readme_runs_as_written(clone):  # type: ignore[no
     failed = ok(sh(fill(files_failed, {"fj-…": fj}), home, env))
     assert f"{prefix}locked.pdf" in failed and "PDF_ENCRYPTED" in failed and f"{prefix}doc.pdf" not in failed
 
+    # operations.md: "exit 0 completed, 3 completed with failures, 1 otherwise"; the report, one line per file
+    assert "completed_with_failures" in ok(sh(fill(status_watch, {"fj-…": fj}), home, env), 3)
+    ok(sh(fill(report_to_file, {"fj-…": fj}), home, env))
+    reported = {row["key"]: row["errorId"] for row in map(json.loads, (home / "report.jsonl").read_text().splitlines())}
+    assert reported == {f"{prefix}doc.pdf": None, f"{prefix}locked.pdf": "PDF_ENCRYPTED"}
+
     # "only those again, once fixed": the password removed in the bucket, then the retry
     s3.put_object(Bucket=bucket, Key=f"{prefix}locked.pdf", Body=make_pdf(2))
     ok(sh(fill(retry, {"fj-…": fj}), home, env))
     assert s3.get_object(Bucket=bucket, Key=f"{prefix}locked.md")["Body"].read().decode().startswith("<!-- Page 1 -->")
     attempts = {f["key"]: f["attempts"] for f in json.loads(ok(sh(f"batchlane jobs files {fj} --json", home, env)))["files"]}
     assert attempts == {f"{prefix}doc.pdf": 1, f"{prefix}locked.pdf": 2}  # doc.pdf was not converted again
+    assert "completed " in ok(sh(fill(status_watch, {"fj-…": fj}), home, env))
 
     # "offline, end to end: out/papers/" (on the stack `local up` started)
     report = json.loads(ok(sh(demo_folder, home, env)).splitlines()[-1])

@@ -11,7 +11,7 @@ import ast
 
 import pytest
 
-from tests.docs_blocks import ACCOUNTED, COMMAND_LANGUAGES, DOCUMENTS, ROOT, SAMPLE_LANGUAGES, fenced_blocks
+from tests.docs_blocks import ACCOUNTED, ALSO_RUN, COMMAND_LANGUAGES, DOCUMENTS, ROOT, SAMPLE_LANGUAGES, fenced_blocks
 
 BLOCKS = [b for document in DOCUMENTS for b in fenced_blocks(document)]
 COMMANDS = [b for b in BLOCKS if b.language in COMMAND_LANGUAGES]
@@ -55,9 +55,17 @@ def test_a_synopsis_block_is_only_batchlane_commands(block) -> None:  # type: ig
             assert part.split()[0] in ("batchlane", ".venv/bin/batchlane"), f"{block.document}:{block.line}: {part!r}"
 
 
-@pytest.mark.parametrize("key", sorted(ACCOUNTED), ids=lambda k: f"{k[0]}:{k[1]}")
-def test_the_test_named_for_a_block_exists_and_reads_it(key) -> None:  # type: ignore[no-untyped-def]
-    accounted = ACCOUNTED[key]
+@pytest.mark.parametrize("key", sorted(ALSO_RUN), ids=lambda k: f"{k[0]}:{k[1]}")
+def test_a_synopsis_line_also_run_is_one_the_block_has(key) -> None:  # type: ignore[no-untyped-def]
+    assert ACCOUNTED[key].synopsis
+    (block,) = [b for b in COMMANDS if b.key == key]
+    assert set(ALSO_RUN[key].runs) <= set(block.commands), f"{block.document} {block.heading!r} changed: update ALSO_RUN and its test"
+
+
+@pytest.mark.parametrize(
+    "key, accounted", [*ACCOUNTED.items(), *ALSO_RUN.items()], ids=lambda v: f"{v[0]}:{v[1]}" if isinstance(v, tuple) else v.test.split("::")[1]
+)
+def test_the_test_named_for_a_block_exists_and_reads_it(key, accounted) -> None:  # type: ignore[no-untyped-def]
     path, _, name = accounted.test.partition("::")
     source = (ROOT / path).read_text()
     functions = {node.name: node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.FunctionDef)}
