@@ -27,6 +27,7 @@ from pathlib import Path
 import click
 import pytest
 
+from batchlane_dev.cli.folder_commands import offline_s3
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf
 from tests.docs_blocks import A_WHOLE_FOLDER, ACCOUNTED, ALSO_RUN, GETTING_THE_MARKDOWN, OPERATOR_FLOW, PLACEHOLDERS, ROOT, SYNOPSES, block
 
@@ -164,8 +165,6 @@ def test_a_whole_folder_in_the_readme_runs_as_written(clone):  # type: ignore[no
 
     ok(sh("batchlane local up", home, env))
     # The user's own bucket folder: offline, their home in the folder bucket, filled as they would fill theirs.
-    from batchlane_dev.cli.folder_commands import offline_s3
-
     s3 = offline_s3(json.loads(ok(sh("batchlane local status --json", home, env)).splitlines()[-1])["env"])
     bucket, _, prefix = OFFLINE_CONTRACTS.removeprefix("s3://").partition("/")
     s3.put_object(Bucket=bucket, Key=f"{prefix}doc.pdf", Body=make_pdf(2))
@@ -213,7 +212,9 @@ def test_a_whole_folder_in_the_readme_runs_as_written(clone):  # type: ignore[no
     assert "completed " in ok(sh(fill(status_watch, {"fj-…": fj}), home, env))
 
     # "offline, end to end: out/papers/" (on the stack `local up` started)
-    report = json.loads(ok(sh(demo_folder, home, env)).splitlines()[-1])
+    demo = sh(demo_folder, home, env)
+    report = json.loads(ok(demo).splitlines()[-1])
+    assert "using the offline stack of `batchlane local up`" in demo.stderr
     assert report["status"] == "completed" and report["files"]["completed"] == 2 and report["pages"]["total"] == 5
     assert (home / "out" / "papers" / "a.md").is_file() and (home / "out" / "papers" / "2024" / "b.md").is_file()
 
