@@ -9,7 +9,9 @@ a shared schedule spaced 60/rpm seconds apart (up to ``ondemand_burst`` may star
 after an idle spell), so the account's requests-per-minute quota is met by pacing
 instead of by throttling. Slots are shared fairly by owner (the user whose job the request
 serves): an owner at its share of the slots lets a waiting owner below theirs go first
-(0013_ondemand_fair_share.sql). Why PostgreSQL and not the platform's limits: docs/ondemand.md.
+(0013_ondemand_fair_share.sql). So is the pace: an owner may book only a few start times
+ahead (``pace_ahead``), so another owner's request starts behind those, not behind every
+slot holder's (0031_ondemand_fair_pace.sql). Why PostgreSQL and not the platform's limits: docs/ondemand.md.
 
 All limiter statements of a process go through ONE connection on one thread: a Lambda
 has few page threads, and the offline stack runs every Lambda in one process, where a
@@ -35,6 +37,10 @@ from batchlane.observability import logger
 # A waiting request's place among the waiters lasts this long unless refreshed (it polls every
 # 0.5 s at most): a worker that dies while waiting stops holding back the others within seconds.
 WAITER_TTL_S = 5.0
+# How far ahead of need an owner books its starts when the pace is shared by owner: the margin its
+# next request has to ask in time (a loaded host's wake-ups, the one limiter connection's queue).
+PACE_LEAD_S = 0.5
+PACE_MIN_RETRY_S = 0.005
 
 
 class LeaseWaitTimeout(Exception):
@@ -95,6 +101,12 @@ class NoLimit:
 
     def free_now(self, pool: str) -> int | None:
         return None
+
+
+def pace_ahead(interval_s: float) -> int:
+    """Starts one owner may book ahead (0031_ondemand_fair_pace.sql): enough for PACE_LEAD_S of lead,
+    so an owner alone never leaves the pace idle while its next request asks, and at least 2."""
+    return max(2, math.ceil(PACE_LEAD_S / interval_s))
 
 
 def pace_starts_free(behind_s: float | None, interval_s: float, burst: int) -> int:
@@ -166,8 +178,9 @@ class PgLimiter:
     """Leases and pacing in PostgreSQL (migration 0003_ondemand.sql)."""
 
     def __init__(self, store: SerialDatabase, limits: LimitSettings, *, sleep: Callable[[float], None] = time.sleep, owner: str | None = None) -> None:
-        """``owner``: the user whose job the requests serve; with it, slots are shared fairly by owner
-        (0013_ondemand_fair_share.sql), without it first come, first served."""
+        """``owner``: the user whose job the requests serve; with it, slots and start times are shared
+        fairly by owner (0013_ondemand_fair_share.sql, 0031_ondemand_fair_pace.sql), without it first
+        come, first served."""
         self._store = store
         self.limits = limits
         self._sleep = sleep
@@ -271,12 +284,29 @@ class PgLimiter:
     def pace(self, pool: str) -> float:
         if not self.limits.rpm:
             return 0.0
-        return float(
-            self._store.scalar(
-                "SELECT ondemand_pace_ticket(:pool, :interval, :burst) AS wait", pool=pool, interval=60.0 / self.limits.rpm, burst=self.limits.burst
+        interval = 60.0 / self.limits.rpm
+        if self._owner is None:
+            return float(
+                self._store.scalar("SELECT ondemand_pace_ticket(:pool, :interval, :burst) AS wait", pool=pool, interval=interval, burst=self.limits.burst)
+                or 0.0
             )
-            or 0.0
-        )
+        # Shared fairly by owner (0031_ondemand_fair_pace.sql): at its cap of starts booked ahead, an
+        # owner waits until its earliest begins. One thread per owner and pool asks; the others queue here.
+        with self._store.gate(f"pace\x00{pool}\x00{self._owner}"):
+            while True:
+                row = self._store.one(
+                    "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead)",
+                    pool=pool,
+                    owner=self._owner,
+                    interval=interval,
+                    burst=self.limits.burst,
+                    ahead=pace_ahead(interval),
+                )
+                if row is None:
+                    raise RuntimeError("ondemand_pace_fair returned no row")
+                if row["wait_s"] is not None:
+                    return float(row["wait_s"])
+                self._sleep(max(PACE_MIN_RETRY_S, float(row["retry_s"] or 0.0)))
 
 
 _stores: dict[ConnectParams, SerialDatabase] = {}

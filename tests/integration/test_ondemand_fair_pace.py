@@ -1,0 +1,166 @@
+"""The on-demand pace shared fairly by owner (issue 21, 0031_ondemand_fair_pace.sql), real PostgreSQL.
+
+The schedule's start times are asserted, never durations: the function takes the clock as a
+parameter, and the simulations below advance that clock themselves (no sleeping, no timing).
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from batchlane.db import Database, connect_params_from_url
+from batchlane.ondemand import LimitSettings, PgLimiter
+from batchlane.ondemand.limiter import SerialDatabase, pace_ahead
+from batchlane_dev.local.jobs import wait_until
+
+T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+INTERVAL = 1.0  # seconds between starts (rpm 60)
+AHEAD = 2
+
+
+def ticket(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: int = AHEAD) -> float | None:
+    """The start (seconds after T0) handed to ``owner``'s request asking ``at`` seconds after T0; None: refused."""
+    row = db.one(
+        "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz))",
+        pool=pool,
+        owner=owner,
+        interval=INTERVAL,
+        burst=burst,
+        ahead=ahead,
+        now=T0 + timedelta(seconds=at),
+    )
+    assert row is not None
+    if row["wait_s"] is None:
+        assert row["retry_s"] is not None and row["retry_s"] >= 0
+        return None
+    assert row["retry_s"] is None
+    return at + float(row["wait_s"])
+
+
+def simulate(db: Database, pool: str, requests: dict[str, int], *, until: float, burst: int, busy_s: float) -> list[tuple[float, str]]:
+    """Each owner's requests ask for a start, wait for it, run ``busy_s`` and ask again; a refused
+    request asks again when told (retry_s). Every start handed out, in order: (start, owner)."""
+    starts: list[tuple[float, str]] = []
+    order = itertools.count()
+    asks = [(0.0, next(order), owner) for owner, n in requests.items() for _ in range(n)]
+    heapq.heapify(asks)
+    while asks:
+        at, _, owner = heapq.heappop(asks)
+        if at > until:
+            break
+        row = db.one(
+            "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz))",
+            pool=pool,
+            owner=owner,
+            interval=INTERVAL,
+            burst=burst,
+            ahead=AHEAD,
+            now=T0 + timedelta(seconds=at),
+        )
+        assert row is not None
+        if row["wait_s"] is None:
+            heapq.heappush(asks, (at + float(row["retry_s"]), next(order), owner))
+        else:
+            start = at + float(row["wait_s"])
+            starts.append((start, owner))
+            heapq.heappush(asks, (start + busy_s, next(order), owner))
+    return sorted(starts)
+
+
+def assert_within_rate(starts: list[float], *, burst: int) -> None:
+    """GCRA's bound: between any two starts at most (their distance / interval) + burst + 1 starts."""
+    for i, first in enumerate(starts):
+        for j in range(i + 1, len(starts)):
+            assert j - i + 1 <= (starts[j] - first) / INTERVAL + burst + 1 + 1e-6, (i, j, first, starts[j])
+
+
+@pytest.mark.parametrize("burst", [0, 9])
+def test_a_newcomer_starts_behind_a_few_of_the_busy_owners_starts_not_all(db, burst):
+    pool = f"fair-pace-{time.monotonic_ns()}"
+    # Given owner A's 50 slot holders all ask for a start at once
+    a = [ticket(db, pool, "user-a", 0.0, burst=burst) for _ in range(50)]
+    # Then A gets the starts free now (the burst) and AHEAD more; the rest are refused
+    granted = [s for s in a if s is not None]
+    assert granted == [0.0] * (burst + 1) + [INTERVAL * k for k in range(1, AHEAD + 1)]
+    # When owner B asks at that moment, B starts right behind those, not behind A's 50
+    assert ticket(db, pool, "user-b", 0.0, burst=burst) == INTERVAL * (AHEAD + 1)
+    # And A, refused, is handed the next start once its earliest booked one has begun
+    assert ticket(db, pool, "user-a", INTERVAL, burst=burst) == INTERVAL * (AHEAD + 2)
+
+
+@pytest.mark.parametrize("burst", [0, 9])
+def test_the_pools_rate_is_never_exceeded_whoever_asks(db, burst):
+    pool = f"fair-pace-rate-{time.monotonic_ns()}"
+    starts = simulate(db, pool, {"user-a": 12, "user-b": 3, "user-c": 1}, until=80 * INTERVAL, burst=burst, busy_s=0.3 * INTERVAL)
+    assert len(starts) >= 80  # the simulation handed out starts the whole time
+    assert_within_rate([s for s, _ in starts], burst=burst)
+
+
+def test_an_owner_alone_gets_every_start(db):
+    pool = f"fair-pace-alone-{time.monotonic_ns()}"
+    starts = [s for s, _ in simulate(db, pool, {"user-a": 8}, until=60 * INTERVAL, burst=3, busy_s=0.3 * INTERVAL)]
+    # The burst at once, then one start every interval: the pace is never left idle
+    assert starts[:4] == [0.0] * 4
+    gaps = {round(b - a, 6) for a, b in itertools.pairwise(starts[3:])}
+    assert gaps == {INTERVAL}
+    assert starts[-1] >= 59 * INTERVAL
+
+
+def test_owners_that_keep_asking_share_the_starts_evenly(db):
+    pool = f"fair-pace-share-{time.monotonic_ns()}"
+    # A has 12 requests waiting at any time, B 2: first come, first served would give B ~2 starts in 14
+    starts = simulate(db, pool, {"user-a": 12, "user-b": 2}, until=100 * INTERVAL, burst=0, busy_s=0.5 * INTERVAL)
+    late = [owner for start, owner in starts if start >= 10 * INTERVAL]
+    assert abs(late.count("user-a") - late.count("user-b")) <= AHEAD + 1
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_the_limiter_starts_an_owners_request_behind_a_few_of_another_owners_not_all(migrated_url):
+    """Through PgLimiter on the real clock: one start every 10 s, so the statements' own time is noise."""
+    store = SerialDatabase(connect_params_from_url(migrated_url))
+    limits = LimitSettings(concurrency=0, rpm=6, burst=0)
+    interval = 60.0 / limits.rpm
+    pool = f"fair-pace-limiter-{time.monotonic_ns()}"
+    stop, refused = threading.Event(), threading.Event()
+
+    def a_sleep(seconds: float) -> None:  # A's refused request would wait: park it until the test ends
+        refused.set()
+        stop.wait(120)
+        raise _Stopped
+
+    def b_sleep(seconds: float) -> None:
+        raise AssertionError(f"B was told to ask again in {seconds:.1f} s")
+
+    a = PgLimiter(store, limits, owner="user-a", sleep=a_sleep)
+    b = PgLimiter(store, limits, owner="user-b", sleep=b_sleep)
+    a_waits: list[float] = []
+
+    def a_request() -> None:
+        try:
+            a_waits.append(a.pace(pool))
+        except _Stopped:
+            pass
+
+    # Given owner A's 10 requests ask for a start at once
+    threads = [threading.Thread(target=a_request, daemon=True) for _ in range(10)]
+    try:
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: refused.is_set() or len(a_waits) == 10, what="A's requests served or refused")
+        # When B's request asks, it starts behind A's starts booked ahead, not behind A's 10
+        b_wait = b.pace(pool)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert b_wait <= (pace_ahead(interval) + 1) * interval
+    assert len(a_waits) == pace_ahead(interval) + 1  # one start free now, then its cap ahead
