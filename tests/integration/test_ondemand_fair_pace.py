@@ -24,8 +24,8 @@ INTERVAL = 1.0  # seconds between starts (rpm 60)
 AHEAD = 2
 
 
-def ticket(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: int = AHEAD) -> float | None:
-    """The start (seconds after T0) handed to ``owner``'s request asking ``at`` seconds after T0; None: refused."""
+def ask(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: int = AHEAD) -> dict:
+    """One call of the pace function, as ``owner``'s request asking ``at`` seconds after T0."""
     row = db.one(
         "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz))",
         pool=pool,
@@ -36,6 +36,12 @@ def ticket(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead:
         now=T0 + timedelta(seconds=at),
     )
     assert row is not None
+    return row
+
+
+def ticket(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: int = AHEAD) -> float | None:
+    """The start (seconds after T0) handed to ``owner``'s request asking ``at`` seconds after T0; None: refused."""
+    row = ask(db, pool, owner, at, burst=burst, ahead=ahead)
     if row["wait_s"] is None:
         assert row["retry_s"] is not None and row["retry_s"] >= 0
         return None
@@ -54,16 +60,7 @@ def simulate(db: Database, pool: str, requests: dict[str, int], *, until: float,
         at, _, owner = heapq.heappop(asks)
         if at > until:
             break
-        row = db.one(
-            "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz))",
-            pool=pool,
-            owner=owner,
-            interval=INTERVAL,
-            burst=burst,
-            ahead=AHEAD,
-            now=T0 + timedelta(seconds=at),
-        )
-        assert row is not None
+        row = ask(db, pool, owner, at, burst=burst)
         if row["wait_s"] is None:
             heapq.heappush(asks, (at + float(row["retry_s"]), next(order), owner))
         else:
