@@ -51,6 +51,6 @@ def test_a_batch_served_job_retries_only_its_failed_pages_on_demand(stack_factor
     assert [n for n, p in results.items() if p.served_by == "on_demand"] == list(REFUSED)
     assert sum(1 for p in results.values() if p.served_by == "batch") == NON_BLANK - len(REFUSED), "batch-served pages kept, not re-run"
     booked = assert_retries_booked(job_id)
-    assert sorted(r["chunk_index"] for r in booked[1]) == [0, 1]  # pages 7 and 33: chunks 0 and 1 of 20 pages; chunk 2 untouched
+    assert sorted(r.chunk_index for r in booked[1]) == [0, 1]  # pages 7 and 33: chunks 0 and 1 of 20 pages; chunk 2 untouched
     assert len(batch_ledger_rows(job_id)) == 1, "the batch job is billed once"
     assert page_results(job_id)  # every chunk result readable after the retry

@@ -188,6 +188,7 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
     from batchlane.db import Database, connect_params_from_url
     from batchlane.db.batch_rows import pool_chunks
     from batchlane.db.migrate import migrate
+    from batchlane.db.uow import PgUnitOfWork
     from batchlane_dev.local import postgres
 
     settings = Settings(
@@ -204,7 +205,7 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
             _insert_parked(db, documents, pages)
             db.run("ANALYZE")
             workflows = _Workflows()
-            svc = SimpleNamespace(db=db, settings=settings, workflows=workflows)
+            svc = SimpleNamespace(db=db, settings=settings, workflows=workflows, uow=lambda: PgUnitOfWork(db))  # what pack_pool uses of Services
             started = time.perf_counter()
             with db.transaction() as tx:
                 read = len(pool_chunks(tx))
