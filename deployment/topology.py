@@ -401,8 +401,10 @@ def _service_retry(max_attempts: int, comment: str) -> dict[str, object]:
 
 # A throttle (the function's concurrency, reserved or the account's, is full) is a wait, never a failure
 # (issue 21): the first retrier of EVERY Lambda task, ahead of the file's own, so no later retrier with
-# few attempts (or States.ALL) takes it. 2 s doubling to 60 s, full jitter, 15 retries: up to ~11 min.
-THROTTLE_MAX_ATTEMPTS = 15
+# few attempts (or States.ALL) takes it. 2 s doubling to 60 s, full jitter, 40 retries: up to ~36 min
+# (15, ~11 min, ran out under one owner's flood on a limited account: tests/e2e/test_tenant_isolation.py).
+# Each try is ~3 events of the execution's history, as the chunk admission's (CHUNK_ADMISSION_MAX_ATTEMPTS).
+THROTTLE_MAX_ATTEMPTS = 40
 LAMBDA_THROTTLE_RETRY: dict[str, object] = {
     "ErrorEquals": ["Lambda.TooManyRequestsException"],
     "Comment": "A throttle waits, never fails the job (topology.LAMBDA_THROTTLE_RETRY).",

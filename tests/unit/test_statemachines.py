@@ -100,7 +100,9 @@ def test_those_retries_back_off_with_full_jitter_from_a_substituted_interval(pat
 def test_a_throttle_waits_minutes_on_every_lambda_task_before_any_other_retrier_sees_it(path: Path) -> None:
     """Issue 21: Lambda.TooManyRequestsException is the function's concurrency being full, a wait. Step
     Functions uses the FIRST retrier that names an error: so the throttle's ladder comes first on every
-    task (never the 4 attempts of a shared block, ~14 s, or a States.ALL), and on AWS it lasts minutes."""
+    task (never the 4 attempts of a shared block, ~14 s, or a States.ALL), and on AWS it lasts half an hour:
+    15 tries (~11 min on AWS, ~20 s offline) ran out under one owner's flood on a limited account
+    (tests/e2e/test_tenant_isolation.py), failing jobs SPLIT_FAILED and the folder job FOLDER_JOB_FAILED."""
     _, names = _load(path)
     spec = next(s for s in STATE_MACHINES if s.path == path)
     short = []
@@ -112,7 +114,7 @@ def test_a_throttle_waits_minutes_on_every_lambda_task_before_any_other_retrier_
         interval = float(spec.settings[names[first["IntervalSeconds"]]])
         cap = float(spec.settings[names[first["MaxDelaySeconds"]]])
         waits = [min(cap, interval * first["BackoffRate"] ** n) for n in range(first["MaxAttempts"])]
-        assert sum(waits) >= 300, f"{path.name} {name}: a throttle waits {sum(waits)} s at most"
+        assert sum(waits) >= 1_800, f"{path.name} {name}: a throttle waits {sum(waits)} s at most"
         assert first["JitterStrategy"] == "FULL"
     assert not short, f"{path.name}: a throttle reaches another retrier first in {short}"
 

@@ -115,6 +115,34 @@ SECURITY_HEADERS = {"Content-Security-Policy": CONSOLE_CSP, "X-Content-Type-Opti
 _FORWARDED = ("Content-Type", "Content-Length", "Content-Range", "Accept-Ranges", "ETag", "Last-Modified", "Content-Disposition", "Location")
 
 
+class ArrivalOrderLock:
+    """A lock taken in the order it was asked for (a ticket lock). ``threading.Lock`` lets any waiter win:
+    under one owner's flood its back-to-back requests kept taking the one execution environment and a
+    second owner's poll waited past its client's 30 s (tests/e2e/test_tenant_isolation.py); requests
+    queued for one environment are served in arrival order."""
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition()
+        self._next = 0  # the ticket the next caller takes
+        self._serving = 0  # the ticket whose holder has the lock
+
+    @property
+    def waiting(self) -> int:
+        """Callers holding a ticket and not yet done: the holder and the queue behind it."""
+        with self._turns:
+            return self._next - self._serving
+
+    def __enter__(self) -> None:
+        with self._turns:
+            ticket, self._next = self._next, self._next + 1
+            self._turns.wait_for(lambda: self._serving == ticket)
+
+    def __exit__(self, *exc: object) -> None:
+        with self._turns:
+            self._serving += 1
+            self._turns.notify_all()
+
+
 class LocalApiServer:
     def __init__(self, registry: HandlerRegistry, *, host: str = "127.0.0.1", port: int = 0, function: str = "api", s3_url: str | None = None) -> None:
         self._registry = registry
@@ -126,9 +154,9 @@ class LocalApiServer:
         # Powertools' resolver keeps the request in class attributes (BaseRouter.current_event) and in
         # app.context: one execution environment serves one event at a time, as on Lambda. In this
         # process that is one request at a time (two at once once answered a route with the other's
-        # path arguments); in worker processes (process_functions) each worker is an environment.
+        # path arguments), in arrival order; in worker processes (process_functions) each worker is an environment.
         in_workers = registry.workers is not None and function in registry.workers.functions
-        self._one_at_a_time: threading.Lock | contextlib.nullcontext[None] = contextlib.nullcontext() if in_workers else threading.Lock()
+        self._one_at_a_time: ArrivalOrderLock | contextlib.nullcontext[None] = contextlib.nullcontext() if in_workers else ArrivalOrderLock()
 
     def start(self) -> str:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-api", daemon=True)

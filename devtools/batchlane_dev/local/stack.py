@@ -65,8 +65,8 @@ SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 FOLDER_ACCESS_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-folder-access"  # infra/folder_access.py
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
-    "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 2 s, full jitter
-    "throttle_max_delay_seconds": "2",
+    "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 4 s, full jitter
+    "throttle_max_delay_seconds": "4",
     "chunk_retry_interval_seconds": "1",
     "chunk_admission_interval_seconds": "1",
     "chunk_admission_max_delay_seconds": "1",
