@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import boto3
 
@@ -64,6 +66,10 @@ def test_local_up_status_down(tmp_path):
         status = subprocess.run([str(BATCHLANE), "local", "status", "--workdir", workdir], capture_output=True, text=True, env=env, timeout=60)
         assert status.returncode == 0 and "running" in status.stdout
         state = json.loads((tmp_path / "stack" / "state.json").read_text())
+        password = urlsplit(state["env"]["DATABASE_URL"]).password
+        assert password and password not in up.stdout + status.stdout, "a terminal never shows the database password"
+        assert "DATABASE_URL=postgresql://" in up.stdout and ":***@" in up.stdout
+        assert stat.S_IMODE((tmp_path / "stack" / "state.json").stat().st_mode) == 0o600, "state.json holds it: owner only"
         s3 = boto3.client("s3", endpoint_url=state["env"]["AWS_ENDPOINT_URL"], region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x")
         assert "batchlane-offline" in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import click
 
@@ -250,6 +251,17 @@ def local() -> None:
     """The offline stack: PostgreSQL + emulated S3 / Step Functions / EventBridge / Bedrock on 127.0.0.1."""
 
 
+def _shown(key: str, value: str) -> str:
+    """A value for a terminal: a database URL without its password (terminals are logged and shared)."""
+    if not key.startswith("DATABASE_URL"):
+        return value
+    parts = urlsplit(value)
+    if parts.password is None:
+        return value
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
 _WORKDIR_HELP = "Where the stack keeps its database and state (default ./.batchlane/local; without it, a stack started elsewhere is found too)."
 
 
@@ -262,16 +274,19 @@ def up(workdir: Path | None, faults: str) -> None:
 
     running, found, _ = find_stack(workdir)
     if running:
-        click.echo(f"offline stack already running (pid {running['pid']}); state in {found / 'state.json'}")
+        state_file = found / "state.json"
+        click.echo(f"offline stack already running (pid {running['pid']}); state in {state_file}")
         state = running
     else:
         target = (workdir or DEFAULT_WORKDIR).resolve()
         state = start_daemon(target, faults=faults)
-        click.echo(f"offline stack up (pid {state['pid']}); state in {target / 'state.json'}")
+        state_file = target / "state.json"
+        click.echo(f"offline stack up (pid {state['pid']}); state in {state_file}")
     click.echo(restart_notice(state))
     click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')} (sign in with any user name)")
     for key in ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
-        click.echo(f"  {key}={state['env'][key]}")
+        click.echo(f"  {key}={_shown(key, state['env'][key])}")
+    click.echo(f"  (the database password: {state_file}, or `batchlane local status --json`)")
 
 
 @local.command()
@@ -313,7 +328,7 @@ def status(workdir: Path | None, as_json: bool) -> None:
     click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')}")
     for key, value in sorted(state["env"].items()):
         if key.startswith(("AWS_ENDPOINT", "DATABASE_URL", "BATCH_CONVERSION_ENABLED")):
-            click.echo(f"  {key}={value}")
+            click.echo(f"  {key}={_shown(key, value)}")
 
 
 from batchlane_dev.cli.jobs_commands import COMMANDS  # noqa: E402 - registered after the group exists

@@ -176,7 +176,10 @@ def write_state(workdir: Path, stack: Any, *, faults: str = "") -> None:
         "forgottenRows": stack.forgotten_rows,
     }
     tmp = workdir / (STATE_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
+    tmp.unlink(missing_ok=True)
+    # The env holds the database password: readable by this user only.
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as out:
+        out.write(json.dumps(state, indent=2))
     tmp.replace(workdir / STATE_FILE)
     _record_for_user(workdir)
 
