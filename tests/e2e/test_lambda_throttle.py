@@ -163,3 +163,53 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     assert not again.failed and again.result["jobsEnded"] == {}, again
     wait_until(lambda: (a, "completed") in announced and (b, "failed") in announced, timeout_s=60, what="the two announcements")
     assert announced.count((a, "completed")) == 1 and announced.count((b, "failed")) == 1, announced
+
+
+def test_a_folder_job_whose_finish_and_failjob_are_throttled_past_their_ladder_is_finished_by_the_recovery_sweep(stack_factory):
+    """Every folder_finish invoke is throttled: Finish runs out of its tries, its Catch goes to FailJob (the same
+    function), which runs out too, and the run ends FAILED with the folder job live (its files all converted).
+    The recovery schedule finishes it as Finish would have: completed, report and manifest in the user's bucket
+    (written by the recovery function under the owner's folder-access session), announced once, the owner's
+    live folder-job count back to 0. Today: the job stays ``processing`` for ever."""
+    import boto3
+
+    from batchlane.db import caps
+    from batchlane.db import folder_jobs as folder_repo
+    from batchlane.folders import usecases
+    from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
+
+    stack = stack_factory("time_scale=36000", batch_lane=False)
+    stack.registry.concurrency = ConcurrencyLimit(reserved={"folder_finish": 0})
+    owner = "folder-throttled-owner"
+    home = owner_home(owner)
+    s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    s3.put_object(Bucket=FOLDER_BUCKET, Key=f"{home}docs/a.pdf", Body=make_pdf(2))
+    announced: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def dispatch(event: Any, call_real: Any) -> Any:
+        detail = event.get("detail") or {}
+        with lock:
+            announced.append((str(detail.get("jobId")), str(detail.get("status"))))
+        return call_real(event)
+
+    stack.registry.intercept("webhook_dispatch", dispatch)
+    status, created = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{home}docs/"}})
+    assert created
+    job_id = status["id"]
+    row = folder_repo.get_job(services().db, job_id)
+    name = f"folder-{job_id}-{row['run']}-{int(row['created_at'].timestamp())}"
+    wait_until(lambda: _execution_status(stack, "folder_job", name) == "FAILED", timeout_s=420, what=f"{name} to fail")
+    assert stack.registry.throttles.get("folder_finish", 0) >= 2 * (1 + THROTTLE_MAX_ATTEMPTS), stack.registry.throttles
+
+    wait_until(lambda: folder_repo.get_job(services().db, job_id)["finished_at"] is not None, timeout_s=120, what="the sweep")
+    done = usecases.status(services(), owner, job_id)
+    assert done["status"] == "completed" and done["files"]["completed"] == 1, done
+    manifest = s3.get_object(Bucket=FOLDER_BUCKET, Key=f"{home}docs/_batchlane/{job_id}/manifest.json")["Body"].read()
+    assert b'"status": "completed"' in manifest
+    assert caps.live_folder_jobs(services().db, owner) == 0
+
+    again = stack.registry.invoke("recovery", {})
+    assert not again.failed and again.result["folderJobsEnded"] == {}, again
+    wait_until(lambda: (job_id, "completed") in announced, timeout_s=60, what="the announcement")
+    assert announced.count((job_id, "completed")) == 1, announced
