@@ -23,8 +23,9 @@ def ex(status: str, *, name: str = "conversion-j1", started: float = -30, stoppe
 
 def test_the_candidate_executions_follow_the_names_workflows_starts():
     assert we.job_executions(run("splitting")) == [("intake", "intake-j1")]
-    assert we.job_executions(run("processing")) == [("conversion", "conversion-j1")]
+    assert we.job_executions(run("processing")) == [("intake", "intake-j1"), ("conversion", "conversion-j1")]
     assert we.job_executions(run("processing", budget_resumes=2, retry_attempt=1)) == [
+        ("intake", "intake-j1"),
         ("conversion", "conversion-j1"),
         ("conversion", "resume-j1-2"),
         ("conversion", "retry-j1-1"),
@@ -36,6 +37,9 @@ def test_the_current_execution_is_the_latest_started_that_exists():
     first, resumed = ex("FAILED", started=-60, stopped=-50), ex("RUNNING", name="resume-j1-1", started=-10, stopped=None)
     assert we.current([first, None, resumed]) is resumed
     assert we.current([None, None]) is None
+    intake, conversion = ex("SUCCEEDED", name="intake-j1", started=-90, stopped=-80), ex("FAILED", started=-70)
+    assert we.current([intake, conversion]) is conversion  # the conversion starts after the split that queued it
+    assert we.job_end(run("pending"), we.current([ex("FAILED", name="intake-j1"), None])) is we.JobEnd.FAIL  # queued, never started
 
 
 @pytest.mark.parametrize(

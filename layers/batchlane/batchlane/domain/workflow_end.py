@@ -62,10 +62,14 @@ class FolderEnd(StrEnum):
 
 
 def job_executions(job: JobRun) -> list[tuple[str, str]]:
-    """(machine, execution name) of every execution that may be the job's current one (workflows.py names them)."""
+    """(machine, execution name) of every execution that may be the job's current one (workflows.py names them).
+
+    The intake counts past ``splitting`` too: a split that queued the job and whose conversion never started
+    (the Split step and its FailJob both ran out of tries) leaves the intake as the latest run."""
+    names = [("intake", f"intake-{job.job_id}")]
     if job.status == "splitting":
-        return [("intake", f"intake-{job.job_id}")]
-    names = [("conversion", f"conversion-{job.job_id}")]
+        return names
+    names.append(("conversion", f"conversion-{job.job_id}"))
     if job.budget_resumes:
         names.append(("conversion", f"resume-{job.job_id}-{job.budget_resumes}"))
     if job.retry_attempt is not None:
