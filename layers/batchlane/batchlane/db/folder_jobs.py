@@ -395,11 +395,11 @@ def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000, after: str
 
 
 def live_unchanged(db: Runner, *, unchanged_for_s: float, limit: int) -> list[FolderJob]:
-    """Live folder jobs unchanged for ``unchanged_for_s`` s, oldest change first (folders/recovery.py)."""
+    """Live folder jobs unchanged for ``unchanged_for_s`` s, ``limit`` of them in random order (folders/recovery.py)."""
     rows = db.run(
         """SELECT * FROM folder_jobs WHERE status = ANY(CAST(:live AS text[])) AND finished_at IS NULL
              AND updated_at < now() - make_interval(secs => :secs)
-           ORDER BY updated_at LIMIT :limit""",
+           ORDER BY random() LIMIT :limit""",
         live=list(st.LIVE_FOLDER_JOB_STATUSES),
         secs=unchanged_for_s,
         limit=limit,

@@ -27,7 +27,7 @@ SPLIT_STALLED_AFTER_S = 2 * 3600
 # A live job's row unchanged this long (scaled) has its execution asked about: a run that ended
 # without its last step has left the row untouched since (the throttle ladder alone is ~36 min).
 SWEEP_UNCHANGED_S = 300
-SWEEP_BATCH = 200  # DescribeExecution calls per run at most (1–3 a job), oldest change first
+SWEEP_BATCH = 200  # jobs asked about per run (2–4 DescribeExecution calls each), picked at random among the candidates
 
 
 def recover(svc: Services) -> dict[str, Any]:
