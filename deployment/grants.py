@@ -33,6 +33,7 @@ ResourceKind = Literal[
     "folder_objects",  # objects under each configured folder source (arn:aws:s3:::bucket/prefix*)
     "folder_buckets",  # the folder sources' buckets (ListBucket; check_allowed refuses other prefixes first)
     "folder_job_state_machine",
+    "workflow_executions",  # executions of the conversion, intake and folder-job machines (arn:…:execution:<machine>:*)
     "folder_access_role",  # the role folder functions assume, tagged with the job's owner (folder_access_grants)
     "owner_folder_objects",  # objects under each folder source, ``{owner}`` as ${aws:PrincipalTag/owner}
 ]
@@ -124,6 +125,8 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "start_conversion": (Grant(("states:StartExecution",), ("conversion_state_machine",)),),
     "start_batch_lane": (Grant(("states:StartExecution",), ("batch_lane_state_machine",)),),
     "start_intake": (Grant(("states:StartExecution",), ("intake_state_machine",)),),
+    # The recovery schedule asks whether a live job's execution ended (domain/workflow_end.py).
+    "inspect_workflows": (Grant(("states:DescribeExecution",), ("workflow_executions",)),),
     "start_webhook_delivery": (Grant(("states:StartExecution",), ("webhook_delivery_state_machine",)),),
     # sign: read the current and previous versions
     "webhook_secret_read": (Grant(("secretsmanager:GetSecretValue",), ("webhook_secret",)),),

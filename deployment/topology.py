@@ -47,6 +47,7 @@ Capability = Literal[
     "start_conversion",  # states:StartExecution on the conversion state machine
     "start_batch_lane",  # states:StartExecution on the batch-lane state machine
     "start_intake",  # states:StartExecution on the intake state machine (a new job's split)
+    "inspect_workflows",  # states:DescribeExecution on conversion, intake and folder-job executions (recovery)
     "task_response",  # states:SendTaskSuccess/Failure/Heartbeat on the batch-lane machine
     "publish_events",  # events:PutEvents on the default bus (job parked, public job state changes)
     "start_webhook_delivery",  # states:StartExecution on the webhook-delivery state machine
@@ -202,8 +203,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "recovery",
-        "Finds stranded jobs (batch row closed, job still waiting) and resumes them.",
-        ("db", "start_conversion", "publish_events"),
+        "Resumes stranded jobs (batch row closed, job still waiting); ends jobs and folder jobs whose workflow ended without recording their end.",
+        ("db", "start_conversion", "publish_events", "inspect_workflows", "folder_access"),  # folder_access: the ended folder job's record
     ),
     # s3_read_jobs also signs the download URLs of jobs/<id>/output.md (a presigned GET carries the
     # signer's permissions); s3_write_jobs keeps the Markdown before a retry; start_conversion starts
@@ -349,7 +350,7 @@ RULES: tuple[RuleSpec, ...] = (
 SCHEDULES: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("packer_safety_net", "Claims parked jobs even if a parked event was lost.", 1, "batch_packer"),
     ScheduleSpec("batch_sweeper", "Ends waits whose terminal event was lost.", 15, "batch_sweeper"),
-    ScheduleSpec("stranded_recovery", "Resumes jobs whose batch row closed but which still wait.", 10, "recovery"),
+    ScheduleSpec("stranded_recovery", "Resumes jobs whose batch row closed but which still wait; ends jobs whose workflow ended without them.", 10, "recovery"),
 )
 
 

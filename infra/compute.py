@@ -32,6 +32,7 @@ from infra.iam import BedrockBatchAccess, GrantTargets, acknowledge_model_wildca
 from infra.layer_build import build_layer
 from infra.nag import acknowledge, arn_token
 from infra.queues import dead_letter_queue
+from infra.workflows import state_machine_name
 
 RUNTIME = lambda_.Runtime.PYTHON_3_12  # must match infra.layer_build.PYTHON_VERSION
 ARCHITECTURE = lambda_.Architecture.ARM_64  # must match infra.layer_build.PLATFORM
@@ -201,6 +202,11 @@ class Compute(Construct):
             env["BATCHLANE_FOLDER_SOURCES"] = ",".join(self._config.folder_sources)
         if "start_folder_job" in spec.needs:
             env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
+        if "inspect_workflows" in spec.needs:  # DescribeExecution builds the execution ARN from its machine's
+            env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn
+            env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
+            if w.folder_job_state_machine_arn:
+                env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
         if {"webhook_secret_read", "webhook_secret_rotate"} & set(spec.needs):
             env["WEBHOOK_SECRET_ARN"] = self._webhook_secret().secret_arn  # the ARN, never the value
         return env
@@ -277,6 +283,13 @@ class Compute(Construct):
                 "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:bedrock:<AWS::Region>:<AWS::AccountId>:model-invocation-job/*]",
                 "Model-invocation job ids are assigned by Bedrock at creation; only Stop/GetModelInvocationJob, on jobs of this account and region.",
             )
+        if "inspect_workflows" in spec.needs:
+            for machine in ("conversion", "intake", "folder_job"):
+                acknowledge(
+                    role,
+                    f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:execution:{state_machine_name(self._config.stack_name, machine)}:*]",
+                    "Execution names carry the job id (conversion-<jobId>, intake-<jobId>, folder-<jobId>-<run>); only DescribeExecution, on this machine's executions.",
+                )
         if {"folder_read", "folder_write"} & set(spec.needs):
             for source in sorted({folder_source_resource(s) for s in self._config.folder_sources}):
                 acknowledge(

@@ -139,9 +139,18 @@ class GrantTargets:
             return [self.folder_access_role_arn]
         if kind == "folder_job_state_machine" and self.folder_job_state_machine_arn:
             return [self.folder_job_state_machine_arn]
+        if kind == "workflow_executions":
+            machines = (self.conversion_state_machine_arn, self.intake_state_machine_arn, self.folder_job_state_machine_arn)
+            return [execution_arns(arn) for arn in machines if arn]
         if kind == "webhook_secret" and self.webhook_secret is not None:
             return [self.webhook_secret.secret_arn]
         raise ValueError(f"resource kind {kind!r} has no ARN in infra/iam.py GrantTargets")
+
+
+def execution_arns(state_machine_arn: str) -> str:
+    """Every execution of a state machine: ``arn:…:execution:<machine>:*`` (the machine's ARN is a string of tokens
+    around a literal ``:stateMachine:``, which CloudFormation keeps)."""
+    return f"{state_machine_arn.replace(':stateMachine:', ':execution:')}:*"
 
 
 def grant_statements(grants: tuple[Grant, ...], targets: GrantTargets) -> list[iam.PolicyStatement]:

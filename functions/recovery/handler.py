@@ -1,8 +1,10 @@
-"""recovery: on a schedule, resume jobs stranded in waiting_batch behind a closed batch row,
-and fail jobs left splitting long after their intake must have ended."""
+"""recovery: on a schedule, resume jobs stranded in waiting_batch behind a closed batch row, end jobs and
+folder jobs whose workflow ended without recording their end, and fail jobs left splitting long after
+their intake must have ended."""
 
 from typing import Any
 
+from batchlane.folders.recovery import settle_ended_folder_jobs
 from batchlane.handlers import lambda_handler
 from batchlane.operations.recovery import recover
 from batchlane.runtime import services
@@ -10,4 +12,5 @@ from batchlane.runtime import services
 
 @lambda_handler
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return recover(services())
+    svc = services()
+    return {**recover(svc), "folderJobsEnded": settle_ended_folder_jobs(svc)}

@@ -9,15 +9,18 @@ has been throttled more times than the shared retry block allows (4 tries), then
 from __future__ import annotations
 
 import threading
+from decimal import Decimal
 from typing import Any
 
 from batchlib import wait_until
+from botocore.exceptions import ClientError
 
+from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
-from batchlane_dev.local.lambda_runtime import ConcurrencyLimit
+from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, Invocation
 from batchlane_dev.local.pdfgen import make_pdf
-from deployment.topology import DEFINITION_BLOCKS
+from deployment.topology import DEFINITION_BLOCKS, THROTTLE_MAX_ATTEMPTS
 
 # More throttles than the shared block's attempts (HeavyTaskRetry on ProcessChunk: 1 + 3): the old ladder
 # failed the job here; the throttle ladder (15 retries) waits them out.
@@ -87,3 +90,126 @@ def test_one_owners_many_chunks_cannot_take_every_chunk_slot_and_a_second_owners
     assert [job_repo.get_job(services().db, j).status for j in jobs] == ["completed"] * 3
     assert most["owner-a"] <= 2, f"A ran {most['owner-a']} chunks at once past its share of 2 slots"
     assert finished.index("owner-b") < len(finished) - 1 - finished[::-1].index("owner-a"), "B's chunk ran before A's last one"
+
+
+def _execution_status(stack: Any, machine: str, name: str) -> str | None:
+    arn = stack.state_machine_arns[machine].replace(":stateMachine:", ":execution:")
+    try:
+        return str(client("stepfunctions").describe_execution(executionArn=f"{arn}:{name}")["status"])
+    except ClientError:  # not started yet
+        return None
+
+
+def _hold(job_id: str) -> list[dict[str, Any]]:
+    return services().db.run("SELECT outcome, settled_usd FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
+
+
+def _spent(job_id: str) -> Decimal:
+    row = services().db.one("SELECT COALESCE(SUM(cost_usd), 0) AS usd FROM cost_ledger WHERE job_id = CAST(:job AS uuid)", job=job_id)
+    assert row is not None
+    return Decimal(row["usd"])
+
+
+def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_the_recovery_sweep(stack_factory):
+    """Every settle invoke is throttled (reserved concurrency 0), so each conversion execution ends FAILED with the
+    job still live: A's Settle (assembled) ran out of its 1 + THROTTLE_MAX_ATTEMPTS tries; B's Assemble raised, and
+    its FailJob ran out the same way. The recovery schedule (every 10 minutes, scaled offline) asks Step Functions,
+    sees the executions ended, and ends both as the missed step would have: A completed (hold settled at its spend),
+    B failed WORKFLOW_FAILED (hold released); each announced once, the owner's live-job slots free again.
+    Today: both rows stay live (assembling, processing) for ever."""
+    from batchlane.db import budgets
+    from batchlane_dev.local.jobs import submit_pdf
+
+    stack = stack_factory("time_scale=36000", batch_lane=False)
+    stack.registry.concurrency = ConcurrencyLimit(reserved={"settle": 0})
+    owner = "settle-throttled-owner"
+    doomed: set[str] = set()
+    announced: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def assemble(event: Any, call_real: Any) -> Any:
+        if event.get("jobId") in doomed:
+            return Invocation(error_type="AssemblyBroke", error_message="planted by the test")
+        return call_real(event)
+
+    def dispatch(event: Any, call_real: Any) -> Any:
+        detail = event.get("detail") or {}
+        with lock:
+            announced.append((str(detail.get("jobId")), str(detail.get("status"))))
+        return call_real(event)
+
+    stack.registry.intercept("assemble", assemble)
+    stack.registry.intercept("webhook_dispatch", dispatch)
+    a = str(submit_pdf(services(), make_pdf(2), name="settled.pdf", owner_id=owner)["jobId"])
+    b_created = submit_pdf(services(), make_pdf(2), name="failed.pdf", owner_id=owner)
+    b = str(b_created["jobId"])
+    doomed.add(b)
+
+    for job_id in (a, b):  # the workflow ran out of throttle retries on its last step: the execution failed, the row is live
+        wait_until(lambda j=job_id: _execution_status(stack, "conversion", f"conversion-{j}") == "FAILED", timeout_s=300, what=f"conversion-{job_id} to fail")
+    assert stack.registry.throttles.get("settle", 0) >= 2 * (1 + THROTTLE_MAX_ATTEMPTS), stack.registry.throttles
+    wait_until(lambda: all(job_repo.get_job(services().db, j).status in ("completed", "failed") for j in (a, b)), timeout_s=120, what="the sweep")
+
+    done, failed = job_repo.get_job(services().db, a), job_repo.get_job(services().db, b)
+    assert done.status == "completed" and done.error_id is None and done.markdown_key, done
+    assert failed.status == "failed" and failed.error_id == "WORKFLOW_FAILED" and "FAILED" in (failed.error_message or ""), failed
+    assert _hold(a) == [{"outcome": "settled", "settled_usd": done.total_cost_usd}] and done.total_cost_usd == _spent(a) > 0
+    assert _hold(b) == [{"outcome": "released", "settled_usd": Decimal(0)}] and failed.total_cost_usd == _spent(b)
+    assert job_repo.get_file(services().db, done.file_id).status == "converted"
+    assert job_repo.get_file(services().db, failed.file_id).status == "failed"
+    assert budgets.standing(services().db, owner).live_jobs == 0, "the owner's live-job slots are free"
+
+    again = stack.registry.invoke("recovery", {})  # a repeat (or concurrent) run finds nothing to do
+    assert not again.failed and again.result["jobsEnded"] == {}, again
+    wait_until(lambda: (a, "completed") in announced and (b, "failed") in announced, timeout_s=60, what="the two announcements")
+    assert announced.count((a, "completed")) == 1 and announced.count((b, "failed")) == 1, announced
+
+
+def test_a_folder_job_whose_finish_and_failjob_are_throttled_past_their_ladder_is_finished_by_the_recovery_sweep(stack_factory):
+    """Every folder_finish invoke is throttled: Finish runs out of its tries, its Catch goes to FailJob (the same
+    function), which runs out too, and the run ends FAILED with the folder job live (its files all converted).
+    The recovery schedule finishes it as Finish would have: completed, report and manifest in the user's bucket
+    (written by the recovery function under the owner's folder-access session), announced once, the owner's
+    live folder-job count back to 0. Today: the job stays ``processing`` for ever."""
+    import boto3
+
+    from batchlane.db import caps
+    from batchlane.db import folder_jobs as folder_repo
+    from batchlane.folders import usecases
+    from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
+
+    stack = stack_factory("time_scale=36000", batch_lane=False)
+    stack.registry.concurrency = ConcurrencyLimit(reserved={"folder_finish": 0})
+    owner = "folder-throttled-owner"
+    home = owner_home(owner)
+    s3 = boto3.client("s3", endpoint_url=stack.env["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    s3.put_object(Bucket=FOLDER_BUCKET, Key=f"{home}docs/a.pdf", Body=make_pdf(2))
+    announced: list[tuple[str, str]] = []
+    lock = threading.Lock()
+
+    def dispatch(event: Any, call_real: Any) -> Any:
+        detail = event.get("detail") or {}
+        with lock:
+            announced.append((str(detail.get("jobId")), str(detail.get("status"))))
+        return call_real(event)
+
+    stack.registry.intercept("webhook_dispatch", dispatch)
+    status, created = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{home}docs/"}})
+    assert created
+    job_id = status["id"]
+    row = folder_repo.get_job(services().db, job_id)
+    name = f"folder-{job_id}-{row['run']}-{int(row['created_at'].timestamp())}"
+    wait_until(lambda: _execution_status(stack, "folder_job", name) == "FAILED", timeout_s=420, what=f"{name} to fail")
+    assert stack.registry.throttles.get("folder_finish", 0) >= 2 * (1 + THROTTLE_MAX_ATTEMPTS), stack.registry.throttles
+
+    wait_until(lambda: folder_repo.get_job(services().db, job_id)["finished_at"] is not None, timeout_s=120, what="the sweep")
+    done = usecases.status(services(), owner, job_id)
+    assert done["status"] == "completed" and done["files"]["completed"] == 1, done
+    manifest = s3.get_object(Bucket=FOLDER_BUCKET, Key=f"{home}docs/_batchlane/{job_id}/manifest.json")["Body"].read()
+    assert b'"status": "completed"' in manifest
+    assert caps.live_folder_jobs(services().db, owner) == 0
+
+    again = stack.registry.invoke("recovery", {})
+    assert not again.failed and again.result["folderJobsEnded"] == {}, again
+    wait_until(lambda: (job_id, "completed") in announced, timeout_s=60, what="the announcement")
+    assert announced.count((job_id, "completed")) == 1, announced

@@ -84,10 +84,11 @@ MACHINE_BY_NEED = {
 @pytest.mark.parametrize("spec", topology.FUNCTIONS, ids=lambda s: s.name)
 def test_state_machine_arns_are_given_only_to_functions_that_start_or_answer_them(synth: Synth, spec: topology.FunctionSpec) -> None:
     env = _function(synth, spec.name)["Properties"]["Environment"]["Variables"]
-    assert ("CONVERSION_STATE_MACHINE_ARN" in env) == ("start_conversion" in spec.needs)
+    inspects = "inspect_workflows" in spec.needs  # DescribeExecution of conversion, intake and folder-job executions (recovery)
+    assert ("CONVERSION_STATE_MACHINE_ARN" in env) == ("start_conversion" in spec.needs or inspects)
     assert ("BATCH_LANE_STATE_MACHINE_ARN" in env) == bool({"start_batch_lane", "task_response"} & set(spec.needs))
-    assert ("INTAKE_STATE_MACHINE_ARN" in env) == ("start_intake" in spec.needs)
-    assert ("FOLDER_JOB_STATE_MACHINE_ARN" in env) == ("start_folder_job" in spec.needs)
+    assert ("INTAKE_STATE_MACHINE_ARN" in env) == ("start_intake" in spec.needs or inspects)
+    assert ("FOLDER_JOB_STATE_MACHINE_ARN" in env) == ("start_folder_job" in spec.needs or inspects)
     started = set()
     for statement in _role_statements(synth, spec.name):
         if "states:StartExecution" in as_list(statement["Action"]):

@@ -56,6 +56,7 @@ def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
         (":stateMachine:Batchlane-intake", "intake_state_machine"),
         (":stateMachine:Batchlane-webhook-delivery", "webhook_delivery_state_machine"),
         (":event-bus/default", "default_event_bus"),
+        (":execution:Batchlane-", "workflow_executions"),  # executions of the conversion, intake and folder-job machines
     ):
         if marker in text:
             return kind, ""

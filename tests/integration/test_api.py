@@ -492,6 +492,66 @@ def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
         client("stepfunctions").describe_execution(executionArn=f"{arn}:conversion-{created['jobId']}")
 
 
+def test_the_sweep_ends_a_job_whose_run_failed_once_under_concurrent_runs_and_leaves_a_running_one_alone(stack, owner):
+    """Issue 21.4, the effects of operations/recovery.settle_ended_jobs on PostgreSQL: four sweeps at once over a
+    ``processing`` job whose execution ended FAILED (Settle's FailJob throttled past its ladder) fail it once
+    (WORKFLOW_FAILED, hold released, one event); a job whose execution still runs is left as it is."""
+    import dataclasses
+    import threading
+
+    from batchlane.domain.workflow_end import Execution
+    from batchlane.operations.recovery import settle_ended_jobs
+
+    svc = services()
+    ids = []
+    for name in ("ended.pdf", "running.pdf"):
+        file_row = job_repo.insert_file(svc.db, owner_id=owner, name=name, s3_key=f"uploads/{uuid.uuid4()}/{name}", size_bytes=len(PDF))
+        row = job_repo.insert_job(
+            svc.db, file_id=str(file_row.id), owner_id=owner, status="processing", options={}, model_id=svc.settings.batchlane_model_id,
+            total_pages=1, pages_per_chunk=PER_CHUNK, chunks=[],
+        )  # fmt: skip
+        ledger.place_hold(svc.db, job_id=str(row.id), owner_id=owner, amount_usd=Decimal("0.50"), hours=1)
+        ids.append(str(row.id))
+    ended, running = ids
+    now = datetime.now(UTC)
+
+    class Workflows:
+        def describe_execution(self, machine: str, name: str) -> Execution | None:
+            if name == f"conversion-{ended}":
+                return Execution(machine, name, "FAILED", now - timedelta(hours=1), now)
+            if name == f"conversion-{running}":
+                return Execution(machine, name, "RUNNING", now - timedelta(hours=1), None)
+            return None  # every other live job of this database: not ours to judge here
+
+    published: list[dict[str, Any]] = []
+
+    class Bus:
+        def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
+            published.append(detail)
+
+    swept = dataclasses.replace(svc, workflows=Workflows(), bus=Bus())
+    start = threading.Barrier(4)
+    results: list[dict[str, str]] = []
+
+    def sweep() -> None:
+        start.wait(30)
+        results.append(settle_ended_jobs(swept, unchanged_for_s=0, limit=100_000))  # every live job of the shared database
+
+    threads = [threading.Thread(target=sweep) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(results) == 4
+    failed = job(ended)
+    assert (failed.status, failed.error_id) == ("failed", "WORKFLOW_FAILED") and "(FAILED)" in (failed.error_message or "")
+    hold = ledger.get_hold(svc.db, ended)
+    assert hold is not None and hold.outcome == "released"
+    assert [(d["jobId"], d["status"]) for d in published if d.get("jobId") in ids] == [(ended, "failed")], published
+    assert job(running).status == "processing" and ledger.get_hold(svc.db, running).outcome is None  # type: ignore[union-attr]
+    assert all(r.get(ended) in (None, "failed") for r in results) and running not in {k for r in results for k in r}
+
+
 def test_recovery_fails_a_job_left_splitting_long_after_its_intake_must_have_ended(stack, owner):
     def splitting_job() -> tuple[str, str]:  # as create_job leaves it: no pages, chunks or hold yet
         svc = services()

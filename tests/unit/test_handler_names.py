@@ -23,13 +23,14 @@ UNPREFIXED = {
     "assemble": "batchlane.conversion.assemble",
     "chunk_processor": "batchlane.conversion.chunk",  # admission slot, then the chunk's pages
     "migrate": "batchlane.db.migrate",
-    "recovery": "batchlane.operations.recovery",  # resumes stranded jobs (batch/) and fails stalled splits (conversion/)
+    "recovery": "batchlane.operations.recovery",  # resumes stranded jobs (batch/), ends jobs whose workflow ended, fails stalled splits
     "settle": "batchlane.conversion.settle",
 }
 # What every handler may import besides its use case: the decorator and event models, the wiring, the logger.
 PLUMBING = {"batchlane.handlers", "batchlane.runtime", "batchlane.observability", "batchlane.folders.refs"}
 # The doctor's two record actions ride on migrate, the one function signed in as the master user.
-EXTRA = {"migrate": {"batchlane.db.page_forms", "batchlane.db.service_tiers"}}
+# recovery also ends folder jobs whose run ended without their end (folders/ sits above operations/).
+EXTRA = {"migrate": {"batchlane.db.page_forms", "batchlane.db.service_tiers"}, "recovery": {"batchlane.folders.recovery"}}
 
 
 def use_case_module(function: str) -> str:

@@ -175,6 +175,11 @@ class Targets:
             "folder_objects": sorted({f"arn:{p}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources}),
             "folder_buckets": sorted({f"arn:{p}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources}),
             "folder_job_state_machine": [self.folder_job_state_machine_arn] if self.folder_job_state_machine_arn else [],
+            "workflow_executions": [
+                f"{arn.replace(':stateMachine:', ':execution:')}:*"
+                for arn in (self.conversion_state_machine_arn, self.intake_state_machine_arn, self.folder_job_state_machine_arn)
+                if arn
+            ],
             "folder_access_role": [self.folder_access_role_arn] if self.folder_access_role_arn else [],
             "owner_folder_objects": sorted({f"arn:{p}:s3:::{owner_folder_resource(source)}*" for source in self.folder_sources}),
         }

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 
 from batchlane.domain.budget import Limits, Standing
 from batchlane.domain.status import Transition
+from batchlane.domain.workflow_end import Execution
 
 UPLOAD_URL_TTL_S = 600  # a presigned POST lives 10 minutes
 PDF_CONTENT_TYPE = "application/pdf"
@@ -204,6 +205,10 @@ class Workflows(Protocol):
     def start_webhook_delivery(self, delivery_id: str) -> str: ...
     def start_resume(self, job_id: str, attempt: int) -> str: ...
     def start_folder_job(self, job_id: str, run: str) -> str: ...  # folder-<jobId>-<run>
+    def describe_execution(self, machine: str, name: str) -> Execution | None:
+        """DescribeExecution of ``name`` on the topology's ``machine`` (conversion, intake, folder_job); None when it does not exist."""
+        ...
+
     def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
         """False when the token is no longer valid (the wait already ended): harmless."""
         ...

@@ -127,6 +127,10 @@ class MemoryStore:
 class FakeWorkflows:
     started: list[tuple[str, str]] = field(default_factory=list)  # (kind, id), each name once
     answered: dict[str, dict[str, Any]] = field(default_factory=dict)  # token -> output
+    executions: dict[tuple[str, str], Any] = field(default_factory=dict)  # (machine, name) -> domain.workflow_end.Execution
+
+    def describe_execution(self, machine: str, name: str) -> Any:
+        return self.executions.get((machine, name))
 
     def _start(self, kind: str, key: str) -> str:
         if (kind, key) not in self.started:

@@ -7,6 +7,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from batchlane.domain.workflow_end import Execution
+
 
 def execution_name(kind: str, job_id: str) -> str:
     return f"{kind}-{job_id}"
@@ -66,6 +68,19 @@ class StepFunctionsWorkflows:
     def start_folder_job(self, job_id: str, run: str) -> str:
         """A folder job's loop (enumerate, start files, report): ``folder-<jobId>-<run>``; a resume or retry is a new run."""
         return self._start(self.folder_job_arn, f"{execution_name('folder', job_id)}-{run}", {"jobId": job_id})
+
+    def describe_execution(self, machine: str, name: str) -> Execution | None:
+        """DescribeExecution of ``name`` on ``machine`` (conversion, intake, folder_job); None when there is none."""
+        arn = {"conversion": self.conversion_arn, "intake": self.intake_arn, "folder_job": self.folder_job_arn}.get(machine)
+        if not arn:
+            raise RuntimeError(f"state machine ARN not configured for {machine!r}")
+        try:
+            out = self._sfn.describe_execution(executionArn=f"{arn.replace(':stateMachine:', ':execution:')}:{name}")
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ExecutionDoesNotExist":
+                return None
+            raise
+        return Execution(machine=machine, name=name, status=str(out["status"]), started_at=out["startDate"], stopped_at=out.get("stopDate"))
 
     def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
         """False when the token is no longer valid (the wait already ended): harmless."""

@@ -15,15 +15,27 @@ from batchlane.runtime import Services
 from batchlane.webhooks.events import publish_job_change
 
 
-def settle_job(svc: Services, job_id: str) -> dict[str, Any]:
+def settle_job(svc: Services, job_id: str, *, once: bool = False) -> dict[str, Any]:
     """assembling → completed in one transaction: total from the ledger, hold settled, file converted.
-    Jobs through the unit of work's repository; the ledger and the retry row still on ``uow.runner``."""
+    Jobs through the unit of work's repository; the ledger and the retry row still on ``uow.runner``.
+
+    ``once`` (the recovery sweep, operations/recovery.py): a pause already settled is not announced again;
+    Settle itself announces on every try, so a try whose PutEvents failed is made good by the next."""
     uow = svc.uow()
     current = uow.jobs.get_job(job_id)
     if current is not None and current.status == "paused_budget":
         # The workflow of a job paused at its funds hold ends here: say so on the bus (the chunk
         # processor that paused it has no PutEvents grant); from now on its owner may resume it.
-        budgets.mark_pause_settled(uow.runner, job_id)
+        if once:
+            with uow:
+                locked = uow.jobs.lock_job(job_id)
+                first = locked is not None and locked.status == "paused_budget" and not locked.pause_settled
+                if first:
+                    budgets.mark_pause_settled(uow.runner, job_id)
+            if not first:
+                return {"jobId": job_id, "status": locked.status if locked else "paused_budget", "settled": False}
+        else:
+            budgets.mark_pause_settled(uow.runner, job_id)
         publish_job_change(svc, job_id, "paused_budget")
         return {"jobId": job_id, "status": "paused_budget", "settled": False}
     with uow:

@@ -394,6 +394,19 @@ def iter_terminal_files(db: Runner, job_id: str, *, page: int = 1000, after: str
         after = rows[-1]["source_key"]
 
 
+def live_unchanged(db: Runner, *, unchanged_for_s: float, limit: int) -> list[FolderJob]:
+    """Live folder jobs unchanged for ``unchanged_for_s`` s, ``limit`` of them in random order (folders/recovery.py)."""
+    rows = db.run(
+        """SELECT * FROM folder_jobs WHERE status = ANY(CAST(:live AS text[])) AND finished_at IS NULL
+             AND updated_at < now() - make_interval(secs => :secs)
+           ORDER BY random() LIMIT :limit""",
+        live=list(st.LIVE_FOLDER_JOB_STATUSES),
+        secs=unchanged_for_s,
+        limit=limit,
+    )
+    return [folder_job(row) for row in rows]
+
+
 def owner_job_ids(db: Runner, owner_id: str, *, limit: int) -> list[str]:
     """The owner's folder job ids, newest first."""
     rows = db.run("SELECT id FROM folder_jobs WHERE owner_id = :owner ORDER BY created_at DESC LIMIT :limit", owner=owner_id, limit=limit)

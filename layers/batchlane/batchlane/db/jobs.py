@@ -227,6 +227,23 @@ def jobs_in(db: Runner, status: str, *, unchanged_for_s: float) -> list[str]:
     return [str(r["id"]) for r in rows]
 
 
+def jobs_to_sweep(db: Runner, statuses: Sequence[str], *, unchanged_for_s: float, limit: int) -> list[JobRow]:
+    """Live jobs in ``statuses`` unchanged for ``unchanged_for_s`` s, ``limit`` of them in random order: the ones whose
+    workflow may have ended without recording their end (operations/recovery.py). Random, so that more than ``limit``
+    long-running jobs cannot hide an ended one from every run. A pause already settled is left alone."""
+    rows = db.run(
+        """SELECT * FROM large_conversion_jobs
+           WHERE status = ANY(CAST(:statuses AS text[])) AND NOT (status = :paused AND pause_settled)
+             AND updated_at < now() - make_interval(secs => :secs)
+           ORDER BY random() LIMIT :limit""",
+        statuses=list(statuses),
+        paused=str(st.JobStatus.PAUSED_BUDGET),
+        secs=unchanged_for_s,
+        limit=limit,
+    )
+    return [JobRow.of(row) for row in rows]
+
+
 def jobs_due(db: Runner, *, margin_s: float) -> list[str]:
     """Parked jobs whose ``deadline`` option is less than ``margin_s`` away: they must leave for on-demand now."""
     rows = db.run(

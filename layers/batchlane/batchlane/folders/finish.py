@@ -72,14 +72,16 @@ def finish(uow: UnitOfWork, buckets_for: Callable[[str], FolderBuckets], bus: Ev
         failed = counts.failed or counts.pages_failed  # a failed file, or a document completed with failed pages
         final = "completed_with_failures" if failed else "completed"
     write_record(folder_jobs, buckets, dataclasses.replace(job, status=final, finished_at=datetime.now(UTC)))
-    ended = folder_jobs.move(job_id, st.folder_job(_END[final]))
-    if ended is None:  # cancelled between our read and the move: end it as it is now, and say so in the record
-        current = folder_jobs.get(job_id)
+    moved = folder_jobs.move(job_id, st.folder_job(_END[final]))
+    if moved is None:  # cancelled between our read and the move: end it as it is now, and say so in the record
+        moved = folder_jobs.move(job_id, st.folder_job("end_cancelled"))  # None: a concurrent Finish ended it
+        current = moved or folder_jobs.get(job_id)
         assert current is not None
-        ended = folder_jobs.move(job_id, st.folder_job("end_cancelled")) or current
-        write_record(folder_jobs, buckets, ended)
+        write_record(folder_jobs, buckets, current)
+    ended = moved or folder_jobs.get(job_id)
+    assert ended is not None
     logger.info("folder job finished", job_id=job_id, status=ended.status)
-    publish_folder_change(folder_jobs, bus, ended)
+    publish_folder_change(folder_jobs, bus, moved)  # only the run that moved it says so: one event per end
     return {"jobId": job_id, "status": ended.status}
 
 
