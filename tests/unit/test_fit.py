@@ -92,7 +92,8 @@ def test_a_huge_vector_drawing_is_rendered_and_a_limit_nothing_can_meet_gives_no
 
     assert fit_page(page).how == "rendered"
     assert fit_page(page, render=False).how == "too_large", "with rendering off, nothing else can shrink a drawing"
-    unreachable = fit_page(page, limit_bytes=2_000)
+    # A limit no render level meets: every level is tried, and a small drawing proves that as well as a huge one
+    unreachable = fit_page(vector_page(2_000), limit_bytes=2_000)
     assert unreachable.pdf_bytes is None and unreachable.how == "too_large" and not unreachable.fits
 
 

@@ -30,7 +30,7 @@ def _config(form: str) -> ConverterConfig:
 
 
 def test_the_image_form_sends_the_rendered_page_within_claudes_limits_and_its_text_layer():
-    (number, pdf), = _page()
+    ((number, pdf),) = _page()
     body = build_page_request(chunk_index=0, page_number=number, pdf_bytes=pdf, config=_config(forms.IMAGE)).body()
     content = body["messages"][0]["content"]
     assert [block["type"] for block in content] == ["image", "text", "text"]
@@ -43,7 +43,7 @@ def test_the_image_form_sends_the_rendered_page_within_claudes_limits_and_its_te
 
 
 def test_both_forms_have_one_prompt_hash_so_a_paid_batch_answer_survives_a_form_switch():
-    (number, pdf), = _page()
+    ((number, pdf),) = _page()
     as_pdf = build_page_request(chunk_index=0, page_number=number, pdf_bytes=pdf, config=_config(forms.PDF))
     as_image = build_page_request(chunk_index=0, page_number=number, pdf_bytes=pdf, config=_config(forms.IMAGE))
     assert as_pdf.body()["messages"][0]["content"][0]["type"] == "document"
@@ -90,17 +90,18 @@ def test_a_validation_error_about_something_else_is_not_a_form_refusal():
         def send(self, request):  # type: ignore[no-untyped-def]
             raise ModelCallError("ValidationException", "max_tokens: must be an integer >= 1", retryable=False)
 
-    (number, pdf), = _page()
+    ((number, pdf),) = _page()
     transport = FormFallbackTransport(Broken(), FormMemory())
     with pytest.raises(ModelCallError, match="max_tokens"):
         transport.send(build_page_request(chunk_index=0, page_number=number, pdf_bytes=pdf, config=_config(forms.PDF)))
     assert not forms.is_form_refusal("ValidationException", REFUSAL, forms.IMAGE)  # the image form never switches back
 
 
-@pytest.mark.slow  # renders 20 photo pages (~50 s here)
+@pytest.mark.slow  # renders 20 photo pages (a few seconds)
 def test_a_group_of_photo_scans_in_the_image_form_stays_within_the_request_byte_limit():
     import random
 
+    from reportlab import rl_config
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.utils import ImageReader
     from reportlab.pdfgen import canvas
@@ -111,11 +112,15 @@ def test_a_group_of_photo_scans_in_the_image_form_stays_within_the_request_byte_
     rng = random.Random(7)
     buffer = io.BytesIO()
     pdf = canvas.Canvas(buffer, pagesize=A4)
-    for _ in range(20):  # noise photos, the worst case for PNG and JPEG alike; 20 a request (BATCHLANE_MAX_DOCUMENTS_PER_REQUEST allows it)
-        photo = Image.frombytes("RGB", (900, 1270), rng.randbytes(900 * 1270 * 3))
-        pdf.drawImage(ImageReader(photo), 0, 0, width=A4[0], height=A4[1])
-        pdf.showPage()
-    pdf.save()
+    saved, rl_config.useA85 = rl_config.useA85, 0  # binary streams: reportlab's pure-Python ASCII85 of 70 MB of pixels took ~50 s
+    try:
+        for _ in range(20):  # noise photos, the worst case for PNG and JPEG alike; 20 a request (BATCHLANE_MAX_DOCUMENTS_PER_REQUEST allows it)
+            photo = Image.frombytes("RGB", (900, 1270), rng.randbytes(900 * 1270 * 3))
+            pdf.drawImage(ImageReader(photo), 0, 0, width=A4[0], height=A4[1])
+            pdf.showPage()
+        pdf.save()
+    finally:
+        rl_config.useA85 = saved
     document = open_pdf(buffer.getvalue(), max_pages=20)
     pages = [(p.number, p.pdf_bytes) for p in document.pages(plan_chunks(20, 20)[0])]
     request = build_pages_request(chunk_index=0, pages=pages, config=_config(forms.IMAGE))

@@ -416,6 +416,32 @@ def test_forced_expiry_keeps_partial_output(harness: Callable[..., Harness], s3:
     assert h.wait_events(arn, 5)[-2:] == ["InProgress", "Expired"]
 
 
+def test_a_lone_job_idling_until_its_expiration_is_ended_by_the_emulated_clock_not_real_seconds(harness: Callable[..., Harness], s3: Any) -> None:
+    # At 3,600 emulated seconds a second the idle 24 hours would take ~24 real seconds, longer than wait_terminal allows
+    h = harness(faults="time_scale=3600,job_outcome=expired")
+    arn = submit(h, staged(s3, 10))
+    job = h.wait_terminal(arn)
+    assert job["status"] == "Expired" and job["endTime"] == job["jobExpirationTime"]
+    assert h.emu.clock.skipped_s > 23 * 3600, "the clock jumped over the idle wait"
+    _, manifest = output_of(s3, arn)
+    assert manifest is not None and manifest["processedRecordCount"] == 5
+
+
+def test_an_idle_job_waits_in_real_time_while_another_job_is_live(harness: Callable[..., Harness], s3: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    h = harness(faults=f"{FAST},job_outcome=expired")
+    running = submit(h, staged(s3, 10))
+    assert h.emu.live_job_count() == 1
+    h.wait_terminal(running)
+    assert h.emu.live_job_count() == 0
+    jumped = h.emu.clock.skipped_s
+    # another job live the whole time (held there, not raced for): the idle job must wait its real seconds
+    monkeypatch.setattr(h.emu, "live_job_count", lambda: 2)
+    arn = submit(h, staged(s3, 10))
+    job = h.wait_terminal(arn)
+    assert (job["status"], job["endTime"]) == ("Expired", job["jobExpirationTime"])
+    assert h.emu.clock.skipped_s == jumped, "another job was live: its pace needs the real seconds"
+
+
 def test_a_job_longer_than_its_timeout_expires(harness: Callable[..., Harness], s3: Any) -> None:
     h = harness(faults=f"{FAST},job_hours=48")
     arn = submit(h, staged(s3, 10))

@@ -14,6 +14,7 @@ the figures mean nothing. ``time_scale=auto`` picks the fastest scale it can sus
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -56,14 +57,35 @@ def scale_for_job(records: int, records_per_hour: float = BATCH_RECORDS_PER_HOUR
 
 
 class EmulatedClock:
+    """Emulated time runs ``scale`` times faster than the wall clock, and can jump over an idle wait.
+
+    A wait in which the emulator does no work and that nothing but the emulator's clock ends (a
+    job idling until its expiration) need not cost real seconds: :meth:`skip_to` moves emulated
+    time straight to its end. Only the emulator's own time jumps; the handlers' timers run on the
+    wall clock and see the event simply arrive earlier, as they would at a higher scale."""
+
     def __init__(self, scale: float) -> None:
         self.scale = scale
         self._wall0 = time.time()
         self._mono0 = time.monotonic()
+        self._skipped = 0.0
+        self._lock = threading.Lock()
 
     def now(self) -> float:
         """Emulated epoch seconds."""
-        return self._wall0 + (time.monotonic() - self._mono0) * self.scale
+        return self._wall0 + (time.monotonic() - self._mono0) * self.scale + self._skipped
+
+    @property
+    def skipped_s(self) -> float:
+        """Emulated seconds jumped over so far (:meth:`skip_to`)."""
+        return self._skipped
+
+    def skip_to(self, emulated_epoch: float) -> float:
+        """Jump forward to ``emulated_epoch`` (never back); the emulated seconds jumped."""
+        with self._lock:
+            gap = max(0.0, emulated_epoch - self.now())
+            self._skipped += gap
+            return gap
 
     def real_seconds_until(self, emulated_epoch: float) -> float:
         return (emulated_epoch - self.now()) / self.scale

@@ -26,7 +26,7 @@ from .converse import ConverseRuntime
 from .errors import ApiError
 from .events import EventDispatcher, PublishEvent
 from .faults import Faults
-from .job import Job
+from .job import TERMINAL, Job
 from .lifecycle import JobLifecycle
 from .quotas import BatchQuotas
 from .service_quotas import TARGET_PREFIX as SERVICE_QUOTAS_TARGET
@@ -165,11 +165,21 @@ class BedrockEmulator:
 
     def _start_job(self, job: Job) -> None:
         lifecycle = JobLifecycle(
-            job, s3_client_factory=self._s3_client_factory, faults=self.faults, quotas=self.quotas, clock=self.clock, shutdown=self._shutdown
+            job,
+            s3_client_factory=self._s3_client_factory,
+            faults=self.faults,
+            quotas=self.quotas,
+            clock=self.clock,
+            shutdown=self._shutdown,
+            live_jobs=self.live_job_count,
         )
         thread = threading.Thread(target=lifecycle.run, name=f"bedrock-job-{job.job_id}", daemon=True)
         self._job_threads.append(thread)
         thread.start()
+
+    def live_job_count(self) -> int:
+        """Jobs not yet terminal (a forgotten job no longer runs): a lone one may jump the clock over its idle wait."""
+        return sum(1 for job in list(self.jobs.values()) if job.status not in TERMINAL and not job.forgotten)
 
     # -- HTTP -----------------------------------------------------------------------
 

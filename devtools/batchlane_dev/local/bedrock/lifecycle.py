@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import converse, invoke, limits
-from .clock import EmulatedClock
+from .clock import EmulatedClock, iso
 from .errors import ApiError, validation
 from .faults import Faults, draw
 from .job import STOPPABLE, TERMINAL, Job
@@ -58,9 +58,19 @@ def request_stop(job: Job, now: float) -> None:
 
 class JobLifecycle:
     def __init__(
-        self, job: Job, *, s3_client_factory: Callable[[], Any], faults: Faults, quotas: BatchQuotas, clock: EmulatedClock, shutdown: threading.Event
+        self,
+        job: Job,
+        *,
+        s3_client_factory: Callable[[], Any],
+        faults: Faults,
+        quotas: BatchQuotas,
+        clock: EmulatedClock,
+        shutdown: threading.Event,
+        live_jobs: Callable[[], int] = lambda: 1,
     ) -> None:
+        """``live_jobs``: how many of the emulator's jobs are not terminal (this one included)."""
         self.job = job
+        self._live_jobs = live_jobs
         self._s3_factory = s3_client_factory
         self._faults = faults
         self._quotas = quotas
@@ -97,6 +107,19 @@ class JobLifecycle:
                     self.job.behind_s = max(self.job.behind_s, -remaining * self._clock.scale)
                 return False
             (self.job.wake if stoppable else self._shutdown).wait(remaining)
+
+    def _idle_until(self, target: float) -> bool:
+        """Wait, doing nothing, until emulated ``target``; True if a stop request cut it short.
+
+        When this job is the only one not terminal, nothing in the emulator happens before
+        ``target`` but what a caller does: the clock jumps there instead of sleeping in real
+        seconds (EmulatedClock.skip_to). With other jobs live their pace needs real time, so it waits."""
+        if not self.job.stop_requested and self._live_jobs() <= 1:
+            jumped = self._clock.skip_to(target)
+            log.info("emulated batch job %s idles until %s: the clock jumps %.1f emulated hours", self.job.arn, iso(target), jumped / 3600)
+            self._vtime = max(self._vtime, target)
+            return False
+        return self._advance(target - self._vtime)
 
     def _set(self, status: str, *, message: str | None = None) -> None:
         with self.job.lock:
@@ -214,7 +237,7 @@ class JobLifecycle:
                 request_stop(self.job, self._vtime)
             return self._finish_stopped(s3)
         if ending in ("expired", "timeout"):
-            if self._advance(self.job.expiration_time - self._vtime):
+            if self._idle_until(self.job.expiration_time):
                 return self._finish_stopped(s3)
             write_manifest(s3, bucket, prefix, self.job.manifest())
             return self._set("Expired", message="The job did not finish within its timeoutDurationInHours.")
