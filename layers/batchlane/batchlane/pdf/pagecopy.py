@@ -11,12 +11,20 @@ catalog and tree, and an xref table of only the objects written: the objects kee
 their bytes, so nothing in them is rewritten. docs/decisions/0024-page-copy-by-object-bytes.md.
 
 Anything else (another writer's syntax, an incremental update, encryption, inherited attributes, a page
-that references another page, a reference this scanner cannot be sure of) gives ``None``: the caller
-then copies the page with pdfium, as before. Pure Python, linear in the chunk's size, no pdfium call.
+that references another page, a reference this scanner cannot be sure of, any error at all) gives
+``None``: the caller then copies the page with pdfium, as before. No pdfium call.
+
+Bounded like the content scanner (docs/architecture.md, "Hostile PDFs"), by counts rather than a clock, so
+a page is cut the same way in every lane and every run: the table is read in one pass of C-speed matches
+(at most :data:`MAX_OBJECTS` objects), a dictionary is scanned once per chunk and only up to
+:data:`MAX_HEAD_BYTES`, and a page's objects are found by one walk over them (each object entered once a
+page, each reference looked at once), so a page costs time in proportion to the bytes it is made of, and
+the memory kept per chunk is in proportion to the references in the chunk (each object's deduplicated).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 # A literal string as pdfium writes it: every parenthesis inside escaped, no raw line break. What is
@@ -32,7 +40,29 @@ _OBJ_HEADER = re.compile(rb"([0-9]+) 0 obj\b")
 _XREF_SECTION = re.compile(rb"([0-9]+) ([0-9]+)[ ]?\r?\n")
 _XREF_ENTRY = re.compile(rb"([0-9]{10}) ([0-9]{5}) ([nf])(?: \r| \n|\r\n)")
 _TRAILER = re.compile(rb"trailer\s*<<(.*?)>>\s*startxref\s*([0-9]+)\s*%%EOF\s*$", re.S)
+# An object's text before its stream data, literal strings blanked: tokens only, each ending at a delimiter
+# (so there is one way to read it: atomic groups, linear whatever the input).
+_END = rb"(?![^\s/\[\]()<>{}%])"
+_TOKENS = re.compile(
+    rb"[0-9]+ 0 obj(?>\s*+(?>/[^\s/\[\]()<>{}%]*+|[+-]?(?>[0-9]++\.?[0-9]*+|\.[0-9]++)"
+    + _END
+    + rb"|<<|>>|\[|\]|<[0-9A-Fa-f\s]*+>|(?>true|false|null|R)"
+    + _END
+    + rb"))*+\s*+(?:endobj\s*+)?"
+)
+_PAGE_TYPE = re.compile(rb"/Type\s*/Page" + _END)
+_LENGTH = re.compile(rb"/Length\s+([0-9]{1,12})(?![0-9]|\s+[0-9]+\s+R)")
+_END_STREAM = re.compile(rb"(?:\r\n|\r|\n)?endstream[\s]+endobj")
 _INHERITABLE = frozenset({b"/Resources", b"/MediaBox", b"/CropBox", b"/Rotate"})
+# A 50-page chunk of a real book has ~7,000 objects; past this pdfium copies (and the table is not kept).
+MAX_OBJECTS = 250_000
+# An object's dictionary (its text before any stream data) a real book's largest is a few KB (a CID
+# font's widths); past this the object is not scanned and its page goes through pdfium.
+MAX_HEAD_BYTES = 1 << 20
+# The objects reachable from one of a page's own references (a font, an annotation) are kept for the
+# chunk's other pages when there are at most this many; the chunk keeps at most _MAX_KEPT of them in all.
+_SMALL_CLOSURE = 32
+_MAX_KEPT = 1_000_000
 
 
 class NotOurs(Exception):
@@ -51,14 +81,17 @@ class ChunkObjects:
         self.kids = kids
         self._spans = spans  # object number -> (start, end) of "N 0 obj ... endobj<eol>"
         self._refs: dict[int, tuple[int, ...]] = {}
-        self._reach: dict[int, frozenset[int]] = {}
+        self._closures: dict[int, frozenset[int] | None] = {}  # None: more than _SMALL_CLOSURE objects
+        self._kept = 0  # members of the closures kept
         self._forbidden = frozenset({root, pages_ref, *kids})
+        self._pieces: dict[int, tuple[memoryview, int, bytes]] = {}  # see _piece: each object digested once a chunk
+        self.steps = 0  # objects entered and references followed: the work done, for the bounds' tests
 
     @classmethod
     def parse(cls, data: bytes) -> ChunkObjects | None:
         try:
             return cls._parse(data)
-        except (NotOurs, ValueError, IndexError, KeyError):
+        except Exception:  # NotOurs, or whatever a damaged file makes the parsing raise: pdfium copies
             return None
 
     @classmethod
@@ -89,6 +122,8 @@ class ChunkObjects:
             if section is None:
                 break
             first, count = int(section.group(1)), int(section.group(2))
+            if count > MAX_OBJECTS - len(offsets):
+                raise NotOurs("too many objects")
             position = section.end()
             for number in range(first, first + count):
                 entry = _XREF_ENTRY.match(data, position)
@@ -99,6 +134,8 @@ class ChunkObjects:
                     if entry.group(2) != b"00000":
                         raise NotOurs("generation")
                     offsets[number] = int(entry.group(1))
+        if 0 in offsets:
+            raise NotOurs("object 0 in use")
         if not data.startswith(b"trailer", position):
             raise NotOurs("xref table end")
         ordered = sorted(offsets.items(), key=lambda item: item[1])
@@ -115,9 +152,11 @@ class ChunkObjects:
         if objects._names(pages_refs[0]) & _INHERITABLE:
             raise NotOurs("inherited page attributes")
         kids = objects._scan(pages_refs[0])
+        if objects._root == pages_refs[0] or objects._root in kids or pages_refs[0] in kids:
+            raise NotOurs("the catalog, the tree and the pages are not distinct objects")
         for kid in kids:
             names = objects._names(kid)
-            if b"/Kids" in names or not {b"/MediaBox", b"/Resources"} <= names:
+            if b"/Kids" in names or not {b"/MediaBox", b"/Resources"} <= names or not _a_page(objects._head(kid)):
                 raise NotOurs("not a flat page tree")
         return cls(data, header, objects._root, pages_refs[0], list(kids), spans)
 
@@ -125,15 +164,34 @@ class ChunkObjects:
         """The object's text up to its stream data, literal strings blanked."""
         start, end = self._spans[number]
         data = self._data
-        keyword = data.find(b"stream", start, end)
+        limit = min(end, start + MAX_HEAD_BYTES + 16)
+        keyword = data.find(b"stream", start, limit)
         while keyword >= 0 and not (data[keyword - 1] in _DELIMITED and data[keyword + 6 : keyword + 7] in (b"\r", b"\n")):
-            keyword = data.find(b"stream", keyword + 6, end)  # the word inside a name or a string: not the keyword
+            keyword = data.find(b"stream", keyword + 6, limit)  # the word inside a name or a string: not the keyword
+        if keyword < 0 and end - start > MAX_HEAD_BYTES:
+            raise NotOurs("dictionary too large to scan")
         head = data[start : keyword if keyword >= 0 else end]  # the stream's data is never scanned
         if b"(" in head:
             head = _LITERAL.sub(b"()", head)
             head = head.replace(b"()", b"  ")
         if _NOT_OURS.search(head):
             raise NotOurs("syntax")  # a string as pdfium never writes one, a comment, a stream keyword inside a string
+        # Copied as it is, so it must read as an object: only tokens a reader knows, its brackets balanced,
+        # its stream as long as it says.
+        if _TOKENS.fullmatch(head) is None:
+            raise NotOurs("tokens")
+        if head.count(b"<<") != head.count(b">>") or head.count(b"[") != head.count(b"]"):  # a hex string holds neither
+            raise NotOurs("unbalanced")
+        if keyword >= 0:
+            length = _LENGTH.search(head)
+            if length is None:
+                raise NotOurs("stream length not direct")
+            data_start = keyword + 6 + (2 if data[keyword + 6 : keyword + 8] == b"\r\n" else 1)
+            data_end = data_start + int(length.group(1))
+            if not _END_STREAM.match(data, data_end) or data_end > end:
+                raise NotOurs("stream length")
+        elif not data[start:end].rstrip().endswith(b"endobj"):
+            raise NotOurs("object end")
         return head
 
     def _names(self, number: int) -> set[bytes]:
@@ -147,40 +205,91 @@ class ChunkObjects:
             found = _REF.findall(head) if _REF_HINT.search(head) else []
             if any(generation != b"0" for _, generation in found):
                 raise NotOurs("generation")
-            refs = self._refs[number] = tuple(int(ref) for ref, _ in found)
+            # Each object once, and only objects there are (a reference to none is null, PDF 32000-1, 7.3.10),
+            # as the table's own numbers: what is kept is in proportion to the chunk's distinct references.
+            spans = self._spans
+            refs = self._refs[number] = tuple({spans_key: None for spans_key in (int(ref) for ref, _ in found) if spans_key in spans})
         return refs
 
-    def _reachable(self, number: int) -> frozenset[int]:
-        """``number`` and every object reachable from it, pages and the page tree included but not followed
-        (a page may not pull in another). Kept per chunk: the pages of a chunk share their fonts and resources."""
-        reach = self._reach.get(number)
-        if reach is None:
-            seen = {number}
-            wanted = [number]
-            known, forbidden, spans = self._refs, self._forbidden, self._spans
-            while wanted:
-                current = wanted.pop()
-                if current in forbidden or current not in spans:
-                    continue  # a page or the tree: not followed; a reference to no object is null (PDF 32000-1, 7.3.10)
-                for ref in known.get(current) or self._scan(current):
-                    if ref not in seen:
-                        seen.add(ref)
-                        wanted.append(ref)
-            reach = self._reach[number] = frozenset(seen)
-        return reach
+    def _closure(self, number: int) -> frozenset[int] | None:
+        """``number`` and every object reachable from it, pages and the page tree included but not followed,
+        when that is at most :data:`_SMALL_CLOSURE` objects (a font, an annotation: shared by a chunk's pages,
+        so found once); None for a larger one, which the page's own walk covers. At most _SMALL_CLOSURE + 1
+        objects entered per object per chunk, whatever the answer."""
+        if number in self._closures:
+            return self._closures[number]
+        seen = {number}
+        wanted = [number]
+        forbidden, spans = self._forbidden, self._spans
+        closure: frozenset[int] | None = None
+        while wanted:
+            current = wanted.pop()
+            self.steps += 1
+            if current in forbidden or current not in spans:
+                continue  # a page or the tree: not followed
+            for ref in self._scan(current):
+                if ref not in seen:
+                    seen.add(ref)
+                    if len(seen) > _SMALL_CLOSURE:
+                        break
+                    wanted.append(ref)
+            if len(seen) > _SMALL_CLOSURE:
+                break
+        else:
+            closure = frozenset(seen)
+        if closure is None or self._kept + len(closure) <= _MAX_KEPT:
+            self._closures[number] = closure
+            self._kept += len(closure or ())
+        return closure
+
+    def _page_objects(self, page: int, refs: tuple[int, ...]) -> set[int]:
+        """The page and every object it reaches, in one walk: an object is entered once, a small closure
+        (:meth:`_closure`) is added whole, so the work is in proportion to the objects and references of
+        the page's own PDF, however its references overlap."""
+        seen = {page}
+        wanted = [ref for ref in refs if ref != self._pages and ref != page]
+        forbidden, known, closures = self._forbidden, self._refs, self._closures
+        steps = 0
+        while wanted:
+            current = wanted.pop()
+            steps += 1
+            if current in seen:
+                continue
+            found = known.get(current)
+            if found is None:
+                found = self._scan(current)
+            if not found or current in forbidden:  # most objects of a page (a link, a stream): nothing to follow
+                seen.add(current)
+                continue
+            closure = closures[current] if current in closures else self._closure(current)
+            if closure is not None:
+                seen |= closure
+                steps += len(closure)
+                continue
+            seen.add(current)
+            wanted.extend(ref for ref in found if ref not in seen)
+        self.steps += steps
+        return seen
+
+    def _piece(self, number: int) -> tuple[memoryview, int, bytes]:
+        """Object ``number`` as copied into a page: its bytes, their length, its number and digest (for the /ID)."""
+        start, end = self._spans[number]
+        piece = self._view[start:end]
+        kept = self._pieces[number] = (piece, end - start, b"%d " % number + hashlib.blake2b(piece, digest_size=16).digest())
+        return kept
 
     def page_pdf(self, index: int) -> bytes | None:
         """Page ``index`` (0-based in the chunk) as a one-page PDF, or None where pdfium must copy it."""
         try:
             return self._page_pdf(self.kids[index])
-        except (NotOurs, KeyError, IndexError):
+        except Exception:  # NotOurs, or anything a damaged chunk makes the walk raise: pdfium copies the page
             return None
 
     def _page_pdf(self, page: int) -> bytes:
         refs = self._scan(page)
         if refs.count(self._pages) != 1:
             raise NotOurs("page without its parent, or with the tree elsewhere")
-        seen = {page}.union(*(self._reachable(ref) for ref in refs if ref != self._pages and ref != page))
+        seen = self._page_objects(page, refs)
         if not seen.isdisjoint(self._forbidden - {page}):
             raise NotOurs("references another page or the document")
         root, tree = self._root, self._pages
@@ -194,29 +303,81 @@ class ChunkObjects:
             offsets[number] = size
             parts.append(body)
             size += len(body)
-        for number in sorted(seen & self._spans.keys()):
-            start, end = self._spans[number]
+        # The file /ID (PDF 32000-1, 14.4): a digest of what the file is made of (the header, the numbers of
+        # its catalog, tree and page, each object's number and bytes), so the same page is the same bytes in
+        # every lane and run. Each object is digested once per chunk, not once per page it is copied into.
+        identity = [b"%s %d %d %d" % (self._header, root, tree, page)]
+        pieces = self._pieces
+        for number in sorted(seen):
+            piece = pieces.get(number) or self._piece(number)
             offsets[number] = size
-            parts.append(self._view[start:end])
-            size += end - start
+            parts.append(piece[0])
+            size += piece[1]
+            identity.append(piece[2])
+        file_id = hashlib.blake2b(b"".join(identity), digest_size=16).hexdigest().upper().encode()
         parts.append(_xref(offsets))
         parts.append(
-            b"trailer\r\n<<\r\n/Root %d 0 R\r\n/Size %d/ID[<%s><%s>]>>\r\nstartxref\r\n%d\r\n%%%%EOF\r\n" % (root, max(offsets) + 1, b"0" * 32, b"0" * 32, size)
+            b"trailer\r\n<<\r\n/Root %d 0 R\r\n/Size %d/ID[<%s><%s>]>>\r\nstartxref\r\n%d\r\n%%%%EOF\r\n" % (root, max(offsets) + 1, file_id, file_id, size)
         )
         return b"".join(parts)
 
 
+_TOKEN = re.compile(rb"/[^\s/\[\]()<>{}%]*|<<|>>|\[|\]|<[0-9A-Fa-f\s]*>|[^\s/\[\]()<>{}%]+")
+_MAX_DEPTH = 32
+
+
+def _a_page(head: bytes) -> bool:
+    """A page object's text (strings blanked) reads as one dictionary of /Type /Page: every key a name with
+    a value, every container closed. Only page objects are read this closely (one a page, once a chunk):
+    the cut is a page only if its page object is one; any other object is copied as the chunk has it."""
+    tokens = _TOKEN.findall(head)
+    if len(tokens) < 5 or tokens[1:3] != [b"0", b"obj"] or tokens[3] != b"<<" or _PAGE_TYPE.search(head) is None:
+        return False
+    end = tokens.index(b"endobj") if b"endobj" in tokens else len(tokens)
+    stack: list[list[bytes]] = []  # each open container's values so far (an array's, or a dictionary's keys and values)
+    kinds: list[bytes] = []
+    for index in range(3, end):
+        token = tokens[index]
+        if token in (b"<<", b"["):
+            if len(stack) >= _MAX_DEPTH:
+                return False
+            stack.append([])
+            kinds.append(token)
+            continue
+        if token in (b">>", b"]"):
+            if not stack or kinds.pop() != (b"<<" if token == b">>" else b"["):
+                return False
+            values = stack.pop()
+            if token == b">>" and (len(values) % 2 or any(not key.startswith(b"/") for key in values[::2])):
+                return False
+            token = b"<<>>"  # the closed container is one value of its parent
+            if not stack:
+                return index == end - 1  # the page's dictionary is the whole object
+        if not stack:
+            return False
+        if token == b"R":  # "N 0 R" is one value
+            values = stack[-1]
+            if len(values) < 2 or not values[-1].isdigit() or not values[-2].isdigit():
+                return False
+            del values[-2:]
+        stack[-1].append(token)
+    return False
+
+
 def _xref(offsets: dict[int, int]) -> bytes:
     """A classic xref table of object 0 (free) and these objects only: one subsection per run of consecutive numbers."""
-    entries = [(0, b"0000000000 65535 f\r\n"), *((number, b"%010d 00000 n\r\n" % offsets[number]) for number in sorted(offsets))]
-    runs: list[list[tuple[int, bytes]]] = []
-    for entry in entries:
-        if runs and runs[-1][-1][0] + 1 == entry[0]:
-            runs[-1].append(entry)
-        else:
-            runs.append([entry])
+    numbers = sorted(offsets)
     lines = [b"xref\r\n"]
-    for run in runs:
-        lines.append(b"%d %d\r\n" % (run[0][0], len(run)))
-        lines.extend(line for _, line in run)
+    first = 0  # the current run's first object number (object 0, free, leads the first run)
+    entries = [b"0000000000 65535 f\r\n"]
+    previous = 0
+    for number in numbers:
+        if number != previous + 1:
+            lines.append(b"%d %d\r\n" % (first, len(entries)))
+            lines.extend(entries)
+            first, entries = number, []
+        entries.append(b"%010d 00000 n\r\n" % offsets[number])
+        previous = number
+    lines.append(b"%d %d\r\n" % (first, len(entries)))
+    lines.extend(entries)
     return b"".join(lines)

@@ -134,7 +134,7 @@ class PdfDocument:
         for number in span.page_numbers():
             index = number - self.first_page
             cut = objects.page_pdf(index) if objects is not None else None
-            pdf_bytes = _stable_id(cut) if cut is not None else self._copy([index])
+            pdf_bytes = cut if cut is not None else self._copy([index])  # the cut carries its own stable /ID
             # Both copies keep content streams and annotations as they are, so the source page
             # reads the same as the copy (tests/unit/test_pdf.py holds this on real files).
             blank, text_chars, known, failure = self._inspect(number)
