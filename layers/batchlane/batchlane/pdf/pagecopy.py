@@ -176,10 +176,8 @@ class ChunkObjects:
             head = head.replace(b"()", b"  ")
         if _NOT_OURS.search(head):
             raise NotOurs("syntax")  # a string as pdfium never writes one, a comment, a stream keyword inside a string
-        # Copied as it is, so it must read as an object: only tokens a reader knows, its brackets balanced,
-        # its stream as long as it says.
-        if _TOKENS.fullmatch(head) is None:
-            raise NotOurs("tokens")
+        # Copied as it is, so it must at least hold together: its brackets balanced, its stream as long as it
+        # says (a page object is read closely, by _a_page; any other is copied as the chunk has it).
         if head.count(b"<<") != head.count(b">>") or head.count(b"[") != head.count(b"]"):  # a hex string holds neither
             raise NotOurs("unbalanced")
         if keyword >= 0:
@@ -190,8 +188,6 @@ class ChunkObjects:
             data_end = data_start + int(length.group(1))
             if not _END_STREAM.match(data, data_end) or data_end > end:
                 raise NotOurs("stream length")
-        elif not data[start:end].rstrip().endswith(b"endobj"):
-            raise NotOurs("object end")
         return head
 
     def _names(self, number: int) -> set[bytes]:
@@ -330,6 +326,8 @@ def _a_page(head: bytes) -> bool:
     """A page object's text (strings blanked) reads as one dictionary of /Type /Page: every key a name with
     a value, every container closed. Only page objects are read this closely (one a page, once a chunk):
     the cut is a page only if its page object is one; any other object is copied as the chunk has it."""
+    if _TOKENS.fullmatch(head) is None:  # only tokens a reader knows
+        return False
     tokens = _TOKEN.findall(head)
     if len(tokens) < 5 or tokens[1:3] != [b"0", b"obj"] or tokens[3] != b"<<" or _PAGE_TYPE.search(head) is None:
         return False
