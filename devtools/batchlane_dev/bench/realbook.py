@@ -133,7 +133,7 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
     """Each figure right after its own baseline: on a shared machine the load moves within minutes.
     ``value`` and ``ratio`` are wall-clock pages/s; ``cpu_ratio`` compares CPU time (what load disturbs least)."""
     from batchlane.pdf import open_pdf
-    from batchlane_dev.bench.batch import _quiet, run_prepare
+    from batchlane_dev.bench.batch import _quiet, run_prepares
 
     _quiet()
     try:
@@ -183,9 +183,7 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
         # batch_prepare in worker processes (Lambda environments; moto and the emulator stay in this process,
         # another machine on AWS), its chunk steps PREPARE_WORKERS at a time as the lane's Map runs them; then
         # one worker (what one Lambda's vCPU does), and the old in-process run (everything under one GIL).
-        run = run_prepare(data, workers=PREPARE_WORKERS)
-        one = run_prepare(data, workers=1)
-        in_process = run_prepare(data)
+        run, one, in_process = run_prepares(data, (PREPARE_WORKERS, 1, 0))
         yield figure(
             "prepare_real_book",
             pages / run["prepare_s"],
