@@ -87,18 +87,18 @@ def run_prepares(data: bytes, modes: tuple[int, ...]) -> list[dict[str, Any]]:
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 
     results = []
-    with tempfile.TemporaryDirectory() as workdir:
-        options = StackOptions(workdir=Path(workdir), faults="time_scale=36000", database_url=os.environ.get("DATABASE_URL"), extra_env=LANE_ENV)
-        options.schedule_speedup = 1e-6  # nothing runs but what we call
-        if max(modes):
-            options.process_functions = frozenset({"batch_prepare"})
-            options.max_workers = options.warm_workers = max(modes)
-        with OfflineStack(options) as stack:
-            # Keep the real lane out of the way: this figure drives prepare by hand.
-            stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
-            svc = services()
-            pids = sorted(stack.registry.workers._executor()._processes) if stack.registry.workers else []  # type: ignore[attr-defined]
-            for workers in modes:
+    for workers in modes:  # a stack each: a second job of the same file in one stack is not prepared as the first
+        with tempfile.TemporaryDirectory() as workdir:
+            options = StackOptions(workdir=Path(workdir), faults="time_scale=36000", database_url=os.environ.get("DATABASE_URL"), extra_env=LANE_ENV)
+            options.schedule_speedup = 1e-6  # nothing runs but what we call
+            if workers:
+                options.process_functions = frozenset({"batch_prepare"})
+                options.max_workers = options.warm_workers = workers
+            with OfflineStack(options) as stack:
+                # Keep the real lane out of the way: this figure drives prepare by hand.
+                stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
+                svc = services()
+                pids = sorted(stack.registry.workers._executor()._processes) if stack.registry.workers else []  # type: ignore[attr-defined]
                 job_id = submit_pdf(svc, data, name="bench.pdf", owner_id="bench")["jobId"]
                 found = svc.db.run(
                     "SELECT chunk_index, last_page - first_page + 1 AS pages FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY 1", id=job_id
@@ -115,6 +115,8 @@ def run_prepares(data: bytes, modes: tuple[int, ...]) -> list[dict[str, Any]]:
                     records = sum(prepare_chunk(svc, lane_id, job_id, index, "m0")["records"] for index in chunks)
                     decision = finish_prepare(svc, lane_id)
                 prepare_s, own_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
+                if decision.get("action") != "submit":
+                    raise RuntimeError(f"prepare with {workers} workers decided {decision}")
                 results.append(
                     {
                         "prepare_s": prepare_s,
@@ -127,13 +129,11 @@ def run_prepares(data: bytes, modes: tuple[int, ...]) -> list[dict[str, Any]]:
                         "input_bytes": svc.store.get_json(keys.batch_manifest_key(lane_id))["inputBytes"],
                     }
                 )
-            # Job creation split the PDF into chunk PDFs before prepare ran: time that too.
-            started = time.perf_counter()
-            document = open_pdf(data, max_pages=100_000)
-            store_chunk_sources(svc.store, "bench-chunk-sources", document, document.chunks(svc.settings.batchlane_pages_per_chunk))
-            chunk_sources_s = time.perf_counter() - started
-    for result in results:
-        result["chunk_sources_s"] = chunk_sources_s
+                # Job creation split the PDF into chunk PDFs before prepare ran: time that too.
+                started = time.perf_counter()
+                document = open_pdf(data, max_pages=100_000)
+                store_chunk_sources(svc.store, "bench-chunk-sources", document, document.chunks(svc.settings.batchlane_pages_per_chunk))
+                results[-1]["chunk_sources_s"] = time.perf_counter() - started
     return results
 
 
