@@ -122,3 +122,19 @@ def test_primed_mismatch_costs_money_never_correctness():
         result = convert_page(PAGE, CONFIG, primed, PRICES)
         assert (result.markdown, result.served_by) == ("fresh", "on_demand")
         assert result.cost_usd > 0 and primed.mismatched == 1 and len(fallback.sent) == 1
+
+
+def test_the_body_json_is_json_dumps_byte_for_byte():
+    """The request body and the batch record place each page's base64 unscanned; the bytes are json.dumps's."""
+    import os
+
+    from batchlane.converter.request import _dumps_with_base64
+
+    tricky = ConverterConfig("m", 1000, 0.5, instruction='quote " backslash \\ é \u2028 \x00base64 0\x00 end', system="système\n\ttab")
+    for config in (CONFIG, tricky):
+        for pdf_bytes in (b"", b"PDF", os.urandom(50_001)):
+            request = build_page_request(chunk_index=1, page_number=3, pdf_bytes=pdf_bytes, config=config)
+            assert request.body_json() == json.dumps(request.body(), separators=(",", ":")).encode()
+            assert request.invoke_kwargs()["body"] == request.body_json()
+    odd = {"source": {"type": "base64", "data": 'not "base64"\n'}, "other": [{"type": "base64", "data": "QUJD"}]}
+    assert _dumps_with_base64(odd) == json.dumps(odd, separators=(",", ":")).encode()

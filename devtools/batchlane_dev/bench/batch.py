@@ -62,8 +62,20 @@ def prepare_figure(pages: int) -> dict[str, Any]:
     )
 
 
-def run_prepare(data: bytes) -> dict[str, Any]:
-    """Create a job for ``data`` in the offline stack, then time the whole prepare (every chunk, serially, then the manifest)."""
+def run_prepare(data: bytes, *, workers: int = 0) -> dict[str, Any]:
+    """Create a job for ``data`` in the offline stack, then time the whole prepare (every chunk, then the manifest).
+    ``workers``: see :func:`run_prepares`."""
+    return run_prepares(data, (workers,))[0]
+
+
+def run_prepares(data: bytes, modes: tuple[int, ...]) -> list[dict[str, Any]]:
+    """One prepare of ``data`` per mode, each of a job of its own, in one offline stack.
+
+    Mode 0: every chunk serially in this process, beside moto and the Bedrock emulator (their request
+    handling then takes this process's CPU and GIL too). Mode N: ``batch_prepare`` invoked in warm worker
+    processes (Lambda execution environments, lambda_runtime.WorkerPool), its chunk steps N at a time as the
+    lane's Map runs its children; moto stays in this process, as on AWS S3 is another machine.
+    ``prepare_cpu_s`` is then the workers' CPU, ``emulator_cpu_s`` this process's."""
     from batchlane import keys
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
     from batchlane.conversion.source import store_chunk_sources
@@ -74,38 +86,83 @@ def run_prepare(data: bytes) -> dict[str, Any]:
     from batchlane_dev.local.lambda_runtime import Invocation
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 
-    with tempfile.TemporaryDirectory() as workdir:
-        options = StackOptions(workdir=Path(workdir), faults="time_scale=36000", database_url=os.environ.get("DATABASE_URL"), extra_env=LANE_ENV)
-        options.schedule_speedup = 1e-6  # nothing runs but what we call
-        with OfflineStack(options) as stack:
-            # Keep the real lane out of the way: this figure drives prepare by hand.
-            stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
-            svc = services()
-            job_id = submit_pdf(svc, data, name="bench.pdf", owner_id="bench")["jobId"]
-            found = svc.db.run("SELECT chunk_index, last_page - first_page + 1 AS pages FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY 1", id=job_id)
-            chunks = [c["chunk_index"] for c in found]
-            lane_id = str(uuid.uuid4())
-            lane = [(job_id, int(c["chunk_index"]), int(c["pages"])) for c in found]
-            rows.insert_lane(svc.db, lane_id=lane_id, model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=lane)
-            started, cpu_started = time.perf_counter(), time.process_time()
-            records = sum(prepare_chunk(svc, lane_id, job_id, index, "m0")["records"] for index in chunks)
-            decision = finish_prepare(svc, lane_id)
-            prepare_s, prepare_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
-            # Job creation split the PDF into chunk PDFs before prepare ran: time that too.
-            started = time.perf_counter()
-            document = open_pdf(data, max_pages=100_000)
-            store_chunk_sources(svc.store, "bench-chunk-sources", document, document.chunks(svc.settings.batchlane_pages_per_chunk))
-            chunk_sources_s = time.perf_counter() - started
-            input_bytes = svc.store.get_json(keys.batch_manifest_key(lane_id))["inputBytes"]
-    return {
-        "prepare_s": prepare_s,
-        "prepare_cpu_s": prepare_cpu_s,
-        "records": records,
-        "chunks": len(chunks),
-        "decision": decision["action"],
-        "chunk_sources_s": chunk_sources_s,
-        "input_bytes": input_bytes,
-    }
+    results = []
+    for workers in modes:  # a stack each: a second job of the same file in one stack is not prepared as the first
+        with tempfile.TemporaryDirectory() as workdir:
+            options = StackOptions(workdir=Path(workdir), faults="time_scale=36000", database_url=os.environ.get("DATABASE_URL"), extra_env=LANE_ENV)
+            options.schedule_speedup = 1e-6  # nothing runs but what we call
+            if workers:
+                options.process_functions = frozenset({"batch_prepare"})
+                options.max_workers = options.warm_workers = workers
+            with OfflineStack(options) as stack:
+                # Keep the real lane out of the way: this figure drives prepare by hand.
+                stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
+                svc = services()
+                pids = sorted(stack.registry.workers._executor()._processes) if stack.registry.workers else []  # type: ignore[attr-defined]
+                job_id = submit_pdf(svc, data, name="bench.pdf", owner_id="bench")["jobId"]
+                found = svc.db.run(
+                    "SELECT chunk_index, last_page - first_page + 1 AS pages FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY 1", id=job_id
+                )
+                chunks = [c["chunk_index"] for c in found]
+                lane_id = str(uuid.uuid4())
+                lane = [(job_id, int(c["chunk_index"]), int(c["pages"])) for c in found]
+                rows.insert_lane(svc.db, lane_id=lane_id, model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=lane)
+                worker_cpu = _cpu_of(pids)
+                started, cpu_started = time.perf_counter(), time.process_time()
+                if workers:
+                    records, decision = _prepare_in_workers(stack, lane_id, workers)
+                else:
+                    records = sum(prepare_chunk(svc, lane_id, job_id, index, "m0")["records"] for index in chunks)
+                    decision = finish_prepare(svc, lane_id)
+                prepare_s, own_cpu_s = time.perf_counter() - started, time.process_time() - cpu_started
+                if decision.get("action") != "submit":
+                    raise RuntimeError(f"prepare with {workers} workers decided {decision}")
+                results.append(
+                    {
+                        "prepare_s": prepare_s,
+                        "prepare_cpu_s": _cpu_of(pids) - worker_cpu if workers else own_cpu_s,
+                        "emulator_cpu_s": own_cpu_s if workers else None,
+                        "workers": workers,
+                        "records": records,
+                        "chunks": len(chunks),
+                        "decision": decision["action"],
+                        "input_bytes": svc.store.get_json(keys.batch_manifest_key(lane_id))["inputBytes"],
+                    }
+                )
+                # Job creation split the PDF into chunk PDFs before prepare ran: time that too.
+                started = time.perf_counter()
+                document = open_pdf(data, max_pages=100_000)
+                store_chunk_sources(svc.store, "bench-chunk-sources", document, document.chunks(svc.settings.batchlane_pages_per_chunk))
+                results[-1]["chunk_sources_s"] = time.perf_counter() - started
+    return results
+
+
+def _prepare_in_workers(stack: Any, lane_id: str, workers: int) -> tuple[int, dict[str, Any]]:
+    """The lane's prepare as its state machine runs it (plan, the chunk steps ``workers`` at a time, finish),
+    each step a ``batch_prepare`` invocation; a step that fails fails the figure."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def step(event: dict[str, Any]) -> dict[str, Any]:
+        answer = stack.registry.invoke("batch_prepare", {"laneId": lane_id, **event})
+        if answer.error_type:
+            raise RuntimeError(f"batch_prepare {event}: {answer.error_type}: {answer.error_message}")
+        return answer.result  # type: ignore[no-any-return]
+
+    plan = step({"step": "plan"})
+    with ThreadPoolExecutor(workers) as pool:
+        records = sum(r["records"] for r in pool.map(lambda group: step({"step": "chunk", "group": group}), plan["chunks"]))
+    return records, step({"step": "finish"})
+
+
+def _cpu_of(pids: list[int]) -> float:
+    """User + system CPU seconds of these (live) processes, from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of the line)
+    return total / ticks
 
 
 def _timed(fn: Any, *args: Any) -> float:

@@ -80,6 +80,12 @@ def main() -> None:
     help="Print the report as one JSON object on the last line of stdout (camelCase; the old snake_case fields too, until 0.3.0).",
 )
 @click.option("--verbose", is_flag=True, help="Handler logs on stderr too (they always go to --out/logs/handlers.log).")
+@click.option(
+    "--prepare-workers",
+    type=click.IntRange(0, 8),
+    default=0,
+    help="Run the batch lane's prepare in this many warm worker processes (Lambda environments) instead of the stack's own process.",
+)
 def demo(
     pages: int,
     pdf: Path | None,
@@ -92,6 +98,7 @@ def demo(
     workdir: Path | None = None,
     user: str | None = None,
     verbose: bool = False,
+    prepare_workers: int = 0,
 ) -> None:
     """Run the main job end to end on the offline stack (no AWS account needed).
 
@@ -130,6 +137,7 @@ def demo(
             batch_lane=not on_demand_only,
             console=console,
             verbose=verbose,
+            prepare_workers=prepare_workers,
         )
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None

@@ -64,6 +64,7 @@ def run_demo(
     batch_lane: bool = True,
     console: Console | None = None,
     verbose: bool = False,
+    prepare_workers: int = 0,
 ) -> dict[str, Any]:
     """``verbose``: handler logs on stderr too; they always go to ``<out_dir>/logs/handlers.log`` (the stack's
     workdir is temporary), so stdout carries only the report."""
@@ -76,7 +77,19 @@ def run_demo(
     with tempfile.TemporaryDirectory(prefix="batchlane-demo-") as workdir:
         log_file = out_dir / "logs" / "handlers.log"
         stack = OfflineStack(
-            StackOptions(workdir=Path(workdir), faults=faults, database_url=database_url, batch_lane=batch_lane, verbose=verbose, log_file=log_file)
+            StackOptions(
+                workdir=Path(workdir),
+                faults=faults,
+                database_url=database_url,
+                batch_lane=batch_lane,
+                verbose=verbose,
+                log_file=log_file,
+                # batch_prepare in warm worker processes (Lambda environments), as many as its Map may use at
+                # once here: moto and the emulator then no longer share its CPU and GIL (docs/benchmarks.md).
+                process_functions=frozenset({"batch_prepare"}) if prepare_workers else frozenset(),
+                max_workers=max(prepare_workers, 1),
+                warm_workers=prepare_workers,
+            )
         )
         with stack:
             svc = services()

@@ -126,8 +126,8 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     prefix = f"{keys.batch_input_prefix(lane_id)}{tag}-chunk-{chunk_index:05d}"
     writer = ShardWriter(svc, prefix, settings.batch_conversion_max_file_mb * 1024 * 1024)
     for request in capture.requests:
-        record = {"recordId": pooled_record_id(tag, request.record_id), "modelInput": request.model_input()}
-        writer.add(json.dumps(record, separators=(",", ":")).encode())
+        # json.dumps({"recordId": ..., "modelInput": request.model_input()}, separators=(",", ":")), byte for byte
+        writer.add(b'{"recordId":%s,"modelInput":%s}' % (json.dumps(pooled_record_id(tag, request.record_id)).encode(), request.body_json()))
     writer.flush()
     summary = {
         "jobId": job_id,

@@ -133,11 +133,16 @@ class PageRequest:
         """Keyword arguments for ``bedrock-runtime`` ``invoke_model``."""
         kwargs = {
             "modelId": self.model_id,
-            "body": json.dumps(self.body(), separators=(",", ":")).encode(),
+            "body": self.body_json(),
             "contentType": "application/json",
             "accept": "application/json",
         }
         return {**kwargs, "serviceTier": self.service_tier} if self.service_tier else kwargs
+
+    def body_json(self) -> bytes:
+        """``json.dumps(self.body(), separators=(",", ":"))``, byte for byte, without the encoder scanning
+        each page's base64 for characters to escape (it has none): ~1 ms a page of a real book."""
+        return _dumps_with_base64(self.body())
 
     def model_input(self) -> dict[str, Any]:
         """The modelInput of a batch JSONL record (modelInvocationType InvokeModel): the same body."""
@@ -150,6 +155,41 @@ class PageRequest:
 
 # The former name, kept so code written against it keeps working; the request is no longer Converse.
 ConverseRequest = PageRequest
+
+
+def _dumps_with_base64(body: dict[str, Any]) -> bytes:
+    """Compact JSON of ``body`` whose base64 ``source.data`` strings are placed as they are: the JSON of a
+    base64 string is the string in quotes. Equal to ``json.dumps(body, separators=(",", ":")).encode()``."""
+    blobs: list[str] = []
+
+    def placeholder(value: Any) -> Any:
+        if isinstance(value, dict):
+            source = {key: placeholder(item) for key, item in value.items()}
+            if value.get("type") == "base64" and isinstance(value.get("data"), str):
+                source["data"] = f"\x00base64 {len(blobs)}\x00"
+                blobs.append(value["data"])
+            return source
+        if isinstance(value, list):
+            return [placeholder(item) for item in value]
+        return value
+
+    skeleton = json.dumps(placeholder(body), separators=(",", ":"))
+    marks = [f'"\\u0000base64 {index}\\u0000"' for index in range(len(blobs))]
+    raw = [blob.encode("ascii") if blob.isascii() else b"" for blob in blobs]
+    if not all(skeleton.count(mark) == 1 for mark in marks) or not all(
+        len(data) == len(data.translate(None, _ESCAPED)) == len(blob) for data, blob in zip(raw, blobs, strict=True)
+    ):
+        return json.dumps(body, separators=(",", ":")).encode()  # a text holding a mark itself, or a string JSON escapes
+    parts: list[bytes] = []
+    rest = skeleton
+    for mark, data in zip(marks, raw, strict=True):
+        before, rest = rest.split(mark, 1)
+        parts += [before.encode(), b'"', data, b'"']
+    parts.append(rest.encode())
+    return b"".join(parts)
+
+
+_ESCAPED = bytes(range(0x20)) + b'"\\'  # what json.dumps escapes in an ASCII string
 
 
 def build_page_request(*, chunk_index: int, page_number: int, pdf_bytes: bytes, config: ConverterConfig) -> PageRequest:

@@ -26,6 +26,7 @@ from batchlane.domain.errors import InputError
 from batchlane.domain.limits import MAX_PAGE_CONTENT_BYTES, PAGE_TOO_COMPLEX
 from batchlane.observability import logger
 from batchlane.pdf.content import MAX_CONTENT_SCAN_BYTES, PAGE_READ_BUDGET_S, BudgetExceeded, Deadline, strip_literal_strings
+from batchlane.pdf.pagecopy import ChunkObjects
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # pypdf warns loudly about harmless quirks
 
@@ -92,12 +93,16 @@ class PdfDocument:
     blank check and the text estimate (docs/architecture.md, "PDF engine").
     """
 
-    def __init__(self, source: bytes | BinaryIO, document: pdfium.PdfDocument, first_page: int = 1) -> None:
+    def __init__(self, source: bytes | BinaryIO, document: pdfium.PdfDocument, first_page: int = 1, *, written_by_pdfium: bool = False) -> None:
         self._source = source  # bytes, or the open file pdfium reads from
         self._pdfium = document
         self.first_page = first_page
         self.page_count = len(document)
         self._reader: PdfReader | None = None
+        # A chunk PDF this code wrote: its pages are cut from its objects' bytes (batchlane.pdf.pagecopy).
+        self._written_by_pdfium = written_by_pdfium and isinstance(source, bytes)
+        self._objects: ChunkObjects | None = None
+        self._objects_read = False
 
     def close(self) -> None:
         with PDFIUM_LOCK:
@@ -125,9 +130,12 @@ class PdfDocument:
 
     def pages(self, span: ChunkSpan) -> Iterator[Page]:
         """Yield each page of ``span`` as its own one-page PDF, in order."""
+        objects = self._chunk_objects()
         for number in span.page_numbers():
-            pdf_bytes = self._copy([number - self.first_page])
-            # pdfium copies content streams and annotations as they are, so the source page
+            index = number - self.first_page
+            cut = objects.page_pdf(index) if objects is not None else None
+            pdf_bytes = cut if cut is not None else self._copy([index])  # the cut carries its own stable /ID
+            # Both copies keep content streams and annotations as they are, so the source page
             # reads the same as the copy (tests/unit/test_pdf.py holds this on real files).
             blank, text_chars, known, failure = self._inspect(number)
             yield Page(number=number, chunk_index=span.index, pdf_bytes=pdf_bytes, blank=blank, text_chars=text_chars, estimate_known=known, failure=failure)
@@ -150,9 +158,26 @@ class PdfDocument:
             logger.warning("page content not inspected", page=number, error=type(exc).__name__)
             return False, 0, False, None
 
+    def _chunk_objects(self) -> ChunkObjects | None:
+        """The object table of a chunk PDF pdfium wrote, read once; None if it is not laid out as expected."""
+        if not self._objects_read:
+            self._objects_read = True
+            if self._written_by_pdfium:
+                assert isinstance(self._source, bytes)
+                objects = ChunkObjects.parse(self._source)
+                self._objects = objects if objects is not None and len(objects.kids) == self.page_count else None
+        return self._objects
+
     def _pypdf(self) -> PdfReader:
         """pypdf's view of the same bytes, opened on first use: cheap on the chunk PDFs pdfium writes
         (a plain xref table), slow on a big file with object streams (only pages() needs it)."""
+        if self._reader is None:
+            if self._chunk_objects() is not None:
+                # Every xref offset was checked against its object's header already: pypdf's own check
+                # (its non-strict read seeks to each of them, ~2.5 ms a page on a real book) is skipped.
+                with contextlib.suppress(Exception):
+                    self._reader = PdfReader(_as_stream(self._source), strict=True)
+                    self._reader.strict = False  # the pages are read as leniently as any other file's
         if self._reader is None:
             self._reader = PdfReader(_as_stream(self._source), strict=False)
             if self._reader.is_encrypted:
@@ -348,7 +373,7 @@ def _as_stream(source: bytes | BinaryIO) -> BinaryIO:
 def open_chunk(data: bytes, span: ChunkSpan) -> PdfDocument:
     """A chunk PDF written by :meth:`PdfDocument.chunk_pdf`; its pages keep their document numbers."""
     with PDFIUM_LOCK:
-        document = PdfDocument(data, pdfium.PdfDocument(data), first_page=span.first_page)
+        document = PdfDocument(data, pdfium.PdfDocument(data), first_page=span.first_page, written_by_pdfium=True)
     if document.page_count != span.page_count:
         raise ValueError(f"chunk {span.index} PDF has {document.page_count} pages, expected {span.page_count}")
     return document
