@@ -23,7 +23,10 @@ as fast as the API answers. B converts one PDF and polls its job through the API
 
 Parametrized: as is, and with an account concurrency limit on the offline Lambda runtime
 (``VARIANTS``), where the same holds and the runtime did refuse invocations: the throttled tasks
-waited (``topology.LAMBDA_THROTTLE_RETRY``) and none failed.
+waited (``topology.LAMBDA_THROTTLE_RETRY``) and none failed. The API runs in worker processes, each
+request in an execution environment of its own as on Lambda, admitted through the same limit (its
+own reserved slice in the limited variant); a throttled call is API Gateway's 500 and is sent again
+as the CLI sends it (``jobs_commands.retry_wait``).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from batchlane.conversion.retry import failed_pages
 from batchlane.db import folder_jobs as folder_repo
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
+from batchlane_dev.cli.jobs_commands import RATE_LIMIT_RETRIES, retry_wait
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit
 from batchlane_dev.local.pdfgen import deep_page_tree_pdf, inflating_page_pdf, make_pdf, shared_drawing_stream_pdf
@@ -52,14 +56,25 @@ A_SMALL = 16  # with the 4 hostile ones: A's live-job cap (20)
 A_PAGES, B_PAGES, LARGE_PAGES = 3, 6, 300
 FOLDER_PDFS, FOLDER_NOTES = 60, 941  # 1,001 files
 HOSTILE_S = 60  # each hostile job ends within this of its creation (its recorded times)
-# The limited deployment: an account of 8 concurrent executions, its chunk slots at half of them as
-# `batchlane doctor` advises (docs/deploy.md "Lambda concurrency"), so chunks wait in admission and the
-# other functions keep room; the bursts (20 splits at once, a folder turn starting 20 files) are throttled.
-VARIANTS = {"unlimited": (None, {}), "lambda-concurrency-limit": (ConcurrencyLimit(account=8), {"BATCHLANE_CHUNK_SLOTS": "4"})}
-# The limited variant passed 3 of 4 runs: in one, a call of B's got no answer within its client's 30 s
-# (not yet diagnosed: the API's own invocations share the account of 8; issue 21 stays open on it).
-# Skipped, not deleted, so that it is the next step and cannot land flaky meanwhile.
-FLAKY = {"lambda-concurrency-limit": "B's API call once unanswered within 30 s on the account of 8 (issue 21, open)"}
+# The limited deployment: the API's invocations are admitted like every Lambda's (a throttled one is API
+# Gateway's 500 at once: tests/unit/local/test_api_throttled.py), so the API has its own slice of 4 reserved
+# (context reservedConcurrency {"api": 4}: its floor, so the workflows' throttles never refuse B's calls, and its
+# ceiling, so A's flood of the API never takes the workflows' room; A floods from 3 connections, B calls from 1).
+# The rest is an account of 8 for the workflows, its chunk slots at half of it as `batchlane doctor` advises
+# (docs/deploy.md "Lambda concurrency"), so chunks wait in admission and the other functions keep room; the
+# bursts (20 splits at once, a folder turn starting 20 files) are throttled. The 100 unreserved executions AWS
+# keeps are not modelled at this scale (the doctor checks them on the account).
+API_SLICE = 4
+VARIANTS = {
+    "unlimited": (None, {}),
+    "lambda-concurrency-limit": (ConcurrencyLimit(account=8 + API_SLICE, reserved={"api": API_SLICE}), {"BATCHLANE_CHUNK_SLOTS": "4"}),
+}
+# The head-of-line wait that left B's poll unanswered (a dry run in the API's one in-process environment
+# waiting 19 s + 11 s for pdfium's lock behind A's assembles and splits, B's GET queued 31 s behind it) is gone:
+# the limited variant passed 4 runs in a row at load 11-18 (2026-12-02). At load 45-50 it failed 2 of 3: once a
+# B call unanswered within 30 s with the API in workers (not diagnosed; a worker's cold start is the suspect),
+# once the deep-tree file ending 100 s after its creation (HOSTILE_S is 60). Skip a variant here, with its reason.
+FLAKY: dict[str, str] = {}
 
 
 # A hostile file's documented ends: ("failed", the job's error id) or ("completed", the id its one bad page is marked with).
@@ -78,14 +93,22 @@ def hostile_pdfs() -> dict[str, tuple[bytes, set[tuple[str, str]]]]:
     }
 
 
-def as_the_cli_does(stack: Any, method: str, path: str, body: Any, user: str) -> tuple[int, Any]:
-    """A call that waits out a 429 (its Retry-After, else a second) and calls again, as the CLI does:
-    A's own flood spends its rate, and its live jobs its cap."""
+def as_the_cli_does(stack: Any, method: str, path: str, body: Any, user: str, *, refused: list[int] | None = None) -> tuple[int, Any]:
+    """A call that is sent again when the CLI sends it again (``jobs_commands.retry_wait``): a 429 waited out
+    (A's own flood spends its rate, its live jobs its cap), a throttle answered by API Gateway backed off.
+    ``refused``: where each answer that was retried is recorded."""
+    attempt = 0
     while True:
         status, answer = call(stack, method, path, body, user=user)
-        if status != 429:
+        # As the CLI decides, but never giving up: A's converts wait for its live-job cap as long as it takes.
+        retry_after = str(answer["retryAfterSeconds"]) if status == 429 and answer.get("retryAfterSeconds") else None  # Retry-After's value
+        wait_s = retry_wait(status, retry_after, answer, min(attempt, RATE_LIMIT_RETRIES - 1))
+        if wait_s is None:
             return status, answer
-        time.sleep(float(answer.get("retryAfterSeconds") or 1))
+        if refused is not None:
+            refused.append(status)
+        time.sleep(wait_s)
+        attempt += 1
 
 
 def upload(stack: Any, owner: str, data: bytes, name: str) -> str:
@@ -113,7 +136,10 @@ def conversions_of(owner: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("variant", [pytest.param(v, marks=pytest.mark.skip(reason=FLAKY[v])) if v in FLAKY else v for v in VARIANTS])
 def test_a_flood_by_one_owner_leaves_another_owners_conversion_and_calls_answered(stack_factory: Any, variant: str) -> None:
     limit, env = VARIANTS[variant]
-    stack = stack_factory("time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_API_BURST": "20", **env})
+    # The API in worker processes: each request in an execution environment of its own, as API Gateway's
+    # invocations are (in this process they queue for one, behind whatever holds it: a dry run waiting for
+    # pdfium behind A's splits and assembles once kept B's poll unanswered past 30 s).
+    stack = stack_factory("time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_API_BURST": "20", **env}, process_functions=frozenset({"api"}))
     if limit is not None:
         stack.registry.concurrency = limit
     a, b = f"flooder-{uuid.uuid4().hex[:6]}", f"bystander-{uuid.uuid4().hex[:6]}"
@@ -126,6 +152,7 @@ def test_a_flood_by_one_owner_leaves_another_owners_conversion_and_calls_answere
     stop, a_refused = threading.Event(), threading.Event()
     a_answers: list[int] = []
     b_answers: list[int] = []
+    b_refused: list[int] = []  # B's answers that were throttles on the way to the function (sent again)
 
     def flood() -> None:  # A: dry runs of its large upload and reads, as fast as the API answers
         while not stop.is_set():
@@ -154,13 +181,13 @@ def test_a_flood_by_one_owner_leaves_another_owners_conversion_and_calls_answere
                 timeout_s=300,
                 what="A's folder job to convert files under A's flood",
             )
-            status, created = call(stack, "POST", f"/api/v1/files/{b_file}/convert", {}, user=b)
+            status, created = as_the_cli_does(stack, "POST", f"/api/v1/files/{b_file}/convert", {}, b, refused=b_refused)
             b_answers.append(status)
             b_job = created["jobId"]
             folder_at_b_start = folder_repo.counts(services().db, folder["id"])
 
             def b_done() -> bool:
-                status, body = call(stack, "GET", f"/api/v1/jobs/{b_job}", user=b)
+                status, body = as_the_cli_does(stack, "GET", f"/api/v1/jobs/{b_job}", None, b, refused=b_refused)
                 b_answers.append(status)
                 return status == 200 and body["status"] in ("completed", "failed", "cancelled")
 
@@ -173,6 +200,9 @@ def test_a_flood_by_one_owner_leaves_another_owners_conversion_and_calls_answere
     b_row = job_repo.get_job(services().db, b_job)
     assert b_row is not None and b_row.status == "completed", b_row
     assert set(b_answers) <= {200, 202}, sorted(set(b_answers))  # every call of B answered
+    # B was never refused for its own rate; a throttle on the way to the API's function (the account full) was answered at once
+    # by API Gateway's 500 and sent again, as the CLI does (docs/operations.md "A throttle is a wait").
+    assert set(b_refused) <= {500}, sorted(set(b_refused))
     assert a_answers.count(429) > 0 and 200 in a_answers  # A was answered up to its rate, then refused
     assert {status for status, _ in a_jobs.values()} == {202}, a_jobs
     assert folder_at_b_start["queued"] + folder_at_b_start["processing"] > 0, folder_at_b_start  # live while B converted

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import random
 import sys
 import time
 import urllib.error
@@ -67,16 +68,56 @@ class Unreachable(Exception):
 
 
 RATE_LIMIT_RETRIES = 5  # a 429 RATE_LIMITED is waited out (Retry-After, at most 30 s) this many times
+THROTTLE_RETRIES = 8  # a throttle answered by API Gateway itself is retried this many times, backing off
+THROTTLE_BACKOFF_S = (0.5, 8.0)  # the first wait and the longest one (doubling, full jitter)
+# API Gateway's answer when Lambda rejected the invocation (a throttle: the function never ran), AWS Lambda
+# Developer Guide, "Handling Lambda errors with an API Gateway API": 500 with this body and no error code of ours.
+GATEWAY_REJECTED = {"message": "Internal server error"}
 
 
-def _rate_limited_wait(exc: BaseException) -> float | None:
-    """Seconds to wait before retrying a 429 that carries ``Retry-After`` (None: not a rate limit)."""
-    if not isinstance(exc, urllib.error.HTTPError) or exc.code != 429 or not exc.headers.get("Retry-After"):
+def retry_wait(status: int, retry_after: str | None, payload: Any, attempt: int) -> float | None:
+    """Seconds to wait before sending a refused request again, or None when it is not retried
+    (``retry_after``: the answer's ``Retry-After`` header, if any).
+
+    * 429 with ``Retry-After`` (the API's per-user rate limit, ``RATE_LIMITED``): as it says, at most 30 s,
+      ``RATE_LIMIT_RETRIES`` times.
+    * A throttle on the way to the function, answered by API Gateway itself: 429 without ``Retry-After``
+      (the stage's throttle), 503, or 500 ``{"message": "Internal server error"}`` (Lambda rejected the
+      invocation: the account's or the function's concurrency was full). The function never ran, so a POST
+      is as safe to send again as a GET; backing off (0.5 s doubling to 8 s, full jitter, ``Retry-After``
+      when there is one), ``THROTTLE_RETRIES`` times. A 502 (the function ran and failed) is not retried.
+    """
+    after = retry_after
+    if status == 429 and after:
+        if attempt >= RATE_LIMIT_RETRIES:
+            return None
+        try:
+            return min(30.0, max(0.0, float(after)))
+        except ValueError:
+            return None
+    rejected = status == 500 and payload == GATEWAY_REJECTED
+    if not (status in (429, 503) or rejected) or attempt >= THROTTLE_RETRIES:
         return None
+    if after:
+        try:
+            return min(30.0, max(0.0, float(after)))
+        except ValueError:
+            pass
+    first, longest = THROTTLE_BACKOFF_S
+    return random.uniform(0, min(longest, first * 2**attempt))  # jitter, not a secret
+
+
+def _retry_wait(exc: BaseException, attempt: int) -> tuple[float | None, ApiFailure | None]:
+    """For an error answer: how long to wait before sending the request again (None: not again), and the failure it is."""
+    if not isinstance(exc, urllib.error.HTTPError):
+        return None, None
     try:
-        return min(30.0, max(0.0, float(exc.headers["Retry-After"])))
+        payload = json.loads(exc.read() or b"{}")
     except ValueError:
-        return None
+        payload = {}
+    fields = payload if isinstance(payload, dict) else {}
+    failure = ApiFailure(exc.code, fields.get("code") or f"HTTP_{exc.code}", fields.get("message") or exc.reason)
+    return retry_wait(exc.code, exc.headers.get("Retry-After") if exc.headers else None, payload, attempt), failure
 
 
 def post_upload(upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf", timeout_s: float = 600) -> int:
@@ -120,17 +161,18 @@ class ApiClient:
         url = self.base_url.rstrip("/") + path
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"}
-        for attempt in range(RATE_LIMIT_RETRIES + 1):
+        attempt = 0
+        while True:
             request = urllib.request.Request(url, data=data, method=method, headers=headers)  # noqa: S310 - http(s) checked above
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310
                     return dict(json.loads(response.read() or b"{}"))
             except (urllib.error.URLError, OSError) as exc:
-                wait_s = _rate_limited_wait(exc)
-                if wait_s is None or attempt == RATE_LIMIT_RETRIES:
-                    raise self._failure(exc) from None
-                time.sleep(wait_s)  # the API's per-user rate limit: wait as its Retry-After says
-        raise AssertionError("unreachable")
+                wait_s, failure = _retry_wait(exc, attempt)
+                if wait_s is None:
+                    raise (failure or self._failure(exc)) from None
+                time.sleep(wait_s)  # a rate limit (its Retry-After) or a throttle (backing off): retry_wait
+                attempt += 1
 
     def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
         """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""
@@ -443,7 +485,10 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 )
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), help="Where to write the Markdown (default: next to the PDF, FILE.md; a local DIR/: a folder, default DIR itself)."
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Where to write the Markdown (default: next to the PDF, FILE.md; a local DIR/: a folder, default DIR itself).",
 )
 @click.option("--force", is_flag=True, help="Overwrite the output file(s) if they exist (never the input).")
 @click.option("--dry-run", is_flag=True, help="Say what the conversion would do, take and cost; convert nothing, bill nothing.")
@@ -544,7 +589,9 @@ def list_jobs(api: ApiClient, status: str | None, with_folder_files: bool, as_js
     if as_json:
         click.echo(json.dumps({"jobs": converted, "folderJobs": folders}))
         return
-    rows = [(f["conversion"]["jobId"], *_columns(f["conversion"]), f["name"] + (f"  (in {f['folderJobId']})" if f.get("folderJobId") else "")) for f in converted]
+    rows = [
+        (f["conversion"]["jobId"], *_columns(f["conversion"]), f["name"] + (f"  (in {f['folderJobId']})" if f.get("folderJobId") else "")) for f in converted
+    ]
     for job in folders:
         files_, pages_ = job["files"], job["pages"]
         done = f"{files_['completed']}/{files_['discovered']} files"

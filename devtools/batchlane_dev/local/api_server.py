@@ -15,6 +15,14 @@ What API Gateway and its Cognito authorizer do in AWS, this does offline:
   same-origin there too (docs/console.md "Uploads offline").
 * The handler runs in this process through the same :class:`HandlerRegistry` the state
   machines use; a handler crash answers 502 like an API Gateway Lambda proxy.
+* Each request is admitted through the registry's :class:`~batchlane_dev.local.lambda_runtime.ConcurrencyLimit` like any Invoke (the
+  API shares the account with the workflows unless it has a reservation). Past it Lambda rejects the
+  invocation and API Gateway answers 500 ``{"message": "Internal server error"}`` at once, the
+  function not run and nothing retried (AWS Lambda Developer Guide, "Handling Lambda errors with an
+  API Gateway API"); the CLI sends it again, backing off (``jobs_commands.retry_wait``). In this
+  process there is one execution environment, which admitted requests wait for in arrival order;
+  with ``api`` in ``process_functions`` each request has a worker of its own, as on Lambda, so no
+  request waits behind another (tests/e2e/test_tenant_isolation.py runs it so).
 """
 
 from __future__ import annotations
@@ -35,7 +43,7 @@ from typing import Any
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
-from batchlane_dev.local.lambda_runtime import HandlerRegistry
+from batchlane_dev.local.lambda_runtime import HandlerRegistry, Throttled
 from batchlane_dev.local.loopback import LoopbackOnly
 
 log = logging.getLogger("batchlane_dev.local.api")
@@ -115,6 +123,14 @@ SECURITY_HEADERS = {"Content-Security-Policy": CONSOLE_CSP, "X-Content-Type-Opti
 _FORWARDED = ("Content-Type", "Content-Length", "Content-Range", "Accept-Ranges", "ETag", "Last-Modified", "Content-Disposition", "Location")
 
 
+def _gateway_error(status: int) -> Response:
+    """API Gateway's own answer when the Lambda integration gives no response ("Handling Lambda errors with
+    an API Gateway API", AWS Lambda Developer Guide): 500 when Lambda rejects the invocation (a throttle:
+    the function never ran), 502 when the function ran and failed; the body is the same generic message.
+    API Gateway retries neither: the client does (``batchlane_dev.cli.jobs_commands.retry_wait``)."""
+    return Response(json.dumps({"message": "Internal server error"}), status=status, content_type="application/json")
+
+
 class ArrivalOrderLock:
     """A lock taken in the order it was asked for (a ticket lock). ``threading.Lock`` lets any waiter win:
     under one owner's flood its back-to-back requests kept taking the one execution environment and a
@@ -155,8 +171,18 @@ class LocalApiServer:
         # app.context: one execution environment serves one event at a time, as on Lambda. In this
         # process that is one request at a time (two at once once answered a route with the other's
         # path arguments), in arrival order; in worker processes (process_functions) each worker is an environment.
-        in_workers = registry.workers is not None and function in registry.workers.functions
-        self._one_at_a_time: ArrivalOrderLock | contextlib.nullcontext[None] = contextlib.nullcontext() if in_workers else ArrivalOrderLock()
+        self._one_at_a_time = ArrivalOrderLock()
+
+    @property
+    def in_workers(self) -> bool:
+        """Whether each request runs in an execution environment of its own (a worker process), as on AWS.
+        Read per request: the stack gives the registry its workers after this server is made."""
+        workers = self._registry.workers
+        return workers is not None and self._function in workers.functions
+
+    def _environment(self) -> ArrivalOrderLock | contextlib.nullcontext[None]:
+        """The execution environment a request waits for: none in workers; the one of this process otherwise."""
+        return contextlib.nullcontext() if self.in_workers else self._one_at_a_time
 
     def start(self) -> str:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-api", daemon=True)
@@ -181,12 +207,17 @@ class LocalApiServer:
         if user is None:
             response = Response(json.dumps({"code": "UNAUTHORIZED", "message": "Unauthorized"}), status=401, content_type="application/json")
             return response(environ, start_response)
-        with self._one_at_a_time:
-            outcome = self._registry.invoke(self._function, proxy_event(request, user))
+        try:
+            # Lambda admits the invocation first (the account's concurrency or the API's reservation): past it,
+            # rejected at once; only then does it wait for an execution environment (here: this process's one).
+            with self._registry.admitted(self._function), self._environment():
+                outcome = self._registry.invoke(self._function, proxy_event(request, user))
+        except Throttled as exc:
+            log.info("api invocation throttled: %s", exc)
+            return _gateway_error(500)(environ, start_response)
         if outcome.failed or not isinstance(outcome.result, dict):
             log.warning("api handler failed: %s: %s", outcome.error_type, outcome.error_message)
-            response = Response(json.dumps({"message": "Internal server error"}), status=502, content_type="application/json")
-            return response(environ, start_response)
+            return _gateway_error(502)(environ, start_response)
         result = outcome.result
         body = result.get("body") or ""
         data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()

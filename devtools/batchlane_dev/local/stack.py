@@ -65,8 +65,12 @@ SERVICE_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-bedrock-batch"
 FOLDER_ACCESS_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/batchlane-folder-access"  # infra/folder_access.py
 OFFLINE_SETTINGS = {
     "retry_interval_seconds": "1",
-    "throttle_interval_seconds": "1",  # a throttle's ladder: 1 s doubling to 4 s, full jitter
-    "throttle_max_delay_seconds": "4",
+    # A throttle's ladder: 1 s doubling to 16 s, full jitter, 40 retries (~5 min on average, at most ~10 min).
+    # It must outlast a flood here as AWS's (~18 min on average) outlasts one there: to 4 s (~1.3 min on
+    # average) it ran out under load on this 2-core machine (tests/e2e/test_tenant_isolation.py, jobs
+    # CONVERSION_FAILED and SPLIT_FAILED with their tasks throttled 40 times).
+    "throttle_interval_seconds": "1",
+    "throttle_max_delay_seconds": "16",
     "chunk_retry_interval_seconds": "1",
     "chunk_admission_interval_seconds": "1",
     "chunk_admission_max_delay_seconds": "1",
