@@ -70,13 +70,15 @@ def start_stack(  # type: ignore[no-untyped-def]
     extra_env: dict[str, str] | None = None,
     schedules: bool = True,
     process_functions: frozenset[str] = frozenset(),
+    settings: dict[str, str] | None = None,
 ):
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 
     forget_everything(database_url)
     workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-stack-"))
     options = StackOptions(
-        workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {}, process_functions=process_functions
+        workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {}, process_functions=process_functions,
+        settings=settings or {},
     )
     if not schedules:
         options.schedule_speedup = 1e-6  # the schedules never fire during a test: the test drives them
@@ -111,8 +113,11 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
         extra_env: dict[str, str] | None = None,
         schedules: bool = True,
         process_functions: frozenset[str] = frozenset(),
+        settings: dict[str, str] | None = None,
     ):
-        stack = start_stack(migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env, schedules=schedules, process_functions=process_functions)
+        stack = start_stack(
+            migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env, schedules=schedules, process_functions=process_functions, settings=settings
+        )
         started.append(stack)
         return stack
 

@@ -100,6 +100,11 @@ def _execution_status(stack: Any, machine: str, name: str) -> str | None:
         return None
 
 
+# These tests run a throttle's ladder out: its 40 retries at 1 s (full jitter) instead of the offline
+# 1 s doubling to 16 s (~5 min a step). The count of tries, what is asserted, is the state machine's own.
+SHORT_LADDER = {"throttle_interval_seconds": "1", "throttle_max_delay_seconds": "1"}
+
+
 def _hold(job_id: str) -> list[dict[str, Any]]:
     return services().db.run("SELECT outcome, settled_usd FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
 
@@ -120,7 +125,7 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     from batchlane.db import budgets
     from batchlane_dev.local.jobs import submit_pdf
 
-    stack = stack_factory("time_scale=36000", batch_lane=False)
+    stack = stack_factory("time_scale=36000", batch_lane=False, settings=SHORT_LADDER)
     stack.registry.concurrency = ConcurrencyLimit(reserved={"settle": 0})
     owner = "settle-throttled-owner"
     doomed: set[str] = set()
@@ -178,7 +183,7 @@ def test_a_folder_job_whose_finish_and_failjob_are_throttled_past_their_ladder_i
     from batchlane.folders import usecases
     from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
 
-    stack = stack_factory("time_scale=36000", batch_lane=False)
+    stack = stack_factory("time_scale=36000", batch_lane=False, settings=SHORT_LADDER)
     stack.registry.concurrency = ConcurrencyLimit(reserved={"folder_finish": 0})
     owner = "folder-throttled-owner"
     home = owner_home(owner)

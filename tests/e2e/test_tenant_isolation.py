@@ -74,7 +74,10 @@ VARIANTS = {
 # the limited variant passed 4 runs in a row at load 11-18 (2026-12-02). At load 45-50 it failed 2 of 3: once a
 # B call unanswered within 30 s with the API in workers (not diagnosed; a worker's cold start is the suspect),
 # once the deep-tree file ending 100 s after its creation (HOSTILE_S is 60). Skip a variant here, with its reason.
-FLAKY: dict[str, str] = {}
+# Kept skipped until it holds under CI's worst load too: a flaky test costs a whole submission.
+FLAKY: dict[str, str] = {
+    "lambda-concurrency-limit": "passes at load 11-18 (4 of 4); at load 45-50 fails 2 of 3 (a B call unanswered in 30 s, suspect a worker's cold start; a hostile file past 60 s) (issue 21, open)"
+}
 
 
 # A hostile file's documented ends: ("failed", the job's error id) or ("completed", the id its one bad page is marked with).

@@ -115,6 +115,8 @@ class StackOptions:
     log_file: Path | None = None  # where handler logs go; default <workdir>/logs/handlers.log
     # Lambda's concurrency (account and reserved); past it an Invoke answers TooManyRequestsException.
     lambda_concurrency: ConcurrencyLimit = field(default_factory=ConcurrencyLimit)
+    # State-machine settings over OFFLINE_SETTINGS (e.g. a short throttle ladder for a test that runs one out).
+    settings: dict[str, str] = field(default_factory=dict)
 
 
 PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
@@ -422,7 +424,8 @@ class OfflineStack:
         """The state machine file with CDK's substitutions applied (offline values for intervals)."""
         spec = next(s for s in STATE_MACHINES if s.name == name)
         text = load_definition(spec)
-        values = {**spec.settings, **{k: v for k, v in OFFLINE_SETTINGS.items() if k in spec.settings}}
+        offline = {**OFFLINE_SETTINGS, **self.options.settings}
+        values = {**spec.settings, **{k: v for k, v in offline.items() if k in spec.settings}}
         values.update({f"{fn}_arn": self.registry.arn(fn) for fn in spec.functions})
         for key, value in values.items():
             text = text.replace("${" + key + "}", value)
