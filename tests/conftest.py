@@ -77,7 +77,12 @@ def start_stack(  # type: ignore[no-untyped-def]
     forget_everything(database_url)
     workdir = Path(tempfile.mkdtemp(prefix="batchlane-test-stack-"))
     options = StackOptions(
-        workdir=workdir, faults=faults, database_url=database_url, batch_lane=batch_lane, extra_env=extra_env or {}, process_functions=process_functions,
+        workdir=workdir,
+        faults=faults,
+        database_url=database_url,
+        batch_lane=batch_lane,
+        extra_env=extra_env or {},
+        process_functions=process_functions,
         settings=settings or {},
     )
     if not schedules:
