@@ -155,8 +155,16 @@ class LocalApiServer:
         # app.context: one execution environment serves one event at a time, as on Lambda. In this
         # process that is one request at a time (two at once once answered a route with the other's
         # path arguments), in arrival order; in worker processes (process_functions) each worker is an environment.
-        in_workers = registry.workers is not None and function in registry.workers.functions
-        self._one_at_a_time: ArrivalOrderLock | contextlib.nullcontext[None] = contextlib.nullcontext() if in_workers else ArrivalOrderLock()
+        self._in_process = ArrivalOrderLock()
+
+    def _environment(self) -> ArrivalOrderLock | contextlib.nullcontext[None]:
+        """What a request waits for before its handler runs: nothing when the handler runs in worker
+        processes, else the turn of this process's one environment. Decided per request, because the
+        stack hands the registry its worker pool after this server is built: decided once here, every
+        request waited its turn even with the API in workers (under A's flood B's first poll was answered
+        ~20 s late behind A's dry runs, docs/benchmarks.md "tenant_isolation")."""
+        workers = self._registry.workers
+        return contextlib.nullcontext() if workers is not None and self._function in workers.functions else self._in_process
 
     def start(self) -> str:
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="local-api", daemon=True)
@@ -181,7 +189,7 @@ class LocalApiServer:
         if user is None:
             response = Response(json.dumps({"code": "UNAUTHORIZED", "message": "Unauthorized"}), status=401, content_type="application/json")
             return response(environ, start_response)
-        with self._one_at_a_time:
+        with self._environment():
             outcome = self._registry.invoke(self._function, proxy_event(request, user))
         if outcome.failed or not isinstance(outcome.result, dict):
             log.warning("api handler failed: %s: %s", outcome.error_type, outcome.error_message)
