@@ -1,5 +1,5 @@
-"""The offline stack's process mode (issue 16, part 3): job creation, the chunk processor and
-prepare run in worker processes, as Lambda runs each invocation in an environment of its own,
+"""The offline stack's process mode (issue 16, part 3): job creation, the chunk processor,
+prepare and assembly run in worker processes, as Lambda runs each invocation in an environment of its own,
 and a real job still converts whole through the batch lane and the on-demand path. And part 2
 end to end: a small document under an idle, paced quota goes one page a request."""
 
@@ -20,9 +20,9 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_job_converts_whole_with_prepare_and_chunks_in_worker_processes(stack_factory):
-    # Given a stack whose chunk processor and prepare run in worker processes
+    # Given a stack whose chunk processor, prepare and assembly run in worker processes
     stack = stack_factory(extra_env=SMALL_LANE_ENV, process_functions=PROCESS_FUNCTIONS)
-    ran_in: dict[str, list[int]] = {"job_create": [], "chunk_processor": [], "batch_prepare": []}
+    ran_in: dict[str, list[int]] = {"job_create": [], "chunk_processor": [], "batch_prepare": [], "assemble": []}
 
     def recording(name: str):  # type: ignore[no-untyped-def]
         def interceptor(event: Any, call_real: Any) -> Invocation:

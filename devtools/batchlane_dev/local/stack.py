@@ -119,7 +119,10 @@ class StackOptions:
     settings: dict[str, str] = field(default_factory=dict)
 
 
-PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare"})  # where the CPU work of a job is (splits, pages)
+# Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
+# shares one GIL with moto, the Step Functions interpreter and the Bedrock emulator: under A's flood A's
+# assembles in threads here held back every other job's state transitions (docs/benchmarks.md "tenant_isolation").
+PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare", "assemble"})
 
 
 def start_from_empty_tables(db: Any) -> dict[str, int]:
