@@ -75,21 +75,20 @@ def plan_turn(tx: Any, settings: Any, *, bounded: bool = True) -> list[tuple[str
 
     Bounded (the packer): each model's read stops at what this turn can pack (domain/pool.read_budget of
     the slots its base model has free), so a turn's rows, locks and packing do not grow with the backlog;
-    if a truncated read fills fewer slots than are free (chunks that fill no Bedrock job, rare), the pool is
-    read again whole. Unbounded: the whole pool, every turn (what the packer did before; tests compare)."""
+    if a truncated read fills fewer slots than are free (mixed chunk sizes left jobs open, rare), it is
+    read again with the larger budget, then whole. Unbounded: the whole pool, every turn (what the packer
+    did before; tests compare the two)."""
     quota = settings.batch_conversion_max_concurrent_jobs
     max_records = settings.batch_conversion_max_records
     per_model = rows.in_flight_by_model(tx)
     start = rows.by_base_model(per_model)
     if bounded:  # a profile whose base model has lanes only under another profile reads the default: more than it needs
-        budgets = {m: read_budget(quota - start.get(base_model_id(m), 0), max_records) for m in per_model}
-        read = rows.read_pool(tx, budgets=budgets, default_budget=read_budget(quota, max_records))
-    else:
-        read = rows.read_pool(tx)
-    plans = _plans(read, start, settings)
-    if bounded and any(plan.short for _, plan in plans):
-        plans = _plans(rows.read_pool(tx), start, settings)
-    return plans
+        for attempt in (0, 1):
+            budgets = {m: read_budget(quota - start.get(base_model_id(m), 0), max_records, attempt=attempt) for m in per_model}
+            plans = _plans(rows.read_pool(tx, budgets=budgets, default_budget=read_budget(quota, max_records, attempt=attempt)), start, settings)
+            if not any(plan.short for _, plan in plans):
+                return plans
+    return _plans(rows.read_pool(tx), start, settings)
 
 
 def _plans(read: rows.PoolRead, in_flight: dict[str, int], settings: Any) -> list[tuple[str, PoolPlan]]:

@@ -100,11 +100,13 @@ def pages(chunks: list[PoolChunk]) -> int:
     return sum(c.pages for c in chunks)
 
 
-def read_budget(slots: int, max_records: int) -> int:
-    """How many pages of one model's pool, in fair order, a turn reads (db/batch_rows.read_pool): enough for
-    ``slots`` full Bedrock jobs besides the jobs :func:`pack` still holds open at the end of what was read
-    (those could take chunks read after them, so a truncated read treats them as waiting), plus one."""
-    return (max(slots, 0) + OPEN_JOBS + 1) * max_records
+def read_budget(slots: int, max_records: int, *, attempt: int = 0) -> int:
+    """How many pages of one model's pool, in fair order, a turn reads (db/batch_rows.read_pool). First
+    (``attempt`` 0): enough for ``slots`` full Bedrock jobs, the job still open at the end of what was read
+    (a chunk read after it could join it, so a truncated read keeps it waiting), and one more. A read that
+    turns out short (:attr:`PoolPlan.short`: chunks of mixed sizes leave several jobs open, or fill none)
+    is made again with room for every job :func:`pack` may hold open (``attempt`` 1), then whole."""
+    return (max(slots, 0) + 2 + (OPEN_JOBS if attempt else 0)) * max_records
 
 
 def plan_pool(
@@ -123,8 +125,8 @@ def plan_pool(
 
     ``truncated``: ``chunks`` is only the fair-order prefix of the pool (:func:`read_budget` pages; more wait
     behind it), and ``smallest`` / ``lightest`` are the fewest pages and bytes of any chunk in the WHOLE pool.
-    The jobs still open at the end of the prefix then wait (with them every pool job they carry, which never
-    leaves this turn): each Bedrock job that goes is one the whole pool would send, and each job let go is
+    From the first job still open at the end of the prefix that a chunk of the pool could still fit, the
+    packed jobs wait (with them every pool job they carry, which never leaves this turn): each Bedrock job that goes is one the whole pool would send, and each job let go is
     one it would let go too. When fewer than ``slots`` jobs could go from the prefix, the plan says
     ``short``: the whole pool might fill more slots, the packer reads it again unbounded."""
     if not chunks:
@@ -137,9 +139,17 @@ def plan_pool(
     for_quota: set[str] = set()  # jobs with pages that only wait for a slot (or, truncated, for the read's end)
     why: str | None = None
     jobs, still_open = _pack(chunks, max_records, max_bytes)
-    unsettled = set(still_open) if truncated else set()
+    # Truncated: an open job some chunk of the pool could still fit (every chunk has at least ``smallest`` pages
+    # and ``lightest`` bytes) may take chunks read after the prefix, and so may go, in the whole pool's plan,
+    # before the jobs opened after it: from the first such job on, nothing is decided this turn. The jobs
+    # before it are final, as a closed job is.
+    cap_bytes = max_bytes if max_bytes is not None else float("inf")
+    fits = [i for i in still_open if max_records - pages(jobs[i]) >= smallest and cap_bytes - sum(c.input_bytes for c in jobs[i]) >= lightest]
+    undecided_from = min(fits) if truncated and fits else len(jobs)
+    if truncated:  # the job of the prefix's last chunk may have chunks past it, in jobs not read: it does not leave this turn
+        for_quota.add(chunks[-1].job_id)
     for index, job in enumerate(jobs):
-        if index in unsettled:  # chunks past the prefix may join it: not decided this turn
+        if index >= undecided_from:  # chunks past the prefix may change it or a job before it: not decided
             waiting.extend(job)
             for_quota.update(c.job_id for c in job)
             why = "quota" if len(go) >= slots else (why or "window")
