@@ -18,7 +18,7 @@ from typing import Any
 
 from batchlane.config import Settings
 from batchlane.domain.cost import PriceTable, Usage
-from batchlane.domain.pool import PoolChunk, plan_pool
+from batchlane.domain.pool import PoolChunk, PoolPlan, plan_pool, read_budget
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def simulate(
     running: list[tuple[float, list[PoolChunk]]] = []  # (ends at, members)
     on_demand: deque[tuple[int, int]] = deque()  # (document, pages)
     limited: dict[str, Counter[str]] = {s: Counter() for s in ("admission", "pool", "on_demand")}
-    peaks: dict[str, float] = {"admitted_per_s": 0.0, "batch_jobs_running": 0.0, "pool_chunks": 0.0, "on_demand_pages_per_s": 0.0}
+    peaks: dict[str, float] = {"admitted_per_s": 0.0, "batch_jobs_running": 0.0, "pool_chunks": 0.0, "pool_chunks_read": 0.0, "on_demand_pages_per_s": 0.0}
     served_batch = served_od = jobs = done = 0
     finished: list[int] = []  # documents whose last page was served this step
     arrival = workload.arrival_pages_per_hour > 0
@@ -165,13 +165,12 @@ def simulate(
                 admitted += 1
                 pool[index] = (docs[index].pages, now)
         peaks["admitted_per_s"] = max(peaks["admitted_per_s"], admitted / step_s)
-        # 3. the packer (every turn): the real plan, with the packer's quota as slots
-        chunks = [
-            PoolChunk(str(index), c, min(per_chunk, pages - c * per_chunk), now - since)
-            for index, (pages, since) in pool.items()
-            for c in range(math.ceil(pages / per_chunk))
-        ]
-        plan = plan_pool(chunks, max_records=max_records, min_records=settings.batch_conversion_min_records, window_s=window_s, slots=concurrent - len(running))
+        # 3. the packer (every turn): the real plan, with the packer's quota as slots, over the prefix of the pool
+        # a turn reads (db/batch_rows.read_pool: read_budget pages; the whole pool if that read is short)
+        slots = concurrent - len(running)
+        peaks["pool_chunks"] = max(peaks["pool_chunks"], sum(math.ceil(p / per_chunk) for p, _ in pool.values()))
+        plan, read = _pack_turn(pool, now, per_chunk, slots, max_records, settings.batch_conversion_min_records, window_s)
+        peaks["pool_chunks_read"] = max(peaks["pool_chunks_read"], read)
         for members in plan.bedrock_jobs:
             running.append((now + aws.batch_turnaround_h * 3600, members))
             jobs += 1
@@ -183,7 +182,6 @@ def simulate(
         if plan.why_waiting:
             limited["pool"]["batch_concurrent_jobs" if plan.why_waiting == "quota" else "pool_window"] += 1
         peaks["batch_jobs_running"] = max(peaks["batch_jobs_running"], len(running))
-        peaks["pool_chunks"] = max(peaks["pool_chunks"], len(chunks))
         # 4. Bedrock jobs that end: their records served, the fallback share back on-demand
         ended = [r for r in running if r[0] <= now]
         running = [r for r in running if r[0] > now]
@@ -265,6 +263,35 @@ def simulate(
     result.notes = _notes(result, aws, settings, folder_cap)
     result.wall_s = round(time.perf_counter() - started, 3)
     return result
+
+
+def _pack_turn(
+    pool: dict[int, tuple[int, float]], now: float, per_chunk: int, slots: int, max_records: int, min_records: int, window_s: float
+) -> tuple[PoolPlan, int]:
+    """The packer's turn over the pool (documents in arrival order, each cut in chunks): the plan, and the chunks read."""
+    smallest = min((min(per_chunk, pages % per_chunk or per_chunk) for pages, _ in pool.values()), default=1)
+
+    def read(limit: float) -> tuple[list[PoolChunk], bool]:
+        chunks: list[PoolChunk] = []
+        before = 0
+        for index, (pages, since) in pool.items():
+            for c in range(math.ceil(pages / per_chunk)):
+                if before >= limit:
+                    return chunks, True
+                size = min(per_chunk, pages - c * per_chunk)
+                chunks.append(PoolChunk(str(index), c, size, now - since))
+                before += size
+        return chunks, False
+
+    for attempt in (0, 1):
+        chunks, truncated = read(read_budget(slots, max_records, attempt=attempt))
+        plan = plan_pool(
+            chunks, max_records=max_records, min_records=min_records, window_s=window_s, slots=slots, truncated=truncated, smallest=smallest, lightest=0
+        )
+        if not plan.short:
+            return plan, len(chunks)
+    chunks, _ = read(math.inf)
+    return plan_pool(chunks, max_records=max_records, min_records=min_records, window_s=window_s, slots=slots), len(chunks)
 
 
 def _notes(result: Result, aws: AwsModel, settings: Settings, folder_cap: int) -> list[str]:

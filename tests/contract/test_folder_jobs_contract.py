@@ -196,3 +196,15 @@ def test_a_claim_whose_conversion_never_opened_is_queued_again_only_once_stalled
     assert uow.folder_jobs.requeue_stalled_starts(job_id, older_than_s=3600) == 0  # just claimed: not stalled
     assert uow.folder_jobs.requeue_stalled_starts(job_id, older_than_s=-1) == 1
     assert [(f.source_key, f.status, f.attempts) for f in uow.folder_jobs.list_files(job_id)] == [("a.pdf", "queued", 1), ("b.pdf", "queued", 0)]
+
+
+def test_a_turns_live_counts_are_the_queued_and_processing_files_each_up_to_the_cap(uow: Any) -> None:
+    job_id = _job(uow)
+    _files(uow, job_id, *(f"k{i:02d}.pdf" for i in range(7)))
+    assert uow.folder_jobs.live_counts(job_id, cap=100) == (7, 0)
+    claimed = uow.folder_jobs.claim_queued(job_id, 4)
+    uow.folder_jobs.finish_file(job_id, claimed[0].source_key, status="completed")
+    assert uow.folder_jobs.live_counts(job_id, cap=100) == (3, 3)
+    assert uow.folder_jobs.live_counts(job_id, cap=2) == (2, 2), "counted up to the cap only"
+    counts = uow.folder_jobs.counts(job_id)
+    assert (counts.queued, counts.processing) == (3, 3), "the status read model keeps the exact numbers"

@@ -58,3 +58,50 @@ def test_a_file_whose_conversion_was_never_opened_is_claimed_again(db: Database)
 
 def _file(db: Database) -> str:
     return str(repo.insert_source_file(db, owner_id="tester", name="x.pdf", bucket="b", key="in/1.pdf", size_bytes=1)["id"])
+
+
+def _plan(db: Database, sql: str, **params: object) -> dict[str, object]:
+    row = db.one("EXPLAIN (ANALYZE, FORMAT JSON) " + sql, **params)
+    assert row is not None
+    plan = row["QUERY PLAN"]
+    return (plan[0] if isinstance(plan, list) else plan)["Plan"]  # type: ignore[no-any-return]
+
+
+def _nodes(plan: dict[str, object]) -> list[dict[str, object]]:
+    return [plan, *(n for child in plan.get("Plans", []) for n in _nodes(child))]  # type: ignore[attr-defined]
+
+
+def test_a_loop_turn_reads_the_files_it_acts_on_not_the_whole_folder(db: Database) -> None:
+    """A folder of 4,000 files, 1,000 finished and reported, 40 finished unreported, 2,960 queued: the turn's claim of
+    50, its report read and its live counts read index entries of those files only, not the folder's (issue 27,
+    point 3; 0034_folder_turn_indexes.sql). Without those indexes the claim read and sorted all 2,960 queued
+    files and the report read every finished one."""
+    job_id = _job(db, "s3://b/in-turn-cost/")
+    repo.insert_files(db, job_id, [repo.NewFile(f"in/{i:05d}.pdf", 1, f"in/{i:05d}.md") for i in range(4000)])
+    db.run(
+        """UPDATE folder_job_files SET status = 'completed', reported = (source_key < 'in/01000')
+           WHERE folder_job_id = :job AND source_key < 'in/01040'""",
+        job=job_id,
+    )
+    db.run("ANALYZE folder_job_files")
+    claim = _plan(
+        db,
+        """SELECT folder_job_id, source_key FROM folder_job_files WHERE folder_job_id = :job AND status = ANY(:from_)
+           ORDER BY source_key LIMIT :limit FOR UPDATE SKIP LOCKED""",
+        job=job_id,
+        from_=["queued"],
+        limit=50,
+    )
+    unreported = _plan(
+        db,
+        "SELECT * FROM folder_job_files WHERE folder_job_id = :job AND reported = false AND status IN ('completed', 'failed', 'skipped') ORDER BY source_key",
+        job=job_id,
+    )
+    for name, plan, most in (("claim", claim, 50), ("report", unreported, 40)):
+        scans = [n for n in _nodes(plan) if "Scan" in str(n["Node Type"])]
+        assert scans and all(n["Node Type"] != "Seq Scan" for n in scans), (name, scans)
+        read = max(int(n["Actual Rows"]) + int(n.get("Rows Removed by Filter", 0)) for n in scans)  # type: ignore[call-overload]
+        assert read <= most, f"the {name} read {read} rows, not only the files it takes: {scans}"
+    assert repo.live_counts(db, job_id, cap=100) == (100, 0), "a turn counts up to the cap"
+    assert [r["source_key"] for r in repo.unreported(db, job_id)] == [f"in/{i:05d}.pdf" for i in range(1000, 1040)]
+    assert [r["source_key"] for r in repo.claim_queued(db, job_id, 2)] == ["in/01040.pdf", "in/01041.pdf"]

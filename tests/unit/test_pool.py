@@ -157,6 +157,66 @@ def test_the_quota_only_delays_pages_it_never_sends_them_on_demand(jobs, min_rec
             assert tight.why_waiting == "quota"
 
 
+# A backlog past what a turn can pack: many jobs, bytes as well as records; the packer reads only a fair-order prefix.
+backlog_jobs = st.lists(
+    st.tuples(
+        st.lists(st.tuples(st.integers(1, MAX), st.sampled_from([0, 1, 50, 4000])), min_size=1, max_size=6),
+        st.sampled_from([0.0, WINDOW / 2, WINDOW, 3 * WINDOW]),
+    ),
+    min_size=1,
+    max_size=40,
+)
+
+
+def prefix_plan(chunks: list[PoolChunk], cut: int, *, slots: int, min_records: int, max_bytes: int | None) -> PoolPlan:
+    """What the packer plans from the first ``cut`` chunks, the pool's minima read over all of it (db/batch_rows.read_pool)."""
+    return plan_pool(
+        chunks[:cut],
+        max_records=MAX,
+        min_records=min_records,
+        window_s=WINDOW,
+        slots=slots,
+        max_bytes=max_bytes,
+        truncated=cut < len(chunks),
+        smallest=min(c.pages for c in chunks),
+        lightest=min(c.input_bytes for c in chunks),
+    )
+
+
+@settings(max_examples=500, deadline=None)
+@given(backlog_jobs, st.integers(1, 2 * MAX), st.integers(0, 4), st.sampled_from([None, 6000, 20_000]), st.data())
+def test_a_turn_that_reads_only_a_prefix_of_the_pool_sends_what_the_whole_pool_would(jobs, min_records, slots, max_bytes, data) -> None:  # type: ignore[no-untyped-def]
+    chunks = [PoolChunk(f"j{k}", i, pages, waited, weight * pages) for k, (sizes, waited) in enumerate(jobs) for i, (pages, weight) in enumerate(sizes)]
+    whole = plan_pool(chunks, max_records=MAX, min_records=min_records, window_s=WINDOW, slots=slots, max_bytes=max_bytes)
+    # the packer's cut: every chunk whose pages before it stay under the turn's budget; and any other cut
+    before = [sum(c.pages for c in chunks[:i]) for i in range(len(chunks))]
+    budget_cut = sum(1 for b in before if b < pool.read_budget(slots, MAX))
+    for cut in (budget_cut, data.draw(st.integers(1, len(chunks)), label="cut")):
+        part = prefix_plan(chunks, cut, slots=slots, min_records=min_records, max_bytes=max_bytes)
+        if cut == len(chunks):
+            assert part == whole, "the whole pool read: the same plan"
+            continue
+        if part.short:
+            assert len(part.bedrock_jobs) < slots, "short only when slots stay free: the packer then reads the whole pool"
+            continue
+        assert part.bedrock_jobs == whole.bedrock_jobs, "the same Bedrock jobs go, chunk for chunk"
+        assert set(part.leave) <= set(whole.leave), "a job let go is one the whole pool lets go"
+        gone = {c for j in part.bedrock_jobs for c in j}
+        waiting = [c for c in chunks[:cut] if c not in gone and c.job_id not in part.leave]
+        assert (part.waiting_chunks, part.waiting_pages) == (len(waiting), sum(c.pages for c in waiting)), "the rest of the prefix waits"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([1, 8, 50, 100, 400]), st.lists(st.integers(1, 30), min_size=1, max_size=60), st.integers(0, 4))
+def test_the_turns_budget_fills_every_free_slot_when_chunks_fill_jobs_exactly(chunk_pages, chunk_counts, slots) -> None:  # type: ignore[no-untyped-def]
+    chunks = [PoolChunk(f"j{k}", i, chunk_pages, WINDOW) for k, n in enumerate(chunk_counts) for i in range(n)]
+    whole = plan_pool(chunks, max_records=MAX, min_records=1, window_s=WINDOW, slots=slots)
+    cut = sum(1 for i in range(len(chunks)) if i * chunk_pages < pool.read_budget(slots, MAX))
+    part = prefix_plan(chunks, cut, slots=slots, min_records=1, max_bytes=None)
+    assert not part.short, "the budget holds the free slots' full jobs besides the jobs still open: no second read"
+    assert (part.bedrock_jobs, part.leave) == (whole.bedrock_jobs, whole.leave)
+
+
 def test_a_small_remainder_does_not_take_pages_that_wait_for_the_quota_on_demand() -> None:
     # the job's full Bedrock job waits for a slot; its 1-page remainder is too small after the window
     chunks = job("a", [1, 400], waited_s=WINDOW)

@@ -219,6 +219,10 @@ class FakeFolderJobs:
                 return
             after = rows[-1].source_key
 
+    def live_counts(self, job_id: str, *, cap: int) -> tuple[int, int]:
+        files = self._files(job_id)
+        return min(sum(1 for f in files if f.status == "queued"), cap), min(sum(1 for f in files if f.status == "processing"), cap)
+
     def counts(self, job_id: str) -> FolderCounts:
         files = self._files(job_id)
         by = {s: sum(1 for f in files if f.status == s) for s in ("queued", "processing", "completed", "failed", "skipped")}

@@ -9,6 +9,18 @@
 2. EventBridge: moto matches rules itself (real pattern matching) but raises
    NotImplementedError for Lambda and Step Functions targets. Those targets are
    delivered here, asynchronously, as EventBridge does; other targets keep moto's path.
+
+And three places where moto's cost grows with what it holds, or is paid again on every
+call, where AWS's does not (issue 27: a folder of 10^4 files offline was quadratic):
+
+3. S3 ListObjects by prefix walks every key of the bucket through its versioned store (a
+   Python call per key): a folder job lists each file's image prefix, so N files cost
+   O(N^2). Here the names are filtered first and moto lists only the matching keys, with its
+   own code (same result, same order, same pagination).
+4. Step Functions' Lambda tasks build a new boto3 client (and TCP connection, and a moto
+   server thread) for every task; here one client per Region and service is reused.
+5. Every request to the moto server lists moto's package directory to find its backend;
+   here the list is read once.
 """
 
 from __future__ import annotations
@@ -21,9 +33,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import moto.backends
+from botocore.client import BaseClient
 from moto.awslambda.exceptions import LambdaClientError
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.events.models import Rule
+from moto.s3.models import FakeTableStorageBucket, S3Backend
+from moto.s3.utils import _VersionedKeyStore
+from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
 from moto.utilities.arns import parse_arn
 
 from batchlane_dev.local.lambda_runtime import HandlerRegistry, Throttled
@@ -33,6 +50,9 @@ log = logging.getLogger("batchlane_dev.local.patches")
 _state: dict[str, Any] = {"registry": None, "start_execution": None}
 _installed = False
 _original_send_to_targets = Rule.send_to_targets
+_original_list_objects = S3Backend.list_objects
+_original_boto_client_for = sfn_boto_client.boto_client_for
+_original_list_of_moto_modules = moto.backends.list_of_moto_modules
 
 
 def _invoke(self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any) -> bytes:
@@ -103,6 +123,60 @@ def _send_to_targets(self: Rule, original_event: dict[str, Any], transform_input
         _original_send_to_targets(rest, original_event, transform_input)  # type: ignore[arg-type]
 
 
+def _list_objects(self: S3Backend, bucket: Any, prefix: str | None, delimiter: str | None, marker: str | None, max_keys: int | None) -> Any:
+    """moto's listing over the keys whose names start with ``prefix`` only (3. above)."""
+    if not prefix or isinstance(bucket, FakeTableStorageBucket):
+        return _original_list_objects(self, bucket, prefix, delimiter, marker, max_keys)
+    store = bucket.keys
+    matching = _VersionedKeyStore()
+    for name in list(dict.keys(store)):  # one C-level copy: a put on another thread cannot break the walk
+        if name.startswith(prefix):
+            versions = dict.get(store, name)
+            if versions is not None:
+                dict.__setitem__(matching, name, versions)
+    view = copy.copy(bucket)  # moto's list_objects reads only the bucket's keys (and its type)
+    view.keys = matching
+    return _original_list_objects(self, view, prefix, delimiter, marker, max_keys)
+
+
+_clients: dict[tuple[str, str, str | None], BaseClient] = {}
+_clients_lock = threading.Lock()
+
+
+def _boto_client_for(region: str, service: str, state_credentials: Any = None) -> BaseClient:
+    """One client per Region, service and endpoint for moto's Step Functions tasks (4. above); its credentials
+    are moto's fixed ones whatever ``state_credentials`` says, as in moto's own function."""
+    import moto.settings
+
+    key = (region, service, str(moto.settings.moto_server_port()))
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = _original_boto_client_for(region, service, state_credentials)
+        return client
+
+
+_module_names: list[str] = []
+
+
+def _list_of_moto_modules() -> list[str]:
+    """moto's backends, listed once (5. above)."""
+    if not _module_names:
+        _module_names.extend(_original_list_of_moto_modules())
+    return _module_names
+
+
+def _install_speedups() -> None:
+    import sys
+
+    S3Backend.list_objects = _list_objects  # type: ignore[method-assign]
+    moto.backends.list_of_moto_modules = _list_of_moto_modules
+    sfn_boto_client.boto_client_for = _boto_client_for  # modules imported later take this one
+    for module in list(sys.modules.values()):  # the modules that imported moto's function by name
+        if module is not None and getattr(module, "boto_client_for", None) is _original_boto_client_for:
+            module.boto_client_for = _boto_client_for  # type: ignore[attr-defined]
+
+
 def install(registry: HandlerRegistry, start_execution: Callable[[str, dict[str, Any]], None]) -> None:
     """Attach the registry (idempotent; the latest stack's registry wins)."""
     global _installed
@@ -111,4 +185,5 @@ def install(registry: HandlerRegistry, start_execution: Callable[[str, dict[str,
     if not _installed:
         LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign, assignment]
+        _install_speedups()
         _installed = True

@@ -732,6 +732,11 @@ class FolderJobRepository(Protocol):
 
     def counts(self, job_id: str) -> FolderCounts: ...
 
+    def live_counts(self, job_id: str, *, cap: int) -> tuple[int, int]:
+        """(queued, processing) files, each counted up to ``cap`` only: what a loop turn needs, at a cost that
+        does not grow with the folder (issue 27, point 3)."""
+        ...
+
     def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:
         """The job's files in key order, past ``after``."""
         ...

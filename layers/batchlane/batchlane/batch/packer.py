@@ -1,9 +1,9 @@
 """The packer: the pool's waiting chunks → lanes (Bedrock jobs) and their batch-lane executions.
 
 Runs on the "job parked" event and every minute as a safety net. Under a transaction-level
-advisory lock (two packers never overshoot the quota or pack a chunk twice) it reads every
-chunk waiting in the pool, per model and in fair order (db/batch_rows.pool_chunks: owners in
-turns), asks the packing rule (domain/pool.plan_pool) what to do, and in the same transaction
+advisory lock (two packers never overshoot the quota or pack a chunk twice) it reads the
+chunks waiting in the pool, per model and in fair order (db/batch_rows.read_pool: owners in
+turns) as far as one turn can pack (domain/pool.read_budget: a turn does not grow with the backlog), asks the packing rule (domain/pool.plan_pool) what to do, and in the same transaction
 inserts each new lane with its members, and lets go of the jobs whose window passed with too
 few records for a Bedrock job. After the commit it starts one execution per preparing lane,
 named after the lane, so a repeat start (this run's or the next one's) is harmless, and
@@ -27,7 +27,7 @@ from batchlane.db import ledger
 from batchlane.domain.errors import Conflict
 from batchlane.domain.folder_policy import DEADLINE
 from batchlane.domain.limits import estimated_record_bytes
-from batchlane.domain.pool import PoolChunk, base_model_id, plan_pool
+from batchlane.domain.pool import PoolChunk, PoolPlan, base_model_id, plan_pool, read_budget
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -40,7 +40,6 @@ def pack_pool(svc: Services) -> dict[str, Any]:
     if not settings.batch_lane_configured:
         return {"claimed": [], "lanes": [], "reason": "lane_off"}
     due = leave_for_deadlines(svc)
-    quota = settings.batch_conversion_max_concurrent_jobs
     wait_hours = settings.batch_deadline_hours
     lanes: list[dict[str, Any]] = []
     let_go: list[str] = []
@@ -48,20 +47,8 @@ def pack_pool(svc: Services) -> dict[str, Any]:
     with svc.db.transaction() as tx:
         rows.lock_claims(tx)
         rows.note_pooled(tx, window_s=settings.batch_pool_window_s)
-        pool = rows.pool_chunks(tx)
-        in_flight = rows.in_flight_by_base_model(tx)  # one quota per base model, whichever profile a lane uses
-        for model, group in groupby(pool, key=lambda c: c.model_id):
-            chunks = [PoolChunk(c.job_id, c.chunk_index, c.pages, c.waited_s, estimated_record_bytes(c.source_bytes, c.pages)) for c in group]
+        for model, plan in plan_turn(tx, settings):
             base = base_model_id(model)
-            slots = max(0, quota - in_flight.get(base, 0))
-            plan = plan_pool(
-                chunks,
-                max_records=settings.batch_conversion_max_records,
-                min_records=settings.batch_conversion_min_records,
-                window_s=settings.batch_pool_window_s,
-                slots=slots,
-                max_bytes=settings.batch_conversion_max_job_mb * 1024 * 1024,  # "Batch inference job size"
-            )
             for packed in plan.bedrock_jobs:
                 lane_id = str(uuid.uuid4())
                 rows.insert_lane(tx, lane_id=lane_id, model_id=model, deadline_hours=wait_hours, chunks=[(c.job_id, c.chunk_index, c.pages) for c in packed])
@@ -69,11 +56,10 @@ def pack_pool(svc: Services) -> dict[str, Any]:
                 for job_id in jobs:
                     ledger.extend_hold(tx, job_id, hours=wait_hours + settings.batchlane_on_demand_window_hours)
                 lanes.append({"laneId": lane_id, "modelId": model, "jobs": jobs, "pages": sum(c.pages for c in packed)})
-            in_flight[base] = in_flight.get(base, 0) + len(plan.bedrock_jobs)
             let_go.extend(rows.leave_pool(tx, plan.leave, reason=POOL_TOO_SMALL))
             waiting += plan.waiting_chunks
             if plan.why_waiting:
-                logger.info("pool waiting", model_id=model, chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting)
+                logger.info("pool waiting", model_id=model, base_model=base, chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting)
     # Start (or re-start: idempotent by name) every execution a preparing lane should have.
     for lane_id, row_id in rows.preparing_lanes(svc.db):
         svc.workflows.start_batch_lane(lane_id, rows.member_job_ids(svc.db, row_id))
@@ -82,6 +68,49 @@ def pack_pool(svc: Services) -> dict[str, Any]:
         logger.info("pool packed", lanes=len(lanes), let_go=len(let_go), resumed=len(resumed), waiting_chunks=waiting)
     claimed = sorted({j for lane in lanes for j in lane.get("jobs", [])})
     return {"claimed": claimed, "lanes": lanes, "letGo": let_go, "deadline": due, "waiting": waiting}
+
+
+def plan_turn(tx: Any, settings: Any, *, bounded: bool = True) -> list[tuple[str, PoolPlan]]:
+    """Read the pool and plan each model's part of it: (model, plan), in model order.
+
+    Bounded (the packer): each model's read stops at what this turn can pack (domain/pool.read_budget of
+    the slots its base model has free), so a turn's rows, locks and packing do not grow with the backlog;
+    if a truncated read fills fewer slots than are free (mixed chunk sizes left jobs open, rare), it is
+    read again with the larger budget, then whole. Unbounded: the whole pool, every turn (what the packer
+    did before; tests compare the two)."""
+    quota = settings.batch_conversion_max_concurrent_jobs
+    max_records = settings.batch_conversion_max_records
+    per_model = rows.in_flight_by_model(tx)
+    start = rows.by_base_model(per_model)
+    if bounded:  # a profile whose base model has lanes only under another profile reads the default: more than it needs
+        for attempt in (0, 1):
+            budgets = {m: read_budget(quota - start.get(base_model_id(m), 0), max_records, attempt=attempt) for m in per_model}
+            plans = _plans(rows.read_pool(tx, budgets=budgets, default_budget=read_budget(quota, max_records, attempt=attempt)), start, settings)
+            if not any(plan.short for _, plan in plans):
+                return plans
+    return _plans(rows.read_pool(tx), start, settings)
+
+
+def _plans(read: rows.PoolRead, in_flight: dict[str, int], settings: Any) -> list[tuple[str, PoolPlan]]:
+    in_flight = dict(in_flight)  # one quota per base model, whichever profile a lane uses
+    plans = []
+    for model, group in groupby(read.chunks, key=lambda c: c.model_id):
+        chunks = [PoolChunk(c.job_id, c.chunk_index, c.pages, c.waited_s, estimated_record_bytes(c.source_bytes, c.pages)) for c in group]
+        base = base_model_id(model)
+        plan = plan_pool(
+            chunks,
+            max_records=settings.batch_conversion_max_records,
+            min_records=settings.batch_conversion_min_records,
+            window_s=settings.batch_pool_window_s,
+            slots=max(0, settings.batch_conversion_max_concurrent_jobs - in_flight.get(base, 0)),
+            max_bytes=settings.batch_conversion_max_job_mb * 1024 * 1024,  # "Batch inference job size"
+            truncated=read.truncated.get(model, False),
+            smallest=read.smallest.get(model),
+            lightest=read.lightest.get(model),
+        )
+        in_flight[base] = in_flight.get(base, 0) + len(plan.bedrock_jobs)
+        plans.append((model, plan))
+    return plans
 
 
 def leave_for_deadlines(svc: Services) -> list[str]:

@@ -19,6 +19,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
+from batchlane.domain.limits import RECORD_JSON_OVERHEAD_BYTES, SPLIT_PAGE_OVERHEAD_BYTES
 from batchlane.domain.pool import base_model_id
 from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobStatus, Transition
 
@@ -133,16 +134,27 @@ def lock_row(db: Runner, lane_id: str) -> BatchRow | None:
     return _one(db, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE} FOR UPDATE", lane=lane_id)
 
 
-def in_flight_by_base_model(db: Runner) -> dict[str, int]:
-    """Lanes holding a Bedrock job slot, per base model: the us./global. profiles of one model share its quota."""
-    found: dict[str, int] = {}
-    for row in db.run(
+def in_flight_by_model(db: Runner) -> dict[str, int]:
+    """Lanes holding a Bedrock job slot, per model id (inference profile) as the lanes name it."""
+    rows = db.run(
         "SELECT model_id, count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) GROUP BY model_id",
         states=list(IN_FLIGHT_STATES),
-    ):
-        base = base_model_id(row["model_id"])
-        found[base] = found.get(base, 0) + int(row["n"])
+    )
+    return {r["model_id"]: int(r["n"]) for r in rows}
+
+
+def by_base_model(per_model: dict[str, int]) -> dict[str, int]:
+    """Per-model counts summed per base model: the us./global. profiles of one model share its quota."""
+    found: dict[str, int] = {}
+    for model, n in per_model.items():
+        base = base_model_id(model)
+        found[base] = found.get(base, 0) + n
     return found
+
+
+def in_flight_by_base_model(db: Runner) -> dict[str, int]:
+    """Lanes holding a Bedrock job slot, per base model: the us./global. profiles of one model share its quota."""
+    return by_base_model(in_flight_by_model(db))
 
 
 def count_past_deadline(db: Runner) -> int:
@@ -194,11 +206,37 @@ def note_pooled(db: Runner, *, window_s: float) -> None:
     )
 
 
-def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
-    """Every chunk waiting in the pool, locked by job (SKIP LOCKED: a cancel or process-now in flight keeps
-    its job), by model, in fair order: round robin across owners, weighted by what each already has in
-    flight. An owner's k-th waiting job has turn k + (their lanes in flight); lowest turns first, ties
-    oldest first, and a job's chunks in order (docs/operations.md "Budgets, caps and fair sharing")."""
+@dataclass(frozen=True)
+class PoolRead:
+    """What a packer turn read of the pool: per model, the fair-order prefix of its waiting chunks that fits
+    the model's page budget, whether chunks were left behind it, and the fewest pages and estimated bytes
+    of ANY waiting chunk of the model (read or not: the packing rule's "nothing would fit any more")."""
+
+    chunks: list[PooledChunk]
+    truncated: dict[str, bool]
+    smallest: dict[str, int]
+    lightest: dict[str, int]
+
+
+_UNBOUNDED = 2**62
+
+
+def pool_chunks(db: Runner) -> list[PooledChunk]:
+    """Every chunk waiting in the pool, locked by job, in fair order (:func:`read_pool` without a budget)."""
+    return read_pool(db).chunks
+
+
+def read_pool(db: Runner, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
+    """The chunks waiting in the pool, by model, in fair order: round robin across owners, weighted by what
+    each already has in flight. An owner's k-th waiting job has turn k + (their lanes in flight); lowest turns
+    first, ties oldest first, and a job's chunks in order (docs/operations.md "Budgets, caps and fair sharing").
+
+    Per model only the prefix whose pages before each chunk stay under its budget (``budgets[model]``, else
+    ``default_budget``, else everything) is returned, and only its jobs are locked (SKIP LOCKED: a cancel or
+    process-now in flight keeps its job): a turn's rows, locks and packing are bounded by what one turn can
+    pack (domain/pool.read_budget), not by the backlog. The fair order itself is still computed over every
+    waiting job and its chunks (an index scan), which stays in PostgreSQL."""
+    models = sorted(budgets or {})
     rows = db.run(
         """WITH waiting AS (
                 SELECT j.id, j.owner_id, j.created_at,
@@ -209,32 +247,54 @@ def pool_chunks(db: Runner, *, limit: int = 200_000) -> list[PooledChunk]:
                 SELECT j.owner_id, count(DISTINCT b.id) AS n
                 FROM conversion_batch_jobs b JOIN batch_members m ON m.batch_row_id = b.id JOIN large_conversion_jobs j ON j.id = m.job_id
                 WHERE b.state = ANY(CAST(:in_flight AS text[])) GROUP BY j.owner_id),
-              locked AS (
+              budget AS (
+                SELECT x.model_id, x.pages FROM unnest(CAST(:models AS text[]), CAST(:budgets AS bigint[])) AS x(model_id, pages)),
+              pooled AS (
                 SELECT j.id, j.model_id, w.turn + COALESCE(busy.n, 0) AS rank, w.created_at,
-                       EXTRACT(EPOCH FROM now() - COALESCE(j.pooled_at, now())) AS waited_s
+                       EXTRACT(EPOCH FROM now() - COALESCE(j.pooled_at, now())) AS waited_s,
+                       c.chunk_index, c.last_page - c.first_page + 1 AS pages, c.source_bytes,
+                       COALESCE(budget.pages, :default_budget) AS budget
                 FROM large_conversion_jobs j JOIN waiting w ON w.id = j.id LEFT JOIN busy ON busy.owner_id = w.owner_id
-                WHERE j.status = ANY(CAST(:parked AS text[]))
+                     JOIN chunk_jobs c ON c.job_id = j.id LEFT JOIN budget ON budget.model_id = j.model_id
+                WHERE NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)),
+              ordered AS (
+                SELECT p.*,
+                       sum(p.pages) OVER (PARTITION BY p.model_id ORDER BY p.rank, p.created_at, p.id, p.chunk_index ROWS UNBOUNDED PRECEDING)
+                           - p.pages AS pages_before,
+                       min(p.pages) OVER (PARTITION BY p.model_id) AS smallest,
+                       -- domain/limits.estimated_record_bytes, in SQL (tests/integration/test_pool_read.py holds them equal)
+                       min(CASE WHEN p.source_bytes IS NULL THEN 0
+                                ELSE 4 * ((p.source_bytes + p.pages * CAST(:page_overhead AS bigint) + 2) / 3) + p.pages * CAST(:record_overhead AS bigint)
+                           END) OVER (PARTITION BY p.model_id) AS lightest
+                FROM pooled p),
+              marked AS (
+                SELECT o.*, bool_or(o.pages_before >= o.budget) OVER (PARTITION BY o.model_id) AS truncated FROM ordered o),
+              prefix AS (SELECT * FROM marked WHERE pages_before < budget),
+              locked AS (
+                SELECT j.id FROM large_conversion_jobs j
+                WHERE j.id IN (SELECT id FROM prefix) AND j.status = ANY(CAST(:parked AS text[])) AND j.pool_left_at IS NULL
                 FOR UPDATE OF j SKIP LOCKED)
-           SELECT l.id, l.model_id, c.chunk_index, c.last_page - c.first_page + 1 AS pages, l.waited_s, c.source_bytes
-           FROM locked l JOIN chunk_jobs c ON c.job_id = l.id
-           WHERE NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)
-           ORDER BY l.model_id, l.rank, l.created_at, l.id, c.chunk_index
-           LIMIT :limit""",
+           SELECT p.id, p.model_id, p.chunk_index, p.pages, p.waited_s, p.source_bytes, p.truncated, p.smallest, p.lightest
+           FROM prefix p JOIN locked l ON l.id = p.id
+           ORDER BY p.model_id, p.rank, p.created_at, p.id, p.chunk_index""",
         parked=_PARKED,
         in_flight=list(IN_FLIGHT_STATES),
-        limit=limit,
+        models=models,
+        budgets=[int((budgets or {})[m]) for m in models],
+        default_budget=_UNBOUNDED if default_budget is None else int(default_budget),
+        page_overhead=SPLIT_PAGE_OVERHEAD_BYTES,
+        record_overhead=RECORD_JSON_OVERHEAD_BYTES,
     )
-    return [
-        PooledChunk(
-            str(r["id"]),
-            r["model_id"],
-            int(r["chunk_index"]),
-            int(r["pages"]),
-            float(r["waited_s"]),
-            None if r["source_bytes"] is None else int(r["source_bytes"]),
+    chunks, truncated, smallest, lightest = [], {}, {}, {}
+    for r in rows:
+        model = r["model_id"]
+        chunks.append(
+            PooledChunk(
+                str(r["id"]), model, int(r["chunk_index"]), int(r["pages"]), float(r["waited_s"]), None if r["source_bytes"] is None else int(r["source_bytes"])
+            )
         )
-        for r in rows
-    ]
+        truncated[model], smallest[model], lightest[model] = bool(r["truncated"]), int(r["smallest"]), int(r["lightest"])
+    return PoolRead(chunks, truncated, smallest, lightest)
 
 
 def leave_pool(db: Runner, job_ids: list[str], *, reason: str) -> list[str]:

@@ -319,6 +319,19 @@ def counts(db: Runner, job_id: str) -> dict[str, Any]:
     return {k: (float(v) if k == "cost_usd" else int(v)) for k, v in row.items()}
 
 
+def live_counts(db: Runner, job_id: str, *, cap: int) -> tuple[int, int]:
+    """(queued, processing) files, each counted up to ``cap``: a loop turn's check, over at most 2 × ``cap``
+    index entries whatever the folder holds (folder_files_queued_by_key, folder_files_by_status)."""
+    row = db.one(
+        """SELECT (SELECT count(*) FROM (SELECT 1 FROM folder_job_files WHERE folder_job_id = :job AND status = 'queued' LIMIT :cap) q) AS queued,
+                  (SELECT count(*) FROM (SELECT 1 FROM folder_job_files WHERE folder_job_id = :job AND status = 'processing' LIMIT :cap) p) AS processing""",
+        job=job_id,
+        cap=cap,
+    )
+    assert row is not None
+    return int(row["queued"]), int(row["processing"])
+
+
 def list_files(db: Runner, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[Row]:
     return db.run(
         """SELECT * FROM folder_job_files WHERE folder_job_id = :job AND (CAST(:status AS text) IS NULL OR status = :status)
@@ -555,6 +568,9 @@ class PgFolderJobs:
 
     def counts(self, job_id: str) -> FolderCounts:
         return FolderCounts(**counts(self.runner, job_id))
+
+    def live_counts(self, job_id: str, *, cap: int) -> tuple[int, int]:
+        return live_counts(self.runner, job_id, cap=cap)
 
     def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:
         return [folder_file(r) for r in list_files(self.runner, job_id, status=status, limit=limit, after=after)]

@@ -57,6 +57,7 @@ class PoolPlan:
     waiting_chunks: int = 0
     waiting_pages: int = 0
     why_waiting: str | None = None  # "window", "quota", or None when nothing waits
+    short: bool = False  # a truncated read filled fewer than the free slots: read the whole pool (plan_pool)
 
 
 OPEN_JOBS = 8  # how many partly filled jobs first fit tries: more would make packing quadratic
@@ -66,6 +67,11 @@ def pack(chunks: list[PoolChunk], max_records: int, max_bytes: int | None = None
     """First fit in the given order over the last few open jobs: the order's fairness holds, a job's
     chunks mostly stay together, and small chunks fill the gaps big ones leave. A job takes a chunk
     only where both its records and its bytes fit (a chunk heavier than ``max_bytes`` goes alone)."""
+    return _pack(chunks, max_records, max_bytes)[0]
+
+
+def _pack(chunks: list[PoolChunk], max_records: int, max_bytes: int | None) -> tuple[list[list[PoolChunk]], list[int]]:
+    """:func:`pack`, and the jobs still open at the end (the only ones a chunk read after these could join)."""
     cap_bytes = max_bytes if max_bytes is not None else float("inf")
     jobs: list[list[PoolChunk]] = []
     room: list[int] = []
@@ -87,25 +93,67 @@ def pack(chunks: list[PoolChunk], max_records: int, max_bytes: int | None = None
             open_jobs.append(len(jobs) - 1)
             if len(open_jobs) > OPEN_JOBS:
                 open_jobs.pop(0)
-    return jobs
+    return jobs, open_jobs
 
 
 def pages(chunks: list[PoolChunk]) -> int:
     return sum(c.pages for c in chunks)
 
 
-def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, window_s: float, slots: int, max_bytes: int | None = None) -> PoolPlan:
-    """What to do with one model's pool now (see the module doc)."""
+def read_budget(slots: int, max_records: int, *, attempt: int = 0) -> int:
+    """How many pages of one model's pool, in fair order, a turn reads (db/batch_rows.read_pool). First
+    (``attempt`` 0): enough for ``slots`` full Bedrock jobs, the job still open at the end of what was read
+    (a chunk read after it could join it, so a truncated read keeps it waiting), and one more. A read that
+    turns out short (:attr:`PoolPlan.short`: chunks of mixed sizes leave several jobs open, or fill none)
+    is made again with room for every job :func:`pack` may hold open (``attempt`` 1), then whole."""
+    return (max(slots, 0) + 2 + (OPEN_JOBS if attempt else 0)) * max_records
+
+
+def plan_pool(
+    chunks: list[PoolChunk],
+    *,
+    max_records: int,
+    min_records: int,
+    window_s: float,
+    slots: int,
+    max_bytes: int | None = None,
+    truncated: bool = False,
+    smallest: int | None = None,
+    lightest: int | None = None,
+) -> PoolPlan:
+    """What to do with one model's pool now (see the module doc).
+
+    ``truncated``: ``chunks`` is only the fair-order prefix of the pool (:func:`read_budget` pages; more wait
+    behind it), and ``smallest`` / ``lightest`` are the fewest pages and bytes of any chunk in the WHOLE pool.
+    From the first job still open at the end of the prefix that a chunk of the pool could still fit, the
+    packed jobs wait (with them every pool job they carry, which never leaves this turn): each Bedrock job that goes is one the whole pool would send, and each job let go is
+    one it would let go too. When fewer than ``slots`` jobs could go from the prefix, the plan says
+    ``short``: the whole pool might fill more slots, the packer reads it again unbounded."""
     if not chunks:
         return PoolPlan()
-    smallest = min(c.pages for c in chunks)
-    lightest = min(c.input_bytes for c in chunks)
+    smallest = min(c.pages for c in chunks) if smallest is None else smallest
+    lightest = min(c.input_bytes for c in chunks) if lightest is None else lightest
     go: list[list[PoolChunk]] = []
     waiting: list[PoolChunk] = []
     too_small: list[PoolChunk] = []  # ripe, but too few records for a Bedrock job
-    for_quota: set[str] = set()  # jobs with pages that only wait for a slot
+    for_quota: set[str] = set()  # jobs with pages that only wait for a slot (or, truncated, for the read's end)
     why: str | None = None
-    for job in pack(chunks, max_records, max_bytes):
+    jobs, still_open = _pack(chunks, max_records, max_bytes)
+    # Truncated: an open job some chunk of the pool could still fit (every chunk has at least ``smallest`` pages
+    # and ``lightest`` bytes) may take chunks read after the prefix, and so may go, in the whole pool's plan,
+    # before the jobs opened after it: from the first such job on, nothing is decided this turn. The jobs
+    # before it are final, as a closed job is.
+    cap_bytes = max_bytes if max_bytes is not None else float("inf")
+    fits = [i for i in still_open if max_records - pages(jobs[i]) >= smallest and cap_bytes - sum(c.input_bytes for c in jobs[i]) >= lightest]
+    undecided_from = min(fits) if truncated and fits else len(jobs)
+    if truncated:  # the job of the prefix's last chunk may have chunks past it, in jobs not read: it does not leave this turn
+        for_quota.add(chunks[-1].job_id)
+    for index, job in enumerate(jobs):
+        if index >= undecided_from:  # chunks past the prefix may change it or a job before it: not decided
+            waiting.extend(job)
+            for_quota.update(c.job_id for c in job)
+            why = "quota" if len(go) >= slots else (why or "window")
+            continue
         size = pages(job)
         heavy = max_bytes is not None and max_bytes - sum(c.input_bytes for c in job) < max(lightest, 1)
         full = max_records - size < smallest or heavy  # nothing in the pool would fit any more
@@ -130,7 +178,8 @@ def plan_pool(chunks: list[PoolChunk], *, max_records: int, min_records: int, wi
     # A job leaving takes its chunks that wait with it (any already packed above still ride: its
     # conversion resumes when that Bedrock job is collected, those pages primed, the rest on-demand).
     waiting = [c for c in waiting if c.job_id not in leave]
-    return PoolPlan(go, sorted(leave), len(waiting), pages(waiting), why if waiting else None)
+    short = truncated and len(go) < slots
+    return PoolPlan(go, sorted(leave), len(waiting), pages(waiting), why if waiting else None, short)
 
 
 MICRO = Decimal("0.000001")  # the ledger's precision (numeric(14, 6))

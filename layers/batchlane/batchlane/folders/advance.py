@@ -31,6 +31,9 @@ from batchlane.runtime import Services
 
 # A claimed file whose conversion was not opened after this long lost its turn (the Lambda died): claim it again.
 STALLED_START_S = 900.0
+# A turn's queued and processing figures are counted up to this many (the loop needs only "none left"; the
+# status read model, folder_jobs.counts, has the exact numbers): a turn's reads do not grow with the folder.
+LIVE_COUNT_CAP = 10_000
 
 
 def report_line(f: FolderFile, output_bucket: str) -> dict[str, Any]:
@@ -54,7 +57,8 @@ def report_line(f: FolderFile, output_bucket: str) -> dict[str, Any]:
 
 
 def advance(svc: Services, job_id: str) -> dict[str, Any]:
-    """Settle, start, report; ``done`` once nothing is queued or in flight and listing has ended."""
+    """Settle, start, report; ``done`` once nothing is queued or in flight and listing has ended (``queued`` and
+    ``processing`` in the answer are counted up to LIVE_COUNT_CAP)."""
     folder_jobs = svc.uow().folder_jobs
     job = folder_jobs.get(job_id)
     if job is None:
@@ -67,14 +71,14 @@ def advance(svc: Services, job_id: str) -> dict[str, Any]:
     else:  # cancelled or error: nothing new starts; what is in flight finishes
         folder_jobs.skip_queued(job_id, error_id="CANCELLED", message="The folder job was cancelled before this file started.")
     write_report_part(folder_jobs, svc.folder_buckets(job.owner_id), job)
-    counts = folder_jobs.counts(job_id)
+    queued, processing = folder_jobs.live_counts(job_id, cap=LIVE_COUNT_CAP)  # not counts(): that reads every file of the folder
     now = folder_jobs.get(job_id)
     listing_over = (now is not None and now.enumeration_done) or not live
-    done = listing_over and counts.queued == 0 and counts.processing == 0
+    done = listing_over and queued == 0 and processing == 0
     if settled or started:
-        logger.info("folder job advanced", job_id=job_id, settled=settled, started=started, processing=counts.processing, queued=counts.queued)
+        logger.info("folder job advanced", job_id=job_id, settled=settled, started=started, processing=processing, queued=queued)
     handover = not done and hand_over_if_due(svc, job)
-    return {"done": done, "handover": handover, "processing": counts.processing, "queued": counts.queued}
+    return {"done": done, "handover": handover, "processing": processing, "queued": queued}
 
 
 def hand_over_if_due(svc: Services, job: FolderJob) -> bool:

@@ -1,0 +1,81 @@
+"""The offline stack's speed-ups of moto (local/patches.py 3–5): the same answers as moto's own code, at a cost
+that does not grow with what the emulator holds. moto in-process (mock_aws), botocore's request path."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.s3.models import S3Backend
+from moto.s3.utils import _VersionedKeyStore
+
+from batchlane_dev.local import patches
+
+CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+BUCKET = "speedups"
+KEYS = [f"jobs/{j:03d}/{kind}/{i:02d}.{ext}" for j in range(60) for kind, ext in (("images", "png"), ("pages", "md")) for i in range(3)] + ["top.txt", "jobs/x"]
+
+
+@pytest.fixture
+def s3(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with mock_aws():
+        client = boto3.client("s3", **CREDS)
+        client.create_bucket(Bucket=BUCKET)
+        for key in KEYS:
+            client.put_object(Bucket=BUCKET, Key=key, Body=key.encode())
+        client.put_object(Bucket=BUCKET, Key=KEYS[0], Body=b"second version")  # a key with two versions in the store
+        client.delete_object(Bucket=BUCKET, Key=KEYS[1])
+        yield client
+
+
+def listing(client: Any, **kwargs: Any) -> list[Any]:
+    """Every page of ListObjectsV2 and of ListObjects, as the caller sees them."""
+    pages = [
+        (p.get("Contents", []), p.get("CommonPrefixes", []), p.get("IsTruncated"))
+        for p in client.get_paginator("list_objects_v2").paginate(Bucket=BUCKET, PaginationConfig={"PageSize": 7}, **kwargs)
+    ]
+    pages += [
+        (p.get("Contents", []), p.get("CommonPrefixes", []), p.get("IsTruncated"))
+        for p in client.get_paginator("list_objects").paginate(Bucket=BUCKET, PaginationConfig={"PageSize": 5}, **kwargs)
+    ]
+    return pages
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"Prefix": "jobs/007/"}, {"Prefix": "jobs/0"}, {"Prefix": "jobs/", "Delimiter": "/"}, {"Prefix": "jobs/000/images/"}, {"Prefix": "none/"}, {}],
+)
+def test_a_listing_by_prefix_answers_what_motos_own_listing_does(s3, monkeypatch, kwargs):
+    monkeypatch.setattr(S3Backend, "list_objects", patches._original_list_objects)
+    expected = listing(s3, **kwargs)
+    monkeypatch.setattr(S3Backend, "list_objects", patches._list_objects)
+    assert listing(s3, **kwargs) == expected
+    assert any(page[0] or page[1] for page in expected) or kwargs.get("Prefix") == "none/", "the case lists something"
+
+
+def test_a_listing_by_prefix_reads_only_the_keys_under_it(s3, monkeypatch):
+    reads: list[str] = []
+    original = _VersionedKeyStore.__sgetitem__
+
+    def counted(self: Any, key: str) -> Any:
+        reads.append(key)
+        return original(self, key)
+
+    monkeypatch.setattr(S3Backend, "list_objects", patches._list_objects)
+    monkeypatch.setattr(_VersionedKeyStore, "__sgetitem__", counted)
+    found = s3.list_objects_v2(Bucket=BUCKET, Prefix="jobs/042/images/")["Contents"]
+    assert [o["Key"] for o in found] == [f"jobs/042/images/{i:02d}.png" for i in range(3)]
+    assert reads and set(reads) <= {o["Key"] for o in found}, "no key outside the prefix is read from the store"
+
+
+def test_step_functions_tasks_share_one_client_per_region_and_service():
+    first = patches._boto_client_for("us-east-1", "lambda")
+    assert patches._boto_client_for("us-east-1", "lambda") is first
+    assert patches._boto_client_for("us-west-2", "lambda") is not first
+    assert patches._boto_client_for("us-east-1", "sqs") is not first
