@@ -15,7 +15,7 @@ from batchlane.conversion.source import store_chunk_sources
 from batchlane.converter import ConverterConfig, build_page_request
 from batchlane.db import batch_rows as rows
 from batchlane.operations.cancel import cancel_job
-from batchlane.pdf import open_pdf, plan_chunks
+from batchlane.pdf import open_chunk, open_pdf, plan_chunks
 from batchlane.runtime import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
@@ -66,9 +66,11 @@ def test_prepare_writes_one_record_per_non_blank_page_exactly_as_on_demand_would
     records = [json.loads(line) for shard in manifest["shards"] for line in svc.store.get_bytes(shard["key"]).splitlines()]
     assert {r["recordId"] for r in records} == expected_ids
     assert all(shard["key"].startswith(f"batch/{lane_id}/input/m0-chunk-") for shard in manifest["shards"])
-    # the record for page 5 is the request the chunk processor would send for it, byte for byte
+    # the record for page 5 is the request the chunk processor would send for it, byte for byte:
+    # the chunk processor cuts its pages from the stored chunk PDF (conversion.source.chunk_pages)
     page_5 = next(r for r in records if r["recordId"] == "m0c0p5")
-    pdf_5 = next(p for p in open_pdf(make_pdf(PAGES, blank_every=BLANK_EVERY), max_pages=100).pages(plan_chunks(PAGES, PER_CHUNK)[0]) if p.number == 5)
+    chunk_0 = plan_chunks(PAGES, PER_CHUNK)[0]
+    pdf_5 = next(p for p in open_chunk(svc.store.get_bytes(keys.chunk_source_key(job_id, 0)), chunk_0).pages(chunk_0) if p.number == 5)
     request = build_page_request(chunk_index=0, page_number=5, pdf_bytes=pdf_5.pdf_bytes, config=ConverterConfig.from_settings(svc.settings, {}))
     assert page_5["modelInput"] == request.model_input()
     assert manifest["promptHashes"]["m0c0p5"] == request.prompt_hash
