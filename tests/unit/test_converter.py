@@ -126,9 +126,8 @@ def test_primed_mismatch_costs_money_never_correctness():
 
 def test_the_body_json_is_json_dumps_byte_for_byte():
     """The request body and the batch record place each page's base64 unscanned; the bytes are json.dumps's."""
+    import base64
     import os
-
-    from batchlane.converter.request import _dumps_with_base64
 
     tricky = ConverterConfig("m", 1000, 0.5, instruction='quote " backslash \\ é \u2028 \x00base64 0\x00 end', system="système\n\ttab")
     for config in (CONFIG, tricky):
@@ -136,5 +135,7 @@ def test_the_body_json_is_json_dumps_byte_for_byte():
             request = build_page_request(chunk_index=1, page_number=3, pdf_bytes=pdf_bytes, config=config)
             assert request.body_json() == json.dumps(request.body(), separators=(",", ":")).encode()
             assert request.invoke_kwargs()["body"] == request.body_json()
-    odd = {"source": {"type": "base64", "data": 'not "base64"\n'}, "other": [{"type": "base64", "data": "QUJD"}]}
-    assert _dumps_with_base64(odd) == json.dumps(odd, separators=(",", ":")).encode()
+            parts = request.body_json_parts()
+            assert b"".join(parts) == request.body_json()
+            if config is CONFIG and pdf_bytes:  # the page's base64 is one piece, as b64encode made it
+                assert base64.b64encode(pdf_bytes) in parts
