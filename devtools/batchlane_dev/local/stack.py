@@ -84,6 +84,8 @@ OFFLINE_SETTINGS = {
     "poll_interval_seconds": "1",  # the folder loop's turn
 }
 WEBHOOK_SECRET_NAME = "batchlane-webhook-signing"
+MOTO_KEY_BUFFER_ENV = "MOTO_S3_DEFAULT_KEY_BUFFER_SIZE"
+MOTO_KEY_BUFFER_BYTES = 256 * 1024 * 1024  # above the default BATCH_CONVERSION_MAX_FILE_MB, 200 MB a shard
 _STATIC_ENV = {
     "AWS_ACCESS_KEY_ID": "offline",
     "AWS_SECRET_ACCESS_KEY": "offline",
@@ -200,6 +202,10 @@ class OfflineStack:
         database_url = app_role_url(admin_url)
         moto_port = _free_port()
         self._set_env({**_STATIC_ENV, "MOTO_PORT": str(moto_port)})
+        # moto keeps an object over 5 MB in a temporary file on this machine's disk (a 261 MB lane input: ~1 s of
+        # writes and reads on moto's request threads, beside the handlers); S3 stores it on machines of its own.
+        # Objects up to the largest batch input file stay in memory here (docs/offline.md, the table at the top).
+        self._set_env({MOTO_KEY_BUFFER_ENV: os.environ.get(MOTO_KEY_BUFFER_ENV) or str(MOTO_KEY_BUFFER_BYTES)})
         # Powertools reads its level when the logger is made: a CLI that imported the package
         # before the stack started would keep INFO and print every handler's log to the terminal.
         from batchlane.observability import logger as handler_logger
