@@ -21,6 +21,10 @@ call, where AWS's does not (issue 27: a folder of 10^4 files offline was quadrat
    server thread) for every task; here one client per Region and service is reused.
 5. Every request to the moto server lists moto's package directory to find its backend;
    here the list is read once.
+6. werkzeug reads a request body 64 KB at a time into a growing buffer, then copies it: a lane's
+   JSONL shards (10 MB each, 261 MB for a real book) held moto's request threads for ~4,000 Python
+   calls and two extra copies per book on the GIL the handlers need. Here a body of known length is
+   read into one buffer of its size (same bytes, same errors on a short body).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from moto.s3.models import FakeTableStorageBucket, S3Backend
 from moto.s3.utils import _VersionedKeyStore
 from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
 from moto.utilities.arns import parse_arn
+from werkzeug.wsgi import LimitedStream
 
 from batchlane_dev.local.lambda_runtime import HandlerRegistry, Throttled
 
@@ -53,6 +58,7 @@ _original_send_to_targets = Rule.send_to_targets
 _original_list_objects = S3Backend.list_objects
 _original_boto_client_for = sfn_boto_client.boto_client_for
 _original_list_of_moto_modules = moto.backends.list_of_moto_modules
+_original_readall = LimitedStream.readall
 
 
 def _invoke(self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any) -> bytes:
@@ -166,9 +172,26 @@ def _list_of_moto_modules() -> list[str]:
     return _module_names
 
 
+def _readall(self: LimitedStream) -> bytes:
+    """A body of known length (Content-Length) read into one buffer of its size (6. above); a body whose limit is
+    only a maximum, werkzeug's way. A short body raises ClientDisconnected as werkzeug's does (readinto)."""
+    if self._limit_is_max or self.is_exhausted:
+        return _original_readall(self)
+    buffer = bytearray(self.limit - self._pos)
+    view = memoryview(buffer)
+    filled = 0
+    while filled < len(buffer):
+        got = self.readinto(view[filled:])
+        if not got:
+            break
+        filled += got
+    return bytes(view[:filled])
+
+
 def _install_speedups() -> None:
     import sys
 
+    LimitedStream.readall = _readall  # type: ignore[method-assign]
     S3Backend.list_objects = _list_objects  # type: ignore[method-assign]
     moto.backends.list_of_moto_modules = _list_of_moto_modules
     sfn_boto_client.boto_client_for = _boto_client_for  # modules imported later take this one

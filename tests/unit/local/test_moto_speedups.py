@@ -1,4 +1,4 @@
-"""The offline stack's speed-ups of moto (local/patches.py 3–5): the same answers as moto's own code, at a cost
+"""The offline stack's speed-ups of moto (local/patches.py 3–6): the same answers as moto's own code, at a cost
 that does not grow with what the emulator holds. moto in-process (mock_aws), botocore's request path."""
 
 from __future__ import annotations
@@ -79,3 +79,31 @@ def test_step_functions_tasks_share_one_client_per_region_and_service():
     assert patches._boto_client_for("us-east-1", "lambda") is first
     assert patches._boto_client_for("us-west-2", "lambda") is not first
     assert patches._boto_client_for("us-east-1", "sqs") is not first
+
+
+class _Trickle:
+    """A socket-like stream that hands out at most ``step`` bytes a read, as a socket may."""
+
+    def __init__(self, data: bytes, step: int) -> None:
+        self.data, self.step, self.at = data, step, 0
+
+    def readinto(self, buffer: Any) -> int:
+        piece = self.data[self.at : self.at + min(self.step, len(buffer))]
+        buffer[: len(piece)] = piece
+        self.at += len(piece)
+        return len(piece)
+
+
+def test_a_body_of_known_length_reads_as_werkzeug_reads_it() -> None:
+    """patches 6: one buffer of the body's size, the same bytes; a body shorter than its Content-Length is a
+    disconnect, as werkzeug says; a body with only a maximum goes werkzeug's way."""
+    from werkzeug.exceptions import ClientDisconnected
+    from werkzeug.wsgi import LimitedStream
+
+    body = bytes(range(256)) * 4099
+    for step in (1_000, 65_536, len(body)):
+        assert patches._readall(LimitedStream(_Trickle(body + b"next request", step), len(body))) == body  # type: ignore[arg-type]
+        assert patches._readall(LimitedStream(_Trickle(body, step), len(body), is_max=True)) == body  # type: ignore[arg-type]
+    with pytest.raises(ClientDisconnected):
+        patches._readall(LimitedStream(_Trickle(body[:-1], 4096), len(body)))  # type: ignore[arg-type]
+    assert patches._readall(LimitedStream(_Trickle(b"", 1), 0)) == b""  # type: ignore[arg-type]
