@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,6 +154,26 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     return {"chunkIndex": chunk_index, "records": len(capture.requests), "shards": len(writer.shards)}
 
 
+SUMMARY_READERS = 16  # summaries read at once by finish: one GET each, a few ms here, tens of ms on S3
+
+
+def _read_summaries(svc: Services, lane_id: str, members: list[Any]) -> dict[tuple[str, int], dict[str, Any] | None]:
+    """Every member chunk's prepare summary (None where there is none), read concurrently: a lane of 1,000
+    member chunks is 1,000 GETs, ~20 s one after another on S3."""
+
+    def read(key: tuple[str, int]) -> dict[str, Any] | None:
+        try:
+            return svc.store.get_json(_summary_key(lane_id, *key))  # type: ignore[no-any-return]
+        except NotFound:
+            return None
+
+    wanted = list(dict.fromkeys((m.member_tag, m.chunk_index) for m in members))
+    if len(wanted) <= 1:
+        return {key: read(key) for key in wanted}
+    with ThreadPoolExecutor(min(SUMMARY_READERS, len(wanted))) as pool:
+        return dict(zip(wanted, pool.map(read, wanted), strict=True))
+
+
 def finish_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
     """Write the lane's manifest; decide submit or skip (with the reason recorded on the row).
 
@@ -176,15 +197,16 @@ def finish_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
     models: set[str] = set()
     counts: dict[tuple[str, int], int] = {}
     dropped: list[str] = []
+    summaries = _read_summaries(svc, lane_id, all_members)
     for m in all_members:
+        summary = summaries[(m.member_tag, m.chunk_index)]
         if m.state != "packed":
-            try:
-                dropped.extend(s["key"] for s in svc.store.get_json(_summary_key(lane_id, m.member_tag, m.chunk_index))["shards"])
-            except NotFound:
-                pass  # it left before its records were written
+            if summary is not None:  # None: it left before its records were written
+                dropped.extend(s["key"] for s in summary["shards"])
             counts[(m.job_id, m.chunk_index)] = 0
             continue
-        summary = svc.store.get_json(_summary_key(lane_id, m.member_tag, m.chunk_index))
+        if summary is None:
+            raise NotFound(f"no prepare summary of chunk {m.chunk_index} ({m.member_tag}) in lane {lane_id}")
         members[m.member_tag] = m.job_id
         models.add(summary["modelId"])
         chunks.setdefault(m.member_tag, {})[str(m.chunk_index)] = [r["recordId"] for r in summary["records"]]
