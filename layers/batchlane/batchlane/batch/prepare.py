@@ -154,7 +154,7 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     return {"chunkIndex": chunk_index, "records": len(capture.requests), "shards": len(writer.shards)}
 
 
-SUMMARY_READERS = 16  # summaries read at once by finish: one GET each, a few ms here, tens of ms on S3
+SUMMARY_READERS = 8  # summaries read at once by finish: one GET each, a few ms here, tens of ms on S3
 
 
 def _read_summaries(svc: Services, lane_id: str, members: list[Any]) -> dict[tuple[str, int], dict[str, Any] | None]:
