@@ -16,11 +16,12 @@ import pytest
 from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, lane_row, lanes, run_job, submit, wait_until
 from moneylib import assert_batch_row_bills_the_manifest
 
+from batchlane.config import reload_settings
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.db.batch_rows import TERMINAL_BEDROCK_STATUSES
-from batchlane.runtime import reset_services, services
+from batchlane.runtime import services
 from batchlane_dev.local.lambda_runtime import Invocation
 
 FAST = "time_scale=36000,job_hours=0.5"
@@ -226,7 +227,9 @@ def test_prompt_changed_between_prepare_and_run_goes_on_demand(stack_factory):
 
     def change_prompt_then_resume(event, call_real):
         os.environ["BATCHLANE_MAX_TOKENS"] = "4096"  # part of the prompt hash
-        reset_services()
+        # Only the settings change: reset_services() would close the database connections the test's
+        # own poll (wait_for_job, another thread) is using mid-query.
+        services().settings = reload_settings()
         return call_real(event)
 
     stack.registry.intercept("batch_resume", change_prompt_then_resume)
