@@ -128,6 +128,21 @@ def test_text_chars_counts_the_strings_a_page_shows_without_extracting_text():
     assert [p.blank for p in pages] == [False, False, False, True]
 
 
+def test_hex_string_characters_are_two_digits_each_whitespace_not_counted():
+    """_hex_chars over a page's hex strings, at C speed, counts what a per-string regex pass counts."""
+    import random
+    import re
+
+    from batchlane.pdf.split import _hex_chars
+
+    rng = random.Random(27)
+    alphabet = b"0123456789abcdefABCDEF \t\n\r\f\v"
+    for _ in range(200):
+        strings = [bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 12))) for _ in range(rng.randrange(0, 40))]
+        assert _hex_chars(strings) == sum(len(re.sub(rb"\s+", b"", digits)) // 2 for digits in strings), strings
+    assert _hex_chars([]) == 0 and _hex_chars([b"48 6\n9", b"2", b"\x0b"]) == 2
+
+
 def test_text_chars_is_close_to_the_extracted_text_layer():
     document = open_pdf(make_pdf(6, lines_per_page=30), max_pages=10)
     for page in document.pages(document.chunks(10)[0]):

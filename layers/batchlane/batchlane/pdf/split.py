@@ -42,7 +42,7 @@ pdfium_c.FPDF_SetSandBoxPolicy(pdfium_c.FPDF_POLICY_MACHINETIME_ACCESS, False)
 _PAINTING_OPERATOR = re.compile(rb"(?:^|(?<=[\s)\]>]))(?:Tj|TJ|'|\"|Do|sh|EI|f\*?|F|B\*?|b\*?|S|s)(?=[\s(\[/<]|$)")
 # The hex strings a content stream shows: counted (literal ones are read by batchlane.pdf.content).
 _HEX_STRING = re.compile(rb"<([0-9A-Fa-f\s]*)>")  # never matches a "<<" dictionary
-_WHITESPACE = re.compile(rb"\s+")
+_ASCII_WHITESPACE = b" \t\n\r\f\v"  # what \s matches in a bytes pattern
 
 
 @dataclass(frozen=True)
@@ -253,11 +253,10 @@ def _read_contents(page, deadline: Deadline) -> tuple[bool, int, bool]:  # type:
 
 
 def _hex_chars(strings: list[bytes]) -> int:
-    """Characters in hex strings: two digits each, per string (a real book shows ~800 a page, so no per-string regex)."""
-    if _WHITESPACE.search(b"".join(strings)) is None:
-        lengths = list(map(len, strings))
-        return (sum(lengths) - sum(map((1).__and__, lengths))) // 2  # each string's odd last digit dropped
-    return sum(len(_WHITESPACE.sub(b"", digits)) // 2 for digits in strings)
+    """Characters in hex strings: two digits each, per string, whitespace not counted (a real book shows ~600 a
+    page: joined on "<", which no string holds, the whitespace dropped and split again, all at C speed)."""
+    lengths = list(map(len, b"<".join(strings).translate(None, _ASCII_WHITESPACE).split(b"<")))
+    return (sum(lengths) - sum(map((1).__and__, lengths))) // 2  # each string's odd last digit dropped
 
 
 # Annotations a viewer draws from their appearance stream (filled form fields, stamps,
