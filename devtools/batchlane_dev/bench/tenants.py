@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from batchlane.runtime import services
-from batchlane_dev.bench import figure, wanted
+from batchlane_dev.bench import figure, size, wanted
 from batchlane_dev.cli.jobs_commands import ApiClient
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import PROCESS_FUNCTIONS, OfflineStack, StackOptions
@@ -29,7 +29,7 @@ from batchlane_dev.local.stack import PROCESS_FUNCTIONS, OfflineStack, StackOpti
 NAMES = ("tenant_isolation",)
 FAULTS = "throttle_rpm=600,converse_latency_ms=300,output_ms_per_token=0.2"
 ENV = {"BATCHLANE_ONDEMAND_RPM": "570", "BATCHLANE_ONDEMAND_BURST": "9", "BATCHLANE_GLOBAL_CONCURRENCY": "48"}
-A_JOBS, A_PAGES, LARGE_PAGES = 20, 20, 300
+A_JOBS, A_PAGES, LARGE_PAGES = 20, 20, 300  # the full figure; --smoke runs every step at (2, 2, 20)
 
 
 def _client(stack: OfflineStack, user: str) -> ApiClient:
@@ -88,7 +88,7 @@ def _stages(job_id: str, asked: float, seen: float) -> dict[str, float]:
     }
 
 
-def tenant_isolation(pages: int) -> dict[str, Any]:
+def tenant_isolation(pages: int, *, a_jobs: int = A_JOBS, a_pages: int = A_PAGES, large_pages: int = LARGE_PAGES) -> dict[str, Any]:
     options = StackOptions(
         workdir=Path(tempfile.mkdtemp(prefix="batchlane-bench-tenants-")),
         faults=FAULTS,
@@ -103,8 +103,8 @@ def tenant_isolation(pages: int) -> dict[str, Any]:
         pdf = make_pdf(pages)
         alone_s, alone_status, alone_stages = _convert_and_wait(b, _uploaded(b, pdf, "b-alone.pdf"))
 
-        large = _uploaded(a, make_pdf(LARGE_PAGES), "a-large.pdf")
-        a_files = [_uploaded(a, make_pdf(A_PAGES), f"a-{i}.pdf") for i in range(A_JOBS)]
+        large = _uploaded(a, make_pdf(large_pages), "a-large.pdf")
+        a_files = [_uploaded(a, make_pdf(a_pages), f"a-{i}.pdf") for i in range(a_jobs)]
         b_file = _uploaded(b, pdf, "b-flood.pdf")
         stop = threading.Event()
         answered = {"a_refused": 0, "a_answered": 0}
@@ -115,7 +115,7 @@ def tenant_isolation(pages: int) -> dict[str, Any]:
                     status = _raw(stack, method, path, user="tenant-a")
                     answered["a_refused" if status == 429 else "a_answered"] += 1
 
-        with ThreadPoolExecutor(max_workers=3 + A_JOBS) as pool:
+        with ThreadPoolExecutor(max_workers=3 + a_jobs) as pool:
             list(pool.map(lambda f: a.call("POST", f"/api/v1/files/{f}/convert", {"options": {}}), a_files))
             flooders = [pool.submit(flood) for _ in range(3)]
             try:
@@ -130,7 +130,7 @@ def tenant_isolation(pages: int) -> dict[str, Any]:
         "s",
         alone_s,
         baseline_is=f"B's {pages}-page conversion alone, same stack, same run",
-        value_is=f"the same conversion while A runs {A_JOBS} conversions of {A_PAGES} pages and floods the API with dry runs of a {LARGE_PAGES}-page upload",
+        value_is=f"the same conversion while A runs {a_jobs} conversions of {a_pages} pages and floods the API with dry runs of a {large_pages}-page upload",
         faults=FAULTS,
         settings=ENV,
         b_status_alone=alone_status,
@@ -146,4 +146,5 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
     logging.getLogger("batchlane").setLevel(logging.ERROR)
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
     if wanted(args, "tenant_isolation"):
-        yield tenant_isolation(10 if args.quick else 20)
+        pages, a_jobs, a_pages, large_pages = size(args, (20, A_JOBS, A_PAGES, LARGE_PAGES), (10, A_JOBS, A_PAGES, LARGE_PAGES), (3, 2, 2, 20))
+        yield tenant_isolation(pages, a_jobs=a_jobs, a_pages=a_pages, large_pages=large_pages)

@@ -25,6 +25,11 @@ call, where AWS's does not (issue 27: a folder of 10^4 files offline was quadrat
    JSONL shards (10 MB each, 261 MB for a real book) held moto's request threads for ~4,000 Python
    calls and two extra copies per book on the GIL the handlers need. Here a body of known length is
    read into one buffer of its size (same bytes, same errors on a short body).
+7. Step Functions lexes and parses a state machine's whole definition (antlr, in Python: 25-240 ms of
+   CPU) at create and again at every StartExecution; a folder of 10^3 files parsed the conversion's
+   definition 10^3 times. Here the parse tree is kept per definition text and only moto's preprocessing
+   (a few ms, a fresh program per execution, as before) runs again; a definition that fails to parse is
+   never kept, so its error is raised every time as moto raises it.
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.events.models import Rule
 from moto.s3.models import FakeTableStorageBucket, S3Backend
 from moto.s3.utils import _VersionedKeyStore
+from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
 from moto.utilities.arns import parse_arn
 from werkzeug.wsgi import LimitedStream
@@ -59,6 +66,7 @@ _original_list_objects = S3Backend.list_objects
 _original_boto_client_for = sfn_boto_client.boto_client_for
 _original_list_of_moto_modules = moto.backends.list_of_moto_modules
 _original_readall = LimitedStream.readall
+_original_parse = AmazonStateLanguageParser.parse
 
 
 def _invoke(self: LambdaSimpleBackend, function_name: str, qualifier: str | None, body: Any, headers: Any, response_headers: Any) -> bytes:
@@ -188,9 +196,25 @@ def _readall(self: LimitedStream) -> bytes:
     return bytes(view[:filled])
 
 
+_parse_trees: dict[str, Any] = {}
+_parse_trees_lock = threading.Lock()
+
+
+def _parse_definition(definition: str) -> tuple[Any, Any]:
+    """moto's ``AmazonStateLanguageParser.parse`` with the antlr parse tree kept per definition (7. above)."""
+    with _parse_trees_lock:
+        tree = _parse_trees.get(definition)
+    if tree is None:
+        _, tree = _original_parse(definition)  # raises ASLParserException as moto does; nothing kept then
+        with _parse_trees_lock:
+            _parse_trees[definition] = tree
+    return Preprocessor().visit(tree), tree
+
+
 def _install_speedups() -> None:
     import sys
 
+    AmazonStateLanguageParser.parse = staticmethod(_parse_definition)  # type: ignore[method-assign, assignment]
     LimitedStream.readall = _readall  # type: ignore[method-assign]
     S3Backend.list_objects = _list_objects  # type: ignore[method-assign]
     moto.backends.list_of_moto_modules = _list_of_moto_modules

@@ -107,3 +107,59 @@ def test_a_body_of_known_length_reads_as_werkzeug_reads_it() -> None:
     with pytest.raises(ClientDisconnected):
         patches._readall(LimitedStream(_Trickle(body[:-1], 4096), len(body)))  # type: ignore[arg-type]
     assert patches._readall(LimitedStream(_Trickle(b"", 1), 0)) == b""  # type: ignore[arg-type]
+
+
+# --- 7. The state machine's parse tree kept per definition ---------------------------------------------------------
+
+PASS_MACHINE = '{"StartAt": "A", "States": {"A": {"Type": "Pass", "Result": {"n": 1}, "ResultPath": "$.a", "Next": "B"}, "B": {"Type": "Succeed"}}}'
+
+
+def test_a_definition_is_parsed_once_and_every_execution_gets_a_program_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
+
+    parsed: list[str] = []
+
+    def counting(definition: str) -> Any:
+        parsed.append(definition)
+        return original(definition)
+
+    original = patches._original_parse
+    monkeypatch.setattr(patches, "_original_parse", counting)
+    monkeypatch.setattr(patches, "_parse_trees", {})
+    monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(patches._parse_definition))
+
+    first, tree = AmazonStateLanguageParser.parse(PASS_MACHINE)
+    second, same_tree = AmazonStateLanguageParser.parse(PASS_MACHINE)
+    assert parsed == [PASS_MACHINE], "the second parse of the same text is served from the kept tree"
+    assert same_tree is tree and second is not first, "one tree, a fresh program (moto's evaluation state) each time"
+    assert type(second) is type(original(PASS_MACHINE)[0])
+
+
+def test_a_definition_that_does_not_parse_fails_every_time_as_moto_fails_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser, ASLParserException
+
+    monkeypatch.setattr(patches, "_parse_trees", {})
+    monkeypatch.setattr(AmazonStateLanguageParser, "parse", staticmethod(patches._parse_definition))
+    for _ in range(2):
+        with pytest.raises(ASLParserException):
+            AmazonStateLanguageParser.parse('{"StartAt": "A", "States": {"A": {"Type": ')
+    assert patches._parse_trees == {}
+
+
+def test_executions_of_a_kept_definition_run_as_moto_runs_them() -> None:
+    """Two executions of one machine through moto's interpreter with the kept tree: each ends with its own output."""
+    import json
+    import time
+
+    patches._install_speedups()
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", **CREDS)
+        arn = sfn.create_state_machine(name="kept", definition=PASS_MACHINE, roleArn="arn:aws:iam::123456789012:role/x")["stateMachineArn"]
+        runs = [sfn.start_execution(stateMachineArn=arn, name=f"run-{i}", input=json.dumps({"i": i}))["executionArn"] for i in range(2)]
+        outputs = []
+        for run in runs:
+            deadline = time.monotonic() + 60  # moto runs executions on a thread of its own: wait for each to end
+            while (described := sfn.describe_execution(executionArn=run))["status"] == "RUNNING" and time.monotonic() < deadline:
+                time.sleep(0.01)
+            outputs.append((described["status"], json.loads(described.get("output", "null"))))
+    assert outputs == [("SUCCEEDED", {"i": 0, "a": {"n": 1}}), ("SUCCEEDED", {"i": 1, "a": {"n": 1}})]
