@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import datetime
 import hashlib
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
+from batchlane.aws.clients import client_with_credentials
 from batchlane.contract import OWNER_TAG
 
 DURATION_S = 3600  # STS's default role-chaining maximum is 1 h; a Lambda's role session counts as chaining
@@ -59,14 +58,11 @@ class OwnerScopedClients:
         )
         self.assumed += 1
         creds = response["Credentials"]
-        session = boto3.session.Session(
-            aws_access_key_id=creds["AccessKeyId"],
-            aws_secret_access_key=creds["SecretAccessKey"],
-            aws_session_token=creds["SessionToken"],
-            region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
-        )
         config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=120, max_pool_connections=64)
         expires = creds["Expiration"]
         if isinstance(expires, str):
             expires = datetime.datetime.fromisoformat(expires.replace("Z", "+00:00"))
-        return session.client("s3", config=config), expires
+        s3 = client_with_credentials(
+            "s3", config, access_key_id=creds["AccessKeyId"], secret_access_key=creds["SecretAccessKey"], session_token=creds["SessionToken"]
+        )
+        return s3, expires
