@@ -67,6 +67,6 @@ def loopback_moto_server(ip_address: str, port: int) -> Any:
             app = LoopbackOnly(werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app))
             self._server = make_server(self._ip_address, self._port, app, True, request_handler=werkzeug_app.MotoRequestHandler)
             self._server_ready_event.set()
-            self._server.serve_forever()
+            self._server.serve_forever(poll_interval=0.05)  # stop() waits for the next poll: 0.5 s a stack by default
 
     return LoopbackMotoServer(ip_address=ip_address, port=port, verbose=False)
