@@ -45,11 +45,12 @@ demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the off
 	$(VENV)/bin/batchlane demo $(DEMO_ARGS)
 
 # The suites run on both cores (pytest-xdist); a file's tests stay on one worker, so a module's
-# offline stack starts once. The slowest 15 tests are listed at the end (docs/testing.md).
+# offline stack starts once. Files go out longest first (tests/conftest.py; xdist's own reorder, by test
+# count, would send the long end-to-end files last). The slowest 15 tests are listed at the end (docs/testing.md).
 TEST_WORKERS ?= 2
 
 test: $(VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp   ## every test (unit, integration, infra, e2e)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp   ## unit tests only
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)

@@ -132,3 +132,30 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
     # Every AWS call a handler made was granted (batchlane_dev.local.iam); a refusal the code swallowed fails here too.
     refused = [denial for stack in started if stack.grants for denial in stack.grants.denials]
     assert not refused, f"handlers were refused AWS calls their topology grants do not cover: {refused}"
+
+
+# Longest first (issue 23.7): `make test` hands whole files to its two workers in collection order, so a long
+# end-to-end file collected last runs alone while the other worker idles. The slowest files go out first (from
+# `--durations` of CI runs, 2026-12-03), then the rest of the end-to-end and integration suites, then the fast ones.
+SLOWEST_FILES = (
+    "tests/e2e/test_tenant_isolation.py",
+    "tests/e2e/test_folder_cli.py",
+    "tests/e2e/test_demo.py",
+    "tests/e2e/test_lambda_throttle.py",
+    "tests/integration/test_bench_figures.py",
+    "tests/e2e/test_batch_lane.py",
+    "tests/e2e/test_docs_commands.py",
+)
+SUITE_ORDER = ("tests/e2e/", "tests/integration/", "tests/browser/", "tests/infra/", "tests/contract/", "tests/unit/")
+
+
+def _collection_rank(nodeid: str) -> tuple[int, int]:
+    path = nodeid.split("::", 1)[0]
+    if path in SLOWEST_FILES:
+        return (0, SLOWEST_FILES.index(path))
+    suite = next((i for i, prefix in enumerate(SUITE_ORDER) if path.startswith(prefix)), len(SUITE_ORDER))
+    return (1 + suite, 0)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: _collection_rank(item.nodeid))  # stable: a file's tests keep their order
