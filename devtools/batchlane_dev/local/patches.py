@@ -189,7 +189,7 @@ def _readall(self: LimitedStream) -> bytes:
     view = memoryview(buffer)
     filled = 0
     while filled < len(buffer):
-        got = self.readinto(view[filled:])
+        got = self.readinto(view[filled:])  # type: ignore[arg-type]  # werkzeug annotates bytearray; it fills any writable buffer
         if not got:
             break
         filled += got
