@@ -16,6 +16,9 @@ from batchlane_dev.local.pdfgen import make_pdf
 def local_stack(tmp_path_factory):  # type: ignore[no-untyped-def]
     workdir = tmp_path_factory.mktemp("local")
     mp = pytest.MonkeyPatch()
+    # A folder of a few pages does not wait out the pool's 15-minute window (30 s of this daemon's clock) for a
+    # fuller Bedrock job: on-demand at once. The window has its own tests (tests/e2e/test_batch_pool.py).
+    mp.setenv("BATCH_POOL_WINDOW_MINUTES", "0")  # inherited by the daemon
     mp.delenv("DATABASE_URL", raising=False)
     mp.delenv("BATCHLANE_API_URL", raising=False)
     try:
