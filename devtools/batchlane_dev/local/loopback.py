@@ -63,9 +63,12 @@ def loopback_moto_server(ip_address: str, port: int) -> Any:
     werkzeug_app.DISABLE_GLOBAL_CORS = True  # read when each service's backend app is created
 
     class LoopbackMotoServer(ThreadedMotoServer):
+        app: WsgiApp  # what the server answers with, once started (local/inprocess.py serves it without the socket too)
+        request_handler = werkzeug_app.MotoRequestHandler
+
         def _server_entry(self) -> None:  # ThreadedMotoServer._server_entry, the app wrapped
-            app = LoopbackOnly(werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app))
-            self._server = make_server(self._ip_address, self._port, app, True, request_handler=werkzeug_app.MotoRequestHandler)
+            self.app = LoopbackOnly(werkzeug_app.DomainDispatcherApplication(werkzeug_app.create_backend_app))
+            self._server = make_server(self._ip_address, self._port, self.app, True, request_handler=werkzeug_app.MotoRequestHandler)
             self._server_ready_event.set()
             self._server.serve_forever(poll_interval=0.05)  # stop() waits for the next poll: 0.5 s a stack by default
 

@@ -32,12 +32,11 @@ from typing import Any
 from urllib.parse import quote, urlparse, urlunparse
 
 import boto3
-from moto.server import ThreadedMotoServer
 
 from batchlane.config import reload_settings
 from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
-from batchlane_dev.local import iam, patches, postgres, watchdog
+from batchlane_dev.local import iam, inprocess, patches, postgres, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
@@ -119,6 +118,9 @@ class StackOptions:
     lambda_concurrency: ConcurrencyLimit = field(default_factory=ConcurrencyLimit)
     # State-machine settings over OFFLINE_SETTINGS (e.g. a short throttle ladder for a test that runs one out).
     settings: dict[str, str] = field(default_factory=dict)
+    # This process's AWS calls to moto and the Bedrock emulator skip the loopback HTTP round trip (botocore's
+    # whole request path but the socket; local/inprocess.py). Other processes always go over HTTP.
+    in_process_aws: bool = True
 
 
 # Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
@@ -184,7 +186,8 @@ class OfflineStack:
         self._saved_log_handlers: list[logging.Handler] | None = None
         self.log_path = options.log_file or handler_log_path(options.workdir)
         self._watchdog: Any = None  # stops the embedded server if this process dies without stop() (local/watchdog.py)
-        self._moto: ThreadedMotoServer | None = None
+        self._moto: Any = None  # loopback.loopback_moto_server: moto's ThreadedMotoServer behind LoopbackOnly
+        self._moto_url: str | None = None
         self.bedrock: BedrockEmulator | None = None
         self.api: Any = None  # LocalApiServer: the api handler on loopback (BATCHLANE_API_URL)
         self._stop = threading.Event()
@@ -220,7 +223,10 @@ class OfflineStack:
         self._moto = loopback_moto_server("127.0.0.1", moto_port)  # loopback Host names only, no CORS
         with iam.acting_as(iam.AWS_SERVICE):  # its threads are AWS's: Step Functions, EventBridge
             self._moto.start()
-        moto_url = f"http://127.0.0.1:{moto_port}"
+        moto_url = self._moto_url = f"http://127.0.0.1:{moto_port}"
+        if self.options.in_process_aws:  # also as localhost: moto's Step Functions builds its clients on that name
+            for url in self._moto_urls():
+                inprocess.serve(url, self._moto.app, handler_class=self._moto.request_handler, identity=iam.AWS_SERVICE)
         self._configure_moto(moto_url)
         self.bedrock = BedrockEmulator(
             s3_client_factory=lambda: iam.bind(boto3.client("s3", endpoint_url=moto_url, region_name=REGION), iam.BEDROCK_SERVICE_ROLE),
@@ -232,6 +238,10 @@ class OfflineStack:
         )
         with iam.acting_as(iam.BEDROCK_SERVICE):
             bedrock_url = self.bedrock.start()
+        if self.options.in_process_aws:
+            inprocess.serve(
+                bedrock_url, self.bedrock.wsgi_app, handler_class=self.bedrock.request_handler, identity=iam.BEDROCK_SERVICE, with_read_timeout=True
+            )
         self.state_machine_arns = {spec.name: f"arn:aws:states:{REGION}:{ACCOUNT_ID}:stateMachine:batchlane-{spec.name}" for spec in STATE_MACHINES}
         env = {
             "AWS_ENDPOINT_URL": moto_url,
@@ -295,11 +305,14 @@ class OfflineStack:
         if self.api:
             self.api.stop()
         if self.bedrock:
+            inprocess.withdraw(self.bedrock.url)
             self.bedrock.stop()
         reset_services()
         if iam.active() is self.grants:
             iam.install(None)
         if self._moto:
+            for url in self._moto_urls():
+                inprocess.withdraw(url)
             self._moto.stop()
         if self._pg is not None:
             postgres.stop(self._pg, self.options.workdir / "pgdata")
@@ -321,6 +334,9 @@ class OfflineStack:
         self.stop()
 
     # -- pieces ------------------------------------------------------------------------
+    def _moto_urls(self) -> tuple[str, ...]:
+        return (self._moto_url, self._moto_url.replace("127.0.0.1", "localhost")) if self._moto_url else ()
+
     def _quotas(self) -> BatchQuotas:
         """The emulated account's quotas follow the lane's configuration (AWS's defaults otherwise).
 

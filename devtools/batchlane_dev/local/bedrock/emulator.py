@@ -132,11 +132,18 @@ class BedrockEmulator:
         that passes; batch jobs keep the faults they started with."""
         self.runtime.set_faults(faults)
 
+    request_handler = _QuietHandler  # how its server reads a request (local/inprocess.py uses it too)
+
+    @property
+    def wsgi_app(self) -> Any:
+        """What its server answers with: loopback hosts only, no CORS (local/loopback.py)."""
+        return LoopbackOnly(self._wsgi)
+
     def start(self) -> str:
         if self.url:
             return self.url
         self.events.start()
-        self._server = make_server(self._host, self._port, LoopbackOnly(self._wsgi), threaded=True, request_handler=_QuietHandler)
+        self._server = make_server(self._host, self._port, self.wsgi_app, threaded=True, request_handler=self.request_handler)
         self._server_thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="bedrock-emulator-http", daemon=True)
         self._server_thread.start()
         self.url = f"http://{self._host}:{self._server.server_port}"
