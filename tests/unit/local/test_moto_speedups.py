@@ -163,3 +163,23 @@ def test_executions_of_a_kept_definition_run_as_moto_runs_them() -> None:
                 time.sleep(0.01)
             outputs.append((described["status"], json.loads(described.get("output", "null"))))
     assert outputs == [("SUCCEEDED", {"i": 0, "a": {"n": 1}}), ("SUCCEEDED", {"i": 1, "a": {"n": 1}})]
+
+
+@pytest.mark.parametrize(
+    ("kept", "original"),
+    [(patches._cached_jsonpath_ext_parse, patches._original_jsonpath_ext_parse), (patches._cached_jsonpath_parse, patches._original_jsonpath_parse)],
+)
+def test_a_jsonpath_is_parsed_once_and_finds_what_a_fresh_parse_finds(kept: Any, original: Any) -> None:
+    data = {"jobId": "j-1", "chunks": [{"n": 1}, {"n": 2}], "detail": {"status": "Completed"}}
+    for path in ("$.jobId", "$.chunks[1].n", "$.detail.status", "$.chunks[*].n"):
+        assert kept(path) is kept(path), "one expression per path text"
+        assert [m.value for m in kept(path).find(data)] == [m.value for m in original(path).find(data)]
+    assert [m.value for m in kept("$.chunks[*].n").find({"chunks": [{"n": 9}]})] == [9], "a kept expression holds no earlier data"
+
+
+def test_a_jsonpath_that_does_not_parse_fails_every_time() -> None:
+    from jsonpath_ng.exceptions import JsonPathParserError
+
+    for _ in range(2):
+        with pytest.raises(JsonPathParserError, match="Parse error"):
+            patches._cached_jsonpath_ext_parse("$.[[")
