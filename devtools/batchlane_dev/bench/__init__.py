@@ -30,6 +30,8 @@ def size(args: Any, full: Any, quick: Any, smoke: Any) -> Any:
 
 
 def wanted(args: Any, *names: str) -> bool:
-    """True when ``--only`` is absent or names one of ``names`` (so unwanted figures are not computed)."""
+    """True when ``--only`` is absent or names one of ``names``, and ``--skip`` does not name them all (so unwanted
+    figures are not computed)."""
     only = getattr(args, "only", None) or []
-    return not only or bool(set(only) & set(names))
+    left = set(names) - set(getattr(args, "skip", None) or [])
+    return bool(left) and (not only or bool(set(only) & left))

@@ -25,15 +25,17 @@ FIGURE_MODULES = (
 def main() -> int:
     parser = argparse.ArgumentParser(description="batchlane benchmarks: one JSON object per figure")
     parser.add_argument("--only", action="append", default=[], help="run only the figures with this name (repeatable), e.g. prepare_1000_pages")
+    parser.add_argument("--skip", action="append", default=[], help="run every figure but this one (repeatable), e.g. folder_growth_10000_files")
     parser.add_argument("--quick", action="store_true", help="smaller inputs, for a rough run")
     parser.add_argument("--smoke", action="store_true", help="the smallest inputs: proves every figure still runs (tests/integration/test_bench_figures.py)")
     args = parser.parse_args()
     for module_name in FIGURE_MODULES:
         module = importlib.import_module(module_name)
-        if args.only and not set(args.only) & set(module.NAMES):
+        names = set(module.NAMES) - set(args.skip)
+        if not names or (args.only and not set(args.only) & names):
             continue  # nothing wanted from this module: don't run it
         for result in module.figures(args):
-            if args.only and result["name"] not in args.only:
+            if result["name"] in args.skip or (args.only and result["name"] not in args.only):
                 continue
             print(json.dumps(result), flush=True)
     return 0
