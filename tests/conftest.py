@@ -71,6 +71,7 @@ def start_stack(  # type: ignore[no-untyped-def]
     schedules: bool = True,
     process_functions: frozenset[str] = frozenset(),
     settings: dict[str, str] | None = None,
+    retry_time_scale: float = 1.0,
 ):
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 
@@ -84,6 +85,7 @@ def start_stack(  # type: ignore[no-untyped-def]
         extra_env=extra_env or {},
         process_functions=process_functions,
         settings=settings or {},
+        retry_time_scale=retry_time_scale,
     )
     if not schedules:
         options.schedule_speedup = 1e-6  # the schedules never fire during a test: the test drives them
@@ -119,9 +121,17 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
         schedules: bool = True,
         process_functions: frozenset[str] = frozenset(),
         settings: dict[str, str] | None = None,
+        retry_time_scale: float = 1.0,
     ):
         stack = start_stack(
-            migrated_url, faults=faults, batch_lane=batch_lane, extra_env=extra_env, schedules=schedules, process_functions=process_functions, settings=settings
+            migrated_url,
+            faults=faults,
+            batch_lane=batch_lane,
+            extra_env=extra_env,
+            schedules=schedules,
+            process_functions=process_functions,
+            settings=settings,
+            retry_time_scale=retry_time_scale,
         )
         started.append(stack)
         return stack

@@ -25,12 +25,15 @@ from deployment.topology import DEFINITION_BLOCKS, THROTTLE_MAX_ATTEMPTS
 # More throttles than the shared block's attempts (HeavyTaskRetry on ProcessChunk: 1 + 3): the old ladder
 # failed the job here; the throttle ladder (15 retries) waits them out.
 THROTTLES_HELD = int(DEFINITION_BLOCKS["HeavyTaskRetry"]["MaxAttempts"]) + 3  # type: ignore[call-overload]
+# What these tests assert is how many tries a ladder makes and how it ends, not how long it waits between them:
+# Step Functions' retry waits run 10 times faster here (local/patches.py 9; ~40 s → ~4 s a ladder run out).
+RETRY_TIME_SCALE = 10.0
 
 
 def test_a_chunk_throttled_past_the_service_retries_waits_and_the_job_completes(stack_factory):
     from batchlane_dev.local.jobs import submit_pdf
 
-    stack = stack_factory("time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_PAGES_PER_CHUNK": "1"})
+    stack = stack_factory("time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_PAGES_PER_CHUNK": "1"}, retry_time_scale=RETRY_TIME_SCALE)
     stack.registry.concurrency = ConcurrencyLimit(reserved={"chunk_processor": 1})
     first = threading.Lock()
 
@@ -125,7 +128,7 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     from batchlane.db import budgets
     from batchlane_dev.local.jobs import submit_pdf
 
-    stack = stack_factory("time_scale=36000", batch_lane=False, settings=SHORT_LADDER)
+    stack = stack_factory("time_scale=36000", batch_lane=False, settings=SHORT_LADDER, retry_time_scale=RETRY_TIME_SCALE)
     stack.registry.concurrency = ConcurrencyLimit(reserved={"settle": 0})
     owner = "settle-throttled-owner"
     doomed: set[str] = set()
@@ -183,7 +186,7 @@ def test_a_folder_job_whose_finish_and_failjob_are_throttled_past_their_ladder_i
     from batchlane.folders import usecases
     from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
 
-    stack = stack_factory("time_scale=36000", batch_lane=False, settings=SHORT_LADDER)
+    stack = stack_factory("time_scale=36000", batch_lane=False, settings=SHORT_LADDER, retry_time_scale=RETRY_TIME_SCALE)
     stack.registry.concurrency = ConcurrencyLimit(reserved={"folder_finish": 0})
     owner = "folder-throttled-owner"
     home = owner_home(owner)

@@ -34,6 +34,9 @@ call, where AWS's does not (issue 27: a folder of 10^4 files offline was quadrat
    every state of every execution, and jsonpath_ng builds its parser (ply's tables) at every parse: ~8 %
    of the stack's CPU over a folder of 100 files. Here each path's parsed expression is kept per path
    text (jsonpath_ng's expressions hold no state between ``find`` calls; same answers, same errors).
+9. A test that runs a retry ladder out for its count (tests/e2e/test_lambda_throttle.py) may run its waits
+   ``StackOptions.retry_time_scale`` times faster: the Retrier's sleep is divided by it (1: as written, the
+   default). The tries, their order and their outcome are moto's; only the seconds between them shrink.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import moto.backends
@@ -55,6 +59,7 @@ from moto.events.models import Rule
 from moto.s3.models import FakeTableStorageBucket, S3Backend
 from moto.s3.utils import _VersionedKeyStore
 from moto.stepfunctions.parser.asl.component.common.path import result_path
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from moto.stepfunctions.parser.asl.parse.asl_parser import AmazonStateLanguageParser
 from moto.stepfunctions.parser.asl.parse.preprocessor import Preprocessor
 from moto.stepfunctions.parser.asl.utils import boto_client as sfn_boto_client
@@ -66,7 +71,7 @@ from batchlane_dev.local.lambda_runtime import HandlerRegistry, Throttled
 
 log = logging.getLogger("batchlane_dev.local.patches")
 
-_state: dict[str, Any] = {"registry": None, "start_execution": None}
+_state: dict[str, Any] = {"registry": None, "start_execution": None, "retry_time_scale": 1.0}
 _installed = False
 _original_send_to_targets = Rule.send_to_targets
 _original_list_objects = S3Backend.list_objects
@@ -233,6 +238,7 @@ def _install_speedups() -> None:
     S3Backend.list_objects = _list_objects  # type: ignore[method-assign]
     moto.backends.list_of_moto_modules = _list_of_moto_modules
     json_path.parse = _cached_jsonpath_ext_parse
+    retrier_decl.time = SimpleNamespace(sleep=_retry_sleep)  # type: ignore[assignment]  # the module's only use of time
     result_path.parse = _cached_jsonpath_parse
     sfn_boto_client.boto_client_for = _boto_client_for  # modules imported later take this one
     for module in list(sys.modules.values()):  # the modules that imported moto's function by name
@@ -240,11 +246,17 @@ def _install_speedups() -> None:
             module.boto_client_for = _boto_client_for  # type: ignore[attr-defined]
 
 
-def install(registry: HandlerRegistry, start_execution: Callable[[str, dict[str, Any]], None]) -> None:
-    """Attach the registry (idempotent; the latest stack's registry wins)."""
+def _retry_sleep(seconds: float) -> None:
+    """The Retrier's wait between tries, ``retry_time_scale`` times shorter (9. above)."""
+    time.sleep(seconds / _state["retry_time_scale"])
+
+
+def install(registry: HandlerRegistry, start_execution: Callable[[str, dict[str, Any]], None], *, retry_time_scale: float = 1.0) -> None:
+    """Attach the registry (idempotent; the latest stack's registry and retry time scale win)."""
     global _installed
     _state["registry"] = registry
     _state["start_execution"] = start_execution
+    _state["retry_time_scale"] = retry_time_scale
     if not _installed:
         LambdaSimpleBackend.invoke = _invoke  # type: ignore[method-assign]
         Rule.send_to_targets = _send_to_targets  # type: ignore[method-assign, assignment]

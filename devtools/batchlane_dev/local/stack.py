@@ -121,6 +121,9 @@ class StackOptions:
     # This process's AWS calls to moto and the Bedrock emulator skip the loopback HTTP round trip (botocore's
     # whole request path but the socket; local/inprocess.py). Other processes always go over HTTP.
     in_process_aws: bool = True
+    # Step Functions' waits between retries run this many times faster (local/patches.py 9): for a test that runs a
+    # ladder out for its count. 1: as the state machine says.
+    retry_time_scale: float = 1.0
 
 
 # Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
@@ -276,7 +279,7 @@ class OfflineStack:
         self.forgotten_rows = start_from_empty_tables(admin_database())
         if self.forgotten_rows:
             log.warning("offline stack starts from empty tables; an earlier run's rows were dropped", extra={"rows": self.forgotten_rows})
-        patches.install(self.registry, self._start_execution_from_event)
+        patches.install(self.registry, self._start_execution_from_event, retry_time_scale=self.options.retry_time_scale)
         self._deploy(moto_url)
         from batchlane_dev.local.api_server import LocalApiServer
 
