@@ -21,7 +21,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from batchlane.runtime import services
 from batchlane_dev.local.bedrock import parse_faults
 from batchlane_dev.local.bedrock.clock import scale_for_job
-from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL
+from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL, ModelInputError, page_markdown
 from batchlane_dev.local.jobs import TERMINAL, submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import OfflineStack, StackOptions
@@ -32,22 +32,70 @@ from batchlane_dev.report import job_report
 # fell behind, our wait timed out first and half the records went on-demand).
 
 
-def _job_scale(data: bytes, faults: str) -> str:
+# A user's own PDF (``--pdf``): the emulator's cost of one of its records is timed on a few of its pages before the
+# stack starts, since a real book's page (drawings, fonts) costs the emulator far more than the calibrated 10 ms of a
+# generated one: the PGF manual at the generated pages' scale (×726) fell hours behind, its job was stopped overdue
+# and hundreds of pages went on-demand. The sample runs on an idle process; the job's records run beside the
+# handlers, hence the headroom.
+SAMPLE_PAGES = 8
+SAMPLE_HEADROOM = 2.0
+
+
+def sampled_record_cost_ms(data: bytes) -> float | None:
+    """The emulator's model (visual mode, the dearer) timed on up to ``SAMPLE_PAGES`` pages spread over ``data``,
+    mean × ``SAMPLE_HEADROOM``, in ms a record; None when ``data`` does not read as a PDF."""
+    import pypdfium2 as pdfium
+
+    from batchlane.pdf.split import PDFIUM_LOCK
+
+    pages: list[bytes] = []
+    with PDFIUM_LOCK:  # cut at C speed (a real book's page through pypdf's writer took seconds); the model below locks itself
+        try:
+            source = pdfium.PdfDocument(data)
+        except pdfium.PdfiumError:  # not a PDF: the job will say so with its error id
+            return None
+        try:
+            count = len(source)
+            for index in sorted({round(i * (count - 1) / (SAMPLE_PAGES - 1)) for i in range(SAMPLE_PAGES)}) if count else []:
+                one = pdfium.PdfDocument.new()
+                one.import_pages(source, [index])
+                buffer = io.BytesIO()
+                one.save(buffer)
+                one.close()
+                pages.append(buffer.getvalue())
+        finally:
+            source.close()
+    if not pages:
+        return None
+    spent: list[float] = []
+    for page in pages:
+        started = time.perf_counter()
+        try:
+            page_markdown(page, visual=True)  # a batch record is a Messages body: always visual (model._read_messages)
+        except ModelInputError:  # the emulator answers such a record with an error: cheap, but it still counts
+            pass
+        spent.append(time.perf_counter() - started)
+    return 1000.0 * SAMPLE_HEADROOM * sum(spent) / len(spent)
+
+
+def _job_scale(data: bytes, faults: str, record_cost_ms: float | None) -> str:
     """``time_scale=<S>`` for this document: as fast as its records allow on one clock."""
     parsed = parse_faults(faults)
     try:
         pages = len(PdfReader(io.BytesIO(data)).pages)
     except Exception:  # not a PDF: the job will say so with its error id; any clock does
         pages = 1
-    return f"time_scale={scale_for_job(pages, parsed.records_per_hour, parsed.record_cost_ms):.0f}"
+    cost_ms = max(parsed.record_cost_ms, record_cost_ms or 0.0)
+    return f"time_scale={scale_for_job(pages, parsed.records_per_hour, cost_ms):.0f}"
 
 
-def _batch_clock(stack: OfflineStack) -> dict[str, Any]:
+def _batch_clock(stack: OfflineStack, sampled_ms: float | None) -> dict[str, Any]:
     """The one clock the run used, and whether the emulator kept up with it."""
     faults = stack.faults
     jobs = list(stack.bedrock.jobs.values()) if stack.bedrock else []
     return {
         "time_scale": round(faults.time_scale, 2),
+        "sampled_record_ms": None if sampled_ms is None else round(sampled_ms, 2),  # --pdf: the clock was sized with it
         "records_per_hour": faults.records_per_hour,
         "emulated_in_progress_h": [round(faults.in_progress_s(j.total or 0) / 3600, 2) for j in jobs],
         "emulator_behind_h": max((round(j.behind_s / 3600, 2) for j in jobs), default=0.0),
@@ -72,8 +120,9 @@ def run_demo(
     started = time.monotonic()
     data = pdf.read_bytes() if pdf else make_pdf(pages, blank_every=25)
     name = pdf.name if pdf else f"demo-{pages}-pages.pdf"
+    sampled_ms = sampled_record_cost_ms(data) if pdf and "time_scale" not in faults else None
     if "time_scale" not in faults:
-        faults = ",".join(f for f in (_job_scale(data, faults), faults) if f)
+        faults = ",".join(f for f in (_job_scale(data, faults, sampled_ms), faults) if f)
     with tempfile.TemporaryDirectory(prefix="batchlane-demo-") as workdir:
         log_file = out_dir / "logs" / "handlers.log"
         stack = OfflineStack(
@@ -127,6 +176,6 @@ def run_demo(
                 emulated_model=EMULATED_MODEL_LABEL,
                 timings={**report["timings"], "total_s": round(time.monotonic() - started, 2)},
                 final_status=final.status,
-                batch_clock=_batch_clock(stack),
+                batch_clock=_batch_clock(stack, sampled_ms),
             )
     return report

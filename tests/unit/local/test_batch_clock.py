@@ -38,3 +38,33 @@ def test_a_known_job_gets_the_fastest_clock_that_keeps_it_near_its_calibrated_ti
         assert machine_emulated_s <= max(calibrated_s + 0.1 * 24 * 3600, calibrated_s / 0.5) + 1e-6, records
     assert scale_for_job(650) > 8 * scale_for_job(9600), "a small demo is not slowed by a big one's clock"
     assert scale_for_job(60) == MAX_AUTO_SCALE
+
+
+def test_a_users_own_pdf_sizes_the_demo_clock_by_what_its_pages_cost_the_emulator(monkeypatch):
+    """`batchlane demo --pdf`: the emulator's model is timed on pages spread over the document (first and last
+    included), one page a PDF, and the clock is sized with that cost: a document whose pages cost 25 ms runs on a
+    slower clock than the calibrated 10 ms allows (the PGF manual at the generated pages' ×726 fell hours behind)."""
+    import io
+    import time
+
+    from pypdf import PdfReader
+
+    from batchlane_dev.local import demo
+    from batchlane_dev.local.pdfgen import make_pdf
+
+    seen: list[str] = []
+
+    def slow_model(pdf: bytes, *, visual: bool = False) -> str:
+        reader = PdfReader(io.BytesIO(pdf))
+        assert len(reader.pages) == 1 and visual, "one page a record, read as a batch record is (visual)"
+        seen.append(reader.pages[0].extract_text())
+        time.sleep(0.025)
+        return ""
+
+    monkeypatch.setattr(demo, "page_markdown", slow_model)
+    data = make_pdf(40)
+    cost = demo.sampled_record_cost_ms(data)
+    assert cost is not None and cost >= 25 * demo.SAMPLE_HEADROOM
+    assert len(seen) == demo.SAMPLE_PAGES and "page 1 of 40" in seen[0] and "page 40 of 40" in seen[-1], seen
+    assert float(demo._job_scale(data, "", cost).split("=")[1]) < float(demo._job_scale(data, "", None).split("=")[1])
+    assert demo.sampled_record_cost_ms(b"%PDF-1.4 not really") is None
