@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -34,3 +36,26 @@ def test_with_metrics_on_each_invocation_prints_its_own_values_once(monkeypatch:
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["PagesConverted"] for line in lines] == [[1.0] * 3, [1.0] * 2]
     assert lines[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Batchlane"
+
+
+def _fresh_interpreter(code: str) -> None:
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_the_pdf_modules_make_no_tracer_so_a_bounded_childs_fork_server_stays_light() -> None:
+    """pdf.bounded's fork server (one per Lambda environment, started at its first bounded PDF operation)
+    preloads batchlane.pdf.survey and .fit, which import this module for its logger: making a Tracer there
+    imported the X-Ray SDK and botocore, ~0.3 s of CPU of the ~1 s that server took to start."""
+    _fresh_interpreter(
+        "import sys, batchlane.pdf.survey, batchlane.pdf.fit\n"
+        "assert 'aws_xray_sdk' not in sys.modules and 'botocore.client' not in sys.modules, 'the tracer was made'\n"
+        "import batchlane.observability as o\n"
+        "assert o.tracer is o.tracer and 'aws_xray_sdk' in sys.modules  # made on first use, once"
+    )
+
+
+def test_a_name_the_module_does_not_have_is_still_an_attribute_error() -> None:
+    import batchlane.observability as observability
+
+    with pytest.raises(AttributeError, match="no attribute 'tracr'"):
+        observability.tracr

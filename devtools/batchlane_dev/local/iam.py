@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import logging
 import re
+import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
@@ -111,8 +112,15 @@ def _patch_threads() -> None:
 
 
 def token_state_machine(token: str, t: Targets) -> str | None:
-    """The state machine whose running execution waits on ``token`` (moto's callback pools), None if none does."""
-    from moto.stepfunctions.parser.models import stepfunctions_parser_backends
+    """The state machine whose running execution waits on ``token`` (moto's callback pools), None if none does.
+
+    Only the stack's process runs moto: in a worker process no execution can hold the token, and importing
+    moto's Step Functions backends there to find none cost 1.5 s of CPU at each worker's first SendTask*
+    call (a storm of them on two cores when a flood starts twenty workers at once)."""
+    models = sys.modules.get("moto.stepfunctions.parser.models")
+    if models is None:
+        return None
+    stepfunctions_parser_backends = models.stepfunctions_parser_backends
 
     for machine in list(stepfunctions_parser_backends[t.account_id][t.region].state_machines):
         for execution in list(machine.executions):

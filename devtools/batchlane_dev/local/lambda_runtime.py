@@ -246,7 +246,12 @@ class WorkerPool:
         "pypdf",
         "pydantic",
         "aws_lambda_powertools",
+        "batchlane.handlers",
+        "batchlane.api.app",
+        "batchlane.conversion.create",
+        "batchlane.conversion.split",
         "batchlane.conversion.chunk",
+        "batchlane.conversion.assemble",
         "batchlane.batch.prepare",
         "batchlane.pdf.survey",  # what batchlane.pdf.bounded's children run: the fork server is one per process
         "batchlane.pdf.fit",

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+import threading
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
@@ -33,5 +34,21 @@ class _Metrics(AmazonCloudWatchEMFProvider):
 
 
 logger = Logger()
-tracer = Tracer()
 metrics = Metrics(provider=_Metrics())
+
+if TYPE_CHECKING:
+    tracer: Tracer
+_tracer_lock = threading.Lock()
+
+
+def __getattr__(name: str) -> Any:
+    """``tracer``, made on first use. Making a Tracer imports the X-Ray SDK and botocore (~0.3 s of CPU, even with
+    tracing off), and the PDF modules import this module for ``logger`` alone: pdf.bounded's fork server, which
+    every Lambda environment starts for its first bounded PDF operation, then preloads only what the PDF work needs."""
+    if name != "tracer":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _tracer_lock:
+        made = globals().get("tracer")
+        if made is None:
+            made = globals()["tracer"] = Tracer()
+        return made

@@ -7,6 +7,8 @@ S3 and EventBridge are moto in-process; refused calls never reach it (the hook a
 from __future__ import annotations
 
 import concurrent.futures
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -259,3 +261,18 @@ def test_send_task_success_is_checked_against_the_tokens_state_machine(monkeypat
                 states.send_task_success(taskToken=own, output="{}")
     finally:
         iam.install(None)
+
+
+def test_in_a_process_without_moto_no_execution_holds_a_token_and_moto_is_not_imported_to_find_none() -> None:
+    """A worker process (the stack's Lambda environments) runs no moto: its SendTask* calls go to the stack's
+    process. Importing moto's Step Functions backends there, to look in the empty ones, cost each worker 1.5 s
+    of CPU at its first SendTask* call; twenty at once (a flood's splits) starved every other environment."""
+    code = (
+        "import sys\n"
+        "from batchlane_dev.local.iam import Targets, token_state_machine\n"
+        "targets = Targets(account_id='123456789012', region='us-east-1', bucket='b', conversion_state_machine_arn='c',"
+        " batch_lane_state_machine_arn='l', bedrock_service_role_arn='r', model_ids=())\n"
+        "assert token_state_machine('any-token', targets) is None\n"
+        "assert 'moto.stepfunctions.parser.models' not in sys.modules, 'moto imported to look for the token'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
