@@ -149,6 +149,7 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
 # `--durations` of CI runs, 2026-12-03), then the rest of the end-to-end and integration suites, then the fast ones.
 SLOWEST_FILES = (
     "tests/e2e/test_tenant_isolation.py",
+    "tests/e2e/test_tenant_isolation_limited.py",
     "tests/e2e/test_folder_cli.py",
     "tests/e2e/test_demo.py",
     "tests/e2e/test_lambda_throttle.py",

@@ -63,6 +63,10 @@ def submit_to_the_pool(stack: Any, documents: list[tuple[int, dict[str, Any]]]) 
         job_id, _ = submit(pages, options=options, blank_every=BLANK_EVERY)
         assert job(job_id).status == "waiting_batch", (job_id, job(job_id).status)
         jobs[job_id] = pages
+    # Each park's event (rule job_parked) reaches the packer after the job is parked, through EventBridge:
+    # released before it arrived, the packer it wakes packs the pool before the test's own call does (it
+    # happened beside a second end-to-end run). Released once the gate has answered one per document.
+    wait_until(lambda: gate.calls >= len(jobs), timeout_s=60, what="every parked event to reach the held packer")
     gate.release()
     return jobs
 
