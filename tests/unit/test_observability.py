@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import warnings
 
 import pytest
 
 from batchlane.observability import metrics
+from tests.interpreter import in_a_fresh_interpreter
 
 
 @metrics.log_metrics
@@ -38,15 +37,11 @@ def test_with_metrics_on_each_invocation_prints_its_own_values_once(monkeypatch:
     assert lines[0]["_aws"]["CloudWatchMetrics"][0]["Namespace"] == "Batchlane"
 
 
-def _fresh_interpreter(code: str) -> None:
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-
-
 def test_the_pdf_modules_make_no_tracer_so_a_bounded_childs_fork_server_stays_light() -> None:
     """pdf.bounded's fork server (one per Lambda environment, started at its first bounded PDF operation)
     preloads batchlane.pdf.survey and .fit, which import this module for its logger: making a Tracer there
     imported the X-Ray SDK and botocore, ~0.3 s of CPU of the ~1 s that server took to start."""
-    _fresh_interpreter(
+    in_a_fresh_interpreter(
         "import sys, batchlane.pdf.survey, batchlane.pdf.fit\n"
         "assert 'aws_xray_sdk' not in sys.modules and 'botocore.client' not in sys.modules, 'the tracer was made'\n"
         "import batchlane.observability as o\n"

@@ -7,8 +7,6 @@ S3 and EventBridge are moto in-process; refused calls never reach it (the hook a
 from __future__ import annotations
 
 import concurrent.futures
-import subprocess
-import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +17,7 @@ from moto import mock_aws
 
 from batchlane_dev.local import iam
 from batchlane_dev.local.iam import GrantEnforcer, Targets, acting_as
+from tests.interpreter import in_a_fresh_interpreter
 
 REGION = "us-east-1"
 BUCKET = "offline-bucket"
@@ -270,9 +269,7 @@ def test_in_a_process_without_moto_no_execution_holds_a_token_and_moto_is_not_im
     code = (
         "import sys\n"
         "from batchlane_dev.local.iam import Targets, token_state_machine\n"
-        "targets = Targets(account_id='123456789012', region='us-east-1', bucket='b', conversion_state_machine_arn='c',"
-        " batch_lane_state_machine_arn='l', bedrock_service_role_arn='r', model_ids=())\n"
-        "assert token_state_machine('any-token', targets) is None\n"
+        f"assert token_state_machine('any-token', {TARGETS!r}) is None\n"
         "assert 'moto.stepfunctions.parser.models' not in sys.modules, 'moto imported to look for the token'\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    in_a_fresh_interpreter(code)

@@ -4,11 +4,9 @@ starting at once each importing them on two cores left B's first call to a new A
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 from batchlane_dev.local.lambda_runtime import WorkerPool
 from batchlane_dev.local.stack import PROCESS_FUNCTIONS
+from tests.interpreter import in_a_fresh_interpreter
 
 
 def test_every_worker_run_handler_imports_no_batchlane_module_its_fork_server_did_not() -> None:
@@ -23,4 +21,4 @@ def test_every_worker_run_handler_imports_no_batchlane_module_its_fork_server_di
         "late = sorted(m for m in set(sys.modules) - before if m.startswith('batchlane.'))\n"
         "assert not late, f'imported by a handler after the preload: {late}'\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    in_a_fresh_interpreter(code)
