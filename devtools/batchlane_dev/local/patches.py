@@ -37,6 +37,10 @@ call, where AWS's does not (issue 27: a folder of 10^4 files offline was quadrat
 9. A test that runs a retry ladder out for its count (tests/e2e/test_lambda_throttle.py) may run its waits
    ``StackOptions.retry_time_scale`` times faster: the Retrier's sleep is divided by it (1: as written, the
    default). The tries, their order and their outcome are moto's; only the seconds between them shrink.
+10. Two PUTs of one key at once (two executions of one lane writing the same summary): S3 answers both, the
+   last one wins. moto stores the second key and closes the first one's buffer while the first request still
+   computes its ETag from it: "I/O operation on closed file", a 500 that S3 never gives. Here a key's ETag is
+   computed when the key is made, from its own buffer (the same MD5 moto computes for the PUT's answer).
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ from botocore.client import BaseClient
 from moto.awslambda.exceptions import LambdaClientError
 from moto.awslambda_simple.models import LambdaSimpleBackend
 from moto.events.models import Rule
-from moto.s3.models import FakeTableStorageBucket, S3Backend
+from moto.s3.models import FakeKey, FakeTableStorageBucket, S3Backend
 from moto.s3.utils import _VersionedKeyStore
 from moto.stepfunctions.parser.asl.component.common.path import result_path
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
@@ -230,8 +234,19 @@ _cached_jsonpath_ext_parse = functools.lru_cache(maxsize=4096)(_original_jsonpat
 _cached_jsonpath_parse = functools.lru_cache(maxsize=4096)(_original_jsonpath_parse)
 
 
+_original_fake_key_init = FakeKey.__init__
+
+
+def _fake_key_init(self: FakeKey, *args: Any, **kwargs: Any) -> None:
+    """10. above: the ETag taken while the key's buffer is its own (a later PUT of the key disposes it)."""
+    _original_fake_key_init(self, *args, **kwargs)
+    _ = self.etag  # cached in _etag; a key made with its ETag (copies, multipart) reads nothing
+
+
 def _install_speedups() -> None:
     import sys
+
+    FakeKey.__init__ = _fake_key_init  # type: ignore[method-assign]
 
     AmazonStateLanguageParser.parse = staticmethod(_parse_definition)  # type: ignore[method-assign, assignment]
     LimitedStream.readall = _readall  # type: ignore[method-assign]

@@ -3,13 +3,14 @@ that does not grow with what the emulator holds. moto in-process (mock_aws), bot
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from typing import Any
 
 import boto3
 import pytest
 from moto import mock_aws
-from moto.s3.models import S3Backend
+from moto.s3.models import FakeKey, S3Backend
 from moto.s3.utils import _VersionedKeyStore
 
 from batchlane_dev.local import patches
@@ -183,3 +184,26 @@ def test_a_jsonpath_that_does_not_parse_fails_every_time() -> None:
     for _ in range(2):
         with pytest.raises(JsonPathParserError, match="Parse error"):
             patches._cached_jsonpath_ext_parse("$.[[")
+
+
+def test_a_put_overwritten_while_it_answers_still_has_its_etag(monkeypatch: pytest.MonkeyPatch) -> None:
+    """10.: two PUTs of one key at once. moto disposes the first key when the second is stored; the first
+    request then read its ETag from a closed buffer (a 500 S3 never gives). With the patch each key has it."""
+    monkeypatch.setattr(FakeKey, "__init__", patches._fake_key_init)
+    with mock_aws():
+        backend = S3Backend("us-east-1", "123456789012")
+        backend.create_bucket("race", "us-east-1")
+        first = backend.put_object("race", "summary.json", b'{"a": 1}')
+        backend.put_object("race", "summary.json", b'{"a": 2}')  # stored: the first key's buffer is closed
+        assert first.etag == '"' + hashlib.md5(b'{"a": 1}').hexdigest() + '"'  # S3's ETag of a single PUT is its MD5
+
+
+def test_without_the_patch_moto_fails_that_put(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(FakeKey, "__init__", patches._original_fake_key_init)
+    with mock_aws():
+        backend = S3Backend("us-east-1", "123456789012")
+        backend.create_bucket("race-unpatched", "us-east-1")
+        first = backend.put_object("race-unpatched", "summary.json", b'{"a": 1}')
+        backend.put_object("race-unpatched", "summary.json", b'{"a": 2}')
+        with pytest.raises(ValueError, match="closed file"):
+            _ = first.etag
