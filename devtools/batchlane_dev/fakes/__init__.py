@@ -15,6 +15,7 @@ from batchlane_dev.fakes.budgets import FakeBudgets
 from batchlane_dev.fakes.deliveries import FakeDeliveries
 from batchlane_dev.fakes.folder_jobs import FakeFolderJobs
 from batchlane_dev.fakes.jobs import FakeJobs
+from batchlane_dev.fakes.lanes import FakeLanes
 from batchlane_dev.fakes.ledger import FakeLedger
 
 
@@ -67,6 +68,10 @@ class FakeUnitOfWork:
     @property
     def deliveries(self) -> FakeDeliveries:
         return FakeDeliveries(self.state)
+
+    @property
+    def lanes(self) -> FakeLanes:
+        return FakeLanes(self.state)
 
     def __enter__(self) -> FakeUnitOfWork:
         if self._snapshot is not None:

@@ -7,6 +7,7 @@ after changing the environment; unit tests build a ``Services`` with in-memory f
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from batchlane.aws.bedrock_batch import BedrockBatchJobs
@@ -23,7 +24,7 @@ from batchlane.db.connection import Database, SecretConnection, connect_params_f
 from batchlane.db.secrets import SecretsManagerSource
 from batchlane.db.uow import PgUnitOfWork
 from batchlane.domain.cost import PriceTable
-from batchlane.ports import BatchJobs, Downloads, EventBus, ModelRuntime, ObjectStore, SigningSecret, Uploads, Workflows
+from batchlane.ports import BatchJobs, Downloads, EventBus, ModelRuntime, ObjectStore, SigningSecret, UnitOfWork, Uploads, Workflows
 
 
 @dataclass
@@ -36,9 +37,12 @@ class Services:
     prices: PriceTable
     batch_jobs: BatchJobs
     model_runtime: ModelRuntime
+    unit_of_work: Callable[[], UnitOfWork] | None = None  # unit tests: a fake's; else PostgreSQL's over ``db``
 
-    def uow(self) -> PgUnitOfWork:
-        """A unit of work over this process's database (batchlane.ports.UnitOfWork): use cases take this, not ``db``."""
+    def uow(self) -> UnitOfWork:
+        """A unit of work (batchlane.ports.UnitOfWork): use cases take this, never ``db``."""
+        if self.unit_of_work is not None:
+            return self.unit_of_work()
         return PgUnitOfWork(self.db)
 
     # Built on demand: only the API and the webhook functions use them (no client made elsewhere).

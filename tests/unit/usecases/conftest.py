@@ -1,12 +1,14 @@
-"""Use cases of the batch lane and the operations against in-memory fakes of the AWS ports.
+"""Use cases against in-memory fakes: the AWS ports (usecase_fakes) and, through ``svc_on_fakes``, the repositories
+(batchlane_dev.fakes, held to the PostgreSQL adapters by tests/contract).
 
-The database is the real embedded PostgreSQL (tests/conftest.py): the repositories are not
-behind a port yet (issue 11, point 2), and the guarded transitions are the rules under test.
+``svc`` still carries the real embedded PostgreSQL for the tests not yet moved onto the fake unit of work (issue 23,
+point 2); ``svc_on_fakes`` has no database at all: a use case that reaches for ``svc.db`` fails loudly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from usecase_fakes import BUCKET, MODEL, FakeBatchJobs, FakeBus, FakeWorkflows, MemoryStore, NoModelRuntime
@@ -15,11 +17,11 @@ from batchlane.config import Settings
 from batchlane.db import Database
 from batchlane.domain.cost import PriceTable
 from batchlane.runtime import Services
+from batchlane_dev.fakes import FakeUnitOfWork
 
 
-@pytest.fixture
-def svc(db: Database) -> Iterator[Services]:
-    settings = Settings(
+def _settings() -> Settings:
+    return Settings(
         batchlane_bucket=BUCKET,
         batch_conversion_s3_bucket=BUCKET,
         batch_conversion_role_arn="arn:aws:iam::123456789012:role/batch",
@@ -27,7 +29,11 @@ def svc(db: Database) -> Iterator[Services]:
         batchlane_model_id=MODEL,
         batchlane_time_scale=1.0,
     )
-    yield Services(
+
+
+def _services(db: Any, **extra: Any) -> Services:
+    settings = _settings()
+    return Services(
         settings=settings,
         db=db,
         store=MemoryStore(bucket=BUCKET),
@@ -36,4 +42,28 @@ def svc(db: Database) -> Iterator[Services]:
         prices=PriceTable(settings.batchlane_prices),
         batch_jobs=FakeBatchJobs(),
         model_runtime=NoModelRuntime(),
+        **extra,
     )
+
+
+@pytest.fixture
+def svc(db: Database) -> Iterator[Services]:
+    yield _services(db)
+
+
+class NoDatabase:
+    """Where a Database would be: any use raises, naming the rule it breaks."""
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"a use case reached for svc.db.{name}: use cases take the unit of work (svc.uow()), never the database")
+
+
+@pytest.fixture
+def fake_uow() -> FakeUnitOfWork:
+    """The fake unit of work whose state every ``svc_on_fakes.uow()`` shares (a test seeds and reads through it)."""
+    return FakeUnitOfWork()
+
+
+@pytest.fixture
+def svc_on_fakes(fake_uow: FakeUnitOfWork) -> Services:
+    return _services(NoDatabase(), unit_of_work=lambda: FakeUnitOfWork(fake_uow.state))

@@ -11,17 +11,15 @@ carries yet and whose job the pool has not let go (``pool_left_at``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.limits import RECORD_JSON_OVERHEAD_BYTES, SPLIT_PAGE_OVERHEAD_BYTES
 from batchlane.domain.pool import base_model_id
 from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobStatus, Transition
+from batchlane.ports import BatchRow, LaneOutcome, Member, PooledChunk, PoolRead, PurgeTarget
 
 # "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
 # will come from that job, so it ends like a terminal status (collect what exists).
@@ -29,83 +27,6 @@ LOST = BedrockJobStatus.LOST.value
 TERMINAL_BEDROCK_STATUSES = st.TERMINAL_BEDROCK_STATUSES
 IN_FLIGHT_STATES = st.IN_FLIGHT_BATCH_ROW_STATES
 _CLAIM_LOCK = 7_357_202  # the advisory lock that serialises packers
-
-
-@dataclass(frozen=True)
-class BatchRow:
-    """One conversion_batch_jobs row (0001_init.sql, 0008_batch_row_stopping.sql)."""
-
-    id: int
-    lane_id: str
-    job_id: str | None  # only on lanes written before the pool (one job per Bedrock job)
-    member_count: int
-    retry_of: int | None  # a retry batch: the lane whose failed records it sends again
-    state: str
-    end_state: str | None
-    reason: str | None
-    model_id: str
-    bedrock_job_arn: str | None
-    bedrock_job_name: str | None
-    bedrock_status: str | None
-    task_tokens: list[str]
-    record_count: int | None
-    input_bytes: int | None
-    accepted_count: int | None
-    fallback_count: int | None
-    manifest_key: str | None
-    output_uri: str | None
-    deadline: datetime | None
-    attempts: int
-    collect_attempts: int
-    cost_usd: Decimal | None
-    created_at: datetime
-    prepare_started_at: datetime | None
-    prepared_at: datetime | None
-    submitted_at: datetime | None
-    terminal_seen_at: datetime | None
-    collect_started_at: datetime | None
-    closed_at: datetime | None
-    resumed_at: datetime | None
-    updated_at: datetime
-
-    @property
-    def arn(self) -> str:
-        """The Bedrock job's ARN; only a row that was submitted has one."""
-        if self.bedrock_job_arn is None:
-            raise ValueError(f"lane {self.lane_id} ({self.state}) has no Bedrock job")
-        return self.bedrock_job_arn
-
-    @classmethod
-    def of(cls, row: Row) -> BatchRow:
-        values = {f.name: row[f.name] for f in fields(cls)}  # columns added later are not read here
-        job_id = str(row["job_id"]) if row["job_id"] is not None else None
-        return cls(**{**values, "lane_id": str(row["lane_id"]), "job_id": job_id, "task_tokens": list(row["task_tokens"] or [])})
-
-
-@dataclass(frozen=True)
-class PooledChunk:
-    """A chunk waiting in the pool, in the packer's fair order."""
-
-    job_id: str
-    model_id: str
-    chunk_index: int
-    pages: int
-    waited_s: float
-    source_bytes: int | None = None  # the chunk's source PDF (NULL: split before it was recorded)
-
-
-@dataclass(frozen=True)
-class Member:
-    """One batch_members row: a chunk of a job riding in a lane."""
-
-    batch_row_id: int
-    job_id: str
-    chunk_index: int
-    member_tag: str
-    pages: int
-    records: int | None
-    accepted: int | None
-    state: str
 
 
 def _one(db: Runner, sql: str, **params: Any) -> BatchRow | None:
@@ -204,18 +125,6 @@ def note_pooled(db: Runner, *, window_s: float) -> None:
         # to milliseconds, and a folder that starts a file every second is not stalled.
         window=max(float(window_s), FOLDER_STALL_S),
     )
-
-
-@dataclass(frozen=True)
-class PoolRead:
-    """What a packer turn read of the pool: per model, the fair-order prefix of its waiting chunks that fits
-    the model's page budget, whether chunks were left behind it, and the fewest pages and estimated bytes
-    of ANY waiting chunk of the model (read or not: the packing rule's "nothing would fit any more")."""
-
-    chunks: list[PooledChunk]
-    truncated: dict[str, bool]
-    smallest: dict[str, int]
-    lightest: dict[str, int]
 
 
 _UNBOUNDED = 2**62
@@ -474,16 +383,6 @@ def lanes_of_job(db: Runner, job_id: str) -> list[BatchRow]:
     )
 
 
-@dataclass(frozen=True)
-class LaneOutcome:
-    """Where a parked job stands with the lanes: ``settled`` when none still carries it and the pool has
-    nothing more for it (every chunk rode, or the pool let it go)."""
-
-    settled: bool
-    accepted: int
-    lanes: int
-
-
 def job_lane_outcome(db: Runner, job_id: str) -> LaneOutcome:
     row = db.one(
         """SELECT
@@ -684,16 +583,6 @@ def rows_preparing_since(db: Runner, *, older_than_hours: float) -> list[BatchRo
     )
 
 
-@dataclass(frozen=True)
-class PurgeTarget:
-    """A member of a closed lane whose page content is to be removed (its files are shared with nobody)."""
-
-    batch_row_id: int
-    lane_id: str
-    job_id: str
-    member_tag: str
-
-
 def members_to_purge(db: Runner, *, job_ids: list[str] | None = None, limit: int = 200) -> list[PurgeTarget]:
     """Members of closed lanes not yet purged: those of ``job_ids``, or (None) of every deleted file."""
     rows = db.run(
@@ -715,3 +604,150 @@ def mark_purged(db: Runner, target: PurgeTarget) -> None:
         row=target.batch_row_id,
         job=target.job_id,
     )
+
+
+class PgLanes:
+    """batchlane.ports.LaneRepository on PostgreSQL: the functions above, over one Runner (a unit of work's)."""
+
+    def __init__(self, runner: Runner) -> None:
+        self._runner = runner
+
+    def add_task_token(self, lane_id: str, token: str) -> BatchRow | None:
+        return add_task_token(self._runner, lane_id, token)
+
+    def close(
+        self,
+        lane_id: str,
+        move: Transition,
+        *,
+        end_state: str,
+        reason: str | None = None,
+        accepted: int = 0,
+        fallback: int = 0,
+        cost_usd: Decimal | None = None,
+    ) -> BatchRow | None:
+        return close(self._runner, lane_id, move, end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost_usd)
+
+    def count_past_deadline(self) -> int:
+        return count_past_deadline(self._runner)
+
+    def get_row(self, lane_id: str) -> BatchRow | None:
+        return get_row(self._runner, lane_id)
+
+    def get_row_by_id(self, row_id: int) -> BatchRow | None:
+        return get_row_by_id(self._runner, row_id)
+
+    def has_packed_members(self, row_id: int) -> bool:
+        return has_packed_members(self._runner, row_id)
+
+    def in_flight_by_base_model(self) -> dict[str, int]:
+        return in_flight_by_base_model(self._runner)
+
+    def in_flight_by_model(self) -> dict[str, int]:
+        return in_flight_by_model(self._runner)
+
+    def insert_lane(self, *, lane_id: str, model_id: str, deadline_hours: float, chunks: list[tuple[str, int, int]]) -> BatchRow:
+        return insert_lane(self._runner, lane_id=lane_id, model_id=model_id, deadline_hours=deadline_hours, chunks=chunks)
+
+    def insert_retry_lane(
+        self,
+        *,
+        lane_id: str,
+        retry_of: int,
+        model_id: str,
+        deadline_hours: float,
+        manifest_key: str,
+        input_bytes: int,
+        members: list[tuple[str, int, str, int]],
+    ) -> BatchRow | None:
+        return insert_retry_lane(
+            self._runner,
+            lane_id=lane_id,
+            retry_of=retry_of,
+            model_id=model_id,
+            deadline_hours=deadline_hours,
+            manifest_key=manifest_key,
+            input_bytes=input_bytes,
+            members=members,
+        )
+
+    def job_deadlines(self, job_ids: list[str]) -> dict[str, str | None]:
+        return job_deadlines(self._runner, job_ids)
+
+    def job_lane_outcome(self, job_id: str) -> LaneOutcome:
+        return job_lane_outcome(self._runner, job_id)
+
+    def lanes_of_job(self, job_id: str) -> list[BatchRow]:
+        return lanes_of_job(self._runner, job_id)
+
+    def leave_lanes(self, job_id: str) -> list[BatchRow]:
+        return leave_lanes(self._runner, job_id)
+
+    def leave_pool(self, job_ids: list[str], *, reason: str) -> list[str]:
+        return leave_pool(self._runner, job_ids, reason=reason)
+
+    def lock_claims(self) -> None:
+        return lock_claims(self._runner)
+
+    def lock_row(self, lane_id: str) -> BatchRow | None:
+        return lock_row(self._runner, lane_id)
+
+    def mark_purged(self, target: PurgeTarget) -> None:
+        return mark_purged(self._runner, target)
+
+    def mark_stopping(self, lane_id: str, *, reason: str) -> BatchRow | None:
+        return mark_stopping(self._runner, lane_id, reason=reason)
+
+    def mark_submitted(self, lane_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> BatchRow | None:
+        return mark_submitted(self._runner, lane_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=deadline_hours)
+
+    def member_job_ids(self, row_id: int) -> list[str]:
+        return member_job_ids(self._runner, row_id)
+
+    def members(self, row_id: int, *, state: str | None = None) -> list[Member]:
+        return members(self._runner, row_id, state=state)
+
+    def members_to_purge(self, *, job_ids: list[str] | None = None, limit: int = 200) -> list[PurgeTarget]:
+        return members_to_purge(self._runner, job_ids=job_ids, limit=limit)
+
+    def note_pooled(self, *, window_s: float) -> None:
+        return note_pooled(self._runner, window_s=window_s)
+
+    def pool_chunks(self) -> list[PooledChunk]:
+        return pool_chunks(self._runner)
+
+    def preparing_lanes(self) -> list[tuple[str, int]]:
+        return preparing_lanes(self._runner)
+
+    def read_pool(self, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
+        return read_pool(self._runner, budgets=budgets, default_budget=default_budget)
+
+    def record_accepted(self, row_id: int, accepted: dict[tuple[str, int], int]) -> None:
+        return record_accepted(self._runner, row_id, accepted)
+
+    def record_member_records(self, row_id: int, counts: dict[tuple[str, int], int]) -> None:
+        return record_member_records(self._runner, row_id, counts)
+
+    def record_prepared(self, lane_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> BatchRow | None:
+        return record_prepared(self._runner, lane_id, record_count=record_count, input_bytes=input_bytes, manifest_key=manifest_key)
+
+    def record_status(self, arn: str, status: str) -> BatchRow | None:
+        return record_status(self._runner, arn, status)
+
+    def rows_preparing_since(self, *, older_than_hours: float) -> list[BatchRow]:
+        return rows_preparing_since(self._runner, older_than_hours=older_than_hours)
+
+    def rows_stopping(self, *, limit: int = 200) -> list[BatchRow]:
+        return rows_stopping(self._runner, limit=limit)
+
+    def rows_waiting(self, *, limit: int = 200) -> list[BatchRow]:
+        return rows_waiting(self._runner, limit=limit)
+
+    def set_reason(self, lane_id: str, reason: str) -> BatchRow | None:
+        return set_reason(self._runner, lane_id, reason)
+
+    def stamp(self, lane_id: str, column: str) -> None:
+        return stamp(self._runner, lane_id, column)
+
+    def stranded_job_ids(self, *, older_than_s: float) -> list[str]:
+        return stranded_job_ids(self._runner, older_than_s=older_than_s)

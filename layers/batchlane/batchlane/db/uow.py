@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
+from batchlane.db.batch_rows import PgLanes
 from batchlane.db.budgets import PgBudgets
 from batchlane.db.connection import Database, Transaction
 from batchlane.db.deliveries import PgDeliveries
@@ -46,6 +47,10 @@ class PgUnitOfWork:
     @property
     def deliveries(self) -> PgDeliveries:
         return PgDeliveries(self.runner)
+
+    @property
+    def lanes(self) -> PgLanes:
+        return PgLanes(self.runner)
 
     def __enter__(self) -> PgUnitOfWork:
         if self._tx_context is not None:
