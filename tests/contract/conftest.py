@@ -7,8 +7,8 @@ other; the fake cannot drift from the SQL. ``-k fake`` runs them with no server.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,19 +29,10 @@ def uow(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 @pytest.fixture
 def new_lane(uow: Any) -> Any:
-    """A lane's batch row id for ledger rows to point at, carrying one chunk of a job (the lanes have no repository yet: on PostgreSQL the
-    row is written by db/batch_rows.insert_lane, the foreign key the ledger's batch rows need; the fake needs none)."""
-    from batchlane_dev.fakes import FakeUnitOfWork
-
-    made: list[int] = []
+    """A lane's batch row id for ledger rows to point at (the foreign key the ledger's batch rows need), carrying one chunk of a job."""
 
     def make(job_id: str, chunk_index: int = 0) -> int:
-        if isinstance(uow, FakeUnitOfWork):
-            made.append(len(made) + 1)
-            return made[-1]
-        from batchlane.db import batch_rows
-
-        return batch_rows.insert_lane(uow.runner, lane_id=str(uuid.uuid4()), model_id="model-a", deadline_hours=24, chunks=[(job_id, chunk_index, 2)]).id
+        return int(uow.lanes.insert_lane(lane_id=str(uuid.uuid4()), model_id="model-a", deadline_hours=24, chunks=[(job_id, chunk_index, 2)]).id)
 
     return make
 
@@ -52,3 +43,15 @@ def now(uow: Any) -> datetime:
     from batchlane_dev.fakes import FakeUnitOfWork
 
     return uow.state.clock.now() if isinstance(uow, FakeUnitOfWork) else datetime.now(UTC)
+
+
+@pytest.fixture
+def tick(uow: Any) -> Callable[[], None]:
+    """A moment passes between two writes: the fake's clock moves a second, PostgreSQL's now() moves by itself."""
+    from batchlane_dev.fakes import FakeUnitOfWork
+
+    def step() -> None:
+        if isinstance(uow, FakeUnitOfWork):
+            uow.state.clock.at += timedelta(seconds=1)
+
+    return step

@@ -208,3 +208,77 @@ def test_a_turns_live_counts_are_the_queued_and_processing_files_each_up_to_the_
     assert uow.folder_jobs.live_counts(job_id, cap=2) == (2, 2), "counted up to the cap only"
     counts = uow.folder_jobs.counts(job_id)
     assert (counts.queued, counts.processing) == (3, 3), "the status read model keeps the exact numbers"
+
+
+# -- what joins the conversion jobs (a turn's reads) --------------------------------------------------------------------
+def _conversion(uow: Any, owner: str, *, status: str = st.JobStatus.PENDING) -> tuple[str, str]:
+    """A conversion job (pending, 4 pages) of a folder file read where it lies: (file id, job id)."""
+    from batchlane.pdf.split import plan_chunks
+
+    source = uow.folder_jobs.insert_source_file(owner_id=owner, name="a.pdf", bucket="in", key=f"a/{uuid.uuid4().hex}.pdf", size_bytes=10)
+    job = uow.jobs.insert_job(
+        file_id=source.id, owner_id=owner, status=status, options={}, model_id="model-a", total_pages=4, pages_per_chunk=2, chunks=plan_chunks(4, 2)
+    )
+    return source.id, job.id
+
+
+def _started(uow: Any, job_id: str, key: str, owner: str, *, status: str = st.JobStatus.PENDING, lane_reason: str | None = None) -> str:
+    """``key`` claimed and its conversion opened (in ``status``); the conversion job's id."""
+    _files(uow, job_id, key)
+    assert [f.source_key for f in uow.folder_jobs.claim_queued(job_id, 10)] == [key]
+    file_id, conversion = _conversion(uow, owner, status=status)
+    uow.folder_jobs.attach_conversion(job_id, key, file_id=file_id, conversion_job_id=conversion, lane_reason=lane_reason)
+    return conversion
+
+
+def test_a_folder_file_is_a_files_row_read_where_it_lies(uow: Any) -> None:
+    row = uow.folder_jobs.insert_source_file(owner_id="u-src", name="a.pdf", bucket="their-bucket", key="in/a.pdf", size_bytes=42)
+    assert (row.owner_id, row.name, row.s3_key, row.size_bytes, row.source_bucket, row.status, row.deleted_at) == (
+        "u-src", "a.pdf", "in/a.pdf", 42, "their-bucket", "uploaded", None,
+    )  # fmt: skip
+    assert uow.jobs.get_file(row.id) == row
+
+
+def test_ended_conversions_are_the_processing_files_whose_job_ended_in_key_order(uow: Any) -> None:
+    owner = f"u-{uuid.uuid4().hex[:8]}"
+    job_id = _job(uow, owner)
+    running = _started(uow, job_id, "c.pdf", owner)
+    done = _started(uow, job_id, "b.pdf", owner, lane_reason="priority_high")
+    failed = _started(uow, job_id, "a.pdf", owner)
+    assert uow.jobs.move_job(done, st.start()) is not None
+    assert uow.jobs.move_job(done, st.assemble()) is not None
+    assert uow.jobs.move_job(done, st.settle(), total_cost_usd=Decimal("0.25"), pages_batch=3, markdown_key="jobs/x/result.md") is not None
+    assert uow.jobs.move_job(failed, st.fail(), error_id="PDF_ENCRYPTED", error_message="locked") is not None
+    ended = uow.folder_jobs.ended_conversions(job_id)
+    assert [(e.source_key, e.conversion_job_id, e.job_status) for e in ended] == [("a.pdf", failed, "failed"), ("b.pdf", done, "completed")]
+    a, b = ended
+    assert (a.job_error_id, a.job_error_message, a.attempts, a.lane_reason, a.output_key) == ("PDF_ENCRYPTED", "locked", 1, None, "md/a.pdf.md")
+    assert (b.total_pages, b.pages_batch, b.total_cost_usd, b.markdown_key, b.lane_reason, b.pool_reason) == (
+        4, 3, Decimal("0.25"), "jobs/x/result.md", "priority_high", None,
+    )  # fmt: skip
+    assert running not in {e.conversion_job_id for e in ended}
+    uow.folder_jobs.finish_file(job_id, "a.pdf", status="failed", error_id="PDF_ENCRYPTED")
+    assert [e.source_key for e in uow.folder_jobs.ended_conversions(job_id)] == ["b.pdf"]  # a settled file is no longer processing
+
+
+def test_files_parked_for_the_batch_lane_hold_no_in_flight_place(uow: Any) -> None:
+    owner = f"u-{uuid.uuid4().hex[:8]}"
+    job_id = _job(uow, owner)
+    parked = _started(uow, job_id, "a.pdf", owner, status=st.JobStatus.WAITING_BATCH)
+    _started(uow, job_id, "b.pdf", owner)
+    _files(uow, job_id, "c.pdf")
+    assert [f.source_key for f in uow.folder_jobs.claim_queued(job_id, 10)] == ["c.pdf"]  # claimed, its conversion not opened yet
+    _files(uow, job_id, "d.pdf")  # queued: not in flight
+    assert uow.folder_jobs.parked_conversions(job_id) == [parked]
+    assert uow.folder_jobs.count_processing(job_id) == 2  # b.pdf converting, c.pdf starting; a.pdf waits in the pool
+    assert uow.folder_jobs.live_counts(job_id, cap=100) == (1, 3)  # the job's own status still counts a.pdf as processing
+    assert uow.folder_jobs.parked_conversions(_job(uow, owner)) == []
+
+
+def test_live_folder_jobs_unchanged_for_long_are_swept_and_ended_ones_never(uow: Any) -> None:
+    live, ended = _job(uow), _job(uow)
+    uow.folder_jobs.move(ended, st.folder_job("fail"), error_id="FOLDER_EMPTY", error_message="empty")
+    swept = {j.id for j in uow.folder_jobs.live_unchanged(unchanged_for_s=0, limit=100_000)}
+    assert live in swept and ended not in swept
+    assert live not in {j.id for j in uow.folder_jobs.live_unchanged(unchanged_for_s=3600, limit=100_000)}
+    assert len(uow.folder_jobs.live_unchanged(unchanged_for_s=0, limit=1)) == 1

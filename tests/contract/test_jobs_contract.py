@@ -15,6 +15,7 @@ import pytest
 from batchlane.domain import status as st
 from batchlane.domain.status import ChunkStatus, Entity, FileStatus, JobStatus
 from batchlane.pdf.split import plan_chunks
+from batchlane.ports import UniqueViolation
 
 OWNER = "owner-jobs-contract"
 
@@ -163,10 +164,11 @@ def test_jobs_in_a_status_unchanged_for_long_are_the_stalled_ones(uow: Any) -> N
 def test_a_second_live_job_of_one_file_is_refused(uow: Any) -> None:
     job_id = _job(uow)
     file_id = str(uow.jobs.get_job(job_id).file_id)
-    with pytest.raises(Exception):  # the unique index's error (pg8000's) or the fake's ValueError
+    with pytest.raises(UniqueViolation) as refused:  # what the API answers 409 CONVERSION_IN_PROGRESS on
         uow.jobs.insert_job(
             file_id=file_id, owner_id=OWNER, status=JobStatus.PENDING, options={}, model_id="m", total_pages=2, pages_per_chunk=2, chunks=plan_chunks(2, 2)
         )
+    assert refused.value.constraint == "one_live_job_per_file"
 
 
 # -- chunks --------------------------------------------------------------------------------
@@ -306,3 +308,45 @@ def test_a_parked_job_is_due_once_its_deadline_is_within_the_margin_soonest_firs
     due = [job_id for job_id in uow.jobs.jobs_due(margin_s=margin.total_seconds()) if job_id in {soon, past, later, undated, not_parked}]
     assert due == [past, soon]
     assert [j for j in uow.jobs.jobs_due(margin_s=3 * margin.total_seconds()) if j in {soon, past, later}] == [past, soon, later]
+
+
+def test_live_jobs_are_counted_per_status_and_finished_ones_not_at_all(uow: Any) -> None:
+    """The sweeper's JobsByState gauge: each live status counts its jobs; a finished job is in no count."""
+    before = uow.jobs.count_live_by_status()
+    _job(uow)
+    _job(uow, status=JobStatus.WAITING_BATCH)
+    _job(uow, status=JobStatus.WAITING_BATCH)
+    _processing(uow)
+    _completed(uow)
+    after = uow.jobs.count_live_by_status()
+    assert after.get(JobStatus.PENDING, 0) - before.get(JobStatus.PENDING, 0) == 1
+    assert after.get(JobStatus.WAITING_BATCH, 0) - before.get(JobStatus.WAITING_BATCH, 0) == 2
+    assert after.get(JobStatus.PROCESSING, 0) - before.get(JobStatus.PROCESSING, 0) == 1
+    assert JobStatus.COMPLETED not in after and JobStatus.CANCELLED not in after
+    assert all(count > 0 for count in after.values())
+
+
+def test_a_deleted_file_is_stamped_once(uow: Any) -> None:
+    file_id = _file(uow)
+    uow.jobs.mark_file_deleted(file_id)
+    deleted = uow.jobs.get_file(file_id).deleted_at
+    assert deleted is not None
+    uow.jobs.mark_file_deleted(file_id)
+    assert uow.jobs.get_file(file_id).deleted_at == deleted
+    uow.jobs.mark_file_deleted(str(uuid.uuid4()))  # no such file: nothing to do
+
+
+def test_the_sweep_reads_unchanged_jobs_in_its_statuses_but_never_a_settled_pause(uow: Any) -> None:
+    """The recovery sweep's candidates: a pause already settled waits for its owner, its workflow ended on purpose."""
+    pending, processing, done = _job(uow), _processing(uow), _completed(uow)
+    paused, settled = _processing(uow), _processing(uow)
+    assert uow.jobs.move_job(paused, st.pause_budget()) is not None
+    assert uow.jobs.move_job(settled, st.pause_budget(), pause_settled=True) is not None
+    statuses = [JobStatus.PENDING, JobStatus.PROCESSING, JobStatus.PAUSED_BUDGET]
+    swept = {job.id for job in uow.jobs.jobs_to_sweep(statuses, unchanged_for_s=0, limit=100_000)}
+    assert {pending, processing, paused} <= swept
+    assert not {done, settled} & swept
+    assert not {pending, processing, paused} & {job.id for job in uow.jobs.jobs_to_sweep(statuses, unchanged_for_s=3600, limit=100_000)}
+    assert pending not in {job.id for job in uow.jobs.jobs_to_sweep([JobStatus.PROCESSING], unchanged_for_s=0, limit=100_000)}
+    assert len(uow.jobs.jobs_to_sweep(statuses, unchanged_for_s=0, limit=2)) == 2
+    assert uow.jobs.jobs_to_sweep(statuses, unchanged_for_s=0, limit=0) == []

@@ -205,18 +205,19 @@ def test_holds_close_once(db):
 def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
     """The one resume transaction (the lane's resume and process now share it)."""
     from batchlane.batch.resume import leave_batch_lane
+    from batchlane.db.uow import PgUnitOfWork
 
     job_id = make_job(db, status="waiting_batch")
     ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=30)
-    with db.transaction() as tx:
-        assert leave_batch_lane(tx, job_id, primed=True, batch_cost_usd=Decimal("0.5"), hold_hours=6)
+    with PgUnitOfWork(db) as uow:
+        assert leave_batch_lane(uow, job_id, primed=True, batch_cost_usd=Decimal("0.5"), hold_hours=6)
     job = job_repo.get_job(db, job_id)
     assert (job.status, job.batch_primed, job.batch_cost_usd) == ("pending", True, Decimal("0.5"))
     assert {c.status for c in job_repo.get_chunks(db, job_id)} == {"pending"}
     hold = db.one("SELECT expires_at < now() + interval '7 hours' AS back FROM funds_holds WHERE job_id = CAST(:id AS uuid)", id=job_id)
     assert hold["back"], "the hold is back to the on-demand window"
-    with db.transaction() as tx:
-        assert not leave_batch_lane(tx, job_id, primed=False, hold_hours=6), "a job no longer parked stays as it is"
+    with PgUnitOfWork(db) as uow:
+        assert not leave_batch_lane(uow, job_id, primed=False, hold_hours=6), "a job no longer parked stays as it is"
     assert job_repo.get_job(db, job_id).batch_primed is True
 
 

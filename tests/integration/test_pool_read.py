@@ -3,10 +3,12 @@ only the fair-order prefix it can pack, and plans what a read of the whole pool 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,6 +21,8 @@ from batchlane.db import jobs as job_repo
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks
+from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.lanes import lane_rows
 
 MAX_RECORDS = 400
 QUOTA = 3
@@ -98,8 +102,8 @@ def test_the_bounded_turn_sends_the_same_bedrock_jobs_as_a_read_of_the_whole_poo
     backlog(db, rng, jobs=rng.choice([5, 40, 120]), model=model, owners=owners)
     with rolled_back(db) as tx:  # both plans read from the same pool, at the same now()
         whole = rows.read_pool(tx)
-        bounded = plan_turn(tx, SETTINGS, bounded=True)
-        unbounded = plan_turn(tx, SETTINGS, bounded=False)
+        bounded = plan_turn(rows.PgLanes(tx), SETTINGS, bounded=True)
+        unbounded = plan_turn(rows.PgLanes(tx), SETTINGS, bounded=False)
     [b], [u] = ours(bounded, model), ours(unbounded, model)
     assert b.bedrock_jobs == u.bedrock_jobs, "the same lanes, chunk for chunk"
     assert set(b.leave) <= set(u.leave), "nobody is let go that the whole pool would keep"
@@ -130,7 +134,7 @@ def test_a_turn_reads_and_locks_a_bounded_part_of_the_pool_whatever_the_backlog(
         for jobs in (150, 450):  # the second backlog is four times the first
             backlog(db, random.Random(jobs), jobs=jobs - (150 if seen else 0), model=model, owners=owners)
             with rolled_back(db) as tx:
-                plan_turn(tx, SETTINGS, bounded=True)
+                plan_turn(rows.PgLanes(tx), SETTINGS, bounded=True)
                 read = rows.read_pool(tx, budgets={model: budget})
                 mine = [c for c in read.chunks if c.model_id == model]
                 # what the turn holds locked, counted from another connection: the model's parked jobs it cannot take
@@ -150,3 +154,79 @@ def test_a_turn_reads_and_locks_a_bounded_part_of_the_pool_whatever_the_backlog(
         assert seen[1][4] > 2 * seen[0][4] and seen[1][2] <= 2 * seen[0][2], "the backlog grew; what a turn reads did not follow it"
     finally:
         other.close()
+
+
+def _specs(rng: random.Random, *, jobs: int, owners: list[str]) -> list[dict[str, Any]]:
+    """A backlog as data, to be written twice: owners, sizes, unknown chunk sizes, waits and distinct ages (no tie
+    of created_at, where the order falls back on ids that differ between the two sides)."""
+    ages = rng.sample(range(86_400), jobs)
+    specs = []
+    for age in ages:
+        pages = rng.randint(1, 300)
+        spans = plan_chunks(pages, 50)
+        sizes = {s.index: rng.choice([2_000, 40_000, 90_000]) for s in spans if rng.random() < 0.8}
+        specs.append({"owner": rng.choice(owners), "pages": pages, "spans": spans, "sizes": sizes, "waited": rng.choice([0, 600, 1800, 7200]), "age": age})
+    return specs
+
+
+def _on_postgres(db: Database, specs: list[dict[str, Any]], model: str) -> list[str]:
+    made = []
+    with db.transaction() as tx:
+        for spec in specs:
+            file_row = job_repo.insert_file(tx, owner_id=spec["owner"], name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+            job = job_repo.insert_job(
+                tx, file_id=str(file_row.id), owner_id=spec["owner"], status="waiting_batch", options={}, model_id=model, total_pages=spec["pages"],
+                pages_per_chunk=50, chunks=[],
+            )  # fmt: skip
+            job_repo.insert_chunks(tx, str(job.id), spec["spans"], status="waiting_batch", chunk_bytes=spec["sizes"])
+            tx.run(
+                "UPDATE large_conversion_jobs SET pooled_at = now() - make_interval(secs => :s), created_at = now() - make_interval(secs => :c) WHERE id = CAST(:id AS uuid)",
+                s=spec["waited"],
+                c=spec["age"],
+                id=str(job.id),
+            )
+            made.append(str(job.id))
+        rows.insert_lane(tx, lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(made[0], 0, 50)])
+    return made
+
+
+def _in_memory(specs: list[dict[str, Any]], model: str) -> tuple[FakeUnitOfWork, list[str]]:
+    uow, made = FakeUnitOfWork(), []
+    now = uow.state.clock.now()
+    for spec in specs:
+        file_row = uow.jobs.insert_file(owner_id=spec["owner"], name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+        job = uow.jobs.insert_job(
+            file_id=file_row.id, owner_id=spec["owner"], status="splitting", options={}, model_id=model, total_pages=0, pages_per_chunk=50, chunks=[]
+        )
+        parked = uow.jobs.finish_split(job.id, parked=True, total_pages=spec["pages"], chunks=spec["spans"], chunk_bytes=spec["sizes"])
+        assert parked is not None
+        uow.jobs.put_job(dataclasses.replace(parked, created_at=now - timedelta(seconds=spec["age"])))
+        lane_rows(uow.state).pooled_at[job.id] = now - timedelta(seconds=spec["waited"])
+        made.append(job.id)
+    uow.lanes.insert_lane(lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(made[0], 0, 50)])
+    return uow, made
+
+
+def _seen(read: Any, model: str, made: list[str]) -> tuple[Any, ...]:
+    """A read of the pool in terms both sides share: each job by its place in the backlog, waits to the minute."""
+    index = {job_id: n for n, job_id in enumerate(made)}
+    chunks = [(index[c.job_id], c.chunk_index, c.pages, c.source_bytes, round(c.waited_s / 60)) for c in read.chunks if c.model_id == model]
+    return chunks, read.truncated.get(model), read.smallest.get(model), read.lightest.get(model)
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_the_fake_reads_the_pool_as_the_sql_does(db, seed):
+    """The in-memory LaneRepository (batchlane_dev.fakes.pool) and read_pool's SQL: the same fair order, the same
+    prefix under a budget, the same truncated / smallest / lightest, on a backlog of every shape."""
+    rng = random.Random(seed)
+    model = f"m-fake-{uuid.uuid4().hex[:8]}"
+    owners = [f"owner-{uuid.uuid4().hex[:8]}" for _ in range(rng.randint(1, 6))]
+    specs = _specs(rng, jobs=rng.choice([5, 40, 120]), owners=owners)
+    on_pg = _on_postgres(db, specs, model)
+    fake, in_memory = _in_memory(specs, model)
+    budget = rng.choice([50, 400, 2_000])
+
+    for kwargs in ({}, {"budgets": {model: budget}}, {"budgets": {}, "default_budget": budget}, {"budgets": {model: 0}}):
+        sql = rows.read_pool(db, **kwargs)
+        assert _seen(fake.lanes.read_pool(**kwargs), model, in_memory) == _seen(sql, model, on_pg), kwargs
+    assert fake.lanes.in_flight_by_model() == {model: 1} and rows.in_flight_by_model(db)[model] == 1

@@ -12,11 +12,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batchlane_dev.fakes.budgets import FakeBudgets
+from batchlane_dev.fakes.caps import FakeCaps
 from batchlane_dev.fakes.deliveries import FakeDeliveries
 from batchlane_dev.fakes.folder_jobs import FakeFolderJobs
 from batchlane_dev.fakes.jobs import FakeJobs
 from batchlane_dev.fakes.lanes import FakeLanes
 from batchlane_dev.fakes.ledger import FakeLedger
+from batchlane_dev.fakes.page_forms import FakePageForms
+from batchlane_dev.fakes.rate_limits import FakeRateLimits
+from batchlane_dev.fakes.read_model import FakeReads
+from batchlane_dev.fakes.retries import FakeRetries
+from batchlane_dev.fakes.service_tiers import FakeServiceTiers
 
 
 class FakeClock:
@@ -48,6 +54,7 @@ class FakeUnitOfWork:
         self.state = state or FakeState()
         self._snapshot: dict[str, Any] | None = None
         self.commits = 0
+        self.connection_checks = 0
 
     @property
     def jobs(self) -> FakeJobs:
@@ -72,6 +79,33 @@ class FakeUnitOfWork:
     @property
     def lanes(self) -> FakeLanes:
         return FakeLanes(self.state)
+
+    @property
+    def page_forms(self) -> FakePageForms:
+        return FakePageForms(self.state)
+
+    @property
+    def retries(self) -> FakeRetries:
+        return FakeRetries(self.state)
+
+    @property
+    def reads(self) -> FakeReads:
+        return FakeReads(self.state)
+
+    @property
+    def caps(self) -> FakeCaps:
+        return FakeCaps(self.state)
+
+    @property
+    def rate_limits(self) -> FakeRateLimits:
+        return FakeRateLimits(self.state)
+
+    @property
+    def service_tiers(self) -> FakeServiceTiers:
+        return FakeServiceTiers(self.state)
+
+    def check_connection(self) -> None:
+        self.connection_checks += 1  # no connection to lose; counted, so a test sees the check was made
 
     def __enter__(self) -> FakeUnitOfWork:
         if self._snapshot is not None:

@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from batchlane.domain import status as st
-from batchlane.domain.status import Entity, FolderFileStatus, Transition
-from batchlane.ports import FolderCounts, FolderFile, FolderJob, NewFolderFile
+from batchlane.domain.status import Entity, FolderFileStatus, JobStatus, Transition
+from batchlane.ports import EndedConversion, FileRow, FolderCounts, FolderFile, FolderJob, NewFolderFile
+from batchlane_dev.fakes.jobs import FakeJobs
 
 _ENDED_FILE = (FolderFileStatus.COMPLETED.value, FolderFileStatus.FAILED.value, FolderFileStatus.SKIPPED.value)
 _FINISH = {"completed": "complete", "failed": "fail", "skipped": "skip"}
 _NEVER_REQUEUED = ("OUTPUT_COLLISION", "NOT_PDF")
+_ENDED_JOB = (JobStatus.COMPLETED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
 
 
 @dataclass
@@ -240,3 +244,44 @@ class FakeFolderJobs:
 
     def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:
         return [f for f in self._files(job_id) if (status is None or f.status == status) and (after is None or f.source_key > after)][:limit]
+
+    # -- what joins the conversion jobs and the files ----------------------------------------
+    def _conversions(self, job_id: str) -> list[tuple[FolderFile, Any]]:
+        """Processing files joined with their conversion job (a file whose job is not there drops out, as in the JOIN)."""
+        jobs = FakeJobs(self.state)
+        pairs = [(f, jobs.get_job(f.conversion_job_id)) for f in self._files(job_id) if f.status == "processing" and f.conversion_job_id]
+        return [(f, job) for f, job in pairs if job is not None]
+
+    def _pool_reason(self, conversion_job_id: str) -> str | None:
+        lanes = self.state.parts.get("lanes")  # large_conversion_jobs.lane_reason lives with the fake lanes (leave_pool sets it)
+        return getattr(lanes, "lane_reason", {}).get(conversion_job_id)
+
+    def ended_conversions(self, job_id: str) -> list[EndedConversion]:
+        return [self._ended(f, job) for f, job in self._conversions(job_id) if job.status in _ENDED_JOB]
+
+    def _ended(self, f: FolderFile, job: Any) -> EndedConversion:
+        return EndedConversion(
+            source_key=f.source_key, output_key=f.output_key, attempts=f.attempts, lane_reason=f.lane_reason, conversion_job_id=job.id,
+            job_status=job.status, total_pages=job.total_pages, pages_failed=job.pages_failed, pages_batch=job.pages_batch,
+            total_cost_usd=job.total_cost_usd, job_error_id=job.error_id, job_error_message=job.error_message, markdown_key=job.markdown_key,
+            pool_reason=self._pool_reason(job.id),
+        )  # fmt: skip
+
+    def parked_conversions(self, job_id: str) -> list[str]:
+        return [job.id for _, job in self._conversions(job_id) if job.status == JobStatus.WAITING_BATCH]
+
+    def count_processing(self, job_id: str) -> int:
+        jobs = FakeJobs(self.state)
+        processing = [f for f in self._files(job_id) if f.status == "processing"]
+        # LEFT JOIN: a file with no conversion (or a vanished one) holds capacity; one parked in the pool does not
+        parked = [f for f in processing if f.conversion_job_id and (job := jobs.get_job(f.conversion_job_id)) and job.status == JobStatus.WAITING_BATCH]
+        return len(processing) - len(parked)
+
+    def insert_source_file(self, *, owner_id: str, name: str, bucket: str, key: str, size_bytes: int) -> FileRow:
+        jobs = FakeJobs(self.state)
+        return jobs.put_file(dataclasses.replace(jobs.insert_file(owner_id=owner_id, name=name, s3_key=key, size_bytes=size_bytes), source_bucket=bucket))
+
+    def live_unchanged(self, *, unchanged_for_s: float, limit: int) -> list[FolderJob]:
+        cutoff = self._now() - timedelta(seconds=unchanged_for_s)  # <=: PostgreSQL's now() is a later statement's
+        due = [j for j in self._rows.jobs.values() if j.status in st.LIVE_FOLDER_JOB_STATUSES and j.finished_at is None and j.updated_at <= cutoff]
+        return random.sample(due, min(len(due), max(limit, 0)))  # ORDER BY random() LIMIT

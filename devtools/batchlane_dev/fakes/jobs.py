@@ -7,6 +7,7 @@ while its job is processing, heartbeats and completions only by the chunk's own 
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -19,6 +20,7 @@ from batchlane.domain import status as st
 from batchlane.domain.folder_policy import parse_deadline
 from batchlane.domain.status import Entity, Transition
 from batchlane.pdf.split import ChunkSpan
+from batchlane.ports import UniqueViolation
 
 _JOB_FIELDS = frozenset(f.name for f in fields(JobRow))
 _CHUNK_FIELDS = frozenset(f.name for f in fields(ChunkRow))
@@ -72,6 +74,17 @@ class FakeJobs:
         self._rows.files[file_id] = replace(row, status=move.target, updated_at=self.state.clock.now())
         return True
 
+    def mark_file_deleted(self, file_id: str) -> None:
+        row = self._rows.files.get(file_id)
+        if row is not None and row.deleted_at is None:
+            now = self.state.clock.now()
+            self._rows.files[file_id] = replace(row, deleted_at=now, updated_at=now)
+
+    def put_file(self, row: FileRow) -> FileRow:
+        """A file's row as the other fakes write it (a folder file's ``source_bucket``)."""
+        self._rows.files[row.id] = row
+        return row
+
     # -- jobs ----------------------------------------------------------------------------
     def insert_job(
         self,
@@ -94,7 +107,7 @@ class FakeJobs:
         if file_id not in self._rows.files:
             raise ValueError(f"no file {file_id}")  # the foreign key
         if status in st.LIVE_JOB_STATUSES and self.live_job_of_file(file_id) is not None:
-            raise ValueError(f"file {file_id} has a live job")  # one_live_job_per_file
+            raise UniqueViolation("one_live_job_per_file", f"file {file_id} has a live job")  # the unique index's name
         now = self.state.clock.now()
         job = JobRow(
             id=str(uuid.uuid4()),
@@ -208,6 +221,15 @@ class FakeJobs:
         cutoff = self.state.clock.now() - timedelta(seconds=unchanged_for_s)
         return [job.id for job in self._rows.jobs.values() if job.status == status and job.updated_at <= cutoff]
 
+    def jobs_to_sweep(self, statuses: Sequence[str], *, unchanged_for_s: float, limit: int) -> list[JobRow]:
+        cutoff = self.state.clock.now() - timedelta(seconds=unchanged_for_s)
+        due = [
+            job
+            for job in self._rows.jobs.values()
+            if job.status in statuses and not (job.status == st.JobStatus.PAUSED_BUDGET and job.pause_settled) and job.updated_at <= cutoff
+        ]
+        return random.sample(due, min(len(due), max(limit, 0)))  # ORDER BY random() LIMIT
+
     def jobs_due(self, *, margin_s: float) -> list[str]:
         parked, soon = st.leave_batch_lane().from_states, self.state.clock.now() + timedelta(seconds=margin_s)
         due = [(deadline, job.id) for job in self._rows.jobs.values() if job.status in parked and (deadline := parse_deadline(job.options.get("deadline")))]
@@ -224,6 +246,13 @@ class FakeJobs:
 
     def live_job_of_file(self, file_id: str) -> str | None:
         return next((job.id for job in self._rows.jobs.values() if job.file_id == file_id and job.status in st.LIVE_JOB_STATUSES), None)
+
+    def count_live_by_status(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for job in self._rows.jobs.values():
+            if job.status in st.LIVE_JOB_STATUSES:
+                counts[str(job.status)] = counts.get(str(job.status), 0) + 1
+        return counts
 
     # -- chunks --------------------------------------------------------------------------
     def get_chunks(self, job_id: str) -> list[ChunkRow]:

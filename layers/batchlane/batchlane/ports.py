@@ -7,7 +7,7 @@ The adapters translate AWS's error codes into the errors below, once; use cases 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -348,6 +348,7 @@ class JobRepository(Protocol):
     def insert_file(self, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> FileRow: ...
     def get_file(self, file_id: str) -> FileRow | None: ...
     def move_file(self, file_id: str, move: Transition) -> bool: ...
+    def mark_file_deleted(self, file_id: str) -> None: ...  # hidden (its rows stay for the ledger); the first time only
     # jobs
     def insert_job(
         self,
@@ -375,8 +376,14 @@ class JobRepository(Protocol):
     def mark_process_now(self, job_id: str, *, only_if: str) -> JobRow | None: ...
     def clear_retry(self, job_id: str) -> JobRow | None: ...
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]: ...
+    def jobs_to_sweep(self, statuses: Sequence[str], *, unchanged_for_s: float, limit: int) -> list[JobRow]:
+        """Jobs in ``statuses`` unchanged for ``unchanged_for_s`` s, ``limit`` of them in random order (a pause already
+        settled left out): the ones whose workflow may have ended without recording their end."""
+        ...
+
     def jobs_due(self, *, margin_s: float) -> list[str]: ...  # parked jobs whose deadline option is less than margin_s away, soonest first
     def live_job_of_file(self, file_id: str) -> str | None: ...
+    def count_live_by_status(self) -> dict[str, int]: ...  # jobs per live status (a gauge); a status with none is absent
     # chunks
     def get_chunks(self, job_id: str) -> list[ChunkRow]: ...
     def get_chunk(self, job_id: str, chunk_index: int) -> ChunkRow | None: ...
@@ -526,7 +533,7 @@ class LedgerRepository(Protocol):
 
 
 class BudgetRepository(Protocol):
-    """Owners' limits and standing: monthly spend, live jobs and pages, reservations (db/budgets.py, db/caps.py)."""
+    """Owners' limits and standing: monthly spend, live jobs and pages, reservations (db/budgets.py; the per-user caps' counts: CapCounts)."""
 
     def standing(self, owner_id: str, *, exclude_job: str | None = None) -> Standing:
         """This month's (UTC) spend on the owner's jobs (every ledger row of them: chunk, batch and batch_share),
@@ -624,6 +631,26 @@ class NewFolderFile:
 
 
 @dataclass(frozen=True)
+class EndedConversion:
+    """A processing folder file joined with its conversion job, which has ended."""
+
+    source_key: str
+    output_key: str | None
+    attempts: int
+    lane_reason: str | None  # why the folder job sent it on-demand (priority_high, deadline), if it chose
+    conversion_job_id: str
+    job_status: str  # completed, failed or cancelled
+    total_pages: int
+    pages_failed: int
+    pages_batch: int
+    total_cost_usd: Decimal
+    job_error_id: str | None
+    job_error_message: str | None
+    markdown_key: str | None
+    pool_reason: str | None  # why the pool let the conversion go (its lane_reason)
+
+
+@dataclass(frozen=True)
 class FolderCounts:
     """A folder job's files and pages by status (the status read model)."""
 
@@ -640,8 +667,8 @@ class FolderCounts:
 
 class FolderJobRepository(Protocol):
     """Folder jobs and their files (db/folder_jobs.py): every status move is one of domain.status's FOLDER_JOB /
-    FOLDER_FILE moves, guarded on the current status. What joins the conversion jobs (ended conversions, files in
-    flight that hold capacity) stays in db/folder_jobs.py's functions until the job repository has it."""
+    FOLDER_FILE moves, guarded on the current status. A turn's reads that join the conversion jobs (ended conversions,
+    files in flight that hold capacity, parked ones) are here too: one query each, polled, never pushed."""
 
     def add(self, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]) -> FolderJob | None:
         """The job, enumerating; None when it exists already (the same spec posted again)."""
@@ -739,6 +766,27 @@ class FolderJobRepository(Protocol):
 
     def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:
         """The job's files in key order, past ``after``."""
+        ...
+
+    # what joins the conversion jobs and the files
+    def ended_conversions(self, job_id: str) -> list[EndedConversion]:
+        """Processing files whose conversion job has ended (completed, failed, cancelled), in key order: what a turn settles."""
+        ...
+
+    def parked_conversions(self, job_id: str) -> list[str]:
+        """The conversion jobs of the job's processing files that wait for the batch lane (waiting_batch)."""
+        ...
+
+    def count_processing(self, job_id: str) -> int:
+        """Processing files that hold in-flight capacity: one whose conversion waits in the batch pool does not."""
+        ...
+
+    def insert_source_file(self, *, owner_id: str, name: str, bucket: str, key: str, size_bytes: int) -> FileRow:
+        """A ``files`` row for a folder file, read where it lies (``source_bucket``), never copied."""
+        ...
+
+    def live_unchanged(self, *, unchanged_for_s: float, limit: int) -> list[FolderJob]:
+        """Live folder jobs unchanged for ``unchanged_for_s`` s, ``limit`` of them in random order (the recovery sweep)."""
         ...
 
 
@@ -970,6 +1018,289 @@ class LaneRepository(Protocol):
     def stranded_job_ids(self, *, older_than_s: float) -> list[str]: ...
 
 
+# -- the page form recorded per model (db/page_forms.py) --------------------------------------
+@dataclass(frozen=True)
+class PageForm:
+    """One page_forms row (0021_page_forms.sql): the form a model takes on this account, and who found it."""
+
+    model_id: str
+    page_form: str  # pdf, image (domain.page_form.FORMS)
+    source: str  # doctor (batchlane doctor --live), refusal (a call Bedrock refused for its form)
+    accepted: dict[str, Any]  # the doctor's findings per form; {} for a refusal
+    detail: str | None
+    recorded_at: datetime
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> PageForm:
+        values: dict[str, Any] = {f.name: row[f.name] for f in fields(cls)}
+        return cls(**{**values, "accepted": dict(row["accepted"] or {})})
+
+
+class PageFormRepository(Protocol):
+    """The page form recorded per model, what ``BATCHLANE_PAGE_FORM=auto`` follows (db/page_forms.py)."""
+
+    def recorded_forms(self) -> dict[str, str]: ...  # model id → recorded form; {} when nothing was recorded
+    def get(self, model_id: str) -> PageForm | None: ...
+    def record_form(self, model_id: str, page_form: str, *, source: str, accepted: Mapping[str, Any] | None = None, detail: str | None = None) -> None:
+        """Insert or replace the model's form (the last finding wins), stamped now; ``page_form`` one of pdf/image,
+        ``source`` doctor or refusal (anything else is refused)."""
+        ...
+
+
+# -- a job's retries of its failed pages (db/retries.py) ------------------------------------------------
+@dataclass(frozen=True)
+class JobRetry:
+    """One job_retries row (0009_job_retries.sql): a retry of a job's failed pages and what the job was before it."""
+
+    id: int
+    job_id: str
+    attempt: int
+    status: str  # running, settled, failed, cancelled (domain.status's RETRY moves)
+    pages: list[int]
+    error_ids: list[str] | None
+    previous_pages_failed: int
+    previous_total_usd: Decimal
+    previous_markdown_key: str | None
+    chunks_before: list[dict[str, Any]]  # the retried chunks as they were: chunkIndex, resultKey, pagesDone, pagesFailed, pagesBatch, attempts
+    pages_failed: int | None
+    cost_usd: Decimal | None
+    error_message: str | None
+    created_at: datetime
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> JobRetry:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        errors = row["error_ids"]
+        return cls(**{**values, "job_id": str(row["job_id"]), "pages": list(row["pages"]), "error_ids": list(errors) if errors else None})
+
+
+class RetryRepository(Protocol):
+    """job_retries (db/retries.py): one row per retry of a job's failed pages, numbered 1, 2, … per job; at most one
+    runs at a time (a second raises UniqueViolation ``one_running_retry_per_job``)."""
+
+    def running(self, job_id: str) -> JobRetry | None: ...
+    def history(self, job_id: str) -> list[JobRetry]: ...  # oldest first (by attempt)
+    def get(self, job_id: str, attempt: int) -> JobRetry | None: ...
+    def insert(
+        self,
+        *,
+        job_id: str,
+        pages: Sequence[int],
+        error_ids: Sequence[str] | None,
+        previous_pages_failed: int,
+        previous_total_usd: Decimal,
+        previous_markdown_key: str | None,
+        chunks_before: list[dict[str, Any]],
+    ) -> JobRetry:
+        """A running retry numbered one past the job's highest (an empty ``error_ids`` is kept as None)."""
+        ...
+
+    def finish(self, job_id: str, attempt: int, move: Transition, *, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
+        """running → settled, failed or cancelled (``move``, a RETRY transition: another entity's raises ValueError),
+        stamped finished; False when the retry had already ended (a repeated settle, a late cancel)."""
+        ...
+
+
+# -- the service tiers the doctor probed per model (db/service_tiers.py) ----------------------------------
+class ServiceTierRepository(Protocol):
+    """What the chunk processor's Flex rule reads (domain/service_tier.py): the doctor's probe of a model's tier, and
+    why a job left the pool or its lane."""
+
+    def probed(self, model_id: str, tier: str = "flex") -> bool | None: ...  # True accepted, False refused, None never probed
+    def record_probe(self, model_id: str, tier: str, *, accepted: bool, detail: str) -> None: ...  # the last probe wins
+    def job_lane_reason(self, job_id: str) -> str | None: ...  # deadline, pool_too_small, …; None when it never left one
+
+
+# -- chunk admission (db/admission.py): an owner's running chunks capped at a fair share ----------------
+@dataclass(frozen=True)
+class Admission:
+    """A chunk's admission decision, and what it was made on."""
+
+    admitted: bool
+    share: int  # this owner's share of ``capacity`` now
+    held: int  # the owner's running chunks before this one
+    total: int  # all running chunks before this one
+
+
+class ChunkAdmissions(Protocol):
+    """Slots for running chunks, one per chunk invocation, shared fairly by owner (conversion/admission.py says why).
+    Each call is its own transaction: slots are counted and taken atomically, across processes."""
+
+    def admit(self, *, job_id: str, chunk_index: int, owner_id: str, capacity: int, ttl_s: float) -> Admission:
+        """Take a slot for the chunk for ``ttl_s`` (or refresh the one it holds: a continuation, always admitted) if the
+        owner holds fewer than its share (``capacity // owners``, at least 1; owners are those holding a slot or refused
+        lately, and this one) and fewer than ``capacity`` run; refused, the owner counts as waiting for a while."""
+        ...
+
+    def release(self, *, job_id: str, chunk_index: int) -> None: ...  # the chunk's slot freed (none held: nothing)
+
+
+# -- what a chunk's page threads share: the process's one serial connection (ondemand/limiter.py) --------
+class Lease(Protocol):
+    def renew(self) -> None: ...
+
+
+class Limiter(Protocol):
+    """The global on-demand limit (ondemand/limiter.py): leases on numbered slots, shared by owner, and request pacing."""
+
+    def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Any: ...  # a context manager yielding a Lease
+    def pace(self, pool: str) -> float: ...  # seconds to wait before starting the request
+    def free_now(self, pool: str) -> int | None: ...  # requests that could start at once (None: unknown)
+
+
+class PageThreadDatabase(Protocol):
+    """The on-demand path's own connection, one per process on one thread, so page threads never open their own:
+    the limiter's leases and the reads and writes a page thread makes between model calls. Each call is its own
+    statement (no ``with``), from any thread."""
+
+    def limiter(self, *, owner: str | None) -> Limiter: ...  # slots and pace shared fairly by ``owner``
+    @property
+    def budgets(self) -> BudgetRepository: ...  # the job's hold: reserve and settle a request's worst case
+    @property
+    def jobs(self) -> JobRepository: ...  # whether the chunk is still the worker's
+
+
+# -- the API's read model, the per-user caps and rate limits (db/read_model.py, db/caps.py, db/rate_limits.py) ----------
+class UniqueViolation(Exception):
+    """A unique constraint refused a row (two writers raced for one slot); ``constraint`` names it
+    (``one_live_job_per_file``). PostgreSQL's adapters raise db.errors.UniqueViolation, a subclass; the fakes this."""
+
+    def __init__(self, constraint: str, detail: object = None) -> None:
+        super().__init__(detail if detail is not None else constraint)
+        self.constraint = constraint
+
+
+@dataclass(frozen=True)
+class JobLanes:
+    """A job's lanes summed: the busiest state (preparing, submitted, stopping, else closed; closed with end state
+    ``skipped`` when the pool let the job go without a lane), the newest lane's end, its members' records."""
+
+    state: str
+    end_state: str | None
+    bedrock_status: str | None
+    reason: str | None  # the newest lane's, else why the job left the pool
+    record_count: int | None
+    accepted_count: int | None
+    fallback_count: int | None
+    cost_usd: Decimal | None  # the job's batch-backend ledger rows
+    submitted_at: datetime | None
+    closed_at: datetime | None
+    lanes: int
+
+
+@dataclass(frozen=True)
+class HoldView:
+    """A job's funds hold as the API shows it."""
+
+    amount_usd: Decimal
+    outcome: str | None
+    settled_usd: Decimal | None
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class JobProgress:
+    """A job with its progress (its chunks summed), its lanes and its funds hold: what the API shows of a conversion."""
+
+    job_id: str
+    file_id: str
+    owner_id: str
+    status: str
+    model_id: str
+    total_pages: int
+    chunk_count: int
+    pages_failed: int
+    pages_batch: int
+    total_cost_usd: Decimal
+    error_id: str | None
+    error_message: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    retry_attempt: int | None
+    retry_pages: tuple[int, ...] | None
+    chunks_done: int
+    chunks_cancelled: int
+    pages_done: int  # pages of completed chunks, and the pages done so far of the others
+    lanes: JobLanes | None  # None: never in a lane, nor let go by the pool
+    hold: HoldView | None
+
+
+@dataclass(frozen=True)
+class OwnerFile:
+    """One of an owner's files (not deleted) with its current job: the live one, else the newest."""
+
+    file_id: str
+    name: str
+    size_bytes: int
+    status: str
+    created_at: datetime
+    updated_at: datetime
+    folder_job_id: str | None  # the folder job that opened it, if one did
+    job: JobProgress | None
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """One job of a file and the state of a lane still open that carries it (None: none is)."""
+
+    job_id: str
+    open_lane_state: str | None
+
+
+@dataclass(frozen=True)
+class ModelSpend:
+    """A job's booked cost and tokens for one model (every ledger row of the job)."""
+
+    model_id: str
+    cost_usd: Decimal
+    input_tokens: int
+    output_tokens: int
+
+
+class ReadModel(Protocol):
+    """The API's read model (db/read_model.py): read-only joins of jobs, chunks, lanes, holds and the ledger, one
+    query per answer (a file listing is one query, not one per file)."""
+
+    def job(self, job_id: str) -> JobProgress | None: ...
+    def current_job(self, file_id: str) -> JobProgress | None:
+        """The file's live job if it has one, else its newest."""
+        ...
+
+    def owner_files(self, owner_id: str, *, job_status: str | None, limit: int) -> list[OwnerFile]:
+        """The owner's files not deleted, newest first (only those whose current job is in ``job_status`` when given)."""
+        ...
+
+    def jobs_of_file(self, file_id: str) -> list[FileJob]: ...
+    def spend_by_model(self, job_id: str) -> list[ModelSpend]: ...
+
+
+class CapCounts(Protocol):
+    """The counts behind the per-user caps on what costs outside the budget (db/caps.py)."""
+
+    def pending_uploads(self, owner_id: str) -> int:
+        """Files the owner registered (presigned POSTs handed out) and never converted nor deleted; a folder file is not one."""
+        ...
+
+    def live_folder_jobs(self, owner_id: str) -> int:
+        """The owner's folder jobs not finished (a cancelled one whose files still finish counts)."""
+        ...
+
+    def recent_test_deliveries(self, owner_id: str, *, event: str, hours: float) -> int:
+        """Deliveries of ``event`` with no job nor folder job (tests) the owner asked for in the last ``hours``."""
+        ...
+
+
+class RateLimits(Protocol):
+    """The API's per-user token buckets (db/rate_limits.py): a bucket starts full and refills at ``rate_per_s`` up to ``burst``."""
+
+    def take(self, owner_id: str, *, cost: float, rate_per_s: float, burst: float) -> float:
+        """Take ``cost`` tokens from the owner's bucket: 0 when admitted, else the seconds until that many have refilled
+        (nothing taken; with no refill rate, an hour)."""
+        ...
+
+
 class UnitOfWork(Protocol):
     """One transaction over the repositories: what a use case does inside ``with uow:`` commits together
     when the block ends, and none of it when the block raises. Outside a ``with`` each call is its own
@@ -987,6 +1318,23 @@ class UnitOfWork(Protocol):
     def deliveries(self) -> DeliveryRepository: ...
     @property
     def lanes(self) -> LaneRepository: ...
+    @property
+    def page_forms(self) -> PageFormRepository: ...
+    @property
+    def retries(self) -> RetryRepository: ...
+    @property
+    def service_tiers(self) -> ServiceTierRepository: ...
+    @property
+    def reads(self) -> ReadModel: ...
+    @property
+    def caps(self) -> CapCounts: ...
+    @property
+    def rate_limits(self) -> RateLimits: ...
+
+    def check_connection(self) -> None:
+        """Make sure the next statement finds the database (reconnect now if the connection died): before a write
+        that follows minutes of other work (a chunk's model calls), whose booking must not be lost."""
+        ...
 
     def __enter__(self) -> UnitOfWork: ...
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None: ...

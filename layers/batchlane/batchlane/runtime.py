@@ -20,11 +20,28 @@ from batchlane.aws.s3 import S3Downloads, S3Store, S3Uploads
 from batchlane.aws.secrets import SecretsManagerSigningSecret
 from batchlane.aws.workflows import StepFunctionsWorkflows
 from batchlane.config import Settings, reload_settings
-from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
+from batchlane.db.admission import PgChunkAdmissions
+from batchlane.db.budgets import PgBudgets
+from batchlane.db.connection import ConnectParams, Database, SecretConnection, connect_params_from_url
+from batchlane.db.jobs import PgJobs
 from batchlane.db.secrets import SecretsManagerSource
 from batchlane.db.uow import PgUnitOfWork
 from batchlane.domain.cost import PriceTable
-from batchlane.ports import BatchJobs, Downloads, EventBus, ModelRuntime, ObjectStore, SigningSecret, UnitOfWork, Uploads, Workflows
+from batchlane.ondemand.limiter import limiter_for, serial_database
+from batchlane.ports import (
+    BatchJobs,
+    ChunkAdmissions,
+    Downloads,
+    EventBus,
+    Limiter,
+    ModelRuntime,
+    ObjectStore,
+    PageThreadDatabase,
+    SigningSecret,
+    UnitOfWork,
+    Uploads,
+    Workflows,
+)
 
 
 @dataclass
@@ -38,12 +55,24 @@ class Services:
     batch_jobs: BatchJobs
     model_runtime: ModelRuntime
     unit_of_work: Callable[[], UnitOfWork] | None = None  # unit tests: a fake's; else PostgreSQL's over ``db``
+    admissions: ChunkAdmissions | None = None  # unit tests: a fake; else PostgreSQL's over ``db``
+    page_threads: PageThreadDatabase | None = None  # unit tests: a fake; else the process's serial connection to ``db``
 
     def uow(self) -> UnitOfWork:
         """A unit of work (batchlane.ports.UnitOfWork): use cases take this, never ``db``."""
         if self.unit_of_work is not None:
             return self.unit_of_work()
         return PgUnitOfWork(self.db)
+
+    def chunk_admissions(self) -> ChunkAdmissions:
+        """The chunk processor's admission slots (conversion/admission.py)."""
+        return self.admissions if self.admissions is not None else PgChunkAdmissions(self.db)
+
+    def page_thread_database(self) -> PageThreadDatabase:
+        """What a chunk's page threads reach the database through: one serial connection per process (ondemand/limiter.py)."""
+        if self.page_threads is not None:
+            return self.page_threads
+        return SerialPageThreadDatabase(self.db.params, self.settings)
 
     # Built on demand: only the API and the webhook functions use them (no client made elsewhere).
     def uploads(self) -> Uploads:
@@ -69,6 +98,25 @@ class Services:
 
     def signing_secret(self) -> SigningSecret:
         return SecretsManagerSigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
+
+
+class SerialPageThreadDatabase:
+    """batchlane.ports.PageThreadDatabase over the process's serial connection (ondemand/limiter.SerialDatabase)."""
+
+    def __init__(self, params: ConnectParams, settings: Settings) -> None:
+        self._params, self._settings = params, settings
+        self._serial = serial_database(params)  # one per process and database, made on first use
+
+    def limiter(self, *, owner: str | None) -> Limiter:
+        return limiter_for(self._params, self._settings, owner=owner)
+
+    @property
+    def budgets(self) -> PgBudgets:
+        return PgBudgets(self._serial)
+
+    @property
+    def jobs(self) -> PgJobs:
+        return PgJobs(self._serial)
 
 
 _lock = threading.Lock()

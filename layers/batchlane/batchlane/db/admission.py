@@ -3,20 +3,11 @@ invocation, one per owner refused lately. Counted and taken under one advisory l
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from batchlane.db.connection import Database
+from batchlane.ports import Admission
 
 # A refused owner counts toward the share this long (longer than the state machine's retry ceiling).
 WAITER_TTL_S = 300
-
-
-@dataclass(frozen=True)
-class Decision:
-    admitted: bool
-    share: int  # this owner's share of ``capacity`` now
-    held: int  # the owner's running chunks before this one
-    total: int  # all running chunks before this one
 
 
 def fair_share(capacity: int, owners: int) -> int:
@@ -24,7 +15,7 @@ def fair_share(capacity: int, owners: int) -> int:
     return max(1, capacity // max(1, owners))
 
 
-def admit(db: Database, *, job_id: str, chunk_index: int, owner_id: str, capacity: int, ttl_s: float) -> Decision:
+def admit(db: Database, *, job_id: str, chunk_index: int, owner_id: str, capacity: int, ttl_s: float) -> Admission:
     """Take a slot for the chunk (or refresh the one it holds: a continuation) within the owner's share.
     One transaction under one advisory lock: slots are counted and taken atomically."""
     with db.transaction() as tx:
@@ -48,7 +39,7 @@ def admit(db: Database, *, job_id: str, chunk_index: int, owner_id: str, capacit
         share = fair_share(capacity, int(counts["owners"]))
         held, total = int(counts["held"]), int(counts["total"])
         if mine is not None:
-            return Decision(True, share, held - 1, total - 1)
+            return Admission(True, share, held - 1, total - 1)
         if held < share and total < capacity:
             tx.run(
                 "INSERT INTO chunk_admissions (job_id, chunk_index, owner_id, expires_at)"
@@ -59,15 +50,28 @@ def admit(db: Database, *, job_id: str, chunk_index: int, owner_id: str, capacit
                 ttl=ttl_s,
             )
             tx.run("DELETE FROM chunk_admission_waiters WHERE owner_id = :owner", owner=owner_id)
-            return Decision(True, share, held, total)
+            return Admission(True, share, held, total)
         tx.run(
             "INSERT INTO chunk_admission_waiters (owner_id, expires_at) VALUES (:owner, now() + make_interval(secs => :ttl))"
             " ON CONFLICT (owner_id) DO UPDATE SET expires_at = EXCLUDED.expires_at",
             owner=owner_id,
             ttl=WAITER_TTL_S,
         )
-        return Decision(False, share, held, total)
+        return Admission(False, share, held, total)
 
 
 def release(db: Database, *, job_id: str, chunk_index: int) -> None:
     db.run("DELETE FROM chunk_admissions WHERE job_id = CAST(:job AS uuid) AND chunk_index = :chunk", job=job_id, chunk=chunk_index)
+
+
+class PgChunkAdmissions:
+    """batchlane.ports.ChunkAdmissions on PostgreSQL: each call its own transaction on ``db``."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def admit(self, *, job_id: str, chunk_index: int, owner_id: str, capacity: int, ttl_s: float) -> Admission:
+        return admit(self.db, job_id=job_id, chunk_index=chunk_index, owner_id=owner_id, capacity=capacity, ttl_s=ttl_s)
+
+    def release(self, *, job_id: str, chunk_index: int) -> None:
+        release(self.db, job_id=job_id, chunk_index=chunk_index)

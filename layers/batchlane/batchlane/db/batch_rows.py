@@ -17,7 +17,7 @@ from typing import Any
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.limits import RECORD_JSON_OVERHEAD_BYTES, SPLIT_PAGE_OVERHEAD_BYTES
-from batchlane.domain.pool import base_model_id
+from batchlane.domain.pool import by_base_model
 from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobStatus, Transition
 from batchlane.ports import BatchRow, LaneOutcome, Member, PooledChunk, PoolRead, PurgeTarget
 
@@ -62,15 +62,6 @@ def in_flight_by_model(db: Runner) -> dict[str, int]:
         states=list(IN_FLIGHT_STATES),
     )
     return {r["model_id"]: int(r["n"]) for r in rows}
-
-
-def by_base_model(per_model: dict[str, int]) -> dict[str, int]:
-    """Per-model counts summed per base model: the us./global. profiles of one model share its quota."""
-    found: dict[str, int] = {}
-    for model, n in per_model.items():
-        base = base_model_id(model)
-        found[base] = found.get(base, 0) + n
-    return found
 
 
 def in_flight_by_base_model(db: Runner) -> dict[str, int]:

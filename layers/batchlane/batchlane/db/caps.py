@@ -35,3 +35,19 @@ def recent_test_deliveries(db: Runner, owner_id: str, *, event: str, hours: floa
         event=event,
         secs=hours * 3600,
     )
+
+
+class PgCaps:
+    """batchlane.ports.CapCounts on PostgreSQL, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def pending_uploads(self, owner_id: str) -> int:
+        return pending_uploads(self.runner, owner_id)
+
+    def live_folder_jobs(self, owner_id: str) -> int:
+        return live_folder_jobs(self.runner, owner_id)
+
+    def recent_test_deliveries(self, owner_id: str, *, event: str, hours: float) -> int:
+        return recent_test_deliveries(self.runner, owner_id, event=event, hours=hours)

@@ -33,28 +33,6 @@ def delivery(row: Row) -> Delivery:
     )
 
 
-def view(d: Delivery) -> dict[str, Any]:
-    """How a delivery looks through the API (never its headers or body)."""
-
-    def iso(value: Any) -> str | None:
-        return value.isoformat() if value is not None else None
-
-    return {
-        "deliveryId": d.id,
-        "jobId": d.job_id or d.folder_job_id,
-        "event": d.event,
-        "url": d.url,
-        "status": d.status,
-        "attempts": d.attempts,
-        "responseCode": d.response_code,
-        "latencyMs": d.latency_ms,
-        "lastError": d.last_error,
-        "createdAt": iso(d.created_at),
-        "lastAttemptAt": iso(d.last_attempt_at),
-        "deliveredAt": iso(d.delivered_at),
-    }
-
-
 def _maybe(row: Row | None) -> Delivery | None:
     return delivery(row) if row is not None else None
 

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from pg8000.exceptions import DatabaseError, InterfaceError
 
+from batchlane import ports
+
 # What the driver raises when the database is unreachable or refuses a statement.
 DATABASE_ERRORS: tuple[type[Exception], ...] = (InterfaceError, DatabaseError)
 
 
-class UniqueViolation(DatabaseError):
-    """A unique constraint or index refused the row (SQLSTATE 23505); ``constraint`` names it."""
+class UniqueViolation(DatabaseError, ports.UniqueViolation):
+    """A unique constraint or index refused the row (SQLSTATE 23505); ``constraint`` names it. Use cases catch
+    batchlane.ports.UniqueViolation (the fakes raise that one)."""
 
     def __init__(self, constraint: str, detail: object) -> None:
-        super().__init__(detail)
-        self.constraint = constraint
+        ports.UniqueViolation.__init__(self, constraint, detail)  # args (detail,), as pg8000's error had them
 
 
 def translated(exc: DatabaseError) -> DatabaseError:

@@ -10,7 +10,7 @@ from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, FolderFileStatus, FolderJobStatus, JobStatus, Transition
-from batchlane.ports import FolderCounts, FolderFile, FolderJob, NewFolderFile
+from batchlane.ports import EndedConversion, FileRow, FolderCounts, FolderFile, FolderJob, NewFolderFile
 
 FOLDER_JOB_STATUSES = tuple(s.value for s in FolderJobStatus)
 LIVE_FOLDER_JOB_STATUSES = st.LIVE_FOLDER_JOB_STATUSES
@@ -479,6 +479,26 @@ def folder_file(row: Row) -> FolderFile:
     )
 
 
+def ended_conversion(row: Row) -> EndedConversion:
+    """A row of :func:`ended_conversions` as the repository's typed row."""
+    return EndedConversion(
+        source_key=row["source_key"],
+        output_key=row["output_key"],
+        attempts=int(row["attempts"]),
+        lane_reason=row["lane_reason"],
+        conversion_job_id=str(row["conversion_job_id"]),
+        job_status=row["job_status"],
+        total_pages=int(row["total_pages"] or 0),
+        pages_failed=int(row["pages_failed"] or 0),
+        pages_batch=int(row["pages_batch"] or 0),
+        total_cost_usd=Decimal(row["total_cost_usd"] or 0),
+        job_error_id=row["job_error_id"],
+        job_error_message=row["job_error_message"],
+        markdown_key=row["markdown_key"],
+        pool_reason=row["pool_reason"],
+    )
+
+
 def _job(row: Row | None) -> FolderJob | None:
     return folder_job(row) if row is not None else None
 
@@ -574,3 +594,18 @@ class PgFolderJobs:
 
     def list_files(self, job_id: str, *, status: str | None = None, limit: int = 1000, after: str | None = None) -> list[FolderFile]:
         return [folder_file(r) for r in list_files(self.runner, job_id, status=status, limit=limit, after=after)]
+
+    def ended_conversions(self, job_id: str) -> list[EndedConversion]:
+        return [ended_conversion(r) for r in ended_conversions(self.runner, job_id)]
+
+    def parked_conversions(self, job_id: str) -> list[str]:
+        return parked_conversions(self.runner, job_id)
+
+    def count_processing(self, job_id: str) -> int:
+        return count_processing(self.runner, job_id)
+
+    def insert_source_file(self, *, owner_id: str, name: str, bucket: str, key: str, size_bytes: int) -> FileRow:
+        return FileRow.of(insert_source_file(self.runner, owner_id=owner_id, name=name, bucket=bucket, key=key, size_bytes=size_bytes))
+
+    def live_unchanged(self, *, unchanged_for_s: float, limit: int) -> list[FolderJob]:
+        return live_unchanged(self.runner, unchanged_for_s=unchanged_for_s, limit=limit)

@@ -421,6 +421,9 @@ class PgJobs:
     def move_file(self, file_id: str, move: Transition) -> bool:
         return move_file(self.runner, file_id, move)
 
+    def mark_file_deleted(self, file_id: str) -> None:
+        mark_file_deleted(self.runner, file_id)
+
     # jobs
     def insert_job(
         self,
@@ -479,11 +482,17 @@ class PgJobs:
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
         return jobs_in(self.runner, status, unchanged_for_s=unchanged_for_s)
 
+    def jobs_to_sweep(self, statuses: Sequence[str], *, unchanged_for_s: float, limit: int) -> list[JobRow]:
+        return jobs_to_sweep(self.runner, statuses, unchanged_for_s=unchanged_for_s, limit=limit)
+
     def jobs_due(self, *, margin_s: float) -> list[str]:
         return jobs_due(self.runner, margin_s=margin_s)
 
     def live_job_of_file(self, file_id: str) -> str | None:
         return live_job_of_file(self.runner, file_id)
+
+    def count_live_by_status(self) -> dict[str, int]:
+        return count_live_by_status(self.runner)
 
     # chunks
     def get_chunks(self, job_id: str) -> list[ChunkRow]:

@@ -1,13 +1,16 @@
-"""The API's read model: a job with its progress, its lanes (summed) and funds hold in one row (read-only SQL)."""
+"""The API's read model: a job with its progress, its lanes (summed) and funds hold in one row (read-only SQL);
+rows come back as batchlane.ports' JobProgress, OwnerFile, FileJob and ModelSpend."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
+from batchlane.ports import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile
 
-_JOB_COLUMNS = """j.id AS job_id, j.file_id, j.status, j.options, j.retry_attempt, j.retry_pages, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
+_JOB_COLUMNS = """j.id AS job_id, j.file_id, j.owner_id, j.status, j.retry_attempt, j.retry_pages, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
        j.pages_batch, j.total_cost_usd, j.error_id, j.error_message, j.created_at AS job_created_at, j.started_at, j.finished_at,
        c.chunks_done, c.chunks_cancelled, c.pages_done,
        b.state AS batch_state, b.end_state AS batch_end_state, b.bedrock_status, b.reason AS batch_reason, b.record_count,
@@ -38,7 +41,7 @@ _JOB_JOINS = """LEFT JOIN LATERAL (
 
 
 def job_row(db: Runner, job_id: str) -> dict[str, Any] | None:
-    return db.one(f"SELECT {_JOB_COLUMNS}, j.owner_id FROM large_conversion_jobs j {_JOB_JOINS} WHERE j.id = CAST(:id AS uuid)", id=job_id)
+    return db.one(f"SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS} WHERE j.id = CAST(:id AS uuid)", id=job_id)
 
 
 def latest_job_row(db: Runner, file_id: str) -> dict[str, Any] | None:
@@ -71,28 +74,8 @@ def owner_file_rows(db: Runner, owner_id: str, *, job_status: str | None, limit:
     )
 
 
-def file_of_owner(db: Runner, owner_id: str, file_id: str) -> dict[str, Any] | None:
-    """The owner's file, unless deleted."""
-    return db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid) AND owner_id = :owner AND deleted_at IS NULL", id=file_id, owner=owner_id)
-
-
-def markdown_key(db: Runner, job_id: str) -> str | None:
-    row = db.one("SELECT markdown_key FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
-    return row["markdown_key"] if row else None
-
-
-def job_change_row(db: Runner, job_id: str) -> dict[str, Any] | None:
-    """What a job-change event tells: the job's outcome and its file's name."""
-    return db.one(
-        """SELECT j.id, j.file_id, j.owner_id, j.status, j.total_pages, j.pages_failed, j.pages_batch, j.total_cost_usd,
-                  j.markdown_key, j.error_id, j.error_message, f.name AS file_name
-           FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE j.id = CAST(:id AS uuid)""",
-        id=job_id,
-    )
-
-
 def jobs_of_file(db: Runner, file_id: str) -> list[dict[str, Any]]:
-    """Every job of the file (``id``) with the state of its busiest lane (``batch_state``, None without one)."""
+    """Every job of the file (``id``) with the state of a lane still open that carries it (``batch_state``, None without one)."""
     return db.run(
         """SELECT j.id, (SELECT l.state FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
                          WHERE m.job_id = j.id AND l.state <> 'closed' LIMIT 1) AS batch_state
@@ -105,10 +88,96 @@ def ledger_by_model(db: Runner, job_id: str) -> list[dict[str, Any]]:
     """A job's booked cost and tokens per model (the console's live cost so far)."""
     return db.run(
         """SELECT model_id, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(input_tokens), 0) AS inp, COALESCE(SUM(output_tokens), 0) AS out
-           FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id""",
+           FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id ORDER BY model_id""",
         id=job_id,
     )
 
 
-def file_key_and_size(db: Runner, file_id: str) -> dict[str, Any] | None:
-    return db.one("SELECT s3_key, size_bytes FROM files WHERE id = CAST(:id AS uuid)", id=file_id)
+def _int(value: Any) -> int:
+    return int(value or 0)
+
+
+def job_progress(row: dict[str, Any]) -> JobProgress:
+    """A row of _JOB_COLUMNS as the typed read-model row."""
+    lanes = None
+    if row["batch_state"] is not None:
+        lanes = JobLanes(
+            state=row["batch_state"],
+            end_state=row["batch_end_state"],
+            bedrock_status=row["bedrock_status"],
+            reason=row["batch_reason"],
+            record_count=row["record_count"],
+            accepted_count=row["accepted_count"],
+            fallback_count=row["fallback_count"],
+            cost_usd=Decimal(row["batch_cost_usd"]) if row["batch_cost_usd"] is not None else None,
+            submitted_at=row["submitted_at"],
+            closed_at=row["closed_at"],
+            lanes=_int(row["batch_lanes"]),
+        )
+    hold = None
+    if row["hold_amount_usd"] is not None:
+        settled = row["hold_settled_usd"]
+        hold = HoldView(Decimal(row["hold_amount_usd"]), row["hold_outcome"], Decimal(settled) if settled is not None else None, row["hold_expires_at"])
+    pages = row["retry_pages"]
+    return JobProgress(
+        job_id=str(row["job_id"]),
+        file_id=str(row["file_id"]),
+        owner_id=row["owner_id"],
+        status=row["status"],
+        model_id=row["model_id"],
+        total_pages=_int(row["total_pages"]),
+        chunk_count=_int(row["chunk_count"]),
+        pages_failed=_int(row["pages_failed"]),
+        pages_batch=_int(row["pages_batch"]),
+        total_cost_usd=Decimal(row["total_cost_usd"] or 0),
+        error_id=row["error_id"],
+        error_message=row["error_message"],
+        created_at=row["job_created_at"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        retry_attempt=row["retry_attempt"],
+        retry_pages=tuple(pages) if pages is not None else None,
+        chunks_done=_int(row["chunks_done"]),
+        chunks_cancelled=_int(row["chunks_cancelled"]),
+        pages_done=_int(row["pages_done"]),
+        lanes=lanes,
+        hold=hold,
+    )
+
+
+def _progress(row: dict[str, Any] | None) -> JobProgress | None:
+    return job_progress(row) if row is not None else None
+
+
+class PgReads:
+    """batchlane.ports.ReadModel on PostgreSQL, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def job(self, job_id: str) -> JobProgress | None:
+        return _progress(job_row(self.runner, job_id))
+
+    def current_job(self, file_id: str) -> JobProgress | None:
+        return _progress(latest_job_row(self.runner, file_id))
+
+    def owner_files(self, owner_id: str, *, job_status: str | None, limit: int) -> list[OwnerFile]:
+        return [
+            OwnerFile(
+                file_id=str(r["id"]),
+                name=r["name"],
+                size_bytes=int(r["size_bytes"]),
+                status=r["file_status"],
+                created_at=r["created_at"],
+                updated_at=r["updated_at"],
+                folder_job_id=r["folder_job_id"],
+                job=job_progress(r) if r["job_id"] is not None else None,
+            )
+            for r in owner_file_rows(self.runner, owner_id, job_status=job_status, limit=limit)
+        ]
+
+    def jobs_of_file(self, file_id: str) -> list[FileJob]:
+        return [FileJob(str(r["id"]), r["batch_state"]) for r in jobs_of_file(self.runner, file_id)]
+
+    def spend_by_model(self, job_id: str) -> list[ModelSpend]:
+        return [ModelSpend(r["model_id"], Decimal(r["cost"]), int(r["inp"]), int(r["out"])) for r in ledger_by_model(self.runner, job_id)]

@@ -4,40 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
-from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain.status import Entity, RetryStatus, Transition
-
-
-@dataclass(frozen=True)
-class JobRetry:
-    """One job_retries row: a retry of a job's failed pages and what the job was before it."""
-
-    id: int
-    job_id: str
-    attempt: int
-    status: str
-    pages: list[int]
-    error_ids: list[str] | None
-    previous_pages_failed: int
-    previous_total_usd: Decimal
-    previous_markdown_key: str | None
-    chunks_before: list[dict[str, Any]]
-    pages_failed: int | None
-    cost_usd: Decimal | None
-    error_message: str | None
-    created_at: datetime
-    finished_at: datetime | None
-
-    @classmethod
-    def of(cls, row: Row) -> JobRetry:
-        values = {f.name: row[f.name] for f in fields(cls)}
-        return cls(**{**values, "job_id": str(row["job_id"]), "pages": list(row["pages"]), "error_ids": list(row["error_ids"]) if row["error_ids"] else None})
+from batchlane.ports import JobRetry
 
 
 def _one(row: Row | None) -> JobRetry | None:
@@ -101,3 +74,38 @@ def finish(db: Runner, job_id: str, attempt: int, move: Transition, *, pages_fai
         msg=error_message,
     )
     return row is not None
+
+
+class PgRetries:
+    """batchlane.ports.RetryRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def running(self, job_id: str) -> JobRetry | None:
+        return running(self.runner, job_id)
+
+    def history(self, job_id: str) -> list[JobRetry]:
+        return history(self.runner, job_id)
+
+    def get(self, job_id: str, attempt: int) -> JobRetry | None:
+        return get(self.runner, job_id, attempt)
+
+    def insert(
+        self,
+        *,
+        job_id: str,
+        pages: Sequence[int],
+        error_ids: Sequence[str] | None,
+        previous_pages_failed: int,
+        previous_total_usd: Decimal,
+        previous_markdown_key: str | None,
+        chunks_before: list[dict[str, Any]],
+    ) -> JobRetry:
+        return insert(
+            self.runner, job_id=job_id, pages=pages, error_ids=error_ids, previous_pages_failed=previous_pages_failed,
+            previous_total_usd=previous_total_usd, previous_markdown_key=previous_markdown_key, chunks_before=chunks_before,
+        )  # fmt: skip
+
+    def finish(self, job_id: str, attempt: int, move: Transition, *, pages_failed: int | None, cost_usd: Decimal, error_message: str | None = None) -> bool:
+        return finish(self.runner, job_id, attempt, move, pages_failed=pages_failed, cost_usd=cost_usd, error_message=error_message)

@@ -21,17 +21,38 @@ def job_lane_reason(db: Runner, job_id: str) -> str | None:
     return None if row is None else row["lane_reason"]
 
 
-def record_probe(db: Runner, event: Mapping[str, Any]) -> dict[str, Any]:
-    """The migrate function's ``record_service_tier`` action: store the doctor's probe (the last one wins)."""
-    model_id, tier = str(event.get("modelId") or ""), str(event.get("serviceTier") or "")
-    if not model_id or tier not in tiers.TIERS or not isinstance(event.get("accepted"), bool):
-        raise ValueError(f"record_service_tier needs modelId, serviceTier in {tiers.TIERS} and accepted (true|false)")
+def record(db: Runner, model_id: str, tier: str, *, accepted: bool, detail: str) -> None:
+    """The doctor's probe of ``model_id`` at ``tier``: the last one wins."""
     db.run(
         """INSERT INTO service_tiers (model_id, tier, accepted, source, detail) VALUES (:model, :tier, :accepted, 'doctor', :detail)
            ON CONFLICT (model_id, tier) DO UPDATE SET accepted = EXCLUDED.accepted, detail = EXCLUDED.detail, recorded_at = now()""",
         model=model_id,
         tier=tier,
-        accepted=event["accepted"],
-        detail=str(event.get("detail") or "batchlane doctor --live")[:500],
+        accepted=accepted,
+        detail=detail[:500],
     )
+
+
+def record_probe(db: Runner, event: Mapping[str, Any]) -> dict[str, Any]:
+    """The migrate function's ``record_service_tier`` action: store the doctor's probe (the last one wins)."""
+    model_id, tier = str(event.get("modelId") or ""), str(event.get("serviceTier") or "")
+    if not model_id or tier not in tiers.TIERS or not isinstance(event.get("accepted"), bool):
+        raise ValueError(f"record_service_tier needs modelId, serviceTier in {tiers.TIERS} and accepted (true|false)")
+    record(db, model_id, tier, accepted=event["accepted"], detail=str(event.get("detail") or "batchlane doctor --live"))
     return {"modelId": model_id, "serviceTier": tier, "accepted": event["accepted"], "recorded": True}
+
+
+class PgServiceTiers:
+    """batchlane.ports.ServiceTierRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+
+    def probed(self, model_id: str, tier: str = tiers.FLEX) -> bool | None:
+        return probed(self.runner, model_id, tier)
+
+    def record_probe(self, model_id: str, tier: str, *, accepted: bool, detail: str) -> None:
+        record(self.runner, model_id, tier, accepted=accepted, detail=detail)
+
+    def job_lane_reason(self, job_id: str) -> str | None:
+        return job_lane_reason(self.runner, job_id)

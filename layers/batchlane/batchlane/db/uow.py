@@ -10,11 +10,17 @@ from contextlib import AbstractContextManager
 
 from batchlane.db.batch_rows import PgLanes
 from batchlane.db.budgets import PgBudgets
+from batchlane.db.caps import PgCaps
 from batchlane.db.connection import Database, Transaction
 from batchlane.db.deliveries import PgDeliveries
 from batchlane.db.folder_jobs import PgFolderJobs
 from batchlane.db.jobs import PgJobs, Runner
 from batchlane.db.ledger import PgLedger
+from batchlane.db.page_forms import PgPageForms
+from batchlane.db.rate_limits import PgRateLimits
+from batchlane.db.read_model import PgReads
+from batchlane.db.retries import PgRetries
+from batchlane.db.service_tiers import PgServiceTiers
 
 
 class PgUnitOfWork:
@@ -51,6 +57,35 @@ class PgUnitOfWork:
     @property
     def lanes(self) -> PgLanes:
         return PgLanes(self.runner)
+
+    @property
+    def page_forms(self) -> PgPageForms:
+        return PgPageForms(self.runner)
+
+    @property
+    def reads(self) -> PgReads:
+        return PgReads(self.runner)
+
+    @property
+    def caps(self) -> PgCaps:
+        return PgCaps(self.runner)
+
+    @property
+    def rate_limits(self) -> PgRateLimits:
+        return PgRateLimits(self.runner)
+
+    @property
+    def retries(self) -> PgRetries:
+        return PgRetries(self.runner)
+
+    @property
+    def service_tiers(self) -> PgServiceTiers:
+        return PgServiceTiers(self.runner)
+
+    def check_connection(self) -> None:
+        """Ping this thread's connection now and reconnect if it is gone (inside ``with`` the transaction's own is used)."""
+        if self._tx is None:
+            self._db.check()
 
     def __enter__(self) -> PgUnitOfWork:
         if self._tx_context is not None:

@@ -41,6 +41,15 @@ def base_model_id(model_id: str) -> str:
     return _PROFILE_PREFIX.sub("", tail)
 
 
+def by_base_model(per_model: dict[str, int]) -> dict[str, int]:
+    """Per-model counts summed per base model: the us./global. profiles of one model share its quota."""
+    found: dict[str, int] = {}
+    for model, n in per_model.items():
+        base = base_model_id(model)
+        found[base] = found.get(base, 0) + n
+    return found
+
+
 @dataclass(frozen=True)
 class PoolChunk:
     job_id: str

@@ -29,10 +29,11 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from batchlane.db.connection import ConnectParams, Database
 from batchlane.observability import logger
+from batchlane.ports import Lease, Limiter
 
 # A waiting request's place among the waiters lasts this long unless refreshed (it polls every
 # 0.5 s at most): a worker that dies while waiting stops holding back the others within seconds.
@@ -72,16 +73,6 @@ class LimitSettings:
     @property
     def active(self) -> bool:
         return bool(self.concurrency or self.rpm)
-
-
-class Lease(Protocol):
-    def renew(self) -> None: ...
-
-
-class Limiter(Protocol):
-    def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Any: ...  # a context manager yielding a Lease
-    def pace(self, pool: str) -> float: ...  # seconds to wait before starting the request
-    def free_now(self, pool: str) -> int | None: ...  # requests that could start at once (None: unknown)
 
 
 class _NoLease:

@@ -1,0 +1,30 @@
+"""batchlane.ports.PageThreadDatabase in memory: the fake repositories over a FakeState, and no on-demand limit
+unless a test hands one in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from batchlane.ondemand.limiter import NoLimit
+from batchlane.ports import Limiter
+from batchlane_dev.fakes.budgets import FakeBudgets
+from batchlane_dev.fakes.jobs import FakeJobs
+
+
+class FakePageThreadDatabase:
+    def __init__(self, state: Any, limiter: Limiter | None = None) -> None:  # a batchlane_dev.fakes.FakeState
+        self.state = state
+        self._limiter: Limiter = limiter or NoLimit()
+        self.owners: list[str | None] = []  # whose requests each limiter served (slots are shared by owner)
+
+    def limiter(self, *, owner: str | None) -> Limiter:
+        self.owners.append(owner)
+        return self._limiter
+
+    @property
+    def budgets(self) -> FakeBudgets:
+        return FakeBudgets(self.state)
+
+    @property
+    def jobs(self) -> FakeJobs:
+        return FakeJobs(self.state)
