@@ -1,4 +1,4 @@
-"""The batch lane's rules, on fakes of Bedrock, S3 and Step Functions (real PostgreSQL).
+"""The batch lane's rules, on fakes of Bedrock, S3 and Step Functions and the in-memory unit of work (no server).
 
 Every step takes a lane (one Bedrock job); a lane carries chunks of one or more conversion jobs
 (batch_members), and each job resumes once no lane carries it and the pool has nothing more for it.
@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, FakeBatchJobs, FakeWorkflows, MemoryStore, all_chunks, new_job, parked_job, prepared_lane
+from usecase_fakes import MODEL, FakeBatchJobs, FakeWorkflows, MemoryStore, all_chunks, lane_ledger, new_job, parked_job, prepared_lane
 
 from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import settle_stopping
@@ -23,13 +23,17 @@ from batchlane.batch.resume import resume_job, resume_members
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import BatchSubmitBusy, submit_batch_job
 from batchlane.batch.wait import register_wait
-from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.domain.cost import Usage
+from batchlane.domain.status import BedrockJobStatus
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec
+from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, BatchRow, LaneOutcome, LedgerRow
 from batchlane.runtime import Services
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services) -> Services:
+    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
+    return svc_on_fakes
 
 
 def _jobs(svc: Services) -> FakeBatchJobs:
@@ -51,8 +55,8 @@ def _answer(text: str, stop: str, tokens_in: int, tokens_out: int) -> dict:
     return {"content": [{"type": "text", "text": text}], "stop_reason": stop, "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
 
 
-def _lane(svc: Services, lane_id: str) -> rows.BatchRow:
-    row = rows.get_row(svc.db, lane_id)
+def _lane(svc: Services, lane_id: str) -> BatchRow:
+    row = svc.uow().lanes.get_row(lane_id)
     assert row is not None
     return row
 
@@ -77,23 +81,19 @@ def _ok(record_id: str, tokens_in: int = 10, tokens_out: int = 5) -> dict[str, A
     return {"recordId": record_id, "modelOutput": _answer(f"# {record_id}", "end_turn", tokens_in, tokens_out)}
 
 
-def _lane_bill(svc: Services, lane_id: str) -> dict[str, Any]:
+def _lane_bill(svc: Services, lane_id: str) -> LedgerRow:
     """The one ledger row of the lane (source batch, job_id NULL)."""
-    [bill] = svc.db.run(
-        "SELECT * FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch'",
-        row=_lane(svc, lane_id).id,
-    )
-    assert bill["job_id"] is None
+    [bill] = lane_ledger(svc, lane_id, source="batch")
+    assert bill.job_id is None
     return bill
 
 
-def _shares(svc: Services, lane_id: str) -> dict[str, dict[str, Any]]:
-    found = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch_share'", row=_lane(svc, lane_id).id)
-    return {str(r["job_id"]): r for r in found}
+def _shares(svc: Services, lane_id: str) -> dict[str, LedgerRow]:
+    return {str(r.job_id): r for r in lane_ledger(svc, lane_id, source="batch_share")}
 
 
 def _member_states(svc: Services, lane_id: str) -> dict[tuple[str, int], str]:
-    return {(m.job_id, m.chunk_index): m.state for m in rows.members(svc.db, _lane(svc, lane_id).id)}
+    return {(m.job_id, m.chunk_index): m.state for m in svc.uow().lanes.members(_lane(svc, lane_id).id)}
 
 
 # --- submit ---------------------------------------------------------------------------------------
@@ -138,10 +138,10 @@ def test_a_validation_exception_fails_submit_and_the_lane_leaves_to_on_demand_wi
     assert left == {"closed": True, "endState": "prepare_failed"}
     assert resume_members(svc, parked.lane_id) == {"resumed": 1, "members": 1}
     assert _workflows(svc).started == [("conversion", parked.job_id)]
-    job = job_repo.get_job(svc.db, parked.job_id)
+    job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and not job.batch_primed
-    assert ledger.ledger_rows(svc.db, parked.job_id) == [], "nothing ran on Bedrock: nothing billed"
-    assert svc.db.run("SELECT 1 FROM cost_ledger WHERE batch_row_id = :row", row=_lane(svc, parked.lane_id).id) == []
+    assert svc.uow().ledger.ledger_rows(parked.job_id) == [], "nothing ran on Bedrock: nothing billed"
+    assert lane_ledger(svc, parked.lane_id) == []
 
 
 def test_a_submit_that_failed_after_bedrock_created_the_job_adopts_it_and_stops_it(svc: Services) -> None:
@@ -156,7 +156,7 @@ def test_a_submit_that_failed_after_bedrock_created_the_job_adopts_it_and_stops_
 
 def test_a_lane_whose_members_all_left_while_preparing_is_stopped_as_soon_as_submit_created_it(svc: Services) -> None:
     parked = parked_job(svc)
-    rows.leave_lanes(svc.db, parked.job_id)  # what cancel and process now do to the job's members
+    svc.uow().lanes.leave_lanes(parked.job_id)  # what cancel and process now do to the job's members
     arn = _submitted(svc, parked.lane_id)
     assert _jobs(svc).stops == [arn]
     assert _lane(svc, parked.lane_id).reason == "members_left"
@@ -237,21 +237,21 @@ def test_collect_bills_every_record_bedrock_returned_and_accepts_only_what_on_de
     cost = svc.prices.cost(MODEL, billed, batch=True)
     assert summary == {"closed": True, "won": True, "endState": "PartiallyCompleted", "accepted": 1, "fallback": 5, "costUsd": str(cost)}
     bill = _lane_bill(svc, lane_id)
-    assert (bill["input_tokens"], bill["output_tokens"], Decimal(bill["cost_usd"])) == (billed.input_tokens, billed.output_tokens, cost)
-    [share] = ledger.ledger_rows(svc.db, job_id)  # the job's own rows: its share of the lane, all of it (the only member)
+    assert (bill.input_tokens, bill.output_tokens, bill.cost_usd) == (billed.input_tokens, billed.output_tokens, cost)
+    [share] = svc.uow().ledger.ledger_rows(job_id)  # the job's own rows: its share of the lane, all of it (the only member)
     assert (share.source, share.backend, share.cost_usd) == ("batch_share", "batch", cost)
     assert (share.input_tokens, share.output_tokens) == (billed.input_tokens, billed.output_tokens)
-    assert ledger.batch_cost_of_job(svc.db, job_id) == cost
+    assert svc.uow().ledger.batch_cost_of_job(job_id) == cost
     results = {c: svc.store.get_json(f"batch/{job_id}/results/chunk-{c}.json")["results"] for c in (0, 1, 2)}
     assert [r["recordId"] for r in results[0]] == ["c0-p1"], "the member tag is stripped: the primed chunk looks up its own ids"
     assert results[0][0]["promptHash"] == "hash-c0-p1" and results[1] == [] and results[2] == []
-    assert {(m.chunk_index, m.state, m.accepted) for m in rows.members(svc.db, _lane(svc, lane_id).id)} == {
+    assert {(m.chunk_index, m.state, m.accepted) for m in svc.uow().lanes.members(_lane(svc, lane_id).id)} == {
         (0, "collected", 1),
         (1, "collected", 0),
         (2, "collected", 0),
     }
     assert collect(svc, lane_id)["won"] is False, "a second collect finds the lane closed"
-    assert len(ledger.ledger_rows(svc.db, job_id)) == 1 and _lane_bill(svc, lane_id)["id"] == bill["id"], "billed once"
+    assert len(svc.uow().ledger.ledger_rows(job_id)) == 1 and _lane_bill(svc, lane_id).id == bill.id, "billed once"
 
 
 def test_collect_waits_while_bedrock_runs_and_stops_a_lane_nobody_waits_on_any_more(svc: Services) -> None:
@@ -261,7 +261,7 @@ def test_collect_waits_while_bedrock_runs_and_stops_a_lane_nobody_waits_on_any_m
     with pytest.raises(CollectNotReady):
         collect(svc, parked.lane_id)
     assert _jobs(svc).stops == []
-    rows.leave_lanes(svc.db, parked.job_id)  # its only member left (and the stop that should have followed was lost)
+    svc.uow().lanes.leave_lanes(parked.job_id)  # its only member left (and the stop that should have followed was lost)
     with pytest.raises(CollectNotReady):
         collect(svc, parked.lane_id)
     assert _jobs(svc).stops == [arn]
@@ -271,7 +271,7 @@ def test_a_job_bedrock_no_longer_knows_is_collected_as_lost(svc: Services) -> No
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
     del _jobs(svc).jobs[arn]
-    assert collect(svc, parked.lane_id)["endState"] == rows.LOST
+    assert collect(svc, parked.lane_id)["endState"] == BedrockJobStatus.LOST
     assert resume_members(svc, parked.lane_id)["resumed"] == 1
 
 
@@ -283,7 +283,7 @@ def test_leaving_while_bedrock_runs_bills_the_stopped_job_once_from_its_manifest
     arn = _submitted(svc, parked.lane_id)
     _jobs(svc).jobs[arn].status = "InProgress"
     assert abandon(svc, parked.lane_id, reason="collect_failed") == {"closed": False, "stopping": True, "endState": "stopping"}
-    assert _jobs(svc).stops == [arn] and ledger.ledger_rows(svc.db, parked.job_id) == []
+    assert _jobs(svc).stops == [arn] and svc.uow().ledger.ledger_rows(parked.job_id) == []
     assert set(_member_states(svc, parked.lane_id).values()) == {"left"}
     assert resume_job(svc, parked.job_id)["resumed"] is True  # on-demand now, the bill follows
 
@@ -293,9 +293,9 @@ def test_leaving_while_bedrock_runs_bills_the_stopped_job_once_from_its_manifest
     assert settle_stopping(svc, row)["won"] is True
     assert settle_stopping(svc, row)["won"] is False
     bill = _lane_bill(svc, parked.lane_id)
-    assert (bill["input_tokens"], bill["output_tokens"]) == (3000, 900)
-    [share] = ledger.ledger_rows(svc.db, parked.job_id)
-    assert (share.source, share.input_tokens, share.output_tokens, share.cost_usd) == ("batch_share", 3000, 900, bill["cost_usd"])
+    assert (bill.input_tokens, bill.output_tokens) == (3000, 900)
+    [share] = svc.uow().ledger.ledger_rows(parked.job_id)
+    assert (share.source, share.input_tokens, share.output_tokens, share.cost_usd) == ("batch_share", 3000, 900, bill.cost_usd)
 
 
 # --- resume ---------------------------------------------------------------------------------------
@@ -310,10 +310,10 @@ def test_resume_primes_a_job_with_accepted_records_and_starts_its_conversion_onc
     assert resume_members(svc, parked.lane_id) == {"resumed": 1, "members": 1}
     assert resume_job(svc, parked.job_id)["resumed"] is False
     assert resume_members(svc, parked.lane_id) == {"resumed": 0, "members": 1}
-    job = job_repo.get_job(svc.db, parked.job_id)
+    job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and job.batch_primed is True
     assert job.batch_cost_usd == Decimal(cost)
-    assert {c.status for c in job_repo.get_chunks(svc.db, parked.job_id)} == {"pending"}
+    assert {c.status for c in svc.uow().jobs.get_chunks(parked.job_id)} == {"pending"}
     assert _workflows(svc).started == [("conversion", parked.job_id)]
     assert _lane(svc, parked.lane_id).resumed_at is not None
 
@@ -356,15 +356,15 @@ def test_a_member_cancelled_while_its_lane_runs_leaves_it_running_for_the_other_
     assert collect(svc, lane_id)["won"] is True
     assert resume_members(svc, lane_id) == {"resumed": 1, "members": 2}
 
-    resumed = job_repo.get_job(svc.db, b)
+    resumed = svc.uow().jobs.get_job(b)
     assert resumed is not None and resumed.status == "pending" and resumed.batch_primed is True
     assert [r["recordId"] for r in svc.store.get_json(f"batch/{b}/results/chunk-0.json")["results"]] == ["c0-p1"]
     assert svc.store.list_keys(f"batch/{a}/") == [], "the cancelled member's answers are not written for it"
-    cancelled = job_repo.get_job(svc.db, a)
+    cancelled = svc.uow().jobs.get_job(a)
     assert cancelled is not None and cancelled.status == "cancelled"
     assert _workflows(svc).started == [("conversion", b)], "a cancelled job starts nothing"
     shares = _shares(svc, lane_id)
-    assert sum(Decimal(s["cost_usd"]) for s in shares.values()) == Decimal(_lane_bill(svc, lane_id)["cost_usd"])
+    assert sum(s.cost_usd for s in shares.values()) == _lane_bill(svc, lane_id).cost_usd
 
 
 def test_when_every_member_leaves_a_running_lane_it_is_stopped(svc: Services) -> None:
@@ -401,13 +401,13 @@ def test_collect_writes_results_per_member_job_and_shares_that_add_up_to_the_lan
     bill = _lane_bill(svc, lane_id)
     shares = _shares(svc, lane_id)
     assert set(shares) == {a, b, c}
-    assert sum(Decimal(s["cost_usd"]) for s in shares.values()) == Decimal(bill["cost_usd"]) == Decimal(summary["costUsd"])
-    assert sum(s["input_tokens"] for s in shares.values()) == bill["input_tokens"] == 1001 + 999 + 10 + 17
-    assert sum(s["output_tokens"] for s in shares.values()) == bill["output_tokens"] == 333 + 7 + 10 + 1
-    assert [shares[j]["metadata"]["records"] for j in (a, b, c)] == [3, 1, 1], "shares follow the records each member sent"
-    assert Decimal(shares[a]["cost_usd"]) > Decimal(shares[b]["cost_usd"])
+    assert sum(s.cost_usd for s in shares.values()) == bill.cost_usd == Decimal(summary["costUsd"])
+    assert sum(s.input_tokens for s in shares.values()) == bill.input_tokens == 1001 + 999 + 10 + 17
+    assert sum(s.output_tokens for s in shares.values()) == bill.output_tokens == 333 + 7 + 10 + 1
+    assert [shares[j].metadata["records"] for j in (a, b, c)] == [3, 1, 1], "shares follow the records each member sent"
+    assert shares[a].cost_usd > shares[b].cost_usd
     for job_id in (a, b, c):
-        assert ledger.batch_cost_of_job(svc.db, job_id) == ledger.job_total(svc.db, job_id) == Decimal(shares[job_id]["cost_usd"])
+        assert svc.uow().ledger.batch_cost_of_job(job_id) == svc.uow().ledger.job_total(job_id) == shares[job_id].cost_usd
     assert resume_members(svc, lane_id) == {"resumed": 3, "members": 3}
     assert {j for kind, j in _workflows(svc).started if kind == "conversion"} == {a, b, c}
     assert collect(svc, lane_id)["won"] is False and len(_shares(svc, lane_id)) == 3, "shares written once"
@@ -421,7 +421,7 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     collect(svc, first)
 
     assert resume_members(svc, first) == {"resumed": 0, "members": 1}, "chunks 1 and 2 still wait in the pool"
-    assert rows.job_lane_outcome(svc.db, job_id).settled is False
+    assert svc.uow().lanes.job_lane_outcome(job_id).settled is False
     second = prepared_lane(svc, [(job_id, 1), (job_id, 2)])
     second_arn = _submitted(svc, second)
     assert resume_job(svc, job_id)["why"] == "still in the pool or a lane"
@@ -431,9 +431,9 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     collect(svc, second)
     assert resume_members(svc, second) == {"resumed": 1, "members": 1}
 
-    job = job_repo.get_job(svc.db, job_id)
+    job = svc.uow().jobs.get_job(job_id)
     assert job is not None and job.status == "pending" and job.batch_primed is True
-    both = Decimal(_lane_bill(svc, first)["cost_usd"]) + Decimal(_lane_bill(svc, second)["cost_usd"])
-    assert job.batch_cost_usd == both == ledger.batch_cost_of_job(svc.db, job_id)
-    assert rows.job_lane_outcome(svc.db, job_id) == rows.LaneOutcome(settled=True, accepted=2, lanes=2)
+    both = _lane_bill(svc, first).cost_usd + _lane_bill(svc, second).cost_usd
+    assert job.batch_cost_usd == both == svc.uow().ledger.batch_cost_of_job(job_id)
+    assert svc.uow().lanes.job_lane_outcome(job_id) == LaneOutcome(settled=True, accepted=2, lanes=2)
     assert _workflows(svc).started == [("conversion", job_id)]

@@ -13,14 +13,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from usecase_fakes import MemoryStore, parked_job
+from usecase_fakes import MemoryStore, lane_ledger, parked_job
 
 from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.submit import submit_batch_job
-from batchlane.db import batch_rows as rows
 from batchlane.observability import metrics
+from batchlane.ports import LedgerRow
 from batchlane.runtime import Services
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services) -> Services:
+    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
+    return svc_on_fakes
 
 
 @pytest.fixture
@@ -44,7 +50,7 @@ def _stopped_with_outputs(svc: Services, *, manifest: bytes | None) -> tuple[str
     """A lane whose Bedrock job stopped after answering three records (one of them failed)."""
     parked = parked_job(svc)
     arn = str(submit_batch_job(svc, parked.lane_id)["jobArn"])
-    row = rows.get_row(svc.db, parked.lane_id)
+    row = svc.uow().lanes.get_row(parked.lane_id)
     assert row is not None and row.output_uri is not None
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
     lines = [_record("m0c0p1", 1000, 200), _record("m0c0p2", 1200, 300), {"recordId": "m0c1p51", "error": {"errorCode": 500, "errorMessage": "x"}}]
@@ -56,10 +62,8 @@ def _stopped_with_outputs(svc: Services, *, manifest: bytes | None) -> tuple[str
     return parked.lane_id, arn
 
 
-def _lane_bill(svc: Services, lane_id: str) -> dict[str, Any]:
-    row = rows.get_row(svc.db, lane_id)
-    assert row is not None
-    [bill] = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch'", row=row.id)
+def _lane_bill(svc: Services, lane_id: str) -> LedgerRow:
+    [bill] = lane_ledger(svc, lane_id, source="batch")
     return bill
 
 
@@ -77,9 +81,9 @@ def test_an_abandoned_job_without_a_readable_manifest_bills_its_output_records_m
     assert abandon(svc, lane_id, reason="collect_failed")["won"] is True
 
     bill = _lane_bill(svc, lane_id)
-    assert (bill["input_tokens"], bill["output_tokens"]) == (2200, 500), "not $0: the two answered records"
-    assert float(bill["cost_usd"]) > 0
-    meta = bill["metadata"] if isinstance(bill["metadata"], dict) else json.loads(bill["metadata"])
+    assert (bill.input_tokens, bill.output_tokens) == (2200, 500), "not $0: the two answered records"
+    assert bill.cost_usd > 0
+    meta = bill.metadata
     assert meta["estimated"] is True and meta["usageSource"] == "outputRecords" and "manifest" in meta["estimateReason"]
     assert _estimated_count() == 1, "the alarm's metric counts the estimated bill"
 
@@ -90,13 +94,12 @@ def test_a_stopping_lane_settled_without_its_manifest_is_estimated_too(svc: Serv
     svc.batch_jobs.jobs[arn].status = "InProgress"  # type: ignore[attr-defined]
     assert abandon(svc, parked.lane_id, reason="collect_failed")["endState"] == "stopping"
     svc.batch_jobs.jobs[arn].status = "Stopped"  # type: ignore[attr-defined]  # and Bedrock never wrote a manifest, nor any output
-    row = rows.get_row(svc.db, parked.lane_id)
+    row = svc.uow().lanes.get_row(parked.lane_id)
     assert row is not None
 
     assert settle_stopping(svc, row)["won"] is True
 
-    meta = _lane_bill(svc, parked.lane_id)["metadata"]
-    meta = meta if isinstance(meta, dict) else json.loads(meta)
+    meta = _lane_bill(svc, parked.lane_id).metadata
     assert meta["estimated"] is True, "a $0 bill with nothing to read is at least marked, never silent"
     assert _estimated_count() == 1
 
@@ -107,6 +110,6 @@ def test_a_readable_manifest_is_the_bill_and_nothing_alarms(svc: Services, metri
     assert abandon(svc, lane_id, reason="collect_failed")["won"] is True
 
     bill = _lane_bill(svc, lane_id)
-    meta = bill["metadata"] if isinstance(bill["metadata"], dict) else json.loads(bill["metadata"])
-    assert (bill["input_tokens"], bill["output_tokens"], meta["estimated"], meta["usageSource"]) == (3000, 900, False, "manifest")
+    meta = bill.metadata
+    assert (bill.input_tokens, bill.output_tokens, meta["estimated"], meta["usageSource"]) == (3000, 900, False, "manifest")
     assert _estimated_count() == 0

@@ -1,5 +1,5 @@
 """A shared lane's bill is split by each member's own tokens (issue 21.5), on fakes of Bedrock and S3
-(real PostgreSQL): owner A's dense, long-answer pages are paid by A, not by B who shares A's Bedrock job."""
+and the in-memory unit of work (no server): owner A's dense, long-answer pages are paid by A, not by B who shares A's Bedrock job."""
 
 from __future__ import annotations
 
@@ -7,14 +7,19 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from usecase_fakes import FakeBatchJobs, MemoryStore, all_chunks, new_job, prepared_lane
+import pytest
+from usecase_fakes import FakeBatchJobs, MemoryStore, all_chunks, lane_ledger, new_job, prepared_lane
 
 from batchlane.batch.collect import collect
 from batchlane.batch.submit import submit_batch_job
-from batchlane.db import batch_rows as rows
-from batchlane.db import ledger
 from batchlane.domain.cost import Usage
 from batchlane.runtime import Services
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services) -> Services:
+    """On the fake unit of work: a use case that reaches for a database fails."""
+    return svc_on_fakes
 
 
 def _answer(record_id: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:
@@ -32,7 +37,7 @@ def test_each_member_of_a_shared_lane_pays_for_its_own_tokens(svc: Services) -> 
     a, b = new_job(svc, pages=40, owner="owner-1"), new_job(svc, pages=40, owner="owner-2")
     lane_id = prepared_lane(svc, [*all_chunks(svc, a), *all_chunks(svc, b)])
     arn = str(submit_batch_job(svc, lane_id)["jobArn"])
-    row = rows.get_row(svc.db, lane_id)
+    row = svc.uow().lanes.get_row(lane_id)
     assert row is not None and row.output_uri is not None
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
     lines = [_answer("m0c0p1", 9_000, 8_000), _answer("m1c0p1", 1_000, 200)]
@@ -42,13 +47,12 @@ def test_each_member_of_a_shared_lane_pays_for_its_own_tokens(svc: Services) -> 
 
     assert collect(svc, lane_id)["won"] is True
 
-    found = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch_share'", row=row.id)
-    shares = {str(r["job_id"]): r for r in found}
-    assert (shares[a]["input_tokens"], shares[a]["output_tokens"]) == (9_000, 8_000)
-    assert (shares[b]["input_tokens"], shares[b]["output_tokens"]) == (1_000, 200)
+    shares = {str(r.job_id): r for r in lane_ledger(svc, lane_id, source="batch_share")}
+    assert (shares[a].input_tokens, shares[a].output_tokens) == (9_000, 8_000)
+    assert (shares[b].input_tokens, shares[b].output_tokens) == (1_000, 200)
     model = svc.settings.batchlane_model_id
     own_b = svc.prices.cost(model, Usage(1_000, 200), batch=True)
-    assert abs(Decimal(shares[b]["cost_usd"]) - own_b) <= Decimal("0.000001"), "B pays the price of its own tokens"
-    [bill] = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch'", row=row.id)
-    assert Decimal(shares[a]["cost_usd"]) + Decimal(shares[b]["cost_usd"]) == Decimal(bill["cost_usd"])  # and the shares add up to the bill
-    assert ledger.job_total(svc.db, b) == Decimal(shares[b]["cost_usd"])
+    assert abs(shares[b].cost_usd - own_b) <= Decimal("0.000001"), "B pays the price of its own tokens"
+    [bill] = lane_ledger(svc, lane_id, source="batch")
+    assert shares[a].cost_usd + shares[b].cost_usd == bill.cost_usd  # and the shares add up to the bill
+    assert svc.uow().ledger.job_total(b) == shares[b].cost_usd

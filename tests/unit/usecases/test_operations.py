@@ -1,4 +1,5 @@
-"""Cancel and process now on a job in the batch lane, on fakes of Bedrock and Step Functions (real PostgreSQL).
+"""Cancel and process now on a job in the batch lane, on fakes of Bedrock and Step Functions and the in-memory unit
+of work (no server).
 
 A job leaving (cancel, process now) leaves every lane it rides in and the pool; a lane is stopped only
 when no member waits on it any more (test_batch_lane_usecases has the shared-lane cases).
@@ -6,16 +7,23 @@ when no member waits on it any more (test_batch_lane_usecases has the shared-lan
 
 from __future__ import annotations
 
+import pytest
 from usecase_fakes import FakeBatchJobs, FakeWorkflows, new_job, parked_job
 
 from batchlane.batch.prepare import plan_prepare
 from batchlane.batch.process_now import process_now
 from batchlane.batch.submit import submit_batch_job
-from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.operations.cancel import cancel_job
+from batchlane.ports import BatchRow
 from batchlane.runtime import Services
+from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.lanes import lane_rows
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services) -> Services:
+    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
+    return svc_on_fakes
 
 
 def _stops(svc: Services) -> list[str]:
@@ -28,20 +36,22 @@ def _started(svc: Services) -> list[tuple[str, str]]:
     return svc.workflows.started
 
 
-def _lane(svc: Services, lane_id: str) -> rows.BatchRow:
-    row = rows.get_row(svc.db, lane_id)
+def _lane(svc: Services, lane_id: str) -> BatchRow:
+    row = svc.uow().lanes.get_row(lane_id)
     assert row is not None
     return row
 
 
 def _member_states(svc: Services, lane_id: str) -> set[str]:
-    return {m.state for m in rows.members(svc.db, _lane(svc, lane_id).id)}
+    return {m.state for m in svc.uow().lanes.members(_lane(svc, lane_id).id)}
 
 
 def _pool_left(svc: Services, job_id: str) -> tuple[bool, str | None]:
-    row = svc.db.one("SELECT pool_left_at IS NOT NULL AS left_, lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
-    assert row is not None
-    return bool(row["left_"]), row["lane_reason"]
+    """Whether the pool let the job go, and why (the job's pool_left_at and lane_reason, which no JobRow carries)."""
+    uow = svc.uow()
+    assert isinstance(uow, FakeUnitOfWork)
+    pool = lane_rows(uow.state)
+    return job_id in pool.pool_left_at, pool.lane_reason.get(job_id)
 
 
 def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the_file(svc: Services) -> None:
@@ -52,10 +62,10 @@ def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the
 
     assert (outcome.previous_status, outcome.batch_row_state, outcome.batch_stop_requested, outcome.hold_released) == ("waiting_batch", "submitted", True, True)
     assert _stops(svc) == [arn], "its only member left: nobody waits on the Bedrock job"
-    job = job_repo.get_job(svc.db, parked.job_id)
+    job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "cancelled"
-    assert job_repo.get_file(svc.db, str(job.file_id)).status == "uploaded"
-    hold = ledger.get_hold(svc.db, parked.job_id)
+    assert svc.uow().jobs.get_file(str(job.file_id)).status == "uploaded"
+    hold = svc.uow().ledger.get_hold(parked.job_id)
     assert hold is not None and hold.outcome == "cancelled"
     assert _lane(svc, parked.lane_id).reason == "cancelled"
     assert _member_states(svc, parked.lane_id) == {"left"}
@@ -79,7 +89,7 @@ def test_cancel_of_a_job_still_in_the_pool_lets_the_pool_go_of_it(svc: Services)
     outcome = cancel_job(svc, job_id)
     assert (outcome.batch_row_state, outcome.batch_stop_requested) == (None, False)
     assert _pool_left(svc, job_id) == (True, "cancelled")
-    assert job_id not in {c.job_id for c in rows.pool_chunks(svc.db)}
+    assert job_id not in {c.job_id for c in svc.uow().lanes.pool_chunks()}
 
 
 def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_conversion(svc: Services) -> None:
@@ -91,7 +101,7 @@ def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_c
     assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "left_batch_lane", True, True)
     assert _stops(svc) == [arn]
     assert _started(svc) == [("conversion", parked.job_id)]
-    job = job_repo.get_job(svc.db, parked.job_id)
+    job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and not job.batch_primed
     assert _lane(svc, parked.lane_id).reason == "process_now"
     assert _member_states(svc, parked.lane_id) == {"left"}
@@ -114,8 +124,8 @@ def test_process_now_of_a_job_in_the_pool_lets_it_go_so_the_packer_never_takes_i
 
     assert (outcome.batch_row_state, outcome.action, outcome.resumed) == (None, "left_pool", True)
     assert _pool_left(svc, job_id) == (True, "process_now")
-    assert rows.lanes_of_job(svc.db, job_id) == [], "no lane was made for it"
-    assert job_id not in {c.job_id for c in rows.pool_chunks(svc.db)}, "the packer reads the pool from here"
+    assert svc.uow().lanes.lanes_of_job(job_id) == [], "no lane was made for it"
+    assert job_id not in {c.job_id for c in svc.uow().lanes.pool_chunks()}, "the packer reads the pool from here"
     assert _stops(svc) == [] and _started(svc) == [("conversion", job_id)]
-    job = job_repo.get_job(svc.db, job_id)
+    job = svc.uow().jobs.get_job(job_id)
     assert job is not None and job.status == "pending"

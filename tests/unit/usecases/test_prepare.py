@@ -1,10 +1,11 @@
-"""Prepare on fakes: one record per non-blank page, exactly the on-demand request; too few records skip the lane."""
+"""Prepare on fakes (no server): one record per non-blank page, exactly the on-demand request; too few records skip the lane."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 
+import pytest
 from usecase_fakes import all_chunks, new_job, packed_lane
 
 from batchlane import keys
@@ -13,13 +14,19 @@ from batchlane.batch.prepare import finish_prepare, plan_prepare, prepare_group
 from batchlane.batch.resume import resume_members
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.converter import ConverterConfig, build_page_request
-from batchlane.db import batch_rows as rows
 from batchlane.operations.cancel import cancel_job
 from batchlane.pdf import open_chunk, open_pdf, plan_chunks
+from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
 PAGES, PER_CHUNK, BLANK_EVERY = 12, 5, 4  # pages 4, 8 and 12 are blank
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services) -> Services:
+    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
+    return svc_on_fakes
 
 
 def _parked_with_sources(svc: Services, *, owner: str = "owner-1") -> str:
@@ -38,8 +45,8 @@ def _prepare(svc: Services, lane_id: str) -> dict:
     return finish_prepare(svc, lane_id)
 
 
-def _lane(svc: Services, lane_id: str) -> rows.BatchRow:
-    row = rows.get_row(svc.db, lane_id)
+def _lane(svc: Services, lane_id: str) -> BatchRow:
+    row = svc.uow().lanes.get_row(lane_id)
     assert row is not None
     return row
 
@@ -76,7 +83,7 @@ def test_prepare_writes_one_record_per_non_blank_page_exactly_as_on_demand_would
     assert manifest["promptHashes"]["m0c0p5"] == request.prompt_hash
     row = _lane(svc, lane_id)
     assert (row.state, row.record_count) == ("preparing", 9)
-    assert [(m.chunk_index, m.records) for m in rows.members(svc.db, row.id)] == [(0, 4), (1, 4), (2, 1)]
+    assert [(m.chunk_index, m.records) for m in svc.uow().lanes.members(row.id)] == [(0, 4), (1, 4), (2, 1)]
 
 
 def test_two_jobs_in_one_lane_keep_their_records_apart_by_tag(svc: Services) -> None:
@@ -102,14 +109,14 @@ def test_a_member_that_left_during_prepare_is_dropped_and_its_records_deleted(sv
         prepare_group(svc, lane_id, group)
     left_shards = svc.store.list_keys(f"batch/{lane_id}/input/m0-")
     assert left_shards
-    rows.leave_lanes(svc.db, a)  # a is cancelled while its records were being written
+    svc.uow().lanes.leave_lanes(a)  # a is cancelled while its records were being written
 
     assert finish_prepare(svc, lane_id) == {"action": "submit", "reason": None, "records": 9}
 
     manifest = svc.store.get_json(keys.batch_manifest_key(lane_id))
     assert manifest["members"] == {"m1": b} and all(i.startswith("m1c") for i in manifest["promptHashes"])
     assert svc.store.list_keys(f"batch/{lane_id}/input/m0-") == [], "Bedrock never runs (or bills) the pages of a member that left"
-    assert {m.job_id: m.records for m in rows.members(svc.db, _lane(svc, lane_id).id) if m.chunk_index == 0} == {a: 0, b: 4}
+    assert {m.job_id: m.records for m in svc.uow().lanes.members(_lane(svc, lane_id).id) if m.chunk_index == 0} == {a: 0, b: 4}
 
 
 def test_too_few_records_skip_the_lane_with_the_reason_on_the_row(svc: Services) -> None:

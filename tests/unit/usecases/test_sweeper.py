@@ -3,23 +3,37 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
-from usecase_fakes import FakeBatchJobs, FakeWorkflows, MemoryStore, Parked, new_job, parked_job, prepared_lane
+from usecase_fakes import FakeBatchJobs, FakeWorkflows, MemoryStore, Parked, lane_ledger, new_job, parked_job, prepared_lane
 
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
-from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
+from batchlane.ports import BatchRow
 from batchlane.runtime import Services
-from tests.conftest import forget_everything
+from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.lanes import lane_rows
 
 
-@pytest.fixture(autouse=True)
-def only_this_tests_rows(migrated_url: str) -> None:
-    """The sweeper reads every row: start from empty tables (tests/conftest.forget_everything)."""
-    forget_everything(migrated_url)
+@pytest.fixture
+def svc(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> Services:
+    """A fresh fake unit of work (the sweeper reads every row: only this test's), its clock on the wall clock's time:
+    the sweeper compares the rows' deadlines and first-terminal times with time.time(), as PostgreSQL's now() would be."""
+    fake_uow.state.clock.at = datetime.now(UTC)
+    return svc_on_fakes
+
+
+def _backdate(svc: Services, lane_id: str, **ago: timedelta) -> None:
+    """Move the lane's timestamps back (a test seam, as an UPDATE … SET column = now() - interval would)."""
+    uow = svc.uow()
+    assert isinstance(uow, FakeUnitOfWork)
+    row = _lane(svc, lane_id)
+    moved: dict[str, Any] = {column: uow.state.clock.now() - delta for column, delta in ago.items()}
+    lane_rows(uow.state).rows[row.id] = replace(row, **moved)
 
 
 def _submitted(svc: Services) -> tuple[Parked, str]:
@@ -27,8 +41,8 @@ def _submitted(svc: Services) -> tuple[Parked, str]:
     return parked, str(submit_batch_job(svc, parked.lane_id)["jobArn"])
 
 
-def _lane(svc: Services, lane_id: str) -> rows.BatchRow:
-    row = rows.get_row(svc.db, lane_id)
+def _lane(svc: Services, lane_id: str) -> BatchRow:
+    row = svc.uow().lanes.get_row(lane_id)
     assert row is not None
     return row
 
@@ -58,7 +72,7 @@ def test_a_lane_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
     parked, arn = _submitted(svc)
     register_wait(svc, parked.lane_id, "token-1")
     _bedrock(svc).jobs[arn].status = "InProgress"
-    svc.db.run("UPDATE conversion_batch_jobs SET deadline = now() - interval '1 minute' WHERE lane_id = CAST(:id AS uuid)", id=parked.lane_id)
+    _backdate(svc, parked.lane_id, deadline=timedelta(minutes=1))
 
     assert sweep(svc)["overdue"] == 1
     assert _bedrock(svc).stops == [arn]
@@ -71,9 +85,9 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(sv
     other = new_job(svc, pages=40, owner="owner-2")
     shared = prepared_lane(svc, [(other, 0)])
     _bedrock(svc).jobs[arn].status = "Completed"
-    row = rows.record_status(svc.db, arn, "Completed")
+    row = svc.uow().lanes.record_status(arn, "Completed")
     assert row is not None and row.output_uri is not None
-    svc.db.run("UPDATE conversion_batch_jobs SET terminal_seen_at = now() - interval '1 hour' WHERE lane_id = CAST(:id AS uuid)", id=parked.lane_id)
+    _backdate(svc, parked.lane_id, terminal_seen_at=timedelta(hours=1))
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/") + arn.rsplit("/", 1)[-1] + "/"
     answer = {"content": [{"type": "text", "text": "# One"}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
     assert isinstance(svc.store, MemoryStore)
@@ -82,7 +96,7 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(sv
     assert sweep(svc)["orphansCollected"] == 1
     closed = _lane(svc, parked.lane_id)
     assert (closed.state, closed.accepted_count) == ("closed", 1)
-    job = job_repo.get_job(svc.db, parked.job_id)
+    job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and job.batch_primed is True
     assert _workflows(svc).started == [("conversion", parked.job_id)]
     assert _lane(svc, shared).state == "preparing", "a lane still preparing (younger than the stuck limit) is left alone"
@@ -91,24 +105,24 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(sv
 def test_a_stopping_lane_is_billed_once_its_job_has_ended(svc: Services) -> None:
     parked, arn = _submitted(svc)
     _bedrock(svc).jobs[arn].status = "InProgress"
-    rows.mark_stopping(svc.db, parked.lane_id, reason="collect_failed")
+    svc.uow().lanes.mark_stopping(parked.lane_id, reason="collect_failed")
     assert sweep(svc)["billedStopped"] == 0, "still running: no manifest.json.out to bill from"
     _bedrock(svc).jobs[arn].status = "Stopped"
     assert sweep(svc)["billedStopped"] == 1
     assert sweep(svc)["billedStopped"] == 0
     closed = _lane(svc, parked.lane_id)
     assert (closed.state, closed.end_state) == ("closed", "Stopped")
-    assert len(svc.db.run("SELECT 1 FROM cost_ledger WHERE batch_row_id = :row AND source = 'batch'", row=closed.id)) == 1
+    assert len(lane_ledger(svc, parked.lane_id, source="batch")) == 1
 
 
 def test_a_prepare_stuck_for_hours_leaves_the_lane_and_its_members_go_on_demand(svc: Services) -> None:
     parked = parked_job(svc)
-    svc.db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE lane_id = CAST(:id AS uuid)", id=parked.lane_id)
+    _backdate(svc, parked.lane_id, created_at=timedelta(hours=3))
 
     assert sweep(svc)["abandonedStuck"] == 1
 
     lane = _lane(svc, parked.lane_id)
     assert (lane.state, lane.end_state, lane.reason) == ("closed", "prepare_failed", "prepare_stuck")
-    job = job_repo.get_job(svc.db, parked.job_id)
+    job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending"
     assert _workflows(svc).started == [("conversion", parked.job_id)]

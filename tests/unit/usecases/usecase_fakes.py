@@ -18,14 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from batchlane import keys
-from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import pooled_record_id, record_id
 from batchlane.pdf import plan_chunks
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, ModelCallFailed
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, LedgerRow, ModelCallFailed
 from batchlane.runtime import Services
+from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.ledger import money
 
 BUCKET = "unit-bucket"
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -178,10 +177,9 @@ PAGES_PER_CHUNK = 50
 
 def new_job(svc: Services, *, pages: int = 120, pages_per_chunk: int = PAGES_PER_CHUNK, owner: str = "owner-1", hold_usd: str = "5") -> str:
     """A job parked for the batch lane (waiting_batch, chunks of ``pages_per_chunk``) with a funds hold: in the pool, no lane yet."""
-    with svc.db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id=owner, name="a.pdf", s3_key=f"uploads/{owner}/a.pdf", size_bytes=10)
-        job = job_repo.insert_job(
-            tx,
+    with svc.uow() as uow:
+        file_row = uow.jobs.insert_file(owner_id=owner, name="a.pdf", s3_key=f"uploads/{owner}/a.pdf", size_bytes=10)
+        job = uow.jobs.insert_job(
             file_id=str(file_row.id),
             owner_id=owner,
             status="waiting_batch",
@@ -192,20 +190,20 @@ def new_job(svc: Services, *, pages: int = 120, pages_per_chunk: int = PAGES_PER
             chunks=plan_chunks(pages, pages_per_chunk),
         )
         job_id = str(job.id)
-        ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal(hold_usd), hours=30)
+        uow.ledger.place_hold(job_id=job_id, owner_id=owner, amount_usd=Decimal(hold_usd), hours=30)
     return job_id
 
 
 def _spans(svc: Services, chunks: list[tuple[str, int]]) -> dict[tuple[str, int], tuple[int, int]]:
-    return {(j, c.chunk_index): (c.first_page, c.last_page) for j in dict.fromkeys(j for j, _ in chunks) for c in job_repo.get_chunks(svc.db, j)}
+    return {(j, c.chunk_index): (c.first_page, c.last_page) for j in dict.fromkeys(j for j, _ in chunks) for c in svc.uow().jobs.get_chunks(j)}
 
 
 def packed_lane(svc: Services, chunks: list[tuple[str, int]]) -> str:
-    """A lane as the packer makes it (rows.insert_lane, preparing) carrying ``chunks`` — (job id, chunk index) —,
+    """A lane as the packer makes it (lanes.insert_lane, preparing) carrying ``chunks`` — (job id, chunk index) —,
     each job tagged m<k> in order of first appearance. Returns the lane id."""
     spans = _spans(svc, chunks)
     lane_id = str(uuid.uuid4())
-    rows.insert_lane(svc.db, lane_id=lane_id, model_id=MODEL, deadline_hours=26, chunks=[(j, c, spans[(j, c)][1] - spans[(j, c)][0] + 1) for j, c in chunks])
+    svc.uow().lanes.insert_lane(lane_id=lane_id, model_id=MODEL, deadline_hours=26, chunks=[(j, c, spans[(j, c)][1] - spans[(j, c)][0] + 1) for j, c in chunks])
     return lane_id
 
 
@@ -214,9 +212,10 @@ def prepared_lane(svc: Services, chunks: list[tuple[str, int]], *, records: int 
     pages), the manifest in the store, the members' record counts and the row's counts recorded."""
     spans = _spans(svc, chunks)
     lane_id = packed_lane(svc, chunks)
-    row = rows.get_row(svc.db, lane_id)
+    lanes = svc.uow().lanes
+    row = lanes.get_row(lane_id)
     assert row is not None
-    tags = {m.job_id: m.member_tag for m in rows.members(svc.db, row.id)}
+    tags = {m.job_id: m.member_tag for m in lanes.members(row.id)}
     manifest_chunks: dict[str, dict[str, list[str]]] = {}
     hashes: dict[str, str] = {}
     counts: dict[tuple[str, int], int] = {}
@@ -231,13 +230,23 @@ def prepared_lane(svc: Services, chunks: list[tuple[str, int]], *, records: int 
     svc.store.put_json(
         manifest_key, {"laneId": lane_id, "modelId": MODEL, "members": members, "recordCount": len(hashes), "chunks": manifest_chunks, "promptHashes": hashes}
     )
-    rows.record_member_records(svc.db, row.id, counts)
-    rows.record_prepared(svc.db, lane_id, record_count=len(hashes), input_bytes=1000, manifest_key=manifest_key)
+    lanes.record_member_records(row.id, counts)
+    lanes.record_prepared(lane_id, record_count=len(hashes), input_bytes=1000, manifest_key=manifest_key)
     return lane_id
 
 
+def lane_ledger(svc: Services, lane_id: str, *, source: str | None = None) -> list[LedgerRow]:
+    """Every ledger row pointing at the lane (of ``source``: batch, the lane's own bill with no job; batch_share, a member's),
+    as the fake ledger holds them: no repository reads a lane's bill, which belongs to no job."""
+    uow = svc.uow()
+    assert isinstance(uow, FakeUnitOfWork), "the services of svc_on_fakes"
+    row = uow.lanes.get_row(lane_id)
+    assert row is not None
+    return [r for r in money(uow.state).ledger if r.batch_row_id == row.id and source in (None, r.source)]
+
+
 def all_chunks(svc: Services, job_id: str) -> list[tuple[str, int]]:
-    return [(job_id, c.chunk_index) for c in job_repo.get_chunks(svc.db, job_id)]
+    return [(job_id, c.chunk_index) for c in svc.uow().jobs.get_chunks(job_id)]
 
 
 @dataclass(frozen=True)

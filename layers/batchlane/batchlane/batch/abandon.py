@@ -8,10 +8,9 @@ from batchlane.batch.billing import billed_from_bedrock_manifest, close_and_bill
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status, output_uri_for
-from batchlane.db import batch_rows as rows
-from batchlane.db.batch_rows import BatchRow
 from batchlane.domain import status as st
 from batchlane.observability import logger
+from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 
 SKIP_REASONS = frozenset({"too_few_records", "too_many_records", "job_too_large", "mixed_models", "not_preparing", "members_left"})
@@ -26,7 +25,8 @@ def abandon(svc: Services, lane_id: str, *, reason: str, error: dict[str, Any] |
     status (:func:`settle_stopping`). A submit that failed after Bedrock created the job
     adopts that job first, so it is stopped and billed too.
     """
-    row = rows.get_row(svc.db, lane_id)
+    lanes = svc.uow().lanes
+    row = lanes.get_row(lane_id)
     if row is None:
         return {"closed": False}
     detail = (error or {}).get("Error")
@@ -35,15 +35,15 @@ def abandon(svc: Services, lane_id: str, *, reason: str, error: dict[str, Any] |
     if row.state == "preparing":
         left_lane = reason in SKIP_REASONS or reason.startswith("job_")  # job_cancelled, job_pending: the user moved it
         end_state = "skipped" if left_lane else "prepare_failed"
-        closed = rows.close(svc.db, lane_id, st.leave_before_submit(), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
+        closed = lanes.close(lane_id, st.leave_before_submit(), end_state=end_state, reason=f"{reason}: {detail}" if detail else reason)
         logger.info("batch lane left before submit", lane_id=lane_id, reason=reason, error=detail)
         return {"closed": closed is not None, "endState": end_state}
     if row.state == "submitted":
         stop_batch_job(svc, lane_id, reason=reason)
         status = bedrock_status(svc.batch_jobs, row.arn)
-        rows.record_status(svc.db, row.arn, status)
-        if status not in rows.TERMINAL_BEDROCK_STATUSES:
-            rows.mark_stopping(svc.db, lane_id, reason=reason)
+        lanes.record_status(row.arn, status)
+        if status not in st.TERMINAL_BEDROCK_STATUSES:
+            lanes.mark_stopping(lane_id, reason=reason)
             logger.warning(
                 "batch lane left while its Bedrock job stops; billed at its terminal status", lane_id=lane_id, reason=reason, status=status, error=detail
             )
@@ -79,8 +79,7 @@ def adopt_created_job(svc: Services, lane_id: str) -> BatchRow | None:
     if not existing:
         return None
     logger.warning("a Bedrock job created for this lane was adopted", lane_id=lane_id, bedrock_job_arn=existing.arn)
-    return rows.mark_submitted(
-        svc.db,
+    return svc.uow().lanes.mark_submitted(
         lane_id,
         arn=existing.arn,
         name=existing.name,

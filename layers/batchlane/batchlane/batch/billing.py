@@ -23,17 +23,13 @@ from typing import Any
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import bedrock_status
 from batchlane.converter.transports import answer_from_messages
-from batchlane.db import batch_rows as rows
-from batchlane.db import ledger
-from batchlane.db.batch_rows import BatchRow
-from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, PriceTable, Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.pool import MICRO, split_by_weight
 from batchlane.domain.status import Transition
 from batchlane.observability import logger, metrics
-from batchlane.ports import ObjectStoreError
+from batchlane.ports import BatchRow, LedgerRepository, Member, ObjectStoreError, UnitOfWork
 from batchlane.runtime import Services
 
 
@@ -75,19 +71,18 @@ def close_and_bill(
     reason: str | None = None,
     move: Transition | None = None,
     accepted_by_chunk: dict[tuple[str, int], int] | None = None,
-    then: Callable[[Runner], None] | None = None,
+    then: Callable[[UnitOfWork], None] | None = None,
     usage_by_job: dict[str, Usage] | None = None,
     prices: PriceTable | None = None,
 ) -> bool:
     """The guarded close along ``move`` (default: submitted → closed) and, for whoever wins it, the one
     ledger row and the members' shares."""
-    with svc.db.transaction() as tx:
-        closed = rows.close(tx, row.lane_id, move or st.close(), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
+    with svc.uow() as uow:
+        closed = uow.lanes.close(row.lane_id, move or st.close(), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
         if closed is None:
             return False
-        rows.record_accepted(tx, closed.id, accepted_by_chunk or {})
-        ledger.add_batch_cost(
-            tx,
+        uow.lanes.record_accepted(closed.id, accepted_by_chunk or {})
+        uow.ledger.add_batch_cost(
             job_id=closed.job_id,  # a lane from before the pool belongs to its one job
             batch_row_id=int(closed.id),
             model_id=model_id,
@@ -96,20 +91,20 @@ def close_and_bill(
             cost_usd=cost,
             metadata={**metadata, "laneId": closed.lane_id, "members": closed.member_count},
         )
-        members = rows.members(tx, closed.id)
+        members = uow.lanes.members(closed.id)
         if closed.job_id is None:
-            bill_members(tx, closed, members, usage=usage, cost=cost, model_id=model_id, usage_by_job=usage_by_job, prices=prices)
+            bill_members(uow.ledger, closed, members, usage=usage, cost=cost, model_id=model_id, usage_by_job=usage_by_job, prices=prices)
         for job_id in sorted({m.job_id for m in members} | ({closed.job_id} if closed.job_id else set())):
-            ledger.carry_late_batch_cost(tx, job_id)
+            uow.ledger.carry_late_batch_cost(job_id)
         if then is not None:
-            then(tx)  # e.g. the retry batch, born in the same transaction as the close (nothing is stranded between)
+            then(uow)  # e.g. the retry batch, born in the same transaction as the close (nothing is stranded between)
         return True
 
 
 def bill_members(
-    tx: Runner,
+    ledger: LedgerRepository,
     row: BatchRow,
-    members: list[rows.Member],
+    members: list[Member],
     *,
     usage: Usage,
     cost: Decimal,
@@ -135,7 +130,6 @@ def bill_members(
     weights = records
     for job_id, share in costs.items():
         ledger.add_batch_share(
-            tx,
             job_id=job_id,
             batch_row_id=int(row.id),
             model_id=model_id,
@@ -154,10 +148,11 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
     """
     arn = row.arn
     status = row.bedrock_status
-    if status not in rows.TERMINAL_BEDROCK_STATUSES:
+    lanes = svc.uow().lanes
+    if status not in st.TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(svc.batch_jobs, arn)
-        row = rows.record_status(svc.db, arn, status) or row
-    if status not in rows.TERMINAL_BEDROCK_STATUSES:
+        row = lanes.record_status(arn, status) or row
+    if status not in st.TERMINAL_BEDROCK_STATUSES:
         return {"closed": False, "won": False, "endState": "stopping", "accepted": 0, "fallback": row.fallback_count or 0, "costUsd": "0"}
     billed = billed_from_bedrock_manifest(svc, row)
     usage = billed.usage
@@ -179,7 +174,7 @@ def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
     )
     if won:
         logger.info("stopped batch job billed", lane_id=row.lane_id, end_state=status, reason=row.reason, cost_usd=str(cost))
-    final = rows.get_row(svc.db, row.lane_id)
+    final = lanes.get_row(row.lane_id)
     assert final is not None
     return summary(final, won=won)
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.wait import wake
-from batchlane.db import batch_rows as rows
+from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger
 from batchlane.runtime import Services
 
@@ -21,11 +21,11 @@ def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:
     if not arn or not status:
         logger.warning("batch event without arn or status ignored", detail_keys=sorted(detail))
         return {"known": False}
-    row = rows.record_status(svc.db, arn, status)
+    row = svc.uow().lanes.record_status(arn, status)
     if row is None:
         logger.info("batch event for a job we do not track", bedrock_job_arn=arn, status=status)
         return {"known": False}
-    terminal = row.bedrock_status in rows.TERMINAL_BEDROCK_STATUSES
+    terminal = row.bedrock_status in TERMINAL_BEDROCK_STATUSES
     woken = wake(svc, row, row.bedrock_status or status) if terminal else 0
     billed = bool(settle_stopping(svc, row)["won"]) if terminal and row.state == "stopping" else False
     logger.info("batch event", lane_id=row.lane_id, status=status, woken=woken, billed_stopped=billed)

@@ -35,8 +35,6 @@ from batchlane.batch.submit import bedrock_status
 from batchlane.conversion import page_forms
 from batchlane.converter import PrimedResult
 from batchlane.converter.transports import answer_from_messages
-from batchlane.db import batch_rows as rows
-from batchlane.db.page_forms import record_form
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
@@ -44,8 +42,9 @@ from batchlane.domain.folder_policy import parse_deadline
 from batchlane.domain.page_form import IMAGE, PDF, is_form_refusal
 from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, retryable_error
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
+from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger, metrics
-from batchlane.ports import ObjectStore
+from batchlane.ports import BatchRow, ObjectStore, UnitOfWork
 from batchlane.runtime import Services
 
 RESULT_WRITERS = 16  # PUTs are latency-bound on S3 (and moto answers 16 in parallel ~1.5x faster than 8)
@@ -58,7 +57,8 @@ class CollectNotReady(Exception):
 def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[str, Any]:
     """``start_retry``: start the execution of a retry batch it forms (the sweeper, which may not start
     lanes, leaves that to the packer's next run: it restarts every preparing lane's execution)."""
-    row = rows.get_row(svc.db, lane_id)
+    lanes = svc.uow().lanes
+    row = lanes.get_row(lane_id)
     if row is None:
         raise NotFound(f"no lane {lane_id}")
     if row.state == "closed":
@@ -68,15 +68,15 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
     if row.state != "submitted":
         raise CollectNotReady(f"batch row is {row.state}")
     status = bedrock_status(svc.batch_jobs, row.arn)
-    rows.record_status(svc.db, row.arn, status)
-    if status not in rows.TERMINAL_BEDROCK_STATUSES:
-        if not rows.has_packed_members(svc.db, row.id):
+    lanes.record_status(row.arn, status)
+    if status not in TERMINAL_BEDROCK_STATUSES:
+        if not lanes.has_packed_members(row.id):
             stop_batch_job(svc, lane_id, reason=row.reason or "members_left")  # nobody waits on it any more
         raise CollectNotReady(f"Bedrock job is {status}")
 
-    rows.stamp(svc.db, lane_id, "collect_started_at")
+    lanes.stamp(lane_id, "collect_started_at")
     manifest = LaneManifest.of(svc.store.get_json(row.manifest_key or keys.batch_manifest_key(lane_id)))
-    waiting = {(m.job_id, m.chunk_index) for m in rows.members(svc.db, row.id, state="packed")}
+    waiting = {(m.job_id, m.chunk_index) for m in lanes.members(row.id, state="packed")}
     expected = manifest.prompt_hashes
     with tempfile.TemporaryDirectory(prefix="collect-") as spool_dir:
         # A lost job (Bedrock no longer knows it) is collected the same way: whatever it left.
@@ -85,7 +85,7 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         tally = collect_outputs(svc.store, output_keys, manifest=manifest, targets=targets, spool_dir=Path(spool_dir), merge=row.retry_of is not None)
     counts, billed = tally.counts, tally.billed
     if counts["refused:page_form"] and page_forms.auto(svc.settings):  # both lanes send images from now on (domain/page_form.py)
-        record_form(svc.db, manifest.model_id, IMAGE, source="refusal", detail=f"{counts['refused:page_form']} batch records of lane {lane_id}")
+        svc.uow().page_forms.record_form(manifest.model_id, IMAGE, source="refusal", detail=f"{counts['refused:page_form']} batch records of lane {lane_id}")
     accepted = counts["accepted"]
     fallback = len(expected) - accepted
     counts["missing"] = len(expected) - tally.seen
@@ -124,7 +124,7 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
     if share > svc.settings.batch_conversion_fallback_warn_share:
         logger.warning("batch fallback share high", lane_id=lane_id, fallback=fallback, records=len(expected), share=round(share, 3), outcomes=dict(counts))
     logger.info("batch job collected", lane_id=lane_id, end_state=status, accepted=accepted, fallback=fallback, cost_usd=str(cost), won=won)
-    final = rows.get_row(svc.db, lane_id)
+    final = lanes.get_row(lane_id)
     assert final is not None
     return summary(final, won=won)
 
@@ -142,11 +142,10 @@ class RetryBatch:
     members: list[tuple[str, int, str, int]] = field(default_factory=list)  # (job, chunk, tag, records)
     deadline_hours: float = 0.0
 
-    def insert(self, tx: Any) -> None:
+    def insert(self, uow: UnitOfWork) -> None:
         """Inside the close's transaction: the retry lane and its members (the originals are collected by then)."""
         assert self.lane_id is not None
-        rows.insert_retry_lane(
-            tx,
+        uow.lanes.insert_retry_lane(
             lane_id=self.lane_id,
             retry_of=self.retry_of,
             model_id=self.model_id,
@@ -160,7 +159,7 @@ class RetryBatch:
 _RECORD_ID_AT_START = re.compile(rb'^\{"recordId":"([^"]+)"')
 
 
-def plan_retry_batch(svc: Services, row: rows.BatchRow, manifest: LaneManifest, failed: list[str], waiting: set[tuple[str, int]]) -> RetryBatch:
+def plan_retry_batch(svc: Services, row: BatchRow, manifest: LaneManifest, failed: list[str], waiting: set[tuple[str, int]]) -> RetryBatch:
     """Failed records a retry can cure, of members still waiting on this lane, go to a retry batch when there are
     at least MIN_RECORDS of them, this lane is not itself a retry, and every affected member's deadline leaves
     room for one more batch turnaround (domain/pool.retry_batch_allowed); else they go on-demand as before.
@@ -170,12 +169,16 @@ def plan_retry_batch(svc: Services, row: rows.BatchRow, manifest: LaneManifest, 
     jobs = sorted({manifest.members[split_pooled_record_id(rid)[0]] for rid in picked})
     now = datetime.now(UTC)
     deadlines: list[float | None] = []
-    for value in rows.job_deadlines(svc.db, jobs).values():
+    for value in svc.uow().lanes.job_deadlines(jobs).values():
         moment = parse_deadline(value)
         deadlines.append((moment - now).total_seconds() if moment else None)
     turnaround_s = settings.batch_deadline_hours * 3600 + settings.batch_deadline_margin_s
     why = retry_batch_allowed(
-        len(picked), min_records=settings.batch_conversion_min_records, already_a_retry=row.retry_of is not None, deadlines_s=deadlines, turnaround_s=turnaround_s
+        len(picked),
+        min_records=settings.batch_conversion_min_records,
+        already_a_retry=row.retry_of is not None,
+        deadlines_s=deadlines,
+        turnaround_s=turnaround_s,
     )
     if why:
         return RetryBatch(why=why if picked else None)

@@ -2,7 +2,7 @@
 
 Runs on the "job parked" event and every minute as a safety net. Under a transaction-level
 advisory lock (two packers never overshoot the quota or pack a chunk twice) it reads the
-chunks waiting in the pool, per model and in fair order (db/batch_rows.read_pool: owners in
+chunks waiting in the pool, per model and in fair order (LaneRepository.read_pool: owners in
 turns) as far as one turn can pack (domain/pool.read_budget: a turn does not grow with the backlog), asks the packing rule (domain/pool.plan_pool) what to do, and in the same transaction
 inserts each new lane with its members, and lets go of the jobs whose window passed with too
 few records for a Bedrock job. After the commit it starts one execution per preparing lane,
@@ -22,13 +22,12 @@ from typing import Any
 
 from batchlane.batch.process_now import process_now
 from batchlane.batch.resume import resume_job
-from batchlane.db import batch_rows as rows
-from batchlane.db import ledger
 from batchlane.domain.errors import Conflict
 from batchlane.domain.folder_policy import DEADLINE
 from batchlane.domain.limits import estimated_record_bytes
-from batchlane.domain.pool import PoolChunk, PoolPlan, base_model_id, plan_pool, read_budget
+from batchlane.domain.pool import PoolChunk, PoolPlan, base_model_id, by_base_model, plan_pool, read_budget
 from batchlane.observability import logger
+from batchlane.ports import LaneRepository, PoolRead
 from batchlane.runtime import Services
 
 POOL_TOO_SMALL = "pool_too_small"
@@ -44,25 +43,26 @@ def pack_pool(svc: Services) -> dict[str, Any]:
     lanes: list[dict[str, Any]] = []
     let_go: list[str] = []
     waiting = 0
-    with svc.db.transaction() as tx:
-        rows.lock_claims(tx)
-        rows.note_pooled(tx, window_s=settings.batch_pool_window_s)
-        for model, plan in plan_turn(tx, settings):
+    with svc.uow() as uow:
+        uow.lanes.lock_claims()
+        uow.lanes.note_pooled(window_s=settings.batch_pool_window_s)
+        for model, plan in plan_turn(uow.lanes, settings):
             base = base_model_id(model)
             for packed in plan.bedrock_jobs:
                 lane_id = str(uuid.uuid4())
-                rows.insert_lane(tx, lane_id=lane_id, model_id=model, deadline_hours=wait_hours, chunks=[(c.job_id, c.chunk_index, c.pages) for c in packed])
+                uow.lanes.insert_lane(lane_id=lane_id, model_id=model, deadline_hours=wait_hours, chunks=[(c.job_id, c.chunk_index, c.pages) for c in packed])
                 jobs = sorted({c.job_id for c in packed})
                 for job_id in jobs:
-                    ledger.extend_hold(tx, job_id, hours=wait_hours + settings.batchlane_on_demand_window_hours)
+                    uow.ledger.extend_hold(job_id, hours=wait_hours + settings.batchlane_on_demand_window_hours)
                 lanes.append({"laneId": lane_id, "modelId": model, "jobs": jobs, "pages": sum(c.pages for c in packed)})
-            let_go.extend(rows.leave_pool(tx, plan.leave, reason=POOL_TOO_SMALL))
+            let_go.extend(uow.lanes.leave_pool(plan.leave, reason=POOL_TOO_SMALL))
             waiting += plan.waiting_chunks
             if plan.why_waiting:
                 logger.info("pool waiting", model_id=model, base_model=base, chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting)
     # Start (or re-start: idempotent by name) every execution a preparing lane should have.
-    for lane_id, row_id in rows.preparing_lanes(svc.db):
-        svc.workflows.start_batch_lane(lane_id, rows.member_job_ids(svc.db, row_id))
+    repo = svc.uow().lanes
+    for lane_id, row_id in repo.preparing_lanes():
+        svc.workflows.start_batch_lane(lane_id, repo.member_job_ids(row_id))
     resumed = [job_id for job_id in let_go if resume_job(svc, job_id)["resumed"]]
     if lanes or let_go:
         logger.info("pool packed", lanes=len(lanes), let_go=len(let_go), resumed=len(resumed), waiting_chunks=waiting)
@@ -70,7 +70,7 @@ def pack_pool(svc: Services) -> dict[str, Any]:
     return {"claimed": claimed, "lanes": lanes, "letGo": let_go, "deadline": due, "waiting": waiting}
 
 
-def plan_turn(tx: Any, settings: Any, *, bounded: bool = True) -> list[tuple[str, PoolPlan]]:
+def plan_turn(lanes: LaneRepository, settings: Any, *, bounded: bool = True) -> list[tuple[str, PoolPlan]]:
     """Read the pool and plan each model's part of it: (model, plan), in model order.
 
     Bounded (the packer): each model's read stops at what this turn can pack (domain/pool.read_budget of
@@ -80,18 +80,18 @@ def plan_turn(tx: Any, settings: Any, *, bounded: bool = True) -> list[tuple[str
     did before; tests compare the two)."""
     quota = settings.batch_conversion_max_concurrent_jobs
     max_records = settings.batch_conversion_max_records
-    per_model = rows.in_flight_by_model(tx)
-    start = rows.by_base_model(per_model)
+    per_model = lanes.in_flight_by_model()
+    start = by_base_model(per_model)
     if bounded:  # a profile whose base model has lanes only under another profile reads the default: more than it needs
         for attempt in (0, 1):
             budgets = {m: read_budget(quota - start.get(base_model_id(m), 0), max_records, attempt=attempt) for m in per_model}
-            plans = _plans(rows.read_pool(tx, budgets=budgets, default_budget=read_budget(quota, max_records, attempt=attempt)), start, settings)
+            plans = _plans(lanes.read_pool(budgets=budgets, default_budget=read_budget(quota, max_records, attempt=attempt)), start, settings)
             if not any(plan.short for _, plan in plans):
                 return plans
-    return _plans(rows.read_pool(tx), start, settings)
+    return _plans(lanes.read_pool(), start, settings)
 
 
-def _plans(read: rows.PoolRead, in_flight: dict[str, int], settings: Any) -> list[tuple[str, PoolPlan]]:
+def _plans(read: PoolRead, in_flight: dict[str, int], settings: Any) -> list[tuple[str, PoolPlan]]:
     in_flight = dict(in_flight)  # one quota per base model, whichever profile a lane uses
     plans = []
     for model, group in groupby(read.chunks, key=lambda c: c.model_id):

@@ -23,8 +23,6 @@ from batchlane import keys
 from batchlane.conversion import page_forms
 from batchlane.conversion.source import chunk_pages
 from batchlane.converter import CaptureTransport, convert_page
-from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import pooled_record_id
@@ -39,17 +37,18 @@ def _summary_key(lane_id: str, tag: str, chunk_index: int) -> str:
 def plan_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
     """Which member chunks to prepare (``{"job", "chunk", "tag"}`` items); ``proceed`` False when every
     member left the lane (cancelled, processed now) before anything was submitted."""
-    row = rows.get_row(svc.db, lane_id)
+    lanes = svc.uow().lanes
+    row = lanes.get_row(lane_id)
     if row is None or row.state != "preparing":
         return {"proceed": False, "chunks": [], "why": "not_preparing"}
-    everyone = rows.members(svc.db, row.id)
+    everyone = lanes.members(row.id)
     packed = [m for m in everyone if m.state == "packed"]
     if not packed:
         # Every member left before anything was submitted: close the row now so it stops counting
         # against the concurrent-job quota.
-        rows.close(svc.db, lane_id, st.leave_before_submit(), end_state="skipped", reason="members_left")
+        lanes.close(lane_id, st.leave_before_submit(), end_state="skipped", reason="members_left")
         return {"proceed": False, "chunks": [], "why": "members_left"}
-    rows.stamp(svc.db, lane_id, "prepare_started_at")
+    lanes.stamp(lane_id, "prepare_started_at")
     if row.retry_of is not None:  # a retry batch: its collect-born records are ready; one child that does nothing
         return {"proceed": True, "chunks": [0], "modelId": row.model_id, "members": len({m.job_id for m in packed})}
     groups = math.ceil(len(everyone) / group_size(len(everyone)))
@@ -66,12 +65,13 @@ def group_size(member_chunks: int) -> int:
 
 def prepare_group(svc: Services, lane_id: str, group: int) -> dict[str, Any]:
     """Prepare the ``group``-th slice of the lane's member chunks (members that left are passed over)."""
-    row = rows.get_row(svc.db, lane_id)
+    lanes = svc.uow().lanes
+    row = lanes.get_row(lane_id)
     if row is None:
         raise LookupError(f"no lane {lane_id}")
     if row.retry_of is not None:
         return {"group": group, "records": 0}  # prepared by the collect that formed it
-    everyone = rows.members(svc.db, row.id)
+    everyone = lanes.members(row.id)
     size = group_size(len(everyone))
     records = 0
     for m in everyone[group * size : (group + 1) * size]:
@@ -124,12 +124,13 @@ class ShardWriter:
 
 def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, tag: str) -> dict[str, Any]:
     """One member chunk's records, as ``<tag>-c<chunk>-p<page>`` (the tag keeps members apart in the lane)."""
-    job = job_repo.get_job(svc.db, job_id)
-    chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
+    jobs = svc.uow().jobs
+    job = jobs.get_job(job_id)
+    chunk = jobs.get_chunk(job_id, chunk_index)
     if job is None or chunk is None:
         raise LookupError(f"no chunk {chunk_index} of job {job_id}")
     settings = svc.settings
-    config = page_forms.converter_config(svc.db, settings, job.options)  # the form the on-demand path would send now
+    config = page_forms.converter_config(svc.uow().page_forms, settings, job.options)  # the form the on-demand path would send now
     capture = CaptureTransport()
     blank = 0
     for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):
@@ -181,10 +182,11 @@ def finish_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
     shards are deleted, so the Bedrock job never runs (or bills) its pages.
     """
     settings = svc.settings
-    row = rows.get_row(svc.db, lane_id)
+    lanes = svc.uow().lanes
+    row = lanes.get_row(lane_id)
     if row is None or row.state != "preparing":
         return {"action": "skip", "reason": "not_preparing", "records": 0}
-    all_members = rows.members(svc.db, row.id)
+    all_members = lanes.members(row.id)
     packed = [m for m in all_members if m.state == "packed"]
     if not packed:
         return {"action": "skip", "reason": "members_left", "records": 0}
@@ -229,8 +231,8 @@ def finish_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
     }
     manifest_key = keys.batch_manifest_key(lane_id)
     svc.store.put_json(manifest_key, manifest)
-    rows.record_member_records(svc.db, row.id, counts)
-    rows.record_prepared(svc.db, lane_id, record_count=record_count, input_bytes=input_bytes, manifest_key=manifest_key)
+    lanes.record_member_records(row.id, counts)
+    lanes.record_prepared(lane_id, record_count=record_count, input_bytes=input_bytes, manifest_key=manifest_key)
     reason = None
     if models - {row.model_id}:
         reason = "mixed_models"  # the packer groups by model: a member whose model changed under it goes on-demand

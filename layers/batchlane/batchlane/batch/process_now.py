@@ -11,8 +11,6 @@ from typing import Any
 
 from batchlane.batch.resume import leave_batch_lane
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
-from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import JobStatus
@@ -46,31 +44,31 @@ class ProcessNowOutcome:
 
 def process_now(svc: Services, job_id: str, *, reason: str = PROCESS_NOW_REASON) -> ProcessNowOutcome:
     """``reason``: process_now (the user), or deadline (the packer, in time for the job's deadline)."""
-    with svc.db.transaction() as tx:
-        job = job_repo.lock_job(tx, job_id)
+    with svc.uow() as uow:
+        job = uow.jobs.lock_job(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
         file_id = str(job.file_id)
         if job.status == JobStatus.SPLITTING:
-            job_repo.mark_process_now(tx, job_id, only_if=JobStatus.SPLITTING)
+            uow.jobs.mark_process_now(job_id, only_if=JobStatus.SPLITTING)
             logger.info("process now flagged while splitting", job_id=job_id)
             return ProcessNowOutcome(job_id, file_id, None, "flagged_while_splitting", resumed=False, status=JobStatus.SPLITTING.value)
         if not st.leave_batch_lane().allows(job.status):
             raise Conflict(f"The job is {job.status}, not waiting for the batch lane.", error_id="NOT_BATCH_WAITING")
-        found = lane_state(rows.lanes_of_job(tx, job_id))
-        outcome = rows.job_lane_outcome(tx, job_id)
+        found = lane_state(uow.lanes.lanes_of_job(job_id))
+        outcome = uow.lanes.job_lane_outcome(job_id)
         if outcome.settled and outcome.lanes:
             # Between the last lane's close and the job's resume: the lane's Resume step, or the
             # stranded-job recovery, resumes it with its primed results.
             logger.info("process now left to recovery", job_id=job_id)
             return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
-        left = rows.leave_lanes(tx, job_id)  # other members of a shared lane are not touched
-        rows.leave_pool(tx, [job_id], reason=reason)
+        left = uow.lanes.leave_lanes(job_id)  # other members of a shared lane are not touched
+        uow.lanes.leave_pool([job_id], reason=reason)
         for lane in left:
-            if not rows.has_packed_members(tx, lane.id):
-                rows.set_reason(tx, lane.lane_id, reason)  # why the lane ends early
+            if not uow.lanes.has_packed_members(lane.id):
+                uow.lanes.set_reason(lane.lane_id, reason)  # why the lane ends early
         # chunks an earlier lane of this job collected keep their answers
-        leave_batch_lane(tx, job_id, primed=bool(outcome.accepted), hold_hours=svc.settings.batchlane_on_demand_window_hours)
+        leave_batch_lane(uow, job_id, primed=bool(outcome.accepted), hold_hours=svc.settings.batchlane_on_demand_window_hours)
     stop_requested = stop_abandoned_lanes(svc, left, reason=reason)
     svc.workflows.start_conversion(job_id)
     action = "left_pool" if found is None else "left_batch_lane"

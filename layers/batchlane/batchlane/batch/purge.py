@@ -12,8 +12,8 @@ from __future__ import annotations
 import posixpath
 
 from batchlane import keys
-from batchlane.db import batch_rows as rows
 from batchlane.observability import logger
+from batchlane.ports import PurgeTarget
 from batchlane.runtime import Services
 
 
@@ -25,13 +25,13 @@ def member_keys(store: object, lane_id: str, tag: str) -> list[str]:
     return own + [k for k in list_keys(keys.batch_output_prefix(lane_id)) if posixpath.basename(k).startswith(f"{tag}-")]
 
 
-def purge_members(svc: Services, targets: list[rows.PurgeTarget]) -> int:
+def purge_members(svc: Services, targets: list[PurgeTarget]) -> int:
     """Delete each target's lane files (a refusal raises: it is tried again), then mark it purged; objects deleted."""
     deleted = 0
     for target in targets:
         doomed = member_keys(svc.store, target.lane_id, target.member_tag)
         svc.store.delete_keys(doomed)
-        rows.mark_purged(svc.db, target)
+        svc.uow().lanes.mark_purged(target)
         deleted += len(doomed)
         logger.info("lane member purged", lane_id=target.lane_id, job_id=target.job_id, member=target.member_tag, objects=len(doomed))
     return deleted
@@ -39,6 +39,6 @@ def purge_members(svc: Services, targets: list[rows.PurgeTarget]) -> int:
 
 def purge_deleted_members(svc: Services, *, limit: int = 200) -> int:
     """The sweeper's turn: members of deleted files whose lane has closed since the delete; members purged."""
-    targets = rows.members_to_purge(svc.db, limit=limit)
+    targets = svc.uow().lanes.members_to_purge(limit=limit)
     purge_members(svc, targets)
     return len(targets)

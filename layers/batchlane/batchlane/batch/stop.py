@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from batchlane.db import batch_rows as rows
-from batchlane.db.batch_rows import BatchRow
 from batchlane.observability import logger
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError, BatchRow
 from batchlane.runtime import Services
 
 
 def stop_batch_job(svc: Services, lane_id: str, *, reason: str) -> bool:
     """Best effort: True when Bedrock accepted the stop (or the job was already ending)."""
-    row = rows.set_reason(svc.db, lane_id, reason)
+    row = svc.uow().lanes.set_reason(lane_id, reason)
     if row is None or not row.bedrock_job_arn or row.state != "submitted":
         return False
     try:
@@ -33,8 +31,8 @@ def lane_state(lanes: list[BatchRow]) -> str | None:
 def stop_abandoned_lanes(svc: Services, lanes: list[BatchRow], *, reason: str) -> bool:
     """Stop each submitted lane no member waits on any more (a shared one keeps running for the others).
     True when a stop was requested and accepted."""
-    stopped = False
+    stopped, waiting_on = False, svc.uow().lanes.has_packed_members
     for lane in lanes:
-        if lane.state == "submitted" and not rows.has_packed_members(svc.db, lane.id):
+        if lane.state == "submitted" and not waiting_on(lane.id):
             stopped = stop_batch_job(svc, lane.lane_id, reason=reason) or stopped
     return stopped

@@ -13,7 +13,7 @@ from typing import Any
 from batchlane import keys
 from batchlane.batch.names import bedrock_job_name, client_request_token
 from batchlane.batch.stop import stop_batch_job
-from batchlane.db import batch_rows as rows
+from batchlane.domain import status as st
 from batchlane.observability import logger
 from batchlane.ports import BatchJobNotFound, BatchJobs, BatchJobsBusy, BatchJobSpec
 from batchlane.runtime import Services
@@ -32,7 +32,7 @@ def output_uri_for(svc: Services, lane_id: str) -> str:
 
 
 def bedrock_status(jobs: BatchJobs, arn: str) -> str:
-    """GetModelInvocationJob's status, or ``rows.LOST`` when Bedrock no longer knows the job.
+    """GetModelInvocationJob's status, or ``Lost`` when Bedrock no longer knows the job.
 
     A job Bedrock cannot find will never send another event: waiting on it would wait
     forever, so the caller treats it as ended and collects whatever it left in S3.
@@ -41,12 +41,13 @@ def bedrock_status(jobs: BatchJobs, arn: str) -> str:
         return jobs.status(arn)
     except BatchJobNotFound:
         logger.warning("batch job not found by Bedrock: treated as lost", bedrock_job_arn=arn)
-        return rows.LOST
+        return st.BedrockJobStatus.LOST.value
 
 
 def submit_batch_job(svc: Services, lane_id: str) -> dict[str, Any]:
     settings = svc.settings
-    row = rows.get_row(svc.db, lane_id)
+    lanes = svc.uow().lanes
+    row = lanes.get_row(lane_id)
     if row is None or row.state == "closed":
         return {"submitted": False, "why": "row_closed"}
     name = bedrock_job_name(lane_id)
@@ -54,10 +55,10 @@ def submit_batch_job(svc: Services, lane_id: str) -> dict[str, Any]:
         bucket = lane_bucket(svc)
         output_uri = output_uri_for(svc, lane_id)
         arn = _create(svc, lane_id, name, row.model_id, f"s3://{bucket}/{keys.batch_input_prefix(lane_id)}", output_uri)
-        row = rows.mark_submitted(svc.db, lane_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=settings.batch_deadline_hours)
+        row = lanes.mark_submitted(lane_id, arn=arn, name=name, output_uri=output_uri, deadline_hours=settings.batch_deadline_hours)
         assert row is not None
         logger.info("batch job submitted", lane_id=lane_id, bedrock_job_arn=arn, records=row.record_count, members=row.member_count)
-    if not rows.has_packed_members(svc.db, row.id):
+    if not lanes.has_packed_members(row.id):
         # Every member left while we prepared: the job exists now, so stop it at once;
         # whatever it processed is still collected and billed once.
         stop_batch_job(svc, lane_id, reason=row.reason or "members_left")

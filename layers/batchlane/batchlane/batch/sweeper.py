@@ -17,11 +17,9 @@ from batchlane.batch.resume import resume_members
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
 from batchlane.batch.wait import wake
-from batchlane.db import batch_rows as rows
-from batchlane.db import jobs as job_repo
-from batchlane.db.batch_rows import BatchRow
+from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES, BedrockJobStatus
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchJobs
+from batchlane.ports import BatchJobs, BatchRow
 from batchlane.runtime import Services
 
 PREPARE_STUCK_HOURS = 2.0
@@ -37,14 +35,14 @@ def sweep(svc: Services) -> dict[str, Any]:
     for over 2 hours adopts its Bedrock job if one exists (it is billing) or leaves the lane.
     """
     tally: Counter[str] = Counter()
-    bedrock = svc.batch_jobs
-    for row in rows.rows_waiting(svc.db):
+    bedrock, lanes = svc.batch_jobs, svc.uow().lanes
+    for row in lanes.rows_waiting():
         _isolated(_sweep_submitted, svc, bedrock, row, tally)
-    for row in rows.rows_stopping(svc.db):
+    for row in lanes.rows_stopping():
         _isolated(_sweep_stopping, svc, bedrock, row, tally)
     # Prepare is our own Lambdas' work, in real time on any clock: the threshold is never scaled (offline at
     # ×3,600 it would be 2 s, shorter than preparing a lane of a few hundred documents takes).
-    for row in rows.rows_preparing_since(svc.db, older_than_hours=PREPARE_STUCK_HOURS):
+    for row in lanes.rows_preparing_since(older_than_hours=PREPARE_STUCK_HOURS):
         _isolated(_sweep_stuck_prepare, svc, bedrock, row.lane_id, tally)
     try:
         tally["purged"] += _purge_deleted(svc)
@@ -84,12 +82,12 @@ def _isolated(step: Any, svc: Services, bedrock: BatchJobs, row_or_job: Any, tal
 
 def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
     status = row.bedrock_status
-    if status not in rows.TERMINAL_BEDROCK_STATUSES:
+    if status not in TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(bedrock, row.arn)
-        row = rows.record_status(svc.db, row.arn, status) or row
-        if status == rows.LOST:
+        row = svc.uow().lanes.record_status(row.arn, status) or row
+        if status == BedrockJobStatus.LOST:
             tally["lost"] += 1
-    if status in rows.TERMINAL_BEDROCK_STATUSES:
+    if status in TERMINAL_BEDROCK_STATUSES:
         if row.task_tokens:
             tally["woken"] += wake(svc, row, status)
         elif row.terminal_seen_at and row.terminal_seen_at.timestamp() < time.time() - ORPHAN_AFTER_S / svc.settings.batchlane_time_scale:
@@ -104,9 +102,9 @@ def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Co
 
 
 def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
-    if row.bedrock_status not in rows.TERMINAL_BEDROCK_STATUSES:
+    if row.bedrock_status not in TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(bedrock, row.arn)
-        row = rows.record_status(svc.db, row.arn, status) or row
+        row = svc.uow().lanes.record_status(row.arn, status) or row
     if settle_stopping(svc, row)["won"]:
         tally["billed_stopped"] += 1
 
@@ -121,8 +119,9 @@ def _sweep_stuck_prepare(svc: Services, bedrock: BatchJobs, lane_id: str, tally:
 
 
 def _emit_gauges(svc: Services) -> None:
-    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=rows.count_past_deadline(svc.db))
-    for status, count in job_repo.count_live_by_status(svc.db).items():
+    uow = svc.uow()
+    metrics.add_metric(name="JobsWaitingPastDeadline", unit="Count", value=uow.lanes.count_past_deadline())
+    for status, count in uow.jobs.count_live_by_status().items():
         if os.environ.get("POWERTOOLS_METRICS_DISABLED", "").lower() == "true":
             break  # offline: single_metric would print EMF to stdout
         with single_metric(name="JobsByState", unit=MetricUnit.Count, value=count, namespace=metrics.namespace) as metric:

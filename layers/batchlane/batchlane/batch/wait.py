@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.db import batch_rows as rows
-from batchlane.db.batch_rows import BatchRow
+from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger
+from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 
 
@@ -25,12 +25,12 @@ def wake(svc: Services, row: BatchRow, status: str) -> int:
 
 def register_wait(svc: Services, lane_id: str, token: str) -> dict[str, Any]:
     """Store the token; if the terminal status already arrived (early event), end the wait now."""
-    row = rows.add_task_token(svc.db, lane_id, token)
+    row = svc.uow().lanes.add_task_token(lane_id, token)
     if row is None:
         svc.workflows.send_task_success(token, {"status": "NoBatchRow"})
         return {"waiting": False}
     status = row.bedrock_status
-    if row.state == "closed" or status in rows.TERMINAL_BEDROCK_STATUSES:
+    if row.state == "closed" or status in TERMINAL_BEDROCK_STATUSES:
         svc.workflows.send_task_success(token, {"status": status or "Closed"})
         logger.info("batch wait ended at once", lane_id=lane_id, status=status)
         return {"waiting": False, "status": status}

@@ -11,8 +11,6 @@ from typing import Any
 
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
 from batchlane.conversion.retry import end_retry
-from batchlane.db import batch_rows as rows
-from batchlane.db import ledger
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import Entity, JobStatus
@@ -55,9 +53,7 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
         job = svc.uow().jobs.get_job(job_id)
         assert job is not None
         return CancelOutcome(job_id, str(job.file_id), ended["previousStatus"], retry_cancelled=ended["retry"])
-    uow = svc.uow()  # the job, its chunks and its file through the repository; the ledger and the lanes on uow.runner
-    with uow:
-        tx = uow.runner
+    with svc.uow() as uow:
         job = uow.jobs.lock_job(job_id)
         if job is None:
             raise NotFound(f"no job {job_id}", error_id="JOB_NOT_FOUND")
@@ -70,14 +66,14 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
             raise Conflict(f"The job is {status}; only a job that has not finished can be cancelled.", error_id="NOT_CANCELLABLE")
         uow.jobs.move_job(job_id, st.cancel(), error_id="CANCELLED", error_message="Cancelled by the user.")
         chunks = uow.jobs.move_chunks(job_id, st.cancel(Entity.CHUNK))
-        released = ledger.close_hold(tx, job_id, outcome="cancelled", settled_usd=Decimal(0))
+        released = uow.ledger.close_hold(job_id, outcome="cancelled", settled_usd=Decimal(0))
         uow.jobs.move_file(file_id, st.cancel(Entity.FILE))
-        found = lane_state(rows.lanes_of_job(tx, job_id))
-        left = rows.leave_lanes(tx, job_id)  # other members of a shared lane are not touched
-        rows.leave_pool(tx, [job_id], reason=CANCEL_REASON)
+        found = lane_state(uow.lanes.lanes_of_job(job_id))
+        left = uow.lanes.leave_lanes(job_id)  # other members of a shared lane are not touched
+        uow.lanes.leave_pool([job_id], reason=CANCEL_REASON)
         for lane in left:
-            if not rows.has_packed_members(tx, lane.id):
-                rows.set_reason(tx, lane.lane_id, CANCEL_REASON)
+            if not uow.lanes.has_packed_members(lane.id):
+                uow.lanes.set_reason(lane.lane_id, CANCEL_REASON)
     stop_requested = stop_abandoned_lanes(svc, left, reason=CANCEL_REASON)
     logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=found, lanes_left=len(left), stop_requested=stop_requested)
     publish_job_change(svc, job_id, "cancelled")
