@@ -16,7 +16,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 from batchlane import keys
 from batchlane.conversion.figures import extract_figures, figure_folder
 from batchlane.converter import PageResult
-from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
 from batchlane.domain.assembly import (
     Figure,
@@ -40,21 +39,22 @@ from batchlane.runtime import Services
 
 def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     """processing → assembling, then the Markdown in page order; a missing page is an error."""
-    job = job_repo.move_job(svc.db, job_id, st.assemble())
+    jobs = svc.uow().jobs
+    job = jobs.move_job(job_id, st.assemble())
     if job is None:
-        current = job_repo.get_job(svc.db, job_id)
+        current = jobs.get_job(job_id)
         if current is not None and current.status in (JobStatus.CANCELLED, JobStatus.COMPLETED, JobStatus.PAUSED_BUDGET):
             # Cancelled while its chunks ran (or a retry cancelled: the job is completed as it was), or paused at its
             # funds hold (its resume runs the conversion again): nothing to assemble, not a failure.
             return {"jobId": job_id, "markdownKey": None, "pagesFailed": 0, "pagesTruncated": 0, "status": current.status}
         raise Conflict(f"job {job_id} is {current.status if current else 'missing'}; not assembling", error_id="JOB_NOT_PROCESSING")
-    chunks = job_repo.get_chunks(svc.db, job_id)
+    chunks = jobs.get_chunks(job_id)
     unfinished = [c.chunk_index for c in chunks if c.status != ChunkStatus.COMPLETED]
     if unfinished:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
     key = keys.markdown_key(job_id)
     options = job.options or {}
-    file_row = job_repo.get_file(svc.db, job.file_id)
+    file_row = jobs.get_file(job.file_id)
     folder = figure_folder(file_row.name if file_row else "document.pdf")
     figures: dict[int, list[Figure]] = {}
     if options.get("assembly") != "none":
@@ -62,8 +62,7 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks], regions=regions)
     tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
-    job_repo.move_job(
-        svc.db,
+    jobs.move_job(
         job_id,
         st.assemble(),  # again, now with what was assembled
         markdown_key=key,

@@ -17,31 +17,29 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from batchlane.db import budgets
-from batchlane.db import jobs as job_repo
-from batchlane.db.jobs import Runner
 from batchlane.domain.budget import check_hold, check_new_job, raised_hold, request_worst_usage, worst_case_usage
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.observability import logger
 from batchlane.ondemand.limiter import Aborted
 from batchlane.pdf.split import Page
+from batchlane.ports import BudgetRepository
 from batchlane.runtime import Services
 
 if TYPE_CHECKING:  # the type only: pdf/survey loads pypdfium2, which only the split and the dry run need
     from batchlane.pdf.survey import PageSurvey
 
 
-def check_create(svc: Services, tx: Any, owner_id: str) -> None:
-    """Raise LimitReached / BudgetExceeded before a new job is recorded (``tx`` is the insert's transaction)."""
-    budgets.lock_owner(tx, owner_id)
-    check_new_job(budgets.limits_for(tx, owner_id, svc.settings), budgets.standing(tx, owner_id))
+def check_create(svc: Services, budgets: BudgetRepository, owner_id: str) -> None:
+    """Raise LimitReached / BudgetExceeded before a new job is recorded (``budgets``: the insert's unit of work's, inside its ``with``)."""
+    budgets.lock_owner(owner_id)
+    check_new_job(budgets.limits_for(owner_id, svc.settings), budgets.standing(owner_id))
 
 
-def check_split(svc: Services, tx: Any, *, owner_id: str, job_id: str, hold_usd: Decimal, pages: int) -> None:
-    """Raise LimitReached / BudgetExceeded before the hold of a split job is placed (in the split's transaction)."""
-    budgets.lock_owner(tx, owner_id)
-    check_hold(budgets.limits_for(tx, owner_id, svc.settings), budgets.standing(tx, owner_id, exclude_job=job_id), hold_usd=hold_usd, pages=pages)
+def check_split(svc: Services, budgets: BudgetRepository, *, owner_id: str, job_id: str, hold_usd: Decimal, pages: int) -> None:
+    """Raise LimitReached / BudgetExceeded before the hold of a split job is placed (``budgets``: the split's unit of work's)."""
+    budgets.lock_owner(owner_id)
+    check_hold(budgets.limits_for(owner_id, svc.settings), budgets.standing(owner_id, exclude_job=job_id), hold_usd=hold_usd, pages=pages)
 
 
 def worst_case_survey_usage(survey: PageSurvey, settings: Any) -> Usage:
@@ -78,7 +76,7 @@ def pause_at_hold(svc: Services, job_id: str, *, model_id: str | None = None) ->
     """Before a chunk starts: True (and the job is ``paused_budget``) when its spend has reached its hold,
     or what is left of it cannot carry one more request at its worst case."""
     least = cheapest_request_usd(svc, model_id) if model_id else Decimal(0)
-    paused = budgets.pause_at_hold(svc.db, job_id, next_request_usd=least)
+    paused = svc.uow().budgets.pause_at_hold(job_id, next_request_usd=least)
     if paused:  # the workflow's Settle step publishes the change (conversion/settle.py)
         logger.warning("job paused at its funds hold", job_id=job_id)
     return paused
@@ -90,17 +88,18 @@ class HoldReached(Aborted):
 
 class JobHold:
     """The job's one spend counter (funds_holds.committed_usd), shared by all its chunks: each on-demand
-    request reserves its worst case before it is sent and books its real cost after (db/budgets.reserve)."""
+    request reserves its worst case before it is sent and books its real cost after (BudgetRepository.reserve). Its page
+    threads call it at once: ``budgets`` is one they may share (the process's serial connection's, PageThreadDatabase)."""
 
-    def __init__(self, db: Runner, job_id: str, *, prices: PriceTable, model_id: str, max_tokens: int, on_reached: Callable[[], None]) -> None:
-        self._db, self._job_id, self._prices, self._model_id, self._max_tokens = db, job_id, prices, model_id, max_tokens
+    def __init__(self, budgets: BudgetRepository, job_id: str, *, prices: PriceTable, model_id: str, max_tokens: int, on_reached: Callable[[], None]) -> None:
+        self._budgets, self._job_id, self._prices, self._model_id, self._max_tokens = budgets, job_id, prices, model_id, max_tokens
         self._on_reached = on_reached
 
     def reserve(self, pages: list[Page]) -> Decimal:
         """Take the request's worst case from the hold, or raise HoldReached (nothing taken)."""
         chars = [page.text_chars if page.estimate_known else None for page in pages]
         cost = self._prices.cost(self._model_id, request_worst_usage(chars, max_tokens=self._max_tokens))
-        taken = budgets.reserve(self._db, self._job_id, cost)
+        taken = self._budgets.reserve(self._job_id, cost)
         if taken is None:
             return Decimal(0)  # no open hold: nothing to count against
         if not taken:
@@ -110,13 +109,14 @@ class JobHold:
 
     def settle(self, reserved: Decimal, actual: Decimal) -> None:
         if reserved:
-            budgets.settle_reservation(self._db, self._job_id, reserved=reserved, actual=actual)
+            self._budgets.settle_reservation(self._job_id, reserved=reserved, actual=actual)
 
 
 def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     """paused_budget → processing with a raised hold, if the owner's budget allows it; then the conversion runs again."""
-    with svc.db.transaction() as tx:
-        job = job_repo.lock_job(tx, job_id)
+    uow = svc.uow()
+    with uow:
+        job = uow.jobs.lock_job(job_id)
         if job is None or job.owner_id != owner_id:
             raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
         if job.status != "paused_budget":
@@ -124,20 +124,20 @@ def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
         if not job.pause_settled:
             # Chunks that were running when it paused still finish; a new run started now would race the old one's end.
             raise Conflict("The job's running chunks are still finishing; resume it in a minute.", error_id="PAUSE_DRAINING")
-        money = budgets.job_money(tx, job_id)
+        money = uow.budgets.job_money(job_id)
         assert money is not None
         spent = money.spent_usd
         hold = raised_hold(spent=spent, hold=money.hold_usd or Decimal(0), pages_done=money.pages_done, pages_total=money.total_pages)
-        budgets.lock_owner(tx, owner_id)
-        limits = budgets.limits_for(tx, owner_id, svc.settings)
-        others = budgets.standing(tx, owner_id, exclude_job=job_id)
+        uow.budgets.lock_owner(owner_id)
+        limits = uow.budgets.limits_for(owner_id, svc.settings)
+        others = uow.budgets.standing(owner_id, exclude_job=job_id)
         # This job's spend this month is in ``others`` already (the ledger); its hold may add what it has not spent.
         if others.committed_usd + (hold - spent) > limits.usd_per_month:
             raise BudgetExceeded(
                 f"Resuming needs up to {hold - spent:.2f} USD more; this month's budget of {limits.usd_per_month} USD has "
                 f"{max(limits.usd_per_month - others.committed_usd, Decimal(0)):.2f} USD left."
             )
-        resumed = budgets.resume_paused(tx, job_id, hold_usd=hold)
+        resumed = uow.budgets.resume_paused(job_id, hold_usd=hold)
         assert resumed is not None
         attempt = resumed.budget_resumes
     svc.workflows.start_resume(job_id, attempt)

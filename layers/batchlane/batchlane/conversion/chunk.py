@@ -31,18 +31,14 @@ from batchlane.converter import (
     build_page_request,
     page_result,
 )
-from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
-from batchlane.db.connection import Transaction
-from batchlane.db.errors import DATABASE_ERRORS
 from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
-from batchlane.domain.errors import NotFound, StoreUnavailable
+from batchlane.domain.errors import NotFound
 from batchlane.domain.service_tier import tier_breakdown
 from batchlane.observability import logger
-from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend, limiter_for
-from batchlane.ondemand.limiter import serial_database
+from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
+from batchlane.ports import ChunkRow, UnitOfWork
 from batchlane.runtime import Services
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
@@ -51,7 +47,6 @@ MAX_CHUNK_CONTINUATIONS = contract.CHUNK_CONTINUE_MAX_ATTEMPTS
 HEARTBEAT_EVERY_S = 1.0
 # A model call's read timeout ends this long before the Lambda does: time to book what it cost.
 BOOKING_MARGIN_S = 15.0
-_CONNECTION_ERRORS: tuple[type[BaseException], ...] = (*DATABASE_ERRORS, OSError, StoreUnavailable)
 
 
 class ChunkRetryLater(Exception):
@@ -119,8 +114,9 @@ class Heartbeat:
         if time.monotonic() - self._last >= HEARTBEAT_EVERY_S:
             try:
                 alive = self._beat(pages_done)
-            except _CONNECTION_ERRORS:
-                # The connection died under us (failover, idle cut, terminated backend): reconnect once.
+            except Exception:
+                # The connection died under us (failover, idle cut, terminated backend): reconnect once. An error
+                # that is not the connection's is raised again by the second beat.
                 self._recover()
                 alive = self._beat(pages_done)
             self._last = time.monotonic()
@@ -250,22 +246,23 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     fresh invocation (the handler sets it from the Lambda's remaining time).
     """
     worker_id = worker_id or uuid.uuid4().hex
-    chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
+    uow = svc.uow()
+    chunk = uow.jobs.get_chunk(job_id, chunk_index)
     if chunk is None:
         raise NotFound(f"no chunk {chunk_index} of job {job_id}")
     if chunk.status == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
-    job = job_repo.get_job(svc.db, job_id)
+    job = uow.jobs.get_job(job_id)
     model_id = job.model_id if job is not None else None
     if budget.pause_at_hold(svc, job_id, model_id=model_id):  # the hold is used up: no new chunk starts (docs/operations.md)
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
-    claimed = job_repo.claim_chunk(svc.db, job_id, chunk_index, worker_id)
+    claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
     if claimed is None:
         logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk.status)
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
-    work = _start_work(svc, job_id, chunk_index, claimed, worker_id, deadline)
+    work = _start_work(svc, uow, job_id, chunk_index, claimed, worker_id, deadline)
     run = work.run()
-    svc.db.check()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
+    uow.check_connection()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
 
     results = {**work.kept, **run.pages}
     settled = {n: r for n, r in results.items() if not (r.status == "failed" and r.retryable)}
@@ -282,12 +279,12 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         )
     )
     if decision.outcome is ChunkOutcome.ABORTED:
-        return _aborted(svc, work, run)
+        return _aborted(uow, work, run)
     if decision.outcome is ChunkOutcome.CONTINUE:
-        _continue(svc, work, run, settled, decision.pages_left)
+        _continue(svc, uow, work, run, settled, decision.pages_left)
     if decision.outcome is ChunkOutcome.RETRY_LATER:
-        _retry_later(svc, work, run, settled, decision.pages_to_retry)
-    return _complete(svc, work, run, results)
+        _retry_later(svc, uow, work, run, settled, decision.pages_to_retry)
+    return _complete(svc, uow, work, run, results)
 
 
 @dataclass
@@ -297,7 +294,7 @@ class _ChunkWork:
     job_id: str
     chunk_index: int
     worker_id: str
-    claimed: job_repo.ChunkRow
+    claimed: ChunkRow
     config: ConverterConfig
     span: ChunkSpan
     kept: dict[int, PageResult]
@@ -329,42 +326,42 @@ class _ChunkWork:
         }
 
 
-def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.ChunkRow, worker_id: str, deadline: float | None) -> _ChunkWork:
-    job = job_repo.get_job(svc.db, job_id)
+def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, claimed: ChunkRow, worker_id: str, deadline: float | None) -> _ChunkWork:
+    job = uow.jobs.get_job(job_id)
     assert job is not None
     options = job.options or {}
     settings = svc.settings
-    config = page_forms.converter_config(svc.db, settings, options)
+    config = page_forms.converter_config(uow.page_forms, settings, options)
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)
     retry = retry_scope(job)
     if retry is not None:  # a retry converts only its pages: the chunk's other pages are kept as they were (with their cost)
-        kept = {**kept, **_previous_pages(svc, job_id, chunk_index, keep_all_but=retry[1])}
+        kept = {**kept, **_previous_pages(svc, uow, job_id, chunk_index, keep_all_but=retry[1])}
     pages = (page for page in chunk_pages(svc.store, job_id, claimed, render=settings.batchlane_page_render) if page.number not in kept)
 
-    heartbeat = Heartbeat(lambda done: job_repo.heartbeat_chunk(svc.db, job_id, chunk_index, worker_id, done), recover=svc.db.check, deadline=deadline)
-    serial = serial_database(svc.db.params)
+    heartbeat = Heartbeat(lambda done: uow.jobs.heartbeat_chunk(job_id, chunk_index, worker_id, done), recover=uow.check_connection, deadline=deadline)
+    shared = svc.page_thread_database()  # page threads share one connection, never open their own
     # Every request takes its worst case from the job's one counter first: the chunk stops (continues, then
     # pauses) at the first that does not fit, however many chunks run beside it.
-    hold = budget.JobHold(serial, job_id, prices=svc.prices, model_id=config.model_id, max_tokens=config.max_tokens, on_reached=heartbeat.hold_reached)
+    hold = budget.JobHold(shared.budgets, job_id, prices=svc.prices, model_id=config.model_id, max_tokens=config.max_tokens, on_reached=heartbeat.hold_reached)
 
     def halted() -> bool:
         """Checked before every attempt: the flags, then the row itself (one short read)."""
         if heartbeat.halted():
             return True
-        if not job_repo.chunk_still_owned(serial, job_id, chunk_index, worker_id):  # the heartbeat's guard, read-only
+        if not shared.jobs.chunk_still_owned(job_id, chunk_index, worker_id):  # the heartbeat's guard, read-only
             heartbeat.stop()
         return heartbeat.stopped()
 
     # The read timeout is sized per request and never outlives the invocation (the Lambda ends
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
-    limiter = limiter_for(svc.db.params, settings, owner=job.owner_id)  # slots shared fairly by owner
-    flex = service_tiers.flex_lane(svc, job, retrying=retry is not None)  # Flex first, default when it sheds: one slot for both
+    limiter = shared.limiter(owner=job.owner_id)  # slots shared fairly by owner
+    flex = service_tiers.flex_lane(svc, uow.service_tiers, job, retrying=retry is not None)  # Flex first, default when it sheds: one slot for both
     raw = OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at)
     transport = GovernedTransport(
-        page_forms.with_form_fallback(svc.db, settings, config, service_tiers.with_flex(flex, raw)),
+        page_forms.with_form_fallback(uow.page_forms, settings, config, service_tiers.with_flex(flex, raw)),
         limiter,
         BackoffPolicy.from_settings(settings),
         aborted=halted,
@@ -399,18 +396,18 @@ def _start_work(svc: Services, job_id: str, chunk_index: int, claimed: job_repo.
     return _ChunkWork(job_id, chunk_index, worker_id, claimed, config, span, kept, continuations, retry, transport, primed, plan, free, run, flex, rates)
 
 
-def _aborted(svc: Services, work: _ChunkWork, run: ChunkRun) -> dict[str, Any]:
+def _aborted(uow: UnitOfWork, work: _ChunkWork, run: ChunkRun) -> dict[str, Any]:
     """No longer ours: book what was spent, discard the pages."""
     cost = run.spend.cost
-    _book(svc, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, cost, {**work.metadata(run), "aborted": True})
+    _book(uow, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, cost, {**work.metadata(run), "aborted": True})
     logger.info("chunk aborted", job_id=work.job_id, chunk=work.chunk_index, pages_converted=len(run.pages), cost_usd=str(cost))
     return {"jobId": work.job_id, "chunkIndex": work.chunk_index, "status": "aborted"}
 
 
-def _continue(svc: Services, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_left: int) -> NoReturn:
+def _continue(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_left: int) -> NoReturn:
     """Out of time: keep the settled pages, book the spend, continue in a fresh invocation."""
     _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations + 1)
-    _book(svc, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "continued": pages_left})
+    _book(uow, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "continued": pages_left})
     logger.info(
         "chunk out of time; continuing in a fresh invocation",
         job_id=work.job_id,
@@ -421,15 +418,15 @@ def _continue(svc: Services, work: _ChunkWork, run: ChunkRun, settled: dict[int,
     raise ChunkContinue(f"{pages_left} page(s) of chunk {work.chunk_index} left at the invocation's deadline; continuing")
 
 
-def _retry_later(svc: Services, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_to_retry: int) -> NoReturn:
+def _retry_later(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_to_retry: int) -> NoReturn:
     """Retryable failures with attempts left: keep the settled pages, book the spend, let Step Functions retry."""
     _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations)
-    _book(svc, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "retryLater": pages_to_retry})
+    _book(uow, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "retryLater": pages_to_retry})
     logger.warning("chunk will be retried", job_id=work.job_id, chunk=work.chunk_index, pages_pending=pages_to_retry, attempt=work.claimed.attempts)
     raise ChunkRetryLater(f"{pages_to_retry} page(s) of chunk {work.chunk_index} hit retryable errors; retrying the chunk")
 
 
-def _complete(svc: Services, work: _ChunkWork, run: ChunkRun, results: dict[int, PageResult]) -> dict[str, Any]:
+def _complete(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, results: dict[int, PageResult]) -> dict[str, Any]:
     """Every page has its final result: write it, book the spend and complete the chunk in one transaction."""
     job_id, chunk_index, cost = work.job_id, work.chunk_index, run.spend.cost
     ordered = [results[n] for n in work.span.page_numbers()]
@@ -437,11 +434,10 @@ def _complete(svc: Services, work: _ChunkWork, run: ChunkRun, results: dict[int,
     svc.store.put_json(result_key, {"jobId": job_id, "chunkIndex": chunk_index, "pages": [r.to_json() for r in ordered]})
     failed = sum(1 for r in ordered if r.status == "failed")
     served_batch = sum(1 for r in ordered if r.served_by == "batch")
-    with svc.db.transaction() as tx:
+    with uow:
         meta = {**work.metadata(run), "pagesBatchServed": served_batch, "primedMismatch": work.primed.mismatched if work.primed else 0}
-        _ledger_row(tx, job_id, chunk_index, work.config.model_id, run.spend.usage, cost, meta)
-        completed = job_repo.complete_chunk(
-            tx,
+        _ledger_row(uow, job_id, chunk_index, work.config.model_id, run.spend.usage, cost, meta)
+        completed = uow.jobs.complete_chunk(
             job_id,
             chunk_index,
             work.worker_id,
@@ -452,22 +448,21 @@ def _complete(svc: Services, work: _ChunkWork, run: ChunkRun, results: dict[int,
             result_key=result_key,
         )
         if not completed:
-            job_repo.add_chunk_spend(tx, job_id, chunk_index, cost)
+            uow.jobs.add_chunk_spend(job_id, chunk_index, cost)
     status = "completed" if completed else "aborted"
     logger.info("chunk done", job_id=job_id, chunk=chunk_index, status=status, pages=len(ordered), failed=failed, batch_served=served_batch, cost_usd=str(cost))
     return {"jobId": job_id, "chunkIndex": chunk_index, "status": status, "pagesFailed": failed, "pagesBatch": served_batch}
 
 
-def _book(svc: Services, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
+def _book(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
     """Book an attempt that did not complete the chunk: its ledger row, and the chunk's spend."""
-    with svc.db.transaction() as tx:
-        _ledger_row(tx, job_id, chunk_index, model_id, usage, cost, metadata)
-        job_repo.add_chunk_spend(tx, job_id, chunk_index, cost)
+    with uow:
+        _ledger_row(uow, job_id, chunk_index, model_id, usage, cost, metadata)
+        uow.jobs.add_chunk_spend(job_id, chunk_index, cost)
 
 
-def _ledger_row(tx: Transaction, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
-    ledger.add_chunk_cost(
-        tx,
+def _ledger_row(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
+    uow.ledger.add_chunk_cost(
         job_id=job_id,
         chunk_index=chunk_index,
         model_id=model_id,
@@ -482,9 +477,9 @@ def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, 
     svc.store.put_json(keys.chunk_partial_key(job_id, chunk_index), {"pages": [r.to_json() for r in good.values()], "continuations": continuations})
 
 
-def _previous_pages(svc: Services, job_id: str, chunk_index: int, *, keep_all_but: frozenset[int]) -> dict[int, PageResult]:
+def _previous_pages(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, *, keep_all_but: frozenset[int]) -> dict[int, PageResult]:
     """A retried chunk's pages that are not retried, from the result its last run wrote (cost kept: it was booked then)."""
-    chunk = job_repo.get_chunk(svc.db, job_id, chunk_index)
+    chunk = uow.jobs.get_chunk(job_id, chunk_index)
     if chunk is None or not chunk.result_key:
         return {}
     pages = (PageResult.from_json(item) for item in svc.store.get_json(chunk.result_key)["pages"])

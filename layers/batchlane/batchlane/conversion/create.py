@@ -13,12 +13,12 @@ from typing import Any
 
 from batchlane.conversion import budget
 from batchlane.conversion.settle import fail_job
-from batchlane.db import jobs as job_repo
 from batchlane.domain import status as st
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, parse_deadline
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
+from batchlane.ports import FileRow, JobRepository, JobRow
 from batchlane.runtime import Services
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
@@ -73,7 +73,7 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     return options
 
 
-def source_store(svc: Services, file_row: job_repo.FileRow) -> Any:
+def source_store(svc: Services, file_row: FileRow) -> Any:
     """Where the file's PDF lies: the deployment's bucket (an upload) or a folder job's source bucket, read as the file's owner."""
     bucket = file_row.source_bucket
     return svc.folder_source(bucket, file_row.owner_id) if bucket and bucket != svc.store.bucket else svc.store
@@ -87,7 +87,8 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     ``max_pages`` and ``on_demand`` are a folder job's policy (page limit, priority high).
     """
     settings = svc.settings
-    file_row = job_repo.get_file(svc.db, file_id)
+    uow = svc.uow()
+    file_row = uow.jobs.get_file(file_id)
     if file_row is None:
         raise NotFound(f"no file {file_id}")
     options = subscription.validate_options(normalise_options(options), allow_private=settings.batchlane_webhook_allow_private)
@@ -102,7 +103,7 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
             raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
     except InputError as exc:
         job = _insert_job(
-            svc.db,
+            uow.jobs,
             file_row,
             JobStatus.FAILED,
             options,
@@ -113,16 +114,16 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
             process_now=on_demand,
             max_pages=max_pages or None,
         )
-        job_repo.move_file(svc.db, file_id, st.reject())
+        uow.jobs.move_file(file_id, st.reject())
         logger.info("job rejected", job_id=job.id, error_id=exc.error_id)
         publish_job_change(svc, job.id, "failed")
         return CreatedJob(job.id, file_id, "failed", 0, 0, exc.error_id, str(exc))
-    with svc.db.transaction() as tx:
-        budget.check_create(svc, tx, file_row.owner_id)  # raises before anything is recorded
+    with uow:
+        budget.check_create(svc, uow.budgets, file_row.owner_id)  # raises before anything is recorded
         job = _insert_job(
-            tx, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk, process_now=on_demand, max_pages=max_pages or None
+            uow.jobs, file_row, JobStatus.SPLITTING, options, model_id, settings.batchlane_pages_per_chunk, process_now=on_demand, max_pages=max_pages or None
         )
-        job_repo.move_file(tx, file_id, st.convert())
+        uow.jobs.move_file(file_id, st.convert())
     job_id = job.id
     try:
         svc.workflows.start_intake(job_id)
@@ -134,12 +135,9 @@ def create_job(svc: Services, *, file_id: str, options: dict[str, Any] | None = 
     return CreatedJob(job_id, file_id, "splitting", 0, 0)
 
 
-def _insert_job(
-    db: Any, file_row: job_repo.FileRow, status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **extra: Any
-) -> job_repo.JobRow:
+def _insert_job(jobs: JobRepository, file_row: FileRow, status: str, options: dict[str, Any], model_id: str, pages_per_chunk: int, **extra: Any) -> JobRow:
     """The job row, before its pages are known (the split fills in pages and chunks); ``extra``: error, process_now, max_pages."""
-    return job_repo.insert_job(
-        db,
+    return jobs.insert_job(
         file_id=file_row.id,
         owner_id=file_row.owner_id,
         status=status,

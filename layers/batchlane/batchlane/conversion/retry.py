@@ -12,14 +12,12 @@ from typing import Any
 from batchlane import keys
 from batchlane.conversion.budget import check_create, check_split, worst_case_pages_hold
 from batchlane.converter import PageResult
-from batchlane.db import jobs as job_repo
-from batchlane.db import ledger, retries
-from batchlane.db.errors import UniqueViolation
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_COMPLEX, PAGE_TOO_LARGE
 from batchlane.domain.status import Entity
 from batchlane.observability import logger
+from batchlane.ports import JobRow, UniqueViolation, UnitOfWork
 from batchlane.runtime import Services
 
 # Short names a user may give for a family of failure reasons (``--error-id throttled``).
@@ -90,7 +88,7 @@ def retry_execution_name(job_id: str, attempt: int) -> str:
     return f"retry-{job_id}-{attempt}"
 
 
-def retry_scope(job: job_repo.JobRow) -> tuple[int, frozenset[int]] | None:
+def retry_scope(job: JobRow) -> tuple[int, frozenset[int]] | None:
     """(attempt, pages) while a retry runs on the job, else None."""
     if job.retry_attempt is None:
         return None
@@ -116,8 +114,9 @@ def _attempts_by_chunk(live: dict[int, int], snapshots: list[tuple[int, list[dic
 def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
     """The job's failed pages in page order, from the chunk results the Markdown was assembled from
     (only chunks whose row counts failed pages are read: a 10,000-page job has 200 result files)."""
-    chunks = job_repo.get_chunks(svc.db, job_id)
-    history = retries.history(svc.db, job_id)
+    uow = svc.uow()
+    chunks = uow.jobs.get_chunks(job_id)
+    history = uow.retries.history(job_id)
     runs = _attempts_by_chunk({c.chunk_index: c.attempts for c in chunks}, [(r.attempt, r.chunks_before) for r in history])
     failed: list[FailedPage] = []
     for chunk in chunks:
@@ -140,17 +139,18 @@ def failed_pages(svc: Services, job_id: str) -> list[FailedPage]:
 def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = None, pages: list[int] | None = None) -> RetryStarted:
     """completed (with failed pages) → pending, only the chosen pages' chunks reopened; idempotent
     while a retry runs (a second POST answers the running one)."""
-    job = job_repo.get_job(svc.db, job_id)
+    uow = svc.uow()
+    job = uow.jobs.get_job(job_id)
     if job is None:
         raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
-    if (running := retries.running(svc.db, job_id)) is not None:
+    if (running := uow.retries.running(job_id)) is not None:
         return RetryStarted(job_id, running.attempt, list(running.pages), job.status, already_running=True)
     if job.status != "completed":
         raise Conflict(f"The job is {job.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
     chosen = [p for p in failed_pages(svc, job_id) if (not error_ids or any(reason_matches(p.reason, e) for e in error_ids)) and (not pages or p.page in pages)]
     if not chosen:
         raise Conflict("No failed page matches: nothing to retry.", error_id="NOTHING_TO_RETRY")
-    chunk_rows = {c.chunk_index: c for c in job_repo.get_chunks(svc.db, job_id)}
+    chunk_rows = {c.chunk_index: c for c in uow.jobs.get_chunks(job_id)}
     affected = sorted({p.chunk_index for p in chosen})
     for index in affected:  # the bucket forgets everything after 14 days, chunk sources included
         try:
@@ -159,7 +159,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             raise Conflict(
                 f"The job's source pages expired ({keys.OBJECT_EXPIRY_DAYS}-day lifecycle); convert the file again.", error_id="SOURCE_EXPIRED"
             ) from None
-    attempt = len(retries.history(svc.db, job_id)) + 1
+    attempt = len(uow.retries.history(job_id)) + 1
     previous_md = None
     if job.markdown_key:
         previous_md = keys.markdown_before_retry_key(job_id, attempt)
@@ -177,18 +177,17 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
     ]
     page_numbers = [p.page for p in chosen]
     try:
-        with svc.db.transaction() as tx:
-            locked = job_repo.lock_job(tx, job_id)
+        with uow:
+            locked = uow.jobs.lock_job(job_id)
             assert locked is not None
-            if (running := retries.running(tx, job_id)) is not None:  # a concurrent POST won while we prepared
+            if (running := uow.retries.running(job_id)) is not None:  # a concurrent POST won while we prepared
                 return RetryStarted(job_id, running.attempt, list(running.pages), locked.status, already_running=True)
             if locked.status != "completed":
                 raise Conflict(f"The job is {locked.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
             extra_hold = worst_case_pages_hold(svc, model_id=job.model_id, pages=len(page_numbers))
-            check_create(svc, tx, locked.owner_id)  # a retry is a live job again: 429 LIVE_JOBS_LIMIT at the cap (issue 21.5)
-            check_split(svc, tx, owner_id=locked.owner_id, job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
-            row = retries.insert(
-                tx,
+            check_create(svc, uow.budgets, locked.owner_id)  # a retry is a live job again: 429 LIVE_JOBS_LIMIT at the cap (issue 21.5)
+            check_split(svc, uow.budgets, owner_id=locked.owner_id, job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
+            row = uow.retries.insert(
                 job_id=job_id,
                 pages=page_numbers,
                 error_ids=error_ids,
@@ -199,10 +198,10 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
             )
             if row.attempt != attempt:  # another retry started and ended since we copied the Markdown under n
                 raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
-            job_repo.move_job(tx, job_id, st.retry(), retry_attempt=attempt, retry_pages=list(page_numbers), error_id=None, error_message=None)
-            job_repo.move_chunks(tx, job_id, st.retry(Entity.CHUNK), indexes=affected, attempts=0, worker_id=None)
-            ledger.reopen_hold(tx, job_id, extra_usd=extra_hold, hours=svc.settings.batchlane_on_demand_window_hours)
-            job_repo.move_file(tx, str(job.file_id), st.retry(Entity.FILE))
+            uow.jobs.move_job(job_id, st.retry(), retry_attempt=attempt, retry_pages=list(page_numbers), error_id=None, error_message=None)
+            uow.jobs.move_chunks(job_id, st.retry(Entity.CHUNK), indexes=affected, attempts=0, worker_id=None)
+            uow.ledger.reopen_hold(job_id, extra_usd=extra_hold, hours=svc.settings.batchlane_on_demand_window_hours)
+            uow.jobs.move_file(str(job.file_id), st.retry(Entity.FILE))
     except UniqueViolation as exc:
         if exc.constraint == "one_live_job_per_file":  # another conversion of the same file is running
             raise Conflict("The file is being converted again; retry once that conversion has ended.", error_id="CONVERSION_IN_PROGRESS") from exc
@@ -222,32 +221,32 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
 
 
 # -- ending a retry ---------------------------------------------------------------------------
-def close_retry(tx: job_repo.Runner, job: job_repo.JobRow, *, total: Decimal, pages_failed: int) -> None:
-    """Settle's part: the retry row completed with what it cost, the flag gone from the job."""
+def close_retry(uow: UnitOfWork, job: JobRow, *, total: Decimal, pages_failed: int) -> None:
+    """Settle's part (inside its ``with uow:``): the retry row completed with what it cost, the flag gone from the job."""
     scope = retry_scope(job)
     if scope is None:
         return
     attempt, _ = scope
-    row = retries.get(tx, job.id, attempt)
+    row = uow.retries.get(job.id, attempt)
     previous = Decimal(row.previous_total_usd) if row else Decimal(0)
-    retries.finish(tx, job.id, attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
-    job_repo.clear_retry(tx, job.id)
+    uow.retries.finish(job.id, attempt, st.settle(Entity.RETRY), pages_failed=pages_failed, cost_usd=total - previous)
+    uow.jobs.clear_retry(job.id)
 
 
 def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict[str, Any] | None:
     """Cancel or fail a running retry: the job is put back as it was (completed, its chunk
     results and Markdown untouched), with what the retry spent so far added to its total.
     None when no retry runs (the caller then does its usual thing)."""
-    with svc.db.transaction() as tx:
-        job = job_repo.lock_job(tx, job_id)
-        retry = retries.running(tx, job_id)
+    uow = svc.uow()
+    with uow:
+        job = uow.jobs.lock_job(job_id)
+        retry = uow.retries.running(job_id)
         if job is None or retry is None:
             return None
         if job.status == "assembling" and outcome == "cancelled":
             raise Conflict("The retry is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
         for snap in retry.chunks_before:
-            job_repo.move_chunks(
-                tx,
+            uow.jobs.move_chunks(
                 job_id,
                 st.end_retry(Entity.CHUNK),
                 indexes=[int(snap["chunkIndex"])],
@@ -257,10 +256,9 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
                 pages_batch=snap["pagesBatch"],
                 worker_id=None,
             )
-        total = ledger.job_total(tx, job_id)
+        total = uow.ledger.job_total(job_id)
         failed = retry.previous_pages_failed
-        job_repo.move_job(
-            tx,
+        uow.jobs.move_job(
             job_id,
             st.end_retry(),
             retry_attempt=None,
@@ -270,10 +268,9 @@ def end_retry(svc: Services, job_id: str, *, outcome: str, message: str) -> dict
             error_id="PAGES_FAILED",
             error_message=f"{failed} of {job.total_pages} pages could not be converted",
         )
-        ledger.close_hold(tx, job_id, outcome="settled", settled_usd=total)
-        job_repo.move_file(tx, str(job.file_id), st.end_retry(Entity.FILE))
-        retries.finish(
-            tx,
+        uow.ledger.close_hold(job_id, outcome="settled", settled_usd=total)
+        uow.jobs.move_file(str(job.file_id), st.end_retry(Entity.FILE))
+        uow.retries.finish(
             job_id,
             retry.attempt,
             st.transition(Entity.RETRY, {"failed": "fail", "cancelled": "cancel"}[outcome]),
@@ -303,5 +300,5 @@ def retry_history(svc: Services, job_id: str) -> list[dict[str, Any]]:
             "createdAt": r.created_at.isoformat(),
             "finishedAt": r.finished_at.isoformat() if r.finished_at else None,
         }
-        for r in retries.history(svc.db, job_id)
+        for r in svc.uow().retries.history(job_id)
     ]

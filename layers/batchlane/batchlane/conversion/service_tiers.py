@@ -1,4 +1,4 @@
-"""The service tier a chunk's on-demand calls go at, wired from the settings, the price table and the database."""
+"""The service tier a chunk's on-demand calls go at, wired from the settings, the price table and the doctor's probes."""
 
 from __future__ import annotations
 
@@ -7,20 +7,20 @@ from typing import Any
 
 from batchlane.converter import Transport
 from batchlane.converter.tiers import FlexTransport
-from batchlane.db import service_tiers as repo
 from batchlane.domain import service_tier as tiers
+from batchlane.ports import JobRow, ServiceTierRepository
 
 
-def flex_lane(svc: Any, job: Any, *, retrying: bool) -> str | None:
+def flex_lane(svc: Any, probes: ServiceTierRepository, job: JobRow, *, retrying: bool) -> str | None:
     """Why this job's on-demand work goes Flex (domain/service_tier.py), or None for the default tier.
     No Flex rate configured (today's default): no database read at all."""
     if svc.prices.flex_rate(job.model_id) is None:
         return None
-    if not tiers.flex_for_model(job.model_id, probe=repo.probed(svc.db, job.model_id), rate_configured=True).on:
+    if not tiers.flex_for_model(job.model_id, probe=probes.probed(job.model_id), rate_configured=True).on:
         return None
     return tiers.flex_reason(
         job.options or {},
-        lane_reason=repo.job_lane_reason(svc.db, job.id),
+        lane_reason=probes.job_lane_reason(job.id),
         retrying=retrying,
         now=datetime.now(UTC),
         min_deadline_hours=svc.settings.batchlane_flex_min_deadline_hours,

@@ -6,7 +6,6 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.retry import close_retry, end_retry
-from batchlane.db import budgets, ledger
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.status import Entity
@@ -17,7 +16,6 @@ from batchlane.webhooks.events import publish_job_change
 
 def settle_job(svc: Services, job_id: str, *, once: bool = False) -> dict[str, Any]:
     """assembling → completed in one transaction: total from the ledger, hold settled, file converted.
-    Jobs through the unit of work's repository; the ledger and the retry row still on ``uow.runner``.
 
     ``once`` (the recovery sweep, operations/recovery.py): a pause already settled is not announced again;
     Settle itself announces on every try, so a try whose PutEvents failed is made good by the next."""
@@ -31,11 +29,11 @@ def settle_job(svc: Services, job_id: str, *, once: bool = False) -> dict[str, A
                 locked = uow.jobs.lock_job(job_id)
                 first = locked is not None and locked.status == "paused_budget" and not locked.pause_settled
                 if first:
-                    budgets.mark_pause_settled(uow.runner, job_id)
+                    uow.budgets.mark_pause_settled(job_id)
             if not first:
                 return {"jobId": job_id, "status": locked.status if locked else "paused_budget", "settled": False}
         else:
-            budgets.mark_pause_settled(uow.runner, job_id)
+            uow.budgets.mark_pause_settled(job_id)
         publish_job_change(svc, job_id, "paused_budget")
         return {"jobId": job_id, "status": "paused_budget", "settled": False}
     with uow:
@@ -44,12 +42,12 @@ def settle_job(svc: Services, job_id: str, *, once: bool = False) -> dict[str, A
             raise NotFound(f"no job {job_id}")
         if not st.settle().allows(job.status):
             return {"jobId": job_id, "status": job.status, "settled": False}
-        total = ledger.job_total(uow.runner, job_id)
-        close_retry(uow.runner, job, total=total, pages_failed=job.pages_failed)
+        total = uow.ledger.job_total(job_id)
+        close_retry(uow, job, total=total, pages_failed=job.pages_failed)
         error_id = "PAGES_FAILED" if job.pages_failed else None
         message = f"{job.pages_failed} of {job.total_pages} pages could not be converted" if job.pages_failed else None
         uow.jobs.move_job(job_id, st.settle(), total_cost_usd=total, error_id=error_id, error_message=message)
-        ledger.close_hold(uow.runner, job_id, outcome="settled", settled_usd=total)
+        uow.ledger.close_hold(job_id, outcome="settled", settled_usd=total)
         uow.jobs.move_file(str(job.file_id), st.settle(Entity.FILE))
     logger.info("job settled", job_id=job_id, total_cost_usd=str(total), pages_failed=job.pages_failed)
     publish_job_change(svc, job_id, "completed")
@@ -68,10 +66,10 @@ def fail_job(svc: Services, job_id: str, *, error_id: str, message: str) -> dict
             raise NotFound(f"no job {job_id}")
         if not st.fail().allows(job.status):  # finished already
             return {"jobId": job_id, "status": job.status}
-        total = ledger.job_total(uow.runner, job_id)
+        total = uow.ledger.job_total(job_id)
         uow.jobs.move_job(job_id, st.fail(), total_cost_usd=total, error_id=error_id, error_message=message[:500])
         uow.jobs.move_chunks(job_id, st.fail(Entity.CHUNK))
-        ledger.close_hold(uow.runner, job_id, outcome="released", settled_usd=Decimal(0))
+        uow.ledger.close_hold(job_id, outcome="released", settled_usd=Decimal(0))
         uow.jobs.move_file(str(job.file_id), st.fail(Entity.FILE))
     logger.error("job failed", job_id=job_id, error_id=error_id, error_message=message[:200])
     publish_job_change(svc, job_id, "failed")

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from batchlane import keys
-from batchlane.db.jobs import ChunkRow
 from batchlane.pdf.fit import fit
 from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
-from batchlane.ports import ObjectStore
+from batchlane.ports import ChunkRow, ObjectStore
 
 
 def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, spans: list[ChunkSpan]) -> dict[int, int]:

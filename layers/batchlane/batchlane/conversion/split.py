@@ -17,8 +17,6 @@ from batchlane.conversion import budget
 from batchlane.conversion.create import CreatedJob, source_store
 from batchlane.conversion.settle import fail_job
 from batchlane.conversion.source import store_chunk_sources
-from batchlane.db import jobs as job_repo
-from batchlane.db import ledger
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
@@ -27,6 +25,7 @@ from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import survey_pdf
+from batchlane.ports import JobRow
 from batchlane.runtime import Services
 from batchlane.webhooks.events import publish_job_change
 
@@ -41,7 +40,8 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     A job cancelled meanwhile is left alone: no chunk rows, no hold, nothing started.
     """
     settings = svc.settings
-    job = job_repo.get_job(svc.db, job_id)
+    uow = svc.uow()
+    job = uow.jobs.get_job(job_id)
     if job is None:
         raise NotFound(f"no job {job_id}")
     if job.status != "splitting":
@@ -50,7 +50,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             svc.workflows.start_conversion(job_id)
         logger.info("split skipped", job_id=job_id, status=job.status)
         return _as_created(job)
-    file_row = job_repo.get_file(svc.db, str(job.file_id))
+    file_row = uow.jobs.get_file(str(job.file_id))
     assert file_row is not None  # jobs cascade with their file
     with tempfile.TemporaryDirectory(prefix="split-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
@@ -58,10 +58,10 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             source_store(svc, file_row).download_to(file_row.s3_key, path, max_bytes=settings.batchlane_max_file_mb * 1024 * 1024)
         except NotFound:  # deleted meanwhile: delete cancels the job first, so this is usually a no-op
             fail_job(svc, job_id, error_id="UPLOAD_MISSING", message="The uploaded file is gone; upload it again.")
-            return _as_created(job_repo.get_job(svc.db, job_id))
+            return _as_created(uow.jobs.get_job(job_id))
         except InputError as exc:  # replaced by a bigger object since convert checked its size (PDF_TOO_LARGE)
             fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
-            return _as_created(job_repo.get_job(svc.db, job_id))
+            return _as_created(uow.jobs.get_job(job_id))
         with path.open("rb") as stream:
             try:
                 limit = min(settings.batchlane_max_pages, job.max_pages or settings.batchlane_max_pages)
@@ -77,7 +77,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             except InputError as exc:
                 failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
-                return _as_created(job_repo.get_job(svc.db, job_id))
+                return _as_created(uow.jobs.get_job(job_id))
     options = job.options or {}
     if job.process_now:
         eligible, why = False, "process_now"
@@ -87,23 +87,23 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         if eligible and deadline_lane(parse_deadline(options.get("deadline")), datetime.now(UTC), settings.batch_deadline_hours, margin_h):
             eligible, why = False, DEADLINE  # no room for a batch turnaround plus the on-demand time of its pages
     try:
-        with svc.db.transaction() as tx:
-            locked = job_repo.lock_job(tx, job_id)
+        with uow:
+            locked = uow.jobs.lock_job(job_id)
             if locked is not None and locked.process_now and eligible:
                 eligible, why = False, "process_now"  # flagged between our read and the lock
             status = st.park().target if eligible else st.queue().target
             if locked is not None and locked.status == JobStatus.SPLITTING:
-                budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
-            split = job_repo.finish_split(tx, job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes)
+                budget.check_split(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
+            split = uow.jobs.finish_split(job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes)
             if split is not None:
-                ledger.place_hold(tx, job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
         failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
         logger.info("job refused by its owner's budget", job_id=job_id, error_id=exc.error_id, hold_usd=str(hold), status=failed["status"])
-        return _as_created(job_repo.get_job(svc.db, job_id))
+        return _as_created(uow.jobs.get_job(job_id))
     if split is None:
         logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
-        return _as_created(job_repo.get_job(svc.db, job_id))
+        return _as_created(uow.jobs.get_job(job_id))
     if eligible:
         svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job.model_id, "pages": pages})
         publish_job_change(svc, job_id, "waiting_batch")
@@ -113,18 +113,19 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
 
 
-def _over_budget(svc: Services, job: job_repo.JobRow, hold: Decimal, pages: int) -> CreatedJob | None:
+def _over_budget(svc: Services, job: JobRow, hold: Decimal, pages: int) -> CreatedJob | None:
     """The budget check ahead of writing chunk sources (the split's transaction checks again, authoritatively)."""
+    uow = svc.uow()
     try:
-        with svc.db.transaction() as tx:
-            budget.check_split(svc, tx, owner_id=job.owner_id, job_id=job.id, hold_usd=hold, pages=pages)
+        with uow:
+            budget.check_split(svc, uow.budgets, owner_id=job.owner_id, job_id=job.id, hold_usd=hold, pages=pages)
     except (BudgetExceeded, LimitReached) as exc:
         fail_job(svc, job.id, error_id=exc.error_id, message=str(exc))
         logger.info("job refused by its owner's budget", job_id=job.id, error_id=exc.error_id, hold_usd=str(hold))
-        return _as_created(job_repo.get_job(svc.db, job.id))
+        return _as_created(uow.jobs.get_job(job.id))
     return None
 
 
-def _as_created(job: job_repo.JobRow | None) -> CreatedJob:
+def _as_created(job: JobRow | None) -> CreatedJob:
     assert job is not None  # a job row is never deleted while its file lives
     return CreatedJob(job.id, job.file_id, job.status, job.total_pages, job.chunk_count, job.error_id, job.error_message)
