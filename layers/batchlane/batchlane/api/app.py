@@ -19,8 +19,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from batchlane.api import folder_routes, live, results, usecases, webhook_usecases
 from batchlane.api.throttle import RateLimited, rate_limit
-from batchlane.db import jobs as job_repo
 from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable, Unauthorized
+from batchlane.domain.status import JobStatus
 from batchlane.folders.spec import valid_owner_id
 from batchlane.observability import logger
 from batchlane.ports import Uploads
@@ -29,7 +29,7 @@ from batchlane.validation import first_error
 
 app = APIGatewayRestResolver()
 
-JOB_STATUSES = job_repo.JOB_STATUSES
+JOB_STATUSES: tuple[str, ...] = tuple(JobStatus)  # in the order a job passes through them
 
 
 class BadRequest(BatchlaneError):

@@ -10,22 +10,20 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from batchlane.api.results import owned_job
-from batchlane.db import read_model
-from batchlane.db.jobs import Runner
+from batchlane.api.usecases import owned_job
 from batchlane.domain.cost import PriceTable, Usage
-from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, ReadModel
 from batchlane.runtime import Services
 
 _FINISHED = ("completed", "failed", "cancelled")
 
 
-def money(db: Runner, prices: PriceTable, job_id: str) -> dict[str, str]:
+def money(reads: ReadModel, prices: PriceTable, job_id: str) -> dict[str, str]:
     """Cost booked so far, the same tokens at the on-demand price, and the difference."""
     cost, on_demand = Decimal(0), Decimal(0)
-    for row in read_model.ledger_by_model(db, job_id):
-        cost += Decimal(row["cost"])
-        on_demand += prices.cost(row["model_id"], Usage(int(row["inp"]), int(row["out"])))
+    for spend in reads.spend_by_model(job_id):
+        cost += spend.cost_usd
+        on_demand += prices.cost(spend.model_id, Usage(spend.input_tokens, spend.output_tokens))
     saving = max(on_demand - cost, Decimal(0))
     percent = (saving / on_demand * 100).quantize(Decimal("0.1")) if on_demand else Decimal(0)
     return {"costSoFarUsd": str(cost), "onDemandUsd": str(on_demand), "savingUsd": str(saving), "savingPercent": str(percent)}
@@ -56,7 +54,7 @@ def with_live(svc: Services, view: dict[str, Any]) -> dict[str, Any]:
     """A conversion view with its ``live`` block: cost so far, saving against all on-demand, ETA."""
     hours = svc.settings.batch_conversion_timeout_hours / svc.settings.batchlane_time_scale
     live = {
-        **money(svc.db, PriceTable(svc.settings.batchlane_prices), view["jobId"]),
+        **money(svc.uow().reads, PriceTable(svc.settings.batchlane_prices), view["jobId"]),
         "eta": eta(view, batch_timeout_hours=hours),
         "batchTimeoutHours": svc.settings.batch_conversion_timeout_hours,
     }
@@ -71,14 +69,12 @@ def files_with_live(svc: Services, listing: dict[str, Any]) -> dict[str, Any]:
 
 def source_read(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
     """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time."""
-    job = owned_job(svc, owner_id, job_id)
-    file_row = read_model.file_key_and_size(svc.db, str(job["file_id"]))
-    assert file_row is not None  # owned_job checked the file
+    job, file_row = owned_job(svc, owner_id, job_id)
     return {
-        "jobId": str(job["job_id"]),
-        "url": downloads.presigned_get(file_row["s3_key"], filename="source.pdf"),
+        "jobId": job.job_id,
+        "url": downloads.presigned_get(file_row.s3_key, filename="source.pdf"),
         "method": "GET",
         "ranged": True,
-        "sizeBytes": int(file_row["size_bytes"]),
+        "sizeBytes": file_row.size_bytes,
         "expiresInSeconds": DOWNLOAD_URL_TTL_S,
     }

@@ -8,17 +8,16 @@ per file of the job: :func:`owned_job` is where a folder job's id will resolve.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from batchlane.api.usecases import _uuid, owned_file
+from batchlane.api.usecases import owned_file, owned_job
 from batchlane.conversion import retry as retries
 from batchlane.conversion.budget import worst_case_pages_hold
 from batchlane.conversion.dryrun import dry_run
 from batchlane.conversion.figures import figure_folder
-from batchlane.db import read_model
-from batchlane.db.read_model import job_row
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.keys import OBJECT_EXPIRY_DAYS, images_prefix, pages_key
 from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
@@ -31,15 +30,6 @@ class ObjectExpired(BatchlaneError):
     error_id = "MARKDOWN_EXPIRED"
 
 
-def owned_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
-    jid = _uuid(job_id)
-    row = jid and job_row(svc.db, jid)
-    if not row or row["owner_id"] != owner_id:
-        raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
-    file_row = owned_file(svc, owner_id, str(row["file_id"]))
-    return {**row, "file_name": file_row["name"]}
-
-
 def _markdown_name(pdf_name: str) -> str:
     stem = pdf_name[:-4] if pdf_name.lower().endswith(".pdf") else pdf_name
     safe = "".join(ch if ch.isalnum() or ch in "-_. " else "_" for ch in stem).strip() or "document"
@@ -48,21 +38,22 @@ def _markdown_name(pdf_name: str) -> str:
 
 def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
     """A presigned GET for the job's Markdown, with when the URL and the object expire."""
-    job = owned_job(svc, owner_id, job_id)
-    key = read_model.markdown_key(svc.db, str(job["job_id"]))
+    job, file = owned_job(svc, owner_id, job_id)
+    row = svc.uow().jobs.get_job(job.job_id)
+    key = row.markdown_key if row is not None else None
     if not key:
-        raise Conflict(f"The job is {job['status']}; its Markdown exists once it has completed.", error_id="MARKDOWN_NOT_READY")
+        raise Conflict(f"The job is {job.status}; its Markdown exists once it has completed.", error_id="MARKDOWN_NOT_READY")
     try:
         stored = downloads.head(key)
     except NotFound:
         raise ObjectExpired(
             f"The Markdown of job {job_id} is no longer stored: the working bucket keeps results {OBJECT_EXPIRY_DAYS} days. Convert the file again."
         ) from None
-    name = _markdown_name(job["file_name"])
+    name = _markdown_name(file.name)
     now = datetime.now(UTC)
     return {
-        "jobId": str(job["job_id"]),
-        "status": job["status"],
+        "jobId": job.job_id,
+        "status": job.status,
         "fileName": name,
         "url": downloads.presigned_get(key, filename=name),
         "method": "GET",
@@ -71,9 +62,9 @@ def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id
         "objectExpiresAt": stored.expires_at.isoformat(),
         "retentionDays": OBJECT_EXPIRY_DAYS,
         "sizeBytes": stored.size_bytes,
-        "pagesFailed": job["pages_failed"],
-        "pages": _pages_download(downloads, str(job["job_id"]), name),
-        "images": _image_downloads(svc, downloads, str(job["job_id"]), job["file_name"]),
+        "pagesFailed": job.pages_failed,
+        "pages": _pages_download(downloads, job.job_id, name),
+        "images": _image_downloads(svc, downloads, job.job_id, file.name),
     }
 
 
@@ -99,10 +90,10 @@ def _pages_download(downloads: Downloads, job_id: str, markdown_name: str) -> di
 
 
 def job_pages(svc: Services, owner_id: str, job_id: str, *, status: str) -> dict[str, Any]:
-    job = owned_job(svc, owner_id, job_id)
-    failed = retries.failed_pages(svc, str(job["job_id"])) if status == "failed" else []
+    job, _ = owned_job(svc, owner_id, job_id)
+    failed = retries.failed_pages(svc, job.job_id) if status == "failed" else []
     pages = [p.to_json() for p in failed]
-    answer = {"jobId": str(job["job_id"]), "status": job["status"], "filter": {"status": status}, "pages": pages, "count": len(pages)}
+    answer = {"jobId": job.job_id, "status": job.status, "filter": {"status": status}, "pages": pages, "count": len(pages)}
     if failed:  # what `batchlane retry` tells before it charges anything
         at_most = worst_case_pages_hold(svc, model_id=svc.settings.batchlane_model_id, pages=len(failed))
         answer["retryEstimate"] = {
@@ -114,19 +105,19 @@ def job_pages(svc: Services, owner_id: str, job_id: str, *, status: str) -> dict
 
 
 def retry_job(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None, pages: list[int] | None) -> dict[str, Any]:
-    job = owned_job(svc, owner_id, job_id)
-    return retries.start_retry(svc, str(job["job_id"]), error_ids=error_ids, pages=pages).to_json()
+    job, _ = owned_job(svc, owner_id, job_id)
+    return retries.start_retry(svc, job.job_id, error_ids=error_ids, pages=pages).to_json()
 
 
 def job_retries(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
-    job = owned_job(svc, owner_id, job_id)
-    return {"jobId": str(job["job_id"]), "retries": retries.retry_history(svc, str(job["job_id"]))}
+    job, _ = owned_job(svc, owner_id, job_id)
+    return {"jobId": job.job_id, "retries": retries.retry_history(svc, job.job_id)}
 
 
 def dry_run_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
     file_row = owned_file(svc, owner_id, file_id)
     try:
-        svc.store.size(file_row["s3_key"])
+        svc.store.size(file_row.s3_key)
     except NotFound:
         raise Conflict("The file has not been uploaded yet: PUT it to the upload URL first.", error_id="UPLOAD_MISSING") from None
-    return dry_run(svc, file_row, options)
+    return dry_run(svc, dataclasses.asdict(file_row), options)  # dry_run reads the row's columns by name

@@ -11,7 +11,6 @@ import math
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
-from batchlane.db import rate_limits
 from batchlane.domain.errors import LimitReached
 from batchlane.runtime import services
 
@@ -42,7 +41,8 @@ def rate_limit(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> 
             settings.batchlane_api_burst,
             request_cost(app.current_event.http_method, app.current_event.query_string_parameters, settings.batchlane_api_dry_run_cost),
         )
-        wait_s = rate_limits.take(services().db, str(sub), cost=cost, rate_per_s=settings.batchlane_api_rate_per_s, burst=settings.batchlane_api_burst)
+        buckets = services().uow().rate_limits
+        wait_s = buckets.take(str(sub), cost=cost, rate_per_s=settings.batchlane_api_rate_per_s, burst=settings.batchlane_api_burst)
         if wait_s > 0:
             retry_after = max(1, math.ceil(wait_s))
             raise RateLimited(

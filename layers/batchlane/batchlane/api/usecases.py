@@ -17,20 +17,17 @@ from batchlane.batch.process_now import process_now
 from batchlane.batch.purge import purge_members
 from batchlane.conversion import budget
 from batchlane.conversion.create import create_job
-from batchlane.db import batch_rows, budgets, caps, read_model
-from batchlane.db import jobs as job_repo
-from batchlane.db.errors import UniqueViolation
 from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.folder_policy import deadline_opt_outs, parse_deadline
-from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, JobStatus
+from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, LIVE_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job
-from batchlane.ports import UPLOAD_URL_TTL_S, Uploads
+from batchlane.ports import UPLOAD_URL_TTL_S, FileRow, JobProgress, UniqueViolation, Uploads
 from batchlane.runtime import Services
 
-LIVE = job_repo.LIVE_JOB_STATUSES
+LIVE = LIVE_JOB_STATUSES
 # Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/.
 IN_FLIGHT_BATCH_STATES = IN_FLIGHT_BATCH_ROW_STATES
 
@@ -51,40 +48,46 @@ def _uuid(value: str) -> str | None:
         return None
 
 
-def owned_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
+def owned_file(svc: Services, owner_id: str, file_id: str) -> FileRow:
+    """The caller's file, unless deleted."""
     fid = _uuid(file_id)
-    row = fid and read_model.file_of_owner(svc.db, owner_id, fid)
-    if not row:
+    row = svc.uow().jobs.get_file(fid) if fid else None
+    if row is None or row.owner_id != owner_id or row.deleted_at is not None:
         raise NotFound(f"No file {file_id}.", error_id="FILE_NOT_FOUND")
     return row
 
 
-def _current_job(svc: Services, file_id: str, expected_job_id: str | None) -> dict[str, Any]:
-    job = read_model.latest_job_row(svc.db, file_id)
+def _current_job(svc: Services, file_id: str, expected_job_id: str | None) -> JobProgress:
+    job = svc.uow().reads.current_job(file_id)
     if job is None:
         raise NotFound("The file has never been converted.", error_id="CONVERSION_NOT_FOUND")
-    if expected_job_id and str(job["job_id"]) != _uuid(expected_job_id):
-        raise Conflict(f"Job {expected_job_id} is not the file's current conversion ({job['job_id']}).", error_id="JOB_NOT_CURRENT")
+    if expected_job_id and job.job_id != _uuid(expected_job_id):
+        raise Conflict(f"Job {expected_job_id} is not the file's current conversion ({job.job_id}).", error_id="JOB_NOT_CURRENT")
     return job
 
 
 # -- reads -------------------------------------------------------------------------------
 def list_files(svc: Services, owner_id: str, *, job_status: str | None = None, limit: int = 100) -> dict[str, Any]:
-    return {"files": views.owner_files(svc.db, owner_id, job_status=job_status, limit=limit)}
+    """The owner's files, newest first, each with its live (else newest) conversion."""
+    return {"files": [views.file_view(f) for f in svc.uow().reads.owner_files(owner_id, job_status=job_status, limit=limit)]}
 
 
 def file_conversion(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
-    owned_file(svc, owner_id, file_id)
-    return views.conversion_view(_current_job(svc, file_id, None))
+    return views.conversion_view(_current_job(svc, owned_file(svc, owner_id, file_id).id, None))
 
 
 def job_conversion(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
+    job, _ = owned_job(svc, owner_id, job_id)
+    return views.conversion_view(job)
+
+
+def owned_job(svc: Services, owner_id: str, job_id: str) -> tuple[JobProgress, FileRow]:
+    """The caller's job and its file, unless the file was deleted (a deleted file's jobs are gone too)."""
     jid = _uuid(job_id)
-    row = jid and read_model.job_row(svc.db, jid)
-    if not row or row["owner_id"] != owner_id:
+    job = svc.uow().reads.job(jid) if jid else None
+    if job is None or job.owner_id != owner_id:
         raise NotFound(f"No job {job_id}.", error_id="JOB_NOT_FOUND")
-    owned_file(svc, owner_id, str(row["file_id"]))  # a deleted file's jobs are gone too
-    return views.conversion_view(row)
+    return job, owned_file(svc, owner_id, job.file_id)
 
 
 # -- writes ------------------------------------------------------------------------------
@@ -92,20 +95,19 @@ def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str
     limit = svc.settings.batchlane_max_file_mb
     if size_bytes > limit * 1024 * 1024:
         raise InputError(f"The file is {size_bytes // (1024 * 1024)} MB; the limit is {limit} MB.", error_id="PDF_TOO_LARGE")
-    with svc.db.transaction() as tx:
-        budgets.lock_owner(tx, owner_id)  # two registrations at once are counted one after the other
+    file_id = str(uuid.uuid4())
+    key = keys.upload_key(file_id, name)
+    with svc.uow() as uow:
+        uow.budgets.lock_owner(owner_id)  # two registrations at once are counted one after the other
         check_cap(
             what="files registered and not converted",
-            count=caps.pending_uploads(tx, owner_id),
+            count=uow.caps.pending_uploads(owner_id),
             limit=svc.settings.batchlane_max_pending_uploads,
             setting="BATCHLANE_MAX_PENDING_UPLOADS",
             error_id="UPLOADS_LIMIT",
             wait="Convert or delete some first",
         )
-        row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=size_bytes)
-        file_id = str(row.id)
-        key = keys.upload_key(file_id, name)
-        job_repo.set_file_key(tx, file_id, key)
+        uow.jobs.insert_file(owner_id=owner_id, name=name, s3_key=key, size_bytes=size_bytes, file_id=file_id)
     logger.info("upload registered", file_id=file_id, size_bytes=size_bytes)
     post = uploads.presigned_post(key, max_bytes=size_bytes)
     upload = {"method": "POST", "url": post["url"], "fields": post["fields"], "maxBytes": size_bytes, "expiresInSeconds": UPLOAD_URL_TTL_S}
@@ -127,19 +129,19 @@ def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[st
             f"The option(s) {', '.join(opt_outs)} keep the conversion out of the half-price batch lane; that needs membership of the {priority_group} group"
             + (f" (a deadline must leave the batch lane's {svc.settings.batch_deadline_hours:g} h turnaround)." if "deadline" in opt_outs else ".")
         )
-    live = job_repo.live_job_of_file(svc.db, file_id)
+    live = svc.uow().jobs.live_job_of_file(file_row.id)
     if live:
         raise Conflict(f"The file is already being converted (job {live}).", error_id="CONVERSION_IN_PROGRESS")
     try:
-        uploaded = svc.store.size(file_row["s3_key"])
+        uploaded = svc.store.size(file_row.s3_key)
     except NotFound:
         raise Conflict("The file has not been uploaded yet: POST it to the upload URL first.", error_id="UPLOAD_MISSING") from None
-    if uploaded > int(file_row["size_bytes"]):  # the POST policy bounds it on AWS; checked here whatever stored it
+    if uploaded > file_row.size_bytes:  # the POST policy bounds it on AWS; checked here whatever stored it
         raise Conflict(
-            f"The upload is {uploaded} bytes, more than the {file_row['size_bytes']} declared: register the file again.", error_id="UPLOAD_SIZE_MISMATCH"
+            f"The upload is {uploaded} bytes, more than the {file_row.size_bytes} declared: register the file again.", error_id="UPLOAD_SIZE_MISMATCH"
         )
     try:
-        created = create_job(svc, file_id=str(file_row["id"]), options=options)
+        created = create_job(svc, file_id=file_row.id, options=options)
     except UniqueViolation as exc:  # one_live_job_per_file: a concurrent convert won
         if exc.constraint == "one_live_job_per_file":
             raise Conflict("The file is already being converted.", error_id="CONVERSION_IN_PROGRESS") from exc
@@ -150,20 +152,19 @@ def convert_file(svc: Services, owner_id: str, file_id: str, *, options: dict[st
 
 
 def cancel_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None) -> dict[str, Any]:
-    owned_file(svc, owner_id, file_id)
-    job = _current_job(svc, file_id, job_id)
-    if job["status"] in (JobStatus.COMPLETED, JobStatus.FAILED):
-        raise Conflict(f"The conversion is {job['status']}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
-    return cancel_job(svc, str(job["job_id"])).to_json()
+    job = _current_job(svc, owned_file(svc, owner_id, file_id).id, job_id)
+    if job.status in (JobStatus.COMPLETED, JobStatus.FAILED):
+        raise Conflict(f"The conversion is {job.status}; there is nothing to cancel.", error_id="NOT_CANCELLABLE")
+    return cancel_job(svc, job.job_id).to_json()
 
 
 def process_now_file(svc: Services, owner_id: str, file_id: str, *, job_id: str | None = None, priority_group: str | None = None) -> dict[str, Any]:
     """``priority_group``: the group the caller lacks (403 after the ownership check, so a 403 never confirms another user's file)."""
-    owned_file(svc, owner_id, file_id)
+    owned = owned_file(svc, owner_id, file_id)
     if priority_group:
         raise Forbidden(f"Converting on-demand now (skipping the half-price batch lane) needs membership of the {priority_group} group.")
-    job = _current_job(svc, file_id, job_id)
-    return process_now(svc, str(job["job_id"])).to_json()
+    job = _current_job(svc, owned.id, job_id)
+    return process_now(svc, job.job_id).to_json()
 
 
 def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
@@ -175,8 +176,9 @@ def resume_job(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
 
 
 def owner_budget(svc: Services, owner_id: str) -> dict[str, Any]:
-    limits = budgets.limits_for(svc.db, owner_id, svc.settings)
-    standing = budgets.standing(svc.db, owner_id)
+    budgets = svc.uow().budgets
+    limits = budgets.limits_for(owner_id, svc.settings)
+    standing = budgets.standing(owner_id)
     return {
         "usdPerMonth": str(limits.usd_per_month),
         "committedUsd": str(standing.committed_usd.quantize(Decimal("0.000001"))),
@@ -192,7 +194,7 @@ def set_owner_budget(
 ) -> dict[str, Any]:
     if not owner_id or len(owner_id) > 128:
         raise InputError("ownerId must be 1–128 characters.", error_id="BAD_REQUEST")
-    budgets.set_override(svc.db, owner_id, usd_per_month=usd_per_month, max_live_jobs=max_live_jobs, max_live_pages=max_live_pages, updated_by=admin_id)
+    svc.uow().budgets.set_override(owner_id, usd_per_month=usd_per_month, max_live_jobs=max_live_jobs, max_live_pages=max_live_pages, updated_by=admin_id)
     logger.info(
         "budget override set", owner_id=owner_id, admin=admin_id, usd_per_month=str(usd_per_month), max_live_jobs=max_live_jobs, max_live_pages=max_live_pages
     )
@@ -202,16 +204,17 @@ def set_owner_budget(
 def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
     """Cancel a live conversion first (409 CONVERSION_FINISHING while assembling), delete what the file
     left in the bucket, then hide the file. A refused delete raises: the file stays listed, to retry."""
-    owned_file(svc, owner_id, file_id)
+    fid = owned_file(svc, owner_id, file_id).id
     cancelled = None
-    job = read_model.latest_job_row(svc.db, file_id)
-    if job is not None and job["status"] in LIVE:
-        cancelled = cancel_job(svc, str(job["job_id"])).job_id
-    doomed, kept = stored_objects(svc, file_id)
+    uow = svc.uow()
+    job = uow.reads.current_job(fid)
+    if job is not None and job.status in LIVE:
+        cancelled = cancel_job(svc, job.job_id).job_id
+    doomed, kept = stored_objects(svc, fid)
     svc.store.delete_keys(doomed)
-    lanes = batch_rows.members_to_purge(svc.db, job_ids=[str(r["id"]) for r in read_model.jobs_of_file(svc.db, file_id)])
+    lanes = uow.lanes.members_to_purge(job_ids=[j.job_id for j in uow.reads.jobs_of_file(fid)])
     purge_members(svc, lanes)  # its pages in pooled lanes already closed; an open lane's: the sweeper, once it closes
-    job_repo.mark_file_deleted(svc.db, file_id)
+    uow.jobs.mark_file_deleted(fid)
     logger.info("file deleted", file_id=file_id, cancelled_job=cancelled, objects_deleted=len(doomed), batch_prefixes_kept=kept)
     return {"fileId": file_id, "deleted": True, "cancelledJobId": cancelled}
 
@@ -219,15 +222,16 @@ def delete_file(svc: Services, owner_id: str, file_id: str) -> dict[str, Any]:
 def stored_objects(svc: Services, file_id: str) -> tuple[list[str], list[str]]:
     """Every object a file left (its upload; each job's chunk sources, results and Markdown; its batch files),
     and the batch prefixes kept because a Bedrock job may still read them (they expire with the bucket's lifecycle)."""
-    file_row = job_repo.get_file(svc.db, file_id)
-    jobs = read_model.jobs_of_file(svc.db, file_id)
+    uow = svc.uow()
+    file_row = uow.jobs.get_file(file_id)
+    jobs = uow.reads.jobs_of_file(file_id)
     # A folder job's file is the user's own object in their bucket (source_bucket): never deleted.
     doomed = [file_row.s3_key] if file_row is not None and file_row.s3_key and not file_row.source_bucket else []
     kept: list[str] = []
-    for row in jobs:
-        job_id = str(row["id"])
+    for job in jobs:
+        job_id = job.job_id
         doomed += svc.store.list_keys(f"jobs/{job_id}/")
-        if row["batch_state"] in IN_FLIGHT_BATCH_STATES:
+        if job.open_lane_state in IN_FLIGHT_BATCH_STATES:
             kept.append(f"{keys.BATCH_PREFIX}{job_id}/")
         else:
             doomed += svc.store.list_keys(f"{keys.BATCH_PREFIX}{job_id}/")

@@ -8,13 +8,12 @@ from datetime import timedelta
 from typing import Any
 
 from batchlane.api import usecases
-from batchlane.db import caps, deliveries
 from batchlane.domain.caps import check_cap
 from batchlane.domain.errors import Forbidden
 from batchlane.folders import usecases as folder_usecases
 from batchlane.observability import logger
 from batchlane.runtime import Services
-from batchlane.webhooks.dispatch import TEST_EVENT, send_test
+from batchlane.webhooks.dispatch import TEST_EVENT, delivery_view, send_test
 
 
 def _grace(svc: Services) -> timedelta:
@@ -37,7 +36,7 @@ def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[st
     """A test delivery, at most BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR an hour a user (each may retry for 24 h)."""
     check_cap(
         what="test deliveries in the last hour",
-        count=caps.recent_test_deliveries(svc.db, caller, event=TEST_EVENT, hours=1),
+        count=svc.uow().caps.recent_test_deliveries(caller, event=TEST_EVENT, hours=1),
         limit=svc.settings.batchlane_max_test_deliveries_per_hour,
         setting="BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR",
         error_id="TEST_DELIVERIES_LIMIT",
@@ -51,4 +50,4 @@ def list_deliveries(svc: Services, caller: str, *, job_id: str | None, limit: in
         folder_usecases.owned(svc, caller, job_id)  # 404 unless the caller owns the folder job
     elif job_id is not None:
         job_id = usecases.job_conversion(svc, caller, job_id)["jobId"]  # 404 JOB_NOT_FOUND unless the caller owns it
-    return {"deliveries": [deliveries.view(d) for d in svc.uow().deliveries.for_owner(caller, job_id=job_id, limit=limit)]}
+    return {"deliveries": [delivery_view(d) for d in svc.uow().deliveries.for_owner(caller, job_id=job_id, limit=limit)]}

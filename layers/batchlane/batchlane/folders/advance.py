@@ -11,13 +11,10 @@ from __future__ import annotations
 import json
 import posixpath
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
 from batchlane.conversion.create import create_job
 from batchlane.conversion.figures import figure_folder
-from batchlane.db import budgets
-from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
@@ -26,7 +23,7 @@ from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.naming import with_legacy_fields
 from batchlane.observability import logger
-from batchlane.ports import FolderBuckets, FolderFile, FolderJob, FolderJobRepository
+from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository
 from batchlane.runtime import Services
 
 # A claimed file whose conversion was not opened after this long lost its turn (the Lambda died): claim it again.
@@ -99,56 +96,41 @@ def hand_over_if_due(svc: Services, job: FolderJob) -> bool:
 
 
 def settle_ended(svc: Services, job: FolderJob) -> int:
-    """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error.
-    (The files joined with their conversion jobs are the jobs aggregate's SQL: db/folder_jobs.ended_conversions.)"""
+    """Files whose conversion ended: copy the Markdown to its output key, record pages, cost, lane, error."""
     job_id = job.id
-    folder_jobs = svc.uow().folder_jobs
+    uow = svc.uow()
+    folder_jobs = uow.folder_jobs
     buckets = svc.folder_buckets(job.owner_id)
     max_retries = FolderJobSpec.model_validate(job.spec).policy.max_retries
     settled = 0
-    for row in repo.ended_conversions(svc.db, job_id):
+    for ended in folder_jobs.ended_conversions(job_id):
+        key = ended.source_key
         common: dict[str, Any] = {
-            "pages": int(row["total_pages"] or 0),
-            "pages_failed": int(row["pages_failed"] or 0),
-            "cost_usd": Decimal(row["total_cost_usd"] or 0),
-            "lane": "batch" if int(row["pages_batch"] or 0) > 0 else "on_demand",
-            "lane_reason": row["lane_reason"] or row["pool_reason"] or lane_rule_reason(svc, job, int(row["total_pages"] or 0)),
+            "pages": ended.total_pages,
+            "pages_failed": ended.pages_failed,
+            "cost_usd": ended.total_cost_usd,
+            "lane": "batch" if ended.pages_batch > 0 else "on_demand",
+            "lane_reason": ended.lane_reason or ended.pool_reason or lane_rule_reason(svc, job, ended.total_pages),
         }
-        if row["job_status"] == "completed":
-            refused = write_output(svc, buckets, job, row)
+        if ended.job_status == "completed":
+            refused = write_output(svc, buckets, job, ended)
             if refused is not None:
-                folder_jobs.finish_file(job_id, row["source_key"], status="failed", error_id=refused[0], error_message=refused[1], **common)
+                folder_jobs.finish_file(job_id, key, status="failed", error_id=refused[0], error_message=refused[1], **common)
                 continue
-            folder_jobs.finish_file(job_id, row["source_key"], status="completed", **common)
-        elif row["job_status"] == "failed" and waits_for_capacity(
-            row["job_error_id"], int(row["total_pages"] or 0), budgets.limits_for(svc.db, job.owner_id, svc.settings)
-        ):
+            folder_jobs.finish_file(job_id, key, status="completed", **common)
+        elif ended.job_status == "failed" and waits_for_capacity(ended.job_error_id, ended.total_pages, uow.budgets.limits_for(job.owner_id, svc.settings)):
             # the live-page cap was full at its split: not its fault; it waits until its pages are free (no re-download each turn)
-            folder_jobs.retry_conversion(job_id, row["source_key"], waits_for_pages=int(row["total_pages"] or 0))
-            logger.info("folder file waits for the owner's live-page cap", job_id=job_id, key=row["source_key"])
-        elif row["job_status"] == "failed" and retry_file(row["job_error_id"], int(row["attempts"]), max_retries):
-            folder_jobs.retry_conversion(job_id, row["source_key"])
-            logger.info(
-                "folder file retried",
-                job_id=job_id,
-                key=row["source_key"],
-                error_id=row["job_error_id"],
-                error=row["job_error_message"],
-                attempts=row["attempts"],
-            )
-        elif row["job_status"] == "failed":
+            folder_jobs.retry_conversion(job_id, key, waits_for_pages=ended.total_pages)
+            logger.info("folder file waits for the owner's live-page cap", job_id=job_id, key=key)
+        elif ended.job_status == "failed" and retry_file(ended.job_error_id, ended.attempts, max_retries):
+            folder_jobs.retry_conversion(job_id, key)
+            logger.info("folder file retried", job_id=job_id, key=key, error_id=ended.job_error_id, error=ended.job_error_message, attempts=ended.attempts)
+        elif ended.job_status == "failed":
             folder_jobs.finish_file(
-                job_id,
-                row["source_key"],
-                status="failed",
-                error_id=row["job_error_id"] or "CONVERSION_FAILED",
-                error_message=row["job_error_message"],
-                **common,
+                job_id, key, status="failed", error_id=ended.job_error_id or "CONVERSION_FAILED", error_message=ended.job_error_message, **common
             )
         else:
-            folder_jobs.finish_file(
-                job_id, row["source_key"], status="skipped", error_id="CANCELLED", error_message="The file's conversion was cancelled.", **common
-            )
+            folder_jobs.finish_file(job_id, key, status="skipped", error_id="CANCELLED", error_message="The file's conversion was cancelled.", **common)
         settled += 1
     return settled
 
@@ -158,15 +140,14 @@ def foreign_output(head: Any, owner_id: str) -> bool:
     return head is not None and head.owner is not None and head.owner != owner_id
 
 
-def write_output(svc: Services, buckets: Any, job: FolderJob, row: dict[str, Any]) -> tuple[str, str] | None:
-    """Copy the Markdown to its output key, stamped with the job's owner; (error id, message) when it cannot be.
-    ``row``: an ended conversion joined with its file (db/folder_jobs.ended_conversions, the jobs aggregate's SQL)."""
-    target = (job.output_bucket, row["output_key"])
+def write_output(svc: Services, buckets: Any, job: FolderJob, ended: EndedConversion) -> tuple[str, str] | None:
+    """Copy the Markdown to its output key, stamped with the job's owner; (error id, message) when it cannot be."""
+    target = (job.output_bucket, ended.output_key or "")
     try:
         if foreign_output(buckets.head(*target), job.owner_id):
-            return "OUTPUT_NOT_YOURS", f"{row['output_key']} was written by another owner's folder job: it is never overwritten."
-        buckets.copy((svc.store.bucket, row["markdown_key"]), target, owner=job.owner_id)
-        _copy_beside(svc, buckets, row, target, owner=job.owner_id)
+            return "OUTPUT_NOT_YOURS", f"{ended.output_key} was written by another owner's folder job: it is never overwritten."
+        buckets.copy((svc.store.bucket, ended.markdown_key or ""), target, owner=job.owner_id)
+        _copy_beside(svc, buckets, ended, target, owner=job.owner_id)
     except NotFound:
         return "OUTPUT_MISSING", "The Markdown was not found."
     except ObjectUnreadable as exc:
@@ -196,9 +177,10 @@ def lane_rule_reason(svc: Services, job: FolderJob, pages: int) -> str:
 def start_queued(svc: Services, job: FolderJob) -> int:
     """Claim queued files up to the in-flight cap and open each one's ordinary conversion job."""
     job_id = job.id
-    svc.uow().folder_jobs.requeue_stalled_starts(job_id, older_than_s=STALLED_START_S)
-    room = min(svc.settings.batchlane_folder_max_in_flight - repo.count_processing(svc.db, job_id), _owner_places(svc, job.owner_id))
-    claimed = svc.uow().folder_jobs.claim_queued(job_id, room, free_pages=_owner_free_pages(svc, job.owner_id))
+    folder_jobs = svc.uow().folder_jobs
+    folder_jobs.requeue_stalled_starts(job_id, older_than_s=STALLED_START_S)
+    room = min(svc.settings.batchlane_folder_max_in_flight - folder_jobs.count_processing(job_id), _owner_places(svc, job.owner_id))
+    claimed = folder_jobs.claim_queued(job_id, room, free_pages=_owner_free_pages(svc, job.owner_id))
     if not claimed:
         return 0
     spec = FolderJobSpec.model_validate(job.spec)
@@ -211,14 +193,14 @@ def start_queued(svc: Services, job: FolderJob) -> int:
 def _owner_places(svc: Services, owner_id: str) -> int:
     """Conversions the owner may still open under their live-job cap (issue 15): a folder job waits for places,
     it never fails its files on the cap (docs/operations.md, "Budgets, caps and fair sharing")."""
-    limits = budgets.limits_for(svc.db, owner_id, svc.settings)
-    return max(limits.max_live_jobs - budgets.standing(svc.db, owner_id).live_jobs, 0)
+    budgets = svc.uow().budgets
+    return max(budgets.limits_for(owner_id, svc.settings).max_live_jobs - budgets.standing(owner_id).live_jobs, 0)
 
 
 def _owner_free_pages(svc: Services, owner_id: str) -> int:
     """Pages the owner may still open under their live-page cap: a file that waits for that many starts again."""
-    limits = budgets.limits_for(svc.db, owner_id, svc.settings)
-    return max(limits.max_live_pages - budgets.standing(svc.db, owner_id).live_pages, 0)
+    budgets = svc.uow().budgets
+    return max(budgets.limits_for(owner_id, svc.settings).max_live_pages - budgets.standing(owner_id).live_pages, 0)
 
 
 def start_file(svc: Services, buckets: Any, job: FolderJob, spec: FolderJobSpec, f: FolderFile) -> None:
@@ -239,7 +221,7 @@ def start_file(svc: Services, buckets: Any, job: FolderJob, spec: FolderJobSpec,
     if size is None:
         folder_jobs.finish_file(job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job.input_bucket}/{key} does not exist.")
         return
-    file_row = repo.insert_source_file(svc.db, owner_id=job.owner_id, name=posixpath.basename(key), bucket=job.input_bucket, key=key, size_bytes=size)
+    file_row = folder_jobs.insert_source_file(owner_id=job.owner_id, name=posixpath.basename(key), bucket=job.input_bucket, key=key, size_bytes=size)
     margin_h = svc.settings.batch_deadline_margin_s / 3600
     lane_reason = (
         "priority_high"
@@ -249,7 +231,7 @@ def start_file(svc: Services, buckets: Any, job: FolderJob, spec: FolderJobSpec,
     try:
         created = create_job(
             svc,
-            file_id=str(file_row["id"]),
+            file_id=file_row.id,
             options=file_options(spec),
             max_pages=spec.policy.max_pages_per_document,
             on_demand=lane_reason is not None,
@@ -264,7 +246,7 @@ def start_file(svc: Services, buckets: Any, job: FolderJob, spec: FolderJobSpec,
         logger.exception("folder file not started", job_id=job_id, key=key)
         folder_jobs.release(job_id, key)
         return
-    folder_jobs.attach_conversion(job_id, key, file_id=str(file_row["id"]), conversion_job_id=created.job_id, lane_reason=lane_reason)
+    folder_jobs.attach_conversion(job_id, key, file_id=file_row.id, conversion_job_id=created.job_id, lane_reason=lane_reason)
 
 
 def output_refusal(buckets: FolderBuckets, job: FolderJob, spec: FolderJobSpec, f: FolderFile) -> tuple[str, str, str] | None:
@@ -303,14 +285,14 @@ def write_report_part(folder_jobs: FolderJobRepository, buckets: FolderBuckets, 
     return len(rows)
 
 
-def _copy_beside(svc: Services, buckets: Any, row: dict[str, Any], target: tuple[str, str], *, owner: str) -> None:
+def _copy_beside(svc: Services, buckets: Any, ended: EndedConversion, target: tuple[str, str], *, owner: str) -> None:
     """pages.jsonl and the figures beside the file's Markdown (book.pages.jsonl, book.images/p12-1.png)."""
-    job_dir = posixpath.dirname(row["markdown_key"])
+    job_dir = posixpath.dirname(ended.markdown_key or "")
     stem = target[1][:-3] if target[1].endswith(".md") else target[1]
     try:
         buckets.copy((svc.store.bucket, f"{job_dir}/pages.jsonl"), (target[0], f"{stem}.pages.jsonl"), owner=owner, content_type="application/x-ndjson")
     except NotFound:
-        logger.info("no per-page record to copy", markdown_key=row["markdown_key"])  # assembled before it existed
-    folder = posixpath.join(posixpath.dirname(target[1]), figure_folder(posixpath.basename(row["source_key"])))
+        logger.info("no per-page record to copy", markdown_key=ended.markdown_key)  # assembled before it existed
+    folder = posixpath.join(posixpath.dirname(target[1]), figure_folder(posixpath.basename(ended.source_key)))
     for key in svc.store.list_keys(f"{job_dir}/images/"):
         buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"), owner=owner, content_type="image/png")

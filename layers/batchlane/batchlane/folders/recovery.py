@@ -9,7 +9,6 @@ its owner's live folder-job cap taken. Run by the ``recovery`` schedule after th
 
 from __future__ import annotations
 
-from batchlane.db import folder_jobs as folder_repo
 from batchlane.domain import workflow_end as we
 from batchlane.folders.finish import fail, finish
 from batchlane.observability import logger
@@ -24,7 +23,7 @@ def settle_ended_folder_jobs(svc: Services, *, unchanged_for_s: float | None = N
     after = SWEEP_UNCHANGED_S / svc.settings.batchlane_time_scale if unchanged_for_s is None else unchanged_for_s
     uow = svc.uow()
     ended: dict[str, str] = {}
-    for job in folder_repo.live_unchanged(svc.db, unchanged_for_s=after, limit=limit):
+    for job in uow.folder_jobs.live_unchanged(unchanged_for_s=after, limit=limit):
         execution = svc.workflows.describe_execution(*we.folder_execution(job.id, job.run, job.created_at))
         counts = uow.folder_jobs.counts(job.id)
         action = we.folder_end(

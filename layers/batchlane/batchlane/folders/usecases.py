@@ -12,8 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batchlane.conversion.retry import failed_pages
-from batchlane.db import caps
-from batchlane.db import folder_jobs as repo
 from batchlane.domain import status as st
 from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
@@ -30,6 +28,7 @@ from batchlane.runtime import Services
 from batchlane.webhooks import subscription
 
 FOLDER_EVENTS = ("job.completed",)
+FILE_STATUSES = tuple(s.value for s in st.FolderFileStatus)
 TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
 # ETA only once the numbers mean something: listing complete and this many pages converted.
 ETA_MIN_PAGES = 10
@@ -84,7 +83,7 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
     if folder_jobs.get(job_id) is None:  # a new job (the same spec again answers the existing one)
         check_cap(
             what="folder jobs running",
-            count=caps.live_folder_jobs(svc.db, owner_id),
+            count=svc.uow().caps.live_folder_jobs(owner_id),
             limit=settings.batchlane_max_live_folder_jobs,
             setting="BATCHLANE_MAX_LIVE_FOLDER_JOBS",
             error_id="FOLDER_JOBS_LIMIT",
@@ -151,7 +150,7 @@ def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
 def stop_parked(svc: Services, job_id: str) -> int:
     """Files parked for the batch lane would wait hours: cancel their conversions (the Bedrock job is
     stopped and what it produced billed once, as a single file's cancel does); converting ones finish."""
-    parked = repo.parked_conversions(svc.db, job_id)
+    parked = svc.uow().folder_jobs.parked_conversions(job_id)
     for conversion_id in parked:
         try:
             cancel_job(svc, conversion_id)
@@ -210,8 +209,8 @@ def pace(job: FolderJob, counts: FolderCounts) -> tuple[float | None, int | None
 
 def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | None = None, after: str | None = None, limit: int = 1000) -> dict[str, Any]:
     job = owned(svc, owner_id, job_id)
-    if status_filter is not None and status_filter not in repo.FILE_STATUSES:
-        raise InputError(f"status must be one of {', '.join(repo.FILE_STATUSES)}.", error_id="STATUS_INVALID")
+    if status_filter is not None and status_filter not in FILE_STATUSES:
+        raise InputError(f"status must be one of {', '.join(FILE_STATUSES)}.", error_id="STATUS_INVALID")
     if after is not None and (len(after) > MAX_KEY_CHARS or any(ord(c) < 32 or ord(c) == 127 for c in after)):
         raise InputError(f"after must be an object key (at most {MAX_KEY_CHARS} characters, no control characters).", error_id="BAD_REQUEST")
     rows = svc.uow().folder_jobs.list_files(job_id, status=status_filter, after=after, limit=limit)

@@ -15,7 +15,6 @@ from typing import Any
 
 from batchlane.batch.resume import resume_stranded
 from batchlane.conversion.settle import fail_job, settle_job
-from batchlane.db import jobs as job_repo
 from batchlane.domain import workflow_end as we
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
@@ -44,7 +43,7 @@ def settle_ended_jobs(svc: Services, *, unchanged_for_s: float | None = None, li
     when they moved it: a concurrent run finds the job ended and does nothing."""
     after = SWEEP_UNCHANGED_S / svc.settings.batchlane_time_scale if unchanged_for_s is None else unchanged_for_s
     ended: dict[str, str] = {}
-    for job in job_repo.jobs_to_sweep(svc.db, we.SWEPT_JOB_STATUSES, unchanged_for_s=after, limit=limit):
+    for job in svc.uow().jobs.jobs_to_sweep(we.SWEPT_JOB_STATUSES, unchanged_for_s=after, limit=limit):
         run = we.JobRun(
             job_id=job.id,
             status=job.status,
@@ -71,7 +70,7 @@ def fail_stalled_splits(svc: Services, *, older_than_s: float = SPLIT_STALLED_AF
     """Jobs still ``splitting`` long after their intake must have ended: fail them (SPLIT_STALLED)
     so the file can be converted again. Run by the recovery schedule; real time, never scaled."""
     failed = []
-    for job_id in job_repo.jobs_in(svc.db, JobStatus.SPLITTING, unchanged_for_s=older_than_s):
+    for job_id in svc.uow().jobs.jobs_in(JobStatus.SPLITTING, unchanged_for_s=older_than_s):
         outcome = fail_job(svc, job_id, error_id="SPLIT_STALLED", message="The upload was not split in time; convert the file again.")
         if outcome["status"] == JobStatus.FAILED:
             failed.append(job_id)

@@ -8,13 +8,10 @@ creates one delivery, while a later state change of the same job is a new one.
 from __future__ import annotations
 
 import uuid
-from typing import Any, Protocol
+from typing import Any
 
-from batchlane.db import jobs as job_repo
-from batchlane.db.deliveries import view
-from batchlane.db.jobs import Runner
 from batchlane.observability import logger
-from batchlane.ports import UnitOfWork, Workflows
+from batchlane.ports import Delivery, UnitOfWork, Workflows
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import webhook_body, webhook_events
 from batchlane.webhooks.subscription import NotificationsSpec
@@ -23,14 +20,7 @@ _NAMESPACE = uuid.UUID("5b0e6a51-61c2-4d1c-9a8e-2f1f3c7d9b10")
 TEST_EVENT = "webhook.test"
 
 
-class _Subscribers(UnitOfWork, Protocol):
-    """A unit of work that also reaches the conversion jobs' SQL (``runner``: until the job repository has ``get``)."""
-
-    @property
-    def runner(self) -> Runner: ...
-
-
-def dispatch(uow: _Subscribers, workflows: Workflows, event: dict[str, Any]) -> list[str]:
+def dispatch(uow: UnitOfWork, workflows: Workflows, event: dict[str, Any]) -> list[str]:
     """The deliveries of one state change: a conversion job's (uuid) or a folder job's (``fj-`` id)."""
     detail = event.get("detail") or {}
     job_id = str(detail["jobId"])
@@ -70,9 +60,9 @@ def _folder_subscription(uow: UnitOfWork, job_id: str) -> tuple[str, subscriptio
     return (folder.owner_id, callback) if callback else None
 
 
-def _job_subscription(uow: _Subscribers, job_id: str) -> tuple[str, subscription.Callback] | None:
-    """The conversion job's owner and its options' callback (the jobs aggregate's SQL, on ``uow.runner``)."""
-    row = job_repo.get_job(uow.runner, job_id)
+def _job_subscription(uow: UnitOfWork, job_id: str) -> tuple[str, subscription.Callback] | None:
+    """The conversion job's owner and its options' callback; None without a job or a callback."""
+    row = uow.jobs.get_job(job_id)
     callback = subscription.from_options(row.options) if row else None
     return (row.owner_id, callback) if row and callback else None
 
@@ -87,4 +77,26 @@ def send_test(uow: UnitOfWork, workflows: Workflows, owner_id: str, *, url: str,
     workflows.start_webhook_delivery(delivery_id)
     row = uow.deliveries.get(delivery_id)
     assert row is not None
-    return view(row)
+    return delivery_view(row)
+
+
+def delivery_view(d: Delivery) -> dict[str, Any]:
+    """How a delivery looks through the API (never its headers or body)."""
+
+    def iso(value: Any) -> str | None:
+        return value.isoformat() if value is not None else None
+
+    return {
+        "deliveryId": d.id,
+        "jobId": d.job_id or d.folder_job_id,
+        "event": d.event,
+        "url": d.url,
+        "status": d.status,
+        "attempts": d.attempts,
+        "responseCode": d.response_code,
+        "latencyMs": d.latency_ms,
+        "lastError": d.last_error,
+        "createdAt": iso(d.created_at),
+        "lastAttemptAt": iso(d.last_attempt_at),
+        "deliveredAt": iso(d.delivered_at),
+    }

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batchlane.contract import JOB_STATE_CHANGE_DETAIL_TYPE
-from batchlane.db import read_model
 from batchlane.domain.status import FINISHED_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
 from batchlane.ports import EventBus
@@ -35,23 +34,24 @@ def outcome(status: str, pages_failed: int) -> str:
 
 def job_change_detail(svc: Services, job_id: str) -> dict[str, Any] | None:
     """The detail of a job's current state, or None for a state nobody is told about."""
-    job = read_model.job_change_row(svc.db, job_id)
-    if job is None or job["status"] not in PUBLISHED_STATUSES:
+    jobs = svc.uow().jobs
+    job = jobs.get_job(job_id)
+    file = jobs.get_file(job.file_id) if job is not None else None  # its name never changes
+    if job is None or file is None or job.status not in PUBLISHED_STATUSES:
         return None
-    pages_failed = int(job["pages_failed"] or 0)
-    markdown = f"s3://{svc.settings.batchlane_bucket}/{job['markdown_key']}" if job["status"] == "completed" and job["markdown_key"] else None
+    markdown = f"s3://{svc.settings.batchlane_bucket}/{job.markdown_key}" if job.status == "completed" and job.markdown_key else None
     return {
         "scope": "job",
-        "jobId": str(job["id"]),
-        "fileId": str(job["file_id"]),
-        "fileName": job["file_name"],
-        "ownerId": job["owner_id"],
-        "status": job["status"],
-        "outcome": outcome(job["status"], pages_failed),
-        "pages": {"total": job["total_pages"], "failed": pages_failed, "batchServed": job["pages_batch"]},
-        "costUsd": str(job["total_cost_usd"]) if job["total_cost_usd"] is not None else None,
+        "jobId": job.id,
+        "fileId": job.file_id,
+        "fileName": file.name,
+        "ownerId": job.owner_id,
+        "status": job.status,
+        "outcome": outcome(job.status, job.pages_failed),
+        "pages": {"total": job.total_pages, "failed": job.pages_failed, "batchServed": job.pages_batch},
+        "costUsd": str(job.total_cost_usd),
         "outputs": {"markdown": markdown},
-        "error": {"code": job["error_id"], "message": job["error_message"]} if job["error_id"] else None,
+        "error": {"code": job.error_id, "message": job.error_message} if job.error_id else None,
         "changedAt": datetime.now(UTC).isoformat(),
     }
 
