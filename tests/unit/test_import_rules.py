@@ -5,6 +5,9 @@
 - pg8000 only under ``batchlane.db``;
 - pypdfium2 only under ``batchlane.pdf``, where every pdfium call holds ``PDFIUM_LOCK`` (tests/unit/test_pdfium_lock.py);
 - the runtime package (the Lambda layer) never imports the developer tooling (``batchlane_dev``);
+- the use cases (``batchlane.api``, ``.batch``, ``.conversion``, ``.folders``, ``.operations``, ``.webhooks``) never import
+  ``batchlane.db`` nor reach for ``svc.db`` or a unit of work's ``runner``: they take the repositories of
+  ``batchlane.ports`` (``svc.uow()``), so their unit tests run on the in-memory fakes with no server;
 - SQL (a string constant starting ``SELECT ``, ``UPDATE ``, ``INSERT INTO``, ``DELETE FROM``) sits only under
   ``batchlane.db``, and in the on-demand limiter, which keeps its lease SQL behind the ``Limiter`` protocol.
 
@@ -51,9 +54,22 @@ def _top(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-def broken_rules(module: str, imports: set[str]) -> set[str]:
-    """The rules ``module`` (a dotted name under ``batchlane``) breaks with ``imports``."""
+USE_CASE_PACKAGES = tuple(f"batchlane.{p}." for p in ("api", "batch", "conversion", "folders", "operations", "webhooks"))
+
+
+def reaches_the_database(source: str) -> bool:
+    """``svc.db`` (any name's ``.db`` where the name is ``svc``) or a ``.runner`` attribute: the database itself, past the ports."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and (node.attr == "runner" or (node.attr == "db" and isinstance(node.value, ast.Name) and node.value.id == "svc")):
+            return True
+    return False
+
+
+def broken_rules(module: str, imports: set[str], source: str = "") -> set[str]:
+    """The rules ``module`` (a dotted name under ``batchlane``) breaks with ``imports`` (and its ``source``)."""
     broken = set()
+    if module.startswith(USE_CASE_PACKAGES) and (any(name == "batchlane.db" or name.startswith("batchlane.db.") for name in imports) or reaches_the_database(source)):
+        broken.add("use-cases-through-ports")
     tops = {_top(name) for name in imports}
     if module.startswith("batchlane.domain"):
         outside = {name for name in imports if _top(name) not in sys.stdlib_module_names and not name.startswith("batchlane.domain")}
@@ -70,19 +86,20 @@ def broken_rules(module: str, imports: set[str]) -> set[str]:
     return broken
 
 
+def runtime_sources() -> dict[str, str]:
+    return {".".join(path.relative_to(RUNTIME.parent).with_suffix("").parts): path.read_text(encoding="utf-8") for path in sorted(RUNTIME.rglob("*.py"))}
+
+
 def runtime_modules() -> dict[str, set[str]]:
-    modules = {}
-    for path in sorted(RUNTIME.rglob("*.py")):
-        rel = path.relative_to(RUNTIME.parent).with_suffix("")
-        module = ".".join(rel.parts)
-        modules[module] = imported_modules(path.read_text(encoding="utf-8"), module)
-    return modules
+    return {module: imported_modules(source, module) for module, source in runtime_sources().items()}
 
 
 def test_the_runtime_package_keeps_the_import_rules() -> None:
-    modules = runtime_modules()
-    assert len(modules) > 50, "the runtime package was not found"
-    found = {module: ",".join(sorted(rules)) for module, imports in modules.items() if (rules := broken_rules(module, imports))}
+    sources = runtime_sources()
+    assert len(sources) > 50, "the runtime package was not found"
+    found = {
+        module: ",".join(sorted(rules)) for module, source in sources.items() if (rules := broken_rules(module, imported_modules(source, module), source))
+    }
     assert found == KNOWN_VIOLATIONS
 
 
@@ -97,10 +114,14 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.conversion.chunk", "import pg8000.native\n", "pg8000-only-in-db"),
         ("batchlane.runtime", "from batchlane_dev.local import stack\n", "runtime-not-dev"),
         ("batchlane.conversion.dryrun", "import pypdfium2\n", "pdfium-only-in-pdf"),
+        ("batchlane.batch.collect", "from batchlane.db import batch_rows\n", "use-cases-through-ports"),
+        ("batchlane.api.usecases", "from ..db.read_model import job_row\n", "use-cases-through-ports"),
+        ("batchlane.folders.advance", "def f(svc):\n    return svc.db.run('x')\n", "use-cases-through-ports"),
+        ("batchlane.operations.cancel", "def f(uow):\n    return uow.runner\n", "use-cases-through-ports"),
     ],
 )
 def test_each_rule_fails_on_a_planted_violation(module: str, source: str, rule: str) -> None:
-    assert rule in broken_rules(module, imported_modules(source, module))
+    assert rule in broken_rules(module, imported_modules(source, module), source)
 
 
 @pytest.mark.parametrize(
@@ -110,10 +131,12 @@ def test_each_rule_fails_on_a_planted_violation(module: str, source: str, rule: 
         ("batchlane.aws.s3", "import boto3\nfrom botocore.exceptions import ClientError\n"),
         ("batchlane.db.connection", "import pg8000.native\n"),
         ("batchlane.pdf.survey", "import pypdfium2\n"),
+        ("batchlane.batch.collect", "from batchlane.ports import LaneRepository\ndef f(svc):\n    return svc.uow().lanes\n"),
+        ("batchlane.handlers", "from batchlane.db.uow import PgUnitOfWork\n"),
     ],
 )
 def test_allowed_imports_break_no_rule(module: str, source: str) -> None:
-    assert broken_rules(module, imported_modules(source, module)) == set()
+    assert broken_rules(module, imported_modules(source, module), source) == set()
 
 
 SQL_STARTS = ("SELECT ", "UPDATE ", "INSERT INTO", "DELETE FROM")

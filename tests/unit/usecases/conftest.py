@@ -1,23 +1,23 @@
 """Use cases against in-memory fakes: the AWS ports (usecase_fakes) and, through ``svc_on_fakes``, the repositories
 (batchlane_dev.fakes, held to the PostgreSQL adapters by tests/contract).
 
-``svc`` still carries the real embedded PostgreSQL for the tests not yet moved onto the fake unit of work (issue 23,
-point 2); ``svc_on_fakes`` has no database at all: a use case that reaches for ``svc.db`` fails loudly.
+``svc_on_fakes`` has no database at all: a use case that reaches for ``svc.db`` fails loudly, and no test here
+starts a server (tests/unit runs with DATABASE_URL pointing nowhere in tests/unit/test_no_server.py's sense).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from usecase_fakes import BUCKET, MODEL, FakeBatchJobs, FakeBus, FakeWorkflows, MemoryStore, NoModelRuntime
 
 from batchlane.config import Settings
-from batchlane.db import Database
 from batchlane.domain.cost import PriceTable
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.admission import FakeChunkAdmissions
+from batchlane_dev.fakes.page_threads import FakePageThreadDatabase
 
 
 def _settings() -> Settings:
@@ -46,11 +46,6 @@ def _services(db: Any, **extra: Any) -> Services:
     )
 
 
-@pytest.fixture
-def svc(db: Database) -> Iterator[Services]:
-    yield _services(db)
-
-
 class NoDatabase:
     """Where a Database would be: any use raises, naming the rule it breaks."""
 
@@ -66,4 +61,9 @@ def fake_uow() -> FakeUnitOfWork:
 
 @pytest.fixture
 def svc_on_fakes(fake_uow: FakeUnitOfWork) -> Services:
-    return _services(NoDatabase(), unit_of_work=lambda: FakeUnitOfWork(fake_uow.state))
+    return _services(
+        NoDatabase(),
+        unit_of_work=lambda: FakeUnitOfWork(fake_uow.state),
+        admissions=FakeChunkAdmissions(fake_uow.state.clock.now),
+        page_threads=FakePageThreadDatabase(fake_uow.state),
+    )
