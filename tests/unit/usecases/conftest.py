@@ -1,8 +1,8 @@
 """Use cases against in-memory fakes: the AWS ports (usecase_fakes) and, through ``svc_on_fakes``, the repositories
 (batchlane_dev.fakes, held to the PostgreSQL adapters by tests/contract).
 
-``svc_on_fakes`` has no database at all: a use case that reaches for ``svc.db`` fails loudly, and no test here
-starts a server (tests/unit runs with DATABASE_URL pointing nowhere in tests/unit/test_no_server.py's sense).
+``svc_on_fakes`` has no database at all: a use case that reaches for ``svc.db`` fails loudly, and no test under
+tests/unit may start a server (tests/unit/conftest.py fails any that asks for one).
 """
 
 from __future__ import annotations
