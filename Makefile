@@ -57,7 +57,7 @@ test-fast: $(VENV)/.stamp   ## unit tests only
 
 MUTATE_DIR := .batchlane/mutate
 
-mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the ledger on the fast tests (~15 min); docs/testing.md
+mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money use cases on the fast tests (~30 min); docs/testing.md
 	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
 	ln -s ../../layers/batchlane/batchlane $(MUTATE_DIR)/batchlane
 	sed 's|@ROOT@|$(CURDIR)|g' devtools/mutate/setup.cfg.in > $(MUTATE_DIR)/setup.cfg
