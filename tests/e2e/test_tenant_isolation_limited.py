@@ -8,14 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from tests.e2e.test_tenant_isolation import flood_and_check
 
 
-# Skipped again: in a fresh-clone CI run of e4cee8fc (1,721 others passed) the inflating-page job ended 84 s after
-# its creation against HOSTILE_S = 60 (the variant's second failure mode of 2026-12-02), after 21 of 22 passes by
-# hand. Not diagnosed: the next step is its stages' times under the limit (4 chunk slots, throttled splits).
-@pytest.mark.skip(reason="flaky in CI: a hostile file's job ended past 60 s under the concurrency limit (issue 21, open)")
 def test_under_a_lambda_concurrency_limit_a_flood_by_one_owner_leaves_another_owners_conversion_and_calls_answered(stack_factory: Any) -> None:
     flood_and_check(stack_factory, "lambda-concurrency-limit")
