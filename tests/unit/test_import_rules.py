@@ -68,7 +68,9 @@ def reaches_the_database(source: str) -> bool:
 def broken_rules(module: str, imports: set[str], source: str = "") -> set[str]:
     """The rules ``module`` (a dotted name under ``batchlane``) breaks with ``imports`` (and its ``source``)."""
     broken = set()
-    if module.startswith(USE_CASE_PACKAGES) and (any(name == "batchlane.db" or name.startswith("batchlane.db.") for name in imports) or reaches_the_database(source)):
+    if module.startswith(USE_CASE_PACKAGES) and (
+        any(name == "batchlane.db" or name.startswith("batchlane.db.") for name in imports) or reaches_the_database(source)
+    ):
         broken.add("use-cases-through-ports")
     tops = {_top(name) for name in imports}
     if module.startswith("batchlane.domain"):
@@ -97,9 +99,7 @@ def runtime_modules() -> dict[str, set[str]]:
 def test_the_runtime_package_keeps_the_import_rules() -> None:
     sources = runtime_sources()
     assert len(sources) > 50, "the runtime package was not found"
-    found = {
-        module: ",".join(sorted(rules)) for module, source in sources.items() if (rules := broken_rules(module, imported_modules(source, module), source))
-    }
+    found = {module: ",".join(sorted(rules)) for module, source in sources.items() if (rules := broken_rules(module, imported_modules(source, module), source))}
     assert found == KNOWN_VIOLATIONS
 
 
