@@ -7,6 +7,7 @@ Every step takes a lane (one Bedrock job); a lane carries chunks of one or more 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -19,7 +20,7 @@ from batchlane.batch.callback import on_state_change
 from batchlane.batch.collect import CollectNotReady, collect
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.process_now import process_now
-from batchlane.batch.resume import resume_job, resume_members
+from batchlane.batch.resume import resume_job, resume_members, resume_stranded
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import BatchSubmitBusy, submit_batch_job
 from batchlane.batch.wait import register_wait
@@ -28,6 +29,7 @@ from batchlane.domain.status import BedrockJobStatus
 from batchlane.operations.cancel import cancel_job
 from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, BatchRow, LaneOutcome, LedgerRow
 from batchlane.runtime import Services
+from batchlane_dev.fakes import FakeUnitOfWork
 
 
 @pytest.fixture
@@ -437,3 +439,17 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     assert job.batch_cost_usd == both == svc.uow().ledger.batch_cost_of_job(job_id)
     assert svc.uow().lanes.job_lane_outcome(job_id) == LaneOutcome(settled=True, accepted=2, lanes=2)
     assert _workflows(svc).started == [("conversion", job_id)]
+
+
+def test_a_stranded_job_is_resumed_once_its_last_lane_has_been_closed_a_while_and_only_once(svc: Services, fake_uow: FakeUnitOfWork) -> None:
+    parked = parked_job(svc)
+    arn = _submitted(svc, parked.lane_id)
+    _bedrock_answers(svc, parked.lane_id, arn, [_ok("m0c0p1")])
+    collect(svc, parked.lane_id)  # the lane closes; its execution never reaches Resume (lost)
+    assert resume_stranded(svc, older_than_s=60) == {"resumed": []}  # closed just now: its own execution may still resume it
+    fake_uow.state.clock.at += timedelta(seconds=61)
+    assert resume_stranded(svc, older_than_s=60) == {"resumed": [parked.job_id]}
+    assert resume_stranded(svc, older_than_s=60) == {"resumed": []}
+    job = svc.uow().jobs.get_job(parked.job_id)
+    assert job is not None and job.status == "pending" and job.batch_primed is True
+    assert _workflows(svc).started == [("conversion", parked.job_id)]
