@@ -316,7 +316,7 @@ def tally_outputs(
     SPOOL_MEMORY_BYTES of answers: 50,000 records stay far under Lambda's limits whatever their size.
     orjson parses and writes the lines. ``on_chunk_done(tag, chunk, lines)`` takes a chunk's answers
     once every record the manifest lists for it has been seen, so its results are written while the
-    rest is read; what is left at the end is in ``spool_dir/<tag>-<chunk>.jsonl`` (write_results).
+    rest is read; what is left at the end is in ``spool_dir/<tag>-<chunk>.jsonl`` (collect_outputs writes each chunk's results from it).
     """
     tally = Tally()
     seen: set[str] = set()
@@ -410,17 +410,6 @@ def collect_outputs(
         for future in pending:
             future.result()  # re-raise the first failure
     return tally
-
-
-def write_results(store: ObjectStore, targets: list[tuple[str, str, int]], *, spool_dir: Path, merge: bool = False) -> None:
-    """results/chunk-N.json for every member chunk still waiting on the lane — (tag, job id, chunk) —,
-    empty when none of its pages was accepted.
-
-    One object per chunk, written by a small pool: a 5,000-page lane has 100 chunks or more, and
-    S3 PUTs one after another would spend most of collect waiting on round trips.
-    """
-    with ThreadPoolExecutor(max_workers=RESULT_WRITERS, thread_name_prefix="results") as pool:
-        list(pool.map(lambda target: _write_result(store, target, _spooled(spool_dir, target), merge), targets))  # list(): re-raise the first failure
 
 
 def _spooled(spool_dir: Path, target: tuple[str, str, int]) -> list[bytes]:
