@@ -6,7 +6,9 @@ Every step takes a lane (one Bedrock job); a lane carries chunks of one or more 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import uuid
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -453,3 +455,38 @@ def test_a_stranded_job_is_resumed_once_its_last_lane_has_been_closed_a_while_an
     job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and job.batch_primed is True
     assert _workflows(svc).started == [("conversion", parked.job_id)]
+
+
+def test_records_a_second_batch_may_cure_form_one_retry_lane_with_their_inputs_and_no_other_record(svc: Services) -> None:
+    svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batch_conversion_min_records": 2}))
+    parked = parked_job(svc, records=2)  # m0c0p1, m0c0p2, m0c1p51, m0c1p52, m0c2p101, m0c2p102
+    lane_id = parked.lane_id
+    manifest_key = _lane(svc, lane_id).manifest_key
+    assert manifest_key is not None
+    manifest = svc.store.get_json(manifest_key)
+    shard = b"".join(
+        json.dumps({"recordId": rid, "modelInput": {"page": rid}}, separators=(",", ":")).encode() + b"\n" for rid in manifest["promptHashes"]
+    )  # as prepare writes them
+    _store(svc).put_bytes("batch/input/shard-0.jsonl", shard, "application/jsonl")
+    svc.store.put_json(manifest_key, {**manifest, "shards": [{"key": "batch/input/shard-0.jsonl", "bytes": len(shard)}]})
+    arn = _submitted(svc, lane_id)
+    throttled = {"errorCode": 429, "errorMessage": "ThrottlingException"}
+    lines = [_ok("m0c0p1"), _ok("m0c0p2"), {"recordId": "m0c1p51", "error": throttled}, {"recordId": "m0c2p101", "error": throttled}]
+    lines.append({"recordId": "m0c1p52", "error": {"errorCode": 400, "errorMessage": "ValidationException"}})  # not curable
+    _bedrock_answers(svc, lane_id, arn, lines, status="PartiallyCompleted")
+
+    collect(svc, lane_id)
+
+    first = _lane(svc, lane_id)
+    retry = svc.uow().lanes.get_row(str(uuid.uuid5(uuid.UUID(lane_id), "r1")))
+    assert retry is not None and retry.retry_of == first.id and retry.model_id == MODEL
+    assert sorted((m.job_id, m.chunk_index) for m in svc.uow().lanes.members(retry.id)) == [(parked.job_id, 1), (parked.job_id, 2)]
+    assert retry.manifest_key is not None
+    retry_manifest = svc.store.get_json(retry.manifest_key)
+    assert retry_manifest["recordCount"] == 2 and retry_manifest["retryOf"] == lane_id
+    [retry_shard] = retry_manifest["shards"]
+    copied = [json.loads(line)["recordId"] for line in svc.store.iter_lines(retry_shard["key"])]
+    assert copied == ["m0c1p51r1", "m0c2p101r1"]  # only the curable ones, renamed, each once
+    assert retry.input_bytes == retry_shard["bytes"] > 0
+    assert _workflows(svc).started == [("batch", retry.lane_id)]  # its execution started, once
+    assert collect(svc, lane_id)["won"] is False  # a second collect forms no second retry lane
