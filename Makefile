@@ -57,11 +57,12 @@ test-fast: $(VENV)/.stamp   ## unit tests only: no server, use cases on fakes (~
 
 MUTATE_DIR := .batchlane/mutate
 
-mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money use cases on the fast tests (~30 min); docs/testing.md
+mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money use cases on the fast tests; docs/testing.md
 	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
 	ln -s ../../layers/batchlane/batchlane $(MUTATE_DIR)/batchlane
+	for top in tests layers docs functions statemachines infra deployment .ci Makefile README.md cdk.json package.json requirements.lock; do ln -s $(CURDIR)/$$top $(MUTATE_DIR)/$$top; done
 	sed 's|@ROOT@|$(CURDIR)|g' devtools/mutate/setup.cfg.in > $(MUTATE_DIR)/setup.cfg
-	cd $(MUTATE_DIR) && PYTHONPATH=$(CURDIR)/devtools:$(CURDIR) $(CURDIR)/$(VENV)/bin/mutmut run --max-children 2
+	cd $(MUTATE_DIR) && PYTHONPATH=$(CURDIR)/devtools $(CURDIR)/$(VENV)/bin/mutmut run --max-children 2
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json && echo
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut results
 
