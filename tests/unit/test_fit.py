@@ -86,12 +86,15 @@ def test_an_inline_image_page_is_rendered_to_one_image_of_the_same_size():
     assert_looks_the_same(page, result.pdf_bytes)
 
 
-def test_a_huge_vector_drawing_is_rendered_and_a_limit_nothing_can_meet_gives_none():
-    page = vector_page(220_000)
-    assert len(page) > MAX_PAGE_BYTES
+def test_a_vector_drawing_over_the_limit_is_rendered_and_a_limit_nothing_can_meet_gives_none():
+    # 22,000 strokes (576 KB) against a 400 KB limit: the path a 5 MB drawing takes against the 4.5 MB one,
+    # at a tenth of pdfium's render time (the image pages above hold the default limit)
+    page, limit = vector_page(22_000), 400_000
+    assert len(page) > limit
 
-    assert fit_page(page).how == "rendered"
-    assert fit_page(page, render=False).how == "too_large", "with rendering off, nothing else can shrink a drawing"
+    rendered = fit_page(page, limit)
+    assert rendered.how == "rendered" and rendered.pdf_bytes is not None and len(rendered.pdf_bytes) <= limit
+    assert fit_page(page, limit, render=False).how == "too_large", "with rendering off, nothing else can shrink a drawing"
     # A limit no render level meets: every level is tried, and a small drawing proves that as well as a huge one
     unreachable = fit_page(vector_page(2_000), limit_bytes=2_000)
     assert unreachable.pdf_bytes is None and unreachable.how == "too_large" and not unreachable.fits

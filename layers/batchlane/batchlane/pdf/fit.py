@@ -201,10 +201,14 @@ def _render_locked(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
     try:
         page = document[0]
         width_pt, height_pt = page.get_size()  # after /Rotate, as displayed
+        # pdfium renders once, at the first level; each smaller level is that bitmap scaled down. A heavy
+        # drawing costs its render time once instead of once a level (2,000 strokes: 0.27 s a render).
+        largest = RENDER_LEVELS[0][0]
+        rendered = page.render(scale=largest / max(width_pt, height_pt, 1.0)).to_pil().convert("RGB")
         for max_edge, quality in RENDER_LEVELS:
             deadline.check()
             scale = max_edge / max(width_pt, height_pt, 1.0)
-            image = page.render(scale=scale).to_pil().convert("RGB")
+            image = rendered if max_edge == largest else _scaled(rendered, max_edge / largest)
             buffer = io.BytesIO()
             # Pillow's PDF writer: one DCTDecode image filling a page of the original size (72 dpi * scale).
             image.save(buffer, "PDF", resolution=72.0 * scale, quality=quality)
@@ -213,6 +217,13 @@ def _render_locked(data: bytes, limit: int, deadline: Deadline) -> bytes | None:
         return None
     finally:
         document.close()
+
+
+def _scaled(image: Any, ratio: float) -> Any:
+    from PIL import Image
+
+    size = (max(1, round(image.width * ratio)), max(1, round(image.height * ratio)))
+    return image.resize(size, Image.Resampling.LANCZOS)
 
 
 def fit(page: Page, limit_bytes: int = MAX_PAGE_BYTES, *, render: bool = True) -> Page:
