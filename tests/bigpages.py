@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import os
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 
 from PIL import Image
 from pypdf import PdfReader, PdfWriter
@@ -46,11 +47,30 @@ def _binary_streams():
         rl_config.useA85 = saved
 
 
+def _a85(data: bytes | str) -> str:
+    """reportlab's ASCII85 (``~>`` closes it) by the standard library: the same text, ten times faster."""
+    return base64.a85encode(data.encode("latin-1") if isinstance(data, str) else data).decode("ascii") + "~>"
+
+
+@contextmanager
+def _fast_ascii85():
+    """reportlab's inline images need ASCII85, and the page's stream is encoded again: reportlab's pure-Python encoder took ~3 s a megapixel."""
+    from reportlab.pdfbase import pdfdoc
+    from reportlab.pdfgen import pdfimages
+
+    saved = pdfimages.asciiBase85Encode, pdfdoc.asciiBase85Encode
+    pdfimages.asciiBase85Encode = pdfdoc.asciiBase85Encode = _a85
+    try:
+        yield
+    finally:
+        pdfimages.asciiBase85Encode, pdfdoc.asciiBase85Encode = saved
+
+
 def image_page(image: Image.Image | bytes, *, text: str = "A heavy page", inline: bool = False, mask: str | None = None, in_form: bool = False) -> bytes:
     """One A4 page with ``text`` and ``image`` (a PIL image is stored Flate, JPEG bytes as DCTDecode),
     drawn on the page or, ``in_form``, inside a form XObject the page draws."""
     buffer = io.BytesIO()
-    with _binary_streams() if not inline else nullcontext():  # reportlab's inline images need its ASCII85
+    with _binary_streams() if not inline else _fast_ascii85():  # reportlab's inline images need its ASCII85
         pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
         pdf.setFont("Helvetica", 14)
         pdf.drawString(72, 800, text)

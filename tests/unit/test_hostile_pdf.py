@@ -107,7 +107,7 @@ def test_a_bounded_operation_past_its_deadline_is_killed_and_one_past_its_memory
 
 def test_pages_sharing_one_5_mb_drawing_stream_end_the_survey_as_too_complex_when_its_deadline_kills_it(tmp_path):
     """300 pages x 5 MB of operators is ~90 s of pdfium parsing (0.3 s a page): the child is killed at its
-    deadline, whatever the machine's speed, and the file is PDF_TOO_COMPLEX (a 2 s bound here: the rule, not the default)."""
+    deadline, whatever the machine's speed, and the file is PDF_TOO_COMPLEX (a 1 s bound here: the rule, not the default)."""
     from batchlane.pdf.bounded import Bound, OverBudget
     from batchlane.pdf.survey import survey_pdf
     from batchlane_dev.local.pdfgen import shared_drawing_stream_pdf
@@ -117,7 +117,7 @@ def test_pages_sharing_one_5_mb_drawing_stream_end_the_survey_as_too_complex_whe
     path = tmp_path / "shared.pdf"
     path.write_bytes(data)
     with pytest.raises(InputError) as caught:
-        survey_pdf(path, max_pages=1_000, bound=Bound(seconds=2.0, memory_mb=384))
+        survey_pdf(path, max_pages=1_000, bound=Bound(seconds=1.0, memory_mb=384))
     assert caught.value.error_id == "PDF_TOO_COMPLEX"
     assert isinstance(caught.value.__cause__, OverBudget) and caught.value.__cause__.reason == "deadline"
 

@@ -86,10 +86,10 @@ def _split_peak(path) -> tuple[int, int]:  # type: ignore[no-untyped-def]
 
 
 def test_splitting_a_large_scan_from_disk_holds_about_one_chunk_not_the_document(tmp_path):
-    # Given two "scanned books" on disk, 30 and 60 MB (the split function streams the upload to /tmp)
+    # Given two "scanned books" on disk, 15 and 30 MB (the split function streams the upload to /tmp)
     small, large = tmp_path / "small.pdf", tmp_path / "large.pdf"
-    _write_scan_like_pdf(small, pages=40, image_bytes=750_000)
-    _write_scan_like_pdf(large, pages=80, image_bytes=750_000)
+    _write_scan_like_pdf(small, pages=20, image_bytes=750_000)
+    _write_scan_like_pdf(large, pages=40, image_bytes=750_000)
     # When each is validated and split into chunk PDFs
     small_peak, small_written = _split_peak(small)
     large_peak, large_written = _split_peak(large)

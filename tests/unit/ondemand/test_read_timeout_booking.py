@@ -27,7 +27,7 @@ CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret
 
 @pytest.fixture
 def slow_bedrock():
-    emulator = BedrockEmulator(s3_client_factory=lambda: None, faults=parse_faults("converse_latency_ms=2500"))
+    emulator = BedrockEmulator(s3_client_factory=lambda: None, faults=parse_faults("converse_latency_ms=1500"))
     url = emulator.start()
     made: dict[float, object] = {}
 
@@ -42,7 +42,7 @@ def slow_bedrock():
 def test_a_timed_out_call_is_booked_at_its_estimate_and_not_sent_again(slow_bedrock):
     emulator, client_for, made = slow_bedrock
     page = chunk_pages(1)[0]
-    # The invocation ends 1 s from "now" (an injected clock): the read timeout is 1 s, the answer takes 2.5 s.
+    # The invocation ends 1 s from "now" (an injected clock): the read timeout is 1 s (whole seconds, the least it sends with), the answer takes 1.5 s.
     inner = OnDemandTransport(BedrockRuntime(client_for), timeouts=ReadTimeoutPolicy(), ends_at=1.0, clock=lambda: 0.0)
     governed = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(base_s=0.01, max_s=0.01, budget_s=1e9, max_attempts=5), sleep=lambda s: None)
     spend = Spend()
