@@ -61,7 +61,7 @@ A_PAGES, B_PAGES, LARGE_PAGES = 3, 6, 300
 FOLDER_PDFS, FOLDER_NOTES = 60, 941  # 1,001 files
 HOSTILE_S = 60  # each hostile job ends within this of its creation (its recorded times)
 # The limited deployment: the API's invocations are admitted like every Lambda's (a throttled one is API
-# Gateway's 500 at once: tests/unit/local/test_api_throttled.py), so the API has its own slice of 4 reserved
+# Gateway's 500 at once: tests/emulator/test_api_throttled.py), so the API has its own slice of 4 reserved
 # (context reservedConcurrency {"api": 4}: its floor, so the workflows' throttles never refuse B's calls, and its
 # ceiling, so A's flood of the API never takes the workflows' room; A floods from 3 connections, B calls from 1).
 # The rest is an account of 8 for the workflows, its chunk slots at half of it as `batchlane doctor` advises
