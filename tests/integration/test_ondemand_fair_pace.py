@@ -49,23 +49,38 @@ def ticket(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead:
     return at + float(row["wait_s"])
 
 
-def simulate(db: Database, pool: str, requests: dict[str, int], *, until: float, burst: int, busy_s: float) -> list[tuple[float, str]]:
+def simulate(
+    db: Database,
+    pool: str,
+    requests: dict[str, int],
+    *,
+    until: float,
+    burst: int,
+    busy_s: float,
+    arrive: dict[str, float] | None = None,
+    pages: dict[str, int] | None = None,
+) -> list[tuple[float, str]]:
     """Each owner's requests ask for a start, wait for it, run ``busy_s`` and ask again; a refused
-    request asks again when told (retry_s). Every start handed out, in order: (start, owner)."""
+    request asks again when told (retry_s). An owner starts asking at ``arrive`` (default 0) and stops
+    once it was handed ``pages`` starts (default: never). Every start handed out, in order: (start, owner)."""
     starts: list[tuple[float, str]] = []
+    handed = dict.fromkeys(requests, 0)
     order = itertools.count()
-    asks = [(0.0, next(order), owner) for owner, n in requests.items() for _ in range(n)]
+    asks = [((arrive or {}).get(owner, 0.0), next(order), owner) for owner, n in requests.items() for _ in range(n)]
     heapq.heapify(asks)
     while asks:
         at, _, owner = heapq.heappop(asks)
         if at > until:
             break
+        if handed[owner] >= (pages or {}).get(owner, 1 << 30):
+            continue  # the owner's job has all its starts: this request is done
         row = ask(db, pool, owner, at, burst=burst)
         if row["wait_s"] is None:
             heapq.heappush(asks, (at + float(row["retry_s"]), next(order), owner))
         else:
             start = at + float(row["wait_s"])
             starts.append((start, owner))
+            handed[owner] += 1
             heapq.heappush(asks, (start + busy_s, next(order), owner))
     return sorted(starts)
 
@@ -87,8 +102,11 @@ def test_a_newcomer_starts_behind_a_few_of_the_busy_owners_starts_not_all(db, bu
     assert granted == [0.0] * (burst + 1) + [INTERVAL * k for k in range(1, AHEAD + 1)]
     # When owner B asks at that moment, B starts right behind those, not behind A's 50
     assert ticket(db, pool, "user-b", 0.0, burst=burst) == INTERVAL * (AHEAD + 1)
-    # And A, refused, is handed the next start once its earliest booked one has begun
-    assert ticket(db, pool, "user-a", INTERVAL, burst=burst) == INTERVAL * (AHEAD + 2)
+    # And while B asks, B (the less served) may book AHEAD starts ahead, A only one: A, still holding one, is refused
+    assert ticket(db, pool, "user-a", INTERVAL, burst=burst) is None
+    assert ticket(db, pool, "user-b", INTERVAL, burst=burst) == INTERVAL * (AHEAD + 2)
+    # And A is handed the next start once its last booked one has begun
+    assert ticket(db, pool, "user-a", INTERVAL * AHEAD, burst=burst) == INTERVAL * (AHEAD + 3)
 
 
 @pytest.mark.parametrize("burst", [0, 9])
@@ -115,6 +133,32 @@ def test_owners_that_keep_asking_share_the_starts_evenly(db):
     starts = simulate(db, pool, {"user-a": 12, "user-b": 2}, until=100 * INTERVAL, burst=0, busy_s=0.5 * INTERVAL)
     late = [owner for start, owner in starts if start >= 10 * INTERVAL]
     assert abs(late.count("user-a") - late.count("user-b")) <= AHEAD + 1
+
+
+def test_a_small_job_beside_a_flood_gets_most_of_the_starts_and_the_flood_keeps_its_share_of_the_rest(db):
+    pool = f"fair-pace-small-{time.monotonic_ns()}"
+    # Given A has flooded for a minute (12 requests waiting at any time) when B's 20-page job arrives (4 at a time)
+    starts = simulate(
+        db, pool, {"user-a": 12, "user-b": 4}, until=200 * INTERVAL, burst=0, busy_s=0.5 * INTERVAL, arrive={"user-b": 60 * INTERVAL}, pages={"user-b": 20}
+    )
+    b = [start for start, owner in starts if owner == "user-b"]
+    assert len(b) == 20
+    # Then B, the less served, books AHEAD starts ahead to A's one: its 20 starts take about 20 x (AHEAD + 1) / AHEAD
+    # intervals (30), not the 40 of an equal share, nor the flood's backlog
+    assert b[-1] - 60 * INTERVAL <= 20 * (AHEAD + 1) / AHEAD + AHEAD + 1
+    # And A is not starved meanwhile: at least one start in every AHEAD + 1
+    during = [owner for start, owner in starts if b[0] <= start <= b[-1]]
+    assert during.count("user-a") >= len(during) // (AHEAD + 1) - 1
+    # And the pool's rate holds
+    assert_within_rate([s for s, _ in starts], burst=0)
+
+
+def test_owners_flooding_alike_swap_the_lead_and_share_the_starts_evenly_over_time(db):
+    pool = f"fair-pace-alike-{time.monotonic_ns()}"
+    starts = simulate(db, pool, {"user-a": 12, "user-b": 12}, until=300 * INTERVAL, burst=0, busy_s=0.5 * INTERVAL)
+    late = [owner for start, owner in starts if start >= 10 * INTERVAL]
+    assert len(late) >= 280
+    assert abs(late.count("user-a") - late.count("user-b")) <= 2 * (AHEAD + 1)
 
 
 class _Stopped(Exception):

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from batchlane.ondemand.limiter import pace_ahead
 from batchlane.runtime import services
 from batchlane_dev.bench import figure, size, wanted
 from batchlane_dev.cli.jobs_commands import ApiClient
@@ -88,16 +89,17 @@ def _stages(job_id: str, asked: float, seen: float) -> dict[str, float]:
     }
 
 
-def equal_share_ratio(pages: int, alone_s: float, alone_stages: dict[str, float]) -> float | None:
-    """The ratio B would show if its only loss under the flood were its equal share of the on-demand pace
-    (docs/operations.md "Fair share of the on-demand pace"): B's processing paced at half the model's rate
-    with no burst left (A holds it), every other stage as fast as alone. A model, not a bound: B gets more
-    than half while A's own requests are held back by its CPU work. What the figure shows above it is the
-    rest (on this host, mostly B's split sharing two cores with A's twenty)."""
+def pace_share_ratio(pages: int, alone_s: float, alone_stages: dict[str, float]) -> float | None:
+    """The ratio B would show if its only loss under the flood were its share of the on-demand pace
+    (docs/operations.md "Fair share of the on-demand pace"): as the least-served owner B books
+    ``pace_ahead`` starts to A's one, so its processing is paced at ahead / (ahead + 1) of the model's
+    rate with no burst left (A holds it), every other stage as fast as alone. A model, not a bound: what
+    the figure shows above it is the rest (on this host, mostly B's split sharing two cores with A's twenty)."""
     if "processing_s" not in alone_stages or alone_s <= 0:
         return None
-    half_rate_per_s = float(ENV["BATCHLANE_ONDEMAND_RPM"]) / 60 / 2
-    shared = max(alone_stages["processing_s"], pages / half_rate_per_s)
+    rate_per_s = float(ENV["BATCHLANE_ONDEMAND_RPM"]) / 60
+    ahead = pace_ahead(1 / rate_per_s)
+    shared = max(alone_stages["processing_s"], pages / (rate_per_s * ahead / (ahead + 1)))
     return round((alone_s - alone_stages["processing_s"] + shared) / alone_s, 2)
 
 
@@ -152,7 +154,7 @@ def tenant_isolation(pages: int, *, a_jobs: int = A_JOBS, a_pages: int = A_PAGES
         b_stages_under_flood=flood_stages,
         a_calls_answered=answered["a_answered"],
         a_calls_refused_429=answered["a_refused"],
-        ratio_at_equal_share=equal_share_ratio(pages, alone_s, alone_stages),
+        ratio_at_pace_share=pace_share_ratio(pages, alone_s, alone_stages),
     )
 
 
