@@ -16,24 +16,26 @@ import pytest
 
 from batchlane.db import Database, connect_params_from_url
 from batchlane.ondemand import LimitSettings, PgLimiter
-from batchlane.ondemand.limiter import SerialDatabase, pace_ahead
+from batchlane.ondemand.limiter import SERVICE_MEMORY_INTERVALS, SerialDatabase, pace_ahead
 from batchlane_dev.local.jobs import wait_until
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
 INTERVAL = 1.0  # seconds between starts (rpm 60)
 AHEAD = 2
+TAU = SERVICE_MEMORY_INTERVALS * INTERVAL  # how long an owner's service is remembered, as the limiter passes it
 
 
 def ask(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: int = AHEAD) -> dict:
     """One call of the pace function, as ``owner``'s request asking ``at`` seconds after T0."""
     row = db.one(
-        "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz))",
+        "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz), :tau)",
         pool=pool,
         owner=owner,
         interval=INTERVAL,
         burst=burst,
         ahead=ahead,
         now=T0 + timedelta(seconds=at),
+        tau=TAU,
     )
     assert row is not None
     return row
@@ -151,6 +153,21 @@ def test_a_small_job_beside_a_flood_gets_most_of_the_starts_and_the_flood_keeps_
     assert during.count("user-a") >= len(during) // (AHEAD + 1) - 1
     # And the pool's rate holds
     assert_within_rate([s for s, _ in starts], burst=0)
+
+
+def test_an_owners_job_finished_a_while_ago_does_not_count_against_its_next_one(db):
+    pool = f"fair-pace-again-{time.monotonic_ns()}"
+    # Given B's first 20-page job ran alone, and A began flooding 20 intervals after it ended
+    first = simulate(db, pool, {"user-b": 4}, until=30 * INTERVAL, burst=0, busy_s=0.5 * INTERVAL, pages={"user-b": 20})
+    assert first[-1][0] <= 20 * INTERVAL
+    # When B's second job arrives 20 intervals into the flood (same pool: B's first starts are remembered, decayed)
+    starts = simulate(
+        db, pool, {"user-a": 12, "user-b": 4}, until=200 * INTERVAL, burst=0, busy_s=0.5 * INTERVAL,
+        arrive={"user-a": 40 * INTERVAL, "user-b": 60 * INTERVAL}, pages={"user-b": 20},
+    )  # fmt: skip
+    b = [start for start, owner in starts if owner == "user-b"]
+    # Then B is the less served again: its second job is not paced at an equal share (40 intervals)
+    assert len(b) == 20 and b[-1] - 60 * INTERVAL <= 20 * (AHEAD + 1) / AHEAD + AHEAD + 1
 
 
 def test_owners_flooding_alike_swap_the_lead_and_share_the_starts_evenly_over_time(db):

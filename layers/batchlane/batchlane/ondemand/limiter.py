@@ -9,9 +9,10 @@ a shared schedule spaced 60/rpm seconds apart (up to ``ondemand_burst`` may star
 after an idle spell), so the account's requests-per-minute quota is met by pacing
 instead of by throttling. Slots are shared fairly by owner (the user whose job the request
 serves): an owner at its share of the slots lets a waiting owner below theirs go first
-(0013_ondemand_fair_share.sql). So is the pace: an owner may book only a few start times
-ahead (``pace_ahead``), so another owner's request starts behind those, not behind every
-slot holder's (0031_ondemand_fair_pace.sql). Why PostgreSQL and not the platform's limits: docs/ondemand.md.
+(0013_ondemand_fair_share.sql). So is the pace: the least recently served owner may book a few
+start times ahead (``pace_ahead``), any other owner one, so another owner's request starts behind
+those, not behind every slot holder's, and a small job beside a flood gets most of the starts
+(0031_ondemand_fair_pace.sql, 0035_ondemand_pace_least_served.sql). Why PostgreSQL and not the platform's limits: docs/ondemand.md.
 
 All limiter statements of a process go through ONE connection on one thread: a Lambda
 has few page threads, and the offline stack runs every Lambda in one process, where a
@@ -42,6 +43,11 @@ WAITER_TTL_S = 5.0
 # next request has to ask in time (a loaded host's wake-ups, the one limiter connection's queue).
 PACE_LEAD_S = 0.5
 PACE_MIN_RETRY_S = 0.005
+# How long an owner's service is remembered when the pace is shared (0035_ondemand_pace_least_served.sql):
+# its starts decay with a time constant of this many of the pool's intervals (10.5 s at 570 requests a
+# minute). Long enough that an owner which has been asking for a few seconds counts as busy; short
+# enough that a job finished half a minute ago does not count against the owner's next one.
+SERVICE_MEMORY_INTERVALS = 100
 
 
 class LeaseWaitTimeout(Exception):
@@ -281,17 +287,18 @@ class PgLimiter:
                 self._store.scalar("SELECT ondemand_pace_ticket(:pool, :interval, :burst) AS wait", pool=pool, interval=interval, burst=self.limits.burst)
                 or 0.0
             )
-        # Shared fairly by owner (0031_ondemand_fair_pace.sql): at its cap of starts booked ahead, an
-        # owner waits until its earliest begins. One thread per owner and pool asks; the others queue here.
+        # Shared by owner, the least served first (0031_ondemand_fair_pace.sql, 0035): at its cap of starts
+        # booked ahead, an owner waits until its earliest begins. One thread per owner and pool asks; the others queue here.
         with self._store.gate(f"pace\x00{pool}\x00{self._owner}"):
             while True:
                 row = self._store.one(
-                    "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead)",
+                    "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, NULL, :tau)",
                     pool=pool,
                     owner=self._owner,
                     interval=interval,
                     burst=self.limits.burst,
                     ahead=pace_ahead(interval),
+                    tau=SERVICE_MEMORY_INTERVALS * interval,
                 )
                 if row is None:
                     raise RuntimeError("ondemand_pace_fair returned no row")

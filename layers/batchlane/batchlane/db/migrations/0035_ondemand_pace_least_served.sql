@@ -1,7 +1,8 @@
 -- The pace's fair share becomes least-served first (issue 21; docs/decisions/0025-least-served-pace.md).
 -- 0031 let every owner book the same few starts ahead (p_ahead), so owners that keep asking alternate
 -- and a small job beside a flood gets half the rate. Now each owner carries its recent service (starts
--- handed to it, decayed with a time constant of p_tau_s seconds), and only the owner(s) with the least
+-- handed to it, decayed with a time constant of p_tau_s seconds: the limiter passes 100 of the pool's
+-- intervals, 10.5 s at 570 requests a minute), and only the owner(s) with the least
 -- of it among those with starts booked ahead may book p_ahead; any other owner may book 1. A flooder
 -- keeps one start in every (p_ahead + 1) while a newcomer asks, the newcomer the rest; two owners that
 -- keep asking alike swap places as their service crosses, so over time they still share evenly; an
