@@ -228,6 +228,7 @@ def test_a_settled_retry_books_only_what_it_cost_and_the_next_retry_is_number_tw
 
     [first] = retry_history(svc_on_fakes, job_id)
     assert (first["retry"], first["status"], Decimal(first["costUsd"]), Decimal(first["totalUsdBefore"])) == (1, "completed", Decimal("0.10"), Decimal("0.20"))
+    assert (first["pagesFailedBefore"], first["pagesFailedAfter"]) == (1, 1)  # page 3 failed again: the history says so
     job = fake_uow.jobs.get_job(job_id)
     assert job is not None and (job.status, job.retry_attempt, job.total_cost_usd) == ("completed", None, Decimal("0.30"))
     assert start_retry(svc_on_fakes, job_id).attempt == 2
