@@ -48,6 +48,12 @@ def store() -> Iterator[CountingStore]:
         yield CountingStore(client, BUCKET)
 
 
+@pytest.fixture(scope="module")
+def big_pdf() -> bytes:
+    """The 1,500-page upload (made once: reportlab takes most of a second for it)."""
+    return make_pdf(PAGES)
+
+
 def _dry_run(store: CountingStore, data: bytes, **settings: Any) -> dict[str, Any]:
     store.put_bytes("uploads/f/big.pdf", data)
     config = Settings(batchlane_dry_run_survey_mb=1, **settings)
@@ -55,8 +61,8 @@ def _dry_run(store: CountingStore, data: bytes, **settings: Any) -> dict[str, An
     return dryrun.dry_run(svc, {"id": "f", "name": "big.pdf", "s3_key": "uploads/f/big.pdf"}, {})
 
 
-def test_a_large_upload_is_counted_from_its_page_tree_not_downloaded(store: CountingStore) -> None:
-    data = make_pdf(PAGES)
+def test_a_large_upload_is_counted_from_its_page_tree_not_downloaded(store: CountingStore, big_pdf: bytes) -> None:
+    data = big_pdf
     assert len(data) > 1024 * 1024
     answer = _dry_run(store, data)
     # The pages are exact, and a small part of the file was read (today: all of it, then a survey of every page)
@@ -67,9 +73,9 @@ def test_a_large_upload_is_counted_from_its_page_tree_not_downloaded(store: Coun
     assert Decimal(answer["estimate"]["rangeUsd"]["high"]) == Decimal(answer["estimate"]["holdUsd"]) > Decimal(answer["estimate"]["costUsd"])
 
 
-def test_a_page_tree_not_read_within_the_bound_answers_a_range(store: CountingStore, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_page_tree_not_read_within_the_bound_answers_a_range(store: CountingStore, big_pdf: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
     # A file whose cross-reference table is gone: pdfium would rebuild it by reading the whole file
-    data = make_pdf(PAGES)
+    data = big_pdf
     broken = data[: data.rindex(b"xref")] + b"%%EOF\n"
     monkeypatch.setattr(dryrun, "DRY_RUN_RANGED_BYTES", 512 * 1024)
     answer = _dry_run(store, broken)
