@@ -308,7 +308,7 @@ def _strand_in_preparing(stack) -> tuple[str, str]:
     stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
     job_id, _ = submit()
     chunks = [(job_id, c.chunk_index, c.last_page - c.first_page + 1) for c in job_repo.get_chunks(services().db, job_id)]
-    lane = rows.insert_lane(services().db, lane_id=str(uuid.uuid4()), model_id=services().settings.batchlane_model_id, deadline_hours=1, chunks=chunks)
+    lane = rows.PgLanes(services().db).insert_lane(lane_id=str(uuid.uuid4()), model_id=services().settings.batchlane_model_id, deadline_hours=1, chunks=chunks)
     services().db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE id = :id", id=lane.id)
     return job_id, lane.lane_id
 
@@ -339,7 +339,12 @@ def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_i
         prepare_chunk(svc, lane_id, job_id, chunk, "m0")
     assert finish_prepare(svc, lane_id)["action"] == "submit"
     arn = _create(
-        svc, lane_id, bedrock_job_name(lane_id), svc.settings.batchlane_model_id, f"s3://{svc.store.bucket}/batch/{lane_id}/input/", output_uri_for(svc, lane_id)
+        svc,
+        lane_id,
+        bedrock_job_name(lane_id),
+        svc.settings.batchlane_model_id,
+        f"s3://{svc.store.bucket}/batch/{lane_id}/input/",
+        output_uri_for(svc, lane_id),
     )
     assert stack.registry.invoke("batch_sweeper", {}).result["adoptedStuck"] == 1
     assert batch_row(job_id)["bedrock_job_arn"] == arn

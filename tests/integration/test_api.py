@@ -125,18 +125,20 @@ def make_lane(tx: Any, job_id: str, model_id: str, state: str) -> rows.BatchRow:
     """A lane (one Bedrock job) carrying every chunk of the job, in ``state``; a closed one collected 4 pages of
     chunk 0 an hour ago and billed $0.0123, all of it the job's share."""
     spans = plan_chunks(PAGES, PER_CHUNK)
-    lane = rows.insert_lane(tx, lane_id=str(uuid.uuid4()), model_id=model_id, deadline_hours=26, chunks=[(job_id, i, PER_CHUNK) for i in range(len(spans))])
+    lane = rows.PgLanes(tx).insert_lane(
+        lane_id=str(uuid.uuid4()), model_id=model_id, deadline_hours=26, chunks=[(job_id, i, PER_CHUNK) for i in range(len(spans))]
+    )
     if state in ("submitted", "closed"):
         arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
-        rows.mark_submitted(tx, lane.lane_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
+        rows.PgLanes(tx).mark_submitted(lane.lane_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
     if state == "closed":
         cost = Decimal("0.0123")
-        rows.close(tx, lane.lane_id, st.close(), end_state="Completed", accepted=4, fallback=2, cost_usd=cost)
-        rows.record_accepted(tx, lane.id, {(job_id, 0): 4})
+        rows.PgLanes(tx).close(lane.lane_id, st.close(), end_state="Completed", accepted=4, fallback=2, cost_usd=cost)
+        rows.PgLanes(tx).record_accepted(lane.id, {(job_id, 0): 4})
         ledger.add_batch_cost(tx, job_id=None, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
         ledger.add_batch_share(tx, job_id=job_id, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
         tx.run("UPDATE conversion_batch_jobs SET closed_at = now() - interval '1 hour' WHERE id = :id", id=lane.id)
-    found = rows.get_row(tx, lane.lane_id)
+    found = rows.PgLanes(tx).get_row(lane.lane_id)
     assert found is not None and found.state == state
     return found
 
@@ -150,7 +152,7 @@ def pool_reason(job_id: str) -> str | None:
 
 def lane_of(job_id: str) -> rows.BatchRow:
     """The job's one lane."""
-    [lane] = rows.lanes_of_job(services().db, job_id)
+    [lane] = rows.PgLanes(services().db).lanes_of_job(job_id)
     return lane
 
 
@@ -240,7 +242,7 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     if row_state in ("preparing", "submitted"):
         lane = lane_of(job_id)  # its only member left: nobody waits on it
         assert lane.reason == "cancelled" and lane.state == row_state  # the lane closes it (and bills a submitted job) itself
-        assert {m.state for m in rows.members(db, lane.id)} == {"left"}
+        assert {m.state for m in rows.PgLanes(db).members(lane.id)} == {"left"}
     if row_state is None and status == "waiting_batch":
         assert pool_reason(job_id) == "cancelled", "the pool lets it go"
     # cancelled is terminal: recovery does not resume it, a second cancel changes nothing
@@ -284,11 +286,11 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
     assert body["resumed"] is True and body["batchRowState"] == row_state
     assert pool_reason(job_id) == "process_now"
     if row_state is None:  # in the pool: the pool lets it go, so the packer never takes it
-        assert rows.lanes_of_job(services().db, job_id) == []
+        assert rows.PgLanes(services().db).lanes_of_job(job_id) == []
     else:
         lane = lane_of(job_id)
         assert lane.reason == "process_now" and lane.state == row_state  # the lane stops / leaves and closes it itself
-        assert {m.state for m in rows.members(services().db, lane.id)} == {"left"}
+        assert {m.state for m in rows.PgLanes(services().db).members(lane.id)} == {"left"}
     hold = ledger.get_hold(services().db, job_id)
     assert hold.expires_at.timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
     finished: job_repo.JobRow = wait_for(lambda: job(job_id).status in ("completed", "failed") and job(job_id), what="the on-demand conversion")
@@ -773,12 +775,12 @@ def test_a_deleted_members_pages_leave_a_pooled_lane_once_no_bedrock_job_reads_t
     b_file, b_job = make_job(bob, "waiting_batch")
     svc = services()
     with svc.db.transaction() as tx:
-        lane = rows.insert_lane(
-            tx, lane_id=str(uuid.uuid4()), model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=[(a_job, 0, 3), (b_job, 0, 3)]
+        lane = rows.PgLanes(tx).insert_lane(
+            lane_id=str(uuid.uuid4()), model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=[(a_job, 0, 3), (b_job, 0, 3)]
         )
         arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
-        rows.mark_submitted(tx, lane.lane_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
-    tags = {m.job_id: m.member_tag for m in rows.members(svc.db, lane.id)}
+        rows.PgLanes(tx).mark_submitted(lane.lane_id, arn=arn, name="x", output_uri="s3://b/o/", deadline_hours=26)
+    tags = {m.job_id: m.member_tag for m in rows.PgLanes(svc.db).members(lane.id)}
     base, bedrock_job = f"{keys.BATCH_PREFIX}{lane.lane_id}/", arn.rsplit("/", 1)[1]
 
     def lane_files(tag: str) -> set[str]:
@@ -797,7 +799,7 @@ def test_a_deleted_members_pages_leave_a_pooled_lane_once_no_bedrock_job_reads_t
     assert lane_files(tags[a_job]) <= present()
     # Once the lane has closed, the sweeper removes A's files, and only A's
     with svc.db.transaction() as tx:
-        rows.close(tx, lane.lane_id, st.close(), end_state="Completed", accepted=0, fallback=0, cost_usd=Decimal("0"))
+        rows.PgLanes(tx).close(lane.lane_id, st.close(), end_state="Completed", accepted=0, fallback=0, cost_usd=Decimal("0"))
     stack.registry.invoke("batch_sweeper", {})
     assert present() == lane_files(tags[b_job]) | shared
     # B deletes after the close: B's go at once, with the delete

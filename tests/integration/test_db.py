@@ -104,26 +104,26 @@ def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
 
 def make_lane(db: Database, *chunks: tuple[str, int], model: str = "m") -> rows.BatchRow:
     """A lane (one Bedrock job) carrying ``chunks`` — (job id, chunk index) — as the packer inserts it."""
-    return rows.insert_lane(db, lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(j, c, 50) for j, c in chunks])
+    return rows.PgLanes(db).insert_lane(lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(j, c, 50) for j, c in chunks])
 
 
 def test_a_lane_tags_its_jobs_in_order_and_a_chunk_rides_in_one_open_lane_at_a_time(db):
     a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
     lane = make_lane(db, (a, 0), (b, 0), (a, 1))
     assert (lane.state, lane.job_id, lane.member_count) == ("preparing", None, 2)
-    assert [(m.job_id, m.chunk_index, m.member_tag, m.state) for m in rows.members(db, lane.id)] == [
+    assert [(m.job_id, m.chunk_index, m.member_tag, m.state) for m in rows.PgLanes(db).members(lane.id)] == [
         (a, 0, "m0", "packed"),
         (a, 1, "m0", "packed"),
         (b, 0, "m1", "packed"),
     ]
-    assert rows.member_job_ids(db, lane.id) == [a, b]
+    assert rows.PgLanes(db).member_job_ids(lane.id) == [a, b]
     with pytest.raises(UniqueViolation) as refused:
         make_lane(db, (a, 1))
     assert refused.value.constraint == "one_open_lane_per_chunk"
-    rows.leave_lanes(db, a)
+    rows.PgLanes(db).leave_lanes(a)
     again = make_lane(db, (a, 1))  # once it left that lane, the chunk may ride in another
-    assert [m.chunk_index for m in rows.members(db, again.id)] == [1]
-    assert [r.id for r in rows.lanes_of_job(db, a)] == [lane.id, again.id]
+    assert [m.chunk_index for m in rows.PgLanes(db).members(again.id)] == [1]
+    assert [r.id for r in rows.PgLanes(db).lanes_of_job(a)] == [lane.id, again.id]
 
 
 def test_the_batch_ledger_row_is_written_at_most_once_per_lane_and_each_member_has_one_share(db):
@@ -147,18 +147,18 @@ def test_the_batch_ledger_row_is_written_at_most_once_per_lane_and_each_member_h
 def test_guarded_close_has_exactly_one_winner_and_collects_the_members_still_packed(db):
     a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
     lane = make_lane(db, (a, 0), (b, 0))
-    rows.mark_submitted(
-        db, lane.lane_id, arn=f"arn:aws:bedrock:us-east-1:1:model-invocation-job/{uuid.uuid4().hex[:8]}", name="n", output_uri="s3://b/o/", deadline_hours=26
+    rows.PgLanes(db).mark_submitted(
+        lane.lane_id, arn=f"arn:aws:bedrock:us-east-1:1:model-invocation-job/{uuid.uuid4().hex[:8]}", name="n", output_uri="s3://b/o/", deadline_hours=26
     )
-    rows.leave_lanes(db, b)
-    first = rows.close(db, lane.lane_id, st.close(), end_state="Completed")
-    second = rows.close(db, lane.lane_id, st.close(), end_state="Completed")
+    rows.PgLanes(db).leave_lanes(b)
+    first = rows.PgLanes(db).close(lane.lane_id, st.close(), end_state="Completed")
+    second = rows.PgLanes(db).close(lane.lane_id, st.close(), end_state="Completed")
     assert first is not None and second is None
-    rows.record_accepted(db, lane.id, {(a, 0): 7, (b, 0): 9})  # only a collected member takes a count
-    assert [(m.job_id, m.state, m.accepted) for m in rows.members(db, lane.id)] == [(a, "collected", 7), (b, "left", None)]
-    assert rows.job_lane_outcome(db, a) == rows.LaneOutcome(settled=False, accepted=7, lanes=1), "chunks 1 and 2 are still in the pool"
-    rows.leave_pool(db, [a], reason="pool_too_small")
-    assert rows.job_lane_outcome(db, a).settled is True
+    rows.PgLanes(db).record_accepted(lane.id, {(a, 0): 7, (b, 0): 9})  # only a collected member takes a count
+    assert [(m.job_id, m.state, m.accepted) for m in rows.PgLanes(db).members(lane.id)] == [(a, "collected", 7), (b, "left", None)]
+    assert rows.PgLanes(db).job_lane_outcome(a) == rows.LaneOutcome(settled=False, accepted=7, lanes=1), "chunks 1 and 2 are still in the pool"
+    rows.PgLanes(db).leave_pool([a], reason="pool_too_small")
+    assert rows.PgLanes(db).job_lane_outcome(a).settled is True
 
 
 def test_the_pool_is_every_unpacked_chunk_of_a_parked_job_owners_in_turns_busy_owners_later(db):
@@ -168,9 +168,9 @@ def test_the_pool_is_every_unpacked_chunk_of_a_parked_job_owners_in_turns_busy_o
     z1, z2 = make_job(db, status="waiting_batch", pages=100, owner=z), make_job(db, status="waiting_batch", pages=100, owner=z)
     make_lane(db, (z1, 0), (z1, 1))  # z has a lane in flight: its next job waits a turn
     gone = make_job(db, status="waiting_batch", pages=100, owner=y)
-    rows.leave_pool(db, [gone], reason="process_now")
+    rows.PgLanes(db).leave_pool([gone], reason="process_now")
     ours = {x1: "x1", x2: "x2", y1: "y1", z2: "z2", z1: "z1", gone: "gone"}
-    pool = [(ours[c.job_id], c.chunk_index, c.pages) for c in rows.pool_chunks(db) if c.job_id in ours]
+    pool = [(ours[c.job_id], c.chunk_index, c.pages) for c in rows.PgLanes(db).pool_chunks() if c.job_id in ours]
     assert pool == [("x1", 0, 50), ("x1", 1, 50), ("y1", 0, 50), ("y1", 1, 50), ("x2", 0, 50), ("x2", 1, 50), ("z2", 0, 50), ("z2", 1, 50)]
 
 
@@ -178,9 +178,9 @@ def test_terminal_status_is_never_overwritten_by_a_late_event(db):
     job_id = make_job(db, status="waiting_batch")
     lane = make_lane(db, (job_id, 0))
     arn = f"arn:aws:bedrock:us-east-1:1:model-invocation-job/late-{uuid.uuid4().hex[:8]}"
-    rows.mark_submitted(db, lane.lane_id, arn=arn, name="n2", output_uri="s3://b/o/", deadline_hours=26)
-    rows.record_status(db, arn, "Completed")
-    assert rows.record_status(db, arn, "InProgress").bedrock_status == "Completed"
+    rows.PgLanes(db).mark_submitted(lane.lane_id, arn=arn, name="n2", output_uri="s3://b/o/", deadline_hours=26)
+    rows.PgLanes(db).record_status(arn, "Completed")
+    assert rows.PgLanes(db).record_status(arn, "InProgress").bedrock_status == "Completed"
 
 
 def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(db, migrated_url):

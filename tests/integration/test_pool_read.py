@@ -1,4 +1,4 @@
-"""The packer's bounded read of the pool (db/batch_rows.read_pool, batch/packer.plan_turn): a turn reads and locks
+"""The packer's bounded read of the pool (db/batch_rows.PgLanes.read_pool, batch/packer.plan_turn): a turn reads and locks
 only the fair-order prefix it can pack, and plans what a read of the whole pool would. Real PostgreSQL."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def backlog(db: Database, rng: random.Random, *, jobs: int, model: str, owners: 
                 id=str(job.id),
             )
             made.append(str(job.id))
-        rows.insert_lane(tx, lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(made[0], 0, 50)])  # preparing: holds a slot
+        rows.PgLanes(tx).insert_lane(lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(made[0], 0, 50)])  # preparing: holds a slot
     return made
 
 
@@ -101,7 +101,7 @@ def test_the_bounded_turn_sends_the_same_bedrock_jobs_as_a_read_of_the_whole_poo
     owners = [f"owner-{uuid.uuid4().hex[:8]}" for _ in range(rng.randint(1, 6))]
     backlog(db, rng, jobs=rng.choice([5, 40, 120]), model=model, owners=owners)
     with rolled_back(db) as tx:  # both plans read from the same pool, at the same now()
-        whole = rows.read_pool(tx)
+        whole = rows.PgLanes(tx).read_pool()
         bounded = plan_turn(rows.PgLanes(tx), SETTINGS, bounded=True)
         unbounded = plan_turn(rows.PgLanes(tx), SETTINGS, bounded=False)
     [b], [u] = ours(bounded, model), ours(unbounded, model)
@@ -116,7 +116,7 @@ def test_the_sql_estimate_of_a_chunks_bytes_is_the_domains(db):
     rng = random.Random(7)
     model = f"m-bytes-{uuid.uuid4().hex[:8]}"
     backlog(db, rng, jobs=30, model=model, owners=[f"owner-{uuid.uuid4().hex[:8]}"])
-    read = rows.read_pool(db)
+    read = rows.PgLanes(db).read_pool()
     mine = [c for c in read.chunks if c.model_id == model]
     assert read.lightest[model] == min(estimated_record_bytes(c.source_bytes, c.pages) for c in mine)
     assert read.smallest[model] == min(c.pages for c in mine)
@@ -135,7 +135,7 @@ def test_a_turn_reads_and_locks_a_bounded_part_of_the_pool_whatever_the_backlog(
             backlog(db, random.Random(jobs), jobs=jobs - (150 if seen else 0), model=model, owners=owners)
             with rolled_back(db) as tx:
                 plan_turn(rows.PgLanes(tx), SETTINGS, bounded=True)
-                read = rows.read_pool(tx, budgets={model: budget})
+                read = rows.PgLanes(tx).read_pool(budgets={model: budget})
                 mine = [c for c in read.chunks if c.model_id == model]
                 # what the turn holds locked, counted from another connection: the model's parked jobs it cannot take
                 free = other.one(
@@ -186,7 +186,7 @@ def _on_postgres(db: Database, specs: list[dict[str, Any]], model: str) -> list[
                 id=str(job.id),
             )
             made.append(str(job.id))
-        rows.insert_lane(tx, lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(made[0], 0, 50)])
+        rows.PgLanes(tx).insert_lane(lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(made[0], 0, 50)])
     return made
 
 
@@ -227,6 +227,6 @@ def test_the_fake_reads_the_pool_as_the_sql_does(db, seed):
     budget = rng.choice([50, 400, 2_000])
 
     for kwargs in ({}, {"budgets": {model: budget}}, {"budgets": {}, "default_budget": budget}, {"budgets": {model: 0}}):
-        sql = rows.read_pool(db, **kwargs)
+        sql = rows.PgLanes(db).read_pool(**kwargs)
         assert _seen(fake.lanes.read_pool(**kwargs), model, in_memory) == _seen(sql, model, on_pg), kwargs
-    assert fake.lanes.in_flight_by_model() == {model: 1} and rows.in_flight_by_model(db)[model] == 1
+    assert fake.lanes.in_flight_by_model() == {model: 1} and rows.PgLanes(db).in_flight_by_model()[model] == 1

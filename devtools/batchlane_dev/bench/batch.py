@@ -106,7 +106,7 @@ def run_prepares(data: bytes, modes: tuple[int, ...]) -> list[dict[str, Any]]:
                 chunks = [c["chunk_index"] for c in found]
                 lane_id = str(uuid.uuid4())
                 lane = [(job_id, int(c["chunk_index"]), int(c["pages"])) for c in found]
-                rows.insert_lane(svc.db, lane_id=lane_id, model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=lane)
+                rows.PgLanes(svc.db).insert_lane(lane_id=lane_id, model_id=svc.settings.batchlane_model_id, deadline_hours=26, chunks=lane)
                 worker_cpu = _cpu_of(pids)
                 started, cpu_started = time.perf_counter(), time.process_time()
                 if workers:
