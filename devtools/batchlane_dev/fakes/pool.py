@@ -119,7 +119,7 @@ class FakePool:
     # -- the pool ------------------------------------------------------------------------------
     def note_pooled(self, *, window_s: float) -> None:
         """Start the window of every parked job seen for the first time, unless its folder may still bring more files
-        (db/batch_rows.note_pooled: the two NOT EXISTS, in order)."""
+        (db/batch_rows.PgLanes.note_pooled: the two NOT EXISTS, in order)."""
         now, parked = self._now(), _parked()
         since = now - timedelta(seconds=max(float(window_s), FOLDER_STALL_S))
         folder_files = list(self._folders.files.values())
@@ -158,7 +158,7 @@ class FakePool:
         return [j for j in self._jobs.jobs.values() if j.status in parked and j.id not in self._rows.pool_left_at]
 
     def read_pool(self, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
-        """The fair order of db/batch_rows.read_pool: an owner's k-th waiting job has turn k + its lanes in flight;
+        """The fair order of db/batch_rows.PgLanes.read_pool: an owner's k-th waiting job has turn k + its lanes in flight;
         lowest turns first, ties oldest first (then by id), a job's chunks in order; per model the prefix whose pages
         before each chunk stay under its budget, with truncated / smallest / lightest over every waiting chunk."""
         now, waiting = self._now(), self._waiting()
