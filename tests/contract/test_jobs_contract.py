@@ -171,6 +171,17 @@ def test_a_second_live_job_of_one_file_is_refused(uow: Any) -> None:
     assert refused.value.constraint == "one_live_job_per_file"
 
 
+def test_a_finished_job_is_not_made_live_again_beside_a_newer_live_job_of_its_file(uow: Any) -> None:
+    done = _completed(uow)
+    file_id = str(uow.jobs.get_job(done).file_id)
+    uow.jobs.insert_job(  # the file converted again: allowed, the first job is finished
+        file_id=file_id, owner_id=OWNER, status=JobStatus.PENDING, options={}, model_id="m", total_pages=2, pages_per_chunk=2, chunks=plan_chunks(2, 2)
+    )
+    with pytest.raises(UniqueViolation) as refused:  # a retry of the first job's pages would make two live jobs
+        uow.jobs.move_job(done, st.retry())
+    assert refused.value.constraint == "one_live_job_per_file"
+
+
 # -- chunks --------------------------------------------------------------------------------
 def test_a_chunk_is_claimed_only_while_its_job_is_processing(uow: Any) -> None:
     job_id = _job(uow)

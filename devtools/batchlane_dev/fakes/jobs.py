@@ -188,6 +188,10 @@ class FakeJobs:
         job = self._rows.jobs.get(job_id)
         if job is None or not move.allows(job.status):
             return None
+        if move.target in st.LIVE_JOB_STATUSES and job.status not in st.LIVE_JOB_STATUSES:
+            other = self.live_job_of_file(job.file_id)
+            if other is not None and other != job_id:  # a finished job made live again (a retry) beside a newer conversion
+                raise UniqueViolation("one_live_job_per_file", f"file {job.file_id} has a live job")  # the unique index's name
         now = self.state.clock.now()
         moved = replace(
             job,
