@@ -115,6 +115,8 @@ class FakeLanes(FakePool):
         return sorted(tags, key=lambda job_id: (len(tags[job_id]), tags[job_id]))
 
     def has_packed_members(self, row_id: int) -> bool:
+        if not isinstance(row_id, int):
+            raise TypeError(f"a lane's row id is an int, not {row_id!r}")  # the column is bigint: nothing else matches
         return any(m.batch_row_id == row_id and m.state == BatchMemberState.PACKED for m in self._rows.members)
 
     def record_member_records(self, row_id: int, counts: dict[tuple[str, int], int]) -> None:
@@ -269,6 +271,8 @@ class FakeLanes(FakePool):
 
     def set_reason(self, lane_id: str, reason: str) -> BatchRow | None:
         """The first reason stays (COALESCE), in any state."""
+        if not isinstance(reason, str):
+            raise TypeError(f"a lane's reason is a str, not {reason!r}")  # the port's type: a caller with no reason has a bug
         row = self.get_row(lane_id)
         if row is None:
             return None

@@ -15,6 +15,12 @@ from batchlane_dev.fakes.jobs import FakeJobs
 _CENTS = Decimal("0.000001")  # numeric(14, 6)
 
 
+def _job_id(job_id: object) -> None:
+    """The port takes a job's id (a str): None would read as "no rows" and hide a caller's bug."""
+    if not isinstance(job_id, str):
+        raise TypeError(f"a job id is a str, not {job_id!r}")
+
+
 @dataclass
 class MoneyRows:
     """The money side: ledger rows in insertion order (ids ascending) and holds by job, shared with the fake budgets."""
@@ -108,9 +114,11 @@ class FakeLedger:
             self._rows.holds[key] = replace(hold, committed_usd=hold.committed_usd + Decimal(cost_usd).quantize(_CENTS))
 
     def batch_cost_of_job(self, job_id: str) -> Decimal:
+        _job_id(job_id)
         return self._rows.spent(job_id, backend="batch")
 
     def job_total(self, job_id: str) -> Decimal:
+        _job_id(job_id)
         return self._rows.spent(job_id)
 
     def ledger_rows(self, job_id: str) -> list[LedgerRow]:
