@@ -1,0 +1,155 @@
+"""The packer's turn, at its edges (no server): what it answers, the hold it extends, the executions it starts, the
+jobs it lets go or sends on-demand for their deadline, and one quota per base model across profiles in one turn."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from usecase_fakes import MODEL, new_job, packed_lane
+
+from batchlane.batch.packer import pack_pool
+from batchlane.domain import status as st
+from batchlane.domain.pool import read_budget
+from batchlane.pdf import plan_chunks
+from batchlane.runtime import Services
+from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.jobs import FakeJobs
+from batchlane_dev.fakes.lanes import lane_rows
+
+GLOBAL = MODEL.replace("us.", "global.", 1)  # the same base model through another profile
+
+
+def _tuned(svc: Services, **update: object) -> Services:
+    settings = {"batch_conversion_min_records": 1, "batch_pool_window_minutes": 0, **update}
+    return dataclasses.replace(svc, settings=svc.settings.model_copy(update=settings))
+
+
+def _started_lanes(svc: Services, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str]]]:
+    started: list[tuple[str, list[str]]] = []
+    monkeypatch.setattr(svc.workflows, "start_batch_lane", lambda lane_id, members: started.append((lane_id, sorted(members))) or "arn")
+    return started
+
+
+def _parked_on(svc: Services, model_id: str, owner: str, *, options: dict[str, object] | None = None) -> str:
+    with svc.uow() as uow:
+        file_row = uow.jobs.insert_file(owner_id=owner, name="a.pdf", s3_key=f"uploads/{owner}/a.pdf", size_bytes=10)
+        job = uow.jobs.insert_job(
+            file_id=file_row.id, owner_id=owner, status="waiting_batch", options=options or {}, model_id=model_id, total_pages=60, pages_per_chunk=50,
+            chunks=plan_chunks(60, 50),
+        )  # fmt: skip
+        uow.ledger.place_hold(job_id=job.id, owner_id=owner, amount_usd=Decimal(5), hours=30)
+    return job.id
+
+
+def test_with_the_lane_off_the_packer_packs_nothing_and_says_why(svc_on_fakes: Services) -> None:
+    svc = dataclasses.replace(svc_on_fakes, settings=svc_on_fakes.settings.model_copy(update={"batch_conversion_enabled": False}))
+    new_job(svc)
+    assert pack_pool(svc) == {"claimed": [], "lanes": [], "reason": "lane_off"}
+
+
+def test_a_packed_lane_is_answered_its_jobs_holds_extended_and_its_execution_started_with_its_members(
+    svc_on_fakes: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = _tuned(svc_on_fakes)
+    started = _started_lanes(svc, monkeypatch)
+    a, b = new_job(svc, pages=120), new_job(svc, pages=40, owner="owner-2")
+
+    answer = pack_pool(svc)
+
+    [lane] = answer["lanes"]
+    assert answer == {"claimed": sorted([a, b]), "lanes": [lane], "letGo": [], "deadline": [], "waiting": 0}
+    assert (lane["modelId"], lane["jobs"], lane["pages"]) == (MODEL, sorted([a, b]), 160)
+    assert started == [(lane["laneId"], sorted([a, b]))]
+    hours = svc.settings.batch_deadline_hours + svc.settings.batchlane_on_demand_window_hours
+    for job_id in (a, b):
+        hold = fake_uow.ledger.get_hold(job_id)
+        assert hold is not None and hold.expires_at == fake_uow.state.clock.now() + timedelta(hours=hours)
+
+
+def test_jobs_too_few_to_fill_a_lane_when_the_window_passed_are_let_go_and_resumed_on_demand(
+    svc_on_fakes: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = _tuned(svc_on_fakes, batch_conversion_min_records=1000)
+    started = _started_lanes(svc, monkeypatch)
+    job_id = new_job(svc, pages=120)
+
+    answer = pack_pool(svc)
+
+    assert (answer["lanes"], answer["letGo"], answer["claimed"]) == ([], [job_id], [])
+    assert lane_rows(fake_uow.state).lane_reason.get(job_id) == "pool_too_small"
+    job = fake_uow.jobs.get_job(job_id)
+    assert job is not None and job.status == "pending"
+    assert ("conversion", job_id) in svc.workflows.started and started == []  # type: ignore[attr-defined]
+
+
+def test_jobs_still_within_their_window_wait_and_are_counted(svc_on_fakes: Services) -> None:
+    svc = _tuned(svc_on_fakes, batch_conversion_min_records=1000, batch_pool_window_minutes=60)
+    new_job(svc, pages=120)  # 3 chunks
+
+    answer = pack_pool(svc)
+
+    assert (answer["lanes"], answer["letGo"], answer["waiting"]) == ([], [], 3)
+
+
+def test_jobs_whose_deadline_is_near_go_on_demand_and_one_that_cannot_does_not_stop_the_others(
+    svc_on_fakes: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = _tuned(svc_on_fakes, batch_conversion_min_records=1000, batch_pool_window_minutes=60)
+    soon = (fake_uow.state.clock.now() + timedelta(minutes=30)).isoformat()
+    gone = _parked_on(svc, MODEL, "owner-1", options={"deadline": soon})
+    due = _parked_on(svc, MODEL, "owner-2", options={"deadline": soon})
+    assert fake_uow.jobs.move_job(gone, st.cancel()) is not None  # it left meanwhile
+    real_due = FakeJobs.jobs_due
+    monkeypatch.setattr(FakeJobs, "jobs_due", lambda self, *, margin_s: [gone, *real_due(self, margin_s=margin_s)])
+
+    answer = pack_pool(svc)
+
+    assert answer["deadline"] == [due]
+    job = fake_uow.jobs.get_job(due)
+    assert job is not None and job.status == "pending"
+    assert lane_rows(fake_uow.state).lane_reason.get(due) == "deadline"
+
+
+def test_two_profiles_of_one_base_model_share_its_last_slot_within_one_turn(svc_on_fakes: Services) -> None:
+    svc = _tuned(svc_on_fakes, batch_conversion_max_concurrent_jobs=1)
+    first, second = _parked_on(svc, MODEL, "owner-1"), _parked_on(svc, GLOBAL, "owner-2")
+
+    answer = pack_pool(svc)
+
+    assert len(answer["lanes"]) == 1, "the second profile's lane would be a second job of the same base model"
+    assert answer["claimed"] in ([first], [second])
+
+
+def test_with_room_for_two_lanes_each_profile_of_one_base_model_gets_one(svc_on_fakes: Services) -> None:
+    svc = _tuned(svc_on_fakes, batch_conversion_max_concurrent_jobs=2)
+    first, second = _parked_on(svc, MODEL, "owner-1"), _parked_on(svc, GLOBAL, "owner-2")
+
+    answer = pack_pool(svc)
+
+    assert sorted(lane["modelId"] for lane in answer["lanes"]) == sorted([MODEL, GLOBAL])
+    assert answer["claimed"] == sorted([first, second])
+
+
+def test_a_turn_reads_only_what_the_free_slots_of_each_model_can_pack(
+    svc_on_fakes: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = _tuned(svc_on_fakes, batch_conversion_max_concurrent_jobs=3, batch_conversion_max_records=100)
+    running = new_job(svc, pages=60)
+    packed_lane(svc, [(running, 0)])  # one of the base model's three slots taken
+    new_job(svc, pages=60, owner="owner-2")
+    lanes_class = type(fake_uow.lanes)
+    real_read = lanes_class.read_pool
+    reads: list[tuple[dict[str, int] | None, int | None]] = []
+
+    def spy(self: object, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> object:
+        reads.append((budgets, default_budget))
+        return real_read(self, budgets=budgets, default_budget=default_budget)
+
+    monkeypatch.setattr(lanes_class, "read_pool", spy)
+
+    pack_pool(svc)
+
+    assert reads == [({MODEL: read_budget(2, 100)}, read_budget(3, 100))], "one bounded read: two free slots for the model, three for any other"
