@@ -67,3 +67,9 @@ def svc_on_fakes(fake_uow: FakeUnitOfWork) -> Services:
         admissions=FakeChunkAdmissions(fake_uow.state.clock.now),
         page_threads=FakePageThreadDatabase(fake_uow.state),
     )
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services) -> Services:
+    """What a use-case test calls ``svc``: the fakes (a module may give its own)."""
+    return svc_on_fakes

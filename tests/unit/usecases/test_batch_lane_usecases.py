@@ -14,7 +14,18 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, FakeBatchJobs, FakeWorkflows, MemoryStore, all_chunks, lane_ledger, new_job, parked_job, prepared_lane
+from usecase_fakes import (
+    MODEL,
+    all_chunks,
+    batch_jobs_of,
+    lane_ledger,
+    lane_row,
+    new_job,
+    parked_job,
+    prepared_lane,
+    store_of,
+    workflows_of,
+)
 
 from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import settle_stopping
@@ -29,44 +40,17 @@ from batchlane.batch.wait import register_wait
 from batchlane.domain.cost import Usage
 from batchlane.domain.status import BedrockJobStatus
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, BatchRow, LaneOutcome, LedgerRow
+from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, LaneOutcome, LedgerRow
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
-    return svc_on_fakes
-
-
-def _jobs(svc: Services) -> FakeBatchJobs:
-    assert isinstance(svc.batch_jobs, FakeBatchJobs)
-    return svc.batch_jobs
-
-
-def _workflows(svc: Services) -> FakeWorkflows:
-    assert isinstance(svc.workflows, FakeWorkflows)
-    return svc.workflows
-
-
-def _store(svc: Services) -> MemoryStore:
-    assert isinstance(svc.store, MemoryStore)
-    return svc.store
 
 
 def _answer(text: str, stop: str, tokens_in: int, tokens_out: int) -> dict:
     return {"content": [{"type": "text", "text": text}], "stop_reason": stop, "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
 
 
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
-
-
 def _output_prefix(svc: Services, lane_id: str, arn: str) -> str:
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert row.output_uri is not None
     return row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
 
@@ -77,8 +61,8 @@ def _submitted(svc: Services, lane_id: str) -> str:
 
 def _bedrock_answers(svc: Services, lane_id: str, arn: str, lines: list[dict[str, Any]], *, status: str = "Completed") -> None:
     """What Bedrock leaves when the job ends: the output lines (any order), and the job's terminal status."""
-    _store(svc).put_bytes(_output_prefix(svc, lane_id, arn) + "input-0.jsonl.out", "\n".join(json.dumps(x) for x in lines).encode())
-    _jobs(svc).jobs[arn].status = status
+    store_of(svc).put_bytes(_output_prefix(svc, lane_id, arn) + "input-0.jsonl.out", "\n".join(json.dumps(x) for x in lines).encode())
+    batch_jobs_of(svc).jobs[arn].status = status
 
 
 def _ok(record_id: str, tokens_in: int = 10, tokens_out: int = 5) -> dict[str, Any]:
@@ -97,7 +81,7 @@ def _shares(svc: Services, lane_id: str) -> dict[str, LedgerRow]:
 
 
 def _member_states(svc: Services, lane_id: str) -> dict[tuple[str, int], str]:
-    return {(m.job_id, m.chunk_index): m.state for m in svc.uow().lanes.members(_lane(svc, lane_id).id)}
+    return {(m.job_id, m.chunk_index): m.state for m in svc.uow().lanes.members(lane_row(svc, lane_id).id)}
 
 
 # --- submit ---------------------------------------------------------------------------------------
@@ -107,12 +91,12 @@ def test_submit_creates_one_job_named_after_the_lane_and_a_retry_adopts_it(svc: 
     parked = parked_job(svc)
     first = submit_batch_job(svc, parked.lane_id)
     again = submit_batch_job(svc, parked.lane_id)
-    assert first["jobArn"] == again["jobArn"] and len(_jobs(svc).jobs) == 1
-    spec = _jobs(svc).jobs[first["jobArn"]].spec
+    assert first["jobArn"] == again["jobArn"] and len(batch_jobs_of(svc).jobs) == 1
+    spec = batch_jobs_of(svc).jobs[first["jobArn"]].spec
     assert spec.name == bedrock_job_name(parked.lane_id) and spec.model_id == MODEL and spec.timeout_hours == 24
     assert spec.input_uri == f"s3://{svc.store.bucket}/batch/{parked.lane_id}/input/"
     assert spec.tags["batchlane:laneId"] == parked.lane_id
-    row = _lane(svc, parked.lane_id)
+    row = lane_row(svc, parked.lane_id)
     assert (row.state, row.bedrock_job_arn, row.job_id) == ("submitted", first["jobArn"], None)
     assert first["waitSeconds"] == svc.settings.batch_wait_seconds
 
@@ -120,28 +104,28 @@ def test_submit_creates_one_job_named_after_the_lane_and_a_retry_adopts_it(svc: 
 def test_a_submit_whose_create_answered_lost_adopts_the_job_by_name(svc: Services) -> None:
     """A create that reached Bedrock but whose answer was lost: the next submit sends the same name and gets the same job."""
     parked = parked_job(svc)
-    arn = _jobs(svc).create(_spec_named(svc, parked.lane_id))
+    arn = batch_jobs_of(svc).create(_spec_named(svc, parked.lane_id))
     assert submit_batch_job(svc, parked.lane_id)["jobArn"] == arn
-    assert _lane(svc, parked.lane_id).bedrock_job_arn == arn and len(_jobs(svc).jobs) == 1
+    assert lane_row(svc, parked.lane_id).bedrock_job_arn == arn and len(batch_jobs_of(svc).jobs) == 1
 
 
 def test_a_throttled_create_is_busy_for_the_state_machine_to_retry_and_the_row_stays_preparing(svc: Services) -> None:
     parked = parked_job(svc)
-    _jobs(svc).refuse_create = BatchJobsBusy("ServiceQuotaExceededException", "too many jobs")
+    batch_jobs_of(svc).refuse_create = BatchJobsBusy("ServiceQuotaExceededException", "too many jobs")
     with pytest.raises(BatchSubmitBusy):
         submit_batch_job(svc, parked.lane_id)
-    assert _lane(svc, parked.lane_id).state == "preparing"
+    assert lane_row(svc, parked.lane_id).state == "preparing"
 
 
 def test_a_validation_exception_fails_submit_and_the_lane_leaves_to_on_demand_with_no_bedrock_job(svc: Services) -> None:
     parked = parked_job(svc)
-    _jobs(svc).refuse_create = BatchJobRejected("ValidationException", "the role cannot be assumed")
+    batch_jobs_of(svc).refuse_create = BatchJobRejected("ValidationException", "the role cannot be assumed")
     with pytest.raises(BatchJobRejected):  # Submit's Catch (States.ALL) → SubmitFailed
         submit_batch_job(svc, parked.lane_id)
     left = abandon(svc, parked.lane_id, reason="submit_failed", error={"Error": "BatchJobRejected"})
     assert left == {"closed": True, "endState": "prepare_failed"}
     assert resume_members(svc, parked.lane_id) == {"resumed": 1, "members": 1}
-    assert _workflows(svc).started == [("conversion", parked.job_id)]
+    assert workflows_of(svc).started == [("conversion", parked.job_id)]
     job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and not job.batch_primed
     assert svc.uow().ledger.ledger_rows(parked.job_id) == [], "nothing ran on Bedrock: nothing billed"
@@ -150,11 +134,11 @@ def test_a_validation_exception_fails_submit_and_the_lane_leaves_to_on_demand_wi
 
 def test_a_submit_that_failed_after_bedrock_created_the_job_adopts_it_and_stops_it(svc: Services) -> None:
     parked = parked_job(svc)
-    arn = _jobs(svc).create(_spec_named(svc, parked.lane_id))  # created, but the answer never reached us
-    _jobs(svc).jobs[arn].status = "InProgress"
+    arn = batch_jobs_of(svc).create(_spec_named(svc, parked.lane_id))  # created, but the answer never reached us
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
     assert abandon(svc, parked.lane_id, reason="submit_failed") == {"closed": False, "stopping": True, "endState": "stopping"}
-    assert _jobs(svc).stops == [arn]
-    row = _lane(svc, parked.lane_id)
+    assert batch_jobs_of(svc).stops == [arn]
+    row = lane_row(svc, parked.lane_id)
     assert (row.state, row.bedrock_job_arn) == ("stopping", arn)
 
 
@@ -162,8 +146,8 @@ def test_a_lane_whose_members_all_left_while_preparing_is_stopped_as_soon_as_sub
     parked = parked_job(svc)
     svc.uow().lanes.leave_lanes(parked.job_id)  # what cancel and process now do to the job's members
     arn = _submitted(svc, parked.lane_id)
-    assert _jobs(svc).stops == [arn]
-    assert _lane(svc, parked.lane_id).reason == "members_left"
+    assert batch_jobs_of(svc).stops == [arn]
+    assert lane_row(svc, parked.lane_id).reason == "members_left"
 
 
 def _spec_named(svc: Services, lane_id: str) -> BatchJobSpec:
@@ -186,10 +170,10 @@ def _spec_named(svc: Services, lane_id: str) -> BatchJobSpec:
 def test_stopping_a_job_that_already_ended_counts_as_stopped(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    _jobs(svc).jobs[arn].status = "Completed"
+    batch_jobs_of(svc).jobs[arn].status = "Completed"
     assert stop_batch_job(svc, parked.lane_id, reason="overdue") is True  # Bedrock's ValidationException: nothing left to stop
-    assert _jobs(svc).stops == []
-    assert _lane(svc, parked.lane_id).reason == "overdue"
+    assert batch_jobs_of(svc).stops == []
+    assert lane_row(svc, parked.lane_id).reason == "overdue"
 
 
 # --- wait and callback ----------------------------------------------------------------------------
@@ -200,8 +184,8 @@ def test_an_event_that_arrives_before_the_token_ends_the_wait_when_the_token_is_
     arn = _submitted(svc, parked.lane_id)
     assert on_state_change(svc, {"batchJobArn": arn, "status": "Completed"}) == {"known": True, "status": "Completed", "woken": 0, "billedStopped": False}
     assert register_wait(svc, parked.lane_id, "token-1") == {"waiting": False, "status": "Completed"}
-    assert _workflows(svc).answered == {"token-1": {"status": "Completed"}}
-    assert _jobs(svc).stops == [], "ended by the event, not by a stop"
+    assert workflows_of(svc).answered == {"token-1": {"status": "Completed"}}
+    assert batch_jobs_of(svc).stops == [], "ended by the event, not by a stop"
 
 
 def test_a_terminal_event_wakes_the_waiting_execution_once_and_a_late_event_changes_nothing(svc: Services) -> None:
@@ -212,7 +196,7 @@ def test_a_terminal_event_wakes_the_waiting_execution_once_and_a_late_event_chan
     assert on_state_change(svc, {"batchJobArn": arn, "status": "Completed"})["woken"] == 1
     assert on_state_change(svc, {"batchJobArn": arn, "status": "Completed"})["woken"] == 0  # duplicate: the token was used
     assert on_state_change(svc, {"batchJobArn": arn, "status": "InProgress"})["status"] == "Completed"  # late: never overwrites
-    assert _workflows(svc).answered == {"token-1": {"status": "Completed"}}
+    assert workflows_of(svc).answered == {"token-1": {"status": "Completed"}}
 
 
 def test_an_event_for_a_job_we_do_not_track_is_ignored(svc: Services) -> None:
@@ -249,7 +233,7 @@ def test_collect_bills_every_record_bedrock_returned_and_accepts_only_what_on_de
     results = {c: svc.store.get_json(f"batch/{job_id}/results/chunk-{c}.json")["results"] for c in (0, 1, 2)}
     assert [r["recordId"] for r in results[0]] == ["c0-p1"], "the member tag is stripped: the primed chunk looks up its own ids"
     assert results[0][0]["promptHash"] == "hash-c0-p1" and results[1] == [] and results[2] == []
-    assert {(m.chunk_index, m.state, m.accepted) for m in svc.uow().lanes.members(_lane(svc, lane_id).id)} == {
+    assert {(m.chunk_index, m.state, m.accepted) for m in svc.uow().lanes.members(lane_row(svc, lane_id).id)} == {
         (0, "collected", 1),
         (1, "collected", 0),
         (2, "collected", 0),
@@ -261,20 +245,20 @@ def test_collect_bills_every_record_bedrock_returned_and_accepts_only_what_on_de
 def test_collect_waits_while_bedrock_runs_and_stops_a_lane_nobody_waits_on_any_more(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
     with pytest.raises(CollectNotReady):
         collect(svc, parked.lane_id)
-    assert _jobs(svc).stops == []
+    assert batch_jobs_of(svc).stops == []
     svc.uow().lanes.leave_lanes(parked.job_id)  # its only member left (and the stop that should have followed was lost)
     with pytest.raises(CollectNotReady):
         collect(svc, parked.lane_id)
-    assert _jobs(svc).stops == [arn]
+    assert batch_jobs_of(svc).stops == [arn]
 
 
 def test_a_job_bedrock_no_longer_knows_is_collected_as_lost(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    del _jobs(svc).jobs[arn]
+    del batch_jobs_of(svc).jobs[arn]
     assert collect(svc, parked.lane_id)["endState"] == BedrockJobStatus.LOST
     assert resume_members(svc, parked.lane_id)["resumed"] == 1
 
@@ -285,15 +269,15 @@ def test_a_job_bedrock_no_longer_knows_is_collected_as_lost(svc: Services) -> No
 def test_leaving_while_bedrock_runs_bills_the_stopped_job_once_from_its_manifest(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
     assert abandon(svc, parked.lane_id, reason="collect_failed") == {"closed": False, "stopping": True, "endState": "stopping"}
-    assert _jobs(svc).stops == [arn] and svc.uow().ledger.ledger_rows(parked.job_id) == []
+    assert batch_jobs_of(svc).stops == [arn] and svc.uow().ledger.ledger_rows(parked.job_id) == []
     assert set(_member_states(svc, parked.lane_id).values()) == {"left"}
     assert resume_job(svc, parked.job_id)["resumed"] is True  # on-demand now, the bill follows
 
-    _jobs(svc).jobs[arn].status = "Stopped"
-    _store(svc).put_json(_output_prefix(svc, parked.lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
-    row = _lane(svc, parked.lane_id)
+    batch_jobs_of(svc).jobs[arn].status = "Stopped"
+    store_of(svc).put_json(_output_prefix(svc, parked.lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
+    row = lane_row(svc, parked.lane_id)
     assert settle_stopping(svc, row)["won"] is True
     assert settle_stopping(svc, row)["won"] is False
     bill = _lane_bill(svc, parked.lane_id)
@@ -318,8 +302,8 @@ def test_resume_primes_a_job_with_accepted_records_and_starts_its_conversion_onc
     assert job is not None and job.status == "pending" and job.batch_primed is True
     assert job.batch_cost_usd == Decimal(cost)
     assert {c.status for c in svc.uow().jobs.get_chunks(parked.job_id)} == {"pending"}
-    assert _workflows(svc).started == [("conversion", parked.job_id)]
-    assert _lane(svc, parked.lane_id).resumed_at is not None
+    assert workflows_of(svc).started == [("conversion", parked.job_id)]
+    assert lane_row(svc, parked.lane_id).resumed_at is not None
 
 
 def test_resume_waits_while_a_lane_carries_the_job(svc: Services) -> None:
@@ -327,7 +311,7 @@ def test_resume_waits_while_a_lane_carries_the_job(svc: Services) -> None:
     _submitted(svc, parked.lane_id)
     assert resume_job(svc, parked.job_id) == {"resumed": False, "status": "waiting_batch", "why": "still in the pool or a lane"}
     assert resume_members(svc, parked.lane_id) == {"resumed": 0, "members": 1}
-    assert _workflows(svc).started == []
+    assert workflows_of(svc).started == []
 
 
 # --- the pool: lanes shared by jobs, jobs spread over lanes ---------------------------------------
@@ -342,19 +326,19 @@ def _two_jobs_in_one_lane(svc: Services, *, records: int = 1) -> tuple[str, str,
 
 def test_a_member_cancelled_while_its_lane_runs_leaves_it_running_for_the_other_who_resumes_primed(svc: Services) -> None:
     a, b, lane_id, arn = _two_jobs_in_one_lane(svc)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
 
     outcome = cancel_job(svc, a)
 
     assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("submitted", False)
-    assert _jobs(svc).stops == [], "b still waits on the Bedrock job"
-    lane = _lane(svc, lane_id)
+    assert batch_jobs_of(svc).stops == [], "b still waits on the Bedrock job"
+    lane = lane_row(svc, lane_id)
     assert (lane.state, lane.reason) == ("submitted", None)
     assert {k: v for k, v in _member_states(svc, lane_id).items() if k[0] == a} == {(a, 0): "left", (a, 1): "left", (a, 2): "left"}
     assert _member_states(svc, lane_id)[(b, 0)] == "packed"
     with pytest.raises(CollectNotReady):
         collect(svc, lane_id)  # still running: collect does not stop a lane someone waits on
-    assert _jobs(svc).stops == []
+    assert batch_jobs_of(svc).stops == []
 
     _bedrock_answers(svc, lane_id, arn, [_ok("m0c0p1"), _ok("m0c1p51"), _ok("m1c0p1")])
     assert collect(svc, lane_id)["won"] is True
@@ -366,24 +350,24 @@ def test_a_member_cancelled_while_its_lane_runs_leaves_it_running_for_the_other_
     assert svc.store.list_keys(f"batch/{a}/") == [], "the cancelled member's answers are not written for it"
     cancelled = svc.uow().jobs.get_job(a)
     assert cancelled is not None and cancelled.status == "cancelled"
-    assert _workflows(svc).started == [("conversion", b)], "a cancelled job starts nothing"
+    assert workflows_of(svc).started == [("conversion", b)], "a cancelled job starts nothing"
     shares = _shares(svc, lane_id)
     assert sum(s.cost_usd for s in shares.values()) == _lane_bill(svc, lane_id).cost_usd
 
 
 def test_when_every_member_leaves_a_running_lane_it_is_stopped(svc: Services) -> None:
     a, b, lane_id, arn = _two_jobs_in_one_lane(svc)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
 
     assert cancel_job(svc, a).batch_stop_requested is False
-    assert _jobs(svc).stops == []
+    assert batch_jobs_of(svc).stops == []
     outcome = process_now(svc, b)
 
     assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "left_batch_lane", True, True)
-    assert _jobs(svc).stops == [arn]
-    assert _lane(svc, lane_id).reason == "process_now", "the last to leave says why the lane ended early"
+    assert batch_jobs_of(svc).stops == [arn]
+    assert lane_row(svc, lane_id).reason == "process_now", "the last to leave says why the lane ended early"
     assert set(_member_states(svc, lane_id).values()) == {"left"}
-    assert _workflows(svc).started == [("conversion", b)]
+    assert workflows_of(svc).started == [("conversion", b)]
 
 
 def test_collect_writes_results_per_member_job_and_shares_that_add_up_to_the_lane_row(svc: Services) -> None:
@@ -413,7 +397,7 @@ def test_collect_writes_results_per_member_job_and_shares_that_add_up_to_the_lan
     for job_id in (a, b, c):
         assert svc.uow().ledger.batch_cost_of_job(job_id) == svc.uow().ledger.job_total(job_id) == shares[job_id].cost_usd
     assert resume_members(svc, lane_id) == {"resumed": 3, "members": 3}
-    assert {j for kind, j in _workflows(svc).started if kind == "conversion"} == {a, b, c}
+    assert {j for kind, j in workflows_of(svc).started if kind == "conversion"} == {a, b, c}
     assert collect(svc, lane_id)["won"] is False and len(_shares(svc, lane_id)) == 3, "shares written once"
 
 
@@ -429,7 +413,7 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     second = prepared_lane(svc, [(job_id, 1), (job_id, 2)])
     second_arn = _submitted(svc, second)
     assert resume_job(svc, job_id)["why"] == "still in the pool or a lane"
-    assert _workflows(svc).started == []
+    assert workflows_of(svc).started == []
 
     _bedrock_answers(svc, second, second_arn, [_ok("m0c2p101")])
     collect(svc, second)
@@ -440,7 +424,7 @@ def test_a_job_spread_over_two_lanes_resumes_only_after_the_second_is_collected(
     both = _lane_bill(svc, first).cost_usd + _lane_bill(svc, second).cost_usd
     assert job.batch_cost_usd == both == svc.uow().ledger.batch_cost_of_job(job_id)
     assert svc.uow().lanes.job_lane_outcome(job_id) == LaneOutcome(settled=True, accepted=2, lanes=2)
-    assert _workflows(svc).started == [("conversion", job_id)]
+    assert workflows_of(svc).started == [("conversion", job_id)]
 
 
 def test_a_stranded_job_is_resumed_once_its_last_lane_has_been_closed_a_while_and_only_once(svc: Services, fake_uow: FakeUnitOfWork) -> None:
@@ -454,20 +438,20 @@ def test_a_stranded_job_is_resumed_once_its_last_lane_has_been_closed_a_while_an
     assert resume_stranded(svc, older_than_s=60) == {"resumed": []}
     job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and job.batch_primed is True
-    assert _workflows(svc).started == [("conversion", parked.job_id)]
+    assert workflows_of(svc).started == [("conversion", parked.job_id)]
 
 
 def test_records_a_second_batch_may_cure_form_one_retry_lane_with_their_inputs_and_no_other_record(svc: Services) -> None:
     svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batch_conversion_min_records": 2}))
     parked = parked_job(svc, records=2)  # m0c0p1, m0c0p2, m0c1p51, m0c1p52, m0c2p101, m0c2p102
     lane_id = parked.lane_id
-    manifest_key = _lane(svc, lane_id).manifest_key
+    manifest_key = lane_row(svc, lane_id).manifest_key
     assert manifest_key is not None
     manifest = svc.store.get_json(manifest_key)
     shard = b"".join(
         json.dumps({"recordId": rid, "modelInput": {"page": rid}}, separators=(",", ":")).encode() + b"\n" for rid in manifest["promptHashes"]
     )  # as prepare writes them
-    _store(svc).put_bytes("batch/input/shard-0.jsonl", shard, "application/jsonl")
+    store_of(svc).put_bytes("batch/input/shard-0.jsonl", shard, "application/jsonl")
     svc.store.put_json(manifest_key, {**manifest, "shards": [{"key": "batch/input/shard-0.jsonl", "bytes": len(shard)}]})
     arn = _submitted(svc, lane_id)
     throttled = {"errorCode": 429, "errorMessage": "ThrottlingException"}
@@ -477,7 +461,7 @@ def test_records_a_second_batch_may_cure_form_one_retry_lane_with_their_inputs_a
 
     collect(svc, lane_id)
 
-    first = _lane(svc, lane_id)
+    first = lane_row(svc, lane_id)
     retry = svc.uow().lanes.get_row(str(uuid.uuid5(uuid.UUID(lane_id), "r1")))
     assert retry is not None and retry.retry_of == first.id and retry.model_id == MODEL
     assert sorted((m.job_id, m.chunk_index) for m in svc.uow().lanes.members(retry.id)) == [(parked.job_id, 1), (parked.job_id, 2)]
@@ -488,5 +472,5 @@ def test_records_a_second_batch_may_cure_form_one_retry_lane_with_their_inputs_a
     copied = [json.loads(line)["recordId"] for line in svc.store.iter_lines(retry_shard["key"])]
     assert copied == ["m0c1p51r1", "m0c2p101r1"]  # only the curable ones, renamed, each once
     assert retry.input_bytes == retry_shard["bytes"] > 0
-    assert _workflows(svc).started == [("batch", retry.lane_id)]  # its execution started, once
+    assert workflows_of(svc).started == [("batch", retry.lane_id)]  # its execution started, once
     assert collect(svc, lane_id)["won"] is False  # a second collect forms no second retry lane

@@ -24,12 +24,6 @@ from batchlane.runtime import Services
 
 
 @pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
-    return svc_on_fakes
-
-
-@pytest.fixture
 def metrics_on(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
     metrics.clear_metrics()

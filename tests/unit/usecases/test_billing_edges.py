@@ -10,7 +10,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from usecase_fakes import MODEL, FakeBatchJobs, MemoryStore, lane_ledger, parked_job
+from usecase_fakes import MODEL, batch_jobs_of, lane_ledger, lane_row, parked_job, store_of
 
 from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import bill_members, output_prefix, settle_stopping
@@ -23,30 +23,8 @@ from batchlane_dev.fakes import FakeUnitOfWork
 from batchlane_dev.fakes.ledger import money
 
 
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    """On the fake unit of work: a use case that reaches for a database fails."""
-    return svc_on_fakes
-
-
-def _jobs(svc: Services) -> FakeBatchJobs:
-    assert isinstance(svc.batch_jobs, FakeBatchJobs)
-    return svc.batch_jobs
-
-
-def _store(svc: Services) -> MemoryStore:
-    assert isinstance(svc.store, MemoryStore)
-    return svc.store
-
-
-def _row(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
-
-
 def _prefix(svc: Services, lane_id: str, arn: str) -> str:
-    uri = _row(svc, lane_id).output_uri
+    uri = lane_row(svc, lane_id).output_uri
     assert uri is not None
     return uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
 
@@ -65,7 +43,7 @@ def _stopping_lane(svc: Services) -> tuple[str, str, str]:
     the job converts on demand, and Bedrock's job has just stopped. Returns (job id, lane id, ARN)."""
     parked = parked_job(svc)
     arn = str(submit_batch_job(svc, parked.lane_id)["jobArn"])
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
     assert abandon(svc, parked.lane_id, reason="collect_failed")["endState"] == "stopping"
     assert resume_job(svc, parked.job_id)["resumed"] is True
     return parked.job_id, parked.lane_id, arn
@@ -81,9 +59,9 @@ def _bill(svc: Services, lane_id: str) -> LedgerRow:
 
 def test_a_lane_whose_bedrock_job_is_still_stopping_reports_itself_unbilled(svc: Services) -> None:
     _, lane_id, arn = _stopping_lane(svc)
-    _jobs(svc).jobs[arn].status = "Stopping"
+    batch_jobs_of(svc).jobs[arn].status = "Stopping"
 
-    outcome = settle_stopping(svc, _row(svc, lane_id))
+    outcome = settle_stopping(svc, lane_row(svc, lane_id))
 
     assert outcome == {"closed": False, "won": False, "endState": "stopping", "accepted": 0, "fallback": 3, "costUsd": "0"}
     assert lane_ledger(svc, lane_id) == []
@@ -91,46 +69,46 @@ def test_a_lane_whose_bedrock_job_is_still_stopping_reports_itself_unbilled(svc:
 
 def test_settling_with_a_row_read_before_bedrock_stopped_records_the_terminal_status_it_finds(svc: Services) -> None:
     _, lane_id, arn = _stopping_lane(svc)
-    read_while_stopping = _row(svc, lane_id)
-    _jobs(svc).jobs[arn].status = "Stopped"
+    read_while_stopping = lane_row(svc, lane_id)
+    batch_jobs_of(svc).jobs[arn].status = "Stopped"
 
     assert settle_stopping(svc, read_while_stopping)["endState"] == "Stopped"
 
-    row = _row(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert row.bedrock_status == "Stopped" and row.terminal_seen_at is not None
 
 
 def test_a_stopped_job_is_billed_at_the_batch_price_and_its_lane_says_every_record_fell_back(svc: Services) -> None:
     _, lane_id, arn = _stopping_lane(svc)
-    _jobs(svc).jobs[arn].status = "Stopped"
-    _store(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
+    batch_jobs_of(svc).jobs[arn].status = "Stopped"
+    store_of(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
 
-    outcome = settle_stopping(svc, _row(svc, lane_id))
+    outcome = settle_stopping(svc, lane_row(svc, lane_id))
 
     at_batch_price = svc.prices.cost(MODEL, Usage(3000, 900), batch=True)
     assert at_batch_price < svc.prices.cost(MODEL, Usage(3000, 900), batch=False)
     assert _bill(svc, lane_id).cost_usd == at_batch_price
     assert outcome == {"closed": True, "won": True, "endState": "Stopped", "accepted": 0, "fallback": 3, "costUsd": str(at_batch_price)}
-    row = _row(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert (row.accepted_count, row.fallback_count) == (0, 3)
 
 
 def test_a_stopped_job_that_used_nothing_reports_a_zero_cost(svc: Services) -> None:
     _, lane_id, arn = _stopping_lane(svc)
-    _jobs(svc).jobs[arn].status = "Stopped"
-    _store(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 0, "outputTokenCount": 0})
+    batch_jobs_of(svc).jobs[arn].status = "Stopped"
+    store_of(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 0, "outputTokenCount": 0})
 
-    outcome = settle_stopping(svc, _row(svc, lane_id))
+    outcome = settle_stopping(svc, lane_row(svc, lane_id))
 
     assert outcome["won"] is True and outcome["costUsd"] == "0"
 
 
 def test_the_ledger_rows_of_a_stopped_job_say_which_bedrock_job_lane_and_model_they_bill(svc: Services) -> None:
     _, lane_id, arn = _stopping_lane(svc)
-    _jobs(svc).jobs[arn].status = "Stopped"
-    _store(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
+    batch_jobs_of(svc).jobs[arn].status = "Stopped"
+    store_of(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
 
-    settle_stopping(svc, _row(svc, lane_id))
+    settle_stopping(svc, lane_row(svc, lane_id))
 
     bill = _bill(svc, lane_id)
     assert bill.model_id == MODEL
@@ -156,10 +134,10 @@ def test_the_ledger_rows_of_a_stopped_job_say_which_bedrock_job_lane_and_model_t
 
 def test_a_job_that_moved_on_from_its_lane_carries_the_late_share_in_its_batch_cost(svc: Services) -> None:
     job_id, lane_id, arn = _stopping_lane(svc)
-    _jobs(svc).jobs[arn].status = "Stopped"
-    _store(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
+    batch_jobs_of(svc).jobs[arn].status = "Stopped"
+    store_of(svc).put_json(_prefix(svc, lane_id, arn) + "manifest.json.out", {"inputTokenCount": 3000, "outputTokenCount": 900})
 
-    settle_stopping(svc, _row(svc, lane_id))
+    settle_stopping(svc, lane_row(svc, lane_id))
 
     job = svc.uow().jobs.get_job(job_id)
     assert job is not None and job.batch_cost_usd == _bill(svc, lane_id).cost_usd
@@ -173,8 +151,8 @@ def _stopped_without_manifest(svc: Services, files: dict[str, list[str]]) -> str
     arn = str(submit_batch_job(svc, parked.lane_id)["jobArn"])
     prefix = _prefix(svc, parked.lane_id, arn)
     for name, lines in files.items():
-        _store(svc).put_bytes(prefix + name, "\n".join(lines).encode())
-    _jobs(svc).jobs[arn].status = "Stopped"
+        store_of(svc).put_bytes(prefix + name, "\n".join(lines).encode())
+    batch_jobs_of(svc).jobs[arn].status = "Stopped"
     assert abandon(svc, parked.lane_id, reason="collect_failed")["won"] is True
     return parked.lane_id
 
@@ -211,7 +189,7 @@ def test_a_record_answered_in_two_output_files_is_estimated_once(svc: Services) 
 def test_a_lanes_output_prefix_is_its_folder_and_the_bedrock_job_id_with_or_without_a_trailing_slash(svc: Services) -> None:
     parked = parked_job(svc)
     arn = str(submit_batch_job(svc, parked.lane_id)["jobArn"])
-    row = _row(svc, parked.lane_id)
+    row = lane_row(svc, parked.lane_id)
     job = arn.rsplit("/", 1)[-1]
 
     assert output_prefix(dataclasses.replace(row, output_uri="s3://unit-bucket/batch-out/lane-1"), "unit-bucket") == f"batch-out/lane-1/{job}/"
@@ -230,28 +208,28 @@ def _shares(uow: FakeUnitOfWork) -> dict[str, LedgerRow]:
 
 
 @pytest.fixture
-def lane_row(svc: Services) -> BatchRow:
+def parked_lane(svc: Services) -> BatchRow:
     parked = parked_job(svc)
-    return _row(svc, parked.lane_id)
+    return lane_row(svc, parked.lane_id)
 
 
 A, B, C = (str(uuid.UUID(int=n)) for n in (1, 2, 3))
 
 
-def test_a_member_whose_records_were_never_counted_pays_nothing_of_a_lane_split_by_records(lane_row: BatchRow, fake_uow: FakeUnitOfWork) -> None:
-    members = [_member(lane_row, A, 4), _member(lane_row, B, None)]
+def test_a_member_whose_records_were_never_counted_pays_nothing_of_a_lane_split_by_records(parked_lane: BatchRow, fake_uow: FakeUnitOfWork) -> None:
+    members = [_member(parked_lane, A, 4), _member(parked_lane, B, None)]
 
-    bill_members(fake_uow.ledger, lane_row, members, usage=Usage(1000, 100), cost=Decimal("0.4"), model_id=MODEL)
+    bill_members(fake_uow.ledger, parked_lane, members, usage=Usage(1000, 100), cost=Decimal("0.4"), model_id=MODEL)
 
     shares = _shares(fake_uow)
     assert (shares[A].cost_usd, shares[A].input_tokens, shares[A].output_tokens) == (Decimal("0.4"), 1000, 100)
     assert (shares[B].cost_usd, shares[B].input_tokens, shares[B].output_tokens) == (Decimal(0), 0, 0)
 
 
-def test_token_shares_split_by_records_are_whole_tokens_that_add_up_to_the_lanes(lane_row: BatchRow, fake_uow: FakeUnitOfWork) -> None:
-    members = [_member(lane_row, A, 1), _member(lane_row, B, 1), _member(lane_row, C, 1)]
+def test_token_shares_split_by_records_are_whole_tokens_that_add_up_to_the_lanes(parked_lane: BatchRow, fake_uow: FakeUnitOfWork) -> None:
+    members = [_member(parked_lane, A, 1), _member(parked_lane, B, 1), _member(parked_lane, C, 1)]
 
-    bill_members(fake_uow.ledger, lane_row, members, usage=Usage(100, 50), cost=Decimal("0.01"), model_id=MODEL)
+    bill_members(fake_uow.ledger, parked_lane, members, usage=Usage(100, 50), cost=Decimal("0.01"), model_id=MODEL)
 
     shares = _shares(fake_uow).values()
     assert sum(s.input_tokens for s in shares) == 100 and sum(s.output_tokens for s in shares) == 50
@@ -260,25 +238,27 @@ def test_token_shares_split_by_records_are_whole_tokens_that_add_up_to_the_lanes
 
 
 def test_a_member_with_no_answered_records_pays_nothing_when_the_others_own_tokens_make_the_bill(
-    svc: Services, lane_row: BatchRow, fake_uow: FakeUnitOfWork
+    svc: Services, parked_lane: BatchRow, fake_uow: FakeUnitOfWork
 ) -> None:
-    members = [_member(lane_row, A, 2), _member(lane_row, B, 2)]
+    members = [_member(parked_lane, A, 2), _member(parked_lane, B, 2)]
     usage = Usage(1000, 200)
     cost = svc.prices.cost(MODEL, usage, batch=True)
 
-    bill_members(fake_uow.ledger, lane_row, members, usage=usage, cost=cost, model_id=MODEL, usage_by_job={A: usage}, prices=svc.prices)
+    bill_members(fake_uow.ledger, parked_lane, members, usage=usage, cost=cost, model_id=MODEL, usage_by_job={A: usage}, prices=svc.prices)
 
     shares = _shares(fake_uow)
     assert (shares[A].cost_usd, shares[A].input_tokens) == (cost, 1000)
     assert (shares[B].cost_usd, shares[B].input_tokens) == (Decimal(0), 0)
 
 
-def test_own_tokens_that_do_not_add_up_to_the_lanes_usage_fall_back_to_a_split_by_records(svc: Services, lane_row: BatchRow, fake_uow: FakeUnitOfWork) -> None:
-    members = [_member(lane_row, A, 1), _member(lane_row, B, 1)]
+def test_own_tokens_that_do_not_add_up_to_the_lanes_usage_fall_back_to_a_split_by_records(
+    svc: Services, parked_lane: BatchRow, fake_uow: FakeUnitOfWork
+) -> None:
+    members = [_member(parked_lane, A, 1), _member(parked_lane, B, 1)]
     usage = Usage(1000, 200)  # the manifest's count: more than the records carried
     cost = svc.prices.cost(MODEL, usage, batch=True)
 
-    bill_members(fake_uow.ledger, lane_row, members, usage=usage, cost=cost, model_id=MODEL, usage_by_job={A: Usage(900, 200)}, prices=svc.prices)
+    bill_members(fake_uow.ledger, parked_lane, members, usage=usage, cost=cost, model_id=MODEL, usage_by_job={A: Usage(900, 200)}, prices=svc.prices)
 
     shares = _shares(fake_uow)
     assert shares[A].input_tokens == shares[B].input_tokens == 500

@@ -4,31 +4,15 @@ error that caused it, and a submitted job that already ended billed at once from
 from __future__ import annotations
 
 import pytest
-from usecase_fakes import MODEL, FakeBatchJobs, lane_ledger, parked_job
+from usecase_fakes import MODEL, batch_jobs_of, lane_ledger, lane_row, parked_job
 
 from batchlane.batch.abandon import abandon, adopt_created_job
 from batchlane.batch.billing import output_prefix
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.submit import output_uri_for, submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import BatchJobSpec, BatchRow
+from batchlane.ports import BatchJobSpec
 from batchlane.runtime import Services
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    return svc_on_fakes
-
-
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
-
-
-def _jobs(svc: Services) -> FakeBatchJobs:
-    assert isinstance(svc.batch_jobs, FakeBatchJobs)
-    return svc.batch_jobs
 
 
 def test_abandoning_a_lane_that_is_not_there_closes_nothing(svc: Services) -> None:
@@ -51,15 +35,15 @@ def test_a_lane_left_before_submit_keeps_why_with_the_error_that_caused_it(
 
     assert abandon(svc, parked.lane_id, reason=reason, error=error) == {"closed": True, "endState": end_state}
 
-    row = _lane(svc, parked.lane_id)
+    row = lane_row(svc, parked.lane_id)
     assert (row.state, row.end_state, row.reason) == ("closed", end_state, kept)
 
 
 def test_a_submitted_job_that_already_ended_is_billed_at_once_from_its_manifest(svc: Services) -> None:
     parked = parked_job(svc, records=2)  # 6 records
     arn = str(submit_batch_job(svc, parked.lane_id)["jobArn"])
-    _jobs(svc).jobs[arn].status = "Completed"
-    row = _lane(svc, parked.lane_id)
+    batch_jobs_of(svc).jobs[arn].status = "Completed"
+    row = lane_row(svc, parked.lane_id)
     svc.store.put_json(output_prefix(row, svc.store.bucket) + "manifest.json.out", {"inputTokenCount": 7000, "outputTokenCount": 900})
 
     answer = abandon(svc, parked.lane_id, reason="collect_failed", error={"Error": "States.Timeout"})
@@ -77,7 +61,7 @@ def test_a_submitted_job_that_already_ended_is_billed_at_once_from_its_manifest(
         True,
         "States.Timeout",
     )
-    closed = _lane(svc, parked.lane_id)
+    closed = lane_row(svc, parked.lane_id)
     assert (closed.state, closed.end_state, closed.reason, closed.bedrock_status) == ("closed", "collect_failed", "collect_failed", "Completed")
     assert (closed.accepted_count, closed.fallback_count, closed.cost_usd) == (0, 6, cost)
 
@@ -88,13 +72,13 @@ def test_a_submitted_job_that_already_ended_is_billed_at_once_from_its_manifest(
 def test_a_submitted_job_still_running_is_stopped_and_the_lane_waits_stopping(svc: Services) -> None:
     parked = parked_job(svc)
     arn = str(submit_batch_job(svc, parked.lane_id)["jobArn"])
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
 
     assert abandon(svc, parked.lane_id, reason="collect_failed") == {"closed": False, "stopping": True, "endState": "stopping"}
 
-    row = _lane(svc, parked.lane_id)
+    row = lane_row(svc, parked.lane_id)
     assert (row.state, row.reason, row.bedrock_status) == ("stopping", "collect_failed", "Stopping")
-    assert _jobs(svc).stops == [arn]
+    assert batch_jobs_of(svc).stops == [arn]
 
 
 def test_a_job_created_under_the_lanes_name_is_adopted_with_where_it_writes(svc: Services) -> None:
@@ -105,7 +89,7 @@ def test_a_job_created_under_the_lanes_name_is_adopted_with_where_it_writes(svc:
         name=name, client_token="t", model_id=MODEL, role_arn="arn:aws:iam::123456789012:role/batch", input_uri="s3://b/i/", output_uri="s3://b/o/",
         timeout_hours=24, tags={},
     )  # fmt: skip
-    arn = _jobs(svc).create(spec)  # a create whose answer never reached the lane
+    arn = batch_jobs_of(svc).create(spec)  # a create whose answer never reached the lane
 
     adopted = adopt_created_job(svc, parked.lane_id)
 

@@ -7,19 +7,12 @@ import json
 from decimal import Decimal
 from typing import Any
 
-import pytest
 from usecase_fakes import FakeBatchJobs, MemoryStore, all_chunks, lane_ledger, new_job, prepared_lane
 
 from batchlane.batch.collect import collect
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
 from batchlane.runtime import Services
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    """On the fake unit of work: a use case that reaches for a database fails."""
-    return svc_on_fakes
 
 
 def _answer(record_id: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:

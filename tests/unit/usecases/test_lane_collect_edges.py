@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, FakeBatchJobs, MemoryStore, all_chunks, lane_ledger, new_job, parked_job, prepared_lane
+from usecase_fakes import MODEL, MemoryStore, all_chunks, batch_jobs_of, lane_ledger, lane_row, new_job, parked_job, prepared_lane
 
 from batchlane import keys
 from batchlane.batch import collect as collect_module
@@ -21,24 +21,8 @@ from batchlane.batch.collect import CollectNotReady, LaneManifest, collect, coll
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
 from batchlane.domain.page_form import IMAGE
-from batchlane.ports import BatchRow, LedgerRow
+from batchlane.ports import LedgerRow
 from batchlane.runtime import Services
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    return svc_on_fakes
-
-
-def _jobs(svc: Services) -> FakeBatchJobs:
-    assert isinstance(svc.batch_jobs, FakeBatchJobs)
-    return svc.batch_jobs
-
-
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
 
 
 def _submitted(svc: Services, lane_id: str) -> str:
@@ -59,12 +43,12 @@ def _error(record_id: str, code: int, message: str) -> dict[str, Any]:
 
 def _bedrock_answers(svc: Services, lane_id: str, arn: str, lines: list[Any], *, status: str = "Completed") -> None:
     """What Bedrock leaves when the job ends: its output lines (a str is written as it is), and its terminal status."""
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert row.output_uri is not None
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
     body = "\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines)
     svc.store.put_bytes(prefix + "input-0.jsonl.out", body.encode())
-    _jobs(svc).jobs[arn].status = status
+    batch_jobs_of(svc).jobs[arn].status = status
 
 
 def _bill(svc: Services, lane_id: str) -> LedgerRow:
@@ -79,7 +63,7 @@ def _results(svc: Services, job_id: str, chunk: int) -> dict[str, Any]:
 
 def _with_input_shard(svc: Services, lane_id: str, *, mention_id_twice: bool = False) -> None:
     """The lane's input written as prepare writes it (one shard), so a retry batch can copy its records."""
-    manifest_key = _lane(svc, lane_id).manifest_key
+    manifest_key = lane_row(svc, lane_id).manifest_key
     assert manifest_key is not None
     manifest = svc.store.get_json(manifest_key)
     lines = []
@@ -162,7 +146,7 @@ def test_every_kind_of_output_line_is_counted_under_its_own_name_in_the_bill(svc
         ],
     }
     assert _results(svc, job_id, 1) == {"jobId": job_id, "chunkIndex": 1, "results": []}
-    assert {(m.chunk_index, m.accepted) for m in svc.uow().lanes.members(_lane(svc, lane_id).id)} == {(0, 2), (1, 0), (2, 0)}
+    assert {(m.chunk_index, m.accepted) for m in svc.uow().lanes.members(lane_row(svc, lane_id).id)} == {(0, 2), (1, 0), (2, 0)}
     form = svc.uow().page_forms.get(MODEL)
     assert form is not None and (form.page_form, form.source) == (IMAGE, "refusal")
     assert form.detail == f"2 batch records of lane {lane_id}"
@@ -198,7 +182,7 @@ def test_a_collected_lane_deletes_its_page_inputs_and_reports_its_numbers(svc: S
 
 def test_a_lane_of_an_old_manifest_with_one_job_and_no_members_collects_for_that_job(svc: Services) -> None:
     parked = parked_job(svc)
-    manifest_key = _lane(svc, parked.lane_id).manifest_key
+    manifest_key = lane_row(svc, parked.lane_id).manifest_key
     assert manifest_key is not None
     manifest = svc.store.get_json(manifest_key)
     old = {"jobId": parked.job_id, "modelId": MODEL, "chunks": manifest["chunks"]["m0"], "promptHashes": manifest["promptHashes"]}
@@ -216,40 +200,40 @@ def test_a_lane_of_an_old_manifest_with_one_job_and_no_members_collects_for_that
 def test_a_lane_still_running_is_not_collected_and_its_status_is_recorded(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
 
     with pytest.raises(CollectNotReady):
         collect(svc, parked.lane_id)
 
-    row = _lane(svc, parked.lane_id)
+    row = lane_row(svc, parked.lane_id)
     assert (row.state, row.bedrock_status) == ("submitted", "InProgress")
-    assert _jobs(svc).stops == []
+    assert batch_jobs_of(svc).stops == []
 
 
 def test_a_running_lane_nobody_waits_on_any_more_is_stopped_as_members_left(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
     svc.uow().lanes.leave_lanes(parked.job_id)
 
     with pytest.raises(CollectNotReady):
         collect(svc, parked.lane_id)
 
-    assert _jobs(svc).stops == [arn]
-    assert _lane(svc, parked.lane_id).reason == "members_left"
+    assert batch_jobs_of(svc).stops == [arn]
+    assert lane_row(svc, parked.lane_id).reason == "members_left"
 
 
 def test_collecting_a_stopping_lane_bills_it_at_its_terminal_status(svc: Services) -> None:
     parked = parked_job(svc)
     arn = _submitted(svc, parked.lane_id)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
     assert abandon(svc, parked.lane_id, reason="overdue")["stopping"] is True
     _bedrock_answers(svc, parked.lane_id, arn, [_ok("m0c0p1")], status="Stopped")
 
     summary = collect(svc, parked.lane_id)
 
     assert (summary["closed"], summary["won"], summary["endState"]) == (True, True, "Stopped")
-    assert _lane(svc, parked.lane_id).state == "closed"
+    assert lane_row(svc, parked.lane_id).state == "closed"
 
 
 # -- the retry batch ---------------------------------------------------------------------------------------
@@ -280,7 +264,7 @@ def test_curable_records_form_a_retry_lane_whose_manifest_maps_them_back(svc: Se
     retry_id = str(uuid.uuid5(uuid.UUID(lane_id), "r1"))
     assert _bill(svc, lane_id).metadata["retryBatch"] == retry_id
     assert lanes_started == [(retry_id, [job_id])]
-    retry = _lane(svc, retry_id)
+    retry = lane_row(svc, retry_id)
     assert retry.manifest_key == keys.batch_manifest_key(retry_id)
     manifest = svc.store.get_json(retry.manifest_key)
     [shard] = manifest.pop("shards")
@@ -397,7 +381,7 @@ def test_records_of_a_member_that_left_are_not_retried_for_it(svc: Services) -> 
 
     collect(svc, lane_id)
 
-    retry = _lane(svc, str(uuid.uuid5(uuid.UUID(lane_id), "r1")))
+    retry = lane_row(svc, str(uuid.uuid5(uuid.UUID(lane_id), "r1")))
     assert {m.job_id for m in svc.uow().lanes.members(retry.id)} == {a}
     assert retry.manifest_key is not None
     assert svc.store.get_json(retry.manifest_key)["members"] == {"m0": a}

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, FakeBatchJobs, all_chunks, new_job, parked_job, prepared_lane
+from usecase_fakes import MODEL, all_chunks, batch_jobs_of, lane_row, new_job, parked_job, prepared_lane
 
 from batchlane import keys
 from batchlane.batch.collect import collect
@@ -16,24 +16,7 @@ from batchlane.batch.purge import member_keys, purge_deleted_members, purge_memb
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.pdf import plan_chunks
-from batchlane.ports import BatchRow
 from batchlane.runtime import Services
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    return svc_on_fakes
-
-
-def _jobs(svc: Services) -> FakeBatchJobs:
-    assert isinstance(svc.batch_jobs, FakeBatchJobs)
-    return svc.batch_jobs
-
-
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
 
 
 def _submitted(svc: Services, lane_id: str) -> str:
@@ -41,12 +24,12 @@ def _submitted(svc: Services, lane_id: str) -> str:
 
 
 def _answered(svc: Services, lane_id: str, arn: str, record_ids: list[str]) -> None:
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert row.output_uri is not None
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/"
     answer: dict[str, Any] = {"content": [{"type": "text", "text": "# page"}], "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
     svc.store.put_bytes(prefix + "input-0.jsonl.out", "\n".join(json.dumps({"recordId": r, "modelOutput": answer}) for r in record_ids).encode())
-    _jobs(svc).jobs[arn].status = "Completed"
+    batch_jobs_of(svc).jobs[arn].status = "Completed"
 
 
 # -- process now ---------------------------------------------------------------------------------
@@ -118,14 +101,14 @@ def test_process_now_of_one_member_leaves_a_shared_lane_running_without_a_reason
     a, b = new_job(svc), new_job(svc, pages=40, owner="owner-2")
     lane_id = prepared_lane(svc, [*all_chunks(svc, a), *all_chunks(svc, b)])
     arn = _submitted(svc, lane_id)
-    _jobs(svc).jobs[arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[arn].status = "InProgress"
     job = svc.uow().jobs.get_job(a)
     assert job is not None
 
     outcome = process_now(svc, a)
 
     assert outcome == ProcessNowOutcome(a, job.file_id, "submitted", "left_batch_lane", resumed=True, batch_stop_requested=False)
-    assert (_lane(svc, lane_id).reason, _jobs(svc).stops) == (None, [])
+    assert (lane_row(svc, lane_id).reason, batch_jobs_of(svc).stops) == (None, [])
 
 
 def test_a_job_whose_earlier_lane_brought_answers_leaves_primed_and_the_stopped_lane_says_why(svc: Services) -> None:
@@ -136,14 +119,14 @@ def test_a_job_whose_earlier_lane_brought_answers_leaves_primed_and_the_stopped_
     collect(svc, first)
     second = prepared_lane(svc, [(job_id, 1), (job_id, 2)])
     second_arn = _submitted(svc, second)
-    _jobs(svc).jobs[second_arn].status = "InProgress"
+    batch_jobs_of(svc).jobs[second_arn].status = "InProgress"
 
     outcome = process_now(svc, job_id, reason="deadline")
 
     assert (outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("left_batch_lane", True, True)
     job = svc.uow().jobs.get_job(job_id)
     assert job is not None and (job.status, job.batch_primed) == ("pending", True), "chunk 0's answers are used"
-    assert _lane(svc, second).reason == "deadline" and _jobs(svc).stops == [second_arn]
+    assert lane_row(svc, second).reason == "deadline" and batch_jobs_of(svc).stops == [second_arn]
 
 
 # -- purging a deleted member's files ---------------------------------------------------------------------

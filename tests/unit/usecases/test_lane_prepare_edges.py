@@ -8,29 +8,17 @@ import uuid
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, MemoryStore, all_chunks, new_job, packed_lane
+from usecase_fakes import MODEL, MemoryStore, all_chunks, lane_row, new_job, packed_lane
 
 from batchlane import keys
 from batchlane.batch import prepare as prepare_module
 from batchlane.batch.prepare import ShardWriter, finish_prepare, plan_prepare, prepare_chunk, prepare_group
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.pdf import open_pdf, plan_chunks
-from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
 OTHER_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    return svc_on_fakes
-
-
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
 
 
 def _tuned(svc: Services, **update: object) -> Services:
@@ -39,7 +27,7 @@ def _tuned(svc: Services, **update: object) -> Services:
 
 def _summaries(svc: Services, lane_id: str, *, records: int, shard_bytes: int, model: str = MODEL) -> None:
     """What prepare_chunk leaves for every member chunk of the lane: ``records`` records in one shard of ``shard_bytes``."""
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     for m in svc.uow().lanes.members(row.id):
         ids = [f"c{m.chunk_index}-p{n}" for n in range(1, records + 1)]
         shard = {"key": f"{keys.batch_input_prefix(lane_id)}{m.member_tag}-chunk-{m.chunk_index:05d}-0.jsonl", "records": records, "bytes": shard_bytes}
@@ -68,7 +56,7 @@ def test_a_lane_every_member_left_unannounced_closes_as_members_left(svc: Servic
     assert finish_prepare(svc, lane_id) == {"action": "skip", "reason": "members_left", "records": 0}
     assert plan_prepare(svc, lane_id) == {"proceed": False, "chunks": [], "why": "members_left"}
 
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert (row.state, row.end_state, row.reason) == ("closed", "skipped", "members_left")
 
 
@@ -98,7 +86,7 @@ def test_a_retry_lane_is_prepared_already_and_goes_to_submit_as_it_is(svc: Servi
     svc.uow().lanes.leave_lanes(job_id)
     retry_id = str(uuid.uuid4())
     svc.uow().lanes.insert_retry_lane(
-        lane_id=retry_id, retry_of=_lane(svc, first).id, model_id=MODEL, deadline_hours=26, manifest_key="k", input_bytes=5,
+        lane_id=retry_id, retry_of=lane_row(svc, first).id, model_id=MODEL, deadline_hours=26, manifest_key="k", input_bytes=5,
         members=[(job_id, 1, "m0", 3), (job_id, 2, "m0", 4)],
     )  # fmt: skip
 
@@ -129,7 +117,7 @@ def test_a_lane_is_skipped_only_past_its_limits(svc: Services, records: int, sha
 
     manifest = svc.store.get_json(keys.batch_manifest_key(lane_id))
     assert (manifest["modelId"], manifest["inputBytes"], manifest["recordCount"]) == (MODEL, 2 * shard_bytes, 2 * records)
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert (row.manifest_key, row.record_count, row.input_bytes) == (keys.batch_manifest_key(lane_id), 2 * records, 2 * shard_bytes)
 
 

@@ -11,13 +11,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, parked_job
+from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, lane_row, parked_job
 
 from batchlane.batch import sweeper as sweeper_module
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
-from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
 from batchlane_dev.fakes.lanes import lane_rows
@@ -42,16 +41,10 @@ def svc(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> Services:
     return svc_on_fakes
 
 
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
-
-
 def _backdate(svc: Services, lane_id: str, **ago: timedelta) -> None:
     uow = svc.uow()
     assert isinstance(uow, FakeUnitOfWork)
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     lane_rows(uow.state).rows[row.id] = replace(row, **{column: uow.state.clock.now() - delta for column, delta in ago.items()})
 
 
@@ -106,20 +99,20 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_only_ten_minutes_after_its
     answer = sweep(svc)
 
     assert answer["orphansCollected"] == (1 if collected else 0)
-    assert _lane(svc, parked.lane_id).state == ("closed" if collected else "submitted")
+    assert lane_row(svc, parked.lane_id).state == ("closed" if collected else "submitted")
 
 
 def test_an_orphan_that_forms_a_retry_batch_leaves_its_start_to_the_packer(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     fake_uow.state.clock.at = datetime.now(UTC)
     svc = dataclasses.replace(svc_on_fakes, settings=svc_on_fakes.settings.model_copy(update={"batch_conversion_min_records": 2}))
     parked, arn = _submitted(svc, records=2)
-    manifest_key = _lane(svc, parked.lane_id).manifest_key
+    manifest_key = lane_row(svc, parked.lane_id).manifest_key
     assert manifest_key is not None and isinstance(svc.store, MemoryStore)
     manifest = svc.store.get_json(manifest_key)
     shard = b"".join(json.dumps({"recordId": rid, "modelInput": {}}).encode() + b"\n" for rid in manifest["promptHashes"])
     svc.store.put_bytes("batch/in/shard.jsonl", shard)
     svc.store.put_json(manifest_key, {**manifest, "shards": [{"key": "batch/in/shard.jsonl", "bytes": len(shard)}]})
-    row = _lane(svc, parked.lane_id)
+    row = lane_row(svc, parked.lane_id)
     assert row.output_uri is not None
     out = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/").rstrip("/") + "/" + arn.rsplit("/", 1)[-1] + "/x.jsonl.out"
     throttled = [{"recordId": rid, "error": {"errorCode": 429, "errorMessage": "ThrottlingException"}} for rid in ("m0c0p1", "m0c1p51")]
@@ -147,7 +140,7 @@ def test_every_stuck_prepare_is_counted_adopted_or_abandoned(svc: Services) -> N
         _backdate(svc, lane_id, created_at=timedelta(hours=3))
         uow = svc.uow()
         assert isinstance(uow, FakeUnitOfWork)
-        row = _lane(svc, lane_id)
+        row = lane_row(svc, lane_id)
         lane_rows(uow.state).rows[row.id] = replace(row, state="preparing", bedrock_job_arn=None)
 
     answer = sweep(svc)

@@ -7,23 +7,15 @@ when no member waits on it any more (test_batch_lane_usecases has the shared-lan
 
 from __future__ import annotations
 
-import pytest
-from usecase_fakes import FakeBatchJobs, FakeWorkflows, new_job, parked_job
+from usecase_fakes import FakeBatchJobs, FakeWorkflows, lane_row, new_job, parked_job
 
 from batchlane.batch.prepare import plan_prepare
 from batchlane.batch.process_now import process_now
 from batchlane.batch.submit import submit_batch_job
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
 from batchlane_dev.fakes.lanes import lane_rows
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
-    return svc_on_fakes
 
 
 def _stops(svc: Services) -> list[str]:
@@ -36,14 +28,8 @@ def _started(svc: Services) -> list[tuple[str, str]]:
     return svc.workflows.started
 
 
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
-
-
 def _member_states(svc: Services, lane_id: str) -> set[str]:
-    return {m.state for m in svc.uow().lanes.members(_lane(svc, lane_id).id)}
+    return {m.state for m in svc.uow().lanes.members(lane_row(svc, lane_id).id)}
 
 
 def _pool_left(svc: Services, job_id: str) -> tuple[bool, str | None]:
@@ -67,7 +53,7 @@ def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the
     assert svc.uow().jobs.get_file(str(job.file_id)).status == "uploaded"
     hold = svc.uow().ledger.get_hold(parked.job_id)
     assert hold is not None and hold.outcome == "cancelled"
-    assert _lane(svc, parked.lane_id).reason == "cancelled"
+    assert lane_row(svc, parked.lane_id).reason == "cancelled"
     assert _member_states(svc, parked.lane_id) == {"left"}
     assert _pool_left(svc, parked.job_id) == (True, "cancelled")
     assert _started(svc) == [], "a cancelled job starts nothing"
@@ -79,7 +65,7 @@ def test_cancel_while_preparing_marks_the_lane_and_stops_nothing_yet(svc: Servic
     outcome = cancel_job(svc, parked.job_id)
     assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("preparing", False)
     assert _stops(svc) == []
-    lane = _lane(svc, parked.lane_id)
+    lane = lane_row(svc, parked.lane_id)
     assert (lane.state, lane.reason) == ("preparing", "cancelled")  # submit stops the job it creates (test_batch_lane_usecases)
     assert _member_states(svc, parked.lane_id) == {"left"}
 
@@ -103,7 +89,7 @@ def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_c
     assert _started(svc) == [("conversion", parked.job_id)]
     job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and not job.batch_primed
-    assert _lane(svc, parked.lane_id).reason == "process_now"
+    assert lane_row(svc, parked.lane_id).reason == "process_now"
     assert _member_states(svc, parked.lane_id) == {"left"}
 
 
@@ -112,7 +98,7 @@ def test_process_now_while_preparing_leaves_the_lane_and_prepare_then_closes_it(
     outcome = process_now(svc, parked.job_id)
     assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("preparing", "left_batch_lane", True, False)
     assert plan_prepare(svc, parked.lane_id) == {"proceed": False, "chunks": [], "why": "members_left"}
-    lane = _lane(svc, parked.lane_id)
+    lane = lane_row(svc, parked.lane_id)
     assert (lane.state, lane.end_state, lane.reason) == ("closed", "skipped", "process_now")
     assert _stops(svc) == [] and _started(svc) == [("conversion", parked.job_id)]
 

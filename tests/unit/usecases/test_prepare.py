@@ -5,8 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
-import pytest
-from usecase_fakes import all_chunks, new_job, packed_lane
+from usecase_fakes import all_chunks, lane_row, new_job, packed_lane
 
 from batchlane import keys
 from batchlane.batch.abandon import abandon
@@ -16,17 +15,10 @@ from batchlane.conversion.source import store_chunk_sources
 from batchlane.converter import ConverterConfig, build_page_request
 from batchlane.operations.cancel import cancel_job
 from batchlane.pdf import open_chunk, open_pdf, plan_chunks
-from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
 PAGES, PER_CHUNK, BLANK_EVERY = 12, 5, 4  # pages 4, 8 and 12 are blank
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services) -> Services:
-    """Every test here runs on the fake unit of work: a use case that reaches for a database fails."""
-    return svc_on_fakes
 
 
 def _parked_with_sources(svc: Services, *, owner: str = "owner-1") -> str:
@@ -43,12 +35,6 @@ def _prepare(svc: Services, lane_id: str) -> dict:
     for group in plan["chunks"]:
         prepare_group(svc, lane_id, group)
     return finish_prepare(svc, lane_id)
-
-
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
 
 
 def _min_records(svc: Services, n: int) -> Services:
@@ -81,7 +67,7 @@ def test_prepare_writes_one_record_per_non_blank_page_exactly_as_on_demand_would
     request = build_page_request(chunk_index=0, page_number=5, pdf_bytes=pdf_5.pdf_bytes, config=ConverterConfig.from_settings(svc.settings, {}))
     assert page_5["modelInput"] == request.model_input()
     assert manifest["promptHashes"]["m0c0p5"] == request.prompt_hash
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert (row.state, row.record_count) == ("preparing", 9)
     assert [(m.chunk_index, m.records) for m in svc.uow().lanes.members(row.id)] == [(0, 4), (1, 4), (2, 1)]
 
@@ -116,7 +102,7 @@ def test_a_member_that_left_during_prepare_is_dropped_and_its_records_deleted(sv
     manifest = svc.store.get_json(keys.batch_manifest_key(lane_id))
     assert manifest["members"] == {"m1": b} and all(i.startswith("m1c") for i in manifest["promptHashes"])
     assert svc.store.list_keys(f"batch/{lane_id}/input/m0-") == [], "Bedrock never runs (or bills) the pages of a member that left"
-    assert {m.job_id: m.records for m in svc.uow().lanes.members(_lane(svc, lane_id).id) if m.chunk_index == 0} == {a: 0, b: 4}
+    assert {m.job_id: m.records for m in svc.uow().lanes.members(lane_row(svc, lane_id).id) if m.chunk_index == 0} == {a: 0, b: 4}
 
 
 def test_too_few_records_skip_the_lane_with_the_reason_on_the_row(svc: Services) -> None:
@@ -125,7 +111,7 @@ def test_too_few_records_skip_the_lane_with_the_reason_on_the_row(svc: Services)
     decision = _prepare(svc, lane_id)
     assert decision == {"action": "skip", "reason": "too_few_records", "records": 9}
     assert abandon(svc, lane_id, reason=decision["reason"]) == {"closed": True, "endState": "skipped"}
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert (row.state, row.end_state, row.reason) == ("closed", "skipped", "too_few_records")
     assert resume_members(svc, lane_id) == {"resumed": 1, "members": 1}, "its job goes on-demand"
 
@@ -135,6 +121,6 @@ def test_a_lane_whose_only_member_was_cancelled_before_prepare_closes_and_prepar
     lane_id = packed_lane(svc, all_chunks(svc, job_id))
     cancel_job(svc, job_id)
     assert plan_prepare(svc, lane_id) == {"proceed": False, "chunks": [], "why": "members_left"}
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     assert (row.state, row.end_state, row.reason) == ("closed", "skipped", "cancelled")
     assert svc.store.list_keys(f"batch/{lane_id}/") == []

@@ -8,12 +8,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from usecase_fakes import FakeBatchJobs, FakeWorkflows, MemoryStore, Parked, lane_ledger, new_job, parked_job, prepared_lane
+from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, lane_ledger, lane_row, new_job, parked_job, prepared_lane, workflows_of
 
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
-from batchlane.ports import BatchRow
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
 from batchlane_dev.fakes.lanes import lane_rows
@@ -31,7 +30,7 @@ def _backdate(svc: Services, lane_id: str, **ago: timedelta) -> None:
     """Move the lane's timestamps back (a test seam, as an UPDATE … SET column = now() - interval would)."""
     uow = svc.uow()
     assert isinstance(uow, FakeUnitOfWork)
-    row = _lane(svc, lane_id)
+    row = lane_row(svc, lane_id)
     moved: dict[str, Any] = {column: uow.state.clock.now() - delta for column, delta in ago.items()}
     lane_rows(uow.state).rows[row.id] = replace(row, **moved)
 
@@ -41,20 +40,9 @@ def _submitted(svc: Services) -> tuple[Parked, str]:
     return parked, str(submit_batch_job(svc, parked.lane_id)["jobArn"])
 
 
-def _lane(svc: Services, lane_id: str) -> BatchRow:
-    row = svc.uow().lanes.get_row(lane_id)
-    assert row is not None
-    return row
-
-
 def _bedrock(svc: Services) -> FakeBatchJobs:
     assert isinstance(svc.batch_jobs, FakeBatchJobs)
     return svc.batch_jobs
-
-
-def _workflows(svc: Services) -> FakeWorkflows:
-    assert isinstance(svc.workflows, FakeWorkflows)
-    return svc.workflows
 
 
 def test_a_lost_terminal_event_is_found_by_asking_bedrock_and_the_wait_ends(svc: Services) -> None:
@@ -63,9 +51,9 @@ def test_a_lost_terminal_event_is_found_by_asking_bedrock_and_the_wait_ends(svc:
     _bedrock(svc).jobs[arn].status = "Completed"  # the event never came
 
     assert sweep(svc)["woken"] == 1
-    assert _workflows(svc).answered == {"token-1": {"status": "Completed"}}
+    assert workflows_of(svc).answered == {"token-1": {"status": "Completed"}}
     assert _bedrock(svc).stops == []
-    assert _lane(svc, parked.lane_id).bedrock_status == "Completed"
+    assert lane_row(svc, parked.lane_id).bedrock_status == "Completed"
 
 
 def test_a_lane_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
@@ -76,8 +64,8 @@ def test_a_lane_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
 
     assert sweep(svc)["overdue"] == 1
     assert _bedrock(svc).stops == [arn]
-    assert _lane(svc, parked.lane_id).reason == "overdue"
-    assert _workflows(svc).answered == {}, "the stop's terminal event (or the next sweep) ends the wait"
+    assert lane_row(svc, parked.lane_id).reason == "overdue"
+    assert workflows_of(svc).answered == {}, "the stop's terminal event (or the next sweep) ends the wait"
 
 
 def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(svc: Services) -> None:
@@ -94,12 +82,12 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(sv
     svc.store.put_bytes(prefix + "input.jsonl.out", json.dumps({"recordId": "m0c0p1", "modelOutput": answer}).encode())
 
     assert sweep(svc)["orphansCollected"] == 1
-    closed = _lane(svc, parked.lane_id)
+    closed = lane_row(svc, parked.lane_id)
     assert (closed.state, closed.accepted_count) == ("closed", 1)
     job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending" and job.batch_primed is True
-    assert _workflows(svc).started == [("conversion", parked.job_id)]
-    assert _lane(svc, shared).state == "preparing", "a lane still preparing (younger than the stuck limit) is left alone"
+    assert workflows_of(svc).started == [("conversion", parked.job_id)]
+    assert lane_row(svc, shared).state == "preparing", "a lane still preparing (younger than the stuck limit) is left alone"
 
 
 def test_a_stopping_lane_is_billed_once_its_job_has_ended(svc: Services) -> None:
@@ -110,7 +98,7 @@ def test_a_stopping_lane_is_billed_once_its_job_has_ended(svc: Services) -> None
     _bedrock(svc).jobs[arn].status = "Stopped"
     assert sweep(svc)["billedStopped"] == 1
     assert sweep(svc)["billedStopped"] == 0
-    closed = _lane(svc, parked.lane_id)
+    closed = lane_row(svc, parked.lane_id)
     assert (closed.state, closed.end_state) == ("closed", "Stopped")
     assert len(lane_ledger(svc, parked.lane_id, source="batch")) == 1
 
@@ -121,8 +109,8 @@ def test_a_prepare_stuck_for_hours_leaves_the_lane_and_its_members_go_on_demand(
 
     assert sweep(svc)["abandonedStuck"] == 1
 
-    lane = _lane(svc, parked.lane_id)
+    lane = lane_row(svc, parked.lane_id)
     assert (lane.state, lane.end_state, lane.reason) == ("closed", "prepare_failed", "prepare_stuck")
     job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "pending"
-    assert _workflows(svc).started == [("conversion", parked.job_id)]
+    assert workflows_of(svc).started == [("conversion", parked.job_id)]

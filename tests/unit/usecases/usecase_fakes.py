@@ -21,7 +21,7 @@ from batchlane import keys
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import pooled_record_id, record_id
 from batchlane.pdf import plan_chunks
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, LedgerRow, ModelCallFailed
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, BatchRow, LedgerRow, ModelCallFailed
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
 from batchlane_dev.fakes.ledger import money
@@ -173,6 +173,28 @@ class FakeBus:
 
 
 PAGES_PER_CHUNK = 50
+
+
+def batch_jobs_of(svc: Services) -> FakeBatchJobs:
+    assert isinstance(svc.batch_jobs, FakeBatchJobs)
+    return svc.batch_jobs
+
+
+def workflows_of(svc: Services) -> FakeWorkflows:
+    assert isinstance(svc.workflows, FakeWorkflows)
+    return svc.workflows
+
+
+def store_of(svc: Services) -> MemoryStore:
+    assert isinstance(svc.store, MemoryStore)
+    return svc.store
+
+
+def lane_row(svc: Services, lane_id: str) -> BatchRow:
+    """The lane's row, which must exist."""
+    row = svc.uow().lanes.get_row(lane_id)
+    assert row is not None
+    return row
 
 
 def new_job(svc: Services, *, pages: int = 120, pages_per_chunk: int = PAGES_PER_CHUNK, owner: str = "owner-1", hold_usd: str = "5") -> str:
