@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, MemoryStore, all_chunks, batch_jobs_of, lane_ledger, lane_row, new_job, parked_job, prepared_lane
+from usecase_fakes import MODEL, MemoryStore, TypedStore, all_chunks, batch_jobs_of, lane_ledger, lane_row, new_job, parked_job, prepared_lane
 
 from batchlane import keys
 from batchlane.batch import collect as collect_module
@@ -418,18 +418,6 @@ def test_each_member_pays_for_its_own_tokens_not_for_its_share_of_the_records(sv
 
     shares = {str(r.job_id): r for r in lane_ledger(svc, lane_id, source="batch_share")}
     assert {j: (r.input_tokens, r.output_tokens) for j, r in shares.items()} == {a: (4000, 400), b: (10, 1)}
-
-
-class TypedStore(MemoryStore):
-    """The memory store, remembering each object's content type."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.content_types: dict[str, str] = {}
-
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        super().put_bytes(key, data, content_type)
-        self.content_types[key] = content_type
 
 
 @pytest.mark.parametrize("merge", [False, True])

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, MemoryStore, all_chunks, lane_row, new_job, packed_lane
+from usecase_fakes import MODEL, TypedStore, all_chunks, lane_row, new_job, packed_lane
 
 from batchlane import keys
 from batchlane.batch import prepare as prepare_module
@@ -152,14 +152,6 @@ def test_a_chunks_summary_names_its_job_chunk_tag_model_records_blank_pages_and_
 
 
 # -- shards --------------------------------------------------------------------------------------------------
-class TypedStore(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.content_types: dict[str, str] = {}
-
-    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        super().put_bytes(key, data, content_type)
-        self.content_types[key] = content_type
 
 
 def test_a_shard_holds_lines_up_to_its_byte_limit_exactly_and_a_line_over_it_is_refused(svc: Services) -> None:

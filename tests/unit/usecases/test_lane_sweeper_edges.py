@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, lane_row, parked_job
+from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, backdate_lane, lane_row, parked_job
 
 from batchlane.batch import sweeper as sweeper_module
 from batchlane.batch.submit import submit_batch_job
@@ -39,13 +39,6 @@ def svc(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> Services:
     """The fake clock on the wall clock's time: the sweeper compares the rows' times with time.time()."""
     fake_uow.state.clock.at = datetime.now(UTC)
     return svc_on_fakes
-
-
-def _backdate(svc: Services, lane_id: str, **ago: timedelta) -> None:
-    uow = svc.uow()
-    assert isinstance(uow, FakeUnitOfWork)
-    row = lane_row(svc, lane_id)
-    lane_rows(uow.state).rows[row.id] = replace(row, **{column: uow.state.clock.now() - delta for column, delta in ago.items()})
 
 
 def _bedrock(svc: Services) -> FakeBatchJobs:
@@ -83,7 +76,7 @@ def test_every_overdue_lane_is_counted(svc: Services) -> None:
     for _ in range(2):
         parked, arn = _submitted(svc)
         _bedrock(svc).jobs[arn].status = "InProgress"
-        _backdate(svc, parked.lane_id, deadline=timedelta(minutes=1))
+        backdate_lane(svc, parked.lane_id, deadline=timedelta(minutes=1))
 
     assert sweep(svc) == QUIET | {"overdue": 2}
 
@@ -130,14 +123,14 @@ def test_every_stuck_prepare_is_counted_adopted_or_abandoned(svc: Services) -> N
     adopted: list[str] = []
     for _ in range(2):
         parked = parked_job(svc)
-        _backdate(svc, parked.lane_id, created_at=timedelta(hours=3))
+        backdate_lane(svc, parked.lane_id, created_at=timedelta(hours=3))
         adopted.append(parked.lane_id)
     for _ in range(2):
         parked = parked_job(svc)
-        _backdate(svc, parked.lane_id, created_at=timedelta(hours=3))
+        backdate_lane(svc, parked.lane_id, created_at=timedelta(hours=3))
     for lane_id in adopted:  # a submit that created the Bedrock job but never recorded it
         submit_batch_job(svc, lane_id)
-        _backdate(svc, lane_id, created_at=timedelta(hours=3))
+        backdate_lane(svc, lane_id, created_at=timedelta(hours=3))
         uow = svc.uow()
         assert isinstance(uow, FakeUnitOfWork)
         row = lane_row(svc, lane_id)
@@ -162,10 +155,10 @@ def test_deleted_members_are_purged_and_a_bucket_that_refuses_costs_one_error(sv
 def test_one_lane_that_fails_costs_one_error_and_the_others_are_swept(svc: Services, monkeypatch: pytest.MonkeyPatch) -> None:
     broken, broken_arn = _submitted(svc)
     _bedrock(svc).jobs[broken_arn].status = "InProgress"
-    _backdate(svc, broken.lane_id, deadline=timedelta(minutes=1))
+    backdate_lane(svc, broken.lane_id, deadline=timedelta(minutes=1))
     other, other_arn = _submitted(svc)
     _bedrock(svc).jobs[other_arn].status = "InProgress"
-    _backdate(svc, other.lane_id, deadline=timedelta(minutes=1))
+    backdate_lane(svc, other.lane_id, deadline=timedelta(minutes=1))
     real_stop = sweeper_module.stop_batch_job
     swept: list[str] = []
 
@@ -229,7 +222,7 @@ def test_errors_add_up_over_failing_lanes_and_a_refused_purge(svc: Services, mon
     for _ in range(2):
         parked, arn = _submitted(svc)
         _bedrock(svc).jobs[arn].status = "InProgress"
-        _backdate(svc, parked.lane_id, deadline=timedelta(minutes=1))
+        backdate_lane(svc, parked.lane_id, deadline=timedelta(minutes=1))
 
     def fail(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("refused")

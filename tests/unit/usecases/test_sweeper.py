@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
-from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, lane_ledger, lane_row, new_job, parked_job, prepared_lane, workflows_of
+from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, backdate_lane, lane_ledger, lane_row, new_job, parked_job, prepared_lane, workflows_of
 
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.lanes import lane_rows
 
 
 @pytest.fixture
@@ -24,15 +21,6 @@ def svc(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> Services:
     the sweeper compares the rows' deadlines and first-terminal times with time.time(), as PostgreSQL's now() would be."""
     fake_uow.state.clock.at = datetime.now(UTC)
     return svc_on_fakes
-
-
-def _backdate(svc: Services, lane_id: str, **ago: timedelta) -> None:
-    """Move the lane's timestamps back (a test seam, as an UPDATE … SET column = now() - interval would)."""
-    uow = svc.uow()
-    assert isinstance(uow, FakeUnitOfWork)
-    row = lane_row(svc, lane_id)
-    moved: dict[str, Any] = {column: uow.state.clock.now() - delta for column, delta in ago.items()}
-    lane_rows(uow.state).rows[row.id] = replace(row, **moved)
 
 
 def _submitted(svc: Services) -> tuple[Parked, str]:
@@ -60,7 +48,7 @@ def test_a_lane_past_its_deadline_is_stopped_as_overdue(svc: Services) -> None:
     parked, arn = _submitted(svc)
     register_wait(svc, parked.lane_id, "token-1")
     _bedrock(svc).jobs[arn].status = "InProgress"
-    _backdate(svc, parked.lane_id, deadline=timedelta(minutes=1))
+    backdate_lane(svc, parked.lane_id, deadline=timedelta(minutes=1))
 
     assert sweep(svc)["overdue"] == 1
     assert _bedrock(svc).stops == [arn]
@@ -75,7 +63,7 @@ def test_a_terminal_lane_nobody_waits_on_is_collected_and_its_members_resumed(sv
     _bedrock(svc).jobs[arn].status = "Completed"
     row = svc.uow().lanes.record_status(arn, "Completed")
     assert row is not None and row.output_uri is not None
-    _backdate(svc, parked.lane_id, terminal_seen_at=timedelta(hours=1))
+    backdate_lane(svc, parked.lane_id, terminal_seen_at=timedelta(hours=1))
     prefix = row.output_uri.removeprefix(f"s3://{svc.store.bucket}/") + arn.rsplit("/", 1)[-1] + "/"
     answer = {"content": [{"type": "text", "text": "# One"}], "stop_reason": "end_turn", "usage": {"input_tokens": 10, "output_tokens": 5}}
     assert isinstance(svc.store, MemoryStore)
@@ -105,7 +93,7 @@ def test_a_stopping_lane_is_billed_once_its_job_has_ended(svc: Services) -> None
 
 def test_a_prepare_stuck_for_hours_leaves_the_lane_and_its_members_go_on_demand(svc: Services) -> None:
     parked = parked_job(svc)
-    _backdate(svc, parked.lane_id, created_at=timedelta(hours=3))
+    backdate_lane(svc, parked.lane_id, created_at=timedelta(hours=3))
 
     assert sweep(svc)["abandonedStuck"] == 1
 

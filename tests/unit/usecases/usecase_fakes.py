@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from batchlane.pdf import plan_chunks
 from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, BatchRow, LedgerRow, ModelCallFailed
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.lanes import lane_rows
 from batchlane_dev.fakes.ledger import money
 
 BUCKET = "unit-bucket"
@@ -173,6 +175,26 @@ class FakeBus:
 
 
 PAGES_PER_CHUNK = 50
+
+
+class TypedStore(MemoryStore):
+    """The memory store, remembering each object's content type."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content_types: dict[str, str] = {}
+
+    def put_bytes(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        super().put_bytes(key, data, content_type)
+        self.content_types[key] = content_type
+
+
+def backdate_lane(svc: Services, lane_id: str, **ago: timedelta) -> None:
+    """Move the lane's timestamps back (a test seam, as an UPDATE … SET column = now() - interval would)."""
+    uow = svc.uow()
+    assert isinstance(uow, FakeUnitOfWork)
+    row = lane_row(svc, lane_id)
+    lane_rows(uow.state).rows[row.id] = replace(row, **{column: uow.state.clock.now() - delta for column, delta in ago.items()})
 
 
 def batch_jobs_of(svc: Services) -> FakeBatchJobs:
