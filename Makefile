@@ -53,7 +53,7 @@ test: $(VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp   ## 
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp   ## unit tests only: no server, use cases on fakes (~30 s on 2 cores)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) tests/unit $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests/unit $(PYTEST_ARGS)
 
 MUTATE_DIR := .batchlane/mutate
 
