@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from batchlane.ondemand.limiter import pace_ahead
-from batchlane_dev.bench.tenants import ENV, pace_share_ratio
+from batchlane_dev.bench.tenant_model import ENV, pace_share_ratio
 
 
 def test_a_b_paced_by_the_rate_alone_is_slowed_by_its_least_served_share_of_the_pace() -> None:

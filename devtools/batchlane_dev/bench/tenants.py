@@ -20,16 +20,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from batchlane.ondemand.limiter import pace_ahead
 from batchlane.runtime import services
 from batchlane_dev.bench import figure, size, wanted
+from batchlane_dev.bench.tenant_model import ENV, pace_share_ratio
 from batchlane_dev.cli.jobs_commands import ApiClient
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import PROCESS_FUNCTIONS, OfflineStack, StackOptions
 
 NAMES = ("tenant_isolation",)
 FAULTS = "throttle_rpm=600,converse_latency_ms=300,output_ms_per_token=0.2"
-ENV = {"BATCHLANE_ONDEMAND_RPM": "570", "BATCHLANE_ONDEMAND_BURST": "9", "BATCHLANE_GLOBAL_CONCURRENCY": "48"}
 A_JOBS, A_PAGES, LARGE_PAGES = 20, 20, 300  # the full figure; --smoke runs every step at (2, 2, 20)
 
 
@@ -87,20 +86,6 @@ def _stages(job_id: str, asked: float, seen: float) -> dict[str, float]:
         "end_seen_after_s": round(seen - finished, 2),
         "created_after_s": round(created - asked, 2),
     }
-
-
-def pace_share_ratio(pages: int, alone_s: float, alone_stages: dict[str, float]) -> float | None:
-    """The ratio B would show if its only loss under the flood were its share of the on-demand pace
-    (docs/operations.md "Fair share of the on-demand pace"): as the least-served owner B books
-    ``pace_ahead`` starts to A's one, so its processing is paced at ahead / (ahead + 1) of the model's
-    rate with no burst left (A holds it), every other stage as fast as alone. A model, not a bound: what
-    the figure shows above it is the rest (on this host, mostly B's split sharing two cores with A's twenty)."""
-    if "processing_s" not in alone_stages or alone_s <= 0:
-        return None
-    rate_per_s = float(ENV["BATCHLANE_ONDEMAND_RPM"]) / 60
-    ahead = pace_ahead(1 / rate_per_s)
-    shared = max(alone_stages["processing_s"], pages / (rate_per_s * ahead / (ahead + 1)))
-    return round((alone_s - alone_stages["processing_s"] + shared) / alone_s, 2)
 
 
 def tenant_isolation(pages: int, *, a_jobs: int = A_JOBS, a_pages: int = A_PAGES, large_pages: int = LARGE_PAGES) -> dict[str, Any]:
