@@ -52,7 +52,7 @@ TEST_WORKERS ?= 2
 test: $(VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp   ## every test (unit, integration, infra, e2e)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
-test-fast: $(VENV)/.stamp   ## unit tests only: no server, use cases on fakes (~30 s on 2 cores)
+test-fast: $(VENV)/.stamp   ## unit tests only: no server, use cases on fakes (~25 s on 2 cores)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests/unit $(PYTEST_ARGS)
 
 MUTATE_DIR := .batchlane/mutate
