@@ -96,3 +96,20 @@ def test_the_odd_unit_goes_to_the_largest_remainder_not_the_largest_share() -> N
 def test_a_retry_batch_that_would_just_meet_a_deadline_is_allowed() -> None:
     assert retry_batch_allowed(10, min_records=5, already_a_retry=False, deadlines_s=[3600.0], turnaround_s=3600.0) is None
     assert retry_batch_allowed(10, min_records=5, already_a_retry=False, deadlines_s=[3599.0], turnaround_s=3600.0) == "deadline"
+
+
+def test_a_job_whose_last_read_chunk_ends_a_truncated_read_does_not_leave_even_when_its_first_is_too_small() -> None:
+    # Job x's first chunk (10 pages, ripe) ends alone in a lane closed by the nine full ones after it: too few
+    # records, so by itself x would leave for on-demand. But x's next chunk ends the truncated read, and x may have
+    # more past it that the whole pool would pack: x waits this turn.
+    first = PoolChunk("x", 0, 10, WINDOW, 0)
+    fulls = [PoolChunk(f"y{i}", 0, 95, WINDOW, 0) for i in range(OPEN_JOBS + 1)]
+    last = PoolChunk("x", 1, 96, WINDOW, 0)
+    chunks = [first, *fulls, last]
+    assert pack(chunks, max_records=100)[0] == [first], "x's first chunk is alone in a lane no later chunk may join"
+
+    truncated = plan_pool(chunks, max_records=100, min_records=50, window_s=WINDOW, slots=20, truncated=True, smallest=10, lightest=0)
+    whole = plan_pool(chunks, max_records=100, min_records=50, window_s=WINDOW, slots=20)
+
+    assert "x" not in truncated.leave and truncated.waiting_pages == 10
+    assert whole.leave == ["x"], "read whole, the same pool lets x go"

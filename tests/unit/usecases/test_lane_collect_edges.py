@@ -23,6 +23,8 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.page_form import IMAGE
 from batchlane.ports import LedgerRow
 from batchlane.runtime import Services
+from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane_dev.fakes.lanes import lane_rows
 
 
 def _submitted(svc: Services, lane_id: str) -> str:
@@ -194,6 +196,20 @@ def test_a_lane_of_an_old_manifest_with_one_job_and_no_members_collects_for_that
     assert [r["recordId"] for r in _results(svc, parked.job_id, 0)["results"]] == ["c0-p1"]
     assert LaneManifest.of(old) == LaneManifest(MODEL, {"m0": parked.job_id}, {"m0": manifest["chunks"]["m0"]}, manifest["promptHashes"], [])
     assert LaneManifest.of({**old, "shards": [{"key": "k", "bytes": 1}]}).shards == [{"key": "k", "bytes": 1}]
+
+
+def test_a_lane_prepared_before_its_manifest_key_was_recorded_is_collected_from_the_lane_s_own_manifest(svc: Services) -> None:
+    parked = parked_job(svc)
+    row = lane_row(svc, parked.lane_id)
+    assert row.manifest_key == keys.batch_manifest_key(parked.lane_id)
+    uow = svc.uow()
+    assert isinstance(uow, FakeUnitOfWork)
+    lane_rows(uow.state).rows[row.id] = dataclasses.replace(row, manifest_key=None)  # as a lane prepared before the column
+    arn = _submitted(svc, parked.lane_id)
+    _bedrock_answers(svc, parked.lane_id, arn, [_ok("m0c0p1")])
+
+    assert collect(svc, parked.lane_id)["accepted"] == 1
+    assert [r["recordId"] for r in _results(svc, parked.job_id, 0)["results"]] == ["c0-p1"]
 
 
 # -- before the end ---------------------------------------------------------------------------------------

@@ -6,14 +6,17 @@ from __future__ import annotations
 import dataclasses
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from usecase_fakes import MODEL, new_job, packed_lane
 
-from batchlane.batch.packer import pack_pool
+from batchlane.batch.packer import pack_pool, plan_turn
 from batchlane.domain import status as st
+from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks
+from batchlane.ports import PooledChunk, PoolRead
 from batchlane.runtime import Services
 from batchlane_dev.fakes import FakeUnitOfWork
 from batchlane_dev.fakes.jobs import FakeJobs
@@ -153,3 +156,133 @@ def test_a_turn_reads_only_what_the_free_slots_of_each_model_can_pack(
     pack_pool(svc)
 
     assert reads == [({MODEL: read_budget(2, 100)}, read_budget(3, 100))], "one bounded read: two free slots for the model, three for any other"
+
+
+class _ShortThenWhole:
+    """A pool whose bounded reads come back short (truncated, one small chunk still in its window) and whose whole
+    read fills a Bedrock job: what plan_turn reads, and in which order, is recorded."""
+
+    def __init__(self, in_flight: dict[str, int]) -> None:
+        self.reads: list[tuple[dict[str, int] | None, int | None]] = []
+        self._in_flight = in_flight
+
+    def in_flight_by_model(self) -> dict[str, int]:
+        return dict(self._in_flight)
+
+    def read_pool(self, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
+        self.reads.append((budgets, default_budget))
+        if budgets is not None:
+            return PoolRead([PooledChunk("young", MODEL, 0, 3, 0.0)], {MODEL: True}, {MODEL: 3}, {MODEL: 1})
+        chunks = [PooledChunk(f"job-{i}", MODEL, 0, 50, 7200.0) for i in range(3)]
+        return PoolRead(chunks, {MODEL: False}, {MODEL: 50}, {MODEL: 1})
+
+
+def test_a_read_short_at_both_budgets_is_made_whole_and_the_whole_pool_is_planned(svc_on_fakes: Services) -> None:
+    settings = svc_on_fakes.settings.model_copy(
+        update={"batch_conversion_min_records": 100, "batch_conversion_max_records": 150, "batch_pool_window_minutes": 60, "batch_conversion_max_concurrent_jobs": 3}
+    )
+    lanes = _ShortThenWhole({MODEL: 1})
+
+    plans = plan_turn(lanes, settings)  # type: ignore[arg-type]
+
+    free = 3 - 1
+    assert lanes.reads == [
+        ({MODEL: read_budget(free, 150)}, read_budget(3, 150)),
+        ({MODEL: read_budget(free, 150, attempt=1)}, read_budget(3, 150, attempt=1)),
+        (None, None),
+    ]
+    assert read_budget(free, 150, attempt=1) > read_budget(free, 150), "the second read has room for every open job"
+    [(model, plan)] = plans
+    assert model == MODEL and not plan.short
+    assert [[c.job_id for c in job] for job in plan.bedrock_jobs] == [["job-0", "job-1", "job-2"]]
+
+
+def test_an_unbounded_turn_reads_the_whole_pool_once(svc_on_fakes: Services) -> None:
+    lanes = _ShortThenWhole({})
+    settings = svc_on_fakes.settings.model_copy(update={"batch_conversion_min_records": 100, "batch_conversion_max_records": 150})
+
+    [(_, plan)] = plan_turn(lanes, settings, bounded=False)  # type: ignore[arg-type]
+
+    assert lanes.reads == [(None, None)]
+    assert len(plan.bedrock_jobs) == 1
+
+
+class _FixedPool:
+    """A pool that answers every bounded read with ``bounded`` and the whole read with ``whole``."""
+
+    def __init__(self, in_flight: dict[str, int], bounded: PoolRead, whole: PoolRead) -> None:
+        self.reads = 0
+        self._in_flight, self._bounded, self._whole = in_flight, bounded, whole
+
+    def in_flight_by_model(self) -> dict[str, int]:
+        return dict(self._in_flight)
+
+    def read_pool(self, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
+        self.reads += 1
+        return self._whole if budgets is None else self._bounded
+
+
+def _ripe(job_id: str, pages: int, source_bytes: int | None = None, model: str = MODEL) -> PooledChunk:
+    return PooledChunk(job_id, model, 0, pages, 7200.0, source_bytes)
+
+
+def _settings(svc: Services, **update: object) -> Any:
+    base = {"batch_conversion_min_records": 50, "batch_conversion_max_records": 100, "batch_pool_window_minutes": 60, "batch_conversion_max_concurrent_jobs": 1}
+    return svc.settings.model_copy(update={**base, **update})
+
+
+def test_a_job_a_smaller_unread_chunk_could_still_fill_is_not_sent_from_a_truncated_read(svc_on_fakes: Services) -> None:
+    # The prefix holds one 80-page chunk; the whole pool also has a 10-page one. By the prefix alone the job is full
+    # (no chunk read is small enough for its 20 free records); by the whole pool's smallest chunk it is not.
+    prefix = PoolRead([_ripe("a", 80)], {MODEL: True}, {MODEL: 10}, {MODEL: 0})
+    whole = PoolRead([_ripe("a", 80), _ripe("b", 10)], {MODEL: False}, {MODEL: 10}, {MODEL: 0})
+    lanes = _FixedPool({}, prefix, whole)
+
+    [(_, plan)] = plan_turn(lanes, _settings(svc_on_fakes))  # type: ignore[arg-type]
+
+    assert lanes.reads == 3, "undecided at both budgets: the whole pool is read"
+    assert [[c.job_id for c in job] for job in plan.bedrock_jobs] == [["a", "b"]]
+
+
+def test_a_job_a_lighter_unread_chunk_could_still_join_is_not_sent_from_a_truncated_read(svc_on_fakes: Services) -> None:
+    # The same in bytes: a 1 MiB job cap, a one-page prefix chunk of ~0.8 MiB of records, and a light unread
+    # chunk that fits beside it; by the prefix alone nothing read could join the job.
+    settings = _settings(svc_on_fakes, batch_conversion_max_job_mb=1, batch_conversion_min_records=1)
+    heavy, light = _ripe("a", 1, 600_000), _ripe("b", 1, 10_000)
+    weigh = estimated_record_bytes
+    assert weigh(600_000, 1) + weigh(10_000, 1) < 1024 * 1024 < 2 * weigh(600_000, 1)
+    prefix = PoolRead([heavy], {MODEL: True}, {MODEL: 1}, {MODEL: weigh(10_000, 1)})
+    whole = PoolRead([heavy, light], {MODEL: False}, {MODEL: 1}, {MODEL: weigh(10_000, 1)})
+    lanes = _FixedPool({}, prefix, whole)
+
+    [(_, plan)] = plan_turn(lanes, settings)  # type: ignore[arg-type]
+
+    assert lanes.reads == 3
+    assert [[c.job_id for c in job] for job in plan.bedrock_jobs] == [["a", "b"]]
+
+
+def test_the_job_size_cap_is_the_setting_in_mebibytes(svc_on_fakes: Services) -> None:
+    # Two one-page chunks whose records weigh together just over 1 MiB (by less than a KiB) go in two Bedrock
+    # jobs; a little under it, in one.
+    cap, first = 1024 * 1024, 600_000
+    second = next(n for n in range(1, 600_000, 3) if cap < estimated_record_bytes(first, 1) + estimated_record_bytes(n, 1) < cap + 1024)
+    settings = _settings(svc_on_fakes, batch_conversion_max_job_mb=1, batch_conversion_min_records=1, batch_conversion_max_concurrent_jobs=2)
+    for source, expected in ((second, [["a"], ["b"]]), (second - 3_000, [["a", "b"]])):
+        read = PoolRead([_ripe("a", 1, first), _ripe("b", 1, source)], {MODEL: False}, {MODEL: 1}, {MODEL: 0})
+
+        [(_, plan)] = plan_turn(_FixedPool({}, read, read), settings)  # type: ignore[arg-type]
+
+        assert [[c.job_id for c in job] for job in plan.bedrock_jobs] == expected, source
+
+
+def test_two_profiles_of_a_base_model_with_a_lane_in_flight_share_what_is_left_of_its_quota(svc_on_fakes: Services) -> None:
+    # Quota 3, one lane of the base model in flight: the first profile's two full jobs take the two slots left,
+    # and the second profile's job waits for the quota.
+    chunks = [_ripe("g1", 100, model=GLOBAL), _ripe("g2", 100, model=GLOBAL), _ripe("u1", 100)]
+    read = PoolRead(chunks, {GLOBAL: False, MODEL: False}, {GLOBAL: 100, MODEL: 100}, {GLOBAL: 0, MODEL: 0})
+    settings = _settings(svc_on_fakes, batch_conversion_max_concurrent_jobs=3)
+
+    plans = dict(plan_turn(_FixedPool({MODEL: 1}, read, read), settings))  # type: ignore[arg-type]
+
+    assert len(plans[GLOBAL].bedrock_jobs) == 2
+    assert plans[MODEL].bedrock_jobs == [] and plans[MODEL].why_waiting == "quota"

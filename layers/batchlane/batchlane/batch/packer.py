@@ -47,7 +47,6 @@ def pack_pool(svc: Services) -> dict[str, Any]:
         uow.lanes.lock_claims()
         uow.lanes.note_pooled(window_s=settings.batch_pool_window_s)
         for model, plan in plan_turn(uow.lanes, settings):
-            base = base_model_id(model)
             for packed in plan.bedrock_jobs:
                 lane_id = str(uuid.uuid4())
                 uow.lanes.insert_lane(lane_id=lane_id, model_id=model, deadline_hours=wait_hours, chunks=[(c.job_id, c.chunk_index, c.pages) for c in packed])
@@ -58,7 +57,7 @@ def pack_pool(svc: Services) -> dict[str, Any]:
             let_go.extend(uow.lanes.leave_pool(plan.leave, reason=POOL_TOO_SMALL))
             waiting += plan.waiting_chunks
             if plan.why_waiting:
-                logger.info("pool waiting", model_id=model, base_model=base, chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting)
+                logger.info("pool waiting", model_id=model, base_model=base_model_id(model), chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting)
     # Start (or re-start: idempotent by name) every execution a preparing lane should have.
     repo = svc.uow().lanes
     for lane_id, row_id in repo.preparing_lanes():
@@ -66,7 +65,7 @@ def pack_pool(svc: Services) -> dict[str, Any]:
     resumed = [job_id for job_id in let_go if resume_job(svc, job_id)["resumed"]]
     if lanes or let_go:
         logger.info("pool packed", lanes=len(lanes), let_go=len(let_go), resumed=len(resumed), waiting_chunks=waiting)
-    claimed = sorted({j for lane in lanes for j in lane.get("jobs", [])})
+    claimed = sorted({j for lane in lanes for j in lane["jobs"]})
     return {"claimed": claimed, "lanes": lanes, "letGo": let_go, "deadline": due, "waiting": waiting}
 
 
