@@ -131,12 +131,15 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     stack = stack_factory("time_scale=36000", batch_lane=False, settings=SHORT_LADDER, retry_time_scale=RETRY_TIME_SCALE)
     stack.registry.concurrency = ConcurrencyLimit(reserved={"settle": 0})
     owner = "settle-throttled-owner"
-    doomed: set[str] = set()
     announced: list[tuple[str, str]] = []
     lock = threading.Lock()
 
     def assemble(event: Any, call_real: Any) -> Any:
-        if event.get("jobId") in doomed:
+        # Doomed by its file's name, read from its row: a set of job ids filled after submit_pdf returned raced B's
+        # assemble, which on a loaded host ran before the test thread added B's id (B completed, CI 2026-12-04).
+        job = job_repo.get_job(services().db, str(event["jobId"]))
+        file_row = job_repo.get_file(services().db, job.file_id) if job is not None else None
+        if file_row is not None and file_row.name == "failed.pdf":
             return Invocation(error_type="AssemblyBroke", error_message="planted by the test")
         return call_real(event)
 
@@ -151,7 +154,6 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     a = str(submit_pdf(services(), make_pdf(2), name="settled.pdf", owner_id=owner)["jobId"])
     b_created = submit_pdf(services(), make_pdf(2), name="failed.pdf", owner_id=owner)
     b = str(b_created["jobId"])
-    doomed.add(b)
 
     for job_id in (a, b):  # the workflow ran out of throttle retries on its last step: the execution failed, the row is live
         wait_until(lambda j=job_id: _execution_status(stack, "conversion", f"conversion-{j}") == "FAILED", timeout_s=300, what=f"conversion-{job_id} to fail")
