@@ -29,6 +29,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from batchlane.runtime import services
+from batchlane_dev.local import cpu_shares
+from batchlane_dev.local.cpu_shares import OwnerCpuShares
 from batchlane_dev.local.iam import acting_as
 from deployment import topology
 from deployment.topology import handler_path
@@ -108,6 +111,8 @@ class HandlerRegistry:
         self.running: dict[str, int] = {}  # invocations admitted and not yet ended, per function
         self.throttles: dict[str, int] = {}  # invokes answered TooManyRequestsException, per function
         self._interceptors: dict[str, Callable[[Any, Callable[[Any], Invocation]], Invocation]] = {}
+        self.cpu_shares: OwnerCpuShares | None = None  # worker invocations in their owner's CPU group (local/cpu_shares.py)
+        self._owners: dict[str, str | None] = {}  # job id -> owner, for the CPU groups
 
     def function_name(self, name: str) -> str:
         return f"{FUNCTION_PREFIX}{name}"
@@ -170,8 +175,17 @@ class HandlerRegistry:
 
     def _dispatch(self, name: str, event: Any) -> Invocation:
         if self.workers is not None and name in self.workers.functions:
-            return self.workers.run(self.account_id, self.region, name, event)
+            if self.cpu_shares is None:
+                return self.workers.run(self.account_id, self.region, name, event)
+            group = self.cpu_shares.group_for(cpu_shares.owner_of(name, event, self._job_owner))
+            return self.workers.run(self.account_id, self.region, name, event, cpu_group=group, cpu_home=self.cpu_shares.home_procs())
         return self._run(name, event)
+
+    def _job_owner(self, job_id: str) -> str | None:
+        if job_id not in self._owners:
+            job = services().uow().jobs.get_job(job_id)
+            self._owners[job_id] = job.owner_id if job is not None else None
+        return self._owners[job_id]
 
     def _run(self, name: str, event: Any) -> Invocation:
         """Runs the handler in the calling process (a worker calls this too: the per-invocation hook point)."""
@@ -209,8 +223,12 @@ def _worker_registry(account_id: str, region: str) -> HandlerRegistry:
     return _worker_registries.setdefault((account_id, region), HandlerRegistry(account_id, region))
 
 
-def _worker_invoke(account_id: str, region: str, name: str, event: Any) -> Invocation:
-    return _worker_registry(account_id, region)._run(name, event)
+def _worker_invoke(account_id: str, region: str, name: str, event: Any, cpu_group: str | None = None, cpu_home: str | None = None) -> Invocation:
+    cpu_shares.enter(cpu_group)  # this worker and its children in the owner's CPU group for the invocation
+    try:
+        return _worker_registry(account_id, region)._run(name, event)
+    finally:
+        cpu_shares.enter(cpu_home if cpu_group is not None else None)
 
 
 def _worker_warm(account_id: str, region: str, names: Collection[str], ready: Any) -> int:
@@ -284,10 +302,10 @@ class WorkerPool:
         futures = [pool.submit(_worker_warm, account_id, region, sorted(self.functions), ready) for _ in range(count)]
         return [future.result() for future in futures]
 
-    def run(self, account_id: str, region: str, name: str, event: Any) -> Invocation:
+    def run(self, account_id: str, region: str, name: str, event: Any, *, cpu_group: str | None = None, cpu_home: str | None = None) -> Invocation:
         pool = self._executor()
         try:
-            return pool.submit(_worker_invoke, account_id, region, name, event).result()
+            return pool.submit(_worker_invoke, account_id, region, name, event, cpu_group, cpu_home).result()
         except BrokenProcessPool as exc:  # a worker died mid-invocation: Lambda reports Lambda.Unknown
             with self._lock:
                 if self._pool is pool:

@@ -38,6 +38,7 @@ from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
 from batchlane_dev.local import iam, inprocess, patches, postgres, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
+from batchlane_dev.local.cpu_shares import OwnerCpuShares
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
 from batchlane_dev.local.loopback import loopback_moto_server
@@ -124,6 +125,9 @@ class StackOptions:
     # Step Functions' waits between retries run this many times faster (local/patches.py 9): for a test that runs a
     # ladder out for its count. 1: as the state machine says.
     retry_time_scale: float = 1.0
+    # Worker invocations run in a CPU group of their owner (local/cpu_shares.py, cgroup v1, root): one owner's
+    # flood cannot take another owner's CPU, as on Lambda. Needs process_functions; off where cgroups are not writable.
+    owner_cpu_shares: bool = False
 
 
 # Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
@@ -295,6 +299,8 @@ class OfflineStack:
                 self.options.process_functions, {**os.environ, **self.env}, max_workers=self.options.max_workers, setup=self._worker_setup()
             )
             self.registry.workers.warm(ACCOUNT_ID, REGION, self.options.warm_workers)
+            if self.options.owner_cpu_shares:
+                self.registry.cpu_shares = OwnerCpuShares.create()
         self._start_schedules()
         log.info("offline stack up", extra={"moto": moto_url, "bedrock": bedrock_url})
         return self
@@ -305,6 +311,9 @@ class OfflineStack:
             thread.join(timeout=5)
         if self.registry.workers is not None:
             self.registry.workers.shutdown()  # before the database: workers hold connections
+        if self.registry.cpu_shares is not None:
+            self.registry.cpu_shares.close()
+            self.registry.cpu_shares = None
         if self.api:
             self.api.stop()
         if self.bedrock:
