@@ -16,7 +16,7 @@ import pytest
 
 from batchlane.db import Database, connect_params_from_url
 from batchlane.ondemand import LimitSettings, PgLimiter
-from batchlane.ondemand.limiter import SERVICE_MEMORY_INTERVALS, SerialDatabase, pace_ahead
+from batchlane.ondemand.limiter import SERVICE_MEMORY_INTERVALS, SerialDatabase, pace_ahead, pace_busy_after
 from batchlane_dev.local.jobs import wait_until
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
@@ -25,10 +25,11 @@ AHEAD = 2
 TAU = SERVICE_MEMORY_INTERVALS * INTERVAL  # how long an owner's service is remembered, as the limiter passes it
 
 
-def ask(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: int = AHEAD) -> dict:
-    """One call of the pace function, as ``owner``'s request asking ``at`` seconds after T0."""
+def ask(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: int = AHEAD, reserve: bool = False) -> dict:
+    """One call of the pace function, as ``owner``'s request asking ``at`` seconds after T0; ``reserve``: with
+    the burst kept for the little served, as the limiter asks (0036), else without (0031/0035's behaviour)."""
     row = db.one(
-        "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz), :tau)",
+        "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, CAST(:now AS timestamptz), :tau, :reserve, :busy)",
         pool=pool,
         owner=owner,
         interval=INTERVAL,
@@ -36,6 +37,8 @@ def ask(db: Database, pool: str, owner: str, at: float, *, burst: int, ahead: in
         ahead=ahead,
         now=T0 + timedelta(seconds=at),
         tau=TAU,
+        reserve=burst if reserve else 0,
+        busy=pace_busy_after(burst) if reserve else None,
     )
     assert row is not None
     return row
@@ -61,6 +64,7 @@ def simulate(
     busy_s: float,
     arrive: dict[str, float] | None = None,
     pages: dict[str, int] | None = None,
+    reserve: bool = False,
 ) -> list[tuple[float, str]]:
     """Each owner's requests ask for a start, wait for it, run ``busy_s`` and ask again; a refused
     request asks again when told (retry_s). An owner starts asking at ``arrive`` (default 0) and stops
@@ -76,7 +80,7 @@ def simulate(
             break
         if handed[owner] >= (pages or {}).get(owner, 1 << 30):
             continue  # the owner's job has all its starts: this request is done
-        row = ask(db, pool, owner, at, burst=burst)
+        row = ask(db, pool, owner, at, burst=burst, reserve=reserve)
         if row["wait_s"] is None:
             heapq.heappush(asks, (at + float(row["retry_s"]), next(order), owner))
         else:
@@ -176,6 +180,67 @@ def test_owners_flooding_alike_swap_the_lead_and_share_the_starts_evenly_over_ti
     late = [owner for start, owner in starts if start >= 10 * INTERVAL]
     assert len(late) >= 280
     assert abs(late.count("user-a") - late.count("user-b")) <= 2 * (AHEAD + 1)
+
+
+# -- the burst kept for the little served (0036) -------------------------------------------------------------
+
+
+def test_a_newcomer_beside_a_busy_flood_starts_its_first_requests_at_once_as_it_would_alone(db):
+    burst = 9
+    runs = {}
+    for reserve in (False, True):
+        pool = f"fair-pace-reserve-{reserve}-{time.monotonic_ns()}"
+        # Given A has flooded for 60 intervals (12 requests waiting at any time) when B's 20-page job arrives, 4 at a time
+        starts = simulate(
+            db, pool, {"user-a": 12, "user-b": 4}, until=200 * INTERVAL, burst=burst, busy_s=0.5 * INTERVAL,
+            arrive={"user-b": 60 * INTERVAL}, pages={"user-b": 20}, reserve=reserve,
+        )  # fmt: skip
+        runs[reserve] = starts
+        assert_within_rate([s for s, _ in starts], burst=burst)
+    b_old = [start - 60 * INTERVAL for start, owner in runs[False] if owner == "user-b"]
+    b_new = [start - 60 * INTERVAL for start, owner in runs[True] if owner == "user-b"]
+    assert len(b_old) == len(b_new) == 20
+    # Then B's first four start the moment it asks (A spent the burst and kept it spent before)
+    assert b_new[:4] == [0.0] * 4 and b_old[0] > 0
+    # And B's 20 starts end sooner by about the burst A no longer holds
+    assert b_new[-1] <= b_old[-1] - burst / 2, (b_new[-1], b_old[-1])
+    # And A keeps the rate meanwhile: over the flood it gets as many starts as before, less the one pause
+    a_old = sum(1 for _, owner in runs[False] if owner == "user-a")
+    a_new = sum(1 for _, owner in runs[True] if owner == "user-a")
+    assert a_new >= a_old - burst - 1, (a_new, a_old)
+
+
+def test_a_busy_owner_alone_keeps_the_rate_after_one_pause_of_the_reserve(db):
+    burst = 5
+    pool = f"fair-pace-busy-alone-{time.monotonic_ns()}"
+    starts = [s for s, _ in simulate(db, pool, {"user-a": 8}, until=200 * INTERVAL, burst=burst, busy_s=0.3 * INTERVAL, reserve=True)]
+    assert starts[: burst + 1] == [0.0] * (burst + 1), "alone and not yet busy, the whole burst at once"
+    gaps = [round(b - a, 6) for a, b in itertools.pairwise(starts[burst:])]
+    # One start every interval, but once, when its service reaches pace_busy_after(burst): a pause of the reserve
+    assert sorted(set(gaps)) == [INTERVAL, INTERVAL * (burst + 1)] and gaps.count(INTERVAL * (burst + 1)) == 1, gaps
+    assert len(starts) >= 200 - burst, "the rate is kept"
+    assert_within_rate(starts, burst=burst)
+
+
+def test_a_small_job_alone_is_paced_as_it_was_without_the_reserve(db):
+    burst = 9
+    alone = {}
+    for reserve in (False, True):
+        pool = f"fair-pace-small-alone-{reserve}-{time.monotonic_ns()}"
+        alone[reserve] = simulate(db, pool, {"user-b": 4}, until=60 * INTERVAL, burst=burst, busy_s=0.5 * INTERVAL, pages={"user-b": 20}, reserve=reserve)
+    assert len(alone[True]) == 20 and alone[True] == alone[False]
+    assert 20 < pace_busy_after(burst), "a 20-page job never counts as busy"
+
+
+@pytest.mark.parametrize("burst", [0, 3, 9])
+def test_with_the_reserve_the_pools_rate_is_never_exceeded_whoever_asks(db, burst):
+    pool = f"fair-pace-reserve-rate-{time.monotonic_ns()}"
+    starts = simulate(
+        db, pool, {"user-a": 12, "user-b": 3, "user-c": 1}, until=120 * INTERVAL, burst=burst, busy_s=0.3 * INTERVAL,
+        arrive={"user-c": 50 * INTERVAL}, reserve=True,
+    )  # fmt: skip
+    assert len(starts) >= 110
+    assert_within_rate([s for s, _ in starts], burst=burst)
 
 
 class _Stopped(Exception):

@@ -48,6 +48,16 @@ PACE_MIN_RETRY_S = 0.005
 # minute). Long enough that an owner which has been asking for a few seconds counts as busy; short
 # enough that a job finished half a minute ago does not count against the owner's next one.
 SERVICE_MEMORY_INTERVALS = 100
+# The burst kept for owners with little recent service (0036_ondemand_pace_burst_reserve.sql): an owner whose
+# remembered service has reached this many bursts (burst + 1 starts each) begins each start a whole burst of
+# intervals after its slot, so a newcomer's first requests start at once as they would alone. A 20-page job
+# never gets there (40 at the default burst of 9); a flood does, and pays the burst's intervals once.
+BUSY_AFTER_BURSTS = 4
+
+
+def pace_busy_after(burst: int) -> int:
+    """Remembered starts after which an owner leaves the pace's burst to the others (0036)."""
+    return BUSY_AFTER_BURSTS * (burst + 1)
 
 
 class LeaseWaitTimeout(Exception):
@@ -287,18 +297,21 @@ class PgLimiter:
                 self._store.scalar("SELECT ondemand_pace_ticket(:pool, :interval, :burst) AS wait", pool=pool, interval=interval, burst=self.limits.burst)
                 or 0.0
             )
-        # Shared by owner, the least served first (0031_ondemand_fair_pace.sql, 0035): at its cap of starts
+        # Shared by owner, the least served first (0031_ondemand_fair_pace.sql, 0035), the burst kept for the
+        # little served (0036): at its cap of starts
         # booked ahead, an owner waits until its earliest begins. One thread per owner and pool asks; the others queue here.
         with self._store.gate(f"pace\x00{pool}\x00{self._owner}"):
             while True:
                 row = self._store.one(
-                    "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, NULL, :tau)",
+                    "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, NULL, :tau, :reserve, :busy)",
                     pool=pool,
                     owner=self._owner,
                     interval=interval,
                     burst=self.limits.burst,
                     ahead=pace_ahead(interval),
                     tau=SERVICE_MEMORY_INTERVALS * interval,
+                    reserve=self.limits.burst,
+                    busy=pace_busy_after(self.limits.burst),
                 )
                 if row is None:
                     raise RuntimeError("ondemand_pace_fair returned no row")
