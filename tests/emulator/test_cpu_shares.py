@@ -109,3 +109,19 @@ def test_a_worker_and_the_children_it_starts_run_in_the_owner_s_group_until_it_g
     finally:
         shares.close()
     assert not shares.root.exists(), "the stack's groups are removed when it stops"
+
+
+@pytest.mark.skipif(not os.access(CPU_ROOT, os.W_OK), reason="cgroup v1's cpu controller is not writable here (not root, or cgroup v2 only)")
+def test_groups_left_by_a_stack_whose_process_is_gone_are_removed_by_the_next() -> None:
+    dead = multiprocessing.get_context("fork").Process(target=lambda: None)
+    dead.start()
+    dead.join()
+    assert dead.pid is not None and not Path(f"/proc/{dead.pid}").exists()
+    stale = CPU_ROOT / f"batchlane-offline-{dead.pid}-deadbeef"
+    (stale / "owner-0123456789abcdef").mkdir(parents=True)
+    live = OwnerCpuShares.create()
+    assert live is not None
+    try:
+        assert not stale.exists(), "an empty group of a stack that is gone is removed"
+    finally:
+        live.close()

@@ -44,6 +44,7 @@ class OwnerCpuShares:
     def create(cls, cpu_root: Path = CPU_ROOT) -> OwnerCpuShares | None:
         """The stack's groups, or None (with a warning) where cgroup v1's cpu controller cannot be written."""
         home = cpu_root / _own_cgroup()
+        _remove_stale(cpu_root)
         root = cpu_root / f"batchlane-offline-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         try:
             root.mkdir()
@@ -123,6 +124,20 @@ def _move(pids: list[int], procs: str) -> None:
                 handle.write(str(pid))
         except OSError:  # a child that ended meanwhile
             continue
+
+
+def _remove_stale(cpu_root: Path) -> None:
+    """Groups left by a stack whose process is gone (killed before it stopped): empty by now, removed."""
+    for root in cpu_root.glob("batchlane-offline-*"):
+        pid = root.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            for group in root.glob("owner-*"):
+                if not _read_pids(group / "cgroup.procs"):
+                    group.rmdir()
+            try:
+                root.rmdir()
+            except OSError:
+                continue
 
 
 def _read_pids(procs: Path) -> list[int]:
