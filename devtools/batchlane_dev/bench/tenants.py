@@ -100,6 +100,12 @@ def _a_jobs_started(job_ids: list[str]) -> int:
     return int(row["n"]) if row else 0
 
 
+def _slots_held() -> dict[str, int]:
+    """On-demand slots held now, per owner (ondemand_leases, 0013)."""
+    rows = services().db.run("SELECT owner_id, count(*) AS n FROM ondemand_leases WHERE expires_at > clock_timestamp() GROUP BY owner_id")
+    return {str(row["owner_id"]): int(row["n"]) for row in rows}
+
+
 def _measure(options: StackOptions, pages: int, a_jobs: int, a_pages: int, large_pages: int) -> dict[str, Any]:
     """One stack: B alone, then B while A floods. B converts once every one of A's conversions is past its
     split, so that B meets A's pages at the shared quota and slots rather than racing A's splits."""
@@ -133,6 +139,7 @@ def _measure(options: StackOptions, pages: int, a_jobs: int, a_pages: int, large
                 while _a_jobs_started(a_job_ids) < len(a_job_ids) and time.monotonic() < deadline:
                     time.sleep(0.1)
                 a_started = _a_jobs_started(a_job_ids)
+                slots_at_b = _slots_held()
                 flood_s, flood_status, flood_stages = _convert_and_wait(b, b_file)
             finally:
                 stop.set()
@@ -148,6 +155,7 @@ def _measure(options: StackOptions, pages: int, a_jobs: int, a_pages: int, large
         "b_stages_alone": alone_stages,
         "b_stages_under_flood": flood_stages,
         "a_jobs_past_split_when_b_converted": a_started,
+        "slots_held_when_b_converted": slots_at_b,
         "a_calls_answered": answered["a_answered"],
         "a_calls_refused_429": answered["a_refused"],
     }
