@@ -179,7 +179,8 @@ def tenant_isolation(pages: int, *, a_jobs: int = A_JOBS, a_pages: int = A_PAGES
     # cores as processes, where B's work gets 1/21 of the CPU beside A's twenty jobs: the host, not the product.
     fair = _measure(options(True), pages, a_jobs, a_pages, large_pages)
     shared = _measure(options(False), pages, a_jobs, a_pages, large_pages)
-    cpu_groups, _ = fair.pop("cpu_groups"), shared.pop("cpu_groups")
+    cpu_groups = fair.pop("cpu_groups")
+    del shared["cpu_groups"]
     return figure(
         "tenant_isolation",
         fair["flood_s"],

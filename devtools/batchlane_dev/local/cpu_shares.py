@@ -21,7 +21,6 @@ import hashlib
 import logging
 import os
 import re
-import shutil
 import uuid
 from pathlib import Path
 from typing import Any
@@ -77,8 +76,8 @@ class OwnerCpuShares:
                 log.warning("cgroup %s not removed: %s", group, exc.strerror)
         try:
             self.root.rmdir()
-        except OSError:
-            shutil.rmtree(self.root, ignore_errors=True)
+        except OSError as exc:  # a group still busy: the next stack removes it (_remove_stale)
+            log.warning("cgroup %s not removed: %s", self.root, exc.strerror)
 
 
 def owner_of(name: str, event: Any, job_owner: Any) -> str | None:

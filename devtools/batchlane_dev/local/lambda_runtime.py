@@ -175,10 +175,9 @@ class HandlerRegistry:
 
     def _dispatch(self, name: str, event: Any) -> Invocation:
         if self.workers is not None and name in self.workers.functions:
-            if self.cpu_shares is None:
-                return self.workers.run(self.account_id, self.region, name, event)
-            group = self.cpu_shares.group_for(cpu_shares.owner_of(name, event, self._job_owner))
-            return self.workers.run(self.account_id, self.region, name, event, cpu_group=group, cpu_home=self.cpu_shares.home_procs())
+            shares = self.cpu_shares
+            group = shares.group_for(cpu_shares.owner_of(name, event, self._job_owner)) if shares else None
+            return self.workers.run(self.account_id, self.region, name, event, cpu_group=group, cpu_home=shares.home_procs() if shares else None)
         return self._run(name, event)
 
     def _job_owner(self, job_id: str) -> str | None:

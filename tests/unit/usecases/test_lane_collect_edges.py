@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from usecase_fakes import MODEL, MemoryStore, TypedStore, all_chunks, batch_jobs_of, lane_ledger, lane_row, new_job, parked_job, prepared_lane
+from usecase_fakes import MODEL, MemoryStore, TypedStore, all_chunks, batch_jobs_of, lane_ledger, lane_row, new_job, parked_job, prepared_lane, set_lane
 
 from batchlane import keys
 from batchlane.batch import collect as collect_module
@@ -23,8 +23,6 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.page_form import IMAGE
 from batchlane.ports import LedgerRow
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.lanes import lane_rows
 
 
 def _submitted(svc: Services, lane_id: str) -> str:
@@ -202,9 +200,7 @@ def test_a_lane_prepared_before_its_manifest_key_was_recorded_is_collected_from_
     parked = parked_job(svc)
     row = lane_row(svc, parked.lane_id)
     assert row.manifest_key == keys.batch_manifest_key(parked.lane_id)
-    uow = svc.uow()
-    assert isinstance(uow, FakeUnitOfWork)
-    lane_rows(uow.state).rows[row.id] = dataclasses.replace(row, manifest_key=None)  # as a lane prepared before the column
+    set_lane(svc, parked.lane_id, manifest_key=None)  # as a lane prepared before the column
     arn = _submitted(svc, parked.lane_id)
     _bedrock_answers(svc, parked.lane_id, arn, [_ok("m0c0p1")])
 

@@ -158,30 +158,34 @@ def test_a_turn_reads_only_what_the_free_slots_of_each_model_can_pack(
     assert reads == [({MODEL: read_budget(2, 100)}, read_budget(3, 100))], "one bounded read: two free slots for the model, three for any other"
 
 
-class _ShortThenWhole:
-    """A pool whose bounded reads come back short (truncated, one small chunk still in its window) and whose whole
-    read fills a Bedrock job: what plan_turn reads, and in which order, is recorded."""
+class _FixedPool:
+    """A pool that answers every bounded read with ``bounded`` and the whole read with ``whole``; what plan_turn
+    reads, in order, is recorded as (budgets, default budget)."""
 
-    def __init__(self, in_flight: dict[str, int]) -> None:
+    def __init__(self, in_flight: dict[str, int], bounded: PoolRead, whole: PoolRead) -> None:
         self.reads: list[tuple[dict[str, int] | None, int | None]] = []
-        self._in_flight = in_flight
+        self._in_flight, self._bounded, self._whole = in_flight, bounded, whole
 
     def in_flight_by_model(self) -> dict[str, int]:
         return dict(self._in_flight)
 
     def read_pool(self, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
         self.reads.append((budgets, default_budget))
-        if budgets is not None:
-            return PoolRead([PooledChunk("young", MODEL, 0, 3, 0.0)], {MODEL: True}, {MODEL: 3}, {MODEL: 1})
-        chunks = [PooledChunk(f"job-{i}", MODEL, 0, 50, 7200.0) for i in range(3)]
-        return PoolRead(chunks, {MODEL: False}, {MODEL: 50}, {MODEL: 1})
+        return self._whole if budgets is None else self._bounded
+
+
+def _short_then_whole(in_flight: dict[str, int]) -> _FixedPool:
+    """Bounded reads come back short (truncated, one small chunk still in its window); the whole read fills a job."""
+    short = PoolRead([PooledChunk("young", MODEL, 0, 3, 0.0)], {MODEL: True}, {MODEL: 3}, {MODEL: 1})
+    whole = PoolRead([PooledChunk(f"job-{i}", MODEL, 0, 50, 7200.0) for i in range(3)], {MODEL: False}, {MODEL: 50}, {MODEL: 1})
+    return _FixedPool(in_flight, short, whole)
 
 
 def test_a_read_short_at_both_budgets_is_made_whole_and_the_whole_pool_is_planned(svc_on_fakes: Services) -> None:
     settings = svc_on_fakes.settings.model_copy(
         update={"batch_conversion_min_records": 100, "batch_conversion_max_records": 150, "batch_pool_window_minutes": 60, "batch_conversion_max_concurrent_jobs": 3}
     )
-    lanes = _ShortThenWhole({MODEL: 1})
+    lanes = _short_then_whole({MODEL: 1})
 
     plans = plan_turn(lanes, settings)  # type: ignore[arg-type]
 
@@ -198,28 +202,13 @@ def test_a_read_short_at_both_budgets_is_made_whole_and_the_whole_pool_is_planne
 
 
 def test_an_unbounded_turn_reads_the_whole_pool_once(svc_on_fakes: Services) -> None:
-    lanes = _ShortThenWhole({})
+    lanes = _short_then_whole({})
     settings = svc_on_fakes.settings.model_copy(update={"batch_conversion_min_records": 100, "batch_conversion_max_records": 150})
 
     [(_, plan)] = plan_turn(lanes, settings, bounded=False)  # type: ignore[arg-type]
 
     assert lanes.reads == [(None, None)]
     assert len(plan.bedrock_jobs) == 1
-
-
-class _FixedPool:
-    """A pool that answers every bounded read with ``bounded`` and the whole read with ``whole``."""
-
-    def __init__(self, in_flight: dict[str, int], bounded: PoolRead, whole: PoolRead) -> None:
-        self.reads = 0
-        self._in_flight, self._bounded, self._whole = in_flight, bounded, whole
-
-    def in_flight_by_model(self) -> dict[str, int]:
-        return dict(self._in_flight)
-
-    def read_pool(self, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
-        self.reads += 1
-        return self._whole if budgets is None else self._bounded
 
 
 def _ripe(job_id: str, pages: int, source_bytes: int | None = None, model: str = MODEL) -> PooledChunk:
@@ -240,7 +229,7 @@ def test_a_job_a_smaller_unread_chunk_could_still_fill_is_not_sent_from_a_trunca
 
     [(_, plan)] = plan_turn(lanes, _settings(svc_on_fakes))  # type: ignore[arg-type]
 
-    assert lanes.reads == 3, "undecided at both budgets: the whole pool is read"
+    assert len(lanes.reads) == 3 and lanes.reads[-1] == (None, None), "undecided at both budgets: the whole pool is read"
     assert [[c.job_id for c in job] for job in plan.bedrock_jobs] == [["a", "b"]]
 
 
@@ -257,7 +246,7 @@ def test_a_job_a_lighter_unread_chunk_could_still_join_is_not_sent_from_a_trunca
 
     [(_, plan)] = plan_turn(lanes, settings)  # type: ignore[arg-type]
 
-    assert lanes.reads == 3
+    assert len(lanes.reads) == 3 and lanes.reads[-1] == (None, None)
     assert [[c.job_id for c in job] for job in plan.bedrock_jobs] == [["a", "b"]]
 
 

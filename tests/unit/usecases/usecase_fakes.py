@@ -189,12 +189,19 @@ class TypedStore(MemoryStore):
         self.content_types[key] = content_type
 
 
-def backdate_lane(svc: Services, lane_id: str, **ago: timedelta) -> None:
-    """Move the lane's timestamps back (a test seam, as an UPDATE … SET column = now() - interval would)."""
+def set_lane(svc: Services, lane_id: str, **columns: Any) -> None:
+    """Set the lane row's columns (a test seam, as an UPDATE … SET column = value would)."""
     uow = svc.uow()
     assert isinstance(uow, FakeUnitOfWork)
     row = lane_row(svc, lane_id)
-    lane_rows(uow.state).rows[row.id] = replace(row, **{column: uow.state.clock.now() - delta for column, delta in ago.items()})
+    lane_rows(uow.state).rows[row.id] = replace(row, **columns)
+
+
+def backdate_lane(svc: Services, lane_id: str, **ago: timedelta) -> None:
+    """Move the lane's timestamps back (as an UPDATE … SET column = now() - interval would)."""
+    uow = svc.uow()
+    assert isinstance(uow, FakeUnitOfWork)
+    set_lane(svc, lane_id, **{column: uow.state.clock.now() - delta for column, delta in ago.items()})
 
 
 def batch_jobs_of(svc: Services) -> FakeBatchJobs:
