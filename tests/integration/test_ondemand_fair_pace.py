@@ -11,11 +11,12 @@ import itertools
 import threading
 import time
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
 from batchlane.db import Database, connect_params_from_url
-from batchlane.ondemand import LimitSettings, PgLimiter
+from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport, LimitSettings, PgLimiter
 from batchlane.ondemand.limiter import SERVICE_MEMORY_INTERVALS, SerialDatabase, pace_ahead, pace_busy_after
 from batchlane_dev.local.jobs import wait_until
 
@@ -287,3 +288,62 @@ def test_the_limiter_starts_an_owners_request_behind_a_few_of_another_owners_not
             thread.join(timeout=30)
     assert b_wait <= (pace_ahead(interval) + 1) * interval
     assert len(a_waits) == pace_ahead(interval) + 1  # one start free now, then its cap ahead
+
+
+def test_a_floods_requests_in_line_for_the_pace_hold_no_slot_and_anothers_request_is_served(migrated_url):
+    """Through GovernedTransport and PgLimiter: a request takes its start time before its slot, so the
+    requests one owner has waiting on the pace leave every slot free for another owner's (decision 0027).
+    Before, A's waiting requests held both slots and B's request timed out waiting for one."""
+    store = SerialDatabase(connect_params_from_url(migrated_url))
+    limits = LimitSettings(concurrency=2, rpm=6, burst=0, lease_ttl_s=60, lease_wait_s=5)
+    pool = f"slot-after-pace-{time.monotonic_ns()}"
+    request = SimpleNamespace(model_id=pool, page_numbers=(1,))
+    stop, cancelled = threading.Event(), threading.Event()
+    parked, ended = [], []
+    sent: list[str] = []
+
+    class Model:
+        def __init__(self, owner: str) -> None:
+            self.owner = owner
+
+        def send(self, request: object) -> str:
+            sent.append(self.owner)
+            return f"answer for {self.owner}"
+
+    def a_sleep(seconds: float) -> None:  # A's waits (its start times ahead, its refusals) last until the test ends
+        parked.append(seconds)
+        stop.wait(120)
+        raise _Stopped
+
+    a = GovernedTransport(
+        Model("a"), PgLimiter(store, limits, owner="user-a", sleep=a_sleep), BackoffPolicy(), sleep=a_sleep, waiting=cancelled.is_set
+    )
+
+    def a_request() -> None:
+        try:
+            a.send(request)
+        except (_Stopped, Aborted) as exc:
+            ended.append(type(exc).__name__)
+
+    threads = [threading.Thread(target=a_request, daemon=True) for _ in range(10)]
+    b_waits: list[float] = []
+    try:
+        # Given owner A's 10 requests ask at once: one is sent, A books its cap of starts ahead and is refused the next
+        for thread in threads:
+            thread.start()
+        ahead = pace_ahead(60.0 / limits.rpm)
+        wait_until(lambda: len(parked) == ahead + 1 and sent == ["a"], what="A's requests sent, waiting on their starts, or refused")
+        # Then none of them holds a slot while it waits
+        assert store.scalar("SELECT count(*) AS held FROM ondemand_leases WHERE pool = :pool", pool=pool) == 0
+        # When B's request asks, it is given a start behind A's few booked ahead and a slot at once
+        b = GovernedTransport(Model("b"), PgLimiter(store, limits, owner="user-b"), BackoffPolicy(), sleep=b_waits.append)
+        assert b.send(request) == "answer for b"
+        assert len(b_waits) == 1 and b_waits[0] <= (ahead + 1) * 60.0 / limits.rpm
+        # And A's requests still queued behind its own for the pace stop when A's chunk is cancelled
+        cancelled.set()
+        wait_until(lambda: ended.count("Aborted") == 10 - 1 - (ahead + 1), what="A's queued requests aborted")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=30)
+    assert sent == ["a", "b"] and ended.count("_Stopped") == ahead + 1

@@ -60,14 +60,15 @@ def _uploaded(api: ApiClient, data: bytes, name: str) -> str:
 
 def _convert_and_wait(api: ApiClient, file_id: str, *, timeout_s: float = 900) -> tuple[float, str, dict[str, float]]:
     """Seconds from convert to the job's end, polled through the API as a user would; how it ended; and
-    where the time went, from the job's own timestamps (:func:`_stages`)."""
+    where the time went, from the job's own timestamps (:func:`_stages`), with its requests (:func:`_requests`)."""
     started, wall = time.perf_counter(), time.time()
     job_id = api.call("POST", f"/api/v1/files/{file_id}/convert", {"options": {}})["jobId"]
     deadline = started + timeout_s
     while time.perf_counter() < deadline:
         status = api.job(job_id)["status"]
         if status in ("completed", "failed", "cancelled"):
-            return time.perf_counter() - started, str(status), _stages(job_id, wall, wall + time.perf_counter() - started)
+            stages = _stages(job_id, wall, wall + time.perf_counter() - started)
+            return time.perf_counter() - started, str(status), {**stages, **_requests(job_id)}
         time.sleep(0.2)
     raise TimeoutError(f"job {job_id} did not end in {timeout_s:.0f} s")
 
@@ -89,6 +90,17 @@ def _stages(job_id: str, asked: float, seen: float) -> dict[str, float]:
         "end_seen_after_s": round(seen - finished, 2),
         "created_after_s": round(created - asked, 2),
     }
+
+
+def _requests(job_id: str) -> dict[str, int]:
+    """The job's on-demand requests and throttles, from its chunks' ledger rows: how the chunks grouped the
+    pages (RequestPlan.for_chunk sizes its groups from the starts free when the chunk begins)."""
+    row = services().db.one(
+        "SELECT coalesce(sum((metadata->>'requests')::int), 0) AS requests, coalesce(sum((metadata->>'throttled')::int), 0) AS throttled"
+        " FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND source = 'chunk'",
+        id=job_id,
+    )
+    return {"requests": int(row["requests"]), "throttled": int(row["throttled"])} if row else {}
 
 
 def _a_jobs_started(job_ids: list[str]) -> int:

@@ -1145,7 +1145,7 @@ class Limiter(Protocol):
     """The global on-demand limit (ondemand/limiter.py): leases on numbered slots, shared by owner, and request pacing."""
 
     def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Any: ...  # a context manager yielding a Lease
-    def pace(self, pool: str) -> float: ...  # seconds to wait before starting the request
+    def pace(self, pool: str, *, aborted: Callable[[], bool] = ...) -> float: ...  # seconds to wait before starting the request (taken before the slot)
     def free_now(self, pool: str) -> int | None: ...  # requests that could start at once (None: unknown)
 
 

@@ -43,7 +43,8 @@ def chunk_pages(count: int, *, blank_every: int = 0, lines_per_page: int = 18) -
 class RecordingLimiter:
     """A limiter whose slots are counted, so a test can see that backoff happens while one is held."""
 
-    def __init__(self) -> None:
+    def __init__(self, pace_waits: tuple[float, ...] = ()) -> None:
+        self.pace_waits = list(pace_waits)  # what pace() answers, in turn (0 once spent)
         self.held = 0
         self.max_held = 0
         self.events: list[str] = []
@@ -65,5 +66,7 @@ class RecordingLimiter:
     def renew(self) -> None:
         return None
 
-    def pace(self, pool: str) -> float:
-        return 0.0
+    def pace(self, pool: str, *, aborted: Callable[[], bool] = lambda: False) -> float:
+        with self._lock:
+            self.events.append(f"pace/{self.held}")  # the slots held when a start time is asked for
+            return self.pace_waits.pop(0) if self.pace_waits else 0.0

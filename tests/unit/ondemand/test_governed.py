@@ -5,6 +5,7 @@ from ondemand_fakes import CONFIG, ModelTransport, RecordingLimiter, chunk_pages
 
 from batchlane.converter import ModelCallError, build_page_request
 from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport
+from batchlane.ondemand.governed import PACE_LATE_S
 
 PAGE = chunk_pages(1)[0]
 REQUEST = build_page_request(chunk_index=0, page_number=1, pdf_bytes=PAGE.pdf_bytes, config=CONFIG)
@@ -30,8 +31,10 @@ def test_throttles_are_absorbed_while_the_slot_is_held():
     answer = transport.send(REQUEST)
     assert answer.text and len(inner.sent) == 4
     assert (transport.requests, transport.throttled, transport.exhausted) == (4, 3, 0)
-    # one slot for the whole request: taken once, held through every backoff, given back once
-    assert limiter.events == ["acquire", "release"] and sleep.held_while_sleeping == [1, 1, 1]
+    # the first start time before the slot; then one slot for the whole request: taken once, held
+    # through every backoff and each retry's start time, given back once
+    assert limiter.events == ["pace/0", "acquire", "pace/1", "pace/1", "pace/1", "release"]
+    assert sleep.held_while_sleeping == [1, 1, 1]
     # full jitter: each wait is uniform in [0, min(max, base * 2^n)]
     assert all(0 <= wait <= cap for wait, cap in zip(sleep.waits, (1, 2, 4), strict=True))
 
@@ -113,3 +116,34 @@ def test_a_request_cancelled_while_queued_for_a_slot_sends_nothing():
     with pytest.raises(Aborted):
         GovernedTransport(stopped, RecordingLimiter(), BackoffPolicy(), aborted=lambda: False, waiting=lambda: True).send(REQUEST)
     assert stopped.sent == []
+
+
+def test_a_request_waiting_on_the_pace_holds_no_slot():
+    # A flood's requests in line for their start times must leave the slots to requests being served
+    limiter = RecordingLimiter(pace_waits=(2.5,))
+    sleep = SleepRecorder(limiter)
+    transport = GovernedTransport(ModelTransport(), limiter, BackoffPolicy(), sleep=sleep)
+    assert transport.send(REQUEST).text
+    assert sleep.waits == [2.5] and sleep.held_while_sleeping == [0]
+    assert limiter.events == ["pace/0", "acquire", "release"]
+
+
+class _Clock:
+    """Reads ``first`` when the start time comes, then ``first + after_slot`` once the slot is taken."""
+
+    def __init__(self, after_slot: float) -> None:
+        self.readings = [100.0, 100.0 + after_slot]
+
+    def __call__(self) -> float:
+        return self.readings.pop(0) if len(self.readings) > 1 else self.readings[0]
+
+
+@pytest.mark.parametrize(("after_slot", "paced"), [(PACE_LATE_S, 1), (PACE_LATE_S + 0.01, 2)])
+def test_a_slot_that_comes_late_sends_on_a_fresh_start_time_never_on_the_stale_one(after_slot, paced):
+    # Sent within the margin on the start it waited for; later, it asks the pace again holding the slot,
+    # so requests delayed by the slots cannot all go at once when slots free
+    limiter = RecordingLimiter()
+    inner = ModelTransport()
+    transport = GovernedTransport(inner, limiter, BackoffPolicy(), sleep=SleepRecorder(), clock=_Clock(after_slot))
+    assert transport.send(REQUEST).text and len(inner.sent) == 1
+    assert limiter.events == ["pace/0", "acquire", *["pace/1"] * (paced - 1), "release"]

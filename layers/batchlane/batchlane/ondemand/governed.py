@@ -1,5 +1,12 @@
 """GovernedTransport: every on-demand model request under the global limit, backing off with full jitter while it holds its slot.
 
+A request takes its start time from the pace *before* it takes a slot: a request waiting in line
+for the pace holds nothing, so the slots are held by requests being served, and another owner's
+request finds one free (a flood's queue held every slot before, and fed a newcomer slots only
+as fast as the pace let the flood's requests end: docs/decisions/0027). A slot that comes later
+than ``PACE_LATE_S`` after the start time is not used on that start: the request takes a fresh
+one, so sends delayed by the slots never bunch beyond the pace's bound by more than that margin.
+
 Why, and the two abort checks: docs/architecture.md "Module notes".
 """
 
@@ -16,7 +23,11 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 from batchlane.converter.request import PageRequest
 from batchlane.converter.transports import INVOCATION_ENDING, ModelAnswer, ModelCallError, Transport
 from batchlane.observability import logger
-from batchlane.ondemand.limiter import Aborted, LeaseWaitTimeout, Limiter
+from batchlane.ondemand.limiter import PACE_LEAD_S, Aborted, LeaseWaitTimeout, Limiter
+
+# How long after its start time a request may still be sent on it (the slot came late): the margin the
+# pace already gives a loaded host's wake-ups. Later, it takes a fresh start time.
+PACE_LATE_S = PACE_LEAD_S
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,7 @@ class GovernedTransport:
         aborted: Callable[[], bool] = lambda: False,
         waiting: Callable[[], bool] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._inner = inner
         self._limiter = limiter
@@ -61,6 +73,7 @@ class GovernedTransport:
         self._aborted = aborted
         self._waiting = waiting or aborted
         self._sleep = sleep
+        self._clock = clock
         self._lock = threading.Lock()
         self.requests = 0
         self.throttled = 0
@@ -73,14 +86,29 @@ class GovernedTransport:
     def send(self, request: PageRequest) -> ModelAnswer:
         if self._waiting():
             raise Aborted("chunk no longer processing")
+        started = self._start(request)
         try:
             with self._limiter.slot(request.model_id, aborted=self._waiting) as lease:
-                return self._attempts(request, lease)
+                return self._attempts(request, lease, started)
         except LeaseWaitTimeout as exc:
             self._count("exhausted")
             raise ModelCallError("LeaseWaitTimeout", str(exc), retryable=True) from exc
 
-    def _attempts(self, request: PageRequest, lease: Any) -> ModelAnswer:
+    def _start(self, request: PageRequest) -> float:
+        """Wait for a start time from the pace; the clock's reading when it came.
+
+        The row before taking a start time, the flag after waiting for it: a read between
+        the start time and the send would make the pace uneven."""
+        if self._aborted():
+            raise Aborted("chunk no longer processing")
+        wait = self._limiter.pace(request.model_id, aborted=self._waiting)
+        if wait > 0:
+            self._sleep(wait)
+        if self._waiting():
+            raise Aborted("chunk no longer processing")
+        return self._clock()
+
+    def _attempts(self, request: PageRequest, lease: Any, started: float) -> ModelAnswer:
         policy = self._policy
 
         def before_sleep(state: RetryCallState) -> None:
@@ -100,15 +128,9 @@ class GovernedTransport:
                 with attempt:
                     if attempt.retry_state.attempt_number > 1:
                         lease.renew()  # the first attempt runs on a lease just taken
-                    # The row before taking a start time, the flag after waiting for it: a
-                    # read between the start time and the send would make the pace uneven.
-                    if self._aborted():
-                        raise Aborted("chunk no longer processing")
-                    wait = self._limiter.pace(request.model_id)
-                    if wait > 0:
-                        self._sleep(wait)
-                    if self._waiting():
-                        raise Aborted("chunk no longer processing")
+                        self._start(request)  # a retry waits on the pace holding its slot: it is being served
+                    elif self._clock() - started > PACE_LATE_S:
+                        self._start(request)  # the slot came late: a fresh start time, not a bunched send
                     self._count("requests")
                     try:
                         return self._inner.send(request)

@@ -103,7 +103,7 @@ class NoLimit:
     def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Iterator[Lease]:
         yield _NoLease()
 
-    def pace(self, pool: str) -> float:
+    def pace(self, pool: str, *, aborted: Callable[[], bool] = lambda: False) -> float:
         return 0.0
 
     def free_now(self, pool: str) -> int | None:
@@ -288,7 +288,9 @@ class PgLimiter:
         free = pace_starts_free(None if behind is None else float(behind), 60.0 / self.limits.rpm, self.limits.burst)
         return min(free, max(0, self.limits.concurrency - int(held or 0))) if self.limits.concurrency else free
 
-    def pace(self, pool: str) -> float:
+    def pace(self, pool: str, *, aborted: Callable[[], bool] = lambda: False) -> float:
+        """Seconds until this request's start time. ``aborted`` (a cheap flag) is polled while the request
+        queues behind its owner's other requests or waits for room to book: a cancelled chunk stops waiting."""
         if not self.limits.rpm:
             return 0.0
         interval = 60.0 / self.limits.rpm
@@ -300,7 +302,11 @@ class PgLimiter:
         # Shared by owner, the least served first (0031_ondemand_fair_pace.sql, 0035), the burst kept for the
         # little served (0036): at its cap of starts
         # booked ahead, an owner waits until its earliest begins. One thread per owner and pool asks; the others queue here.
-        with self._store.gate(f"pace\x00{pool}\x00{self._owner}"):
+        gate = self._store.gate(f"pace\x00{pool}\x00{self._owner}")
+        while not gate.acquire(timeout=0.5):
+            if aborted():
+                raise Aborted("chunk no longer processing")
+        try:
             while True:
                 row = self._store.one(
                     "SELECT wait_s, retry_s FROM ondemand_pace_fair(:pool, :owner, :interval, :burst, :ahead, NULL, :tau, :reserve, :busy)",
@@ -317,7 +323,11 @@ class PgLimiter:
                     raise RuntimeError("ondemand_pace_fair returned no row")
                 if row["wait_s"] is not None:
                     return float(row["wait_s"])
+                if aborted():
+                    raise Aborted("chunk no longer processing")
                 self._sleep(max(PACE_MIN_RETRY_S, float(row["retry_s"] or 0.0)))
+        finally:
+            gate.release()
 
 
 _stores: dict[ConnectParams, SerialDatabase] = {}
