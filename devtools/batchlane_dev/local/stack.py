@@ -309,6 +309,7 @@ class OfflineStack:
         self._stop.set()
         for thread in self._threads:
             thread.join(timeout=5)
+        self._stop_executions()
         if self.registry.workers is not None:
             self.registry.workers.shutdown()  # before the database: workers hold connections
         if self.registry.cpu_shares is not None:
@@ -346,6 +347,26 @@ class OfflineStack:
         self.stop()
 
     # -- pieces ------------------------------------------------------------------------
+    def _stop_executions(self) -> None:
+        """Stop the executions still running. moto runs each in a thread of this process that outlives
+        the server's reset: a stack started next in the process would answer their Lambda calls against
+        its own database ("no job ..." from Settle, a stack's work running into the next one's figure)."""
+        if not self._moto_url:
+            return
+        sfn = self._client("stepfunctions", self._moto_url)
+        stopped = 0
+        try:
+            with iam.acting_as(iam.AWS_SERVICE):
+                for machine in sfn.list_state_machines()["stateMachines"]:
+                    pages = sfn.get_paginator("list_executions").paginate(stateMachineArn=machine["stateMachineArn"], statusFilter="RUNNING")
+                    for execution in (item for page in pages for item in page["executions"]):
+                        sfn.stop_execution(executionArn=execution["executionArn"], cause="offline stack stopped")
+                        stopped += 1
+        except Exception as exc:  # stopping must go on: the server goes away next anyway
+            log.warning("running executions not all stopped", extra={"error": str(exc), "stopped": stopped})
+        if stopped:
+            log.info("offline stack stopped its running executions", extra={"stopped": stopped})
+
     def _moto_urls(self) -> tuple[str, ...]:
         return (self._moto_url, self._moto_url.replace("127.0.0.1", "localhost")) if self._moto_url else ()
 
