@@ -118,6 +118,21 @@ def _slots_held() -> dict[str, int]:
     return {str(row["owner_id"]): int(row["n"]) for row in rows}
 
 
+def _pace_state() -> dict[str, Any]:
+    """The on-demand pace now (0031, 0035, 0036): how far its schedule runs behind the clock, in intervals (the
+    starts free at once, less one), and per owner its remembered service and its starts booked ahead."""
+    interval = 60.0 / float(ENV["BATCHLANE_ONDEMAND_RPM"])
+    rows = services().db.run(
+        "SELECT p.pool, extract(epoch FROM clock_timestamp() - p.next_at)::double precision AS behind, o.owner_id, o.served,"
+        " (SELECT count(*) FROM unnest(o.ahead) AS s WHERE s > clock_timestamp()) AS ahead"
+        " FROM ondemand_pace p LEFT JOIN ondemand_pace_owners o ON o.pool = p.pool"
+    )
+    return {
+        "behind_intervals": round(max((float(row["behind"]) for row in rows), default=0.0) / interval, 1),
+        "owners": {str(row["owner_id"]): {"served": round(float(row["served"]), 1), "ahead": int(row["ahead"])} for row in rows if row["owner_id"]},
+    }
+
+
 def _measure(options: StackOptions, pages: int, a_jobs: int, a_pages: int, large_pages: int) -> dict[str, Any]:
     """One stack: B alone, then B while A floods. B converts once every one of A's conversions is past its
     split, so that B meets A's pages at the shared quota and slots rather than racing A's splits."""
@@ -151,7 +166,7 @@ def _measure(options: StackOptions, pages: int, a_jobs: int, a_pages: int, large
                 while _a_jobs_started(a_job_ids) < len(a_job_ids) and time.monotonic() < deadline:
                     time.sleep(0.1)
                 a_started = _a_jobs_started(a_job_ids)
-                slots_at_b = _slots_held()
+                slots_at_b, pace_at_b = _slots_held(), _pace_state()
                 flood_s, flood_status, flood_stages = _convert_and_wait(b, b_file)
             finally:
                 stop.set()
@@ -168,6 +183,7 @@ def _measure(options: StackOptions, pages: int, a_jobs: int, a_pages: int, large
         "b_stages_under_flood": flood_stages,
         "a_jobs_past_split_when_b_converted": a_started,
         "slots_held_when_b_converted": slots_at_b,
+        "pace_when_b_converted": pace_at_b,
         "a_calls_answered": answered["a_answered"],
         "a_calls_refused_429": answered["a_refused"],
     }

@@ -1,7 +1,8 @@
 """The global on-demand limit: leases on numbered slots in PostgreSQL, plus request pacing.
 
-Every chunk Lambda of every job takes a slot before a Converse request and gives it
-back after, so however many documents run at once, at most ``global_concurrency``
+Every chunk Lambda of every job takes a slot before a Converse request (once its start
+time on the pace has come: ondemand/governed.py) and gives it back after, so however many
+documents run at once, at most ``global_concurrency``
 requests per model are in flight. A slot is a lease: it expires ``lease_ttl_s`` after
 it was taken (renewed before each retry), so a worker killed mid-request frees its
 slot on its own. With ``ondemand_rpm`` set, every attempt also takes a start time from
