@@ -64,6 +64,7 @@ mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money us
 	sed 's|@ROOT@|$(CURDIR)|g' devtools/mutate/setup.cfg.in > $(MUTATE_DIR)/setup.cfg
 	cd $(MUTATE_DIR) && PYTHONPATH=$(CURDIR)/devtools $(CURDIR)/$(VENV)/bin/mutmut run --max-children 2
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json && echo
+	$(VENV)/bin/python devtools/mutate/table.py $(MUTATE_DIR)/mutants
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut results
 
 bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline measured in the same run
