@@ -22,5 +22,3 @@ def test_executions_still_running_are_stopped_with_the_stack(stack_factory):
     stack._stop_executions()
     # (the execution's thread sees the stop at its next step: moto stops executions asynchronously)
     wait_until(lambda: sfn.describe_execution(executionArn=running)["status"] == "ABORTED", what="the execution aborted")
-    # And a stack with nothing running stops cleanly
-    stack._stop_executions()

@@ -100,7 +100,8 @@ def _requests(job_id: str) -> dict[str, int]:
         " FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND source = 'chunk'",
         id=job_id,
     )
-    return {"requests": int(row["requests"]), "throttled": int(row["throttled"])} if row else {}
+    assert row is not None  # an aggregate answers one row, zeros for a job with no chunk rows
+    return {"requests": int(row["requests"]), "throttled": int(row["throttled"])}
 
 
 def _a_jobs_started(job_ids: list[str]) -> int:

@@ -68,8 +68,7 @@ class OwnerCpuShares:
     def close(self) -> None:
         """Every process still in a group back home, the groups removed (a cgroup with tasks cannot be)."""
         for group in self._groups.values():
-            for pid in _read_pids(group / "cgroup.procs"):
-                _move([pid], self.home_procs())
+            _move(_read_pids(group / "cgroup.procs"), self.home_procs())
             try:
                 group.rmdir()
             except OSError as exc:
@@ -130,12 +129,12 @@ def _remove_stale(cpu_root: Path) -> None:
     for root in cpu_root.glob("batchlane-offline-*"):
         pid = root.name.split("-")[2]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            for group in root.glob("owner-*"):
-                if not _read_pids(group / "cgroup.procs"):
-                    group.rmdir()
             try:
+                for group in root.glob("owner-*"):
+                    if not _read_pids(group / "cgroup.procs"):
+                        group.rmdir()
                 root.rmdir()
-            except OSError:
+            except OSError:  # still busy, or removed meanwhile by another stack: never a reason not to start
                 continue
 
 
