@@ -18,6 +18,8 @@ from typing import Any
 from pypdf import PdfReader
 from pypdf.errors import LimitReachedError, PdfReadError
 
+from batchlane.domain import vision
+
 EMULATED_MODEL_LABEL = "batchlane offline emulator (text layer + image list, not a model)"
 
 TOKENS_PER_DOCUMENT = 1500
@@ -29,7 +31,7 @@ GUARDRAIL_TEXT = "Sorry, the model cannot answer this request."
 _PAGE_NUMBER = re.compile(r"(\d+)\s*$")
 # The text block batchlane sends after a page image (converter/request.py): names the page, carries its text layer.
 _IMAGE_LABEL = re.compile(r"^(?:The text layer of (?P<name>\S+):\n(?P<text>.*)|(?P<bare>\S+) has no text layer\.)$", re.DOTALL)
-IMAGE_TOKEN_PIXELS = 750  # Anthropic, "Vision": an image costs about width × height / 750 tokens
+IMAGE_TOKEN_PIXELS = vision.IMAGE_TOKEN_PIXELS  # Anthropic, "Vision": an image costs about width × height / 750 tokens
 INK_LEVEL = 160  # grey below this is ink
 DENSE_CELL = 0.6  # an 8 px cell at least this inked is picture, not glyph strokes
 MIN_PICTURE_CELLS = 24  # fewer dense cells than this (a bold heading's strokes) is no picture
@@ -63,7 +65,10 @@ class SeenImage:
 
     @property
     def tokens(self) -> int:
-        return math.ceil(self.width * self.height / IMAGE_TOKEN_PIXELS)
+        """As Claude counts them: after it scales an image over 1,568 px or ~1.15 megapixels down (Anthropic,
+        "Vision"; domain/vision.py). Before issue 42.2 the emulator billed the image as sent: an A4 scan at
+        1240×1754 px cost 2,900 tokens here where Claude bills ~1,608."""
+        return vision.image_tokens(self.width, self.height)
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,14 @@ from decimal import Decimal
 
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, LimitReached
+from batchlane.domain.vision import CLAUDE_MAX_IMAGE_TOKENS
 
 # A page's input tokens: its text layer (CHARS_PER_TOKEN characters a token), its page image (Claude
-# counts width x height / 750 and scales a page to at most ~1.15 megapixels: 1,600 tokens at most) and
-# the prompt of the request carrying it. A request's input never exceeds the model's context window
-# less its output cap: what a page with no estimate (its content read cut short) is held at.
-IMAGE_TOKENS_PER_PAGE = 1600
+# counts width x height / 750 after scaling an image to at most ~1.15 megapixels: domain/vision.py, 1,608
+# tokens at most, whatever form or size it was sent in) and the prompt of the request carrying it. A
+# request's input never exceeds the model's context window less its output cap: what a page with no
+# estimate (its content read cut short) is held at.
+IMAGE_TOKENS_PER_PAGE = CLAUDE_MAX_IMAGE_TOKENS
 PROMPT_TOKENS_PER_REQUEST = 400
 CHARS_PER_TOKEN = 4
 CONTEXT_TOKENS = 200_000
