@@ -8,6 +8,10 @@ import "./style.css";
 
 const html = htm.bind(h);
 const usd = (v) => (v == null ? "–" : `$${Number(v).toFixed(4)}`);
+// A saving against all on-demand, or a loss said as one (docs/operations.md "Savings").
+const saving = (live) => (Number(live.savingUsd) < 0
+  ? html`<span class="loss" data-testid="loss">loss of ${usd(-Number(live.savingUsd))} (${-Number(live.savingPercent)} % more than on-demand)</span>`
+  : html`${usd(live.savingUsd)} (${live.savingPercent} %)`);
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
 const duration = (s) => (s == null ? "unknown" : s < 90 ? `${s} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
 
@@ -138,7 +142,7 @@ function Jobs() {
       <tbody>${(files || []).filter((f) => f.conversion).map((f) => { const c = f.conversion; return html`<tr>
         <td><a href=${`#/job/${c.jobId}`}>${f.name}</a></td><td>${c.status}</td><td>${c.pages.done} / ${c.pages.total ?? "?"}</td>
         <td>${c.batch ? "batch" : c.batchWaiting ? "batch (pool)" : "on-demand"}</td><td>${usd(c.live.costSoFarUsd)}</td>
-        <td>${usd(c.live.savingUsd)}</td><td>${duration(c.live.eta.seconds)}</td><td>${when(c.createdAt)}</td></tr>`; })}</tbody>
+        <td>${saving(c.live)}</td><td>${duration(c.live.eta.seconds)}</td><td>${when(c.createdAt)}</td></tr>`; })}</tbody>
     </table></main>`;
 }
 
@@ -177,7 +181,7 @@ function Job({ id }) {
     <p data-testid="status">Status: <strong>${job.status}</strong> (${job.phase})</p>
     <p class="next">${nextStep(job)}</p>
     <dl><dt>Cost so far</dt><dd data-testid="cost">${usd(job.live.costSoFarUsd)}</dd><dt>All on-demand would be</dt><dd>${usd(job.live.onDemandUsd)}</dd>
-      <dt>Saving</dt><dd>${usd(job.live.savingUsd)} (${job.live.savingPercent} %)</dd><dt>ETA</dt><dd>${finished ? "finished" : duration(job.live.eta.seconds)}</dd>
+      <dt>Saving</dt><dd data-testid="saving">${saving(job.live)}</dd><dt>ETA</dt><dd>${finished ? "finished" : duration(job.live.eta.seconds)}</dd>
       ${job.costUsd != null && html`<dt>Final cost</dt><dd>${usd(job.costUsd)}</dd>`}</dl>
     <div class="actions">
       <button disabled=${finished || act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/cancel`, { jobId: id })}>Cancel</button>

@@ -6,7 +6,17 @@ from decimal import Decimal
 
 import pytest
 
-from batchlane.domain.budget import CONTEXT_TOKENS, Limits, Standing, check_hold, check_new_job, raised_hold, request_worst_usage, worst_case_usage
+from batchlane.domain.budget import (
+    CONTEXT_TOKENS,
+    IMAGE_TOKENS_PER_PAGE,
+    Limits,
+    Standing,
+    check_hold,
+    check_new_job,
+    raised_hold,
+    request_worst_usage,
+    worst_case_usage,
+)
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, LimitReached
 
@@ -37,7 +47,7 @@ def test_the_worst_case_holds_each_page_s_input_and_a_whole_answer() -> None:
     sparse = worst_case_usage(pages=10, blank=0, scans=0, text_chars=1_000, **PAGE)
     dense = worst_case_usage(pages=10, blank=0, scans=0, text_chars=400_000, **PAGE)
     assert dense.input_tokens == sparse.input_tokens + (400_000 - 1_000) // 4  # the text goes in: characters / 4
-    assert sparse.input_tokens == 10 * (1600 + 400) + 250  # each page's image and prompt, and its text
+    assert sparse.input_tokens == 10 * (IMAGE_TOKENS_PER_PAGE + 400) + 250  # each page's image and prompt, and its text
     scans = worst_case_usage(pages=10, blank=0, scans=10, text_chars=0, **PAGE)
     assert scans.output_tokens == sparse.output_tokens == 10 * 8192  # any page may answer max_tokens, a scan too
     assert worst_case_usage(pages=10, blank=10, scans=0, text_chars=0, **PAGE) == worst_case_usage(pages=0, blank=0, scans=0, text_chars=0, **PAGE)
@@ -46,11 +56,11 @@ def test_the_worst_case_holds_each_page_s_input_and_a_whole_answer() -> None:
 def test_a_page_with_no_estimate_is_held_at_the_whole_context() -> None:
     known = worst_case_usage(pages=3, blank=0, scans=3, text_chars=0, **PAGE)
     unknown = worst_case_usage(pages=3, blank=0, scans=2, text_chars=0, unknown=1, **PAGE)
-    assert unknown.input_tokens == 2 * (1600 + 400) + (CONTEXT_TOKENS - 8192)
+    assert unknown.input_tokens == 2 * (IMAGE_TOKENS_PER_PAGE + 400) + (CONTEXT_TOKENS - 8192)
     assert unknown.input_tokens > known.input_tokens and unknown.output_tokens == known.output_tokens
     # the same bound per request: a request reserves its pages' inputs, within the context, and max_tokens out
     assert request_worst_usage([None], max_tokens=8192) == Usage(CONTEXT_TOKENS - 8192, 8192)
-    assert request_worst_usage([4_000, 0], max_tokens=8192) == Usage(1000 + 2 * (1600 + 400), 8192)
+    assert request_worst_usage([4_000, 0], max_tokens=8192) == Usage(1000 + 2 * (IMAGE_TOKENS_PER_PAGE + 400), 8192)
 
 
 def test_the_coverage_reask_doubles_the_text_pages_worst_case() -> None:

@@ -16,6 +16,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -359,6 +360,17 @@ def hold_words(hold: dict[str, Any]) -> str:
     return f"{amount} reserved against your budget for the worst case while the job runs (a retry reserves its pages again)"
 
 
+def saving_words(live: dict[str, Any]) -> str:
+    """The job's saving against all on-demand (docs/operations.md "Savings"): a loss is said as one."""
+    saving = Decimal(live["savingUsd"])
+    if saving < 0:
+        return (
+            f"a LOSS of ${-saving}: {-Decimal(live['savingPercent'])} % more than all on-demand (${live['onDemandUsd']}); "
+            "batch records were billed and not used"
+        )
+    return f"${saving} ({live['savingPercent']} %); all on-demand would be ${live['onDemandUsd']}"
+
+
 def _print_job(job: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(job))
@@ -374,6 +386,8 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
     if job["hold"]:
         click.echo(f"  hold    {hold_words(job['hold'])}")
     click.echo(f"  cost    ${job['costUsd']}")
+    if job.get("live"):
+        click.echo(f"  saving  {saving_words(job['live'])}")
     if job["error"]:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
     if job.get("retry"):

@@ -178,6 +178,13 @@ def _tiers_line(tiers: dict) -> str:
     return " (" + ", ".join(f"{name} {t['pages']} pages ${t['cost_usd']:.4f}" for name, t in tiers.items()) + ")"
 
 
+def money_line(total: float, all_on_demand: float, saving_pct: float) -> str:
+    """The total against all on-demand (domain/savings.py): a saving, or a loss said as one."""
+    if total > all_on_demand + 5e-7:
+        return f"${total:.4f} (all on-demand would be ${all_on_demand:.4f}; a LOSS of ${total - all_on_demand:.4f}, {-saving_pct}% more than on-demand)"
+    return f"${total:.4f} (all on-demand would be ${all_on_demand:.4f}; saving {saving_pct}%)"
+
+
 def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
@@ -187,7 +194,7 @@ def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def
         ("pages", f"{report['pages']} ({report['pages_converted']} converted, {report['pages_failed']} failed, {report['pages_blank']} blank)"),
         ("batch lane", _batch_line(report["batch"])),
         ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}" + _tiers_line(report["on_demand"].get("tiers", {}))),
-        ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
+        ("total cost", money_line(report["total_cost_usd"], report["all_on_demand_cost_usd"], report["saving_pct"])),
         ("markdown", str(report["markdown_path"])),
         ("model", report.get("emulated_model", report["model_id"])),
         ("time", _timings_line(report["timings"])),
@@ -211,7 +218,7 @@ def _print_folder_report(console, report: dict) -> None:  # type: ignore[no-unty
         ),
         ("pages", f"{pages['total']} ({pages['completed']} converted, {pages['failed']} failed)"),
         ("batch lane", f"{batch['records']} records in {batch['bedrock_jobs']} Bedrock job(s), {batch['accepted']} accepted"),
-        ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
+        ("total cost", money_line(report["total_cost_usd"], report["all_on_demand_cost_usd"], report["saving_pct"])),
         ("markdown", report["output_dir"]),
         ("report", report["report_path"]),
         ("time", f"{report['seconds']} s"),

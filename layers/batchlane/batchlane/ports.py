@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from batchlane.pdf.split import ChunkSpan
 
 from batchlane.domain.budget import Limits, Standing
+from batchlane.domain.savings import LedgerMoney
 from batchlane.domain.status import Transition
 from batchlane.domain.workflow_end import Execution
 
@@ -1274,6 +1275,9 @@ class ReadModel(Protocol):
 
     def jobs_of_file(self, file_id: str) -> list[FileJob]: ...
     def spend_by_model(self, job_id: str) -> list[ModelSpend]: ...
+    def ledger_money(self, job_id: str) -> LedgerMoney:
+        """The job's ledger summed: total, on-demand, batch, and its batch-served pages at the on-demand price (domain/savings.py)."""
+        ...
 
 
 class CapCounts(Protocol):

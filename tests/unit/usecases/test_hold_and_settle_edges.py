@@ -12,7 +12,7 @@ from usecase_fakes import MODEL
 from batchlane.conversion import budget
 from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.domain import status as st
-from batchlane.domain.budget import raised_hold, request_worst_usage
+from batchlane.domain.budget import IMAGE_TOKENS_PER_PAGE, raised_hold, request_worst_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import JobStatus
@@ -99,7 +99,7 @@ def test_pages_with_no_known_text_are_each_held_at_a_whole_context_request(svc_o
 def test_the_smallest_request_is_one_page_image_and_prompt_with_a_whole_answer(svc_on_fakes: Services) -> None:
     answer = svc_on_fakes.settings.batchlane_max_tokens
 
-    assert budget.cheapest_request_usd(svc_on_fakes, MODEL) == svc_on_fakes.prices.cost(MODEL, Usage(1600 + 400, answer))
+    assert budget.cheapest_request_usd(svc_on_fakes, MODEL) == svc_on_fakes.prices.cost(MODEL, Usage(IMAGE_TOKENS_PER_PAGE + 400, answer))
 
 
 def test_without_a_model_a_chunk_pauses_only_once_the_spend_reaches_the_hold(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:

@@ -334,7 +334,14 @@ def _drawings(pdf: bytes) -> list[str | None]:
                     continue
                 left, bottom = min(b[0] for b in shapes), min(b[1] for b in shapes)
                 right, top = max(b[2] for b in shapes), max(b[3] for b in shapes)
-                near = [b for b in paths if b[0] <= right + DRAWING_MARGIN_PT and b[2] >= left - DRAWING_MARGIN_PT and b[1] <= top + DRAWING_MARGIN_PT and b[3] >= bottom - DRAWING_MARGIN_PT]
+                near = [
+                    b
+                    for b in paths
+                    if b[0] <= right + DRAWING_MARGIN_PT
+                    and b[2] >= left - DRAWING_MARGIN_PT
+                    and b[1] <= top + DRAWING_MARGIN_PT
+                    and b[3] >= bottom - DRAWING_MARGIN_PT
+                ]
                 # Its axes and ticks (the thin paths beside the shapes), and a margin for their labels.
                 left, bottom = min(b[0] for b in near) - DRAWING_MARGIN_PT, min(b[1] for b in near) - DRAWING_MARGIN_PT
                 right, top = max(b[2] for b in near) + DRAWING_MARGIN_PT, max(b[3] for b in near) + DRAWING_MARGIN_PT

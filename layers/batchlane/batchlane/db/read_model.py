@@ -8,6 +8,7 @@ from typing import Any
 
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
+from batchlane.domain.savings import BATCH_SERVED_KEY, LedgerMoney
 from batchlane.ports import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile
 
 _JOB_COLUMNS = """j.id AS job_id, j.file_id, j.owner_id, j.status, j.retry_attempt, j.retry_pages, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
@@ -91,6 +92,21 @@ def ledger_by_model(db: Runner, job_id: str) -> list[dict[str, Any]]:
            FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id ORDER BY model_id""",
         id=job_id,
     )
+
+
+def ledger_money(db: Runner, job_id: str) -> LedgerMoney:
+    """domain/savings.ledger_money over the job's ledger rows, summed here."""
+    row = db.one(
+        """SELECT COALESCE(SUM(cost_usd), 0) AS total,
+                  COALESCE(SUM(cost_usd) FILTER (WHERE backend = 'batch'), 0) AS batch,
+                  COALESCE(SUM(cost_usd) FILTER (WHERE backend <> 'batch'), 0) AS on_demand,
+                  COALESCE(SUM(CAST(metadata ->> :key AS numeric)), 0) AS served
+           FROM cost_ledger WHERE job_id = CAST(:id AS uuid)""",
+        id=job_id,
+        key=BATCH_SERVED_KEY,
+    )
+    assert row is not None
+    return LedgerMoney(Decimal(row["total"]), Decimal(row["on_demand"]), Decimal(row["batch"]), Decimal(row["served"]))
 
 
 def _int(value: Any) -> int:
@@ -181,3 +197,6 @@ class PgReads:
 
     def spend_by_model(self, job_id: str) -> list[ModelSpend]:
         return [ModelSpend(r["model_id"], Decimal(r["cost"]), int(r["inp"]), int(r["out"])) for r in ledger_by_model(self.runner, job_id)]
+
+    def ledger_money(self, job_id: str) -> LedgerMoney:
+        return ledger_money(self.runner, job_id)
