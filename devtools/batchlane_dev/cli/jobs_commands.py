@@ -825,6 +825,11 @@ def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
         click.echo(json.dumps(result))
     elif result["action"] == "flagged_while_splitting":
         click.echo(f"job {job_id} is still being split; it will convert on-demand as soon as it is split")
+    elif result["action"] == "stopping_batch_job":
+        click.echo(
+            f"job {job_id}: its Bedrock batch job is being stopped; the pages it already converted (billed either way) are used, "
+            "the rest convert on-demand once it has stopped"
+        )
     elif result["resumed"]:
         stop = "; the batch job is being stopped (its output is still billed once)" if result["batchStopRequested"] else ""
         click.echo(f"job {job_id} is converting on-demand now{stop}")
