@@ -115,11 +115,13 @@ def assert_all_pages_on_demand(job_id: str) -> None:
 
 
 def assert_nothing_charged(job_id: str) -> None:
+    """Cancelled: nothing more is spent, and what was spent before (issue 38.2) is its total, as the ledger and the budget count it."""
     done = job(job_id)
     assert done.status == "cancelled"
-    assert Decimal(done.total_cost_usd) == 0
+    spent = ledger.job_total(services().db, job_id)
+    assert Decimal(done.total_cost_usd) == spent, "a cancelled job reports what it spent, as its owner's budget counts it"
     hold = ledger.get_hold(services().db, job_id)
-    assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
+    assert hold is not None and hold.outcome == "cancelled" and (hold.settled_usd or 0) == spent
     assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
 
 
@@ -147,7 +149,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     assert stopped.status == "cancelled"
     assert stopped.pages_done < 20, "the chunk went on converting after the cancel"
     assert all(c.status in ("cancelled", "completed") for c in chunks.values())
-    # its partial spend is on the ledger (our cost), and nothing is charged to the user
+    # its partial spend is on the ledger, and is what the cancelled job cost
     chunk_rows = [r for r in ledger.ledger_rows(services().db, job_id) if r.source == "chunk" and r.chunk_index == stopped.chunk_index]
     assert chunk_rows and sum(r.cost_usd for r in chunk_rows) > 0
     assert Decimal(stopped.cost_usd) == sum(r.cost_usd for r in chunk_rows)

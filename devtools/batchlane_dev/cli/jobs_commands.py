@@ -798,7 +798,7 @@ def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
-    """Cancel JOB: nothing is charged, the file goes back to uploaded (a folder job: queued files skipped, in-flight ones finish)."""
+    """Cancel JOB: nothing more is spent (what it spent is its cost), the file goes back to uploaded (a folder job: queued files skipped, in-flight ones finish)."""
     if folder_commands.is_folder_job(job_id):
         folder_commands.print_job(api.call("POST", f"/api/v1/folder-jobs/{job_id}/cancel"), as_json)
         return

@@ -482,6 +482,7 @@ def _book(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, usage: 
 
 
 def _ledger_row(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
+    """The attempt's ledger row; a job that ended meanwhile (cancelled while the chunk ran) has its total follow it."""
     uow.ledger.add_chunk_cost(
         job_id=job_id,
         chunk_index=chunk_index,
@@ -491,6 +492,8 @@ def _ledger_row(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, u
         cost_usd=cost,
         metadata=metadata,
     )
+    if cost:
+        uow.ledger.carry_late_batch_cost(job_id)
 
 
 def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, PageResult], continuations: int, spend: Spend) -> None:

@@ -138,20 +138,22 @@ def get_hold(db: Runner, job_id: str) -> Hold | None:
 
 
 def carry_late_batch_cost(db: Runner, job_id: str) -> None:
-    """A batch bill written after its job left the lane (process now, cancel, stopping) still counts:
-    a finished job's total and its settled hold follow the ledger, and the job carries its batch cost
-    (its own batch rows: its shares, not the whole lane's bill it shared with other jobs)."""
+    """A batch bill written after its job left the lane (process now, cancel, stopping), or a cancelled job's
+    last chunk booking, still counts: a finished (or cancelled) job's total and its closed hold follow the
+    ledger, and the job carries its batch cost (its own batch rows: its shares, not the whole lane's bill).
+    The job row is locked first: two bookings committing at once each sum after the other's commit (the last sees all)."""
+    db.run("SELECT id FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR UPDATE", id=job_id)
     db.run(
         """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
                updated_at = now()
            WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:settled AS text[]))""",
         id=job_id,
-        settled=[JobStatus.COMPLETED, JobStatus.FAILED],
+        settled=[JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED],
     )
     db.run(
         """UPDATE funds_holds SET settled_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
                updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND outcome = 'settled'""",
+           WHERE job_id = CAST(:id AS uuid) AND outcome IN ('settled', 'cancelled')""",
         id=job_id,
     )
     db.run(
