@@ -122,24 +122,26 @@ class BedrockEmulator:
         with self._stats_lock:
             return ServedMark(len(self.runtime.served), frozenset(self.jobs))
 
-    def _since(self, since: ServedMark | None) -> tuple[list[ServedCall], list[Job]]:
+    def served_since(self, since: ServedMark | None = None, until: ServedMark | None = None) -> tuple[list[ServedCall], list[Job]]:
+        """The runtime calls answered and the batch jobs created between two marks (None: from the start, up to now)."""
         with self._stats_lock:
-            calls = list(self.runtime.served)[since.calls if since else 0 :]
-        return calls, [j for arn, j in list(self.jobs.items()) if since is None or arn not in since.jobs]
+            calls = list(self.runtime.served)[since.calls if since else 0 : until.calls if until else None]
+        jobs = [j for arn, j in list(self.jobs.items()) if (since is None or arn not in since.jobs) and (until is None or arn in until.jobs)]
+        return calls, jobs
 
-    def bill(self, prices: PriceTable, *, since: ServedMark | None = None) -> dict[str, Decimal]:
+    def bill(self, prices: PriceTable, *, since: ServedMark | None = None, until: ServedMark | None = None) -> dict[str, Decimal]:
         """What AWS would bill for what the emulator served (after ``since``), at ``prices`` (the deployment's price
         table): each runtime call its tokens at the tier that served it, each batch job its tokens at the batch
         price (every record it processed, used or not, as manifest.json.out counts them). A test holds the ledger to it."""
-        calls, jobs = self._since(since)
+        calls, jobs = self.served_since(since, until)
         runtime = sum((prices.cost(c.model_id, Usage(c.input_tokens, c.output_tokens), tier=c.tier) for c in calls), Decimal(0))
         batch = sum((prices.cost(j.model_id, Usage(j.input_tokens, j.output_tokens), batch=True) for j in jobs), Decimal(0))
         return {"runtime": runtime, "batch": batch, "total": runtime + batch}
 
-    def pages_served(self, *, since: ServedMark | None = None) -> dict[str, Counter[int]]:
+    def pages_served(self, *, since: ServedMark | None = None, until: ServedMark | None = None) -> dict[str, Counter[int]]:
         """How many billed answers carried each page (after ``since``): ``runtime`` calls (a multi-page call counts
         for each of its pages) and ``batch`` records answered. Page numbers are the documents' own (``page-N``)."""
-        calls, jobs = self._since(since)
+        calls, jobs = self.served_since(since, until)
         runtime: Counter[int] = Counter(page for call in calls for page in call.pages)
         batch: Counter[int] = Counter(parse_record_id(split_pooled_record_id(rid.removesuffix(RETRY_SUFFIX))[1])[1] for j in jobs for rid in list(j.answered))
         return {"runtime": runtime, "batch": batch}
