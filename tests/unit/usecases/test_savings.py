@@ -12,7 +12,7 @@ from usecase_fakes import MODEL, new_job
 
 from batchlane.api.live import with_live
 from batchlane.api.usecases import job_conversion
-from batchlane.conversion.savings import batch_served_at_on_demand, marker_tokens, prompt_tokens
+from batchlane.conversion.savings import batch_answers_at_on_demand, marker_tokens, prompt_tokens, unused_batch_answers
 from batchlane.converter import ConverterConfig, PageResult
 from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION
 from batchlane.domain.cost import Usage
@@ -80,13 +80,23 @@ def test_the_groups_are_the_on_demand_planners_groups(outputs: list[int], limit:
     assert [[a.page for a in group] for group in on_demand_groups(answers, page_limit=plan.page_limit, output_budget=plan.max_tokens * plan.fill)] == expected
 
 
-def test_a_chunks_batch_served_pages_are_priced_per_request_at_the_on_demand_price(svc_on_fakes: Services) -> None:
+def test_a_chunks_batch_answers_are_priced_per_request_at_the_on_demand_price(svc_on_fakes: Services) -> None:
     config = ConverterConfig(model_id=MODEL, max_tokens=8192, temperature=0.0)
-    pages = [PageResult(n, "converted", "x", served_by="batch", batch_usage=Usage(3300, 600)) for n in range(1, 8)]
-    pages.append(PageResult(8, "converted", "x", served_by="on_demand", usage=Usage(3300, 600), cost_usd=Decimal("0.02")))
+    answers = [ServedAnswer(n, Usage(3300, 600)) for n in range(1, 8)]
     single, group = prompt_tokens(config, config.instruction), prompt_tokens(config, MULTI_PAGE_INSTRUCTION)
     first = Usage(5 * (3300 - single) + group, 5 * 600 + sum(marker_tokens(n) for n in range(1, 6)))
     second = Usage(2 * (3300 - single) + group, 2 * 600 + marker_tokens(6) + marker_tokens(7))
     expected = svc_on_fakes.prices.cost(MODEL, first) + svc_on_fakes.prices.cost(MODEL, second)
-    assert batch_served_at_on_demand(pages, config=config, settings=svc_on_fakes.settings, prices=svc_on_fakes.prices) == expected
+    assert batch_answers_at_on_demand(answers, config=config, settings=svc_on_fakes.settings, prices=svc_on_fakes.prices) == expected
     assert group > single > 0 and marker_tokens(12) == 5  # "<!-- Page 12 -->" and its blank lines
+
+
+def test_a_stored_answer_that_did_not_serve_its_page_is_taken_back() -> None:
+    # collect counted pages 1-3's answers served; page 2's prompt no longer matched, so it went on-demand
+    pages = [
+        PageResult(1, "converted", "x", served_by="batch", batch_usage=Usage(10, 5)),
+        PageResult(2, "converted", "x", served_by="on_demand", usage=Usage(10, 5), cost_usd=Decimal("0.01")),
+        PageResult(3, "converted", "x", served_by="batch", batch_usage=Usage(10, 5)),
+        PageResult(4, "converted", "x", served_by="on_demand"),
+    ]
+    assert unused_batch_answers(pages, {1: Usage(10, 5), 2: Usage(11, 6), 3: Usage(10, 5)}) == [ServedAnswer(2, Usage(11, 6))]

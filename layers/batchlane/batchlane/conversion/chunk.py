@@ -19,7 +19,7 @@ from batchlane import contract, keys
 from batchlane.conversion import budget, page_forms, service_tiers
 from batchlane.conversion.admission import admitted_chunk
 from batchlane.conversion.retry import retry_scope
-from batchlane.conversion.savings import batch_served_at_on_demand
+from batchlane.conversion.savings import batch_answers_at_on_demand, unused_batch_answers
 from batchlane.conversion.source import chunk_pages, span_of
 from batchlane.converter import (
     ConverterConfig,
@@ -37,6 +37,7 @@ from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.service_tier import tier_breakdown
+from batchlane.domain.status import FINISHED_JOB_STATUSES
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
@@ -454,8 +455,9 @@ def _complete(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, r
     served_batch = sum(1 for r in ordered if r.served_by == "batch")
     with uow:
         meta = {**work.metadata(run), "pagesBatchServed": served_batch, "primedMismatch": work.primed.mismatched if work.primed else 0}
-        if work.retry is None:  # a retry serves no batch answer; the first run counted its pages
-            meta[BATCH_SERVED_KEY] = str(batch_served_at_on_demand(ordered, config=work.config, settings=svc.settings, prices=svc.prices))
+        if work.primed is not None and (unused := unused_batch_answers(ordered, work.primed.answers_by_page())):
+            # collect counted these answers served; a changed prompt made the chunk convert their pages again on-demand
+            meta[BATCH_SERVED_KEY] = str(-batch_answers_at_on_demand(unused, config=work.config, settings=svc.settings, prices=svc.prices))
         _ledger_row(uow, job_id, chunk_index, work.config.model_id, run.spend.usage, cost, meta)
         completed = uow.jobs.complete_chunk(
             job_id,
@@ -492,8 +494,8 @@ def _ledger_row(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, u
         cost_usd=cost,
         metadata=metadata,
     )
-    if cost:
-        uow.ledger.carry_late_batch_cost(job_id)
+    if cost and (job := uow.jobs.get_job(job_id)) is not None and job.status in FINISHED_JOB_STATUSES:
+        uow.ledger.carry_late_batch_cost(job_id)  # a live job's total is set when it settles
 
 
 def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, PageResult], continuations: int, spend: Spend) -> None:

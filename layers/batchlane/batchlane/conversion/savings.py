@@ -1,5 +1,6 @@
-"""The batch-served pages of a chunk at the on-demand price, as the on-demand engine would bill them: the
-figure each chunk's ledger row carries and domain/savings.py adds up into ``allOnDemandCostUsd``."""
+"""Batch answers at the on-demand price, as the on-demand engine would bill them: the figure each batch share
+carries for the answers its lane accepted (batch/collect.py), less any a chunk could not use, and domain/savings.py
+adds up into ``allOnDemandCostUsd``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 from batchlane.converter import ConverterConfig, PageResult
 from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION
-from batchlane.domain.cost import PriceTable
+from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.markdown import page_marker
 from batchlane.domain.savings import ServedAnswer, on_demand_usage
 from batchlane.ondemand.planner import CHARS_PER_TOKEN, RequestPlan
@@ -25,11 +26,11 @@ def marker_tokens(page: int) -> int:
     return -(-len(page_marker(page) + "\n\n\n\n") // CHARS_PER_TOKEN)
 
 
-def batch_served_at_on_demand(pages: Iterable[PageResult], *, config: ConverterConfig, settings: Any, prices: PriceTable) -> Decimal:
-    """What the on-demand engine would bill for the batch answers these pages were served from: grouped by its
-    planner's page limit and output budget, one prompt a request, a marker a page, each request priced on its own
-    (as the ledger books them)."""
-    answers = [ServedAnswer(p.page_number, p.batch_usage) for p in pages if p.batch_usage is not None]
+def batch_answers_at_on_demand(answers: Iterable[ServedAnswer], *, config: ConverterConfig, settings: Any, prices: PriceTable) -> Decimal:
+    """What the on-demand engine would bill for these batch answers (pages of one chunk): grouped by its planner's
+    page limit and output budget, one prompt a request, a marker a page, each request priced on its own (as the
+    ledger books them)."""
+    answers = list(answers)
     if not answers:
         return Decimal(0)
     plan = RequestPlan.from_settings(settings)
@@ -42,3 +43,9 @@ def batch_served_at_on_demand(pages: Iterable[PageResult], *, config: ConverterC
         marker_tokens=marker_tokens,
     )
     return sum((prices.cost(config.model_id, usage) for usage in requests), Decimal(0))
+
+
+def unused_batch_answers(pages: Iterable[PageResult], stored: dict[int, Usage]) -> list[ServedAnswer]:
+    """The stored batch answers (by page) that did not serve their page (a prompt changed since the lane prepared it):
+    collect counted them served, so the chunk takes them back (domain/savings.py)."""
+    return [ServedAnswer(p.page_number, stored[p.page_number]) for p in pages if p.batch_usage is None and p.page_number in stored]

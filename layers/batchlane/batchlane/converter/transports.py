@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from batchlane.converter.request import PageRequest
 from batchlane.domain import page_form as forms
 from batchlane.domain.cost import Usage
+from batchlane.domain.records import parse_record_id
 from batchlane.pdf.page_image import PageImageError
 from batchlane.ports import ModelCallFailed, ModelReadTimeout, ModelRuntime
 
@@ -292,3 +293,7 @@ class PrimedTransport:
 
     def send(self, request: PageRequest) -> ModelAnswer:
         return self.lookup(request) or self._fallback.send(request)
+
+    def answers_by_page(self) -> dict[int, Usage]:
+        """The tokens of each stored batch answer, by page number (billed by the batch lane, used or not)."""
+        return {parse_record_id(rid)[1]: Usage(r.input_tokens, r.output_tokens) for rid, r in self._results.items()}

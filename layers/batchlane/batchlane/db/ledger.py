@@ -142,7 +142,8 @@ def carry_late_batch_cost(db: Runner, job_id: str) -> None:
     last chunk booking, still counts: a finished (or cancelled) job's total and its closed hold follow the
     ledger, and the job carries its batch cost (its own batch rows: its shares, not the whole lane's bill).
     The job row is locked first: two bookings committing at once each sum after the other's commit (the last sees all)."""
-    db.run("SELECT id FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR UPDATE", id=job_id)
+    # NO KEY UPDATE: a booking holds KEY SHARE on the job (its ledger row's foreign key); FOR UPDATE would deadlock two of them.
+    db.run("SELECT id FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR NO KEY UPDATE", id=job_id)
     db.run(
         """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
                updated_at = now()

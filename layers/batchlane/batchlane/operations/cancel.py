@@ -11,7 +11,6 @@ The answer per job status and what the one transaction does: docs/architecture.m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
