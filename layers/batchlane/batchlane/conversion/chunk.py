@@ -41,7 +41,7 @@ from batchlane.domain.status import FINISHED_JOB_STATUSES
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
-from batchlane.ports import ChunkRow, UnitOfWork
+from batchlane.ports import ChunkRow, JobRow, UnitOfWork
 from batchlane.runtime import Services
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
@@ -263,17 +263,36 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     if chunk.status == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
     job = uow.jobs.get_job(job_id)
-    model_id = job.model_id if job is not None else None
-    if budget.pause_at_hold(svc, job_id, model_id=model_id):  # the hold is used up: no new chunk starts (docs/operations.md)
+    # The job's hold grows by what this chunk may spend before its next check, or the job pauses when the request it
+    # must send next cannot fit its owner's month (conversion/budget.py; docs/operations.md "Holds").
+    window = budget.open_window(svc, job, pages=_pages_to_convert(job, chunk)) if job is not None else budget.Window()
+    if window.paused:
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
-    claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
-    if claimed is None:
-        logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk.status)
-        return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
-    work = _start_work(svc, uow, job_id, chunk_index, claimed, worker_id, deadline)
-    run = work.run()
-    uow.check_connection()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
+    spent = Decimal(0)
+    try:
+        claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
+        if claimed is None:
+            logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk.status)
+            return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
+        work = _start_work(svc, uow, job_id, chunk_index, claimed, worker_id, deadline)
+        run = work.run()
+        spent = run.spend.cost
+        uow.check_connection()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
+        return _act(svc, uow, work, run)
+    finally:
+        budget.close_window(svc, job_id, window, spent=spent)
 
+
+def _pages_to_convert(job: JobRow, chunk: ChunkRow) -> int:
+    """The pages this chunk's invocation may still send (a retry: only its pages; blank pages are not known yet)."""
+    retry = retry_scope(job)
+    if retry is not None:
+        return sum(1 for page in retry[1] if chunk.first_page <= page <= chunk.last_page)
+    return max(chunk.last_page - chunk.first_page + 1 - chunk.pages_done, 0)
+
+
+def _act(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun) -> dict[str, Any]:
+    """Act on :func:`decide_chunk`'s outcome for this run."""
     results = {**work.kept, **run.pages}
     settled = {n: r for n, r in results.items() if not (r.status == "failed" and r.retryable)}
     decision = decide_chunk(

@@ -11,9 +11,9 @@ from typing import Any
 
 from batchlane.db.jobs import JobRow, Runner, move_chunks
 from batchlane.domain import status as st
-from batchlane.domain.budget import Limits, Standing
+from batchlane.domain.budget import Holder, Limits, Standing
 from batchlane.domain.status import Entity
-from batchlane.ports import BudgetOverride, JobMoney
+from batchlane.ports import BudgetOverride, Hold, JobMoney
 
 
 def lock_owner(tx: Runner, owner_id: str) -> None:
@@ -135,27 +135,70 @@ HOLD_REACHED_ERROR = "BUDGET_HOLD_REACHED"
 HOLD_REACHED_MESSAGE = "The conversion reached its funds hold and is paused; resume it when your budget allows."
 
 
-def pause_at_hold(db: Runner, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
-    """processing → paused_budget (domain/status.py's ``pause_budget``) when the job's booked spend has reached its open
-    hold, or what the hold has given out leaves less than ``next_request_usd`` (the cheapest request's worst case) or
-    than the last request that did not fit; True if paused.
+def pause_at_hold(db: Runner, job_id: str, *, next_request_usd: Decimal = Decimal(0), message: str | None = None) -> bool:
+    """processing → paused_budget (domain/status.py's ``pause_budget``) when the request the job is about to send
+    cannot fit what its hold has left: the last request that did not fit (``wanted_usd``), or ``next_request_usd``
+    when given; True if paused. A job with nothing to send never pauses (a blank document, a hold of 0).
     One statement, guarded on the status: a concurrent cancel or a second chunk cannot interleave."""
     move = st.pause_budget()
     row = db.one(
         """UPDATE large_conversion_jobs j SET status = :to, updated_at = now(), error_id = :error_id, error_message = :message
            FROM funds_holds h
            WHERE j.id = CAST(:job AS uuid) AND h.job_id = j.id AND h.outcome IS NULL AND j.status = ANY(CAST(:from_ AS text[]))
-             AND ((SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) >= h.amount_usd
-                  OR h.committed_usd + GREATEST(:next, h.wanted_usd) > h.amount_usd)
+             AND GREATEST(:next, h.wanted_usd) > 0 AND h.committed_usd + GREATEST(:next, h.wanted_usd) > h.amount_usd
            RETURNING j.id""",
         job=job_id,
         next=next_request_usd,
         to=move.target,
         from_=move.from_states,
         error_id=HOLD_REACHED_ERROR,
-        message=HOLD_REACHED_MESSAGE,
+        message=message or HOLD_REACHED_MESSAGE,
     )
     return row is not None
+
+
+def grow_hold(db: Runner, job_id: str, *, by: Decimal) -> Hold | None:
+    """The job's open hold grows by ``by`` (a chunk starts, its records are submitted): the caller checked the
+    owner's room under :func:`lock_owner`. None when the job has no open hold."""
+    row = db.one(
+        "UPDATE funds_holds SET amount_usd = amount_usd + :by, updated_at = now() WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL RETURNING *",
+        job=job_id,
+        by=by,
+    )
+    return Hold.of(row) if row is not None else None
+
+
+def release_hold(db: Runner, job_id: str, *, granted: Decimal, spent: Decimal) -> None:
+    """A chunk's window closes: the hold gives back what it grew by less what the chunk spent, never below what it
+    has given out. Shrinking never overruns anything, so no owner lock is needed."""
+    db.run(
+        """UPDATE funds_holds SET amount_usd = GREATEST(amount_usd - :granted + :spent, committed_usd), updated_at = now()
+           WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL""",
+        job=job_id,
+        granted=granted,
+        spent=spent,
+    )
+
+
+def trim_hold(db: Runner, job_id: str) -> None:
+    """The hold back to what it has given out (its batch records are collected and billed: nothing in flight)."""
+    db.run(
+        "UPDATE funds_holds SET amount_usd = committed_usd, updated_at = now() WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL",
+        job=job_id,
+    )
+
+
+def holders(db: Runner, owner_id: str, *, exclude_job: str | None = None) -> list[Holder]:
+    """The owner's other jobs whose open hold keeps part of the budget beyond their spend, largest first."""
+    rows = db.run(
+        """SELECT h.job_id, f.name, h.amount_usd - COALESCE((SELECT SUM(cost_usd) FROM cost_ledger l WHERE l.job_id = h.job_id), 0) AS held
+           FROM funds_holds h JOIN large_conversion_jobs j ON j.id = h.job_id JOIN files f ON f.id = j.file_id
+           WHERE h.owner_id = :owner AND h.outcome IS NULL AND h.job_id IS DISTINCT FROM CAST(:exclude AS uuid)
+           ORDER BY held DESC, h.job_id""",
+        owner=owner_id,
+        exclude=exclude_job,
+    )
+    return [Holder(str(r["job_id"]), str(r["name"]), Decimal(r["held"])) for r in rows if Decimal(r["held"]) > 0]
 
 
 def mark_pause_settled(db: Runner, job_id: str) -> bool:
@@ -227,8 +270,20 @@ class PgBudgets:
     def settle_reservation(self, job_id: str, *, reserved: Decimal, actual: Decimal) -> None:
         settle_reservation(self.runner, job_id, reserved=reserved, actual=actual)
 
-    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
-        return pause_at_hold(self.runner, job_id, next_request_usd=next_request_usd)
+    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0), message: str | None = None) -> bool:
+        return pause_at_hold(self.runner, job_id, next_request_usd=next_request_usd, message=message)
+
+    def grow_hold(self, job_id: str, *, by: Decimal) -> Hold | None:
+        return grow_hold(self.runner, job_id, by=by)
+
+    def release_hold(self, job_id: str, *, granted: Decimal, spent: Decimal) -> None:
+        release_hold(self.runner, job_id, granted=granted, spent=spent)
+
+    def trim_hold(self, job_id: str) -> None:
+        trim_hold(self.runner, job_id)
+
+    def holders(self, owner_id: str, *, exclude_job: str | None = None) -> list[Holder]:
+        return holders(self.runner, owner_id, exclude_job=exclude_job)
 
     def mark_pause_settled(self, job_id: str) -> bool:
         return mark_pause_settled(self.runner, job_id)
