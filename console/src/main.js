@@ -118,8 +118,13 @@ function NewConversion() {
     ${estimate && html`<section aria-label="Estimate" class="card"><h2>Estimate (nothing started yet)</h2><dl>
       <dt>Pages</dt><dd data-testid="est-pages">${estimate.pages.total} (${estimate.pages.blank} blank, ${estimate.pages.scans} scans)</dd>
       <dt>Lane</dt><dd data-testid="est-lane">${estimate.lane.name === "batch" ? "batch (half price)" : "on-demand"}: ${estimate.lane.reason}</dd>
-      <dt>Cost</dt><dd data-testid="est-cost">${usd(estimate.estimate.costUsd)}</dd>
+      <dt>Cost</dt><dd data-testid="est-cost">${estimate.estimate.lane === "depends" ? estimate.estimate.condition : usd(estimate.estimate.costUsd)}</dd>
       <dt>Cost if all on-demand</dt><dd>${usd(estimate.estimate.onDemandUsd)}</dd>
+      <dt>Worst case</dt><dd data-testid="est-worst">${usd(estimate.estimate.worstCaseUsd)}</dd>
+      <dt>Held at a time</dt><dd data-testid="est-hold">${usd(estimate.estimate.holdUsd)} of your budget (${estimate.estimate.holdBasis})</dd>
+      ${estimate.estimate.refusal
+        ? html`<dt>Budget</dt><dd class="loss" data-testid="est-refusal">${estimate.estimate.refusal}</dd>`
+        : estimate.estimate.roomLeftUsd != null && html`<dt>Budget left</dt><dd>${usd(estimate.estimate.roomLeftUsd)} of ${usd(estimate.estimate.budgetUsdPerMonth)} this month</dd>`}
       <dt>Turnaround</dt><dd>${estimate.turnaround.expected}</dd></dl></section>`}
   </main>`;
 }
@@ -154,7 +159,7 @@ function nextStep(j) {
   }
   return {
     splitting: "Splitting the PDF into chunks.", pending: "Queued for on-demand conversion.", processing: "Converting on-demand.",
-    paused_budget: "Paused: this month's budget is spent; it resumes when the budget allows.", assembling: "Assembling the Markdown.",
+    paused_budget: (j.error && j.error.message) || "Paused: its next request does not fit this month's budget; resume it when the budget allows.", assembling: "Assembling the Markdown.",
     completed: "Done: the Markdown is ready.", failed: "Failed.", cancelled: "Cancelled.",
   }[j.status] || j.status;
 }
@@ -179,7 +184,7 @@ function Job({ id }) {
   return html`<main><h1>Job ${id.slice(0, 8)}</h1>
     <p><progress aria-label="Pages converted" max=${job.pages.total || 1} value=${job.pages.done}></progress> ${job.pages.done} of ${job.pages.total ?? "?"} pages</p>
     <p data-testid="status">Status: <strong>${job.status}</strong> (${job.phase})</p>
-    <p class="next">${nextStep(job)}</p>
+    <p class=${job.status === "paused_budget" ? "next loss" : "next"} data-testid="next">${nextStep(job)}</p>
     <dl><dt>Cost so far</dt><dd data-testid="cost">${usd(job.live.costSoFarUsd)}</dd><dt>All on-demand would be</dt><dd>${usd(job.live.onDemandUsd)}</dd>
       <dt>Saving</dt><dd data-testid="saving">${saving(job.live)}</dd><dt>ETA</dt><dd>${finished ? "finished" : duration(job.live.eta.seconds)}</dd>
       ${job.costUsd != null && html`<dt>Final cost</dt><dd>${usd(job.costUsd)}</dd>`}</dl>
@@ -187,6 +192,7 @@ function Job({ id }) {
       <button disabled=${finished || act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/cancel`, { jobId: id })}>Cancel</button>
       <button disabled=${!job.batchWaiting || act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/process-now`, { jobId: id })}>Process now</button>
       <button disabled=${!job.pages.failed || act.busy} onClick=${() => post(`/api/v1/jobs/${id}/retry`, {})}>Retry failed pages</button>
+      ${job.status === "paused_budget" && html`<button disabled=${act.busy} data-testid="resume" onClick=${() => post(`/api/v1/jobs/${id}/resume`, {})}>Resume</button>`}
       ${download && html`<a class="button" href=${s3Url(download.url)} download=${download.fileName}>Download Markdown</a>`}
       ${job.pages.total && html`<a class="button" href=${`#/page/${id}/1`}>Page view</a>`}
     </div>

@@ -449,6 +449,25 @@ def _register_and_upload(api: ApiClient, pdf: Path) -> str:
     return str(registered["fileId"])
 
 
+def money_lines(estimate: dict[str, Any]) -> list[str]:
+    """The dry run's money in words (docs/operations.md "Estimates, holds and savings"): the cost on the lane the job will
+    take (both figures and the condition where it depends), the worst case, the hold, the room left or the refusal."""
+    if estimate.get("lane") == "depends":
+        cost = f"  cost        {estimate['condition']} (estimate)"
+    elif estimate.get("lane") == "batch":
+        cost = f"  cost        ${estimate['costUsd']} in the batch lane at half price (estimate; all on-demand ${estimate['onDemandUsd']})"
+    else:
+        cost = f"  cost        ${estimate['costUsd']} on-demand (estimate)"
+    lines = [cost]
+    if "worstCaseUsd" in estimate:
+        lines.append(f"  worst case  ${estimate['worstCaseUsd']}; holds ${estimate['holdUsd']} of your budget at a time ({estimate['holdBasis']})")
+    if estimate.get("refusal"):
+        lines.append(f"  budget      would be refused: {estimate['refusal']}")
+    elif "roomLeftUsd" in estimate:
+        lines.append(f"  budget      ${estimate['roomLeftUsd']} of this month's ${estimate['budgetUsdPerMonth']} left")
+    return lines
+
+
 def _print_dry_run(answer: dict[str, Any]) -> None:
     pages, lane, estimate, turnaround = answer["pages"], answer["lane"], answer["estimate"], answer["turnaround"]
     click.echo(f"dry run for {answer['name']} ({answer['sizeBytes']} bytes): nothing was created or billed")
@@ -460,7 +479,8 @@ def _print_dry_run(answer: dict[str, Any]) -> None:
         click.echo(f"  pages       {pages['total']} ({pages['blank']} blank, {pages['scans']} without text){sampled}")
     click.echo(f"  records     {answer['records']} (one model document per non-blank page)")
     click.echo(f"  lane        {lane['name']} ({lane['reason']}; the batch lane takes jobs of {lane['minPages']}+ pages)")
-    click.echo(f"  cost        on-demand ${estimate['onDemandUsd']} · batch ${estimate['batchUsd']} → this job ${estimate['costUsd']} (estimate)")
+    for line in money_lines(estimate):
+        click.echo(line)
     click.echo(f"  turnaround  {turnaround['expected']}")
 
 

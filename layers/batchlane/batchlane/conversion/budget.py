@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from batchlane.conversion.estimate import PageCounts, expected_usage, priced
+from batchlane.conversion.estimate import PageCounts, batch_records_hold, chunk_window_usd, expected_usage, priced
 from batchlane.converter import ConverterConfig
 from batchlane.domain.budget import (
     check_new_job,
     check_worst_case,
-    chunk_window_usage,
     grant,
     pause_message,
     request_worst_usage,
@@ -37,7 +36,6 @@ from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.observability import logger
 from batchlane.ondemand.limiter import Aborted
-from batchlane.ondemand.planner import RequestPlan
 from batchlane.pdf.split import Page
 from batchlane.ports import BudgetRepository, JobRow
 from batchlane.runtime import Services
@@ -69,16 +67,6 @@ def submit_money(svc: Services, survey: PageSurvey, *, config: ConverterConfig, 
     figures = priced(expected_usage(counts, config=config, settings=svc.settings), svc.prices, config.model_id)
     hold = batch_records_hold(svc, counts, model_id=config.model_id) if parked else Decimal(0)
     return SubmitMoney(figures.batch_usd if parked else figures.on_demand_usd, figures.worst_usd, hold)
-
-
-def batch_records_hold(svc: Services, counts: PageCounts, *, model_id: str) -> Decimal:
-    """Every record of the job at its worst (its page's input, a whole max_tokens answer), at the batch price."""
-    records = counts.records
-    if not records:
-        return Decimal(0)
-    average = counts.text_chars // records
-    per_record = request_worst_usage([average], max_tokens=svc.settings.batchlane_max_tokens)
-    return svc.prices.cost(model_id, Usage(per_record.input_tokens * records, per_record.output_tokens * records), batch=True)
 
 
 def check_submit(svc: Services, budgets: BudgetRepository, *, owner_id: str, job_id: str, money: SubmitMoney, pages: int) -> None:
@@ -134,12 +122,6 @@ def retry_money(svc: Services, *, model_id: str, pages: int) -> SubmitMoney:
 def cheapest_request_usd(svc: Services, model_id: str) -> Decimal:
     """The worst case of the smallest request (one page, no text): a hold with less left can send nothing."""
     return svc.prices.cost(model_id, request_worst_usage([0], max_tokens=svc.settings.batchlane_max_tokens))
-
-
-def chunk_window_usd(svc: Services, model_id: str, pages: int) -> Decimal:
-    """What a chunk with ``pages`` pages to convert may spend before its next check (domain/budget.chunk_window_usage)."""
-    plan = RequestPlan.from_settings(svc.settings)
-    return svc.prices.cost(model_id, chunk_window_usage(pages, page_limit=plan.page_limit, max_tokens=svc.settings.batchlane_max_tokens))
 
 
 @dataclass(frozen=True)

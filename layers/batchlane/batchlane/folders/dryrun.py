@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds
-from batchlane.domain.cost import Usage
+from batchlane.conversion import page_forms
+from batchlane.conversion.dryrun import _on_demand_seconds
+from batchlane.conversion.estimate import PageCounts, expected_usage
 from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
@@ -121,11 +122,13 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
     model_id = str(spec.options.get("modelId") or settings.batchlane_model_id)
     if model_id not in settings.batchlane_prices:
         raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
-    output_tokens = math.ceil(chars / 4 * MARKDOWN_OVERHEAD)
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
     requests = math.ceil(pages / per_request) if pages else 0
-    on_demand = Usage(pages * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
-    batch = Usage(pages * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
+    # the same figures as a single file's dry run (conversion/estimate.py), over the folder's pages and text
+    expected = expected_usage(
+        PageCounts(pages, 0, 0, chars), config=page_forms.converter_config(svc.uow().page_forms, settings, spec.options), settings=settings
+    )
+    on_demand, batch = expected.on_demand, expected.batch
     lane_possible = settings.batch_lane_configured and spec.policy.priority != "high"
     return {
         "dryRun": True,
@@ -151,7 +154,8 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
         "estimate": {
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
             "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
-            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
+            "worstCaseUsd": str(svc.prices.cost(model_id, expected.worst)),
+            "basis": f"each page's image and text (at least 1,500 tokens a PDF page) in, its text as Markdown out (conversion/estimate.py); priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
