@@ -26,15 +26,15 @@ import urllib3
 from batchlane_dev.cli import folder_commands
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
+EXIT_PAUSED = 8  # issue 38.5: the job paused for its owner's budget; a watch stops there (never waits for ever)
 TERMINAL = ("completed", "failed", "cancelled")
 PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Pause at the hold")
 
 
 def paused_line(job: dict[str, Any]) -> str:
-    """One line for a job paused at its funds hold: what it spent, and the command that resumes it."""
-    hold = job.get("hold") or {}
-    spent = f" after {job['costUsd']} USD of its {hold['amountUsd']} USD hold" if hold.get("amountUsd") else ""
-    return f"job {job['jobId']} paused at its funds hold{spent}; resume it with: batchlane resume {job['jobId']} (when your budget allows: batchlane budget)"
+    """One line for a job paused for its owner's budget: why (what it could not send, who holds the rest), and how to resume it."""
+    why = (job.get("error") or {}).get("message") or "its next request does not fit this month's budget"
+    return f"job {job['jobId']} paused: {why.removeprefix('Paused: ')} (exit {EXIT_PAUSED}; resume it with: batchlane resume {job['jobId']})"
 
 
 JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
@@ -316,6 +316,8 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def exit_code_for(job: dict[str, Any]) -> int:
+    if job["status"] == PAUSED:
+        return EXIT_PAUSED
     if job["status"] != "completed":
         return EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if job["pages"]["failed"] else EXIT_OK
@@ -527,7 +529,7 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--force", is_flag=True, help="Overwrite the output file(s) if they exist (never the input).")
 @click.option("--dry-run", is_flag=True, help="Say what the conversion would do, take and cost; convert nothing, bill nothing.")
 @click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
-@click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
+@click.option("--callback-events", help="Comma-separated: job.completed and job.paused (default), job.waiting_batch, file.error, file.completed.")
 @click.option("--callback-header", "callback_headers", multiple=True, metavar="NAME:VALUE", help="An extra header for the receiver (repeatable).")
 @target_options
 def convert(

@@ -5,7 +5,8 @@ usage or input (HTTP 400/422); 3 the job completed but some pages failed (they a
 marked in the Markdown); 4 the service could not be reached (or answered 5xx); 5 no
 such job or file (404, also another user's; 410: the Markdown expired); 6 the job's
 state does not allow it (409: NOT_BATCH_WAITING, CONVERSION_FINISHING, NOTHING_TO_RETRY,
-...); 7 not authorised (401/403). Errors print
+...); 7 not authorised (401/403); 8 the job paused for its owner's budget (a watch stops
+there). Errors print
 ``error: <CODE>: <message>`` on stderr (docs/operations.md).
 """
 
@@ -20,7 +21,7 @@ import click
 
 from batchlane_dev.cli.naming import with_legacy_fields
 
-EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
+EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_PAUSED = 1, 2, 3, 4, 8
 
 
 EXIT_CODES_HELP = """\b
@@ -33,6 +34,7 @@ Exit codes:
   5  no such job or file (404, also another user's); the Markdown expired (410)
   6  the job's state does not allow it (409: NOT_BATCH_WAITING, ...)
   7  not authorised (401, 403)
+  8  the job paused for its budget (convert, jobs status --watch and demo stop watching: batchlane resume JOB)
 Errors print `error: <CODE>: <message>` on stderr; with --json also one JSON object on stdout."""
 
 
@@ -149,6 +151,8 @@ def demo(
 
 
 def _exit_code(report: dict) -> int:
+    if report["status"] == "paused_budget":
+        return EXIT_PAUSED
     if report["status"] != "completed":
         return EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if report["pages_failed"] else 0

@@ -96,6 +96,8 @@ def webhook_events(detail: dict[str, Any]) -> list[str]:
     names: list[str] = []
     if status == "waiting_batch" and scope == "job":
         names.append("job.waiting_batch")
+    if status == "paused_budget" and scope == "job":
+        names.append("job.paused")  # its error says why and what to do (domain/budget.pause_message)
     if status in FINISHED_JOB_STATUSES and scope == "job":
         names.append("job.completed")
     if status == "completed":
