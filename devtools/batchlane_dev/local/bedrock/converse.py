@@ -208,7 +208,6 @@ class ConverseRuntime:
             raise
         response = self._serve(model_id, body, invoke.model_answer, tier=tier)
         response.pop("_latency_ms")
-        response["_serviceTier"] = tier
         return response
 
     def _serve(self, model_id: str, body: Any, answer: Callable[[Any, str, Faults], dict[str, Any]], *, tier: str = "default") -> dict[str, Any]:
@@ -240,6 +239,9 @@ class ConverseRuntime:
             output_tokens = usage.get("outputTokens", usage.get("output_tokens", 0))
             self._shutdown.wait(output_tokens * self._faults.output_ms_per_token / 1000)
         response["_latency_ms"] = int((time.monotonic() - started) * 1000)
+        if flex and self._faults.flex_served_as_default_rate and draw(seed, "flex_as_default") < self._faults.flex_served_as_default_rate:
+            tier = "default"  # served at the default tier after all: the response says so, and that is what is billed
+        response["_serviceTier"] = tier
         usage = response["usage"]  # Converse or Anthropic Messages names
         pages = model.request_pages(body) if isinstance(body, Mapping) else frozenset()
         with self._stats_lock:

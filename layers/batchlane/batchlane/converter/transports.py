@@ -159,7 +159,8 @@ class OnDemandTransport:
         except PageImageError as exc:  # the image form of this page cannot be made: nothing was sent
             raise ModelCallError("PAGE_IMAGE_FAILED", str(exc), retryable=False) from exc
         try:
-            body = json.loads(self._runtime.invoke_model(kwargs, read_timeout=timeout))
+            response = self._runtime.invoke_model(kwargs, read_timeout=timeout)
+            body = json.loads(response.body)
         except ModelReadTimeout as exc:
             # The request reached Bedrock and may still be generating: it is billed whatever we do.
             estimate = Usage(request.estimated_input_tokens(), request.max_tokens)
@@ -169,7 +170,9 @@ class OnDemandTransport:
         except ValueError as exc:
             raise ModelCallError("MalformedResponse", f"the answer is not JSON: {exc}", retryable=True) from exc
         answer = answer_from_messages(body, served_by="on_demand")
-        return replace(answer, service_tier=request.service_tier) if request.service_tier else answer
+        # Priced and booked at the tier that served it (issue 38.6), not the one asked for; a response that names
+        # none was served at the default tier (never the cheaper one by assumption).
+        return replace(answer, service_tier=response.service_tier or "default")
 
 
 class FormMemory:
