@@ -18,7 +18,6 @@ from typing import Any
 
 import boto3
 import pytest
-import scans
 from batchlib import page_results, wait_until
 from moneylib import assert_bill_identities, assert_each_page_paid_once
 from test_cancel_process_now import Gate, api, bedrock_job, execution_status, file_of, job
@@ -27,6 +26,7 @@ from batchlane.db import folder_jobs as folder_repo
 from batchlane.db.service_tiers import record_probe
 from batchlane.folders import usecases as folder_usecases
 from batchlane.runtime import services
+from batchlane_dev.local import scanpdf as scans
 from batchlane_dev.local.bedrock.faults import parse_faults
 from batchlane_dev.local.jobs import upload_pdf, wait_for_job
 from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home

@@ -1,4 +1,5 @@
-"""Single-page, image-only PDFs as scanners and ImageMagick write them (issue 38.5), and a blank one.
+"""Single-page, image-only PDFs as scanners and ImageMagick write them (issue 38.5), and a blank one: what the
+money tests and `make bench` money_paths convert.
 
 ImageMagick (Debian's ``convert``) draws an A4 page of text at 150 dpi and writes it as the raster a scanner
 leaves: 8-bit grayscale, CMYK JPEG, bilevel CCITT G4 (fax) TIFF, LZW TIFF; img2pdf (Debian) wraps the first three
@@ -15,8 +16,10 @@ import io
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from PIL import Image
+from PIL.TiffImagePlugin import TiffImageFile
 from pypdf import PdfReader, PdfWriter
 from pypdf.generic import ArrayObject, DecodedStreamObject, DictionaryObject, NameObject, NullObject, NumberObject, RectangleObject, StreamObject
 
@@ -79,7 +82,9 @@ def _image_page(stream: StreamObject, width: int, height: int) -> bytes:
     return buffer.getvalue()
 
 
-def _image_stream(data: bytes, width: int, height: int, filters: list[str], parms: list[dict[str, int] | None], colour: str = "/DeviceGray", bits: int = 8) -> StreamObject:
+def _image_stream(
+    data: bytes, width: int, height: int, filters: list[str], parms: list[dict[str, int] | None], colour: str = "/DeviceGray", bits: int = 8
+) -> StreamObject:
     """An image XObject over ``data`` as encoded by ``filters`` (in decoding order), each with its decode parameters."""
     stream = StreamObject()
     stream._data = data
@@ -104,9 +109,10 @@ def _image_stream(data: bytes, width: int, height: int, filters: list[str], parm
 def _lzw_pdf(tiff: Path) -> bytes:
     """The TIFF's one LZW strip, as ImageMagick encoded it, as a PDF image."""
     with Image.open(tiff) as image:
-        assert image.info.get("compression") == "tiff_lzw", image.info
-        (offset,), (length,) = image.tag_v2[273], image.tag_v2[279]  # StripOffsets, StripByteCounts: one strip
-        predictor = int(image.tag_v2.get(317, 1))  # 2: TIFF's horizontal differencing, which PDF's LZWDecode takes too
+        assert isinstance(image, TiffImageFile) and image.info.get("compression") == "tiff_lzw", image.info
+        tags = image.tag_v2
+        (offset,), (length,) = tags[273], tags[279]  # StripOffsets, StripByteCounts: one strip
+        predictor = int(tags.get(317, 1))  # 2: TIFF's horizontal differencing, which PDF's LZWDecode takes too
         width, height = image.size
     data = tiff.read_bytes()[offset : offset + length]
     parms = {"/Predictor": predictor, "/Colors": 1, "/BitsPerComponent": 8, "/Columns": width} if predictor > 1 else None
@@ -116,13 +122,24 @@ def _lzw_pdf(tiff: Path) -> bytes:
 def _ascii85_pdf(gray_pdf: Path) -> bytes:
     """img2pdf's Flate-compressed gray image, its bytes wrapped in ASCII85 as well."""
     reader = PdfReader(gray_pdf)
-    xobjects = reader.pages[0]["/Resources"]["/XObject"]
-    image = next(iter(xobjects.values())).get_object()
+    resources: Any = reader.pages[0]["/Resources"]
+    image = next(iter(resources["/XObject"].values())).get_object()
     width, height = int(image["/Width"]), int(image["/Height"])
     raw = image._data  # still Flate-encoded (with img2pdf's PNG predictor)
     flate = {k: int(v) for k, v in image["/DecodeParms"].items()} if "/DecodeParms" in image else None
     encoded = base64.a85encode(raw, adobe=True)[2:]  # PDF's ASCII85Decode takes the data and the ~> end marker
     return _image_page(_image_stream(encoded, width, height, ["/ASCII85Decode", "/FlateDecode"], [None, flate]), width, height)
+
+
+def merged(paths: list[Path]) -> bytes:
+    """The pages of ``paths`` in one PDF (a scanned document of several pages)."""
+    writer = PdfWriter()
+    for path in paths:
+        for page in PdfReader(path).pages:
+            writer.add_page(page)
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    return buffer.getvalue()
 
 
 def _blank_pdf() -> bytes:
