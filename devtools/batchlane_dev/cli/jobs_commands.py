@@ -28,7 +28,7 @@ from batchlane_dev.cli import folder_commands
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
 EXIT_PAUSED = 8  # issue 38.5: the job paused for its owner's budget; a watch stops there (never waits for ever)
 TERMINAL = ("completed", "failed", "cancelled")
-PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Pause at the hold")
+PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Estimates, holds, savings and pauses")
 
 
 def paused_line(job: dict[str, Any]) -> str:
