@@ -97,5 +97,5 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
     photo_chunk = next(c for c in job_repo.get_chunks(svc.db, job_id) if c.first_page <= PHOTO <= c.last_page)
     sent = next(p for p in chunk_pages(svc.store, job_id, photo_chunk, render=False) if p.number == PHOTO)
     assert len(sent.pdf_bytes) <= MAX_PAGE_BYTES
-    photo_line = next(line for line in lines if f'p{PHOTO}"'.encode() in line[:40])
+    photo_line = next(line for line in lines if f"p{PHOTO}\"".encode() in line[:40])
     assert base64.b64encode(sent.pdf_bytes) in photo_line and len(photo_line) < encoded_size(MAX_PAGE_BYTES) + 100_000

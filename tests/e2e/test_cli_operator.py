@@ -23,12 +23,7 @@ from batchlane_dev.local.pdfgen import make_pdf
 def local_stack(tmp_path_factory):  # type: ignore[no-untyped-def]
     workdir = tmp_path_factory.mktemp("local")
     mp = pytest.MonkeyPatch()
-    for key, value in {
-        "BATCH_CONVERSION_MIN_PAGES": "40",
-        "BATCH_CONVERSION_MIN_RECORDS": "10",
-        "BATCHLANE_PAGES_PER_CHUNK": "20",
-        "BATCH_POOL_WINDOW_MINUTES": "0",
-    }.items():
+    for key, value in {"BATCH_CONVERSION_MIN_PAGES": "40", "BATCH_CONVERSION_MIN_RECORDS": "10", "BATCHLANE_PAGES_PER_CHUNK": "20", "BATCH_POOL_WINDOW_MINUTES": "0"}.items():
         mp.setenv(key, value)  # inherited by the daemon
     mp.delenv("DATABASE_URL", raising=False)
     mp.delenv("BATCHLANE_API_URL", raising=False)

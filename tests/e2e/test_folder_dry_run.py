@@ -60,10 +60,7 @@ def test_a_32_file_folder_of_168_pages_is_estimated_at_168(stack: Any) -> None:
     for i, pages in enumerate(pages_of):
         data = make_pdf(pages, lines_per_page=60) if pages == 2 else make_pdf(pages, lines_per_page=1)
         s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{prefix}{i:02d}.pdf", Body=data)
-    spec = {
-        "input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"},
-        "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{owner_home(OWNER)}dry-honest-out/"},
-    }
+    spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{owner_home(OWNER)}dry-honest-out/"}}
 
     code, dry = api(stack, "/api/v1/folder-jobs?dry_run=true", spec)
 

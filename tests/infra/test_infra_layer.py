@@ -61,7 +61,5 @@ def test_layer_carries_no_deployment_description(layer_dir: Path) -> None:
     site = layer_dir / "python"
     assert not [p.name for p in site.rglob("*.py") if p.stem.startswith("topology")]
     assert not (site / "deployment").exists() and not (site / "batchlane" / "deployment").exists()
-    importers = [
-        p for p in (site / "batchlane").rglob("*.py") if re.search(r"^\s*(from|import) (deployment|batchlane\.topology)", p.read_text(encoding="utf-8"), re.M)
-    ]
+    importers = [p for p in (site / "batchlane").rglob("*.py") if re.search(r"^\s*(from|import) (deployment|batchlane\.topology)", p.read_text(encoding="utf-8"), re.M)]
     assert importers == []  # a module that did would fail to import in Lambda

@@ -315,7 +315,9 @@ def test_a_floods_requests_in_line_for_the_pace_hold_no_slot_and_anothers_reques
         stop.wait(120)
         raise _Stopped
 
-    a = GovernedTransport(Model("a"), PgLimiter(store, limits, owner="user-a", sleep=a_sleep), BackoffPolicy(), sleep=a_sleep, waiting=cancelled.is_set)
+    a = GovernedTransport(
+        Model("a"), PgLimiter(store, limits, owner="user-a", sleep=a_sleep), BackoffPolicy(), sleep=a_sleep, waiting=cancelled.is_set
+    )
 
     def a_request() -> None:
         try:

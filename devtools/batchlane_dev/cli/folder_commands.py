@@ -62,9 +62,7 @@ def print_job(job: dict[str, Any], as_json: bool) -> None:
         click.echo(f"  error {job['error']['id']}: {job['error']['message']}")
     click.echo(f"  output   {job['outputUri']}\n  report   {job['reportUri']}\n  manifest {job['manifestUri']}")
     if job.get("localOutput"):
-        click.echo(
-            f"  on disk  {job['localOutput']['folder']} ({job['localOutput']['markdownFiles']} Markdown files; report {job['localOutput']['reportPath']})"
-        )
+        click.echo(f"  on disk  {job['localOutput']['folder']} ({job['localOutput']['markdownFiles']} Markdown files; report {job['localOutput']['reportPath']})")
 
 
 def folder_spec(
@@ -163,12 +161,7 @@ def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> 
             path.parent.mkdir(parents=True, exist_ok=True)
             s3.download_file(bucket, item["Key"], str(path))
             written += relative.lower().endswith(".md")
-    return {
-        "folder": str(target),
-        "markdownFiles": written,
-        "reportPath": str(target / record / "report.jsonl"),
-        "manifestPath": str(target / record / "manifest.json"),
-    }
+    return {"folder": str(target), "markdownFiles": written, "reportPath": str(target / record / "report.jsonl"), "manifestPath": str(target / record / "manifest.json")}
 
 
 def convert_folder(

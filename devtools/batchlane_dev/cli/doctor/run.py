@@ -95,9 +95,7 @@ def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: in
         poll_s=poll_s,
     )
     results.append(run_pilot(client("bedrock"), client("s3"), plan))
-    results.append(
-        settle_page_form(target, client, target.lane.get("BATCHLANE_PAGE_FORM", settings.batchlane_page_form), results[: len(forms.FORMS)], plan.accepted_forms)
-    )
+    results.append(settle_page_form(target, client, target.lane.get("BATCHLANE_PAGE_FORM", settings.batchlane_page_form), results[: len(forms.FORMS)], plan.accepted_forms))
     # The Flex probe, in the form the page-form check chose (image when none: documented on both sides).
     chosen = results[-1].data.get("pageForms", {}).get("chosen") or forms.IMAGE
     discount = target.lane.get("BATCHLANE_FLEX_DISCOUNT") or settings.batchlane_flex_discount

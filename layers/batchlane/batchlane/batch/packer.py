@@ -57,9 +57,7 @@ def pack_pool(svc: Services) -> dict[str, Any]:
             let_go.extend(uow.lanes.leave_pool(plan.leave, reason=POOL_TOO_SMALL))
             waiting += plan.waiting_chunks
             if plan.why_waiting:
-                logger.info(
-                    "pool waiting", model_id=model, base_model=base_model_id(model), chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting
-                )
+                logger.info("pool waiting", model_id=model, base_model=base_model_id(model), chunks=plan.waiting_chunks, pages=plan.waiting_pages, why=plan.why_waiting)
     # Start (or re-start: idempotent by name) every execution a preparing lane should have.
     repo = svc.uow().lanes
     for lane_id, row_id in repo.preparing_lanes():
