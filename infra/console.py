@@ -102,7 +102,7 @@ class Console(Construct):
         self.client = user_pool.add_client(
             "ConsoleClient",
             generate_secret=False,  # a browser app: public client, PKCE instead of a secret
-            auth_flows=cognito.AuthFlow(),  # hosted sign-in only: no SRP or password flow from the page
+            auth_flows=cognito.AuthFlow(),  # hosted sign-in only: no SRP or password flow from the page (refresh set below)
             o_auth=cognito.OAuthSettings(
                 flows=cognito.OAuthFlows(authorization_code_grant=True, implicit_code_grant=False),
                 scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL],
@@ -115,6 +115,11 @@ class Console(Construct):
             id_token_validity=Duration.hours(1),
             refresh_token_validity=Duration.hours(12),
         )
+        # CDK leaves ExplicitAuthFlows out when every flow above is off, and Cognito reads an absent list as SRP,
+        # custom and refresh allowed (Cognito, "App client" settings): name the refresh flow alone.
+        client_resource = self.client.node.default_child
+        assert isinstance(client_resource, cognito.CfnUserPoolClient)
+        client_resource.explicit_auth_flows = ["ALLOW_REFRESH_TOKEN_AUTH"]
         upload_bucket.add_cors_rule(
             allowed_methods=[s3.HttpMethods.POST, s3.HttpMethods.GET],  # the presigned upload, the page view's ranged reads
             allowed_origins=[self.origin],

@@ -68,3 +68,11 @@ def test_the_upload_bucket_allows_the_presigned_post_and_ranged_reads_from_the_c
     [origin] = rule["AllowedOrigins"]
     assert "*" not in json.dumps(origin) and "Distribution" in json.dumps(origin)
     assert {"ETag", "Content-Range", "Accept-Ranges"} <= set(rule["ExposedHeaders"])
+
+
+def test_the_console_client_allows_the_refresh_token_flow_alone(synth: Synth) -> None:
+    """Issue 42.3: with ExplicitAuthFlows unset, Cognito allows SRP, custom and refresh-token flows (Cognito's
+    "App client" settings); the console signs in through the hosted page only, so refresh is all it may do."""
+    clients = [r["Properties"] for r in synth.template["Resources"].values() if r["Type"] == "AWS::Cognito::UserPoolClient"]
+    [console] = [c for c in clients if c.get("AllowedOAuthFlows")]
+    assert console.get("ExplicitAuthFlows") == ["ALLOW_REFRESH_TOKEN_AUTH"]
