@@ -39,6 +39,7 @@ from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.folder_policy import parse_deadline
+from batchlane.domain.limits import quota_bytes
 from batchlane.domain.page_form import IMAGE, PDF, is_form_refusal
 from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, retryable_error
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
@@ -184,7 +185,7 @@ def plan_retry_batch(svc: Services, row: BatchRow, manifest: LaneManifest, faile
         return RetryBatch(why=why if picked else None)
     lane_id = str(uuid.uuid5(uuid.UUID(row.lane_id), RETRY_SUFFIX))  # the same retry lane whoever collects
     wanted = set(picked)
-    writer = ShardWriter(svc, f"{keys.batch_input_prefix(lane_id)}retry", settings.batch_conversion_max_file_mb * 1024 * 1024)
+    writer = ShardWriter(svc, f"{keys.batch_input_prefix(lane_id)}retry", quota_bytes(settings.batch_conversion_max_file_mb))
     for shard in manifest.shards:
         for line in svc.store.iter_lines(shard["key"]):
             match = _RECORD_ID_AT_START.match(line)
