@@ -153,6 +153,49 @@ def record_invocation_type(request: Any) -> str:
     return "InvokeModel" if "anthropic_version" in request.model_input() else "Converse"
 
 
+@dataclass(frozen=True)
+class BatchRun:
+    """A doctor batch job that reached a terminal status (``stopped_late``: stopped by us past the timeout)."""
+
+    arn: str
+    job: dict[str, Any]
+    elapsed_s: float
+    input_files: int
+    output_keys: list[str]
+    stopped_late: bool = False
+
+
+def run_batch_job(bedrock: Any, store: S3Store, plan: PilotPlan, requests: list[Any], prefix: str, *, component: str) -> BatchRun:
+    """The records as a lane's input files under ``prefix``, one Bedrock batch job, waited for until a terminal
+    status (stopped past ``plan.timeout_s``: records it processed are billed). Shared by the pilot and the quality probe."""
+    invocation_type = record_invocation_type(requests[0])
+    job_name = f"batchlane-{component}-{plan.stamp}"
+    inputs = pilot_input_files(requests, prefix)
+    for key, data in inputs.items():
+        store.put_bytes(key, data, "application/jsonl")
+    started = plan.clock()
+    arn = bedrock.create_model_invocation_job(
+        jobName=job_name,
+        roleArn=plan.role_arn,
+        clientRequestToken=job_name,
+        modelId=plan.model_id,
+        modelInvocationType=invocation_type,
+        inputDataConfig={"s3InputDataConfig": {"s3Uri": store.uri(f"{prefix}input/"), "s3InputFormat": "JSONL"}},
+        outputDataConfig={"s3OutputDataConfig": {"s3Uri": store.uri(f"{prefix}output/")}},
+        timeoutDurationInHours=24,
+        tags=[{"key": "batchlane:component", "value": component}],
+    )["jobArn"]
+    job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+    while job["status"] not in TERMINAL:
+        if plan.clock() - started > plan.timeout_s:
+            bedrock.stop_model_invocation_job(jobIdentifier=arn)
+            return BatchRun(arn, job, plan.clock() - started, len(inputs), [], stopped_late=True)
+        plan.sleep(plan.poll_s)
+        job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+    output_keys = sorted(k for k in store.list_keys(f"{prefix}output/{arn.rsplit('/', 1)[-1]}/") if k.endswith(".jsonl.out"))
+    return BatchRun(arn, job, plan.clock() - started, len(inputs), output_keys)
+
+
 def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     """Submit, wait for a terminal status (stop it past the timeout), collect with the lane's code."""
     name = "live: pilot batch job"
@@ -160,32 +203,11 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     prefix = f"{keys.BATCH_PREFIX}doctor-{plan.stamp}/"
     store = S3Store(s3, plan.bucket)
     invocation_type = record_invocation_type(requests[0])
-    job_name = f"batchlane-doctor-{plan.stamp}"
     try:
-        inputs = pilot_input_files(requests, prefix)
-        for key, data in inputs.items():
-            store.put_bytes(key, data, "application/jsonl")
-        started = plan.clock()
-        arn = bedrock.create_model_invocation_job(
-            jobName=job_name,
-            roleArn=plan.role_arn,
-            clientRequestToken=job_name,
-            modelId=plan.model_id,
-            modelInvocationType=invocation_type,
-            inputDataConfig={"s3InputDataConfig": {"s3Uri": store.uri(f"{prefix}input/"), "s3InputFormat": "JSONL"}},
-            outputDataConfig={"s3OutputDataConfig": {"s3Uri": store.uri(f"{prefix}output/")}},
-            timeoutDurationInHours=24,
-            tags=[{"key": "batchlane:component", "value": "doctor-pilot"}],
-        )["jobArn"]
-        job = bedrock.get_model_invocation_job(jobIdentifier=arn)
-        while job["status"] not in TERMINAL:
-            if plan.clock() - started > plan.timeout_s:
-                bedrock.stop_model_invocation_job(jobIdentifier=arn)
-                return warned(name, f"{arn} still {job['status']} after {plan.timeout_s / 60:.0f} min: stopped it (records it processed are billed)")
-            plan.sleep(plan.poll_s)
-            job = bedrock.get_model_invocation_job(jobIdentifier=arn)
-        elapsed = plan.clock() - started
-        output_keys = sorted(k for k in store.list_keys(f"{prefix}output/{arn.rsplit('/', 1)[-1]}/") if k.endswith(".jsonl.out"))
+        run = run_batch_job(bedrock, store, plan, requests, prefix, component="doctor-pilot")
+        if run.stopped_late:
+            return warned(name, f"{run.arn} still {run.job['status']} after {plan.timeout_s / 60:.0f} min: stopped it (records it processed are billed)")
+        job, arn, elapsed, output_keys = run.job, run.arn, run.elapsed_s, run.output_keys
         with tempfile.TemporaryDirectory(prefix="doctor-pilot-") as spool:
             hashes = {pooled_record_id(member_tag(0), r.record_id): r.prompt_hash for r in requests}
             manifest = LaneManifest(plan.model_id, {member_tag(0): "doctor-pilot"}, {}, hashes)
@@ -198,7 +220,7 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     refusals = {form: by_form[form].failed for form in sent if form in by_form and by_form[form].succeeded == 0 and by_form[form].failed}
     accepted = tally.counts["accepted"] + sum(refusals.values())  # a form refused is the probe's answer, not a broken lane
     cost = _price(plan.prices, plan.model_id, tally.billed, batch=True)
-    summary = f"{job['status']} in {elapsed:.0f} s; {tally.counts['accepted']}/{len(requests)} records accepted from {len(inputs)} input files; {cost} ({invocation_type} records, {arn})"
+    summary = f"{job['status']} in {elapsed:.0f} s; {tally.counts['accepted']}/{len(requests)} records accepted from {run.input_files} input files; {cost} ({invocation_type} records, {arn})"
     if refusals:
         summary += f"; refused for their page form: {', '.join(f'{form} ({n})' for form, n in sorted(refusals.items()))}"
     if job["status"] not in ("Completed", "PartiallyCompleted"):
