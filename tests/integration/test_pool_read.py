@@ -21,8 +21,8 @@ from batchlane.db import jobs as job_repo
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.lanes import lane_rows
+from fakes import FakeUnitOfWork
+from fakes.pool import lane_rows
 
 MAX_RECORDS = 400
 QUOTA = 3
@@ -216,7 +216,7 @@ def _seen(read: Any, model: str, made: list[str]) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("seed", [5, 6, 7])
 def test_the_fake_reads_the_pool_as_the_sql_does(db, seed):
-    """The in-memory LaneRepository (batchlane_dev.fakes.pool) and read_pool's SQL: the same fair order, the same
+    """The in-memory LaneRepository (fakes.pool) and read_pool's SQL: the same fair order, the same
     prefix under a budget, the same truncated / smallest / lightest, on a backlog of every shape."""
     rng = random.Random(seed)
     model = f"m-fake-{uuid.uuid4().hex[:8]}"

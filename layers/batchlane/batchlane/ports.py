@@ -333,7 +333,7 @@ class ChunkRow:
 
 # --- repositories and the unit of work ---------------------------------------------------------------
 # One repository per aggregate (cosmicpython's shape): the PostgreSQL adapters are in db/ (db/uow.py
-# builds them), the in-memory fakes in batchlane_dev.fakes, and tests/contract runs the same contract
+# builds them), the in-memory fakes in tests/fakes, and tests/contract runs the same contract
 # tests against both, so the fake cannot drift from the SQL. Repositories return typed rows (frozen
 # dataclasses), never dicts. Use cases take a UnitOfWork (or the one repository they use), not a Database.
 
@@ -957,7 +957,7 @@ class PurgeTarget:
 
 class LaneRepository(Protocol):
     """conversion_batch_jobs (one row per Bedrock job, a "lane") and batch_members, and the pool they are packed from
-    (db/batch_rows.py; the fake: batchlane_dev.fakes.lanes). Every lane and member move is one of domain.status's."""
+    (db/batch_rows.py; the fake: tests/fakes/lanes.py). Every lane and member move is one of domain.status's."""
 
     def add_task_token(self, lane_id: str, token: str) -> BatchRow | None: ...
     def close(

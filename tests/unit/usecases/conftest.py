@@ -1,5 +1,5 @@
 """Use cases against in-memory fakes: the AWS ports (usecase_fakes) and, through ``svc_on_fakes``, the repositories
-(batchlane_dev.fakes, held to the PostgreSQL adapters by tests/contract).
+(fakes, held to the PostgreSQL adapters by tests/contract).
 
 ``svc_on_fakes`` has no database at all: a use case that reaches for ``svc.db`` fails loudly, and no test under
 tests/unit may start a server (tests/unit/conftest.py fails any that asks for one).
@@ -15,9 +15,9 @@ from usecase_fakes import BUCKET, MODEL, FakeBatchJobs, FakeBus, FakeWorkflows, 
 from batchlane.config import Settings
 from batchlane.domain.cost import PriceTable
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.admission import FakeChunkAdmissions
-from batchlane_dev.fakes.page_threads import FakePageThreadDatabase
+from fakes import FakeUnitOfWork
+from fakes.admission import FakeChunkAdmissions
+from fakes.page_threads import FakePageThreadDatabase
 
 
 def _settings() -> Settings:

@@ -42,7 +42,7 @@ from batchlane.domain.status import BedrockJobStatus
 from batchlane.operations.cancel import cancel_job
 from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, LaneOutcome, LedgerRow
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 
 def _answer(text: str, stop: str, tokens_in: int, tokens_out: int) -> dict:

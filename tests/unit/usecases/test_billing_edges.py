@@ -19,8 +19,8 @@ from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
 from batchlane.ports import BatchRow, LedgerRow, Member
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.ledger import money
+from fakes import FakeUnitOfWork
+from fakes.ledger import money
 
 
 def _prefix(svc: Services, lane_id: str, arn: str) -> str:

@@ -19,7 +19,7 @@ from batchlane.folders import advance
 from batchlane.folders import usecases as folder_usecases
 from batchlane.ports import NewFolderFile
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 PRIORITY = "batchlane-priority"  # the group a caller without the permission lacks
 

@@ -18,7 +18,7 @@ from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotF
 from batchlane.domain.status import JobStatus
 from batchlane.pdf.split import plan_chunks
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 OWNER = "owner-1"
 PAGES, PER_CHUNK = 4, 2

@@ -19,7 +19,7 @@ from batchlane.batch.submit import BatchSubmitBusy, submit_batch_job
 from batchlane.batch.wait import register_wait
 from batchlane.ports import BatchJobsBusy
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 
 # -- submit --------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 
 @pytest.fixture
