@@ -15,12 +15,13 @@ import pytest
 
 from batchlane.db import Database, connect_params_from_url, ledger
 from batchlane.db import jobs as job_repo
+from batchlane.db.limiter import PgLimiter, SerialDatabase
 from batchlane.domain import status as st
+from batchlane.domain.pace import LimitSettings
 from batchlane.domain.status import Entity
-from batchlane.ondemand import CoverageRule, LimitSettings, PgLimiter, text_layer
-from batchlane.ondemand.limiter import LeaseWaitTimeout, SerialDatabase
+from batchlane.ondemand import CoverageRule, text_layer
 from batchlane.pdf import open_pdf
-from batchlane.ports import LedgerRow
+from batchlane.ports import LeaseWaitTimeout, LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.ondemand.limiter import NoLimit
+from batchlane.domain.pace import NoLimit
 from batchlane.ports import Limiter
 from fakes.budgets import FakeBudgets
 from fakes.jobs import FakeJobs

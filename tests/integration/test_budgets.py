@@ -21,8 +21,8 @@ from batchlane.conversion.chunk import ChunkContinue, process_chunk
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import budgets, ledger
 from batchlane.db import jobs as job_repo
+from batchlane.db.limiter import serial_database
 from batchlane.domain.cost import Usage
-from batchlane.ondemand.limiter import serial_database
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane.webhooks.events import job_change_detail

@@ -1136,13 +1136,21 @@ class ChunkAdmissions(Protocol):
     def release(self, *, job_id: str, chunk_index: int) -> None: ...  # the chunk's slot freed (none held: nothing)
 
 
-# -- what a chunk's page threads share: the process's one serial connection (ondemand/limiter.py) --------
+# -- what a chunk's page threads share: the process's one serial connection (db/limiter.py) --------
+class LeaseWaitTimeout(Exception):
+    """No slot came free within ``lease_wait_s``: the caller retries the page later."""
+
+
+class Aborted(Exception):
+    """The chunk was cancelled or taken over while this request waited."""
+
+
 class Lease(Protocol):
     def renew(self) -> None: ...
 
 
 class Limiter(Protocol):
-    """The global on-demand limit (ondemand/limiter.py): leases on numbered slots, shared by owner, and request pacing."""
+    """The global on-demand limit (db/limiter.py; none: domain/pace.NoLimit): leases on numbered slots, shared by owner, and request pacing."""
 
     def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Any: ...  # a context manager yielding a Lease
     def pace(self, pool: str, *, aborted: Callable[[], bool] = ...) -> float: ...  # seconds to wait before starting the request (taken before the slot)

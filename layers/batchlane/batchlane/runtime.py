@@ -21,19 +21,16 @@ from batchlane.aws.secrets import SecretsManagerSigningSecret
 from batchlane.aws.workflows import StepFunctionsWorkflows
 from batchlane.config import Settings, reload_settings
 from batchlane.db.admission import PgChunkAdmissions
-from batchlane.db.budgets import PgBudgets
-from batchlane.db.connection import ConnectParams, Database, SecretConnection, connect_params_from_url
-from batchlane.db.jobs import PgJobs
+from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
+from batchlane.db.limiter import SerialPageThreadDatabase
 from batchlane.db.secrets import SecretsManagerSource
 from batchlane.db.uow import PgUnitOfWork
 from batchlane.domain.cost import PriceTable
-from batchlane.ondemand.limiter import limiter_for, serial_database
 from batchlane.ports import (
     BatchJobs,
     ChunkAdmissions,
     Downloads,
     EventBus,
-    Limiter,
     ModelRuntime,
     ObjectStore,
     PageThreadDatabase,
@@ -69,7 +66,7 @@ class Services:
         return self.admissions if self.admissions is not None else PgChunkAdmissions(self.db)
 
     def page_thread_database(self) -> PageThreadDatabase:
-        """What a chunk's page threads reach the database through: one serial connection per process (ondemand/limiter.py)."""
+        """What a chunk's page threads reach the database through: one serial connection per process (db/limiter.py)."""
         if self.page_threads is not None:
             return self.page_threads
         return SerialPageThreadDatabase(self.db.params, self.settings)
@@ -98,25 +95,6 @@ class Services:
 
     def signing_secret(self) -> SigningSecret:
         return SecretsManagerSigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
-
-
-class SerialPageThreadDatabase:
-    """batchlane.ports.PageThreadDatabase over the process's serial connection (ondemand/limiter.SerialDatabase)."""
-
-    def __init__(self, params: ConnectParams, settings: Settings) -> None:
-        self._params, self._settings = params, settings
-        self._serial = serial_database(params)  # one per process and database, made on first use
-
-    def limiter(self, *, owner: str | None) -> Limiter:
-        return limiter_for(self._params, self._settings, owner=owner)
-
-    @property
-    def budgets(self) -> PgBudgets:
-        return PgBudgets(self._serial)
-
-    @property
-    def jobs(self) -> PgJobs:
-        return PgJobs(self._serial)
 
 
 _lock = threading.Lock()

@@ -22,8 +22,9 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from batchlane.converter.request import PageRequest
 from batchlane.converter.transports import INVOCATION_ENDING, ModelAnswer, ModelCallError, Transport
+from batchlane.domain.pace import PACE_LEAD_S
 from batchlane.observability import logger
-from batchlane.ondemand.limiter import PACE_LEAD_S, Aborted, LeaseWaitTimeout, Limiter
+from batchlane.ports import Aborted, LeaseWaitTimeout, Limiter
 
 # How long after its start time a request may still be sent on it (the slot came late): the margin the
 # pace already gives a loaded host's wake-ups. Later, it takes a fresh start time.
