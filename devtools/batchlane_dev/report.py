@@ -8,10 +8,10 @@ from typing import Any
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.runtime import Services
+from batchlane.runtime import RuntimeServices
 
 
-def job_report(svc: Services, job_id: str) -> dict[str, Any]:
+def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
     job = job_repo.get_job(svc.db, job_id)
     if job is None:
         raise KeyError(job_id)
@@ -87,7 +87,7 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
     }
 
 
-def lane_rows(svc: Services, job_id: str) -> list[dict[str, Any]]:
+def lane_rows(svc: RuntimeServices, job_id: str) -> list[dict[str, Any]]:
     """The lanes (Bedrock jobs) that carried any chunk of the job, oldest first."""
     return svc.db.run(
         """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
@@ -96,7 +96,7 @@ def lane_rows(svc: Services, job_id: str) -> list[dict[str, Any]]:
     )
 
 
-def job_lane_reason(svc: Services, job_id: str) -> str | None:
+def job_lane_reason(svc: RuntimeServices, job_id: str) -> str | None:
     row = svc.db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
     return row["lane_reason"] if row else None
 

@@ -20,7 +20,7 @@ from botocore.compat import HTTPHeaders
 
 from batchlane.db import folder_jobs as repo
 from batchlane.folders import usecases
-from batchlane.runtime import Services, services
+from batchlane.runtime import RuntimeServices, services
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 from batchlane_dev.local.stack import FOLDER_BUCKET, FOLDER_SOURCES, owner_home
@@ -147,14 +147,14 @@ def test_one_object_that_cannot_be_read_fails_that_file_and_the_rest_convert(sta
             return AWSResponse("", 403, HTTPHeaders(), None), error
         return None
 
-    original = Services.folder_buckets
+    original = RuntimeServices.folder_buckets
 
-    def folder_buckets(self: Services, owner_id: str | None = None) -> Any:
+    def folder_buckets(self: RuntimeServices, owner_id: str | None = None) -> Any:
         buckets = original(self, owner_id)
         buckets._s3.meta.events.register("before-call.s3.HeadObject", kms_denied, unique_id="test-kms-denied")
         return buckets
 
-    monkeypatch.setattr(Services, "folder_buckets", folder_buckets)
+    monkeypatch.setattr(RuntimeServices, "folder_buckets", folder_buckets)
     job, _ = usecases.submit(services(), alice, {"input": {"folder": uri(folder)}})
     done = wait_done(alice, job["id"])
     assert done["status"] == "completed_with_failures" and done["error"] is None, done

@@ -11,12 +11,12 @@ from typing import Any
 from batchlane import keys
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
-from batchlane.runtime import Services
+from batchlane.runtime import RuntimeServices
 
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def upload_pdf(svc: Services, data: bytes, *, name: str, owner_id: str) -> str:
+def upload_pdf(svc: RuntimeServices, data: bytes, *, name: str, owner_id: str) -> str:
     """Register the file and put its PDF where an upload lands; answers the file id (nothing converts yet)."""
     with svc.db.transaction() as tx:
         file_row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=len(data))
@@ -27,7 +27,7 @@ def upload_pdf(svc: Services, data: bytes, *, name: str, owner_id: str) -> str:
     return file_id
 
 
-def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None, wait_split: bool = True) -> dict[str, Any]:
+def submit_pdf(svc: RuntimeServices, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None, wait_split: bool = True) -> dict[str, Any]:
     """Upload, register the file, and create its job through the job_create Lambda.
 
     Creation is asynchronous (the job starts ``splitting``); with ``wait_split`` this waits
@@ -66,7 +66,7 @@ class Progress:
     batch_status: str | None
 
 
-def progress(svc: Services, job_id: str) -> Progress:
+def progress(svc: RuntimeServices, job_id: str) -> Progress:
     job = job_repo.get_job(svc.db, job_id)
     assert job is not None
     chunks = job_repo.get_chunks(svc.db, job_id)
@@ -99,7 +99,7 @@ def wait_until(predicate: Callable[[], Any], *, timeout_s: float = 60, what: str
 
 
 def wait_for_job(
-    svc: Services,
+    svc: RuntimeServices,
     job_id: str,
     *,
     timeout_s: float = 3600,

@@ -40,8 +40,7 @@ from batchlane.batch.wait import register_wait
 from batchlane.domain.cost import Usage
 from batchlane.domain.status import BedrockJobStatus
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, LaneOutcome, LedgerRow
-from batchlane.runtime import Services
+from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, LaneOutcome, LedgerRow, Services
 from fakes import FakeUnitOfWork
 
 

@@ -17,8 +17,7 @@ from batchlane.batch.billing import bill_members, output_prefix, settle_stopping
 from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import BatchRow, LedgerRow, Member
-from batchlane.runtime import Services
+from batchlane.ports import BatchRow, LedgerRow, Member, Services
 from fakes import FakeUnitOfWork
 from fakes.ledger import money
 

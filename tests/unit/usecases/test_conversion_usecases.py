@@ -23,7 +23,7 @@ from batchlane.domain.budget import raised_hold
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import ChunkStatus, FileStatus, JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 
 OWNER = "owner-1"

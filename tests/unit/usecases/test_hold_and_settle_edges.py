@@ -17,7 +17,7 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 
 OWNER = "owner-1"

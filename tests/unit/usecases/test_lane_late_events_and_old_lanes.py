@@ -17,7 +17,7 @@ from batchlane.batch.resume import leave_batch_lane, resume_members, resume_stra
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.wait import register_wait
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 from fakes.pool import lane_rows
 

@@ -17,7 +17,7 @@ from batchlane.batch import sweeper as sweeper_module
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 from fakes.pool import lane_rows
 

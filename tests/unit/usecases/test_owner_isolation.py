@@ -13,7 +13,7 @@ from usecase_fakes import new_job
 from batchlane.api import live, results, usecases, webhook_usecases
 from batchlane.domain.errors import NotFound
 from batchlane.folders import usecases as folder_usecases
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 
 A, B = "owner-a", "owner-b"

@@ -20,8 +20,7 @@ from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_LARGE
 from batchlane.domain.status import FileStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import UniqueViolation
-from batchlane.runtime import Services
+from batchlane.ports import Services, UniqueViolation
 from fakes import FakeUnitOfWork
 from fakes.retries import FakeRetries
 

@@ -22,8 +22,7 @@ from batchlane import keys
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import pooled_record_id, record_id
 from batchlane.pdf import plan_chunks
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, BatchRow, LedgerRow, ModelCallFailed
-from batchlane.runtime import Services
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, BatchRow, LedgerRow, ModelCallFailed, Services
 from fakes import FakeUnitOfWork
 from fakes.ledger import money
 from fakes.pool import lane_rows

@@ -12,8 +12,7 @@ from typing import Any
 
 from batchlane.api.usecases import owned_job
 from batchlane.domain.cost import PriceTable, Usage
-from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, ReadModel
-from batchlane.runtime import Services
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, ReadModel, Services
 
 _FINISHED = ("completed", "failed", "cancelled")
 

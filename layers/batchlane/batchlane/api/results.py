@@ -20,8 +20,7 @@ from batchlane.conversion.dryrun import dry_run
 from batchlane.conversion.figures import figure_folder
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.keys import OBJECT_EXPIRY_DAYS, images_prefix, pages_key
-from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
-from batchlane.runtime import Services
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, Services
 
 
 class ObjectExpired(BatchlaneError):

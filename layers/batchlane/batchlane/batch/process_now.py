@@ -15,7 +15,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 PROCESS_NOW_REASON = "process_now"
 

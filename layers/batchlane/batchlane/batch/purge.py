@@ -13,8 +13,7 @@ import posixpath
 
 from batchlane import keys
 from batchlane.observability import logger
-from batchlane.ports import PurgeTarget
-from batchlane.runtime import Services
+from batchlane.ports import PurgeTarget, Services
 
 
 def member_keys(store: object, lane_id: str, tag: str) -> list[str]:

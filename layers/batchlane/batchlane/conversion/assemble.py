@@ -33,8 +33,7 @@ from batchlane.domain.errors import Conflict
 from batchlane.domain.markdown import PageText
 from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
-from batchlane.ports import ObjectStore
-from batchlane.runtime import Services
+from batchlane.ports import ObjectStore, Services
 
 
 def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:

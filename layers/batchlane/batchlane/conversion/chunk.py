@@ -38,8 +38,7 @@ from batchlane.domain.service_tier import tier_breakdown
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
-from batchlane.ports import ChunkRow, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import ChunkRow, Services, UnitOfWork
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
 MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1

@@ -18,8 +18,7 @@ from batchlane.domain.errors import InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, parse_deadline
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.ports import FileRow, JobRepository, JobRow
-from batchlane.runtime import Services
+from batchlane.ports import FileRow, JobRepository, JobRow, Services
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
 

@@ -21,8 +21,7 @@ from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
-from batchlane.ports import ObjectStore
-from batchlane.runtime import Services
+from batchlane.ports import ObjectStore, Services
 
 INPUT_TOKENS_PER_PAGE = 3000  # text + the page image; prompt tokens come on top per request
 PROMPT_TOKENS_PER_REQUEST = 400

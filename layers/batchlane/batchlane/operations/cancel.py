@@ -15,7 +15,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import Entity, JobStatus
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane.webhooks.events import publish_job_change
 
 CANCEL_REASON = "cancelled"

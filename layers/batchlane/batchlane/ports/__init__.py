@@ -30,6 +30,7 @@ from batchlane.ports.money import BudgetOverride, BudgetRepository, Hold, JobMon
 from batchlane.ports.ondemand import Aborted, Admission, ChunkAdmissions, Lease, LeaseWaitTimeout, Limiter, PageThreadDatabase
 from batchlane.ports.reads import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile, ReadModel
 from batchlane.ports.retries import JobRetry, RetryRepository
+from batchlane.ports.services import Services
 from batchlane.ports.storage import (
     DOWNLOAD_URL_TTL_S,
     PDF_CONTENT_TYPE,
