@@ -217,7 +217,7 @@ def test_a_folder_job_whose_finish_and_failjob_are_throttled_past_their_ladder_i
     assert done["status"] == "completed" and done["files"]["completed"] == 1, done
     manifest = s3.get_object(Bucket=FOLDER_BUCKET, Key=f"{home}docs/_batchlane/{job_id}/manifest.json")["Body"].read()
     assert b'"status": "completed"' in manifest
-    assert caps.live_folder_jobs(services().db, owner) == 0
+    assert caps.PgCaps(services().db).live_folder_jobs(owner) == 0
 
     again = stack.registry.invoke("recovery", {})
     assert not again.failed and again.result["folderJobsEnded"] == {}, again
