@@ -59,7 +59,7 @@ def test_with_documents_refused_a_real_mixed_pdf_converts_whole_in_the_image_for
     config = ConverterConfig.from_settings(svc.settings)
     assert svc.settings.batchlane_page_form == "auto"
     if lane == "batch-recorded":  # what `batchlane doctor --live` records on such an account
-        page_forms.record_form(svc.db, config.model_id, "image", source="doctor")
+        page_forms.PgPageForms(svc.db).record_form(config.model_id, "image", source="doctor")
     data, expected = mixed_pdf()
     job_id = submit_pdf(svc, data, name="real-mix.pdf", owner_id="archivist", options={"batchLane": True})["jobId"]
     final = wait_for_job(svc, job_id, timeout_s=300)
