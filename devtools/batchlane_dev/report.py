@@ -12,7 +12,7 @@ from batchlane.runtime import RuntimeServices
 
 
 def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     if job is None:
         raise KeyError(job_id)
     rows = ledger.ledger_rows(svc.db, job_id)
@@ -22,7 +22,7 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
     full_price_of_batch_pages = Decimal(0)
     tiers: dict[str, dict[str, Any]] = {}  # on-demand pages per Bedrock service tier (default, flex)
-    for chunk in job_repo.get_chunks(svc.db, job_id):
+    for chunk in job_repo.PgJobs(svc.db).get_chunks(job_id):
         if not chunk.result_key:
             continue
         for item in svc.store.get_json(chunk.result_key)["pages"]:

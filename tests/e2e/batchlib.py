@@ -84,7 +84,7 @@ def lanes(job_id: str) -> list[dict[str, Any]]:
 def page_results(job_id: str) -> dict[int, PageResult]:
     svc = services()
     results: dict[int, PageResult] = {}
-    for chunk in job_repo.get_chunks(svc.db, job_id):
+    for chunk in job_repo.PgJobs(svc.db).get_chunks(job_id):
         for item in svc.store.get_json(chunk.result_key)["pages"]:
             page = PageResult.from_json(item)
             assert page.page_number not in results, f"page {page.page_number} twice"
@@ -95,7 +95,7 @@ def page_results(job_id: str) -> dict[int, PageResult]:
 def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = BLANK_EVERY) -> dict[int, PageResult]:
     """The invariants: completed, every page once under its marker with its own text, money adds up."""
     svc = services()
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None
     assert job.status == "completed", (job.status, job.error_id, job.error_message)
     assert job.pages_failed == 0
@@ -136,7 +136,7 @@ def assert_retries_booked(job_id: str) -> dict[int, list[LedgerRow]]:
     ``retry: n``; each retry's cost is its rows' sum; the totals chain: the job's total before
     retry n+1 is the total before n plus n's cost, and the job's total is the ledger's sum."""
     svc = services()
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None
     rows = ledger.ledger_rows(svc.db, job_id)
     history = svc.db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)

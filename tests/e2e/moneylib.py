@@ -87,7 +87,7 @@ def assert_ledger_equals_tokens_served(stack: Any, job_ids: list[str]) -> None:
 def assert_total_is_the_ledger(job_id: str) -> Decimal:
     """A completed job's total, its settled hold and its options' batch cost agree with the ledger, exactly."""
     svc = services()
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None and job.status == "completed", job and job.status
     rows = ledger.ledger_rows(svc.db, job_id)
     total = sum((r.cost_usd for r in rows), Decimal(0))

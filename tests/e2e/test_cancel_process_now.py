@@ -75,7 +75,7 @@ def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = "te
 
 
 def job(job_id: str) -> job_repo.JobRow:
-    found = job_repo.get_job(services().db, job_id)
+    found = job_repo.PgJobs(services().db).get_job(job_id)
     assert found is not None
     return found
 
@@ -120,7 +120,7 @@ def assert_nothing_charged(job_id: str) -> None:
     assert Decimal(done.total_cost_usd) == 0
     hold = ledger.get_hold(services().db, job_id)
     assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
-    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
+    assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
 
 
 # -- cancel ---------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     )
     job_id, _ = submit()
     running = wait_until(
-        lambda: [c for c in job_repo.get_chunks(services().db, job_id) if c.status == "processing" and c.pages_done >= 2],
+        lambda: [c for c in job_repo.PgJobs(services().db).get_chunks(job_id) if c.status == "processing" and c.pages_done >= 2],
         what="a chunk part-way through its pages",
     )
     # When the user cancels
@@ -142,7 +142,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     # Then the workflow ends, the running chunk stopped early and never completed
     wait_until(lambda: execution_status("conversion", job_id) not in (None, "RUNNING"), what="the conversion execution to end")
     assert execution_status("conversion", job_id) == "SUCCEEDED", "a cancel is not a failed execution (no alarm)"
-    chunks = {c.chunk_index: c for c in job_repo.get_chunks(services().db, job_id)}
+    chunks = {c.chunk_index: c for c in job_repo.PgJobs(services().db).get_chunks(job_id)}
     stopped = chunks[running[0].chunk_index]
     assert stopped.status == "cancelled"
     assert stopped.pages_done < 20, "the chunk went on converting after the cancel"
@@ -345,8 +345,8 @@ def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory)
     wait_until(lambda: execution_status("intake", job_id) not in (None, "RUNNING"), what="the intake to end")
     assert execution_status("intake", job_id) == "SUCCEEDED"
     done = job(job_id)
-    assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.get_chunks(services().db, job_id) == []
+    assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.PgJobs(services().db).get_chunks(job_id) == []
     assert ledger.get_hold(services().db, job_id) is None, "no hold was ever placed"
-    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
+    assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
     assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None

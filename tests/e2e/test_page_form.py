@@ -76,7 +76,7 @@ def test_with_documents_refused_a_real_mixed_pdf_converts_whole_in_the_image_for
         assert not [w for w in words or () if w not in got and w[::-1] not in got], f"page {number} lost its words"
 
     # Tokens per page: what the emulator billed, against the documented formula for the page's image form.
-    chunk = job_repo.get_chunk(svc.db, job_id, 0)
+    chunk = job_repo.PgJobs(svc.db).get_chunk(job_id, 0)
     pages = {item["page"]: item for item in svc.store.get_json(chunk.result_key)["pages"]}
     document = open_pdf(data, max_pages=len(expected))
     for page in document.pages(plan_chunks(len(expected), svc.settings.batchlane_pages_per_chunk)[0]):

@@ -54,7 +54,7 @@ def test_a_deadline_of_hours_goes_flex_falls_back_to_default_when_flex_sheds_and
     assert created["laneDecision"] == "on_demand"
     wait_for_job(svc, created["jobId"], timeout_s=300)
     # Then every page converted
-    job = job_repo.get_job(svc.db, created["jobId"])
+    job = job_repo.PgJobs(svc.db).get_job(created["jobId"])
     assert (job.status, job.pages_failed, job.pages_converted) == ("completed", 0, PAGES)
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     assert all(page_phrase(n, PAGES) in markdown for n in range(1, PAGES + 1))
@@ -85,7 +85,7 @@ def test_without_a_flex_rate_the_same_job_stays_at_the_default_tier(stack_factor
     deadline = (datetime.now(UTC) + timedelta(hours=6)).isoformat()
     created = submit_pdf(svc, make_pdf(4), name="no-flex.pdf", owner_id="flex-tests", options={"deadline": deadline})
     wait_for_job(svc, created["jobId"], timeout_s=300)
-    assert job_repo.get_job(svc.db, created["jobId"]).status == "completed"
+    assert job_repo.PgJobs(svc.db).get_job(created["jobId"]).status == "completed"
     assert set(stack.bedrock.served_by_tier()) == {"default", "flexThrottled"}
     assert set(_tiers(created["jobId"])) == {"default"}
 

@@ -213,7 +213,7 @@ def flood_and_check(stack_factory: Any, variant: str) -> None:
         for f in flooders:
             f.result()
 
-    b_row = job_repo.get_job(services().db, b_job)
+    b_row = job_repo.PgJobs(services().db).get_job(b_job)
     assert b_row is not None and b_row.status == "completed", b_row
     assert set(b_answers) <= {200, 202}, sorted(set(b_answers))  # every call of B answered
     # B was never refused for its own rate; a throttle on the way to the API's function (the account full) was answered at once

@@ -61,7 +61,7 @@ def set_budget(stack: Any, owner: str, **fields: Any) -> dict[str, Any]:
 
 
 def jobs_of(owner: str) -> list[job_repo.JobRow]:
-    return job_repo.list_jobs(services().db, owner_id=owner)
+    return job_repo.PgJobs(services().db).list_jobs(owner_id=owner)
 
 
 def test_convert_is_refused_with_402_when_open_holds_use_up_the_budget(stack, owner):
@@ -104,7 +104,7 @@ def test_a_job_whose_worst_case_exceeds_the_budget_fails_at_the_split_and_starts
     # Then the split fails it with BUDGET_EXCEEDED: no chunk, no hold, no chunk source, no conversion
     done: job_repo.JobRow = wait_for(lambda: (j := job(created["jobId"])).status in ("failed", "completed") and j, what="the split", timeout_s=180)
     assert (done.status, done.error_id) == ("failed", "BUDGET_EXCEEDED"), done
-    assert job_repo.get_chunks(services().db, created["jobId"]) == []
+    assert job_repo.PgJobs(services().db).get_chunks(created["jobId"]) == []
     assert ledger.get_hold(services().db, created["jobId"]) is None
     assert services().store.list_keys(f"jobs/{created['jobId']}/") == []
 
@@ -144,7 +144,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     services().workflows.start_conversion(job_id)
     # Then no chunk starts: the job pauses (and the workflow ends without failing it)
     wait_for(lambda: job(job_id).status == "paused_budget", what="the pause", timeout_s=180)
-    assert [c.status for c in job_repo.get_chunks(services().db, job_id)] == ["pending", "pending"]
+    assert [c.status for c in job_repo.PgJobs(services().db).get_chunks(job_id)] == ["pending", "pending"]
     assert job_change_detail(services(), job_id)["outcome"] == "paused_budget"  # what the public event carries
     # (a resume waits until the paused run has ended: its last step marks it)
     wait_for(lambda: job(job_id).pause_settled, what="the paused run's end", timeout_s=180)
@@ -158,7 +158,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert status == 200 and Decimal(body["holdUsd"]) > Decimal("2"), body
     wait_for(lambda: job(job_id).status == "completed", what="the resumed conversion", timeout_s=180)
-    assert job_repo.get_job(services().db, job_id).pages_converted == 6
+    assert job_repo.PgJobs(services().db).get_job(job_id).pages_converted == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
 
@@ -178,7 +178,7 @@ def test_a_running_chunk_stops_at_the_first_request_the_hold_cannot_carry_and_th
     assert sum(r.cost_usd for r in booked) <= hold
     for index in sorted({r.chunk_index for r in booked}):
         assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) < 3, index
-    assert "completed" not in [c.status for c in job_repo.get_chunks(services().db, job_id)]
+    assert "completed" not in [c.status for c in job_repo.PgJobs(services().db).get_chunks(job_id)]
 
 
 def test_process_now_needs_the_priority_group(stack, owner):
@@ -232,9 +232,8 @@ def _job_of_chunks(owner: str, *, hold_usd: Decimal) -> str:
     pages = CHUNKS * 3
     pdf = make_pdf(pages)
     with svc.db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id=owner, name="eight.pdf", s3_key=f"uploads/{owner}/eight.pdf", size_bytes=len(pdf))
-        created = job_repo.insert_job(
-            tx,
+        file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="eight.pdf", s3_key=f"uploads/{owner}/eight.pdf", size_bytes=len(pdf))
+        created = job_repo.PgJobs(tx).insert_job(
             file_id=str(file_row.id),
             owner_id=owner,
             status="processing",
@@ -287,7 +286,7 @@ def test_concurrent_chunks_share_one_hold_and_never_overspend_it(stack, owner):
     # and the counter says what was booked, nothing reserved is left over
     assert ledger.get_hold(services().db, job_id).committed_usd == spent
     # And the next chunk start pauses the job: what is left cannot carry another request
-    unfinished = next(c.chunk_index for c in job_repo.get_chunks(services().db, job_id) if c.status != "completed")
+    unfinished = next(c.chunk_index for c in job_repo.PgJobs(services().db).get_chunks(job_id) if c.status != "completed")
     assert _start_as_the_workflow_does(job_id, unfinished)["status"] == "paused_budget"
     assert job(job_id).status == "paused_budget"
     assert ledger.job_total(services().db, job_id) == spent, "the pause sent nothing more"

@@ -49,10 +49,8 @@ def backlog(db: Database, rng: random.Random, *, jobs: int, model: str, owners: 
             owner = rng.choice(owners)
             pages = rng.randint(1, 300)
             spans = plan_chunks(pages, 50)
-            file_row = job_repo.insert_file(tx, owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
-            job = job_repo.insert_job(
-                tx,
-                file_id=str(file_row.id),
+            file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+            job = job_repo.PgJobs(tx).insert_job(file_id=str(file_row.id),
                 owner_id=owner,
                 status="waiting_batch",
                 options={},
@@ -62,7 +60,7 @@ def backlog(db: Database, rng: random.Random, *, jobs: int, model: str, owners: 
                 chunks=[],
             )
             sizes = {s.index: rng.choice([2_000, 40_000, 90_000]) for s in spans if rng.random() < 0.8}
-            job_repo.insert_chunks(tx, str(job.id), spans, status="waiting_batch", chunk_bytes=sizes)
+            job_repo.PgJobs(tx).insert_chunks(str(job.id), spans, status="waiting_batch", chunk_bytes=sizes)
             waited = rng.choice([0, 600, 1800, 7200])
             tx.run(
                 "UPDATE large_conversion_jobs SET pooled_at = now() - make_interval(secs => :s), created_at = now() - make_interval(secs => :c) WHERE id = CAST(:id AS uuid)",
@@ -173,12 +171,11 @@ def _on_postgres(db: Database, specs: list[dict[str, Any]], model: str) -> list[
     made = []
     with db.transaction() as tx:
         for spec in specs:
-            file_row = job_repo.insert_file(tx, owner_id=spec["owner"], name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
-            job = job_repo.insert_job(
-                tx, file_id=str(file_row.id), owner_id=spec["owner"], status="waiting_batch", options={}, model_id=model, total_pages=spec["pages"],
+            file_row = job_repo.PgJobs(tx).insert_file(owner_id=spec["owner"], name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+            job = job_repo.PgJobs(tx).insert_job(file_id=str(file_row.id), owner_id=spec["owner"], status="waiting_batch", options={}, model_id=model, total_pages=spec["pages"],
                 pages_per_chunk=50, chunks=[],
             )  # fmt: skip
-            job_repo.insert_chunks(tx, str(job.id), spec["spans"], status="waiting_batch", chunk_bytes=spec["sizes"])
+            job_repo.PgJobs(tx).insert_chunks(str(job.id), spec["spans"], status="waiting_batch", chunk_bytes=spec["sizes"])
             tx.run(
                 "UPDATE large_conversion_jobs SET pooled_at = now() - make_interval(secs => :s), created_at = now() - make_interval(secs => :c) WHERE id = CAST(:id AS uuid)",
                 s=spec["waited"],

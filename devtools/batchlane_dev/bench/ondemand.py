@@ -146,7 +146,7 @@ def many_documents(sizes: list[int]) -> dict[str, Any]:
         watcher.join()
         lost = failed = 0
         for job_id in job_ids:
-            job = job_repo.get_job(svc.db, job_id)
+            job = job_repo.PgJobs(svc.db).get_job(job_id)
             assert job is not None
             if not job.markdown_key:
                 lost += job.total_pages

@@ -9,7 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from batchlane.db.jobs import JobRow, Runner, move_chunks
+from batchlane.db.jobs import JobRow, PgJobs, Runner
 from batchlane.domain import status as st
 from batchlane.domain.budget import Limits, Standing
 from batchlane.domain.status import Entity
@@ -189,7 +189,7 @@ def resume_paused(db: Runner, job_id: str, *, hold_usd: Decimal) -> JobRow | Non
         job=job_id,
         amount=hold_usd,
     )
-    move_chunks(db, job_id, st.resume(Entity.CHUNK))
+    PgJobs(db).move_chunks(job_id, st.resume(Entity.CHUNK))
     return JobRow.of(row)
 
 
