@@ -15,7 +15,7 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
     job = job_repo.PgJobs(svc.db).get_job(job_id)
     if job is None:
         raise KeyError(job_id)
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     on_demand_cost = sum((r.cost_usd for r in rows if r.backend == "on_demand"), Decimal(0))
     batch_rows = [r for r in rows if r.backend == "batch"]  # the job's shares (or its own lane row, before the pool)
     batch_cost = sum((r.cost_usd for r in batch_rows), Decimal(0))

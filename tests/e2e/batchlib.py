@@ -110,7 +110,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
             assert page_phrase(number, pages) in following, f"page {number}'s text is not under its marker"
     results = page_results(job_id)
     assert sorted(results) == list(range(1, pages + 1))
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     assert not [r for r in rows if r.source == "batch"], "a lane's own row never belongs to a job"
     shares = [r.batch_row_id for r in rows if r.source == "batch_share"]
     assert len(shares) == len(set(shares)), "one share per lane"
@@ -126,7 +126,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     assert (chunk_cost == 0) == (requests == 0), "chunk cost without a call, or a call without its cost"
     batch_cost = job.batch_cost_usd
     assert total == chunk_cost + batch_cost
-    hold = ledger.get_hold(svc.db, job_id)
+    hold = ledger.PgLedger(svc.db).get_hold(job_id)
     assert hold is not None and hold.outcome == "settled" and hold.settled_usd == total
     return results
 
@@ -138,7 +138,7 @@ def assert_retries_booked(job_id: str) -> dict[int, list[LedgerRow]]:
     svc = services()
     job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     history = svc.db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)
     by_retry: dict[int, list[LedgerRow]] = {}
     for row in rows:

@@ -241,7 +241,7 @@ def test_prompt_changed_between_prepare_and_run_goes_on_demand(stack_factory):
     assert served(results, "batch") == 0 and served(results, "on_demand") == NON_BLANK
     [ledger_row] = batch_ledger_rows(report["job_id"])
     assert ledger_row["cost_usd"] > 0, "the batch output was still paid for, once"
-    chunk_rows = [r for r in ledger.ledger_rows(services().db, report["job_id"]) if r.source == "chunk"]
+    chunk_rows = [r for r in ledger.PgLedger(services().db).ledger_rows(report["job_id"]) if r.source == "chunk"]
     assert sum(r.metadata["primedMismatch"] for r in chunk_rows) == NON_BLANK
 
 

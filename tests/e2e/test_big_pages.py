@@ -84,7 +84,7 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
             section = markdown[start : markdown.find("<!-- Page", start + 5)]
             assert phrase(number) in section, f"page {number} lost its text"
 
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     calls = sum(r.metadata.get("requests", 0) for r in rows if r.source == "chunk")
     if lane == "on-demand":
         assert calls == PAGES - 1, "one call per page sent, none for the page too large"

@@ -58,7 +58,7 @@ def _pages(svc, job_id: str) -> dict[int, tuple[str, str]]:  # type: ignore[no-u
 
 
 def _chunk_rows(svc, job_id: str) -> list[LedgerRow]:  # type: ignore[no-untyped-def]
-    return [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
+    return [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "chunk"]
 
 
 def _meta_sum(rows, key: str) -> int:  # type: ignore[no-untyped-def]

@@ -45,7 +45,7 @@ def test_every_timed_out_call_is_booked_and_its_pages_end_visibly_failed(stack_f
     assert job.pages_failed == 3
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     assert all(f"<!-- Page {n}: failed (ReadTimeout) -->" in markdown for n in (1, 2, 3))
-    rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
+    rows = [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "chunk"]
     attempts = job_repo.PgJobs(svc.db).get_chunk(job_id, 0).attempts
     assert attempts >= 2 and len(rows) == attempts
     # one request per attempt reached Bedrock: never re-sent within an attempt

@@ -109,7 +109,7 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
         )
         job_id = str(job.id)
         # about the worst case of its 6 pages (domain/budget.py: a whole max_tokens answer a page, asked twice)
-        ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("2"), hours=6)
+        ledger.PgLedger(tx).place_hold(job_id=job_id, owner_id=owner, amount_usd=Decimal("2"), hours=6)
         job_repo.PgJobs(tx).move_file(file_id, st.convert())
         for index in range(completed_chunks):
             tx.run("UPDATE chunk_jobs SET status = 'completed' WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=index)
@@ -134,8 +134,10 @@ def make_lane(tx: Any, job_id: str, model_id: str, state: str) -> rows.BatchRow:
         cost = Decimal("0.0123")
         rows.PgLanes(tx).close(lane.lane_id, st.close(), end_state="Completed", accepted=4, fallback=2, cost_usd=cost)
         rows.PgLanes(tx).record_accepted(lane.id, {(job_id, 0): 4})
-        ledger.add_batch_cost(tx, job_id=None, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
-        ledger.add_batch_share(tx, job_id=job_id, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
+        ledger.PgLedger(tx).add_batch_cost(job_id=None, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
+        ledger.PgLedger(tx).add_batch_share(
+            job_id=job_id, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={}
+        )
         tx.run("UPDATE conversion_batch_jobs SET closed_at = now() - interval '1 hour' WHERE id = :id", id=lane.id)
     found = rows.PgLanes(tx).get_row(lane.lane_id)
     assert found is not None and found.state == state
@@ -235,7 +237,7 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     db = services().db
     assert job(job_id).status == "cancelled"
     assert [c.status for c in job_repo.PgJobs(db).get_chunks(job_id)] == ["completed", "cancelled"]
-    hold = ledger.get_hold(db, job_id)
+    hold = ledger.PgLedger(db).get_hold(job_id)
     assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
     assert job_repo.PgJobs(db).get_file(file_id).status == "uploaded"
     if row_state in ("preparing", "submitted"):
@@ -257,7 +259,7 @@ def test_cancel_of_a_finishing_or_finished_job_is_409(stack, owner, status, code
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {}, user=owner)
     assert answer[0] == 409 and answer[1]["code"] == code
     assert job(job_id).status == status
-    assert ledger.get_hold(services().db, job_id).outcome is None
+    assert ledger.PgLedger(services().db).get_hold(job_id).outcome is None
 
 
 def test_cancel_guarded_on_the_job_id_the_caller_saw(stack, owner):
@@ -290,7 +292,7 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
         lane = lane_of(job_id)
         assert lane.reason == "process_now" and lane.state == row_state  # the lane stops / leaves and closes it itself
         assert {m.state for m in rows.PgLanes(services().db).members(lane.id)} == {"left"}
-    hold = ledger.get_hold(services().db, job_id)
+    hold = ledger.PgLedger(services().db).get_hold(job_id)
     assert hold.expires_at.timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
     finished: job_repo.JobRow = wait_for(lambda: job(job_id).status in ("completed", "failed") and job(job_id), what="the on-demand conversion")
     assert finished.status == "completed" and finished.pages_failed == 0
@@ -486,7 +488,7 @@ def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
     cancelled = job(created["jobId"])
     assert cancelled.status == "cancelled" and cancelled.chunk_count == 0
     assert job_repo.PgJobs(services().db).get_chunks(created["jobId"]) == []
-    assert ledger.get_hold(services().db, created["jobId"]) is None
+    assert ledger.PgLedger(services().db).get_hold(created["jobId"]) is None
     assert job_repo.PgJobs(services().db).get_file(file_id).status == "uploaded"
     arn = (services().workflows.conversion_arn or "").replace(":stateMachine:", ":execution:")
     with pytest.raises(ClientError):
@@ -510,7 +512,7 @@ def test_the_sweep_ends_a_job_whose_run_failed_once_under_concurrent_runs_and_le
         row = job_repo.PgJobs(svc.db).insert_job(file_id=str(file_row.id), owner_id=owner, status="processing", options={}, model_id=svc.settings.batchlane_model_id,
             total_pages=1, pages_per_chunk=PER_CHUNK, chunks=[],
         )  # fmt: skip
-        ledger.place_hold(svc.db, job_id=str(row.id), owner_id=owner, amount_usd=Decimal("0.50"), hours=1)
+        ledger.PgLedger(svc.db).place_hold(job_id=str(row.id), owner_id=owner, amount_usd=Decimal("0.50"), hours=1)
         ids.append(str(row.id))
     ended, running = ids
     now = datetime.now(UTC)
@@ -545,10 +547,10 @@ def test_the_sweep_ends_a_job_whose_run_failed_once_under_concurrent_runs_and_le
     assert len(results) == 4
     failed = job(ended)
     assert (failed.status, failed.error_id) == ("failed", "WORKFLOW_FAILED") and "(FAILED)" in (failed.error_message or "")
-    hold = ledger.get_hold(svc.db, ended)
+    hold = ledger.PgLedger(svc.db).get_hold(ended)
     assert hold is not None and hold.outcome == "released"
     assert [(d["jobId"], d["status"]) for d in published if d.get("jobId") in ids] == [(ended, "failed")], published
-    assert job(running).status == "processing" and ledger.get_hold(svc.db, running).outcome is None  # type: ignore[union-attr]
+    assert job(running).status == "processing" and ledger.PgLedger(svc.db).get_hold(running).outcome is None  # type: ignore[union-attr]
     assert all(r.get(ended) in (None, "failed") for r in results) and running not in {k for r in results for k in r}
 
 
@@ -590,7 +592,7 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     status, body = call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)
     assert status == 200 and body["cancelledJobId"] == job_id
     assert job(job_id).status == "cancelled"
-    assert ledger.get_hold(services().db, job_id).outcome == "cancelled"
+    assert ledger.PgLedger(services().db).get_hold(job_id).outcome == "cancelled"
     assert lane_of(job_id).state == "submitted", "the lane (and what it bills) outlives the file"
     assert call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)[0] == 404
     assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == []

@@ -129,12 +129,14 @@ def test_the_batch_ledger_row_is_written_at_most_once_per_lane_and_each_member_h
     a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
     lane = make_lane(db, (a, 0), (b, 0))
     kwargs = {"job_id": None, "batch_row_id": lane.id, "model_id": "m", "input_tokens": 10, "output_tokens": 1, "cost_usd": Decimal("0.5"), "metadata": {}}
-    assert ledger.add_batch_cost(db, **kwargs) is True
-    assert ledger.add_batch_cost(db, **kwargs) is False
+    assert ledger.PgLedger(db).add_batch_cost(**kwargs) is True
+    assert ledger.PgLedger(db).add_batch_cost(**kwargs) is False
     for job_id, cost in ((a, Decimal("0.3")), (b, Decimal("0.2")), (a, Decimal("9"))):  # the second share of a is refused
-        ledger.add_batch_share(db, job_id=job_id, batch_row_id=lane.id, model_id="m", input_tokens=5, output_tokens=1, cost_usd=cost, metadata={})
-    assert (ledger.job_total(db, a), ledger.job_total(db, b)) == (Decimal("0.3"), Decimal("0.2")), "a job counts its share, never the lane's row"
-    assert (ledger.batch_cost_of_job(db, a), ledger.batch_cost_of_job(db, b)) == (Decimal("0.3"), Decimal("0.2"))
+        ledger.PgLedger(db).add_batch_share(job_id=job_id, batch_row_id=lane.id, model_id="m", input_tokens=5, output_tokens=1, cost_usd=cost, metadata={})
+    assert (ledger.PgLedger(db).job_total(a), ledger.PgLedger(db).job_total(b)) == (Decimal("0.3"), Decimal("0.2")), (
+        "a job counts its share, never the lane's row"
+    )
+    assert (ledger.PgLedger(db).batch_cost_of_job(a), ledger.PgLedger(db).batch_cost_of_job(b)) == (Decimal("0.3"), Decimal("0.2"))
     with pytest.raises(DatabaseError):  # only the lane's own row may have no job
         db.run(
             """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
@@ -195,10 +197,10 @@ def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(d
 
 def test_holds_close_once(db):
     job_id = make_job(db)
-    ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=6)
-    assert ledger.close_hold(db, job_id, outcome="settled", settled_usd=Decimal("1"))
-    assert not ledger.close_hold(db, job_id, outcome="cancelled")
-    assert ledger.get_hold(db, job_id).outcome == "settled"
+    ledger.PgLedger(db).place_hold(job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=6)
+    assert ledger.PgLedger(db).close_hold(job_id, outcome="settled", settled_usd=Decimal("1"))
+    assert not ledger.PgLedger(db).close_hold(job_id, outcome="cancelled")
+    assert ledger.PgLedger(db).get_hold(job_id).outcome == "settled"
 
 
 def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
@@ -207,7 +209,7 @@ def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
     from batchlane.db.uow import PgUnitOfWork
 
     job_id = make_job(db, status="waiting_batch")
-    ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=30)
+    ledger.PgLedger(db).place_hold(job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=30)
     with PgUnitOfWork(db) as uow:
         assert leave_batch_lane(uow, job_id, primed=True, batch_cost_usd=Decimal("0.5"), hold_hours=6)
     job = job_repo.PgJobs(db).get_job(job_id)

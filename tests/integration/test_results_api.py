@@ -277,7 +277,7 @@ def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(s
     after = job(job_id)
     assert (after.status, after.pages_failed, after.error_id) == ("completed", len(REFUSED), "PAGES_FAILED")
     assert markdown(job_id) == first_markdown and Decimal(after.total_cost_usd) == Decimal(before.total_cost_usd)
-    assert ledger.get_hold(services().db, job_id).outcome == "settled"
+    assert ledger.PgLedger(services().db).get_hold(job_id).outcome == "settled"
     assert job_repo.PgJobs(services().db).get_file(file_id).status == "converted"
     assert [r["status"] for r in call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]] == ["cancelled"]
     # and the failed pages can be retried again, to the end

@@ -56,7 +56,7 @@ def _timed_job(pages: int, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
         final = wait_for_job(svc, job_id, timeout_s=900, poll_s=0.05)
         elapsed = time.perf_counter() - started
         assert stack.bedrock is not None
-        rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
+        rows = [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "chunk"]
         return elapsed, {
             "status": final.status,
             "requests": stack.bedrock.stats["converse_ok"],
