@@ -473,7 +473,7 @@ def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_fi
     from batchlane.db import budgets
 
     owner = "capped-owner"
-    budgets.set_override(services().db, owner, usd_per_month=None, max_live_jobs=1, max_live_pages=None, updated_by="test")
+    budgets.PgBudgets(services().db).set_override(owner, usd_per_month=None, max_live_jobs=1, max_live_pages=None, updated_by="test")
     prefix = "capped/"
     for i in range(4):
         s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{owner_home(owner)}{prefix}d{i}.pdf", Body=make_pdf(1 + i % 2))

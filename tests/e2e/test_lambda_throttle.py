@@ -167,7 +167,7 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     assert _hold(b) == [{"outcome": "released", "settled_usd": Decimal(0)}] and failed.total_cost_usd == _spent(b)
     assert job_repo.PgJobs(services().db).get_file(done.file_id).status == "converted"
     assert job_repo.PgJobs(services().db).get_file(failed.file_id).status == "failed"
-    assert budgets.standing(services().db, owner).live_jobs == 0, "the owner's live-job slots are free"
+    assert budgets.PgBudgets(services().db).standing(owner).live_jobs == 0, "the owner's live-job slots are free"
 
     again = stack.registry.invoke("recovery", {})  # a repeat (or concurrent) run finds nothing to do
     assert not again.failed and again.result["jobsEnded"] == {}, again

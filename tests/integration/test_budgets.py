@@ -312,7 +312,7 @@ def test_the_counter_gives_out_a_hold_once_whatever_the_threads(stack, owner):
 
     def take() -> bool | None:
         start.wait()
-        return budgets.reserve(serial_database(services().db.params), job_id, Decimal("0.10"))
+        return budgets.PgBudgets(serial_database(services().db.params)).reserve(job_id, Decimal("0.10"))
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         taken = list(pool.map(lambda _: take(), range(16)))
