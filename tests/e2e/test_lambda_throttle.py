@@ -207,12 +207,13 @@ def test_a_folder_job_whose_finish_and_failjob_are_throttled_past_their_ladder_i
     status, created = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{home}docs/"}})
     assert created
     job_id = status["id"]
-    row = folder_repo.get_job(services().db, job_id)
-    name = f"folder-{job_id}-{row['run']}-{int(row['created_at'].timestamp())}"
+    row = folder_repo.PgFolderJobs(services().db).get(job_id)
+    assert row is not None
+    name = f"folder-{job_id}-{row.run}-{int(row.created_at.timestamp())}"
     wait_until(lambda: _execution_status(stack, "folder_job", name) == "FAILED", timeout_s=420, what=f"{name} to fail")
     assert stack.registry.throttles.get("folder_finish", 0) >= 2 * (1 + THROTTLE_MAX_ATTEMPTS), stack.registry.throttles
 
-    wait_until(lambda: folder_repo.get_job(services().db, job_id)["finished_at"] is not None, timeout_s=120, what="the sweep")
+    wait_until(lambda: folder_repo.PgFolderJobs(services().db).get(job_id).finished_at is not None, timeout_s=120, what="the sweep")
     done = usecases.status(services(), owner, job_id)
     assert done["status"] == "completed" and done["files"]["completed"] == 1, done
     manifest = s3.get_object(Bucket=FOLDER_BUCKET, Key=f"{home}docs/_batchlane/{job_id}/manifest.json")["Body"].read()

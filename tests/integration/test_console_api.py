@@ -78,8 +78,8 @@ def test_the_source_pdf_is_read_a_range_at_a_time_through_a_presigned_url(stack,
 
 def test_the_folder_job_list_holds_the_callers_jobs_only(stack, owner):
     job_id = f"fj-{uuid.uuid4().hex[:24]}"
-    folder_repo.insert_job(
-        services().db, job_id=job_id, owner_id=owner, name="invoices", spec={"source": "s3://in/x/"}, source=("in", "x/"), target=("out", "y/")
+    folder_repo.PgFolderJobs(services().db).add(
+        job_id=job_id, owner_id=owner, name="invoices", spec={"source": "s3://in/x/"}, source=("in", "x/"), target=("out", "y/")
     )
     try:
         status, body = call(stack, "GET", "/api/v1/folder-jobs", user=owner)

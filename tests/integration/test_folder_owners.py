@@ -65,7 +65,7 @@ def uri(key: str) -> str:
 
 
 def wait_done(owner: str, job_id: str) -> dict[str, Any]:
-    wait_until(lambda: (row := repo.get_job(services().db, job_id)) and row["finished_at"] is not None, timeout_s=180, what=f"folder job {job_id}")
+    wait_until(lambda: (row := repo.PgFolderJobs(services().db).get(job_id)) and row.finished_at is not None, timeout_s=180, what=f"folder job {job_id}")
     return usecases.status(services(), owner, job_id)
 
 
