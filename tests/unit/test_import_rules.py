@@ -128,7 +128,7 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.runtime", "from batchlane_dev.local import stack\n", "runtime-not-dev"),
         ("batchlane.conversion.dryrun", "import pypdfium2\n", "pdfium-only-in-pdf"),
         ("batchlane.batch.collect", "from batchlane.db import batch_rows\n", "use-cases-through-ports"),
-        ("batchlane.api.usecases", "from ..db.read_model import job_row\n", "use-cases-through-ports"),
+        ("batchlane.api.usecases", "from ..db.read_model import PgReads\n", "use-cases-through-ports"),
         ("batchlane.folders.advance", "def f(svc):\n    return svc.db.run('x')\n", "use-cases-through-ports"),
         ("batchlane.operations.cancel", "def f(uow):\n    return uow.runner\n", "use-cases-through-ports"),
         ("batchlane.conversion.chunk", "from batchlane.runtime import Services\n", "use-cases-through-ports"),
