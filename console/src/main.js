@@ -71,7 +71,7 @@ function NewConversion() {
   const est = useAction(), conv = useAction();
   const options = () => {
     const o = {};
-    if (opts.bulk) o._batchLane = true; // small jobs opt in to the batch lane; large ones go there anyway
+    if (opts.bulk) o.batchLane = true; // small jobs opt in to the batch lane; large ones go there anyway
     if (opts.deadline) o.deadline = new Date(opts.deadline).toISOString();
     if (opts.modelId) o.modelId = opts.modelId;
     if (opts.callbackUrl) o.callbackUrl = opts.callbackUrl;

@@ -1,6 +1,6 @@
 """`batchlane convert | jobs list | jobs status | jobs download | jobs pages | retry | cancel | process-now`: the API, from a terminal.
 
-Targets, output and exit codes: docs/architecture.md "Module notes".
+Targets, output and exit codes: docs/module-notes.md "batchlane_dev.cli.jobs_commands".
 """
 
 from __future__ import annotations

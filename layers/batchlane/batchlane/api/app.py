@@ -1,6 +1,6 @@
 """Routes: Powertools' APIGatewayRestResolver over the use cases; errors as JSON with stable codes.
 
-The route table: docs/api/openapi.yaml and docs/architecture.md "Module notes".
+The route table: docs/api/openapi.yaml and docs/module-notes.md "batchlane.api.app".
 """
 
 from __future__ import annotations

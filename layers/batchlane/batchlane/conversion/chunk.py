@@ -1,6 +1,6 @@
 """The chunk processor: convert one chunk's pages, book the spend, record the result.
 
-How it keeps pages and money across retries, continuations and cancels: docs/architecture.md "Module notes".
+How it keeps pages and money across retries, continuations and cancels: docs/module-notes.md "batchlane.conversion.chunk".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A dry run for one uploaded file: what a conversion would do and cost, with nothing created or billed.
 
-How it stays within the API's 29 s, and the estimates' basis: docs/architecture.md "Module notes".
+How it stays within the API's 29 s, and the estimates' basis: docs/module-notes.md "batchlane.conversion.dryrun".
 """
 
 from __future__ import annotations

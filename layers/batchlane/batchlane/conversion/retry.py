@@ -1,6 +1,6 @@
 """Failed pages, and retrying only them on a completed job (docs/operations.md, "Retry only what failed").
 
-How a retry reuses the conversion workflow and is undone: docs/architecture.md "Module notes".
+How a retry reuses the conversion workflow and is undone: docs/module-notes.md "batchlane.conversion.retry".
 """
 
 from __future__ import annotations

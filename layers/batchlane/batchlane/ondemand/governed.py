@@ -7,7 +7,7 @@ as fast as the pace let the flood's requests end: docs/decisions/0027). A slot t
 than ``PACE_LATE_S`` after the start time is not used on that start: the request takes a fresh
 one, so sends delayed by the slots never bunch beyond the pace's bound by more than that margin.
 
-Why, and the two abort checks: docs/architecture.md "Module notes".
+Why, and the two abort checks: docs/module-notes.md "batchlane.ondemand.governed".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Cancel: the job stops, nothing is charged, the file can be converted again.
 
-The answer per job status and what the one transaction does: docs/architecture.md "Module notes".
+The answer per job status and what the one transaction does: docs/module-notes.md "batchlane.operations.cancel".
 """
 
 from __future__ import annotations
