@@ -50,7 +50,8 @@ def backlog(db: Database, rng: random.Random, *, jobs: int, model: str, owners: 
             pages = rng.randint(1, 300)
             spans = plan_chunks(pages, 50)
             file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
-            job = job_repo.PgJobs(tx).insert_job(file_id=str(file_row.id),
+            job = job_repo.PgJobs(tx).insert_job(
+                file_id=str(file_row.id),
                 owner_id=owner,
                 status="waiting_batch",
                 options={},
