@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import Any, NoReturn
 import click
 import urllib3
 
+from batchlane.domain.file_types import by_extension, content_type_for, identify, is_zip
 from batchlane_dev.cli import folder_commands
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
@@ -127,7 +129,7 @@ def post_upload(upload: dict[str, Any], data: bytes, *, filename: str = "upload.
     if not url.startswith(("http://", "https://")):
         raise ApiFailure(400, "UPLOAD_FAILED", f"the upload URL is not http(s): {url}")
     fields: list[tuple[str, Any]] = list(upload["fields"].items())
-    fields.append(("file", (filename, data, "application/pdf")))
+    fields.append(("file", (filename, data, content_type_for(filename))))
     body, content_type = urllib3.encode_multipart_formdata(fields)  # urllib3: botocore's own HTTP library
     request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": content_type})  # noqa: S310 - checked above
     try:
@@ -383,7 +385,7 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
 def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
     """Where the Markdown goes: ``-o``, else next to the PDF (``book.pdf`` → ``book.md``). Never the
     input itself; never an existing file without ``--force``. Checked before anything is uploaded."""
-    target = output or pdf.with_name(f"{pdf.stem if pdf.suffix.lower() == '.pdf' else pdf.name}.md")
+    target = output or pdf.with_name(f"{pdf.stem if by_extension(pdf.name) is not None else pdf.name}.md")
     if target.exists() and target.resolve() == pdf.resolve():
         raise click.UsageError(f"{target} is the input PDF; choose another output with -o")
     if target.is_dir():
@@ -417,14 +419,20 @@ def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force
 
 
 def check_local_pdf(pdf: Path) -> None:
-    """Refuse an empty file or one that is not a PDF before anything is uploaded: the split's own rule and ids
-    (PDF_EMPTY, PDF_NOT_PDF), exit 2."""
-    from batchlane.pdf.split import sniff
-
+    """Refuse an empty file or one of no type batchlane converts before anything is uploaded: the split's own rule
+    and ids (PDF_EMPTY, PDF_NOT_PDF, FILE_TYPE_UNSUPPORTED; domain/file_types.identify), exit 2."""
     with pdf.open("rb") as stream:
-        head = stream.read(1024)
-    if (refused := sniff(head, pdf.stat().st_size)) is not None:
-        raise ApiFailure(400, refused.error_id, f"{pdf}: {refused}")
+        head = stream.read(4096)
+    members: list[str] = []
+    if is_zip(head):
+        try:
+            with zipfile.ZipFile(pdf) as archive:
+                members = archive.namelist()
+        except (zipfile.BadZipFile, OSError):
+            members = []
+    found = identify(head, pdf.name, pdf.stat().st_size, members)
+    if isinstance(found, tuple):
+        raise ApiFailure(400, found[0], f"{pdf}: {found[1]}")
 
 
 def _register_and_upload(api: ApiClient, pdf: Path) -> str:

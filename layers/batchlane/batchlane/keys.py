@@ -2,6 +2,7 @@
 
 uploads/<fileId>/<name>.pdf            source PDFs
 jobs/<jobId>/source/chunk-<N>.pdf       the chunk's pages, split once at job creation
+jobs/<jobId>/source/chunk-<N>.json      a born-digital document's chunk: its pages' Markdown, converted at the split
 jobs/<jobId>/chunks/chunk-<N>.json      chunk results (page outcomes)
 jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must be retried
 jobs/<jobId>/output.md                  the assembled Markdown
@@ -35,6 +36,11 @@ def upload_key(file_id: str, name: str) -> str:
 
 def chunk_source_key(job_id: str, chunk_index: int) -> str:
     return f"jobs/{job_id}/source/chunk-{chunk_index}.pdf"
+
+
+def document_chunk_key(job_id: str, chunk_index: int) -> str:
+    """A born-digital document's chunk: its pages' Markdown as converted at the split (docs/formats.md)."""
+    return f"jobs/{job_id}/source/chunk-{chunk_index}.json"
 
 
 def chunk_result_key(job_id: str, chunk_index: int, *, retry: int | None = None) -> str:
