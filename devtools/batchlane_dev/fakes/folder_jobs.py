@@ -17,7 +17,7 @@ from batchlane_dev.fakes.jobs import FakeJobs
 
 _ENDED_FILE = (FolderFileStatus.COMPLETED.value, FolderFileStatus.FAILED.value, FolderFileStatus.SKIPPED.value)
 _FINISH = {"completed": "complete", "failed": "fail", "skipped": "skip"}
-_NEVER_REQUEUED = ("OUTPUT_COLLISION", "NOT_PDF")
+_NEVER_REQUEUED = ("OUTPUT_COLLISION", "NOT_PDF", "FILE_TYPE_UNSUPPORTED")
 _ENDED_JOB = (JobStatus.COMPLETED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
 
 

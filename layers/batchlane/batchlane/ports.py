@@ -752,7 +752,7 @@ class FolderJobRepository(Protocol):
         ...
 
     def requeue(self, job_id: str, *, statuses: Sequence[str], error_ids: Sequence[str] | None = None) -> int:
-        """Ended files in ``statuses`` (optionally only these error ids) → queued again; never OUTPUT_COLLISION or NOT_PDF."""
+        """Ended files in ``statuses`` (optionally only these error ids) → queued again; never OUTPUT_COLLISION, NOT_PDF or FILE_TYPE_UNSUPPORTED."""
         ...
 
     def unreported(self, job_id: str) -> list[FolderFile]:

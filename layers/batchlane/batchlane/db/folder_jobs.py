@@ -289,7 +289,7 @@ def requeue(db: Runner, job_id: str, *, statuses: Sequence[str], error_ids: Sequ
                   reported = false, conversion_job_id = NULL
            WHERE folder_job_id = :job AND status = ANY(:statuses)
              AND (CAST(:errors AS text[]) IS NULL OR error_id = ANY(CAST(:errors AS text[])))
-             AND error_id IS DISTINCT FROM 'OUTPUT_COLLISION' AND error_id IS DISTINCT FROM 'NOT_PDF'
+             AND error_id IS DISTINCT FROM 'OUTPUT_COLLISION' AND error_id IS DISTINCT FROM 'NOT_PDF' AND error_id IS DISTINCT FROM 'FILE_TYPE_UNSUPPORTED'
            RETURNING source_key""",
         to=move.target,
         job=job_id,

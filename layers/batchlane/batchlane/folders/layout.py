@@ -17,10 +17,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from batchlane.domain import file_types
+
 Layout = Literal["alongside", "mirror", "flat"]
 RECORD_FOLDER = "_batchlane"
 OUTPUT_EXTENSION = ".md"
-DEFAULT_INCLUDE = ("*.pdf",)
+# PDFs and the born-digital types (no model call for their text); pictures only when ``include`` names them (each is a
+# billed vision call): domain/file_types.py, docs/operations.md "Folder jobs".
+DEFAULT_INCLUDE = file_types.DEFAULT_INCLUDE
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,11 @@ def matches(relative: str, include: Iterable[str], exclude: Iterable[str]) -> bo
 
 def is_pdf_name(key: str) -> bool:
     return key.lower().endswith(".pdf")
+
+
+def is_supported_name(key: str) -> bool:
+    """A key whose name is one of the types batchlane converts (the split checks the bytes)."""
+    return file_types.by_extension(key) is not None
 
 
 def _with_extension(key: str, extension: str) -> str:

@@ -35,7 +35,7 @@ def convert_with_pandoc(path: Path, file_type: str, *, folder: str, scratch: Pat
     """The document's pages; InputError DOCUMENT_TOO_COMPLEX (bounds), DOCUMENT_CORRUPT, DOCUMENT_TOO_MANY_PAGES."""
     container = guard.zip_members(path) if file_type != "html" else None
     ast = _pandoc_json(["-f", READERS[file_type], "-t", "json", str(path)], seconds=seconds, memory_mb=memory_mb)
-    pages = split_pages(ast["blocks"])
+    pages = split_pages(flatten_divs(ast["blocks"]))
     if len(pages) > max_pages:
         raise InputError(f"The document has {len(pages)} sections; the limit is {max_pages} pages.", error_id="DOCUMENT_TOO_MANY_PAGES")
     media = _Media(path, container)
@@ -68,6 +68,20 @@ def _pandoc_json(args: list[str], *, seconds: float, memory_mb: int) -> Ast:
     except ValueError as exc:
         raise guard.corrupt() from exc
     return ast
+
+
+def flatten_divs(blocks: list[Block]) -> list[Block]:
+    """Top-level ``Div`` wrappers (an EPUB's chapter files, an HTML page's ``<div>``/``<section>``s) opened, so their
+    headings stand at the top level where pages are cut, and the writer emits no ``:::`` fences for them."""
+    out: list[Block] = []
+    stack = list(reversed(blocks))
+    while stack:
+        block = stack.pop()
+        if block.get("t") == "Div":
+            stack.extend(reversed(block["c"][1]))
+        else:
+            out.append(block)
+    return out
 
 
 def split_pages(blocks: list[Block]) -> list[list[Block]]:
