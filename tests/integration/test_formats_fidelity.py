@@ -91,7 +91,7 @@ def test_a_real_odt_keeps_what_it_holds(tmp_path: Path) -> None:
     path = DATA / "text_document_01.odt"
     document = _convert(path, "odt", tmp_path / "figures")
     assert markdown_counts(_markdown(document)) == odt_counts(path) == Counts(3, 0, 0, 0)
-    assert [s.title for s in document.sections][1:] == [h for h in (s.title for s in document.sections[1:])]  # pages cut at headings
+    assert len(document.sections) == 2 and all(s.title for s in document.sections[1:])  # a page is a top-level heading's section
 
 
 @pytest.mark.xfail(strict=True, reason="pandoc 3.9's ODT reader drops tables nested in a table cell (docs/formats.md, 'Known gaps')")
@@ -120,7 +120,8 @@ def epub_counts_of_html(path: Path) -> Counts:
 
 def test_equations_footnotes_links_and_lists_are_kept(tmp_path: Path) -> None:
     math = _markdown(_convert(DATA / "equations.docx", "docx", tmp_path / "a"))
-    assert "$A = \\pi r^{2}" in math and "$$" in math or "\\begin{array}" in math  # inline TeX and display math
+    assert "$A = \\pi r^{2}$" in math  # inline TeX
+    assert "$$\\begin{array}" in math  # display math
     sample = _markdown(_convert(DATA / "word_sample.docx", "docx", tmp_path / "b"))
     assert "- Paddle about" in sample and "1.  Wear sunglasses" in sample and "> I like to eat leaves" in sample
     links = _markdown(_convert(DATA / "hyperlink_03.html", "html", tmp_path / "c"))

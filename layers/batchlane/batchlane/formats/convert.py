@@ -41,8 +41,13 @@ def identify(path: Path, name: str, *, bound: Bound = IDENTIFY_BOUND) -> ft.File
             members = run_bounded(zip_names, path, bound=bound)
         except OverBudget:
             return "DOCUMENT_TOO_COMPLEX", "The file's ZIP directory is too large to read within the bounds."
-        except InputError:
-            members = []  # a broken ZIP is none of ours, unless its name says otherwise (then its converter says why)
+        except InputError as exc:
+            if exc.error_id == "DOCUMENT_TOO_COMPLEX":  # a directory of more parts than any document has: refused as it is
+                return exc.error_id, str(exc)
+            claimed = ft.by_extension(name)
+            if claimed is not None and claimed.kind == ft.DOCUMENT and claimed is not ft.HTML:
+                return exc.error_id, str(exc)  # a truncated .docx is a damaged document, not another type
+            members = []  # a broken ZIP named otherwise is none of ours
     return ft.identify(head, name, size, members)
 
 

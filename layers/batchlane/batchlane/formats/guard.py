@@ -44,7 +44,30 @@ def zip_members(path: Path) -> list[zipfile.ZipInfo]:
             raise too_complex(
                 f"A part of the document ({m.filename}) unpacks {m.file_size // max(m.compress_size, 1):,} times its size: refused as a zip bomb."
             )
+    _no_entity_declarations(path, [m for m in members if m.filename.lower().endswith(_XML_PARTS)])
     return members
+
+
+_XML_PARTS = (".xml", ".rels", ".xhtml", ".html", ".htm", ".opf", ".ncx")
+DECLARATION_HEAD_BYTES = 8192
+
+
+def declares_entities(head: bytes) -> bool:
+    """An internal DTD that declares entities (billion laughs, external entities): no OOXML, ODF or EPUB part needs one."""
+    return b"<!ENTITY" in head.upper()
+
+
+def _no_entity_declarations(path: Path, parts: list[zipfile.ZipInfo]) -> None:
+    """Each XML part's head (a DTD stands before the root element): DOCUMENT_TOO_COMPLEX when one declares entities."""
+    with zipfile.ZipFile(path) as archive:
+        for info in parts:
+            try:
+                with archive.open(info) as part:
+                    head = part.read(DECLARATION_HEAD_BYTES)
+            except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+                raise corrupt(f"A part of the document ({info.filename}) cannot be read.") from exc
+            if declares_entities(head):
+                raise too_complex(f"A part of the document ({info.filename}) declares XML entities (a billion-laughs pattern): refused.")
 
 
 def read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:

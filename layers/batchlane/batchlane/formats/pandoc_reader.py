@@ -34,6 +34,10 @@ Block = dict[str, Any]
 def convert_with_pandoc(path: Path, file_type: str, *, folder: str, scratch: Path, max_pages: int, seconds: float, memory_mb: int) -> ConvertedDocument:
     """The document's pages; InputError DOCUMENT_TOO_COMPLEX (bounds), DOCUMENT_CORRUPT, DOCUMENT_TOO_MANY_PAGES."""
     container = guard.zip_members(path) if file_type != "html" else None
+    if container is None:
+        with path.open("rb") as page:
+            if guard.declares_entities(page.read(guard.DECLARATION_HEAD_BYTES)):
+                raise guard.too_complex("The page declares XML entities (a billion-laughs pattern): refused.")
     ast = _pandoc_json(["-f", READERS[file_type], "-t", "json", str(path)], seconds=seconds, memory_mb=memory_mb)
     pages = split_pages(flatten_divs(ast["blocks"]))
     if len(pages) > max_pages:

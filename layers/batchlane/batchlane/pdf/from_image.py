@@ -24,7 +24,7 @@ DEFAULT_DPI = 150.0
 _SANE_DPI = (50.0, 1200.0)
 
 
-def image_to_pdf(path: Path, *, max_pages: int) -> bytes:
+def image_to_pdf(path: Path, max_pages: int) -> bytes:
     """The picture's frames as a PDF, a page each; InputError IMAGE_CORRUPT, IMAGE_TOO_LARGE, IMAGE_TOO_MANY_PAGES."""
     Image.MAX_IMAGE_PIXELS = MAX_IMAGE_PIXELS
     try:
