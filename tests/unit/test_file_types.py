@@ -84,7 +84,7 @@ def test_a_folder_job_takes_the_born_digital_types_by_default_and_pictures_only_
     default = classify(parse_spec({"input": {"folder": folder}}), "fj-x", page, done_sources=set())
     assert [f.source_key for f in default.files] == [k for k, _ in page[:7]] and default.excluded == 2  # no picture billed unasked
     asked = classify(
-        parse_spec({"input": {"folder": folder, "include": ["*.pdf", "*.tiff", "*.jpg", "*.txt"]}}), "fj-x", page + [("legal/n.txt", 1)], done_sources=set()
+        parse_spec({"input": {"folder": folder, "include": ["*.pdf", "*.tiff", "*.jpg", "*.txt"]}}), "fj-x", [*page, ("legal/n.txt", 1)], done_sources=set()
     )
     assert [(f.source_key, f.status, f.error_id) for f in asked.files] == [
         ("legal/a.pdf", "queued", None),

@@ -16,6 +16,8 @@ from typing import Any
 
 import click
 
+from batchlane.domain.file_types import by_extension
+
 FOLDER_TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
 EXIT_OK, EXIT_FAILED, EXIT_SOME_FAILED = 0, 1, 3
 
@@ -131,8 +133,9 @@ def upload_to_offline_stack(env: dict[str, str], directory: Path, *, user: str) 
 
 
 def local_targets(directory: Path, target: Path) -> list[Path]:
-    """Where a local folder's Markdown lands: ``target`` (the folder itself, or ``-o DIR``), same tree, ``doc.pdf`` → ``doc.md``."""
-    return [target / p.relative_to(directory).with_suffix(".md") for p in sorted(directory.rglob("*")) if p.is_file() and p.suffix.lower() == ".pdf"]
+    """Where a local folder's Markdown lands: ``target`` (the folder itself, or ``-o DIR``), same tree, ``doc.pdf`` (or
+    any type batchlane converts: ``doc.docx``, ``scan.tiff``) → ``doc.md``."""
+    return [target / p.relative_to(directory).with_suffix(".md") for p in sorted(directory.rglob("*")) if p.is_file() and by_extension(p.name) is not None]
 
 
 def check_local_targets(directory: Path, target: Path, *, force: bool) -> None:

@@ -30,11 +30,15 @@ from batchlane.domain.assembly import (
 )
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict
+from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.markdown import PageText
 from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
+
+
+BORN_DIGITAL = frozenset(t.name for t in DOCUMENTS)
 
 
 def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
@@ -54,6 +58,10 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
     key = keys.markdown_key(job_id)
     options = job.options or {}
+    if job.source_type in BORN_DIGITAL:
+        # Its pages are the document's own sections, its figures already files (conversion/split.py): nothing to
+        # remove as furniture, no heading level to guess, no page break to mend. Page by page, markers kept.
+        options = {**options, "assembly": "none"}
     file_row = jobs.get_file(job.file_id)
     folder = figure_folder(file_row.name if file_row else "document.pdf")
     figures: dict[int, list[Figure]] = {}

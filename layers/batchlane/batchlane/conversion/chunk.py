@@ -356,7 +356,7 @@ def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, c
     assert job is not None
     options = job.options or {}
     settings = svc.settings
-    config = page_forms.converter_config(uow.page_forms, settings, options)
+    config = page_forms.converter_config(uow.page_forms, settings, options, source_type=job.source_type)
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)

@@ -138,7 +138,8 @@ def _text_frame(shape: Any) -> Iterator[str]:
 def convert_xlsx(path: Path, *, folder: str, scratch: Path, max_pages: int) -> ConvertedDocument:
     guard.zip_members(path)
     try:
-        book = openpyxl.load_workbook(str(path), data_only=True)
+        with path.open("rb") as stream:  # a stream: openpyxl judges a path by its extension (the split's is .pdf)
+            book = openpyxl.load_workbook(stream, data_only=True)
     except (KeyError, ValueError, OSError, TypeError, IndexError) as exc:
         raise guard.corrupt() from exc
     if len(book.worksheets) > max_pages:
