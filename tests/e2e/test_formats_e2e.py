@@ -14,8 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 import pypdfium2 as pdfium
+import pytest
 from click.testing import CliRunner
 from formatscount import DATA, docx_counts, epub_counts, markdown_counts, pptx_counts, xlsx_counts
 
@@ -103,6 +103,17 @@ def test_a_born_digital_file_converts_for_nothing_and_keeps_what_it_holds(local_
         assert (tmp_path / link).is_file() and (tmp_path / link).parent == figures  # each picture downloaded beside the Markdown
 
 
+def test_renderings_asked_for_are_written_beside_the_markdown(local_stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    source = tmp_path / "word_sample.docx"
+    shutil.copyfile(DATA / "word_sample.docx", source)
+    done = run(local_stack, "convert", str(source), "--json", "--format", "docx", "--format", "html", "--format", "json")
+    assert done.exit_code == 0, done.output
+    job = json.loads(done.stdout.splitlines()[-1])
+    assert sorted(Path(p).name for p in job["renderingPaths"]) == ["word_sample.blocks.jsonl", "word_sample.converted.docx", "word_sample.converted.html"]
+    assert docx_counts(tmp_path / "word_sample.converted.docx") == docx_counts(source)  # the source itself is untouched beside it
+    assert (tmp_path / "word_sample.docx").read_bytes() == (DATA / "word_sample.docx").read_bytes()
+
+
 def test_an_epub_built_with_pandoc_converts(local_stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     book = epub_from(DATA / "word_sample.docx", tmp_path / "duck.epub")
     job = _converted(local_stack, book)
@@ -141,7 +152,7 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
     dry = run(local_stack, "convert", f"{folder}/", "--dry-run", "--json", "--include", "*")
     assert dry.exit_code == 0, dry.output
 
-    by_default = run(local_stack, "convert", f"{folder}/", "--json")
+    by_default = run(local_stack, "convert", f"{folder}/", "--json", "--format", "docx")
     assert by_default.exit_code == 0, by_default.output  # the scan is left out (unasked vision calls), nothing fails
     job = json.loads(by_default.stdout.splitlines()[-1])
     assert job["status"] == "completed" and job["files"]["completed"] == 7
@@ -149,13 +160,14 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
         assert (folder / f"{name}.md").read_text(encoding="utf-8").startswith("<!-- Page 1 -->"), name
     assert markdown_counts((folder / "word_sample.md").read_text(encoding="utf-8")) == docx_counts(folder / "word_sample.docx")
     assert not (folder / "scan.md").exists()
+    assert docx_counts(folder / "word_sample.converted.docx") == docx_counts(folder / "word_sample.docx")  # renderings come back too
 
-    asked = run(local_stack, "convert", f"{folder}/", "--json", "--force", "--include", "*.tiff", "--include", "*.txt")
+    # Asked for the pictures, and the .docx again: our own renderings (report.converted.docx) are never inputs.
+    asked = run(local_stack, "convert", f"{folder}/", "--json", "--force", "--include", "*.tiff", "--include", "*.txt", "--include", "*.docx")
     assert asked.exit_code == 3, asked.output  # completed with a failure: the .txt
     listed = json.loads(asked.stdout.splitlines()[-1])
     files = json.loads(run(local_stack, "jobs", "files", listed["id"], "--json").stdout)["files"]
-    assert {f["key"].rsplit("/", 1)[1]: (f["status"], f["error_id"]) for f in files} == {
-        "scan.tiff": ("completed", None),
-        "notes.txt": ("failed", "FILE_TYPE_UNSUPPORTED"),
-    }
+    found = {f["key"].rsplit("/", 1)[1]: (f["status"], f["error_id"]) for f in files}
+    assert sorted(found) == ["notes.txt", "scan.tiff", "word_sample.docx"]  # word_sample.converted.docx is ours: never an input
+    assert (found["scan.tiff"], found["notes.txt"]) == (("completed", None), ("failed", "FILE_TYPE_UNSUPPORTED"))
     assert (folder / "scan.md").read_text(encoding="utf-8").count("<!-- Page ") == 2

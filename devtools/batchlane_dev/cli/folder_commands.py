@@ -64,7 +64,9 @@ def print_job(job: dict[str, Any], as_json: bool) -> None:
         click.echo(f"  error {job['error']['id']}: {job['error']['message']}")
     click.echo(f"  output   {job['outputUri']}\n  report   {job['reportUri']}\n  manifest {job['manifestUri']}")
     if job.get("localOutput"):
-        click.echo(f"  on disk  {job['localOutput']['folder']} ({job['localOutput']['markdownFiles']} Markdown files; report {job['localOutput']['reportPath']})")
+        click.echo(
+            f"  on disk  {job['localOutput']['folder']} ({job['localOutput']['markdownFiles']} Markdown files; report {job['localOutput']['reportPath']})"
+        )
 
 
 def folder_spec(
@@ -158,13 +160,18 @@ def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> 
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             relative = item["Key"][len(prefix) :]
-            if not (relative.lower().endswith(".md") or relative.startswith(record)):
+            if not (relative.lower().endswith((".md", ".converted.docx", ".converted.html", ".blocks.jsonl")) or relative.startswith(record)):
                 continue
             path = target / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             s3.download_file(bucket, item["Key"], str(path))
             written += relative.lower().endswith(".md")
-    return {"folder": str(target), "markdownFiles": written, "reportPath": str(target / record / "report.jsonl"), "manifestPath": str(target / record / "manifest.json")}
+    return {
+        "folder": str(target),
+        "markdownFiles": written,
+        "reportPath": str(target / record / "report.jsonl"),
+        "manifestPath": str(target / record / "manifest.json"),
+    }
 
 
 def convert_folder(

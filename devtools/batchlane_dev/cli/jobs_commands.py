@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 import click
 import urllib3
 
+from batchlane.api.results import rendering_name
 from batchlane.domain.file_types import by_extension, content_type_for, identify, is_zip
 from batchlane_dev.cli import folder_commands
 
@@ -403,7 +404,13 @@ def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool)
     answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
     size = api.download(answer["url"], target, force=force)
     images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
-    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
+    renderings = []
+    for rendering in answer.get("renderings") or []:  # conversionFormats: beside the Markdown, named after it
+        if rendering.get("status") == "written":
+            path = target.parent / rendering_name(target.name, str(rendering["format"]))
+            api.download(str(rendering["url"]), path, force=force)
+            renderings.append(str(path))
+    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images, "renderingPaths": renderings}
 
 
 def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force: bool) -> Path:
@@ -480,7 +487,9 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.argument("pdf", metavar="PDF|DIR/|s3://BUCKET/FOLDER/")
 @click.option("--layout", type=click.Choice(["alongside", "mirror", "flat"]), help="Folder jobs: where the Markdown goes (default alongside).")
 @click.option("--output-folder", help="Folder jobs: s3:// folder for mirror or flat.")
-@click.option("--include", multiple=True, help="Folder jobs: glob of keys to convert (repeatable; default *.pdf).")
+@click.option(
+    "--include", multiple=True, help="Folder jobs: glob of keys to convert (repeatable; default: PDFs and the born-digital types; pictures only when named)."
+)
 @click.option("--exclude", multiple=True, help="Folder jobs: glob of keys to leave out (repeatable).")
 @click.option("--replace", is_flag=True, help="Folder jobs: convert again files whose output exists (default: skip them).")
 @click.option("--detach", is_flag=True, help="Print the job id and return at once instead of watching to the end.")
@@ -503,6 +512,13 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
 @click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
 @click.option("--callback-header", "callback_headers", multiple=True, metavar="NAME:VALUE", help="An extra header for the receiver (repeatable).")
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(["docx", "html", "json"]),
+    help="Also write this rendering beside the Markdown (repeatable): FILE.converted.docx, .converted.html, .blocks.jsonl (docs/formats.md).",
+)
 @target_options
 def convert(
     api: ApiClient,
@@ -523,6 +539,7 @@ def convert(
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
     replace: bool = False,
+    formats: tuple[str, ...] = (),
 ) -> None:
     """Upload PDF and convert it; watch it to the end and write the Markdown next to it (or --detach).
 
@@ -534,6 +551,8 @@ def convert(
             folder_commands.check_local_targets(local_dir, local_target, force=force)
         uri = pdf if local_dir is None else folder_commands.upload_local_folder(local_dir, workdir=api.workdir or DEFAULT_WORKDIR, user=api.local_user())
         spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
+        if formats:
+            spec.setdefault("options", {})["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
         folder_commands.convert_folder(
             api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval, local_target=local_target, shown_as=pdf if local_dir else None
         )
@@ -544,6 +563,8 @@ def convert(
     if deadline:
         options["deadline"] = deadline
     options.update(callback_options(callback_url, callback_events, callback_headers))
+    if formats:
+        options["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
     return _convert_pdf(api, Path(pdf), options, detach=detach, as_json=as_json, interval=interval, output=output, force=force, dry_run=dry_run)
 
 
@@ -573,7 +594,7 @@ def _convert_pdf(
     job = watch(api, job_id, interval_s=interval, quiet=as_json)
     if job["status"] == "completed" and target is not None:
         written = download_markdown(api, job_id, target, force=force)
-        job = {**job, "markdownPath": written["path"]}
+        job = {**job, "markdownPath": written["path"], **({"renderingPaths": written["renderingPaths"]} if written["renderingPaths"] else {})}
         click.echo(f"markdown written to {written['path']}", err=True)
     _print_job(job, as_json)
     sys.exit(exit_code_for(job))

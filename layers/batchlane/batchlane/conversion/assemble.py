@@ -15,6 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
 from batchlane.conversion.figures import extract_figures, figure_folder
+from batchlane.conversion.outputs import write_renderings
 from batchlane.converter import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.assembly import (
@@ -36,7 +37,6 @@ from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStore
 from batchlane.runtime import Services
-
 
 BORN_DIGITAL = frozenset(t.name for t in DOCUMENTS)
 
@@ -70,6 +70,7 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks], regions=regions)
     tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
+    write_renderings(svc.store, job_id, options, figure_folder=folder, title=folder.removesuffix(".images"))
     jobs.move_job(
         job_id,
         st.assemble(),  # again, now with what was assembled

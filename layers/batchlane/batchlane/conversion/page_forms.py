@@ -12,7 +12,6 @@ from batchlane.domain.file_types import IMAGES
 from batchlane.observability import logger
 from batchlane.ports import PageFormRepository
 
-
 IMAGE_TYPE_NAMES = frozenset(t.name for t in IMAGES)
 
 

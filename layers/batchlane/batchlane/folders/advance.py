@@ -13,14 +13,17 @@ import posixpath
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane import keys
 from batchlane.conversion.create import create_job
 from batchlane.conversion.figures import figure_folder
+from batchlane.conversion.outputs import CONTENT_TYPES
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
+from batchlane.formats.document import media_type
 from batchlane.naming import with_legacy_fields
 from batchlane.observability import logger
 from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository
@@ -293,6 +296,12 @@ def _copy_beside(svc: Services, buckets: Any, ended: EndedConversion, target: tu
         buckets.copy((svc.store.bucket, f"{job_dir}/pages.jsonl"), (target[0], f"{stem}.pages.jsonl"), owner=owner, content_type="application/x-ndjson")
     except NotFound:
         logger.info("no per-page record to copy", markdown_key=ended.markdown_key)  # assembled before it existed
+    for fmt, name in keys.RENDERING_NAMES.items():  # conversionFormats: book.converted.docx, .converted.html, .blocks.jsonl
+        suffix = ".blocks.jsonl" if fmt == "json" else f".converted.{fmt}"
+        try:
+            buckets.copy((svc.store.bucket, f"{job_dir}/{name}"), (target[0], f"{stem}{suffix}"), owner=owner, content_type=CONTENT_TYPES[fmt])
+        except NotFound:
+            continue  # not asked for, or not produced (outputs.json says why)
     folder = posixpath.join(posixpath.dirname(target[1]), figure_folder(posixpath.basename(ended.source_key)))
     for key in svc.store.list_keys(f"{job_dir}/images/"):
-        buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"), owner=owner, content_type="image/png")
+        buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"), owner=owner, content_type=media_type(key))
