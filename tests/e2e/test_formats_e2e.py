@@ -106,6 +106,10 @@ def test_a_born_digital_file_converts_for_nothing_and_keeps_what_it_holds(local_
 def test_renderings_asked_for_are_written_beside_the_markdown(local_stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     source = tmp_path / "word_sample.docx"
     shutil.copyfile(DATA / "word_sample.docx", source)
+    dry = run(local_stack, "convert", str(source), "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    estimate = json.loads(dry.stdout.splitlines()[-1])
+    assert (estimate["lane"]["name"], estimate["estimate"]["costUsd"], estimate["estimate"]["holdUsd"], estimate["records"]) == ("converter", "0", "0", 0)
     done = run(local_stack, "convert", str(source), "--json", "--format", "docx", "--format", "html", "--format", "json")
     assert done.exit_code == 0, done.output
     job = json.loads(done.stdout.splitlines()[-1])
@@ -123,6 +127,10 @@ def test_an_epub_built_with_pandoc_converts(local_stack, tmp_path: Path) -> None
 
 def test_a_multi_page_tiff_scan_is_pages_through_the_vision_lanes(local_stack, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     scan = scanned_tiff(tmp_path / "scan.tiff", pages=3)
+    dry = run(local_stack, "convert", str(scan), "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    estimate = json.loads(dry.stdout.splitlines()[-1])
+    assert (estimate["pages"]["total"], estimate["pages"]["scans"], estimate["records"]) == (3, 3, 3) and float(estimate["estimate"]["costUsd"]) > 0
     job = _converted(local_stack, scan)
     assert job["status"] == "completed" and job["pages"] == {"total": 3, "done": 3, "failed": 0, "batchServed": 0}
     assert float(job["costUsd"]) > 0  # each frame a billed vision call
@@ -151,6 +159,12 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
 
     dry = run(local_stack, "convert", f"{folder}/", "--dry-run", "--json", "--include", "*")
     assert dry.exit_code == 0, dry.output
+    estimate = json.loads(dry.stdout.splitlines()[-1])
+    by_type = estimate["files"]["estimateByType"]
+    assert sorted(by_type) == ["docx", "epub", "html", "odt", "pdf", "pptx", "tiff", "xlsx"]
+    assert all(by_type[t] == {"files": 1, "pages": None, "method": "converter", "onDemandUsd": "0", "batchUsd": "0"} for t in ("docx", "pptx", "xlsx", "html", "epub", "odt"))
+    assert (by_type["pdf"]["pages"], by_type["tiff"]["pages"]) == (2, 2) and float(by_type["tiff"]["onDemandUsd"]) > 0
+    assert estimate["files"]["failing"] == {next(k for k in estimate["files"]["failing"] if k.endswith("notes.txt")): "FILE_TYPE_UNSUPPORTED"}
 
     by_default = run(local_stack, "convert", f"{folder}/", "--json", "--format", "docx")
     assert by_default.exit_code == 0, by_default.output  # the scan is left out (unasked vision calls), nothing fails

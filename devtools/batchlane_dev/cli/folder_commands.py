@@ -222,6 +222,9 @@ def print_dry_run(answer: dict[str, Any], *, shown_as: str, uploaded_under: str 
     types = ", ".join(f"{n} {kind}" for kind, n in f["byType"].items()) or "none"
     click.echo(f"  files     {f['toConvert']} to convert, {f['alreadyProcessed']} already converted, {f['excluded']} left out (by type: {types})")
     click.echo(f"  pages     {answer['pages']['total']} ({answer['pages']['method']}, {answer['pages']['filesInspected']} file(s) inspected)")
+    for kind, part in (f.get("estimateByType") or {}).items():  # issue 43: each type estimated on its own
+        pages = "no model call" if part["pages"] is None else f"{part['pages']} page(s)"
+        click.echo(f"    {kind:<6} {part['files']} file(s), {pages}: on-demand ${part['onDemandUsd']}, batch ${part['batchUsd']}")
     if lane:
         click.echo(f"  lane      {lane['name'].replace('_', '-')}: {lane['reason']}")
     click.echo(f"  cost      on-demand ${est['onDemandUsd']}, batch ${est['batchUsd']}")

@@ -453,6 +453,13 @@ def _register_and_upload(api: ApiClient, pdf: Path) -> str:
 def _print_dry_run(answer: dict[str, Any]) -> None:
     pages, lane, estimate, turnaround = answer["pages"], answer["lane"], answer["estimate"], answer["turnaround"]
     click.echo(f"dry run for {answer['name']} ({answer['sizeBytes']} bytes): nothing was created or billed")
+    if lane["name"] == "converter":  # a born-digital file (docs/formats.md): no model call
+        shown = pages["total"] if pages["total"] is not None else "counted at conversion"
+        click.echo(f"  pages       {shown} (a page is {pages['pageIs']})")
+        click.echo(f"  lane        converter ({lane['reason']})")
+        click.echo(f"  cost        ${estimate['costUsd']} ({estimate['basis']})")
+        click.echo(f"  turnaround  {turnaround['expected']}")
+        return
     sampled = f" ({answer['inspection']['note']})" if answer["inspection"]["note"] else ""
     if pages["total"] is None or pages.get("range"):  # over the dry run's byte bound: not surveyed
         low, high = pages.get("range") or (pages["total"], pages["total"])
