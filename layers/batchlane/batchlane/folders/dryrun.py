@@ -125,15 +125,15 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
     # parallel, the count deadline shared between the types.
     kinds = {f.source_key: ft.by_extension(f.source_key) or ft.PDF for f in to_convert}
     documents = [f for f in to_convert if kinds[f.source_key].kind == ft.DOCUMENT]
-    groups: dict[str, list[Any]] = {}
+    vision: dict[str, list[Any]] = {}
     for f in to_convert:
         if kinds[f.source_key].kind == ft.PAGES:
-            groups.setdefault(kinds[f.source_key].name, []).append(f)
+            vision.setdefault(kinds[f.source_key].name, []).append(f)
     per_type: dict[str, dict[str, Any]] = {}
     estimates: list[PageEstimate] = []
     refused: dict[str, str] = {}
-    for name, files in sorted(groups.items()):
-        part, part_refused = _pages(svc, source.bucket, files, settings.batchlane_max_pages, deadline_s=COUNT_DEADLINE_S / len(groups), images=name != "pdf")
+    for name, files in sorted(vision.items()):
+        part, part_refused = _pages(svc, source.bucket, files, settings.batchlane_max_pages, deadline_s=COUNT_DEADLINE_S / len(vision), images=name != "pdf")
         estimates.append(part)
         refused.update(part_refused)
         per_type[name] = {"files": len(files), "pages": part.total, "method": part.method, **_type_cost(svc, settings, model_id, part)}
