@@ -44,6 +44,11 @@ def document_chunk_key(job_id: str, chunk_index: int) -> str:
     return f"jobs/{job_id}/source/chunk-{chunk_index}.json"
 
 
+def pages_source_key(job_id: str) -> str:
+    """A picture's pages as the split made them (a PDF of a page per frame): what the console's page view shows."""
+    return f"jobs/{job_id}/source/pages.pdf"
+
+
 def chunk_result_key(job_id: str, chunk_index: int, *, retry: int | None = None) -> str:
     """A retry writes its own file, so the previous result survives a cancelled or failed retry."""
     suffix = f".retry-{retry}" if retry else ""

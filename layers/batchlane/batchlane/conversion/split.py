@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+from batchlane import keys
 from batchlane.contract import JOB_PARKED_DETAIL_TYPE
 from batchlane.conversion import budget, intake
 from batchlane.conversion.create import CreatedJob, source_store
@@ -72,6 +73,9 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             return _as_created(uow.jobs.get_job(job_id))
         if file_type.kind == DOCUMENT:
             return _split_document(svc, job, path, file_type, file_row.name, scratch=Path(tmp), max_pages=limit)
+        if file_type.is_image:  # the page view shows the pages as they are sent, not the picture file
+            with path.open("rb") as wrapped:
+                svc.store.put_stream(keys.pages_source_key(job_id), iter(lambda: wrapped.read(8 << 20), b""), "application/pdf")
         with path.open("rb") as stream:
             try:
                 document = open_pdf_file(stream, max_pages=limit)
