@@ -174,6 +174,9 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
         assert (folder / f"{name}.md").read_text(encoding="utf-8").startswith("<!-- Page 1 -->"), name
     assert markdown_counts((folder / "word_sample.md").read_text(encoding="utf-8")) == docx_counts(folder / "word_sample.docx")
     assert not (folder / "scan.md").exists()
+    report = {json.loads(line)["key"].rsplit("/", 1)[1]: json.loads(line) for line in run(local_stack, "jobs", "report", job["id"]).stdout.splitlines()}
+    assert (report["word_sample.docx"]["lane"], report["word_sample.docx"]["costUsd"], report["word_sample.docx"]["laneReason"]) == ("converter", 0.0, "born_digital")
+    assert report["report.pdf"]["lane"] == "on_demand" and report["report.pdf"]["costUsd"] > 0
     assert docx_counts(folder / "word_sample.converted.docx") == docx_counts(folder / "word_sample.docx")  # renderings come back too
 
     # Asked for the pictures, and the .docx again: our own renderings (report.converted.docx) are never inputs.

@@ -656,6 +656,7 @@ class EndedConversion:
     job_error_message: str | None
     markdown_key: str | None
     pool_reason: str | None  # why the pool let the conversion go (its lane_reason)
+    source_type: str = "pdf"  # what the file was (domain/file_types.py): a born-digital one's lane is the converter
 
 
 @dataclass(frozen=True)

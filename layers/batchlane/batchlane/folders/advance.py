@@ -20,6 +20,7 @@ from batchlane.conversion.outputs import CONTENT_TYPES
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
+from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
@@ -112,8 +113,8 @@ def settle_ended(svc: Services, job: FolderJob) -> int:
             "pages": ended.total_pages,
             "pages_failed": ended.pages_failed,
             "cost_usd": ended.total_cost_usd,
-            "lane": "batch" if ended.pages_batch > 0 else "on_demand",
-            "lane_reason": ended.lane_reason or ended.pool_reason or lane_rule_reason(svc, job, ended.total_pages),
+            "lane": "batch" if ended.pages_batch > 0 else "converter" if ended.source_type in BORN_DIGITAL else "on_demand",
+            "lane_reason": "born_digital" if ended.source_type in BORN_DIGITAL else ended.lane_reason or ended.pool_reason or lane_rule_reason(svc, job, ended.total_pages),
         }
         if ended.job_status == "completed":
             refused = write_output(svc, buckets, job, ended)
@@ -136,6 +137,9 @@ def settle_ended(svc: Services, job: FolderJob) -> int:
             folder_jobs.finish_file(job_id, key, status="skipped", error_id="CANCELLED", error_message="The file's conversion was cancelled.", **common)
         settled += 1
     return settled
+
+
+BORN_DIGITAL = frozenset(t.name for t in DOCUMENTS)  # converted with no model call: the report's lane is "converter"
 
 
 def foreign_output(head: Any, owner_id: str) -> bool:
