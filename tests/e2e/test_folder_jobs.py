@@ -103,7 +103,7 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     assert {k: f["error_id"] for k, f in files.items() if f["status"] == "failed"} == {
         prefix + "broken.pdf": "PDF_CORRUPT",
         prefix + "locked.pdf": "PDF_ENCRYPTED",
-        prefix + "notes.txt": "NOT_PDF",
+        prefix + "notes.txt": "FILE_TYPE_UNSUPPORTED",  # issue 43: NOT_PDF before
     }
     for name, pages in (("a", 3), ("sub/b", 2), ("sub/deeper/c", 4)):
         markdown = text(f"{prefix}{name}.md")
