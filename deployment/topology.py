@@ -134,7 +134,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         ),  # folder files are read where they lie, as their owner
         900,
         3008,
-        # the upload (BATCHLANE_MAX_FILE_MB) + a picture's PDF or a document's figures + pandoc unpacked (174 MB; decision 0028)
+        # the upload (BATCHLANE_MAX_FILE_MB) + a picture's PDF or a document's figures + pandoc unpacked (174 MB; decision 0029)
         2048,
     ),
     FunctionSpec("conversion_start", "Marks a job processing and lists its chunks.", ("db",)),

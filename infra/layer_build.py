@@ -95,7 +95,7 @@ def _strip_machine_specific(site: Path) -> None:
 def _pack_pandoc(site: Path) -> None:
     """pandoc (174 MB, pypandoc-binary's) stored gzip-compressed (~37 MB): the layer plus a function must stay
     under Lambda's 250 MB unzipped; batchlane.formats.pandoc unpacks it to /tmp once per container. Written with
-    no name and mtime 0, so the same binary gives the same bytes (decision 0028)."""
+    no name and mtime 0, so the same binary gives the same bytes (decision 0029)."""
     binary = site / "pypandoc" / "files" / "pandoc"
     if not binary.is_file():
         return

@@ -196,7 +196,7 @@ def test_traces_never_record_handler_responses(synth: Synth, spec: topology.Func
 
 
 def test_split_and_assemble_have_room_for_pandoc(synth: Synth) -> None:
-    """pandoc is unpacked to /tmp (174 MB) by the functions that run it (decision 0028): the split beside the
+    """pandoc is unpacked to /tmp (174 MB) by the functions that run it (decision 0029): the split beside the
     largest upload, Assemble beside its renderings; Assemble's memory holds pandoc's heap bound too."""
     from batchlane.formats.render import RENDER_MEMORY_MB
 

@@ -67,7 +67,7 @@ def test_layer_carries_no_deployment_description(layer_dir: Path) -> None:
 
 def test_the_layer_with_the_format_converters_fits_a_lambda_unzipped(layer_dir: Path) -> None:
     """Lambda's limit is 250 MB unzipped for a function and all its layers (issue 43). pandoc (174 MB as
-    pypandoc-binary ships it) is stored gzip-compressed and unpacked to /tmp on first use (decision 0028);
+    pypandoc-binary ships it) is stored gzip-compressed and unpacked to /tmp on first use (decision 0029);
     python-pptx, openpyxl and lxml ship as they are. The functions' own code is a few KB each."""
     site = layer_dir / "python"
     total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())

@@ -2,7 +2,7 @@
 
 Which binary: ``BATCHLANE_PANDOC`` if set; else the one pypandoc-binary (pinned) installed beside this
 package; in the Lambda layer that binary is stored gzip-compressed (174 MB → 37 MB: the layer and a
-function share 250 MB unzipped) and unpacked once per container to /tmp (docs/decisions/0028-formats-beside-pdf.md).
+function share 250 MB unzipped) and unpacked once per container to /tmp (docs/decisions/0029-formats-beside-pdf.md).
 Every run is ``--sandbox`` (pandoc reads only the files named on its command line: an HTML page's
 ``<img src="http://…">`` or ``file:///etc/passwd`` is never fetched), bounded by a wall clock, a CPU
 limit (an orphan dies by itself) and pandoc's own heap limit (``+RTS -M``).

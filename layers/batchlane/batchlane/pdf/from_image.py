@@ -5,7 +5,7 @@ thing it sees for a PDF, and the job is sent in the image page form, rendered as
 (pdf/page_image.py). No pixel is lost on the way: a JPEG is embedded as it is (its DCT bytes), any other
 frame as a lossless Flate bitmap. The page is sized from the image's resolution (150 dpi when it states none
 we believe). Decoding runs in the bounded child (conversion/split.py): a decompression bomb is refused by
-Pillow past ``MAX_IMAGE_PIXELS``. Why wrapping: docs/decisions/0028-formats-beside-pdf.md.
+Pillow past ``MAX_IMAGE_PIXELS``. Why wrapping: docs/decisions/0029-formats-beside-pdf.md.
 """
 
 from __future__ import annotations
