@@ -162,7 +162,10 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
     estimate = json.loads(dry.stdout.splitlines()[-1])
     by_type = estimate["files"]["estimateByType"]
     assert sorted(by_type) == ["docx", "epub", "html", "odt", "pdf", "pptx", "tiff", "xlsx"]
-    assert all(by_type[t] == {"files": 1, "pages": None, "method": "converter", "onDemandUsd": "0", "batchUsd": "0"} for t in ("docx", "pptx", "xlsx", "html", "epub", "odt"))
+    assert all(
+        by_type[t] == {"files": 1, "pages": None, "method": "converter", "onDemandUsd": "0", "batchUsd": "0"}
+        for t in ("docx", "pptx", "xlsx", "html", "epub", "odt")
+    )
     assert (by_type["pdf"]["pages"], by_type["tiff"]["pages"]) == (2, 2) and float(by_type["tiff"]["onDemandUsd"]) > 0
     assert estimate["files"]["failing"] == {next(k for k in estimate["files"]["failing"] if k.endswith("notes.txt")): "FILE_TYPE_UNSUPPORTED"}
 
@@ -175,7 +178,11 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
     assert markdown_counts((folder / "word_sample.md").read_text(encoding="utf-8")) == docx_counts(folder / "word_sample.docx")
     assert not (folder / "scan.md").exists()
     report = {json.loads(line)["key"].rsplit("/", 1)[1]: json.loads(line) for line in run(local_stack, "jobs", "report", job["id"]).stdout.splitlines()}
-    assert (report["word_sample.docx"]["lane"], report["word_sample.docx"]["costUsd"], report["word_sample.docx"]["laneReason"]) == ("converter", 0.0, "born_digital")
+    assert (report["word_sample.docx"]["lane"], report["word_sample.docx"]["costUsd"], report["word_sample.docx"]["laneReason"]) == (
+        "converter",
+        0.0,
+        "born_digital",
+    )
     assert report["report.pdf"]["lane"] == "on_demand" and report["report.pdf"]["costUsd"] > 0
     assert docx_counts(folder / "word_sample.converted.docx") == docx_counts(folder / "word_sample.docx")  # renderings come back too
 

@@ -35,7 +35,9 @@ def _assembled(tmp_path: Path, store: MemoryStore) -> str:
 def test_docx_html_and_blocks_are_written_beside_the_markdown(tmp_path: Path) -> None:
     store = MemoryStore()
     markdown = _assembled(tmp_path, store)
-    record = outputs.write_renderings(store, JOB, {"conversionFormats": {"md": True, "docx": True, "html": True, "json": True}}, figure_folder="word_sample.images", title="word_sample")
+    record = outputs.write_renderings(
+        store, JOB, {"conversionFormats": {"md": True, "docx": True, "html": True, "json": True}}, figure_folder="word_sample.images", title="word_sample"
+    )
     assert {fmt: state["status"] for fmt, state in record.items()} == {"docx": "written", "html": "written", "json": "written"}
     assert store.get_json(keys.outputs_key(JOB)) == record
     rendered = tmp_path / "out.docx"

@@ -112,4 +112,3 @@ def _noop_seconds() -> float:
     started = time.perf_counter()
     run_bounded(len, b"", bound=IDENTIFY_BOUND)
     return time.perf_counter() - started
-
