@@ -17,7 +17,8 @@ from PIL import Image
 
 from batchlane.domain.errors import InputError
 from batchlane.domain.file_types import FileType
-from batchlane.formats.convert import convert_document, identify, wrap_image
+from batchlane.formats.convert import convert_document
+from batchlane.formats.detect import identify, wrap_image
 from batchlane.pdf.bounded import Bound
 
 SMALL_BOUND = Bound(seconds=5.0, memory_mb=256)

@@ -93,3 +93,16 @@ def test_a_folder_job_takes_the_born_digital_types_by_default_and_pictures_only_
         ("legal/n.txt", "failed", "FILE_TYPE_UNSUPPORTED"),  # listed with its id, never dropped
     ]
     assert "batchlane converts PDF, PNG, JPEG" in asked.files[-1].error_message
+
+
+def test_the_api_and_the_folder_steps_never_load_the_converters_libraries() -> None:
+    """python-pptx, openpyxl and lxml cost ~0.35 s to import: only the split's child and Assemble need a converter;
+    the API (its dry run tells a type and wraps a picture) and the folder steps stay as light as before (formats/detect.py)."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import sys, batchlane.api.app, batchlane.folders.advance, batchlane.folders.dryrun; print(sorted(m for m in ('pptx', 'openpyxl', 'lxml') if m in sys.modules))"
+    env = {**os.environ, "AWS_REGION": "us-east-1", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"

@@ -25,7 +25,8 @@ from batchlane.config import Settings
 from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, PROMPT_TOKENS_PER_REQUEST
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.file_types import FileType
-from batchlane.formats.convert import IDENTIFY_BOUND, convert_document, identify, wrap_image
+from batchlane.formats.convert import convert_document
+from batchlane.formats.detect import IDENTIFY_BOUND, identify, wrap_image
 from batchlane.pdf.bounded import run_bounded
 from batchlane_dev.bench import figure, size
 from batchlane_dev.local.pdfgen import make_pdf

@@ -21,7 +21,7 @@ from batchlane.domain.budget import worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
-from batchlane.formats import convert as formats
+from batchlane.formats import detect as formats
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
 from batchlane.ports import ObjectStore

@@ -29,7 +29,7 @@ from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.usecases import prepare
-from batchlane.formats import convert as formats
+from batchlane.formats import detect as formats
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import survey_pdf
 from batchlane.runtime import Services
