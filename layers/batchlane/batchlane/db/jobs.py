@@ -151,12 +151,19 @@ class PgJobs:
             )
 
     def finish_split(
-        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+        self,
+        job_id: str,
+        *,
+        parked: bool,
+        total_pages: int,
+        chunks: Sequence[ChunkSpan],
+        chunk_bytes: Mapping[int, int] | None = None,
+        source_type: str = "pdf",
     ) -> JobRow | None:
-        """splitting → waiting_batch (``parked``) or pending, with the page count and the chunk rows;
+        """splitting → waiting_batch (``parked``) or pending, with the page count, the file's type and the chunk rows;
         None when the job left splitting meanwhile (cancelled): then nothing is written."""
         move = st.park() if parked else st.queue()
-        job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks))
+        job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks), source_type=source_type)
         if job is not None:
             self.insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
         return job

@@ -95,6 +95,7 @@ class EndedConversion:
     job_error_message: str | None
     markdown_key: str | None
     pool_reason: str | None  # why the pool let the conversion go (its lane_reason)
+    source_type: str = "pdf"  # what the file was (domain/file_types.py): a born-digital one's lane is the converter
 
 
 @dataclass(frozen=True)
@@ -191,7 +192,7 @@ class FolderJobRepository(Protocol):
         ...
 
     def requeue(self, job_id: str, *, statuses: Sequence[str], error_ids: Sequence[str] | None = None) -> int:
-        """Ended files in ``statuses`` (optionally only these error ids) → queued again; never OUTPUT_COLLISION or NOT_PDF."""
+        """Ended files in ``statuses`` (optionally only these error ids) → queued again; never OUTPUT_COLLISION, NOT_PDF or FILE_TYPE_UNSUPPORTED."""
         ...
 
     def unreported(self, job_id: str) -> list[FolderFile]:

@@ -70,6 +70,7 @@ class JobRow:
     max_pages: int | None = None  # a folder policy's page limit (None: the deployment's)
     retry_attempt: int | None = None  # the retry of failed pages running on the job (None: none runs)
     retry_pages: tuple[int, ...] | None = None  # the pages that retry converts again
+    source_type: str = "pdf"  # what the file is (domain/file_types.py; 0043_job_source_type.sql): set at the split
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> JobRow:
@@ -143,7 +144,14 @@ class JobRepository(Protocol):
         max_pages: int | None = None,
     ) -> JobRow: ...  # options: the user's only (an underscore key is refused: the job's state has columns)
     def finish_split(
-        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+        self,
+        job_id: str,
+        *,
+        parked: bool,
+        total_pages: int,
+        chunks: Sequence[ChunkSpan],
+        chunk_bytes: Mapping[int, int] | None = None,
+        source_type: str = "pdf",
     ) -> JobRow | None: ...
     def get_job(self, job_id: str) -> JobRow | None: ...
     def lock_job(self, job_id: str) -> JobRow | None: ...  # inside ``with uow:``, serialises the job's moves

@@ -40,7 +40,7 @@ class ObjectStore(Protocol):
 class Uploads(Protocol):
     """Uploads go straight to the bucket with a presigned POST (never through the API)."""
 
-    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S) -> dict[str, Any]: ...
+    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S, content_type: str = PDF_CONTENT_TYPE) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
