@@ -10,6 +10,7 @@ readable in one sitting. Every file, module and name the docs cite exists (docs/
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -129,7 +130,11 @@ _NOT_PYTHON = {"py", "md", "sql", "json", "yaml", "txt", "jsonl", "toml", "asl",
 
 
 def _python_files() -> list[Path]:
-    return [p for p in ROOT.rglob("*.py") if not _SKIP_DIRS & set(p.relative_to(ROOT).parts)]
+    found = []
+    for folder, dirs, names in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]  # node_modules and the virtualenv are never walked
+        found += [Path(folder) / name for name in names if name.endswith(".py")]
+    return found
 
 
 def _find(cited: str, files: list[Path]) -> Path | None:
