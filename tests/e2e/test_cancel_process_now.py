@@ -75,7 +75,7 @@ def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = "te
 
 
 def job(job_id: str) -> job_repo.JobRow:
-    found = job_repo.get_job(services().db, job_id)
+    found = job_repo.PgJobs(services().db).get_job(job_id)
     assert found is not None
     return found
 
@@ -110,7 +110,7 @@ def assert_all_pages_on_demand(job_id: str) -> None:
     assert done.status == "completed", (done.status, done.error_id, done.error_message)
     assert (done.pages_converted, done.pages_failed, done.pages_batch) == (PAGES, 0, 0)
     assert not done.batch_primed
-    hold = ledger.get_hold(services().db, job_id)
+    hold = ledger.PgLedger(services().db).get_hold(job_id)
     assert hold is not None and hold.outcome == "settled"
 
 
@@ -118,11 +118,11 @@ def assert_nothing_charged(job_id: str) -> None:
     """Cancelled: nothing more is spent, and what was spent before (issue 38.2) is its total, as the ledger and the budget count it."""
     done = job(job_id)
     assert done.status == "cancelled"
-    spent = ledger.job_total(services().db, job_id)
+    spent = ledger.PgLedger(services().db).job_total(job_id)
     assert Decimal(done.total_cost_usd) == spent, "a cancelled job reports what it spent, as its owner's budget counts it"
-    hold = ledger.get_hold(services().db, job_id)
+    hold = ledger.PgLedger(services().db).get_hold(job_id)
     assert hold is not None and hold.outcome == "cancelled" and (hold.settled_usd or 0) == spent
-    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
+    assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
 
 
 # -- cancel ---------------------------------------------------------------------------------
@@ -135,7 +135,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     )
     job_id, _ = submit()
     running = wait_until(
-        lambda: [c for c in job_repo.get_chunks(services().db, job_id) if c.status == "processing" and c.pages_done >= 2],
+        lambda: [c for c in job_repo.PgJobs(services().db).get_chunks(job_id) if c.status == "processing" and c.pages_done >= 2],
         what="a chunk part-way through its pages",
     )
     # When the user cancels
@@ -144,13 +144,13 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     # Then the workflow ends, the running chunk stopped early and never completed
     wait_until(lambda: execution_status("conversion", job_id) not in (None, "RUNNING"), what="the conversion execution to end")
     assert execution_status("conversion", job_id) == "SUCCEEDED", "a cancel is not a failed execution (no alarm)"
-    chunks = {c.chunk_index: c for c in job_repo.get_chunks(services().db, job_id)}
+    chunks = {c.chunk_index: c for c in job_repo.PgJobs(services().db).get_chunks(job_id)}
     stopped = chunks[running[0].chunk_index]
     assert stopped.status == "cancelled"
     assert stopped.pages_done < 20, "the chunk went on converting after the cancel"
     assert all(c.status in ("cancelled", "completed") for c in chunks.values())
     # its partial spend is on the ledger, and is what the cancelled job cost
-    chunk_rows = [r for r in ledger.ledger_rows(services().db, job_id) if r.source == "chunk" and r.chunk_index == stopped.chunk_index]
+    chunk_rows = [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.source == "chunk" and r.chunk_index == stopped.chunk_index]
     assert chunk_rows and sum(r.cost_usd for r in chunk_rows) > 0
     assert Decimal(stopped.cost_usd) == sum(r.cost_usd for r in chunk_rows)
     assert_ledger_equals_tokens_served(stack, [job_id])  # every call Bedrock answered is booked, exactly
@@ -346,8 +346,8 @@ def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory)
     wait_until(lambda: execution_status("intake", job_id) not in (None, "RUNNING"), what="the intake to end")
     assert execution_status("intake", job_id) == "SUCCEEDED"
     done = job(job_id)
-    assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.get_chunks(services().db, job_id) == []
-    assert ledger.get_hold(services().db, job_id) is None, "no hold was ever placed"
-    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
+    assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.PgJobs(services().db).get_chunks(job_id) == []
+    assert ledger.PgLedger(services().db).get_hold(job_id) is None, "no hold was ever placed"
+    assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
     assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None

@@ -239,7 +239,7 @@ def test_a_folder_of_scans_and_a_blank_page_completes_and_each_scan_is_estimated
         s3.put_object(Bucket=FOLDER_BUCKET, Key=f"{home}{prefix}{name}.pdf", Body=path.read_bytes())
     since = stack.bedrock.mark()
     status, _ = folder_usecases.submit(services(), OWNER, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{home}{prefix}"}})
-    wait_until(lambda: (row := folder_repo.get_job(services().db, status["id"])) and row["finished_at"] is not None, timeout_s=240, what="the folder job")
+    wait_until(lambda: (row := folder_repo.PgFolderJobs(services().db).get(status["id"])) and row.finished_at is not None, timeout_s=240, what="the folder job")
     done = folder_usecases.status(services(), OWNER, status["id"])
     assert done["status"] == "completed", done
     assert (done["files"]["completed"], done["files"]["failed"]) == (len(built), 0), done

@@ -21,9 +21,9 @@ from batchlane.conversion.chunk import ChunkContinue, process_chunk
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import budgets, ledger
 from batchlane.db import jobs as job_repo
+from batchlane.db.limiter import serial_database
 from batchlane.domain.budget import PAGE_OUTPUT_TOKENS
 from batchlane.domain.cost import Usage
-from batchlane.ondemand.limiter import serial_database
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane.webhooks.events import job_change_detail
@@ -62,7 +62,7 @@ def set_budget(stack: Any, owner: str, **fields: Any) -> dict[str, Any]:
 
 
 def jobs_of(owner: str) -> list[job_repo.JobRow]:
-    return job_repo.list_jobs(services().db, owner_id=owner)
+    return job_repo.PgJobs(services().db).list_jobs(owner_id=owner)
 
 
 def test_convert_is_refused_with_402_when_open_holds_use_up_the_budget(stack, owner):
@@ -105,8 +105,8 @@ def test_a_job_whose_worst_case_exceeds_the_budget_fails_at_the_split_and_starts
     # Then the split fails it with BUDGET_EXCEEDED: no chunk, no hold, no chunk source, no conversion
     done: job_repo.JobRow = wait_for(lambda: (j := job(created["jobId"])).status in ("failed", "completed") and j, what="the split", timeout_s=180)
     assert (done.status, done.error_id) == ("failed", "BUDGET_EXCEEDED"), done
-    assert job_repo.get_chunks(services().db, created["jobId"]) == []
-    assert ledger.get_hold(services().db, created["jobId"]) is None
+    assert job_repo.PgJobs(services().db).get_chunks(created["jobId"]) == []
+    assert ledger.PgLedger(services().db).get_hold(created["jobId"]) is None
     assert services().store.list_keys(f"jobs/{created['jobId']}/") == []
 
 
@@ -120,36 +120,37 @@ def test_a_job_with_more_pages_than_the_live_page_cap_fails_with_its_error(stack
 
 
 def test_the_worst_case_is_sized_by_what_the_pages_hold_and_the_hold_by_what_runs(stack, owner):
-    # Two documents with the same number of pages: one dense, one nearly empty
+    # Two documents with the same number of pages: one of text pages, one with every other page blank
     worst, held = {}, {}
-    for name, lines in (("dense.pdf", 45), ("sparse.pdf", 1)):
-        file_id = upload(stack, owner, make_pdf(4, lines_per_page=lines), name)
+    for name, blank_every in (("dense.pdf", 0), ("sparse.pdf", 2)):
+        file_id = upload(stack, owner, make_pdf(4, lines_per_page=45, blank_every=blank_every), name)
         dry = call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)[1]
         worst[name] = Decimal(dry["estimate"]["worstCaseUsd"])
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
         wait_for(lambda: job(created["jobId"]).status == "completed", what=f"the conversion of {name}", timeout_s=180)
-        held[name] = ledger.get_hold(services().db, created["jobId"])
-    # The dense one's worst case is larger (its text goes in and comes out), each page at least a dense page's answer
+        held[name] = ledger.PgLedger(services().db).get_hold(created["jobId"])
+    # The one with pages to convert has the larger worst case (a blank page costs nothing), each page at least a dense page's answer
     assert worst["dense.pdf"] > worst["sparse.pdf"], worst
-    assert worst["sparse.pdf"] >= services().prices.cost(services().settings.batchlane_model_id, Usage(0, 4 * PAGE_OUTPUT_TOKENS)), worst
+    assert worst["sparse.pdf"] >= services().prices.cost(services().settings.batchlane_model_id, Usage(0, 2 * PAGE_OUTPUT_TOKENS)), worst
     # and no hold outlived its job: each settled at what the job spent (issue 38.4: a window at a time, given back)
-    assert all(h is not None and h.outcome == "settled" and h.settled_usd == ledger.job_total(services().db, h.job_id) for h in held.values())
+    assert all(h is not None and h.outcome == "settled" and h.settled_usd == ledger.PgLedger(services().db).job_total(h.job_id) for h in held.values())
 
 
 def test_a_job_pauses_when_its_month_is_spent_and_its_owner_resumes_it_when_the_budget_allows(stack, owner):
     # Given a pending job whose booked spend (2 USD) is its owner's whole month
     _, job_id = make_job(owner, "pending")
-    with services().db.transaction() as tx:
-        ledger.add_chunk_cost(
-            tx, job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("2"), metadata={}
+    with services().db.transaction() as tx:  # spent from its hold (2 USD) as every request is: reserved, then booked
+        assert budgets.PgBudgets(tx).reserve(job_id, Decimal("2"))
+        ledger.PgLedger(tx).add_chunk_cost(
+            job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("2"), metadata={}
         )
     set_budget(stack, owner, usdPerMonth="2")
     # When its conversion runs
     services().workflows.start_conversion(job_id)
     # Then its first request does not fit: the job pauses (and the workflow ends without failing it), saying why
     wait_for(lambda: job(job_id).status == "paused_budget", what="the pause", timeout_s=180)
-    assert "completed" not in [c.status for c in job_repo.get_chunks(services().db, job_id)]
-    assert ledger.job_total(services().db, job_id) == Decimal("2"), "nothing more was spent"
+    assert "completed" not in [c.status for c in job_repo.PgJobs(services().db).get_chunks(job_id)]
+    assert ledger.PgLedger(services().db).job_total(job_id) == Decimal("2"), "nothing more was spent"
     assert job(job_id).error_message.startswith("Paused: its next request may cost up to ")
     assert job_change_detail(services(), job_id)["outcome"] == "paused_budget"  # what the public event carries
     # (a resume waits until the paused run has ended: its last step marks it)
@@ -164,7 +165,7 @@ def test_a_job_pauses_when_its_month_is_spent_and_its_owner_resumes_it_when_the_
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert status == 200 and body["status"] == "processing", body
     wait_for(lambda: job(job_id).status == "completed", what="the resumed conversion", timeout_s=180)
-    assert job_repo.get_job(services().db, job_id).pages_converted == 6
+    assert job_repo.PgJobs(services().db).get_job(job_id).pages_converted == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
     assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
 
@@ -181,11 +182,11 @@ def test_a_running_chunk_stops_at_the_first_request_its_owners_month_cannot_carr
     # Then the chunks stopped at the first request that did not fit: what they booked is within the hold,
     # the pages they converted are kept for the resume, no chunk completed, and the job is paused
     assert job(job_id).status == "paused_budget"
-    booked = ledger.ledger_rows(services().db, job_id)
+    booked = ledger.PgLedger(services().db).ledger_rows(job_id)
     assert sum(r.cost_usd for r in booked) <= hold
     for index in sorted({r.chunk_index for r in booked}):
         assert len(services().store.get_json(keys.chunk_partial_key(job_id, index))["pages"]) < 3, index
-    assert "completed" not in [c.status for c in job_repo.get_chunks(services().db, job_id)]
+    assert "completed" not in [c.status for c in job_repo.PgJobs(services().db).get_chunks(job_id)]
 
 
 def test_process_now_needs_the_priority_group(stack, owner):
@@ -239,9 +240,8 @@ def _job_of_chunks(owner: str, *, hold_usd: Decimal) -> str:
     pages = CHUNKS * 3
     pdf = make_pdf(pages)
     with svc.db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id=owner, name="eight.pdf", s3_key=f"uploads/{owner}/eight.pdf", size_bytes=len(pdf))
-        created = job_repo.insert_job(
-            tx,
+        file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="eight.pdf", s3_key=f"uploads/{owner}/eight.pdf", size_bytes=len(pdf))
+        created = job_repo.PgJobs(tx).insert_job(
             file_id=str(file_row.id),
             owner_id=owner,
             status="processing",
@@ -252,7 +252,7 @@ def _job_of_chunks(owner: str, *, hold_usd: Decimal) -> str:
             chunks=plan_chunks(pages, 3),
             chunk_status="pending",
         )
-        ledger.place_hold(tx, job_id=str(created.id), owner_id=owner, amount_usd=hold_usd, hours=6)
+        ledger.PgLedger(tx).place_hold(job_id=str(created.id), owner_id=owner, amount_usd=hold_usd, hours=6)
     store_chunk_sources(svc.store, str(created.id), open_pdf(pdf, max_pages=pages), plan_chunks(pages, 3))
     return str(created.id)
 
@@ -281,7 +281,7 @@ def test_concurrent_chunks_share_one_hold_and_never_overspend_it(stack, owner):
             break
         except ChunkContinue:  # seen once in CI with a 100 USD hold: the chunk was halted, not priced; measure on a fresh job
             continue
-    page_usd = ledger.job_total(services().db, probe) / 3
+    page_usd = ledger.PgLedger(services().db).job_total(probe) / 3
     # ... and a job of 8 chunks whose owner's month carries one request at its worst case and two pages' real cost more
     worst = budget.cheapest_request_usd(services(), services().settings.batchlane_model_id) + page_usd
     hold = worst + 2 * page_usd
@@ -290,16 +290,18 @@ def test_concurrent_chunks_share_one_hold_and_never_overspend_it(stack, owner):
     # When its 8 chunks run at the same time, each growing the hold by its window under the owner's lock
     _run_chunks_at_once(job_id, list(range(CHUNKS)))
     # Then together they spent no more than the month allows (before issue 21.5 each read the whole remainder and spent it: 8 x)
-    spent = ledger.job_total(services().db, job_id)
+    spent = ledger.PgLedger(services().db).job_total(job_id)
     assert 0 < spent <= hold, (spent, hold, page_usd)
-    assert ledger.get_hold(services().db, job_id).amount_usd <= hold, "the windows never grew the hold past the month"
+    assert ledger.PgLedger(services().db).get_hold(job_id).amount_usd <= hold, "the windows never grew the hold past the month"
     # and the counter says what was booked, nothing reserved is left over
-    assert ledger.get_hold(services().db, job_id).committed_usd == spent
-    # And the next chunk start pauses the job: what is left cannot carry another request
-    unfinished = next(c.chunk_index for c in job_repo.get_chunks(services().db, job_id) if c.status != "completed")
-    assert _start_as_the_workflow_does(job_id, unfinished)["status"] == "paused_budget"
+    assert ledger.PgLedger(services().db).get_hold(job_id).committed_usd == spent
+    # And the next chunk start pauses the job (if a chunk that started after a request was refused has not already):
+    # what is left cannot carry another request
+    unfinished = next(c.chunk_index for c in job_repo.PgJobs(services().db).get_chunks(job_id) if c.status != "completed")
+    if job(job_id).status == "processing":
+        assert _start_as_the_workflow_does(job_id, unfinished)["status"] == "paused_budget"
     assert job(job_id).status == "paused_budget"
-    assert ledger.job_total(services().db, job_id) == spent, "the pause sent nothing more"
+    assert ledger.PgLedger(services().db).job_total(job_id) == spent, "the pause sent nothing more"
 
 
 def test_two_jobs_of_one_owner_growing_their_holds_at_once_never_pass_its_month(stack, owner):
@@ -321,9 +323,9 @@ def test_two_jobs_of_one_owner_growing_their_holds_at_once_never_pass_its_month(
     with ThreadPoolExecutor(max_workers=2 * CHUNKS) as pool:
         list(pool.map(one, [(j, i) for j in (first, second) for i in range(CHUNKS)]))
     # Then the two holds together never passed the month, nor did what the two jobs spent
-    holds = [ledger.get_hold(services().db, j) for j in (first, second)]
+    holds = [ledger.PgLedger(services().db).get_hold(j) for j in (first, second)]
     assert sum(h.amount_usd for h in holds if h is not None) <= month
-    assert 0 < ledger.job_total(services().db, first) + ledger.job_total(services().db, second) <= month
+    assert 0 < ledger.PgLedger(services().db).job_total(first) + ledger.PgLedger(services().db).job_total(second) <= month
 
 
 def _start_as_the_workflow_does(job_id: str, index: int) -> dict:
@@ -346,10 +348,10 @@ def test_the_counter_gives_out_a_hold_once_whatever_the_threads(stack, owner):
 
     def take() -> bool | None:
         start.wait()
-        return budgets.reserve(serial_database(services().db.params), job_id, Decimal("0.10"))
+        return budgets.PgBudgets(serial_database(services().db.params)).reserve(job_id, Decimal("0.10"))
 
     with ThreadPoolExecutor(max_workers=16) as pool:
         taken = list(pool.map(lambda _: take(), range(16)))
     # Then exactly three got it and the counter stands at the hold
     assert taken.count(True) == 3 and taken.count(False) == 13
-    assert ledger.get_hold(services().db, job_id).committed_usd == Decimal("0.30")
+    assert ledger.PgLedger(services().db).get_hold(job_id).committed_usd == Decimal("0.30")

@@ -16,9 +16,9 @@ from batchlane.domain.budget import IMAGE_TOKENS_PER_PAGE, PAGE_TEXT_TOKENS_MIN,
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import JobStatus
-from batchlane.pdf.split import plan_chunks
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.pdf.split import Page, plan_chunks
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 OWNER = "owner-1"
 PAGES, PER_CHUNK = 4, 2
@@ -131,6 +131,51 @@ def test_a_job_with_nothing_left_to_send_never_pauses_whatever_its_hold(svc_on_f
 
     assert budget.open_window(svc_on_fakes, job, pages=PER_CHUNK) == budget.Window()
     assert fake_uow.jobs.get_job(job_id).status == JobStatus.PROCESSING  # type: ignore[union-attr]
+
+
+def _hold_of(svc: Services, job_id: str, growth: budget.Growth, reached: list[bool]) -> budget.JobHold:
+    return budget.JobHold(
+        svc.page_thread_database().budgets, job_id, prices=svc.prices, model_id=MODEL, max_tokens=svc.settings.batchlane_max_tokens,
+        on_reached=lambda: reached.append(True), grow=growth,
+    )  # fmt: skip
+
+
+def test_a_request_beyond_the_window_grows_the_hold_while_the_month_has_room_and_the_chunk_end_gives_it_back(
+    svc_on_fakes: Services, fake_uow: FakeUnitOfWork
+) -> None:
+    # A refused request halved and asked again (or a denser page than the window's bound): its worst case is beyond what
+    # the chunk's window left. It used to stop the chunk, and its continuation sent the same group again, each time
+    # paying for it and never converting a page (a 9-page job with 2 refused pages spent 2.37 USD in 20 continuations).
+    job_id = _job(fake_uow, hold_usd="0")
+    job = fake_uow.jobs.get_job(job_id)
+    assert job is not None
+    growth, reached = budget.Growth(svc_on_fakes, job), []
+    hold = _hold_of(svc_on_fakes, job_id, growth, reached)
+    page = Page(number=1, chunk_index=0, pdf_bytes=b"", blank=False, text_chars=4000)
+
+    reserved = hold.reserve([page])
+
+    assert reserved > 0 and growth.usd == reserved and not reached
+    assert fake_uow.ledger.get_hold(job_id).amount_usd == reserved  # type: ignore[union-attr]
+    hold.settle(reserved, Decimal("0.01"))  # it cost a cent
+    budget.close_window(svc_on_fakes, job_id, budget.Window(), spent=Decimal("0.01"), grown=growth.usd)
+    assert fake_uow.ledger.get_hold(job_id).amount_usd == Decimal("0.01")  # type: ignore[union-attr]  # the rest given back
+
+
+def test_a_request_the_month_cannot_carry_stops_the_chunk_and_grows_nothing(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
+    job_id = _job(fake_uow, hold_usd="0")
+    _limit(fake_uow, usd="0.05")  # less than one request's worst case
+    job = fake_uow.jobs.get_job(job_id)
+    assert job is not None
+    growth, reached = budget.Growth(svc_on_fakes, job), []
+    hold = _hold_of(svc_on_fakes, job_id, growth, reached)
+
+    with pytest.raises(budget.HoldReached):
+        hold.reserve([Page(number=1, chunk_index=0, pdf_bytes=b"", blank=False, text_chars=4000)])
+
+    assert reached == [True] and growth.usd == 0
+    assert fake_uow.ledger.get_hold(job_id).amount_usd == 0  # type: ignore[union-attr]
+    assert budget.open_window(svc_on_fakes, job, pages=PER_CHUNK).paused  # its next start pauses the job, saying why
 
 
 # -- resume ---------------------------------------------------------------------------------------

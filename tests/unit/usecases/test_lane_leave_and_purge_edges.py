@@ -17,7 +17,7 @@ from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.pdf import plan_chunks
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def _submitted(svc: Services, lane_id: str) -> str:

@@ -19,7 +19,7 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.savings import BATCH_SERVED_KEY, ServedAnswer, on_demand_groups, on_demand_usage
 from batchlane.ondemand.planner import PlannedPage, RequestPlan
 from batchlane.pdf.split import Page
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def _book(svc: Services, job_id: str, *, on_demand: str, batch_share: str = "0", served_at_on_demand: str = "0") -> None:

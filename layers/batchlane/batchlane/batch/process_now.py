@@ -4,7 +4,7 @@ running for them (a lane is stopped only when no member waits on it any more).
 A Bedrock job that carries this job alone and is already running is stopped, and the job waits for it to
 end: Bedrock bills every record it processed, so those answers are collected and used, and only the pages
 it did not reach go on-demand (issue 38.2: paying twice for them was the loss). What happens per batch-row
-state: docs/architecture.md "Module notes".
+state: docs/module-notes.md "batchlane.batch.process_now".
 """
 
 from __future__ import annotations
@@ -18,8 +18,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.ports import BatchRow, LaneRepository
-from batchlane.runtime import Services
+from batchlane.ports import BatchRow, LaneRepository, Services
 
 PROCESS_NOW_REASON = "process_now"
 

@@ -9,13 +9,14 @@
 * each chunk start grows the hold by what the chunk may spend (its requests at their worst), as far as the owner's
   month allows, under the owner's lock; the chunk's end gives back what it did not spend.
 * each on-demand request reserves its worst case from the job's one counter before it is sent, books its real cost
-  after; a request that does not fit stops its chunk (kept pages, a continuation), whose next start grows the hold
-  again or, when its owner's month has no room for that request, pauses the job (``paused_budget``) and says which of
-  the owner's jobs hold the rest. The owner resumes it (POST /api/v1/jobs/{jobId}/resume) once there is room.
+  after; a request that does not fit grows the hold by its worst case when the owner's month has room (a halving,
+  a re-ask, a dense page), else stops its chunk (kept pages, a continuation), whose next start pauses the job
+  (``paused_budget``) and says which of the owner's jobs hold the rest. The owner resumes it (POST /api/v1/jobs/{jobId}/resume) once there is room.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -35,10 +36,8 @@ from batchlane.domain.budget import (
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.observability import logger
-from batchlane.ondemand.limiter import Aborted
 from batchlane.pdf.split import Page
-from batchlane.ports import BudgetRepository, JobRow
-from batchlane.runtime import Services
+from batchlane.ports import Aborted, BudgetRepository, JobRow, Services, UnitOfWork
 
 if TYPE_CHECKING:  # the type only: pdf/survey loads pypdfium2, which only the split and the dry run need
     from batchlane.pdf.survey import PageSurvey
@@ -138,7 +137,7 @@ def open_window(svc: Services, job: JobRow, *, pages: int) -> Window:
     when the request it must send next (the last one that did not fit) cannot fit what the hold has left."""
     if pages <= 0:
         return Window()
-    need = chunk_window_usd(svc, job.model_id, pages)
+    window_usd = chunk_window_usd(svc, job.model_id, pages)
     with svc.uow() as uow:
         uow.budgets.lock_owner(job.owner_id)
         hold = uow.ledger.get_hold(job.id)
@@ -146,31 +145,68 @@ def open_window(svc: Services, job: JobRow, *, pages: int) -> Window:
             return Window()  # no open hold: no limit (a job from before holds, or one ending)
         limits = uow.budgets.limits_for(job.owner_id, svc.settings)
         standing = uow.budgets.standing(job.owner_id, exclude_job=job.id)
-        open_usd = hold.amount_usd - uow.ledger.job_total(job.id)
-        granted = grant(need, limits=limits, standing=standing, open_usd=open_usd)
-        left = hold.amount_usd + granted - hold.committed_usd
-        if hold.wanted_usd > left:  # the request it must send next does not fit even with all the room there is
+        spent = uow.ledger.job_total(job.id)
+        need = max(window_usd, hold.wanted_usd)  # at least room for the request that did not fit (a denser page's)
+        granted = grant(need, limits=limits, standing=standing, open_usd=hold.amount_usd - spent)
+        # what the hold has left: less what its requests took, or what the job booked if more (the ledger is the truth)
+        left = hold.amount_usd + granted - max(hold.committed_usd, spent)
+        next_usd = hold.wanted_usd  # 0 until a request was refused: a chunk of blank pages sends nothing (issue 38.5)
+        if next_usd > left:  # the request it must send next does not fit even with all the room there is
             message = pause_message(
-                next_usd=hold.wanted_usd,
+                next_usd=next_usd,
                 left_usd=left,
                 limits=limits,
                 holders=uow.budgets.holders(job.owner_id, exclude_job=job.id),
             )
-            paused = uow.budgets.pause_at_hold(job.id, message=message)
+            paused = uow.budgets.pause_at_hold(job.id, next_request_usd=next_usd, spent_usd=spent, message=message)
             granted = Decimal(0)  # nothing runs: the hold does not grow
         else:
             paused = False
             if granted:
                 uow.budgets.grow_hold(job.id, by=granted)
     if paused:  # the workflow's Settle step publishes the change (conversion/settle.py)
-        logger.warning("job paused: its next request does not fit its owner's budget", job_id=job.id, wanted_usd=str(hold.wanted_usd))
+        logger.warning("job paused: its next request does not fit its owner's budget", job_id=job.id, wanted_usd=str(next_usd))
     return Window(granted, paused)
 
 
-def close_window(svc: Services, job_id: str, window: Window, *, spent: Decimal) -> None:
-    """The chunk's invocation ended: its job's hold gives back what the chunk did not spend of its window."""
-    if window.granted:
-        svc.uow().budgets.release_hold(job_id, granted=window.granted, spent=min(spent, window.granted))
+def close_window(svc: Services, job_id: str, window: Window, *, spent: Decimal, grown: Decimal = Decimal(0)) -> None:
+    """The chunk's invocation ended: its job's hold gives back what the chunk did not spend of its window and of what
+    its requests grew it by (:class:`Growth`)."""
+    granted = window.granted + grown
+    if granted:
+        svc.uow().budgets.release_hold(job_id, granted=granted, spent=min(spent, granted))
+
+
+class Growth:
+    """A request that does not fit what the chunk's window left (a refused request halved and re-asked, the coverage
+    re-ask, a denser page than the window's bound): the job's hold grows by that request's worst case when its owner's
+    month has room for it (the owner locked, as at a chunk start), and the chunk goes on; else the request is not sent
+    and the chunk stops (its next start pauses the job). ``usd``: what it grew by, given back at the chunk's end."""
+
+    def __init__(self, svc: Services, job: JobRow) -> None:
+        self._svc, self._job, self._lock = svc, job, threading.Lock()
+        self.usd = Decimal(0)
+
+    def __call__(self, cost: Decimal) -> bool:
+        """Called from a page thread: one transaction on the page threads' connection (they never open their own)."""
+        job, settings = self._job, self._svc.settings
+
+        def grow(uow: UnitOfWork) -> bool:
+            uow.budgets.lock_owner(job.owner_id)
+            hold = uow.ledger.get_hold(job.id)
+            if hold is None or hold.outcome is not None:
+                return False
+            limits = uow.budgets.limits_for(job.owner_id, settings)
+            standing = uow.budgets.standing(job.owner_id, exclude_job=job.id)
+            if grant(cost, limits=limits, standing=standing, open_usd=hold.amount_usd - uow.ledger.job_total(job.id)) < cost:
+                return False
+            return uow.budgets.grow_hold(job.id, by=cost) is not None
+
+        if not self._svc.page_thread_database().in_one_transaction(grow):
+            return False
+        with self._lock:
+            self.usd += cost
+        return True
 
 
 class HoldReached(Aborted):
@@ -182,17 +218,30 @@ class JobHold:
     request reserves its worst case before it is sent and books its real cost after (BudgetRepository.reserve). Its page
     threads call it at once: ``budgets`` is one they may share (the process's serial connection's, PageThreadDatabase)."""
 
-    def __init__(self, budgets: BudgetRepository, job_id: str, *, prices: PriceTable, model_id: str, max_tokens: int, on_reached: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        budgets: BudgetRepository,
+        job_id: str,
+        *,
+        prices: PriceTable,
+        model_id: str,
+        max_tokens: int,
+        on_reached: Callable[[], None],
+        grow: Callable[[Decimal], bool] | None = None,
+    ) -> None:
         self._budgets, self._job_id, self._prices, self._model_id, self._max_tokens = budgets, job_id, prices, model_id, max_tokens
-        self._on_reached = on_reached
+        self._on_reached, self._grow = on_reached, grow
 
     def reserve(self, pages: list[Page]) -> Decimal:
-        """Take the request's worst case from the hold, or raise HoldReached (nothing taken)."""
+        """Take the request's worst case from the hold (grown for it when it does not fit and the owner's month has
+        room: :class:`Growth`), or raise HoldReached (nothing taken)."""
         chars = [page.text_chars if page.estimate_known else None for page in pages]
         cost = self._prices.cost(self._model_id, request_worst_usage(chars, max_tokens=self._max_tokens))
         taken = self._budgets.reserve(self._job_id, cost)
         if taken is None:
             return Decimal(0)  # no open hold: nothing to count against
+        if not taken and self._grow is not None and self._grow(cost):
+            taken = self._budgets.reserve(self._job_id, cost)
         if not taken:
             self._on_reached()
             raise HoldReached("the job's funds hold cannot carry another request")

@@ -1,6 +1,6 @@
 """The chunk processor: convert one chunk's pages, book the spend, record the result.
 
-How it keeps pages and money across retries, continuations and cancels: docs/architecture.md "Module notes".
+How it keeps pages and money across retries, continuations and cancels: docs/module-notes.md "batchlane.conversion.chunk".
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from batchlane.conversion import budget, page_forms, service_tiers
 from batchlane.conversion.admission import admitted_chunk
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.savings import batch_answers_at_on_demand, unused_batch_answers
-from batchlane.conversion.source import chunk_pages, span_of
+from batchlane.conversion.source import chunk_pages, document_pages, span_of
 from batchlane.converter import (
     ConverterConfig,
     OnDemandTransport,
@@ -35,14 +35,17 @@ from batchlane.converter import (
 from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound
+from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.service_tier import tier_breakdown
 from batchlane.domain.status import FINISHED_JOB_STATUSES
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
-from batchlane.ports import ChunkRow, JobRow, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import ChunkRow, JobRow, Services, UnitOfWork
+
+DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
+CONVERTER_LANE = "converter"  # pages.jsonl's lane of a born-digital page: the deterministic converter, $0
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
 MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
@@ -263,24 +266,27 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     if chunk.status == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
     job = uow.jobs.get_job(job_id)
+    if job is not None and job.source_type in DOCUMENT_TYPE_NAMES:  # converted at the split: no model call, no hold to reach
+        return process_document_chunk(svc, uow, job_id, chunk_index, worker_id)
     # The job's hold grows by what this chunk may spend before its next check, or the job pauses when the request it
-    # must send next cannot fit its owner's month (conversion/budget.py; docs/operations.md "Holds").
+    # must send next cannot fit its owner's month (conversion/budget.py; docs/operations.md "Estimates, holds, savings and pauses").
     window = budget.open_window(svc, job, pages=_pages_to_convert(job, chunk)) if job is not None else budget.Window()
     if window.paused:
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
     spent = Decimal(0)
+    growth = budget.Growth(svc, job) if job is not None else None
     try:
         claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
         if claimed is None:
             logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk.status)
             return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
-        work = _start_work(svc, uow, job_id, chunk_index, claimed, worker_id, deadline)
+        work = _start_work(svc, uow, job_id, chunk_index, claimed, worker_id, deadline, growth)
         run = work.run()
         spent = run.spend.cost
         uow.check_connection()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
         return _act(svc, uow, work, run)
     finally:
-        budget.close_window(svc, job_id, window, spent=spent)
+        budget.close_window(svc, job_id, window, spent=spent, grown=growth.usd if growth is not None else Decimal(0))
 
 
 def _pages_to_convert(job: JobRow, chunk: ChunkRow) -> int:
@@ -314,6 +320,25 @@ def _act(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun) -> dic
     if decision.outcome is ChunkOutcome.RETRY_LATER:
         _retry_later(svc, uow, work, run, settled, decision.pages_to_retry)
     return _complete(svc, uow, work, run, results)
+
+
+def process_document_chunk(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, worker_id: str) -> dict[str, Any]:
+    """A born-digital chunk: its pages' Markdown as the split converted it, completed at $0 with no ledger row
+    (nothing was spent). Repeatable: a retried invocation writes the same result again."""
+    claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
+    if claimed is None:
+        return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
+    converter, pages = document_pages(svc.store, job_id, claimed)
+    results = [PageResult(n, "converted" if text.strip() else "blank", text, served_by=CONVERTER_LANE if text.strip() else None) for n, text in pages]
+    result_key = keys.chunk_result_key(job_id, chunk_index)
+    svc.store.put_json(result_key, {"jobId": job_id, "chunkIndex": chunk_index, "pages": [r.to_json() for r in results]})
+    with uow:
+        completed = uow.jobs.complete_chunk(
+            job_id, chunk_index, worker_id, pages_done=len(results), pages_failed=0, pages_batch=0, cost_usd=Decimal(0), result_key=result_key
+        )
+    status = "completed" if completed else "aborted"
+    logger.info("document chunk done", job_id=job_id, chunk=chunk_index, status=status, pages=len(results), converter=converter)
+    return {"jobId": job_id, "chunkIndex": chunk_index, "status": status, "pagesFailed": 0, "pagesBatch": 0}
 
 
 @dataclass
@@ -355,12 +380,14 @@ class _ChunkWork:
         }
 
 
-def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, claimed: ChunkRow, worker_id: str, deadline: float | None) -> _ChunkWork:
+def _start_work(
+    svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, claimed: ChunkRow, worker_id: str, deadline: float | None, growth: budget.Growth | None
+) -> _ChunkWork:
     job = uow.jobs.get_job(job_id)
     assert job is not None
     options = job.options or {}
     settings = svc.settings
-    config = page_forms.converter_config(uow.page_forms, settings, options)
+    config = page_forms.converter_config(uow.page_forms, settings, options, source_type=job.source_type)
 
     span = span_of(claimed)
     kept, continuations, carried = _load_partial(svc, job_id, chunk_index)
@@ -379,9 +406,11 @@ def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, c
 
     heartbeat = Heartbeat(lambda done: uow.jobs.heartbeat_chunk(job_id, chunk_index, worker_id, done), recover=uow.check_connection, deadline=deadline)
     shared = svc.page_thread_database()  # page threads share one connection, never open their own
-    # Every request takes its worst case from the job's one counter first: the chunk stops (continues, then
-    # pauses) at the first that does not fit, however many chunks run beside it.
-    hold = budget.JobHold(shared.budgets, job_id, prices=svc.prices, model_id=config.model_id, max_tokens=config.max_tokens, on_reached=heartbeat.hold_reached)
+    # Every request takes its worst case from the job's one counter first (grown for it while the owner's month has
+    # room): the chunk stops (continues, then pauses) at the first that does not fit, however many chunks run beside it.
+    hold = budget.JobHold(
+        shared.budgets, job_id, prices=svc.prices, model_id=config.model_id, max_tokens=config.max_tokens, on_reached=heartbeat.hold_reached, grow=growth
+    )
 
     def halted() -> bool:
         """Checked before every attempt: the flags, then the row itself (one short read)."""

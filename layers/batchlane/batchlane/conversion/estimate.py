@@ -39,12 +39,14 @@ from batchlane.ondemand.planner import RequestPlan
 
 @dataclass(frozen=True)
 class PageCounts:
-    """What the survey (pdf/survey.py) found: pages, blank ones, non-blank ones without text, text over the rest."""
+    """What the survey (pdf/survey.py) found: pages, blank ones, non-blank ones without text, text over the rest;
+    ``unknown``: pages whose text was not read (a page-tree count), at the worst case's unknown-page bound."""
 
     pages: int
     blank: int
     scans: int
     text_chars: int
+    unknown: int = 0
 
     @property
     def records(self) -> int:
@@ -84,6 +86,7 @@ def expected_usage(counts: PageCounts, *, config: ConverterConfig, settings: Any
         text_chars=counts.text_chars,
         max_tokens=int(settings.batchlane_max_tokens),
         reask=float(settings.batchlane_coverage_threshold) > 0,
+        unknown=counts.unknown,
     )
     return Expected(on_demand, batch, worst, requests, config.page_form)
 
@@ -112,7 +115,7 @@ def dry_run_money(
 ) -> dict[str, Any]:
     """The dry run's ``estimate`` block: the cost on the lane the job will really take, both figures and the condition
     where that depends (a bulk job below the pool's minimum, a deadline), its worst case, what it holds at a time, and
-    the room its owner has left (docs/operations.md "Estimates, holds and savings")."""
+    the room its owner has left (docs/operations.md "Estimates, holds, savings and pauses")."""
     settings, model_id = svc.settings, config.model_id
     expected = expected_usage(counts, config=config, settings=settings)
     figures = priced(expected, svc.prices, model_id)

@@ -5,7 +5,7 @@ total follows the ledger, as the owner's budget counts it (issue 38.2; before, a
 its ledger rows counted against the budget). Bookings that land after the cancel (a running chunk's last
 requests, a stopped batch job's bill) update it (db/ledger.carry_late_batch_cost).
 
-The answer per job status and what the one transaction does: docs/architecture.md "Module notes".
+The answer per job status and what the one transaction does: docs/module-notes.md "batchlane.operations.cancel".
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import Entity, JobStatus
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane.webhooks.events import publish_job_change
 
 CANCEL_REASON = "cancelled"
