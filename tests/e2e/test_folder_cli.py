@@ -57,7 +57,7 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     dry = run(local_stack, "convert", f"{folder}/", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     estimate = json.loads(dry.stdout.splitlines()[-1])
-    assert estimate["created"] is False and estimate["files"]["to_convert"] == 3
+    assert estimate["created"] is False and estimate["files"]["toConvert"] == 3
 
     converted = run(local_stack, "convert", f"{folder}/", "--json")
     assert converted.exit_code == 3, converted.output  # completed with failures
@@ -65,7 +65,7 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     assert job["status"] == "completed_with_failures" and job["files"]["completed"] == 2 and job["files"]["failed"] == 1
 
     failed = run(local_stack, "jobs", "files", job["id"], "--status", "failed", "--json")
-    assert [(f["key"], f["error_id"]) for f in json.loads(failed.stdout)["files"]] == [("users/operator/folders/papers/broken.pdf", "PDF_CORRUPT")]
+    assert [(f["key"], f["errorId"]) for f in json.loads(failed.stdout)["files"]] == [("users/operator/folders/papers/broken.pdf", "PDF_CORRUPT")]
     report = run(local_stack, "jobs", "report", job["id"])
     assert sorted(json.loads(line)["key"] for line in report.stdout.splitlines()) == [
         "users/operator/folders/papers/2024/b.pdf",
@@ -103,11 +103,11 @@ def test_demo_folder_twice_on_a_running_stack_converts_once(local_stack, tmp_pat
     first = demo()
     assert first["status"] == "completed" and first["files"]["completed"] == 2 and first["pages"]["total"] == 5
     out = tmp_path / "out" / "reports"
-    assert (out / "a" / "b.md").is_file() and (out / "c.md").is_file() and first["output_dir"] == str(out)
-    assert (tmp_path / "out" / "reports" / "_batchlane" / first["job_id"] / "report.jsonl").is_file()
-    assert first["total_cost_usd"] > 0 and first["all_on_demand_cost_usd"] >= first["total_cost_usd"]
+    assert (out / "a" / "b.md").is_file() and (out / "c.md").is_file() and first["outputDir"] == str(out)
+    assert (tmp_path / "out" / "reports" / "_batchlane" / first["jobId"] / "report.jsonl").is_file()
+    assert first["totalCostUsd"] > 0 and first["allOnDemandCostUsd"] >= first["totalCostUsd"]
     second = demo()
-    assert second["job_id"] == first["job_id"] and second["total_cost_usd"] == first["total_cost_usd"]  # the same job: nothing converted or billed again
+    assert second["jobId"] == first["jobId"] and second["totalCostUsd"] == first["totalCostUsd"]  # the same job: nothing converted or billed again
 
 
 def test_demo_folder_json_from_the_command_line(local_stack, tmp_path):  # type: ignore[no-untyped-def]

@@ -127,8 +127,9 @@ def _gateway_error(status: int) -> Response:
     """API Gateway's own answer when the Lambda integration gives no response ("Handling Lambda errors with
     an API Gateway API", AWS Lambda Developer Guide): 500 when Lambda rejects the invocation (a throttle:
     the function never ran), 502 when the function ran and failed; the body is the same generic message.
-    API Gateway retries neither: the client does (``batchlane_dev.cli.jobs_commands.retry_wait``)."""
-    return Response(json.dumps({"message": "Internal server error"}), status=status, content_type="application/json")
+    API Gateway retries neither: the client does (``batchlane_dev.cli.jobs_commands.retry_wait``). The body is the
+    stack's DEFAULT_5XX gateway response (infra/api.py), in the API's one error shape."""
+    return Response(json.dumps({"error": {"code": "GATEWAY_ERROR", "message": "Internal server error"}}), status=status, content_type="application/json")
 
 
 class ArrivalOrderLock:
@@ -205,7 +206,7 @@ class LocalApiServer:
             return self._console(request)(environ, start_response)
         user = identity(request.headers.get("Authorization"))
         if user is None:
-            response = Response(json.dumps({"code": "UNAUTHORIZED", "message": "Unauthorized"}), status=401, content_type="application/json")
+            response = Response(json.dumps({"error": {"code": "UNAUTHORIZED", "message": "Unauthorized"}}), status=401, content_type="application/json")
             return response(environ, start_response)
         try:
             # Lambda admits the invocation first (the account's concurrency or the API's reservation): past it,

@@ -117,7 +117,8 @@ class SendTestDelivery(BaseModel):
 
 
 def _error(status: int, code: str, message: str, **extra: Any) -> Response:
-    return Response(status_code=status, content_type="application/json", body=json.dumps({"code": code, "message": message, **extra}))
+    """The one error shape (decision 0028): ``{"error": {"code", "message", ...}}``, the extras (``jobId``, ``retryAfterSeconds``) inside."""
+    return Response(status_code=status, content_type="application/json", body=json.dumps({"error": {"code": code, "message": message, **extra}}))
 
 
 def _caller() -> str:

@@ -370,6 +370,20 @@ def reopen(db: Runner, job_id: str) -> Row | None:
     )
 
 
+def relist(db: Runner, job_id: str) -> Row | None:
+    """A job that could not run (error: an empty folder, a listing refused) lists its folder again from the start."""
+    move = st.folder_job("relist")
+    return db.one(
+        """UPDATE folder_jobs SET status = :to, run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL,
+                  continuation_token = NULL, objects_listed = 0, excluded_count = 0, enumeration_done = false, enumerated_at = NULL,
+                  updated_at = now()
+           WHERE id = :id AND status = ANY(:from_) RETURNING *""",
+        to=move.target,
+        from_=move.from_states,
+        id=job_id,
+    )
+
+
 def parked_conversions(db: Runner, job_id: str) -> list[str]:
     """Conversion jobs of the folder job's processing files that wait for the batch lane."""
     rows = db.run(
@@ -528,6 +542,9 @@ class PgFolderJobs:
 
     def reopen(self, job_id: str) -> FolderJob | None:
         return _job(reopen(self.runner, job_id))
+
+    def relist(self, job_id: str) -> FolderJob | None:
+        return _job(relist(self.runner, job_id))
 
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
         save_checkpoint(self.runner, job_id, token=token, listed=listed, excluded=excluded, done=done)

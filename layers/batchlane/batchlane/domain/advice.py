@@ -1,0 +1,49 @@
+"""What a user does next about an error or a failed page: one sentence per stable id, the same in the API,
+the console and the CLI (issue 41.1), and which ids are the user's input (the CLI's exit 2)."""
+
+from __future__ import annotations
+
+# The file itself cannot be converted: refused before upload, by the API, or by the split (the job's error).
+INPUT_ERROR_IDS = frozenset(
+    {
+        "PDF_EMPTY",
+        "PDF_NOT_PDF",
+        "PDF_CORRUPT",
+        "PDF_ENCRYPTED",
+        "PDF_NO_PAGES",
+        "PDF_TOO_MANY_PAGES",
+        "PDF_TOO_LARGE",
+        "PDF_TOO_COMPLEX",
+    }
+)
+
+_NEXT_STEPS = {
+    "PDF_EMPTY": "The file has no bytes: check that it was saved or downloaded completely, then convert it again.",
+    "PDF_NOT_PDF": "Only PDF files are converted: export or print the document to PDF first.",
+    "PDF_CORRUPT": "Open the PDF and save (or print) it as a new PDF, then convert the new file.",
+    "PDF_ENCRYPTED": "Remove the password (for example `qpdf --decrypt in.pdf out.pdf`), then convert the new file.",
+    "PDF_NO_PAGES": "The PDF has no pages: there is nothing to convert.",
+    "PDF_TOO_MANY_PAGES": "Split the PDF into parts under the page limit and convert each part.",
+    "PDF_TOO_LARGE": "Split the PDF into smaller files and convert each.",
+    "PDF_TOO_COMPLEX": "Print the PDF to a new PDF (that flattens its structure) and convert the new file.",
+    "UPLOAD_MISSING": "The uploaded file is gone: upload it and convert it again.",
+    "BUDGET_EXCEEDED": "Your budget for this month does not cover it: wait for next month, or ask an administrator to raise it.",
+    "CANCELLED": "It was cancelled: convert the file again when you want it.",
+}
+_SERVICE = "Not caused by your file: convert it again; if it fails again, give the operator the job id."
+
+
+def is_input_error(error_id: str | None) -> bool:
+    return error_id in INPUT_ERROR_IDS
+
+
+def next_step(error_id: str | None) -> str:
+    """One sentence: what to do about a job (or file) that ended with ``error_id``."""
+    return _NEXT_STEPS.get(error_id or "", _SERVICE)
+
+
+def page_next_step(retry_helps: bool) -> str:
+    """What to do about one failed page, given whether a retry is likely to change it (conversion/retry.retry_cures)."""
+    if retry_helps:
+        return "A retry (on-demand, charged again) is likely to convert it."
+    return "Refused for what the page contains: a retry most likely fails the same way and is charged again."
