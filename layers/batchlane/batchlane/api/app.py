@@ -39,7 +39,7 @@ class BadRequest(BatchlaneError):
 class RegisterUpload(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=255)
-    sizeBytes: int = Field(ge=1)
+    sizeBytes: int = Field(ge=0)  # 0: refused as PDF_EMPTY, in the split's own words (register_upload)
 
 
 # Unicode categories a file name may not hold: controls (NUL included: PostgreSQL refuses it in
@@ -210,6 +210,8 @@ def list_files() -> dict[str, Any]:
 def register_upload() -> tuple[dict[str, Any], int]:
     owner = _caller()
     request = _body(RegisterUpload)
+    if request.sizeBytes == 0:  # the split's id and words, not a validator's ("greater than or equal to 1")
+        raise InputError("The file is empty: it has no bytes to convert.", error_id="PDF_EMPTY")
     return usecases.register_upload(services(), _uploads(), owner, name=_file_name(request.name), size_bytes=request.sizeBytes), 201
 
 
@@ -233,7 +235,7 @@ def delete_file(fileId: str) -> dict[str, Any]:
 
 @app.get("/api/v1/files/<fileId>/conversion")
 def conversion(fileId: str) -> dict[str, Any]:
-    return usecases.file_conversion(services(), _caller(), fileId)
+    return live.with_live(services(), usecases.file_conversion(services(), _caller(), fileId))
 
 
 @app.post("/api/v1/files/<fileId>/cancel")

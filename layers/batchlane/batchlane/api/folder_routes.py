@@ -79,6 +79,12 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     return (status), 201 if created else 200
 
 
+@router.get("/api/v1/folder-grants")
+def folder_grants() -> dict[str, Any]:
+    """The folders the caller may convert and write to (the deployment's folderSources, ``{owner}`` filled in)."""
+    return usecases.grants(services(), _caller(), groups=_groups())
+
+
 @router.get("/api/v1/folder-jobs")
 def list_folder_jobs() -> dict[str, Any]:
     return (usecases.list_jobs(services(), _caller()))

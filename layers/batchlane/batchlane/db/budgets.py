@@ -83,7 +83,8 @@ def standing(db: Runner, owner_id: str, *, exclude_job: str | None = None) -> St
         live=list(st.CAPPED_JOB_STATUSES),
     )
     assert row is not None
-    return Standing(Decimal(row["month_usd"]) + Decimal(row["held_usd"]), int(row["live_jobs"]), int(row["live_pages"]))
+    spent = Decimal(row["month_usd"])
+    return Standing(spent + Decimal(row["held_usd"]), int(row["live_jobs"]), int(row["live_pages"]), spent_usd=spent)
 
 
 def job_money(db: Runner, job_id: str) -> JobMoney | None:

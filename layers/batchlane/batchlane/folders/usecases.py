@@ -19,9 +19,9 @@ from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
 from batchlane.folders import layout
-from batchlane.folders.finish import report_lines
+from batchlane.folders.finish import redacted_spec, report_lines
 from batchlane.folders.notify import publish_folder_change
-from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
+from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, granted_prefixes, parse_spec
 from batchlane.naming import api_case, money
 from batchlane.observability import logger
 from batchlane.operations.cancel import cancel_job
@@ -177,6 +177,11 @@ def stop_parked(svc: Services, job_id: str) -> int:
     return len(parked)
 
 
+def grants(svc: Services, owner_id: str, *, groups: Iterable[str] = ()) -> dict[str, Any]:
+    """The folders this caller may use (input and output), as ``s3://bucket/prefix``: what the console and an error offer."""
+    return {"folders": [f"s3://{bucket}/{prefix}" for bucket, prefix in granted_prefixes(svc.settings.folder_sources, owner_id, groups)]}
+
+
 def list_jobs(svc: Services, owner_id: str, *, limit: int = 50) -> dict[str, Any]:
     """The owner's folder jobs, newest first, each as :func:`status` answers it (a lost fj-… id is found here)."""
     return {"folderJobs": [status(svc, owner_id, job_id) for job_id in svc.uow().folder_jobs.owner_job_ids(owner_id, limit=limit)]}
@@ -207,7 +212,7 @@ def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
         "reportUri": out_prefix + layout.report_key(job.output_prefix, job_id),
         "createdAt": job.created_at.isoformat(),
         "finishedAt": job.finished_at.isoformat() if job.finished_at else None,
-        "spec": api_case(job.spec),  # stored by field name; answered camelCase, as it is posted
+        "spec": api_case(redacted_spec(job.spec)),  # stored by field name, answered camelCase; header values never shown back
     }
 
 
