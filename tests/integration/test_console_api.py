@@ -14,8 +14,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from click.testing import CliRunner
 
 from batchlane.db import folder_jobs as folder_repo
-from batchlane.folders.spec import parse_spec
 from batchlane.db import ledger
+from batchlane.folders.spec import parse_spec
 from batchlane.runtime import services
 from batchlane_dev.cli.main import main
 from batchlane_dev.local.api_server import CONSOLE_DIR as CONSOLE_DIST
