@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from click.testing import CliRunner
 
 from batchlane_dev.cli.main import main
+from batchlane_dev.contract import component_errors
 from batchlane_dev.local.daemon import start_daemon, stop_daemon
 from batchlane_dev.local.pdfgen import make_pdf
 
@@ -103,11 +105,11 @@ def test_demo_folder_twice_on_a_running_stack_converts_once(local_stack, tmp_pat
     first = demo()
     assert first["status"] == "completed" and first["files"]["completed"] == 2 and first["pages"]["total"] == 5
     out = tmp_path / "out" / "reports"
-    assert (out / "a" / "b.md").is_file() and (out / "c.md").is_file() and first["outputDir"] == str(out)
-    assert (tmp_path / "out" / "reports" / "_batchlane" / first["jobId"] / "report.jsonl").is_file()
-    assert first["totalCostUsd"] > 0 and first["allOnDemandCostUsd"] >= first["totalCostUsd"]
+    assert (out / "a" / "b.md").is_file() and (out / "c.md").is_file() and first["output_dir"] == str(out)
+    assert (tmp_path / "out" / "reports" / "_batchlane" / first["job_id"] / "report.jsonl").is_file()
+    assert first["total_cost_usd"] > 0 and first["all_on_demand_cost_usd"] >= first["total_cost_usd"]
     second = demo()
-    assert second["jobId"] == first["jobId"] and second["totalCostUsd"] == first["totalCostUsd"]  # the same job: nothing converted or billed again
+    assert second["job_id"] == first["job_id"] and second["total_cost_usd"] == first["total_cost_usd"]  # the same job: nothing converted or billed again
 
 
 def test_demo_folder_json_from_the_command_line(local_stack, tmp_path):  # type: ignore[no-untyped-def]
@@ -122,19 +124,8 @@ def test_demo_folder_json_from_the_command_line(local_stack, tmp_path):  # type:
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout.splitlines()[-1])
-    assert set(report) >= {
-        "job_id",
-        "status",
-        "files",
-        "pages",
-        "batch",
-        "total_cost_usd",
-        "all_on_demand_cost_usd",
-        "saving_pct",
-        "manifest_path",
-        "report_path",
-        "output_dir",
-    }
+    assert component_errors(report, "FolderDemoReport") == []  # camelCase, amounts as decimal strings (docs/api/openapi.yaml)
+    assert report["status"] == "completed" and Decimal(report["totalCostUsd"]) > 0
 
 
 def test_a_local_folder_s_markdown_and_report_come_back_next_to_its_pdfs(local_stack, tmp_path):  # type: ignore[no-untyped-def]

@@ -38,7 +38,21 @@ Exit codes:
 Errors print `error: <CODE>: <message>` on stderr; with --json also one JSON object on stdout."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
+class JsonErrors(click.Group):
+    """A usage error (a bad option value, a missing argument) is one JSON object too when ``--json`` was asked
+    for: click reports it while parsing, before any command's own error handling runs."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        wants_json = "--json" in [*ctx._protected_args, *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            if not wants_json:
+                raise
+            _fail("USAGE", exc.format_message(), EXIT_USAGE, as_json=True)
+
+
+@click.group(cls=JsonErrors, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.version_option(package_name="batchlane")
 def main() -> None:
     """batchlane: convert large PDFs to Markdown with Claude on Amazon Bedrock.

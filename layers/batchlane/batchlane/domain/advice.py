@@ -14,6 +14,8 @@ INPUT_ERROR_IDS = frozenset(
         "PDF_TOO_MANY_PAGES",
         "PDF_TOO_LARGE",
         "PDF_TOO_COMPLEX",
+        "FOLDER_EMPTY",
+        "FOLDER_NO_PDF",
     }
 )
 
@@ -26,6 +28,8 @@ _NEXT_STEPS = {
     "PDF_TOO_MANY_PAGES": "Split the PDF into parts under the page limit and convert each part.",
     "PDF_TOO_LARGE": "Split the PDF into smaller files and convert each.",
     "PDF_TOO_COMPLEX": "Print the PDF to a new PDF (that flattens its structure) and convert the new file.",
+    "FOLDER_EMPTY": "Put the PDFs in the folder, then run the same command again: the job lists the folder afresh.",
+    "FOLDER_NO_PDF": "Nothing the include/exclude globs select is a PDF: add PDFs or change the globs, then run the command again.",
     "UPLOAD_MISSING": "The uploaded file is gone: upload it and convert it again.",
     "BUDGET_EXCEEDED": "Your budget for this month does not cover it: wait for next month, or ask an administrator to raise it.",
     "CANCELLED": "It was cancelled: convert the file again when you want it.",
