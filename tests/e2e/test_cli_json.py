@@ -232,7 +232,7 @@ def test_an_empty_folder_is_converted_by_the_same_command_once_it_holds_a_pdf(st
     uri = f"s3://{FOLDER_BUCKET}/{owner_home(user)}later/"
     empty = refused_folder = cli(stack, user, "convert", uri, "--interval", "0.2", "--json")
     job = shaped(empty, "FolderJob", code=2)  # the folder is the user's input: exit 2 with its id
-    assert (job["status"], job["error"]["code"]) == ("error", "FOLDER_EMPTY") and "run the same command again" in job["error"]["nextStep"]
+    assert (job["status"], job["error"]["code"]) == ("error", "FOLDER_EMPTY") and "start the same folder job again" in job["error"]["nextStep"]
     assert "error: FOLDER_EMPTY:" in refused_folder.stderr
     retried = shaped(cli(stack, user, "retry", job["id"], "--detach", "--json"), "FolderJobRetried")  # it lists the folder again
     assert retried["status"] == "enumerating" and retried["error"] is None

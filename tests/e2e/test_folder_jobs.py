@@ -17,6 +17,7 @@ from batchlane.domain.errors import Conflict, InputError
 from batchlane.folders import usecases
 from batchlane.folders.spec import folder_job_id, parse_spec
 from batchlane.runtime import services
+from batchlane_dev.contract import component_errors
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf, page_phrase
 from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
@@ -113,7 +114,9 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     assert "".join(usecases.report(services(), OWNER, status["id"])) == text(f"{prefix}_batchlane/{status['id']}/report.jsonl")
     manifest = json.loads(text(f"{prefix}_batchlane/{status['id']}/manifest.json"))
     assert manifest["spec"]["output"] == {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "layout": "alongside", "onExisting": "skip"}
-    assert manifest["files"]["completed"] == 3 and manifest["batchlane_version"]
+    assert manifest["files"]["completed"] == 3 and manifest["batchlaneVersion"]
+    assert component_errors(manifest, "FolderManifest") == []  # camelCase like every JSON the product writes (issue 41.3)
+    assert [component_errors(line, "FolderReportLine") for line in lines] == [[]] * len(lines)
 
     # The same spec again: the same job, nothing converted twice.
     again, created_again = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "include": ["*.txt", "*.pdf"]}})
@@ -340,7 +343,7 @@ def test_priority_high_goes_on_demand(stack: Any) -> None:
     status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"priority": "high"}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
-    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversionJobId"])
     assert conversion["process_now"] is True and row["status"] == "completed"
 
 
@@ -462,7 +465,7 @@ def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_th
     status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"onExisting": "replace"}, "policy": {"deadline": tight}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
-    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversionJobId"])
     assert conversion["process_now"] is True and row["status"] == "completed"
     (line,) = report(status["id"], prefix)
     assert (line["lane"], line["laneReason"]) == ("on_demand", "deadline"), line
@@ -484,18 +487,18 @@ def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_fi
 
 
 def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(stack: Any) -> None:
-    """Issue 24.4: the documented spec is camelCase; the snake_case names still post the same job until 0.3.0."""
+    """Issues 24.4, 41.3: the documented spec is camelCase, the only spelling (a snake_case name is SPEC_INVALID)."""
     prefix = "camel/"
     put_folder(prefix, {"one.pdf": make_pdf(2)})
     folder = f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"
     code, first = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"onExisting": "replace"}, "policy": {"maxRetries": 0}})
     assert code == 201, first
     assert first["spec"]["output"]["onExisting"] == "replace" and first["spec"]["policy"]["maxRetries"] == 0
-    code, legacy = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"onExisting": "replace"}, "policy": {"maxRetries": 0}})
-    assert (code, legacy["id"]) == (200, first["id"])  # the deprecated names: the same job
+    code, legacy = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"on_existing": "replace"}, "policy": {"max_retries": 0}})
+    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0028)
     wait_done(first["id"])
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     (line,) = [json.loads(raw) for raw in body.splitlines()]
     assert code == 200 and (line["status"], line["pagesFailed"], line["errorId"], line["outputKeys"]) == ("completed", 0, None, [f"{HOME}camel/one.md"])
-    assert line["pagesFailed"] == 0  # beside, until 0.3.0
+    assert [k for k in line if "_" in k] == []  # no snake_case name beside any more
     assert report(first["id"], prefix)[0]["costUsd"] == line["costUsd"]  # report.jsonl in the bucket: the same lines
