@@ -21,7 +21,7 @@ from playwright.sync_api import Page, expect, sync_playwright
 
 from batchlane_dev.local.bedrock.faults import parse_faults
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf
-from tests.browser.consolelib import CHROMIUM, LONG, ROOT, api, check_view, focused, save_screenshot, sign_in, sideways_scroll
+from tests.browser.consolelib import CHROMIUM, LONG, ROOT, api, check_view, focused, save_screenshot, sideways_scroll, sign_in
 from tests.conftest import start_stack
 
 CONSOLE = ROOT / "console"
@@ -291,4 +291,3 @@ def test_the_page_view_reads_the_stored_source_by_ranges_never_whole(stack, page
     spans = [tuple(int(x) for x in r[len("bytes=") :].split("-")) for r in fetched]
     assert sum(end - start + 1 for start, end in spans) < size, (spans, size)  # never the whole file for one page
     fresh.close()
-
