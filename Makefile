@@ -43,6 +43,7 @@ console: console/dist/index.html   ## build the web console (served by `batchlan
 
 demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the offline stack
 	$(VENV)/bin/batchlane demo $(DEMO_ARGS)
+	@echo "batchlane is $(VENV)/bin/batchlane: '. $(VENV)/bin/activate' puts it on your PATH for the README's commands"
 
 # The suites run on both cores (pytest-xdist); a file's tests stay on one worker, so a module's
 # offline stack starts once. Files go out longest first (tests/conftest.py; xdist's own reorder, by test
