@@ -248,7 +248,7 @@ def test_parked_failed_and_cancelled_jobs_notify_and_publish(stack, owner, recei
     hook = receiver()
     # A job parked for the batch lane, then cancelled
     events = ["job.waiting_batch", "job.completed", "file.error"]
-    status, parked = convert(stack, owner, {"_batchLane": True, "callbackUrl": hook.url, "callbackEvents": events})
+    status, parked = convert(stack, owner, {"batchLane": True, "callbackUrl": hook.url, "callbackEvents": events})
     assert status == 202, parked
     wait_until(lambda: job_status(parked["jobId"]) == "waiting_batch", timeout_s=120, what="the job to park")
     (waiting,) = hook.wait_for(1)

@@ -15,7 +15,7 @@ from typing import Any, Literal
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from batchlane.api import folder_routes, live, results, usecases, webhook_usecases
 from batchlane.api.throttle import RateLimited, rate_limit
@@ -59,7 +59,7 @@ class ConvertOptions(BaseModel):
     parser: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
-    batchLane: bool | None = Field(None, validation_alias=AliasChoices("batchLane", "_batchLane"))  # _batchLane: its first spelling
+    batchLane: bool | None = None  # the bulk opt-in (its first spelling, _batchLane, went with decision 0028)
     assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
