@@ -495,7 +495,7 @@ def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(sta
     assert code == 201, first
     assert first["spec"]["output"]["onExisting"] == "replace" and first["spec"]["policy"]["maxRetries"] == 0
     code, legacy = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"on_existing": "replace"}, "policy": {"max_retries": 0}})
-    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0028)
+    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0029)
     wait_done(first["id"])
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     (line,) = [json.loads(raw) for raw in body.splitlines()]

@@ -116,7 +116,7 @@ def retry_wait(status: int, retry_after: str | None, payload: Any, attempt: int)
 
 
 def failure_of(status: int, payload: Any, reason: str) -> ApiFailure:
-    """An error answer's ``{"error": {"code", "message"}}`` (decision 0028); anything else (a proxy's page) by its HTTP status."""
+    """An error answer's ``{"error": {"code", "message"}}`` (decision 0029); anything else (a proxy's page) by its HTTP status."""
     error = payload.get("error") if isinstance(payload, dict) else None
     error = error if isinstance(error, dict) else {}
     return ApiFailure(status, str(error.get("code") or f"HTTP_{status}"), str(error.get("message") or reason))

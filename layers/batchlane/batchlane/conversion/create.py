@@ -54,7 +54,7 @@ ASSEMBLY_MODES = ("document", "none")  # none: the page-by-page Markdown (docs/a
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected.
     An underscore key is the job's own state, never an option (``_batchLane``, the bulk opt-in's first spelling, is
-    ``batchLane`` only since decision 0028)."""
+    ``batchLane`` only since decision 0029)."""
     allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", *subscription.OPTION_KEYS}
     options = dict(options or {})
     unknown = sorted(set(options) - allowed)
