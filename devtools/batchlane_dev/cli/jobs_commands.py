@@ -743,9 +743,12 @@ def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
     if not answer["pages"]:
         click.echo(f"no {status} pages", err=True)
         return
-    click.echo(f"{'page':>6}  {'attempts':>8}  {'lane':<10} reason")
+    click.echo(f"{'page':>6}  {'attempts':>8}  {'lane':<10} {'retry':<9} reason")
     for page in answer["pages"]:
-        click.echo(f"{page['page']:>6}  {page['attempts']:>8}  {page['lane'] or '-':<10} {page['reason']}")
+        helps = "may help" if page["retryLikelyToHelp"] else "unlikely"
+        click.echo(f"{page['page']:>6}  {page['attempts']:>8}  {page['lane'] or '-':<10} {helps:<9} {page['reason']}")
+    if estimate := answer.get("retryEstimate"):
+        click.echo(f"a retry of all {estimate['pages']} costs at most ${estimate['atMostUsd']}: batchlane retry {job_id}", err=True)
 
 
 @jobs.command("files")
@@ -804,7 +807,10 @@ def retry(
     A folder job (fj-…): requeue its failed files (only those with --error-id, if given)."""
     if folder_commands.is_folder_job(job_id):
         folder = api.call("POST", f"/api/v1/folder-jobs/{job_id}/retry", {"errorIds": list(error_ids)} if error_ids else {})
-        click.echo(f"folder job {job_id}: {folder['requeued']} file(s) queued again", err=True)
+        if folder["status"] == "enumerating" and not folder["requeued"]:  # it could not run (an empty folder): listed afresh
+            click.echo(f"folder job {job_id}: listing its folder again", err=True)
+        else:
+            click.echo(f"folder job {job_id}: {folder['requeued']} file(s) queued again", err=True)
         if not detach:
             folder = folder_commands.watch(api, job_id, interval_s=interval, quiet=as_json)
         folder_commands.print_job(folder, as_json)
