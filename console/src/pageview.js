@@ -31,25 +31,30 @@ export function splitPages(markdown) {
 }
 
 async function load(jobId, localFiles) {
-  if (documents.has(jobId)) return documents.get(jobId);
   const job = await api("GET", `/api/v1/jobs/${jobId}`);
-  const local = localFiles.get(job.fileId);
-  const source = local
-    ? { data: new Uint8Array(await local.arrayBuffer()) }
-    : { url: s3Url((await api("GET", `/api/v1/jobs/${jobId}/source`)).url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 16384 };
-  const pdf = await pdfjs.getDocument({ ...source, isEvalSupported: false }).promise;
-  let pages = new Map();
-  let images = new Map(); // the Markdown's relative figure link (book.images/p12-1.png) → its presigned URL
-  if (job.status === "completed") {
-    const dl = await api("GET", `/api/v1/jobs/${jobId}/markdown`);
-    pages = splitPages(await (await fetch(s3Url(dl.url))).text());
-    images = new Map((dl.images || []).map((i) => [i.fileName, s3Url(i.url)]));
+  let entry = documents.get(jobId);
+  if (!entry) { // the source PDF never changes: opened once a session
+    const local = localFiles.get(job.fileId);
+    const source = local
+      ? { data: new Uint8Array(await local.arrayBuffer()) }
+      : { url: s3Url((await api("GET", `/api/v1/jobs/${jobId}/source`)).url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 16384 };
+    entry = { pdf: await pdfjs.getDocument({ ...source, isEvalSupported: false }).promise, version: null };
+    documents.set(jobId, entry);
   }
-  const failed = job.pages.failed ? (await api("GET", `/api/v1/jobs/${jobId}/pages?status=failed`)).pages : [];
-  for (const f of failed) pages.set(f.page, { n: f.page, failed: true, reason: f.reason, nextStep: f.nextStep, text: "" });
-  const entry = { pdf, pages, images, job };
-  documents.set(jobId, entry);
-  return entry;
+  const version = `${job.status}|${job.finishedAt}|${job.pages.failed}|${job.retry ? job.retry.attempt : ""}`;
+  if (entry.version !== version) { // a retry rewrote the Markdown since: read it again
+    let pages = new Map();
+    let images = new Map(); // the Markdown's relative figure link (book.images/p12-1.png) → its presigned URL
+    if (job.status === "completed") {
+      const dl = await api("GET", `/api/v1/jobs/${jobId}/markdown`);
+      pages = splitPages(await (await fetch(s3Url(dl.url))).text());
+      images = new Map((dl.images || []).map((i) => [i.fileName, s3Url(i.url)]));
+    }
+    const failed = job.pages.failed ? (await api("GET", `/api/v1/jobs/${jobId}/pages?status=failed`)).pages : [];
+    for (const f of failed) pages.set(f.page, { n: f.page, failed: true, reason: f.reason, nextStep: f.nextStep, text: "" });
+    Object.assign(entry, { pages, images, job, version });
+  }
+  return { ...entry };
 }
 
 // A figure is fetched (connect-src) and shown from a blob: URL: the stored image is on S3's origin, which img-src
