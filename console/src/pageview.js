@@ -130,7 +130,7 @@ export function PageBody({ jobId, page, localFiles }) {
     <p class="hint">← and → turn the pages.</p>
     <div class="split">
       <canvas ref=${canvas} aria-label=${`Page ${page} of the PDF`} role="img"></canvas>
-      <section aria-label="Markdown of this page" class=${`markdown${p && p.failed ? " failed" : ""}`}>
+      <section aria-label="Markdown of this page" tabindex="0" class=${`markdown${p && p.failed ? " failed" : ""}`}>
         ${p && p.failed ? html`<p class="error">This page failed: ${p.reason}</p>${p.nextStep ? html`<p>${p.nextStep}</p>` : null}`
           : p ? html`<div ref=${markdown} key=${page} dangerouslySetInnerHTML=${{ __html: safe }} />` : html`<p>No Markdown yet: the job has not completed.</p>`}
       </section>

@@ -128,7 +128,7 @@ def test_convert_watch_download_jobs_list_and_the_page_view_of_a_real_book_with_
     sign_in(page, stack, user)
     choose_pdf(page, tmp_path, 4, data=book_excerpt(), name="GeoTopo.pdf")
     page.get_by_role("button", name="Estimate").click()
-    expect(page.get_by_test_id("est-pages")).to_contain_text("4 (")
+    expect(page.get_by_test_id("est-pages")).to_contain_text("4 (", timeout=60_000)  # a survey of the upload: seconds on a busy machine
     check_view(page, "new conversion with its estimate", ready=page.get_by_role("region", name="Estimate"))
     # two clicks in one tick (before any re-render could disable the button): one job
     page.get_by_role("button", name="Convert").evaluate("b => { b.click(); b.click(); }")
@@ -162,6 +162,8 @@ def test_convert_watch_download_jobs_list_and_the_page_view_of_a_real_book_with_
     assert figures and all(status == 200 and kind.startswith("image/") for status, kind in figures), figures
     assert markdown.locator("img[data-loaded=true]").first.evaluate("i => i.naturalWidth") > 0
     expect(page.locator("canvas[data-rendered=true]")).to_be_visible(timeout=60_000)
+    markdown.locator("img[data-loaded=true]").first.scroll_into_view_if_needed()  # its pane scrolls to the figures
+    page.evaluate("() => { document.activeElement.blur(); window.scrollTo(0, 0); }")
     shot = page.screenshot()
     check_view(page, "page view", ready=page.locator("canvas[data-rendered=true]"))
     if os.environ.get("BATCHLANE_UPDATE_SCREENSHOTS") == "1":  # the README's picture: a real book's page with its figures
