@@ -302,7 +302,7 @@ function Folder({ id }) {
     try { setJob(await api("GET", `/api/v1/folder-jobs/${id}`)); setFiles((await api("GET", `/api/v1/folder-jobs/${id}/files`)).files); setError(null); } catch (e) { setError(e.message); }
   }, [id], 3000);
   if (!job) return html`<${Title}>Folder job<//><${Err} error=${error} />${!error && html`<p>Loading…</p>`}`;
-  const errorIds = [...new Set(files.filter((f) => f.errorId).map((f) => f.errorId))];
+  const errorIds = [...new Set(files.filter((f) => f.error).map((f) => f.error.code))];
   const ended = ["completed", "completed_with_failures", "cancelled", "error"].includes(job.status);
   const counts = [["Found", "discovered"], ["Left out", "excluded"], ["Waiting", "queued"], ["Converting", "processing"], ["Converted", "completed"], ["Failed", "failed"], ["Skipped", "skipped"]];
   return html`<${Title}>Folder job ${job.name || id}<//>
@@ -319,7 +319,7 @@ function Folder({ id }) {
     <${Err} error=${act.error || error} />
     ${files.length === 0 ? html`<p class="empty">No files listed yet.</p>` : html`
     <table class="stack" role="table"><caption>Files</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">File</th><th scope="col" role="columnheader">Status</th><th scope="col" role="columnheader">Error</th></tr></thead>
-      <tbody role="rowgroup">${files.map((f) => html`<tr role="row"><td role="cell" data-label="File">${f.key}</td><td role="cell" data-label="Status">${f.status}</td><td role="cell" data-label="Error">${f.errorId || ""} ${f.errorMessage || ""}</td></tr>`)}</tbody></table>`}
+      <tbody role="rowgroup">${files.map((f) => html`<tr role="row"><td role="cell" data-label="File">${f.key}</td><td role="cell" data-label="Status">${f.status}</td><td role="cell" data-label="Error">${f.error ? `${f.error.code} ${f.error.message}` : ""}</td></tr>`)}</tbody></table>`}
     ${report && html`<pre aria-label="Report" tabindex="0">${report}</pre>`}`;
 }
 

@@ -147,7 +147,7 @@ def test_a_folder_job_its_files_report_and_retry(stack, user):
     job = shaped(cli(stack, user, "convert", uri, "--interval", "0.2", "--json"), "FolderJob", code=3)
     shaped(cli(stack, user, "jobs", "status", job["id"], "--json"), "FolderJob")
     files = shaped(cli(stack, user, "jobs", "files", job["id"], "--json"), "FolderFileList")
-    assert {f["key"].removeprefix(folder): f["errorId"] for f in files["files"]} == {"good.pdf": None, "broken.pdf": "PDF_CORRUPT"}
+    assert {f["key"].removeprefix(folder): (f["error"] or {}).get("code") for f in files["files"]} == {"good.pdf": None, "broken.pdf": "PDF_CORRUPT"}
     report = cli(stack, user, "jobs", "report", job["id"])
     assert report.exit_code == 0 and [component_errors(json.loads(line), "FolderReportLine") for line in report.stdout.splitlines()] == [[], []]
     shaped(cli(stack, user, "retry", job["id"], "--detach", "--json"), "FolderJobRetried")

@@ -79,7 +79,7 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
     detached = json.loads(second.stdout)
     second_id = detached["jobId"]
     assert set(detached) == set(status(local_stack, second_id)), "convert --detach --json and jobs status --json: one shape"
-    assert detached["status"] in ("splitting", "waiting_batch") and "pages" in detached and "errorId" not in detached
+    assert detached["status"] in ("splitting", "waiting_batch") and "pages" in detached and "errorId" not in detached and "error" in detached
     wait_until(lambda: status(local_stack, second_id)["status"] != "splitting", what="the split")  # so the hold exists
     cancelled = run(local_stack, "cancel", second_id)
     assert cancelled.exit_code == 0, cancelled.output

@@ -36,7 +36,7 @@ def run_demo(tmp_path: Path, *args: str, env_extra: dict[str, str] | None = None
 def test_demo_completes_every_page_under_each_bedrock_outcome(tmp_path, outcome):
     code, report, stderr = run_demo(tmp_path, "--pages", OUTCOME_PAGES, "--faults", f"job_outcome={outcome}", env_extra=OUTCOME_ENV)
     assert code == 0, stderr[-2000:]
-    assert (report["status"], report["errorId"], report["pagesFailed"]) == ("completed", None, 0)
+    assert (report["status"], (report["error"] or {}).get("code"), report["pagesFailed"]) == ("completed", None, 0)
     assert report["batch"]["ledgerRows"] == 1
     assert report["batch"]["records"] == report["batch"]["accepted"] + report["batch"]["fallback"] > 0
     markdown = Path(report["markdownPath"]).read_text()
@@ -67,7 +67,7 @@ def test_demo_of_a_bad_pdf_fails_with_a_stable_error_id_exit_2_and_no_traceback(
     bad.write_bytes(content)
     code, report, stderr = run_demo(tmp_path, "--pdf", str(bad))
     assert code == 2, stderr[-2000:]  # the user's input: the exit code of a file refused before upload (issue 41.4)
-    assert (report["status"], report["errorId"]) == ("failed", error_id)
+    assert (report["status"], (report["error"] or {}).get("code")) == ("failed", error_id)
     assert "Traceback" not in stderr
 
 

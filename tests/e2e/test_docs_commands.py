@@ -200,7 +200,7 @@ def test_a_whole_folder_in_the_readme_runs_as_written(clone):  # type: ignore[no
     # operations.md: "exit 0 completed, 3 completed with failures, 1 otherwise"; the report, one line per file
     assert "completed_with_failures" in ok(sh(fill(status_watch, {"fj-…": fj}), home, env), 3)
     ok(sh(fill(report_to_file, {"fj-…": fj}), home, env))
-    reported = {row["key"]: row["errorId"] for row in map(json.loads, (home / "report.jsonl").read_text().splitlines())}
+    reported = {row["key"]: (row["error"] or {}).get("code") for row in map(json.loads, (home / "report.jsonl").read_text().splitlines())}
     assert reported == {f"{prefix}doc.pdf": None, f"{prefix}locked.pdf": "PDF_ENCRYPTED"}
 
     # "only those again, once fixed": the password removed in the bucket, then the retry

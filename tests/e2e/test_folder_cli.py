@@ -67,7 +67,7 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     assert job["status"] == "completed_with_failures" and job["files"]["completed"] == 2 and job["files"]["failed"] == 1
 
     failed = run(local_stack, "jobs", "files", job["id"], "--status", "failed", "--json")
-    assert [(f["key"], f["errorId"]) for f in json.loads(failed.stdout)["files"]] == [("users/operator/folders/papers/broken.pdf", "PDF_CORRUPT")]
+    assert [(f["key"], (f["error"] or {}).get("code")) for f in json.loads(failed.stdout)["files"]] == [("users/operator/folders/papers/broken.pdf", "PDF_CORRUPT")]
     report = run(local_stack, "jobs", "report", job["id"])
     assert sorted(json.loads(line)["key"] for line in report.stdout.splitlines()) == [
         "users/operator/folders/papers/2024/b.pdf",

@@ -101,7 +101,7 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     assert done["files"] == {"discovered": 6, "excluded": 0, "queued": 0, "processing": 0, "completed": 3, "failed": 3, "skipped": 0}
     assert done["pages"]["completed"] == 9
     files = by_key(status["id"])
-    assert {k: f["errorId"] for k, f in files.items() if f["status"] == "failed"} == {
+    assert {k: (f["error"] or {}).get("code") for k, f in files.items() if f["status"] == "failed"} == {
         prefix + "broken.pdf": "PDF_CORRUPT",
         prefix + "locked.pdf": "PDF_ENCRYPTED",
         prefix + "notes.txt": "NOT_PDF",
@@ -212,9 +212,9 @@ def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) ->
     no_pdf = wait_done(nopdf["id"])
     assert (no_pdf["status"], no_pdf["error"]["code"], no_pdf["files"]["excluded"]) == ("error", "FOLDER_NO_PDF", 2)
     assert wait_done(limits["id"])["status"] == "completed_with_failures"
-    assert {k: f["errorId"] for k, f in by_key(limits["id"]).items()} == {"limits/long.pdf": "PDF_TOO_MANY_PAGES", "limits/short.pdf": None}
+    assert {k: (f["error"] or {}).get("code") for k, f in by_key(limits["id"]).items()} == {"limits/long.pdf": "PDF_TOO_MANY_PAGES", "limits/short.pdf": None}
     assert wait_done(flat["id"])["files"]["completed"] == 2
-    assert {k: f["errorId"] for k, f in by_key(flat["id"]).items()} == {
+    assert {k: (f["error"] or {}).get("code") for k, f in by_key(flat["id"]).items()} == {
         "flat/x/report.pdf": None,
         "flat/y/report.pdf": "OUTPUT_COLLISION",
         "flat/z/other.pdf": None,
@@ -237,7 +237,7 @@ def test_include_exclude_recursive_and_an_explicit_file_list(stack: Any) -> None
     done = wait_done(globbed["id"])
     assert set(by_key(globbed["id"])) == {"globs/keep.pdf", "globs/sub/deep.pdf", "globs/sub/x.PDF"} and done["files"]["excluded"] == 1
     wait_done(listed["id"])
-    assert {k: (f["status"], f["errorId"]) for k, f in by_key(listed["id"]).items()} == {
+    assert {k: (f["status"], (f["error"] or {}).get("code")) for k, f in by_key(listed["id"]).items()} == {
         "globs/sub/deep.pdf": ("completed", None),
         "globs/missing.pdf": ("failed", "FILE_MISSING"),
     }
@@ -307,7 +307,7 @@ def test_retry_by_error_id_requeues_only_those_files(stack: Any) -> None:
     assert retried["requeued"] == 1
     done = wait_done(status["id"])
     files = by_key(status["id"])
-    assert (done["status"], files[prefix + "locked.pdf"]["status"], files[prefix + "broken.pdf"]["errorId"]) == (
+    assert (done["status"], files[prefix + "locked.pdf"]["status"], (files[prefix + "broken.pdf"]["error"] or {}).get("code")) == (
         "completed_with_failures",
         "completed",
         "PDF_CORRUPT",
@@ -333,7 +333,7 @@ def test_the_report_resumes_a_job_whose_database_was_lost(stack: Any) -> None:
     assert created and again["id"] == first["id"]
     done = wait_done(first["id"])
     assert (done["files"]["skipped"], done["files"]["completed"]) == (2, 0)
-    assert {f["errorId"] for f in by_key(first["id"]).values()} == {"ALREADY_CONVERTED"}
+    assert {(f["error"] or {}).get("code") for f in by_key(first["id"]).values()} == {"ALREADY_CONVERTED"}
     assert db.one("SELECT count(*) AS n FROM large_conversion_jobs")["n"] == conversions  # nothing converted (or billed) again
 
 
@@ -435,8 +435,8 @@ def test_a_file_whose_first_conversion_fails_is_converted_again_within_max_retri
     files = by_key(status["id"])
     assert len(failed_once) == 1  # the fault did fail one conversion
     flaky, broken = files[prefix + "flaky.pdf"], files[prefix + "broken.pdf"]
-    assert flaky["status"] == "completed" and flaky["attempts"] == 2 and flaky["errorId"] is None, flaky
-    assert broken["status"] == "failed" and broken["errorId"] == "PDF_CORRUPT" and broken["attempts"] == 1, broken  # the document: never retried
+    assert flaky["status"] == "completed" and flaky["attempts"] == 2 and (flaky["error"] or {}).get("code") is None, flaky
+    assert broken["status"] == "failed" and (broken["error"] or {}).get("code") == "PDF_CORRUPT" and broken["attempts"] == 1, broken  # the document: never retried
     assert done["status"] == "completed_with_failures" and done["files"]["completed"] == 1
     assert page_phrase(2, 2) in text(prefix + "flaky.md")
 
@@ -499,6 +499,6 @@ def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(sta
     wait_done(first["id"])
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     (line,) = [json.loads(raw) for raw in body.splitlines()]
-    assert code == 200 and (line["status"], line["pagesFailed"], line["errorId"], line["outputKeys"]) == ("completed", 0, None, [f"{HOME}camel/one.md"])
+    assert code == 200 and (line["status"], line["pagesFailed"], (line["error"] or {}).get("code"), line["outputKeys"]) == ("completed", 0, None, [f"{HOME}camel/one.md"])
     assert [k for k in line if "_" in k] == []  # no snake_case name beside any more
     assert report(first["id"], prefix)[0]["costUsd"] == line["costUsd"]  # report.jsonl in the bucket: the same lines

@@ -70,7 +70,7 @@ def wait_done(owner: str, job_id: str) -> dict[str, Any]:
 
 
 def files(owner: str, job_id: str) -> dict[str, tuple[str, str | None]]:
-    return {f["key"].rsplit("/", 1)[-1]: (f["status"], f["errorId"]) for f in usecases.files(services(), owner, job_id)["files"]}
+    return {f["key"].rsplit("/", 1)[-1]: (f["status"], (f["error"] or {}).get("code")) for f in usecases.files(services(), owner, job_id)["files"]}
 
 
 def test_a_user_is_refused_anothers_folder_before_anything_is_listed(stack: Any) -> None:
@@ -181,7 +181,7 @@ def test_a_database_blip_while_a_file_starts_requeues_it_and_never_names_the_dat
     job, _ = usecases.submit(services(), alice, {"input": {"folder": uri(folder)}})
     done = wait_done(alice, job["id"])
     (file,) = usecases.files(services(), alice, job["id"])["files"]
-    assert (done["status"], file["status"], file["errorId"]) == ("completed", "completed", None), (done, file)
+    assert (done["status"], file["status"], (file["error"] or {}).get("code")) == ("completed", "completed", None), (done, file)
     assert len(calls) == 2 and "db.internal" not in json.dumps(usecases.status(services(), alice, job["id"]))
 
 

@@ -3,6 +3,7 @@ only (decision 0029 removed the snake_case aliases), amounts decimal strings."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -97,7 +98,9 @@ ROW = FolderFile(
 def test_a_report_line_is_camel_case_only_with_its_cost_a_decimal_string() -> None:
     line = json.loads(json.dumps(report_line(ROW, "docs"), sort_keys=True))
     assert (line["pagesFailed"], line["laneReason"], line["costUsd"], line["outputUris"]) == (1, "deadline", "0.120000", ["s3://docs/legal/a.md"])
-    assert (line["errorId"], line["errorMessage"], line["outputKeys"]) == (None, None, ["legal/a.md"])
+    assert (line["error"], line["outputKeys"]) == (None, ["legal/a.md"])
+    failed = report_line(dataclasses.replace(ROW, status="failed", error_id="PDF_ENCRYPTED", error_message="locked"), "docs")
+    assert failed["error"]["code"] == "PDF_ENCRYPTED" and failed["error"]["nextStep"].startswith("Remove the password")  # one error object
     assert [k for k in line if "_" in k] == []  # no snake_case name beside any more
 
 

@@ -242,6 +242,6 @@ def print_files(answer: dict[str, Any], as_json: bool) -> None:
     if not answer["files"]:
         click.echo("no files", err=True)
     for f in answer["files"]:
-        why = f" {f['errorId']}: {f['errorMessage']}" if f["errorId"] else ""
+        why = f" {f['error']['code']}: {f['error']['message']}" if f["error"] else ""
         pages = f" ({f['pagesFailed']} of {f['pages']} pages failed)" if f["pagesFailed"] else f" {f['pages']} pages"
         click.echo(f"{f['status']:<10} {f['key']}{pages} attempts {f['attempts']}{why} {' '.join(f['outputUris'])}".rstrip())

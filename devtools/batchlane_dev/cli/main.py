@@ -19,7 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import click
 
-from batchlane.domain.advice import is_input_error
+from batchlane.domain.advice import error_object, is_input_error
 from batchlane.naming import api_json
 
 EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
@@ -158,10 +158,16 @@ def demo(
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(api_json(report), default=str))
+        click.echo(json.dumps(demo_json(report), default=str))
     else:
         _print_report(console, report)
     sys.exit(_exit_code(report))
+
+
+def demo_json(report: dict) -> dict:
+    """The demo's report as `--json` prints it (DemoReport): the API's shape, its error one object as a job's."""
+    out: dict = api_json({k: v for k, v in report.items() if k not in ("error_id", "error_message")})
+    return {**out, "error": error_object(report["error_id"], report["error_message"])}
 
 
 def _exit_code(report: dict) -> int:

@@ -47,6 +47,13 @@ def next_step(error_id: str | None) -> str:
     return _NEXT_STEPS.get(error_id or "", _SERVICE)
 
 
+def error_object(error_id: str | None, message: str | None) -> dict[str, str] | None:
+    """The one error object a job, a folder job, a file of one or a report line carries: code, message, what to do."""
+    if not error_id:
+        return None
+    return {"code": error_id, "message": message or "", "nextStep": next_step(error_id)}
+
+
 def page_next_step(retry_helps: bool) -> str:
     """What to do about one failed page, given whether a retry is likely to change it (conversion/retry.retry_cures)."""
     if retry_helps:

@@ -21,6 +21,7 @@ from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, Obje
 from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
+from batchlane.domain.advice import error_object
 from batchlane.naming import money
 from batchlane.observability import logger
 from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository
@@ -41,8 +42,7 @@ def report_line(f: FolderFile, output_bucket: str) -> dict[str, Any]:
         "status": f.status,
         "pages": f.pages,
         "pagesFailed": f.pages_failed,
-        "errorId": f.error_id,
-        "errorMessage": f.error_message,
+        "error": error_object(f.error_id, f.error_message),
         "lane": f.lane,
         "laneReason": f.lane_reason,
         "costUsd": money(f.cost_usd),

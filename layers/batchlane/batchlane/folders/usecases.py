@@ -13,7 +13,7 @@ from typing import Any
 
 from batchlane.conversion.retry import failed_pages
 from batchlane.domain import status as st
-from batchlane.domain.advice import next_step
+from batchlane.domain.advice import error_object
 from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
@@ -196,7 +196,7 @@ def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
         "id": job_id,
         "name": job.name,
         "status": job.status,
-        "error": {"code": job.error_id, "message": job.error_message, "nextStep": next_step(job.error_id)} if job.error_id else None,
+        "error": error_object(job.error_id, job.error_message),
         "files": {
             "discovered": counts.discovered,
             "excluded": job.excluded_count,
@@ -244,8 +244,7 @@ def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | Non
             "pages": f.pages,
             "pagesFailed": f.pages_failed,
             "attempts": f.attempts,
-            "errorId": f.error_id,
-            "errorMessage": f.error_message,
+            "error": error_object(f.error_id, f.error_message),
             "outputUris": [f"s3://{job.output_bucket}/{f.output_key}"] if f.status == "completed" and f.output_key else [],
             "conversionJobId": f.conversion_job_id,
             "failedPages": _failed_pages(svc, f),
