@@ -247,7 +247,7 @@ def test_make_demo_in_the_readme_runs_as_written(tmp_path):  # type: ignore[no-u
     # issue 41.5: the README's commands say `batchlane …`; its next line puts it on a PATH that lacks it
     bare = {**env, "PATH": os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if Path(p).resolve() != Path(sys.executable).parent.resolve())}
     assert sh("batchlane --version", checkout, bare, timeout=60).returncode == 127, "the test's PATH must not hold batchlane already"
-    ok(sh(f"{lines[1]} && batchlane --version", checkout, bare, timeout=60))
+    ok(sh(f"{accounted.runs[1]} && batchlane --version", checkout, bare, timeout=60))
 
 
 def synopsis_commands(line: str) -> list[tuple[list[str], str]]:
