@@ -16,12 +16,12 @@ from typing import Any
 from batchlane.conversion.create import create_job
 from batchlane.conversion.figures import figure_folder
 from batchlane.domain import status as st
+from batchlane.domain.advice import error_object
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
-from batchlane.domain.advice import error_object
 from batchlane.naming import money
 from batchlane.observability import logger
 from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository
