@@ -33,12 +33,18 @@ export function splitPages(markdown) {
 async function load(jobId, localFiles) {
   const job = await api("GET", `/api/v1/jobs/${jobId}`);
   let entry = documents.get(jobId);
-  if (!entry) { // the source PDF never changes: opened once a session
+  if (!entry) { // the source never changes: opened once a session
     const local = localFiles.get(job.fileId);
-    const source = local
-      ? { data: new Uint8Array(await local.arrayBuffer()) }
-      : { url: s3Url((await api("GET", `/api/v1/jobs/${jobId}/source`)).url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 16384 };
-    entry = { pdf: await pdfjs.getDocument({ ...source, isEvalSupported: false }).promise, version: null };
+    // kind (docs/formats.md): pdf, pages (a picture as the PDF the split made) or document (born digital: no page image)
+    const stored = await api("GET", `/api/v1/jobs/${jobId}/source`);
+    let pdf = null;
+    if (stored.kind !== "document") {
+      const source = local && stored.kind === "pdf"
+        ? { data: new Uint8Array(await local.arrayBuffer()) }
+        : { url: s3Url(stored.url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 16384 };
+      pdf = await pdfjs.getDocument({ ...source, isEvalSupported: false }).promise;
+    }
+    entry = { pdf, version: null };
     documents.set(jobId, entry);
   }
   const version = `${job.status}|${job.finishedAt}|${job.pages.failed}|${job.retry ? job.retry.attempt : ""}`;
@@ -82,7 +88,8 @@ export function PageBody({ jobId, page, localFiles }) {
   const [wanted, setWanted] = useState(String(page));
   const canvas = useRef(null);
   const markdown = useRef(null);
-  const go = (n) => { if (doc && n >= 1 && n <= doc.pdf.numPages && n !== page) location.hash = `/page/${jobId}/${n}`; };
+  const total = doc ? (doc.pdf ? doc.pdf.numPages : doc.job.pages.total) : 0;
+  const go = (n) => { if (doc && n >= 1 && n <= total && n !== page) location.hash = `/page/${jobId}/${n}`; };
   useEffect(() => { load(jobId, localFiles).then(setDoc, (e) => setError(e.message)); }, [jobId]);
   useEffect(() => setWanted(String(page)), [page]);
   useEffect(() => { // ← and → page through the document (not while typing in a field)
@@ -95,7 +102,7 @@ export function PageBody({ jobId, page, localFiles }) {
     return () => removeEventListener("keydown", onKey);
   }, [doc, page]);
   useEffect(() => {
-    if (!doc || !canvas.current) return undefined;
+    if (!doc || !doc.pdf || !canvas.current) return undefined;
     let cancelled = false;
     const target = canvas.current;
     target.dataset.rendered = "false";
@@ -112,7 +119,6 @@ export function PageBody({ jobId, page, localFiles }) {
   useEffect(() => { if (doc && markdown.current) showFigures(markdown.current, doc.images); }, [doc, page]);
   if (error) return html`<p class="error" role="alert">The page could not be shown: ${error}</p>`;
   if (!doc) return html`<p>Loading the page view…</p>`;
-  const total = doc.pdf.numPages;
   const p = doc.pages.get(page);
   const safe = p && !p.failed ? DOMPurify.sanitize(marked.parse(p.text)) : "";
   const nav = (n) => `#/page/${jobId}/${n}`;
@@ -129,7 +135,8 @@ export function PageBody({ jobId, page, localFiles }) {
     </nav>
     <p class="hint">← and → turn the pages.</p>
     <div class="split">
-      <canvas ref=${canvas} aria-label=${`Page ${page} of the PDF`} role="img"></canvas>
+      ${doc.pdf ? html`<canvas ref=${canvas} aria-label=${`Page ${page} of the PDF`} role="img"></canvas>`
+        : html`<p class="hint" data-testid="no-page-image">A born-digital document has no page image: this page is its own section, converted with no model call.</p>`}
       <section aria-label="Markdown of this page" tabindex="0" class=${`markdown${p && p.failed ? " failed" : ""}`}>
         ${p && p.failed ? html`<p class="error">This page failed: ${p.reason}</p>${p.nextStep ? html`<p>${p.nextStep}</p>` : null}`
           : p ? html`<div ref=${markdown} key=${page} dangerouslySetInnerHTML=${{ __html: safe }} />` : html`<p>No Markdown yet: the job has not completed.</p>`}

@@ -293,3 +293,38 @@ def test_the_page_view_reads_the_stored_source_by_ranges_never_whole(stack, page
     spans = [tuple(int(x) for x in r[len("bytes=") :].split("-")) for r in fetched]
     assert sum(end - start + 1 for start, end in spans) < size, (spans, size)  # never the whole file for one page
     fresh.close()
+
+
+def test_new_conversion_takes_a_word_file_and_a_scan(stack, page, tmp_path):
+    """Issue 43: the console uploads any supported file. A DOCX is estimated at $0 (no model call), converts, and its
+    page view shows the section's Markdown with no page image; a PNG scan's page view draws the page the split made."""
+    from formatscount import DATA
+    from PIL import Image
+
+    sign_in(page, stack, f"ui-{uuid.uuid4().hex[:6]}")
+    docx = tmp_path / "word_sample.docx"
+    docx.write_bytes((DATA / "word_sample.docx").read_bytes())
+    page.get_by_label("PDF file").set_input_files(docx)
+    page.get_by_role("checkbox", name="Word (.docx)").check()
+    page.get_by_role("button", name="Estimate").click()
+    expect(page.get_by_test_id("est-lane")).to_contain_text("converter (no model call)")
+    expect(page.get_by_test_id("est-cost")).to_contain_text("0")
+    check_view(page, "new conversion of a Word file", ready=page.get_by_role("region", name="Estimate"))
+    page.get_by_role("button", name="Convert").click()
+    page.wait_for_url("**/#/job/*")
+    job_id = page.url.rsplit("/", 1)[1]
+    expect(page.get_by_test_id("status")).to_contain_text("completed", timeout=LONG)
+    page.goto(f"{stack.env['BATCHLANE_CONSOLE_URL']}#/page/{job_id}/2")
+    expect(page.get_by_test_id("no-page-image")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("region", name="Markdown of this page")).to_contain_text("swim")
+    check_view(page, "page view of a Word file", ready=page.get_by_test_id("no-page-image"))
+
+    scan = tmp_path / "scan.png"
+    Image.new("L", (850, 1100), 255).save(scan)
+    page.get_by_role("link", name="New conversion").click()
+    page.get_by_label("PDF file").set_input_files(scan)
+    page.get_by_role("button", name="Convert").click()
+    page.wait_for_url("**/#/job/*")
+    expect(page.get_by_test_id("status")).to_contain_text("completed", timeout=LONG)
+    page.goto(f"{stack.env['BATCHLANE_CONSOLE_URL']}#/page/{page.url.rsplit('/', 1)[1]}/1")
+    expect(page.locator("canvas[data-rendered=true]")).to_be_visible(timeout=60_000)

@@ -104,7 +104,7 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     assert {k: (f["error"] or {}).get("code") for k, f in files.items() if f["status"] == "failed"} == {
         prefix + "broken.pdf": "PDF_CORRUPT",
         prefix + "locked.pdf": "PDF_ENCRYPTED",
-        prefix + "notes.txt": "NOT_PDF",
+        prefix + "notes.txt": "FILE_TYPE_UNSUPPORTED",  # issue 43: NOT_PDF before
     }
     for name, pages in (("a", 3), ("sub/b", 2), ("sub/deeper/c", 4)):
         markdown = text(f"{prefix}{name}.md")
@@ -198,7 +198,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
 
 
 def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) -> None:
-    put_folder("nopdf/", {"a.txt": b"x", "b.docx": b"y"})
+    put_folder("nopdf/", {"a.txt": b"x", "b.png": b"y"})  # neither in the default include (a picture only when asked: issue 43)
     put_folder("limits/", {"short.pdf": make_pdf(2), "long.pdf": make_pdf(5)})
     put_folder("flat/", {"x/report.pdf": make_pdf(2), "y/report.pdf": make_pdf(2), "z/other.pdf": make_pdf(2)})
     empty, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}nothing-here/"}})
@@ -495,7 +495,7 @@ def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(sta
     assert code == 201, first
     assert first["spec"]["output"]["onExisting"] == "replace" and first["spec"]["policy"]["maxRetries"] == 0
     code, legacy = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"on_existing": "replace"}, "policy": {"max_retries": 0}})
-    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0029)
+    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0030)
     wait_done(first["id"])
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     (line,) = [json.loads(raw) for raw in body.splitlines()]

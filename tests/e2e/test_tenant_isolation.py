@@ -22,9 +22,9 @@ as fast as the API answers. B converts one PDF and polls its job through the API
 * The folder job is live while B converts: B starts only once the folder has files converting
   (A's live-job cap frees places as A's jobs end, the folder waits for them, never fails on
   the cap). Its 1,001 files are 60 one-page PDFs and 941 text notes its ``include`` selects, which
-  fail NOT_PDF at the listing (the documented id: the listing and the report go past 1,000
+  fail FILE_TYPE_UNSUPPORTED at the listing (the documented id: the listing and the report go past 1,000
   objects without converting 1,000 documents). It finishes ``completed_with_failures``: every
-  PDF completed, every failure NOT_PDF, no conversion of it failed and was retried.
+  PDF completed, every failure FILE_TYPE_UNSUPPORTED, no conversion of it failed and was retried.
 
 As is here, and with an account concurrency limit on the offline Lambda runtime (``VARIANTS``;
 tests/e2e/test_tenant_isolation_limited.py), where the same holds and the runtime did refuse invocations: the throttled tasks
@@ -268,7 +268,7 @@ def flood_and_check(stack_factory: Any, variant: str) -> None:
         "skipped": 0,
     }
     failed = folder_repo.list_files(services().db, folder["id"], status="failed", limit=2000)
-    assert {f["error_id"] for f in failed} == {"NOT_PDF"}, "no folder file failed but the notes, and for not being a PDF"
+    assert {f["error_id"] for f in failed} == {"FILE_TYPE_UNSUPPORTED"}, "no folder file failed but the notes, and for being of no type converted"
     if limit is not None:
         assert sum(stack.registry.throttles.values()) > 0, "the runtime never refused an invocation: the limit was not reached"
     assert all(n == 0 for n in stack.registry.running.values()), stack.registry.running

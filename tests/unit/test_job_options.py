@@ -27,7 +27,7 @@ def test_the_options_the_api_validates_hold_no_underscore_key(raw: dict[str, Any
 
 
 def test_the_bulk_opt_in_has_one_name_its_first_spelling_is_refused() -> None:
-    """Issue 41.3: the `_batchLane` alias is gone with the snake_case ones (decision 0029); one name, batchLane."""
+    """Issue 41.3: the `_batchLane` alias is gone with the snake_case ones (decision 0030); one name, batchLane."""
     assert ConvertOptions.model_validate({"batchLane": True}).model_dump(by_alias=True, exclude_unset=True) == {"batchLane": True}
     with pytest.raises(ValueError):
         ConvertOptions.model_validate({"_batchLane": True})

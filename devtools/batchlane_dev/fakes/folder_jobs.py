@@ -17,7 +17,7 @@ from batchlane_dev.fakes.jobs import FakeJobs
 
 _ENDED_FILE = (FolderFileStatus.COMPLETED.value, FolderFileStatus.FAILED.value, FolderFileStatus.SKIPPED.value)
 _FINISH = {"completed": "complete", "failed": "fail", "skipped": "skip"}
-_NEVER_REQUEUED = ("OUTPUT_COLLISION", "NOT_PDF")
+_NEVER_REQUEUED = ("OUTPUT_COLLISION", "NOT_PDF", "FILE_TYPE_UNSUPPORTED")
 _ENDED_JOB = (JobStatus.COMPLETED.value, JobStatus.FAILED.value, JobStatus.CANCELLED.value)
 
 
@@ -273,7 +273,7 @@ class FakeFolderJobs:
             source_key=f.source_key, output_key=f.output_key, attempts=f.attempts, lane_reason=f.lane_reason, conversion_job_id=job.id,
             job_status=job.status, total_pages=job.total_pages, pages_failed=job.pages_failed, pages_batch=job.pages_batch,
             total_cost_usd=job.total_cost_usd, job_error_id=job.error_id, job_error_message=job.error_message, markdown_key=job.markdown_key,
-            pool_reason=self._pool_reason(job.id),
+            pool_reason=self._pool_reason(job.id), source_type=job.source_type,
         )  # fmt: skip
 
     def parked_conversions(self, job_id: str) -> list[str]:

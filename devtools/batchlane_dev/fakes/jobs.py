@@ -164,10 +164,17 @@ class FakeJobs:
             )
 
     def finish_split(
-        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+        self,
+        job_id: str,
+        *,
+        parked: bool,
+        total_pages: int,
+        chunks: Sequence[ChunkSpan],
+        chunk_bytes: Mapping[int, int] | None = None,
+        source_type: str = "pdf",
     ) -> JobRow | None:
         move = st.park() if parked else st.queue()
-        job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks))
+        job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks), source_type=source_type)
         if job is not None:
             self._insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
         return job

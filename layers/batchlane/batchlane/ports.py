@@ -56,7 +56,7 @@ class ObjectStore(Protocol):
 class Uploads(Protocol):
     """Uploads go straight to the bucket with a presigned POST (never through the API)."""
 
-    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S) -> dict[str, Any]: ...
+    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S, content_type: str = PDF_CONTENT_TYPE) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -288,6 +288,7 @@ class JobRow:
     max_pages: int | None = None  # a folder policy's page limit (None: the deployment's)
     retry_attempt: int | None = None  # the retry of failed pages running on the job (None: none runs)
     retry_pages: tuple[int, ...] | None = None  # the pages that retry converts again
+    source_type: str = "pdf"  # what the file is (domain/file_types.py; 0043_job_source_type.sql): set at the split
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> JobRow:
@@ -368,7 +369,14 @@ class JobRepository(Protocol):
         max_pages: int | None = None,
     ) -> JobRow: ...  # options: the user's only (an underscore key is refused: the job's state has columns)
     def finish_split(
-        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+        self,
+        job_id: str,
+        *,
+        parked: bool,
+        total_pages: int,
+        chunks: Sequence[ChunkSpan],
+        chunk_bytes: Mapping[int, int] | None = None,
+        source_type: str = "pdf",
     ) -> JobRow | None: ...
     def get_job(self, job_id: str) -> JobRow | None: ...
     def lock_job(self, job_id: str) -> JobRow | None: ...  # inside ``with uow:``, serialises the job's moves
@@ -648,6 +656,7 @@ class EndedConversion:
     job_error_message: str | None
     markdown_key: str | None
     pool_reason: str | None  # why the pool let the conversion go (its lane_reason)
+    source_type: str = "pdf"  # what the file was (domain/file_types.py): a born-digital one's lane is the converter
 
 
 @dataclass(frozen=True)
@@ -748,7 +757,7 @@ class FolderJobRepository(Protocol):
         ...
 
     def requeue(self, job_id: str, *, statuses: Sequence[str], error_ids: Sequence[str] | None = None) -> int:
-        """Ended files in ``statuses`` (optionally only these error ids) → queued again; never OUTPUT_COLLISION or NOT_PDF."""
+        """Ended files in ``statuses`` (optionally only these error ids) → queued again; never OUTPUT_COLLISION, NOT_PDF or FILE_TYPE_UNSUPPORTED."""
         ...
 
     def unreported(self, job_id: str) -> list[FolderFile]:

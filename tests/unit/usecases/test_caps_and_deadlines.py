@@ -27,7 +27,7 @@ PRIORITY = "batchlane-priority"  # the group a caller without the permission lac
 class FakeUploads:
     """The presigned POST port: what S3Uploads answers, without signing."""
 
-    def presigned_post(self, key: str, *, max_bytes: int) -> dict[str, Any]:
+    def presigned_post(self, key: str, *, max_bytes: int, **_: Any) -> dict[str, Any]:
         return {"url": "http://127.0.0.1:1/upload", "fields": {"key": key}}
 
 

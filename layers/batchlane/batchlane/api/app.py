@@ -59,9 +59,10 @@ class ConvertOptions(BaseModel):
     parser: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
-    batchLane: bool | None = None  # the bulk opt-in (its first spelling, _batchLane, went with decision 0029)
+    batchLane: bool | None = None  # the bulk opt-in (its first spelling, _batchLane, went with decision 0030)
     assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
+    conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside the Markdown (docs/formats.md)
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)
@@ -117,7 +118,7 @@ class SendTestDelivery(BaseModel):
 
 
 def _error(status: int, code: str, message: str, **extra: Any) -> Response:
-    """The one error shape (decision 0029): ``{"error": {"code", "message", ...}}``, the extras (``jobId``, ``retryAfterSeconds``) inside."""
+    """The one error shape (decision 0030): ``{"error": {"code", "message", ...}}``, the extras (``jobId``, ``retryAfterSeconds``) inside."""
     return Response(status_code=status, content_type="application/json", body=json.dumps({"error": {"code": code, "message": message, **extra}}))
 
 

@@ -245,7 +245,8 @@ def ended_conversions(db: Runner, job_id: str) -> list[Row]:
     """Processing files whose conversion job has ended: what the progress step settles."""
     return db.run(
         """SELECT f.source_key, f.output_key, f.attempts, f.lane_reason, j.id AS conversion_job_id, j.status AS job_status, j.total_pages, j.pages_failed,
-                  j.total_cost_usd, j.error_id AS job_error_id, j.error_message AS job_error_message, j.markdown_key, j.pages_batch, j.lane_reason AS pool_reason
+                  j.total_cost_usd, j.error_id AS job_error_id, j.error_message AS job_error_message, j.markdown_key, j.pages_batch, j.lane_reason AS pool_reason,
+                  j.source_type
            FROM folder_job_files f JOIN large_conversion_jobs j ON j.id = f.conversion_job_id
            WHERE f.folder_job_id = :job AND f.status = 'processing' AND j.status IN ('completed', 'failed', 'cancelled')
            ORDER BY f.source_key""",
@@ -289,7 +290,7 @@ def requeue(db: Runner, job_id: str, *, statuses: Sequence[str], error_ids: Sequ
                   reported = false, conversion_job_id = NULL
            WHERE folder_job_id = :job AND status = ANY(:statuses)
              AND (CAST(:errors AS text[]) IS NULL OR error_id = ANY(CAST(:errors AS text[])))
-             AND error_id IS DISTINCT FROM 'OUTPUT_COLLISION' AND error_id IS DISTINCT FROM 'NOT_PDF'
+             AND error_id IS DISTINCT FROM 'OUTPUT_COLLISION' AND error_id IS DISTINCT FROM 'NOT_PDF' AND error_id IS DISTINCT FROM 'FILE_TYPE_UNSUPPORTED'
            RETURNING source_key""",
         to=move.target,
         job=job_id,
@@ -510,6 +511,7 @@ def ended_conversion(row: Row) -> EndedConversion:
         job_error_message=row["job_error_message"],
         markdown_key=row["markdown_key"],
         pool_reason=row["pool_reason"],
+        source_type=row["source_type"],
     )
 
 

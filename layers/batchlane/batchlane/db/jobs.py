@@ -155,12 +155,19 @@ def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, statu
 
 
 def finish_split(
-    db: Runner, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+    db: Runner,
+    job_id: str,
+    *,
+    parked: bool,
+    total_pages: int,
+    chunks: Sequence[ChunkSpan],
+    chunk_bytes: Mapping[int, int] | None = None,
+    source_type: str = "pdf",
 ) -> JobRow | None:
-    """splitting → waiting_batch (``parked``) or pending, with the page count and the chunk rows;
+    """splitting → waiting_batch (``parked``) or pending, with the page count, the file's type and the chunk rows;
     None when the job left splitting meanwhile (cancelled): then nothing is written."""
     move = st.park() if parked else st.queue()
-    job = move_job(db, job_id, move, total_pages=total_pages, chunk_count=len(chunks))
+    job = move_job(db, job_id, move, total_pages=total_pages, chunk_count=len(chunks), source_type=source_type)
     if job is not None:
         insert_chunks(db, job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
     return job
@@ -460,9 +467,16 @@ class PgJobs:
         )
 
     def finish_split(
-        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+        self,
+        job_id: str,
+        *,
+        parked: bool,
+        total_pages: int,
+        chunks: Sequence[ChunkSpan],
+        chunk_bytes: Mapping[int, int] | None = None,
+        source_type: str = "pdf",
     ) -> JobRow | None:
-        return finish_split(self.runner, job_id, parked=parked, total_pages=total_pages, chunks=chunks, chunk_bytes=chunk_bytes)
+        return finish_split(self.runner, job_id, parked=parked, total_pages=total_pages, chunks=chunks, chunk_bytes=chunk_bytes, source_type=source_type)
 
     def get_job(self, job_id: str) -> JobRow | None:
         return get_job(self.runner, job_id)

@@ -16,6 +16,15 @@ INPUT_ERROR_IDS = frozenset(
         "PDF_TOO_COMPLEX",
         "FOLDER_EMPTY",
         "FOLDER_NO_PDF",
+        # formats beside PDF (docs/formats.md)
+        "FILE_EMPTY",
+        "FILE_TYPE_UNSUPPORTED",
+        "DOCUMENT_CORRUPT",
+        "DOCUMENT_TOO_COMPLEX",
+        "DOCUMENT_TOO_MANY_PAGES",
+        "IMAGE_CORRUPT",
+        "IMAGE_TOO_LARGE",
+        "IMAGE_TOO_MANY_PAGES",
     }
 )
 
@@ -28,6 +37,14 @@ _NEXT_STEPS = {
     "PDF_TOO_MANY_PAGES": "Split the PDF into parts under the page limit and convert each part.",
     "PDF_TOO_LARGE": "Split the PDF into smaller files and convert each.",
     "PDF_TOO_COMPLEX": "Print the PDF to a new PDF (that flattens its structure) and convert the new file.",
+    "FILE_EMPTY": "The file has no bytes: check that it was saved or downloaded completely, then convert it again.",
+    "FILE_TYPE_UNSUPPORTED": "This type is not converted: save it as PDF (or DOCX, PPTX, XLSX, HTML, EPUB, ODT, or a PNG/JPEG/WebP/TIFF picture) first.",
+    "DOCUMENT_CORRUPT": "Open the document and save it again (or export it to PDF), then convert the new file.",
+    "DOCUMENT_TOO_COMPLEX": "The document is past what is read safely: export it to PDF and convert that.",
+    "DOCUMENT_TOO_MANY_PAGES": "Split the document into parts under the page limit and convert each part.",
+    "IMAGE_CORRUPT": "Open the picture and save it again (PNG or JPEG), then convert the new file.",
+    "IMAGE_TOO_LARGE": "Scale the picture down (or cut it into parts) and convert it again.",
+    "IMAGE_TOO_MANY_PAGES": "Split the picture's frames into several files under the page limit and convert each.",
     "FOLDER_EMPTY": "Put the PDFs in the folder, then start the same folder job again (or retry it): it lists the folder afresh.",
     "FOLDER_NO_PDF": "Nothing the include/exclude globs select is a PDF: add PDFs or change the globs, then start it again.",
     "PAGES_FAILED": "The failed pages are listed with their reasons (batchlane jobs pages JOB); a retry converts only those pages again.",
