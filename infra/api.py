@@ -144,7 +144,7 @@ class Api(Construct):
             ),
         )
         # API Gateway's own answers (the authorizer's 401/403, the stage's throttle, a failed integration) in the
-        # API's one error shape, {"error": {"code", "message"}} (decision 0030): a client reads every error alike.
+        # API's one error shape, {"error": {"code", "message"}} (decision 0031): a client reads every error alike.
         for response_type, code in GATEWAY_ERRORS:
             self.rest_api.add_gateway_response(
                 f"Gateway{code.title().replace('_', '')}",

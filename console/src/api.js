@@ -21,7 +21,7 @@ const SENTENCES = {
   401: "Your sign-in has expired; sign in again",
 };
 
-// An error answer is {"error": {"code", "message"}} (decision 0030).
+// An error answer is {"error": {"code", "message"}} (decision 0031).
 export class ApiError extends Error {
   constructor(status, body) {
     const error = (body && body.error) || {};

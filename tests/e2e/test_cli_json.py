@@ -178,8 +178,8 @@ def test_budget_webhooks_and_a_resume(stack, user, tmp_path):
     # a job paused at its funds hold (its booked spend equals its hold), resumed once the budget allows
     _, job_id = make_job(user, "pending")
     with services().db.transaction() as tx:
-        ledger.add_chunk_cost(
-            tx, job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("2"), metadata={}
+        ledger.PgLedger(tx).add_chunk_cost(
+            job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("2"), metadata={}
         )
     services().workflows.start_conversion(job_id)
     wait_until(lambda: job(job_id).status == "paused_budget" and job(job_id).pause_settled, what="the pause", timeout_s=180)

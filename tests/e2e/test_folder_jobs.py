@@ -51,7 +51,7 @@ def submit(spec: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 
 def wait_done(job_id: str, timeout_s: float = 180) -> dict[str, Any]:
-    wait_until(lambda: (row := repo.get_job(services().db, job_id)) and row["finished_at"] is not None, timeout_s=timeout_s, what=f"folder job {job_id}")
+    wait_until(lambda: (row := repo.PgFolderJobs(services().db).get(job_id)) and row.finished_at is not None, timeout_s=timeout_s, what=f"folder job {job_id}")
     return usecases.status(services(), OWNER, job_id)
 
 
@@ -162,7 +162,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
         "filesInspected": 2,
     }
     assert float(dry["estimate"]["batchUsd"]) < float(dry["estimate"]["onDemandUsd"])
-    assert repo.get_job(services().db, folder_job_id(parse_spec(spec), OWNER)) is None  # nothing created
+    assert repo.PgFolderJobs(services().db).get(folder_job_id(parse_spec(spec), OWNER)) is None  # nothing created
 
     code, first = api(stack, "POST", "/api/v1/folder-jobs", spec)
     assert code == 201
@@ -359,8 +359,8 @@ def test_a_folder_past_one_listing_page_is_enumerated_whole(stack: Any) -> None:
     status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}})
     done = wait_done(status["id"])
     assert (done["files"]["discovered"], done["files"]["excluded"], done["files"]["completed"]) == (2, 2500, 2)
-    row = repo.get_job(services().db, status["id"])
-    assert row["objects_listed"] == 2502 and row["continuation_token"] is None
+    row = repo.PgFolderJobs(services().db).get(status["id"])
+    assert row is not None and row.objects_listed == 2502 and row.continuation_token is None
 
 
 def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack: Any) -> None:
@@ -476,12 +476,12 @@ def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_fi
     from batchlane.db import budgets
 
     owner = "capped-owner"
-    budgets.set_override(services().db, owner, usd_per_month=None, max_live_jobs=1, max_live_pages=None, updated_by="test")
+    budgets.PgBudgets(services().db).set_override(owner, usd_per_month=None, max_live_jobs=1, max_live_pages=None, updated_by="test")
     prefix = "capped/"
     for i in range(4):
         s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{owner_home(owner)}{prefix}d{i}.pdf", Body=make_pdf(1 + i % 2))
     status, _ = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{owner_home(owner)}{prefix}"}})
-    wait_until(lambda: (row := repo.get_job(services().db, status["id"])) and row["finished_at"] is not None, timeout_s=180, what="the capped folder job")
+    wait_until(lambda: (row := repo.PgFolderJobs(services().db).get(status["id"])) and row.finished_at is not None, timeout_s=180, what="the capped folder job")
     done = usecases.status(services(), owner, status["id"])
     assert done["status"] == "completed" and done["files"]["completed"] == 4 and done["files"]["failed"] == 0, done
 
@@ -495,7 +495,7 @@ def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(sta
     assert code == 201, first
     assert first["spec"]["output"]["onExisting"] == "replace" and first["spec"]["policy"]["maxRetries"] == 0
     code, legacy = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"on_existing": "replace"}, "policy": {"max_retries": 0}})
-    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0030)
+    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0031)
     wait_done(first["id"])
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     (line,) = [json.loads(raw) for raw in body.splitlines()]

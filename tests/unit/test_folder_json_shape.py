@@ -1,5 +1,5 @@
 """One JSON shape for folder jobs (issues 24.4, 41.3): the posted spec, report.jsonl and the OpenAPI document are camelCase
-only (decision 0030 removed the snake_case aliases), amounts decimal strings."""
+only (decision 0031 removed the snake_case aliases), amounts decimal strings."""
 
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def test_eta_waits_for_the_listing_and_enough_pages_then_follows_the_pace() -> N
 
     from batchlane.folders.usecases import pace
     from batchlane.ports import FolderCounts
-    from batchlane_dev.fakes import FakeUnitOfWork
+    from fakes import FakeUnitOfWork
 
     started = datetime.now(UTC) - timedelta(minutes=2)
     added = FakeUnitOfWork().folder_jobs.add(job_id="fj-" + "1" * 24, owner_id="u", name=None, spec={}, source=("b", ""), target=("b", ""))

@@ -4,6 +4,8 @@ The job's own state (primed answers, lane cost, pause, process now, a retry's sc
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,7 +29,7 @@ def test_the_options_the_api_validates_hold_no_underscore_key(raw: dict[str, Any
 
 
 def test_the_bulk_opt_in_has_one_name_its_first_spelling_is_refused() -> None:
-    """Issue 41.3: the `_batchLane` alias is gone with the snake_case ones (decision 0030); one name, batchLane."""
+    """Issue 41.3: the `_batchLane` alias is gone with the snake_case ones (decision 0031); one name, batchLane."""
     assert ConvertOptions.model_validate({"batchLane": True}).model_dump(by_alias=True, exclude_unset=True) == {"batchLane": True}
     with pytest.raises(ValueError):
         ConvertOptions.model_validate({"_batchLane": True})
@@ -43,3 +45,17 @@ def test_a_caller_cannot_set_the_jobs_state_through_its_options(internal: str) -
     assert refused.value.error_id == "OPTIONS_INVALID"
     with pytest.raises(ValueError):  # pydantic's ValidationError: extra keys are forbidden
         ConvertOptions.model_validate({internal: True})
+
+
+def test_the_docs_and_the_console_name_the_options_as_they_are_stored() -> None:
+    """No doc describes a job's state as an ``options._`` key (it has columns since 0030), and the console sends the
+    bulk opt-in as ``batchLane``, not its first spelling (issue 44.5)."""
+    root = Path(__file__).resolve().parents[2]
+    docs = {path.name: found for path in sorted((root / "docs").rglob("*.md")) if (found := re.findall(r"options\._\w+", path.read_text(encoding="utf-8")))}
+    assert docs == {}
+    console = {
+        path.name: found
+        for path in sorted((root / "console" / "src").rglob("*.js"))
+        if (found := re.findall(r"\b_batchLane\b", path.read_text(encoding="utf-8")))
+    }
+    assert console == {}

@@ -1,6 +1,6 @@
 """`batchlane convert | jobs list | jobs status | jobs download | jobs pages | retry | cancel | process-now`: the API, from a terminal.
 
-Targets, output and exit codes: docs/architecture.md "Module notes".
+Targets, output and exit codes: docs/module-notes.md "batchlane_dev.cli.jobs_commands".
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def retry_wait(status: int, retry_after: str | None, payload: Any, attempt: int)
 
 
 def failure_of(status: int, payload: Any, reason: str) -> ApiFailure:
-    """An error answer's ``{"error": {"code", "message"}}`` (decision 0030); anything else (a proxy's page) by its HTTP status."""
+    """An error answer's ``{"error": {"code", "message"}}`` (decision 0031); anything else (a proxy's page) by its HTTP status."""
     error = payload.get("error") if isinstance(payload, dict) else None
     error = error if isinstance(error, dict) else {}
     return ApiFailure(status, str(error.get("code") or f"HTTP_{status}"), str(error.get("message") or reason))

@@ -1,4 +1,4 @@
-"""One JSON convention: camelCase, like the API's own fields (docs/operations.md "One JSON shape", decision 0030).
+"""One JSON convention: camelCase, like the API's own fields (docs/operations.md "One JSON shape", decision 0031).
 
 Objects first built with snake_case keys (a folder job's stored spec, the demo's report) are answered
 camelCase. Keys starting with ``_`` (internal options) and the keys of data maps (``DATA_MAPS``: the user's

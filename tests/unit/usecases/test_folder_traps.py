@@ -14,7 +14,7 @@ from batchlane.config import Settings
 from batchlane.folders import usecases
 from batchlane.folders.enumerate import enumerate_step
 from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 ALICE = "alice"
 SPEC = {"input": {"folder": "s3://folders/empty/"}, "output": {"layout": "mirror", "folder": "s3://folders/out/"}}

@@ -20,8 +20,8 @@ from batchlane.conversion.split import split_job
 from batchlane.domain import page_form as forms
 from batchlane.domain import status as st
 from batchlane.domain.status import JobStatus
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats"
 OWNER = "owner-formats"

@@ -13,8 +13,8 @@ from usecase_fakes import new_job
 from batchlane.api import live, results, usecases, webhook_usecases
 from batchlane.domain.errors import NotFound
 from batchlane.folders import usecases as folder_usecases
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 A, B = "owner-a", "owner-b"
 HOOK = "http://127.0.0.1:9/hook"

@@ -1,6 +1,6 @@
 """Routes: Powertools' APIGatewayRestResolver over the use cases; errors as JSON with stable codes.
 
-The route table: docs/api/openapi.yaml and docs/architecture.md "Module notes".
+The route table: docs/api/openapi.yaml and docs/module-notes.md "batchlane.api.app".
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class ConvertOptions(BaseModel):
     parser: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
-    batchLane: bool | None = None  # the bulk opt-in (its first spelling, _batchLane, went with decision 0030)
+    batchLane: bool | None = None  # the bulk opt-in (its first spelling, _batchLane, went with decision 0031)
     assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside the Markdown (docs/formats.md)
@@ -118,7 +118,7 @@ class SendTestDelivery(BaseModel):
 
 
 def _error(status: int, code: str, message: str, **extra: Any) -> Response:
-    """The one error shape (decision 0030): ``{"error": {"code", "message", ...}}``, the extras (``jobId``, ``retryAfterSeconds``) inside."""
+    """The one error shape (decision 0031): ``{"error": {"code", "message", ...}}``, the extras (``jobId``, ``retryAfterSeconds``) inside."""
     return Response(status_code=status, content_type="application/json", body=json.dumps({"error": {"code": code, "message": message, **extra}}))
 
 

@@ -14,8 +14,7 @@ from batchlane import keys
 from batchlane.api.usecases import owned_job
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.file_types import DOCUMENTS
-from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, ReadModel
-from batchlane.runtime import Services
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, ReadModel, Services
 
 _FINISHED = ("completed", "failed", "cancelled")
 

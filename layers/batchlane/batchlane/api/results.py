@@ -22,8 +22,7 @@ from batchlane.conversion.figures import figure_folder
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.domain.file_types import by_extension
 from batchlane.keys import OBJECT_EXPIRY_DAYS, images_prefix, outputs_key, pages_key
-from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
-from batchlane.runtime import Services
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, Services
 
 
 class ObjectExpired(BatchlaneError):

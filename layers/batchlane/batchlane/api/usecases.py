@@ -25,8 +25,7 @@ from batchlane.domain.folder_policy import deadline_opt_outs, parse_deadline
 from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, LIVE_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job
-from batchlane.ports import UPLOAD_URL_TTL_S, FileRow, JobProgress, UniqueViolation, Uploads
-from batchlane.runtime import Services
+from batchlane.ports import UPLOAD_URL_TTL_S, FileRow, JobProgress, Services, UniqueViolation, Uploads
 
 LIVE = LIVE_JOB_STATUSES
 # Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/.

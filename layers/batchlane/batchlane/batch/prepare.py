@@ -28,7 +28,7 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.limits import MB, quota_bytes
 from batchlane.domain.records import pooled_record_id
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def _summary_key(lane_id: str, tag: str, chunk_index: int) -> str:

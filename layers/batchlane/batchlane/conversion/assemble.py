@@ -35,8 +35,7 @@ from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.markdown import PageText
 from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
-from batchlane.ports import ObjectStore
-from batchlane.runtime import Services
+from batchlane.ports import ObjectStore, Services
 
 BORN_DIGITAL = frozenset(t.name for t in DOCUMENTS)
 

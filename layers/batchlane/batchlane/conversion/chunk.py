@@ -1,6 +1,6 @@
 """The chunk processor: convert one chunk's pages, book the spend, record the result.
 
-How it keeps pages and money across retries, continuations and cancels: docs/architecture.md "Module notes".
+How it keeps pages and money across retries, continuations and cancels: docs/module-notes.md "batchlane.conversion.chunk".
 """
 
 from __future__ import annotations
@@ -39,8 +39,7 @@ from batchlane.domain.service_tier import tier_breakdown
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
-from batchlane.ports import ChunkRow, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import ChunkRow, Services, UnitOfWork
 
 DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
 CONVERTER_LANE = "converter"  # pages.jsonl's lane of a born-digital page: the deterministic converter, $0

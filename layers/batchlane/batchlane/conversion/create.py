@@ -18,8 +18,7 @@ from batchlane.domain.errors import InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, parse_deadline
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.ports import FileRow, JobRepository, JobRow
-from batchlane.runtime import Services
+from batchlane.ports import FileRow, JobRepository, JobRow, Services
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
 
@@ -55,7 +54,7 @@ CONVERSION_FORMATS = ("md", "docx", "html", "json")  # formats/render.py; docs/f
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected.
     An underscore key is the job's own state, never an option (``_batchLane``, the bulk opt-in's first spelling, is
-    ``batchLane`` only since decision 0030)."""
+    ``batchLane`` only since decision 0031)."""
     allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", "conversionFormats", *subscription.OPTION_KEYS}
     options = dict(options or {})
     unknown = sorted(set(options) - allowed)

@@ -1,6 +1,6 @@
 """A dry run for one uploaded file: what a conversion would do and cost, with nothing created or billed.
 
-How it stays within the API's 29 s, and the estimates' basis: docs/architecture.md "Module notes".
+How it stays within the API's 29 s, and the estimates' basis: docs/module-notes.md "batchlane.conversion.dryrun".
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from batchlane.domain.errors import InputError
 from batchlane.formats import detect as formats
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
-from batchlane.ports import ObjectStore
-from batchlane.runtime import Services
+from batchlane.ports import ObjectStore, Services
 
 INPUT_TOKENS_PER_PAGE = 3000  # text + the page image; prompt tokens come on top per request
 PROMPT_TOKENS_PER_REQUEST = 400

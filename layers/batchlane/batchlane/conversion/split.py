@@ -27,8 +27,7 @@ from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file, plan_chunks
 from batchlane.pdf.survey import survey_pdf
-from batchlane.ports import JobRow
-from batchlane.runtime import Services
+from batchlane.ports import JobRow, Services
 from batchlane.webhooks.events import publish_job_change
 
 

@@ -32,7 +32,7 @@ from batchlane.folders.usecases import prepare
 from batchlane.formats import detect as formats
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import survey_pdf
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 MAX_DRY_RUN_PAGES = 10  # 10,000 objects
 MAX_OUTPUT_CHECKS = 200  # HeadObject calls for outputs outside the listed folder (29 s behind the API)

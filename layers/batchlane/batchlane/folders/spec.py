@@ -6,7 +6,7 @@ second one. ``name`` and ``notifications`` are labels: they do not change what i
 so they are left out of the id.
 
 Fields are posted camelCase (``output.onExisting``, ``policy.maxRetries``, ``notifications.callbackUrl``): only
-those names (decision 0030 superseded the snake_case aliases). The stored spec and the id keep the Python
+those names (decision 0031 superseded the snake_case aliases). The stored spec and the id keep the Python
 field names, read back by name; the API answers the spec camelCase.
 """
 

@@ -12,7 +12,7 @@ from batchlane.ports import Delivery
 
 
 class FakeDeliveries:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
         self.rows: dict[str, Delivery] = state.part("deliveries", dict)
 

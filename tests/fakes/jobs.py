@@ -46,7 +46,7 @@ def _known(columns: Mapping[str, Any], allowed: frozenset[str]) -> dict[str, Any
 
 
 class FakeJobs:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from batchlane.ondemand.limiter import NoLimit
+from batchlane.domain.pace import NoLimit
 from batchlane.ports import Limiter
-from batchlane_dev.fakes.budgets import FakeBudgets
-from batchlane_dev.fakes.jobs import FakeJobs
+from fakes.budgets import FakeBudgets
+from fakes.jobs import FakeJobs
 
 
 class FakePageThreadDatabase:
-    def __init__(self, state: Any, limiter: Limiter | None = None) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any, limiter: Limiter | None = None) -> None:  # a fakes.FakeState
         self.state = state
         self._limiter: Limiter = limiter or NoLimit()
         self.owners: list[str | None] = []  # whose requests each limiter served (slots are shared by owner)

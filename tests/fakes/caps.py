@@ -6,12 +6,12 @@ from datetime import timedelta
 from typing import Any
 
 from batchlane.domain.status import FileStatus
-from batchlane_dev.fakes.deliveries import FakeDeliveries
-from batchlane_dev.fakes.jobs import _JobRows
+from fakes.deliveries import FakeDeliveries
+from fakes.jobs import _JobRows
 
 
 class FakeCaps:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     def pending_uploads(self, owner_id: str) -> int:

@@ -12,7 +12,7 @@ SOURCES = ("doctor", "refusal")  # page_forms' CHECK on source
 
 
 class FakePageForms:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

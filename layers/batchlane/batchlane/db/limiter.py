@@ -22,7 +22,6 @@ connection per page thread would exhaust the server's connections.
 
 from __future__ import annotations
 
-import math
 import random
 import threading
 import time
@@ -30,99 +29,19 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
+from batchlane.db.budgets import PgBudgets
 from batchlane.db.connection import ConnectParams, Database
+from batchlane.db.jobs import PgJobs
+from batchlane.domain.pace import SERVICE_MEMORY_INTERVALS, LimitSettings, NoLease, NoLimit, pace_ahead, pace_busy_after, pace_starts_free
 from batchlane.observability import logger
-from batchlane.ports import Lease, Limiter
+from batchlane.ports import Aborted, Lease, LeaseWaitTimeout, Limiter
 
 # A waiting request's place among the waiters lasts this long unless refreshed (it polls every
 # 0.5 s at most): a worker that dies while waiting stops holding back the others within seconds.
 WAITER_TTL_S = 5.0
-# How far ahead of need an owner books its starts when the pace is shared by owner: the margin its
-# next request has to ask in time (a loaded host's wake-ups, the one limiter connection's queue).
-PACE_LEAD_S = 0.5
 PACE_MIN_RETRY_S = 0.005
-# How long an owner's service is remembered when the pace is shared (0035_ondemand_pace_least_served.sql):
-# its starts decay with a time constant of this many of the pool's intervals (10.5 s at 570 requests a
-# minute). Long enough that an owner which has been asking for a few seconds counts as busy; short
-# enough that a job finished half a minute ago does not count against the owner's next one.
-SERVICE_MEMORY_INTERVALS = 100
-# The burst kept for owners with little recent service (0036_ondemand_pace_burst_reserve.sql): an owner whose
-# remembered service has reached this many bursts (burst + 1 starts each) begins each start a whole burst of
-# intervals after its slot, so a newcomer's first requests start at once as they would alone. A 20-page job
-# never gets there (40 at the default burst of 9); a flood does, and pays the burst's intervals once.
-BUSY_AFTER_BURSTS = 4
-
-
-def pace_busy_after(burst: int) -> int:
-    """Remembered starts after which an owner leaves the pace's burst to the others (0036)."""
-    return BUSY_AFTER_BURSTS * (burst + 1)
-
-
-class LeaseWaitTimeout(Exception):
-    """No slot came free within ``lease_wait_s``: the caller retries the page later."""
-
-
-class Aborted(Exception):
-    """The chunk was cancelled or taken over while this request waited."""
-
-
-@dataclass(frozen=True)
-class LimitSettings:
-    concurrency: int  # 0 = no concurrency limit
-    rpm: float  # 0 = no pacing
-    burst: int = 0  # requests that may start ahead of the pace after an idle spell
-    lease_ttl_s: float = 600.0
-    lease_wait_s: float = 300.0
-
-    @classmethod
-    def from_settings(cls, settings: Any) -> LimitSettings:
-        return cls(
-            concurrency=int(settings.batchlane_global_concurrency),
-            rpm=float(settings.batchlane_ondemand_rpm),
-            burst=int(settings.batchlane_ondemand_burst),
-            lease_ttl_s=float(settings.batchlane_lease_ttl_s),
-            lease_wait_s=float(settings.batchlane_lease_wait_s),
-        )
-
-    @property
-    def active(self) -> bool:
-        return bool(self.concurrency or self.rpm)
-
-
-class _NoLease:
-    def renew(self) -> None:
-        return None
-
-
-class NoLimit:
-    """No global limit (both settings 0): the per-chunk pool is the only bound."""
-
-    @contextmanager
-    def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Iterator[Lease]:
-        yield _NoLease()
-
-    def pace(self, pool: str, *, aborted: Callable[[], bool] = lambda: False) -> float:
-        return 0.0
-
-    def free_now(self, pool: str) -> int | None:
-        return None
-
-
-def pace_ahead(interval_s: float) -> int:
-    """Starts one owner may book ahead (0031_ondemand_fair_pace.sql): enough for PACE_LEAD_S of lead,
-    so an owner alone never leaves the pace idle while its next request asks, and at least 2."""
-    return max(2, math.ceil(PACE_LEAD_S / interval_s))
-
-
-def pace_starts_free(behind_s: float | None, interval_s: float, burst: int) -> int:
-    """Starts the pace allows at once, ``behind_s`` seconds after the schedule's next start
-    (None: never used). GCRA: one per interval that passed, up to burst + 1 after an idle spell."""
-    if behind_s is None or behind_s >= interval_s * burst:
-        return burst + 1
-    return 0 if behind_s < 0 else min(burst + 1, math.floor(behind_s / interval_s) + 1)
 
 
 class SerialDatabase:
@@ -197,7 +116,7 @@ class PgLimiter:
     @contextmanager
     def slot(self, pool: str, *, aborted: Callable[[], bool]) -> Iterator[Lease]:
         if not self.limits.concurrency:
-            yield _NoLease()
+            yield NoLease()
             return
         lease = self._acquire(pool, aborted)
         try:
@@ -350,3 +269,22 @@ def limiter_for(params: ConnectParams, settings: Any, *, owner: str | None = Non
     if not limits.active:
         return NoLimit()
     return PgLimiter(serial_database(params), limits, owner=owner)
+
+
+class SerialPageThreadDatabase:
+    """batchlane.ports.PageThreadDatabase over the process's serial connection (SerialDatabase above)."""
+
+    def __init__(self, params: ConnectParams, settings: Any) -> None:
+        self._params, self._settings = params, settings
+        self._serial = serial_database(params)  # one per process and database, made on first use
+
+    def limiter(self, *, owner: str | None) -> Limiter:
+        return limiter_for(self._params, self._settings, owner=owner)
+
+    @property
+    def budgets(self) -> PgBudgets:
+        return PgBudgets(self._serial)
+
+    @property
+    def jobs(self) -> PgJobs:
+        return PgJobs(self._serial)

@@ -14,12 +14,12 @@ from batchlane.domain import status as st
 from batchlane.domain.budget import Limits, Standing
 from batchlane.domain.status import ChunkStatus, Entity
 from batchlane.ports import BudgetOverride, JobMoney, JobRow
-from batchlane_dev.fakes.jobs import FakeJobs
-from batchlane_dev.fakes.ledger import MoneyRows, money
+from fakes.jobs import FakeJobs
+from fakes.ledger import MoneyRows, money
 
 
 class FakeBudgets:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

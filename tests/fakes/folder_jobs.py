@@ -13,7 +13,7 @@ from typing import Any
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, FolderFileStatus, JobStatus, Transition
 from batchlane.ports import EndedConversion, FileRow, FolderCounts, FolderFile, FolderJob, NewFolderFile
-from batchlane_dev.fakes.jobs import FakeJobs
+from fakes.jobs import FakeJobs
 
 _ENDED_FILE = (FolderFileStatus.COMPLETED.value, FolderFileStatus.FAILED.value, FolderFileStatus.SKIPPED.value)
 _FINISH = {"completed": "complete", "failed": "fail", "skipped": "skip"}
@@ -28,7 +28,7 @@ class _FolderRows:
 
 
 class FakeFolderJobs:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

@@ -12,15 +12,15 @@ from typing import Any
 from batchlane.domain import status as st
 from batchlane.domain.status import BatchRowState, ChunkStatus
 from batchlane.ports import FileJob, FileRow, HoldView, JobLanes, JobProgress, JobRow, ModelSpend, OwnerFile
-from batchlane_dev.fakes.jobs import FakeJobs, _JobRows
-from batchlane_dev.fakes.lanes import lane_rows
-from batchlane_dev.fakes.ledger import money
+from fakes.jobs import FakeJobs, _JobRows
+from fakes.ledger import money
+from fakes.pool import lane_rows
 
 _BUSIEST_FIRST = (BatchRowState.PREPARING, BatchRowState.SUBMITTED, BatchRowState.STOPPING)
 
 
 class FakeReads:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

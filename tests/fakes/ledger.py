@@ -10,7 +10,7 @@ from typing import Any
 
 from batchlane.domain.status import JobStatus
 from batchlane.ports import Hold, LedgerRow
-from batchlane_dev.fakes.jobs import FakeJobs
+from fakes.jobs import FakeJobs
 
 _CENTS = Decimal("0.000001")  # numeric(14, 6)
 
@@ -41,7 +41,7 @@ def money(state: Any) -> MoneyRows:
 
 
 class FakeLedger:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

@@ -16,7 +16,7 @@ class _Bucket:
 
 
 class FakeRateLimits:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     def take(self, owner_id: str, *, cost: float, rate_per_s: float, burst: float) -> float:

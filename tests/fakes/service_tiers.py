@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from batchlane.domain import service_tier as tiers
-from batchlane_dev.fakes.lanes import lane_rows
+from fakes.pool import lane_rows
 
 
 class FakeServiceTiers:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

@@ -11,18 +11,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from batchlane_dev.fakes.budgets import FakeBudgets
-from batchlane_dev.fakes.caps import FakeCaps
-from batchlane_dev.fakes.deliveries import FakeDeliveries
-from batchlane_dev.fakes.folder_jobs import FakeFolderJobs
-from batchlane_dev.fakes.jobs import FakeJobs
-from batchlane_dev.fakes.lanes import FakeLanes
-from batchlane_dev.fakes.ledger import FakeLedger
-from batchlane_dev.fakes.page_forms import FakePageForms
-from batchlane_dev.fakes.rate_limits import FakeRateLimits
-from batchlane_dev.fakes.read_model import FakeReads
-from batchlane_dev.fakes.retries import FakeRetries
-from batchlane_dev.fakes.service_tiers import FakeServiceTiers
+from fakes.budgets import FakeBudgets
+from fakes.caps import FakeCaps
+from fakes.deliveries import FakeDeliveries
+from fakes.folder_jobs import FakeFolderJobs
+from fakes.jobs import FakeJobs
+from fakes.lanes import FakeLanes
+from fakes.ledger import FakeLedger
+from fakes.page_forms import FakePageForms
+from fakes.rate_limits import FakeRateLimits
+from fakes.read_model import FakeReads
+from fakes.retries import FakeRetries
+from fakes.service_tiers import FakeServiceTiers
 
 
 class FakeClock:

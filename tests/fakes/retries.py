@@ -10,7 +10,7 @@ from typing import Any
 
 from batchlane.domain.status import Entity, RetryStatus, Transition
 from batchlane.ports import JobRetry, UniqueViolation
-from batchlane_dev.fakes.jobs import FakeJobs
+from fakes.jobs import FakeJobs
 
 _MICRO = Decimal("0.000001")  # numeric(14, 6)
 
@@ -25,7 +25,7 @@ def _money(value: Decimal | None) -> Decimal | None:
 
 
 class FakeRetries:
-    def __init__(self, state: Any) -> None:  # a batchlane_dev.fakes.FakeState
+    def __init__(self, state: Any) -> None:  # a fakes.FakeState
         self.state = state
 
     @property

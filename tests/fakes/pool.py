@@ -1,4 +1,4 @@
-"""The pool's half of the in-memory LaneRepository (batchlane_dev.fakes.lanes.FakeLanes): what db/batch_rows.py reads
+"""The pool's half of the in-memory LaneRepository (fakes.lanes.FakeLanes): what db/batch_rows.py reads
 across jobs, chunks, lanes and folder files (the fair order, the folder window, stranded jobs, what to purge).
 
 Each method follows its SQL statement clause by clause; the contract tests (tests/contract/test_pool_contract.py) hold
@@ -11,20 +11,17 @@ import json
 import uuid
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from batchlane.domain import status as st
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import by_base_model
 from batchlane.domain.status import BatchMemberState, BatchRowState
 from batchlane.ports import BatchRow, ChunkRow, JobRow, LaneOutcome, PooledChunk, PoolRead, PurgeTarget
-from batchlane_dev.fakes.folder_jobs import _FolderRows
-from batchlane_dev.fakes.jobs import _JobRows
-
-if TYPE_CHECKING:
-    from batchlane_dev.fakes.lanes import _LaneRows
+from fakes.folder_jobs import _FolderRows
+from fakes.jobs import _JobRows
 
 FOLDER_STALL_S = 120.0  # db/batch_rows.FOLDER_STALL_S: a folder that started no file for this long lets its files' windows start
 _UNBOUNDED = 2**62  # db/batch_rows._UNBOUNDED: no budget
@@ -40,12 +37,44 @@ def _uuid(value: str) -> str:
     return str(uuid.UUID(str(value)))
 
 
+@dataclass
+class _MemberRow:
+    """One batch_members row (0017_batch_pool.sql), mutable as the SQL row is."""
+
+    batch_row_id: int
+    job_id: str
+    chunk_index: int
+    member_tag: str
+    pages: int
+    records: int | None = None
+    accepted: int | None = None
+    state: str = "packed"
+    purged_at: datetime | None = None
+
+
+@dataclass
+class _LaneRows:
+    """The lanes' part of the FakeState, which FakeLanes and the pool's reads share."""
+
+    rows: dict[int, BatchRow] = field(default_factory=dict)  # conversion_batch_jobs by id (BatchRow is frozen: replace() to move)
+    members: list[_MemberRow] = field(default_factory=list)
+    pooled_at: dict[str, datetime] = field(default_factory=dict)  # large_conversion_jobs.pooled_at by job id
+    pool_left_at: dict[str, datetime] = field(default_factory=dict)  # large_conversion_jobs.pool_left_at by job id
+    lane_reason: dict[str, str] = field(default_factory=dict)  # large_conversion_jobs.lane_reason (leave_pool sets it)
+    next_id: int = 1
+
+
+def lane_rows(state: Any) -> _LaneRows:
+    rows: _LaneRows = state.part("lanes", _LaneRows)
+    return rows
+
+
 class FakePool:
-    state: Any  # a batchlane_dev.fakes.FakeState (set by FakeLanes)
+    state: Any  # a fakes.FakeState (set by FakeLanes)
 
     @property
-    def _rows(self) -> _LaneRows:  # FakeLanes' part of the state (lanes, members, the jobs' pool columns)
-        raise NotImplementedError
+    def _rows(self) -> _LaneRows:  # the lanes' part of the state (lanes, members, the jobs' pool columns)
+        return lane_rows(self.state)
 
     @property
     def _jobs(self) -> _JobRows:
@@ -72,8 +101,6 @@ class FakePool:
     def insert_lane(self, *, lane_id: str, model_id: str, deadline_hours: float, chunks: list[tuple[str, int, int]]) -> BatchRow:
         """A preparing lane carrying ``chunks`` (job id, chunk index, pages), each job tagged m<k> in order of first
         appearance. Refused, nothing written, where PostgreSQL's constraints refuse the INSERTs."""
-        from batchlane_dev.fakes.lanes import _MemberRow  # lanes.py imports this module: its row type is read at call time
-
         lane_id = _uuid(lane_id)
         tags: dict[str, str] = {}
         for job_id, _, _ in chunks:
