@@ -13,7 +13,7 @@ from usecase_fakes import FakeBus, workflows_of
 from batchlane.config import Settings
 from batchlane.folders import usecases
 from batchlane.folders.enumerate import enumerate_step
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 
 ALICE = "alice"
