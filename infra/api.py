@@ -44,8 +44,8 @@ GATEWAY_ERRORS = (
     (apigw.ResponseType.UNAUTHORIZED, "UNAUTHORIZED"),
     (apigw.ResponseType.ACCESS_DENIED, "FORBIDDEN"),
     (apigw.ResponseType.THROTTLED, "THROTTLED"),
-    (apigw.ResponseType.DEFAULT_4XX, "BAD_REQUEST"),
-    (apigw.ResponseType.DEFAULT_5XX, "GATEWAY_ERROR"),
+    (apigw.ResponseType.DEFAULT_4_XX, "BAD_REQUEST"),
+    (apigw.ResponseType.DEFAULT_5_XX, "GATEWAY_ERROR"),
 )
 
 

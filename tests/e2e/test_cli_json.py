@@ -223,7 +223,10 @@ def test_jobs_list_has_a_header_dates_and_lists_files_and_folder_jobs_newest_fir
     assert listed.exit_code == 0, listed.output
     header, *rows = listed.stdout.splitlines()
     assert header.split() == ["CREATED", "JOB", "STATUS", "PHASE", "PROGRESS", "BATCH", "NAME"]
-    assert [row.split()[2] for row in rows] == [last, folder, first]  # newest first, folder jobs among the files
+    ids = [row.split()[2] for row in rows]
+    assert [job for job in ids if job in {last, folder, first}] == [last, folder, first]  # newest first, folder jobs among the files
+    others = [row for row in rows if row.split()[2] not in {last, folder, first}]
+    assert all(row.split()[-1].endswith("a.pdf") for row in others), rows  # only the folder's own file, once its conversion started
     assert all(re.match(r"^\d{4}-\d\d-\d\d \d\d:\d\d ", row) for row in rows), rows
 
 

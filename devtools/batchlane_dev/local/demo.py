@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,23 +43,24 @@ SAMPLE_PAGES = 8
 SAMPLE_HEADROOM = 2.0
 
 
-def sampled_record_cost_ms(data: bytes, *, bound: Bound = SURVEY_BOUND) -> float | None:
+def sampled_record_cost_ms(data: bytes, *, bound: Bound = SURVEY_BOUND, model: Callable[..., str] = page_markdown) -> float | None:
     """The sampled cost of :func:`sample_pdf`."""
-    return sample_pdf(data, bound=bound)[0]
+    return sample_pdf(data, bound=bound, model=model)[0]
 
 
-def sample_pdf(data: bytes, *, bound: Bound = SURVEY_BOUND) -> tuple[float | None, int]:
+def sample_pdf(data: bytes, *, bound: Bound = SURVEY_BOUND, model: Callable[..., str] = page_markdown) -> tuple[float | None, int]:
     """(ms a record, pages): the emulator's model (visual mode, the dearer) timed on up to ``SAMPLE_PAGES`` pages spread over ``data``,
     mean × ``SAMPLE_HEADROOM``, in ms a record (None when ``data`` is a PDF the product would refuse or cannot
     be read within ``bound``), and its page count (1 when unknown). A user's PDF is opened only in a child bounded like the product's own survey
-    (pdf/bounded.py): a page tree nested thousands deep or a content bomb ends the sampling, never the demo."""
+    (pdf/bounded.py): a page tree nested thousands deep or a content bomb ends the sampling, never the demo. ``model`` runs in
+    that child, so it must be picklable (a module-level function)."""
     try:
-        return run_bounded(_sample_in_process, data, bound=bound)
+        return run_bounded(_sample_in_process, data, model, bound=bound)
     except OverBudget:  # the product's survey stops at the same bound: the job will say PDF_TOO_COMPLEX
         return None, 1
 
 
-def _sample_in_process(data: bytes) -> tuple[float | None, int]:
+def _sample_in_process(data: bytes, model: Callable[..., str]) -> tuple[float | None, int]:
     """What the bounded child runs: cut the sample pages, then time the model on each."""
     import pypdfium2 as pdfium
 
@@ -91,7 +93,7 @@ def _sample_in_process(data: bytes) -> tuple[float | None, int]:
     for page in pages:
         started = time.perf_counter()
         try:
-            page_markdown(page, visual=True)  # a batch record is a Messages body: always visual (model._read_messages)
+            model(page, visual=True)  # a batch record is a Messages body: always visual (model._read_messages)
         except ModelInputError:  # the emulator answers such a record with an error: cheap, but it still counts
             pass
         spent.append(time.perf_counter() - started)
