@@ -123,6 +123,10 @@ class MemoryBucket:
     def get_json(self, key: str) -> Any:
         return json.loads(self.get_bytes(key))
 
+    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int:
+        path.write_bytes(self.get_bytes(key))
+        return path.stat().st_size
+
     def list_keys(self, prefix: str) -> list[str]:
         return sorted(k for k in self.objects if k.startswith(prefix))
 
@@ -151,8 +155,17 @@ def convert_offline(pdf: Path, markdown: Path) -> dict[str, Any]:
         store.put_json(key, {"jobId": job_id, "chunkIndex": span.index, "pages": [r.to_json() for r in results]})
         result_keys.append(key)
     regions = described_regions(read_results(store, result_keys))  # type: ignore[arg-type]
-    figures = extract_figures(store, job_id, [(s.index, s.first_page) for s in spans], regions=regions)  # type: ignore[arg-type]
-    write_document(store, job_id, result_keys, {}, document.page_count, figures=figures, figure_folder=figure_folder(pdf.name))  # type: ignore[arg-type]
+    figures = extract_figures(store, job_id, [(s.index, s.first_page, s.last_page) for s in spans], regions=regions)  # type: ignore[arg-type]
+    write_document(
+        store,  # type: ignore[arg-type]
+        job_id,
+        result_keys,
+        {},
+        document.page_count,
+        figures=figures,
+        figure_folder=figure_folder(pdf.name),
+        figures_skipped=figures.skipped,
+    )
     return write_job_outputs(store, job_id, keys.markdown_key(job_id), pdf.name, markdown)
 
 

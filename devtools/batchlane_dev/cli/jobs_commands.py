@@ -397,11 +397,23 @@ def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
 
 
 def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool) -> dict[str, Any]:
-    """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3."""
+    """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3, and what goes beside it."""
     answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
     size = api.download(answer["url"], target, force=force)
+    return {**answer, "path": str(target), "sizeBytes": size, **download_beside(api, answer, target, force=force)}
+
+
+def download_beside(api: ApiClient, answer: dict[str, Any], target: Path, *, force: bool) -> dict[str, Any]:
+    """The figure files where the Markdown's links point, and its per-page record as ``book.pages.jsonl`` beside
+    ``book.md`` (replaced with the Markdown it belongs to: it describes that file's pages)."""
+    from batchlane_dev.local.outputs import pages_path
+
     images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
-    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
+    pages = None
+    if answer.get("pages"):
+        pages = pages_path(target)
+        api.download(str(answer["pages"]["url"]), pages, force=True)
+    return {"imagePaths": images, "pagesPath": str(pages) if pages else None}
 
 
 def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force: bool) -> Path:
@@ -646,8 +658,8 @@ def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_j
     if target.exists() and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
     size = api.download(answer["url"], target, force=force)
-    images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
-    result = {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
+    result = {**answer, "path": str(target), "sizeBytes": size, **download_beside(api, answer, target, force=force)}
+    images = result["imagePaths"]
     if as_json:
         click.echo(json.dumps(result))
     else:

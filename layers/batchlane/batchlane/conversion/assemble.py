@@ -15,7 +15,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
-from batchlane.conversion.figures import extract_figures, figure_folder
+from batchlane.conversion.figures import Figures, extract_figures, figure_folder
 from batchlane.converter import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.assembly import (
@@ -59,11 +59,13 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     options = job.options or {}
     file_row = jobs.get_file(job.file_id)
     folder = figure_folder(file_row.name if file_row else "document.pdf")
-    figures: dict[int, list[Figure]] = {}
+    figures = Figures()
     if options.get("assembly") != "none":
         regions = described_regions(read_results(svc.store, [c.result_key for c in chunks]))
-        figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks], regions=regions)
-    tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
+        figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page, c.last_page) for c in chunks], regions=regions)
+    tally = write_document(
+        svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder, figures_skipped=figures.skipped
+    )
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
     jobs.move_job(
         job_id,
@@ -90,6 +92,7 @@ def write_document(
     *,
     figures: Mapping[int, list[Figure]] | None = None,
     figure_folder: str = "images",
+    figures_skipped: Mapping[int, str] | None = None,
 ) -> _Tally:
     """pages.jsonl, then the Markdown (``options.assembly``: document, or none), both streamed; what they held."""
     assert all(result_keys), "a chunk completed without a result"
@@ -99,7 +102,7 @@ def write_document(
         for result in read_results(store, result_keys):
             survey_page(survey, _page_text(result))
         furniture = survey.furniture()
-    lines = _jsonl(read_results(store, result_keys), furniture, figures or {}, figure_folder)
+    lines = _jsonl(read_results(store, result_keys), furniture, figures or {}, figure_folder, figures_skipped or {})
     store.put_stream(keys.pages_key(job_id), lines, "application/x-ndjson")
     tally = _Tally()
     pages = tally.count(read_results(store, result_keys))
@@ -132,11 +135,12 @@ def _page_text(result: PageResult) -> PageText:
     return PageText(result.page_number, "converted" if result.status == "blank" else result.status, result.markdown, result.reason)
 
 
-def page_record(result: PageResult, figures: list[Figure], folder: str, furniture: Furniture | None = None) -> dict[str, Any]:
+def page_record(result: PageResult, figures: list[Figure], folder: str, furniture: Furniture | None = None, figures_skipped: str | None = None) -> dict[str, Any]:
     """One line of pages.jsonl: what a pipeline reads instead of parsing the Markdown's comments.
 
     ``markdown`` is the page as the model gave it (cleaned and made safe); ``furniture`` lists the lines the
-    document pass removed from it (running heads, feet, folios), so the removal can be audited and undone.
+    document pass removed from it (running heads, feet, folios), so the removal can be audited and undone;
+    ``figuresSkipped`` names the bound that kept the page's figures as descriptions (conversion/figures.py), or null.
     """
     blocks = page_text_blocks(result.markdown)
     markdown = "\n\n".join(blocks)
@@ -151,6 +155,7 @@ def page_record(result: PageResult, figures: list[Figure], folder: str, furnitur
         "outputTokens": result.usage.output_tokens,
         "markdown": markdown,
         "furniture": removed,
+        "figuresSkipped": figures_skipped,
         "figures": [
             {"src": f"{folder}/{f.name}", "width": f.width, "height": f.height, "description": described[k] if k < len(described) else None}
             for k, f in enumerate(figures)
@@ -158,9 +163,12 @@ def page_record(result: PageResult, figures: list[Figure], folder: str, furnitur
     }
 
 
-def _jsonl(results: Iterator[PageResult], furniture: Furniture, figures: Mapping[int, list[Figure]], folder: str) -> Iterator[bytes]:
+def _jsonl(
+    results: Iterator[PageResult], furniture: Furniture, figures: Mapping[int, list[Figure]], folder: str, skipped: Mapping[int, str]
+) -> Iterator[bytes]:
     for result in results:
-        yield (json.dumps(page_record(result, figures.get(result.page_number, []), folder, furniture), ensure_ascii=False) + "\n").encode()
+        record = page_record(result, figures.get(result.page_number, []), folder, furniture, skipped.get(result.page_number))
+        yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 
 def _encoded(pieces: Iterator[str], size: int = 1 << 20) -> Iterator[bytes]:
