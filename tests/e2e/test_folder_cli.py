@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from batchlane_dev.cli.main import main
 from batchlane_dev.local.daemon import start_daemon, stop_daemon
-from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.pdfgen import VECTOR_CHART_PAGE, make_pdf, make_vector_chart_pdf
 
 
 @pytest.fixture(scope="module")
@@ -197,3 +197,18 @@ def test_demo_folder_on_a_running_stack_prints_a_table_and_the_job_is_the_caller
     assert "x.pdf" not in listed.stdout  # the folder file's own conversion is not mixed in …
     everything = CliRunner().invoke(main, ["jobs", "list", "--all", "--workdir", str(local_stack)], catch_exceptions=False)
     assert f"x.pdf  (in {job_id})" in everything.stdout  # … unless asked for, marked with its folder job
+
+
+def test_a_local_folder_job_puts_each_markdowns_pages_jsonl_and_figures_beside_it(local_stack, tmp_path):  # type: ignore[no-untyped-def]
+    """Issue 39.4: every Markdown that links figures has them beside it, a folder job's as a single file's."""
+    folder = tmp_path / "charts"
+    folder.mkdir()
+    (folder / "report.pdf").write_bytes(make_vector_chart_pdf())
+
+    converted = run(local_stack, "convert", f"{folder}/", "--json", "--interval", "0.2")
+
+    assert converted.exit_code == 0, converted.output
+    markdown = (folder / "report.md").read_text()
+    assert f"](report.images/p{VECTOR_CHART_PAGE}-1.png)" in markdown
+    assert (folder / "report.images" / f"p{VECTOR_CHART_PAGE}-1.png").stat().st_size > 1000
+    assert [json.loads(line)["page"] for line in (folder / "report.pages.jsonl").read_text().splitlines()] == [1, 2, 3]

@@ -657,6 +657,7 @@ def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_j
     target = output or Path(answer["fileName"])
     if target.exists() and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
+    target.parent.mkdir(parents=True, exist_ok=True)  # `-o out/book.md` with no out/ yet, as `convert -o` allows
     size = api.download(answer["url"], target, force=force)
     result = {**answer, "path": str(target), "sizeBytes": size, **download_beside(api, answer, target, force=force)}
     images = result["imagePaths"]
