@@ -20,7 +20,7 @@ from typing import Any
 
 from batchlane import keys
 from batchlane.conversion.assemble import described_regions, read_results, write_document
-from batchlane.conversion.figures import extract_figures, figure_folder
+from batchlane.conversion.figures import Figures, extract_figures, figure_folder
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.converter import PageResult
 from batchlane.domain.errors import NotFound
@@ -140,8 +140,21 @@ def emulated_page(page: Any) -> PageResult:
     return PageResult(page.number, "converted", page_markdown(page.pdf_bytes, visual=True), served_by="on_demand")
 
 
-def convert_offline(pdf: Path, markdown: Path) -> dict[str, Any]:
-    """``pdf`` → ``markdown`` with pages.jsonl and figures beside it, by the product's split and Assemble code."""
+def emulated_results(pdf: Path) -> list[PageResult]:
+    """Every page of ``pdf`` as the offline model answers it, split and fitted as the chunk processor sends it."""
+    store = MemoryBucket()
+    document = open_pdf(pdf.read_bytes(), max_pages=MAX_PAGES)
+    spans = plan_chunks(document.page_count, PAGES_PER_CHUNK)
+    store_chunk_sources(store, "pages", document, spans)  # type: ignore[arg-type]
+    return [emulated_page(fit(page)) for span in spans for page in open_chunk(store.get_bytes(keys.chunk_source_key("pages", span.index)), span).pages(span)]
+
+
+def convert_offline(pdf: Path, markdown: Path, *, results: list[PageResult] | None = None, figures: bool = True) -> dict[str, Any]:
+    """``pdf`` → ``markdown`` with pages.jsonl and figures beside it, by the product's split and Assemble code.
+
+    ``results``: the pages' answers when they are known already (a volume bound of one book's pages answers as the
+    book does, page for page: the emulator reads only the page); ``figures=False`` leaves the figures as descriptions.
+    """
     store = MemoryBucket()
     job_id = str(uuid.uuid4())
     document = open_pdf(pdf.read_bytes(), max_pages=MAX_PAGES)
@@ -149,36 +162,48 @@ def convert_offline(pdf: Path, markdown: Path) -> dict[str, Any]:
     store_chunk_sources(store, job_id, document, spans)  # type: ignore[arg-type]
     result_keys: list[str | None] = []
     for span in spans:
-        pages = open_chunk(store.get_bytes(keys.chunk_source_key(job_id, span.index)), span).pages(span)
-        results = [emulated_page(fit(page)) for page in pages]
+        if results is not None:
+            chunk = [PageResult.from_json({**r.to_json(), "page": n}) for n, r in zip(range(span.first_page, span.last_page + 1), results[span.first_page - 1 : span.last_page], strict=True)]
+        else:
+            chunk = [emulated_page(fit(page)) for page in open_chunk(store.get_bytes(keys.chunk_source_key(job_id, span.index)), span).pages(span)]
         key = keys.chunk_result_key(job_id, span.index)
-        store.put_json(key, {"jobId": job_id, "chunkIndex": span.index, "pages": [r.to_json() for r in results]})
+        store.put_json(key, {"jobId": job_id, "chunkIndex": span.index, "pages": [r.to_json() for r in chunk]})
         result_keys.append(key)
-    regions = described_regions(read_results(store, result_keys))  # type: ignore[arg-type]
-    figures = extract_figures(store, job_id, [(s.index, s.first_page, s.last_page) for s in spans], regions=regions)  # type: ignore[arg-type]
+    found = Figures()
+    if figures:
+        regions = described_regions(read_results(store, result_keys))  # type: ignore[arg-type]
+        found = extract_figures(store, job_id, [(s.index, s.first_page, s.last_page) for s in spans], regions=regions)  # type: ignore[arg-type]
     write_document(
         store,  # type: ignore[arg-type]
         job_id,
         result_keys,
         {},
         document.page_count,
-        figures=figures,
+        figures=found,
         figure_folder=figure_folder(pdf.name),
-        figures_skipped=figures.skipped,
+        figures_skipped=found.skipped,
     )
     return write_job_outputs(store, job_id, keys.markdown_key(job_id), pdf.name, markdown)
 
 
-def measure(pdf: Path, markdown: Path) -> dict[str, Any]:
-    """doc_metrics.py's figures, with the share of furniture left and :func:`edge_furniture_left` beside them."""
+def measure(pdf: Path, markdown: Path, *, lines: list[list[str]] | None = None) -> dict[str, Any]:
+    """doc_metrics.py's figures, with the share of furniture left and :func:`edge_furniture_left` beside them.
+    ``lines``: the PDF's text layer as doc_metrics reads it, when it is known already."""
     with _quiet():
-        result = doc_metrics.measure(pdf, markdown)
+        lines = lines if lines is not None else doc_metrics.page_lines(pdf)
+        reader = doc_metrics.page_lines
+        doc_metrics.page_lines = lambda _: lines  # type: ignore[assignment,misc]  # read once: measure reads it too
+        try:
+            result = doc_metrics.measure(pdf, markdown)
+        finally:
+            doc_metrics.page_lines = reader  # type: ignore[assignment,misc]
         result["furniture_left_pct"] = round(100 * result["furniture_left"] / result["pages_with_furniture"], 2) if result["pages_with_furniture"] else 0.0
-        result["furniture_left_at_edges"] = edge_furniture_left(pdf, markdown)
+        result["furniture_left_at_edges"] = edge_furniture_left(lines, markdown)
+        result["bare_number_pages"] = bare_number_pages(markdown)
     return result
 
 
-def edge_furniture_left(pdf: Path, markdown: Path) -> list[int]:
+def edge_furniture_left(lines: list[list[str]], markdown: Path) -> list[int]:
     """The pages whose Markdown section still opens or ends with a running head or foot doc_metrics finds.
 
     doc_metrics also counts a short paragraph anywhere in the section that holds the head's words (its
@@ -187,7 +212,6 @@ def edge_furniture_left(pdf: Path, markdown: Path) -> list[int]:
     name ("Überlagerungen sind surjektiv."). This count keeps the same test for the section's first and last
     paragraphs only: where a head or foot the pass left would stand.
     """
-    lines = doc_metrics.page_lines(pdf)
     furniture = doc_metrics.furniture(lines)
     sections = doc_metrics.sections(markdown.read_text(encoding="utf-8"))
     left = []
@@ -197,6 +221,19 @@ def edge_furniture_left(pdf: Path, markdown: Path) -> list[int]:
         if any(doc_metrics.letters(h) and any(doc_metrics.letters(h) in e and len(e) <= len(doc_metrics.letters(h)) + 40 for e in edges) for h in heads):
             left.append(number)
     return left
+
+
+def bare_number_pages(markdown: Path) -> list[int]:
+    """The pages doc_metrics counts in ``bare_numbers`` (a first or last paragraph that is only a number), by number."""
+    import re
+
+    out = []
+    for number, section in doc_metrics.sections(markdown.read_text(encoding="utf-8")).items():
+        paragraphs = doc_metrics.paragraphs(section)
+        edges = paragraphs[:1] + (paragraphs[-1:] if len(paragraphs) > 1 else [])
+        if any(re.fullmatch(r"[-–—\s]*\d{1,4}[-–—\s]*", p) for p in edges):
+            out.append(number)
+    return out
 
 
 def missed_targets(result: dict[str, Any]) -> list[str]:
