@@ -112,3 +112,19 @@ def _pages(pdf: Path, numbers: list[int]) -> Path:
     with target.open("wb") as stream:
         writer.write(stream)
     return target
+
+
+def test_the_readmes_sample_is_libtasn1_as_converted(measured: dict[str, dict[str, Any]]) -> None:
+    """README.md "Getting the Markdown" shows a real book's pages 30-31 and page 31's pages.jsonl line: still true."""
+    import json
+
+    from batchlane_dev.local.outputs import pages_path
+    from tests.docs_blocks import fenced_blocks
+
+    blocks = {b.language: b.body for b in fenced_blocks("README.md") if b.heading == "### Getting the Markdown" and b.language in ("text", "json")}
+    markdown = measured["libtasn1"]["markdown"]
+    assert blocks["text"].strip() in markdown.read_text(encoding="utf-8")
+    shown = json.loads(blocks["json"])
+    record = next(json.loads(line) for line in pages_path(markdown).read_text().splitlines() if json.loads(line)["page"] == shown["page"])
+    assert {k: record[k] for k in ("status", "furniture", "figures", "figuresSkipped")} == {k: shown[k] for k in ("status", "furniture", "figures", "figuresSkipped")}
+    assert record["markdown"].startswith(shown["markdown"].rstrip("…"))
