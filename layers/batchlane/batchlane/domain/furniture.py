@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -65,7 +66,7 @@ def _plain(line: str) -> tuple[str, bool]:
     return line.strip("*_ "), heading
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Candidate:
     """One edge line of a page: what may be a running head, foot or folio."""
 
@@ -78,7 +79,7 @@ class Candidate:
     side: str  # bare | lead | trail | page (``Page 3 of 9``) | "" (no number)
     title: str  # title_key of the line less its number
     heading: bool  # written as a heading
-    inner: str  # title_key of what follows it towards the page's middle (a repeated form repeats that too)
+    inner: int  # hash of what follows it towards the page's middle (a repeated form repeats that too); 0: nothing
 
 
 def folio_value(text: str) -> int | None:
@@ -119,7 +120,7 @@ def _candidate(edge: str, depth: int, block: str, inner: str) -> Candidate | Non
         form, line = "block", lines[0]
     elif len(lines) > 1:
         form, line = "line", lines[0] if edge == "top" else lines[-1]
-        inner = title_key("\n".join(lines[1:] if edge == "top" else lines[:-1]))[:MAX_FURNITURE_CHARS]
+        inner = title_key("\n".join(lines[1:3] if edge == "top" else lines[-3:-1]))[:MAX_FURNITURE_CHARS]
         if len(line.strip()) > MAX_FURNITURE_CHARS:
             return None
     else:
@@ -132,7 +133,8 @@ def _candidate(edge: str, depth: int, block: str, inner: str) -> Candidate | Non
     number, side, rest = _number(plain)
     if edge == "top" and (side == "" or (form == "glued" and side not in ("lead", "bare"))):
         number, side, rest = _title_first(plain, number, side, rest)
-    return Candidate(edge, depth, form, line, title_key(plain), number, side, title_key(rest), heading, inner[:MAX_FURNITURE_CHARS])
+    key, title = sys.intern(title_key(plain)), sys.intern(title_key(rest))  # a running head's are the same on every page
+    return Candidate(edge, depth, form, line, key, number, side, title, heading, hash(inner[:MAX_FURNITURE_CHARS]) if inner else 0)
 
 
 def _title_first(head: str, number: int | None, side: str, rest: str) -> tuple[int | None, str, str]:
@@ -180,7 +182,7 @@ def page_candidates(blocks: list[str]) -> list[Candidate]:
             break
         for depth, index in enumerate(order[:EDGE_DEPTH]):
             following = order[depth + 1] if depth + 1 < len(order) else None
-            inner = title_key(blocks[following])[:MAX_FURNITURE_CHARS] if following is not None else ""
+            inner = title_key(blocks[following][: 2 * MAX_FURNITURE_CHARS])[:MAX_FURNITURE_CHARS] if following is not None else ""
             candidate = _candidate(edge, depth, blocks[index], inner)
             if candidate is not None:
                 out.append(candidate)
@@ -236,7 +238,6 @@ class _Decider:
         self.decorations = frozenset(line for line, count in survey.figures.items() if count >= MIN_REPEATS)
         self.offsets: dict[int, list[int]] = defaultdict(list)  # offset (number − page) → pages with it at an edge
         self.lines: dict[tuple[str, str], list[int]] = defaultdict(list)  # (edge, key) → pages with that whole line
-        self.inners: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
         for page, found in sorted(self.candidates.items()):
             for offset in sorted({c.number - page for c in found if c.number is not None}):
                 self.offsets[offset].append(page)
@@ -245,8 +246,8 @@ class _Decider:
                 # a line counts where it stands at the edge, or right inside a line carrying a number (a foot above its folio)
                 if c.form != "glued" and (c.depth == 0 or c.edge in numbered):
                     self.lines[(c.edge, c.key)].append(page)
-                    self.inners[(c.edge, c.key)][c.inner] += 1
         self.pages = sorted(self.candidates)  # the pages with text
+        self.inner_counts: dict[tuple[str, str], Counter[int]] = {}
         self.titles = self._running_titles()
         numbered = {h for h in survey.headings if h[:1].isdigit()}
         self.known = self.titles | numbered  # what a glued head may be cut by
@@ -294,8 +295,16 @@ class _Decider:
         # on MIN_REPEATS pages and 3 in 5 of those around it, or of its side's (a head on even pages only)
         if not any(len(on) >= MIN_REPEATS and len(on) * 5 >= of * 3 for on, of in ((around, len(texts)), (same, sides))):
             return False
-        inner, count = self.inners[(candidate.edge, candidate.key)].most_common(1)[0]
+        inner, count = self._inners(candidate.edge, candidate.key, pages).most_common(1)[0]
         return not (inner and count * 2 >= len(pages))
+
+    def _inners(self, edge: str, key: str, pages: list[int]) -> Counter[int]:
+        """What follows the line on each page it stands on (counted only for the few lines that repeat)."""
+        cached = self.inner_counts.get((edge, key))
+        if cached is None:
+            cached = Counter(c.inner for q in pages for c in self.candidates.get(q, []) if (c.edge, c.key) == (edge, key) and c.form != "glued")
+            self.inner_counts[(edge, key)] = cached
+        return cached
 
     def _running_prefix(self, page: int, candidate: Candidate) -> Removal | None:
         """A head without a number glued to the paragraph (``Journal of Tests Vol. 7 the text …``): the longest run of
