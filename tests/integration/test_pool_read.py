@@ -31,7 +31,7 @@ SETTINGS = SimpleNamespace(
     batch_conversion_max_records=MAX_RECORDS,
     batch_conversion_min_records=60,
     batch_pool_window_s=900.0,
-    batch_conversion_max_job_mb=1,  # 1 MiB: some chunks' estimated bytes fill a job before its records do
+    batch_conversion_max_job_mb=1,  # 1 MB: some chunks' estimated bytes fill a job before its records do
 )
 
 

@@ -103,8 +103,8 @@ def test_a_retry_lane_is_prepared_already_and_goes_to_submit_as_it_is(svc: Servi
         (3, 100, ("submit", None)),  # 6 records: exactly the minimum, exactly the maximum
         (2, 100, ("skip", "too_few_records")),
         (4, 100, ("skip", "too_many_records")),
-        (3, 512 * 1024, ("submit", None)),  # exactly one MB, the largest Bedrock job here
-        (3, 512 * 1024 + 1, ("skip", "job_too_large")),
+        (3, 500_000, ("submit", None)),  # exactly one MB (10**6 bytes, as AWS counts), the largest Bedrock job here
+        (3, 500_000 + 1, ("skip", "job_too_large")),
     ],
 )
 def test_a_lane_is_skipped_only_past_its_limits(svc: Services, records: int, shard_bytes: int, decision: tuple[str, str | None]) -> None:
