@@ -12,6 +12,7 @@ pages): the bench (`make bench --only one_document`) converts it whole on the of
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from batchlane_dev import corpus, doc_metrics
+from batchlane_dev.local.outputs import pages_path
 
 SINGLE = [d for d in corpus.COMMITTED if d.bound == 1]
 # Pages doc_metrics flags although what stands there is content (checked on the Markdown, 2026-12-06).
@@ -99,6 +101,11 @@ def test_the_book_bound_six_times_keeps_each_title_page_under_its_own_marker_and
     assert [n for n, text in sections.items() if "Geometrie und Topologie 0. Auflage" in text] == [1, 118, 235, 352, 469, 586]
     assert result["pages_moved"] == 0 and result["own_page_pct"] >= 99.0 and result["text_kept_pct"] >= 99.5, result
     assert "3) ein Homöomorphismus, der kein Homomorphismus ist" in sections[27 + 117], "page 27's text under its own marker"
+    book_pages = {kind: set(pages) for kind, pages in CONTENT["geotopo"].items()}
+    assert set(result["bare_number_pages"]) <= {p + 117 * k for p in book_pages["bare"] for k in range(6)}, "as six times the book"
+    assert set(result["furniture_left_at_edges"]) <= {p + 117 * k for p in book_pages["furniture"] for k in range(6)}
+    removed = [line for record in map(json.loads, pages_path(markdown).read_text().splitlines()) for line in record["furniture"]]
+    assert not [line for line in removed if line.startswith("*[Figure")], "a figure a volume repeats a book apart is no decoration"
 
 
 def _pages(pdf: Path, numbers: list[int]) -> Path:
@@ -116,9 +123,6 @@ def _pages(pdf: Path, numbers: list[int]) -> Path:
 
 def test_the_readmes_sample_is_libtasn1_as_converted(measured: dict[str, dict[str, Any]]) -> None:
     """README.md "Getting the Markdown" shows a real book's pages 30-31 and page 31's pages.jsonl line: still true."""
-    import json
-
-    from batchlane_dev.local.outputs import pages_path
     from tests.docs_blocks import fenced_blocks
 
     blocks = {b.language: b.body for b in fenced_blocks("README.md") if b.heading == "### Getting the Markdown" and b.language in ("text", "json")}

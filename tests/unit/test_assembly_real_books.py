@@ -149,3 +149,23 @@ def test_the_lines_removed_from_a_page_are_listed_in_its_pages_jsonl_record() ->
 
     assert record["furniture"] == ["## 5 1.1. TOPOLOGISCHE RÄUME"]
     assert json.loads(json.dumps(record))["markdown"].startswith("## 5 1.1.")  # the page as the model gave it: undoable
+
+
+def test_a_figure_line_or_a_titled_line_a_bound_volume_repeats_a_book_apart_is_content() -> None:
+    """6×GeoTopo: page 35's drawing description and its head glued to labels ("32 2.2. … N S vu (a)
+    Kugelkoordinaten 1") stood on six pages a book apart: the first was taken for a logo, the second for a running title."""
+    book = [
+        "## 30 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nEine Karte ist ein Homöomorphismus.",
+        "## 31 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nSei M eine Mannigfaltigkeit.",
+        "32 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN N S vu (a) Kugelkoordinaten 1\n\nDie Abbildung ist glatt.\n\n*[Figure: vector drawing of 63 shapes]*",
+        "## 33 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nDie Jacobi-Matrix hat vollen Rang.",
+        "## 34 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nWeiter gilt die Kettenregel.",
+        "## Lösungen\n\nAufgabe 1 ist gelöst.",
+        *[f"Seite {k} des Anhangs hat ihren eigenen Text." for k in range(1, 21)],  # the volume repeats 27 pages apart
+    ]
+    pages = [PageText(n, "converted", book[(n - 1) % len(book)]) for n in range(1, 6 * len(book) + 1)]
+
+    document = _assemble(pages)
+
+    assert document.count("vector drawing of 63 shapes") == 6 and document.count("N S vu (a) Kugelkoordinaten 1") == 6
+    assert "DIFFERENZIERBARE" not in document

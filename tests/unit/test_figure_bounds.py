@@ -166,3 +166,23 @@ def test_a_region_where_the_page_draws_nothing_and_an_all_white_image_write_no_f
     figures = extract_figures(store, "j1", [(0, 1, 1)], regions={1: [(0.1, 0.1, 0.6, 0.3)]})
 
     assert dict(figures) == {} and store.list_keys(keys.images_prefix("j1")) == []
+
+
+def test_a_picture_a_bound_volume_repeats_a_book_apart_is_a_figure_and_a_logo_on_pages_close_together_is_not() -> None:
+    """6×GeoTopo: the torus on each title page (117 pages apart) was taken for a logo, and not written."""
+    torus = Image.effect_noise((200, 200), 60).convert("RGB")
+    logo = Image.effect_noise((150, 150), 30).convert("RGB")
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4)
+    for number in range(1, 21):
+        pdf.drawString(72, 800, f"Page {number}.")
+        if number in (1, 9, 17):
+            pdf.drawImage(ImageReader(torus), 100, 300, width=200, height=200)
+        if number in (3, 4, 5):
+            pdf.drawImage(ImageReader(logo), 100, 600, width=120, height=120)
+        pdf.showPage()
+    pdf.save()
+
+    figures = extract_figures(_store(buffer.getvalue()), "j1", [(0, 1, 20)])
+
+    assert sorted(figures) == [1, 9, 17]

@@ -107,8 +107,11 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
         for name, pdf in documents:
             markdown, seconds, job = ours[name]
             mine = corpus.measure(pdf, markdown) if job["status"] == "completed" else {}
-            peer_markdown, peer_seconds = _peer(pdf, out / "peer" / name)
-            theirs = corpus.measure(pdf, peer_markdown)
+            try:
+                peer_markdown, peer_seconds = _peer(pdf, out / "peer" / name)
+                theirs = corpus.measure(pdf, peer_markdown)
+            except subprocess.CalledProcessError as exc:  # the peer could not convert it: say so, measure ours anyway
+                peer_seconds, theirs = 0.0, {"error": exc.stderr.decode(errors="replace").strip().splitlines()[-1:], "furniture_left_pct": float("nan")}
             yield figure(
                 "one_document",
                 mine.get("furniture_left_pct", float("nan")),
@@ -123,7 +126,7 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
                 ours=_shown(mine),
                 peer=_shown(theirs),
                 missed=corpus.missed_targets(mine) if mine else ["not completed"],
-                peer_missed=corpus.missed_targets(theirs),
+                peer_missed=corpus.missed_targets(theirs) if "error" not in theirs else ["not converted"],
             )
 
 
@@ -142,7 +145,7 @@ def _shown(result: dict[str, Any]) -> dict[str, Any]:
         "figure_files_missing",
         "figure_files_blank",
     )
-    return {key: result[key] for key in keys if key in result}
+    return {key: result[key] for key in (*keys, "error") if key in result}
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 Two reads of each chunk PDF (jobs/<jobId>/source/chunk-<N>.pdf, the pages both lanes sent), each in the bounded
 child (pdf/bounded.py: a process of its own with a deadline and a memory cap; pdf/images.py does the work): the
-first only fingerprints the images, so a decoration repeated on ``DECORATION_PAGES`` pages or more (a logo, a
+first only fingerprints the images, so a decoration repeated on ``DECORATION_PAGES`` pages of a few (a logo, a
 banner) is known before any file is written; the second writes the others as ``images/p<N>-<k>.png`` at their own
 resolution, and crops each drawing the model described from the rendered page where the drawing is. The child
 writes PNG files to a temporary folder; they are streamed to the bucket one at a time, so Assemble holds names
@@ -16,7 +16,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
@@ -26,6 +25,7 @@ from typing import Any, TypeVar
 from batchlane import keys
 from batchlane.domain.assembly import Figure, Region
 from batchlane.domain.errors import NotFound
+from batchlane.domain.furniture import recurs_nearby
 from batchlane.observability import logger
 from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
 from batchlane.pdf.images import FigureLimits, chunk_fingerprints, write_chunk_figures
@@ -99,7 +99,7 @@ def extract_figures(
     limits = limits or FigureLimits()
     deadline = clock() + budget_s
     out = Figures()
-    seen: Counter[str] = Counter()
+    seen: dict[str, list[int]] = {}  # fingerprint → the pages it stands on
     with _sources(store, job_id, chunks) as sources:
         for chunk_index, first_page, count, path in sources:
             pages = _bounded(chunk_fingerprints, path, first_page, limits, bound=_within(chunk_bound, deadline, clock))
@@ -108,10 +108,12 @@ def extract_figures(
                 out.skipped.update({first_page + n: BOUND_SPENT for n in range(count)})
                 continue
             for page in pages:
-                seen.update(page.fingerprints)
+                for fingerprint in page.fingerprints:
+                    seen.setdefault(fingerprint, []).append(page.page_number)
                 if page.skipped:
                     out.skipped[page.page_number] = page.skipped
-    decorations = frozenset(fingerprint for fingerprint, pages in seen.items() if pages >= DECORATION_PAGES)
+    # a logo, a banner: on DECORATION_PAGES pages within a few; a figure a bound volume repeats a book apart is a figure
+    decorations = frozenset(f for f, pages in seen.items() if recurs_nearby(sorted(pages), DECORATION_PAGES, 2 * DECORATION_PAGES))
     written, pixels = 0, 0
     with _sources(store, job_id, chunks) as sources:
         for chunk_index, first_page, count, path in sources:

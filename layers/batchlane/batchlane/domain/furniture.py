@@ -42,6 +42,12 @@ _FIGURE_BLOCK = re.compile(r"^(?:\*\[Figure: .*\]\*|!\[[^\]]*\]\([^)]*\))$")
 _SECTION_NUMBER = re.compile(r"^\d{1,3}(?:\.\d{1,3})*\.?$|^[A-Z](?:\.\d{1,3})+\.?$")
 
 
+def recurs_nearby(pages: list[int], count: int, window: int) -> bool:
+    """``count`` of the sorted ``pages`` fall within ``window`` consecutive pages: something that runs through a
+    stretch of the document (a running title, a logo), not what a bound volume repeats a whole book apart."""
+    return any(pages[i + count - 1] - pages[i] < window for i in range(len(pages) - count + 1))
+
+
 def is_figure(block: str) -> bool:
     return bool(_FIGURE_BLOCK.match(block.strip()))
 
@@ -217,10 +223,11 @@ class FurnitureSurvey:
 
     candidates: dict[int, list[Candidate]] = field(default_factory=dict)
     headings: set[str] = field(default_factory=set)
-    figures: Counter[str] = field(default_factory=Counter)
+    figures: dict[str, list[int]] = field(default_factory=dict)  # a figure line → the pages it stands on
 
     def add_blocks(self, page_number: int, blocks: list[str]) -> None:
-        self.figures.update({b.strip() for b in blocks if is_figure(b)})
+        for line in {b.strip() for b in blocks if is_figure(b)}:
+            self.figures.setdefault(line, []).append(page_number)
         if len(self.headings) < MAX_REMEMBERED_TITLES:
             self.headings.update(title_key(b) for b in blocks if _HEADING_MARK.match(b) and "\n" not in b.strip())
         if found := page_candidates(blocks):
@@ -235,7 +242,8 @@ class _Decider:
 
     def __init__(self, survey: FurnitureSurvey) -> None:
         self.candidates = survey.candidates
-        self.decorations = frozenset(line for line, count in survey.figures.items() if count >= MIN_REPEATS)
+        # a logo or a rule: the same figure line on MIN_REPEATS pages of a few; a figure a bound volume repeats is not one
+        self.decorations = frozenset(line for line, pages in survey.figures.items() if recurs_nearby(sorted(pages), MIN_REPEATS, 2 * MIN_REPEATS))
         self.offsets: dict[int, list[int]] = defaultdict(list)  # offset (number − page) → pages with it at an edge
         self.lines: dict[tuple[str, str], list[int]] = defaultdict(list)  # (edge, key) → pages with that whole line
         for page, found in sorted(self.candidates.items()):
@@ -262,9 +270,9 @@ class _Decider:
         return near >= MIN_REPEATS
 
     def _running_titles(self) -> set[str]:
-        """Titles written beside a folio on two pages or more: the running titles of this document."""
-        seen: Counter[str] = Counter()
-        for page, found in self.candidates.items():
+        """Titles written beside a folio on two pages close together: the running titles of this document."""
+        seen: dict[str, list[int]] = defaultdict(list)
+        for page, found in sorted(self.candidates.items()):
             titles = set()  # once a page: its block may be a candidate at both edges
             for c in found:
                 if not self._folio(page, c):
@@ -276,8 +284,10 @@ class _Decider:
                     run = next((i for i, w in enumerate(words) if not _in_title(w, i)), len(words))
                     if run:
                         titles.add(title_key(" ".join(words[:run])))
-            seen.update(titles)
-        return {title for title, count in seen.items() if count >= 2}
+            for title in titles:
+                seen[title].append(page)
+        # beside a folio on two pages close together (a title repeated a whole book apart is the book's content)
+        return {title for title, pages in seen.items() if recurs_nearby(pages, 2, 2 * FOLIO_WINDOW)}
 
     def _running_line(self, page: int, candidate: Candidate) -> bool:
         """The same short line at the same edge of MIN_REPEATS pages close by (the page's neighbourhood, odd and even
@@ -324,6 +334,8 @@ class _Decider:
         length = shared[needed - 1]
         words = mine[:length]
         if length < 2 or length >= len(mine) or sum(len(w) for w in words) < 6 or len(" ".join(words)) > MAX_FURNITURE_CHARS:
+            return None
+        if candidate.form == "line" and len(candidate.text.split()) <= length:
             return None
         return self._partial(candidate, length, prefix=candidate.edge == "top", folio=False)
 
@@ -388,7 +400,7 @@ class _Decider:
                 folio_seen = removal is not None
             if removal is None and self._running_line(page, candidate):
                 removal = Removal(candidate.edge, candidate.depth, candidate.form, candidate.text)
-            if removal is None and candidate.form == "glued" and candidate.depth == 0:
+            if removal is None and candidate.depth == 0:  # a head glued to the page's first line ("Database Parents:")
                 removal = self._running_prefix(page, candidate)
             if removal is None:
                 break
