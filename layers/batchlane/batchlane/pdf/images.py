@@ -183,7 +183,7 @@ def _page_figures(page: Any, number: int, regions: list[Region], decorations: fr
     if len(kept) + len(drawings) > limits.per_page:
         result.skipped[number] = OVER_CAP
         return
-    pixels = sum(i.width * i.height for i in kept) + (_render_pixels(width, height) if drawings else 0)
+    pixels = sum(i.width * i.height for i in kept) + sum(_drawing_pixels(box, (width, height)) for box in drawings)
     spent = result.pixels + pixels > limits.pixels_left or result.bytes >= limits.bytes_per_chunk
     if len(kept) + len(drawings) > limits.figures_left - len(result.figures) or spent:
         if kept or drawings:
@@ -194,10 +194,9 @@ def _page_figures(page: Any, number: int, regions: list[Region], decorations: fr
     plan: list[tuple[float, _Image | Box]] = [(1.0 - image.bounds[3] / height if height else 0.0, image) for image in kept]
     plan += [(max(0.0, (height - box[3] - DRAWING_MARGIN_PT) / height), box) for box in drawings]
     objects = _image_objects(page) if kept else []
-    rendered = _render(page, (width, height)) if drawings else None
     k = 0
     for top, item in sorted(plan, key=lambda p: p[0]):
-        encoded = _encode_image(objects[item.index]) if isinstance(item, _Image) else _crop(rendered, item, (width, height))
+        encoded = _encode_image(objects[item.index]) if isinstance(item, _Image) else _crop(page, item, (width, height))
         if encoded is None:
             continue
         png, px_w, px_h = encoded
@@ -226,9 +225,27 @@ def _encode_image(obj: Any) -> tuple[bytes, int, int] | None:
     return buffer.getvalue(), picture.width, picture.height
 
 
-def _render_pixels(width: float, height: float) -> int:
-    scale = CROP_LONG_EDGE_PX / max(width, height, 1.0)
-    return int(width * scale) * int(height * scale)
+def _scale(page_size: tuple[float, float]) -> float:
+    return CROP_LONG_EDGE_PX / max(*page_size, 1.0)
+
+
+def _clip(drawing: Box, page_size: tuple[float, float]) -> Box:
+    """The drawing with a margin for its labels, within the page (points)."""
+    width, height = page_size
+    left, bottom, right, top = drawing
+    return (
+        max(0.0, left - DRAWING_MARGIN_PT),
+        max(0.0, bottom - DRAWING_MARGIN_PT),
+        min(width, right + DRAWING_MARGIN_PT),
+        min(height, top + DRAWING_MARGIN_PT),
+    )
+
+
+def _drawing_pixels(drawing: Box, page_size: tuple[float, float]) -> int:
+    """What rendering the drawing alone costs: its clip at the crop scale."""
+    left, bottom, right, top = _clip(drawing, page_size)
+    scale = _scale(page_size)
+    return int((right - left) * scale) * int((top - bottom) * scale)
 
 
 def _inside(bounds: Box, page_size: tuple[float, float], region: Region) -> bool:
@@ -309,25 +326,15 @@ def _overlap(a: Box, b: Box) -> float:
     return max(0.0, min(a[2], b[2]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
 
 
-def _render(page: Any, page_size: tuple[float, float]) -> Any:
-    return page.render(scale=CROP_LONG_EDGE_PX / max(*page_size, 1.0)).to_pil().convert("RGB")
-
-
-def _crop(rendered: Any, drawing: Box, page_size: tuple[float, float]) -> tuple[bytes, int, int] | None:
-    """The drawing cut from the rendered page, with a margin for its labels; None when it is all one colour."""
+def _crop(page: Any, drawing: Box, page_size: tuple[float, float]) -> tuple[bytes, int, int] | None:
+    """The drawing rendered alone (pdfium renders only its clip of the page), with a margin for its labels; None
+    when it is all one colour."""
     width, height = page_size
-    scale = rendered.width / max(width, 1.0)
-    left, bottom, right, top = drawing
-    box = (
-        max(0, round((left - DRAWING_MARGIN_PT) * scale)),
-        max(0, round((height - top - DRAWING_MARGIN_PT) * scale)),
-        min(rendered.width, round((right + DRAWING_MARGIN_PT) * scale)),
-        min(rendered.height, round((height - bottom + DRAWING_MARGIN_PT) * scale)),
-    )
-    crop = rendered.crop(box)
+    left, bottom, right, top = _clip(drawing, page_size)
+    crop = page.render(scale=_scale(page_size), crop=(left, bottom, width - right, height - top)).to_pil().convert("RGB")
     low, high = crop.convert("L").getextrema()
     if high - low < MIN_INK_RANGE:
         return None
     buffer = io.BytesIO()
     crop.save(buffer, format="PNG")
-    return buffer.getvalue(), box[2] - box[0], box[3] - box[1]
+    return buffer.getvalue(), crop.width, crop.height
