@@ -74,7 +74,7 @@ mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money us
 	$(VENV)/bin/python devtools/mutate/table.py $(MUTATE_DIR)/mutants
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut results
 
-# The bench-only peer of the one_document figures (requirements-bench.lock: AGPL, never shipped; docs/decisions/0031).
+# The bench-only peer of the one_document figures (requirements-bench.lock: AGPL, never shipped; docs/decisions/0033).
 $(VENV)/.bench-stamp: $(VENV)/.stamp requirements-bench.lock
 	$(PY) -m pip install -q -r requirements-bench.lock
 	touch $@

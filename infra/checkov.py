@@ -91,7 +91,7 @@ SKIPS: tuple[Skip, ...] = (
         "AWS::SecretsManager::Secret",
         ("Database/Cluster/Secret/Resource", "Database/AppSecret/Resource", "Webhooks/SigningSecret/Resource"),
         "Encrypted with the account's aws/secretsmanager key; who may read each secret is the functions' IAM grants "
-        "(capability grants, deployment/topology_grants.py), which a CMK would only repeat.",
+        "(capability grants, deployment/grants.py), which a CMK would only repeat.",
     ),
     Skip(
         "CKV_AWS_118",

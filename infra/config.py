@@ -366,7 +366,7 @@ def _page_form(value: Any) -> Literal["pdf", "image", "auto"]:
 
 def _folder_sources(value: Any) -> tuple[str, ...]:
     """``[group@]bucket/prefix`` entries, the prefix may hold ``{owner}`` as a whole folder (a trailing slash added);
-    s3:// and wildcards refused (docs/deploy.md "Folder sources")."""
+    s3:// and wildcards refused (docs/deploy.md "Folder jobs: folderSources")."""
     items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
     out = []
     for item in filter(None, items):

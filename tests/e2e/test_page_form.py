@@ -59,7 +59,7 @@ def test_with_documents_refused_a_real_mixed_pdf_converts_whole_in_the_image_for
     config = ConverterConfig.from_settings(svc.settings)
     assert svc.settings.batchlane_page_form == "auto"
     if lane == "batch-recorded":  # what `batchlane doctor --live` records on such an account
-        page_forms.record_form(svc.db, config.model_id, "image", source="doctor")
+        page_forms.PgPageForms(svc.db).record_form(config.model_id, "image", source="doctor")
     data, expected = mixed_pdf()
     job_id = submit_pdf(svc, data, name="real-mix.pdf", owner_id="archivist", options={"batchLane": True})["jobId"]
     final = wait_for_job(svc, job_id, timeout_s=300)
@@ -76,7 +76,7 @@ def test_with_documents_refused_a_real_mixed_pdf_converts_whole_in_the_image_for
         assert not [w for w in words or () if w not in got and w[::-1] not in got], f"page {number} lost its words"
 
     # Tokens per page: what the emulator billed, against the documented formula for the page's image form.
-    chunk = job_repo.get_chunk(svc.db, job_id, 0)
+    chunk = job_repo.PgJobs(svc.db).get_chunk(job_id, 0)
     pages = {item["page"]: item for item in svc.store.get_json(chunk.result_key)["pages"]}
     document = open_pdf(data, max_pages=len(expected))
     for page in document.pages(plan_chunks(len(expected), svc.settings.batchlane_pages_per_chunk)[0]):

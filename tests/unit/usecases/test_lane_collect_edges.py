@@ -20,8 +20,7 @@ from batchlane.batch.abandon import abandon
 from batchlane.batch.collect import CollectNotReady, LaneManifest, collect, collect_outputs
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import LedgerRow
-from batchlane.runtime import Services
+from batchlane.ports import LedgerRow, Services
 
 
 def _submitted(svc: Services, lane_id: str) -> str:

@@ -16,11 +16,10 @@ from batchlane.domain import status as st
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks
-from batchlane.ports import PooledChunk, PoolRead
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.jobs import FakeJobs
-from batchlane_dev.fakes.lanes import lane_rows
+from batchlane.ports import PooledChunk, PoolRead, Services
+from fakes import FakeUnitOfWork
+from fakes.jobs import FakeJobs
+from fakes.pool import lane_rows
 
 GLOBAL = MODEL.replace("us.", "global.", 1)  # the same base model through another profile
 

@@ -13,7 +13,7 @@ from usecase_fakes import MODEL, batch_jobs_of, lane_row, parked_job
 from batchlane.batch.collect import collect
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.page_form import IMAGE, MIN_FAILED
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 PDF_INPUT = {
     "messages": [{"role": "user", "content": [{"type": "document", "source": {"type": "base64", "data": "JVBERi0="}}, {"type": "text", "text": "Convert"}]}]

@@ -15,7 +15,7 @@ from batchlane.batch import prepare as prepare_module
 from batchlane.batch.prepare import ShardWriter, finish_prepare, plan_prepare, prepare_chunk, prepare_group
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.pdf import open_pdf, plan_chunks
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
 OTHER_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"

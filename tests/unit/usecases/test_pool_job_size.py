@@ -19,8 +19,8 @@ from batchlane.batch.prepare import finish_prepare, plan_prepare, prepare_group
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.domain.limits import quota_bytes
 from batchlane.pdf import open_pdf, plan_chunks
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 PAGES, PER_CHUNK = 12, 2
 MAX_JOB_MB = 2  # scaled down from 5 GB: about three chunks of two ~160 KB scans fit one job

@@ -41,14 +41,14 @@ class Faults:
     stopping_s: float = 30.0
     refuse_pages: frozenset[int] = frozenset()
     # "refused": InvokeModel (and batch InvokeModel records) answer a PDF document block with the
-    # ValidationException of Bedrock's "API restrictions" page (docs/offline.md, "The page form").
+    # ValidationException of Bedrock's "API restrictions" page (docs/offline.md, "InvokeModel and the two PDF modes").
     invoke_model_documents: str = "accepted"
     # The refusal's wording when set (AWS publishes none, so code must not read it): any text without a comma.
     document_refusal_message: str = ""
     # PDF document blocks of these pages (title page-N) answer ValidationException naming the document, as a
     # page whose PDF the model cannot parse would; its image form passes (issue 42.1: no form switch on it).
     corrupt_pdf_pages: frozenset[int] = frozenset()
-    # Bedrock service tiers (docs/offline.md "Service tiers"): the model ids that accept serviceTier flex
+    # Bedrock service tiers (docs/architecture.md "Service tiers"): the model ids that accept serviceTier flex
     # (joined by +, or * for every model); any other model answers flex with ValidationException.
     flex_models: frozenset[str] = frozenset()
     # Share of flex calls shed (ThrottlingException) whatever the load; under a throttle_rpm quota flex

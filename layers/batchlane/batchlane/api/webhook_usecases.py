@@ -12,7 +12,7 @@ from batchlane.domain.caps import check_cap
 from batchlane.domain.errors import Forbidden
 from batchlane.folders import usecases as folder_usecases
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane.webhooks.dispatch import TEST_EVENT, delivery_view, send_test
 
 

@@ -45,8 +45,7 @@ from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, ret
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchRow, ObjectStore, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import BatchRow, ObjectStore, Services, UnitOfWork
 
 RESULT_WRITERS = 16  # PUTs are latency-bound on S3 (and moto answers 16 in parallel ~1.5x faster than 8)
 

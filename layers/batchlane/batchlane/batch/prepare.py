@@ -28,7 +28,7 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.limits import MB, quota_bytes
 from batchlane.domain.records import pooled_record_id
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def _summary_key(lane_id: str, tag: str, chunk_index: int) -> str:
@@ -131,7 +131,7 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     if job is None or chunk is None:
         raise LookupError(f"no chunk {chunk_index} of job {job_id}")
     settings = svc.settings
-    config = page_forms.converter_config(svc.uow().page_forms, settings, job.options)  # the form the on-demand path would send now
+    config = page_forms.converter_config(svc.uow().page_forms, settings, job.options, source_type=job.source_type)  # the form the on-demand path would send now
     capture = CaptureTransport()
     blank = 0
     for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):

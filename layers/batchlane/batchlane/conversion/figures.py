@@ -13,6 +13,7 @@ and sizes only, whatever the images' count. Past a bound (pdf/images.py; ``FIGUR
 from __future__ import annotations
 
 import os
+import posixpath
 import shutil
 import tempfile
 import time
@@ -25,6 +26,7 @@ from typing import Any, TypeVar
 from batchlane import keys
 from batchlane.domain.assembly import Figure, Region
 from batchlane.domain.errors import NotFound
+from batchlane.domain.file_types import by_extension
 from batchlane.domain.furniture import recurs_nearby
 from batchlane.observability import logger
 from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
@@ -51,7 +53,8 @@ class Figures(dict[int, list[Figure]]):
 
 def figure_folder(file_name: str) -> str:
     """Where the Markdown links its figures, relative to itself: ``book.pdf`` → ``book.images``."""
-    stem = file_name[:-4] if file_name.lower().endswith(".pdf") else file_name
+    claimed = by_extension(file_name)  # book.pdf, book.docx, scan.tiff → book.images, scan.images
+    stem = posixpath.splitext(file_name)[0] if claimed is not None else file_name
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem.rsplit("/", 1)[-1]).strip() or "document"
     return f"{safe}.images"
 

@@ -23,14 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds
+from batchlane.domain import file_types as ft
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.usecases import prepare
+from batchlane.formats import detect as formats
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import survey_pdf
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 MAX_DRY_RUN_PAGES = 10  # 10,000 objects
 MAX_OUTPUT_CHECKS = 200  # HeadObject calls for outputs outside the listed folder (29 s behind the API)
@@ -116,11 +118,30 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
     already = [f for f in to_convert if spec.output.on_existing == "skip" and _exists(buckets, spec, f.output_key, listed, ask=ask)]
     to_convert = [f for f in to_convert if f not in already]
     by_type = Counter((posixpath.splitext(k)[1].lower() or "(none)") for k, _ in objects if not k.endswith("/") and not layout.is_own_output(k))
-    counted, refused = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
-    pages, chars = counted.total, counted.text_chars
     model_id = str(spec.options.get("modelId") or settings.batchlane_model_id)
     if model_id not in settings.batchlane_prices:
         raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
+    # By type (issue 43): born-digital files cost no model call; PDFs and pictures are counted per type, in
+    # parallel, the count deadline shared between the types.
+    kinds = {f.source_key: ft.by_extension(f.source_key) or ft.PDF for f in to_convert}
+    documents = [f for f in to_convert if kinds[f.source_key].kind == ft.DOCUMENT]
+    vision: dict[str, list[Any]] = {}
+    for f in to_convert:
+        if kinds[f.source_key].kind == ft.PAGES:
+            vision.setdefault(kinds[f.source_key].name, []).append(f)
+    per_type: dict[str, dict[str, Any]] = {}
+    estimates: list[PageEstimate] = []
+    refused: dict[str, str] = {}
+    for name, files in sorted(vision.items()):
+        part, part_refused = _pages(svc, source.bucket, files, settings.batchlane_max_pages, deadline_s=COUNT_DEADLINE_S / len(vision), images=name != "pdf")
+        estimates.append(part)
+        refused.update(part_refused)
+        per_type[name] = {"files": len(files), "pages": part.total, "method": part.method, **_type_cost(svc, settings, model_id, part)}
+    for f in documents:
+        entry = per_type.setdefault(kinds[f.source_key].name, {"files": 0, "pages": None, "method": "converter", "onDemandUsd": "0", "batchUsd": "0"})
+        entry["files"] += 1
+    counted = _sum_estimates(estimates)
+    pages, chars = counted.total, counted.text_chars
     output_tokens = math.ceil(chars / 4 * MARKDOWN_OVERHEAD)
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
     requests = math.ceil(pages / per_request) if pages else 0
@@ -138,6 +159,7 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
             "excluded": found.excluded,
             "failing": {**{f.source_key: f.error_id for f in found.files if f.status == "failed"}, **refused},
             "by_type": dict(sorted(by_type.items())),
+            "estimateByType": per_type,  # pdf / png / tiff …: pages and model cost; docx, pptx …: $0 (converted, no model call)
         },
         "pages": {
             "total": pages,
@@ -151,7 +173,7 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
         "estimate": {
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
             "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
-            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
+            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: {INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
@@ -193,7 +215,35 @@ def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, i
     return list(zip(keys, sizes, strict=True))
 
 
-def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[PageEstimate, dict[str, str]]:
+def _type_cost(svc: Services, settings: Any, model_id: str, part: PageEstimate) -> dict[str, str]:
+    """One type's share of the estimate, with the folder's own formula (per page, output from the text)."""
+    output_tokens = math.ceil(part.text_chars / 4 * MARKDOWN_OVERHEAD)
+    per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
+    requests = math.ceil(part.total / per_request) if part.total else 0
+    on_demand = Usage(part.total * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
+    batch = Usage(part.total * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
+    return {"onDemandUsd": str(svc.prices.cost(model_id, on_demand)), "batchUsd": str(svc.prices.cost(model_id, batch, batch=True))}
+
+
+def _sum_estimates(parts: list[PageEstimate]) -> PageEstimate:
+    """The folder's pages: the types' estimates added up (exact only when every type was)."""
+    if not parts:
+        return PageEstimate(0, 0, 0, 0, "exact", 0, 0)
+    method = "exact" if all(p.method == "exact" for p in parts) else "extrapolated"
+    return PageEstimate(
+        sum(p.total for p in parts),
+        sum(p.low for p in parts),
+        sum(p.high for p in parts),
+        sum(p.text_chars for p in parts),
+        method,
+        sum(p.files_counted for p in parts),
+        sum(p.files_surveyed for p in parts),
+    )
+
+
+def _pages(
+    svc: Services, bucket: str, files: list[Any], max_pages: int, *, deadline_s: float = COUNT_DEADLINE_S, images: bool = False
+) -> tuple[PageEstimate, dict[str, str]]:
     """Every file's pages counted when the set is small, else a sample spread over the sizes; both in
     parallel and within ``COUNT_DEADLINE_S``; what was not counted is extrapolated by bytes. Also
     {key: error id} of the counted files that will fail."""
@@ -210,11 +260,16 @@ def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tupl
             try:
                 store.download_to(files[i].source_key, path)
                 size = max(files[i].size_bytes, path.stat().st_size)
+                if images:  # a picture is counted as the split will send it: a PDF of a page per frame
+                    try:
+                        path.write_bytes(formats.wrap_image(path, max_pages=max_pages))
+                    except InputError as exc:
+                        return Counted(size, 0, error_id=exc.error_id)
                 return _count(path, size, max_pages=max_pages, survey_text=i in text_at)
             finally:
                 path.unlink(missing_ok=True)
 
-        done = _within(count, chosen, deadline_s=COUNT_DEADLINE_S)
+        done = _within(count, chosen, deadline_s=deadline_s)
     uncounted = [files[i].size_bytes for i in range(len(files)) if i not in done]
     refused = {files[i].source_key: c.error_id for i, c in sorted(done.items()) if c.error_id}
     return extrapolate(list(done.values()), uncounted, max_pages=max_pages), refused
