@@ -95,3 +95,14 @@ def test_the_page_by_page_output_and_pages_jsonl_are_safe_too() -> None:
 
     assert MARKER.findall(raw) == ["1"] and "<script>" not in raw
     assert "<script>" not in record["markdown"] and "<!-- Page" not in record["markdown"]
+
+
+def test_a_lone_surrogate_in_a_pages_text_is_dropped_and_the_job_still_writes_its_files() -> None:
+    # lm-info.pdf (Debian fonts-lmodern): pypdf reads U+D800 from its glyph tables; UTF-8 cannot encode it
+    pages = [PageText(1, "converted", "Glyph \ud800 table"), PageText(2, "converted", "Next.")]
+
+    document = "".join(assemble_document(pages, survey(pages), expected_pages=2))
+    record = page_record(PageResult(1, "converted", pages[0].markdown), [], "book.images")
+
+    assert "Glyph  table" in document and document.encode("utf-8")
+    assert record["markdown"].encode("utf-8")

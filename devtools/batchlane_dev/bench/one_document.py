@@ -119,7 +119,7 @@ def figures(args: Any) -> Iterator[dict[str, Any]]:
                 theirs["furniture_left_pct"],
                 baseline_is=peer_name(),
                 document=name,
-                pages=theirs["pages"],
+                pages=mine.get("pages", theirs.get("pages")),
                 status=job["status"],
                 seconds=round(seconds, 1),
                 peer_seconds=round(peer_seconds, 1),

@@ -27,6 +27,7 @@ MAX_REMEMBERED_HEADINGS = 10_000  # memory stays bounded on any document
 
 _LIGATURES = {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"}
 _DROPPED = {chr(c) for c in range(0x20) if c not in (0x09, 0x0A)} | {chr(0x7F), "\u00ad", "\ufffd"} | {chr(c) for c in range(0x80, 0xA0)}
+_DROPPED |= {chr(c) for c in range(0xD800, 0xE000)}  # a lone surrogate (a JSON "\ud800" escape) is no character: UTF-8 cannot write it
 _CLEAN_TABLE = str.maketrans({**_LIGATURES, "\t": " ", **{ch: None for ch in _DROPPED}})
 _LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[a-zß-ÿ])")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -38,7 +39,7 @@ _TERMINAL = re.compile(r"[.!?…:;]['\"”’»)\]]*$")
 
 
 def clean_text(text: str) -> str:
-    """No C0/C1 control characters, ligatures spelled out, line-end hyphenation resolved; idempotent."""
+    """No C0/C1 control characters nor lone surrogates, ligatures spelled out, line-end hyphenation resolved; idempotent."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_CLEAN_TABLE)
     return _LINE_END_HYPHEN.sub("", text) if "-\n" in text else text  # the scan is most of the pass's time
 
