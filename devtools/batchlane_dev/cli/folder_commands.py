@@ -16,10 +16,11 @@ from typing import Any
 
 import click
 
+from batchlane.domain.advice import is_input_error
 from batchlane.domain.file_types import by_extension
 
 FOLDER_TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
-EXIT_OK, EXIT_FAILED, EXIT_SOME_FAILED = 0, 1, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SOME_FAILED = 0, 1, 2, 3
 
 
 def is_folder_job(job_id: str) -> bool:
@@ -27,8 +28,11 @@ def is_folder_job(job_id: str) -> bool:
 
 
 def exit_code(job: dict[str, Any]) -> int:
+    """0 completed; 3 some files failed; 2 the folder itself is the user's input error (FOLDER_EMPTY, FOLDER_NO_PDF); 1 otherwise."""
     if job["status"] == "completed":
         return EXIT_OK
+    if job["status"] == "error" and is_input_error((job.get("error") or {}).get("code")):
+        return EXIT_USAGE
     return EXIT_SOME_FAILED if job["status"] == "completed_with_failures" else EXIT_FAILED
 
 
@@ -61,7 +65,8 @@ def print_job(job: dict[str, Any], as_json: bool) -> None:
         return
     click.echo(f"folder job {job['id']}: {describe(job)}")
     if job.get("error"):
-        click.echo(f"  error {job['error']['id']}: {job['error']['message']}")
+        click.echo(f"  error    {job['error']['code']}: {job['error']['message']}")
+        click.echo(f"  next     {job['error']['nextStep']}")
     click.echo(f"  output   {job['outputUri']}\n  report   {job['reportUri']}\n  manifest {job['manifestUri']}")
     if job.get("localOutput"):
         click.echo(
@@ -213,6 +218,8 @@ def convert_folder(
         else:
             click.echo(f"the results stay in {job['outputUri']}: no offline stack workdir to fetch them from (--workdir)", err=True)
     print_job(job, as_json)
+    if job.get("error"):
+        click.echo(f"error: {job['error']['code']}: {job['error']['message']}", err=True)
     sys.exit(exit_code(job))
 
 
@@ -249,6 +256,6 @@ def print_files(answer: dict[str, Any], as_json: bool) -> None:
     if not answer["files"]:
         click.echo("no files", err=True)
     for f in answer["files"]:
-        why = f" {f['errorId']}: {f['errorMessage']}" if f["errorId"] else ""
+        why = f" {f['error']['code']}: {f['error']['message']}" if f["error"] else ""
         pages = f" ({f['pagesFailed']} of {f['pages']} pages failed)" if f["pagesFailed"] else f" {f['pages']} pages"
         click.echo(f"{f['status']:<10} {f['key']}{pages} attempts {f['attempts']}{why} {' '.join(f['outputUris'])}".rstrip())
