@@ -75,7 +75,12 @@ mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money us
 	$(VENV)/bin/python devtools/mutate/table.py $(MUTATE_DIR)/mutants
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut results
 
-bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline measured in the same run
+# The bench-only peer of the one_document figures (requirements-bench.lock: AGPL, never shipped; docs/decisions/0034).
+$(VENV)/.bench-stamp: $(VENV)/.stamp requirements-bench.lock
+	$(PY) -m pip install -q -r requirements-bench.lock
+	touch $@
+
+bench: $(VENV)/.bench-stamp   ## one JSON object per figure, each against a baseline measured in the same run
 	$(PY) -m batchlane_dev.bench $(BENCH_ARGS)
 
 synth: $(VENV)/.stamp node_modules/.stamp   ## cdk synth, offline

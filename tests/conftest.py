@@ -155,6 +155,7 @@ SLOWEST_FILES = (
     "tests/e2e/test_demo.py",
     "tests/e2e/test_lambda_throttle.py",
     "tests/integration/test_bench_figures.py",
+    "tests/integration/test_one_document_corpus.py",
     "tests/e2e/test_batch_lane.py",
     "tests/e2e/test_docs_commands.py",
 )

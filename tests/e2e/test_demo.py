@@ -42,6 +42,8 @@ def test_demo_completes_every_page_under_each_bedrock_outcome(tmp_path, outcome)
     markdown = Path(report["markdownPath"]).read_text()
     assert report["pages"] == int(OUTCOME_PAGES) and report["batch"]["records"] > 0, "the job took the batch lane"
     assert all(f"<!-- Page {n} -->" in markdown for n in range(1, int(OUTCOME_PAGES) + 1))
+    pages = Path(report["pagesPath"]).read_text().splitlines()  # issue 39.4: pages.jsonl beside the Markdown
+    assert Path(report["pagesPath"]).parent == Path(report["markdownPath"]).parent and len(pages) == int(OUTCOME_PAGES)
     assert Decimal(report["totalCostUsd"]) == Decimal(report["ledgerTotalUsd"])
 
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from batchlane_dev.cli.main import main
 from batchlane_dev.contract import component_errors
 from batchlane_dev.local.daemon import start_daemon, stop_daemon
-from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.pdfgen import VECTOR_CHART_PAGE, make_pdf, make_vector_chart_pdf
 
 
 @pytest.fixture(scope="module")
@@ -129,17 +129,20 @@ def test_demo_folder_json_from_the_command_line(local_stack, tmp_path):  # type:
 
 
 def test_a_local_folder_s_markdown_and_report_come_back_next_to_its_pdfs(local_stack, tmp_path):  # type: ignore[no-untyped-def]
-    """Issue 24.2: `convert DIR/` leaves the results on the user's disk, as a single-file convert does."""
+    """Issue 24.2: `convert DIR/` leaves the results on the user's disk, as a single-file convert does; issue 39.4: each
+    Markdown with its pages.jsonl and the figures it links beside it."""
     folder = tmp_path / "letters"
     (folder / "2025").mkdir(parents=True)
     (folder / "a.pdf").write_bytes(make_pdf(2))
-    (folder / "2025" / "b.pdf").write_bytes(make_pdf(3))
+    (folder / "2025" / "b.pdf").write_bytes(make_vector_chart_pdf())
 
     converted = run(local_stack, "convert", f"{folder}/", "--json", "--interval", "0.2")
     assert converted.exit_code == 0, converted.output
     job = json.loads(converted.stdout.splitlines()[-1])
     assert (folder / "a.md").read_text().startswith("<!-- Page 1 -->")
-    assert (folder / "2025" / "b.md").is_file()
+    assert [json.loads(line)["page"] for line in (folder / "a.pages.jsonl").read_text().splitlines()] == [1, 2]
+    assert f"](b.images/p{VECTOR_CHART_PAGE}-1.png)" in (folder / "2025" / "b.md").read_text()
+    assert (folder / "2025" / "b.images" / f"p{VECTOR_CHART_PAGE}-1.png").stat().st_size > 1000
     report = folder / "_batchlane" / job["id"] / "report.jsonl"
     assert len(report.read_text().splitlines()) == 2 and job["localOutput"]["reportPath"] == str(report)
 
@@ -188,3 +191,4 @@ def test_demo_folder_on_a_running_stack_prints_a_table_and_the_job_is_the_caller
     assert "x.pdf" not in listed.stdout  # the folder file's own conversion is not mixed in …
     everything = CliRunner().invoke(main, ["jobs", "list", "--all", "--workdir", str(local_stack)], catch_exceptions=False)
     assert f"x.pdf  (in {job_id})" in everything.stdout  # … unless asked for, marked with its folder job
+

@@ -156,8 +156,9 @@ def check_local_targets(directory: Path, target: Path, *, force: bool) -> None:
 
 
 def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> dict[str, Any]:
-    """The folder job's Markdown and its record (``_batchlane/<job>/``: report, manifest) from the offline
-    bucket to ``target``, the tree the bucket has under the job's output folder. The PDFs stay where they are."""
+    """The folder job's Markdown, what goes beside each (``doc.pages.jsonl``, the figures under ``doc.images/``) and
+    its record (``_batchlane/<job>/``: report, manifest) from the offline bucket to ``target``, the tree the bucket has
+    under the job's output folder. The PDFs stay where they are."""
     bucket, _, prefix = str(job["outputUri"]).removeprefix("s3://").partition("/")
     s3 = offline_s3(env)
     record = f"_batchlane/{job['id']}/"
@@ -165,7 +166,8 @@ def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> 
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             relative = item["Key"][len(prefix) :]
-            if not (relative.lower().endswith((".md", ".converted.docx", ".converted.html", ".blocks.jsonl")) or relative.startswith(record)):
+            beside = relative.endswith(".pages.jsonl") or ".images/" in relative
+            if not (relative.lower().endswith((".md", ".converted.docx", ".converted.html", ".blocks.jsonl")) or beside or relative.startswith(record)):
                 continue
             path = target / relative
             path.parent.mkdir(parents=True, exist_ok=True)

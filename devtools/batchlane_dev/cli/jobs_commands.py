@@ -453,17 +453,29 @@ def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
 
 
 def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool) -> dict[str, Any]:
-    """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3."""
+    """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3, and what goes beside it."""
     answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
     size = api.download(answer["url"], target, force=force)
+    return {**answer, "path": str(target), "sizeBytes": size, **download_beside(api, answer, target, force=force)}
+
+
+def download_beside(api: ApiClient, answer: dict[str, Any], target: Path, *, force: bool) -> dict[str, Any]:
+    """The figure files where the Markdown's links point, and its per-page record as ``book.pages.jsonl`` beside
+    ``book.md`` (replaced with the Markdown it belongs to: it describes that file's pages)."""
+    from batchlane_dev.local.outputs import pages_path
+
     images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
+    pages = None
+    if answer.get("pages"):
+        pages = pages_path(target)
+        api.download(str(answer["pages"]["url"]), pages, force=True)
     renderings = []
     for rendering in answer.get("renderings") or []:  # conversionFormats: beside the Markdown, named after it
         if rendering.get("status") == "written":
             path = target.parent / rendering_name(target.name, str(rendering["format"]))
             api.download(str(rendering["url"]), path, force=force)
             renderings.append(str(path))
-    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images, "renderingPaths": renderings}
+    return {"imagePaths": images, "pagesPath": str(pages) if pages else None, "renderingPaths": renderings}
 
 
 def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force: bool) -> Path:
@@ -655,6 +667,7 @@ def _convert_pdf(
     if job["status"] == "completed" and target is not None:
         written = download_markdown(api, job_id, target, force=force)
         job = {**job, "markdownPath": written["path"], **({"renderingPaths": written["renderingPaths"]} if written["renderingPaths"] else {})}
+        job.update({"pagesPath": written["pagesPath"], "imagePaths": written["imagePaths"]})  # what was written beside it
         click.echo(f"markdown written to {written['path']}", err=True)
     _print_job(job, as_json)
     say_job_error(job)
@@ -754,9 +767,10 @@ def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_j
     target = output or Path(answer["fileName"])
     if target.exists() and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
+    target.parent.mkdir(parents=True, exist_ok=True)  # `-o out/book.md` with no out/ yet, as `convert -o` allows
     size = api.download(answer["url"], target, force=force)
-    images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
-    result = {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
+    result = {**answer, "path": str(target), "sizeBytes": size, **download_beside(api, answer, target, force=force)}
+    images = result["imagePaths"]
     if as_json:
         click.echo(json.dumps(result))
     else:

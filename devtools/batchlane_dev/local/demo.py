@@ -25,6 +25,7 @@ from batchlane_dev.local.bedrock import parse_faults
 from batchlane_dev.local.bedrock.clock import scale_for_job
 from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL, ModelInputError, page_markdown
 from batchlane_dev.local.jobs import TERMINAL, submit_pdf, wait_for_job
+from batchlane_dev.local.outputs import write_job_outputs
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import OfflineStack, StackOptions
 from batchlane_dev.report import job_report
@@ -210,10 +211,11 @@ def run_demo(
                 )
             report = job_report(svc, job_id)
             markdown_path = None
+            beside: dict[str, Any] = {"pagesPath": None, "imagePaths": []}
             if report["markdown_key"]:
-                out_dir.mkdir(parents=True, exist_ok=True)
                 markdown_path = out_dir / f"{Path(name).stem}.md"
-                markdown_path.write_bytes(svc.store.get_bytes(report["markdown_key"]))
+                beside = write_job_outputs(svc.store, job_id, report["markdown_key"], name, markdown_path)  # with pages.jsonl and figures
+            report.update({"pagesPath": beside["pagesPath"], "imagePaths": beside["imagePaths"]})  # camelCase only: new fields
             report.update(
                 markdown_path=str(markdown_path) if markdown_path else None,
                 emulated_model=EMULATED_MODEL_LABEL,
