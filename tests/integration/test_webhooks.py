@@ -225,7 +225,7 @@ def test_rotation_is_for_admins_and_signs_with_both_secrets_during_the_grace_per
     assert old not in json.dumps(config)
     # A user outside the admin group may not rotate the deployment's shared secret
     status, refused = call(stack, "POST", "/api/v1/webhook-config/secret", {}, user=owner)
-    assert (status, refused["code"]) == (403, "FORBIDDEN")
+    assert (status, refused["error"]["code"]) == (403, "FORBIDDEN")
     assert current_secret() == old
     # An admin may
     status, rotated = call(stack, "POST", "/api/v1/webhook-config/secret", {}, user="admin", groups=ADMIN_GROUP)
@@ -248,7 +248,7 @@ def test_parked_failed_and_cancelled_jobs_notify_and_publish(stack, owner, recei
     hook = receiver()
     # A job parked for the batch lane, then cancelled
     events = ["job.waiting_batch", "job.completed", "file.error"]
-    status, parked = convert(stack, owner, {"_batchLane": True, "callbackUrl": hook.url, "callbackEvents": events})
+    status, parked = convert(stack, owner, {"batchLane": True, "callbackUrl": hook.url, "callbackEvents": events})
     assert status == 202, parked
     wait_until(lambda: job_status(parked["jobId"]) == "waiting_batch", timeout_s=120, what="the job to park")
     (waiting,) = hook.wait_for(1)
@@ -282,8 +282,8 @@ def test_parked_failed_and_cancelled_jobs_notify_and_publish(stack, owner, recei
 )
 def test_a_bad_callback_is_a_clear_400_and_nothing_is_created(stack, owner, options, why):
     status, answer = convert(stack, owner, options)
-    assert (status, answer["code"]) == (400, "CALLBACK_INVALID"), answer
-    assert why in answer["message"]
+    assert (status, answer["error"]["code"]) == (400, "CALLBACK_INVALID"), answer
+    assert why in answer["error"]["message"]
     assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE f.owner_id = :o", o=owner)["n"] == 0
 
 

@@ -129,6 +129,8 @@ class StackOptions:
     # Worker invocations run in a CPU group of their owner (local/cpu_shares.py, cgroup v1, root): one owner's
     # flood cannot take another owner's CPU, as on Lambda. Needs process_functions; off where cgroups are not writable.
     owner_cpu_shares: bool = False
+    # Every API answer checked against docs/api/openapi.yaml; stop() then fails on any that broke it (the tests' stacks).
+    check_contract: bool = False
 
 
 # Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
@@ -292,7 +294,7 @@ class OfflineStack:
         self._deploy(moto_url)
         from batchlane_dev.local.api_server import LocalApiServer
 
-        self.api = LocalApiServer(self.registry, s3_url=moto_url)
+        self.api = LocalApiServer(self.registry, s3_url=moto_url, check_contract=self.options.check_contract)
         with iam.acting_as(iam.AWS_SERVICE):  # API Gateway's side; each request's handler acts as "api"
             self._set_env({"BATCHLANE_API_URL": self.api.start()})
         self.env["BATCHLANE_API_URL"] = self.api.url
@@ -344,6 +346,9 @@ class OfflineStack:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        if self.api and self.api.contract_violations:
+            found, self.api.contract_violations = sorted(set(self.api.contract_violations)), []
+            raise AssertionError("API answers off docs/api/openapi.yaml:\n" + "\n".join(found[:40]))
 
     def __enter__(self) -> OfflineStack:
         return self.start()

@@ -135,6 +135,10 @@ class FolderJobRepository(Protocol):
         """An ended job runs again (retry, resume): processing (or enumerating if listing was unfinished), next run."""
         ...
 
+    def relist(self, job_id: str) -> FolderJob | None:
+        """A job that could not run (error) lists its folder again from the start, next run (None: not in error)."""
+        ...
+
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
         """After a listed page: the next continuation token and the totals."""
         ...
