@@ -243,7 +243,7 @@ def test_a_folder_of_scans_and_a_blank_page_completes_and_each_scan_is_estimated
     done = folder_usecases.status(services(), OWNER, status["id"])
     assert done["status"] == "completed", done
     assert (done["files"]["completed"], done["files"]["failed"]) == (len(built), 0), done
-    jobs = [f["conversion_job_id"] for f in folder_usecases.files(services(), OWNER, status["id"])["files"]]
+    jobs = [f["conversionJobId"] for f in folder_usecases.files(services(), OWNER, status["id"])["files"]]
     assert all(job(j).status == "completed" and job(j).pages_failed == 0 for j in jobs)
     # every page billed once, and the conversions' ledgers are what the emulator billed for them
     ledgers = sum((services().uow().reads.ledger_money(j).total_usd for j in jobs), Decimal(0))
