@@ -153,6 +153,15 @@ function NewConversion() {
 
 const STATUSES = ["", "splitting", "pending", "processing", "waiting_batch", "paused_budget", "assembling", "completed", "failed", "cancelled"];
 
+// The lane that served the job, not the one it asked for: a bulk job the pool let go (pool_too_small) ran on-demand (issue 38.3).
+function laneWords(c) {
+  if (c.batchWaiting) return "batch (pool)";
+  const served = c.pages.batchServed || 0;
+  if (served > 0) return served < c.pages.done ? "batch and on-demand" : "batch";
+  if (c.batch && c.batch.state !== "closed") return "batch";
+  return c.batch && c.batch.reason ? `on-demand (${c.batch.reason.replace(/_/g, " ")})` : "on-demand";
+}
+
 function statusWords(c) {
   if (c.status === "completed" && c.pages.failed) return `completed, ${plural(c.pages.failed, "page")} failed`;
   return c.status.replace("_", " ");
@@ -175,7 +184,7 @@ function Jobs() {
       <thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">File</th><th scope="col" role="columnheader">Status</th><th scope="col" role="columnheader">Pages</th><th scope="col" role="columnheader">Lane</th><th scope="col" role="columnheader">Cost so far</th><th scope="col" role="columnheader">Saving</th><th scope="col" role="columnheader">ETA</th><th scope="col" role="columnheader">Created</th></tr></thead>
       <tbody role="rowgroup">${rows.map((f) => { const c = f.conversion; return html`<tr role="row">
         <td role="cell" data-label="File"><a href=${`#/job/${c.jobId}`}>${f.name}</a></td><td role="cell" data-label="Status">${statusWords(c)}</td><td role="cell" data-label="Pages">${c.pages.done} / ${c.pages.total ?? "?"}</td>
-        <td role="cell" data-label="Lane">${c.batch ? "batch" : c.batchWaiting ? "batch (pool)" : "on-demand"}</td><td role="cell" data-label="Cost so far">${usd(c.live.costSoFarUsd)}</td>
+        <td role="cell" data-label="Lane">${laneWords(c)}</td><td role="cell" data-label="Cost so far">${usd(c.live.costSoFarUsd)}</td>
         <td role="cell" data-label="Saving">${saving(c.live)}</td>
         <td role="cell" data-label="ETA">${["completed", "failed", "cancelled"].includes(c.status) ? "finished" : duration(c.live.eta.seconds)}</td><td role="cell" data-label="Created">${when(c.createdAt)}</td></tr>`; })}</tbody>
     </table>`}`;
