@@ -36,6 +36,7 @@ ResourceKind = Literal[
     "workflow_executions",  # executions of the conversion, intake and folder-job machines (arn:…:execution:<machine>:*)
     "folder_access_role",  # the role folder functions assume, tagged with the job's owner (folder_access_grants)
     "owner_folder_objects",  # objects under each folder source, ``{owner}`` as ${aws:PrincipalTag/owner}
+    "estimate_state_machine",
 ]
 
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
@@ -140,6 +141,7 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "folder_read": (Grant(("s3:GetObject",), ("folder_objects",)), Grant(("s3:ListBucket",), ("folder_buckets",))),
     "folder_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("folder_objects",)),),
     "start_folder_job": (Grant(("states:StartExecution",), ("folder_job_state_machine",)),),
+    "start_estimate": (Grant(("states:StartExecution",), ("estimate_state_machine",)),),
     # Folder functions reach the users' buckets only through the folder-access role, tagged with the job's owner.
     "folder_access": (Grant(("sts:AssumeRole", "sts:TagSession"), ("folder_access_role",)),),  # Powertools writes EMF to the function's own log group: no grant
 }

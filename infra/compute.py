@@ -70,6 +70,8 @@ class Wiring:
     webhook_delivery_state_machine_arn: str = ""
     # Folder jobs (docs/architecture.md "Folder jobs"): the loop's machine.
     folder_job_state_machine_arn: str = ""
+    # Dry runs' estimates (api/estimates.py): the worker's machine.
+    estimate_state_machine_arn: str = ""
     # The master user's secret: ``db_admin`` (migrate) only. None: the same as database_secret.
     database_master_secret: secretsmanager.ISecret | None = None
 
@@ -198,10 +200,12 @@ class Compute(Construct):
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
         if "start_webhook_delivery" in spec.needs:
             env["WEBHOOK_DELIVERY_STATE_MACHINE_ARN"] = w.webhook_delivery_state_machine_arn
-        if {"folder_read", "folder_write", "folder_access"} & set(spec.needs):
+        if {"folder_read", "folder_write", "folder_access", "start_folder_job"} & set(spec.needs):  # the API checks grants at submit
             env["BATCHLANE_FOLDER_SOURCES"] = ",".join(self._config.folder_sources)
         if "start_folder_job" in spec.needs:
             env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
+        if "start_estimate" in spec.needs:
+            env["ESTIMATE_STATE_MACHINE_ARN"] = w.estimate_state_machine_arn
         if "inspect_workflows" in spec.needs:  # DescribeExecution builds the execution ARN from its machine's
             env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
@@ -253,6 +257,7 @@ class Compute(Construct):
             folder_sources=self._config.folder_sources,
             folder_job_state_machine_arn=w.folder_job_state_machine_arn or None,
             folder_access_role_arn=folder_access_role_arn,
+            estimate_state_machine_arn=w.estimate_state_machine_arn or None,
         )
 
     def _acknowledge(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role, in_vpc: bool) -> None:

@@ -97,6 +97,7 @@ class GrantTargets:
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (context folderSources)
     folder_job_state_machine_arn: str | None = None
     folder_access_role_arn: str | None = None
+    estimate_state_machine_arn: str | None = None
 
     def arns(self, grant: Grant) -> list[str]:
         return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
@@ -139,6 +140,8 @@ class GrantTargets:
             return [self.folder_access_role_arn]
         if kind == "folder_job_state_machine" and self.folder_job_state_machine_arn:
             return [self.folder_job_state_machine_arn]
+        if kind == "estimate_state_machine" and self.estimate_state_machine_arn:
+            return [self.estimate_state_machine_arn]
         if kind == "workflow_executions":
             machines = (self.conversion_state_machine_arn, self.intake_state_machine_arn, self.folder_job_state_machine_arn)
             return [execution_arns(arn) for arn in machines if arn]

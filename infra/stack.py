@@ -67,6 +67,7 @@ class BatchlaneStack(Stack):
                 webhook_secret=webhooks.secret,
                 webhook_delivery_state_machine_arn=state_machine_arn(self, config.stack_name, "webhook_delivery"),
                 folder_job_state_machine_arn=state_machine_arn(self, config.stack_name, "folder_job"),
+                estimate_state_machine_arn=state_machine_arn(self, config.stack_name, "estimate"),
             ),
         )
         fns = compute.functions

@@ -79,6 +79,22 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str | No
         return exc.code, json.loads(exc.read())
 
 
+def estimate(stack: Any, path: str, body: Any = None, *, user: str, timeout_s: float = 120) -> tuple[int, dict[str, Any]]:
+    """A dry run as a client makes it: POST (202, an estimate), then GET /api/v1/estimates/{id} until answered.
+    (200, the dry run's answer) when completed; (its status, the view) when the POST is refused or it failed."""
+    status, started = call(stack, "POST", path, body, user=user)
+    if status != 202:
+        return status, started
+    deadline = time.monotonic() + timeout_s
+    view = started
+    while view["status"] == "running":
+        assert time.monotonic() < deadline, f"estimate {started['estimateId']} still running after {timeout_s} s: {view}"
+        time.sleep(0.2)
+        code, view = call(stack, "GET", started["poll"], user=user)
+        assert code == 200, view
+    return (200, view["result"]) if view["status"] == "completed" else (422, view)
+
+
 def priority(owner: str) -> str:
     """The owner's local token with the group that may force on-demand (process-now)."""
     return f"{owner};groups=batchlane-priority"

@@ -14,6 +14,7 @@ from typing import Any
 from batchlane_dev.fakes.budgets import FakeBudgets
 from batchlane_dev.fakes.caps import FakeCaps
 from batchlane_dev.fakes.deliveries import FakeDeliveries
+from batchlane_dev.fakes.estimates import FakeEstimates
 from batchlane_dev.fakes.folder_jobs import FakeFolderJobs
 from batchlane_dev.fakes.jobs import FakeJobs
 from batchlane_dev.fakes.lanes import FakeLanes
@@ -103,6 +104,10 @@ class FakeUnitOfWork:
     @property
     def service_tiers(self) -> FakeServiceTiers:
         return FakeServiceTiers(self.state)
+
+    @property
+    def estimates(self) -> FakeEstimates:
+        return FakeEstimates(self.state)
 
     def check_connection(self) -> None:
         self.connection_checks += 1  # no connection to lose; counted, so a test sees the check was made

@@ -159,6 +159,7 @@ class Targets:
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix", as BATCHLANE_FOLDER_SOURCES
     partition: str = "aws"
     folder_access_role_arn: str = ""  # the role folder functions assume per owner (scoped sessions)
+    estimate_state_machine_arn: str = ""
 
     def arns(self, grant: Grant) -> list[str]:
         return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
@@ -183,6 +184,7 @@ class Targets:
             "folder_objects": sorted({f"arn:{p}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources}),
             "folder_buckets": sorted({f"arn:{p}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources}),
             "folder_job_state_machine": [self.folder_job_state_machine_arn] if self.folder_job_state_machine_arn else [],
+            "estimate_state_machine": [self.estimate_state_machine_arn] if self.estimate_state_machine_arn else [],
             "workflow_executions": [
                 f"{arn.replace(':stateMachine:', ':execution:')}:*"
                 for arn in (self.conversion_state_machine_arn, self.intake_state_machine_arn, self.folder_job_state_machine_arn)

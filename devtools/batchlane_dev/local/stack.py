@@ -133,7 +133,8 @@ class StackOptions:
 # Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
 # shares one GIL with moto, the Step Functions interpreter and the Bedrock emulator: under A's flood A's
 # assembles in threads here held back every other job's state transitions (docs/benchmarks.md "tenant_isolation").
-PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare", "assemble"})
+# A dry run's estimate reads hostile PDFs as a split does (issue 40).
+PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare", "assemble", "estimate"})
 
 
 def start_from_empty_tables(db: Any) -> dict[str, int]:
@@ -270,6 +271,7 @@ class OfflineStack:
             # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
             "FOLDER_JOB_STATE_MACHINE_ARN": self.state_machine_arns["folder_job"],
+            "ESTIMATE_STATE_MACHINE_ARN": self.state_machine_arns["estimate"],
             "FOLDER_ACCESS_ROLE_ARN": FOLDER_ACCESS_ROLE_ARN,
             "BATCHLANE_FOLDER_SOURCES": FOLDER_SOURCES,
             **self.options.extra_env,
@@ -438,6 +440,7 @@ class OfflineStack:
             webhook_delivery_state_machine_arn=self.state_machine_arns["webhook_delivery"],
             webhook_secret_arn=self.env.get("WEBHOOK_SECRET_ARN", ""),
             folder_job_state_machine_arn=self.state_machine_arns["folder_job"],
+            estimate_state_machine_arn=self.state_machine_arns["estimate"],
             folder_access_role_arn=FOLDER_ACCESS_ROLE_ARN,
             folder_sources=tuple(reload_settings().folder_sources),
             bedrock_service_role_arn=SERVICE_ROLE_ARN,

@@ -131,7 +131,12 @@ class Settings(BaseSettings):
     # Past it: 429 RATE_LIMITED with Retry-After. 0 requests a second: no limit.
     batchlane_api_rate_per_s: float = Field(5.0, ge=0)
     batchlane_api_burst: int = Field(60, ge=1)
-    batchlane_api_dry_run_cost: int = Field(10, ge=1)
+    batchlane_api_dry_run_cost: int = Field(10, ge=1)  # a file's dry run: it starts up to ~20 s of the estimate worker
+    batchlane_api_folder_dry_run_cost: int = Field(20, ge=1)  # a folder's: listing and counting, up to ~40 s of it
+    # Dry runs run as estimates in their own worker (api/estimates.py): an owner has at most this many running at
+    # once (429 ESTIMATES_LIMIT past it), so a flood of hostile PDFs holds a few workers, never the API.
+    batchlane_max_live_estimates: int = Field(2, ge=1)
+    estimate_state_machine_arn: str | None = None
     # Per-user caps on what costs outside the budget (docs/operations.md "Per-user caps"): 429 past them.
     batchlane_max_pending_uploads: int = Field(100, ge=1)  # files registered and never converted nor deleted
     batchlane_max_live_folder_jobs: int = Field(10, ge=1)  # folder jobs enumerating or processing

@@ -186,6 +186,7 @@ def services() -> Services:
                     intake_arn=settings.intake_state_machine_arn,
                     webhook_delivery_arn=settings.webhook_delivery_state_machine_arn,
                     folder_job_arn=settings.folder_job_state_machine_arn,
+                    estimate_arn=settings.estimate_state_machine_arn,
                 ),
                 bus=EventBridgeBus(client("events"), settings.event_bus_name),
                 prices=PriceTable(settings.batchlane_prices, flex_discount=settings.batchlane_flex_discount),

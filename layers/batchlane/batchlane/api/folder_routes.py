@@ -2,7 +2,7 @@
 
 | method | path                                        | use case |
 |--------|---------------------------------------------|----------|
-| POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
+| POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or start its estimate (202) |
 | GET    | /api/v1/folder-jobs                                | your folder jobs, newest first |
 | GET    | /api/v1/folder-jobs/{folderJobId}                  | status: counts, throughput, eta_seconds, URIs |
 | GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
@@ -22,8 +22,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field
 
+from batchlane.api import estimates
 from batchlane.domain.errors import InputError, Unauthorized
-from batchlane.folders import dryrun, usecases
+from batchlane.folders import usecases
 from batchlane.naming import with_legacy_fields
 from batchlane.runtime import services
 
@@ -71,8 +72,8 @@ def _flag(name: str) -> bool:
 def submit_folder_job() -> tuple[dict[str, Any], int]:
     owner = _caller()
     body = _json_body()
-    if _flag("dry_run"):
-        return with_legacy_fields(dryrun.estimate(services(), body, owner_id=owner, groups=_groups())), 200
+    if _flag("dry_run"):  # an estimate the worker answers: GET /api/v1/estimates/{estimateId}
+        return estimates.start_folder_estimate(services(), owner, body, groups=_groups()), 202
     group = services().settings.batchlane_priority_group
     groups = _groups()
     status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in groups else None, groups=groups)

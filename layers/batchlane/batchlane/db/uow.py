@@ -13,6 +13,7 @@ from batchlane.db.budgets import PgBudgets
 from batchlane.db.caps import PgCaps
 from batchlane.db.connection import Database, Transaction
 from batchlane.db.deliveries import PgDeliveries
+from batchlane.db.estimates import PgEstimates
 from batchlane.db.folder_jobs import PgFolderJobs
 from batchlane.db.jobs import PgJobs, Runner
 from batchlane.db.ledger import PgLedger
@@ -81,6 +82,10 @@ class PgUnitOfWork:
     @property
     def service_tiers(self) -> PgServiceTiers:
         return PgServiceTiers(self.runner)
+
+    @property
+    def estimates(self) -> PgEstimates:
+        return PgEstimates(self.runner)
 
     def check_connection(self) -> None:
         """Ping this thread's connection now and reconnect if it is gone (inside ``with`` the transaction's own is used)."""

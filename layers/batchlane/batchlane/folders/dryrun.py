@@ -90,11 +90,15 @@ def extrapolate(counted: Sequence[Counted], uncounted_bytes: Sequence[int], *, m
     return PageEstimate(total, pages + low, pages + high, round(chars_per_page * total), "extrapolated", len(counted), len(surveyed))
 
 
-def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = ()) -> dict[str, Any]:
-    """The caller's grants are checked before anything is listed (usecases.prepare)."""
+def estimate(
+    svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = (), progress: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """The caller's grants are checked before anything is listed (usecases.prepare); the folder is read as its
+    owner (the folder-access role, as the job's own reads). ``progress`` hears each listing page and count."""
     spec = prepare(svc, body, owner_id=owner_id, groups=groups)
     settings = svc.settings
-    buckets = svc.folder_buckets()
+    report = progress or (lambda step: None)
+    buckets = svc.folder_buckets(owner_id)
     source = spec.input_uri
     objects: list[tuple[str, int]] = []
     token: str | None = None
@@ -106,6 +110,7 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
             break
         page = buckets.list_page(source.bucket, source.key, token=token, recursive=spec.input.recursive, max_keys=1000)
         objects.extend(page.objects)
+        report({"step": "listing", "done": len(objects), "total": None})
         token = page.next_token
         if token is None:
             complete = True
@@ -117,7 +122,7 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
     already = [f for f in to_convert if spec.output.on_existing == "skip" and _exists(buckets, spec, f.output_key, listed, ask=ask)]
     to_convert = [f for f in to_convert if f not in already]
     by_type = Counter((posixpath.splitext(k)[1].lower() or "(none)") for k, _ in objects if not k.endswith("/") and not layout.is_own_output(k))
-    counted, refused = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages)
+    counted, refused = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages, owner_id=owner_id, report=report)
     pages, chars = counted.total, counted.text_chars
     model_id = str(spec.options.get("modelId") or settings.batchlane_model_id)
     if model_id not in settings.batchlane_prices:
@@ -194,7 +199,9 @@ def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, i
     return list(zip(keys, sizes, strict=True))
 
 
-def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tuple[PageEstimate, dict[str, str]]:
+def _pages(
+    svc: Services, bucket: str, files: list[Any], max_pages: int, *, owner_id: str, report: Callable[[dict[str, Any]], None] = lambda step: None
+) -> tuple[PageEstimate, dict[str, str]]:
     """Every file's pages counted when the set is small, else a sample spread over the sizes; both in
     parallel and within ``COUNT_DEADLINE_S``; what was not counted is extrapolated by bytes. Also
     {key: error id} of the counted files that will fail."""
@@ -203,7 +210,8 @@ def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tupl
     chosen = by_size if small else sorted({by_size[round(k * (len(files) - 1) / (SAMPLE_FILES - 1))] for k in range(SAMPLE_FILES)})
     surveyed = min(TEXT_FILES, len(chosen))
     text_at = {chosen[round(k * (len(chosen) - 1) / max(1, surveyed - 1))] for k in range(surveyed)}  # spread over the sizes
-    store = svc.store.in_bucket(bucket)
+    store = svc.folder_source(bucket, owner_id)
+    report({"step": "counting", "done": 0, "total": len(chosen)})
     deadline = time.monotonic() + COUNT_DEADLINE_S
     # Counts still running at the deadline are left behind (each ends within its own bound): the directory
     # may go before they do, so its removal ignores what they still hold.
@@ -223,7 +231,7 @@ def _pages(svc: Services, bucket: str, files: list[Any], max_pages: int) -> tupl
             finally:
                 path.unlink(missing_ok=True)
 
-        done = _within(count, chosen, deadline_s=deadline - time.monotonic())
+        done = _within(count, chosen, deadline_s=deadline - time.monotonic(), on_done=lambda n: report({"step": "counting", "done": n, "total": len(chosen)}))
     uncounted = [files[i].size_bytes for i in range(len(files)) if i not in done]
     refused = {files[i].source_key: c.error_id for i, c in sorted(done.items()) if c.error_id}
     return extrapolate(list(done.values()), uncounted, max_pages=max_pages), refused
@@ -244,7 +252,9 @@ def _count(path: Path, size: int, *, max_pages: int, survey_text: bool, seconds:
     return Counted(size, pages, chars)
 
 
-def _within(work: Callable[[int], Counted | None], indexes: list[int], *, deadline_s: float) -> dict[int, Counted]:
+def _within(
+    work: Callable[[int], Counted | None], indexes: list[int], *, deadline_s: float, on_done: Callable[[int], None] = lambda n: None
+) -> dict[int, Counted]:
     """``work`` on each index, a few at a time, for ``deadline_s``: what finished by then, by index.
     Work still running at the deadline is not waited for (issue 40: a 15 s promise once took 119 s); what is queued is dropped."""
     results: dict[int, Counted] = {}
@@ -258,6 +268,7 @@ def _within(work: Callable[[int], Counted | None], indexes: list[int], *, deadli
                 index = pending.pop(future)
                 if (counted := future.result()) is not None:
                     results[index] = counted
+            on_done(len(results))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return results
