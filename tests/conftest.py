@@ -72,6 +72,7 @@ def start_stack(  # type: ignore[no-untyped-def]
     process_functions: frozenset[str] = frozenset(),
     settings: dict[str, str] | None = None,
     retry_time_scale: float = 1.0,
+    owner_cpu_shares: bool = False,
 ):
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 
@@ -86,6 +87,7 @@ def start_stack(  # type: ignore[no-untyped-def]
         process_functions=process_functions,
         settings=settings or {},
         retry_time_scale=retry_time_scale,
+        owner_cpu_shares=owner_cpu_shares,
     )
     if not schedules:
         options.schedule_speedup = 1e-6  # the schedules never fire during a test: the test drives them
@@ -122,6 +124,7 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
         process_functions: frozenset[str] = frozenset(),
         settings: dict[str, str] | None = None,
         retry_time_scale: float = 1.0,
+        owner_cpu_shares: bool = False,
     ):
         stack = start_stack(
             migrated_url,
@@ -132,6 +135,7 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
             process_functions=process_functions,
             settings=settings,
             retry_time_scale=retry_time_scale,
+            owner_cpu_shares=owner_cpu_shares,
         )
         started.append(stack)
         return stack

@@ -134,8 +134,9 @@ class Settings(BaseSettings):
     batchlane_api_dry_run_cost: int = Field(10, ge=1)  # a file's dry run: it starts up to ~20 s of the estimate worker
     batchlane_api_folder_dry_run_cost: int = Field(20, ge=1)  # a folder's: listing and counting, up to ~40 s of it
     # Dry runs run as estimates in their own worker (api/estimates.py): an owner has at most this many running at
-    # once (429 ESTIMATES_LIMIT past it), so a flood of hostile PDFs holds a few workers, never the API.
-    batchlane_max_live_estimates: int = Field(2, ge=1)
+    # once (429 ESTIMATES_LIMIT past it), so a flood of hostile PDFs holds one worker, never the API. One: a second
+    # at once took another owner's median API latency offline from 1.6x to 2-2.9x of alone (docs/benchmarks.md).
+    batchlane_max_live_estimates: int = Field(1, ge=1)
     estimate_state_machine_arn: str | None = None
     # Per-user caps on what costs outside the budget (docs/operations.md "Per-user caps"): 429 past them.
     batchlane_max_pending_uploads: int = Field(100, ge=1)  # files registered and never converted nor deleted

@@ -91,8 +91,7 @@ def test_a_refused_file_is_a_failed_estimate_with_the_id_convert_would_give(svc:
 
 def test_an_owner_has_a_few_estimates_running_at_most_and_another_owner_is_not_held_by_them(svc: Services) -> None:
     file_id = uploaded(svc, make_pdf(1))
-    first = estimates.start_file_estimate(svc, A, file_id, options={})
-    estimates.start_file_estimate(svc, A, file_id, options={})  # the deployment's default: two at once
+    first = estimates.start_file_estimate(svc, A, file_id, options={})  # the deployment's default: one at a time
     with pytest.raises(LimitReached) as refused:
         estimates.start_file_estimate(svc, A, file_id, options={})
     assert refused.value.error_id == "ESTIMATES_LIMIT" and "BATCHLANE_MAX_LIVE_ESTIMATES" in str(refused.value)
@@ -114,7 +113,7 @@ def test_another_owners_file_or_estimate_is_a_missing_one(svc: Services) -> None
 
 def test_an_estimate_whose_worker_was_lost_answers_failed_and_frees_its_place(svc: Services, fake_uow: FakeUnitOfWork) -> None:
     file_id = uploaded(svc, make_pdf(1))
-    started = [estimates.start_file_estimate(svc, A, file_id, options={}) for _ in range(2)]
+    started = [estimates.start_file_estimate(svc, A, file_id, options={})]
     fake_uow.state.clock.at += timedelta(seconds=estimates.LOST_AFTER_S + 1)
     lost = estimates.owned_estimate(svc, A, started[0]["estimateId"])
     assert lost["status"] == "failed" and lost["error"]["code"] == "ESTIMATE_LOST"
