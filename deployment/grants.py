@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from batchlane.contract import EVENT_SOURCE
+from batchlane.contract import EVENT_SOURCE, WEBHOOK_OWNER_CONTEXT, WEBHOOK_PURPOSE, WEBHOOK_PURPOSE_CONTEXT
 
 ResourceKind = Literal[
     "objects",  # objects of the bucket under ``prefix`` (arn:aws:s3:::bucket/prefix*)
@@ -27,7 +27,8 @@ ResourceKind = Literal[
     "batch_lane_state_machine",
     "intake_state_machine",
     "webhook_delivery_state_machine",
-    "webhook_secret",  # the webhook signing secret
+    "webhook_secret",  # the deployment's webhook signing secret (the migration's)
+    "webhook_key",  # the KMS key that seals each owner's webhook signing secret
     "default_event_bus",
     "any",  # "*": only for actions AWS gives no resource-level permission
     "folder_objects",  # objects under each configured folder source (arn:aws:s3:::bucket/prefix*)
@@ -65,6 +66,11 @@ class Grant:
 
 
 _LIST_BUCKET = Grant(("s3:ListBucket",), ("bucket",))
+# batchlane.aws.kms's encryption context: its purpose, and an owner (any: IAM does not know whose request it serves).
+WEBHOOK_KEY_CONTEXT: Mapping[str, Mapping[str, str | tuple[str, ...]]] = {
+    "StringEquals": {f"kms:EncryptionContext:{WEBHOOK_PURPOSE_CONTEXT}": WEBHOOK_PURPOSE},
+    "StringLike": {f"kms:EncryptionContext:{WEBHOOK_OWNER_CONTEXT}": "?*"},
+}
 
 CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
@@ -129,12 +135,13 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     # The recovery schedule asks whether a live job's execution ended (domain/workflow_end.py).
     "inspect_workflows": (Grant(("states:DescribeExecution",), ("workflow_executions",)),),
     "start_webhook_delivery": (Grant(("states:StartExecution",), ("webhook_delivery_state_machine",)),),
-    # sign: read the current and previous versions
+    # sign beside the owner's during the migration: read the deployment secret's current and previous versions
     "webhook_secret_read": (Grant(("secretsmanager:GetSecretValue",), ("webhook_secret",)),),
-    # describe (id, dates) and put a new version; never read the value
-    "webhook_secret_rotate": (
-        Grant(("secretsmanager:DescribeSecret", "secretsmanager:ListSecretVersionIds", "secretsmanager:PutSecretValue"), ("webhook_secret",)),
-    ),
+    # An owner's secret, sealed and opened with the webhook key only under an owner's encryption context for this
+    # purpose (aws/kms.py): the key does nothing else for these roles. IAM cannot bind the owner to the caller; the
+    # code seals each owner's under their own id, and KMS opens it only under the same (docs/decisions/0029).
+    "webhook_secret_seal": (Grant(("kms:Encrypt",), ("webhook_key",), conditions=WEBHOOK_KEY_CONTEXT, sid="SealOwnersWebhookSecrets"),),
+    "webhook_secret_open": (Grant(("kms:Decrypt",), ("webhook_key",), conditions=WEBHOOK_KEY_CONTEXT, sid="OpenOwnersWebhookSecrets"),),
     "task_response": (Grant(("states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"), ("batch_lane_state_machine",)),),
     "publish_events": (Grant(("events:PutEvents",), ("default_event_bus",), conditions={"StringEquals": {"events:source": (EVENT_SOURCE,)}}),),
     "cloudwatch_metrics": (),

@@ -51,8 +51,9 @@ Capability = Literal[
     "task_response",  # states:SendTaskSuccess/Failure/Heartbeat on the batch-lane machine
     "publish_events",  # events:PutEvents on the default bus (job parked, public job state changes)
     "start_webhook_delivery",  # states:StartExecution on the webhook-delivery state machine
-    "webhook_secret_read",  # secretsmanager:GetSecretValue on the webhook signing secret (sign)
-    "webhook_secret_rotate",  # secretsmanager:DescribeSecret/ListSecretVersionIds/PutSecretValue on it (show, rotate)
+    "webhook_secret_read",  # secretsmanager:GetSecretValue on the deployment's signing secret (signs beside the owner's during the migration)
+    "webhook_secret_seal",  # kms:Encrypt with the webhook key, an owner's encryption context only (create, rotate an owner's secret)
+    "webhook_secret_open",  # kms:Decrypt with the webhook key, an owner's encryption context only (sign an owner's delivery)
     "cloudwatch_metrics",  # Powertools metrics (EMF through logs: no extra grant in AWS)
     "folder_read",  # list and read the configured folder sources of users' buckets (cdk.json folderSources)
     "folder_write",  # write Markdown, manifest and report into those folder sources
@@ -226,7 +227,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
             "start_intake",
             "publish_events",
             "start_webhook_delivery",
-            "webhook_secret_rotate",
+            "webhook_secret_seal",  # the caller's own signing secret, created and rotated (shown once), stored sealed
             "start_folder_job",  # folder jobs: submit, retry, resume
             "start_estimate",  # dry runs: the estimate worker reads the files
         ),
@@ -269,7 +270,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "webhook_deliver",
         "POSTs one signed webhook delivery and records the attempt; a failure raises so the workflow retries.",
-        ("db", "webhook_secret_read"),
+        ("db", "webhook_secret_open", "webhook_secret_read"),  # the owner's secret; the deployment's during the migration
         30,
         256,
     ),

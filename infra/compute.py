@@ -18,6 +18,7 @@ from pathlib import Path
 from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -67,6 +68,7 @@ class Wiring:
     database_environment: dict[str, str] = field(default_factory=dict)
     # Signed webhooks (infra/webhooks.py): the signing secret and the delivery machine.
     webhook_secret: secretsmanager.ISecret | None = None
+    webhook_key: kms.IKey | None = None  # seals each owner's signing secret
     webhook_delivery_state_machine_arn: str = ""
     # Folder jobs (docs/architecture.md "Folder jobs"): the loop's machine.
     folder_job_state_machine_arn: str = ""
@@ -211,8 +213,12 @@ class Compute(Construct):
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
             if w.folder_job_state_machine_arn:
                 env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
-        if {"webhook_secret_read", "webhook_secret_rotate"} & set(spec.needs):
+        if "webhook_secret_read" in spec.needs:
             env["WEBHOOK_SECRET_ARN"] = self._webhook_secret().secret_arn  # the ARN, never the value
+        if {"webhook_secret_seal", "webhook_secret_open"} & set(spec.needs):
+            if self._wiring.webhook_key is None:
+                raise ValueError("a function seals or opens owners' webhook secrets but the Wiring has no webhook key")
+            env["WEBHOOK_KEY_ARN"] = self._wiring.webhook_key.key_arn
         return env
 
     def _master_secret(self) -> secretsmanager.ISecret:
@@ -254,6 +260,7 @@ class Compute(Construct):
             intake_state_machine_arn=w.intake_state_machine_arn,
             webhook_delivery_state_machine_arn=w.webhook_delivery_state_machine_arn or None,
             webhook_secret=w.webhook_secret,
+            webhook_key=w.webhook_key,
             folder_sources=self._config.folder_sources,
             folder_job_state_machine_arn=w.folder_job_state_machine_arn or None,
             folder_access_role_arn=folder_access_role_arn,

@@ -343,7 +343,7 @@ def test_the_post_connects_to_the_address_the_check_resolved_not_a_rebound_one(s
     delivery_id = str(uuid.uuid4())
     url = "https://hooks.rebind.example/batchlane"
     rows.add(delivery_id=delivery_id, owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
-    assert deliver(rows, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
+    assert deliver(rows, delivery_id, signing_keys=lambda owner: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
     assert (lookups, connected) == (["hooks.rebind.example"], ["93.184.215.14"])  # resolved once; that address, pinned
     # The real POST goes to the pinned address whatever the name resolves to now (here: nothing at all)
 

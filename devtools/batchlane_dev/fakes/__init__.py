@@ -24,6 +24,7 @@ from batchlane_dev.fakes.rate_limits import FakeRateLimits
 from batchlane_dev.fakes.read_model import FakeReads
 from batchlane_dev.fakes.retries import FakeRetries
 from batchlane_dev.fakes.service_tiers import FakeServiceTiers
+from batchlane_dev.fakes.webhook_secrets import FakeWebhookSecrets
 
 
 class FakeClock:
@@ -108,6 +109,10 @@ class FakeUnitOfWork:
     @property
     def estimates(self) -> FakeEstimates:
         return FakeEstimates(self.state)
+
+    @property
+    def webhook_secrets(self) -> FakeWebhookSecrets:
+        return FakeWebhookSecrets(self.state)
 
     def check_connection(self) -> None:
         self.connection_checks += 1  # no connection to lose; counted, so a test sees the check was made

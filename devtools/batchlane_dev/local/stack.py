@@ -268,6 +268,7 @@ class OfflineStack:
             "BATCH_CONVERSION_ROLE_ARN": SERVICE_ROLE_ARN,
             "WEBHOOK_DELIVERY_STATE_MACHINE_ARN": self.state_machine_arns["webhook_delivery"],
             "WEBHOOK_SECRET_ARN": self._create_webhook_secret(moto_url),
+            "WEBHOOK_KEY_ARN": self._create_webhook_key(moto_url),
             # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
             "FOLDER_JOB_STATE_MACHINE_ARN": self.state_machine_arns["folder_job"],
@@ -439,6 +440,7 @@ class OfflineStack:
             intake_state_machine_arn=self.state_machine_arns["intake"],
             webhook_delivery_state_machine_arn=self.state_machine_arns["webhook_delivery"],
             webhook_secret_arn=self.env.get("WEBHOOK_SECRET_ARN", ""),
+            webhook_key_arn=self.env.get("WEBHOOK_KEY_ARN", ""),
             folder_job_state_machine_arn=self.state_machine_arns["folder_job"],
             estimate_state_machine_arn=self.state_machine_arns["estimate"],
             folder_access_role_arn=FOLDER_ACCESS_ROLE_ARN,
@@ -473,6 +475,11 @@ class OfflineStack:
             method="POST",
         )
         urllib.request.urlopen(request, timeout=10).read()
+
+    def _create_webhook_key(self, moto_url: str) -> str:
+        """The KMS key infra/webhooks.py creates to seal each owner's signing secret (moto's KMS binds the encryption context)."""
+        key = self._client("kms", moto_url).create_key(Description="batchlane: seals each owner's webhook signing secret")["KeyMetadata"]
+        return str(key["Arn"])
 
     def _create_webhook_secret(self, moto_url: str) -> str:
         """The signing secret infra/webhooks.py creates (a random value in Secrets Manager)."""

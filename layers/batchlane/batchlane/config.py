@@ -150,9 +150,14 @@ class Settings(BaseSettings):
     # loopback or link-local receivers are allowed too (the offline stack; a receiver in your VPC).
     batchlane_webhook_allow_private: bool = False
     batchlane_webhook_timeout_s: float = Field(10.0, gt=0, le=25)  # one POST; webhook_deliver's Lambda timeout is 30 s
-    # After a rotation, deliveries carry signatures with the new AND the old secret for this long.
+    # After a rotation, deliveries carry signatures with the owner's new AND old secret for this long.
     batchlane_webhook_grace_hours: float = Field(24.0, ge=0)
-    # The Cognito group whose members may rotate the deployment's (shared) signing secret.
+    # Each owner's signing secret is sealed with this KMS key (webhooks/owner_secrets.py). For this many days after
+    # per-owner signing began (0038_webhook_secrets.sql), deliveries carry the deployment's signature beside the
+    # owner's, so receivers still on the deployment secret keep verifying while they move to their own.
+    webhook_key_arn: str | None = None
+    batchlane_webhook_migration_days: float = Field(30.0, ge=0)
+    # The Cognito group whose members may set another user's budget (PUT /api/v1/admin/budgets/{ownerId}).
     batchlane_admin_group: str = "batchlane-admins"
     # The Cognito group whose members may force on-demand (process-now): it skips the half-price
     # batch lane. Empty: everyone may (a single-user deployment). docs/deploy.md "Permissions".

@@ -15,6 +15,7 @@ from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.clients import client, reset_clients
 from batchlane.aws.events import EventBridgeBus
 from batchlane.aws.folders import FolderBuckets, S3FolderBuckets
+from batchlane.aws.kms import KmsSecretCipher
 from batchlane.aws.owner_credentials import OwnerScopedClients
 from batchlane.aws.s3 import S3Downloads, S3Store, S3Uploads
 from batchlane.aws.secrets import SecretsManagerSigningSecret
@@ -37,6 +38,7 @@ from batchlane.ports import (
     ModelRuntime,
     ObjectStore,
     PageThreadDatabase,
+    SecretCipher,
     SigningSecret,
     UnitOfWork,
     Uploads,
@@ -95,6 +97,10 @@ class Services:
         if not role_arn:
             return S3Store(client("s3"), bucket)
         return S3Store(_owner_clients(role_arn).s3(owner_id), bucket)
+
+    def secret_cipher(self) -> SecretCipher:
+        """Seals and opens owners' signing secrets with the deployment's KMS key (aws/kms.py)."""
+        return KmsSecretCipher(client("kms"), self.settings.webhook_key_arn)
 
     def signing_secret(self) -> SigningSecret:
         return SecretsManagerSigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)

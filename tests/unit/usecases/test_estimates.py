@@ -146,3 +146,4 @@ def test_a_dry_runs_tokens_follow_the_work_it_starts() -> None:
     assert throttle.request_cost("POST", "/api/v1/folder-jobs", {"dry_run": "1"}, **costs) == 20
     assert throttle.request_cost("POST", "/api/v1/folder-jobs", None, **costs) == 1
     assert throttle.request_cost("GET", "/api/v1/estimates/x", None, **costs) == 1
+

@@ -268,13 +268,14 @@ def estimate(estimateId: str) -> dict[str, Any]:
 
 @app.get("/api/v1/webhook-config")
 def webhook_config() -> dict[str, Any]:
-    _caller()
-    return webhook_usecases.webhook_config(services())
+    """The caller's own signing secret: created, and shown in this answer only, at their first read."""
+    return webhook_usecases.webhook_config(services(), _caller())
 
 
 @app.post("/api/v1/webhook-config/secret")
 def rotate_webhook_secret() -> dict[str, Any]:
-    return webhook_usecases.rotate_secret(services(), _caller(), _groups())
+    """A new version of the caller's own secret, shown in this answer only; no other owner's changes."""
+    return webhook_usecases.rotate_secret(services(), _caller())
 
 
 @app.post("/api/v1/webhook-config/test")

@@ -22,6 +22,7 @@ from batchlane.db.rate_limits import PgRateLimits
 from batchlane.db.read_model import PgReads
 from batchlane.db.retries import PgRetries
 from batchlane.db.service_tiers import PgServiceTiers
+from batchlane.db.webhook_secrets import PgWebhookSecrets
 
 
 class PgUnitOfWork:
@@ -86,6 +87,10 @@ class PgUnitOfWork:
     @property
     def estimates(self) -> PgEstimates:
         return PgEstimates(self.runner)
+
+    @property
+    def webhook_secrets(self) -> PgWebhookSecrets:
+        return PgWebhookSecrets(self.runner)
 
     def check_connection(self) -> None:
         """Ping this thread's connection now and reconnect if it is gone (inside ``with`` the transaction's own is used)."""
