@@ -38,6 +38,8 @@ def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
     parts = resource.get("Fn::Join", ["", []])[1] if isinstance(resource, dict) else []
     if len(parts) == 2 and parts[0] == bucket_arn and parts[1].startswith("/") and parts[1].endswith("*"):
         return "objects", parts[1][1:-1]
+    if resource == {"Fn::GetAtt": [synth.logical_id("Webhooks/SecretKey"), "Arn"]}:
+        return "webhook_key", ""
     if isinstance(resource, dict) and synth.resources.get(resource.get("Ref", ""), {}).get("Type", "").startswith("AWS::SecretsManager::"):
         ref = resource["Ref"]
         return ("webhook_secret" if "SigningSecret" in ref else "database_secret" if "AppSecret" in ref else "database_master_secret"), ""
