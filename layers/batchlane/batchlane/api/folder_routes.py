@@ -110,7 +110,9 @@ def retry_folder_job(folderJobId: str) -> tuple[dict[str, Any], int]:
         request = FolderRetry.model_validate(_json_body())
     except ValueError as exc:
         raise InputError(f"body: {exc}", error_id="BAD_REQUEST") from None
-    return with_legacy_fields(usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds)), 202
+    group = services().settings.batchlane_priority_group
+    lacking = group if group and group not in _groups() else None  # the lane rights are decided again, from the groups now
+    return with_legacy_fields(usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds, priority_group=lacking)), 202
 
 
 @router.post("/api/v1/folder-jobs/<folderJobId>/cancel")

@@ -25,13 +25,22 @@ NewFile = NewFolderFile  # the module functions' name for it, until their caller
 
 # -- jobs --------------------------------------------------------------------------------
 def insert_job(
-    db: Runner, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]
+    db: Runner,
+    *,
+    job_id: str,
+    owner_id: str,
+    name: str | None,
+    spec: dict[str, Any],
+    source: tuple[str, str],
+    target: tuple[str, str],
+    priority_allowed: bool = False,
 ) -> Row | None:
-    """The job row; None when it exists already (same spec posted again)."""
+    """The job row with its lane rights; None when it exists already (same spec posted again)."""
     return db.one(
-        """INSERT INTO folder_jobs (id, owner_id, name, spec, input_bucket, input_prefix, output_bucket, output_prefix)
-           VALUES (:id, :owner, :name, CAST(:spec AS jsonb), :ib, :ip, :ob, :op)
+        """INSERT INTO folder_jobs (id, owner_id, name, spec, input_bucket, input_prefix, output_bucket, output_prefix, priority_allowed)
+           VALUES (:id, :owner, :name, CAST(:spec AS jsonb), :ib, :ip, :ob, :op, :allowed)
            ON CONFLICT (id) DO NOTHING RETURNING *""",
+        allowed=priority_allowed,
         id=job_id,
         owner=owner_id,
         name=name,
@@ -357,12 +366,15 @@ def insert_source_file(db: Runner, *, owner_id: str, name: str, bucket: str, key
     return row
 
 
-def reopen(db: Runner, job_id: str) -> Row | None:
-    """A terminal folder job runs again (retry, resume): processing, next run number, listing state kept."""
+def reopen(db: Runner, job_id: str, *, priority_allowed: bool) -> Row | None:
+    """A terminal folder job runs again (retry, resume): processing, next run number, listing state kept, the lane
+    rights decided again."""
     return db.one(
         """UPDATE folder_jobs SET status = CASE WHEN enumeration_done THEN :listed ELSE :listing END,
-                  run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now()
+                  run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now(),
+                  priority_allowed = :allowed
            WHERE id = :id AND status = ANY(:from_) AND finished_at IS NOT NULL RETURNING *""",
+        allowed=priority_allowed,
         listed=st.folder_job("reopen").target,
         listing=st.folder_job("reopen_enumeration").target,
         from_=st.folder_job("reopen").from_states,
@@ -451,6 +463,7 @@ def folder_job(row: Row) -> FolderJob:
         updated_at=row["updated_at"],
         enumerated_at=row["enumerated_at"],
         finished_at=row["finished_at"],
+        priority_allowed=bool(row["priority_allowed"]),
     )
 
 
@@ -514,8 +527,20 @@ class PgFolderJobs:
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
 
-    def add(self, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]) -> FolderJob | None:
-        return _job(insert_job(self.runner, job_id=job_id, owner_id=owner_id, name=name, spec=spec, source=source, target=target))
+    def add(
+        self,
+        *,
+        job_id: str,
+        owner_id: str,
+        name: str | None,
+        spec: dict[str, Any],
+        source: tuple[str, str],
+        target: tuple[str, str],
+        priority_allowed: bool = False,
+    ) -> FolderJob | None:
+        return _job(
+            insert_job(self.runner, job_id=job_id, owner_id=owner_id, name=name, spec=spec, source=source, target=target, priority_allowed=priority_allowed)
+        )
 
     def get(self, job_id: str) -> FolderJob | None:
         return _job(get_job(self.runner, job_id))
@@ -526,8 +551,8 @@ class PgFolderJobs:
         errors = {"error_id": error_id, "error_message": error_message} if error_id is not None or error_message is not None else {}
         return _job(move_job(self.runner, job_id, move, ended=ended, **errors))
 
-    def reopen(self, job_id: str) -> FolderJob | None:
-        return _job(reopen(self.runner, job_id))
+    def reopen(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        return _job(reopen(self.runner, job_id, priority_allowed=priority_allowed))
 
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
         save_checkpoint(self.runner, job_id, token=token, listed=listed, excluded=excluded, done=done)
