@@ -230,6 +230,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
             "webhook_secret_seal",  # the caller's own signing secret, created and rotated (shown once), stored sealed
             "start_folder_job",  # folder jobs: submit, retry, resume
             "start_estimate",  # dry runs: the estimate worker reads the files
+            "folder_access",  # a folder file's source PDF: a GET presigned in its own bucket, as its owner
         ),
         29,  # API Gateway's integration timeout; every request answers from the database in well under it (3 s p99)
         1024,

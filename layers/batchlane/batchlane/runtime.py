@@ -91,6 +91,13 @@ class Services:
             return S3FolderBuckets(client("s3"))
         return S3FolderBuckets(_owner_clients(role_arn).s3(owner_id))
 
+    def owner_downloads(self, bucket: str, owner_id: str) -> Downloads:
+        """Presigned GETs of a user's bucket as ``owner_id`` (the folder-access role where configured): a URL signed so
+        carries that owner's grants only."""
+        role_arn = self.settings.folder_access_role_arn
+        s3 = _owner_clients(role_arn).s3(owner_id) if role_arn else client("s3", signature_version="s3v4")
+        return S3Downloads(s3, bucket)
+
     def folder_source(self, bucket: str, owner_id: str) -> S3Store:
         """A folder file's bucket, read as its owner (the folder-access role where configured), for the split and its size check."""
         role_arn = self.settings.folder_access_role_arn

@@ -68,8 +68,12 @@ def files_with_live(svc: Services, listing: dict[str, Any]) -> dict[str, Any]:
 
 
 def source_read(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
-    """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time."""
+    """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time. A folder
+    file's source lies in its own bucket (``source_bucket``): signed there, as its owner (the folder-access role), so
+    the URL reads that one object within the owner's grants, never a key of the working bucket (issue 40.5)."""
     job, file_row = owned_job(svc, owner_id, job_id)
+    if file_row.source_bucket:
+        downloads = svc.owner_downloads(file_row.source_bucket, owner_id)
     return {
         "jobId": job.job_id,
         "url": downloads.presigned_get(file_row.s3_key, filename="source.pdf"),

@@ -27,6 +27,7 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
+from batchlane.folders.finish import redacted_spec
 from batchlane.folders.usecases import prepare
 from batchlane.pdf.bounded import Bound
 from batchlane.pdf.split import open_pdf_file
@@ -136,7 +137,7 @@ def estimate(
     return {
         "dryRun": True,
         "created": False,
-        "spec": spec.model_dump(mode="json"),
+        "spec": redacted_spec(spec.model_dump(mode="json")),  # no callback header value comes back
         "listing": {"objects": len(objects), "complete": complete, "note": None if complete else f"looked at the first {len(objects)} objects only"},
         "files": {
             "to_convert": len(to_convert),

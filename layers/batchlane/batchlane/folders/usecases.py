@@ -18,7 +18,7 @@ from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
 from batchlane.folders import layout
-from batchlane.folders.finish import report_lines
+from batchlane.folders.finish import redacted_spec, report_lines
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
 from batchlane.observability import logger
@@ -220,7 +220,7 @@ def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
         "report_uri": out_prefix + layout.report_key(job.output_prefix, job_id),
         "created_at": job.created_at.isoformat(),
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-        "spec": job.spec,
+        "spec": redacted_spec(job.spec),  # the receiver's credentials (callback header values) never come back
     }
 
 
