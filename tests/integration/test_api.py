@@ -768,15 +768,16 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
     assert (
-        len(operations) == 28
+        len(operations) == 29
     )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12) + the folder-job list (issue 24)
-    # + GET /api/v1/files and the job's source PDF for the console (issue 25)
+    # + GET /api/v1/files and the job's source PDF for the console (issue 25) + a dry run's estimate (issue 40)
     for method, path in operations:
         concrete = (
             path.replace("{fileId}", str(uuid.uuid4()))
             .replace("{jobId}", str(uuid.uuid4()))
             .replace("{ownerId}", owner)
             .replace("{folderJobId}", "fj-" + uuid.uuid4().hex[:24])
+            .replace("{estimateId}", str(uuid.uuid4()))
         )
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
         assert body.get("code") != "ROUTE_NOT_FOUND", (method, path)
