@@ -19,6 +19,13 @@ $(VENV)/.stamp: requirements.lock pyproject.toml
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
+# checkov (tests/infra/test_infra_checkov.py) in a venv of its own: it pins boto3 1.35, the runtime 1.44 (requirements-checkov.lock).
+CHECKOV_VENV := .venv-checkov
+$(CHECKOV_VENV)/.stamp: requirements-checkov.lock
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install -q -r requirements-checkov.lock
+	touch $@
+
 node_modules/.stamp: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -49,7 +56,7 @@ demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the off
 # count, would send the long end-to-end files last). The slowest 15 tests are listed at the end (docs/testing.md).
 TEST_WORKERS ?= 2
 
-test: $(VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp   ## every test (unit, integration, infra, e2e)
+test: $(VENV)/.stamp $(CHECKOV_VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp   ## every test (unit, integration, infra, e2e)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp   ## unit tests only: no server, use cases on fakes (~25 s on 2 cores)

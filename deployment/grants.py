@@ -139,7 +139,7 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "webhook_secret_read": (Grant(("secretsmanager:GetSecretValue",), ("webhook_secret",)),),
     # An owner's secret, sealed and opened with the webhook key only under an owner's encryption context for this
     # purpose (aws/kms.py): the key does nothing else for these roles. IAM cannot bind the owner to the caller; the
-    # code seals each owner's under their own id, and KMS opens it only under the same (docs/decisions/0029).
+    # code seals each owner's under their own id, and KMS opens it only under the same (docs/decisions/0033).
     "webhook_secret_seal": (Grant(("kms:Encrypt",), ("webhook_key",), conditions=WEBHOOK_KEY_CONTEXT, sid="SealOwnersWebhookSecrets"),),
     "webhook_secret_open": (Grant(("kms:Decrypt",), ("webhook_key",), conditions=WEBHOOK_KEY_CONTEXT, sid="OpenOwnersWebhookSecrets"),),
     "task_response": (Grant(("states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"), ("batch_lane_state_machine",)),),

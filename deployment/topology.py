@@ -136,7 +136,8 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         ),  # folder files are read where they lie, as their owner
         900,
         3008,
-        1024,
+        # the upload (BATCHLANE_MAX_FILE_MB) + a picture's PDF or a document's figures + pandoc unpacked (174 MB; decision 0029)
+        2048,
     ),
     FunctionSpec("conversion_start", "Marks a job processing and lists its chunks.", ("db",)),
     FunctionSpec(
@@ -146,7 +147,14 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
         900,
         1536,
     ),
-    FunctionSpec("assemble", "Joins chunk results in page order into the Markdown file.", ("db", "s3_read_jobs", "s3_write_jobs"), 300, 1024),
+    FunctionSpec(
+        "assemble",
+        "Joins chunk results in page order into the Markdown file, and renders the DOCX / HTML / per-block JSON asked for.",
+        ("db", "s3_read_jobs", "s3_write_jobs"),
+        300,
+        2048,  # pandoc's heap bound for a rendering (formats/render.py RENDER_MEMORY_MB) beside the process
+        1024,  # pandoc unpacked to /tmp (174 MB) and the renderings as they are written
+    ),
     FunctionSpec("settle", "Writes the job's totals, settles the funds hold, ends the job (and says so on the bus).", ("db", "publish_events")),
     FunctionSpec(
         "batch_packer",

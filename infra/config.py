@@ -6,6 +6,7 @@ Every key with its default and meaning: docs/deploy.md "Module notes".
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -106,7 +107,7 @@ class InfraConfig:
     fallback_alarm_percent: float = DEFAULT_FALLBACK_SHARE * 100
     webhook_allow_private: bool = False
     webhook_grace_hours: float = 24.0
-    webhook_migration_days: float = 30.0  # deliveries carry the deployment's signature beside the owner's this long (decision 0029)
+    webhook_migration_days: float = 30.0  # deliveries carry the deployment's signature beside the owner's this long (decision 0033)
     admin_group: str = "batchlane-admins"
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
     priority_group: str = "batchlane-priority"
@@ -115,6 +116,13 @@ class InfraConfig:
     budget: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_BUDGET))
     reserved_concurrency: dict[str, int | None] = field(default_factory=lambda: dict(DEFAULT_RESERVED_CONCURRENCY))
     chunk_slots: int = DEFAULT_CHUNK_SLOTS
+    # The console on a custom domain (docs/deploy.md "The console's domain and TLS"): the domain and an ACM
+    # certificate for it in us-east-1 (CloudFront's), both or neither. Only then does CloudFront enforce
+    # TLSv1.2_2021: the default *.cloudfront.net certificate accepts TLS 1.0.
+    console_domain: str | None = None
+    console_certificate_arn: str | None = None
+    # An AWS WAF web ACL (scope CLOUDFRONT, made in us-east-1) to put in front of the console; none by default.
+    console_web_acl_arn: str | None = None
 
     def ephemeral_storage_mb(self, spec: topology.FunctionSpec) -> int:
         """Ephemeral storage (MB) of a function: batch_collect's follows the largest lane it may spool (quotas.maxRecords
@@ -319,7 +327,28 @@ def load(node: Node) -> InfraConfig:
         budget=budget,
         reserved_concurrency={name: None if value is None else int(value) for name, value in reserved.items()},
         chunk_slots=int(ctx("chunkSlots", reserved.get("chunk_processor") or DEFAULT_CHUNK_SLOTS)),
+        **_console_edge(ctx("consoleDomain"), ctx("consoleCertificateArn"), ctx("consoleWebAclArn")),
     )
+
+
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+_CLOUDFRONT_CERTIFICATE = re.compile(r"^arn:aws[a-z-]*:acm:us-east-1:\d{12}:certificate/[0-9a-f-]+$")
+_CLOUDFRONT_WEB_ACL = re.compile(r"^arn:aws[a-z-]*:wafv2:us-east-1:\d{12}:global/webacl/[\w-]+/[0-9a-f-]+$")
+
+
+def _console_edge(domain: Any, certificate: Any, web_acl: Any) -> dict[str, str | None]:
+    """The console's custom domain and certificate (both or neither) and its optional web ACL, checked now: CloudFront
+    takes only a certificate and a CLOUDFRONT-scope web ACL from us-east-1, and would fail the deploy otherwise."""
+    domain, certificate, web_acl = (str(v).strip() or None if v is not None else None for v in (domain, certificate, web_acl))
+    if bool(domain) != bool(certificate):
+        raise ValueError("context consoleDomain and consoleCertificateArn go together: set both (a custom domain needs its certificate) or neither")
+    if domain and not _DOMAIN.match(domain.lower()):
+        raise ValueError(f"context consoleDomain must be a DNS name like console.example.com, not {domain!r}")
+    if certificate and not _CLOUDFRONT_CERTIFICATE.match(certificate):
+        raise ValueError(f"context consoleCertificateArn must be an ACM certificate in us-east-1 (CloudFront's), not {certificate!r}")
+    if web_acl and not _CLOUDFRONT_WEB_ACL.match(web_acl):
+        raise ValueError(f"context consoleWebAclArn must be a WAFv2 web ACL of scope CLOUDFRONT (us-east-1, global/webacl/...), not {web_acl!r}")
+    return {"console_domain": domain.lower() if domain else None, "console_certificate_arn": certificate, "console_web_acl_arn": web_acl}
 
 
 def _flex_discount(value: Any) -> float | None:
@@ -340,7 +369,7 @@ def _page_form(value: Any) -> Literal["pdf", "image", "auto"]:
 
 def _folder_sources(value: Any) -> tuple[str, ...]:
     """``[group@]bucket/prefix`` entries, the prefix may hold ``{owner}`` as a whole folder (a trailing slash added);
-    s3:// and wildcards refused (docs/deploy.md "Folder sources")."""
+    s3:// and wildcards refused (docs/deploy.md "Folder jobs: folderSources")."""
     items = [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v).strip() for v in value]
     out = []
     for item in filter(None, items):

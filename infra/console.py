@@ -10,6 +10,7 @@ distribution, a cycle the stage URL would close.
 from __future__ import annotations
 
 from aws_cdk import Aws, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_cognito as cognito
@@ -34,6 +35,9 @@ def console_csp(*hosts: str) -> str:
         f"connect-src {connect}; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
         "form-action 'self'; frame-ancestors 'none'"
     )
+
+
+CLOUDFRONT_LOG_EXPIRY_DAYS = 90
 
 
 class Console(Construct):
@@ -81,6 +85,26 @@ class Console(Construct):
                 referrer_policy=cloudfront.ResponseHeadersReferrerPolicy(referrer_policy=cloudfront.HeadersReferrerPolicy.NO_REFERRER, override=True),
             ),
         )
+        # CloudFront's standard logs need a bucket with ACLs enabled (CloudFront, "Configure standard logging"): one of
+        # their own, kept 90 days, its S3 access logged like the others; the access-log bucket stays ACL-free.
+        self.logs = s3.Bucket(
+            self,
+            "Logs",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_PREFERRED,
+            server_access_logs_bucket=access_logs,
+            server_access_logs_prefix="console-cloudfront-logs/",
+            lifecycle_rules=[s3.LifecycleRule(id="expire-cloudfront-logs", expiration=Duration.days(CLOUDFRONT_LOG_EXPIRY_DAYS))],
+            removal_policy=RemovalPolicy.RETAIN if config.retain_data else RemovalPolicy.DESTROY,
+            auto_delete_objects=False,
+        )
+        # A custom domain with its ACM certificate is the only way CloudFront enforces a minimum TLS version: with
+        # the default *.cloudfront.net certificate, minimum_protocol_version is ignored and TLS 1.0 is accepted.
+        certificate = (
+            acm.Certificate.from_certificate_arn(self, "Certificate", config.console_certificate_arn) if config.console_certificate_arn else None
+        )
         api_origin = origins.HttpOrigin(
             f"{rest_api_id}.execute-api.{Aws.REGION}.{Aws.URL_SUFFIX}",
             origin_path=f"/{api_stage}",
@@ -91,7 +115,14 @@ class Console(Construct):
             "Distribution",
             comment="batchlane web console and its API on one origin",
             default_root_object="index.html",
-            minimum_protocol_version=cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,
+            domain_names=[config.console_domain] if config.console_domain else None,
+            certificate=certificate,
+            minimum_protocol_version=cloudfront.SecurityPolicyProtocol.TLS_V1_2_2021,  # in force with the certificate only
+            ssl_support_method=cloudfront.SSLMethod.SNI if certificate else None,
+            web_acl_id=config.console_web_acl_arn,
+            enable_logging=True,
+            log_bucket=self.logs,
+            log_file_prefix="console/",
             default_behavior=cloudfront.BehaviorOptions(
                 origin=origins.S3BucketOrigin.with_origin_access_control(self.bucket),
                 viewer_protocol_policy=cloudfront.ViewerProtocolPolicy.REDIRECT_TO_HTTPS,
@@ -109,12 +140,12 @@ class Console(Construct):
                 )
             },
         )
-        self.origin = f"https://{self.distribution.distribution_domain_name}"
+        self.origin = f"https://{config.console_domain or self.distribution.distribution_domain_name}"
         self.domain = user_pool.add_domain("ConsoleSignIn", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=sign_in_prefix))
         self.client = user_pool.add_client(
             "ConsoleClient",
             generate_secret=False,  # a browser app: public client, PKCE instead of a secret
-            auth_flows=cognito.AuthFlow(),  # hosted sign-in only: no SRP or password flow from the page
+            auth_flows=cognito.AuthFlow(),  # hosted sign-in only: no SRP or password flow from the page (refresh set below)
             o_auth=cognito.OAuthSettings(
                 flows=cognito.OAuthFlows(authorization_code_grant=True, implicit_code_grant=False),
                 scopes=[cognito.OAuthScope.OPENID, cognito.OAuthScope.EMAIL],
@@ -127,6 +158,11 @@ class Console(Construct):
             id_token_validity=Duration.hours(1),
             refresh_token_validity=Duration.hours(12),
         )
+        # CDK leaves ExplicitAuthFlows out when every flow above is off, and Cognito reads an absent list as SRP,
+        # custom and refresh allowed (Cognito, "App client" settings): name the refresh flow alone.
+        client_resource = self.client.node.default_child
+        assert isinstance(client_resource, cognito.CfnUserPoolClient)
+        client_resource.explicit_auth_flows = ["ALLOW_REFRESH_TOKEN_AUTH"]
         # The working bucket's CORS rule for the console's origin, set once both exist: as a property of the bucket it
         # would name the distribution, whose headers policy (its CSP) names the bucket's host (a cycle, F3004).
         cors_call = cr.AwsSdkCall(
@@ -173,18 +209,15 @@ class Console(Construct):
             "AwsSolutions-CFR1",
             "No geo restriction: the console is for the deployment's users wherever they are; sign-in is required for every API call.",
         )
-        acknowledge(
-            self.distribution,
-            "AwsSolutions-CFR2",
-            "No AWS WAF web ACL by default (its fixed monthly cost), as for the API stage; static files plus the Cognito-authorized API.",
-        )
-        acknowledge(
-            self.distribution,
-            "AwsSolutions-CFR3",
-            "No CloudFront standard logs: they need an ACL-enabled bucket; the API stage logs every /api request and S3 logs the site bucket.",
-        )
-        acknowledge(
-            self.distribution,
-            "AwsSolutions-CFR4",
-            "The default *.cloudfront.net certificate allows TLSv1 at the viewer; set a custom domain with an ACM certificate to enforce TLS 1.2.",
-        )
+        if not config.console_web_acl_arn:
+            acknowledge(
+                self.distribution,
+                "AwsSolutions-CFR2",
+                "No AWS WAF web ACL unless context consoleWebAclArn names one (its fixed monthly cost); static files plus the Cognito-authorized API.",
+            )
+        if not config.console_certificate_arn:
+            acknowledge(
+                self.distribution,
+                "AwsSolutions-CFR4",
+                "The default *.cloudfront.net certificate allows TLSv1 at the viewer; set consoleDomain + consoleCertificateArn to enforce TLS 1.2.",
+            )

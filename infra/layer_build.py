@@ -17,6 +17,7 @@ the package sources and the target platform; a repeated synth reuses it in no ti
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 import shutil
@@ -58,7 +59,7 @@ def _package_files(src: Path = PACKAGE_SRC) -> list[Path]:
 def source_hash(requirements: Path = REQUIREMENTS, src: Path = PACKAGE_SRC) -> str:
     """What decides the layer's content: requirements, target platform, package files."""
     digest = hashlib.sha256()
-    digest.update(f"{PLATFORM}|{PYTHON_VERSION}|v1\n".encode())
+    digest.update(f"{PLATFORM}|{PYTHON_VERSION}|v2-pandoc-gz\n".encode())
     digest.update(requirements.read_bytes())
     for path in _package_files(src):
         digest.update(str(path.relative_to(src)).encode() + b"\0")
@@ -91,6 +92,18 @@ def _strip_machine_specific(site: Path) -> None:
         shutil.rmtree(cache, ignore_errors=True)
 
 
+def _pack_pandoc(site: Path) -> None:
+    """pandoc (174 MB, pypandoc-binary's) stored gzip-compressed (~37 MB): the layer plus a function must stay
+    under Lambda's 250 MB unzipped; batchlane.formats.pandoc unpacks it to /tmp once per container. Written with
+    no name and mtime 0, so the same binary gives the same bytes (decision 0029)."""
+    binary = site / "pypandoc" / "files" / "pandoc"
+    if not binary.is_file():
+        return
+    with binary.open("rb") as src, (binary.parent / "pandoc.gz").open("wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=6) as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+    binary.unlink()
+
+
 def _copy_package(dest: Path) -> None:
     for path in _package_files():
         target = dest / "batchlane" / path.relative_to(PACKAGE_SRC)
@@ -120,6 +133,7 @@ def build_layer(out_root: Path = DEFAULT_OUT) -> Path:
         site = staging / "python"
         _pip_install(REQUIREMENTS, site)
         _strip_machine_specific(site)
+        _pack_pandoc(site)
         _copy_package(site)
         _normalise(site)
         (staging / _MARKER).write_text(key)

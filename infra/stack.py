@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack, Tags
+from aws_cdk import Aspects, CfnOutput, Stack, Tags
 from constructs import Construct
 
 from infra.api import STAGE, Api
+from infra.checkov import CheckovSkips
 from infra.compute import Compute, Wiring
 from infra.config import InfraConfig
 from infra.console import Console
@@ -41,6 +42,7 @@ class BatchlaneStack(Stack):
         )
         # AWS::RDS::DBProxyTargetGroup has no Tags property: CloudFormation would reject the template.
         Tags.of(self).add("project", "batchlane", exclude_resource_types=["AWS::RDS::DBProxyTargetGroup"])
+        Aspects.of(self).add(CheckovSkips(config))  # the reviewed checkov suppressions (infra/checkov.py)
 
         storage = Storage(self, "Storage", config=config)
         bedrock = BedrockBatchAccess(self, "BedrockBatch", config=config, bucket=storage.bucket)
@@ -113,6 +115,10 @@ class BatchlaneStack(Stack):
             "UserPoolId": (api.user_pool.user_pool_id, "Cognito user pool (administrators invite users)"),
             "UserPoolClientId": (api.client.user_pool_client_id, "Cognito app client for the CLI (SRP, no secret)"),
             "ConsoleUrl": (f"{console.origin}/", "The web console (docs/console.md)"),
+            "ConsoleDistributionDomainName": (
+                console.distribution.distribution_domain_name,
+                "CloudFront's own name: the target of consoleDomain's DNS record (docs/deploy.md)",
+            ),
             "ConsoleBucketName": (console.bucket.bucket_name, "Where `make deploy` uploads console/dist"),
             "ConsoleClientId": (console.client.user_pool_client_id, "Cognito app client for the console (authorization code + PKCE)"),
             "ConsoleSignInDomain": (console.domain.base_url(), "Cognito hosted sign-in for the console"),

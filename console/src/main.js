@@ -61,21 +61,26 @@ function SignIn({ onDone }) {
     </form></main>`;
 }
 
+// What New conversion accepts (domain/file_types.py): the service tells the type from the bytes.
+const ACCEPTED = ".pdf,.png,.jpg,.jpeg,.webp,.tif,.tiff,.docx,.pptx,.xlsx,.xlsm,.html,.htm,.xhtml,.epub,.odt";
+
 export const localFiles = new Map(); // fileId → File: the page view draws from it right after upload
 
 function NewConversion() {
   const [file, setFile] = useState(null);
-  const [opts, setOpts] = useState({ bulk: false, deadline: "", modelId: "", callbackUrl: "" });
+  const [opts, setOpts] = useState({ bulk: false, deadline: "", modelId: "", callbackUrl: "", docx: false, html: false, json: false });
   const [registered, setRegistered] = useState(null);
   const [estimate, setEstimate] = useState(null);
   const [estProgress, setEstProgress] = useState("");
   const est = useAction(), conv = useAction();
   const options = () => {
     const o = {};
-    if (opts.bulk) o._batchLane = true; // small jobs opt in to the batch lane; large ones go there anyway
+    if (opts.bulk) o.batchLane = true; // small jobs opt in to the batch lane; large ones go there anyway
     if (opts.deadline) o.deadline = new Date(opts.deadline).toISOString();
     if (opts.modelId) o.modelId = opts.modelId;
     if (opts.callbackUrl) o.callbackUrl = opts.callbackUrl;
+    const formats = ["docx", "html", "json"].filter((f) => opts[f]); // renderings beside the Markdown (docs/formats.md)
+    if (formats.length) o.conversionFormats = Object.fromEntries([["md", true], ...formats.map((f) => [f, true])]);
     return o;
   };
   const ensureUploaded = async () => {
@@ -98,15 +103,20 @@ function NewConversion() {
   const set = (k) => (e) => setOpts({ ...opts, [k]: e.target.type === "checkbox" ? e.target.checked : e.target.value });
   return html`<main><h1>New conversion</h1>
     <div class="drop" onDragOver=${(e) => e.preventDefault()} onDrop=${(e) => { e.preventDefault(); setFile(e.dataTransfer.files[0]); setEstimate(null); }}>
-      <label for="pdf">PDF file</label>
-      <input id="pdf" type="file" accept="application/pdf,.pdf" onChange=${(e) => { setFile(e.target.files[0] || null); setEstimate(null); }} />
-      <p class="hint">or drop a PDF here</p>
+      <label for="pdf">PDF file, or a scan or picture (PNG, JPEG, WebP, TIFF), Word, PowerPoint, Excel, HTML, EPUB or ODT</label>
+      <input id="pdf" type="file" accept=${ACCEPTED} onChange=${(e) => { setFile(e.target.files[0] || null); setEstimate(null); }} />
+      <p class="hint">or drop a file here (born-digital documents are converted with no model call: $0)</p>
     </div>
     <fieldset><legend>Options</legend>
       <label><input type="checkbox" checked=${opts.bulk} onChange=${set("bulk")} /> Bulk: half price in the batch lane, even for a small PDF (up to a day)</label>
       <label for="deadline">Deadline (optional)</label><input id="deadline" type="datetime-local" value=${opts.deadline} onInput=${set("deadline")} />
       <label for="model">Model id (optional)</label><input id="model" value=${opts.modelId} onInput=${set("modelId")} />
       <label for="callback">Callback URL (optional)</label><input id="callback" type="url" value=${opts.callbackUrl} onInput=${set("callbackUrl")} />
+    </fieldset>
+    <fieldset><legend>Also write (beside the Markdown)</legend>
+      <label><input type="checkbox" checked=${opts.docx} onChange=${set("docx")} /> Word (.docx)</label>
+      <label><input type="checkbox" checked=${opts.html} onChange=${set("html")} /> HTML</label>
+      <label><input type="checkbox" checked=${opts.json} onChange=${set("json")} /> Blocks (JSON lines)</label>
     </fieldset>
     <div class="actions">
       <button disabled=${!file || est.busy} onClick=${doEstimate}>${est.busy ? "Estimating…" : "Estimate"}</button>
@@ -115,8 +125,10 @@ function NewConversion() {
     </div>
     <${Err} error=${est.error || conv.error} />
     ${estimate && html`<section aria-label="Estimate" class="card"><h2>Estimate (nothing started yet)</h2><dl>
-      <dt>Pages</dt><dd data-testid="est-pages">${estimate.pages.total} (${estimate.pages.blank} blank, ${estimate.pages.scans} scans)</dd>
-      <dt>Lane</dt><dd data-testid="est-lane">${estimate.lane.name === "batch" ? "batch (half price)" : "on-demand"}: ${estimate.lane.reason}</dd>
+      <dt>Pages</dt><dd data-testid="est-pages">${estimate.lane.name === "converter"
+        ? `${estimate.pages.total ?? "counted at conversion"} (a page is ${estimate.pages.pageIs})`
+        : `${estimate.pages.total} (${estimate.pages.blank} blank, ${estimate.pages.scans} scans)`}</dd>
+      <dt>Lane</dt><dd data-testid="est-lane">${estimate.lane.name === "batch" ? "batch (half price)" : estimate.lane.name === "converter" ? "converter (no model call)" : "on-demand"}: ${estimate.lane.reason}</dd>
       <dt>Cost</dt><dd data-testid="est-cost">${usd(estimate.estimate.costUsd)}</dd>
       <dt>Cost if all on-demand</dt><dd>${usd(estimate.estimate.onDemandUsd)}</dd>
       <dt>Turnaround</dt><dd>${estimate.turnaround.expected}</dd></dl></section>`}
@@ -203,7 +215,7 @@ function PageView({ id, page }) {
 }
 
 function Folders() {
-  const [form, setForm] = useState({ folder: "s3://", include: "*.pdf", exclude: "", layout: "alongside" });
+  const [form, setForm] = useState({ folder: "s3://", include: "*.pdf, *.docx, *.pptx, *.xlsx, *.html, *.epub, *.odt", exclude: "", layout: "alongside" });
   const [dry, setDry] = useState(null);
   const [dryProgress, setDryProgress] = useState("");
   const [jobs, setJobs] = useState([]);
@@ -212,7 +224,7 @@ function Folders() {
   usePoll(async () => setJobs((await api("GET", "/api/v1/folder-jobs")).folderJobs), [], 4000);
   const set = (k) => (e) => { setForm({ ...form, [k]: e.target.value }); setDry(null); };
   return html`<main><h1>Folder jobs</h1>
-    <fieldset><legend>Convert every PDF under a folder</legend>
+    <fieldset><legend>Convert every PDF and document under a folder (add *.png, *.tiff … for scans)</legend>
       <label for="folder">Folder (s3://bucket/prefix/)</label><input id="folder" value=${form.folder} onInput=${set("folder")} />
       <label for="include">Include (comma separated globs)</label><input id="include" value=${form.include} onInput=${set("include")} />
       <label for="exclude">Exclude</label><input id="exclude" value=${form.exclude} onInput=${set("exclude")} />

@@ -32,10 +32,15 @@ async function load(jobId, localFiles) {
   if (documents.has(jobId)) return documents.get(jobId);
   const job = await api("GET", `/api/v1/jobs/${jobId}`);
   const local = localFiles.get(job.fileId);
-  const source = local
-    ? { data: new Uint8Array(await local.arrayBuffer()) }
-    : { url: s3Url((await api("GET", `/api/v1/jobs/${jobId}/source`)).url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 16384 };
-  const pdf = await pdfjs.getDocument({ ...source, isEvalSupported: false }).promise;
+  // kind (docs/formats.md): pdf, pages (a picture as the PDF the split made) or document (born digital: no page image)
+  const stored = await api("GET", `/api/v1/jobs/${jobId}/source`);
+  let pdf = null;
+  if (stored.kind !== "document") {
+    const source = local && stored.kind === "pdf"
+      ? { data: new Uint8Array(await local.arrayBuffer()) }
+      : { url: s3Url(stored.url), disableAutoFetch: true, disableStream: true, rangeChunkSize: 16384 };
+    pdf = await pdfjs.getDocument({ ...source, isEvalSupported: false }).promise;
+  }
   let pages = new Map();
   if (job.status === "completed") {
     const dl = await api("GET", `/api/v1/jobs/${jobId}/markdown`);
@@ -50,23 +55,26 @@ async function load(jobId, localFiles) {
 
 export async function mount(root, { jobId, page, localFiles }) {
   try {
-    const { pdf, pages } = await load(jobId, localFiles);
+    const { pdf, pages, job } = await load(jobId, localFiles);
+    const total = pdf ? pdf.numPages : job.pages.total;
     const p = pages.get(page);
     const safe = p && !p.failed ? DOMPurify.sanitize(marked.parse(p.text)) : "";
     const nav = (n) => `#/page/${jobId}/${n}`;
     render(html`<div>
       <nav aria-label="Pages" class="actions">
         ${page > 1 ? html`<a class="button" href=${nav(page - 1)}>Previous page</a>` : null}
-        <span>Page ${page} of ${pdf.numPages}</span>
-        ${page < pdf.numPages ? html`<a class="button" href=${nav(page + 1)}>Next page</a>` : null}
+        <span>Page ${page} of ${total}</span>
+        ${page < total ? html`<a class="button" href=${nav(page + 1)}>Next page</a>` : null}
         <a href=${`#/job/${jobId}`}>Back to the job</a>
       </nav>
       <div class="split">
-        <canvas aria-label=${`Page ${page} of the PDF`} role="img"></canvas>
+        ${pdf ? html`<canvas aria-label=${`Page ${page} of the PDF`} role="img"></canvas>`
+          : html`<p class="hint" data-testid="no-page-image">A born-digital document has no page image: this page is its own section, converted with no model call.</p>`}
         <section aria-label="Markdown of this page" class=${`markdown${p && p.failed ? " failed" : ""}`}>
           ${p && p.failed ? html`<p class="error">This page failed: ${p.reason}</p>` : p ? html`<div dangerouslySetInnerHTML=${{ __html: safe }} />` : html`<p>No Markdown yet.</p>`}
         </section>
       </div></div>`, root);
+    if (!pdf) return;
     const pdfPage = await pdf.getPage(page);
     const viewport = pdfPage.getViewport({ scale: 1.3 });
     const canvas = root.querySelector("canvas");

@@ -8,21 +8,21 @@ from typing import Any
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.runtime import Services
+from batchlane.runtime import RuntimeServices
 
 
-def job_report(svc: Services, job_id: str) -> dict[str, Any]:
-    job = job_repo.get_job(svc.db, job_id)
+def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     if job is None:
         raise KeyError(job_id)
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     on_demand_cost = sum((r.cost_usd for r in rows if r.backend == "on_demand"), Decimal(0))
     batch_rows = [r for r in rows if r.backend == "batch"]  # the job's shares (or its own lane row, before the pool)
     batch_cost = sum((r.cost_usd for r in batch_rows), Decimal(0))
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
     full_price_of_batch_pages = Decimal(0)
     tiers: dict[str, dict[str, Any]] = {}  # on-demand pages per Bedrock service tier (default, flex)
-    for chunk in job_repo.get_chunks(svc.db, job_id):
+    for chunk in job_repo.PgJobs(svc.db).get_chunks(job_id):
         if not chunk.result_key:
             continue
         for item in svc.store.get_json(chunk.result_key)["pages"]:
@@ -87,7 +87,7 @@ def job_report(svc: Services, job_id: str) -> dict[str, Any]:
     }
 
 
-def lane_rows(svc: Services, job_id: str) -> list[dict[str, Any]]:
+def lane_rows(svc: RuntimeServices, job_id: str) -> list[dict[str, Any]]:
     """The lanes (Bedrock jobs) that carried any chunk of the job, oldest first."""
     return svc.db.run(
         """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
@@ -96,7 +96,7 @@ def lane_rows(svc: Services, job_id: str) -> list[dict[str, Any]]:
     )
 
 
-def job_lane_reason(svc: Services, job_id: str) -> str | None:
+def job_lane_reason(svc: RuntimeServices, job_id: str) -> str | None:
     row = svc.db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)
     return row["lane_reason"] if row else None
 

@@ -39,7 +39,7 @@ class AwsModel:
 
 @dataclass(frozen=True)
 class DbModel:
-    """Database work per unit, counted from the code paths (docs/scale.md "Database"); an operator may pass measured ones."""
+    """Database work per unit, counted from the code paths (docs/scale.md "What is real and what is modelled"); an operator may pass measured ones."""
 
     rows_per_document: int = 6  # files, large_conversion_jobs, folder file, funds hold, 2 ledger rows (chunk + batch share)
     rows_per_chunk: int = 2  # chunk_jobs, batch_members

@@ -227,3 +227,37 @@ def test_failed_pages_are_shown_with_their_reason_and_retried_from_the_job_page(
     expect(failed).to_have_count(0, timeout=LONG)
     expect(page.get_by_role("button", name="Retry failed pages")).to_be_disabled()
     expect(page.get_by_test_id("status")).to_contain_text("completed")
+
+
+def test_new_conversion_takes_a_word_file_and_a_scan(stack, page, tmp_path):
+    """Issue 43: the console uploads any supported file. A DOCX is estimated at $0 (no model call), converts, and its
+    page view shows the section's Markdown with no page image; a PNG scan's page view draws the page the split made."""
+    from formatscount import DATA
+    from PIL import Image
+
+    sign_in(page, stack, f"ui-{uuid.uuid4().hex[:6]}")
+    docx = tmp_path / "word_sample.docx"
+    docx.write_bytes((DATA / "word_sample.docx").read_bytes())
+    page.get_by_label("PDF file").set_input_files(docx)
+    page.get_by_role("checkbox", name="Word (.docx)").check()
+    page.get_by_role("button", name="Estimate").click()
+    expect(page.get_by_test_id("est-lane")).to_contain_text("converter (no model call)")
+    expect(page.get_by_test_id("est-cost")).to_contain_text("0")
+    axe_clean(page, "new conversion of a Word file")
+    page.get_by_role("button", name="Convert").click()
+    page.wait_for_url("**/#/job/*")
+    job_id = page.url.rsplit("/", 1)[1]
+    expect(page.get_by_test_id("status")).to_contain_text("completed", timeout=LONG)
+    page.goto(f"{stack.env['BATCHLANE_CONSOLE_URL']}#/page/{job_id}/2")
+    expect(page.get_by_test_id("no-page-image")).to_be_visible(timeout=60_000)
+    expect(page.get_by_role("region", name="Markdown of this page")).to_contain_text("swim")
+
+    scan = tmp_path / "scan.png"
+    Image.new("L", (850, 1100), 255).save(scan)
+    page.get_by_role("link", name="New conversion").click()
+    page.get_by_label("PDF file").set_input_files(scan)
+    page.get_by_role("button", name="Convert").click()
+    page.wait_for_url("**/#/job/*")
+    expect(page.get_by_test_id("status")).to_contain_text("completed", timeout=LONG)
+    page.goto(f"{stack.env['BATCHLANE_CONSOLE_URL']}#/page/{page.url.rsplit('/', 1)[1]}/1")
+    expect(page.locator("canvas[data-rendered=true]")).to_be_visible(timeout=60_000)

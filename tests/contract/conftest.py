@@ -17,7 +17,7 @@ import pytest
 @pytest.fixture(params=["fake", "postgres"])
 def uow(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "fake":
-        from batchlane_dev.fakes import FakeUnitOfWork
+        from fakes import FakeUnitOfWork
 
         yield FakeUnitOfWork()
         return
@@ -40,7 +40,7 @@ def new_lane(uow: Any) -> Any:
 @pytest.fixture
 def now(uow: Any) -> datetime:
     """The side's clock: the fake's (fixed), or the wall clock PostgreSQL's now() follows."""
-    from batchlane_dev.fakes import FakeUnitOfWork
+    from fakes import FakeUnitOfWork
 
     return uow.state.clock.now() if isinstance(uow, FakeUnitOfWork) else datetime.now(UTC)
 
@@ -48,7 +48,7 @@ def now(uow: Any) -> datetime:
 @pytest.fixture
 def tick(uow: Any) -> Callable[[], None]:
     """A moment passes between two writes: the fake's clock moves a second, PostgreSQL's now() moves by itself."""
-    from batchlane_dev.fakes import FakeUnitOfWork
+    from fakes import FakeUnitOfWork
 
     def step() -> None:
         if isinstance(uow, FakeUnitOfWork):

@@ -19,7 +19,7 @@ CAPACITY = 4
 @pytest.fixture(params=["fake", "postgres"])
 def slots(request: pytest.FixtureRequest) -> Iterator[Any]:
     if request.param == "fake":
-        from batchlane_dev.fakes.admission import FakeChunkAdmissions
+        from fakes.admission import FakeChunkAdmissions
 
         yield FakeChunkAdmissions()
         return

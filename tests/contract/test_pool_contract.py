@@ -20,7 +20,7 @@ from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.status import JobStatus
 from batchlane.pdf.split import plan_chunks
 from batchlane.ports import NewFolderFile, PooledChunk
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 WINDOW_S = 900.0
 

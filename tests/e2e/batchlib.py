@@ -84,7 +84,7 @@ def lanes(job_id: str) -> list[dict[str, Any]]:
 def page_results(job_id: str) -> dict[int, PageResult]:
     svc = services()
     results: dict[int, PageResult] = {}
-    for chunk in job_repo.get_chunks(svc.db, job_id):
+    for chunk in job_repo.PgJobs(svc.db).get_chunks(job_id):
         for item in svc.store.get_json(chunk.result_key)["pages"]:
             page = PageResult.from_json(item)
             assert page.page_number not in results, f"page {page.page_number} twice"
@@ -95,7 +95,7 @@ def page_results(job_id: str) -> dict[int, PageResult]:
 def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = BLANK_EVERY) -> dict[int, PageResult]:
     """The invariants: completed, every page once under its marker with its own text, money adds up."""
     svc = services()
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None
     assert job.status == "completed", (job.status, job.error_id, job.error_message)
     assert job.pages_failed == 0
@@ -110,7 +110,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
             assert page_phrase(number, pages) in following, f"page {number}'s text is not under its marker"
     results = page_results(job_id)
     assert sorted(results) == list(range(1, pages + 1))
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     assert not [r for r in rows if r.source == "batch"], "a lane's own row never belongs to a job"
     shares = [r.batch_row_id for r in rows if r.source == "batch_share"]
     assert len(shares) == len(set(shares)), "one share per lane"
@@ -126,7 +126,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     assert (chunk_cost == 0) == (requests == 0), "chunk cost without a call, or a call without its cost"
     batch_cost = job.batch_cost_usd
     assert total == chunk_cost + batch_cost
-    hold = ledger.get_hold(svc.db, job_id)
+    hold = ledger.PgLedger(svc.db).get_hold(job_id)
     assert hold is not None and hold.outcome == "settled" and hold.settled_usd == total
     return results
 
@@ -136,9 +136,9 @@ def assert_retries_booked(job_id: str) -> dict[int, list[LedgerRow]]:
     ``retry: n``; each retry's cost is its rows' sum; the totals chain: the job's total before
     retry n+1 is the total before n plus n's cost, and the job's total is the ledger's sum."""
     svc = services()
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     history = svc.db.run("SELECT * FROM job_retries WHERE job_id = CAST(:id AS uuid) ORDER BY attempt", id=job_id)
     by_retry: dict[int, list[LedgerRow]] = {}
     for row in rows:

@@ -18,7 +18,7 @@ from batchlane.runtime import services
 def ledger_tokens(job_id: str, source: str) -> tuple[int, int]:
     """The job's tokens in the ledger: ``chunk`` its on-demand rows, ``batch`` its shares of the lanes that carried it."""
     backend = "batch" if source == "batch" else "on_demand"
-    rows = [r for r in ledger.ledger_rows(services().db, job_id) if r.backend == backend]
+    rows = [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.backend == backend]
     return sum(r.input_tokens for r in rows), sum(r.output_tokens for r in rows)
 
 
@@ -65,7 +65,7 @@ def assert_batch_row_bills_the_manifest(job_id: str) -> dict[str, Any]:
     assert lanes, f"no lane carried job {job_id}"
     for lane in lanes:
         assert_lane_bills_its_manifest(lane)
-    shares = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "batch_share"]
+    shares = [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "batch_share"]
     assert sorted(r.batch_row_id for r in shares) == sorted(lane["id"] for lane in lanes), "one share per lane"
     return {
         "cost_usd": sum((r.cost_usd for r in shares), Decimal(0)),
@@ -87,13 +87,13 @@ def assert_ledger_equals_tokens_served(stack: Any, job_ids: list[str]) -> None:
 def assert_total_is_the_ledger(job_id: str) -> Decimal:
     """A completed job's total, its settled hold and its options' batch cost agree with the ledger, exactly."""
     svc = services()
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None and job.status == "completed", job and job.status
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     total = sum((r.cost_usd for r in rows), Decimal(0))
     batch = sum((r.cost_usd for r in rows if r.backend == "batch"), Decimal(0))
     assert Decimal(job.total_cost_usd) == total, ("job total", job.total_cost_usd, total)
     assert job.batch_cost_usd == batch
-    hold = ledger.get_hold(svc.db, job_id)
+    hold = ledger.PgLedger(svc.db).get_hold(job_id)
     assert hold is not None and hold.outcome == "settled" and hold.settled_usd == total
     return total

@@ -241,7 +241,7 @@ def test_prompt_changed_between_prepare_and_run_goes_on_demand(stack_factory):
     assert served(results, "batch") == 0 and served(results, "on_demand") == NON_BLANK
     [ledger_row] = batch_ledger_rows(report["job_id"])
     assert ledger_row["cost_usd"] > 0, "the batch output was still paid for, once"
-    chunk_rows = [r for r in ledger.ledger_rows(services().db, report["job_id"]) if r.source == "chunk"]
+    chunk_rows = [r for r in ledger.PgLedger(services().db).ledger_rows(report["job_id"]) if r.source == "chunk"]
     assert sum(r.metadata["primedMismatch"] for r in chunk_rows) == NON_BLANK
 
 
@@ -307,7 +307,7 @@ def _strand_in_preparing(stack) -> tuple[str, str]:
     """A parked job whose lane is preparing but whose execution never ran (it died): (job id, lane id)."""
     stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
     job_id, _ = submit()
-    chunks = [(job_id, c.chunk_index, c.last_page - c.first_page + 1) for c in job_repo.get_chunks(services().db, job_id)]
+    chunks = [(job_id, c.chunk_index, c.last_page - c.first_page + 1) for c in job_repo.PgJobs(services().db).get_chunks(job_id)]
     lane = rows.PgLanes(services().db).insert_lane(lane_id=str(uuid.uuid4()), model_id=services().settings.batchlane_model_id, deadline_hours=1, chunks=chunks)
     services().db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE id = :id", id=lane.id)
     return job_id, lane.lane_id

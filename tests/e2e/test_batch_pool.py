@@ -118,7 +118,7 @@ def all_lanes() -> list[dict[str, Any]]:
 
 
 def shares(job_id: str) -> list[LedgerRow]:
-    return [r for r in ledger.ledger_rows(services().db, job_id) if r.source == "batch_share"]
+    return [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.source == "batch_share"]
 
 
 # -- 1 --------------------------------------------------------------------------------------

@@ -74,7 +74,7 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
     final = wait_for_job(svc, job_id, timeout_s=180)
     assert final.status == "completed"
 
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None and job.pages_failed == 1
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     assert f"<!-- Page {DRAWING}: failed (PAGE_TOO_COMPLEX) -->" in markdown
@@ -84,7 +84,7 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
             section = markdown[start : markdown.find("<!-- Page", start + 5)]
             assert phrase(number) in section, f"page {number} lost its text"
 
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     calls = sum(r.metadata.get("requests", 0) for r in rows if r.source == "chunk")
     if lane == "on-demand":
         assert calls == PAGES - 1, "one call per page sent, none for the page too large"
@@ -94,7 +94,7 @@ def test_a_heavy_page_is_reduced_and_converts_and_an_unreducible_one_fails_at_on
     assert len(record_ids) == PAGES - 1 and not any(r.endswith(f"p{DRAWING}") for r in record_ids)
     assert calls == 0 and job.pages_batch == PAGES - 1
     # The photo page's record carries the reduced page: the very bytes the on-demand path would send.
-    photo_chunk = next(c for c in job_repo.get_chunks(svc.db, job_id) if c.first_page <= PHOTO <= c.last_page)
+    photo_chunk = next(c for c in job_repo.PgJobs(svc.db).get_chunks(job_id) if c.first_page <= PHOTO <= c.last_page)
     sent = next(p for p in chunk_pages(svc.store, job_id, photo_chunk, render=False) if p.number == PHOTO)
     assert len(sent.pdf_bytes) <= MAX_PAGE_BYTES
     photo_line = next(line for line in lines if f"p{PHOTO}\"".encode() in line[:40])

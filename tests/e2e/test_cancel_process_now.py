@@ -75,7 +75,7 @@ def api(stack: Any, method: str, path: str, body: Any = None, *, user: str = "te
 
 
 def job(job_id: str) -> job_repo.JobRow:
-    found = job_repo.get_job(services().db, job_id)
+    found = job_repo.PgJobs(services().db).get_job(job_id)
     assert found is not None
     return found
 
@@ -110,7 +110,7 @@ def assert_all_pages_on_demand(job_id: str) -> None:
     assert done.status == "completed", (done.status, done.error_id, done.error_message)
     assert (done.pages_converted, done.pages_failed, done.pages_batch) == (PAGES, 0, 0)
     assert not done.batch_primed
-    hold = ledger.get_hold(services().db, job_id)
+    hold = ledger.PgLedger(services().db).get_hold(job_id)
     assert hold is not None and hold.outcome == "settled"
 
 
@@ -118,9 +118,9 @@ def assert_nothing_charged(job_id: str) -> None:
     done = job(job_id)
     assert done.status == "cancelled"
     assert Decimal(done.total_cost_usd) == 0
-    hold = ledger.get_hold(services().db, job_id)
+    hold = ledger.PgLedger(services().db).get_hold(job_id)
     assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
-    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
+    assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
 
 
 # -- cancel ---------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     )
     job_id, _ = submit()
     running = wait_until(
-        lambda: [c for c in job_repo.get_chunks(services().db, job_id) if c.status == "processing" and c.pages_done >= 2],
+        lambda: [c for c in job_repo.PgJobs(services().db).get_chunks(job_id) if c.status == "processing" and c.pages_done >= 2],
         what="a chunk part-way through its pages",
     )
     # When the user cancels
@@ -142,13 +142,13 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     # Then the workflow ends, the running chunk stopped early and never completed
     wait_until(lambda: execution_status("conversion", job_id) not in (None, "RUNNING"), what="the conversion execution to end")
     assert execution_status("conversion", job_id) == "SUCCEEDED", "a cancel is not a failed execution (no alarm)"
-    chunks = {c.chunk_index: c for c in job_repo.get_chunks(services().db, job_id)}
+    chunks = {c.chunk_index: c for c in job_repo.PgJobs(services().db).get_chunks(job_id)}
     stopped = chunks[running[0].chunk_index]
     assert stopped.status == "cancelled"
     assert stopped.pages_done < 20, "the chunk went on converting after the cancel"
     assert all(c.status in ("cancelled", "completed") for c in chunks.values())
     # its partial spend is on the ledger (our cost), and nothing is charged to the user
-    chunk_rows = [r for r in ledger.ledger_rows(services().db, job_id) if r.source == "chunk" and r.chunk_index == stopped.chunk_index]
+    chunk_rows = [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.source == "chunk" and r.chunk_index == stopped.chunk_index]
     assert chunk_rows and sum(r.cost_usd for r in chunk_rows) > 0
     assert Decimal(stopped.cost_usd) == sum(r.cost_usd for r in chunk_rows)
     assert_ledger_equals_tokens_served(stack, [job_id])  # every call Bedrock answered is booked, exactly
@@ -263,7 +263,7 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
 
 def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_page(stack_factory):
     stack, job_id = _act_while_the_batch_job_runs(stack_factory, "process-now")
-    assert ledger.get_hold(services().db, job_id).expires_at.timestamp() < job(job_id).updated_at.timestamp() + 7 * 3600
+    assert ledger.PgLedger(services().db).get_hold(job_id).expires_at.timestamp() < job(job_id).updated_at.timestamp() + 7 * 3600
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
     wait_until(lambda: execution_status("batch", job_id) not in (None, "RUNNING"), what="the batch lane to end")
@@ -345,8 +345,8 @@ def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory)
     wait_until(lambda: execution_status("intake", job_id) not in (None, "RUNNING"), what="the intake to end")
     assert execution_status("intake", job_id) == "SUCCEEDED"
     done = job(job_id)
-    assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.get_chunks(services().db, job_id) == []
-    assert ledger.get_hold(services().db, job_id) is None, "no hold was ever placed"
-    assert job_repo.get_file(services().db, str(done.file_id)).status == "uploaded"
+    assert done.status == "cancelled" and done.chunk_count == 0 and job_repo.PgJobs(services().db).get_chunks(job_id) == []
+    assert ledger.PgLedger(services().db).get_hold(job_id) is None, "no hold was ever placed"
+    assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
     assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None

@@ -73,10 +73,10 @@ def test_convert_writes_the_markdown_next_to_the_pdf_and_never_overwrites_withou
     assert written.read_text() == services().store.get_bytes(keys.markdown_key(job["jobId"])).decode()
     assert "<!-- Page 2: failed (stop_reason=refusal) -->" in written.read_text()
 
-    jobs_before = len(job_repo.list_jobs(services().db, owner_id=user))
+    jobs_before = len(job_repo.PgJobs(services().db).list_jobs(owner_id=user))
     again = run(stack, user, "convert", str(pdf))
     assert again.exit_code == 2 and "exists; pass --force" in again.stderr
-    assert len(job_repo.list_jobs(services().db, owner_id=user)) == jobs_before, "refused before anything was uploaded"
+    assert len(job_repo.PgJobs(services().db).list_jobs(owner_id=user)) == jobs_before, "refused before anything was uploaded"
     onto_input = run(stack, user, "convert", str(pdf), "-o", str(pdf), "--force")
     assert onto_input.exit_code == 2 and "is the input PDF" in onto_input.stderr
     assert pdf.read_bytes()[:5] == b"%PDF-"
@@ -140,7 +140,7 @@ def test_dry_run_from_the_terminal_creates_and_bills_nothing(stack, user, tmp_pa
     answer = assert_camel(result.stdout)
     assert (answer["pages"]["total"], answer["pages"]["blank"], answer["records"]) == (8, 2, 6)
     assert answer["lane"]["name"] == "on_demand" and answer["created"] is False
-    assert job_repo.list_jobs(services().db, owner_id=user) == []
+    assert job_repo.PgJobs(services().db).list_jobs(owner_id=user) == []
     assert services().db.one("SELECT count(*) AS n FROM files WHERE owner_id = :o AND deleted_at IS NULL", o=user)["n"] == 0
     assert not (tmp_path / "plan.md").exists()
     human = run(stack, user, "convert", str(pdf), "--dry-run")

@@ -39,7 +39,7 @@ def test_a_user_with_many_parked_jobs_does_not_delay_another_users_one(stack_fac
     assert sorted(first["claimed"]) == sorted([a_jobs[0], b_job]), first
     assert [lane["jobs"] for lane in first["lanes"]] == [[a_jobs[0]], [b_job]], "in turns: A's first, then B's"
     # And B's job converts through the lane
-    wait_until(lambda: job_repo.get_job(services().db, b_job).status == "completed", timeout_s=120, what="B's conversion")
+    wait_until(lambda: job_repo.PgJobs(services().db).get_job(b_job).status == "completed", timeout_s=120, what="B's conversion")
     # and the next free place goes to A's next job, in A's own order
     second = wait_until(lambda: stack.registry.invoke("batch_packer", {}).result["lanes"], timeout_s=120, what="the next claim")
     assert second[0]["jobs"] == [a_jobs[1]], second

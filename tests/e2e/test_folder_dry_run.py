@@ -90,7 +90,7 @@ def test_the_report_is_answered_a_page_at_a_time(stack: Any, monkeypatch: pytest
 
     job_id = "fj-" + "ab" * 12
     db = services().db
-    repo.insert_job(db, job_id=job_id, owner_id=OWNER, name=None, spec={}, source=(FOLDER_BUCKET, "r/"), target=(FOLDER_BUCKET, "r/"))
+    repo.PgFolderJobs(db).add(job_id=job_id, owner_id=OWNER, name=None, spec={}, source=(FOLDER_BUCKET, "r/"), target=(FOLDER_BUCKET, "r/"))
     for i in range(5):
         db.run(
             "INSERT INTO folder_job_files (folder_job_id, source_key, status, output_key) VALUES (:job, :key, 'completed', :out)",

@@ -22,7 +22,7 @@ def test_a_document_with_a_refused_page_is_completed_and_lists_it(stack_factory:
     s3 = boto3.client("s3", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
     s3.put_object(Bucket=FOLDER_BUCKET, Key=HOME + "pages/a.pdf", Body=make_pdf(3))
     job, _ = usecases.submit(services(), "tester", {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}pages/"}})
-    wait_until(lambda: (row := repo.get_job(services().db, job["id"])) and row["finished_at"] is not None, timeout_s=180, what="the folder job")
+    wait_until(lambda: (row := repo.PgFolderJobs(services().db).get(job["id"])) and row.finished_at is not None, timeout_s=180, what="the folder job")
 
     status = usecases.status(services(), "tester", job["id"])
     (file,) = usecases.files(services(), "tester", job["id"])["files"]
@@ -47,7 +47,7 @@ def test_cancel_stops_a_file_parked_for_the_batch_lane(stack_factory: Any) -> No
         what="the file parked for the batch lane",
     )
     usecases.cancel(services(), "tester", job["id"])
-    wait_until(lambda: (row := repo.get_job(db, job["id"])) and row["finished_at"] is not None, timeout_s=180, what="the folder job to end")
+    wait_until(lambda: (row := repo.PgFolderJobs(db).get(job["id"])) and row.finished_at is not None, timeout_s=180, what="the folder job to end")
 
     (file,) = usecases.files(services(), "tester", job["id"])["files"]
     assert (file["status"], file["error_id"]) == ("skipped", "CANCELLED")

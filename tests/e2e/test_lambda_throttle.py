@@ -45,8 +45,8 @@ def test_a_chunk_throttled_past_the_service_retries_waits_and_the_job_completes(
     stack.registry.intercept("chunk_processor", hold_the_slot)
     created = submit_pdf(services(), make_pdf(2), name="throttled.pdf", owner_id="throttled-owner")
     job_id = str(created["jobId"])
-    wait_until(lambda: job_repo.get_job(services().db, job_id).status in ("completed", "failed"), timeout_s=180, what="the job to end")
-    job = job_repo.get_job(services().db, job_id)
+    wait_until(lambda: job_repo.PgJobs(services().db).get_job(job_id).status in ("completed", "failed"), timeout_s=180, what="the job to end")
+    job = job_repo.PgJobs(services().db).get_job(job_id)
     assert job.status == "completed", job  # today's ladder: 4 throttles, then CONVERSION_FAILED (Lambda.TooManyRequestsException)
     assert stack.registry.throttles["chunk_processor"] >= THROTTLES_HELD, "the runtime refused past its concurrency"
     assert stack.registry.running.get("chunk_processor") == 0
@@ -70,7 +70,7 @@ def test_one_owners_many_chunks_cannot_take_every_chunk_slot_and_a_second_owners
     finished: list[str] = []
 
     def counted(svc: Any, job_id: str, chunk_index: int, **kwargs: Any) -> Any:
-        owner = job_repo.get_job(svc.db, job_id).owner_id
+        owner = job_repo.PgJobs(svc.db).get_job(job_id).owner_id
         with lock:
             running[owner] = running.get(owner, 0) + 1
             most[owner] = max(most.get(owner, 0), running[owner])
@@ -87,10 +87,10 @@ def test_one_owners_many_chunks_cannot_take_every_chunk_slot_and_a_second_owners
         wait_until(lambda: most.get("owner-a", 0) >= 1, timeout_s=60, what="A's first chunk")
         b_job = str(submit_pdf(services(), make_pdf(1), name="b.pdf", owner_id="owner-b")["jobId"])
         jobs = [*a_jobs, b_job]
-        wait_until(lambda: all(job_repo.get_job(services().db, j).status in ("completed", "failed") for j in jobs), timeout_s=240, what="the jobs")
+        wait_until(lambda: all(job_repo.PgJobs(services().db).get_job(j).status in ("completed", "failed") for j in jobs), timeout_s=240, what="the jobs")
     finally:
         module.process_chunk = real
-    assert [job_repo.get_job(services().db, j).status for j in jobs] == ["completed"] * 3
+    assert [job_repo.PgJobs(services().db).get_job(j).status for j in jobs] == ["completed"] * 3
     assert most["owner-a"] <= 2, f"A ran {most['owner-a']} chunks at once past its share of 2 slots"
     assert finished.index("owner-b") < len(finished) - 1 - finished[::-1].index("owner-a"), "B's chunk ran before A's last one"
 
@@ -137,8 +137,8 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     def assemble(event: Any, call_real: Any) -> Any:
         # Doomed by its file's name, read from its row: a set of job ids filled after submit_pdf returned raced B's
         # assemble, which on a loaded host ran before the test thread added B's id (B completed, CI 2026-12-04).
-        job = job_repo.get_job(services().db, str(event["jobId"]))
-        file_row = job_repo.get_file(services().db, job.file_id) if job is not None else None
+        job = job_repo.PgJobs(services().db).get_job(str(event["jobId"]))
+        file_row = job_repo.PgJobs(services().db).get_file(job.file_id) if job is not None else None
         if file_row is not None and file_row.name == "failed.pdf":
             return Invocation(error_type="AssemblyBroke", error_message="planted by the test")
         return call_real(event)
@@ -158,16 +158,16 @@ def test_a_job_whose_settle_or_failjob_is_throttled_past_its_ladder_is_ended_by_
     for job_id in (a, b):  # the workflow ran out of throttle retries on its last step: the execution failed, the row is live
         wait_until(lambda j=job_id: _execution_status(stack, "conversion", f"conversion-{j}") == "FAILED", timeout_s=300, what=f"conversion-{job_id} to fail")
     assert stack.registry.throttles.get("settle", 0) >= 2 * (1 + THROTTLE_MAX_ATTEMPTS), stack.registry.throttles
-    wait_until(lambda: all(job_repo.get_job(services().db, j).status in ("completed", "failed") for j in (a, b)), timeout_s=120, what="the sweep")
+    wait_until(lambda: all(job_repo.PgJobs(services().db).get_job(j).status in ("completed", "failed") for j in (a, b)), timeout_s=120, what="the sweep")
 
-    done, failed = job_repo.get_job(services().db, a), job_repo.get_job(services().db, b)
+    done, failed = job_repo.PgJobs(services().db).get_job(a), job_repo.PgJobs(services().db).get_job(b)
     assert done.status == "completed" and done.error_id is None and done.markdown_key, done
     assert failed.status == "failed" and failed.error_id == "WORKFLOW_FAILED" and "FAILED" in (failed.error_message or ""), failed
     assert _hold(a) == [{"outcome": "settled", "settled_usd": done.total_cost_usd}] and done.total_cost_usd == _spent(a) > 0
     assert _hold(b) == [{"outcome": "released", "settled_usd": Decimal(0)}] and failed.total_cost_usd == _spent(b)
-    assert job_repo.get_file(services().db, done.file_id).status == "converted"
-    assert job_repo.get_file(services().db, failed.file_id).status == "failed"
-    assert budgets.standing(services().db, owner).live_jobs == 0, "the owner's live-job slots are free"
+    assert job_repo.PgJobs(services().db).get_file(done.file_id).status == "converted"
+    assert job_repo.PgJobs(services().db).get_file(failed.file_id).status == "failed"
+    assert budgets.PgBudgets(services().db).standing(owner).live_jobs == 0, "the owner's live-job slots are free"
 
     again = stack.registry.invoke("recovery", {})  # a repeat (or concurrent) run finds nothing to do
     assert not again.failed and again.result["jobsEnded"] == {}, again
@@ -207,17 +207,18 @@ def test_a_folder_job_whose_finish_and_failjob_are_throttled_past_their_ladder_i
     status, created = usecases.submit(services(), owner, {"input": {"folder": f"s3://{FOLDER_BUCKET}/{home}docs/"}})
     assert created
     job_id = status["id"]
-    row = folder_repo.get_job(services().db, job_id)
-    name = f"folder-{job_id}-{row['run']}-{int(row['created_at'].timestamp())}"
+    row = folder_repo.PgFolderJobs(services().db).get(job_id)
+    assert row is not None
+    name = f"folder-{job_id}-{row.run}-{int(row.created_at.timestamp())}"
     wait_until(lambda: _execution_status(stack, "folder_job", name) == "FAILED", timeout_s=420, what=f"{name} to fail")
     assert stack.registry.throttles.get("folder_finish", 0) >= 2 * (1 + THROTTLE_MAX_ATTEMPTS), stack.registry.throttles
 
-    wait_until(lambda: folder_repo.get_job(services().db, job_id)["finished_at"] is not None, timeout_s=120, what="the sweep")
+    wait_until(lambda: folder_repo.PgFolderJobs(services().db).get(job_id).finished_at is not None, timeout_s=120, what="the sweep")
     done = usecases.status(services(), owner, job_id)
     assert done["status"] == "completed" and done["files"]["completed"] == 1, done
     manifest = s3.get_object(Bucket=FOLDER_BUCKET, Key=f"{home}docs/_batchlane/{job_id}/manifest.json")["Body"].read()
     assert b'"status": "completed"' in manifest
-    assert caps.live_folder_jobs(services().db, owner) == 0
+    assert caps.PgCaps(services().db).live_folder_jobs(owner) == 0
 
     again = stack.registry.invoke("recovery", {})
     assert not again.failed and again.result["folderJobsEnded"] == {}, again

@@ -68,7 +68,7 @@ def test_a_file_that_is_not_a_pdf_is_refused_before_anything_is_uploaded(stack, 
     assert as_json.exit_code == 2
     assert json.loads(as_json.stdout) == {"error": {"code": error_id, "message": json.loads(as_json.stdout)["error"]["message"]}, "exitCode": 2}
     assert services().db.run("SELECT id FROM files WHERE owner_id = :owner", owner=user) == [], "nothing was registered or uploaded"
-    assert job_repo.list_jobs(services().db, owner_id=user) == []
+    assert job_repo.PgJobs(services().db).list_jobs(owner_id=user) == []
 
 
 def test_with_json_every_error_is_one_json_object_on_stdout(stack, user):  # type: ignore[no-untyped-def]

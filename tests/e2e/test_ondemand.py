@@ -15,12 +15,13 @@ import pytest
 
 from batchlane.db import Database, connect_params_from_url, ledger
 from batchlane.db import jobs as job_repo
+from batchlane.db.limiter import PgLimiter, SerialDatabase
 from batchlane.domain import status as st
+from batchlane.domain.pace import LimitSettings
 from batchlane.domain.status import Entity
-from batchlane.ondemand import CoverageRule, LimitSettings, PgLimiter, text_layer
-from batchlane.ondemand.limiter import LeaseWaitTimeout, SerialDatabase
+from batchlane.ondemand import CoverageRule, text_layer
 from batchlane.pdf import open_pdf
-from batchlane.ports import LedgerRow
+from batchlane.ports import LeaseWaitTimeout, LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
@@ -41,7 +42,7 @@ def _convert(stack, pages: int, *, blank_every: int = 0, lines_per_page: int = 1
 
 def _pages(svc, job_id: str) -> dict[int, tuple[str, str]]:  # type: ignore[no-untyped-def]
     """page number → (marker suffix, body) from the job's Markdown; asserts each page appears once, in order."""
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     pieces = _MARKER.split(markdown)
     pages: dict[int, tuple[str, str]] = {}
@@ -57,7 +58,7 @@ def _pages(svc, job_id: str) -> dict[int, tuple[str, str]]:  # type: ignore[no-u
 
 
 def _chunk_rows(svc, job_id: str) -> list[LedgerRow]:  # type: ignore[no-untyped-def]
-    return [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
+    return [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "chunk"]
 
 
 def _meta_sum(rows, key: str) -> int:  # type: ignore[no-untyped-def]
@@ -67,7 +68,7 @@ def _meta_sum(rows, key: str) -> int:  # type: ignore[no-untyped-def]
 def test_pages_go_five_to_a_request_each_under_its_own_marker_and_every_call_is_booked(stack_factory):
     stack = stack_factory("", batch_lane=False)
     svc, job_id = _convert(stack, 60, blank_every=20)
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert (job.status, job.pages_failed) == ("completed", 0)
     pages = _pages(svc, job_id)
     assert all(page_phrase(n, 60) in body for n, (_, body) in pages.items() if n % 20)
@@ -83,7 +84,7 @@ def test_truncated_answers_are_halved_down_to_one_page_which_keeps_its_text_mark
     # When a 5-page job runs (one 5-page request first)
     svc, job_id = _convert(stack, 5)
     # Then 5 → 2 + 3 → … → five single pages: 9 requests, each page kept and marked truncated
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job.status == "completed" and job.pages_failed == 0
     assert stack.bedrock.stats["converse_ok"] == 9
     pages = _pages(svc, job_id)
@@ -96,7 +97,7 @@ def test_truncated_answers_are_halved_down_to_one_page_which_keeps_its_text_mark
 def test_markers_skipped_repeated_or_reordered_never_put_text_under_another_page(stack_factory):
     stack = stack_factory("marker_fault_rate=0.6", batch_lane=False)
     svc, job_id = _convert(stack, 40)
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert (job.status, job.pages_failed) == ("completed", 0)
     for number, (_, body) in _pages(svc, job_id).items():
         assert page_phrase(number, 40) in body
@@ -107,7 +108,7 @@ def test_markers_skipped_repeated_or_reordered_never_put_text_under_another_page
 def test_throttling_is_absorbed_with_no_page_lost(stack_factory):
     stack = stack_factory("throttle_rate=0.5", batch_lane=False, extra_env={**FAST_BACKOFF, "BATCHLANE_THROTTLE_MAX_ATTEMPTS": "30"})
     svc, job_id = _convert(stack, 60)
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert (job.status, job.pages_failed) == ("completed", 0)
     assert stack.bedrock.stats["converse_throttled"] > 0
     rows = _chunk_rows(svc, job_id)
@@ -119,8 +120,8 @@ def test_an_exhausted_throttle_budget_never_completes_a_job_with_a_page_missing(
     # Given an account that throttles everything and a budget of two attempts per request
     stack = stack_factory("throttle_rate=1", batch_lane=False, extra_env={**FAST_BACKOFF, "BATCHLANE_THROTTLE_MAX_ATTEMPTS": "2"})
     svc, job_id = _convert(stack, 12, blank_every=6)
-    job = job_repo.get_job(svc.db, job_id)
-    chunk = job_repo.get_chunks(svc.db, job_id)[0]
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
+    chunk = job_repo.PgJobs(svc.db).get_chunks(job_id)[0]
     # Then the chunk was retried later (3 attempts), and its last attempt marked the pages failed, visibly
     assert chunk.attempts == 3
     # and the job completed with those pages visibly failed: none missing, none silently skipped
@@ -133,7 +134,7 @@ def test_an_answer_covering_too_little_of_the_page_is_re_asked_once(stack_factor
     # Given a model that leaves out two thirds of about half its answers (first answers and re-asks alike)
     stack = stack_factory("omit_rate=0.5", batch_lane=False, extra_env={"BATCHLANE_PAGES_PER_REQUEST": "1"})
     svc, job_id = _convert(stack, 30)
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert (job.status, job.pages_failed) == ("completed", 0)
     rows = _chunk_rows(svc, job_id)
     reasks, improved = _meta_sum(rows, "coverageReasks"), _meta_sum(rows, "coverageImproved")
@@ -153,17 +154,17 @@ def test_a_cancelled_chunk_starts_no_new_request_and_books_what_it_spent(stack_f
     _wait_for(lambda: stack.bedrock.stats["converse_requests"] >= 2)
     # When the job is cancelled mid-chunk (what the API's cancel does to the rows)
     with svc.db.transaction() as tx:
-        job_repo.move_job(tx, job_id, st.cancel())
-        job_repo.move_chunks(tx, job_id, st.cancel(Entity.CHUNK))
+        job_repo.PgJobs(tx).move_job(job_id, st.cancel())
+        job_repo.PgJobs(tx).move_chunks(job_id, st.cancel(Entity.CHUNK))
     seen_at_cancel = stack.bedrock.stats["converse_requests"]
     _wait_for(lambda: any(r.metadata.get("aborted") for r in _chunk_rows(svc, job_id)))
     # Then at most the request already in flight finishes; no result is written; the spend is booked
     assert stack.bedrock.stats["converse_requests"] <= seen_at_cancel + 1 < 10
-    chunk = job_repo.get_chunks(svc.db, job_id)[0]
+    chunk = job_repo.PgJobs(svc.db).get_chunks(job_id)[0]
     assert chunk.status == "cancelled" and chunk.result_key is None
     (row,) = _chunk_rows(svc, job_id)
     assert row.metadata["aborted"] and row.cost_usd > 0 and chunk.cost_usd == row.cost_usd
-    assert job_repo.get_job(svc.db, job_id).status == "cancelled"
+    assert job_repo.PgJobs(svc.db).get_job(job_id).status == "cancelled"
 
 
 def test_a_chunk_at_its_invocation_deadline_keeps_its_pages_books_its_spend_and_continues(stack_factory):
@@ -174,13 +175,13 @@ def test_a_chunk_at_its_invocation_deadline_keeps_its_pages_books_its_spend_and_
     # When a 12-page job runs: at most 4 answers fit in one invocation
     svc, job_id = _convert(stack, 12)
     # Then the chunk continued in fresh invocations and the job is whole
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert (job.status, job.pages_failed) == ("completed", 0)
     assert all(page_phrase(n, 12) in body for n, (_, body) in _pages(svc, job_id).items())
     rows = _chunk_rows(svc, job_id)
     continued = [r for r in rows if r.metadata.get("continued")]
     assert len(continued) >= 2 and len(rows) == len(continued) + 1
-    assert job_repo.get_chunk(svc.db, job_id, 0).attempts == len(rows)
+    assert job_repo.PgJobs(svc.db).get_chunk(job_id, 0).attempts == len(rows)
     # No page was asked twice, every answer was booked (also those that arrived after the deadline)
     assert _meta_sum(rows, "requests") == stack.bedrock.stats["converse_ok"] == 12
     assert sum(r.cost_usd for r in rows) == job.total_cost_usd > 0
@@ -203,9 +204,9 @@ def test_a_database_connection_killed_mid_chunk_is_re_established(stack_factory,
     assert sum(1 for r in killed if r["killed"]) >= 1
     wait_for_job(svc, job_id, timeout_s=300)
     # Then the same attempt finished the chunk: nothing failed, the spend is booked once
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert (job.status, job.pages_failed) == ("completed", 0)
-    assert job_repo.get_chunks(svc.db, job_id)[0].attempts == 1
+    assert job_repo.PgJobs(svc.db).get_chunks(job_id)[0].attempts == 1
     (row,) = _chunk_rows(svc, job_id)
     assert row.cost_usd == job.total_cost_usd > 0 and row.metadata["requests"] == 10
 

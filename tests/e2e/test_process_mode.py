@@ -58,5 +58,5 @@ def test_a_small_document_under_an_idle_quota_goes_one_page_a_request_all_at_onc
     # Then it converts whole, each page in a request of its own (not 5 + 5), and the row says why
     assert_converted_whole(job_id, pages=10, blank_every=0)
     assert stack.bedrock.stats["converse_ok"] == 10
-    (row,) = [r for r in ledger.ledger_rows(services().db, job_id) if r.source == "chunk"]
+    (row,) = [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.source == "chunk"]
     assert (row.metadata["pagesPerRequest"], row.metadata["startsFree"], row.metadata["requests"]) == (1, 20, 10)

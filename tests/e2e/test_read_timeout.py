@@ -41,12 +41,12 @@ def test_every_timed_out_call_is_booked_and_its_pages_end_visibly_failed(stack_f
         resumes += 1
     assert current == "completed" and resumes == 0
 
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job.pages_failed == 3
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     assert all(f"<!-- Page {n}: failed (ReadTimeout) -->" in markdown for n in (1, 2, 3))
-    rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
-    attempts = job_repo.get_chunk(svc.db, job_id, 0).attempts
+    rows = [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "chunk"]
+    attempts = job_repo.PgJobs(svc.db).get_chunk(job_id, 0).attempts
     assert attempts >= 2 and len(rows) == attempts
     # one request per attempt reached Bedrock: never re-sent within an attempt
     assert stack.bedrock.stats["invoke_requests"] == attempts == sum(r.metadata.get("readTimeouts", 0) for r in rows)
@@ -60,7 +60,7 @@ def test_every_timed_out_call_is_booked_and_its_pages_end_visibly_failed(stack_f
 
 def _ended_or_paused(svc, job_id):  # type: ignore[no-untyped-def]
     """The job's status once it has ended, or once its paused run has fully drained (resumable)."""
-    job = job_repo.get_job(svc.db, job_id)
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     if job.status in ("completed", "failed", "cancelled"):
         return job.status
     if job.status == "paused_budget" and job.pause_settled:

@@ -34,7 +34,7 @@ def test_a_batch_served_job_retries_only_its_failed_pages_on_demand(stack_factor
     stack = stack_factory(f"{FAST},refuse_pages={'+'.join(map(str, REFUSED))}", extra_env=SMALL_LANE_ENV)
     job_id, _ = submit()
     wait_for_job(services(), job_id, timeout_s=180)
-    job = job_repo.get_job(services().db, job_id)
+    job = job_repo.PgJobs(services().db).get_job(job_id)
     assert (job.status, job.pages_failed, job.batch_primed) == ("completed", len(REFUSED), True)
     assert [(p.page, p.reason, p.lane) for p in failed_pages(services(), job_id)] == [(n, "stop_reason=refusal", "on_demand") for n in REFUSED]
     assert batch_row(job_id)["fallback_count"] == len(REFUSED)
@@ -43,7 +43,7 @@ def test_a_batch_served_job_retries_only_its_failed_pages_on_demand(stack_factor
     started = start_retry(services(), job_id)
     assert started.pages == list(REFUSED) and not started.already_running
     wait_until(
-        lambda: job_repo.get_job(services().db, job_id).status == "completed" and job_repo.get_job(services().db, job_id).retry_attempt is None,
+        lambda: job_repo.PgJobs(services().db).get_job(job_id).status == "completed" and job_repo.PgJobs(services().db).get_job(job_id).retry_attempt is None,
         what="the retry",
     )
 

@@ -33,7 +33,7 @@ SETTINGS = {
 def _tiers(job_id: str) -> dict[str, dict[str, int | Decimal]]:
     """The chunk ledger rows' serviceTiers, summed."""
     out: dict[str, dict[str, int | Decimal]] = {}
-    for row in ledger.ledger_rows(services().db, job_id):
+    for row in ledger.PgLedger(services().db).ledger_rows(job_id):
         for tier, part in row.metadata.get("serviceTiers", {}).items():
             into = out.setdefault(tier, {"pages": 0, "inputTokens": 0, "outputTokens": 0, "costUsd": Decimal(0)})
             for key in ("pages", "inputTokens", "outputTokens"):
@@ -54,7 +54,7 @@ def test_a_deadline_of_hours_goes_flex_falls_back_to_default_when_flex_sheds_and
     assert created["laneDecision"] == "on_demand"
     wait_for_job(svc, created["jobId"], timeout_s=300)
     # Then every page converted
-    job = job_repo.get_job(svc.db, created["jobId"])
+    job = job_repo.PgJobs(svc.db).get_job(created["jobId"])
     assert (job.status, job.pages_failed, job.pages_converted) == ("completed", 0, PAGES)
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     assert all(page_phrase(n, PAGES) in markdown for n in range(1, PAGES + 1))
@@ -71,7 +71,7 @@ def test_a_deadline_of_hours_goes_flex_falls_back_to_default_when_flex_sheds_and
     rate = svc.prices.rate(MODEL, "flex")
     flex_usd = (rate[0] * int(tiers["flex"]["inputTokens"]) + rate[1] * int(tiers["flex"]["outputTokens"])) / Decimal(1_000_000)
     assert abs(tiers["flex"]["costUsd"] - flex_usd) <= Decimal("0.00001") * PAGES
-    assert ledger.job_total(svc.db, job.id) == Decimal(job.total_cost_usd) == tiers["flex"]["costUsd"] + tiers["default"]["costUsd"]
+    assert ledger.PgLedger(svc.db).job_total(job.id) == Decimal(job.total_cost_usd) == tiers["flex"]["costUsd"] + tiers["default"]["costUsd"]
     # and the demo's report shows the pages per tier
     report = job_report(svc, job.id)["on_demand"]["tiers"]
     assert {name: t["pages"] for name, t in report.items()} == {"default": tiers["default"]["pages"], "flex": tiers["flex"]["pages"]}
@@ -85,7 +85,7 @@ def test_without_a_flex_rate_the_same_job_stays_at_the_default_tier(stack_factor
     deadline = (datetime.now(UTC) + timedelta(hours=6)).isoformat()
     created = submit_pdf(svc, make_pdf(4), name="no-flex.pdf", owner_id="flex-tests", options={"deadline": deadline})
     wait_for_job(svc, created["jobId"], timeout_s=300)
-    assert job_repo.get_job(svc.db, created["jobId"]).status == "completed"
+    assert job_repo.PgJobs(svc.db).get_job(created["jobId"]).status == "completed"
     assert set(stack.bedrock.served_by_tier()) == {"default", "flexThrottled"}
     assert set(_tiers(created["jobId"])) == {"default"}
 

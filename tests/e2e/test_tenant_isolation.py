@@ -29,9 +29,9 @@ one PDF and polls its job through the API the whole time.
 * The folder job is live while B converts: B starts only once the folder has files converting
   (A's live-job cap frees places as A's jobs end, the folder waits for them, never fails on
   the cap). Its 1,001 files are 60 one-page PDFs and 941 text notes its ``include`` selects, which
-  fail NOT_PDF at the listing (the documented id: the listing and the report go past 1,000
+  fail FILE_TYPE_UNSUPPORTED at the listing (the documented id: the listing and the report go past 1,000
   objects without converting 1,000 documents). It finishes ``completed_with_failures``: every
-  PDF completed, every failure NOT_PDF, no conversion of it failed and was retried.
+  PDF completed, every failure FILE_TYPE_UNSUPPORTED, no conversion of it failed and was retried.
 
 As is here, and with an account concurrency limit on the offline Lambda runtime (``VARIANTS``;
 tests/e2e/test_tenant_isolation_limited.py), where the same holds and the runtime did refuse invocations: the throttled tasks
@@ -219,14 +219,14 @@ def flood_and_check(stack_factory: Any, variant: str) -> None:
             assert a_refused.wait(timeout=300), "A's flood never ran past its rate limit"
             # The folder job is live and converting (its listing past 1,000 objects done) before B starts.
             wait_until(
-                lambda: folder_repo.counts(services().db, folder["id"])["processing"] > 0,
+                lambda: folder_repo.PgFolderJobs(services().db).counts(folder["id"]).processing > 0,
                 timeout_s=300,
                 what="A's folder job to convert files under A's flood",
             )
             status, created = as_the_cli_does(stack, "POST", f"/api/v1/files/{b_file}/convert", {}, b, refused=b_refused)
             b_answers.append(status)
             b_job = created["jobId"]
-            folder_at_b_start = folder_repo.counts(services().db, folder["id"])
+            folder_at_b_start = folder_repo.PgFolderJobs(services().db).counts(folder["id"])
 
             def b_done() -> bool:
                 status, body = as_the_cli_does(stack, "GET", f"/api/v1/jobs/{b_job}", None, b, refused=b_refused)
@@ -239,7 +239,7 @@ def flood_and_check(stack_factory: Any, variant: str) -> None:
         for f in flooders:
             f.result()
 
-    b_row = job_repo.get_job(services().db, b_job)
+    b_row = job_repo.PgJobs(services().db).get_job(b_job)
     assert b_row is not None and b_row.status == "completed", b_row
     assert set(b_answers) <= {200, 202}, sorted(set(b_answers))  # every call of B answered
     # B was never refused for its own rate; a throttle on the way to the API's function (the account full) was answered at once
@@ -247,10 +247,10 @@ def flood_and_check(stack_factory: Any, variant: str) -> None:
     assert set(b_refused) <= {500}, sorted(set(b_refused))
     assert a_answers.count(429) > 0 and 200 in a_answers  # A was answered up to its rate, then refused
     assert {status for status, _ in a_jobs.values()} == {202}, a_jobs
-    assert folder_at_b_start["queued"] + folder_at_b_start["processing"] > 0, folder_at_b_start  # live while B converted
+    assert folder_at_b_start.queued + folder_at_b_start.processing > 0, folder_at_b_start  # live while B converted
 
     wait_until(
-        lambda: (row := folder_repo.get_job(services().db, folder["id"])) is not None and row["finished_at"] is not None,
+        lambda: (row := folder_repo.PgFolderJobs(services().db).get(folder["id"])) is not None and row.finished_at is not None,
         timeout_s=600,
         what="A's folder job",
     )
@@ -282,10 +282,10 @@ def flood_and_check(stack_factory: Any, variant: str) -> None:
     assert not over, over
     assert len(jobs) == A_SMALL + len(hostile) + FOLDER_PDFS, "one conversion per file: no folder file needed a second"
 
-    done = folder_repo.get_job(services().db, folder["id"])
-    assert done is not None and done["status"] == "completed_with_failures", done
-    counts = folder_repo.counts(services().db, folder["id"])
-    assert {k: counts[k] for k in ("discovered", "completed", "failed", "queued", "processing", "skipped")} == {
+    done = folder_repo.PgFolderJobs(services().db).get(folder["id"])
+    assert done is not None and done.status == "completed_with_failures", done
+    counts = folder_repo.PgFolderJobs(services().db).counts(folder["id"])
+    assert {k: getattr(counts, k) for k in ("discovered", "completed", "failed", "queued", "processing", "skipped")} == {
         "discovered": FOLDER_PDFS + FOLDER_NOTES,
         "completed": FOLDER_PDFS,
         "failed": FOLDER_NOTES,
@@ -293,8 +293,8 @@ def flood_and_check(stack_factory: Any, variant: str) -> None:
         "processing": 0,
         "skipped": 0,
     }
-    failed = folder_repo.list_files(services().db, folder["id"], status="failed", limit=2000)
-    assert {f["error_id"] for f in failed} == {"NOT_PDF"}, "no folder file failed but the notes, and for not being a PDF"
+    failed = folder_repo.PgFolderJobs(services().db).list_files(folder["id"], status="failed", limit=2000)
+    assert {f.error_id for f in failed} == {"FILE_TYPE_UNSUPPORTED"}, "no folder file failed but the notes, and for being of no type converted"
     if limit is not None:
         assert sum(stack.registry.throttles.values()) > 0, "the runtime never refused an invocation: the limit was not reached"
     assert_dry_runs_answered(a, dry_runs)

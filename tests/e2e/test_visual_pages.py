@@ -57,6 +57,6 @@ def test_image_only_pages_convert_with_every_page_converted(stack_factory, lane)
 
     if lane == "batch":
         assert [j.invocation_type for j in stack.bedrock.jobs.values()] == ["InvokeModel"]
-    rows = ledger.ledger_rows(svc.db, job_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     total = sum((r.cost_usd for r in rows), Decimal(0))
     assert Decimal(job["total_cost_usd"]) == total > 0

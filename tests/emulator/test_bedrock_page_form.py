@@ -37,6 +37,30 @@ def test_with_the_fault_a_pdf_document_is_refused_and_the_image_form_of_the_same
     assert answer["content"][0]["text"].startswith("Quarterly ledger totals.")
 
 
+UNWORDED = "Malformed input request: #/messages/0/content/0: extraneous key [source] is not permitted"
+
+
+def test_the_refusal_can_be_worded_any_way_and_the_image_form_still_converts(harness: Callable[..., Harness]) -> None:
+    """Issue 42.1: AWS publishes no wording for a refused form, so the emulator can refuse in any words (case kept)."""
+    h = harness(f"{REFUSED},document_refusal_message={UNWORDED}")
+    request = build_page_request(chunk_index=0, page_number=1, pdf_bytes=page_pdf("Quarterly ledger totals."), config=CONFIG)
+    with pytest.raises(ClientError) as refused:
+        invoke(h, request.body())
+    assert error_code(refused) == "ValidationException" and refused.value.response["Error"]["Message"] == UNWORDED
+    assert invoke(h, request.with_form("image").body())["content"][0]["text"].startswith("Quarterly ledger totals.")
+
+
+def test_a_corrupt_pdf_page_is_refused_naming_the_document_and_only_that_page(harness: Callable[..., Harness]) -> None:
+    h = harness("time_scale=36000,corrupt_pdf_pages=2")
+    second = build_page_request(chunk_index=0, page_number=2, pdf_bytes=page_pdf("Second page."), config=CONFIG)
+    with pytest.raises(ClientError) as corrupt:
+        invoke(h, second.body())
+    assert error_code(corrupt) == "ValidationException" and "document page-2" in corrupt.value.response["Error"]["Message"]
+    assert invoke(h, second.with_form("image").body())["content"][0]["text"].startswith("Second page.")
+    first = build_page_request(chunk_index=0, page_number=1, pdf_bytes=page_pdf("First page."), config=CONFIG)
+    assert invoke(h, first.body())["content"][0]["text"].startswith("First page.")
+
+
 def test_the_image_form_is_seen_with_its_picture_and_costs_width_times_height_over_750(harness: Callable[..., Harness]) -> None:
     h = harness()
     pdf = image_page()  # no text layer: a grey picture

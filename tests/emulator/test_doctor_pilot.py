@@ -86,3 +86,48 @@ def test_the_code_word_is_only_in_the_picture():
     assert not mentions_picture(text)  # an answer from the text layer alone cannot pass
     assert mentions_picture("*[Figure: 480x240 image at (72, 442)]*") and mentions_picture("CODE 4729")
     assert len(page.images) == 1
+
+
+# Issue 42.1: the doctor records a form only from records that succeeded, whatever an error says.
+UNWORDED = "Malformed input request: #/messages/0/content/0: extraneous key [source] is not permitted"
+
+
+def test_a_pdf_form_refused_in_words_without_document_is_not_accepted_and_images_are(s3_endpoint):
+    accepted: dict[str, bool] = {}
+    faults = f"time_scale=200000,invoke_model_documents=refused,document_refusal_message={UNWORDED}"
+    check, _ = _pilot(s3_endpoint, faults, stamp="unworded", records=4, page_forms=("pdf", "image"), accepted_forms=accepted)
+    assert accepted == {"pdf": False, "image": True}
+    assert check.ok, check.detail  # a refused form is the probe's finding
+    assert "refused for their page form: pdf (2)" in check.detail
+
+
+def test_one_corrupt_pdf_page_whose_error_says_document_leaves_the_pdf_form_accepted(s3_endpoint):
+    accepted: dict[str, bool] = {}
+    check, _ = _pilot(s3_endpoint, "time_scale=200000,corrupt_pdf_pages=1", stamp="corrupt", records=4, page_forms=("pdf", "image"), accepted_forms=accepted)
+    assert accepted == {"pdf": True, "image": True}
+    assert not check.ok and "3/4 records accepted" in check.detail  # the corrupt record is a lost page, reported as such
+
+
+def test_a_form_none_of_whose_records_came_back_is_not_accepted(s3_endpoint):
+    # Every record errors for another reason (emulated ModelErrorException): nothing was refused, nothing succeeded.
+    accepted: dict[str, bool] = {}
+    _pilot(s3_endpoint, "time_scale=200000,record_error_rate=1", stamp="lost", records=4, page_forms=("pdf", "image"), accepted_forms=accepted)
+    assert accepted == {"pdf": False, "image": False}
+
+
+def test_the_visual_call_refused_in_any_words_is_a_refusal_finding(s3_endpoint):
+    from batchlane_dev.cli.doctor.live import check_visual_call
+
+    emulator = BedrockEmulator(
+        s3_client_factory=lambda: boto3.client("s3", endpoint_url=s3_endpoint, **CREDS),
+        faults=parse_faults(f"invoke_model_documents=refused,document_refusal_message={UNWORDED}"),
+    )
+    url = emulator.start()
+    try:
+        runtime = boto3.client("bedrock-runtime", endpoint_url=url, **CREDS)
+        pdf = check_visual_call(runtime, ConverterConfig(model_id=MODEL, max_tokens=2048, temperature=0.0, page_form="pdf"), PRICES)
+        image = check_visual_call(runtime, ConverterConfig(model_id=MODEL, max_tokens=2048, temperature=0.0, page_form="image"), PRICES)
+    finally:
+        emulator.stop()
+    assert pdf.ok and pdf.data == {"refused": True} and "refuses the pdf form" in pdf.detail
+    assert image.ok and image.data == {"answered": True}, image.detail

@@ -4,8 +4,10 @@ same origin, security headers, the console's own Cognito client (code + PKCE), t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import pytest
 from infra_testlib import Synth
 
 
@@ -113,3 +115,108 @@ def test_the_upload_bucket_allows_the_presigned_post_and_ranged_reads_from_the_c
         if "PutBucketCORS" in json.dumps(statement["Action"])
     ]
     assert granted == [("s3:PutBucketCORS", {"Fn::GetAtt": [synth.logical_id("Storage/Bucket"), "Arn"]})]
+
+def test_the_console_client_allows_the_refresh_token_flow_alone(synth: Synth) -> None:
+    """Issue 42.3: with ExplicitAuthFlows unset, Cognito allows SRP, custom and refresh-token flows (Cognito's
+    "App client" settings); the console signs in through the hosted page only, so refresh is all it may do."""
+    clients = [r["Properties"] for r in synth.template["Resources"].values() if r["Type"] == "AWS::Cognito::UserPoolClient"]
+    [console] = [c for c in clients if c.get("AllowedOAuthFlows")]
+    assert console.get("ExplicitAuthFlows") == ["ALLOW_REFRESH_TOKEN_AUTH"]
+
+
+# -- issue 42.5 / 42.6: TLS that holds, CloudFront logs, an optional web ACL ------------------------------------
+CERTIFICATE = "arn:aws:acm:us-east-1:123456789012:certificate/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+WEB_ACL = "arn:aws:wafv2:us-east-1:123456789012:global/webacl/batchlane-console/0f1e2d3c-4b5a-6978-8a9b-0c1d2e3f4a5b"
+
+
+def _console_only(tmp_path: Path, **settings: Any) -> tuple[dict[str, Any], Path]:
+    """The Console construct alone in a small stack (seconds, not a whole synth), with the checkov skips applied."""
+    from aws_cdk import App, Aspects, Stack
+    from aws_cdk import aws_cognito as cognito
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.assertions import Template
+
+    from infra.checkov import CheckovSkips
+    from infra.config import InfraConfig
+    from infra.console import Console
+
+    config = InfraConfig(**settings)
+    stack = Stack(App(), "Edge")
+    pool = cognito.UserPool(stack, "Pool")
+    Console(
+        stack,
+        "Console",
+        config=config,
+        rest_api_id="abc123",
+        api_stage="v1",
+        user_pool=pool,
+        upload_bucket=s3.Bucket(stack, "Uploads"),
+        access_logs=s3.Bucket(stack, "AccessLogs"),
+    )
+    Aspects.of(stack).add(CheckovSkips(config))
+    template = Template.from_stack(stack).to_json()
+    path = tmp_path / "edge.template.json"
+    path.write_text(json.dumps(template))
+    return template, path
+
+
+def _distribution(template: dict[str, Any]) -> dict[str, Any]:
+    [found] = [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudFront::Distribution"]
+    return found
+
+
+def test_a_custom_domain_gets_its_acm_certificate_at_tls_1_2_2021_and_passes_checkov_unskipped(tmp_path: Path) -> None:
+    from test_infra_checkov import run_checkov
+
+    template, path = _console_only(tmp_path, console_domain="console.example.com", console_certificate_arn=CERTIFICATE, console_web_acl_arn=WEB_ACL)
+    dist = _distribution(template)
+    config = dist["Properties"]["DistributionConfig"]
+    assert config["Aliases"] == ["console.example.com"]
+    assert config["ViewerCertificate"] == {"AcmCertificateArn": CERTIFICATE, "MinimumProtocolVersion": "TLSv1.2_2021", "SslSupportMethod": "sni-only"}
+    assert config["WebACLId"] == WEB_ACL
+    assert "checkov" not in dist.get("Metadata", {}), "with a certificate and a web ACL nothing is skipped on the distribution"
+    [client] = [r["Properties"] for r in template["Resources"].values() if r["Type"] == "AWS::Cognito::UserPoolClient"]
+    assert client["CallbackURLs"] == ["https://console.example.com/"]  # sign-in comes back to the custom domain
+    report = run_checkov(path)
+    results = {(c["check_id"], c["resource"].split(".")[0]): c for c in report["results"]["passed_checks"]}
+    assert ("CKV_AWS_174", "AWS::CloudFront::Distribution") in results and ("CKV_AWS_68", "AWS::CloudFront::Distribution") in results
+    assert not [f for f in report["results"]["failed_checks"] if f["resource"].startswith("AWS::CloudFront")]
+
+
+def test_the_default_certificate_is_named_for_what_it_gives(synth: Synth) -> None:
+    """Without consoleDomain the console is on *.cloudfront.net, whose certificate accepts TLS 1.0: the template says
+    so where checkov reads it, and docs/deploy.md tells the operator how to change it."""
+    dist = synth.resources[synth.logical_id("Console/Distribution")]
+    viewer = dist["Properties"]["DistributionConfig"].get("ViewerCertificate", {"CloudFrontDefaultCertificate": True})  # absent: the default
+    assert viewer.get("CloudFrontDefaultCertificate") is True and "AcmCertificateArn" not in viewer
+    [skip] = [s for s in dist["Metadata"]["checkov"]["skip"] if s["id"] == "CKV_AWS_174"]
+    assert "TLS 1.0" in skip["comment"]
+    deploy = (Path(__file__).resolve().parents[2] / "docs" / "deploy.md").read_text()
+    assert "consoleCertificateArn" in deploy and "TLS 1.0" in deploy
+
+
+def test_cloudfront_writes_standard_logs_to_an_acl_enabled_bucket_of_its_own(synth: Synth) -> None:
+    config = synth.resources[synth.logical_id("Console/Distribution")]["Properties"]["DistributionConfig"]
+    logs_id = synth.logical_id("Console/Logs")
+    assert config["Logging"]["Bucket"] == {"Fn::GetAtt": [logs_id, "RegionalDomainName"]} and config["Logging"]["Prefix"] == "console/"
+    bucket = synth.resources[logs_id]["Properties"]
+    assert bucket["OwnershipControls"]["Rules"] == [{"ObjectOwnership": "BucketOwnerPreferred"}]  # CloudFront's logs need ACLs
+    assert bucket["PublicAccessBlockConfiguration"]["BlockPublicAcls"] is True and "LoggingConfiguration" in bucket
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"consoleDomain": "console.example.com"}, "go together"),
+        ({"consoleDomain": "console.example.com", "consoleCertificateArn": CERTIFICATE.replace("us-east-1", "eu-west-1")}, "us-east-1"),
+        ({"consoleWebAclArn": WEB_ACL.replace("global", "regional")}, "CLOUDFRONT"),
+        ({"consoleDomain": "not a domain", "consoleCertificateArn": CERTIFICATE}, "DNS name"),
+    ],
+)
+def test_console_edge_settings_are_checked_before_a_deploy_would_fail(settings: dict[str, str], message: str) -> None:
+    from aws_cdk import App
+
+    from infra.config import load
+
+    with pytest.raises(ValueError, match=message):
+        load(App(context=settings).node)

@@ -194,3 +194,14 @@ def test_traces_never_record_handler_responses(synth: Synth, spec: topology.Func
     """The api's responses carry presigned URLs (with session tokens): X-Ray must not keep them (issue 15)."""
     env = _function(synth, spec.name)["Properties"]["Environment"]["Variables"]
     assert env.get("POWERTOOLS_TRACER_CAPTURE_RESPONSE") == "false"
+
+
+def test_split_and_assemble_have_room_for_pandoc(synth: Synth) -> None:
+    """pandoc is unpacked to /tmp (174 MB) by the functions that run it (decision 0029): the split beside the
+    largest upload, Assemble beside its renderings; Assemble's memory holds pandoc's heap bound too."""
+    from batchlane.formats.render import RENDER_MEMORY_MB
+
+    split = _function(synth, "job_split")["Properties"]
+    assert split["EphemeralStorage"]["Size"] >= Settings().batchlane_max_file_mb + 174 + 256
+    assemble = _function(synth, "assemble")["Properties"]
+    assert assemble["EphemeralStorage"]["Size"] >= 174 + 512 and assemble["MemorySize"] >= RENDER_MEMORY_MB + 512

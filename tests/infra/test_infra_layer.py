@@ -63,3 +63,17 @@ def test_layer_carries_no_deployment_description(layer_dir: Path) -> None:
     assert not (site / "deployment").exists() and not (site / "batchlane" / "deployment").exists()
     importers = [p for p in (site / "batchlane").rglob("*.py") if re.search(r"^\s*(from|import) (deployment|batchlane\.topology)", p.read_text(encoding="utf-8"), re.M)]
     assert importers == []  # a module that did would fail to import in Lambda
+
+
+def test_the_layer_with_the_format_converters_fits_a_lambda_unzipped(layer_dir: Path) -> None:
+    """Lambda's limit is 250 MB unzipped for a function and all its layers (issue 43). pandoc (174 MB as
+    pypandoc-binary ships it) is stored gzip-compressed and unpacked to /tmp on first use (decision 0029);
+    python-pptx, openpyxl and lxml ship as they are. The functions' own code is a few KB each."""
+    site = layer_dir / "python"
+    total = sum(p.stat().st_size for p in site.rglob("*") if p.is_file())
+    assert total < 200 * 2**20, f"the layer unzips to {total / 2**20:.0f} MB: too close to Lambda's 250 MB"
+    packed = site / "pypandoc" / "files" / "pandoc.gz"
+    assert packed.is_file() and 20 * 2**20 < packed.stat().st_size < 60 * 2**20
+    assert not (site / "pypandoc" / "files" / "pandoc").exists()  # never both
+    for package in ("pptx", "openpyxl", "lxml"):
+        assert (site / package / "__init__.py").is_file(), package

@@ -108,12 +108,11 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
     """A file and a job in ``status`` (batch row in ``row_state``), as the workflows would leave them."""
     svc = services()
     with svc.db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id=owner, name="doc.pdf", s3_key="", size_bytes=len(PDF))
+        file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="doc.pdf", s3_key="", size_bytes=len(PDF))
         file_id = str(file_row.id)
         key = keys.upload_key(file_id, "doc.pdf")
         tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
-        job = job_repo.insert_job(
-            tx,
+        job = job_repo.PgJobs(tx).insert_job(
             file_id=file_id,
             owner_id=owner,
             status=status,
@@ -126,8 +125,8 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
         )
         job_id = str(job.id)
         # about the worst case of its 6 pages (domain/budget.py: a whole max_tokens answer a page, asked twice)
-        ledger.place_hold(tx, job_id=job_id, owner_id=owner, amount_usd=Decimal("2"), hours=6)
-        job_repo.move_file(tx, file_id, st.convert())
+        ledger.PgLedger(tx).place_hold(job_id=job_id, owner_id=owner, amount_usd=Decimal("2"), hours=6)
+        job_repo.PgJobs(tx).move_file(file_id, st.convert())
         for index in range(completed_chunks):
             tx.run("UPDATE chunk_jobs SET status = 'completed' WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=index)
         if row_state is not None:
@@ -151,8 +150,10 @@ def make_lane(tx: Any, job_id: str, model_id: str, state: str) -> rows.BatchRow:
         cost = Decimal("0.0123")
         rows.PgLanes(tx).close(lane.lane_id, st.close(), end_state="Completed", accepted=4, fallback=2, cost_usd=cost)
         rows.PgLanes(tx).record_accepted(lane.id, {(job_id, 0): 4})
-        ledger.add_batch_cost(tx, job_id=None, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
-        ledger.add_batch_share(tx, job_id=job_id, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
+        ledger.PgLedger(tx).add_batch_cost(job_id=None, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
+        ledger.PgLedger(tx).add_batch_share(
+            job_id=job_id, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={}
+        )
         tx.run("UPDATE conversion_batch_jobs SET closed_at = now() - interval '1 hour' WHERE id = :id", id=lane.id)
     found = rows.PgLanes(tx).get_row(lane.lane_id)
     assert found is not None and found.state == state
@@ -173,7 +174,7 @@ def lane_of(job_id: str) -> rows.BatchRow:
 
 
 def job(job_id: str) -> job_repo.JobRow:
-    found = job_repo.get_job(services().db, job_id)
+    found = job_repo.PgJobs(services().db).get_job(job_id)
     assert found is not None
     return found
 
@@ -251,10 +252,10 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     assert body["previousStatus"] == status and body["holdReleased"] is True
     db = services().db
     assert job(job_id).status == "cancelled"
-    assert [c.status for c in job_repo.get_chunks(db, job_id)] == ["completed", "cancelled"]
-    hold = ledger.get_hold(db, job_id)
+    assert [c.status for c in job_repo.PgJobs(db).get_chunks(job_id)] == ["completed", "cancelled"]
+    hold = ledger.PgLedger(db).get_hold(job_id)
     assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
-    assert job_repo.get_file(db, file_id).status == "uploaded"
+    assert job_repo.PgJobs(db).get_file(file_id).status == "uploaded"
     if row_state in ("preparing", "submitted"):
         lane = lane_of(job_id)  # its only member left: nobody waits on it
         assert lane.reason == "cancelled" and lane.state == row_state  # the lane closes it (and bills a submitted job) itself
@@ -274,7 +275,7 @@ def test_cancel_of_a_finishing_or_finished_job_is_409(stack, owner, status, code
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {}, user=owner)
     assert answer[0] == 409 and answer[1]["code"] == code
     assert job(job_id).status == status
-    assert ledger.get_hold(services().db, job_id).outcome is None
+    assert ledger.PgLedger(services().db).get_hold(job_id).outcome is None
 
 
 def test_cancel_guarded_on_the_job_id_the_caller_saw(stack, owner):
@@ -307,7 +308,7 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
         lane = lane_of(job_id)
         assert lane.reason == "process_now" and lane.state == row_state  # the lane stops / leaves and closes it itself
         assert {m.state for m in rows.PgLanes(services().db).members(lane.id)} == {"left"}
-    hold = ledger.get_hold(services().db, job_id)
+    hold = ledger.PgLedger(services().db).get_hold(job_id)
     assert hold.expires_at.timestamp() < time.time() + 7 * 3600, "hold back to the on-demand window"
     finished: job_repo.JobRow = wait_for(lambda: job(job_id).status in ("completed", "failed") and job(job_id), what="the on-demand conversion")
     assert finished.status == "completed" and finished.pages_failed == 0
@@ -488,7 +489,7 @@ def test_a_split_that_dies_after_committing_is_retried_and_the_job_still_convert
         stack.registry.intercept("job_split", None)
     assert attempts[created["jobId"]] == 2
     wait_for(lambda: intake_status(created["jobId"]) == "SUCCEEDED", what="the intake to end")
-    assert len(job_repo.get_chunks(services().db, created["jobId"])) == job(created["jobId"]).chunk_count > 0
+    assert len(job_repo.PgJobs(services().db).get_chunks(created["jobId"])) == job(created["jobId"]).chunk_count > 0
 
 
 def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
@@ -502,9 +503,9 @@ def test_cancel_while_splitting_leaves_nothing_parked_or_started(stack, owner):
     wait_for(lambda: intake_status(created["jobId"]) == "SUCCEEDED", what="the intake to end")
     cancelled = job(created["jobId"])
     assert cancelled.status == "cancelled" and cancelled.chunk_count == 0
-    assert job_repo.get_chunks(services().db, created["jobId"]) == []
-    assert ledger.get_hold(services().db, created["jobId"]) is None
-    assert job_repo.get_file(services().db, file_id).status == "uploaded"
+    assert job_repo.PgJobs(services().db).get_chunks(created["jobId"]) == []
+    assert ledger.PgLedger(services().db).get_hold(created["jobId"]) is None
+    assert job_repo.PgJobs(services().db).get_file(file_id).status == "uploaded"
     arn = (services().workflows.conversion_arn or "").replace(":stateMachine:", ":execution:")
     with pytest.raises(ClientError):
         client("stepfunctions").describe_execution(executionArn=f"{arn}:conversion-{created['jobId']}")
@@ -523,12 +524,11 @@ def test_the_sweep_ends_a_job_whose_run_failed_once_under_concurrent_runs_and_le
     svc = services()
     ids = []
     for name in ("ended.pdf", "running.pdf"):
-        file_row = job_repo.insert_file(svc.db, owner_id=owner, name=name, s3_key=f"uploads/{uuid.uuid4()}/{name}", size_bytes=len(PDF))
-        row = job_repo.insert_job(
-            svc.db, file_id=str(file_row.id), owner_id=owner, status="processing", options={}, model_id=svc.settings.batchlane_model_id,
+        file_row = job_repo.PgJobs(svc.db).insert_file(owner_id=owner, name=name, s3_key=f"uploads/{uuid.uuid4()}/{name}", size_bytes=len(PDF))
+        row = job_repo.PgJobs(svc.db).insert_job(file_id=str(file_row.id), owner_id=owner, status="processing", options={}, model_id=svc.settings.batchlane_model_id,
             total_pages=1, pages_per_chunk=PER_CHUNK, chunks=[],
         )  # fmt: skip
-        ledger.place_hold(svc.db, job_id=str(row.id), owner_id=owner, amount_usd=Decimal("0.50"), hours=1)
+        ledger.PgLedger(svc.db).place_hold(job_id=str(row.id), owner_id=owner, amount_usd=Decimal("0.50"), hours=1)
         ids.append(str(row.id))
     ended, running = ids
     now = datetime.now(UTC)
@@ -563,19 +563,18 @@ def test_the_sweep_ends_a_job_whose_run_failed_once_under_concurrent_runs_and_le
     assert len(results) == 4
     failed = job(ended)
     assert (failed.status, failed.error_id) == ("failed", "WORKFLOW_FAILED") and "(FAILED)" in (failed.error_message or "")
-    hold = ledger.get_hold(svc.db, ended)
+    hold = ledger.PgLedger(svc.db).get_hold(ended)
     assert hold is not None and hold.outcome == "released"
     assert [(d["jobId"], d["status"]) for d in published if d.get("jobId") in ids] == [(ended, "failed")], published
-    assert job(running).status == "processing" and ledger.get_hold(svc.db, running).outcome is None  # type: ignore[union-attr]
+    assert job(running).status == "processing" and ledger.PgLedger(svc.db).get_hold(running).outcome is None  # type: ignore[union-attr]
     assert all(r.get(ended) in (None, "failed") for r in results) and running not in {k for r in results for k in r}
 
 
 def test_recovery_fails_a_job_left_splitting_long_after_its_intake_must_have_ended(stack, owner):
     def splitting_job() -> tuple[str, str]:  # as create_job leaves it: no pages, chunks or hold yet
         svc = services()
-        file_row = job_repo.insert_file(svc.db, owner_id=owner, name="doc.pdf", s3_key=f"uploads/{uuid.uuid4()}/doc.pdf", size_bytes=len(PDF))
-        row = job_repo.insert_job(
-            svc.db, file_id=str(file_row.id), owner_id=owner, status="splitting", options={}, model_id=svc.settings.batchlane_model_id,
+        file_row = job_repo.PgJobs(svc.db).insert_file(owner_id=owner, name="doc.pdf", s3_key=f"uploads/{uuid.uuid4()}/doc.pdf", size_bytes=len(PDF))
+        row = job_repo.PgJobs(svc.db).insert_job(file_id=str(file_row.id), owner_id=owner, status="splitting", options={}, model_id=svc.settings.batchlane_model_id,
             total_pages=0, pages_per_chunk=PER_CHUNK, chunks=[],
         )  # fmt: skip
         svc.store.put_bytes(file_row.s3_key, PDF, "application/pdf")
@@ -609,7 +608,7 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     status, body = call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)
     assert status == 200 and body["cancelledJobId"] == job_id
     assert job(job_id).status == "cancelled"
-    assert ledger.get_hold(services().db, job_id).outcome == "cancelled"
+    assert ledger.PgLedger(services().db).get_hold(job_id).outcome == "cancelled"
     assert lane_of(job_id).state == "submitted", "the lane (and what it bills) outlives the file"
     assert call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)[0] == 404
     assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == []
@@ -628,7 +627,7 @@ def test_delete_removes_every_object_the_file_left_but_batch_files_a_bedrock_job
     # and a second file whose batch job Bedrock is still reading
     reading_file, reading_job = make_job(owner, "waiting_batch", row_state="submitted")
     store.put_json(keys.batch_results_key(reading_job, 0), {"results": []})
-    upload_key = job_repo.get_file(services().db, file_id).s3_key
+    upload_key = job_repo.PgJobs(services().db).get_file(file_id).s3_key
     assert store.list_keys(f"jobs/{job_id}/") and store.list_keys(f"batch/{job_id}/")
     # When the owner deletes both
     assert call(stack, "DELETE", f"/api/v1/files/{file_id}", user=owner)[0] == 200

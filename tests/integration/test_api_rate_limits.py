@@ -85,10 +85,10 @@ def test_the_bucket_refills_at_its_rate(stack) -> None:  # type: ignore[no-untyp
     db = services().db
     owner = f"refill-{uuid.uuid4().hex[:8]}"
     for _ in range(BURST):
-        assert rate_limits.take(db, owner, cost=1, rate_per_s=1.0, burst=BURST) == 0
-    assert rate_limits.take(db, owner, cost=1, rate_per_s=1.0, burst=BURST) > 0
+        assert rate_limits.PgRateLimits(db).take(owner, cost=1, rate_per_s=1.0, burst=BURST) == 0
+    assert rate_limits.PgRateLimits(db).take(owner, cost=1, rate_per_s=1.0, burst=BURST) > 0
     db.run("UPDATE api_rate_buckets SET refilled_at = refilled_at - interval '1 hour' WHERE owner_id = :o", o=owner)
-    assert [rate_limits.take(db, owner, cost=1, rate_per_s=1.0, burst=BURST) for _ in range(BURST)] == [0] * BURST
+    assert [rate_limits.PgRateLimits(db).take(owner, cost=1, rate_per_s=1.0, burst=BURST) for _ in range(BURST)] == [0] * BURST
 
 
 def test_a_cli_watch_ends_at_a_budget_pause_with_the_command_that_resumes_it(stack) -> None:  # type: ignore[no-untyped-def]

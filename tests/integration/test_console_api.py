@@ -42,10 +42,11 @@ def test_a_job_shows_its_cost_so_far_its_saving_against_on_demand_and_when_the_b
     _, job_id = make_job(owner, "waiting_batch", row_state="submitted")
     model = services().settings.batchlane_model_id
     with services().db.transaction() as tx:  # one chunk on demand, 100k/20k tokens of the batch lane at half price
-        ledger.add_chunk_cost(tx, job_id=job_id, chunk_index=1, model_id=model, input_tokens=9000, output_tokens=3000, cost_usd=_price(9000, 3000), metadata={})
+        ledger.PgLedger(tx).add_chunk_cost(
+            job_id=job_id, chunk_index=1, model_id=model, input_tokens=9000, output_tokens=3000, cost_usd=_price(9000, 3000), metadata={}
+        )
         lane = tx.one("SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid) LIMIT 1", id=job_id)
-        ledger.add_batch_share(
-            tx, job_id=job_id, batch_row_id=lane["batch_row_id"], model_id=model, input_tokens=100_000, output_tokens=20_000,
+        ledger.PgLedger(tx).add_batch_share(job_id=job_id, batch_row_id=lane["batch_row_id"], model_id=model, input_tokens=100_000, output_tokens=20_000,
             cost_usd=_price(100_000, 20_000, half=True), metadata={},
         )  # fmt: skip
     status, body = call(stack, "GET", f"/api/v1/jobs/{job_id}", user=owner)
@@ -77,8 +78,8 @@ def test_the_source_pdf_is_read_a_range_at_a_time_through_a_presigned_url(stack,
 
 def test_the_folder_job_list_holds_the_callers_jobs_only(stack, owner):
     job_id = f"fj-{uuid.uuid4().hex[:24]}"
-    folder_repo.insert_job(
-        services().db, job_id=job_id, owner_id=owner, name="invoices", spec={"source": "s3://in/x/"}, source=("in", "x/"), target=("out", "y/")
+    folder_repo.PgFolderJobs(services().db).add(
+        job_id=job_id, owner_id=owner, name="invoices", spec={"source": "s3://in/x/"}, source=("in", "x/"), target=("out", "y/")
     )
     try:
         status, body = call(stack, "GET", "/api/v1/folder-jobs", user=owner)

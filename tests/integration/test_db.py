@@ -26,9 +26,8 @@ def db(app_db: Database) -> Database:
 
 def make_job(db: Database, *, status: str = "pending", pages: int = 120, owner: str = "owner-1") -> str:
     with db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
-        job = job_repo.insert_job(
-            tx,
+        file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+        job = job_repo.PgJobs(tx).insert_job(
             file_id=str(file_row.id),
             owner_id=owner,
             status=status,
@@ -59,10 +58,10 @@ def test_statuses_are_constrained(db):
 
 def test_one_live_job_per_file(db):
     job_id = make_job(db)
-    file_id = str(job_repo.get_job(db, job_id).file_id)
+    file_id = str(job_repo.PgJobs(db).get_job(job_id).file_id)
     with pytest.raises(UniqueViolation) as refused:
-        job_repo.insert_job(
-            db, file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
+        job_repo.PgJobs(db).insert_job(
+            file_id=file_id, owner_id="owner-1", status="pending", options={}, model_id="m", total_pages=1, pages_per_chunk=50, chunks=plan_chunks(1, 50)
         )
     assert refused.value.constraint == "one_live_job_per_file"
 
@@ -75,9 +74,9 @@ def test_each_typed_row_reads_only_columns_its_table_has(db, row_type, table):
 
 def test_rows_come_back_typed_with_string_ids_and_cannot_be_changed(db):
     job_id = make_job(db)
-    job = job_repo.get_job(db, job_id)
-    chunk = job_repo.get_chunks(db, job_id)[0]
-    file_row = job_repo.get_file(db, job.file_id)
+    job = job_repo.PgJobs(db).get_job(job_id)
+    chunk = job_repo.PgJobs(db).get_chunks(job_id)[0]
+    file_row = job_repo.PgJobs(db).get_file(job.file_id)
     assert (job.id, chunk.job_id, file_row.id) == (job_id, job_id, job.file_id)  # use cases compare them with the ids they were given
     assert (job.options, job.total_cost_usd, chunk.result_key, file_row.source_bucket) == ({}, Decimal(0), None, None)
     with pytest.raises(FrozenInstanceError):
@@ -86,20 +85,20 @@ def test_rows_come_back_typed_with_string_ids_and_cannot_be_changed(db):
 
 def test_transitions_are_guarded_on_the_current_status(db):
     job_id = make_job(db)
-    assert job_repo.move_job(db, job_id, st.start()).status == "processing"
-    assert job_repo.move_job(db, job_id, st.pause_budget()).status == "paused_budget"
-    assert job_repo.move_job(db, job_id, st.pause_budget()) is None
-    assert job_repo.move_job(db, job_id, st.resume()).status == "processing"
+    assert job_repo.PgJobs(db).move_job(job_id, st.start()).status == "processing"
+    assert job_repo.PgJobs(db).move_job(job_id, st.pause_budget()).status == "paused_budget"
+    assert job_repo.PgJobs(db).move_job(job_id, st.pause_budget()) is None
+    assert job_repo.PgJobs(db).move_job(job_id, st.resume()).status == "processing"
 
 
 def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
     job_id = make_job(db)
-    job_repo.move_job(db, job_id, st.start())
-    assert job_repo.claim_chunk(db, job_id, 0, "worker-a").attempts == 1
-    assert job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 3)
-    assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-b", 3)
+    job_repo.PgJobs(db).move_job(job_id, st.start())
+    assert job_repo.PgJobs(db).claim_chunk(job_id, 0, "worker-a").attempts == 1
+    assert job_repo.PgJobs(db).heartbeat_chunk(job_id, 0, "worker-a", 3)
+    assert not job_repo.PgJobs(db).heartbeat_chunk(job_id, 0, "worker-b", 3)
     db.run("UPDATE chunk_jobs SET status = 'cancelled' WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    assert not job_repo.heartbeat_chunk(db, job_id, 0, "worker-a", 4)
+    assert not job_repo.PgJobs(db).heartbeat_chunk(job_id, 0, "worker-a", 4)
 
 
 def make_lane(db: Database, *chunks: tuple[str, int], model: str = "m") -> rows.BatchRow:
@@ -130,12 +129,14 @@ def test_the_batch_ledger_row_is_written_at_most_once_per_lane_and_each_member_h
     a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
     lane = make_lane(db, (a, 0), (b, 0))
     kwargs = {"job_id": None, "batch_row_id": lane.id, "model_id": "m", "input_tokens": 10, "output_tokens": 1, "cost_usd": Decimal("0.5"), "metadata": {}}
-    assert ledger.add_batch_cost(db, **kwargs) is True
-    assert ledger.add_batch_cost(db, **kwargs) is False
+    assert ledger.PgLedger(db).add_batch_cost(**kwargs) is True
+    assert ledger.PgLedger(db).add_batch_cost(**kwargs) is False
     for job_id, cost in ((a, Decimal("0.3")), (b, Decimal("0.2")), (a, Decimal("9"))):  # the second share of a is refused
-        ledger.add_batch_share(db, job_id=job_id, batch_row_id=lane.id, model_id="m", input_tokens=5, output_tokens=1, cost_usd=cost, metadata={})
-    assert (ledger.job_total(db, a), ledger.job_total(db, b)) == (Decimal("0.3"), Decimal("0.2")), "a job counts its share, never the lane's row"
-    assert (ledger.batch_cost_of_job(db, a), ledger.batch_cost_of_job(db, b)) == (Decimal("0.3"), Decimal("0.2"))
+        ledger.PgLedger(db).add_batch_share(job_id=job_id, batch_row_id=lane.id, model_id="m", input_tokens=5, output_tokens=1, cost_usd=cost, metadata={})
+    assert (ledger.PgLedger(db).job_total(a), ledger.PgLedger(db).job_total(b)) == (Decimal("0.3"), Decimal("0.2")), (
+        "a job counts its share, never the lane's row"
+    )
+    assert (ledger.PgLedger(db).batch_cost_of_job(a), ledger.PgLedger(db).batch_cost_of_job(b)) == (Decimal("0.3"), Decimal("0.2"))
     with pytest.raises(DatabaseError):  # only the lane's own row may have no job
         db.run(
             """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
@@ -190,16 +191,16 @@ def test_a_connection_killed_while_idle_is_reestablished_before_the_next_write(d
     killer.run("SELECT pg_terminate_backend(:pid)", pid=pid)
     killer.close()
     db.check()  # what the chunk processor does before its final writes
-    assert job_repo.move_job(db, job_id, st.start()) is not None
+    assert job_repo.PgJobs(db).move_job(job_id, st.start()) is not None
     assert db.one("SELECT pg_backend_pid() AS pid")["pid"] != pid
 
 
 def test_holds_close_once(db):
     job_id = make_job(db)
-    ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=6)
-    assert ledger.close_hold(db, job_id, outcome="settled", settled_usd=Decimal("1"))
-    assert not ledger.close_hold(db, job_id, outcome="cancelled")
-    assert ledger.get_hold(db, job_id).outcome == "settled"
+    ledger.PgLedger(db).place_hold(job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=6)
+    assert ledger.PgLedger(db).close_hold(job_id, outcome="settled", settled_usd=Decimal("1"))
+    assert not ledger.PgLedger(db).close_hold(job_id, outcome="cancelled")
+    assert ledger.PgLedger(db).get_hold(job_id).outcome == "settled"
 
 
 def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
@@ -208,17 +209,17 @@ def test_leaving_the_batch_lane_moves_job_and_chunks_once(db):
     from batchlane.db.uow import PgUnitOfWork
 
     job_id = make_job(db, status="waiting_batch")
-    ledger.place_hold(db, job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=30)
+    ledger.PgLedger(db).place_hold(job_id=job_id, owner_id="owner-1", amount_usd=Decimal("2"), hours=30)
     with PgUnitOfWork(db) as uow:
         assert leave_batch_lane(uow, job_id, primed=True, batch_cost_usd=Decimal("0.5"), hold_hours=6)
-    job = job_repo.get_job(db, job_id)
+    job = job_repo.PgJobs(db).get_job(job_id)
     assert (job.status, job.batch_primed, job.batch_cost_usd) == ("pending", True, Decimal("0.5"))
-    assert {c.status for c in job_repo.get_chunks(db, job_id)} == {"pending"}
+    assert {c.status for c in job_repo.PgJobs(db).get_chunks(job_id)} == {"pending"}
     hold = db.one("SELECT expires_at < now() + interval '7 hours' AS back FROM funds_holds WHERE job_id = CAST(:id AS uuid)", id=job_id)
     assert hold["back"], "the hold is back to the on-demand window"
     with PgUnitOfWork(db) as uow:
         assert not leave_batch_lane(uow, job_id, primed=False, hold_hours=6), "a job no longer parked stays as it is"
-    assert job_repo.get_job(db, job_id).batch_primed is True
+    assert job_repo.PgJobs(db).get_job(job_id).batch_primed is True
 
 
 def test_migration_0030_moves_the_jobs_state_out_of_the_users_options(db):
@@ -239,7 +240,7 @@ def test_migration_0030_moves_the_jobs_state_out_of_the_users_options(db):
     db.run("UPDATE large_conversion_jobs SET options = CAST(:o AS jsonb) WHERE id = CAST(:id AS uuid)", o=legacy, id=job_id)
     sql = dict(migration_files())["0030_job_state_columns"]
     db.execute_script(sql[sql.index("UPDATE large_conversion_jobs") :])  # the data move, as it ran on existing rows
-    job = job_repo.get_job(db, job_id)
+    job = job_repo.PgJobs(db).get_job(job_id)
     assert (job.batch_primed, job.batch_cost_usd, job.pause_settled, job.budget_resumes, job.process_now, job.max_pages) == (
         True,
         Decimal("0.0123"),

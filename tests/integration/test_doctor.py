@@ -79,7 +79,7 @@ def test_an_unknown_model_fails_model_access_and_skips_the_live_calls(stack_fact
 def live_checks(tmp_path_factory, migrated_url, stack_starter):  # type: ignore[no-untyped-def]
     stack = stack_starter(migrated_url, faults="time_scale=36000", extra_env={"BATCH_CONVERSION_MIN_RECORDS": "5"}, schedules=False)
     try:
-        yield doctor(stack, tmp_path_factory.mktemp("doctor-live"), "--live")[1]
+        yield doctor(stack, tmp_path_factory.mktemp("doctor-live"), "--live", "--quality")[1]
     finally:
         stack.stop()
 
@@ -179,3 +179,27 @@ def test_live_json_on_a_flex_capable_model_with_a_flex_rate_turns_the_flex_lane_
     assert report["serviceTiers"]["recorded"] is True and result.exit_code == 0, result.stderr
     assert stack.bedrock.served_by_tier()["flex"]["requests"] == 1
     assert db.one("SELECT accepted FROM service_tiers WHERE model_id = :m AND tier = 'flex'", m=model) == {"accepted": True}
+
+
+def test_live_quality_scores_the_sample_through_both_lanes_and_says_the_score_is_the_emulators(live_checks):
+    """Issue 42.7 offline: the quality probe runs against the emulator, which reads the text layer: its score is
+    printed as the emulator's, never as Claude's, and a low one (it keeps running heads) does not fail the doctor."""
+    quality = live_checks["live: quality"]
+    assert quality["ok"] is True, quality["detail"]
+    report = quality["data"]["quality"]
+    assert report["emulated"] is True and report["scoredBy"].endswith("the emulator's score, not Claude's")
+    assert "not Claude's" in quality["detail"] and quality["detail"].startswith("scored by batchlane offline emulator")
+    lanes = report["lanes"]
+    assert set(lanes) == {"onDemand", "batch"}
+    for lane in lanes.values():
+        assert set(lane["byKind"]) == {"text", "furniture", "order", "table", "equation"}
+        assert lane["byKind"]["text"]["passRate"] == "1.00"  # the emulator reads every sentence of the text layer
+        assert lane["byKind"]["furniture"]["passRate"] == "0.00"  # ...and keeps the running heads: no model here
+        assert lane["costUsd"] is not None and float(lane["costUsd"]) > 0
+    assert lanes["batch"]["byKind"]["text"]["total"] > lanes["onDemand"]["byKind"]["text"]["total"]  # repeated to the minimum records
+    assert "Completed" in lanes["batch"]["note"]
+
+
+def test_quality_needs_live(tmp_path):
+    result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--quality"], catch_exceptions=False)
+    assert result.exit_code == 2 and "--quality needs --live" in result.output

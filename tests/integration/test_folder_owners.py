@@ -20,7 +20,7 @@ from botocore.compat import HTTPHeaders
 
 from batchlane.db import folder_jobs as repo
 from batchlane.folders import usecases
-from batchlane.runtime import Services, services
+from batchlane.runtime import RuntimeServices, services
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 from batchlane_dev.local.stack import FOLDER_BUCKET, FOLDER_SOURCES, owner_home
@@ -67,7 +67,7 @@ def uri(key: str) -> str:
 
 
 def wait_done(owner: str, job_id: str) -> dict[str, Any]:
-    wait_until(lambda: (row := repo.get_job(services().db, job_id)) and row["finished_at"] is not None, timeout_s=180, what=f"folder job {job_id}")
+    wait_until(lambda: (row := repo.PgFolderJobs(services().db).get(job_id)) and row.finished_at is not None, timeout_s=180, what=f"folder job {job_id}")
     return usecases.status(services(), owner, job_id)
 
 
@@ -149,14 +149,14 @@ def test_one_object_that_cannot_be_read_fails_that_file_and_the_rest_convert(sta
             return AWSResponse("", 403, HTTPHeaders(), None), error
         return None
 
-    original = Services.folder_buckets
+    original = RuntimeServices.folder_buckets
 
-    def folder_buckets(self: Services, owner_id: str | None = None) -> Any:
+    def folder_buckets(self: RuntimeServices, owner_id: str | None = None) -> Any:
         buckets = original(self, owner_id)
         buckets._s3.meta.events.register("before-call.s3.HeadObject", kms_denied, unique_id="test-kms-denied")
         return buckets
 
-    monkeypatch.setattr(Services, "folder_buckets", folder_buckets)
+    monkeypatch.setattr(RuntimeServices, "folder_buckets", folder_buckets)
     job, _ = usecases.submit(services(), alice, {"input": {"folder": uri(folder)}})
     done = wait_done(alice, job["id"])
     assert done["status"] == "completed_with_failures" and done["error"] is None, done

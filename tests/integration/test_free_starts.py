@@ -8,8 +8,8 @@ import threading
 import time
 
 from batchlane.db import Database, connect_params_from_url
-from batchlane.ondemand import LimitSettings, PgLimiter
-from batchlane.ondemand.limiter import SerialDatabase
+from batchlane.db.limiter import PgLimiter, SerialDatabase
+from batchlane.domain.pace import LimitSettings
 
 
 def test_free_starts_follow_the_pace_and_the_free_slots(migrated_url):

@@ -98,11 +98,11 @@ def test_pages_converted_without_the_model_grant_fail_with_access_denied_from_wo
     # Then every model call was refused as AWS would refuse it, and no page claims to be converted
     refused = {(fn, action) for fn, action, _ in stack.grants.denials}
     assert ("chunk_processor", "bedrock:InvokeModel") in refused
-    job = job_repo.get_job(svc.db, created["jobId"])
+    job = job_repo.PgJobs(svc.db).get_job(created["jobId"])
     markdown = svc.store.get_bytes(job.markdown_key).decode()
     markers = [line for line in markdown.splitlines() if line.startswith("<!--")]
     assert markers == [f"<!-- Page {n}: failed (AccessDeniedException) -->" for n in (1, 2, 3)]
-    assert not [r for r in ledger.ledger_rows(svc.db, created["jobId"]) if r.source == "chunk" and r.cost_usd > 0]
+    assert not [r for r in ledger.PgLedger(svc.db).ledger_rows(created["jobId"]) if r.source == "chunk" and r.cost_usd > 0]
 
 
 def test_a_batch_job_whose_input_is_outside_the_service_roles_grant_fails_with_access_denied(stack):

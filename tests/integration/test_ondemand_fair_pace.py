@@ -16,8 +16,9 @@ from types import SimpleNamespace
 import pytest
 
 from batchlane.db import Database, connect_params_from_url
-from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport, LimitSettings, PgLimiter
-from batchlane.ondemand.limiter import SERVICE_MEMORY_INTERVALS, SerialDatabase, pace_ahead, pace_busy_after
+from batchlane.db.limiter import PgLimiter, SerialDatabase
+from batchlane.domain.pace import SERVICE_MEMORY_INTERVALS, LimitSettings, pace_ahead, pace_busy_after
+from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport
 from batchlane_dev.local.jobs import wait_until
 
 T0 = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from batchlane.db import connect_params_from_url
-from batchlane.ondemand import LimitSettings, PgLimiter
-from batchlane.ondemand.limiter import SerialDatabase
+from batchlane.db.limiter import PgLimiter, SerialDatabase
+from batchlane.domain.pace import LimitSettings
 from batchlane_dev.local.jobs import wait_until
 
 LIMITS = LimitSettings(concurrency=2, rpm=0, lease_ttl_s=60, lease_wait_s=60)

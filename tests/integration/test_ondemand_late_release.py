@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 
 from batchlane.db import connect_params_from_url
-from batchlane.ondemand import LimitSettings, PgLimiter
-from batchlane.ondemand.limiter import SerialDatabase
+from batchlane.db.limiter import PgLimiter, SerialDatabase
+from batchlane.domain.pace import LimitSettings
 
 LIMITS = LimitSettings(concurrency=1, rpm=0, lease_ttl_s=60, lease_wait_s=60)
 

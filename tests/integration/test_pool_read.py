@@ -21,8 +21,8 @@ from batchlane.db import jobs as job_repo
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.lanes import lane_rows
+from fakes import FakeUnitOfWork
+from fakes.pool import lane_rows
 
 MAX_RECORDS = 400
 QUOTA = 3
@@ -31,7 +31,7 @@ SETTINGS = SimpleNamespace(
     batch_conversion_max_records=MAX_RECORDS,
     batch_conversion_min_records=60,
     batch_pool_window_s=900.0,
-    batch_conversion_max_job_mb=1,  # 1 MiB: some chunks' estimated bytes fill a job before its records do
+    batch_conversion_max_job_mb=1,  # 1 MB: some chunks' estimated bytes fill a job before its records do
 )
 
 
@@ -49,9 +49,8 @@ def backlog(db: Database, rng: random.Random, *, jobs: int, model: str, owners: 
             owner = rng.choice(owners)
             pages = rng.randint(1, 300)
             spans = plan_chunks(pages, 50)
-            file_row = job_repo.insert_file(tx, owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
-            job = job_repo.insert_job(
-                tx,
+            file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+            job = job_repo.PgJobs(tx).insert_job(
                 file_id=str(file_row.id),
                 owner_id=owner,
                 status="waiting_batch",
@@ -62,7 +61,7 @@ def backlog(db: Database, rng: random.Random, *, jobs: int, model: str, owners: 
                 chunks=[],
             )
             sizes = {s.index: rng.choice([2_000, 40_000, 90_000]) for s in spans if rng.random() < 0.8}
-            job_repo.insert_chunks(tx, str(job.id), spans, status="waiting_batch", chunk_bytes=sizes)
+            job_repo.PgJobs(tx).insert_chunks(str(job.id), spans, status="waiting_batch", chunk_bytes=sizes)
             waited = rng.choice([0, 600, 1800, 7200])
             tx.run(
                 "UPDATE large_conversion_jobs SET pooled_at = now() - make_interval(secs => :s), created_at = now() - make_interval(secs => :c) WHERE id = CAST(:id AS uuid)",
@@ -173,12 +172,11 @@ def _on_postgres(db: Database, specs: list[dict[str, Any]], model: str) -> list[
     made = []
     with db.transaction() as tx:
         for spec in specs:
-            file_row = job_repo.insert_file(tx, owner_id=spec["owner"], name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
-            job = job_repo.insert_job(
-                tx, file_id=str(file_row.id), owner_id=spec["owner"], status="waiting_batch", options={}, model_id=model, total_pages=spec["pages"],
+            file_row = job_repo.PgJobs(tx).insert_file(owner_id=spec["owner"], name="a.pdf", s3_key="uploads/x/a.pdf", size_bytes=10)
+            job = job_repo.PgJobs(tx).insert_job(file_id=str(file_row.id), owner_id=spec["owner"], status="waiting_batch", options={}, model_id=model, total_pages=spec["pages"],
                 pages_per_chunk=50, chunks=[],
             )  # fmt: skip
-            job_repo.insert_chunks(tx, str(job.id), spec["spans"], status="waiting_batch", chunk_bytes=spec["sizes"])
+            job_repo.PgJobs(tx).insert_chunks(str(job.id), spec["spans"], status="waiting_batch", chunk_bytes=spec["sizes"])
             tx.run(
                 "UPDATE large_conversion_jobs SET pooled_at = now() - make_interval(secs => :s), created_at = now() - make_interval(secs => :c) WHERE id = CAST(:id AS uuid)",
                 s=spec["waited"],
@@ -216,7 +214,7 @@ def _seen(read: Any, model: str, made: list[str]) -> tuple[Any, ...]:
 
 @pytest.mark.parametrize("seed", [5, 6, 7])
 def test_the_fake_reads_the_pool_as_the_sql_does(db, seed):
-    """The in-memory LaneRepository (batchlane_dev.fakes.pool) and read_pool's SQL: the same fair order, the same
+    """The in-memory LaneRepository (fakes.pool) and read_pool's SQL: the same fair order, the same
     prefix under a budget, the same truncated / smallest / lightest, on a backlog of every shape."""
     rng = random.Random(seed)
     model = f"m-fake-{uuid.uuid4().hex[:8]}"

@@ -83,7 +83,7 @@ def upload(stack: Any, owner: str, data: bytes, name: str = "report.pdf") -> str
 
 
 def job(job_id: str) -> job_repo.JobRow:
-    row = job_repo.get_job(services().db, job_id)
+    row = job_repo.PgJobs(services().db).get_job(job_id)
     assert row is not None
     return row
 
@@ -187,7 +187,7 @@ def test_retry_converts_only_the_failed_pages_splices_them_in_order_and_books_on
     _, job_id = converted_with_failed_pages(stack, owner)
     before = job(job_id)
     first_markdown = markdown(job_id)
-    untouched_chunk = job_repo.get_chunk(services().db, job_id, 2)
+    untouched_chunk = job_repo.PgJobs(services().db).get_chunk(job_id, 2)
     lift_refusals(stack)
     requests_before = stack.bedrock.stats["converse_requests"]
 
@@ -209,7 +209,7 @@ def test_retry_converts_only_the_failed_pages_splices_them_in_order_and_books_on
         assert section(first_markdown, number) == section(new_markdown, number) and page_phrase(number, PAGES) in section(new_markdown, number)
     for number in REFUSED:
         assert page_phrase(number, PAGES) in section(new_markdown, number) and page_phrase(number, PAGES) not in first_markdown
-    assert job_repo.get_chunk(services().db, job_id, 2).result_key == untouched_chunk.result_key == keys.chunk_result_key(job_id, 2)
+    assert job_repo.PgJobs(services().db).get_chunk(job_id, 2).result_key == untouched_chunk.result_key == keys.chunk_result_key(job_id, 2)
     # the previous version is kept; the history has both attempts
     assert services().store.get_bytes(keys.markdown_before_retry_key(job_id, 1)).decode() == first_markdown
     history = call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]
@@ -278,8 +278,8 @@ def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(s
     after = job(job_id)
     assert (after.status, after.pages_failed, after.error_id) == ("completed", len(REFUSED), "PAGES_FAILED")
     assert markdown(job_id) == first_markdown and Decimal(after.total_cost_usd) == Decimal(before.total_cost_usd)
-    assert ledger.get_hold(services().db, job_id).outcome == "settled"
-    assert job_repo.get_file(services().db, file_id).status == "converted"
+    assert ledger.PgLedger(services().db).get_hold(job_id).outcome == "settled"
+    assert job_repo.PgJobs(services().db).get_file(file_id).status == "converted"
     assert [r["status"] for r in call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]] == ["cancelled"]
     # and the failed pages can be retried again, to the end
     assert call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)[1]["retry"] == 2
@@ -301,7 +301,7 @@ def test_a_retry_whose_workflow_fails_leaves_the_job_completed_as_it_was(stack, 
     after = job(job_id)
     assert (after.status, after.pages_failed, after.error_id) == ("completed", len(REFUSED), "PAGES_FAILED")
     assert markdown(job_id) == first_markdown and after.total_cost_usd == before.total_cost_usd
-    assert job_repo.get_file(services().db, file_id).status == "converted"
+    assert job_repo.PgJobs(services().db).get_file(file_id).status == "converted"
     history = call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"]
     # a stable code, never the Lambda's raw cause (issue 15, "Leaks"): that stays in settle's log
     assert history[0]["status"] == "failed" and "CONVERSION_FAILED" in history[0]["error"] and "Runtime exited" not in history[0]["error"]

@@ -110,7 +110,7 @@ def convert(stack: Any, owner: str, options: dict[str, Any], data: bytes = PDF) 
 
 
 def job_status(job_id: str) -> str:
-    row = job_repo.get_job(services().db, job_id)
+    row = job_repo.PgJobs(services().db).get_job(job_id)
     assert row is not None
     return str(row.status)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from batchlane.ondemand.limiter import pace_ahead
+from batchlane.domain.pace import pace_ahead
 from batchlane_dev.bench.tenant_model import ENV, pace_share_ratio
 
 

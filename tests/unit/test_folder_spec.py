@@ -19,7 +19,9 @@ def test_defaults_are_filled_in_and_the_id_is_stable_under_reordering() -> None:
     a = parse_spec({"input": {"folder": FOLDER, "exclude": ["b*", "a*"]}, "name": "one"})
     b = parse_spec({"input": {"folder": FOLDER, "exclude": ["a*", "b*", "a*"]}, "name": "two"})
     assert a.output.folder == FOLDER and a.output.layout == "alongside" and a.output.on_existing == "skip"
-    assert a.input.include == ["*.pdf"] and a.input.recursive is True and a.policy.priority == "normal"
+    assert a.input.recursive is True and a.policy.priority == "normal"
+    # PDFs and the born-digital types (no model call for their text); pictures only when asked (issue 43)
+    assert a.input.include == ["*.docx", "*.epub", "*.htm", "*.html", "*.odt", "*.pdf", "*.pptx", "*.xhtml", "*.xlsm", "*.xlsx"]
     job_id = folder_job_id(a, "alice")
     assert job_id == folder_job_id(b, "alice")  # names are labels; glob order is not meaning
     assert job_id.startswith("fj-") and len(job_id) == 27
@@ -151,7 +153,7 @@ def test_eta_waits_for_the_listing_and_enough_pages_then_follows_the_pace() -> N
 
     from batchlane.folders.usecases import pace
     from batchlane.ports import FolderCounts
-    from batchlane_dev.fakes import FakeUnitOfWork
+    from fakes import FakeUnitOfWork
 
     started = datetime.now(UTC) - timedelta(minutes=2)
     added = FakeUnitOfWork().folder_jobs.add(job_id="fj-" + "1" * 24, owner_id="u", name=None, spec={}, source=("b", ""), target=("b", ""))
@@ -184,7 +186,7 @@ def test_a_listed_page_is_classified_without_taking_our_own_outputs() -> None:
     assert found.excluded == 2  # drafts/b.pdf, photo.jpg
     assert [(f.source_key, f.status, f.error_id, f.output_key) for f in found.files] == [
         ("legal/a.pdf", "queued", None, "legal/a.md"),
-        ("legal/notes.txt", "failed", "NOT_PDF", "legal/notes.md"),
+        ("legal/notes.txt", "failed", "FILE_TYPE_UNSUPPORTED", "legal/notes.md"),
         ("legal/done.pdf", "skipped", "ALREADY_CONVERTED", "legal/done.md"),
     ]
 

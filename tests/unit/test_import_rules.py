@@ -5,11 +5,14 @@
 - pg8000 only under ``batchlane.db``;
 - pypdfium2 only under ``batchlane.pdf``, where every pdfium call holds ``PDFIUM_LOCK`` (tests/unit/test_pdfium_lock.py);
 - the runtime package (the Lambda layer) never imports the developer tooling (``batchlane_dev``);
-- the use cases (``batchlane.api``, ``.batch``, ``.conversion``, ``.folders``, ``.operations``, ``.webhooks``) never import
-  ``batchlane.db`` nor reach for ``svc.db`` or a unit of work's ``runner``: they take the repositories of
-  ``batchlane.ports`` (``svc.uow()``), so their unit tests run on the in-memory fakes with no server;
+- the use cases (``batchlane.api``, ``.batch``, ``.conversion``, ``.folders``, ``.operations``, ``.webhooks``) see
+  ports only: no use-case module imports ``batchlane.db``, ``batchlane.aws`` or ``batchlane.runtime`` (the composition
+  root), nor any module that does, however far down; nor reaches for ``svc.db`` or a unit of work's ``runner``.
+  They take a ``batchlane.ports.Services`` and its unit of work (``svc.uow()``), so their unit tests run on the
+  in-memory fakes with no server. Only the entry points build the services: functions/, devtools, and the API's
+  routes (``API_ENTRY_POINTS``);
 - SQL (a string constant starting ``SELECT ``, ``UPDATE ``, ``INSERT INTO``, ``DELETE FROM``) sits only under
-  ``batchlane.db``, and in the on-demand limiter, which keeps its lease SQL behind the ``Limiter`` protocol.
+  ``batchlane.db`` (the on-demand limiter's lease SQL too: db/limiter.py, behind the ``Limiter`` protocol).
 
 Each rule is also checked against a planted violation, so a rule that cannot fail is caught here.
 """
@@ -55,6 +58,18 @@ def _top(name: str) -> str:
 
 
 USE_CASE_PACKAGES = tuple(f"batchlane.{p}." for p in ("api", "batch", "conversion", "folders", "operations", "webhooks"))
+# The API's Lambda entry: the routes and their middleware call runtime.services() and hand it to the use cases.
+API_ENTRY_POINTS = frozenset({"batchlane.api.app", "batchlane.api.folder_routes", "batchlane.api.throttle"})
+# What a use case never reaches: the adapters and the composition root that builds them.
+OUTSIDE_THE_PORTS = ("batchlane.db", "batchlane.aws", "batchlane.runtime")
+
+
+def is_use_case(module: str) -> bool:
+    return module.startswith(USE_CASE_PACKAGES) and module not in API_ENTRY_POINTS
+
+
+def outside_the_ports(name: str) -> bool:
+    return any(name == top or name.startswith(f"{top}.") for top in OUTSIDE_THE_PORTS)
 
 
 def reaches_the_database(source: str) -> bool:
@@ -68,9 +83,7 @@ def reaches_the_database(source: str) -> bool:
 def broken_rules(module: str, imports: set[str], source: str = "") -> set[str]:
     """The rules ``module`` (a dotted name under ``batchlane``) breaks with ``imports`` (and its ``source``)."""
     broken = set()
-    if module.startswith(USE_CASE_PACKAGES) and (
-        any(name == "batchlane.db" or name.startswith("batchlane.db.") for name in imports) or reaches_the_database(source)
-    ):
+    if is_use_case(module) and (any(outside_the_ports(name) for name in imports) or reaches_the_database(source)):
         broken.add("use-cases-through-ports")
     tops = {_top(name) for name in imports}
     if module.startswith("batchlane.domain"):
@@ -115,9 +128,12 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.runtime", "from batchlane_dev.local import stack\n", "runtime-not-dev"),
         ("batchlane.conversion.dryrun", "import pypdfium2\n", "pdfium-only-in-pdf"),
         ("batchlane.batch.collect", "from batchlane.db import batch_rows\n", "use-cases-through-ports"),
-        ("batchlane.api.usecases", "from ..db.read_model import job_row\n", "use-cases-through-ports"),
+        ("batchlane.api.usecases", "from ..db.read_model import PgReads\n", "use-cases-through-ports"),
         ("batchlane.folders.advance", "def f(svc):\n    return svc.db.run('x')\n", "use-cases-through-ports"),
         ("batchlane.operations.cancel", "def f(uow):\n    return uow.runner\n", "use-cases-through-ports"),
+        ("batchlane.conversion.chunk", "from batchlane.runtime import Services\n", "use-cases-through-ports"),
+        ("batchlane.webhooks.deliver", "from ..aws.secrets import SecretsManagerSigningSecret\n", "use-cases-through-ports"),
+        ("batchlane.api.usecases", "from batchlane.runtime import services\n", "use-cases-through-ports"),
     ],
 )
 def test_each_rule_fails_on_a_planted_violation(module: str, source: str, rule: str) -> None:
@@ -133,6 +149,8 @@ def test_each_rule_fails_on_a_planted_violation(module: str, source: str, rule: 
         ("batchlane.pdf.survey", "import pypdfium2\n"),
         ("batchlane.batch.collect", "from batchlane.ports import LaneRepository\ndef f(svc):\n    return svc.uow().lanes\n"),
         ("batchlane.handlers", "from batchlane.db.uow import PgUnitOfWork\n"),
+        ("batchlane.api.app", "from batchlane.runtime import services\n"),
+        ("batchlane.batch.collect", "from batchlane.ports import Services\n"),
     ],
 )
 def test_allowed_imports_break_no_rule(module: str, source: str) -> None:
@@ -140,7 +158,7 @@ def test_allowed_imports_break_no_rule(module: str, source: str) -> None:
 
 
 SQL_STARTS = ("SELECT ", "UPDATE ", "INSERT INTO", "DELETE FROM")
-SQL_ALLOWED = ("batchlane.db", "batchlane.ondemand.limiter")
+SQL_ALLOWED = ("batchlane.db",)
 
 
 def sql_strings(source: str) -> list[str]:
@@ -312,3 +330,60 @@ def test_the_cycle_rule_fails_on_a_planted_package_cycle(tmp_path: Path) -> None
 def test_the_cycle_rule_fails_on_an_import_hidden_in_a_function(tmp_path: Path) -> None:
     root = _plant(tmp_path, {"a.py": "def f():\n    from batchlane.b import g\n    return g\n", "b.py": "import pypdfium2\n\ndef g():\n    import PIL\n"})
     assert cycle_report(root)["function_imports"] == [("batchlane.a", "batchlane.b")]
+
+
+def test_the_fakes_have_no_import_cycles() -> None:
+    """The in-memory fakes beside the tests (tests/fakes) keep the same rule: no loop, no import hidden in a function."""
+    fakes = ROOT / "tests" / "fakes"
+    assert len(module_names(fakes)) > 10
+    assert cycle_report(fakes) == {"module_cycles": [], "package_cycles": [], "function_imports": []}
+
+
+def reach_outside_the_ports(module: str, graph: dict[str, set[str]]) -> list[str] | None:
+    """The import path from ``module`` to an adapter or the composition root through the layer's modules; None when none."""
+    came_from: dict[str, str | None] = {module: None}
+    queue = [module]
+    while queue:
+        current = queue.pop(0)
+        if outside_the_ports(current):
+            path = [current]
+            while (previous := came_from[path[-1]]) is not None:
+                path.append(previous)
+            return path[::-1]
+        for nxt in sorted(graph.get(current, ())):
+            if nxt not in came_from:
+                came_from[nxt] = current
+                queue.append(nxt)
+    return None
+
+
+def layer_graph(root: Path) -> dict[str, set[str]]:
+    names = module_names(root)
+    return {
+        module: module_edges(module, path.read_text(encoding="utf-8"), set(names), is_package=path.name == "__init__.py")[0] for module, path in names.items()
+    }
+
+
+def test_no_use_case_reaches_an_adapter_or_the_composition_root() -> None:
+    """Ports only, inward (issue 44.1): not even through another module (the on-demand engine, a shared helper)."""
+    graph = layer_graph(RUNTIME)
+    use_cases = [module for module in graph if is_use_case(module)]
+    assert len(use_cases) > 40
+    found = {module: " -> ".join(path) for module in use_cases if (path := reach_outside_the_ports(module, graph))}
+    assert found == {}
+
+
+def test_the_reach_rule_fails_on_a_planted_path() -> None:
+    graph = {
+        "batchlane.batch.collect": {"batchlane.ports", "batchlane.ondemand"},
+        "batchlane.ondemand": {"batchlane.ondemand.limiter"},
+        "batchlane.ondemand.limiter": {"batchlane.db.connection"},
+        "batchlane.api.app": {"batchlane.runtime"},
+    }
+    assert reach_outside_the_ports("batchlane.batch.collect", graph) == [
+        "batchlane.batch.collect",
+        "batchlane.ondemand",
+        "batchlane.ondemand.limiter",
+        "batchlane.db.connection",
+    ]
+    assert not is_use_case("batchlane.api.app") and reach_outside_the_ports("batchlane.ports", graph) is None

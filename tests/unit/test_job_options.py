@@ -4,6 +4,8 @@ The job's own state (primed answers, lane cost, pause, process now, a retry's sc
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,3 +41,17 @@ def test_a_caller_cannot_set_the_jobs_state_through_its_options(internal: str) -
     assert refused.value.error_id == "OPTIONS_INVALID"
     with pytest.raises(ValueError):  # pydantic's ValidationError: extra keys are forbidden
         ConvertOptions.model_validate({internal: True})
+
+
+def test_the_docs_and_the_console_name_the_options_as_they_are_stored() -> None:
+    """No doc describes a job's state as an ``options._`` key (it has columns since 0030), and the console sends the
+    bulk opt-in as ``batchLane``, not its first spelling (issue 44.5)."""
+    root = Path(__file__).resolve().parents[2]
+    docs = {path.name: found for path in sorted((root / "docs").rglob("*.md")) if (found := re.findall(r"options\._\w+", path.read_text(encoding="utf-8")))}
+    assert docs == {}
+    console = {
+        path.name: found
+        for path in sorted((root / "console" / "src").rglob("*.js"))
+        if (found := re.findall(r"\b_batchLane\b", path.read_text(encoding="utf-8")))
+    }
+    assert console == {}

@@ -1,4 +1,5 @@
-"""The page form (issue 22.1): one request builder, two forms; auto switches on a refused document block and keeps to it."""
+"""The page form (issues 22.1, 42.1): one request builder, two forms; auto serves a page refused in the PDF form as
+images and switches the model only on evidence of a refused form (several pages, none served as PDF), whatever the wording."""
 
 from __future__ import annotations
 
@@ -60,41 +61,86 @@ def test_auto_follows_the_recorded_form_and_an_explicit_setting_wins():
 
 
 class _Bedrock:
-    """Refuses PDF document blocks as the Bedrock 'API restrictions' page says it may; takes images."""
+    """Refuses PDF document blocks (worded ``refusal``) for the pages in ``refuse`` (all when None); takes images."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusal: str = REFUSAL, refuse: set[int] | None = None) -> None:
         self.forms: list[str] = []
+        self.refusal, self.refuse = refusal, refuse
 
     def send(self, request):  # type: ignore[no-untyped-def]
         self.forms.append(request.page_form)
-        if any(block["type"] == "document" for block in request.body()["messages"][0]["content"]):
-            raise ModelCallError("ValidationException", REFUSAL, retryable=False)
+        documents = any(block["type"] == "document" for block in request.body()["messages"][0]["content"])
+        if documents and (self.refuse is None or self.refuse & set(request.page_numbers)):
+            raise ModelCallError("ValidationException", self.refusal, retryable=False)
         return ModelAnswer("# page", "end_turn", Usage(10, 2), served_by="on_demand")
 
 
-def test_a_refused_pdf_page_is_sent_again_as_an_image_and_later_pages_go_as_images_at_once():
+def _send_pages(transport: FormFallbackTransport, count: int) -> list[str]:
+    pages = _page(count)
+    return [transport.send(build_page_request(chunk_index=0, page_number=number, pdf_bytes=pdf, config=_config(forms.PDF))).text for number, pdf in pages]
+
+
+# Issue 42.1: a refusal judged by what succeeds. Bedrock's own wording for "no documents here" is unpublished;
+# this is the shape of its generic schema error, with no word "document" in it.
+UNWORDED = "Malformed input request: #/messages/0/content/0: extraneous key [source] is not permitted, please reformat your input and try again."
+CORRUPT = "The PDF document page-2 could not be processed: its data is corrupted."
+
+
+def test_a_refusal_worded_without_document_is_served_as_images_and_switches_after_three_pages():
     recorded: list[tuple[str, str]] = []
-    bedrock = _Bedrock()
+    bedrock = _Bedrock(UNWORDED)
     transport = FormFallbackTransport(bedrock, FormMemory({MODEL: "pdf"}, lambda model, form, detail: recorded.append((model, form))))
-    pages = _page(3)
-    first = build_page_request(chunk_index=0, page_number=1, pdf_bytes=pages[0][1], config=_config(forms.PDF))
-    assert transport.send(first).text == "# page"
-    group = build_pages_request(chunk_index=0, pages=pages[1:], config=_config(forms.PDF))
-    assert transport.send(group).text == "# page"
-    assert bedrock.forms == ["pdf", "image", "image"]  # one refusal, then image from then on
-    assert recorded == [(MODEL, "image")]  # handed on for the other Lambdas and the batch lane
+
+    assert _send_pages(transport, 4) == ["# page"] * 4  # every page served, as images
+    assert bedrock.forms == ["pdf", "image"] * forms.MIN_FAILED + ["image"]  # three pages of evidence, then images at once
+    assert recorded == [(MODEL, "image")]  # handed on once, for the other Lambdas and the batch lane
 
 
-def test_a_validation_error_about_something_else_is_not_a_form_refusal():
+def test_one_corrupt_page_whose_error_says_document_is_served_as_an_image_and_switches_nothing():
+    recorded: list[tuple[str, str]] = []
+    bedrock = _Bedrock(CORRUPT, refuse={2})
+    transport = FormFallbackTransport(bedrock, FormMemory({MODEL: "pdf"}, lambda model, form, detail: recorded.append((model, form))))
+
+    assert _send_pages(transport, 5) == ["# page"] * 5
+    assert bedrock.forms == ["pdf", "pdf", "image", "pdf", "pdf", "pdf"]  # only page 2 went again, as an image
+    assert recorded == []
+
+
+def test_corrupt_pages_after_a_pdf_page_succeeded_never_switch_the_form():
+    recorded: list[tuple[str, str]] = []
+    transport = FormFallbackTransport(_Bedrock(CORRUPT, refuse={2, 3, 4, 5}), FormMemory({MODEL: "pdf"}, lambda m, f, d: recorded.append((m, f))))
+    assert _send_pages(transport, 5) == ["# page"] * 5
+    assert recorded == []
+
+
+def test_a_page_both_forms_refuse_fails_with_its_pdf_error_and_counts_for_nothing():
     class Broken:
+        def __init__(self) -> None:
+            self.forms: list[str] = []
+
         def send(self, request):  # type: ignore[no-untyped-def]
-            raise ModelCallError("ValidationException", "max_tokens: must be an integer >= 1", retryable=False)
+            self.forms.append(request.page_form)
+            raise ModelCallError("ValidationException", f"max_tokens: must be an integer >= 1 ({request.page_form})", retryable=False)
 
     ((number, pdf),) = _page()
-    transport = FormFallbackTransport(Broken(), FormMemory())
-    with pytest.raises(ModelCallError, match="max_tokens"):
+    memory = FormMemory()
+    broken = Broken()
+    transport = FormFallbackTransport(broken, memory)
+    with pytest.raises(ModelCallError, match=r"max_tokens.*\(pdf\)"):
         transport.send(build_page_request(chunk_index=0, page_number=number, pdf_bytes=pdf, config=_config(forms.PDF)))
-    assert not forms.is_form_refusal("ValidationException", REFUSAL, forms.IMAGE)  # the image form never switches back
+    assert broken.forms == ["pdf", "image"]
+    assert memory.tally(MODEL) == forms.FormTally(0, 0)
+    assert not forms.worth_the_other_form("ValidationException", forms.IMAGE)  # the image form never switches back
+
+
+def test_the_refusal_rule_needs_three_failures_and_no_success():
+    assert not forms.FormTally(succeeded=0, failed=2).refused()
+    assert forms.FormTally(succeeded=0, failed=3).refused()
+    assert not forms.FormTally(succeeded=1, failed=50).refused()
+    assert forms.invalid_input("ValidationException") and forms.invalid_input(400) and not forms.invalid_input(429)
+    assert forms.form_of_body({"messages": [{"content": [{"type": "document"}, {"type": "text"}]}]}) == "pdf"
+    assert forms.form_of_body({"messages": [{"content": [{"type": "image"}, {"type": "text"}]}]}) == "image"
+    assert forms.form_of_body({"messages": [{"content": "text only"}]}) is None and forms.form_of_body(None) is None
 
 
 @pytest.mark.slow  # renders 20 photo pages (a few seconds)

@@ -326,7 +326,7 @@ def test_lanes_are_packed_under_the_job_size_quota_as_well_as_the_record_cap():
     # 15,000 pages far under the 50,000-record cap that alone packed them into one (too large) job.
     heavy = estimated_record_bytes(50 * 500_000, 50)
     chunks = [PoolChunk("job-a", i, 50, 10_000.0, heavy) for i in range(300)]
-    cap = 5 * 1024**3
+    cap = 5 * 10**9  # "Batch inference job size": 5 GB, decimal
 
     plan = pool.plan_pool(chunks, max_records=50_000, min_records=100, window_s=900, slots=100, max_bytes=cap)
 

@@ -56,7 +56,7 @@ def _timed_job(pages: int, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
         final = wait_for_job(svc, job_id, timeout_s=900, poll_s=0.05)
         elapsed = time.perf_counter() - started
         assert stack.bedrock is not None
-        rows = [r for r in ledger.ledger_rows(svc.db, job_id) if r.source == "chunk"]
+        rows = [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "chunk"]
         return elapsed, {
             "status": final.status,
             "requests": stack.bedrock.stats["converse_ok"],
@@ -146,7 +146,7 @@ def many_documents(sizes: list[int]) -> dict[str, Any]:
         watcher.join()
         lost = failed = 0
         for job_id in job_ids:
-            job = job_repo.get_job(svc.db, job_id)
+            job = job_repo.PgJobs(svc.db).get_job(job_id)
             assert job is not None
             if not job.markdown_key:
                 lost += job.total_pages

@@ -54,7 +54,7 @@ def _wait_all(svc: Any, job_ids: list[str], timeout_s: float) -> None:
     from batchlane_dev.local.jobs import wait_until
 
     wait_until(
-        lambda: all((j := job_repo.get_job(svc.db, job_id)) is not None and j.status in TERMINAL for job_id in job_ids),
+        lambda: all((j := job_repo.PgJobs(svc.db).get_job(job_id)) is not None and j.status in TERMINAL for job_id in job_ids),
         timeout_s=timeout_s,
         poll_s=1,
         what="every document",
@@ -64,7 +64,7 @@ def _wait_all(svc: Any, job_ids: list[str], timeout_s: float) -> None:
 def _totals(svc: Any, job_ids: list[str], pages: int) -> dict[str, Any]:
     from batchlane.db import jobs as job_repo
 
-    jobs = [job_repo.get_job(svc.db, job_id) for job_id in job_ids]
+    jobs = [job_repo.PgJobs(svc.db).get_job(job_id) for job_id in job_ids]
     return {
         "cost": sum((Decimal(j.total_cost_usd) for j in jobs if j is not None), Decimal(0)),
         "completed": sum(1 for j in jobs if j is not None and j.status == "completed"),

@@ -3,7 +3,7 @@ figure itself (:mod:`batchlane_dev.bench.tenants`) so that the model's fast test
 
 from __future__ import annotations
 
-from batchlane.ondemand.limiter import pace_ahead
+from batchlane.domain.pace import pace_ahead
 
 ENV = {"BATCHLANE_ONDEMAND_RPM": "570", "BATCHLANE_ONDEMAND_BURST": "9", "BATCHLANE_GLOBAL_CONCURRENCY": "48"}
 

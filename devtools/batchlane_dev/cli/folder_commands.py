@@ -16,6 +16,8 @@ from typing import Any
 
 import click
 
+from batchlane.domain.file_types import by_extension
+
 FOLDER_TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
 EXIT_OK, EXIT_FAILED, EXIT_SOME_FAILED = 0, 1, 3
 
@@ -62,7 +64,9 @@ def print_job(job: dict[str, Any], as_json: bool) -> None:
         click.echo(f"  error {job['error']['id']}: {job['error']['message']}")
     click.echo(f"  output   {job['outputUri']}\n  report   {job['reportUri']}\n  manifest {job['manifestUri']}")
     if job.get("localOutput"):
-        click.echo(f"  on disk  {job['localOutput']['folder']} ({job['localOutput']['markdownFiles']} Markdown files; report {job['localOutput']['reportPath']})")
+        click.echo(
+            f"  on disk  {job['localOutput']['folder']} ({job['localOutput']['markdownFiles']} Markdown files; report {job['localOutput']['reportPath']})"
+        )
 
 
 def folder_spec(
@@ -131,8 +135,9 @@ def upload_to_offline_stack(env: dict[str, str], directory: Path, *, user: str) 
 
 
 def local_targets(directory: Path, target: Path) -> list[Path]:
-    """Where a local folder's Markdown lands: ``target`` (the folder itself, or ``-o DIR``), same tree, ``doc.pdf`` → ``doc.md``."""
-    return [target / p.relative_to(directory).with_suffix(".md") for p in sorted(directory.rglob("*")) if p.is_file() and p.suffix.lower() == ".pdf"]
+    """Where a local folder's Markdown lands: ``target`` (the folder itself, or ``-o DIR``), same tree, ``doc.pdf`` (or
+    any type batchlane converts: ``doc.docx``, ``scan.tiff``) → ``doc.md``."""
+    return [target / p.relative_to(directory).with_suffix(".md") for p in sorted(directory.rglob("*")) if p.is_file() and by_extension(p.name) is not None]
 
 
 def check_local_targets(directory: Path, target: Path, *, force: bool) -> None:
@@ -155,13 +160,18 @@ def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> 
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             relative = item["Key"][len(prefix) :]
-            if not (relative.lower().endswith(".md") or relative.startswith(record)):
+            if not (relative.lower().endswith((".md", ".converted.docx", ".converted.html", ".blocks.jsonl")) or relative.startswith(record)):
                 continue
             path = target / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             s3.download_file(bucket, item["Key"], str(path))
             written += relative.lower().endswith(".md")
-    return {"folder": str(target), "markdownFiles": written, "reportPath": str(target / record / "report.jsonl"), "manifestPath": str(target / record / "manifest.json")}
+    return {
+        "folder": str(target),
+        "markdownFiles": written,
+        "reportPath": str(target / record / "report.jsonl"),
+        "manifestPath": str(target / record / "manifest.json"),
+    }
 
 
 def convert_folder(
@@ -212,6 +222,9 @@ def print_dry_run(answer: dict[str, Any], *, shown_as: str, uploaded_under: str 
     types = ", ".join(f"{n} {kind}" for kind, n in f["byType"].items()) or "none"
     click.echo(f"  files     {f['toConvert']} to convert, {f['alreadyProcessed']} already converted, {f['excluded']} left out (by type: {types})")
     click.echo(f"  pages     {answer['pages']['total']} ({answer['pages']['method']}, {answer['pages']['filesInspected']} file(s) inspected)")
+    for kind, part in (f.get("estimateByType") or {}).items():  # issue 43: each type estimated on its own
+        pages = "no model call" if part["pages"] is None else f"{part['pages']} page(s)"
+        click.echo(f"    {kind:<6} {part['files']} file(s), {pages}: on-demand ${part['onDemandUsd']}, batch ${part['batchUsd']}")
     if lane:
         click.echo(f"  lane      {lane['name'].replace('_', '-')}: {lane['reason']}")
     click.echo(f"  cost      on-demand ${est['onDemandUsd']}, batch ${est['batchUsd']}")

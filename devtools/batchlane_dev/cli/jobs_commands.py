@@ -1,6 +1,6 @@
 """`batchlane convert | jobs list | jobs status | jobs download | jobs pages | retry | cancel | process-now`: the API, from a terminal.
 
-Targets, output and exit codes: docs/architecture.md "Module notes".
+Targets, output and exit codes: docs/module-notes.md "batchlane_dev.cli.jobs_commands".
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,8 @@ from typing import Any, NoReturn
 import click
 import urllib3
 
+from batchlane.api.results import rendering_name
+from batchlane.domain.file_types import by_extension, content_type_for, identify, is_zip
 from batchlane_dev.cli import folder_commands
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
@@ -135,7 +138,7 @@ def post_upload(upload: dict[str, Any], data: bytes, *, filename: str = "upload.
     if not url.startswith(("http://", "https://")):
         raise ApiFailure(400, "UPLOAD_FAILED", f"the upload URL is not http(s): {url}")
     fields: list[tuple[str, Any]] = list(upload["fields"].items())
-    fields.append(("file", (filename, data, "application/pdf")))
+    fields.append(("file", (filename, data, content_type_for(filename))))
     body, content_type = urllib3.encode_multipart_formdata(fields)  # urllib3: botocore's own HTTP library
     request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": content_type})  # noqa: S310 - checked above
     try:
@@ -414,7 +417,7 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
 def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
     """Where the Markdown goes: ``-o``, else next to the PDF (``book.pdf`` → ``book.md``). Never the
     input itself; never an existing file without ``--force``. Checked before anything is uploaded."""
-    target = output or pdf.with_name(f"{pdf.stem if pdf.suffix.lower() == '.pdf' else pdf.name}.md")
+    target = output or pdf.with_name(f"{pdf.stem if by_extension(pdf.name) is not None else pdf.name}.md")
     if target.exists() and target.resolve() == pdf.resolve():
         raise click.UsageError(f"{target} is the input PDF; choose another output with -o")
     if target.is_dir():
@@ -432,7 +435,13 @@ def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool)
     answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
     size = api.download(answer["url"], target, force=force)
     images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
-    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
+    renderings = []
+    for rendering in answer.get("renderings") or []:  # conversionFormats: beside the Markdown, named after it
+        if rendering.get("status") == "written":
+            path = target.parent / rendering_name(target.name, str(rendering["format"]))
+            api.download(str(rendering["url"]), path, force=force)
+            renderings.append(str(path))
+    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images, "renderingPaths": renderings}
 
 
 def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force: bool) -> Path:
@@ -448,14 +457,20 @@ def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force
 
 
 def check_local_pdf(pdf: Path) -> None:
-    """Refuse an empty file or one that is not a PDF before anything is uploaded: the split's own rule and ids
-    (PDF_EMPTY, PDF_NOT_PDF), exit 2."""
-    from batchlane.pdf.split import sniff
-
+    """Refuse an empty file or one of no type batchlane converts before anything is uploaded: the split's own rule
+    and ids (PDF_EMPTY, PDF_NOT_PDF, FILE_TYPE_UNSUPPORTED; domain/file_types.identify), exit 2."""
     with pdf.open("rb") as stream:
-        head = stream.read(1024)
-    if (refused := sniff(head, pdf.stat().st_size)) is not None:
-        raise ApiFailure(400, refused.error_id, f"{pdf}: {refused}")
+        head = stream.read(4096)
+    members: list[str] = []
+    if is_zip(head):
+        try:
+            with zipfile.ZipFile(pdf) as archive:
+                members = archive.namelist()
+        except (zipfile.BadZipFile, OSError):
+            members = []
+    found = identify(head, pdf.name, pdf.stat().st_size, members)
+    if isinstance(found, tuple):
+        raise ApiFailure(400, found[0], f"{pdf}: {found[1]}")
 
 
 def _register_and_upload(api: ApiClient, pdf: Path) -> str:
@@ -469,6 +484,13 @@ def _register_and_upload(api: ApiClient, pdf: Path) -> str:
 def _print_dry_run(answer: dict[str, Any]) -> None:
     pages, lane, estimate, turnaround = answer["pages"], answer["lane"], answer["estimate"], answer["turnaround"]
     click.echo(f"dry run for {answer['name']} ({answer['sizeBytes']} bytes): nothing was created or billed")
+    if lane["name"] == "converter":  # a born-digital file (docs/formats.md): no model call
+        shown = pages["total"] if pages["total"] is not None else "counted at conversion"
+        click.echo(f"  pages       {shown} (a page is {pages['pageIs']})")
+        click.echo(f"  lane        converter ({lane['reason']})")
+        click.echo(f"  cost        ${estimate['costUsd']} ({estimate['basis']})")
+        click.echo(f"  turnaround  {turnaround['expected']}")
+        return
     sampled = f" ({answer['inspection']['note']})" if answer["inspection"]["note"] else ""
     if pages["total"] is None or pages.get("range"):  # over the dry run's byte bound: not surveyed
         low, high = pages.get("range") or (pages["total"], pages["total"])
@@ -503,7 +525,9 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.argument("pdf", metavar="PDF|DIR/|s3://BUCKET/FOLDER/")
 @click.option("--layout", type=click.Choice(["alongside", "mirror", "flat"]), help="Folder jobs: where the Markdown goes (default alongside).")
 @click.option("--output-folder", help="Folder jobs: s3:// folder for mirror or flat.")
-@click.option("--include", multiple=True, help="Folder jobs: glob of keys to convert (repeatable; default *.pdf).")
+@click.option(
+    "--include", multiple=True, help="Folder jobs: glob of keys to convert (repeatable; default: PDFs and the born-digital types; pictures only when named)."
+)
 @click.option("--exclude", multiple=True, help="Folder jobs: glob of keys to leave out (repeatable).")
 @click.option("--replace", is_flag=True, help="Folder jobs: convert again files whose output exists (default: skip them).")
 @click.option("--detach", is_flag=True, help="Print the job id and return at once instead of watching to the end.")
@@ -526,6 +550,13 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
 @click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
 @click.option("--callback-header", "callback_headers", multiple=True, metavar="NAME:VALUE", help="An extra header for the receiver (repeatable).")
+@click.option(
+    "--format",
+    "formats",
+    multiple=True,
+    type=click.Choice(["docx", "html", "json"]),
+    help="Also write this rendering beside the Markdown (repeatable): FILE.converted.docx, .converted.html, .blocks.jsonl (docs/formats.md).",
+)
 @target_options
 def convert(
     api: ApiClient,
@@ -546,6 +577,7 @@ def convert(
     include: tuple[str, ...] = (),
     exclude: tuple[str, ...] = (),
     replace: bool = False,
+    formats: tuple[str, ...] = (),
 ) -> None:
     """Upload PDF and convert it; watch it to the end and write the Markdown next to it (or --detach).
 
@@ -557,6 +589,8 @@ def convert(
             folder_commands.check_local_targets(local_dir, local_target, force=force)
         uri = pdf if local_dir is None else folder_commands.upload_local_folder(local_dir, workdir=api.workdir or DEFAULT_WORKDIR, user=api.local_user())
         spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
+        if formats:
+            spec.setdefault("options", {})["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
         folder_commands.convert_folder(
             api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval, local_target=local_target, shown_as=pdf if local_dir else None
         )
@@ -567,6 +601,8 @@ def convert(
     if deadline:
         options["deadline"] = deadline
     options.update(callback_options(callback_url, callback_events, callback_headers))
+    if formats:
+        options["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
     return _convert_pdf(api, Path(pdf), options, detach=detach, as_json=as_json, interval=interval, output=output, force=force, dry_run=dry_run)
 
 
@@ -596,7 +632,7 @@ def _convert_pdf(
     job = watch(api, job_id, interval_s=interval, quiet=as_json)
     if job["status"] == "completed" and target is not None:
         written = download_markdown(api, job_id, target, force=force)
-        job = {**job, "markdownPath": written["path"]}
+        job = {**job, "markdownPath": written["path"], **({"renderingPaths": written["renderingPaths"]} if written["renderingPaths"] else {})}
         click.echo(f"markdown written to {written['path']}", err=True)
     _print_job(job, as_json)
     sys.exit(exit_code_for(job))

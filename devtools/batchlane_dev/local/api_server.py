@@ -12,8 +12,8 @@ What API Gateway and its Cognito authorizer do in AWS, this does offline:
 * Every other path serves the built web console (``console/dist``, built by ``make console``) on
   this same origin, so the console calls ``/api`` with no CORS; ``/_s3/...`` forwards a presigned
   S3 request (upload POST, ranged GET) to the emulated S3 unchanged, so the browser stays
-  same-origin there too (docs/console.md "Uploads offline") — only one S3 would take: signed by a key
-  of this stack, not expired, and a POST within its policy (``batchlane_dev.local.presigned``); else 403.
+  same-origin there too (docs/console.md "Uploads and ranged reads offline") — only one S3 would take: signed by a
+  key of this stack, not expired, and a POST within its policy (``batchlane_dev.local.presigned``); else 403.
 * The handler runs in this process through the same :class:`HandlerRegistry` the state
   machines use; a handler crash answers 502 like an API Gateway Lambda proxy.
 * Each request is admitted through the registry's :class:`~batchlane_dev.local.lambda_runtime.ConcurrencyLimit` like any Invoke (the

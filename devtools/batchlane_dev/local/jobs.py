@@ -11,15 +11,15 @@ from typing import Any
 from batchlane import keys
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
-from batchlane.runtime import Services
+from batchlane.runtime import RuntimeServices
 
 TERMINAL = ("completed", "failed", "cancelled")
 
 
-def upload_pdf(svc: Services, data: bytes, *, name: str, owner_id: str) -> str:
+def upload_pdf(svc: RuntimeServices, data: bytes, *, name: str, owner_id: str) -> str:
     """Register the file and put its PDF where an upload lands; answers the file id (nothing converts yet)."""
     with svc.db.transaction() as tx:
-        file_row = job_repo.insert_file(tx, owner_id=owner_id, name=name, s3_key="", size_bytes=len(data))
+        file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner_id, name=name, s3_key="", size_bytes=len(data))
         file_id = str(file_row.id)
         key = keys.upload_key(file_id, name)
         tx.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=key, id=file_id)
@@ -27,7 +27,9 @@ def upload_pdf(svc: Services, data: bytes, *, name: str, owner_id: str) -> str:
     return file_id
 
 
-def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None, wait_split: bool = True) -> dict[str, Any]:
+def submit_pdf(
+    svc: RuntimeServices, data: bytes, *, name: str, owner_id: str, options: dict[str, Any] | None = None, wait_split: bool = True
+) -> dict[str, Any]:
     """Upload, register the file, and create its job through the job_create Lambda.
 
     Creation is asynchronous (the job starts ``splitting``); with ``wait_split`` this waits
@@ -41,7 +43,7 @@ def submit_pdf(svc: Services, data: bytes, *, name: str, owner_id: str, options:
     if not wait_split or payload["status"] != "splitting":
         return dict(payload)
     job: job_repo.JobRow = wait_until(
-        lambda: (row := job_repo.get_job(svc.db, payload["jobId"])) and row.status != "splitting" and row, timeout_s=600, what="the split"
+        lambda: (row := job_repo.PgJobs(svc.db).get_job(payload["jobId"])) and row.status != "splitting" and row, timeout_s=600, what="the split"
     )
     lane = None if job.status in TERMINAL else ("batch" if job.status == "waiting_batch" else "on_demand")
     return {
@@ -66,10 +68,10 @@ class Progress:
     batch_status: str | None
 
 
-def progress(svc: Services, job_id: str) -> Progress:
-    job = job_repo.get_job(svc.db, job_id)
+def progress(svc: RuntimeServices, job_id: str) -> Progress:
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
     assert job is not None
-    chunks = job_repo.get_chunks(svc.db, job_id)
+    chunks = job_repo.PgJobs(svc.db).get_chunks(job_id)
     batch = svc.db.one(
         """SELECT l.state, l.bedrock_status FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
            WHERE m.job_id = CAST(:id AS uuid) ORDER BY (l.state = 'closed'), l.id DESC LIMIT 1""",
@@ -99,7 +101,7 @@ def wait_until(predicate: Callable[[], Any], *, timeout_s: float = 60, what: str
 
 
 def wait_for_job(
-    svc: Services,
+    svc: RuntimeServices,
     job_id: str,
     *,
     timeout_s: float = 3600,

@@ -7,7 +7,7 @@ functions named in :class:`WorkerPool`, each invocation runs in a worker process
 own instead, as a Lambda execution environment does: one invocation at a time per worker,
 warm workers reused, a new one started when none is idle. Their CPU work then no longer
 shares this process's GIL with every other Lambda, moto and the Bedrock emulator, so
-concurrency figures are honest (docs/benchmarks.md, "Offline Lambdas in processes").
+concurrency figures are honest (docs/benchmarks.md, "Offline Lambdas in worker processes").
 """
 
 from __future__ import annotations

@@ -187,8 +187,9 @@ class Settings(BaseSettings):
     batch_conversion_max_records: int = Field(50_000, ge=1)
     batch_conversion_timeout_hours: int = 24
     batch_conversion_grace_hours: float = Field(2.0, ge=0)
-    batch_conversion_max_file_mb: int = Field(200, ge=1, le=1024)
-    batch_conversion_max_job_mb: int = Field(5 * 1024, ge=1, le=5 * 1024)
+    # MB of 10**6 bytes, as Bedrock's GB quotas are 10**9 (domain/limits.quota_bytes): 1 GB a file, 5 GB a job.
+    batch_conversion_max_file_mb: int = Field(200, ge=1, le=1000)
+    batch_conversion_max_job_mb: int = Field(5000, ge=1, le=5000)
     batch_conversion_max_concurrent_jobs: int = Field(10, ge=1)
     batch_conversion_fallback_warn_share: float = Field(0.2, ge=0, le=1)
     # The pool (docs/architecture.md "The batch pool"): a Bedrock job that is not full waits until its

@@ -2,11 +2,13 @@
 
 uploads/<fileId>/<name>.pdf            source PDFs
 jobs/<jobId>/source/chunk-<N>.pdf       the chunk's pages, split once at job creation
+jobs/<jobId>/source/chunk-<N>.json      a born-digital document's chunk: its pages' Markdown, converted at the split
 jobs/<jobId>/chunks/chunk-<N>.json      chunk results (page outcomes)
 jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must be retried
 jobs/<jobId>/output.md                  the assembled Markdown
 jobs/<jobId>/pages.jsonl                a line per page: status, lane, tokens, the page's own Markdown
 jobs/<jobId>/images/p<N>-<k>.png        the figures of page N, linked from the Markdown as <name>.images/p<N>-<k>.png
+jobs/<jobId>/output.docx, output.html, blocks.jsonl, outputs.json   renderings asked for (conversionFormats) and their fate
 jobs/<jobId>/chunks/chunk-<N>.retry-<n>.json  chunk results written by retry n (the earlier file is kept)
 jobs/<jobId>/history/output-before-retry-<n>.md  the Markdown as it was before retry n
 batch/<laneId>/input/<tag>-chunk-<NNNNN>-<n>.jsonl  a lane's records (shard n of member <tag>'s chunk)
@@ -37,6 +39,16 @@ def chunk_source_key(job_id: str, chunk_index: int) -> str:
     return f"jobs/{job_id}/source/chunk-{chunk_index}.pdf"
 
 
+def document_chunk_key(job_id: str, chunk_index: int) -> str:
+    """A born-digital document's chunk: its pages' Markdown as converted at the split (docs/formats.md)."""
+    return f"jobs/{job_id}/source/chunk-{chunk_index}.json"
+
+
+def pages_source_key(job_id: str) -> str:
+    """A picture's pages as the split made them (a PDF of a page per frame): what the console's page view shows."""
+    return f"jobs/{job_id}/source/pages.pdf"
+
+
 def chunk_result_key(job_id: str, chunk_index: int, *, retry: int | None = None) -> str:
     """A retry writes its own file, so the previous result survives a cancelled or failed retry."""
     suffix = f".retry-{retry}" if retry else ""
@@ -54,6 +66,19 @@ def markdown_key(job_id: str) -> str:
 def pages_key(job_id: str) -> str:
     """The per-page record beside the Markdown (docs/architecture.md "Assembly")."""
     return f"jobs/{job_id}/pages.jsonl"
+
+
+RENDERING_NAMES = {"docx": "output.docx", "html": "output.html", "json": "blocks.jsonl"}
+
+
+def rendering_key(job_id: str, fmt: str) -> str:
+    """A rendering of the assembled document (``conversionFormats``: docx, html, json; docs/formats.md)."""
+    return f"jobs/{job_id}/{RENDERING_NAMES[fmt]}"
+
+
+def outputs_key(job_id: str) -> str:
+    """What became of each rendering asked for: written, or failed with an error id."""
+    return f"jobs/{job_id}/outputs.json"
 
 
 def images_prefix(job_id: str) -> str:

@@ -1,13 +1,13 @@
-"""The composition root: the one place that builds the adapters (ports in batchlane.ports), once per process.
+"""The composition root: the one place that builds the adapters, once per process, as a ``batchlane.ports.Services``.
 
-Handlers call :func:`services`; tests and the offline stack call :func:`reset_services`
-after changing the environment; unit tests build a ``Services`` with in-memory fakes.
+Only the entry points import it (functions/, the API's routes, devtools); use cases take the ``Services`` they are
+given. Handlers call :func:`services`; tests and the offline stack call :func:`reset_services` after changing the
+environment; unit tests build theirs on the in-memory fakes (tests/fakes/services.py).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from batchlane.aws.bedrock_batch import BedrockBatchJobs
@@ -22,19 +22,16 @@ from batchlane.aws.secrets import SecretsManagerSigningSecret
 from batchlane.aws.workflows import StepFunctionsWorkflows
 from batchlane.config import Settings, reload_settings
 from batchlane.db.admission import PgChunkAdmissions
-from batchlane.db.budgets import PgBudgets
-from batchlane.db.connection import ConnectParams, Database, SecretConnection, connect_params_from_url
-from batchlane.db.jobs import PgJobs
+from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
+from batchlane.db.limiter import SerialPageThreadDatabase
 from batchlane.db.secrets import SecretsManagerSource
 from batchlane.db.uow import PgUnitOfWork
 from batchlane.domain.cost import PriceTable
-from batchlane.ondemand.limiter import limiter_for, serial_database
 from batchlane.ports import (
     BatchJobs,
     ChunkAdmissions,
     Downloads,
     EventBus,
-    Limiter,
     ModelRuntime,
     ObjectStore,
     PageThreadDatabase,
@@ -47,7 +44,9 @@ from batchlane.ports import (
 
 
 @dataclass
-class Services:
+class RuntimeServices:
+    """batchlane.ports.Services on AWS (boto3) and PostgreSQL (``db``, the one database of the process)."""
+
     settings: Settings
     db: Database
     store: ObjectStore
@@ -56,24 +55,14 @@ class Services:
     prices: PriceTable
     batch_jobs: BatchJobs
     model_runtime: ModelRuntime
-    unit_of_work: Callable[[], UnitOfWork] | None = None  # unit tests: a fake's; else PostgreSQL's over ``db``
-    admissions: ChunkAdmissions | None = None  # unit tests: a fake; else PostgreSQL's over ``db``
-    page_threads: PageThreadDatabase | None = None  # unit tests: a fake; else the process's serial connection to ``db``
 
     def uow(self) -> UnitOfWork:
-        """A unit of work (batchlane.ports.UnitOfWork): use cases take this, never ``db``."""
-        if self.unit_of_work is not None:
-            return self.unit_of_work()
         return PgUnitOfWork(self.db)
 
     def chunk_admissions(self) -> ChunkAdmissions:
-        """The chunk processor's admission slots (conversion/admission.py)."""
-        return self.admissions if self.admissions is not None else PgChunkAdmissions(self.db)
+        return PgChunkAdmissions(self.db)
 
     def page_thread_database(self) -> PageThreadDatabase:
-        """What a chunk's page threads reach the database through: one serial connection per process (ondemand/limiter.py)."""
-        if self.page_threads is not None:
-            return self.page_threads
         return SerialPageThreadDatabase(self.db.params, self.settings)
 
     # Built on demand: only the API and the webhook functions use them (no client made elsewhere).
@@ -98,7 +87,7 @@ class Services:
         s3 = _owner_clients(role_arn).s3(owner_id) if role_arn else client("s3", signature_version="s3v4")
         return S3Downloads(s3, bucket)
 
-    def folder_source(self, bucket: str, owner_id: str) -> S3Store:
+    def folder_source(self, bucket: str, owner_id: str) -> ObjectStore:
         """A folder file's bucket, read as its owner (the folder-access role where configured), for the split and its size check."""
         role_arn = self.settings.folder_access_role_arn
         if not role_arn:
@@ -113,27 +102,8 @@ class Services:
         return SecretsManagerSigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
 
 
-class SerialPageThreadDatabase:
-    """batchlane.ports.PageThreadDatabase over the process's serial connection (ondemand/limiter.SerialDatabase)."""
-
-    def __init__(self, params: ConnectParams, settings: Settings) -> None:
-        self._params, self._settings = params, settings
-        self._serial = serial_database(params)  # one per process and database, made on first use
-
-    def limiter(self, *, owner: str | None) -> Limiter:
-        return limiter_for(self._params, self._settings, owner=owner)
-
-    @property
-    def budgets(self) -> PgBudgets:
-        return PgBudgets(self._serial)
-
-    @property
-    def jobs(self) -> PgJobs:
-        return PgJobs(self._serial)
-
-
 _lock = threading.Lock()
-_services: Services | None = None
+_services: RuntimeServices | None = None
 _scoped: dict[str, OwnerScopedClients] = {}
 
 
@@ -183,12 +153,12 @@ def app_role_password() -> str | None:
     return str(SecretsManagerSource(arn).fetch(force=True)["password"]) if arn else None
 
 
-def services() -> Services:
+def services() -> RuntimeServices:
     global _services
     with _lock:
         if _services is None:
             settings = reload_settings()
-            _services = Services(
+            _services = RuntimeServices(
                 settings=settings,
                 db=_database(settings),
                 store=S3Store(client("s3"), settings.batchlane_bucket),

@@ -97,7 +97,7 @@ def test_the_token_and_page_limits_still_bound_a_group_sized_from_free_starts():
 
 
 def test_the_pace_frees_one_start_per_interval_up_to_its_burst():
-    from batchlane.ondemand.limiter import pace_starts_free
+    from batchlane.domain.pace import pace_starts_free
 
     interval = 60 / 57
     assert pace_starts_free(None, interval, 2) == 3  # never used: the whole burst

@@ -40,9 +40,8 @@ from batchlane.batch.wait import register_wait
 from batchlane.domain.cost import Usage
 from batchlane.domain.status import BedrockJobStatus
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, LaneOutcome, LedgerRow
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, LaneOutcome, LedgerRow, Services
+from fakes import FakeUnitOfWork
 
 
 def _answer(text: str, stop: str, tokens_in: int, tokens_out: int) -> dict:

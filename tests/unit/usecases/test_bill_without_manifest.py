@@ -19,8 +19,7 @@ from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.submit import submit_batch_job
 from batchlane.observability import metrics
-from batchlane.ports import LedgerRow
-from batchlane.runtime import Services
+from batchlane.ports import LedgerRow, Services
 
 
 @pytest.fixture

@@ -17,10 +17,9 @@ from batchlane.batch.billing import bill_members, output_prefix, settle_stopping
 from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import BatchRow, LedgerRow, Member
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.ledger import money
+from batchlane.ports import BatchRow, LedgerRow, Member, Services
+from fakes import FakeUnitOfWork
+from fakes.ledger import money
 
 
 def _prefix(svc: Services, lane_id: str, arn: str) -> str:

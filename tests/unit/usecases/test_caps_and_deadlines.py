@@ -17,9 +17,8 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Forbidden, LimitReached
 from batchlane.folders import advance
 from batchlane.folders import usecases as folder_usecases
-from batchlane.ports import NewFolderFile
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import NewFolderFile, Services
+from fakes import FakeUnitOfWork
 
 PRIORITY = "batchlane-priority"  # the group a caller without the permission lacks
 
@@ -27,7 +26,7 @@ PRIORITY = "batchlane-priority"  # the group a caller without the permission lac
 class FakeUploads:
     """The presigned POST port: what S3Uploads answers, without signing."""
 
-    def presigned_post(self, key: str, *, max_bytes: int) -> dict[str, Any]:
+    def presigned_post(self, key: str, *, max_bytes: int, **_: Any) -> dict[str, Any]:
         return {"url": "http://127.0.0.1:1/upload", "fields": {"key": key}}
 
 

@@ -11,7 +11,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 
 def _job(uow: FakeUnitOfWork, *, status: str = JobStatus.PENDING, pages: int = 6) -> str:

@@ -23,8 +23,8 @@ from batchlane.domain.budget import raised_hold
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import ChunkStatus, FileStatus, JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 OWNER = "owner-1"
 PAGES, PER_CHUNK = 4, 2  # chunk 0: pages 1-2, chunk 1: pages 3-4

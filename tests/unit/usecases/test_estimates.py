@@ -14,9 +14,9 @@ from usecase_fakes import MemoryStore
 from batchlane.api import app as api_app
 from batchlane.api import estimates, throttle
 from batchlane.domain.errors import LimitReached, NotFound, StoreUnavailable
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
 from batchlane_dev.local.pdfgen import make_pdf, object_flood_pdf
+from fakes import FakeUnitOfWork
 
 A, B = "owner-a", "owner-b"
 

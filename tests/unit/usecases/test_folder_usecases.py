@@ -19,7 +19,7 @@ from batchlane.folders.advance import output_refusal, write_report_part
 from batchlane.folders.enumerate import enumerate_step
 from batchlane.folders.spec import FolderJobSpec, folder_job_id, parse_spec
 from batchlane.ports import FolderFile, FolderJob, NewFolderFile
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 ALICE, BOB = "alice", "bob"
 SETTINGS = Settings(batchlane_folder_list_page_size=2, batchlane_folder_list_pages_per_step=1)

@@ -11,8 +11,7 @@ from batchlane.batch.billing import output_prefix
 from batchlane.batch.names import bedrock_job_name
 from batchlane.batch.submit import output_uri_for, submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import BatchJobSpec
-from batchlane.runtime import Services
+from batchlane.ports import BatchJobSpec, Services
 
 
 def test_abandoning_a_lane_that_is_not_there_closes_nothing(svc: Services) -> None:

@@ -12,7 +12,7 @@ from usecase_fakes import FakeBatchJobs, MemoryStore, all_chunks, lane_ledger, n
 from batchlane.batch.collect import collect
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def _answer(record_id: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from batchlane.batch.purge import member_keys, purge_deleted_members, purge_memb
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.pdf import plan_chunks
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def _submitted(svc: Services, lane_id: str) -> str:

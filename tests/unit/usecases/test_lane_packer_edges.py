@@ -16,11 +16,10 @@ from batchlane.domain import status as st
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks
-from batchlane.ports import PooledChunk, PoolRead
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.jobs import FakeJobs
-from batchlane_dev.fakes.lanes import lane_rows
+from batchlane.ports import PooledChunk, PoolRead, Services
+from fakes import FakeUnitOfWork
+from fakes.jobs import FakeJobs
+from fakes.pool import lane_rows
 
 GLOBAL = MODEL.replace("us.", "global.", 1)  # the same base model through another profile
 
@@ -234,12 +233,12 @@ def test_a_job_a_smaller_unread_chunk_could_still_fill_is_not_sent_from_a_trunca
 
 
 def test_a_job_a_lighter_unread_chunk_could_still_join_is_not_sent_from_a_truncated_read(svc_on_fakes: Services) -> None:
-    # The same in bytes: a 1 MiB job cap, a one-page prefix chunk of ~0.8 MiB of records, and a light unread
+    # The same in bytes: a 1 MB job cap, a one-page prefix chunk of ~0.8 MB of records, and a light unread
     # chunk that fits beside it; by the prefix alone nothing read could join the job.
     settings = _settings(svc_on_fakes, batch_conversion_max_job_mb=1, batch_conversion_min_records=1)
     heavy, light = _ripe("a", 1, 600_000), _ripe("b", 1, 10_000)
     weigh = estimated_record_bytes
-    assert weigh(600_000, 1) + weigh(10_000, 1) < 1024 * 1024 < 2 * weigh(600_000, 1)
+    assert weigh(600_000, 1) + weigh(10_000, 1) < 1_000_000 < 2 * weigh(600_000, 1)
     prefix = PoolRead([heavy], {MODEL: True}, {MODEL: 1}, {MODEL: weigh(10_000, 1)})
     whole = PoolRead([heavy, light], {MODEL: False}, {MODEL: 1}, {MODEL: weigh(10_000, 1)})
     lanes = _FixedPool({}, prefix, whole)
@@ -250,10 +249,10 @@ def test_a_job_a_lighter_unread_chunk_could_still_join_is_not_sent_from_a_trunca
     assert [[c.job_id for c in job] for job in plan.bedrock_jobs] == [["a", "b"]]
 
 
-def test_the_job_size_cap_is_the_setting_in_mebibytes(svc_on_fakes: Services) -> None:
-    # Two one-page chunks whose records weigh together just over 1 MiB (by less than a KiB) go in two Bedrock
-    # jobs; a little under it, in one.
-    cap, first = 1024 * 1024, 600_000
+def test_the_job_size_cap_is_the_setting_in_megabytes(svc_on_fakes: Services) -> None:
+    # Two one-page chunks whose records weigh together just over 1 MB of 10**6 bytes (Bedrock's GB quotas are
+    # decimal; issue 42.4) by less than a KB go in two Bedrock jobs; a little under it, in one.
+    cap, first = 1_000_000, 600_000
     second = next(n for n in range(1, 600_000, 3) if cap < estimated_record_bytes(first, 1) + estimated_record_bytes(n, 1) < cap + 1024)
     settings = _settings(svc_on_fakes, batch_conversion_max_job_mb=1, batch_conversion_min_records=1, batch_conversion_max_concurrent_jobs=2)
     for source, expected in ((second, [["a"], ["b"]]), (second - 3_000, [["a", "b"]])):

@@ -15,7 +15,7 @@ from batchlane.batch import prepare as prepare_module
 from batchlane.batch.prepare import ShardWriter, finish_prepare, plan_prepare, prepare_chunk, prepare_group
 from batchlane.conversion.source import store_chunk_sources
 from batchlane.pdf import open_pdf, plan_chunks
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
 OTHER_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
@@ -103,8 +103,8 @@ def test_a_retry_lane_is_prepared_already_and_goes_to_submit_as_it_is(svc: Servi
         (3, 100, ("submit", None)),  # 6 records: exactly the minimum, exactly the maximum
         (2, 100, ("skip", "too_few_records")),
         (4, 100, ("skip", "too_many_records")),
-        (3, 512 * 1024, ("submit", None)),  # exactly one MB, the largest Bedrock job here
-        (3, 512 * 1024 + 1, ("skip", "job_too_large")),
+        (3, 500_000, ("submit", None)),  # exactly one MB (10**6 bytes, as AWS counts), the largest Bedrock job here
+        (3, 500_000 + 1, ("skip", "job_too_large")),
     ],
 )
 def test_a_lane_is_skipped_only_past_its_limits(svc: Services, records: int, shard_bytes: int, decision: tuple[str, str | None]) -> None:

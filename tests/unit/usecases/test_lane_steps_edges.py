@@ -17,9 +17,8 @@ from batchlane.batch.resume import leave_batch_lane, resume_job, resume_members,
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes, stop_batch_job
 from batchlane.batch.submit import BatchSubmitBusy, submit_batch_job
 from batchlane.batch.wait import register_wait
-from batchlane.ports import BatchJobsBusy
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import BatchJobsBusy, Services
+from fakes import FakeUnitOfWork
 
 
 # -- submit --------------------------------------------------------------------------------------------

@@ -17,9 +17,9 @@ from batchlane.batch import sweeper as sweeper_module
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.lanes import lane_rows
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
+from fakes.pool import lane_rows
 
 QUIET = {
     "woken": 0,

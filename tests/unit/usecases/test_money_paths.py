@@ -14,8 +14,8 @@ from batchlane.domain.budget import request_worst_usage
 from batchlane.domain.cost import Usage
 from batchlane.pdf.split import Page
 from batchlane.pdf.survey import PageSurvey
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 JOB = "00000000-0000-4000-8000-000000000001"
 

@@ -13,9 +13,9 @@ from batchlane.batch.prepare import plan_prepare
 from batchlane.batch.process_now import process_now
 from batchlane.batch.submit import submit_batch_job
 from batchlane.operations.cancel import cancel_job
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.lanes import lane_rows
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
+from fakes.pool import lane_rows
 
 
 def _stops(svc: Services) -> list[str]:

@@ -13,8 +13,8 @@ from usecase_fakes import new_job
 from batchlane.api import estimates, live, results, usecases, webhook_usecases
 from batchlane.domain.errors import NotFound
 from batchlane.folders import usecases as folder_usecases
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 A, B = "owner-a", "owner-b"
 HOOK = "http://127.0.0.1:9/hook"
@@ -136,7 +136,7 @@ def test_one_owners_caps_and_rate_limit_leave_the_others_whole(svc: Services, fa
     svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batchlane_max_pending_uploads": 1}))
 
     class Uploads:
-        def presigned_post(self, key: str, *, max_bytes: int) -> dict[str, Any]:
+        def presigned_post(self, key: str, *, max_bytes: int, **_: Any) -> dict[str, Any]:
             return {"url": "http://127.0.0.1:1/upload", "fields": {"key": key}}
 
     usecases.register_upload(svc, Uploads(), A, name="a.pdf", size_bytes=10)

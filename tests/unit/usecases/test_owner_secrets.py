@@ -24,7 +24,7 @@ from batchlane.domain.errors import BatchlaneError
 from batchlane.webhooks import owner_secrets
 from batchlane.webhooks.deliver import Answer, deliver
 from batchlane.webhooks.dispatch import TEST_EVENT
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 GRACE = timedelta(hours=24)
 DEPLOYMENT_SECRET = "the-deployments-shared-secret"

@@ -16,8 +16,8 @@ from batchlane.batch.packer import pack_pool
 from batchlane.domain import status as st
 from batchlane.domain.pool import base_model_id
 from batchlane.pdf import plan_chunks
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 GLOBAL = MODEL.replace("us.", "global.", 1)  # the same Claude model through the global profile
 OTHER = "us.anthropic.claude-haiku-4-5-20251001-v1:0"

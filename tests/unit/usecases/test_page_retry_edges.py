@@ -20,10 +20,9 @@ from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_LARGE
 from batchlane.domain.status import FileStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import UniqueViolation
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.retries import FakeRetries
+from batchlane.ports import Services, UniqueViolation
+from fakes import FakeUnitOfWork
+from fakes.retries import FakeRetries
 
 OWNER = "owner-1"
 PAGES, PER_CHUNK = 4, 2  # chunk 0: pages 1-2, chunk 1: pages 3-4

@@ -17,9 +17,8 @@ from usecase_fakes import MODEL
 from batchlane.batch.packer import pack_pool
 from batchlane.domain import status as st
 from batchlane.pdf import plan_chunks
-from batchlane.ports import NewFolderFile
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import NewFolderFile, Services
+from fakes import FakeUnitOfWork
 
 FOLDER = "fj-" + "a" * 24
 FILES = [f"in/doc-{n}.pdf" for n in range(4)]

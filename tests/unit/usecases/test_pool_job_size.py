@@ -17,9 +17,10 @@ from usecase_fakes import MODEL
 from batchlane.batch.packer import pack_pool
 from batchlane.batch.prepare import finish_prepare, plan_prepare, prepare_group
 from batchlane.conversion.source import store_chunk_sources
+from batchlane.domain.limits import quota_bytes
 from batchlane.pdf import open_pdf, plan_chunks
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 PAGES, PER_CHUNK = 12, 2
 MAX_JOB_MB = 2  # scaled down from 5 GB: about three chunks of two ~160 KB scans fit one job
@@ -60,4 +61,4 @@ def test_heavy_pages_split_into_lanes_under_the_job_size_quota_and_none_is_skipp
             prepare_group(svc, lane["laneId"], group)
         assert finish_prepare(svc, lane["laneId"])["action"] == "submit"
         row = fake_uow.lanes.get_row(lane["laneId"])
-        assert row is not None and row.input_bytes is not None and row.input_bytes <= MAX_JOB_MB * 1024 * 1024
+        assert row is not None and row.input_bytes is not None and row.input_bytes <= quota_bytes(MAX_JOB_MB)

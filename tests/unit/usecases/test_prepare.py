@@ -15,7 +15,7 @@ from batchlane.conversion.source import store_chunk_sources
 from batchlane.converter import ConverterConfig, build_page_request
 from batchlane.operations.cancel import cancel_job
 from batchlane.pdf import open_chunk, open_pdf, plan_chunks
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
 PAGES, PER_CHUNK, BLANK_EVERY = 12, 5, 4  # pages 4, 8 and 12 are blank

@@ -17,8 +17,8 @@ from batchlane.domain.errors import InputError
 from batchlane.folders import usecases as folder_usecases
 from batchlane.folders.spec import parse_spec
 from batchlane.pdf.split import plan_chunks
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 OWNER = "alice"
 

@@ -11,8 +11,8 @@ from usecase_fakes import FakeBatchJobs, MemoryStore, Parked, backdate_lane, lan
 from batchlane.batch.submit import submit_batch_job
 from batchlane.batch.sweeper import sweep
 from batchlane.batch.wait import register_wait
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
+from batchlane.ports import Services
+from fakes import FakeUnitOfWork
 
 
 @pytest.fixture

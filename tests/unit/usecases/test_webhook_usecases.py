@@ -16,7 +16,7 @@ from batchlane.webhooks import deliver as deliver_module
 from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver, give_up
 from batchlane.webhooks.dispatch import TEST_EVENT, dispatch, send_test
 from batchlane.webhooks.signing import signature
-from batchlane_dev.fakes import FakeUnitOfWork
+from fakes import FakeUnitOfWork
 
 OWNER = "alice"
 PUBLIC = "93.184.215.14"

@@ -22,11 +22,10 @@ from batchlane import keys
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import pooled_record_id, record_id
 from batchlane.pdf import plan_chunks
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, BatchRow, LedgerRow, ModelCallFailed
-from batchlane.runtime import Services
-from batchlane_dev.fakes import FakeUnitOfWork
-from batchlane_dev.fakes.lanes import lane_rows
-from batchlane_dev.fakes.ledger import money
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, BatchRow, LedgerRow, ModelCallFailed, Services
+from fakes import FakeUnitOfWork
+from fakes.ledger import money
+from fakes.pool import lane_rows
 
 BUCKET = "unit-bucket"
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from batchlane_dev.cli.doctor.page_forms import PAGE_FORMS_CHECK
+from batchlane_dev.cli.doctor.quality import QUALITY_CHECK
 from batchlane_dev.cli.doctor.results import Check, failed
 from batchlane_dev.cli.doctor.service_tiers import SERVICE_TIERS_CHECK
 from batchlane_dev.cli.jobs_commands import EXIT_UNREACHABLE
@@ -35,11 +36,19 @@ EXIT_PROBLEMS = 1
     "--live", is_flag=True, help="Also make one on-demand call and run a pilot batch job of the minimum record count (billed on AWS, typically under $1)."
 )
 @click.option(
+    "--quality",
+    is_flag=True,
+    help="With --live: convert a small bundled sample of pages with known facts through both lanes and print the pass rate per fact kind and the cost "
+    "(offline: the emulator's score, not Claude's).",
+)
+@click.option(
     "--pilot-timeout", "pilot_timeout_min", type=click.FloatRange(min=0.1), default=120.0, show_default=True, help="Minutes to wait for the pilot job."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with every check {name, ok, detail, severity}.")
-def doctor(stack_name: str | None, workdir: Path | None, live: bool, pilot_timeout_min: float, as_json: bool) -> None:
+def doctor(stack_name: str | None, workdir: Path | None, live: bool, quality: bool, pilot_timeout_min: float, as_json: bool) -> None:
     """Check a deployment: credentials, region, model access, role, bucket, events rule, database, quotas."""
+    if quality and not live:
+        raise click.UsageError("--quality needs --live: it calls the model on your account")
     import boto3
     from botocore.config import Config
 
@@ -75,7 +84,9 @@ def doctor(stack_name: str | None, workdir: Path | None, live: bool, pilot_timeo
             clients[service] = session.client(service, config=config)  # type: ignore[call-overload]
         return clients[service]
 
-    results = run_doctor(target, client, region=session.region_name, live=live, pilot_timeout_s=pilot_timeout_min * 60, poll_s=0.2 if target.offline else 30.0)
+    results = run_doctor(
+        target, client, region=session.region_name, live=live, quality=quality, pilot_timeout_s=pilot_timeout_min * 60, poll_s=0.2 if target.offline else 30.0
+    )
     _finish(results, target.name, as_json)
 
 
@@ -84,8 +95,8 @@ def _finish(results: list[Check], target_name: str, as_json: bool) -> None:
     if as_json:
         report: dict[str, Any] = {"target": target_name, "ok": not problems, "checks": [r.to_json() for r in results]}
         report.update(
-            {key: value for r in results if r.name in (PAGE_FORMS_CHECK, SERVICE_TIERS_CHECK) for key, value in r.data.items()}
-        )  # pageForms, serviceTiers
+            {key: value for r in results if r.name in (PAGE_FORMS_CHECK, SERVICE_TIERS_CHECK, QUALITY_CHECK) for key, value in r.data.items()}
+        )  # pageForms, serviceTiers, quality
         click.echo(json.dumps(report))
     else:
         from rich.console import Console

@@ -26,7 +26,7 @@ from batchlane.aws.s3 import S3Store
 from batchlane.batch.collect import LaneManifest, tally_outputs
 from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
 from batchlane.domain.cost import PriceTable
-from batchlane.domain.page_form import is_form_refusal
+from batchlane.domain.page_form import FormTally, form_of_body, invalid_input
 from batchlane.domain.records import member_tag, parse_record_id, pooled_record_id
 from batchlane_dev.cli.doctor.checks import error_text
 from batchlane_dev.cli.doctor.results import Check, failed, passed, warned
@@ -74,15 +74,16 @@ def check_visual_call(runtime_client: Any, config: ConverterConfig, prices: Pric
     try:
         answer = OnDemandTransport(BedrockRuntime(lambda seconds: runtime_client)).send(request)
     except ModelCallError as exc:
-        if is_form_refusal(exc.code, exc.message, config.page_form):
+        if invalid_input(exc.code):  # our own known-good page, refused as input however worded: the form is refused
             return refused(name, f"{config.model_id} refuses the {config.page_form} form on-demand: {exc}")
         return failed(name, f"{config.model_id}: {exc}")
     seconds = time.monotonic() - started
     cost = _price(prices, config.model_id, answer.usage, batch=False)
     excerpt = " ".join(answer.text.split())[:120]
+    answered = {"answered": True}  # the form is taken on-demand: an answer came back (settle_page_form reads it)
     if mentions_picture(answer.text):
-        return passed(name, f"the answer describes the picture ({seconds:.1f} s, {cost}): {excerpt!r}")
-    return failed(name, f"the answer does not mention the page's picture (text-extraction mode?): {excerpt!r}")
+        return Check(name, True, f"the answer describes the picture ({seconds:.1f} s, {cost}): {excerpt!r}", data=answered)
+    return Check(name, False, f"the answer does not mention the page's picture (text-extraction mode?): {excerpt!r}", data=answered)
 
 
 def _price(prices: PriceTable, model_id: str, usage: Any, *, batch: bool) -> str:
@@ -106,7 +107,8 @@ class PilotPlan:
     clock: Callable[[], float] = time.monotonic
     stamp: str = field(default_factory=lambda: time.strftime("%Y%m%d%H%M%S", time.gmtime()))
     page_forms: tuple[str, ...] = ()  # the forms the pilot's records alternate between (default: the config's)
-    # Filled by run_pilot: per form, whether Bedrock took its records (False: refused for the form).
+    # Filled by run_pilot: per form, whether Bedrock answered at least one of its records (never from the
+    # absence of a refusal: a form none of whose records came back is not accepted).
     accepted_forms: dict[str, bool] = field(default_factory=dict)
 
 
@@ -151,6 +153,49 @@ def record_invocation_type(request: Any) -> str:
     return "InvokeModel" if "anthropic_version" in request.model_input() else "Converse"
 
 
+@dataclass(frozen=True)
+class BatchRun:
+    """A doctor batch job that reached a terminal status (``stopped_late``: stopped by us past the timeout)."""
+
+    arn: str
+    job: dict[str, Any]
+    elapsed_s: float
+    input_files: int
+    output_keys: list[str]
+    stopped_late: bool = False
+
+
+def run_batch_job(bedrock: Any, store: S3Store, plan: PilotPlan, requests: list[Any], prefix: str, *, component: str) -> BatchRun:
+    """The records as a lane's input files under ``prefix``, one Bedrock batch job, waited for until a terminal
+    status (stopped past ``plan.timeout_s``: records it processed are billed). Shared by the pilot and the quality probe."""
+    invocation_type = record_invocation_type(requests[0])
+    job_name = f"batchlane-{component}-{plan.stamp}"
+    inputs = pilot_input_files(requests, prefix)
+    for key, data in inputs.items():
+        store.put_bytes(key, data, "application/jsonl")
+    started = plan.clock()
+    arn = bedrock.create_model_invocation_job(
+        jobName=job_name,
+        roleArn=plan.role_arn,
+        clientRequestToken=job_name,
+        modelId=plan.model_id,
+        modelInvocationType=invocation_type,
+        inputDataConfig={"s3InputDataConfig": {"s3Uri": store.uri(f"{prefix}input/"), "s3InputFormat": "JSONL"}},
+        outputDataConfig={"s3OutputDataConfig": {"s3Uri": store.uri(f"{prefix}output/")}},
+        timeoutDurationInHours=24,
+        tags=[{"key": "batchlane:component", "value": component}],
+    )["jobArn"]
+    job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+    while job["status"] not in TERMINAL:
+        if plan.clock() - started > plan.timeout_s:
+            bedrock.stop_model_invocation_job(jobIdentifier=arn)
+            return BatchRun(arn, job, plan.clock() - started, len(inputs), [], stopped_late=True)
+        plan.sleep(plan.poll_s)
+        job = bedrock.get_model_invocation_job(jobIdentifier=arn)
+    output_keys = sorted(k for k in store.list_keys(f"{prefix}output/{arn.rsplit('/', 1)[-1]}/") if k.endswith(".jsonl.out"))
+    return BatchRun(arn, job, plan.clock() - started, len(inputs), output_keys)
+
+
 def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     """Submit, wait for a terminal status (stop it past the timeout), collect with the lane's code."""
     name = "live: pilot batch job"
@@ -158,43 +203,24 @@ def run_pilot(bedrock: Any, s3: Any, plan: PilotPlan) -> Check:
     prefix = f"{keys.BATCH_PREFIX}doctor-{plan.stamp}/"
     store = S3Store(s3, plan.bucket)
     invocation_type = record_invocation_type(requests[0])
-    job_name = f"batchlane-doctor-{plan.stamp}"
     try:
-        inputs = pilot_input_files(requests, prefix)
-        for key, data in inputs.items():
-            store.put_bytes(key, data, "application/jsonl")
-        started = plan.clock()
-        arn = bedrock.create_model_invocation_job(
-            jobName=job_name,
-            roleArn=plan.role_arn,
-            clientRequestToken=job_name,
-            modelId=plan.model_id,
-            modelInvocationType=invocation_type,
-            inputDataConfig={"s3InputDataConfig": {"s3Uri": store.uri(f"{prefix}input/"), "s3InputFormat": "JSONL"}},
-            outputDataConfig={"s3OutputDataConfig": {"s3Uri": store.uri(f"{prefix}output/")}},
-            timeoutDurationInHours=24,
-            tags=[{"key": "batchlane:component", "value": "doctor-pilot"}],
-        )["jobArn"]
-        job = bedrock.get_model_invocation_job(jobIdentifier=arn)
-        while job["status"] not in TERMINAL:
-            if plan.clock() - started > plan.timeout_s:
-                bedrock.stop_model_invocation_job(jobIdentifier=arn)
-                return warned(name, f"{arn} still {job['status']} after {plan.timeout_s / 60:.0f} min: stopped it (records it processed are billed)")
-            plan.sleep(plan.poll_s)
-            job = bedrock.get_model_invocation_job(jobIdentifier=arn)
-        elapsed = plan.clock() - started
-        output_keys = sorted(k for k in store.list_keys(f"{prefix}output/{arn.rsplit('/', 1)[-1]}/") if k.endswith(".jsonl.out"))
+        run = run_batch_job(bedrock, store, plan, requests, prefix, component="doctor-pilot")
+        if run.stopped_late:
+            return warned(name, f"{run.arn} still {run.job['status']} after {plan.timeout_s / 60:.0f} min: stopped it (records it processed are billed)")
+        job, arn, elapsed, output_keys = run.job, run.arn, run.elapsed_s, run.output_keys
         with tempfile.TemporaryDirectory(prefix="doctor-pilot-") as spool:
             hashes = {pooled_record_id(member_tag(0), r.record_id): r.prompt_hash for r in requests}
             manifest = LaneManifest(plan.model_id, {member_tag(0): "doctor-pilot"}, {}, hashes)
             tally = tally_outputs(store, output_keys, manifest=manifest, spool_dir=Path(spool))
-        refusals = form_refusals(store, output_keys, {pooled_record_id(member_tag(0), r.record_id): r.page_form for r in requests})
+        by_form = form_outcomes(store, output_keys)
     except Exception as exc:
         return failed(name, f"{plan.model_id}, {len(requests)} records ({invocation_type}): {error_text(exc)}")
-    plan.accepted_forms.update({r.page_form: r.page_form not in refusals for r in requests} if job["status"] in ("Completed", "PartiallyCompleted") else {})
+    sent = {r.page_form for r in requests}
+    plan.accepted_forms.update({form: by_form.get(form, FormTally()).succeeded > 0 for form in sent})
+    refusals = {form: by_form[form].failed for form in sent if form in by_form and by_form[form].succeeded == 0 and by_form[form].failed}
     accepted = tally.counts["accepted"] + sum(refusals.values())  # a form refused is the probe's answer, not a broken lane
     cost = _price(plan.prices, plan.model_id, tally.billed, batch=True)
-    summary = f"{job['status']} in {elapsed:.0f} s; {tally.counts['accepted']}/{len(requests)} records accepted from {len(inputs)} input files; {cost} ({invocation_type} records, {arn})"
+    summary = f"{job['status']} in {elapsed:.0f} s; {tally.counts['accepted']}/{len(requests)} records accepted from {run.input_files} input files; {cost} ({invocation_type} records, {arn})"
     if refusals:
         summary += f"; refused for their page form: {', '.join(f'{form} ({n})' for form, n in sorted(refusals.items()))}"
     if job["status"] not in ("Completed", "PartiallyCompleted"):
@@ -210,16 +236,21 @@ def refused(name: str, detail: str) -> Check:
     return Check(name, True, detail, data={"refused": True})
 
 
-def form_refusals(store: S3Store, output_keys: list[str], form_of: dict[str, str]) -> dict[str, int]:
-    """Per page form, how many of the pilot's records Bedrock refused for their form (recordId -> form)."""
-    counts: dict[str, int] = {}
+def form_outcomes(store: S3Store, output_keys: list[str]) -> dict[str, FormTally]:
+    """Per page form (read from each record's echoed modelInput), the pilot's records Bedrock answered and
+    those it refused as invalid input, whatever the error's wording (domain/page_form.py)."""
+    by_form: dict[str, FormTally] = {}
     for key in output_keys:
         for line in store.get_bytes(key).splitlines():
             if not line.strip():
                 continue
             record = json.loads(line)
-            error = record.get("error") or {}
-            form = form_of.get(str(record.get("recordId")), "")
-            if error and is_form_refusal("ValidationException", str(error.get("errorMessage", "")), form):
-                counts[form] = counts.get(form, 0) + 1
-    return counts
+            form = form_of_body(record.get("modelInput"))
+            if form is None:
+                continue
+            tally = by_form.setdefault(form, FormTally())
+            if isinstance(record.get("modelOutput"), dict):
+                tally.succeeded += 1
+            elif invalid_input((record.get("error") or {}).get("errorCode")):
+                tally.failed += 1
+    return by_form

@@ -27,7 +27,10 @@ def choose(accepted: Mapping[str, Mapping[str, bool]]) -> str | None:
 def settle_page_form(target: Any, client: Callable[[str], Any], setting: str, calls: Sequence[Check], batch: Mapping[str, bool]) -> Check:
     """One check with the forms accepted per lane (``data.pageForms``), recording the choice when the setting is auto."""
     accepted = {
-        form: {"onDemand": call.ok and not call.data.get("refused"), "batch": bool(batch.get(form))} for form, call in zip(forms.FORMS, calls, strict=True)
+        # accepted only where an answer came back: on-demand, the visual call answered (and saw the picture); in
+        # batch, a record of the form succeeded. Never from the mere absence of a refusal.
+        form: {"onDemand": call.ok and bool(call.data.get("answered")), "batch": bool(batch.get(form))}
+        for form, call in zip(forms.FORMS, calls, strict=True)
     }
     chosen = choose(accepted)
     data: dict[str, Any] = {"modelId": target.model_id, "setting": setting, "accepted": accepted, "chosen": chosen, "recorded": False}

@@ -82,8 +82,9 @@ def compare(target: Target, quotas: BatchQuotaValues) -> list[Check]:
         ("max_records", "BATCH_CONVERSION_MAX_RECORDS", 50_000, 1.0, "records per job"),
         # per BASE model: every profile of it (us., global.) and other applications in the account share it
         ("max_concurrent_jobs", "BATCH_CONVERSION_MAX_CONCURRENT_JOBS", 10, 1.0, "submitted + in-progress jobs of the base model, shared by its profiles"),
-        ("max_file_gb", "BATCH_CONVERSION_MAX_FILE_MB", 200, 1024.0, "MB per input file"),
-        ("max_job_gb", "BATCH_CONVERSION_MAX_JOB_MB", 5 * 1024, 1024.0, "MB per job"),
+        # AWS's GB is 10**9 bytes and the settings' MB 10**6 (domain/limits.quota_bytes): 1,000 MB to the GB
+        ("max_file_gb", "BATCH_CONVERSION_MAX_FILE_MB", 200, 1000.0, "MB per input file"),
+        ("max_job_gb", "BATCH_CONVERSION_MAX_JOB_MB", 5000, 1000.0, "MB per job"),
     )
     for key, setting, default, scale, unit in limits:
         value = target.setting(setting, default)

@@ -25,6 +25,7 @@ def run_doctor(
     *,
     region: str | None,
     live: bool = False,
+    quality: bool = False,
     pilot_timeout_s: float = 2 * 3600,
     poll_s: float = 30.0,
 ) -> list[Check]:
@@ -67,11 +68,11 @@ def run_doctor(
         except Exception as exc:
             results.append(warned("quotas", f"Service Quotas for bedrock: {c.error_text(exc)}"))
     if live:
-        results.extend(_live(target, client, lane_model is not None, min_records, pilot_timeout_s, poll_s))
+        results.extend(_live(target, client, lane_model is not None, min_records, pilot_timeout_s, poll_s, quality=quality))
     return results
 
 
-def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: int, timeout_s: float, poll_s: float) -> list[Check]:
+def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: int, timeout_s: float, poll_s: float, *, quality: bool = False) -> list[Check]:
     from batchlane.config import reload_settings
     from batchlane.converter import ConverterConfig
     from batchlane.domain import page_form as forms
@@ -101,4 +102,14 @@ def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: in
     discount = target.lane.get("BATCHLANE_FLEX_DISCOUNT") or settings.batchlane_flex_discount
     flex_prices = PriceTable(settings.batchlane_prices, flex_discount=Decimal(str(discount)) if discount not in (None, "") else None)
     results.append(probe_flex(target, client, replace(config, page_form=chosen), flex_prices))
+    if quality:  # the sample through both lanes in the chosen form (docs/deploy.md "Quality probe")
+        from batchlane_dev.cli.doctor.quality import run_quality
+
+        emulated_by = None
+        if target.offline:
+            from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL
+
+            emulated_by = EMULATED_MODEL_LABEL
+        quality_plan = replace(plan, config=replace(config, page_form=chosen), records=max(3, min_records), page_forms=())
+        results.append(run_quality(client("bedrock-runtime"), client("bedrock"), client("s3"), quality_plan, emulated_by=emulated_by))
     return results

@@ -41,9 +41,14 @@ class Faults:
     stopping_s: float = 30.0
     refuse_pages: frozenset[int] = frozenset()
     # "refused": InvokeModel (and batch InvokeModel records) answer a PDF document block with the
-    # ValidationException of Bedrock's "API restrictions" page (docs/offline.md, "The page form").
+    # ValidationException of Bedrock's "API restrictions" page (docs/offline.md, "InvokeModel and the two PDF modes").
     invoke_model_documents: str = "accepted"
-    # Bedrock service tiers (docs/offline.md "Service tiers"): the model ids that accept serviceTier flex
+    # The refusal's wording when set (AWS publishes none, so code must not read it): any text without a comma.
+    document_refusal_message: str = ""
+    # PDF document blocks of these pages (title page-N) answer ValidationException naming the document, as a
+    # page whose PDF the model cannot parse would; its image form passes (issue 42.1: no form switch on it).
+    corrupt_pdf_pages: frozenset[int] = frozenset()
+    # Bedrock service tiers (docs/architecture.md "Service tiers"): the model ids that accept serviceTier flex
     # (joined by +, or * for every model); any other model answers flex with ValidationException.
     flex_models: frozenset[str] = frozenset()
     # Share of flex calls shed (ThrottlingException) whatever the load; under a throttle_rpm quota flex
@@ -143,10 +148,13 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "stopping_s": _non_negative,
     "refuse_pages": _pages,
     "invoke_model_documents": _documents,
+    "document_refusal_message": str,
+    "corrupt_pdf_pages": _pages,
     "flex_models": _models,
     "flex_throttle_rate": _rate,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
+_VERBATIM = frozenset({"document_refusal_message"})  # taken as written, case kept
 
 
 def parse_faults(text: str) -> Faults:
@@ -166,7 +174,7 @@ def parse_faults(text: str) -> Faults:
             values[key] = "auto"  # resolved below, once records_per_hour and record_cost_ms are known
             continue
         try:
-            values[key] = _PARSERS[key](raw.lower())
+            values[key] = _PARSERS[key](raw if key in _VERBATIM else raw.lower())
         except ValueError as exc:
             raise ValueError(f"bad value {raw!r} for emulator fault {key!r}: {exc}") from None
     if values.get("time_scale") == "auto":

@@ -181,13 +181,24 @@ def _validate_image(block: Mapping[str, Any], at: str) -> None:
         raise validation(f"{at}: image dimensions exceed max allowed size: {MAX_IMAGE_SIDE} pixels")
 
 
-def refuse_documents(body: Mapping[str, Any]) -> None:
-    """The fault ``invoke_model_documents=refused``: the first document block answers ValidationException."""
+def refuse_documents(body: Mapping[str, Any], wording: str = "") -> None:
+    """The fault ``invoke_model_documents=refused``: the first document block answers ValidationException
+    (worded as ``document_refusal_message`` when set: AWS publishes no wording)."""
     for m, message in enumerate(body.get("messages") or []):
         content = message.get("content") if isinstance(message, Mapping) else None
         for c, block in enumerate(content if isinstance(content, list) else []):
             if isinstance(block, Mapping) and block.get("type") == "document":
-                raise validation(DOCUMENTS_REFUSED.format(at=f"messages.{m}.content.{c}"))
+                raise validation(wording or DOCUMENTS_REFUSED.format(at=f"messages.{m}.content.{c}"))
+
+
+def corrupt_documents(body: Mapping[str, Any], pages: frozenset[int]) -> None:
+    """The fault ``corrupt_pdf_pages``: a document block titled with one of ``pages`` answers ValidationException
+    naming the document, as a PDF the model cannot parse would; an image of the same page passes."""
+    for message in body.get("messages") or []:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, Mapping) and block.get("type") == "document" and model.request_pages({"messages": [{"content": [block]}]}) & pages:
+                raise validation(f"The PDF document {block.get('title')} could not be processed: its data is corrupted (emulated fault corrupt_pdf_pages).")
 
 
 def _validate_document(block: Mapping[str, Any], at: str) -> None:
@@ -219,7 +230,9 @@ def model_answer(body: Mapping[str, Any], seed: str, faults: Faults) -> dict[str
     """Validate an Anthropic Messages body, draw the answer fault for ``seed``, and run the emulated model."""
     validate_messages(body)
     if faults.invoke_model_documents == "refused":
-        refuse_documents(body)
+        refuse_documents(body, faults.document_refusal_message)
+    if faults.corrupt_pdf_pages:
+        corrupt_documents(body, faults.corrupt_pdf_pages)
     try:
         _check_pages(body)
         return model.answer_messages(body, fault=answer_fault(faults, seed, model.request_pages(body)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-GIB = 1024**3
+GB = 10**9  # AWS's quotas are decimal ("Batch inference job size (in GB)": 5 GB = 5 * 10**9 bytes)
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,6 @@ class BatchQuotas:
 
     min_records: int = 100
     max_records: int = 50_000
-    max_file_bytes: int = 1 * GIB
-    max_job_bytes: int = 5 * GIB
+    max_file_bytes: int = 1 * GB
+    max_job_bytes: int = 5 * GB
     max_concurrent_jobs: int = 10

@@ -16,7 +16,7 @@ from typing import Any
 
 from .catalog import MODELS
 from .errors import ApiError
-from .quotas import GIB, BatchQuotas
+from .quotas import GB, BatchQuotas
 
 TARGET_PREFIX = "ServiceQuotasV20190624."
 SERVICE_CODE = "bedrock"
@@ -25,8 +25,8 @@ SERVICE_CODE = "bedrock"
 QUOTA_NAMES: dict[str, tuple[str, int]] = {
     "min_records": ("Minimum number of records per batch inference job for {model}", 1),
     "max_records": ("Records per batch inference job for {model}", 1),
-    "max_file_bytes": ("Batch inference input file size (in GB) for {model}", GIB),
-    "max_job_bytes": ("Batch inference job size (in GB) for {model}", GIB),
+    "max_file_bytes": ("Batch inference input file size (in GB) for {model}", GB),
+    "max_job_bytes": ("Batch inference job size (in GB) for {model}", GB),
     "max_concurrent_jobs": ("Sum of in-progress and submitted batch inference jobs using a base model for {model}", 1),
 }
 

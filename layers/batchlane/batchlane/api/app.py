@@ -1,6 +1,6 @@
 """Routes: Powertools' APIGatewayRestResolver over the use cases; errors as JSON with stable codes.
 
-The route table: docs/api/openapi.yaml and docs/architecture.md "Module notes".
+The route table: docs/api/openapi.yaml and docs/module-notes.md "batchlane.api.app".
 """
 
 from __future__ import annotations
@@ -62,6 +62,7 @@ class ConvertOptions(BaseModel):
     batchLane: bool | None = Field(None, validation_alias=AliasChoices("batchLane", "_batchLane"))  # _batchLane: its first spelling
     assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
+    conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside the Markdown (docs/formats.md)
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)

@@ -4,7 +4,7 @@
 are checked first, as before); the ``estimate`` state machine runs :func:`run_estimate` in the ``estimate``
 function, which writes its progress and its answer; ``GET /api/v1/estimates/{estimateId}`` polls it. The API
 never opens, samples or lists a user's files: every request answers from the database (issue 40; decision
-docs/decisions/0028-asynchronous-estimates.md). An owner has at most ``batchlane_max_live_estimates`` running.
+docs/decisions/0031-asynchronous-estimates.md). An owner has at most ``batchlane_max_live_estimates`` running.
 """
 
 from __future__ import annotations
@@ -23,8 +23,7 @@ from batchlane.folders import dryrun as folder_dryrun
 from batchlane.folders.usecases import prepare
 from batchlane.naming import with_legacy_fields
 from batchlane.observability import logger
-from batchlane.ports import Estimate
-from batchlane.runtime import Services
+from batchlane.ports import Estimate, Services
 
 # The worker's timeout (deployment/topology.py "estimate") times its tries (HeavyTaskRetry: 3): a row still running
 # past this was lost with its execution, and answers failed (ESTIMATE_LOST) rather than running for ever.

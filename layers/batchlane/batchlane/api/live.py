@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
+from batchlane import keys
 from batchlane.api.usecases import owned_job
 from batchlane.domain.cost import PriceTable, Usage
-from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, ReadModel
-from batchlane.runtime import Services
+from batchlane.domain.file_types import DOCUMENTS
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, ReadModel, Services
 
 _FINISHED = ("completed", "failed", "cancelled")
 
@@ -67,18 +68,29 @@ def files_with_live(svc: Services, listing: dict[str, Any]) -> dict[str, Any]:
     return {**listing, "files": files}
 
 
+DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
+
+
 def source_read(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
-    """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time. A folder
-    file's source lies in its own bucket (``source_bucket``): signed there, as its owner (the folder-access role), so
+    """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time.
+    ``kind`` (issue 43): ``pdf``; ``pages`` for a picture (the PDF of a page per frame the split made); ``document``
+    for a born-digital file, which has no page image (``url`` None: the page view shows its Markdown alone). A folder
+    file's own PDF lies in its own bucket (``source_bucket``): signed there, as its owner (the folder-access role), so
     the URL reads that one object within the owner's grants, never a key of the working bucket (issue 40.5)."""
     job, file_row = owned_job(svc, owner_id, job_id)
-    if file_row.source_bucket:
+    row = svc.uow().jobs.get_job(job.job_id)
+    source_type = row.source_type if row is not None else "pdf"
+    kind = "document" if source_type in DOCUMENT_TYPE_NAMES else "pdf" if source_type == "pdf" else "pages"
+    key = keys.pages_source_key(job.job_id) if kind == "pages" else file_row.s3_key
+    if kind == "pdf" and file_row.source_bucket:
         downloads = svc.owner_downloads(file_row.source_bucket, owner_id)
     return {
         "jobId": job.job_id,
-        "url": downloads.presigned_get(file_row.s3_key, filename="source.pdf"),
+        "kind": kind,
+        "fileType": source_type,
+        "url": None if kind == "document" else downloads.presigned_get(key, filename="source.pdf"),
         "method": "GET",
-        "ranged": True,
+        "ranged": kind != "document",
         "sizeBytes": file_row.size_bytes,
         "expiresInSeconds": DOWNLOAD_URL_TTL_S,
     }

@@ -8,6 +8,7 @@ per file of the job: :func:`owned_job` is where a folder job's id will resolve.
 
 from __future__ import annotations
 
+import posixpath
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
@@ -17,9 +18,9 @@ from batchlane.conversion import retry as retries
 from batchlane.conversion.budget import worst_case_pages_hold
 from batchlane.conversion.figures import figure_folder
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
-from batchlane.keys import OBJECT_EXPIRY_DAYS, images_prefix, pages_key
-from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads
-from batchlane.runtime import Services
+from batchlane.domain.file_types import by_extension
+from batchlane.keys import OBJECT_EXPIRY_DAYS, images_prefix, outputs_key, pages_key
+from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, Services
 
 
 class ObjectExpired(BatchlaneError):
@@ -29,7 +30,7 @@ class ObjectExpired(BatchlaneError):
 
 
 def _markdown_name(pdf_name: str) -> str:
-    stem = pdf_name[:-4] if pdf_name.lower().endswith(".pdf") else pdf_name
+    stem = posixpath.splitext(pdf_name)[0] if by_extension(pdf_name) is not None else pdf_name  # book.pdf, book.docx → book.md
     safe = "".join(ch if ch.isalnum() or ch in "-_. " else "_" for ch in stem).strip() or "document"
     return f"{safe}.md"
 
@@ -63,7 +64,39 @@ def markdown_download(svc: Services, downloads: Downloads, owner_id: str, job_id
         "pagesFailed": job.pages_failed,
         "pages": _pages_download(downloads, job.job_id, name),
         "images": _image_downloads(svc, downloads, job.job_id, file.name),
+        "renderings": _rendering_downloads(svc, downloads, job.job_id, name),
     }
+
+
+def rendering_name(markdown_name: str, fmt: str) -> str:
+    """``book.md`` → ``book.converted.docx`` / ``.converted.html`` / ``.blocks.jsonl``: never the name of a source
+    (a ``book.docx`` converted keeps its own name), and what a folder job never takes as an input (folders/layout.py)."""
+    stem = markdown_name[:-3] if markdown_name.endswith(".md") else markdown_name
+    return f"{stem}.blocks.jsonl" if fmt == "json" else f"{stem}.converted.{fmt}"
+
+
+def _rendering_downloads(svc: Services, downloads: Downloads, job_id: str, markdown_name: str) -> list[dict[str, Any]]:
+    """Each rendering the job asked for (conversionFormats): its URL, or the error id that kept it from being written."""
+    try:
+        record = svc.store.get_json(outputs_key(job_id))
+    except NotFound:
+        return []
+    out: list[dict[str, Any]] = []
+    for fmt, state in sorted(record.items()):
+        if state.get("status") == "written":
+            name = rendering_name(markdown_name, fmt)
+            out.append(
+                {
+                    "format": fmt,
+                    "status": "written",
+                    "fileName": name,
+                    "url": downloads.presigned_get(state["key"], filename=name),
+                    "sizeBytes": state.get("sizeBytes"),
+                }
+            )
+        else:
+            out.append({"format": fmt, "status": "failed", "error": state.get("error") or {"code": "RENDER_FAILED", "message": "not produced"}})
+    return out
 
 
 def _image_downloads(svc: Services, downloads: Downloads, job_id: str, file_name: str) -> list[dict[str, Any]]:

@@ -20,12 +20,12 @@ from batchlane.conversion.create import create_job
 from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
+from batchlane.domain.file_types import content_type_for
 from batchlane.domain.folder_policy import deadline_opt_outs, parse_deadline
 from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, LIVE_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
 from batchlane.operations import cancel_job
-from batchlane.ports import UPLOAD_URL_TTL_S, FileRow, JobProgress, UniqueViolation, Uploads
-from batchlane.runtime import Services
+from batchlane.ports import UPLOAD_URL_TTL_S, FileRow, JobProgress, Services, UniqueViolation, Uploads
 
 LIVE = LIVE_JOB_STATUSES
 # Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/.
@@ -109,7 +109,7 @@ def register_upload(svc: Services, uploads: Uploads, owner_id: str, *, name: str
         )
         uow.jobs.insert_file(owner_id=owner_id, name=name, s3_key=key, size_bytes=size_bytes, file_id=file_id)
     logger.info("upload registered", file_id=file_id, size_bytes=size_bytes)
-    post = uploads.presigned_post(key, max_bytes=size_bytes)
+    post = uploads.presigned_post(key, max_bytes=size_bytes, content_type=content_type_for(name))
     upload = {"method": "POST", "url": post["url"], "fields": post["fields"], "maxBytes": size_bytes, "expiresInSeconds": UPLOAD_URL_TTL_S}
     return {"fileId": file_id, "name": name, "upload": upload}
 

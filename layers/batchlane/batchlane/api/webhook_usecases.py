@@ -11,7 +11,7 @@ from batchlane.api import usecases
 from batchlane.domain.caps import check_cap
 from batchlane.folders import usecases as folder_usecases
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane.webhooks import owner_secrets
 from batchlane.webhooks.dispatch import TEST_EVENT, delivery_view, send_test
 

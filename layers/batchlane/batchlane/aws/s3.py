@@ -157,13 +157,14 @@ class S3Uploads:
         self._s3 = s3
         self._bucket = bucket
 
-    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S) -> dict[str, Any]:
-        """``{"url", "fields"}``: a multipart/form-data POST of ``fields`` then ``file`` to ``url``."""
+    def presigned_post(self, key: str, *, max_bytes: int, ttl_s: int = UPLOAD_URL_TTL_S, content_type: str = PDF_CONTENT_TYPE) -> dict[str, Any]:
+        """``{"url", "fields"}``: a multipart/form-data POST of ``fields`` then ``file`` to ``url``; ``content_type``
+        is the type the file's name claims (domain/file_types.content_type_for): the split trusts only the bytes."""
         post = self._s3.generate_presigned_post(
             Bucket=self._bucket,
             Key=key,
-            Fields={"Content-Type": PDF_CONTENT_TYPE},
-            Conditions=[{"Content-Type": PDF_CONTENT_TYPE}, ["content-length-range", 1, max_bytes]],
+            Fields={"Content-Type": content_type},
+            Conditions=[{"Content-Type": content_type}, ["content-length-range", 1, max_bytes]],
             ExpiresIn=ttl_s,
         )
         return {"url": str(post["url"]), "fields": dict(post["fields"])}

@@ -29,8 +29,7 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.pool import MICRO, split_by_weight
 from batchlane.domain.status import Transition
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchRow, LedgerRepository, Member, ObjectStoreError, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import BatchRow, LedgerRepository, Member, ObjectStoreError, Services, UnitOfWork
 
 
 def output_prefix(row: BatchRow, bucket: str) -> str:

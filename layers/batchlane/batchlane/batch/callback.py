@@ -12,7 +12,7 @@ from batchlane.batch.billing import settle_stopping
 from batchlane.batch.wait import wake
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def on_state_change(svc: Services, detail: dict[str, Any]) -> dict[str, Any]:

@@ -39,13 +39,13 @@ from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.folder_policy import parse_deadline
-from batchlane.domain.page_form import IMAGE, PDF, is_form_refusal
+from batchlane.domain.limits import quota_bytes
+from batchlane.domain.page_form import IMAGE, PDF, FormTally, form_of_body, invalid_input
 from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, retryable_error
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchRow, ObjectStore, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import BatchRow, ObjectStore, Services, UnitOfWork
 
 RESULT_WRITERS = 16  # PUTs are latency-bound on S3 (and moto answers 16 in parallel ~1.5x faster than 8)
 
@@ -84,8 +84,10 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         targets = [(tag, job, int(c)) for tag, job in manifest.members.items() for c in manifest.chunks.get(tag, {}) if (job, int(c)) in waiting]
         tally = collect_outputs(svc.store, output_keys, manifest=manifest, targets=targets, spool_dir=Path(spool_dir), merge=row.retry_of is not None)
     counts, billed = tally.counts, tally.billed
-    if counts["refused:page_form"] and page_forms.auto(svc.settings):  # both lanes send images from now on (domain/page_form.py)
-        svc.uow().page_forms.record_form(manifest.model_id, IMAGE, source="refusal", detail=f"{counts['refused:page_form']} batch records of lane {lane_id}")
+    pdf = tally.forms.get(PDF)
+    if pdf is not None and pdf.refused() and page_forms.auto(svc.settings):  # both lanes send images from now on (domain/page_form.py)
+        detail = f"{pdf.failed} pdf-form batch records of lane {lane_id} failed as invalid input, none succeeded"
+        svc.uow().page_forms.record_form(manifest.model_id, IMAGE, source="refusal", detail=detail)
     accepted = counts["accepted"]
     fallback = len(expected) - accepted
     counts["missing"] = len(expected) - tally.seen
@@ -184,7 +186,7 @@ def plan_retry_batch(svc: Services, row: BatchRow, manifest: LaneManifest, faile
         return RetryBatch(why=why if picked else None)
     lane_id = str(uuid.uuid5(uuid.UUID(row.lane_id), RETRY_SUFFIX))  # the same retry lane whoever collects
     wanted = set(picked)
-    writer = ShardWriter(svc, f"{keys.batch_input_prefix(lane_id)}retry", settings.batch_conversion_max_file_mb * 1024 * 1024)
+    writer = ShardWriter(svc, f"{keys.batch_input_prefix(lane_id)}retry", quota_bytes(settings.batch_conversion_max_file_mb))
     for shard in manifest.shards:
         for line in svc.store.iter_lines(shard["key"]):
             match = _RECORD_ID_AT_START.match(line)
@@ -261,6 +263,7 @@ class Tally:
     seen: int = 0
     accepted_by_chunk: Counter[tuple[str, int]] = field(default_factory=Counter)  # (member tag, chunk)
     retryable: list[str] = field(default_factory=list)  # record ids a retry batch may cure (domain/pool.py)
+    forms: dict[str, FormTally] = field(default_factory=dict)  # per page form of the record's modelInput: answered vs refused as invalid input
 
 
 SPOOL_MEMORY_BYTES = 64 * 1024 * 1024  # accepted answers held in memory before the open chunks spill to disk
@@ -347,15 +350,20 @@ def tally_outputs(
             tag, job_record_id = split_pooled_record_id(record_id)
             spool = (tag, parse_record_id(job_record_id)[0])
             output = record.get("modelOutput")
+            # Bedrock echoes each record's modelInput beside its output or error ("View the results of a batch
+            # inference job"): the form a record was sent in is read there, and judged by what succeeded.
+            form = form_of_body(record.get("modelInput"))
             if not isinstance(output, dict):
                 tally.counts["error_record"] += 1
                 error = record.get("error") if isinstance(record.get("error"), dict) else {}
                 if retryable_error(error.get("errorCode"), error.get("errorMessage")):
                     tally.retryable.append(record_id)
-                elif is_form_refusal("ValidationException", str(error.get("errorMessage") or ""), PDF):
-                    tally.counts["refused:page_form"] += 1  # only a PDF-form record holds a document block
+                elif form is not None and invalid_input(error.get("errorCode")):
+                    tally.forms.setdefault(form, FormTally()).failed += 1
                 seen_one(spool)
                 continue
+            if form is not None:
+                tally.forms.setdefault(form, FormTally()).succeeded += 1
             answer = answer_from_messages(output, served_by="batch")
             input_tokens += answer.usage.input_tokens
             output_tokens += answer.usage.output_tokens

@@ -24,11 +24,10 @@ from batchlane.batch.process_now import process_now
 from batchlane.batch.resume import resume_job
 from batchlane.domain.errors import Conflict
 from batchlane.domain.folder_policy import DEADLINE
-from batchlane.domain.limits import estimated_record_bytes
+from batchlane.domain.limits import estimated_record_bytes, quota_bytes
 from batchlane.domain.pool import PoolChunk, PoolPlan, base_model_id, by_base_model, plan_pool, read_budget
 from batchlane.observability import logger
-from batchlane.ports import LaneRepository, PoolRead
-from batchlane.runtime import Services
+from batchlane.ports import LaneRepository, PoolRead, Services
 
 POOL_TOO_SMALL = "pool_too_small"
 
@@ -102,7 +101,7 @@ def _plans(read: PoolRead, in_flight: dict[str, int], settings: Any) -> list[tup
             min_records=settings.batch_conversion_min_records,
             window_s=settings.batch_pool_window_s,
             slots=max(0, settings.batch_conversion_max_concurrent_jobs - in_flight.get(base, 0)),
-            max_bytes=settings.batch_conversion_max_job_mb * 1024 * 1024,  # "Batch inference job size"
+            max_bytes=quota_bytes(settings.batch_conversion_max_job_mb),  # "Batch inference job size" (GB: 10**9)
             truncated=read.truncated.get(model, False),
             smallest=read.smallest.get(model),
             lightest=read.lightest.get(model),

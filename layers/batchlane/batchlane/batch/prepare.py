@@ -25,9 +25,10 @@ from batchlane.conversion.source import chunk_pages
 from batchlane.converter import CaptureTransport, convert_page
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
+from batchlane.domain.limits import MB, quota_bytes
 from batchlane.domain.records import pooled_record_id
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 
 def _summary_key(lane_id: str, tag: str, chunk_index: int) -> str:
@@ -130,14 +131,14 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     if job is None or chunk is None:
         raise LookupError(f"no chunk {chunk_index} of job {job_id}")
     settings = svc.settings
-    config = page_forms.converter_config(svc.uow().page_forms, settings, job.options)  # the form the on-demand path would send now
+    config = page_forms.converter_config(svc.uow().page_forms, settings, job.options, source_type=job.source_type)  # the form the on-demand path would send now
     capture = CaptureTransport()
     blank = 0
     for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):
         if convert_page(page, config, capture, svc.prices).status == "blank":
             blank += 1
     prefix = f"{keys.batch_input_prefix(lane_id)}{tag}-chunk-{chunk_index:05d}"
-    writer = ShardWriter(svc, prefix, settings.batch_conversion_max_file_mb * 1024 * 1024)
+    writer = ShardWriter(svc, prefix, quota_bytes(settings.batch_conversion_max_file_mb))
     for request in capture.requests:
         # json.dumps({"recordId": ..., "modelInput": request.model_input()}, separators=(",", ":")), byte for byte
         writer.add_parts([b'{"recordId":%s,"modelInput":' % json.dumps(pooled_record_id(tag, request.record_id)).encode(), *request.body_json_parts(), b"}"])
@@ -240,10 +241,10 @@ def finish_prepare(svc: Services, lane_id: str) -> dict[str, Any]:
         reason = "too_few_records"  # blank pages took the lane under Bedrock's minimum
     elif record_count > settings.batch_conversion_max_records:
         reason = "too_many_records"
-    elif input_bytes > settings.batch_conversion_max_job_mb * 1024 * 1024:
+    elif input_bytes > quota_bytes(settings.batch_conversion_max_job_mb):
         reason = "job_too_large"
     logger.info(
-        "batch prepared", lane_id=lane_id, members=len(members), records=record_count, input_mb=round(input_bytes / 2**20, 1), shards=len(shards), skip=reason
+        "batch prepared", lane_id=lane_id, members=len(members), records=record_count, input_mb=round(input_bytes / MB, 1), shards=len(shards), skip=reason
     )
     if reason:
         return {"action": "skip", "reason": reason, "records": record_count}

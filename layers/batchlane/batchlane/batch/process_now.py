@@ -1,7 +1,7 @@
 """Process now: a job waiting for the batch lane goes on-demand at once; the lanes it shares with
 other jobs keep running for them (a lane is stopped only when no member waits on it any more).
 
-What happens per batch-row state: docs/architecture.md "Module notes".
+What happens per batch-row state: docs/module-notes.md "batchlane.batch.process_now".
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 PROCESS_NOW_REASON = "process_now"
 

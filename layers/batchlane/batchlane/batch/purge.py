@@ -4,7 +4,7 @@ A lane's files are per member (``<tag>-`` is the member's record-id prefix): its
 (``input/<tag>-chunk-…``), what prepare wrote for it (``prepare/<tag>-…``) and what Bedrock wrote for
 those shards (``output/<bedrockJobId>/<tag>-….jsonl.out``). Removing them touches no other member.
 The lane's own ``manifest.json`` and ``manifest.json.out`` (counts, record ids and hashes, no page
-content) stay until the bucket's lifecycle (docs/operations.md, "Deleting a file").
+content) stay until the bucket's lifecycle (docs/operations.md, "Deleting").
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import posixpath
 
 from batchlane import keys
 from batchlane.observability import logger
-from batchlane.ports import PurgeTarget
-from batchlane.runtime import Services
+from batchlane.ports import PurgeTarget, Services
 
 
 def member_keys(store: object, lane_id: str, tag: str) -> list[str]:

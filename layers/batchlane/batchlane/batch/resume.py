@@ -14,8 +14,7 @@ from typing import Any
 from batchlane.domain import status as st
 from batchlane.domain.status import BatchRowState, Entity, JobStatus
 from batchlane.observability import logger
-from batchlane.ports import UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import Services, UnitOfWork
 
 
 def leave_batch_lane(uow: UnitOfWork, job_id: str, *, primed: bool, hold_hours: float, batch_cost_usd: Decimal | None = None) -> bool:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from batchlane.observability import logger
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError, BatchRow
-from batchlane.runtime import Services
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError, BatchRow, Services
 
 
 def stop_batch_job(svc: Services, lane_id: str, *, reason: str) -> bool:

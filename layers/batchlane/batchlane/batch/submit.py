@@ -15,8 +15,7 @@ from batchlane.batch.names import bedrock_job_name, client_request_token
 from batchlane.batch.stop import stop_batch_job
 from batchlane.domain import status as st
 from batchlane.observability import logger
-from batchlane.ports import BatchJobNotFound, BatchJobs, BatchJobsBusy, BatchJobSpec
-from batchlane.runtime import Services
+from batchlane.ports import BatchJobNotFound, BatchJobs, BatchJobsBusy, BatchJobSpec, Services
 
 
 class BatchSubmitBusy(Exception):

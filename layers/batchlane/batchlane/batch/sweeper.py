@@ -19,8 +19,7 @@ from batchlane.batch.submit import bedrock_status
 from batchlane.batch.wait import wake
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES, BedrockJobStatus
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchJobs, BatchRow
-from batchlane.runtime import Services
+from batchlane.ports import BatchJobs, BatchRow, Services
 
 PREPARE_STUCK_HOURS = 2.0
 ORPHAN_AFTER_S = 600  # a terminal row with no waiting execution for this long is collected by the sweeper

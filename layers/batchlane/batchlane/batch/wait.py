@@ -10,8 +10,7 @@ from typing import Any
 
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger
-from batchlane.ports import BatchRow
-from batchlane.runtime import Services
+from batchlane.ports import BatchRow, Services
 
 
 def wake(svc: Services, row: BatchRow, status: str) -> int:

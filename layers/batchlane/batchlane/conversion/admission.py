@@ -16,8 +16,7 @@ from contextlib import contextmanager
 
 from batchlane.domain.errors import NotFound
 from batchlane.observability import logger
-from batchlane.ports import Admission, ChunkAdmissions
-from batchlane.runtime import Services
+from batchlane.ports import Admission, ChunkAdmissions, Services
 
 
 class ChunkNotAdmitted(Exception):

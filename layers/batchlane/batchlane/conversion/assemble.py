@@ -15,6 +15,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
 from batchlane.conversion.figures import extract_figures, figure_folder
+from batchlane.conversion.outputs import write_renderings
 from batchlane.converter import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.assembly import (
@@ -30,11 +31,13 @@ from batchlane.domain.assembly import (
 )
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict
+from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.markdown import PageText
 from batchlane.domain.status import ChunkStatus, JobStatus
 from batchlane.observability import logger, metrics
-from batchlane.ports import ObjectStore
-from batchlane.runtime import Services
+from batchlane.ports import ObjectStore, Services
+
+BORN_DIGITAL = frozenset(t.name for t in DOCUMENTS)
 
 
 def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
@@ -54,6 +57,10 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         raise Conflict(f"chunks {unfinished[:5]} of job {job_id} are not completed", error_id="CHUNKS_INCOMPLETE")
     key = keys.markdown_key(job_id)
     options = job.options or {}
+    if job.source_type in BORN_DIGITAL:
+        # Its pages are the document's own sections, its figures already files (conversion/split.py): nothing to
+        # remove as furniture, no heading level to guess, no page break to mend. Page by page, markers kept.
+        options = {**options, "assembly": "none"}
     file_row = jobs.get_file(job.file_id)
     folder = figure_folder(file_row.name if file_row else "document.pdf")
     figures: dict[int, list[Figure]] = {}
@@ -62,6 +69,7 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks], regions=regions)
     tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
+    write_renderings(svc.store, job_id, options, figure_folder=folder, title=folder.removesuffix(".images"))
     jobs.move_job(
         job_id,
         st.assemble(),  # again, now with what was assembled

@@ -21,10 +21,8 @@ from batchlane.domain.budget import check_hold, check_new_job, raised_hold, requ
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.observability import logger
-from batchlane.ondemand.limiter import Aborted
 from batchlane.pdf.split import Page
-from batchlane.ports import BudgetRepository
-from batchlane.runtime import Services
+from batchlane.ports import Aborted, BudgetRepository, Services
 
 if TYPE_CHECKING:  # the type only: pdf/survey loads pypdfium2, which only the split and the dry run need
     from batchlane.pdf.survey import PageSurvey

@@ -1,6 +1,6 @@
 """The chunk processor: convert one chunk's pages, book the spend, record the result.
 
-How it keeps pages and money across retries, continuations and cancels: docs/architecture.md "Module notes".
+How it keeps pages and money across retries, continuations and cancels: docs/module-notes.md "batchlane.conversion.chunk".
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from batchlane import contract, keys
 from batchlane.conversion import budget, page_forms, service_tiers
 from batchlane.conversion.admission import admitted_chunk
 from batchlane.conversion.retry import retry_scope
-from batchlane.conversion.source import chunk_pages, span_of
+from batchlane.conversion.source import chunk_pages, document_pages, span_of
 from batchlane.converter import (
     ConverterConfig,
     OnDemandTransport,
@@ -34,12 +34,15 @@ from batchlane.converter import (
 from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound
+from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.service_tier import tier_breakdown
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
-from batchlane.ports import ChunkRow, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import ChunkRow, Services, UnitOfWork
+
+DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
+CONVERTER_LANE = "converter"  # pages.jsonl's lane of a born-digital page: the deterministic converter, $0
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
 MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
@@ -253,6 +256,8 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     if chunk.status == "completed":
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
     job = uow.jobs.get_job(job_id)
+    if job is not None and job.source_type in DOCUMENT_TYPE_NAMES:  # converted at the split: no model call, no hold to reach
+        return process_document_chunk(svc, uow, job_id, chunk_index, worker_id)
     model_id = job.model_id if job is not None else None
     if budget.pause_at_hold(svc, job_id, model_id=model_id):  # the hold is used up: no new chunk starts (docs/operations.md)
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
@@ -285,6 +290,25 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
     if decision.outcome is ChunkOutcome.RETRY_LATER:
         _retry_later(svc, uow, work, run, settled, decision.pages_to_retry)
     return _complete(svc, uow, work, run, results)
+
+
+def process_document_chunk(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, worker_id: str) -> dict[str, Any]:
+    """A born-digital chunk: its pages' Markdown as the split converted it, completed at $0 with no ledger row
+    (nothing was spent). Repeatable: a retried invocation writes the same result again."""
+    claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
+    if claimed is None:
+        return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
+    converter, pages = document_pages(svc.store, job_id, claimed)
+    results = [PageResult(n, "converted" if text.strip() else "blank", text, served_by=CONVERTER_LANE if text.strip() else None) for n, text in pages]
+    result_key = keys.chunk_result_key(job_id, chunk_index)
+    svc.store.put_json(result_key, {"jobId": job_id, "chunkIndex": chunk_index, "pages": [r.to_json() for r in results]})
+    with uow:
+        completed = uow.jobs.complete_chunk(
+            job_id, chunk_index, worker_id, pages_done=len(results), pages_failed=0, pages_batch=0, cost_usd=Decimal(0), result_key=result_key
+        )
+    status = "completed" if completed else "aborted"
+    logger.info("document chunk done", job_id=job_id, chunk=chunk_index, status=status, pages=len(results), converter=converter)
+    return {"jobId": job_id, "chunkIndex": chunk_index, "status": status, "pagesFailed": 0, "pagesBatch": 0}
 
 
 @dataclass
@@ -331,7 +355,7 @@ def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, c
     assert job is not None
     options = job.options or {}
     settings = svc.settings
-    config = page_forms.converter_config(uow.page_forms, settings, options)
+    config = page_forms.converter_config(uow.page_forms, settings, options, source_type=job.source_type)
 
     span = span_of(claimed)
     kept, continuations = _load_partial(svc, job_id, chunk_index)

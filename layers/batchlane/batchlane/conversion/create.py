@@ -18,8 +18,7 @@ from batchlane.domain.errors import InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, parse_deadline
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.ports import FileRow, JobRepository, JobRow
-from batchlane.runtime import Services
+from batchlane.ports import FileRow, JobRepository, JobRow, Services
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
 
@@ -48,13 +47,14 @@ class CreatedJob:
         }
 
 
-ASSEMBLY_MODES = ("document", "none")  # none: the page-by-page Markdown (docs/architecture.md "Assembly")
+ASSEMBLY_MODES = ("document", "none")
+CONVERSION_FORMATS = ("md", "docx", "html", "json")  # formats/render.py; docs/formats.md "Outputs"  # none: the page-by-page Markdown (docs/architecture.md "Assembly")
 
 
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected.
     ``_batchLane`` (the bulk opt-in's first spelling) is kept as ``batchLane``: options hold no underscore key."""
-    allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", *subscription.OPTION_KEYS}
+    allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", "conversionFormats", *subscription.OPTION_KEYS}
     options = dict(options or {})
     if "_batchLane" in options:
         options["batchLane"] = options.pop("_batchLane")
@@ -65,12 +65,27 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     options.setdefault("parser", "auto")
     if options.get("assembly", "document") not in ASSEMBLY_MODES:
         raise InputError("options.assembly is document (one document, the default) or none (page by page).", error_id="OPTIONS_INVALID")
+    if "conversionFormats" in options:
+        options["conversionFormats"] = check_formats(options["conversionFormats"])
     if "deadline" in options:
         deadline = parse_deadline(options.pop("deadline"))
         if deadline is not None:
             check_deadline(deadline, datetime.now(UTC), field="options.deadline")
             options["deadline"] = deadline.isoformat()
     return options
+
+
+def check_formats(value: Any) -> dict[str, bool]:
+    """``conversionFormats``: ``{"md": true, "docx": true, "html": true, "json": true}``; md is always written
+    (it cannot be turned off), any other key is refused (OPTIONS_INVALID)."""
+    if not isinstance(value, dict) or not all(isinstance(v, bool) for v in value.values()):
+        raise InputError("options.conversionFormats is an object of true/false, e.g. {\"md\": true, \"docx\": true}.", error_id="OPTIONS_INVALID")
+    unknown = sorted(set(value) - set(CONVERSION_FORMATS))
+    if unknown:
+        raise InputError(f"options.conversionFormats: unknown format(s) {', '.join(unknown)}; the formats are {', '.join(CONVERSION_FORMATS)}.", error_id="OPTIONS_INVALID")
+    if value.get("md") is False:
+        raise InputError("options.conversionFormats.md cannot be false: the Markdown is always written.", error_id="OPTIONS_INVALID")
+    return {"md": True, **{k: v for k, v in value.items() if k != "md"}}
 
 
 def source_store(svc: Services, file_row: FileRow) -> Any:

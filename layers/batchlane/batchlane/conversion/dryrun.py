@@ -1,6 +1,6 @@
 """A dry run for one uploaded file: what a conversion would do and cost, with nothing created or billed.
 
-How it stays within the API's 29 s, and the estimates' basis: docs/architecture.md "Module notes".
+How it stays within the API's 29 s, and the estimates' basis: docs/module-notes.md "batchlane.conversion.dryrun".
 """
 
 from __future__ import annotations
@@ -9,20 +9,22 @@ import io
 import math
 import tempfile
 import time
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from batchlane.conversion.budget import worst_case_survey_usage
 from batchlane.conversion.create import normalise_options
+from batchlane.domain import file_types as ft
 from batchlane.domain.budget import worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
+from batchlane.formats import detect as formats
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
-from batchlane.ports import ObjectStore
-from batchlane.runtime import Services
+from batchlane.ports import ObjectStore, Services
 
 INPUT_TOKENS_PER_PAGE = 3000  # text + the page image; prompt tokens come on top per request
 PROMPT_TOKENS_PER_REQUEST = 400
@@ -100,10 +102,22 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     if size > settings.batchlane_max_file_mb * 1024 * 1024:
         raise InputError(f"The file is {size // (1024 * 1024)} MB; the limit is {settings.batchlane_max_file_mb} MB.", error_id="PDF_TOO_LARGE")
     if size > settings.batchlane_dry_run_survey_mb * 1024 * 1024:
+        claimed = ft.sniff(svc.store.read_range(file_row["s3_key"], 0, 4096), file_row["name"]) or ft.by_extension(file_row["name"])
+        if claimed is not None and claimed.kind == ft.DOCUMENT:
+            return document_dry_run(file_row, options, model_id=model_id, size=size, file_type=claimed, pages=None)
         return _page_tree_dry_run(svc, file_row, options, model_id=model_id, size=size)
     with tempfile.TemporaryDirectory(prefix="dryrun-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
         svc.store.download_to(file_row["s3_key"], path, max_bytes=settings.batchlane_dry_run_survey_mb * 1024 * 1024)
+        found = formats.identify(path, file_row["name"])  # the split's own rule: a picture is pages, a document costs $0
+        if isinstance(found, tuple):
+            raise InputError(found[1], error_id=found[0])
+        if found.kind == ft.DOCUMENT:
+            return document_dry_run(file_row, options, model_id=model_id, size=size, file_type=found, pages=cheap_page_count(path, found))
+        if found.is_image:
+            wrapped = Path(tmp) / "pages.pdf"
+            wrapped.write_bytes(formats.wrap_image(path, max_pages=settings.batchlane_max_pages))
+            path = wrapped
         with path.open("rb") as stream:  # the same refusals (and page limit) as the split of a real conversion
             open_pdf_file(stream, max_pages=settings.batchlane_max_pages)
         survey = survey_pdf(path, max_pages=settings.batchlane_max_pages)  # bounded: pdf/survey.SURVEY_BOUND
@@ -153,6 +167,61 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
             if eligible
             else None,
             "expected": f"up to {batch_hours} h (batch lane)" if eligible else f"about {_human(on_demand_s)} (on-demand)",
+        },
+        "created": False,
+    }
+
+
+def cheap_page_count(path: Path, file_type: ft.FileType) -> int | None:
+    """Slides or sheets from the container's directory and workbook (no slide or sheet parsed); None for a type whose
+    pages are its heading sections (only the conversion knows them)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+            if file_type is ft.PPTX:
+                return sum(1 for n in names if n.startswith("ppt/slides/slide") and n.endswith(".xml"))
+            if file_type is ft.XLSX and "xl/workbook.xml" in names:
+                with archive.open("xl/workbook.xml") as book:
+                    return book.read(4 * 1024 * 1024).count(b"<sheet ")
+    except (zipfile.BadZipFile, OSError, KeyError):
+        return None
+    return None
+
+
+def document_dry_run(file_row: dict[str, Any], options: dict[str, Any], *, model_id: str, size: int, file_type: ft.FileType, pages: int | None) -> dict[str, Any]:
+    """A born-digital file: converted by its deterministic converter at the split, no model call: $0, and why."""
+    converter = {"pptx": "python-pptx", "xlsx": "openpyxl"}.get(file_type.name, "pandoc")
+    return {
+        "dryRun": True,
+        "fileId": str(file_row["id"]),
+        "name": file_row["name"],
+        "fileType": file_type.name,
+        "sizeBytes": size,
+        "modelId": model_id,
+        "options": options,
+        "pages": {"total": pages, "blank": None, "scans": 0, "pageIs": file_type.page_is},
+        "inspection": {
+            "method": "container" if pages is not None else "not_inspected",
+            "pagesInspected": 0,
+            "note": None if pages is not None else f"a page is {file_type.page_is}: counted when the document is converted",
+        },
+        "records": 0,
+        "lane": {"name": "converter", "reason": f"born-digital {file_type.name.upper()}: converted by {converter}, no model call", "minPages": None},
+        "estimate": {
+            "inputTokens": 0,
+            "outputTokens": 0,
+            "onDemandUsd": "0",
+            "batchUsd": "0",
+            "costUsd": "0",
+            "holdUsd": "0",
+            "basis": f"{file_type.name.upper()} is converted by {converter} with no model call: $0 (docs/formats.md)",
+        },
+        "turnaround": {
+            "onDemandSeconds": 0,
+            "onDemandBasis": "no model call: converted within the split (seconds)",
+            "batchUpToHours": None,
+            "batchBasis": None,
+            "expected": "seconds (converted at the split)",
         },
         "created": False,
     }

@@ -10,6 +10,7 @@ model gave a figure where no embedded image stands (a vector chart). Nothing is 
 from __future__ import annotations
 
 import io
+import posixpath
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from batchlane import keys
 from batchlane.domain.assembly import Figure, Region
 from batchlane.domain.errors import NotFound
+from batchlane.domain.file_types import by_extension
 from batchlane.observability import logger
 from batchlane.pdf.images import PageImage, is_figure_sized, page_images
 from batchlane.pdf.page_image import render_page
@@ -30,7 +32,8 @@ CROP_LONG_EDGE_PX = 2000  # a drawn figure is cut from the page rendered this bi
 
 def figure_folder(file_name: str) -> str:
     """Where the Markdown links its figures, relative to itself: ``book.pdf`` → ``book.images``."""
-    stem = file_name[:-4] if file_name.lower().endswith(".pdf") else file_name
+    claimed = by_extension(file_name)  # book.pdf, book.docx, scan.tiff → book.images, scan.images
+    stem = posixpath.splitext(file_name)[0] if claimed is not None else file_name
     safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in stem.rsplit("/", 1)[-1]).strip() or "document"
     return f"{safe}.images"
 

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from batchlane.converter import ConverterConfig, FormFallbackTransport, FormMemory, Transport
 from batchlane.domain import page_form as forms
+from batchlane.domain.file_types import IMAGES
 from batchlane.observability import logger
 from batchlane.ports import PageFormRepository
+
+IMAGE_TYPE_NAMES = frozenset(t.name for t in IMAGES)
 
 
 def auto(settings: Any) -> bool:
     return str(settings.batchlane_page_form) == forms.AUTO
 
 
-def converter_config(page_forms: PageFormRepository, settings: Any, options: Mapping[str, Any] | None) -> ConverterConfig:
-    """The converter's config with the page form resolved (one short read when the setting is auto)."""
+def converter_config(page_forms: PageFormRepository, settings: Any, options: Mapping[str, Any] | None, *, source_type: str = "pdf") -> ConverterConfig:
+    """The converter's config with the page form resolved (one short read when the setting is auto). A job whose
+    file was a picture (a scan wrapped as a PDF at the split) is always sent in the image form: a PDF document block
+    of a scan would reach Claude as text extraction only (docs/formats.md)."""
+    if source_type in IMAGE_TYPE_NAMES:
+        return replace(ConverterConfig.from_settings(settings, options, recorded_forms={}), page_form=forms.IMAGE)
     recorded = page_forms.recorded_forms() if auto(settings) else {}
     return ConverterConfig.from_settings(settings, options, recorded_forms=recorded)
 

@@ -1,6 +1,6 @@
 """Failed pages, and retrying only them on a completed job (docs/operations.md, "Retry only what failed").
 
-How a retry reuses the conversion workflow and is undone: docs/architecture.md "Module notes".
+How a retry reuses the conversion workflow and is undone: docs/module-notes.md "batchlane.conversion.retry".
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_COMPLEX, PAGE_TOO_LARGE
 from batchlane.domain.status import Entity
 from batchlane.observability import logger
-from batchlane.ports import JobRow, UniqueViolation, UnitOfWork
-from batchlane.runtime import Services
+from batchlane.ports import JobRow, Services, UniqueViolation, UnitOfWork
 
 # Short names a user may give for a family of failure reasons (``--error-id throttled``).
 REASON_ALIASES = {

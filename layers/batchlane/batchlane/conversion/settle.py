@@ -10,7 +10,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.status import Entity
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane.webhooks.events import publish_job_change
 
 

@@ -12,21 +12,22 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+from batchlane import keys
 from batchlane.contract import JOB_PARKED_DETAIL_TYPE
-from batchlane.conversion import budget
+from batchlane.conversion import budget, intake
 from batchlane.conversion.create import CreatedJob, source_store
 from batchlane.conversion.settle import fail_job
-from batchlane.conversion.source import store_chunk_sources
+from batchlane.conversion.source import store_chunk_sources, store_document_sources
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
+from batchlane.domain.file_types import DOCUMENT, FileType
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadline
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.pdf.split import open_pdf_file
+from batchlane.pdf.split import open_pdf_file, plan_chunks
 from batchlane.pdf.survey import survey_pdf
-from batchlane.ports import JobRow
-from batchlane.runtime import Services
+from batchlane.ports import JobRow, Services
 from batchlane.webhooks.events import publish_job_change
 
 
@@ -62,9 +63,20 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         except InputError as exc:  # replaced by a bigger object since convert checked its size (PDF_TOO_LARGE)
             fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
             return _as_created(uow.jobs.get_job(job_id))
+        limit = min(settings.batchlane_max_pages, job.max_pages or settings.batchlane_max_pages)
+        try:  # what the file is: a PDF goes on below, a picture becomes one, a born-digital document is converted here
+            file_type, path = intake.pages_or_document(path, file_row.name, scratch=Path(tmp), max_pages=limit)
+        except InputError as exc:
+            fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+            logger.info("job rejected", job_id=job_id, error_id=exc.error_id, file_name=file_row.name)
+            return _as_created(uow.jobs.get_job(job_id))
+        if file_type.kind == DOCUMENT:
+            return _split_document(svc, job, path, file_type, file_row.name, scratch=Path(tmp), max_pages=limit)
+        if file_type.is_image:  # the page view shows the pages as they are sent, not the picture file
+            with path.open("rb") as wrapped:
+                svc.store.put_stream(keys.pages_source_key(job_id), iter(lambda: wrapped.read(8 << 20), b""), "application/pdf")
         with path.open("rb") as stream:
             try:
-                limit = min(settings.batchlane_max_pages, job.max_pages or settings.batchlane_max_pages)
                 document = open_pdf_file(stream, max_pages=limit)
                 hold = budget.worst_case_hold(svc, survey_pdf(path, max_pages=limit), model_id=job.model_id)
                 pages = document.page_count
@@ -94,7 +106,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
             status = st.park().target if eligible else st.queue().target
             if locked is not None and locked.status == JobStatus.SPLITTING:
                 budget.check_split(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
-            split = uow.jobs.finish_split(job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes)
+            split = uow.jobs.finish_split(job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes, source_type=file_type.name)
             if split is not None:
                 uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
@@ -111,6 +123,41 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         svc.workflows.start_conversion(job_id)
     logger.info("job split", job_id=job_id, pages=pages, chunks=len(chunks), status=status, lane=why)
     return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
+
+
+def _split_document(svc: Services, job: JobRow, path: Path, file_type: FileType, name: str, *, scratch: Path, max_pages: int) -> CreatedJob:
+    """A born-digital document: converted here, in the bounded child (no model call); its pages and figures
+    stored, then the job goes on like any other (pending, chunks, assemble, settle) with a $0 hold."""
+    job_id = job.id
+    try:
+        document = intake.convert(path, file_type, name, scratch=scratch, max_pages=max_pages)
+        chunks = plan_chunks(len(document.sections), job.pages_per_chunk)
+        pages = len(document.sections)
+        if (refused := _over_budget(svc, job, Decimal(0), pages)) is not None:
+            return refused
+        chunk_bytes = store_document_sources(svc.store, job_id, document, chunks)
+    except InputError as exc:
+        fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+        logger.info("job rejected", job_id=job_id, error_id=exc.error_id, file_type=file_type.name)
+        return _as_created(svc.uow().jobs.get_job(job_id))
+    uow = svc.uow()
+    try:
+        with uow:
+            locked = uow.jobs.lock_job(job_id)
+            if locked is not None and locked.status == JobStatus.SPLITTING:
+                budget.check_split(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, hold_usd=Decimal(0), pages=pages)
+            split = uow.jobs.finish_split(job_id, parked=False, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes, source_type=file_type.name)
+            if split is not None:
+                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=Decimal(0), hours=svc.settings.batchlane_on_demand_window_hours)
+    except (BudgetExceeded, LimitReached) as exc:
+        fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
+        return _as_created(uow.jobs.get_job(job_id))
+    if split is None:
+        logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
+        return _as_created(uow.jobs.get_job(job_id))
+    svc.workflows.start_conversion(job_id)
+    logger.info("document converted", job_id=job_id, file_type=file_type.name, pages=pages, converter=document.converter, lane="converter")
+    return CreatedJob(job_id, str(job.file_id), "pending", pages, len(chunks), lane_decision="converter")
 
 
 def _over_budget(svc: Services, job: JobRow, hold: Decimal, pages: int) -> CreatedJob | None:

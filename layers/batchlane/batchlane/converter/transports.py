@@ -172,33 +172,56 @@ class OnDemandTransport:
 
 
 class FormMemory:
-    """The page form each model gets from now on, for ``auto``: starts from what was recorded, and
-    ``switch`` keeps a refusal's lesson for this process and hands it to ``record`` (db/page_forms.py)
-    so other Lambdas and the batch lane's prepare follow it too."""
+    """The page form each model gets from now on, for ``auto``, and the evidence it is judged by.
+
+    Starts from what was recorded; every PDF-form request that succeeded or failed as invalid input (and was
+    then answered as images) is tallied per model (``domain/page_form.FormTally``). When the tally says the
+    PDF form is refused, the model switches to images for this process and ``record`` hands that on
+    (db/page_forms.py) so other Lambdas and the batch lane's prepare follow it too."""
 
     def __init__(self, recorded: Mapping[str, str] | None = None, record: Callable[[str, str, str], None] | None = None) -> None:
         self._forms = dict(recorded or {})
+        self._tallies: dict[str, forms.FormTally] = {}
         self._record = record
         self._lock = threading.Lock()
-        self.switched = 0
 
     def form_for(self, model_id: str, default: str) -> str:
         with self._lock:
             return self._forms.get(model_id, default)
 
-    def switch(self, model_id: str, form: str, detail: str) -> None:
+    def tally(self, model_id: str) -> forms.FormTally:
+        """The PDF form's evidence for ``model_id`` so far (a copy)."""
         with self._lock:
-            changed = self._forms.get(model_id) != form
-            self._forms[model_id] = form
-            self.switched += 1
-        if changed and self._record is not None:
-            self._record(model_id, form, detail)
+            found = self._tallies.get(model_id, forms.FormTally())
+            return forms.FormTally(found.succeeded, found.failed)
+
+    def succeeded(self, model_id: str, form: str) -> None:
+        if form != forms.PDF:
+            return
+        with self._lock:
+            self._tallies.setdefault(model_id, forms.FormTally()).succeeded += 1
+
+    def failed(self, model_id: str, form: str, detail: str) -> None:
+        """A ``form`` request failed as invalid input and the same pages were answered in the other form."""
+        if form != forms.PDF:
+            return
+        with self._lock:
+            tally = self._tallies.setdefault(model_id, forms.FormTally())
+            tally.failed += 1
+            switch = tally.refused() and self._forms.get(model_id) != forms.IMAGE
+            if switch:
+                self._forms[model_id] = forms.IMAGE
+        if switch and self._record is not None:
+            self._record(
+                model_id, forms.IMAGE, f"{tally.failed} pdf-form requests failed as invalid input and were answered as images, none succeeded; last: {detail}"
+            )
 
 
 class FormFallbackTransport:
-    """``auto``: send each page in the model's current form; when Bedrock refuses a call for its form
-    (a ValidationException about documents), send the same pages again in the other form and keep to
-    it (:class:`FormMemory`). Sits inside the governed transport: the resend uses the same slot."""
+    """``auto``: send each page in the model's current form. A PDF-form call refused as invalid input (whatever
+    the message says) is sent again as images in the same slot, so the page is served either way; the model
+    switches to images only when :class:`FormMemory`'s evidence says the PDF form is refused (several such
+    pages, none served as PDF), never on one corrupt page. Sits inside the governed transport."""
 
     def __init__(self, inner: Transport, memory: FormMemory) -> None:
         self._inner = inner
@@ -208,13 +231,20 @@ class FormFallbackTransport:
         form = self._memory.form_for(request.model_id, request.page_form)
         request = request if form == request.page_form else request.with_form(form)
         try:
-            return self._inner.send(request)
+            answer = self._inner.send(request)
         except ModelCallError as exc:
-            if not forms.is_form_refusal(exc.code, exc.message, request.page_form):
+            if not forms.worth_the_other_form(exc.code, request.page_form):
                 raise
-            other = forms.other(request.page_form)
-            self._memory.switch(request.model_id, other, exc.message[:500])
-            return self._inner.send(request.with_form(other))
+            try:
+                answer = self._inner.send(request.with_form(forms.other(request.page_form)))
+            except ModelCallError as again:
+                if again.retryable:
+                    raise  # throttled or the like: the governed transport tries the whole send again
+                raise exc from again  # both forms refused these pages: the page's fault, not the form's
+            self._memory.failed(request.model_id, request.page_form, exc.message[:500])
+            return answer
+        self._memory.succeeded(request.model_id, request.page_form)
+        return answer
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """pg8000 connections that survive long work, verify TLS and outlive a password rotation.
 
-Why each: docs/architecture.md "Module notes" and "Database connections on AWS".
+Why each: docs/module-notes.md "batchlane.db.connection" and docs/architecture.md "Database connections on AWS".
 """
 
 from __future__ import annotations

@@ -33,46 +33,6 @@ def _chunk(row: Row | None) -> ChunkRow | None:
     return ChunkRow.of(row) if row is not None else None
 
 
-# -- files -------------------------------------------------------------------------------
-def insert_file(db: Runner, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> FileRow:
-    row = db.one(
-        "INSERT INTO files (id, owner_id, name, s3_key, size_bytes) VALUES (COALESCE(CAST(:id AS uuid), gen_random_uuid()), :owner, :name, :key, :size) RETURNING *",
-        id=file_id,
-        owner=owner_id,
-        name=name,
-        key=s3_key,
-        size=size_bytes,
-    )
-    assert row is not None
-    return FileRow.of(row)
-
-
-def get_file(db: Runner, file_id: str) -> FileRow | None:
-    row = db.one("SELECT * FROM files WHERE id = CAST(:id AS uuid)", id=file_id)
-    return FileRow.of(row) if row is not None else None
-
-
-def move_file(db: Runner, file_id: str, move: Transition) -> bool:
-    """The file follows its job (``move`` a file transition); False when it was not in a from-state."""
-    _expect(move, Entity.FILE)
-    row = db.one(
-        "UPDATE files SET status = :to, updated_at = now() WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING id",
-        to=move.target,
-        from_=move.from_states,
-        id=file_id,
-    )
-    return row is not None
-
-
-def set_file_key(db: Runner, file_id: str, s3_key: str) -> None:
-    db.run("UPDATE files SET s3_key = :key WHERE id = CAST(:id AS uuid)", key=s3_key, id=file_id)
-
-
-def mark_file_deleted(db: Runner, file_id: str) -> None:
-    """Hide the file (its rows stay for the ledger); once only."""
-    db.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
-
-
 def _expect(move: Transition, entity: Entity) -> None:
     if move.entity is not entity:
         raise ValueError(f"{move.entity}.{move.name} is not a transition of a {entity}")
@@ -93,336 +53,43 @@ def _sets(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return "".join(f", {part}" for part in parts), {f"f_{name}": value for name, value in fields.items()}
 
 
-# -- jobs --------------------------------------------------------------------------------
-def insert_job(
-    db: Runner,
-    *,
-    file_id: str,
-    owner_id: str,
-    status: str,
-    options: dict[str, Any],
-    model_id: str,
-    total_pages: int,
-    pages_per_chunk: int,
-    chunks: Sequence[ChunkSpan],
-    error_id: str | None = None,
-    error_message: str | None = None,
-    chunk_status: str | None = None,
-    process_now: bool = False,
-    max_pages: int | None = None,
-) -> JobRow:
-    """The job and its chunks, in ``chunk_status`` (default: the job's status). ``options``: the user's only."""
-    check_user_options(options)
-    job = db.one(
-        """INSERT INTO large_conversion_jobs
-             (file_id, owner_id, status, options, model_id, total_pages, pages_per_chunk, chunk_count, error_id, error_message,
-              finished_at, process_now, max_pages)
-           VALUES (CAST(:file_id AS uuid), :owner, :status, CAST(:options AS jsonb), :model, :pages, :ppc, :chunks, :error_id, :error_message,
-                   CASE WHEN :status = ANY(CAST(:finished AS text[])) THEN now() END, :process_now, :max_pages)
-           RETURNING *""",
-        process_now=process_now,
-        max_pages=max_pages,
-        finished=list(st.FINISHED_JOB_STATUSES),
-        file_id=file_id,
-        owner=owner_id,
-        status=status,
-        options=options,
-        model=model_id,
-        pages=total_pages,
-        ppc=pages_per_chunk,
-        chunks=len(chunks),
-        error_id=error_id,
-        error_message=error_message,
-    )
-    assert job is not None
-    insert_chunks(db, str(job["id"]), chunks, status=chunk_status or status)
-    return JobRow.of(job)
-
-
-def insert_chunks(db: Runner, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None) -> None:
-    """The chunk rows; ``chunk_bytes`` (chunk index → its source PDF's size) where the split knows it."""
-    for span in chunks:
-        db.run(
-            """INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status, source_bytes)
-               VALUES (CAST(:job AS uuid), :i, :first, :last, :status, :size)""",
-            job=job_id,
-            i=span.index,
-            first=span.first_page,
-            last=span.last_page,
-            status=status,
-            size=(chunk_bytes or {}).get(span.index),
-        )
-
-
-def finish_split(
-    db: Runner, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
-) -> JobRow | None:
-    """splitting → waiting_batch (``parked``) or pending, with the page count and the chunk rows;
-    None when the job left splitting meanwhile (cancelled): then nothing is written."""
-    move = st.park() if parked else st.queue()
-    job = move_job(db, job_id, move, total_pages=total_pages, chunk_count=len(chunks))
-    if job is not None:
-        insert_chunks(db, job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
-    return job
-
-
-def get_job(db: Runner, job_id: str) -> JobRow | None:
-    return _job(db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id))
-
-
-def lock_job(db: Runner, job_id: str) -> JobRow | None:
-    """SELECT ... FOR UPDATE: serialises the transitions of one job."""
-    return _job(db.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR UPDATE", id=job_id))
-
-
-def move_job(db: Runner, job_id: str, move: Transition, **fields: Any) -> JobRow | None:
-    """Move a job along ``move`` (a job transition of domain.status) with extra columns; None when it
-    was not in one of the move's from-states. Entering processing stamps started_at; finishing, finished_at."""
-    _expect(move, Entity.JOB)
-    sets, params = _sets(fields)
-    row = db.one(
-        f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){sets},
-               started_at = CASE WHEN :to = 'processing' THEN COALESCE(started_at, now()) ELSE started_at END,
-               finished_at = CASE WHEN :to = ANY(CAST(:finished AS text[])) THEN now() END
-            WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING *""",
-        to=move.target,
-        id=job_id,
-        from_=move.from_states,
-        finished=list(st.FINISHED_JOB_STATUSES),
-        **params,
-    )
-    return _job(row)
-
-
-def clear_retry(db: Runner, job_id: str) -> JobRow | None:
-    """The running retry's scope gone from the job (settle's part; its row in job_retries keeps the history)."""
-    return _job(
-        db.one(
-            """UPDATE large_conversion_jobs SET retry_attempt = NULL, retry_pages = NULL, updated_at = now()
-           WHERE id = CAST(:id AS uuid) RETURNING *""",
-            id=job_id,
-        )
-    )
-
-
-def mark_process_now(db: Runner, job_id: str, *, only_if: str) -> JobRow | None:
-    """Send the job on-demand once split (process now while ``only_if``, i.e. splitting); None when it was not."""
-    return _job(
-        db.one(
-            """UPDATE large_conversion_jobs SET process_now = true, updated_at = now()
-           WHERE id = CAST(:id AS uuid) AND status = :only_if RETURNING *""",
-            id=job_id,
-            only_if=only_if,
-        )
-    )
-
-
-def jobs_in(db: Runner, status: str, *, unchanged_for_s: float) -> list[str]:
-    """Ids of the jobs in ``status`` not updated for ``unchanged_for_s`` seconds (stalled)."""
-    rows = db.run(
-        "SELECT id FROM large_conversion_jobs WHERE status = :status AND updated_at < now() - make_interval(secs => :secs)",
-        status=status,
-        secs=unchanged_for_s,
-    )
-    return [str(r["id"]) for r in rows]
-
-
-def jobs_to_sweep(db: Runner, statuses: Sequence[str], *, unchanged_for_s: float, limit: int) -> list[JobRow]:
-    """Live jobs in ``statuses`` unchanged for ``unchanged_for_s`` s, ``limit`` of them in random order: the ones whose
-    workflow may have ended without recording their end (operations/recovery.py). Random, so that more than ``limit``
-    long-running jobs cannot hide an ended one from every run. A pause already settled is left alone."""
-    rows = db.run(
-        """SELECT * FROM large_conversion_jobs
-           WHERE status = ANY(CAST(:statuses AS text[])) AND NOT (status = :paused AND pause_settled)
-             AND updated_at < now() - make_interval(secs => :secs)
-           ORDER BY random() LIMIT :limit""",
-        statuses=list(statuses),
-        paused=str(st.JobStatus.PAUSED_BUDGET),
-        secs=unchanged_for_s,
-        limit=limit,
-    )
-    return [JobRow.of(row) for row in rows]
-
-
-def jobs_due(db: Runner, *, margin_s: float) -> list[str]:
-    """Parked jobs whose ``deadline`` option is less than ``margin_s`` away: they must leave for on-demand now."""
-    rows = db.run(
-        """SELECT id FROM large_conversion_jobs
-           WHERE status = ANY(CAST(:parked AS text[])) AND options ? 'deadline'
-             AND CAST(options ->> 'deadline' AS timestamptz) < now() + make_interval(secs => :secs)
-           ORDER BY CAST(options ->> 'deadline' AS timestamptz)""",
-        parked=[str(x) for x in st.leave_batch_lane().from_states],
-        secs=margin_s,
-    )
-    return [str(r["id"]) for r in rows]
-
-
-def count_live_by_status(db: Runner) -> dict[str, int]:
-    """How many jobs are in each live status (a gauge)."""
-    rows = db.run(
-        "SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status = ANY(CAST(:live AS text[])) GROUP BY status",
-        live=list(st.LIVE_JOB_STATUSES),
-    )
-    return {r["status"]: int(r["n"]) for r in rows}
-
-
-def live_job_of_file(db: Runner, file_id: str) -> str | None:
-    """The id of the file's live job (at most one: one_live_job_per_file), if any."""
-    row = db.one(
-        "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))",
-        id=file_id,
-        live=list(st.LIVE_JOB_STATUSES),
-    )
-    return str(row["id"]) if row else None
-
-
-def list_jobs(db: Runner, *, status: str | None = None, owner_id: str | None = None, limit: int = 100) -> list[JobRow]:
-    rows = db.run(
-        """SELECT * FROM large_conversion_jobs
-           WHERE (CAST(:status AS text) IS NULL OR status = :status) AND (CAST(:owner AS text) IS NULL OR owner_id = :owner)
-           ORDER BY created_at DESC LIMIT :limit""",
-        status=status,
-        owner=owner_id,
-        limit=limit,
-    )
-    return [JobRow.of(row) for row in rows]
-
-
-# -- chunks ------------------------------------------------------------------------------
-def get_chunks(db: Runner, job_id: str) -> list[ChunkRow]:
-    return [ChunkRow.of(row) for row in db.run("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY chunk_index", id=job_id)]
-
-
-def get_chunk(db: Runner, job_id: str, chunk_index: int) -> ChunkRow | None:
-    return _chunk(db.one("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=chunk_index))
-
-
-def move_chunks(db: Runner, job_id: str, move: Transition, *, indexes: Sequence[int] | None = None, **fields: Any) -> int:
-    """Move the job's chunks (those of ``indexes`` only, when given) that are in one of the move's
-    from-states; the number moved."""
-    _expect(move, Entity.CHUNK)
-    sets, params = _sets(fields)
-    rows = db.run(
-        f"""UPDATE chunk_jobs SET status = :to, updated_at = now(){sets}
-            WHERE job_id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[]))
-              AND (CAST(:indexes AS integer[]) IS NULL OR chunk_index = ANY(CAST(:indexes AS integer[])))
-            RETURNING chunk_index""",
-        to=move.target,
-        id=job_id,
-        from_=move.from_states,
-        indexes=list(indexes) if indexes is not None else None,
-        **params,
-    )
-    return len(rows)
-
-
-def claim_chunk(db: Runner, job_id: str, chunk_index: int, worker_id: str) -> ChunkRow | None:
-    """pending (or a previous attempt's processing) → processing for this worker, if the job is processing."""
-    move = st.claim(Entity.CHUNK)
-    return _chunk(
-        db.one(
-            """UPDATE chunk_jobs c SET status = :to, worker_id = :w, attempts = c.attempts + 1,
-               heartbeat_at = now(), updated_at = now()
-           FROM large_conversion_jobs j
-           WHERE c.job_id = CAST(:id AS uuid) AND c.chunk_index = :i AND j.id = c.job_id
-             AND j.status = :job_status AND c.status = ANY(CAST(:from_ AS text[]))
-           RETURNING c.*""",
-            id=job_id,
-            i=chunk_index,
-            w=worker_id,
-            to=move.target,
-            from_=move.from_states,
-            job_status=st.JobStatus.PROCESSING,
-        )
-    )
-
-
-def heartbeat_chunk(db: Runner, job_id: str, chunk_index: int, worker_id: str, pages_done: int) -> bool:
-    """Guarded on status processing and this worker: False means stop (cancelled or taken over)."""
-    row = db.one(
-        """UPDATE chunk_jobs SET heartbeat_at = now(), pages_done = :n, updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = :processing AND worker_id = :w
-           RETURNING chunk_index""",
-        processing=st.ChunkStatus.PROCESSING,
-        id=job_id,
-        i=chunk_index,
-        w=worker_id,
-        n=pages_done,
-    )
-    return row is not None
-
-
-def complete_chunk(
-    db: Runner,
-    job_id: str,
-    chunk_index: int,
-    worker_id: str,
-    *,
-    pages_done: int,
-    pages_failed: int,
-    pages_batch: int,
-    cost_usd: Decimal,
-    result_key: str,
-) -> bool:
-    row = db.one(
-        """UPDATE chunk_jobs SET status = :to, pages_done = :done, pages_failed = :failed, pages_batch = :batch,
-               cost_usd = cost_usd + :cost, result_key = :key, updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = ANY(CAST(:from_ AS text[])) AND worker_id = :w
-           RETURNING chunk_index""",
-        to=st.complete_chunk().target,
-        from_=st.complete_chunk().from_states,
-        id=job_id,
-        i=chunk_index,
-        w=worker_id,
-        done=pages_done,
-        failed=pages_failed,
-        batch=pages_batch,
-        cost=cost_usd,
-        key=result_key,
-    )
-    return row is not None
-
-
-def add_chunk_spend(db: Runner, job_id: str, chunk_index: int, cost_usd: Decimal) -> None:
-    db.run(
-        "UPDATE chunk_jobs SET cost_usd = cost_usd + :cost, updated_at = now() WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i",
-        id=job_id,
-        i=chunk_index,
-        cost=cost_usd,
-    )
-
-
-def chunk_still_owned(db: Runner, job_id: str, chunk_index: int, worker_id: str) -> bool:
-    """Read-only: is the chunk still processing under this worker (not cancelled, not taken over)?"""
-    row = db.one(
-        """SELECT count(*) AS owned FROM chunk_jobs
-           WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = :processing AND worker_id = :w""",
-        id=job_id,
-        i=chunk_index,
-        w=worker_id,
-        processing=st.ChunkStatus.PROCESSING,
-    )
-    return bool(row and row["owned"])
-
-
 class PgJobs:
-    """batchlane.ports.JobRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+    """batchlane.ports.JobRepository on PostgreSQL, bound to one Database or Transaction."""
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
 
     # files
     def insert_file(self, *, owner_id: str, name: str, s3_key: str, size_bytes: int, file_id: str | None = None) -> FileRow:
-        return insert_file(self.runner, owner_id=owner_id, name=name, s3_key=s3_key, size_bytes=size_bytes, file_id=file_id)
+        row = self.runner.one(
+            "INSERT INTO files (id, owner_id, name, s3_key, size_bytes) VALUES (COALESCE(CAST(:id AS uuid), gen_random_uuid()), :owner, :name, :key, :size) RETURNING *",
+            id=file_id,
+            owner=owner_id,
+            name=name,
+            key=s3_key,
+            size=size_bytes,
+        )
+        assert row is not None
+        return FileRow.of(row)
 
     def get_file(self, file_id: str) -> FileRow | None:
-        return get_file(self.runner, file_id)
+        row = self.runner.one("SELECT * FROM files WHERE id = CAST(:id AS uuid)", id=file_id)
+        return FileRow.of(row) if row is not None else None
 
     def move_file(self, file_id: str, move: Transition) -> bool:
-        return move_file(self.runner, file_id, move)
+        """The file follows its job (``move`` a file transition); False when it was not in a from-state."""
+        _expect(move, Entity.FILE)
+        row = self.runner.one(
+            "UPDATE files SET status = :to, updated_at = now() WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING id",
+            to=move.target,
+            from_=move.from_states,
+            id=file_id,
+        )
+        return row is not None
 
     def mark_file_deleted(self, file_id: str) -> None:
-        mark_file_deleted(self.runner, file_id)
+        """Hide the file (its rows stay for the ledger); once only."""
+        self.runner.run("UPDATE files SET deleted_at = now(), updated_at = now() WHERE id = CAST(:id AS uuid) AND deleted_at IS NULL", id=file_id)
 
     # jobs
     def insert_job(
@@ -442,73 +109,235 @@ class PgJobs:
         process_now: bool = False,
         max_pages: int | None = None,
     ) -> JobRow:
-        return insert_job(
-            self.runner,
-            file_id=file_id,
-            owner_id=owner_id,
-            status=status,
-            options=options,
-            model_id=model_id,
-            total_pages=total_pages,
-            pages_per_chunk=pages_per_chunk,
-            chunks=chunks,
-            error_id=error_id,
-            error_message=error_message,
-            chunk_status=chunk_status,
+        """The job and its chunks, in ``chunk_status`` (default: the job's status). ``options``: the user's only."""
+        check_user_options(options)
+        job = self.runner.one(
+            """INSERT INTO large_conversion_jobs
+                 (file_id, owner_id, status, options, model_id, total_pages, pages_per_chunk, chunk_count, error_id, error_message,
+                  finished_at, process_now, max_pages)
+               VALUES (CAST(:file_id AS uuid), :owner, :status, CAST(:options AS jsonb), :model, :pages, :ppc, :chunks, :error_id, :error_message,
+                       CASE WHEN :status = ANY(CAST(:finished AS text[])) THEN now() END, :process_now, :max_pages)
+               RETURNING *""",
             process_now=process_now,
             max_pages=max_pages,
+            finished=list(st.FINISHED_JOB_STATUSES),
+            file_id=file_id,
+            owner=owner_id,
+            status=status,
+            options=options,
+            model=model_id,
+            pages=total_pages,
+            ppc=pages_per_chunk,
+            chunks=len(chunks),
+            error_id=error_id,
+            error_message=error_message,
         )
+        assert job is not None
+        self.insert_chunks(str(job["id"]), chunks, status=chunk_status or status)
+        return JobRow.of(job)
+
+    def insert_chunks(self, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None) -> None:
+        """The chunk rows; ``chunk_bytes`` (chunk index → its source PDF's size) where the split knows it."""
+        for span in chunks:
+            self.runner.run(
+                """INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status, source_bytes)
+                   VALUES (CAST(:job AS uuid), :i, :first, :last, :status, :size)""",
+                job=job_id,
+                i=span.index,
+                first=span.first_page,
+                last=span.last_page,
+                status=status,
+                size=(chunk_bytes or {}).get(span.index),
+            )
 
     def finish_split(
-        self, job_id: str, *, parked: bool, total_pages: int, chunks: Sequence[ChunkSpan], chunk_bytes: Mapping[int, int] | None = None
+        self,
+        job_id: str,
+        *,
+        parked: bool,
+        total_pages: int,
+        chunks: Sequence[ChunkSpan],
+        chunk_bytes: Mapping[int, int] | None = None,
+        source_type: str = "pdf",
     ) -> JobRow | None:
-        return finish_split(self.runner, job_id, parked=parked, total_pages=total_pages, chunks=chunks, chunk_bytes=chunk_bytes)
+        """splitting → waiting_batch (``parked``) or pending, with the page count, the file's type and the chunk rows;
+        None when the job left splitting meanwhile (cancelled): then nothing is written."""
+        move = st.park() if parked else st.queue()
+        job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks), source_type=source_type)
+        if job is not None:
+            self.insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
+        return job
 
     def get_job(self, job_id: str) -> JobRow | None:
-        return get_job(self.runner, job_id)
+        return _job(self.runner.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id))
 
     def lock_job(self, job_id: str) -> JobRow | None:
-        return lock_job(self.runner, job_id)
+        """SELECT ... FOR UPDATE: serialises the transitions of one job."""
+        return _job(self.runner.one("SELECT * FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR UPDATE", id=job_id))
 
     def move_job(self, job_id: str, move: Transition, **fields: Any) -> JobRow | None:
-        return move_job(self.runner, job_id, move, **fields)
+        """Move a job along ``move`` (a job transition of domain.status) with extra columns; None when it
+        was not in one of the move's from-states. Entering processing stamps started_at; finishing, finished_at."""
+        _expect(move, Entity.JOB)
+        sets, params = _sets(fields)
+        row = self.runner.one(
+            f"""UPDATE large_conversion_jobs SET status = :to, updated_at = now(){sets},
+                   started_at = CASE WHEN :to = 'processing' THEN COALESCE(started_at, now()) ELSE started_at END,
+                   finished_at = CASE WHEN :to = ANY(CAST(:finished AS text[])) THEN now() END
+                WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[])) RETURNING *""",
+            to=move.target,
+            id=job_id,
+            from_=move.from_states,
+            finished=list(st.FINISHED_JOB_STATUSES),
+            **params,
+        )
+        return _job(row)
 
     def mark_process_now(self, job_id: str, *, only_if: str) -> JobRow | None:
-        return mark_process_now(self.runner, job_id, only_if=only_if)
+        """Send the job on-demand once split (process now while ``only_if``, i.e. splitting); None when it was not."""
+        return _job(
+            self.runner.one(
+                """UPDATE large_conversion_jobs SET process_now = true, updated_at = now()
+               WHERE id = CAST(:id AS uuid) AND status = :only_if RETURNING *""",
+                id=job_id,
+                only_if=only_if,
+            )
+        )
 
     def clear_retry(self, job_id: str) -> JobRow | None:
-        return clear_retry(self.runner, job_id)
+        """The running retry's scope gone from the job (settle's part; its row in job_retries keeps the history)."""
+        return _job(
+            self.runner.one(
+                """UPDATE large_conversion_jobs SET retry_attempt = NULL, retry_pages = NULL, updated_at = now()
+               WHERE id = CAST(:id AS uuid) RETURNING *""",
+                id=job_id,
+            )
+        )
 
     def jobs_in(self, status: str, *, unchanged_for_s: float) -> list[str]:
-        return jobs_in(self.runner, status, unchanged_for_s=unchanged_for_s)
+        """Ids of the jobs in ``status`` not updated for ``unchanged_for_s`` seconds (stalled)."""
+        rows = self.runner.run(
+            "SELECT id FROM large_conversion_jobs WHERE status = :status AND updated_at < now() - make_interval(secs => :secs)",
+            status=status,
+            secs=unchanged_for_s,
+        )
+        return [str(r["id"]) for r in rows]
 
     def jobs_to_sweep(self, statuses: Sequence[str], *, unchanged_for_s: float, limit: int) -> list[JobRow]:
-        return jobs_to_sweep(self.runner, statuses, unchanged_for_s=unchanged_for_s, limit=limit)
+        """Live jobs in ``statuses`` unchanged for ``unchanged_for_s`` s, ``limit`` of them in random order: the ones whose
+        workflow may have ended without recording their end (operations/recovery.py). Random, so that more than ``limit``
+        long-running jobs cannot hide an ended one from every run. A pause already settled is left alone."""
+        rows = self.runner.run(
+            """SELECT * FROM large_conversion_jobs
+               WHERE status = ANY(CAST(:statuses AS text[])) AND NOT (status = :paused AND pause_settled)
+                 AND updated_at < now() - make_interval(secs => :secs)
+               ORDER BY random() LIMIT :limit""",
+            statuses=list(statuses),
+            paused=str(st.JobStatus.PAUSED_BUDGET),
+            secs=unchanged_for_s,
+            limit=limit,
+        )
+        return [JobRow.of(row) for row in rows]
 
     def jobs_due(self, *, margin_s: float) -> list[str]:
-        return jobs_due(self.runner, margin_s=margin_s)
+        """Parked jobs whose ``deadline`` option is less than ``margin_s`` away: they must leave for on-demand now."""
+        rows = self.runner.run(
+            """SELECT id FROM large_conversion_jobs
+               WHERE status = ANY(CAST(:parked AS text[])) AND options ? 'deadline'
+                 AND CAST(options ->> 'deadline' AS timestamptz) < now() + make_interval(secs => :secs)
+               ORDER BY CAST(options ->> 'deadline' AS timestamptz)""",
+            parked=[str(x) for x in st.leave_batch_lane().from_states],
+            secs=margin_s,
+        )
+        return [str(r["id"]) for r in rows]
 
     def live_job_of_file(self, file_id: str) -> str | None:
-        return live_job_of_file(self.runner, file_id)
+        """The id of the file's live job (at most one: one_live_job_per_file), if any."""
+        row = self.runner.one(
+            "SELECT id FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid) AND status = ANY(CAST(:live AS text[]))",
+            id=file_id,
+            live=list(st.LIVE_JOB_STATUSES),
+        )
+        return str(row["id"]) if row else None
 
     def count_live_by_status(self) -> dict[str, int]:
-        return count_live_by_status(self.runner)
+        """How many jobs are in each live status (a gauge)."""
+        rows = self.runner.run(
+            "SELECT status, count(*) AS n FROM large_conversion_jobs WHERE status = ANY(CAST(:live AS text[])) GROUP BY status",
+            live=list(st.LIVE_JOB_STATUSES),
+        )
+        return {r["status"]: int(r["n"]) for r in rows}
+
+    def list_jobs(self, *, status: str | None = None, owner_id: str | None = None, limit: int = 100) -> list[JobRow]:
+        """Jobs newest first (for tests and tools; the API lists through the read model)."""
+        rows = self.runner.run(
+            """SELECT * FROM large_conversion_jobs
+               WHERE (CAST(:status AS text) IS NULL OR status = :status) AND (CAST(:owner AS text) IS NULL OR owner_id = :owner)
+               ORDER BY created_at DESC LIMIT :limit""",
+            status=status,
+            owner=owner_id,
+            limit=limit,
+        )
+        return [JobRow.of(row) for row in rows]
 
     # chunks
     def get_chunks(self, job_id: str) -> list[ChunkRow]:
-        return get_chunks(self.runner, job_id)
+        return [ChunkRow.of(row) for row in self.runner.run("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) ORDER BY chunk_index", id=job_id)]
 
     def get_chunk(self, job_id: str, chunk_index: int) -> ChunkRow | None:
-        return get_chunk(self.runner, job_id, chunk_index)
+        return _chunk(self.runner.one("SELECT * FROM chunk_jobs WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i", id=job_id, i=chunk_index))
 
     def move_chunks(self, job_id: str, move: Transition, *, indexes: Sequence[int] | None = None, **fields: Any) -> int:
-        return move_chunks(self.runner, job_id, move, indexes=indexes, **fields)
+        """Move the job's chunks (those of ``indexes`` only, when given) that are in one of the move's
+        from-states; the number moved."""
+        _expect(move, Entity.CHUNK)
+        sets, params = _sets(fields)
+        rows = self.runner.run(
+            f"""UPDATE chunk_jobs SET status = :to, updated_at = now(){sets}
+                WHERE job_id = CAST(:id AS uuid) AND status = ANY(CAST(:from_ AS text[]))
+                  AND (CAST(:indexes AS integer[]) IS NULL OR chunk_index = ANY(CAST(:indexes AS integer[])))
+                RETURNING chunk_index""",
+            to=move.target,
+            id=job_id,
+            from_=move.from_states,
+            indexes=list(indexes) if indexes is not None else None,
+            **params,
+        )
+        return len(rows)
 
     def claim_chunk(self, job_id: str, chunk_index: int, worker_id: str) -> ChunkRow | None:
-        return claim_chunk(self.runner, job_id, chunk_index, worker_id)
+        """pending (or a previous attempt's processing) → processing for this worker, if the job is processing."""
+        move = st.claim(Entity.CHUNK)
+        return _chunk(
+            self.runner.one(
+                """UPDATE chunk_jobs c SET status = :to, worker_id = :w, attempts = c.attempts + 1,
+                   heartbeat_at = now(), updated_at = now()
+               FROM large_conversion_jobs j
+               WHERE c.job_id = CAST(:id AS uuid) AND c.chunk_index = :i AND j.id = c.job_id
+                 AND j.status = :job_status AND c.status = ANY(CAST(:from_ AS text[]))
+               RETURNING c.*""",
+                id=job_id,
+                i=chunk_index,
+                w=worker_id,
+                to=move.target,
+                from_=move.from_states,
+                job_status=st.JobStatus.PROCESSING,
+            )
+        )
 
     def heartbeat_chunk(self, job_id: str, chunk_index: int, worker_id: str, pages_done: int) -> bool:
-        return heartbeat_chunk(self.runner, job_id, chunk_index, worker_id, pages_done)
+        """Guarded on status processing and this worker: False means stop (cancelled or taken over)."""
+        row = self.runner.one(
+            """UPDATE chunk_jobs SET heartbeat_at = now(), pages_done = :n, updated_at = now()
+               WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = :processing AND worker_id = :w
+               RETURNING chunk_index""",
+            processing=st.ChunkStatus.PROCESSING,
+            id=job_id,
+            i=chunk_index,
+            w=worker_id,
+            n=pages_done,
+        )
+        return row is not None
 
     def complete_chunk(
         self,
@@ -522,20 +351,40 @@ class PgJobs:
         cost_usd: Decimal,
         result_key: str,
     ) -> bool:
-        return complete_chunk(
-            self.runner,
-            job_id,
-            chunk_index,
-            worker_id,
-            pages_done=pages_done,
-            pages_failed=pages_failed,
-            pages_batch=pages_batch,
-            cost_usd=cost_usd,
-            result_key=result_key,
+        row = self.runner.one(
+            """UPDATE chunk_jobs SET status = :to, pages_done = :done, pages_failed = :failed, pages_batch = :batch,
+                   cost_usd = cost_usd + :cost, result_key = :key, updated_at = now()
+               WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = ANY(CAST(:from_ AS text[])) AND worker_id = :w
+               RETURNING chunk_index""",
+            to=st.complete_chunk().target,
+            from_=st.complete_chunk().from_states,
+            id=job_id,
+            i=chunk_index,
+            w=worker_id,
+            done=pages_done,
+            failed=pages_failed,
+            batch=pages_batch,
+            cost=cost_usd,
+            key=result_key,
         )
+        return row is not None
 
     def add_chunk_spend(self, job_id: str, chunk_index: int, cost_usd: Decimal) -> None:
-        add_chunk_spend(self.runner, job_id, chunk_index, cost_usd)
+        self.runner.run(
+            "UPDATE chunk_jobs SET cost_usd = cost_usd + :cost, updated_at = now() WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i",
+            id=job_id,
+            i=chunk_index,
+            cost=cost_usd,
+        )
 
     def chunk_still_owned(self, job_id: str, chunk_index: int, worker_id: str) -> bool:
-        return chunk_still_owned(self.runner, job_id, chunk_index, worker_id)
+        """Read-only: is the chunk still processing under this worker (not cancelled, not taken over)?"""
+        row = self.runner.one(
+            """SELECT count(*) AS owned FROM chunk_jobs
+               WHERE job_id = CAST(:id AS uuid) AND chunk_index = :i AND status = :processing AND worker_id = :w""",
+            id=job_id,
+            i=chunk_index,
+            w=worker_id,
+            processing=st.ChunkStatus.PROCESSING,
+        )
+        return bool(row and row["owned"])

@@ -9,23 +9,6 @@ from batchlane.db.jobs import Runner
 from batchlane.domain.status import JobStatus
 from batchlane.ports import Hold, LedgerRow
 
-
-def add_chunk_cost(
-    db: Runner, *, job_id: str, chunk_index: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
-) -> None:
-    db.run(
-        """INSERT INTO cost_ledger (job_id, chunk_index, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
-           VALUES (CAST(:job AS uuid), :chunk, 'chunk', 'on_demand', :model, :inp, :out, :cost, CAST(:meta AS jsonb))""",
-        job=job_id,
-        chunk=chunk_index,
-        model=model_id,
-        inp=input_tokens,
-        out=output_tokens,
-        cost=cost_usd,
-        meta=metadata,
-    )
-
-
 # The one row per Bedrock job, and the share per member job: same columns, each unique in its own way.
 _BATCH_SOURCES = {"batch": "(batch_row_id) WHERE source = 'batch'", "batch_share": "(batch_row_id, job_id) WHERE source = 'batch_share'"}
 
@@ -49,122 +32,8 @@ def _insert_batch_row(
     return row is not None
 
 
-def add_batch_cost(
-    db: Runner, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
-) -> bool:
-    """The one batch row per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
-    False when it already exists (unique index)."""
-    usage = (input_tokens, output_tokens)
-    return _insert_batch_row(db, "batch", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata)
-
-
-def add_batch_share(
-    db: Runner, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
-) -> None:
-    """A member's share of its lane's batch row (by its records): what the job's total counts."""
-    usage = (input_tokens, output_tokens)
-    if _insert_batch_row(db, "batch_share", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata):
-        # Spent from the job's hold like an on-demand request (its counter: db/budgets.reserve).
-        db.run("UPDATE funds_holds SET committed_usd = committed_usd + :cost WHERE job_id = CAST(:job AS uuid)", job=job_id, cost=cost_usd)
-
-
-def batch_cost_of_job(db: Runner, job_id: str) -> Decimal:
-    """The job's batch money: its shares (and a lane row of its own, from before the pool)."""
-    row = db.one(
-        "SELECT COALESCE(SUM(cost_usd), 0) AS total FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch'",
-        id=job_id,
-    )
-    return Decimal(row["total"]) if row else Decimal(0)
-
-
-def job_total(db: Runner, job_id: str) -> Decimal:
-    row = db.one("SELECT COALESCE(SUM(cost_usd), 0) AS total FROM cost_ledger WHERE job_id = CAST(:id AS uuid)", id=job_id)
-    return Decimal(row["total"]) if row else Decimal(0)
-
-
-def ledger_rows(db: Runner, job_id: str) -> list[LedgerRow]:
-    return [LedgerRow.of(r) for r in db.run("SELECT * FROM cost_ledger WHERE job_id = CAST(:id AS uuid) ORDER BY id", id=job_id)]
-
-
-# -- funds holds -------------------------------------------------------------------------
-def place_hold(db: Runner, *, job_id: str, owner_id: str, amount_usd: Decimal, hours: float) -> None:
-    db.run(
-        """INSERT INTO funds_holds (job_id, owner_id, amount_usd, expires_at)
-           VALUES (CAST(:job AS uuid), :owner, :amount, now() + make_interval(secs => :secs))
-           ON CONFLICT (job_id) DO NOTHING""",
-        job=job_id,
-        owner=owner_id,
-        amount=amount_usd,
-        secs=hours * 3600,
-    )
-
-
-def extend_hold(db: Runner, job_id: str, *, hours: float) -> None:
-    """Set the open hold to expire ``hours`` from now (stretched for the batch wait, back for on-demand)."""
-    db.run(
-        """UPDATE funds_holds SET expires_at = now() + make_interval(secs => :secs), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL""",
-        job=job_id,
-        secs=hours * 3600,
-    )
-
-
-def reopen_hold(db: Runner, job_id: str, *, extra_usd: Decimal, hours: float) -> None:
-    """A retry of failed pages: the settled hold opens again for ``extra_usd`` more; settle closes it at the new total."""
-    db.run(
-        """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, committed_usd = COALESCE(settled_usd, 0), settled_usd = NULL,
-               expires_at = now() + make_interval(secs => :secs), updated_at = now()
-           WHERE job_id = CAST(:job AS uuid)""",
-        job=job_id,
-        extra=extra_usd,
-        secs=hours * 3600,
-    )
-
-
-def close_hold(db: Runner, job_id: str, *, outcome: str, settled_usd: Decimal | None = None) -> bool:
-    row = db.one(
-        """UPDATE funds_holds SET outcome = :outcome, settled_usd = :settled, updated_at = now()
-           WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL RETURNING id""",
-        job=job_id,
-        outcome=outcome,
-        settled=settled_usd,
-    )
-    return row is not None
-
-
-def get_hold(db: Runner, job_id: str) -> Hold | None:
-    row = db.one("SELECT * FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
-    return Hold.of(row) if row is not None else None
-
-
-def carry_late_batch_cost(db: Runner, job_id: str) -> None:
-    """A batch bill written after its job left the lane (process now, cancel, stopping) still counts:
-    a finished job's total and its settled hold follow the ledger, and the job carries its batch cost
-    (its own batch rows: its shares, not the whole lane's bill it shared with other jobs)."""
-    db.run(
-        """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
-               updated_at = now()
-           WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:settled AS text[]))""",
-        id=job_id,
-        settled=[JobStatus.COMPLETED, JobStatus.FAILED],
-    )
-    db.run(
-        """UPDATE funds_holds SET settled_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
-               updated_at = now()
-           WHERE job_id = CAST(:id AS uuid) AND outcome = 'settled'""",
-        id=job_id,
-    )
-    db.run(
-        """UPDATE large_conversion_jobs SET batch_cost_usd = (
-                   SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch')
-           WHERE id = CAST(:id AS uuid) AND status <> :parked""",
-        id=job_id,
-        parked=JobStatus.WAITING_BATCH,
-    )
-
-
 class PgLedger:
-    """batchlane.ports.LedgerRepository on PostgreSQL: the functions above, bound to one Database or Transaction."""
+    """batchlane.ports.LedgerRepository on PostgreSQL, bound to one Database or Transaction."""
 
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
@@ -172,50 +41,121 @@ class PgLedger:
     def add_chunk_cost(
         self, *, job_id: str, chunk_index: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> None:
-        add_chunk_cost(
-            self.runner, job_id=job_id, chunk_index=chunk_index, model_id=model_id, input_tokens=input_tokens, output_tokens=output_tokens,
-            cost_usd=cost_usd, metadata=metadata,
-        )  # fmt: skip
+        self.runner.run(
+            """INSERT INTO cost_ledger (job_id, chunk_index, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+               VALUES (CAST(:job AS uuid), :chunk, 'chunk', 'on_demand', :model, :inp, :out, :cost, CAST(:meta AS jsonb))""",
+            job=job_id,
+            chunk=chunk_index,
+            model=model_id,
+            inp=input_tokens,
+            out=output_tokens,
+            cost=cost_usd,
+            meta=metadata,
+        )
 
     def add_batch_cost(
         self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> bool:
-        return add_batch_cost(
-            self.runner, job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, input_tokens=input_tokens, output_tokens=output_tokens,
-            cost_usd=cost_usd, metadata=metadata,
-        )  # fmt: skip
+        """The one batch row per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
+        False when it already exists (unique index)."""
+        usage = (input_tokens, output_tokens)
+        return _insert_batch_row(
+            self.runner, "batch", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata
+        )
 
     def add_batch_share(
         self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> None:
-        add_batch_share(
-            self.runner, job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, input_tokens=input_tokens, output_tokens=output_tokens,
-            cost_usd=cost_usd, metadata=metadata,
-        )  # fmt: skip
+        """A member's share of its lane's batch row (by its records): what the job's total counts."""
+        usage = (input_tokens, output_tokens)
+        if _insert_batch_row(
+            self.runner, "batch_share", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata
+        ):
+            # Spent from the job's hold like an on-demand request (its counter: db/budgets.reserve).
+            self.runner.run("UPDATE funds_holds SET committed_usd = committed_usd + :cost WHERE job_id = CAST(:job AS uuid)", job=job_id, cost=cost_usd)
 
     def batch_cost_of_job(self, job_id: str) -> Decimal:
-        return batch_cost_of_job(self.runner, job_id)
+        """The job's batch money: its shares (and a lane row of its own, from before the pool)."""
+        row = self.runner.one(
+            "SELECT COALESCE(SUM(cost_usd), 0) AS total FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch'",
+            id=job_id,
+        )
+        return Decimal(row["total"]) if row else Decimal(0)
 
     def job_total(self, job_id: str) -> Decimal:
-        return job_total(self.runner, job_id)
+        row = self.runner.one("SELECT COALESCE(SUM(cost_usd), 0) AS total FROM cost_ledger WHERE job_id = CAST(:id AS uuid)", id=job_id)
+        return Decimal(row["total"]) if row else Decimal(0)
 
     def ledger_rows(self, job_id: str) -> list[LedgerRow]:
-        return ledger_rows(self.runner, job_id)
+        return [LedgerRow.of(r) for r in self.runner.run("SELECT * FROM cost_ledger WHERE job_id = CAST(:id AS uuid) ORDER BY id", id=job_id)]
 
     def carry_late_batch_cost(self, job_id: str) -> None:
-        carry_late_batch_cost(self.runner, job_id)
+        """A batch bill written after its job left the lane (process now, cancel, stopping) still counts:
+        a finished job's total and its settled hold follow the ledger, and the job carries its batch cost
+        (its own batch rows: its shares, not the whole lane's bill it shared with other jobs)."""
+        self.runner.run(
+            """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
+                   updated_at = now()
+               WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:settled AS text[]))""",
+            id=job_id,
+            settled=[JobStatus.COMPLETED, JobStatus.FAILED],
+        )
+        self.runner.run(
+            """UPDATE funds_holds SET settled_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
+                   updated_at = now()
+               WHERE job_id = CAST(:id AS uuid) AND outcome = 'settled'""",
+            id=job_id,
+        )
+        self.runner.run(
+            """UPDATE large_conversion_jobs SET batch_cost_usd = (
+                       SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid) AND backend = 'batch')
+               WHERE id = CAST(:id AS uuid) AND status <> :parked""",
+            id=job_id,
+            parked=JobStatus.WAITING_BATCH,
+        )
 
+    # funds holds
     def place_hold(self, *, job_id: str, owner_id: str, amount_usd: Decimal, hours: float) -> None:
-        place_hold(self.runner, job_id=job_id, owner_id=owner_id, amount_usd=amount_usd, hours=hours)
+        self.runner.run(
+            """INSERT INTO funds_holds (job_id, owner_id, amount_usd, expires_at)
+               VALUES (CAST(:job AS uuid), :owner, :amount, now() + make_interval(secs => :secs))
+               ON CONFLICT (job_id) DO NOTHING""",
+            job=job_id,
+            owner=owner_id,
+            amount=amount_usd,
+            secs=hours * 3600,
+        )
 
     def extend_hold(self, job_id: str, *, hours: float) -> None:
-        extend_hold(self.runner, job_id, hours=hours)
+        """Set the open hold to expire ``hours`` from now (stretched for the batch wait, back for on-demand)."""
+        self.runner.run(
+            """UPDATE funds_holds SET expires_at = now() + make_interval(secs => :secs), updated_at = now()
+               WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL""",
+            job=job_id,
+            secs=hours * 3600,
+        )
 
     def reopen_hold(self, job_id: str, *, extra_usd: Decimal, hours: float) -> None:
-        reopen_hold(self.runner, job_id, extra_usd=extra_usd, hours=hours)
+        """A retry of failed pages: the settled hold opens again for ``extra_usd`` more; settle closes it at the new total."""
+        self.runner.run(
+            """UPDATE funds_holds SET outcome = NULL, amount_usd = COALESCE(settled_usd, 0) + :extra, committed_usd = COALESCE(settled_usd, 0), settled_usd = NULL,
+                   expires_at = now() + make_interval(secs => :secs), updated_at = now()
+               WHERE job_id = CAST(:job AS uuid)""",
+            job=job_id,
+            extra=extra_usd,
+            secs=hours * 3600,
+        )
 
     def close_hold(self, job_id: str, *, outcome: str, settled_usd: Decimal | None = None) -> bool:
-        return close_hold(self.runner, job_id, outcome=outcome, settled_usd=settled_usd)
+        row = self.runner.one(
+            """UPDATE funds_holds SET outcome = :outcome, settled_usd = :settled, updated_at = now()
+               WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL RETURNING id""",
+            job=job_id,
+            outcome=outcome,
+            settled=settled_usd,
+        )
+        return row is not None
 
     def get_hold(self, job_id: str) -> Hold | None:
-        return get_hold(self.runner, job_id)
+        row = self.runner.one("SELECT * FROM funds_holds WHERE job_id = CAST(:job AS uuid)", job=job_id)
+        return Hold.of(row) if row is not None else None

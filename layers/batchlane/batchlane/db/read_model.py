@@ -40,59 +40,6 @@ _JOB_JOINS = """LEFT JOIN LATERAL (
        LEFT JOIN funds_holds h ON h.job_id = j.id"""
 
 
-def job_row(db: Runner, job_id: str) -> dict[str, Any] | None:
-    return db.one(f"SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS} WHERE j.id = CAST(:id AS uuid)", id=job_id)
-
-
-def latest_job_row(db: Runner, file_id: str) -> dict[str, Any] | None:
-    """The file's live job if it has one, else its newest."""
-    return db.one(
-        f"""SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS}
-            WHERE j.file_id = CAST(:id AS uuid)
-            ORDER BY (j.status = ANY(CAST(:finished AS text[]))), j.created_at DESC LIMIT 1""",
-        id=file_id,
-        finished=list(st.FINISHED_JOB_STATUSES),
-    )
-
-
-def owner_file_rows(db: Runner, owner_id: str, *, job_status: str | None, limit: int) -> list[dict[str, Any]]:
-    """The owner's files, newest first, each joined with its live (else newest) job."""
-    return db.run(
-        f"""SELECT jv.*, f.id, f.name, f.size_bytes, f.status AS file_status, f.created_at, f.updated_at,
-                   (SELECT ff.folder_job_id FROM folder_job_files ff WHERE ff.file_id = f.id LIMIT 1) AS folder_job_id FROM files f
-            LEFT JOIN LATERAL (
-                SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS}
-                WHERE j.file_id = f.id
-                ORDER BY (j.status = ANY(CAST(:finished AS text[]))), j.created_at DESC LIMIT 1) jv ON true
-            WHERE f.owner_id = :owner AND f.deleted_at IS NULL
-              AND (CAST(:status AS text) IS NULL OR jv.status = :status)
-            ORDER BY f.created_at DESC LIMIT :limit""",
-        owner=owner_id,
-        status=job_status,
-        limit=limit,
-        finished=list(st.FINISHED_JOB_STATUSES),
-    )
-
-
-def jobs_of_file(db: Runner, file_id: str) -> list[dict[str, Any]]:
-    """Every job of the file (``id``) with the state of a lane still open that carries it (``batch_state``, None without one)."""
-    return db.run(
-        """SELECT j.id, (SELECT l.state FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
-                         WHERE m.job_id = j.id AND l.state <> 'closed' LIMIT 1) AS batch_state
-           FROM large_conversion_jobs j WHERE j.file_id = CAST(:id AS uuid)""",
-        id=file_id,
-    )
-
-
-def ledger_by_model(db: Runner, job_id: str) -> list[dict[str, Any]]:
-    """A job's booked cost and tokens per model (the console's live cost so far)."""
-    return db.run(
-        """SELECT model_id, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(input_tokens), 0) AS inp, COALESCE(SUM(output_tokens), 0) AS out
-           FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id ORDER BY model_id""",
-        id=job_id,
-    )
-
-
 def _int(value: Any) -> int:
     return int(value or 0)
 
@@ -156,12 +103,36 @@ class PgReads:
         self.runner = runner
 
     def job(self, job_id: str) -> JobProgress | None:
-        return _progress(job_row(self.runner, job_id))
+        return _progress(self.runner.one(f"SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS} WHERE j.id = CAST(:id AS uuid)", id=job_id))
 
     def current_job(self, file_id: str) -> JobProgress | None:
-        return _progress(latest_job_row(self.runner, file_id))
+        """The file's live job if it has one, else its newest."""
+        row = self.runner.one(
+            f"""SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS}
+                WHERE j.file_id = CAST(:id AS uuid)
+                ORDER BY (j.status = ANY(CAST(:finished AS text[]))), j.created_at DESC LIMIT 1""",
+            id=file_id,
+            finished=list(st.FINISHED_JOB_STATUSES),
+        )
+        return _progress(row)
 
     def owner_files(self, owner_id: str, *, job_status: str | None, limit: int) -> list[OwnerFile]:
+        """The owner's files, newest first, each joined with its live (else newest) job."""
+        rows = self.runner.run(
+            f"""SELECT jv.*, f.id, f.name, f.size_bytes, f.status AS file_status, f.created_at, f.updated_at,
+                       (SELECT ff.folder_job_id FROM folder_job_files ff WHERE ff.file_id = f.id LIMIT 1) AS folder_job_id FROM files f
+                LEFT JOIN LATERAL (
+                    SELECT {_JOB_COLUMNS} FROM large_conversion_jobs j {_JOB_JOINS}
+                    WHERE j.file_id = f.id
+                    ORDER BY (j.status = ANY(CAST(:finished AS text[]))), j.created_at DESC LIMIT 1) jv ON true
+                WHERE f.owner_id = :owner AND f.deleted_at IS NULL
+                  AND (CAST(:status AS text) IS NULL OR jv.status = :status)
+                ORDER BY f.created_at DESC LIMIT :limit""",
+            owner=owner_id,
+            status=job_status,
+            limit=limit,
+            finished=list(st.FINISHED_JOB_STATUSES),
+        )
         return [
             OwnerFile(
                 file_id=str(r["id"]),
@@ -173,11 +144,24 @@ class PgReads:
                 folder_job_id=r["folder_job_id"],
                 job=job_progress(r) if r["job_id"] is not None else None,
             )
-            for r in owner_file_rows(self.runner, owner_id, job_status=job_status, limit=limit)
+            for r in rows
         ]
 
     def jobs_of_file(self, file_id: str) -> list[FileJob]:
-        return [FileJob(str(r["id"]), r["batch_state"]) for r in jobs_of_file(self.runner, file_id)]
+        """Every job of the file with the state of a lane still open that carries it (None without one)."""
+        rows = self.runner.run(
+            """SELECT j.id, (SELECT l.state FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
+                             WHERE m.job_id = j.id AND l.state <> 'closed' LIMIT 1) AS batch_state
+               FROM large_conversion_jobs j WHERE j.file_id = CAST(:id AS uuid)""",
+            id=file_id,
+        )
+        return [FileJob(str(r["id"]), r["batch_state"]) for r in rows]
 
     def spend_by_model(self, job_id: str) -> list[ModelSpend]:
-        return [ModelSpend(r["model_id"], Decimal(r["cost"]), int(r["inp"]), int(r["out"])) for r in ledger_by_model(self.runner, job_id)]
+        """A job's booked cost and tokens per model (the console's live cost so far)."""
+        rows = self.runner.run(
+            """SELECT model_id, COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(input_tokens), 0) AS inp, COALESCE(SUM(output_tokens), 0) AS out
+               FROM cost_ledger WHERE job_id = CAST(:id AS uuid) GROUP BY model_id ORDER BY model_id""",
+            id=job_id,
+        )
+        return [ModelSpend(r["model_id"], Decimal(r["cost"]), int(r["inp"]), int(r["out"])) for r in rows]

@@ -22,6 +22,14 @@ DEADLINE = "deadline"  # the lane reason a deadline gives
 NOT_RETRYABLE = frozenset(
     {
         "NOT_PDF",
+        "FILE_TYPE_UNSUPPORTED",  # the listing's id for a file of another type (issue 43; NOT_PDF before it)
+        "FILE_EMPTY",
+        "IMAGE_CORRUPT",
+        "IMAGE_TOO_LARGE",
+        "IMAGE_TOO_MANY_PAGES",
+        "DOCUMENT_CORRUPT",
+        "DOCUMENT_TOO_COMPLEX",
+        "DOCUMENT_TOO_MANY_PAGES",
         "PDF_NOT_PDF",  # the id the split raises (pdf/split.py sniff); NOT_PDF is kept for rows written before
         "PDF_EMPTY",
         "PDF_CORRUPT",

@@ -18,6 +18,17 @@ MAX_REQUEST_BYTES = 20_000_000
 REQUEST_OVERHEAD_BYTES = 64_000
 
 
+# Bedrock's batch quotas ("Batch inference input file size (in GB)", "... job size (in GB)": 1 GB and 5 GB for
+# most models) are decimal, like every AWS size quota: a GB is 10**9 bytes, so the lane's *_MB settings count
+# 10**6 bytes. Read as GiB, the 5 GB cap let a lane of up to 5.37 GB through, which Bedrock's validation fails.
+MB = 1_000_000
+
+
+def quota_bytes(mb: int) -> int:
+    """A lane size setting in MB (BATCH_CONVERSION_MAX_FILE_MB, _MAX_JOB_MB) in bytes, as Bedrock's quotas count them."""
+    return mb * MB
+
+
 def encoded_size(raw_bytes: int) -> int:
     """Bytes that ``raw_bytes`` take once base64-encoded (with padding), as they travel in the JSON body."""
     return 4 * ((raw_bytes + 2) // 3)

@@ -13,18 +13,21 @@ import posixpath
 from datetime import UTC, datetime
 from typing import Any
 
+from batchlane import keys
 from batchlane.conversion.create import create_job
 from batchlane.conversion.figures import figure_folder
+from batchlane.conversion.outputs import CONTENT_TYPES
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
+from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
+from batchlane.formats.document import media_type
 from batchlane.naming import with_legacy_fields
 from batchlane.observability import logger
-from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository
-from batchlane.runtime import Services
+from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository, Services
 
 # A claimed file whose conversion was not opened after this long lost its turn (the Lambda died): claim it again.
 STALLED_START_S = 900.0
@@ -109,8 +112,8 @@ def settle_ended(svc: Services, job: FolderJob) -> int:
             "pages": ended.total_pages,
             "pages_failed": ended.pages_failed,
             "cost_usd": ended.total_cost_usd,
-            "lane": "batch" if ended.pages_batch > 0 else "on_demand",
-            "lane_reason": ended.lane_reason or ended.pool_reason or lane_rule_reason(svc, job, ended.total_pages),
+            "lane": "batch" if ended.pages_batch > 0 else "converter" if ended.source_type in BORN_DIGITAL else "on_demand",
+            "lane_reason": "born_digital" if ended.source_type in BORN_DIGITAL else ended.lane_reason or ended.pool_reason or lane_rule_reason(svc, job, ended.total_pages),
         }
         if ended.job_status == "completed":
             refused = write_output(svc, buckets, job, ended)
@@ -133,6 +136,9 @@ def settle_ended(svc: Services, job: FolderJob) -> int:
             folder_jobs.finish_file(job_id, key, status="skipped", error_id="CANCELLED", error_message="The file's conversion was cancelled.", **common)
         settled += 1
     return settled
+
+
+BORN_DIGITAL = frozenset(t.name for t in DOCUMENTS)  # converted with no model call: the report's lane is "converter"
 
 
 def foreign_output(head: Any, owner_id: str) -> bool:
@@ -307,6 +313,12 @@ def _copy_beside(svc: Services, buckets: Any, ended: EndedConversion, target: tu
         buckets.copy((svc.store.bucket, f"{job_dir}/pages.jsonl"), (target[0], f"{stem}.pages.jsonl"), owner=owner, content_type="application/x-ndjson")
     except NotFound:
         logger.info("no per-page record to copy", markdown_key=ended.markdown_key)  # assembled before it existed
+    for fmt, name in keys.RENDERING_NAMES.items():  # conversionFormats: book.converted.docx, .converted.html, .blocks.jsonl
+        suffix = ".blocks.jsonl" if fmt == "json" else f".converted.{fmt}"
+        try:
+            buckets.copy((svc.store.bucket, f"{job_dir}/{name}"), (target[0], f"{stem}{suffix}"), owner=owner, content_type=CONTENT_TYPES[fmt])
+        except NotFound:
+            continue  # not asked for, or not produced (outputs.json says why)
     folder = posixpath.join(posixpath.dirname(target[1]), figure_folder(posixpath.basename(ended.source_key)))
     for key in svc.store.list_keys(f"{job_dir}/images/"):
-        buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"), owner=owner, content_type="image/png")
+        buckets.copy((svc.store.bucket, key), (target[0], f"{folder}/{posixpath.basename(key)}"), owner=owner, content_type=media_type(key))

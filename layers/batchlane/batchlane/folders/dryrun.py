@@ -23,16 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds
+from batchlane.domain import file_types as ft
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.finish import redacted_spec
 from batchlane.folders.usecases import prepare
+from batchlane.formats import detect as formats
 from batchlane.pdf.bounded import Bound
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import SURVEY_BOUND, survey_pdf
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 MAX_DRY_RUN_PAGES = 10  # 10,000 objects
 MAX_OUTPUT_CHECKS = 200  # HeadObject calls for outputs outside the listed folder (29 s behind the API)
@@ -123,11 +125,32 @@ def estimate(
     already = [f for f in to_convert if spec.output.on_existing == "skip" and _exists(buckets, spec, f.output_key, listed, ask=ask)]
     to_convert = [f for f in to_convert if f not in already]
     by_type = Counter((posixpath.splitext(k)[1].lower() or "(none)") for k, _ in objects if not k.endswith("/") and not layout.is_own_output(k))
-    counted, refused = _pages(svc, source.bucket, to_convert, settings.batchlane_max_pages, owner_id=owner_id, report=report)
-    pages, chars = counted.total, counted.text_chars
     model_id = str(spec.options.get("modelId") or settings.batchlane_model_id)
     if model_id not in settings.batchlane_prices:
         raise InputError(f"Model {model_id} has no price configured.", error_id="MODEL_UNKNOWN")
+    # By type (issue 43): born-digital files cost no model call; PDFs and pictures are counted per type, in
+    # parallel, the count deadline shared between the types.
+    kinds = {f.source_key: ft.by_extension(f.source_key) or ft.PDF for f in to_convert}
+    documents = [f for f in to_convert if kinds[f.source_key].kind == ft.DOCUMENT]
+    vision: dict[str, list[Any]] = {}
+    for f in to_convert:
+        if kinds[f.source_key].kind == ft.PAGES:
+            vision.setdefault(kinds[f.source_key].name, []).append(f)
+    per_type: dict[str, dict[str, Any]] = {}
+    estimates: list[PageEstimate] = []
+    refused: dict[str, str] = {}
+    for name, files in sorted(vision.items()):
+        part, part_refused = _pages(
+            svc, source.bucket, files, settings.batchlane_max_pages, owner_id=owner_id, report=report, deadline_s=COUNT_DEADLINE_S / len(vision), images=name != "pdf"
+        )
+        estimates.append(part)
+        refused.update(part_refused)
+        per_type[name] = {"files": len(files), "pages": part.total, "method": part.method, **_type_cost(svc, settings, model_id, part)}
+    for f in documents:
+        entry = per_type.setdefault(kinds[f.source_key].name, {"files": 0, "pages": None, "method": "converter", "onDemandUsd": "0", "batchUsd": "0"})
+        entry["files"] += 1
+    counted = _sum_estimates(estimates)
+    pages, chars = counted.total, counted.text_chars
     output_tokens = math.ceil(chars / 4 * MARKDOWN_OVERHEAD)
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
     requests = math.ceil(pages / per_request) if pages else 0
@@ -145,6 +168,7 @@ def estimate(
             "excluded": found.excluded,
             "failing": {**{f.source_key: f.error_id for f in found.files if f.status == "failed"}, **refused},
             "by_type": dict(sorted(by_type.items())),
+            "estimateByType": per_type,  # pdf / png / tiff …: pages and model cost; docx, pptx …: $0 (converted, no model call)
         },
         "pages": {
             "total": pages,
@@ -158,7 +182,7 @@ def estimate(
         "estimate": {
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
             "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
-            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
+            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: {INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
@@ -200,8 +224,42 @@ def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, i
     return list(zip(keys, sizes, strict=True))
 
 
+def _type_cost(svc: Services, settings: Any, model_id: str, part: PageEstimate) -> dict[str, str]:
+    """One type's share of the estimate, with the folder's own formula (per page, output from the text)."""
+    output_tokens = math.ceil(part.text_chars / 4 * MARKDOWN_OVERHEAD)
+    per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
+    requests = math.ceil(part.total / per_request) if part.total else 0
+    on_demand = Usage(part.total * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
+    batch = Usage(part.total * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
+    return {"onDemandUsd": str(svc.prices.cost(model_id, on_demand)), "batchUsd": str(svc.prices.cost(model_id, batch, batch=True))}
+
+
+def _sum_estimates(parts: list[PageEstimate]) -> PageEstimate:
+    """The folder's pages: the types' estimates added up (exact only when every type was)."""
+    if not parts:
+        return PageEstimate(0, 0, 0, 0, "exact", 0, 0)
+    method = "exact" if all(p.method == "exact" for p in parts) else "extrapolated"
+    return PageEstimate(
+        sum(p.total for p in parts),
+        sum(p.low for p in parts),
+        sum(p.high for p in parts),
+        sum(p.text_chars for p in parts),
+        method,
+        sum(p.files_counted for p in parts),
+        sum(p.files_surveyed for p in parts),
+    )
+
+
 def _pages(
-    svc: Services, bucket: str, files: list[Any], max_pages: int, *, owner_id: str, report: Callable[[dict[str, Any]], None] = lambda step: None
+    svc: Services,
+    bucket: str,
+    files: list[Any],
+    max_pages: int,
+    *,
+    owner_id: str,
+    report: Callable[[dict[str, Any]], None] = lambda step: None,
+    deadline_s: float = COUNT_DEADLINE_S,
+    images: bool = False,
 ) -> tuple[PageEstimate, dict[str, str]]:
     """Every file's pages counted when the set is small, else a sample spread over the sizes; both in
     parallel and within ``COUNT_DEADLINE_S``; what was not counted is extrapolated by bytes. Also
@@ -213,7 +271,7 @@ def _pages(
     text_at = {chosen[round(k * (len(chosen) - 1) / max(1, surveyed - 1))] for k in range(surveyed)}  # spread over the sizes
     store = svc.folder_source(bucket, owner_id)
     report({"step": "counting", "done": 0, "total": len(chosen)})
-    deadline = time.monotonic() + COUNT_DEADLINE_S
+    deadline = time.monotonic() + deadline_s
     # Counts still running at the deadline are left behind (each ends within its own bound): the directory
     # may go before they do, so its removal ignores what they still hold.
     with tempfile.TemporaryDirectory(prefix="folder-dryrun-", ignore_cleanup_errors=True) as tmp:
@@ -225,6 +283,11 @@ def _pages(
                     return None
                 store.download_to(files[i].source_key, path)
                 size = max(files[i].size_bytes, path.stat().st_size)
+                if images:  # a picture is counted as the split will send it: a PDF of a page per frame
+                    try:
+                        path.write_bytes(formats.wrap_image(path, max_pages=max_pages))
+                    except InputError as exc:
+                        return Counted(size, 0, error_id=exc.error_id)
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return None

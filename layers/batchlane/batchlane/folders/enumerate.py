@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from batchlane.config import Settings
+from batchlane.domain import file_types
 from batchlane.domain import status as st
 from batchlane.domain.errors import InputError, NotFound, ObjectUnreadable
 from batchlane.folders import layout
@@ -32,7 +33,8 @@ def classify(spec: FolderJobSpec, job_id: str, objects: list[tuple[str, int]], *
     """What a listed page means for the job: files to convert (or failed/skipped with an id) and excluded ones.
 
     Our own outputs (``.md``, ``_batchlane/``) are never inputs; folder markers are ignored;
-    a matched non-PDF fails NOT_PDF; a file an earlier report says was converted is skipped.
+    a matched file of a type batchlane does not convert fails FILE_TYPE_UNSUPPORTED (listed, never dropped);
+    a file an earlier report says was converted is skipped.
     """
     in_prefix = spec.input_uri.key
     out_prefix = spec.output_uri.key
@@ -50,8 +52,8 @@ def classify(spec: FolderJobSpec, job_id: str, objects: list[tuple[str, int]], *
     files: list[NewFolderFile] = []
     for key, size in selected:
         out = layout.output_key(key, input_prefix=in_prefix, output_prefix=out_prefix, layout=spec.output.layout, is_input=inputs.__contains__)
-        if not layout.is_pdf_name(key):
-            files.append(NewFolderFile(key, size, out, "failed", "NOT_PDF", "Only PDF files are converted; the glob matched a file that is not a .pdf."))
+        if not layout.is_supported_name(key):
+            files.append(NewFolderFile(key, size, out, "failed", file_types.UNSUPPORTED, file_types.unsupported_message(key)))
         elif key in done_sources and spec.output.on_existing == "skip":
             files.append(NewFolderFile(key, size, out, "skipped", "ALREADY_CONVERTED", "An earlier run's report says this file was converted."))
         else:
@@ -157,7 +159,7 @@ def _enumeration_complete(folder_jobs: FolderJobRepository, bus: EventBus, job_i
         if job.objects_listed == 0:
             error_id, message = "FOLDER_EMPTY", "The folder holds no objects."
         else:
-            error_id, message = "FOLDER_NO_PDF", f"None of the folder's {job.objects_listed} objects is a PDF the include/exclude globs select."
+            error_id, message = "FOLDER_NO_PDF", f"None of the folder's {job.objects_listed} objects is a file the include/exclude globs select."
         publish_folder_change(folder_jobs, bus, folder_jobs.move(job_id, st.folder_job("fail"), error_id=error_id, error_message=message))
         logger.info("folder job has nothing to convert", job_id=job_id, error_id=error_id)
     else:

@@ -13,15 +13,20 @@ from __future__ import annotations
 
 import fnmatch
 import posixpath
+import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
 
+from batchlane.domain import file_types
+
 Layout = Literal["alongside", "mirror", "flat"]
 RECORD_FOLDER = "_batchlane"
 OUTPUT_EXTENSION = ".md"
-DEFAULT_INCLUDE = ("*.pdf",)
+# PDFs and the born-digital types (no model call for their text); pictures only when ``include`` names them (each is a
+# billed vision call): domain/file_types.py, docs/operations.md "Folder jobs".
+DEFAULT_INCLUDE = file_types.DEFAULT_INCLUDE
 
 
 @dataclass(frozen=True)
@@ -75,9 +80,15 @@ def report_part_key(output_prefix: str, job_id: str, part: int) -> str:
     return record_prefix(output_prefix, job_id) + f"report/part-{part:06d}.jsonl"
 
 
+# What a job writes beside the Markdown (issue 43): renderings, per-page and per-block records, figure files.
+_BESIDE = re.compile(r"(\.converted\.(docx|html)|\.pages\.jsonl|\.blocks\.jsonl|\.images/p\d+-\d+\.[a-z]+)$")
+
+
 def is_own_output(key: str) -> bool:
-    """Keys no folder job ever converts: Markdown and anything under a ``_batchlane/`` folder."""
-    return key.lower().endswith(OUTPUT_EXTENSION) or f"/{RECORD_FOLDER}/" in f"/{key}"
+    """Keys no folder job ever converts: Markdown, what it writes beside it (``book.converted.docx``,
+    ``book.images/p3-1.png``, ``book.pages.jsonl``) and anything under a ``_batchlane/`` folder."""
+    lower = key.lower()
+    return lower.endswith(OUTPUT_EXTENSION) or f"/{RECORD_FOLDER}/" in f"/{key}" or _BESIDE.search(lower) is not None
 
 
 def matches(relative: str, include: Iterable[str], exclude: Iterable[str]) -> bool:
@@ -94,6 +105,11 @@ def matches(relative: str, include: Iterable[str], exclude: Iterable[str]) -> bo
 
 def is_pdf_name(key: str) -> bool:
     return key.lower().endswith(".pdf")
+
+
+def is_supported_name(key: str) -> bool:
+    """A key whose name is one of the types batchlane converts (the split checks the bytes)."""
+    return file_types.by_extension(key) is not None
 
 
 def _with_extension(key: str, extension: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from batchlane.domain import workflow_end as we
 from batchlane.folders.finish import fail, finish
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 SWEEP_UNCHANGED_S = 300  # as operations/recovery.SWEEP_UNCHANGED_S (scaled)
 SWEEP_BATCH = 100

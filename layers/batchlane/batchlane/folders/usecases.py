@@ -23,8 +23,7 @@ from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
 from batchlane.observability import logger
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import FolderCounts, FolderFile, FolderJob
-from batchlane.runtime import Services
+from batchlane.ports import FolderCounts, FolderFile, FolderJob, Services
 from batchlane.webhooks import subscription
 
 FOLDER_EVENTS = ("job.completed",)

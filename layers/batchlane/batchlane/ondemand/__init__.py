@@ -4,8 +4,8 @@ backoff with full jitter, and the coverage re-ask. See docs/ondemand.md."""
 from batchlane.ondemand.convert import GroupConverter, Spend
 from batchlane.ondemand.coverage import CoverageRule, build_reask_request, text_layer
 from batchlane.ondemand.governed import BackoffPolicy, GovernedTransport
-from batchlane.ondemand.limiter import Aborted, LimitSettings, NoLimit, PgLimiter, limiter_for
 from batchlane.ondemand.planner import PlannedPage, RequestPlan
+from batchlane.ports import Aborted
 
 __all__ = [
     "Aborted",
@@ -13,13 +13,9 @@ __all__ = [
     "CoverageRule",
     "GovernedTransport",
     "GroupConverter",
-    "LimitSettings",
-    "NoLimit",
-    "PgLimiter",
     "PlannedPage",
     "RequestPlan",
     "Spend",
     "build_reask_request",
-    "limiter_for",
     "text_layer",
 ]

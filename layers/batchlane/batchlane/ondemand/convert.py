@@ -38,9 +38,9 @@ from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.observability import logger
 from batchlane.ondemand.coverage import CoverageRule, build_reask_request
-from batchlane.ondemand.limiter import Aborted
 from batchlane.ondemand.planner import PlannedPage
 from batchlane.pdf.split import Page
+from batchlane.ports import Aborted
 
 
 @dataclass

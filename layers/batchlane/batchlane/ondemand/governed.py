@@ -7,7 +7,7 @@ as fast as the pace let the flood's requests end: docs/decisions/0027). A slot t
 than ``PACE_LATE_S`` after the start time is not used on that start: the request takes a fresh
 one, so sends delayed by the slots never bunch beyond the pace's bound by more than that margin.
 
-Why, and the two abort checks: docs/architecture.md "Module notes".
+Why, and the two abort checks: docs/module-notes.md "batchlane.ondemand.governed".
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from batchlane.converter.request import PageRequest
 from batchlane.converter.transports import INVOCATION_ENDING, ModelAnswer, ModelCallError, Transport
+from batchlane.domain.pace import PACE_LEAD_S
 from batchlane.observability import logger
-from batchlane.ondemand.limiter import PACE_LEAD_S, Aborted, LeaseWaitTimeout, Limiter
+from batchlane.ports import Aborted, LeaseWaitTimeout, Limiter
 
 # How long after its start time a request may still be sent on it (the slot came late): the margin the
 # pace already gives a loaded host's wake-ups. Later, it takes a fresh start time.

@@ -1,6 +1,6 @@
 """How many pages go in one on-demand request: the smallest of the configured count, the API's limits and the token budget.
 
-The estimates and the figures behind them: docs/architecture.md "Module notes".
+The estimates and the figures behind them: docs/module-notes.md "batchlane.ondemand.planner".
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Cancel: the job stops, nothing is charged, the file can be converted again.
 
-The answer per job status and what the one transaction does: docs/architecture.md "Module notes".
+The answer per job status and what the one transaction does: docs/module-notes.md "batchlane.operations.cancel".
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import Entity, JobStatus
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 from batchlane.webhooks.events import publish_job_change
 
 CANCEL_REASON = "cancelled"

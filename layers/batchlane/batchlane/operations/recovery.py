@@ -18,7 +18,7 @@ from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.domain import workflow_end as we
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.runtime import Services
+from batchlane.ports import Services
 
 # Longer than the intake can run (4 attempts of job_split's 900 s, plus backoff, plus FailJob):
 # a job splitting longer lost its intake (an execution that never ran or whose FailJob failed).

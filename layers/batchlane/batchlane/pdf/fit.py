@@ -1,6 +1,6 @@
 """Bring a one-page PDF under a size limit before it is sent (recompress its images, else render it), or say it cannot be done.
 
-Why nothing Claude sees is lost, and the libraries: docs/architecture.md "Module notes".
+Why nothing Claude sees is lost, and the libraries: docs/module-notes.md "batchlane.pdf.fit".
 """
 
 from __future__ import annotations

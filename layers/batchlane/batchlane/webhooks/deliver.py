@@ -25,8 +25,7 @@ from urllib.parse import urlsplit
 from batchlane.domain import status as st
 from batchlane.domain.errors import InputError
 from batchlane.observability import logger
-from batchlane.ports import DeliveryRepository
-from batchlane.runtime import Services
+from batchlane.ports import DeliveryRepository, Services
 from batchlane.webhooks import owner_secrets, subscription
 from batchlane.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
 

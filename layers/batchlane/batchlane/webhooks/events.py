@@ -18,8 +18,7 @@ from typing import Any
 from batchlane.contract import JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.domain.status import FINISHED_JOB_STATUSES, JobStatus
 from batchlane.observability import logger
-from batchlane.ports import EventBus
-from batchlane.runtime import Services
+from batchlane.ports import EventBus, Services
 
 # paused_budget: the owner resumes it (docs/operations.md "Budgets, caps and fair sharing")
 FOLDER_JOB_END_STATUSES = ("completed", "completed_with_failures", "cancelled", "error")

@@ -1,5 +1,5 @@
 -- A webhook signing secret per owner (issue 40.4, docs/operations.md "Signed webhooks"; decision
--- docs/decisions/0029-webhook-secret-per-owner.md): each version KMS-encrypted with the owner in its encryption
+-- docs/decisions/0033-webhook-secret-per-owner.md): each version KMS-encrypted with the owner in its encryption
 -- context, so a row copied to another owner does not decrypt. The newest version signs; the one before it signs too
 -- for the grace period after a rotation. webhook_signing holds when per-owner signing began: for
 -- BATCHLANE_WEBHOOK_MIGRATION_DAYS from then, deliveries carry the deployment's signature beside the owner's.

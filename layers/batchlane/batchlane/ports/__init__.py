@@ -1,0 +1,50 @@
+"""What the use cases need from the outside, as Protocols, one module per concern; every name is re-exported here.
+
+Adapters translate their errors into the errors here, once (boto3 in ``aws/``, pg8000 in ``db/``); use cases never
+see a ``ClientError``. One repository per aggregate (cosmicpython's shape), reached through the ``UnitOfWork``:
+the PostgreSQL adapters in ``db/`` (``db/uow.py``), the in-memory fakes in tests/fakes, and tests/contract runs the
+same contract tests on both, so the fake cannot drift from the SQL. Repositories return typed rows (frozen
+dataclasses), never dicts. ``runtime.py`` is the one place that builds the adapters (docs/architecture.md, "Ports
+and adapters").
+"""
+
+from batchlane.ports.bedrock import (
+    BatchJobAlreadyEnded,
+    BatchJobNotFound,
+    BatchJobRef,
+    BatchJobRejected,
+    BatchJobs,
+    BatchJobsBusy,
+    BatchJobsError,
+    BatchJobSpec,
+    ModelCallFailed,
+    ModelReadTimeout,
+    ModelRuntime,
+)
+from batchlane.ports.caps import CapCounts, RateLimits
+from batchlane.ports.estimates import Estimate, EstimateRepository
+from batchlane.ports.folders import EndedConversion, FolderCounts, FolderFile, FolderJob, FolderJobRepository, NewFolderFile
+from batchlane.ports.jobs import ChunkRow, FileRow, JobRepository, JobRow
+from batchlane.ports.lanes import BatchRow, LaneOutcome, LaneRepository, Member, PooledChunk, PoolRead, PurgeTarget
+from batchlane.ports.model_probes import PageForm, PageFormRepository, ServiceTierRepository
+from batchlane.ports.money import BudgetOverride, BudgetRepository, Hold, JobMoney, LedgerRepository, LedgerRow
+from batchlane.ports.ondemand import Aborted, Admission, ChunkAdmissions, Lease, LeaseWaitTimeout, Limiter, PageThreadDatabase
+from batchlane.ports.reads import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile, ReadModel
+from batchlane.ports.retries import JobRetry, RetryRepository
+from batchlane.ports.services import Services
+from batchlane.ports.storage import (
+    DOWNLOAD_URL_TTL_S,
+    PDF_CONTENT_TYPE,
+    UPLOAD_URL_TTL_S,
+    Downloads,
+    FolderBuckets,
+    ListedPage,
+    ObjectHead,
+    ObjectStore,
+    ObjectStoreError,
+    StoredObject,
+    Uploads,
+)
+from batchlane.ports.uow import UniqueViolation, UnitOfWork
+from batchlane.ports.webhooks import Delivery, DeliveryRepository, SecretCipher, SigningSecret, StoredSecret, WebhookSecretRepository
+from batchlane.ports.workflows import EventBus, Workflows

@@ -1,0 +1,170 @@
+"""What was spent (the ledger), what is held (funds holds) and the owners' budgets (db/ledger.py, db/budgets.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, Protocol
+
+from batchlane.domain.budget import Limits, Standing
+from batchlane.ports.jobs import JobRow
+
+
+@dataclass(frozen=True)
+class LedgerRow:
+    """One cost_ledger row (0001_init.sql; a lane's row with no job and the members' shares: 0017_batch_pool.sql)."""
+
+    id: int
+    job_id: str | None  # None: a lane's one row per Bedrock job (its members carry batch_share rows)
+    chunk_index: int | None
+    batch_row_id: int | None
+    source: str  # chunk (on-demand requests), batch (a Bedrock job's bill), batch_share (a member's part of it)
+    backend: str  # on_demand, batch
+    model_id: str
+    input_tokens: int
+    output_tokens: int
+    cost_usd: Decimal
+    metadata: dict[str, Any]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> LedgerRow:
+        values: dict[str, Any] = {f.name: row[f.name] for f in fields(cls)}
+        job = row["job_id"]
+        return cls(**{**values, "job_id": str(job) if job is not None else None, "metadata": dict(row["metadata"] or {})})
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One funds_holds row (0001_init.sql; committed_usd, wanted_usd: 0029_hold_committed.sql): what a job may spend."""
+
+    id: int
+    job_id: str
+    owner_id: str
+    amount_usd: Decimal
+    expires_at: datetime
+    outcome: str | None  # None: open; settled, released, cancelled
+    settled_usd: Decimal | None
+    committed_usd: Decimal  # what the hold has given out (reservations and booked batch shares)
+    wanted_usd: Decimal  # the worst case of the last request that did not fit (0 once one as large fits)
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Hold:
+        values: dict[str, Any] = {f.name: row[f.name] for f in fields(cls)}
+        return cls(**{**values, "job_id": str(row["job_id"])})
+
+
+@dataclass(frozen=True)
+class BudgetOverride:
+    """One user_budgets row (0012_budgets.sql): an owner's limits where an admin set them (None: the deployment's)."""
+
+    owner_id: str
+    usd_per_month: Decimal | None
+    max_live_jobs: int | None
+    max_live_pages: int | None
+    updated_by: str
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> BudgetOverride:
+        return cls(**{f.name: row[f.name] for f in fields(cls)})
+
+
+@dataclass(frozen=True)
+class JobMoney:
+    """A job's money at a glance: its spend so far, its open hold (None: closed or none) and its pages done."""
+
+    job_id: str
+    owner_id: str
+    status: str
+    total_pages: int
+    spent_usd: Decimal
+    hold_usd: Decimal | None
+    pages_done: int  # pages of completed chunks, converted or failed
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> JobMoney:
+        return cls(
+            job_id=str(row["job_id"]),
+            owner_id=row["owner_id"],
+            status=row["status"],
+            total_pages=int(row["total_pages"]),
+            spent_usd=Decimal(row["spent_usd"]),
+            hold_usd=Decimal(row["hold_usd"]) if row["hold_usd"] is not None else None,
+            pages_done=int(row["pages_done"]),
+        )
+
+
+class LedgerRepository(Protocol):
+    """What was spent (ledger rows) and what is held (funds holds) per job (db/ledger.py)."""
+
+    # the ledger
+
+    def add_chunk_cost(
+        self, *, job_id: str, chunk_index: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> None: ...
+    def add_batch_cost(
+        self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> bool:
+        """The one batch row per Bedrock job (``job_id`` None: the lane's); False when it exists already."""
+        ...
+
+    def add_batch_share(
+        self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+    ) -> None:
+        """A member's share of its lane's row (once per lane and job), spent from the job's hold."""
+        ...
+
+    def batch_cost_of_job(self, job_id: str) -> Decimal: ...  # its batch-backend rows: its shares (and a pre-pool batch row)
+    def job_total(self, job_id: str) -> Decimal: ...  # every row of the job
+    def ledger_rows(self, job_id: str) -> list[LedgerRow]: ...  # the job's rows, in the order they were booked
+    def carry_late_batch_cost(self, job_id: str) -> None:
+        """A batch bill booked after the job left the lane still counts: a finished job's total and its settled hold
+        follow the ledger, and (unless parked) the job's batch cost is its batch rows."""
+        ...
+
+    # funds holds
+    def place_hold(self, *, job_id: str, owner_id: str, amount_usd: Decimal, hours: float) -> None: ...  # a job's one hold (a second is ignored)
+    def extend_hold(self, job_id: str, *, hours: float) -> None: ...  # an open hold expires ``hours`` from now
+    def reopen_hold(self, job_id: str, *, extra_usd: Decimal, hours: float) -> None:
+        """A retry of failed pages: the hold opens again for ``extra_usd`` more than it settled at."""
+        ...
+
+    def close_hold(self, job_id: str, *, outcome: str, settled_usd: Decimal | None = None) -> bool: ...  # False: not open
+    def get_hold(self, job_id: str) -> Hold | None: ...
+
+
+class BudgetRepository(Protocol):
+    """Owners' limits and standing: monthly spend, live jobs and pages, reservations (db/budgets.py; the per-user caps' counts: CapCounts)."""
+
+    def standing(self, owner_id: str, *, exclude_job: str | None = None) -> Standing:
+        """This month's (UTC) spend on the owner's jobs (every ledger row of them: chunk, batch and batch_share),
+        plus what their open holds may still spend, plus the live jobs and their pages (``exclude_job`` left out)."""
+        ...
+
+    def lock_owner(self, owner_id: str) -> None: ...  # inside ``with uow:``, serialises the owner's budget checks
+    def get_override(self, owner_id: str) -> BudgetOverride | None: ...
+    def set_override(
+        self, owner_id: str, *, usd_per_month: Decimal | None, max_live_jobs: int | None, max_live_pages: int | None, updated_by: str
+    ) -> BudgetOverride: ...  # inserted or replaced (None: the deployment's default)
+    def limits_for(self, owner_id: str, settings: Any) -> Limits: ...  # the override where set, else the settings' defaults
+    def job_money(self, job_id: str) -> JobMoney | None: ...
+    def reserve(self, job_id: str, cost: Decimal) -> bool | None:
+        """Take ``cost`` from the job's open hold if that much is left: True; False when not (nothing taken, the cost
+        kept as ``wanted_usd``); None when the job has no open hold."""
+        ...
+
+    def settle_reservation(self, job_id: str, *, reserved: Decimal, actual: Decimal) -> None: ...  # what it cost replaces the reservation
+    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
+        """processing → paused_budget (domain.status's ``pause_budget``) when the job's spend reached its open hold, or
+        what the hold has left cannot carry ``next_request_usd`` or the last request that did not fit; True if paused."""
+        ...
+
+    def mark_pause_settled(self, job_id: str) -> bool: ...  # the paused run's last step ran (only while paused_budget)
+    def resume_paused(self, job_id: str, *, hold_usd: Decimal) -> JobRow | None:
+        """paused_budget → processing (``resume``), the hold raised to ``hold_usd``, the resume counted, processing chunks
+        back to pending; None if not paused."""
+        ...
