@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from batchlane_dev.local import cpu_shares
 from batchlane_dev.local.pdfgen import object_flood_pdf, operator_bomb_pdf
 
 B_CALLS = 40  # B's calls per measurement: enough for a median and a high percentile of the same calls
@@ -78,8 +79,10 @@ class Flood:
         return percentile([s for _, s in self.answers], 99) if self.answers else 0.0
 
 
-def _client(base_url: str, user: str, file_ids: list[str], offset: int, stop: Any, answers: Any) -> None:
-    """One of A's clients, in a process of its own: dry runs of ``file_ids`` in turn until ``stop`` is set."""
+def _client(base_url: str, user: str, file_ids: list[str], offset: int, stop: Any, answers: Any, cpu_group: str | None = None) -> None:
+    """One of A's clients, in a process of its own (in A's CPU group when given): dry runs of ``file_ids`` in turn until
+    ``stop`` is set."""
+    cpu_shares.enter(cpu_group)
     turn, mine = offset, []
     while not stop.is_set():
         file_id = file_ids[turn % len(file_ids)]
@@ -91,13 +94,14 @@ def _client(base_url: str, user: str, file_ids: list[str], offset: int, stop: An
 
 
 @contextmanager
-def dry_run_flood(base_url: str, user: str, file_ids: list[str], *, clients: int = 3) -> Iterator[Flood]:
+def dry_run_flood(base_url: str, user: str, file_ids: list[str], *, clients: int = 3, cpu_group: str | None = None) -> Iterator[Flood]:
     """A's flood for the ``with`` body: ``clients`` processes posting dry runs of ``file_ids`` in turn, as fast as
     answered. Processes, not threads of the caller: A's clients are not in the process that hosts the offline stack
-    (its API's front, moto), as no attacker's client is in API Gateway's."""
+    (its API's front, moto), as no attacker's client is in API Gateway's; with ``cpu_group`` (A's, local/cpu_shares.py)
+    their CPU is A's too, as an attacker's machines are not the service's."""
     context = multiprocessing.get_context("spawn")
     stop, answers = context.Event(), context.Queue()
-    processes = [context.Process(target=_client, args=(base_url, user, file_ids, i, stop, answers), daemon=True) for i in range(clients)]
+    processes = [context.Process(target=_client, args=(base_url, user, file_ids, i, stop, answers, cpu_group), daemon=True) for i in range(clients)]
     for process in processes:
         process.start()
     flood = Flood()
@@ -111,9 +115,13 @@ def dry_run_flood(base_url: str, user: str, file_ids: list[str], *, clients: int
             process.join(timeout=30)
 
 
-def summary(alone: list[float], flooded: list[float]) -> dict[str, float]:
-    """p50 and p99 of B's calls alone and under the flood, in ms, and the ratios (flooded over alone)."""
+def summary(alone: list[float], flooded: list[float], alone_after: list[float] | None = None) -> dict[str, float]:
+    """p50 and p99 of B's calls alone and under the flood, in ms, and the ratios (flooded over alone). With
+    ``alone_after`` (B alone again once the flood and its estimates ended), alone is the mean of the two measurements'
+    p50 and of their p99: a load that comes or goes on a shared machine meanwhile is not counted as the flood's."""
     a50, a99, f50, f99 = statistics.median(alone), percentile(alone, 99), statistics.median(flooded), percentile(flooded, 99)
+    if alone_after:
+        a50, a99 = (a50 + statistics.median(alone_after)) / 2, (a99 + percentile(alone_after, 99)) / 2
     return {
         "alone_p50_ms": round(a50 * 1000, 1),
         "alone_p99_ms": round(a99 * 1000, 1),

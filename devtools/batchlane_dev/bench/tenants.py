@@ -156,16 +156,18 @@ def _api_latency(stack: OfflineStack, b: ApiClient, runs: int, calls: int, hosti
         a = _client(stack, user)
         files = [_uploaded(a, data, name) for name, data in hostile.items()]
         alone, alone_statuses = dry_run_flood.timed(b_read, calls)
-        with dry_run_flood.dry_run_flood(url, user, files) as flood:
+        shares = stack.registry.cpu_shares  # A's clients in A's CPU group: an attacker's machines are not the service's
+        with dry_run_flood.dry_run_flood(url, user, files, cpu_group=shares.group_for(user) if shares else None) as flood:
             deadline = time.monotonic() + 60
             while services().uow().estimates.running(user, younger_than_s=3600) == 0 and time.monotonic() < deadline:
                 time.sleep(0.1)
             flooded, flooded_statuses = dry_run_flood.timed(b_read, calls)
         ends = _estimates_ended(user)
+        after, after_statuses = dry_run_flood.timed(b_read, calls)  # alone again: before and after, against drift
         measured.append(
             {
-                **dry_run_flood.summary(alone, flooded),
-                "b_statuses": sorted(set(alone_statuses) | set(flooded_statuses)),
+                **dry_run_flood.summary(alone, flooded, after),
+                "b_statuses": sorted(set(alone_statuses) | set(flooded_statuses) | set(after_statuses)),
                 "a_dry_runs": len(flood.answers),
                 "a_statuses": sorted(flood.statuses()),
                 "a_answer_p99_s": round(flood.p99_s(), 3),
