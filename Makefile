@@ -50,6 +50,7 @@ console: console/dist/index.html   ## build the web console (served by `batchlan
 
 demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the offline stack
 	$(VENV)/bin/batchlane demo $(DEMO_ARGS)
+	@echo "batchlane is $(VENV)/bin/batchlane: '. $(VENV)/bin/activate' puts it on your PATH for the README's commands"
 
 # The suites run on both cores (pytest-xdist); a file's tests stay on one worker, so a module's
 # offline stack starts once. Files go out longest first (tests/conftest.py; xdist's own reorder, by test
@@ -74,7 +75,12 @@ mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money us
 	$(VENV)/bin/python devtools/mutate/table.py $(MUTATE_DIR)/mutants
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut results
 
-bench: $(VENV)/.stamp   ## one JSON object per figure, each against a baseline measured in the same run
+# The bench-only peer of the one_document figures (requirements-bench.lock: AGPL, never shipped; docs/decisions/0034).
+$(VENV)/.bench-stamp: $(VENV)/.stamp requirements-bench.lock
+	$(PY) -m pip install -q -r requirements-bench.lock
+	touch $@
+
+bench: $(VENV)/.bench-stamp   ## one JSON object per figure, each against a baseline measured in the same run
 	$(PY) -m batchlane_dev.bench $(BENCH_ARGS)
 
 synth: $(VENV)/.stamp node_modules/.stamp   ## cdk synth, offline

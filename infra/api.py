@@ -40,6 +40,15 @@ ROUTES = routes_from_spec()
 STAGE = "v1"
 
 
+GATEWAY_ERRORS = (
+    (apigw.ResponseType.UNAUTHORIZED, "UNAUTHORIZED"),
+    (apigw.ResponseType.ACCESS_DENIED, "FORBIDDEN"),
+    (apigw.ResponseType.THROTTLED, "THROTTLED"),
+    (apigw.ResponseType.DEFAULT_4_XX, "BAD_REQUEST"),
+    (apigw.ResponseType.DEFAULT_5_XX, "GATEWAY_ERROR"),
+)
+
+
 class Api(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, config: InfraConfig, handler: lambda_.IFunction) -> None:
         super().__init__(scope, construct_id)
@@ -134,6 +143,14 @@ class Api(Construct):
                 throttling_burst_limit=config.api_burst_limit,
             ),
         )
+        # API Gateway's own answers (the authorizer's 401/403, the stage's throttle, a failed integration) in the
+        # API's one error shape, {"error": {"code", "message"}} (decision 0031): a client reads every error alike.
+        for response_type, code in GATEWAY_ERRORS:
+            self.rest_api.add_gateway_response(
+                f"Gateway{code.title().replace('_', '')}",
+                type=response_type,
+                templates={"application/json": f'{{"error": {{"code": "{code}", "message": $context.error.messageString}}}}'},
+            )
         authorizer = apigw.CognitoUserPoolsAuthorizer(self, "Authorizer", cognito_user_pools=[self.user_pool])
         validator = self.rest_api.add_request_validator("Validator", validate_request_parameters=True, validate_request_body=True)
         integration = apigw.LambdaIntegration(handler, proxy=True)

@@ -107,7 +107,7 @@ class InfraConfig:
     fallback_alarm_percent: float = DEFAULT_FALLBACK_SHARE * 100
     webhook_allow_private: bool = False
     webhook_grace_hours: float = 24.0
-    webhook_migration_days: float = 30.0  # deliveries carry the deployment's signature beside the owner's this long (decision 0033)
+    webhook_migration_days: float = 30.0  # deliveries carry the deployment's signature beside the owner's this long (decision 0037)
     admin_group: str = "batchlane-admins"
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
     priority_group: str = "batchlane-priority"

@@ -1,7 +1,7 @@
 """Webhook signing: the KMS key that seals each owner's secret, and the deployment's shared secret of before.
 
 Each owner's signing secret is a row of webhook_secrets sealed with ``key`` (the owner in the encryption context;
-issue 40.4, decision 0033): the API seals (kms:Encrypt), ``webhook_deliver`` opens (kms:Decrypt), both only under an
+issue 40.4, decision 0037): the API seals (kms:Encrypt), ``webhook_deliver`` opens (kms:Decrypt), both only under an
 owner's context for this purpose (deployment/grants.py). The deployment's shared secret (Secrets Manager) still signs
 beside the owner's for the migration's days (BATCHLANE_WEBHOOK_MIGRATION_DAYS); only ``webhook_deliver`` reads it.
 """
@@ -34,7 +34,7 @@ class WebhookSigning(Construct):
             "POST /api/v1/webhook-config/secret); rotating it on a schedule would break the receivers still on it.",
         )
         # One customer managed key for every owner's secret: $1 a month and $0.03 per 10,000 calls, against a Secrets
-        # Manager secret per owner at $0.40 a month each (decision 0033). Its key material rotates yearly (KMS keeps the
+        # Manager secret per owner at $0.40 a month each (decision 0037). Its key material rotates yearly (KMS keeps the
         # old material to decrypt what it sealed); the key outlives a stack deleted with retainData.
         self.key = kms.Key(
             self,

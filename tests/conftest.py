@@ -88,6 +88,7 @@ def start_stack(  # type: ignore[no-untyped-def]
         settings=settings or {},
         retry_time_scale=retry_time_scale,
         owner_cpu_shares=owner_cpu_shares,
+        check_contract=True,  # every API answer a test sees is checked against docs/api/openapi.yaml (stop fails otherwise)
     )
     if not schedules:
         options.schedule_speedup = 1e-6  # the schedules never fire during a test: the test drives them
@@ -158,6 +159,7 @@ SLOWEST_FILES = (
     "tests/e2e/test_demo.py",
     "tests/e2e/test_lambda_throttle.py",
     "tests/integration/test_bench_figures.py",
+    "tests/integration/test_one_document_corpus.py",
     "tests/e2e/test_batch_lane.py",
     "tests/e2e/test_docs_commands.py",
 )

@@ -21,12 +21,14 @@ const SENTENCES = {
   401: "Your sign-in has expired; sign in again",
 };
 
+// An error answer is {"error": {"code", "message"}} (decision 0031).
 export class ApiError extends Error {
   constructor(status, body) {
+    const error = (body && body.error) || {};
     const base = SENTENCES[status] || (status >= 500 ? "The service had a problem; try again in a minute" : "The request was refused");
-    super(body && body.message ? `${base}: ${body.message}` : `${base}.`);
+    super(error.message ? `${base}: ${error.message}` : `${base}.`);
     this.status = status;
-    this.code = body && body.code;
+    this.code = error.code;
   }
 }
 
@@ -67,6 +69,6 @@ export async function upload(file) {
   for (const [k, v] of Object.entries(registered.upload.fields)) form.append(k, v);
   form.append("file", file);
   const response = await fetch(s3Url(registered.upload.url), { method: "POST", body: form });
-  if (!response.ok) throw new ApiError(response.status, { message: "the upload to storage failed" });
+  if (!response.ok) throw new ApiError(response.status, { error: { code: "UPLOAD_FAILED", message: "the upload to storage failed" } });
   return registered;
 }

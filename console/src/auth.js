@@ -33,3 +33,13 @@ export async function signIn(userName) {
   setToken(`local:${userName}`);
   return userName;
 }
+
+// Sign-out forgets the token here; on AWS it also ends the hosted sign-in's session (Cognito's /logout endpoint,
+// console-config.json logoutUrl), so the next sign-in asks again.
+export async function signOut() {
+  setToken(null);
+  const c = getConfig();
+  if (c.mode !== "cognito") return;
+  await (await cognito()).removeUser();
+  if (c.logoutUrl) location.assign(c.logoutUrl);
+}

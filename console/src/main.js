@@ -3,13 +3,15 @@ import { h, render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import htm from "htm";
 import { ApiError, api, bearer, estimate as runEstimate, getConfig, s3Url, setConfig, signedIn, upload } from "./api.js";
-import { resume, signIn } from "./auth.js";
+import { resume, signIn, signOut } from "./auth.js";
 import "./style.css";
 
 const html = htm.bind(h);
 const usd = (v) => (v == null ? "–" : `$${Number(v).toFixed(4)}`);
+const usd2 = (v) => (v == null ? "–" : `$${Number(v).toFixed(2)}`);
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
 const duration = (s) => (s == null ? "unknown" : s < 90 ? `${s} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
 
 function useRoute() {
   const [route, setRoute] = useState(location.hash.slice(1) || "/new");
@@ -31,7 +33,7 @@ function useAction() {
     inFlight.current = true; setBusy(true); setError(null);
     try { return await fn(); } catch (e) { setError(e.message); return undefined; } finally { inFlight.current = false; setBusy(false); }
   };
-  return { busy, error, run };
+  return { busy, error, run, setError };
 }
 
 const Err = ({ error }) => (error ? html`<p class="error" role="alert">${error}</p>` : null);
@@ -49,14 +51,19 @@ function usePoll(fn, deps, fastMs = 2000) {
   }, deps);
 }
 
+// Each view starts with its heading; after a route change focus moves there (screen readers announce the new view).
+const Title = ({ children }) => html`<h1 tabindex="-1" id="view-title">${children}</h1>`;
+
 function SignIn({ onDone }) {
   const [name, setName] = useState("");
+  const field = useRef(null);
   const cognito = getConfig().mode === "cognito";
-  return html`<main><h1>Sign in to batchlane</h1>
+  useEffect(() => { if (field.current) field.current.focus(); }, []);
+  return html`<main id="main"><h1>Sign in to batchlane</h1>
     <form onSubmit=${async (e) => { e.preventDefault(); const who = await signIn(name.trim()); if (who) onDone(who); }}>
       ${cognito ? html`<p>You will be sent to the sign-in page of your organisation.</p>` : html`
         <label for="user">User name</label>
-        <input id="user" autocomplete="username" value=${name} onInput=${(e) => setName(e.target.value)} required />`}
+        <input id="user" ref=${field} autocomplete="username" value=${name} onInput=${(e) => setName(e.target.value)} required />`}
       <button type="submit">Sign in</button>
     </form></main>`;
 }
@@ -65,6 +72,8 @@ function SignIn({ onDone }) {
 const ACCEPTED = ".pdf,.png,.jpg,.jpeg,.webp,.tif,.tiff,.docx,.pptx,.xlsx,.xlsm,.html,.htm,.xhtml,.epub,.odt";
 
 export const localFiles = new Map(); // fileId → File: the page view draws from it right after upload
+
+const EMPTY_FILE = "The file is empty: it has no bytes to convert. Check that it was saved or downloaded completely.";
 
 function NewConversion() {
   const [file, setFile] = useState(null);
@@ -84,6 +93,7 @@ function NewConversion() {
     return o;
   };
   const ensureUploaded = async () => {
+    if (file.size === 0) throw new Error(EMPTY_FILE); // said before anything is uploaded, as the CLI says it
     if (registered && registered.file === file) return registered.fileId;
     const r = await upload(file);
     localFiles.set(r.fileId, file);
@@ -100,11 +110,12 @@ function NewConversion() {
     const started = await api("POST", `/api/v1/files/${id}/convert`, { options: options() });
     location.hash = `/job/${started.jobId}`;
   });
+  const choose = (chosen) => { setFile(chosen || null); setEstimate(null); est.setError(null); conv.setError(null); };
   const set = (k) => (e) => setOpts({ ...opts, [k]: e.target.type === "checkbox" ? e.target.checked : e.target.value });
-  return html`<main><h1>New conversion</h1>
-    <div class="drop" onDragOver=${(e) => e.preventDefault()} onDrop=${(e) => { e.preventDefault(); setFile(e.dataTransfer.files[0]); setEstimate(null); }}>
+  return html`<${Title}>New conversion<//>
+    <div class="drop" onDragOver=${(e) => e.preventDefault()} onDrop=${(e) => { e.preventDefault(); choose(e.dataTransfer.files[0]); }}>
       <label for="pdf">PDF file, or a scan or picture (PNG, JPEG, WebP, TIFF), Word, PowerPoint, Excel, HTML, EPUB or ODT</label>
-      <input id="pdf" type="file" accept=${ACCEPTED} onChange=${(e) => { setFile(e.target.files[0] || null); setEstimate(null); }} />
+      <input id="pdf" type="file" accept=${ACCEPTED} onChange=${(e) => choose(e.target.files[0])} />
       <p class="hint">or drop a file here (born-digital documents are converted with no model call: $0)</p>
     </div>
     <fieldset><legend>Options</legend>
@@ -131,11 +142,15 @@ function NewConversion() {
       <dt>Lane</dt><dd data-testid="est-lane">${estimate.lane.name === "batch" ? "batch (half price)" : estimate.lane.name === "converter" ? "converter (no model call)" : "on-demand"}: ${estimate.lane.reason}</dd>
       <dt>Cost</dt><dd data-testid="est-cost">${usd(estimate.estimate.costUsd)}</dd>
       <dt>Cost if all on-demand</dt><dd>${usd(estimate.estimate.onDemandUsd)}</dd>
-      <dt>Turnaround</dt><dd>${estimate.turnaround.expected}</dd></dl></section>`}
-  </main>`;
+      <dt>Turnaround</dt><dd>${estimate.turnaround.expected}</dd></dl></section>`}`;
 }
 
 const STATUSES = ["", "splitting", "pending", "processing", "waiting_batch", "paused_budget", "assembling", "completed", "failed", "cancelled"];
+
+function statusWords(c) {
+  if (c.status === "completed" && c.pages.failed) return `completed, ${plural(c.pages.failed, "page")} failed`;
+  return c.status.replace("_", " ");
+}
 
 function Jobs() {
   const [status, setStatus] = useState("");
@@ -144,17 +159,19 @@ function Jobs() {
   usePoll(async () => {
     try { setFiles((await api("GET", `/api/v1/files${status ? `?status=${status}` : ""}`)).files); setError(null); } catch (e) { setError(e.message); }
   }, [status], 3000);
-  return html`<main><h1>Jobs</h1>
+  const rows = (files || []).filter((f) => f.conversion);
+  return html`<${Title}>Jobs<//>
     <label for="status">Status</label>
     <select id="status" value=${status} onChange=${(e) => setStatus(e.target.value)}>${STATUSES.map((s) => html`<option value=${s}>${s || "any"}</option>`)}</select>
     <${Err} error=${error} />
-    <table><caption>Your conversions, newest first</caption>
-      <thead><tr><th scope="col">File</th><th scope="col">Status</th><th scope="col">Pages</th><th scope="col">Lane</th><th scope="col">Cost so far</th><th scope="col">Saving</th><th scope="col">ETA</th><th scope="col">Created</th></tr></thead>
-      <tbody>${(files || []).filter((f) => f.conversion).map((f) => { const c = f.conversion; return html`<tr>
-        <td><a href=${`#/job/${c.jobId}`}>${f.name}</a></td><td>${c.status}</td><td>${c.pages.done} / ${c.pages.total ?? "?"}</td>
-        <td>${c.batch ? "batch" : c.batchWaiting ? "batch (pool)" : "on-demand"}</td><td>${usd(c.live.costSoFarUsd)}</td>
-        <td>${usd(c.live.savingUsd)}</td><td>${duration(c.live.eta.seconds)}</td><td>${when(c.createdAt)}</td></tr>`; })}</tbody>
-    </table></main>`;
+    ${files && rows.length === 0 ? html`<p class="empty">${status ? `No conversion is ${status.replace("_", " ")}.` : html`No conversions yet. <a href="#/new">Convert a PDF</a>.`}</p>` : html`
+    <table class="stack" role="table"><caption>Your conversions, newest first</caption>
+      <thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">File</th><th scope="col" role="columnheader">Status</th><th scope="col" role="columnheader">Pages</th><th scope="col" role="columnheader">Lane</th><th scope="col" role="columnheader">Cost so far</th><th scope="col" role="columnheader">ETA</th><th scope="col" role="columnheader">Created</th></tr></thead>
+      <tbody role="rowgroup">${rows.map((f) => { const c = f.conversion; return html`<tr role="row">
+        <td role="cell" data-label="File"><a href=${`#/job/${c.jobId}`}>${f.name}</a></td><td role="cell" data-label="Status">${statusWords(c)}</td><td role="cell" data-label="Pages">${c.pages.done} / ${c.pages.total ?? "?"}</td>
+        <td role="cell" data-label="Lane">${c.batch ? "batch" : c.batchWaiting ? "batch (pool)" : "on-demand"}</td><td role="cell" data-label="Cost so far">${usd(c.live.costSoFarUsd)}</td>
+        <td role="cell" data-label="ETA">${["completed", "failed", "cancelled"].includes(c.status) ? "finished" : duration(c.live.eta.seconds)}</td><td role="cell" data-label="Created">${when(c.createdAt)}</td></tr>`; })}</tbody>
+    </table>`}`;
 }
 
 function nextStep(j) {
@@ -163,67 +180,99 @@ function nextStep(j) {
     if (j.batch && j.batch.submittedAt) return `Waiting for the Bedrock batch job, submitted ${when(j.batch.submittedAt)}, ${hours} h limit; the pages it misses go on-demand after.`;
     return "Waiting in the batch pool for other pages to share a Bedrock batch job; Process now sends it on-demand.";
   }
+  if (j.status === "completed" && j.pages.failed) {
+    return `Finished with ${plural(j.pages.failed, "failed page")}: the Markdown marks ${j.pages.failed === 1 ? "it" : "them"} where ${j.pages.failed === 1 ? "it stands" : "they stand"}. The reasons and a retry are below.`;
+  }
   return {
     splitting: "Splitting the PDF into chunks.", pending: "Queued for on-demand conversion.", processing: "Converting on-demand.",
     paused_budget: "Paused: this month's budget is spent; it resumes when the budget allows.", assembling: "Assembling the Markdown.",
-    completed: "Done: the Markdown is ready.", failed: "Failed.", cancelled: "Cancelled.",
+    completed: "Done: the Markdown is ready.", failed: "The conversion failed; why and what to do are below.", cancelled: "Cancelled: nothing more is charged.",
   }[j.status] || j.status;
+}
+
+function RetryPanel({ job, failed, estimate, onStarted }) {
+  const [asked, setAsked] = useState(false);
+  const act = useAction();
+  const hopeless = failed.filter((p) => !p.retryLikelyToHelp);
+  const retried = job.status === "completed" && !job.retry && failed.length > 0;
+  if (!asked) {
+    return html`<button disabled=${!retried} onClick=${() => setAsked(true)}>Retry failed pages…</button>`;
+  }
+  return html`<div class="card confirm" role="group" aria-label="Retry failed pages">
+    <p>A retry converts ${plural(failed.length, "page")} again, on-demand, and costs at most <strong data-testid="retry-cost">${usd(estimate && estimate.atMostUsd)}</strong> (billed for what is used).</p>
+    ${hopeless.length > 0 && html`<p class="warning" data-testid="retry-warning">${hopeless.length === 1 ? `Page ${hopeless[0].page} was` : `Pages ${hopeless.map((p) => p.page).join(", ")} were`} refused for what ${hopeless.length === 1 ? "it contains" : "they contain"}: a retry most likely fails the same way and is charged again.</p>`}
+    <div class="actions">
+      <button disabled=${act.busy} onClick=${() => act.run(async () => { await api("POST", `/api/v1/jobs/${job.jobId}/retry`, {}); setAsked(false); onStarted(); })}>${`Retry ${plural(failed.length, "page")}`}</button>
+      <button class="secondary" onClick=${() => setAsked(false)}>Not now</button>
+    </div>
+    <${Err} error=${act.error} />
+  </div>`;
 }
 
 function Job({ id }) {
   const [job, setJob] = useState(null);
-  const [failed, setFailed] = useState([]);
+  const [failed, setFailed] = useState({ pages: [] });
   const [error, setError] = useState(null);
   const [download, setDownload] = useState(null);
   const act = useAction();
-  usePoll(async () => {
-    try {
-      const j = await api("GET", `/api/v1/jobs/${id}`);
-      setJob(j); setError(null);
-      setFailed(j.pages.failed ? (await api("GET", `/api/v1/jobs/${id}/pages?status=failed`)).pages : []);
-      if (j.status === "completed") setDownload(await api("GET", `/api/v1/jobs/${id}/markdown`));
-    } catch (e) { setError(e.message); }
-  }, [id], 2000);
-  if (!job) return html`<main><h1>Job</h1><${Err} error=${error} /><p>Loading…</p></main>`;
+  const refresh = async () => {
+    const j = await api("GET", `/api/v1/jobs/${id}`);
+    setJob(j); setError(null);
+    setFailed(j.pages.failed ? await api("GET", `/api/v1/jobs/${id}/pages?status=failed`) : { pages: [] });
+    if (j.status === "completed") setDownload(await api("GET", `/api/v1/jobs/${id}/markdown`));
+  };
+  usePoll(async () => { try { await refresh(); } catch (e) { setError(e.message); } }, [id], 2000);
+  if (!job) return html`<${Title}>Job ${id.slice(0, 8)}<//><${Err} error=${error} />${!error && html`<p>Loading…</p>`}`;
   const finished = ["completed", "failed", "cancelled"].includes(job.status);
-  const post = (path, body) => act.run(async () => { await api("POST", path, body); setJob(await api("GET", `/api/v1/jobs/${id}`)); });
-  return html`<main><h1>Job ${id.slice(0, 8)}</h1>
-    <p><progress aria-label="Pages converted" max=${job.pages.total || 1} value=${job.pages.done}></progress> ${job.pages.done} of ${job.pages.total ?? "?"} pages</p>
-    <p data-testid="status">Status: <strong>${job.status}</strong> (${job.phase})</p>
-    <p class="next">${nextStep(job)}</p>
+  const converted = Math.max(job.pages.done - job.pages.failed, 0);
+  const post = (path, body) => act.run(async () => { await api("POST", path, body); await refresh(); });
+  return html`<${Title}>Job ${id.slice(0, 8)}<//>
+    ${job.pages.total > 0 ? html`<p class="progress"><progress aria-label="Pages converted" max=${job.pages.total} value=${converted}></progress>
+      <span>${converted} of ${job.pages.total} pages converted${job.pages.failed ? `, ${job.pages.failed} failed` : ""}</span></p>` : null}
+    <p data-testid="status">Status: <strong>${statusWords(job)}</strong>${job.phase !== job.status ? ` (${job.phase.replace("_", " ")})` : ""}</p>
+    <p class="next" data-testid="next">${nextStep(job)}</p>
+    ${job.status === "failed" && job.error && html`<section class="card problem" aria-label="Why it failed" role="alert"><h2>Why it failed</h2>
+      <p><code data-testid="error-code">${job.error.code}</code>: ${job.error.message}</p><p><strong>What to do:</strong> ${job.error.nextStep}</p></section>`}
     <dl><dt>Cost so far</dt><dd data-testid="cost">${usd(job.live.costSoFarUsd)}</dd><dt>All on-demand would be</dt><dd>${usd(job.live.onDemandUsd)}</dd>
       <dt>Saving</dt><dd>${usd(job.live.savingUsd)} (${job.live.savingPercent} %)</dd><dt>ETA</dt><dd>${finished ? "finished" : duration(job.live.eta.seconds)}</dd>
       ${job.costUsd != null && html`<dt>Final cost</dt><dd>${usd(job.costUsd)}</dd>`}</dl>
     <div class="actions">
-      <button disabled=${finished || act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/cancel`, { jobId: id })}>Cancel</button>
-      <button disabled=${!job.batchWaiting || act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/process-now`, { jobId: id })}>Process now</button>
-      <button disabled=${!job.pages.failed || act.busy} onClick=${() => post(`/api/v1/jobs/${id}/retry`, {})}>Retry failed pages</button>
+      ${!finished && html`<button disabled=${act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/cancel`, { jobId: id })}>Cancel</button>`}
+      ${job.batchWaiting && html`<button disabled=${act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/process-now`, { jobId: id })}>Process now</button>`}
       ${download && html`<a class="button" href=${s3Url(download.url)} download=${download.fileName}>Download Markdown</a>`}
-      ${job.pages.total && html`<a class="button" href=${`#/page/${id}/1`}>Page view</a>`}
+      ${job.pages.total > 0 ? html`<a class="button" href=${`#/page/${id}/1`}>Page view</a>` : null}
     </div>
     <${Err} error=${act.error || error} />
-    ${failed.length > 0 && html`<section aria-label="Failed pages"><h2>Failed pages</h2><ul>${failed.map((p) => html`<li>Page ${p.page}: ${p.reason} (${p.attempts} attempt${p.attempts === 1 ? "" : "s"}, ${p.lane === "batch" ? "batch lane" : "on-demand"})</li>`)}</ul></section>`}
-  </main>`;
+    ${failed.pages.length > 0 && html`<section aria-label="Failed pages" class="card"><h2>Failed pages</h2>
+      <ul class="failed-pages">${failed.pages.map((p) => html`<li><a href=${`#/page/${id}/${p.page}`}>Page ${p.page}</a>: ${p.reason} (${plural(p.attempts, "attempt")}, ${p.lane === "batch" ? "batch lane" : p.lane ? "on-demand" : "never sent"}). ${p.nextStep}</li>`)}</ul>
+      <${RetryPanel} job=${job} failed=${failed.pages} estimate=${failed.retryEstimate} onStarted=${refresh} />
+    </section>`}`;
 }
 
 function PageView({ id, page }) {
-  const ref = useRef(null);
   const [mod, setMod] = useState(null);
-  useEffect(() => { import("./pageview.js").then(setMod); }, []);
-  useEffect(() => { if (mod && ref.current) mod.mount(ref.current, { jobId: id, page: Number(page), localFiles }); }, [mod, id, page]);
-  return html`<main><h1>Page ${page}</h1><div ref=${ref}><p>Loading the page view…</p></div></main>`;
+  const [error, setError] = useState(null);
+  useEffect(() => { import("./pageview.js").then(setMod, (e) => setError(e.message)); }, []);
+  const Body = mod && mod.PageBody;
+  return html`<${Title}>Page ${page}<//>${Body ? html`<${Body} jobId=${id} page=${Number(page)} localFiles=${localFiles} />` : html`<${Err} error=${error} />${!error && html`<p>Loading the page view…</p>`}`}`;
 }
 
 function Folders() {
   const [form, setForm] = useState({ folder: "s3://", include: "*.pdf, *.docx, *.pptx, *.xlsx, *.html, *.epub, *.odt", exclude: "", layout: "alongside" });
   const [dry, setDry] = useState(null);
   const [dryProgress, setDryProgress] = useState("");
-  const [jobs, setJobs] = useState([]);
+  const [jobs, setJobs] = useState(null);
+  const [grants, setGrants] = useState(null);
   const dr = useAction(), start = useAction();
   const spec = () => ({ input: { folder: form.folder, include: form.include.split(",").map((s) => s.trim()).filter(Boolean), exclude: form.exclude.split(",").map((s) => s.trim()).filter(Boolean) }, output: { layout: form.layout } });
   usePoll(async () => setJobs((await api("GET", "/api/v1/folder-jobs")).folderJobs), [], 4000);
+  useEffect(() => { api("GET", "/api/v1/folder-grants").then((g) => setGrants(g.folders), () => setGrants([])); }, []);
   const set = (k) => (e) => { setForm({ ...form, [k]: e.target.value }); setDry(null); };
-  return html`<main><h1>Folder jobs</h1>
+  return html`<${Title}>Folder jobs<//>
+    <section aria-label="Folders you may use" class="card"><h2>Folders you may use</h2>
+      ${grants === null ? html`<p>Loading…</p>` : grants.length === 0 ? html`<p class="empty">No folder is granted to you in this deployment; ask its operator (folderSources).</p>` : html`
+      <ul class="grants">${grants.map((g) => html`<li><code>${g}</code> <button class="secondary" onClick=${() => { setForm({ ...form, folder: g }); setDry(null); }}>Use this folder</button></li>`)}</ul>`}
+    </section>
     <fieldset><legend>Convert every PDF and document under a folder (add *.png, *.tiff … for scans)</legend>
       <label for="folder">Folder (s3://bucket/prefix/)</label><input id="folder" value=${form.folder} onInput=${set("folder")} />
       <label for="include">Include (comma separated globs)</label><input id="include" value=${form.include} onInput=${set("include")} />
@@ -236,33 +285,59 @@ function Folders() {
       <button disabled=${!dry || start.busy} onClick=${() => start.run(async () => { const j = await api("POST", "/api/v1/folder-jobs", spec()); location.hash = `/folder/${j.id}`; })}>Start</button>
     </div>
     <${Err} error=${dr.error || start.error} />
-    ${dry && html`<section class="card" aria-label="Dry run"><h2>Dry run</h2><pre tabindex="0">${JSON.stringify(dry.files || dry, null, 1)}</pre></section>`}
-    <h2>Your folder jobs</h2><ul>${jobs.map((j) => html`<li><a href=${`#/folder/${j.id}`}>${j.name || j.id}</a>: ${j.status}</li>`)}</ul>
-  </main>`;
+    ${dry && html`<${DryRun} dry=${dry} />`}
+    <h2>Your folder jobs</h2>
+    ${jobs === null ? html`<p>Loading…</p>` : jobs.length === 0 ? html`<p class="empty">No folder jobs yet: pick a folder above, dry run it, then start it.</p>` : html`
+    <ul class="folder-jobs">${jobs.map((j) => html`<li><a href=${`#/folder/${j.id}`}>${j.name || j.id}</a>: ${j.status.replaceAll("_", " ")}, ${j.files.completed} of ${j.files.discovered} files done (${when(j.createdAt)})</li>`)}</ul>`}`;
+}
+
+function DryRun({ dry }) {
+  const f = dry.files, failing = Object.entries(f.failing || {});
+  const types = Object.entries(f.byType || {}).map(([t, n]) => `${n} ${t}`).join(", ") || "none";
+  return html`<section class="card" aria-label="Dry run"><h2>Dry run: nothing created, nothing billed</h2>
+    <table class="keys"><tbody>
+      <tr><th scope="row">Files to convert</th><td data-testid="dry-to-convert">${f.toConvert}</td></tr>
+      <tr><th scope="row">Already converted</th><td>${f.alreadyProcessed}</td></tr>
+      <tr><th scope="row">Left out</th><td>${f.excluded} (by type: ${types})</td></tr>
+      <tr><th scope="row">Pages</th><td>${dry.pages.total} (${dry.pages.method === "exact" ? "counted" : `about; ${dry.pages.low}–${dry.pages.high}`})</td></tr>
+      <tr><th scope="row">Lane</th><td>${dry.lane.name === "batch" ? "batch (half price)" : "on-demand"}: ${dry.lane.reason}</td></tr>
+      <tr><th scope="row">Cost</th><td>on-demand ${usd(dry.estimate.onDemandUsd)}, batch ${usd(dry.estimate.batchUsd)}</td></tr>
+      <tr><th scope="row">Time</th><td>${dry.turnaround.batchUpToHours ? `up to ${dry.turnaround.batchUpToHours} h (batch lane), ~${duration(dry.turnaround.onDemandSeconds)} on-demand` : `~${duration(dry.turnaround.onDemandSeconds)} on-demand`}${dry.listing.complete ? "" : ` (${dry.listing.note})`}</td></tr>
+    </tbody></table>
+    ${failing.length > 0 && html`<table class="stack" role="table"><caption>Files that will fail</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">File</th><th scope="col" role="columnheader">Error</th></tr></thead>
+      <tbody role="rowgroup">${failing.map(([key, id]) => html`<tr role="row"><td role="cell" data-label="File">${key}</td><td role="cell" data-label="Error"><code>${id}</code></td></tr>`)}</tbody></table>`}
+  </section>`;
 }
 
 function Folder({ id }) {
   const [job, setJob] = useState(null);
   const [files, setFiles] = useState([]);
   const [report, setReport] = useState(null);
+  const [error, setError] = useState(null);
   const act = useAction();
-  usePoll(async () => { setJob(await api("GET", `/api/v1/folder-jobs/${id}`)); setFiles((await api("GET", `/api/v1/folder-jobs/${id}/files`)).files); }, [id], 3000);
-  if (!job) return html`<main><h1>Folder job</h1><${Err} error=${act.error} /></main>`;
-  const errorIds = [...new Set(files.filter((f) => f.errorId).map((f) => f.errorId))];
-  return html`<main><h1>Folder job ${job.name || id}</h1>
-    <p data-testid="folder-status">Status: <strong>${job.status}</strong>; throughput ${job.throughputPagesPerMinute ?? "–"} pages/min; ETA ${duration(job.etaSeconds)}</p>
-    ${job.error && html`<p class="error" role="alert">The folder job stopped: ${job.error.id}: ${job.error.message}</p>`}
-    <dl>${Object.entries(job.files).map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>
+  usePoll(async () => {
+    try { setJob(await api("GET", `/api/v1/folder-jobs/${id}`)); setFiles((await api("GET", `/api/v1/folder-jobs/${id}/files`)).files); setError(null); } catch (e) { setError(e.message); }
+  }, [id], 3000);
+  if (!job) return html`<${Title}>Folder job<//><${Err} error=${error} />${!error && html`<p>Loading…</p>`}`;
+  const errorIds = [...new Set(files.filter((f) => f.error).map((f) => f.error.code))];
+  const ended = ["completed", "completed_with_failures", "cancelled", "error"].includes(job.status);
+  const counts = [["Found", "discovered"], ["Left out", "excluded"], ["Waiting", "queued"], ["Converting", "processing"], ["Converted", "completed"], ["Failed", "failed"], ["Skipped", "skipped"]];
+  return html`<${Title}>Folder job ${job.name || id}<//>
+    <p data-testid="folder-status">Status: <strong>${job.status === "error" ? "could not run" : job.status.replaceAll("_", " ")}</strong>${ended ? "" : `; ${job.throughputPagesPerMinute ?? "–"} pages a minute; done in ${duration(job.etaSeconds)}`}</p>
+    ${job.error && html`<section class="card problem" aria-label="Why it stopped" role="alert"><h2>Why it stopped</h2>
+      <p><code>${job.error.code}</code>: ${job.error.message}</p><p><strong>What to do:</strong> ${job.error.nextStep}</p>
+      <button disabled=${act.busy} onClick=${() => act.run(() => api("POST", `/api/v1/folder-jobs/${id}/retry`, {}))}>List the folder again</button></section>`}
+    <dl class="counts">${counts.map(([label, k]) => html`<dt>${label}</dt><dd>${job.files[k]} ${job.files[k] === 1 ? "file" : "files"}</dd>`)}</dl>
     <div class="actions">
       ${errorIds.map((e) => html`<button disabled=${act.busy} onClick=${() => act.run(() => api("POST", `/api/v1/folder-jobs/${id}/retry`, { errorIds: [e] }))}>Retry ${e}</button>`)}
-      <button disabled=${act.busy} onClick=${() => act.run(() => api("POST", `/api/v1/folder-jobs/${id}/cancel`))}>Cancel</button>
+      ${!ended && html`<button disabled=${act.busy} onClick=${() => act.run(() => api("POST", `/api/v1/folder-jobs/${id}/cancel`))}>Cancel</button>`}
       <button disabled=${act.busy} onClick=${() => act.run(async () => setReport(await reportText(id)))}>Report</button>
     </div>
-    <${Err} error=${act.error} />
-    <table><caption>Files</caption><thead><tr><th scope="col">File</th><th scope="col">Status</th><th scope="col">Error</th></tr></thead>
-      <tbody>${files.map((f) => html`<tr><td>${f.key}</td><td>${f.status}</td><td>${f.errorId || ""} ${f.errorMessage || ""}</td></tr>`)}</tbody></table>
-    ${report && html`<pre aria-label="Report" tabindex="0">${report}</pre>`}
-  </main>`;
+    <${Err} error=${act.error || error} />
+    ${files.length === 0 ? html`<p class="empty">No files listed yet.</p>` : html`
+    <table class="stack" role="table"><caption>Files</caption><thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">File</th><th scope="col" role="columnheader">Status</th><th scope="col" role="columnheader">Error</th></tr></thead>
+      <tbody role="rowgroup">${files.map((f) => html`<tr role="row"><td role="cell" data-label="File">${f.key}</td><td role="cell" data-label="Status">${f.status}</td><td role="cell" data-label="Error">${f.error ? `${f.error.code} ${f.error.message}` : ""}</td></tr>`)}</tbody></table>`}
+    ${report && html`<pre aria-label="Report" tabindex="0">${report}</pre>`}`;
 }
 
 async function reportText(id) {
@@ -274,20 +349,49 @@ async function reportText(id) {
 function Budget() {
   const [b, setB] = useState(null);
   const [error, setError] = useState(null);
-  usePoll(async () => { try { setB(await api("GET", "/api/v1/budget")); } catch (e) { setError(e.message); } }, [], 5000);
-  return html`<main><h1>Budget</h1><${Err} error=${error} />
-    ${b && html`<dl data-testid="budget">${Object.entries(b).map(([k, v]) => html`<dt>${k}</dt><dd>${typeof v === "object" ? JSON.stringify(v) : String(v)}</dd>`)}</dl>`}</main>`;
+  usePoll(async () => { try { setB(await api("GET", "/api/v1/budget")); setError(null); } catch (e) { setError(e.message); } }, [], 5000);
+  if (!b) return html`<${Title}>Budget<//><${Err} error=${error} />${!error && html`<p>Loading…</p>`}`;
+  const total = Number(b.usdPerMonth), spent = Number(b.spentUsd), held = Number(b.heldUsd), left = Number(b.leftUsd);
+  const pct = (v) => (total > 0 ? Math.min(100, (v / total) * 100) : 100);
+  return html`<${Title}>Budget<//><${Err} error=${error} />
+    <section class="card" aria-label="This month" data-testid="budget"><h2>This month (UTC): ${usd2(total)}</h2>
+      <div class="bar" role="img" data-testid="budget-bar" aria-label=${`Budget this month: ${usd2(spent)} spent, ${usd2(held)} held, ${usd2(left)} left of ${usd2(total)}`}>
+        <span class="spent" style=${{ width: `${pct(spent)}%` }}></span><span class="held" style=${{ width: `${pct(held)}%` }}></span>
+      </div>
+      <dl class="legend">
+        <dt><span class="swatch spent" aria-hidden="true"></span>Spent</dt><dd data-testid="spent">${usd2(spent)}</dd>
+        <dt><span class="swatch held" aria-hidden="true"></span>Held for running jobs</dt><dd data-testid="held">${usd2(held)}</dd>
+        <dt><span class="swatch left" aria-hidden="true"></span>Left</dt><dd data-testid="left">${usd2(left)}</dd>
+      </dl>
+      <p class="hint">A job holds what it may spend at most while it runs; what it does not use comes back when it ends.</p>
+    </section>
+    <section class="card" aria-label="Limits"><h2>At once</h2><dl>
+      <dt>Conversions running</dt><dd>${b.liveJobs} of ${b.maxLiveJobs}</dd>
+      <dt>Pages in them</dt><dd>${b.livePages} of ${b.maxLivePages}</dd></dl></section>`;
 }
+
+const VIEWS = { jobs: "Jobs", job: "Job", page: "Page", folders: "Folder jobs", folder: "Folder job", budget: "Budget", new: "New conversion" };
 
 function App() {
   const [user, setUser] = useState(null);
   const route = useRoute();
-  useEffect(() => { resume().then((who) => who && setUser(who)); }, []);
-  if (!user || !signedIn()) return html`<${SignIn} onDone=${setUser} />`;
   const [view, a, b] = route;
+  const first = useRef(true);
+  useEffect(() => { resume().then((who) => who && setUser(who)); }, []);
+  useEffect(() => { // a route change focuses the new view's heading; a first load or a sign-in starts at the top (skip link first)
+    if (first.current) { first.current = false; return; }
+    const t = document.getElementById("view-title");
+    if (t) t.focus();
+  }, [route.join("/")]);
+  useEffect(() => { document.title = `${VIEWS[view] || "New conversion"} · batchlane`; }, [view]);
+  if (!user || !signedIn()) return html`<${SignIn} onDone=${setUser} />`;
   const body = view === "jobs" ? html`<${Jobs} />` : view === "job" ? html`<${Job} id=${a} />` : view === "page" ? html`<${PageView} id=${a} page=${b} />`
     : view === "folders" ? html`<${Folders} />` : view === "folder" ? html`<${Folder} id=${a} />` : view === "budget" ? html`<${Budget} />` : html`<${NewConversion} />`;
-  return html`<header><nav aria-label="Main"><a href="#/new">New conversion</a><a href="#/jobs">Jobs</a><a href="#/folders">Folder jobs</a><a href="#/budget">Budget</a></nav><span>Signed in as ${user}</span></header>${body}`;
+  const here = (name) => (view === name || (!VIEWS[view] && name === "new") ? "page" : undefined);
+  return html`<a class="skip" href="#main" onClick=${(e) => { e.preventDefault(); const m = document.getElementById("view-title"); if (m) m.focus(); }}>Skip to the main content</a>
+    <header><nav aria-label="Main"><a href="#/new" aria-current=${here("new")}>New conversion</a><a href="#/jobs" aria-current=${here("jobs")}>Jobs</a><a href="#/folders" aria-current=${here("folders")}>Folder jobs</a><a href="#/budget" aria-current=${here("budget")}>Budget</a></nav>
+      <div class="who"><span>Signed in as ${user}</span><button class="secondary" onClick=${async () => { await signOut(); setUser(null); location.hash = "/new"; }}>Sign out</button></div></header>
+    <main id="main">${body}</main>`;
 }
 
 fetch("/console-config.json").then((r) => (r.ok ? r.json() : { mode: "local" })).catch(() => ({ mode: "local" }))

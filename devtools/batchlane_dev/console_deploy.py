@@ -10,6 +10,7 @@ import json
 import mimetypes
 import sys
 from pathlib import Path
+from urllib.parse import urlencode
 
 import boto3
 
@@ -17,12 +18,15 @@ DIST = Path(__file__).resolve().parents[2] / "console" / "dist"
 
 
 def console_config(outputs: dict[str, str]) -> dict[str, str]:
-    """What console/src/auth.js needs for Cognito's hosted sign-in with PKCE."""
+    """What console/src/auth.js needs for Cognito's hosted sign-in with PKCE, and its sign-out: Cognito's LOGOUT
+    endpoint (``<domain>/logout?client_id=…&logout_uri=…``, the logout URL the app client allows)."""
+    query = urlencode({"client_id": outputs["ConsoleClientId"], "logout_uri": outputs["ConsoleUrl"]})
     return {
         "mode": "cognito",
         "authority": f"https://cognito-idp.{outputs['Region']}.amazonaws.com/{outputs['UserPoolId']}",
         "clientId": outputs["ConsoleClientId"],
         "redirectUri": outputs["ConsoleUrl"],
+        "logoutUrl": f"{outputs['ConsoleSignInDomain'].rstrip('/')}/logout?{query}",
     }
 
 

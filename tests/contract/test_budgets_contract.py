@@ -92,6 +92,7 @@ def test_an_open_hold_counts_what_it_may_still_spend_a_closed_or_excluded_one_no
     _hold(uow, owner, excluded, "2.00")
     assert uow.budgets.standing(owner, exclude_job=excluded).committed_usd == Decimal("1.25")  # 0.55 spent + 0.70 held
     assert uow.budgets.standing(owner).committed_usd == Decimal("3.25")
+    assert uow.budgets.standing(owner).spent_usd == Decimal("0.55")  # the console's "spent" (issue 41.2); held is the rest
 
 
 def test_an_override_is_set_replaced_and_read_back_and_limits_fall_back_to_the_defaults(uow: Any) -> None:

@@ -79,6 +79,20 @@ def test_a_jobs_lane_rights_are_what_its_submit_recorded(uow: Any) -> None:
     assert (uow.folder_jobs.get(member.id).priority_allowed, uow.folder_jobs.get(plain.id).priority_allowed) == (True, False)
 
 
+def test_relist_lists_a_job_that_could_not_run_afresh_and_nothing_else(uow: Any) -> None:
+    """Issue 41.5: an empty folder's job runs again once the folder holds files (its listing from the start)."""
+    empty = _job(uow)
+    uow.folder_jobs.save_checkpoint(empty, token=None, listed=0, excluded=2, done=True)
+    uow.folder_jobs.move(empty, st.folder_job("fail"), error_id="FOLDER_NO_PDF", error_message="x")
+    again = uow.folder_jobs.relist(empty)
+    assert (again.status, again.run, again.error_id, again.finished_at) == ("enumerating", 2, None, None)
+    assert (again.enumeration_done, again.objects_listed, again.excluded_count, again.continuation_token) == (False, 0, 0, None)
+    assert uow.folder_jobs.relist(empty) is None  # listing: not in error
+    done = _job(uow)
+    uow.folder_jobs.move(done, st.folder_job("complete"))
+    assert uow.folder_jobs.relist(done) is None  # an ended job is reopened, not relisted
+
+
 def test_checkpoints_add_up_and_turns_hand_over_once(uow: Any) -> None:
     job_id = _job(uow)
     uow.folder_jobs.save_checkpoint(job_id, token="t1", listed=1000, excluded=5, done=False)

@@ -425,5 +425,5 @@ def test_a_deadline_already_past_is_refused(stack_factory):
     file_id = upload_pdf(services(), make_pdf(8), name="late.pdf", owner_id="tester")
     past = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
     status, body = api(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {**BULK, "deadline": past}})
-    assert (status, body["code"]) == (400, "DEADLINE_PAST") and "options.deadline" in body["message"], body
+    assert (status, body["error"]["code"]) == (400, "DEADLINE_PAST") and "options.deadline" in body["error"]["message"], body
     assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0

@@ -308,7 +308,7 @@ def test_another_user_cannot_cancel_or_process_now(stack_factory):
     gate.wait_entered()
     for action in ("cancel", "process-now"):
         status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/{action}", user="someone-else")
-        assert (status, body["code"]) == (404, "FILE_NOT_FOUND")
+        assert (status, body["error"]["code"]) == (404, "FILE_NOT_FOUND")
     assert job(job_id).status == "waiting_batch" and batch_row(job_id) is None
     assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
 

@@ -79,7 +79,7 @@ def test_convert_wait_process_now_and_cancel(local_stack, tmp_path):
     detached = json.loads(second.stdout)
     second_id = detached["jobId"]
     assert set(detached) == set(status(local_stack, second_id)), "convert --detach --json and jobs status --json: one shape"
-    assert detached["status"] in ("splitting", "waiting_batch") and "pages" in detached and "errorId" not in detached
+    assert detached["status"] in ("splitting", "waiting_batch") and "pages" in detached and "errorId" not in detached and "error" in detached
     wait_until(lambda: status(local_stack, second_id)["status"] != "splitting", what="the split")  # so the hold exists
     cancelled = run(local_stack, "cancel", second_id)
     assert cancelled.exit_code == 0, cancelled.output
@@ -108,7 +108,7 @@ def test_a_bad_pdf_ends_failed_with_its_error_id_in_the_cli(local_stack, tmp_pat
     data = make_pdf(5)
     pdf.write_bytes(data[: len(data) // 2])
     watched = run(local_stack, "convert", str(pdf), "--interval", "0.2")
-    assert watched.exit_code == 1, watched.output
+    assert watched.exit_code == 2, watched.output  # the user's input, found by the split: exit 2 as before upload (issue 41.4)
     assert "splitting" in watched.stderr  # the convert answered at once, before the split
     assert "error   PDF_CORRUPT:" in watched.stdout
     job_id = json.loads(run(local_stack, "jobs", "list", "--json").stdout)["jobs"][0]["conversion"]["jobId"]
@@ -140,7 +140,7 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
         assert all(readme_verify()(secret, hook.url, r.body, r.headers["Batchlane-Signature"]) for r in got)
         listed = wait_until(
             lambda: (
-                (d := json.loads(run(local_stack, "webhooks", "deliveries", "--job", job_id, "--json").stdout))
+                (d := json.loads(run(local_stack, "webhooks", "deliveries", "--job", job_id, "--json").stdout)["deliveries"])
                 and all(x["status"] == "delivered" for x in d)
                 and d
             ),
@@ -164,8 +164,8 @@ def test_jobs_list_keeps_its_columns_in_line_when_a_job_waits_for_its_batch(loca
     waiting = run(local_stack, "convert", str(big), "--detach", user=user).stdout.strip()
     assert run(local_stack, "convert", str(small), "--interval", "0.2", user=user).exit_code == 0
     wait_until(lambda: status_of(local_stack, waiting, user)["batch"], what="the batch row")
-    lines = run(local_stack, "jobs", "list", user=user).stdout.splitlines()
-    assert len(lines) == 2 and any("batch " in line for line in lines)
+    header, *lines = run(local_stack, "jobs", "list", user=user).stdout.splitlines()
+    assert header.startswith("CREATED") and len(lines) == 2 and any("batch " in line for line in lines)
     assert len({line.index(".pdf") - len(name) for line, name in zip(lines, ("small", "big"), strict=True)}) == 1, lines
     run(local_stack, "cancel", waiting, user=user)
 

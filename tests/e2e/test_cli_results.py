@@ -20,7 +20,6 @@ from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
 from batchlane.runtime import services
 from batchlane_dev.cli.main import main
-from batchlane_dev.cli.naming import api_case, with_legacy_fields
 from batchlane_dev.local.bedrock import parse_faults
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 
@@ -145,12 +144,3 @@ def test_dry_run_from_the_terminal_creates_and_bills_nothing(stack, user, tmp_pa
     assert not (tmp_path / "plan.md").exists()
     human = run(stack, user, "convert", str(pdf), "--dry-run")
     assert human.exit_code == 0 and "nothing was created or billed" in human.stdout and "on_demand" in human.stdout
-
-
-def test_demo_json_is_camel_case_and_keeps_the_old_fields_for_one_release():
-    report = {"job_id": "j", "pages_failed": 0, "batch": {"job_status": "Completed", "cost_usd": 1.0}, "timings": {"total_s": 2}}
-    printed = with_legacy_fields(report)
-    assert printed["jobId"] == printed["job_id"] == "j"
-    assert printed["batch"]["jobStatus"] == printed["batch"]["job_status"] == "Completed"
-    assert set(api_case(report)) == {"jobId", "pagesFailed", "batch", "timings"}
-    assert api_case(report)["timings"] == {"totalS": 2}

@@ -6,9 +6,13 @@ import json
 import os
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
+
+from batchlane_dev.contract import component_errors
+from batchlane_dev.local.pdfgen import deep_page_tree_pdf
 
 BATCHLANE = Path(sys.executable).with_name("batchlane")
 PAGES = "650"  # just over BATCH_CONVERSION_MIN_PAGES (600): the job takes the batch lane
@@ -23,39 +27,49 @@ def run_demo(tmp_path: Path, *args: str, env_extra: dict[str, str] | None = None
     lines = result.stdout.strip().splitlines()
     # What a person sees is the progress and the report: the handlers' INFO logs stay out of the terminal.
     assert not [line for line in lines[:-1] + result.stderr.splitlines() if line.startswith('{"level":"INFO"')], "handler INFO logs on the terminal"
-    return result.returncode, json.loads(lines[-1]), result.stderr
+    report = json.loads(lines[-1])
+    assert component_errors(report, "DemoReport") == [], "the --json report is DemoReport (docs/api/openapi.yaml)"
+    return result.returncode, report, result.stderr
 
 
 @pytest.mark.parametrize("outcome", ["completed", "partially_completed", "failed", "expired", "stopped"])
 def test_demo_completes_every_page_under_each_bedrock_outcome(tmp_path, outcome):
     code, report, stderr = run_demo(tmp_path, "--pages", OUTCOME_PAGES, "--faults", f"job_outcome={outcome}", env_extra=OUTCOME_ENV)
     assert code == 0, stderr[-2000:]
-    assert (report["status"], report["error_id"], report["pages_failed"]) == ("completed", None, 0)
-    assert report["batch"]["ledger_rows"] == 1
+    assert (report["status"], (report["error"] or {}).get("code"), report["pagesFailed"]) == ("completed", None, 0)
+    assert report["batch"]["ledgerRows"] == 1
     assert report["batch"]["records"] == report["batch"]["accepted"] + report["batch"]["fallback"] > 0
-    for key in ("job_id", "pages", "pages_converted", "markdown_path", "total_cost_usd", "all_on_demand_cost_usd", "saving_pct", "on_demand"):
-        assert key in report
-    assert set(report["timings"]) >= {"total_s", "prepare_s", "collect_s", "event_to_resume_s"}
-    markdown = Path(report["markdown_path"]).read_text()
+    markdown = Path(report["markdownPath"]).read_text()
     assert report["pages"] == int(OUTCOME_PAGES) and report["batch"]["records"] > 0, "the job took the batch lane"
     assert all(f"<!-- Page {n} -->" in markdown for n in range(1, int(OUTCOME_PAGES) + 1))
-    assert report["total_cost_usd"] == pytest.approx(report["ledger_total_usd"])
+    pages = Path(report["pagesPath"]).read_text().splitlines()  # issue 39.4: pages.jsonl beside the Markdown
+    assert Path(report["pagesPath"]).parent == Path(report["markdownPath"]).parent and len(pages) == int(OUTCOME_PAGES)
+    assert Decimal(report["totalCostUsd"]) == Decimal(report["ledgerTotalUsd"])
 
 
 def test_demo_saves_at_least_48_percent_with_two_percent_record_errors(tmp_path):
     code, report, stderr = run_demo(tmp_path, "--pages", PAGES, "--faults", "record_error_rate=0.02")
     assert code == 0, stderr[-2000:]
-    assert report["status"] == "completed" and report["pages_failed"] == 0
-    assert report["batch"]["job_status"] == "PartiallyCompleted" and report["batch"]["fallback"] > 0
-    assert report["saving_pct"] >= 48
+    assert report["status"] == "completed" and report["pagesFailed"] == 0
+    assert report["batch"]["jobStatus"] == "PartiallyCompleted" and report["batch"]["fallback"] > 0
+    assert report["savingPct"] >= 48
 
 
-def test_demo_of_a_bad_pdf_fails_with_a_stable_error_id_and_no_traceback(tmp_path):
+@pytest.mark.parametrize(
+    ("content", "error_id"),
+    [
+        (b"this is not a pdf", "PDF_NOT_PDF"),
+        # issue 41.4: the demo's own batch-clock sampling once let pypdfium2's PdfiumError escape on it
+        (deep_page_tree_pdf(), "PDF_TOO_COMPLEX"),
+    ],
+    ids=["not-a-pdf", "page-tree-5000-deep"],
+)
+def test_demo_of_a_bad_pdf_fails_with_a_stable_error_id_exit_2_and_no_traceback(tmp_path, content, error_id):
     bad = tmp_path / "notes.pdf"
-    bad.write_bytes(b"this is not a pdf")
+    bad.write_bytes(content)
     code, report, stderr = run_demo(tmp_path, "--pdf", str(bad))
-    assert code == 1
-    assert (report["status"], report["error_id"]) == ("failed", "PDF_NOT_PDF")
+    assert code == 2, stderr[-2000:]  # the user's input: the exit code of a file refused before upload (issue 41.4)
+    assert (report["status"], (report["error"] or {}).get("code")) == ("failed", error_id)
     assert "Traceback" not in stderr
 
 

@@ -52,7 +52,7 @@ def clone(tmp_path):  # type: ignore[no-untyped-def]
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "BATCHLANE_API_URL", "BATCHLANE_LOCAL_WORKDIR", "BATCHLANE_LOCAL_USER")}
     env.update(
         {
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",  # as the README's `. .venv/bin/activate` leaves it
             "BATCHLANE_STATE_HOME": str(tmp_path / "state"),  # this user's own per-user state file
             "BATCH_CONVERSION_MIN_PAGES": "40",
             "BATCH_CONVERSION_MIN_RECORDS": "10",
@@ -200,7 +200,7 @@ def test_a_whole_folder_in_the_readme_runs_as_written(clone):  # type: ignore[no
     # operations.md: "exit 0 completed, 3 completed with failures, 1 otherwise"; the report, one line per file
     assert "completed_with_failures" in ok(sh(fill(status_watch, {"fj-…": fj}), home, env), 3)
     ok(sh(fill(report_to_file, {"fj-…": fj}), home, env))
-    reported = {row["key"]: row["errorId"] for row in map(json.loads, (home / "report.jsonl").read_text().splitlines())}
+    reported = {row["key"]: (row["error"] or {}).get("code") for row in map(json.loads, (home / "report.jsonl").read_text().splitlines())}
     assert reported == {f"{prefix}doc.pdf": None, f"{prefix}locked.pdf": "PDF_ENCRYPTED"}
 
     # "only those again, once fixed": the password removed in the bucket, then the retry
@@ -223,7 +223,7 @@ def test_make_demo_in_the_readme_runs_as_written(tmp_path):  # type: ignore[no-u
     """README's first block, `make demo`, in a checkout of its own: the 1,200-page job, out/demo-1200-pages.md, a report, nothing left running."""
     lines = block("README.md", "# batchlane").commands
     accounted = ACCOUNTED[("README.md", "# batchlane", "bash")]
-    assert [line for line in lines if line not in accounted.left_out] == list(accounted.runs) == ["make demo"]
+    assert [line for line in lines if line not in accounted.left_out] == list(accounted.runs) == ["make demo", ". .venv/bin/activate"]
     checkout = tmp_path / "checkout"
     checkout.mkdir()
     for name in ("Makefile", "pyproject.toml", "requirements.lock", ".venv", "console"):  # the repository's own, unchanged
@@ -244,6 +244,10 @@ def test_make_demo_in_the_readme_runs_as_written(tmp_path):  # type: ignore[no-u
     assert "│ status     │ completed" in report and "1200 (1200 converted, 0 failed, 48 blank)" in report
     assert re.search(r"1152 pages served, \$[\d.]+ · 1152 records: 1152 accepted, 0 fallback · Bedrock Completed", report)
     assert "saving 50.0%" in report and "out/demo-1200-pages.md" in report
+    # issue 41.5: the README's commands say `batchlane …`; its next line puts it on a PATH that lacks it
+    bare = {**env, "PATH": os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if Path(p).resolve() != Path(sys.executable).parent.resolve())}
+    assert sh("batchlane --version", checkout, bare, timeout=60).returncode == 127, "the test's PATH must not hold batchlane already"
+    ok(sh(f"{accounted.runs[1]} && batchlane --version", checkout, bare, timeout=60))
 
 
 def synopsis_commands(line: str) -> list[tuple[list[str], str]]:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 from click.testing import CliRunner
 
 from batchlane_dev.cli.main import main
+from batchlane_dev.contract import component_errors
 from batchlane_dev.local.daemon import start_daemon, stop_daemon
-from batchlane_dev.local.pdfgen import make_pdf
+from batchlane_dev.local.pdfgen import VECTOR_CHART_PAGE, make_pdf, make_vector_chart_pdf
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +59,7 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     dry = run(local_stack, "convert", f"{folder}/", "--dry-run", "--json")
     assert dry.exit_code == 0, dry.output
     estimate = json.loads(dry.stdout.splitlines()[-1])
-    assert estimate["created"] is False and estimate["files"]["to_convert"] == 3
+    assert estimate["created"] is False and estimate["files"]["toConvert"] == 3
 
     converted = run(local_stack, "convert", f"{folder}/", "--json")
     assert converted.exit_code == 3, converted.output  # completed with failures
@@ -65,7 +67,7 @@ def test_a_local_folder_converts_and_its_report_and_failures_are_listed(local_st
     assert job["status"] == "completed_with_failures" and job["files"]["completed"] == 2 and job["files"]["failed"] == 1
 
     failed = run(local_stack, "jobs", "files", job["id"], "--status", "failed", "--json")
-    assert [(f["key"], f["error_id"]) for f in json.loads(failed.stdout)["files"]] == [("users/operator/folders/papers/broken.pdf", "PDF_CORRUPT")]
+    assert [(f["key"], (f["error"] or {}).get("code")) for f in json.loads(failed.stdout)["files"]] == [("users/operator/folders/papers/broken.pdf", "PDF_CORRUPT")]
     report = run(local_stack, "jobs", "report", job["id"])
     assert sorted(json.loads(line)["key"] for line in report.stdout.splitlines()) == [
         "users/operator/folders/papers/2024/b.pdf",
@@ -122,33 +124,25 @@ def test_demo_folder_json_from_the_command_line(local_stack, tmp_path):  # type:
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout.splitlines()[-1])
-    assert set(report) >= {
-        "job_id",
-        "status",
-        "files",
-        "pages",
-        "batch",
-        "total_cost_usd",
-        "all_on_demand_cost_usd",
-        "saving_pct",
-        "manifest_path",
-        "report_path",
-        "output_dir",
-    }
+    assert component_errors(report, "FolderDemoReport") == []  # camelCase, amounts as decimal strings (docs/api/openapi.yaml)
+    assert report["status"] == "completed" and Decimal(report["totalCostUsd"]) > 0
 
 
 def test_a_local_folder_s_markdown_and_report_come_back_next_to_its_pdfs(local_stack, tmp_path):  # type: ignore[no-untyped-def]
-    """Issue 24.2: `convert DIR/` leaves the results on the user's disk, as a single-file convert does."""
+    """Issue 24.2: `convert DIR/` leaves the results on the user's disk, as a single-file convert does; issue 39.4: each
+    Markdown with its pages.jsonl and the figures it links beside it."""
     folder = tmp_path / "letters"
     (folder / "2025").mkdir(parents=True)
     (folder / "a.pdf").write_bytes(make_pdf(2))
-    (folder / "2025" / "b.pdf").write_bytes(make_pdf(3))
+    (folder / "2025" / "b.pdf").write_bytes(make_vector_chart_pdf())
 
     converted = run(local_stack, "convert", f"{folder}/", "--json", "--interval", "0.2")
     assert converted.exit_code == 0, converted.output
     job = json.loads(converted.stdout.splitlines()[-1])
     assert (folder / "a.md").read_text().startswith("<!-- Page 1 -->")
-    assert (folder / "2025" / "b.md").is_file()
+    assert [json.loads(line)["page"] for line in (folder / "a.pages.jsonl").read_text().splitlines()] == [1, 2]
+    assert f"](b.images/p{VECTOR_CHART_PAGE}-1.png)" in (folder / "2025" / "b.md").read_text()
+    assert (folder / "2025" / "b.images" / f"p{VECTOR_CHART_PAGE}-1.png").stat().st_size > 1000
     report = folder / "_batchlane" / job["id"] / "report.jsonl"
     assert len(report.read_text().splitlines()) == 2 and job["localOutput"]["reportPath"] == str(report)
 
@@ -197,3 +191,4 @@ def test_demo_folder_on_a_running_stack_prints_a_table_and_the_job_is_the_caller
     assert "x.pdf" not in listed.stdout  # the folder file's own conversion is not mixed in …
     everything = CliRunner().invoke(main, ["jobs", "list", "--all", "--workdir", str(local_stack)], catch_exceptions=False)
     assert f"x.pdf  (in {job_id})" in everything.stdout  # … unless asked for, marked with its folder job
+

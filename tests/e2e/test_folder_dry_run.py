@@ -57,10 +57,10 @@ def test_a_32_file_folder_of_168_pages_is_estimated_at_168(stack: Any) -> None:
     code, dry = api(stack, "/api/v1/folder-jobs?dry_run=true", spec)
 
     assert code == 200, dry
-    assert dry["files"]["to_convert"] == 32
+    assert dry["files"]["toConvert"] == 32
     assert dry["pages"]["total"] == 168 and dry["records"] == 168
     assert (dry["pages"]["low"], dry["pages"]["high"], dry["pages"]["method"]) == (168, 168, "exact")
-    assert dry["pages"]["files_inspected"] == 32
+    assert dry["pages"]["filesInspected"] == 32
 
 
 def test_an_explicit_file_list_past_the_head_cap_is_looked_at_in_part_and_says_so(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,7 +75,7 @@ def test_an_explicit_file_list_past_the_head_cap_is_looked_at_in_part_and_says_s
 
     assert code == 200, dry
     assert dry["listing"]["complete"] is False and "first 4" in dry["listing"]["note"]
-    assert dry["files"]["to_convert"] == 4 and dry["pages"]["total"] == 12
+    assert dry["files"]["toConvert"] == 4 and dry["pages"]["total"] == 12
 
 
 def test_the_report_is_answered_a_page_at_a_time(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:

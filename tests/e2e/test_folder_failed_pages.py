@@ -26,7 +26,7 @@ def test_a_document_with_a_refused_page_is_completed_and_lists_it(stack_factory:
 
     status = usecases.status(services(), "tester", job["id"])
     (file,) = usecases.files(services(), "tester", job["id"])["files"]
-    assert (file["status"], file["pages"], file["pages_failed"], file["failed_pages"]) == ("completed", 3, 1, [2])
+    assert (file["status"], file["pages"], file["pagesFailed"], file["failedPages"]) == ("completed", 3, 1, [2])
     assert status["status"] == "completed_with_failures" and status["pages"] == {"completed": 2, "failed": 1}
 
 
@@ -50,6 +50,6 @@ def test_cancel_stops_a_file_parked_for_the_batch_lane(stack_factory: Any) -> No
     wait_until(lambda: (row := repo.PgFolderJobs(db).get(job["id"])) and row.finished_at is not None, timeout_s=180, what="the folder job to end")
 
     (file,) = usecases.files(services(), "tester", job["id"])["files"]
-    assert (file["status"], file["error_id"]) == ("skipped", "CANCELLED")
+    assert (file["status"], (file["error"] or {}).get("code")) == ("skipped", "CANCELLED")
     assert db.one("SELECT status FROM large_conversion_jobs WHERE id = :id", id=conversion["id"])["status"] == "cancelled"
     assert usecases.status(services(), "tester", job["id"])["status"] == "cancelled"

@@ -17,6 +17,7 @@ from batchlane.domain.errors import Conflict, InputError
 from batchlane.folders import usecases
 from batchlane.folders.spec import folder_job_id, parse_spec
 from batchlane.runtime import services
+from batchlane_dev.contract import component_errors
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf, page_phrase
 from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
@@ -101,7 +102,7 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     assert done["files"] == {"discovered": 6, "excluded": 0, "queued": 0, "processing": 0, "completed": 3, "failed": 3, "skipped": 0}
     assert done["pages"]["completed"] == 9
     files = by_key(status["id"])
-    assert {k: f["error_id"] for k, f in files.items() if f["status"] == "failed"} == {
+    assert {k: (f["error"] or {}).get("code") for k, f in files.items() if f["status"] == "failed"} == {
         prefix + "broken.pdf": "PDF_CORRUPT",
         prefix + "locked.pdf": "PDF_ENCRYPTED",
         prefix + "notes.txt": "FILE_TYPE_UNSUPPORTED",  # issue 43: NOT_PDF before
@@ -113,15 +114,17 @@ def test_a_folder_converts_alongside_bad_files_get_error_ids_and_the_record_land
     assert [line["key"] for line in lines] == sorted(files)
     assert "".join(usecases.report(services(), OWNER, status["id"])) == text(f"{prefix}_batchlane/{status['id']}/report.jsonl")
     manifest = json.loads(text(f"{prefix}_batchlane/{status['id']}/manifest.json"))
-    assert manifest["spec"]["output"] == {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "layout": "alongside", "on_existing": "skip"}
-    assert manifest["files"]["completed"] == 3 and manifest["batchlane_version"]
+    assert manifest["spec"]["output"] == {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "layout": "alongside", "onExisting": "skip"}
+    assert manifest["files"]["completed"] == 3 and manifest["batchlaneVersion"]
+    assert component_errors(manifest, "FolderManifest") == []  # camelCase like every JSON the product writes (issue 41.3)
+    assert [component_errors(line, "FolderReportLine") for line in lines] == [[]] * len(lines)
 
     # The same spec again: the same job, nothing converted twice.
     again, created_again = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}", "include": ["*.txt", "*.pdf"]}})
     assert not created_again and again["id"] == status["id"] and again["status"] == "completed_with_failures"
 
     # A new job over the same folder (replace → a different spec) never takes our .md or _batchlane/ as inputs.
-    other, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"on_existing": "skip"}, "policy": {"max_retries": 1}})
+    other, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"onExisting": "skip"}, "policy": {"maxRetries": 1}})
     rerun = wait_done(other["id"])
     assert rerun["files"]["discovered"] == 5  # 5 PDFs; the .md outputs, the report and the manifest were passed over
     assert rerun["files"]["skipped"] == 3 and rerun["files"]["completed"] == 0, (rerun, by_key(other["id"]))  # skip: their outputs exist
@@ -151,7 +154,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{HOME}api-out/"}}
 
     code, dry = estimate(stack, "/api/v1/folder-jobs?dry_run=true", spec, user=OWNER)
-    assert code == 200 and dry["created"] is False and dry["files"]["to_convert"] == 2
+    assert code == 200 and dry["created"] is False and dry["files"]["toConvert"] == 2
     assert {k: dry["pages"][k] for k in ("total", "low", "high", "method", "filesInspected")} == {  # camelCase (issue 24)
         "total": 5,
         "low": 5,
@@ -170,20 +173,20 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     assert api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report", user="mallory")[0] == 404
     wait_done(first["id"])
     code, done = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}")
-    assert code == 200 and done["status"] == "completed" and done["files"]["completed"] == 2 and done["eta_seconds"] == 0
-    assert done["throughput_pages_per_minute"] > 0
+    assert code == 200 and done["status"] == "completed" and done["files"]["completed"] == 2 and done["etaSeconds"] == 0
+    assert done["throughputPagesPerMinute"] > 0
     assert keys("api-out/") >= {"api-out/one.md", "api-out/two.md", f"api-out/_batchlane/{first['id']}/report.jsonl"}
     assert {"api-out/one.pages.jsonl", "api-out/two.pages.jsonl"} <= keys("api-out/"), "the per-page record beside each Markdown"
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     assert code == 200 and [json.loads(line)["key"].removeprefix(HOME) for line in body.splitlines()] == ["api/one.pdf", "api/two.pdf"]
     code, again = estimate(stack, "/api/v1/folder-jobs?dry_run=true", spec, user=OWNER)
-    assert (again["files"]["to_convert"], again["files"]["already_processed"]) == (0, 2)  # their mirrored outputs exist
+    assert (again["files"]["toConvert"], again["files"]["alreadyProcessed"]) == (0, 2)  # their mirrored outputs exist
     code, listed = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/files?status=completed")
-    assert [f["output_uris"] for f in listed["files"]] == [[f"s3://{FOLDER_BUCKET}/{HOME}api-out/one.md"], [f"s3://{FOLDER_BUCKET}/{HOME}api-out/two.md"]]
+    assert [f["outputUris"] for f in listed["files"]] == [[f"s3://{FOLDER_BUCKET}/{HOME}api-out/one.md"], [f"s3://{FOLDER_BUCKET}/{HOME}api-out/two.md"]]
 
     high = {**spec, "policy": {"priority": "high"}}
     code, error = api(stack, "POST", "/api/v1/folder-jobs", high)  # skipping the batch lane needs the priority group
-    assert (code, error["code"]) == (403, "FORBIDDEN")
+    assert (code, error["error"]["code"]) == (403, "FORBIDDEN")
     code, _ = api(stack, "POST", "/api/v1/folder-jobs", high, user=f"{OWNER};groups=batchlane-priority")
     assert code == 201
     for bad, error_id in (
@@ -192,7 +195,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
         ({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "options": {"modelId": "some.other-model"}}, "MODEL_NOT_ALLOWED"),
     ):
         code, error = api(stack, "POST", "/api/v1/folder-jobs", bad)
-        assert (code, error["code"]) == (400, error_id)
+        assert (code, error["error"]["code"]) == (400, error_id)
 
 
 def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) -> None:
@@ -201,18 +204,18 @@ def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) ->
     put_folder("flat/", {"x/report.pdf": make_pdf(2), "y/report.pdf": make_pdf(2), "z/other.pdf": make_pdf(2)})
     empty, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}nothing-here/"}})
     nopdf, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}nopdf/"}})
-    limits, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}limits/"}, "policy": {"max_pages_per_document": 3}})
+    limits, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}limits/"}, "policy": {"maxPagesPerDocument": 3}})
     flat, _ = submit(
         {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}flat/"}, "output": {"layout": "flat", "folder": f"s3://{FOLDER_BUCKET}/{HOME}flat-out/"}}
     )
 
-    assert (wait_done(empty["id"])["status"], wait_done(empty["id"])["error"]["id"]) == ("error", "FOLDER_EMPTY")
+    assert (wait_done(empty["id"])["status"], wait_done(empty["id"])["error"]["code"]) == ("error", "FOLDER_EMPTY")
     no_pdf = wait_done(nopdf["id"])
-    assert (no_pdf["status"], no_pdf["error"]["id"], no_pdf["files"]["excluded"]) == ("error", "FOLDER_NO_PDF", 2)
+    assert (no_pdf["status"], no_pdf["error"]["code"], no_pdf["files"]["excluded"]) == ("error", "FOLDER_NO_PDF", 2)
     assert wait_done(limits["id"])["status"] == "completed_with_failures"
-    assert {k: f["error_id"] for k, f in by_key(limits["id"]).items()} == {"limits/long.pdf": "PDF_TOO_MANY_PAGES", "limits/short.pdf": None}
+    assert {k: (f["error"] or {}).get("code") for k, f in by_key(limits["id"]).items()} == {"limits/long.pdf": "PDF_TOO_MANY_PAGES", "limits/short.pdf": None}
     assert wait_done(flat["id"])["files"]["completed"] == 2
-    assert {k: f["error_id"] for k, f in by_key(flat["id"]).items()} == {
+    assert {k: (f["error"] or {}).get("code") for k, f in by_key(flat["id"]).items()} == {
         "flat/x/report.pdf": None,
         "flat/y/report.pdf": "OUTPUT_COLLISION",
         "flat/z/other.pdf": None,
@@ -224,7 +227,7 @@ def test_bad_folders_are_job_errors_and_bad_files_are_file_errors(stack: Any) ->
 def test_include_exclude_recursive_and_an_explicit_file_list(stack: Any) -> None:
     put_folder("globs/", {"keep.pdf": make_pdf(1), "drafts/skip.pdf": make_pdf(1), "sub/deep.pdf": make_pdf(1), "sub/x.PDF": make_pdf(1)})
     flat_only, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}globs/", "recursive": False}})
-    globbed, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}globs/", "exclude": ["drafts/*"]}, "output": {"on_existing": "replace"}})
+    globbed, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}globs/", "exclude": ["drafts/*"]}, "output": {"onExisting": "replace"}})
     listed, _ = submit(
         {
             "input": {"files": [f"s3://{FOLDER_BUCKET}/{HOME}globs/sub/deep.pdf", f"s3://{FOLDER_BUCKET}/{HOME}globs/missing.pdf"]},
@@ -235,7 +238,7 @@ def test_include_exclude_recursive_and_an_explicit_file_list(stack: Any) -> None
     done = wait_done(globbed["id"])
     assert set(by_key(globbed["id"])) == {"globs/keep.pdf", "globs/sub/deep.pdf", "globs/sub/x.PDF"} and done["files"]["excluded"] == 1
     wait_done(listed["id"])
-    assert {k: (f["status"], f["error_id"]) for k, f in by_key(listed["id"]).items()} == {
+    assert {k: (f["status"], (f["error"] or {}).get("code")) for k, f in by_key(listed["id"]).items()} == {
         "globs/sub/deep.pdf": ("completed", None),
         "globs/missing.pdf": ("failed", "FILE_MISSING"),
     }
@@ -305,7 +308,7 @@ def test_retry_by_error_id_requeues_only_those_files(stack: Any) -> None:
     assert retried["requeued"] == 1
     done = wait_done(status["id"])
     files = by_key(status["id"])
-    assert (done["status"], files[prefix + "locked.pdf"]["status"], files[prefix + "broken.pdf"]["error_id"]) == (
+    assert (done["status"], files[prefix + "locked.pdf"]["status"], (files[prefix + "broken.pdf"]["error"] or {}).get("code")) == (
         "completed_with_failures",
         "completed",
         "PDF_CORRUPT",
@@ -331,7 +334,7 @@ def test_the_report_resumes_a_job_whose_database_was_lost(stack: Any) -> None:
     assert created and again["id"] == first["id"]
     done = wait_done(first["id"])
     assert (done["files"]["skipped"], done["files"]["completed"]) == (2, 0)
-    assert {f["error_id"] for f in by_key(first["id"]).values()} == {"ALREADY_CONVERTED"}
+    assert {(f["error"] or {}).get("code") for f in by_key(first["id"]).values()} == {"ALREADY_CONVERTED"}
     assert db.one("SELECT count(*) AS n FROM large_conversion_jobs")["n"] == conversions  # nothing converted (or billed) again
 
 
@@ -341,7 +344,7 @@ def test_priority_high_goes_on_demand(stack: Any) -> None:
     status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"priority": "high"}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
-    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversionJobId"])
     assert conversion["process_now"] is True and row["status"] == "completed"
 
 
@@ -371,7 +374,7 @@ def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack:
         put_folder(prefix, {"a.pdf": make_pdf(2, title="A"), "b.pdf": make_pdf(3, title="B")})
         spec = {
             "input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"},
-            "notifications": {"callback_url": receiver.url, "callback_headers": {"X-Team": "legal"}},
+            "notifications": {"callbackUrl": receiver.url, "callbackHeaders": {"X-Team": "legal"}},
         }
         status, created = submit(spec)
         assert created
@@ -396,13 +399,13 @@ def test_a_folder_job_with_a_webhook_gets_one_signed_delivery_for_its_end(stack:
 
 def test_a_folder_job_refuses_a_bad_callback_before_anything_starts(stack: Any) -> None:
     with pytest.raises(InputError) as bad:
-        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}notify/"}, "notifications": {"callback_url": "ftp://example.com/x"}})
+        submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}notify/"}, "notifications": {"callbackUrl": "ftp://example.com/x"}})
     assert bad.value.error_id == "CALLBACK_INVALID"
     with pytest.raises(InputError) as wrong_event:
         submit(
             {
                 "input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}notify/"},
-                "notifications": {"callback_url": "https://example.com/x", "callback_events": ["job.waiting_batch"]},
+                "notifications": {"callbackUrl": "https://example.com/x", "callbackEvents": ["job.waiting_batch"]},
             }
         )
     assert wrong_event.value.error_id == "CALLBACK_INVALID"
@@ -426,15 +429,15 @@ def test_a_file_whose_first_conversion_fails_is_converted_again_within_max_retri
 
     stack.registry.intercept("job_split", split_crashes_on_the_first_conversion_of_flaky)
     try:
-        status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"max_retries": 1}})
+        status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"maxRetries": 1}})
         done = wait_done(status["id"])
     finally:
         stack.registry.intercept("job_split", None)
     files = by_key(status["id"])
     assert len(failed_once) == 1  # the fault did fail one conversion
     flaky, broken = files[prefix + "flaky.pdf"], files[prefix + "broken.pdf"]
-    assert flaky["status"] == "completed" and flaky["attempts"] == 2 and flaky["error_id"] is None, flaky
-    assert broken["status"] == "failed" and broken["error_id"] == "PDF_CORRUPT" and broken["attempts"] == 1, broken  # the document: never retried
+    assert flaky["status"] == "completed" and flaky["attempts"] == 2 and (flaky["error"] or {}).get("code") is None, flaky
+    assert broken["status"] == "failed" and (broken["error"] or {}).get("code") == "PDF_CORRUPT" and broken["attempts"] == 1, broken  # the document: never retried
     assert done["status"] == "completed_with_failures" and done["files"]["completed"] == 1
     assert page_phrase(2, 2) in text(prefix + "flaky.md")
 
@@ -454,19 +457,19 @@ def test_a_deadline_inside_the_batch_turnaround_sends_the_files_on_demand_and_th
     status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "policy": {"deadline": roomy}})
     wait_done(status["id"])
     (line,) = report(status["id"], prefix)
-    assert line["lane_reason"] != "deadline" and line["status"] == "completed", line
+    assert line["laneReason"] != "deadline" and line["status"] == "completed", line
 
     # ...and one closer than the turnaround (minus the time left) does not: the file goes on-demand.
     # (submit is one in-process call, milliseconds after this line; 90 % of the turnaround leaves it the rest, and a
     # deadline that passes after submit still sends the file on-demand: the lane decision is "less time than a turnaround")
     tight = (datetime.now(UTC) + timedelta(hours=services().settings.batch_deadline_hours * 0.9)).isoformat()
-    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"on_existing": "replace"}, "policy": {"deadline": tight}})
+    status, _ = submit({"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"onExisting": "replace"}, "policy": {"deadline": tight}})
     wait_done(status["id"])
     row = by_key(status["id"])[prefix + "a.pdf"]
-    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversion_job_id"])
+    conversion = services().db.one("SELECT process_now FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=row["conversionJobId"])
     assert conversion["process_now"] is True and row["status"] == "completed"
     (line,) = report(status["id"], prefix)
-    assert (line["lane"], line["lane_reason"]) == ("on_demand", "deadline"), line
+    assert (line["lane"], line["laneReason"]) == ("on_demand", "deadline"), line
 
 
 def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_files(stack: Any) -> None:
@@ -485,7 +488,7 @@ def test_a_folder_job_waits_for_its_owners_live_job_places_instead_of_failing_fi
 
 
 def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(stack: Any) -> None:
-    """Issue 24.4: the documented spec is camelCase; the snake_case names still post the same job until 0.3.0."""
+    """Issues 24.4, 41.3: the documented spec is camelCase, the only spelling (a snake_case name is SPEC_INVALID)."""
     prefix = "camel/"
     put_folder(prefix, {"one.pdf": make_pdf(2)})
     folder = f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"
@@ -493,10 +496,10 @@ def test_the_api_takes_a_camel_case_spec_and_its_report_lines_are_camel_case(sta
     assert code == 201, first
     assert first["spec"]["output"]["onExisting"] == "replace" and first["spec"]["policy"]["maxRetries"] == 0
     code, legacy = api(stack, "POST", "/api/v1/folder-jobs", {"input": {"folder": folder}, "output": {"on_existing": "replace"}, "policy": {"max_retries": 0}})
-    assert (code, legacy["id"]) == (200, first["id"])  # the deprecated names: the same job
+    assert (code, legacy["error"]["code"]) == (400, "SPEC_INVALID")  # the old names are gone (decision 0031)
     wait_done(first["id"])
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     (line,) = [json.loads(raw) for raw in body.splitlines()]
-    assert code == 200 and (line["status"], line["pagesFailed"], line["errorId"], line["outputKeys"]) == ("completed", 0, None, [f"{HOME}camel/one.md"])
-    assert line["pages_failed"] == 0  # beside, until 0.3.0
+    assert code == 200 and (line["status"], line["pagesFailed"], (line["error"] or {}).get("code"), line["outputKeys"]) == ("completed", 0, None, [f"{HOME}camel/one.md"])
+    assert [k for k in line if "_" in k] == []  # no snake_case name beside any more
     assert report(first["id"], prefix)[0]["costUsd"] == line["costUsd"]  # report.jsonl in the bucket: the same lines

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from decimal import Decimal
 from pathlib import Path
 
 import pypdfium2 as pdfium
@@ -178,12 +179,12 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
     assert markdown_counts((folder / "word_sample.md").read_text(encoding="utf-8")) == docx_counts(folder / "word_sample.docx")
     assert not (folder / "scan.md").exists()
     report = {json.loads(line)["key"].rsplit("/", 1)[1]: json.loads(line) for line in run(local_stack, "jobs", "report", job["id"]).stdout.splitlines()}
-    assert (report["word_sample.docx"]["lane"], report["word_sample.docx"]["costUsd"], report["word_sample.docx"]["laneReason"]) == (
+    assert (report["word_sample.docx"]["lane"], Decimal(report["word_sample.docx"]["costUsd"]), report["word_sample.docx"]["laneReason"]) == (
         "converter",
-        0.0,
+        0,
         "born_digital",
     )
-    assert report["report.pdf"]["lane"] == "on_demand" and report["report.pdf"]["costUsd"] > 0
+    assert report["report.pdf"]["lane"] == "on_demand" and Decimal(report["report.pdf"]["costUsd"]) > 0  # amounts: decimal strings
     assert docx_counts(folder / "word_sample.converted.docx") == docx_counts(folder / "word_sample.docx")  # renderings come back too
 
     # Asked for the pictures, and the .docx again: our own renderings (report.converted.docx) are never inputs.
@@ -191,7 +192,7 @@ def test_a_folder_of_every_type_converts_and_lists_what_it_cannot(local_stack, t
     assert asked.exit_code == 3, asked.output  # completed with a failure: the .txt
     listed = json.loads(asked.stdout.splitlines()[-1])
     files = json.loads(run(local_stack, "jobs", "files", listed["id"], "--json").stdout)["files"]
-    found = {f["key"].rsplit("/", 1)[1]: (f["status"], f["error_id"]) for f in files}
+    found = {f["key"].rsplit("/", 1)[1]: (f["status"], (f["error"] or {}).get("code")) for f in files}
     assert sorted(found) == ["notes.txt", "scan.tiff", "word_sample.docx"]  # word_sample.converted.docx is ours: never an input
     assert (found["scan.tiff"], found["notes.txt"]) == (("completed", None), ("failed", "FILE_TYPE_UNSUPPORTED"))
     assert (folder / "scan.md").read_text(encoding="utf-8").count("<!-- Page ") == 2

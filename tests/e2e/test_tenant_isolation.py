@@ -119,7 +119,7 @@ def as_the_cli_does(stack: Any, method: str, path: str, body: Any, user: str, *,
     while True:
         status, answer = call(stack, method, path, body, user=user)
         # As the CLI decides, but never giving up: A's converts wait for its live-job cap as long as it takes.
-        retry_after = str(answer["retryAfterSeconds"]) if status == 429 and answer.get("retryAfterSeconds") else None  # Retry-After's value
+        retry_after = str(answer["error"]["retryAfterSeconds"]) if status == 429 and answer.get("error", {}).get("retryAfterSeconds") else None  # Retry-After's value
         wait_s = retry_wait(status, retry_after, answer, min(attempt, RATE_LIMIT_RETRIES - 1))
         if wait_s is None:
             return status, answer

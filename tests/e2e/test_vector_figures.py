@@ -1,5 +1,6 @@
 """A chart drawn in vectors becomes a file (issue 26 point 4): the emulator gives its region, Assemble crops the
-rendered page to it, the Markdown links it, and the CLI's `convert` and `jobs download` put it beside the Markdown."""
+rendered page to it, the Markdown links it, and the CLI's `convert` and `jobs download` put it beside the Markdown,
+with the job's pages.jsonl (issue 39.4)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def test_a_vector_chart_is_cropped_to_a_file_linked_from_the_markdown_and_downlo
     assert re.findall(r"!\[([^\]]*)\]\(report\.images/([^)]+)\)", markdown) == [("vector drawing of 7 shapes", name)]  # region not in the alt
     on_disk = tmp_path / "report.images" / name
     assert on_disk.is_file()
+    store = services().store
+    assert (tmp_path / "report.pages.jsonl").read_bytes() == store.get_bytes(keys.pages_key(job_id)), "issue 39.4: pages.jsonl beside the Markdown"
     with Image.open(on_disk) as image:
         assert image.width > 300 and image.height > 200
 
@@ -52,3 +55,4 @@ def test_a_vector_chart_is_cropped_to_a_file_linked_from_the_markdown_and_downlo
     beside = tmp_path / "elsewhere" / "report.images" / name
     assert beside.read_bytes() == on_disk.read_bytes() == services().store.get_bytes(keys.images_prefix(job_id) + name)
     assert "1 figure file(s) beside it" in downloaded.stdout
+    assert (tmp_path / "elsewhere" / "book.pages.jsonl").read_bytes() == store.get_bytes(keys.pages_key(job_id))

@@ -2,7 +2,8 @@
 
 The offline API admits each request through the Lambda runtime's concurrency model like any Invoke: the API
 shares the account with the workflows, or has its own reservation. Past it Lambda rejects the invocation
-(429 TooManyRequestsException) and API Gateway answers the client 500 ``{"message": "Internal server error"}``
+(429 TooManyRequestsException) and API Gateway answers the client 500 (its DEFAULT_5XX gateway response, in the
+API's error shape: code GATEWAY_ERROR; API Gateway's own default body is ``{"message": "Internal server error"}``)
 without running the function and without retrying ("Handling Lambda errors with an API Gateway API", AWS
 Lambda Developer Guide). Before, the offline API admitted nothing and queued every request for its one
 execution environment: a request behind a slow one waited, unanswered (tests/e2e/test_tenant_isolation.py).
@@ -26,6 +27,8 @@ from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, Invocation
 
 ANSWER = {"ok": True}
+
+GATEWAY_ERROR = {"error": {"code": "GATEWAY_ERROR", "message": "Internal server error"}}  # the stack's DEFAULT_5XX
 
 
 def answered(event: Any, call_real: Any) -> Invocation:
@@ -70,7 +73,7 @@ def test_a_request_past_the_apis_reserved_concurrency_is_answered_500_at_once_wh
         assert entered.wait(timeout=30)
         registry.intercept("api", answered)
         # B, while A's request holds the slot: Lambda rejects the invocation, API Gateway answers 500; nothing queued
-        assert get(server, "/api/v1/budget", "b") == (500, GATEWAY_REJECTED)
+        assert get(server, "/api/v1/budget", "b") == (500, GATEWAY_ERROR)
         assert registry.throttles == {"api": 1}
         assert registry.running["api"] == 1
     finally:
@@ -85,7 +88,7 @@ def test_the_api_shares_the_accounts_concurrency_with_every_other_function(api) 
     registry, server = api
     registry.concurrency = ConcurrencyLimit(account=2)
     with registry.admitted("chunk_processor"), registry.admitted("job_split"):  # the workflows hold the account
-        assert get(server, "/api/v1/budget", "b") == (500, GATEWAY_REJECTED)
+        assert get(server, "/api/v1/budget", "b") == (500, GATEWAY_ERROR)
     assert registry.throttles == {"api": 1}
     assert get(server, "/api/v1/budget", "b")[0] == 200
 
@@ -117,14 +120,15 @@ def test_the_cli_sends_a_throttled_request_again_and_is_answered_once_the_accoun
 
 
 def test_which_refusals_are_sent_again() -> None:
-    assert retry_wait(429, "3", {"code": "RATE_LIMITED"}, 0) == 3.0  # the per-user rate limit: as it says
-    assert retry_wait(429, "300", {"code": "RATE_LIMITED"}, 0) == 30.0  # at most 30 s
+    assert retry_wait(429, "3", {"error": {"code": "RATE_LIMITED"}}, 0) == 3.0  # the per-user rate limit: as it says
+    assert retry_wait(429, "300", {"error": {"code": "RATE_LIMITED"}}, 0) == 30.0  # at most 30 s
+    assert retry_wait(500, None, GATEWAY_ERROR, 0) is not None  # the stack's gateway response for it, too
     backoff = retry_wait(500, None, GATEWAY_REJECTED, 0)  # Lambda rejected the invocation: backing off, full jitter
     assert backoff is not None and 0 <= backoff <= 0.5
     backoff = retry_wait(429, None, {"message": "Too Many Requests"}, 3)  # the stage's throttle (no Retry-After)
     assert backoff is not None and 0 <= backoff <= 4.0
     assert retry_wait(503, "2", {}, 0) == 2.0
     assert retry_wait(500, None, GATEWAY_REJECTED, THROTTLE_RETRIES) is None  # then the CLI gives up and says so
-    assert retry_wait(500, None, {"code": "INTERNAL", "message": "Internal error; the request id is in the logs."}, 0) is None  # the function ran
+    assert retry_wait(500, None, {"error": {"code": "INTERNAL", "message": "Internal error; the request id is in the logs."}}, 0) is None  # the function ran
     assert retry_wait(502, None, GATEWAY_REJECTED, 0) is None  # the function ran and failed: not sent again
-    assert retry_wait(404, None, {"code": "NOT_FOUND"}, 0) is None
+    assert retry_wait(404, None, {"error": {"code": "NOT_FOUND"}}, 0) is None

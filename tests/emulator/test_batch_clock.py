@@ -40,31 +40,37 @@ def test_a_known_job_gets_the_fastest_clock_that_keeps_it_near_its_calibrated_ti
     assert scale_for_job(60) == MAX_AUTO_SCALE
 
 
-def test_a_users_own_pdf_sizes_the_demo_clock_by_what_its_pages_cost_the_emulator(monkeypatch):
-    """`batchlane demo --pdf`: the emulator's model is timed on pages spread over the document (first and last
-    included), one page a PDF, and the clock is sized with that cost: a document whose pages cost 25 ms runs on a
-    slower clock than the calibrated 10 ms allows (the PGF manual at the generated pages' ×726 fell hours behind)."""
+def _slow_model(pdf: bytes, *, visual: bool = False) -> str:
+    """A model whose page costs 25 ms; it runs in the demo's bounded child (so: module level), and tells the
+    test which pages it saw through the file named by BATCHLANE_TEST_SEEN (the child inherits the environment)."""
     import io
+    import os
     import time
 
     from pypdf import PdfReader
 
+    reader = PdfReader(io.BytesIO(pdf))
+    assert len(reader.pages) == 1 and visual, "one page a record, read as a batch record is (visual)"
+    with open(os.environ["BATCHLANE_TEST_SEEN"], "a") as seen:
+        seen.write(" ".join(reader.pages[0].extract_text().split()) + "\n")
+    time.sleep(0.025)
+    return ""
+
+
+def test_a_users_own_pdf_sizes_the_demo_clock_by_what_its_pages_cost_the_emulator(monkeypatch, tmp_path):
+    """`batchlane demo --pdf`: the emulator's model is timed on pages spread over the document (first and last
+    included), one page a PDF, in the bounded child, and the clock is sized with that cost: a document whose pages
+    cost 25 ms runs on a slower clock than the calibrated 10 ms allows (the PGF manual at the generated pages' ×726
+    fell hours behind)."""
     from batchlane_dev.local import demo
     from batchlane_dev.local.pdfgen import make_pdf
 
-    seen: list[str] = []
-
-    def slow_model(pdf: bytes, *, visual: bool = False) -> str:
-        reader = PdfReader(io.BytesIO(pdf))
-        assert len(reader.pages) == 1 and visual, "one page a record, read as a batch record is (visual)"
-        seen.append(reader.pages[0].extract_text())
-        time.sleep(0.025)
-        return ""
-
-    monkeypatch.setattr(demo, "page_markdown", slow_model)
+    seen_file = tmp_path / "seen.txt"
+    monkeypatch.setenv("BATCHLANE_TEST_SEEN", str(seen_file))
     data = make_pdf(40)
-    cost = demo.sampled_record_cost_ms(data)
+    cost = demo.sampled_record_cost_ms(data, model=_slow_model)
+    seen = seen_file.read_text().splitlines()
     assert cost is not None and cost >= 25 * demo.SAMPLE_HEADROOM
     assert len(seen) == demo.SAMPLE_PAGES and "page 1 of 40" in seen[0] and "page 40 of 40" in seen[-1], seen
-    assert float(demo._job_scale(data, "", cost).split("=")[1]) < float(demo._job_scale(data, "", None).split("=")[1])
+    assert float(demo._job_scale(40, "", cost).split("=")[1]) < float(demo._job_scale(40, "", None).split("=")[1])
     assert demo.sampled_record_cost_ms(b"%PDF-1.4 not really") is None

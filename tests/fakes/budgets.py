@@ -49,7 +49,7 @@ class FakeBudgets:
             Decimal(0),
         )
         live = [job for job in mine if job.status in st.CAPPED_JOB_STATUSES and job.id != exclude_job]
-        return Standing(month_usd + held_usd, len(live), sum(job.total_pages for job in live))
+        return Standing(month_usd + held_usd, len(live), sum(job.total_pages for job in live), spent_usd=month_usd)
 
     def lock_owner(self, owner_id: str) -> None:
         return None  # one thread: nothing to serialise against

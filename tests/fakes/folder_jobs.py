@@ -91,6 +91,16 @@ class FakeFolderJobs:
             priority_allowed=priority_allowed,
         )  # fmt: skip
 
+    def relist(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        job = self.get(job_id)
+        if job is None or not st.folder_job("relist").allows(job.status):
+            return None
+        return self._put(
+            job, status=st.folder_job("relist").target, run=job.run + 1, turns=0, error_id=None, error_message=None, finished_at=None,
+            continuation_token=None, objects_listed=0, excluded_count=0, enumeration_done=False, enumerated_at=None, updated_at=self._now(),
+            priority_allowed=priority_allowed,
+        )
+
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
         job = self.get(job_id)
         if job is not None:

@@ -81,7 +81,8 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str | No
 
 def estimate(stack: Any, path: str, body: Any = None, *, user: str, timeout_s: float = 120) -> tuple[int, dict[str, Any]]:
     """A dry run as a client makes it: POST (202, an estimate), then GET /api/v1/estimates/{id} until answered.
-    (200, the dry run's answer) when completed; (its status, the view) when the POST is refused or it failed."""
+    (200, the dry run's answer) when completed; (its status, the view) when the POST is refused; (400, the view) when it
+    failed, as the synchronous dry run answered a PDF convert would refuse."""
     status, started = call(stack, "POST", path, body, user=user)
     if status != 202:
         return status, started
@@ -92,7 +93,7 @@ def estimate(stack: Any, path: str, body: Any = None, *, user: str, timeout_s: f
         time.sleep(0.2)
         code, view = call(stack, "GET", started["poll"], user=user)
         assert code == 200, view
-    return (200, view["result"]) if view["status"] == "completed" else (422, view)
+    return (200, view["result"]) if view["status"] == "completed" else (400, view)
 
 
 def priority(owner: str) -> str:
@@ -182,7 +183,7 @@ def job(job_id: str) -> job_repo.JobRow:
 # -- identity and ownership ---------------------------------------------------------------
 def test_without_a_token_the_api_answers_401(stack):
     status, body = call(stack, "GET", "/api/files", user=None)
-    assert (status, body["code"]) == (401, "UNAUTHORIZED")
+    assert (status, body["error"]["code"]) == (401, "UNAUTHORIZED")
 
 
 @pytest.mark.parametrize(
@@ -199,10 +200,10 @@ def test_without_a_token_the_api_answers_401(stack):
 def test_another_users_file_answers_404_and_is_left_alone(stack, owner, method, path, body):
     file_id, job_id = make_job(owner, "waiting_batch")
     status, answer = call(stack, method, path.format(file=file_id, job=job_id), body, user=f"intruder-{owner}")
-    assert status == 404 and answer["code"] in ("FILE_NOT_FOUND", "JOB_NOT_FOUND")
+    assert status == 404 and answer["error"]["code"] in ("FILE_NOT_FOUND", "JOB_NOT_FOUND")
     # the same answer as for an id that does not exist at all
     missing_status, missing = call(stack, method, path.format(file=uuid.uuid4(), job=uuid.uuid4()), body, user=owner)
-    assert (missing_status, missing["code"]) == (status, answer["code"])
+    assert (missing_status, missing["error"]["code"]) == (status, answer["error"]["code"])
     assert job(job_id).status == "waiting_batch"
     assert call(stack, "GET", "/api/files", user=f"intruder-{owner}")[1]["files"] == []
 
@@ -217,7 +218,7 @@ def test_list_files_reads_batch_waiting_from_the_job(stack, owner):
     assert by_id[pending]["batchWaiting"] is False and by_id[pending]["conversion"]["status"] == "pending"
     status, only_waiting = call(stack, "GET", "/api/files?status=waiting_batch", user=owner)
     assert [f["fileId"] for f in only_waiting["files"]] == [waiting]
-    assert call(stack, "GET", "/api/files?status=bogus", user=owner)[1]["code"] == "BAD_REQUEST"
+    assert call(stack, "GET", "/api/files?status=bogus", user=owner)[1]["error"]["code"] == "BAD_REQUEST"
 
 
 def test_conversion_progress_shows_chunks_phase_and_batch_row(stack, owner):
@@ -229,7 +230,7 @@ def test_conversion_progress_shows_chunks_phase_and_batch_row(stack, owner):
     assert body["pages"]["done"] == PER_CHUNK and body["pages"]["total"] == PAGES
     assert body["batch"]["state"] == "submitted"
     by_job = call(stack, "GET", f"/api/v1/jobs/{job_id}", user=owner)[1]
-    assert {k: v for k, v in by_job.items() if k != "live"} == body and by_job["live"]["costSoFarUsd"] == "0"  # the job route adds live figures (issue 25)
+    assert by_job == body and by_job["live"]["costSoFarUsd"] == "0"  # both routes carry the live figures (issues 25, 41: one Conversion shape)
 
 
 # -- cancel ---------------------------------------------------------------------------------
@@ -273,7 +274,7 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
 def test_cancel_of_a_finishing_or_finished_job_is_409(stack, owner, status, code):
     file_id, job_id = make_job(owner, status)
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {}, user=owner)
-    assert answer[0] == 409 and answer[1]["code"] == code
+    assert answer[0] == 409 and answer[1]["error"]["code"] == code
     assert job(job_id).status == status
     assert ledger.PgLedger(services().db).get_hold(job_id).outcome is None
 
@@ -281,7 +282,7 @@ def test_cancel_of_a_finishing_or_finished_job_is_409(stack, owner, status, code
 def test_cancel_guarded_on_the_job_id_the_caller_saw(stack, owner):
     file_id, job_id = make_job(owner, "pending")
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {"jobId": str(uuid.uuid4())}, user=owner)
-    assert answer[0] == 409 and answer[1]["code"] == "JOB_NOT_CURRENT"
+    assert answer[0] == 409 and answer[1]["error"]["code"] == "JOB_NOT_CURRENT"
     assert job(job_id).status == "pending"
 
 
@@ -290,7 +291,7 @@ def test_cancel_guarded_on_the_job_id_the_caller_saw(stack, owner):
 def test_process_now_only_from_waiting_batch(stack, owner, status):
     file_id, job_id = make_job(owner, status)
     answer = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=priority(owner))
-    assert answer[0] == 409 and answer[1]["code"] == "NOT_BATCH_WAITING"
+    assert answer[0] == 409 and answer[1]["error"]["code"] == "NOT_BATCH_WAITING"
     assert job(job_id).status == status
 
 
@@ -353,16 +354,16 @@ def test_register_upload_convert_and_conflicts(stack, owner):
     assert status == 201 and registered["upload"]["method"] == "POST"
     file_id = registered["fileId"]
     early = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
-    assert early[0] == 409 and early[1]["code"] == "UPLOAD_MISSING"
+    assert early[0] == 409 and early[1]["error"]["code"] == "UPLOAD_MISSING"
     assert post_upload(registered["upload"], PDF) == 204
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {}}, user=owner)
     assert status == 202 and created["status"] == "splitting" and created["totalPages"] == 0
     twice = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
-    assert twice[0] == 409 and twice[1]["code"] == "CONVERSION_IN_PROGRESS"
+    assert twice[0] == 409 and twice[1]["error"]["code"] == "CONVERSION_IN_PROGRESS"
     wait_for(lambda: job(created["jobId"]).status == "completed", what="conversion")
     assert job(created["jobId"]).total_pages == PAGES
-    assert call(stack, "POST", "/api/v1/files", {"name": ""}, user=owner)[1]["code"] == "BAD_REQUEST"
-    assert call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"nope": 1}}, user=owner)[1]["code"] in ("OPTIONS_INVALID", "BAD_REQUEST")
+    assert call(stack, "POST", "/api/v1/files", {"name": ""}, user=owner)[1]["error"]["code"] == "BAD_REQUEST"
+    assert call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"nope": 1}}, user=owner)[1]["error"]["code"] in ("OPTIONS_INVALID", "BAD_REQUEST")
 
 
 def test_convert_answers_202_splitting_at_once_then_the_job_converts(stack, owner):
@@ -412,7 +413,7 @@ def test_an_upload_larger_than_declared_is_refused_before_it_is_read(stack, owne
     assert post_upload(registered["upload"], PDF) == 204
     # When it is converted, Then the API refuses it: nothing is split, no job is created
     code, body = call(stack, "POST", f"/api/v1/files/{registered['fileId']}/convert", {}, user=owner)
-    assert (code, body["code"]) == (409, "UPLOAD_SIZE_MISMATCH"), body
+    assert (code, body["error"]["code"]) == (409, "UPLOAD_SIZE_MISMATCH"), body
     assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=registered["fileId"])["n"] == 0
 
 
@@ -614,7 +615,7 @@ def test_delete_cancels_a_live_job_first_then_hides_the_file(stack, owner):
     assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == []
     finishing, finishing_job = make_job(owner, "assembling")
     answer = call(stack, "DELETE", f"/api/v1/files/{finishing}", user=owner)
-    assert answer[0] == 409 and answer[1]["code"] == "CONVERSION_FINISHING"
+    assert answer[0] == 409 and answer[1]["error"]["code"] == "CONVERSION_FINISHING"
     assert job(finishing_job).status == "assembling"
 
 
@@ -661,7 +662,7 @@ def test_a_delete_s3_refuses_is_not_answered_deleted(stack, owner):
 )
 def test_a_name_with_control_or_bidi_characters_is_a_400(stack, owner, name):
     status, body = call(stack, "POST", "/api/v1/files", {"name": name, "sizeBytes": 10}, user=owner)
-    assert (status, body["code"]) == (400, "NAME_INVALID"), body
+    assert (status, body["error"]["code"]) == (400, "NAME_INVALID"), body
     assert call(stack, "GET", "/api/files", user=owner)[1]["files"] == [], "nothing registered"
 
 
@@ -683,7 +684,7 @@ def test_an_id_that_is_not_a_canonical_uuid_is_a_400(stack, owner, path):
     concrete = path.format(id=file_id if "files" in path else job_id, ID=job_id.upper())
     method = "POST" if concrete.endswith("/convert") else "DELETE" if concrete.count("/") == 4 and "files" in concrete else "GET"
     status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
-    assert (status, body["code"]) == (400, "ID_INVALID"), (concrete, body)
+    assert (status, body["error"]["code"]) == (400, "ID_INVALID"), (concrete, body)
 
 
 @pytest.mark.parametrize(
@@ -702,7 +703,7 @@ def test_an_id_that_is_not_a_canonical_uuid_is_a_400(stack, owner, path):
 def test_unbounded_or_unknown_options_are_a_400_and_nothing_is_stored(stack, owner, options, what):
     file_id = upload(stack, owner, PDF)
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": options}, user=owner)
-    assert (status, body["code"]) == (400, "OPTIONS_INVALID") and what in body["message"], body
+    assert (status, body["error"]["code"]) == (400, "OPTIONS_INVALID") and what in body["error"]["message"], body
     assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0
 
 
@@ -714,7 +715,7 @@ def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stac
     # When a user asks for it, in a dry run or a conversion, Then both refuse it with a clear 400
     for query in ("?dry_run=true", ""):
         status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert{query}", {"options": {"modelId": priced_elsewhere}}, user=owner)
-        assert (status, body["code"]) == (400, "MODEL_NOT_ALLOWED") and settings.batchlane_model_id in body["message"], body
+        assert (status, body["error"]["code"]) == (400, "MODEL_NOT_ALLOWED") and settings.batchlane_model_id in body["error"]["message"], body
     assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs WHERE file_id = CAST(:id AS uuid)", id=file_id)["n"] == 0
     # And the deployment's own model is accepted
     status, created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"modelId": settings.batchlane_model_id}}, user=owner)
@@ -756,7 +757,7 @@ def test_the_offline_servers_refuse_a_rebound_host_and_allow_no_origin(stack, ow
 
 def test_unknown_route_is_a_json_404(stack, owner):
     status, body = call(stack, "GET", "/api/v1/nothing-here", user=owner)
-    assert (status, body["code"]) == (404, "ROUTE_NOT_FOUND")
+    assert (status, body["error"]["code"]) == (404, "ROUTE_NOT_FOUND")
 
 
 # -- the contract ----------------------------------------------------------------------------
@@ -767,8 +768,9 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
     assert (
-        len(operations) == 29
+        len(operations) == 30
     )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12) + the folder-job list (issue 24)
+    # + the folders a user may use (issue 41)
     # + GET /api/v1/files and the job's source PDF for the console (issue 25) + a dry run's estimate (issue 40)
     for method, path in operations:
         concrete = (
@@ -779,7 +781,7 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
             .replace("{estimateId}", str(uuid.uuid4()))
         )
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
-        assert body.get("code") != "ROUTE_NOT_FOUND", (method, path)
+        assert body.get("error", {}).get("code") != "ROUTE_NOT_FOUND", (method, path)
         assert str(status) in spec["paths"][path][method.lower()]["responses"], (method, path, status)
 
 

@@ -50,8 +50,8 @@ def test_a_flood_by_one_user_is_refused_429_while_another_user_is_answered(stack
     assert len(answered) == BURST, [s for s, _, _ in flood]  # the bucket is taken atomically: never more than the burst
     assert {status for status, _, _ in refused} == {429}
     status, body, headers = refused[0]
-    assert body["code"] == "RATE_LIMITED" and "BATCHLANE_API_RATE_PER_S" in body["message"]
-    assert int(headers["Retry-After"]) >= 1 and body["retryAfterSeconds"] == int(headers["Retry-After"])
+    assert body["error"]["code"] == "RATE_LIMITED" and "BATCHLANE_API_RATE_PER_S" in body["error"]["message"]
+    assert int(headers["Retry-After"]) >= 1 and body["error"]["retryAfterSeconds"] == int(headers["Retry-After"])
 
     # B, while A is still refused: every call answered as usual
     for _ in range(BURST):

@@ -72,7 +72,7 @@ def test_convert_is_refused_with_402_when_open_holds_use_up_the_budget(stack, ow
     # When they convert another file
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
     # Then the API refuses it with BUDGET_EXCEEDED and nothing is recorded or started
-    assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
+    assert (status, body["error"]["code"]) == (402, "BUDGET_EXCEEDED"), body
     assert len(jobs_of(owner)) == 1
     assert call(stack, "GET", "/api/v1/budget", user=owner)[1]["committedUsd"] == "2.000000"
 
@@ -82,7 +82,7 @@ def test_convert_is_refused_with_429_at_the_live_job_cap(stack, owner):
     set_budget(stack, owner, maxLiveJobs=1)
     file_id = upload(stack, owner, PDF, "second.pdf")
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
-    assert (status, body["code"]) == (429, "LIVE_JOBS_LIMIT"), body
+    assert (status, body["error"]["code"]) == (429, "LIVE_JOBS_LIMIT"), body
     assert len(jobs_of(owner)) == 1
 
 
@@ -151,7 +151,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     # And with a budget that cannot carry more, the owner's resume is refused with 402
     set_budget(stack, owner, usdPerMonth="2.01")
     status, body = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
-    assert (status, body["code"]) == (402, "BUDGET_EXCEEDED"), body
+    assert (status, body["error"]["code"]) == (402, "BUDGET_EXCEEDED"), body
     assert call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user="someone-else")[0] == 404
     # When an admin raises the budget, the resume raises the hold and the job converts whole
     set_budget(stack, owner, usdPerMonth="50")
@@ -160,7 +160,7 @@ def test_a_job_pauses_at_its_hold_and_its_owner_resumes_it_when_the_budget_allow
     wait_for(lambda: job(job_id).status == "completed", what="the resumed conversion", timeout_s=180)
     assert job_repo.PgJobs(services().db).get_job(job_id).pages_converted == 6
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/resume", {}, user=owner)
-    assert (again[0], again[1]["code"]) == (409, "NOT_PAUSED")
+    assert (again[0], again[1]["error"]["code"]) == (409, "NOT_PAUSED")
 
 
 def test_a_running_chunk_stops_at_the_first_request_the_hold_cannot_carry_and_the_job_pauses(stack, owner):
@@ -184,7 +184,7 @@ def test_a_running_chunk_stops_at_the_first_request_the_hold_cannot_carry_and_th
 def test_process_now_needs_the_priority_group(stack, owner):
     file_id, job_id = make_job(owner, "waiting_batch")
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=owner)
-    assert (status, body["code"]) == (403, "FORBIDDEN") and "batchlane-priority" in body["message"]
+    assert (status, body["error"]["code"]) == (403, "FORBIDDEN") and "batchlane-priority" in body["error"]["message"]
     assert job(job_id).status == "waiting_batch"
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {}, user=f"{owner};groups=batchlane-priority")
     assert status == 200 and body["resumed"] is True, body
@@ -192,14 +192,14 @@ def test_process_now_needs_the_priority_group(stack, owner):
 
 def test_only_admins_set_budgets(stack, owner):
     status, body = call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"usdPerMonth": "1000000"}, user=owner)
-    assert (status, body["code"]) == (403, "FORBIDDEN")
+    assert (status, body["error"]["code"]) == (403, "FORBIDDEN")
     assert services().db.one("SELECT 1 FROM user_budgets WHERE owner_id = :o", o=owner) is None
 
 
 def test_options_that_skip_the_batch_lane_need_the_priority_group(stack, owner):
     file_id = upload(stack, owner, PDF)
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"parser": "fast"}}, user=owner)
-    assert (status, body["code"]) == (403, "FORBIDDEN") and "parser" in body["message"], body
+    assert (status, body["error"]["code"]) == (403, "FORBIDDEN") and "parser" in body["error"]["message"], body
     assert jobs_of(owner) == []
     status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": {"highFidelity": False}}, user=f"{owner};groups=batchlane-priority")
     assert status == 202, body

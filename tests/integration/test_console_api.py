@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from batchlane.db import folder_jobs as folder_repo
 from batchlane.db import ledger
+from batchlane.folders.spec import parse_spec
 from batchlane.runtime import services
 from batchlane_dev.cli.main import main
 from batchlane_dev.local.api_server import CONSOLE_DIR as CONSOLE_DIST
@@ -78,9 +79,8 @@ def test_the_source_pdf_is_read_a_range_at_a_time_through_a_presigned_url(stack,
 
 def test_the_folder_job_list_holds_the_callers_jobs_only(stack, owner):
     job_id = f"fj-{uuid.uuid4().hex[:24]}"
-    folder_repo.PgFolderJobs(services().db).add(
-        job_id=job_id, owner_id=owner, name="invoices", spec={"source": "s3://in/x/"}, source=("in", "x/"), target=("out", "y/")
-    )
+    spec = parse_spec({"input": {"folder": "s3://in/x/"}, "output": {"layout": "mirror", "folder": "s3://out/y/"}}).model_dump(mode="json")
+    folder_repo.PgFolderJobs(services().db).add(job_id=job_id, owner_id=owner, name="invoices", spec=spec, source=("in", "x/"), target=("out", "y/"))
     try:
         status, body = call(stack, "GET", "/api/v1/folder-jobs", user=owner)
         assert status == 200 and [j["id"] for j in body["folderJobs"]] == [job_id] and body["folderJobs"][0]["name"] == "invoices"

@@ -14,6 +14,7 @@ from click.testing import CliRunner
 
 from batchlane.db.migrate import migration_status
 from batchlane_dev.cli.main import main
+from batchlane_dev.contract import component_errors
 from batchlane_dev.local.daemon import write_state
 
 STATIC_CHECKS = {
@@ -41,6 +42,7 @@ def doctor(stack, tmp_path, *args: str):  # type: ignore[no-untyped-def]
     write_state(tmp_path, stack)
     result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--json", *args], catch_exceptions=False)
     report = json.loads(result.stdout)
+    assert component_errors(report, "DoctorReport") == []  # its --json is described (docs/api/openapi.yaml)
     return result, {check["name"]: check for check in report["checks"]}
 
 
@@ -110,6 +112,7 @@ def test_live_json_reports_the_refused_pdf_form_and_auto_records_the_image_form(
     write_state(tmp_path, stack)
     result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--json", "--live"], catch_exceptions=False)
     report = json.loads(result.stdout)
+    assert component_errors(report, "DoctorReport") == []  # its --json is described (docs/api/openapi.yaml)
     assert report["pageForms"]["accepted"] == {"pdf": {"onDemand": False, "batch": False}, "image": {"onDemand": True, "batch": True}}
     assert report["pageForms"]["chosen"] == "image" and report["pageForms"]["recorded"] is True
     assert result.exit_code == 0, result.stderr  # a refused form is a finding, not a broken deployment
@@ -137,6 +140,7 @@ def test_stack_name_reads_the_outputs_from_cloudformation(stack_factory, monkeyp
     boto3.client("cloudformation").create_stack(StackName="Batchlane", TemplateBody=json.dumps(template))
     result = CliRunner().invoke(main, ["doctor", "--stack-name", "Batchlane", "--json"], catch_exceptions=False)
     report = json.loads(result.stdout)
+    assert component_errors(report, "DoctorReport") == []  # its --json is described (docs/api/openapi.yaml)
     assert report["target"] == "Batchlane"
     assert [c["name"] for c in report["checks"] if not c["ok"]] == ["bucket TLS only"]
     assert result.exit_code == 1 and "problem: bucket TLS only: " in result.stderr
@@ -174,6 +178,7 @@ def test_live_json_on_a_flex_capable_model_with_a_flex_rate_turns_the_flex_lane_
     write_state(tmp_path, stack)
     result = CliRunner().invoke(main, ["doctor", "--workdir", str(tmp_path), "--json", "--live"], catch_exceptions=False)
     report = json.loads(result.stdout)
+    assert component_errors(report, "DoctorReport") == []  # its --json is described (docs/api/openapi.yaml)
     assert report["serviceTiers"]["flex"] == {"accepted": True, "detail": "accepted"}
     assert report["serviceTiers"]["flexOn"] is True and report["serviceTiers"]["why"] == "probe_accepted"
     assert report["serviceTiers"]["recorded"] is True and result.exit_code == 0, result.stderr

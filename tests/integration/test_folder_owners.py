@@ -72,7 +72,7 @@ def wait_done(owner: str, job_id: str) -> dict[str, Any]:
 
 
 def files(owner: str, job_id: str) -> dict[str, tuple[str, str | None]]:
-    return {f["key"].rsplit("/", 1)[-1]: (f["status"], f["error_id"]) for f in usecases.files(services(), owner, job_id)["files"]}
+    return {f["key"].rsplit("/", 1)[-1]: (f["status"], (f["error"] or {}).get("code")) for f in usecases.files(services(), owner, job_id)["files"]}
 
 
 def test_a_user_is_refused_anothers_folder_before_anything_is_listed(stack: Any) -> None:
@@ -85,12 +85,12 @@ def test_a_user_is_refused_anothers_folder_before_anything_is_listed(stack: Any)
     for spec in (theirs, into_theirs, listed):
         for path in ("/api/v1/folder-jobs?dry_run=true", "/api/v1/folder-jobs"):
             code, answer = call(stack, "POST", path, spec, user=bob)
-            assert (code, answer["code"]) == (400, "FOLDER_NOT_ALLOWED"), answer
+            assert (code, answer["error"]["code"]) == (400, "FOLDER_NOT_ALLOWED"), answer
             assert "secret.pdf" not in json.dumps(answer)  # nothing listed, nothing named
     assert services().db.one("SELECT count(*) AS n FROM folder_jobs WHERE owner_id = :o", o=bob)["n"] == 0
 
     code, dry = estimate(stack, "/api/v1/folder-jobs?dry_run=true", theirs, user=alice)  # the owner may
-    assert code == 200 and dry["files"]["to_convert"] == 1
+    assert code == 200 and dry["files"]["toConvert"] == 1
 
 
 def test_neither_replace_nor_skip_takes_or_overwrites_another_owners_output(stack: Any) -> None:
@@ -99,7 +99,7 @@ def test_neither_replace_nor_skip_takes_or_overwrites_another_owners_output(stac
     s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{folder}a.pdf", Body=make_pdf(2))
     s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{folder}b.pdf", Body=make_pdf(3))
     s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{folder}b.md", Body=b"forged by hand")  # not written by any folder job
-    spec = {"input": {"folder": uri(folder)}, "output": {"on_existing": "skip"}}
+    spec = {"input": {"folder": uri(folder)}, "output": {"onExisting": "skip"}}
 
     first, _ = usecases.submit(services(), alice, spec)
     assert files(alice, wait_done(alice, first["id"])["id"]) == {"a.pdf": ("completed", None), "b.pdf": ("failed", "OUTPUT_EXISTS")}
@@ -107,14 +107,14 @@ def test_neither_replace_nor_skip_takes_or_overwrites_another_owners_output(stac
     assert head["Metadata"]["batchlane-owner"] == alice
     assert s3().get_object(Bucket=FOLDER_BUCKET, Key=f"{folder}b.md")["Body"].read() == b"forged by hand"  # skip kept it, trusted nothing
 
-    replaced, _ = usecases.submit(services(), bob, {**spec, "output": {"on_existing": "replace"}})
+    replaced, _ = usecases.submit(services(), bob, {**spec, "output": {"onExisting": "replace"}})
     assert files(bob, wait_done(bob, replaced["id"])["id"])["a.pdf"] == ("failed", "OUTPUT_NOT_YOURS")
     skipped, _ = usecases.submit(services(), bob, spec)
     assert files(bob, wait_done(bob, skipped["id"])["id"])["a.pdf"] == ("failed", "OUTPUT_NOT_YOURS")  # never ALREADY_CONVERTED
     markdown = s3().get_object(Bucket=FOLDER_BUCKET, Key=f"{folder}a.md")
     assert markdown["Metadata"]["batchlane-owner"] == alice and page_phrase(2, 2) in markdown["Body"].read().decode()
 
-    again, _ = usecases.submit(services(), alice, {**spec, "name": "again", "policy": {"max_retries": 1}})
+    again, _ = usecases.submit(services(), alice, {**spec, "name": "again", "policy": {"maxRetries": 1}})
     assert files(alice, wait_done(alice, again["id"])["id"])["a.pdf"] == ("skipped", "ALREADY_CONVERTED")  # its own output only
 
 
@@ -122,16 +122,16 @@ def test_ids_and_cursors_that_cannot_be_valid_answer_400_not_500(stack: Any) -> 
     alice, _ = users()
     for path in ("/api/v1/folder-jobs/fj-zz", f"/api/v1/folder-jobs/fj-{'a' * 25}/files", "/api/v1/folder-jobs/not-a-job/report"):
         code, answer = call(stack, "GET", path, user=alice)
-        assert (code, answer["code"]) == (400, "FOLDER_JOB_ID_INVALID"), (path, answer)
+        assert (code, answer["error"]["code"]) == (400, "FOLDER_JOB_ID_INVALID"), (path, answer)
     s3().put_object(Bucket=FOLDER_BUCKET, Key=f"{owner_home(alice)}cursor/a.pdf", Body=make_pdf(1))
     job, _ = usecases.submit(services(), alice, {"input": {"folder": uri(f"{owner_home(alice)}cursor/")}})
     code, answer = call(stack, "GET", f"/api/v1/folder-jobs/{job['id']}/files?after=a%00b", user=alice)
-    assert (code, answer["code"]) == (400, "BAD_REQUEST"), answer
+    assert (code, answer["error"]["code"]) == (400, "BAD_REQUEST"), answer
     code, answer = call(stack, "PUT", "/api/v1/admin/budgets/x%3By", {"usdPerMonth": 1}, user=f"{alice};groups=batchlane-admins")
-    assert (code, answer["code"]) == (400, "OWNER_ID_INVALID"), answer
+    assert (code, answer["error"]["code"]) == (400, "OWNER_ID_INVALID"), answer
     big = {"input": {"folder": uri(owner_home(alice))}, "options": {"parser": "x" * 1_000_000}}
     code, answer = call(stack, "POST", "/api/v1/folder-jobs", big, user=alice)
-    assert (code, answer["code"]) == (400, "SPEC_INVALID"), answer
+    assert (code, answer["error"]["code"]) == (400, "SPEC_INVALID"), answer
 
 
 def test_one_object_that_cannot_be_read_fails_that_file_and_the_rest_convert(stack: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,7 +183,7 @@ def test_a_database_blip_while_a_file_starts_requeues_it_and_never_names_the_dat
     job, _ = usecases.submit(services(), alice, {"input": {"folder": uri(folder)}})
     done = wait_done(alice, job["id"])
     (file,) = usecases.files(services(), alice, job["id"])["files"]
-    assert (done["status"], file["status"], file["error_id"]) == ("completed", "completed", None), (done, file)
+    assert (done["status"], file["status"], (file["error"] or {}).get("code")) == ("completed", "completed", None), (done, file)
     assert len(calls) == 2 and "db.internal" not in json.dumps(usecases.status(services(), alice, job["id"]))
 
 
@@ -221,9 +221,9 @@ def test_a_folder_job_on_another_owners_home_fails_at_iam_when_the_grant_check_i
     folder = f"{owner_home(alice)}bypassed/"
     s3().put_object(Bucket=FOLDER_BUCKET, Key=folder + "a.pdf", Body=make_pdf(1))
     monkeypatch.setattr(usecases, "check_allowed", lambda *a, **k: None)  # the use-case check, bypassed
-    job, _ = usecases.submit(services(), bob, {"input": {"folder": uri(folder)}, "output": {"on_existing": "replace"}})
+    job, _ = usecases.submit(services(), bob, {"input": {"folder": uri(folder)}, "output": {"onExisting": "replace"}})
     done = wait_done(bob, job["id"])
-    assert done["status"] == "error" and done["error"]["id"] == "FOLDER_NOT_READABLE", done
+    assert done["status"] == "error" and done["error"]["code"] == "FOLDER_NOT_READABLE", done
     assert [o["Key"] for o in s3().list_objects_v2(Bucket=FOLDER_BUCKET, Prefix=folder)["Contents"]] == [folder + "a.pdf"]  # nothing written
 
 

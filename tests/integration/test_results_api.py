@@ -133,7 +133,7 @@ def test_failed_pages_are_listed_with_reason_attempts_and_lane_owner_only(stack,
     for refused in REFUSED:
         assert f"<!-- Page {refused}: failed (stop_reason=refusal) -->" in markdown(job_id)
     assert call(stack, "GET", f"/api/v1/jobs/{job_id}/pages?status=failed", user=f"other-{owner}")[0] == 404
-    assert call(stack, "GET", f"/api/v1/jobs/{job_id}/pages?status=converted", user=owner)[1]["code"] == "BAD_REQUEST"
+    assert call(stack, "GET", f"/api/v1/jobs/{job_id}/pages?status=converted", user=owner)[1]["error"]["code"] == "BAD_REQUEST"
 
 
 # -- download ----------------------------------------------------------------------------------
@@ -158,13 +158,13 @@ def test_download_is_a_sigv4_presigned_url_for_the_owner_with_the_object_expiry(
     assert timedelta(days=14) <= expires - head["LastModified"] < timedelta(days=15)
 
     foreign = call(stack, "GET", f"/api/v1/jobs/{job_id}/markdown", user=f"other-{owner}")
-    assert (foreign[0], foreign[1]["code"]) == (404, "JOB_NOT_FOUND")
-    assert call(stack, "GET", f"/api/v1/jobs/{uuid.uuid4()}/markdown", user=owner)[1]["code"] == "JOB_NOT_FOUND"
+    assert (foreign[0], foreign[1]["error"]["code"]) == (404, "JOB_NOT_FOUND")
+    assert call(stack, "GET", f"/api/v1/jobs/{uuid.uuid4()}/markdown", user=owner)[1]["error"]["code"] == "JOB_NOT_FOUND"
 
     # the bucket's lifecycle deleted it: a clear 410, not a broken link
     client("s3").delete_object(Bucket=services().store.bucket, Key=keys.markdown_key(job_id))
     gone = call(stack, "GET", f"/api/v1/jobs/{job_id}/markdown", user=owner)
-    assert gone[0] == 410 and gone[1]["code"] == "MARKDOWN_EXPIRED" and "14 days" in gone[1]["message"]
+    assert gone[0] == 410 and gone[1]["error"]["code"] == "MARKDOWN_EXPIRED" and "14 days" in gone[1]["error"]["message"]
 
 
 def test_lifecycle_expiry_rounds_up_to_the_next_midnight_utc():
@@ -178,7 +178,7 @@ def test_download_before_the_markdown_exists_is_409(stack, owner):
         job_id = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]["jobId"]
         assert held.entered.wait(30)
         answer = call(stack, "GET", f"/api/v1/jobs/{job_id}/markdown", user=owner)
-        assert answer[0] == 409 and answer[1]["code"] == "MARKDOWN_NOT_READY"
+        assert answer[0] == 409 and answer[1]["error"]["code"] == "MARKDOWN_NOT_READY"
     wait_until(lambda: job(job_id).status == "completed", what="the conversion")
 
 
@@ -222,7 +222,7 @@ def test_retry_converts_only_the_failed_pages_splices_them_in_order_and_books_on
     assert Decimal(history[0]["costUsd"]) == Decimal(after.total_cost_usd) - Decimal(before.total_cost_usd) > 0
     assert call(stack, "GET", f"/api/v1/jobs/{job_id}/pages?status=failed", user=owner)[1]["pages"] == []
     again = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
-    assert again[0] == 409 and again[1]["code"] == "NOTHING_TO_RETRY"
+    assert again[0] == 409 and again[1]["error"]["code"] == "NOTHING_TO_RETRY"
     assert call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=f"other-{owner}")[0] == 404
 
 
@@ -237,7 +237,7 @@ def test_retry_narrowed_to_one_page(stack, owner):
     assert job(job_id).pages_failed == 1 and job(job_id).error_id == "PAGES_FAILED"
     assert_retries_booked(job_id)
     wrong = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {"errorIds": ["max_tokens"]}, user=owner)
-    assert wrong[0] == 409 and wrong[1]["code"] == "NOTHING_TO_RETRY"
+    assert wrong[0] == 409 and wrong[1]["error"]["code"] == "NOTHING_TO_RETRY"
 
 
 def HeldChunks(stack: Any) -> HeldInvocations:
@@ -270,7 +270,7 @@ def test_a_double_post_starts_one_retry_and_cancel_puts_the_job_back_as_it_was(s
         view = call(stack, "GET", f"/api/v1/jobs/{job_id}", user=owner)[1]
         assert view["status"] in ("pending", "processing") and view["retry"] == {"attempt": 1, "pages": list(REFUSED)}
         busy = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)
-        assert busy[0] == 409 and busy[1]["code"] == "CONVERSION_IN_PROGRESS"
+        assert busy[0] == 409 and busy[1]["error"]["code"] == "CONVERSION_IN_PROGRESS"
         code, cancelled = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {"jobId": job_id}, user=owner)
         assert code == 200 and cancelled["retryCancelled"] == 1 and cancelled["status"] == "completed", cancelled
     wait_until(lambda: execution_status(f"retry-{job_id}-1") in ("SUCCEEDED", "FAILED"), what="the cancelled retry to end")
@@ -317,7 +317,7 @@ def test_retry_after_the_source_pages_expired_says_so_and_changes_nothing(stack,
     _, job_id = converted_with_failed_pages(stack, owner)
     client("s3").delete_object(Bucket=services().store.bucket, Key=keys.chunk_source_key(job_id, 0))  # the 14-day lifecycle
     answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
-    assert answer[0] == 409 and answer[1]["code"] == "SOURCE_EXPIRED", answer
+    assert answer[0] == 409 and answer[1]["error"]["code"] == "SOURCE_EXPIRED", answer
     assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
 
 
@@ -328,7 +328,7 @@ def test_a_retry_beyond_the_budget_is_402_and_changes_nothing(stack, owner):
     assert call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"usdPerMonth": str(spent)}, user="admin;groups=batchlane-admins")[0] == 200
     # When the owner retries the failed pages, the retry's worst case does not fit: refused, nothing written
     answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
-    assert (answer[0], answer[1]["code"]) == (402, "BUDGET_EXCEEDED"), answer
+    assert (answer[0], answer[1]["error"]["code"]) == (402, "BUDGET_EXCEEDED"), answer
     assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
     services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
 
@@ -342,7 +342,7 @@ def test_a_retry_at_the_live_job_cap_is_429_and_changes_nothing(stack, owner):
     assert call(stack, "PUT", f"/api/v1/admin/budgets/{owner}", {"maxLiveJobs": 1}, user="admin;groups=batchlane-admins")[0] == 200
     # When the owner retries the failed pages: a retry is a live job again, refused like a new conversion
     answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
-    assert (answer[0], answer[1]["code"]) == (429, "LIVE_JOBS_LIMIT"), answer
+    assert (answer[0], answer[1]["error"]["code"]) == (429, "LIVE_JOBS_LIMIT"), answer
     assert job(job_id).status == "completed" and call(stack, "GET", f"/api/v1/jobs/{job_id}/retries", user=owner)[1]["retries"] == []
     services().db.run("DELETE FROM user_budgets WHERE owner_id = :owner", owner=owner)
 
@@ -353,7 +353,7 @@ def test_retry_of_a_job_that_is_not_completed_is_409(stack, owner):
         job_id = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]["jobId"]
         assert held.entered.wait(30)
         answer = call(stack, "POST", f"/api/v1/jobs/{job_id}/retry", {}, user=owner)
-        assert answer[0] == 409 and answer[1]["code"] == "NOT_RETRYABLE"
+        assert answer[0] == 409 and answer[1]["error"]["code"] == "NOT_RETRYABLE"
     wait_until(lambda: job(job_id).status == "completed", what="the conversion")
 
 
@@ -396,7 +396,7 @@ def test_dry_run_answers_pages_lane_cost_and_turnaround_and_creates_nothing(stac
     bulk = estimate(stack, f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": {"highFidelity": False}}, user=owner)[1]
     assert bulk["lane"]["reason"] == "lane_off"
     assert call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=f"other-{owner}")[0] == 404
-    assert call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=maybe", {}, user=owner)[1]["code"] == "BAD_REQUEST"
+    assert call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=maybe", {}, user=owner)[1]["error"]["code"] == "BAD_REQUEST"
     assert _footprint(owner) == before
 
 
@@ -404,4 +404,4 @@ def test_dry_run_of_a_broken_pdf_says_why_as_convert_would(stack, owner):
     data = make_pdf(4)
     file_id = upload(stack, owner, data[: len(data) // 3], "cut.pdf")
     status, body = estimate(stack, f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)
-    assert status == 422 and body["status"] == "failed" and body["error"]["code"] == "PDF_CORRUPT", body
+    assert status == 400 and body["status"] == "failed" and body["error"]["code"] == "PDF_CORRUPT", body

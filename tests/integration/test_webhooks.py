@@ -274,7 +274,7 @@ def test_parked_failed_and_cancelled_jobs_notify_and_publish(stack, owner, recei
     hook = receiver()
     # A job parked for the batch lane, then cancelled
     events = ["job.waiting_batch", "job.completed", "file.error"]
-    status, parked = convert(stack, owner, {"_batchLane": True, "callbackUrl": hook.url, "callbackEvents": events})
+    status, parked = convert(stack, owner, {"batchLane": True, "callbackUrl": hook.url, "callbackEvents": events})
     assert status == 202, parked
     wait_until(lambda: job_status(parked["jobId"]) == "waiting_batch", timeout_s=120, what="the job to park")
     (waiting,) = hook.wait_for(1)
@@ -308,8 +308,8 @@ def test_parked_failed_and_cancelled_jobs_notify_and_publish(stack, owner, recei
 )
 def test_a_bad_callback_is_a_clear_400_and_nothing_is_created(stack, owner, options, why):
     status, answer = convert(stack, owner, options)
-    assert (status, answer["code"]) == (400, "CALLBACK_INVALID"), answer
-    assert why in answer["message"]
+    assert (status, answer["error"]["code"]) == (400, "CALLBACK_INVALID"), answer
+    assert why in answer["error"]["message"]
     assert services().db.one("SELECT count(*) AS n FROM large_conversion_jobs j JOIN files f ON f.id = j.file_id WHERE f.owner_id = :o", o=owner)["n"] == 0
 
 

@@ -40,7 +40,7 @@ def test_a_503_answers_a_stable_code_and_keeps_the_database_url_in_the_logs(monk
     response = api_app.app.resolve(_event("/api/files"), None)
     # Then the answer is a 503 with the stable code and nothing about the database
     body = json.loads(response["body"])
-    assert response["statusCode"] == 503 and body["code"] == "STORE_UNAVAILABLE"
+    assert response["statusCode"] == 503 and body["error"]["code"] == "STORE_UNAVAILABLE"
     assert "db.internal.example" not in response["body"] and "batchlane_admin" not in response["body"]
     # And the operator still finds the cause in the logs
     assert "db.internal.example" in caplog.text

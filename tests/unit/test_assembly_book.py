@@ -8,7 +8,7 @@ import re
 import pytest
 from pypdf import PdfReader, PdfWriter
 
-from batchlane.domain.assembly import assemble_document, survey
+from batchlane.domain.assembly import assemble_document, page_text_blocks, strip_furniture, survey
 from batchlane.domain.markdown import PageText, assemble
 from batchlane_dev.local.bedrock.model import page_markdown
 from batchlane_dev.local.bookgen import FRONT_PAGES, Book, make_book_pdf
@@ -85,5 +85,8 @@ def test_heading_levels_follow_the_numbering(pages: list[PageText]) -> None:
         assert len(hashes) == number.count(".") + 2, (hashes, number)
 
 
-def test_folio_offset_is_found_from_the_document(pages: list[PageText]) -> None:
-    assert survey(pages).offset == -FRONT_PAGES
+def test_every_folio_follows_the_page_sequence_less_the_front_matter(pages: list[PageText]) -> None:
+    furniture = survey(pages)
+    for page in pages[FRONT_PAGES:]:
+        removed = strip_furniture(page_text_blocks(page.markdown), page.page_number, furniture)[1]
+        assert str(page.page_number - FRONT_PAGES) in removed, (page.page_number, removed)

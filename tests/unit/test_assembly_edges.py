@@ -72,7 +72,7 @@ def test_a_page_ending_in_an_indented_block_keeps_its_indentation() -> None:
 # -- what never runs on into the next page -----------------------------------------------------------
 @pytest.mark.parametrize(
     "block",
-    ["```\ncode()\n```", "~~~\ncode()\n~~~", "<div>a box</div>", "![a chart](chart.png)", "*[Figure: a chart]*", "$$ e = mc^2 $$", "> a quoted line"],
+    ["```\ncode()\n```", "~~~\ncode()\n~~~", "&lt;div>a box&lt;/div>", "![a chart](chart.png)", "*[Figure: a chart]*", "$$ e = mc^2 $$", "> a quoted line"],
     ids=["backtick-code", "tilde-code", "html", "image", "figure-description", "formula", "quote"],
 )
 def test_a_block_that_is_not_prose_is_never_joined_with_the_next_pages_text(block: str) -> None:
@@ -132,23 +132,23 @@ def test_tables_with_other_columns_stay_two_tables() -> None:
 def test_a_table_whose_header_was_a_data_row_joins_without_a_second_separator() -> None:
     document = _assemble(["| a | b |\n|---|---|\n| 1 | 2 |", "| 3 | 4 |\n|---|---|\n| 5 | 6 |"])
 
-    assert "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n| 5 | 6 |\n\n<!-- Page 2 -->" in document
+    assert "| a | b |\n|---|---|\n| 1 | 2 <!-- Page 2 --> |\n| 3 | 4 |\n| 5 | 6 |" in document
 
 
 def test_a_table_with_only_its_header_before_the_break_joins_its_rows() -> None:
     document = _assemble(["| a | b |\n|---|---|", "| 1 | 2 |\n| 3 | 4 |"])
 
-    assert "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\n<!-- Page 2 -->" in document
+    assert "| a | b <!-- Page 2 --> |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |" in document  # the header is page 1's, the rows page 2's
 
 
 def test_a_table_continued_by_one_row_is_one_table() -> None:
-    assert "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |" in _assemble(["| a | b |\n|---|---|\n| 1 | 2 |", "| 3 | 4 |"])
+    assert "| a | b |\n|---|---|\n| 1 | 2 <!-- Page 2 --> |\n| 3 | 4 |" in _assemble(["| a | b |\n|---|---|\n| 1 | 2 |", "| 3 | 4 |"])
 
 
 def test_a_lone_row_with_a_separator_under_it_joins_as_a_row() -> None:
     document = _assemble(["| a | b |\n|---|---|\n| 1 | 2 |", "| 3 | 4 |\n|---|---|"])
 
-    assert "| 1 | 2 |\n| 3 | 4 |\n\n<!-- Page 2 -->" in document and document.count("|---|---|") == 1
+    assert "| 1 | 2 <!-- Page 2 --> |\n| 3 | 4 |" in document and document.count("|---|---|") == 1
 
 
 def test_rows_without_a_header_separator_are_not_a_table_to_continue() -> None:
@@ -158,7 +158,7 @@ def test_rows_without_a_header_separator_are_not_a_table_to_continue() -> None:
 
 
 def test_a_one_item_list_continued_on_the_next_page_is_one_list() -> None:
-    assert "- first\n- second\n\n<!-- Page 2 -->" in _assemble(["Intro.\n\n- first", "- second"])
+    assert "- first <!-- Page 2 -->\n- second" in _assemble(["Intro.\n\n- first", "- second"])
 
 
 def test_a_bulleted_list_and_a_numbered_one_stay_two_lists() -> None:
@@ -252,10 +252,18 @@ def test_a_number_found_on_three_of_thirteen_pages_edges_is_the_folio() -> None:
     assert "The echo part ends.\n\n<!-- Page 6 -->" in _assemble(bodies)
 
 
-def test_a_number_on_four_of_twenty_pages_edges_is_content() -> None:
+def test_numbers_on_four_of_twenty_pages_that_follow_the_page_sequence_close_by_are_folios() -> None:
     bodies = [f"{_text(n)}\n\n{n}" if n in (2, 5, 7, 9) else _text(n) for n in range(1, 21)]
 
-    assert "The echo part ends.\n\n5\n\n<!-- Page 6 -->" in _assemble(bodies)
+    assert "The echo part ends.\n\n<!-- Page 6 -->" in _assemble(bodies)
+
+
+def test_numbers_that_match_the_page_far_apart_are_content() -> None:
+    bodies = [f"{_text(n)}\n\n{n}" if n in (2, 9, 16) else _text(n) for n in range(1, 21)]
+
+    document = _assemble(bodies)
+
+    assert all(f"part ends.\n\n{n}\n\n<!-- Page {n + 1} -->" in document for n in (2, 9, 16))
 
 
 def test_a_logo_on_exactly_three_pages_is_a_decoration() -> None:

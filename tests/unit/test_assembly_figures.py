@@ -12,7 +12,6 @@ from batchlane import keys
 from batchlane.conversion.figures import extract_figures, figure_folder
 from batchlane.domain.assembly import Figure, assemble_document, link_figures, survey
 from batchlane.domain.markdown import PageText
-from batchlane.pdf.images import page_images
 from batchlane_dev.local.bedrock.model import page_markdown
 from batchlane_dev.local.bookgen import make_book_pdf
 from batchlane_dev.local.pdfgen import IMAGE_PAGES, make_image_pdf
@@ -20,17 +19,19 @@ from tests.unit.usecases.usecase_fakes import MemoryStore
 
 
 def test_embedded_images_come_out_at_their_own_resolution_and_a_scanned_page_is_not_a_figure() -> None:
-    pages = list(page_images(make_image_pdf(), first_page=1))
-    assert [[(i.width, i.height) for i in images] for images in pages] == [[IMAGE_PAGES[0][0]], [IMAGE_PAGES[1][0]], []]
-    first = pages[0][0]
-    assert first.png and Image.open(io.BytesIO(first.png)).size == IMAGE_PAGES[0][0]
+    store = MemoryStore()
+    store.put_bytes(keys.chunk_source_key("j1", 0), make_image_pdf())
+    figures = extract_figures(store, "j1", [(0, 1, 3)])
+    assert {n: [(f.width, f.height) for f in fs] for n, fs in figures.items()} == {1: [IMAGE_PAGES[0][0]], 2: [IMAGE_PAGES[1][0]]}
+    first = store.objects[keys.images_prefix("j1") + "p1-1.png"]
+    assert Image.open(io.BytesIO(first)).size == IMAGE_PAGES[0][0]
 
 
 def test_a_banner_repeated_on_every_page_is_a_decoration_and_the_charts_are_files() -> None:
     book = make_book_pdf(figures=True)
     store = MemoryStore()
     store.put_bytes(keys.chunk_source_key("j1", 0), book.pdf)
-    figures = extract_figures(store, "j1", [(0, 1)])
+    figures = extract_figures(store, "j1", [(0, 1, _pages(book.pdf))])
     assert sorted(figures) == book.figure_pages
     assert all(len(f) == 1 and (f[0].width, f[0].height) == (320, 200) for f in figures.values())
     written = store.list_keys(keys.images_prefix("j1"))
@@ -57,7 +58,7 @@ def test_a_book_with_figures_assembles_with_links_and_without_its_banner() -> No
         pages.append(PageText(number, "converted", page_markdown(data.getvalue(), visual=True)))
     store = MemoryStore()
     store.put_bytes(keys.chunk_source_key("j1", 0), book.pdf)
-    figures = extract_figures(store, "j1", [(0, 1)])
+    figures = extract_figures(store, "j1", [(0, 1, _pages(book.pdf))])
     document = "".join(assemble_document(pages, survey(pages), expected_pages=len(pages), figures=figures, figure_folder="book.images"))
     assert "200×60" not in document, "the banner on every page is no figure"
     for number in book.figure_pages:
@@ -72,9 +73,18 @@ def test_a_book_with_figures_assembles_with_links_and_without_its_banner() -> No
 
 def test_past_the_figure_budget_the_job_still_assembles_and_later_figures_stay_descriptions() -> None:
     book = make_book_pdf(figures=True)
+    pages = _pages(book.pdf)
     store = MemoryStore()
     store.put_bytes(keys.chunk_source_key("j1", 0), book.pdf)
-    ticks = iter([0.0, 0.0, 500.0, 500.0])  # the first chunk starts in time; the budget is spent by the second
     store.put_bytes(keys.chunk_source_key("j1", 1), book.pdf)
-    figures = extract_figures(store, "j1", [(0, 1), (1, 100)], budget_s=120, clock=lambda: next(ticks))
+    # The budget is spent once the first chunk's figures are written: its clock reads the bucket, not the time.
+    clock = lambda: 500.0 if store.list_keys(keys.images_prefix("j1")) else 0.0  # noqa: E731
+
+    figures = extract_figures(store, "j1", [(0, 1, pages), (1, 100, 99 + pages)], budget_s=120, clock=clock)
+
     assert sorted(figures) == book.figure_pages, "the first chunk's figures only"
+    assert {figures.skipped[100 + n - 1] for n in range(1, pages + 1)} == {"FIGURE_WORK_OVER_BOUND"}, "the second chunk's pages say why"
+
+
+def _pages(pdf: bytes) -> int:
+    return len(PdfReader(io.BytesIO(pdf)).pages)

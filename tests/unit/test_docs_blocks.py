@@ -23,10 +23,11 @@ def test_every_fence_says_whether_it_holds_commands_or_a_sample() -> None:
 
 
 def test_the_documents_have_the_blocks_counted_here() -> None:
-    # Not vacuous: 7 bash blocks and the webhook snippet; 5 samples (the demo's report, the flow, 3 JSON bodies).
+    # Not vacuous: 7 bash blocks and the webhook snippet; 7 samples (the demo's report, the flow, 3 JSON bodies, a real
+    # book's Markdown and its pages.jsonl line: tests/integration/test_one_document_corpus.py checks those two).
     assert [b.language for b in COMMANDS].count("bash") == 7
     assert [b.language for b in COMMANDS].count("python") == 1
-    assert len(BLOCKS) - len(COMMANDS) == 5
+    assert len(BLOCKS) - len(COMMANDS) == 7
 
 
 def test_every_command_block_is_accounted_for_and_nothing_else() -> None:

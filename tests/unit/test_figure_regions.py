@@ -11,7 +11,7 @@ from PIL import Image
 from batchlane import keys
 from batchlane.conversion.figures import extract_figures
 from batchlane.domain.assembly import figure_descriptions, figure_regions, link_figures, page_blocks
-from batchlane.pdf.images import MIN_FIGURE_PX, page_images
+from batchlane.pdf.images import MIN_FIGURE_PX
 from batchlane_dev.cli.jobs_commands import ApiFailure, download_image
 from batchlane_dev.local.bedrock.model import page_markdown
 from batchlane_dev.local.pdfgen import VECTOR_CHART_PAGE, make_image_pdf, make_vector_chart_pdf
@@ -38,7 +38,7 @@ def test_the_emulator_gives_the_vector_chart_s_region_and_assemble_crops_it_to_a
     assert 0.1 < left < right < 0.85 and 0.1 < top < bottom < 0.6  # the chart, not the small box near the foot
     store = MemoryStore()
     store.put_bytes(keys.chunk_source_key("j1", 0), pdf)
-    figures = extract_figures(store, "j1", [(0, 1)], regions={VECTOR_CHART_PAGE: regions})
+    figures = extract_figures(store, "j1", [(0, 1, 3)], regions={VECTOR_CHART_PAGE: regions})
     assert list(figures) == [VECTOR_CHART_PAGE]
     [figure] = figures[VECTOR_CHART_PAGE]
     assert figure.name == f"p{VECTOR_CHART_PAGE}-1.png"
@@ -54,16 +54,29 @@ def test_a_tiny_region_is_not_a_figure_and_a_region_over_an_embedded_image_is_no
     store = MemoryStore()
     store.put_bytes(keys.chunk_source_key("j1", 0), make_vector_chart_pdf())
     tiny = (0.08, 0.91, 0.08 + MIN_FIGURE_PX / 2 / 2000, 0.93)  # a bullet box: under MIN_FIGURE_PX rendered
-    assert extract_figures(store, "j1", [(0, 1)], regions={1: [tiny], 3: [(0.0, 0.0, 1.0, 1.0)]}) == {}  # the whole page: no figure either
+    assert extract_figures(store, "j1", [(0, 1, 3)], regions={1: [tiny], 3: [(0.0, 0.0, 1.0, 1.0)]}) == {}  # the whole page: no figure either
     pdf = make_image_pdf()
-    [image] = next(page_images(pdf, first_page=1, render=False))
-    (left, bottom, right, top), (width, height) = image.bounds, image.page_size
+    (left, bottom, right, top), (width, height), pixels = _first_image(pdf)
     over = (left / width, 1 - top / height, right / width, 1 - bottom / height)  # the box the model saw the photo in
     store = MemoryStore()
     store.put_bytes(keys.chunk_source_key("j2", 0), pdf)
-    plain = {n: [(f.width, f.height) for f in fs] for n, fs in extract_figures(store, "j2", [(0, 1)]).items()}
-    around = {n: [(f.width, f.height) for f in fs] for n, fs in extract_figures(store, "j2", [(0, 1)], regions={1: [over]}).items()}
-    assert around == plain and plain[1] == [(image.width, image.height)]
+    plain = {n: [(f.width, f.height) for f in fs] for n, fs in extract_figures(store, "j2", [(0, 1, 3)]).items()}
+    around = {n: [(f.width, f.height) for f in fs] for n, fs in extract_figures(store, "j2", [(0, 1, 3)], regions={1: [over]}).items()}
+    assert around == plain and plain[1] == [pixels]
+
+
+def _first_image(pdf: bytes) -> tuple[tuple[float, float, float, float], tuple[float, float], tuple[int, int]]:
+    """Page 1's image: its bounds in points, the page's size, its pixels."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    document = pdfium.PdfDocument(pdf)
+    try:
+        page = document[0]
+        [image] = page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_IMAGE], max_depth=3)
+        return image.get_bounds(), page.get_size(), image.get_px_size()
+    finally:
+        document.close()
 
 
 @pytest.mark.parametrize("name", ["../p1-1.png", "/etc/p1-1.png", "book.images/../../p1-1.png", "p1-1.png", "book.images/sub/p1-1.png"])

@@ -1,8 +1,9 @@
-"""One JSON shape for folder jobs (issue 24.4): the posted spec, report.jsonl and the OpenAPI document are camelCase,
-the snake_case names still understood (or written beside) until release 0.3.0."""
+"""One JSON shape for folder jobs (issues 24.4, 41.3): the posted spec, report.jsonl and the OpenAPI document are camelCase
+only (decision 0031 removed the snake_case aliases), amounts decimal strings."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from decimal import Decimal
 from pathlib import Path
@@ -14,8 +15,8 @@ from pydantic import BaseModel
 
 from batchlane.domain.errors import InputError
 from batchlane.folders.advance import report_line
-from batchlane.folders.spec import FolderJobSpec, folder_job_id, parse_spec
-from batchlane.naming import LEGACY_UNTIL, camel
+from batchlane.folders.spec import FolderJobSpec, parse_spec
+from batchlane.naming import camel
 from batchlane.ports import FolderFile
 from batchlane_dev.cli.folder_commands import folder_spec
 
@@ -27,27 +28,39 @@ CAMEL = {
     "policy": {"maxPagesPerDocument": 40, "maxRetries": 0},
     "notifications": {"callbackUrl": "https://example.com/hook", "callbackEvents": ["job.completed"], "callbackHeaders": {"X-Team": "legal"}},
 }
-SNAKE = {
-    "input": {"folder": FOLDER},
-    "output": {"on_existing": "replace"},
-    "policy": {"max_pages_per_document": 40, "max_retries": 0},
-    "notifications": {"callback_url": "https://example.com/hook", "callback_events": ["job.completed"], "callback_headers": {"X-Team": "legal"}},
-}
 
 
-def test_a_spec_posted_camel_case_is_understood_and_is_the_same_job_as_its_deprecated_snake_case_form() -> None:
-    posted, legacy = parse_spec(CAMEL), parse_spec(SNAKE)
+def test_a_spec_posted_camel_case_is_understood() -> None:
+    posted = parse_spec(CAMEL)
     assert posted.output.on_existing == "replace" and posted.policy.max_retries == 0 and posted.policy.max_pages_per_document == 40
     assert posted.notifications is not None and posted.notifications.callback_url == "https://example.com/hook"
     assert posted.notifications.callback_headers == {"X-Team": "legal"}
-    assert folder_job_id(posted, "alice") == folder_job_id(legacy, "alice")  # the id does not depend on the spelling
-    assert posted.model_dump(mode="json") == legacy.model_dump(mode="json")  # stored alike: a stored spec reads back either way
 
 
-def test_a_field_given_under_both_names_or_a_bad_value_is_refused_naming_the_camel_case_field() -> None:
-    with pytest.raises(InputError) as both:
-        parse_spec({"input": {"folder": FOLDER}, "output": {"onExisting": "skip", "on_existing": "replace"}})
-    assert both.value.error_id == "SPEC_INVALID"
+@pytest.mark.parametrize(
+    "legacy",
+    [
+        {"input": {"folder": FOLDER}, "output": {"on_existing": "replace"}},
+        {"input": {"folder": FOLDER}, "policy": {"max_retries": 0}},
+        {"input": {"folder": FOLDER}, "notifications": {"callback_url": "https://example.com/hook"}},
+    ],
+)
+def test_a_spec_posted_with_a_snake_case_name_is_refused_naming_it(legacy: dict[str, Any]) -> None:
+    """The deprecated aliases are gone (issue 41.3): one spelling, and a wrong one says which field."""
+    ((section, fields),) = ((k, v) for k, v in legacy.items() if k != "input")
+    (name,) = fields
+    with pytest.raises(InputError) as refused:
+        parse_spec(legacy)
+    said = str(refused.value)
+    assert (refused.value.error_id == "SPEC_INVALID" and f"{section}.{name}" in said) or f"{section}.{camel(name)}" in said, said
+
+
+def test_a_stored_spec_reads_back_whatever_the_names_it_was_stored_with() -> None:
+    stored = parse_spec(CAMEL).model_dump(mode="json")  # the repository keeps the field names
+    assert FolderJobSpec.model_validate(stored) == parse_spec(CAMEL)
+
+
+def test_a_bad_value_is_refused_naming_the_camel_case_field() -> None:
     with pytest.raises(InputError) as bad:
         parse_spec({"input": {"folder": FOLDER}, "policy": {"maxRetries": 11}})
     assert bad.value.error_id == "SPEC_INVALID" and "maxRetries" in str(bad.value)
@@ -82,12 +95,13 @@ ROW = FolderFile(
 )
 
 
-def test_a_report_line_is_camel_case_with_the_old_names_beside_until_the_stated_release() -> None:
+def test_a_report_line_is_camel_case_only_with_its_cost_a_decimal_string() -> None:
     line = json.loads(json.dumps(report_line(ROW, "docs"), sort_keys=True))
-    assert (line["pagesFailed"], line["laneReason"], line["costUsd"], line["outputUris"]) == (1, "deadline", 0.12, ["s3://docs/legal/a.md"])
-    assert (line["errorId"], line["errorMessage"], line["outputKeys"]) == (None, None, ["legal/a.md"])
-    assert (line["pages_failed"], line["lane_reason"], line["output_uris"]) == (1, "deadline", ["s3://docs/legal/a.md"])  # deprecated
-    assert LEGACY_UNTIL == "0.3.0"
+    assert (line["pagesFailed"], line["laneReason"], line["costUsd"], line["outputUris"]) == (1, "deadline", "0.120000", ["s3://docs/legal/a.md"])
+    assert (line["error"], line["outputKeys"]) == (None, ["legal/a.md"])
+    failed = report_line(dataclasses.replace(ROW, status="failed", error_id="PDF_ENCRYPTED", error_message="locked"), "docs")
+    assert failed["error"]["code"] == "PDF_ENCRYPTED" and failed["error"]["nextStep"].startswith("Remove the password")  # one error object
+    assert [k for k in line if "_" in k] == []  # no snake_case name beside any more
 
 
 def _schemas() -> dict[str, Any]:
@@ -131,5 +145,5 @@ def test_the_published_spec_schema_names_exactly_the_fields_the_api_reads() -> N
 
 def test_the_published_report_line_schema_names_exactly_the_camel_case_keys_written() -> None:
     schema = _schemas()["FolderReportLine"]
-    written = {k for k in report_line(ROW, "docs") if "_" not in k}
+    written = set(report_line(ROW, "docs"))
     assert set(schema["properties"]) == written == set(schema["required"])

@@ -22,7 +22,7 @@ def test_the_manifest_spec_keeps_header_names_and_drops_their_values() -> None:
         {
             "input": {"folder": "s3://docs/in/"},
             "options": {"callbackUrl": "https://example.com/file", "callbackHeaders": {"Authorization": "Bearer file-secret"}},
-            "notifications": {"callback_url": "https://example.com/hook", "callback_headers": {"X-Api-Key": "folder-secret"}},
+            "notifications": {"callbackUrl": "https://example.com/hook", "callbackHeaders": {"X-Api-Key": "folder-secret"}},
         }
     ).model_dump(mode="json")
     shown = redacted_spec(spec)

@@ -26,7 +26,7 @@ def test_defaults_are_filled_in_and_the_id_is_stable_under_reordering() -> None:
     assert job_id == folder_job_id(b, "alice")  # names are labels; glob order is not meaning
     assert job_id.startswith("fj-") and len(job_id) == 27
     assert job_id != folder_job_id(a, "bob")
-    assert job_id != folder_job_id(spec(output={"on_existing": "replace"}), "alice")
+    assert job_id != folder_job_id(spec(output={"onExisting": "replace"}), "alice")
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,6 @@ from batchlane.domain.errors import InputError
 
 ASKED: list[dict[str, Any]] = [
     {},
-    {"_batchLane": True},  # the bulk opt-in's first spelling, still accepted
     {"batchLane": True, "parser": "auto", "highFidelity": True},
     {"modelId": "m", "assembly": "none", "mathpix": False, "callbackUrl": "https://example.org/hook", "callbackEvents": ["job.completed"]},
 ]
@@ -29,9 +28,14 @@ def test_the_options_the_api_validates_hold_no_underscore_key(raw: dict[str, Any
     assert not [key for key in {**validated, **stored} if key.startswith("_")], stored
 
 
-def test_the_bulk_opt_in_is_kept_under_its_camel_case_name() -> None:
-    assert ConvertOptions.model_validate({"_batchLane": True}).model_dump(by_alias=True, exclude_unset=True) == {"batchLane": True}
-    assert normalise_options({"_batchLane": True})["batchLane"] is True  # in-process callers (CLI, folders, bench)
+def test_the_bulk_opt_in_has_one_name_its_first_spelling_is_refused() -> None:
+    """Issue 41.3: the `_batchLane` alias is gone with the snake_case ones (decision 0031); one name, batchLane."""
+    assert ConvertOptions.model_validate({"batchLane": True}).model_dump(by_alias=True, exclude_unset=True) == {"batchLane": True}
+    with pytest.raises(ValueError):
+        ConvertOptions.model_validate({"_batchLane": True})
+    with pytest.raises(InputError) as refused:
+        normalise_options({"_batchLane": True})  # in-process callers (CLI, folders, bench) too
+    assert refused.value.error_id == "OPTIONS_INVALID"
 
 
 @pytest.mark.parametrize("internal", ["_batchPrimed", "_batchCostUsd", "_pauseSettled", "_processNow", "_maxPages", "_retry", "_budgetResumes"])

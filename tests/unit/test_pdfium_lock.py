@@ -106,10 +106,32 @@ def test_surveys_in_many_threads_all_see_their_pages(tmp_path: Path) -> None:
     assert seen == {pages: pages for _, pages in paths}
 
 
-def test_figure_extraction_calls_pdfium_only_under_the_lock(unlocked_calls: list[str]) -> None:
-    from batchlane.pdf.images import page_images
+def test_figure_extraction_calls_no_pdfium_in_this_process_so_holds_no_shared_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 40: decoding and encoding a document's images ran in-process under PDFIUM_LOCK, one owner's figure bomb
+    holding every other owner's pdfium work; now all of it runs in the bounded child (a process of its own)."""
+    from batchlane import keys
+    from batchlane.conversion.figures import extract_figures
     from batchlane_dev.local.pdfgen import make_image_pdf
+    from tests.unit.usecases.usecase_fakes import MemoryStore
 
-    images = [image for page in page_images(make_image_pdf(), first_page=1) for image in page]
-    gc.collect()  # pypdfium2's finalizers close what was left open: they must find it closed already
-    assert len(images) == 2 and unlocked_calls == []
+    gc.collect()
+    calls: list[str] = []
+
+    def recorded(name: str, function: object) -> object:
+        def call(*args: object, **kwargs: object) -> object:
+            calls.append(name)
+            return function(*args, **kwargs)  # type: ignore[operator]
+
+        return call
+
+    for name in dir(raw):
+        function = getattr(raw, name)
+        if name.startswith(("FPDF", "FORM_")) and callable(function) and not isinstance(function, type):
+            monkeypatch.setattr(raw, name, recorded(name, function))
+    store = MemoryStore()
+    store.put_bytes(keys.chunk_source_key("j1", 0), make_image_pdf())
+
+    figures = extract_figures(store, "j1", [(0, 1, 3)])
+
+    assert sum(map(len, figures.values())) == 2, "the figures were still written"
+    assert calls == [], "no pdfium call in the calling process"

@@ -17,11 +17,13 @@ def test_a_folder_drains_every_page_and_the_folder_cap_binds_until_raised():
     assert default.binding["admission"] == "folder_max_in_flight"
     assert 0 < default.cost_usd < default.all_on_demand_usd
     runner = CliRunner()
-    done = runner.invoke(main, ["simulate", "--documents", "2000", "--set", "BATCHLANE_FOLDER_MAX_IN_FLIGHT=10000", "--step-s", "900"])
+    done = runner.invoke(main, ["simulate", "--documents", "2000", "--set", "BATCHLANE_FOLDER_MAX_IN_FLIGHT=10000", "--step-s", "900", "--json"])
     assert done.exit_code == 0, done.output
     raised = json.loads(done.output)
     assert raised["drained"] and raised["binding"]["admission"] == "none"
-    assert raised["hours_to_drain"] < default.hours_to_drain / 10
+    assert raised["hoursToDrain"] < default.hours_to_drain / 10
+    summary = runner.invoke(main, ["simulate", "--documents", "2000", "--step-s", "900"])
+    assert summary.exit_code == 0 and "binding  admission folder_max_in_flight" in summary.output, summary.output
 
 
 def test_a_steady_stream_meets_the_concurrent_batch_job_quota_and_a_raise_lifts_it():

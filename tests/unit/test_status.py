@@ -82,7 +82,7 @@ TERMINAL = {
     Entity.BATCH_MEMBER: {st.BatchMemberState.COLLECTED, st.BatchMemberState.LEFT},
     Entity.RETRY: {R.COMPLETED, R.FAILED, R.CANCELLED},
     Entity.DELIVERY: {D.DELIVERED, D.FAILED},
-    Entity.FOLDER_JOB: {st.FolderJobStatus.ERROR},  # the ends but error may run again (retry, resume)
+    Entity.FOLDER_JOB: set(),  # every end may run again: retry, resume; error (it could not run) lists its folder afresh
     Entity.FOLDER_FILE: {st.FolderFileStatus.COMPLETED},  # failed and skipped files can be retried
     Entity.ESTIMATE: {st.EstimateStatus.COMPLETED, st.EstimateStatus.FAILED},  # answered once
 }
@@ -160,6 +160,7 @@ NAMED = [
     (st.folder_job("fail"), FOLDER_LIVE, FJ.ERROR),
     (st.folder_job("reopen"), FOLDER_ENDED, FJ.PROCESSING),
     (st.folder_job("reopen_enumeration"), FOLDER_ENDED, FJ.ENUMERATING),
+    (st.folder_job("relist"), {FJ.ERROR}, FJ.ENUMERATING),
     (st.folder_file("start"), {FF.QUEUED}, FF.PROCESSING),
     (st.folder_file("requeue"), {FF.PROCESSING}, FF.QUEUED),
     (st.folder_file("retry_conversion"), {FF.PROCESSING}, FF.QUEUED),

@@ -19,6 +19,7 @@ FIGURE_MODULES = (
     "batchlane_dev.bench.formats",
     "batchlane_dev.bench.simulate",
     "batchlane_dev.bench.tenants",
+    "batchlane_dev.bench.one_document",
     "batchlane_dev.bench.realbook",  # last: it exits with a clear message when the book cannot be fetched
 )
 

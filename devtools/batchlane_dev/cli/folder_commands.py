@@ -16,10 +16,11 @@ from typing import Any
 
 import click
 
+from batchlane.domain.advice import is_input_error
 from batchlane.domain.file_types import by_extension
 
 FOLDER_TERMINAL = ("completed", "completed_with_failures", "cancelled", "error")
-EXIT_OK, EXIT_FAILED, EXIT_SOME_FAILED = 0, 1, 3
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_SOME_FAILED = 0, 1, 2, 3
 
 
 def is_folder_job(job_id: str) -> bool:
@@ -27,8 +28,11 @@ def is_folder_job(job_id: str) -> bool:
 
 
 def exit_code(job: dict[str, Any]) -> int:
+    """0 completed; 3 some files failed; 2 the folder itself is the user's input error (FOLDER_EMPTY, FOLDER_NO_PDF); 1 otherwise."""
     if job["status"] == "completed":
         return EXIT_OK
+    if job["status"] == "error" and is_input_error((job.get("error") or {}).get("code")):
+        return EXIT_USAGE
     return EXIT_SOME_FAILED if job["status"] == "completed_with_failures" else EXIT_FAILED
 
 
@@ -61,7 +65,8 @@ def print_job(job: dict[str, Any], as_json: bool) -> None:
         return
     click.echo(f"folder job {job['id']}: {describe(job)}")
     if job.get("error"):
-        click.echo(f"  error {job['error']['id']}: {job['error']['message']}")
+        click.echo(f"  error    {job['error']['code']}: {job['error']['message']}")
+        click.echo(f"  next     {job['error']['nextStep']}")
     click.echo(f"  output   {job['outputUri']}\n  report   {job['reportUri']}\n  manifest {job['manifestUri']}")
     if job.get("localOutput"):
         click.echo(
@@ -151,8 +156,9 @@ def check_local_targets(directory: Path, target: Path, *, force: bool) -> None:
 
 
 def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> dict[str, Any]:
-    """The folder job's Markdown and its record (``_batchlane/<job>/``: report, manifest) from the offline
-    bucket to ``target``, the tree the bucket has under the job's output folder. The PDFs stay where they are."""
+    """The folder job's Markdown, what goes beside each (``doc.pages.jsonl``, the figures under ``doc.images/``) and
+    its record (``_batchlane/<job>/``: report, manifest) from the offline bucket to ``target``, the tree the bucket has
+    under the job's output folder. The PDFs stay where they are."""
     bucket, _, prefix = str(job["outputUri"]).removeprefix("s3://").partition("/")
     s3 = offline_s3(env)
     record = f"_batchlane/{job['id']}/"
@@ -160,7 +166,8 @@ def download_outputs(env: dict[str, str], job: dict[str, Any], target: Path) -> 
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
         for item in page.get("Contents", []):
             relative = item["Key"][len(prefix) :]
-            if not (relative.lower().endswith((".md", ".converted.docx", ".converted.html", ".blocks.jsonl")) or relative.startswith(record)):
+            beside = relative.endswith(".pages.jsonl") or ".images/" in relative
+            if not (relative.lower().endswith((".md", ".converted.docx", ".converted.html", ".blocks.jsonl")) or beside or relative.startswith(record)):
                 continue
             path = target / relative
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -211,6 +218,8 @@ def convert_folder(
         else:
             click.echo(f"the results stay in {job['outputUri']}: no offline stack workdir to fetch them from (--workdir)", err=True)
     print_job(job, as_json)
+    if job.get("error"):
+        click.echo(f"error: {job['error']['code']}: {job['error']['message']}", err=True)
     sys.exit(exit_code(job))
 
 
@@ -247,6 +256,6 @@ def print_files(answer: dict[str, Any], as_json: bool) -> None:
     if not answer["files"]:
         click.echo("no files", err=True)
     for f in answer["files"]:
-        why = f" {f['errorId']}: {f['errorMessage']}" if f["errorId"] else ""
+        why = f" {f['error']['code']}: {f['error']['message']}" if f["error"] else ""
         pages = f" ({f['pagesFailed']} of {f['pages']} pages failed)" if f["pagesFailed"] else f" {f['pages']} pages"
         click.echo(f"{f['status']:<10} {f['key']}{pages} attempts {f['attempts']}{why} {' '.join(f['outputUris'])}".rstrip())

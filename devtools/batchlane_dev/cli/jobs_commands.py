@@ -24,6 +24,7 @@ import click
 import urllib3
 
 from batchlane.api.results import rendering_name
+from batchlane.domain.advice import is_input_error
 from batchlane.domain.file_types import by_extension, content_type_for, identify, is_zip
 from batchlane_dev.cli import folder_commands
 
@@ -74,8 +75,15 @@ RATE_LIMIT_RETRIES = 5  # a 429 RATE_LIMITED is waited out (Retry-After, at most
 THROTTLE_RETRIES = 8  # a throttle answered by API Gateway itself is retried this many times, backing off
 THROTTLE_BACKOFF_S = (0.5, 8.0)  # the first wait and the longest one (doubling, full jitter)
 # API Gateway's answer when Lambda rejected the invocation (a throttle: the function never ran), AWS Lambda
-# Developer Guide, "Handling Lambda errors with an API Gateway API": 500 with this body and no error code of ours.
+# Developer Guide, "Handling Lambda errors with an API Gateway API": 500 with this body (API Gateway's default), or
+# with the stack's DEFAULT_5XX gateway response (infra/api.py), code GATEWAY_ERROR; never an error code of the function.
 GATEWAY_REJECTED = {"message": "Internal server error"}
+GATEWAY_ERROR = "GATEWAY_ERROR"
+
+
+def gateway_rejected(status: int, payload: Any) -> bool:
+    error = payload.get("error") if isinstance(payload, dict) else None
+    return status == 500 and (payload == GATEWAY_REJECTED or (isinstance(error, dict) and error.get("code") == GATEWAY_ERROR))
 
 
 def progress_words(progress: dict[str, Any]) -> str:
@@ -106,7 +114,7 @@ def retry_wait(status: int, retry_after: str | None, payload: Any, attempt: int)
             return min(30.0, max(0.0, float(after)))
         except ValueError:
             return None
-    rejected = status == 500 and payload == GATEWAY_REJECTED
+    rejected = gateway_rejected(status, payload)
     if not (status in (429, 503) or rejected) or attempt >= THROTTLE_RETRIES:
         return None
     if after:
@@ -118,6 +126,13 @@ def retry_wait(status: int, retry_after: str | None, payload: Any, attempt: int)
     return random.uniform(0, min(longest, first * 2**attempt))  # jitter, not a secret
 
 
+def failure_of(status: int, payload: Any, reason: str) -> ApiFailure:
+    """An error answer's ``{"error": {"code", "message"}}`` (decision 0031); anything else (a proxy's page) by its HTTP status."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    error = error if isinstance(error, dict) else {}
+    return ApiFailure(status, str(error.get("code") or f"HTTP_{status}"), str(error.get("message") or reason))
+
+
 def _retry_wait(exc: BaseException, attempt: int) -> tuple[float | None, ApiFailure | None]:
     """For an error answer: how long to wait before sending the request again (None: not again), and the failure it is."""
     if not isinstance(exc, urllib.error.HTTPError):
@@ -126,8 +141,7 @@ def _retry_wait(exc: BaseException, attempt: int) -> tuple[float | None, ApiFail
         payload = json.loads(exc.read() or b"{}")
     except ValueError:
         payload = {}
-    fields = payload if isinstance(payload, dict) else {}
-    failure = ApiFailure(exc.code, fields.get("code") or f"HTTP_{exc.code}", fields.get("message") or exc.reason)
+    failure = failure_of(exc.code, payload, exc.reason)
     return retry_wait(exc.code, exc.headers.get("Retry-After") if exc.headers else None, payload, attempt), failure
 
 
@@ -260,7 +274,7 @@ class ApiClient:
                 payload = json.loads(exc.read() or b"{}")
             except ValueError:
                 payload = {}
-            return ApiFailure(exc.code, payload.get("code") or f"HTTP_{exc.code}", payload.get("message") or exc.reason)
+            return failure_of(exc.code, payload, exc.reason)
         return Unreachable(f"cannot reach the API at {self.base_url}: {getattr(exc, 'reason', exc)}")
 
     # -- the few calls the commands make -------------------------------------------------
@@ -349,9 +363,19 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def exit_code_for(job: dict[str, Any]) -> int:
+    """0 completed; 3 completed with failed pages; 2 failed for its input (PDF_ENCRYPTED, PDF_CORRUPT, ...: the
+    code a file refused before upload gets too); 1 failed otherwise, or cancelled."""
     if job["status"] != "completed":
-        return EXIT_JOB_FAILED
+        return EXIT_USAGE if job["status"] == "failed" and is_input_error((job.get("error") or {}).get("code")) else EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if job["pages"]["failed"] else EXIT_OK
+
+
+def say_job_error(job: dict[str, Any]) -> None:
+    """A failed job's error on stderr, as any refusal is said: ``error: CODE: message``, then what to do next."""
+    error = job.get("error")
+    if job["status"] == "failed" and error:
+        click.echo(f"error: {error['code']}: {error['message']}", err=True)
+        click.echo(f"  next: {error['nextStep']}", err=True)
 
 
 def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dict[str, Any]:
@@ -360,7 +384,10 @@ def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dic
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     job = api.job(job_id)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=Console(stderr=True), disable=quiet) as bar:
+    console = Console(stderr=True)
+    if not quiet and not console.is_terminal:  # a log or a pipe: a bar would show only at the end (up to 24 h for a batch job)
+        return _watch_lines(api, job, interval_s=interval_s)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, disable=quiet) as bar:
         task = bar.add_task(job["phase"], total=max(job["pages"]["total"], 1))
         while True:
             # total is 0 while the job splits: the bar learns it once the split is done
@@ -373,6 +400,31 @@ def watch(api: ApiClient, job_id: str, *, interval_s: float, quiet: bool) -> dic
                 return job
             time.sleep(interval_s)
             job = api.job(job_id)
+
+
+def progress_line(job: dict[str, Any]) -> str:
+    """One line for a log: when, status (phase), pages done, failed, of the total."""
+    pages = job["pages"]
+    failed = f", {pages['failed']} failed" if pages["failed"] else ""
+    phase = "" if job["phase"] == job["status"] else f" ({job['phase']})"
+    return f"{time.strftime('%H:%M:%S')} {job['status']}{phase}: {pages['done']}/{pages['total']} pages{failed}"
+
+
+def _watch_lines(api: ApiClient, job: dict[str, Any], *, interval_s: float) -> dict[str, Any]:
+    """:func:`watch` when stderr is not a terminal: a line each time the status, phase or counts change."""
+    last = None
+    while True:
+        line = progress_line(job)
+        if line.split(" ", 1)[1] != last:
+            click.echo(line, err=True)
+            last = line.split(" ", 1)[1]
+        if job["status"] in TERMINAL:
+            return job
+        if job["status"] == PAUSED:
+            click.echo(paused_line(job), err=True)
+            return job
+        time.sleep(interval_s)
+        job = api.job(job["jobId"])
 
 
 def status_words(job: dict[str, Any]) -> str:
@@ -410,6 +462,7 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
     click.echo(f"  cost    ${job['costUsd']}")
     if job["error"]:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
+        click.echo(f"  next    {job['error']['nextStep']}")
     if job.get("retry"):
         click.echo(f"  retry   {job['retry']['attempt']} running: pages {', '.join(map(str, job['retry']['pages']))}")
 
@@ -431,17 +484,29 @@ def output_path(pdf: Path, output: Path | None, *, force: bool) -> Path:
 
 
 def download_markdown(api: ApiClient, job_id: str, target: Path, *, force: bool) -> dict[str, Any]:
-    """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3."""
+    """GET /jobs/{id}/markdown (a presigned URL), then the file itself, straight from S3, and what goes beside it."""
     answer = api.call("GET", f"/api/v1/jobs/{job_id}/markdown")
     size = api.download(answer["url"], target, force=force)
+    return {**answer, "path": str(target), "sizeBytes": size, **download_beside(api, answer, target, force=force)}
+
+
+def download_beside(api: ApiClient, answer: dict[str, Any], target: Path, *, force: bool) -> dict[str, Any]:
+    """The figure files where the Markdown's links point, and its per-page record as ``book.pages.jsonl`` beside
+    ``book.md`` (replaced with the Markdown it belongs to: it describes that file's pages)."""
+    from batchlane_dev.local.outputs import pages_path
+
     images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
+    pages = None
+    if answer.get("pages"):
+        pages = pages_path(target)
+        api.download(str(answer["pages"]["url"]), pages, force=True)
     renderings = []
     for rendering in answer.get("renderings") or []:  # conversionFormats: beside the Markdown, named after it
         if rendering.get("status") == "written":
             path = target.parent / rendering_name(target.name, str(rendering["format"]))
             api.download(str(rendering["url"]), path, force=force)
             renderings.append(str(path))
-    return {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images, "renderingPaths": renderings}
+    return {"imagePaths": images, "pagesPath": str(pages) if pages else None, "renderingPaths": renderings}
 
 
 def download_image(api: ApiClient, image: dict[str, Any], folder: Path, *, force: bool) -> Path:
@@ -633,8 +698,10 @@ def _convert_pdf(
     if job["status"] == "completed" and target is not None:
         written = download_markdown(api, job_id, target, force=force)
         job = {**job, "markdownPath": written["path"], **({"renderingPaths": written["renderingPaths"]} if written["renderingPaths"] else {})}
+        job.update({"pagesPath": written["pagesPath"], "imagePaths": written["imagePaths"]})  # what was written beside it
         click.echo(f"markdown written to {written['path']}", err=True)
     _print_job(job, as_json)
+    say_job_error(job)
     sys.exit(exit_code_for(job))
 
 
@@ -650,25 +717,43 @@ def jobs() -> None:
 @target_options
 def list_jobs(api: ApiClient, status: str | None, with_folder_files: bool, as_json: bool) -> None:
     """Your conversions and folder jobs, newest first (a folder file's conversion only with --all)."""
-    files = api.call("GET", "/api/files" + (f"?status={status}" if status else ""))["files"]
+    files = api.call("GET", "/api/v1/files" + (f"?status={status}" if status else ""))["files"]
     converted = [f for f in files if f["conversion"] and (with_folder_files or not f.get("folderJobId"))]
     folders = [] if status else api.call("GET", "/api/v1/folder-jobs")["folderJobs"]
     if as_json:
         click.echo(json.dumps({"jobs": converted, "folderJobs": folders}))
         return
-    rows = [
-        (f["conversion"]["jobId"], *_columns(f["conversion"]), f["name"] + (f"  (in {f['folderJobId']})" if f.get("folderJobId") else "")) for f in converted
+    rows: list[tuple[str, ...]] = [
+        (
+            f["conversion"]["createdAt"] or "",
+            f["conversion"]["jobId"],
+            *_columns(f["conversion"]),
+            f["name"] + (f"  (in {f['folderJobId']})" if f.get("folderJobId") else ""),
+        )
+        for f in converted
     ]
     for job in folders:
         files_, pages_ = job["files"], job["pages"]
         done = f"{files_['completed']}/{files_['discovered']} files"
-        rows.append((job["id"], job["status"], "folder job", done, f"{pages_['failed']} pages failed" if pages_["failed"] else "", job.get("name") or ""))
+        rows.append((job["createdAt"], job["id"], job["status"], "folder job", done, f"{pages_['failed']} pages failed" if pages_["failed"] else "", job.get("name") or ""))
     if not rows:
-        click.echo("no jobs", err=True)
+        click.echo("no jobs yet: convert a PDF with `batchlane convert FILE`", err=True)
         return
-    widths = [max(len(str(row[i])) for row in rows) for i in range(5)]
-    for row in rows:
-        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row[:5], widths, strict=True)) + "  " + row[5])
+    rows.sort(key=lambda row: row[0], reverse=True)  # newest first, files and folder jobs together (ISO 8601 in UTC sorts as text)
+    table = [("CREATED", "JOB", "STATUS", "PHASE", "PROGRESS", "BATCH", "NAME")] + [(_when(row[0]), *row[1:]) for row in rows]
+    widths = [max(len(str(row[i])) for row in table) for i in range(6)]
+    for row in table:
+        click.echo(("  ".join(str(cell).ljust(width) for cell, width in zip(row[:6], widths, strict=True)) + "  " + row[6]).rstrip())
+
+
+def _when(iso: str) -> str:
+    """An API timestamp as the reader's local date and minute (``2026-12-06 07:41``)."""
+    from datetime import datetime
+
+    try:
+        return datetime.fromisoformat(iso).astimezone().strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return iso or "-"
 
 
 def _columns(job: dict[str, Any]) -> tuple[str, str, str, str]:
@@ -697,6 +782,7 @@ def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interva
     job = watch(api, job_id, interval_s=interval, quiet=as_json) if follow else api.job(job_id)
     _print_job(job, as_json)
     if follow:
+        say_job_error(job)
         sys.exit(exit_code_for(job))
 
 
@@ -712,9 +798,10 @@ def download(api: ApiClient, job_id: str, output: Path | None, force: bool, as_j
     target = output or Path(answer["fileName"])
     if target.exists() and not force:
         raise click.UsageError(f"{target} exists; pass --force to overwrite it, or choose another with -o")
+    target.parent.mkdir(parents=True, exist_ok=True)  # `-o out/book.md` with no out/ yet, as `convert -o` allows
     size = api.download(answer["url"], target, force=force)
-    images = [str(download_image(api, image, target.parent, force=force)) for image in answer.get("images") or []]
-    result = {**answer, "path": str(target), "sizeBytes": size, "imagePaths": images}
+    result = {**answer, "path": str(target), "sizeBytes": size, **download_beside(api, answer, target, force=force)}
+    images = result["imagePaths"]
     if as_json:
         click.echo(json.dumps(result))
     else:
@@ -737,9 +824,12 @@ def pages(api: ApiClient, job_id: str, status: str, as_json: bool) -> None:
     if not answer["pages"]:
         click.echo(f"no {status} pages", err=True)
         return
-    click.echo(f"{'page':>6}  {'attempts':>8}  {'lane':<10} reason")
+    click.echo(f"{'page':>6}  {'attempts':>8}  {'lane':<10} {'retry':<9} reason")
     for page in answer["pages"]:
-        click.echo(f"{page['page']:>6}  {page['attempts']:>8}  {page['lane'] or '-':<10} {page['reason']}")
+        helps = "may help" if page["retryLikelyToHelp"] else "unlikely"
+        click.echo(f"{page['page']:>6}  {page['attempts']:>8}  {page['lane'] or '-':<10} {helps:<9} {page['reason']}")
+    if estimate := answer.get("retryEstimate"):
+        click.echo(f"a retry of all {estimate['pages']} costs at most ${estimate['atMostUsd']}: batchlane retry {job_id}", err=True)
 
 
 @jobs.command("files")
@@ -798,7 +888,10 @@ def retry(
     A folder job (fj-…): requeue its failed files (only those with --error-id, if given)."""
     if folder_commands.is_folder_job(job_id):
         folder = api.call("POST", f"/api/v1/folder-jobs/{job_id}/retry", {"errorIds": list(error_ids)} if error_ids else {})
-        click.echo(f"folder job {job_id}: {folder['requeued']} file(s) queued again", err=True)
+        if folder["status"] == "enumerating" and not folder["requeued"]:  # it could not run (an empty folder): listed afresh
+            click.echo(f"folder job {job_id}: listing its folder again", err=True)
+        else:
+            click.echo(f"folder job {job_id}: {folder['requeued']} file(s) queued again", err=True)
         if not detach:
             folder = folder_commands.watch(api, job_id, interval_s=interval, quiet=as_json)
         folder_commands.print_job(folder, as_json)
@@ -822,6 +915,7 @@ def retry(
         job = {**job, "markdownPath": download_markdown(api, job_id, output, force=force)["path"]}
         click.echo(f"markdown written to {output}", err=True)
     _print_job(job, as_json)
+    say_job_error(job)
     sys.exit(exit_code_for(job))
 
 

@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import click
 
-from batchlane_dev.cli.naming import with_legacy_fields
+from batchlane.domain.advice import error_object, is_input_error
+from batchlane.naming import api_json
 
 EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
 
@@ -36,7 +38,21 @@ Exit codes:
 Errors print `error: <CODE>: <message>` on stderr; with --json also one JSON object on stdout."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
+class JsonErrors(click.Group):
+    """A usage error (a bad option value, a missing argument) is one JSON object too when ``--json`` was asked
+    for: click reports it while parsing, before any command's own error handling runs."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        wants_json = "--json" in [*ctx._protected_args, *ctx.args]
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            if not wants_json:
+                raise
+            _fail("USAGE", exc.format_message(), EXIT_USAGE, as_json=True)
+
+
+@click.group(cls=JsonErrors, context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.version_option(package_name="batchlane")
 def main() -> None:
     """batchlane: convert large PDFs to Markdown with Claude on Amazon Bedrock.
@@ -77,7 +93,7 @@ def main() -> None:
     "--json",
     "as_json",
     is_flag=True,
-    help="Print the report as one JSON object on the last line of stdout (camelCase; the old snake_case fields too, until 0.3.0).",
+    help="Print the report as one JSON object on the last line of stdout (camelCase, amounts as decimal strings, like the API).",
 )
 @click.option("--verbose", is_flag=True, help="Handler logs on stderr too (they always go to --out/logs/handlers.log).")
 @click.option(
@@ -115,7 +131,7 @@ def demo(
 
         result = run_folder_demo(folder, out_dir=out_dir, workdir=workdir, faults=faults, dry_run=dry_run, user=user, console=Console(stderr=True))
         if as_json:
-            click.echo(json.dumps(with_legacy_fields(result), default=str))
+            click.echo(json.dumps(api_json(result), default=str))
         elif dry_run:
             from batchlane_dev.cli.folder_commands import print_dry_run
 
@@ -142,15 +158,21 @@ def demo(
     except ValueError as exc:  # e.g. an unknown fault key
         raise click.UsageError(str(exc)) from None
     if as_json:
-        click.echo(json.dumps(with_legacy_fields(report), default=str))
+        click.echo(json.dumps(demo_json(report), default=str))
     else:
         _print_report(console, report)
     sys.exit(_exit_code(report))
 
 
+def demo_json(report: dict) -> dict:
+    """The demo's report as `--json` prints it (DemoReport): the API's shape, its error one object as a job's."""
+    out: dict = api_json({k: v for k, v in report.items() if k not in ("error_id", "error_message")})
+    return {**out, "error": error_object(report["error_id"], report["error_message"])}
+
+
 def _exit_code(report: dict) -> int:
     if report["status"] != "completed":
-        return EXIT_JOB_FAILED
+        return EXIT_USAGE if report["status"] == "failed" and is_input_error(report["error_id"]) else EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if report["pages_failed"] else 0
 
 
@@ -233,7 +255,8 @@ def db() -> None:
     envvar="BATCHLANE_LOCAL_WORKDIR",
     help="Without a database in the environment: the offline stack's workdir (default: found as the other commands find it).",
 )
-def migrate(workdir: Path | None) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: the migrations applied (none: up to date).")
+def migrate(workdir: Path | None, as_json: bool) -> None:
     """Apply the SQL migrations in order; running it again applies nothing.
 
     With no database in the environment, the offline stack's (`batchlane local up`), found from any directory."""
@@ -248,10 +271,12 @@ def migrate(workdir: Path | None) -> None:
         try:
             use_running_stack(workdir)
         except RuntimeError as exc:
-            click.echo(f"error: UNREACHABLE: {exc}; or set DATABASE_URL", err=True)
-            sys.exit(EXIT_UNREACHABLE)
+            _fail("UNREACHABLE", f"{exc}; or set DATABASE_URL", EXIT_UNREACHABLE, as_json=as_json)
     applied = apply(admin_database())  # the owner's: batchlane_app may not change the schema
-    click.echo(f"applied: {', '.join(applied)}" if applied else "database is up to date")
+    if as_json:
+        click.echo(json.dumps({"applied": list(applied)}))
+    else:
+        click.echo(f"applied: {', '.join(applied)}" if applied else "database is up to date")
 
 
 @main.group()
@@ -260,54 +285,118 @@ def local() -> None:
 
 
 def _shown(key: str, value: str) -> str:
-    """A value for a terminal: a database URL without its password (terminals are logged and shared)."""
+    """A value for a terminal: a database URL without its password (terminals are logged and shared).
+    A server on a Unix socket has no host in the URL (``?host=/dir``): nothing stands before the path then."""
     if not key.startswith("DATABASE_URL"):
         return value
     parts = urlsplit(value)
     if parts.password is None:
         return value
-    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    netloc = f"{parts.username}:***@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
 
 
 _WORKDIR_HELP = "Where the stack keeps its database and state (default ./.batchlane/local; without it, a stack started elsewhere is found too)."
+_SHOWN_ENV = ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL")
+
+
+def stack_json(state: dict | None, workdir: Path, *, started: bool | None = None, notice: str | None = None) -> dict:
+    """`local up|status --json`: one object (LocalStack in docs/api/openapi.yaml); ``env`` is what a client of the
+    stack needs, the database password included (the state file is readable by its user only, and so is this)."""
+    env = (state or {}).get("env", {})
+    out = {
+        "running": bool(state),
+        "pid": (state or {}).get("pid"),
+        "startedAt": (state or {}).get("started_at"),
+        "workdir": str(workdir),
+        "stateFile": str(workdir / "state.json"),
+        "apiUrl": env.get("BATCHLANE_API_URL"),
+        "consoleUrl": env.get("BATCHLANE_CONSOLE_URL"),
+        "env": dict(env),
+    }
+    if started is not None:
+        out["started"] = started
+    if notice is not None:
+        out["notice"] = notice
+    return out
 
 
 @local.command()
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="BATCHLANE_LOCAL_WORKDIR", help=_WORKDIR_HELP)
 @click.option("--faults", default="", envvar="BATCHLANE_EMULATOR_FAULTS", help="Emulator fault injection (docs/offline.md).")
-def up(workdir: Path | None, faults: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: running, started, pid, apiUrl, consoleUrl, env (with the database password).")
+def up(workdir: Path | None, faults: str, as_json: bool) -> None:
     """Start the offline stack in the background and print how to reach it (one that runs already is reused)."""
     from batchlane_dev.local.daemon import DEFAULT_WORKDIR, find_stack, restart_notice, start_daemon
 
     running, found, _ = find_stack(workdir)
     if running:
-        state_file = found / "state.json"
-        click.echo(f"offline stack already running (pid {running['pid']}); state in {state_file}")
-        state = running
+        state, target, started = running, found, False
     else:
         target = (workdir or DEFAULT_WORKDIR).resolve()
-        state = start_daemon(target, faults=faults)
-        state_file = target / "state.json"
+        try:
+            state, started = start_daemon(target, faults=faults), True
+        except RuntimeError as exc:
+            _fail("UNREACHABLE", str(exc), EXIT_UNREACHABLE, as_json=as_json)
+    if as_json:
+        click.echo(json.dumps(stack_json(state, target, started=started, notice=restart_notice(state))))
+        return
+    state_file = target / "state.json"
+    if started:
         click.echo(f"offline stack up (pid {state['pid']}); state in {state_file}")
+    else:
+        click.echo(f"offline stack already running (pid {state['pid']}); state in {state_file}")
     click.echo(restart_notice(state))
     click.echo(f"  console: {state['env'].get('BATCHLANE_CONSOLE_URL')} (sign in with any user name)")
-    for key in ("BATCHLANE_API_URL", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_BEDROCK", "DATABASE_URL"):
+    for key in _SHOWN_ENV:
         click.echo(f"  {key}={_shown(key, state['env'][key])}")
     click.echo(f"  (the database password: {state_file}, or `batchlane local status --json`)")
+    click.echo("  `batchlane local down` stops it and wipes its jobs and stored files (the emulated services keep nothing)")
+
+
+def _fail(code: str, message: str, exit_code: int, *, as_json: bool) -> NoReturn:
+    from batchlane_dev.cli.jobs_commands import fail
+
+    fail(code, message, exit_code, as_json=as_json)
+
+
+def count_jobs(state: dict) -> int | None:
+    """Single-file and folder jobs in the running stack's database (None: it cannot be asked)."""
+    from batchlane.db.connection import Database, connect_params_from_url
+
+    try:
+        database = Database(connect_params_from_url(state["env"]["DATABASE_URL"]))
+        try:
+            row = database.one("SELECT (SELECT count(*) FROM large_conversion_jobs) + (SELECT count(*) FROM folder_jobs) AS n")
+        finally:
+            database.close()
+    except Exception:  # a count for a message; the stop goes ahead without it
+        return None
+    return int(row["n"]) if row else None
 
 
 @local.command()
 @click.option("--workdir", type=click.Path(file_okay=False, path_type=Path), envvar="BATCHLANE_LOCAL_WORKDIR", help=_WORKDIR_HELP)
-def down(workdir: Path | None) -> None:
-    """Stop the offline stack started by `batchlane local up`."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object: stopped, pid, workdir, jobsWiped.")
+def down(workdir: Path | None, as_json: bool) -> None:
+    """Stop the offline stack started by `batchlane local up`, wiping its jobs and stored files.
+
+    The emulated S3, Step Functions and Bedrock keep nothing in memory across a stop, so the next
+    `local up` starts from empty tables: download any Markdown you want to keep first
+    (`batchlane jobs download JOB`)."""
     from batchlane_dev.local.daemon import find_stack, stop_daemon
 
     running, found, looked = find_stack(workdir)
-    if running and stop_daemon(found):
-        click.echo(f"stopped (pid {running['pid']}, {found})")
-    else:
+    jobs = count_jobs(running) if running else None
+    stopped = bool(running) and stop_daemon(found)
+    if as_json:
+        click.echo(json.dumps({"stopped": stopped, "pid": (running or {}).get("pid"), "workdir": str(found), "jobsWiped": jobs if stopped else 0}))
+        return
+    if not stopped:
         click.echo(f"not running (looked at {', '.join(map(str, looked))})")
+        return
+    wiped = "its jobs" if jobs is None else f"its {jobs} job(s)"
+    click.echo(f"stopped (pid {(running or {}).get('pid')}, {found}); {wiped} and stored files are gone: the next `batchlane local up` starts empty")
 
 
 @local.command()
@@ -319,15 +408,7 @@ def status(workdir: Path | None, as_json: bool) -> None:
 
     state, found, looked = find_stack(workdir)
     if as_json:
-        env = (state or {}).get("env", {})
-        out = {
-            "running": bool(state),
-            "pid": (state or {}).get("pid"),
-            "apiUrl": env.get("BATCHLANE_API_URL"),
-            "consoleUrl": env.get("BATCHLANE_CONSOLE_URL"),
-            "env": env,
-        }
-        click.echo(json.dumps(out))
+        click.echo(json.dumps(stack_json(state, found)))
         sys.exit(0 if state else 1)
     if not state:
         click.echo(f"not running (looked at {', '.join(map(str, looked))})")

@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from batchlane.naming import api_json, camel
 from batchlane_dev.sim import AwsModel, DbModel, Workload, ideal_hours, simulate
 
 
@@ -27,6 +28,7 @@ def _fields(cls: type) -> list[str]:
 @click.option("--set", "settings_values", multiple=True, metavar="NAME=VALUE", help="A batchlane setting, e.g. BATCHLANE_FOLDER_MAX_IN_FLIGHT=10000.")
 @click.option("--step-s", type=float, default=300.0, show_default=True, help="The model's clock step (the packer's turn).")
 @click.option("--horizon-days", type=float, default=365.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (Simulation in docs/api/openapi.yaml) instead of the summary.")
 def simulate_command(
     documents: int,
     pages_per_document: int,
@@ -39,8 +41,9 @@ def simulate_command(
     settings_values: tuple[str, ...],
     step_s: float,
     horizon_days: float,
+    as_json: bool = False,
 ) -> None:
-    """Time to drain, the quota that binds at each stage, cost against all on-demand, database load: one JSON object."""
+    """Time to drain, the quota that binds at each stage, cost against all on-demand, database load (--json: one JSON object)."""
     from batchlane.config import Settings
 
     workload = Workload(
@@ -53,7 +56,26 @@ def simulate_command(
         {"batch_conversion_enabled": True, "batch_conversion_s3_bucket": "sim", "batch_conversion_role_arn": "arn:aws:iam::1:role/sim", **overrides}
     )
     result = simulate(workload, aws, db, settings, step_s=step_s, horizon_h=horizon_days * 24)
-    click.echo(json.dumps({**result.to_json(), "idealHours": ideal_hours(workload, aws), "aws": dataclasses.asdict(aws), "dbModel": dataclasses.asdict(db)}))
+    out = simulation_json(result.to_json(), ideal=ideal_hours(workload, aws), aws=dataclasses.asdict(aws), db=dataclasses.asdict(db))
+    if as_json:
+        click.echo(json.dumps(out))
+        return
+    drained = f"drained in {out['hoursToDrain']:g} h" if out["drained"] else f"NOT drained within {horizon_days:g} days"
+    click.echo(f"{out['scenario']}: {out['documents']} documents, {out['pages']} pages; {drained} (ideal {out['idealHours']:g} h)")
+    click.echo(f"  lanes    {out['pagesBatch']} pages batch in {out['bedrockJobs']} Bedrock jobs, {out['pagesOnDemand']} on-demand")
+    click.echo(f"  cost     ${out['costUsd']} (all on-demand ${out['allOnDemandUsd']}; saving {out['savingPct']}%)")
+    click.echo("  binding  " + ", ".join(f"{stage} {limit}" for stage, limit in out["binding"].items()))
+    for note in out["notes"]:
+        click.echo(f"  note     {note}")
+
+
+def simulation_json(result: dict[str, Any], *, ideal: float, aws: dict[str, Any], db: dict[str, Any]) -> dict[str, Any]:
+    """The result camelCase with amounts as decimal strings (the API's shape); a limit's name stays as the settings
+    and ``binding`` spell it (``folder_max_in_flight``), since it is data, not a field."""
+    limited = result.pop("limited_minutes")
+    out: dict[str, Any] = api_json({**result, "ideal_hours": ideal, "aws": aws, "db_model": db})
+    out["limitedMinutes"] = {camel(stage): dict(minutes) for stage, minutes in limited.items()}
+    return out
 
 
 def _pair(value: str) -> tuple[str, str]:

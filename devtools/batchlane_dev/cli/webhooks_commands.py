@@ -51,10 +51,11 @@ def test(api: ApiClient, url: str, as_json: bool) -> None:
 @target_options
 def deliveries(api: ApiClient, job_id: str | None, as_json: bool) -> None:
     """Your deliveries, newest first: event, status, attempts, response code, latency."""
-    listed = api.call("GET", "/api/v1/deliveries" + (f"?job_id={job_id}" if job_id else ""))["deliveries"]
-    if as_json:
-        click.echo(json.dumps(listed))
+    answer = api.call("GET", "/api/v1/deliveries" + (f"?job_id={job_id}" if job_id else ""))
+    if as_json:  # the answer as the API gives it (an object, like every --json), not its bare list
+        click.echo(json.dumps(answer))
         return
+    listed = answer["deliveries"]
     for d in listed:
         code = d["responseCode"] if d["responseCode"] is not None else "-"
         click.echo(f"{d['deliveryId']}  {d['event']:<17} {d['status']:<9} attempts {d['attempts']}  HTTP {code}  {d['latencyMs'] or 0} ms  {d['url']}")

@@ -129,8 +129,9 @@ def _gateway_error(status: int) -> Response:
     """API Gateway's own answer when the Lambda integration gives no response ("Handling Lambda errors with
     an API Gateway API", AWS Lambda Developer Guide): 500 when Lambda rejects the invocation (a throttle:
     the function never ran), 502 when the function ran and failed; the body is the same generic message.
-    API Gateway retries neither: the client does (``batchlane_dev.cli.jobs_commands.retry_wait``)."""
-    return Response(json.dumps({"message": "Internal server error"}), status=status, content_type="application/json")
+    API Gateway retries neither: the client does (``batchlane_dev.cli.jobs_commands.retry_wait``). The body is the
+    stack's DEFAULT_5XX gateway response (infra/api.py), in the API's one error shape."""
+    return Response(json.dumps({"error": {"code": "GATEWAY_ERROR", "message": "Internal server error"}}), status=status, content_type="application/json")
 
 
 class ArrivalOrderLock:
@@ -171,8 +172,13 @@ class LocalApiServer:
         function: str = "api",
         s3_url: str | None = None,
         secret_for: presigned.SecretFor | None = None,
+        check_contract: bool = False,
     ) -> None:
         self._registry = registry
+        # Every /api answer checked against docs/api/openapi.yaml (batchlane_dev.contract) when asked: the tests' stacks
+        # do, and OfflineStack.stop fails on what was found (issue 41.3: every API response validated in tests).
+        self.check_contract = check_contract
+        self.contract_violations: list[str] = []
         self._s3_url = s3_url
         self._secret_for: presigned.SecretFor = secret_for or (lambda key_id: None)  # no key known: every S3 request refused
         self._function = function
@@ -215,10 +221,24 @@ class LocalApiServer:
             return self._s3(request)(environ, start_response)
         if not request.path.startswith("/api/"):
             return self._console(request)(environ, start_response)
+        response = self._api(request)
+        if self.check_contract:
+            self._check(request, response)
+        return response(environ, start_response)
+
+    def _check(self, request: Request, response: Response) -> None:
+        from batchlane_dev.contract import response_errors
+
+        found = response_errors(request.method, request.path, response.status_code, response.get_data())
+        if found:
+            log.warning("api answer off its schema: %s", found)
+            self.contract_violations.extend(found)
+
+    def _api(self, request: Request) -> Response:
+        """The answer API Gateway (its authorizer, the Lambda integration) would give."""
         user = identity(request.headers.get("Authorization"))
         if user is None:
-            response = Response(json.dumps({"code": "UNAUTHORIZED", "message": "Unauthorized"}), status=401, content_type="application/json")
-            return response(environ, start_response)
+            return Response(json.dumps({"error": {"code": "UNAUTHORIZED", "message": "Unauthorized"}}), status=401, content_type="application/json")
         try:
             # Lambda admits the invocation first (the account's concurrency or the API's reservation): past it,
             # rejected at once; only then does it wait for an execution environment (here: this process's one).
@@ -226,10 +246,10 @@ class LocalApiServer:
                 outcome = self._registry.invoke(self._function, proxy_event(request, user))
         except Throttled as exc:
             log.info("api invocation throttled: %s", exc)
-            return _gateway_error(500)(environ, start_response)
+            return _gateway_error(500)
         if outcome.failed or not isinstance(outcome.result, dict):
             log.warning("api handler failed: %s: %s", outcome.error_type, outcome.error_message)
-            return _gateway_error(502)(environ, start_response)
+            return _gateway_error(502)
         result = outcome.result
         body = result.get("body") or ""
         data = base64.b64decode(body) if result.get("isBase64Encoded") else body.encode()
@@ -239,7 +259,7 @@ class LocalApiServer:
                 response.headers.add(key, value)
         for key, value in (result.get("headers") or {}).items():
             response.headers[key] = value
-        return response(environ, start_response)
+        return response
 
     def _console(self, request: Request) -> Response:
         """The built console (index.html for the app's own paths), with its security headers."""

@@ -121,10 +121,18 @@ def start_daemon(workdir: Path, *, faults: str = "", timeout_s: float = 90) -> d
         if state:
             return state
         if process.poll() is not None:
-            raise RuntimeError(f"the offline stack exited with code {process.returncode}; see {workdir / 'stack.log'}")
+            raise RuntimeError(f"the offline stack exited with code {process.returncode}; see {workdir / 'stack.log'}:\n{_log_tail(workdir)}")
         time.sleep(0.2)
     process.terminate()
     raise RuntimeError(f"the offline stack did not start within {timeout_s:.0f} s; see {workdir / 'stack.log'}")
+
+
+def _log_tail(workdir: Path, lines: int = 15) -> str:
+    """The end of the daemon's log: why it exited, where the caller sees it (a test's temp folder may be gone later)."""
+    try:
+        return "\n".join((workdir / "stack.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 def stop_daemon(workdir: Path, *, timeout_s: float = 30) -> bool:

@@ -11,18 +11,21 @@ from __future__ import annotations
 import io
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pypdf import PdfReader
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
+from batchlane.pdf.survey import SURVEY_BOUND
 from batchlane.runtime import services
 from batchlane_dev.local.bedrock import parse_faults
 from batchlane_dev.local.bedrock.clock import scale_for_job
 from batchlane_dev.local.bedrock.model import EMULATED_MODEL_LABEL, ModelInputError, page_markdown
 from batchlane_dev.local.jobs import TERMINAL, submit_pdf, wait_for_job
+from batchlane_dev.local.outputs import write_job_outputs
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import OfflineStack, StackOptions
 from batchlane_dev.report import job_report
@@ -41,9 +44,25 @@ SAMPLE_PAGES = 8
 SAMPLE_HEADROOM = 2.0
 
 
-def sampled_record_cost_ms(data: bytes) -> float | None:
-    """The emulator's model (visual mode, the dearer) timed on up to ``SAMPLE_PAGES`` pages spread over ``data``,
-    mean × ``SAMPLE_HEADROOM``, in ms a record; None when ``data`` does not read as a PDF."""
+def sampled_record_cost_ms(data: bytes, *, bound: Bound = SURVEY_BOUND, model: Callable[..., str] = page_markdown) -> float | None:
+    """The sampled cost of :func:`sample_pdf`."""
+    return sample_pdf(data, bound=bound, model=model)[0]
+
+
+def sample_pdf(data: bytes, *, bound: Bound = SURVEY_BOUND, model: Callable[..., str] = page_markdown) -> tuple[float | None, int]:
+    """(ms a record, pages): the emulator's model (visual mode, the dearer) timed on up to ``SAMPLE_PAGES`` pages spread over ``data``,
+    mean × ``SAMPLE_HEADROOM``, in ms a record (None when ``data`` is a PDF the product would refuse or cannot
+    be read within ``bound``), and its page count (1 when unknown). A user's PDF is opened only in a child bounded like the product's own survey
+    (pdf/bounded.py): a page tree nested thousands deep or a content bomb ends the sampling, never the demo. ``model`` runs in
+    that child, so it must be picklable (a module-level function)."""
+    try:
+        return run_bounded(_sample_in_process, data, model, bound=bound)
+    except OverBudget:  # the product's survey stops at the same bound: the job will say PDF_TOO_COMPLEX
+        return None, 1
+
+
+def _sample_in_process(data: bytes, model: Callable[..., str]) -> tuple[float | None, int]:
+    """What the bounded child runs: cut the sample pages, then time the model on each."""
     import pypdfium2 as pdfium
 
     from batchlane.pdf.split import PDFIUM_LOCK
@@ -53,12 +72,16 @@ def sampled_record_cost_ms(data: bytes) -> float | None:
         try:
             source = pdfium.PdfDocument(data)
         except pdfium.PdfiumError:  # not a PDF: the job will say so with its error id
-            return None
+            return None, 1
+        count = 1
         try:
             count = len(source)
             for index in sorted({round(i * (count - 1) / (SAMPLE_PAGES - 1)) for i in range(SAMPLE_PAGES)}) if count else []:
                 one = pdfium.PdfDocument.new()
-                one.import_pages(source, [index])
+                try:
+                    one.import_pages(source, [index])
+                except pdfium.PdfiumError:  # a page tree pdfium cannot walk (nested thousands deep): the job says why
+                    return None, max(count, 1)
                 buffer = io.BytesIO()
                 one.save(buffer)
                 one.close()
@@ -66,25 +89,46 @@ def sampled_record_cost_ms(data: bytes) -> float | None:
         finally:
             source.close()
     if not pages:
-        return None
+        return None, max(count, 1)
     spent: list[float] = []
     for page in pages:
         started = time.perf_counter()
         try:
-            page_markdown(page, visual=True)  # a batch record is a Messages body: always visual (model._read_messages)
+            model(page, visual=True)  # a batch record is a Messages body: always visual (model._read_messages)
         except ModelInputError:  # the emulator answers such a record with an error: cheap, but it still counts
             pass
         spent.append(time.perf_counter() - started)
-    return 1000.0 * SAMPLE_HEADROOM * sum(spent) / len(spent)
+    return 1000.0 * SAMPLE_HEADROOM * sum(spent) / len(spent), count
 
 
-def _job_scale(data: bytes, faults: str, record_cost_ms: float | None) -> str:
+def page_count(path: Path, *, bound: Bound = SURVEY_BOUND) -> int:
+    """A user's PDF's pages, read in a child bounded like the product's survey; 0 when it cannot be read in it
+    (the job reports why, with its error id)."""
+    try:
+        return run_bounded(_count_in_process, path, bound=bound)
+    except OverBudget:
+        return 0
+
+
+def _count_in_process(path: Path) -> int:
+    import pypdfium2 as pdfium
+
+    from batchlane.pdf.split import PDFIUM_LOCK
+
+    with PDFIUM_LOCK:
+        try:
+            document = pdfium.PdfDocument(str(path))
+        except pdfium.PdfiumError:
+            return 0
+        try:
+            return len(document)
+        finally:
+            document.close()
+
+
+def _job_scale(pages: int, faults: str, record_cost_ms: float | None) -> str:
     """``time_scale=<S>`` for this document: as fast as its records allow on one clock."""
     parsed = parse_faults(faults)
-    try:
-        pages = len(PdfReader(io.BytesIO(data)).pages)
-    except Exception:  # not a PDF: the job will say so with its error id; any clock does
-        pages = 1
     cost_ms = max(parsed.record_cost_ms, record_cost_ms or 0.0)
     return f"time_scale={scale_for_job(pages, parsed.records_per_hour, cost_ms):.0f}"
 
@@ -120,9 +164,9 @@ def run_demo(
     started = time.monotonic()
     data = pdf.read_bytes() if pdf else make_pdf(pages, blank_every=25)
     name = pdf.name if pdf else f"demo-{pages}-pages.pdf"
-    sampled_ms = sampled_record_cost_ms(data) if pdf and "time_scale" not in faults else None
+    sampled_ms, page_count = sample_pdf(data) if pdf and "time_scale" not in faults else (None, pages)
     if "time_scale" not in faults:
-        faults = ",".join(f for f in (_job_scale(data, faults, sampled_ms), faults) if f)
+        faults = ",".join(f for f in (_job_scale(page_count, faults, sampled_ms), faults) if f)
     with tempfile.TemporaryDirectory(prefix="batchlane-demo-") as workdir:
         log_file = out_dir / "logs" / "handlers.log"
         stack = OfflineStack(
@@ -167,10 +211,11 @@ def run_demo(
                 )
             report = job_report(svc, job_id)
             markdown_path = None
+            beside: dict[str, Any] = {"pagesPath": None, "imagePaths": []}
             if report["markdown_key"]:
-                out_dir.mkdir(parents=True, exist_ok=True)
                 markdown_path = out_dir / f"{Path(name).stem}.md"
-                markdown_path.write_bytes(svc.store.get_bytes(report["markdown_key"]))
+                beside = write_job_outputs(svc.store, job_id, report["markdown_key"], name, markdown_path)  # with pages.jsonl and figures
+            report.update({"pagesPath": beside["pagesPath"], "imagePaths": beside["imagePaths"]})  # camelCase only: new fields
             report.update(
                 markdown_path=str(markdown_path) if markdown_path else None,
                 emulated_model=EMULATED_MODEL_LABEL,

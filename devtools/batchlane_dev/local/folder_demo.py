@@ -10,7 +10,6 @@ spec is the same job); otherwise it starts and stops a stack of its own.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tempfile
 import time
@@ -91,16 +90,10 @@ def _download(s3: Any, prefix: str, target: Path) -> None:
 
 
 def _pages_in(directory: Path) -> int:
-    """The pages of the folder's PDFs (an unreadable one counts 0: the folder job reports it)."""
-    from pypdf import PdfReader
-    from pypdf.errors import PyPdfError
+    """The pages of the folder's PDFs, each read under the product's bounds (an unreadable one counts 0: the folder job reports it)."""
+    from batchlane_dev.local.demo import page_count
 
-    pages = 0
-    for path in directory.rglob("*"):
-        if path.is_file() and path.suffix.lower() == ".pdf":
-            with contextlib.suppress(PyPdfError, OSError, ValueError, KeyError):
-                pages += len(PdfReader(path).pages)
-    return pages
+    return sum(page_count(path) for path in directory.rglob("*") if path.is_file() and path.suffix.lower() == ".pdf")
 
 
 def _pool_lanes(svc: Any, job_ids: list[str]) -> int:

@@ -40,7 +40,7 @@ class LoopbackOnly:
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if not is_loopback_host(environ.get("HTTP_HOST")):
-            body = json.dumps({"code": "HOST_NOT_ALLOWED", "message": "The offline stack answers loopback host names only."}).encode()
+            body = json.dumps({"error": {"code": "HOST_NOT_ALLOWED", "message": "The offline stack answers loopback host names only."}}).encode()
             start_response("421 Misdirected Request", [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
             return [body]
 

@@ -8,6 +8,7 @@ test can check that each page's own text landed under its own marker. Every
 from __future__ import annotations
 
 import io
+import zlib
 
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
@@ -226,3 +227,22 @@ def make_vector_chart_pdf() -> bytes:
         pdf.showPage()
     pdf.save()
     return buffer.getvalue()
+
+
+def figure_bomb_pdf(draws: int = 520, side: int = 5000) -> bytes:
+    """One page drawing one ``side``×``side`` grey image (25 megapixels: just within what is ever decoded) ``draws``
+    times, each over a fifth of the page (issue 40): ~25 KB on disk; decoding and encoding every draw took minutes."""
+    image = zlib.compress(b"\x80" * side * side, 9)
+    place = b"".join(b"q 200 0 0 300 %d %d cm /Im0 Do Q\n" % (40 + (n % 20) * 10, 40 + (n // 20) % 20 * 10) for n in range(draws))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /XObject << /Im0 5 0 R >> /Font << /F1 6 0 R >> >> /Contents 4 0 R >>",
+        _stream(b"BT /F1 12 Tf 72 740 Td (A page of one picture, drawn many times.) Tj ET\n" + place, compress=True),
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+        % (side, side, len(image))
+        + image
+        + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    return _raw_pdf(objects)

@@ -128,6 +128,8 @@ class StackOptions:
     # Worker invocations run in a CPU group of their owner (local/cpu_shares.py, cgroup v1, root): one owner's
     # flood cannot take another owner's CPU, as on Lambda. Needs process_functions; off where cgroups are not writable.
     owner_cpu_shares: bool = False
+    # Every API answer checked against docs/api/openapi.yaml; stop() then fails on any that broke it (the tests' stacks).
+    check_contract: bool = False
 
 
 # Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
@@ -294,7 +296,12 @@ class OfflineStack:
         from batchlane_dev.local.api_server import LocalApiServer
 
         # The proxy to the emulated S3 takes only what this stack's keys signed (local/presigned.py).
-        self.api = LocalApiServer(self.registry, s3_url=moto_url, secret_for=presigned.moto_secret_for({_STATIC_ENV["AWS_ACCESS_KEY_ID"]: self._aws_secret}))
+        self.api = LocalApiServer(
+            self.registry,
+            s3_url=moto_url,
+            secret_for=presigned.moto_secret_for({_STATIC_ENV["AWS_ACCESS_KEY_ID"]: self._aws_secret}),
+            check_contract=self.options.check_contract,
+        )
         with iam.acting_as(iam.AWS_SERVICE):  # API Gateway's side; each request's handler acts as "api"
             self._set_env({"BATCHLANE_API_URL": self.api.start()})
         self.env["BATCHLANE_API_URL"] = self.api.url
@@ -346,6 +353,9 @@ class OfflineStack:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+        if self.api and self.api.contract_violations:
+            found, self.api.contract_violations = sorted(set(self.api.contract_violations)), []
+            raise AssertionError("API answers off docs/api/openapi.yaml:\n" + "\n".join(found[:40]))
 
     def __enter__(self) -> OfflineStack:
         return self.start()

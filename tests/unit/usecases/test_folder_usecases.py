@@ -152,7 +152,7 @@ def test_report_parts_carry_each_finished_file_once() -> None:
     body, owner = buckets.objects[("out", layout.report_part_key("md/", job.id, 1))]
     line = json.loads(body)
     assert (owner, line["key"], line["status"], line["pages"], line["costUsd"], line["outputUris"]) == (
-        ALICE, "docs/a.pdf", "completed", 3, 0.5, ["s3://out/md/a.md"],
+        ALICE, "docs/a.pdf", "completed", 3, "0.500000", ["s3://out/md/a.md"],
     )  # fmt: skip
 
 

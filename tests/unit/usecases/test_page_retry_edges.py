@@ -173,6 +173,8 @@ def test_a_retry_and_a_page_as_the_api_shows_them(svc: Services, fake_uow: FakeU
         "attempts": 2,
         "lane": None,
         "chunkIndex": 1,
+        "retryLikelyToHelp": True,  # a timeout: a retry is likely to convert it
+        "nextStep": "A retry (on-demand, charged again) is likely to convert it.",
     }
     assert RetryStarted("job-1", 2, [3, 4], "pending").to_json() == {
         "jobId": "job-1",

@@ -40,7 +40,7 @@ def test_a_folder_jobs_status_never_shows_its_callback_header_values(svc_on_fake
     shown = json.dumps(folder_usecases.status(svc, OWNER, job["id"]))
     assert "receiver-secret" not in shown and "file-receiver-secret" not in shown
     status = folder_usecases.status(svc, OWNER, job["id"])
-    assert status["spec"]["notifications"]["callback_headers"] == {"Authorization": "(redacted)"}  # the names stay
+    assert status["spec"]["notifications"]["callbackHeaders"] == {"Authorization": "(redacted)"}  # the names stay
     assert status["spec"]["options"]["callbackHeaders"] == {"X-Token": "(redacted)"}
     assert "receiver-secret" not in json.dumps(folder_usecases.list_jobs(svc, OWNER))
 
@@ -111,7 +111,7 @@ def test_a_nul_in_a_folder_uri_is_a_clear_400_not_a_500(svc_on_fakes: Services, 
         "isBase64Encoded": False,
     }
     response = api_app.app.resolve(event, None)
-    assert (response["statusCode"], json.loads(response["body"])["code"]) == (400, "FOLDER_URI_INVALID")
+    assert (response["statusCode"], json.loads(response["body"])["error"]["code"]) == (400, "FOLDER_URI_INVALID")
 
 
 def test_a_nul_elsewhere_in_a_spec_is_refused_before_any_query(svc_on_fakes: Services) -> None:

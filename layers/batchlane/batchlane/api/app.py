@@ -15,7 +15,7 @@ from typing import Any, Literal
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from batchlane.api import estimates, folder_routes, live, results, usecases, webhook_usecases
 from batchlane.api.throttle import RateLimited, rate_limit
@@ -39,7 +39,7 @@ class BadRequest(BatchlaneError):
 class RegisterUpload(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(min_length=1, max_length=255)
-    sizeBytes: int = Field(ge=1)
+    sizeBytes: int = Field(ge=0)  # 0: refused as PDF_EMPTY, in the split's own words (register_upload)
 
 
 # Unicode categories a file name may not hold: controls (NUL included: PostgreSQL refuses it in
@@ -59,7 +59,7 @@ class ConvertOptions(BaseModel):
     parser: str | None = Field(None, pattern=r"^[A-Za-z0-9_.-]{1,32}$")
     mathpix: bool | None = None
     modelId: str | None = Field(None, min_length=1, max_length=_SHORT_TEXT, pattern=r"^[A-Za-z0-9.:_/-]+$")
-    batchLane: bool | None = Field(None, validation_alias=AliasChoices("batchLane", "_batchLane"))  # _batchLane: its first spelling
+    batchLane: bool | None = None  # the bulk opt-in (its first spelling, _batchLane, went with decision 0031)
     assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside the Markdown (docs/formats.md)
@@ -118,7 +118,8 @@ class SendTestDelivery(BaseModel):
 
 
 def _error(status: int, code: str, message: str, **extra: Any) -> Response:
-    return Response(status_code=status, content_type="application/json", body=json.dumps({"code": code, "message": message, **extra}))
+    """The one error shape (decision 0031): ``{"error": {"code", "message", ...}}``, the extras (``jobId``, ``retryAfterSeconds``) inside."""
+    return Response(status_code=status, content_type="application/json", body=json.dumps({"error": {"code": code, "message": message, **extra}}))
 
 
 def _caller() -> str:
@@ -210,6 +211,8 @@ def list_files() -> dict[str, Any]:
 def register_upload() -> tuple[dict[str, Any], int]:
     owner = _caller()
     request = _body(RegisterUpload)
+    if request.sizeBytes == 0:  # the split's id and words, not a validator's ("greater than or equal to 1")
+        raise InputError("The file is empty: it has no bytes to convert.", error_id="PDF_EMPTY")
     return usecases.register_upload(services(), _uploads(), owner, name=_file_name(request.name), size_bytes=request.sizeBytes), 201
 
 
@@ -233,7 +236,7 @@ def delete_file(fileId: str) -> dict[str, Any]:
 
 @app.get("/api/v1/files/<fileId>/conversion")
 def conversion(fileId: str) -> dict[str, Any]:
-    return usecases.file_conversion(services(), _caller(), fileId)
+    return live.with_live(services(), usecases.file_conversion(services(), _caller(), fileId))
 
 
 @app.post("/api/v1/files/<fileId>/cancel")

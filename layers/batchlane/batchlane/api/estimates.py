@@ -4,7 +4,7 @@
 are checked first, as before); the ``estimate`` state machine runs :func:`run_estimate` in the ``estimate``
 function, which writes its progress and its answer; ``GET /api/v1/estimates/{estimateId}`` polls it. The API
 never opens, samples or lists a user's files: every request answers from the database (issue 40; decision
-docs/decisions/0031-asynchronous-estimates.md). An owner has at most ``batchlane_max_live_estimates`` running.
+docs/decisions/0035-asynchronous-estimates.md). An owner has at most ``batchlane_max_live_estimates`` running.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from batchlane.domain.caps import check_cap
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound, StoreUnavailable
 from batchlane.folders import dryrun as folder_dryrun
 from batchlane.folders.usecases import prepare
-from batchlane.naming import with_legacy_fields
+from batchlane.naming import api_json
 from batchlane.observability import logger
 from batchlane.ports import Estimate, Services
 
@@ -141,4 +141,4 @@ def _run_file(svc: Services, row: Estimate, progress: Progress) -> dict[str, Any
 
 def _run_folder(svc: Services, row: Estimate, progress: Progress) -> dict[str, Any]:
     answer = folder_dryrun.estimate(svc, row.request["spec"], owner_id=row.owner_id, groups=row.request.get("groups") or (), progress=progress)
-    return with_legacy_fields(answer)  # type: ignore[no-any-return]  # the shape the synchronous dry run answered
+    return api_json(answer)  # type: ignore[no-any-return]  # the shape the synchronous dry run answered

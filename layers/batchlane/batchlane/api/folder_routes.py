@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from batchlane.api import estimates
 from batchlane.domain.errors import InputError, Unauthorized
 from batchlane.folders import usecases
-from batchlane.naming import with_legacy_fields
 from batchlane.runtime import services
 
 router = Router()
@@ -77,17 +76,23 @@ def submit_folder_job() -> tuple[dict[str, Any], int]:
     group = services().settings.batchlane_priority_group
     groups = _groups()
     status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in groups else None, groups=groups)
-    return with_legacy_fields(status), 201 if created else 200
+    return (status), 201 if created else 200
+
+
+@router.get("/api/v1/folder-grants")
+def folder_grants() -> dict[str, Any]:
+    """The folders the caller may convert and write to (the deployment's folderSources, ``{owner}`` filled in)."""
+    return usecases.grants(services(), _caller(), groups=_groups())
 
 
 @router.get("/api/v1/folder-jobs")
 def list_folder_jobs() -> dict[str, Any]:
-    return with_legacy_fields(usecases.list_jobs(services(), _caller()))
+    return (usecases.list_jobs(services(), _caller()))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>")
 def folder_job(folderJobId: str) -> dict[str, Any]:
-    return with_legacy_fields(usecases.status(services(), _caller(), folderJobId))
+    return (usecases.status(services(), _caller(), folderJobId))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>/files")
@@ -98,7 +103,7 @@ def folder_job_files(folderJobId: str) -> dict[str, Any]:
         limit = max(1, min(1000, int(params.get("limit") or 1000)))
     except ValueError:
         raise InputError("limit must be a number", error_id="BAD_REQUEST") from None
-    return with_legacy_fields(
+    return (
         usecases.files(services(), owner, folderJobId, status_filter=params.get("status") or None, after=params.get("after") or None, limit=limit)
     )
 
@@ -112,12 +117,12 @@ def retry_folder_job(folderJobId: str) -> tuple[dict[str, Any], int]:
         raise InputError(f"body: {exc}", error_id="BAD_REQUEST") from None
     group = services().settings.batchlane_priority_group
     lacking = group if group and group not in _groups() else None  # the lane rights are decided again, from the groups now
-    return with_legacy_fields(usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds, priority_group=lacking)), 202
+    return usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds, priority_group=lacking), 202
 
 
 @router.post("/api/v1/folder-jobs/<folderJobId>/cancel")
 def cancel_folder_job(folderJobId: str) -> dict[str, Any]:
-    return with_legacy_fields(usecases.cancel(services(), _caller(), folderJobId))
+    return (usecases.cancel(services(), _caller(), folderJobId))
 
 
 @router.get("/api/v1/folder-jobs/<folderJobId>/report")

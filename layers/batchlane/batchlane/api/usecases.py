@@ -179,9 +179,15 @@ def owner_budget(svc: Services, owner_id: str) -> dict[str, Any]:
     budgets = svc.uow().budgets
     limits = budgets.limits_for(owner_id, svc.settings)
     standing = budgets.standing(owner_id)
+    six = Decimal("0.000001")
+    committed = standing.committed_usd.quantize(six)
+    spent = standing.spent_usd.quantize(six)
     return {
         "usdPerMonth": str(limits.usd_per_month),
-        "committedUsd": str(standing.committed_usd.quantize(Decimal("0.000001"))),
+        "committedUsd": str(committed),
+        "spentUsd": str(spent),  # this month (UTC), booked in the ledger
+        "heldUsd": str(committed - spent),  # what open holds may still spend
+        "leftUsd": str(max(limits.usd_per_month - committed, Decimal(0)).quantize(six)),
         "maxLiveJobs": limits.max_live_jobs,
         "liveJobs": standing.live_jobs,
         "maxLivePages": limits.max_live_pages,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from batchlane.domain.advice import error_object
 from batchlane.ports import JobProgress, OwnerFile
 
 
@@ -58,7 +59,7 @@ def conversion_view(job: JobProgress) -> dict[str, Any]:
             else None
         ),
         "costUsd": _money(job.total_cost_usd),
-        "error": {"code": job.error_id, "message": job.error_message} if job.error_id else None,
+        "error": error_object(job.error_id, job.error_message),
         "retry": {"attempt": job.retry_attempt, "pages": list(job.retry_pages or ())} if job.retry_attempt is not None else None,
         "createdAt": _iso(job.created_at),
         "startedAt": _iso(job.started_at),

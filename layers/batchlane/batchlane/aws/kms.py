@@ -3,7 +3,7 @@
 Encrypt and Decrypt with the deployment's key and an encryption context naming the owner and the purpose: KMS binds
 the context to the ciphertext (AWS KMS Developer Guide, "Encryption context"), so a sealed secret copied to another
 owner's row does not open, and the key's policy can require the context (deployment/grants.py). Why a column and not
-a Secrets Manager secret per owner: docs/decisions/0033-webhook-secret-per-owner.md.
+a Secrets Manager secret per owner: docs/decisions/0037-webhook-secret-per-owner.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """assemble: chunk results → the job's Markdown in page order, every page marked, and its per-page record.
 
-Two streamed reads of the chunk results: the first writes ``pages.jsonl`` and surveys the page
-edges, the second writes the document (domain/assembly.py). Neither holds the document.
+Three streamed reads of the chunk results: the first surveys the page edges, the second writes
+``pages.jsonl`` (with the furniture removed from each page, so the removal can be audited and
+undone), the third the document (domain/assembly.py). None holds the document.
 """
 
 from __future__ import annotations
@@ -14,20 +15,22 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
-from batchlane.conversion.figures import extract_figures, figure_folder
+from batchlane.conversion.figures import Figures, extract_figures, figure_folder
 from batchlane.conversion.outputs import write_renderings
 from batchlane.converter import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.assembly import (
     Figure,
+    Furniture,
     FurnitureSurvey,
     Region,
     assemble_document,
-    clean_text,
     figure_descriptions,
     figure_regions,
-    page_blocks,
+    page_text_blocks,
     raw_document,
+    strip_furniture,
+    survey_page,
 )
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import Conflict
@@ -63,11 +66,13 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
         options = {**options, "assembly": "none"}
     file_row = jobs.get_file(job.file_id)
     folder = figure_folder(file_row.name if file_row else "document.pdf")
-    figures: dict[int, list[Figure]] = {}
+    figures = Figures()
     if options.get("assembly") != "none":
         regions = described_regions(read_results(svc.store, [c.result_key for c in chunks]))
-        figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page) for c in chunks], regions=regions)
-    tally = write_document(svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder)
+        figures = extract_figures(svc.store, job_id, [(c.chunk_index, c.first_page, c.last_page) for c in chunks], regions=regions)
+    tally = write_document(
+        svc.store, job_id, [c.result_key for c in chunks], options, job.total_pages, figures=figures, figure_folder=folder, figures_skipped=figures.skipped
+    )
     failed, truncated, batch_served_usage = tally.failed, tally.truncated, tally.batch_usage
     write_renderings(svc.store, job_id, options, figure_folder=folder, title=folder.removesuffix(".images"))
     jobs.move_job(
@@ -95,18 +100,24 @@ def write_document(
     *,
     figures: Mapping[int, list[Figure]] | None = None,
     figure_folder: str = "images",
+    figures_skipped: Mapping[int, str] | None = None,
 ) -> _Tally:
     """pages.jsonl, then the Markdown (``options.assembly``: document, or none), both streamed; what they held."""
     assert all(result_keys), "a chunk completed without a result"
-    survey = FurnitureSurvey()
-    lines = _jsonl(read_results(store, result_keys), survey, figures or {}, figure_folder)
+    furniture = Furniture()
+    if options.get("assembly") != "none":
+        survey = FurnitureSurvey()
+        for result in read_results(store, result_keys):
+            survey_page(survey, _page_text(result))
+        furniture = survey.furniture()
+    lines = _jsonl(read_results(store, result_keys), furniture, figures or {}, figure_folder, figures_skipped or {})
     store.put_stream(keys.pages_key(job_id), lines, "application/x-ndjson")
     tally = _Tally()
     pages = tally.count(read_results(store, result_keys))
     if options.get("assembly") == "none":
         pieces = raw_document(pages, expected_pages=total_pages)
     else:
-        pieces = assemble_document(pages, survey.furniture(), expected_pages=total_pages, figures=figures, figure_folder=figure_folder)
+        pieces = assemble_document(pages, furniture, expected_pages=total_pages, figures=figures, figure_folder=figure_folder)
     store.put_stream(keys.markdown_key(job_id), _encoded(pieces), "text/markdown; charset=utf-8")  # a page without a result raises
     return tally
 
@@ -123,7 +134,7 @@ def described_regions(results: Iterator[PageResult]) -> dict[int, list[Region]]:
     """Page number → the regions the model gave its figures (only these boxes are held, one chunk read at a time)."""
     out = {}
     for result in results:
-        if regions := figure_regions(page_blocks(clean_text(result.markdown))):
+        if regions := figure_regions(page_text_blocks(result.markdown)):
             out[result.page_number] = regions
     return out
 
@@ -132,10 +143,17 @@ def _page_text(result: PageResult) -> PageText:
     return PageText(result.page_number, "converted" if result.status == "blank" else result.status, result.markdown, result.reason)
 
 
-def page_record(result: PageResult, figures: list[Figure], folder: str) -> dict[str, Any]:
-    """One line of pages.jsonl: what a pipeline reads instead of parsing the Markdown's comments."""
-    markdown = clean_text(result.markdown)
-    described = [text for _, text in figure_descriptions(page_blocks(markdown))]
+def page_record(result: PageResult, figures: list[Figure], folder: str, furniture: Furniture | None = None, figures_skipped: str | None = None) -> dict[str, Any]:
+    """One line of pages.jsonl: what a pipeline reads instead of parsing the Markdown's comments.
+
+    ``markdown`` is the page as the model gave it (cleaned and made safe); ``furniture`` lists the lines the
+    document pass removed from it (running heads, feet, folios), so the removal can be audited and undone;
+    ``figuresSkipped`` names the bound that kept the page's figures as descriptions (conversion/figures.py), or null.
+    """
+    blocks = page_text_blocks(result.markdown)
+    markdown = "\n\n".join(blocks)
+    described = [text for _, text in figure_descriptions(blocks)]
+    removed = strip_furniture(blocks, result.page_number, furniture)[1] if furniture is not None and result.status != "failed" else []
     return {
         "page": result.page_number,
         "status": result.status,
@@ -144,6 +162,8 @@ def page_record(result: PageResult, figures: list[Figure], folder: str) -> dict[
         "inputTokens": result.usage.input_tokens,
         "outputTokens": result.usage.output_tokens,
         "markdown": markdown,
+        "furniture": removed,
+        "figuresSkipped": figures_skipped,
         "figures": [
             {"src": f"{folder}/{f.name}", "width": f.width, "height": f.height, "description": described[k] if k < len(described) else None}
             for k, f in enumerate(figures)
@@ -151,10 +171,12 @@ def page_record(result: PageResult, figures: list[Figure], folder: str) -> dict[
     }
 
 
-def _jsonl(results: Iterator[PageResult], survey: FurnitureSurvey, figures: Mapping[int, list[Figure]], folder: str) -> Iterator[bytes]:
+def _jsonl(
+    results: Iterator[PageResult], furniture: Furniture, figures: Mapping[int, list[Figure]], folder: str, skipped: Mapping[int, str]
+) -> Iterator[bytes]:
     for result in results:
-        survey.add(_page_text(result))
-        yield (json.dumps(page_record(result, figures.get(result.page_number, []), folder), ensure_ascii=False) + "\n").encode()
+        record = page_record(result, figures.get(result.page_number, []), folder, furniture, skipped.get(result.page_number))
+        yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
 
 
 def _encoded(pieces: Iterator[str], size: int = 1 << 20) -> Iterator[bytes]:

@@ -53,11 +53,10 @@ CONVERSION_FORMATS = ("md", "docx", "html", "json")  # formats/render.py; docs/f
 
 def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected.
-    ``_batchLane`` (the bulk opt-in's first spelling) is kept as ``batchLane``: options hold no underscore key."""
+    An underscore key is the job's own state, never an option (``_batchLane``, the bulk opt-in's first spelling, is
+    ``batchLane`` only since decision 0031)."""
     allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", "conversionFormats", *subscription.OPTION_KEYS}
     options = dict(options or {})
-    if "_batchLane" in options:
-        options["batchLane"] = options.pop("_batchLane")
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise InputError(f"Unknown option(s): {', '.join(unknown)}.", error_id="OPTIONS_INVALID")

@@ -13,6 +13,7 @@ from batchlane import keys
 from batchlane.conversion.budget import check_create, check_split, worst_case_pages_hold
 from batchlane.converter import PageResult
 from batchlane.domain import status as st
+from batchlane.domain.advice import page_next_step
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_COMPLEX, PAGE_TOO_LARGE
 from batchlane.domain.status import Entity
@@ -55,7 +56,17 @@ class FailedPage:
     chunk_index: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"page": self.page, "status": "failed", "reason": self.reason, "attempts": self.attempts, "lane": self.lane, "chunkIndex": self.chunk_index}
+        helps = retry_cures(self.reason)
+        return {
+            "page": self.page,
+            "status": "failed",
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "lane": self.lane,
+            "chunkIndex": self.chunk_index,
+            "retryLikelyToHelp": helps,
+            "nextStep": page_next_step(helps),
+        }
 
 
 @dataclass(frozen=True)

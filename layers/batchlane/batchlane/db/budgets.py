@@ -58,7 +58,8 @@ class PgBudgets:
             live=list(st.CAPPED_JOB_STATUSES),
         )
         assert row is not None
-        return Standing(Decimal(row["month_usd"]) + Decimal(row["held_usd"]), int(row["live_jobs"]), int(row["live_pages"]))
+        spent = Decimal(row["month_usd"])
+        return Standing(spent + Decimal(row["held_usd"]), int(row["live_jobs"]), int(row["live_pages"]), spent_usd=spent)
 
     def lock_owner(self, owner_id: str) -> None:
         """Serialise the budget checks of one owner until the transaction ends."""

@@ -184,6 +184,23 @@ class PgFolderJobs:
             )
         )
 
+    def relist(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        """A job that could not run (error: an empty folder, a listing refused) lists its folder again from the start,
+        the lane rights decided again."""
+        move = st.folder_job("relist")
+        return _job(
+            self.runner.one(
+                """UPDATE folder_jobs SET status = :to, run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL,
+                      continuation_token = NULL, objects_listed = 0, excluded_count = 0, enumeration_done = false, enumerated_at = NULL,
+                      updated_at = now(), priority_allowed = :allowed
+               WHERE id = :id AND status = ANY(:from_) RETURNING *""",
+                allowed=priority_allowed,
+                to=move.target,
+                from_=move.from_states,
+                id=job_id,
+            )
+        )
+
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:
         """After a page: the next continuation token and the totals (one statement, so a retry re-lists at most one page)."""
         self.runner.run(

@@ -1,44 +1,45 @@
 """The document pass at Assemble: per-page Markdown → one document (docs/architecture.md "Assembly").
 
 Two streaming passes over the pages in order, both pure: ``survey`` keeps only what the
-page edges say (counts of short first/last lines, which number follows the page number),
-then ``assemble_document`` yields the Markdown piece by piece, holding back one block at a
-time so a paragraph, table or list cut by a page break is joined. Memory is bounded by
-the edge-line counts, never by the document.
+page edges say (a few candidate lines a page: domain/furniture.py decides which are running
+heads, feet and folios), then ``assemble_document`` yields the Markdown piece by piece, holding
+back one block at a time so a paragraph, table or list cut by a page break is joined, the next
+page's marker kept inline where the page turned: every page's text stays under its own marker.
+Page text is made safe first (domain/safe_markdown.py).
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
+from batchlane.domain.furniture import (
+    Furniture,
+    FurnitureSurvey,
+    is_figure,
+    strip_furniture,
+)
 from batchlane.domain.markdown import PageText, page_marker, render_page, truncated_marker
+from batchlane.domain.safe_markdown import safe_markdown
 
-EDGE_BLOCKS = 2  # how many blocks at each end of a page may be furniture
-MAX_FURNITURE_CHARS = 80  # a running head or foot is one short line
-MIN_REPEATS = 3  # a line is a running head once it stands at the edge of this many pages
 MAX_REMEMBERED_HEADINGS = 10_000  # memory stays bounded on any document
 
 _LIGATURES = {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"}
 _DROPPED = {chr(c) for c in range(0x20) if c not in (0x09, 0x0A)} | {chr(0x7F), "\u00ad", "\ufffd"} | {chr(c) for c in range(0x80, 0xA0)}
+_DROPPED |= {chr(c) for c in range(0xD800, 0xE000)}  # a lone surrogate (a JSON "\ud800" escape) is no character: UTF-8 cannot write it
 _CLEAN_TABLE = str.maketrans({**_LIGATURES, "\t": " ", **{ch: None for ch in _DROPPED}})
 _LINE_END_HYPHEN = re.compile(r"(?<=[^\W\d_])-\n(?=[a-zß-ÿ])")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _NUMBERED = re.compile(
     r"^(?:(?:chapter|appendix|section)\s+)?(\d{1,3}(?:\.\d{1,3})*)\.?(?=\s|$)|^(?:chapter|appendix)\s+[A-Z]\b|^[A-Z](\.\d{1,3})+(?=\s|$)", re.IGNORECASE
 )
-_EDGE_NUMBER = re.compile(r"^\D{0,3}?(\d{1,5})\b|\b(\d{1,5})\D{0,3}$")
-_PAGE_WORDS = re.compile(r"\b(page|p\.|of|seite|pg\.?)\b|[-–—|·•()\[\]/]", re.IGNORECASE)
 _LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
 _TERMINAL = re.compile(r"[.!?…:;]['\"”’»)\]]*$")
-_FIGURE_BLOCK = re.compile(r"^(?:\*\[Figure: .*\]\*|!\[[^\]]*\]\([^)]*\))$")
-_COMMENT = re.compile(r"^<!--.*-->$", re.DOTALL)
 
 
 def clean_text(text: str) -> str:
-    """No C0/C1 control characters, ligatures spelled out, line-end hyphenation resolved; idempotent."""
+    """No C0/C1 control characters nor lone surrogates, ligatures spelled out, line-end hyphenation resolved; idempotent."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").translate(_CLEAN_TABLE)
     return _LINE_END_HYPHEN.sub("", text) if "-\n" in text else text  # the scan is most of the pass's time
 
@@ -62,6 +63,11 @@ def page_blocks(markdown: str) -> list[str]:
     return [b for b in blocks if b.strip()]
 
 
+def page_text_blocks(markdown: str) -> list[str]:
+    """A page's Markdown as the document pass reads it: cleaned, made safe, in blocks."""
+    return page_blocks(safe_markdown(clean_text(markdown)))
+
+
 def _kind(block: str) -> str:
     first = block.lstrip()
     if first.startswith("#") and _HEADING.match(first.split("\n", 1)[0]):
@@ -70,7 +76,7 @@ def _kind(block: str) -> str:
         return "table"
     if first.startswith(("```", "~~~")):
         return "code"
-    if first.startswith("<!--") or first.startswith("<"):
+    if first.startswith(("<", "&lt;")):  # a comment, or markup from the page made text (safe_markdown): never joined
         return "comment"
     if first.startswith(("![", "*[Figure", "$$", ">")):
         return "other"
@@ -79,125 +85,23 @@ def _kind(block: str) -> str:
     return "paragraph"
 
 
-def _normalise(line: str) -> str:
-    line = _HEADING.sub(r"\2", line.strip())
-    return " ".join(line.strip("*_ ").lower().split())
-
-
-def _edge_line(block: str) -> str | None:
-    """The block as a furniture candidate: one short line of text, else None."""
-    if "\n" in block or len(block) > MAX_FURNITURE_CHARS or _kind(block) not in ("heading", "paragraph"):
-        return None
-    return _normalise(block) or None
-
-
-def _edge_number(line: str) -> int | None:
-    match = _EDGE_NUMBER.search(line)
-    if not match:
-        return None
-    return int(match.group(1) or match.group(2))
-
-
-def _masked(line: str) -> str:
-    return re.sub(r"\d+", "#", line)
-
-
 def _is_figure(block: str) -> bool:
-    return bool(_FIGURE_BLOCK.match(block.strip()))
-
-
-def _text_positions(blocks: list[str]) -> list[int]:
-    """Indices of the page's blocks that are not figures: a figure never counts as a page edge."""
-    return [index for index, block in enumerate(blocks) if not _is_figure(block)]
-
-
-def _edges(blocks: list[str]) -> list[str]:
-    positions = _text_positions(blocks)
-    picked = positions[:EDGE_BLOCKS] + positions[max(EDGE_BLOCKS, len(positions) - EDGE_BLOCKS) :]
-    return [line for line in (_edge_line(blocks[i]) for i in picked) if line]
-
-
-@dataclass
-class Furniture:
-    """What the survey found: exact running lines, numbered ones, and the page-number offset."""
-
-    exact: frozenset[str] = frozenset()
-    numbered: frozenset[str] = frozenset()
-    offset: int | None = None
-    decorations: frozenset[str] = frozenset()  # figure lines repeated on many pages: a logo, a rule
-
-    def is_furniture(self, block: str, page_number: int) -> bool:
-        line = _edge_line(block)
-        if line is None:
-            return False
-        if line in self.exact:
-            return True
-        if self.offset is None or _kind(block) == "heading":
-            return False  # a numbered heading ("section 12") is content; only plain lines carry folios
-        number = _edge_number(line)
-        if number is None or number - page_number != self.offset:
-            return False
-        rest = _PAGE_WORDS.sub(" ", re.sub(r"\d+", " ", line)).strip()
-        return not rest or _masked(line) in self.numbered
-
-
-@dataclass
-class FurnitureSurvey:
-    """Pass 1, a page at a time: counts of short edge lines and of edge numbers less the page number."""
-
-    pages: int = 0
-    exact: Counter[str] = field(default_factory=Counter)
-    masked: Counter[str] = field(default_factory=Counter)
-    offsets: Counter[int] = field(default_factory=Counter)
-    figures: Counter[str] = field(default_factory=Counter)
-
-    def add(self, page: PageText) -> None:
-        if page.status == "failed" or not page.markdown.strip():
-            return
-        self.pages += 1
-        blocks = page_blocks(clean_text(page.markdown))
-        lines = set(_edges(blocks))
-        self.figures.update({b.strip() for b in blocks if _is_figure(b)})
-        self.exact.update(lines)
-        self.masked.update({_masked(line) for line in lines if re.search(r"\d", line)})
-        self.offsets.update({n - page.page_number for n in (_edge_number(line) for line in lines) if n is not None})
-
-    def furniture(self) -> Furniture:
-        if self.pages < MIN_REPEATS:
-            return Furniture()
-        offset, support = self.offsets.most_common(1)[0] if self.offsets else (None, 0)
-        return Furniture(
-            exact=frozenset(line for line, count in self.exact.items() if count >= MIN_REPEATS),
-            numbered=frozenset(line for line, count in self.masked.items() if count >= MIN_REPEATS),
-            offset=offset if support >= max(MIN_REPEATS, self.pages // 4) else None,
-            decorations=frozenset(line for line, count in self.figures.items() if count >= MIN_REPEATS),
-        )
+    return is_figure(block)
 
 
 def survey(pages: Iterable[PageText]) -> Furniture:
-    """Pass 1 over all pages: which short lines repeat at page edges, which edge number is the folio."""
+    """Pass 1 over all pages: which edge lines are running heads, feet and folios (domain/furniture.py)."""
     seen = FurnitureSurvey()
     for page in pages:
-        seen.add(page)
+        survey_page(seen, page)
     return seen.furniture()
 
 
-def strip_furniture(blocks: list[str], page_number: int, furniture: Furniture) -> list[str]:
-    """Drop running heads, feet and folios from the page's edges; nothing else.
-
-    A page of one block keeps it: a title page or a part page says the title once, by itself.
-    """
-    blocks = [b for b in blocks if b.strip() not in furniture.decorations]
-    positions = _text_positions(blocks)
-    if len(positions) < 2:
-        return blocks
-    dropped: set[int] = set()
-    for edge in (positions[:EDGE_BLOCKS], positions[::-1][:EDGE_BLOCKS]):
-        for index in edge:
-            if index in dropped or not furniture.is_furniture(blocks[index], page_number):
-                break
-            dropped.add(index)
-    return [b for i, b in enumerate(blocks) if i not in dropped]
+def survey_page(seen: FurnitureSurvey, page: PageText) -> None:
+    """One page into the survey: a failed or empty page says nothing about the edges."""
+    if page.status == "failed" or not page.markdown.strip():
+        return
+    seen.add_blocks(page.page_number, page_text_blocks(page.markdown))
 
 
 @dataclass
@@ -306,22 +210,29 @@ def _is_separator(row: str) -> bool:
     return bool(re.fullmatch(r"\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?", row.strip()))
 
 
-def _join_table(upper: str, lower: str) -> str | None:
-    """One table when the next page's table has the same columns (header repeated or not)."""
+def _join_table(upper: str, marker: str, lower: str) -> str | None:
+    """One table when the next page's table has the same columns (header repeated or not); the marker goes in the
+    last cell of the page's last row, so the table stays one and the next page's rows stay under their marker."""
     top, bottom = upper.split("\n"), lower.split("\n")
     if len(top) < 2 or not _is_separator(top[1]) or len(_cells(top[0])) != len(_cells(bottom[0])):
         return None
     if len(bottom) >= 2 and _is_separator(bottom[1]):
         bottom = bottom[2:] if _cells(bottom[0]) == _cells(top[0]) else bottom[:1] + bottom[2:]
+    if not bottom:
+        return None  # only the header repeated: nothing of the next page to join
+    row = len(top) - 1 if len(top) > 2 else 0  # the page's last row; its header when only that stood before the break
+    last = top[row].rstrip()
+    top[row] = f"{last[:-1].rstrip()} {marker} |" if last.endswith("|") and not last.endswith("\\|") else f"{last} {marker}"
     return "\n".join(top + bottom)
 
 
-def _join_list(upper: str, lower: str) -> str | None:
+def _join_list(upper: str, marker: str, lower: str) -> str | None:
+    """One list when the next page goes on with the same kind of items; the marker ends the page's last line."""
     items = [m for m in map(_LIST_ITEM.match, upper.split("\n")) if m]
     below = _LIST_ITEM.match(lower)
     if not items or not below or bool(items[-1].group(1)) != bool(below.group(1)):
         return None
-    return f"{upper}\n{lower}"
+    return f"{upper} {marker}\n{lower}"
 
 
 def _join_paragraph(upper: str, marker: str, lower: str) -> str | None:
@@ -336,18 +247,17 @@ def _join_paragraph(upper: str, marker: str, lower: str) -> str | None:
     return f"{upper} {marker} {lower}"
 
 
-def _join(upper: str, marker: str, lower: str) -> tuple[str, bool] | None:
-    """The joined block and whether the marker is already inside it."""
+def _join(upper: str, marker: str, lower: str) -> str | None:
+    """The two blocks as one, the marker inside where the page turned; None when they are not one block cut in two."""
     kinds = (_kind(upper), _kind(lower))
     if kinds == ("paragraph", "paragraph"):
-        joined = _join_paragraph(upper, marker, lower)
-        return (joined, True) if joined else None
+        return _join_paragraph(upper, marker, lower)
     if kinds == ("table", "table"):
-        joined = _join_table(upper, lower)
-        return (joined, False) if joined else None
+        return _join_table(upper, marker, lower)
     if kinds == ("list", "list"):
-        joined = _join_list(upper, lower)
-        return (joined, False) if joined else None
+        return _join_list(upper, marker, lower)
+    if kinds == ("list", "paragraph") and "\n" not in lower:  # the list's last item runs on: its sentence goes on
+        return _join_paragraph(upper, marker, lower)
     return None
 
 
@@ -382,24 +292,24 @@ def assemble_document(
     figures: Mapping[int, list[Figure]] | None = None,
     figure_folder: str = "images",
 ) -> Iterator[str]:
-    """Pass 2: the document's Markdown, piece by piece; every page keeps its marker, in order.
+    """Pass 2: the document's Markdown, piece by piece; every page keeps its marker, in order, and its text after it.
 
     ``pages`` come in page order; a page missing or out of order is an error, never skipped.
     ``figures`` (page → its image files) are linked relative to the Markdown, under ``figure_folder``.
     """
     out = _Writer()
     headings = Headings()
-    carry: str | None = None  # the last block so far: the next page may continue it
-    after_carry: list[str] = []  # what follows the carry: figures after it, markers of pages that joined a table or list
+    carry: str | None = None  # the last text block so far: the next page may continue it
+    held: list[str] = []  # the figures after it on its own page: they follow it, or precede it when it is joined
 
     def flush() -> Iterator[str]:
         nonlocal carry
         if carry is not None:
             yield out.block(carry)
             carry = None
-        for marker in after_carry:
-            yield out.block(marker)
-        after_carry.clear()
+        for figure in held:
+            yield out.block(figure)
+        held.clear()
 
     for page in _in_order(pages, expected_pages):
         marker = page_marker(page.page_number)
@@ -407,29 +317,31 @@ def assemble_document(
             yield from flush()
             yield out.block(render_page(page))
             continue
-        blocks = [headings.level(b) for b in strip_furniture(page_blocks(clean_text(page.markdown)), page.page_number, furniture)]
+        kept, _ = strip_furniture(page_text_blocks(page.markdown), page.page_number, furniture)
+        blocks = [headings.level(b) for b in kept]
         blocks = link_figures(blocks, (figures or {}).get(page.page_number, []), figure_folder, page.page_number)
         if page.status == "truncated":
             blocks.append(truncated_marker(page.page_number))
         joined = _join(carry, marker, blocks[0]) if carry is not None and blocks else None
         if joined:
-            carry, inline = joined
-            if not inline:
-                after_carry.append(marker)
+            for figure in held:  # the previous page's figures stay on it: above the paragraph that runs on
+                yield out.block(figure)
+            held.clear()
+            carry = joined
             blocks = blocks[1:]
         else:
             yield from flush()
             yield out.block(marker)
         if blocks:
             yield from flush()
-            # Figures after the page's last text float below it, so that text can still join the next page.
+            # Figures after the page's last text are held, so that text can still join the next page.
             last = len(blocks) - 1
             while last > 0 and _is_figure(blocks[last]):
                 last -= 1
             for block in blocks[:last]:
                 yield out.block(block)
             carry = blocks[last]
-            after_carry.extend(blocks[last + 1 :])
+            held.extend(blocks[last + 1 :])
     yield from flush()
     yield "\n"
 
@@ -438,5 +350,5 @@ def raw_document(pages: Iterable[PageText], *, expected_pages: int) -> Iterator[
     """``assembly: none``: the page-by-page output as it always was, text cleaned only."""
     out = _Writer()
     for page in _in_order(pages, expected_pages):
-        yield out.block(render_page(PageText(page.page_number, page.status, clean_text(page.markdown), page.reason)))
+        yield out.block(render_page(PageText(page.page_number, page.status, safe_markdown(clean_text(page.markdown)), page.reason)))
     yield "\n"

@@ -40,6 +40,7 @@ class Standing:
     committed_usd: Decimal
     live_jobs: int
     live_pages: int
+    spent_usd: Decimal = Decimal(0)  # this month's spend, within committed_usd (the rest is held)
 
 
 # How a refusal says the limit is raised (docs/operations.md "Budgets, caps and fair sharing").

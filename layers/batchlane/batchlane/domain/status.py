@@ -265,6 +265,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     _t(Entity.FOLDER_JOB, "fail", _FOLDER_LIVE, FJ.ERROR),
     _t(Entity.FOLDER_JOB, "reopen", _FOLDER_ENDED, FJ.PROCESSING),  # retry or resume, the listing complete
     _t(Entity.FOLDER_JOB, "reopen_enumeration", _FOLDER_ENDED, FJ.ENUMERATING),  # resume with the listing unfinished
+    _t(Entity.FOLDER_JOB, "relist", (FJ.ERROR,), FJ.ENUMERATING),  # a job that could not run (an empty folder) lists its folder afresh
     # a folder job's files
     _t(Entity.FOLDER_FILE, "start", (FF.QUEUED,), FF.PROCESSING),  # its conversion is being created
     _t(Entity.FOLDER_FILE, "requeue", (FF.PROCESSING,), FF.QUEUED),  # the start did not happen (released, stalled)

@@ -18,6 +18,7 @@ from batchlane.conversion.create import create_job
 from batchlane.conversion.figures import figure_folder
 from batchlane.conversion.outputs import CONTENT_TYPES
 from batchlane.domain import status as st
+from batchlane.domain.advice import error_object
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.domain.file_types import DOCUMENTS
@@ -25,7 +26,7 @@ from batchlane.domain.folder_policy import DEADLINE, deadline_lane, retry_file, 
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.formats.document import media_type
-from batchlane.naming import with_legacy_fields
+from batchlane.naming import money
 from batchlane.observability import logger
 from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository, Services
 
@@ -37,23 +38,21 @@ LIVE_COUNT_CAP = 10_000
 
 
 def report_line(f: FolderFile, output_bucket: str) -> dict[str, Any]:
-    """One finished file, as report.jsonl and GET .../report carry it: camelCase, the snake_case names beside until 0.3.0."""
+    """One finished file, as report.jsonl and GET .../report carry it (FolderReportLine in docs/api/openapi.yaml)."""
     completed = f.status == "completed"
-    line = {
+    return {
         "key": f.source_key,
         "status": f.status,
         "pages": f.pages,
-        "pages_failed": f.pages_failed,
-        "error_id": f.error_id,
-        "error_message": f.error_message,
+        "pagesFailed": f.pages_failed,
+        "error": error_object(f.error_id, f.error_message),
         "lane": f.lane,
-        "lane_reason": f.lane_reason,
-        "cost_usd": float(f.cost_usd),
+        "laneReason": f.lane_reason,
+        "costUsd": money(f.cost_usd),
         "attempts": f.attempts,
-        "output_keys": [f.output_key] if completed and f.output_key else [],
-        "output_uris": [f"s3://{output_bucket}/{f.output_key}"] if completed and f.output_key else [],
+        "outputKeys": [f.output_key] if completed and f.output_key else [],
+        "outputUris": [f"s3://{output_bucket}/{f.output_key}"] if completed and f.output_key else [],
     }
-    return with_legacy_fields(line)  # type: ignore[no-any-return]
 
 
 def advance(svc: Services, job_id: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from batchlane.domain.errors import NotFound
 from batchlane.folders import layout
 from batchlane.folders.advance import report_line, write_report_part
 from batchlane.folders.notify import publish_folder_change
+from batchlane.naming import api_json
 from batchlane.observability import logger
 from batchlane.ports import EventBus, FolderBuckets, FolderJob, FolderJobRepository, UnitOfWork
 
@@ -33,22 +34,25 @@ def report_lines(folder_jobs: FolderJobRepository, job: FolderJob, *, after: str
 
 
 def manifest(folder_jobs: FolderJobRepository, job: FolderJob) -> dict[str, Any]:
+    """manifest.json, camelCase with its amount a decimal string like every JSON the product writes (FolderManifest)."""
     counts = folder_jobs.counts(job.id)
-    return {
-        "job_id": job.id,
-        "name": job.name,
-        "status": job.status,
-        "spec": redacted_spec(job.spec),  # normalised: every default filled in; no header values (receiver credentials)
-        "batchlane_version": batchlane.__version__,
-        "enumeration": {"objects_listed": job.objects_listed, "excluded": job.excluded_count, "complete": job.enumeration_done},
-        "files": {k: getattr(counts, k) for k in ("discovered", "queued", "processing", "completed", "failed", "skipped")},
-        "pages": {"completed": counts.pages_completed, "failed": counts.pages_failed},
-        "cost_usd": counts.cost_usd,
-        "created_at": _iso(job.created_at),
-        "enumerated_at": _iso(job.enumerated_at),
-        "finished_at": _iso(job.finished_at),
-        "written_at": datetime.now(UTC).isoformat(),
-    }
+    return api_json(
+        {
+            "job_id": job.id,
+            "name": job.name,
+            "status": job.status,
+            "spec": redacted_spec(job.spec),  # normalised: every default filled in; no header values (receiver credentials)
+            "batchlane_version": batchlane.__version__,
+            "enumeration": {"objects_listed": job.objects_listed, "excluded": job.excluded_count, "complete": job.enumeration_done},
+            "files": {k: getattr(counts, k) for k in ("discovered", "queued", "processing", "completed", "failed", "skipped")},
+            "pages": {"completed": counts.pages_completed, "failed": counts.pages_failed},
+            "cost_usd": counts.cost_usd,
+            "created_at": _iso(job.created_at),
+            "enumerated_at": _iso(job.enumerated_at),
+            "finished_at": _iso(job.finished_at),
+            "written_at": datetime.now(UTC).isoformat(),
+        }
+    )
 
 
 def finish(uow: UnitOfWork, buckets_for: Callable[[str], FolderBuckets], bus: EventBus, job_id: str) -> dict[str, Any]:

@@ -5,9 +5,9 @@ canonical JSON), so posting the same spec again finds the same job instead of st
 second one. ``name`` and ``notifications`` are labels: they do not change what is converted,
 so they are left out of the id.
 
-Fields are posted camelCase (``output.onExisting``, ``policy.maxRetries``, ``notifications.callbackUrl``);
-the snake_case names are deprecated aliases until ``naming.LEGACY_UNTIL``. The stored spec and the id
-keep the field names, so a spec posted either way is the same job.
+Fields are posted camelCase (``output.onExisting``, ``policy.maxRetries``, ``notifications.callbackUrl``): only
+those names (decision 0031 superseded the snake_case aliases). The stored spec and the id keep the Python
+field names, read back by name; the API answers the spec camelCase.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ _FOLDER_JOB_ID = re.compile(r"^fj-[0-9a-f]{24}$")
 
 
 class _Strict(BaseModel):
-    # camelCase is the documented form; the snake_case field names are accepted too (deprecated, naming.LEGACY_UNTIL)
+    # posted camelCase (parse_spec: by alias only); a stored spec (field names) is read back by name
     model_config = ConfigDict(extra="forbid", alias_generator=camel, validate_by_name=True, validate_by_alias=True)
 
 
@@ -150,7 +150,7 @@ def parse_spec(body: Any) -> FolderJobSpec:
     if (where := _nul_at(body)) is not None:
         raise InputError(f"{where} holds a NUL character.", error_id="SPEC_INVALID")
     try:
-        spec = FolderJobSpec.model_validate(body)
+        spec = FolderJobSpec.model_validate(body, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise InputError(first_error(exc, where="spec"), error_id="SPEC_INVALID") from None
     return normalise(spec)

@@ -13,6 +13,7 @@ from typing import Any
 
 from batchlane.conversion.retry import failed_pages
 from batchlane.domain import status as st
+from batchlane.domain.advice import error_object
 from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
@@ -20,7 +21,8 @@ from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, pa
 from batchlane.folders import layout
 from batchlane.folders.finish import redacted_spec, report_lines
 from batchlane.folders.notify import publish_folder_change
-from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, parse_spec
+from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allowed, check_folder_job_id, folder_job_id, granted_prefixes, parse_spec
+from batchlane.naming import api_case, money
 from batchlane.observability import logger
 from batchlane.operations.cancel import cancel_job
 from batchlane.ports import FolderCounts, FolderFile, FolderJob, Services
@@ -124,7 +126,20 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
     existing = owned(svc, owner_id, job_id)
     if existing.status == "cancelled" and spec.output.on_existing == "skip":
         resume(svc, existing, statuses=("skipped",), error_ids=["CANCELLED"], priority_allowed=priority_allowed)
+    elif existing.status == "error":  # it could not run (an empty folder): the same spec again lists the folder afresh
+        relist(svc, existing, priority_allowed=priority_allowed)
     return status(svc, owner_id, job_id), False
+
+
+def relist(svc: Services, job: FolderJob, *, priority_allowed: bool) -> None:
+    """Run a job that could not run (FOLDER_EMPTY, FOLDER_NO_PDF, a listing refused) again, from its listing, with the
+    lane rights decided for it."""
+    again = svc.uow().folder_jobs.relist(job.id, priority_allowed=priority_allowed)
+    if again is None:  # another request relisted it first
+        return
+    publish_folder_change(svc.uow().folder_jobs, svc.bus, again)
+    svc.workflows.start_folder_job(job.id, _run_name(again))
+    logger.info("folder job listed again", job_id=job.id, run=again.run, was=job.error_id, priority_allowed=priority_allowed)
 
 
 def resume(svc: Services, job: FolderJob, *, statuses: tuple[str, ...], error_ids: list[str] | None, priority_allowed: bool) -> int:
@@ -143,15 +158,19 @@ def resume(svc: Services, job: FolderJob, *, statuses: tuple[str, ...], error_id
 
 def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None = None, priority_group: str | None = None) -> dict[str, Any]:
     """Once terminal: requeue failed files (all, or those with ``error_ids``); what succeeded is never converted again.
-    The lane rights are decided again from the caller's groups now (``priority_group``: the group they lack): a spec
-    that needs them answers 403 without them; a deadline the turnaround no longer meets keeps the files in the batch lane."""
+    A job that could not run (error: an empty folder) lists its folder again instead. The lane rights are decided again
+    from the caller's groups now (``priority_group``: the group they lack): a spec that needs them answers 403 without
+    them; a deadline the turnaround no longer meets keeps the files in the batch lane."""
     job = owned(svc, owner_id, job_id)
-    if job.status not in TERMINAL or job.status == "error":
-        raise Conflict(f"The folder job is {job.status}; retry once it has finished.", error_id="FOLDER_JOB_RUNNING")
+    spec = FolderJobSpec.model_validate(job.spec)
+    if job.status == "error":
+        relist(svc, job, priority_allowed=check_lane_rights(svc, _without_past_deadline(spec), priority_group=priority_group))
+        return {**status(svc, owner_id, job_id), "requeued": 0}
+    if job.status not in TERMINAL:
+        raise Conflict(f"The folder job is still {job.status}; retry it once it has finished.", error_id="FOLDER_JOB_RUNNING")
     failed = svc.uow().folder_jobs.list_files(job_id, status="failed", limit=1)
     if not failed:
         raise Conflict("No file failed: there is nothing to retry.", error_id="NOTHING_TO_RETRY")
-    spec = FolderJobSpec.model_validate(job.spec)
     allowed = check_lane_rights(svc, _without_past_deadline(spec), priority_group=priority_group)
     requeued = resume(svc, job, statuses=("failed",), error_ids=error_ids, priority_allowed=allowed)
     return {**status(svc, owner_id, job_id), "requeued": requeued}
@@ -189,6 +208,11 @@ def stop_parked(svc: Services, job_id: str) -> int:
     return len(parked)
 
 
+def grants(svc: Services, owner_id: str, *, groups: Iterable[str] = ()) -> dict[str, Any]:
+    """The folders this caller may use (input and output), as ``s3://bucket/prefix``: what the console and an error offer."""
+    return {"folders": [f"s3://{bucket}/{prefix}" for bucket, prefix in granted_prefixes(svc.settings.folder_sources, owner_id, groups)]}
+
+
 def list_jobs(svc: Services, owner_id: str, *, limit: int = 50) -> dict[str, Any]:
     """The owner's folder jobs, newest first, each as :func:`status` answers it (a lost fj-… id is found here)."""
     return {"folderJobs": [status(svc, owner_id, job_id) for job_id in svc.uow().folder_jobs.owner_job_ids(owner_id, limit=limit)]}
@@ -203,23 +227,23 @@ def status(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
         "id": job_id,
         "name": job.name,
         "status": job.status,
-        "error": {"id": job.error_id, "message": job.error_message} if job.error_id else None,
+        "error": error_object(job.error_id, job.error_message),
         "files": {
             "discovered": counts.discovered,
             "excluded": job.excluded_count,
             **{k: getattr(counts, k) for k in ("queued", "processing", "completed", "failed", "skipped")},
         },
         "pages": {"completed": counts.pages_completed, "failed": counts.pages_failed},
-        "enumeration_complete": job.enumeration_done,
-        "throughput_pages_per_minute": throughput,
-        "eta_seconds": eta,
-        "cost_usd": counts.cost_usd,
-        "output_uri": out_prefix + job.output_prefix,
-        "manifest_uri": out_prefix + layout.manifest_key(job.output_prefix, job_id),
-        "report_uri": out_prefix + layout.report_key(job.output_prefix, job_id),
-        "created_at": job.created_at.isoformat(),
-        "finished_at": job.finished_at.isoformat() if job.finished_at else None,
-        "spec": redacted_spec(job.spec),  # the receiver's credentials (callback header values) never come back
+        "enumerationComplete": job.enumeration_done,
+        "throughputPagesPerMinute": throughput,
+        "etaSeconds": eta,
+        "costUsd": money(counts.cost_usd),
+        "outputUri": out_prefix + job.output_prefix,
+        "manifestUri": out_prefix + layout.manifest_key(job.output_prefix, job_id),
+        "reportUri": out_prefix + layout.report_key(job.output_prefix, job_id),
+        "createdAt": job.created_at.isoformat(),
+        "finishedAt": job.finished_at.isoformat() if job.finished_at else None,
+        "spec": api_case(redacted_spec(job.spec)),  # stored by field name, answered camelCase; header values never shown back
     }
 
 
@@ -249,13 +273,12 @@ def files(svc: Services, owner_id: str, job_id: str, *, status_filter: str | Non
             "key": f.source_key,
             "status": f.status,
             "pages": f.pages,
-            "pages_failed": f.pages_failed,
+            "pagesFailed": f.pages_failed,
             "attempts": f.attempts,
-            "error_id": f.error_id,
-            "error_message": f.error_message,
-            "output_uris": [f"s3://{job.output_bucket}/{f.output_key}"] if f.status == "completed" and f.output_key else [],
-            "conversion_job_id": f.conversion_job_id,
-            "failed_pages": _failed_pages(svc, f),
+            "error": error_object(f.error_id, f.error_message),
+            "outputUris": [f"s3://{job.output_bucket}/{f.output_key}"] if f.status == "completed" and f.output_key else [],
+            "conversionJobId": f.conversion_job_id,
+            "failedPages": _failed_pages(svc, f),
         }
         for f in rows
     ]

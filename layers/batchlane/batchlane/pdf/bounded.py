@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_PRELOAD = ["batchlane.pdf.survey", "batchlane.pdf.fit"]
+_PRELOAD = ["batchlane.pdf.survey", "batchlane.pdf.fit", "batchlane.pdf.images"]
 _context_lock = threading.Lock()
 _context: Any = None
 

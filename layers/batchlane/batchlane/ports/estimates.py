@@ -1,4 +1,4 @@
-"""A dry run's asynchronous estimate (db/estimates.py; decision 0031): the API records it, the worker answers it."""
+"""A dry run's asynchronous estimate (db/estimates.py; decision 0035): the API records it, the worker answers it."""
 
 from __future__ import annotations
 

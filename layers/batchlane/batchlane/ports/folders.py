@@ -39,7 +39,7 @@ class FolderJob:
     enumerated_at: datetime | None
     finished_at: datetime | None
     # Lane rights, from the owner's groups at submit (and at the last retry or resume): files may leave the batch lane
-    # for on-demand (priority high, opt-outs, a deadline the turnaround no longer meets). Issue 40.3, decision 0032.
+    # for on-demand (priority high, opt-outs, a deadline the turnaround no longer meets). Issue 40.3, decision 0036.
     priority_allowed: bool = False
 
 
@@ -147,6 +147,11 @@ class FolderJobRepository(Protocol):
     def reopen(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
         """An ended job runs again (retry, resume): processing (or enumerating if listing was unfinished), next run,
         with the lane rights decided for this run (the owner's groups now)."""
+        ...
+
+    def relist(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        """A job that could not run (error) lists its folder again from the start, next run (None: not in error), with
+        the lane rights decided for this run."""
         ...
 
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:

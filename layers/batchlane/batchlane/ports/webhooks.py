@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 
 class SigningSecret(Protocol):
-    """The deployment's webhook signing secret: signs beside each owner's during the migration (decision 0033)."""
+    """The deployment's webhook signing secret: signs beside each owner's during the migration (decision 0037)."""
 
     def signing_keys(self, *, grace: timedelta, now: datetime | None = None) -> list[str]: ...
     def describe(self, *, grace: timedelta) -> dict[str, Any]: ...

@@ -4,7 +4,7 @@ The API creates it at the owner's first ``GET /api/v1/webhook-config`` and rotat
 answers are the only times its value is shown. It is stored sealed by KMS with the owner in the encryption context
 (aws/kms.py); the delivery opens it to sign. After a rotation the previous version signs too for the grace period; for
 the migration's days after per-owner signing began, the deployment's shared secret signs beside them. Decision
-docs/decisions/0033-webhook-secret-per-owner.md; the header: webhooks/signing.py.
+docs/decisions/0037-webhook-secret-per-owner.md; the header: webhooks/signing.py.
 """
 
 from __future__ import annotations

@@ -146,7 +146,7 @@ class NotificationsSpec(BaseModel):
     """A folder job's own webhook (its spec's ``notifications``, checked like a single file's callback); here, not in
     folders/spec.py, because dispatch reads it back and folders import webhooks, never the other way."""
 
-    # as folders/spec.py's models: camelCase documented, snake_case accepted (deprecated, naming.LEGACY_UNTIL)
+    # as folders/spec.py's models: posted camelCase only (parse_spec validates by alias), stored specs read back by name
     model_config = ConfigDict(extra="forbid", alias_generator=camel, validate_by_name=True, validate_by_alias=True)
 
     callback_url: str

@@ -1,0 +1,171 @@
+"""The document pass on what real books give it (issue 39): each problem the issue names, on pages shaped as the
+offline model returned them for GeoTopo (py-pdf/sample-files, pdflatex) and libtasn1 (Texinfo), in every form a
+model may return a running head. The whole books are measured in tests/integration/test_one_document_corpus.py."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from batchlane.conversion.assemble import page_record
+from batchlane.converter import PageResult
+from batchlane.domain.assembly import assemble_document, page_text_blocks, strip_furniture, survey
+from batchlane.domain.markdown import PageText
+
+SECTIONS = {7: "1.1. TOPOLOGISCHE RÄUME", 8: "1.1. TOPOLOGISCHE RÄUME", 9: "1.2. METRISCHE RÄUME", 10: "1.2. METRISCHE RÄUME", 11: "1.2. METRISCHE RÄUME"}
+BODIES = {
+    7: "Sei (X; T) ein topologischer Raum und x2X.",
+    8: "Eine Teilmenge U X heißt Umgebung von x, wenn es ein U0 gibt.",
+    9: "Also für n = 1: die Standardmetrik auf R.",
+    10: "Sei X eine Menge. Eine Abbildung d heißt Metrik, wenn gilt:",
+    11: "Beispiel 11 (SNCF-Metrik) zeigt eine andere Metrik.",
+}
+FORMS = {
+    "heading": "## {folio} {title}\n\n{body}",
+    "bold": "**{folio} {title}**\n\n{body}",
+    "plain": "{folio} {title}\n\n{body}",
+    "glued": "{folio} {title} {body}",
+    "line-above-the-paragraph": "{folio} {title}\n{body}",
+}
+
+
+def _book(form: str) -> list[PageText]:
+    """GeoTopo's pages 7-11: the running head carries the folio (page − 3) and the section's title."""
+    return [PageText(n, "converted", FORMS[form].format(folio=n - 3, title=SECTIONS[n], body=BODIES[n])) for n in SECTIONS]
+
+
+def _assemble(pages: list[PageText]) -> str:
+    renumbered = [PageText(k, p.status, p.markdown, p.reason) for k, p in enumerate(pages, start=1)]
+    return "".join(assemble_document(renumbered, survey(renumbered), expected_pages=len(renumbered)))
+
+
+def _sections(document: str) -> dict[int, str]:
+    parts = re.split(r"<!-- Page (\d+)[^>]*-->", document)
+    return {int(parts[k]): parts[k + 1] for k in range(1, len(parts), 2)}
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_a_running_head_with_its_folio_and_section_title_is_removed_in_every_form_a_model_returns(form: str) -> None:
+    pages = _book(form)
+    furniture = survey(pages)
+
+    removed = {p.page_number: strip_furniture(page_text_blocks(p.markdown), p.page_number, furniture)[1] for p in pages}
+    document = _assemble(pages)  # the same pages numbered from 1: folio − page stays the same everywhere
+
+    assert all(len(lines) == 1 and f"{n - 3} {SECTIONS[n]}" in lines[0] for n, lines in removed.items()), removed
+    assert "TOPOLOGISCHE" not in document and "METRISCHE" not in document
+    for n, body in BODIES.items():  # every word of the body kept, under its own page
+        assert body.rstrip(":.") in _sections(document)[n - 6]
+
+
+def test_a_head_glued_to_a_paragraph_that_runs_on_from_the_previous_page_is_not_inside_the_join() -> None:
+    # GeoTopo pp. 66-67: "pf = p o <!-- Page 67 --> 64 3.4. GRUPPENOPERATIONEN Beispiel 44" before issue 39
+    pages = [
+        PageText(1, "converted", "## 60 3.4. GRUPPENOPERATIONEN\n\nEine Gruppe G operiert auf X."),
+        PageText(2, "converted", "## 61 3.4. GRUPPENOPERATIONEN\n\nSei X ein Raum.\n\nDann gilt pf = p o"),
+        PageText(3, "converted", "62 3.4. GRUPPENOPERATIONEN f für alle f in G. Beispiel 44 Sei X := S2."),
+        PageText(4, "converted", "## 63 3.4. GRUPPENOPERATIONEN\n\nFrage: Was ist S2=G?"),
+    ]
+
+    document = _assemble(pages)
+
+    assert "Dann gilt pf = p o <!-- Page 3 --> f für alle f in G. Beispiel 44 Sei X := S2." in document
+    assert "GRUPPENOPERATIONEN" not in document
+
+
+def test_a_chapter_running_head_with_a_trailing_folio_is_removed_and_the_chapter_heading_kept() -> None:
+    # libtasn1 (Texinfo): "## Chapter 4: Function reference 17" opened page after page
+    pages = [PageText(1, "converted", "8\n\n## 4 Function reference\n\nThe functions follow.")]
+    pages += [PageText(n, "converted", f"## Chapter 4: Function reference {n + 7}\n\n## asn1 function {n}\n\nIt returns {n}.") for n in range(2, 7)]
+
+    document = _assemble(pages)
+
+    assert "Chapter 4" not in document and "\n8\n" not in document
+    assert "## 4 Function reference" in document and all(f"asn1 function {n}" in document for n in range(2, 7))
+
+
+def test_the_title_pages_of_a_volume_bound_six_times_are_each_kept_under_their_own_marker() -> None:
+    book = [
+        "## Einführung in die\n\nGeometrie und Topologie 0. Auflage, 31. Dezember 2016 Martin Thoma",
+        "## Vorwort\n\nDieses Skript wurde im Wintersemester geschrieben.",
+        "## 1 Topologische Grundbegriffe\n\nEin topologischer Raum ist ein Paar.",
+        "## 2 1.1. TOPOLOGISCHE RÄUME\n\nEs gibt auch Mengen, die weder offen noch abgeschlossen sind.",
+        "## 3 1.1. TOPOLOGISCHE RÄUME\n\nSei X ein topologischer Raum.",
+        "## 4 1.1. TOPOLOGISCHE RÄUME\n\nDie Elemente heißen offen.",
+    ]
+    pages = [PageText(n, "converted", book[(n - 1) % len(book)]) for n in range(1, 6 * len(book) + 1)]
+
+    document = _assemble(pages)
+
+    sections = _sections(document)
+    assert [n for n, text in sections.items() if "Einführung in die" in text] == [1, 7, 13, 19, 25, 31]
+    assert all("Geometrie und Topologie" in sections[n] for n in (1, 7, 13, 19, 25, 31))
+    assert "TOPOLOGISCHE" not in document
+
+
+def test_definition_and_proof_lines_that_recur_at_page_edges_are_content() -> None:
+    # GeoTopo: "## Definition 17" under the head of many pages, "Beweis:" ending some; doc_metrics counts them as heads
+    numbers = (17, 20, 26, 27, 31, 33)
+    pages = [
+        PageText(n, "converted", f"## {n + 10} 2.3. SIMPLIZIALKOMPLEX\n\n## Definition {d}\n\nSatz {n} gilt." + ("\n\nBeweis:" if n in (2, 4, 5) else ""))
+        for n, d in enumerate(numbers, start=1)
+    ]
+
+    document = _assemble(pages)
+
+    assert all(f"## Definition {d}" in document for d in numbers) and document.count("Beweis:") == 3
+
+
+def test_a_list_continued_on_the_next_page_leaves_that_pages_text_under_its_own_marker() -> None:
+    # The 6×GeoTopo volume: page 27's only block continued page 26's list, and went whole under page 26's marker.
+    pages = [
+        PageText(1, "converted", "Geben Sie Beispiele für:\n\n1) Ein Homomorphismus, der zugleich ein Homöomorphismus ist\n2) ein Homomorphismus"),
+        PageText(2, "converted", "3) ein Homöomorphismus, der kein Homomorphismus ist"),
+        PageText(3, "converted", "Aufgabe 6 folgt."),
+    ]
+
+    sections = _sections(_assemble(pages))
+
+    assert "3) ein Homöomorphismus, der kein Homomorphismus ist" in sections[2]
+    assert "2) ein Homomorphismus" in sections[1] and "3)" not in sections[1]
+
+
+def test_a_table_continued_on_the_next_page_leaves_that_pages_rows_under_its_own_marker() -> None:
+    pages = [PageText(1, "converted", "| a | b |\n|---|---|\n| 1 | 2 |"), PageText(2, "converted", "| a | b |\n|---|---|\n| 3 | 4 |")]
+
+    document = _assemble(pages)
+
+    assert "| 3 | 4 |" in _sections(document)[2] and document.count("|---|---|") == 1
+
+
+def test_the_lines_removed_from_a_page_are_listed_in_its_pages_jsonl_record() -> None:
+    pages = _book("heading")
+    furniture = survey(pages)
+    result = PageResult(8, "converted", pages[1].markdown, served_by="batch")
+
+    record = page_record(result, [], "book.images", furniture)
+
+    assert record["furniture"] == ["## 5 1.1. TOPOLOGISCHE RÄUME"]
+    assert json.loads(json.dumps(record))["markdown"].startswith("## 5 1.1.")  # the page as the model gave it: undoable
+
+
+def test_a_figure_line_or_a_titled_line_a_bound_volume_repeats_a_book_apart_is_content() -> None:
+    """6×GeoTopo: page 35's drawing description and its head glued to labels ("32 2.2. … N S vu (a)
+    Kugelkoordinaten 1") stood on six pages a book apart: the first was taken for a logo, the second for a running title."""
+    book = [
+        "## 30 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nEine Karte ist ein Homöomorphismus.",
+        "## 31 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nSei M eine Mannigfaltigkeit.",
+        "32 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN N S vu (a) Kugelkoordinaten 1\n\nDie Abbildung ist glatt.\n\n*[Figure: vector drawing of 63 shapes]*",
+        "## 33 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nDie Jacobi-Matrix hat vollen Rang.",
+        "## 34 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN\n\nWeiter gilt die Kettenregel.",
+        "## Lösungen\n\nAufgabe 1 ist gelöst.",
+        *[f"Seite {k} des Anhangs hat ihren eigenen Text." for k in range(1, 21)],  # the volume repeats 27 pages apart
+    ]
+    pages = [PageText(n, "converted", book[(n - 1) % len(book)]) for n in range(1, 6 * len(book) + 1)]
+
+    document = _assemble(pages)
+
+    assert document.count("vector drawing of 63 shapes") == 6 and document.count("N S vu (a) Kugelkoordinaten 1") == 6
+    assert "DIFFERENZIERBARE" not in document
