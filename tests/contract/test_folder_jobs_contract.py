@@ -84,13 +84,13 @@ def test_relist_lists_a_job_that_could_not_run_afresh_and_nothing_else(uow: Any)
     empty = _job(uow)
     uow.folder_jobs.save_checkpoint(empty, token=None, listed=0, excluded=2, done=True)
     uow.folder_jobs.move(empty, st.folder_job("fail"), error_id="FOLDER_NO_PDF", error_message="x")
-    again = uow.folder_jobs.relist(empty)
-    assert (again.status, again.run, again.error_id, again.finished_at) == ("enumerating", 2, None, None)
+    again = uow.folder_jobs.relist(empty, priority_allowed=True)  # the lane rights decided again (issue 40.3)
+    assert (again.status, again.run, again.error_id, again.finished_at, again.priority_allowed) == ("enumerating", 2, None, None, True)
     assert (again.enumeration_done, again.objects_listed, again.excluded_count, again.continuation_token) == (False, 0, 0, None)
-    assert uow.folder_jobs.relist(empty) is None  # listing: not in error
+    assert uow.folder_jobs.relist(empty, priority_allowed=False) is None  # listing: not in error
     done = _job(uow)
     uow.folder_jobs.move(done, st.folder_job("complete"))
-    assert uow.folder_jobs.relist(done) is None  # an ended job is reopened, not relisted
+    assert uow.folder_jobs.relist(done, priority_allowed=False) is None  # an ended job is reopened, not relisted
 
 
 def test_checkpoints_add_up_and_turns_hand_over_once(uow: Any) -> None:

@@ -139,3 +139,24 @@ def test_a_retry_decides_the_rights_again_from_the_callers_groups_then(svc_on_fa
     with pytest.raises(Forbidden):  # carol has left the group since
         folder_usecases.retry(svc, carol, high["id"], priority_group=PRIORITY)
     assert fake_uow.folder_jobs.get(high["id"]).status == "completed_with_failures"  # type: ignore[union-attr]  # not reopened
+
+
+def test_a_job_that_could_not_run_is_listed_again_with_the_rights_of_who_retries_it(
+    svc_on_fakes: Services, fake_uow: FakeUnitOfWork, started: Started
+) -> None:
+    """An empty folder's job (error) runs again from its listing at retry (issue 41.5): its lane rights are the retrying
+    caller's groups then, as for a retry of failed files; a priority-high one is refused without the group."""
+    buckets = MemoryBuckets()
+    svc = _with_folders(svc_on_fakes, buckets)
+    dana = f"dana-{uuid.uuid4().hex[:6]}"
+    job, _ = folder_usecases.submit(svc, dana, _spec(_fits(svc)), priority_group=None)  # in the group at submit
+    assert fake_uow.folder_jobs.move(job["id"], st.folder_job("fail"), error_id="FOLDER_EMPTY", error_message="nothing there")
+    folder_usecases.retry(svc, dana, job["id"], priority_group=PRIORITY)  # she has left the group since
+    again = fake_uow.folder_jobs.get(job["id"])
+    assert again is not None and (again.status, again.run, again.priority_allowed) == ("enumerating", 2, False)
+
+    high, _ = folder_usecases.submit(svc, dana, _spec(_fits(svc), priority="high"), priority_group=None)
+    assert fake_uow.folder_jobs.move(high["id"], st.folder_job("fail"), error_id="FOLDER_EMPTY", error_message="nothing there")
+    with pytest.raises(Forbidden):
+        folder_usecases.retry(svc, dana, high["id"], priority_group=PRIORITY)
+    assert fake_uow.folder_jobs.get(high["id"]).status == "error"  # type: ignore[union-attr]  # not listed again
