@@ -72,7 +72,10 @@ def convert(pdf: Path, options: dict[str, Any] | None = None, *, wait: bool = Tr
     """Upload ``pdf``, ask the API's dry run what it will cost, then convert it (as its owner, through the API)."""
     file_id = upload_pdf(services(), pdf.read_bytes(), name=pdf.name, owner_id=OWNER)
     status, dry = api(STACK[0], "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": options or {}}, user=USER)
-    assert status == 200, dry
+    assert status == 202, dry  # an asynchronous estimate (decision 0035): answered by its worker
+    wait_until(lambda: (view := api(STACK[0], "GET", dry["poll"], user=USER)[1])["status"] != "running" and dry.update(view) is None, timeout_s=120, what="the estimate")
+    assert dry["status"] == "completed", dry
+    dry = dry["result"]
     status, created = api(STACK[0], "POST", f"/api/v1/files/{file_id}/convert", {"options": options or {}}, user=USER)
     assert status == 202, created
     ESTIMATES[created["jobId"]] = dry["estimate"]

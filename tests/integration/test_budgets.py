@@ -30,7 +30,7 @@ from batchlane.webhooks.events import job_change_detail
 from batchlane_dev.local.jobs import wait_until as wait_for
 from batchlane_dev.local.pdfgen import make_pdf
 from tests.conftest import start_stack
-from tests.integration.test_api import MAX_PAGES, PDF, call, job, make_job, upload
+from tests.integration.test_api import MAX_PAGES, PDF, call, estimate, job, make_job, upload
 
 ADMIN = "admin-1;groups=batchlane-admins"
 
@@ -124,7 +124,7 @@ def test_the_worst_case_is_sized_by_what_the_pages_hold_and_the_hold_by_what_run
     worst, held = {}, {}
     for name, blank_every in (("dense.pdf", 0), ("sparse.pdf", 2)):
         file_id = upload(stack, owner, make_pdf(4, lines_per_page=45, blank_every=blank_every), name)
-        dry = call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)[1]
+        dry = estimate(stack, f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)[1]  # asynchronous (decision 0035)
         worst[name] = Decimal(dry["estimate"]["worstCaseUsd"])
         created = call(stack, "POST", f"/api/v1/files/{file_id}/convert", {}, user=owner)[1]
         wait_for(lambda: job(created["jobId"]).status == "completed", what=f"the conversion of {name}", timeout_s=180)

@@ -79,7 +79,12 @@ class _Paths:
 
         file_id = upload_pdf(self.svc, data, name="manual.pdf", owner_id=OWNER)
         status, dry = _call(self.stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": options or {}})
-        assert status == 200, dry
+        assert status == 202, dry  # an asynchronous estimate (decision 0035): answered by its worker
+        from batchlane_dev.local.jobs import wait_until
+
+        wait_until(lambda: (view := _call(self.stack, "GET", dry["poll"])[1])["status"] != "running" and dry.update(view) is None, timeout_s=120, what="the estimate")
+        assert dry["status"] == "completed", dry
+        dry = dry["result"]
         status, created = _call(self.stack, "POST", f"/api/v1/files/{file_id}/convert", {"options": options or {}})
         assert status == 202, created
         return str(created["jobId"]), dry["estimate"]
