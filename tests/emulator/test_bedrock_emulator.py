@@ -634,3 +634,20 @@ def test_tokens_served_count_each_lane_as_aws_bills_it(harness: Callable[..., Ha
         "batch": (manifest["inputTokenCount"], manifest["outputTokenCount"]),
         "runtime": (answer["usage"]["inputTokens"], answer["usage"]["outputTokens"]),
     }
+
+
+def test_a_text_layer_that_decodes_to_utf16_halves_is_answered_as_valid_unicode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """lm-info.pdf (Debian's fonts-lmodern) has pages whose text layer pypdf decodes to a lone surrogate: the emulator
+    crashed encoding its answer (UnicodeEncodeError), and 8 pages failed. Bedrock answers in UTF-8 JSON, so a model's
+    answer never carries one: a pair is joined, a lone half becomes U+FFFD."""
+    from batchlane_dev.local.bedrock import model
+
+    monkeypatch.setattr(model, "_read_page", lambda page, visual, drawing: "ok \ud80c and \ud83d\ude00")
+    buffer = io.BytesIO()
+    sheet = canvas.Canvas(buffer, pagesize=letter)
+    sheet.drawString(72, 720, "x")
+    sheet.save()
+    text = model.page_markdown(buffer.getvalue())
+    assert text == "ok \ufffd and \U0001f600"
+    json.dumps({"text": text}).encode()  # what a response body needs
+    text.encode("utf-8")

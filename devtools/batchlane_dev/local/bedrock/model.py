@@ -297,7 +297,14 @@ def page_markdown(pdf: bytes, *, visual: bool = False) -> str:
         pages = [_read_page(page, visual, drawings[i] if i < len(drawings) else None) for i, page in enumerate(reader.pages)]
     except (PdfReadError, LimitReachedError, ValueError, KeyError, TypeError, OSError) as exc:  # a strict reader refuses a bomb
         raise ModelInputError(f"the document could not be read as a PDF: {exc}") from exc
-    return "\n\n".join(p for p in pages if p)
+    return _valid_unicode("\n\n".join(p for p in pages if p))
+
+
+def _valid_unicode(text: str) -> str:
+    """``text`` as a model can answer it: a text layer may decode to UTF-16 halves (pypdf, a ToUnicode map that
+    splits a pair), which no UTF-8 response body can carry. A pair is joined, a lone half becomes U+FFFD
+    (a real answer is valid UTF-8 JSON; the emulator crashed encoding its response instead)."""
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def _drawings(pdf: bytes) -> list[str | None]:
