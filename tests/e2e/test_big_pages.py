@@ -30,8 +30,13 @@ PAGES = 6
 PHOTO, DRAWING = 2, 5
 
 
+WORDS = ("", "Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot")
+
+
 def phrase(number: int) -> str:
-    return f"This is page {number} of {PAGES}"
+    """A line of its own on each page. Not "This is page N of 6": alone on every page's edge and varying only in
+    the page number, that is a folio by the document pass's rule (domain/furniture.py), and it is removed."""
+    return f"{WORDS[number]} is the word written on this heavy page"
 
 
 def document() -> bytes:

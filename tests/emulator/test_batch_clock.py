@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from batchlane_dev.local.bedrock.clock import BATCH_RECORDS_PER_HOUR, EMULATOR_RECORD_COST_S, MAX_AUTO_SCALE, auto_time_scale, scale_for_job
@@ -40,24 +42,24 @@ def test_a_known_job_gets_the_fastest_clock_that_keeps_it_near_its_calibrated_ti
     assert scale_for_job(60) == MAX_AUTO_SCALE
 
 
-def _slow_model(pdf: bytes, *, visual: bool = False) -> str:
-    """A model whose page costs 25 ms; it runs in the demo's bounded child (so: module level), and tells the
-    test which pages it saw through the file named by BATCHLANE_TEST_SEEN (the child inherits the environment)."""
+def _slow_model(pdf: bytes, *, visual: bool = False, seen_path: str) -> str:
+    """A model whose page costs 25 ms; it runs in the demo's bounded child (so: module level, bound to its file
+    with functools.partial), and tells the test which pages it saw through ``seen_path`` (an argument: the child
+    comes from a forkserver started before the test, so it does not see the test's environment)."""
     import io
-    import os
     import time
 
     from pypdf import PdfReader
 
     reader = PdfReader(io.BytesIO(pdf))
     assert len(reader.pages) == 1 and visual, "one page a record, read as a batch record is (visual)"
-    with open(os.environ["BATCHLANE_TEST_SEEN"], "a") as seen:
+    with open(seen_path, "a") as seen:
         seen.write(" ".join(reader.pages[0].extract_text().split()) + "\n")
     time.sleep(0.025)
     return ""
 
 
-def test_a_users_own_pdf_sizes_the_demo_clock_by_what_its_pages_cost_the_emulator(monkeypatch, tmp_path):
+def test_a_users_own_pdf_sizes_the_demo_clock_by_what_its_pages_cost_the_emulator(tmp_path):
     """`batchlane demo --pdf`: the emulator's model is timed on pages spread over the document (first and last
     included), one page a PDF, in the bounded child, and the clock is sized with that cost: a document whose pages
     cost 25 ms runs on a slower clock than the calibrated 10 ms allows (the PGF manual at the generated pages' ×726
@@ -66,9 +68,8 @@ def test_a_users_own_pdf_sizes_the_demo_clock_by_what_its_pages_cost_the_emulato
     from batchlane_dev.local.pdfgen import make_pdf
 
     seen_file = tmp_path / "seen.txt"
-    monkeypatch.setenv("BATCHLANE_TEST_SEEN", str(seen_file))
     data = make_pdf(40)
-    cost = demo.sampled_record_cost_ms(data, model=_slow_model)
+    cost = demo.sampled_record_cost_ms(data, model=functools.partial(_slow_model, seen_path=str(seen_file)))
     seen = seen_file.read_text().splitlines()
     assert cost is not None and cost >= 25 * demo.SAMPLE_HEADROOM
     assert len(seen) == demo.SAMPLE_PAGES and "page 1 of 40" in seen[0] and "page 40 of 40" in seen[-1], seen
