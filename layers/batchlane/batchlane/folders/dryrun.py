@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds
+from batchlane.domain import describe
 from batchlane.domain import file_types as ft
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import InputError
@@ -189,6 +190,20 @@ def estimate(
             "batchUpToHours": settings.batch_conversion_timeout_hours if lane_possible else None,
         },
         "lane": _lane(settings, spec, lane_possible),
+        **({"figures": _figures(svc, model_id, lane_possible, len(documents))} if spec.options.get(describe.OPTION) else {}),
+    }
+
+
+def _figures(svc: Services, model_id: str, lane_possible: bool, documents: int) -> dict[str, Any]:
+    """describeFigures on a folder: the born-digital files' pictures are counted when each is converted; what one costs."""
+    largest = describe.expected_usage(describe.CLAUDE_MAX_LONG_EDGE_PX, describe.CLAUDE_MAX_LONG_EDGE_PX)
+    return {
+        "documents": documents,
+        "pictures": None,
+        "perPictureUpToUsd": str(svc.prices.cost(model_id, largest, batch=lane_possible)),
+        "lane": "batch" if lane_possible else "on_demand",
+        "basis": "each born-digital file's pictures are counted when it is converted (a file's own dry run lists them); a picture costs its "
+        "image tokens (at most ~1,600, for one Claude scales down) and the prompt in, a few sentences out, at the files' lane",
     }
 
 
