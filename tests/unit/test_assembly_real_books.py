@@ -169,3 +169,26 @@ def test_a_figure_line_or_a_titled_line_a_bound_volume_repeats_a_book_apart_is_c
 
     assert document.count("vector drawing of 63 shapes") == 6 and document.count("N S vu (a) Kugelkoordinaten 1") == 6
     assert "DIFFERENZIERBARE" not in document
+
+
+def test_a_folio_after_a_running_head_glued_to_the_page_text_goes_with_the_head() -> None:
+    # lm-info.pdf (Debian fonts-lmodern), pp. 19-23: the head "…, page N" glued to the table; before, "20 Latin Modern: …" kept N
+    head = "The technical documentation of the Latin Modern family of fonts, page"
+    tables = {19: "CS (CS TUG)", 20: "EC (Cork aka T1)", 21: "L7X (Lithuanian)", 22: "RM (regular math)", 23: "QX (GUST)"}
+    pages = [PageText(n, "converted", f"{head} {n} Latin Modern: {name} encoding table 0 x00 ` 1 x01 ´ 2 x02 ˆ\n\n## 254 xFE þ\n\n255 xFF ß") for n, name in tables.items()]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[k].strip().split("\n")[0] for k in range(1, 6)] == [f"Latin Modern: {name} encoding table 0 x00 ` 1 x01 ´ 2 x02 ˆ" for name in tables.values()]
+    assert all("## 254 xFE þ" in sections[k] and "255 xFF ß" in sections[k] for k in range(1, 6)), "the table's last rows are content"
+
+
+def test_a_number_after_a_glued_running_head_that_does_not_follow_the_pages_is_kept() -> None:
+    # the same head glued to text opening with a count, not a folio: the count is the paragraph's
+    head = "The technical documentation of the Latin Modern family of fonts, page"
+    counts = {1: 42, 2: 7, 3: 13, 4: 42, 5: 9}
+    pages = [PageText(n, "converted", f"{head} {c} glyphs are shown in table {n}.\n\nMore rows follow.") for n, c in counts.items()]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[0] for n in counts] == [f"{c} glyphs are shown in table {n}." for n, c in counts.items()]

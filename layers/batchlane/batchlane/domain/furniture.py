@@ -321,12 +321,13 @@ class _Decider:
         words this page's edge block shares with the same edge of MIN_REPEATS pages close by (2 in 5 of them)."""
         mine = self._edge_words(candidate)
         low, high = page - 2 * RUNNING_WINDOW, page + 2 * RUNNING_WINDOW
-        shared = []
+        others: list[tuple[int, list[str], int]] = []  # (page, its edge words, how many it shares with mine)
         for q in range(low, high + 1):
             other = next((c for c in self.candidates.get(q, []) if q != page and c.edge == candidate.edge and c.depth == 0), None)
             if other is not None:
-                shared.append(_common_words(mine, self._edge_words(other)))
-        shared.sort(reverse=True)
+                words = self._edge_words(other)
+                others.append((q, words, _common_words(mine, words)))
+        shared = sorted((common for _, _, common in others), reverse=True)
         with_text = bisect.bisect_right(self.pages, high) - bisect.bisect_left(self.pages, low)
         needed = max(MIN_REPEATS - 1, -(-2 * with_text // 5) - 1)  # the other pages besides this one
         if len(shared) < needed or needed < 1:
@@ -337,6 +338,8 @@ class _Decider:
             return None
         if candidate.form == "line" and len(candidate.text.split()) <= length:
             return None
+        if _folio_after(page, mine, length, [(q, words) for q, words, common in others if common >= length]) >= needed:
+            return self._partial(candidate, length + 1, prefix=candidate.edge == "top", folio=True)
         return self._partial(candidate, length, prefix=candidate.edge == "top", folio=False)
 
     @staticmethod
@@ -483,6 +486,15 @@ class _Decider:
 def _inner_index(words: list[str]) -> int:
     """Where the number stands in a title-first glued head (:func:`_title_first`)."""
     return next((i for i, w in enumerate(words) if w.isdigit() and i > 0), 0)
+
+
+def _folio_after(page: int, mine: list[str], length: int, others: list[tuple[int, list[str]]]) -> int:
+    """How many of the ``others`` (page, edge words) sharing the head's ``length`` words carry, right after it, a number
+    at the same offset from their page as the word after this page's head (``…, page 20``): a folio glued to the head."""
+    number = folio_value(mine[length]) if length < len(mine) else None
+    if number is None:
+        return 0
+    return sum(1 for q, words in others if length < len(words) and folio_value(words[length]) == number - page + q)
 
 
 def _common_words(a: list[str], b: list[str]) -> int:
