@@ -192,3 +192,50 @@ def test_a_number_after_a_glued_running_head_that_does_not_follow_the_pages_is_k
     sections = _sections(_assemble(pages))
 
     assert [sections[n].strip().split("\n")[0] for n in counts] == [f"{c} glyphs are shown in table {n}." for n, c in counts.items()]
+
+
+def test_the_title_of_an_unnumbered_chapter_beside_its_folio_goes_with_the_folio() -> None:
+    # GeoTopo pp. 112-117: Symbolverzeichnis and Stichwortverzeichnis head their pages in mixed case beside the folio;
+    # before, only the folio went ("Stichwortverzeichnis Homöomorphismengruppe, 10 …" opened page 116)
+    pages = [
+        PageText(109, "converted", "## 106 Lösungen der Übungsaufgaben\n\nDiese ist f, da x 2 f und f k g."),
+        PageText(110, "converted", "## 107 Lösungen der Übungsaufgaben\n\nparallel zu g sein, denn ansonsten gäbe es zwei Parallelen."),
+        PageText(111, "converted", "## 108 Lösungen der Übungsaufgaben\n\nEs gilt also die Behauptung."),
+        PageText(112, "converted", "## Symbolverzeichnis\n\n## Mengenoperationen Seien A;B und M Mengen.\n\nRg(M) Rang von M"),
+        PageText(113, "converted", "110 Symbolverzeichnis k Standard-Simplex X#Y Verklebung von X und Y dn Lineare Abbildung"),
+        PageText(114, "converted", "## 111 Symbolverzeichnis\n\n## Zahlenmengen\n\nN = f 1; 2; 3;:::g Natürliche Zahlen"),
+        PageText(115, "converted", "Stichwortverzeichnis Abbildung affine, 107 differenzierbare, 29 homotope, 50\n\nHilbert-Kurve, 19, 19"),
+        PageText(116, "converted", "113 Stichwortverzeichnis Homöomorphismengruppe, 10 Homöomorphismus, 9 Homologiegruppe, 41\n\nmetrischer, 6"),
+        PageText(117, "converted", "114 Stichwortverzeichnis topologischer, 2 zusammenhängender, 11 Realisierung geometrische, 34\n\nZwischenwertsatz, 107"),
+    ]
+
+    sections = _sections(_assemble(pages))
+
+    assert sections[5].strip().startswith("k Standard-Simplex X#Y"), sections[5]
+    assert sections[8].strip().startswith("Homöomorphismengruppe, 10") and sections[9].strip().startswith("topologischer, 2")
+    assert sections[4].strip().startswith("## Symbolverzeichnis") and sections[7].strip().startswith("Stichwortverzeichnis Abbildung affine, 107")
+
+
+def test_the_running_title_of_the_table_of_contents_goes_from_its_second_page() -> None:
+    # GeoTopo pp. 4-5: "2 Inhaltsverzeichnis Stichwortverzeichnis 111" was page 5's whole text; its last entry is content
+    pages = [PageText(4, "converted", "## Inhaltsverzeichnis\n\n## 1 Topologische Grundbegriffe 2\n\nSymbolverzeichnis 108")]
+    pages += [PageText(5, "converted", "2 Inhaltsverzeichnis Stichwortverzeichnis 111")]
+    pages += [PageText(n, "converted", f"## {n - 3} 1.1. TOPOLOGISCHE RÄUME\n\nSei X ein topologischer Raum {n}.") for n in range(6, 10)]
+
+    sections = _sections(_assemble(pages))
+
+    assert sections[2].strip() == "Stichwortverzeichnis 111", sections[2]
+
+
+def test_a_word_after_a_folio_that_only_opened_an_earlier_page_as_text_is_kept() -> None:
+    # a proof runs over pages of a book with bare folios at the top: "Beweis:" opened page 1 and opens page 4 after its folio
+    rest = "und jede offene Überdeckung von X besitzt eine endliche Teilüberdeckung, wie oben gezeigt."
+    pages = [PageText(1, "converted", f"Beweis: Sei X ein Raum {rest}\n\nDann gilt die Aussage.")]
+    pages += [PageText(n, "converted", f"{n + 10} Sei Y{n} ein Raum {rest}\n\nEs folgt Satz {n}.") for n in (2, 3)]
+    pages += [PageText(4, "converted", f"14 Beweis: Es genügt, Y zu betrachten, {rest}\n\nDas war zu zeigen.")]
+    pages += [PageText(n, "converted", f"{n + 10} Sei Z{n} ein Raum {rest}\n\nEs folgt Satz {n}.") for n in (5, 6)]
+
+    sections = _sections(_assemble(pages))
+
+    assert sections[4].strip().startswith("Beweis: Es genügt, Y zu betrachten,"), sections[4]
+    assert sections[2].strip().startswith("Sei Y2 ein Raum"), "the folio goes"

@@ -26,6 +26,8 @@ MIN_REPEATS = 3  # pages a folio's offset, or a running line, must stand on
 FOLIO_WINDOW = 5  # a folio's offset recurs within this many pages either side (a bound volume restarts it)
 RUNNING_WINDOW = 2  # a running line recurs at the same edge within this many pages (odd and even pages alternate)
 MAX_TITLE_WORDS = 16  # the longest running title cut from a paragraph it was glued to
+MAX_CHAPTER_WORDS = 4  # the longest title of an unnumbered chapter (Stichwortverzeichnis) cut beside its folio
+CHAPTER_LOOKBACK = 40  # pages back to the page such a chapter opened on
 MAX_REMEMBERED_TITLES = 20_000  # memory stays bounded on any document
 
 _HEADING_MARK = re.compile(r"^#{1,6}\s+")
@@ -434,6 +436,8 @@ class _Decider:
         if candidate.form != "glued" and (candidate.title in self.titles or candidate.title in self.known or candidate.title in self.headings):
             return whole
         title = self._glued_title(words[:MAX_TITLE_WORDS], reverse=candidate.side == "trail")
+        if title == 0 and candidate.edge == "top" and candidate.side == "lead":
+            title = self._chapter_title(page, words)
         if candidate.form != "glued" and title == len(words):
             return whole
         if title == 0:
@@ -443,6 +447,31 @@ class _Decider:
             if len(words) and not _bare_folio_glued(words[0], top=candidate.side == "lead"):
                 return None  # a number alone at the start or end of a paragraph is the paragraph's ("42 students …")
         return self._partial(candidate, 1 + title)
+
+    def _chapter_title(self, page: int, words: list[str]) -> int:
+        """How many of ``words`` (right after a folio at the top) are the title of the unnumbered chapter they stand in
+        (``113 Stichwortverzeichnis Homöomorphismengruppe, 10``): the words an earlier page without a top folio opened
+        with, that page giving them as a heading or another page close by giving them after its folio too. Words of
+        letters only, so ``Beweis:`` or ``Definition 17`` never count."""
+        plain = [title_key(w) for w in words[:MAX_CHAPTER_WORDS]]
+        run = next((k for k, w in enumerate(words[:MAX_CHAPTER_WORDS]) if not w.isalpha()), len(plain))
+        if not run or not words[0][:1].isupper():
+            return 0
+        again = any(self._after_folio(q)[:run] == plain[:run] for q in range(page - 2 * RUNNING_WINDOW, page + 2 * RUNNING_WINDOW + 1) if q != page)
+        for q in range(page - 1, page - CHAPTER_LOOKBACK - 1, -1):
+            opening = next((c for c in self.candidates.get(q, []) if c.edge == "top" and c.depth == 0), None)
+            if opening is None or self._folio(q, opening):
+                continue
+            opens = [title_key(w) for w in _plain(opening.text)[0].split()[:run]]
+            length = _common_words(plain[:run], opens)
+            if length and (again or (opening.heading and opening.form == "block" and length == len(opening.key.split()))):
+                return length
+        return 0
+
+    def _after_folio(self, page: int) -> list[str]:
+        """The words right after the folio at the top of ``page`` (as compared across pages), or none."""
+        found = next((c for c in self.candidates.get(page, []) if c.edge == "top" and c.depth == 0 and c.side == "lead" and self._folio(page, c)), None)
+        return [title_key(w) for w in self._title_words(found)[:MAX_CHAPTER_WORDS]] if found else []
 
     def _partial(self, candidate: Candidate, count: int, *, prefix: bool | None = None, folio: bool = True) -> Removal | None:
         """The first (lead) or last (trail) ``count`` words of the block: the folio and its running title."""
