@@ -227,10 +227,10 @@ def test_the_running_title_of_the_table_of_contents_goes_from_its_second_page() 
     assert sections[2].strip() == "Stichwortverzeichnis 111", sections[2]
 
 
-def test_a_word_after_a_folio_that_only_opened_an_earlier_page_as_text_is_kept() -> None:
-    # a proof runs over pages of a book with bare folios at the top: "Beweis:" opened page 1 and opens page 4 after its folio
+def test_a_proof_line_after_a_folio_is_kept_though_an_earlier_page_opened_with_it_as_a_heading() -> None:
+    # folios at the top: "## Beweis:" (GeoTopo p. 17 has "## Beweis: durch Widerspruch") opened page 1, and opens page 4
     rest = "und jede offene Überdeckung von X besitzt eine endliche Teilüberdeckung, wie oben gezeigt."
-    pages = [PageText(1, "converted", f"Beweis: Sei X ein Raum {rest}\n\nDann gilt die Aussage.")]
+    pages = [PageText(1, "converted", f"## Beweis:\n\nSei X ein Raum {rest}\n\nDann gilt die Aussage.")]
     pages += [PageText(n, "converted", f"{n + 10} Sei Y{n} ein Raum {rest}\n\nEs folgt Satz {n}.") for n in (2, 3)]
     pages += [PageText(4, "converted", f"14 Beweis: Es genügt, Y zu betrachten, {rest}\n\nDas war zu zeigen.")]
     pages += [PageText(n, "converted", f"{n + 10} Sei Z{n} ein Raum {rest}\n\nEs folgt Satz {n}.") for n in (5, 6)]
