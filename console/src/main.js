@@ -2,7 +2,7 @@
 import { h, render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import htm from "htm";
-import { ApiError, api, bearer, getConfig, s3Url, setConfig, signedIn, upload } from "./api.js";
+import { ApiError, api, bearer, estimate as runEstimate, getConfig, s3Url, setConfig, signedIn, upload } from "./api.js";
 import { resume, signIn, signOut } from "./auth.js";
 import "./style.css";
 
@@ -80,6 +80,7 @@ function NewConversion() {
   const [opts, setOpts] = useState({ bulk: false, deadline: "", modelId: "", callbackUrl: "", docx: false, html: false, json: false });
   const [registered, setRegistered] = useState(null);
   const [estimate, setEstimate] = useState(null);
+  const [estProgress, setEstProgress] = useState("");
   const est = useAction(), conv = useAction();
   const options = () => {
     const o = {};
@@ -101,7 +102,8 @@ function NewConversion() {
   };
   const doEstimate = () => est.run(async () => {
     const id = await ensureUploaded();
-    setEstimate(await api("POST", `/api/v1/files/${id}/convert?dry_run=true`, { options: options() }));
+    setEstProgress("");
+    setEstimate(await runEstimate(`/api/v1/files/${id}/convert?dry_run=true`, { options: options() }, setEstProgress));
   });
   const doConvert = () => conv.run(async () => {
     const id = await ensureUploaded();
@@ -129,6 +131,7 @@ function NewConversion() {
     </fieldset>
     <div class="actions">
       <button disabled=${!file || est.busy} onClick=${doEstimate}>${est.busy ? "Estimating…" : "Estimate"}</button>
+      ${est.busy && estProgress && html`<span role="status" data-testid="est-progress">${estProgress}</span>`}
       <button disabled=${!file || conv.busy} onClick=${doConvert}>${conv.busy ? "Starting…" : "Convert"}</button>
     </div>
     <${Err} error=${est.error || conv.error} />
@@ -257,6 +260,7 @@ function PageView({ id, page }) {
 function Folders() {
   const [form, setForm] = useState({ folder: "s3://", include: "*.pdf, *.docx, *.pptx, *.xlsx, *.html, *.epub, *.odt", exclude: "", layout: "alongside" });
   const [dry, setDry] = useState(null);
+  const [dryProgress, setDryProgress] = useState("");
   const [jobs, setJobs] = useState(null);
   const [grants, setGrants] = useState(null);
   const dr = useAction(), start = useAction();
@@ -276,7 +280,8 @@ function Folders() {
       <label for="layout">Layout</label><select id="layout" value=${form.layout} onChange=${set("layout")}>${["alongside", "mirror", "flat"].map((l) => html`<option>${l}</option>`)}</select>
     </fieldset>
     <div class="actions">
-      <button disabled=${dr.busy} onClick=${() => dr.run(async () => setDry(await api("POST", "/api/v1/folder-jobs?dry_run=true", spec())))}>Dry run</button>
+      <button disabled=${dr.busy} onClick=${() => dr.run(async () => { setDryProgress(""); setDry(await runEstimate("/api/v1/folder-jobs?dry_run=true", spec(), setDryProgress)); })}>${dr.busy ? "Estimating…" : "Dry run"}</button>
+      ${dr.busy && dryProgress && html`<span role="status" data-testid="dry-progress">${dryProgress}</span>`}
       <button disabled=${!dry || start.busy} onClick=${() => start.run(async () => { const j = await api("POST", "/api/v1/folder-jobs", spec()); location.hash = `/folder/${j.id}`; })}>Start</button>
     </div>
     <${Err} error=${dr.error || start.error} />

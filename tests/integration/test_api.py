@@ -79,6 +79,23 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str | No
         return exc.code, json.loads(exc.read())
 
 
+def estimate(stack: Any, path: str, body: Any = None, *, user: str, timeout_s: float = 120) -> tuple[int, dict[str, Any]]:
+    """A dry run as a client makes it: POST (202, an estimate), then GET /api/v1/estimates/{id} until answered.
+    (200, the dry run's answer) when completed; (its status, the view) when the POST is refused; (400, the view) when it
+    failed, as the synchronous dry run answered a PDF convert would refuse."""
+    status, started = call(stack, "POST", path, body, user=user)
+    if status != 202:
+        return status, started
+    deadline = time.monotonic() + timeout_s
+    view = started
+    while view["status"] == "running":
+        assert time.monotonic() < deadline, f"estimate {started['estimateId']} still running after {timeout_s} s: {view}"
+        time.sleep(0.2)
+        code, view = call(stack, "GET", started["poll"], user=user)
+        assert code == 200, view
+    return (200, view["result"]) if view["status"] == "completed" else (400, view)
+
+
 def priority(owner: str) -> str:
     """The owner's local token with the group that may force on-demand (process-now)."""
     return f"{owner};groups=batchlane-priority"
@@ -751,16 +768,17 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
     assert (
-        len(operations) == 29
+        len(operations) == 30
     )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12) + the folder-job list (issue 24)
     # + the folders a user may use (issue 41)
-    # + GET /api/v1/files and the job's source PDF for the console (issue 25)
+    # + GET /api/v1/files and the job's source PDF for the console (issue 25) + a dry run's estimate (issue 40)
     for method, path in operations:
         concrete = (
             path.replace("{fileId}", str(uuid.uuid4()))
             .replace("{jobId}", str(uuid.uuid4()))
             .replace("{ownerId}", owner)
             .replace("{folderJobId}", "fj-" + uuid.uuid4().hex[:24])
+            .replace("{estimateId}", str(uuid.uuid4()))
         )
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
         assert body.get("error", {}).get("code") != "ROUTE_NOT_FOUND", (method, path)

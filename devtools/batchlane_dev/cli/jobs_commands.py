@@ -86,6 +86,14 @@ def gateway_rejected(status: int, payload: Any) -> bool:
     return status == 500 and (payload == GATEWAY_REJECTED or (isinstance(error, dict) and error.get("code") == GATEWAY_ERROR))
 
 
+def progress_words(progress: dict[str, Any]) -> str:
+    """An estimate's progress for a person: ``counting 3/24``, ``listing 2000 objects``, ``reading``."""
+    step, done, total = progress.get("step") or "waiting for a worker", progress.get("done"), progress.get("total")
+    if step == "listing":
+        return f"listing ({done or 0} objects so far)"
+    return f"{step} {done}/{total}" if total and step != "reading" else str(step)
+
+
 def retry_wait(status: int, retry_after: str | None, payload: Any, attempt: int) -> float | None:
     """Seconds to wait before sending a refused request again, or None when it is not retried
     (``retry_after``: the answer's ``Retry-After`` header, if any).
@@ -190,6 +198,29 @@ class ApiClient:
                     raise (failure or self._failure(exc)) from None
                 time.sleep(wait_s)  # a rate limit (its Retry-After) or a throttle (backing off): retry_wait
                 attempt += 1
+
+    def estimate(self, path: str, body: dict[str, Any], *, quiet: bool = False, interval_s: float = 0.5, timeout_s: float = 1800) -> dict[str, Any]:
+        """A dry run: POST it (202, an estimate), then poll ``GET /api/v1/estimates/{id}`` until it is answered, its
+        progress on stderr unless ``quiet``. The dry run's answer, or :class:`ApiFailure` with the id it failed with
+        (PDF_CORRUPT and the like as a 400, exit 2, as convert would refuse the file; the estimate's own ends as a 503)."""
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        estimate = self.call("POST", path, body)
+        deadline = time.monotonic() + timeout_s
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True), disable=quiet, transient=True) as bar:
+            task = bar.add_task("estimate: started")
+            while estimate["status"] == "running":
+                if time.monotonic() > deadline:
+                    raise ApiFailure(504, "ESTIMATE_TIMEOUT", f"the estimate {estimate['estimateId']} did not finish within {timeout_s:.0f} s")
+                bar.update(task, description=f"estimate: {progress_words(estimate.get('progress') or {})}")
+                time.sleep(interval_s)
+                estimate = self.call("GET", estimate["poll"])
+        if estimate["status"] == "completed":
+            return dict(estimate["result"])
+        error = estimate.get("error") or {}
+        code = str(error.get("code") or "ESTIMATE_FAILED")
+        raise ApiFailure(503 if code.startswith("ESTIMATE_") else 400, code, str(error.get("message") or "the estimate failed"))
 
     def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
         """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""
@@ -646,7 +677,7 @@ def _convert_pdf(
     if dry_run:
         file_id = _register_and_upload(api, pdf)
         try:
-            answer = api.call("POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": options})
+            answer = api.estimate(f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": options}, quiet=as_json)
         finally:
             api.call("DELETE", f"/api/v1/files/{file_id}")  # the upload served the dry run only
         if as_json:

@@ -61,7 +61,7 @@ def run_folder_demo(
         prefix = uri.removeprefix(f"s3://{FOLDER_BUCKET}/")
         spec = folder_spec(uri, layout=None, output=None, include=(), exclude=(), replace=False)
         if dry_run:
-            return api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)  # already says dryRun
+            return api.estimate("/api/v1/folder-jobs?dry_run=true", spec, quiet=True)  # already says dryRun
         started = time.monotonic()
         job = api.call("POST", "/api/v1/folder-jobs", spec)
         console.print(f"folder job {job['id']} over s3://{FOLDER_BUCKET}/{prefix}")

@@ -158,6 +158,9 @@ class FakeWorkflows:
     def start_webhook_delivery(self, delivery_id: str) -> str:
         return self._start("delivery", delivery_id)
 
+    def start_estimate(self, estimate_id: str, owner_id: str) -> str:
+        return self._start("estimate", estimate_id)
+
     def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
         if token in self.answered:
             return False  # TaskTimedOut / InvalidToken: the wait already ended

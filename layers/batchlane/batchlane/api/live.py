@@ -74,12 +74,16 @@ DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
 def source_read(svc: Services, downloads: Downloads, owner_id: str, job_id: str) -> dict[str, Any]:
     """A presigned GET of the job's source PDF: the page view reads it with Range requests, a page at a time.
     ``kind`` (issue 43): ``pdf``; ``pages`` for a picture (the PDF of a page per frame the split made); ``document``
-    for a born-digital file, which has no page image (``url`` None: the page view shows its Markdown alone)."""
+    for a born-digital file, which has no page image (``url`` None: the page view shows its Markdown alone). A folder
+    file's own PDF lies in its own bucket (``source_bucket``): signed there, as its owner (the folder-access role), so
+    the URL reads that one object within the owner's grants, never a key of the working bucket (issue 40.5)."""
     job, file_row = owned_job(svc, owner_id, job_id)
     row = svc.uow().jobs.get_job(job.job_id)
     source_type = row.source_type if row is not None else "pdf"
     kind = "document" if source_type in DOCUMENT_TYPE_NAMES else "pdf" if source_type == "pdf" else "pages"
     key = keys.pages_source_key(job.job_id) if kind == "pages" else file_row.s3_key
+    if kind == "pdf" and file_row.source_bucket:
+        downloads = svc.owner_downloads(file_row.source_bucket, owner_id)
     return {
         "jobId": job.job_id,
         "kind": kind,
