@@ -81,7 +81,7 @@ const EMPTY_FILE = "The file is empty: it has no bytes to convert. Check that it
 
 function NewConversion() {
   const [file, setFile] = useState(null);
-  const [opts, setOpts] = useState({ bulk: false, deadline: "", modelId: "", callbackUrl: "", docx: false, html: false, json: false });
+  const [opts, setOpts] = useState({ bulk: false, describeFigures: false, deadline: "", modelId: "", callbackUrl: "", docx: false, html: false, json: false });
   const [registered, setRegistered] = useState(null);
   const [estimate, setEstimate] = useState(null);
   const [estProgress, setEstProgress] = useState("");
@@ -89,6 +89,7 @@ function NewConversion() {
   const options = () => {
     const o = {};
     if (opts.bulk) o.batchLane = true; // small jobs opt in to the batch lane; large ones go there anyway
+    if (opts.describeFigures) o.describeFigures = true; // a born-digital document's pictures, described by Claude (docs/formats.md)
     if (opts.deadline) o.deadline = new Date(opts.deadline).toISOString();
     if (opts.modelId) o.modelId = opts.modelId;
     if (opts.callbackUrl) o.callbackUrl = opts.callbackUrl;
@@ -124,6 +125,7 @@ function NewConversion() {
     </div>
     <fieldset><legend>Options</legend>
       <label><input type="checkbox" checked=${opts.bulk} onChange=${set("bulk")} /> Bulk: half price in the batch lane, even for a small PDF (up to a day)</label>
+      <label><input type="checkbox" checked=${opts.describeFigures} onChange=${set("describeFigures")} /> Describe pictures: Claude writes each picture's alt text (Word, PowerPoint, Excel, HTML, EPUB, ODT; billed per picture)</label>
       <label for="deadline">Deadline (optional)</label><input id="deadline" type="datetime-local" value=${opts.deadline} onInput=${set("deadline")} />
       <label for="model">Model id (optional)</label><input id="model" value=${opts.modelId} onInput=${set("modelId")} />
       <label for="callback">Callback URL (optional)</label><input id="callback" type="url" value=${opts.callbackUrl} onInput=${set("callbackUrl")} />
@@ -140,14 +142,17 @@ function NewConversion() {
     </div>
     <${Err} error=${est.error || conv.error} />
     ${estimate && html`<section aria-label="Estimate" class="card"><h2>Estimate (nothing started yet)</h2><dl>
-      <dt>Pages</dt><dd data-testid="est-pages">${estimate.lane.name === "converter"
+      <dt>Pages</dt><dd data-testid="est-pages">${estimate.pages.pageIs
         ? `${estimate.pages.total ?? "counted at conversion"} (a page is ${estimate.pages.pageIs})`
         : `${estimate.pages.total} (${estimate.pages.blank} blank, ${estimate.pages.scans} scans)`}</dd>
+      ${estimate.figures && html`<dt>Pictures</dt><dd data-testid="est-figures">${estimate.figures.pictures === null
+        ? "counted at conversion"
+        : `${estimate.figures.toDescribe} to describe, ${usd(estimate.figures.costUsd)} in all${estimate.figures.toDescribe ? ` (${estimate.figures.perPicture.map((p) => `${p.width}×${p.height} px ${usd(p.costUsd)}`).join(", ")}${estimate.figures.toDescribe > estimate.figures.listed ? ", …" : ""})` : ""}`}</dd>`}
       <dt>Lane</dt><dd data-testid="est-lane">${estimate.lane.name === "batch" ? "batch (half price)" : estimate.lane.name === "converter" ? "converter (no model call)" : "on-demand"}: ${estimate.lane.reason}</dd>
       <dt>Cost</dt><dd data-testid="est-cost">${estimate.estimate.lane === "depends" ? estimate.estimate.condition : usd(estimate.estimate.costUsd)}</dd>
       <dt>Cost if all on-demand</dt><dd>${usd(estimate.estimate.onDemandUsd)}</dd>
-      <dt>Worst case</dt><dd data-testid="est-worst">${usd(estimate.estimate.worstCaseUsd)}</dd>
-      <dt>Held at a time</dt><dd data-testid="est-hold">${usd(estimate.estimate.holdUsd)} of your budget (${estimate.estimate.holdBasis})</dd>
+      ${estimate.estimate.worstCaseUsd != null && html`<dt>Worst case</dt><dd data-testid="est-worst">${usd(estimate.estimate.worstCaseUsd)}</dd>`}
+      ${estimate.estimate.holdBasis != null && html`<dt>Held at a time</dt><dd data-testid="est-hold">${usd(estimate.estimate.holdUsd)} of your budget (${estimate.estimate.holdBasis})</dd>`}
       ${estimate.estimate.refusal
         ? html`<dt>Budget</dt><dd class="loss" data-testid="est-refusal">${estimate.estimate.refusal}</dd>`
         : estimate.estimate.roomLeftUsd != null && html`<dt>Budget left</dt><dd>${usd(estimate.estimate.roomLeftUsd)} of ${usd(estimate.estimate.budgetUsdPerMonth)} this month</dd>`}

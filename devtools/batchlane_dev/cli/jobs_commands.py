@@ -584,11 +584,16 @@ def money_lines(estimate: dict[str, Any]) -> list[str]:
 def _print_dry_run(answer: dict[str, Any]) -> None:
     pages, lane, estimate, turnaround = answer["pages"], answer["lane"], answer["estimate"], answer["turnaround"]
     click.echo(f"dry run for {answer['name']} ({answer['sizeBytes']} bytes): nothing was created or billed")
-    if lane["name"] == "converter":  # a born-digital file (docs/formats.md): no model call
+    if "pageIs" in pages:  # a born-digital file (docs/formats.md): no model call for its text
         shown = pages["total"] if pages["total"] is not None else "counted at conversion"
         click.echo(f"  pages       {shown} (a page is {pages['pageIs']})")
-        click.echo(f"  lane        converter ({lane['reason']})")
+        figures = answer.get("figures")
+        if figures is not None:  # describeFigures: its pictures are the model calls
+            _print_figures(figures)
+        click.echo(f"  lane        {lane['name']} ({lane['reason']})")
         click.echo(f"  cost        ${estimate['costUsd']} ({estimate['basis']})")
+        if figures is not None and figures.get("toDescribe"):
+            click.echo(f"  hold        ${estimate['holdUsd']} (each picture's worst case)")
         click.echo(f"  turnaround  {turnaround['expected']}")
         return
     sampled = f" ({answer['inspection']['note']})" if answer["inspection"]["note"] else ""
@@ -602,6 +607,19 @@ def _print_dry_run(answer: dict[str, Any]) -> None:
     for line in money_lines(estimate):
         click.echo(line)
     click.echo(f"  turnaround  {turnaround['expected']}")
+
+
+def _print_figures(figures: dict[str, Any]) -> None:
+    """The pictures a dry run found and what describing each costs at its lane."""
+    if figures["pictures"] is None:
+        click.echo(f"  pictures    not counted ({figures['basis']})")
+        return
+    skipped = ", ".join(f"{n} {why}" for why, n in figures["notDescribed"].items())
+    click.echo(f"  pictures    {figures['pictures']} ({figures['toDescribe']} to describe{'; not described: ' + skipped if skipped else ''})")
+    for picture in figures["perPicture"]:
+        click.echo(f"    {picture['name']}  {picture['width']}×{picture['height']} px  {picture['inputTokens']} tokens in  ${picture['costUsd']}")
+    if figures["toDescribe"] > figures["listed"]:
+        click.echo(f"    … and {figures['toDescribe'] - figures['listed']} more")
 
 
 def callback_options(url: str | None, events: str | None, headers: tuple[str, ...]) -> dict[str, Any]:
@@ -634,6 +652,11 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--detach", is_flag=True, help="Print the job id and return at once instead of watching to the end.")
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object on stdout.")
 @click.option("--bulk", is_flag=True, help="Bulk opt-in: send the job through the batch lane whatever its size.")
+@click.option(
+    "--describe-figures",
+    is_flag=True,
+    help="Have Claude describe each picture of a born-digital document (DOCX, PPTX, XLSX, HTML, EPUB, ODT) as its alt text; billed per picture (docs/formats.md).",
+)
 @click.option(
     "--deadline",
     metavar="ISO-8601",
@@ -679,6 +702,7 @@ def convert(
     exclude: tuple[str, ...] = (),
     replace: bool = False,
     formats: tuple[str, ...] = (),
+    describe_figures: bool = False,
 ) -> None:
     """Upload PDF and convert it; watch it to the end and write the Markdown next to it (or --detach).
 
@@ -692,6 +716,8 @@ def convert(
         spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
         if formats:
             spec.setdefault("options", {})["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
+        if describe_figures:
+            spec.setdefault("options", {})["describeFigures"] = True
         folder_commands.convert_folder(
             api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval, local_target=local_target, shown_as=pdf if local_dir else None
         )
@@ -704,6 +730,8 @@ def convert(
     options.update(callback_options(callback_url, callback_events, callback_headers))
     if formats:
         options["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
+    if describe_figures:
+        options["describeFigures"] = True
     return _convert_pdf(api, Path(pdf), options, detach=detach, as_json=as_json, interval=interval, output=output, force=force, dry_run=dry_run)
 
 

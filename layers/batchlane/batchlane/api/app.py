@@ -63,6 +63,7 @@ class ConvertOptions(BaseModel):
     assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside the Markdown (docs/formats.md)
+    describeFigures: bool | None = None  # a born-digital document's pictures described by Claude (docs/formats.md "Pictures described")
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)

@@ -16,8 +16,9 @@ from functools import partial
 from typing import Any, NoReturn
 
 from batchlane import contract, keys
-from batchlane.conversion import budget, page_forms, service_tiers
+from batchlane.conversion import budget, describe, page_forms, service_tiers
 from batchlane.conversion.admission import admitted_chunk
+from batchlane.conversion.describe import CONVERTER_LANE, DOCUMENT_TYPE_NAMES
 from batchlane.conversion.retry import retry_scope
 from batchlane.conversion.savings import batch_answers_at_on_demand, unused_batch_answers
 from batchlane.conversion.source import chunk_pages, document_pages, span_of
@@ -35,7 +36,6 @@ from batchlane.converter import (
 from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound
-from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.service_tier import tier_breakdown
 from batchlane.domain.status import FINISHED_JOB_STATUSES
@@ -43,9 +43,6 @@ from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
 from batchlane.ports import ChunkRow, JobRow, Services, UnitOfWork
-
-DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
-CONVERTER_LANE = "converter"  # pages.jsonl's lane of a born-digital page: the deterministic converter, $0
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
 MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
@@ -267,6 +264,8 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
     job = uow.jobs.get_job(job_id)
     if job is not None and job.source_type in DOCUMENT_TYPE_NAMES:  # converted at the split: no model call, no hold to reach
+        if describe.wanted(job) and chunk.records:  # ... but its pictures, described (docs/formats.md "Pictures described")
+            return process_figure_chunk(svc, uow, job, chunk_index, worker_id, deadline)
         return process_document_chunk(svc, uow, job_id, chunk_index, worker_id)
     # The job's hold grows by what this chunk may spend before its next check, or the job pauses when the request it
     # must send next cannot fit its owner's month (conversion/budget.py; docs/operations.md "Estimates, holds, savings and pauses").
@@ -329,6 +328,7 @@ def process_document_chunk(svc: Services, uow: UnitOfWork, job_id: str, chunk_in
     if claimed is None:
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
     converter, pages = document_pages(svc.store, job_id, claimed)
+    pages = describe.with_skipped_figures(svc.store, job_id, claimed, pages)  # describeFigures: a picture never sent says why
     results = [PageResult(n, "converted" if text.strip() else "blank", text, served_by=CONVERTER_LANE if text.strip() else None) for n, text in pages]
     result_key = keys.chunk_result_key(job_id, chunk_index)
     svc.store.put_json(result_key, {"jobId": job_id, "chunkIndex": chunk_index, "pages": [r.to_json() for r in results]})
@@ -339,6 +339,56 @@ def process_document_chunk(svc: Services, uow: UnitOfWork, job_id: str, chunk_in
     status = "completed" if completed else "aborted"
     logger.info("document chunk done", job_id=job_id, chunk=chunk_index, status=status, pages=len(results), converter=converter)
     return {"jobId": job_id, "chunkIndex": chunk_index, "status": status, "pagesFailed": 0, "pagesBatch": 0}
+
+
+def process_figure_chunk(svc: Services, uow: UnitOfWork, job: JobRow, chunk_index: int, worker_id: str, deadline: float | None) -> dict[str, Any]:
+    """A born-digital chunk whose pictures are described (describeFigures): each picture a unit of the chunk as a page
+    is (conversion/describe.py), and the same outcomes: aborted, continue, retry later, complete with the alt texts."""
+    if describe.pause_at_hold(svc, job):
+        return {"jobId": job.id, "chunkIndex": chunk_index, "status": "paused_budget"}
+    claimed = uow.jobs.claim_chunk(job.id, chunk_index, worker_id)
+    if claimed is None:
+        return {"jobId": job.id, "chunkIndex": chunk_index, "status": "skipped"}
+    settings = svc.settings
+    config = page_forms.converter_config(uow.page_forms, settings, job.options, source_type=job.source_type)
+    heartbeat = Heartbeat(lambda done: uow.jobs.heartbeat_chunk(job.id, chunk_index, worker_id, done), recover=uow.check_connection, deadline=deadline)
+    primed = load_primed_results(svc, job.id, chunk_index) if job.batch_primed else {}
+    margin = max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
+    work = describe.start_figures(svc, uow, job, claimed, config=config, heartbeat=heartbeat, primed=primed, deadline=deadline, stop_margin_s=margin)
+    run = work.run()
+    uow.check_connection()
+    decision = decide_chunk(work.facts(run, max_attempts=MAX_CHUNK_ATTEMPTS))
+    meta, usage, cost = work.metadata(run), run.spend.usage, run.spend.cost
+    if decision.outcome is ChunkOutcome.ABORTED:
+        _book(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "aborted": True})
+        return {"jobId": job.id, "chunkIndex": chunk_index, "status": "aborted"}
+    if decision.outcome is ChunkOutcome.CONTINUE:
+        work.keep(svc.store, run, continuations=work.continuations + 1)
+        _book(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "continued": decision.pages_left})
+        raise ChunkContinue(f"{decision.pages_left} picture(s) of chunk {chunk_index} left at the invocation's deadline; continuing")
+    if decision.outcome is ChunkOutcome.RETRY_LATER:
+        work.keep(svc.store, run, continuations=work.continuations)
+        _book(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "retryLater": decision.pages_to_retry})
+        raise ChunkRetryLater(f"{decision.pages_to_retry} picture(s) of chunk {chunk_index} hit retryable errors; retrying the chunk")
+    pages, figures = work.final(run)
+    result_key = keys.chunk_result_key(job.id, chunk_index)
+    svc.store.put_json(
+        result_key, {"jobId": job.id, "chunkIndex": chunk_index, "pages": [p.to_json() for p in pages], "figures": [f.to_json() for f in figures]}
+    )
+    batch_pages = len({f.page for f in figures if f.served_by == "batch"})
+    with uow:
+        _ledger_row(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "primedMismatch": work.primed.mismatched if work.primed else 0})
+        completed = uow.jobs.complete_chunk(
+            job.id, chunk_index, worker_id, pages_done=len(pages), pages_failed=0, pages_batch=batch_pages, cost_usd=cost, result_key=result_key
+        )
+        if not completed:
+            uow.jobs.add_chunk_spend(job.id, chunk_index, cost)
+    status = "completed" if completed else "aborted"
+    failed = sum(1 for f in figures if f.status == "failed")
+    logger.info(
+        "figure chunk done", job_id=job.id, chunk=chunk_index, status=status, figures=len(figures), failed=failed, batch_pages=batch_pages, cost_usd=str(cost)
+    )
+    return {"jobId": job.id, "chunkIndex": chunk_index, "status": status, "pagesFailed": 0, "pagesBatch": batch_pages}
 
 
 @dataclass

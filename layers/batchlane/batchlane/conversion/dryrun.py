@@ -14,13 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion import page_forms
+from batchlane.conversion import describe, page_forms
 from batchlane.conversion.create import normalise_options
 from batchlane.conversion.estimate import PageCounts, dry_run_money
 from batchlane.domain import file_types as ft
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
 from batchlane.formats import detect as formats
+from batchlane.formats.figures import CountedPicture, count_pictures
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
 from batchlane.ports import ObjectStore, Services
@@ -100,7 +101,7 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     if size > settings.batchlane_dry_run_survey_mb * 1024 * 1024:
         claimed = ft.sniff(svc.store.read_range(file_row["s3_key"], 0, 4096), file_row["name"]) or ft.by_extension(file_row["name"])
         if claimed is not None and claimed.kind == ft.DOCUMENT:
-            return document_dry_run(file_row, options, model_id=model_id, size=size, file_type=claimed, pages=None)
+            return document_dry_run(svc, file_row, options, model_id=model_id, size=size, file_type=claimed, pages=None, pictures=None)
         return _page_tree_dry_run(svc, file_row, options, model_id=model_id, size=size)
     with tempfile.TemporaryDirectory(prefix="dryrun-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
@@ -109,7 +110,10 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
         if isinstance(found, tuple):
             raise InputError(found[1], error_id=found[0])
         if found.kind == ft.DOCUMENT:
-            return document_dry_run(file_row, options, model_id=model_id, size=size, file_type=found, pages=cheap_page_count(path, found))
+            pictures = count_pictures(path, found.name) if options.get(describe.OPTION) else None  # bounded: formats/figures.py
+            return document_dry_run(
+                svc, file_row, options, model_id=model_id, size=size, file_type=found, pages=cheap_page_count(path, found), pictures=pictures
+            )
         if found.is_image:
             wrapped = Path(tmp) / "pages.pdf"
             wrapped.write_bytes(formats.wrap_image(path, max_pages=settings.batchlane_max_pages))
@@ -183,10 +187,21 @@ def cheap_page_count(path: Path, file_type: ft.FileType) -> int | None:
     return None
 
 
-def document_dry_run(file_row: dict[str, Any], options: dict[str, Any], *, model_id: str, size: int, file_type: ft.FileType, pages: int | None) -> dict[str, Any]:
-    """A born-digital file: converted by its deterministic converter at the split, no model call: $0, and why."""
+def document_dry_run(
+    svc: Services,
+    file_row: dict[str, Any],
+    options: dict[str, Any],
+    *,
+    model_id: str,
+    size: int,
+    file_type: ft.FileType,
+    pages: int | None,
+    pictures: list[CountedPicture] | None = None,
+) -> dict[str, Any]:
+    """A born-digital file: converted by its deterministic converter at the split, no model call: $0, and why. With
+    describeFigures its pictures are the model calls: each priced, and in all, at the lane they would take."""
     converter = {"pptx": "python-pptx", "xlsx": "openpyxl"}.get(file_type.name, "pandoc")
-    return {
+    answer = {
         "dryRun": True,
         "fileId": str(file_row["id"]),
         "name": file_row["name"],
@@ -220,6 +235,37 @@ def document_dry_run(file_row: dict[str, Any], options: dict[str, Any], *, model
         },
         "created": False,
     }
+    if not options.get(describe.OPTION):
+        return answer
+    figures = describe.dry_run_figures(svc, options, model_id=model_id, pictures=pictures)
+    answer["figures"] = figures
+    if figures["toDescribe"]:  # the pictures are the job's model calls, on the lane they take
+        settings = svc.settings
+        batch = figures["lane"] == "batch"
+        answer["records"] = figures["toDescribe"]
+        answer["lane"] = {
+            "name": figures["lane"],
+            "reason": figures["laneReason"],
+            "minPages": settings.batch_conversion_min_pages,
+            "note": f"the text is converted by {converter} for $0; its {figures['toDescribe']} picture(s) are described by Claude",
+        }
+        keys_ = ("inputTokens", "outputTokens", "onDemandUsd", "batchUsd", "costUsd", "holdUsd")
+        answer["estimate"] = {
+            **{k: figures[k] for k in keys_},
+            "worstCaseUsd": figures["holdUsd"],  # every picture at its worst case, all held while the job runs
+            "holdBasis": "each picture's worst case: its image, the prompt and a whole answer",
+            "basis": f"the text: $0 ({converter}); the pictures: {figures['basis']}",
+        }
+        requests_s = _on_demand_seconds(figures["toDescribe"], settings)
+        hours = settings.batch_conversion_timeout_hours
+        answer["turnaround"] = {
+            "onDemandSeconds": round(requests_s),
+            "onDemandBasis": f"{figures['toDescribe']} picture requests",
+            "batchUpToHours": hours if batch else None,
+            "batchBasis": f"a Bedrock batch job ends by its timeout ({hours} h), usually sooner; then the pictures it missed go on-demand" if batch else None,
+            "expected": f"up to {hours} h (batch lane)" if batch else f"about {_human(requests_s)} (on-demand)",
+        }
+    return answer
 
 
 def _on_demand_seconds(requests: int, settings: Any) -> float:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from batchlane import keys
 from batchlane.contract import JOB_PARKED_DETAIL_TYPE
-from batchlane.conversion import budget, intake, page_forms
+from batchlane.conversion import budget, describe, intake, page_forms
 from batchlane.conversion.create import CreatedJob, source_store
+from batchlane.conversion.figures import figure_folder
 from batchlane.conversion.settle import fail_job
 from batchlane.conversion.source import store_chunk_sources, store_document_sources
 from batchlane.domain import status as st
@@ -142,37 +143,60 @@ def _lane(svc: Services, job: JobRow, pages: int) -> tuple[bool, str]:
 
 def _split_document(svc: Services, job: JobRow, path: Path, file_type: FileType, name: str, *, scratch: Path, max_pages: int) -> CreatedJob:
     """A born-digital document: converted here, in the bounded child (no model call); its pages and figures
-    stored, then the job goes on like any other (pending, chunks, assemble, settle) with a $0 hold."""
+    stored, then the job goes on like any other (pending, chunks, assemble, settle) with a $0 hold. With
+    describeFigures its pictures are records of their chunks (conversion/describe.py): held at their worst case,
+    parked for the batch lane when the job is eligible."""
     job_id = job.id
+    figures = describe.FigurePlan()
     try:
         document = intake.convert(path, file_type, name, scratch=scratch, max_pages=max_pages)
         chunks = plan_chunks(len(document.sections), job.pages_per_chunk)
         pages = len(document.sections)
-        if (refused := _over_budget(svc, job, NOTHING, pages)) is not None:
+        if describe.wanted(job, source_type=file_type.name):
+            figures = describe.plan_figures(svc, document, chunks, model_id=job.model_id, scratch=scratch / "sized")
+        # Its pictures' requests are its only model calls: each at its worst case is what it may spend and what it holds.
+        money = budget.SubmitMoney(figures.hold_usd, figures.hold_usd, figures.hold_usd) if figures.hold_usd else NOTHING
+        if (refused := _over_budget(svc, job, money, pages)) is not None:
             return refused
-        chunk_bytes = store_document_sources(svc.store, job_id, document, chunks)
+        chunk_bytes = store_document_sources(svc.store, job_id, document, chunks, folder=figure_folder(name), sized=figures.sized)
     except InputError as exc:
         fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
         logger.info("job rejected", job_id=job_id, error_id=exc.error_id, file_type=file_type.name)
         return _as_created(svc.uow().jobs.get_job(job_id))
+    eligible, why = describe.figures_lane(svc, job, figures.total) if figures.total else (False, "converter")
     uow = svc.uow()
     try:
         with uow:
             locked = uow.jobs.lock_job(job_id)
+            if locked is not None and locked.process_now and eligible:
+                eligible, why = False, "process_now"  # flagged between our read and the lock
             if locked is not None and locked.status == JobStatus.SPLITTING:
-                budget.check_submit(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, money=NOTHING, pages=pages)
-            split = uow.jobs.finish_split(job_id, parked=False, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes, source_type=file_type.name)
+                budget.check_submit(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, money=money, pages=pages)
+            split = uow.jobs.finish_split(
+                job_id,
+                parked=eligible,
+                total_pages=pages,
+                chunks=chunks,
+                chunk_bytes=chunk_bytes,
+                source_type=file_type.name,
+                chunk_records=figures.records if figures.sized else None,
+            )
             if split is not None:
-                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=Decimal(0), hours=svc.settings.batchlane_on_demand_window_hours)
+                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=figures.hold_usd, hours=svc.settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:
         fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
         return _as_created(uow.jobs.get_job(job_id))
     if split is None:
         logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
         return _as_created(uow.jobs.get_job(job_id))
-    svc.workflows.start_conversion(job_id)
-    logger.info("document converted", job_id=job_id, file_type=file_type.name, pages=pages, converter=document.converter, lane="converter")
-    return CreatedJob(job_id, str(job.file_id), "pending", pages, len(chunks), lane_decision="converter")
+    if eligible:
+        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job.model_id, "pages": figures.total})
+        publish_job_change(svc, job_id, "waiting_batch")
+    else:
+        svc.workflows.start_conversion(job_id)
+    status = "waiting_batch" if eligible else "pending"
+    logger.info("document converted", job_id=job_id, file_type=file_type.name, pages=pages, converter=document.converter, figures=figures.total, lane=why)
+    return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
 
 
 def _over_budget(svc: Services, job: JobRow, money: budget.SubmitMoney, pages: int) -> CreatedJob | None:

@@ -166,7 +166,7 @@ class PgLanes:
                   pooled AS (
                     SELECT j.id, j.model_id, w.turn + COALESCE(busy.n, 0) AS rank, w.created_at,
                            EXTRACT(EPOCH FROM now() - COALESCE(j.pooled_at, now())) AS waited_s,
-                           c.chunk_index, c.last_page - c.first_page + 1 AS pages, c.source_bytes,
+                           c.chunk_index, COALESCE(c.records, c.last_page - c.first_page + 1) AS pages, c.source_bytes,  -- a chunk's records (0044)
                            COALESCE(budget.pages, :default_budget) AS budget
                     FROM large_conversion_jobs j JOIN waiting w ON w.id = j.id LEFT JOIN busy ON busy.owner_id = w.owner_id
                          JOIN chunk_jobs c ON c.job_id = j.id LEFT JOIN budget ON budget.model_id = j.model_id

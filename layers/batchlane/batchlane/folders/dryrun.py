@@ -25,8 +25,10 @@ from typing import Any
 from batchlane.conversion import page_forms
 from batchlane.conversion.dryrun import _on_demand_seconds
 from batchlane.conversion.estimate import PageCounts, expected_usage
+from batchlane.domain import describe
 from batchlane.domain import file_types as ft
 from batchlane.domain.errors import InputError
+from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.finish import redacted_spec
@@ -142,7 +144,14 @@ def estimate(
     refused: dict[str, str] = {}
     for name, files in sorted(vision.items()):
         part, part_refused = _pages(
-            svc, source.bucket, files, settings.batchlane_max_pages, owner_id=owner_id, report=report, deadline_s=COUNT_DEADLINE_S / len(vision), images=name != "pdf"
+            svc,
+            source.bucket,
+            files,
+            settings.batchlane_max_pages,
+            owner_id=owner_id,
+            report=report,
+            deadline_s=COUNT_DEADLINE_S / len(vision),
+            images=name != "pdf",
         )
         estimates.append(part)
         refused.update(part_refused)
@@ -193,6 +202,20 @@ def estimate(
             "batchUpToHours": settings.batch_conversion_timeout_hours if lane_possible else None,
         },
         "lane": _lane(settings, spec, lane_possible),
+        **({"figures": _figures(svc, model_id, lane_possible, len(documents))} if spec.options.get(describe.OPTION) else {}),
+    }
+
+
+def _figures(svc: Services, model_id: str, lane_possible: bool, documents: int) -> dict[str, Any]:
+    """describeFigures on a folder: the born-digital files' pictures are counted when each is converted; what one costs."""
+    largest = describe.expected_usage(CLAUDE_MAX_LONG_EDGE_PX, CLAUDE_MAX_LONG_EDGE_PX)
+    return {
+        "documents": documents,
+        "pictures": None,
+        "perPictureUpToUsd": str(svc.prices.cost(model_id, largest, batch=lane_possible)),
+        "lane": "batch" if lane_possible else "on_demand",
+        "basis": "each born-digital file's pictures are counted when it is converted (a file's own dry run lists them); a picture costs its "
+        "image tokens (at most ~1,600, for one Claude scales down) and the prompt in, a few sentences out, at the files' lane",
     }
 
 

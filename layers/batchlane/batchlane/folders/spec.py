@@ -77,6 +77,7 @@ class FileOptions(_Strict):
     modelId: str | None = Field(None, min_length=1, max_length=256, pattern=r"^[A-Za-z0-9.:_/-]+$")
     deadline: str | None = Field(None, max_length=64)  # ISO 8601, read by the single-file path (parse_deadline)
     conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside each Markdown
+    describeFigures: bool | None = None  # a born-digital file's pictures described by Claude (docs/formats.md)
     callbackUrl: str | None = Field(None, min_length=1, max_length=2048)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)

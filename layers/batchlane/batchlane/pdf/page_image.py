@@ -15,7 +15,8 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX, PAGE_IMAGE_MAX_PIXELS, fit_within, page_image_size
+from batchlane.domain.describe import SENT_MEDIA_TYPES
+from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX, PAGE_IMAGE_MAX_PIXELS, claude_scaled, fit_within, page_image_size
 from batchlane.pdf.split import PDFIUM_LOCK
 
 MAX_LONG_EDGE_PX = CLAUDE_MAX_LONG_EDGE_PX  # a figure crop's default (render_page); a page image is sized by page_image_size
@@ -46,6 +47,31 @@ def render_page_image(pdf_bytes: bytes, *, max_bytes: int = MAX_IMAGE_BYTES) -> 
     image, text = _render(pdf_bytes, 0, None, with_text=True)
     data, media_type = _encode(image, max_bytes)
     return PageImage(data, media_type, image.width, image.height, text.replace("\r\n", "\n").strip())
+
+
+def picture_image(data: bytes, *, max_bytes: int = MAX_IMAGE_BYTES) -> PageImage:
+    """A document's picture as Claude reads it (describeFigures; domain/vision.claude_scaled): sent as it is when
+    it is a type Claude reads, within its size limits and ``max_bytes``; else its first frame scaled down (never
+    up) and written as PNG, or JPEG when the PNG is too big. ValueError (Pillow's) for a picture it cannot read,
+    which includes vector pictures (EMF, WMF, SVG): the caller leaves those undescribed."""
+    from PIL import Image
+
+    Image.MAX_IMAGE_PIXELS = _PICTURE_MAX_PIXELS
+    with Image.open(io.BytesIO(data)) as opened:
+        media_type = Image.MIME.get(opened.format or "", "")
+        size = claude_scaled(*opened.size)
+        if media_type in SENT_MEDIA_TYPES and size == opened.size and len(data) <= max_bytes:
+            opened.verify()  # a truncated file is refused here, not by the model
+            return PageImage(data, media_type, opened.width, opened.height, "")
+        opened.seek(0)
+        frame = opened.convert("RGBA" if opened.mode in ("RGBA", "LA", "PA", "P") else "RGB")
+    if frame.size != size:
+        frame = frame.resize(size, Image.Resampling.LANCZOS)
+    encoded, media_type = _encode(frame, max_bytes)
+    return PageImage(encoded, media_type, frame.width, frame.height, "")
+
+
+_PICTURE_MAX_PIXELS = 100_000_000  # as pdf/from_image.py: past this Pillow refuses a picture (a decompression bomb)
 
 
 def render_page(pdf_bytes: bytes, index: int, *, long_edge: int = MAX_LONG_EDGE_PX) -> Any:
@@ -90,6 +116,12 @@ def _encode(image: Any, max_bytes: int) -> tuple[bytes, str]:
         image.save(buffer, "PNG", optimize=False)
         if buffer.tell() <= max_bytes:
             return buffer.getvalue(), "image/png"
+    if image.mode != "RGB":  # a picture with transparency, over white: JPEG has no alpha
+        from PIL import Image
+
+        flat = Image.new("RGB", image.size, "white")
+        flat.paste(image, mask=image.getchannel("A") if "A" in image.getbands() else None)
+        image = flat
     for quality in _JPEG_QUALITIES:
         buffer = io.BytesIO()
         image.save(buffer, "JPEG", quality=quality)
