@@ -21,6 +21,7 @@ from typing import Literal
 from batchlane.contract import (
     CHUNK_CONTINUE_MAX_ATTEMPTS,
     CHUNK_RETRY_LATER_MAX_ATTEMPTS,
+    CHUNKS_IN_FLIGHT,
     EVENT_SOURCE,
     FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE,
     JOB_PARKED_DETAIL_TYPE,
@@ -297,7 +298,7 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
             **THROTTLE_SETTINGS,
             "chunk_admission_interval_seconds": "5",
             "chunk_admission_max_delay_seconds": "120",
-            "map_max_concurrency": "8",
+            "map_max_concurrency": str(CHUNKS_IN_FLIGHT),
             "retry_interval_seconds": "2",
             "chunk_retry_interval_seconds": "30",
         },

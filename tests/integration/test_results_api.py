@@ -384,7 +384,7 @@ def test_dry_run_answers_pages_lane_cost_and_turnaround_and_creates_nothing(stac
     assert body["dryRun"] is True and body["created"] is False
     assert body["pages"] == {"total": 12, "blank": 3, "scans": 0} and body["records"] == 9
     assert body["inspection"]["method"] == "all_pages"
-    assert body["lane"] == {"name": "on_demand", "reason": "lane_off", "minPages": services().settings.batch_conversion_min_pages}
+    assert body["lane"] == {"name": "on_demand", "reason": "lane_off", "minPages": services().settings.batch_conversion_min_pages, "condition": None}
     cost = body["estimate"]
     assert Decimal(cost["batchUsd"]) == (Decimal(cost["onDemandUsd"]) / 2).quantize(Decimal("0.000001")) or Decimal(cost["batchUsd"]) < Decimal(
         cost["onDemandUsd"]

@@ -132,6 +132,7 @@ def _report(job: dict[str, Any], local: Path, seconds: float) -> dict[str, Any]:
         },
         "total_cost_usd": round(total, 6),
         "all_on_demand_cost_usd": round(all_on_demand, 6),
+        "saving_usd": round(all_on_demand - total, 6),  # negative: a loss
         "saving_pct": round((all_on_demand - total) / all_on_demand * 100, 2) if all_on_demand > 0 else 0.0,
         "manifest_path": os.fspath(local / "_batchlane" / job["id"] / "manifest.json"),
         "report_path": os.fspath(local / "_batchlane" / job["id"] / "report.jsonl"),

@@ -38,6 +38,7 @@ from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
 from batchlane_dev.local import iam, inprocess, patches, postgres, presigned, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
+from batchlane_dev.local.bedrock.model import NO_TEXT_ANSWER_TOKENS
 from batchlane_dev.local.cpu_shares import OwnerCpuShares
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
@@ -280,6 +281,10 @@ class OfflineStack:
             "ESTIMATE_STATE_MACHINE_ARN": self.state_machine_arns["estimate"],
             "FOLDER_ACCESS_ROLE_ARN": FOLDER_ACCESS_ROLE_ARN,
             "BATCHLANE_FOLDER_SOURCES": FOLDER_SOURCES,
+            # What the model writes for a page without a text layer is the model's (an operator calibrates the setting to
+            # theirs; Claude transcribes a scan, ~1,200 tokens): the emulated model writes one figure line (12-33 tokens),
+            # so the estimate here uses the least the setting takes (docs/offline.md "What the estimates assume offline").
+            "BATCHLANE_OUTPUT_TOKENS_PER_PAGE": str(NO_TEXT_ANSWER_TOKENS),
             **self.options.extra_env,
         }
         self._set_env(env)

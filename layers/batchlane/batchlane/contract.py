@@ -24,3 +24,4 @@ WEBHOOK_PURPOSE = "webhook-signing"
 # Counts the Python code also reads: conversion.asl.json gets them from here (deployment/topology.py), so the two cannot disagree.
 CHUNK_RETRY_LATER_MAX_ATTEMPTS = 2  # ProcessChunk retries a throttled chunk twice (3 attempts in all)
 CHUNK_CONTINUE_MAX_ATTEMPTS = 20  # a chunk that ran out of time continues in at most 20 fresh invocations
+CHUNKS_IN_FLIGHT = 8  # ProcessChunks' MaxConcurrency: a job's chunks running at once (what its hold carries at a time)

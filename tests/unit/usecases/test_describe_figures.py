@@ -34,7 +34,7 @@ from batchlane.domain.cost import Usage
 from batchlane.domain.describe import FIGURE_MAX_TOKENS, image_tokens, worst_usage
 from batchlane.domain.errors import InputError
 from batchlane.domain.prompt import prompt_hash
-from batchlane.ports import ModelCallFailed, Services
+from batchlane.ports import ModelCallFailed, ModelResponse, Services
 from fakes import FakeUnitOfWork
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "formats"
@@ -52,7 +52,7 @@ class DescribingRuntime:
     calls: list[dict[str, Any]] = field(default_factory=list)
     served: Usage = field(default_factory=Usage)
 
-    def invoke_model(self, request: Any, *, read_timeout: float) -> bytes:
+    def invoke_model(self, request: Any, *, read_timeout: float) -> ModelResponse:
         if self.throttle:
             self.throttle -= 1
             raise ModelCallFailed("ThrottlingException", "Too many requests", transient=True)
@@ -69,7 +69,7 @@ class DescribingRuntime:
             "stop_reason": "refusal" if self.refuse else "end_turn",
             "usage": {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
         }
-        return json.dumps(reply).encode()
+        return ModelResponse(json.dumps(reply).encode())
 
 
 def _job(svc: Services, uow: FakeUnitOfWork, name: str, options: dict[str, Any] | None = None) -> str:

@@ -32,7 +32,7 @@ MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
 class NoModelRuntime:
-    def invoke_model(self, request: Any, *, read_timeout: float) -> bytes:
+    def invoke_model(self, request: Any, *, read_timeout: float) -> Any:
         raise ModelCallFailed("NotInThisTest", "the batch lane's use cases never call the model on-demand")
 
 

@@ -226,7 +226,9 @@ def convert(fileId: str) -> tuple[dict[str, Any], int]:
     if dry not in ("", "true", "false", "1", "0"):
         raise BadRequest("dry_run must be true or false")
     if dry in ("true", "1"):  # an estimate the worker answers: GET /api/v1/estimates/{estimateId}
-        return estimates.start_file_estimate(services(), owner, fileId, options=options), 202
+        # the request is stored as JSON for the estimate's worker: a deadline as the ISO 8601 string the client sent
+        stored = {key: value.isoformat() if isinstance(value, datetime) else value for key, value in options.items()}
+        return estimates.start_file_estimate(services(), owner, fileId, options=stored), 202
     return usecases.convert_file(services(), owner, fileId, options=options, priority_group=_lacking(services().settings.batchlane_priority_group)), 202
 
 

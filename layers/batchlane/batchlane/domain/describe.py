@@ -7,7 +7,6 @@ Markdown, at the picture's place. docs/formats.md "Pictures described"; decision
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -16,13 +15,11 @@ from html import unescape as html_unescape
 
 from batchlane.domain.budget import PROMPT_TOKENS_PER_REQUEST
 from batchlane.domain.cost import Usage
+from batchlane.domain.vision import claude_scaled, image_tokens
+
+__all__ = ["claude_scaled", "image_tokens"]  # how Claude sizes and counts a picture: domain/vision.py, written once
 
 OPTION = "describeFigures"
-# Anthropic, "Vision": an image over 1,568 px on its long edge or about 1.15 megapixels (the 3:4 size it lists as
-# not scaled, 951 × 1,268) is scaled down first; it costs about width × height / 750 tokens.
-CLAUDE_MAX_LONG_EDGE_PX = 1568
-CLAUDE_MAX_IMAGE_PIXELS = 951 * 1268
-IMAGE_TOKEN_PIXELS = 750
 # A description is a few sentences; a chart's values may take a paragraph more. The answer's cap, in every lane.
 FIGURE_MAX_TOKENS = 1024
 # What the dry run expects an answer to take (about three sentences); the hold counts the cap.
@@ -32,23 +29,6 @@ EXPECTED_DESCRIPTION_TOKENS = 150
 SENT_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 NOT_DESCRIBABLE = "FIGURE_FORMAT_UNSUPPORTED"  # a picture Claude cannot be sent (a vector format Pillow cannot draw)
 UNREADABLE = "FIGURE_CORRUPT"  # a picture whose bytes cannot be decoded
-
-
-def claude_size(width: int, height: int) -> tuple[int, int]:
-    """The size Claude reads a ``width`` × ``height`` picture at: as it is within its limits, else scaled down
-    (aspect kept, never up) to 1,568 px on the long edge and 951 × 1,268 pixels in area."""
-    if width <= 0 or height <= 0:
-        return max(width, 0), max(height, 0)
-    factor = min(1.0, CLAUDE_MAX_LONG_EDGE_PX / max(width, height), math.sqrt(CLAUDE_MAX_IMAGE_PIXELS / (width * height)))
-    if factor >= 1.0:
-        return width, height
-    return max(1, math.floor(width * factor)), max(1, math.floor(height * factor))
-
-
-def image_tokens(width: int, height: int) -> int:
-    """The input tokens of a picture as Claude counts them: after its own scaling, width × height / 750."""
-    w, h = claude_size(width, height)
-    return math.ceil(w * h / IMAGE_TOKEN_PIXELS)
 
 
 def worst_usage(width: int, height: int) -> Usage:

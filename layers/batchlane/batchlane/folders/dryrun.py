@@ -22,11 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds
+from batchlane.conversion import page_forms
+from batchlane.conversion.dryrun import _on_demand_seconds
+from batchlane.conversion.estimate import PageCounts, expected_usage
 from batchlane.domain import describe
 from batchlane.domain import file_types as ft
-from batchlane.domain.cost import Usage
 from batchlane.domain.errors import InputError
+from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.finish import redacted_spec
@@ -142,7 +144,14 @@ def estimate(
     refused: dict[str, str] = {}
     for name, files in sorted(vision.items()):
         part, part_refused = _pages(
-            svc, source.bucket, files, settings.batchlane_max_pages, owner_id=owner_id, report=report, deadline_s=COUNT_DEADLINE_S / len(vision), images=name != "pdf"
+            svc,
+            source.bucket,
+            files,
+            settings.batchlane_max_pages,
+            owner_id=owner_id,
+            report=report,
+            deadline_s=COUNT_DEADLINE_S / len(vision),
+            images=name != "pdf",
         )
         estimates.append(part)
         refused.update(part_refused)
@@ -152,11 +161,13 @@ def estimate(
         entry["files"] += 1
     counted = _sum_estimates(estimates)
     pages, chars = counted.total, counted.text_chars
-    output_tokens = math.ceil(chars / 4 * MARKDOWN_OVERHEAD)
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
     requests = math.ceil(pages / per_request) if pages else 0
-    on_demand = Usage(pages * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
-    batch = Usage(pages * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
+    # the same figures as a single file's dry run (conversion/estimate.py), over the folder's pages and text
+    expected = expected_usage(
+        PageCounts(pages, 0, 0, chars), config=page_forms.converter_config(svc.uow().page_forms, settings, spec.options), settings=settings
+    )
+    on_demand, batch = expected.on_demand, expected.batch
     lane_possible = settings.batch_lane_configured and spec.policy.priority != "high"
     return {
         "dryRun": True,
@@ -183,7 +194,8 @@ def estimate(
         "estimate": {
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
             "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
-            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: {INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
+            "worstCaseUsd": str(svc.prices.cost(model_id, expected.worst)),
+            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: each page's image and text (at least 1,500 tokens a PDF page) in, its text as Markdown out (conversion/estimate.py); priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
@@ -196,7 +208,7 @@ def estimate(
 
 def _figures(svc: Services, model_id: str, lane_possible: bool, documents: int) -> dict[str, Any]:
     """describeFigures on a folder: the born-digital files' pictures are counted when each is converted; what one costs."""
-    largest = describe.expected_usage(describe.CLAUDE_MAX_LONG_EDGE_PX, describe.CLAUDE_MAX_LONG_EDGE_PX)
+    largest = describe.expected_usage(CLAUDE_MAX_LONG_EDGE_PX, CLAUDE_MAX_LONG_EDGE_PX)
     return {
         "documents": documents,
         "pictures": None,
@@ -240,13 +252,10 @@ def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, i
 
 
 def _type_cost(svc: Services, settings: Any, model_id: str, part: PageEstimate) -> dict[str, str]:
-    """One type's share of the estimate, with the folder's own formula (per page, output from the text)."""
-    output_tokens = math.ceil(part.text_chars / 4 * MARKDOWN_OVERHEAD)
-    per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
-    requests = math.ceil(part.total / per_request) if part.total else 0
-    on_demand = Usage(part.total * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
-    batch = Usage(part.total * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
-    return {"onDemandUsd": str(svc.prices.cost(model_id, on_demand)), "batchUsd": str(svc.prices.cost(model_id, batch, batch=True))}
+    """One type's share of the estimate, with a single file's figures (conversion/estimate.py) over its pages and text."""
+    config = page_forms.converter_config(svc.uow().page_forms, settings, {"modelId": model_id})
+    expected = expected_usage(PageCounts(part.total, 0, 0, part.text_chars), config=config, settings=settings)
+    return {"onDemandUsd": str(svc.prices.cost(model_id, expected.on_demand)), "batchUsd": str(svc.prices.cost(model_id, expected.batch, batch=True))}
 
 
 def _sum_estimates(parts: list[PageEstimate]) -> PageEstimate:

@@ -19,6 +19,7 @@ from batchlane.ports.bedrock import (
     BatchJobSpec,
     ModelCallFailed,
     ModelReadTimeout,
+    ModelResponse,
     ModelRuntime,
 )
 from batchlane.ports.caps import CapCounts, RateLimits
