@@ -222,7 +222,7 @@ def _encode_image(obj: Any) -> tuple[bytes, int, int] | None:
 
     try:
         rendered = obj.get_bitmap(render=True).to_pil()
-    except Exception:  # noqa: BLE001 - pdfium could not render it: its raw pixels are the best there is
+    except Exception:
         rendered = obj.get_bitmap(render=False).to_pil()
     if rendered.mode in ("RGBA", "LA", "PA") or "transparency" in rendered.info:
         rgba = rendered.convert("RGBA")
