@@ -230,8 +230,8 @@ def _encode_image(obj: Any) -> tuple[bytes, int, int] | None:
         picture.paste(rgba, mask=rgba.getchannel("A"))
     else:
         picture = rendered
-    low, high = picture.convert("L").getextrema()
-    if high - low < MIN_INK_RANGE:
+    extrema: Any = picture.convert("L").getextrema()  # (low, high) of one band
+    if extrema[1] - extrema[0] < MIN_INK_RANGE:
         return None
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG")
