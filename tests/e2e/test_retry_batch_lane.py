@@ -20,8 +20,8 @@ from batchlib import (
     wait_until,
 )
 
-from batchlane.conversion.retry import failed_pages, start_retry
 from batchlane.db import jobs as job_repo
+from batchlane.filejob.retry import failed_pages, start_retry
 from batchlane.runtime import services
 from batchlane_dev.local.bedrock import parse_faults
 

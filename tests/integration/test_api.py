@@ -30,11 +30,11 @@ from held import HeldInvocations
 from batchlane import keys
 from batchlane.aws.clients import client
 from batchlane.batch.resume import resume_stranded
-from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain import status as st
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane_dev.cli.jobs_commands import post_upload
@@ -741,7 +741,7 @@ def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stac
 def test_job_creation_itself_refuses_a_model_the_deployment_did_not_configure(stack, owner):
     """The roles are granted the configured models only: a job created past the API (job_create invoked directly)
     must not reach a model call that IAM would refuse mid-way."""
-    from batchlane.conversion.create import create_job
+    from batchlane.filejob.create import create_job
 
     settings = services().settings
     priced_elsewhere = next(m for m in settings.batchlane_prices if m not in settings.allowed_model_ids)

@@ -78,8 +78,8 @@ def run_prepares(data: bytes, modes: tuple[int, ...]) -> list[dict[str, Any]]:
     ``prepare_cpu_s`` is then the workers' CPU, ``emulator_cpu_s`` this process's."""
     from batchlane import keys
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
-    from batchlane.conversion.source import store_chunk_sources
     from batchlane.db import batch_rows as rows
+    from batchlane.filejob.source import store_chunk_sources
     from batchlane.pdf import open_pdf
     from batchlane.runtime import services
     from batchlane_dev.local.jobs import submit_pdf

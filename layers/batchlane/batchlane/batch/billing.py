@@ -22,7 +22,7 @@ from typing import Any
 
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import bedrock_status
-from batchlane.converter.transports import answer_from_messages
+from batchlane.claude.transports import answer_from_messages
 from batchlane.domain import status as st
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, PriceTable, Usage
 from batchlane.domain.errors import NotFound

@@ -33,10 +33,8 @@ from batchlane.batch.billing import close_and_bill, ledger_metadata, output_pref
 from batchlane.batch.prepare import ShardWriter
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
-from batchlane.conversion import page_forms
-from batchlane.conversion.savings import batch_answers_at_on_demand
-from batchlane.converter import ConverterConfig, PrimedResult
-from batchlane.converter.transports import answer_from_messages
+from batchlane.claude import ConverterConfig, PrimedResult
+from batchlane.claude.transports import answer_from_messages
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
@@ -47,6 +45,8 @@ from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, ret
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane.domain.savings import ServedAnswer
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
+from batchlane.filejob import page_forms
+from batchlane.filejob.savings import batch_answers_at_on_demand
 from batchlane.observability import logger, metrics
 from batchlane.ports import BatchRow, ObjectStore, Services, UnitOfWork
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
-from batchlane.conversion.retry import end_retry
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import Entity, JobStatus
+from batchlane.filejob.retry import end_retry
 from batchlane.observability import logger
 from batchlane.ports import Services
 from batchlane.webhooks.events import publish_job_change

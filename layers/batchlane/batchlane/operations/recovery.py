@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from batchlane.batch.resume import resume_stranded
-from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.domain import workflow_end as we
 from batchlane.domain.status import JobStatus
+from batchlane.filejob.settle import fail_job, settle_job
 from batchlane.observability import logger
 from batchlane.ports import Services
 

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from batchlane.converter.request import ConverterConfig, build_page_request
-from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
+from batchlane.claude.request import ConverterConfig, build_page_request
+from batchlane.claude.transports import ModelAnswer, ModelCallError, Transport
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.pdf.split import Page
