@@ -127,7 +127,7 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.filejob.chunk", "import pg8000.native\n", "pg8000-only-in-db"),
         ("batchlane.runtime", "from batchlane_dev.local import stack\n", "runtime-not-dev"),
         ("batchlane.filejob.dryrun", "import pypdfium2\n", "pdfium-only-in-pdf"),
-        ("batchlane.batch.collect", "from batchlane.db import batch_rows\n", "use-cases-through-ports"),
+        ("batchlane.batch.collect", "from batchlane.db import lanes\n", "use-cases-through-ports"),
         ("batchlane.api.usecases", "from ..db.read_model import PgReads\n", "use-cases-through-ports"),
         ("batchlane.folders.advance", "def f(svc):\n    return svc.db.run('x')\n", "use-cases-through-ports"),
         ("batchlane.operations.cancel", "def f(uow):\n    return uow.runner\n", "use-cases-through-ports"),
@@ -197,7 +197,7 @@ def test_sql_lives_in_db_only() -> None:
 )
 def test_the_sql_rule_fails_on_a_planted_violation(source: str) -> None:
     assert sql_outside_db("batchlane.batch.collect", source)
-    assert not sql_outside_db("batchlane.db.batch_rows", source)
+    assert not sql_outside_db("batchlane.db.lanes", source)
 
 
 def test_prose_that_mentions_sql_breaks_no_rule() -> None:

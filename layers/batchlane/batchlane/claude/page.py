@@ -21,7 +21,7 @@ class PageResult:
     reason: str | None = None
     served_by: str | None = None  # on_demand | batch | capture | None (blank)
     usage: Usage = field(default_factory=Usage)  # every call spent on the page (its share of a multi-page one), and its batch record
-    cost_usd: Decimal = Decimal(0)  # on-demand spend on the page, every attempt; batch-served pages are billed by the batch row
+    cost_usd: Decimal = Decimal(0)  # on-demand spend on the page, every attempt; batch-served pages are billed by the lane
     retryable: bool = False
     service_tier: str | None = None  # on-demand pages: the Bedrock service tier that served them (default | flex)
     batch_usage: Usage | None = None  # the batch record's tokens when a batch answer served the page (domain/savings.py)
