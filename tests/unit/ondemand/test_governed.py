@@ -147,3 +147,47 @@ def test_a_slot_that_comes_late_sends_on_a_fresh_start_time_never_on_the_stale_o
     transport = GovernedTransport(inner, limiter, BackoffPolicy(), sleep=SleepRecorder(), clock=_Clock(after_slot))
     assert transport.send(REQUEST).text and len(inner.sent) == 1
     assert limiter.events == ["pace/0", "acquire", *["pace/1"] * (paced - 1), "release"]
+
+
+class _SleepingClock:
+    """A test clock that moves only when the code sleeps (or a slot wait moves it): time a test controls, never waited for."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize("pace_wait", [0.6, 2.5, 30.0])
+def test_the_start_time_is_read_after_the_paces_sleep_so_a_long_wait_keeps_its_start(pace_wait):
+    # A request that slept on the pace and then got a slot at once is sent on the start it waited for.
+    # Read before the sleep, every wait over PACE_LATE_S would look like a late slot and queue again.
+    clock = _SleepingClock()
+    limiter = RecordingLimiter(pace_waits=(pace_wait,))
+    inner = ModelTransport()
+    transport = GovernedTransport(inner, limiter, BackoffPolicy(), sleep=clock.sleep, clock=clock)
+    assert transport.send(REQUEST).text and len(inner.sent) == 1
+    assert clock.waits == [pace_wait]
+    assert limiter.events == ["pace/0", "acquire", "release"]
+
+
+@pytest.mark.parametrize(("slot_wait", "paced"), [(PACE_LATE_S, 1), (PACE_LATE_S + 0.25, 2)])
+def test_a_slot_that_comes_late_after_a_paced_wait_takes_a_fresh_start(slot_wait, paced):
+    # The clock moves with the pace's sleep (2 s) and with the wait for the slot; only the slot's lateness counts.
+    clock = _SleepingClock()
+
+    class SlowSlots(RecordingLimiter):
+        def slot(self, pool, *, aborted):
+            clock.now += slot_wait
+            return super().slot(pool, aborted=aborted)
+
+    limiter = SlowSlots(pace_waits=(2.0,))
+    transport = GovernedTransport(ModelTransport(), limiter, BackoffPolicy(), sleep=clock.sleep, clock=clock)
+    assert transport.send(REQUEST).text
+    assert limiter.events == ["pace/0", "acquire", *["pace/1"] * (paced - 1), "release"]
