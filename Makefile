@@ -71,7 +71,7 @@ MUTATE_CHILDREN := 2
 mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/, the money use cases and the newest packages on the fast tests; docs/testing.md
 	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
 	ln -s ../../layers/batchlane/batchlane $(MUTATE_DIR)/batchlane
-	for top in tests layers docs functions statemachines infra deployment .ci Makefile README.md cdk.json package.json requirements.lock; do ln -s $(CURDIR)/$$top $(MUTATE_DIR)/$$top; done
+	for top in tests layers devtools docs functions statemachines infra deployment .ci Makefile README.md cdk.json package.json requirements.lock; do ln -s $(CURDIR)/$$top $(MUTATE_DIR)/$$top; done
 	$(PY) devtools/mutate/config.py $(CURDIR) $(foreach p,$(MUTATE_PATHS),'$(p)') > $(MUTATE_DIR)/setup.cfg
 	cd $(MUTATE_DIR) && PYTHONPATH=$(CURDIR)/devtools $(CURDIR)/$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN)
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json && echo
