@@ -4,6 +4,8 @@ records what happened; an inward address is refused for good, an unresolvable na
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import socket
 import uuid
 from typing import Any
@@ -103,6 +105,37 @@ def test_an_attempt_is_signed_posted_to_the_checked_address_and_recorded(public_
     # delivered: a retried task does not send it again
     assert deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k1"], post=posts, allow_private=False, timeout_s=1)["status"] == "delivered"
     assert len(posts.sent) == 2
+
+
+def _receiver_verifies(secret: str, url: str, body: bytes, header: str) -> bool:
+    """The README's receiver check (section "Webhooks"): HMAC over ``<t>.<url>.<body>`` with the URL as subscribed."""
+    fields = [part.split("=", 1) for part in header.split(",")]
+    timestamp = next(value for key, value in fields if key == "t")
+    expected = hmac.new(secret.encode(), f"{timestamp}.{url}.".encode() + body, hashlib.sha256).hexdigest()
+    return any(hmac.compare_digest(expected, value) for key, value in fields if key == "v2")
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://hooks.example.com/in?token=abc123", "https://hooks.example.com/in?team=legal&token=a%2Fb", "https://hooks.example.com:8443/in/?x=1&x=2"],
+)
+def test_a_receiver_url_with_a_query_is_posted_and_signed_whole(public_dns: None, url: str) -> None:
+    # Given a folder job whose callback URL carries a query (a receiver's routing token)
+    uow, workflows = FakeUnitOfWork(), FakeWorkflows()
+    job_id = _folder_job(uow, {"callback_url": url})
+    dispatch(uow, workflows, _event(job_id, "completed"))
+    (delivery,) = uow.deliveries.for_owner(OWNER, job_id=job_id)
+    assert delivery.url == url
+    # When it is delivered
+    posts = Posts(Answer(200))
+    deliver(uow.deliveries, delivery.id, signing_keys=lambda: ["k1", "k0"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
+    # Then it goes to the URL as subscribed, query and all, and the receiver's check over that URL passes
+    ((posted_url, body, headers, _address),) = posts.sent
+    assert posted_url == url
+    assert _receiver_verifies("k1", url, body, headers["Batchlane-Signature"])
+    assert _receiver_verifies("k0", url, body, headers["Batchlane-Signature"])
+    # (signed without its query, a delivery to one token could be replayed to another: the query is part of what is signed)
+    assert not _receiver_verifies("k1", url.split("?", 1)[0], body, headers["Batchlane-Signature"])
 
 
 def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retried(monkeypatch: pytest.MonkeyPatch) -> None:
