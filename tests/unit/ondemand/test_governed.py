@@ -191,3 +191,54 @@ def test_a_slot_that_comes_late_after_a_paced_wait_takes_a_fresh_start(slot_wait
     transport = GovernedTransport(ModelTransport(), limiter, BackoffPolicy(), sleep=clock.sleep, clock=clock)
     assert transport.send(REQUEST).text
     assert limiter.events == ["pace/0", "acquire", *["pace/1"] * (paced - 1), "release"]
+
+
+def test_the_backoff_policy_is_read_from_the_settings_by_name():
+    from types import SimpleNamespace
+
+    settings = SimpleNamespace(batchlane_backoff_base_s="0.5", batchlane_backoff_max_s=8, batchlane_throttle_budget_s="90", batchlane_throttle_max_attempts="6")
+    assert BackoffPolicy.from_settings(settings) == BackoffPolicy(base_s=0.5, max_s=8.0, budget_s=90.0, max_attempts=6)
+
+
+def test_each_backoff_is_full_jitter_up_to_base_times_two_to_the_attempt_capped(monkeypatch):
+    # The top of each jitter range, drawn deterministically: base 0.5 s doubling, capped at 3 s
+    import random
+
+    monkeypatch.setattr(random, "uniform", lambda low, high: high)
+    sleep = SleepRecorder()
+    inner = ModelTransport(lambda request, n: "throttle" if n <= 4 else None)
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(base_s=0.5, max_s=3, budget_s=1e9, max_attempts=10), sleep=sleep)
+    assert transport.send(REQUEST).text
+    assert sleep.waits == [0.5, 1.0, 2.0, 3.0]
+
+
+def test_the_pace_is_asked_for_the_requests_model_and_polls_the_waiting_flag():
+    # A long pace wait polls the flag the chunk's poller sets (set here only while the pace waits), never a fixed False
+    flag = {"waiting": False}
+    asked = []
+
+    class PollingLimiter(RecordingLimiter):
+        def pace(self, pool, *, aborted=lambda: False):
+            flag["waiting"] = True
+            asked.append((pool, aborted()))
+            flag["waiting"] = False
+            return super().pace(pool, aborted=aborted)
+
+    transport = GovernedTransport(ModelTransport(), PollingLimiter(), BackoffPolicy(), waiting=lambda: flag["waiting"], sleep=SleepRecorder())
+    assert transport.send(REQUEST).text
+    assert asked == [(REQUEST.model_id, True)]
+
+
+def test_a_chunk_cancelled_after_a_throttle_sleeps_no_backoff():
+    calls = {"n": 0}
+
+    def aborted():  # false for the first attempt's checks, true from the backoff on
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    sleep = SleepRecorder()
+    inner = ModelTransport(lambda request, n: "throttle")
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(), aborted=aborted, waiting=lambda: False, sleep=sleep)
+    with pytest.raises(Aborted):
+        transport.send(REQUEST)
+    assert len(inner.sent) == 1 and sleep.waits == []  # stopped before the backoff, not after sleeping it

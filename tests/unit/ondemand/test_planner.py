@@ -105,3 +105,27 @@ def test_the_pace_frees_one_start_per_interval_up_to_its_burst():
     assert pace_starts_free(0.0, interval, 19) == 1
     assert pace_starts_free(interval * 1.5, interval, 19) == 2
     assert pace_starts_free(3600.0, interval, 19) == 20  # idle for long: burst + 1
+
+
+def test_a_small_chunk_and_a_single_free_start_still_size_the_groups():
+    # pace unknown: the plan as configured, even for a chunk smaller than a group
+    plan, units = RequestPlan().for_chunk(3, None, concurrency=4, most_parallel=20)
+    assert (plan.pages_per_request, units) == (5, 4)
+    # one page with starts free: a group of one
+    plan, units = RequestPlan().for_chunk(1, 2, concurrency=1, most_parallel=20)
+    assert (plan.pages_per_request, units) == (1, 1)
+    # one start free: all the chunk's pages in one group
+    plan, units = RequestPlan().for_chunk(3, 1, concurrency=1, most_parallel=20)
+    assert (plan.pages_per_request, units) == (3, 1)
+    # no pages: nothing to size
+    assert RequestPlan().for_chunk(0, 5, concurrency=2, most_parallel=20) == (RequestPlan(), 2)
+
+
+def test_the_plan_is_read_from_the_settings_by_name():
+    from types import SimpleNamespace
+
+    settings = SimpleNamespace(
+        batchlane_pages_per_request="7", batchlane_max_documents_per_request=4, batchlane_max_tokens="4096",
+        batchlane_output_fill="0.5", batchlane_output_tokens_per_page="900",
+    )  # fmt: skip
+    assert RequestPlan.from_settings(settings) == RequestPlan(pages_per_request=7, max_documents=4, max_tokens=4096, fill=0.5, default_estimate=900)
