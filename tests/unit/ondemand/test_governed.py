@@ -242,3 +242,30 @@ def test_a_chunk_cancelled_after_a_throttle_sleeps_no_backoff():
     with pytest.raises(Aborted):
         transport.send(REQUEST)
     assert len(inner.sent) == 1 and sleep.waits == []  # stopped before the backoff, not after sleeping it
+
+
+def test_a_slot_wait_that_times_out_is_a_retryable_model_error_counted_as_exhausted():
+    from batchlane.ports import LeaseWaitTimeout
+
+    pools = []
+
+    class Full(RecordingLimiter):
+        def slot(self, pool, *, aborted):
+            pools.append(pool)
+            raise LeaseWaitTimeout("no slot for m in 300 s")
+
+    inner = ModelTransport()
+    transport = GovernedTransport(inner, Full(), BackoffPolicy(), sleep=SleepRecorder())
+    with pytest.raises(ModelCallError) as caught:
+        transport.send(REQUEST)
+    assert (caught.value.code, caught.value.retryable) == ("LeaseWaitTimeout", True)
+    assert "no slot for m in 300 s" in str(caught.value)
+    assert (transport.exhausted, transport.requests, inner.sent, pools) == (1, 0, [], [REQUEST.model_id])
+
+
+def test_a_spent_time_budget_stops_retrying_before_the_attempt_cap():
+    inner = ModelTransport(lambda request, n: "throttle")
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(base_s=0.01, max_s=0.01, budget_s=0, max_attempts=10), sleep=SleepRecorder())
+    with pytest.raises(ModelCallError):
+        transport.send(REQUEST)
+    assert len(inner.sent) == 1 and transport.exhausted == 1

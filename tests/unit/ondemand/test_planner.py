@@ -129,3 +129,7 @@ def test_the_plan_is_read_from_the_settings_by_name():
         batchlane_output_fill="0.5", batchlane_output_tokens_per_page="900",
     )  # fmt: skip
     assert RequestPlan.from_settings(settings) == RequestPlan(pages_per_request=7, max_documents=4, max_tokens=4096, fill=0.5, default_estimate=900)
+
+
+def test_no_pages_make_no_groups():
+    assert RequestPlan().groups([]) == []
