@@ -133,3 +133,36 @@ def test_the_plan_is_read_from_the_settings_by_name():
 
 def test_no_pages_make_no_groups():
     assert RequestPlan().groups([]) == []
+
+
+def _same_page(estimate, count):
+    page = chunk_pages(1)[0]
+    return [planner.PlannedPage(page, estimate) for _ in range(count)]
+
+
+def test_a_group_may_fill_its_token_and_byte_budgets_exactly_and_each_new_group_starts_empty():
+    from batchlane.ondemand.planner import GroupBuilder
+
+    items = _same_page(10, 4)
+    size = items[0].size
+    # exactly the byte budget: two pages a group, never one (a new group starts at 0 bytes)
+    builder = GroupBuilder(page_limit=2, budget=1e9, byte_budget=2 * size)
+    groups = [g for item in items if (g := builder.add(item))]
+    assert [len(g) for g in [*groups, builder.flush()]] == [2, 2]
+    # exactly the token budget: 10 + 0 fits beside a 10-token page in a group of its own (a new group starts at 0 tokens)
+    builder = GroupBuilder(page_limit=5, budget=10)
+    pages = [*_same_page(10, 1), *_same_page(10, 1), *_same_page(0, 1)]
+    assert builder.add(pages[0]) is None  # nothing closed yet
+    assert [len(g) for g in [builder.add(pages[1]), builder.add(pages[2]) or [], builder.flush()]] == [1, 0, 2]
+    # a builder flushed is as new: its next group starts at 0 tokens and 0 bytes
+    builder = GroupBuilder(page_limit=5, budget=10, byte_budget=2 * size)
+    builder.add(_same_page(3, 1)[0])
+    builder.flush()
+    assert builder.add(_same_page(10, 1)[0]) is None and builder.add(_same_page(0, 1)[0]) is None
+    assert len(builder.flush()) == 2
+
+
+def test_a_plans_byte_budget_is_its_request_limit_less_the_requests_own_overhead():
+    from batchlane.domain.limits import REQUEST_OVERHEAD_BYTES
+
+    assert RequestPlan(max_request_bytes=5_000_000).builder().byte_budget == 5_000_000 - REQUEST_OVERHEAD_BYTES
