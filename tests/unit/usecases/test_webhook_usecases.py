@@ -14,6 +14,7 @@ import pytest
 from usecase_fakes import FakeWorkflows
 
 from batchlane.domain.errors import InputError
+from batchlane.pdf.split import plan_chunks
 from batchlane.webhooks import deliver as deliver_module
 from batchlane.webhooks.deliver import Answer, DeliveryFailed, deliver, give_up
 from batchlane.webhooks.dispatch import TEST_EVENT, dispatch, send_test
@@ -69,6 +70,40 @@ def test_a_folder_jobs_end_is_one_delivery_to_its_callback_however_often_the_eve
         "job.completed", "https://hooks.example.com/in", {"X-Team": "legal"}, job_id, None,
     )  # fmt: skip
     assert delivery.payload["deliveryId"] == delivery.id and delivery.payload["event"] == "job.completed"
+
+
+def _conversion_job(uow: FakeUnitOfWork, options: dict[str, Any]) -> str:
+    file_row = uow.jobs.insert_file(owner_id=OWNER, name="a.pdf", s3_key=f"uploads/{OWNER}/a.pdf", size_bytes=10)
+    job = uow.jobs.insert_job(file_id=str(file_row.id), owner_id=OWNER, status="processing", options=options, model_id="m", total_pages=3, pages_per_chunk=3, chunks=plan_chunks(3, 3))
+    return str(job.id)
+
+
+def test_a_conversion_jobs_end_is_a_delivery_per_subscribed_event_to_its_callback() -> None:
+    # Given a single-file job subscribed to file.error only (not to job.completed, the first name its failure means)
+    uow, workflows = FakeUnitOfWork(), FakeWorkflows()
+    job_id = _conversion_job(uow, {"callbackUrl": "https://hooks.example.com/in?t=1", "callbackEvents": ["file.error"], "callbackHeaders": {"X-A": "1"}})
+    detail = {"scope": "job", "jobId": job_id, "status": "failed", "changedAt": "2026-01-05T12:00:00+00:00"}
+    # When its failure is published
+    started = dispatch(uow, workflows, {"id": "ev-9", "detail": detail})
+    # Then one delivery, of the event it subscribed to, attributed to the conversion job, and its execution started
+    (delivery,) = uow.deliveries.for_owner(OWNER, job_id=job_id)
+    assert started == [delivery.id] and workflows.started == [("delivery", delivery.id)]
+    assert (delivery.event, delivery.job_id, delivery.folder_job_id, delivery.url, delivery.headers) == (
+        "file.error", job_id, None, "https://hooks.example.com/in?t=1", {"X-A": "1"},
+    )  # fmt: skip
+    assert delivery.id == str(uuid.uuid5(uuid.UUID("5b0e6a51-61c2-4d1c-9a8e-2f1f3c7d9b10"), "ev-9:file.error"))  # the event's id: a repeat is the same delivery
+    # A job without a callback, or no job: nothing
+    quiet = _conversion_job(uow, {})
+    assert dispatch(uow, workflows, {"id": "ev-10", "detail": {**detail, "jobId": quiet}}) == []
+    assert dispatch(uow, workflows, {"id": "ev-11", "detail": {**detail, "jobId": str(uuid.uuid4())}}) == []
+
+
+def test_an_event_without_an_id_still_gets_a_delivery_of_its_own() -> None:
+    uow, workflows = FakeUnitOfWork(), FakeWorkflows()
+    job_id = _conversion_job(uow, {"callbackUrl": "https://hooks.example.com/in"})
+    detail = {"scope": "job", "jobId": job_id, "status": "completed"}
+    first, second = dispatch(uow, workflows, {"detail": detail}), dispatch(uow, workflows, {"detail": detail})
+    assert len(first) == len(second) == 1 and first != second
 
 
 def test_a_folder_job_without_notifications_or_unknown_gets_no_delivery() -> None:
