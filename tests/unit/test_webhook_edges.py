@@ -155,3 +155,61 @@ def test_a_delivery_through_the_api_shows_its_progress_never_its_headers_or_body
     }  # fmt: skip
     fresh = delivery_view(_delivery(folder_job_id="fj-9"))
     assert (fresh["jobId"], fresh["lastAttemptAt"], fresh["deliveredAt"]) == ("fj-9", None, None)
+
+
+_URL_RULES = (
+    ("callbackUrl must be a URL of at most 2,048 characters.", ["https://h.example.com/" + "a" * 2027, 5]),
+    ("callbackUrl must be an https:// URL.", ["ftp://h.example.com/x", "https:///nohost", "h.example.com/x"]),
+    ("callbackUrl must not carry credentials; send them in callbackHeaders.", ["https://user@h.example.com/x", "https://:pw@h.example.com/x", "https://u:p@h.example.com/x"]),
+    ("callbackUrl must not have a #fragment.", ["https://h.example.com/x#top"]),
+    ("callbackUrl must use https (plain http is allowed only where the deployment allows private receivers).", ["http://h.example.com/x"]),
+    (
+        "callbackUrl points to a private, loopback or link-local address, which this deployment does not allow.",
+        ["https://127.0.0.1/x", "https://10.1.2.3/x", "https://localhost/x", "https://a.localhost/x", "https://db.internal/x", "https://printer.local/x", "https://[::1]/x"],
+    ),
+)
+
+
+@pytest.mark.parametrize(("message", "url"), [(message, url) for message, urls in _URL_RULES for url in urls])
+def test_a_callback_url_refused_says_why_in_the_users_words(message: str, url: object) -> None:
+    with pytest.raises(InputError) as refused:
+        subscription.check_url(url, allow_private=False)  # type: ignore[arg-type]
+    assert str(refused.value) == message and refused.value.error_id == "CALLBACK_INVALID"
+
+
+def test_a_callback_url_of_2048_characters_and_private_ones_where_allowed_are_accepted() -> None:
+    longest = "https://h.example.com/" + "a" * 2026
+    assert len(longest) == 2048 and subscription.check_url(longest, allow_private=False) == longest
+    for url in ("http://127.0.0.1:9/x", "https://db.internal/x", "http://printer.local/x?x=1"):
+        assert subscription.check_url(url, allow_private=True) == url
+
+
+def test_resolving_asks_for_the_hosts_tcp_addresses_on_its_port(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = []
+
+    def getaddrinfo(host: str, port: int, *args: object, **kwargs: object) -> list[tuple[object, ...]]:
+        asked.append((host, port, args, kwargs))
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", port)), (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.15", port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    assert subscription.resolve("hooks.example.com", 8443, allow_private=False) == "93.184.215.14"
+    assert asked == [("hooks.example.com", 8443, (), {"proto": socket.IPPROTO_TCP})]
+    monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: [])
+    with pytest.raises(OSError, match="hooks.example.com has no address"):
+        subscription.resolve("hooks.example.com", 443, allow_private=True)
+
+
+def test_a_change_without_a_scope_is_a_jobs_and_a_body_without_a_time_is_stamped_in_utc() -> None:
+    from batchlane.webhooks.events import webhook_body, webhook_events
+
+    assert webhook_events({"status": "waiting_batch"}) == ["job.waiting_batch"]
+    assert webhook_events({"status": "completed"}) == ["job.completed", "file.completed"]
+    body = webhook_body("d-1", "job.completed", {"status": "completed", "ownerId": "alice"})
+    assert body["timestamp"].endswith("+00:00") and "ownerId" not in body and body["status"] == "completed"
+
+
+def test_signing_with_no_secret_is_refused() -> None:
+    from batchlane.webhooks.signing import signature_header
+
+    with pytest.raises(ValueError, match="^no signing secret$"):
+        signature_header([], 1, "https://h.example.com/x", b"{}")

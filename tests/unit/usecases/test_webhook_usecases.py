@@ -199,3 +199,13 @@ def test_giving_up_ends_an_open_delivery_and_leaves_a_delivered_one() -> None:
     assert give_up(uow.deliveries, delivered, None) == {"deliveryId": delivered, "status": "delivered"}
     assert give_up(uow.deliveries, str(uuid.uuid4()), None)["status"] == "missing"
     assert deliver_module.USER_AGENT  # the module under test is the runtime's, not a copy
+
+
+def test_a_test_delivery_carries_a_test_body_to_the_url_given(public_dns: None) -> None:
+    uow, workflows = FakeUnitOfWork(), FakeWorkflows()
+    sent = send_test(uow, workflows, OWNER, url="https://hooks.example.com/t?k=1", headers=None, allow_private=False)
+    row = uow.deliveries.get(sent["deliveryId"])
+    assert (row.url, row.headers, row.event, sent["url"]) == ("https://hooks.example.com/t?k=1", {}, TEST_EVENT, "https://hooks.example.com/t?k=1")
+    assert row.payload.pop("timestamp")
+    assert row.payload == {"deliveryId": row.id, "event": TEST_EVENT, "scope": "test", "jobId": None, "status": None, "message": "A test delivery from batchlane."}
+    assert workflows.started == [("delivery", row.id)]
