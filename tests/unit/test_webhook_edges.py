@@ -45,7 +45,9 @@ def test_the_post_goes_to_the_pinned_address_whatever_the_urls_host_resolves_to(
     assert got.body == b'{"x":1}' and got.headers["X-Team"] == "legal" and got.headers["Host"] == f"receiver.invalid:{_port(r.url)}"
 
 
-@pytest.mark.parametrize(("code", "answer"), [(204, Answer(204)), (500, Answer(500, "HTTP 500")), (302, Answer(302, "HTTP 302")), (404, Answer(404, "HTTP 404"))])
+@pytest.mark.parametrize(
+    ("code", "answer"), [(204, Answer(204)), (500, Answer(500, "HTTP 500")), (302, Answer(302, "HTTP 302")), (404, Answer(404, "HTTP 404"))]
+)
 def test_a_receivers_status_is_the_answer_and_a_redirect_is_never_followed(receiver, code: int, answer: Answer) -> None:  # type: ignore[no-untyped-def]
     r = receiver([code])
     assert http_post(r.url, b"{}", {"Content-Type": "application/json"}, 5.0, "127.0.0.1") == answer
@@ -113,7 +115,10 @@ def test_callback_events_are_normalised(events: object, expected: tuple[str, ...
     assert subscription.check_events(events) == expected
 
 
-@pytest.mark.parametrize(("events", "words"), [([], "non-empty list"), ("", "non-empty list"), (5, "non-empty list"), (["job.done", "x"], "unknown event(s) job.done, x; known: job.completed")])
+@pytest.mark.parametrize(
+    ("events", "words"),
+    [([], "non-empty list"), ("", "non-empty list"), (5, "non-empty list"), (["job.done", "x"], "unknown event(s) job.done, x; known: job.completed")],
+)
 def test_callback_events_refused(events: object, words: str) -> None:
     with pytest.raises(InputError) as refused:
         subscription.check_events(events)
@@ -160,12 +165,23 @@ def test_a_delivery_through_the_api_shows_its_progress_never_its_headers_or_body
 _URL_RULES = (
     ("callbackUrl must be a URL of at most 2,048 characters.", ["https://h.example.com/" + "a" * 2027, 5]),
     ("callbackUrl must be an https:// URL.", ["ftp://h.example.com/x", "https:///nohost", "h.example.com/x"]),
-    ("callbackUrl must not carry credentials; send them in callbackHeaders.", ["https://user@h.example.com/x", "https://:pw@h.example.com/x", "https://u:p@h.example.com/x"]),
+    (
+        "callbackUrl must not carry credentials; send them in callbackHeaders.",
+        ["https://user@h.example.com/x", "https://:pw@h.example.com/x", "https://u:p@h.example.com/x"],
+    ),
     ("callbackUrl must not have a #fragment.", ["https://h.example.com/x#top"]),
     ("callbackUrl must use https (plain http is allowed only where the deployment allows private receivers).", ["http://h.example.com/x"]),
     (
         "callbackUrl points to a private, loopback or link-local address, which this deployment does not allow.",
-        ["https://127.0.0.1/x", "https://10.1.2.3/x", "https://localhost/x", "https://a.localhost/x", "https://db.internal/x", "https://printer.local/x", "https://[::1]/x"],
+        [
+            "https://127.0.0.1/x",
+            "https://10.1.2.3/x",
+            "https://localhost/x",
+            "https://a.localhost/x",
+            "https://db.internal/x",
+            "https://printer.local/x",
+            "https://[::1]/x",
+        ],
     ),
 )
 
@@ -195,7 +211,7 @@ def test_resolving_asks_for_the_hosts_tcp_addresses_on_its_port(monkeypatch: pyt
     assert subscription.resolve("hooks.example.com", 8443, allow_private=False) == "93.184.215.14"
     assert asked == [("hooks.example.com", 8443, (), {"proto": socket.IPPROTO_TCP})]
     monkeypatch.setattr(socket, "getaddrinfo", lambda *a, **k: [])
-    with pytest.raises(OSError, match="hooks.example.com has no address"):
+    with pytest.raises(OSError, match=r"hooks\.example\.com has no address"):
         subscription.resolve("hooks.example.com", 443, allow_private=True)
 
 
@@ -211,5 +227,5 @@ def test_a_change_without_a_scope_is_a_jobs_and_a_body_without_a_time_is_stamped
 def test_signing_with_no_secret_is_refused() -> None:
     from batchlane.webhooks.signing import signature_header
 
-    with pytest.raises(ValueError, match="^no signing secret$"):
+    with pytest.raises(ValueError, match=r"^no signing secret$"):
         signature_header([], 1, "https://h.example.com/x", b"{}")

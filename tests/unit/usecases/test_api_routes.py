@@ -218,8 +218,19 @@ def test_dry_run_is_true_or_false(api: Api, monkeypatch: pytest.MonkeyPatch, dry
         assert answer[1]["error"]["message"] == "dry_run must be true or false"
 
 
-@pytest.mark.parametrize(("groups", "lacking"), [(None, "batchlane-priority"), ("batchlane-priority", None), ("[ops batchlane-priority]", None), ("ops,batchlane-priority", None), ("ops", "batchlane-priority")])
-def test_convert_and_process_now_pass_the_priority_group_only_to_a_caller_lacking_it(api: Api, monkeypatch: pytest.MonkeyPatch, groups: str | None, lacking: str | None) -> None:
+@pytest.mark.parametrize(
+    ("groups", "lacking"),
+    [
+        (None, "batchlane-priority"),
+        ("batchlane-priority", None),
+        ("[ops batchlane-priority]", None),
+        ("ops,batchlane-priority", None),
+        ("ops", "batchlane-priority"),
+    ],
+)
+def test_convert_and_process_now_pass_the_priority_group_only_to_a_caller_lacking_it(
+    api: Api, monkeypatch: pytest.MonkeyPatch, groups: str | None, lacking: str | None
+) -> None:
     passed: list[tuple[str, str | None]] = []
     monkeypatch.setattr(usecases, "convert_file", lambda svc, owner, file_id, *, options, priority_group: passed.append(("convert", priority_group)) or {})
     monkeypatch.setattr(usecases, "process_now_file", lambda svc, owner, file_id, *, job_id, priority_group: passed.append((job_id, priority_group)) or {})
@@ -288,7 +299,12 @@ def test_rotating_the_webhook_secret_needs_the_admin_group(api: Api) -> None:
 
 @pytest.mark.parametrize(
     ("query", "answer"),
-    [({"limit": "x"}, (400, "BAD_REQUEST")), ({"job_id": "nope"}, (400, "ID_INVALID")), ({"job_id": MISSING, "limit": "3"}, (404, "JOB_NOT_FOUND")), (None, (200, None))],
+    [
+        ({"limit": "x"}, (400, "BAD_REQUEST")),
+        ({"job_id": "nope"}, (400, "ID_INVALID")),
+        ({"job_id": MISSING, "limit": "3"}, (404, "JOB_NOT_FOUND")),
+        (None, (200, None)),
+    ],
 )
 def test_the_delivery_listing_checks_its_filters(api: Api, query: dict[str, str] | None, answer: tuple[int, str | None]) -> None:
     status, body, _ = api("GET", "/api/v1/deliveries", query=query)
@@ -324,7 +340,9 @@ def test_each_error_type_answers_its_status_and_its_own_message(api: Api, monkey
         assert body["error"]["jobId"] == "j-9"
 
 
-@pytest.mark.parametrize(("error", "code"), [(errors.StoreUnavailable("db at 10.0.0.9 refused"), "STORE_UNAVAILABLE"), (RuntimeError("secret at 10.0.0.9"), "INTERNAL")])
+@pytest.mark.parametrize(
+    ("error", "code"), [(errors.StoreUnavailable("db at 10.0.0.9 refused"), "STORE_UNAVAILABLE"), (RuntimeError("secret at 10.0.0.9"), "INTERNAL")]
+)
 def test_a_server_side_failure_answers_a_generic_message_with_a_stable_code(api: Api, monkeypatch: pytest.MonkeyPatch, error: Exception, code: str) -> None:
     def fail(*_: Any, **__: Any) -> Any:
         raise error

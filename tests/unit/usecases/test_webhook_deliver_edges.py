@@ -42,12 +42,16 @@ def resolved(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int, bool]]:
 
 def _add(uow: FakeUnitOfWork, url: str, payload: dict[str, Any] | None = None) -> str:
     delivery_id = str(uuid.uuid4())
-    uow.deliveries.add(delivery_id=delivery_id, owner_id="alice", job_id=None, event="job.completed", url=url, headers={"X-Team": "legal"}, payload=payload or {"x": 1})
+    uow.deliveries.add(
+        delivery_id=delivery_id, owner_id="alice", job_id=None, event="job.completed", url=url, headers={"X-Team": "legal"}, payload=payload or {"x": 1}
+    )
     return delivery_id
 
 
 def _send(uow: FakeUnitOfWork, delivery_id: str, post: Posts, *, allow_private: bool = False, timeout_s: float = 7.5) -> dict[str, Any]:
-    return deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=allow_private, timeout_s=timeout_s, clock=lambda: 1_700_000_000)
+    return deliver(
+        uow.deliveries, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=allow_private, timeout_s=timeout_s, clock=lambda: 1_700_000_000
+    )
 
 
 @pytest.mark.parametrize(
@@ -59,7 +63,9 @@ def _send(uow: FakeUnitOfWork, delivery_id: str, post: Posts, *, allow_private: 
         ("http://10.0.0.5:9000/in", True, ("10.0.0.5", 9000)),
     ],
 )
-def test_the_address_is_resolved_for_the_urls_host_and_port_under_the_deployments_rule(resolved, url: str, allow_private: bool, host_port: tuple[str, int]) -> None:  # type: ignore[no-untyped-def]
+def test_the_address_is_resolved_for_the_urls_host_and_port_under_the_deployments_rule(
+    resolved, url: str, allow_private: bool, host_port: tuple[str, int]
+) -> None:  # type: ignore[no-untyped-def]
     uow = FakeUnitOfWork()
     posts = Posts(Answer(200))
     _send(uow, _add(uow, url), posts, allow_private=allow_private)
@@ -88,7 +94,14 @@ def test_the_latency_recorded_is_the_posts_in_milliseconds(resolved, monkeypatch
     assert uow.deliveries.get(delivery_id).latency_ms == 250
 
 
-@pytest.mark.parametrize(("answer", "message"), [(Answer(300, None), "attempt 1: HTTP 300"), (Answer(199, None), "attempt 1: HTTP 199"), (Answer(None, "URLError: refused"), "attempt 1: URLError: refused")])
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (Answer(300, None), "attempt 1: HTTP 300"),
+        (Answer(199, None), "attempt 1: HTTP 199"),
+        (Answer(None, "URLError: refused"), "attempt 1: URLError: refused"),
+    ],
+)
 def test_anything_but_a_2xx_is_a_failed_attempt_recorded_and_raised_for_the_ladder(resolved, answer: Answer, message: str) -> None:  # type: ignore[no-untyped-def]
     uow = FakeUnitOfWork()
     delivery_id = _add(uow, "https://hooks.example.com/in")
@@ -120,7 +133,7 @@ def test_a_name_that_does_not_resolve_is_a_failed_attempt_retried(monkeypatch: p
     monkeypatch.setattr(subscription, "resolve", nowhere)
     uow = FakeUnitOfWork()
     delivery_id = _add(uow, "https://nowhere.example.com/in")
-    with pytest.raises(DeliveryFailed, match="nowhere.example.com does not resolve: Name or service not known"):
+    with pytest.raises(DeliveryFailed, match=r"nowhere\.example\.com does not resolve: Name or service not known"):
         _send(uow, delivery_id, Posts())
     row = uow.deliveries.get(delivery_id)
     assert (row.status, row.attempts, row.latency_ms, row.last_error) == ("retrying", 1, 0, "DNS: Name or service not known")

@@ -74,7 +74,9 @@ def test_a_folder_jobs_end_is_one_delivery_to_its_callback_however_often_the_eve
 
 def _conversion_job(uow: FakeUnitOfWork, options: dict[str, Any]) -> str:
     file_row = uow.jobs.insert_file(owner_id=OWNER, name="a.pdf", s3_key=f"uploads/{OWNER}/a.pdf", size_bytes=10)
-    job = uow.jobs.insert_job(file_id=str(file_row.id), owner_id=OWNER, status="processing", options=options, model_id="m", total_pages=3, pages_per_chunk=3, chunks=plan_chunks(3, 3))
+    job = uow.jobs.insert_job(
+        file_id=str(file_row.id), owner_id=OWNER, status="processing", options=options, model_id="m", total_pages=3, pages_per_chunk=3, chunks=plan_chunks(3, 3)
+    )
     return str(job.id)
 
 
@@ -207,5 +209,12 @@ def test_a_test_delivery_carries_a_test_body_to_the_url_given(public_dns: None) 
     row = uow.deliveries.get(sent["deliveryId"])
     assert (row.url, row.headers, row.event, sent["url"]) == ("https://hooks.example.com/t?k=1", {}, TEST_EVENT, "https://hooks.example.com/t?k=1")
     assert row.payload.pop("timestamp")
-    assert row.payload == {"deliveryId": row.id, "event": TEST_EVENT, "scope": "test", "jobId": None, "status": None, "message": "A test delivery from batchlane."}
+    assert row.payload == {
+        "deliveryId": row.id,
+        "event": TEST_EVENT,
+        "scope": "test",
+        "jobId": None,
+        "status": None,
+        "message": "A test delivery from batchlane.",
+    }
     assert workflows.started == [("delivery", row.id)]
