@@ -71,11 +71,7 @@ def books(draw: st.DrawFn) -> Book:
         folio = number + offset
         head = None
         if number > front and not opening:
-            title = (
-                f"CHAPTER {chapter}. {SECTIONS[chapter % len(SECTIONS)]}"
-                if number % 2 == 0
-                else f"{chapter}.{section}. {SECTIONS[(chapter + section) % len(SECTIONS)]}"
-            )
+            title = f"CHAPTER {chapter}. {SECTIONS[chapter % len(SECTIONS)]}" if number % 2 == 0 else f"{chapter}.{section}. {SECTIONS[(chapter + section) % len(SECTIONS)]}"
             head = _head(form, folio, title) if form != "title-first" else f"{title} {folio}"
         if opening:
             chapter, section = chapter + 1, 1
@@ -175,7 +171,8 @@ def test_once_heads_repeat_no_running_head_and_no_folio_is_left(book: Book) -> N
 def test_the_pass_is_idempotent_what_it_leaves_holds_no_furniture(book: Book) -> None:
     furniture = survey(book.pages)
     once = [
-        PageText(p.page_number, p.status, "\n\n".join(strip_furniture(page_text_blocks(p.markdown), p.page_number, furniture)[0]), p.reason) for p in book.pages
+        PageText(p.page_number, p.status, "\n\n".join(strip_furniture(page_text_blocks(p.markdown), p.page_number, furniture)[0]), p.reason)
+        for p in book.pages
     ]
     again = survey(once)
 

@@ -57,7 +57,7 @@ def test_an_allowed_tag_with_attributes_is_not_allowed() -> None:
 
 
 def test_code_spans_and_fenced_code_keep_their_content_but_no_page_marker() -> None:
-    page = 'Use `<div>` and ``a <b> `c` `` here.\n\n```html\n<div class="x">\n<!-- Page 7 -->\n</div>\n```\n\nAfter <div>.'
+    page = "Use `<div>` and ``a <b> `c` `` here.\n\n```html\n<div class=\"x\">\n<!-- Page 7 -->\n</div>\n```\n\nAfter <div>."
 
     safe = safe_markdown(page)
 

@@ -46,9 +46,7 @@ def test_the_same_spec_posted_once_the_empty_folder_holds_a_pdf_lists_it_again_a
     buckets.put("folders", "empty/paper.pdf")
     again, created = usecases.submit(svc, ALICE, SPEC)
     assert (again["id"], created, again["status"], again["error"]) == (job_id, False, "enumerating", None)
-    assert ("folder", f"{job_id}-{fake_uow.folder_jobs.get(job_id).run}-{int(fake_uow.folder_jobs.get(job_id).created_at.timestamp())}") in workflows_of(
-        svc
-    ).started
+    assert ("folder", f"{job_id}-{fake_uow.folder_jobs.get(job_id).run}-{int(fake_uow.folder_jobs.get(job_id).created_at.timestamp())}") in workflows_of(svc).started
     _list(fake_uow, buckets, job_id)
     listed = fake_uow.folder_jobs.get(job_id)
     assert (listed.status, listed.objects_listed) == ("processing", 1)

@@ -182,12 +182,7 @@ def _short_then_whole(in_flight: dict[str, int]) -> _FixedPool:
 
 def test_a_read_short_at_both_budgets_is_made_whole_and_the_whole_pool_is_planned(svc_on_fakes: Services) -> None:
     settings = svc_on_fakes.settings.model_copy(
-        update={
-            "batch_conversion_min_records": 100,
-            "batch_conversion_max_records": 150,
-            "batch_pool_window_minutes": 60,
-            "batch_conversion_max_concurrent_jobs": 3,
-        }
+        update={"batch_conversion_min_records": 100, "batch_conversion_max_records": 150, "batch_pool_window_minutes": 60, "batch_conversion_max_concurrent_jobs": 3}
     )
     lanes = _short_then_whole({MODEL: 1})
 
