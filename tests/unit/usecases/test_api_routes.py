@@ -370,3 +370,32 @@ def test_a_file_can_be_deleted_by_its_owner(api: Api) -> None:
     status, _, _ = api("DELETE", f"/api/v1/files/{file_id}")
     assert status == 200
     assert api("GET", "/api/v1/files")[1] == {"files": []}
+
+
+# -- folder jobs -----------------------------------------------------------------------
+@pytest.mark.parametrize(("dry", "outcome"), [("true", "estimate"), ("1", "estimate"), ("TRUE", "estimate"), ("false", "submit"), ("0", "submit"), ("", "submit"), ("yes", 400)])
+def test_a_folder_job_is_estimated_or_submitted_by_its_dry_run_flag(api: Api, monkeypatch: pytest.MonkeyPatch, dry: str, outcome: object) -> None:
+    calls: list[tuple[str, Any, Any]] = []
+    monkeypatch.setattr(folder_routes.dryrun, "estimate", lambda svc, body, *, owner_id, groups: calls.append(("estimate", body, groups)) or {"files": 1})
+    monkeypatch.setattr(folder_routes.usecases, "submit", lambda svc, owner, body, *, priority_group, groups: calls.append(("submit", priority_group, groups)) or ({"jobId": "fj-1"}, True))
+    status, body, _ = api("POST", "/api/v1/folder-jobs", {"source": "s3://in/a/"}, query={"dry_run": dry}, groups="[ops, batchlane-priority]")
+    if outcome == 400:
+        assert (status, body["error"]["code"], body["error"]["message"]) == (400, "BAD_REQUEST", "dry_run must be true or false") and calls == []
+    elif outcome == "estimate":
+        assert status == 200 and calls == [("estimate", {"source": "s3://in/a/"}, {"ops", "batchlane-priority"})]
+    else:
+        assert status == 201 and calls == [("submit", None, {"ops", "batchlane-priority"})]
+
+
+def test_a_folder_job_submitted_again_is_200_and_a_caller_lacking_priority_is_named(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[Any] = []
+    monkeypatch.setattr(folder_routes.usecases, "submit", lambda svc, owner, body, *, priority_group, groups: seen.append((owner, priority_group)) or ({"jobId": "fj-1"}, False))
+    status, body, _ = api("POST", "/api/v1/folder-jobs", {"source": "s3://in/a/"}, groups="ops")
+    assert (status, body, seen) == (200, {"jobId": "fj-1"}, [(ALICE, "batchlane-priority")])
+
+
+def test_folder_routes_refuse_a_body_that_is_not_json_and_a_missing_caller(api: Api) -> None:
+    status, body, _ = api("POST", "/api/v1/folder-jobs", raw="{not json")
+    assert (status, body["error"]["code"], body["error"]["message"]) == (400, "BAD_REQUEST", "The body is not valid JSON.")
+    status, body, _ = api("POST", "/api/v1/folder-jobs", {}, user=None)
+    assert (status, body["error"]["code"], body["error"]["message"]) == (401, "UNAUTHORIZED", "No caller identity: send a Cognito token.")
