@@ -39,7 +39,9 @@ class Downloads:
 
 def _job(uow: FakeUnitOfWork, name: str = "Book: One.pdf", status: str = "completed", **columns: Any) -> tuple[str, Any]:
     file_row = uow.jobs.insert_file(owner_id=OWNER, name=name, s3_key=f"uploads/{OWNER}/src", size_bytes=4321)
-    job = uow.jobs.insert_job(file_id=str(file_row.id), owner_id=OWNER, status="processing", options={}, model_id=MODEL, total_pages=6, pages_per_chunk=3, chunks=plan_chunks(6, 3))
+    job = uow.jobs.insert_job(
+        file_id=str(file_row.id), owner_id=OWNER, status="processing", options={}, model_id=MODEL, total_pages=6, pages_per_chunk=3, chunks=plan_chunks(6, 3)
+    )
     uow.jobs.put_job(dataclasses.replace(job, status=status, **columns))
     return str(job.id), file_row
 
@@ -49,7 +51,14 @@ def test_a_completed_jobs_download_names_every_file_beside_its_markdown(svc: Ser
     svc.store.put_bytes("jobs/j/out.md", b"# Book\n")
     svc.store.put_bytes(keys.pages_key(job_id), b"{}\n{}\n")
     svc.store.put_bytes(keys.images_prefix(job_id) + "p2-1.png", b"png")
-    svc.store.put_json(keys.outputs_key(job_id), {"html": {"status": "written", "key": "jobs/j/out.html", "sizeBytes": 99}, "docx": {"status": "failed", "error": {"code": "DOCX_FAILED", "message": "m"}}, "json": {"status": "failed"}})
+    svc.store.put_json(
+        keys.outputs_key(job_id),
+        {
+            "html": {"status": "written", "key": "jobs/j/out.html", "sizeBytes": 99},
+            "docx": {"status": "failed", "error": {"code": "DOCX_FAILED", "message": "m"}},
+            "json": {"status": "failed"},
+        },
+    )
     before = datetime.now(UTC)
     answer = results.markdown_download(svc, Downloads(svc), OWNER, job_id)
     url_expires = datetime.fromisoformat(answer.pop("urlExpiresAt"))
@@ -83,12 +92,25 @@ def test_a_download_before_the_markdown_or_after_it_expired_says_which(svc: Serv
     gone, _ = _job(fake_uow, markdown_key="jobs/gone/out.md")
     with pytest.raises(results.ObjectExpired) as expired:
         results.markdown_download(svc, Downloads(svc), OWNER, gone)
-    assert str(expired.value) == f"The Markdown of job {gone} is no longer stored: the working bucket keeps results {keys.OBJECT_EXPIRY_DAYS} days. Convert the file again."
+    assert (
+        str(expired.value)
+        == f"The Markdown of job {gone} is no longer stored: the working bucket keeps results {keys.OBJECT_EXPIRY_DAYS} days. Convert the file again."
+    )
     with pytest.raises(NotFound):
         results.markdown_download(svc, Downloads(svc), "someone-else", gone)
 
 
-@pytest.mark.parametrize(("name", "md"), [("Book: One.pdf", "Book_ One.md"), ("notes", "notes.md"), ("  .pdf", "document.md"), ("a/b.PDF", "a_b.md"), ("x.y.docx", "x.y.md"), ("über-1_2.pdf", "über-1_2.md")])
+@pytest.mark.parametrize(
+    ("name", "md"),
+    [
+        ("Book: One.pdf", "Book_ One.md"),
+        ("notes", "notes.md"),
+        ("  .pdf", "document.md"),
+        ("a/b.PDF", "a_b.md"),
+        ("x.y.docx", "x.y.md"),
+        ("über-1_2.pdf", "über-1_2.md"),
+    ],
+)
 def test_the_markdowns_name_comes_from_the_files(name: str, md: str) -> None:
     assert results._markdown_name(name) == md
 
@@ -99,8 +121,13 @@ def test_a_renderings_name_never_takes_a_sources_name(fmt: str, name: str) -> No
     assert results.rendering_name("book", fmt) == name
 
 
-@pytest.mark.parametrize(("source_type", "kind", "url_key"), [("pdf", "pdf", "file"), ("tiff", "pages", "pages"), ("png", "pages", "pages"), ("docx", "document", None), ("html", "document", None)])
-def test_the_source_read_is_the_pdf_the_page_view_ranges_over(svc: Services, fake_uow: FakeUnitOfWork, source_type: str, kind: str, url_key: str | None) -> None:
+@pytest.mark.parametrize(
+    ("source_type", "kind", "url_key"),
+    [("pdf", "pdf", "file"), ("tiff", "pages", "pages"), ("png", "pages", "pages"), ("docx", "document", None), ("html", "document", None)],
+)
+def test_the_source_read_is_the_pdf_the_page_view_ranges_over(
+    svc: Services, fake_uow: FakeUnitOfWork, source_type: str, kind: str, url_key: str | None
+) -> None:
     job_id, file_row = _job(fake_uow, status="processing", source_type=source_type)
     answer = live.source_read(svc, Downloads(svc), OWNER, job_id)
     key = {"file": file_row.s3_key, "pages": keys.pages_source_key(job_id), None: None}[url_key]
@@ -139,7 +166,10 @@ def test_an_eta_started_this_instant_still_has_a_pace() -> None:
 
 def test_the_money_beside_a_job_is_its_booked_cost_against_the_same_tokens_on_demand() -> None:
     prices = PriceTable({"m": {"input_per_mtok": 3.0, "output_per_mtok": 15.0}, "n": {"input_per_mtok": 1.0, "output_per_mtok": 5.0}})
-    spends = [SimpleNamespace(model_id="m", cost_usd=Decimal("0.5"), input_tokens=100_000, output_tokens=20_000), SimpleNamespace(model_id="n", cost_usd=Decimal("0.1"), input_tokens=100_000, output_tokens=20_000)]
+    spends = [
+        SimpleNamespace(model_id="m", cost_usd=Decimal("0.5"), input_tokens=100_000, output_tokens=20_000),
+        SimpleNamespace(model_id="n", cost_usd=Decimal("0.1"), input_tokens=100_000, output_tokens=20_000),
+    ]
     reads = SimpleNamespace(spend_by_model=lambda job_id: spends)
     # on demand: m 0.3 + 0.3 = 0.6, n 0.1 + 0.1 = 0.2 → 0.8; booked 0.6; saving 0.2 = 25.0 %
     assert live.money(reads, prices, "j") == {"costSoFarUsd": "0.6", "onDemandUsd": "0.800000", "savingUsd": "0.200000", "savingPercent": "25.0"}  # type: ignore[arg-type]

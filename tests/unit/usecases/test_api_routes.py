@@ -373,11 +373,17 @@ def test_a_file_can_be_deleted_by_its_owner(api: Api) -> None:
 
 
 # -- folder jobs -----------------------------------------------------------------------
-@pytest.mark.parametrize(("dry", "outcome"), [("true", "estimate"), ("1", "estimate"), ("TRUE", "estimate"), ("false", "submit"), ("0", "submit"), ("", "submit"), ("yes", 400)])
+@pytest.mark.parametrize(
+    ("dry", "outcome"), [("true", "estimate"), ("1", "estimate"), ("TRUE", "estimate"), ("false", "submit"), ("0", "submit"), ("", "submit"), ("yes", 400)]
+)
 def test_a_folder_job_is_estimated_or_submitted_by_its_dry_run_flag(api: Api, monkeypatch: pytest.MonkeyPatch, dry: str, outcome: object) -> None:
     calls: list[tuple[str, Any, Any]] = []
     monkeypatch.setattr(folder_routes.dryrun, "estimate", lambda svc, body, *, owner_id, groups: calls.append(("estimate", body, groups)) or {"files": 1})
-    monkeypatch.setattr(folder_routes.usecases, "submit", lambda svc, owner, body, *, priority_group, groups: calls.append(("submit", priority_group, groups)) or ({"jobId": "fj-1"}, True))
+    monkeypatch.setattr(
+        folder_routes.usecases,
+        "submit",
+        lambda svc, owner, body, *, priority_group, groups: calls.append(("submit", priority_group, groups)) or ({"jobId": "fj-1"}, True),
+    )
     status, body, _ = api("POST", "/api/v1/folder-jobs", {"source": "s3://in/a/"}, query={"dry_run": dry}, groups="[ops, batchlane-priority]")
     if outcome == 400:
         assert (status, body["error"]["code"], body["error"]["message"]) == (400, "BAD_REQUEST", "dry_run must be true or false") and calls == []
@@ -389,7 +395,9 @@ def test_a_folder_job_is_estimated_or_submitted_by_its_dry_run_flag(api: Api, mo
 
 def test_a_folder_job_submitted_again_is_200_and_a_caller_lacking_priority_is_named(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[Any] = []
-    monkeypatch.setattr(folder_routes.usecases, "submit", lambda svc, owner, body, *, priority_group, groups: seen.append((owner, priority_group)) or ({"jobId": "fj-1"}, False))
+    monkeypatch.setattr(
+        folder_routes.usecases, "submit", lambda svc, owner, body, *, priority_group, groups: seen.append((owner, priority_group)) or ({"jobId": "fj-1"}, False)
+    )
     status, body, _ = api("POST", "/api/v1/folder-jobs", {"source": "s3://in/a/"}, groups="ops")
     assert (status, body, seen) == (200, {"jobId": "fj-1"}, [(ALICE, "batchlane-priority")])
 
