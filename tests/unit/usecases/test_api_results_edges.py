@@ -197,3 +197,73 @@ def test_a_budget_override_is_refused_for_an_owner_id_out_of_bounds_and_answers_
             usecases.set_owner_budget(svc, "admin", bad, usd_per_month=None, max_live_jobs=None, max_live_pages=None)
     answer = usecases.set_owner_budget(svc, "admin", "x" * 128, usd_per_month=Decimal("0"), max_live_jobs=None, max_live_pages=None)
     assert answer["ownerId"] == "x" * 128 and answer["usdPerMonth"] == "0" and answer["leftUsd"] == "0.000000"
+
+
+def test_the_failed_page_list_estimates_a_retry_and_names_the_pages_a_retry_will_not_change(
+    svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from batchlane.conversion import retry as retries
+    from batchlane.conversion.budget import worst_case_pages_hold
+
+    job_id, _ = _job(fake_uow, pages_failed=2)
+    asked: list[str] = []
+    failed = [retries.FailedPage(3, "ThrottlingException", 2, "on_demand", 0), retries.FailedPage(5, sorted(retries.UNLIKELY_TO_CHANGE)[0], 1, "batch", 1)]
+    monkeypatch.setattr(results.retries, "failed_pages", lambda s, jid: asked.append(jid) or failed)
+    answer = results.job_pages(svc, OWNER, job_id, status="failed")
+    at_most = worst_case_pages_hold(svc, model_id=svc.settings.batchlane_model_id, pages=2).quantize(Decimal("0.0001"))
+    assert asked == [job_id] and at_most > 0
+    assert answer == {
+        "jobId": job_id, "status": "completed", "filter": {"status": "failed"}, "pages": [p.to_json() for p in failed], "count": 2,
+        "retryEstimate": {"pages": 2, "atMostUsd": str(at_most), "unlikelyToChange": [5]},
+    }  # fmt: skip
+    monkeypatch.setattr(results.retries, "failed_pages", lambda s, jid: [])
+    assert results.job_pages(svc, OWNER, job_id, status="failed") == {
+        "jobId": job_id,
+        "status": "completed",
+        "filter": {"status": "failed"},
+        "pages": [],
+        "count": 0,
+    }
+    with pytest.raises(NotFound):
+        results.job_pages(svc, "someone-else", job_id, status="failed")
+
+
+def test_a_retry_and_its_history_are_asked_for_the_owners_job_with_the_callers_narrowing(
+    svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id, _ = _job(fake_uow, pages_failed=2)
+    calls: list[Any] = []
+    monkeypatch.setattr(
+        results.retries,
+        "start_retry",
+        lambda s, jid, *, error_ids, pages: calls.append((s is svc, jid, error_ids, pages)) or SimpleNamespace(to_json=lambda: {"attempt": 1}),
+    )
+    monkeypatch.setattr(results.retries, "retry_history", lambda s, jid: calls.append((s is svc, jid)) or [{"attempt": 1}])
+    assert results.retry_job(svc, OWNER, job_id, error_ids=["E1"], pages=[3]) == {"attempt": 1}
+    assert results.job_retries(svc, OWNER, job_id) == {"jobId": job_id, "retries": [{"attempt": 1}]}
+    assert calls == [(True, job_id, ["E1"], [3]), (True, job_id)]
+    for call in (lambda: results.retry_job(svc, "someone-else", job_id, error_ids=None, pages=None), lambda: results.job_retries(svc, "someone-else", job_id)):
+        with pytest.raises(NotFound):
+            call()
+
+
+def test_a_dry_run_needs_the_upload_and_reads_the_files_row(svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, file_row = _job(fake_uow)
+    with pytest.raises(Conflict) as missing:
+        results.dry_run_file(svc, OWNER, str(file_row.id), options=None)
+    assert missing.value.error_id == "UPLOAD_MISSING"
+    svc.store.put_bytes(file_row.s3_key, b"%PDF")
+    seen: list[Any] = []
+    monkeypatch.setattr(results, "dry_run", lambda s, row, options: seen.append((s is svc, row["id"], row["name"], options)) or {"dryRun": True})
+    assert results.dry_run_file(svc, OWNER, str(file_row.id), options={"highFidelity": True}) == {"dryRun": True}
+    assert seen == [(True, file_row.id, "Book: One.pdf", {"highFidelity": True})]
+
+
+def test_the_live_block_prices_the_jobs_spend_and_scales_the_batch_limit(svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batch_conversion_timeout_hours": 24, "batchlane_time_scale": 4.0}))  # type: ignore[type-var]
+    asked: list[Any] = []
+    monkeypatch.setattr(live, "money", lambda reads, prices, job_id: asked.append((job_id, prices.rate(MODEL))) or {"costSoFarUsd": "0"})
+    monkeypatch.setattr(live, "eta", lambda view, *, batch_timeout_hours: asked.append(batch_timeout_hours) or {"basis": "x"})
+    view = {"jobId": "j-3", "status": "processing"}
+    assert live.with_live(fast, view) == {**view, "live": {"costSoFarUsd": "0", "eta": {"basis": "x"}, "batchTimeoutHours": 24}}
+    assert asked == [("j-3", PriceTable(svc.settings.batchlane_prices).rate(MODEL)), 6.0]
