@@ -161,3 +161,80 @@ def test_a_job_recorded_failed_at_creation_is_rejected_with_its_id(
     with pytest.raises(usecases.ConversionRejected) as rejected:
         usecases.convert_file(svc, OWNER, file_id, options=None)
     assert (rejected.value.error_id, str(rejected.value), rejected.value.job_id) == (*expected, "j-9")
+
+
+def _converted(svc: Services, status: str) -> tuple[str, str]:
+    file_id = _uploaded(svc, stored=10)
+    uow = svc.uow()
+    job = uow.jobs.insert_job(file_id=file_id, owner_id=OWNER, status="processing", options={}, model_id="m", total_pages=3, pages_per_chunk=3, chunks=[])
+    uow.jobs.put_job(dataclasses.replace(job, status=status))
+    return file_id, str(job.id)
+
+
+def test_a_file_never_converted_or_guarded_by_another_job_says_so(svc: Services) -> None:
+    from batchlane.domain.errors import NotFound
+
+    file_id = _uploaded(svc)
+    with pytest.raises(NotFound) as never:
+        usecases.cancel_file(svc, OWNER, file_id)
+    assert (never.value.error_id, str(never.value)) == ("CONVERSION_NOT_FOUND", "The file has never been converted.")
+    file_id, job_id = _converted(svc, "processing")
+    other = "123e4567-e89b-12d3-a456-426614174000"
+    with pytest.raises(Conflict) as guard:
+        usecases.cancel_file(svc, OWNER, file_id, job_id=other)
+    assert (guard.value.error_id, str(guard.value)) == ("JOB_NOT_CURRENT", f"Job {other} is not the file's current conversion ({job_id}).")
+
+
+@pytest.mark.parametrize("status", ["completed", "failed"])
+def test_a_finished_conversion_has_nothing_to_cancel(svc: Services, status: str) -> None:
+    file_id, _ = _converted(svc, status)
+    with pytest.raises(Conflict) as refused:
+        usecases.cancel_file(svc, OWNER, file_id)
+    assert (refused.value.error_id, str(refused.value)) == ("NOT_CANCELLABLE", f"The conversion is {status}; there is nothing to cancel.")
+
+
+def test_process_now_needs_the_priority_group_after_the_owner_check_and_acts_on_the_current_job(svc: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    from batchlane.domain.errors import NotFound
+
+    file_id, job_id = _converted(svc, "waiting_batch")
+    with pytest.raises(NotFound):
+        usecases.process_now_file(svc, "someone-else", file_id, priority_group="prio")  # a 403 never confirms another user's file
+    with pytest.raises(Forbidden) as refused:
+        usecases.process_now_file(svc, OWNER, file_id, priority_group="prio")
+    assert str(refused.value) == "Converting on-demand now (skipping the half-price batch lane) needs membership of the prio group."
+    acted: list[Any] = []
+    monkeypatch.setattr(usecases, "process_now", lambda s, jid: acted.append((s is svc, jid)) or SimpleNamespace(to_json=lambda: {"jobId": jid}))
+    assert usecases.process_now_file(svc, OWNER, file_id, job_id=job_id) == {"jobId": job_id}
+    assert acted == [(True, job_id)]
+
+
+def test_resume_refuses_an_id_that_is_not_a_job_and_resumes_the_owners(svc: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    from batchlane.domain.errors import NotFound
+
+    with pytest.raises(NotFound) as refused:
+        usecases.resume_job(svc, OWNER, "nope")
+    assert (refused.value.error_id, str(refused.value)) == ("JOB_NOT_FOUND", "No job nope.")
+    resumed: list[Any] = []
+    monkeypatch.setattr(usecases.budget, "resume_job", lambda s, owner, jid: resumed.append((s is svc, owner, jid)) or {"status": "processing"})
+    job_id = "123E4567-E89B-12D3-A456-426614174000"
+    assert usecases.resume_job(svc, OWNER, job_id) == {"status": "processing"}
+    assert resumed == [(True, OWNER, job_id.lower())]
+
+
+def test_deleting_a_file_removes_what_it_left_and_keeps_what_a_bedrock_job_may_still_read(svc: Services, monkeypatch: pytest.MonkeyPatch) -> None:
+    file_id, job_id = _converted(svc, "completed")
+    upload_key = svc.uow().jobs.get_file(file_id).s3_key
+    for key in (f"jobs/{job_id}/out.md", f"{keys.BATCH_PREFIX}{job_id}/in.jsonl"):
+        svc.store.put_bytes(key, b"x")
+    doomed, kept = usecases.stored_objects(svc, file_id)
+    assert (sorted(doomed), kept) == (sorted([upload_key, f"jobs/{job_id}/out.md", f"{keys.BATCH_PREFIX}{job_id}/in.jsonl"]), [])
+    in_flight = SimpleNamespace(job_id=job_id, open_lane_state=sorted(usecases.IN_FLIGHT_BATCH_STATES)[0])
+    monkeypatch.setattr(type(svc.uow().reads), "jobs_of_file", lambda self, fid: [in_flight] if fid == file_id else [])
+    doomed, kept = usecases.stored_objects(svc, file_id)
+    assert (sorted(doomed), kept) == (sorted([upload_key, f"jobs/{job_id}/out.md"]), [f"{keys.BATCH_PREFIX}{job_id}/"])
+    folder_file = svc.uow().jobs.put_file(dataclasses.replace(svc.uow().jobs.get_file(file_id), source_bucket="users-bucket"))
+    assert upload_key not in usecases.stored_objects(svc, folder_file.id)[0]  # the user's own object is never deleted
+    purged: list[Any] = []
+    monkeypatch.setattr(usecases, "purge_members", lambda s, lanes: purged.append(s is svc))
+    assert usecases.delete_file(svc, OWNER, file_id) == {"fileId": file_id, "deleted": True, "cancelledJobId": None}
+    assert purged == [True] and svc.store.list_keys(f"jobs/{job_id}/") == []

@@ -407,3 +407,79 @@ def test_folder_routes_refuse_a_body_that_is_not_json_and_a_missing_caller(api: 
     assert (status, body["error"]["code"], body["error"]["message"]) == (400, "BAD_REQUEST", "The body is not valid JSON.")
     status, body, _ = api("POST", "/api/v1/folder-jobs", {}, user=None)
     assert (status, body["error"]["code"], body["error"]["message"]) == (401, "UNAUTHORIZED", "No caller identity: send a Cognito token.")
+
+
+def test_error_answers_are_json_and_the_401_says_what_to_send(api: Api) -> None:
+    status, body, headers = api("GET", "/api/v1/budget", user=None)
+    assert (status, body["error"]["message"], headers["Content-Type"]) == (401, "No caller identity: send a Cognito token.", "application/json")
+
+
+def test_group_claims_are_read_in_both_of_the_authorizers_spellings(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[set[str]] = []
+    monkeypatch.setattr(api_app.webhook_usecases, "rotate_secret", lambda svc, caller, groups: seen.append(groups) or {})
+    for raw in ("[Xray admins]", "Xray,admins", "admins Xray"):
+        api("POST", "/api/v1/webhook-config/secret", groups=raw)
+    assert seen == [{"Xray", "admins"}] * 3
+
+
+def test_a_body_that_is_not_an_object_is_refused_and_an_absent_body_is_an_empty_one(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    status, body, _ = api("POST", "/api/v1/files", raw="[1]")
+    assert (status, body["error"]["code"]) == (400, "BAD_REQUEST") and body["error"]["message"].startswith("body")
+    guarded: list[Any] = []
+    monkeypatch.setattr(usecases, "cancel_file", lambda svc, owner, file_id, *, job_id: guarded.append(job_id) or {"status": "cancelled"})
+    assert api("POST", f"/api/v1/files/{MISSING}/cancel")[0] == 200 and guarded == [None]
+
+
+def test_a_name_with_white_space_at_an_end_and_a_model_not_enabled_say_what_is_allowed(api: Api) -> None:
+    assert api("POST", "/api/v1/files", {"name": "a.pdf ", "sizeBytes": 1})[1]["error"]["message"] == "name may not start or end with white space."
+    file_id = _upload(api)
+    message = api("POST", f"/api/v1/files/{file_id}/convert", {"options": {"modelId": "anthropic.other-v1:0"}})[1]["error"]["message"]
+    allowed = api.svc.settings.allowed_model_ids
+    assert message == f"Model anthropic.other-v1:0 is not enabled in this deployment; use one of: {', '.join(allowed)}."
+
+
+def test_a_rate_below_one_a_second_still_limits_and_no_caller_is_401_not_limited(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    slow = dataclasses.replace(api.svc, settings=api.svc.settings.model_copy(update={"batchlane_api_rate_per_s": 0.5, "batchlane_api_burst": 1}))  # type: ignore[type-var]
+    monkeypatch.setattr(throttle, "services", lambda: slow)
+    assert api("GET", "/api/v1/budget")[0] == 200
+    assert _error(api("GET", "/api/v1/budget")) == (429, "RATE_LIMITED")
+    assert _error(api("GET", "/api/v1/budget", user=None)) == (401, "UNAUTHORIZED")
+
+
+def test_test_deliveries_are_capped_an_hour_and_pass_the_callers_headers(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from batchlane.api import webhook_usecases
+
+    capped = dataclasses.replace(
+        api.svc, settings=api.svc.settings.model_copy(update={"batchlane_max_test_deliveries_per_hour": 1, "batchlane_webhook_allow_private": True})
+    )  # type: ignore[type-var]
+    asked: list[Any] = []
+    real = capped.uow().caps.recent_test_deliveries
+    monkeypatch.setattr(
+        type(capped.uow().caps),
+        "recent_test_deliveries",
+        lambda self, caller, *, event, hours: asked.append((caller, event, hours)) or real(caller, event=event, hours=hours),
+    )
+    sent = webhook_usecases.send_test_delivery(capped, ALICE, url="http://127.0.0.1:9/h", headers={"X-A": "1"})
+    assert capped.uow().deliveries.get(sent["deliveryId"]).headers == {"X-A": "1"}
+    with pytest.raises(errors.LimitReached) as refused:
+        webhook_usecases.send_test_delivery(capped, ALICE, url="http://127.0.0.1:9/h", headers=None)
+    assert refused.value.error_id == "TEST_DELIVERIES_LIMIT"
+    assert (
+        str(refused.value)
+        == "You have 1 test deliveries in the last hour; the limit is 1. Wait a while, or ask an operator to raise BATCHLANE_MAX_TEST_DELIVERIES_PER_HOUR."
+    )
+    assert asked[0] == (ALICE, "webhook.test", 1)
+
+
+def test_rotating_the_secret_names_the_group_and_deliveries_of_a_folder_job_need_its_owner(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    from batchlane.api import webhook_usecases
+
+    with pytest.raises(errors.Forbidden) as refused:
+        webhook_usecases.rotate_secret(api.svc, ALICE, {"ops"})
+    assert str(refused.value) == f"Rotating the signing secret needs membership of the {api.svc.settings.batchlane_admin_group} group."
+    checked: list[Any] = []
+    monkeypatch.setattr(webhook_usecases.folder_usecases, "owned", lambda svc, caller, job_id: checked.append((caller, job_id)))
+    limits: list[Any] = []
+    monkeypatch.setattr(type(api.svc.uow().deliveries), "for_owner", lambda self, owner, *, job_id, limit=100: limits.append((owner, job_id, limit)) or [])
+    assert webhook_usecases.list_deliveries(api.svc, ALICE, job_id="fj-abc", limit=7) == {"deliveries": []}
+    assert checked == [(ALICE, "fj-abc")] and limits == [(ALICE, "fj-abc", 7)]
