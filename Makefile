@@ -48,6 +48,11 @@ console: console/dist/index.html   ## build the web console (served by `batchlan
 	test -x /usr/bin/chromium || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 	mkdir -p .batchlane && touch $@
 
+# The scanned-page tests build their PDFs with Debian's ImageMagick and img2pdf (tests/scans.py): install them once (root, as CI).
+.batchlane/scan-tools.stamp:
+	(test -x /usr/bin/convert && test -x /usr/bin/img2pdf) || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q imagemagick img2pdf)
+	mkdir -p .batchlane && touch $@
+
 demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the offline stack
 	$(VENV)/bin/batchlane demo $(DEMO_ARGS)
 	@echo "batchlane is $(VENV)/bin/batchlane: '. $(VENV)/bin/activate' puts it on your PATH for the README's commands"
@@ -57,7 +62,7 @@ demo: $(VENV)/.stamp console   ## the main job: a 1,200-page PDF through the off
 # count, would send the long end-to-end files last). The slowest 15 tests are listed at the end (docs/testing.md).
 TEST_WORKERS ?= 2
 
-test: $(VENV)/.stamp $(CHECKOV_VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp   ## every test (unit, integration, infra, e2e)
+test: $(VENV)/.stamp $(CHECKOV_VENV)/.stamp node_modules/.stamp console .batchlane/chromium.stamp .batchlane/scan-tools.stamp   ## every test (unit, integration, infra, e2e)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(VENV)/.stamp   ## unit tests only: no server, use cases on fakes (~25 s on 2 cores)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from batchlane.contract import EVENT_SOURCE
+from batchlane.contract import EVENT_SOURCE, WEBHOOK_OWNER_CONTEXT, WEBHOOK_PURPOSE, WEBHOOK_PURPOSE_CONTEXT
 
 ResourceKind = Literal[
     "objects",  # objects of the bucket under ``prefix`` (arn:aws:s3:::bucket/prefix*)
@@ -27,7 +27,8 @@ ResourceKind = Literal[
     "batch_lane_state_machine",
     "intake_state_machine",
     "webhook_delivery_state_machine",
-    "webhook_secret",  # the webhook signing secret
+    "webhook_secret",  # the deployment's webhook signing secret (the migration's)
+    "webhook_key",  # the KMS key that seals each owner's webhook signing secret
     "default_event_bus",
     "any",  # "*": only for actions AWS gives no resource-level permission
     "folder_objects",  # objects under each configured folder source (arn:aws:s3:::bucket/prefix*)
@@ -36,6 +37,7 @@ ResourceKind = Literal[
     "workflow_executions",  # executions of the conversion, intake and folder-job machines (arn:…:execution:<machine>:*)
     "folder_access_role",  # the role folder functions assume, tagged with the job's owner (folder_access_grants)
     "owner_folder_objects",  # objects under each folder source, ``{owner}`` as ${aws:PrincipalTag/owner}
+    "estimate_state_machine",
 ]
 
 BATCH_PREFIX = "batch/"  # the batch lane's inputs and outputs (infra.storage.BATCH_PREFIX)
@@ -64,6 +66,11 @@ class Grant:
 
 
 _LIST_BUCKET = Grant(("s3:ListBucket",), ("bucket",))
+# batchlane.aws.kms's encryption context: its purpose, and an owner (any: IAM does not know whose request it serves).
+WEBHOOK_KEY_CONTEXT: Mapping[str, Mapping[str, str | tuple[str, ...]]] = {
+    "StringEquals": {f"kms:EncryptionContext:{WEBHOOK_PURPOSE_CONTEXT}": WEBHOOK_PURPOSE},
+    "StringLike": {f"kms:EncryptionContext:{WEBHOOK_OWNER_CONTEXT}": "?*"},
+}
 
 CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     "db": (Grant(("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"), ("database_secret",)),),
@@ -128,18 +135,20 @@ CAPABILITY_GRANTS: Mapping[str, tuple[Grant, ...]] = {
     # The recovery schedule asks whether a live job's execution ended (domain/workflow_end.py).
     "inspect_workflows": (Grant(("states:DescribeExecution",), ("workflow_executions",)),),
     "start_webhook_delivery": (Grant(("states:StartExecution",), ("webhook_delivery_state_machine",)),),
-    # sign: read the current and previous versions
+    # sign beside the owner's during the migration: read the deployment secret's current and previous versions
     "webhook_secret_read": (Grant(("secretsmanager:GetSecretValue",), ("webhook_secret",)),),
-    # describe (id, dates) and put a new version; never read the value
-    "webhook_secret_rotate": (
-        Grant(("secretsmanager:DescribeSecret", "secretsmanager:ListSecretVersionIds", "secretsmanager:PutSecretValue"), ("webhook_secret",)),
-    ),
+    # An owner's secret, sealed and opened with the webhook key only under an owner's encryption context for this
+    # purpose (aws/kms.py): the key does nothing else for these roles. IAM cannot bind the owner to the caller; the
+    # code seals each owner's under their own id, and KMS opens it only under the same (docs/decisions/0033).
+    "webhook_secret_seal": (Grant(("kms:Encrypt",), ("webhook_key",), conditions=WEBHOOK_KEY_CONTEXT, sid="SealOwnersWebhookSecrets"),),
+    "webhook_secret_open": (Grant(("kms:Decrypt",), ("webhook_key",), conditions=WEBHOOK_KEY_CONTEXT, sid="OpenOwnersWebhookSecrets"),),
     "task_response": (Grant(("states:SendTaskFailure", "states:SendTaskHeartbeat", "states:SendTaskSuccess"), ("batch_lane_state_machine",)),),
     "publish_events": (Grant(("events:PutEvents",), ("default_event_bus",), conditions={"StringEquals": {"events:source": (EVENT_SOURCE,)}}),),
     "cloudwatch_metrics": (),
     "folder_read": (Grant(("s3:GetObject",), ("folder_objects",)), Grant(("s3:ListBucket",), ("folder_buckets",))),
     "folder_write": (Grant(("s3:AbortMultipartUpload", "s3:PutObject"), ("folder_objects",)),),
     "start_folder_job": (Grant(("states:StartExecution",), ("folder_job_state_machine",)),),
+    "start_estimate": (Grant(("states:StartExecution",), ("estimate_state_machine",)),),
     # Folder functions reach the users' buckets only through the folder-access role, tagged with the job's owner.
     "folder_access": (Grant(("sts:AssumeRole", "sts:TagSession"), ("folder_access_role",)),),  # Powertools writes EMF to the function's own log group: no grant
 }

@@ -21,6 +21,7 @@ from typing import Literal
 from batchlane.contract import (
     CHUNK_CONTINUE_MAX_ATTEMPTS,
     CHUNK_RETRY_LATER_MAX_ATTEMPTS,
+    CHUNKS_IN_FLIGHT,
     EVENT_SOURCE,
     FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE,
     JOB_PARKED_DETAIL_TYPE,
@@ -51,13 +52,15 @@ Capability = Literal[
     "task_response",  # states:SendTaskSuccess/Failure/Heartbeat on the batch-lane machine
     "publish_events",  # events:PutEvents on the default bus (job parked, public job state changes)
     "start_webhook_delivery",  # states:StartExecution on the webhook-delivery state machine
-    "webhook_secret_read",  # secretsmanager:GetSecretValue on the webhook signing secret (sign)
-    "webhook_secret_rotate",  # secretsmanager:DescribeSecret/ListSecretVersionIds/PutSecretValue on it (show, rotate)
+    "webhook_secret_read",  # secretsmanager:GetSecretValue on the deployment's signing secret (signs beside the owner's during the migration)
+    "webhook_secret_seal",  # kms:Encrypt with the webhook key, an owner's encryption context only (create, rotate an owner's secret)
+    "webhook_secret_open",  # kms:Decrypt with the webhook key, an owner's encryption context only (sign an owner's delivery)
     "cloudwatch_metrics",  # Powertools metrics (EMF through logs: no extra grant in AWS)
     "folder_read",  # list and read the configured folder sources of users' buckets (cdk.json folderSources)
     "folder_write",  # write Markdown, manifest and report into those folder sources
     "start_folder_job",  # states:StartExecution on the folder-job state machine
     "folder_access",  # assume the folder-access role tagged with the job's owner: S3 only under that owner's folder sources
+    "start_estimate",  # states:StartExecution on the estimate state machine (a dry run's worker)
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -216,14 +219,14 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
     # s3_read_jobs also signs the download URLs of jobs/<id>/output.md (a presigned GET carries the
     # signer's permissions); s3_write_jobs keeps the Markdown before a retry; start_conversion starts
-    # retries (the conversion machine, retry-<jobId>-<n>). A dry run reads the upload to /tmp
-    # (up to BATCHLANE_MAX_FILE_MB 500) and inspects it within 29 s: 1 GB of /tmp and of memory.
+    # retries (the conversion machine, retry-<jobId>-<n>). A dry run is an estimate the API only records
+    # and starts (start_estimate): no request of the API reads, lists or opens a user's files (issue 40).
     FunctionSpec(
         "api",
-        "Owner-only HTTP API: upload, convert (and dry run), list files, progress, cancel, process now, delete, download, failed pages, retry, webhooks.",
+        "Owner-only HTTP API: upload, convert (and start a dry run's estimate), list files, progress, cancel, process now, delete, download, failed pages, retry, webhooks.",
         (
             "db",
-            "s3_read_uploads",  # the upload's size; a dry run reads it
+            "s3_read_uploads",  # the upload's size (HEAD) before convert and a dry run
             "s3_read_jobs",  # chunk results of a retry; the Markdown's presigned GET
             "s3_write_uploads",  # the upload's presigned POST
             "s3_write_jobs",  # the Markdown kept before a retry
@@ -233,12 +236,23 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
             "start_intake",
             "publish_events",
             "start_webhook_delivery",
-            "webhook_secret_rotate",
-            "folder_read",  # folder jobs: the dry run lists the folder and inspects a sample
+            "webhook_secret_seal",  # the caller's own signing secret, created and rotated (shown once), stored sealed
             "start_folder_job",  # folder jobs: submit, retry, resume
+            "start_estimate",  # dry runs: the estimate worker reads the files
+            "folder_access",  # a folder file's source PDF: a GET presigned in its own bucket, as its owner
         ),
-        29,  # API Gateway's integration timeout; convert only opens the job (the split is job_split's)
+        29,  # API Gateway's integration timeout; every request answers from the database in well under it (3 s p99)
         1024,
+    ),
+    # A dry run's worker (api/estimates.py): the upload downloaded to /tmp (up to BATCHLANE_DRY_RUN_SURVEY_MB) and
+    # surveyed in the bounded child; a folder listed and a sample counted as its owner (folder_access), within
+    # COUNT_DEADLINE_S. Its own bounds end it well inside the timeout, which answers the estimate failed.
+    FunctionSpec(
+        "estimate",
+        "Runs a dry run's estimate (a file's survey, a folder's listing and sample) within its bounds and writes its answer.",
+        ("db", "s3_read_uploads", "folder_access"),
+        120,
+        1536,
         1024,
     ),
     FunctionSpec(
@@ -266,7 +280,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec(
         "webhook_deliver",
         "POSTs one signed webhook delivery and records the attempt; a failure raises so the workflow retries.",
-        ("db", "webhook_secret_read"),
+        ("db", "webhook_secret_open", "webhook_secret_read"),  # the owner's secret; the deployment's during the migration
         30,
         256,
     ),
@@ -284,7 +298,7 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
             **THROTTLE_SETTINGS,
             "chunk_admission_interval_seconds": "5",
             "chunk_admission_max_delay_seconds": "120",
-            "map_max_concurrency": "8",
+            "map_max_concurrency": str(CHUNKS_IN_FLIGHT),
             "retry_interval_seconds": "2",
             "chunk_retry_interval_seconds": "30",
         },
@@ -322,6 +336,12 @@ STATE_MACHINES: tuple[StateMachineSpec, ...] = (
         },
     ),
     # The folder loop's Wait: long enough that a turn is cheap next to the files converting meanwhile.
+    StateMachineSpec(
+        "estimate",
+        "One execution per dry run: the estimate worker reads the file or folder within its bounds and answers the estimate.",
+        ("estimate",),
+        {**THROTTLE_SETTINGS, "retry_interval_seconds": "2"},
+    ),
     StateMachineSpec(
         "folder_job",
         "One execution per folder-job run: enumerate a page → start queued files within the cap → wait → … → report and manifest.",

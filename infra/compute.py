@@ -18,6 +18,7 @@ from pathlib import Path
 from aws_cdk import Duration, RemovalPolicy, Size, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
@@ -67,9 +68,12 @@ class Wiring:
     database_environment: dict[str, str] = field(default_factory=dict)
     # Signed webhooks (infra/webhooks.py): the signing secret and the delivery machine.
     webhook_secret: secretsmanager.ISecret | None = None
+    webhook_key: kms.IKey | None = None  # seals each owner's signing secret
     webhook_delivery_state_machine_arn: str = ""
     # Folder jobs (docs/architecture.md "Folder jobs"): the loop's machine.
     folder_job_state_machine_arn: str = ""
+    # Dry runs' estimates (api/estimates.py): the worker's machine.
+    estimate_state_machine_arn: str = ""
     # The master user's secret: ``db_admin`` (migrate) only. None: the same as database_secret.
     database_master_secret: secretsmanager.ISecret | None = None
 
@@ -198,17 +202,23 @@ class Compute(Construct):
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
         if "start_webhook_delivery" in spec.needs:
             env["WEBHOOK_DELIVERY_STATE_MACHINE_ARN"] = w.webhook_delivery_state_machine_arn
-        if {"folder_read", "folder_write", "folder_access"} & set(spec.needs):
+        if {"folder_read", "folder_write", "folder_access", "start_folder_job"} & set(spec.needs):  # the API checks grants at submit
             env["BATCHLANE_FOLDER_SOURCES"] = ",".join(self._config.folder_sources)
         if "start_folder_job" in spec.needs:
             env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
+        if "start_estimate" in spec.needs:
+            env["ESTIMATE_STATE_MACHINE_ARN"] = w.estimate_state_machine_arn
         if "inspect_workflows" in spec.needs:  # DescribeExecution builds the execution ARN from its machine's
             env["CONVERSION_STATE_MACHINE_ARN"] = w.conversion_state_machine_arn
             env["INTAKE_STATE_MACHINE_ARN"] = w.intake_state_machine_arn
             if w.folder_job_state_machine_arn:
                 env["FOLDER_JOB_STATE_MACHINE_ARN"] = w.folder_job_state_machine_arn
-        if {"webhook_secret_read", "webhook_secret_rotate"} & set(spec.needs):
+        if "webhook_secret_read" in spec.needs:
             env["WEBHOOK_SECRET_ARN"] = self._webhook_secret().secret_arn  # the ARN, never the value
+        if {"webhook_secret_seal", "webhook_secret_open"} & set(spec.needs):
+            if self._wiring.webhook_key is None:
+                raise ValueError("a function seals or opens owners' webhook secrets but the Wiring has no webhook key")
+            env["WEBHOOK_KEY_ARN"] = self._wiring.webhook_key.key_arn
         return env
 
     def _master_secret(self) -> secretsmanager.ISecret:
@@ -250,9 +260,11 @@ class Compute(Construct):
             intake_state_machine_arn=w.intake_state_machine_arn,
             webhook_delivery_state_machine_arn=w.webhook_delivery_state_machine_arn or None,
             webhook_secret=w.webhook_secret,
+            webhook_key=w.webhook_key,
             folder_sources=self._config.folder_sources,
             folder_job_state_machine_arn=w.folder_job_state_machine_arn or None,
             folder_access_role_arn=folder_access_role_arn,
+            estimate_state_machine_arn=w.estimate_state_machine_arn or None,
         )
 
     def _acknowledge(self, spec: topology.FunctionSpec, fn: lambda_.Function, role: iam.Role, in_vpc: bool) -> None:

@@ -107,6 +107,7 @@ class InfraConfig:
     fallback_alarm_percent: float = DEFAULT_FALLBACK_SHARE * 100
     webhook_allow_private: bool = False
     webhook_grace_hours: float = 24.0
+    webhook_migration_days: float = 30.0  # deliveries carry the deployment's signature beside the owner's this long (decision 0037)
     admin_group: str = "batchlane-admins"
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (prefix may be empty: the whole bucket)
     priority_group: str = "batchlane-priority"
@@ -165,6 +166,7 @@ class InfraConfig:
         return {
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true" if self.webhook_allow_private else "false",
             "BATCHLANE_WEBHOOK_GRACE_HOURS": str(float(self.webhook_grace_hours)),
+            "BATCHLANE_WEBHOOK_MIGRATION_DAYS": str(float(self.webhook_migration_days)),
             "BATCHLANE_ADMIN_GROUP": self.admin_group,
         }
 
@@ -316,6 +318,7 @@ def load(node: Node) -> InfraConfig:
         fallback_alarm_percent=float(ctx("fallbackAlarmPercent", base.fallback_alarm_percent)),
         webhook_allow_private=_bool(ctx("webhookAllowPrivateReceivers", False)),
         webhook_grace_hours=float(ctx("webhookGraceHours", base.webhook_grace_hours)),
+        webhook_migration_days=float(ctx("webhookMigrationDays", base.webhook_migration_days)),
         admin_group=str(ctx("adminGroup", base.admin_group)),
         folder_sources=_folder_sources(ctx("folderSources", []) or []),
         priority_group=str(ctx("priorityGroup", base.priority_group)),

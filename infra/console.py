@@ -9,24 +9,32 @@ distribution, a cycle the stage URL would close.
 
 from __future__ import annotations
 
-from aws_cdk import Aws, Duration, RemovalPolicy
+from aws_cdk import Aws, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudfront as cloudfront
 from aws_cdk import aws_cloudfront_origins as origins
 from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.config import InfraConfig
 from infra.nag import acknowledge
 
-# The same policy the offline server sends (devtools/batchlane_dev/local/api_server.py CONSOLE_CSP), plus the
-# upload bucket's origin: the presigned POST and the page view's ranged reads go there directly on AWS.
-CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self' data:; "
-    "connect-src 'self' https://*.amazonaws.com https://*.amazoncognito.com; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
+
+def console_csp(*hosts: str) -> str:
+    """The same policy the offline server sends (devtools/batchlane_dev/local/api_server.py CONSOLE_CSP), plus exactly
+    the hosts the console reaches on AWS: the working bucket's regional endpoint (the presigned POST, the page view's
+    ranged reads), Cognito's user pool endpoint (the OIDC metadata and keys) and its sign-in domain (the token). Never a
+    wildcard: ``https://*.amazonaws.com`` let a script reach any AWS endpoint (issue 40.5)."""
+    connect = " ".join(["'self'", *(f"https://{host}" for host in hosts)])
+    return (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; font-src 'self' data:; "
+        f"connect-src {connect}; worker-src 'self' blob:; object-src 'none'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    )
 
 
 CLOUDFRONT_LOG_EXPIRY_DAYS = 90
@@ -58,11 +66,17 @@ class Console(Construct):
             removal_policy=RemovalPolicy.DESTROY,  # built files only: `make deploy` uploads them again
             auto_delete_objects=False,
         )
+        sign_in_prefix = f"{config.stack_name.lower()}-{Aws.ACCOUNT_ID}"
+        csp = console_csp(
+            upload_bucket.bucket_regional_domain_name,  # <bucket>.s3.<region>.amazonaws.com: the API signs for it (aws/clients.py)
+            f"cognito-idp.{Aws.REGION}.{Aws.URL_SUFFIX}",
+            f"{sign_in_prefix}.auth.{Aws.REGION}.amazoncognito.com",
+        )
         headers = cloudfront.ResponseHeadersPolicy(
             self,
             "Headers",
             security_headers_behavior=cloudfront.ResponseSecurityHeadersBehavior(
-                content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(content_security_policy=CSP, override=True),
+                content_security_policy=cloudfront.ResponseHeadersContentSecurityPolicy(content_security_policy=csp, override=True),
                 strict_transport_security=cloudfront.ResponseHeadersStrictTransportSecurity(
                     access_control_max_age=Duration.days(365), include_subdomains=True, override=True
                 ),
@@ -127,9 +141,7 @@ class Console(Construct):
             },
         )
         self.origin = f"https://{config.console_domain or self.distribution.distribution_domain_name}"
-        self.domain = user_pool.add_domain(
-            "ConsoleSignIn", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=f"{config.stack_name.lower()}-{Aws.ACCOUNT_ID}")
-        )
+        self.domain = user_pool.add_domain("ConsoleSignIn", cognito_domain=cognito.CognitoDomainOptions(domain_prefix=sign_in_prefix))
         self.client = user_pool.add_client(
             "ConsoleClient",
             generate_secret=False,  # a browser app: public client, PKCE instead of a secret
@@ -151,12 +163,46 @@ class Console(Construct):
         client_resource = self.client.node.default_child
         assert isinstance(client_resource, cognito.CfnUserPoolClient)
         client_resource.explicit_auth_flows = ["ALLOW_REFRESH_TOKEN_AUTH"]
-        upload_bucket.add_cors_rule(
-            allowed_methods=[s3.HttpMethods.POST, s3.HttpMethods.GET],  # the presigned upload, the page view's ranged reads
-            allowed_origins=[self.origin],
-            allowed_headers=["Content-Type", "Range"],
-            exposed_headers=["ETag", "Content-Range", "Accept-Ranges", "Content-Length"],
-            max_age=3000,
+        # The working bucket's CORS rule for the console's origin, set once both exist: as a property of the bucket it
+        # would name the distribution, whose headers policy (its CSP) names the bucket's host (a cycle, F3004).
+        cors_call = cr.AwsSdkCall(
+            service="S3",
+            action="putBucketCors",
+            parameters={
+                "Bucket": upload_bucket.bucket_name,
+                "CORSConfiguration": {
+                    "CORSRules": [
+                        {
+                            "AllowedMethods": ["POST", "GET"],  # the presigned upload, the page view's ranged reads
+                            "AllowedOrigins": [self.origin],
+                            "AllowedHeaders": ["Content-Type", "Range"],
+                            "ExposeHeaders": ["ETag", "Content-Range", "Accept-Ranges", "Content-Length"],
+                            "MaxAgeSeconds": 3000,
+                        }
+                    ]
+                },
+            },
+            physical_resource_id=cr.PhysicalResourceId.of("console-cors"),
+        )
+        self.upload_cors = cr.AwsCustomResource(
+            self,
+            "UploadCors",
+            on_create=cors_call,
+            on_update=cors_call,
+            policy=cr.AwsCustomResourcePolicy.from_statements([iam.PolicyStatement(actions=["s3:PutBucketCORS"], resources=[upload_bucket.bucket_arn])]),
+            install_latest_aws_sdk=False,
+            log_group=logs.LogGroup(self, "UploadCorsLogs", retention=config.log_retention, removal_policy=RemovalPolicy.DESTROY),
+        )
+        framework = Stack.of(self).node.find_child("AWS679f53fac002430cb0da5b7982bd2287")  # the AwsCustomResource singleton (CDK names it so)
+        acknowledge(
+            framework,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "CDK's AwsCustomResource Lambda (not our code) logs with the AWS-maintained basic execution policy; it only puts the bucket's CORS rule.",
+        )
+        acknowledge(
+            framework,
+            "AwsSolutions-L1",
+            "The AwsCustomResource provider's runtime is chosen and updated by aws-cdk-lib, not by this app.",
         )
         acknowledge(
             self.distribution,

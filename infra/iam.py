@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from aws_cdk import Aws, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
@@ -94,9 +95,11 @@ class GrantTargets:
     intake_state_machine_arn: str | None = None
     webhook_delivery_state_machine_arn: str | None = None
     webhook_secret: secretsmanager.ISecret | None = None
+    webhook_key: kms.IKey | None = None
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix" (context folderSources)
     folder_job_state_machine_arn: str | None = None
     folder_access_role_arn: str | None = None
+    estimate_state_machine_arn: str | None = None
 
     def arns(self, grant: Grant) -> list[str]:
         return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
@@ -139,11 +142,15 @@ class GrantTargets:
             return [self.folder_access_role_arn]
         if kind == "folder_job_state_machine" and self.folder_job_state_machine_arn:
             return [self.folder_job_state_machine_arn]
+        if kind == "estimate_state_machine" and self.estimate_state_machine_arn:
+            return [self.estimate_state_machine_arn]
         if kind == "workflow_executions":
             machines = (self.conversion_state_machine_arn, self.intake_state_machine_arn, self.folder_job_state_machine_arn)
             return [execution_arns(arn) for arn in machines if arn]
         if kind == "webhook_secret" and self.webhook_secret is not None:
             return [self.webhook_secret.secret_arn]
+        if kind == "webhook_key" and self.webhook_key is not None:
+            return [self.webhook_key.key_arn]
         raise ValueError(f"resource kind {kind!r} has no ARN in infra/iam.py GrantTargets")
 
 

@@ -67,8 +67,10 @@ class BatchlaneStack(Stack):
                 batch_lane_state_machine_arn=batch_lane_arn,
                 intake_state_machine_arn=intake_arn,
                 webhook_secret=webhooks.secret,
+                webhook_key=webhooks.key,
                 webhook_delivery_state_machine_arn=state_machine_arn(self, config.stack_name, "webhook_delivery"),
                 folder_job_state_machine_arn=state_machine_arn(self, config.stack_name, "folder_job"),
+                estimate_state_machine_arn=state_machine_arn(self, config.stack_name, "estimate"),
             ),
         )
         fns = compute.functions
@@ -123,7 +125,11 @@ class BatchlaneStack(Stack):
             "JobCreateFunctionName": (fns["job_create"].function_name, "Invoke to create a conversion job (answers splitting; the intake workflow splits it)"),
             "ApiFunctionName": (fns["api"].function_name, "The API Lambda"),
             "DatabaseSecretArn": (database.secret.secret_arn, "Secrets Manager secret the handlers read at run time"),
-            "WebhookSecretArn": (webhooks.secret.secret_arn, "Webhook signing secret (read its value explicitly to configure receivers)"),
+            "WebhookSecretArn": (
+                webhooks.secret.secret_arn,
+                "The deployment's webhook signing secret, beside each owner's during the migration (receivers move to their own: batchlane webhooks config)",
+            ),
+            "WebhookKeyArn": (webhooks.key.key_arn, "KMS key that seals each owner's webhook signing secret"),
             "Region": (self.region, "Region the stack runs in"),
             "DashboardName": (f"{config.stack_name}-batchlane", "CloudWatch dashboard"),
             # What `batchlane doctor` checks (docs/deploy.md "Preflight: batchlane doctor").

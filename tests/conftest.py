@@ -72,6 +72,7 @@ def start_stack(  # type: ignore[no-untyped-def]
     process_functions: frozenset[str] = frozenset(),
     settings: dict[str, str] | None = None,
     retry_time_scale: float = 1.0,
+    owner_cpu_shares: bool = False,
 ):
     from batchlane_dev.local.stack import OfflineStack, StackOptions
 
@@ -86,6 +87,7 @@ def start_stack(  # type: ignore[no-untyped-def]
         process_functions=process_functions,
         settings=settings or {},
         retry_time_scale=retry_time_scale,
+        owner_cpu_shares=owner_cpu_shares,
         check_contract=True,  # every API answer a test sees is checked against docs/api/openapi.yaml (stop fails otherwise)
     )
     if not schedules:
@@ -123,6 +125,7 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
         process_functions: frozenset[str] = frozenset(),
         settings: dict[str, str] | None = None,
         retry_time_scale: float = 1.0,
+        owner_cpu_shares: bool = False,
     ):
         stack = start_stack(
             migrated_url,
@@ -133,6 +136,7 @@ def stack_factory(migrated_url: str) -> Iterator:  # type: ignore[type-arg]
             process_functions=process_functions,
             settings=settings,
             retry_time_scale=retry_time_scale,
+            owner_cpu_shares=owner_cpu_shares,
         )
         started.append(stack)
         return stack

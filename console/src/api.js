@@ -43,6 +43,26 @@ export async function api(method, path, body) {
   return data;
 }
 
+// A dry run is an estimate the API answers 202 for; its worker reads the files. Poll it, telling onProgress
+// what it is doing, until it is answered: the dry run's answer, or an ApiError with the id it failed with.
+export function progressWords(p) {
+  if (!p || !p.step) return "waiting for a worker";
+  if (p.step === "listing") return `listing the folder (${p.done || 0} objects so far)`;
+  if (p.step === "counting") return `counting pages (${p.done}/${p.total} files)`;
+  return p.step === "reading" ? "reading the file" : p.step;
+}
+
+export async function estimate(path, body, onProgress = () => {}, intervalMs = 700) {
+  let view = await api("POST", path, body);
+  while (view.status === "running") {
+    onProgress(progressWords(view.progress));
+    await new Promise((r) => setTimeout(r, intervalMs));
+    view = await api("GET", view.poll);
+  }
+  if (view.status === "completed") return view.result;
+  throw new ApiError(422, view.error || { message: "the estimate failed" });
+}
+
 export async function upload(file) {
   const registered = await api("POST", "/api/v1/files", { name: file.name, sizeBytes: file.size });
   const form = new FormData();

@@ -2,12 +2,16 @@
 import { h, render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import htm from "htm";
-import { ApiError, api, bearer, getConfig, s3Url, setConfig, signedIn, upload } from "./api.js";
+import { ApiError, api, bearer, estimate as runEstimate, getConfig, s3Url, setConfig, signedIn, upload } from "./api.js";
 import { resume, signIn, signOut } from "./auth.js";
 import "./style.css";
 
 const html = htm.bind(h);
 const usd = (v) => (v == null ? "–" : `$${Number(v).toFixed(4)}`);
+// A saving against all on-demand, or a loss said as one (docs/operations.md "Estimates, holds, savings and pauses").
+const saving = (live) => (Number(live.savingUsd) < 0
+  ? html`<span class="loss" data-testid="loss">loss of ${usd(-Number(live.savingUsd))} (${-Number(live.savingPercent)} % more than on-demand)</span>`
+  : html`${usd(live.savingUsd)} (${live.savingPercent} %)`);
 const usd2 = (v) => (v == null ? "–" : `$${Number(v).toFixed(2)}`);
 const when = (iso) => (iso ? new Date(iso).toLocaleString() : "–");
 const duration = (s) => (s == null ? "unknown" : s < 90 ? `${s} s` : s < 5400 ? `${Math.round(s / 60)} min` : `${(s / 3600).toFixed(1)} h`);
@@ -77,13 +81,15 @@ const EMPTY_FILE = "The file is empty: it has no bytes to convert. Check that it
 
 function NewConversion() {
   const [file, setFile] = useState(null);
-  const [opts, setOpts] = useState({ bulk: false, deadline: "", modelId: "", callbackUrl: "", docx: false, html: false, json: false });
+  const [opts, setOpts] = useState({ bulk: false, describeFigures: false, deadline: "", modelId: "", callbackUrl: "", docx: false, html: false, json: false });
   const [registered, setRegistered] = useState(null);
   const [estimate, setEstimate] = useState(null);
+  const [estProgress, setEstProgress] = useState("");
   const est = useAction(), conv = useAction();
   const options = () => {
     const o = {};
     if (opts.bulk) o.batchLane = true; // small jobs opt in to the batch lane; large ones go there anyway
+    if (opts.describeFigures) o.describeFigures = true; // a born-digital document's pictures, described by Claude (docs/formats.md)
     if (opts.deadline) o.deadline = new Date(opts.deadline).toISOString();
     if (opts.modelId) o.modelId = opts.modelId;
     if (opts.callbackUrl) o.callbackUrl = opts.callbackUrl;
@@ -101,7 +107,8 @@ function NewConversion() {
   };
   const doEstimate = () => est.run(async () => {
     const id = await ensureUploaded();
-    setEstimate(await api("POST", `/api/v1/files/${id}/convert?dry_run=true`, { options: options() }));
+    setEstProgress("");
+    setEstimate(await runEstimate(`/api/v1/files/${id}/convert?dry_run=true`, { options: options() }, setEstProgress));
   });
   const doConvert = () => conv.run(async () => {
     const id = await ensureUploaded();
@@ -118,6 +125,7 @@ function NewConversion() {
     </div>
     <fieldset><legend>Options</legend>
       <label><input type="checkbox" checked=${opts.bulk} onChange=${set("bulk")} /> Bulk: half price in the batch lane, even for a small PDF (up to a day)</label>
+      <label><input type="checkbox" checked=${opts.describeFigures} onChange=${set("describeFigures")} /> Describe pictures: Claude writes each picture's alt text (Word, PowerPoint, Excel, HTML, EPUB, ODT; billed per picture)</label>
       <label for="deadline">Deadline (optional)</label><input id="deadline" type="datetime-local" value=${opts.deadline} onInput=${set("deadline")} />
       <label for="model">Model id (optional)</label><input id="model" value=${opts.modelId} onInput=${set("modelId")} />
       <label for="callback">Callback URL (optional)</label><input id="callback" type="url" value=${opts.callbackUrl} onInput=${set("callbackUrl")} />
@@ -129,20 +137,38 @@ function NewConversion() {
     </fieldset>
     <div class="actions">
       <button disabled=${!file || est.busy} onClick=${doEstimate}>${est.busy ? "Estimating…" : "Estimate"}</button>
+      ${est.busy && estProgress && html`<span role="status" data-testid="est-progress">${estProgress}</span>`}
       <button disabled=${!file || conv.busy} onClick=${doConvert}>${conv.busy ? "Starting…" : "Convert"}</button>
     </div>
     <${Err} error=${est.error || conv.error} />
     ${estimate && html`<section aria-label="Estimate" class="card"><h2>Estimate (nothing started yet)</h2><dl>
-      <dt>Pages</dt><dd data-testid="est-pages">${estimate.lane.name === "converter"
+      <dt>Pages</dt><dd data-testid="est-pages">${estimate.pages.pageIs
         ? `${estimate.pages.total ?? "counted at conversion"} (a page is ${estimate.pages.pageIs})`
         : `${estimate.pages.total} (${estimate.pages.blank} blank, ${estimate.pages.scans} scans)`}</dd>
+      ${estimate.figures && html`<dt>Pictures</dt><dd data-testid="est-figures">${estimate.figures.pictures === null
+        ? "counted at conversion"
+        : `${estimate.figures.toDescribe} to describe, ${usd(estimate.figures.costUsd)} in all${estimate.figures.toDescribe ? ` (${estimate.figures.perPicture.map((p) => `${p.width}×${p.height} px ${usd(p.costUsd)}`).join(", ")}${estimate.figures.toDescribe > estimate.figures.listed ? ", …" : ""})` : ""}`}</dd>`}
       <dt>Lane</dt><dd data-testid="est-lane">${estimate.lane.name === "batch" ? "batch (half price)" : estimate.lane.name === "converter" ? "converter (no model call)" : "on-demand"}: ${estimate.lane.reason}</dd>
-      <dt>Cost</dt><dd data-testid="est-cost">${usd(estimate.estimate.costUsd)}</dd>
+      <dt>Cost</dt><dd data-testid="est-cost">${estimate.estimate.lane === "depends" ? estimate.estimate.condition : usd(estimate.estimate.costUsd)}</dd>
       <dt>Cost if all on-demand</dt><dd>${usd(estimate.estimate.onDemandUsd)}</dd>
+      ${estimate.estimate.worstCaseUsd != null && html`<dt>Worst case</dt><dd data-testid="est-worst">${usd(estimate.estimate.worstCaseUsd)}</dd>`}
+      ${estimate.estimate.holdBasis != null && html`<dt>Held at a time</dt><dd data-testid="est-hold">${usd(estimate.estimate.holdUsd)} of your budget (${estimate.estimate.holdBasis})</dd>`}
+      ${estimate.estimate.refusal
+        ? html`<dt>Budget</dt><dd class="loss" data-testid="est-refusal">${estimate.estimate.refusal}</dd>`
+        : estimate.estimate.roomLeftUsd != null && html`<dt>Budget left</dt><dd>${usd(estimate.estimate.roomLeftUsd)} of ${usd(estimate.estimate.budgetUsdPerMonth)} this month</dd>`}
       <dt>Turnaround</dt><dd>${estimate.turnaround.expected}</dd></dl></section>`}`;
 }
 
 const STATUSES = ["", "splitting", "pending", "processing", "waiting_batch", "paused_budget", "assembling", "completed", "failed", "cancelled"];
+
+// The lane that served the job, not the one it asked for: a bulk job the pool let go (pool_too_small) ran on-demand (issue 38.3).
+function laneWords(c) {
+  if (c.batchWaiting) return "batch (pool)";
+  const served = c.pages.batchServed || 0;
+  if (served > 0) return served < c.pages.done ? "batch and on-demand" : "batch";
+  if (c.batch && c.batch.state !== "closed") return "batch";
+  return c.batch && c.batch.reason ? `on-demand (${c.batch.reason.replace(/_/g, " ")})` : "on-demand";
+}
 
 function statusWords(c) {
   if (c.status === "completed" && c.pages.failed) return `completed, ${plural(c.pages.failed, "page")} failed`;
@@ -163,10 +189,11 @@ function Jobs() {
     <${Err} error=${error} />
     ${files && rows.length === 0 ? html`<p class="empty">${status ? `No conversion is ${status.replace("_", " ")}.` : html`No conversions yet. <a href="#/new">Convert a PDF</a>.`}</p>` : html`
     <table class="stack" role="table"><caption>Your conversions, newest first</caption>
-      <thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">File</th><th scope="col" role="columnheader">Status</th><th scope="col" role="columnheader">Pages</th><th scope="col" role="columnheader">Lane</th><th scope="col" role="columnheader">Cost so far</th><th scope="col" role="columnheader">ETA</th><th scope="col" role="columnheader">Created</th></tr></thead>
+      <thead role="rowgroup"><tr role="row"><th scope="col" role="columnheader">File</th><th scope="col" role="columnheader">Status</th><th scope="col" role="columnheader">Pages</th><th scope="col" role="columnheader">Lane</th><th scope="col" role="columnheader">Cost so far</th><th scope="col" role="columnheader">Saving</th><th scope="col" role="columnheader">ETA</th><th scope="col" role="columnheader">Created</th></tr></thead>
       <tbody role="rowgroup">${rows.map((f) => { const c = f.conversion; return html`<tr role="row">
         <td role="cell" data-label="File"><a href=${`#/job/${c.jobId}`}>${f.name}</a></td><td role="cell" data-label="Status">${statusWords(c)}</td><td role="cell" data-label="Pages">${c.pages.done} / ${c.pages.total ?? "?"}</td>
-        <td role="cell" data-label="Lane">${c.batch ? "batch" : c.batchWaiting ? "batch (pool)" : "on-demand"}</td><td role="cell" data-label="Cost so far">${usd(c.live.costSoFarUsd)}</td>
+        <td role="cell" data-label="Lane">${laneWords(c)}</td><td role="cell" data-label="Cost so far">${usd(c.live.costSoFarUsd)}</td>
+        <td role="cell" data-label="Saving">${saving(c.live)}</td>
         <td role="cell" data-label="ETA">${["completed", "failed", "cancelled"].includes(c.status) ? "finished" : duration(c.live.eta.seconds)}</td><td role="cell" data-label="Created">${when(c.createdAt)}</td></tr>`; })}</tbody>
     </table>`}`;
 }
@@ -182,7 +209,7 @@ function nextStep(j) {
   }
   return {
     splitting: "Splitting the PDF into chunks.", pending: "Queued for on-demand conversion.", processing: "Converting on-demand.",
-    paused_budget: "Paused: this month's budget is spent; it resumes when the budget allows.", assembling: "Assembling the Markdown.",
+    paused_budget: (j.error && j.error.message) || "Paused: its next request does not fit this month's budget; resume it when the budget allows.", assembling: "Assembling the Markdown.",
     completed: "Done: the Markdown is ready.", failed: "The conversion failed; why and what to do are below.", cancelled: "Cancelled: nothing more is charged.",
   }[j.status] || j.status;
 }
@@ -227,15 +254,16 @@ function Job({ id }) {
     ${job.pages.total > 0 ? html`<p class="progress"><progress aria-label="Pages converted" max=${job.pages.total} value=${converted}></progress>
       <span>${converted} of ${job.pages.total} pages converted${job.pages.failed ? `, ${job.pages.failed} failed` : ""}</span></p>` : null}
     <p data-testid="status">Status: <strong>${statusWords(job)}</strong>${job.phase !== job.status ? ` (${job.phase.replace("_", " ")})` : ""}</p>
-    <p class="next" data-testid="next">${nextStep(job)}</p>
+    <p class=${job.status === "paused_budget" ? "next loss" : "next"} data-testid="next">${nextStep(job)}</p>
     ${job.status === "failed" && job.error && html`<section class="card problem" aria-label="Why it failed" role="alert"><h2>Why it failed</h2>
       <p><code data-testid="error-code">${job.error.code}</code>: ${job.error.message}</p><p><strong>What to do:</strong> ${job.error.nextStep}</p></section>`}
     <dl><dt>Cost so far</dt><dd data-testid="cost">${usd(job.live.costSoFarUsd)}</dd><dt>All on-demand would be</dt><dd>${usd(job.live.onDemandUsd)}</dd>
-      <dt>Saving</dt><dd>${usd(job.live.savingUsd)} (${job.live.savingPercent} %)</dd><dt>ETA</dt><dd>${finished ? "finished" : duration(job.live.eta.seconds)}</dd>
+      <dt>Saving</dt><dd data-testid="saving">${saving(job.live)}</dd><dt>ETA</dt><dd>${finished ? "finished" : duration(job.live.eta.seconds)}</dd>
       ${job.costUsd != null && html`<dt>Final cost</dt><dd>${usd(job.costUsd)}</dd>`}</dl>
     <div class="actions">
       ${!finished && html`<button disabled=${act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/cancel`, { jobId: id })}>Cancel</button>`}
       ${job.batchWaiting && html`<button disabled=${act.busy} onClick=${() => post(`/api/v1/files/${job.fileId}/process-now`, { jobId: id })}>Process now</button>`}
+      ${job.status === "paused_budget" && html`<button disabled=${act.busy} data-testid="resume" onClick=${() => post(`/api/v1/jobs/${id}/resume`, {})}>Resume</button>`}
       ${download && html`<a class="button" href=${s3Url(download.url)} download=${download.fileName}>Download Markdown</a>`}
       ${job.pages.total > 0 ? html`<a class="button" href=${`#/page/${id}/1`}>Page view</a>` : null}
     </div>
@@ -257,6 +285,7 @@ function PageView({ id, page }) {
 function Folders() {
   const [form, setForm] = useState({ folder: "s3://", include: "*.pdf, *.docx, *.pptx, *.xlsx, *.html, *.epub, *.odt", exclude: "", layout: "alongside" });
   const [dry, setDry] = useState(null);
+  const [dryProgress, setDryProgress] = useState("");
   const [jobs, setJobs] = useState(null);
   const [grants, setGrants] = useState(null);
   const dr = useAction(), start = useAction();
@@ -276,7 +305,8 @@ function Folders() {
       <label for="layout">Layout</label><select id="layout" value=${form.layout} onChange=${set("layout")}>${["alongside", "mirror", "flat"].map((l) => html`<option>${l}</option>`)}</select>
     </fieldset>
     <div class="actions">
-      <button disabled=${dr.busy} onClick=${() => dr.run(async () => setDry(await api("POST", "/api/v1/folder-jobs?dry_run=true", spec())))}>Dry run</button>
+      <button disabled=${dr.busy} onClick=${() => dr.run(async () => { setDryProgress(""); setDry(await runEstimate("/api/v1/folder-jobs?dry_run=true", spec(), setDryProgress)); })}>${dr.busy ? "Estimating…" : "Dry run"}</button>
+      ${dr.busy && dryProgress && html`<span role="status" data-testid="dry-progress">${dryProgress}</span>`}
       <button disabled=${!dry || start.busy} onClick=${() => start.run(async () => { const j = await api("POST", "/api/v1/folder-jobs", spec()); location.hash = `/folder/${j.id}`; })}>Start</button>
     </div>
     <${Err} error=${dr.error || start.error} />

@@ -8,6 +8,7 @@ from typing import Any
 from batchlane.converter import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
+from batchlane.domain.savings import ledger_money
 from batchlane.runtime import RuntimeServices
 
 
@@ -20,7 +21,7 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
     batch_rows = [r for r in rows if r.backend == "batch"]  # the job's shares (or its own lane row, before the pool)
     batch_cost = sum((r.cost_usd for r in batch_rows), Decimal(0))
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
-    full_price_of_batch_pages = Decimal(0)
+    pages_on_demand_usd = Decimal(0)  # the on-demand spend each page's result carries: they add up to the chunk rows
     tiers: dict[str, dict[str, Any]] = {}  # on-demand pages per Bedrock service tier (default, flex)
     for chunk in job_repo.PgJobs(svc.db).get_chunks(job_id):
         if not chunk.result_key:
@@ -33,9 +34,9 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
                 pages_by_lane["failed"] += 1
             if page.status == "truncated":
                 pages_by_lane["truncated"] += 1
+            pages_on_demand_usd += page.cost_usd
             if page.served_by == "batch":
                 pages_by_lane["batch"] += 1
-                full_price_of_batch_pages += svc.prices.cost(job.model_id, page.usage)
             elif page.served_by == "on_demand" and page.status != "failed":
                 pages_by_lane["on_demand"] += 1
                 tier = tiers.setdefault(page.service_tier or "default", {"pages": 0, "cost_usd": Decimal(0)})
@@ -49,7 +50,7 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
         id=job_id,
     ) or {"records": 0, "accepted": 0}
     last = lanes[-1] if lanes else {}
-    all_on_demand = on_demand_cost + full_price_of_batch_pages
+    figures = ledger_money((r.backend, r.cost_usd, r.metadata) for r in rows)  # domain/savings.py: the API's figures too
     return {
         "job_id": job_id,
         "status": job.status,
@@ -64,11 +65,13 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
         "model_id": job.model_id,
         "total_cost_usd": float(total),
         "ledger_total_usd": float(on_demand_cost + batch_cost),
-        "all_on_demand_cost_usd": float(all_on_demand),
-        "saving_pct": round(float((all_on_demand - total) / all_on_demand * 100), 2) if all_on_demand > 0 else 0.0,
+        "all_on_demand_cost_usd": float(figures.all_on_demand_usd),
+        "saving_usd": float(figures.saving_usd),  # negative: a loss
+        "saving_pct": round(float(figures.saving_usd / figures.all_on_demand_usd * 100), 2) if figures.all_on_demand_usd > 0 else 0.0,
         "on_demand": {
             "pages": pages_by_lane["on_demand"],
             "cost_usd": float(on_demand_cost),
+            "pages_cost_usd": float(pages_on_demand_usd),
             "tiers": {name: {"pages": t["pages"], "cost_usd": float(t["cost_usd"])} for name, t in sorted(tiers.items())},
         },
         "batch": {

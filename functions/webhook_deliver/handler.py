@@ -1,7 +1,6 @@
 """webhook_deliver: {"deliveryId"} POSTs it signed (raises DeliveryFailed to be retried);
 {"deliveryId", "giveUp": true, "error"} marks it failed once the retry ladder is spent."""
 
-from datetime import timedelta
 from typing import Any
 from uuid import UUID
 
@@ -9,7 +8,7 @@ from pydantic import BaseModel, ConfigDict
 
 from batchlane.handlers import lambda_handler, parse
 from batchlane.runtime import services
-from batchlane.webhooks.deliver import deliver, give_up
+from batchlane.webhooks.deliver import deliver, give_up, owner_signing_keys
 
 
 class DeliveryEvent(BaseModel):
@@ -26,11 +25,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if request.giveUp:
         return give_up(svc.uow().deliveries, str(request.deliveryId), request.error)
     settings = svc.settings
-    grace = timedelta(hours=settings.batchlane_webhook_grace_hours)
     return deliver(
         svc.uow().deliveries,
         str(request.deliveryId),
-        signing_keys=lambda: svc.signing_secret().signing_keys(grace=grace),
+        signing_keys=lambda owner: owner_signing_keys(svc, owner),
         allow_private=settings.batchlane_webhook_allow_private,
         timeout_s=settings.batchlane_webhook_timeout_s,
     )

@@ -296,7 +296,8 @@ def test_the_page_view_reads_the_stored_source_by_ranges_never_whole(stack, page
 
 
 def test_new_conversion_takes_a_word_file_and_a_scan(stack, page, tmp_path):
-    """Issue 43: the console uploads any supported file. A DOCX is estimated at $0 (no model call), converts, and its
+    """Issue 43: the console uploads any supported file. A DOCX is estimated at $0 (no model call), its picture priced
+    when asked to be described (Describe pictures), converts, and its
     page view shows the section's Markdown with no page image; a PNG scan's page view draws the page the split made."""
     from formatscount import DATA
     from PIL import Image
@@ -310,6 +311,15 @@ def test_new_conversion_takes_a_word_file_and_a_scan(stack, page, tmp_path):
     expect(page.get_by_test_id("est-lane")).to_contain_text("converter (no model call)")
     expect(page.get_by_test_id("est-cost")).to_contain_text("0")
     check_view(page, "new conversion of a Word file", ready=page.get_by_role("region", name="Estimate"))
+    describe = page.get_by_role("checkbox", name=re.compile("^Describe pictures"))
+    describe.check()  # its picture, described by Claude: the estimate prices it at its lane (not bulk: on-demand)
+    page.get_by_role("button", name="Estimate").click()
+    expect(page.get_by_test_id("est-figures")).to_contain_text("1 to describe")
+    expect(page.get_by_test_id("est-figures")).to_contain_text("397×397 px")
+    expect(page.get_by_test_id("est-lane")).to_contain_text("on-demand")
+    expect(page.get_by_test_id("est-hold")).to_contain_text("each picture's worst case")
+    check_view(page, "new conversion of a Word file with its pictures described", ready=page.get_by_test_id("est-figures"))
+    describe.uncheck()
     page.get_by_role("button", name="Convert").click()
     page.wait_for_url("**/#/job/*")
     job_id = page.url.rsplit("/", 1)[1]

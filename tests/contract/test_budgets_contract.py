@@ -151,17 +151,63 @@ def test_a_reservation_takes_from_the_open_hold_only_what_is_left(uow: Any) -> N
     assert uow.budgets.reserve(job, Decimal("0.01")) is None
 
 
-def test_a_processing_job_pauses_at_its_hold_and_only_then(uow: Any) -> None:
+def test_a_processing_job_pauses_only_when_the_request_it_must_send_does_not_fit(uow: Any) -> None:
     owner = _owner()
     job = _job(uow, owner)
     _hold(uow, owner, job, "1.00")
     uow.ledger.add_chunk_cost(job_id=job, chunk_index=0, **_usage("1.00"))
+    assert uow.budgets.reserve(job, Decimal("1.00")) is True
+    assert uow.budgets.reserve(job, Decimal("0.10")) is False  # the next request did not fit
     assert uow.budgets.pause_at_hold(job) is False  # pending: not a source of pause_budget
     assert uow.jobs.move_job(job, st.start()) is not None
-    assert uow.budgets.pause_at_hold(job) is True
+    assert uow.budgets.pause_at_hold(job, message="why it paused") is True
     paused = uow.jobs.get_job(job)
-    assert (paused.status, paused.error_id, paused.pause_settled) == (JobStatus.PAUSED_BUDGET, "BUDGET_HOLD_REACHED", False)
+    assert (paused.status, paused.error_id, paused.error_message, paused.pause_settled) == (
+        JobStatus.PAUSED_BUDGET,
+        "BUDGET_HOLD_REACHED",
+        "why it paused",
+        False,
+    )
     assert uow.budgets.pause_at_hold(job) is False  # paused already
+
+
+def test_a_job_with_nothing_to_send_never_pauses_even_at_a_hold_of_nothing(uow: Any) -> None:
+    # Issue 38.5: a blank document held 0 and paused at 0, and again at every resume
+    owner = _owner()
+    job = _job(uow, owner)
+    _hold(uow, owner, job, "0")
+    assert uow.jobs.move_job(job, st.start()) is not None
+    assert uow.budgets.pause_at_hold(job) is False and uow.jobs.get_job(job).status == JobStatus.PROCESSING
+
+
+def test_a_hold_grows_by_a_window_gives_back_what_was_not_spent_and_trims_to_what_it_gave_out(uow: Any) -> None:
+    owner = _owner()
+    job = _job(uow, owner)
+    _hold(uow, owner, job, "0.50")
+    assert uow.budgets.grow_hold(job, by=Decimal("2")).amount_usd == Decimal("2.50")
+    assert uow.budgets.reserve(job, Decimal("1.20")) is True
+    uow.budgets.settle_reservation(job, reserved=Decimal("1.20"), actual=Decimal("0.30"))
+    uow.budgets.release_hold(job, granted=Decimal("2"), spent=Decimal("0.30"))  # the window closes: 1.70 of it back
+    assert uow.ledger.get_hold(job).amount_usd == Decimal("0.80")
+    uow.budgets.release_hold(job, granted=Decimal("5"), spent=Decimal(0))  # never below what it gave out
+    assert uow.ledger.get_hold(job).amount_usd == Decimal("0.30")
+    assert uow.budgets.grow_hold(job, by=Decimal("1")).amount_usd == Decimal("1.30")
+    uow.budgets.trim_hold(job)
+    assert uow.ledger.get_hold(job).amount_usd == Decimal("0.30")
+    assert uow.ledger.close_hold(job, outcome="settled", settled_usd=Decimal("0.30"))
+    assert uow.budgets.grow_hold(job, by=Decimal("1")) is None  # a closed hold does not grow
+
+
+def test_the_holders_are_the_owners_other_jobs_keeping_budget_beyond_their_spend(uow: Any) -> None:
+    owner = _owner()
+    mine, big, small, spent = _job(uow, owner), _job(uow, owner), _job(uow, owner), _job(uow, owner)
+    for job, amount in ((mine, "5"), (big, "3"), (small, "1"), (spent, "1")):
+        _hold(uow, owner, job, amount)
+    uow.ledger.add_chunk_cost(job_id=small, chunk_index=0, **_usage("0.25"))
+    uow.ledger.add_chunk_cost(job_id=spent, chunk_index=0, **_usage("1"))
+    held = uow.budgets.holders(owner, exclude_job=mine)
+    assert [(h.job_id, h.held_usd) for h in held] == [(big, Decimal("3")), (small, Decimal("0.75"))]
+    assert all(h.name for h in held) and uow.budgets.holders(_owner()) == []
 
 
 def test_a_job_pauses_when_its_hold_cannot_carry_the_next_request_or_the_last_refused_one(uow: Any) -> None:
@@ -172,7 +218,7 @@ def test_a_job_pauses_when_its_hold_cannot_carry_the_next_request_or_the_last_re
         assert uow.jobs.move_job(job, st.start()) is not None
         assert uow.budgets.reserve(job, Decimal("0.70")) is True
     assert uow.budgets.pause_at_hold(cheap, next_request_usd=Decimal("0.20")) is False  # 0.30 left carries it
-    assert uow.budgets.pause_at_hold(cheap, next_request_usd=Decimal("0.40")) is True
+    assert uow.budgets.pause_at_hold(cheap, next_request_usd=Decimal("0.40")) is True  # asked explicitly
     assert uow.budgets.reserve(refused, Decimal("0.50")) is False
     assert uow.budgets.pause_at_hold(refused, next_request_usd=Decimal("0.01")) is True  # the refused 0.50 cannot be carried
     assert uow.ledger.close_hold(free, outcome="released")
@@ -190,7 +236,7 @@ def test_a_paused_job_is_settled_then_resumed_with_a_raised_hold_and_its_running
     assert uow.jobs.complete_chunk(job, 0, "w1", pages_done=2, pages_failed=0, pages_batch=0, cost_usd=Decimal("0.5"), result_key="r/0")
     assert uow.jobs.claim_chunk(job, 1, "w1") is not None  # running when the job paused
     uow.ledger.add_chunk_cost(job_id=job, chunk_index=0, **_usage("1.00"))
-    assert uow.budgets.pause_at_hold(job) is True
+    assert uow.budgets.pause_at_hold(job, next_request_usd=Decimal("1.50")) is True
     assert uow.budgets.mark_pause_settled(job) is True and uow.jobs.get_job(job).pause_settled is True
 
     resumed = uow.budgets.resume_paused(job, hold_usd=Decimal("2.50"))
@@ -224,6 +270,7 @@ def test_the_budgets_move_a_job_and_its_chunks_only_along_the_transition_table(u
     job = _job(uow, owner, pages=4)
     _hold(uow, owner, job, "0.10")
     uow.ledger.add_chunk_cost(job_id=job, chunk_index=0, **_usage("0.50"))
+    assert uow.budgets.reserve(job, Decimal("0.50")) is False  # the request it must send next does not fit
     assert uow.jobs.move_job(job, st.start()) is not None and uow.jobs.claim_chunk(job, 0, "w1") is not None
     forced = {"status": status}  # put the job in ``status`` whatever the path (the chunk stays processing)
     if status != JobStatus.PROCESSING:

@@ -60,13 +60,23 @@ def test_reopen_runs_an_ended_job_again_where_its_listing_stood(uow: Any) -> Non
     uow.folder_jobs.save_checkpoint(listed, token=None, listed=3, excluded=1, done=True)
     uow.folder_jobs.move(unlisted, st.folder_job("cancel"))
     uow.folder_jobs.move(listed, st.folder_job("complete_with_failures"))
-    again, resumed = uow.folder_jobs.reopen(unlisted), uow.folder_jobs.reopen(listed)
-    assert (again.status, again.run, again.error_id, again.finished_at) == ("enumerating", 2, None, None)
-    assert (resumed.status, resumed.run, resumed.objects_listed, resumed.excluded_count) == ("processing", 2, 3, 1)
-    assert uow.folder_jobs.reopen(listed) is None  # running again: not ended
+    again, resumed = uow.folder_jobs.reopen(unlisted, priority_allowed=False), uow.folder_jobs.reopen(listed, priority_allowed=True)
+    assert (again.status, again.run, again.error_id, again.finished_at, again.priority_allowed) == ("enumerating", 2, None, None, False)
+    assert (resumed.status, resumed.run, resumed.objects_listed, resumed.excluded_count, resumed.priority_allowed) == ("processing", 2, 3, 1, True)
+    assert uow.folder_jobs.reopen(listed, priority_allowed=False) is None  # running again: not ended
+    assert uow.folder_jobs.get(listed).priority_allowed is True  # ... and its rights not touched
     broken = _job(uow)
     uow.folder_jobs.move(broken, st.folder_job("fail"), error_id="BOOM", error_message="x")
-    assert uow.folder_jobs.reopen(broken) is None  # a job that could not run is not run again
+    assert uow.folder_jobs.reopen(broken, priority_allowed=True) is None  # a job that could not run is not run again
+
+
+def test_a_jobs_lane_rights_are_what_its_submit_recorded(uow: Any) -> None:
+    """Issue 40.3: decided once, at submit, from the owner's groups then; none unless granted."""
+    member = uow.folder_jobs.add(
+        job_id="fj-" + uuid.uuid4().hex[:24], owner_id="u-rights", name=None, spec={}, source=("in", "a/"), target=("out", "b/"), priority_allowed=True
+    )
+    plain = uow.folder_jobs.add(job_id="fj-" + uuid.uuid4().hex[:24], owner_id="u-rights", name=None, spec={}, source=("in", "a/"), target=("out", "b/"))
+    assert (uow.folder_jobs.get(member.id).priority_allowed, uow.folder_jobs.get(plain.id).priority_allowed) == (True, False)
 
 
 def test_relist_lists_a_job_that_could_not_run_afresh_and_nothing_else(uow: Any) -> None:
@@ -74,13 +84,13 @@ def test_relist_lists_a_job_that_could_not_run_afresh_and_nothing_else(uow: Any)
     empty = _job(uow)
     uow.folder_jobs.save_checkpoint(empty, token=None, listed=0, excluded=2, done=True)
     uow.folder_jobs.move(empty, st.folder_job("fail"), error_id="FOLDER_NO_PDF", error_message="x")
-    again = uow.folder_jobs.relist(empty)
-    assert (again.status, again.run, again.error_id, again.finished_at) == ("enumerating", 2, None, None)
+    again = uow.folder_jobs.relist(empty, priority_allowed=True)  # the lane rights decided again (issue 40.3)
+    assert (again.status, again.run, again.error_id, again.finished_at, again.priority_allowed) == ("enumerating", 2, None, None, True)
     assert (again.enumeration_done, again.objects_listed, again.excluded_count, again.continuation_token) == (False, 0, 0, None)
-    assert uow.folder_jobs.relist(empty) is None  # listing: not in error
+    assert uow.folder_jobs.relist(empty, priority_allowed=False) is None  # listing: not in error
     done = _job(uow)
     uow.folder_jobs.move(done, st.folder_job("complete"))
-    assert uow.folder_jobs.relist(done) is None  # an ended job is reopened, not relisted
+    assert uow.folder_jobs.relist(done, priority_allowed=False) is None  # an ended job is reopened, not relisted
 
 
 def test_checkpoints_add_up_and_turns_hand_over_once(uow: Any) -> None:

@@ -97,3 +97,66 @@ def assert_total_is_the_ledger(job_id: str) -> Decimal:
     hold = ledger.PgLedger(svc.db).get_hold(job_id)
     assert hold is not None and hold.outcome == "settled" and hold.settled_usd == total
     return total
+
+
+def _api_view(stack: Any, job_id: str, owner: str) -> dict[str, Any]:
+    import json
+    import urllib.request
+
+    request = urllib.request.Request(stack.env["BATCHLANE_API_URL"] + f"/api/v1/jobs/{job_id}", headers={"Authorization": f"Bearer local:{owner}"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return dict(json.loads(response.read()))
+
+
+def assert_bill_identities(stack: Any, job_id: str, since: Any, *, until: Any = None, pages: bool = True) -> Any:
+    """Issue 38.2, for a job that ran alone between two marks of the emulator: its ledger rows, its reported total
+    (the job row, its hold, the API's view and live block, the demo report), the sum over its pages (each page's
+    result says all spent on it) and the emulator's own bill (tokens × price of what it served) agree, to the
+    micro-dollar. Returns the job's figures (domain/savings.LedgerMoney)."""
+    from batchlib import page_results
+
+    from batchlane_dev.report import job_report
+
+    svc = services()
+    job = job_repo.PgJobs(svc.db).get_job(job_id)
+    assert job is not None and job.status in ("completed", "cancelled"), job and (job.status, job.error_id)
+    rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
+    total = sum((r.cost_usd for r in rows), Decimal(0))
+    assert Decimal(job.total_cost_usd) == total, ("the job's total", job.total_cost_usd, total)
+    hold = ledger.PgLedger(svc.db).get_hold(job_id)
+    assert hold is not None and hold.settled_usd == total, ("the hold settled at", hold)
+    money = svc.uow().reads.ledger_money(job_id)
+    assert money.total_usd == total
+    view = _api_view(stack, job_id, job.owner_id)
+    assert Decimal(view["costUsd"]) == total and Decimal(view["live"]["costSoFarUsd"]) == total, view["live"]
+    assert (Decimal(view["live"]["onDemandUsd"]), Decimal(view["live"]["savingUsd"])) == (money.all_on_demand_usd, money.saving_usd)
+    if pages:
+        results = page_results(job_id)
+        on_demand = sum((r.cost_usd for r in rows if r.backend == "on_demand"), Decimal(0))
+        assert sum((p.cost_usd for p in results.values()), Decimal(0)) == on_demand, "the sum over pages is the on-demand rows"
+        assert on_demand + money.batch_usd == total
+        report = job_report(svc, job_id)
+        assert Decimal(str(report["total_cost_usd"])) == total and Decimal(str(report["on_demand"]["pages_cost_usd"])) == on_demand
+    bill = stack.bedrock.bill(svc.prices, since=since, until=until)
+    assert bill["total"] == total, ("the emulator's own bill", bill, total)
+    assert bill["batch"] == money.batch_usd, ("its batch jobs' bill", bill, money)
+    return money
+
+
+def assert_each_page_paid_once(stack: Any, job_id: str, since: Any, *, until: Any = None, refused: frozenset[int] = frozenset()) -> None:
+    """Every non-blank page of the job was in exactly one billed answer (a runtime call or a batch record) and
+    every batch record billed served its page; a page answered twice only when its first answer was refused
+    (``refused``) or shared a request with one (the halving that isolates it)."""
+    from batchlib import page_results
+
+    results = page_results(job_id)
+    served = stack.bedrock.pages_served(since=since, until=until)
+    counts = served["runtime"] + served["batch"]
+    assert set(counts) == {n for n, p in results.items() if p.status != "blank"}, "every page paid for, and only the job's"
+    used = {n for n, p in results.items() if p.batch_usage is not None}
+    assert used == set(served["batch"]) and all(n == 1 for n in served["batch"].values()), "each batch record billed served its page, once"
+    calls, _ = stack.bedrock.served_since(since, until)
+    with_refused = {page for call in calls if call.pages & refused for page in call.pages}
+    twice = {page for page, n in counts.items() if n > 1}
+    assert twice <= with_refused, f"pages paid twice: {sorted(twice - with_refused)}"
+    assert refused <= twice, "the refused pages were answered again"

@@ -42,7 +42,8 @@ def test_completed_job_is_served_from_batch_at_half_price(stack_factory):
     [ledger_row] = batch_ledger_rows(report["job_id"])
     assert ledger_row["metadata"]["batch"] is True and ledger_row["metadata"]["batchMultiplier"] == 0.5
     assert ledger_row["metadata"]["jobArn"] == row["bedrock_job_arn"]
-    assert report["saving_pct"] == pytest.approx(50, abs=0.5)
+    # half the batch bill against what the on-demand engine bills (5 pages and one prompt a request: domain/savings.py)
+    assert 47 <= report["saving_pct"] < 50
     assert services().db.one("SELECT batch_primed FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["batch_primed"] is True
 
 

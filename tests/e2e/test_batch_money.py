@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_for_job, wait_until
 from moneylib import assert_batch_row_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
-from test_cancel_process_now import Gate, _act_while_the_batch_job_runs, job
+from test_cancel_process_now import SLOW_BATCH, Gate, api, bedrock_job, file_of, job
 
 from batchlane.runtime import services
 from batchlane_dev.local.bedrock.faults import parse_faults
@@ -71,23 +71,29 @@ def test_the_packer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(s
 
 
 def test_a_batch_row_closing_after_the_job_settled_updates_its_total(stack_factory):
-    # Given process-now while the Bedrock job runs, and the lane's collect held back
-    gate: dict[str, Gate] = {}
-
-    def factory(*args, **kwargs):  # type: ignore[no-untyped-def]
-        stack = stack_factory(*args, **kwargs)
-        gate["collect"] = Gate(stack, "batch_collect")
-        return stack
-
-    stack, job_id = _act_while_the_batch_job_runs(factory, "process-now")
-    # When the on-demand conversion completes and settles before the stopped batch job is billed
-    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
-    settled_before = job(job_id).total_cost_usd
-    assert batch_row(job_id)["state"] != "closed", "the batch row must close after the settle for this test to mean anything"
-    gate["collect"].release()
-    wait_until(lambda: batch_row(job_id)["state"] == "closed", what="the stopped batch job to be billed")
-    # Then the job's total, its hold and its batch cost include the late batch bill, exactly
-    billed = assert_batch_row_bills_the_manifest(job_id)
+    # Given two jobs in one running Bedrock job (a shared lane), its collect held back, and one of them
+    # processed now: it leaves the lane (the other still waits on it) and converts on-demand at once
+    stack = stack_factory(SLOW_BATCH, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MAX_RECORDS": str(2 * PAGES)}, schedules=False)
+    packer = Gate(stack, "batch_packer", skip_with={"claimed": []})
+    collect = Gate(stack, "batch_collect")
+    leaver, stayer = submit()[0], submit()[0]
+    packer.release()
+    assert len(stack.registry.invoke("batch_packer", {}).result["lanes"]) == 1, "one lane carries both"
+    wait_until(lambda: (b := bedrock_job(stack, leaver)) is not None and b.processed >= 3, what="the Bedrock job part-way")
+    status, body = api(stack, "POST", f"/api/v1/files/{file_of(leaver)}/process-now")
+    assert status == 200 and (body["action"], body["batchStopRequested"]) == ("left_batch_lane", False), body
+    # When its on-demand conversion completes and settles before the shared batch job is billed
+    wait_until(lambda: job(leaver).status in ("completed", "failed"), what="the on-demand conversion")
+    settled_before = job(leaver).total_cost_usd
+    assert batch_row(leaver)["state"] != "closed", "the batch row must close after the settle for this test to mean anything"
+    collect.release()
+    wait_until(lambda: batch_row(leaver)["state"] == "closed", timeout_s=120, what="the batch job to be billed")
+    wait_for_job(services(), stayer, timeout_s=120)
+    # Then the job's total, its hold and its batch cost include the late batch bill (its records, processed and
+    # not used: a loss the saving shows), exactly
+    billed = assert_batch_row_bills_the_manifest(leaver)
     assert billed["cost_usd"] > 0
-    assert assert_total_is_the_ledger(job_id) == settled_before + billed["cost_usd"]
-    assert_ledger_equals_tokens_served(stack, [job_id])
+    assert assert_total_is_the_ledger(leaver) == settled_before + billed["cost_usd"]
+    assert services().uow().reads.ledger_money(leaver).saving_usd == -billed["cost_usd"], "the unused batch records are the loss"
+    assert_converted_whole(stayer)
+    assert_ledger_equals_tokens_served(stack, [leaver, stayer])

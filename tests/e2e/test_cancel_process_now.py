@@ -115,11 +115,13 @@ def assert_all_pages_on_demand(job_id: str) -> None:
 
 
 def assert_nothing_charged(job_id: str) -> None:
+    """Cancelled: nothing more is spent, and what was spent before (issue 38.2) is its total, as the ledger and the budget count it."""
     done = job(job_id)
     assert done.status == "cancelled"
-    assert Decimal(done.total_cost_usd) == 0
+    spent = ledger.PgLedger(services().db).job_total(job_id)
+    assert Decimal(done.total_cost_usd) == spent, "a cancelled job reports what it spent, as its owner's budget counts it"
     hold = ledger.PgLedger(services().db).get_hold(job_id)
-    assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
+    assert hold is not None and hold.outcome == "cancelled" and (hold.settled_usd or 0) == spent
     assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
 
 
@@ -147,7 +149,7 @@ def test_cancel_while_a_chunk_runs_stops_it_books_the_spend_and_charges_nothing(
     assert stopped.status == "cancelled"
     assert stopped.pages_done < 20, "the chunk went on converting after the cancel"
     assert all(c.status in ("cancelled", "completed") for c in chunks.values())
-    # its partial spend is on the ledger (our cost), and nothing is charged to the user
+    # its partial spend is on the ledger, and is what the cancelled job cost
     chunk_rows = [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.source == "chunk" and r.chunk_index == stopped.chunk_index]
     assert chunk_rows and sum(r.cost_usd for r in chunk_rows) > 0
     assert Decimal(stopped.cost_usd) == sum(r.cost_usd for r in chunk_rows)
@@ -235,7 +237,7 @@ def test_process_now_before_the_packer_converts_on_demand_and_the_packer_never_t
     assert_ledger_equals_tokens_served(stack, [job_id])
 
 
-def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_it_once(stack_factory):
+def test_process_now_while_preparing_creates_no_bedrock_job_and_converts_on_demand(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
     gate = Gate(stack, "batch_submit")
     job_id, _ = submit()
@@ -247,34 +249,33 @@ def test_process_now_while_preparing_submits_then_stops_the_batch_job_and_bills_
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the batch row to close")
     assert_all_pages_on_demand(job_id)
-    assert row["reason"] == "process_now"
-    # the lane had decided to submit: it did, asked Bedrock to stop the job at once, collected and billed it
-    # once. At the emulator's time scale a small job can complete before the stop lands (on AWS, hours
-    # before it would): the row then ends as the job did, and the bill is the same one row.
-    assert row["bedrock_job_arn"] and stack.bedrock.stats["stop_requests"] >= 1
-    ended = stack.bedrock.jobs[row["bedrock_job_arn"]].status
-    assert ended in ("Stopped", "Completed") and row["end_state"] == ended and len(batch_ledger_rows(job_id)) == 1
+    # Issue 38.2: nobody waits on the lane any more, so Submit creates no Bedrock job: no record is billed
+    # for a page that converts on-demand (before, it created the job and stopped it: those pages paid twice)
+    assert (row["end_state"], row["reason"], row["bedrock_job_arn"]) == ("skipped", "process_now", None)
+    assert not stack.bedrock.jobs and batch_ledger_rows(job_id) == []
     wait_until(lambda: execution_status("batch", job_id) == "SUCCEEDED", what="the batch lane to end")
     assert job(job_id).status == "completed"
-    assert_batch_row_bills_the_manifest(job_id)
     assert_total_is_the_ledger(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
 
 
-def test_process_now_while_the_batch_job_runs_stops_it_bills_once_and_loses_no_page(stack_factory):
+def test_process_now_while_the_batch_job_runs_stops_it_and_uses_what_it_processed(stack_factory):
     stack, job_id = _act_while_the_batch_job_runs(stack_factory, "process-now")
-    assert ledger.PgLedger(services().db).get_hold(job_id).expires_at.timestamp() < job(job_id).updated_at.timestamp() + 7 * 3600
-    wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
-    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
-    wait_until(lambda: execution_status("batch", job_id) not in (None, "RUNNING"), what="the batch lane to end")
-    assert_all_pages_on_demand(job_id)
-    assert row["end_state"] == "Stopped" and row["reason"] == "process_now"
-    assert stack.bedrock.jobs[row["bedrock_job_arn"]].status == "Stopped"
+    # Issue 38.2: the job waits for the stop; the records Bedrock processed (billed either way) are used
+    wait_until(lambda: job(job_id).status in ("completed", "failed"), timeout_s=180, what="the stop, the collect, then the rest on-demand")
+    row = batch_row(job_id)
+    assert row["state"] == "closed" and row["end_state"] == "Stopped" and row["reason"] == "process_now"
+    bedrock = stack.bedrock.jobs[row["bedrock_job_arn"]]
+    assert bedrock.status == "Stopped" and 0 < bedrock.processed < row["record_count"], "stopped part-way"
+    results = assert_converted_whole(job_id)
+    served = sum(1 for p in results.values() if p.batch_usage is not None)
+    assert served == row["accepted_count"] == bedrock.processed, "every record Bedrock processed served its page"
+    on_demand_pages = sum(1 for p in results.values() if p.served_by == "on_demand")
+    assert served + on_demand_pages == PAGES - PAGES // BLANK_EVERY, "the rest, and only the rest, on-demand"
     billed = batch_ledger_rows(job_id)
     assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the partial output is billed exactly once"
-    assert job(job_id).status == "completed", "the lane's late Resume must not touch a converted job"
     assert_batch_row_bills_the_manifest(job_id)
-    assert_total_is_the_ledger(job_id)  # whichever came first, the settle or the batch bill
+    assert_total_is_the_ledger(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
 
 

@@ -163,9 +163,11 @@ def test_budget_webhooks_and_a_resume(stack, user, tmp_path):
     shaped(cli(stack, user, "budget", "--json"), "Budget")
     refused(cli(stack, user, "budget", "--set-for", user, "--usd-per-month", "5", "--json"), "FORBIDDEN", 7)
     shaped(cli(stack, ADMIN, "budget", "--set-for", user, "--usd-per-month", "50", "--json"), "Budget")
-    shaped(cli(stack, user, "webhooks", "config", "--json"), "WebhookConfig")
-    shaped(cli(stack, ADMIN, "webhooks", "rotate", "--json"), "WebhookConfig")
-    refused(cli(stack, user, "webhooks", "rotate", "--json"), "FORBIDDEN", 7)
+    first = shaped(cli(stack, user, "webhooks", "config", "--json"), "WebhookConfig")  # the user's own secret, shown once
+    assert first["secret"] and first["shownOnce"] and first["version"] == 1
+    assert "secret" not in shaped(cli(stack, user, "webhooks", "config", "--json"), "WebhookConfig")
+    rotated = shaped(cli(stack, user, "webhooks", "rotate", "--json"), "WebhookConfig")  # any user rotates their own (issue 40.4)
+    assert rotated["version"] == 2 and rotated["secret"] != first["secret"] and rotated["previousValidUntil"]
     receiver = Receiver()
     try:
         shaped(cli(stack, user, "webhooks", "test", receiver.url, "--json"), "Delivery")

@@ -120,6 +120,14 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
 
     hook = Receiver()
     try:
+        # The user's own signing secret: created by their first `webhooks config`, which shows it (once)
+        config = run(local_stack, "webhooks", "config", "--json")
+        assert config.exit_code == 0, config.output
+        shown = json.loads(config.stdout)
+        assert shown["shownOnce"] is True and shown["version"] == 1
+        secret = shown["secret"]
+        again = json.loads(run(local_stack, "webhooks", "config", "--json").stdout)
+        assert "secret" not in again and again["version"] == 1
         pdf = tmp_path / "hooked.pdf"
         pdf.write_bytes(make_pdf(3))
         bad = run(local_stack, "convert", str(pdf), "--callback-url", "ftp://example.com/hook")
@@ -129,18 +137,7 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
         job_id = json.loads(converted.stdout)["jobId"]
         got = hook.wait_for(2)
         assert sorted(r.json["event"] for r in got) == ["file.completed", "job.completed"]
-        config = run(local_stack, "webhooks", "config", "--json")
-        assert config.exit_code == 0, config.output
-        secret_id = json.loads(config.stdout)["secretId"]
-        state = json.loads((local_stack / "state.json").read_text())
-        import boto3
-
-        env = state["env"]
-        sm = boto3.client(
-            "secretsmanager", endpoint_url=env["AWS_ENDPOINT_URL"], region_name="us-east-1", aws_access_key_id="offline", aws_secret_access_key="offline"
-        )
-        secret = sm.get_secret_value(SecretId=secret_id)
-        assert all(readme_verify()(secret["SecretString"], hook.url, r.body, r.headers["Batchlane-Signature"]) for r in got)
+        assert all(readme_verify()(secret, hook.url, r.body, r.headers["Batchlane-Signature"]) for r in got)
         listed = wait_until(
             lambda: (
                 (d := json.loads(run(local_stack, "webhooks", "deliveries", "--job", job_id, "--json").stdout)["deliveries"])
@@ -150,8 +147,10 @@ def test_convert_with_a_webhook_and_read_its_deliveries(local_stack, tmp_path):
             what="the deliveries to be recorded",
         )
         assert len(listed) == 2 and {x["responseCode"] for x in listed} == {200}
-        refused = run(local_stack, "webhooks", "rotate")
-        assert refused.exit_code == 7 and "error: FORBIDDEN:" in refused.stderr
+        rotated = run(local_stack, "webhooks", "rotate", "--json")  # their own: no group needed
+        assert rotated.exit_code == 0, rotated.output
+        new = json.loads(rotated.stdout)
+        assert new["version"] == 2 and new["secret"] != secret and new["previousValidUntil"]
     finally:
         hook.stop()
 

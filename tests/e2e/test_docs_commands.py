@@ -243,7 +243,7 @@ def test_make_demo_in_the_readme_runs_as_written(tmp_path):  # type: ignore[no-u
     assert "offline stack up" in report and "not a model" in report
     assert "│ status     │ completed" in report and "1200 (1200 converted, 0 failed, 48 blank)" in report
     assert re.search(r"1152 pages served, \$[\d.]+ · 1152 records: 1152 accepted, 0 fallback · Bedrock Completed", report)
-    assert "saving 50.0%" in report and "out/demo-1200-pages.md" in report
+    assert re.search(r"saving 4[7-9]\.\d+%", report) and "out/demo-1200-pages.md" in report
     # issue 41.5: the README's commands say `batchlane …`; its next line puts it on a PATH that lacks it
     bare = {**env, "PATH": os.pathsep.join(p for p in env["PATH"].split(os.pathsep) if Path(p).resolve() != Path(sys.executable).parent.resolve())}
     assert sh("batchlane --version", checkout, bare, timeout=60).returncode == 127, "the test's PATH must not hold batchlane already"

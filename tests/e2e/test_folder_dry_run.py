@@ -20,6 +20,7 @@ import pytest
 from batchlane.folders import dryrun
 from batchlane_dev.local.pdfgen import make_pdf
 from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
+from tests.integration.test_api import estimate
 
 OWNER = "dry-run-owner"
 
@@ -29,17 +30,8 @@ def s3() -> Any:
 
 
 def api(stack: Any, path: str, body: Any) -> tuple[int, Any]:
-    request = urllib.request.Request(
-        stack.env["BATCHLANE_API_URL"] + path,
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer local:{OWNER}", "Content-Type": "application/json"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=60) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read())
+    """The dry run as a client makes it: its estimate started (202), then polled until answered."""
+    return estimate(stack, path, body, user=OWNER)
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from batchlane_dev.contract import component_errors
 from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.pdfgen import encrypted_pdf, make_pdf, page_phrase
 from batchlane_dev.local.stack import FOLDER_BUCKET, owner_home
+from tests.integration.test_api import estimate
 
 OWNER = "tester"
 HOME = owner_home(OWNER)  # the folder granted to OWNER offline (users/{owner}/)
@@ -152,7 +153,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     put_folder(prefix, {"one.pdf": make_pdf(2), "two.pdf": make_pdf(3)})
     spec = {"input": {"folder": f"s3://{FOLDER_BUCKET}/{HOME}{prefix}"}, "output": {"layout": "mirror", "folder": f"s3://{FOLDER_BUCKET}/{HOME}api-out/"}}
 
-    code, dry = api(stack, "POST", "/api/v1/folder-jobs?dry_run=true", spec)
+    code, dry = estimate(stack, "/api/v1/folder-jobs?dry_run=true", spec, user=OWNER)
     assert code == 200 and dry["created"] is False and dry["files"]["toConvert"] == 2
     assert {k: dry["pages"][k] for k in ("total", "low", "high", "method", "filesInspected")} == {  # camelCase (issue 24)
         "total": 5,
@@ -178,7 +179,7 @@ def test_the_api_submits_once_answers_only_the_owner_and_refuses_bad_folders(sta
     assert {"api-out/one.pages.jsonl", "api-out/two.pages.jsonl"} <= keys("api-out/"), "the per-page record beside each Markdown"
     code, body = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/report")
     assert code == 200 and [json.loads(line)["key"].removeprefix(HOME) for line in body.splitlines()] == ["api/one.pdf", "api/two.pdf"]
-    code, again = api(stack, "POST", "/api/v1/folder-jobs?dry_run=true", spec)
+    code, again = estimate(stack, "/api/v1/folder-jobs?dry_run=true", spec, user=OWNER)
     assert (again["files"]["toConvert"], again["files"]["alreadyProcessed"]) == (0, 2)  # their mirrored outputs exist
     code, listed = api(stack, "GET", f"/api/v1/folder-jobs/{first['id']}/files?status=completed")
     assert [f["outputUris"] for f in listed["files"]] == [[f"s3://{FOLDER_BUCKET}/{HOME}api-out/one.md"], [f"s3://{FOLDER_BUCKET}/{HOME}api-out/two.md"]]

@@ -205,4 +205,5 @@ def test_a_job_that_outran_the_old_fixed_clock_completes_within_the_timeout_on_t
     assert job.behind_s < 600, "the emulator kept up with the one clock (sleep jitter aside)"
     assert (row["end_state"], row["accepted_count"], row["fallback_count"]) == ("Completed", NON_BLANK, 0)
     assert all(p.served_by == "batch" for p in results.values() if p.status != "blank")
-    assert report["saving_pct"] == pytest.approx(50, abs=0.5)
+    # half the batch bill against what the on-demand engine bills (5 pages and one prompt a request: domain/savings.py)
+    assert 47 <= report["saving_pct"] < 50

@@ -33,6 +33,7 @@ def test_the_owner_is_the_api_caller_or_the_owner_of_the_job_the_event_names() -
     assert owner_of("batch_prepare", {"laneId": "lane-1"}, job_owner) is None, "a pooled lane is several owners' work"
     assert owner_of("job_split", {"jobId": "not-a-uuid'; --"}, job_owner) is None, "only a job id is looked up"
     assert owner_of("recovery", [], job_owner) is None
+    assert owner_of("estimate", {"estimateId": JOB, "ownerId": "carol"}, job_owner) == "carol", "a dry run's worker: its owner rides along"
     assert asked == [JOB, JOB]
 
 
@@ -71,6 +72,19 @@ def test_a_worker_invocation_is_sent_with_its_owner_s_group_and_the_way_home(tmp
         {"cpu_group": alice, "cpu_home": str(tmp_path / "home" / "cgroup.procs")},
         {"cpu_group": None, "cpu_home": str(tmp_path / "home" / "cgroup.procs")},
     ]
+
+
+def test_a_worker_stays_in_its_owner_s_group_and_moves_only_when_the_owner_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each move waits on the kernel (~15 ms): B's every request once paid two, which the latency figures counted."""
+    from batchlane_dev.local import lambda_runtime
+
+    moves: list[str | None] = []
+    monkeypatch.setattr(cpu_shares, "enter", moves.append)
+    monkeypatch.setattr(lambda_runtime, "_worker_group", [None])
+    monkeypatch.setattr(lambda_runtime, "_worker_registry", lambda *_: type("R", (), {"_run": staticmethod(lambda name, event: Invocation())})())
+    for group in ("a/cgroup.procs", "a/cgroup.procs", "b/cgroup.procs", None, None):
+        lambda_runtime._worker_invoke("123456789012", "us-east-1", "api", {}, group, "home/cgroup.procs")
+    assert moves == ["a/cgroup.procs", "b/cgroup.procs", "home/cgroup.procs"]
 
 
 def _cpu_cgroup() -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from fakes.budgets import FakeBudgets
 from fakes.caps import FakeCaps
 from fakes.deliveries import FakeDeliveries
+from fakes.estimates import FakeEstimates
 from fakes.folder_jobs import FakeFolderJobs
 from fakes.jobs import FakeJobs
 from fakes.lanes import FakeLanes
@@ -23,6 +24,7 @@ from fakes.rate_limits import FakeRateLimits
 from fakes.read_model import FakeReads
 from fakes.retries import FakeRetries
 from fakes.service_tiers import FakeServiceTiers
+from fakes.webhook_secrets import FakeWebhookSecrets
 
 
 class FakeClock:
@@ -103,6 +105,14 @@ class FakeUnitOfWork:
     @property
     def service_tiers(self) -> FakeServiceTiers:
         return FakeServiceTiers(self.state)
+
+    @property
+    def estimates(self) -> FakeEstimates:
+        return FakeEstimates(self.state)
+
+    @property
+    def webhook_secrets(self) -> FakeWebhookSecrets:
+        return FakeWebhookSecrets(self.state)
 
     def check_connection(self) -> None:
         self.connection_checks += 1  # no connection to lose; counted, so a test sees the check was made

@@ -11,9 +11,9 @@ from typing import Any
 
 from batchlane.db.budgets import HOLD_REACHED_ERROR, HOLD_REACHED_MESSAGE, override_or_defaults
 from batchlane.domain import status as st
-from batchlane.domain.budget import Limits, Standing
+from batchlane.domain.budget import Holder, Limits, Standing
 from batchlane.domain.status import ChunkStatus, Entity
-from batchlane.ports import BudgetOverride, JobMoney, JobRow
+from batchlane.ports import BudgetOverride, Hold, JobMoney, JobRow
 from fakes.jobs import FakeJobs
 from fakes.ledger import MoneyRows, money
 
@@ -97,16 +97,49 @@ class FakeBudgets:
         if hold is not None:
             self._money.holds[job_id] = replace(hold, committed_usd=hold.committed_usd - reserved + actual)
 
-    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
+    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0), spent_usd: Decimal = Decimal(0), message: str | None = None) -> bool:
         move, jobs = st.pause_budget(), self._jobs()
         job, hold = jobs.get_job(job_id), self._money.holds.get(job_id)
         if job is None or hold is None or hold.outcome is not None or not move.allows(job.status):
             return False
-        reached = self._money.spent(job_id) >= hold.amount_usd or hold.committed_usd + max(next_request_usd, hold.wanted_usd) > hold.amount_usd
-        if not reached:
+        needed = max(next_request_usd, hold.wanted_usd)
+        if not (needed > 0 and max(hold.committed_usd, spent_usd) + needed > hold.amount_usd):
             return False
-        jobs.put_job(replace(job, status=move.target, updated_at=self.state.clock.now(), error_id=HOLD_REACHED_ERROR, error_message=HOLD_REACHED_MESSAGE))
+        jobs.put_job(
+            replace(job, status=move.target, updated_at=self.state.clock.now(), error_id=HOLD_REACHED_ERROR, error_message=message or HOLD_REACHED_MESSAGE)
+        )
         return True
+
+    def grow_hold(self, job_id: str, *, by: Decimal) -> Hold | None:
+        hold = self._money.holds.get(job_id)
+        if hold is None or hold.outcome is not None:
+            return None
+        grown = replace(hold, amount_usd=hold.amount_usd + by, updated_at=self.state.clock.now())
+        self._money.holds[job_id] = grown
+        return grown
+
+    def release_hold(self, job_id: str, *, granted: Decimal, spent: Decimal) -> None:
+        hold = self._money.holds.get(job_id)
+        if hold is not None and hold.outcome is None:
+            amount = max(hold.amount_usd - granted + spent, hold.committed_usd)
+            self._money.holds[job_id] = replace(hold, amount_usd=amount, updated_at=self.state.clock.now())
+
+    def trim_hold(self, job_id: str) -> None:
+        hold = self._money.holds.get(job_id)
+        if hold is not None and hold.outcome is None:
+            self._money.holds[job_id] = replace(hold, amount_usd=hold.committed_usd, updated_at=self.state.clock.now())
+
+    def holders(self, owner_id: str, *, exclude_job: str | None = None) -> list[Holder]:
+        jobs, out = self._jobs(), []
+        for h in self._money.holds.values():
+            if h.owner_id != owner_id or h.outcome is not None or h.job_id == exclude_job:
+                continue
+            held = h.amount_usd - self._money.spent(h.job_id)
+            job = jobs.get_job(h.job_id)
+            file = jobs.get_file(str(job.file_id)) if job is not None else None
+            if held > 0:
+                out.append(Holder(h.job_id, file.name if file is not None else "", held))
+        return sorted(out, key=lambda h: (-h.held_usd, h.job_id))
 
     def mark_pause_settled(self, job_id: str) -> bool:
         jobs = self._jobs()

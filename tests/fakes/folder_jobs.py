@@ -39,7 +39,17 @@ class FakeFolderJobs:
         return self.state.clock.now()
 
     # -- jobs --------------------------------------------------------------------------------
-    def add(self, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]) -> FolderJob | None:
+    def add(
+        self,
+        *,
+        job_id: str,
+        owner_id: str,
+        name: str | None,
+        spec: dict[str, Any],
+        source: tuple[str, str],
+        target: tuple[str, str],
+        priority_allowed: bool = False,
+    ) -> FolderJob | None:
         if job_id in self._rows.jobs:
             return None
         now = self._now()
@@ -47,7 +57,7 @@ class FakeFolderJobs:
             id=job_id, owner_id=owner_id, name=name, spec=dict(spec), status="enumerating", error_id=None, error_message=None,
             input_bucket=source[0], input_prefix=source[1], output_bucket=target[0], output_prefix=target[1], continuation_token=None,
             enumeration_done=False, objects_listed=0, excluded_count=0, run=1, turns=0, report_parts=0, created_at=now, updated_at=now,
-            enumerated_at=None, finished_at=None,
+            enumerated_at=None, finished_at=None, priority_allowed=priority_allowed,
         )  # fmt: skip
         self._rows.jobs[job_id] = job
         return job
@@ -71,20 +81,24 @@ class FakeFolderJobs:
         errors = {"error_id": error_id, "error_message": error_message} if error_id is not None or error_message is not None else {}
         return self._put(job, status=move.target, updated_at=self._now(), finished_at=self._now() if terminal else None, **errors)
 
-    def reopen(self, job_id: str) -> FolderJob | None:
+    def reopen(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
         job = self.get(job_id)
         move = st.folder_job("reopen" if job is not None and job.enumeration_done else "reopen_enumeration")
         if job is None or not move.allows(job.status) or job.finished_at is None:
             return None
-        return self._put(job, status=move.target, run=job.run + 1, turns=0, error_id=None, error_message=None, finished_at=None, updated_at=self._now())
+        return self._put(
+            job, status=move.target, run=job.run + 1, turns=0, error_id=None, error_message=None, finished_at=None, updated_at=self._now(),
+            priority_allowed=priority_allowed,
+        )  # fmt: skip
 
-    def relist(self, job_id: str) -> FolderJob | None:
+    def relist(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
         job = self.get(job_id)
         if job is None or not st.folder_job("relist").allows(job.status):
             return None
         return self._put(
             job, status=st.folder_job("relist").target, run=job.run + 1, turns=0, error_id=None, error_message=None, finished_at=None,
             continuation_token=None, objects_listed=0, excluded_count=0, enumeration_done=False, enumerated_at=None, updated_at=self._now(),
+            priority_allowed=priority_allowed,
         )
 
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:

@@ -138,7 +138,9 @@ class FakeJobs:
         self._insert_chunks(job.id, chunks, status=chunk_status or status)
         return job
 
-    def _insert_chunks(self, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None) -> None:
+    def _insert_chunks(
+        self, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None, chunk_records: Mapping[int, int] | None = None
+    ) -> None:
         now = self.state.clock.now()
         for span in chunks:
             key = (job_id, span.index)
@@ -161,6 +163,7 @@ class FakeJobs:
                 None,
                 now,
                 (chunk_bytes or {}).get(span.index),
+                (chunk_records or {}).get(span.index),
             )
 
     def finish_split(
@@ -172,11 +175,12 @@ class FakeJobs:
         chunks: Sequence[ChunkSpan],
         chunk_bytes: Mapping[int, int] | None = None,
         source_type: str = "pdf",
+        chunk_records: Mapping[int, int] | None = None,
     ) -> JobRow | None:
         move = st.park() if parked else st.queue()
         job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks), source_type=source_type)
         if job is not None:
-            self._insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
+            self._insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes, chunk_records=chunk_records)
         return job
 
     def get_job(self, job_id: str) -> JobRow | None:

@@ -8,6 +8,7 @@ this module keeps a lane's own life (packed → prepared → submitted → stopp
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
@@ -107,15 +108,17 @@ class FakeLanes(FakePool):
             if m.batch_row_id == target.batch_row_id and m.job_id == job_id and m.purged_at is None:
                 m.purged_at = now
 
-    def leave_lanes(self, job_id: str) -> list[BatchRow]:
-        """The job's packed members leave their lanes; those lanes, by id."""
-        ids = set(self._move_members(st.leave_lane(), job_id=_uuid(job_id)))
+    def leave_lanes(self, job_id: str, *, keep: Collection[int] = ()) -> list[BatchRow]:
+        """The job's packed members leave their lanes (not those of the lanes in ``keep``); those lanes, by id."""
+        ids = set(self._move_members(st.leave_lane(), job_id=_uuid(job_id), keep=keep))
         return [self._rows.rows[row_id] for row_id in sorted(ids) if row_id in self._rows.rows]
 
-    def _move_members(self, move: Transition, *, row_id: int | None = None, job_id: str | None = None) -> list[int]:
+    def _move_members(self, move: Transition, *, row_id: int | None = None, job_id: str | None = None, keep: Collection[int] = ()) -> list[int]:
         """A lane's members, or a job's, along ``move`` (collected ones start at 0 accepted); the lane of each one moved."""
         touched = []
         for m in self._rows.members:
+            if m.batch_row_id in keep:
+                continue
             if (row_id is None or m.batch_row_id == row_id) and (job_id is None or m.job_id == job_id) and move.allows(m.state):
                 m.state = move.target
                 m.accepted = 0 if move.target == BatchMemberState.COLLECTED else m.accepted

@@ -127,10 +127,10 @@ class FakeLedger:
     def carry_late_batch_cost(self, job_id: str) -> None:
         jobs, now = FakeJobs(self.state), self.state.clock.now()
         job = jobs.get_job(job_id)
-        if job is not None and job.status in (JobStatus.COMPLETED, JobStatus.FAILED):
+        if job is not None and job.status in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED):
             job = jobs.put_job(replace(job, total_cost_usd=self._rows.spent(job_id), updated_at=now))
         hold = self._rows.holds.get(job_id)
-        if hold is not None and hold.outcome == "settled":
+        if hold is not None and hold.outcome in ("settled", "cancelled"):
             self._rows.holds[job_id] = replace(hold, settled_usd=self._rows.spent(job_id), updated_at=now)
         if job is not None and job.status != JobStatus.WAITING_BATCH:
             jobs.put_job(replace(job, batch_cost_usd=self._rows.spent(job_id, backend="batch")))

@@ -205,7 +205,8 @@ class FakePool:
                 if (job.id, c.chunk_index) in carried:
                     continue
                 key = (turn[job.id] + busy.get(job.owner_id, 0), job.created_at, job.id, c.chunk_index)
-                chunk = PooledChunk(job.id, job.model_id, c.chunk_index, c.last_page - c.first_page + 1, waited, c.source_bytes)
+                records = c.records if c.records is not None else c.last_page - c.first_page + 1  # a born-digital chunk's pictures (0044)
+                chunk = PooledChunk(job.id, job.model_id, c.chunk_index, records, waited, c.source_bytes)
                 by_model.setdefault(job.model_id, []).append((key, chunk))
         chunks: list[PooledChunk] = []
         truncated, smallest, lightest = {}, {}, {}

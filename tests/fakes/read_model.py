@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.domain import status as st
+from batchlane.domain.savings import LedgerMoney, ledger_money
 from batchlane.domain.status import BatchRowState, ChunkStatus
 from batchlane.ports import FileJob, FileRow, HoldView, JobLanes, JobProgress, JobRow, ModelSpend, OwnerFile
 from fakes.jobs import FakeJobs, _JobRows
@@ -82,6 +83,9 @@ class FakeReads:
                     row.model_id, was.cost_usd + row.cost_usd, was.input_tokens + row.input_tokens, was.output_tokens + row.output_tokens
                 )
         return [by_model[m] for m in sorted(by_model)]
+
+    def ledger_money(self, job_id: str) -> LedgerMoney:
+        return ledger_money((row.backend, row.cost_usd, row.metadata) for row in money(self.state).ledger if row.job_id == job_id)
 
     # -- one job's row -------------------------------------------------------------------
     def _progress(self, job: JobRow) -> JobProgress:

@@ -20,6 +20,7 @@ from batchlane.ports import (
     ModelRuntime,
     ObjectStore,
     PageThreadDatabase,
+    SecretCipher,
     Services,
     SigningSecret,
     Uploads,
@@ -48,6 +49,8 @@ class FakeServices:
     secret: SigningSecret | None = None
     upload_urls: Uploads | None = None
     download_urls: Downloads | None = None
+    cipher: SecretCipher | None = None  # each owner's webhook signing secret sealed (moto's KMS, or a test's own)
+    owner_download_urls: dict[tuple[str, str], Downloads] = field(default_factory=dict)  # (bucket, owner) -> presigned GETs there
 
     def uow(self) -> FakeUnitOfWork:
         return FakeUnitOfWork(self.state)
@@ -74,8 +77,14 @@ class FakeServices:
     def folder_source(self, bucket: str, owner_id: str) -> ObjectStore:
         return self.store.in_bucket(bucket)
 
+    def owner_downloads(self, bucket: str, owner_id: str) -> Downloads:
+        return _given(self.owner_download_urls.get((bucket, owner_id)), f"downloads of {bucket} as {owner_id}")
+
     def signing_secret(self) -> SigningSecret:
         return _given(self.secret, "signing secret")
+
+    def secret_cipher(self) -> SecretCipher:
+        return _given(self.cipher, "secret cipher")
 
 
 def _given(port: Port | None, name: str) -> Port:

@@ -44,9 +44,42 @@ def test_api_paths_go_to_api_gateway_on_the_same_origin_uncached_without_the_vie
     assert dist["DefaultCacheBehavior"]["ViewerProtocolPolicy"] == "redirect-to-https"
 
 
+def _text(value: Any) -> str:
+    """A template string that may be an Fn::Join of tokens, as text: ``{Ref: X}`` → ``<X>``, GetAtt → ``<X.Attr>``."""
+    if isinstance(value, str):
+        return value
+    if "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        return str(separator).join(_text(p) for p in parts)
+    if "Ref" in value:
+        return f"<{value['Ref']}>"
+    if "Fn::GetAtt" in value:
+        return f"<{'.'.join(value['Fn::GetAtt'])}>"
+    raise AssertionError(f"unexpected token {value}")
+
+
+def test_the_console_may_connect_to_exactly_the_bucket_and_cognito_hosts_it_needs(synth: Synth) -> None:
+    """Issue 40.5: ``connect-src https://*.amazonaws.com`` let the console's scripts reach any AWS endpoint; it names
+    the working bucket's regional endpoint (where the API's presigned URLs point), Cognito's user pool endpoint and
+    the console's sign-in domain, no wildcard."""
+    headers = _one(synth, "AWS::CloudFront::ResponseHeadersPolicy")["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
+    csp = _text(headers["ContentSecurityPolicy"]["ContentSecurityPolicy"])
+    connect = next(d for d in csp.split(";") if d.strip().startswith("connect-src")).split()[1:]
+    bucket = synth.logical_id("Storage/Bucket")
+    assert connect == [
+        "'self'",
+        f"https://<{bucket}.RegionalDomainName>",
+        "https://cognito-idp.<AWS::Region>.<AWS::URLSuffix>",
+        "https://batchlane-<AWS::AccountId>.auth.<AWS::Region>.amazoncognito.com",
+    ], connect
+    assert "*" not in " ".join(connect)
+    domain = _one(synth, "AWS::Cognito::UserPoolDomain")
+    assert _text(domain["Domain"]) == "batchlane-<AWS::AccountId>"  # the sign-in host the policy names
+
+
 def test_every_console_answer_carries_csp_hsts_and_frame_ancestors_none(synth: Synth) -> None:
     headers = _one(synth, "AWS::CloudFront::ResponseHeadersPolicy")["ResponseHeadersPolicyConfig"]["SecurityHeadersConfig"]
-    csp = headers["ContentSecurityPolicy"]["ContentSecurityPolicy"]
+    csp = _text(headers["ContentSecurityPolicy"]["ContentSecurityPolicy"])
     assert "default-src 'self'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp and "unsafe-inline" not in csp
     assert headers["StrictTransportSecurity"]["AccessControlMaxAgeSec"] >= 31_536_000
     assert headers["FrameOptions"]["FrameOption"] == "DENY"
@@ -65,12 +98,23 @@ def test_the_console_has_its_own_cognito_client_code_grant_with_pkce_and_no_secr
 
 
 def test_the_upload_bucket_allows_the_presigned_post_and_ranged_reads_from_the_console_origin_only(synth: Synth) -> None:
-    [rule] = synth.resources[synth.logical_id("Storage/Bucket")]["Properties"]["CorsConfiguration"]["CorsRules"]
-    assert set(rule["AllowedMethods"]) == {"POST", "GET"}
-    [origin] = rule["AllowedOrigins"]
-    assert "*" not in json.dumps(origin) and "Distribution" in json.dumps(origin)
-    assert {"ETag", "Content-Range", "Accept-Ranges"} <= set(rule["ExposedHeaders"])
-
+    """Set once the bucket and the distribution exist (a custom resource's PutBucketCors): as the bucket's own property
+    it would close a cycle with the console's CSP, which names the bucket's host."""
+    assert "CorsConfiguration" not in synth.resources[synth.logical_id("Storage/Bucket")]["Properties"]
+    [cors] = [r["Properties"] for r in synth.template["Resources"].values() if r["Type"] == "Custom::AWS"]
+    call = _text(cors["Create"])
+    assert '"action":"putBucketCors"' in call and f"<{synth.logical_id('Storage/Bucket')}>" in call
+    origin = call.split('"AllowedOrigins":[')[1].split("]")[0]
+    assert "*" not in origin and "Distribution" in origin
+    assert '"AllowedMethods":["POST","GET"]' in call and '"ExposeHeaders":["ETag","Content-Range","Accept-Ranges","Content-Length"]' in call
+    assert _text(cors["Update"]) == call
+    granted = [
+        (statement["Action"], statement["Resource"])
+        for policy in synth.of_type("AWS::IAM::Policy").values()
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+        if "PutBucketCORS" in json.dumps(statement["Action"])
+    ]
+    assert granted == [("s3:PutBucketCORS", {"Fn::GetAtt": [synth.logical_id("Storage/Bucket"), "Arn"]})]
 
 def test_the_console_client_allows_the_refresh_token_flow_alone(synth: Synth) -> None:
     """Issue 42.3: with ExplicitAuthFlows unset, Cognito allows SRP, custom and refresh-token flows (Cognito's

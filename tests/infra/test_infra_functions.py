@@ -78,6 +78,7 @@ MACHINE_BY_NEED = {
     "start_intake": "intake",
     "start_webhook_delivery": "webhook-delivery",
     "start_folder_job": "folder-job",
+    "start_estimate": "estimate",
 }
 
 

@@ -38,6 +38,8 @@ def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
     parts = resource.get("Fn::Join", ["", []])[1] if isinstance(resource, dict) else []
     if len(parts) == 2 and parts[0] == bucket_arn and parts[1].startswith("/") and parts[1].endswith("*"):
         return "objects", parts[1][1:-1]
+    if resource == {"Fn::GetAtt": [synth.logical_id("Webhooks/SecretKey"), "Arn"]}:
+        return "webhook_key", ""
     if isinstance(resource, dict) and synth.resources.get(resource.get("Ref", ""), {}).get("Type", "").startswith("AWS::SecretsManager::"):
         ref = resource["Ref"]
         return ("webhook_secret" if "SigningSecret" in ref else "database_secret" if "AppSecret" in ref else "database_master_secret"), ""
@@ -48,6 +50,7 @@ def _kind(synth: Synth, resource: Any) -> tuple[str, str]:
         return "folder_buckets", ""
     for marker, kind in (
         (":stateMachine:Batchlane-folder-job", "folder_job_state_machine"),
+        (":stateMachine:Batchlane-estimate", "estimate_state_machine"),
         ("foundation-model/", "models"),
         ("inference-profile/", "models"),
         (":model-invocation-job/*", "batch_jobs"),
@@ -164,11 +167,13 @@ def test_the_api_deletes_what_a_deleted_file_leaves_and_nothing_else_deletes_mor
 
 
 def test_folder_jobs_reach_only_the_configured_folder_sources(synth: Synth) -> None:
-    """Least privilege over users' buckets: objects under context folderSources only, and nothing else of theirs."""
-    granted = _granted(synth, "api")  # the dry run lists and samples with the api's own role
-    assert ("s3:GetObject", "folder_objects", "", "{}") in granted and ("s3:ListBucket", "folder_buckets", "", "{}") in granted
-    assert not any(kind == "folder_objects" for _, kind, _, _ in _granted(synth, "chunk_processor"))
+    """Least privilege over users' buckets: no function holds a grant of its own on them (issue 40: the API's dry run
+    listed and sampled with the api's role; its estimate worker now reads as the owner, through the folder-access role)."""
+    for spec in topology.FUNCTIONS:
+        assert not any(kind in ("folder_objects", "folder_buckets") for _, kind, _, _ in _granted(synth, spec.name)), spec.name
     assert ("states:StartExecution", "folder_job_state_machine", "", "{}") in _granted(synth, "api")
+    assert ("states:StartExecution", "estimate_state_machine", "", "{}") in _granted(synth, "api")
+    assert "estimate" in FOLDER_FUNCTIONS
 
 
 FOLDER_FUNCTIONS = sorted(spec.name for spec in topology.FUNCTIONS if "folder_access" in spec.needs)

@@ -83,6 +83,7 @@ def test_state_machine_names_match_the_arns_functions_are_given(synth: Synth) ->
             "INTAKE_STATE_MACHINE_ARN",
             "WEBHOOK_DELIVERY_STATE_MACHINE_ARN",
             "FOLDER_JOB_STATE_MACHINE_ARN",
+            "ESTIMATE_STATE_MACHINE_ARN",
         ):
             if key in env:
                 env_arns.add(re.sub(r".*stateMachine:", "", env[key]["Fn::Join"][1][-1]))

@@ -79,6 +79,23 @@ def call(stack: Any, method: str, path: str, body: Any = None, *, user: str | No
         return exc.code, json.loads(exc.read())
 
 
+def estimate(stack: Any, path: str, body: Any = None, *, user: str, timeout_s: float = 120) -> tuple[int, dict[str, Any]]:
+    """A dry run as a client makes it: POST (202, an estimate), then GET /api/v1/estimates/{id} until answered.
+    (200, the dry run's answer) when completed; (its status, the view) when the POST is refused; (400, the view) when it
+    failed, as the synchronous dry run answered a PDF convert would refuse."""
+    status, started = call(stack, "POST", path, body, user=user)
+    if status != 202:
+        return status, started
+    deadline = time.monotonic() + timeout_s
+    view = started
+    while view["status"] == "running":
+        assert time.monotonic() < deadline, f"estimate {started['estimateId']} still running after {timeout_s} s: {view}"
+        time.sleep(0.2)
+        code, view = call(stack, "GET", started["poll"], user=user)
+        assert code == 200, view
+    return (200, view["result"]) if view["status"] == "completed" else (400, view)
+
+
 def priority(owner: str) -> str:
     """The owner's local token with the group that may force on-demand (process-now)."""
     return f"{owner};groups=batchlane-priority"
@@ -229,7 +246,7 @@ def test_conversion_progress_shows_chunks_phase_and_batch_row(stack, owner):
         ("waiting_batch", "closed"),
     ],
 )
-def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, status, row_state):
+def test_cancel_stops_the_job_costs_what_it_spent_and_resets_the_file(stack, owner, status, row_state):
     file_id, job_id = make_job(owner, status, row_state=row_state, completed_chunks=1)
     code, body = call(stack, "POST", f"/api/v1/files/{file_id}/cancel", {"jobId": job_id}, user=owner)
     assert code == 200, body
@@ -238,7 +255,10 @@ def test_cancel_stops_the_job_charges_nothing_and_resets_the_file(stack, owner, 
     assert job(job_id).status == "cancelled"
     assert [c.status for c in job_repo.PgJobs(db).get_chunks(job_id)] == ["completed", "cancelled"]
     hold = ledger.PgLedger(db).get_hold(job_id)
-    assert hold is not None and hold.outcome == "cancelled" and not hold.settled_usd
+    # what it spent (a closed lane's share) is its total, as its owner's budget counts it (issue 38.2); nothing more
+    spent = ledger.PgLedger(db).job_total(job_id)
+    assert spent == (Decimal("0.0123") if row_state == "closed" else 0)
+    assert hold is not None and hold.outcome == "cancelled" and (hold.settled_usd or 0) == spent == job(job_id).total_cost_usd
     assert job_repo.PgJobs(db).get_file(file_id).status == "uploaded"
     if row_state in ("preparing", "submitted"):
         lane = lane_of(job_id)  # its only member left: nobody waits on it
@@ -278,7 +298,7 @@ def test_process_now_only_from_waiting_batch(stack, owner, status):
     assert job(job_id).status == status
 
 
-@pytest.mark.parametrize("row_state", [None, "preparing", "submitted"])
+@pytest.mark.parametrize("row_state", [None, "preparing"])
 def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_state):
     file_id, job_id = make_job(owner, "waiting_batch", row_state=row_state)
     services().db.run("UPDATE funds_holds SET expires_at = now() + interval '40 hours' WHERE job_id = CAST(:id AS uuid)", id=job_id)
@@ -298,6 +318,18 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
     assert finished.status == "completed" and finished.pages_failed == 0
     assert finished.pages_converted == PAGES and finished.pages_batch == 0
     assert not finished.batch_primed
+
+
+def test_process_now_while_its_own_batch_job_runs_stops_it_and_keeps_it_for_what_it_processed(stack, owner):
+    # Issue 38.2: the records Bedrock processed are billed either way; the job waits for the stop, and the stopped
+    # job's Collect and Resume use them and send only the rest on-demand (the run: tests/e2e/test_cancel_process_now.py)
+    file_id, job_id = make_job(owner, "waiting_batch", row_state="submitted")
+    code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": job_id}, user=priority(owner))
+    assert code == 200, body
+    assert (body["resumed"], body["action"], body["batchRowState"]) == (False, "stopping_batch_job", "submitted")
+    lane = lane_of(job_id)
+    assert lane.reason == "process_now" and {m.state for m in rows.PgLanes(services().db).members(lane.id)} == {"packed"}
+    assert job(job_id).status == "waiting_batch"
 
 
 def test_process_now_between_close_and_resume_leaves_it_to_recovery_with_the_primed_results(stack, owner):
@@ -751,16 +783,17 @@ def test_openapi_spec_is_valid_and_every_documented_operation_is_served(stack, o
     validate(spec)
     operations = [(method.upper(), path) for path, item in spec["paths"].items() for method in item if method in ("get", "post", "put", "delete", "patch")]
     assert (
-        len(operations) == 29
+        len(operations) == 30
     )  # 8 + markdown, pages, retry, retries + the 4 webhook routes (issue 14) + resume, budget, admin budgets (issue 15) + 6 folder-job routes (issue 12) + the folder-job list (issue 24)
     # + the folders a user may use (issue 41)
-    # + GET /api/v1/files and the job's source PDF for the console (issue 25)
+    # + GET /api/v1/files and the job's source PDF for the console (issue 25) + a dry run's estimate (issue 40)
     for method, path in operations:
         concrete = (
             path.replace("{fileId}", str(uuid.uuid4()))
             .replace("{jobId}", str(uuid.uuid4()))
             .replace("{ownerId}", owner)
             .replace("{folderJobId}", "fj-" + uuid.uuid4().hex[:24])
+            .replace("{estimateId}", str(uuid.uuid4()))
         )
         status, body = call(stack, method, concrete, {} if method == "POST" else None, user=owner)
         assert body.get("error", {}).get("code") != "ROUTE_NOT_FOUND", (method, path)

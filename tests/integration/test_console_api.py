@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from batchlane.db import folder_jobs as folder_repo
 from batchlane.db import ledger
+from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.folders.spec import parse_spec
 from batchlane.runtime import services
 from batchlane_dev.cli.main import main
@@ -48,7 +49,7 @@ def test_a_job_shows_its_cost_so_far_its_saving_against_on_demand_and_when_the_b
         )
         lane = tx.one("SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid) LIMIT 1", id=job_id)
         ledger.PgLedger(tx).add_batch_share(job_id=job_id, batch_row_id=lane["batch_row_id"], model_id=model, input_tokens=100_000, output_tokens=20_000,
-            cost_usd=_price(100_000, 20_000, half=True), metadata={},
+            cost_usd=_price(100_000, 20_000, half=True), metadata={BATCH_SERVED_KEY: str(_price(100_000, 20_000))},
         )  # fmt: skip
     status, body = call(stack, "GET", f"/api/v1/jobs/{job_id}", user=owner)
     assert status == 200

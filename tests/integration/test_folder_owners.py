@@ -25,14 +25,16 @@ from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 from batchlane_dev.local.stack import FOLDER_BUCKET, FOLDER_SOURCES, owner_home
 from tests.conftest import start_stack
+from tests.integration.test_api import estimate
 
 SHARED = "shared/"
 
 
 @pytest.fixture(scope="module")
 def stack(migrated_url):  # type: ignore[no-untyped-def]
+    # bob tries three folders, each as a dry run (20 tokens) and a submit: past the default burst of 60
     sources = f"{FOLDER_SOURCES},{FOLDER_BUCKET}/{SHARED}"
-    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_FOLDER_SOURCES": sources})
+    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=False, extra_env={"BATCHLANE_FOLDER_SOURCES": sources, "BATCHLANE_API_BURST": "200"})
     yield stack
     stack.stop()
 
@@ -87,7 +89,7 @@ def test_a_user_is_refused_anothers_folder_before_anything_is_listed(stack: Any)
             assert "secret.pdf" not in json.dumps(answer)  # nothing listed, nothing named
     assert services().db.one("SELECT count(*) AS n FROM folder_jobs WHERE owner_id = :o", o=bob)["n"] == 0
 
-    code, dry = call(stack, "POST", "/api/v1/folder-jobs?dry_run=true", theirs, user=alice)  # the owner may
+    code, dry = estimate(stack, "/api/v1/folder-jobs?dry_run=true", theirs, user=alice)  # the owner may
     assert code == 200 and dry["files"]["toConvert"] == 1
 
 

@@ -111,6 +111,21 @@ def test_the_bounded_turn_sends_the_same_bedrock_jobs_as_a_read_of_the_whole_poo
         assert b == u, "a backlog one turn can read whole: the same plan in every respect"
 
 
+def test_a_chunk_whose_records_are_its_pictures_is_read_by_them_not_by_its_pages(db):
+    """describeFigures (0044_chunk_records.sql): a born-digital chunk of 7 pages with 12 pictures weighs 12 records in the
+    pool, one of 3 pages with none 0; a PDF's chunk (records NULL) its pages."""
+    model = f"m-records-{uuid.uuid4().hex[:8]}"
+    with db.transaction() as tx:
+        for pages, records in ((7, {0: 12}), (3, {0: 0}), (40, None)):
+            file_row = job_repo.PgJobs(tx).insert_file(owner_id="owner-records", name="a.docx", s3_key="uploads/x/a.docx", size_bytes=10)
+            job = job_repo.PgJobs(tx).insert_job(
+                file_id=str(file_row.id), owner_id="owner-records", status="waiting_batch", options={}, model_id=model, total_pages=pages, pages_per_chunk=50, chunks=[]
+            )
+            job_repo.PgJobs(tx).insert_chunks(str(job.id), plan_chunks(pages, 50), status="waiting_batch", chunk_records=records)
+    read = rows.PgLanes(db).read_pool()
+    assert sorted(c.pages for c in read.chunks if c.model_id == model) == [0, 12, 40]
+
+
 def test_the_sql_estimate_of_a_chunks_bytes_is_the_domains(db):
     rng = random.Random(7)
     model = f"m-bytes-{uuid.uuid4().hex[:8]}"
@@ -164,7 +179,11 @@ def _specs(rng: random.Random, *, jobs: int, owners: list[str]) -> list[dict[str
         pages = rng.randint(1, 300)
         spans = plan_chunks(pages, 50)
         sizes = {s.index: rng.choice([2_000, 40_000, 90_000]) for s in spans if rng.random() < 0.8}
-        specs.append({"owner": rng.choice(owners), "pages": pages, "spans": spans, "sizes": sizes, "waited": rng.choice([0, 600, 1800, 7200]), "age": age})
+        # A born-digital document whose pictures are described: a chunk's records are its pictures, none or more than its pages.
+        records = {s.index: rng.choice([0, 1, 7, 120]) for s in spans} if rng.random() < 0.3 else None
+        specs.append(
+            {"owner": rng.choice(owners), "pages": pages, "spans": spans, "sizes": sizes, "records": records, "waited": rng.choice([0, 600, 1800, 7200]), "age": age}
+        )
     return specs
 
 
@@ -176,7 +195,7 @@ def _on_postgres(db: Database, specs: list[dict[str, Any]], model: str) -> list[
             job = job_repo.PgJobs(tx).insert_job(file_id=str(file_row.id), owner_id=spec["owner"], status="waiting_batch", options={}, model_id=model, total_pages=spec["pages"],
                 pages_per_chunk=50, chunks=[],
             )  # fmt: skip
-            job_repo.PgJobs(tx).insert_chunks(str(job.id), spec["spans"], status="waiting_batch", chunk_bytes=spec["sizes"])
+            job_repo.PgJobs(tx).insert_chunks(str(job.id), spec["spans"], status="waiting_batch", chunk_bytes=spec["sizes"], chunk_records=spec["records"])
             tx.run(
                 "UPDATE large_conversion_jobs SET pooled_at = now() - make_interval(secs => :s), created_at = now() - make_interval(secs => :c) WHERE id = CAST(:id AS uuid)",
                 s=spec["waited"],
@@ -196,7 +215,9 @@ def _in_memory(specs: list[dict[str, Any]], model: str) -> tuple[FakeUnitOfWork,
         job = uow.jobs.insert_job(
             file_id=file_row.id, owner_id=spec["owner"], status="splitting", options={}, model_id=model, total_pages=0, pages_per_chunk=50, chunks=[]
         )
-        parked = uow.jobs.finish_split(job.id, parked=True, total_pages=spec["pages"], chunks=spec["spans"], chunk_bytes=spec["sizes"])
+        parked = uow.jobs.finish_split(
+            job.id, parked=True, total_pages=spec["pages"], chunks=spec["spans"], chunk_bytes=spec["sizes"], chunk_records=spec["records"]
+        )
         assert parked is not None
         uow.jobs.put_job(dataclasses.replace(parked, created_at=now - timedelta(seconds=spec["age"])))
         lane_rows(uow.state).pooled_at[job.id] = now - timedelta(seconds=spec["waited"])

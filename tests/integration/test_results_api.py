@@ -35,6 +35,7 @@ from batchlane_dev.local.jobs import wait_until
 from batchlane_dev.local.lambda_runtime import Invocation
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase
 from tests.e2e.batchlib import assert_converted_whole, assert_retries_booked
+from tests.integration.test_api import estimate
 
 PAGES, PER_CHUNK, REFUSED = 9, 3, (2, 5)  # chunk 0 holds page 2, chunk 1 page 5, chunk 2 nothing refused
 BASE_FAULTS = "time_scale=36000"
@@ -378,21 +379,21 @@ def test_dry_run_answers_pages_lane_cost_and_turnaround_and_creates_nothing(stac
     before = _footprint(owner)
     assert before["files"] == 1 and before["jobs"] == 0
 
-    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)
+    status, body = estimate(stack, f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)
     assert status == 200, body
     assert body["dryRun"] is True and body["created"] is False
     assert body["pages"] == {"total": 12, "blank": 3, "scans": 0} and body["records"] == 9
     assert body["inspection"]["method"] == "all_pages"
-    assert body["lane"] == {"name": "on_demand", "reason": "lane_off", "minPages": services().settings.batch_conversion_min_pages}
-    estimate = body["estimate"]
-    assert Decimal(estimate["batchUsd"]) == (Decimal(estimate["onDemandUsd"]) / 2).quantize(Decimal("0.000001")) or Decimal(estimate["batchUsd"]) < Decimal(
-        estimate["onDemandUsd"]
+    assert body["lane"] == {"name": "on_demand", "reason": "lane_off", "minPages": services().settings.batch_conversion_min_pages, "condition": None}
+    cost = body["estimate"]
+    assert Decimal(cost["batchUsd"]) == (Decimal(cost["onDemandUsd"]) / 2).quantize(Decimal("0.000001")) or Decimal(cost["batchUsd"]) < Decimal(
+        cost["onDemandUsd"]
     )
-    assert Decimal(estimate["onDemandUsd"]) > 0 and estimate["costUsd"] == estimate["onDemandUsd"]
+    assert Decimal(cost["onDemandUsd"]) > 0 and cost["costUsd"] == cost["onDemandUsd"]
     assert body["turnaround"]["onDemandSeconds"] > 0 and "on-demand" in body["turnaround"]["expected"]
-    assert _footprint(owner) == before, "a dry run writes no row, object or execution"
+    assert _footprint(owner) == before, "a dry run writes no row, object or execution of a conversion"
 
-    bulk = call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": {"highFidelity": False}}, user=owner)[1]
+    bulk = estimate(stack, f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": {"highFidelity": False}}, user=owner)[1]
     assert bulk["lane"]["reason"] == "lane_off"
     assert call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=f"other-{owner}")[0] == 404
     assert call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=maybe", {}, user=owner)[1]["error"]["code"] == "BAD_REQUEST"
@@ -402,5 +403,5 @@ def test_dry_run_answers_pages_lane_cost_and_turnaround_and_creates_nothing(stac
 def test_dry_run_of_a_broken_pdf_says_why_as_convert_would(stack, owner):
     data = make_pdf(4)
     file_id = upload(stack, owner, data[: len(data) // 3], "cut.pdf")
-    status, body = call(stack, "POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)
-    assert status == 400 and body["error"]["code"] == "PDF_CORRUPT", body
+    status, body = estimate(stack, f"/api/v1/files/{file_id}/convert?dry_run=true", {}, user=owner)
+    assert status == 400 and body["status"] == "failed" and body["error"]["code"] == "PDF_CORRUPT", body

@@ -1,7 +1,8 @@
-"""Signed webhooks and public events on the offline stack (issue 14).
+"""Signed webhooks and public events on the offline stack (issues 14 and 40).
 
 A real HTTP receiver on 127.0.0.1 (http.server, in this process) takes the deliveries; the
-signature is checked with exactly the snippet README.md documents. The retry ladder is the
+signature is checked with exactly the snippet README.md documents, with the owner's own secret (each owner has one,
+sealed by the offline KMS; the stack runs past the migration, so the deployment's secret signs nothing). The retry ladder is the
 state machine's own, shrunk by the offline settings (1 s, 3 retries): no test asserts a time.
 Public events are seen on the bus through a rule with an SQS target, as an AWS user would.
 """
@@ -31,12 +32,12 @@ from tests.webhook_receiver import Receiver, readme_verify
 
 PAGES = 4
 PDF = make_pdf(PAGES)
-ADMIN_GROUP = "batchlane-admins"
 
 
 @pytest.fixture(scope="module")
 def stack(migrated_url):  # type: ignore[no-untyped-def]
-    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=True, schedules=False)
+    # Past the migration to per-owner secrets: a delivery carries its owner's signature only (issue 40.4).
+    stack = start_stack(migrated_url, faults="time_scale=36000", batch_lane=True, schedules=False, extra_env={"BATCHLANE_WEBHOOK_MIGRATION_DAYS": "0"})
     # Parked jobs stay parked: the packer is not what these tests are about.
     stack.registry.intercept("batch_packer", lambda event, call_real: Invocation(result={"claimed": []}))
     yield stack
@@ -69,6 +70,7 @@ def public_events(stack):  # type: ignore[no-untyped-def]
 @pytest.fixture
 def owner(stack):  # type: ignore[no-untyped-def]
     name = f"user-{uuid.uuid4().hex[:8]}"
+    SECRETS[name] = own_secret(stack, name)
     yield name
     services().db.run("DELETE FROM webhook_deliveries WHERE owner_id = :owner", owner=name)
     services().db.run("DELETE FROM files WHERE owner_id = :owner", owner=name)
@@ -113,7 +115,17 @@ def job_status(job_id: str) -> str:
     return str(row.status)
 
 
-def current_secret(stage: str = "AWSCURRENT") -> str:
+SECRETS: dict[str, str] = {}  # each test owner's own signing secret, as their first config read showed it
+
+
+def own_secret(stack: Any, owner: str) -> str:
+    """The owner's first ``webhooks config``: it creates their secret and is the one answer that shows it."""
+    status, config = call(stack, "GET", "/api/v1/webhook-config", user=owner)
+    assert status == 200 and config["shownOnce"] is True and config["version"] == 1, config
+    return str(config["secret"])
+
+
+def deployment_secret(stage: str = "AWSCURRENT") -> str:
     return str(client("secretsmanager").get_secret_value(SecretId=services().settings.webhook_secret_arn, VersionStage=stage)["SecretString"])
 
 
@@ -140,8 +152,8 @@ def test_a_converted_job_posts_signed_webhooks_and_publishes_its_event(stack, ow
     job_id = created["jobId"]
     wait_until(lambda: job_status(job_id) == "completed", timeout_s=120, what="the conversion")
 
-    # Then the receiver gets one POST per event, each verified by the README's snippet
-    verify, secret = readme_verify(), current_secret()
+    # Then the receiver gets one POST per event, each verified by the README's snippet with the owner's own secret
+    verify, secret = readme_verify(), SECRETS[owner]
     got = hook.wait_for(2)
     assert sorted(r.json["event"] for r in got) == ["file.completed", "job.completed"]
     for r in got:
@@ -158,6 +170,7 @@ def test_a_converted_job_posts_signed_webhooks_and_publishes_its_event(stack, ow
         assert not verify(secret, hook.url, r.body, header, now=sent_at + 301)
         assert not verify(secret, hook.url, r.body.replace(b"completed", b"c0mpleted"), header)
         assert not verify("another-secret", hook.url, r.body, header)
+        assert not verify(deployment_secret(), hook.url, r.body, header)  # past the migration: the owner's signature only
         # Nor is it valid at another receiver: the URL it was sent to is signed (issue 21: a replay to another user)
         assert not verify(secret, hook.url.replace("/hooks/", "/other-user/"), r.body, header)
 
@@ -195,7 +208,7 @@ def test_a_receiver_failing_twice_gets_the_delivery_on_the_third_attempt(stack, 
     # The same delivery each time (the receiver's idempotency key), freshly signed each time
     assert {r.headers["Batchlane-Delivery"] for r in got} == {sent["deliveryId"]}
     assert len({r.body for r in got}) == 1
-    verify, secret = readme_verify(), current_secret()
+    verify, secret = readme_verify(), SECRETS[owner]
     assert all(verify(secret, hook.url, r.body, r.headers["Batchlane-Signature"]) for r in got)
 
 
@@ -217,31 +230,44 @@ def test_a_dead_receiver_never_blocks_the_conversion_and_is_given_up(stack, owne
     assert job_status(created["jobId"]) == "completed"
 
 
-def test_rotation_is_for_admins_and_signs_with_both_secrets_during_the_grace_period(stack, owner, receiver):
-    # The config shows the secret's id and dates, never its value
-    old = current_secret()
-    status, config = call(stack, "GET", "/api/v1/webhook-config", user=owner)
-    assert status == 200 and config["secretId"] == services().settings.webhook_secret_arn and config["createdAt"]
-    assert old not in json.dumps(config)
-    # A user outside the admin group may not rotate the deployment's shared secret
-    status, refused = call(stack, "POST", "/api/v1/webhook-config/secret", {}, user=owner)
-    assert (status, refused["error"]["code"]) == (403, "FORBIDDEN")
-    assert current_secret() == old
-    # An admin may
-    status, rotated = call(stack, "POST", "/api/v1/webhook-config/secret", {}, user="admin", groups=ADMIN_GROUP)
-    assert status == 200 and rotated["rotatedAt"] and rotated["previousValidUntil"], rotated
-    new = current_secret()
-    assert new != old and new not in json.dumps(rotated)
-    # During the grace period a delivery carries both signatures: receivers on either secret accept it
+def test_each_owner_signs_with_their_own_secret_and_rotates_it_alone(stack, owner, receiver):
+    """Issue 40.4. Review: Bob's webhook-config/test to Alice's receiver arrived correctly signed (every user held the
+    deployment's one secret, so any of them could forge deliveries to another's receiver)."""
+    alice, bob = owner, f"bob-{uuid.uuid4().hex[:8]}"
+    alice_first, bob_secret = SECRETS[alice], own_secret(stack, bob)
+    assert alice_first != bob_secret
+    # The config shows the secret once: a second read has dates and a version, never a value
+    status, again = call(stack, "GET", "/api/v1/webhook-config", user=alice)
+    assert status == 200 and "secret" not in again and again["version"] == 1 and alice_first not in json.dumps(again)
+    # Stored sealed: the row holds KMS ciphertext, not the value
+    row = services().db.one("SELECT ciphertext FROM webhook_secrets WHERE owner_id = :o AND version = 1", o=alice)
+    assert row is not None and alice_first.encode() not in bytes(row["ciphertext"])
+    verify = readme_verify()
+
+    # Bob's test delivery to Alice's receiver verifies with Bob's secret only: Alice's receiver rejects it
     hook = receiver()
-    status, sent = call(stack, "POST", "/api/v1/webhook-config/test", {"url": hook.url}, user=owner)
+    status, sent = call(stack, "POST", "/api/v1/webhook-config/test", {"url": hook.url}, user=bob)
     assert status == 202
     (r,) = hook.wait_for(1)
     header = r.headers["Batchlane-Signature"]
+    assert verify(bob_secret, hook.url, r.body, header)
+    assert not verify(alice_first, hook.url, r.body, header) and not verify(deployment_secret(), hook.url, r.body, header)
+
+    # Alice rotates hers (no group needed: it is hers): the new value shown once, Bob's untouched
+    status, rotated = call(stack, "POST", "/api/v1/webhook-config/secret", {}, user=alice)
+    assert status == 200 and rotated["shownOnce"] is True and rotated["version"] == 2 and rotated["previousValidUntil"], rotated
+    alice_new = rotated["secret"]
+    assert alice_new not in (alice_first, bob_secret)
+    assert call(stack, "GET", "/api/v1/webhook-config", user=bob)[1]["version"] == 1
+    # During the grace period Alice's deliveries carry both of her signatures: receivers on either accept them
+    status, sent = call(stack, "POST", "/api/v1/webhook-config/test", {"url": hook.url}, user=alice)
+    assert status == 202
+    (_, r) = hook.wait_for(2)
+    header = r.headers["Batchlane-Signature"]
     assert header.count("v2=") == 2
-    verify = readme_verify()
-    assert verify(new, hook.url, r.body, header) and verify(old, hook.url, r.body, header)
-    assert settled_delivery(stack, owner, sent["deliveryId"])["status"] == "delivered"
+    assert verify(alice_new, hook.url, r.body, header) and verify(alice_first, hook.url, r.body, header)
+    assert not verify(bob_secret, hook.url, r.body, header)
+    assert settled_delivery(stack, alice, sent["deliveryId"])["status"] == "delivered"
 
 
 def test_parked_failed_and_cancelled_jobs_notify_and_publish(stack, owner, receiver, public_events):
@@ -343,7 +369,7 @@ def test_the_post_connects_to_the_address_the_check_resolved_not_a_rebound_one(s
     delivery_id = str(uuid.uuid4())
     url = "https://hooks.rebind.example/batchlane"
     rows.add(delivery_id=delivery_id, owner_id=owner, job_id=None, event="webhook.test", url=url, headers={}, payload={"x": 1})
-    assert deliver(rows, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
+    assert deliver(rows, delivery_id, signing_keys=lambda owner: ["k"], post=post, allow_private=False, timeout_s=1)["status"] == "delivered"
     assert (lookups, connected) == (["hooks.rebind.example"], ["93.184.215.14"])  # resolved once; that address, pinned
     # The real POST goes to the pinned address whatever the name resolves to now (here: nothing at all)
 

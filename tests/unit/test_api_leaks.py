@@ -33,7 +33,7 @@ def test_a_503_answers_a_stable_code_and_keeps_the_database_url_in_the_logs(monk
     monkeypatch.setattr(api_app, "services", lambda: None)
     monkeypatch.setattr(api_app.usecases, "list_files", unreachable)
     # (the per-user rate limit asks the same database first: api/throttle.py)
-    limits = SimpleNamespace(batchlane_api_rate_per_s=5.0, batchlane_api_burst=60, batchlane_api_dry_run_cost=10)
+    limits = SimpleNamespace(batchlane_api_rate_per_s=5.0, batchlane_api_burst=60, batchlane_api_dry_run_cost=10, batchlane_api_folder_dry_run_cost=20)
     buckets = SimpleNamespace(take=unreachable)
     monkeypatch.setattr(throttle, "services", lambda: SimpleNamespace(settings=limits, uow=lambda: SimpleNamespace(rate_limits=buckets)))
     # When a user lists their files

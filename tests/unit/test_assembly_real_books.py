@@ -169,3 +169,73 @@ def test_a_figure_line_or_a_titled_line_a_bound_volume_repeats_a_book_apart_is_c
 
     assert document.count("vector drawing of 63 shapes") == 6 and document.count("N S vu (a) Kugelkoordinaten 1") == 6
     assert "DIFFERENZIERBARE" not in document
+
+
+def test_a_folio_after_a_running_head_glued_to_the_page_text_goes_with_the_head() -> None:
+    # lm-info.pdf (Debian fonts-lmodern), pp. 19-23: the head "…, page N" glued to the table; before, "20 Latin Modern: …" kept N
+    head = "The technical documentation of the Latin Modern family of fonts, page"
+    tables = {19: "CS (CS TUG)", 20: "EC (Cork aka T1)", 21: "L7X (Lithuanian)", 22: "RM (regular math)", 23: "QX (GUST)"}
+    pages = [PageText(n, "converted", f"{head} {n} Latin Modern: {name} encoding table 0 x00 ` 1 x01 ´ 2 x02 ˆ\n\n## 254 xFE þ\n\n255 xFF ß") for n, name in tables.items()]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[k].strip().split("\n")[0] for k in range(1, 6)] == [f"Latin Modern: {name} encoding table 0 x00 ` 1 x01 ´ 2 x02 ˆ" for name in tables.values()]
+    assert all("## 254 xFE þ" in sections[k] and "255 xFF ß" in sections[k] for k in range(1, 6)), "the table's last rows are content"
+
+
+def test_a_number_after_a_glued_running_head_that_does_not_follow_the_pages_is_kept() -> None:
+    # the same head glued to text opening with a count, not a folio: the count is the paragraph's
+    head = "The technical documentation of the Latin Modern family of fonts, page"
+    counts = {1: 42, 2: 7, 3: 13, 4: 42, 5: 9}
+    pages = [PageText(n, "converted", f"{head} {c} glyphs are shown in table {n}.\n\nMore rows follow.") for n, c in counts.items()]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[0] for n in counts] == [f"{c} glyphs are shown in table {n}." for n, c in counts.items()]
+
+
+def test_the_title_of_an_unnumbered_chapter_beside_its_folio_goes_with_the_folio() -> None:
+    # GeoTopo pp. 112-117: Symbolverzeichnis and Stichwortverzeichnis head their pages in mixed case beside the folio;
+    # before, only the folio went ("Stichwortverzeichnis Homöomorphismengruppe, 10 …" opened page 116)
+    pages = [
+        PageText(109, "converted", "## 106 Lösungen der Übungsaufgaben\n\nDiese ist f, da x 2 f und f k g."),
+        PageText(110, "converted", "## 107 Lösungen der Übungsaufgaben\n\nparallel zu g sein, denn ansonsten gäbe es zwei Parallelen."),
+        PageText(111, "converted", "## 108 Lösungen der Übungsaufgaben\n\nEs gilt also die Behauptung."),
+        PageText(112, "converted", "## Symbolverzeichnis\n\n## Mengenoperationen Seien A;B und M Mengen.\n\nRg(M) Rang von M"),
+        PageText(113, "converted", "110 Symbolverzeichnis k Standard-Simplex X#Y Verklebung von X und Y dn Lineare Abbildung"),
+        PageText(114, "converted", "## 111 Symbolverzeichnis\n\n## Zahlenmengen\n\nN = f 1; 2; 3;:::g Natürliche Zahlen"),
+        PageText(115, "converted", "Stichwortverzeichnis Abbildung affine, 107 differenzierbare, 29 homotope, 50\n\nHilbert-Kurve, 19, 19"),
+        PageText(116, "converted", "113 Stichwortverzeichnis Homöomorphismengruppe, 10 Homöomorphismus, 9 Homologiegruppe, 41\n\nmetrischer, 6"),
+        PageText(117, "converted", "114 Stichwortverzeichnis topologischer, 2 zusammenhängender, 11 Realisierung geometrische, 34\n\nZwischenwertsatz, 107"),
+    ]
+
+    sections = _sections(_assemble(pages))
+
+    assert sections[5].strip().startswith("k Standard-Simplex X#Y"), sections[5]
+    assert sections[8].strip().startswith("Homöomorphismengruppe, 10") and sections[9].strip().startswith("topologischer, 2")
+    assert sections[4].strip().startswith("## Symbolverzeichnis") and sections[7].strip().startswith("Stichwortverzeichnis Abbildung affine, 107")
+
+
+def test_the_running_title_of_the_table_of_contents_goes_from_its_second_page() -> None:
+    # GeoTopo pp. 4-5: "2 Inhaltsverzeichnis Stichwortverzeichnis 111" was page 5's whole text; its last entry is content
+    pages = [PageText(4, "converted", "## Inhaltsverzeichnis\n\n## 1 Topologische Grundbegriffe 2\n\nSymbolverzeichnis 108")]
+    pages += [PageText(5, "converted", "2 Inhaltsverzeichnis Stichwortverzeichnis 111")]
+    pages += [PageText(n, "converted", f"## {n - 3} 1.1. TOPOLOGISCHE RÄUME\n\nSei X ein topologischer Raum {n}.") for n in range(6, 10)]
+
+    sections = _sections(_assemble(pages))
+
+    assert sections[2].strip() == "Stichwortverzeichnis 111", sections[2]
+
+
+def test_a_proof_line_after_a_folio_is_kept_though_an_earlier_page_opened_with_it_as_a_heading() -> None:
+    # folios at the top: "## Beweis:" (GeoTopo p. 17 has "## Beweis: durch Widerspruch") opened page 1, and opens page 4
+    rest = "und jede offene Überdeckung von X besitzt eine endliche Teilüberdeckung, wie oben gezeigt."
+    pages = [PageText(1, "converted", f"## Beweis:\n\nSei X ein Raum {rest}\n\nDann gilt die Aussage.")]
+    pages += [PageText(n, "converted", f"{n + 10} Sei Y{n} ein Raum {rest}\n\nEs folgt Satz {n}.") for n in (2, 3)]
+    pages += [PageText(4, "converted", f"14 Beweis: Es genügt, Y zu betrachten, {rest}\n\nDas war zu zeigen.")]
+    pages += [PageText(n, "converted", f"{n + 10} Sei Z{n} ein Raum {rest}\n\nEs folgt Satz {n}.") for n in (5, 6)]
+
+    sections = _sections(_assemble(pages))
+
+    assert sections[4].strip().startswith("Beweis: Es genügt, Y zu betrachten,"), sections[4]
+    assert sections[2].strip().startswith("Sei Y2 ein Raum"), "the folio goes"

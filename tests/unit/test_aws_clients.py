@@ -45,3 +45,17 @@ def test_reset_forgets_the_session_so_a_changed_region_is_seen(monkeypatch: pyte
     monkeypatch.setenv("AWS_REGION", "us-west-2")
     clients.reset_clients()
     assert clients.client("s3").meta.region_name == "us-west-2"
+
+
+@pytest.mark.parametrize("region", ["us-east-1", "eu-west-1"])
+def test_presigned_s3_urls_name_the_buckets_regional_host_the_consoles_policy_allows(monkeypatch: pytest.MonkeyPatch, region: str) -> None:
+    """Issue 40.5: the console's CSP names ``<bucket>.s3.<region>.amazonaws.com`` only (infra/console.py); in us-east-1
+    botocore signed for the global ``<bucket>.s3.amazonaws.com``, which that policy would refuse."""
+    monkeypatch.setenv("AWS_REGION", region)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_S3", raising=False)
+    clients.reset_clients()
+    s3 = clients.client("s3", signature_version="s3v4")
+    host = f"https://docs-bucket.s3.{region}.amazonaws.com/"
+    assert s3.generate_presigned_url("get_object", Params={"Bucket": "docs-bucket", "Key": "uploads/a.pdf"}, ExpiresIn=60).startswith(host)
+    assert s3.generate_presigned_post("docs-bucket", "uploads/a.pdf", ExpiresIn=60)["url"] == host

@@ -10,7 +10,7 @@ import pytest
 
 from batchlane.config import Settings
 from batchlane.conversion.budget import worst_case_survey_usage
-from batchlane.domain.budget import Limits, Standing, check_hold, check_new_job
+from batchlane.domain.budget import Limits, Standing, check_hold, check_new_job, check_worst_case
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.errors import BudgetExceeded, LimitReached
 from batchlane.pdf.survey import PageSurvey, survey_pdf
@@ -34,15 +34,15 @@ def test_the_default_budget_admits_the_demo_at_the_page_limit(tmp_path: Path) ->
     largest = PageSurvey(sample.pages * scale, sample.blank * scale, sample.text_chars_nonblank * scale, sample.scans * scale, sample.inspected)
     hold = PriceTable(settings.batchlane_prices).cost(settings.batchlane_model_id, worst_case_survey_usage(largest, settings))
 
-    check_hold(limits, Standing(Decimal(0), 0, 0), hold_usd=hold, pages=largest.pages)  # a new user, nothing else running: admitted
+    check_worst_case(limits, Standing(Decimal(0), 0, 0), estimate_usd=hold, worst_usd=hold, hold_usd=Decimal(0), pages=largest.pages)  # admitted
 
 
 def test_a_refusal_names_the_limit_and_how_to_raise_it() -> None:
     limits = Limits(Decimal("10"), max_live_jobs=2, max_live_pages=100)
     with pytest.raises(BudgetExceeded) as budget:
-        check_hold(limits, Standing(Decimal(0), 0, 0), hold_usd=Decimal("25"), pages=10)
-    assert "usdPerMonth" in str(budget.value) and "more than the whole budget" in str(budget.value)
-    assert "batchlane budget --set-for USER --usd-per-month" in str(budget.value)
+        check_worst_case(limits, Standing(Decimal(0), 0, 0), estimate_usd=Decimal("3"), worst_usd=Decimal("25"), hold_usd=Decimal("2"), pages=10)
+    assert "could cost up to 25.00 USD at worst" in str(budget.value) and "only 10.00 USD of this month's budget is left" in str(budget.value)
+    assert "batchlane budget --set-for USER --usd-per-month" in str(budget.value) and "usdPerMonth" in str(budget.value)
     with pytest.raises(LimitReached) as pages:
         check_hold(limits, Standing(Decimal(0), 0, 90), hold_usd=Decimal("1"), pages=20)
     assert "maxLivePages" in str(pages.value) and "--max-live-pages" in str(pages.value)

@@ -3,7 +3,9 @@ else scaled by bytes with the range the counted files allow."""
 
 from __future__ import annotations
 
-from batchlane.folders.dryrun import Counted, extrapolate
+import threading
+
+from batchlane.folders.dryrun import Counted, _within, extrapolate
 
 
 def test_every_file_counted_is_exact_and_its_range_is_one_number() -> None:
@@ -31,3 +33,26 @@ def test_the_range_never_goes_below_a_page_a_file_nor_above_the_page_limit() -> 
 def test_nothing_counted_in_time_gives_the_widest_honest_range() -> None:
     estimate = extrapolate([], [1_000, 2_000], max_pages=100)
     assert (estimate.low, estimate.high, estimate.files_counted) == (2, 200, 0)
+
+
+def test_the_counts_end_at_their_deadline_without_waiting_for_one_still_running() -> None:
+    """Issue 40: a folder dry run promised within 15 s took 119 s, waiting for the counts still running at the
+    deadline. One count is held until after the call; the call must come back without it."""
+    held, release = threading.Event(), threading.Event()
+
+    def work(index: int) -> Counted:
+        if index == 1:
+            held.set()
+            release.wait(60)  # held until the test lets go, after the call came back (or 60 s)
+        return Counted(100, index + 1)
+
+    answer: dict[int, Counted] = {}
+    call = threading.Thread(target=lambda: answer.update(_within(work, [0, 1], deadline_s=0.5)))
+    call.start()
+    assert held.wait(10)
+    call.join(timeout=30)  # the held count would keep a waiting call past this
+    returned = not call.is_alive()
+    release.set()
+    call.join()
+    assert returned, "the call waited for the count still running past its deadline"
+    assert answer == {0: Counted(100, 1)}  # what ended in time, nothing of the held one

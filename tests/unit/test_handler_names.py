@@ -22,6 +22,7 @@ UNPREFIXED = {
     "api": "batchlane.api.app",  # the HTTP routes over the API's use cases
     "assemble": "batchlane.conversion.assemble",
     "chunk_processor": "batchlane.conversion.chunk",  # admission slot, then the chunk's pages
+    "estimate": "batchlane.api.estimates",  # the API's dry runs, answered by their own worker
     "migrate": "batchlane.db.migrate",
     "recovery": "batchlane.operations.recovery",  # resumes stranded jobs (batch/), ends jobs whose workflow ended, fails stalled splits
     "settle": "batchlane.conversion.settle",

@@ -12,7 +12,8 @@ from PIL import Image
 from batchlane.converter import ConverterConfig, FormFallbackTransport, FormMemory, ModelAnswer, ModelCallError, build_page_request, build_pages_request
 from batchlane.domain import page_form as forms
 from batchlane.domain.cost import Usage
-from batchlane.pdf.page_image import MAX_IMAGE_BYTES, MAX_LONG_EDGE_PX
+from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX, PAGE_IMAGE_MAX_PIXELS, claude_scaled
+from batchlane.pdf.page_image import MAX_IMAGE_BYTES
 from batchlane_dev.local.pdfgen import make_pdf
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
@@ -37,7 +38,9 @@ def test_the_image_form_sends_the_rendered_page_within_claudes_limits_and_its_te
     assert [block["type"] for block in content] == ["image", "text", "text"]
     data = base64.b64decode(content[0]["source"]["data"])
     image = Image.open(io.BytesIO(data))
-    assert max(image.size) == MAX_LONG_EDGE_PX and len(data) <= MAX_IMAGE_BYTES
+    # sized for Claude (issue 42.2): within 1.15 megapixels and 1,568 px, so Claude never scales it again
+    assert image.width * image.height <= PAGE_IMAGE_MAX_PIXELS and max(image.size) <= CLAUDE_MAX_LONG_EDGE_PX and len(data) <= MAX_IMAGE_BYTES
+    assert claude_scaled(*image.size) == image.size and image.width * image.height > 0.99 * PAGE_IMAGE_MAX_PIXELS
     assert content[0]["source"]["media_type"] == f"image/{image.format.lower()}"
     assert content[1]["text"].startswith("The text layer of page-1:\n") and "page form" in content[1]["text"].lower()
     assert not any(block["type"] == "document" for block in content)
@@ -160,4 +163,4 @@ def test_a_group_of_photo_scans_in_the_image_form_stays_within_the_request_byte_
     pages = [(p.number, p.pdf_bytes) for p in document.pages(plan_chunks(20, 20)[0])]
     request = build_pages_request(chunk_index=0, pages=pages, config=_config(forms.IMAGE))
     assert len(request.invoke_kwargs()["body"]) <= MAX_REQUEST_BYTES
-    assert all(max(image.width, image.height) == MAX_LONG_EDGE_PX for image in request.images)
+    assert all(image.width * image.height <= PAGE_IMAGE_MAX_PIXELS for image in request.images)

@@ -3,6 +3,7 @@ transport falling back to default when Flex sheds, and the Flex rate only where 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -11,9 +12,11 @@ import pytest
 from batchlane.converter import ConverterConfig, ModelAnswer, ModelCallError, build_page_request
 from batchlane.converter.page import page_result
 from batchlane.converter.tiers import FlexTransport
+from batchlane.converter.transports import OnDemandTransport
 from batchlane.domain import service_tier as tiers
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.prices import default_prices
+from batchlane.ports import ModelResponse
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 NOW = datetime(2026, 12, 2, 5, 0, tzinfo=UTC)
@@ -159,3 +162,26 @@ def test_a_flex_page_is_priced_at_the_flex_rate_and_the_breakdown_says_so() -> N
         "outputPerMtok": "8.25",
     }
     assert breakdown["default"]["pages"] == 1 and breakdown["default"]["costUsd"] == "3.300000"
+
+
+class _Runtime:
+    """A ModelRuntime that answers at the tier it chooses, as Bedrock's response header says it (ports.ModelResponse)."""
+
+    def __init__(self, served: str | None) -> None:
+        self.served, self.asked = served, []
+
+    def invoke_model(self, request, *, read_timeout):  # type: ignore[no-untyped-def]
+        self.asked.append(request.get("serviceTier"))
+        body = {"content": [{"type": "text", "text": "# page"}], "stop_reason": "end_turn", "usage": {"input_tokens": 1_000_000, "output_tokens": 0}}
+        return ModelResponse(json.dumps(body).encode(), self.served)
+
+
+@pytest.mark.parametrize(("served", "booked"), [("default", "default"), ("flex", "flex"), (None, "default")])
+def test_an_answer_is_priced_at_the_tier_that_served_it_not_the_one_asked_for(served: str | None, booked: str) -> None:
+    # Issue 38.6: InvokeModel's response says which tier served it (serviceTier, X-Amzn-Bedrock-Service-Tier)
+    runtime = _Runtime(served)
+    answer = OnDemandTransport(runtime).send(_request().with_tier("flex"))  # type: ignore[arg-type]
+    assert runtime.asked == ["flex"] and answer.service_tier == booked
+    prices = PriceTable({MODEL: {"input_per_mtok": 3.0, "output_per_mtok": 15.0}}, flex_discount=Decimal("0.5"))
+    result = page_result(1, MODEL, answer, prices)
+    assert result.cost_usd == (Decimal("1.5") if booked == "flex" else Decimal("3")) and result.service_tier == booked

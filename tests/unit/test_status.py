@@ -28,6 +28,7 @@ COLUMNS = {
     ("webhook_deliveries", "status"): Entity.DELIVERY,
     ("folder_jobs", "status"): Entity.FOLDER_JOB,
     ("folder_job_files", "status"): Entity.FOLDER_FILE,
+    ("estimates", "status"): Entity.ESTIMATE,
 }
 
 
@@ -83,6 +84,7 @@ TERMINAL = {
     Entity.DELIVERY: {D.DELIVERED, D.FAILED},
     Entity.FOLDER_JOB: set(),  # every end may run again: retry, resume; error (it could not run) lists its folder afresh
     Entity.FOLDER_FILE: {st.FolderFileStatus.COMPLETED},  # failed and skipped files can be retried
+    Entity.ESTIMATE: {st.EstimateStatus.COMPLETED, st.EstimateStatus.FAILED},  # answered once
 }
 
 
@@ -166,6 +168,8 @@ NAMED = [
     (st.folder_file("fail"), {FF.QUEUED, FF.PROCESSING}, FF.FAILED),
     (st.folder_file("skip"), {FF.QUEUED, FF.PROCESSING}, FF.SKIPPED),
     (st.folder_file("retry"), {FF.FAILED, FF.SKIPPED}, FF.QUEUED),
+    (st.estimate("complete"), {st.EstimateStatus.RUNNING}, st.EstimateStatus.COMPLETED),
+    (st.estimate("fail"), {st.EstimateStatus.RUNNING}, st.EstimateStatus.FAILED),
 ]
 
 

@@ -49,7 +49,7 @@ def test_a_public_name_resolving_inward_is_refused_before_the_post():
 
 def test_options_are_normalised_with_the_default_event():
     options = subscription.validate_options({"callbackUrl": "https://example.com/h"}, allow_private=False)
-    assert options["callbackEvents"] == ["job.completed"] and options["callbackHeaders"] == {}
+    assert options["callbackEvents"] == ["job.completed", "job.paused"] and options["callbackHeaders"] == {}  # a pause waits for its owner
     assert subscription.validate_options({"modelId": "m"}, allow_private=False) == {"modelId": "m"}
     parsed = subscription.validate_options({"callbackUrl": "https://example.com/h", "callbackEvents": "file.error, job.completed"}, allow_private=False)
     assert parsed["callbackEvents"] == ["file.error", "job.completed"]
@@ -75,6 +75,7 @@ def test_the_signature_header_is_hmac_sha256_of_timestamp_url_and_body_one_v2_pe
         ("completed", 2, ["job.completed", "file.completed", "file.error"]),
         ("failed", 0, ["job.completed", "file.error"]),
         ("cancelled", 0, ["job.completed"]),
+        ("paused_budget", 0, ["job.paused"]),  # issue 38.5: its owner is told
         ("processing", 0, []),
     ],
 )

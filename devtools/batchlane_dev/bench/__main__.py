@@ -12,6 +12,7 @@ FIGURE_MODULES = (
     "batchlane_dev.bench.layer",
     "batchlane_dev.bench.batch",
     "batchlane_dev.bench.pool",
+    "batchlane_dev.bench.money",
     "batchlane_dev.bench.demo",
     "batchlane_dev.bench.ondemand",
     "batchlane_dev.bench.folders",

@@ -195,7 +195,7 @@ def convert_folder(
 ) -> None:
     """``local_target``: a local folder's results come back there (next to its PDFs, or under ``-o DIR``)."""
     if dry_run:
-        answer = api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)
+        answer = api.estimate("/api/v1/folder-jobs?dry_run=true", spec, quiet=as_json)
         if as_json:
             click.echo(json.dumps(answer))
             return

@@ -17,6 +17,7 @@ import urllib.request
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -29,15 +30,15 @@ from batchlane.domain.file_types import by_extension, content_type_for, identify
 from batchlane_dev.cli import folder_commands
 
 EXIT_OK, EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_NOT_FOUND, EXIT_CONFLICT, EXIT_UNAUTHORIZED = 0, 1, 2, 3, 4, 5, 6, 7
+EXIT_PAUSED = 8  # issue 38.5: the job paused for its owner's budget; a watch stops there (never waits for ever)
 TERMINAL = ("completed", "failed", "cancelled")
-PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Pause at the hold")
+PAUSED = "paused_budget"  # a watch ends here too: the job waits for its owner (docs/operations.md "Estimates, holds, savings and pauses")
 
 
 def paused_line(job: dict[str, Any]) -> str:
-    """One line for a job paused at its funds hold: what it spent, and the command that resumes it."""
-    hold = job.get("hold") or {}
-    spent = f" after {job['costUsd']} USD of its {hold['amountUsd']} USD hold" if hold.get("amountUsd") else ""
-    return f"job {job['jobId']} paused at its funds hold{spent}; resume it with: batchlane resume {job['jobId']} (when your budget allows: batchlane budget)"
+    """One line for a job paused for its owner's budget: why (what it could not send, who holds the rest), and how to resume it."""
+    why = (job.get("error") or {}).get("message") or "its next request does not fit this month's budget"
+    return f"job {job['jobId']} paused: {why.removeprefix('Paused: ')} (exit {EXIT_PAUSED}; resume it with: batchlane resume {job['jobId']})"
 
 
 JOB_STATUSES = ("splitting", "pending", "waiting_batch", "processing", "paused_budget", "assembling", "completed", "failed", "cancelled")
@@ -84,6 +85,14 @@ GATEWAY_ERROR = "GATEWAY_ERROR"
 def gateway_rejected(status: int, payload: Any) -> bool:
     error = payload.get("error") if isinstance(payload, dict) else None
     return status == 500 and (payload == GATEWAY_REJECTED or (isinstance(error, dict) and error.get("code") == GATEWAY_ERROR))
+
+
+def progress_words(progress: dict[str, Any]) -> str:
+    """An estimate's progress for a person: ``counting 3/24``, ``listing 2000 objects``, ``reading``."""
+    step, done, total = progress.get("step") or "waiting for a worker", progress.get("done"), progress.get("total")
+    if step == "listing":
+        return f"listing ({done or 0} objects so far)"
+    return f"{step} {done}/{total}" if total and step != "reading" else str(step)
 
 
 def retry_wait(status: int, retry_after: str | None, payload: Any, attempt: int) -> float | None:
@@ -190,6 +199,29 @@ class ApiClient:
                     raise (failure or self._failure(exc)) from None
                 time.sleep(wait_s)  # a rate limit (its Retry-After) or a throttle (backing off): retry_wait
                 attempt += 1
+
+    def estimate(self, path: str, body: dict[str, Any], *, quiet: bool = False, interval_s: float = 0.5, timeout_s: float = 1800) -> dict[str, Any]:
+        """A dry run: POST it (202, an estimate), then poll ``GET /api/v1/estimates/{id}`` until it is answered, its
+        progress on stderr unless ``quiet``. The dry run's answer, or :class:`ApiFailure` with the id it failed with
+        (PDF_CORRUPT and the like as a 400, exit 2, as convert would refuse the file; the estimate's own ends as a 503)."""
+        from rich.console import Console
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        estimate = self.call("POST", path, body)
+        deadline = time.monotonic() + timeout_s
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True), disable=quiet, transient=True) as bar:
+            task = bar.add_task("estimate: started")
+            while estimate["status"] == "running":
+                if time.monotonic() > deadline:
+                    raise ApiFailure(504, "ESTIMATE_TIMEOUT", f"the estimate {estimate['estimateId']} did not finish within {timeout_s:.0f} s")
+                bar.update(task, description=f"estimate: {progress_words(estimate.get('progress') or {})}")
+                time.sleep(interval_s)
+                estimate = self.call("GET", estimate["poll"])
+        if estimate["status"] == "completed":
+            return dict(estimate["result"])
+        error = estimate.get("error") or {}
+        code = str(error.get("code") or "ESTIMATE_FAILED")
+        raise ApiFailure(503 if code.startswith("ESTIMATE_") else 400, code, str(error.get("message") or "the estimate failed"))
 
     def upload(self, upload: dict[str, Any], data: bytes, *, filename: str = "upload.pdf") -> None:
         """POST the PDF to the presigned POST the API answered (its policy fields, then the file)."""
@@ -332,8 +364,10 @@ def target_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def exit_code_for(job: dict[str, Any]) -> int:
-    """0 completed; 3 completed with failed pages; 2 failed for its input (PDF_ENCRYPTED, PDF_CORRUPT, ...: the
-    code a file refused before upload gets too); 1 failed otherwise, or cancelled."""
+    """0 completed; 3 completed with failed pages; 8 paused for its owner's budget; 2 failed for its input
+    (PDF_ENCRYPTED, PDF_CORRUPT, ...: the code a file refused before upload gets too); 1 failed otherwise, or cancelled."""
+    if job["status"] == PAUSED:
+        return EXIT_PAUSED
     if job["status"] != "completed":
         return EXIT_USAGE if job["status"] == "failed" and is_input_error((job.get("error") or {}).get("code")) else EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if job["pages"]["failed"] else EXIT_OK
@@ -414,6 +448,17 @@ def hold_words(hold: dict[str, Any]) -> str:
     return f"{amount} reserved against your budget for the worst case while the job runs (a retry reserves its pages again)"
 
 
+def saving_words(live: dict[str, Any]) -> str:
+    """The job's saving against all on-demand (docs/operations.md "Estimates, holds, savings and pauses"): a loss is said as one."""
+    saving = Decimal(live["savingUsd"])
+    if saving < 0:
+        return (
+            f"a LOSS of ${-saving}: {-Decimal(live['savingPercent'])} % more than all on-demand (${live['onDemandUsd']}); "
+            "batch records were billed and not used"
+        )
+    return f"${saving} ({live['savingPercent']} %); all on-demand would be ${live['onDemandUsd']}"
+
+
 def _print_job(job: dict[str, Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(job))
@@ -429,6 +474,8 @@ def _print_job(job: dict[str, Any], as_json: bool) -> None:
     if job["hold"]:
         click.echo(f"  hold    {hold_words(job['hold'])}")
     click.echo(f"  cost    ${job['costUsd']}")
+    if job.get("live"):
+        click.echo(f"  saving  {saving_words(job['live'])}")
     if job["error"]:
         click.echo(f"  error   {job['error']['code']}: {job['error']['message']}")
         click.echo(f"  next    {job['error']['nextStep']}")
@@ -515,14 +562,38 @@ def _register_and_upload(api: ApiClient, pdf: Path) -> str:
     return str(registered["fileId"])
 
 
+def money_lines(estimate: dict[str, Any]) -> list[str]:
+    """The dry run's money in words (docs/operations.md "Estimates, holds, savings and pauses"): the cost on the lane the job will
+    take (both figures and the condition where it depends), the worst case, the hold, the room left or the refusal."""
+    if estimate.get("lane") == "depends":
+        cost = f"  cost        {estimate['condition']} (estimate)"
+    elif estimate.get("lane") == "batch":
+        cost = f"  cost        ${estimate['costUsd']} in the batch lane at half price (estimate; all on-demand ${estimate['onDemandUsd']})"
+    else:
+        cost = f"  cost        ${estimate['costUsd']} on-demand (estimate)"
+    lines = [cost]
+    if "worstCaseUsd" in estimate:
+        lines.append(f"  worst case  ${estimate['worstCaseUsd']}; holds ${estimate['holdUsd']} of your budget at a time ({estimate['holdBasis']})")
+    if estimate.get("refusal"):
+        lines.append(f"  budget      would be refused: {estimate['refusal']}")
+    elif "roomLeftUsd" in estimate:
+        lines.append(f"  budget      ${estimate['roomLeftUsd']} of this month's ${estimate['budgetUsdPerMonth']} left")
+    return lines
+
+
 def _print_dry_run(answer: dict[str, Any]) -> None:
     pages, lane, estimate, turnaround = answer["pages"], answer["lane"], answer["estimate"], answer["turnaround"]
     click.echo(f"dry run for {answer['name']} ({answer['sizeBytes']} bytes): nothing was created or billed")
-    if lane["name"] == "converter":  # a born-digital file (docs/formats.md): no model call
+    if "pageIs" in pages:  # a born-digital file (docs/formats.md): no model call for its text
         shown = pages["total"] if pages["total"] is not None else "counted at conversion"
         click.echo(f"  pages       {shown} (a page is {pages['pageIs']})")
-        click.echo(f"  lane        converter ({lane['reason']})")
+        figures = answer.get("figures")
+        if figures is not None:  # describeFigures: its pictures are the model calls
+            _print_figures(figures)
+        click.echo(f"  lane        {lane['name']} ({lane['reason']})")
         click.echo(f"  cost        ${estimate['costUsd']} ({estimate['basis']})")
+        if figures is not None and figures.get("toDescribe"):
+            click.echo(f"  hold        ${estimate['holdUsd']} (each picture's worst case)")
         click.echo(f"  turnaround  {turnaround['expected']}")
         return
     sampled = f" ({answer['inspection']['note']})" if answer["inspection"]["note"] else ""
@@ -533,8 +604,22 @@ def _print_dry_run(answer: dict[str, Any]) -> None:
         click.echo(f"  pages       {pages['total']} ({pages['blank']} blank, {pages['scans']} without text){sampled}")
     click.echo(f"  records     {answer['records']} (one model document per non-blank page)")
     click.echo(f"  lane        {lane['name']} ({lane['reason']}; the batch lane takes jobs of {lane['minPages']}+ pages)")
-    click.echo(f"  cost        on-demand ${estimate['onDemandUsd']} · batch ${estimate['batchUsd']} → this job ${estimate['costUsd']} (estimate)")
+    for line in money_lines(estimate):
+        click.echo(line)
     click.echo(f"  turnaround  {turnaround['expected']}")
+
+
+def _print_figures(figures: dict[str, Any]) -> None:
+    """The pictures a dry run found and what describing each costs at its lane."""
+    if figures["pictures"] is None:
+        click.echo(f"  pictures    not counted ({figures['basis']})")
+        return
+    skipped = ", ".join(f"{n} {why}" for why, n in figures["notDescribed"].items())
+    click.echo(f"  pictures    {figures['pictures']} ({figures['toDescribe']} to describe{'; not described: ' + skipped if skipped else ''})")
+    for picture in figures["perPicture"]:
+        click.echo(f"    {picture['name']}  {picture['width']}×{picture['height']} px  {picture['inputTokens']} tokens in  ${picture['costUsd']}")
+    if figures["toDescribe"] > figures["listed"]:
+        click.echo(f"    … and {figures['toDescribe'] - figures['listed']} more")
 
 
 def callback_options(url: str | None, events: str | None, headers: tuple[str, ...]) -> dict[str, Any]:
@@ -568,6 +653,11 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--json", "as_json", is_flag=True, help="Print the job as one JSON object on stdout.")
 @click.option("--bulk", is_flag=True, help="Bulk opt-in: send the job through the batch lane whatever its size.")
 @click.option(
+    "--describe-figures",
+    is_flag=True,
+    help="Have Claude describe each picture of a born-digital document (DOCX, PPTX, XLSX, HTML, EPUB, ODT) as its alt text; billed per picture (docs/formats.md).",
+)
+@click.option(
     "--deadline",
     metavar="ISO-8601",
     help="Finish by then: the pages wait for the half-price batch lane only while a batch turnaround still fits, then go on-demand (a deadline sooner than one turnaround needs the batchlane-priority group).",
@@ -582,7 +672,7 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 @click.option("--force", is_flag=True, help="Overwrite the output file(s) if they exist (never the input).")
 @click.option("--dry-run", is_flag=True, help="Say what the conversion would do, take and cost; convert nothing, bill nothing.")
 @click.option("--callback-url", help="POST signed webhooks about this job to this URL (https; docs/operations.md).")
-@click.option("--callback-events", help="Comma-separated: job.completed (default), job.waiting_batch, file.error, file.completed.")
+@click.option("--callback-events", help="Comma-separated: job.completed and job.paused (default), job.waiting_batch, file.error, file.completed.")
 @click.option("--callback-header", "callback_headers", multiple=True, metavar="NAME:VALUE", help="An extra header for the receiver (repeatable).")
 @click.option(
     "--format",
@@ -612,6 +702,7 @@ def convert(
     exclude: tuple[str, ...] = (),
     replace: bool = False,
     formats: tuple[str, ...] = (),
+    describe_figures: bool = False,
 ) -> None:
     """Upload PDF and convert it; watch it to the end and write the Markdown next to it (or --detach).
 
@@ -625,6 +716,8 @@ def convert(
         spec = folder_commands.folder_spec(uri, layout=layout, output=output_folder, include=include, exclude=exclude, replace=replace, deadline=deadline)
         if formats:
             spec.setdefault("options", {})["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
+        if describe_figures:
+            spec.setdefault("options", {})["describeFigures"] = True
         folder_commands.convert_folder(
             api, uri, spec, dry_run=dry_run, detach=detach, as_json=as_json, interval=interval, local_target=local_target, shown_as=pdf if local_dir else None
         )
@@ -637,6 +730,8 @@ def convert(
     options.update(callback_options(callback_url, callback_events, callback_headers))
     if formats:
         options["conversionFormats"] = {"md": True, **dict.fromkeys(formats, True)}
+    if describe_figures:
+        options["describeFigures"] = True
     return _convert_pdf(api, Path(pdf), options, detach=detach, as_json=as_json, interval=interval, output=output, force=force, dry_run=dry_run)
 
 
@@ -646,7 +741,7 @@ def _convert_pdf(
     if dry_run:
         file_id = _register_and_upload(api, pdf)
         try:
-            answer = api.call("POST", f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": options})
+            answer = api.estimate(f"/api/v1/files/{file_id}/convert?dry_run=true", {"options": options}, quiet=as_json)
         finally:
             api.call("DELETE", f"/api/v1/files/{file_id}")  # the upload served the dry run only
         if as_json:
@@ -914,7 +1009,7 @@ def _file_action(api: ApiClient, job_id: str, action: str) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def cancel(api: ApiClient, job_id: str, as_json: bool) -> None:
-    """Cancel JOB: nothing is charged, the file goes back to uploaded (a folder job: queued files skipped, in-flight ones finish)."""
+    """Cancel JOB: nothing more is spent (what it spent is its cost), the file goes back to uploaded (a folder job: queued files skipped, in-flight ones finish)."""
     if folder_commands.is_folder_job(job_id):
         folder_commands.print_job(api.call("POST", f"/api/v1/folder-jobs/{job_id}/cancel"), as_json)
         return
@@ -941,6 +1036,11 @@ def process_now(api: ApiClient, job_id: str, as_json: bool) -> None:
         click.echo(json.dumps(result))
     elif result["action"] == "flagged_while_splitting":
         click.echo(f"job {job_id} is still being split; it will convert on-demand as soon as it is split")
+    elif result["action"] == "stopping_batch_job":
+        click.echo(
+            f"job {job_id}: its Bedrock batch job is being stopped; the pages it already converted (billed either way) are used, "
+            "the rest convert on-demand once it has stopped"
+        )
     elif result["resumed"]:
         stop = "; the batch job is being stopped (its output is still billed once)" if result["batchStopRequested"] else ""
         click.echo(f"job {job_id} is converting on-demand now{stop}")

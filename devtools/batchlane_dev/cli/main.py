@@ -5,7 +5,8 @@ usage or input (HTTP 400/422); 3 the job completed but some pages failed (they a
 marked in the Markdown); 4 the service could not be reached (or answered 5xx); 5 no
 such job or file (404, also another user's; 410: the Markdown expired); 6 the job's
 state does not allow it (409: NOT_BATCH_WAITING, CONVERSION_FINISHING, NOTHING_TO_RETRY,
-...); 7 not authorised (401/403). Errors print
+...); 7 not authorised (401/403); 8 the job paused for its owner's budget (a watch stops
+there). Errors print
 ``error: <CODE>: <message>`` on stderr (docs/operations.md).
 """
 
@@ -22,7 +23,7 @@ import click
 from batchlane.domain.advice import error_object, is_input_error
 from batchlane.naming import api_json
 
-EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE = 1, 2, 3, 4
+EXIT_JOB_FAILED, EXIT_USAGE, EXIT_PAGES_FAILED, EXIT_UNREACHABLE, EXIT_PAUSED = 1, 2, 3, 4, 8
 
 
 EXIT_CODES_HELP = """\b
@@ -35,6 +36,7 @@ Exit codes:
   5  no such job or file (404, also another user's); the Markdown expired (410)
   6  the job's state does not allow it (409: NOT_BATCH_WAITING, ...)
   7  not authorised (401, 403)
+  8  the job paused for its budget (convert, jobs status --watch and demo stop watching: batchlane resume JOB)
 Errors print `error: <CODE>: <message>` on stderr; with --json also one JSON object on stdout."""
 
 
@@ -171,6 +173,8 @@ def demo_json(report: dict) -> dict:
 
 
 def _exit_code(report: dict) -> int:
+    if report["status"] == "paused_budget":
+        return EXIT_PAUSED
     if report["status"] != "completed":
         return EXIT_USAGE if report["status"] == "failed" and is_input_error(report["error_id"]) else EXIT_JOB_FAILED
     return EXIT_PAGES_FAILED if report["pages_failed"] else 0
@@ -200,6 +204,13 @@ def _tiers_line(tiers: dict) -> str:
     return " (" + ", ".join(f"{name} {t['pages']} pages ${t['cost_usd']:.4f}" for name, t in tiers.items()) + ")"
 
 
+def money_line(total: float, all_on_demand: float, saving_pct: float) -> str:
+    """The total against all on-demand (domain/savings.py): a saving, or a loss said as one."""
+    if total > all_on_demand + 5e-7:
+        return f"${total:.4f} (all on-demand would be ${all_on_demand:.4f}; a LOSS of ${total - all_on_demand:.4f}, {-saving_pct}% more than on-demand)"
+    return f"${total:.4f} (all on-demand would be ${all_on_demand:.4f}; saving {saving_pct}%)"
+
+
 def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def]
     from rich.table import Table
 
@@ -209,7 +220,7 @@ def _print_report(console, report: dict) -> None:  # type: ignore[no-untyped-def
         ("pages", f"{report['pages']} ({report['pages_converted']} converted, {report['pages_failed']} failed, {report['pages_blank']} blank)"),
         ("batch lane", _batch_line(report["batch"])),
         ("on-demand", f"{report['on_demand']['pages']} pages, ${report['on_demand']['cost_usd']:.4f}" + _tiers_line(report["on_demand"].get("tiers", {}))),
-        ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
+        ("total cost", money_line(report["total_cost_usd"], report["all_on_demand_cost_usd"], report["saving_pct"])),
         ("markdown", str(report["markdown_path"])),
         ("model", report.get("emulated_model", report["model_id"])),
         ("time", _timings_line(report["timings"])),
@@ -233,7 +244,7 @@ def _print_folder_report(console, report: dict) -> None:  # type: ignore[no-unty
         ),
         ("pages", f"{pages['total']} ({pages['completed']} converted, {pages['failed']} failed)"),
         ("batch lane", f"{batch['records']} records in {batch['bedrock_jobs']} Bedrock job(s), {batch['accepted']} accepted"),
-        ("total cost", f"${report['total_cost_usd']:.4f} (all on-demand would be ${report['all_on_demand_cost_usd']:.4f}; saving {report['saving_pct']}%)"),
+        ("total cost", money_line(report["total_cost_usd"], report["all_on_demand_cost_usd"], report["saving_pct"])),
         ("markdown", report["output_dir"]),
         ("report", report["report_path"]),
         ("time", f"{report['seconds']} s"),

@@ -12,22 +12,27 @@ from batchlane_dev.cli.jobs_commands import ApiClient, target_options
 
 @click.group()
 def webhooks() -> None:
-    """Signed webhooks: the signing secret, test deliveries, the deliveries log."""
+    """Signed webhooks: your own signing secret, test deliveries, the deliveries log."""
 
 
 @webhooks.command("config")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def config(api: ApiClient, as_json: bool) -> None:
-    """The signing secret's id and dates (its value: aws secretsmanager get-secret-value --secret-id <id>)."""
-    _show(api.call("GET", "/api/v1/webhook-config"), as_json)
+    """Your signing secret: created at your first `webhooks config`, whose answer shows it (once: keep it); then its
+    version and dates, and until when the deployment's signature rides beside yours."""
+    answer = api.call("GET", "/api/v1/webhook-config")
+    _show(answer, as_json)
+    if answer.get("secret") and not as_json:
+        click.echo("This is the only time the secret is shown: store it with your receiver. `batchlane webhooks rotate` makes a new one.", err=True)
 
 
 @webhooks.command("rotate")
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as one JSON object on stdout.")
 @target_options
 def rotate(api: ApiClient, as_json: bool) -> None:
-    """Rotate the signing secret (admin group only); both secrets sign during the grace period."""
+    """A new signing secret of your own, shown once; your previous one signs beside it for the grace period.
+    No other user's secret changes."""
     _show(api.call("POST", "/api/v1/webhook-config/secret", {}), as_json)
 
 

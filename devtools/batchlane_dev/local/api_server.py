@@ -12,7 +12,8 @@ What API Gateway and its Cognito authorizer do in AWS, this does offline:
 * Every other path serves the built web console (``console/dist``, built by ``make console``) on
   this same origin, so the console calls ``/api`` with no CORS; ``/_s3/...`` forwards a presigned
   S3 request (upload POST, ranged GET) to the emulated S3 unchanged, so the browser stays
-  same-origin there too (docs/console.md "Uploads and ranged reads offline").
+  same-origin there too (docs/console.md "Uploads and ranged reads offline") — only one S3 would take: signed by a
+  key of this stack, not expired, and a POST within its policy (``batchlane_dev.local.presigned``); else 403.
 * The handler runs in this process through the same :class:`HandlerRegistry` the state
   machines use; a handler crash answers 502 like an API Gateway Lambda proxy.
 * Each request is admitted through the registry's :class:`~batchlane_dev.local.lambda_runtime.ConcurrencyLimit` like any Invoke (the
@@ -43,6 +44,7 @@ from typing import Any
 from werkzeug.serving import WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from batchlane_dev.local import presigned
 from batchlane_dev.local.lambda_runtime import HandlerRegistry, Throttled
 from batchlane_dev.local.loopback import LoopbackOnly
 
@@ -162,7 +164,15 @@ class ArrivalOrderLock:
 
 class LocalApiServer:
     def __init__(
-        self, registry: HandlerRegistry, *, host: str = "127.0.0.1", port: int = 0, function: str = "api", s3_url: str | None = None, check_contract: bool = False
+        self,
+        registry: HandlerRegistry,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        function: str = "api",
+        s3_url: str | None = None,
+        secret_for: presigned.SecretFor | None = None,
+        check_contract: bool = False,
     ) -> None:
         self._registry = registry
         # Every /api answer checked against docs/api/openapi.yaml (batchlane_dev.contract) when asked: the tests' stacks
@@ -170,6 +180,7 @@ class LocalApiServer:
         self.check_contract = check_contract
         self.contract_violations: list[str] = []
         self._s3_url = s3_url
+        self._secret_for: presigned.SecretFor = secret_for or (lambda key_id: None)  # no key known: every S3 request refused
         self._function = function
         self._server = make_server(host, port, LoopbackOnly(self._wsgi), threaded=True, request_handler=_Quiet)
         self._thread: threading.Thread | None = None
@@ -267,12 +278,26 @@ class LocalApiServer:
         return Response(target.read_bytes(), content_type=kind, headers=SECURITY_HEADERS)
 
     def _s3(self, request: Request) -> Response:
-        """Forward a presigned S3 request to the emulator as is (its signature covers the emulator's host)."""
+        """Forward a presigned S3 request to the emulator as is (its signature covers the emulator's host), once it is
+        one S3 would take (``batchlane_dev.local.presigned``): else 403 AccessDenied, as S3 answers, naming why."""
         if request.method not in ("GET", "POST", "HEAD") or not self._s3_url:
             return Response(status=405)
-        url = self._s3_url + request.full_path[len(S3_PROXY_PATH) :].rstrip("?")
+        raw_path, raw_query = presigned.parts(str(request.environ.get("RAW_URI") or request.full_path))
+        raw_path = raw_path[len(S3_PROXY_PATH) :]
+        data = request.get_data(cache=True) if request.method == "POST" else None  # kept whole: the form is read from it
+        if request.method == "POST":
+            upload = request.files.get("file")
+            size = len(upload.read()) if upload is not None else -1
+            refused = presigned.check_post(raw_path.strip("/").split("/", 1)[0], request.form.to_dict(), size, self._secret_for)
+        else:
+            refused = presigned.check_query(request.method, self._s3_url, raw_path, raw_query, self._secret_for)
+        if refused is not None:
+            log.warning("s3 proxy refused a %s: %s", request.method, refused)
+            body = f"<Error><Code>AccessDenied</Code><Message>{refused}</Message></Error>"
+            return Response(body, status=403, content_type="application/xml")
+        url = self._s3_url + raw_path + (f"?{raw_query}" if raw_query else "")
         headers = {k: v for k, v in request.headers.items() if k in ("Range", "Content-Type")}
-        forward = urllib.request.Request(url, data=request.get_data() if request.method == "POST" else None, method=request.method, headers=headers)
+        forward = urllib.request.Request(url, data=data, method=request.method, headers=headers)
         try:
             with urllib.request.urlopen(forward, timeout=60) as answer:
                 status, data, got = answer.status, answer.read(), answer.headers

@@ -80,7 +80,7 @@ class OwnerCpuShares:
 
 
 def owner_of(name: str, event: Any, job_owner: Any) -> str | None:
-    """Whose invocation this is: the API caller's Cognito ``sub``, or the owner of the job the event names
+    """Whose invocation this is: the API caller's Cognito ``sub``, the estimate's owner, or the owner of the job the event names
     (``job_owner(job_id)``); None for work of several owners (a pooled lane) or of none (a schedule)."""
     if not isinstance(event, dict):
         return None
@@ -88,6 +88,9 @@ def owner_of(name: str, event: Any, job_owner: Any) -> str | None:
         claims = ((event.get("requestContext") or {}).get("authorizer") or {}).get("claims") or {}
         sub = claims.get("sub")
         return str(sub) if sub else None
+    if name == "estimate":  # a dry run's worker: its execution input names the owner (aws/workflows.start_estimate)
+        owner = event.get("ownerId")
+        return str(owner) if owner else None
     job_id = event.get("jobId")
     if isinstance(job_id, str) and _UUID.match(job_id):
         owner = job_owner(job_id)

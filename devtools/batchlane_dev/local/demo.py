@@ -146,6 +146,12 @@ def _batch_clock(stack: OfflineStack, sampled_ms: float | None) -> dict[str, Any
     }
 
 
+def job_repo_get(svc: Any, job_id: str) -> str | None:
+    """The job's error message (why it paused), read once the demo stopped watching it."""
+    job = svc.uow().jobs.get_job(job_id)
+    return job.error_message if job is not None else None
+
+
 def run_demo(
     *,
     pages: int = 1200,
@@ -205,9 +211,10 @@ def run_demo(
 
                 final = wait_for_job(svc, job_id, on_progress=show, until=(*TERMINAL, "paused_budget"))
             if final.status == "paused_budget":
+                why = (job_repo_get(svc, job_id) or "its next request does not fit this month's budget").removeprefix("Paused: ")
                 console.print(
-                    f"[yellow]job {job_id} paused at its funds hold[/]: it waits for its owner. Resume it with "
-                    f"`batchlane resume {job_id}` (against a running stack), once the budget allows (`batchlane budget`)."
+                    f"[yellow]job {job_id} paused[/]: {why} It waits for its owner (exit 8): resume it with "
+                    f"`batchlane resume {job_id}` against a running stack (`batchlane local up`)."
                 )
             report = job_report(svc, job_id)
             markdown_path = None

@@ -61,7 +61,7 @@ def run_folder_demo(
         prefix = uri.removeprefix(f"s3://{FOLDER_BUCKET}/")
         spec = folder_spec(uri, layout=None, output=None, include=(), exclude=(), replace=False)
         if dry_run:
-            return api.call("POST", "/api/v1/folder-jobs?dry_run=true", spec)  # already says dryRun
+            return api.estimate("/api/v1/folder-jobs?dry_run=true", spec, quiet=True)  # already says dryRun
         started = time.monotonic()
         job = api.call("POST", "/api/v1/folder-jobs", spec)
         console.print(f"folder job {job['id']} over s3://{FOLDER_BUCKET}/{prefix}")
@@ -132,6 +132,7 @@ def _report(job: dict[str, Any], local: Path, seconds: float) -> dict[str, Any]:
         },
         "total_cost_usd": round(total, 6),
         "all_on_demand_cost_usd": round(all_on_demand, 6),
+        "saving_usd": round(all_on_demand - total, 6),  # negative: a loss
         "saving_pct": round((all_on_demand - total) / all_on_demand * 100, 2) if all_on_demand > 0 else 0.0,
         "manifest_path": os.fspath(local / "_batchlane" / job["id"] / "manifest.json"),
         "report_path": os.fspath(local / "_batchlane" / job["id"] / "report.jsonl"),

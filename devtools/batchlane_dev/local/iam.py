@@ -155,10 +155,12 @@ class Targets:
     intake_state_machine_arn: str = ""
     webhook_delivery_state_machine_arn: str = ""
     webhook_secret_arn: str = ""
+    webhook_key_arn: str = ""
     folder_job_state_machine_arn: str = ""
     folder_sources: tuple[str, ...] = ()  # "bucket/prefix", as BATCHLANE_FOLDER_SOURCES
     partition: str = "aws"
     folder_access_role_arn: str = ""  # the role folder functions assume per owner (scoped sessions)
+    estimate_state_machine_arn: str = ""
 
     def arns(self, grant: Grant) -> list[str]:
         return [arn for kind in grant.resources for arn in self._arns(kind, grant.prefix)]
@@ -178,11 +180,13 @@ class Targets:
             "intake_state_machine": [self.intake_state_machine_arn],
             "webhook_delivery_state_machine": [self.webhook_delivery_state_machine_arn],
             "webhook_secret": [f"{self.webhook_secret_arn}*"] if self.webhook_secret_arn else [],
+            "webhook_key": [self.webhook_key_arn] if self.webhook_key_arn else [],
             "default_event_bus": [f"arn:{p}:events:{region}:{account}:event-bus/default"],
             "any": ["*"],
             "folder_objects": sorted({f"arn:{p}:s3:::{folder_source_resource(source)}*" for source in self.folder_sources}),
             "folder_buckets": sorted({f"arn:{p}:s3:::{folder_source_resource(source).split('/', 1)[0]}" for source in self.folder_sources}),
             "folder_job_state_machine": [self.folder_job_state_machine_arn] if self.folder_job_state_machine_arn else [],
+            "estimate_state_machine": [self.estimate_state_machine_arn] if self.estimate_state_machine_arn else [],
             "workflow_executions": [
                 f"{arn.replace(':stateMachine:', ':execution:')}:*"
                 for arn in (self.conversion_state_machine_arn, self.intake_state_machine_arn, self.folder_job_state_machine_arn)
@@ -297,6 +301,17 @@ def _secretsmanager(operation: str, params: Mapping[str, Any], t: Targets) -> li
     return None
 
 
+def _kms(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
+    """Encrypt and Decrypt on the key named (KeyId, which batchlane.aws.kms always passes), with the encryption
+    context as condition keys (``kms:EncryptionContext:<key>``, AWS KMS Developer Guide "Condition keys")."""
+    if operation not in ("Encrypt", "Decrypt"):
+        return None
+    key = str(params.get("KeyId", ""))
+    arn = key if key.startswith("arn:") else f"arn:{t.partition}:kms:{t.region}:{t.account_id}:key/{key}"
+    context = {f"kms:EncryptionContext:{k}": str(v) for k, v in (params.get("EncryptionContext") or {}).items()}
+    return [Request(f"kms:{operation}", arn, context)]
+
+
 def _servicequotas(operation: str, params: Mapping[str, Any], t: Targets) -> list[Request] | None:
     if operation in ("GetServiceQuota", "ListServiceQuotas", "GetAWSDefaultServiceQuota"):
         return [Request(f"servicequotas:{operation}", "*")]
@@ -324,6 +339,7 @@ REQUESTS: dict[str, Callable[[str, Mapping[str, Any], Targets], list[Request] | 
     "stepfunctions": _states,
     "events": _events,
     "secretsmanager": _secretsmanager,
+    "kms": _kms,
     "service-quotas": _servicequotas,
     "lambda": _lambda,
     "sts": _free,

@@ -153,6 +153,21 @@ def huge_xref_pdf(entries: int = 50_000_000) -> bytes:
     return _raw_pdf(objects, xref_entries=entries)
 
 
+def object_flood_pdf(objects: int = 900_000) -> bytes:
+    """``objects`` small objects and a startxref that points nowhere (issue 40): pdfium refuses it at once; pypdf,
+    which says why, rebuilds the table by scanning every object (~57 MB and 24-31 s of reading for 900,000)."""
+    parts = [b"%PDF-1.7\n"]
+    parts += [b"%d 0 obj\n<< /Type /Annot /Contents (note %d) >>\nendobj\n" % (n, n) for n in range(1, objects + 1)]
+    parts.append(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n999999999\n%%%%EOF\n" % (objects + 1))
+    return b"".join(parts)
+
+
+def operator_bomb_pdf(operator_bytes: int = 15_000_000) -> bytes:
+    """One page drawing ``operator_bytes`` of path operators from one FlateDecode stream (issue 40's content-operator
+    bomb: ~80 KB on disk, under the 16 MiB content cap, so it is surveyed: seconds of pdfium parsing a read)."""
+    return inflating_page_pdf(operator_bytes)
+
+
 def _drawing_operators(target_bytes: int) -> bytes:
     """Path-drawing operators (move, line, stroke) until ``target_bytes``: costly for a renderer to
     parse, compressing ~100:1 because every line repeats."""

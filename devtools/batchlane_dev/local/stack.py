@@ -36,8 +36,9 @@ import boto3
 from batchlane.config import reload_settings
 from batchlane.db.connection import Database, connect_params_from_url
 from batchlane.runtime import admin_database, reset_services
-from batchlane_dev.local import iam, inprocess, patches, postgres, watchdog
+from batchlane_dev.local import iam, inprocess, patches, postgres, presigned, watchdog
 from batchlane_dev.local.bedrock import BatchQuotas, BedrockEmulator, parse_faults
+from batchlane_dev.local.bedrock.model import NO_TEXT_ANSWER_TOKENS
 from batchlane_dev.local.cpu_shares import OwnerCpuShares
 from batchlane_dev.local.lambda_runtime import ConcurrencyLimit, HandlerRegistry, WorkerPool
 from batchlane_dev.local.logs import LOG_FILE_ENV, VERBOSE_ENV, handler_log_path, restore_handler_logs, route_handler_logs
@@ -88,7 +89,7 @@ MOTO_KEY_BUFFER_ENV = "MOTO_S3_DEFAULT_KEY_BUFFER_SIZE"
 MOTO_KEY_BUFFER_BYTES = 256 * 1024 * 1024  # above the default BATCH_CONVERSION_MAX_FILE_MB, 200 MB a shard
 _STATIC_ENV = {
     "AWS_ACCESS_KEY_ID": "offline",
-    "AWS_SECRET_ACCESS_KEY": "offline",
+    "AWS_SECRET_ACCESS_KEY": "offline",  # replaced by each stack's own random one (OfflineStack._aws_secret)
     "AWS_REGION": REGION,
     "AWS_DEFAULT_REGION": REGION,
     "POWERTOOLS_TRACE_DISABLED": "true",
@@ -135,7 +136,8 @@ class StackOptions:
 # Where the CPU work of a job is (splits, pages, the assembly pass). In this process a handler's CPU work
 # shares one GIL with moto, the Step Functions interpreter and the Bedrock emulator: under A's flood A's
 # assembles in threads here held back every other job's state transitions (docs/benchmarks.md "tenant_isolation").
-PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare", "assemble"})
+# A dry run's estimate reads hostile PDFs as a split does (issue 40).
+PROCESS_FUNCTIONS = frozenset({"job_create", "job_split", "chunk_processor", "batch_prepare", "assemble", "estimate"})
 
 
 def start_from_empty_tables(db: Any) -> dict[str, int]:
@@ -204,6 +206,9 @@ class OfflineStack:
         self._saved_env: dict[str, str | None] = {}
         self.forgotten_rows: dict[str, int] = {}  # table → rows of an earlier run dropped at start
         self.grants: iam.GrantEnforcer | None = None  # the offline IAM: .denials, .set_needs(...)
+        # The stack's own secret key (moto checks none): what the API presigns with, so the console's S3 proxy can tell
+        # a URL the API signed from one anybody on the machine made up (a known key once let them; issue 40.5).
+        self._aws_secret = secrets.token_urlsafe(24)
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> OfflineStack:
@@ -213,7 +218,7 @@ class OfflineStack:
         admin_url = self.options.database_url or self._start_postgres()
         database_url = app_role_url(admin_url)
         moto_port = _free_port()
-        self._set_env({**_STATIC_ENV, "MOTO_PORT": str(moto_port)})
+        self._set_env({**_STATIC_ENV, "AWS_SECRET_ACCESS_KEY": self._aws_secret, "MOTO_PORT": str(moto_port)})
         # moto keeps an object over 5 MB in a temporary file on this machine's disk (a 261 MB lane input: ~1 s of
         # writes and reads on moto's request threads, beside the handlers); S3 stores it on machines of its own.
         # Objects up to the largest batch input file stay in memory here (docs/offline.md, the table at the top).
@@ -269,15 +274,21 @@ class OfflineStack:
             "BATCH_CONVERSION_ROLE_ARN": SERVICE_ROLE_ARN,
             "WEBHOOK_DELIVERY_STATE_MACHINE_ARN": self.state_machine_arns["webhook_delivery"],
             "WEBHOOK_SECRET_ARN": self._create_webhook_secret(moto_url),
+            "WEBHOOK_KEY_ARN": self._create_webhook_key(moto_url),
             # A receiver on 127.0.0.1 over plain http (AWS: https to a public host only).
             "BATCHLANE_WEBHOOK_ALLOW_PRIVATE": "true",
             "FOLDER_JOB_STATE_MACHINE_ARN": self.state_machine_arns["folder_job"],
+            "ESTIMATE_STATE_MACHINE_ARN": self.state_machine_arns["estimate"],
             "FOLDER_ACCESS_ROLE_ARN": FOLDER_ACCESS_ROLE_ARN,
             "BATCHLANE_FOLDER_SOURCES": FOLDER_SOURCES,
+            # What the model writes for a page without a text layer is the model's (an operator calibrates the setting to
+            # theirs; Claude transcribes a scan, ~1,200 tokens): the emulated model writes one figure line (12-33 tokens),
+            # so the estimate here uses the least the setting takes (docs/offline.md "What the estimates assume offline").
+            "BATCHLANE_OUTPUT_TOKENS_PER_PAGE": str(NO_TEXT_ANSWER_TOKENS),
             **self.options.extra_env,
         }
         self._set_env(env)
-        self.env = {**_STATIC_ENV, "MOTO_PORT": str(moto_port), LOG_FILE_ENV: str(self.log_path), VERBOSE_ENV: os.environ[VERBOSE_ENV], **env}
+        self.env = {**_STATIC_ENV, "AWS_SECRET_ACCESS_KEY": self._aws_secret, "MOTO_PORT": str(moto_port), LOG_FILE_ENV: str(self.log_path), VERBOSE_ENV: os.environ[VERBOSE_ENV], **env}
         if self.options.enforce_grants:
             self.grants = iam.GrantEnforcer(self._grant_targets())
         iam.install(self.grants)  # before reset_services: the handlers' clients are made hooked
@@ -289,7 +300,13 @@ class OfflineStack:
         self._deploy(moto_url)
         from batchlane_dev.local.api_server import LocalApiServer
 
-        self.api = LocalApiServer(self.registry, s3_url=moto_url, check_contract=self.options.check_contract)
+        # The proxy to the emulated S3 takes only what this stack's keys signed (local/presigned.py).
+        self.api = LocalApiServer(
+            self.registry,
+            s3_url=moto_url,
+            secret_for=presigned.moto_secret_for({_STATIC_ENV["AWS_ACCESS_KEY_ID"]: self._aws_secret}),
+            check_contract=self.options.check_contract,
+        )
         with iam.acting_as(iam.AWS_SERVICE):  # API Gateway's side; each request's handler acts as "api"
             self._set_env({"BATCHLANE_API_URL": self.api.start()})
         self.env["BATCHLANE_API_URL"] = self.api.url
@@ -442,7 +459,9 @@ class OfflineStack:
             intake_state_machine_arn=self.state_machine_arns["intake"],
             webhook_delivery_state_machine_arn=self.state_machine_arns["webhook_delivery"],
             webhook_secret_arn=self.env.get("WEBHOOK_SECRET_ARN", ""),
+            webhook_key_arn=self.env.get("WEBHOOK_KEY_ARN", ""),
             folder_job_state_machine_arn=self.state_machine_arns["folder_job"],
+            estimate_state_machine_arn=self.state_machine_arns["estimate"],
             folder_access_role_arn=FOLDER_ACCESS_ROLE_ARN,
             folder_sources=tuple(reload_settings().folder_sources),
             bedrock_service_role_arn=SERVICE_ROLE_ARN,
@@ -475,6 +494,11 @@ class OfflineStack:
             method="POST",
         )
         urllib.request.urlopen(request, timeout=10).read()
+
+    def _create_webhook_key(self, moto_url: str) -> str:
+        """The KMS key infra/webhooks.py creates to seal each owner's signing secret (moto's KMS binds the encryption context)."""
+        key = self._client("kms", moto_url).create_key(Description="batchlane: seals each owner's webhook signing secret")["KeyMetadata"]
+        return str(key["Arn"])
 
     def _create_webhook_secret(self, moto_url: str) -> str:
         """The signing secret infra/webhooks.py creates (a random value in Secrets Manager)."""

@@ -131,7 +131,13 @@ class Settings(BaseSettings):
     # Past it: 429 RATE_LIMITED with Retry-After. 0 requests a second: no limit.
     batchlane_api_rate_per_s: float = Field(5.0, ge=0)
     batchlane_api_burst: int = Field(60, ge=1)
-    batchlane_api_dry_run_cost: int = Field(10, ge=1)
+    batchlane_api_dry_run_cost: int = Field(10, ge=1)  # a file's dry run: it starts up to ~20 s of the estimate worker
+    batchlane_api_folder_dry_run_cost: int = Field(20, ge=1)  # a folder's: listing and counting, up to ~40 s of it
+    # Dry runs run as estimates in their own worker (api/estimates.py): an owner has at most this many running at
+    # once (429 ESTIMATES_LIMIT past it), so a flood of hostile PDFs holds one worker, never the API. One: a second
+    # at once took another owner's median API latency offline from 1.6x to 2-2.9x of alone (docs/benchmarks.md).
+    batchlane_max_live_estimates: int = Field(1, ge=1)
+    estimate_state_machine_arn: str | None = None
     # Per-user caps on what costs outside the budget (docs/operations.md "Per-user caps"): 429 past them.
     batchlane_max_pending_uploads: int = Field(100, ge=1)  # files registered and never converted nor deleted
     batchlane_max_live_folder_jobs: int = Field(10, ge=1)  # folder jobs enumerating or processing
@@ -144,9 +150,14 @@ class Settings(BaseSettings):
     # loopback or link-local receivers are allowed too (the offline stack; a receiver in your VPC).
     batchlane_webhook_allow_private: bool = False
     batchlane_webhook_timeout_s: float = Field(10.0, gt=0, le=25)  # one POST; webhook_deliver's Lambda timeout is 30 s
-    # After a rotation, deliveries carry signatures with the new AND the old secret for this long.
+    # After a rotation, deliveries carry signatures with the owner's new AND old secret for this long.
     batchlane_webhook_grace_hours: float = Field(24.0, ge=0)
-    # The Cognito group whose members may rotate the deployment's (shared) signing secret.
+    # Each owner's signing secret is sealed with this KMS key (webhooks/owner_secrets.py). For this many days after
+    # per-owner signing began (0038_webhook_secrets.sql), deliveries carry the deployment's signature beside the
+    # owner's, so receivers still on the deployment secret keep verifying while they move to their own.
+    webhook_key_arn: str | None = None
+    batchlane_webhook_migration_days: float = Field(30.0, ge=0)
+    # The Cognito group whose members may set another user's budget (PUT /api/v1/admin/budgets/{ownerId}).
     batchlane_admin_group: str = "batchlane-admins"
     # The Cognito group whose members may force on-demand (process-now): it skips the half-price
     # batch lane. Empty: everyone may (a single-user deployment). docs/deploy.md "Permissions".

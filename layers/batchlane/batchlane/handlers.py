@@ -43,6 +43,15 @@ class ChunkRef(JobRef):
     chunkIndex: int
 
 
+class EstimateRef(BaseModel):
+    """The estimate machine's event: the estimate, and on its failure path what stopped the worker."""
+
+    model_config = ConfigDict(extra="ignore")
+    estimateId: UUID
+    failed: bool = False
+    error: dict[str, Any] | None = None
+
+
 def parse(event: Any, model: type[Model]) -> Model:
     try:
         return model.model_validate(event)

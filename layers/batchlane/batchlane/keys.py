@@ -3,6 +3,7 @@
 uploads/<fileId>/<name>.pdf            source PDFs
 jobs/<jobId>/source/chunk-<N>.pdf       the chunk's pages, split once at job creation
 jobs/<jobId>/source/chunk-<N>.json      a born-digital document's chunk: its pages' Markdown, converted at the split
+jobs/<jobId>/source/figures/p<N>-<k>.png  a born-digital picture as it is sent to be described (describeFigures)
 jobs/<jobId>/chunks/chunk-<N>.json      chunk results (page outcomes)
 jobs/<jobId>/chunks/chunk-<N>.partial.json  pages kept from an attempt that must be retried
 jobs/<jobId>/output.md                  the assembled Markdown
@@ -42,6 +43,11 @@ def chunk_source_key(job_id: str, chunk_index: int) -> str:
 def document_chunk_key(job_id: str, chunk_index: int) -> str:
     """A born-digital document's chunk: its pages' Markdown as converted at the split (docs/formats.md)."""
     return f"jobs/{job_id}/source/chunk-{chunk_index}.json"
+
+
+def figure_source_key(job_id: str, sent_name: str) -> str:
+    """A born-digital document's picture as Claude is sent it to describe (``describeFigures``; docs/formats.md)."""
+    return f"jobs/{job_id}/source/figures/{sent_name}"
 
 
 def pages_source_key(job_id: str) -> str:

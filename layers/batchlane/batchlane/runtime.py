@@ -15,6 +15,7 @@ from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.clients import client, reset_clients
 from batchlane.aws.events import EventBridgeBus
 from batchlane.aws.folders import FolderBuckets, S3FolderBuckets
+from batchlane.aws.kms import KmsSecretCipher
 from batchlane.aws.owner_credentials import OwnerScopedClients
 from batchlane.aws.s3 import S3Downloads, S3Store, S3Uploads
 from batchlane.aws.secrets import SecretsManagerSigningSecret
@@ -34,6 +35,7 @@ from batchlane.ports import (
     ModelRuntime,
     ObjectStore,
     PageThreadDatabase,
+    SecretCipher,
     SigningSecret,
     UnitOfWork,
     Uploads,
@@ -78,12 +80,23 @@ class RuntimeServices:
             return S3FolderBuckets(client("s3"))
         return S3FolderBuckets(_owner_clients(role_arn).s3(owner_id))
 
+    def owner_downloads(self, bucket: str, owner_id: str) -> Downloads:
+        """Presigned GETs of a user's bucket as ``owner_id`` (the folder-access role where configured): a URL signed so
+        carries that owner's grants only."""
+        role_arn = self.settings.folder_access_role_arn
+        s3 = _owner_clients(role_arn).s3(owner_id) if role_arn else client("s3", signature_version="s3v4")
+        return S3Downloads(s3, bucket)
+
     def folder_source(self, bucket: str, owner_id: str) -> ObjectStore:
         """A folder file's bucket, read as its owner (the folder-access role where configured), for the split and its size check."""
         role_arn = self.settings.folder_access_role_arn
         if not role_arn:
             return S3Store(client("s3"), bucket)
         return S3Store(_owner_clients(role_arn).s3(owner_id), bucket)
+
+    def secret_cipher(self) -> SecretCipher:
+        """Seals and opens owners' signing secrets with the deployment's KMS key (aws/kms.py)."""
+        return KmsSecretCipher(client("kms"), self.settings.webhook_key_arn)
 
     def signing_secret(self) -> SigningSecret:
         return SecretsManagerSigningSecret(client("secretsmanager"), self.settings.webhook_secret_arn)
@@ -156,6 +169,7 @@ def services() -> RuntimeServices:
                     intake_arn=settings.intake_state_machine_arn,
                     webhook_delivery_arn=settings.webhook_delivery_state_machine_arn,
                     folder_job_arn=settings.folder_job_state_machine_arn,
+                    estimate_arn=settings.estimate_state_machine_arn,
                 ),
                 bus=EventBridgeBus(client("events"), settings.event_bus_name),
                 prices=PriceTable(settings.batchlane_prices, flex_discount=settings.batchlane_flex_discount),

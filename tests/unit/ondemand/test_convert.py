@@ -121,3 +121,25 @@ def test_throttling_past_the_budget_fails_the_pages_as_retryable_without_halving
     results = _converter(transport).convert(_group(pages, range(1, 6)))
     assert transport.sent == 1
     assert all(r.status == "failed" and r.retryable and r.reason == "ThrottlingException" for r in results.values()) and len(results) == 5
+
+
+def test_a_multi_page_answer_is_shared_by_its_pages_to_the_token_and_the_micro_dollar(pages):
+    # Issue 38.2 "the sum over pages": 5 pages in one request, tokens and cost not divisible by 5
+    converter = _converter(ModelTransport())
+    results = converter.convert(_group(pages, range(1, 6)))
+    spend = converter.spend
+    assert spend.usage.input_tokens % 5 or spend.usage.output_tokens % 5 or spend.cost * 1_000_000 % 5, "pick pages whose spend does not split evenly"
+    assert sum(r.usage.input_tokens for r in results.values()) == spend.usage.input_tokens
+    assert sum(r.usage.output_tokens for r in results.values()) == spend.usage.output_tokens
+    assert sum(r.cost_usd for r in results.values()) == spend.cost  # before: each page usage // 5, so the pages added up to less
+
+
+def test_a_discarded_answer_stays_on_the_pages_it_carried(pages):
+    # Given a model whose multi-page answers lose a marker: each discarded answer is paid for and halved
+    converter = _converter(ModelTransport(lambda request, n: "markers_skip" if len(request.page_numbers) > 2 else None))
+    converter.convert(_group(pages, range(1, 6)))
+    # Then what was spent, kept or discarded, is on the pages, exactly
+    by_page = converter.spend.by_page
+    assert sorted(by_page) == [1, 2, 3, 4, 5]
+    assert sum(cost for _, cost in by_page.values()) == converter.spend.cost
+    assert by_page[1][1] > 0 and by_page[5][1] > by_page[1][1], "pages 3-5 paid two discarded answers (5 and 3 pages), page 1 one"

@@ -141,12 +141,15 @@ def test_a_submit_that_failed_after_bedrock_created_the_job_adopts_it_and_stops_
     assert (row.state, row.bedrock_job_arn) == ("stopping", arn)
 
 
-def test_a_lane_whose_members_all_left_while_preparing_is_stopped_as_soon_as_submit_created_it(svc: Services) -> None:
+def test_a_lane_whose_members_all_left_while_preparing_creates_no_bedrock_job(svc: Services) -> None:
+    # Issue 38.2: a Bedrock job nobody waits on bills its records for pages that convert on-demand (paid twice)
     parked = parked_job(svc)
     svc.uow().lanes.leave_lanes(parked.job_id)  # what cancel and process now do to the job's members
-    arn = _submitted(svc, parked.lane_id)
-    assert batch_jobs_of(svc).stops == [arn]
-    assert lane_row(svc, parked.lane_id).reason == "members_left"
+    answer = submit_batch_job(svc, parked.lane_id)
+    assert answer["submitted"] is False and answer["jobArn"] is None
+    assert batch_jobs_of(svc).jobs == {} and batch_jobs_of(svc).stops == []
+    lane = lane_row(svc, parked.lane_id)
+    assert (lane.state, lane.end_state, lane.reason) == ("closed", "skipped", "members_left")
 
 
 def _spec_named(svc: Services, lane_id: str) -> BatchJobSpec:
@@ -362,11 +365,12 @@ def test_when_every_member_leaves_a_running_lane_it_is_stopped(svc: Services) ->
     assert batch_jobs_of(svc).stops == []
     outcome = process_now(svc, b)
 
-    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "left_batch_lane", True, True)
+    # b is the last to wait on it: the Bedrock job is stopped, and b waits for what it processed (issue 38.2)
+    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "stopping_batch_job", False, True)
     assert batch_jobs_of(svc).stops == [arn]
     assert lane_row(svc, lane_id).reason == "process_now", "the last to leave says why the lane ended early"
-    assert set(_member_states(svc, lane_id).values()) == {"left"}
-    assert workflows_of(svc).started == [("conversion", b)]
+    assert _member_states(svc, lane_id) == {(a, 0): "left", (a, 1): "left", (a, 2): "left", (b, 0): "packed"}
+    assert workflows_of(svc).started == [] and svc.uow().jobs.get_job(b).status == "waiting_batch"
 
 
 def test_collect_writes_results_per_member_job_and_shares_that_add_up_to_the_lane_row(svc: Services) -> None:

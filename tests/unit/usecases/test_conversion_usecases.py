@@ -19,7 +19,6 @@ from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.conversion.start import start_conversion
 from batchlane.converter import PageResult
 from batchlane.domain import status as st
-from batchlane.domain.budget import raised_hold
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import ChunkStatus, FileStatus, JobStatus
 from batchlane.pdf.split import plan_chunks
@@ -130,30 +129,45 @@ def test_a_failed_job_keeps_its_spend_and_releases_its_hold(svc_on_fakes: Servic
 
 
 # -- the funds hold: pause, settle the pause, resume ----------------------------------------------
-def test_a_chunk_does_not_start_once_the_hold_cannot_carry_the_smallest_request(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
+def _refused(uow: FakeUnitOfWork, job_id: str, cost: Decimal) -> None:
+    """A request of ``cost`` did not fit the job's hold (its chunk stopped, a continuation is due)."""
+    assert uow.budgets.reserve(job_id, cost) is False
+
+
+def _budget(uow: FakeUnitOfWork, owner: str, usd: Decimal | str) -> None:
+    uow.budgets.set_override(owner, usd_per_month=Decimal(usd), max_live_jobs=None, max_live_pages=None, updated_by="admin")
+
+
+def test_a_chunk_does_not_start_when_the_request_that_did_not_fit_cannot_fit_the_owners_month(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     least = budget.cheapest_request_usd(svc_on_fakes, MODEL)
-    assert least > 0
-    roomy = _job(fake_uow, hold_usd=str(3 * least), owner="owner-roomy")
-    tight = _job(fake_uow, hold_usd=str(least * Decimal("1.5")), owner="owner-tight")
-    for job_id in (roomy, tight):  # one request sent and booked: its worst case reserved, then what it cost
+    roomy = _job(fake_uow, hold_usd=str(least), owner="owner-roomy")
+    tight = _job(fake_uow, hold_usd=str(least), owner="owner-tight")
+    for job_id in (roomy, tight):  # one request sent and booked (its worst case reserved, then what it cost); the next did not fit
         assert fake_uow.budgets.reserve(job_id, least) is True
         fake_uow.budgets.settle_reservation(job_id, reserved=least, actual=least)
         _spend(fake_uow, job_id, 0, str(least))
+        _refused(fake_uow, job_id, least)
+    _budget(fake_uow, "owner-tight", least * Decimal("1.5"))  # half a request left this month
 
-    assert budget.pause_at_hold(svc_on_fakes, roomy, model_id=MODEL) is False  # two more fit
     before = fake_uow.jobs.get_chunk(tight, 0)
-    assert process_chunk(svc_on_fakes, tight, 0, worker_id="w") == {"jobId": tight, "chunkIndex": 0, "status": "paused_budget"}  # half of one left
+    assert process_chunk(svc_on_fakes, tight, 0, worker_id="w") == {"jobId": tight, "chunkIndex": 0, "status": "paused_budget"}
 
-    assert fake_uow.jobs.get_job(tight).status == JobStatus.PAUSED_BUDGET  # type: ignore[union-attr]
+    paused = fake_uow.jobs.get_job(tight)
+    assert paused is not None and paused.status == JobStatus.PAUSED_BUDGET and paused.error_message is not None
+    assert f"its next request may cost up to {least:.2f} USD" in paused.error_message
     chunk = fake_uow.jobs.get_chunk(tight, 0)
     assert chunk == before and chunk is not None and (chunk.worker_id, chunk.attempts) == (None, 0)  # never claimed
+    job = fake_uow.jobs.get_job(roomy)
+    assert job is not None and budget.open_window(svc_on_fakes, job, pages=PER_CHUNK).paused is False  # its month has room: the hold grows
     assert fake_uow.jobs.get_job(roomy).status == JobStatus.PROCESSING  # type: ignore[union-attr]
 
 
 def test_a_paused_job_is_announced_once_by_the_recovery_sweep_and_may_then_be_resumed(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     job_id = _job(fake_uow, hold_usd="0.10")
-    _convert(svc_on_fakes, fake_uow, job_id, 0)  # 0.10 spent: the hold is used up
-    assert budget.pause_at_hold(svc_on_fakes, job_id) is True
+    _convert(svc_on_fakes, fake_uow, job_id, 0)  # 0.10 spent
+    _refused(fake_uow, job_id, Decimal("0.20"))
+    _budget(fake_uow, OWNER, "0.10")
+    assert process_chunk(svc_on_fakes, job_id, 1, worker_id="w")["status"] == "paused_budget"
     with pytest.raises(Conflict) as draining:
         budget.resume_job(svc_on_fakes, OWNER, job_id)
     assert draining.value.error_id == "PAUSE_DRAINING"  # its last chunks may still run: not yet
@@ -162,23 +176,24 @@ def test_a_paused_job_is_announced_once_by_the_recovery_sweep_and_may_then_be_re
     assert settle_job(svc_on_fakes, job_id, once=True)["settled"] is False
     assert _events(svc_on_fakes, job_id) == ["paused_budget"]  # the sweep's second pass announces nothing
     assert fake_uow.jobs.get_job(job_id).pause_settled is True  # type: ignore[union-attr]
+    _budget(fake_uow, OWNER, "1")
 
     answer = budget.resume_job(svc_on_fakes, OWNER, job_id)
 
-    hold = raised_hold(spent=Decimal("0.10"), hold=Decimal("0.10"), pages_done=2, pages_total=PAGES)
-    assert answer == {"jobId": job_id, "status": "processing", "holdUsd": str(hold), "spentUsd": "0.100000", "resume": 1}
+    hold = fake_uow.ledger.get_hold(job_id)
+    assert hold is not None and answer == {"jobId": job_id, "status": "processing", "holdUsd": str(hold.amount_usd), "spentUsd": "0.100000", "resume": 1}
     job = fake_uow.jobs.get_job(job_id)
     assert job is not None and (job.status, job.budget_resumes) == ("processing", 1)
-    assert fake_uow.ledger.get_hold(job_id).amount_usd == hold  # type: ignore[union-attr]
     assert ("resume", f"{job_id}-1") in svc_on_fakes.workflows.started  # type: ignore[attr-defined]
 
 
 def test_a_resume_the_owners_budget_cannot_carry_changes_nothing(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     job_id = _job(fake_uow, hold_usd="0.10")
     _convert(svc_on_fakes, fake_uow, job_id, 0)
-    assert budget.pause_at_hold(svc_on_fakes, job_id)
+    _refused(fake_uow, job_id, Decimal("0.20"))
+    _budget(fake_uow, OWNER, "0.15")
+    assert process_chunk(svc_on_fakes, job_id, 1, worker_id="w")["status"] == "paused_budget"
     settle_job(svc_on_fakes, job_id)
-    fake_uow.budgets.set_override(OWNER, usd_per_month=Decimal("0.15"), max_live_jobs=None, max_live_pages=None, updated_by="admin")
 
     with pytest.raises(BudgetExceeded):
         budget.resume_job(svc_on_fakes, OWNER, job_id)
@@ -208,7 +223,7 @@ def test_a_retry_reopens_only_the_failed_pages_chunk_and_a_second_post_answers_i
     assert retry is not None and (retry.attempt, retry.pages, retry.previous_pages_failed, retry.previous_total_usd) == (1, [3], 1, Decimal("0.2"))
     assert [s["chunkIndex"] for s in retry.chunks_before] == [1] and retry.chunks_before[0]["resultKey"] == keys.chunk_result_key(job_id, 1)
     hold = fake_uow.ledger.get_hold(job_id)
-    assert hold is not None and hold.outcome is None and hold.amount_usd > Decimal("0.2")  # open again, for the retried page's worst case
+    assert hold is not None and hold.outcome is None and hold.amount_usd == Decimal("0.2")  # open again; the retry's chunk starts grow it
     assert svc_on_fakes.store.get_bytes(keys.markdown_before_retry_key(job_id, 1)) == b"# the book, page 3 missing"
     assert ("retry", f"{job_id}-1") in svc_on_fakes.workflows.started  # type: ignore[attr-defined]
 

@@ -67,7 +67,8 @@ def test_a_png_scan_becomes_a_page_sent_in_the_image_form(svc_on_fakes: Services
     assert job is not None and (split.status, split.total_pages, job.source_type) == ("pending", 1, "png")
     assert svc_on_fakes.store.get_bytes(keys.chunk_source_key(job_id, 0)).startswith(b"%PDF-")
     assert svc_on_fakes.store.get_bytes(keys.pages_source_key(job_id)).startswith(b"%PDF-")  # what the page view shows
-    assert fake_uow.ledger.get_hold(job_id).amount_usd > 0  # type: ignore[union-attr]  # a vision call is held for, like any PDF page
+    hold = fake_uow.ledger.get_hold(job_id)  # a vision call is held for like any PDF page on-demand: a chunk's window
+    assert hold is not None and hold.amount_usd == 0 and hold.outcome is None  # at a time, opened when the chunk runs (decision 0039)
     config = page_forms.converter_config(fake_uow.page_forms, svc_on_fakes.settings, job.options, source_type=job.source_type)
     assert config.page_form == forms.IMAGE and config.model_id == MODEL
     assert page_forms.converter_config(fake_uow.page_forms, svc_on_fakes.settings, job.options).page_form == forms.PDF  # a PDF keeps the setting's

@@ -12,11 +12,11 @@ from usecase_fakes import MODEL
 from batchlane.conversion import budget
 from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.domain import status as st
-from batchlane.domain.budget import raised_hold, request_worst_usage
+from batchlane.domain.budget import IMAGE_TOKENS_PER_PAGE, PAGE_TEXT_TOKENS_MIN, worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import JobStatus
-from batchlane.pdf.split import plan_chunks
+from batchlane.pdf.split import Page, plan_chunks
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 
@@ -47,24 +47,39 @@ def _events(svc: Services, job_id: str) -> list[str]:
     return [detail["status"] for _, detail in svc.bus.events if detail.get("jobId") == job_id]  # type: ignore[attr-defined]
 
 
+def _pause(svc: Services, uow: FakeUnitOfWork, job_id: str, *, wanted: str = "0.50") -> None:
+    """A request of ``wanted`` did not fit the job's hold, and the owner's month has no room: the next chunk start pauses."""
+    assert uow.budgets.reserve(job_id, Decimal(wanted)) is False
+    job = uow.jobs.get_job(job_id)
+    assert job is not None
+    assert budget.open_window(svc, job, pages=PER_CHUNK).paused is True
+
+
 def _paused(svc: Services, uow: FakeUnitOfWork, *, hold_usd: str = "0.10", spent: str = "0.10") -> str:
-    """A job paused at its funds hold, the pause settled: it may be resumed."""
+    """A job paused at its funds hold (its owner's month spent to the cent), the pause settled: it may be resumed."""
     job_id = _job(uow, hold_usd=hold_usd)
+    assert uow.budgets.reserve(job_id, Decimal(spent)) is True  # a request sent and booked: reserved, then what it cost
+    uow.budgets.settle_reservation(job_id, reserved=Decimal(spent), actual=Decimal(spent))
     _spend(uow, job_id, spent)
-    assert budget.pause_at_hold(svc, job_id) is True
+    _limit(uow, usd=hold_usd)
+    _pause(svc, uow, job_id)
     settle_job(svc, job_id)
     return job_id
+
+
+def _money(worst: str, *, estimate: str = "0.10", hold: str = "0") -> budget.SubmitMoney:
+    return budget.SubmitMoney(Decimal(estimate), Decimal(worst), Decimal(hold))
 
 
 # -- the split's check ----------------------------------------------------------------------------
 def test_the_split_check_applies_the_owners_own_raised_page_cap(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     job_id = _job(fake_uow, pages=PAGES)
     with pytest.raises(LimitReached):
-        budget.check_split(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=job_id, hold_usd=Decimal(1), pages=25_000)  # the default: 20,000
+        budget.check_submit(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=job_id, money=_money("1"), pages=25_000)  # the default: 20,000
 
     _limit(fake_uow, pages=30_000)
 
-    budget.check_split(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=job_id, hold_usd=Decimal(1), pages=25_000)  # no refusal now
+    budget.check_submit(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=job_id, money=_money("1"), pages=25_000)  # no refusal now
 
 
 def test_the_split_check_counts_the_owners_other_jobs_but_not_the_job_being_split(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
@@ -72,10 +87,14 @@ def test_the_split_check_counts_the_owners_other_jobs_but_not_the_job_being_spli
     splitting = _job(fake_uow, hold_usd="3")
     _limit(fake_uow, usd="10", pages=2 * PAGES)
 
-    budget.check_split(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=splitting, hold_usd=Decimal(4), pages=PAGES)  # 6 + 4, its own 3 aside
+    budget.check_submit(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=splitting, money=_money("4"), pages=PAGES)  # 6 + 4, its own 3 aside
 
-    with pytest.raises(BudgetExceeded):
-        budget.check_split(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=splitting, hold_usd=Decimal("4.01"), pages=PAGES)
+    with pytest.raises(BudgetExceeded) as refused:
+        budget.check_submit(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=splitting, money=_money("4.01", hold="1.50"), pages=PAGES)
+    assert str(refused.value).startswith(
+        "This conversion is estimated at 0.10 USD and could cost up to 4.01 USD at worst (it holds 1.50 USD of your budget at a time "
+        "while it runs), but only 4.00 USD of this month's budget is left."
+    )
 
 
 def test_the_split_check_refuses_pages_past_the_cap_with_the_owners_other_live_jobs(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
@@ -84,32 +103,79 @@ def test_the_split_check_refuses_pages_past_the_cap_with_the_owners_other_live_j
     _limit(fake_uow, pages=PAGES + 3)
 
     with pytest.raises(LimitReached):
-        budget.check_split(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=splitting, hold_usd=Decimal(0), pages=PAGES)
+        budget.check_submit(svc_on_fakes, fake_uow.budgets, owner_id=OWNER, job_id=splitting, money=_money("0"), pages=PAGES)
 
 
 # -- holds ----------------------------------------------------------------------------------------
-def test_pages_with_no_known_text_are_each_held_at_a_whole_context_request(svc_on_fakes: Services) -> None:
-    one = request_worst_usage([None], max_tokens=svc_on_fakes.settings.batchlane_max_tokens)
+def test_pages_with_no_known_text_are_each_held_at_a_text_pages_bounds(svc_on_fakes: Services) -> None:
+    settings = svc_on_fakes.settings
+    worst = worst_case_usage(pages=3, blank=0, scans=0, text_chars=0, max_tokens=settings.batchlane_max_tokens, reask=settings.batchlane_coverage_threshold > 0)
 
-    held = budget.worst_case_pages_hold(svc_on_fakes, model_id=MODEL, pages=3)
-
-    assert held == svc_on_fakes.prices.cost(MODEL, Usage(3 * one.input_tokens, 3 * one.output_tokens))
+    assert budget.worst_case_pages_usd(svc_on_fakes, model_id=MODEL, pages=3) == svc_on_fakes.prices.cost(MODEL, worst)
 
 
-def test_the_smallest_request_is_one_page_image_and_prompt_with_a_whole_answer(svc_on_fakes: Services) -> None:
+def test_the_smallest_request_is_one_page_its_text_bound_image_and_prompt_with_a_whole_answer(svc_on_fakes: Services) -> None:
     answer = svc_on_fakes.settings.batchlane_max_tokens
 
-    assert budget.cheapest_request_usd(svc_on_fakes, MODEL) == svc_on_fakes.prices.cost(MODEL, Usage(1600 + 400, answer))
+    assert budget.cheapest_request_usd(svc_on_fakes, MODEL) == svc_on_fakes.prices.cost(
+        MODEL, Usage(PAGE_TEXT_TOKENS_MIN + IMAGE_TOKENS_PER_PAGE + 400, answer)
+    )
 
 
-def test_without_a_model_a_chunk_pauses_only_once_the_spend_reaches_the_hold(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
-    job_id = _job(fake_uow, hold_usd="0.50")
-    _spend(fake_uow, job_id, "0.20")  # 0.30 left: less than a dollar, more than nothing
-
-    assert budget.pause_at_hold(svc_on_fakes, job_id) is False
-
+def test_a_job_with_nothing_left_to_send_never_pauses_whatever_its_hold(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
+    # Issue 38.5: a blank document holds 0 and sends nothing; it paused at 0 and again on every resume
+    job_id = _job(fake_uow, hold_usd="0")
+    _limit(fake_uow, usd="0")
     job = fake_uow.jobs.get_job(job_id)
-    assert job is not None and job.status == JobStatus.PROCESSING
+    assert job is not None
+
+    assert budget.open_window(svc_on_fakes, job, pages=PER_CHUNK) == budget.Window()
+    assert fake_uow.jobs.get_job(job_id).status == JobStatus.PROCESSING  # type: ignore[union-attr]
+
+
+def _hold_of(svc: Services, job_id: str, growth: budget.Growth, reached: list[bool]) -> budget.JobHold:
+    return budget.JobHold(
+        svc.page_thread_database().budgets, job_id, prices=svc.prices, model_id=MODEL, max_tokens=svc.settings.batchlane_max_tokens,
+        on_reached=lambda: reached.append(True), grow=growth,
+    )  # fmt: skip
+
+
+def test_a_request_beyond_the_window_grows_the_hold_while_the_month_has_room_and_the_chunk_end_gives_it_back(
+    svc_on_fakes: Services, fake_uow: FakeUnitOfWork
+) -> None:
+    # A refused request halved and asked again (or a denser page than the window's bound): its worst case is beyond what
+    # the chunk's window left. It used to stop the chunk, and its continuation sent the same group again, each time
+    # paying for it and never converting a page (a 9-page job with 2 refused pages spent 2.37 USD in 20 continuations).
+    job_id = _job(fake_uow, hold_usd="0")
+    job = fake_uow.jobs.get_job(job_id)
+    assert job is not None
+    growth, reached = budget.Growth(svc_on_fakes, job), []
+    hold = _hold_of(svc_on_fakes, job_id, growth, reached)
+    page = Page(number=1, chunk_index=0, pdf_bytes=b"", blank=False, text_chars=4000)
+
+    reserved = hold.reserve([page])
+
+    assert reserved > 0 and growth.usd == reserved and not reached
+    assert fake_uow.ledger.get_hold(job_id).amount_usd == reserved  # type: ignore[union-attr]
+    hold.settle(reserved, Decimal("0.01"))  # it cost a cent
+    budget.close_window(svc_on_fakes, job_id, budget.Window(), spent=Decimal("0.01"), grown=growth.usd)
+    assert fake_uow.ledger.get_hold(job_id).amount_usd == Decimal("0.01")  # type: ignore[union-attr]  # the rest given back
+
+
+def test_a_request_the_month_cannot_carry_stops_the_chunk_and_grows_nothing(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
+    job_id = _job(fake_uow, hold_usd="0")
+    _limit(fake_uow, usd="0.05")  # less than one request's worst case
+    job = fake_uow.jobs.get_job(job_id)
+    assert job is not None
+    growth, reached = budget.Growth(svc_on_fakes, job), []
+    hold = _hold_of(svc_on_fakes, job_id, growth, reached)
+
+    with pytest.raises(budget.HoldReached):
+        hold.reserve([Page(number=1, chunk_index=0, pdf_bytes=b"", blank=False, text_chars=4000)])
+
+    assert reached == [True] and growth.usd == 0
+    assert fake_uow.ledger.get_hold(job_id).amount_usd == 0  # type: ignore[union-attr]
+    assert budget.open_window(svc_on_fakes, job, pages=PER_CHUNK).paused  # its next start pauses the job, saying why
 
 
 # -- resume ---------------------------------------------------------------------------------------
@@ -132,48 +198,31 @@ def test_resuming_a_job_that_does_not_exist_names_it(svc_on_fakes: Services) -> 
     assert refused.value.error_id == "JOB_NOT_FOUND" and missing in str(refused.value)
 
 
-def test_a_resume_that_uses_the_monthly_budget_to_the_last_cent_is_allowed(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
-    # Paused with 0.05 of its 0.50 hold unspent (too little for one more request): that rest is not counted twice
-    job_id = _job(fake_uow, hold_usd="0.50")
-    assert fake_uow.budgets.reserve(job_id, Decimal("0.45")) is True  # requests sent and booked: reserved, then what they cost
-    fake_uow.budgets.settle_reservation(job_id, reserved=Decimal("0.45"), actual=Decimal("0.45"))
-    _spend(fake_uow, job_id, "0.45")
-    assert budget.pause_at_hold(svc_on_fakes, job_id, model_id=MODEL) is True
-    settle_job(svc_on_fakes, job_id)
-    hold = raised_hold(spent=Decimal("0.45"), hold=Decimal("0.50"), pages_done=0, pages_total=PAGES)
-    _limit(fake_uow, usd=str(hold))  # its spend this month, 0.45, and the 'hold - spend' the raised hold may add
+def test_a_resume_needs_room_for_the_request_that_did_not_fit_to_the_last_cent(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
+    job_id = _paused(svc_on_fakes, fake_uow, hold_usd="0.10", spent="0.10")  # the request of 0.50 did not fit
+    _limit(fake_uow, usd="0.60")  # its spend, 0.10, and that request: exactly
 
     answer = budget.resume_job(svc_on_fakes, OWNER, job_id)
 
-    assert (answer["status"], answer["holdUsd"]) == ("processing", str(hold))
+    assert answer["status"] == "processing" and Decimal(answer["spentUsd"]) == Decimal("0.10")
 
 
 def test_a_resume_over_the_budget_says_what_it_needs_and_what_is_left(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     job_id = _paused(svc_on_fakes, fake_uow)
     _limit(fake_uow, usd="0.15")
-    hold = raised_hold(spent=Decimal("0.10"), hold=Decimal("0.10"), pages_done=0, pages_total=PAGES)
 
     with pytest.raises(BudgetExceeded) as refused:
         budget.resume_job(svc_on_fakes, OWNER, job_id)
 
-    assert str(refused.value) == f"Resuming needs up to {hold - Decimal('0.10'):.2f} USD more; this month's budget of 0.15 USD has 0.05 USD left."
-
-
-def test_a_paused_job_whose_hold_was_closed_resumes_with_a_hold_from_its_spend_alone(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
-    job_id = _paused(svc_on_fakes, fake_uow, hold_usd="0.10", spent="0.10")
-    assert fake_uow.ledger.close_hold(job_id, outcome="released", settled_usd=Decimal(0))
-
-    answer = budget.resume_job(svc_on_fakes, OWNER, job_id)
-
-    assert answer["holdUsd"] == str(raised_hold(spent=Decimal("0.10"), hold=Decimal(0), pages_done=0, pages_total=PAGES))
-    assert Decimal(answer["holdUsd"]) < Decimal(1)
+    assert str(refused.value) == "Resuming needs room for its next request, up to 0.50 USD; 0.05 USD of this month's budget of 0.15 USD is left."
 
 
 # -- settle and fail --------------------------------------------------------------------------------
 def test_settle_announces_a_pause_on_every_try_so_a_lost_event_is_made_good(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     job_id = _job(fake_uow, hold_usd="0.10")
     _spend(fake_uow, job_id, "0.10")
-    assert budget.pause_at_hold(svc_on_fakes, job_id) is True
+    _limit(fake_uow, usd="0.10")
+    _pause(svc_on_fakes, fake_uow, job_id)
 
     assert settle_job(svc_on_fakes, job_id) == {"jobId": job_id, "status": "paused_budget", "settled": False}
     settle_job(svc_on_fakes, job_id)
@@ -184,7 +233,8 @@ def test_settle_announces_a_pause_on_every_try_so_a_lost_event_is_made_good(svc_
 def test_the_recovery_sweep_announces_a_pause_on_its_first_pass_and_then_answers_quietly(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     job_id = _job(fake_uow, hold_usd="0.10")
     _spend(fake_uow, job_id, "0.10")
-    assert budget.pause_at_hold(svc_on_fakes, job_id) is True
+    _limit(fake_uow, usd="0.10")
+    _pause(svc_on_fakes, fake_uow, job_id)
 
     settle_job(svc_on_fakes, job_id, once=True)
     assert _events(svc_on_fakes, job_id) == ["paused_budget"]

@@ -13,6 +13,7 @@ from batchlane import keys
 from batchlane.batch.collect import collect
 from batchlane.batch.process_now import ProcessNowOutcome, process_now
 from batchlane.batch.purge import member_keys, purge_deleted_members, purge_members
+from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.pdf import plan_chunks
@@ -123,10 +124,17 @@ def test_a_job_whose_earlier_lane_brought_answers_leaves_primed_and_the_stopped_
 
     outcome = process_now(svc, job_id, reason="deadline")
 
-    assert (outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("left_batch_lane", True, True)
-    job = svc.uow().jobs.get_job(job_id)
-    assert job is not None and (job.status, job.batch_primed) == ("pending", True), "chunk 0's answers are used"
+    # the running lane carries this job alone: stopped, and the job waits for what it processed (issue 38.2)
+    assert (outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("stopping_batch_job", False, True)
     assert lane_row(svc, second).reason == "deadline" and batch_jobs_of(svc).stops == [second_arn]
+    assert svc.uow().jobs.get_job(job_id).status == "waiting_batch"
+    _answered(svc, second, second_arn, ["m0c1p51"])  # Bedrock stopped after one record
+    batch_jobs_of(svc).jobs[second_arn].status = "Stopped"
+    collect(svc, second)
+    assert resume_job(svc, job_id)["resumed"] is True
+    job = svc.uow().jobs.get_job(job_id)
+    assert job is not None and (job.status, job.batch_primed) == ("pending", True), "both lanes' answers are used"
+    assert svc.store.get_json(f"batch/{job_id}/results/chunk-1.json")["results"][0]["recordId"] == "c1-p51"
 
 
 # -- purging a deleted member's files ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ from usecase_fakes import MODEL
 
 from batchlane.conversion import budget
 from batchlane.conversion.budget import HoldReached, JobHold
+from batchlane.converter import ConverterConfig
 from batchlane.domain.budget import request_worst_usage
 from batchlane.domain.cost import Usage
 from batchlane.pdf.split import Page
@@ -86,11 +87,17 @@ def _survey(pages: int, *, blank: int = 0, scans: int = 0, chars: int = 0) -> Pa
     return PageSurvey(pages=pages, blank=blank, text_chars_nonblank=chars, scans=scans, inspected=pages)
 
 
-def test_a_jobs_hold_is_its_worst_case_priced_and_holds_a_whole_answer_per_nonblank_page(svc_on_fakes: Services) -> None:
-    svc, answer = svc_on_fakes, svc_on_fakes.settings.batchlane_max_tokens
-    ten = budget.worst_case_hold(svc, _survey(10, chars=20_000), model_id=MODEL)
-    assert ten == svc.prices.cost(MODEL, budget.worst_case_survey_usage(_survey(10, chars=20_000), svc.settings))
-    assert ten >= svc.prices.cost(MODEL, Usage(0, 10 * answer))
-    assert budget.worst_case_hold(svc, _survey(20, chars=40_000), model_id=MODEL) > ten
-    assert budget.worst_case_hold(svc, _survey(10, blank=4, chars=20_000), model_id=MODEL) < ten  # a blank page is never sent
-    assert budget.worst_case_hold(svc, _survey(10, blank=10), model_id=MODEL) == Decimal(0)
+def test_a_jobs_worst_case_is_priced_from_its_pages_and_its_first_hold_is_what_its_lane_submits(svc_on_fakes: Services) -> None:
+    svc = svc_on_fakes
+    config = ConverterConfig.from_settings(svc.settings)
+    ten = budget.submit_money(svc, _survey(10, chars=20_000), config=config, parked=False)
+    assert ten.worst_usd == svc.prices.cost(MODEL, budget.worst_case_survey_usage(_survey(10, chars=20_000), svc.settings))
+    assert ten.hold_usd == 0, "on-demand: nothing held until a chunk starts"
+    assert 0 < ten.estimate_usd < ten.worst_usd
+    assert budget.submit_money(svc, _survey(20, chars=40_000), config=config, parked=False).worst_usd > ten.worst_usd
+    assert budget.submit_money(svc, _survey(10, blank=4, chars=20_000), config=config, parked=False).worst_usd < ten.worst_usd  # a blank page is never sent
+    blank = budget.submit_money(svc, _survey(10, blank=10), config=config, parked=True)
+    assert (blank.worst_usd, blank.hold_usd, blank.estimate_usd) == (0, 0, 0)
+    parked = budget.submit_money(svc, _survey(10, chars=20_000), config=config, parked=True)
+    # parked: its ten records at their worst (a whole answer each) at the batch price, all billed before its next check
+    assert parked.hold_usd == svc.prices.cost(MODEL, Usage(10 * request_worst_usage([2000], max_tokens=8192).input_tokens, 10 * 8192), batch=True)

@@ -78,19 +78,20 @@ def test_cancel_of_a_job_still_in_the_pool_lets_the_pool_go_of_it(svc: Services)
     assert job_id not in {c.job_id for c in svc.uow().lanes.pool_chunks()}
 
 
-def test_process_now_of_a_submitted_job_stops_bedrock_and_starts_the_on_demand_conversion(svc: Services) -> None:
+def test_process_now_of_a_job_alone_in_a_running_lane_stops_bedrock_and_waits_for_what_it_processed(svc: Services) -> None:
     parked = parked_job(svc)
     arn = submit_batch_job(svc, parked.lane_id)["jobArn"]
 
     outcome = process_now(svc, parked.job_id)
 
-    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "left_batch_lane", True, True)
+    # Issue 38.2: Bedrock bills what it processed, so the job waits for the stop and uses those answers
+    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "stopping_batch_job", False, True)
     assert _stops(svc) == [arn]
-    assert _started(svc) == [("conversion", parked.job_id)]
+    assert _started(svc) == [], "no on-demand conversion before the stopped job is collected"
     job = svc.uow().jobs.get_job(parked.job_id)
-    assert job is not None and job.status == "pending" and not job.batch_primed
+    assert job is not None and job.status == "waiting_batch"
     assert lane_row(svc, parked.lane_id).reason == "process_now"
-    assert _member_states(svc, parked.lane_id) == {"left"}
+    assert _member_states(svc, parked.lane_id) == {"packed"}
 
 
 def test_process_now_while_preparing_leaves_the_lane_and_prepare_then_closes_it(svc: Services) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from usecase_fakes import new_job
 
-from batchlane.api import live, results, usecases, webhook_usecases
+from batchlane.api import estimates, live, results, usecases, webhook_usecases
 from batchlane.domain.errors import NotFound
 from batchlane.folders import usecases as folder_usecases
 from batchlane.ports import Services
@@ -66,9 +66,9 @@ def test_b_never_sees_nor_touches_as_file_or_job(svc: Services, fake_uow: FakeUn
         (usecases.process_now_file, (svc, B, file_id)),
         (usecases.delete_file, (svc, B, file_id)),
         (usecases.convert_file, (svc, B, file_id)),
-        (results.dry_run_file, (svc, B, file_id)),
+        (estimates.start_file_estimate, (svc, B, file_id)),
     ):
-        kwargs = {"options": None} if call in (usecases.convert_file, results.dry_run_file) else {}
+        kwargs = {"options": None} if call in (usecases.convert_file, estimates.start_file_estimate) else {}
         assert _not_found(call, *args, **kwargs) == "FILE_NOT_FOUND", call.__name__
     for call, args in (
         (usecases.job_conversion, (svc, B, job_id)),

@@ -131,16 +131,16 @@ def test_an_attempt_is_signed_posted_to_the_checked_address_and_recorded(public_
     delivery_id = _add(uow, "https://hooks.example.com/in")
     posts = Posts(Answer(500, "HTTP 500"), Answer(204))
     with pytest.raises(DeliveryFailed, match="attempt 1"):
-        deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k1"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
+        deliver(uow.deliveries, delivery_id, signing_keys=lambda owner: ["k1"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
     assert (uow.deliveries.get(delivery_id).status, uow.deliveries.get(delivery_id).response_code) == ("retrying", 500)
-    done = deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k1"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
+    done = deliver(uow.deliveries, delivery_id, signing_keys=lambda owner: ["k1"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
     assert done == {"deliveryId": delivery_id, "status": "delivered", "attempts": 2, "responseCode": 204}
     url, body, headers, address = posts.sent[-1]
     assert (address, headers["X-Team"], headers["Batchlane-Delivery"], headers["Batchlane-Event"]) == (PUBLIC, "legal", delivery_id, TEST_EVENT)
     assert headers["Batchlane-Signature"] == f"t=1700000000,v2={signature('k1', 1_700_000_000, url, body)}"
     assert body == b'{"x":1}'  # the payload as recorded, compact and key-sorted (what was signed)
     # delivered: a retried task does not send it again
-    assert deliver(uow.deliveries, delivery_id, signing_keys=lambda: ["k1"], post=posts, allow_private=False, timeout_s=1)["status"] == "delivered"
+    assert deliver(uow.deliveries, delivery_id, signing_keys=lambda owner: ["k1"], post=posts, allow_private=False, timeout_s=1)["status"] == "delivered"
     assert len(posts.sent) == 2
 
 
@@ -185,9 +185,9 @@ def test_an_inward_address_is_refused_for_good_and_an_unresolvable_name_is_retri
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
-    assert deliver(uow.deliveries, refused, signing_keys=lambda: ["k"], post=posts, allow_private=False, timeout_s=1)["status"] == "failed"
+    assert deliver(uow.deliveries, refused, signing_keys=lambda owner: ["k"], post=posts, allow_private=False, timeout_s=1)["status"] == "failed"
     with pytest.raises(DeliveryFailed, match="does not resolve"):
-        deliver(uow.deliveries, unresolved, signing_keys=lambda: ["k"], post=posts, allow_private=False, timeout_s=1)
+        deliver(uow.deliveries, unresolved, signing_keys=lambda owner: ["k"], post=posts, allow_private=False, timeout_s=1)
     assert (uow.deliveries.get(refused).status, uow.deliveries.get(unresolved).status) == ("failed", "retrying")
     assert posts.sent == []
 

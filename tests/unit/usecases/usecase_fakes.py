@@ -32,7 +32,7 @@ MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
 
 class NoModelRuntime:
-    def invoke_model(self, request: Any, *, read_timeout: float) -> bytes:
+    def invoke_model(self, request: Any, *, read_timeout: float) -> Any:
         raise ModelCallFailed("NotInThisTest", "the batch lane's use cases never call the model on-demand")
 
 
@@ -157,6 +157,9 @@ class FakeWorkflows:
 
     def start_webhook_delivery(self, delivery_id: str) -> str:
         return self._start("delivery", delivery_id)
+
+    def start_estimate(self, estimate_id: str, owner_id: str) -> str:
+        return self._start("estimate", estimate_id)
 
     def send_task_success(self, token: str, output: dict[str, Any]) -> bool:
         if token in self.answered:

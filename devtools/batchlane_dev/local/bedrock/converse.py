@@ -21,6 +21,7 @@ import threading
 import time
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from . import invoke, limits, model
@@ -149,6 +150,17 @@ class RequestsPerMinute:
             return True
 
 
+@dataclass(frozen=True)
+class ServedCall:
+    """One runtime call the emulator answered: the model, the tier that served it, its tokens and the pages it carried."""
+
+    model_id: str
+    tier: str
+    input_tokens: int
+    output_tokens: int
+    pages: frozenset[int]
+
+
 class ConverseRuntime:
     """Serves POST /model/{modelId}/converse and POST /model/{modelId}/invoke.
 
@@ -164,6 +176,7 @@ class ConverseRuntime:
         self._shutdown = shutdown
         self._quota = RequestsPerMinute(faults.throttle_rpm)
         self._seen: Counter[str] = Counter()
+        self.served: list[ServedCall] = []  # every call answered, in order: what AWS bills (BedrockEmulator.bill)
 
     def set_faults(self, faults: Faults) -> None:
         self._faults = faults  # one reference swap: a call in flight keeps the faults it read
@@ -195,7 +208,6 @@ class ConverseRuntime:
             raise
         response = self._serve(model_id, body, invoke.model_answer, tier=tier)
         response.pop("_latency_ms")
-        response["_serviceTier"] = tier
         return response
 
     def _serve(self, model_id: str, body: Any, answer: Callable[[Any, str, Faults], dict[str, Any]], *, tier: str = "default") -> dict[str, Any]:
@@ -227,8 +239,17 @@ class ConverseRuntime:
             output_tokens = usage.get("outputTokens", usage.get("output_tokens", 0))
             self._shutdown.wait(output_tokens * self._faults.output_ms_per_token / 1000)
         response["_latency_ms"] = int((time.monotonic() - started) * 1000)
+        if flex and self._faults.flex_served_as_default_rate and draw(seed, "flex_as_default") < self._faults.flex_served_as_default_rate:
+            tier = "default"  # served at the default tier after all: the response says so, and that is what is billed
+        response["_serviceTier"] = tier
         usage = response["usage"]  # Converse or Anthropic Messages names
+        pages = model.request_pages(body) if isinstance(body, Mapping) else frozenset()
         with self._stats_lock:
+            self.served.append(
+                ServedCall(
+                    model_id, tier, usage.get("inputTokens", usage.get("input_tokens", 0)), usage.get("outputTokens", usage.get("output_tokens", 0)), pages
+                )
+            )
             self._stats["converse_ok"] += 1
             self._stats["runtime_input_tokens"] += usage.get("inputTokens", usage.get("input_tokens", 0))
             self._stats["runtime_output_tokens"] += usage.get("outputTokens", usage.get("output_tokens", 0))

@@ -11,18 +11,22 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 from urllib.parse import unquote
 
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 from werkzeug.wrappers import Request, Response
 
+from batchlane.domain.cost import PriceTable, Usage
+from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane_dev.local.loopback import LoopbackOnly
 
 from .catalog import ModelCatalog
 from .clock import EmulatedClock
 from .control_plane import ControlPlane
-from .converse import ConverseRuntime
+from .converse import ConverseRuntime, ServedCall
 from .errors import ApiError
 from .events import EventDispatcher, PublishEvent
 from .faults import Faults
@@ -39,6 +43,14 @@ _JOB_PATH = re.compile(r"^/model-invocation-job/(?P<id>.+?)(?P<stop>/stop)?$")
 _CONVERSE_PATH = re.compile(r"^/model/(?P<model>.+)/converse$")
 _INVOKE_PATH = re.compile(r"^/model/(?P<model>.+)/invoke$")
 SERVICE_TIER_HEADER = "X-Amzn-Bedrock-Service-Tier"  # InvokeModel's serviceTier, in and out (botocore 1.44)
+
+
+@dataclass(frozen=True)
+class ServedMark:
+    """A point in the emulator's serving: runtime calls answered and batch jobs created by then."""
+
+    calls: int
+    jobs: frozenset[str]
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -104,6 +116,40 @@ class BedrockEmulator:
         with self._stats_lock:
             runtime = (self.stats["runtime_input_tokens"], self.stats["runtime_output_tokens"])
         return {"batch": (sum(j.input_tokens for j in jobs), sum(j.output_tokens for j in jobs)), "runtime": runtime}
+
+    def mark(self) -> ServedMark:
+        """Where the emulator's serving stands now: :meth:`bill` and :meth:`pages_served` count what came after it."""
+        with self._stats_lock:
+            return ServedMark(len(self.runtime.served), frozenset(self.jobs))
+
+    def served_since(self, since: ServedMark | None = None, until: ServedMark | None = None) -> tuple[list[ServedCall], list[Job]]:
+        """The runtime calls answered and the batch jobs created between two marks (None: from the start, up to now)."""
+        with self._stats_lock:
+            calls = list(self.runtime.served)[since.calls if since else 0 : until.calls if until else None]
+        jobs = [j for arn, j in list(self.jobs.items()) if (since is None or arn not in since.jobs) and (until is None or arn in until.jobs)]
+        return calls, jobs
+
+    def bill(self, prices: PriceTable, *, since: ServedMark | None = None, until: ServedMark | None = None) -> dict[str, Decimal]:
+        """What AWS would bill for what the emulator served (after ``since``), at ``prices`` (the deployment's price
+        table): each runtime call its tokens at the tier that served it, each batch job its tokens at the batch
+        price (every record it processed, used or not, as manifest.json.out counts them). A test holds the ledger to it."""
+        calls, jobs = self.served_since(since, until)
+        runtime = sum((prices.cost(c.model_id, Usage(c.input_tokens, c.output_tokens), tier=c.tier) for c in calls), Decimal(0))
+        batch = sum((prices.cost(j.model_id, Usage(j.input_tokens, j.output_tokens), batch=True) for j in jobs), Decimal(0))
+        return {"runtime": runtime, "batch": batch, "total": runtime + batch}
+
+    def pages_served(self, *, since: ServedMark | None = None, until: ServedMark | None = None) -> dict[str, Counter[int]]:
+        """How many billed answers carried each page (after ``since``): ``runtime`` calls (a multi-page call counts
+        for each of its pages) and ``batch`` records answered. Page numbers are the documents' own (``page-N``)."""
+        calls, jobs = self.served_since(since, until)
+        runtime: Counter[int] = Counter(page for call in calls for page in call.pages)
+        batch: Counter[int] = Counter(parse_record_id(split_pooled_record_id(rid.removesuffix(RETRY_SUFFIX))[1])[1] for j in jobs for rid in list(j.answered))
+        return {"runtime": runtime, "batch": batch}
+
+    def set_batch_faults(self, faults: Faults) -> None:
+        """The faults batch jobs created from now on run with (record errors, their outcome); jobs in flight keep
+        theirs, and the clock keeps its scale. Lets one stack show several batch paths in a row."""
+        self.faults = replace(faults, time_scale=self.faults.time_scale)
 
     def served_by_tier(self) -> dict[str, dict[str, int]]:
         """InvokeModel calls answered per service tier (default, flex, ...): requests and tokens, and

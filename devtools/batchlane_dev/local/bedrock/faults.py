@@ -54,6 +54,9 @@ class Faults:
     # Share of flex calls shed (ThrottlingException) whatever the load; under a throttle_rpm quota flex
     # is also shed once half the window is used, before any default call is.
     flex_throttle_rate: float = 0.0
+    # Share of flex calls answered at the default tier instead: Bedrock's service-tiers page says the response's
+    # serviceTier (X-Amzn-Bedrock-Service-Tier, ResolvedServiceTier) is the tier actually used, which is what bills.
+    flex_served_as_default_rate: float = 0.0
 
     def accepts_flex(self, model_id: str) -> bool:
         return "*" in self.flex_models or model_id in self.flex_models
@@ -152,6 +155,7 @@ _PARSERS: dict[str, Callable[[str], Any]] = {
     "corrupt_pdf_pages": _pages,
     "flex_models": _models,
     "flex_throttle_rate": _rate,
+    "flex_served_as_default_rate": _rate,
 }
 assert set(_PARSERS) == {f.name for f in fields(Faults)}
 _VERBATIM = frozenset({"document_refusal_message"})  # taken as written, case kept

@@ -46,6 +46,7 @@ class Job:
     errors: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    answered: list[str] = field(default_factory=list)  # record ids answered with output (billed), in order
     lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     wake: threading.Event = field(default_factory=threading.Event, repr=False)
     stop_requested: bool = False

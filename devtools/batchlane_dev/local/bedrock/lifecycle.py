@@ -213,6 +213,7 @@ class JobLifecycle:
             if error is None:
                 usage = line["modelOutput"]["usage"]  # Converse or Anthropic Messages names
                 self.job.success += 1
+                self.job.answered.append(record_id)
                 self.job.input_tokens += usage.get("inputTokens", usage.get("input_tokens", 0))
                 self.job.output_tokens += usage.get("outputTokens", usage.get("output_tokens", 0))
             else:

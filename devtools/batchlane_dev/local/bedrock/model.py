@@ -18,6 +18,8 @@ from typing import Any
 from pypdf import PdfReader
 from pypdf.errors import LimitReachedError, PdfReadError
 
+from batchlane.domain import vision
+
 EMULATED_MODEL_LABEL = "batchlane offline emulator (text layer + image list, not a model)"
 
 TOKENS_PER_DOCUMENT = 1500
@@ -25,11 +27,15 @@ VISUAL_TOKENS_PER_DOCUMENT = 1600  # the page image (Anthropic: visual mode cost
 CHARS_PER_TOKEN = 4
 DEFAULT_MAX_TOKENS = 4096
 GUARDRAIL_TEXT = "Sorry, the model cannot answer this request."
+# What the offline stack tells the estimates a page without a text layer answers with (BATCHLANE_OUTPUT_TOKENS_PER_PAGE):
+# this model writes one figure line for it (12 tokens in the PDF form, 33 in the image form, measured on scans from
+# tests/scans.py); the setting takes no less than 50. Claude transcribes a scan instead (the setting's default, 1,200).
+NO_TEXT_ANSWER_TOKENS = 50
 
 _PAGE_NUMBER = re.compile(r"(\d+)\s*$")
 # The text block batchlane sends after a page image (converter/request.py): names the page, carries its text layer.
 _IMAGE_LABEL = re.compile(r"^(?:The text layer of (?P<name>\S+):\n(?P<text>.*)|(?P<bare>\S+) has no text layer\.)$", re.DOTALL)
-IMAGE_TOKEN_PIXELS = 750  # Anthropic, "Vision": an image costs about width × height / 750 tokens
+IMAGE_TOKEN_PIXELS = vision.IMAGE_TOKEN_PIXELS  # Anthropic, "Vision": an image costs about width × height / 750 tokens
 INK_LEVEL = 160  # grey below this is ink
 DENSE_CELL = 0.6  # an 8 px cell at least this inked is picture, not glyph strokes
 MIN_PICTURE_CELLS = 24  # fewer dense cells than this (a bold heading's strokes) is no picture
@@ -63,7 +69,10 @@ class SeenImage:
 
     @property
     def tokens(self) -> int:
-        return math.ceil(self.width * self.height / IMAGE_TOKEN_PIXELS)
+        """As Claude counts them: after it scales an image over 1,568 px or ~1.15 megapixels down (Anthropic,
+        "Vision"; domain/vision.py). Before issue 42.2 the emulator billed the image as sent: an A4 scan at
+        1240×1754 px cost 2,900 tokens here where Claude bills ~1,608."""
+        return vision.image_tokens(self.width, self.height)
 
 
 @dataclass(frozen=True)
@@ -336,7 +345,14 @@ def _drawings(pdf: bytes) -> list[str | None]:
                     continue
                 left, bottom = min(b[0] for b in shapes), min(b[1] for b in shapes)
                 right, top = max(b[2] for b in shapes), max(b[3] for b in shapes)
-                near = [b for b in paths if b[0] <= right + DRAWING_MARGIN_PT and b[2] >= left - DRAWING_MARGIN_PT and b[1] <= top + DRAWING_MARGIN_PT and b[3] >= bottom - DRAWING_MARGIN_PT]
+                near = [
+                    b
+                    for b in paths
+                    if b[0] <= right + DRAWING_MARGIN_PT
+                    and b[2] >= left - DRAWING_MARGIN_PT
+                    and b[1] <= top + DRAWING_MARGIN_PT
+                    and b[3] >= bottom - DRAWING_MARGIN_PT
+                ]
                 # Its axes and ticks (the thin paths beside the shapes), and a margin for their labels.
                 left, bottom = min(b[0] for b in near) - DRAWING_MARGIN_PT, min(b[1] for b in near) - DRAWING_MARGIN_PT
                 right, top = max(b[2] for b in near) + DRAWING_MARGIN_PT, max(b[3] for b in near) + DRAWING_MARGIN_PT

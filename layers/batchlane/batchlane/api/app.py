@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from batchlane.api import folder_routes, live, results, usecases, webhook_usecases
+from batchlane.api import estimates, folder_routes, live, results, usecases, webhook_usecases
 from batchlane.api.throttle import RateLimited, rate_limit
 from batchlane.domain.errors import BatchlaneError, BudgetExceeded, Conflict, Forbidden, InputError, LimitReached, NotFound, StoreUnavailable, Unauthorized
 from batchlane.domain.status import JobStatus
@@ -63,6 +63,7 @@ class ConvertOptions(BaseModel):
     assembly: Literal["document", "none"] | None = None  # none: page-by-page Markdown, no document pass
     deadline: datetime | None = None  # leave the batch lane for on-demand in time to finish by then
     conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside the Markdown (docs/formats.md)
+    describeFigures: bool | None = None  # a born-digital document's pictures described by Claude (docs/formats.md "Pictures described")
     callbackUrl: str | None = Field(None, min_length=1, max_length=_LONG_TEXT)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)
@@ -181,9 +182,9 @@ def _uploads() -> Uploads:
 
 
 def _canonical_ids(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
-    """Every ``fileId`` / ``jobId`` path parameter is a canonical UUID before any route runs (400 ID_INVALID)."""
+    """Every ``fileId`` / ``jobId`` / ``estimateId`` path parameter is a canonical UUID before any route runs (400 ID_INVALID)."""
     for name, value in (app.context.get("_route_args") or {}).items():
-        if name in ("fileId", "jobId"):
+        if name in ("fileId", "jobId", "estimateId"):
             _path_id(value, name)
     return next_middleware(app)
 
@@ -224,8 +225,10 @@ def convert(fileId: str) -> tuple[dict[str, Any], int]:
     dry = ((app.current_event.query_string_parameters or {}).get("dry_run") or "").lower()
     if dry not in ("", "true", "false", "1", "0"):
         raise BadRequest("dry_run must be true or false")
-    if dry in ("true", "1"):
-        return results.dry_run_file(services(), owner, fileId, options=options), 200
+    if dry in ("true", "1"):  # an estimate the worker answers: GET /api/v1/estimates/{estimateId}
+        # the request is stored as JSON for the estimate's worker: a deadline as the ISO 8601 string the client sent
+        stored = {key: value.isoformat() if isinstance(value, datetime) else value for key, value in options.items()}
+        return estimates.start_file_estimate(services(), owner, fileId, options=stored), 202
     return usecases.convert_file(services(), owner, fileId, options=options, priority_group=_lacking(services().settings.batchlane_priority_group)), 202
 
 
@@ -264,15 +267,22 @@ def job_source(jobId: str) -> dict[str, Any]:
     return live.source_read(services(), services().downloads(), owner, jobId)
 
 
+@app.get("/api/v1/estimates/<estimateId>")
+def estimate(estimateId: str) -> dict[str, Any]:
+    """A dry run's estimate: running (with its progress), completed (with the dry run's answer) or failed (with why)."""
+    return estimates.owned_estimate(services(), _caller(), estimateId)
+
+
 @app.get("/api/v1/webhook-config")
 def webhook_config() -> dict[str, Any]:
-    _caller()
-    return webhook_usecases.webhook_config(services())
+    """The caller's own signing secret: created, and shown in this answer only, at their first read."""
+    return webhook_usecases.webhook_config(services(), _caller())
 
 
 @app.post("/api/v1/webhook-config/secret")
 def rotate_webhook_secret() -> dict[str, Any]:
-    return webhook_usecases.rotate_secret(services(), _caller(), _groups())
+    """A new version of the caller's own secret, shown in this answer only; no other owner's changes."""
+    return webhook_usecases.rotate_secret(services(), _caller())
 
 
 @app.post("/api/v1/webhook-config/test")

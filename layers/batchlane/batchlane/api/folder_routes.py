@@ -2,7 +2,7 @@
 
 | method | path                                        | use case |
 |--------|---------------------------------------------|----------|
-| POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or estimate it |
+| POST   | /api/v1/folder-jobs (?dry_run=true)          | submit a spec (201 new, 200 the same spec again) or start its estimate (202) |
 | GET    | /api/v1/folder-jobs                                | your folder jobs, newest first |
 | GET    | /api/v1/folder-jobs/{folderJobId}                  | status: counts, throughput, eta_seconds, URIs |
 | GET    | /api/v1/folder-jobs/{folderJobId}/files?status=    | files by status (paged with ?after=) |
@@ -22,9 +22,9 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from pydantic import BaseModel, ConfigDict, Field
 
+from batchlane.api import estimates
 from batchlane.domain.errors import InputError, Unauthorized
-from batchlane.folders import dryrun, usecases
-from batchlane.naming import api_json
+from batchlane.folders import usecases
 from batchlane.runtime import services
 
 router = Router()
@@ -71,8 +71,8 @@ def _flag(name: str) -> bool:
 def submit_folder_job() -> tuple[dict[str, Any], int]:
     owner = _caller()
     body = _json_body()
-    if _flag("dry_run"):
-        return api_json(dryrun.estimate(services(), body, owner_id=owner, groups=_groups())), 200
+    if _flag("dry_run"):  # an estimate the worker answers: GET /api/v1/estimates/{estimateId}
+        return estimates.start_folder_estimate(services(), owner, body, groups=_groups()), 202
     group = services().settings.batchlane_priority_group
     groups = _groups()
     status, created = usecases.submit(services(), owner, body, priority_group=group if group and group not in groups else None, groups=groups)
@@ -115,7 +115,9 @@ def retry_folder_job(folderJobId: str) -> tuple[dict[str, Any], int]:
         request = FolderRetry.model_validate(_json_body())
     except ValueError as exc:
         raise InputError(f"body: {exc}", error_id="BAD_REQUEST") from None
-    return (usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds)), 202
+    group = services().settings.batchlane_priority_group
+    lacking = group if group and group not in _groups() else None  # the lane rights are decided again, from the groups now
+    return usecases.retry(services(), owner, folderJobId, error_ids=request.errorIds, priority_group=lacking), 202
 
 
 @router.post("/api/v1/folder-jobs/<folderJobId>/cancel")

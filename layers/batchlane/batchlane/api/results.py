@@ -1,4 +1,4 @@
-"""Use cases that bring results back to the owner: download, failed pages, retry, dry run.
+"""Use cases that bring results back to the owner: download, failed pages, retry (a dry run: api/estimates.py).
 
 Owner checks as everywhere in the API: another user's job or file answers 404 like a
 missing one. Single files only; a folder job (issue 12) writes its outputs to the
@@ -8,16 +8,14 @@ per file of the job: :func:`owned_job` is where a folder job's id will resolve.
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from batchlane.api.usecases import owned_file, owned_job
+from batchlane.api.usecases import owned_job
 from batchlane.conversion import retry as retries
 from batchlane.conversion.budget import worst_case_pages_hold
-from batchlane.conversion.dryrun import dry_run
 from batchlane.conversion.figures import figure_folder
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.domain.file_types import by_extension
@@ -145,12 +143,3 @@ def retry_job(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str]
 def job_retries(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:
     job, _ = owned_job(svc, owner_id, job_id)
     return {"jobId": job.job_id, "retries": retries.retry_history(svc, job.job_id)}
-
-
-def dry_run_file(svc: Services, owner_id: str, file_id: str, *, options: dict[str, Any] | None) -> dict[str, Any]:
-    file_row = owned_file(svc, owner_id, file_id)
-    try:
-        svc.store.size(file_row.s3_key)
-    except NotFound:
-        raise Conflict("The file has not been uploaded yet: PUT it to the upload URL first.", error_id="UPLOAD_MISSING") from None
-    return dry_run(svc, dataclasses.asdict(file_row), options)  # dry_run reads the row's columns by name

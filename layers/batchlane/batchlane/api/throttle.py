@@ -25,10 +25,13 @@ class RateLimited(LimitReached):
         self.retry_after_s = retry_after_s
 
 
-def request_cost(method: str, query: dict[str, str] | None, dry_run_cost: int) -> int:
-    """Tokens a request takes: a dry run (work proportional to the user's data) costs more than a read."""
+def request_cost(method: str, path: str, query: dict[str, str] | None, *, file_cost: int, folder_cost: int) -> int:
+    """Tokens a request takes, following the work it may start: a dry run starts an estimate (up to ~20 s of the
+    worker for a file, ~40 s for a folder's listing and sample); every other request answers from the database."""
     dry = ((query or {}).get("dry_run") or "").lower() in ("true", "1")
-    return dry_run_cost if method == "POST" and dry else 1
+    if method != "POST" or not dry:
+        return 1
+    return folder_cost if path.rstrip("/").endswith("/folder-jobs") else file_cost
 
 
 def rate_limit(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
@@ -39,7 +42,13 @@ def rate_limit(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> 
     if sub and settings.batchlane_api_rate_per_s > 0:
         cost = min(
             settings.batchlane_api_burst,
-            request_cost(app.current_event.http_method, app.current_event.query_string_parameters, settings.batchlane_api_dry_run_cost),
+            request_cost(
+                app.current_event.http_method,
+                app.current_event.path,
+                app.current_event.query_string_parameters,
+                file_cost=settings.batchlane_api_dry_run_cost,
+                folder_cost=settings.batchlane_api_folder_dry_run_cost,
+            ),
         )
         buckets = services().uow().rate_limits
         wait_s = buckets.take(str(sub), cost=cost, rate_per_s=settings.batchlane_api_rate_per_s, burst=settings.batchlane_api_burst)

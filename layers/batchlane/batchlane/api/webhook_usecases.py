@@ -1,6 +1,6 @@
-"""The API's webhook use cases: the signing secret's description and rotation, test deliveries,
-and the caller's deliveries. Rotation changes the deployment's shared secret, so only members
-of the admin group (BATCHLANE_ADMIN_GROUP, a Cognito group) may do it."""
+"""The API's webhook use cases: the caller's own signing secret (created at their first config read, rotated on
+request, shown in those two answers only: webhooks/owner_secrets.py), test deliveries, and the caller's deliveries.
+Rotating one owner's secret touches no other's, so every user may rotate their own."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from batchlane.api import usecases
 from batchlane.domain.caps import check_cap
-from batchlane.domain.errors import Forbidden
 from batchlane.folders import usecases as folder_usecases
 from batchlane.observability import logger
 from batchlane.ports import Services
+from batchlane.webhooks import owner_secrets
 from batchlane.webhooks.dispatch import TEST_EVENT, delivery_view, send_test
 
 
@@ -20,16 +20,14 @@ def _grace(svc: Services) -> timedelta:
     return timedelta(hours=svc.settings.batchlane_webhook_grace_hours)
 
 
-def webhook_config(svc: Services) -> dict[str, Any]:
-    return svc.signing_secret().describe(grace=_grace(svc))
+def webhook_config(svc: Services, caller: str) -> dict[str, Any]:
+    return owner_secrets.config(svc.uow(), svc.secret_cipher(), caller, grace=_grace(svc), migration_days=svc.settings.batchlane_webhook_migration_days)
 
 
-def rotate_secret(svc: Services, caller: str, groups: set[str]) -> dict[str, Any]:
-    if svc.settings.batchlane_admin_group not in groups:
-        raise Forbidden(f"Rotating the signing secret needs membership of the {svc.settings.batchlane_admin_group} group.")
-    svc.signing_secret().rotate()
-    logger.info("webhook secret rotated", caller=caller)
-    return webhook_config(svc)
+def rotate_secret(svc: Services, caller: str) -> dict[str, Any]:
+    rotated = owner_secrets.rotate(svc.uow(), svc.secret_cipher(), caller, grace=_grace(svc), migration_days=svc.settings.batchlane_webhook_migration_days)
+    logger.info("webhook secret rotated", caller=caller, version=rotated["version"])
+    return rotated
 
 
 def send_test_delivery(svc: Services, caller: str, *, url: str, headers: dict[str, str] | None) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ReadTimeoutError
 
-from batchlane.ports import ModelCallFailed, ModelReadTimeout
+from batchlane.ports import ModelCallFailed, ModelReadTimeout, ModelResponse
 
 
 class BedrockRuntime:
@@ -20,10 +20,10 @@ class BedrockRuntime:
     def __init__(self, client_for: Callable[[float], Any]) -> None:
         self._client_for = client_for
 
-    def invoke_model(self, request: Mapping[str, Any], *, read_timeout: float) -> bytes:
+    def invoke_model(self, request: Mapping[str, Any], *, read_timeout: float) -> ModelResponse:
         try:
             response = self._client_for(read_timeout).invoke_model(**request)
-            return bytes(response["body"].read())
+            return ModelResponse(bytes(response["body"].read()), response.get("serviceTier"))
         except ReadTimeoutError as exc:
             raise ModelReadTimeout("ReadTimeout", f"no answer within {read_timeout:g} s") from exc
         except ClientError as exc:

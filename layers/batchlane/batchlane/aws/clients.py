@@ -20,6 +20,22 @@ _clients: dict[str, Any] = {}
 _sessions: dict[str, boto3.session.Session] = {}
 
 
+# S3 URLs the console reaches name the bucket's regional endpoint (<bucket>.s3.<region>.amazonaws.com): the console's
+# CSP allows that one host (infra/console.py). botocore presigns for the global <bucket>.s3.amazonaws.com in some
+# Regions (eu-west-1 here, us-east-1 by default), so S3 clients get the regional endpoint, virtual-hosted. A custom
+# endpoint (the offline stack's AWS_ENDPOINT_URL) is left as it is.
+# Virtual-hosted: the working bucket's name has no dot (CDK names it). Users' buckets (a dotted name would fail TLS
+# virtual-hosted) are reached through the folder-access role's clients, which keep botocore's addressing.
+S3_ADDRESSING = {"addressing_style": "virtual", "us_east_1_regional_endpoint": "regional"}
+
+
+def s3_endpoint() -> dict[str, str]:
+    """``endpoint_url`` for an S3 client: the Region's own, unless the environment names an endpoint."""
+    if os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL"):
+        return {}
+    return {"endpoint_url": f"https://s3.{_region()}.amazonaws.com"}
+
+
 def _region() -> str:
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
@@ -48,8 +64,9 @@ def client(service: str, *, max_attempts: int = 5, read_timeout: float = 120, si
                 read_timeout=read_timeout,
                 max_pool_connections=64,
                 **({"signature_version": signature_version} if signature_version else {}),
+                **({"s3": S3_ADDRESSING} if service == "s3" and s3_endpoint() else {}),
             )
-            _clients[key] = _session().client(service, config=config)  # type: ignore[call-overload]
+            _clients[key] = _session().client(service, config=config, **(s3_endpoint() if service == "s3" else {}))  # type: ignore[call-overload]
         return _clients[key]
 
 
@@ -57,7 +74,11 @@ def client_with_credentials(service: str, config: Config, *, access_key_id: str,
     """A client that signs with these credentials (an assumed role's), from the process's shared session; not cached."""
     with _lock:
         return _session().client(  # type: ignore[call-overload]
-            service, config=config, aws_access_key_id=access_key_id, aws_secret_access_key=secret_access_key, aws_session_token=session_token
+            service,
+            config=config,
+            aws_access_key_id=access_key_id,
+            aws_secret_access_key=secret_access_key,
+            aws_session_token=session_token,
         )
 
 

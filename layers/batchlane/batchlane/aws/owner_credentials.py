@@ -58,7 +58,14 @@ class OwnerScopedClients:
         )
         self.assumed += 1
         creds = response["Credentials"]
-        config = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=10, read_timeout=120, max_pool_connections=64)
+        # SigV4 for the URLs it presigns too (a folder file's source read: api/live.source_read); botocore may presign SigV2.
+        config = Config(
+            retries={"mode": "standard", "max_attempts": 5},
+            connect_timeout=10,
+            read_timeout=120,
+            max_pool_connections=64,
+            signature_version="s3v4",
+        )
         expires = creds["Expiration"]
         if isinstance(expires, str):
             expires = datetime.datetime.fromisoformat(expires.replace("Z", "+00:00"))

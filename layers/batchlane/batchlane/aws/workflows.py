@@ -24,6 +24,7 @@ class StepFunctionsWorkflows:
         intake_arn: str | None = None,
         webhook_delivery_arn: str | None = None,
         folder_job_arn: str | None = None,
+        estimate_arn: str | None = None,
     ) -> None:
         self._sfn = sfn
         self.conversion_arn = conversion_arn
@@ -31,6 +32,7 @@ class StepFunctionsWorkflows:
         self.intake_arn = intake_arn
         self.webhook_delivery_arn = webhook_delivery_arn
         self.folder_job_arn = folder_job_arn
+        self.estimate_arn = estimate_arn
 
     def _start(self, arn: str | None, name: str, payload: dict[str, Any]) -> str:
         if not arn:
@@ -68,6 +70,10 @@ class StepFunctionsWorkflows:
     def start_folder_job(self, job_id: str, run: str) -> str:
         """A folder job's loop (enumerate, start files, report): ``folder-<jobId>-<run>``; a resume or retry is a new run."""
         return self._start(self.folder_job_arn, f"{execution_name('folder', job_id)}-{run}", {"jobId": job_id})
+
+    def start_estimate(self, estimate_id: str, owner_id: str) -> str:
+        """A dry run's estimate in its worker: ``estimate-<estimateId>``; the owner rides along for the worker's logs."""
+        return self._start(self.estimate_arn, execution_name("estimate", estimate_id), {"estimateId": estimate_id, "ownerId": owner_id})
 
     def describe_execution(self, machine: str, name: str) -> Execution | None:
         """DescribeExecution of ``name`` on ``machine`` (conversion, intake, folder_job); None when there is none."""

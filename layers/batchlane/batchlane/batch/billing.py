@@ -27,6 +27,7 @@ from batchlane.domain import status as st
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, PriceTable, Usage
 from batchlane.domain.errors import NotFound
 from batchlane.domain.pool import MICRO, split_by_weight
+from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.status import Transition
 from batchlane.observability import logger, metrics
 from batchlane.ports import BatchRow, LedgerRepository, Member, ObjectStoreError, Services, UnitOfWork
@@ -73,9 +74,10 @@ def close_and_bill(
     then: Callable[[UnitOfWork], None] | None = None,
     usage_by_job: dict[str, Usage] | None = None,
     prices: PriceTable | None = None,
+    served_at_on_demand: dict[str, Decimal] | None = None,
 ) -> bool:
     """The guarded close along ``move`` (default: submitted → closed) and, for whoever wins it, the one
-    ledger row and the members' shares."""
+    ledger row and the members' shares (each carrying what its accepted answers cost on-demand: domain/savings.py)."""
     with svc.uow() as uow:
         closed = uow.lanes.close(row.lane_id, move or st.close(), end_state=end_state, reason=reason, accepted=accepted, fallback=fallback, cost_usd=cost)
         if closed is None:
@@ -88,11 +90,30 @@ def close_and_bill(
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
             cost_usd=cost,
-            metadata={**metadata, "laneId": closed.lane_id, "members": closed.member_count},
+            metadata={
+                **metadata,
+                "laneId": closed.lane_id,
+                "members": closed.member_count,
+                **(
+                    {BATCH_SERVED_KEY: str(served_at_on_demand[closed.job_id])}
+                    if closed.job_id and served_at_on_demand and closed.job_id in served_at_on_demand
+                    else {}
+                ),
+            },
         )
         members = uow.lanes.members(closed.id)
         if closed.job_id is None:
-            bill_members(uow.ledger, closed, members, usage=usage, cost=cost, model_id=model_id, usage_by_job=usage_by_job, prices=prices)
+            bill_members(
+                uow.ledger,
+                closed,
+                members,
+                usage=usage,
+                cost=cost,
+                model_id=model_id,
+                usage_by_job=usage_by_job,
+                prices=prices,
+                served_at_on_demand=served_at_on_demand,
+            )
         for job_id in sorted({m.job_id for m in members} | ({closed.job_id} if closed.job_id else set())):
             uow.ledger.carry_late_batch_cost(job_id)
         if then is not None:
@@ -110,6 +131,7 @@ def bill_members(
     model_id: str,
     usage_by_job: dict[str, Usage] | None = None,
     prices: PriceTable | None = None,
+    served_at_on_demand: dict[str, Decimal] | None = None,
 ) -> None:
     """Each member job's share of the lane's row: its own tokens when ``usage_by_job`` covers the lane's
     usage (the cost split by each one's own price of them), else by the records it sent."""
@@ -135,7 +157,14 @@ def bill_members(
             input_tokens=int(inputs[job_id]),
             output_tokens=int(outputs[job_id]),
             cost_usd=share,
-            metadata={"batch": True, "share": True, "laneId": row.lane_id, "jobArn": row.bedrock_job_arn, "records": weights[job_id]},
+            metadata={
+                "batch": True,
+                "share": True,
+                "laneId": row.lane_id,
+                "jobArn": row.bedrock_job_arn,
+                "records": weights[job_id],
+                **({BATCH_SERVED_KEY: str(served_at_on_demand[job_id])} if served_at_on_demand and job_id in served_at_on_demand else {}),
+            },
         )
 
 

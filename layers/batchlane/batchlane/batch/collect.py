@@ -22,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,8 @@ from batchlane.batch.prepare import ShardWriter
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
 from batchlane.conversion import page_forms
-from batchlane.converter import PrimedResult
+from batchlane.conversion.savings import batch_answers_at_on_demand
+from batchlane.converter import ConverterConfig, PrimedResult
 from batchlane.converter.transports import answer_from_messages
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
@@ -43,6 +45,7 @@ from batchlane.domain.limits import quota_bytes
 from batchlane.domain.page_form import IMAGE, PDF, FormTally, form_of_body, invalid_input
 from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, retryable_error
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
+from batchlane.domain.savings import ServedAnswer
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger, metrics
 from batchlane.ports import BatchRow, ObjectStore, Services, UnitOfWork
@@ -97,6 +100,7 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
     by_chunk = {(manifest.members[tag], chunk): n for (tag, chunk), n in tally.accepted_by_chunk.items()}
     retry = plan_retry_batch(svc, row, manifest, tally.retryable, waiting)
     metadata["retryBatch"] = retry.lane_id or retry.why
+    served = served_at_on_demand(svc, manifest, tally, waiting)
     won = close_and_bill(
         svc,
         row,
@@ -111,6 +115,7 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         then=retry.insert if retry.lane_id else None,
         usage_by_job=_usage_by_job(manifest, tally.billed_by_tag),
         prices=svc.prices,
+        served_at_on_demand=served,
     )
     if won:
         # Bedrock has read them and a retry batch has copied what it needs: the page images of every member
@@ -129,6 +134,18 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
     final = lanes.get_row(lane_id)
     assert final is not None
     return summary(final, won=won)
+
+
+def served_at_on_demand(svc: Services, manifest: LaneManifest, tally: Tally, waiting: set[tuple[str, int]]) -> dict[str, Decimal]:
+    """Each member job's accepted answers as the on-demand engine would bill them (domain/savings.py), chunk by chunk:
+    what its share's ledger row carries into ``allOnDemandCostUsd``."""
+    config = ConverterConfig.from_settings(svc.settings, {"modelId": manifest.model_id})
+    out: dict[str, Decimal] = {}
+    for (tag, chunk), answers in tally.served.items():
+        job_id = manifest.members[tag]
+        if (job_id, chunk) in waiting:
+            out[job_id] = out.get(job_id, Decimal(0)) + batch_answers_at_on_demand(answers, config=config, settings=svc.settings, prices=svc.prices)
+    return out
 
 
 @dataclass
@@ -262,6 +279,7 @@ class Tally:
     billed_by_tag: dict[str, Usage] = field(default_factory=dict)  # each member's own tokens (its share of the bill)
     seen: int = 0
     accepted_by_chunk: Counter[tuple[str, int]] = field(default_factory=Counter)  # (member tag, chunk)
+    served: dict[tuple[str, int], list[ServedAnswer]] = field(default_factory=dict)  # accepted answers' pages and tokens, by (tag, chunk)
     retryable: list[str] = field(default_factory=list)  # record ids a retry batch may cure (domain/pool.py)
     forms: dict[str, FormTally] = field(default_factory=dict)  # per page form of the record's modelInput: answered vs refused as invalid input
 
@@ -381,6 +399,7 @@ def tally_outputs(
             spools.add(spool, orjson.dumps(primed.to_json()))
             tally.counts["accepted"] += 1
             tally.accepted_by_chunk[spool] += 1
+            tally.served.setdefault(spool, []).append(ServedAnswer(parse_record_id(job_record_id)[1], answer.usage))
             seen_one(spool)
     spools.spill()
     tally.billed = Usage(input_tokens, output_tokens)

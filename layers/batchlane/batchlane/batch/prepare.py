@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion import page_forms
+from batchlane.conversion import describe, page_forms
 from batchlane.conversion.source import chunk_pages
 from batchlane.converter import CaptureTransport, convert_page
 from batchlane.domain import status as st
@@ -134,9 +134,12 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     config = page_forms.converter_config(svc.uow().page_forms, settings, job.options, source_type=job.source_type)  # the form the on-demand path would send now
     capture = CaptureTransport()
     blank = 0
-    for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):
-        if convert_page(page, config, capture, svc.prices).status == "blank":
-            blank += 1
+    if describe.wanted(job):  # a born-digital chunk: a record per picture to describe (conversion/describe.py)
+        describe.capture_figures(svc.store, job_id, chunk, config, capture, svc.prices)
+    else:
+        for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):
+            if convert_page(page, config, capture, svc.prices).status == "blank":
+                blank += 1
     prefix = f"{keys.batch_input_prefix(lane_id)}{tag}-chunk-{chunk_index:05d}"
     writer = ShardWriter(svc, prefix, quota_bytes(settings.batch_conversion_max_file_mb))
     for request in capture.requests:

@@ -1,7 +1,10 @@
-"""Process now: a job waiting for the batch lane goes on-demand at once; the lanes it shares with
-other jobs keep running for them (a lane is stopped only when no member waits on it any more).
+"""Process now: a job waiting for the batch lane goes on-demand; the lanes it shares with other jobs keep
+running for them (a lane is stopped only when no member waits on it any more).
 
-What happens per batch-row state: docs/module-notes.md "batchlane.batch.process_now".
+A Bedrock job that carries this job alone and is already running is stopped, and the job waits for it to
+end: Bedrock bills every record it processed, so those answers are collected and used, and only the pages
+it did not reach go on-demand (issue 38.2: paying twice for them was the loss). What happens per batch-row
+state: docs/module-notes.md "batchlane.batch.process_now".
 """
 
 from __future__ import annotations
@@ -10,12 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchlane.batch.resume import leave_batch_lane
-from batchlane.batch.stop import lane_state, stop_abandoned_lanes
+from batchlane.batch.stop import lane_state, stop_abandoned_lanes, stop_batch_job
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.ports import Services
+from batchlane.ports import BatchRow, LaneRepository, Services
 
 PROCESS_NOW_REASON = "process_now"
 
@@ -25,7 +28,7 @@ class ProcessNowOutcome:
     job_id: str
     file_id: str
     batch_row_state: str | None  # as the user found it
-    action: str  # left_pool | left_batch_lane | left_to_recovery | flagged_while_splitting
+    action: str  # left_pool | left_batch_lane | stopping_batch_job | left_to_recovery | flagged_while_splitting
     resumed: bool
     batch_stop_requested: bool = False
     status: str | None = None  # where the job is now; None: pending if resumed, else waiting_batch
@@ -62,15 +65,30 @@ def process_now(svc: Services, job_id: str, *, reason: str = PROCESS_NOW_REASON)
             # stranded-job recovery, resumes it with its primed results.
             logger.info("process now left to recovery", job_id=job_id)
             return ProcessNowOutcome(job_id, file_id, "closed", "left_to_recovery", resumed=False)
-        left = uow.lanes.leave_lanes(job_id)  # other members of a shared lane are not touched
+        own = own_running_lanes(uow.lanes, job_id)  # stopped and collected: what they processed is paid for either way
+        left = uow.lanes.leave_lanes(job_id, keep=[lane.id for lane in own])  # other members of a shared lane are not touched
         uow.lanes.leave_pool([job_id], reason=reason)
-        for lane in left:
-            if not uow.lanes.has_packed_members(lane.id):
+        for lane in [*left, *own]:
+            if not uow.lanes.has_packed_members(lane.id) or lane in own:
                 uow.lanes.set_reason(lane.lane_id, reason)  # why the lane ends early
-        # chunks an earlier lane of this job collected keep their answers
-        leave_batch_lane(uow, job_id, primed=bool(outcome.accepted), hold_hours=svc.settings.batchlane_on_demand_window_hours)
+        if not own:  # chunks an earlier lane of this job collected keep their answers
+            leave_batch_lane(uow, job_id, primed=bool(outcome.accepted), hold_hours=svc.settings.batchlane_on_demand_window_hours)
     stop_requested = stop_abandoned_lanes(svc, left, reason=reason)
+    if own:
+        # The job stays parked: each stopped lane's Collect keeps what Bedrock processed and its Resume sends the rest on-demand.
+        stopping = [stop_batch_job(svc, lane.lane_id, reason=reason) for lane in own]
+        logger.info("job processed now: its running batch job stops first", job_id=job_id, lanes=[lane.lane_id for lane in own], stop_requested=stopping)
+        return ProcessNowOutcome(job_id, file_id, found, "stopping_batch_job", resumed=False, batch_stop_requested=any(stopping) or stop_requested)
     svc.workflows.start_conversion(job_id)
     action = "left_pool" if found is None else "left_batch_lane"
     logger.info("job processed now", job_id=job_id, batch_row=found, action=action, lanes_left=len(left), stop_requested=stop_requested)
     return ProcessNowOutcome(job_id, file_id, found, action, resumed=True, batch_stop_requested=stop_requested)
+
+
+def own_running_lanes(lanes: LaneRepository, job_id: str) -> list[BatchRow]:
+    """The job's lanes whose Bedrock job is running and waited on by this job alone: stopping one costs no other job anything."""
+    return [
+        lane
+        for lane in lanes.lanes_of_job(job_id)
+        if lane.state == "submitted" and (packed := lanes.members(lane.id, state="packed")) and all(m.job_id == job_id for m in packed)
+    ]

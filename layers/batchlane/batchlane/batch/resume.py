@@ -20,12 +20,13 @@ from batchlane.ports import Services, UnitOfWork
 def leave_batch_lane(uow: UnitOfWork, job_id: str, *, primed: bool, hold_hours: float, batch_cost_usd: Decimal | None = None) -> bool:
     """The one resume transaction (the lane's resume, process now; call it inside ``with uow:``): job and
     chunks waiting_batch → pending, ``primed`` when a lane's accepted answers wait for its chunks, with what
-    its lanes cost (when given), the funds hold back to the on-demand window. False if the job was not parked."""
+    its lanes cost (when given), the funds hold back to the on-demand window and down to what it has spent. False if the job was not parked."""
     state: dict[str, Any] = {"batch_primed": primed} if batch_cost_usd is None else {"batch_primed": primed, "batch_cost_usd": batch_cost_usd}
     if uow.jobs.move_job(job_id, st.leave_batch_lane(), **state) is None:
         return False
     uow.jobs.move_chunks(job_id, st.leave_batch_lane(Entity.CHUNK))
     uow.ledger.extend_hold(job_id, hours=hold_hours)
+    uow.budgets.trim_hold(job_id)  # its batch records are billed (or never sent): nothing in flight; chunk starts grow it again
     return True
 
 

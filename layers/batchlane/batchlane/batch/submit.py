@@ -50,6 +50,12 @@ def submit_batch_job(svc: Services, lane_id: str) -> dict[str, Any]:
     if row is None or row.state == "closed":
         return {"submitted": False, "why": "row_closed"}
     name = bedrock_job_name(lane_id)
+    if row.state == "preparing" and not lanes.has_packed_members(row.id):
+        # Every member left while it prepared (process now, cancel): no Bedrock job, so nothing is billed for
+        # pages that convert on-demand now. The wait ends at once on the closed row; Resume finds nobody to resume.
+        lanes.close(lane_id, st.leave_before_submit(), end_state="skipped", reason=row.reason or "members_left")
+        logger.info("batch lane left before submit: no member waits on it", lane_id=lane_id, reason=row.reason)
+        return {"submitted": False, "jobArn": None, "waitSeconds": settings.batch_wait_seconds}
     if row.state == "preparing":
         bucket = lane_bucket(svc)
         output_uri = output_uri_for(svc, lane_id)

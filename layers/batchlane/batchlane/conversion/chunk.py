@@ -8,17 +8,19 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
 from typing import Any, NoReturn
 
 from batchlane import contract, keys
-from batchlane.conversion import budget, page_forms, service_tiers
+from batchlane.conversion import budget, describe, page_forms, service_tiers
 from batchlane.conversion.admission import admitted_chunk
+from batchlane.conversion.describe import CONVERTER_LANE, DOCUMENT_TYPE_NAMES
 from batchlane.conversion.retry import retry_scope
+from batchlane.conversion.savings import batch_answers_at_on_demand, unused_batch_answers
 from batchlane.conversion.source import chunk_pages, document_pages, span_of
 from batchlane.converter import (
     ConverterConfig,
@@ -34,15 +36,13 @@ from batchlane.converter import (
 from batchlane.domain.chunk_outcome import ChunkFacts, ChunkOutcome, decide_chunk
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import NotFound
-from batchlane.domain.file_types import DOCUMENTS
+from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.service_tier import tier_breakdown
+from batchlane.domain.status import FINISHED_JOB_STATUSES
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
-from batchlane.ports import ChunkRow, Services, UnitOfWork
-
-DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
-CONVERTER_LANE = "converter"  # pages.jsonl's lane of a born-digital page: the deterministic converter, $0
+from batchlane.ports import ChunkRow, JobRow, Services, UnitOfWork
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
 MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1
@@ -162,12 +162,16 @@ def run_pages(
     primed: PrimedTransport | None = None,
     done_before: int = 0,
     hold: budget.JobHold | None = None,
+    carried: Mapping[int, tuple[Usage, Decimal]] | None = None,
 ) -> ChunkRun:
     """Convert ``pages``: primed pages from their batch result, the rest on-demand in groups,
     with at most ``concurrency`` units in flight. Once the heartbeat is out of time no new
-    unit or request starts; the pages not converted by then are absent from the run."""
+    unit or request starts; the pages not converted by then are absent from the run.
+    ``carried``: what earlier attempts spent on pages still to convert; each result says all spent on its page."""
     setup = setup or OnDemandSetup()
     run = ChunkRun()
+    for number, (usage, cost) in (carried or {}).items():
+        run.spend.carry(number, usage, cost)
     if not heartbeat.beat(done_before):
         run.aborted = True
         return run
@@ -214,7 +218,7 @@ def run_pages(
             request = build_page_request(chunk_index=page.chunk_index, page_number=page.number, pdf_bytes=page.pdf_bytes, config=config)
             answer = primed.lookup(request) if primed else None
             if answer is not None:
-                result = page_result(page.number, config.model_id, answer, prices)
+                result = replace(page_result(page.number, config.model_id, answer, prices), batch_usage=answer.usage)
                 submit(partial(_checked, converter, planned, result))
             elif group := builder.add(planned):
                 submit(partial(converter.convert, group))
@@ -233,6 +237,9 @@ def run_pages(
                         run.out_of_time = True
             if not heartbeat.beat(done_before + len(run.pages)):
                 run.aborted = True
+    for number, result in run.pages.items():  # each page carries all that was spent on it, its share of every call
+        usage, cost = run.spend.on_page(number)
+        run.pages[number] = replace(result, usage=usage + (result.batch_usage or Usage()), cost_usd=cost)
     return run
 
 
@@ -257,18 +264,40 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "completed", "repeat": True}
     job = uow.jobs.get_job(job_id)
     if job is not None and job.source_type in DOCUMENT_TYPE_NAMES:  # converted at the split: no model call, no hold to reach
+        if describe.wanted(job) and chunk.records:  # ... but its pictures, described (docs/formats.md "Pictures described")
+            return process_figure_chunk(svc, uow, job, chunk_index, worker_id, deadline)
         return process_document_chunk(svc, uow, job_id, chunk_index, worker_id)
-    model_id = job.model_id if job is not None else None
-    if budget.pause_at_hold(svc, job_id, model_id=model_id):  # the hold is used up: no new chunk starts (docs/operations.md)
+    # The job's hold grows by what this chunk may spend before its next check, or the job pauses when the request it
+    # must send next cannot fit its owner's month (conversion/budget.py; docs/operations.md "Estimates, holds, savings and pauses").
+    window = budget.open_window(svc, job, pages=_pages_to_convert(job, chunk)) if job is not None else budget.Window()
+    if window.paused:
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
-    claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
-    if claimed is None:
-        logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk.status)
-        return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
-    work = _start_work(svc, uow, job_id, chunk_index, claimed, worker_id, deadline)
-    run = work.run()
-    uow.check_connection()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
+    spent = Decimal(0)
+    growth = budget.Growth(svc, job) if job is not None else None
+    try:
+        claimed = uow.jobs.claim_chunk(job_id, chunk_index, worker_id)
+        if claimed is None:
+            logger.info("chunk not claimable", job_id=job_id, chunk=chunk_index, chunk_status=chunk.status)
+            return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
+        work = _start_work(svc, uow, job_id, chunk_index, claimed, worker_id, deadline, growth)
+        run = work.run()
+        spent = run.spend.cost
+        uow.check_connection()  # minutes of model calls may lie behind us: never lose the booking to a dead connection
+        return _act(svc, uow, work, run)
+    finally:
+        budget.close_window(svc, job_id, window, spent=spent, grown=growth.usd if growth is not None else Decimal(0))
 
+
+def _pages_to_convert(job: JobRow, chunk: ChunkRow) -> int:
+    """The pages this chunk's invocation may still send (a retry: only its pages; blank pages are not known yet)."""
+    retry = retry_scope(job)
+    if retry is not None:
+        return sum(1 for page in retry[1] if chunk.first_page <= page <= chunk.last_page)
+    return max(chunk.last_page - chunk.first_page + 1 - chunk.pages_done, 0)
+
+
+def _act(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun) -> dict[str, Any]:
+    """Act on :func:`decide_chunk`'s outcome for this run."""
     results = {**work.kept, **run.pages}
     settled = {n: r for n, r in results.items() if not (r.status == "failed" and r.retryable)}
     decision = decide_chunk(
@@ -299,6 +328,7 @@ def process_document_chunk(svc: Services, uow: UnitOfWork, job_id: str, chunk_in
     if claimed is None:
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "skipped"}
     converter, pages = document_pages(svc.store, job_id, claimed)
+    pages = describe.with_skipped_figures(svc.store, job_id, claimed, pages)  # describeFigures: a picture never sent says why
     results = [PageResult(n, "converted" if text.strip() else "blank", text, served_by=CONVERTER_LANE if text.strip() else None) for n, text in pages]
     result_key = keys.chunk_result_key(job_id, chunk_index)
     svc.store.put_json(result_key, {"jobId": job_id, "chunkIndex": chunk_index, "pages": [r.to_json() for r in results]})
@@ -309,6 +339,56 @@ def process_document_chunk(svc: Services, uow: UnitOfWork, job_id: str, chunk_in
     status = "completed" if completed else "aborted"
     logger.info("document chunk done", job_id=job_id, chunk=chunk_index, status=status, pages=len(results), converter=converter)
     return {"jobId": job_id, "chunkIndex": chunk_index, "status": status, "pagesFailed": 0, "pagesBatch": 0}
+
+
+def process_figure_chunk(svc: Services, uow: UnitOfWork, job: JobRow, chunk_index: int, worker_id: str, deadline: float | None) -> dict[str, Any]:
+    """A born-digital chunk whose pictures are described (describeFigures): each picture a unit of the chunk as a page
+    is (conversion/describe.py), and the same outcomes: aborted, continue, retry later, complete with the alt texts."""
+    if describe.pause_at_hold(svc, job):
+        return {"jobId": job.id, "chunkIndex": chunk_index, "status": "paused_budget"}
+    claimed = uow.jobs.claim_chunk(job.id, chunk_index, worker_id)
+    if claimed is None:
+        return {"jobId": job.id, "chunkIndex": chunk_index, "status": "skipped"}
+    settings = svc.settings
+    config = page_forms.converter_config(uow.page_forms, settings, job.options, source_type=job.source_type)
+    heartbeat = Heartbeat(lambda done: uow.jobs.heartbeat_chunk(job.id, chunk_index, worker_id, done), recover=uow.check_connection, deadline=deadline)
+    primed = load_primed_results(svc, job.id, chunk_index) if job.batch_primed else {}
+    margin = max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
+    work = describe.start_figures(svc, uow, job, claimed, config=config, heartbeat=heartbeat, primed=primed, deadline=deadline, stop_margin_s=margin)
+    run = work.run()
+    uow.check_connection()
+    decision = decide_chunk(work.facts(run, max_attempts=MAX_CHUNK_ATTEMPTS))
+    meta, usage, cost = work.metadata(run), run.spend.usage, run.spend.cost
+    if decision.outcome is ChunkOutcome.ABORTED:
+        _book(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "aborted": True})
+        return {"jobId": job.id, "chunkIndex": chunk_index, "status": "aborted"}
+    if decision.outcome is ChunkOutcome.CONTINUE:
+        work.keep(svc.store, run, continuations=work.continuations + 1)
+        _book(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "continued": decision.pages_left})
+        raise ChunkContinue(f"{decision.pages_left} picture(s) of chunk {chunk_index} left at the invocation's deadline; continuing")
+    if decision.outcome is ChunkOutcome.RETRY_LATER:
+        work.keep(svc.store, run, continuations=work.continuations)
+        _book(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "retryLater": decision.pages_to_retry})
+        raise ChunkRetryLater(f"{decision.pages_to_retry} picture(s) of chunk {chunk_index} hit retryable errors; retrying the chunk")
+    pages, figures = work.final(run)
+    result_key = keys.chunk_result_key(job.id, chunk_index)
+    svc.store.put_json(
+        result_key, {"jobId": job.id, "chunkIndex": chunk_index, "pages": [p.to_json() for p in pages], "figures": [f.to_json() for f in figures]}
+    )
+    batch_pages = len({f.page for f in figures if f.served_by == "batch"})
+    with uow:
+        _ledger_row(uow, job.id, chunk_index, config.model_id, usage, cost, {**meta, "primedMismatch": work.primed.mismatched if work.primed else 0})
+        completed = uow.jobs.complete_chunk(
+            job.id, chunk_index, worker_id, pages_done=len(pages), pages_failed=0, pages_batch=batch_pages, cost_usd=cost, result_key=result_key
+        )
+        if not completed:
+            uow.jobs.add_chunk_spend(job.id, chunk_index, cost)
+    status = "completed" if completed else "aborted"
+    failed = sum(1 for f in figures if f.status == "failed")
+    logger.info(
+        "figure chunk done", job_id=job.id, chunk=chunk_index, status=status, figures=len(figures), failed=failed, batch_pages=batch_pages, cost_usd=str(cost)
+    )
+    return {"jobId": job.id, "chunkIndex": chunk_index, "status": status, "pagesFailed": 0, "pagesBatch": batch_pages}
 
 
 @dataclass
@@ -350,7 +430,9 @@ class _ChunkWork:
         }
 
 
-def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, claimed: ChunkRow, worker_id: str, deadline: float | None) -> _ChunkWork:
+def _start_work(
+    svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, claimed: ChunkRow, worker_id: str, deadline: float | None, growth: budget.Growth | None
+) -> _ChunkWork:
     job = uow.jobs.get_job(job_id)
     assert job is not None
     options = job.options or {}
@@ -358,17 +440,27 @@ def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, c
     config = page_forms.converter_config(uow.page_forms, settings, options, source_type=job.source_type)
 
     span = span_of(claimed)
-    kept, continuations = _load_partial(svc, job_id, chunk_index)
+    kept, continuations, carried = _load_partial(svc, job_id, chunk_index)
     retry = retry_scope(job)
     if retry is not None:  # a retry converts only its pages: the chunk's other pages are kept as they were (with their cost)
-        kept = {**kept, **_previous_pages(svc, uow, job_id, chunk_index, keep_all_but=retry[1])}
+        previous = _previous_pages(svc, uow, job_id, chunk_index, keep_all_but=frozenset())
+        kept = {**kept, **{n: r for n, r in previous.items() if n not in retry[1]}}
+        for n in retry[1]:  # what the earlier runs spent on a retried page stays on it
+            if n in previous and n not in carried:
+                batch = previous[n].batch_usage or Usage()
+                carried[n] = (
+                    Usage(previous[n].usage.input_tokens - batch.input_tokens, previous[n].usage.output_tokens - batch.output_tokens),
+                    previous[n].cost_usd,
+                )
     pages = (page for page in chunk_pages(svc.store, job_id, claimed, render=settings.batchlane_page_render) if page.number not in kept)
 
     heartbeat = Heartbeat(lambda done: uow.jobs.heartbeat_chunk(job_id, chunk_index, worker_id, done), recover=uow.check_connection, deadline=deadline)
     shared = svc.page_thread_database()  # page threads share one connection, never open their own
-    # Every request takes its worst case from the job's one counter first: the chunk stops (continues, then
-    # pauses) at the first that does not fit, however many chunks run beside it.
-    hold = budget.JobHold(shared.budgets, job_id, prices=svc.prices, model_id=config.model_id, max_tokens=config.max_tokens, on_reached=heartbeat.hold_reached)
+    # Every request takes its worst case from the job's one counter first (grown for it while the owner's month has
+    # room): the chunk stops (continues, then pauses) at the first that does not fit, however many chunks run beside it.
+    hold = budget.JobHold(
+        shared.budgets, job_id, prices=svc.prices, model_id=config.model_id, max_tokens=config.max_tokens, on_reached=heartbeat.hold_reached, grow=growth
+    )
 
     def halted() -> bool:
         """Checked before every attempt: the flags, then the row itself (one short read)."""
@@ -415,6 +507,7 @@ def _start_work(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, c
         primed=primed,
         done_before=len(kept),
         hold=hold,
+        carried=carried,
     )
     rates = {"default": svc.prices.rate(config.model_id), **({"flex": svc.prices.rate(config.model_id, "flex")} if flex else {})}
     return _ChunkWork(job_id, chunk_index, worker_id, claimed, config, span, kept, continuations, retry, transport, primed, plan, free, run, flex, rates)
@@ -430,7 +523,7 @@ def _aborted(uow: UnitOfWork, work: _ChunkWork, run: ChunkRun) -> dict[str, Any]
 
 def _continue(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_left: int) -> NoReturn:
     """Out of time: keep the settled pages, book the spend, continue in a fresh invocation."""
-    _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations + 1)
+    _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations + 1, run.spend)
     _book(uow, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "continued": pages_left})
     logger.info(
         "chunk out of time; continuing in a fresh invocation",
@@ -444,7 +537,7 @@ def _continue(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, s
 
 def _retry_later(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, settled: dict[int, PageResult], pages_to_retry: int) -> NoReturn:
     """Retryable failures with attempts left: keep the settled pages, book the spend, let Step Functions retry."""
-    _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations)
+    _keep_partial(svc, work.job_id, work.chunk_index, settled, work.continuations, run.spend)
     _book(uow, work.job_id, work.chunk_index, work.config.model_id, run.spend.usage, run.spend.cost, {**work.metadata(run), "retryLater": pages_to_retry})
     logger.warning("chunk will be retried", job_id=work.job_id, chunk=work.chunk_index, pages_pending=pages_to_retry, attempt=work.claimed.attempts)
     raise ChunkRetryLater(f"{pages_to_retry} page(s) of chunk {work.chunk_index} hit retryable errors; retrying the chunk")
@@ -460,6 +553,9 @@ def _complete(svc: Services, uow: UnitOfWork, work: _ChunkWork, run: ChunkRun, r
     served_batch = sum(1 for r in ordered if r.served_by == "batch")
     with uow:
         meta = {**work.metadata(run), "pagesBatchServed": served_batch, "primedMismatch": work.primed.mismatched if work.primed else 0}
+        if work.primed is not None and (unused := unused_batch_answers(ordered, work.primed.answers_by_page())):
+            # collect counted these answers served; a changed prompt made the chunk convert their pages again on-demand
+            meta[BATCH_SERVED_KEY] = str(-batch_answers_at_on_demand(unused, config=work.config, settings=svc.settings, prices=svc.prices))
         _ledger_row(uow, job_id, chunk_index, work.config.model_id, run.spend.usage, cost, meta)
         completed = uow.jobs.complete_chunk(
             job_id,
@@ -486,6 +582,7 @@ def _book(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, usage: 
 
 
 def _ledger_row(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, usage: Usage, cost: Decimal, metadata: dict[str, Any]) -> None:
+    """The attempt's ledger row; a job that ended meanwhile (cancelled while the chunk ran) has its total follow it."""
     uow.ledger.add_chunk_cost(
         job_id=job_id,
         chunk_index=chunk_index,
@@ -495,10 +592,16 @@ def _ledger_row(uow: UnitOfWork, job_id: str, chunk_index: int, model_id: str, u
         cost_usd=cost,
         metadata=metadata,
     )
+    if cost and (job := uow.jobs.get_job(job_id)) is not None and job.status in FINISHED_JOB_STATUSES:
+        uow.ledger.carry_late_batch_cost(job_id)  # a live job's total is set when it settles
 
 
-def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, PageResult], continuations: int) -> None:
-    svc.store.put_json(keys.chunk_partial_key(job_id, chunk_index), {"pages": [r.to_json() for r in good.values()], "continuations": continuations})
+def _keep_partial(svc: Services, job_id: str, chunk_index: int, good: dict[int, PageResult], continuations: int, spend: Spend) -> None:
+    """The settled pages, and what was spent on the others so far (the next attempt adds it to their results)."""
+    spent = {str(n): [u.input_tokens, u.output_tokens, str(c)] for n, (u, c) in spend.by_page.items() if n not in good}
+    svc.store.put_json(
+        keys.chunk_partial_key(job_id, chunk_index), {"pages": [r.to_json() for r in good.values()], "continuations": continuations, "spent": spent}
+    )
 
 
 def _previous_pages(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: int, *, keep_all_but: frozenset[int]) -> dict[int, PageResult]:
@@ -510,13 +613,13 @@ def _previous_pages(svc: Services, uow: UnitOfWork, job_id: str, chunk_index: in
     return {r.page_number: r for r in pages if r.page_number not in keep_all_but}
 
 
-def _load_partial(svc: Services, job_id: str, chunk_index: int) -> tuple[dict[int, PageResult], int]:
-    """The pages a previous attempt kept, and how many of the attempts were continuations."""
+def _load_partial(svc: Services, job_id: str, chunk_index: int) -> tuple[dict[int, PageResult], int, dict[int, tuple[Usage, Decimal]]]:
+    """The pages a previous attempt kept (with what they cost: it was booked then, and the page's result says it),
+    how many of the attempts were continuations, and what was spent on the pages still to convert."""
     try:
         data = svc.store.get_json(keys.chunk_partial_key(job_id, chunk_index))
     except NotFound:
-        return {}, 0
-    kept = (PageResult.from_json(item) for item in data.get("pages", []))
-    # Their spend was booked by the attempt that made them: count it as spent already.
-    pages = {r.page_number: PageResult(r.page_number, r.status, r.markdown, r.reason, r.served_by, r.usage, Decimal(0)) for r in kept}
-    return pages, int(data.get("continuations", 0))
+        return {}, 0, {}
+    pages = {r.page_number: r for r in (PageResult.from_json(item) for item in data.get("pages", []))}
+    spent = {int(n): (Usage(int(v[0]), int(v[1])), Decimal(v[2])) for n, v in (data.get("spent") or {}).items()}
+    return pages, int(data.get("continuations", 0)), spent

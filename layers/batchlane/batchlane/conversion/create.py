@@ -55,7 +55,7 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
     """Jobs are hi-fi with parser auto unless the caller says otherwise; unknown keys are rejected.
     An underscore key is the job's own state, never an option (``_batchLane``, the bulk opt-in's first spelling, is
     ``batchLane`` only since decision 0031)."""
-    allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", "conversionFormats", *subscription.OPTION_KEYS}
+    allowed = {"highFidelity", "parser", "mathpix", "modelId", "batchLane", "deadline", "assembly", "conversionFormats", "describeFigures", *subscription.OPTION_KEYS}
     options = dict(options or {})
     unknown = sorted(set(options) - allowed)
     if unknown:
@@ -66,6 +66,8 @@ def normalise_options(options: dict[str, Any] | None) -> dict[str, Any]:
         raise InputError("options.assembly is document (one document, the default) or none (page by page).", error_id="OPTIONS_INVALID")
     if "conversionFormats" in options:
         options["conversionFormats"] = check_formats(options["conversionFormats"])
+    if not isinstance(options.get("describeFigures", False), bool):  # docs/formats.md "Pictures described"
+        raise InputError("options.describeFigures is true or false (describe a born-digital document's pictures with Claude).", error_id="OPTIONS_INVALID")
     if "deadline" in options:
         deadline = parse_deadline(options.pop("deadline"))
         if deadline is not None:

@@ -14,22 +14,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion.budget import worst_case_survey_usage
+from batchlane.conversion import describe, page_forms
 from batchlane.conversion.create import normalise_options
+from batchlane.conversion.estimate import PageCounts, dry_run_money
 from batchlane.domain import file_types as ft
-from batchlane.domain.budget import worst_case_usage
-from batchlane.domain.cost import Usage
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
 from batchlane.formats import detect as formats
+from batchlane.formats.figures import CountedPicture, count_pictures
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
 from batchlane.ports import ObjectStore, Services
 
-INPUT_TOKENS_PER_PAGE = 3000  # text + the page image; prompt tokens come on top per request
-PROMPT_TOKENS_PER_REQUEST = 400
 SECONDS_PER_REQUEST = 30.0
-MARKDOWN_OVERHEAD = 1.25
 # An upload over batchlane_dry_run_survey_mb has only its page tree read, by ranged GETs of 16 KB blocks:
 # at most this many bytes within this many seconds (a 300-page file's tree: ~20 KB), else its pages are a range.
 DRY_RUN_RANGED_BYTES = 4 * 1024 * 1024
@@ -104,7 +101,7 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     if size > settings.batchlane_dry_run_survey_mb * 1024 * 1024:
         claimed = ft.sniff(svc.store.read_range(file_row["s3_key"], 0, 4096), file_row["name"]) or ft.by_extension(file_row["name"])
         if claimed is not None and claimed.kind == ft.DOCUMENT:
-            return document_dry_run(file_row, options, model_id=model_id, size=size, file_type=claimed, pages=None)
+            return document_dry_run(svc, file_row, options, model_id=model_id, size=size, file_type=claimed, pages=None, pictures=None)
         return _page_tree_dry_run(svc, file_row, options, model_id=model_id, size=size)
     with tempfile.TemporaryDirectory(prefix="dryrun-", dir=scratch_dir) as tmp:
         path = Path(tmp) / "upload.pdf"
@@ -113,7 +110,10 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
         if isinstance(found, tuple):
             raise InputError(found[1], error_id=found[0])
         if found.kind == ft.DOCUMENT:
-            return document_dry_run(file_row, options, model_id=model_id, size=size, file_type=found, pages=cheap_page_count(path, found))
+            pictures = count_pictures(path, found.name) if options.get(describe.OPTION) else None  # bounded: formats/figures.py
+            return document_dry_run(
+                svc, file_row, options, model_id=model_id, size=size, file_type=found, pages=cheap_page_count(path, found), pictures=pictures
+            )
         if found.is_image:
             wrapped = Path(tmp) / "pages.pdf"
             wrapped.write_bytes(formats.wrap_image(path, max_pages=settings.batchlane_max_pages))
@@ -125,12 +125,14 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     eligible, why = batch_eligible(options, survey.pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
     requests = math.ceil(records / per_request) if records else 0
-    output = math.ceil(survey.text_chars_nonblank / 4 * MARKDOWN_OVERHEAD) + survey.scans * settings.batchlane_output_tokens_per_page
-    on_demand_usage = Usage(records * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output)
-    batch_usage = Usage(records * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output)  # one record per page
     on_demand_s = _on_demand_seconds(requests, settings)
-    hold_usage = worst_case_survey_usage(survey, settings)  # the funds hold a real conversion places (conversion/budget.py)
     batch_hours = settings.batch_conversion_timeout_hours
+    counts = PageCounts(survey.pages, survey.blank, survey.scans, survey.text_chars_nonblank)
+    config = page_forms.converter_config(svc.uow().page_forms, settings, options)
+    chunks = math.ceil(survey.pages / max(settings.batchlane_pages_per_chunk, 1))
+    money = dry_run_money(
+        svc, counts, config=config, eligible=eligible, why=why, chunks=chunks, owner_id=file_row.get("owner_id"), deadline=options.get("deadline")
+    )
     return {
         "dryRun": True,
         "fileId": str(file_row["id"]),
@@ -145,16 +147,13 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
             "note": None if survey.inspected == survey.pages else f"blank pages and text estimated from a sample of {survey.inspected} pages",
         },
         "records": records,
-        "lane": {"name": "batch" if eligible else "on_demand", "reason": why, "minPages": settings.batch_conversion_min_pages},
-        "estimate": {
-            "inputTokens": on_demand_usage.input_tokens,
-            "outputTokens": on_demand_usage.output_tokens,
-            "onDemandUsd": str(svc.prices.cost(model_id, on_demand_usage)),
-            "batchUsd": str(svc.prices.cost(model_id, batch_usage, batch=True)),
-            "costUsd": str(svc.prices.cost(model_id, batch_usage, batch=True) if eligible else svc.prices.cost(model_id, on_demand_usage)),
-            "holdUsd": str(svc.prices.cost(model_id, hold_usage)),
-            "basis": f"{INPUT_TOKENS_PER_PAGE} input tokens a page (text + image), output from the page's text (scans {settings.batchlane_output_tokens_per_page})",
+        "lane": {
+            "name": money["lane"] if money["lane"] != "depends" else "batch",
+            "reason": why,
+            "minPages": settings.batch_conversion_min_pages,
+            "condition": money["condition"],
         },
+        "estimate": money,
         "turnaround": {
             "onDemandSeconds": round(on_demand_s),
             "onDemandBasis": (
@@ -188,10 +187,21 @@ def cheap_page_count(path: Path, file_type: ft.FileType) -> int | None:
     return None
 
 
-def document_dry_run(file_row: dict[str, Any], options: dict[str, Any], *, model_id: str, size: int, file_type: ft.FileType, pages: int | None) -> dict[str, Any]:
-    """A born-digital file: converted by its deterministic converter at the split, no model call: $0, and why."""
+def document_dry_run(
+    svc: Services,
+    file_row: dict[str, Any],
+    options: dict[str, Any],
+    *,
+    model_id: str,
+    size: int,
+    file_type: ft.FileType,
+    pages: int | None,
+    pictures: list[CountedPicture] | None = None,
+) -> dict[str, Any]:
+    """A born-digital file: converted by its deterministic converter at the split, no model call: $0, and why. With
+    describeFigures its pictures are the model calls: each priced, and in all, at the lane they would take."""
     converter = {"pptx": "python-pptx", "xlsx": "openpyxl"}.get(file_type.name, "pandoc")
-    return {
+    answer = {
         "dryRun": True,
         "fileId": str(file_row["id"]),
         "name": file_row["name"],
@@ -225,6 +235,37 @@ def document_dry_run(file_row: dict[str, Any], options: dict[str, Any], *, model
         },
         "created": False,
     }
+    if not options.get(describe.OPTION):
+        return answer
+    figures = describe.dry_run_figures(svc, options, model_id=model_id, pictures=pictures)
+    answer["figures"] = figures
+    if figures["toDescribe"]:  # the pictures are the job's model calls, on the lane they take
+        settings = svc.settings
+        batch = figures["lane"] == "batch"
+        answer["records"] = figures["toDescribe"]
+        answer["lane"] = {
+            "name": figures["lane"],
+            "reason": figures["laneReason"],
+            "minPages": settings.batch_conversion_min_pages,
+            "note": f"the text is converted by {converter} for $0; its {figures['toDescribe']} picture(s) are described by Claude",
+        }
+        keys_ = ("inputTokens", "outputTokens", "onDemandUsd", "batchUsd", "costUsd", "holdUsd")
+        answer["estimate"] = {
+            **{k: figures[k] for k in keys_},
+            "worstCaseUsd": figures["holdUsd"],  # every picture at its worst case, all held while the job runs
+            "holdBasis": "each picture's worst case: its image, the prompt and a whole answer",
+            "basis": f"the text: $0 ({converter}); the pictures: {figures['basis']}",
+        }
+        requests_s = _on_demand_seconds(figures["toDescribe"], settings)
+        hours = settings.batch_conversion_timeout_hours
+        answer["turnaround"] = {
+            "onDemandSeconds": round(requests_s),
+            "onDemandBasis": f"{figures['toDescribe']} picture requests",
+            "batchUpToHours": hours if batch else None,
+            "batchBasis": f"a Bedrock batch job ends by its timeout ({hours} h), usually sooner; then the pictures it missed go on-demand" if batch else None,
+            "expected": f"up to {hours} h (batch lane)" if batch else f"about {_human(requests_s)} (on-demand)",
+        }
+    return answer
 
 
 def _on_demand_seconds(requests: int, settings: Any) -> float:
@@ -265,11 +306,13 @@ def _page_tree_dry_run(svc: Services, file_row: dict[str, Any], options: dict[st
     if pages == 0:
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
     most = pages or settings.batchlane_max_pages
-    as_scans = Usage(most * INPUT_TOKENS_PER_PAGE + most * PROMPT_TOKENS_PER_REQUEST, most * settings.batchlane_output_tokens_per_page)
-    hold = worst_case_usage(pages=most, blank=0, scans=0, text_chars=0, max_tokens=settings.batchlane_max_tokens, reask=False, unknown=most)
     eligible, why = batch_eligible(options, most, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
-    on_demand = svc.prices.cost(model_id, as_scans)
-    batch = svc.prices.cost(model_id, as_scans, batch=True)
+    config = page_forms.converter_config(svc.uow().page_forms, settings, options)
+    chunks = math.ceil(most / max(settings.batchlane_pages_per_chunk, 1))
+    counts = PageCounts(most, 0, most, 0, unknown=most)  # text not read: expected as scans, at worst unknown
+    money = dry_run_money(
+        svc, counts, config=config, eligible=eligible, why=why, chunks=chunks, owner_id=file_row.get("owner_id"), deadline=options.get("deadline")
+    )
     mb = settings.batchlane_dry_run_survey_mb
     counted = (
         f"its {pages} pages counted from the page tree ({reader.fetched} bytes read), their text not read"
@@ -290,17 +333,16 @@ def _page_tree_dry_run(svc: Services, file_row: dict[str, Any], options: dict[st
             "note": f"the file is over the {mb} MB a dry run reads: {counted}; the estimate counts every page as a scan",
         },
         "records": pages,
-        "lane": {"name": "batch" if eligible else "on_demand", "reason": why, "minPages": settings.batch_conversion_min_pages},
+        "lane": {
+            "name": money["lane"] if money["lane"] != "depends" else "batch",
+            "reason": why,
+            "minPages": settings.batch_conversion_min_pages,
+            "condition": money["condition"],
+        },
         "estimate": {
-            "inputTokens": as_scans.input_tokens,
-            "outputTokens": as_scans.output_tokens,
-            "onDemandUsd": str(on_demand),
-            "batchUsd": str(batch),
-            "costUsd": str(batch if eligible else on_demand),
-            "holdUsd": str(svc.prices.cost(model_id, hold)),
-            "rangeUsd": {"low": "0", "high": str(svc.prices.cost(model_id, hold))},
-            "basis": f"pages not surveyed: each counted as a scan ({INPUT_TOKENS_PER_PAGE} input tokens, {settings.batchlane_output_tokens_per_page} output); "
-            "blank pages cost nothing, the most is every page at its worst case (the hold)",
+            **money,
+            "rangeUsd": {"low": "0", "high": money["worstCaseUsd"]},
+            "basis": f"pages not surveyed: each counted as a page without text; blank pages cost nothing, the most is every page at its worst case. {money['basis']}",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(most, settings)),

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion.budget import check_create, check_split, worst_case_pages_hold
+from batchlane.conversion.budget import check_create, check_submit, retry_money
 from batchlane.converter import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.advice import page_next_step
@@ -194,9 +194,9 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 return RetryStarted(job_id, running.attempt, list(running.pages), locked.status, already_running=True)
             if locked.status != "completed":
                 raise Conflict(f"The job is {locked.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
-            extra_hold = worst_case_pages_hold(svc, model_id=job.model_id, pages=len(page_numbers))
+            money = retry_money(svc, model_id=job.model_id, pages=len(page_numbers))
             check_create(svc, uow.budgets, locked.owner_id)  # a retry is a live job again: 429 LIVE_JOBS_LIMIT at the cap (issue 21.5)
-            check_split(svc, uow.budgets, owner_id=locked.owner_id, job_id=job_id, hold_usd=extra_hold, pages=len(page_numbers))  # 402 / 429: nothing written
+            check_submit(svc, uow.budgets, owner_id=locked.owner_id, job_id=job_id, money=money, pages=len(page_numbers))  # 402 / 429: nothing written
             row = uow.retries.insert(
                 job_id=job_id,
                 pages=page_numbers,
@@ -210,7 +210,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 raise Conflict("The job changed while the retry was being prepared; send it again.", error_id="JOB_CHANGED")
             uow.jobs.move_job(job_id, st.retry(), retry_attempt=attempt, retry_pages=list(page_numbers), error_id=None, error_message=None)
             uow.jobs.move_chunks(job_id, st.retry(Entity.CHUNK), indexes=affected, attempts=0, worker_id=None)
-            uow.ledger.reopen_hold(job_id, extra_usd=extra_hold, hours=svc.settings.batchlane_on_demand_window_hours)
+            uow.ledger.reopen_hold(job_id, extra_usd=money.hold_usd, hours=svc.settings.batchlane_on_demand_window_hours)  # chunk starts grow it
             uow.jobs.move_file(str(job.file_id), st.retry(Entity.FILE))
     except UniqueViolation as exc:
         if exc.constraint == "one_live_job_per_file":  # another conversion of the same file is running

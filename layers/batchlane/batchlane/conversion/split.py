@@ -14,8 +14,9 @@ from pathlib import Path
 
 from batchlane import keys
 from batchlane.contract import JOB_PARKED_DETAIL_TYPE
-from batchlane.conversion import budget, intake
+from batchlane.conversion import budget, describe, intake, page_forms
 from batchlane.conversion.create import CreatedJob, source_store
+from batchlane.conversion.figures import figure_folder
 from batchlane.conversion.settle import fail_job
 from batchlane.conversion.source import store_chunk_sources, store_document_sources
 from batchlane.domain import status as st
@@ -29,6 +30,9 @@ from batchlane.pdf.split import open_pdf_file, plan_chunks
 from batchlane.pdf.survey import survey_pdf
 from batchlane.ports import JobRow, Services
 from batchlane.webhooks.events import publish_job_change
+
+NOTHING = budget.SubmitMoney(Decimal(0), Decimal(0), Decimal(0))  # a born-digital document: no model call, nothing to hold
+BUDGET_WINDOW = "budget_window"  # the lane decision of a job whose batch records do not fit its owner's room: on-demand, a window at a time
 
 
 def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> CreatedJob:
@@ -78,10 +82,13 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
         with path.open("rb") as stream:
             try:
                 document = open_pdf_file(stream, max_pages=limit)
-                hold = budget.worst_case_hold(svc, survey_pdf(path, max_pages=limit), model_id=job.model_id)
+                survey = survey_pdf(path, max_pages=limit)
                 pages = document.page_count
                 chunks = document.chunks(job.pages_per_chunk)
-                if (refused := _over_budget(svc, job, hold, pages)) is not None:  # before any chunk is written
+                eligible, why = _lane(svc, job, pages)
+                config = page_forms.converter_config(uow.page_forms, settings, job.options or {})
+                money = budget.submit_money(svc, survey, config=config, parked=eligible)
+                if (refused := _over_budget(svc, job, money, pages)) is not None:  # before any chunk is written
                     return refused
                 # Before the rows: no chunk without its source. A page that cannot be copied raises
                 # InputError here (PDF_CORRUPT, PDF_TOO_COMPLEX), after the chunks written are deleted.
@@ -90,28 +97,25 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
                 failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
                 logger.info("job rejected", job_id=job_id, error_id=exc.error_id, status=failed["status"])
                 return _as_created(uow.jobs.get_job(job_id))
-    options = job.options or {}
-    if job.process_now:
-        eligible, why = False, "process_now"
-    else:
-        eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
-        margin_h = settings.batch_deadline_margin_s / 3600
-        if eligible and deadline_lane(parse_deadline(options.get("deadline")), datetime.now(UTC), settings.batch_deadline_hours, margin_h):
-            eligible, why = False, DEADLINE  # no room for a batch turnaround plus the on-demand time of its pages
     try:
         with uow:
             locked = uow.jobs.lock_job(job_id)
             if locked is not None and locked.process_now and eligible:
                 eligible, why = False, "process_now"  # flagged between our read and the lock
-            status = st.park().target if eligible else st.queue().target
+                money = budget.submit_money(svc, survey, config=config, parked=False)
             if locked is not None and locked.status == JobStatus.SPLITTING:
-                budget.check_split(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, hold_usd=hold, pages=pages)
+                budget.check_submit(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, money=money, pages=pages)
+                if eligible and not budget.hold_fits(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, hold_usd=money.hold_usd):
+                    # its batch records' worst case does not fit what is left: on-demand, a chunk's window at a time
+                    eligible, why = False, BUDGET_WINDOW
+                    money = budget.submit_money(svc, survey, config=config, parked=False)
+            status = st.park().target if eligible else st.queue().target
             split = uow.jobs.finish_split(job_id, parked=eligible, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes, source_type=file_type.name)
             if split is not None:
-                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=hold, hours=settings.batchlane_on_demand_window_hours)
+                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=money.hold_usd, hours=settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:  # nothing was written: the job ends failed, nothing starts
         failed = fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
-        logger.info("job refused by its owner's budget", job_id=job_id, error_id=exc.error_id, hold_usd=str(hold), status=failed["status"])
+        logger.info("job refused by its owner's budget", job_id=job_id, error_id=exc.error_id, worst_usd=str(money.worst_usd), status=failed["status"])
         return _as_created(uow.jobs.get_job(job_id))
     if split is None:
         logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
@@ -125,50 +129,85 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
     return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
 
 
+def _lane(svc: Services, job: JobRow, pages: int) -> tuple[bool, str]:
+    """Whether the job parks for the batch lane, and why (its options, its size, its deadline, a process-now flag)."""
+    settings, options = svc.settings, job.options or {}
+    if job.process_now:
+        return False, "process_now"
+    eligible, why = batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
+    margin_h = settings.batch_deadline_margin_s / 3600
+    if eligible and deadline_lane(parse_deadline(options.get("deadline")), datetime.now(UTC), settings.batch_deadline_hours, margin_h):
+        return False, DEADLINE  # no room for a batch turnaround plus the on-demand time of its pages
+    return eligible, why
+
+
 def _split_document(svc: Services, job: JobRow, path: Path, file_type: FileType, name: str, *, scratch: Path, max_pages: int) -> CreatedJob:
     """A born-digital document: converted here, in the bounded child (no model call); its pages and figures
-    stored, then the job goes on like any other (pending, chunks, assemble, settle) with a $0 hold."""
+    stored, then the job goes on like any other (pending, chunks, assemble, settle) with a $0 hold. With
+    describeFigures its pictures are records of their chunks (conversion/describe.py): held at their worst case,
+    parked for the batch lane when the job is eligible."""
     job_id = job.id
+    figures = describe.FigurePlan()
     try:
         document = intake.convert(path, file_type, name, scratch=scratch, max_pages=max_pages)
         chunks = plan_chunks(len(document.sections), job.pages_per_chunk)
         pages = len(document.sections)
-        if (refused := _over_budget(svc, job, Decimal(0), pages)) is not None:
+        if describe.wanted(job, source_type=file_type.name):
+            figures = describe.plan_figures(svc, document, chunks, model_id=job.model_id, scratch=scratch / "sized")
+        # Its pictures' requests are its only model calls: each at its worst case is what it may spend and what it holds.
+        money = budget.SubmitMoney(figures.hold_usd, figures.hold_usd, figures.hold_usd) if figures.hold_usd else NOTHING
+        if (refused := _over_budget(svc, job, money, pages)) is not None:
             return refused
-        chunk_bytes = store_document_sources(svc.store, job_id, document, chunks)
+        chunk_bytes = store_document_sources(svc.store, job_id, document, chunks, folder=figure_folder(name), sized=figures.sized)
     except InputError as exc:
         fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
         logger.info("job rejected", job_id=job_id, error_id=exc.error_id, file_type=file_type.name)
         return _as_created(svc.uow().jobs.get_job(job_id))
+    eligible, why = describe.figures_lane(svc, job, figures.total) if figures.total else (False, "converter")
     uow = svc.uow()
     try:
         with uow:
             locked = uow.jobs.lock_job(job_id)
+            if locked is not None and locked.process_now and eligible:
+                eligible, why = False, "process_now"  # flagged between our read and the lock
             if locked is not None and locked.status == JobStatus.SPLITTING:
-                budget.check_split(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, hold_usd=Decimal(0), pages=pages)
-            split = uow.jobs.finish_split(job_id, parked=False, total_pages=pages, chunks=chunks, chunk_bytes=chunk_bytes, source_type=file_type.name)
+                budget.check_submit(svc, uow.budgets, owner_id=job.owner_id, job_id=job_id, money=money, pages=pages)
+            split = uow.jobs.finish_split(
+                job_id,
+                parked=eligible,
+                total_pages=pages,
+                chunks=chunks,
+                chunk_bytes=chunk_bytes,
+                source_type=file_type.name,
+                chunk_records=figures.records if figures.sized else None,
+            )
             if split is not None:
-                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=Decimal(0), hours=svc.settings.batchlane_on_demand_window_hours)
+                uow.ledger.place_hold(job_id=job_id, owner_id=job.owner_id, amount_usd=figures.hold_usd, hours=svc.settings.batchlane_on_demand_window_hours)
     except (BudgetExceeded, LimitReached) as exc:
         fail_job(svc, job_id, error_id=exc.error_id, message=str(exc))
         return _as_created(uow.jobs.get_job(job_id))
     if split is None:
         logger.info("split discarded", job_id=job_id, reason="job left splitting (cancelled)")
         return _as_created(uow.jobs.get_job(job_id))
-    svc.workflows.start_conversion(job_id)
-    logger.info("document converted", job_id=job_id, file_type=file_type.name, pages=pages, converter=document.converter, lane="converter")
-    return CreatedJob(job_id, str(job.file_id), "pending", pages, len(chunks), lane_decision="converter")
+    if eligible:
+        svc.bus.publish(JOB_PARKED_DETAIL_TYPE, {"jobId": job_id, "modelId": job.model_id, "pages": figures.total})
+        publish_job_change(svc, job_id, "waiting_batch")
+    else:
+        svc.workflows.start_conversion(job_id)
+    status = "waiting_batch" if eligible else "pending"
+    logger.info("document converted", job_id=job_id, file_type=file_type.name, pages=pages, converter=document.converter, figures=figures.total, lane=why)
+    return CreatedJob(job_id, str(job.file_id), status, pages, len(chunks), lane_decision=why)
 
 
-def _over_budget(svc: Services, job: JobRow, hold: Decimal, pages: int) -> CreatedJob | None:
+def _over_budget(svc: Services, job: JobRow, money: budget.SubmitMoney, pages: int) -> CreatedJob | None:
     """The budget check ahead of writing chunk sources (the split's transaction checks again, authoritatively)."""
     uow = svc.uow()
     try:
         with uow:
-            budget.check_split(svc, uow.budgets, owner_id=job.owner_id, job_id=job.id, hold_usd=hold, pages=pages)
+            budget.check_submit(svc, uow.budgets, owner_id=job.owner_id, job_id=job.id, money=money, pages=pages)
     except (BudgetExceeded, LimitReached) as exc:
         fail_job(svc, job.id, error_id=exc.error_id, message=str(exc))
-        logger.info("job refused by its owner's budget", job_id=job.id, error_id=exc.error_id, hold_usd=str(hold))
+        logger.info("job refused by its owner's budget", job_id=job.id, error_id=exc.error_id, worst_usd=str(money.worst_usd))
         return _as_created(uow.jobs.get_job(job.id))
     return None
 

@@ -20,10 +20,11 @@ class PageResult:
     markdown: str = ""
     reason: str | None = None
     served_by: str | None = None  # on_demand | batch | capture | None (blank)
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: Decimal = Decimal(0)  # on-demand spend only; batch-served pages are billed by the batch row
+    usage: Usage = field(default_factory=Usage)  # every call spent on the page (its share of a multi-page one), and its batch record
+    cost_usd: Decimal = Decimal(0)  # on-demand spend on the page, every attempt; batch-served pages are billed by the batch row
     retryable: bool = False
     service_tier: str | None = None  # on-demand pages: the Bedrock service tier that served them (default | flex)
+    batch_usage: Usage | None = None  # the batch record's tokens when a batch answer served the page (domain/savings.py)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -36,6 +37,7 @@ class PageResult:
             "outputTokens": self.usage.output_tokens,
             "costUsd": str(self.cost_usd),
             "serviceTier": self.service_tier,
+            **({"batchInputTokens": self.batch_usage.input_tokens, "batchOutputTokens": self.batch_usage.output_tokens} if self.batch_usage else {}),
         }
 
     @classmethod
@@ -49,6 +51,7 @@ class PageResult:
             usage=Usage(int(data.get("inputTokens", 0)), int(data.get("outputTokens", 0))),
             cost_usd=Decimal(data.get("costUsd", "0")),
             service_tier=data.get("serviceTier"),
+            batch_usage=Usage(int(data["batchInputTokens"]), int(data.get("batchOutputTokens", 0))) if "batchInputTokens" in data else None,
         )
 
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 from batchlane.converter.request import PageRequest
 from batchlane.domain import page_form as forms
 from batchlane.domain.cost import Usage
+from batchlane.domain.records import parse_record_id
 from batchlane.pdf.page_image import PageImageError
 from batchlane.ports import ModelCallFailed, ModelReadTimeout, ModelRuntime
 
@@ -158,7 +159,8 @@ class OnDemandTransport:
         except PageImageError as exc:  # the image form of this page cannot be made: nothing was sent
             raise ModelCallError("PAGE_IMAGE_FAILED", str(exc), retryable=False) from exc
         try:
-            body = json.loads(self._runtime.invoke_model(kwargs, read_timeout=timeout))
+            response = self._runtime.invoke_model(kwargs, read_timeout=timeout)
+            body = json.loads(response.body)
         except ModelReadTimeout as exc:
             # The request reached Bedrock and may still be generating: it is billed whatever we do.
             estimate = Usage(request.estimated_input_tokens(), request.max_tokens)
@@ -168,7 +170,9 @@ class OnDemandTransport:
         except ValueError as exc:
             raise ModelCallError("MalformedResponse", f"the answer is not JSON: {exc}", retryable=True) from exc
         answer = answer_from_messages(body, served_by="on_demand")
-        return replace(answer, service_tier=request.service_tier) if request.service_tier else answer
+        # Priced and booked at the tier that served it (issue 38.6), not the one asked for; a response that names
+        # none was served at the default tier (never the cheaper one by assumption).
+        return replace(answer, service_tier=response.service_tier or "default")
 
 
 class FormMemory:
@@ -322,3 +326,7 @@ class PrimedTransport:
 
     def send(self, request: PageRequest) -> ModelAnswer:
         return self.lookup(request) or self._fallback.send(request)
+
+    def answers_by_page(self) -> dict[int, Usage]:
+        """The tokens of each stored batch answer, by page number (billed by the batch lane, used or not)."""
+        return {parse_record_id(rid)[1]: Usage(r.input_tokens, r.output_tokens) for rid, r in self._results.items()}

@@ -11,6 +11,7 @@ carries yet and whose job the pool has not let go (``pool_left_at``).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from decimal import Decimal
 from typing import Any
 
@@ -49,16 +50,18 @@ FOLDER_STALL_S = 120.0  # a folder that started no file for this long (at least)
 _UNBOUNDED = 2**62
 
 
-def _move_members(db: Runner, move: Transition, *, row_id: int | None = None, job_id: str | None = None) -> list[int]:
-    """Move a lane's members, or a job's, along ``move``; the lanes touched (a lane id per member moved)."""
+def _move_members(db: Runner, move: Transition, *, row_id: int | None = None, job_id: str | None = None, keep: Collection[int] = ()) -> list[int]:
+    """Move a lane's members, or a job's (not those of the lanes in ``keep``), along ``move``; the lanes touched (a lane id per member moved)."""
     rows = db.run(
         """UPDATE batch_members SET state = :to, accepted = CASE WHEN :to = 'collected' THEN 0 ELSE accepted END
            WHERE (CAST(:row AS bigint) IS NULL OR batch_row_id = :row) AND (CAST(:job AS text) IS NULL OR job_id = CAST(:job AS uuid))
+             AND NOT (batch_row_id = ANY(CAST(:keep AS bigint[])))
              AND state = ANY(CAST(:from_ AS text[])) RETURNING batch_row_id""",
         to=move.target,
         from_=move.from_states,
         row=row_id,
         job=job_id,
+        keep=list(keep),
     )
     return [int(r["batch_row_id"]) for r in rows]
 
@@ -163,7 +166,7 @@ class PgLanes:
                   pooled AS (
                     SELECT j.id, j.model_id, w.turn + COALESCE(busy.n, 0) AS rank, w.created_at,
                            EXTRACT(EPOCH FROM now() - COALESCE(j.pooled_at, now())) AS waited_s,
-                           c.chunk_index, c.last_page - c.first_page + 1 AS pages, c.source_bytes,
+                           c.chunk_index, COALESCE(c.records, c.last_page - c.first_page + 1) AS pages, c.source_bytes,  -- a chunk's records (0044)
                            COALESCE(budget.pages, :default_budget) AS budget
                     FROM large_conversion_jobs j JOIN waiting w ON w.id = j.id LEFT JOIN busy ON busy.owner_id = w.owner_id
                          JOIN chunk_jobs c ON c.job_id = j.id LEFT JOIN budget ON budget.model_id = j.model_id
@@ -346,10 +349,10 @@ class PgLanes:
             ns=list(accepted.values()),
         )
 
-    def leave_lanes(self, job_id: str) -> list[BatchRow]:
-        """The job leaves every lane it rides in (cancel, process now): its members there are ``left``.
+    def leave_lanes(self, job_id: str, *, keep: Collection[int] = ()) -> list[BatchRow]:
+        """The job leaves every lane it rides in but those in ``keep`` (cancel, process now): its members there are ``left``.
         Returns those lanes (locked), so the caller can stop any that nobody waits on any more."""
-        ids = sorted(set(_move_members(self._runner, st.leave_lane(), job_id=job_id)))
+        ids = sorted(set(_move_members(self._runner, st.leave_lane(), job_id=job_id, keep=keep)))
         return _all(self._runner, "SELECT * FROM conversion_batch_jobs WHERE id = ANY(CAST(:ids AS bigint[])) ORDER BY id FOR UPDATE", ids=ids) if ids else []
 
     def has_packed_members(self, row_id: int) -> bool:

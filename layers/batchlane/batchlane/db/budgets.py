@@ -11,9 +11,9 @@ from typing import Any
 
 from batchlane.db.jobs import JobRow, PgJobs, Runner
 from batchlane.domain import status as st
-from batchlane.domain.budget import Limits, Standing
+from batchlane.domain.budget import Holder, Limits, Standing
 from batchlane.domain.status import Entity
-from batchlane.ports import BudgetOverride, JobMoney
+from batchlane.ports import BudgetOverride, Hold, JobMoney
 
 
 def override_or_defaults(override: BudgetOverride | None, settings: Any) -> Limits:
@@ -134,27 +134,68 @@ class PgBudgets:
             actual=actual,
         )
 
-    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
-        """processing → paused_budget (domain/status.py's ``pause_budget``) when the job's booked spend has reached its open
-        hold, or what the hold has given out leaves less than ``next_request_usd`` (the cheapest request's worst case) or
-        than the last request that did not fit; True if paused.
+    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0), spent_usd: Decimal = Decimal(0), message: str | None = None) -> bool:
+        """processing → paused_budget (domain/status.py's ``pause_budget``) when the request the job is about to send
+        cannot fit what its hold has left: the last request that did not fit (``wanted_usd``), or ``next_request_usd``
+        when given; True if paused. What the hold has left is less what its requests took, or than ``spent_usd`` (the
+        job's booked spend) if that is more. A job with nothing to send never pauses (a blank document, a hold of 0).
         One statement, guarded on the status: a concurrent cancel or a second chunk cannot interleave."""
         move = st.pause_budget()
         row = self.runner.one(
             """UPDATE large_conversion_jobs j SET status = :to, updated_at = now(), error_id = :error_id, error_message = :message
                FROM funds_holds h
                WHERE j.id = CAST(:job AS uuid) AND h.job_id = j.id AND h.outcome IS NULL AND j.status = ANY(CAST(:from_ AS text[]))
-                 AND ((SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = j.id) >= h.amount_usd
-                      OR h.committed_usd + GREATEST(:next, h.wanted_usd) > h.amount_usd)
+                 AND GREATEST(:next, h.wanted_usd) > 0 AND GREATEST(h.committed_usd, :spent) + GREATEST(:next, h.wanted_usd) > h.amount_usd
                RETURNING j.id""",
             job=job_id,
             next=next_request_usd,
+            spent=spent_usd,
             to=move.target,
             from_=move.from_states,
             error_id=HOLD_REACHED_ERROR,
-            message=HOLD_REACHED_MESSAGE,
+            message=message or HOLD_REACHED_MESSAGE,
         )
         return row is not None
+
+    def grow_hold(self, job_id: str, *, by: Decimal) -> Hold | None:
+        """The job's open hold grows by ``by`` (a chunk starts): the caller checked the owner's room under
+        :meth:`lock_owner`. None when the job has no open hold."""
+        row = self.runner.one(
+            "UPDATE funds_holds SET amount_usd = amount_usd + :by, updated_at = now() WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL RETURNING *",
+            job=job_id,
+            by=by,
+        )
+        return Hold.of(row) if row is not None else None
+
+    def release_hold(self, job_id: str, *, granted: Decimal, spent: Decimal) -> None:
+        """A chunk's window closes: the hold gives back what it grew by less what the chunk spent, never below what it
+        has given out. Shrinking never overruns anything, so no owner lock is needed."""
+        self.runner.run(
+            """UPDATE funds_holds SET amount_usd = GREATEST(amount_usd - :granted + :spent, committed_usd), updated_at = now()
+               WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL""",
+            job=job_id,
+            granted=granted,
+            spent=spent,
+        )
+
+    def trim_hold(self, job_id: str) -> None:
+        """The hold back to what it has given out (its batch records are collected and billed: nothing in flight)."""
+        self.runner.run(
+            "UPDATE funds_holds SET amount_usd = committed_usd, updated_at = now() WHERE job_id = CAST(:job AS uuid) AND outcome IS NULL",
+            job=job_id,
+        )
+
+    def holders(self, owner_id: str, *, exclude_job: str | None = None) -> list[Holder]:
+        """The owner's other jobs whose open hold keeps part of the budget beyond their spend, largest first."""
+        rows = self.runner.run(
+            """SELECT h.job_id, f.name, h.amount_usd - COALESCE((SELECT SUM(cost_usd) FROM cost_ledger l WHERE l.job_id = h.job_id), 0) AS held
+               FROM funds_holds h JOIN large_conversion_jobs j ON j.id = h.job_id JOIN files f ON f.id = j.file_id
+               WHERE h.owner_id = :owner AND h.outcome IS NULL AND h.job_id IS DISTINCT FROM CAST(:exclude AS uuid)
+               ORDER BY held DESC, h.job_id""",
+            owner=owner_id,
+            exclude=exclude_job,
+        )
+        return [Holder(str(r["job_id"]), str(r["name"]), Decimal(r["held"])) for r in rows if Decimal(r["held"]) > 0]
 
     def mark_pause_settled(self, job_id: str) -> bool:
         """Set by the paused run's last step: nothing of that run touches the job any more (its owner may resume it)."""

@@ -45,6 +45,7 @@ def folder_job(row: Row) -> FolderJob:
         updated_at=row["updated_at"],
         enumerated_at=row["enumerated_at"],
         finished_at=row["finished_at"],
+        priority_allowed=bool(row["priority_allowed"]),
     )
 
 
@@ -108,13 +109,24 @@ class PgFolderJobs:
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
 
-    def add(self, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]) -> FolderJob | None:
-        """The job row; None when it exists already (same spec posted again)."""
+    def add(
+        self,
+        *,
+        job_id: str,
+        owner_id: str,
+        name: str | None,
+        spec: dict[str, Any],
+        source: tuple[str, str],
+        target: tuple[str, str],
+        priority_allowed: bool = False,
+    ) -> FolderJob | None:
+        """The job row with its lane rights; None when it exists already (same spec posted again)."""
         return _job(
             self.runner.one(
-                """INSERT INTO folder_jobs (id, owner_id, name, spec, input_bucket, input_prefix, output_bucket, output_prefix)
-               VALUES (:id, :owner, :name, CAST(:spec AS jsonb), :ib, :ip, :ob, :op)
+                """INSERT INTO folder_jobs (id, owner_id, name, spec, input_bucket, input_prefix, output_bucket, output_prefix, priority_allowed)
+               VALUES (:id, :owner, :name, CAST(:spec AS jsonb), :ib, :ip, :ob, :op, :allowed)
                ON CONFLICT (id) DO NOTHING RETURNING *""",
+                allowed=priority_allowed,
                 id=job_id,
                 owner=owner_id,
                 name=name,
@@ -155,13 +167,16 @@ class PgFolderJobs:
             )
         )
 
-    def reopen(self, job_id: str) -> FolderJob | None:
-        """A terminal folder job runs again (retry, resume): processing, next run number, listing state kept."""
+    def reopen(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        """A terminal folder job runs again (retry, resume): processing, next run number, listing state kept, the lane
+        rights decided again."""
         return _job(
             self.runner.one(
                 """UPDATE folder_jobs SET status = CASE WHEN enumeration_done THEN :listed ELSE :listing END,
-                      run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now()
+                      run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL, updated_at = now(),
+                      priority_allowed = :allowed
                WHERE id = :id AND status = ANY(:from_) AND finished_at IS NOT NULL RETURNING *""",
+                allowed=priority_allowed,
                 listed=st.folder_job("reopen").target,
                 listing=st.folder_job("reopen_enumeration").target,
                 from_=st.folder_job("reopen").from_states,
@@ -169,15 +184,17 @@ class PgFolderJobs:
             )
         )
 
-    def relist(self, job_id: str) -> FolderJob | None:
-        """A job that could not run (error: an empty folder, a listing refused) lists its folder again from the start."""
+    def relist(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        """A job that could not run (error: an empty folder, a listing refused) lists its folder again from the start,
+        the lane rights decided again."""
         move = st.folder_job("relist")
         return _job(
             self.runner.one(
                 """UPDATE folder_jobs SET status = :to, run = run + 1, turns = 0, error_id = NULL, error_message = NULL, finished_at = NULL,
                       continuation_token = NULL, objects_listed = 0, excluded_count = 0, enumeration_done = false, enumerated_at = NULL,
-                      updated_at = now()
+                      updated_at = now(), priority_allowed = :allowed
                WHERE id = :id AND status = ANY(:from_) RETURNING *""",
+                allowed=priority_allowed,
                 to=move.target,
                 from_=move.from_states,
                 id=job_id,

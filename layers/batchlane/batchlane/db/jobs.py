@@ -136,18 +136,22 @@ class PgJobs:
         self.insert_chunks(str(job["id"]), chunks, status=chunk_status or status)
         return JobRow.of(job)
 
-    def insert_chunks(self, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None) -> None:
-        """The chunk rows; ``chunk_bytes`` (chunk index → its source PDF's size) where the split knows it."""
+    def insert_chunks(
+        self, job_id: str, chunks: Sequence[ChunkSpan], *, status: str, chunk_bytes: Mapping[int, int] | None = None, chunk_records: Mapping[int, int] | None = None
+    ) -> None:
+        """The chunk rows; ``chunk_bytes`` (chunk index → its source PDF's size) where the split knows it; ``chunk_records``
+        (chunk index → its batch records) where they are not one per page (a born-digital chunk's pictures)."""
         for span in chunks:
             self.runner.run(
-                """INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status, source_bytes)
-                   VALUES (CAST(:job AS uuid), :i, :first, :last, :status, :size)""",
+                """INSERT INTO chunk_jobs (job_id, chunk_index, first_page, last_page, status, source_bytes, records)
+                   VALUES (CAST(:job AS uuid), :i, :first, :last, :status, :size, :records)""",
                 job=job_id,
                 i=span.index,
                 first=span.first_page,
                 last=span.last_page,
                 status=status,
                 size=(chunk_bytes or {}).get(span.index),
+                records=(chunk_records or {}).get(span.index),
             )
 
     def finish_split(
@@ -159,13 +163,14 @@ class PgJobs:
         chunks: Sequence[ChunkSpan],
         chunk_bytes: Mapping[int, int] | None = None,
         source_type: str = "pdf",
+        chunk_records: Mapping[int, int] | None = None,
     ) -> JobRow | None:
         """splitting → waiting_batch (``parked``) or pending, with the page count, the file's type and the chunk rows;
         None when the job left splitting meanwhile (cancelled): then nothing is written."""
         move = st.park() if parked else st.queue()
         job = self.move_job(job_id, move, total_pages=total_pages, chunk_count=len(chunks), source_type=source_type)
         if job is not None:
-            self.insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes)
+            self.insert_chunks(job_id, chunks, status=move.target, chunk_bytes=chunk_bytes, chunk_records=chunk_records)
         return job
 
     def get_job(self, job_id: str) -> JobRow | None:

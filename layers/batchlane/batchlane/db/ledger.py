@@ -90,20 +90,23 @@ class PgLedger:
         return [LedgerRow.of(r) for r in self.runner.run("SELECT * FROM cost_ledger WHERE job_id = CAST(:id AS uuid) ORDER BY id", id=job_id)]
 
     def carry_late_batch_cost(self, job_id: str) -> None:
-        """A batch bill written after its job left the lane (process now, cancel, stopping) still counts:
-        a finished job's total and its settled hold follow the ledger, and the job carries its batch cost
-        (its own batch rows: its shares, not the whole lane's bill it shared with other jobs)."""
+        """A batch bill written after its job left the lane (process now, cancel, stopping), or a cancelled job's
+        last chunk booking, still counts: a finished (or cancelled) job's total and its closed hold follow the
+        ledger, and the job carries its batch cost (its own batch rows: its shares, not the whole lane's bill).
+        The job row is locked first: two bookings committing at once each sum after the other's commit (the last
+        sees all); NO KEY UPDATE, since a booking holds KEY SHARE on it (its ledger row's foreign key)."""
+        self.runner.run("SELECT id FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR NO KEY UPDATE", id=job_id)
         self.runner.run(
             """UPDATE large_conversion_jobs SET total_cost_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
                    updated_at = now()
                WHERE id = CAST(:id AS uuid) AND status = ANY(CAST(:settled AS text[]))""",
             id=job_id,
-            settled=[JobStatus.COMPLETED, JobStatus.FAILED],
+            settled=[JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED],
         )
         self.runner.run(
             """UPDATE funds_holds SET settled_usd = (SELECT COALESCE(SUM(cost_usd), 0) FROM cost_ledger WHERE job_id = CAST(:id AS uuid)),
                    updated_at = now()
-               WHERE job_id = CAST(:id AS uuid) AND outcome = 'settled'""",
+               WHERE job_id = CAST(:id AS uuid) AND outcome IN ('settled', 'cancelled')""",
             id=job_id,
         )
         self.runner.run(

@@ -29,14 +29,17 @@ import uuid
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from batchlane.db.budgets import PgBudgets
 from batchlane.db.connection import ConnectParams, Database
 from batchlane.db.jobs import PgJobs
+from batchlane.db.uow import PgUnitOfWork
 from batchlane.domain.pace import SERVICE_MEMORY_INTERVALS, LimitSettings, NoLease, NoLimit, pace_ahead, pace_busy_after, pace_starts_free
 from batchlane.observability import logger
-from batchlane.ports import Aborted, Lease, LeaseWaitTimeout, Limiter
+from batchlane.ports import Aborted, Lease, LeaseWaitTimeout, Limiter, UnitOfWork
+
+T = TypeVar("T")
 
 # A waiting request's place among the waiters lasts this long unless refreshed (it polls every
 # 0.5 s at most): a worker that dies while waiting stops holding back the others within seconds.
@@ -67,6 +70,10 @@ class SerialDatabase:
 
     def run(self, sql: str, **params: Any) -> list[dict[str, Any]]:
         return self._call(lambda: self._db.run(sql, **params))
+
+    def with_database(self, work: Callable[[Database], Any]) -> Any:
+        """``work`` on this connection's thread, with its Database (a transaction of several statements)."""
+        return self._call(lambda: work(self._db))
 
     def _call(self, statement: Callable[[], Any]) -> Any:
         try:
@@ -288,3 +295,12 @@ class SerialPageThreadDatabase:
     @property
     def jobs(self) -> PgJobs:
         return PgJobs(self._serial)
+
+    def in_one_transaction(self, work: Callable[[UnitOfWork], T]) -> T:
+        def run(db: Database) -> T:
+            uow = PgUnitOfWork(db)
+            with uow:
+                return work(uow)
+
+        result: T = self._serial.with_database(run)
+        return result

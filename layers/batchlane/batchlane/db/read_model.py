@@ -8,6 +8,7 @@ from typing import Any
 
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
+from batchlane.domain.savings import BATCH_SERVED_KEY, LedgerMoney
 from batchlane.ports import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile
 
 _JOB_COLUMNS = """j.id AS job_id, j.file_id, j.owner_id, j.status, j.retry_attempt, j.retry_pages, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
@@ -165,3 +166,17 @@ class PgReads:
             id=job_id,
         )
         return [ModelSpend(r["model_id"], Decimal(r["cost"]), int(r["inp"]), int(r["out"])) for r in rows]
+
+    def ledger_money(self, job_id: str) -> LedgerMoney:
+        """domain/savings.ledger_money over the job's ledger rows, summed here."""
+        row = self.runner.one(
+            """SELECT COALESCE(SUM(cost_usd), 0) AS total,
+                      COALESCE(SUM(cost_usd) FILTER (WHERE backend = 'batch'), 0) AS batch,
+                      COALESCE(SUM(cost_usd) FILTER (WHERE backend <> 'batch'), 0) AS on_demand,
+                      COALESCE(SUM(CAST(metadata ->> :key AS numeric)), 0) AS served
+               FROM cost_ledger WHERE job_id = CAST(:id AS uuid)""",
+            id=job_id,
+            key=BATCH_SERVED_KEY,
+        )
+        assert row is not None
+        return LedgerMoney(Decimal(row["total"]), Decimal(row["on_demand"]), Decimal(row["batch"]), Decimal(row["served"]))

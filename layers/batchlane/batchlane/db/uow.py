@@ -13,6 +13,7 @@ from batchlane.db.budgets import PgBudgets
 from batchlane.db.caps import PgCaps
 from batchlane.db.connection import Database, Transaction
 from batchlane.db.deliveries import PgDeliveries
+from batchlane.db.estimates import PgEstimates
 from batchlane.db.folder_jobs import PgFolderJobs
 from batchlane.db.jobs import PgJobs, Runner
 from batchlane.db.ledger import PgLedger
@@ -21,6 +22,7 @@ from batchlane.db.rate_limits import PgRateLimits
 from batchlane.db.read_model import PgReads
 from batchlane.db.retries import PgRetries
 from batchlane.db.service_tiers import PgServiceTiers
+from batchlane.db.webhook_secrets import PgWebhookSecrets
 
 
 class PgUnitOfWork:
@@ -81,6 +83,14 @@ class PgUnitOfWork:
     @property
     def service_tiers(self) -> PgServiceTiers:
         return PgServiceTiers(self.runner)
+
+    @property
+    def estimates(self) -> PgEstimates:
+        return PgEstimates(self.runner)
+
+    @property
+    def webhook_secrets(self) -> PgWebhookSecrets:
+        return PgWebhookSecrets(self.runner)
 
     def check_connection(self) -> None:
         """Ping this thread's connection now and reconnect if it is gone (inside ``with`` the transaction's own is used)."""

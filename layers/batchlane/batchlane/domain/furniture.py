@@ -26,6 +26,8 @@ MIN_REPEATS = 3  # pages a folio's offset, or a running line, must stand on
 FOLIO_WINDOW = 5  # a folio's offset recurs within this many pages either side (a bound volume restarts it)
 RUNNING_WINDOW = 2  # a running line recurs at the same edge within this many pages (odd and even pages alternate)
 MAX_TITLE_WORDS = 16  # the longest running title cut from a paragraph it was glued to
+MAX_CHAPTER_WORDS = 4  # the longest title of an unnumbered chapter (Stichwortverzeichnis) cut beside its folio
+CHAPTER_LOOKBACK = 40  # pages back to the page such a chapter opened on
 MAX_REMEMBERED_TITLES = 20_000  # memory stays bounded on any document
 
 _HEADING_MARK = re.compile(r"^#{1,6}\s+")
@@ -321,12 +323,13 @@ class _Decider:
         words this page's edge block shares with the same edge of MIN_REPEATS pages close by (2 in 5 of them)."""
         mine = self._edge_words(candidate)
         low, high = page - 2 * RUNNING_WINDOW, page + 2 * RUNNING_WINDOW
-        shared = []
+        others: list[tuple[int, list[str], int]] = []  # (page, its edge words, how many it shares with mine)
         for q in range(low, high + 1):
             other = next((c for c in self.candidates.get(q, []) if q != page and c.edge == candidate.edge and c.depth == 0), None)
             if other is not None:
-                shared.append(_common_words(mine, self._edge_words(other)))
-        shared.sort(reverse=True)
+                words = self._edge_words(other)
+                others.append((q, words, _common_words(mine, words)))
+        shared = sorted((common for _, _, common in others), reverse=True)
         with_text = bisect.bisect_right(self.pages, high) - bisect.bisect_left(self.pages, low)
         needed = max(MIN_REPEATS - 1, -(-2 * with_text // 5) - 1)  # the other pages besides this one
         if len(shared) < needed or needed < 1:
@@ -337,6 +340,8 @@ class _Decider:
             return None
         if candidate.form == "line" and len(candidate.text.split()) <= length:
             return None
+        if _folio_after(page, mine, length, [(q, words) for q, words, common in others if common >= length]) >= needed:
+            return self._partial(candidate, length + 1, prefix=candidate.edge == "top", folio=True)
         return self._partial(candidate, length, prefix=candidate.edge == "top", folio=False)
 
     @staticmethod
@@ -431,6 +436,8 @@ class _Decider:
         if candidate.form != "glued" and (candidate.title in self.titles or candidate.title in self.known or candidate.title in self.headings):
             return whole
         title = self._glued_title(words[:MAX_TITLE_WORDS], reverse=candidate.side == "trail")
+        if title == 0 and candidate.edge == "top" and candidate.side == "lead":
+            title = self._chapter_title(page, words)
         if candidate.form != "glued" and title == len(words):
             return whole
         if title == 0:
@@ -440,6 +447,31 @@ class _Decider:
             if len(words) and not _bare_folio_glued(words[0], top=candidate.side == "lead"):
                 return None  # a number alone at the start or end of a paragraph is the paragraph's ("42 students …")
         return self._partial(candidate, 1 + title)
+
+    def _chapter_title(self, page: int, words: list[str]) -> int:
+        """How many of ``words`` (right after a folio at the top) are the title of the unnumbered chapter they stand in
+        (``113 Stichwortverzeichnis Homöomorphismengruppe, 10``): the words an earlier page without a top folio opened
+        with, that page giving them as a heading or another page close by giving them after its folio too. Words of
+        letters only, so ``Beweis:`` or ``Definition 17`` never count."""
+        plain = [title_key(w) for w in words[:MAX_CHAPTER_WORDS]]
+        run = next((k for k, w in enumerate(words[:MAX_CHAPTER_WORDS]) if not w.isalpha()), len(plain))
+        if not run or not words[0][:1].isupper():
+            return 0
+        again = any(self._after_folio(q)[:run] == plain[:run] for q in range(page - 2 * RUNNING_WINDOW, page + 2 * RUNNING_WINDOW + 1) if q != page)
+        for q in range(page - 1, page - CHAPTER_LOOKBACK - 1, -1):
+            opening = next((c for c in self.candidates.get(q, []) if c.edge == "top" and c.depth == 0), None)
+            if opening is None or self._folio(q, opening):
+                continue
+            opens = [title_key(w) for w in _plain(opening.text)[0].split()[:run]]
+            length = _common_words(plain[:run], opens)
+            if length and (again or (opening.heading and opening.form == "block" and length == len(opening.key.split()))):
+                return length
+        return 0
+
+    def _after_folio(self, page: int) -> list[str]:
+        """The words right after the folio at the top of ``page`` (as compared across pages), or none."""
+        found = next((c for c in self.candidates.get(page, []) if c.edge == "top" and c.depth == 0 and c.side == "lead" and self._folio(page, c)), None)
+        return [title_key(w) for w in self._title_words(found)[:MAX_CHAPTER_WORDS]] if found else []
 
     def _partial(self, candidate: Candidate, count: int, *, prefix: bool | None = None, folio: bool = True) -> Removal | None:
         """The first (lead) or last (trail) ``count`` words of the block: the folio and its running title."""
@@ -483,6 +515,15 @@ class _Decider:
 def _inner_index(words: list[str]) -> int:
     """Where the number stands in a title-first glued head (:func:`_title_first`)."""
     return next((i for i, w in enumerate(words) if w.isdigit() and i > 0), 0)
+
+
+def _folio_after(page: int, mine: list[str], length: int, others: list[tuple[int, list[str]]]) -> int:
+    """How many of the ``others`` (page, edge words) sharing the head's ``length`` words carry, right after it, a number
+    at the same offset from their page as the word after this page's head (``…, page 20``): a folio glued to the head."""
+    number = folio_value(mine[length]) if length < len(mine) else None
+    if number is None:
+        return 0
+    return sum(1 for q, words in others if length < len(words) and folio_value(words[length]) == number - page + q)
 
 
 def _common_words(a: list[str], b: list[str]) -> int:

@@ -23,6 +23,7 @@ class Entity(StrEnum):
     DELIVERY = "delivery"  # webhook_deliveries.status
     FOLDER_JOB = "folder_job"  # folder_jobs.status
     FOLDER_FILE = "folder_file"  # folder_job_files.status
+    ESTIMATE = "estimate"  # estimates.status
 
 
 class FileStatus(StrEnum):
@@ -107,6 +108,14 @@ class FolderFileStatus(StrEnum):
     SKIPPED = "skipped"
 
 
+class EstimateStatus(StrEnum):
+    """A dry run's asynchronous estimate (0037_estimates.sql): the worker runs it, then it holds its answer or why not."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
 class BedrockJobStatus(StrEnum):
     """GetModelInvocationJob's statuses (AWS), plus ``Lost``: ours, for ResourceNotFoundException."""
 
@@ -145,6 +154,7 @@ STATUSES: dict[Entity, type[StrEnum]] = {
     Entity.DELIVERY: DeliveryStatus,
     Entity.FOLDER_JOB: FolderJobStatus,
     Entity.FOLDER_FILE: FolderFileStatus,
+    Entity.ESTIMATE: EstimateStatus,
 }
 
 # The statuses a row is inserted with.
@@ -162,6 +172,7 @@ INITIAL: dict[Entity, frozenset[str]] = {
     Entity.FOLDER_JOB: frozenset({FolderJobStatus.ENUMERATING}),
     # found by the listing: queued, or already decided (skipped: converted before; failed: not a PDF, a collision)
     Entity.FOLDER_FILE: frozenset({FolderFileStatus.QUEUED, FolderFileStatus.SKIPPED, FolderFileStatus.FAILED}),
+    Entity.ESTIMATE: frozenset({EstimateStatus.RUNNING}),
 }
 
 
@@ -263,6 +274,9 @@ TRANSITIONS: tuple[Transition, ...] = (
     _t(Entity.FOLDER_FILE, "fail", (FF.QUEUED, FF.PROCESSING), FF.FAILED),
     _t(Entity.FOLDER_FILE, "skip", (FF.QUEUED, FF.PROCESSING), FF.SKIPPED),  # cancelled, or converted before
     _t(Entity.FOLDER_FILE, "retry", (FF.FAILED, FF.SKIPPED), FF.QUEUED),  # retry by error id, or a resume
+    # a dry run's estimate: the worker answers it once
+    _t(Entity.ESTIMATE, "complete", (EstimateStatus.RUNNING,), EstimateStatus.COMPLETED),
+    _t(Entity.ESTIMATE, "fail", (EstimateStatus.RUNNING,), EstimateStatus.FAILED),
 )
 
 _BY_NAME: dict[tuple[Entity, str], Transition] = {(t.entity, t.name): t for t in TRANSITIONS}
@@ -411,3 +425,8 @@ def retry_delivery() -> Transition:
 
 def give_up_delivery() -> Transition:
     return transition(Entity.DELIVERY, "give_up")
+
+
+def estimate(name: str) -> Transition:
+    """An estimate's move by name (``complete``, ``fail``)."""
+    return transition(Entity.ESTIMATE, name)

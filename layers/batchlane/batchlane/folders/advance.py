@@ -22,7 +22,7 @@ from batchlane.domain.advice import error_object
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.domain.file_types import DOCUMENTS
-from batchlane.domain.folder_policy import deadline_lane, retry_file, waits_for_capacity
+from batchlane.domain.folder_policy import DEADLINE, deadline_lane, retry_file, waits_for_capacity
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.formats.document import media_type
@@ -179,6 +179,25 @@ def lane_rule_reason(svc: Services, job: FolderJob, pages: int) -> str:
     return batch_eligible(options, pages, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)[1]
 
 
+DEADLINE_MISSED = "deadline_missed"  # a late file of a job without the lane rights: it stays in the batch lane
+ON_DEMAND_REASONS = frozenset({"priority_high", DEADLINE})
+
+
+def file_lane(job: FolderJob, spec: FolderJobSpec, now: datetime, turnaround_h: float, margin_h: float) -> tuple[str | None, dict[str, Any]]:
+    """(lane reason, options) of a file starting ``now``, by the lane rights recorded with the job at submit (or its last
+    retry), never by who asks now (issue 40.3). Priority high or a deadline the batch turnaround no longer meets send it
+    on-demand only with the rights; without them a late file stays in the batch lane and is reported ``deadline_missed``
+    (its options lose the deadline, which would send it on-demand from the pool)."""
+    options = file_options(spec)
+    if spec.policy.priority == "high":
+        return ("priority_high", options) if job.priority_allowed else (None, options)
+    if deadline_lane(spec.policy.deadline, now, turnaround_h, margin_h) is None:
+        return None, options
+    if job.priority_allowed:
+        return DEADLINE, options
+    return DEADLINE_MISSED, {k: v for k, v in options.items() if k != "deadline"}
+
+
 def start_queued(svc: Services, job: FolderJob) -> int:
     """Claim queued files up to the in-flight cap and open each one's ordinary conversion job."""
     job_id = job.id
@@ -227,19 +246,14 @@ def start_file(svc: Services, buckets: Any, job: FolderJob, spec: FolderJobSpec,
         folder_jobs.finish_file(job_id, key, status="failed", error_id="FILE_MISSING", error_message=f"s3://{job.input_bucket}/{key} does not exist.")
         return
     file_row = folder_jobs.insert_source_file(owner_id=job.owner_id, name=posixpath.basename(key), bucket=job.input_bucket, key=key, size_bytes=size)
-    margin_h = svc.settings.batch_deadline_margin_s / 3600
-    lane_reason = (
-        "priority_high"
-        if spec.policy.priority == "high"
-        else deadline_lane(spec.policy.deadline, datetime.now(UTC), svc.settings.batch_deadline_hours, margin_h)
-    )
+    lane_reason, options = file_lane(job, spec, datetime.now(UTC), svc.settings.batch_deadline_hours, svc.settings.batch_deadline_margin_s / 3600)
     try:
         created = create_job(
             svc,
             file_id=file_row.id,
-            options=file_options(spec),
+            options=options,
             max_pages=spec.policy.max_pages_per_document,
-            on_demand=lane_reason is not None,
+            on_demand=lane_reason in ON_DEMAND_REASONS,
         )
     except (LimitReached, StoreUnavailable):  # caps full (a race with their other conversions), or a blip: wait for the next turn
         folder_jobs.release(job_id, key)

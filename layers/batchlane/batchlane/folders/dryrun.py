@@ -22,16 +22,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion.dryrun import INPUT_TOKENS_PER_PAGE, MARKDOWN_OVERHEAD, PROMPT_TOKENS_PER_REQUEST, _on_demand_seconds
+from batchlane.conversion import page_forms
+from batchlane.conversion.dryrun import _on_demand_seconds
+from batchlane.conversion.estimate import PageCounts, expected_usage
+from batchlane.domain import describe
 from batchlane.domain import file_types as ft
-from batchlane.domain.cost import Usage
 from batchlane.domain.errors import InputError
+from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
+from batchlane.folders.finish import redacted_spec
 from batchlane.folders.usecases import prepare
 from batchlane.formats import detect as formats
+from batchlane.pdf.bounded import Bound
 from batchlane.pdf.split import open_pdf_file
-from batchlane.pdf.survey import survey_pdf
+from batchlane.pdf.survey import SURVEY_BOUND, survey_pdf
 from batchlane.ports import Services
 
 MAX_DRY_RUN_PAGES = 10  # 10,000 objects
@@ -43,7 +48,7 @@ EXACT_BYTES = 256 * 1024 * 1024  # ... and this many bytes in all (each download
 SAMPLE_FILES = 24  # past that: this many files, spread over the folder by size, are counted
 TEXT_FILES = 5  # of the files counted, this many are surveyed for text (the output estimate)
 TEXT_PAGES = 100  # pages a text survey looks at in one file (a seeded sample past it)
-COUNT_DEADLINE_S = 15.0  # page counting stops here; files not counted by then are extrapolated
+COUNT_DEADLINE_S = 15.0  # page counting stops here, counts still running are not waited for; files not counted by then are extrapolated
 
 
 @dataclass(frozen=True)
@@ -91,11 +96,15 @@ def extrapolate(counted: Sequence[Counted], uncounted_bytes: Sequence[int], *, m
     return PageEstimate(total, pages + low, pages + high, round(chars_per_page * total), "extrapolated", len(counted), len(surveyed))
 
 
-def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = ()) -> dict[str, Any]:
-    """The caller's grants are checked before anything is listed (usecases.prepare)."""
+def estimate(
+    svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] = (), progress: Callable[[dict[str, Any]], None] | None = None
+) -> dict[str, Any]:
+    """The caller's grants are checked before anything is listed (usecases.prepare); the folder is read as its
+    owner (the folder-access role, as the job's own reads). ``progress`` hears each listing page and count."""
     spec = prepare(svc, body, owner_id=owner_id, groups=groups)
     settings = svc.settings
-    buckets = svc.folder_buckets()
+    report = progress or (lambda step: None)
+    buckets = svc.folder_buckets(owner_id)
     source = spec.input_uri
     objects: list[tuple[str, int]] = []
     token: str | None = None
@@ -107,6 +116,7 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
             break
         page = buckets.list_page(source.bucket, source.key, token=token, recursive=spec.input.recursive, max_keys=1000)
         objects.extend(page.objects)
+        report({"step": "listing", "done": len(objects), "total": None})
         token = page.next_token
         if token is None:
             complete = True
@@ -133,7 +143,16 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
     estimates: list[PageEstimate] = []
     refused: dict[str, str] = {}
     for name, files in sorted(vision.items()):
-        part, part_refused = _pages(svc, source.bucket, files, settings.batchlane_max_pages, deadline_s=COUNT_DEADLINE_S / len(vision), images=name != "pdf")
+        part, part_refused = _pages(
+            svc,
+            source.bucket,
+            files,
+            settings.batchlane_max_pages,
+            owner_id=owner_id,
+            report=report,
+            deadline_s=COUNT_DEADLINE_S / len(vision),
+            images=name != "pdf",
+        )
         estimates.append(part)
         refused.update(part_refused)
         per_type[name] = {"files": len(files), "pages": part.total, "method": part.method, **_type_cost(svc, settings, model_id, part)}
@@ -142,16 +161,18 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
         entry["files"] += 1
     counted = _sum_estimates(estimates)
     pages, chars = counted.total, counted.text_chars
-    output_tokens = math.ceil(chars / 4 * MARKDOWN_OVERHEAD)
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
     requests = math.ceil(pages / per_request) if pages else 0
-    on_demand = Usage(pages * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
-    batch = Usage(pages * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
+    # the same figures as a single file's dry run (conversion/estimate.py), over the folder's pages and text
+    expected = expected_usage(
+        PageCounts(pages, 0, 0, chars), config=page_forms.converter_config(svc.uow().page_forms, settings, spec.options), settings=settings
+    )
+    on_demand, batch = expected.on_demand, expected.batch
     lane_possible = settings.batch_lane_configured and spec.policy.priority != "high"
     return {
         "dryRun": True,
         "created": False,
-        "spec": spec.model_dump(mode="json"),
+        "spec": redacted_spec(spec.model_dump(mode="json")),  # no callback header value comes back
         "listing": {"objects": len(objects), "complete": complete, "note": None if complete else f"looked at the first {len(objects)} objects only"},
         "files": {
             "to_convert": len(to_convert),
@@ -173,13 +194,28 @@ def estimate(svc: Services, body: Any, *, owner_id: str, groups: Iterable[str] =
         "estimate": {
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
             "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
-            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: {INPUT_TOKENS_PER_PAGE} input tokens a page; output from the pages' text; priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
+            "worstCaseUsd": str(svc.prices.cost(model_id, expected.worst)),
+            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: each page's image and text (at least 1,500 tokens a PDF page) in, its text as Markdown out (conversion/estimate.py); priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
             "batchUpToHours": settings.batch_conversion_timeout_hours if lane_possible else None,
         },
         "lane": _lane(settings, spec, lane_possible),
+        **({"figures": _figures(svc, model_id, lane_possible, len(documents))} if spec.options.get(describe.OPTION) else {}),
+    }
+
+
+def _figures(svc: Services, model_id: str, lane_possible: bool, documents: int) -> dict[str, Any]:
+    """describeFigures on a folder: the born-digital files' pictures are counted when each is converted; what one costs."""
+    largest = describe.expected_usage(CLAUDE_MAX_LONG_EDGE_PX, CLAUDE_MAX_LONG_EDGE_PX)
+    return {
+        "documents": documents,
+        "pictures": None,
+        "perPictureUpToUsd": str(svc.prices.cost(model_id, largest, batch=lane_possible)),
+        "lane": "batch" if lane_possible else "on_demand",
+        "basis": "each born-digital file's pictures are counted when it is converted (a file's own dry run lists them); a picture costs its "
+        "image tokens (at most ~1,600, for one Claude scales down) and the prompt in, a few sentences out, at the files' lane",
     }
 
 
@@ -216,13 +252,10 @@ def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, i
 
 
 def _type_cost(svc: Services, settings: Any, model_id: str, part: PageEstimate) -> dict[str, str]:
-    """One type's share of the estimate, with the folder's own formula (per page, output from the text)."""
-    output_tokens = math.ceil(part.text_chars / 4 * MARKDOWN_OVERHEAD)
-    per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
-    requests = math.ceil(part.total / per_request) if part.total else 0
-    on_demand = Usage(part.total * INPUT_TOKENS_PER_PAGE + requests * PROMPT_TOKENS_PER_REQUEST, output_tokens)
-    batch = Usage(part.total * (INPUT_TOKENS_PER_PAGE + PROMPT_TOKENS_PER_REQUEST), output_tokens)
-    return {"onDemandUsd": str(svc.prices.cost(model_id, on_demand)), "batchUsd": str(svc.prices.cost(model_id, batch, batch=True))}
+    """One type's share of the estimate, with a single file's figures (conversion/estimate.py) over its pages and text."""
+    config = page_forms.converter_config(svc.uow().page_forms, settings, {"modelId": model_id})
+    expected = expected_usage(PageCounts(part.total, 0, 0, part.text_chars), config=config, settings=settings)
+    return {"onDemandUsd": str(svc.prices.cost(model_id, expected.on_demand)), "batchUsd": str(svc.prices.cost(model_id, expected.batch, batch=True))}
 
 
 def _sum_estimates(parts: list[PageEstimate]) -> PageEstimate:
@@ -242,7 +275,15 @@ def _sum_estimates(parts: list[PageEstimate]) -> PageEstimate:
 
 
 def _pages(
-    svc: Services, bucket: str, files: list[Any], max_pages: int, *, deadline_s: float = COUNT_DEADLINE_S, images: bool = False
+    svc: Services,
+    bucket: str,
+    files: list[Any],
+    max_pages: int,
+    *,
+    owner_id: str,
+    report: Callable[[dict[str, Any]], None] = lambda step: None,
+    deadline_s: float = COUNT_DEADLINE_S,
+    images: bool = False,
 ) -> tuple[PageEstimate, dict[str, str]]:
     """Every file's pages counted when the set is small, else a sample spread over the sizes; both in
     parallel and within ``COUNT_DEADLINE_S``; what was not counted is extrapolated by bytes. Also
@@ -252,12 +293,18 @@ def _pages(
     chosen = by_size if small else sorted({by_size[round(k * (len(files) - 1) / (SAMPLE_FILES - 1))] for k in range(SAMPLE_FILES)})
     surveyed = min(TEXT_FILES, len(chosen))
     text_at = {chosen[round(k * (len(chosen) - 1) / max(1, surveyed - 1))] for k in range(surveyed)}  # spread over the sizes
-    store = svc.store.in_bucket(bucket)
-    with tempfile.TemporaryDirectory(prefix="folder-dryrun-") as tmp:
+    store = svc.folder_source(bucket, owner_id)
+    report({"step": "counting", "done": 0, "total": len(chosen)})
+    deadline = time.monotonic() + deadline_s
+    # Counts still running at the deadline are left behind (each ends within its own bound): the directory
+    # may go before they do, so its removal ignores what they still hold.
+    with tempfile.TemporaryDirectory(prefix="folder-dryrun-", ignore_cleanup_errors=True) as tmp:
 
-        def count(i: int) -> Counted:
+        def count(i: int) -> Counted | None:
             path = Path(tmp) / f"{i}.pdf"
             try:
+                if time.monotonic() >= deadline:
+                    return None
                 store.download_to(files[i].source_key, path)
                 size = max(files[i].size_bytes, path.stat().st_size)
                 if images:  # a picture is counted as the split will send it: a PDF of a page per frame
@@ -265,41 +312,51 @@ def _pages(
                         path.write_bytes(formats.wrap_image(path, max_pages=max_pages))
                     except InputError as exc:
                         return Counted(size, 0, error_id=exc.error_id)
-                return _count(path, size, max_pages=max_pages, survey_text=i in text_at)
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                return _count(path, size, max_pages=max_pages, survey_text=i in text_at, seconds=left)
             finally:
                 path.unlink(missing_ok=True)
 
-        done = _within(count, chosen, deadline_s=deadline_s)
+        done = _within(count, chosen, deadline_s=deadline - time.monotonic(), on_done=lambda n: report({"step": "counting", "done": n, "total": len(chosen)}))
     uncounted = [files[i].size_bytes for i in range(len(files)) if i not in done]
     refused = {files[i].source_key: c.error_id for i, c in sorted(done.items()) if c.error_id}
     return extrapolate(list(done.values()), uncounted, max_pages=max_pages), refused
 
 
-def _count(path: Path, size: int, *, max_pages: int, survey_text: bool) -> Counted:
-    """A file's page count from its page tree (and its text when ``survey_text``); 0 pages when unreadable."""
+def _count(path: Path, size: int, *, max_pages: int, survey_text: bool, seconds: float = SURVEY_BOUND.seconds) -> Counted:
+    """A file's page count from its page tree (and its text when ``survey_text``, surveyed within ``seconds``);
+    0 pages when unreadable."""
     try:
         with path.open("rb") as stream:
             document = open_pdf_file(stream, max_pages=max_pages)
             pages = document.page_count
             document.close()
-        chars = survey_pdf(path, max_pages=max_pages, sample=TEXT_PAGES).text_chars_nonblank if survey_text else None
+        bound = Bound(min(seconds, SURVEY_BOUND.seconds), SURVEY_BOUND.memory_mb)
+        chars = survey_pdf(path, max_pages=max_pages, sample=TEXT_PAGES, bound=bound).text_chars_nonblank if survey_text else None
     except InputError as exc:
         return Counted(size, 0, error_id=exc.error_id)  # a bad file fails on its own when converted; it adds no pages
     return Counted(size, pages, chars)
 
 
-def _within(work: Callable[[int], Counted], indexes: list[int], *, deadline_s: float) -> dict[int, Counted]:
-    """``work`` on each index, a few at a time, until the deadline: what finished by then, by index."""
+def _within(
+    work: Callable[[int], Counted | None], indexes: list[int], *, deadline_s: float, on_done: Callable[[int], None] = lambda n: None
+) -> dict[int, Counted]:
+    """``work`` on each index, a few at a time, for ``deadline_s``: what finished by then, by index.
+    Work still running at the deadline is not waited for (issue 40: a 15 s promise once took 119 s); what is queued is dropped."""
     results: dict[int, Counted] = {}
     deadline = time.monotonic() + deadline_s
     pool = ThreadPoolExecutor(max_workers=min(8, PARALLEL_S3_CALLS))
     try:
-        pending: dict[Future[Counted], int] = {pool.submit(work, i): i for i in indexes}
+        pending: dict[Future[Counted | None], int] = {pool.submit(work, i): i for i in indexes}
         while pending and (left := deadline - time.monotonic()) > 0:
             finished, _ = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
             for future in finished:
                 index = pending.pop(future)
-                results[index] = future.result()
+                if (counted := future.result()) is not None:
+                    results[index] = counted
+            on_done(len(results))
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)  # queued counts are dropped; running ones end with their download
+        pool.shutdown(wait=False, cancel_futures=True)
     return results

@@ -14,6 +14,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Literal
@@ -37,13 +38,22 @@ class S3Uri:
         return f"s3://{self.bucket}/{self.key}"
 
 
+MAX_KEY_BYTES = 1024  # S3's limit on a key, in UTF-8 bytes
+
+
 def parse_s3_uri(uri: str) -> S3Uri:
-    """``s3://bucket/key`` → S3Uri; ValueError for anything else."""
+    """``s3://bucket/key`` → S3Uri; ValueError for anything else: a control character anywhere (a NUL once reached
+    PostgreSQL, which refuses it in text, and answered 500), a key over S3's 1,024 bytes."""
     if not uri.startswith("s3://"):
         raise ValueError(f"not an s3:// URI: {uri!r}")
     bucket, _, key = uri[5:].partition("/")
     if not bucket:
         raise ValueError(f"no bucket in {uri!r}")
+    bad = next((ch for ch in uri if unicodedata.category(ch) == "Cc"), None)
+    if bad is not None:
+        raise ValueError(f"it holds a control character (U+{ord(bad):04X})")
+    if len(key.encode()) > MAX_KEY_BYTES:
+        raise ValueError(f"the key is longer than S3's {MAX_KEY_BYTES} bytes")
     return S3Uri(bucket, key)
 
 

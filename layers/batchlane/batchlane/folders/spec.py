@@ -77,6 +77,7 @@ class FileOptions(_Strict):
     modelId: str | None = Field(None, min_length=1, max_length=256, pattern=r"^[A-Za-z0-9.:_/-]+$")
     deadline: str | None = Field(None, max_length=64)  # ISO 8601, read by the single-file path (parse_deadline)
     conversionFormats: dict[Literal["md", "docx", "html", "json"], bool] | None = None  # renderings beside each Markdown
+    describeFigures: bool | None = None  # a born-digital file's pictures described by Claude (docs/formats.md)
     callbackUrl: str | None = Field(None, min_length=1, max_length=2048)
     callbackEvents: list[str] | None = Field(None, max_length=10)
     callbackHeaders: dict[str, str] | None = Field(None, max_length=10)
@@ -130,13 +131,40 @@ def _check_folder_uri(uri: str, where: str) -> S3Uri:
     return parsed
 
 
+def _nul_at(value: Any, where: str = "spec") -> str | None:
+    """Where a NUL stands in the posted body (a string or key anywhere), or None: PostgreSQL refuses it in text."""
+    if isinstance(value, str):
+        return where if "\x00" in value else None
+    if isinstance(value, dict):
+        return next((found for k, v in value.items() if (found := _nul_at(str(k), where) or _nul_at(v, f"{where}.{k}"))), None)
+    if isinstance(value, list):
+        return next((found for i, v in enumerate(value) if (found := _nul_at(v, f"{where}[{i}]"))), None)
+    return None
+
+
 def parse_spec(body: Any) -> FolderJobSpec:
     """Validate a posted spec and fill in every default; InputError (SPEC_INVALID, FOLDER_URI_*) otherwise."""
+    for part, field in (("input", "folder"), ("input", "files"), ("output", "folder")):
+        section = body.get(part) if isinstance(body, dict) else None
+        if isinstance(section, dict):
+            _check_uris(section.get(field), f"{part}.{field}")  # a URI's own id (FOLDER_URI_INVALID), before anything else
+    if (where := _nul_at(body)) is not None:
+        raise InputError(f"{where} holds a NUL character.", error_id="SPEC_INVALID")
     try:
         spec = FolderJobSpec.model_validate(body, by_alias=True, by_name=False)
     except ValidationError as exc:
         raise InputError(first_error(exc, where="spec"), error_id="SPEC_INVALID") from None
     return normalise(spec)
+
+
+def _check_uris(value: Any, where: str) -> None:
+    """FOLDER_URI_INVALID for a URI (or a list's) that parse_s3_uri refuses; anything else is left to the model."""
+    for uri in value if isinstance(value, list) else [value]:
+        if isinstance(uri, str):
+            try:
+                parse_s3_uri(uri)
+            except ValueError as exc:
+                raise InputError(f"{where} must be an s3://bucket/folder/ URI: {exc}.", error_id="FOLDER_URI_INVALID") from None
 
 
 def normalise(spec: FolderJobSpec) -> FolderJobSpec:

@@ -61,12 +61,9 @@ def check_notifications(notes: NotificationsSpec, *, allow_private: bool) -> Not
     return NotificationsSpec(callback_url=checked["callbackUrl"], callback_events=events, callback_headers=checked["callbackHeaders"])
 
 
-def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None, groups: Iterable[str] = ()) -> tuple[dict[str, Any], bool]:
-    """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes.
-
-    ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
-    out of the batch lane answer 403, as for a single file (docs/operations.md, budgets)."""
-    spec = prepare(svc, body, owner_id=owner_id, groups=groups)
+def lane_opt_outs_of(svc: Services, spec: FolderJobSpec) -> list[str]:
+    """What in the spec leaves the half-price batch lane, needing the priority permission: priority high, the lane
+    opt-out options, a deadline sooner than the batch turnaround (now)."""
     settings = svc.settings
     short = deadline_opt_outs(
         {"policy.deadline": spec.policy.deadline, "options.deadline": parse_deadline(spec.options.get("deadline"))},
@@ -74,11 +71,33 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
         settings.batch_deadline_hours,
         settings.batch_deadline_margin_s / 3600,
     )
-    if priority_group and (spec.policy.priority == "high" or lane_opt_outs(spec.options) or short):
+    return (["policy.priority high"] if spec.policy.priority == "high" else []) + lane_opt_outs(spec.options) + short
+
+
+def check_lane_rights(svc: Services, spec: FolderJobSpec, *, priority_group: str | None) -> bool:
+    """The lane rights of a run of the job, from the caller's groups now (issue 40.3): True when its files may leave the
+    batch lane. ``priority_group``: the group the caller lacks (None: a member, or no group configured). A spec that
+    needs the rights without them answers 403, as for a single file."""
+    if priority_group is None:
+        return True
+    needs = lane_opt_outs_of(svc, spec)
+    if needs:
         raise Forbidden(
-            f"priority high, lane opt-out options or a deadline sooner than the batch lane's {settings.batch_deadline_hours:g} h turnaround "
-            f"({', '.join(short) or 'none here'}) skip the half-price batch lane; that needs membership of the {priority_group} group."
+            f"priority high, lane opt-out options or a deadline sooner than the batch lane's {svc.settings.batch_deadline_hours:g} h turnaround "
+            f"({', '.join(needs)}) skip the half-price batch lane; that needs membership of the {priority_group} group."
         )
+    return False
+
+
+def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | None = None, groups: Iterable[str] = ()) -> tuple[dict[str, Any], bool]:
+    """(status, created). The same spec again answers the existing job; with ``skip`` a cancelled one resumes.
+
+    ``priority_group``: the group the caller lacks; then ``priority: high`` or options that keep files
+    out of the batch lane answer 403, as for a single file (docs/operations.md, budgets). The lane rights the caller's
+    groups give are recorded with the job: every file of this run starts by them (folders/advance.start_file)."""
+    spec = prepare(svc, body, owner_id=owner_id, groups=groups)
+    settings = svc.settings
+    priority_allowed = check_lane_rights(svc, spec, priority_group=priority_group)
     job_id = folder_job_id(spec, owner_id)
     folder_jobs = svc.uow().folder_jobs
     if folder_jobs.get(job_id) is None:  # a new job (the same spec again answers the existing one)
@@ -98,34 +117,36 @@ def submit(svc: Services, owner_id: str, body: Any, *, priority_group: str | Non
         spec=spec.model_dump(mode="json"),
         source=(source.bucket, source.key),
         target=(target.bucket, target.key),
+        priority_allowed=priority_allowed,
     )
     if row is not None:
         svc.workflows.start_folder_job(job_id, _run_name(row))
-        logger.info("folder job submitted", job_id=job_id, folder=str(source), layout=spec.output.layout)
+        logger.info("folder job submitted", job_id=job_id, folder=str(source), layout=spec.output.layout, priority_allowed=priority_allowed)
         return status(svc, owner_id, job_id), True
     existing = owned(svc, owner_id, job_id)
     if existing.status == "cancelled" and spec.output.on_existing == "skip":
-        resume(svc, existing, statuses=("skipped",), error_ids=["CANCELLED"])
+        resume(svc, existing, statuses=("skipped",), error_ids=["CANCELLED"], priority_allowed=priority_allowed)
     elif existing.status == "error":  # it could not run (an empty folder): the same spec again lists the folder afresh
-        relist(svc, existing)
+        relist(svc, existing, priority_allowed=priority_allowed)
     return status(svc, owner_id, job_id), False
 
 
-def relist(svc: Services, job: FolderJob) -> None:
-    """Run a job that could not run (FOLDER_EMPTY, FOLDER_NO_PDF, a listing refused) again, from its listing."""
-    again = svc.uow().folder_jobs.relist(job.id)
+def relist(svc: Services, job: FolderJob, *, priority_allowed: bool) -> None:
+    """Run a job that could not run (FOLDER_EMPTY, FOLDER_NO_PDF, a listing refused) again, from its listing, with the
+    lane rights decided for it."""
+    again = svc.uow().folder_jobs.relist(job.id, priority_allowed=priority_allowed)
     if again is None:  # another request relisted it first
         return
     publish_folder_change(svc.uow().folder_jobs, svc.bus, again)
     svc.workflows.start_folder_job(job.id, _run_name(again))
-    logger.info("folder job listed again", job_id=job.id, run=again.run, was=job.error_id)
+    logger.info("folder job listed again", job_id=job.id, run=again.run, was=job.error_id, priority_allowed=priority_allowed)
 
 
-def resume(svc: Services, job: FolderJob, *, statuses: tuple[str, ...], error_ids: list[str] | None) -> int:
-    """Requeue what is asked for and start the job's next run (folder-<id>-<run>)."""
+def resume(svc: Services, job: FolderJob, *, statuses: tuple[str, ...], error_ids: list[str] | None, priority_allowed: bool) -> int:
+    """Requeue what is asked for and start the job's next run (folder-<id>-<run>), with the lane rights decided for it."""
     job_id = job.id
     with svc.uow() as uow:
-        reopened = uow.folder_jobs.reopen(job_id)
+        reopened = uow.folder_jobs.reopen(job_id, priority_allowed=priority_allowed)
         if reopened is None:
             raise Conflict(f"The folder job is {job.status} and still finishing; try again when it has ended.", error_id="FOLDER_JOB_RUNNING")
         requeued = uow.folder_jobs.requeue(job_id, statuses=statuses, error_ids=error_ids)
@@ -135,20 +156,31 @@ def resume(svc: Services, job: FolderJob, *, statuses: tuple[str, ...], error_id
     return requeued
 
 
-def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None = None) -> dict[str, Any]:
+def retry(svc: Services, owner_id: str, job_id: str, *, error_ids: list[str] | None = None, priority_group: str | None = None) -> dict[str, Any]:
     """Once terminal: requeue failed files (all, or those with ``error_ids``); what succeeded is never converted again.
-    A job that could not run (error: an empty folder) lists its folder again instead."""
+    A job that could not run (error: an empty folder) lists its folder again instead. The lane rights are decided again
+    from the caller's groups now (``priority_group``: the group they lack): a spec that needs them answers 403 without
+    them; a deadline the turnaround no longer meets keeps the files in the batch lane."""
     job = owned(svc, owner_id, job_id)
+    spec = FolderJobSpec.model_validate(job.spec)
     if job.status == "error":
-        relist(svc, job)
+        relist(svc, job, priority_allowed=check_lane_rights(svc, _without_past_deadline(spec), priority_group=priority_group))
         return {**status(svc, owner_id, job_id), "requeued": 0}
     if job.status not in TERMINAL:
         raise Conflict(f"The folder job is still {job.status}; retry it once it has finished.", error_id="FOLDER_JOB_RUNNING")
     failed = svc.uow().folder_jobs.list_files(job_id, status="failed", limit=1)
     if not failed:
         raise Conflict("No file failed: there is nothing to retry.", error_id="NOTHING_TO_RETRY")
-    requeued = resume(svc, job, statuses=("failed",), error_ids=error_ids)
+    allowed = check_lane_rights(svc, _without_past_deadline(spec), priority_group=priority_group)
+    requeued = resume(svc, job, statuses=("failed",), error_ids=error_ids, priority_allowed=allowed)
     return {**status(svc, owner_id, job_id), "requeued": requeued}
+
+
+def _without_past_deadline(spec: FolderJobSpec) -> FolderJobSpec:
+    """The spec as a retry's permission check reads it: a deadline is the submit's (checked then); only priority high
+    and the lane opt-outs need the group again. A late retried file then stays in the batch lane (deadline missed)."""
+    options = {k: v for k, v in spec.options.items() if k != "deadline"}
+    return spec.model_copy(update={"policy": spec.policy.model_copy(update={"deadline": None}), "options": options})
 
 
 def cancel(svc: Services, owner_id: str, job_id: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Protocol
@@ -36,6 +36,7 @@ from batchlane.converter import (
 )
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
+from batchlane.domain.pool import split_by_weight
 from batchlane.observability import logger
 from batchlane.ondemand.coverage import CoverageRule, build_reask_request
 from batchlane.ondemand.planner import PlannedPage
@@ -45,21 +46,50 @@ from batchlane.ports import Aborted
 
 @dataclass
 class Spend:
-    """What this chunk's on-demand calls used and cost, plus counters for its ledger row."""
+    """What this chunk's on-demand calls used and cost, plus counters for its ledger row, and the same spend
+    page by page (``by_page``): each call's tokens and cost split over the pages it carried, exactly (largest
+    remainder), kept or discarded, so a page's result says all that was spent on it and the pages add up to the ledger."""
 
     usage: Usage = field(default_factory=Usage)
     cost: Decimal = Decimal(0)
     counts: dict[str, int] = field(default_factory=dict)
+    by_page: dict[int, tuple[Usage, Decimal]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def add(self, usage: Usage, cost: Decimal) -> None:
+    def add(self, usage: Usage, cost: Decimal, pages: Sequence[int] = ()) -> None:
         with self._lock:
             self.usage = self.usage + usage
             self.cost += cost
+            for page, share in split_spend(usage, cost, pages).items():
+                self._carry(page, *share)
+
+    def carry(self, page: int, usage: Usage, cost: Decimal) -> None:
+        """Spend an earlier attempt booked on ``page`` (not this run's: it is not added to the totals)."""
+        with self._lock:
+            self._carry(page, usage, cost)
+
+    def _carry(self, page: int, usage: Usage, cost: Decimal) -> None:
+        was = self.by_page.get(page, (Usage(), Decimal(0)))
+        self.by_page[page] = (was[0] + usage, was[1] + cost)
+
+    def on_page(self, page: int) -> tuple[Usage, Decimal]:
+        with self._lock:
+            return self.by_page.get(page, (Usage(), Decimal(0)))
 
     def count(self, name: str, n: int = 1) -> None:
         with self._lock:
             self.counts[name] = self.counts.get(name, 0) + n
+
+
+def split_spend(usage: Usage, cost: Decimal, pages: Sequence[int]) -> dict[int, tuple[Usage, Decimal]]:
+    """One call's tokens and cost shared by its pages equally, to the token and the micro-dollar (the shares add up)."""
+    if not pages:
+        return {}
+    keys = {str(page): 1 for page in pages}
+    costs = split_by_weight(cost, keys)
+    inputs = split_by_weight(Decimal(usage.input_tokens), keys, unit=Decimal(1))
+    outputs = split_by_weight(Decimal(usage.output_tokens), keys, unit=Decimal(1))
+    return {int(k): (Usage(int(inputs[k]), int(outputs[k])), costs[k]) for k in keys}
 
 
 class Hold(Protocol):
@@ -114,7 +144,7 @@ class GroupConverter:
                 # Bedrock bills a call that timed out on our side: book it (an upper estimate)
                 # before anyone sends the request again.
                 cost = self._prices.cost(self._config.model_id, exc.possibly_billed)
-                self.spend.add(exc.possibly_billed, cost)
+                self.spend.add(exc.possibly_billed, cost, request.page_numbers)
                 self.spend.count("readTimeouts")
             self._settle(reserved, cost)
             raise
@@ -123,7 +153,7 @@ class GroupConverter:
             raise
         cost = self._prices.cost(self._config.model_id, answer.usage, tier=answer.service_tier) if answer.served_by == "on_demand" else Decimal(0)
         if answer.served_by == "on_demand":
-            self.spend.add(answer.usage, cost)
+            self.spend.add(answer.usage, cost, request.page_numbers)
         self._settle(reserved, cost)
         return answer
 
@@ -146,8 +176,7 @@ class GroupConverter:
         if isinstance(sections, MarkerProblem):
             return self._halve(group, sections.reason)
         self.spend.count("pagesMultiServed", len(group))
-        usage = Usage(answer.usage.input_tokens // len(group), answer.usage.output_tokens // len(group))
-        share = self._prices.cost(self._config.model_id, usage, tier=answer.service_tier)
+        shares = split_spend(answer.usage, self._prices.cost(self._config.model_id, answer.usage, tier=answer.service_tier), [p.number for p in group])
         results: dict[int, PageResult] = {}
         for page in group:
             body = sections[page.number]
@@ -155,6 +184,7 @@ class GroupConverter:
                 self.spend.count("emptySectionRetried")
                 results.update(self.convert([page]))
                 continue
+            usage, share = shares[page.number]
             results[page.number] = self._check_coverage(
                 page, PageResult(page.number, "converted", body, served_by="on_demand", usage=usage, cost_usd=share, service_tier=answer.service_tier)
             )
@@ -206,5 +236,6 @@ class GroupConverter:
                 usage=result.usage + second.usage,
                 cost_usd=result.cost_usd + second.cost_usd,
                 service_tier=second.service_tier,
+                batch_usage=result.batch_usage,
             )
         return result

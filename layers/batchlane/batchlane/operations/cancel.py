@@ -1,4 +1,9 @@
-"""Cancel: the job stops, nothing is charged, the file can be converted again.
+"""Cancel: the job stops, nothing more is spent, the file can be converted again.
+
+What it spent until then (the calls answered, the records a stopped batch job processed) is its cost: its
+total follows the ledger, as the owner's budget counts it (issue 38.2; before, a cancelled job said $0 while
+its ledger rows counted against the budget). Bookings that land after the cancel (a running chunk's last
+requests, a stopped batch job's bill) update it (db/ledger.carry_late_batch_cost).
 
 The answer per job status and what the one transaction does: docs/module-notes.md "batchlane.operations.cancel".
 """
@@ -6,7 +11,6 @@ The answer per job status and what the one transaction does: docs/module-notes.m
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
@@ -64,9 +68,10 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
             raise Conflict("The conversion is finishing (assembling the Markdown) and can no longer be cancelled.", error_id="CONVERSION_FINISHING")
         if not st.cancel().allows(status):
             raise Conflict(f"The job is {status}; only a job that has not finished can be cancelled.", error_id="NOT_CANCELLABLE")
-        uow.jobs.move_job(job_id, st.cancel(), error_id="CANCELLED", error_message="Cancelled by the user.")
+        spent = uow.ledger.job_total(job_id)
+        uow.jobs.move_job(job_id, st.cancel(), error_id="CANCELLED", error_message="Cancelled by the user.", total_cost_usd=spent)
         chunks = uow.jobs.move_chunks(job_id, st.cancel(Entity.CHUNK))
-        released = uow.ledger.close_hold(job_id, outcome="cancelled", settled_usd=Decimal(0))
+        released = uow.ledger.close_hold(job_id, outcome="cancelled", settled_usd=spent)
         uow.jobs.move_file(file_id, st.cancel(Entity.FILE))
         found = lane_state(uow.lanes.lanes_of_job(job_id))
         left = uow.lanes.leave_lanes(job_id)  # other members of a shared lane are not touched

@@ -11,10 +11,12 @@ import contextlib
 import hashlib
 import io
 import logging
+import os
 import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import BinaryIO
 
 import pypdfium2 as pdfium
@@ -25,6 +27,7 @@ from pypdf.errors import FileNotDecryptedError, LimitReachedError
 from batchlane.domain.errors import InputError
 from batchlane.domain.limits import MAX_PAGE_CONTENT_BYTES, PAGE_TOO_COMPLEX
 from batchlane.observability import logger
+from batchlane.pdf.bounded import Bound, OverBudget, run_bounded
 from batchlane.pdf.content import MAX_CONTENT_SCAN_BYTES, PAGE_READ_BUDGET_S, BudgetExceeded, Deadline, strip_literal_strings
 from batchlane.pdf.pagecopy import ChunkObjects
 
@@ -43,6 +46,10 @@ _PAINTING_OPERATOR = re.compile(rb"(?:^|(?<=[\s)\]>]))(?:Tj|TJ|'|\"|Do|sh|EI|f\*
 # The hex strings a content stream shows: counted (literal ones are read by batchlane.pdf.content).
 _HEX_STRING = re.compile(rb"<([0-9A-Fa-f\s]*)>")  # never matches a "<<" dictionary
 _ASCII_WHITESPACE = b" \t\n\r\f\v"  # what \s matches in a bytes pattern
+# pypdf's reading of a file pdfium refused runs in Python and cannot be stopped part way: a 70 MB file of 900,000
+# objects and no xref took 24-31 s to rebuild (issue 40). It runs in the bounded child; past the bound the file is
+# PDF_TOO_COMPLEX, the same answer for the split and the dry run, in at most this long (docs/operations.md "Bounds").
+DIAGNOSE_BOUND = Bound(seconds=10.0, memory_mb=768)
 
 
 @dataclass(frozen=True)
@@ -334,9 +341,45 @@ def _open(source: bytes | BinaryIO, head: bytes, tail: bytes, size: int, *, max_
 
 
 def _diagnose_with_pypdf(source: bytes | BinaryIO) -> None:
-    """Raise the :class:`InputError` pypdf's reading explains (slow on big files: only for files pdfium refused)."""
+    """Raise the :class:`InputError` pypdf's reading explains, in the bounded child (:data:`DIAGNOSE_BOUND`): only for
+    files pdfium refused, whose reading can take minutes; past the bound PDF_TOO_COMPLEX, saying so."""
+    bound = DIAGNOSE_BOUND
     try:
-        reader = PdfReader(_as_stream(source), strict=False)
+        run_bounded(diagnose_in_process, _portable(source), bound=bound)
+    except OverBudget as exc:
+        logger.warning("pdf diagnosis stopped", reason=exc.reason, seconds=bound.seconds, memory_mb=bound.memory_mb)
+        raise InputError(
+            f"The PDF's structure could not be read within {bound.seconds:g} s and {bound.memory_mb} MB (pdfium refused it; its objects take too long to recover).",
+            error_id="PDF_TOO_COMPLEX",
+        ) from exc
+
+
+def _portable(source: bytes | BinaryIO) -> bytes | Path:
+    """What the child can be given: the bytes, or the path of the open file (never the file object itself)."""
+    if isinstance(source, bytes):
+        return source
+    name = getattr(source, "name", None)
+    if isinstance(name, str) and os.path.isfile(name):
+        return Path(name)
+    source.seek(0)
+    return source.read()
+
+
+def diagnose_in_process(source: bytes | Path) -> None:
+    """The diagnosis itself, unbounded: what the bounded child runs (bytes, or the path of the file)."""
+    try:
+        if isinstance(source, Path):
+            with source.open("rb") as stream:
+                _diagnose_stream(stream)
+        else:
+            _diagnose_stream(io.BytesIO(source))
+    except OSError as exc:
+        raise InputError("The PDF is damaged or truncated and cannot be read.", error_id="PDF_CORRUPT") from exc
+
+
+def _diagnose_stream(stream: BinaryIO) -> None:
+    try:
+        reader = PdfReader(stream, strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
             raise InputError("The PDF is password-protected; remove the password and upload it again.", error_id="PDF_ENCRYPTED")
         count = len(reader.pages)
@@ -352,11 +395,15 @@ def _diagnose_with_pypdf(source: bytes | BinaryIO) -> None:
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
 
 
-def unreadable_page_error(source: bytes | BinaryIO) -> InputError:
+def unreadable_page_error(source: bytes | BinaryIO, *, in_bounded_child: bool = False) -> InputError:
     """The error for a file pdfium opened but whose pages it cannot load: pypdf says why
-    (PDF_TOO_COMPLEX past its depth and size limits, PDF_ENCRYPTED), else PDF_CORRUPT."""
+    (PDF_TOO_COMPLEX past its depth and size limits or the bound, PDF_ENCRYPTED), else PDF_CORRUPT.
+    ``in_bounded_child``: the caller already runs bounded (the survey), so pypdf reads here, not in another child."""
     try:
-        _diagnose_with_pypdf(source)
+        if in_bounded_child:
+            diagnose_in_process(_portable(source))
+        else:
+            _diagnose_with_pypdf(source)
     except InputError as exc:
         return exc
     return InputError("The PDF is damaged and its pages cannot be read.", error_id="PDF_CORRUPT")

@@ -81,7 +81,7 @@ def _survey_locked(path: Path, *, max_pages: int, sample: int) -> PageSurvey:
                 page = document[index]
             except pypdfium2.PdfiumError as exc:  # a page tree deeper than pdfium's limit, a broken page
                 with path.open("rb") as stream:
-                    raise unreadable_page_error(stream) from exc
+                    raise unreadable_page_error(stream, in_bounded_child=True) from exc
             try:
                 drawn = any(True for _ in page.get_objects(max_depth=1))
                 text = page.get_textpage()

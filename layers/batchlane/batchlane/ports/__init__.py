@@ -19,9 +19,11 @@ from batchlane.ports.bedrock import (
     BatchJobSpec,
     ModelCallFailed,
     ModelReadTimeout,
+    ModelResponse,
     ModelRuntime,
 )
 from batchlane.ports.caps import CapCounts, RateLimits
+from batchlane.ports.estimates import Estimate, EstimateRepository
 from batchlane.ports.folders import EndedConversion, FolderCounts, FolderFile, FolderJob, FolderJobRepository, NewFolderFile
 from batchlane.ports.jobs import ChunkRow, FileRow, JobRepository, JobRow
 from batchlane.ports.lanes import BatchRow, LaneOutcome, LaneRepository, Member, PooledChunk, PoolRead, PurgeTarget
@@ -45,5 +47,5 @@ from batchlane.ports.storage import (
     Uploads,
 )
 from batchlane.ports.uow import UniqueViolation, UnitOfWork
-from batchlane.ports.webhooks import Delivery, DeliveryRepository, SigningSecret
+from batchlane.ports.webhooks import Delivery, DeliveryRepository, SecretCipher, SigningSecret, StoredSecret, WebhookSecretRepository
 from batchlane.ports.workflows import EventBus, Workflows

@@ -84,7 +84,16 @@ class ModelReadTimeout(ModelCallFailed):
     """No answer within the read timeout: the request reached the model and is billed all the same."""
 
 
+@dataclass(frozen=True)
+class ModelResponse:
+    """InvokeModel's answer: its body, and the service tier that served it (the response's ``serviceTier``,
+    header ``X-Amzn-Bedrock-Service-Tier``: what is billed, whatever tier was asked for), None when it says none."""
+
+    body: bytes
+    service_tier: str | None = None
+
+
 class ModelRuntime(Protocol):
-    def invoke_model(self, request: Mapping[str, Any], *, read_timeout: float) -> bytes:
-        """InvokeModel with ``request`` as its keyword arguments; the response body. Raises ModelCallFailed."""
+    def invoke_model(self, request: Mapping[str, Any], *, read_timeout: float) -> ModelResponse:
+        """InvokeModel with ``request`` as its keyword arguments; the response. Raises ModelCallFailed."""
         ...

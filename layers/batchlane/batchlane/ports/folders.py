@@ -38,6 +38,9 @@ class FolderJob:
     updated_at: datetime
     enumerated_at: datetime | None
     finished_at: datetime | None
+    # Lane rights, from the owner's groups at submit (and at the last retry or resume): files may leave the batch lane
+    # for on-demand (priority high, opt-outs, a deadline the turnaround no longer meets). Issue 40.3, decision 0036.
+    priority_allowed: bool = False
 
 
 @dataclass(frozen=True)
@@ -118,8 +121,18 @@ class FolderJobRepository(Protocol):
     FOLDER_FILE moves, guarded on the current status. A turn's reads that join the conversion jobs (ended conversions,
     files in flight that hold capacity, parked ones) are here too: one query each, polled, never pushed."""
 
-    def add(self, *, job_id: str, owner_id: str, name: str | None, spec: dict[str, Any], source: tuple[str, str], target: tuple[str, str]) -> FolderJob | None:
-        """The job, enumerating; None when it exists already (the same spec posted again)."""
+    def add(
+        self,
+        *,
+        job_id: str,
+        owner_id: str,
+        name: str | None,
+        spec: dict[str, Any],
+        source: tuple[str, str],
+        target: tuple[str, str],
+        priority_allowed: bool = False,
+    ) -> FolderJob | None:
+        """The job, enumerating, with its lane rights; None when it exists already (the same spec posted again)."""
         ...
 
     def get(self, job_id: str) -> FolderJob | None: ...
@@ -131,12 +144,14 @@ class FolderJobRepository(Protocol):
         is set for a terminal status unless ``ended`` is False (a cancelled job whose files in flight still finish)."""
         ...
 
-    def reopen(self, job_id: str) -> FolderJob | None:
-        """An ended job runs again (retry, resume): processing (or enumerating if listing was unfinished), next run."""
+    def reopen(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        """An ended job runs again (retry, resume): processing (or enumerating if listing was unfinished), next run,
+        with the lane rights decided for this run (the owner's groups now)."""
         ...
 
-    def relist(self, job_id: str) -> FolderJob | None:
-        """A job that could not run (error) lists its folder again from the start, next run (None: not in error)."""
+    def relist(self, job_id: str, *, priority_allowed: bool) -> FolderJob | None:
+        """A job that could not run (error) lists its folder again from the start, next run (None: not in error), with
+        the lane rights decided for this run."""
         ...
 
     def save_checkpoint(self, job_id: str, *, token: str | None, listed: int, excluded: int, done: bool) -> None:

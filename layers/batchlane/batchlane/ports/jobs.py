@@ -107,6 +107,7 @@ class ChunkRow:
     error: str | None
     updated_at: datetime
     source_bytes: int | None = None  # its source PDF's size, where the split knew it (0022_chunk_source_bytes.sql)
+    records: int | None = None  # batch records when not one per page: a born-digital chunk's pictures to describe (0044_chunk_records.sql)
 
     @classmethod
     def of(cls, row: dict[str, Any]) -> ChunkRow:
@@ -152,7 +153,8 @@ class JobRepository(Protocol):
         chunks: Sequence[ChunkSpan],
         chunk_bytes: Mapping[int, int] | None = None,
         source_type: str = "pdf",
-    ) -> JobRow | None: ...
+        chunk_records: Mapping[int, int] | None = None,
+    ) -> JobRow | None: ...  # chunk_records: a born-digital chunk's pictures to describe (ChunkRow.records)
     def get_job(self, job_id: str) -> JobRow | None: ...
     def lock_job(self, job_id: str) -> JobRow | None: ...  # inside ``with uow:``, serialises the job's moves
     def move_job(self, job_id: str, move: Transition, **fields: Any) -> JobRow | None: ...  # fields: JobRow columns

@@ -7,7 +7,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
-from batchlane.domain.budget import Limits, Standing
+from batchlane.domain.budget import Holder, Limits, Standing
 from batchlane.ports.jobs import JobRow
 
 
@@ -158,10 +158,16 @@ class BudgetRepository(Protocol):
         ...
 
     def settle_reservation(self, job_id: str, *, reserved: Decimal, actual: Decimal) -> None: ...  # what it cost replaces the reservation
-    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0)) -> bool:
-        """processing → paused_budget (domain.status's ``pause_budget``) when the job's spend reached its open hold, or
-        what the hold has left cannot carry ``next_request_usd`` or the last request that did not fit; True if paused."""
+    def pause_at_hold(self, job_id: str, *, next_request_usd: Decimal = Decimal(0), spent_usd: Decimal = Decimal(0), message: str | None = None) -> bool:
+        """processing → paused_budget (domain.status's ``pause_budget``) when what the hold has left cannot carry the last
+        request that did not fit (or ``next_request_usd``), beside what its requests took or ``spent_usd`` if more; never for
+        a job with nothing to send; True if paused."""
         ...
+
+    def grow_hold(self, job_id: str, *, by: Decimal) -> Hold | None: ...  # the caller checked the owner's room under lock_owner
+    def release_hold(self, job_id: str, *, granted: Decimal, spent: Decimal) -> None: ...  # a chunk's window closes
+    def trim_hold(self, job_id: str) -> None: ...  # back to what it has given out (nothing in flight)
+    def holders(self, owner_id: str, *, exclude_job: str | None = None) -> list[Holder]: ...  # who keeps the rest of the budget
 
     def mark_pause_settled(self, job_id: str) -> bool: ...  # the paused run's last step ran (only while paused_budget)
     def resume_paused(self, job_id: str, *, hold_usd: Decimal) -> JobRow | None:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from batchlane.ports.jobs import JobRepository
 from batchlane.ports.money import BudgetRepository
+from batchlane.ports.uow import UnitOfWork
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,12 @@ class Limiter(Protocol):
 class PageThreadDatabase(Protocol):
     """The on-demand path's own connection, one per process on one thread, so page threads never open their own:
     the limiter's leases and the reads and writes a page thread makes between model calls. Each call is its own
-    statement (no ``with``), from any thread."""
+    statement (no ``with``), from any thread; ``in_one_transaction`` runs several in one transaction there (the others
+    wait for it)."""
 
     def limiter(self, *, owner: str | None) -> Limiter: ...  # slots and pace shared fairly by ``owner``
     @property
     def budgets(self) -> BudgetRepository: ...  # the job's hold: reserve and settle a request's worst case
     @property
     def jobs(self) -> JobRepository: ...  # whether the chunk is still the worker's
+    def in_one_transaction(self, work: Callable[[UnitOfWork], T]) -> T: ...  # ``work`` in one transaction on that connection (a hold grown for a request)

@@ -7,6 +7,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
+from batchlane.domain.savings import LedgerMoney
+
 
 @dataclass(frozen=True)
 class JobLanes:
@@ -111,3 +113,6 @@ class ReadModel(Protocol):
 
     def jobs_of_file(self, file_id: str) -> list[FileJob]: ...
     def spend_by_model(self, job_id: str) -> list[ModelSpend]: ...
+    def ledger_money(self, job_id: str) -> LedgerMoney:
+        """The job's ledger summed: total, on-demand, batch, and its batch-served pages at the on-demand price (domain/savings.py)."""
+        ...

@@ -12,7 +12,7 @@ from batchlane.ports.bedrock import BatchJobs, ModelRuntime
 from batchlane.ports.ondemand import ChunkAdmissions, PageThreadDatabase
 from batchlane.ports.storage import Downloads, FolderBuckets, ObjectStore, Uploads
 from batchlane.ports.uow import UnitOfWork
-from batchlane.ports.webhooks import SigningSecret
+from batchlane.ports.webhooks import SecretCipher, SigningSecret
 from batchlane.ports.workflows import EventBus, Workflows
 
 
@@ -39,4 +39,6 @@ class Services(Protocol):
     def downloads(self) -> Downloads: ...
     def folder_buckets(self, owner_id: str | None = None) -> FolderBuckets: ...  # the user's buckets as ``owner_id``'s folder job may see them
     def folder_source(self, bucket: str, owner_id: str) -> ObjectStore: ...  # a folder file's bucket, read as its owner
-    def signing_secret(self) -> SigningSecret: ...
+    def owner_downloads(self, bucket: str, owner_id: str) -> Downloads: ...  # presigned GETs of a user's bucket, as its owner
+    def signing_secret(self) -> SigningSecret: ...  # the deployment's (the migration's)
+    def secret_cipher(self) -> SecretCipher: ...  # seals and opens each owner's signing secret

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from batchlane.ports.caps import CapCounts, RateLimits
+from batchlane.ports.estimates import EstimateRepository
 from batchlane.ports.folders import FolderJobRepository
 from batchlane.ports.jobs import JobRepository
 from batchlane.ports.lanes import LaneRepository
@@ -12,7 +13,7 @@ from batchlane.ports.model_probes import PageFormRepository, ServiceTierReposito
 from batchlane.ports.money import BudgetRepository, LedgerRepository
 from batchlane.ports.reads import ReadModel
 from batchlane.ports.retries import RetryRepository
-from batchlane.ports.webhooks import DeliveryRepository
+from batchlane.ports.webhooks import DeliveryRepository, WebhookSecretRepository
 
 
 class UniqueViolation(Exception):
@@ -53,6 +54,10 @@ class UnitOfWork(Protocol):
     def caps(self) -> CapCounts: ...
     @property
     def rate_limits(self) -> RateLimits: ...
+    @property
+    def estimates(self) -> EstimateRepository: ...
+    @property
+    def webhook_secrets(self) -> WebhookSecretRepository: ...
 
     def check_connection(self) -> None:
         """Make sure the next statement finds the database (reconnect now if the connection died): before a write

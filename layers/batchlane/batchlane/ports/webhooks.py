@@ -1,18 +1,56 @@
-"""Webhooks: the signing secret and the deliveries (db/deliveries.py)."""
+"""Webhooks: the deployment's signing secret, each owner's (db/webhook_secrets.py, aws/kms.py) and the deliveries (db/deliveries.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 
 class SigningSecret(Protocol):
-    """The webhook signing secret: read to sign, described and rotated by admins (never shown)."""
+    """The deployment's webhook signing secret: signs beside each owner's during the migration (decision 0037)."""
 
     def signing_keys(self, *, grace: timedelta, now: datetime | None = None) -> list[str]: ...
     def describe(self, *, grace: timedelta) -> dict[str, Any]: ...
     def rotate(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StoredSecret:
+    """One version of an owner's signing secret (0038_webhook_secrets.sql), still sealed (KMS ciphertext)."""
+
+    owner_id: str
+    version: int
+    ciphertext: bytes
+    created_at: datetime
+    age_s: float  # seconds since it was created, by the store's clock (not a column)
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> StoredSecret:
+        values = {f.name: row[f.name] for f in fields(cls)}
+        return cls(**{**values, "ciphertext": bytes(row["ciphertext"]), "age_s": float(row["age_s"])})
+
+
+class WebhookSecretRepository(Protocol):
+    """webhook_secrets (db/webhook_secrets.py): an owner's sealed secrets, numbered 1, 2, … (a second writer of the same
+    version raises UniqueViolation); and since when deliveries are signed per owner (webhook_signing)."""
+
+    def add(self, owner_id: str, ciphertext: bytes) -> StoredSecret:
+        """The owner's next version (one past their newest)."""
+        ...
+
+    def newest(self, owner_id: str, *, limit: int = 2) -> list[StoredSecret]: ...  # newest first
+    def per_owner_age_s(self) -> float:
+        """Seconds since deliveries began to be signed per owner (the migration's start, by the store's clock)."""
+        ...
+
+
+class SecretCipher(Protocol):
+    """Seals and opens an owner's signing secret (aws/kms.py: KMS, the owner in the encryption context): a sealed
+    secret opens only for the owner it was sealed for (another's raises SecretUnreadable)."""
+
+    def seal(self, owner_id: str, plaintext: str) -> bytes: ...
+    def open(self, owner_id: str, ciphertext: bytes) -> str: ...
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,15 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol
 from urllib.parse import urlsplit
 
 from batchlane.domain import status as st
 from batchlane.domain.errors import InputError
 from batchlane.observability import logger
-from batchlane.ports import DeliveryRepository
-from batchlane.webhooks import subscription
+from batchlane.ports import DeliveryRepository, Services
+from batchlane.webhooks import owner_secrets, subscription
 from batchlane.webhooks.signing import DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signature_header
 
 USER_AGENT = "batchlane-webhooks/1"
@@ -99,11 +100,26 @@ def http_post(url: str, body: bytes, headers: dict[str, str], timeout_s: float, 
         return Answer(None, f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}")
 
 
+def owner_signing_keys(svc: Services, owner_id: str) -> list[str]:
+    """``owner_id``'s keys (webhooks/owner_secrets.signing_keys) with the deployment's settings, its KMS key and,
+    during the migration, its shared secret."""
+    settings = svc.settings
+    grace = timedelta(hours=settings.batchlane_webhook_grace_hours)
+    return owner_secrets.signing_keys(
+        svc.uow(),
+        svc.secret_cipher(),
+        owner_id,
+        grace=grace,
+        migration_days=settings.batchlane_webhook_migration_days,
+        deployment_keys=lambda: svc.signing_secret().signing_keys(grace=grace),
+    )
+
+
 def deliver(
     rows: DeliveryRepository,
     delivery_id: str,
     *,
-    signing_keys: Callable[[], list[str]],
+    signing_keys: Callable[[str], list[str]],
     post: Poster = http_post,
     allow_private: bool,
     timeout_s: float,
@@ -127,6 +143,13 @@ def deliver(
     except OSError as exc:  # the name does not resolve (yet): an attempt that failed, retried like any other
         rows.record_attempt(delivery_id, delivered=False, response_code=None, latency_ms=0, error=f"DNS: {exc}")
         raise DeliveryFailed(f"{parts.hostname} does not resolve: {exc}") from None
+    keys = signing_keys(row.owner_id)
+    if not keys:  # the owner never created a secret and the migration's days are over: refused for good
+        reason = "WEBHOOK_SECRET_MISSING: the owner has no signing secret yet; `batchlane webhooks config` creates it (shown once)."
+        rows.record_attempt(delivery_id, delivered=False, response_code=None, latency_ms=0, error=reason)
+        rows.give_up(delivery_id, reason)
+        logger.warning("webhook refused", delivery_id=delivery_id, reason="WEBHOOK_SECRET_MISSING")
+        return {"deliveryId": delivery_id, "status": "failed", "attempts": row.attempts + 1}
     body = json.dumps(row.payload, separators=(",", ":"), sort_keys=True).encode()
     timestamp = int(clock())
     headers = {
@@ -135,7 +158,7 @@ def deliver(
         "User-Agent": USER_AGENT,
         DELIVERY_HEADER: delivery_id,
         EVENT_HEADER: row.event,
-        SIGNATURE_HEADER: signature_header(signing_keys(), timestamp, row.url, body),
+        SIGNATURE_HEADER: signature_header(keys, timestamp, row.url, body),
     }
     started = time.monotonic()
     answer = post(row.url, body, headers, timeout_s, address)

@@ -49,10 +49,17 @@ def job_change_detail(svc: Services, job_id: str) -> dict[str, Any] | None:
         "outcome": outcome(job.status, job.pages_failed),
         "pages": {"total": job.total_pages, "failed": job.pages_failed, "batchServed": job.pages_batch},
         "costUsd": str(job.total_cost_usd),
+        **_saving(svc, job.id),
         "outputs": {"markdown": markdown},
         "error": {"code": job.error_id, "message": job.error_message} if job.error_id else None,
         "changedAt": datetime.now(UTC).isoformat(),
     }
+
+
+def _saving(svc: Services, job_id: str) -> dict[str, str]:
+    """What the job's pages would have cost all on-demand and the saving, signed: a loss is negative (domain/savings.py)."""
+    figures = svc.uow().reads.ledger_money(job_id)
+    return {"allOnDemandCostUsd": str(figures.all_on_demand_usd), "savingUsd": str(figures.saving_usd), "savingPercent": str(figures.saving_percent)}
 
 
 def publish_change(bus: EventBus, detail: dict[str, Any], detail_type: str = JOB_STATE_CHANGE_DETAIL_TYPE) -> bool:
@@ -88,6 +95,8 @@ def webhook_events(detail: dict[str, Any]) -> list[str]:
     names: list[str] = []
     if status == "waiting_batch" and scope == "job":
         names.append("job.waiting_batch")
+    if status == "paused_budget" and scope == "job":
+        names.append("job.paused")  # its error says why and what to do (domain/budget.pause_message)
     if status in FINISHED_JOB_STATUSES and scope == "job":
         names.append("job.completed")
     if status == "completed":

@@ -20,10 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from batchlane.domain.errors import InputError
 from batchlane.naming import camel
 
-JOB_EVENTS = ("job.completed", "job.waiting_batch")
+JOB_EVENTS = ("job.completed", "job.waiting_batch", "job.paused")
 FILE_EVENTS = ("file.error", "file.completed")
 EVENTS = JOB_EVENTS + FILE_EVENTS
-DEFAULT_EVENTS = ("job.completed",)
+# A paused job waits for its owner (issue 38.5): like its end, its owner is told unless they chose other events.
+DEFAULT_EVENTS = ("job.completed", "job.paused")
 OPTION_KEYS = ("callbackUrl", "callbackEvents", "callbackHeaders")
 MAX_HEADERS = 10
 _TOKEN = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$")

@@ -1,0 +1,133 @@
+"""A webhook signing secret per owner (issue 40.4), on the fake unit of work and moto's KMS (which binds the encryption
+context to the ciphertext as AWS documents): each owner's own, shown once at creation and at rotation, stored sealed,
+one owner's deliveries signed with that owner's secret only, a rotation touching no other owner, the old secret kept
+for the grace period, and the deployment's signature beside the owner's for the migration's days only.
+
+Review (issue 40): Bob's webhook-config/test to Alice's receiver arrived correctly signed, since every user held the
+deployment's one secret."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from batchlane.aws.kms import KmsSecretCipher, SecretUnreadable
+from batchlane.domain.errors import BatchlaneError
+from batchlane.webhooks import owner_secrets
+from batchlane.webhooks.deliver import Answer, deliver
+from batchlane.webhooks.dispatch import TEST_EVENT
+from fakes import FakeUnitOfWork
+
+GRACE = timedelta(hours=24)
+DEPLOYMENT_SECRET = "the-deployments-shared-secret"
+URL = "https://alice.example.com/hooks"
+
+
+@pytest.fixture
+def cipher() -> Iterator[KmsSecretCipher]:
+    with mock_aws():
+        kms = boto3.client("kms", region_name="us-east-1")
+        yield KmsSecretCipher(kms, kms.create_key(Description="webhook signing")["KeyMetadata"]["Arn"])
+
+
+def keys(uow: FakeUnitOfWork, cipher: KmsSecretCipher, owner: str, *, migration_days: float = 0) -> list[str]:
+    return owner_secrets.signing_keys(uow, cipher, owner, grace=GRACE, migration_days=migration_days, deployment_keys=lambda: [DEPLOYMENT_SECRET])
+
+
+def verifies(secret: str, headers: dict[str, str], url: str, body: bytes) -> bool:
+    """What a receiver does (README's snippet): some v2 of the header is the HMAC of ``t.url.body`` with its secret."""
+    parts = [p.split("=", 1) for p in headers["Batchlane-Signature"].split(",")]
+    t = next(v for k, v in parts if k == "t")
+    expected = hmac.new(secret.encode(), f"{t}.{url}.".encode() + body, hashlib.sha256).hexdigest()
+    return any(k == "v2" and hmac.compare_digest(v, expected) for k, v in parts)
+
+
+def test_each_owner_gets_a_secret_of_their_own_shown_at_creation_only(cipher: KmsSecretCipher) -> None:
+    uow = FakeUnitOfWork()
+    alice = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=30)
+    bob = owner_secrets.config(uow, cipher, "bob", grace=GRACE, migration_days=30)
+    assert alice["shownOnce"] is True and len(alice["secret"]) >= 43 and alice["version"] == 1
+    assert bob["secret"] != alice["secret"]
+    again = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=30)
+    assert "secret" not in again and again["version"] == 1 and again["deploymentSignatureUntil"] is not None
+
+
+def test_the_secret_is_stored_sealed_and_opens_for_its_owner_only(cipher: KmsSecretCipher) -> None:
+    uow = FakeUnitOfWork()
+    value = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=0)["secret"]
+    stored = uow.webhook_secrets.newest("alice")[0]
+    assert value.encode() not in stored.ciphertext
+    assert cipher.open("alice", stored.ciphertext) == value
+    with pytest.raises(SecretUnreadable):  # a row copied to another owner does not open (the encryption context)
+        cipher.open("bob", stored.ciphertext)
+
+
+def test_a_delivery_is_signed_with_its_owners_secret_only(cipher: KmsSecretCipher, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bob's test delivery to Alice's receiver: verifies with Bob's secret, never with Alice's (nor the deployment's once
+    the migration is over). Fails on the deployment's one secret, with which it verified for every user."""
+    uow = FakeUnitOfWork()
+    secret_of = {owner: owner_secrets.config(uow, cipher, owner, grace=GRACE, migration_days=0)["secret"] for owner in ("alice", "bob")}
+    delivery_id = str(uuid.uuid4())
+    uow.deliveries.add(delivery_id=delivery_id, owner_id="bob", job_id=None, event=TEST_EVENT, url=URL, headers={}, payload={"event": TEST_EVENT})
+    sent: list[tuple[bytes, dict[str, str]]] = []
+
+    def post(url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer:
+        sent.append((body, headers))
+        return Answer(204)
+
+    monkeypatch.setattr("batchlane.webhooks.deliver.subscription.resolve", lambda *a, **k: "93.184.215.14")
+    deliver(uow.deliveries, delivery_id, signing_keys=lambda owner: keys(uow, cipher, owner), post=post, allow_private=False, timeout_s=1)
+    body, headers = sent[0]
+    assert verifies(secret_of["bob"], headers, URL, body)
+    assert not verifies(secret_of["alice"], headers, URL, body) and not verifies(DEPLOYMENT_SECRET, headers, URL, body)
+
+
+def test_rotating_one_owners_secret_keeps_their_old_one_for_the_grace_and_touches_no_other(cipher: KmsSecretCipher) -> None:
+    uow = FakeUnitOfWork()
+    first = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=0)["secret"]
+    bob = owner_secrets.config(uow, cipher, "bob", grace=GRACE, migration_days=0)["secret"]
+    uow.state.clock.at += timedelta(hours=1)
+    rotated = owner_secrets.rotate(uow, cipher, "alice", grace=GRACE, migration_days=0)
+    assert rotated["shownOnce"] is True and rotated["secret"] not in (first, bob) and rotated["version"] == 2
+    assert rotated["rotatedAt"] is not None and rotated["previousValidUntil"] is not None
+    assert keys(uow, cipher, "alice") == [rotated["secret"], first]  # both sign during the grace
+    assert keys(uow, cipher, "bob") == [bob]
+    uow.state.clock.at += GRACE
+    assert keys(uow, cipher, "alice") == [rotated["secret"]]
+    assert owner_secrets.describe(uow, "alice", grace=GRACE, migration_days=0)["previousValidUntil"] is None
+
+
+def test_for_the_migrations_days_the_deployments_signature_rides_beside_the_owners(cipher: KmsSecretCipher) -> None:
+    uow = FakeUnitOfWork()
+    alice = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=30)["secret"]
+    assert keys(uow, cipher, "alice", migration_days=30) == [alice, DEPLOYMENT_SECRET]
+    assert keys(uow, cipher, "carol", migration_days=30) == [DEPLOYMENT_SECRET]  # no secret of their own yet: as before
+    uow.state.clock.at += timedelta(days=30, seconds=1)
+    assert keys(uow, cipher, "alice", migration_days=30) == [alice]
+    assert keys(uow, cipher, "carol", migration_days=30) == []
+    assert owner_secrets.describe(uow, "alice", grace=GRACE, migration_days=30)["deploymentSignatureUntil"] is None
+
+
+def test_after_the_migration_an_owner_without_a_secret_gets_no_unsigned_post(cipher: KmsSecretCipher, monkeypatch: pytest.MonkeyPatch) -> None:
+    uow = FakeUnitOfWork()
+    delivery_id = str(uuid.uuid4())
+    uow.deliveries.add(delivery_id=delivery_id, owner_id="carol", job_id=None, event=TEST_EVENT, url=URL, headers={}, payload={})
+    monkeypatch.setattr("batchlane.webhooks.deliver.subscription.resolve", lambda *a, **k: "93.184.215.14")
+    posts: list[Any] = []
+    answer = deliver(uow.deliveries, delivery_id, signing_keys=lambda owner: keys(uow, cipher, owner), post=lambda *a: posts.append(a), allow_private=False, timeout_s=1)  # type: ignore[arg-type, func-returns-value]
+    row = uow.deliveries.get(delivery_id)
+    assert answer["status"] == "failed" and posts == [] and row is not None and "WEBHOOK_SECRET_MISSING" in (row.last_error or "")
+
+
+def test_the_key_is_required_to_seal() -> None:
+    with pytest.raises(BatchlaneError) as missing:
+        KmsSecretCipher(None, None).seal("alice", "x")
+    assert missing.value.error_id == "WEBHOOK_KEY_MISSING"
