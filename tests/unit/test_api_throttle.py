@@ -37,7 +37,9 @@ class Buckets:
 
 def _limited(monkeypatch: pytest.MonkeyPatch, wait_s: float, *, rate: float = 2.0, burst: int = 5, dry_run_cost: int = 3) -> Buckets:
     buckets = Buckets(wait_s)
-    limits = SimpleNamespace(batchlane_api_rate_per_s=rate, batchlane_api_burst=burst, batchlane_api_dry_run_cost=dry_run_cost)
+    limits = SimpleNamespace(
+        batchlane_api_rate_per_s=rate, batchlane_api_burst=burst, batchlane_api_dry_run_cost=dry_run_cost, batchlane_api_folder_dry_run_cost=2 * dry_run_cost
+    )
     monkeypatch.setattr(throttle, "services", lambda: SimpleNamespace(settings=limits, uow=lambda: SimpleNamespace(rate_limits=buckets)))
     monkeypatch.setattr(api_app, "services", lambda: None)
     monkeypatch.setattr(api_app.usecases, "list_files", lambda *_, **__: {"files": []})
@@ -69,7 +71,8 @@ def test_a_request_with_a_token_left_is_answered_and_takes_one_from_its_callers_
      ("POST", None, 1), ("GET", {"dry_run": "true"}, 1)],
 )  # fmt: skip
 def test_a_dry_run_costs_more_tokens_than_a_read(method: str, query: dict[str, str] | None, cost: int) -> None:
-    assert throttle.request_cost(method, query, 3) == cost
+    assert throttle.request_cost(method, "/api/v1/files/x/convert", query, file_cost=3, folder_cost=7) == cost
+    assert throttle.request_cost(method, "/api/v1/folder-jobs/", query, file_cost=3, folder_cost=7) == (7 if cost == 3 else 1)
 
 
 def test_a_dry_run_never_costs_more_than_the_burst(monkeypatch: pytest.MonkeyPatch) -> None:

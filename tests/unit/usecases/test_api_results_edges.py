@@ -14,7 +14,6 @@ from usecase_fakes import MODEL
 
 from batchlane import keys
 from batchlane.api import live, results, usecases
-from batchlane.domain.cost import PriceTable
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.pdf.split import plan_chunks
 from batchlane.ports import DOWNLOAD_URL_TTL_S, Services, StoredObject
@@ -164,19 +163,6 @@ def test_an_eta_started_this_instant_still_has_a_pace() -> None:
     assert live.eta(view, batch_timeout_hours=24, now=NOW)["basis"] == "pace"
 
 
-def test_the_money_beside_a_job_is_its_booked_cost_against_the_same_tokens_on_demand() -> None:
-    prices = PriceTable({"m": {"input_per_mtok": 3.0, "output_per_mtok": 15.0}, "n": {"input_per_mtok": 1.0, "output_per_mtok": 5.0}})
-    spends = [
-        SimpleNamespace(model_id="m", cost_usd=Decimal("0.5"), input_tokens=100_000, output_tokens=20_000),
-        SimpleNamespace(model_id="n", cost_usd=Decimal("0.1"), input_tokens=100_000, output_tokens=20_000),
-    ]
-    reads = SimpleNamespace(spend_by_model=lambda job_id: spends)
-    # on demand: m 0.3 + 0.3 = 0.6, n 0.1 + 0.1 = 0.2 → 0.8; booked 0.6; saving 0.2 = 25.0 %
-    assert live.money(reads, prices, "j") == {"costSoFarUsd": "0.6", "onDemandUsd": "0.800000", "savingUsd": "0.200000", "savingPercent": "25.0"}  # type: ignore[arg-type]
-    dearer = SimpleNamespace(spend_by_model=lambda job_id: [SimpleNamespace(model_id="m", cost_usd=Decimal("1"), input_tokens=0, output_tokens=0)])
-    assert live.money(dearer, prices, "j") == {"costSoFarUsd": "1", "onDemandUsd": "0.000000", "savingUsd": "0", "savingPercent": "0"}  # type: ignore[arg-type]
-
-
 def test_an_owners_budget_answers_what_is_committed_spent_held_and_left(svc: Services, fake_uow: FakeUnitOfWork) -> None:
     usecases.set_owner_budget(svc, "admin", OWNER, usd_per_month=Decimal("10"), max_live_jobs=3, max_live_pages=500)
     job_id, _ = _job(fake_uow, status="processing")
@@ -247,23 +233,11 @@ def test_a_retry_and_its_history_are_asked_for_the_owners_job_with_the_callers_n
             call()
 
 
-def test_a_dry_run_needs_the_upload_and_reads_the_files_row(svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch) -> None:
-    _, file_row = _job(fake_uow)
-    with pytest.raises(Conflict) as missing:
-        results.dry_run_file(svc, OWNER, str(file_row.id), options=None)
-    assert missing.value.error_id == "UPLOAD_MISSING"
-    svc.store.put_bytes(file_row.s3_key, b"%PDF")
-    seen: list[Any] = []
-    monkeypatch.setattr(results, "dry_run", lambda s, row, options: seen.append((s is svc, row["id"], row["name"], options)) or {"dryRun": True})
-    assert results.dry_run_file(svc, OWNER, str(file_row.id), options={"highFidelity": True}) == {"dryRun": True}
-    assert seen == [(True, file_row.id, "Book: One.pdf", {"highFidelity": True})]
-
-
 def test_the_live_block_prices_the_jobs_spend_and_scales_the_batch_limit(svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch) -> None:
     fast = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batch_conversion_timeout_hours": 24, "batchlane_time_scale": 4.0}))  # type: ignore[type-var]
     asked: list[Any] = []
-    monkeypatch.setattr(live, "money", lambda reads, prices, job_id: asked.append((job_id, prices.rate(MODEL))) or {"costSoFarUsd": "0"})
+    monkeypatch.setattr(live, "money", lambda reads, job_id: asked.append(job_id) or {"costSoFarUsd": "0"})
     monkeypatch.setattr(live, "eta", lambda view, *, batch_timeout_hours: asked.append(batch_timeout_hours) or {"basis": "x"})
     view = {"jobId": "j-3", "status": "processing"}
     assert live.with_live(fast, view) == {**view, "live": {"costSoFarUsd": "0", "eta": {"basis": "x"}, "batchTimeoutHours": 24}}
-    assert asked == [("j-3", PriceTable(svc.settings.batchlane_prices).rate(MODEL)), 6.0]
+    assert asked == ["j-3", 6.0]

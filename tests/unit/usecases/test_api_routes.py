@@ -207,15 +207,18 @@ def test_a_model_this_deployment_enabled_and_short_texts_are_accepted(api: Api, 
     assert status == 202 and seen == [options]  # only what was set, by its own names
 
 
-@pytest.mark.parametrize(("dry", "status"), [("maybe", 400), ("true", 200), ("1", 200), ("TRUE", 200), ("false", 202), ("0", 202), ("", 202)])
-def test_dry_run_is_true_or_false(api: Api, monkeypatch: pytest.MonkeyPatch, dry: str, status: int) -> None:
-    monkeypatch.setattr(api_app.results, "dry_run_file", lambda *a, **k: {"dryRun": True})
+@pytest.mark.parametrize(
+    ("dry", "outcome"), [("maybe", 400), ("true", "estimate"), ("1", "estimate"), ("TRUE", "estimate"), ("false", "convert"), ("0", "convert"), ("", "convert")]
+)
+def test_dry_run_is_true_or_false(api: Api, monkeypatch: pytest.MonkeyPatch, dry: str, outcome: object) -> None:
+    monkeypatch.setattr(api_app.estimates, "start_file_estimate", lambda *a, **k: {"estimateId": "e"})
     monkeypatch.setattr(usecases, "convert_file", lambda *a, **k: {"jobId": "j"})
     file_id = _upload(api)
-    answer = api("POST", f"/api/v1/files/{file_id}/convert", {}, query={"dry_run": dry})
-    assert answer[0] == status
-    if status == 400:
-        assert answer[1]["error"]["message"] == "dry_run must be true or false"
+    status, body, _ = api("POST", f"/api/v1/files/{file_id}/convert", {}, query={"dry_run": dry})
+    if outcome == 400:
+        assert (status, body["error"]["message"]) == (400, "dry_run must be true or false")
+    else:
+        assert (status, body) == (202, {"estimateId": "e"} if outcome == "estimate" else {"jobId": "j"})
 
 
 @pytest.mark.parametrize(
@@ -291,10 +294,6 @@ def test_setting_a_budget_needs_the_admin_group_and_a_valid_owner_id(api: Api) -
     status, body, _ = api("PUT", f"/api/v1/admin/budgets/{BOB}", {"usdPerMonth": "12.5", "maxLiveJobs": 3}, groups=f"[ops {admin}]")
     assert status == 200, body
     assert api("GET", "/api/v1/budget", user=BOB)[1]["usdPerMonth"] == "12.5"
-
-
-def test_rotating_the_webhook_secret_needs_the_admin_group(api: Api) -> None:
-    assert _error(api("POST", "/api/v1/webhook-config/secret", groups="ops")) == (403, "FORBIDDEN")
 
 
 @pytest.mark.parametrize(
@@ -378,7 +377,9 @@ def test_a_file_can_be_deleted_by_its_owner(api: Api) -> None:
 )
 def test_a_folder_job_is_estimated_or_submitted_by_its_dry_run_flag(api: Api, monkeypatch: pytest.MonkeyPatch, dry: str, outcome: object) -> None:
     calls: list[tuple[str, Any, Any]] = []
-    monkeypatch.setattr(folder_routes.dryrun, "estimate", lambda svc, body, *, owner_id, groups: calls.append(("estimate", body, groups)) or {"files": 1})
+    monkeypatch.setattr(
+        folder_routes.estimates, "start_folder_estimate", lambda svc, owner, body, *, groups: calls.append(("estimate", body, groups)) or {"estimateId": "e"}
+    )
     monkeypatch.setattr(
         folder_routes.usecases,
         "submit",
@@ -388,7 +389,7 @@ def test_a_folder_job_is_estimated_or_submitted_by_its_dry_run_flag(api: Api, mo
     if outcome == 400:
         assert (status, body["error"]["code"], body["error"]["message"]) == (400, "BAD_REQUEST", "dry_run must be true or false") and calls == []
     elif outcome == "estimate":
-        assert status == 200 and calls == [("estimate", {"source": "s3://in/a/"}, {"ops", "batchlane-priority"})]
+        assert status == 202 and calls == [("estimate", {"source": "s3://in/a/"}, {"ops", "batchlane-priority"})]
     else:
         assert status == 201 and calls == [("submit", None, {"ops", "batchlane-priority"})]
 
@@ -415,11 +416,10 @@ def test_error_answers_are_json_and_the_401_says_what_to_send(api: Api) -> None:
 
 
 def test_group_claims_are_read_in_both_of_the_authorizers_spellings(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
-    seen: list[set[str]] = []
-    monkeypatch.setattr(api_app.webhook_usecases, "rotate_secret", lambda svc, caller, groups: seen.append(groups) or {})
-    for raw in ("[Xray admins]", "Xray,admins", "admins Xray"):
-        api("POST", "/api/v1/webhook-config/secret", groups=raw)
-    assert seen == [{"Xray", "admins"}] * 3
+    admin = api.svc.settings.batchlane_admin_group
+    monkeypatch.setattr(usecases, "set_owner_budget", lambda *a, **k: {})
+    for raw in (f"[Xray {admin}]", f"Xray,{admin}", f"{admin} Xray", f"[{admin}X]"):
+        assert api("PUT", f"/api/v1/admin/budgets/{BOB}", {"usdPerMonth": "1"}, groups=raw)[0] == (403 if raw.endswith("X]") else 200)
 
 
 def test_a_body_that_is_not_an_object_is_refused_and_an_absent_body_is_an_empty_one(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -471,12 +471,9 @@ def test_test_deliveries_are_capped_an_hour_and_pass_the_callers_headers(api: Ap
     assert asked[0] == (ALICE, "webhook.test", 1)
 
 
-def test_rotating_the_secret_names_the_group_and_deliveries_of_a_folder_job_need_its_owner(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_deliveries_of_a_folder_job_need_its_owner(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
     from batchlane.api import webhook_usecases
 
-    with pytest.raises(errors.Forbidden) as refused:
-        webhook_usecases.rotate_secret(api.svc, ALICE, {"ops"})
-    assert str(refused.value) == f"Rotating the signing secret needs membership of the {api.svc.settings.batchlane_admin_group} group."
     checked: list[Any] = []
     monkeypatch.setattr(webhook_usecases.folder_usecases, "owned", lambda svc, caller, job_id: checked.append((caller, job_id)))
     limits: list[Any] = []

@@ -50,7 +50,7 @@ def _add(uow: FakeUnitOfWork, url: str, payload: dict[str, Any] | None = None) -
 
 def _send(uow: FakeUnitOfWork, delivery_id: str, post: Posts, *, allow_private: bool = False, timeout_s: float = 7.5) -> dict[str, Any]:
     return deliver(
-        uow.deliveries, delivery_id, signing_keys=lambda: ["k"], post=post, allow_private=allow_private, timeout_s=timeout_s, clock=lambda: 1_700_000_000
+        uow.deliveries, delivery_id, signing_keys=lambda owner: ["k"], post=post, allow_private=allow_private, timeout_s=timeout_s, clock=lambda: 1_700_000_000
     )
 
 

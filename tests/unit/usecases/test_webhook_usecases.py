@@ -165,7 +165,7 @@ def test_a_receiver_url_with_a_query_is_posted_and_signed_whole(public_dns: None
     assert delivery.url == url
     # When it is delivered
     posts = Posts(Answer(200))
-    deliver(uow.deliveries, delivery.id, signing_keys=lambda: ["k1", "k0"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
+    deliver(uow.deliveries, delivery.id, signing_keys=lambda owner: ["k1", "k0"], post=posts, allow_private=False, timeout_s=1, clock=lambda: 1_700_000_000)
     # Then it goes to the URL as subscribed, query and all, and the receiver's check over that URL passes
     ((posted_url, body, headers, _address),) = posts.sent
     assert posted_url == url
