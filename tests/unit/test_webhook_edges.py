@@ -104,7 +104,7 @@ def test_callback_header_refusals_say_which_header_and_why() -> None:
 @pytest.mark.parametrize(
     ("events", "expected"),
     [
-        (None, ("job.completed",)),
+        (None, subscription.DEFAULT_EVENTS),
         ("file.error, job.completed", ("file.error", "job.completed")),
         (" job.waiting_batch ,", ("job.waiting_batch",)),
         (["file.completed", "file.completed", "job.completed"], ("file.completed", "job.completed")),
@@ -127,7 +127,7 @@ def test_callback_events_refused(events: object, words: str) -> None:
 
 def test_a_jobs_subscription_is_read_back_from_its_options() -> None:
     assert subscription.from_options(None) is None and subscription.from_options({"callbackUrl": ""}) is None
-    assert subscription.from_options({"callbackUrl": "https://h.example.com/x"}) == subscription.Callback("https://h.example.com/x", ("job.completed",), {})
+    assert subscription.from_options({"callbackUrl": "https://h.example.com/x"}) == subscription.Callback("https://h.example.com/x", subscription.DEFAULT_EVENTS, {})
     full = {"callbackUrl": "https://h.example.com/x", "callbackEvents": ["file.error"], "callbackHeaders": {"X-A": "1"}}
     assert subscription.from_options(full) == subscription.Callback("https://h.example.com/x", ("file.error",), {"X-A": "1"})
 
