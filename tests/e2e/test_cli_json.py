@@ -21,7 +21,7 @@ import click
 import pytest
 from click.testing import CliRunner, Result
 
-from batchlane.db import ledger
+from batchlane.db import budgets, ledger
 from batchlane.runtime import services
 from batchlane_dev.cli.main import main
 from batchlane_dev.contract import component_errors
@@ -177,14 +177,18 @@ def test_budget_webhooks_and_a_resume(stack, user, tmp_path):
     refused(cli(stack, user, "webhooks", "test", "ftp://example.com/hook", "--json"), "CALLBACK_INVALID", 2)
     shaped(cli(stack, user, "webhooks", "deliveries", "--json"), "DeliveryList")
     refused(cli(stack, user, "webhooks", "deliveries", "--job", str(uuid.uuid4()), "--json"), "JOB_NOT_FOUND", 5)
-    # a job paused at its funds hold (its booked spend equals its hold), resumed once the budget allows
+    # a job paused because its next request no longer fits its owner's month (decision 0039: the $2 it booked from
+    # its hold is the whole month), resumed once an admin raises the budget
     _, job_id = make_job(user, "pending")
     with services().db.transaction() as tx:
+        assert budgets.PgBudgets(tx).reserve(job_id, Decimal("2"))
         ledger.PgLedger(tx).add_chunk_cost(
             job_id=job_id, chunk_index=0, model_id=job(job_id).model_id, input_tokens=1, output_tokens=1, cost_usd=Decimal("2"), metadata={}
         )
+    shaped(cli(stack, ADMIN, "budget", "--set-for", user, "--usd-per-month", "2", "--json"), "Budget")
     services().workflows.start_conversion(job_id)
     wait_until(lambda: job(job_id).status == "paused_budget" and job(job_id).pause_settled, what="the pause", timeout_s=180)
+    shaped(cli(stack, ADMIN, "budget", "--set-for", user, "--usd-per-month", "50", "--json"), "Budget")
     shaped(cli(stack, user, "resume", job_id, "--json"), "Resumed")
     refused(cli(stack, user, "resume", job_id, "--json"), "NOT_PAUSED", 6)
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the resumed job", timeout_s=180)

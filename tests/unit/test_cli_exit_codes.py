@@ -43,3 +43,16 @@ def test_a_folder_jobs_exit_code_says_whether_the_folder_was_the_users_mistake(s
 def test_every_input_error_says_what_to_do_in_its_own_words() -> None:
     generic = next_step("SOMETHING_ELSE")
     assert all(next_step(error_id) != generic for error_id in INPUT_ERROR_IDS)
+
+
+def test_a_path_that_is_not_there_is_a_usage_error_before_any_stack_is_looked_for(tmp_path: Any) -> None:
+    """A typo in the path said "the offline stack is not running" (exit 4); it is the user's input: exit 2, named."""
+    from click.testing import CliRunner
+
+    from batchlane_dev.cli.main import main
+
+    missing = tmp_path / "no-such.pdf"
+    nowhere = {"BATCHLANE_STATE_HOME": str(tmp_path), "BATCHLANE_API_URL": ""}
+    plain = CliRunner().invoke(main, ["convert", str(missing)], env=nowhere)
+    assert plain.exit_code == 2 and "no such file or folder" in plain.output, plain.output
+    assert "UNREACHABLE" not in plain.output

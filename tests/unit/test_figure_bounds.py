@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import tracemalloc
 from collections.abc import Iterator
+from pathlib import Path
 
 from PIL import Image
 from reportlab.lib.pagesizes import A4
@@ -24,6 +25,8 @@ from batchlane.pdf.bounded import Bound
 from batchlane.pdf.images import MAX_FIGURES_PER_PAGE, OVER_CAP, PIXELS_SPENT, FigureLimits
 from batchlane_dev.local.pdfgen import figure_bomb_pdf
 from tests.unit.usecases.usecase_fakes import MemoryStore
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
 
 def _photos_pdf(per_page: list[int], *, side: int = 120, seed: int = 0) -> bytes:
@@ -186,3 +189,24 @@ def test_a_picture_a_bound_volume_repeats_a_book_apart_is_a_figure_and_a_logo_on
     figures = extract_figures(_store(buffer.getvalue()), "j1", [(0, 1, 20)])
 
     assert sorted(figures) == [1, 9, 17]
+
+
+def test_a_photo_with_a_soft_mask_is_written_as_the_page_shows_it_not_black() -> None:
+    """GeoTopo's page 24 (py-pdf/sample-files, committed in tests/corpus) draws four knots whose photos carry a soft
+    mask: their raw pixels are black where the page is white. The written figure is the page's view: white around
+    the knot, no black square."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter()
+    writer.add_page(PdfReader(CORPUS / "GeoTopo-komprimiert.pdf").pages[23])
+    buffer = io.BytesIO()
+    writer.write(buffer)
+    store = _store(buffer.getvalue())
+
+    figures = extract_figures(store, "j1", [(0, 1, 1)])
+
+    assert len(figures[1]) == 4, "the four knots"
+    for figure in figures[1]:
+        image = Image.open(io.BytesIO(store.objects[keys.images_prefix("j1") + figure.name])).convert("L")
+        corners = [image.getpixel((x, y)) for x in (1, image.width - 2) for y in (1, image.height - 2)]
+        assert min(corners) > 200, f"{figure.name}: its corners are {corners} (black where the page is white)"

@@ -640,8 +640,15 @@ def callback_options(url: str | None, events: str | None, headers: tuple[str, ..
 
 
 # -- commands ----------------------------------------------------------------------------
+def _existing_source(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """A local path that is not there is a usage error (exit 2) said before the stack is looked for."""
+    if value.startswith("s3://") or Path(value).exists():
+        return value
+    raise click.BadParameter(f"{value}: no such file or folder", ctx=ctx, param=param)
+
+
 @click.command()
-@click.argument("pdf", metavar="PDF|DIR/|s3://BUCKET/FOLDER/")
+@click.argument("pdf", metavar="PDF|DIR/|s3://BUCKET/FOLDER/", callback=_existing_source)
 @click.option("--layout", type=click.Choice(["alongside", "mirror", "flat"]), help="Folder jobs: where the Markdown goes (default alongside).")
 @click.option("--output-folder", help="Folder jobs: s3:// folder for mirror or flat.")
 @click.option(

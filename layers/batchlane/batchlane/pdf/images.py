@@ -215,10 +215,23 @@ def _image_objects(page: Any) -> list[Any]:
 
 
 def _encode_image(obj: Any) -> tuple[bytes, int, int] | None:
-    """The image at its own resolution as a PNG; None when it is all one colour (a mask, a white box)."""
-    picture = obj.get_bitmap(render=False).to_pil()
-    low, high = picture.convert("L").getextrema()
-    if high - low < MIN_INK_RANGE:
+    """The image as the page shows it, at about its own resolution, as a PNG; None when it is all one colour (a mask,
+    a white box). Rendered by pdfium so its soft mask applies, then laid on white paper: the raw pixels of a photo
+    with a soft mask carry black where the page shows white (GeoTopo's knots: black squares and shadows)."""
+    from PIL import Image
+
+    try:
+        rendered = obj.get_bitmap(render=True).to_pil()
+    except Exception:
+        rendered = obj.get_bitmap(render=False).to_pil()
+    if rendered.mode in ("RGBA", "LA", "PA") or "transparency" in rendered.info:
+        rgba = rendered.convert("RGBA")
+        picture = Image.new("RGB", rgba.size, (255, 255, 255))
+        picture.paste(rgba, mask=rgba.getchannel("A"))
+    else:
+        picture = rendered
+    extrema: Any = picture.convert("L").getextrema()  # (low, high) of one band
+    if extrema[1] - extrema[0] < MIN_INK_RANGE:
         return None
     buffer = io.BytesIO()
     picture.save(buffer, format="PNG")
