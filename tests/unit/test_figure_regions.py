@@ -101,7 +101,8 @@ def test_a_region_over_an_off_centre_photo_in_a_frame_writes_the_photo_once(x: f
     store = MemoryStore()
     store.put_bytes(keys.chunk_source_key("j3", 0), pdf)
     figures = extract_figures(store, "j3", [(0, 1, 1)], regions={1: [over]})
-    assert [(f.width, f.height) for f in figures[1]] == [pixels]  # the photo at its own resolution, and nothing else
+    [photo] = figures[1]  # the photo, and nothing else: no crop of its frame beside it
+    assert abs(photo.width - pixels[0]) <= 1 and abs(photo.height - pixels[1]) <= 1  # at about its own resolution (pdfium renders it)
 
 
 def _first_image(pdf: bytes) -> tuple[tuple[float, float, float, float], tuple[float, float], tuple[int, int]]:
