@@ -69,13 +69,16 @@ test-fast: $(VENV)/.stamp   ## unit tests only: no server, use cases on fakes (~
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests/unit $(PYTEST_ARGS)
 
 MUTATE_DIR := .batchlane/mutate
+# MUTATE_PATHS="batchlane/api/*" mutates only those globs (replacing setup.cfg.in's only_mutate); MUTATE_CHILDREN=1 on a shared machine.
+MUTATE_PATHS :=
+MUTATE_CHILDREN := 2
 
-mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/ and the money use cases on the fast tests; docs/testing.md
+mutate: $(VENV)/.stamp   ## mutation testing of domain/, batch/, the money use cases and the newest packages on the fast tests; docs/testing.md
 	rm -rf $(MUTATE_DIR) && mkdir -p $(MUTATE_DIR)
 	ln -s ../../layers/batchlane/batchlane $(MUTATE_DIR)/batchlane
-	for top in tests layers docs functions statemachines infra deployment .ci Makefile README.md cdk.json package.json requirements.lock; do ln -s $(CURDIR)/$$top $(MUTATE_DIR)/$$top; done
-	sed 's|@ROOT@|$(CURDIR)|g' devtools/mutate/setup.cfg.in > $(MUTATE_DIR)/setup.cfg
-	cd $(MUTATE_DIR) && PYTHONPATH=$(CURDIR)/devtools $(CURDIR)/$(VENV)/bin/mutmut run --max-children 2
+	for top in tests layers devtools docs functions statemachines infra deployment .ci Makefile README.md cdk.json package.json requirements.lock; do ln -s $(CURDIR)/$$top $(MUTATE_DIR)/$$top; done
+	$(PY) devtools/mutate/config.py $(CURDIR) $(foreach p,$(MUTATE_PATHS),'$(p)') > $(MUTATE_DIR)/setup.cfg
+	cd $(MUTATE_DIR) && PYTHONPATH=$(CURDIR)/devtools $(CURDIR)/$(VENV)/bin/mutmut run --max-children $(MUTATE_CHILDREN)
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut export-cicd-stats && cat mutants/mutmut-cicd-stats.json && echo
 	$(VENV)/bin/python devtools/mutate/table.py $(MUTATE_DIR)/mutants
 	cd $(MUTATE_DIR) && $(CURDIR)/$(VENV)/bin/mutmut results

@@ -65,6 +65,46 @@ def test_a_tiny_region_is_not_a_figure_and_a_region_over_an_embedded_image_is_no
     assert around == plain and plain[1] == [pixels]
 
 
+def _framed_photo_pdf(x: float, y: float, width: float, height: float) -> bytes:
+    """One A4 page: a photo drawn at (x, y) in points from the foot (PDF's y), a stroked frame round it (a path, what the
+    drawing finder sees), and a line of text."""
+    from PIL import Image, ImageDraw
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen import canvas
+
+    photo = Image.new("RGB", (480, 320), (200, 220, 240))
+    draw = ImageDraw.Draw(photo)
+    for n in range(0, 480, 40):  # ink in it: not a one-colour box
+        draw.rectangle((n, 40 + n // 4, n + 20, 300 - n // 5), fill=(40 + n // 3, 90, 160 - n // 4))
+    data = io.BytesIO()
+    photo.save(data, format="PNG")
+    data.seek(0)
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=True)
+    pdf.drawImage(ImageReader(data), x, y, width=width, height=height)
+    pdf.setLineWidth(2)
+    pdf.rect(x - 6, y - 6, width + 12, height + 12, stroke=1, fill=0)
+    pdf.drawString(72, 60, "A photo near the top of the page, in a frame.")
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize(("x", "y"), [(72, 560), (300, 600), (60, 80)])  # near the top, top right, near the foot
+def test_a_region_over_an_off_centre_photo_in_a_frame_writes_the_photo_once(x: float, y: float) -> None:
+    # The model's region is top-down, the photo's bounds are PDF's bottom-up: the photo's centre must be flipped to
+    # be found in its region. Unflipped, an off-centre photo is not found, and its frame is cropped as a drawing: twice.
+    pdf = _framed_photo_pdf(x, y, 240, 160)
+    (left, bottom, right, top), (width, height), pixels = _first_image(pdf)
+    over = (left / width, 1 - top / height, right / width, 1 - bottom / height)  # the box the model saw the photo in
+    store = MemoryStore()
+    store.put_bytes(keys.chunk_source_key("j3", 0), pdf)
+    figures = extract_figures(store, "j3", [(0, 1, 1)], regions={1: [over]})
+    [photo] = figures[1]  # the photo, and nothing else: no crop of its frame beside it
+    assert abs(photo.width - pixels[0]) <= 1 and abs(photo.height - pixels[1]) <= 1  # at about its own resolution (pdfium renders it)
+
+
 def _first_image(pdf: bytes) -> tuple[tuple[float, float, float, float], tuple[float, float], tuple[int, int]]:
     """Page 1's image: its bounds in points, the page's size, its pixels."""
     import pypdfium2 as pdfium

@@ -23,3 +23,31 @@ def test_each_modules_mutants_are_counted_by_status_and_totalled(tmp_path):
     assert "| `batchlane/domain/b.py` | 2 | 1 | 0 | 0 | 1 |" in text
     assert "| **all** | 6 | 3 | 1 | 1 | 1 |" in text
     assert text.endswith("3 of 6 killed: 50.0%")
+
+
+_cfg_spec = importlib.util.spec_from_file_location("mutate_config", Path(__file__).resolve().parents[2] / "devtools" / "mutate" / "config.py")
+assert _cfg_spec is not None and _cfg_spec.loader is not None
+config = importlib.util.module_from_spec(_cfg_spec)
+_cfg_spec.loader.exec_module(config)
+
+
+def _only_mutate(text: str) -> list[str]:
+    lines = text.splitlines()
+    start = lines.index("only_mutate =")
+    out = []
+    for line in lines[start + 1 :]:
+        if not line.startswith(" "):
+            break
+        out.append(line.strip())
+    return out
+
+
+def test_make_mutate_covers_the_newest_packages_and_mutate_paths_narrows_it_to_one() -> None:
+    template = config.TEMPLATE.read_text()
+    whole = config.render(template, "/checkout", [])
+    assert "@ROOT@" not in whole and "/checkout/tests/unit" in whole
+    assert {"batchlane/api/*", "batchlane/webhooks/*", "batchlane/folders/*", "batchlane/filejob/figures.py", "batchlane/filejob/service_tiers.py",
+            "batchlane/filejob/assemble.py", "batchlane/ondemand/governed.py", "batchlane/ondemand/planner.py", "batchlane/domain/*"} <= set(_only_mutate(whole))  # fmt: skip
+    one = config.render(template, "/checkout", ["batchlane/api/*"])
+    assert _only_mutate(one) == ["batchlane/api/*"]
+    assert one.replace("    batchlane/api/*\n", "") == whole.replace("".join(f"    {p}\n" for p in _only_mutate(whole)), "")  # nothing else changed

@@ -147,3 +147,125 @@ def test_a_slot_that_comes_late_sends_on_a_fresh_start_time_never_on_the_stale_o
     transport = GovernedTransport(inner, limiter, BackoffPolicy(), sleep=SleepRecorder(), clock=_Clock(after_slot))
     assert transport.send(REQUEST).text and len(inner.sent) == 1
     assert limiter.events == ["pace/0", "acquire", *["pace/1"] * (paced - 1), "release"]
+
+
+class _SleepingClock:
+    """A test clock that moves only when the code sleeps (or a slot wait moves it): time a test controls, never waited for."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+        self.now += seconds
+
+
+@pytest.mark.parametrize("pace_wait", [0.6, 2.5, 30.0])
+def test_the_start_time_is_read_after_the_paces_sleep_so_a_long_wait_keeps_its_start(pace_wait):
+    # A request that slept on the pace and then got a slot at once is sent on the start it waited for.
+    # Read before the sleep, every wait over PACE_LATE_S would look like a late slot and queue again.
+    clock = _SleepingClock()
+    limiter = RecordingLimiter(pace_waits=(pace_wait,))
+    inner = ModelTransport()
+    transport = GovernedTransport(inner, limiter, BackoffPolicy(), sleep=clock.sleep, clock=clock)
+    assert transport.send(REQUEST).text and len(inner.sent) == 1
+    assert clock.waits == [pace_wait]
+    assert limiter.events == ["pace/0", "acquire", "release"]
+
+
+@pytest.mark.parametrize(("slot_wait", "paced"), [(PACE_LATE_S, 1), (PACE_LATE_S + 0.25, 2)])
+def test_a_slot_that_comes_late_after_a_paced_wait_takes_a_fresh_start(slot_wait, paced):
+    # The clock moves with the pace's sleep (2 s) and with the wait for the slot; only the slot's lateness counts.
+    clock = _SleepingClock()
+
+    class SlowSlots(RecordingLimiter):
+        def slot(self, pool, *, aborted):
+            clock.now += slot_wait
+            return super().slot(pool, aborted=aborted)
+
+    limiter = SlowSlots(pace_waits=(2.0,))
+    transport = GovernedTransport(ModelTransport(), limiter, BackoffPolicy(), sleep=clock.sleep, clock=clock)
+    assert transport.send(REQUEST).text
+    assert limiter.events == ["pace/0", "acquire", *["pace/1"] * (paced - 1), "release"]
+
+
+def test_the_backoff_policy_is_read_from_the_settings_by_name():
+    from types import SimpleNamespace
+
+    settings = SimpleNamespace(batchlane_backoff_base_s="0.5", batchlane_backoff_max_s=8, batchlane_throttle_budget_s="90", batchlane_throttle_max_attempts="6")
+    assert BackoffPolicy.from_settings(settings) == BackoffPolicy(base_s=0.5, max_s=8.0, budget_s=90.0, max_attempts=6)
+
+
+def test_each_backoff_is_full_jitter_up_to_base_times_two_to_the_attempt_capped(monkeypatch):
+    # The top of each jitter range, drawn deterministically: base 0.5 s doubling, capped at 3 s
+    import random
+
+    monkeypatch.setattr(random, "uniform", lambda low, high: high)
+    sleep = SleepRecorder()
+    inner = ModelTransport(lambda request, n: "throttle" if n <= 4 else None)
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(base_s=0.5, max_s=3, budget_s=1e9, max_attempts=10), sleep=sleep)
+    assert transport.send(REQUEST).text
+    assert sleep.waits == [0.5, 1.0, 2.0, 3.0]
+
+
+def test_the_pace_is_asked_for_the_requests_model_and_polls_the_waiting_flag():
+    # A long pace wait polls the flag the chunk's poller sets (set here only while the pace waits), never a fixed False
+    flag = {"waiting": False}
+    asked = []
+
+    class PollingLimiter(RecordingLimiter):
+        def pace(self, pool, *, aborted=lambda: False):
+            flag["waiting"] = True
+            asked.append((pool, aborted()))
+            flag["waiting"] = False
+            return super().pace(pool, aborted=aborted)
+
+    transport = GovernedTransport(ModelTransport(), PollingLimiter(), BackoffPolicy(), waiting=lambda: flag["waiting"], sleep=SleepRecorder())
+    assert transport.send(REQUEST).text
+    assert asked == [(REQUEST.model_id, True)]
+
+
+def test_a_chunk_cancelled_after_a_throttle_sleeps_no_backoff():
+    calls = {"n": 0}
+
+    def aborted():  # false for the first attempt's checks, true from the backoff on
+        calls["n"] += 1
+        return calls["n"] > 1
+
+    sleep = SleepRecorder()
+    inner = ModelTransport(lambda request, n: "throttle")
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(), aborted=aborted, waiting=lambda: False, sleep=sleep)
+    with pytest.raises(Aborted):
+        transport.send(REQUEST)
+    assert len(inner.sent) == 1 and sleep.waits == []  # stopped before the backoff, not after sleeping it
+
+
+def test_a_slot_wait_that_times_out_is_a_retryable_model_error_counted_as_exhausted():
+    from batchlane.ports import LeaseWaitTimeout
+
+    pools = []
+
+    class Full(RecordingLimiter):
+        def slot(self, pool, *, aborted):
+            pools.append(pool)
+            raise LeaseWaitTimeout("no slot for m in 300 s")
+
+    inner = ModelTransport()
+    transport = GovernedTransport(inner, Full(), BackoffPolicy(), sleep=SleepRecorder())
+    with pytest.raises(ModelCallError) as caught:
+        transport.send(REQUEST)
+    assert (caught.value.code, caught.value.retryable) == ("LeaseWaitTimeout", True)
+    assert "no slot for m in 300 s" in str(caught.value)
+    assert (transport.exhausted, transport.requests, inner.sent, pools) == (1, 0, [], [REQUEST.model_id])
+
+
+def test_a_spent_time_budget_stops_retrying_before_the_attempt_cap():
+    inner = ModelTransport(lambda request, n: "throttle")
+    transport = GovernedTransport(inner, RecordingLimiter(), BackoffPolicy(base_s=0.01, max_s=0.01, budget_s=0, max_attempts=10), sleep=SleepRecorder())
+    with pytest.raises(ModelCallError):
+        transport.send(REQUEST)
+    assert len(inner.sent) == 1 and transport.exhausted == 1

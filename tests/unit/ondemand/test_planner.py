@@ -105,3 +105,64 @@ def test_the_pace_frees_one_start_per_interval_up_to_its_burst():
     assert pace_starts_free(0.0, interval, 19) == 1
     assert pace_starts_free(interval * 1.5, interval, 19) == 2
     assert pace_starts_free(3600.0, interval, 19) == 20  # idle for long: burst + 1
+
+
+def test_a_small_chunk_and_a_single_free_start_still_size_the_groups():
+    # pace unknown: the plan as configured, even for a chunk smaller than a group
+    plan, units = RequestPlan().for_chunk(3, None, concurrency=4, most_parallel=20)
+    assert (plan.pages_per_request, units) == (5, 4)
+    # one page with starts free: a group of one
+    plan, units = RequestPlan().for_chunk(1, 2, concurrency=1, most_parallel=20)
+    assert (plan.pages_per_request, units) == (1, 1)
+    # one start free: all the chunk's pages in one group
+    plan, units = RequestPlan().for_chunk(3, 1, concurrency=1, most_parallel=20)
+    assert (plan.pages_per_request, units) == (3, 1)
+    # no pages: nothing to size
+    assert RequestPlan().for_chunk(0, 5, concurrency=2, most_parallel=20) == (RequestPlan(), 2)
+
+
+def test_the_plan_is_read_from_the_settings_by_name():
+    from types import SimpleNamespace
+
+    settings = SimpleNamespace(
+        batchlane_pages_per_request="7", batchlane_max_documents_per_request=4, batchlane_max_tokens="4096",
+        batchlane_output_fill="0.5", batchlane_output_tokens_per_page="900",
+    )  # fmt: skip
+    assert RequestPlan.from_settings(settings) == RequestPlan(pages_per_request=7, max_documents=4, max_tokens=4096, fill=0.5, default_estimate=900)
+
+
+def test_no_pages_make_no_groups():
+    assert RequestPlan().groups([]) == []
+
+
+def _same_page(estimate, count):
+    page = chunk_pages(1)[0]
+    return [planner.PlannedPage(page, estimate) for _ in range(count)]
+
+
+def test_a_group_may_fill_its_token_and_byte_budgets_exactly_and_each_new_group_starts_empty():
+    from batchlane.ondemand.planner import GroupBuilder
+
+    items = _same_page(10, 4)
+    size = items[0].size
+    # exactly the byte budget: two pages a group, never one (a new group starts at 0 bytes)
+    builder = GroupBuilder(page_limit=2, budget=1e9, byte_budget=2 * size)
+    groups = [g for item in items if (g := builder.add(item))]
+    assert [len(g) for g in [*groups, builder.flush()]] == [2, 2]
+    # exactly the token budget: 10 + 0 fits beside a 10-token page in a group of its own (a new group starts at 0 tokens)
+    builder = GroupBuilder(page_limit=5, budget=10)
+    pages = [*_same_page(10, 1), *_same_page(10, 1), *_same_page(0, 1)]
+    assert builder.add(pages[0]) is None  # nothing closed yet
+    assert [len(g) for g in [builder.add(pages[1]), builder.add(pages[2]) or [], builder.flush()]] == [1, 0, 2]
+    # a builder flushed is as new: its next group starts at 0 tokens and 0 bytes
+    builder = GroupBuilder(page_limit=5, budget=10, byte_budget=2 * size)
+    builder.add(_same_page(3, 1)[0])
+    builder.flush()
+    assert builder.add(_same_page(10, 1)[0]) is None and builder.add(_same_page(0, 1)[0]) is None
+    assert len(builder.flush()) == 2
+
+
+def test_a_plans_byte_budget_is_its_request_limit_less_the_requests_own_overhead():
+    from batchlane.domain.limits import REQUEST_OVERHEAD_BYTES
+
+    assert RequestPlan(max_request_bytes=5_000_000).builder().byte_budget == 5_000_000 - REQUEST_OVERHEAD_BYTES

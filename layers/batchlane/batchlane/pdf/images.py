@@ -215,21 +215,22 @@ def _image_objects(page: Any) -> list[Any]:
 
 
 def _encode_image(obj: Any) -> tuple[bytes, int, int] | None:
-    """The image as the page shows it, at about its own resolution, as a PNG; None when it is all one colour (a mask,
-    a white box). Rendered by pdfium so its soft mask applies, then laid on white paper: the raw pixels of a photo
-    with a soft mask carry black where the page shows white (GeoTopo's knots: black squares and shadows)."""
+    """The image at its own resolution as a PNG, as the page shows it; None when it is all one colour (a mask, a
+    white box). An image with a soft mask is taken from pdfium's rendering (the mask applied, laid on white paper,
+    at the raw size): its raw pixels carry black where the page shows white (GeoTopo's knots: black squares)."""
     from PIL import Image
 
+    picture = obj.get_bitmap(render=False).to_pil()
     try:
         rendered = obj.get_bitmap(render=True).to_pil()
-    except Exception:
-        rendered = obj.get_bitmap(render=False).to_pil()
-    if rendered.mode in ("RGBA", "LA", "PA") or "transparency" in rendered.info:
-        rgba = rendered.convert("RGBA")
-        picture = Image.new("RGB", rgba.size, (255, 255, 255))
-        picture.paste(rgba, mask=rgba.getchannel("A"))
-    else:
-        picture = rendered
+    except Exception:  # pdfium could not render it: its raw pixels are the best there is
+        rendered = None
+    if rendered is not None and rendered.mode == "RGBA":
+        alpha = rendered.getchannel("A")
+        if alpha.getextrema()[0] < 255:  # a mask hides part of it
+            paper = Image.new("RGB", rendered.size, (255, 255, 255))
+            paper.paste(rendered, mask=alpha)
+            picture = paper.resize(picture.size) if abs(paper.width - picture.width) <= 2 and abs(paper.height - picture.height) <= 2 else paper
     extrema: Any = picture.convert("L").getextrema()  # (low, high) of one band
     if extrema[1] - extrema[0] < MIN_INK_RANGE:
         return None
