@@ -174,7 +174,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     FunctionSpec("batch_submit", "CreateModelInvocationJob, idempotent by name and token.", ("db", "bedrock_batch")),
     FunctionSpec(
         "batch_wait",
-        "Stores the wait task token on the batch row; ends the wait at once when the terminal event came first.",
+        "Stores the wait task token on the lane; ends the wait at once when the terminal event came first.",
         ("db", "task_response"),
     ),
     FunctionSpec(
@@ -214,7 +214,7 @@ FUNCTIONS: tuple[FunctionSpec, ...] = (
     ),
     FunctionSpec(
         "recovery",
-        "Resumes stranded jobs (batch row closed, job still waiting); ends jobs and folder jobs whose workflow ended without recording their end.",
+        "Resumes stranded jobs (lane closed, job still waiting); ends jobs and folder jobs whose workflow ended without recording their end.",
         ("db", "start_conversion", "publish_events", "inspect_workflows", "folder_access"),  # folder_access: the ended folder job's record
     ),
     # s3_read_jobs also signs the download URLs of jobs/<id>/output.md (a presigned GET carries the
@@ -378,7 +378,7 @@ RULES: tuple[RuleSpec, ...] = (
 SCHEDULES: tuple[ScheduleSpec, ...] = (
     ScheduleSpec("packer_safety_net", "Claims parked jobs even if a parked event was lost.", 1, "batch_packer"),
     ScheduleSpec("batch_sweeper", "Ends waits whose terminal event was lost.", 15, "batch_sweeper"),
-    ScheduleSpec("stranded_recovery", "Resumes jobs whose batch row closed but which still wait; ends jobs whose workflow ended without them.", 10, "recovery"),
+    ScheduleSpec("stranded_recovery", "Resumes jobs whose lane closed but which still wait; ends jobs whose workflow ended without them.", 10, "recovery"),
 )
 
 

@@ -51,7 +51,7 @@ DEFAULT_BUDGET: dict[str, float] = {
 # (BATCHLANE_CHUNK_SLOTS, context chunkSlots); `batchlane doctor` compares both with the account's quota.
 # Context reservedConcurrency {"chunk_processor": N} reserves N (null for a function: unreserved).
 DEFAULT_RESERVED_CONCURRENCY: dict[str, int | None] = {}
-# Chunk invocations the deployment admits at once (conversion/admission.py): the reservation when the
+# Chunk invocations the deployment admits at once (filejob/admission.py): the reservation when the
 # chunk processor has one, else this.
 DEFAULT_CHUNK_SLOTS = int(Settings.model_fields["batchlane_chunk_slots"].default)
 

@@ -1,9 +1,9 @@
 """The one-document corpus: real PDFs we did not make, converted and measured (issue 39; docs/testing.md).
 
 Each document is converted the way the offline stack converts it, without the stack's servers: the PDF is
-split and chunked by the product's own code (pdf/split.py, conversion/source.py), each page is read by the
+split and chunked by the product's own code (pdf/split.py, filejob/source.py), each page is read by the
 offline model emulator (the same ``page_markdown`` the stack's Bedrock emulator answers with), and the
-product's Assemble code (conversion/assemble.py, conversion/figures.py) writes the Markdown, pages.jsonl and
+product's Assemble code (filejob/assemble.py, filejob/figures.py) writes the Markdown, pages.jsonl and
 the figure files into a memory bucket; they land on disk beside each other as `batchlane demo` writes them
 (local/outputs.py). :func:`measure` is doc_metrics.py (vendored unchanged from the project's shared tools).
 `make bench --only one_document` runs the same documents through the whole offline stack.
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion.assemble import described_regions, read_results, write_document
-from batchlane.conversion.figures import Figures, extract_figures, figure_folder
-from batchlane.conversion.source import store_chunk_sources
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.domain.errors import NotFound
+from batchlane.filejob.assemble import described_regions, read_results, write_document
+from batchlane.filejob.figures import Figures, extract_figures, figure_folder
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.pdf.fit import fit
 from batchlane.pdf.split import open_chunk, open_pdf, plan_chunks
 from batchlane_dev import doc_metrics

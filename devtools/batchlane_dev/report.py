@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.savings import ledger_money

@@ -166,7 +166,7 @@ def simulate(
                 pool[index] = (docs[index].pages, now)
         peaks["admitted_per_s"] = max(peaks["admitted_per_s"], admitted / step_s)
         # 3. the packer (every turn): the real plan, with the packer's quota as slots, over the prefix of the pool
-        # a turn reads (db/batch_rows.PgLanes.read_pool: read_budget pages; the whole pool if that read is short)
+        # a turn reads (db/lanes.PgLanes.read_pool: read_budget pages; the whole pool if that read is short)
         slots = concurrent - len(running)
         peaks["pool_chunks"] = max(peaks["pool_chunks"], sum(math.ceil(p / per_chunk) for p, _ in pool.values()))
         plan, read = _pack_turn(pool, now, per_chunk, slots, max_records, settings.batch_conversion_min_records, window_s)

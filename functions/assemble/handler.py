@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from batchlane.conversion.assemble import assemble_job
+from batchlane.filejob.assemble import assemble_job
 from batchlane.handlers import JobRef, lambda_handler, parse
 from batchlane.observability import metrics
 from batchlane.runtime import services

@@ -1,4 +1,4 @@
-"""batch_wait: the WaitForBatch task (.waitForTaskToken) stores its token on the batch row."""
+"""batch_wait: the WaitForBatch task (.waitForTaskToken) stores its token on the lane."""
 
 from typing import Any
 

@@ -1,7 +1,7 @@
 """chunk_processor: convert one chunk (primed batch results first, on-demand otherwise).
 
 Runs only once admitted for its owner (ChunkNotAdmitted otherwise: retried later by the state machine,
-conversion/admission.py). Raises ChunkRetryLater (the state machine retries it with backoff) when pages hit
+filejob/admission.py). Raises ChunkRetryLater (the state machine retries it with backoff) when pages hit
 throttling past the client's own retries, and ChunkContinue (retried at once) when the
 invocation nears its timeout with pages left: the deadline is the Lambda's remaining
 time less BATCHLANE_CHUNK_STOP_MARGIN_S.
@@ -10,7 +10,7 @@ time less BATCHLANE_CHUNK_STOP_MARGIN_S.
 import time
 from typing import Any
 
-from batchlane.conversion.chunk import process_admitted_chunk
+from batchlane.filejob.chunk import process_admitted_chunk
 from batchlane.handlers import ChunkRef, lambda_handler, parse
 from batchlane.runtime import services
 

@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from batchlane.conversion.start import start_conversion
+from batchlane.filejob.start import start_conversion
 from batchlane.handlers import JobRef, lambda_handler, parse
 from batchlane.runtime import services
 

@@ -5,7 +5,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
-from batchlane.conversion.create import create_job
+from batchlane.filejob.create import create_job
 from batchlane.handlers import lambda_handler, parse
 from batchlane.runtime import services
 

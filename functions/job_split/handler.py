@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from batchlane.conversion.split import split_job
+from batchlane.filejob.split import split_job
 from batchlane.handlers import JobRef, lambda_handler, parse
 from batchlane.runtime import services
 

@@ -1,4 +1,4 @@
-"""recovery: on a schedule, resume jobs stranded in waiting_batch behind a closed batch row, end jobs and
+"""recovery: on a schedule, resume jobs stranded in waiting_batch behind a closed lane, end jobs and
 folder jobs whose workflow ended without recording their end, and fail jobs left splitting long after
 their intake must have ended."""
 

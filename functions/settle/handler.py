@@ -4,7 +4,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from batchlane.conversion.settle import fail_job, settle_job
+from batchlane.filejob.settle import fail_job, settle_job
 from batchlane.handlers import JobRef, lambda_handler, parse
 from batchlane.observability import logger
 from batchlane.runtime import services

@@ -29,7 +29,7 @@ def uow(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 @pytest.fixture
 def new_lane(uow: Any) -> Any:
-    """A lane's batch row id for ledger rows to point at (the foreign key the ledger's batch rows need), carrying one chunk of a job."""
+    """A lane's lane id for ledger rows to point at (the foreign key the ledger's lanes need), carrying one chunk of a job."""
 
     def make(job_id: str, chunk_index: int = 0) -> int:
         return int(uow.lanes.insert_lane(lane_id=str(uuid.uuid4()), model_id="model-a", deadline_hours=24, chunks=[(job_id, chunk_index, 2)]).id)

@@ -40,7 +40,7 @@ def test_the_months_spend_counts_chunk_batch_and_batch_share_rows(uow: Any, new_
     owner, other = _owner(), _owner()
     mine, theirs = _job(uow, owner), _job(uow, other)
     uow.ledger.add_chunk_cost(job_id=mine, chunk_index=0, **_usage("0.10"))
-    # a Bedrock job of the job's own, from before the pool: its batch row carries its job
+    # a Bedrock job of the job's own, from before the pool: its lane carries its job
     assert uow.ledger.add_batch_cost(job_id=mine, batch_row_id=new_lane(mine), **_usage("0.20")) is True
     # a shared lane: one row with no job, a share per member
     lane = new_lane(mine, 1)

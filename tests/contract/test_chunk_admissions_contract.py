@@ -1,6 +1,6 @@
 """ChunkAdmissions' contract, on the fake and on PostgreSQL (issue 21, point 4): one owner's many jobs cannot take
 every chunk slot; a second owner's chunk is admitted as soon as a slot frees, before the first owner's next.
-The gate around a chunk (conversion/admission.chunk_slot) frees its slot however the chunk ends."""
+The gate around a chunk (filejob/admission.chunk_slot) frees its slot however the chunk ends."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from batchlane.conversion.admission import ChunkNotAdmitted, chunk_slot
 from batchlane.db.admission import fair_share
+from batchlane.filejob.admission import ChunkNotAdmitted, chunk_slot
 
 CAPACITY = 4
 

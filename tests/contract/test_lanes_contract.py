@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from batchlane.domain import status as st
-from batchlane.domain.status import BatchMemberState, BatchRowState, JobStatus
+from batchlane.domain.status import BatchMemberState, JobStatus, LaneState
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import BatchRow
+from batchlane.ports import Lane
 
 OWNER = "owner-lanes-contract"
 MODEL = "us.acme.lanes-contract-v1:0"
@@ -34,17 +34,17 @@ def _job(uow: Any, *, chunks: int = 2) -> str:
     return str(job.id)
 
 
-def _lane(uow: Any, chunks: list[tuple[str, int]], *, deadline_hours: float = 24) -> BatchRow:
+def _lane(uow: Any, chunks: list[tuple[str, int]], *, deadline_hours: float = 24) -> Lane:
     row = uow.lanes.insert_lane(lane_id=str(uuid.uuid4()), model_id=MODEL, deadline_hours=deadline_hours, chunks=[(j, c, 2) for j, c in chunks])
     return row  # type: ignore[no-any-return]
 
 
-def _submitted(uow: Any, chunks: list[tuple[str, int]], *, records: int = 4) -> BatchRow:
+def _submitted(uow: Any, chunks: list[tuple[str, int]], *, records: int = 4) -> Lane:
     row = _lane(uow, chunks)
     assert uow.lanes.record_prepared(row.lane_id, record_count=records, input_bytes=100, manifest_key=f"batch/{row.lane_id}/manifest.json")
     arn = f"arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/{uuid.uuid4().hex[:12]}"
     submitted = uow.lanes.mark_submitted(row.lane_id, arn=arn, name=f"lane-{row.lane_id}", output_uri="s3://b/out/", deadline_hours=24)
-    assert submitted is not None and submitted.state == BatchRowState.SUBMITTED
+    assert submitted is not None and submitted.state == LaneState.SUBMITTED
     return submitted  # type: ignore[no-any-return]
 
 
@@ -58,7 +58,7 @@ def test_a_lane_is_read_by_its_lane_id_or_its_row_id_and_an_unknown_one_is_none(
     row = _lane(uow, [(job, 0), (job, 1)])
     assert uow.lanes.get_row(row.lane_id) == row
     assert uow.lanes.get_row_by_id(row.id) == row
-    assert (row.state, row.member_count, row.retry_of, row.task_tokens, row.attempts) == (BatchRowState.PREPARING, 1, None, [], 0)
+    assert (row.state, row.member_count, row.retry_of, row.task_tokens, row.attempts) == (LaneState.PREPARING, 1, None, [], 0)
     with uow:
         assert uow.lanes.lock_row(row.lane_id) == row
     assert uow.lanes.get_row(str(uuid.uuid4())) is None
@@ -123,7 +123,7 @@ def test_a_job_leaves_every_lane_it_rides_in_and_only_its_own_members_move(uow: 
 
     left = uow.lanes.leave_lanes(job)
     assert [lane.id for lane in left] == [first.id, second.id], "the lanes it left, by id; not the closed one"
-    assert [lane.state for lane in left] == [BatchRowState.PREPARING, BatchRowState.SUBMITTED]
+    assert [lane.state for lane in left] == [LaneState.PREPARING, LaneState.SUBMITTED]
     assert _states(uow, first.id) == {(job, 0): (BatchMemberState.LEFT, None), (other, 0): (BatchMemberState.PACKED, None)}
     assert _states(uow, second.id) == {(job, 1): (BatchMemberState.LEFT, None), (other, 1): (BatchMemberState.PACKED, None)}
     assert _states(uow, closed.id) == {(job, 2): (BatchMemberState.COLLECTED, 0)}
@@ -138,7 +138,7 @@ def test_prepared_counts_are_written_only_while_preparing(uow: Any, now: datetim
     job = _job(uow)
     row = _lane(uow, [(job, 0)])
     prepared = uow.lanes.record_prepared(row.lane_id, record_count=7, input_bytes=1234, manifest_key="batch/x/manifest.json")
-    assert (prepared.state, prepared.record_count, prepared.input_bytes, prepared.manifest_key) == (BatchRowState.PREPARING, 7, 1234, "batch/x/manifest.json")
+    assert (prepared.state, prepared.record_count, prepared.input_bytes, prepared.manifest_key) == (LaneState.PREPARING, 7, 1234, "batch/x/manifest.json")
     assert prepared.prepared_at is not None and abs(prepared.prepared_at - now) < timedelta(minutes=1)
     assert uow.lanes.mark_submitted(row.lane_id, arn="arn:x:" + row.lane_id, name="n", output_uri="s3://b/o/", deadline_hours=1) is not None
     assert uow.lanes.record_prepared(row.lane_id, record_count=1, input_bytes=1, manifest_key="k") is None
@@ -152,7 +152,7 @@ def test_a_submit_moves_a_preparing_lane_once_and_a_retried_submit_gets_the_row_
     arn = "arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/" + uuid.uuid4().hex[:12]
     submitted = uow.lanes.mark_submitted(row.lane_id, arn=arn, name="lane-a", output_uri="s3://b/out/", deadline_hours=2)
     assert (submitted.state, submitted.bedrock_job_arn, submitted.bedrock_job_name, submitted.output_uri, submitted.attempts) == (
-        BatchRowState.SUBMITTED, arn, "lane-a", "s3://b/out/", 1,
+        LaneState.SUBMITTED, arn, "lane-a", "s3://b/out/", 1,
     )  # fmt: skip
     assert submitted.submitted_at is not None and abs(submitted.submitted_at - now) < timedelta(minutes=1)
     assert abs(submitted.deadline - (submitted.submitted_at + timedelta(hours=2))) < timedelta(seconds=1)
@@ -160,7 +160,7 @@ def test_a_submit_moves_a_preparing_lane_once_and_a_retried_submit_gets_the_row_
     assert again == submitted, "not moved again: the first submit's job, name and attempt stand"
     assert uow.lanes.mark_submitted(str(uuid.uuid4()), arn="arn:none", name="n", output_uri="s3://b/o/", deadline_hours=1) is None
     assert uow.lanes.close(row.lane_id, st.close(), end_state="Completed") is not None
-    assert uow.lanes.mark_submitted(row.lane_id, arn="arn:late", name="n", output_uri="s3://b/o/", deadline_hours=1).state == BatchRowState.CLOSED
+    assert uow.lanes.mark_submitted(row.lane_id, arn="arn:late", name="n", output_uri="s3://b/o/", deadline_hours=1).state == LaneState.CLOSED
 
 
 def test_a_waiting_executions_token_is_kept_once_whatever_the_lanes_state(uow: Any) -> None:
@@ -171,7 +171,7 @@ def test_a_waiting_executions_token_is_kept_once_whatever_the_lanes_state(uow: A
     assert uow.lanes.add_task_token(row.lane_id, "token-1").task_tokens == ["token-1", "token-2"]
     assert uow.lanes.close(row.lane_id, st.close(), end_state="Completed") is not None
     closed = uow.lanes.add_task_token(row.lane_id, "token-3")
-    assert (closed.state, closed.task_tokens) == (BatchRowState.CLOSED, ["token-1", "token-2", "token-3"])
+    assert (closed.state, closed.task_tokens) == (LaneState.CLOSED, ["token-1", "token-2", "token-3"])
     assert uow.lanes.add_task_token(str(uuid.uuid4()), "token-1") is None
 
 
@@ -190,7 +190,7 @@ def test_a_terminal_bedrock_status_is_never_overwritten_by_a_late_one_and_first_
     tick()
     lost = uow.lanes.record_status(row.arn, "Lost")
     assert (lost.bedrock_status, lost.terminal_seen_at) == ("Lost", done.terminal_seen_at), "a terminal status follows another; first seen stays"
-    assert lost.state == BatchRowState.SUBMITTED, "a status moves no lane"
+    assert lost.state == LaneState.SUBMITTED, "a status moves no lane"
 
 
 def test_a_submitted_lane_stops_once_its_members_leave_and_every_record_falls_back(uow: Any) -> None:
@@ -200,7 +200,7 @@ def test_a_submitted_lane_stops_once_its_members_leave_and_every_record_falls_ba
     row = _submitted(uow, [(a, 0), (b, 0)], records=6)
     uow.lanes.leave_lanes(b)
     stopping = uow.lanes.mark_stopping(row.lane_id, reason="collect_failed")
-    assert (stopping.state, stopping.reason, stopping.accepted_count, stopping.fallback_count) == (BatchRowState.STOPPING, "collect_failed", 0, 6)
+    assert (stopping.state, stopping.reason, stopping.accepted_count, stopping.fallback_count) == (LaneState.STOPPING, "collect_failed", 0, 6)
     assert _states(uow, row.id) == {(a, 0): (BatchMemberState.LEFT, None), (b, 0): (BatchMemberState.LEFT, None)}
     assert uow.lanes.mark_stopping(row.lane_id, reason="again") is None
     assert _states(uow, preparing.id) == {(a, 1): (BatchMemberState.PACKED, None)}
@@ -231,7 +231,7 @@ def test_a_close_is_won_once_along_its_move_and_collects_the_packed_members(uow:
     assert uow.lanes.close(row.lane_id, st.settle_stopping(), end_state="Stopped") is None
     uow.lanes.leave_lanes(b)
     closed = uow.lanes.close(row.lane_id, st.close(), end_state="Completed", reason="done", accepted=3, fallback=1, cost_usd=Decimal("0.1234567"))
-    assert (closed.state, closed.end_state, closed.reason, closed.accepted_count, closed.fallback_count) == (BatchRowState.CLOSED, "Completed", "done", 3, 1)
+    assert (closed.state, closed.end_state, closed.reason, closed.accepted_count, closed.fallback_count) == (LaneState.CLOSED, "Completed", "done", 3, 1)
     assert closed.cost_usd == Decimal("0.123457"), "numeric(14, 6)"
     assert closed.closed_at is not None and abs(closed.closed_at - now) < timedelta(minutes=1)
     assert _states(uow, row.id) == {(a, 0): (BatchMemberState.COLLECTED, 0), (b, 0): (BatchMemberState.LEFT, None)}
@@ -242,14 +242,14 @@ def test_a_close_is_won_once_along_its_move_and_collects_the_packed_members(uow:
     skipped = _lane(uow, [(a, 1)])
     left = uow.lanes.close(skipped.lane_id, st.leave_before_submit(), end_state="skipped")
     assert (left.state, left.end_state, left.reason, left.accepted_count, left.fallback_count, left.cost_usd) == (
-        BatchRowState.CLOSED, "skipped", None, 0, 0, None,
+        LaneState.CLOSED, "skipped", None, 0, 0, None,
     )  # fmt: skip
 
     stopping = _submitted(uow, [(b, 1)])
     assert uow.lanes.mark_stopping(stopping.lane_id, reason="overdue") is not None
     assert uow.lanes.close(stopping.lane_id, st.close(), end_state="Stopped") is None, "a stopping lane settles, it is not collected"
     settled = uow.lanes.close(stopping.lane_id, st.settle_stopping(), end_state="Stopped", fallback=4, cost_usd=Decimal(1))
-    assert (settled.state, settled.reason, settled.cost_usd) == (BatchRowState.CLOSED, "overdue", Decimal("1.000000"))
+    assert (settled.state, settled.reason, settled.cost_usd) == (LaneState.CLOSED, "overdue", Decimal("1.000000"))
     assert _states(uow, stopping.id) == {(b, 1): (BatchMemberState.LEFT, None)}
 
 
@@ -286,7 +286,7 @@ def test_a_retry_lane_is_born_prepared_once_carrying_the_failed_records(uow: Any
         members=members,
     )  # fmt: skip
     assert (retry.lane_id, retry.state, retry.retry_of, retry.member_count, retry.record_count, retry.input_bytes, retry.manifest_key) == (
-        lane_id, BatchRowState.PREPARING, first.id, 2, 6, 512, f"batch/{lane_id}/manifest.json",
+        lane_id, LaneState.PREPARING, first.id, 2, 6, 512, f"batch/{lane_id}/manifest.json",
     )  # fmt: skip
     assert retry.prepared_at is not None and abs(retry.prepared_at - now) < timedelta(minutes=1)
     assert abs(retry.deadline - (retry.created_at + timedelta(hours=2))) < timedelta(seconds=1)

@@ -48,7 +48,7 @@ def test_a_jobs_rows_read_back_typed_in_booking_order_without_the_lanes_own_row(
     assert uow.ledger.ledger_rows(_job(uow)) == []
 
 
-def test_a_jobs_total_is_all_its_rows_and_its_batch_cost_its_batch_rows(uow: Any, new_lane: Any) -> None:
+def test_a_jobs_total_is_all_its_rows_and_its_batch_cost_its_lanes(uow: Any, new_lane: Any) -> None:
     job = _job(uow)
     assert (uow.ledger.job_total(job), uow.ledger.batch_cost_of_job(job)) == (0, 0)
     uow.ledger.add_chunk_cost(job_id=job, chunk_index=0, **_usage("0.10"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.ports import LedgerRow
@@ -41,7 +41,7 @@ def run_job(pages: int = PAGES, *, options: dict[str, Any] | None = None, timeou
     return job_report(services(), job_id)
 
 
-def batch_row(job_id: str) -> dict[str, Any] | None:
+def newest_lane(job_id: str) -> dict[str, Any] | None:
     """The newest lane (Bedrock job) that carried a chunk of the job."""
     return services().db.one(
         """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))

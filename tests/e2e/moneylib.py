@@ -57,7 +57,7 @@ def assert_lane_bills_its_manifest(lane: dict[str, Any]) -> dict[str, Any]:
     return dict(row)
 
 
-def assert_batch_row_bills_the_manifest(job_id: str) -> dict[str, Any]:
+def assert_lane_bills_the_manifest(job_id: str) -> dict[str, Any]:
     """Every lane that carried the job bills its manifest (:func:`assert_lane_bills_its_manifest`); the job has
     one share per lane. Returns the job's shares summed, as one row (cost, tokens, model)."""
     svc = services()

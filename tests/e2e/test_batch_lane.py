@@ -2,7 +2,7 @@
 
 Each test ends with the invariants of assert_converted_whole: the job is completed, no
 page is lost (every page once, in order, with its own text), the ledger has at most one
-batch row, chunk rows cover exactly the on-demand pages, and total = chunks + batch.
+lane, chunk rows cover exactly the on-demand pages, and total = chunks + batch.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import threading
 import uuid
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, lane_row, lanes, run_job, submit, wait_until
-from moneylib import assert_batch_row_bills_the_manifest
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, lane_row, lanes, newest_lane, run_job, submit, wait_until
+from moneylib import assert_lane_bills_the_manifest
 
 from batchlane.config import reload_settings
-from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.db import lanes as rows
 from batchlane.db import ledger
-from batchlane.db.batch_rows import TERMINAL_BEDROCK_STATUSES
+from batchlane.db.lanes import TERMINAL_BEDROCK_STATUSES
 from batchlane.runtime import services
 from batchlane_dev.local.lambda_runtime import Invocation
 
@@ -37,7 +37,7 @@ def test_completed_job_is_served_from_batch_at_half_price(stack_factory):
     report = run_job()
     results = assert_converted_whole(report["job_id"])
     assert served(results, "batch") == NON_BLANK and served(results, "on_demand") == 0
-    row = batch_row(report["job_id"])
+    row = newest_lane(report["job_id"])
     assert (row["end_state"], row["accepted_count"], row["fallback_count"]) == ("Completed", NON_BLANK, 0)
     [ledger_row] = batch_ledger_rows(report["job_id"])
     assert ledger_row["metadata"]["batch"] is True and ledger_row["metadata"]["batchMultiplier"] == 0.5
@@ -69,7 +69,7 @@ def test_every_bedrock_end_state_converts_the_whole_job_and_bills_once(stack_fac
     assert served(results, "on_demand") == NON_BLANK - report["batch"]["accepted"]
     assert [r["retry_of"] for r in retries] == ([first["id"]] if end_state == "PartiallyCompleted" else [])
     assert batch_ledger_rows(report["job_id"])[0]["metadata"]["endState"] == end_state
-    assert_batch_row_bills_the_manifest(report["job_id"])
+    assert_lane_bills_the_manifest(report["job_id"])
 
 
 def test_lost_terminal_event_is_ended_by_the_sweeper(stack_factory):
@@ -77,11 +77,11 @@ def test_lost_terminal_event_is_ended_by_the_sweeper(stack_factory):
     job_id, _ = submit()
     stack.registry.invoke("batch_packer", {})
     wait_until(
-        lambda: (r := batch_row(job_id)) and r["bedrock_job_arn"] and stack.bedrock.jobs[r["bedrock_job_arn"]].status in TERMINAL_BEDROCK_STATUSES,
+        lambda: (r := newest_lane(job_id)) and r["bedrock_job_arn"] and stack.bedrock.jobs[r["bedrock_job_arn"]].status in TERMINAL_BEDROCK_STATUSES,
         what="Bedrock job terminal",
     )
-    wait_until(lambda: batch_row(job_id)["task_tokens"], what="the wait to register")
-    assert batch_row(job_id)["state"] == "submitted", "without the terminal event nothing ends the wait"
+    wait_until(lambda: newest_lane(job_id)["task_tokens"], what="the wait to register")
+    assert newest_lane(job_id)["state"] == "submitted", "without the terminal event nothing ends the wait"
     assert stack.bedrock.events.dropped >= 1
     outcome = stack.registry.invoke("batch_sweeper", {})
     assert outcome.result["woken"] == 1
@@ -122,7 +122,7 @@ def test_event_arriving_before_the_token_is_stored_still_ends_the_wait(stack_fac
         what="completion",
     )
     results = assert_converted_whole(job_id)
-    row = batch_row(job_id)
+    row = newest_lane(job_id)
     assert (row["end_state"], row["reason"]) == ("Completed", None), "ended by the early event, not by the overdue stop"
     assert waits == [{"waiting": False, "status": "Completed"}], "the token store saw the terminal status and ended the wait at once"
     assert stack.bedrock.stats["stop_requests"] == 0
@@ -169,7 +169,7 @@ def test_collect_failing_five_times_bills_partial_output_and_resumes_on_demand(s
     assert served(results, "on_demand") == NON_BLANK and served(results, "batch") == 0
     [ledger_row] = batch_ledger_rows(report["job_id"])
     assert ledger_row["input_tokens"] > 0, "the partial bill comes from Bedrock's own manifest"
-    assert batch_row(report["job_id"])["end_state"] == "collect_failed"
+    assert newest_lane(report["job_id"])["end_state"] == "collect_failed"
     assert services().db.one("SELECT batch_primed FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=report["job_id"])["batch_primed"] is False
 
 
@@ -177,7 +177,7 @@ def test_a_pool_too_small_for_a_bedrock_job_lets_the_job_go_on_demand(stack_fact
     stack_factory(FAST, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MIN_RECORDS": "1000"})
     report = run_job()
     results = assert_converted_whole(report["job_id"])
-    assert batch_row(report["job_id"]) is None, "60 pages cannot make a Bedrock job of 1,000 records: no lane forms"
+    assert newest_lane(report["job_id"]) is None, "60 pages cannot make a Bedrock job of 1,000 records: no lane forms"
     assert report["batch"]["reason"] == "pool_too_small" and report["batch"]["bedrock_jobs"] == 0
     assert batch_ledger_rows(report["job_id"]) == []
     assert served(results, "on_demand") == NON_BLANK
@@ -188,7 +188,7 @@ def test_too_few_records_after_blank_pages_skip_the_lane(stack_factory):
     stack_factory(FAST, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MIN_RECORDS": str(NON_BLANK + 1)})
     report = run_job()
     results = assert_converted_whole(report["job_id"])
-    row = batch_row(report["job_id"])
+    row = newest_lane(report["job_id"])
     assert (row["state"], row["end_state"], row["reason"]) == ("closed", "skipped", "too_few_records")
     assert row["bedrock_job_arn"] is None and batch_ledger_rows(report["job_id"]) == []
     assert served(results, "on_demand") == NON_BLANK
@@ -214,7 +214,7 @@ def test_malformed_and_missing_output_lines_fall_back_on_demand(stack_factory):
     stack.registry.intercept("batch_collect", damage_output)
     report = run_job()
     results = assert_converted_whole(report["job_id"])
-    row = batch_row(report["job_id"])
+    row = newest_lane(report["job_id"])
     assert row["fallback_count"] == 2
     for record_id in (damaged["missing"], damaged["malformed"]):
         page = int(record_id.rsplit("p", 1)[1])
@@ -246,11 +246,11 @@ def test_prompt_changed_between_prepare_and_run_goes_on_demand(stack_factory):
     assert sum(r.metadata["primedMismatch"] for r in chunk_rows) == NON_BLANK
 
 
-def test_two_executions_racing_for_one_batch_row_bill_once(stack_factory):
+def test_two_executions_racing_for_one_lane_bill_once(stack_factory):
     stack = stack_factory(FAST, extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, _ = submit()
     stack.registry.invoke("batch_packer", {})
-    lane_id = str(batch_row(job_id)["lane_id"])
+    lane_id = str(newest_lane(job_id)["lane_id"])
     sfn = stack._client("stepfunctions", stack.env["AWS_ENDPOINT_URL"])
     sfn.start_execution(stateMachineArn=stack.state_machine_arns["batch_lane"], name=f"batch-{lane_id}-twin", input=json.dumps({"laneId": lane_id}))
     wait_until(
@@ -289,7 +289,7 @@ def test_wait_timeout_stops_the_job_and_collects_what_exists(stack_factory):
     )
     assert stops == ["overdue"]
     results = assert_converted_whole(job_id)
-    row = batch_row(job_id)
+    row = newest_lane(job_id)
     assert row["end_state"] == "Expired" and row["reason"] == "overdue"
     assert served(results, "batch") == row["accepted_count"] > 0
     assert len(batch_ledger_rows(job_id)) == 1
@@ -324,7 +324,7 @@ def test_a_prepare_stuck_without_a_bedrock_job_leaves_the_lane(stack_factory):
     )
     results = assert_converted_whole(job_id)
     assert served(results, "on_demand") == NON_BLANK
-    assert batch_row(job_id)["end_state"] == "prepare_failed" and batch_ledger_rows(job_id) == []
+    assert newest_lane(job_id)["end_state"] == "prepare_failed" and batch_ledger_rows(job_id) == []
 
 
 def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_it(stack_factory):
@@ -348,7 +348,7 @@ def test_a_prepare_stuck_after_its_bedrock_job_was_created_adopts_it_and_bills_i
         output_uri_for(svc, lane_id),
     )
     assert stack.registry.invoke("batch_sweeper", {}).result["adoptedStuck"] == 1
-    assert batch_row(job_id)["bedrock_job_arn"] == arn
+    assert newest_lane(job_id)["bedrock_job_arn"] == arn
     wait_until(lambda: stack.bedrock.jobs[arn].status in TERMINAL_BEDROCK_STATUSES, what="the Bedrock job to end")
     # nobody waits on it: the sweeper collects the orphan and resumes the job
     wait_until(lambda: stack.registry.invoke("batch_sweeper", {}).result["orphansCollected"] == 1, what="the orphan to be collected")
@@ -376,7 +376,7 @@ def test_failed_records_go_to_a_retry_batch_with_new_ids_and_come_back_to_their_
     assert from_retry, "the retry batch's answers are used"
     assert served(results, "batch") == report["batch"]["accepted"] == first["accepted_count"] + retry["accepted_count"]
     assert report["batch"]["bedrock_jobs"] == 2 and stack.bedrock.stats["jobs_created"] == 2
-    assert_batch_row_bills_the_manifest(report["job_id"])  # both lanes, each billed once
+    assert_lane_bills_the_manifest(report["job_id"])  # both lanes, each billed once
     # once billed, neither lane keeps the page images it sent
     assert _input_lines(first) == [] and _input_lines(retry) == []
 

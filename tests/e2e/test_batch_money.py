@@ -8,8 +8,8 @@ the code under test computed.
 from __future__ import annotations
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_for_job, wait_until
-from moneylib import assert_batch_row_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, newest_lane, submit, wait_for_job, wait_until
+from moneylib import assert_lane_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
 from test_cancel_process_now import SLOW_BATCH, Gate, api, bedrock_job, file_of, job
 
 from batchlane.runtime import services
@@ -28,12 +28,12 @@ def test_the_ledger_equals_the_tokens_bedrock_served_lane_by_lane(stack_factory,
     job_id, _ = submit()
     wait_for_job(services(), job_id, timeout_s=120)
     results = assert_converted_whole(job_id)
-    row = batch_row(job_id)
+    row = newest_lane(job_id)
     on_demand = sum(1 for p in results.values() if p.served_by == "on_demand")
     assert on_demand == row["fallback_count"]
     assert (row["fallback_count"] > 0) == bool(batch_faults), "rejected batch answers must exist in the faulty case, none otherwise"
-    # Then the batch row bills every record Bedrock returned, used or not, and chunk rows only the runtime's calls
-    assert_batch_row_bills_the_manifest(job_id)
+    # Then the lane bills every record Bedrock returned, used or not, and chunk rows only the runtime's calls
+    assert_lane_bills_the_manifest(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
     assert_total_is_the_ledger(job_id)
 
@@ -70,7 +70,7 @@ def test_the_packer_never_has_more_bedrock_jobs_in_flight_than_the_model_quota(s
     assert_ledger_equals_tokens_served(stack, job_ids)
 
 
-def test_a_batch_row_closing_after_the_job_settled_updates_its_total(stack_factory):
+def test_a_lane_closing_after_the_job_settled_updates_its_total(stack_factory):
     # Given two jobs in one running Bedrock job (a shared lane), its collect held back, and one of them
     # processed now: it leaves the lane (the other still waits on it) and converts on-demand at once
     stack = stack_factory(SLOW_BATCH, extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_MAX_RECORDS": str(2 * PAGES)}, schedules=False)
@@ -85,13 +85,13 @@ def test_a_batch_row_closing_after_the_job_settled_updates_its_total(stack_facto
     # When its on-demand conversion completes and settles before the shared batch job is billed
     wait_until(lambda: job(leaver).status in ("completed", "failed"), what="the on-demand conversion")
     settled_before = job(leaver).total_cost_usd
-    assert batch_row(leaver)["state"] != "closed", "the batch row must close after the settle for this test to mean anything"
+    assert newest_lane(leaver)["state"] != "closed", "the lane must close after the settle for this test to mean anything"
     collect.release()
-    wait_until(lambda: batch_row(leaver)["state"] == "closed", timeout_s=120, what="the batch job to be billed")
+    wait_until(lambda: newest_lane(leaver)["state"] == "closed", timeout_s=120, what="the batch job to be billed")
     wait_for_job(services(), stayer, timeout_s=120)
     # Then the job's total, its hold and its batch cost include the late batch bill (its records, processed and
     # not used: a loss the saving shows), exactly
-    billed = assert_batch_row_bills_the_manifest(leaver)
+    billed = assert_lane_bills_the_manifest(leaver)
     assert billed["cost_usd"] > 0
     assert assert_total_is_the_ledger(leaver) == settled_before + billed["cost_usd"]
     assert services().uow().reads.ledger_money(leaver).saving_usd == -billed["cost_usd"], "the unused batch records are the loss"

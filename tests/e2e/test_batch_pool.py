@@ -7,7 +7,7 @@ every document joins the pool before its window starts (pooled_at is set by the 
 first look), then drives the packer itself (schedules off).
 
 Every test ends with each member converted whole (assert_converted_whole), every lane billing
-its own manifest with the members' shares adding up to it (assert_batch_row_bills_the_manifest),
+its own manifest with the members' shares adding up to it (assert_lane_bills_the_manifest),
 the ledger equal to the tokens the emulator served, and each job's total its ledger.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from batchlib import assert_converted_whole, lanes, submit, wait_until
-from moneylib import assert_batch_row_bills_the_manifest, assert_lane_bills_its_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
+from moneylib import assert_lane_bills_its_manifest, assert_lane_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
 from test_cancel_process_now import Gate, api, file_of, job
 
 from batchlane.db import ledger
@@ -108,7 +108,7 @@ def assert_whole_and_exact(stack: Any, jobs: dict[str, int], *, extra_job_ids: t
     for job_id, pages in jobs.items():
         assert_converted_whole(job_id, pages, BLANK_EVERY)
         if lanes(job_id):
-            assert_batch_row_bills_the_manifest(job_id)
+            assert_lane_bills_the_manifest(job_id)
         assert_total_is_the_ledger(job_id)
     assert_ledger_equals_tokens_served(stack, [*jobs, *extra_job_ids])
 

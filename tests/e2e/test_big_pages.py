@@ -19,10 +19,10 @@ from bigpages import image_page, jpeg, merged, noise, text_page, vector_page
 from held import HeldInvocations
 
 from batchlane import keys
-from batchlane.conversion.source import chunk_pages
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.limits import MAX_PAGE_BYTES, encoded_size
+from batchlane.filejob.source import chunk_pages
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 

@@ -16,9 +16,9 @@ import urllib.request
 from decimal import Decimal
 from typing import Any
 
-from batchlib import BLANK_EVERY, PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, submit, wait_until
+from batchlib import BLANK_EVERY, PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, newest_lane, submit, wait_until
 from botocore.exceptions import ClientError
-from moneylib import assert_batch_row_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
+from moneylib import assert_lane_bills_the_manifest, assert_ledger_equals_tokens_served, assert_total_is_the_ledger
 
 from batchlane.aws.clients import client
 from batchlane.db import jobs as job_repo
@@ -90,7 +90,7 @@ def execution_status(kind: str, job_id: str) -> str | None:
     arn = {"conversion": svc.workflows.conversion_arn, "batch": svc.workflows.batch_lane_arn, "intake": svc.workflows.intake_arn}[kind] or ""
     name = job_id
     if kind == "batch":
-        lane = batch_row(job_id)
+        lane = newest_lane(job_id)
         if lane is None:
             return None
         name = str(lane["lane_id"])
@@ -101,7 +101,7 @@ def execution_status(kind: str, job_id: str) -> str | None:
 
 
 def bedrock_job(stack: Any, job_id: str) -> Any:
-    row = batch_row(job_id)
+    row = newest_lane(job_id)
     return stack.bedrock.jobs.get(row["bedrock_job_arn"]) if row and row["bedrock_job_arn"] else None
 
 
@@ -169,11 +169,11 @@ def _act_while_the_batch_job_runs(stack_factory: Any, action: str) -> tuple[Any,
 
 def test_cancel_while_the_batch_job_runs_stops_it_bills_its_output_once_and_charges_nothing(stack_factory):
     stack, job_id = _act_while_the_batch_job_runs(stack_factory, "cancel")
-    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
+    row = wait_until(lambda: (r := newest_lane(job_id))["state"] == "closed" and r, what="the stopped batch job to be collected")
     assert row["end_state"] == "Stopped" and row["reason"] == "cancelled"
     billed = batch_ledger_rows(job_id)
     assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the paid partial output is billed, once"
-    assert_batch_row_bills_the_manifest(job_id)  # exactly what the stopped job's manifest.json.out counts
+    assert_lane_bills_the_manifest(job_id)  # exactly what the stopped job's manifest.json.out counts
     wait_until(lambda: execution_status("batch", job_id) not in (None, "RUNNING"), what="the batch-lane execution to end")
     assert_nothing_charged(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
@@ -190,14 +190,14 @@ def test_a_job_cancelled_before_the_packer_ran_is_never_claimed(stack_factory):
     gate = Gate(stack, "batch_packer", skip_with={"claimed": []})
     job_id, _ = submit()
     gate.wait_entered()
-    assert job(job_id).status == "waiting_batch" and batch_row(job_id) is None
+    assert job(job_id).status == "waiting_batch" and newest_lane(job_id) is None
     assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
     gate.release()
     for function in ("batch_packer", "batch_sweeper", "recovery"):
         outcome = stack.registry.invoke(function, {})
         assert not outcome.failed, outcome
     assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
-    assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None
+    assert newest_lane(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None
     assert_nothing_charged(job_id)
 
 
@@ -206,11 +206,11 @@ def test_cancel_while_preparing_leaves_the_lane_without_a_bedrock_job(stack_fact
     gate = Gate(stack, "batch_prepare")
     job_id, _ = submit()
     gate.wait_entered()
-    assert batch_row(job_id)["state"] == "preparing"
+    assert newest_lane(job_id)["state"] == "preparing"
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")
     assert status == 200 and body["batchRowState"] == "preparing"
     gate.release()
-    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the row to close")
+    row = wait_until(lambda: (r := newest_lane(job_id))["state"] == "closed" and r, what="the row to close")
     assert row["bedrock_job_arn"] is None and row["reason"] == "cancelled"
     assert batch_ledger_rows(job_id) == [] and not stack.bedrock.jobs
     assert_nothing_charged(job_id)
@@ -228,7 +228,7 @@ def test_process_now_before_the_packer_converts_on_demand_and_the_packer_never_t
     assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     assert_all_pages_on_demand(job_id)
-    assert batch_row(job_id) is None, "no lane ever carried it"
+    assert newest_lane(job_id) is None, "no lane ever carried it"
     assert services().db.one("SELECT lane_reason FROM large_conversion_jobs WHERE id = CAST(:id AS uuid)", id=job_id)["lane_reason"] == "process_now"
     status, view = api(stack, "GET", f"/api/v1/files/{file_of(job_id)}/conversion")
     assert status == 200 and view["batch"]["reason"] == "process_now", view
@@ -242,12 +242,12 @@ def test_process_now_while_preparing_creates_no_bedrock_job_and_converts_on_dema
     gate = Gate(stack, "batch_submit")
     job_id, _ = submit()
     gate.wait_entered()  # prepared, about to create the Bedrock job
-    assert batch_row(job_id)["state"] == "preparing"
+    assert newest_lane(job_id)["state"] == "preparing"
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
     assert status == 200 and body["batchRowState"] == "preparing" and body["resumed"] is True, body
     gate.release()
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
-    row = wait_until(lambda: (r := batch_row(job_id))["state"] == "closed" and r, what="the batch row to close")
+    row = wait_until(lambda: (r := newest_lane(job_id))["state"] == "closed" and r, what="the lane to close")
     assert_all_pages_on_demand(job_id)
     # Issue 38.2: nobody waits on the lane any more, so Submit creates no Bedrock job: no record is billed
     # for a page that converts on-demand (before, it created the job and stopped it: those pages paid twice)
@@ -263,7 +263,7 @@ def test_process_now_while_the_batch_job_runs_stops_it_and_uses_what_it_processe
     stack, job_id = _act_while_the_batch_job_runs(stack_factory, "process-now")
     # Issue 38.2: the job waits for the stop; the records Bedrock processed (billed either way) are used
     wait_until(lambda: job(job_id).status in ("completed", "failed"), timeout_s=180, what="the stop, the collect, then the rest on-demand")
-    row = batch_row(job_id)
+    row = newest_lane(job_id)
     assert row["state"] == "closed" and row["end_state"] == "Stopped" and row["reason"] == "process_now"
     bedrock = stack.bedrock.jobs[row["bedrock_job_arn"]]
     assert bedrock.status == "Stopped" and 0 < bedrock.processed < row["record_count"], "stopped part-way"
@@ -274,7 +274,7 @@ def test_process_now_while_the_batch_job_runs_stops_it_and_uses_what_it_processe
     assert served + on_demand_pages == PAGES - PAGES // BLANK_EVERY, "the rest, and only the rest, on-demand"
     billed = batch_ledger_rows(job_id)
     assert len(billed) == 1 and Decimal(billed[0]["cost_usd"]) > 0, "the partial output is billed exactly once"
-    assert_batch_row_bills_the_manifest(job_id)
+    assert_lane_bills_the_manifest(job_id)
     assert_total_is_the_ledger(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
 
@@ -284,7 +284,7 @@ def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_prim
     gate = Gate(stack, "batch_resume")
     job_id, _ = submit()
     gate.wait_entered()  # collected and closed; the lane has not resumed the job
-    row = batch_row(job_id)
+    row = newest_lane(job_id)
     assert row["state"] == "closed" and row["accepted_count"] > 0 and job(job_id).status == "waiting_batch"
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
     assert status == 200 and body["resumed"] is False and body["action"] == "left_to_recovery", body
@@ -298,7 +298,7 @@ def test_process_now_between_close_and_resume_lets_recovery_resume_with_the_prim
     assert job(job_id).pages_batch == row["accepted_count"], "the batch results were used"
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1
-    assert_batch_row_bills_the_manifest(job_id)
+    assert_lane_bills_the_manifest(job_id)
     assert_ledger_equals_tokens_served(stack, [job_id])
 
 
@@ -310,7 +310,7 @@ def test_another_user_cannot_cancel_or_process_now(stack_factory):
     for action in ("cancel", "process-now"):
         status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/{action}", user="someone-else")
         assert (status, body["error"]["code"]) == (404, "FILE_NOT_FOUND")
-    assert job(job_id).status == "waiting_batch" and batch_row(job_id) is None
+    assert job(job_id).status == "waiting_batch" and newest_lane(job_id) is None
     assert api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")[0] == 200
 
 
@@ -334,7 +334,7 @@ def test_process_now_while_splitting_sends_a_batch_eligible_job_on_demand(stack_
     assert_all_pages_on_demand(job_id)
     assert_converted_whole(job_id)
     assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
-    assert batch_row(job_id) is None and execution_status("batch", job_id) is None and not stack.bedrock.jobs
+    assert newest_lane(job_id) is None and execution_status("batch", job_id) is None and not stack.bedrock.jobs
 
 
 def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory):
@@ -350,4 +350,4 @@ def test_cancel_while_splitting_parks_nothing_and_charges_nothing(stack_factory)
     assert ledger.PgLedger(services().db).get_hold(job_id) is None, "no hold was ever placed"
     assert job_repo.PgJobs(services().db).get_file(str(done.file_id)).status == "uploaded"
     assert job_id not in stack.registry.invoke("batch_packer", {}).result["claimed"]
-    assert batch_row(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None
+    assert newest_lane(job_id) is None and execution_status("batch", job_id) is None and execution_status("conversion", job_id) is None

@@ -163,7 +163,7 @@ def test_jobs_list_keeps_its_columns_in_line_when_a_job_waits_for_its_batch(loca
     small.write_bytes(make_pdf(3))
     waiting = run(local_stack, "convert", str(big), "--detach", user=user).stdout.strip()
     assert run(local_stack, "convert", str(small), "--interval", "0.2", user=user).exit_code == 0
-    wait_until(lambda: status_of(local_stack, waiting, user)["batch"], what="the batch row")
+    wait_until(lambda: status_of(local_stack, waiting, user)["batch"], what="the lane")
     header, *lines = run(local_stack, "jobs", "list", user=user).stdout.splitlines()
     assert header.startswith("CREATED") and len(lines) == 2 and any("batch " in line for line in lines)
     assert len({line.index(".pdf") - len(name) for line, name in zip(lines, ("small", "big"), strict=True)}) == 1, lines

@@ -126,7 +126,7 @@ def test_a_small_pdf_of_huge_drawings_fails_too_complex_at_its_split_and_is_spli
 
 
 def test_a_page_inflating_past_the_content_cap_fails_alone_and_the_rest_converts(stack, tmp_path):
-    from batchlane.conversion.retry import failed_pages
+    from batchlane.filejob.retry import failed_pages
 
     job_id, job = convert(stack, tmp_path, "one-bad-page.pdf", inflating_page_pdf(20_000_000, ordinary_pages=2))
     assert (job["status"], job["pages"]["total"], job["pages"]["failed"]) == ("completed", 3, 1), job

@@ -60,7 +60,7 @@ def test_one_owners_many_chunks_cannot_take_every_chunk_slot_and_a_second_owners
 
     env = {"BATCHLANE_PAGES_PER_CHUNK": "1", "BATCHLANE_CHUNK_SLOTS": "2"}
     stack = stack_factory("time_scale=36000,converse_latency_ms=1500", batch_lane=False, extra_env=env)
-    from batchlane.conversion import chunk as module  # the handler's use case (process_admitted_chunk) calls it inside the slot
+    from batchlane.filejob import chunk as module  # the handler's use case (process_admitted_chunk) calls it inside the slot
 
     stack.registry._module("chunk_processor")  # loaded, as the runtime does before its first call
     real = module.process_chunk

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, batch_row, run_job, submit, wait_until
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_ledger_rows, newest_lane, run_job, submit, wait_until
 
 from batchlane import keys
 from batchlane.batch.names import bedrock_job_name
@@ -59,7 +59,7 @@ def _park_and_submit(stack) -> tuple[str, dict]:  # type: ignore[no-untyped-def]
     """A parked job whose Bedrock job is InProgress and has answered a few records."""
     job_id, _ = submit()
     stack.registry.invoke("batch_packer", {})
-    row = wait_until(lambda: (r := batch_row(job_id)) and r["state"] == "submitted" and r["task_tokens"] and r, what="the wait to start")
+    row = wait_until(lambda: (r := newest_lane(job_id)) and r["state"] == "submitted" and r["task_tokens"] and r, what="the wait to start")
     wait_until(lambda: stack.bedrock.jobs[row["bedrock_job_arn"]].processed >= 2, what="a few records processed")
     return job_id, row
 
@@ -82,7 +82,7 @@ def test_a_lane_giving_up_while_bedrock_stops_bills_the_processed_records_once_a
     wait_until(lambda: stack.bedrock.jobs[arn].status == "Stopped", what="Bedrock to finish stopping")
     if billed_by == "sweeper":  # the terminal event was lost
         assert stack.registry.invoke("batch_sweeper", {}).result["billedStopped"] == 1
-    wait_until(lambda: batch_row(job_id)["state"] == "closed", what="the stopped job's bill")
+    wait_until(lambda: newest_lane(job_id)["state"] == "closed", what="the stopped job's bill")
     wait_until(lambda: _job_status(job_id) == "completed", what="completion")
 
     manifest = stack.bedrock.jobs[arn].manifest()
@@ -90,7 +90,7 @@ def test_a_lane_giving_up_while_bedrock_stops_bills_the_processed_records_once_a
     processed_price = services().prices.cost(row["model_id"], Usage(manifest["inputTokenCount"], manifest["outputTokenCount"]), batch=True)
     [bill] = batch_ledger_rows(job_id)
     assert Decimal(bill["cost_usd"]) == processed_price > 0
-    closed = batch_row(job_id)
+    closed = newest_lane(job_id)
     assert (closed["end_state"], closed["reason"], closed["accepted_count"]) == ("Stopped", "collect_failed", 0)
     results = assert_converted_whole(job_id)  # total = chunks + the late batch bill
     assert all(p.served_by == "on_demand" for p in results.values() if p.status != "blank")
@@ -111,7 +111,7 @@ def test_an_overdue_job_stopped_by_the_sweeper_bills_the_records_it_processed_on
     processed_price = services().prices.cost(row["model_id"], Usage(manifest["inputTokenCount"], manifest["outputTokenCount"]), batch=True)
     [bill] = batch_ledger_rows(job_id)
     assert Decimal(bill["cost_usd"]) == processed_price > 0
-    closed = batch_row(job_id)
+    closed = newest_lane(job_id)
     assert (closed["end_state"], closed["reason"]) == ("Stopped", "overdue")
     assert closed["accepted_count"] == manifest["successRecordCount"] > 0, "what it processed is used, not only paid for"
     assert_converted_whole(job_id)
@@ -144,8 +144,8 @@ def test_a_submit_that_failed_after_bedrock_created_the_job_stops_and_bills_that
     wait_until(lambda: _job_status(job_id) == "completed", what="completion on-demand")
     arn = created[0]
     assert len(set(created)) == 1, "one Bedrock job (same client token)"
-    wait_until(lambda: batch_row(job_id)["state"] == "closed", what="the adopted job's bill")
-    row = batch_row(job_id)
+    wait_until(lambda: newest_lane(job_id)["state"] == "closed", what="the adopted job's bill")
+    row = newest_lane(job_id)
     assert (row["bedrock_job_arn"], row["reason"], row["end_state"]) == (arn, "submit_failed", "Stopped")
     assert stack.bedrock.jobs[arn].status == "Stopped", "the job we could not submit cleanly was stopped, not left running"
     assert len(batch_ledger_rows(job_id)) == 1
@@ -163,7 +163,7 @@ def test_a_bedrock_job_bedrock_no_longer_knows_is_lost_collected_and_resumed_not
     swept = stack.registry.invoke("batch_sweeper", {}).result
     assert (swept["lost"], swept["woken"], swept["errors"]) == (1, 1, 0)
     wait_until(lambda: _job_status(job_id) == "completed", what="completion")
-    closed = batch_row(job_id)
+    closed = newest_lane(job_id)
     assert closed["end_state"] == "Lost" and closed["bedrock_status"] == "Lost"
     assert_converted_whole(job_id)
     assert len(batch_ledger_rows(job_id)) == 1
@@ -196,7 +196,7 @@ def test_a_job_that_outran_the_old_fixed_clock_completes_within_the_timeout_on_t
     stack = stack_factory(f"time_scale={scale},{slow}", extra_env={**SMALL_LANE_ENV, "BATCH_CONVERSION_GRACE_HOURS": "0"})
     report = run_job(timeout_s=240)
     results = assert_converted_whole(report["job_id"])
-    row = batch_row(report["job_id"])
+    row = newest_lane(report["job_id"])
     job = stack.bedrock.jobs[row["bedrock_job_arn"]]
     if scale == "36000":  # the old way: the emulator falls behind the clock our wait runs on
         assert job.behind_s > 3600 and row["reason"] == "overdue" and row["fallback_count"] > 0

@@ -13,7 +13,7 @@ import pytest
 from pypdf import PdfReader, PdfWriter
 from realmix import real_mix
 
-from batchlane.converter import ConverterConfig, build_page_request
+from batchlane.claude import ConverterConfig, build_page_request
 from batchlane.db import jobs as job_repo
 from batchlane.db import page_forms
 from batchlane.domain.page_form import MIN_FAILED

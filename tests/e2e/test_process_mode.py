@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 import pytest
-from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, batch_row, submit, wait_for_job
+from batchlib import PAGES, SMALL_LANE_ENV, assert_converted_whole, newest_lane, submit, wait_for_job
 
 from batchlane.db import ledger
 from batchlane.runtime import services
@@ -42,7 +42,7 @@ def test_a_job_converts_whole_with_prepare_and_chunks_in_worker_processes(stack_
 
     # Then every page is there once, in order, with its own text, and the money adds up
     assert_converted_whole(job_id)
-    assert batch_row(job_id)["end_state"] == "Completed"
+    assert newest_lane(job_id)["end_state"] == "Completed"
     # ... and the work ran in other processes than the stack's
     assert all(ran_in.values()), ran_in
     assert os.getpid() not in {pid for pids in ran_in.values() for pid in pids}

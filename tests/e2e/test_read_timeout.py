@@ -13,11 +13,11 @@ from decimal import Decimal
 
 import pytest
 
-from batchlane.conversion.budget import resume_job
-from batchlane.converter import ConverterConfig, build_pages_request
+from batchlane.claude import ConverterConfig, build_pages_request
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
+from batchlane.filejob.budget import resume_job
 from batchlane.pdf import open_pdf
 from batchlane.pdf.split import ChunkSpan
 from batchlane.runtime import services

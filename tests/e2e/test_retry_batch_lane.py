@@ -13,15 +13,15 @@ from batchlib import (
     assert_converted_whole,
     assert_retries_booked,
     batch_ledger_rows,
-    batch_row,
+    newest_lane,
     page_results,
     submit,
     wait_for_job,
     wait_until,
 )
 
-from batchlane.conversion.retry import failed_pages, start_retry
 from batchlane.db import jobs as job_repo
+from batchlane.filejob.retry import failed_pages, start_retry
 from batchlane.runtime import services
 from batchlane_dev.local.bedrock import parse_faults
 
@@ -37,7 +37,7 @@ def test_a_batch_served_job_retries_only_its_failed_pages_on_demand(stack_factor
     job = job_repo.PgJobs(services().db).get_job(job_id)
     assert (job.status, job.pages_failed, job.batch_primed) == ("completed", len(REFUSED), True)
     assert [(p.page, p.reason, p.lane) for p in failed_pages(services(), job_id)] == [(n, "stop_reason=refusal", "on_demand") for n in REFUSED]
-    assert batch_row(job_id)["fallback_count"] == len(REFUSED)
+    assert newest_lane(job_id)["fallback_count"] == len(REFUSED)
 
     stack.bedrock.set_runtime_faults(parse_faults(FAST))
     started = start_retry(services(), job_id)
@@ -47,7 +47,7 @@ def test_a_batch_served_job_retries_only_its_failed_pages_on_demand(stack_factor
         what="the retry",
     )
 
-    results = assert_converted_whole(job_id)  # every page, in order, its own text; total = chunks + the one batch row
+    results = assert_converted_whole(job_id)  # every page, in order, its own text; total = chunks + the one lane
     assert [n for n, p in results.items() if p.served_by == "on_demand"] == list(REFUSED)
     assert sum(1 for p in results.values() if p.served_by == "batch") == NON_BLANK - len(REFUSED), "batch-served pages kept, not re-run"
     booked = assert_retries_booked(job_id)

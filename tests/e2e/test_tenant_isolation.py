@@ -52,9 +52,9 @@ from typing import Any
 
 import boto3
 
-from batchlane.conversion.retry import failed_pages
 from batchlane.db import folder_jobs as folder_repo
 from batchlane.db import jobs as job_repo
+from batchlane.filejob.retry import failed_pages
 from batchlane.runtime import services
 from batchlane_dev.bench.dry_run_flood import B_CALLS, dry_run_flood, hostile_dry_run_pdfs, request, summary, timed
 from batchlane_dev.cli.jobs_commands import RATE_LIMIT_RETRIES, retry_wait

@@ -23,7 +23,7 @@ from reportlab.lib.utils import ImageReader
 from reportlab.pdfgen import canvas
 from test_bedrock_emulator import BUCKET, MODEL, Harness, error_code, harness, output_of, page_pdf, put_jsonl, s3, submit  # noqa: F401
 
-from batchlane.converter import ConverterConfig, answer_from_messages, build_page_request, build_pages_request, page_result
+from batchlane.claude import ConverterConfig, answer_from_messages, build_page_request, build_pages_request, page_result
 from batchlane.domain.cost import PriceTable
 from batchlane.pdf.split import ChunkSpan, open_pdf
 from batchlane_dev.local.bedrock import EMULATED_MODEL_LABEL, model

@@ -19,7 +19,7 @@ from PIL import Image
 from test_bedrock_emulator import BUCKET, MODEL, Harness, error_code, harness, output_of, page_pdf, put_jsonl, s3, submit  # noqa: F401
 from test_bedrock_invoke import CONFIG, image_page, invoke
 
-from batchlane.converter import build_page_request
+from batchlane.claude import build_page_request
 from batchlane.pdf.page_image import render_page_image
 
 IMAGE = replace(CONFIG, page_form="image")

@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from test_bedrock_emulator import BUCKET, MODEL, Harness, error_code, harness, page_pdf, s3  # noqa: F401
 from test_bedrock_invoke import CONFIG
 
-from batchlane.converter import build_page_request
+from batchlane.claude import build_page_request
 
 FLEX_MODEL = f"time_scale=36000,flex_models={MODEL}"
 

@@ -9,7 +9,7 @@ import json
 import boto3
 from pypdf import PdfReader
 
-from batchlane.converter import ConverterConfig
+from batchlane.claude import ConverterConfig
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.records import BEDROCK_RECORD_ID, pooled_record_id, record_id
 from batchlane_dev.cli.doctor.live import PilotPlan, mentions_picture, run_pilot, visual_test_page

@@ -1,4 +1,4 @@
-"""batchlane.ports.LaneRepository in memory: the contract of db/batch_rows.py's Pg adapter (tests/contract).
+"""batchlane.ports.LaneRepository in memory: the contract of db/lanes.py's Pg adapter (tests/contract).
 
 The rows live in one ``_LaneRows`` part of the FakeState (fakes/pool.py, with the pool's reads): the lanes (conversion_batch_jobs) by row id, their
 members (batch_members), and the two pool columns of large_conversion_jobs that JobRow does not carry.
@@ -15,8 +15,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from batchlane.domain import status as st
-from batchlane.domain.status import BatchMemberState, BatchRowState, Transition
-from batchlane.ports import BatchRow, Member, PurgeTarget
+from batchlane.domain.status import BatchMemberState, LaneState, Transition
+from batchlane.ports import Lane, Member, PurgeTarget
 from fakes.pool import FakePool, _MemberRow, _uuid
 
 _MICRO = Decimal("0.000001")  # cost_usd numeric(14, 6)
@@ -28,39 +28,39 @@ class FakeLanes(FakePool):
         self.state = state
 
     # -- reading a lane --------------------------------------------------------------------------
-    def get_row(self, lane_id: str) -> BatchRow | None:
+    def get_row(self, lane_id: str) -> Lane | None:
         lane_id = _uuid(lane_id)
         return next((row for row in self._rows.rows.values() if row.lane_id == lane_id), None)
 
-    def get_row_by_id(self, row_id: int) -> BatchRow | None:
+    def get_row_by_id(self, row_id: int) -> Lane | None:
         return self._rows.rows.get(row_id)
 
-    def lock_row(self, lane_id: str) -> BatchRow | None:
+    def lock_row(self, lane_id: str) -> Lane | None:
         return self.get_row(lane_id)  # FOR UPDATE: one process, nothing to wait for
 
-    def lanes_of_job(self, job_id: str) -> list[BatchRow]:
+    def lanes_of_job(self, job_id: str) -> list[Lane]:
         """Every lane that carried (or carries) a chunk of the job, or that belongs to it (before the pool), by id."""
         job_id = _uuid(job_id)
         ids = {m.batch_row_id for m in self._rows.members if m.job_id == job_id}
         return [row for row_id, row in sorted(self._rows.rows.items()) if row_id in ids or row.job_id == job_id]
 
-    def rows_waiting(self, *, limit: int = 200) -> list[BatchRow]:
+    def rows_waiting(self, *, limit: int = 200) -> list[Lane]:
         """Submitted lanes, oldest submit first."""
-        return self._where(BatchRowState.SUBMITTED, order=lambda row: row.submitted_at)[: max(limit, 0)]
+        return self._where(LaneState.SUBMITTED, order=lambda row: row.submitted_at)[: max(limit, 0)]
 
-    def rows_stopping(self, *, limit: int = 200) -> list[BatchRow]:
+    def rows_stopping(self, *, limit: int = 200) -> list[Lane]:
         """Stopping lanes, least recently moved first."""
-        return self._where(BatchRowState.STOPPING, order=lambda row: row.updated_at)[: max(limit, 0)]
+        return self._where(LaneState.STOPPING, order=lambda row: row.updated_at)[: max(limit, 0)]
 
-    def rows_preparing_since(self, *, older_than_hours: float) -> list[BatchRow]:
+    def rows_preparing_since(self, *, older_than_hours: float) -> list[Lane]:
         cutoff = self._now() - timedelta(seconds=older_than_hours * 3600)
-        return [row for row in self._where(BatchRowState.PREPARING, order=lambda row: row.created_at) if row.created_at < cutoff]
+        return [row for row in self._where(LaneState.PREPARING, order=lambda row: row.created_at) if row.created_at < cutoff]
 
     def count_past_deadline(self) -> int:
         now = self._now()
-        return sum(1 for row in self._rows.rows.values() if row.state != BatchRowState.CLOSED and row.deadline is not None and row.deadline < now)
+        return sum(1 for row in self._rows.rows.values() if row.state != LaneState.CLOSED and row.deadline is not None and row.deadline < now)
 
-    def _where(self, state: str, *, order: Any) -> list[BatchRow]:
+    def _where(self, state: str, *, order: Any) -> list[Lane]:
         """Lanes in ``state`` by ``order`` (a NULL last, as ORDER BY puts it), ties by id."""
         found = [row for row in self._rows.rows.values() if row.state == state]
         return sorted(found, key=lambda row: (order(row) is None, order(row) or datetime.min, row.id))
@@ -108,7 +108,7 @@ class FakeLanes(FakePool):
             if m.batch_row_id == target.batch_row_id and m.job_id == job_id and m.purged_at is None:
                 m.purged_at = now
 
-    def leave_lanes(self, job_id: str, *, keep: Collection[int] = ()) -> list[BatchRow]:
+    def leave_lanes(self, job_id: str, *, keep: Collection[int] = ()) -> list[Lane]:
         """The job's packed members leave their lanes (not those of the lanes in ``keep``); those lanes, by id."""
         ids = set(self._move_members(st.leave_lane(), job_id=_uuid(job_id), keep=keep))
         return [self._rows.rows[row_id] for row_id in sorted(ids) if row_id in self._rows.rows]
@@ -136,7 +136,7 @@ class FakeLanes(FakePool):
         manifest_key: str,
         input_bytes: int,
         members: list[tuple[str, int, str, int]],
-    ) -> BatchRow | None:
+    ) -> Lane | None:
         """A retry batch, already prepared, carrying ``members`` — (job, chunk, tag, records) —; None if the lane exists
         (ON CONFLICT DO NOTHING). Refused, nothing written, where PostgreSQL's constraints refuse the INSERTs."""
         if self.get_row(lane_id) is not None:
@@ -161,46 +161,46 @@ class FakeLanes(FakePool):
             self._rows.members.append(_MemberRow(row.id, job_id, chunk, tag, n, records=n))
         return row
 
-    def _new_row(self, **columns: Any) -> BatchRow:
+    def _new_row(self, **columns: Any) -> Lane:
         """A preparing lane as INSERT writes it: the defaults, then ``columns``."""
         now = self._now()
         defaults: dict[str, Any] = {
-            "id": self._rows.next_id, "job_id": None, "member_count": 1, "retry_of": None, "state": BatchRowState.PREPARING.value,
+            "id": self._rows.next_id, "job_id": None, "member_count": 1, "retry_of": None, "state": LaneState.PREPARING.value,
             "end_state": None, "reason": None, "bedrock_job_arn": None, "bedrock_job_name": None, "bedrock_status": None, "task_tokens": [],
             "record_count": None, "input_bytes": None, "accepted_count": None, "fallback_count": None, "manifest_key": None, "output_uri": None,
             "deadline": None, "attempts": 0, "collect_attempts": 0, "cost_usd": None, "created_at": now, "prepare_started_at": None,
             "prepared_at": None, "submitted_at": None, "terminal_seen_at": None, "collect_started_at": None, "closed_at": None,
             "resumed_at": None, "updated_at": now,
         }  # fmt: skip
-        row = BatchRow(**{**defaults, **columns})
+        row = Lane(**{**defaults, **columns})
         self._rows.next_id += 1
         self._rows.rows[row.id] = row
         return row
 
-    def _update(self, row: BatchRow, *, touch: bool = True, **columns: Any) -> BatchRow:
+    def _update(self, row: Lane, *, touch: bool = True, **columns: Any) -> Lane:
         if touch:
             columns["updated_at"] = self._now()
         moved = replace(row, **columns)
         self._rows.rows[row.id] = moved
         return moved
 
-    def _move(self, lane_id: str, move: Transition, **columns: Any) -> BatchRow | None:
+    def _move(self, lane_id: str, move: Transition, **columns: Any) -> Lane | None:
         """The guarded UPDATE … WHERE state = ANY(move's sources): None when the lane is elsewhere (or absent)."""
-        if move.entity is not st.Entity.BATCH_ROW:
-            raise ValueError(f"{move.entity}.{move.name} is not a transition of a batch row")
+        if move.entity is not st.Entity.LANE:
+            raise ValueError(f"{move.entity}.{move.name} is not a transition of a lane")
         row = self.get_row(lane_id)
         if row is None or not move.allows(row.state):
             return None
         return self._update(row, state=move.target, **columns)
 
-    def record_prepared(self, lane_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> BatchRow | None:
+    def record_prepared(self, lane_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> Lane | None:
         """Only while preparing."""
         row = self.get_row(lane_id)
-        if row is None or row.state != BatchRowState.PREPARING:
+        if row is None or row.state != LaneState.PREPARING:
             return None
         return self._update(row, record_count=record_count, input_bytes=input_bytes, manifest_key=manifest_key, prepared_at=self._now())
 
-    def mark_submitted(self, lane_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> BatchRow | None:
+    def mark_submitted(self, lane_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> Lane | None:
         """preparing → submitted; the row as it is when it has moved on already (a retried submit adopts)."""
         now, row = self._now(), self.get_row(lane_id)
         moved = self._move(
@@ -209,14 +209,14 @@ class FakeLanes(FakePool):
         )  # fmt: skip
         return moved or self.get_row(lane_id)
 
-    def add_task_token(self, lane_id: str, token: str) -> BatchRow | None:
+    def add_task_token(self, lane_id: str, token: str) -> Lane | None:
         """A token once (a repeat changes nothing, not even updated_at), whatever the lane's state."""
         row = self.get_row(lane_id)
         if row is None or token in row.task_tokens:
             return row
         return self._update(row, task_tokens=[*row.task_tokens, token])
 
-    def record_status(self, arn: str, status: str) -> BatchRow | None:
+    def record_status(self, arn: str, status: str) -> Lane | None:
         """The latest Bedrock status of the lane with this ARN; a terminal one is never replaced by a non-terminal
         one, and terminal_seen_at is the first terminal status's time."""
         row = next((r for _, r in sorted(self._rows.rows.items()) if r.bedrock_job_arn == arn), None)
@@ -227,7 +227,7 @@ class FakeLanes(FakePool):
         seen = self._now() if row.terminal_seen_at is None and status in terminal else row.terminal_seen_at
         return self._update(row, bedrock_status=row.bedrock_status if kept else status, terminal_seen_at=seen)
 
-    def mark_stopping(self, lane_id: str, *, reason: str) -> BatchRow | None:
+    def mark_stopping(self, lane_id: str, *, reason: str) -> Lane | None:
         """submitted → stopping: nothing accepted, every record a fallback, its packed members leave."""
         row = self.get_row(lane_id)
         moved = self._move(
@@ -238,7 +238,7 @@ class FakeLanes(FakePool):
             self._move_members(st.leave_lane(), row_id=moved.id)
         return moved
 
-    def set_reason(self, lane_id: str, reason: str) -> BatchRow | None:
+    def set_reason(self, lane_id: str, reason: str) -> Lane | None:
         """The first reason stays (COALESCE), in any state."""
         if not isinstance(reason, str):
             raise TypeError(f"a lane's reason is a str, not {reason!r}")  # the port's type: a caller with no reason has a bug
@@ -257,10 +257,10 @@ class FakeLanes(FakePool):
         accepted: int = 0,
         fallback: int = 0,
         cost_usd: Decimal | None = None,
-    ) -> BatchRow | None:
+    ) -> Lane | None:
         """The guarded close along ``move``: one caller wins it; the lane's packed members are collected with 0 accepted."""
-        if move.entity is not st.Entity.BATCH_ROW or move.target != BatchRowState.CLOSED:
-            raise ValueError(f"{move.entity}.{move.name} does not close a batch row")
+        if move.entity is not st.Entity.LANE or move.target != LaneState.CLOSED:
+            raise ValueError(f"{move.entity}.{move.name} does not close a lane")
         row = self.get_row(lane_id)
         cost = None if cost_usd is None else Decimal(cost_usd).quantize(_MICRO, rounding=ROUND_HALF_UP)
         closed = self._move(

@@ -62,7 +62,7 @@ class FakeLedger:
         batch_row_id: int | None = None,
     ) -> LedgerRow:
         if job_id is None and source != "batch":
-            raise ValueError("only a lane's batch row has no job")  # cost_ledger_job_unless_batch
+            raise ValueError("only a lane's lane has no job")  # cost_ledger_job_unless_batch
         row = LedgerRow(
             id=self._rows.next_id(),
             job_id=str(uuid.UUID(job_id)) if job_id is not None else None,

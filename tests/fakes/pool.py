@@ -1,4 +1,4 @@
-"""The pool's half of the in-memory LaneRepository (fakes.lanes.FakeLanes): what db/batch_rows.py reads
+"""The pool's half of the in-memory LaneRepository (fakes.lanes.FakeLanes): what db/lanes.py reads
 across jobs, chunks, lanes and folder files (the fair order, the folder window, stranded jobs, what to purge).
 
 Each method follows its SQL statement clause by clause; the contract tests (tests/contract/test_pool_contract.py) hold
@@ -18,13 +18,13 @@ from typing import Any
 from batchlane.domain import status as st
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import by_base_model
-from batchlane.domain.status import BatchMemberState, BatchRowState
-from batchlane.ports import BatchRow, ChunkRow, JobRow, LaneOutcome, PooledChunk, PoolRead, PurgeTarget
+from batchlane.domain.status import BatchMemberState, LaneState
+from batchlane.ports import ChunkRow, JobRow, Lane, LaneOutcome, PooledChunk, PoolRead, PurgeTarget
 from fakes.folder_jobs import _FolderRows
 from fakes.jobs import _JobRows
 
-FOLDER_STALL_S = 120.0  # db/batch_rows.FOLDER_STALL_S: a folder that started no file for this long lets its files' windows start
-_UNBOUNDED = 2**62  # db/batch_rows._UNBOUNDED: no budget
+FOLDER_STALL_S = 120.0  # db/lanes.FOLDER_STALL_S: a folder that started no file for this long lets its files' windows start
+_UNBOUNDED = 2**62  # db/lanes._UNBOUNDED: no budget
 _LIVE_FOLDER = ("enumerating", "processing")
 
 
@@ -56,7 +56,7 @@ class _MemberRow:
 class _LaneRows:
     """The lanes' part of the FakeState, which FakeLanes and the pool's reads share."""
 
-    rows: dict[int, BatchRow] = field(default_factory=dict)  # conversion_batch_jobs by id (BatchRow is frozen: replace() to move)
+    rows: dict[int, Lane] = field(default_factory=dict)  # conversion_batch_jobs by id (Lane is frozen: replace() to move)
     members: list[_MemberRow] = field(default_factory=list)
     pooled_at: dict[str, datetime] = field(default_factory=dict)  # large_conversion_jobs.pooled_at by job id
     pool_left_at: dict[str, datetime] = field(default_factory=dict)  # large_conversion_jobs.pool_left_at by job id
@@ -98,7 +98,7 @@ class FakePool:
         return {(m.job_id, m.chunk_index) for m in self._rows.members}
 
     # -- lanes the packer writes and reads -----------------------------------------------------
-    def insert_lane(self, *, lane_id: str, model_id: str, deadline_hours: float, chunks: list[tuple[str, int, int]]) -> BatchRow:
+    def insert_lane(self, *, lane_id: str, model_id: str, deadline_hours: float, chunks: list[tuple[str, int, int]]) -> Lane:
         """A preparing lane carrying ``chunks`` (job id, chunk index, pages), each job tagged m<k> in order of first
         appearance. Refused, nothing written, where PostgreSQL's constraints refuse the INSERTs."""
         lane_id = _uuid(lane_id)
@@ -117,8 +117,8 @@ class FakePool:
         if packed & set(keys):
             raise ValueError("a chunk already rides in an open lane")  # one_open_lane_per_chunk
         now = self._now()
-        row = BatchRow(
-            id=self._rows.next_id, lane_id=lane_id, job_id=None, member_count=len(tags), retry_of=None, state=BatchRowState.PREPARING.value,
+        row = Lane(
+            id=self._rows.next_id, lane_id=lane_id, job_id=None, member_count=len(tags), retry_of=None, state=LaneState.PREPARING.value,
             end_state=None, reason=None, model_id=model_id, bedrock_job_arn=None, bedrock_job_name=None, bedrock_status=None, task_tokens=[],
             record_count=None, input_bytes=None, accepted_count=None, fallback_count=None, manifest_key=None, output_uri=None,
             deadline=now + timedelta(seconds=deadline_hours * 3600), attempts=0, collect_attempts=0, cost_usd=None, created_at=now,
@@ -135,18 +135,18 @@ class FakePool:
         """pg_advisory_xact_lock: one process, nothing to serialise against."""
 
     def in_flight_by_model(self) -> dict[str, int]:
-        return dict(Counter(row.model_id for row in self._rows.rows.values() if row.state in st.IN_FLIGHT_BATCH_ROW_STATES))
+        return dict(Counter(row.model_id for row in self._rows.rows.values() if row.state in st.IN_FLIGHT_LANE_STATES))
 
     def in_flight_by_base_model(self) -> dict[str, int]:
         return by_base_model(self.in_flight_by_model())
 
     def preparing_lanes(self) -> list[tuple[str, int]]:
-        return [(row.lane_id, row.id) for row in sorted(self._rows.rows.values(), key=lambda r: r.id) if row.state == BatchRowState.PREPARING]
+        return [(row.lane_id, row.id) for row in sorted(self._rows.rows.values(), key=lambda r: r.id) if row.state == LaneState.PREPARING]
 
     # -- the pool ------------------------------------------------------------------------------
     def note_pooled(self, *, window_s: float) -> None:
         """Start the window of every parked job seen for the first time, unless its folder may still bring more files
-        (db/batch_rows.PgLanes.note_pooled: the two NOT EXISTS, in order)."""
+        (db/lanes.PgLanes.note_pooled: the two NOT EXISTS, in order)."""
         now, parked = self._now(), _parked()
         since = now - timedelta(seconds=max(float(window_s), FOLDER_STALL_S))
         folder_files = list(self._folders.files.values())
@@ -185,7 +185,7 @@ class FakePool:
         return [j for j in self._jobs.jobs.values() if j.status in parked and j.id not in self._rows.pool_left_at]
 
     def read_pool(self, *, budgets: dict[str, int] | None = None, default_budget: int | None = None) -> PoolRead:
-        """The fair order of db/batch_rows.PgLanes.read_pool: an owner's k-th waiting job has turn k + its lanes in flight;
+        """The fair order of db/lanes.PgLanes.read_pool: an owner's k-th waiting job has turn k + its lanes in flight;
         lowest turns first, ties oldest first (then by id), a job's chunks in order; per model the prefix whose pages
         before each chunk stay under its budget, with truncated / smallest / lightest over every waiting chunk."""
         now, waiting = self._now(), self._waiting()
@@ -230,7 +230,7 @@ class FakePool:
 
     def _lanes_in_flight_by_owner(self) -> dict[str, int]:
         """busy: per owner, the lanes in flight carrying a member (in any state) of one of their jobs."""
-        in_flight = {row.id for row in self._rows.rows.values() if row.state in st.IN_FLIGHT_BATCH_ROW_STATES}
+        in_flight = {row.id for row in self._rows.rows.values() if row.state in st.IN_FLIGHT_LANE_STATES}
         lanes: dict[str, set[int]] = {}
         for m in self._rows.members:
             job = self._jobs.jobs.get(m.job_id)
@@ -304,7 +304,7 @@ class FakePool:
         for m in self._rows.members:
             lane, job = self._rows.rows.get(m.batch_row_id), self._jobs.jobs.get(m.job_id)
             file_row = self._jobs.files.get(job.file_id) if job is not None else None
-            if lane is None or file_row is None or lane.state != BatchRowState.CLOSED or m.purged_at is not None:
+            if lane is None or file_row is None or lane.state != LaneState.CLOSED or m.purged_at is not None:
                 continue
             if (file_row.deleted_at is not None) if wanted is None else (m.job_id in wanted):
                 found.add(PurgeTarget(m.batch_row_id, lane.lane_id, m.job_id, m.member_tag))

@@ -11,13 +11,13 @@ from typing import Any
 
 from batchlane.domain import status as st
 from batchlane.domain.savings import LedgerMoney, ledger_money
-from batchlane.domain.status import BatchRowState, ChunkStatus
+from batchlane.domain.status import ChunkStatus, LaneState
 from batchlane.ports import FileJob, FileRow, HoldView, JobLanes, JobProgress, JobRow, ModelSpend, OwnerFile
 from fakes.jobs import FakeJobs, _JobRows
 from fakes.ledger import money
 from fakes.pool import lane_rows
 
-_BUSIEST_FIRST = (BatchRowState.PREPARING, BatchRowState.SUBMITTED, BatchRowState.STOPPING)
+_BUSIEST_FIRST = (LaneState.PREPARING, LaneState.SUBMITTED, LaneState.STOPPING)
 
 
 class FakeReads:
@@ -71,7 +71,7 @@ class FakeReads:
         out = []
         for job in (j for j in self._rows().jobs.values() if j.file_id == file_id):
             states = (lanes.rows[m.batch_row_id].state for m in lanes.members if m.job_id == job.id and m.batch_row_id in lanes.rows)
-            out.append(FileJob(job.id, next((s for s in states if s != BatchRowState.CLOSED), None)))
+            out.append(FileJob(job.id, next((s for s in states if s != LaneState.CLOSED), None)))
         return out
 
     def spend_by_model(self, job_id: str) -> list[ModelSpend]:
@@ -122,7 +122,7 @@ class FakeReads:
         submitted = [lane.submitted_at for lane in lanes if lane.submitted_at is not None]
         closed = [lane.closed_at for lane in lanes if lane.closed_at is not None]
         return JobLanes(
-            state=next((s.value for s in _BUSIEST_FIRST if s in states), BatchRowState.CLOSED.value),
+            state=next((s.value for s in _BUSIEST_FIRST if s in states), LaneState.CLOSED.value),
             end_state=newest.end_state,
             bedrock_status=newest.bedrock_status,
             reason=newest.reason if newest.reason is not None else left_pool,

@@ -13,8 +13,8 @@ import pytest
 from aws_cdk import App
 from infra_testlib import Synth, camel, context_of_cdk_json
 
+from batchlane.claude import PrimedResult
 from batchlane.config import Settings
-from batchlane.converter import PrimedResult
 from deployment import topology
 from infra.config import InfraConfig, load
 

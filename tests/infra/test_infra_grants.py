@@ -110,8 +110,8 @@ def test_job_split_may_write_the_chunk_pdfs_it_splits() -> None:
     assert ("s3:PutObject", "objects", "jobs/", "{}") in _mapped(topology.function("job_split").needs)
 
 
-# Where each function's code writes to S3 (read from the call sites: conversion/source.py store_chunk_sources,
-# conversion/chunk.py, conversion/assemble.py, conversion/retry.py, batch/prepare.py, batch/collect.py,
+# Where each function's code writes to S3 (read from the call sites: filejob/source.py store_chunk_sources,
+# filejob/chunk.py, filejob/assemble.py, filejob/retry.py, batch/prepare.py, batch/collect.py,
 # aws/s3.py S3Uploads, the presigned POST). The offline IAM hook refuses any other write in the e2e tests.
 S3_WRITES = {
     "job_split": {"jobs/"},  # chunk sources

@@ -30,11 +30,11 @@ from held import HeldInvocations
 from batchlane import keys
 from batchlane.aws.clients import client
 from batchlane.batch.resume import resume_stranded
-from batchlane.conversion.source import store_chunk_sources
-from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.db import lanes as rows
 from batchlane.db import ledger
 from batchlane.domain import status as st
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane_dev.cli.jobs_commands import post_upload
@@ -106,7 +106,7 @@ CHUNKS_OF_JOB = {"paused_budget": "pending", "assembling": "completed"}
 
 
 def make_job(owner: str, status: str, *, row_state: str | None = None, completed_chunks: int = 0) -> tuple[str, str]:
-    """A file and a job in ``status`` (batch row in ``row_state``), as the workflows would leave them."""
+    """A file and a job in ``status`` (lane in ``row_state``), as the workflows would leave them."""
     svc = services()
     with svc.db.transaction() as tx:
         file_row = job_repo.PgJobs(tx).insert_file(owner_id=owner, name="doc.pdf", s3_key="", size_bytes=len(PDF))
@@ -137,7 +137,7 @@ def make_job(owner: str, status: str, *, row_state: str | None = None, completed
     return file_id, job_id
 
 
-def make_lane(tx: Any, job_id: str, model_id: str, state: str) -> rows.BatchRow:
+def make_lane(tx: Any, job_id: str, model_id: str, state: str) -> rows.Lane:
     """A lane (one Bedrock job) carrying every chunk of the job, in ``state``; a closed one collected 4 pages of
     chunk 0 an hour ago and billed $0.0123, all of it the job's share."""
     spans = plan_chunks(PAGES, PER_CHUNK)
@@ -168,7 +168,7 @@ def pool_reason(job_id: str) -> str | None:
     return row["lane_reason"] if row["pool_left_at"] is not None else None
 
 
-def lane_of(job_id: str) -> rows.BatchRow:
+def lane_of(job_id: str) -> rows.Lane:
     """The job's one lane."""
     [lane] = rows.PgLanes(services().db).lanes_of_job(job_id)
     return lane
@@ -221,7 +221,7 @@ def test_list_files_reads_batch_waiting_from_the_job(stack, owner):
     assert call(stack, "GET", "/api/files?status=bogus", user=owner)[1]["error"]["code"] == "BAD_REQUEST"
 
 
-def test_conversion_progress_shows_chunks_phase_and_batch_row(stack, owner):
+def test_conversion_progress_shows_chunks_phase_and_lane(stack, owner):
     file_id, job_id = make_job(owner, "waiting_batch", row_state="submitted", completed_chunks=1)
     status, body = call(stack, "GET", f"/api/v1/files/{file_id}/conversion", user=owner)
     assert status == 200
@@ -741,7 +741,7 @@ def test_a_model_the_deployment_did_not_configure_is_refused_even_if_priced(stac
 def test_job_creation_itself_refuses_a_model_the_deployment_did_not_configure(stack, owner):
     """The roles are granted the configured models only: a job created past the API (job_create invoked directly)
     must not reach a model call that IAM would refuse mid-way."""
-    from batchlane.conversion.create import create_job
+    from batchlane.filejob.create import create_job
 
     settings = services().settings
     priced_elsewhere = next(m for m in settings.batchlane_prices if m not in settings.allowed_model_ids)

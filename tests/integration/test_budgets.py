@@ -16,14 +16,14 @@ from typing import Any
 import pytest
 
 from batchlane import keys
-from batchlane.conversion import budget
-from batchlane.conversion.chunk import ChunkContinue, process_chunk
-from batchlane.conversion.source import store_chunk_sources
 from batchlane.db import budgets, ledger
 from batchlane.db import jobs as job_repo
 from batchlane.db.limiter import serial_database
 from batchlane.domain.budget import PAGE_OUTPUT_TOKENS
 from batchlane.domain.cost import Usage
+from batchlane.filejob import budget
+from batchlane.filejob.chunk import ChunkContinue, process_chunk
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.pdf.split import open_pdf, plan_chunks
 from batchlane.runtime import services
 from batchlane.webhooks.events import job_change_detail

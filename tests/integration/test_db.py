@@ -10,8 +10,8 @@ import pytest
 from pg8000.exceptions import DatabaseError
 
 from batchlane.db import Database, connect_params_from_url, ledger
-from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.db import lanes as rows
 from batchlane.db.errors import UniqueViolation
 from batchlane.db.migrate import migrate, migration_files
 from batchlane.domain import status as st
@@ -101,7 +101,7 @@ def test_chunk_heartbeat_is_guarded_on_worker_and_status(db):
     assert not job_repo.PgJobs(db).heartbeat_chunk(job_id, 0, "worker-a", 4)
 
 
-def make_lane(db: Database, *chunks: tuple[str, int], model: str = "m") -> rows.BatchRow:
+def make_lane(db: Database, *chunks: tuple[str, int], model: str = "m") -> rows.Lane:
     """A lane (one Bedrock job) carrying ``chunks`` — (job id, chunk index) — as the packer inserts it."""
     return rows.PgLanes(db).insert_lane(lane_id=str(uuid.uuid4()), model_id=model, deadline_hours=26, chunks=[(j, c, 50) for j, c in chunks])
 

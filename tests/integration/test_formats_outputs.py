@@ -11,9 +11,9 @@ import pytest
 from formatscount import DATA, docx_counts, markdown_counts
 
 from batchlane import keys
-from batchlane.conversion import outputs
-from batchlane.conversion.create import normalise_options
 from batchlane.domain.errors import InputError
+from batchlane.filejob import outputs
+from batchlane.filejob.create import normalise_options
 from batchlane.formats import render
 from batchlane.formats.convert import convert_document
 from tests.unit.usecases.usecase_fakes import MemoryStore

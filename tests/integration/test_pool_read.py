@@ -1,4 +1,4 @@
-"""The packer's bounded read of the pool (db/batch_rows.PgLanes.read_pool, batch/packer.plan_turn): a turn reads and locks
+"""The packer's bounded read of the pool (db/lanes.PgLanes.read_pool, batch/packer.plan_turn): a turn reads and locks
 only the fair-order prefix it can pack, and plans what a read of the whole pool would. Real PostgreSQL."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ import pytest
 
 from batchlane.batch.packer import plan_turn
 from batchlane.db import Database, connect_params_from_url
-from batchlane.db import batch_rows as rows
 from batchlane.db import jobs as job_repo
+from batchlane.db import lanes as rows
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks

@@ -7,8 +7,8 @@ refusal, a tool turn or a filtered answer is a visible failure.
 
 import pytest
 
-from batchlane.converter import ModelAnswer, PageRequest, ReadTimeoutPolicy, answer_from_messages, build_page_request, page_result
-from batchlane.converter.request import REQUEST_FORMAT, ConverterConfig
+from batchlane.claude import ModelAnswer, PageRequest, ReadTimeoutPolicy, answer_from_messages, build_page_request, page_result
+from batchlane.claude.request import REQUEST_FORMAT, ConverterConfig
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.markdown import PageText, render_page

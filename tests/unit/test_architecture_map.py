@@ -169,7 +169,7 @@ def _defines_dotted(path: Path, name: str) -> bool:
 
 
 def _python_path(dotted: str) -> tuple[Path, str] | None:
-    """``batchlane.conversion.retry.end_retry`` → (the module's file, ``end_retry``); a package or module alone → (file, "")."""
+    """``batchlane.filejob.retry.end_retry`` → (the module's file, ``end_retry``); a package or module alone → (file, "")."""
     parts = dotted.split(".")
     roots = {"batchlane": LAYER.parent, "batchlane_dev": ROOT / "devtools"}
     for cut in range(len(parts), 0, -1):
@@ -217,12 +217,12 @@ def test_the_files_and_names_the_docs_cite_exist() -> None:
 def test_the_citation_check_fails_on_planted_drift() -> None:
     files = _python_files()
     assert cited_but_missing("`deployment/topology_grants.py`", files) == ["deployment/topology_grants.py: no such file"]
-    assert cited_but_missing("`conversion/chunk.py` `process_chunks`", files) == ["conversion/chunk.py defines no process_chunks"]
+    assert cited_but_missing("`filejob/chunk.py` `process_chunks`", files) == ["filejob/chunk.py defines no process_chunks"]
     assert cited_but_missing("`api/results.owned_job`", files) == ["api/results.py defines no owned_job"]
     assert cited_but_missing("(batchlane.operations.process_now)", files) == [
         "batchlane.operations.process_now: layers/batchlane/batchlane/operations/__init__.py defines no process_now"
     ]
-    assert cited_but_missing("`deployment/grants.py`, `db/limiter.py` `PgLimiter`, `domain/pace.pace_ahead`, batchlane.conversion.retry.end_retry", files) == []
+    assert cited_but_missing("`deployment/grants.py`, `db/limiter.py` `PgLimiter`, `domain/pace.pace_ahead`, batchlane.filejob.retry.end_retry", files) == []
 
 
 def test_each_functions_row_names_the_use_case_its_handler_calls() -> None:

@@ -1,9 +1,9 @@
-"""conversion/assemble.py: the figure regions Assemble hands to the figure pass, read from the pages' Markdown."""
+"""filejob/assemble.py: the figure regions Assemble hands to the figure pass, read from the pages' Markdown."""
 
 from __future__ import annotations
 
-from batchlane.conversion.assemble import described_regions
-from batchlane.converter.page import PageResult
+from batchlane.claude.page import PageResult
+from batchlane.filejob.assemble import described_regions
 
 
 def test_only_pages_whose_figures_carry_a_region_are_listed_with_their_boxes() -> None:

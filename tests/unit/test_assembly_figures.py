@@ -9,9 +9,9 @@ from PIL import Image
 from pypdf import PdfReader, PdfWriter
 
 from batchlane import keys
-from batchlane.conversion.figures import extract_figures, figure_folder
 from batchlane.domain.assembly import Figure, assemble_document, link_figures, survey
 from batchlane.domain.markdown import PageText
+from batchlane.filejob.figures import extract_figures, figure_folder
 from batchlane_dev.local.bedrock.model import page_markdown
 from batchlane_dev.local.bookgen import make_book_pdf
 from batchlane_dev.local.pdfgen import IMAGE_PAGES, make_image_pdf

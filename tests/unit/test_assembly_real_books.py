@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-from batchlane.conversion.assemble import page_record
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.domain.assembly import assemble_document, page_text_blocks, strip_furniture, survey
 from batchlane.domain.markdown import PageText
+from batchlane.filejob.assemble import page_record
 
 SECTIONS = {7: "1.1. TOPOLOGISCHE RÄUME", 8: "1.1. TOPOLOGISCHE RÄUME", 9: "1.2. METRISCHE RÄUME", 10: "1.2. METRISCHE RÄUME", 11: "1.2. METRISCHE RÄUME"}
 BODIES = {

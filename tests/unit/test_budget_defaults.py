@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from batchlane.config import Settings
-from batchlane.conversion.budget import worst_case_survey_usage
 from batchlane.domain.budget import Limits, Standing, check_hold, check_new_job, check_worst_case
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.errors import BudgetExceeded, LimitReached
+from batchlane.filejob.budget import worst_case_survey_usage
 from batchlane.pdf.survey import PageSurvey, survey_pdf
 from batchlane_dev.local.pdfgen import make_pdf
 

@@ -11,7 +11,7 @@ import pytest
 from batchlane import keys
 from batchlane.batch import collect
 from batchlane.batch.collect import LaneManifest, collect_outputs
-from batchlane.converter import PrimedResult
+from batchlane.claude import PrimedResult
 from tests.unit.usecases.usecase_fakes import MemoryStore
 
 JOB = "00000000-0000-0000-0000-0000000000aa"

@@ -3,7 +3,7 @@
 import json
 from decimal import Decimal
 
-from batchlane.converter import (
+from batchlane.claude import (
     CaptureTransport,
     ConverterConfig,
     ModelAnswer,

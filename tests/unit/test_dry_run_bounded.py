@@ -16,8 +16,8 @@ from moto import mock_aws
 
 from batchlane.aws.s3 import S3Store
 from batchlane.config import Settings
-from batchlane.conversion import dryrun
 from batchlane.domain.cost import PriceTable
+from batchlane.filejob import dryrun
 from batchlane_dev.local.pdfgen import make_pdf
 from fakes import FakeUnitOfWork
 

@@ -1,6 +1,6 @@
 """Every figure operation bounded (issue 40.2), and figures written only where they are real (issue 39.4).
 
-Figure work runs in the bounded child (conversion/figures.py, pdf/images.py): a page drawing too many images keeps
+Figure work runs in the bounded child (filejob/figures.py, pdf/images.py): a page drawing too many images keeps
 its descriptions (FIGURES_OVER_CAP), a document past its figure count or pixel budget keeps later descriptions
 (FIGURE_PIXELS_SPENT), a chunk past its time or memory bound keeps its own (FIGURE_WORK_OVER_BOUND); Assemble's
 memory does not grow with the images' count. A crop all of one colour, or one that misses the drawing the model
@@ -20,7 +20,7 @@ from reportlab.lib.utils import ImageReader
 from reportlab.pdfgen import canvas
 
 from batchlane import keys
-from batchlane.conversion.figures import BOUND_SPENT, extract_figures
+from batchlane.filejob.figures import BOUND_SPENT, extract_figures
 from batchlane.pdf.bounded import Bound
 from batchlane.pdf.images import MAX_FIGURES_PER_PAGE, OVER_CAP, PIXELS_SPENT, FigureLimits
 from batchlane_dev.local.pdfgen import figure_bomb_pdf

@@ -9,8 +9,8 @@ import pytest
 from PIL import Image
 
 from batchlane import keys
-from batchlane.conversion.figures import extract_figures
 from batchlane.domain.assembly import figure_descriptions, figure_regions, link_figures, page_blocks
+from batchlane.filejob.figures import extract_figures
 from batchlane.pdf.images import MIN_FIGURE_PX
 from batchlane_dev.cli.jobs_commands import ApiFailure, download_image
 from batchlane_dev.local.bedrock.model import page_markdown

@@ -1,4 +1,4 @@
-"""conversion/service_tiers.py: the Flex gate reads the verdict's fields (a FlexVerdict object is always truthy)."""
+"""filejob/service_tiers.py: the Flex gate reads the verdict's fields (a FlexVerdict object is always truthy)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from batchlane.conversion import service_tiers
-from batchlane.converter.tiers import FlexTransport
+from batchlane.claude.tiers import FlexTransport
 from batchlane.domain import service_tier as tiers
 from batchlane.domain.cost import PriceTable
+from batchlane.filejob import service_tiers
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # not documented for Flex (domain/service_tier.py)
 FAR = (datetime.now(UTC) + timedelta(hours=72)).isoformat()  # a deadline Flex may serve

@@ -1,7 +1,7 @@
 """Each function's handler names its use-case module (docs/architecture.md, "The map"), read with ``ast``.
 
 The rule: function ``<area>_<step>`` imports its use case from ``batchlane/<package>/<step>.py``, the
-package by area: ``batch`` → batch/, ``conversion`` and ``job`` → conversion/, ``folder`` → folders/,
+package by area: ``batch`` → batch/, ``conversion`` and ``job`` → filejob/, ``folder`` → folders/,
 ``webhook`` → webhooks/. The functions without an area prefix are in :data:`UNPREFIXED`, one line each.
 Besides that module a handler imports only the shared plumbing (:data:`PLUMBING`): no second use case.
 """
@@ -17,15 +17,15 @@ ROOT = Path(__file__).resolve().parents[2]
 FUNCTIONS = ROOT / "functions"
 RUNTIME = ROOT / "layers" / "batchlane" / "batchlane"
 
-AREAS = {"batch": "batch", "conversion": "conversion", "job": "conversion", "folder": "folders", "webhook": "webhooks"}
+AREAS = {"batch": "batch", "conversion": "filejob", "job": "filejob", "folder": "folders", "webhook": "webhooks"}
 UNPREFIXED = {
     "api": "batchlane.api.app",  # the HTTP routes over the API's use cases
-    "assemble": "batchlane.conversion.assemble",
-    "chunk_processor": "batchlane.conversion.chunk",  # admission slot, then the chunk's pages
+    "assemble": "batchlane.filejob.assemble",
+    "chunk_processor": "batchlane.filejob.chunk",  # admission slot, then the chunk's pages
     "estimate": "batchlane.api.estimates",  # the API's dry runs, answered by their own worker
     "migrate": "batchlane.db.migrate",
     "recovery": "batchlane.operations.recovery",  # resumes stranded jobs (batch/), ends jobs whose workflow ended, fails stalled splits
-    "settle": "batchlane.conversion.settle",
+    "settle": "batchlane.filejob.settle",
 }
 # What every handler may import besides its use case: the decorator and event models, the wiring, the logger.
 PLUMBING = {"batchlane.handlers", "batchlane.runtime", "batchlane.observability", "batchlane.folders.refs"}
@@ -93,11 +93,11 @@ def test_the_table_names_only_functions_that_exist() -> None:
         ("batch_claimer", "from batchlane.batch.packer import pack_pool\n", "batchlane.batch.claimer does not exist"),
         ("folder_record", "from batchlane.folders import finish\n", "batchlane.folders.record does not exist"),
         ("folder_advance", "from batchlane.folders.progress import advance\n", "does not import batchlane.folders.advance"),
-        ("job_split", "from batchlane.conversion.create import split_job\n", "does not import batchlane.conversion.split"),
+        ("job_split", "from batchlane.filejob.create import split_job\n", "does not import batchlane.filejob.split"),
         (
             "chunk_processor",
-            "from batchlane.conversion.admission import admitted_chunk\nfrom batchlane.conversion.chunk import process_chunk\n",
-            "also imports batchlane.conversion.admission",
+            "from batchlane.filejob.admission import admitted_chunk\nfrom batchlane.filejob.chunk import process_chunk\n",
+            "also imports batchlane.filejob.admission",
         ),
         (
             "recovery",

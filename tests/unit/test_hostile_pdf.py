@@ -8,8 +8,8 @@ import pytest
 from moto import mock_aws
 
 from batchlane.aws.s3 import S3Store
-from batchlane.conversion.source import store_chunk_sources
 from batchlane.domain.errors import InputError
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.pdf import open_pdf
 from batchlane.pdf.content import Deadline
 from batchlane.pdf.split import _diagnose_with_pypdf, open_pdf_file

@@ -5,7 +5,7 @@
 - pg8000 only under ``batchlane.db``;
 - pypdfium2 only under ``batchlane.pdf``, where every pdfium call holds ``PDFIUM_LOCK`` (tests/unit/test_pdfium_lock.py);
 - the runtime package (the Lambda layer) never imports the developer tooling (``batchlane_dev``);
-- the use cases (``batchlane.api``, ``.batch``, ``.conversion``, ``.folders``, ``.operations``, ``.webhooks``) see
+- the use cases (``batchlane.api``, ``.batch``, ``.filejob``, ``.folders``, ``.operations``, ``.webhooks``) see
   ports only: no use-case module imports ``batchlane.db``, ``batchlane.aws`` or ``batchlane.runtime`` (the composition
   root), nor any module that does, however far down; nor reaches for ``svc.db`` or a unit of work's ``runner``.
   They take a ``batchlane.ports.Services`` and its unit of work (``svc.uow()``), so their unit tests run on the
@@ -57,7 +57,7 @@ def _top(name: str) -> str:
     return name.split(".", 1)[0]
 
 
-USE_CASE_PACKAGES = tuple(f"batchlane.{p}." for p in ("api", "batch", "conversion", "folders", "operations", "webhooks"))
+USE_CASE_PACKAGES = tuple(f"batchlane.{p}." for p in ("api", "batch", "filejob", "folders", "operations", "webhooks"))
 # The API's Lambda entry: the routes and their middleware call runtime.services() and hand it to the use cases.
 API_ENTRY_POINTS = frozenset({"batchlane.api.app", "batchlane.api.folder_routes", "batchlane.api.throttle"})
 # What a use case never reaches: the adapters and the composition root that builds them.
@@ -124,14 +124,14 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.domain.cost", "from ..config import Settings\n", "domain-stdlib-only"),
         ("batchlane.batch.submit", "import boto3\n", "boto3-only-in-aws"),
         ("batchlane.api.uploads", "from botocore.exceptions import ClientError\n", "boto3-only-in-aws"),
-        ("batchlane.conversion.chunk", "import pg8000.native\n", "pg8000-only-in-db"),
+        ("batchlane.filejob.chunk", "import pg8000.native\n", "pg8000-only-in-db"),
         ("batchlane.runtime", "from batchlane_dev.local import stack\n", "runtime-not-dev"),
-        ("batchlane.conversion.dryrun", "import pypdfium2\n", "pdfium-only-in-pdf"),
-        ("batchlane.batch.collect", "from batchlane.db import batch_rows\n", "use-cases-through-ports"),
+        ("batchlane.filejob.dryrun", "import pypdfium2\n", "pdfium-only-in-pdf"),
+        ("batchlane.batch.collect", "from batchlane.db import lanes\n", "use-cases-through-ports"),
         ("batchlane.api.usecases", "from ..db.read_model import PgReads\n", "use-cases-through-ports"),
         ("batchlane.folders.advance", "def f(svc):\n    return svc.db.run('x')\n", "use-cases-through-ports"),
         ("batchlane.operations.cancel", "def f(uow):\n    return uow.runner\n", "use-cases-through-ports"),
-        ("batchlane.conversion.chunk", "from batchlane.runtime import Services\n", "use-cases-through-ports"),
+        ("batchlane.filejob.chunk", "from batchlane.runtime import Services\n", "use-cases-through-ports"),
         ("batchlane.webhooks.deliver", "from ..aws.secrets import SecretsManagerSigningSecret\n", "use-cases-through-ports"),
         ("batchlane.api.usecases", "from batchlane.runtime import services\n", "use-cases-through-ports"),
     ],
@@ -197,7 +197,7 @@ def test_sql_lives_in_db_only() -> None:
 )
 def test_the_sql_rule_fails_on_a_planted_violation(source: str) -> None:
     assert sql_outside_db("batchlane.batch.collect", source)
-    assert not sql_outside_db("batchlane.db.batch_rows", source)
+    assert not sql_outside_db("batchlane.db.lanes", source)
 
 
 def test_prose_that_mentions_sql_breaks_no_rule() -> None:

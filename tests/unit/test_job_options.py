@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from batchlane.api.app import ConvertOptions
-from batchlane.conversion.create import normalise_options
 from batchlane.domain.errors import InputError
+from batchlane.filejob.create import normalise_options
 
 ASKED: list[dict[str, Any]] = [
     {},

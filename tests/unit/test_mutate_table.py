@@ -46,8 +46,8 @@ def test_make_mutate_covers_the_newest_packages_and_mutate_paths_narrows_it_to_o
     template = config.TEMPLATE.read_text()
     whole = config.render(template, "/checkout", [])
     assert "@ROOT@" not in whole and "/checkout/tests/unit" in whole
-    assert {"batchlane/api/*", "batchlane/webhooks/*", "batchlane/folders/*", "batchlane/conversion/figures.py", "batchlane/conversion/service_tiers.py",
-            "batchlane/conversion/assemble.py", "batchlane/ondemand/governed.py", "batchlane/ondemand/planner.py", "batchlane/domain/*"} <= set(_only_mutate(whole))  # fmt: skip
+    assert {"batchlane/api/*", "batchlane/webhooks/*", "batchlane/folders/*", "batchlane/filejob/figures.py", "batchlane/filejob/service_tiers.py",
+            "batchlane/filejob/assemble.py", "batchlane/ondemand/governed.py", "batchlane/ondemand/planner.py", "batchlane/domain/*"} <= set(_only_mutate(whole))  # fmt: skip
     one = config.render(template, "/checkout", ["batchlane/api/*"])
     assert _only_mutate(one) == ["batchlane/api/*"]
     assert one.replace("    batchlane/api/*\n", "") == whole.replace("".join(f"    {p}\n" for p in _only_mutate(whole)), "")  # nothing else changed

@@ -9,7 +9,7 @@ import io
 import pytest
 from PIL import Image
 
-from batchlane.converter import ConverterConfig, FormFallbackTransport, FormMemory, ModelAnswer, ModelCallError, build_page_request, build_pages_request
+from batchlane.claude import ConverterConfig, FormFallbackTransport, FormMemory, ModelAnswer, ModelCallError, build_page_request, build_pages_request
 from batchlane.domain import page_form as forms
 from batchlane.domain.cost import Usage
 from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX, PAGE_IMAGE_MAX_PIXELS, claude_scaled

@@ -110,7 +110,7 @@ def test_figure_extraction_calls_no_pdfium_in_this_process_so_holds_no_shared_lo
     """Issue 40: decoding and encoding a document's images ran in-process under PDFIUM_LOCK, one owner's figure bomb
     holding every other owner's pdfium work; now all of it runs in the bounded child (a process of its own)."""
     from batchlane import keys
-    from batchlane.conversion.figures import extract_figures
+    from batchlane.filejob.figures import extract_figures
     from batchlane_dev.local.pdfgen import make_image_pdf
     from tests.unit.usecases.usecase_fakes import MemoryStore
 

@@ -169,7 +169,7 @@ backlog_jobs = st.lists(
 
 
 def prefix_plan(chunks: list[PoolChunk], cut: int, *, slots: int, min_records: int, max_bytes: int | None) -> PoolPlan:
-    """What the packer plans from the first ``cut`` chunks, the pool's minima read over all of it (db/batch_rows.PgLanes.read_pool)."""
+    """What the packer plans from the first ``cut`` chunks, the pool's minima read over all of it (db/lanes.PgLanes.read_pool)."""
     return plan_pool(
         chunks[:cut],
         max_records=MAX,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from batchlane.conversion.retry import _attempts_by_chunk, reason_matches
+from batchlane.filejob.retry import _attempts_by_chunk, reason_matches
 
 
 def test_error_ids_match_the_reason_its_short_form_or_an_alias() -> None:

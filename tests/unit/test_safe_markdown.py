@@ -6,11 +6,11 @@ import re
 
 import pytest
 
-from batchlane.conversion.assemble import page_record
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.domain.assembly import assemble_document, raw_document, survey
 from batchlane.domain.markdown import PageText
 from batchlane.domain.safe_markdown import ZERO_WIDTH_SPACE, safe_markdown
+from batchlane.filejob.assemble import page_record
 
 MARKER = re.compile(r"<!-- Page (\d+)[^>]*-->")
 

@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from batchlane.converter import ModelAnswer
-from batchlane.converter.page import page_result
+from batchlane.claude import ModelAnswer
+from batchlane.claude.page import page_result
 from batchlane.domain import service_tier as tiers
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.prices import default_prices

@@ -9,10 +9,10 @@ from decimal import Decimal
 
 import pytest
 
-from batchlane.converter import ConverterConfig, ModelAnswer, ModelCallError, build_page_request
-from batchlane.converter.page import page_result
-from batchlane.converter.tiers import FlexTransport
-from batchlane.converter.transports import OnDemandTransport
+from batchlane.claude import ConverterConfig, ModelAnswer, ModelCallError, build_page_request
+from batchlane.claude.page import page_result
+from batchlane.claude.tiers import FlexTransport
+from batchlane.claude.transports import OnDemandTransport
 from batchlane.domain import service_tier as tiers
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.prices import default_prices

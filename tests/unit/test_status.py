@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from batchlane.domain import status as st
-from batchlane.domain.status import BatchRowState as B
 from batchlane.domain.status import ChunkStatus as C
 from batchlane.domain.status import DeliveryStatus as D
 from batchlane.domain.status import Entity
 from batchlane.domain.status import FileStatus as F
 from batchlane.domain.status import JobStatus as J
+from batchlane.domain.status import LaneState as B
 from batchlane.domain.status import RetryStatus as R
 
 MIGRATIONS = Path(st.__file__).resolve().parents[1] / "db" / "migrations"
@@ -22,7 +22,7 @@ COLUMNS = {
     ("files", "status"): Entity.FILE,
     ("large_conversion_jobs", "status"): Entity.JOB,
     ("chunk_jobs", "status"): Entity.CHUNK,
-    ("conversion_batch_jobs", "state"): Entity.BATCH_ROW,
+    ("conversion_batch_jobs", "state"): Entity.LANE,
     ("batch_members", "state"): Entity.BATCH_MEMBER,
     ("job_retries", "status"): Entity.RETRY,
     ("webhook_deliveries", "status"): Entity.DELIVERY,
@@ -78,7 +78,7 @@ TERMINAL = {
     Entity.FILE: set(),  # a file can always be converted again
     Entity.JOB: {J.FAILED, J.CANCELLED},  # completed is finished, but a retry of its failed pages reopens it
     Entity.CHUNK: {C.CANCELLED},
-    Entity.BATCH_ROW: {B.CLOSED},
+    Entity.LANE: {B.CLOSED},
     Entity.BATCH_MEMBER: {st.BatchMemberState.COLLECTED, st.BatchMemberState.LEFT},
     Entity.RETRY: {R.COMPLETED, R.FAILED, R.CANCELLED},
     Entity.DELIVERY: {D.DELIVERED, D.FAILED},
@@ -194,7 +194,7 @@ def test_a_job_can_be_cancelled_until_it_assembles_and_failed_until_it_finishes(
 
 def test_a_transition_a_entity_lacks_is_refused():
     with pytest.raises(KeyError):
-        st.claim(Entity.BATCH_ROW)
+        st.claim(Entity.LANE)
 
 
 DB = MIGRATIONS.parent

@@ -3,7 +3,7 @@
 import json
 import re
 
-from batchlane.conversion.chunk import MAX_CHUNK_ATTEMPTS, MAX_CHUNK_CONTINUATIONS
+from batchlane.filejob.chunk import MAX_CHUNK_ATTEMPTS, MAX_CHUNK_CONTINUATIONS
 from deployment.topology import FUNCTIONS, FUNCTIONS_DIR, RULES, SCHEDULES, STATE_MACHINES, handler_path, load_definition
 
 

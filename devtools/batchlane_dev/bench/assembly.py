@@ -1,6 +1,6 @@
 """Assembly figure: assemble_10000_pages.
 
-* assemble_10000_pages — the document pass at Assemble (conversion.assemble.write_document:
+* assemble_10000_pages — the document pass at Assemble (filejob.assemble.write_document:
   pages.jsonl and the Markdown, both streamed) over 10,000 pages in 100 chunk results. The pages'
   text is a typeset book's (batchlane_dev.local.bookgen, read by the emulator as the lanes do:
   running heads, folios, paragraphs and words cut by page breaks), repeated with its folios
@@ -90,7 +90,7 @@ def _measure(run: Callable[[], Any]) -> tuple[float, float]:
 
 
 def _figure(name: str, pages: int) -> dict[str, Any]:
-    from batchlane.conversion.assemble import read_results, write_document
+    from batchlane.filejob.assemble import read_results, write_document
 
     objects = _chunk_results(pages)
     keys = sorted(objects, key=lambda k: int(k.rsplit("-", 1)[1].split(".")[0]))

@@ -9,7 +9,7 @@
   ``peak_rss_mb`` is the collector's own (the emulated S3 holds the data in the parent).
   Aim: peak_rss_mb ≤ 512.
 * event_to_resume — median seconds from the terminal Bedrock event (first terminal status
-  recorded on the batch row) to the job back in pending, over several jobs in the
+  recorded on the lane) to the job back in pending, over several jobs in the
   offline stack. Baseline: 300 s, the 5-minute poll the push replaces (nominal, not
   measured: a poller finds a finished job after half its interval on average, so 300 s
   is its worst case and 150 s its mean).
@@ -78,8 +78,8 @@ def run_prepares(data: bytes, modes: tuple[int, ...]) -> list[dict[str, Any]]:
     ``prepare_cpu_s`` is then the workers' CPU, ``emulator_cpu_s`` this process's."""
     from batchlane import keys
     from batchlane.batch.prepare import finish_prepare, prepare_chunk
-    from batchlane.conversion.source import store_chunk_sources
-    from batchlane.db import batch_rows as rows
+    from batchlane.db import lanes as rows
+    from batchlane.filejob.source import store_chunk_sources
     from batchlane.pdf import open_pdf
     from batchlane.runtime import services
     from batchlane_dev.local.jobs import submit_pdf

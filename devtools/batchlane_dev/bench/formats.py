@@ -4,7 +4,7 @@ Each real document of tests/data/formats (docling's test files) and a 4-page TIF
 pdfium, frames joined by Pillow) goes through what the split runs for it: ``identify``, then the converter in
 the bounded child (pandoc, python-pptx, openpyxl) or, for a picture, the wrap into a PDF of a page per frame.
 Per type: documents and pages per second, and the model cost per document: $0 for a born-digital one (no model
-call), a picture's pages at the dry run's per-page estimate, on-demand (conversion/estimate.py). The figure's value
+call), a picture's pages at the dry run's per-page estimate, on-demand (filejob/estimate.py). The figure's value
 is documents per second over the whole set; the baseline is the bounded child doing nothing, measured in the
 same run (the floor every document pays: a fork from the fork server and a pipe).
 """
@@ -21,11 +21,11 @@ from typing import Any
 
 import pypdfium2 as pdfium
 
+from batchlane.claude import ConverterConfig
 from batchlane.config import Settings
-from batchlane.conversion.estimate import PageCounts, expected_usage
-from batchlane.converter import ConverterConfig
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.file_types import FileType
+from batchlane.filejob.estimate import PageCounts, expected_usage
 from batchlane.formats.convert import convert_document
 from batchlane.formats.detect import IDENTIFY_BOUND, identify, wrap_image
 from batchlane.pdf.bounded import run_bounded
@@ -57,7 +57,7 @@ def _one(path: Path, scratch: Path) -> tuple[str, int, float]:
 
 
 def _page_cost(prices: PriceTable, model_id: str, settings: Settings) -> Decimal:
-    """The dry run's on-demand estimate for one scanned page (conversion/estimate.py)."""
+    """The dry run's on-demand estimate for one scanned page (filejob/estimate.py)."""
     scan = PageCounts(pages=1, blank=0, scans=1, text_chars=0)
     return prices.cost(model_id, expected_usage(scan, config=ConverterConfig.from_settings(settings), settings=settings).on_demand)
 

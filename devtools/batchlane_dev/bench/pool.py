@@ -10,7 +10,7 @@
   fair order, plan_pool, the lane and member inserts, the holds extended) over 2,000 parked jobs
   of 50 pages (100,000 records) inserted directly into an embedded PostgreSQL; workflows faked.
   Reported: seconds (untraced run) and peak Python memory (tracemalloc, a second identical run)
-  plus the process's peak RSS. Baseline: the bare pool read (db/batch_rows.PgLanes.pool_chunks, the
+  plus the process's peak RSS. Baseline: the bare pool read (db/lanes.PgLanes.pool_chunks, the
   same 100,000 records in fair order) in the same run, so the ratio is what packing adds to
   reading. Aim (absolute, the issue's): under 60 s, ≤ 1024 MB.
 """
@@ -186,7 +186,7 @@ def pack_figure(documents: int, pages: int = 50) -> dict[str, Any]:
     from batchlane.batch.packer import pack_pool
     from batchlane.config import Settings
     from batchlane.db import Database, connect_params_from_url
-    from batchlane.db.batch_rows import PgLanes
+    from batchlane.db.lanes import PgLanes
     from batchlane.db.migrate import migrate
     from batchlane.db.uow import PgUnitOfWork
     from batchlane_dev.local import postgres

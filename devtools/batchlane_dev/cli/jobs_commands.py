@@ -843,7 +843,7 @@ def _columns(job: dict[str, Any]) -> tuple[str, str, str, str]:
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between progress polls.")
 @target_options
 def job_status(api: ApiClient, job_id: str, follow: bool, as_json: bool, interval: float) -> None:
-    """Where JOB is: status, phase, pages, batch row, hold, cost (a folder job fj-…: files, pages, throughput, ETA)."""
+    """Where JOB is: status, phase, pages, lane, hold, cost (a folder job fj-…: files, pages, throughput, ETA)."""
     if folder_commands.is_folder_job(job_id):
         folder = folder_commands.watch(api, job_id, interval_s=interval, quiet=as_json) if follow else api.call("GET", f"/api/v1/folder-jobs/{job_id}")
         folder_commands.print_job(folder, as_json)

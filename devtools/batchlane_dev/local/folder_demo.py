@@ -51,7 +51,7 @@ def run_folder_demo(
             # The batch clock sized to the folder's pages as `batchlane demo` sizes it to its document: the
             # pool may put them all in one Bedrock job, which must keep its calibrated pace on this machine.
             # No pool window of its own: a folder's files start their window together once it has started
-            # its last file (db/batch_rows.PgLanes.note_pooled), however slowly the uploads and splits run here.
+            # its last file (db/lanes.PgLanes.note_pooled), however slowly the uploads and splits run here.
             faults = faults or f"time_scale={scale_for_job(_pages_in(directory)):.0f}"
             stack = cleanup.enter_context(OfflineStack(StackOptions(workdir=Path(tmp), faults=faults)))
             env = stack.env

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion.figures import figure_folder
 from batchlane.domain.errors import NotFound
+from batchlane.filejob.figures import figure_folder
 
 
 def pages_path(markdown: Path) -> Path:

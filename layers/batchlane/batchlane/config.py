@@ -65,7 +65,7 @@ class Settings(BaseSettings):
     batchlane_max_pages: int = Field(10_000, ge=1)
     batchlane_max_file_mb: int = Field(500, ge=1)
     # A dry run (inside the API's 29 s) fetches and surveys an upload up to this size; a larger one has only
-    # its page tree read, by ranged GETs of at most DRY_RUN_RANGED_BYTES (conversion/dryrun.py, issue 21.2).
+    # its page tree read, by ranged GETs of at most DRY_RUN_RANGED_BYTES (filejob/dryrun.py, issue 21.2).
     batchlane_dry_run_survey_mb: int = Field(64, ge=1)
     batchlane_max_tokens: int = Field(8192, ge=256, le=64_000)
     batchlane_temperature: float = Field(0.0, ge=0.0, le=1.0)
@@ -96,7 +96,7 @@ class Settings(BaseSettings):
     # it converted and continues in a fresh invocation (ChunkContinue): in-flight answers and
     # the final writes must fit in it.
     batchlane_chunk_stop_margin_s: float = Field(120, ge=0)
-    # Read timeout of a model call, sized per request (converter.transports.ReadTimeoutPolicy):
+    # Read timeout of a model call, sized per request (claude.transports.ReadTimeoutPolicy):
     # time to the first token + max_tokens at the slow end of generation speed, capped, and never
     # past the invocation's end. A call that times out is booked as billed, never re-sent unbooked.
     batchlane_read_timeout_first_byte_s: float = Field(60.0, gt=0)
@@ -121,7 +121,7 @@ class Settings(BaseSettings):
     # worst case (domain/budget.py), checked against the budget when the job is split.
     batchlane_budget_usd_per_month: float = Field(3500.0, ge=0)  # admits the largest job: 10,000 text pages hold ~3,000 USD at the worst case (issue 21.5)
     batchlane_max_live_jobs: int = Field(20, ge=0)
-    # Chunk invocations the deployment runs at once, shared fairly by owner (conversion/admission.py);
+    # Chunk invocations the deployment runs at once, shared fairly by owner (filejob/admission.py);
     # size it within the account's Lambda concurrency (batchlane doctor compares). 0: no admission.
     batchlane_chunk_slots: int = Field(100, ge=0)
     batchlane_max_live_pages: int = Field(20_000, ge=0)

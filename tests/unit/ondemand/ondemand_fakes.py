@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from batchlane.converter import ConverterConfig, ModelAnswer, ModelCallError, PageRequest, answer_from_messages
+from batchlane.claude import ConverterConfig, ModelAnswer, ModelCallError, PageRequest, answer_from_messages
 from batchlane.domain.cost import PriceTable
 from batchlane.pdf.split import ChunkSpan, Page, open_pdf
 from batchlane_dev.local.bedrock import model

@@ -2,8 +2,8 @@
 
 from ondemand_fakes import CONFIG, PRICES, ModelTransport, chunk_pages
 
-from batchlane.conversion.chunk import Heartbeat, OnDemandSetup, run_pages
-from batchlane.converter import PrimedResult, PrimedTransport, build_page_request
+from batchlane.claude import PrimedResult, PrimedTransport, build_page_request
+from batchlane.filejob.chunk import Heartbeat, OnDemandSetup, run_pages
 from batchlane.ondemand import CoverageRule, RequestPlan
 from batchlane_dev.local.pdfgen import page_phrase
 
@@ -87,7 +87,7 @@ def test_primed_pages_are_served_one_page_per_request_and_the_rest_go_multi_page
 def test_a_page_too_large_to_send_fails_at_once_with_no_call_and_its_neighbours_convert():
     from dataclasses import replace
 
-    from batchlane.converter import CaptureTransport, convert_page
+    from batchlane.claude import CaptureTransport, convert_page
     from batchlane.domain.limits import PAGE_TOO_LARGE
 
     pages = [replace(page, failure=PAGE_TOO_LARGE) if page.number == 3 else page for page in chunk_pages(6)]

@@ -2,7 +2,7 @@
 
 from ondemand_fakes import CONFIG, PRICES, ModelTransport
 
-from batchlane.converter import MULTI_PAGE_INSTRUCTION, ModelCallError
+from batchlane.claude import MULTI_PAGE_INSTRUCTION, ModelCallError
 from batchlane.domain.markdown import PageText, render_page
 from batchlane.ondemand import CoverageRule, GroupConverter, RequestPlan, Spend, planner, text_layer
 from batchlane.ondemand.coverage import REASK_INSTRUCTION

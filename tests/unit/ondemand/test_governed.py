@@ -3,7 +3,7 @@
 import pytest
 from ondemand_fakes import CONFIG, ModelTransport, RecordingLimiter, chunk_pages
 
-from batchlane.converter import ModelCallError, build_page_request
+from batchlane.claude import ModelCallError, build_page_request
 from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport
 from batchlane.ondemand.governed import PACE_LATE_S
 

@@ -3,8 +3,8 @@
 import pytest
 from ondemand_fakes import CONFIG
 
-from batchlane.converter import MarkerProblem, build_page_request, build_pages_request, split_by_markers, strip_own_marker
-from batchlane.converter.request import PAGE_INSTRUCTION
+from batchlane.claude import MarkerProblem, build_page_request, build_pages_request, split_by_markers, strip_own_marker
+from batchlane.claude.request import PAGE_INSTRUCTION
 
 
 def test_a_group_of_one_is_exactly_the_single_page_request_the_batch_lane_captures():

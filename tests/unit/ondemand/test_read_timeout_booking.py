@@ -16,7 +16,7 @@ from botocore.config import Config
 from ondemand_fakes import PRICES, RecordingLimiter, chunk_pages
 
 from batchlane.aws.bedrock_runtime import BedrockRuntime
-from batchlane.converter import ConverterConfig, ModelCallError, OnDemandTransport, ReadTimeoutPolicy, build_page_request
+from batchlane.claude import ConverterConfig, ModelCallError, OnDemandTransport, ReadTimeoutPolicy, build_page_request
 from batchlane.domain.cost import Usage
 from batchlane.ondemand import BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, Spend
 from batchlane_dev.local.bedrock import BedrockEmulator, parse_faults

@@ -188,8 +188,8 @@ def test_a_budget_override_is_refused_for_an_owner_id_out_of_bounds_and_answers_
 def test_the_failed_page_list_estimates_a_retry_and_names_the_pages_a_retry_will_not_change(
     svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from batchlane.conversion import retry as retries
-    from batchlane.conversion.budget import worst_case_pages_hold
+    from batchlane.filejob import retry as retries
+    from batchlane.filejob.budget import worst_case_pages_hold
 
     job_id, _ = _job(fake_uow, pages_failed=2)
     asked: list[str] = []

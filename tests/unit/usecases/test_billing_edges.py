@@ -17,7 +17,7 @@ from batchlane.batch.billing import bill_members, output_prefix, settle_stopping
 from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import BatchRow, LedgerRow, Member, Services
+from batchlane.ports import Lane, LedgerRow, Member, Services
 from fakes import FakeUnitOfWork
 from fakes.ledger import money
 
@@ -198,7 +198,7 @@ def test_a_lanes_output_prefix_is_its_folder_and_the_bedrock_job_id_with_or_with
 # --- the members' shares ---------------------------------------------------------------------------------------------
 
 
-def _member(row: BatchRow, job_id: str, records: int | None, chunk: int = 0) -> Member:
+def _member(row: Lane, job_id: str, records: int | None, chunk: int = 0) -> Member:
     return Member(batch_row_id=row.id, job_id=job_id, chunk_index=chunk, member_tag="m0", pages=10, records=records, accepted=0, state="collected")
 
 
@@ -207,7 +207,7 @@ def _shares(uow: FakeUnitOfWork) -> dict[str, LedgerRow]:
 
 
 @pytest.fixture
-def parked_lane(svc: Services) -> BatchRow:
+def parked_lane(svc: Services) -> Lane:
     parked = parked_job(svc)
     return lane_row(svc, parked.lane_id)
 
@@ -215,7 +215,7 @@ def parked_lane(svc: Services) -> BatchRow:
 A, B, C = (str(uuid.UUID(int=n)) for n in (1, 2, 3))
 
 
-def test_a_member_whose_records_were_never_counted_pays_nothing_of_a_lane_split_by_records(parked_lane: BatchRow, fake_uow: FakeUnitOfWork) -> None:
+def test_a_member_whose_records_were_never_counted_pays_nothing_of_a_lane_split_by_records(parked_lane: Lane, fake_uow: FakeUnitOfWork) -> None:
     members = [_member(parked_lane, A, 4), _member(parked_lane, B, None)]
 
     bill_members(fake_uow.ledger, parked_lane, members, usage=Usage(1000, 100), cost=Decimal("0.4"), model_id=MODEL)
@@ -225,7 +225,7 @@ def test_a_member_whose_records_were_never_counted_pays_nothing_of_a_lane_split_
     assert (shares[B].cost_usd, shares[B].input_tokens, shares[B].output_tokens) == (Decimal(0), 0, 0)
 
 
-def test_token_shares_split_by_records_are_whole_tokens_that_add_up_to_the_lanes(parked_lane: BatchRow, fake_uow: FakeUnitOfWork) -> None:
+def test_token_shares_split_by_records_are_whole_tokens_that_add_up_to_the_lanes(parked_lane: Lane, fake_uow: FakeUnitOfWork) -> None:
     members = [_member(parked_lane, A, 1), _member(parked_lane, B, 1), _member(parked_lane, C, 1)]
 
     bill_members(fake_uow.ledger, parked_lane, members, usage=Usage(100, 50), cost=Decimal("0.01"), model_id=MODEL)
@@ -237,7 +237,7 @@ def test_token_shares_split_by_records_are_whole_tokens_that_add_up_to_the_lanes
 
 
 def test_a_member_with_no_answered_records_pays_nothing_when_the_others_own_tokens_make_the_bill(
-    svc: Services, parked_lane: BatchRow, fake_uow: FakeUnitOfWork
+    svc: Services, parked_lane: Lane, fake_uow: FakeUnitOfWork
 ) -> None:
     members = [_member(parked_lane, A, 2), _member(parked_lane, B, 2)]
     usage = Usage(1000, 200)
@@ -251,7 +251,7 @@ def test_a_member_with_no_answered_records_pays_nothing_when_the_others_own_toke
 
 
 def test_own_tokens_that_do_not_add_up_to_the_lanes_usage_fall_back_to_a_split_by_records(
-    svc: Services, parked_lane: BatchRow, fake_uow: FakeUnitOfWork
+    svc: Services, parked_lane: Lane, fake_uow: FakeUnitOfWork
 ) -> None:
     members = [_member(parked_lane, A, 1), _member(parked_lane, B, 1)]
     usage = Usage(1000, 200)  # the manifest's count: more than the records carried

@@ -6,10 +6,10 @@ from decimal import Decimal
 
 import pytest
 
-from batchlane.conversion.start import start_conversion
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.status import ChunkStatus, JobStatus
+from batchlane.filejob.start import start_conversion
 from batchlane.pdf.split import plan_chunks
 from fakes import FakeUnitOfWork
 

@@ -10,17 +10,17 @@ import pytest
 from usecase_fakes import MODEL
 
 from batchlane import keys
-from batchlane.conversion import budget
-from batchlane.conversion.admission import ChunkNotAdmitted
-from batchlane.conversion.chunk import process_admitted_chunk, process_chunk
-from batchlane.conversion.create import create_job
-from batchlane.conversion.retry import failed_pages, retry_history, start_retry
-from batchlane.conversion.settle import fail_job, settle_job
-from batchlane.conversion.start import start_conversion
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import ChunkStatus, FileStatus, JobStatus
+from batchlane.filejob import budget
+from batchlane.filejob.admission import ChunkNotAdmitted
+from batchlane.filejob.chunk import process_admitted_chunk, process_chunk
+from batchlane.filejob.create import create_job
+from batchlane.filejob.retry import failed_pages, retry_history, start_retry
+from batchlane.filejob.settle import fail_job, settle_job
+from batchlane.filejob.start import start_conversion
 from batchlane.pdf.split import plan_chunks
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork

@@ -23,17 +23,17 @@ from usecase_fakes import MODEL, packed_lane
 
 from batchlane import keys
 from batchlane.batch.prepare import prepare_chunk
-from batchlane.conversion.assemble import assemble_job
-from batchlane.conversion.chunk import ChunkRetryLater, process_chunk
-from batchlane.conversion.create import create_job
-from batchlane.conversion.split import split_job
-from batchlane.converter import PrimedResult
-from batchlane.converter.figure import FIGURE_INSTRUCTION, FIGURE_REQUEST_FORMAT, FIGURE_SYSTEM
+from batchlane.claude import PrimedResult
+from batchlane.claude.figure import FIGURE_INSTRUCTION, FIGURE_REQUEST_FORMAT, FIGURE_SYSTEM
 from batchlane.domain import status as st
 from batchlane.domain.cost import Usage
 from batchlane.domain.describe import FIGURE_MAX_TOKENS, image_tokens, worst_usage
 from batchlane.domain.errors import InputError
 from batchlane.domain.prompt import prompt_hash
+from batchlane.filejob.assemble import assemble_job
+from batchlane.filejob.chunk import ChunkRetryLater, process_chunk
+from batchlane.filejob.create import create_job
+from batchlane.filejob.split import split_job
 from batchlane.ports import ModelCallFailed, ModelResponse, Services
 from fakes import FakeUnitOfWork
 

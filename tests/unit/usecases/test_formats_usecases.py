@@ -12,14 +12,14 @@ from PIL import Image
 from usecase_fakes import MODEL
 
 from batchlane import keys
-from batchlane.conversion import page_forms
-from batchlane.conversion.assemble import assemble_job
-from batchlane.conversion.chunk import process_chunk
-from batchlane.conversion.create import create_job
-from batchlane.conversion.split import split_job
 from batchlane.domain import page_form as forms
 from batchlane.domain import status as st
 from batchlane.domain.status import JobStatus
+from batchlane.filejob import page_forms
+from batchlane.filejob.assemble import assemble_job
+from batchlane.filejob.chunk import process_chunk
+from batchlane.filejob.create import create_job
+from batchlane.filejob.split import split_job
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 

@@ -1,4 +1,4 @@
-"""A job's money at its edges (conversion/budget.py, conversion/settle.py) on the fakes, with no server: the split's
+"""A job's money at its edges (filejob/budget.py, filejob/settle.py) on the fakes, with no server: the split's
 check against the owner's own limits and other jobs, the hold of pages with no estimate, a pause and a resume at the
 last cent, and what Settle and a failure record and announce."""
 
@@ -9,13 +9,13 @@ from decimal import Decimal
 import pytest
 from usecase_fakes import MODEL
 
-from batchlane.conversion import budget
-from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.domain import status as st
 from batchlane.domain.budget import IMAGE_TOKENS_PER_PAGE, PAGE_TEXT_TOKENS_MIN, worst_case_usage
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached, NotFound
 from batchlane.domain.status import JobStatus
+from batchlane.filejob import budget
+from batchlane.filejob.settle import fail_job, settle_job
 from batchlane.pdf.split import Page, plan_chunks
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork

@@ -13,7 +13,7 @@ from usecase_fakes import MODEL, TypedStore, all_chunks, lane_row, new_job, pack
 from batchlane import keys
 from batchlane.batch import prepare as prepare_module
 from batchlane.batch.prepare import ShardWriter, finish_prepare, plan_prepare, prepare_chunk, prepare_group
-from batchlane.conversion.source import store_chunk_sources
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.pdf import open_pdf, plan_chunks
 from batchlane.ports import Services
 from batchlane_dev.local.pdfgen import make_pdf

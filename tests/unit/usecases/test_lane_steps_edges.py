@@ -64,7 +64,7 @@ def test_a_busy_bedrock_is_reported_with_its_own_words(svc: Services) -> None:
 # -- wait and the event ----------------------------------------------------------------------------------
 def test_a_wait_on_a_lane_that_is_not_there_ends_at_once_saying_so(svc: Services) -> None:
     assert register_wait(svc, "00000000-0000-0000-0000-000000000000", "token-1") == {"waiting": False}
-    assert workflows_of(svc).answered == {"token-1": {"status": "NoBatchRow"}}
+    assert workflows_of(svc).answered == {"token-1": {"status": "NoLane"}}
 
 
 def test_a_wait_on_a_lane_closed_before_any_status_ends_at_once_as_closed(svc: Services) -> None:

@@ -1,4 +1,4 @@
-"""The funds hold's per-request counter and the job's worst-case hold (conversion/budget.py) on the fakes, with no
+"""The funds hold's per-request counter and the job's worst-case hold (filejob/budget.py) on the fakes, with no
 server: the money paths `make mutate` found reached by no fast test (docs/testing.md, "Mutation testing")."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from decimal import Decimal
 import pytest
 from usecase_fakes import MODEL
 
-from batchlane.conversion import budget
-from batchlane.conversion.budget import HoldReached, JobHold
-from batchlane.converter import ConverterConfig
+from batchlane.claude import ConverterConfig
 from batchlane.domain.budget import request_worst_usage
 from batchlane.domain.cost import Usage
+from batchlane.filejob import budget
+from batchlane.filejob.budget import HoldReached, JobHold
 from batchlane.pdf.split import Page
 from batchlane.pdf.survey import PageSurvey
 from batchlane.ports import Services

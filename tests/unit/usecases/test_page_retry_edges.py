@@ -11,14 +11,14 @@ import pytest
 from usecase_fakes import MODEL, MemoryStore
 
 from batchlane import keys
-from batchlane.conversion.retry import FailedPage, RetryStarted, end_retry, failed_pages, retry_cures, retry_history, retry_scope, start_retry
-from batchlane.conversion.settle import settle_job
-from batchlane.conversion.start import start_conversion
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_LARGE
 from batchlane.domain.status import FileStatus
+from batchlane.filejob.retry import FailedPage, RetryStarted, end_retry, failed_pages, retry_cures, retry_history, retry_scope, start_retry
+from batchlane.filejob.settle import settle_job
+from batchlane.filejob.start import start_conversion
 from batchlane.pdf.split import plan_chunks
 from batchlane.ports import Services, UniqueViolation
 from fakes import FakeUnitOfWork

@@ -16,8 +16,8 @@ from usecase_fakes import MODEL
 
 from batchlane.batch.packer import pack_pool
 from batchlane.batch.prepare import finish_prepare, plan_prepare, prepare_group
-from batchlane.conversion.source import store_chunk_sources
 from batchlane.domain.limits import quota_bytes
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.pdf import open_pdf, plan_chunks
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork

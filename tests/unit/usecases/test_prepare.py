@@ -11,8 +11,8 @@ from batchlane import keys
 from batchlane.batch.abandon import abandon
 from batchlane.batch.prepare import finish_prepare, plan_prepare, prepare_group
 from batchlane.batch.resume import resume_members
-from batchlane.conversion.source import store_chunk_sources
-from batchlane.converter import ConverterConfig, build_page_request
+from batchlane.claude import ConverterConfig, build_page_request
+from batchlane.filejob.source import store_chunk_sources
 from batchlane.operations.cancel import cancel_job
 from batchlane.pdf import open_chunk, open_pdf, plan_chunks
 from batchlane.ports import Services
@@ -60,7 +60,7 @@ def test_prepare_writes_one_record_per_non_blank_page_exactly_as_on_demand_would
     assert {r["recordId"] for r in records} == expected_ids
     assert all(shard["key"].startswith(f"batch/{lane_id}/input/m0-chunk-") for shard in manifest["shards"])
     # the record for page 5 is the request the chunk processor would send for it, byte for byte:
-    # the chunk processor cuts its pages from the stored chunk PDF (conversion.source.chunk_pages)
+    # the chunk processor cuts its pages from the stored chunk PDF (filejob.source.chunk_pages)
     page_5 = next(r for r in records if r["recordId"] == "m0c0p5")
     chunk_0 = plan_chunks(PAGES, PER_CHUNK)[0]
     pdf_5 = next(p for p in open_chunk(svc.store.get_bytes(keys.chunk_source_key(job_id, 0)), chunk_0).pages(chunk_0) if p.number == 5)

@@ -12,11 +12,11 @@ from usecase_fakes import MODEL, new_job
 
 from batchlane.api.live import with_live
 from batchlane.api.usecases import job_conversion
-from batchlane.conversion.savings import batch_answers_at_on_demand, marker_tokens, prompt_tokens, unused_batch_answers
-from batchlane.converter import ConverterConfig, PageResult
-from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION
+from batchlane.claude import ConverterConfig, PageResult
+from batchlane.claude.multipage import MULTI_PAGE_INSTRUCTION
 from batchlane.domain.cost import Usage
 from batchlane.domain.savings import BATCH_SERVED_KEY, ServedAnswer, on_demand_groups, on_demand_usage
+from batchlane.filejob.savings import batch_answers_at_on_demand, marker_tokens, prompt_tokens, unused_batch_answers
 from batchlane.ondemand.planner import PlannedPage, RequestPlan
 from batchlane.pdf.split import Page
 from batchlane.ports import Services

@@ -22,7 +22,7 @@ from batchlane import keys
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import pooled_record_id, record_id
 from batchlane.pdf import plan_chunks
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, BatchRow, LedgerRow, ModelCallFailed, Services
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, Lane, LedgerRow, ModelCallFailed, Services
 from fakes import FakeUnitOfWork
 from fakes.ledger import money
 from fakes.pool import lane_rows
@@ -221,7 +221,7 @@ def store_of(svc: Services) -> MemoryStore:
     return svc.store
 
 
-def lane_row(svc: Services, lane_id: str) -> BatchRow:
+def lane_row(svc: Services, lane_id: str) -> Lane:
     """The lane's row, which must exist."""
     row = svc.uow().lanes.get_row(lane_id)
     assert row is not None

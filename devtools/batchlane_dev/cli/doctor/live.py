@@ -24,7 +24,7 @@ from batchlane import keys
 from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.s3 import S3Store
 from batchlane.batch.collect import LaneManifest, tally_outputs
-from batchlane.converter import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
+from batchlane.claude import CaptureTransport, ConverterConfig, ModelCallError, OnDemandTransport, build_page_request, convert_page
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.page_form import FormTally, form_of_body, invalid_input
 from batchlane.domain.records import member_tag, parse_record_id, pooled_record_id

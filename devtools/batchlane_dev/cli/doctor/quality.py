@@ -23,8 +23,8 @@ import orjson
 from batchlane import keys
 from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.s3 import S3Store
-from batchlane.converter import ConverterConfig, ModelCallError, OnDemandTransport, build_page_request
-from batchlane.converter.transports import answer_from_messages
+from batchlane.claude import ConverterConfig, ModelCallError, OnDemandTransport, build_page_request
+from batchlane.claude.transports import answer_from_messages
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.records import member_tag, pooled_record_id
 from batchlane_dev.cli.doctor.checks import error_text

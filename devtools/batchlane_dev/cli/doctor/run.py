@@ -73,8 +73,8 @@ def run_doctor(
 
 
 def _live(target: Target, client: ClientFactory, model_ok: bool, min_records: int, timeout_s: float, poll_s: float, *, quality: bool = False) -> list[Check]:
+    from batchlane.claude import ConverterConfig
     from batchlane.config import reload_settings
-    from batchlane.converter import ConverterConfig
     from batchlane.domain import page_form as forms
     from batchlane.domain.cost import PriceTable
 

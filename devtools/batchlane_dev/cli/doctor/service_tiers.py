@@ -17,7 +17,7 @@ SERVICE_TIERS_CHECK = "live: service tier flex"
 def probe_flex(target: Any, client: Any, config: Any, prices: Any) -> Check:
     """One check with ``data.serviceTiers``: whether flex was accepted, whether Flex is on for the model, and why."""
     from batchlane.aws.bedrock_runtime import BedrockRuntime
-    from batchlane.converter import ModelCallError, OnDemandTransport, build_page_request
+    from batchlane.claude import ModelCallError, OnDemandTransport, build_page_request
     from batchlane.pdf.split import open_pdf, plan_chunks
     from batchlane_dev.local.pdfgen import make_pdf
 

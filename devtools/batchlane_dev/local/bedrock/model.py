@@ -33,7 +33,7 @@ GUARDRAIL_TEXT = "Sorry, the model cannot answer this request."
 NO_TEXT_ANSWER_TOKENS = 50
 
 _PAGE_NUMBER = re.compile(r"(\d+)\s*$")
-# The text block batchlane sends after a page image (converter/request.py): names the page, carries its text layer.
+# The text block batchlane sends after a page image (claude/request.py): names the page, carries its text layer.
 _IMAGE_LABEL = re.compile(r"^(?:The text layer of (?P<name>\S+):\n(?P<text>.*)|(?P<bare>\S+) has no text layer\.)$", re.DOTALL)
 IMAGE_TOKEN_PIXELS = vision.IMAGE_TOKEN_PIXELS  # Anthropic, "Vision": an image costs about width × height / 750 tokens
 INK_LEVEL = 160  # grey below this is ink

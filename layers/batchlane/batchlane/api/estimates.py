@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from batchlane.api.usecases import owned_file
-from batchlane.conversion.dryrun import dry_run
 from batchlane.domain import status as st
 from batchlane.domain.caps import check_cap
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound, StoreUnavailable
+from batchlane.filejob.dryrun import dry_run
 from batchlane.folders import dryrun as folder_dryrun
 from batchlane.folders.usecases import prepare
 from batchlane.naming import api_json

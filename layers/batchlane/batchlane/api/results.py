@@ -14,11 +14,11 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.api.usecases import owned_job
-from batchlane.conversion import retry as retries
-from batchlane.conversion.budget import worst_case_pages_hold
-from batchlane.conversion.figures import figure_folder
 from batchlane.domain.errors import BatchlaneError, Conflict, NotFound
 from batchlane.domain.file_types import by_extension
+from batchlane.filejob import retry as retries
+from batchlane.filejob.budget import worst_case_pages_hold
+from batchlane.filejob.figures import figure_folder
 from batchlane.keys import OBJECT_EXPIRY_DAYS, images_prefix, outputs_key, pages_key
 from batchlane.ports import DOWNLOAD_URL_TTL_S, Downloads, Services
 

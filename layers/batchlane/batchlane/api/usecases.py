@@ -15,21 +15,21 @@ from batchlane import keys
 from batchlane.api import views
 from batchlane.batch.process_now import process_now
 from batchlane.batch.purge import purge_members
-from batchlane.conversion import budget
-from batchlane.conversion.create import create_job
 from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import BatchlaneError, Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.file_types import content_type_for
 from batchlane.domain.folder_policy import deadline_opt_outs, parse_deadline
-from batchlane.domain.status import IN_FLIGHT_BATCH_ROW_STATES, LIVE_JOB_STATUSES, JobStatus
+from batchlane.domain.status import IN_FLIGHT_LANE_STATES, LIVE_JOB_STATUSES, JobStatus
+from batchlane.filejob import budget
+from batchlane.filejob.create import create_job
 from batchlane.observability import logger
 from batchlane.operations import cancel_job
 from batchlane.ports import UPLOAD_URL_TTL_S, FileRow, JobProgress, Services, UniqueViolation, Uploads
 
 LIVE = LIVE_JOB_STATUSES
 # Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/.
-IN_FLIGHT_BATCH_STATES = IN_FLIGHT_BATCH_ROW_STATES
+IN_FLIGHT_BATCH_STATES = IN_FLIGHT_LANE_STATES
 
 
 class ConversionRejected(BatchlaneError):

@@ -1,4 +1,4 @@
-"""How a job looks from outside: status, phase, progress, batch row, money (the rows: batchlane.ports.ReadModel)."""
+"""How a job looks from outside: status, phase, progress, lane, money (the rows: batchlane.ports.ReadModel)."""
 
 from __future__ import annotations
 

@@ -52,7 +52,7 @@ def client(service: str, *, max_attempts: int = 5, read_timeout: float = 120, si
     """A boto3 client with standard retries (exponential backoff with jitter on throttling).
 
     ``read_timeout`` is per client in botocore, so a caller that needs several (the model
-    transport sizes it per request, converter.transports.ReadTimeoutPolicy) gets one client per value.
+    transport sizes it per request, claude.transports.ReadTimeoutPolicy) gets one client per value.
     ``signature_version="s3v4"`` for S3 URLs that must be SigV4 (botocore may presign SigV2).
     """
     key = f"{service}:{max_attempts}:{read_timeout:g}:{signature_version or ''}"

@@ -10,7 +10,7 @@ from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status, output_uri_for
 from batchlane.domain import status as st
 from batchlane.observability import logger
-from batchlane.ports import BatchRow, Services
+from batchlane.ports import Lane, Services
 
 SKIP_REASONS = frozenset({"too_few_records", "too_many_records", "job_too_large", "mixed_models", "not_preparing", "members_left"})
 
@@ -71,7 +71,7 @@ def abandon(svc: Services, lane_id: str, *, reason: str, error: dict[str, Any] |
     return {"closed": True, "won": False, "endState": row.end_state}
 
 
-def adopt_created_job(svc: Services, lane_id: str) -> BatchRow | None:
+def adopt_created_job(svc: Services, lane_id: str) -> Lane | None:
     """A Bedrock job created under this lane's name (a submit that failed after creating it, or a prepare
     stuck past its create): it bills, so the row adopts it, to be collected or stopped. None if there is none."""
     existing = svc.batch_jobs.find_by_name(bedrock_job_name(lane_id))

@@ -22,7 +22,7 @@ from typing import Any
 
 from batchlane.batch.names import job_id_from_arn
 from batchlane.batch.submit import bedrock_status
-from batchlane.converter.transports import answer_from_messages
+from batchlane.claude.transports import answer_from_messages
 from batchlane.domain import status as st
 from batchlane.domain.cost import BATCH_PRICE_MULTIPLIER, PriceTable, Usage
 from batchlane.domain.errors import NotFound
@@ -30,10 +30,10 @@ from batchlane.domain.pool import MICRO, split_by_weight
 from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.status import Transition
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchRow, LedgerRepository, Member, ObjectStoreError, Services, UnitOfWork
+from batchlane.ports import Lane, LedgerRepository, Member, ObjectStoreError, Services, UnitOfWork
 
 
-def output_prefix(row: BatchRow, bucket: str) -> str:
+def output_prefix(row: Lane, bucket: str) -> str:
     uri = row.output_uri or ""
     prefix = uri.removeprefix(f"s3://{bucket}/")
     if not prefix.endswith("/"):
@@ -41,7 +41,7 @@ def output_prefix(row: BatchRow, bucket: str) -> str:
     return f"{prefix}{job_id_from_arn(row.arn)}/"
 
 
-def summary(row: BatchRow, *, won: bool) -> dict[str, Any]:
+def summary(row: Lane, *, won: bool) -> dict[str, Any]:
     return {
         "closed": True,
         "won": won,
@@ -52,14 +52,14 @@ def summary(row: BatchRow, *, won: bool) -> dict[str, Any]:
     }
 
 
-def ledger_metadata(row: BatchRow, end_state: str, **counts: Any) -> dict[str, Any]:
+def ledger_metadata(row: Lane, end_state: str, **counts: Any) -> dict[str, Any]:
     """What the one batch ledger row says about its batch job."""
     return {"batch": True, "batchMultiplier": float(BATCH_PRICE_MULTIPLIER), "jobArn": row.bedrock_job_arn, "endState": end_state, **counts}
 
 
 def close_and_bill(
     svc: Services,
-    row: BatchRow,
+    row: Lane,
     *,
     end_state: str,
     accepted: int,
@@ -123,7 +123,7 @@ def close_and_bill(
 
 def bill_members(
     ledger: LedgerRepository,
-    row: BatchRow,
+    row: Lane,
     members: list[Member],
     *,
     usage: Usage,
@@ -168,7 +168,7 @@ def bill_members(
         )
 
 
-def settle_stopping(svc: Services, row: BatchRow) -> dict[str, Any]:
+def settle_stopping(svc: Services, row: Lane) -> dict[str, Any]:
     """Bill a ``stopping`` row once its Bedrock job has ended: manifest.json.out exists now.
 
     Called by the state-change callback, the sweeper, and collect; the guarded
@@ -227,7 +227,7 @@ class BilledUsage:
         return found
 
 
-def billed_from_bedrock_manifest(svc: Services, row: BatchRow) -> BilledUsage:
+def billed_from_bedrock_manifest(svc: Services, row: Lane) -> BilledUsage:
     """The job's usage from manifest.json.out; if that is missing or unreadable, the usage the output
     records carry (a lower bound: a record that failed may bill without saying so), logged and counted
     (metric ``BatchBillEstimated``, alarmed in infra/monitoring.py) so a $0 bill never passes in silence."""

@@ -33,10 +33,8 @@ from batchlane.batch.billing import close_and_bill, ledger_metadata, output_pref
 from batchlane.batch.prepare import ShardWriter
 from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status
-from batchlane.conversion import page_forms
-from batchlane.conversion.savings import batch_answers_at_on_demand
-from batchlane.converter import ConverterConfig, PrimedResult
-from batchlane.converter.transports import answer_from_messages
+from batchlane.claude import ConverterConfig, PrimedResult
+from batchlane.claude.transports import answer_from_messages
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import Usage
 from batchlane.domain.errors import NotFound
@@ -47,8 +45,10 @@ from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, ret
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane.domain.savings import ServedAnswer
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
+from batchlane.filejob import page_forms
+from batchlane.filejob.savings import batch_answers_at_on_demand
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchRow, ObjectStore, Services, UnitOfWork
+from batchlane.ports import Lane, ObjectStore, Services, UnitOfWork
 
 RESULT_WRITERS = 16  # PUTs are latency-bound on S3 (and moto answers 16 in parallel ~1.5x faster than 8)
 
@@ -69,7 +69,7 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
     if row.state == "stopping":
         return settle_stopping(svc, row)
     if row.state != "submitted":
-        raise CollectNotReady(f"batch row is {row.state}")
+        raise CollectNotReady(f"lane is {row.state}")
     status = bedrock_status(svc.batch_jobs, row.arn)
     lanes.record_status(row.arn, status)
     if status not in TERMINAL_BEDROCK_STATUSES:
@@ -178,7 +178,7 @@ class RetryBatch:
 _RECORD_ID_AT_START = re.compile(rb'^\{"recordId":"([^"]+)"')
 
 
-def plan_retry_batch(svc: Services, row: BatchRow, manifest: LaneManifest, failed: list[str], waiting: set[tuple[str, int]]) -> RetryBatch:
+def plan_retry_batch(svc: Services, row: Lane, manifest: LaneManifest, failed: list[str], waiting: set[tuple[str, int]]) -> RetryBatch:
     """Failed records a retry can cure, of members still waiting on this lane, go to a retry batch when there are
     at least MIN_RECORDS of them, this lane is not itself a retry, and every affected member's deadline leaves
     room for one more batch turnaround (domain/pool.retry_batch_allowed); else they go on-demand as before.

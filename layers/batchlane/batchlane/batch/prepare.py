@@ -5,7 +5,7 @@ on-demand path sends to InvokeModel (the job is submitted as modelInvocationType
 
 A lane carries chunks of several jobs (the pool): each job has a tag ``m<k>`` in the lane and
 its records go out as ``m<k>-c<chunk>-p<page>``. The page split is the chunk processor's (same
-``conversion.source.chunk_pages``), so once the tag is stripped the record ids and prompt
+``filejob.source.chunk_pages``), so once the tag is stripped the record ids and prompt
 hashes are exactly what a primed chunk will look up later. Work fans out one child per member
 chunk (``prepare_chunk``); ``finish_prepare`` writes the manifest and decides whether the lane
 goes to Bedrock at all.
@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion import describe, page_forms
-from batchlane.conversion.source import chunk_pages
-from batchlane.converter import CaptureTransport, convert_page
+from batchlane.claude import CaptureTransport, convert_page
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.limits import MB, quota_bytes
 from batchlane.domain.records import pooled_record_id
+from batchlane.filejob import describe, page_forms
+from batchlane.filejob.source import chunk_pages
 from batchlane.observability import logger
 from batchlane.ports import Services
 
@@ -134,7 +134,7 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     config = page_forms.converter_config(svc.uow().page_forms, settings, job.options, source_type=job.source_type)  # the form the on-demand path would send now
     capture = CaptureTransport()
     blank = 0
-    if describe.wanted(job):  # a born-digital chunk: a record per picture to describe (conversion/describe.py)
+    if describe.wanted(job):  # a born-digital chunk: a record per picture to describe (filejob/describe.py)
         describe.capture_figures(svc.store, job_id, chunk, config, capture, svc.prices)
     else:
         for page in chunk_pages(svc.store, job_id, chunk, render=settings.batchlane_page_render):

@@ -18,7 +18,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.ports import BatchRow, LaneRepository, Services
+from batchlane.ports import Lane, LaneRepository, Services
 
 PROCESS_NOW_REASON = "process_now"
 
@@ -81,11 +81,11 @@ def process_now(svc: Services, job_id: str, *, reason: str = PROCESS_NOW_REASON)
         return ProcessNowOutcome(job_id, file_id, found, "stopping_batch_job", resumed=False, batch_stop_requested=any(stopping) or stop_requested)
     svc.workflows.start_conversion(job_id)
     action = "left_pool" if found is None else "left_batch_lane"
-    logger.info("job processed now", job_id=job_id, batch_row=found, action=action, lanes_left=len(left), stop_requested=stop_requested)
+    logger.info("job processed now", job_id=job_id, lane=found, action=action, lanes_left=len(left), stop_requested=stop_requested)
     return ProcessNowOutcome(job_id, file_id, found, action, resumed=True, batch_stop_requested=stop_requested)
 
 
-def own_running_lanes(lanes: LaneRepository, job_id: str) -> list[BatchRow]:
+def own_running_lanes(lanes: LaneRepository, job_id: str) -> list[Lane]:
     """The job's lanes whose Bedrock job is running and waited on by this job alone: stopping one costs no other job anything."""
     return [
         lane

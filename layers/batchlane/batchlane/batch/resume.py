@@ -12,7 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.domain import status as st
-from batchlane.domain.status import BatchRowState, Entity, JobStatus
+from batchlane.domain.status import Entity, JobStatus, LaneState
 from batchlane.observability import logger
 from batchlane.ports import Services, UnitOfWork
 
@@ -56,7 +56,7 @@ def resume_members(svc: Services, lane_id: str) -> dict[str, Any]:
         return {"resumed": 0, "members": 0}
     jobs = lanes.member_job_ids(row.id) or ([row.job_id] if row.job_id else [])
     resumed = [job_id for job_id in jobs if resume_job(svc, job_id)["resumed"]]
-    if row.state == BatchRowState.CLOSED:
+    if row.state == LaneState.CLOSED:
         lanes.stamp(lane_id, "resumed_at")
     return {"resumed": len(resumed), "members": len(jobs)}
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from batchlane.observability import logger
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError, BatchRow, Services
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError, Lane, Services
 
 
 def stop_batch_job(svc: Services, lane_id: str, *, reason: str) -> bool:
@@ -20,14 +20,14 @@ def stop_batch_job(svc: Services, lane_id: str, *, reason: str) -> bool:
         return isinstance(exc, BatchJobAlreadyEnded)  # already terminal: nothing left to stop
 
 
-def lane_state(lanes: list[BatchRow]) -> str | None:
+def lane_state(lanes: list[Lane]) -> str | None:
     """The job's batch state as a user sees it: its most active lane's (preparing, submitted, stopping, closed)."""
     order = ("preparing", "submitted", "stopping", "closed")
     states = [lane.state for lane in lanes]
     return next((s for s in order if s in states), None)
 
 
-def stop_abandoned_lanes(svc: Services, lanes: list[BatchRow], *, reason: str) -> bool:
+def stop_abandoned_lanes(svc: Services, lanes: list[Lane], *, reason: str) -> bool:
     """Stop each submitted lane no member waits on any more (a shared one keeps running for the others).
     True when a stop was requested and accepted."""
     stopped, waiting_on = False, svc.uow().lanes.has_packed_members

@@ -19,7 +19,7 @@ from batchlane.batch.submit import bedrock_status
 from batchlane.batch.wait import wake
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES, BedrockJobStatus
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchJobs, BatchRow, Services
+from batchlane.ports import BatchJobs, Lane, Services
 
 PREPARE_STUCK_HOURS = 2.0
 ORPHAN_AFTER_S = 600  # a terminal row with no waiting execution for this long is collected by the sweeper
@@ -75,11 +75,11 @@ def _isolated(step: Any, svc: Services, bedrock: BatchJobs, row_or_job: Any, tal
         step(svc, bedrock, row_or_job, tally)
     except Exception:
         tally["errors"] += 1
-        lane_id = row_or_job.lane_id if isinstance(row_or_job, BatchRow) else row_or_job
+        lane_id = row_or_job.lane_id if isinstance(row_or_job, Lane) else row_or_job
         logger.exception("batch sweep failed for one lane", lane_id=str(lane_id))
 
 
-def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
+def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: Lane, tally: Counter[str]) -> None:
     status = row.bedrock_status
     if status not in TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(bedrock, row.arn)
@@ -100,7 +100,7 @@ def _sweep_submitted(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Co
         stop_batch_job(svc, row.lane_id, reason="overdue")
 
 
-def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: BatchRow, tally: Counter[str]) -> None:
+def _sweep_stopping(svc: Services, bedrock: BatchJobs, row: Lane, tally: Counter[str]) -> None:
     if row.bedrock_status not in TERMINAL_BEDROCK_STATUSES:
         status = bedrock_status(bedrock, row.arn)
         row = svc.uow().lanes.record_status(row.arn, status) or row

@@ -1,4 +1,4 @@
-"""batch_wait: store the WaitForBatch task token on the batch row, and wake the executions waiting on a row.
+"""batch_wait: store the WaitForBatch task token on the lane, and wake the executions waiting on a row.
 
 An event that arrives before the token is stored still ends the wait: the token append and
 the status record lock the same row, so whichever commits second sees the other.
@@ -10,10 +10,10 @@ from typing import Any
 
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger
-from batchlane.ports import BatchRow, Services
+from batchlane.ports import Lane, Services
 
 
-def wake(svc: Services, row: BatchRow, status: str) -> int:
+def wake(svc: Services, row: Lane, status: str) -> int:
     """Send task success to every execution waiting on this row; how many were woken."""
     woken = 0
     for token in row.task_tokens or []:
@@ -26,7 +26,7 @@ def register_wait(svc: Services, lane_id: str, token: str) -> dict[str, Any]:
     """Store the token; if the terminal status already arrived (early event), end the wait now."""
     row = svc.uow().lanes.add_task_token(lane_id, token)
     if row is None:
-        svc.workflows.send_task_success(token, {"status": "NoBatchRow"})
+        svc.workflows.send_task_success(token, {"status": "NoLane"})
         return {"waiting": False}
     status = row.bedrock_status
     if row.state == "closed" or status in TERMINAL_BEDROCK_STATUSES:

@@ -1,4 +1,4 @@
-"""Chunk admission slots in PostgreSQL (conversion/admission.py says why): one row per running chunk
+"""Chunk admission slots in PostgreSQL (filejob/admission.py says why): one row per running chunk
 invocation, one per owner refused lately. Counted and taken under one advisory lock."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class PgLedger:
     def add_batch_cost(
         self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> bool:
-        """The one batch row per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
+        """The one lane per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
         False when it already exists (unique index)."""
         usage = (input_tokens, output_tokens)
         return _insert_batch_row(
@@ -66,7 +66,7 @@ class PgLedger:
     def add_batch_share(
         self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> None:
-        """A member's share of its lane's batch row (by its records): what the job's total counts."""
+        """A member's share of its lane's lane (by its records): what the job's total counts."""
         usage = (input_tokens, output_tokens)
         if _insert_batch_row(
             self.runner, "batch_share", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata
@@ -92,7 +92,7 @@ class PgLedger:
     def carry_late_batch_cost(self, job_id: str) -> None:
         """A batch bill written after its job left the lane (process now, cancel, stopping), or a cancelled job's
         last chunk booking, still counts: a finished (or cancelled) job's total and its closed hold follow the
-        ledger, and the job carries its batch cost (its own batch rows: its shares, not the whole lane's bill).
+        ledger, and the job carries its batch cost (its own lanes: its shares, not the whole lane's bill).
         The job row is locked first: two bookings committing at once each sum after the other's commit (the last
         sees all); NO KEY UPDATE, since a booking holds KEY SHARE on it (its ledger row's foreign key)."""
         self.runner.run("SELECT id FROM large_conversion_jobs WHERE id = CAST(:id AS uuid) FOR NO KEY UPDATE", id=job_id)

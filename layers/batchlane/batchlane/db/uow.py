@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
-from batchlane.db.batch_rows import PgLanes
 from batchlane.db.budgets import PgBudgets
 from batchlane.db.caps import PgCaps
 from batchlane.db.connection import Database, Transaction
@@ -16,6 +15,7 @@ from batchlane.db.deliveries import PgDeliveries
 from batchlane.db.estimates import PgEstimates
 from batchlane.db.folder_jobs import PgFolderJobs
 from batchlane.db.jobs import PgJobs, Runner
+from batchlane.db.lanes import PgLanes
 from batchlane.db.ledger import PgLedger
 from batchlane.db.page_forms import PgPageForms
 from batchlane.db.rate_limits import PgRateLimits

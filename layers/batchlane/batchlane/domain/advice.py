@@ -72,7 +72,7 @@ def error_object(error_id: str | None, message: str | None) -> dict[str, str] | 
 
 
 def page_next_step(retry_helps: bool) -> str:
-    """What to do about one failed page, given whether a retry is likely to change it (conversion/retry.retry_cures)."""
+    """What to do about one failed page, given whether a retry is likely to change it (filejob/retry.retry_cures)."""
     if retry_helps:
         return "A retry (on-demand, charged again) is likely to convert it."
     return "Refused for what the page contains: a retry most likely fails the same way and is charged again."

@@ -146,7 +146,7 @@ class Figure:
 _DESCRIPTION = re.compile(r"^\*\[Figure: (.+)\]\*$|^\*([^*\n].*[^*\n])\*$|^_([^_\n].*[^_\n])_$")
 
 
-# The prompt asks for each figure's place on the page at the end of its description (converter/request.py):
+# The prompt asks for each figure's place on the page at the end of its description (claude/request.py):
 # ``(region: left, top, right, bottom)`` as fractions of the page's width and height from its top left.
 _REGION = re.compile(r"\s*\(region:\s*([0-9.]+)\s*,\s*([0-9.]+)\s*,\s*([0-9.]+)\s*,\s*([0-9.]+)\s*\)\s*\.?\s*$")
 Region = tuple[float, float, float, float]  # left, top, right, bottom: fractions of the page, from its top left

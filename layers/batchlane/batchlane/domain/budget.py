@@ -31,7 +31,7 @@ from batchlane.domain.vision import CLAUDE_MAX_IMAGE_TOKENS
 #   "Vision", domain/vision.py): 1,608 tokens at most, whatever form or size it was sent in;
 # - its text: its text layer at CHARS_PER_TOKEN characters a token, and at least PAGE_TEXT_TOKENS_MIN: Anthropic's
 #   "PDF support" puts a page's text at 1,500-3,000 tokens (the PDF form is billed so, the offline emulator too);
-# - the prompt of the request carrying it (system prompt and instruction, converter/request.py: ~900 characters,
+# - the prompt of the request carrying it (system prompt and instruction, claude/request.py: ~900 characters,
 #   rounded up);
 # - its answer: its Markdown is its text plus MARKDOWN_OVERHEAD (ondemand/planner.py's measured ratio), at least
 #   PAGE_OUTPUT_TOKENS: a dense page's 3,000 text tokens (Anthropic, as above) as Markdown; never above max_tokens.

@@ -110,7 +110,7 @@ def pages(chunks: list[PoolChunk]) -> int:
 
 
 def read_budget(slots: int, max_records: int, *, attempt: int = 0) -> int:
-    """How many pages of one model's pool, in fair order, a turn reads (db/batch_rows.PgLanes.read_pool). First
+    """How many pages of one model's pool, in fair order, a turn reads (db/lanes.PgLanes.read_pool). First
     (``attempt`` 0): enough for ``slots`` full Bedrock jobs, the job still open at the end of what was read
     (a chunk read after it could join it, so a truncated read keeps it waiting), and one more. A read that
     turns out short (:attr:`PoolPlan.short`: chunks of mixed sizes leave several jobs open, or fill none)

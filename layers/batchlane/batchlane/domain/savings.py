@@ -1,7 +1,7 @@
 """What a job would have cost all on-demand, and so what the batch lane saved (or lost): one definition.
 
 Booked where it is known: each batch share carries its accepted answers at the on-demand price (batch/collect.py),
-a chunk that could not use one (its prompt changed) takes it back (conversion/chunk.py), under ``BATCH_SERVED_KEY``
+a chunk that could not use one (its prompt changed) takes it back (filejob/chunk.py), under ``BATCH_SERVED_KEY``
 in the ledger row's metadata; the API, webhooks and reports sum the job's rows (:func:`ledger_money`).
 
 ``allOnDemandCostUsd`` is a function of the job's pages: what this engine bills to convert them on-demand.

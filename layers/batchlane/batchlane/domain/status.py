@@ -17,7 +17,7 @@ class Entity(StrEnum):
     FILE = "file"  # files.status
     JOB = "job"  # large_conversion_jobs.status
     CHUNK = "chunk"  # chunk_jobs.status
-    BATCH_ROW = "batch_row"  # conversion_batch_jobs.state (one row per lane: a Bedrock job of the pool)
+    LANE = "lane"  # conversion_batch_jobs.state (one row per lane: a Bedrock job of the pool)
     BATCH_MEMBER = "batch_member"  # batch_members.state (a job's chunk riding in a lane)
     RETRY = "retry"  # job_retries.status
     DELIVERY = "delivery"  # webhook_deliveries.status
@@ -58,7 +58,7 @@ class ChunkStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
-class BatchRowState(StrEnum):
+class LaneState(StrEnum):
     """conversion_batch_jobs.state; ``stopping``: the lane left a Bedrock job still running, its bill waits."""
 
     PREPARING = "preparing"
@@ -148,7 +148,7 @@ STATUSES: dict[Entity, type[StrEnum]] = {
     Entity.FILE: FileStatus,
     Entity.JOB: JobStatus,
     Entity.CHUNK: ChunkStatus,
-    Entity.BATCH_ROW: BatchRowState,
+    Entity.LANE: LaneState,
     Entity.BATCH_MEMBER: BatchMemberState,
     Entity.RETRY: RetryStatus,
     Entity.DELIVERY: DeliveryStatus,
@@ -165,7 +165,7 @@ INITIAL: dict[Entity, frozenset[str]] = {
     # written by the split, with the status the job moves to
     Entity.CHUNK: frozenset({ChunkStatus.PENDING, ChunkStatus.WAITING_BATCH}),
     # preparing when the packer forms a lane
-    Entity.BATCH_ROW: frozenset({BatchRowState.PREPARING}),
+    Entity.LANE: frozenset({LaneState.PREPARING}),
     Entity.BATCH_MEMBER: frozenset({BatchMemberState.PACKED}),
     Entity.RETRY: frozenset({RetryStatus.RUNNING}),
     Entity.DELIVERY: frozenset({DeliveryStatus.PENDING}),
@@ -198,7 +198,7 @@ def _t(entity: Entity, name: str, sources: Iterable[str], target: str) -> Transi
     return Transition(entity, name, frozenset(str(s) for s in sources), str(target))
 
 
-F, J, C, B, R, D = FileStatus, JobStatus, ChunkStatus, BatchRowState, RetryStatus, DeliveryStatus
+F, J, C, B, R, D = FileStatus, JobStatus, ChunkStatus, LaneState, RetryStatus, DeliveryStatus
 FJ, FF = FolderJobStatus, FolderFileStatus
 _FOLDER_LIVE = (FJ.ENUMERATING, FJ.PROCESSING)
 _FOLDER_ENDED = (FJ.COMPLETED, FJ.COMPLETED_WITH_FAILURES, FJ.CANCELLED)  # may run again (retry, resume); error may not
@@ -218,7 +218,7 @@ TRANSITIONS: tuple[Transition, ...] = (
     # jobs
     _t(Entity.JOB, "queue", (J.SPLITTING,), J.PENDING),  # split, goes on-demand
     _t(Entity.JOB, "park", (J.SPLITTING,), J.WAITING_BATCH),  # split, waits for the batch lane
-    _t(Entity.JOB, "claim", (J.WAITING_BATCH,), J.WAITING_BATCH),  # the packer takes it: its batch row is born preparing
+    _t(Entity.JOB, "claim", (J.WAITING_BATCH,), J.WAITING_BATCH),  # the packer takes it: its lane is born preparing
     _t(Entity.JOB, "leave_batch_lane", (J.WAITING_BATCH,), J.PENDING),  # resume after the lane, or process now
     _t(Entity.JOB, "start", (J.PENDING, J.PROCESSING), J.PROCESSING),  # the conversion workflow (re)starts
     _t(Entity.JOB, "pause_budget", (J.PROCESSING,), J.PAUSED_BUDGET),  # spend reached the funds hold
@@ -240,11 +240,11 @@ TRANSITIONS: tuple[Transition, ...] = (
     _t(Entity.CHUNK, "retry", (C.COMPLETED,), C.PENDING),
     _t(Entity.CHUNK, "end_retry", (C.PENDING, C.PROCESSING, C.COMPLETED), C.COMPLETED),  # restored from the snapshot
     # lanes (one per Bedrock job of the pool): preparing → submitted [→ stopping] → closed
-    _t(Entity.BATCH_ROW, "submit", (B.PREPARING,), B.SUBMITTED),  # or a retried submit adopts the created Bedrock job
-    _t(Entity.BATCH_ROW, "stop", (B.SUBMITTED,), B.STOPPING),  # the lane leaves a running Bedrock job
-    _t(Entity.BATCH_ROW, "leave_before_submit", (B.PREPARING,), B.CLOSED),  # skipped or prepare failed
-    _t(Entity.BATCH_ROW, "close", (B.SUBMITTED,), B.CLOSED),  # collected (or abandoned at a terminal status) and billed
-    _t(Entity.BATCH_ROW, "settle_stopping", (B.STOPPING,), B.CLOSED),  # billed at the terminal status
+    _t(Entity.LANE, "submit", (B.PREPARING,), B.SUBMITTED),  # or a retried submit adopts the created Bedrock job
+    _t(Entity.LANE, "stop", (B.SUBMITTED,), B.STOPPING),  # the lane leaves a running Bedrock job
+    _t(Entity.LANE, "leave_before_submit", (B.PREPARING,), B.CLOSED),  # skipped or prepare failed
+    _t(Entity.LANE, "close", (B.SUBMITTED,), B.CLOSED),  # collected (or abandoned at a terminal status) and billed
+    _t(Entity.LANE, "settle_stopping", (B.STOPPING,), B.CLOSED),  # billed at the terminal status
     # a job's chunk in a lane
     _t(Entity.BATCH_MEMBER, "collect", (BatchMemberState.PACKED,), BatchMemberState.COLLECTED),  # its lane closed
     _t(Entity.BATCH_MEMBER, "leave", (BatchMemberState.PACKED,), BatchMemberState.LEFT),  # its job left, or the lane went stopping
@@ -306,7 +306,7 @@ LIVE_JOB_STATUSES: tuple[str, ...] = tuple(s for s in JobStatus if s not in FINI
 # documents must be able to wait there together); its funds hold still counts against the budget.
 CAPPED_JOB_STATUSES: tuple[str, ...] = tuple(s for s in LIVE_JOB_STATUSES if s != JobStatus.WAITING_BATCH)
 # A Stopping Bedrock job still counts against the model's concurrent-job quota.
-IN_FLIGHT_BATCH_ROW_STATES: tuple[str, ...] = (B.PREPARING, B.SUBMITTED, B.STOPPING)
+IN_FLIGHT_LANE_STATES: tuple[str, ...] = (B.PREPARING, B.SUBMITTED, B.STOPPING)
 
 
 LIVE_FOLDER_JOB_STATUSES: tuple[str, ...] = _FOLDER_LIVE
@@ -388,19 +388,19 @@ def complete_chunk() -> Transition:
 
 
 def submit() -> Transition:
-    return transition(Entity.BATCH_ROW, "submit")
+    return transition(Entity.LANE, "submit")
 
 
 def stop() -> Transition:
-    return transition(Entity.BATCH_ROW, "stop")
+    return transition(Entity.LANE, "stop")
 
 
 def leave_before_submit() -> Transition:
-    return transition(Entity.BATCH_ROW, "leave_before_submit")
+    return transition(Entity.LANE, "leave_before_submit")
 
 
 def close() -> Transition:
-    return transition(Entity.BATCH_ROW, "close")
+    return transition(Entity.LANE, "close")
 
 
 def collect_member() -> Transition:
@@ -412,7 +412,7 @@ def leave_lane() -> Transition:
 
 
 def settle_stopping() -> Transition:
-    return transition(Entity.BATCH_ROW, "settle_stopping")
+    return transition(Entity.LANE, "settle_stopping")
 
 
 def deliver() -> Transition:

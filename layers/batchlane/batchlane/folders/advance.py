@@ -3,7 +3,7 @@
 Progress is polled, not pushed: each turn joins the job's processing files with their
 conversion jobs in one query, so a lost or duplicated event can never strand or double-count
 a file (the loop is running anyway while files are in flight). Each file is the ordinary
-single-file conversion (conversion/create.py) reading the PDF where it lies in the user's bucket.
+single-file conversion (filejob/create.py) reading the PDF where it lies in the user's bucket.
 """
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion.create import create_job
-from batchlane.conversion.figures import figure_folder
-from batchlane.conversion.outputs import CONTENT_TYPES
 from batchlane.domain import status as st
 from batchlane.domain.advice import error_object
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BatchlaneError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, retry_file, waits_for_capacity
+from batchlane.filejob.create import create_job
+from batchlane.filejob.figures import figure_folder
+from batchlane.filejob.outputs import CONTENT_TYPES
 from batchlane.folders import layout
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.formats.document import media_type

@@ -22,13 +22,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion import page_forms
-from batchlane.conversion.dryrun import _on_demand_seconds
-from batchlane.conversion.estimate import PageCounts, expected_usage
 from batchlane.domain import describe
 from batchlane.domain import file_types as ft
 from batchlane.domain.errors import InputError
 from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
+from batchlane.filejob import page_forms
+from batchlane.filejob.dryrun import _on_demand_seconds
+from batchlane.filejob.estimate import PageCounts, expected_usage
 from batchlane.folders import layout
 from batchlane.folders.enumerate import classify
 from batchlane.folders.finish import redacted_spec
@@ -163,7 +163,7 @@ def estimate(
     pages, chars = counted.total, counted.text_chars
     per_request = max(1, min(settings.batchlane_pages_per_request, settings.batchlane_max_documents_per_request))
     requests = math.ceil(pages / per_request) if pages else 0
-    # the same figures as a single file's dry run (conversion/estimate.py), over the folder's pages and text
+    # the same figures as a single file's dry run (filejob/estimate.py), over the folder's pages and text
     expected = expected_usage(
         PageCounts(pages, 0, 0, chars), config=page_forms.converter_config(svc.uow().page_forms, settings, spec.options), settings=settings
     )
@@ -195,7 +195,7 @@ def estimate(
             "onDemandUsd": str(svc.prices.cost(model_id, on_demand)),
             "batchUsd": str(svc.prices.cost(model_id, batch, batch=True)),
             "worstCaseUsd": str(svc.prices.cost(model_id, expected.worst)),
-            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: each page's image and text (at least 1,500 tokens a PDF page) in, its text as Markdown out (conversion/estimate.py); priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
+            "basis": f"born-digital files (DOCX, PPTX, XLSX, HTML, EPUB, ODT) cost no model call; PDF and picture pages: each page's image and text (at least 1,500 tokens a PDF page) in, its text as Markdown out (filejob/estimate.py); priority normal and low files wait in the batch pool whatever their size; it forms a Bedrock job of at least {settings.batch_conversion_min_records} records, else they go on-demand after {settings.batch_pool_window_minutes:g} minutes",
         },
         "turnaround": {
             "onDemandSeconds": round(_on_demand_seconds(requests, settings)),
@@ -252,7 +252,7 @@ def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, i
 
 
 def _type_cost(svc: Services, settings: Any, model_id: str, part: PageEstimate) -> dict[str, str]:
-    """One type's share of the estimate, with a single file's figures (conversion/estimate.py) over its pages and text."""
+    """One type's share of the estimate, with a single file's figures (filejob/estimate.py) over its pages and text."""
     config = page_forms.converter_config(svc.uow().page_forms, settings, {"modelId": model_id})
     expected = expected_usage(PageCounts(part.total, 0, 0, part.text_chars), config=config, settings=settings)
     return {"onDemandUsd": str(svc.prices.cost(model_id, expected.on_demand)), "batchUsd": str(svc.prices.cost(model_id, expected.batch, batch=True))}

@@ -11,13 +11,13 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from batchlane.conversion.retry import failed_pages
 from batchlane.domain import status as st
 from batchlane.domain.advice import error_object
 from batchlane.domain.caps import check_cap
 from batchlane.domain.eligibility import lane_opt_outs
 from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, deadline_opt_outs, parse_deadline
+from batchlane.filejob.retry import failed_pages
 from batchlane.folders import layout
 from batchlane.folders.finish import redacted_spec, report_lines
 from batchlane.folders.notify import publish_folder_change

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Protocol
 
-from batchlane.converter import (
+from batchlane.claude import (
     ConverterConfig,
     MarkerProblem,
     ModelAnswer,
@@ -93,7 +93,7 @@ def split_spend(usage: Usage, cost: Decimal, pages: Sequence[int]) -> dict[int, 
 
 
 class Hold(Protocol):
-    """The job's spend counter (conversion/budget.JobHold): a request's worst case reserved before it is sent."""
+    """The job's spend counter (filejob/budget.JobHold): a request's worst case reserved before it is sent."""
 
     def reserve(self, pages: list[Page]) -> Decimal: ...
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from pypdf import PdfReader
 
-from batchlane.converter.request import ConverterConfig, PageRequest
+from batchlane.claude.request import ConverterConfig, PageRequest
 from batchlane.domain.records import record_id
 
 _WORD = re.compile(r"\w+", re.UNICODE)

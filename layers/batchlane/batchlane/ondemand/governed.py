@@ -20,8 +20,8 @@ from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, stop_after_delay, wait_random_exponential
 
-from batchlane.converter.request import PageRequest
-from batchlane.converter.transports import INVOCATION_ENDING, ModelAnswer, ModelCallError, Transport
+from batchlane.claude.request import PageRequest
+from batchlane.claude.transports import INVOCATION_ENDING, ModelAnswer, ModelCallError, Transport
 from batchlane.domain.pace import PACE_LEAD_S
 from batchlane.observability import logger
 from batchlane.ports import Aborted, LeaseWaitTimeout, Limiter

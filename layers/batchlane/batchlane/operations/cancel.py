@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from batchlane.batch.stop import lane_state, stop_abandoned_lanes
-from batchlane.conversion.retry import end_retry
 from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import Entity, JobStatus
+from batchlane.filejob.retry import end_retry
 from batchlane.observability import logger
 from batchlane.ports import Services
 from batchlane.webhooks.events import publish_job_change
@@ -80,6 +80,6 @@ def cancel_job(svc: Services, job_id: str) -> CancelOutcome:
             if not uow.lanes.has_packed_members(lane.id):
                 uow.lanes.set_reason(lane.lane_id, CANCEL_REASON)
     stop_requested = stop_abandoned_lanes(svc, left, reason=CANCEL_REASON)
-    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, batch_row=found, lanes_left=len(left), stop_requested=stop_requested)
+    logger.info("job cancelled", job_id=job_id, previous_status=status, chunks=chunks, lane=found, lanes_left=len(left), stop_requested=stop_requested)
     publish_job_change(svc, job_id, "cancelled")
     return CancelOutcome(job_id, file_id, status, False, released, chunks, found, stop_requested)

@@ -1,7 +1,7 @@
 """The recovery schedule's use case: resume stranded jobs, end jobs whose workflow ended without them,
 fail splits that outlived their intake.
 
-A job whose batch row closed but which still waits is resumed (batch/resume.py); a live job whose
+A job whose lane closed but which still waits is resumed (batch/resume.py); a live job whose
 conversion or intake execution ended FAILED / TIMED_OUT / ABORTED before its last step recorded the
 job's end (Settle or FailJob throttled past its ladder, issue 21 point 4) is ended as that step would
 have (``settle_ended_jobs``, decision in domain/workflow_end.py); a job still ``splitting`` long after its
@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from batchlane.batch.resume import resume_stranded
-from batchlane.conversion.settle import fail_job, settle_job
 from batchlane.domain import workflow_end as we
 from batchlane.domain.status import JobStatus
+from batchlane.filejob.settle import fail_job, settle_job
 from batchlane.observability import logger
 from batchlane.ports import Services
 

@@ -4,7 +4,7 @@ Every later stage (split, both lanes, the chunk processor, retries, holds, the p
 thing it sees for a PDF, and the job is sent in the image page form, rendered as Claude uses images
 (pdf/page_image.py). No pixel is lost on the way: a JPEG is embedded as it is (its DCT bytes), any other
 frame as a lossless Flate bitmap. The page is sized from the image's resolution (150 dpi when it states none
-we believe). Decoding runs in the bounded child (conversion/split.py): a decompression bomb is refused by
+we believe). Decoding runs in the bounded child (filejob/split.py): a decompression bomb is refused by
 Pillow past ``MAX_IMAGE_PIXELS``. Why wrapping: docs/decisions/0029-formats-beside-pdf.md.
 """
 

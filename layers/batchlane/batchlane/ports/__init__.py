@@ -26,7 +26,7 @@ from batchlane.ports.caps import CapCounts, RateLimits
 from batchlane.ports.estimates import Estimate, EstimateRepository
 from batchlane.ports.folders import EndedConversion, FolderCounts, FolderFile, FolderJob, FolderJobRepository, NewFolderFile
 from batchlane.ports.jobs import ChunkRow, FileRow, JobRepository, JobRow
-from batchlane.ports.lanes import BatchRow, LaneOutcome, LaneRepository, Member, PooledChunk, PoolRead, PurgeTarget
+from batchlane.ports.lanes import Lane, LaneOutcome, LaneRepository, Member, PooledChunk, PoolRead, PurgeTarget
 from batchlane.ports.model_probes import PageForm, PageFormRepository, ServiceTierRepository
 from batchlane.ports.money import BudgetOverride, BudgetRepository, Hold, JobMoney, LedgerRepository, LedgerRow
 from batchlane.ports.ondemand import Aborted, Admission, ChunkAdmissions, Lease, LeaseWaitTimeout, Limiter, PageThreadDatabase

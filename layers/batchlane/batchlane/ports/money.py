@@ -109,7 +109,7 @@ class LedgerRepository(Protocol):
     def add_batch_cost(
         self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> bool:
-        """The one batch row per Bedrock job (``job_id`` None: the lane's); False when it exists already."""
+        """The one lane per Bedrock job (``job_id`` None: the lane's); False when it exists already."""
         ...
 
     def add_batch_share(
@@ -118,12 +118,12 @@ class LedgerRepository(Protocol):
         """A member's share of its lane's row (once per lane and job), spent from the job's hold."""
         ...
 
-    def batch_cost_of_job(self, job_id: str) -> Decimal: ...  # its batch-backend rows: its shares (and a pre-pool batch row)
+    def batch_cost_of_job(self, job_id: str) -> Decimal: ...  # its batch-backend rows: its shares (and a pre-pool lane)
     def job_total(self, job_id: str) -> Decimal: ...  # every row of the job
     def ledger_rows(self, job_id: str) -> list[LedgerRow]: ...  # the job's rows, in the order they were booked
     def carry_late_batch_cost(self, job_id: str) -> None:
         """A batch bill booked after the job left the lane still counts: a finished job's total and its settled hold
-        follow the ledger, and (unless parked) the job's batch cost is its batch rows."""
+        follow the ledger, and (unless parked) the job's batch cost is its lanes."""
         ...
 
     # funds holds

@@ -25,7 +25,7 @@ class Admission:
 
 
 class ChunkAdmissions(Protocol):
-    """Slots for running chunks, one per chunk invocation, shared fairly by owner (conversion/admission.py says why).
+    """Slots for running chunks, one per chunk invocation, shared fairly by owner (filejob/admission.py says why).
     Each call is its own transaction: slots are counted and taken atomically, across processes."""
 
     def admit(self, *, job_id: str, chunk_index: int, owner_id: str, capacity: int, ttl_s: float) -> Admission:

@@ -1,6 +1,6 @@
 """A dry run for one uploaded file: what a conversion would do and cost, with nothing created or billed.
 
-How it stays within the API's 29 s, and the estimates' basis: docs/module-notes.md "batchlane.conversion.dryrun".
+How it stays within the API's 29 s, and the estimates' basis: docs/module-notes.md "batchlane.filejob.dryrun".
 """
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from batchlane.conversion import describe, page_forms
-from batchlane.conversion.create import normalise_options
-from batchlane.conversion.estimate import PageCounts, dry_run_money
 from batchlane.domain import file_types as ft
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
+from batchlane.filejob import describe, page_forms
+from batchlane.filejob.create import normalise_options
+from batchlane.filejob.estimate import PageCounts, dry_run_money
 from batchlane.formats import detect as formats
 from batchlane.formats.figures import CountedPicture, count_pictures
 from batchlane.pdf.split import open_pdf_file

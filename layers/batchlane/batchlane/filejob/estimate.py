@@ -1,5 +1,5 @@
 """What a conversion is expected to cost on each lane, and its worst case: the dry run's figures, the estimate in
-a refusal. The same request shapes the engine sends (converter/request.py, ondemand/planner.py) and the same page
+a refusal. The same request shapes the engine sends (claude/request.py, ondemand/planner.py) and the same page
 bounds as the budget (domain/budget.py), so an estimate and a bill differ only by what the pages turn out to hold.
 
 Per non-blank page: its image (a page image as Claude reads it, domain/vision.py) and its text (its text layer at
@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from batchlane.claude import ConverterConfig
+from batchlane.claude.multipage import MULTI_PAGE_INSTRUCTION
 from batchlane.contract import CHUNKS_IN_FLIGHT
-from batchlane.conversion.savings import marker_tokens, prompt_tokens
-from batchlane.converter import ConverterConfig
-from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION
 from batchlane.domain import page_form as forms
 from batchlane.domain.budget import (
     CHARS_PER_TOKEN,
@@ -34,6 +33,7 @@ from batchlane.domain.budget import (
 )
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.vision import CLAUDE_MAX_IMAGE_TOKENS, PAGE_IMAGE_MAX_TOKENS
+from batchlane.filejob.savings import marker_tokens, prompt_tokens
 from batchlane.ondemand.planner import RequestPlan
 
 

@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
-from batchlane.converter import ConverterConfig, PageResult
-from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION
+from batchlane.claude import ConverterConfig, PageResult
+from batchlane.claude.multipage import MULTI_PAGE_INSTRUCTION
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.markdown import page_marker
 from batchlane.domain.savings import ServedAnswer, on_demand_usage

@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from batchlane import keys
-from batchlane.conversion import budget, service_tiers
-from batchlane.conversion.source import document_figures, document_pages
-from batchlane.converter import ConverterConfig, ModelCallError, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, ReadTimeoutPolicy, Transport
-from batchlane.converter.figure import FigureResult, FigureSource, build_figure_request, describe_figure, figure_result
+from batchlane.claude import ConverterConfig, ModelCallError, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, ReadTimeoutPolicy, Transport
+from batchlane.claude.figure import FigureResult, FigureSource, build_figure_request, describe_figure, figure_result
 from batchlane.domain.budget import PROMPT_TOKENS_PER_REQUEST
 from batchlane.domain.chunk_outcome import ChunkFacts
 from batchlane.domain.cost import PriceTable, Usage
@@ -31,6 +29,8 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadline
 from batchlane.domain.service_tier import tier_breakdown
+from batchlane.filejob import budget, service_tiers
+from batchlane.filejob.source import document_figures, document_pages
 from batchlane.formats.document import ConvertedDocument
 from batchlane.formats.figures import CountedPicture, SizedFigure, size_figures
 from batchlane.observability import logger
@@ -101,7 +101,7 @@ def capture_figures(store: ObjectStore, job_id: str, chunk: ChunkRow, config: Co
 
 # -- the chunk processor -----------------------------------------------------------------------
 class Heartbeat(Protocol):
-    """What the run reads of the chunk's heartbeat (conversion/chunk.Heartbeat)."""
+    """What the run reads of the chunk's heartbeat (filejob/chunk.Heartbeat)."""
 
     def beat(self, pages_done: int) -> bool: ...
     def halted(self) -> bool: ...

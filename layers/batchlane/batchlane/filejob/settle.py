@@ -5,10 +5,10 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from batchlane.conversion.retry import close_retry, end_retry
 from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.status import Entity
+from batchlane.filejob.retry import close_retry, end_retry
 from batchlane.observability import logger
 from batchlane.ports import Services
 from batchlane.webhooks.events import publish_job_change

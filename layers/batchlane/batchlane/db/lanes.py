@@ -19,24 +19,24 @@ from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.limits import RECORD_JSON_OVERHEAD_BYTES, SPLIT_PAGE_OVERHEAD_BYTES
 from batchlane.domain.pool import by_base_model
-from batchlane.domain.status import BatchMemberState, BatchRowState, BedrockJobStatus, Transition
-from batchlane.ports import BatchRow, LaneOutcome, Member, PooledChunk, PoolRead, PurgeTarget
+from batchlane.domain.status import BatchMemberState, BedrockJobStatus, LaneState, Transition
+from batchlane.ports import Lane, LaneOutcome, Member, PooledChunk, PoolRead, PurgeTarget
 
 # "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
 # will come from that job, so it ends like a terminal status (collect what exists).
 LOST = BedrockJobStatus.LOST.value
 TERMINAL_BEDROCK_STATUSES = st.TERMINAL_BEDROCK_STATUSES
-IN_FLIGHT_STATES = st.IN_FLIGHT_BATCH_ROW_STATES
+IN_FLIGHT_STATES = st.IN_FLIGHT_LANE_STATES
 _CLAIM_LOCK = 7_357_202  # the advisory lock that serialises packers
 
 
-def _one(db: Runner, sql: str, **params: Any) -> BatchRow | None:
+def _one(db: Runner, sql: str, **params: Any) -> Lane | None:
     row = db.one(sql, **params)
-    return BatchRow.of(row) if row is not None else None
+    return Lane.of(row) if row is not None else None
 
 
-def _all(db: Runner, sql: str, **params: Any) -> list[BatchRow]:
-    return [BatchRow.of(row) for row in db.run(sql, **params)]
+def _all(db: Runner, sql: str, **params: Any) -> list[Lane]:
+    return [Lane.of(row) for row in db.run(sql, **params)]
 
 
 _LANE = "lane_id = CAST(:lane AS uuid)"
@@ -72,13 +72,13 @@ class PgLanes:
     def __init__(self, runner: Runner) -> None:
         self._runner = runner
 
-    def get_row(self, lane_id: str) -> BatchRow | None:
+    def get_row(self, lane_id: str) -> Lane | None:
         return _one(self._runner, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE}", lane=lane_id)
 
-    def get_row_by_id(self, row_id: int) -> BatchRow | None:
+    def get_row_by_id(self, row_id: int) -> Lane | None:
         return _one(self._runner, "SELECT * FROM conversion_batch_jobs WHERE id = :id", id=row_id)
 
-    def lock_row(self, lane_id: str) -> BatchRow | None:
+    def lock_row(self, lane_id: str) -> Lane | None:
         """SELECT ... FOR UPDATE: a member leaving and the lane's steps go one at a time."""
         return _one(self._runner, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE} FOR UPDATE", lane=lane_id)
 
@@ -96,7 +96,7 @@ class PgLanes:
 
     def count_past_deadline(self) -> int:
         """Rows not closed whose deadline has passed (a gauge: should stay 0)."""
-        row = self._runner.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> :closed AND deadline < now()", closed=BatchRowState.CLOSED)
+        row = self._runner.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> :closed AND deadline < now()", closed=LaneState.CLOSED)
         return int(row["n"]) if row else 0
 
     def lock_claims(self) -> None:
@@ -225,7 +225,7 @@ class PgLanes:
         )
         return [str(r["id"]) for r in rows]
 
-    def insert_lane(self, *, lane_id: str, model_id: str, deadline_hours: float, chunks: list[tuple[str, int, int]]) -> BatchRow:
+    def insert_lane(self, *, lane_id: str, model_id: str, deadline_hours: float, chunks: list[tuple[str, int, int]]) -> Lane:
         """A new lane (preparing) carrying ``chunks`` — (job id, chunk index, pages) — each job tagged m<k>
         in order of first appearance."""
         tags: dict[str, str] = {}
@@ -236,7 +236,7 @@ class PgLanes:
             """INSERT INTO conversion_batch_jobs (lane_id, state, model_id, member_count, deadline)
                VALUES (CAST(:lane AS uuid), :preparing, :model, :members, now() + make_interval(secs => :secs)) RETURNING *""",
             lane=lane_id,
-            preparing=BatchRowState.PREPARING,
+            preparing=LaneState.PREPARING,
             model=model_id,
             members=len(tags),
             secs=deadline_hours * 3600,
@@ -264,7 +264,7 @@ class PgLanes:
         manifest_key: str,
         input_bytes: int,
         members: list[tuple[str, int, str, int]],
-    ) -> BatchRow | None:
+    ) -> Lane | None:
         """A retry batch (preparing, already prepared: its records and manifest were written by the collect of
         lane ``retry_of``) carrying ``members`` — (job id, chunk index, tag, records). None if it exists already."""
         row = _one(
@@ -274,7 +274,7 @@ class PgLanes:
                VALUES (CAST(:lane AS uuid), :preparing, :model, :members, :retry_of, now() + make_interval(secs => :secs), :records, :bytes, :key, now())
                ON CONFLICT (lane_id) DO NOTHING RETURNING *""",
             lane=lane_id,
-            preparing=BatchRowState.PREPARING,
+            preparing=LaneState.PREPARING,
             model=model_id,
             members=len({m[0] for m in members}),
             retry_of=retry_of,
@@ -349,7 +349,7 @@ class PgLanes:
             ns=list(accepted.values()),
         )
 
-    def leave_lanes(self, job_id: str, *, keep: Collection[int] = ()) -> list[BatchRow]:
+    def leave_lanes(self, job_id: str, *, keep: Collection[int] = ()) -> list[Lane]:
         """The job leaves every lane it rides in but those in ``keep`` (cancel, process now): its members there are ``left``.
         Returns those lanes (locked), so the caller can stop any that nobody waits on any more."""
         ids = sorted(set(_move_members(self._runner, st.leave_lane(), job_id=job_id, keep=keep)))
@@ -358,7 +358,7 @@ class PgLanes:
     def has_packed_members(self, row_id: int) -> bool:
         return self._runner.one("SELECT 1 AS x FROM batch_members WHERE batch_row_id = :row AND state = 'packed' LIMIT 1", row=row_id) is not None
 
-    def lanes_of_job(self, job_id: str) -> list[BatchRow]:
+    def lanes_of_job(self, job_id: str) -> list[Lane]:
         """Every lane that carried (or carries) a chunk of the job, oldest first."""
         return _all(
             self._runner,
@@ -386,7 +386,7 @@ class PgLanes:
 
     def preparing_lanes(self) -> list[tuple[str, int]]:
         """Lanes preparing, as (lane id, row id): each should have a batch-lane execution."""
-        rows = self._runner.run("SELECT lane_id, id FROM conversion_batch_jobs WHERE state = :preparing ORDER BY id", preparing=BatchRowState.PREPARING)
+        rows = self._runner.run("SELECT lane_id, id FROM conversion_batch_jobs WHERE state = :preparing ORDER BY id", preparing=LaneState.PREPARING)
         return [(str(r["lane_id"]), int(r["id"])) for r in rows]
 
     def stranded_job_ids(self, *, older_than_s: float) -> list[str]:
@@ -408,19 +408,19 @@ class PgLanes:
         )
         return [str(r["id"]) for r in rows]
 
-    def record_prepared(self, lane_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> BatchRow | None:
+    def record_prepared(self, lane_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> Lane | None:
         return _one(
             self._runner,
             f"""UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
                WHERE {_LANE} AND state = :preparing RETURNING *""",
-            preparing=BatchRowState.PREPARING,
+            preparing=LaneState.PREPARING,
             lane=lane_id,
             n=record_count,
             bytes=input_bytes,
             key=manifest_key,
         )
 
-    def mark_submitted(self, lane_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> BatchRow | None:
+    def mark_submitted(self, lane_id: str, *, arn: str, name: str, output_uri: str, deadline_hours: float) -> Lane | None:
         """preparing → submitted; returns the row either way once it holds this ARN (a retried submit adopts)."""
         move = st.submit()
         row = _one(
@@ -438,7 +438,7 @@ class PgLanes:
         )
         return row or self.get_row(lane_id)
 
-    def add_task_token(self, lane_id: str, token: str) -> BatchRow | None:
+    def add_task_token(self, lane_id: str, token: str) -> Lane | None:
         """Remember a waiting execution's token; the returned row carries the latest Bedrock status.
 
         The UPDATE takes the row lock, and :func:`record_status` takes it too, so of a token
@@ -453,7 +453,7 @@ class PgLanes:
             token=token,
         ) or self.get_row(lane_id)
 
-    def record_status(self, arn: str, status: str) -> BatchRow | None:
+    def record_status(self, arn: str, status: str) -> Lane | None:
         """Remember the latest Bedrock status; a terminal status is never overwritten by a late non-terminal one."""
         return _one(
             self._runner,
@@ -468,7 +468,7 @@ class PgLanes:
             terminal=sorted(TERMINAL_BEDROCK_STATUSES),
         )
 
-    def mark_stopping(self, lane_id: str, *, reason: str) -> BatchRow | None:
+    def mark_stopping(self, lane_id: str, *, reason: str) -> Lane | None:
         """submitted → stopping: the lane leaves now (its members go on-demand), the bill waits for the terminal status."""
         move = st.stop()
         row = _one(
@@ -485,16 +485,16 @@ class PgLanes:
             _move_members(self._runner, st.leave_lane(), row_id=row.id)
         return row
 
-    def rows_stopping(self, *, limit: int = 200) -> list[BatchRow]:
+    def rows_stopping(self, *, limit: int = 200) -> list[Lane]:
         """Rows waiting for their Bedrock job's terminal status to be billed."""
         return _all(
             self._runner,
             "SELECT * FROM conversion_batch_jobs WHERE state = :stopping ORDER BY updated_at LIMIT :limit",
-            stopping=BatchRowState.STOPPING,
+            stopping=LaneState.STOPPING,
             limit=limit,
         )
 
-    def set_reason(self, lane_id: str, reason: str) -> BatchRow | None:
+    def set_reason(self, lane_id: str, reason: str) -> Lane | None:
         return _one(
             self._runner,
             f"UPDATE conversion_batch_jobs SET reason = COALESCE(reason, :reason), updated_at = now() WHERE {_LANE} RETURNING *",
@@ -512,12 +512,12 @@ class PgLanes:
         accepted: int = 0,
         fallback: int = 0,
         cost_usd: Decimal | None = None,
-    ) -> BatchRow | None:
+    ) -> Lane | None:
         """The guarded close along ``move`` (leave_before_submit, close or settle_stopping): only one caller
         wins it (and with it, the right to write the ledger rows). Members still packed are collected, with
         nothing accepted until the caller records what was (:func:`record_accepted`, same transaction)."""
-        if move.entity is not st.Entity.BATCH_ROW or move.target != BatchRowState.CLOSED:
-            raise ValueError(f"{move.entity}.{move.name} does not close a batch row")
+        if move.entity is not st.Entity.LANE or move.target != LaneState.CLOSED:
+            raise ValueError(f"{move.entity}.{move.name} does not close a lane")
         row = _one(
             self._runner,
             f"""UPDATE conversion_batch_jobs SET state = :to, end_state = :end_state, reason = COALESCE(reason, :reason),
@@ -542,20 +542,20 @@ class PgLanes:
             raise ValueError(column)
         self._runner.run(f"UPDATE conversion_batch_jobs SET {column} = COALESCE({column}, now()) WHERE {_LANE}", lane=lane_id)
 
-    def rows_waiting(self, *, limit: int = 200) -> list[BatchRow]:
+    def rows_waiting(self, *, limit: int = 200) -> list[Lane]:
         """Submitted rows, oldest first: the sweeper asks Bedrock about each."""
         return _all(
             self._runner,
             "SELECT * FROM conversion_batch_jobs WHERE state = :submitted ORDER BY submitted_at LIMIT :limit",
-            submitted=BatchRowState.SUBMITTED,
+            submitted=LaneState.SUBMITTED,
             limit=limit,
         )
 
-    def rows_preparing_since(self, *, older_than_hours: float) -> list[BatchRow]:
+    def rows_preparing_since(self, *, older_than_hours: float) -> list[Lane]:
         return _all(
             self._runner,
             "SELECT * FROM conversion_batch_jobs WHERE state = :preparing AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
-            preparing=BatchRowState.PREPARING,
+            preparing=LaneState.PREPARING,
             secs=older_than_hours * 3600,
         )
 

@@ -15,9 +15,7 @@ from typing import Any
 from aws_lambda_powertools.metrics import MetricUnit
 
 from batchlane import keys
-from batchlane.conversion.figures import Figures, extract_figures, figure_folder
-from batchlane.conversion.outputs import write_renderings
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.assembly import (
     Figure,
@@ -37,6 +35,8 @@ from batchlane.domain.errors import Conflict
 from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.markdown import PageText
 from batchlane.domain.status import ChunkStatus, JobStatus
+from batchlane.filejob.figures import Figures, extract_figures, figure_folder
+from batchlane.filejob.outputs import write_renderings
 from batchlane.observability import logger, metrics
 from batchlane.ports import ObjectStore, Services
 
@@ -61,7 +61,7 @@ def assemble_job(svc: Services, job_id: str) -> dict[str, Any]:
     key = keys.markdown_key(job_id)
     options = job.options or {}
     if job.source_type in BORN_DIGITAL:
-        # Its pages are the document's own sections, its figures already files (conversion/split.py): nothing to
+        # Its pages are the document's own sections, its figures already files (filejob/split.py): nothing to
         # remove as furniture, no heading level to guess, no page break to mend. Page by page, markers kept.
         options = {**options, "assembly": "none"}
     file_row = jobs.get_file(job.file_id)
@@ -148,7 +148,7 @@ def page_record(result: PageResult, figures: list[Figure], folder: str, furnitur
 
     ``markdown`` is the page as the model gave it (cleaned and made safe); ``furniture`` lists the lines the
     document pass removed from it (running heads, feet, folios), so the removal can be audited and undone;
-    ``figuresSkipped`` names the bound that kept the page's figures as descriptions (conversion/figures.py), or null.
+    ``figuresSkipped`` names the bound that kept the page's figures as descriptions (filejob/figures.py), or null.
     """
     blocks = page_text_blocks(result.markdown)
     markdown = "\n\n".join(blocks)

@@ -1,6 +1,6 @@
 """The chunk processor: convert one chunk's pages, book the spend, record the result.
 
-How it keeps pages and money across retries, continuations and cancels: docs/module-notes.md "batchlane.conversion.chunk".
+How it keeps pages and money across retries, continuations and cancels: docs/module-notes.md "batchlane.filejob.chunk".
 """
 
 from __future__ import annotations
@@ -16,13 +16,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 from batchlane import contract, keys
-from batchlane.conversion import budget, describe, page_forms, service_tiers
-from batchlane.conversion.admission import admitted_chunk
-from batchlane.conversion.describe import CONVERTER_LANE, DOCUMENT_TYPE_NAMES
-from batchlane.conversion.retry import retry_scope
-from batchlane.conversion.savings import batch_answers_at_on_demand, unused_batch_answers
-from batchlane.conversion.source import chunk_pages, document_pages, span_of
-from batchlane.converter import (
+from batchlane.claude import (
     ConverterConfig,
     OnDemandTransport,
     PageResult,
@@ -39,6 +33,12 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.service_tier import tier_breakdown
 from batchlane.domain.status import FINISHED_JOB_STATUSES
+from batchlane.filejob import budget, describe, page_forms, service_tiers
+from batchlane.filejob.admission import admitted_chunk
+from batchlane.filejob.describe import CONVERTER_LANE, DOCUMENT_TYPE_NAMES
+from batchlane.filejob.retry import retry_scope
+from batchlane.filejob.savings import batch_answers_at_on_demand, unused_batch_answers
+from batchlane.filejob.source import chunk_pages, document_pages, span_of
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
@@ -244,7 +244,7 @@ def run_pages(
 
 
 def process_admitted_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: str | None, deadline: float, ttl_s: float) -> dict[str, Any]:
-    """The chunk processor's use case: the chunk's admission slot (conversion/admission.py), then :func:`process_chunk`."""
+    """The chunk processor's use case: the chunk's admission slot (filejob/admission.py), then :func:`process_chunk`."""
     with admitted_chunk(svc, job_id, chunk_index, ttl_s=ttl_s):
         return process_chunk(svc, job_id, chunk_index, worker_id=worker_id, deadline=deadline)
 
@@ -268,7 +268,7 @@ def process_chunk(svc: Services, job_id: str, chunk_index: int, *, worker_id: st
             return process_figure_chunk(svc, uow, job, chunk_index, worker_id, deadline)
         return process_document_chunk(svc, uow, job_id, chunk_index, worker_id)
     # The job's hold grows by what this chunk may spend before its next check, or the job pauses when the request it
-    # must send next cannot fit its owner's month (conversion/budget.py; docs/operations.md "Estimates, holds, savings and pauses").
+    # must send next cannot fit its owner's month (filejob/budget.py; docs/operations.md "Estimates, holds, savings and pauses").
     window = budget.open_window(svc, job, pages=_pages_to_convert(job, chunk)) if job is not None else budget.Window()
     if window.paused:
         return {"jobId": job_id, "chunkIndex": chunk_index, "status": "paused_budget"}
@@ -343,7 +343,7 @@ def process_document_chunk(svc: Services, uow: UnitOfWork, job_id: str, chunk_in
 
 def process_figure_chunk(svc: Services, uow: UnitOfWork, job: JobRow, chunk_index: int, worker_id: str, deadline: float | None) -> dict[str, Any]:
     """A born-digital chunk whose pictures are described (describeFigures): each picture a unit of the chunk as a page
-    is (conversion/describe.py), and the same outcomes: aborted, continue, retry later, complete with the alt texts."""
+    is (filejob/describe.py), and the same outcomes: aborted, continue, retry later, complete with the alt texts."""
     if describe.pause_at_hold(svc, job):
         return {"jobId": job.id, "chunkIndex": chunk_index, "status": "paused_budget"}
     claimed = uow.jobs.claim_chunk(job.id, chunk_index, worker_id)

@@ -1,9 +1,10 @@
-"""The page converter: Anthropic Messages requests (InvokeModel) for one page (batch, primed) or several (on-demand), sent through a transport seam."""
+"""Asking Claude about pages (was ``converter/``): Anthropic Messages requests (InvokeModel) for one page (batch,
+primed) or several (on-demand), sent through a transport seam."""
 
-from batchlane.converter.multipage import MULTI_PAGE_INSTRUCTION, MarkerProblem, build_pages_request, split_by_markers, strip_own_marker
-from batchlane.converter.page import PageResult, convert_page, page_result
-from batchlane.converter.request import ConverseRequest, ConverterConfig, PageRequest, build_page_request
-from batchlane.converter.transports import (
+from batchlane.claude.multipage import MULTI_PAGE_INSTRUCTION, MarkerProblem, build_pages_request, split_by_markers, strip_own_marker
+from batchlane.claude.page import PageResult, convert_page, page_result
+from batchlane.claude.request import ConverseRequest, ConverterConfig, PageRequest, build_page_request
+from batchlane.claude.transports import (
     CaptureTransport,
     FormFallbackTransport,
     FormMemory,

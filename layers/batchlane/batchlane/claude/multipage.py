@@ -18,7 +18,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from batchlane.converter.request import ConverterConfig, PageRequest, build_page_request
+from batchlane.claude.request import ConverterConfig, PageRequest, build_page_request
 from batchlane.domain.records import record_id
 
 MULTI_PAGE_INSTRUCTION = (

@@ -1,6 +1,6 @@
 """Failed pages, and retrying only them on a completed job (docs/operations.md, "Retry only what failed").
 
-How a retry reuses the conversion workflow and is undone: docs/module-notes.md "batchlane.conversion.retry".
+How a retry reuses the conversion workflow and is undone: docs/module-notes.md "batchlane.filejob.retry".
 """
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane import keys
-from batchlane.conversion.budget import check_create, check_submit, retry_money
-from batchlane.converter import PageResult
+from batchlane.claude import PageResult
 from batchlane.domain import status as st
 from batchlane.domain.advice import page_next_step
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.limits import PAGE_TOO_COMPLEX, PAGE_TOO_LARGE
 from batchlane.domain.status import Entity
+from batchlane.filejob.budget import check_create, check_submit, retry_money
 from batchlane.observability import logger
 from batchlane.ports import JobRow, Services, UniqueViolation, UnitOfWork
 

@@ -1,6 +1,6 @@
 """A picture of a born-digital document described by Claude (``describeFigures``): its request and its result.
 
-The request is the page converter's (:class:`~batchlane.converter.request.PageRequest`) in the image form, with
+The request is the page converter's (:class:`~batchlane.claude.request.PageRequest`) in the image form, with
 the picture as the image, sized as Claude reads it (pdf/page_image.picture_image), and a prompt of its own; so
 it rides every transport a page does (capture for the batch lane's records, primed, on-demand, Flex) and is
 judged by the same acceptance. Its record id ``c<chunk>-p<page>-f<k>`` pins the figure (domain/records.py).
@@ -14,8 +14,8 @@ from decimal import Decimal
 from functools import cached_property
 from typing import Any
 
-from batchlane.converter.request import ANTHROPIC_VERSION, ConverterConfig, PageRequest
-from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
+from batchlane.claude.request import ANTHROPIC_VERSION, ConverterConfig, PageRequest
+from batchlane.claude.transports import ModelAnswer, ModelCallError, Transport
 from batchlane.domain import page_form as forms
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from batchlane.converter import Transport
-from batchlane.converter.tiers import FlexTransport
+from batchlane.claude import Transport
+from batchlane.claude.tiers import FlexTransport
 from batchlane.domain import service_tier as tiers
 from batchlane.ports import JobRow, ServiceTierRepository
 

@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from batchlane.conversion.estimate import PageCounts, batch_records_hold, chunk_window_usd, expected_usage, priced
-from batchlane.converter import ConverterConfig
+from batchlane.claude import ConverterConfig
 from batchlane.domain.budget import (
     check_new_job,
     check_worst_case,
@@ -35,6 +34,7 @@ from batchlane.domain.budget import (
 )
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
+from batchlane.filejob.estimate import PageCounts, batch_records_hold, chunk_window_usd, expected_usage, priced
 from batchlane.observability import logger
 from batchlane.pdf.split import Page
 from batchlane.ports import Aborted, BudgetRepository, JobRow, Services, UnitOfWork
@@ -164,7 +164,7 @@ def open_window(svc: Services, job: JobRow, *, pages: int) -> Window:
             paused = False
             if granted:
                 uow.budgets.grow_hold(job.id, by=granted)
-    if paused:  # the workflow's Settle step publishes the change (conversion/settle.py)
+    if paused:  # the workflow's Settle step publishes the change (filejob/settle.py)
         logger.warning("job paused: its next request does not fit its owner's budget", job_id=job.id, wanted_usd=str(next_usd))
     return Window(granted, paused)
 

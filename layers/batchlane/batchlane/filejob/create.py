@@ -1,7 +1,7 @@
 """Job creation, step one (job_create, behind the API's 29 s): cheap checks, then the job is opened.
 
 Options, model and the upload's size are checked, the job is recorded ``splitting`` and its intake
-workflow started (the split is conversion/split.py's). Bad input never raises past it: the job ends
+workflow started (the split is filejob/split.py's). Bad input never raises past it: the job ends
 failed with a stable error id and a one-line message, and nothing else is touched.
 """
 
@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from batchlane.conversion import budget
-from batchlane.conversion.settle import fail_job
 from batchlane.domain import status as st
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.domain.folder_policy import check_deadline, parse_deadline
 from batchlane.domain.status import JobStatus
+from batchlane.filejob import budget
+from batchlane.filejob.settle import fail_job
 from batchlane.observability import logger
 from batchlane.ports import FileRow, JobRepository, JobRow, Services
 from batchlane.webhooks import subscription

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from batchlane.converter.request import PageRequest
+from batchlane.claude.request import PageRequest
 from batchlane.domain import page_form as forms
 from batchlane.domain.cost import Usage
 from batchlane.domain.records import parse_record_id

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from batchlane.converter.request import ConverterConfig, build_page_request
-from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
+from batchlane.claude.request import ConverterConfig, build_page_request
+from batchlane.claude.transports import ModelAnswer, ModelCallError, Transport
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.pdf.split import Page
@@ -21,7 +21,7 @@ class PageResult:
     reason: str | None = None
     served_by: str | None = None  # on_demand | batch | capture | None (blank)
     usage: Usage = field(default_factory=Usage)  # every call spent on the page (its share of a multi-page one), and its batch record
-    cost_usd: Decimal = Decimal(0)  # on-demand spend on the page, every attempt; batch-served pages are billed by the batch row
+    cost_usd: Decimal = Decimal(0)  # on-demand spend on the page, every attempt; batch-served pages are billed by the lane
     retryable: bool = False
     service_tier: str | None = None  # on-demand pages: the Bedrock service tier that served them (default | flex)
     batch_usage: Usage | None = None  # the batch record's tokens when a batch answer served the page (domain/savings.py)

@@ -14,17 +14,17 @@ from pathlib import Path
 
 from batchlane import keys
 from batchlane.contract import JOB_PARKED_DETAIL_TYPE
-from batchlane.conversion import budget, describe, intake, page_forms
-from batchlane.conversion.create import CreatedJob, source_store
-from batchlane.conversion.figures import figure_folder
-from batchlane.conversion.settle import fail_job
-from batchlane.conversion.source import store_chunk_sources, store_document_sources
 from batchlane.domain import status as st
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, NotFound
 from batchlane.domain.file_types import DOCUMENT, FileType
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadline
 from batchlane.domain.status import JobStatus
+from batchlane.filejob import budget, describe, intake, page_forms
+from batchlane.filejob.create import CreatedJob, source_store
+from batchlane.filejob.figures import figure_folder
+from batchlane.filejob.settle import fail_job
+from batchlane.filejob.source import store_chunk_sources, store_document_sources
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file, plan_chunks
 from batchlane.pdf.survey import survey_pdf
@@ -144,7 +144,7 @@ def _lane(svc: Services, job: JobRow, pages: int) -> tuple[bool, str]:
 def _split_document(svc: Services, job: JobRow, path: Path, file_type: FileType, name: str, *, scratch: Path, max_pages: int) -> CreatedJob:
     """A born-digital document: converted here, in the bounded child (no model call); its pages and figures
     stored, then the job goes on like any other (pending, chunks, assemble, settle) with a $0 hold. With
-    describeFigures its pictures are records of their chunks (conversion/describe.py): held at their worst case,
+    describeFigures its pictures are records of their chunks (filejob/describe.py): held at their worst case,
     parked for the batch lane when the job is eligible."""
     job_id = job.id
     figures = describe.FigurePlan()

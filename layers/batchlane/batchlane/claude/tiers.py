@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import threading
 
-from batchlane.converter.request import PageRequest
-from batchlane.converter.transports import ModelAnswer, ModelCallError, Transport
+from batchlane.claude.request import PageRequest
+from batchlane.claude.transports import ModelAnswer, ModelCallError, Transport
 from batchlane.domain import service_tier as tiers
 from batchlane.observability import logger
 

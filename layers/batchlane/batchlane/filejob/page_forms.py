@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from batchlane.converter import ConverterConfig, FormFallbackTransport, FormMemory, Transport
+from batchlane.claude import ConverterConfig, FormFallbackTransport, FormMemory, Transport
 from batchlane.domain import page_form as forms
 from batchlane.domain.file_types import IMAGES
 from batchlane.observability import logger

@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from batchlane import keys
-from batchlane.converter.figure import FigureSource
+from batchlane.claude.figure import FigureSource
 from batchlane.domain.describe import Described, figure_index
 from batchlane.formats.document import ConvertedDocument, Section
 from batchlane.formats.figures import SizedFigure

@@ -1,1 +1,0 @@
-"""The conversion use cases: create a job, process a chunk, assemble, settle."""
