@@ -49,7 +49,7 @@ console: console/dist/index.html   ## build the web console (served by `batchlan
 	mkdir -p .batchlane && touch $@
 
 # The scanned-page tests build their PDFs with Debian's ImageMagick and img2pdf (tests/scans.py): install them once (root, as CI).
-.batchlane/scan-tools.stamp:
+.batchlane/scan-tools.stamp: | .batchlane/chromium.stamp   # after it: two apt-get at once (make -j) would fight for dpkg's lock
 	(test -x /usr/bin/convert && test -x /usr/bin/img2pdf) || (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q imagemagick img2pdf)
 	mkdir -p .batchlane && touch $@
 
