@@ -1,6 +1,6 @@
 """B's API latency while A floods dry runs of hostile PDFs (issue 40), beside B's latency alone, same stack.
 
-Shared by ``tenant_isolation`` (the figure) and tests/e2e/test_tenant_isolation.py (which fails at 3×). A floods
+Shared by ``tenant_isolation`` (the figure) and tests/e2e/test_tenant_isolation.py (which asserts every answer, no timing). A floods
 from a few clients as fast as it is answered, never waiting out a Retry-After: each dry run is an estimate the API
 records and answers 202 (or 429 past A's rate or its running estimates), and the estimate worker reads the PDF
 within its bounds. B makes the same read, one call after another, first alone and then under the flood.
