@@ -12,7 +12,8 @@ import hashlib
 import hmac
 import uuid
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import boto3
@@ -21,6 +22,7 @@ from moto import mock_aws
 
 from batchlane.aws.kms import KmsSecretCipher, SecretUnreadable
 from batchlane.domain.errors import BatchlaneError
+from batchlane.ports import SecretCipher, UniqueViolation
 from batchlane.webhooks import owner_secrets
 from batchlane.webhooks.deliver import Answer, deliver
 from batchlane.webhooks.dispatch import TEST_EVENT
@@ -38,7 +40,7 @@ def cipher() -> Iterator[KmsSecretCipher]:
         yield KmsSecretCipher(kms, kms.create_key(Description="webhook signing")["KeyMetadata"]["Arn"])
 
 
-def keys(uow: FakeUnitOfWork, cipher: KmsSecretCipher, owner: str, *, migration_days: float = 0) -> list[str]:
+def keys(uow: FakeUnitOfWork, cipher: SecretCipher, owner: str, *, migration_days: float = 0) -> list[str]:
     return owner_secrets.signing_keys(uow, cipher, owner, grace=GRACE, migration_days=migration_days, deployment_keys=lambda: [DEPLOYMENT_SECRET])
 
 
@@ -131,3 +133,105 @@ def test_the_key_is_required_to_seal() -> None:
     with pytest.raises(BatchlaneError) as missing:
         KmsSecretCipher(None, None).seal("alice", "x")
     assert missing.value.error_id == "WEBHOOK_KEY_MISSING"
+
+
+# -- what webhook-config answers, date by date (issue 44.6: describe's dates had no test) ---------------------------
+class PlainCipher:
+    """The SecretCipher port without KMS (these tests are about dates and keys, not sealing; moto's KMS costs ~0.5 s a test)."""
+
+    def seal(self, owner_id: str, plaintext: str) -> bytes:
+        return f"{owner_id}|{plaintext}".encode()
+
+    def open(self, owner_id: str, ciphertext: bytes) -> str:
+        owner, _, value = ciphertext.decode().partition("|")
+        assert owner == owner_id
+        return value
+
+
+NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)  # describe's wall clock, held still; the store's clock is the fake's
+
+
+@pytest.fixture
+def wall_clock(monkeypatch: pytest.MonkeyPatch) -> datetime:
+    class Held(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return NOW
+
+    monkeypatch.setattr(owner_secrets, "datetime", Held)
+    return NOW
+
+
+def test_the_config_dates_a_first_secret_from_its_age_and_names_no_rotation(wall_clock: datetime) -> None:
+    uow, cipher = FakeUnitOfWork(), PlainCipher()
+    first = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=30)
+    assert len(first["secret"]) == 43  # token_urlsafe(32): 256 random bits
+    uow.state.clock.at += timedelta(hours=5)
+    seen = owner_secrets.describe(uow, "alice", grace=GRACE, migration_days=30)
+    assert seen["version"] == 1 and seen["createdAt"] == (NOW - timedelta(hours=5)).isoformat()
+    assert seen["rotatedAt"] is None and seen["previousValidUntil"] is None  # one version: nothing rotated, no grace
+    assert seen["graceHours"] == 24.0
+    assert seen["deploymentSignatureUntil"] == (NOW + timedelta(days=30) - timedelta(hours=5)).isoformat()
+    assert "secret" not in seen and "shownOnce" not in seen
+
+
+def test_after_a_rotation_the_config_dates_the_rotation_and_the_end_of_the_old_secrets_grace(wall_clock: datetime) -> None:
+    uow, cipher = FakeUnitOfWork(), PlainCipher()
+    owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=0)
+    uow.state.clock.at += timedelta(hours=2)
+    owner_secrets.rotate(uow, cipher, "alice", grace=GRACE, migration_days=0)
+    uow.state.clock.at += timedelta(hours=3)
+    seen = owner_secrets.describe(uow, "alice", grace=GRACE, migration_days=0)
+    assert seen["version"] == 2
+    assert seen["createdAt"] == seen["rotatedAt"] == (NOW - timedelta(hours=3)).isoformat()
+    assert seen["previousValidUntil"] == (NOW + timedelta(hours=21)).isoformat()  # 24 h from the rotation, 3 h ago
+    assert seen["deploymentSignatureUntil"] is None  # no migration days
+
+
+def test_the_old_secret_and_the_deployments_stop_signing_at_the_exact_end_of_their_time(wall_clock: datetime) -> None:
+    """At exactly the grace's end the old secret no longer signs and no date is promised; the same for the migration."""
+    uow, cipher = FakeUnitOfWork(), PlainCipher()
+    first = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=2)["secret"]
+    uow.state.clock.at += timedelta(hours=1)
+    second = owner_secrets.rotate(uow, cipher, "alice", grace=GRACE, migration_days=2)["secret"]
+    uow.state.clock.at += GRACE - timedelta(seconds=1)
+    assert keys(uow, cipher, "alice", migration_days=2) == [second, first, DEPLOYMENT_SECRET]
+    uow.state.clock.at += timedelta(seconds=1)
+    assert keys(uow, cipher, "alice", migration_days=2) == [second, DEPLOYMENT_SECRET]
+    assert owner_secrets.describe(uow, "alice", grace=GRACE, migration_days=2)["previousValidUntil"] is None
+    uow.state.clock.at += timedelta(days=2) - GRACE - timedelta(hours=1)  # exactly 2 days since per-owner signing began
+    assert keys(uow, cipher, "alice", migration_days=2) == [second]
+    assert owner_secrets.describe(uow, "alice", grace=GRACE, migration_days=2)["deploymentSignatureUntil"] is None
+
+
+def test_the_config_tells_a_receiver_how_to_verify() -> None:
+    header = owner_secrets.config(FakeUnitOfWork(), PlainCipher(), "alice", grace=GRACE, migration_days=1)["signatureHeader"]
+    assert header == (
+        "Batchlane-Signature: t=<unix seconds>,v2=<hex HMAC-SHA256 of '<t>.<callbackUrl>.<raw body>' with your secret>"
+        "[,v2=<your previous secret, during a rotation's grace>][,v2=<the deployment's secret, until deploymentSignatureUntil>]"
+    )
+
+
+def test_two_first_reads_at_once_create_one_secret_and_the_second_shows_none() -> None:
+    """The second read saw no secret, then its insert lost the race to the first read's (the primary key): it answers
+    the config without a value, not an error."""
+    uow, cipher = FakeUnitOfWork(), PlainCipher()
+    first = owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=0)
+    store = uow.webhook_secrets
+
+    class SawNoneYet:
+        looks = 0
+
+        def newest(self, owner_id: str, *, limit: int = 2) -> list[Any]:
+            self.looks += 1
+            return [] if self.looks == 1 else store.newest(owner_id, limit=limit)
+
+        def add(self, owner_id: str, ciphertext: bytes) -> Any:
+            raise UniqueViolation("webhook_secrets_pkey")
+
+        def per_owner_age_s(self) -> float:
+            return store.per_owner_age_s()
+
+    racing = SawNoneYet()
+    late = owner_secrets.config(SimpleNamespace(webhook_secrets=racing), cipher, "alice", grace=GRACE, migration_days=0)  # type: ignore[arg-type]
+    assert "secret" not in late and "shownOnce" not in late and late["version"] == first["version"] == 1
