@@ -24,7 +24,7 @@ from typing import Any
 
 from batchlane.domain import describe
 from batchlane.domain import file_types as ft
-from batchlane.domain.errors import InputError
+from batchlane.domain.errors import InputError, NotFound
 from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
 from batchlane.filejob import page_forms
 from batchlane.filejob.dryrun import _on_demand_seconds
@@ -305,7 +305,10 @@ def _pages(
             try:
                 if time.monotonic() >= deadline:
                     return None
-                store.download_to(files[i].source_key, path)
+                try:
+                    store.download_to(files[i].source_key, path)
+                except NotFound:  # a listed file gone (an explicit list names it): the job fails it FILE_MISSING, so does this
+                    return Counted(files[i].size_bytes, 0, error_id="FILE_MISSING")
                 size = max(files[i].size_bytes, path.stat().st_size)
                 if images:  # a picture is counted as the split will send it: a PDF of a page per frame
                     try:
