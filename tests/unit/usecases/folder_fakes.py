@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from batchlane.domain.errors import NotFound
 from batchlane.ports import ListedPage, ObjectHead
@@ -49,3 +50,24 @@ class MemoryBuckets:
 
     def list_keys(self, bucket: str, prefix: str) -> list[str]:
         return sorted(k for b, k in self.objects if b == bucket and k.startswith(prefix))
+
+
+@dataclass
+class BucketStore:
+    """One of the buckets as the ObjectStore a folder's files are read through (Services.folder_source): what a
+    conversion sizes and the dry run downloads. A missing object is NotFound, as aws/s3.py answers S3's 404."""
+
+    buckets: MemoryBuckets
+    bucket: str
+
+    def _body(self, key: str) -> bytes:
+        if (self.bucket, key) not in self.buckets.objects:
+            raise NotFound(f"no object s3://{self.bucket}/{key}")
+        return self.buckets.objects[(self.bucket, key)][0]
+
+    def size(self, key: str) -> int:
+        return len(self._body(key))
+
+    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int:
+        path.write_bytes(self._body(key))
+        return path.stat().st_size

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from folder_fakes import MemoryBuckets
+from folder_fakes import BucketStore, MemoryBuckets
 from PIL import Image
 
 from batchlane.domain import describe
-from batchlane.domain.errors import InputError, NotFound
+from batchlane.domain.errors import InputError
 from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
 from batchlane.filejob import page_forms
 from batchlane.filejob.estimate import PageCounts, expected_usage
@@ -28,23 +28,10 @@ from batchlane_dev.local.pdfgen import make_pdf
 OWNER = "alice"
 
 
-class BucketSource:
-    """The folder_source port over the in-memory buckets: what the dry run downloads to count."""
-
-    def __init__(self, buckets: MemoryBuckets, bucket: str) -> None:
-        self.buckets, self.bucket = buckets, bucket
-
-    def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int:
-        if (self.bucket, key) not in self.buckets.objects:
-            raise NotFound(f"no object s3://{self.bucket}/{key}")  # as aws/s3.py answers S3's 404
-        path.write_bytes(self.buckets.objects[(self.bucket, key)][0])
-        return path.stat().st_size
-
-
 def _on(svc: Services, buckets: MemoryBuckets, **settings: Any) -> Services:
     svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batchlane_folder_sources": "folders", **settings}))  # type: ignore[type-var]
     svc.folder_buckets = lambda owner_id=None: buckets  # type: ignore[method-assign, assignment]
-    svc.folder_source = lambda bucket, owner_id: BucketSource(buckets, bucket)  # type: ignore[method-assign, assignment, return-value]
+    svc.folder_source = lambda bucket, owner_id: BucketStore(buckets, bucket)  # type: ignore[method-assign, assignment, return-value]
     return svc
 
 
