@@ -152,7 +152,7 @@ def test_a_file_refused_for_the_owners_live_pages_waits_for_them_without_spendin
     _end(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="LIVE_PAGES_LIMIT", error_message="cap", total_pages=10)
     advance.advance(svc, job_id)
     waiting = _file(fake_uow, job_id, "in/a.pdf")
-    assert (waiting.status, waiting.error_id, waiting.attempts) == ("processing", None, 1), waiting
+    assert (waiting.status, waiting.error_id, waiting.waits_for_pages) == ("processing", None, 10)  # maxRetries 0: a retry would have failed it
 
 
 def test_the_markdown_missing_or_another_owners_output_fails_the_file_and_nothing_is_overwritten(
