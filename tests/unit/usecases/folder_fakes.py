@@ -3,12 +3,23 @@ listed a page at a time as ListObjectsV2 does (key order, a continuation token).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from usecase_fakes import FakeBus, store_of
+
+from batchlane.config import Settings
 from batchlane.domain.errors import NotFound
-from batchlane.ports import ListedPage, ObjectHead
+from batchlane.folders import usecases
+from batchlane.folders.enumerate import enumerate_step
+from batchlane.ports import ListedPage, ObjectHead, Services
+from fakes import FakeUnitOfWork
+
+ALICE = "alice"
+LISTING = Settings(batchlane_folder_list_page_size=100, batchlane_folder_list_pages_per_step=1)
 
 
 @dataclass
@@ -71,3 +82,46 @@ class BucketStore:
     def download_to(self, key: str, path: Path, *, max_bytes: int | None = None) -> int:
         path.write_bytes(self._body(key))
         return path.stat().st_size
+
+
+# -- a folder job driven on the fakes ------------------------------------------------------------------------------
+def on_folders(svc: Services, buckets: MemoryBuckets, **settings: Any) -> Services:
+    """``svc`` with the bucket ``folders`` granted and ``buckets`` as its folder buckets and its folders' source store."""
+    svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batchlane_folder_sources": "folders", **settings}))  # type: ignore[type-var]
+    svc.folder_buckets = lambda owner_id=None: buckets  # type: ignore[method-assign, assignment]
+    svc.folder_source = lambda bucket, owner_id: BucketStore(buckets, bucket)  # type: ignore[method-assign, assignment, return-value]
+    return svc
+
+
+def listed_job(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, names: list[str], **spec: Any) -> str:
+    for name in names:
+        buckets.put("folders", f"in/{name}", b"%PDF-1.7 " + name.encode())
+    body = {"input": {"folder": "s3://folders/in/"}, "output": {"layout": "mirror", "folder": "s3://folders/out/"}, **spec}
+    job, created = usecases.submit(svc, ALICE, body)
+    assert created
+    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
+        pass
+    return str(job["id"])
+
+
+def end_conversion(fake_uow: FakeUnitOfWork, svc: Services, job_id: str, key: str, status: str, **columns: Any) -> str:
+    """The file's conversion ends (as the conversion's own workflow would leave its row); its Markdown in our bucket."""
+    f = next(f for f in fake_uow.folder_jobs.list_files(job_id) if f.source_key == key)
+    assert f.conversion_job_id is not None
+    row = fake_uow.jobs.get_job(f.conversion_job_id)
+    assert row is not None
+    markdown_key = f"jobs/{row.id}/output.md"
+    fake_uow.jobs.put_job(dataclasses.replace(row, status=status, markdown_key=markdown_key, **columns))
+    if status == "completed":
+        ours(svc, markdown_key, f"# {key}".encode())
+    return row.id
+
+
+def ours(svc: Services, key: str, data: bytes) -> None:
+    """An object in our bucket, seen both through the store and by the folder buckets' copy (one S3 bucket)."""
+    store_of(svc).put_bytes(key, data)
+    svc.folder_buckets().put(svc.store.bucket, key, data)  # type: ignore[attr-defined]
+
+
+def file_of(fake_uow: FakeUnitOfWork, job_id: str, key: str) -> Any:
+    return next(f for f in fake_uow.folder_jobs.list_files(job_id) if f.source_key == key)

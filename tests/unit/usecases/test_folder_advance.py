@@ -6,24 +6,17 @@ test_folder_jobs.py): no fast test reached advance(), settle_ended() or the copi
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from decimal import Decimal
-from typing import Any
 
 import pytest
-from folder_fakes import BucketStore, MemoryBuckets
-from usecase_fakes import FakeBus, store_of, workflows_of
+from folder_fakes import ALICE, MemoryBuckets, end_conversion, file_of, listed_job, on_folders, ours
+from usecase_fakes import store_of, workflows_of
 
-from batchlane.config import Settings
 from batchlane.domain.errors import NotFound
 from batchlane.folders import advance, usecases
-from batchlane.folders.enumerate import enumerate_step
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork
-
-ALICE = "alice"
-LISTING = Settings(batchlane_folder_list_page_size=100, batchlane_folder_list_pages_per_step=1)
 
 
 @pytest.fixture
@@ -33,54 +26,17 @@ def buckets() -> MemoryBuckets:
 
 @pytest.fixture
 def svc(svc_on_fakes: Services, buckets: MemoryBuckets) -> Services:
-    svc = dataclasses.replace(svc_on_fakes, settings=svc_on_fakes.settings.model_copy(update={"batchlane_folder_sources": "folders"}))  # type: ignore[type-var]
-    svc.buckets = buckets  # type: ignore[attr-defined]  # FakeServices.folder_buckets answers these
-    svc.folder_source = lambda bucket, owner_id: BucketStore(buckets, bucket)  # type: ignore[method-assign, assignment, return-value]
-    return svc
-
-
-def _listed_job(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, names: list[str], **spec: Any) -> str:
-    for name in names:
-        buckets.put("folders", f"in/{name}", b"%PDF-1.7 " + name.encode())
-    body = {"input": {"folder": "s3://folders/in/"}, "output": {"layout": "mirror", "folder": "s3://folders/out/"}, **spec}
-    job, created = usecases.submit(svc, ALICE, body)
-    assert created
-    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
-        pass
-    return str(job["id"])
-
-
-def _end(fake_uow: FakeUnitOfWork, svc: Services, job_id: str, key: str, status: str, **columns: Any) -> str:
-    """The file's conversion ends (as the conversion's own workflow would leave its row); its Markdown in our bucket."""
-    f = next(f for f in fake_uow.folder_jobs.list_files(job_id) if f.source_key == key)
-    assert f.conversion_job_id is not None
-    row = fake_uow.jobs.get_job(f.conversion_job_id)
-    assert row is not None
-    markdown_key = f"jobs/{row.id}/output.md"
-    fake_uow.jobs.put_job(dataclasses.replace(row, status=status, markdown_key=markdown_key, **columns))
-    if status == "completed":
-        ours(svc, markdown_key, f"# {key}".encode())
-    return row.id
-
-
-def ours(svc: Services, key: str, data: bytes) -> None:
-    """An object in our bucket, seen both through the store and by the folder buckets' copy (one S3 bucket)."""
-    store_of(svc).put_bytes(key, data)
-    svc.folder_buckets().put(svc.store.bucket, key, data)  # type: ignore[attr-defined]
-
-
-def _file(fake_uow: FakeUnitOfWork, job_id: str, key: str) -> Any:
-    return next(f for f in fake_uow.folder_jobs.list_files(job_id) if f.source_key == key)
+    return on_folders(svc_on_fakes, buckets)
 
 
 def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_reports_it(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
-    job_id = _listed_job(svc, fake_uow, buckets, ["a.pdf", "sub/b.pdf"])
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "sub/b.pdf"])
 
     first = advance.advance(svc, job_id)
 
     assert first == {"done": False, "handover": False, "processing": 2, "queued": 0}
     assert {f.status for f in fake_uow.folder_jobs.list_files(job_id)} == {"processing"}
-    conversion = _end(fake_uow, svc, job_id, "in/a.pdf", "completed", total_pages=3, pages_batch=3, total_cost_usd=Decimal("0.25"))
+    conversion = end_conversion(fake_uow, svc, job_id, "in/a.pdf", "completed", total_pages=3, pages_batch=3, total_cost_usd=Decimal("0.25"))
     ours(svc, f"jobs/{conversion}/pages.jsonl", b'{"page": 1}\n')
     ours(svc, f"jobs/{conversion}/output.html", b"<h1>a</h1>")
     ours(svc, f"jobs/{conversion}/images/p1-1.png", b"png")
@@ -88,7 +44,7 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
     second = advance.advance(svc, job_id)
 
     assert second == {"done": False, "handover": False, "processing": 1, "queued": 0}
-    a = _file(fake_uow, job_id, "in/a.pdf")
+    a = file_of(fake_uow, job_id, "in/a.pdf")
     assert (a.status, a.pages, a.cost_usd, a.lane, a.output_key) == ("completed", 3, Decimal("0.25"), "batch", "out/a.md")
     out = {k: v for (b, k), v in buckets.objects.items() if b == "folders" and k.startswith("out/") and "_batchlane" not in k}
     assert out == {
@@ -108,10 +64,10 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
     )
     assert buckets.objects[("folders", part)][1] == ALICE
 
-    _end(fake_uow, svc, job_id, "in/sub/b.pdf", "cancelled")
+    end_conversion(fake_uow, svc, job_id, "in/sub/b.pdf", "cancelled")
     last = advance.advance(svc, job_id)
     assert last == {"done": True, "handover": False, "processing": 0, "queued": 0}
-    b = _file(fake_uow, job_id, "in/sub/b.pdf")
+    b = file_of(fake_uow, job_id, "in/sub/b.pdf")
     assert (b.status, b.error_id, b.error_message) == ("skipped", "CANCELLED", "The file's conversion was cancelled.")
     assert ("folders", "out/sub/b.md") not in buckets.objects
 
@@ -119,27 +75,27 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
 def test_a_failed_conversion_is_retried_until_its_retries_are_spent_then_fails_with_its_error(
     svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
 ) -> None:
-    job_id = _listed_job(svc, fake_uow, buckets, ["a.pdf"], policy={"maxRetries": 1})
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"], policy={"maxRetries": 1})
     advance.advance(svc, job_id)
-    _end(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="CONVERSION_FAILED", error_message="the model answered nothing")
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="CONVERSION_FAILED", error_message="the model answered nothing")
     assert advance.advance(svc, job_id)["done"] is False
-    retried = _file(fake_uow, job_id, "in/a.pdf")
+    retried = file_of(fake_uow, job_id, "in/a.pdf")
     assert (retried.status, retried.attempts) == ("processing", 2)  # queued again and started in the same turn
-    _end(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="CONVERSION_FAILED", error_message="the model answered nothing", total_pages=4)
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="CONVERSION_FAILED", error_message="the model answered nothing", total_pages=4)
     assert advance.advance(svc, job_id)["done"] is True
-    failed = _file(fake_uow, job_id, "in/a.pdf")
+    failed = file_of(fake_uow, job_id, "in/a.pdf")
     assert (failed.status, failed.error_id, failed.error_message, failed.pages) == ("failed", "CONVERSION_FAILED", "the model answered nothing", 4)
 
 
 def test_a_failure_that_no_retry_mends_fails_the_file_at_once_and_a_missing_error_is_a_conversion_failure(
     svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
 ) -> None:
-    job_id = _listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
     advance.advance(svc, job_id)
-    _end(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="PDF_ENCRYPTED", error_message="encrypted")
-    _end(fake_uow, svc, job_id, "in/b.pdf", "failed", error_id=None, error_message=None)
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="PDF_ENCRYPTED", error_message="encrypted")
+    end_conversion(fake_uow, svc, job_id, "in/b.pdf", "failed", error_id=None, error_message=None)
     advance.advance(svc, job_id)
-    a, b = _file(fake_uow, job_id, "in/a.pdf"), _file(fake_uow, job_id, "in/b.pdf")
+    a, b = file_of(fake_uow, job_id, "in/a.pdf"), file_of(fake_uow, job_id, "in/b.pdf")
     assert (a.status, a.error_id, a.attempts) == ("failed", "PDF_ENCRYPTED", 1)
     assert b.status == "processing" and b.attempts == 2  # no error id: retried as a conversion failure
 
@@ -147,34 +103,36 @@ def test_a_failure_that_no_retry_mends_fails_the_file_at_once_and_a_missing_erro
 def test_a_file_refused_for_the_owners_live_pages_waits_for_them_without_spending_a_retry(
     svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
 ) -> None:
-    job_id = _listed_job(svc, fake_uow, buckets, ["a.pdf"], policy={"maxRetries": 0})
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"], policy={"maxRetries": 0})
     advance.advance(svc, job_id)
-    _end(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="LIVE_PAGES_LIMIT", error_message="cap", total_pages=10)
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="LIVE_PAGES_LIMIT", error_message="cap", total_pages=10)
     advance.advance(svc, job_id)
-    waiting = _file(fake_uow, job_id, "in/a.pdf")
+    waiting = file_of(fake_uow, job_id, "in/a.pdf")
     assert (waiting.status, waiting.error_id, waiting.waits_for_pages) == ("processing", None, 10)  # maxRetries 0: a retry would have failed it
 
 
 def test_the_markdown_missing_or_another_owners_output_fails_the_file_and_nothing_is_overwritten(
     svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
 ) -> None:
-    job_id = _listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"], output={"layout": "mirror", "folder": "s3://folders/out/", "onExisting": "replace"})
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"], output={"layout": "mirror", "folder": "s3://folders/out/", "onExisting": "replace"})
     advance.advance(svc, job_id)
-    conversion = _end(fake_uow, svc, job_id, "in/a.pdf", "completed", total_pages=1)
+    conversion = end_conversion(fake_uow, svc, job_id, "in/a.pdf", "completed", total_pages=1)
     store_of(svc).delete_keys([f"jobs/{conversion}/output.md"])
     del buckets.objects[(svc.store.bucket, f"jobs/{conversion}/output.md")]
-    _end(fake_uow, svc, job_id, "in/b.pdf", "completed", total_pages=1)
+    end_conversion(fake_uow, svc, job_id, "in/b.pdf", "completed", total_pages=1)
     buckets.put("folders", "out/b.md", b"# bob's", owner="bob")  # written by bob's job after b.pdf started
     advance.advance(svc, job_id)
-    a, b = _file(fake_uow, job_id, "in/a.pdf"), _file(fake_uow, job_id, "in/b.pdf")
+    a, b = file_of(fake_uow, job_id, "in/a.pdf"), file_of(fake_uow, job_id, "in/b.pdf")
     assert (a.status, a.error_id, a.error_message) == ("failed", "OUTPUT_MISSING", "The Markdown was not found.")
     assert (b.status, b.error_id) == ("failed", "OUTPUT_NOT_YOURS")
     assert b.error_message == "out/b.md was written by another owner's folder job: it is never overwritten."
     assert buckets.objects[("folders", "out/b.md")] == (b"# bob's", "bob")
 
 
-def test_a_cancelled_job_starts_nothing_new_and_is_done_once_its_files_in_flight_end(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
-    job_id = _listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf", "c.pdf"])
+def test_a_cancelled_job_starts_nothing_new_and_is_done_once_its_files_in_flightend_conversion(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf", "c.pdf"])
     svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 1})  # type: ignore[misc]
     assert advance.advance(svc, job_id) == {"done": False, "handover": False, "processing": 1, "queued": 2}
     usecases.cancel(svc, ALICE, job_id)
@@ -182,12 +140,12 @@ def test_a_cancelled_job_starts_nothing_new_and_is_done_once_its_files_in_flight
     skipped = [f for f in fake_uow.folder_jobs.list_files(job_id) if f.status == "skipped"]
     assert [(f.error_id, f.error_message) for f in skipped] == [("CANCELLED", "The folder job was cancelled before this file started.")] * 2
     (running,) = [f for f in fake_uow.folder_jobs.list_files(job_id) if f.status == "processing"]
-    _end(fake_uow, svc, job_id, running.source_key, "completed", total_pages=1)
+    end_conversion(fake_uow, svc, job_id, running.source_key, "completed", total_pages=1)
     assert advance.advance(svc, job_id)["done"] is True
 
 
 def test_after_its_turns_a_run_hands_over_to_the_next_execution_once(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
-    job_id = _listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
     svc.settings = svc.settings.model_copy(update={"batchlane_folder_turns_per_execution": 2})  # type: ignore[misc]
     before = len(workflows_of(svc).started)
     assert advance.advance(svc, job_id)["handover"] is False  # turn 1

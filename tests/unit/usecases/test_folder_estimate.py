@@ -5,14 +5,13 @@ ran only on the offline stack (tests/e2e/test_folder_dry_run.py): no fast test r
 
 from __future__ import annotations
 
-import dataclasses
 import io
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from folder_fakes import BucketStore, MemoryBuckets
+from folder_fakes import MemoryBuckets, on_folders
 from PIL import Image
 
 from batchlane.domain import describe
@@ -26,13 +25,6 @@ from batchlane.ports import Services
 from batchlane_dev.local.pdfgen import make_pdf
 
 OWNER = "alice"
-
-
-def _on(svc: Services, buckets: MemoryBuckets, **settings: Any) -> Services:
-    svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batchlane_folder_sources": "folders", **settings}))  # type: ignore[type-var]
-    svc.folder_buckets = lambda owner_id=None: buckets  # type: ignore[method-assign, assignment]
-    svc.folder_source = lambda bucket, owner_id: BucketStore(buckets, bucket)  # type: ignore[method-assign, assignment, return-value]
-    return svc
 
 
 def _png(width: int = 40, height: int = 30) -> bytes:
@@ -73,7 +65,7 @@ def test_a_small_folder_is_counted_page_by_page_and_priced_as_one_file_of_its_pa
     buckets.put("folders", "in/sub/", b"")  # a folder marker: neither counted nor excluded
     buckets.put("folders", "in/broken.pdf", b"%PDF-1.7 no page tree")
     buckets.put("folders", "out/b.md", b"# B", owner=OWNER)  # b.pdf's output, already there (onExisting: skip)
-    svc = _on(svc, buckets)
+    svc = on_folders(svc, buckets)
     heard: list[dict[str, Any]] = []
 
     answer = dryrun.estimate(
@@ -116,7 +108,7 @@ def test_past_the_exact_limit_a_sample_spread_over_the_sizes_is_counted_and_the_
         data = make_pdf(pages, lines_per_page=2)
         buckets.put("folders", f"in/{i}.pdf", data)
         sizes[i] = len(data)
-    svc = _on(svc, buckets)
+    svc = on_folders(svc, buckets)
     heard: list[dict[str, Any]] = []
 
     answer = dryrun.estimate(
@@ -138,7 +130,7 @@ def test_an_explicit_file_list_is_headed_and_a_missing_file_is_said_to_fail_not_
     buckets.put("folders", "in/a.pdf", make_pdf(2, lines_per_page=2))
     buckets.put("folders", "in/b.pdf", make_pdf(1, lines_per_page=2))
     buckets.put("folders", "in/c.pdf", make_pdf(1, lines_per_page=2))
-    svc = _on(svc, buckets)
+    svc = on_folders(svc, buckets)
     body = {"input": {"files": ["s3://folders/in/a.pdf", "s3://folders/in/gone.pdf"]}, "output": {"folder": "s3://folders/out/", "layout": "mirror"}}
 
     answer = dryrun.estimate(svc, body, owner_id=OWNER)
@@ -156,7 +148,7 @@ def test_a_listing_stops_after_its_pages_and_says_so(svc: Services, monkeypatch:
     buckets = MemoryBuckets()
     for i in range(2001):
         buckets.put("folders", f"in/{i:05d}.docx", b"PK")
-    answer = dryrun.estimate(_on(svc, buckets), {"input": {"folder": "s3://folders/in/"}}, owner_id=OWNER)
+    answer = dryrun.estimate(on_folders(svc, buckets), {"input": {"folder": "s3://folders/in/"}}, owner_id=OWNER)
     assert answer["listing"] == {"objects": 2000, "complete": False, "note": "looked at the first 2000 objects only"}
     assert answer["files"]["estimateByType"] == {"docx": {"files": 2000, "pages": None, "method": "converter", "onDemandUsd": "0", "batchUsd": "0"}}
     assert answer["pages"] == {"total": 0, "low": 0, "high": 0, "method": "exact", "files_inspected": 0, "filesSurveyedForText": 0}
@@ -169,7 +161,7 @@ def test_an_output_outside_the_folder_is_asked_for_only_while_few_files_convert(
     buckets.put("folders", "in/a.pdf", make_pdf(1, lines_per_page=2))
     buckets.put("folders", "in/b.pdf", make_pdf(1, lines_per_page=2))
     buckets.put("outs", "md/b.md", b"# B", owner=OWNER)
-    svc = _on(svc, buckets, batchlane_folder_sources="folders,outs")
+    svc = on_folders(svc, buckets, batchlane_folder_sources="folders,outs")
     body = {"input": {"folder": "s3://folders/in/"}, "output": {"folder": "s3://outs/md/", "layout": "mirror"}}
     assert dryrun.estimate(svc, body, owner_id=OWNER)["files"]["already_processed"] == 1
     replace = {**body, "output": {**body["output"], "onExisting": "replace"}}
@@ -183,7 +175,7 @@ def test_an_output_beside_its_source_is_seen_in_the_listing_itself(svc: Services
     buckets.put("folders", "in/a.pdf", make_pdf(1, lines_per_page=2))
     buckets.put("folders", "in/b.pdf", make_pdf(1, lines_per_page=2))
     buckets.put("folders", "in/b.md", b"# B", owner=OWNER)
-    answer = dryrun.estimate(_on(svc, buckets), {"input": {"folder": "s3://folders/in/"}}, owner_id=OWNER)  # alongside
+    answer = dryrun.estimate(on_folders(svc, buckets), {"input": {"folder": "s3://folders/in/"}}, owner_id=OWNER)  # alongside
     assert (answer["files"]["to_convert"], answer["files"]["already_processed"]) == (1, 1)
     assert answer["files"]["by_type"] == {".pdf": 2}  # our own .md output is not a type to convert
 
@@ -194,7 +186,7 @@ def test_pictures_are_counted_as_the_split_sends_them_each_type_on_its_own(svc: 
     buckets.put("folders", "in/p.png", _png())
     buckets.put("folders", "in/q.png", _png(20, 20))
     buckets.put("folders", "in/bad.png", b"\x89PNG not a picture")
-    answer = dryrun.estimate(_on(svc, buckets), {"input": {"folder": "s3://folders/in/", "include": ["*.pdf", "*.png"]}}, owner_id=OWNER)
+    answer = dryrun.estimate(on_folders(svc, buckets), {"input": {"folder": "s3://folders/in/", "include": ["*.pdf", "*.png"]}}, owner_id=OWNER)
     by_type = answer["files"]["estimateByType"]
     assert (by_type["pdf"]["files"], by_type["pdf"]["pages"]) == (1, 2)
     assert (by_type["png"]["files"], by_type["png"]["pages"], by_type["png"]["method"]) == (3, 2, "exact")  # a page a picture; the bad one none
@@ -206,15 +198,15 @@ def test_priority_high_and_a_lane_turned_off_go_on_demand_and_say_why(svc: Servi
     buckets = MemoryBuckets()
     buckets.put("folders", "in/a.pdf", make_pdf(1, lines_per_page=2))
     body = {"input": {"folder": "s3://folders/in/"}, "policy": {"priority": "high"}}
-    high = dryrun.estimate(_on(svc, buckets), body, owner_id=OWNER)
+    high = dryrun.estimate(on_folders(svc, buckets), body, owner_id=OWNER)
     assert high["lane"] == {"name": "on_demand", "reason": "priority high: the files skip the batch lane"}
     assert high["turnaround"] == {"onDemandSeconds": high["turnaround"]["onDemandSeconds"], "batchUpToHours": None}
     assert high["turnaround"]["onDemandSeconds"] > 0
     off = dryrun.estimate(
-        _on(svc, buckets, batch_conversion_enabled=False), {"input": {"folder": "s3://folders/in/"}, "policy": {"priority": "low"}}, owner_id=OWNER
+        on_folders(svc, buckets, batch_conversion_enabled=False), {"input": {"folder": "s3://folders/in/"}, "policy": {"priority": "low"}}, owner_id=OWNER
     )
     assert off["lane"] == {"name": "on_demand", "reason": "the batch lane is off in this deployment"}
-    low = dryrun.estimate(_on(svc, buckets), {"input": {"folder": "s3://folders/in/"}, "policy": {"priority": "low"}}, owner_id=OWNER)
+    low = dryrun.estimate(on_folders(svc, buckets), {"input": {"folder": "s3://folders/in/"}, "policy": {"priority": "low"}}, owner_id=OWNER)
     assert low["lane"]["reason"] == (
         f"priority low: folder files wait in the half-price batch pool whatever their size; a pool short of "
         f"{svc.settings.batch_conversion_min_records} records goes on-demand after 15 minutes"
@@ -226,15 +218,21 @@ def test_one_request_takes_as_many_pages_as_the_smaller_of_its_two_limits(svc: S
     buckets.put("folders", "in/a.pdf", make_pdf(6, lines_per_page=2))
     body = {"input": {"folder": "s3://folders/in/"}}
     one_rpm = {"batchlane_ondemand_rpm": 1, "batchlane_pages_per_request": 4}
-    assert dryrun.estimate(_on(svc, buckets, **one_rpm, batchlane_max_documents_per_request=2), body, owner_id=OWNER)["turnaround"]["onDemandSeconds"] == 180
-    assert dryrun.estimate(_on(svc, buckets, **one_rpm, batchlane_max_documents_per_request=10), body, owner_id=OWNER)["turnaround"]["onDemandSeconds"] == 120
+    assert (
+        dryrun.estimate(on_folders(svc, buckets, **one_rpm, batchlane_max_documents_per_request=2), body, owner_id=OWNER)["turnaround"]["onDemandSeconds"]
+        == 180
+    )
+    assert (
+        dryrun.estimate(on_folders(svc, buckets, **one_rpm, batchlane_max_documents_per_request=10), body, owner_id=OWNER)["turnaround"]["onDemandSeconds"]
+        == 120
+    )
 
 
 def test_describe_figures_prices_the_largest_picture_at_the_files_lane(svc: Services) -> None:
     buckets = MemoryBuckets()
     buckets.put("folders", "in/a.docx", b"PK")
     buckets.put("folders", "in/b.docx", b"PK")
-    svc = _on(svc, buckets)
+    svc = on_folders(svc, buckets)
     body = {"input": {"folder": "s3://folders/in/"}, "options": {"describeFigures": True}}
     model = svc.settings.batchlane_model_id
     largest = describe.expected_usage(CLAUDE_MAX_LONG_EDGE_PX, CLAUDE_MAX_LONG_EDGE_PX)
@@ -249,7 +247,7 @@ def test_describe_figures_prices_the_largest_picture_at_the_files_lane(svc: Serv
 def test_a_model_without_a_price_is_refused_before_anything_is_counted(svc: Services) -> None:
     buckets = MemoryBuckets()
     buckets.put("folders", "in/a.pdf", make_pdf(1, lines_per_page=2))
-    svc = _on(svc, buckets, batchlane_model_ids=f"{svc.settings.batchlane_model_id},unpriced.model-v1")
+    svc = on_folders(svc, buckets, batchlane_model_ids=f"{svc.settings.batchlane_model_id},unpriced.model-v1")
     with pytest.raises(InputError) as refused:
         dryrun.estimate(svc, {"input": {"folder": "s3://folders/in/"}, "options": {"modelId": "unpriced.model-v1"}}, owner_id=OWNER)
     assert refused.value.error_id == "MODEL_UNKNOWN" and str(refused.value) == "Model unpriced.model-v1 has no price configured."
