@@ -93,10 +93,12 @@ def on_folders(svc: Services, buckets: MemoryBuckets, **settings: Any) -> Servic
     return svc
 
 
-def listed_job(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, names: list[str], **spec: Any) -> str:
+def listed_job(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, names: list[str], *, folder: str = "in", **spec: Any) -> str:
+    """A job over ``s3://folders/<folder>/`` holding ``names`` (mirrored to ``out/``, or ``<folder>-out/``), listed."""
     for name in names:
-        buckets.put("folders", f"in/{name}", b"%PDF-1.7 " + name.encode())
-    body = {"input": {"folder": "s3://folders/in/"}, "output": {"layout": "mirror", "folder": "s3://folders/out/"}, **spec}
+        buckets.put("folders", f"{folder}/{name}", b"%PDF-1.7 " + name.encode())
+    out = "out" if folder == "in" else f"{folder}-out"
+    body = {"input": {"folder": f"s3://folders/{folder}/"}, "output": {"layout": "mirror", "folder": f"s3://folders/{out}/"}, **spec}
     job, created = usecases.submit(svc, ALICE, body)
     assert created
     while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:

@@ -1,0 +1,240 @@
+"""What a folder job's owner reads and asks of it, on the fakes: its status field by field (pace and ETA), its files a
+page at a time with their refusals, its report a page at a time, retry and cancel with their refusals, and the sweep
+that ends a job whose run ended without recording it (folders/recovery.py). Issue 44.6: the mutants of these were
+reached by no fast test, or by owner-isolation tests that stop at the 404."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from folder_fakes import ALICE, MemoryBuckets, end_conversion, listed_job, on_folders
+from usecase_fakes import workflows_of
+
+from batchlane.domain.errors import Conflict, InputError, NotFound
+from batchlane.domain.workflow_end import Execution
+from batchlane.folders import advance, finish, recovery, usecases
+from batchlane.folders.spec import NotificationsSpec
+from batchlane.ports import FolderCounts, FolderJob, Services
+from batchlane.webhooks.subscription import CallbackInvalid
+from fakes import FakeUnitOfWork
+
+
+@pytest.fixture
+def buckets() -> MemoryBuckets:
+    return MemoryBuckets()
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services, buckets: MemoryBuckets) -> Services:
+    return on_folders(svc_on_fakes, buckets)
+
+
+def _finished(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, outcomes: dict[str, tuple[str, int]], folder: str = "in") -> str:
+    """A job whose files ended as ``outcomes`` (name -> (conversion status, pages)), its loop run to the end."""
+    job_id = listed_job(svc, fake_uow, buckets, sorted(outcomes), folder=folder, policy={"maxRetries": 0})
+    advance.advance(svc, job_id)
+    for name, (status, pages) in outcomes.items():
+        extra: dict[str, Any] = {"error_id": "PDF_ENCRYPTED", "error_message": "encrypted"} if status == "failed" else {}
+        end_conversion(fake_uow, svc, job_id, f"{folder}/{name}", status, total_pages=pages, total_cost_usd=Decimal("0.1"), **extra)
+    assert advance.advance(svc, job_id)["done"] is True
+    finish.finish(fake_uow, svc.folder_buckets, svc.bus, job_id)
+    return job_id
+
+
+def test_a_finished_jobs_status_field_by_field(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("completed", 6), "b.pdf": ("completed", 6), "c.pdf": ("failed", 0)})
+    job = fake_uow.folder_jobs.get(job_id)
+    assert job is not None
+    seen = usecases.status(svc, ALICE, job_id)
+    assert seen["id"] == job_id and seen["status"] == "completed_with_failures" and seen["error"] is None
+    assert seen["files"] == {"discovered": 3, "excluded": 0, "queued": 0, "processing": 0, "completed": 2, "failed": 1, "skipped": 0}
+    assert seen["pages"] == {"completed": 12, "failed": 0} and seen["costUsd"] == "0.3"  # the failed file's spend too
+    assert seen["enumerationComplete"] is True and seen["etaSeconds"] == 0  # finished: nothing left
+    assert (seen["outputUri"], seen["manifestUri"]) == ("s3://folders/out/", f"s3://folders/out/_batchlane/{job_id}/manifest.json")
+    assert seen["reportUri"] == f"s3://folders/out/_batchlane/{job_id}/report.jsonl"
+    assert seen["createdAt"] == job.created_at.isoformat() and seen["finishedAt"] == job.finished_at.isoformat()  # type: ignore[union-attr]
+    assert seen["spec"]["output"] == {"folder": "s3://folders/out/", "layout": "mirror", "onExisting": "skip"}
+    assert usecases.list_jobs(svc, ALICE) == {"folderJobs": [seen]}
+    assert usecases.list_jobs(svc, "bob") == {"folderJobs": []}
+
+
+def test_pace_is_pages_a_minute_and_the_eta_scales_the_pages_per_finished_file_to_the_files_left(
+    fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    now = fake_uow.state.clock.now()
+
+    class Held(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
+            return now
+
+    monkeypatch.setattr(usecases, "datetime", Held)  # pace reads the wall clock: held at the fakes' now
+
+    def counts(**kw: Any) -> FolderCounts:
+        base = {"discovered": 0, "queued": 0, "processing": 0, "completed": 0, "failed": 0, "skipped": 0, "pages_completed": 0, "pages_failed": 0}
+        return FolderCounts(**{**base, "cost_usd": Decimal(0), **kw})  # type: ignore[arg-type]
+
+    job = _job_row(fake_uow, minutes_ago=10)
+    # 20 pages in 10 minutes: 2 a minute; 4 files finished (5 pages each), 6 left: 30 pages, 15 minutes
+    assert usecases.pace(job, counts(completed=3, failed=1, pages_completed=18, pages_failed=2, queued=4, processing=2)) == (2.0, 900)
+    assert usecases.pace(job, counts(completed=1, pages_completed=9, queued=4)) == (0.9, None)  # under ETA_MIN_PAGES: no ETA yet
+    assert usecases.pace(job, counts(completed=1, pages_completed=10, queued=1)) == (1.0, 600)  # exactly ETA_MIN_PAGES
+    assert usecases.pace(job, counts(queued=4)) == (None, None)  # nothing done: no figure at all
+    listing = _job_row(fake_uow, minutes_ago=10, enumeration_done=False)
+    assert usecases.pace(listing, counts(completed=3, pages_completed=30, queued=4)) == (3.0, None)  # the folder's size is not known yet
+
+
+def _job_row(fake_uow: FakeUnitOfWork, *, minutes_ago: float, enumeration_done: bool = True) -> Any:
+    now = fake_uow.state.clock.now()
+    fields = {f.name: None for f in dataclasses.fields(FolderJob)}
+    return dataclasses.replace(
+        FolderJob(**fields),  # type: ignore[arg-type]
+        created_at=now - timedelta(minutes=minutes_ago),
+        finished_at=None,
+        enumeration_done=enumeration_done,
+    )
+
+
+def test_files_are_answered_a_page_at_a_time_with_what_became_of_each(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("completed", 2), "b.pdf": ("failed", 0), "c.pdf": ("completed", 1)})
+    first = usecases.files(svc, ALICE, job_id, limit=2)
+    assert [f["key"] for f in first["files"]] == ["in/a.pdf", "in/b.pdf"] and first["next"] == "in/b.pdf"
+    a, b = first["files"]
+    assert (a["status"], a["pages"], a["pagesFailed"], a["attempts"], a["outputUris"], a["failedPages"]) == (
+        "completed",
+        2,
+        0,
+        1,
+        ["s3://folders/out/a.md"],
+        [],
+    )
+    assert a["conversionJobId"] is not None and a["error"] is None
+    assert (b["status"], b["outputUris"], b["error"]["code"]) == ("failed", [], "PDF_ENCRYPTED")
+    rest = usecases.files(svc, ALICE, job_id, after="in/b.pdf", limit=2)
+    assert [f["key"] for f in rest["files"]] == ["in/c.pdf"] and rest["next"] is None
+    assert [f["key"] for f in usecases.files(svc, ALICE, job_id, status_filter="failed")["files"]] == ["in/b.pdf"]
+    with pytest.raises(InputError) as bad_status:
+        usecases.files(svc, ALICE, job_id, status_filter="done")
+    assert bad_status.value.error_id == "STATUS_INVALID"
+    for after in ("in/\x1fa", "in/\x7f", "k" * 1025):
+        with pytest.raises(InputError) as bad_after:
+            usecases.files(svc, ALICE, job_id, after=after)
+        assert bad_after.value.error_id == "BAD_REQUEST"
+    assert usecases.files(svc, ALICE, job_id, after="k" * 1024)["files"] == []  # an S3 key's full length is a key
+
+
+def test_the_report_is_answered_a_page_at_a_time(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("completed", 1), "b.pdf": ("completed", 1), "c.pdf": ("completed", 1)})
+    whole = list(usecases.report(svc, ALICE, job_id))
+    assert [json.loads(line)["key"] for line in whole] == ["in/a.pdf", "in/b.pdf", "in/c.pdf"]
+    page, after = usecases.report_page(svc, ALICE, job_id, after=None, limit=2)
+    assert (page, after) == (whole[:2], "in/b.pdf")
+    assert usecases.report_page(svc, ALICE, job_id, after=after, limit=2) == (whole[2:], None)
+    assert usecases.report_page(svc, ALICE, job_id, after=None, limit=3) == (whole, None)  # exactly a page: no next
+    with pytest.raises(NotFound):
+        usecases.report_page(svc, "bob", job_id, after=None, limit=2)
+
+
+def test_retry_requeues_the_failed_files_in_a_new_run_and_refuses_what_it_cannot_do(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("completed", 1), "b.pdf": ("failed", 0)})
+    before = fake_uow.folder_jobs.get(job_id)
+    assert before is not None
+    retried = usecases.retry(svc, ALICE, job_id)
+    assert (retried["requeued"], retried["status"], retried["files"]["queued"], retried["files"]["completed"]) == (1, "processing", 1, 1)
+    again = fake_uow.folder_jobs.get(job_id)
+    assert again is not None and again.run == before.run + 1
+    assert ("folder", f"{job_id}-{again.run}-{int(again.created_at.timestamp())}") in workflows_of(svc).started
+    with pytest.raises(Conflict) as running:
+        usecases.retry(svc, ALICE, job_id)
+    assert running.value.error_id == "FOLDER_JOB_RUNNING" and str(running.value) == "The folder job is still processing; retry it once it has finished."
+    done = _finished(svc, fake_uow, buckets, {"x.pdf": ("completed", 1)}, folder="other")
+    with pytest.raises(Conflict) as nothing:
+        usecases.retry(svc, ALICE, done)
+    assert (nothing.value.error_id, str(nothing.value)) == ("NOTHING_TO_RETRY", "No file failed: there is nothing to retry.")
+
+
+def test_retry_of_only_some_error_ids_requeues_only_those(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("failed", 0), "b.pdf": ("failed", 0)})
+    assert usecases.retry(svc, ALICE, job_id, error_ids=["PDF_ENCRYPTED"])["requeued"] == 2
+    other = _finished(svc, fake_uow, buckets, {"c.pdf": ("failed", 0)}, folder="other")
+    assert usecases.retry(svc, ALICE, other, error_ids=["SOMETHING_ELSE"])["requeued"] == 0
+
+
+def test_cancel_of_an_ended_job_is_refused_and_of_a_live_one_skips_its_queue(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("completed", 1)})
+    with pytest.raises(Conflict) as ended:
+        usecases.cancel(svc, ALICE, job_id)
+    assert (ended.value.error_id, str(ended.value)) == ("NOT_CANCELLABLE", "The folder job is completed; there is nothing to cancel.")
+    live = listed_job(svc, fake_uow, buckets, ["z.pdf"], folder="live")
+    cancelled = usecases.cancel(svc, ALICE, live)
+    assert (cancelled["status"], cancelled["files"]["queued"], cancelled["files"]["skipped"]) == ("cancelled", 0, 1)
+
+
+def test_a_job_is_its_owners_only_and_an_id_that_cannot_be_one_is_refused(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    with pytest.raises(NotFound) as other:
+        usecases.status(svc, "bob", job_id)
+    assert str(other.value) == f"no folder job {job_id}"
+    with pytest.raises(InputError):
+        usecases.status(svc, ALICE, "../etc")
+
+
+def test_the_grants_are_answered_as_folder_uris(svc: Services) -> None:
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_sources": "folders,shared/team/"})  # type: ignore[misc]
+    assert usecases.grants(svc, ALICE) == {"folders": ["s3://folders/", "s3://shared/team/"]}
+
+
+def test_a_folder_jobs_notifications_name_only_the_event_a_folder_sends() -> None:
+    ok = usecases.check_notifications(NotificationsSpec(callback_url="https://hooks.example.com/x", callback_events=["job.completed"]), allow_private=False)
+    assert (ok.callback_url, ok.callback_events) == ("https://hooks.example.com/x", ["job.completed"])
+    with pytest.raises(CallbackInvalid) as wrong:
+        usecases.check_notifications(
+            NotificationsSpec(callback_url="https://hooks.example.com/x", callback_events=["job.completed", "file.error", "job.paused"]), allow_private=False
+        )
+    assert str(wrong.value) == "notifications.callback_events: a folder job sends job.completed, not file.error, job.paused."
+
+
+def test_the_sweep_ends_a_job_whose_run_ended_without_recording_it(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    """Every file ended and the run was ABORTED before its Finish: finished as Finish would; a run that TIMED_OUT with a
+    file in flight: the job's error; a RUNNING one is left alone."""
+    done = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    advance.advance(svc, done)
+    end_conversion(fake_uow, svc, done, "in/a.pdf", "completed", total_pages=1)
+    advance.advance(svc, done)
+    stuck = listed_job(svc, fake_uow, buckets, ["b.pdf"], folder="stuck")
+    fresh = listed_job(svc, fake_uow, buckets, ["c.pdf"], folder="fresh")
+    clock = fake_uow.state.clock
+    for job_id, status in ((done, "ABORTED"), (stuck, "TIMED_OUT"), (fresh, "RUNNING")):
+        job = fake_uow.folder_jobs.get(job_id)
+        assert job is not None
+        machine, name = recovery.we.folder_execution(job.id, job.run, job.created_at)
+        workflows_of(svc).executions[(machine, name)] = Execution(machine, name, status, clock.now(), clock.now() + timedelta(seconds=1))
+    clock.at += timedelta(seconds=recovery.SWEEP_UNCHANGED_S + 2)
+
+    ended = recovery.settle_ended_folder_jobs(svc)
+
+    assert ended == {done: "completed", stuck: "error"}  # the running one is left alone
+    stuck_row = fake_uow.folder_jobs.get(stuck)
+    assert stuck_row is not None and stuck_row.error_id == "FOLDER_JOB_TIMED_OUT"
+    assert recovery.settle_ended_folder_jobs(svc) == {}  # ended once
+
+
+def test_the_sweep_waits_until_a_job_is_unchanged_for_its_time_scaled(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    job = fake_uow.folder_jobs.get(job_id)
+    assert job is not None
+    machine, name = recovery.we.folder_execution(job.id, job.run, job.created_at)
+    clock = fake_uow.state.clock
+    workflows_of(svc).executions[(machine, name)] = Execution(machine, name, "FAILED", clock.now(), clock.now())
+    svc.settings = svc.settings.model_copy(update={"batchlane_time_scale": 10.0})  # type: ignore[misc]
+    clock.at += timedelta(seconds=recovery.SWEEP_UNCHANGED_S / 10 - 1)
+    assert recovery.settle_ended_folder_jobs(svc) == {}
+    clock.at += timedelta(seconds=2)
+    assert recovery.settle_ended_folder_jobs(svc) == {job_id: "error"}
+    row = fake_uow.folder_jobs.get(job_id)
+    assert row is not None and row.error_id == "FOLDER_JOB_FAILED"
