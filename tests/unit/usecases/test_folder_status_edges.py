@@ -9,15 +9,17 @@ import dataclasses
 import json
 from datetime import datetime, timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from folder_fakes import ALICE, MemoryBuckets, end_conversion, listed_job, on_folders
-from usecase_fakes import workflows_of
+from folder_fakes import ALICE, LISTING, MemoryBuckets, end_conversion, file_of, listed_job, on_folders
+from usecase_fakes import FakeBus, workflows_of
 
 from batchlane.domain.errors import Conflict, InputError, NotFound
 from batchlane.domain.workflow_end import Execution
 from batchlane.folders import advance, finish, recovery, usecases
+from batchlane.folders.enumerate import enumerate_step
 from batchlane.folders.spec import NotificationsSpec
 from batchlane.ports import FolderCounts, FolderJob, Services
 from batchlane.webhooks.subscription import CallbackInvalid
@@ -238,3 +240,53 @@ def test_the_sweep_waits_until_a_job_is_unchanged_for_its_time_scaled(svc: Servi
     assert recovery.settle_ended_folder_jobs(svc) == {job_id: "error"}
     row = fake_uow.folder_jobs.get(job_id)
     assert row is not None and row.error_id == "FOLDER_JOB_FAILED"
+
+
+def test_an_explicit_file_list_is_listed_in_pages_of_its_own_and_a_missing_file_fails_when_it_starts(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
+) -> None:
+    buckets.put("folders", "in/a.pdf")
+    buckets.put("folders", "in/c.pdf")
+    body = {
+        "input": {"files": ["s3://folders/in/a.pdf", "s3://folders/in/b.pdf", "s3://folders/in/c.pdf"]},
+        "output": {"folder": "s3://folders/out/", "layout": "mirror"},
+    }
+    job, _ = usecases.submit(svc, ALICE, body)
+    two_a_page = LISTING.model_copy(update={"batchlane_folder_list_page_size": 2})
+    assert enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), two_a_page, job["id"]) == {"enumerationDone": False}
+    assert [f.source_key for f in fake_uow.folder_jobs.list_files(job["id"])] == ["in/a.pdf", "in/b.pdf"]
+    assert enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), two_a_page, job["id"]) == {"enumerationDone": True}
+    assert [f.source_key for f in fake_uow.folder_jobs.list_files(job["id"])] == ["in/a.pdf", "in/b.pdf", "in/c.pdf"]
+    advance.advance(svc, job["id"])
+    missing = file_of(fake_uow, job["id"], "in/b.pdf")
+    assert (missing.status, missing.error_id, missing.error_message) == ("failed", "FILE_MISSING", "s3://folders/in/b.pdf does not exist.")
+
+
+def test_a_completed_files_failed_pages_are_listed_and_no_other_file_asks_for_them(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf", "c.pdf"], policy={"maxRetries": 0})
+    advance.advance(svc, job_id)
+    with_gaps = end_conversion(fake_uow, svc, job_id, "in/a.pdf", "completed", total_pages=9, pages_failed=2)
+    end_conversion(fake_uow, svc, job_id, "in/b.pdf", "completed", total_pages=9)
+    end_conversion(fake_uow, svc, job_id, "in/c.pdf", "failed", total_pages=9, pages_failed=9, error_id="PDF_ENCRYPTED")
+    advance.advance(svc, job_id)
+    asked: list[str] = []
+
+    def failed_pages(svc: Services, conversion_id: str) -> list[Any]:  # filejob/retry.failed_pages, held by its own tests
+        asked.append(conversion_id)
+        return [SimpleNamespace(page=7), SimpleNamespace(page=3)]
+
+    monkeypatch.setattr(usecases, "failed_pages", failed_pages)
+    listed = {f["key"]: f["failedPages"] for f in usecases.files(svc, ALICE, job_id)["files"]}
+    assert listed == {"in/a.pdf": [3, 7], "in/b.pdf": [], "in/c.pdf": []}
+    assert asked == [with_gaps]
+
+
+def test_cancel_stops_the_conversions_parked_for_the_batch_lane(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
+    advance.advance(svc, job_id)
+    parked = end_conversion(fake_uow, svc, job_id, "in/a.pdf", "waiting_batch")
+    running = file_of(fake_uow, job_id, "in/b.pdf").conversion_job_id
+    assert usecases.stop_parked(svc, job_id) == 1
+    assert (fake_uow.jobs.get_job(parked).status, fake_uow.jobs.get_job(running).status) == ("cancelled", "splitting")  # type: ignore[union-attr]

@@ -103,10 +103,6 @@ def matches(relative: str, include: Iterable[str], exclude: Iterable[str]) -> bo
     return any(hit(p) for p in include) and not any(hit(p) for p in exclude)
 
 
-def is_pdf_name(key: str) -> bool:
-    return key.lower().endswith(".pdf")
-
-
 def is_supported_name(key: str) -> bool:
     """A key whose name is one of the types batchlane converts (the split checks the bytes)."""
     return file_types.by_extension(key) is not None
