@@ -29,3 +29,16 @@ def test_the_manifest_spec_keeps_header_names_and_drops_their_values() -> None:
     assert shown["notifications"]["callback_headers"] == {"X-Api-Key": "(redacted)"}
     assert shown["options"]["callbackHeaders"] == {"Authorization": "(redacted)"}
     assert "secret" not in str(shown) and spec["notifications"]["callback_headers"] == {"X-Api-Key": "folder-secret"}  # the stored spec is kept
+
+
+def test_a_failed_loops_message_names_the_error_only_when_it_is_a_plain_name_of_at_most_64_characters() -> None:
+    assert loop_failure({"Error": "States.Timeout"}) == ("FOLDER_JOB_TIMED_OUT", "The folder job's loop timed out; retry the job to go on where it stopped.")
+    assert loop_failure({"Error": "Lambda.ServiceException"}) == (
+        "FOLDER_JOB_FAILED",
+        "The folder job's loop failed after its retries (Lambda.ServiceException); retry the job to go on where it stopped.",
+    )
+    longest = "E" + "x" * 63
+    assert f"({longest})" in loop_failure({"Error": longest})[1]
+    for odd in ("E" + "x" * 64, "1Error", "", "Error name"):
+        assert "(unknown)" in loop_failure({"Error": odd})[1]
+    assert "(unknown)" in loop_failure({})[1]

@@ -6,6 +6,7 @@ import pytest
 
 from batchlane.domain.errors import InputError
 from batchlane.folders import layout
+from batchlane.folders.layout import common_folder, document_id
 from batchlane.folders.spec import check_allowed, folder_job_id, parse_spec
 
 FOLDER = "s3://docs/legal/"
@@ -199,3 +200,12 @@ def test_the_report_stream_reads_back_exactly_what_was_yielded() -> None:
     parts = [reader.read(4) for _ in range(6)]
     assert b"".join(parts) == b"".join(chunks) and parts[-1] == b""
     assert _ChunkReader(iter(chunks)).read() == b"".join(chunks)
+
+
+def test_the_common_folder_of_keys_is_the_deepest_whole_folder_holding_them_all() -> None:
+    assert common_folder(["a/b/c/1.pdf", "a/b/c/2.pdf"]) == "a/b/c/"
+    assert common_folder(["a/bc/1.pdf", "a/bd/2.pdf"]) == "a/"  # a common prefix "a/b" is not a folder
+    assert common_folder(["a/b/1.pdf", "2.pdf"]) == ""  # one at the bucket's top
+    assert common_folder(["only.pdf"]) == "" and common_folder([]) == ""
+    assert (document_id("in/book.v2.pdf"), document_id("in/.pdf"), document_id("in/noext")) == ("book.v2", ".pdf", "noext")
+    assert document_id("in/") == "document"

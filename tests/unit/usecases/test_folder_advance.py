@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 from folder_fakes import ALICE, MemoryBuckets, end_conversion, file_of, listed_job, on_folders, ours
@@ -158,3 +159,36 @@ def test_after_its_turns_a_run_hands_over_to_the_next_execution_once(svc: Servic
 def test_a_turn_of_a_job_that_does_not_exist_is_not_found(svc: Services) -> None:
     with pytest.raises(NotFound):
         advance.advance(svc, "fj-" + "0" * 32)
+
+
+def test_each_settled_file_says_which_lane_served_it_and_why(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    """The report's lane: batch when any page was batch-served, converter for a born-digital file, else on-demand; its
+    reason: the file's own (priority, deadline), else the deployment's batch-lane rule for its pages."""
+    job_id = listed_job(svc, fake_uow, buckets, ["batch.pdf", "few.pdf", "many.pdf", "notes.docx"])
+    advance.advance(svc, job_id)
+    end_conversion(fake_uow, svc, job_id, "in/batch.pdf", "completed", total_pages=5, pages_batch=1)
+    end_conversion(fake_uow, svc, job_id, "in/few.pdf", "completed", total_pages=5, pages_batch=0)
+    end_conversion(fake_uow, svc, job_id, "in/many.pdf", "completed", total_pages=svc.settings.batch_conversion_min_pages)
+    end_conversion(fake_uow, svc, job_id, "in/notes.docx", "completed", total_pages=3, source_type="docx")
+    advance.advance(svc, job_id)
+    lanes = {f.source_key: (f.lane, f.lane_reason) for f in fake_uow.folder_jobs.list_files(job_id)}
+    assert lanes == {
+        "in/batch.pdf": ("batch", "bulk_opt_in"),
+        "in/few.pdf": ("on_demand", "bulk_opt_in"),  # a priority normal folder opts every file in, however few its pages
+        "in/many.pdf": ("on_demand", "large_job"),
+        "in/notes.docx": ("converter", "born_digital"),
+    }
+    high = listed_job(svc, fake_uow, buckets, ["h.pdf"], folder="high", policy={"priority": "high"})
+    advance.advance(svc, high)
+    end_conversion(fake_uow, svc, high, "high/h.pdf", "completed", total_pages=5)
+    advance.advance(svc, high)
+    assert (file_of(fake_uow, high, "high/h.pdf").lane, file_of(fake_uow, high, "high/h.pdf").lane_reason) == ("on_demand", "priority_high")
+
+
+def test_the_lane_rule_reads_a_priority_high_spec_without_the_bulk_opt_in(svc: Services) -> None:
+    job = SimpleNamespace(spec={"policy": {"priority": "high"}, "options": {}})
+    assert advance.lane_rule_reason(svc, job, 5) == "too_few_pages"  # type: ignore[arg-type]
+    assert advance.lane_rule_reason(svc, SimpleNamespace(spec={"policy": {"priority": "low"}}), 5) == "bulk_opt_in"  # type: ignore[arg-type]
+    assert advance.lane_rule_reason(svc, SimpleNamespace(spec={"options": {"highFidelity": False}}), 5) == "not_high_fidelity"  # type: ignore[arg-type]
+    svc.settings = svc.settings.model_copy(update={"batch_conversion_enabled": False})  # type: ignore[misc]
+    assert advance.lane_rule_reason(svc, job, 5000) == "lane_off"  # type: ignore[arg-type]

@@ -290,3 +290,22 @@ def test_cancel_stops_the_conversions_parked_for_the_batch_lane(svc: Services, f
     running = file_of(fake_uow, job_id, "in/b.pdf").conversion_job_id
     assert usecases.stop_parked(svc, job_id) == 1
     assert (fake_uow.jobs.get_job(parked).status, fake_uow.jobs.get_job(running).status) == ("cancelled", "splitting")  # type: ignore[union-attr]
+
+
+def test_a_broken_loop_ends_the_job_once_with_its_message_capped_even_when_the_bucket_refuses_the_record(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    bus = FakeBus()
+
+    def refusing(owner: str) -> Any:
+        raise RuntimeError("the bucket is the problem")
+
+    assert finish.fail(fake_uow, refusing, bus, job_id, error_id="FOLDER_JOB_FAILED", message="m" * 600) == {"jobId": job_id, "status": "error"}
+    row = fake_uow.folder_jobs.get(job_id)
+    assert row is not None and (row.status, row.error_id, row.error_message) == ("error", "FOLDER_JOB_FAILED", "m" * 500)
+    assert [d["status"] for _, d in bus.events] == ["error"]
+    again = finish.fail(fake_uow, lambda owner: buckets, bus, job_id, error_id="FOLDER_JOB_TIMED_OUT", message="later")
+    assert again == {"jobId": job_id, "status": "error"} and len(bus.events) == 1  # already ended: not moved, not told again
+    assert fake_uow.folder_jobs.get(job_id).error_id == "FOLDER_JOB_FAILED"  # type: ignore[union-attr]
+    assert finish.fail(fake_uow, lambda owner: buckets, bus, "fj-" + "0" * 24, error_id="X", message="y") == {"jobId": "fj-" + "0" * 24, "status": "error"}
