@@ -24,7 +24,7 @@ from batchlane.aws.kms import KmsSecretCipher, SecretUnreadable
 from batchlane.domain.errors import BatchlaneError
 from batchlane.ports import SecretCipher, UniqueViolation
 from batchlane.webhooks import owner_secrets
-from batchlane.webhooks.deliver import Answer, deliver
+from batchlane.webhooks.deliver import Answer, deliver, owner_signing_keys
 from batchlane.webhooks.dispatch import TEST_EVENT
 from fakes import FakeUnitOfWork
 
@@ -237,3 +237,26 @@ def test_two_first_reads_at_once_create_one_secret_and_the_second_shows_none() -
     racing = SawNoneYet()
     late = owner_secrets.config(SimpleNamespace(webhook_secrets=racing), cipher, "alice", grace=GRACE, migration_days=0)  # type: ignore[arg-type]
     assert "secret" not in late and "shownOnce" not in late and late["version"] == first["version"] == 1
+
+
+def test_a_delivery_reads_the_grace_and_migration_days_from_the_deployments_settings(svc_on_fakes: Any) -> None:
+    """deliver.owner_signing_keys: the owner's keys by BATCHLANE_WEBHOOK_GRACE_HOURS and _MIGRATION_DAYS, and the
+    deployment's secret asked for with the same grace."""
+    asked: list[timedelta] = []
+
+    class DeploymentSecret:
+        def signing_keys(self, *, grace: timedelta, now: datetime | None = None) -> list[str]:
+            asked.append(grace)
+            return [DEPLOYMENT_SECRET]
+
+    svc = svc_on_fakes
+    svc.cipher, svc.secret = PlainCipher(), DeploymentSecret()
+    svc.settings = svc.settings.model_copy(update={"batchlane_webhook_grace_hours": 2.0, "batchlane_webhook_migration_days": 1.0})
+    uow = svc.uow()
+    first = owner_secrets.config(uow, svc.cipher, "alice", grace=timedelta(hours=2), migration_days=1)["secret"]
+    second = owner_secrets.rotate(uow, svc.cipher, "alice", grace=timedelta(hours=2), migration_days=1)["secret"]
+    assert owner_signing_keys(svc, "alice") == [second, first, DEPLOYMENT_SECRET] and asked == [timedelta(hours=2)]
+    uow.state.clock.at += timedelta(hours=2)
+    assert owner_signing_keys(svc, "alice") == [second, DEPLOYMENT_SECRET]  # 2 hours, not the default 24
+    uow.state.clock.at += timedelta(hours=22)
+    assert owner_signing_keys(svc, "alice") == [second]  # a day, not the default 30
