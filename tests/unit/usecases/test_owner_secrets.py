@@ -125,8 +125,13 @@ def test_after_the_migration_an_owner_without_a_secret_gets_no_unsigned_post(cip
     monkeypatch.setattr("batchlane.webhooks.deliver.subscription.resolve", lambda *a, **k: "93.184.215.14")
     posts: list[Any] = []
     answer = deliver(
-        uow.deliveries, delivery_id, signing_keys=lambda owner: keys(uow, cipher, owner), post=lambda *a: posts.append(a), allow_private=False, timeout_s=1
-    )  # type: ignore[arg-type, func-returns-value]
+        uow.deliveries,
+        delivery_id,
+        signing_keys=lambda owner: keys(uow, cipher, owner),
+        post=lambda *a: posts.append(a),  # type: ignore[arg-type, func-returns-value]
+        allow_private=False,
+        timeout_s=1,
+    )
     row = uow.deliveries.get(delivery_id)
     assert answer["status"] == "failed" and posts == [] and row is not None and "WEBHOOK_SECRET_MISSING" in (row.last_error or "")
 
