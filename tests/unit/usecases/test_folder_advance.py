@@ -14,7 +14,7 @@ import pytest
 from folder_fakes import ALICE, MemoryBuckets, end_conversion, file_of, listed_job, on_folders, ours
 from usecase_fakes import store_of, workflows_of
 
-from batchlane.domain.errors import NotFound
+from batchlane.domain.errors import InputError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.folders import advance, usecases
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork
@@ -192,3 +192,92 @@ def test_the_lane_rule_reads_a_priority_high_spec_without_the_bulk_opt_in(svc: S
     assert advance.lane_rule_reason(svc, SimpleNamespace(spec={"options": {"highFidelity": False}}), 5) == "not_high_fidelity"  # type: ignore[arg-type]
     svc.settings = svc.settings.model_copy(update={"batch_conversion_enabled": False})  # type: ignore[misc]
     assert advance.lane_rule_reason(svc, job, 5000) == "lane_off"  # type: ignore[arg-type]
+
+
+class Opening:
+    """filejob.create_job as start_file calls it, answering as told: what each file was opened with."""
+
+    def __init__(self, answer: BaseException | None = None) -> None:
+        self.answer = answer
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, svc: Services, *, file_id: str, options: dict[str, Any], max_pages: int | None, on_demand: bool) -> Any:
+        self.calls.append({"file_id": file_id, "options": options, "max_pages": max_pages, "on_demand": on_demand})
+        if self.answer is not None:
+            raise self.answer
+        return SimpleNamespace(job_id=f"conv-{len(self.calls)}")
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "error_id"),
+    [
+        (LimitReached("cap full"), "queued", None),  # a race with the owner's other conversions: the next turn
+        (StoreUnavailable("S3 blip"), "queued", None),
+        (RuntimeError("throttled"), "queued", None),  # the intake could not start
+        (InputError("Model x is not enabled.", error_id="MODEL_NOT_ALLOWED"), "failed", "MODEL_NOT_ALLOWED"),  # this file only
+    ],
+)
+def test_a_file_whose_conversion_cannot_open_waits_for_the_next_turn_or_fails_alone(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch, answer: BaseException, status: str, error_id: str | None
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    monkeypatch.setattr(advance, "create_job", Opening(answer))
+    advance.advance(svc, job_id)
+    f = file_of(fake_uow, job_id, "in/a.pdf")
+    assert (f.status, f.error_id, f.conversion_job_id) == (status, error_id, None)
+    if error_id:
+        assert f.error_message == "Model x is not enabled."
+
+
+def test_a_file_opens_its_conversion_from_where_it_lies_with_the_folders_options(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["sub/a.pdf"], options={"highFidelity": True}, policy={"maxPagesPerDocument": 40})
+    opening = Opening()
+    monkeypatch.setattr(advance, "create_job", opening)
+    advance.advance(svc, job_id)
+    (call,) = opening.calls
+    assert (call["options"], call["max_pages"], call["on_demand"]) == ({"highFidelity": True, "batchLane": True}, 40, False)
+    source = fake_uow.jobs.get_file(call["file_id"])
+    assert source is not None
+    assert (source.name, source.s3_key, source.source_bucket, source.size_bytes, source.owner_id) == (
+        "a.pdf",
+        "in/sub/a.pdf",
+        "folders",
+        len(b"%PDF-1.7 sub/a.pdf"),
+        ALICE,
+    )
+    f = file_of(fake_uow, job_id, "in/sub/a.pdf")
+    assert (f.status, f.conversion_job_id, f.file_id) == ("processing", "conv-1", call["file_id"])
+
+
+def test_a_source_that_cannot_be_read_fails_alone_and_the_rest_go_on(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
+    opening = Opening()
+    monkeypatch.setattr(advance, "create_job", opening)
+    real_head = buckets.head
+
+    def head(bucket: str, key: str) -> Any:
+        if key == "in/a.pdf":
+            raise ObjectUnreadable("s3://folders/in/a.pdf: AccessDenied (KMS)", error_id="OBJECT_UNREADABLE")
+        return real_head(bucket, key)
+
+    monkeypatch.setattr(buckets, "head", head)
+    advance.advance(svc, job_id)
+    a, b = file_of(fake_uow, job_id, "in/a.pdf"), file_of(fake_uow, job_id, "in/b.pdf")
+    assert (a.status, a.error_id, a.error_message) == ("failed", "OBJECT_UNREADABLE", "s3://folders/in/a.pdf: AccessDenied (KMS)")
+    assert b.status == "processing" and len(opening.calls) == 1
+
+
+def test_files_start_within_the_folders_in_flight_cap_and_the_owners_live_job_cap(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf", "c.pdf", "d.pdf"])
+    monkeypatch.setattr(advance, "create_job", Opening())
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 3})  # type: ignore[misc]
+    assert advance.advance(svc, job_id)["processing"] == 3
+    assert advance.advance(svc, job_id) == {"done": False, "handover": False, "processing": 3, "queued": 1}  # full: none more
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 10, "batchlane_max_live_jobs": 0})  # type: ignore[misc]
+    assert advance.advance(svc, job_id)["queued"] == 1  # no place left under the owner's cap: it waits, never fails
