@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from folder_fakes import ALICE, MemoryBuckets, end_conversion, file_of, listed_job, on_folders, ours
