@@ -16,6 +16,7 @@ import pytest
 from folder_fakes import ALICE, LISTING, MemoryBuckets, end_conversion, file_of, listed_job, on_folders
 from usecase_fakes import FakeBus, workflows_of
 
+import batchlane
 from batchlane.domain.errors import Conflict, InputError, NotFound
 from batchlane.domain.workflow_end import Execution
 from batchlane.folders import advance, finish, recovery, usecases
@@ -309,3 +310,40 @@ def test_a_broken_loop_ends_the_job_once_with_its_message_capped_even_when_the_b
     assert again == {"jobId": job_id, "status": "error"} and len(bus.events) == 1  # already ended: not moved, not told again
     assert fake_uow.folder_jobs.get(job_id).error_id == "FOLDER_JOB_FAILED"  # type: ignore[union-attr]
     assert finish.fail(fake_uow, lambda owner: buckets, bus, "fj-" + "0" * 24, error_id="X", message="y") == {"jobId": "fj-" + "0" * 24, "status": "error"}
+
+
+def test_the_manifest_and_report_in_the_users_bucket_field_by_field(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    """A document completed with failed pages ends the job completed_with_failures (no file failed); the record is the owner's."""
+    buckets.put("folders", "in/notes.txt", b"not a type we convert")
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"], name="quarterly", input={"folder": "s3://folders/in/", "exclude": ["b.*"]})
+    advance.advance(svc, job_id)
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "completed", total_pages=4, pages_failed=1, total_cost_usd=Decimal("0.5"))
+    advance.advance(svc, job_id)
+    bus = FakeBus()
+    assert finish.finish(fake_uow, svc.folder_buckets, bus, job_id) == {"jobId": job_id, "status": "completed_with_failures"}
+    job = fake_uow.folder_jobs.get(job_id)
+    assert job is not None
+    body, owner = buckets.objects[("folders", f"out/_batchlane/{job_id}/manifest.json")]
+    written = json.loads(body)
+    assert owner == ALICE and written.pop("writtenAt") and written.pop("spec")["name"] == "quarterly"
+    assert written == {
+        "jobId": job_id, "name": "quarterly", "status": "completed_with_failures", "batchlaneVersion": batchlane.__version__,
+        "enumeration": {"objectsListed": 3, "excluded": 2, "complete": True},  # b.pdf by the glob, notes.txt by the default include
+        "files": {"discovered": 1, "queued": 0, "processing": 0, "completed": 1, "failed": 0, "skipped": 0},
+        "pages": {"completed": 3, "failed": 1}, "costUsd": "0.5",
+        "createdAt": job.created_at.isoformat(), "enumeratedAt": job.enumerated_at.isoformat(), "finishedAt": written["finishedAt"],  # type: ignore[union-attr]
+    }  # fmt: skip
+    assert written["finishedAt"] is not None
+    report, report_owner = buckets.objects[("folders", f"out/_batchlane/{job_id}/report.jsonl")]
+    assert report_owner == ALICE and [json.loads(line)["key"] for line in report.splitlines()] == ["in/a.pdf"]
+    assert [d["status"] for _, d in bus.events] == ["completed_with_failures"]
+    assert finish.finish(fake_uow, svc.folder_buckets, bus, job_id)["status"] == "completed_with_failures" and len(bus.events) == 1
+
+
+def test_a_cancelled_job_finishes_cancelled_and_a_job_that_does_not_exist_is_not_found(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    usecases.cancel(svc, ALICE, job_id)
+    assert advance.advance(svc, job_id)["done"] is True
+    assert finish.finish(fake_uow, svc.folder_buckets, FakeBus(), job_id) == {"jobId": job_id, "status": "cancelled"}
+    with pytest.raises(NotFound):
+        finish.finish(fake_uow, svc.folder_buckets, FakeBus(), "fj-" + "0" * 24)
