@@ -1,0 +1,124 @@
+"""A folder job's listing and submit, on the fakes, where a user would see a difference: what each listed file is
+queued, failed or skipped with (its size, its output key, the words), a listing the bucket refuses, outputs that
+collide across pages, and what a submit refuses before anything is listed (a past deadline, a model not enabled, a
+folder granted to another owner). Issue 44.6: these survived mutation (classify, mark_collisions, enumerate_step,
+prepare, resume)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from folder_fakes import ALICE, LISTING, MemoryBuckets, listed_job, on_folders
+from usecase_fakes import FakeBus
+
+from batchlane.domain.errors import Conflict, InputError
+from batchlane.folders import layout, usecases
+from batchlane.folders.enumerate import enumerate_step
+from batchlane.ports import ListedPage, Services
+from fakes import FakeUnitOfWork
+
+
+@pytest.fixture
+def buckets() -> MemoryBuckets:
+    return MemoryBuckets()
+
+
+@pytest.fixture
+def svc(svc_on_fakes: Services, buckets: MemoryBuckets) -> Services:
+    return on_folders(svc_on_fakes, buckets)
+
+
+def _files(fake_uow: FakeUnitOfWork, job_id: str) -> dict[str, tuple[Any, ...]]:
+    return {f.source_key: (f.status, f.size_bytes, f.output_key, f.error_id, f.error_message) for f in fake_uow.folder_jobs.list_files(job_id)}
+
+
+def test_each_listed_file_keeps_its_size_and_what_it_is_queued_skipped_or_failed_with(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    buckets.put("folders", "in/a.pdf", b"%PDF-1.7 aaaa")
+    buckets.put("folders", "in/b.pdf", b"%PDF-1.7 b")
+    buckets.put("folders", "in/c.txt", b"text")
+    body = {"input": {"folder": "s3://folders/in/", "include": ["*.pdf", "*.txt"]}, "output": {"layout": "mirror", "folder": "s3://folders/out/"}}
+    job, _ = usecases.submit(svc, ALICE, body)
+    buckets.put("folders", layout.report_key("out/", job["id"]), b'\n{"key": "in/b.pdf", "status": "completed"}\n\n', owner=ALICE)  # blank lines read past
+    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
+        pass
+    unsupported = "A .txt file cannot be converted: batchlane converts PDF, PNG, JPEG, WebP, TIFF, DOCX, PPTX, XLSX, HTML, EPUB or ODT."
+    assert _files(fake_uow, job["id"]) == {
+        "in/a.pdf": ("queued", 13, "out/a.md", None, None),
+        "in/b.pdf": ("skipped", 10, "out/b.md", "ALREADY_CONVERTED", "An earlier run's report says this file was converted."),
+        "in/c.txt": ("failed", 4, "out/c.md", "FILE_TYPE_UNSUPPORTED", unsupported),  # listed, never dropped
+    }
+
+
+def test_two_files_of_one_name_beside_each_other_collide_on_their_one_output(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    buckets.put("folders", "in/page.htm", b"<h1>x</h1>")
+    buckets.put("folders", "in/page.html", b"<h1>y</h1>")
+    job, _ = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/in/"}})  # alongside
+    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
+        pass
+    message = "Its output in/page.md is already in/page.htm's; rename one of them or use the mirror layout."
+    assert _files(fake_uow, job["id"]) == {
+        "in/page.htm": ("queued", 10, "in/page.md", None, None),
+        "in/page.html": ("failed", 10, "in/page.md", "OUTPUT_COLLISION", message),
+    }
+
+
+def test_two_files_of_one_output_key_collide_across_pages_and_the_first_keeps_it(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    for key in ("in/x/report.pdf", "in/y/report.pdf", "in/z/report.pdf"):
+        buckets.put("folders", key, b"%PDF-1.7 " + key.encode())
+    job, _ = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/in/"}, "output": {"layout": "flat", "folder": "s3://folders/out/"}})
+    one_a_page = LISTING.model_copy(update={"batchlane_folder_list_page_size": 1})
+    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), one_a_page, job["id"])["enumerationDone"]:
+        pass
+    files = _files(fake_uow, job["id"])
+    message = "Its output out/report/report.md is already in/x/report.pdf's; rename one of them or use the mirror layout."
+    assert files["in/x/report.pdf"] == ("queued", 24, "out/report/report.md", None, None)
+    assert files["in/y/report.pdf"] == ("failed", 24, "out/report/report.md", "OUTPUT_COLLISION", message)
+    assert files["in/z/report.pdf"] == ("failed", 24, "out/report/report.md", "OUTPUT_COLLISION", message)  # the next one too
+
+
+def test_a_listing_the_bucket_refuses_ends_the_job_in_error_and_says_so(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    buckets.put("folders", "in/a.pdf")
+    job, _ = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/in/"}})
+
+    def refused(*args: Any, **kwargs: Any) -> ListedPage:
+        raise InputError("s3://folders/in/: AccessDenied", error_id="FOLDER_UNREADABLE")
+
+    monkeypatch.setattr(buckets, "list_page", refused)
+    bus = FakeBus()
+    assert enumerate_step(fake_uow, lambda owner: buckets, bus, LISTING, job["id"]) == {"enumerationDone": True}
+    row = fake_uow.folder_jobs.get(job["id"])
+    assert row is not None and (row.status, row.error_id, row.error_message) == ("error", "FOLDER_UNREADABLE", "s3://folders/in/: AccessDenied")
+    assert [(d["status"], d["error"]["code"]) for _, d in bus.events] == [("error", "FOLDER_UNREADABLE")]
+
+
+def test_a_submit_refuses_a_past_deadline_a_model_not_enabled_and_another_owners_folder(svc: Services) -> None:
+    body = {"input": {"folder": "s3://folders/in/"}}
+    with pytest.raises(InputError) as late:
+        usecases.prepare(svc, {**body, "policy": {"deadline": (datetime.now(UTC) - timedelta(minutes=1)).isoformat()}}, owner_id=ALICE)
+    assert late.value.error_id == "DEADLINE_PAST"
+    svc.settings = svc.settings.model_copy(update={"batchlane_model_ids": "m-one,m-two"})  # type: ignore[misc]
+    assert usecases.prepare(svc, {**body, "options": {"modelId": "m-two"}}, owner_id=ALICE).options["modelId"] == "m-two"
+    with pytest.raises(InputError) as model:
+        usecases.prepare(svc, {**body, "options": {"modelId": "m-three"}}, owner_id=ALICE)
+    assert (model.value.error_id, str(model.value)) == ("MODEL_NOT_ALLOWED", "Model m-three is not enabled in this deployment; use one of: m-one, m-two.")
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_sources": "folders/home/{owner}/"})  # type: ignore[misc]
+    assert usecases.prepare(svc, {"input": {"folder": "s3://folders/home/alice/in/"}}, owner_id=ALICE) is not None
+    with pytest.raises(InputError) as other:
+        usecases.prepare(svc, {"input": {"folder": "s3://folders/home/bob/in/"}}, owner_id=ALICE)
+    assert other.value.error_id == "FOLDER_NOT_ALLOWED"
+
+
+def test_a_resume_of_a_job_still_finishing_is_refused(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    job = fake_uow.folder_jobs.get(job_id)
+    assert job is not None
+    with pytest.raises(Conflict) as running:
+        usecases.resume(svc, job, statuses=("failed",), error_ids=None, priority_allowed=True)
+    assert (running.value.error_id, str(running.value)) == (
+        "FOLDER_JOB_RUNNING",
+        "The folder job is processing and still finishing; try again when it has ended.",
+    )
