@@ -25,6 +25,7 @@ LISTING = Settings(batchlane_folder_list_page_size=100, batchlane_folder_list_pa
 @dataclass
 class MemoryBuckets:
     objects: dict[tuple[str, str], tuple[bytes, str | None]] = field(default_factory=dict)  # (bucket, key) -> (body, owner)
+    content_types: dict[tuple[str, str], str] = field(default_factory=dict)  # what batchlane wrote, with its Content-Type
 
     def put(self, bucket: str, key: str, data: bytes = b"%PDF-1.7", *, owner: str | None = None) -> None:
         self.objects[(bucket, key)] = (data, owner)
@@ -47,12 +48,15 @@ class MemoryBuckets:
         if source not in self.objects:
             raise NotFound(source[1])
         self.objects[target] = (self.objects[source][0], owner)
+        self.content_types[target] = content_type
 
     def put_bytes(self, bucket: str, key: str, data: bytes, content_type: str, *, owner: str) -> None:
         self.objects[(bucket, key)] = (data, owner)
+        self.content_types[(bucket, key)] = content_type
 
     def put_stream(self, bucket: str, key: str, chunks: Iterator[bytes], content_type: str, *, owner: str) -> None:
         self.objects[(bucket, key)] = (b"".join(chunks), owner)
+        self.content_types[(bucket, key)] = content_type
 
     def iter_lines(self, bucket: str, key: str) -> Iterator[bytes]:
         if (bucket, key) not in self.objects:

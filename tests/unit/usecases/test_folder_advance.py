@@ -55,6 +55,12 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
         "out/a.converted.html": (b"<h1>a</h1>", ALICE),
         "out/a.images/p1-1.png": (b"png", ALICE),
     }  # no docx or blocks rendering was produced: none is copied
+    assert {k: buckets.content_types[("folders", k)] for k in out} == {
+        "out/a.md": "text/markdown; charset=utf-8",
+        "out/a.pages.jsonl": "application/x-ndjson",
+        "out/a.converted.html": "text/html; charset=utf-8",
+        "out/a.images/p1-1.png": "image/png",
+    }
     (part,) = [k for (b, k) in buckets.objects if k.startswith(f"out/_batchlane/{job_id}/report/")]
     (line,) = [json.loads(x) for x in buckets.objects[("folders", part)][0].splitlines()]
     assert (line["key"], line["status"], line["pages"], line["costUsd"], line["outputUris"]) == (
@@ -64,7 +70,7 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
         "0.250000",
         ["s3://folders/out/a.md"],
     )
-    assert buckets.objects[("folders", part)][1] == ALICE
+    assert buckets.objects[("folders", part)][1] == ALICE and buckets.content_types[("folders", part)] == "application/x-ndjson"
 
     end_conversion(fake_uow, svc, job_id, "in/sub/b.pdf", "cancelled")
     last = advance.advance(svc, job_id)

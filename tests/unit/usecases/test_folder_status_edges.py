@@ -17,6 +17,7 @@ from folder_fakes import ALICE, LISTING, MemoryBuckets, end_conversion, file_of,
 from usecase_fakes import FakeBus, workflows_of
 
 import batchlane
+from batchlane.contract import FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.domain.errors import Conflict, InputError, NotFound
 from batchlane.domain.workflow_end import Execution
 from batchlane.folders import advance, finish, recovery, usecases
@@ -305,7 +306,7 @@ def test_a_broken_loop_ends_the_job_once_with_its_message_capped_even_when_the_b
     assert finish.fail(fake_uow, refusing, bus, job_id, error_id="FOLDER_JOB_FAILED", message="m" * 600) == {"jobId": job_id, "status": "error"}
     row = fake_uow.folder_jobs.get(job_id)
     assert row is not None and (row.status, row.error_id, row.error_message) == ("error", "FOLDER_JOB_FAILED", "m" * 500)
-    assert [d["status"] for _, d in bus.events] == ["error"]
+    assert [(d["status"], d["outcome"], d["error"]) for _, d in bus.events] == [("error", "error", {"code": "FOLDER_JOB_FAILED", "message": "m" * 500})]
     again = finish.fail(fake_uow, lambda owner: buckets, bus, job_id, error_id="FOLDER_JOB_TIMED_OUT", message="later")
     assert again == {"jobId": job_id, "status": "error"} and len(bus.events) == 1  # already ended: not moved, not told again
     assert fake_uow.folder_jobs.get(job_id).error_id == "FOLDER_JOB_FAILED"  # type: ignore[union-attr]
@@ -334,9 +335,21 @@ def test_the_manifest_and_report_in_the_users_bucket_field_by_field(svc: Service
         "createdAt": job.created_at.isoformat(), "enumeratedAt": job.enumerated_at.isoformat(), "finishedAt": written["finishedAt"],  # type: ignore[union-attr]
     }  # fmt: skip
     assert written["finishedAt"] is not None
-    report, report_owner = buckets.objects[("folders", f"out/_batchlane/{job_id}/report.jsonl")]
+    assert body.startswith(b'{\n  "batchlaneVersion": ')  # indented, keys sorted: a person reads it in the bucket
+    report_key, manifest_key = ("folders", f"out/_batchlane/{job_id}/report.jsonl"), ("folders", f"out/_batchlane/{job_id}/manifest.json")
+    assert (buckets.content_types[report_key], buckets.content_types[manifest_key]) == ("application/x-ndjson", "application/json")
+    report, report_owner = buckets.objects[report_key]
     assert report_owner == ALICE and [json.loads(line)["key"] for line in report.splitlines()] == ["in/a.pdf"]
-    assert [d["status"] for _, d in bus.events] == ["completed_with_failures"]
+    ((detail_type, detail),) = bus.events
+    assert detail_type == FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE and detail.pop("changedAt")
+    assert detail == {
+        "scope": "folder_job", "jobId": job_id, "name": "quarterly", "ownerId": ALICE, "status": "completed_with_failures",
+        "outcome": "completed_with_failures",
+        "files": {"discovered": 1, "excluded": 2, "queued": 0, "processing": 0, "completed": 1, "failed": 0, "skipped": 0},
+        "pages": {"completed": 3, "failed": 1}, "costUsd": "0.500000",
+        "outputs": {"folder": "s3://folders/out/", "manifest": f"s3://folders/{manifest_key[1]}", "report": f"s3://folders/{report_key[1]}"},
+        "error": None,
+    }  # fmt: skip
     assert finish.finish(fake_uow, svc.folder_buckets, bus, job_id)["status"] == "completed_with_failures" and len(bus.events) == 1
 
 
