@@ -7,6 +7,7 @@ test_folder_jobs.py): no fast test reached advance(), settle_ended() or the copi
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +18,7 @@ from usecase_fakes import store_of, workflows_of
 
 from batchlane.domain.errors import InputError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
 from batchlane.folders import advance, usecases
+from batchlane.folders.spec import parse_spec
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork
 
@@ -288,3 +290,35 @@ def test_files_start_within_the_folders_in_flight_cap_and_the_owners_live_job_ca
     assert advance.advance(svc, job_id) == {"done": False, "handover": False, "processing": 3, "queued": 1}  # full: none more
     svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 10, "batchlane_max_live_jobs": 0})  # type: ignore[misc]
     assert advance.advance(svc, job_id)["queued"] == 1  # no place left under the owner's cap: it waits, never fails
+
+
+NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+TURNAROUND_H, MARGIN_H = 30.0, 2.0  # the batch lane's turnaround and the margin its pages need after it
+
+
+def _spec(priority: str = "normal", deadline: datetime | None = None) -> Any:
+    policy: dict[str, Any] = {"priority": priority, **({"deadline": deadline.isoformat()} if deadline else {})}
+    return parse_spec({"input": {"folder": "s3://folders/in/"}, "options": {"highFidelity": True}, "policy": policy})
+
+
+@pytest.mark.parametrize(
+    ("priority", "hours_left", "allowed", "reason", "options"),
+    [
+        ("normal", None, True, None, {"highFidelity": True, "batchLane": True}),
+        ("low", TURNAROUND_H + MARGIN_H + 1, True, None, {"highFidelity": True, "batchLane": True, "deadline": "+"}),  # room: the pool
+        ("normal", TURNAROUND_H + MARGIN_H / 2, True, "deadline", {"highFidelity": True, "batchLane": True, "deadline": "+"}),  # the margin does not fit
+        ("normal", MARGIN_H + 1, True, "deadline", {"highFidelity": True, "batchLane": True, "deadline": "+"}),  # the turnaround does not fit
+        ("normal", MARGIN_H + 1, False, "deadline_missed", {"highFidelity": True, "batchLane": True}),  # no rights: stays, loses the deadline
+        ("high", None, True, "priority_high", {"highFidelity": True}),  # no bulk opt-in
+        ("high", None, False, None, {"highFidelity": True}),
+    ],
+)
+def test_a_starting_files_lane_and_options_follow_the_policy_and_the_rights_recorded_with_the_job(
+    priority: str, hours_left: float | None, allowed: bool, reason: str | None, options: dict[str, Any]
+) -> None:
+    deadline = NOW + timedelta(hours=hours_left) if hours_left is not None else None
+    spec = _spec(priority, deadline)
+    got_reason, got_options = advance.file_lane(SimpleNamespace(priority_allowed=allowed), spec, NOW, TURNAROUND_H, MARGIN_H)  # type: ignore[arg-type]
+    expected = {k: (deadline.isoformat() if v == "+" and deadline else v) for k, v in options.items()}
+    assert (got_reason, got_options) == (reason, expected)
+    assert (got_reason in advance.ON_DEMAND_REASONS) == (reason in ("deadline", "priority_high"))
