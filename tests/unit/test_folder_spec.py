@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
 import pytest
 
 from batchlane.domain.errors import InputError
 from batchlane.folders import layout
 from batchlane.folders.layout import common_folder, document_id
-from batchlane.folders.spec import check_allowed, folder_job_id, parse_spec
+from batchlane.folders.spec import FolderJobSpec, check_allowed, check_folder_job_id, folder_job_id, normalise, parse_spec
 
 FOLDER = "s3://docs/legal/"
 
@@ -209,3 +213,64 @@ def test_the_common_folder_of_keys_is_the_deepest_whole_folder_holding_them_all(
     assert common_folder(["only.pdf"]) == "" and common_folder([]) == ""
     assert (document_id("in/book.v2.pdf"), document_id("in/.pdf"), document_id("in/noext")) == ("book.v2", ".pdf", "noext")
     assert document_id("in/") == "document"
+
+
+# -- each refusal of a posted spec, with its id and its words (issue 44.6: their mutants survived) --------------------
+@pytest.mark.parametrize(
+    ("body", "error_id", "message"),
+    [
+        ({"input": {"folder": "http://docs/in/"}}, "FOLDER_URI_INVALID", "input.folder must be an s3://bucket/folder/ URI: not an s3:// URI: 'http://docs/in/'."),
+        ({"input": {"files": ["s3://docs/a.pdf", "docs/b.pdf"]}}, "FOLDER_URI_INVALID", "input.files must be an s3://bucket/folder/ URI: not an s3:// URI: 'docs/b.pdf'."),
+        ({"input": {"folder": "s3://docs/in/"}, "output": {"folder": "s3:///out/"}}, "FOLDER_URI_INVALID", "output.folder must be an s3://bucket/folder/ URI: no bucket in 's3:///out/'."),
+        ({"input": {"folder": "s3://docs/in"}}, "FOLDER_URI_NO_SLASH", "input.folder s3://docs/in must end with '/': a folder, not an object."),
+        ({"input": {"folder": "s3://docs/in/"}, "output": {"folder": "s3://docs/out", "layout": "mirror"}}, "FOLDER_URI_NO_SLASH", "output.folder s3://docs/out must end with '/': a folder, not an object."),
+        ({"input": {"files": []}}, "SPEC_INVALID", "input.files is empty."),
+        ({"input": {"files": ["s3://docs/in/"]}}, "FOLDER_URI_INVALID", "input.files: s3://docs/in/ names a folder, not an object."),
+        ({"input": {"files": ["s3://docs"]}}, "FOLDER_URI_INVALID", "input.files: s3://docs names a folder, not an object."),
+        ({"input": {"files": ["s3://docs/a.pdf", "s3://other/b.pdf"]}}, "SPEC_INVALID", "input.files must all be in one bucket."),
+        ({"input": {"folder": "s3://docs/in/"}, "options": {"x\x00": True}}, "SPEC_INVALID", "spec.options holds a NUL character."),
+        ({"input": {"folder": "s3://docs/in/", "include": ["*.pdf", "a\x00"]}}, "SPEC_INVALID", "spec.input.include[1] holds a NUL character."),
+        ({"input": {"folder": "s3://docs/in/"}, "output": {"layout": "mirror"}}, "SPEC_INVALID", "layout mirror needs an output.folder other than the input folder (or use alongside)."),
+        ([], "SPEC_INVALID", None),
+    ],
+)  # fmt: skip
+def test_each_refusal_of_a_spec_names_its_id_and_where_it_is(body: Any, error_id: str, message: str | None) -> None:
+    with pytest.raises(InputError) as refused:
+        parse_spec(body)
+    assert refused.value.error_id == error_id
+    if message is not None:
+        assert str(refused.value) == message
+    else:
+        assert str(refused.value).startswith("spec")
+
+
+def test_normalising_a_spec_never_changes_the_spec_it_was_given() -> None:
+    given = FolderJobSpec.model_validate({"input": {"folder": "s3://docs/in/", "include": ["*.pdf", "*.pdf"]}})
+    normalised = normalise(given)
+    assert normalised.input.include == ["*.pdf"] and normalised.output.folder == "s3://docs/in/"
+    assert given.input.include == ["*.pdf", "*.pdf"] and given.output.folder is None
+
+
+def test_the_same_spec_is_the_same_job_whatever_its_name_notifications_or_key_order() -> None:
+    base = {
+        "input": {"folder": "s3://docs/in/"},
+        "output": {"layout": "mirror", "folder": "s3://docs/out/"},
+        "options": {"highFidelity": True, "parser": "auto"},
+    }
+    job_id = folder_job_id(parse_spec(base), "alice")
+    assert re.fullmatch(r"fj-[0-9a-f]{24}", job_id)
+    renamed = {**base, "name": "again", "notifications": {"callbackUrl": "https://hooks.example.com/x"}, "options": {"parser": "auto", "highFidelity": True}}
+    assert folder_job_id(parse_spec(renamed), "alice") == job_id
+    assert folder_job_id(parse_spec({**base, "options": {"highFidelity": False}}), "alice") != job_id
+    assert folder_job_id(parse_spec(base), "bob") != job_id
+    assert parse_spec(base).canonical_json() == json.dumps(
+        parse_spec(base).model_dump(mode="json", exclude={"name", "notifications"}), sort_keys=True, separators=(",", ":")
+    )
+
+
+@pytest.mark.parametrize("job_id", ["fj-" + "0" * 23, "fj-" + "A" * 24, "fj-" + "0" * 25, "xj-" + "0" * 24, "fj-" + "0" * 23 + "\x00"])
+def test_a_folder_job_id_is_fj_and_24_lowercase_hex_digits(job_id: str) -> None:
+    assert check_folder_job_id("fj-" + "0a" * 12) == "fj-" + "0a" * 12
+    with pytest.raises(InputError) as refused:
+        check_folder_job_id(job_id)
+    assert (refused.value.error_id, str(refused.value)) == ("FOLDER_JOB_ID_INVALID", "A folder job id is fj- and 24 hex digits.")

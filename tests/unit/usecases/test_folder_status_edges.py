@@ -341,7 +341,7 @@ def test_the_manifest_and_report_in_the_users_bucket_field_by_field(svc: Service
     report, report_owner = buckets.objects[report_key]
     assert report_owner == ALICE and [json.loads(line)["key"] for line in report.splitlines()] == ["in/a.pdf"]
     ((detail_type, detail),) = bus.events
-    assert detail_type == FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE and detail.pop("changedAt")
+    assert detail_type == FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE and detail.pop("changedAt").endswith("+00:00")  # UTC, with its zone
     assert detail == {
         "scope": "folder_job", "jobId": job_id, "name": "quarterly", "ownerId": ALICE, "status": "completed_with_failures",
         "outcome": "completed_with_failures",
