@@ -89,6 +89,9 @@ def test_pace_is_pages_a_minute_and_the_eta_scales_the_pages_per_finished_file_t
     assert usecases.pace(job, counts(completed=1, pages_completed=9, queued=4)) == (0.9, None)  # under ETA_MIN_PAGES: no ETA yet
     assert usecases.pace(job, counts(completed=1, pages_completed=10, queued=1)) == (1.0, 600)  # exactly ETA_MIN_PAGES
     assert usecases.pace(job, counts(queued=4)) == (None, None)  # nothing done: no figure at all
+    assert usecases.pace(_job_row(fake_uow, minutes_ago=3), counts(completed=1, pages_completed=7, queued=1)) == (2.33, None)  # two decimals
+    assert usecases.pace(_job_row(fake_uow, minutes_ago=0.5), counts(completed=1, pages_completed=10, queued=1)) == (20.0, 30)  # under a minute
+    assert usecases.pace(_job_row(fake_uow, minutes_ago=0), counts(pages_completed=1))[0] == 1_000_000.0  # no division by zero
     listing = _job_row(fake_uow, minutes_ago=10, enumeration_done=False)
     assert usecases.pace(listing, counts(completed=3, pages_completed=30, queued=4)) == (3.0, None)  # the folder's size is not known yet
 
