@@ -5,6 +5,7 @@ parts, and the end of a job (record written, status moved by the table, event pu
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,11 +15,12 @@ from usecase_fakes import FakeBus
 from batchlane.config import Settings
 from batchlane.contract import FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.domain import status as st
+from batchlane.domain.errors import NotFound, ObjectUnreadable
 from batchlane.folders import finish, layout
 from batchlane.folders.advance import output_refusal, write_report_part
-from batchlane.folders.enumerate import enumerate_step
+from batchlane.folders.enumerate import earlier_report_sources, enumerate_step
 from batchlane.folders.spec import FolderJobSpec, folder_job_id, parse_spec
-from batchlane.ports import FolderFile, FolderJob, NewFolderFile
+from batchlane.ports import FolderFile, FolderJob, NewFolderFile, ObjectHead
 from fakes import FakeUnitOfWork
 
 ALICE, BOB = "alice", "bob"
@@ -129,16 +131,22 @@ def test_two_sources_with_one_flat_output_collide_and_only_the_first_keeps_it() 
     assert (second.status, second.error_id) == ("failed", "OUTPUT_COLLISION")
 
 
-@pytest.mark.parametrize(("objects", "error_id"), [((), "FOLDER_EMPTY"), (("docs/readme.txt",), "FOLDER_NO_PDF")])
-def test_a_folder_with_nothing_to_convert_is_the_jobs_own_error(objects: tuple[str, ...], error_id: str) -> None:
+@pytest.mark.parametrize(
+    ("objects", "error_id", "message"),
+    [
+        ((), "FOLDER_EMPTY", "The folder holds no objects."),
+        (("docs/readme.txt", "docs/x.docx"), "FOLDER_NO_PDF", "None of the folder's 2 objects is a file the include/exclude globs select."),
+    ],
+)
+def test_a_folder_with_nothing_to_convert_is_the_jobs_own_error(objects: tuple[str, ...], error_id: str, message: str) -> None:
     uow, buckets, bus = FakeUnitOfWork(), MemoryBuckets(), FakeBus()
     for key in objects:
         buckets.put("in", key)
     job, _ = _submit(uow, {**MIRROR, "input": {"folder": "s3://in/docs/", "include": ["*.pdf"]}})
     _list_all(uow, buckets, bus, job.id)
     ended = uow.folder_jobs.get(job.id)
-    assert (ended.status, ended.error_id, ended.finished_at is not None) == ("error", error_id, True)
-    assert [d["error"]["code"] for _, d in bus.events] == [error_id]
+    assert (ended.status, ended.error_id, ended.error_message, ended.finished_at is not None) == ("error", error_id, message, True)
+    assert [d["error"] for _, d in bus.events] == [{"code": error_id, "message": message}]
 
 
 # -- report and end ---------------------------------------------------------------------------------------------------
@@ -184,3 +192,47 @@ def test_a_broken_loop_ends_the_job_in_error_and_still_writes_its_record() -> No
     manifest = json.loads(buckets.objects[("out", layout.manifest_key("md/", job.id))][0])
     assert manifest["status"] == "error" and "db.internal" not in json.dumps(manifest)
     assert [d["error"]["code"] for _, d in bus.events] == ["FOLDER_JOB_TIMED_OUT"]
+
+
+def test_a_folder_not_listed_recursively_takes_only_its_own_files() -> None:
+    uow, buckets, bus = FakeUnitOfWork(), MemoryBuckets(), FakeBus()
+    for key in ("docs/a.pdf", "docs/sub/b.pdf"):
+        buckets.put("in", key)
+    job, _ = _submit(uow, {**MIRROR, "input": {"folder": "s3://in/docs/", "recursive": False}})
+    _list_all(uow, buckets, bus, job.id)
+    assert [f.source_key for f in uow.folder_jobs.list_files(job.id)] == ["docs/a.pdf"]
+
+
+def test_a_step_lists_as_many_pages_as_it_is_asked_for() -> None:
+    uow, buckets, bus = FakeUnitOfWork(), MemoryBuckets(), FakeBus()
+    for i in range(5):
+        buckets.put("in", f"docs/{i}.pdf")
+    job, _ = _submit(uow, MIRROR)
+    assert enumerate_step(uow, lambda owner: buckets, bus, SETTINGS, job.id, pages=2) == {"enumerationDone": False}  # 2 pages of 2
+    assert uow.folder_jobs.get(job.id).objects_listed == 4  # type: ignore[union-attr]
+    assert enumerate_step(uow, lambda owner: buckets, bus, SETTINGS, job.id, pages=2) == {"enumerationDone": True}
+
+
+def test_an_earlier_report_that_cannot_be_read_or_is_gone_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A resubmission reads this owner's earlier report and its parts; one it may not read (KMS) or that vanished
+    between the listing and the read is skipped, the others still count."""
+    buckets = MemoryBuckets()
+    prefix = layout.record_prefix("md/", "fj-1")
+    buckets.put("out", layout.report_key("md/", "fj-1"), b'{"key": "docs/a.pdf", "status": "completed"}\n', owner=ALICE)
+    buckets.put("out", prefix + "report/part-000001.jsonl", b'{"key": "docs/b.pdf", "status": "completed"}\n', owner=ALICE)
+    buckets.put("out", prefix + "report/part-000002.jsonl", b'{"key": "docs/c.pdf", "status": "completed"}\n', owner=ALICE)
+    real_head, real_lines = buckets.head, buckets.iter_lines
+
+    def head(bucket: str, key: str) -> ObjectHead | None:
+        if key.endswith("part-000001.jsonl"):
+            raise ObjectUnreadable("AccessDenied", error_id="OBJECT_UNREADABLE")
+        return real_head(bucket, key)
+
+    def iter_lines(bucket: str, key: str) -> Iterator[bytes]:
+        if key.endswith("part-000002.jsonl"):
+            raise NotFound(key)
+        return real_lines(bucket, key)
+
+    monkeypatch.setattr(buckets, "head", head)
+    monkeypatch.setattr(buckets, "iter_lines", iter_lines)
+    assert earlier_report_sources(buckets, "out", "md/", "fj-1", owner_id=ALICE) == {"docs/a.pdf"}
