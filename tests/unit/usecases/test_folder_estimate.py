@@ -251,3 +251,18 @@ def test_a_model_without_a_price_is_refused_before_anything_is_counted(svc: Serv
     with pytest.raises(InputError) as refused:
         dryrun.estimate(svc, {"input": {"folder": "s3://folders/in/"}, "options": {"modelId": "unpriced.model-v1"}}, owner_id=OWNER)
     assert refused.value.error_id == "MODEL_UNKNOWN" and str(refused.value) == "Model unpriced.model-v1 has no price configured."
+
+
+def test_the_text_is_surveyed_in_five_files_spread_over_the_sizes_and_scaled_to_every_page(svc: Services) -> None:
+    """Seven files of a page each, of growing size: five are surveyed for text (the output estimate), and their text a
+    page prices all seven pages."""
+    buckets = MemoryBuckets()
+    pdfs = [make_pdf(1, lines_per_page=2 + i) for i in range(7)]
+    for i, pdf in enumerate(pdfs):
+        buckets.put("folders", f"in/{i}.pdf", pdf)
+    answer = dryrun.estimate(on_folders(svc, buckets), {"input": {"folder": "s3://folders/in/"}}, owner_id=OWNER)
+    assert (answer["pages"]["total"], answer["pages"]["files_inspected"], answer["pages"]["filesSurveyedForText"]) == (7, 7, 5)
+    surveyed = [pdfs[i] for i in (0, 2, 3, 4, 6)]  # round(k * 6 / 4) for k in 0..4: the smallest, the largest and three between
+    chars = round(sum(_text(p) for p in surveyed) / 5 * 7)
+    on_demand, batch, worst = _cost(svc, 7, chars)
+    assert (answer["estimate"]["onDemandUsd"], answer["estimate"]["batchUsd"], answer["estimate"]["worstCaseUsd"]) == (on_demand, batch, worst)
