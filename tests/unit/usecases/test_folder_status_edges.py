@@ -213,7 +213,9 @@ def test_the_sweep_ends_a_job_whose_run_ended_without_recording_it(svc: Services
     advance.advance(svc, done)
     end_conversion(fake_uow, svc, done, "in/a.pdf", "completed", total_pages=1)
     advance.advance(svc, done)
-    stuck = listed_job(svc, fake_uow, buckets, ["b.pdf"], folder="stuck")
+    stuck = listed_job(svc, fake_uow, buckets, ["b.pdf", "b2.pdf"], folder="stuck")
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 1})  # type: ignore[misc]
+    advance.advance(svc, stuck)  # one file in flight, one queued: the run timed out with both unfinished
     fresh = listed_job(svc, fake_uow, buckets, ["c.pdf"], folder="fresh")
     clock = fake_uow.state.clock
     for job_id, status in ((done, "ABORTED"), (stuck, "TIMED_OUT"), (fresh, "RUNNING")):
@@ -226,6 +228,9 @@ def test_the_sweep_ends_a_job_whose_run_ended_without_recording_it(svc: Services
     ended = recovery.settle_ended_folder_jobs(svc)
 
     assert ended == {done: "completed", stuck: "error"}  # the running one is left alone
+    told = {d["jobId"]: d["status"] for _, d in svc.bus.events}  # type: ignore[attr-defined]
+    assert (told.get(done), told.get(stuck)) == ("completed", "error")
+    assert ("folders", f"stuck-out/_batchlane/{stuck}/manifest.json") in buckets.objects  # its record written as it failed
     stuck_row = fake_uow.folder_jobs.get(stuck)
     assert stuck_row is not None and stuck_row.error_id == "FOLDER_JOB_TIMED_OUT"
     assert recovery.settle_ended_folder_jobs(svc) == {}  # ended once
@@ -363,3 +368,92 @@ def test_a_cancelled_job_finishes_cancelled_and_a_job_that_does_not_exist_is_not
     assert finish.finish(fake_uow, svc.folder_buckets, FakeBus(), job_id) == {"jobId": job_id, "status": "cancelled"}
     with pytest.raises(NotFound):
         finish.finish(fake_uow, svc.folder_buckets, FakeBus(), "fj-" + "0" * 24)
+
+
+# -- what the first measured run after these tests left alive (issue 44.6) ----------------------------------------------
+def test_the_grants_follow_the_owner_and_the_groups_of_the_caller(svc: Services) -> None:
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_sources": "folders/home/{owner}/,legal@vault/contracts/"})  # type: ignore[misc]
+    assert usecases.grants(svc, ALICE) == {"folders": ["s3://folders/home/alice/"]}
+    assert usecases.grants(svc, "bob", groups=["legal"]) == {"folders": ["s3://folders/home/bob/", "s3://vault/contracts/"]}
+
+
+def test_files_and_report_pages_of_three_name_their_last_key_and_refuse_in_words(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcomes = {f"{name}.pdf": ("completed", 1) for name in "abcd"}
+    job_id = _finished(svc, fake_uow, buckets, outcomes)
+    first = usecases.files(svc, ALICE, job_id, limit=3)
+    assert [f["key"] for f in first["files"]] == ["in/a.pdf", "in/b.pdf", "in/c.pdf"] and first["next"] == "in/c.pdf"
+    page, after = usecases.report_page(svc, ALICE, job_id, after=None, limit=3)
+    assert [json.loads(line)["key"] for line in page] == ["in/a.pdf", "in/b.pdf", "in/c.pdf"] and after == "in/c.pdf"
+    assert usecases.files(svc, ALICE, job_id, after="in/a b.pdf")["files"][0]["key"] == "in/a.pdf"  # a space is a key's own
+    with pytest.raises(InputError) as bad_status:
+        usecases.files(svc, ALICE, job_id, status_filter="done")
+    assert str(bad_status.value) == "status must be one of queued, processing, completed, failed, skipped."
+    with pytest.raises(InputError) as bad_after:
+        usecases.files(svc, ALICE, job_id, after="in/\n")
+    assert str(bad_after.value) == "after must be an object key (at most 1024 characters, no control characters)."
+
+
+def test_a_failed_files_error_carries_its_message_and_failed_pages_are_read_for_this_deployment(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("failed", 0)})
+    error = usecases.files(svc, ALICE, job_id)["files"][0]["error"]
+    assert (error["code"], error["message"]) == ("PDF_ENCRYPTED", "encrypted") and error["nextStep"].startswith("Remove the password")
+    other = listed_job(svc, fake_uow, buckets, ["g.pdf"], folder="gaps")
+    advance.advance(svc, other)
+    end_conversion(fake_uow, svc, other, "gaps/g.pdf", "completed", total_pages=3, pages_failed=1)
+    advance.advance(svc, other)
+
+    def failed_pages(given: Services, conversion_id: str) -> list[Any]:
+        assert given is svc  # the deployment's store and database, not another's
+        return [SimpleNamespace(page=2)]
+
+    monkeypatch.setattr(usecases, "failed_pages", failed_pages)
+    assert usecases.files(svc, ALICE, other)["files"][0]["failedPages"] == [2]
+
+
+def test_list_jobs_answers_at_most_its_limit_newest_first(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    listed_job(svc, fake_uow, buckets, ["a.pdf"], folder="one")
+    fake_uow.state.clock.at += timedelta(seconds=1)
+    newest = listed_job(svc, fake_uow, buckets, ["b.pdf"], folder="two")
+    assert [j["id"] for j in usecases.list_jobs(svc, ALICE, limit=1)["folderJobs"]] == [newest]
+
+
+def test_a_cancel_leaves_the_job_unended_until_its_files_in_flight_end_and_stops_parked_ones(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
+    advance.advance(svc, job_id)
+    parked = end_conversion(fake_uow, svc, job_id, "in/a.pdf", "waiting_batch")
+    cancelled = usecases.cancel(svc, ALICE, job_id)
+    assert (cancelled["status"], cancelled["finishedAt"]) == ("cancelled", None)
+    assert fake_uow.jobs.get_job(parked).status == "cancelled"  # type: ignore[union-attr]
+
+
+def test_a_folder_jobs_notification_keeps_its_headers() -> None:
+    spec = NotificationsSpec(callback_url="https://hooks.example.com/x", callback_events=["job.completed"], callback_headers={"X-Api-Key": "k"})
+    assert usecases.check_notifications(spec, allow_private=False).callback_headers == {"X-Api-Key": "k"}
+
+
+def test_an_explicit_list_of_exactly_one_page_is_listed_in_one_step(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    body = {"input": {"files": ["s3://folders/in/a.pdf", "s3://folders/in/b.pdf"]}, "output": {"folder": "s3://folders/out/", "layout": "mirror"}}
+    job, _ = usecases.submit(svc, ALICE, body)
+    two_a_page = LISTING.model_copy(update={"batchlane_folder_list_page_size": 2})
+    assert enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), two_a_page, job["id"]) == {"enumerationDone": True}
+
+
+def test_failing_a_job_that_already_ended_answers_its_status_and_reads_the_owners_bucket(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
+) -> None:
+    job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("completed", 1)})
+
+    def owners(owner: str) -> Any:
+        assert owner == ALICE
+        return buckets
+
+    assert finish.fail(fake_uow, owners, FakeBus(), job_id, error_id="X", message="y") == {"jobId": job_id, "status": "completed"}
+    live = listed_job(svc, fake_uow, buckets, ["z.pdf"], folder="live")
+    assert finish.fail(fake_uow, owners, FakeBus(), live, error_id="FOLDER_JOB_FAILED", message="m")["status"] == "error"
+    assert ("folders", f"live-out/_batchlane/{live}/manifest.json") in buckets.objects
