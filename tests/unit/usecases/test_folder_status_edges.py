@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
@@ -18,7 +18,8 @@ from usecase_fakes import FakeBus, workflows_of
 
 import batchlane
 from batchlane.contract import FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE
-from batchlane.domain.errors import Conflict, InputError, NotFound
+from batchlane.domain import status as st
+from batchlane.domain.errors import Conflict, Forbidden, InputError, NotFound
 from batchlane.domain.workflow_end import Execution
 from batchlane.folders import advance, finish, recovery, usecases
 from batchlane.folders.enumerate import enumerate_step
@@ -358,7 +359,14 @@ def test_the_manifest_and_report_in_the_users_bucket_field_by_field(svc: Service
         "outputs": {"folder": "s3://folders/out/", "manifest": f"s3://folders/{manifest_key[1]}", "report": f"s3://folders/{report_key[1]}"},
         "error": None,
     }  # fmt: skip
-    assert finish.finish(fake_uow, svc.folder_buckets, bus, job_id)["status"] == "completed_with_failures" and len(bus.events) == 1
+    assert written["finishedAt"].endswith("+00:00") and json.loads(body)["writtenAt"].endswith("+00:00")  # UTC, with its zone
+
+    def owners(owner: str) -> Any:
+        assert owner == ALICE
+        return buckets
+
+    assert finish.finish(fake_uow, owners, bus, job_id) == {"jobId": job_id, "status": "completed_with_failures"} and len(bus.events) == 1
+    assert [json.loads(line)["outputUris"] for line in usecases.report(svc, ALICE, job_id)] == [["s3://folders/out/a.md"]]
 
 
 def test_a_cancelled_job_finishes_cancelled_and_a_job_that_does_not_exist_is_not_found(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
@@ -366,8 +374,9 @@ def test_a_cancelled_job_finishes_cancelled_and_a_job_that_does_not_exist_is_not
     usecases.cancel(svc, ALICE, job_id)
     assert advance.advance(svc, job_id)["done"] is True
     assert finish.finish(fake_uow, svc.folder_buckets, FakeBus(), job_id) == {"jobId": job_id, "status": "cancelled"}
-    with pytest.raises(NotFound):
+    with pytest.raises(NotFound) as missing:
         finish.finish(fake_uow, svc.folder_buckets, FakeBus(), "fj-" + "0" * 24)
+    assert str(missing.value) == "no folder job fj-" + "0" * 24
 
 
 # -- what the first measured run after these tests left alive (issue 44.6) ----------------------------------------------
@@ -457,3 +466,77 @@ def test_failing_a_job_that_already_ended_answers_its_status_and_reads_the_owner
     live = listed_job(svc, fake_uow, buckets, ["z.pdf"], folder="live")
     assert finish.fail(fake_uow, owners, FakeBus(), live, error_id="FOLDER_JOB_FAILED", message="m")["status"] == "error"
     assert ("folders", f"live-out/_batchlane/{live}/manifest.json") in buckets.objects
+
+
+def test_without_the_priority_group_a_spec_that_leaves_the_batch_lane_is_refused_naming_each_reason(svc: Services) -> None:
+    soon = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    body = {"input": {"folder": "s3://folders/in/"}, "policy": {"priority": "high", "deadline": soon}, "options": {"deadline": soon, "parser": "docling"}}
+    with pytest.raises(Forbidden) as refused:
+        usecases.submit(svc, ALICE, body, priority_group="batchlane-priority")
+    hours = f"{svc.settings.batch_deadline_hours:g}"
+    assert str(refused.value) == (
+        f"priority high, lane opt-out options or a deadline sooner than the batch lane's {hours} h turnaround "
+        "(policy.priority high, parser, policy.deadline, options.deadline) skip the half-price batch lane; "
+        "that needs membership of the batchlane-priority group."
+    )
+
+
+def test_a_retry_without_the_group_is_not_refused_for_a_deadline_that_has_come_close_since(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets
+) -> None:
+    """The deadline was the submit's to judge; a retry by someone without the group keeps the files in the batch lane."""
+    soon = (datetime.now(UTC) + timedelta(hours=1)).isoformat()
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"], policy={"deadline": soon, "maxRetries": 0}, options={"deadline": soon})
+    advance.advance(svc, job_id)
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id="PDF_ENCRYPTED", error_message="encrypted")
+    advance.advance(svc, job_id)
+    finish.finish(fake_uow, svc.folder_buckets, svc.bus, job_id)
+    retried = usecases.retry(svc, ALICE, job_id, priority_group="batchlane-priority")
+    assert retried["requeued"] == 1 and fake_uow.folder_jobs.get(job_id).priority_allowed is False  # type: ignore[union-attr]
+    assert [d["status"] for _, d in svc.bus.events][-1] == "processing"  # type: ignore[attr-defined]  # the reopened job told
+
+
+def test_cancel_stops_every_parked_conversion_even_after_one_that_left_the_lane(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
+    advance.advance(svc, job_id)
+    first = end_conversion(fake_uow, svc, job_id, "in/a.pdf", "waiting_batch")
+    second = end_conversion(fake_uow, svc, job_id, "in/b.pdf", "waiting_batch")
+    stopped: list[str] = []
+
+    def cancel_job(svc: Services, conversion_id: str) -> None:
+        stopped.append(conversion_id)
+        if conversion_id == first:
+            raise Conflict("it is assembling now")
+
+    monkeypatch.setattr(usecases, "cancel_job", cancel_job)
+    assert usecases.stop_parked(svc, job_id) == 2 and sorted(stopped) == sorted([first, second])
+
+
+def test_a_finish_that_meets_a_cancel_ends_the_job_cancelled_and_says_so_in_its_record(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    """The job is cancelled between Finish's read and its move: the move to completed fails, the job ends cancelled,
+    and the record written first is written again with the status it ended with."""
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    advance.advance(svc, job_id)
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "completed", total_pages=1)
+    advance.advance(svc, job_id)
+    real = fake_uow.folder_jobs
+
+    class CancelledMeanwhile:
+        cancelled = False
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def move(self, job: str, move: Any, **kw: Any) -> Any:
+            if not self.cancelled:
+                self.cancelled = True
+                real.move(job, st.folder_job("cancel"), ended=False)  # the owner's cancel lands first
+            return real.move(job, move, **kw)
+
+    bus = FakeBus()
+    answer = finish.finish(SimpleNamespace(folder_jobs=CancelledMeanwhile()), svc.folder_buckets, bus, job_id)  # type: ignore[arg-type]
+    assert answer == {"jobId": job_id, "status": "cancelled"}
+    manifest = json.loads(buckets.objects[("folders", f"out/_batchlane/{job_id}/manifest.json")][0])
+    assert manifest["status"] == "cancelled" and [d["status"] for _, d in bus.events] == ["cancelled"]

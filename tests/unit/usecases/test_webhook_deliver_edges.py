@@ -147,3 +147,32 @@ def test_a_missing_delivery_is_named_and_a_finished_one_answered_as_it_is(resolv
     delivery_id = _add(uow, "https://hooks.example.com/in")
     _send(uow, delivery_id, Posts(Answer(200)))
     assert _send(uow, delivery_id, Posts()) == {"deliveryId": delivery_id, "status": "delivered", "attempts": 1}
+
+
+def test_a_delivery_given_up_without_a_step_functions_error_says_it_gave_up() -> None:
+    uow = FakeUnitOfWork()
+    delivery_id = str(uuid.uuid4())
+    uow.deliveries.add(delivery_id=delivery_id, owner_id="alice", job_id=None, event="job.completed", url="https://h.example.com/", headers={}, payload={})
+    assert deliver_module.give_up(uow.deliveries, delivery_id, None) == {"deliveryId": delivery_id, "status": "failed"}
+    row = uow.deliveries.get(delivery_id)
+    assert row is not None and row.last_error == "gave up"
+    other = str(uuid.uuid4())
+    uow.deliveries.add(delivery_id=other, owner_id="alice", job_id=None, event="job.completed", url="https://h.example.com/", headers={}, payload={})
+    deliver_module.give_up(uow.deliveries, other, {"Error": "States.Timeout", "Cause": "x"})
+    assert uow.deliveries.get(other).last_error == "States.Timeout"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("events", "message"),
+    [
+        ([], "callbackEvents must be a non-empty list of: job.completed, job.waiting_batch, job.paused, file.error, file.completed."),
+        (
+            ["job.done", "file.completed"],
+            "callbackEvents: unknown event(s) job.done; known: job.completed, job.waiting_batch, job.paused, file.error, file.completed.",
+        ),
+    ],
+)
+def test_a_refused_event_list_names_every_event_a_receiver_may_ask_for(events: list[str], message: str) -> None:
+    with pytest.raises(subscription.CallbackInvalid) as refused:
+        subscription.check_events(events)
+    assert str(refused.value) == message
