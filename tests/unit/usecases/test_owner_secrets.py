@@ -163,7 +163,7 @@ def wall_clock(monkeypatch: pytest.MonkeyPatch) -> datetime:
     class Held(datetime):
         @classmethod
         def now(cls, tz: Any = None) -> datetime:  # type: ignore[override]
-            return NOW
+            return NOW.astimezone(tz) if tz is not None else NOW.replace(tzinfo=None)  # as datetime.now: naive without a zone
 
     monkeypatch.setattr(owner_secrets, "datetime", Held)
     return NOW
@@ -265,3 +265,19 @@ def test_a_delivery_reads_the_grace_and_migration_days_from_the_deployments_sett
     assert owner_signing_keys(svc, "alice") == [second, DEPLOYMENT_SECRET]  # 2 hours, not the default 24
     uow.state.clock.at += timedelta(hours=22)
     assert owner_signing_keys(svc, "alice") == [second]  # a day, not the default 30
+
+
+def test_the_config_of_an_owner_without_a_secret_dates_nothing(wall_clock: datetime) -> None:
+    seen = owner_secrets.describe(FakeUnitOfWork(), "nobody", grace=GRACE, migration_days=30)
+    assert (seen["version"], seen["createdAt"], seen["rotatedAt"], seen["previousValidUntil"]) == (None, None, None, None)
+    assert seen["deploymentSignatureUntil"] == (NOW + timedelta(days=30)).isoformat()
+
+
+def test_half_a_second_left_of_a_grace_or_a_migration_is_still_promised(wall_clock: datetime) -> None:
+    uow, cipher = FakeUnitOfWork(), PlainCipher()
+    owner_secrets.config(uow, cipher, "alice", grace=GRACE, migration_days=1)
+    owner_secrets.rotate(uow, cipher, "alice", grace=GRACE, migration_days=1)
+    uow.state.clock.at += GRACE - timedelta(seconds=0.5)
+    seen = owner_secrets.describe(uow, "alice", grace=GRACE, migration_days=1)
+    assert seen["previousValidUntil"] == (NOW + timedelta(seconds=0.5)).isoformat()
+    assert seen["deploymentSignatureUntil"] == (NOW + timedelta(seconds=0.5)).isoformat()  # a day since per-owner signing began

@@ -176,3 +176,37 @@ def test_a_refused_event_list_names_every_event_a_receiver_may_ask_for(events: l
     with pytest.raises(subscription.CallbackInvalid) as refused:
         subscription.check_events(events)
     assert str(refused.value) == message
+
+
+def test_a_delivery_with_no_key_to_sign_is_refused_for_good_once_and_says_why(resolved) -> None:  # type: ignore[no-untyped-def]
+    uow = FakeUnitOfWork()
+    delivery_id = _add(uow, "https://hooks.example.com/in")
+    posts = Posts()
+    answer = deliver(uow.deliveries, delivery_id, signing_keys=lambda owner: [], post=posts, allow_private=False, timeout_s=1)
+    assert answer == {"deliveryId": delivery_id, "status": "failed", "attempts": 1} and posts.sent == []
+    row = uow.deliveries.get(delivery_id)
+    assert row is not None and (row.status, row.attempts, row.latency_ms, row.response_code) == ("failed", 1, 0, None)
+    assert row.last_error == "WEBHOOK_SECRET_MISSING: the owner has no signing secret yet; `batchlane webhooks config` creates it (shown once)."
+
+
+def test_a_url_the_rules_refuse_is_failed_for_good_with_the_refusal_as_its_error() -> None:
+    uow = FakeUnitOfWork()
+    delivery_id = _add(uow, "https://127.0.0.1/in")
+    answer = _send(uow, delivery_id, Posts())
+    row = uow.deliveries.get(delivery_id)
+    assert answer == {"deliveryId": delivery_id, "status": "failed", "attempts": 1}
+    refusal = "callbackUrl points to a private, loopback or link-local address, which this deployment does not allow."
+    assert row is not None and (row.status, row.attempts, row.last_error) == ("failed", 1, refusal)
+
+
+def test_an_unresolved_name_is_an_attempt_that_failed_and_is_tried_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unresolved(host: str, port: int, *, allow_private: bool) -> str:
+        raise OSError("Name or service not known")
+
+    monkeypatch.setattr(subscription, "resolve", unresolved)
+    uow = FakeUnitOfWork()
+    delivery_id = _add(uow, "https://nowhere.example.com/in")
+    with pytest.raises(DeliveryFailed):
+        _send(uow, delivery_id, Posts())
+    row = uow.deliveries.get(delivery_id)
+    assert row is not None and (row.status, row.attempts, row.last_error) == ("retrying", 1, "DNS: Name or service not known")
