@@ -26,6 +26,7 @@ LISTING = Settings(batchlane_folder_list_page_size=100, batchlane_folder_list_pa
 class MemoryBuckets:
     objects: dict[tuple[str, str], tuple[bytes, str | None]] = field(default_factory=dict)  # (bucket, key) -> (body, owner)
     content_types: dict[tuple[str, str], str] = field(default_factory=dict)  # what batchlane wrote, with its Content-Type
+    read_as: list[str | None] = field(default_factory=list)  # the owner each Services.folder_buckets call asked for
 
     def put(self, bucket: str, key: str, data: bytes = b"%PDF-1.7", *, owner: str | None = None) -> None:
         self.objects[(bucket, key)] = (data, owner)
@@ -92,7 +93,13 @@ class BucketStore:
 def on_folders(svc: Services, buckets: MemoryBuckets, **settings: Any) -> Services:
     """``svc`` with the bucket ``folders`` granted and ``buckets`` as its folder buckets and its folders' source store."""
     svc = dataclasses.replace(svc, settings=svc.settings.model_copy(update={"batchlane_folder_sources": "folders", **settings}))  # type: ignore[type-var]
-    svc.folder_buckets = lambda owner_id=None: buckets  # type: ignore[method-assign, assignment]
+
+    def as_owner(owner_id: str | None = None) -> MemoryBuckets:
+        buckets.read_as.append(owner_id)
+        return buckets
+
+    svc.folder_buckets = as_owner  # type: ignore[method-assign, assignment]
+    svc.buckets = buckets  # type: ignore[attr-defined]  # the same objects, for a test to seed (not a read as anyone)
     svc.folder_source = lambda bucket, owner_id: BucketStore(buckets, bucket)  # type: ignore[method-assign, assignment, return-value]
     return svc
 
@@ -105,7 +112,7 @@ def listed_job(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, 
     body = {"input": {"folder": f"s3://folders/{folder}/"}, "output": {"layout": "mirror", "folder": f"s3://folders/{out}/"}, **spec}
     job, created = usecases.submit(svc, ALICE, body)
     assert created
-    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
+    while not enumerate_step(fake_uow, svc.folder_buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
         pass
     return str(job["id"])
 
@@ -126,7 +133,7 @@ def end_conversion(fake_uow: FakeUnitOfWork, svc: Services, job_id: str, key: st
 def ours(svc: Services, key: str, data: bytes) -> None:
     """An object in our bucket, seen both through the store and by the folder buckets' copy (one S3 bucket)."""
     store_of(svc).put_bytes(key, data)
-    svc.folder_buckets().put(svc.store.bucket, key, data)  # type: ignore[attr-defined]
+    svc.buckets.put(svc.store.bucket, key, data)  # type: ignore[attr-defined]
 
 
 def file_of(fake_uow: FakeUnitOfWork, job_id: str, key: str) -> Any:

@@ -74,6 +74,7 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
     )
     assert buckets.objects[("folders", part)][1] == ALICE and buckets.content_types[("folders", part)] == "application/x-ndjson"
 
+    assert set(buckets.read_as) == {ALICE}  # listed, read and written as the job's owner, never with the deployment's role
     end_conversion(fake_uow, svc, job_id, "in/sub/b.pdf", "cancelled")
     last = advance.advance(svc, job_id)
     assert last == {"done": True, "handover": False, "processing": 0, "queued": 0}
@@ -280,16 +281,16 @@ def test_a_source_that_cannot_be_read_fails_alone_and_the_rest_go_on(
     assert b.status == "processing" and len(opening.calls) == 1
 
 
-def test_files_start_within_the_folders_in_flight_cap_and_the_owners_live_job_cap(
-    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf", "c.pdf", "d.pdf"])
-    monkeypatch.setattr(advance, "create_job", Opening())
+def test_files_start_within_the_folders_in_flight_cap_and_the_owners_live_job_cap(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf", "c.pdf", "d.pdf", "e.pdf"])
     svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 3})  # type: ignore[misc]
     assert advance.advance(svc, job_id)["processing"] == 3
-    assert advance.advance(svc, job_id) == {"done": False, "handover": False, "processing": 3, "queued": 1}  # full: none more
-    svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 10, "batchlane_max_live_jobs": 0})  # type: ignore[misc]
-    assert advance.advance(svc, job_id)["queued"] == 1  # no place left under the owner's cap: it waits, never fails
+    assert advance.advance(svc, job_id) == {"done": False, "handover": False, "processing": 3, "queued": 2}  # full: none more
+    assert fake_uow.budgets.standing(ALICE).live_jobs == 3  # its three conversions are the owner's live jobs
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 10, "batchlane_max_live_jobs": 4})  # type: ignore[misc]
+    assert advance.advance(svc, job_id) == {"done": False, "handover": False, "processing": 4, "queued": 1}  # one place left under the cap
+    svc.settings = svc.settings.model_copy(update={"batchlane_max_live_jobs": 0})  # type: ignore[misc]
+    assert advance.advance(svc, job_id)["queued"] == 1  # no place left: it waits, never fails
 
 
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -322,3 +323,47 @@ def test_a_starting_files_lane_and_options_follow_the_policy_and_the_rights_reco
     expected = {k: (deadline.isoformat() if v == "+" and deadline else v) for k, v in options.items()}
     assert (got_reason, got_options) == (reason, expected)
     assert (got_reason in advance.ON_DEMAND_REASONS) == (reason in ("deadline", "priority_high"))
+
+
+
+def test_a_file_claimed_but_never_opened_is_started_again_after_fifteen_minutes(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Lambda died between the claim and the conversion's start: the file is claimed again, not left processing."""
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"])
+    (claimed,) = fake_uow.folder_jobs.claim_queued(job_id, 1)
+    opening = Opening()
+    monkeypatch.setattr(advance, "create_job", opening)
+    fake_uow.state.clock.at += timedelta(seconds=advance.STALLED_START_S)
+    advance.advance(svc, job_id)
+    assert opening.calls == []  # not yet: it may still be starting
+    fake_uow.state.clock.at += timedelta(seconds=1)
+    advance.advance(svc, job_id)
+    assert len(opening.calls) == 1 and file_of(fake_uow, job_id, "in/a.pdf").conversion_job_id == "conv-1"
+
+
+def test_an_output_already_there_when_a_file_starts_skips_or_fails_it_without_a_conversion(
+    svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf", "c.pdf"])
+    buckets.put("folders", "out/a.md", b"# mine", owner=ALICE)  # written by an earlier job of alice's
+    buckets.put("folders", "out/b.md", b"# theirs")  # not written by batchlane
+    opening = Opening()
+    monkeypatch.setattr(advance, "create_job", opening)
+    advance.advance(svc, job_id)
+    a, b = file_of(fake_uow, job_id, "in/a.pdf"), file_of(fake_uow, job_id, "in/b.pdf")
+    assert (a.status, a.error_id, a.error_message) == ("skipped", "ALREADY_CONVERTED", "out/a.md exists (output.onExisting: skip).")
+    assert (b.status, b.error_id) == ("failed", "OUTPUT_EXISTS") and len(opening.calls) == 1  # c.pdf only
+
+
+def test_a_job_still_listing_is_not_done_though_nothing_is_queued(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job, _ = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/empty-yet/"}, "output": {"layout": "mirror", "folder": "s3://folders/o/"}})
+    assert advance.advance(svc, job["id"]) == {"done": False, "handover": False, "processing": 0, "queued": 0}
+
+
+def test_a_failure_without_an_error_id_fails_the_file_as_a_conversion_failure(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf"], policy={"maxRetries": 0})
+    advance.advance(svc, job_id)
+    end_conversion(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id=None, error_message=None)
+    advance.advance(svc, job_id)
+    assert (file_of(fake_uow, job_id, "in/a.pdf").status, file_of(fake_uow, job_id, "in/a.pdf").error_id) == ("failed", "CONVERSION_FAILED")

@@ -122,3 +122,13 @@ def test_a_resume_of_a_job_still_finishing_is_refused(svc: Services, fake_uow: F
         "FOLDER_JOB_RUNNING",
         "The folder job is processing and still finishing; try again when it has ended.",
     )
+
+
+def test_a_collision_does_not_stop_the_rest_of_its_page_from_being_queued(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    for key in ("in/x/report.pdf", "in/y/report.pdf", "in/z/notes.pdf"):
+        buckets.put("folders", key, b"%PDF-1.7 " + key.encode())
+    job, _ = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/in/"}, "output": {"layout": "flat", "folder": "s3://folders/out/"}})
+    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
+        pass
+    statuses = {k: v[0] for k, v in _files(fake_uow, job["id"]).items()}
+    assert statuses == {"in/x/report.pdf": "queued", "in/y/report.pdf": "failed", "in/z/notes.pdf": "queued"}

@@ -221,6 +221,8 @@ def test_an_earlier_report_that_cannot_be_read_or_is_gone_is_passed_over(monkeyp
     buckets.put("out", layout.report_key("md/", "fj-1"), b'{"key": "docs/a.pdf", "status": "completed"}\n', owner=ALICE)
     buckets.put("out", prefix + "report/part-000001.jsonl", b'{"key": "docs/b.pdf", "status": "completed"}\n', owner=ALICE)
     buckets.put("out", prefix + "report/part-000002.jsonl", b'{"key": "docs/c.pdf", "status": "completed"}\n', owner=ALICE)
+    buckets.put("out", prefix + "report/part-000003.jsonl", b'{"key": "docs/e.pdf", "status": "completed"}\n', owner=BOB)  # forged
+    buckets.put("out", prefix + "report/part-000004.jsonl", b'{"key": "docs/d.pdf", "status": "completed"}\n', owner=ALICE)
     real_head, real_lines = buckets.head, buckets.iter_lines
 
     def head(bucket: str, key: str) -> ObjectHead | None:
@@ -235,4 +237,4 @@ def test_an_earlier_report_that_cannot_be_read_or_is_gone_is_passed_over(monkeyp
 
     monkeypatch.setattr(buckets, "head", head)
     monkeypatch.setattr(buckets, "iter_lines", iter_lines)
-    assert earlier_report_sources(buckets, "out", "md/", "fj-1", owner_id=ALICE) == {"docs/a.pdf"}
+    assert earlier_report_sources(buckets, "out", "md/", "fj-1", owner_id=ALICE) == {"docs/a.pdf", "docs/d.pdf"}  # each skipped alone
