@@ -88,6 +88,7 @@ def test_callback_headers_accepted_up_to_the_limits() -> None:
     assert subscription.check_headers(many) == many
     assert subscription.check_headers({"x" * 64: "", "X-Api-Key!#$%&'*+.^_`|~": "k"}) == {"x" * 64: "", "X-Api-Key!#$%&'*+.^_`|~": "k"}
     assert subscription.check_headers(None) == {}
+    assert subscription.check_headers({"Authorization": "Bearer XYZ-token\t2"}) == {"Authorization": "Bearer XYZ-token\t2"}  # any letter, a tab
 
 
 def test_callback_header_refusals_say_which_header_and_why() -> None:
