@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from folder_fakes import ALICE, LISTING, MemoryBuckets, listed_job, on_folders
-from usecase_fakes import FakeBus
+from usecase_fakes import FakeBus, workflows_of
 
-from batchlane.domain.errors import Conflict, InputError
-from batchlane.folders import layout, usecases
+from batchlane.domain.errors import Conflict, InputError, LimitReached
+from batchlane.folders import advance, finish, layout, usecases
 from batchlane.folders.enumerate import enumerate_step
 from batchlane.ports import ListedPage, Services
 from fakes import FakeUnitOfWork
@@ -132,3 +132,53 @@ def test_a_collision_does_not_stop_the_rest_of_its_page_from_being_queued(svc: S
         pass
     statuses = {k: v[0] for k, v in _files(fake_uow, job["id"]).items()}
     assert statuses == {"in/x/report.pdf": "queued", "in/y/report.pdf": "failed", "in/z/notes.pdf": "queued"}
+
+
+def test_a_submit_past_the_owners_folder_job_cap_is_refused_in_words_and_the_same_spec_is_no_new_job(svc: Services, fake_uow: FakeUnitOfWork) -> None:
+    svc.settings = svc.settings.model_copy(update={"batchlane_max_live_folder_jobs": 1})  # type: ignore[misc]
+    first, created = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/a/"}, "name": "first"})
+    assert created and usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/a/"}})[0]["id"] == first["id"]  # the same job
+    with pytest.raises(LimitReached) as capped:
+        usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/b/"}})
+    assert capped.value.error_id == "FOLDER_JOBS_LIMIT"
+    assert "folder jobs running" in str(capped.value) and "BATCHLANE_MAX_LIVE_FOLDER_JOBS" in str(capped.value)
+    assert "Wait for one to finish or cancel one" in str(capped.value)
+
+
+def test_a_new_job_starts_its_first_run_and_keeps_its_spec_as_json(svc: Services, fake_uow: FakeUnitOfWork) -> None:
+    deadline = datetime(2099, 5, 1, 12, 0, tzinfo=UTC)
+    job, _ = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/a/"}, "name": "quarterly", "policy": {"deadline": deadline.isoformat()}})
+    row = fake_uow.folder_jobs.get(job["id"])
+    assert row is not None and ("folder", f"{job['id']}-1-{int(row.created_at.timestamp())}") in workflows_of(svc).started
+    assert row.spec["policy"]["deadline"] == "2099-05-01T12:00:00Z" and job["spec"]["policy"]["deadline"] == "2099-05-01T12:00:00Z"
+    assert (job["name"], job["throughputPagesPerMinute"], job["etaSeconds"]) == ("quarterly", None, None)
+
+
+def _end_loop(svc: Services, fake_uow: FakeUnitOfWork, job_id: str) -> None:
+    """The folder loop's last turn and its Finish: the cancelled job ends."""
+    assert advance.advance(svc, job_id)["done"] is True
+    finish.finish(fake_uow, svc.folder_buckets, svc.bus, job_id)
+
+
+def test_the_same_spec_again_resumes_a_cancelled_job_only_when_it_skips_what_exists(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    skip = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
+    usecases.cancel(svc, ALICE, skip)
+    _end_loop(svc, fake_uow, skip)
+    again, created = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/in/"}, "output": {"layout": "mirror", "folder": "s3://folders/out/"}})
+    assert (again["id"], created, again["status"], again["files"]["queued"], again["files"]["skipped"]) == (skip, False, "processing", 2, 0)
+    body = {"input": {"folder": "s3://folders/r/"}, "output": {"layout": "mirror", "folder": "s3://folders/r-out/", "onExisting": "replace"}}
+    buckets.put("folders", "r/a.pdf")
+    replace, _ = usecases.submit(svc, ALICE, body)
+    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, replace["id"])["enumerationDone"]:
+        pass
+    usecases.cancel(svc, ALICE, replace["id"])
+    _end_loop(svc, fake_uow, replace["id"])
+    assert usecases.submit(svc, ALICE, body)[0]["status"] == "cancelled"  # replace: the same spec again does not run it again
+
+
+def test_a_job_that_could_not_run_answers_its_error(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job, _ = usecases.submit(svc, ALICE, {"input": {"folder": "s3://folders/empty/"}, "output": {"layout": "mirror", "folder": "s3://folders/o/"}})
+    while not enumerate_step(fake_uow, lambda owner: buckets, FakeBus(), LISTING, job["id"])["enumerationDone"]:
+        pass
+    assert usecases.status(svc, ALICE, job["id"])["error"]["code"] == "FOLDER_EMPTY"
+    assert usecases.status(svc, ALICE, job["id"])["error"]["message"] == "The folder holds no objects."
