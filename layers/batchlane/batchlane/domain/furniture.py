@@ -25,6 +25,7 @@ MAX_FURNITURE_CHARS = 80  # a running head or foot is one short line
 MIN_REPEATS = 3  # pages a folio's offset, or a running line, must stand on
 FOLIO_WINDOW = 5  # a folio's offset recurs within this many pages either side (a bound volume restarts it)
 RUNNING_WINDOW = 2  # a running line recurs at the same edge within this many pages (odd and even pages alternate)
+RISING_TITLE_WORDS = 3  # a sampled book's running title beside its rising folios: longer than "Definition 67"
 MAX_TITLE_WORDS = 16  # the longest running title cut from a paragraph it was glued to
 MAX_CHAPTER_WORDS = 4  # the longest title of an unnumbered chapter (Stichwortverzeichnis) cut beside its folio
 CHAPTER_LOOKBACK = 40  # pages back to the page such a chapter opened on
@@ -258,18 +259,45 @@ class _Decider:
                     self.lines[(c.edge, c.key)].append(page)
         self.pages = sorted(self.candidates)  # the pages with text
         self.inner_counts: dict[tuple[str, str], Counter[int]] = {}
+        self.rising = self._rising()
         self.titles = self._running_titles()
         numbered = {h for h in survey.headings if h[:1].isdigit()}
         self.known = self.titles | numbered  # what a glued head may be cut by
         self.headings = survey.headings  # a whole line's title may be any heading's ("111 Symbolverzeichnis")
 
     def _folio(self, page: int, candidate: Candidate) -> bool:
-        """The candidate's number follows the page sequence: its offset recurs on MIN_REPEATS pages close by."""
+        """The candidate's number follows the page sequence: its offset from the page recurs on MIN_REPEATS pages close
+        by, or, on a page without such a folio, it rises with the pages of a sampled book (:meth:`_rising`)."""
+        return self._offset_folio(page, candidate) or (page, candidate) in self.rising
+
+    def _offset_folio(self, page: int, candidate: Candidate) -> bool:
         if candidate.number is None:
             return False
         pages = self.offsets.get(candidate.number - page, [])
         near = bisect.bisect_right(pages, page + FOLIO_WINDOW) - bisect.bisect_left(pages, page - FOLIO_WINDOW)
         return near >= MIN_REPEATS
+
+    def _rising(self) -> set[tuple[int, Candidate]]:
+        """Folios of a book sampled from a longer one (docling's redp5110_sampled.pdf: 2, 4, 10, 11, 15 on pages 6-10):
+        no offset recurs, but at one edge of pages that have no offset folio, numbers rise with the page by at least as
+        much as the page does (pages are left out, never added) on MIN_REPEATS pages within FOLIO_WINDOW, and two of
+        them carry the same running title of RISING_TITLE_WORDS words or more beside the number. The title is what
+        tells a running head from content that rises too (``Definition 67``, an equation's ``(12)``, a count)."""
+        edges: dict[str, dict[int, list[Candidate]]] = defaultdict(lambda: defaultdict(list))
+        for page, found in sorted(self.candidates.items()):
+            if any(self._offset_folio(page, c) for c in found):
+                continue
+            for c in found:
+                if c.number is not None:
+                    edges[c.edge][page].append(c)
+        rising: set[tuple[int, Candidate]] = set()
+        for numbered in edges.values():
+            for page, found in numbered.items():
+                for candidate in found:
+                    chain = _rising_chain(numbered, page, candidate)
+                    if len(chain) >= MIN_REPEATS and _share_title(chain):
+                        rising.add((page, candidate))
+        return rising
 
     def _running_titles(self) -> set[str]:
         """Titles written beside a folio on two pages close together: the running titles of this document."""
@@ -289,7 +317,20 @@ class _Decider:
             for title in titles:
                 seen[title].append(page)
         # beside a folio on two pages close together (a title repeated a whole book apart is the book's content)
-        return {title for title, pages in seen.items() if recurs_nearby(pages, 2, 2 * FOLIO_WINDOW)}
+        return {title for title, pages in seen.items() if recurs_nearby(pages, 2, 2 * FOLIO_WINDOW)} | self._glued_rising_titles()
+
+    def _glued_rising_titles(self) -> set[str]:
+        """A sampled book's running title in mixed case glued to the text after a rising folio (``20 Row and Column
+        Access Control Support in IBM DB2 for i Table 3-2 lists …``): the most words a page's head shares with the heads
+        of MIN_REPEATS - 1 other such pages within 2 × FOLIO_WINDOW (what one other page shares may run into the text)."""
+        heads = [(page, [title_key(w) for w in _HEADING_MARK.sub("", c.text.strip()).split()[1 : MAX_TITLE_WORDS + 1]], c.text)
+                 for page, c in sorted(self.rising, key=lambda r: r[0]) if c.form == "glued" and c.side == "lead" and c.edge == "top"]
+        titles = set()
+        for page, words, text in heads:
+            shared = sorted((_common_words(words, other) for q, other, _ in heads if q != page and abs(q - page) <= 2 * FOLIO_WINDOW), reverse=True)
+            if len(shared) >= MIN_REPEATS - 1 and shared[MIN_REPEATS - 2] >= RISING_TITLE_WORDS:
+                titles.add(title_key(" ".join(_HEADING_MARK.sub("", text.strip()).split()[1 : 1 + shared[MIN_REPEATS - 2]])))
+        return titles
 
     def _running_line(self, page: int, candidate: Candidate) -> bool:
         """The same short line at the same edge of MIN_REPEATS pages close by (the page's neighbourhood, odd and even
@@ -368,7 +409,7 @@ class _Decider:
             for other in self.candidates.get(q, []):
                 if (other.edge, other.side) != (candidate.edge, candidate.side) or other.title not in self.titles or not self._folio(q, other):
                     continue
-                if self._shape(self._title_words(other)) == shape:
+                if self._shape(_opening(other, self._title_words(other))) == shape:
                     return True
         return False
 
@@ -442,7 +483,7 @@ class _Decider:
             return whole
         if title == 0:
             if candidate.form != "glued":
-                shape = self._shape(words)
+                shape = self._shape(_opening(candidate, words))
                 return whole if shape and len(words) <= 8 and self._neighbours_shape(page, candidate, shape) else None
             if len(words) and not _bare_folio_glued(words[0], top=candidate.side == "lead"):
                 return None  # a number alone at the start or end of a paragraph is the paragraph's ("42 students …")
@@ -510,6 +551,45 @@ class _Decider:
             heading = next(c for c in bare if c.heading)
             return [r for r in chosen if (r.edge, r.depth) != (heading.edge, heading.depth) and not (r.edge == heading.edge and r.depth > heading.depth)]
         return chosen
+
+
+def _opening(candidate: Candidate, words: list[str]) -> list[str]:
+    """A running title's words from its start: a trailing folio's title words come from the number inwards."""
+    return words[::-1] if candidate.side == "trail" else words
+
+
+def _rising_chain(numbered: dict[int, list[Candidate]], page: int, candidate: Candidate) -> list[Candidate]:
+    """The candidates, one a page, whose numbers rise with the page through ``candidate`` on ``page`` (``numbered``:
+    an edge's numbered candidates by page): outwards within FOLIO_WINDOW pages, each the nearest number that still
+    rises at least page for page."""
+    chain = [candidate]
+    for step in (1, -1):
+        last_page, last = page, candidate.number or 0
+        for q in range(page + step, page + step * (FOLIO_WINDOW + 1), step):
+            fits = [c for c in numbered.get(q, ()) if c.number is not None and _rises(last_page, last, q, c.number)]
+            if fits:
+                best = min(fits, key=lambda c: abs((c.number or 0) - last))
+                chain.append(best)
+                last_page, last = q, best.number or 0
+    return chain
+
+
+def _rises(page: int, number: int, other_page: int, other: int) -> bool:
+    """``other`` on ``other_page`` follows ``number`` on ``page`` as a folio of a sample does: by as many or more."""
+    if (number >= ROMAN_BASE) != (other >= ROMAN_BASE):
+        return False
+    return other - number >= other_page - page > 0 or number - other >= page - other_page > 0
+
+
+def _share_title(chain: list[Candidate]) -> bool:
+    """Two of the chain's lines carry the same RISING_TITLE_WORDS or more words beside their numbers."""
+    titles = [_beside(c) for c in chain]
+    return any(_common_words(a, b) >= RISING_TITLE_WORDS for i, a in enumerate(titles) for b in titles[i + 1 :])
+
+
+def _beside(candidate: Candidate) -> list[str]:
+    """The words beside a candidate's number, from the line's start (a glued head: its first words after the number)."""
+    return [w for w in candidate.title.split() if w][:MAX_TITLE_WORDS]
 
 
 def _inner_index(words: list[str]) -> int:
