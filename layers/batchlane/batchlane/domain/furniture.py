@@ -2,7 +2,8 @@
 
 A line is furniture when it stands at a page's top or bottom edge and either carries the page number (a folio:
 a number whose offset from the page number recurs at the edges of nearby pages, so it follows the page
-sequence) with, beside it, nothing or a running title; or is the same short line at the same edge of nearby
+sequence; in a book sampled from a longer one, a number that rises at least page for page beside a running title)
+with, beside it, nothing or a running title; or is the same short line at the same edge of nearby
 pages (a running head without a number), unless what follows it repeats too (a repeated form). Content that
 only repeats far apart (the title pages of a bound volume) is kept. A model may give a running head as a
 heading, in bold, as a plain line, or glued to the first paragraph: each form is recognised, and in the glued
