@@ -314,3 +314,14 @@ def test_a_number_that_rises_more_slowly_than_the_pages_is_not_a_sampled_books_f
     sections = _sections(_assemble(pages))
 
     assert [sections[n].strip().split("\n")[0] for n in counts] == [text.format(c=c, n=n) for n, c in counts.items()]
+
+
+def test_a_repeated_forms_numbers_beside_the_same_words_are_content_though_some_of_them_rise() -> None:
+    # statements bound together: the same words and an account number end each page, no folio anywhere; a few of the
+    # numbers rise from page to page by chance (10422 → 23991 → 77310 → 81007), but the form's numbers as a whole do not
+    accounts = (58213, 10422, 23991, 77310, 81007, 64420, 12093, 9051)
+    pages = [PageText(n, "converted", f"Statement {n} of the period, balance {a % 977} EUR.\n\nCustomer account number {a}") for n, a in enumerate(accounts, start=1)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[-1] for n in range(1, 9)] == [f"Customer account number {a}" for a in accounts]

@@ -2,7 +2,7 @@
 
 A line is furniture when it stands at a page's top or bottom edge and either carries the page number (a folio:
 a number whose offset from the page number recurs at the edges of nearby pages, so it follows the page
-sequence; in a book sampled from a longer one, a number that rises at least page for page beside a running title)
+sequence; in a book sampled from a longer one, numbers beside a running title that rise at least page for page)
 with, beside it, nothing or a running title; or is the same short line at the same edge of nearby
 pages (a running head without a number), unless what follows it repeats too (a repeated form). Content that
 only repeats far apart (the title pages of a bound volume) is kept. A model may give a running head as a
@@ -20,6 +20,7 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 EDGE_DEPTH = 2  # how many text blocks at each end of a page may be furniture
 MAX_FURNITURE_CHARS = 80  # a running head or foot is one short line
@@ -27,6 +28,7 @@ MIN_REPEATS = 3  # pages a folio's offset, or a running line, must stand on
 FOLIO_WINDOW = 5  # a folio's offset recurs within this many pages either side (a bound volume restarts it)
 RUNNING_WINDOW = 2  # a running line recurs at the same edge within this many pages (odd and even pages alternate)
 RISING_TITLE_WORDS = 3  # a sampled book's running title beside its rising folios: longer than "Definition 67"
+RISING_SHARE = (9, 10)  # of a running title's numbers, the steps that rise: all but one in ten (a sample restarting)
 MAX_TITLE_WORDS = 16  # the longest running title cut from a paragraph it was glued to
 MAX_CHAPTER_WORDS = 4  # the longest title of an unnumbered chapter (Stichwortverzeichnis) cut beside its folio
 CHAPTER_LOOKBACK = 40  # pages back to the page such a chapter opened on
@@ -269,7 +271,7 @@ class _Decider:
     def _folio(self, page: int, candidate: Candidate) -> bool:
         """The candidate's number follows the page sequence: its offset from the page recurs on MIN_REPEATS pages close
         by, or, on a page without such a folio, it rises with the pages of a sampled book (:meth:`_rising`)."""
-        return self._offset_folio(page, candidate) or (page, candidate) in self.rising
+        return self._offset_folio(page, candidate) or (page, candidate.edge, candidate.depth) in self.rising
 
     def _offset_folio(self, page: int, candidate: Candidate) -> bool:
         if candidate.number is None:
@@ -278,26 +280,31 @@ class _Decider:
         near = bisect.bisect_right(pages, page + FOLIO_WINDOW) - bisect.bisect_left(pages, page - FOLIO_WINDOW)
         return near >= MIN_REPEATS
 
-    def _rising(self) -> set[tuple[int, Candidate]]:
-        """Folios of a book sampled from a longer one (docling's redp5110_sampled.pdf: 2, 4, 10, 11, 15 on pages 6-10):
-        no offset recurs, but at one edge of pages that have no offset folio, numbers rise with the page by at least as
-        much as the page does (pages are left out, never added) on MIN_REPEATS pages within FOLIO_WINDOW, and two of
-        them carry the same running title of RISING_TITLE_WORDS words or more beside the number. The title is what
-        tells a running head from content that rises too (``Definition 67``, an equation's ``(12)``, a count)."""
-        edges: dict[str, dict[int, list[Candidate]]] = defaultdict(lambda: defaultdict(list))
+    def _rising(self) -> dict[tuple[int, str, int], Candidate]:
+        """Folios of a book sampled from a longer one (docling's redp5110_sampled.pdf: 2, 4, 10, 11, 15 on pages 6-10),
+        on pages with no offset folio: keyed (page, edge, depth). A running title's numbers: the lines at one edge that
+        open with the same RISING_TITLE_WORDS words beside a number, whose numbers rise by at least as much as the page
+        does (a sample leaves pages out, it never adds one) from each such line to the next nearly everywhere (all but
+        one in ten: a restart), on MIN_REPEATS pages within FOLIO_WINDOW. Then a number between two of those at the
+        same edge that rises with both (a chapter's title seen once). The title tells a head from content that rises
+        too (``Definition 67``, an equation's ``(12)``, a count); rising as a whole tells it from a repeated form's."""
+        edges: dict[str, dict[int, list[Candidate]]] = defaultdict(dict)
+        groups: dict[tuple[str, tuple[str, ...]], dict[int, Candidate]] = defaultdict(dict)
         for page, found in sorted(self.candidates.items()):
             if any(self._offset_folio(page, c) for c in found):
                 continue
-            for c in found:
-                if c.number is not None:
-                    edges[c.edge][page].append(c)
-        rising: set[tuple[int, Candidate]] = set()
-        for numbered in edges.values():
-            for page, found in numbered.items():
-                for candidate in found:
-                    chain = _rising_chain(numbered, page, candidate)
-                    if len(chain) >= MIN_REPEATS and _share_title(chain):
-                        rising.add((page, candidate))
+            for c in sorted(found, key=lambda c: c.depth):
+                if c.number is None:
+                    continue
+                edges[c.edge].setdefault(page, []).append(c)
+                title = tuple(_beside(c)[:RISING_TITLE_WORDS])
+                if len(title) == RISING_TITLE_WORDS:
+                    groups[(c.edge, title)].setdefault(page, c)  # the outermost, once a page
+        rising: dict[tuple[int, str, int], Candidate] = {}
+        for group in groups.values():
+            rising.update(_rising_run(sorted(group.items())))
+        for edge, numbered in edges.items():
+            rising.update(_between(sorted((page, c.number or 0) for (page, e, _), c in rising.items() if e == edge), numbered, edge))
         return rising
 
     def _running_titles(self) -> set[str]:
@@ -325,7 +332,7 @@ class _Decider:
         Access Control Support in IBM DB2 for i Table 3-2 lists …``): the most words a page's head shares with the heads
         of MIN_REPEATS - 1 other such pages within 2 × FOLIO_WINDOW (what one other page shares may run into the text)."""
         heads = [(page, [title_key(w) for w in _HEADING_MARK.sub("", c.text.strip()).split()[1 : MAX_TITLE_WORDS + 1]], c.text)
-                 for page, c in sorted(self.rising, key=lambda r: r[0]) if c.form == "glued" and c.side == "lead" and c.edge == "top"]
+                 for (page, _, _), c in sorted(self.rising.items(), key=lambda r: r[0]) if c.form == "glued" and c.side == "lead" and c.edge == "top"]
         titles = set()
         for page, words, text in heads:
             shared = sorted((_common_words(words, other) for q, other, _ in heads if q != page and abs(q - page) <= 2 * FOLIO_WINDOW), reverse=True)
@@ -559,20 +566,35 @@ def _opening(candidate: Candidate, words: list[str]) -> list[str]:
     return words[::-1] if candidate.side == "trail" else words
 
 
-def _rising_chain(numbered: dict[int, list[Candidate]], page: int, candidate: Candidate) -> list[Candidate]:
-    """The candidates, one a page, whose numbers rise with the page through ``candidate`` on ``page`` (``numbered``:
-    an edge's numbered candidates by page): outwards within FOLIO_WINDOW pages, each the nearest number that still
-    rises at least page for page."""
-    chain = [candidate]
-    for step in (1, -1):
-        last_page, last = page, candidate.number or 0
-        for q in range(page + step, page + step * (FOLIO_WINDOW + 1), step):
-            fits = [c for c in numbered.get(q, ()) if c.number is not None and _rises(last_page, last, q, c.number)]
-            if fits:
-                best = min(fits, key=lambda c: abs((c.number or 0) - last))
-                chain.append(best)
-                last_page, last = q, best.number or 0
-    return chain
+def _rising_run(members: list[tuple[int, Candidate]]) -> dict[tuple[int, str, int], Candidate]:
+    """The lines of one running title (page, candidate; by page) that are folios: the title's numbers rise from line to
+    line nearly everywhere (a restart aside), and MIN_REPEATS of its lines stand within FOLIO_WINDOW of the line."""
+    rises = [_rises(p, a.number or 0, q, b.number or 0) for (p, a), (q, b) in pairwise(members)]
+    if len(members) < MIN_REPEATS or sum(rises) * RISING_SHARE[1] < RISING_SHARE[0] * len(rises):
+        return {}
+    pages = [page for page, _ in members]
+    return {
+        (page, c.edge, c.depth): c
+        for page, c in members
+        if bisect.bisect_right(pages, page + FOLIO_WINDOW) - bisect.bisect_left(pages, page - FOLIO_WINDOW) >= MIN_REPEATS
+    }
+
+
+def _between(folios: list[tuple[int, int]], numbered: dict[int, list[Candidate]], edge: str) -> dict[tuple[int, str, int], Candidate]:
+    """Numbers at ``edge`` on pages between two rising folios (page, number) within FOLIO_WINDOW that rise with both."""
+    out: dict[tuple[int, str, int], Candidate] = {}
+    pages = [p for p, _ in folios]
+    for page, found in numbered.items():
+        at = bisect.bisect_left(pages, page)
+        if at == 0 or at == len(pages) or pages[at] == page:
+            continue
+        (before, low), (after, high) = folios[at - 1], folios[at]
+        if page - before > FOLIO_WINDOW or after - page > FOLIO_WINDOW:
+            continue
+        fit = next((c for c in found if _rises(before, low, page, c.number or 0) and _rises(page, c.number or 0, after, high)), None)
+        if fit is not None:
+            out[(page, edge, fit.depth)] = fit
+    return out
 
 
 def _rises(page: int, number: int, other_page: int, other: int) -> bool:
@@ -580,12 +602,6 @@ def _rises(page: int, number: int, other_page: int, other: int) -> bool:
     if (number >= ROMAN_BASE) != (other >= ROMAN_BASE):
         return False
     return other - number >= other_page - page > 0 or number - other >= page - other_page > 0
-
-
-def _share_title(chain: list[Candidate]) -> bool:
-    """Two of the chain's lines carry the same RISING_TITLE_WORDS or more words beside their numbers."""
-    titles = [_beside(c) for c in chain]
-    return any(_common_words(a, b) >= RISING_TITLE_WORDS for i, a in enumerate(titles) for b in titles[i + 1 :])
 
 
 def _beside(candidate: Candidate) -> list[str]:
