@@ -325,3 +325,28 @@ def test_a_repeated_forms_numbers_beside_the_same_words_are_content_though_some_
     sections = _sections(_assemble(pages))
 
     assert [sections[n].strip().split("\n")[-1] for n in range(1, 9)] == [f"Customer account number {a}" for a in accounts]
+
+
+@pytest.mark.parametrize("mark", ["## ", ""])
+def test_a_repeated_forms_label_beside_its_value_at_the_top_of_each_page_is_kept_whole(mark: str) -> None:
+    # the same label opens every page, its value differs (no folio): before, the label went as a running head glued
+    # to the line and "## 58213" was left
+    accounts = (58213, 10422, 23991, 77310, 81007, 64420, 12093, 9051)
+    pages = [PageText(n, "converted", f"{mark}Customer account number {a}\n\nStatement {n} of the period, balance {a % 977} EUR.") for n, a in enumerate(accounts, start=1)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[0] for n in range(1, 9)] == [f"{mark}Customer account number {a}" for a in accounts]
+
+
+def test_a_foot_whose_folio_rises_from_roman_to_arabic_with_skips_goes_whole() -> None:
+    # redp5110_sampled.pdf p. 2: "## © Copyright IBM Corp. 2014. All rights reserved. iii" (a chapter opener's foot,
+    # read first); the sample's folios skip and pass from the front matter's roman to arabic. Before, the words went
+    # as a running head and "## iii" was left on the page
+    folios = ("iii", "v", "xi", "1", "7", "12")
+    bodies = ("Contents of the paper.", "Notices and trademarks.", "Preface to the paper.", "Securing the data.", "Roles and duties.", "Access control.")
+    pages = [PageText(n, "converted", f"## © Copyright IBM Corp. 2014. All rights reserved. {f}\n\n{bodies[n - 1]}") for n, f in enumerate(folios, start=1)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip() for n in range(1, 7)] == list(bodies)

@@ -389,8 +389,11 @@ class _Decider:
             return None
         if candidate.form == "line" and len(candidate.text.split()) <= length:
             return None
-        if _folio_after(page, mine, length, [(q, words) for q, words, common in others if common >= length]) >= needed:
+        sharing = [(q, words) for q, words, common in others if common >= length]
+        if _folio_after(page, mine, length, sharing) >= needed or _rising_after(page, mine, length, sharing) >= needed:
             return self._partial(candidate, length + 1, prefix=candidate.edge == "top", folio=True)
+        if candidate.form != "glued" and len(mine) == length + 1 and folio_value(mine[length]) is not None:
+            return None  # a label and its value alone on a line (a form's "Customer account number 58213"): content
         return self._partial(candidate, length, prefix=candidate.edge == "top", folio=False)
 
     @staticmethod
@@ -598,9 +601,10 @@ def _between(folios: list[tuple[int, int]], numbered: dict[int, list[Candidate]]
 
 
 def _rises(page: int, number: int, other_page: int, other: int) -> bool:
-    """``other`` on ``other_page`` follows ``number`` on ``page`` as a folio of a sample does: by as many or more."""
+    """``other`` on ``other_page`` follows ``number`` on ``page`` as a folio of a sample does: by as many or more; an
+    arabic folio follows any roman one (the front matter comes first)."""
     if (number >= ROMAN_BASE) != (other >= ROMAN_BASE):
-        return False
+        return (other_page > page) == (number >= ROMAN_BASE)
     return other - number >= other_page - page > 0 or number - other >= page - other_page > 0
 
 
@@ -621,6 +625,19 @@ def _folio_after(page: int, mine: list[str], length: int, others: list[tuple[int
     if number is None:
         return 0
     return sum(1 for q, words in others if length < len(words) and folio_value(words[length]) == number - page + q)
+
+
+def _rising_after(page: int, mine: list[str], length: int, others: list[tuple[int, list[str]]]) -> int:
+    """How many of the ``others`` carry a number right after the shared head, when those numbers and this page's rise
+    with the page as a sampled book's folios do, every one of them (``© Copyright IBM Corp. 2014. All rights reserved.``
+    then iii, xi, 1 on pages 2, 4, 5); 0 when any does not (a form's values: ``Customer account number 58213``)."""
+    number = folio_value(mine[length]) if length < len(mine) else None
+    if number is None:
+        return 0
+    after = sorted([(page, number)] + [(q, n) for q, words in others if length < len(words) and (n := folio_value(words[length])) is not None])
+    if not all(_rises(p, a, q, b) for (p, a), (q, b) in pairwise(after)):
+        return 0
+    return len(after) - 1
 
 
 def _common_words(a: list[str], b: list[str]) -> int:
