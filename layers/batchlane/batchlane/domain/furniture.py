@@ -281,20 +281,20 @@ class _Decider:
         return near >= MIN_REPEATS
 
     def _rising(self) -> dict[tuple[int, str, int], Candidate]:
-        """Folios of a book sampled from a longer one (docling's redp5110_sampled.pdf: 2, 4, 10, 11, 15 on pages 6-10),
-        on pages with no offset folio: keyed (page, edge, depth). A running title's numbers: the lines at one edge that
-        open with the same RISING_TITLE_WORDS words beside a number, whose numbers rise by at least as much as the page
-        does (a sample leaves pages out, it never adds one) from each such line to the next nearly everywhere (all but
-        one in ten: a restart), on MIN_REPEATS pages within FOLIO_WINDOW. Then a number between two of those at the
-        same edge that rises with both (a chapter's title seen once). The title tells a head from content that rises
-        too (``Definition 67``, an equation's ``(12)``, a count); rising as a whole tells it from a repeated form's."""
+        """Folios of a book sampled from a longer one (docling's redp5110_sampled.pdf: 2, 4, 10, 11, 15 on pages 6-10), at
+        page edges with no offset folio (``## Bemerkung 39`` may follow the pages by chance), keyed (page, edge, depth).
+        A running title's numbers: the lines at one edge that open with the same RISING_TITLE_WORDS words beside a
+        number, whose numbers rise by at least as much as the page does (a sample leaves pages out, never adds one) from
+        each such line to the next nearly everywhere (all but one in ten: a restart), MIN_REPEATS of them within
+        FOLIO_WINDOW. Then a number between two of those at the same edge that rises with both (a chapter's title seen
+        once). The title tells a head from content that rises too (``Definition 67``, an equation's ``(12)``, a count);
+        rising as a whole tells it from a repeated form's numbers."""
         edges: dict[str, dict[int, list[Candidate]]] = defaultdict(dict)
         groups: dict[tuple[str, tuple[str, ...]], dict[int, Candidate]] = defaultdict(dict)
         for page, found in sorted(self.candidates.items()):
-            if any(self._offset_folio(page, c) for c in found):
-                continue
+            offset_edges = {c.edge for c in found if self._offset_folio(page, c)}  # one folio an edge
             for c in sorted(found, key=lambda c: c.depth):
-                if c.number is None:
+                if c.number is None or c.edge in offset_edges:
                     continue
                 edges[c.edge].setdefault(page, []).append(c)
                 title = tuple(_beside(c)[:RISING_TITLE_WORDS])
