@@ -300,6 +300,8 @@ class _Decider:
                 title = tuple(_beside(c)[:RISING_TITLE_WORDS])
                 if len(title) == RISING_TITLE_WORDS:
                     groups[(c.edge, title)].setdefault(page, c)  # the outermost, once a page
+                if self._capital_title(c):  # a section's title in capitals changes every few pages: one group
+                    groups[(c.edge, ("",))].setdefault(page, c)
         rising: dict[tuple[int, str, int], Candidate] = {}
         for group in groups.values():
             rising.update(_rising_run(sorted(group.items())))
@@ -423,6 +425,13 @@ class _Decider:
                 if self._shape(_opening(other, self._title_words(other))) == shape:
                     return True
         return False
+
+    def _capital_title(self, candidate: Candidate) -> bool:
+        """Beside the number stands a running title in capitals, a section number before it or not (``1.2. METRISCHE
+        RÄUME``, ``CHAPTER 3. TOPOLOGY``): all of the line's words, or the first of a glued block's."""
+        words = _opening(candidate, self._title_words(candidate))
+        run = next((i for i, w in enumerate(words) if not _in_title(w, i)), len(words))
+        return any(ch.isalpha() for w in words[:run] for ch in w) and (run == len(words) or candidate.form == "glued")
 
     def _title_words(self, candidate: Candidate) -> list[str]:
         """The words beside the number, from the number inwards (reversed when the number ends the line)."""
