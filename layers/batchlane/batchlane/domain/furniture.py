@@ -289,24 +289,33 @@ class _Decider:
         FOLIO_WINDOW. Then a number between two of those at the same edge that rises with both (a chapter's title seen
         once). The title tells a head from content that rises too (``Definition 67``, an equation's ``(12)``, a count);
         rising as a whole tells it from a repeated form's numbers."""
-        edges: dict[str, dict[int, list[Candidate]]] = defaultdict(dict)
+        numbered: dict[int, list[Candidate]] = defaultdict(list)  # page → its numbered lines at edges with no offset folio
+        offset: dict[int, int] = {}  # page → its offset folio
+        offset_pages: dict[str, list[int]] = defaultdict(list)  # edge → the pages with an offset folio there
         groups: dict[tuple[str, tuple[str, ...]], dict[int, Candidate]] = defaultdict(dict)
         for page, found in sorted(self.candidates.items()):
             offset_edges = {c.edge for c in found if self._offset_folio(page, c)}  # one folio an edge
+            for c in found:
+                if c.edge in offset_edges and c.number is not None and self._offset_folio(page, c):
+                    offset.setdefault(page, c.number)
+            for edge in sorted(offset_edges):
+                offset_pages[edge].append(page)
             for c in sorted(found, key=lambda c: c.depth):
                 if c.number is None or c.edge in offset_edges:
                     continue
-                edges[c.edge].setdefault(page, []).append(c)
+                numbered[page].append(c)
                 title = tuple(_beside(c)[:RISING_TITLE_WORDS])
                 if len(title) == RISING_TITLE_WORDS:
                     groups[(c.edge, title)].setdefault(page, c)  # the outermost, once a page
                 if self._capital_title(c):  # a section's title in capitals changes every few pages: one group
                     groups[(c.edge, ("",))].setdefault(page, c)
+                if c.side == "bare" and c.depth == 0 and c.form == "block" and not any(ch in c.text for ch in "([#*"):
+                    groups[(c.edge, ("#",))].setdefault(page, c)  # a number alone at the very edge: an equation's (12) is not one
         rising: dict[tuple[int, str, int], Candidate] = {}
-        for group in groups.values():
-            rising.update(_rising_run(sorted(group.items())))
-        for edge, numbered in edges.items():
-            rising.update(_between(sorted((page, c.number or 0) for (page, e, _), c in rising.items() if e == edge), numbered, edge))
+        for (edge, title), group in groups.items():
+            rising.update(_rising_run(sorted(group.items()), (self.pages, offset_pages[edge]) if title == ("#",) else None))
+        folios = {page: c.number or 0 for (page, _, _), c in rising.items()} | offset
+        rising.update(_between(sorted(folios.items()), {page: found for page, found in numbered.items() if page not in folios}))
         return rising
 
     def _running_titles(self) -> set[str]:
@@ -578,22 +587,30 @@ def _opening(candidate: Candidate, words: list[str]) -> list[str]:
     return words[::-1] if candidate.side == "trail" else words
 
 
-def _rising_run(members: list[tuple[int, Candidate]]) -> dict[tuple[int, str, int], Candidate]:
+def _rising_run(members: list[tuple[int, Candidate]], bare: tuple[list[int], list[int]] | None = None) -> dict[tuple[int, str, int], Candidate]:
     """The lines of one running title (page, candidate; by page) that are folios: the title's numbers rise from line to
-    line nearly everywhere (a restart aside), and MIN_REPEATS of its lines stand within FOLIO_WINDOW of the line."""
+    line nearly everywhere (a restart aside), and MIN_REPEATS of its lines stand within FOLIO_WINDOW of the line.
+    ``bare``: (the pages with text, those with an offset folio at this edge) when the lines have no title: with those,
+    a folio must stand at the edge on 3 in 5 of the pages around the line, where a number that is content is rarer."""
     rises = [_rises(p, a.number or 0, q, b.number or 0) for (p, a), (q, b) in pairwise(members)]
     if len(members) < MIN_REPEATS or sum(rises) * RISING_SHARE[1] < RISING_SHARE[0] * len(rises):
         return {}
     pages = [page for page, _ in members]
-    return {
-        (page, c.edge, c.depth): c
-        for page, c in members
-        if bisect.bisect_right(pages, page + FOLIO_WINDOW) - bisect.bisect_left(pages, page - FOLIO_WINDOW) >= MIN_REPEATS
-    }
+    texts, with_folio = bare if bare else ([], [])
+    folio_pages = sorted(set(pages) | set(with_folio))
+    out = {}
+    for page, c in members:
+        near = bisect.bisect_right(pages, page + FOLIO_WINDOW) - bisect.bisect_left(pages, page - FOLIO_WINDOW)
+        around = bisect.bisect_right(texts, page + FOLIO_WINDOW) - bisect.bisect_left(texts, page - FOLIO_WINDOW)
+        folioed = bisect.bisect_right(folio_pages, page + FOLIO_WINDOW) - bisect.bisect_left(folio_pages, page - FOLIO_WINDOW)
+        if near >= MIN_REPEATS and folioed * 5 >= around * 3:
+            out[(page, c.edge, c.depth)] = c
+    return out
 
 
-def _between(folios: list[tuple[int, int]], numbered: dict[int, list[Candidate]], edge: str) -> dict[tuple[int, str, int], Candidate]:
-    """Numbers at ``edge`` on pages between two rising folios (page, number) within FOLIO_WINDOW that rise with both."""
+def _between(folios: list[tuple[int, int]], numbered: dict[int, list[Candidate]]) -> dict[tuple[int, str, int], Candidate]:
+    """On a page without a folio, between two pages with one (page, number; at any edge) within FOLIO_WINDOW, its
+    outermost number at an edge that rises with both (a chapter's opening page with its folio alone at the foot)."""
     out: dict[tuple[int, str, int], Candidate] = {}
     pages = [p for p, _ in folios]
     for page, found in numbered.items():
@@ -605,7 +622,7 @@ def _between(folios: list[tuple[int, int]], numbered: dict[int, list[Candidate]]
             continue
         fit = next((c for c in found if _rises(before, low, page, c.number or 0) and _rises(page, c.number or 0, after, high)), None)
         if fit is not None:
-            out[(page, edge, fit.depth)] = fit
+            out[(page, fit.edge, fit.depth)] = fit
     return out
 
 
