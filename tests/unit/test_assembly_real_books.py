@@ -365,3 +365,45 @@ def test_a_sampled_books_head_goes_though_a_line_at_the_other_edge_follows_the_p
 
     assert [sections[n - 22].strip().split("\n")[0] for n in heads] == list(bodies.values())
     assert sections[6].strip().endswith("## Bemerkung 39")
+
+
+def test_a_sampled_books_bare_folios_at_the_foot_go() -> None:
+    # btxdoc.pdf (texlive's BibTeX manual) sampled two pages in three: its feet are bare folios 5, 7, 8, 10, 12, 13, 15
+    # on pages 4-10; no offset recurs, so before, all of them were left as the pages' last paragraphs
+    folios = {4: 5, 5: 7, 6: 8, 7: 10, 8: 12, 9: 13, 10: 15}
+    words = ("article", "book", "booklet", "conference", "inbook", "manual", "thesis")
+    bodies = {n: f"The {w} entry type formats its fields in the order the style gives them." for n, w in zip(folios, words, strict=True)}
+    pages = [PageText(n, "blank", "") for n in range(1, 4)] + [PageText(n, "converted", f"{bodies[n]}\n\n{folios[n]}") for n in folios]
+
+    sections = {n: text.strip() for n, text in _sections("".join(assemble_document(pages, survey(pages), expected_pages=10))).items()}
+
+    assert [sections[n] for n in folios] == list(bodies.values())
+
+
+def test_a_chapter_openers_bare_folio_between_a_sampled_books_heads_goes() -> None:
+    # book-headings.pdf (LaTeX book, \\pagestyle{headings}) sampled: the chapter's first page has its folio alone at the
+    # foot (9), between the heads' folios 8 and 11; before, "9" was left as that page's last paragraph
+    texts = {
+        6: "4 CHAPTER 1. OF THE TRANSCENDENTAL AESTHETIC other hand, natural causes can be treated like the Ideal.",
+        7: "6 CHAPTER 1. OF THE TRANSCENDENTAL AESTHETIC why, then, the discipline of human reason is a body of demonstrated doctrine.",
+        8: "8 CHAPTER 1. OF THE TRANSCENDENTAL AESTHETIC With the sole exception of our understanding, the Ideal is a priori.",
+        9: "## Chapter 2\n\n## Of the Transcendental Logic\n\nThe things in themselves are what first give rise to reason.\n\n9",
+        10: "## 2.1. ON THE CATEGORIES 11\n\nLet us suppose that the discipline of reason is the clue to the discovery.",
+        11: "## 2.1. ON THE CATEGORIES 13\n\nOur knowledge, on the other hand, would be falsified.",
+    }
+    pages = [PageText(n, "blank", "") for n in range(1, 6)] + [PageText(n, "converted", texts[n]) for n in texts]
+
+    sections = {n: text.strip() for n, text in _sections("".join(assemble_document(pages, survey(pages), expected_pages=11))).items()}
+
+    assert sections[9].endswith("The things in themselves are what first give rise to reason."), sections[9]
+    assert all("CHAPTER 1." not in sections[n] and "ON THE CATEGORIES" not in sections[n] for n in texts)
+
+
+def test_lone_numbers_that_rise_at_the_foot_of_a_few_pages_of_a_book_without_folios_are_content() -> None:
+    # a score, a year, a count alone as a page's last paragraph on three pages of ten: a folio stands on nearly every page
+    lone = {2: 42, 5: 57, 9: 80}
+    pages = [PageText(n, "converted", f"Round {n} of the tournament was played in the old hall of the town." + (f"\n\n{lone[n]}" if n in lone else "")) for n in range(1, 11)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[-1] for n in lone] == [str(v) for v in lone.values()]
