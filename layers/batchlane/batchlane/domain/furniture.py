@@ -2,7 +2,8 @@
 
 A line is furniture when it stands at a page's top or bottom edge and either carries the page number (a folio:
 a number whose offset from the page number recurs at the edges of nearby pages, so it follows the page
-sequence; in a book sampled from a longer one, numbers beside a running title that rise at least page for page)
+sequence; in a book sampled from a longer one, numbers that rise as a whole at least page for page, beside a running
+title or alone on nearly every page)
 with, beside it, nothing or a running title; or is the same short line at the same edge of nearby
 pages (a running head without a number), unless what follows it repeats too (a repeated form). Content that
 only repeats far apart (the title pages of a bound volume) is kept. A model may give a running head as a
