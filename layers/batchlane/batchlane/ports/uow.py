@@ -6,7 +6,7 @@ from typing import Protocol
 
 from batchlane.ports.caps import CapCounts, RateLimits
 from batchlane.ports.estimates import EstimateRepository
-from batchlane.ports.folders import FolderJobRepository
+from batchlane.ports.folder_jobs import FolderJobRepository
 from batchlane.ports.jobs import JobRepository
 from batchlane.ports.lanes import LaneRepository
 from batchlane.ports.model_probes import PageFormRepository, ServiceTierRepository
