@@ -59,7 +59,7 @@ def test_an_answer_off_its_schema_is_named(answer: dict[str, Any], wrong: str):
 
 def test_the_cancel_and_process_now_answers_are_their_schemas():
     """The use cases' outcomes as the API writes them, against CancelOutcome and ProcessNowOutcome: the lane's state is
-    ``laneState`` in both (issue 44.4; ``batchRowState`` before), and nothing the schema does not name."""
+    ``laneState`` in both (issue 44.4), and nothing the schema does not name."""
     from batchlane.batch.process_now import ProcessNowOutcome
     from batchlane.operations.cancel import CancelOutcome
 

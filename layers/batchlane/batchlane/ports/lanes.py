@@ -13,7 +13,7 @@ from batchlane.domain.status import Transition
 
 @dataclass(frozen=True)
 class Lane:
-    """One row of the table `lanes` (0001_init.sql, renamed from conversion_batch_jobs by 0045_lanes_table.sql)."""
+    """One row of the table `lanes` (0001_init.sql; its name since 0045_lanes_table.sql)."""
 
     id: int
     lane_id: str
