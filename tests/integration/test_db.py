@@ -12,7 +12,7 @@ from pg8000.exceptions import DatabaseError
 from batchlane.db import Database, connect_params_from_url, ledger
 from batchlane.db import jobs as job_repo
 from batchlane.db import lanes as rows
-from batchlane.db.errors import UniqueViolation
+from batchlane.db.driver_errors import UniqueViolation
 from batchlane.db.migrate import migrate, migration_files
 from batchlane.domain import status as st
 from batchlane.pdf import plan_chunks

@@ -18,7 +18,7 @@ from batchlane.ports.webhooks import DeliveryRepository, WebhookSecretRepository
 
 class UniqueViolation(Exception):
     """A unique constraint refused a row (two writers raced for one slot); ``constraint`` names it
-    (``one_live_job_per_file``). PostgreSQL's adapters raise db.errors.UniqueViolation, a subclass; the fakes this."""
+    (``one_live_job_per_file``). PostgreSQL's adapters raise db.driver_errors.UniqueViolation, a subclass; the fakes this."""
 
     def __init__(self, constraint: str, detail: object = None) -> None:
         super().__init__(detail if detail is not None else constraint)
