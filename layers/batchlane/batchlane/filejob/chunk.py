@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
@@ -224,19 +224,7 @@ def run_pages(
                 submit(partial(converter.convert, group))
         if last := builder.flush():
             submit(partial(converter.convert, last))
-        while pending:
-            finished, pending = wait(pending, timeout=HEARTBEAT_EVERY_S, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    run.pages.update(future.result())
-                except Aborted:
-                    # Cancelled or taken over (the heartbeat says so), or else the deadline.
-                    if heartbeat.stopped():
-                        run.aborted = True
-                    else:
-                        run.out_of_time = True
-            if not heartbeat.beat(done_before + len(run.pages)):
-                run.aborted = True
+        describe.drain(pending, heartbeat, run, run.pages.update, lambda: done_before + len(run.pages), every_s=HEARTBEAT_EVERY_S)
     for number, result in run.pages.items():  # each page carries all that was spent on it, its share of every call
         usage, cost = run.spend.on_page(number)
         run.pages[number] = replace(result, usage=usage + (result.batch_usage or Usage()), cost_usd=cost)

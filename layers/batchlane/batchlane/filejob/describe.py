@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from batchlane import keys
 from batchlane.claude import ConverterConfig, ModelCallError, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, ReadTimeoutPolicy, Transport
@@ -110,6 +110,32 @@ class Heartbeat(Protocol):
     def hold_reached(self) -> None: ...
 
 
+T = TypeVar("T")
+
+
+class _Run(Protocol):
+    aborted: bool
+    out_of_time: bool
+
+
+def drain(pending: set[Future[T]], heartbeat: Heartbeat, run: _Run, keep: Callable[[T], None], done: Callable[[], int], *, every_s: float = 1.0) -> None:
+    """Wait for a run's requests, beating the heartbeat with ``done()`` every ``every_s``: ``keep`` stores each answer;
+    an Aborted request marks the run stopped (cancelled or taken over) or out of time. The one loop of the chunk's
+    pages (filejob/chunk.py) and of its pictures."""
+    while pending:
+        finished, pending = wait(pending, timeout=every_s, return_when=FIRST_COMPLETED)
+        for future in finished:
+            try:
+                keep(future.result())
+            except Aborted:  # the heartbeat says whether it was stopped; else it was the deadline
+                if heartbeat.stopped():
+                    run.aborted = True
+                else:
+                    run.out_of_time = True
+        if not heartbeat.beat(done()):
+            run.aborted = True
+
+
 class FigureHold:
     """The job's one spend counter for picture requests: each reserves its worst case before it is sent (the hold
     placed at the split is the sum of them), its real cost replaces it after (BudgetRepository.reserve)."""
@@ -199,19 +225,11 @@ def run_figures(
                 run.out_of_time = True
                 break
             pending.add(pool.submit(one, figure))
-        while pending:
-            finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    result = future.result()
-                    run.results[result.name] = result
-                except Aborted:
-                    if heartbeat.stopped():
-                        run.aborted = True
-                    else:
-                        run.out_of_time = True
-            if not heartbeat.beat(done_before + len(run.results)):
-                run.aborted = True
+
+        def keep(result: FigureResult) -> None:
+            run.results[result.name] = result
+
+        drain(pending, heartbeat, run, keep, lambda: done_before + len(run.results))
     return run
 
 

@@ -65,5 +65,3 @@ def wrap_image(path: Path, *, max_pages: int, bound: Bound = FORMAT_BOUND) -> by
     except OverBudget as exc:
         logger.warning("image decoding stopped", reason=exc.reason, seconds=bound.seconds, memory_mb=bound.memory_mb)
         raise InputError(f"The image is too large to decode within the bounds ({exc.reason}).", error_id="IMAGE_TOO_LARGE") from exc
-
-
