@@ -29,10 +29,10 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadline
 from batchlane.domain.service_tier import tier_breakdown
-from batchlane.filejob import budget, service_tiers
+from batchlane.filejob import budget, service_tier_choice
 from batchlane.filejob.source import document_figures, document_pages
 from batchlane.formats.document import ConvertedDocument
-from batchlane.formats.figures import CountedPicture, SizedFigure, size_figures
+from batchlane.formats.pictures_to_describe import CountedPicture, SizedFigure, size_figures
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport, Spend
 from batchlane.pdf.split import ChunkSpan
@@ -336,12 +336,12 @@ def start_figures(
             return True
         return False
 
-    flex = service_tiers.flex_lane(svc, uow.service_tiers, job, retrying=False)
+    flex = service_tier_choice.flex_lane(svc, uow.service_tiers, job, retrying=False)
     raw = OnDemandTransport(
         svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=None if deadline is None else deadline + stop_margin_s
     )
     transport = GovernedTransport(
-        service_tiers.with_flex(flex, raw), shared.limiter(owner=job.owner_id), BackoffPolicy.from_settings(settings), aborted=halted, waiting=heartbeat.halted
+        service_tier_choice.with_flex(flex, raw), shared.limiter(owner=job.owner_id), BackoffPolicy.from_settings(settings), aborted=halted, waiting=heartbeat.halted
     )
     primed_transport = PrimedTransport(primed, transport) if primed else None
     hold = FigureHold(shared.budgets, job.id, prices=svc.prices, model_id=config.model_id, on_reached=heartbeat.hold_reached)

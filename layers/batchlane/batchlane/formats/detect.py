@@ -2,7 +2,7 @@
 
 ``identify`` tells the type from the bytes (domain/file_types.py; a ZIP's directory read in the child);
 ``wrap_image`` makes a picture a PDF of a page per frame (pdf/from_image.py). Light on purpose: the API's dry run
-imports this without the converters' libraries (formats/convert.py has those).
+imports this without the converters' libraries (formats/convert_document.py has those).
 """
 
 from __future__ import annotations
