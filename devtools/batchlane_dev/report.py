@@ -18,8 +18,8 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
         raise KeyError(job_id)
     rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     on_demand_cost = sum((r.cost_usd for r in rows if r.backend == "on_demand"), Decimal(0))
-    batch_rows = [r for r in rows if r.backend == "batch"]  # the job's shares (or its own lane row, before the pool)
-    batch_cost = sum((r.cost_usd for r in batch_rows), Decimal(0))
+    batch_ledger_rows = [r for r in rows if r.backend == "batch"]  # the job's shares (or its own lane row, before the pool)
+    batch_cost = sum((r.cost_usd for r in batch_ledger_rows), Decimal(0))
     pages_by_lane = {"batch": 0, "on_demand": 0, "blank": 0, "failed": 0, "truncated": 0}
     pages_on_demand_usd = Decimal(0)  # the on-demand spend each page's result carries: they add up to the chunk rows
     tiers: dict[str, dict[str, Any]] = {}  # on-demand pages per Bedrock service tier (default, flex)
@@ -82,7 +82,7 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
             "job_status": last.get("end_state"),
             "reason": last.get("reason") or job_lane_reason(svc, job_id),
             "cost_usd": float(batch_cost),
-            "ledger_rows": len(batch_rows),
+            "ledger_rows": len(batch_ledger_rows),
             "bedrock_jobs": len(lanes),
             "lane_members": [lane["member_count"] for lane in lanes],
         },
@@ -93,7 +93,7 @@ def job_report(svc: RuntimeServices, job_id: str) -> dict[str, Any]:
 def lane_rows(svc: RuntimeServices, job_id: str) -> list[dict[str, Any]]:
     """The lanes (Bedrock jobs) that carried any chunk of the job, oldest first."""
     return svc.db.run(
-        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+        """SELECT * FROM lanes WHERE id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
            ORDER BY id""",
         id=job_id,
     )

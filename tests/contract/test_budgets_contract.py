@@ -41,12 +41,12 @@ def test_the_months_spend_counts_chunk_batch_and_batch_share_rows(uow: Any, new_
     mine, theirs = _job(uow, owner), _job(uow, other)
     uow.ledger.add_chunk_cost(job_id=mine, chunk_index=0, **_usage("0.10"))
     # a Bedrock job of the job's own, from before the pool: its lane carries its job
-    assert uow.ledger.add_batch_cost(job_id=mine, batch_row_id=new_lane(mine), **_usage("0.20")) is True
+    assert uow.ledger.add_batch_cost(job_id=mine, lane_row_id=new_lane(mine), **_usage("0.20")) is True
     # a shared lane: one row with no job, a share per member
     lane = new_lane(mine, 1)
-    assert uow.ledger.add_batch_cost(job_id=None, batch_row_id=lane, **_usage("0.70")) is True
-    uow.ledger.add_batch_share(job_id=mine, batch_row_id=lane, **_usage("0.40"))
-    uow.ledger.add_batch_share(job_id=theirs, batch_row_id=lane, **_usage("0.30"))
+    assert uow.ledger.add_batch_cost(job_id=None, lane_row_id=lane, **_usage("0.70")) is True
+    uow.ledger.add_batch_share(job_id=mine, lane_row_id=lane, **_usage("0.40"))
+    uow.ledger.add_batch_share(job_id=theirs, lane_row_id=lane, **_usage("0.30"))
 
     assert uow.budgets.standing(owner).committed_usd == Decimal("0.70")  # 0.10 chunk + 0.20 batch + 0.40 batch_share
     assert uow.budgets.standing(other).committed_usd == Decimal("0.30")  # its share only, never the lane's whole bill
@@ -56,10 +56,10 @@ def test_a_share_or_a_lane_row_booked_twice_counts_once(uow: Any, new_lane: Any)
     owner = _owner()
     job = _job(uow, owner)
     lane = new_lane(job)
-    assert uow.ledger.add_batch_cost(job_id=None, batch_row_id=lane, **_usage("0.50")) is True
-    assert uow.ledger.add_batch_cost(job_id=None, batch_row_id=lane, **_usage("0.50")) is False
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.50"))
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.50"))
+    assert uow.ledger.add_batch_cost(job_id=None, lane_row_id=lane, **_usage("0.50")) is True
+    assert uow.ledger.add_batch_cost(job_id=None, lane_row_id=lane, **_usage("0.50")) is False
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.50"))
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.50"))
     assert uow.budgets.standing(owner).committed_usd == Decimal("0.50")
 
 

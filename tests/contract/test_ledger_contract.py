@@ -35,14 +35,14 @@ def test_a_jobs_rows_read_back_typed_in_booking_order_without_the_lanes_own_row(
     job = _job(uow)
     uow.ledger.add_chunk_cost(job_id=job, chunk_index=1, **_usage("0.12", inp=1200, out=300, requests=2))
     lane = new_lane(job)
-    assert uow.ledger.add_batch_cost(job_id=None, batch_row_id=lane, **_usage("0.50", inp=5000, out=900))
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.20", inp=2000, out=400, records=2))
+    assert uow.ledger.add_batch_cost(job_id=None, lane_row_id=lane, **_usage("0.50", inp=5000, out=900))
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.20", inp=2000, out=400, records=2))
 
     chunk, share = uow.ledger.ledger_rows(job)
     assert isinstance(chunk, LedgerRow) and isinstance(share, LedgerRow) and chunk.id < share.id
-    assert (chunk.job_id, chunk.chunk_index, chunk.batch_row_id, chunk.source, chunk.backend, chunk.model_id) == (job, 1, None, "chunk", "on_demand", "model-a")
+    assert (chunk.job_id, chunk.chunk_index, chunk.lane_row_id, chunk.source, chunk.backend, chunk.model_id) == (job, 1, None, "chunk", "on_demand", "model-a")
     assert (chunk.input_tokens, chunk.output_tokens, chunk.cost_usd, chunk.metadata) == (1200, 300, Decimal("0.12"), {"requests": 2})
-    assert (share.job_id, share.chunk_index, share.batch_row_id, share.source, share.backend) == (job, None, lane, "batch_share", "batch")
+    assert (share.job_id, share.chunk_index, share.lane_row_id, share.source, share.backend) == (job, None, lane, "batch_share", "batch")
     assert (share.input_tokens, share.output_tokens, share.cost_usd, share.metadata) == (2000, 400, Decimal("0.20"), {"records": 2})
     assert abs(chunk.created_at - now) < MINUTE
     assert uow.ledger.ledger_rows(_job(uow)) == []
@@ -53,9 +53,9 @@ def test_a_jobs_total_is_all_its_rows_and_its_batch_cost_its_lanes(uow: Any, new
     assert (uow.ledger.job_total(job), uow.ledger.batch_cost_of_job(job)) == (0, 0)
     uow.ledger.add_chunk_cost(job_id=job, chunk_index=0, **_usage("0.10"))
     uow.ledger.add_chunk_cost(job_id=job, chunk_index=1, **_usage("0.05"))
-    assert uow.ledger.add_batch_cost(job_id=job, batch_row_id=new_lane(job), **_usage("0.30"))  # a pre-pool lane of its own
+    assert uow.ledger.add_batch_cost(job_id=job, lane_row_id=new_lane(job), **_usage("0.30"))  # a pre-pool lane of its own
     lane = new_lane(job, 1)
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.20"))
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.20"))
     assert uow.ledger.job_total(job) == Decimal("0.65")
     assert uow.ledger.batch_cost_of_job(job) == Decimal("0.50")
 
@@ -63,10 +63,10 @@ def test_a_jobs_total_is_all_its_rows_and_its_batch_cost_its_lanes(uow: Any, new
 def test_a_lane_row_and_a_share_are_booked_once(uow: Any, new_lane: Any) -> None:
     job = _job(uow)
     lane = new_lane(job)
-    assert uow.ledger.add_batch_cost(job_id=None, batch_row_id=lane, **_usage("0.50")) is True
-    assert uow.ledger.add_batch_cost(job_id=None, batch_row_id=lane, **_usage("0.70")) is False
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.25"))
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.25"))
+    assert uow.ledger.add_batch_cost(job_id=None, lane_row_id=lane, **_usage("0.50")) is True
+    assert uow.ledger.add_batch_cost(job_id=None, lane_row_id=lane, **_usage("0.70")) is False
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.25"))
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.25"))
     assert [r.cost_usd for r in uow.ledger.ledger_rows(job)] == [Decimal("0.25")]
 
 
@@ -79,7 +79,7 @@ def test_a_late_batch_bill_is_carried_into_a_finished_jobs_total_and_settled_hol
     assert uow.jobs.move_job(job, st.settle(), total_cost_usd=Decimal("0.10")) is not None
     assert uow.ledger.close_hold(job, outcome="settled", settled_usd=Decimal("0.10"))
     # the lane that carried it bills after it finished
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=new_lane(job), **_usage("0.30"))
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=new_lane(job), **_usage("0.30"))
     uow.ledger.carry_late_batch_cost(job)
     done = uow.jobs.get_job(job)
     assert (done.total_cost_usd, done.batch_cost_usd) == (Decimal("0.40"), Decimal("0.30"))
@@ -90,7 +90,7 @@ def test_a_parked_or_running_job_keeps_its_total_and_a_parked_one_its_batch_cost
     parked, running = _job(uow, status=JobStatus.WAITING_BATCH), _job(uow)
     assert uow.jobs.move_job(running, st.start()) is not None
     for job in (parked, running):
-        uow.ledger.add_batch_share(job_id=job, batch_row_id=new_lane(job), **_usage("0.30"))
+        uow.ledger.add_batch_share(job_id=job, lane_row_id=new_lane(job), **_usage("0.30"))
         uow.ledger.carry_late_batch_cost(job)
     assert (uow.jobs.get_job(parked).total_cost_usd, uow.jobs.get_job(parked).batch_cost_usd) == (0, 0)
     assert (uow.jobs.get_job(running).total_cost_usd, uow.jobs.get_job(running).batch_cost_usd) == (0, Decimal("0.30"))
@@ -136,6 +136,6 @@ def test_a_batch_share_is_spent_from_the_jobs_hold_once(uow: Any, new_lane: Any)
     job = _job(uow)
     uow.ledger.place_hold(job_id=job, owner_id=OWNER, amount_usd=Decimal(1), hours=1)
     lane = new_lane(job)
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.30"))
-    uow.ledger.add_batch_share(job_id=job, batch_row_id=lane, **_usage("0.30"))
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.30"))
+    uow.ledger.add_batch_share(job_id=job, lane_row_id=lane, **_usage("0.30"))
     assert uow.ledger.get_hold(job).committed_usd == Decimal("0.30")

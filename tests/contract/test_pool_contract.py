@@ -71,7 +71,7 @@ class _Past:
             [row] = [r for r in rows.values() if r.lane_id == lane_id]
             rows[row.id] = _back(row, "closed_at", seconds)
         else:
-            _shift(self.uow, "conversion_batch_jobs", "closed_at", "lane_id = CAST(:l AS uuid)", seconds, l=lane_id)
+            _shift(self.uow, "lanes", "closed_at", "lane_id = CAST(:l AS uuid)", seconds, l=lane_id)
 
     def started(self, folder_job_id: str, seconds: float) -> None:
         if self.fake:
@@ -537,7 +537,7 @@ def test_members_to_purge_are_those_of_closed_lanes_of_deleted_files_or_of_the_j
     swept = [t for t in uow.lanes.members_to_purge(limit=10_000) if t.job_id in {deleted, kept, riding}]
     named = uow.lanes.members_to_purge(job_ids=[kept, riding])
 
-    assert [(t.batch_row_id, t.lane_id, t.job_id, t.member_tag) for t in swept] == [(lane.id, lane.lane_id, deleted, "m1")], "one per member job"
+    assert [(t.lane_row_id, t.lane_id, t.job_id, t.member_tag) for t in swept] == [(lane.id, lane.lane_id, deleted, "m1")], "one per member job"
     assert [(t.job_id, t.member_tag) for t in named] == [(kept, "m0")]
     assert uow.lanes.members_to_purge(job_ids=[]) == []
     uow.lanes.mark_purged(swept[0])

@@ -59,7 +59,7 @@ def test_a_jobs_lanes_are_summed_busiest_state_first_with_the_newest_lanes_end(u
     uow.lanes.record_member_records(first.id, {(job_id, 0): 2})
     assert uow.lanes.close(first.lane_id, st.leave_before_submit(), end_state="skipped", reason="quota") is not None
     uow.lanes.record_accepted(first.id, {(job_id, 0): 1})
-    uow.ledger.add_batch_share(job_id=job_id, batch_row_id=first.id, model_id="model-a", input_tokens=10, output_tokens=5, cost_usd=Decimal("0.1"), metadata={})
+    uow.ledger.add_batch_share(job_id=job_id, lane_row_id=first.id, model_id="model-a", input_tokens=10, output_tokens=5, cost_usd=Decimal("0.1"), metadata={})
     second = uow.lanes.insert_lane(lane_id=str(uuid.uuid4()), model_id="model-a", deadline_hours=24, chunks=[(job_id, 1, 2)])
     lanes = uow.reads.job(job_id).lanes
     assert (lanes.state, lanes.end_state, lanes.reason, lanes.lanes, lanes.submitted_at) == ("preparing", None, None, 2, None)  # the newest is open

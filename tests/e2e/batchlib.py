@@ -44,7 +44,7 @@ def run_job(pages: int = PAGES, *, options: dict[str, Any] | None = None, timeou
 def newest_lane(job_id: str) -> dict[str, Any] | None:
     """The newest lane (Bedrock job) that carried a chunk of the job."""
     return services().db.one(
-        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+        """SELECT * FROM lanes WHERE id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
            ORDER BY id DESC LIMIT 1""",
         id=job_id,
     )
@@ -54,19 +54,19 @@ def batch_ledger_rows(job_id: str) -> list[dict[str, Any]]:
     """The ledger rows of the lanes (Bedrock jobs) that carried the job: one per lane, owned by the lane."""
     return services().db.run(
         """SELECT * FROM cost_ledger WHERE source = 'batch'
-           AND batch_row_id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid)) ORDER BY id""",
+           AND lane_row_id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid)) ORDER BY id""",
         id=job_id,
     )
 
 
 def lane_row(lane_id: str) -> dict[str, Any] | None:
-    return services().db.one("SELECT * FROM conversion_batch_jobs WHERE lane_id = CAST(:id AS uuid)", id=lane_id)
+    return services().db.one("SELECT * FROM lanes WHERE lane_id = CAST(:id AS uuid)", id=lane_id)
 
 
 def job_of_lane(lane_id: str) -> str:
     """The one job a single-job lane carries."""
     [row] = services().db.run(
-        "SELECT DISTINCT m.job_id FROM batch_members m JOIN conversion_batch_jobs b ON b.id = m.batch_row_id WHERE b.lane_id = CAST(:id AS uuid)",
+        "SELECT DISTINCT m.job_id FROM batch_members m JOIN lanes b ON b.id = m.lane_row_id WHERE b.lane_id = CAST(:id AS uuid)",
         id=lane_id,
     )
     return str(row["job_id"])
@@ -75,7 +75,7 @@ def job_of_lane(lane_id: str) -> str:
 def lanes(job_id: str) -> list[dict[str, Any]]:
     """Every lane that carried a chunk of the job, oldest first."""
     return services().db.run(
-        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+        """SELECT * FROM lanes WHERE id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
            ORDER BY id""",
         id=job_id,
     )
@@ -112,7 +112,7 @@ def assert_converted_whole(job_id: str, pages: int = PAGES, blank_every: int = B
     assert sorted(results) == list(range(1, pages + 1))
     rows = ledger.PgLedger(svc.db).ledger_rows(job_id)
     assert not [r for r in rows if r.source == "batch"], "a lane's own row never belongs to a job"
-    shares = [r.batch_row_id for r in rows if r.source == "batch_share"]
+    shares = [r.lane_row_id for r in rows if r.source == "batch_share"]
     assert len(shares) == len(set(shares)), "one share per lane"
     total = sum((r.cost_usd for r in rows), Decimal(0))
     assert Decimal(job.total_cost_usd) == total

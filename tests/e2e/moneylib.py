@@ -31,7 +31,7 @@ def bedrock_manifest(lane_id: str) -> dict[str, Any]:
 
 def lanes_of(job_id: str) -> list[dict[str, Any]]:
     return services().db.run(
-        """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+        """SELECT * FROM lanes WHERE id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
            ORDER BY id""",
         id=job_id,
     )
@@ -41,15 +41,15 @@ def assert_lane_bills_its_manifest(lane: dict[str, Any]) -> dict[str, Any]:
     """The lane's one ledger row carries every token Bedrock's manifest counts (used or not), at the batch price;
     the members' shares add up to it exactly, tokens and money, each share following the member's records."""
     svc = services()
-    [row] = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :id AND source = 'batch'", id=lane["id"])
+    [row] = svc.db.run("SELECT * FROM cost_ledger WHERE lane_row_id = :id AND source = 'batch'", id=lane["id"])
     assert row["job_id"] is None, "a lane's row belongs to the lane; its members carry shares"
     manifest = bedrock_manifest(str(lane["lane_id"]))
     assert (row["input_tokens"], row["output_tokens"]) == (manifest["inputTokenCount"], manifest["outputTokenCount"]), (dict(row), manifest)
     usage = Usage(manifest["inputTokenCount"], manifest["outputTokenCount"])
     assert Decimal(row["cost_usd"]) == svc.prices.cost(row["model_id"], usage, batch=True)
     assert lane["cost_usd"] is not None and Decimal(lane["cost_usd"]) == Decimal(row["cost_usd"])
-    shares = svc.db.run("SELECT * FROM cost_ledger WHERE batch_row_id = :id AND source = 'batch_share'", id=lane["id"])
-    members = svc.db.run("SELECT job_id, sum(records) AS records FROM batch_members WHERE batch_row_id = :id GROUP BY job_id", id=lane["id"])
+    shares = svc.db.run("SELECT * FROM cost_ledger WHERE lane_row_id = :id AND source = 'batch_share'", id=lane["id"])
+    members = svc.db.run("SELECT job_id, sum(records) AS records FROM batch_members WHERE lane_row_id = :id GROUP BY job_id", id=lane["id"])
     assert {str(s["job_id"]) for s in shares} == {str(m["job_id"]) for m in members}, "one share per member job"
     assert sum((Decimal(s["cost_usd"]) for s in shares), Decimal(0)) == Decimal(row["cost_usd"]), "shares add up to the lane's row"
     assert sum(int(s["input_tokens"]) for s in shares) == row["input_tokens"]
@@ -66,7 +66,7 @@ def assert_lane_bills_the_manifest(job_id: str) -> dict[str, Any]:
     for lane in lanes:
         assert_lane_bills_its_manifest(lane)
     shares = [r for r in ledger.PgLedger(svc.db).ledger_rows(job_id) if r.source == "batch_share"]
-    assert sorted(r.batch_row_id for r in shares) == sorted(lane["id"] for lane in lanes), "one share per lane"
+    assert sorted(r.lane_row_id for r in shares) == sorted(lane["id"] for lane in lanes), "one share per lane"
     return {
         "cost_usd": sum((r.cost_usd for r in shares), Decimal(0)),
         "input_tokens": sum(r.input_tokens for r in shares),

@@ -138,7 +138,7 @@ def test_crash_after_create_adopts_the_same_bedrock_job(stack_factory):
         if not crashed.is_set() and event.get("action", "submit") == "submit":
             crashed.set()  # the job exists in Bedrock, but our write of its ARN is lost with the Lambda
             services().db.run(
-                "UPDATE conversion_batch_jobs SET state = 'preparing', bedrock_job_arn = NULL, bedrock_job_name = NULL WHERE lane_id = CAST(:id AS uuid)",
+                "UPDATE lanes SET state = 'preparing', bedrock_job_arn = NULL, bedrock_job_name = NULL WHERE lane_id = CAST(:id AS uuid)",
                 id=event["laneId"],
             )
             return Invocation(error_type="Sandbox.Timedout", error_message="Task timed out after 900.00 seconds")
@@ -310,7 +310,7 @@ def _strand_in_preparing(stack) -> tuple[str, str]:
     job_id, _ = submit()
     chunks = [(job_id, c.chunk_index, c.last_page - c.first_page + 1) for c in job_repo.PgJobs(services().db).get_chunks(job_id)]
     lane = rows.PgLanes(services().db).insert_lane(lane_id=str(uuid.uuid4()), model_id=services().settings.batchlane_model_id, deadline_hours=1, chunks=chunks)
-    services().db.run("UPDATE conversion_batch_jobs SET created_at = now() - interval '3 hours' WHERE id = :id", id=lane.id)
+    services().db.run("UPDATE lanes SET created_at = now() - interval '3 hours' WHERE id = :id", id=lane.id)
     return job_id, lane.lane_id
 
 

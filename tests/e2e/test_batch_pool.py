@@ -90,7 +90,7 @@ def wait_all(stack: Any, job_ids: list[str], *, timeout_s: float = 180, each_pol
 
 
 def all_lanes_closed() -> bool:
-    return services().db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed'")["n"] == 0
+    return services().db.one("SELECT count(*) AS n FROM lanes WHERE state <> 'closed'")["n"] == 0
 
 
 def served(job_id: str, pages: int, lane: str) -> int:
@@ -114,7 +114,7 @@ def assert_whole_and_exact(stack: Any, jobs: dict[str, int], *, extra_job_ids: t
 
 
 def all_lanes() -> list[dict[str, Any]]:
-    return services().db.run("SELECT * FROM conversion_batch_jobs ORDER BY id")
+    return services().db.run("SELECT * FROM lanes ORDER BY id")
 
 
 def shares(job_id: str) -> list[LedgerRow]:
@@ -167,7 +167,7 @@ def test_one_document_split_over_several_bedrock_jobs_resumes_after_the_last(sta
 
     def watch_resume(event, call_real):  # type: ignore[no-untyped-def]
         outcome = call_real(event)
-        open_lanes = services().db.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> 'closed'")["n"]
+        open_lanes = services().db.one("SELECT count(*) AS n FROM lanes WHERE state <> 'closed'")["n"]
         seen.append((job(job_id).status, int(open_lanes)))
         return outcome
 
@@ -223,7 +223,7 @@ def _shared_lane_running(stack_factory: Any, members: int = 3) -> tuple[Any, dic
     [lane] = all_lanes()
     wait_until(
         lambda: (
-            (row := services().db.one("SELECT * FROM conversion_batch_jobs WHERE id = :id", id=lane["id"]))["state"] == "submitted"
+            (row := services().db.one("SELECT * FROM lanes WHERE id = :id", id=lane["id"]))["state"] == "submitted"
             and (b := stack.bedrock.jobs.get(row["bedrock_job_arn"])) is not None
             and b.status == "InProgress"
         ),

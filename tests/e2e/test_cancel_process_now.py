@@ -163,7 +163,7 @@ def _act_while_the_batch_job_runs(stack_factory: Any, action: str) -> tuple[Any,
     job_id, _ = submit()
     wait_until(lambda: (b := bedrock_job(stack, job_id)) is not None and b.processed >= 3, what="the Bedrock job part-way")
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/{action}")
-    assert status == 200 and body["batchRowState"] == "submitted" and body["batchStopRequested"] is True, body
+    assert status == 200 and body["laneState"] == "submitted" and body["batchStopRequested"] is True, body
     return stack, job_id
 
 
@@ -208,7 +208,7 @@ def test_cancel_while_preparing_leaves_the_lane_without_a_bedrock_job(stack_fact
     gate.wait_entered()
     assert newest_lane(job_id)["state"] == "preparing"
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/cancel")
-    assert status == 200 and body["batchRowState"] == "preparing"
+    assert status == 200 and body["laneState"] == "preparing"
     gate.release()
     row = wait_until(lambda: (r := newest_lane(job_id))["state"] == "closed" and r, what="the row to close")
     assert row["bedrock_job_arn"] is None and row["reason"] == "cancelled"
@@ -244,7 +244,7 @@ def test_process_now_while_preparing_creates_no_bedrock_job_and_converts_on_dema
     gate.wait_entered()  # prepared, about to create the Bedrock job
     assert newest_lane(job_id)["state"] == "preparing"
     status, body = api(stack, "POST", f"/api/v1/files/{file_of(job_id)}/process-now")
-    assert status == 200 and body["batchRowState"] == "preparing" and body["resumed"] is True, body
+    assert status == 200 and body["laneState"] == "preparing" and body["resumed"] is True, body
     gate.release()
     wait_until(lambda: job(job_id).status in ("completed", "failed"), what="the on-demand conversion")
     row = wait_until(lambda: (r := newest_lane(job_id))["state"] == "closed" and r, what="the lane to close")

@@ -102,7 +102,7 @@ def test_an_overdue_job_stopped_by_the_sweeper_bills_the_records_it_processed_on
     stack = stack_factory("time_scale=7200,job_hours=100,stopping_s=7200", extra_env=SMALL_LANE_ENV, schedules=False)
     job_id, row = _park_and_submit(stack)
     arn = row["bedrock_job_arn"]
-    services().db.run("UPDATE conversion_batch_jobs SET deadline = now() - interval '1 second' WHERE id = :id", id=row["id"])
+    services().db.run("UPDATE lanes SET deadline = now() - interval '1 second' WHERE id = :id", id=row["id"])
     assert stack.registry.invoke("batch_sweeper", {}).result["overdue"] == 1
     assert stack.bedrock.jobs[arn].status == "Stopping"
     wait_until(lambda: _job_status(job_id) == "completed", what="completion")

@@ -58,5 +58,9 @@ def test_a_small_document_under_an_idle_quota_goes_one_page_a_request_all_at_onc
     # Then it converts whole, each page in a request of its own (not 5 + 5), and the row says why
     assert_converted_whole(job_id, pages=10, blank_every=0)
     assert stack.bedrock.stats["converse_ok"] == 10
-    (row,) = [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.source == "chunk"]
-    assert (row.metadata["pagesPerRequest"], row.metadata["startsFree"], row.metadata["requests"]) == (1, 20, 10)
+    # One row per run of the chunk: on a loaded machine a run can end at its invocation's deadline or lose its lease
+    # and the chunk continues in a second run (a CI run saw two rows); each page is still one request, sent once.
+    rows = [r for r in ledger.PgLedger(services().db).ledger_rows(job_id) if r.source == "chunk"]
+    assert rows and rows[0].metadata["startsFree"] == 20, [r.metadata for r in rows]
+    assert {r.metadata["pagesPerRequest"] for r in rows} == {1}, [r.metadata for r in rows]
+    assert sum(r.metadata["requests"] for r in rows) == 10, [r.metadata for r in rows]

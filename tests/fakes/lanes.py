@@ -1,6 +1,6 @@
 """batchlane.ports.LaneRepository in memory: the contract of db/lanes.py's Pg adapter (tests/contract).
 
-The rows live in one ``_LaneRows`` part of the FakeState (fakes/pool.py, with the pool's reads): the lanes (conversion_batch_jobs) by row id, their
+The rows live in one ``_LaneRows`` part of the FakeState (fakes/pool.py, with the pool's reads): the lanes (table lanes) by row id, their
 members (batch_members), and the two pool columns of large_conversion_jobs that JobRow does not carry.
 The pool's reads (the fair order, the folder window, what is stranded) are in fakes.pool;
 this module keeps a lane's own life (packed → prepared → submitted → stopping → closed).
@@ -41,7 +41,7 @@ class FakeLanes(FakePool):
     def lanes_of_job(self, job_id: str) -> list[Lane]:
         """Every lane that carried (or carries) a chunk of the job, or that belongs to it (before the pool), by id."""
         job_id = _uuid(job_id)
-        ids = {m.batch_row_id for m in self._rows.members if m.job_id == job_id}
+        ids = {m.lane_row_id for m in self._rows.members if m.job_id == job_id}
         return [row for row_id, row in sorted(self._rows.rows.items()) if row_id in ids or row.job_id == job_id]
 
     def rows_waiting(self, *, limit: int = 200) -> list[Lane]:
@@ -67,9 +67,9 @@ class FakeLanes(FakePool):
 
     # -- its members -------------------------------------------------------------------------------
     def members(self, row_id: int, *, state: str | None = None) -> list[Member]:
-        found = [m for m in self._rows.members if m.batch_row_id == row_id and (state is None or m.state == state)]
+        found = [m for m in self._rows.members if m.lane_row_id == row_id and (state is None or m.state == state)]
         return [
-            Member(m.batch_row_id, m.job_id, m.chunk_index, m.member_tag, m.pages, m.records, m.accepted, m.state)
+            Member(m.lane_row_id, m.job_id, m.chunk_index, m.member_tag, m.pages, m.records, m.accepted, m.state)
             for m in sorted(found, key=lambda m: (m.member_tag, m.chunk_index))
         ]
 
@@ -77,14 +77,14 @@ class FakeLanes(FakePool):
         """The jobs a lane carries, in tag order (m2 before m10)."""
         tags: dict[str, str] = {}
         for m in self._rows.members:
-            if m.batch_row_id == row_id:
+            if m.lane_row_id == row_id:
                 tags[m.job_id] = min(tags.get(m.job_id, m.member_tag), m.member_tag)
         return sorted(tags, key=lambda job_id: (len(tags[job_id]), tags[job_id]))
 
     def has_packed_members(self, row_id: int) -> bool:
         if not isinstance(row_id, int):
             raise TypeError(f"a lane's row id is an int, not {row_id!r}")  # the column is bigint: nothing else matches
-        return any(m.batch_row_id == row_id and m.state == BatchMemberState.PACKED for m in self._rows.members)
+        return any(m.lane_row_id == row_id and m.state == BatchMemberState.PACKED for m in self._rows.members)
 
     def record_member_records(self, row_id: int, counts: dict[tuple[str, int], int]) -> None:
         """What prepare wrote per member chunk (whatever the member's state)."""
@@ -98,14 +98,14 @@ class FakeLanes(FakePool):
         wanted = {(_uuid(job_id), chunk): n for (job_id, chunk), n in values.items()}
         for m in self._rows.members:
             key = (m.job_id, m.chunk_index)
-            if m.batch_row_id == row_id and key in wanted and (state is None or m.state == state):
+            if m.lane_row_id == row_id and key in wanted and (state is None or m.state == state):
                 setattr(m, column, wanted[key])
 
     def mark_purged(self, target: PurgeTarget) -> None:
         """Every chunk of the member's job in that lane, once (the first purge's time stays)."""
         job_id, now = _uuid(target.job_id), self._now()
         for m in self._rows.members:
-            if m.batch_row_id == target.batch_row_id and m.job_id == job_id and m.purged_at is None:
+            if m.lane_row_id == target.lane_row_id and m.job_id == job_id and m.purged_at is None:
                 m.purged_at = now
 
     def leave_lanes(self, job_id: str, *, keep: Collection[int] = ()) -> list[Lane]:
@@ -117,12 +117,12 @@ class FakeLanes(FakePool):
         """A lane's members, or a job's, along ``move`` (collected ones start at 0 accepted); the lane of each one moved."""
         touched = []
         for m in self._rows.members:
-            if m.batch_row_id in keep:
+            if m.lane_row_id in keep:
                 continue
-            if (row_id is None or m.batch_row_id == row_id) and (job_id is None or m.job_id == job_id) and move.allows(m.state):
+            if (row_id is None or m.lane_row_id == row_id) and (job_id is None or m.job_id == job_id) and move.allows(m.state):
                 m.state = move.target
                 m.accepted = 0 if move.target == BatchMemberState.COLLECTED else m.accepted
-                touched.append(m.batch_row_id)
+                touched.append(m.lane_row_id)
         return touched
 
     # -- a lane's life -----------------------------------------------------------------------------

@@ -59,7 +59,7 @@ class FakeLedger:
         cost_usd: Decimal,
         metadata: dict[str, Any],
         chunk_index: int | None = None,
-        batch_row_id: int | None = None,
+        lane_row_id: int | None = None,
     ) -> LedgerRow:
         if job_id is None and source != "batch":
             raise ValueError("only a lane's lane has no job")  # cost_ledger_job_unless_batch
@@ -67,7 +67,7 @@ class FakeLedger:
             id=self._rows.next_id(),
             job_id=str(uuid.UUID(job_id)) if job_id is not None else None,
             chunk_index=chunk_index,
-            batch_row_id=batch_row_id,
+            lane_row_id=lane_row_id,
             source=source,
             backend=backend,
             model_id=model_id,
@@ -89,24 +89,24 @@ class FakeLedger:
         )  # fmt: skip
 
     def add_batch_cost(
-        self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+        self, *, job_id: str | None, lane_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> bool:
-        if any(r.source == "batch" and r.batch_row_id == batch_row_id for r in self._rows.ledger):
-            return False  # one_ledger_row_per_batch_job
+        if any(r.source == "batch" and r.lane_row_id == lane_row_id for r in self._rows.ledger):
+            return False  # one_ledger_row_per_lane
         self._add(
-            "batch", job_id=job_id, batch_row_id=batch_row_id, backend="batch", model_id=model_id, usage=(input_tokens, output_tokens),
+            "batch", job_id=job_id, lane_row_id=lane_row_id, backend="batch", model_id=model_id, usage=(input_tokens, output_tokens),
             cost_usd=cost_usd, metadata=metadata,
         )  # fmt: skip
         return True
 
     def add_batch_share(
-        self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+        self, *, job_id: str, lane_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> None:
         key = str(uuid.UUID(job_id))
-        if any(r.source == "batch_share" and r.batch_row_id == batch_row_id and r.job_id == key for r in self._rows.ledger):
+        if any(r.source == "batch_share" and r.lane_row_id == lane_row_id and r.job_id == key for r in self._rows.ledger):
             return  # one_share_per_member
         self._add(
-            "batch_share", job_id=key, batch_row_id=batch_row_id, backend="batch", model_id=model_id, usage=(input_tokens, output_tokens),
+            "batch_share", job_id=key, lane_row_id=lane_row_id, backend="batch", model_id=model_id, usage=(input_tokens, output_tokens),
             cost_usd=cost_usd, metadata=metadata,
         )  # fmt: skip
         hold = self._rows.holds.get(key)

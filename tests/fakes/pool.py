@@ -41,7 +41,7 @@ def _uuid(value: str) -> str:
 class _MemberRow:
     """One batch_members row (0017_batch_pool.sql), mutable as the SQL row is."""
 
-    batch_row_id: int
+    lane_row_id: int
     job_id: str
     chunk_index: int
     member_tag: str
@@ -56,7 +56,7 @@ class _MemberRow:
 class _LaneRows:
     """The lanes' part of the FakeState, which FakeLanes and the pool's reads share."""
 
-    rows: dict[int, Lane] = field(default_factory=dict)  # conversion_batch_jobs by id (Lane is frozen: replace() to move)
+    rows: dict[int, Lane] = field(default_factory=dict)  # lanes by id (Lane is frozen: replace() to move)
     members: list[_MemberRow] = field(default_factory=list)
     pooled_at: dict[str, datetime] = field(default_factory=dict)  # large_conversion_jobs.pooled_at by job id
     pool_left_at: dict[str, datetime] = field(default_factory=dict)  # large_conversion_jobs.pool_left_at by job id
@@ -106,7 +106,7 @@ class FakePool:
         for job_id, _, _ in chunks:
             tags.setdefault(_uuid(job_id), f"m{len(tags)}")
         if any(row.lane_id == lane_id for row in self._rows.rows.values()):
-            raise ValueError(f"lane {lane_id} exists")  # conversion_batch_jobs_lane_id_key
+            raise ValueError(f"lane {lane_id} exists")  # lanes_lane_id_key
         missing = sorted(set(tags) - set(self._jobs.jobs))
         if missing:
             raise ValueError(f"no job {missing[0]}")  # batch_members' foreign key
@@ -234,8 +234,8 @@ class FakePool:
         lanes: dict[str, set[int]] = {}
         for m in self._rows.members:
             job = self._jobs.jobs.get(m.job_id)
-            if m.batch_row_id in in_flight and job is not None:
-                lanes.setdefault(job.owner_id, set()).add(m.batch_row_id)
+            if m.lane_row_id in in_flight and job is not None:
+                lanes.setdefault(job.owner_id, set()).add(m.lane_row_id)
         return {owner: len(ids) for owner, ids in lanes.items()}
 
     def pool_chunks(self) -> list[PooledChunk]:
@@ -265,7 +265,7 @@ class FakePool:
         let_go = job.id in self._rows.pool_left_at
         accepted = sum(m.accepted or 0 for m in mine if m.state == BatchMemberState.COLLECTED)
         settled = not riding and (let_go or not unpacked)
-        return LaneOutcome(settled, accepted, len({m.batch_row_id for m in mine}))
+        return LaneOutcome(settled, accepted, len({m.lane_row_id for m in mine}))
 
     def stranded_job_ids(self, *, older_than_s: float) -> list[str]:
         """Parked jobs no lane carries and the pool has nothing more for, whose last lane closed (or last moved) or
@@ -280,7 +280,7 @@ class FakePool:
             left_at = self._rows.pool_left_at.get(job.id)
             if left_at is None and any(c.chunk_index not in carried for c in chunks):
                 continue
-            lanes = [self._rows.rows[m.batch_row_id] for m in mine if m.batch_row_id in self._rows.rows]
+            lanes = [self._rows.rows[m.lane_row_id] for m in mine if m.lane_row_id in self._rows.rows]
             last_lane = max((lane.closed_at or lane.updated_at for lane in lanes), default=None)
             latest = max(_present(left_at, last_lane), default=None)  # GREATEST skips NULLs
             if latest is not None and latest < cutoff:
@@ -302,13 +302,13 @@ class FakePool:
         wanted = None if job_ids is None else {_uuid(j) for j in job_ids}
         found: set[PurgeTarget] = set()
         for m in self._rows.members:
-            lane, job = self._rows.rows.get(m.batch_row_id), self._jobs.jobs.get(m.job_id)
+            lane, job = self._rows.rows.get(m.lane_row_id), self._jobs.jobs.get(m.job_id)
             file_row = self._jobs.files.get(job.file_id) if job is not None else None
             if lane is None or file_row is None or lane.state != LaneState.CLOSED or m.purged_at is not None:
                 continue
             if (file_row.deleted_at is not None) if wanted is None else (m.job_id in wanted):
-                found.add(PurgeTarget(m.batch_row_id, lane.lane_id, m.job_id, m.member_tag))
-        return sorted(found, key=lambda t: (t.batch_row_id, t.member_tag, t.job_id))[: max(limit, 0)]
+                found.add(PurgeTarget(m.lane_row_id, lane.lane_id, m.job_id, m.member_tag))
+        return sorted(found, key=lambda t: (t.lane_row_id, t.member_tag, t.job_id))[: max(limit, 0)]
 
 
 def _present(*values: datetime | None) -> Iterable[datetime]:

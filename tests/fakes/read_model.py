@@ -70,7 +70,7 @@ class FakeReads:
         lanes = lane_rows(self.state)
         out = []
         for job in (j for j in self._rows().jobs.values() if j.file_id == file_id):
-            states = (lanes.rows[m.batch_row_id].state for m in lanes.members if m.job_id == job.id and m.batch_row_id in lanes.rows)
+            states = (lanes.rows[m.lane_row_id].state for m in lanes.members if m.job_id == job.id and m.lane_row_id in lanes.rows)
             out.append(FileJob(job.id, next((s for s in states if s != LaneState.CLOSED), None)))
         return out
 
@@ -105,11 +105,11 @@ class FakeReads:
 
     def _lanes(self, job_id: str) -> JobLanes | None:
         rows = lane_rows(self.state)
-        members = [m for m in rows.members if m.job_id == job_id and m.batch_row_id in rows.rows]  # the JOIN on the lane
-        lanes = [rows.rows[i] for i in sorted({m.batch_row_id for m in members})]
+        members = [m for m in rows.members if m.job_id == job_id and m.lane_row_id in rows.rows]  # the JOIN on the lane
+        lanes = [rows.rows[i] for i in sorted({m.lane_row_id for m in members})]
         left_pool = rows.lane_reason.get(job_id)
-        batch_rows = [r.cost_usd for r in money(self.state).ledger if r.job_id == job_id and r.backend == "batch"]
-        cost = sum(batch_rows, Decimal(0)) if batch_rows else None
+        batch_costs = [r.cost_usd for r in money(self.state).ledger if r.job_id == job_id and r.backend == "batch"]
+        cost = sum(batch_costs, Decimal(0)) if batch_costs else None
         if not lanes:
             if left_pool is None:
                 return None

@@ -151,11 +151,11 @@ def make_lane(tx: Any, job_id: str, model_id: str, state: str) -> rows.Lane:
         cost = Decimal("0.0123")
         rows.PgLanes(tx).close(lane.lane_id, st.close(), end_state="Completed", accepted=4, fallback=2, cost_usd=cost)
         rows.PgLanes(tx).record_accepted(lane.id, {(job_id, 0): 4})
-        ledger.PgLedger(tx).add_batch_cost(job_id=None, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
+        ledger.PgLedger(tx).add_batch_cost(job_id=None, lane_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={})
         ledger.PgLedger(tx).add_batch_share(
-            job_id=job_id, batch_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={}
+            job_id=job_id, lane_row_id=lane.id, model_id=model_id, input_tokens=40, output_tokens=20, cost_usd=cost, metadata={}
         )
-        tx.run("UPDATE conversion_batch_jobs SET closed_at = now() - interval '1 hour' WHERE id = :id", id=lane.id)
+        tx.run("UPDATE lanes SET closed_at = now() - interval '1 hour' WHERE id = :id", id=lane.id)
     found = rows.PgLanes(tx).get_row(lane.lane_id)
     assert found is not None and found.state == state
     return found
@@ -304,7 +304,7 @@ def test_process_now_leaves_the_lane_and_converts_on_demand(stack, owner, row_st
     services().db.run("UPDATE funds_holds SET expires_at = now() + interval '40 hours' WHERE job_id = CAST(:id AS uuid)", id=job_id)
     code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": job_id}, user=priority(owner))
     assert code == 200, body
-    assert body["resumed"] is True and body["batchRowState"] == row_state
+    assert body["resumed"] is True and body["laneState"] == row_state
     assert pool_reason(job_id) == "process_now"
     if row_state is None:  # in the pool: the pool lets it go, so the packer never takes it
         assert rows.PgLanes(services().db).lanes_of_job(job_id) == []
@@ -326,7 +326,7 @@ def test_process_now_while_its_own_batch_job_runs_stops_it_and_keeps_it_for_what
     file_id, job_id = make_job(owner, "waiting_batch", row_state="submitted")
     code, body = call(stack, "POST", f"/api/v1/files/{file_id}/process-now", {"jobId": job_id}, user=priority(owner))
     assert code == 200, body
-    assert (body["resumed"], body["action"], body["batchRowState"]) == (False, "stopping_batch_job", "submitted")
+    assert (body["resumed"], body["action"], body["laneState"]) == (False, "stopping_batch_job", "submitted")
     lane = lane_of(job_id)
     assert lane.reason == "process_now" and {m.state for m in rows.PgLanes(services().db).members(lane.id)} == {"packed"}
     assert job(job_id).status == "waiting_batch"

@@ -47,8 +47,8 @@ def test_a_job_shows_its_cost_so_far_its_saving_against_on_demand_and_when_the_b
         ledger.PgLedger(tx).add_chunk_cost(
             job_id=job_id, chunk_index=1, model_id=model, input_tokens=9000, output_tokens=3000, cost_usd=_price(9000, 3000), metadata={}
         )
-        lane = tx.one("SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid) LIMIT 1", id=job_id)
-        ledger.PgLedger(tx).add_batch_share(job_id=job_id, batch_row_id=lane["batch_row_id"], model_id=model, input_tokens=100_000, output_tokens=20_000,
+        lane = tx.one("SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid) LIMIT 1", id=job_id)
+        ledger.PgLedger(tx).add_batch_share(job_id=job_id, lane_row_id=lane["lane_row_id"], model_id=model, input_tokens=100_000, output_tokens=20_000,
             cost_usd=_price(100_000, 20_000, half=True), metadata={BATCH_SERVED_KEY: str(_price(100_000, 20_000))},
         )  # fmt: skip
     status, body = call(stack, "GET", f"/api/v1/jobs/{job_id}", user=owner)

@@ -12,7 +12,7 @@ from pg8000.exceptions import DatabaseError
 from batchlane.db import Database, connect_params_from_url, ledger
 from batchlane.db import jobs as job_repo
 from batchlane.db import lanes as rows
-from batchlane.db.errors import UniqueViolation
+from batchlane.db.driver_errors import UniqueViolation
 from batchlane.db.migrate import migrate, migration_files
 from batchlane.domain import status as st
 from batchlane.pdf import plan_chunks
@@ -128,18 +128,18 @@ def test_a_lane_tags_its_jobs_in_order_and_a_chunk_rides_in_one_open_lane_at_a_t
 def test_the_batch_ledger_row_is_written_at_most_once_per_lane_and_each_member_has_one_share(db):
     a, b = make_job(db, status="waiting_batch"), make_job(db, status="waiting_batch")
     lane = make_lane(db, (a, 0), (b, 0))
-    kwargs = {"job_id": None, "batch_row_id": lane.id, "model_id": "m", "input_tokens": 10, "output_tokens": 1, "cost_usd": Decimal("0.5"), "metadata": {}}
+    kwargs = {"job_id": None, "lane_row_id": lane.id, "model_id": "m", "input_tokens": 10, "output_tokens": 1, "cost_usd": Decimal("0.5"), "metadata": {}}
     assert ledger.PgLedger(db).add_batch_cost(**kwargs) is True
     assert ledger.PgLedger(db).add_batch_cost(**kwargs) is False
     for job_id, cost in ((a, Decimal("0.3")), (b, Decimal("0.2")), (a, Decimal("9"))):  # the second share of a is refused
-        ledger.PgLedger(db).add_batch_share(job_id=job_id, batch_row_id=lane.id, model_id="m", input_tokens=5, output_tokens=1, cost_usd=cost, metadata={})
+        ledger.PgLedger(db).add_batch_share(job_id=job_id, lane_row_id=lane.id, model_id="m", input_tokens=5, output_tokens=1, cost_usd=cost, metadata={})
     assert (ledger.PgLedger(db).job_total(a), ledger.PgLedger(db).job_total(b)) == (Decimal("0.3"), Decimal("0.2")), (
         "a job counts its share, never the lane's row"
     )
     assert (ledger.PgLedger(db).batch_cost_of_job(a), ledger.PgLedger(db).batch_cost_of_job(b)) == (Decimal("0.3"), Decimal("0.2"))
     with pytest.raises(DatabaseError):  # only the lane's own row may have no job
         db.run(
-            """INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+            """INSERT INTO cost_ledger (job_id, lane_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
                VALUES (NULL, :row, 'batch_share', 'batch', 'm', 0, 0, 0, '{}')""",
             row=lane.id,
         )

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from formatscount import DATA, Counts, docx_counts, epub_counts, markdown_counts, odt_counts, pptx_counts, xlsx_counts
 
-from batchlane.formats.convert import convert_document
+from batchlane.formats.convert_document import convert_document
 from batchlane.formats.document import ConvertedDocument
 from batchlane.formats.pandoc import pandoc_path
 

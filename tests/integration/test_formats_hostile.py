@@ -17,7 +17,7 @@ from PIL import Image
 
 from batchlane.domain.errors import InputError
 from batchlane.domain.file_types import FileType
-from batchlane.formats.convert import convert_document
+from batchlane.formats.convert_document import convert_document
 from batchlane.formats.detect import identify, wrap_image
 from batchlane.pdf.bounded import Bound
 

@@ -15,7 +15,7 @@ from batchlane.domain.errors import InputError
 from batchlane.filejob import outputs
 from batchlane.filejob.create import normalise_options
 from batchlane.formats import render
-from batchlane.formats.convert import convert_document
+from batchlane.formats.convert_document import convert_document
 from tests.unit.usecases.usecase_fakes import MemoryStore
 
 JOB = "11111111-2222-3333-4444-555555555555"

@@ -55,3 +55,18 @@ def test_an_error_is_one_object_under_error_with_a_code_and_a_message():
 )
 def test_an_answer_off_its_schema_is_named(answer: dict[str, Any], wrong: str):
     assert response_errors("GET", "/api/v1/budget", 200, __import__("json").dumps(answer).encode()), wrong
+
+
+def test_the_cancel_and_process_now_answers_are_their_schemas():
+    """The use cases' outcomes as the API writes them, against CancelOutcome and ProcessNowOutcome: the lane's state is
+    ``laneState`` in both (issue 44.4), and nothing the schema does not name."""
+    from batchlane.batch.process_now import ProcessNowOutcome
+    from batchlane.operations.cancel import CancelOutcome
+
+    job, file = "9e007a19-6fa8-4c8c-a84b-d6ac0ccfda31", "0c1d2e3f-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
+    cancelled = CancelOutcome(job, file, "waiting_batch", hold_released=True, lane_state="submitted", batch_stop_requested=True).to_json()
+    assert cancelled["laneState"] == "submitted"
+    assert component_errors(cancelled, "CancelOutcome") == []
+    resumed = ProcessNowOutcome(job, file, "preparing", "left_batch_lane", resumed=True).to_json()
+    assert resumed["laneState"] == "preparing"
+    assert component_errors(resumed, "ProcessNowOutcome") == []

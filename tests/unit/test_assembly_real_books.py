@@ -239,3 +239,171 @@ def test_a_proof_line_after_a_folio_is_kept_though_an_earlier_page_opened_with_i
 
     assert sections[4].strip().startswith("Beweis: Es genügt, Y zu betrachten,"), sections[4]
     assert sections[2].strip().startswith("Sei Y2 ein Raum"), "the folio goes"
+
+
+# docling's redp5110_sampled.pdf (tests/data/pdf/sources): pages 6-16 of a sample of an IBM Redbook, as the offline
+# model returned them. Its folios rise with the page but skip (2, 4, 10, 11, 15, …: pages left out of the sample), so
+# no offset from the page number recurs; even pages carry "N Row and Column …" glued to the text, odd ones the chapter.
+REDP_PAGES = {
+    6: "2 Row and Column Access Control Support in IBM DB2 for i 1.1 Security fundamentals Before reviewing database security techniques, there are",
+    7: "4 Row and Column Access Control Support in IBM DB2 for i Many businesses are trying to limit data access to a",
+    8: "10 Row and Column Access Control Support in IBM DB2 for i 2.1.6 Change Function Usage CL command The following CL commands",
+    9: "## Chapter 2. Roles and separation of duties 11\n\nFor example, assume that a business has assigned the duty to manage security.",
+    10: "## Chapter 3. Row and Column Access Control 15\n\nThe SQL CREATE PERMISSION statement that is shown in Figure 3-1 is used.",
+    11: "## Chapter 3. Row and Column Access Control 19\n\nTable 3-1 summarizes these special registers and their values.",
+    12: "20 Row and Column Access Control Support in IBM DB2 for i Table 3-2 lists the nine built-in global variables.\n\n## Table 3-2   Built-in global variables",
+    13: "## Chapter 3. Row and Column Access Control 27\n\n## RETURN",
+    14: "28 Row and Column Access Control Support in IBM DB2 for i 3. Figure 3-10 shows the masks that are created in the HR_SCHEMA.",
+    16: "124 Row and Column Access Control Support in IBM DB2 for i THEN C . CUSTOMER_TAX_ID WHEN QSYS2 . VERIFY_GROUP_FOR_USER",
+}
+REDP_LAST = ("Security policies differ.", "Data is an asset.", "Users have profiles.", "", "", "", "Global variables hold values.", "", "Masks hide columns.", "Indexes are advised.", "Tellers see accounts.")
+REDP_P15 = "Chapter 4. Implementing Row and Column Access Control: Banking example 77 2. Figure 4-68 shows the Visual Explain"
+REDP_BODIES = {
+    6: "1.1 Security fundamentals Before reviewing",
+    7: "Many businesses are trying",
+    8: "2.1.6 Change Function Usage",
+    9: "For example, assume that",
+    10: "The SQL CREATE PERMISSION",
+    11: "Table 3-1 summarizes",
+    12: "Table 3-2 lists the nine",
+    13: "## RETURN",
+    14: "3. Figure 3-10 shows",
+    16: "THEN C . CUSTOMER_TAX_ID",
+}
+
+
+def test_the_folios_of_a_sampled_book_that_rise_with_the_page_but_skip_go_with_their_running_heads() -> None:
+    pages = [PageText(n, "blank", "") for n in range(1, 6)]
+    pages += [PageText(n, "converted", REDP_PAGES.get(n, REDP_P15) + ("" if "\n\n" in REDP_PAGES.get(n, "") else "\n\n" + REDP_LAST[n - 6])) for n in range(6, 17)]
+    furniture = survey(pages)
+
+    removed = {p.page_number: strip_furniture(page_text_blocks(p.markdown), p.page_number, furniture)[1] for p in pages}
+    sections = {n: text.strip() for n, text in _sections("".join(assemble_document(pages, survey(pages), expected_pages=16))).items()}
+
+    even = [n for n in REDP_PAGES if "Support in IBM DB2 for i" in REDP_PAGES[n]]
+    assert {n: removed[n] for n in even} == {n: [REDP_PAGES[n].split(" for i ")[0] + " for i"] for n in even}
+    assert all(removed[n] == [REDP_PAGES[n].split("\n")[0]] for n in (9, 10, 11, 13)), removed  # 9: chapter 2's title, once
+    assert all(sections[n].startswith(REDP_BODIES[n]) for n in REDP_PAGES), sections
+    assert "Support in IBM DB2" not in "".join(sections.values()) and "Chapter 3." not in "".join(sections.values())
+
+
+def test_numbers_that_rise_at_the_page_edges_of_a_book_without_folios_are_content() -> None:
+    # no folio on any page: a definition per page, an equation number at the foot, a numbered step, a table row and a
+    # count opening a paragraph all rise with the page and skip, as a sampled book's folios do; none of them is furniture
+    pages = [
+        PageText(n, "converted", f"## Definition {3 * n + 60}\n\nSei X ein Raum.\n\n{n + 2}. Schritt: wähle U.\n\n| Jahr | {1990 + 7 * n} |\n\n"
+                 f"{40 * n} students attended the course in term {n}.\n\n({5 * n + 7})")
+        for n in range(1, 8)
+    ]
+
+    document = _assemble(pages)
+
+    for n in range(1, 8):
+        section = _sections(document)[n]
+        for kept in (f"## Definition {3 * n + 60}", f"{n + 2}. Schritt", f"| {1990 + 7 * n} |", f"{40 * n} students", f"({5 * n + 7})"):
+            assert kept in section, (n, kept, section)
+
+
+def test_a_number_that_rises_more_slowly_than_the_pages_is_not_a_sampled_books_folio() -> None:
+    # the same words after a number glued to each page's text, the number rising by less than the pages do: a sample
+    # leaves pages out, it never numbers two pages alike, so this is the text's count ("7 members of the board …")
+    counts = {1: 7, 2: 7, 3: 8, 4: 8, 5: 9, 6: 9}
+    text = "{c} members of the board voted for motion {n} at the meeting held in the town hall that week."
+    pages = [PageText(n, "converted", text.format(c=c, n=n) + f"\n\nThe minutes of meeting {n} follow.") for n, c in counts.items()]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[0] for n in counts] == [text.format(c=c, n=n) for n, c in counts.items()]
+
+
+def test_a_repeated_forms_numbers_beside_the_same_words_are_content_though_some_of_them_rise() -> None:
+    # statements bound together: the same words and an account number end each page, no folio anywhere; a few of the
+    # numbers rise from page to page by chance (10422 → 23991 → 77310 → 81007), but the form's numbers as a whole do not
+    accounts = (58213, 10422, 23991, 77310, 81007, 64420, 12093, 9051)
+    pages = [PageText(n, "converted", f"Statement {n} of the period, balance {a % 977} EUR.\n\nCustomer account number {a}") for n, a in enumerate(accounts, start=1)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[-1] for n in range(1, 9)] == [f"Customer account number {a}" for a in accounts]
+
+
+@pytest.mark.parametrize("mark", ["## ", ""])
+def test_a_repeated_forms_label_beside_its_value_at_the_top_of_each_page_is_kept_whole(mark: str) -> None:
+    # the same label opens every page, its value differs (no folio): before, the label went as a running head glued
+    # to the line and "## 58213" was left
+    accounts = (58213, 10422, 23991, 77310, 81007, 64420, 12093, 9051)
+    pages = [PageText(n, "converted", f"{mark}Customer account number {a}\n\nStatement {n} of the period, balance {a % 977} EUR.") for n, a in enumerate(accounts, start=1)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[0] for n in range(1, 9)] == [f"{mark}Customer account number {a}" for a in accounts]
+
+
+def test_a_foot_whose_folio_rises_from_roman_to_arabic_with_skips_goes_whole() -> None:
+    # redp5110_sampled.pdf p. 2: "## © Copyright IBM Corp. 2014. All rights reserved. iii" (a chapter opener's foot,
+    # read first); the sample's folios skip and pass from the front matter's roman to arabic. Before, the words went
+    # as a running head and "## iii" was left on the page
+    folios = ("iii", "v", "xi", "1", "7", "12")
+    bodies = ("Contents of the paper.", "Notices and trademarks.", "Preface to the paper.", "Securing the data.", "Roles and duties.", "Access control.")
+    pages = [PageText(n, "converted", f"## © Copyright IBM Corp. 2014. All rights reserved. {f}\n\n{bodies[n - 1]}") for n, f in enumerate(folios, start=1)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip() for n in range(1, 7)] == list(bodies)
+
+
+def test_a_sampled_books_head_goes_though_a_line_at_the_other_edge_follows_the_pages_by_chance() -> None:
+    # GeoTopo sampled as docling samples its books (pages 23-29 of 71): "## Bemerkung 39" at the foot of the page whose
+    # head is "42 2.3. SIMPLIZIALKOMPLEX" stands at the offset from the page that the heads of two pages before have,
+    # so it passes for that page's folio; the head at the top is still the sample's folio. Before, it was left
+    heads = {23: "34 2.2. DIFFERENZIERBARE MANNIGFALTIGKEITEN", 24: "## 35 2.3. SIMPLIZIALKOMPLEX", 25: "## 37 2.3. SIMPLIZIALKOMPLEX",
+             26: "## 39 2.3. SIMPLIZIALKOMPLEX", 27: "## 40 2.3. SIMPLIZIALKOMPLEX", 28: "## 42 2.3. SIMPLIZIALKOMPLEX", 29: "## 44 2.3. SIMPLIZIALKOMPLEX"}
+    bodies = {n: f"Sei K{n} ein Simplizialkomplex der Dimension {n - 20}." for n in heads}
+    pages = [PageText(n - 22, "converted", f"{heads[n]}\n\n{bodies[n]}" + ("\n\n## Bemerkung 39" if n == 28 else "")) for n in heads]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n - 22].strip().split("\n")[0] for n in heads] == list(bodies.values())
+    assert sections[6].strip().endswith("## Bemerkung 39")
+
+
+def test_a_sampled_books_bare_folios_at_the_foot_go() -> None:
+    # btxdoc.pdf (texlive's BibTeX manual) sampled two pages in three: its feet are bare folios 5, 7, 8, 10, 12, 13, 15
+    # on pages 4-10; no offset recurs, so before, all of them were left as the pages' last paragraphs
+    folios = {4: 5, 5: 7, 6: 8, 7: 10, 8: 12, 9: 13, 10: 15}
+    words = ("article", "book", "booklet", "conference", "inbook", "manual", "thesis")
+    bodies = {n: f"The {w} entry type formats its fields in the order the style gives them." for n, w in zip(folios, words, strict=True)}
+    pages = [PageText(n, "blank", "") for n in range(1, 4)] + [PageText(n, "converted", f"{bodies[n]}\n\n{folios[n]}") for n in folios]
+
+    sections = {n: text.strip() for n, text in _sections("".join(assemble_document(pages, survey(pages), expected_pages=10))).items()}
+
+    assert [sections[n] for n in folios] == list(bodies.values())
+
+
+def test_a_chapter_openers_bare_folio_between_a_sampled_books_heads_goes() -> None:
+    # book-headings.pdf (LaTeX book, \\pagestyle{headings}) sampled: the chapter's first page has its folio alone at the
+    # foot (9), between the heads' folios 8 and 11; before, "9" was left as that page's last paragraph
+    texts = {
+        6: "4 CHAPTER 1. OF THE TRANSCENDENTAL AESTHETIC other hand, natural causes can be treated like the Ideal.",
+        7: "6 CHAPTER 1. OF THE TRANSCENDENTAL AESTHETIC why, then, the discipline of human reason is a body of demonstrated doctrine.",
+        8: "8 CHAPTER 1. OF THE TRANSCENDENTAL AESTHETIC With the sole exception of our understanding, the Ideal is a priori.",
+        9: "## Chapter 2\n\n## Of the Transcendental Logic\n\nThe things in themselves are what first give rise to reason.\n\n9",
+        10: "## 2.1. ON THE CATEGORIES 11\n\nLet us suppose that the discipline of reason is the clue to the discovery.",
+        11: "## 2.1. ON THE CATEGORIES 13\n\nOur knowledge, on the other hand, would be falsified.",
+    }
+    pages = [PageText(n, "blank", "") for n in range(1, 6)] + [PageText(n, "converted", texts[n]) for n in texts]
+
+    sections = {n: text.strip() for n, text in _sections("".join(assemble_document(pages, survey(pages), expected_pages=11))).items()}
+
+    assert sections[9].endswith("The things in themselves are what first give rise to reason."), sections[9]
+    assert all("CHAPTER 1." not in sections[n] and "ON THE CATEGORIES" not in sections[n] for n in texts)
+
+
+def test_lone_numbers_that_rise_at_the_foot_of_a_few_pages_of_a_book_without_folios_are_content() -> None:
+    # a score, a year, a count alone as a page's last paragraph on three pages of ten: a folio stands on nearly every page
+    lone = {2: 42, 5: 57, 9: 80}
+    pages = [PageText(n, "converted", f"Round {n} of the tournament was played in the old hall of the town." + (f"\n\n{lone[n]}" if n in lone else "")) for n in range(1, 11)]
+
+    sections = _sections(_assemble(pages))
+
+    assert [sections[n].strip().split("\n")[-1] for n in lone] == [str(v) for v in lone.values()]

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batchlane.db.secrets import SecretsManagerSource
+from batchlane.db.database_secret import SecretsManagerSource
 from batchlane.domain.errors import StoreUnavailable
 
 

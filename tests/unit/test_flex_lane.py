@@ -1,4 +1,4 @@
-"""filejob/service_tiers.py: the Flex gate reads the verdict's fields (a FlexVerdict object is always truthy)."""
+"""filejob/service_tier_choice.py: the Flex gate reads the verdict's fields (a FlexVerdict object is always truthy)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from batchlane.claude.tiers import FlexTransport
 from batchlane.domain import service_tier as tiers
 from batchlane.domain.cost import PriceTable
-from batchlane.filejob import service_tiers
+from batchlane.filejob import service_tier_choice
 
 MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"  # not documented for Flex (domain/service_tier.py)
 FAR = (datetime.now(UTC) + timedelta(hours=72)).isoformat()  # a deadline Flex may serve
@@ -48,7 +48,7 @@ def _job(options: dict[str, Any] | None, *, process_now: bool = False, batch_pri
 
 def test_no_flex_rate_keeps_the_default_tier_and_reads_nothing() -> None:
     probes = Probes(True, "pool_too_small")
-    assert service_tiers.flex_lane(_svc(flex=False), probes, _job(options={"deadline": FAR}), retrying=True) is None
+    assert service_tier_choice.flex_lane(_svc(flex=False), probes, _job(options={"deadline": FAR}), retrying=True) is None
     assert probes.reads == []
 
 
@@ -56,13 +56,13 @@ def test_no_flex_rate_keeps_the_default_tier_and_reads_nothing() -> None:
 def test_a_model_the_verdict_refuses_never_goes_flex_even_with_a_rate_and_a_far_deadline(probe: bool | None) -> None:
     # The verdict is a dataclass: testing it instead of its `on` field would let every such model go Flex
     probes = Probes(probe, "pool_too_small")
-    assert service_tiers.flex_lane(_svc(flex=True), probes, _job(options={"deadline": FAR}), retrying=True) is None
+    assert service_tier_choice.flex_lane(_svc(flex=True), probes, _job(options={"deadline": FAR}), retrying=True) is None
     assert probes.reads == [("probed", MODEL, "flex")]
 
 
 def test_a_model_documented_for_flex_goes_flex_without_a_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(tiers.FLEX_DOCUMENTED, tiers.base_model(MODEL), tiers.SUPPORTED)
-    assert service_tiers.flex_lane(_svc(flex=True), Probes(None), _job(options={"deadline": FAR}), retrying=False) == "deadline"
+    assert service_tier_choice.flex_lane(_svc(flex=True), Probes(None), _job(options={"deadline": FAR}), retrying=False) == "deadline"
 
 
 @pytest.mark.parametrize(
@@ -79,12 +79,12 @@ def test_a_model_documented_for_flex_goes_flex_without_a_probe(monkeypatch: pyte
 )
 def test_an_accepted_model_goes_flex_for_the_jobs_own_reason(job: Any, lane_reason: str | None, retrying: bool, reason: str | None) -> None:
     probes = Probes(True, lane_reason)
-    assert service_tiers.flex_lane(_svc(flex=True), probes, job, retrying=retrying) == reason
+    assert service_tier_choice.flex_lane(_svc(flex=True), probes, job, retrying=retrying) == reason
     assert ("lane_reason", "j1") in probes.reads
 
 
 def test_with_flex_wraps_the_transport_only_when_there_is_a_reason() -> None:
     raw = SimpleNamespace(send=lambda request: None)
-    assert service_tiers.with_flex(None, raw) is raw  # type: ignore[arg-type]
-    wrapped = service_tiers.with_flex("deadline", raw)  # type: ignore[arg-type]
+    assert service_tier_choice.with_flex(None, raw) is raw  # type: ignore[arg-type]
+    wrapped = service_tier_choice.with_flex("deadline", raw)  # type: ignore[arg-type]
     assert isinstance(wrapped, FlexTransport) and wrapped._inner is raw

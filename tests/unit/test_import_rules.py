@@ -132,7 +132,7 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.folders.advance", "def f(svc):\n    return svc.db.run('x')\n", "use-cases-through-ports"),
         ("batchlane.operations.cancel", "def f(uow):\n    return uow.runner\n", "use-cases-through-ports"),
         ("batchlane.filejob.chunk", "from batchlane.runtime import Services\n", "use-cases-through-ports"),
-        ("batchlane.webhooks.deliver", "from ..aws.secrets import SecretsManagerSigningSecret\n", "use-cases-through-ports"),
+        ("batchlane.webhooks.deliver", "from ..aws.signing_secret import SecretsManagerSigningSecret\n", "use-cases-through-ports"),
         ("batchlane.api.usecases", "from batchlane.runtime import services\n", "use-cases-through-ports"),
     ],
 )

@@ -46,7 +46,7 @@ def test_make_mutate_covers_the_newest_packages_and_mutate_paths_narrows_it_to_o
     template = config.TEMPLATE.read_text()
     whole = config.render(template, "/checkout", [])
     assert "@ROOT@" not in whole and "/checkout/tests/unit" in whole
-    assert {"batchlane/api/*", "batchlane/webhooks/*", "batchlane/folders/*", "batchlane/filejob/figures.py", "batchlane/filejob/service_tiers.py",
+    assert {"batchlane/api/*", "batchlane/webhooks/*", "batchlane/folders/*", "batchlane/filejob/figures.py", "batchlane/filejob/service_tier_choice.py",
             "batchlane/filejob/assemble.py", "batchlane/ondemand/governed.py", "batchlane/ondemand/planner.py", "batchlane/domain/*"} <= set(_only_mutate(whole))  # fmt: skip
     one = config.render(template, "/checkout", ["batchlane/api/*"])
     assert _only_mutate(one) == ["batchlane/api/*"]

@@ -22,7 +22,7 @@ COLUMNS = {
     ("files", "status"): Entity.FILE,
     ("large_conversion_jobs", "status"): Entity.JOB,
     ("chunk_jobs", "status"): Entity.CHUNK,
-    ("conversion_batch_jobs", "state"): Entity.LANE,
+    ("lanes", "state"): Entity.LANE,
     ("batch_members", "state"): Entity.BATCH_MEMBER,
     ("job_retries", "status"): Entity.RETRY,
     ("webhook_deliveries", "status"): Entity.DELIVERY,
@@ -33,11 +33,16 @@ COLUMNS = {
 
 
 def latest_status_checks(folder: Path = MIGRATIONS) -> dict[tuple[str, str], set[str]]:
-    """The last ``CHECK (status|state IN (...))`` each table got, reading the migrations in the order they apply."""
+    """The last ``CHECK (status|state IN (...))`` each table got, reading the migrations in the order they apply;
+    a table renamed (``ALTER TABLE a RENAME TO b``, 0045_lanes_table.sql) keeps its checks under its new name."""
     checks: dict[tuple[str, str], set[str]] = {}
     for path in sorted(folder.glob("*.sql")):
         sql = re.sub(r"--[^\n]*", "", path.read_text())
         for statement in sql.split(";"):
+            renamed = re.search(r"ALTER\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)\s+RENAME\s+TO\s+(\w+)", statement, re.IGNORECASE)
+            if renamed:
+                old, new = renamed.groups()
+                checks = {((new if t == old else t), c): v for (t, c), v in checks.items()}
             table = re.search(r"(?:CREATE|ALTER)\s+TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?(\w+)", statement, re.IGNORECASE)
             for column, values in re.findall(r"CHECK\s*\(\s*(status|state)\s+IN\s*\(([^)]*)\)", statement, re.IGNORECASE):
                 assert table is not None, f"{path.name}: a CHECK outside CREATE/ALTER TABLE"
@@ -67,6 +72,12 @@ def test_the_check_parser_reads_the_latest_migration(tmp_path):
     (tmp_path / "0001_a.sql").write_text("CREATE TABLE t (\n  status text CHECK (status IN ('a', 'b')) -- ; ignored\n);")
     (tmp_path / "0002_b.sql").write_text("ALTER TABLE t ADD CONSTRAINT t_status_check\n  CHECK (status IN ('a', 'c'));")
     assert latest_status_checks(tmp_path) == {("t", "status"): {"a", "c"}}
+
+
+def test_the_check_parser_follows_a_renamed_table(tmp_path):
+    (tmp_path / "0001_a.sql").write_text("CREATE TABLE old_name (\n  state text CHECK (state IN ('a', 'b'))\n);")
+    (tmp_path / "0002_b.sql").write_text("ALTER TABLE old_name RENAME TO new_name;\nALTER TABLE other RENAME COLUMN x TO y;")
+    assert latest_status_checks(tmp_path) == {("new_name", "state"): {"a", "b"}}
 
 
 @pytest.mark.parametrize("entity", list(Entity))

@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from batchlane.aws.secrets import SecretsManagerSigningSecret as SigningSecret
+from batchlane.aws.signing_secret import SecretsManagerSigningSecret as SigningSecret
 from batchlane.domain.errors import InputError
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import webhook_body, webhook_events

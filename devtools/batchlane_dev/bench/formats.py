@@ -26,7 +26,7 @@ from batchlane.config import Settings
 from batchlane.domain.cost import PriceTable
 from batchlane.domain.file_types import FileType
 from batchlane.filejob.estimate import PageCounts, expected_usage
-from batchlane.formats.convert import convert_document
+from batchlane.formats.convert_document import convert_document
 from batchlane.formats.detect import IDENTIFY_BOUND, identify, wrap_image
 from batchlane.pdf.bounded import run_bounded
 from batchlane_dev.bench import figure, size

@@ -100,7 +100,7 @@ class _Paths:
 
         def quiet() -> bool:
             lanes = self.svc.db.run(
-                "SELECT state FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))", id=job_id
+                "SELECT state FROM lanes WHERE id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))", id=job_id
             )
             return all(row["state"] == "closed" for row in lanes)
 
@@ -108,7 +108,7 @@ class _Paths:
 
     def batch_job(self, job_id: str) -> Any:
         row = self.svc.db.one(
-            """SELECT bedrock_job_arn FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
+            """SELECT bedrock_job_arn FROM lanes WHERE id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:id AS uuid))
                ORDER BY id DESC LIMIT 1""",
             id=job_id,
         )

@@ -113,8 +113,8 @@ def pool_figure(documents: int, pages: int = 5) -> dict[str, Any]:
             pooled_s = time.perf_counter() - started
             pooled = _totals(svc, pooled_ids, pages)
             lanes = svc.db.run(
-                """SELECT DISTINCT b.id, b.member_count, b.record_count, b.end_state FROM conversion_batch_jobs b
-                   JOIN batch_members m ON m.batch_row_id = b.id WHERE m.job_id = ANY(CAST(:ids AS uuid[]))""",
+                """SELECT DISTINCT b.id, b.member_count, b.record_count, b.end_state FROM lanes b
+                   JOIN batch_members m ON m.lane_row_id = b.id WHERE m.job_id = ANY(CAST(:ids AS uuid[]))""",
                 ids=pooled_ids,
             )
             assert stack.bedrock is not None
@@ -171,7 +171,7 @@ def _insert_parked(db: Any, documents: int, pages: int, owners: int = 20) -> Non
 def _unpack(db: Any) -> None:
     """Back to the parked state the run started from: no lanes, no member rows."""
     db.run("DELETE FROM batch_members")
-    db.run("DELETE FROM conversion_batch_jobs")
+    db.run("DELETE FROM lanes")
 
 
 class _Workflows:

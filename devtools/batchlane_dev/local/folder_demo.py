@@ -98,7 +98,7 @@ def _pages_in(directory: Path) -> int:
 
 def _pool_lanes(svc: Any, job_ids: list[str]) -> int:
     """The distinct Bedrock jobs (lanes of the pool) that carried any page of the folder's conversions."""
-    row = svc.db.one("SELECT count(DISTINCT batch_row_id) AS n FROM batch_members WHERE job_id = ANY(CAST(:ids AS uuid[]))", ids=job_ids)
+    row = svc.db.one("SELECT count(DISTINCT lane_row_id) AS n FROM batch_members WHERE job_id = ANY(CAST(:ids AS uuid[]))", ids=job_ids)
     return int(row["n"]) if row else 0
 
 

@@ -73,7 +73,7 @@ def progress(svc: RuntimeServices, job_id: str) -> Progress:
     assert job is not None
     chunks = job_repo.PgJobs(svc.db).get_chunks(job_id)
     batch = svc.db.one(
-        """SELECT l.state, l.bedrock_status FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
+        """SELECT l.state, l.bedrock_status FROM batch_members m JOIN lanes l ON l.id = m.lane_row_id
            WHERE m.job_id = CAST(:id AS uuid) ORDER BY (l.state = 'closed'), l.id DESC LIMIT 1""",
         id=job_id,
     )

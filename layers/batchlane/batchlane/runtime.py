@@ -13,18 +13,18 @@ from dataclasses import dataclass
 from batchlane.aws.bedrock_batch import BedrockBatchJobs
 from batchlane.aws.bedrock_runtime import BedrockRuntime
 from batchlane.aws.clients import client, reset_clients
-from batchlane.aws.events import EventBridgeBus
+from batchlane.aws.event_bus import EventBridgeBus
 from batchlane.aws.folders import FolderBuckets, S3FolderBuckets
 from batchlane.aws.kms import KmsSecretCipher
 from batchlane.aws.owner_credentials import OwnerScopedClients
 from batchlane.aws.s3 import S3Downloads, S3Store, S3Uploads
-from batchlane.aws.secrets import SecretsManagerSigningSecret
+from batchlane.aws.signing_secret import SecretsManagerSigningSecret
 from batchlane.aws.workflows import StepFunctionsWorkflows
 from batchlane.config import Settings, reload_settings
 from batchlane.db.admission import PgChunkAdmissions
 from batchlane.db.connection import Database, SecretConnection, connect_params_from_url
+from batchlane.db.database_secret import SecretsManagerSource
 from batchlane.db.limiter import SerialPageThreadDatabase
-from batchlane.db.secrets import SecretsManagerSource
 from batchlane.db.uow import PgUnitOfWork
 from batchlane.domain.cost import PriceTable
 from batchlane.ports import (

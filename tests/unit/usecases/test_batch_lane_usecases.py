@@ -332,7 +332,7 @@ def test_a_member_cancelled_while_its_lane_runs_leaves_it_running_for_the_other_
 
     outcome = cancel_job(svc, a)
 
-    assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("submitted", False)
+    assert (outcome.lane_state, outcome.batch_stop_requested) == ("submitted", False)
     assert batch_jobs_of(svc).stops == [], "b still waits on the Bedrock job"
     lane = lane_row(svc, lane_id)
     assert (lane.state, lane.reason) == ("submitted", None)
@@ -366,7 +366,7 @@ def test_when_every_member_leaves_a_running_lane_it_is_stopped(svc: Services) ->
     outcome = process_now(svc, b)
 
     # b is the last to wait on it: the Bedrock job is stopped, and b waits for what it processed (issue 38.2)
-    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "stopping_batch_job", False, True)
+    assert (outcome.lane_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "stopping_batch_job", False, True)
     assert batch_jobs_of(svc).stops == [arn]
     assert lane_row(svc, lane_id).reason == "process_now", "the last to leave says why the lane ended early"
     assert _member_states(svc, lane_id) == {(a, 0): "left", (a, 1): "left", (a, 2): "left", (b, 0): "packed"}

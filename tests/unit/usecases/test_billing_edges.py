@@ -199,7 +199,7 @@ def test_a_lanes_output_prefix_is_its_folder_and_the_bedrock_job_id_with_or_with
 
 
 def _member(row: Lane, job_id: str, records: int | None, chunk: int = 0) -> Member:
-    return Member(batch_row_id=row.id, job_id=job_id, chunk_index=chunk, member_tag="m0", pages=10, records=records, accepted=0, state="collected")
+    return Member(lane_row_id=row.id, job_id=job_id, chunk_index=chunk, member_tag="m0", pages=10, records=records, accepted=0, state="collected")
 
 
 def _shares(uow: FakeUnitOfWork) -> dict[str, LedgerRow]:

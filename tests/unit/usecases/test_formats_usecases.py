@@ -15,7 +15,7 @@ from batchlane import keys
 from batchlane.domain import page_form as forms
 from batchlane.domain import status as st
 from batchlane.domain.status import JobStatus
-from batchlane.filejob import page_forms
+from batchlane.filejob import page_form_choice
 from batchlane.filejob.assemble import assemble_job
 from batchlane.filejob.chunk import process_chunk
 from batchlane.filejob.create import create_job
@@ -69,9 +69,9 @@ def test_a_png_scan_becomes_a_page_sent_in_the_image_form(svc_on_fakes: Services
     assert svc_on_fakes.store.get_bytes(keys.pages_source_key(job_id)).startswith(b"%PDF-")  # what the page view shows
     hold = fake_uow.ledger.get_hold(job_id)  # a vision call is held for like any PDF page on-demand: a chunk's window
     assert hold is not None and hold.amount_usd == 0 and hold.outcome is None  # at a time, opened when the chunk runs (decision 0039)
-    config = page_forms.converter_config(fake_uow.page_forms, svc_on_fakes.settings, job.options, source_type=job.source_type)
+    config = page_form_choice.converter_config(fake_uow.page_forms, svc_on_fakes.settings, job.options, source_type=job.source_type)
     assert config.page_form == forms.IMAGE and config.model_id == MODEL
-    assert page_forms.converter_config(fake_uow.page_forms, svc_on_fakes.settings, job.options).page_form == forms.PDF  # a PDF keeps the setting's
+    assert page_form_choice.converter_config(fake_uow.page_forms, svc_on_fakes.settings, job.options).page_form == forms.PDF  # a PDF keeps the setting's
 
 
 def test_a_file_of_another_type_fails_with_its_id_and_nothing_is_written(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:

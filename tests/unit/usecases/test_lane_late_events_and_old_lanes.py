@@ -103,7 +103,7 @@ def _without_member_rows(svc: Services, fake_uow: FakeUnitOfWork, lane_id: str, 
     ``job_id``), or one whose every member's job was deleted (ON DELETE CASCADE, ``job_id`` None)."""
     rows = lane_rows(fake_uow.state)
     row = lane_row(svc, lane_id)
-    rows.members = [m for m in rows.members if m.batch_row_id != row.id]
+    rows.members = [m for m in rows.members if m.lane_row_id != row.id]
     rows.rows[row.id] = dataclasses.replace(row, job_id=job_id, state="closed")
 
 

@@ -39,7 +39,7 @@ def test_process_now_answers_as_the_api_shows_it() -> None:
     assert resumed.to_json() == {
         "jobId": "job-1",
         "fileId": "file-1",
-        "batchRowState": "submitted",
+        "laneState": "submitted",
         "action": "left_batch_lane",
         "resumed": True,
         "status": "pending",
@@ -62,7 +62,7 @@ def test_process_now_of_a_job_still_splitting_flags_it_for_when_the_split_ends(s
     assert outcome.to_json() == {
         "jobId": job.id,
         "fileId": file_id,
-        "batchRowState": None,
+        "laneState": None,
         "action": "flagged_while_splitting",
         "resumed": False,
         "status": "splitting",

@@ -46,7 +46,7 @@ def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the
 
     outcome = cancel_job(svc, parked.job_id)
 
-    assert (outcome.previous_status, outcome.batch_row_state, outcome.batch_stop_requested, outcome.hold_released) == ("waiting_batch", "submitted", True, True)
+    assert (outcome.previous_status, outcome.lane_state, outcome.batch_stop_requested, outcome.hold_released) == ("waiting_batch", "submitted", True, True)
     assert _stops(svc) == [arn], "its only member left: nobody waits on the Bedrock job"
     job = svc.uow().jobs.get_job(parked.job_id)
     assert job is not None and job.status == "cancelled"
@@ -63,7 +63,7 @@ def test_cancel_of_a_submitted_job_stops_bedrock_releases_the_hold_and_frees_the
 def test_cancel_while_preparing_marks_the_lane_and_stops_nothing_yet(svc: Services) -> None:
     parked = parked_job(svc)
     outcome = cancel_job(svc, parked.job_id)
-    assert (outcome.batch_row_state, outcome.batch_stop_requested) == ("preparing", False)
+    assert (outcome.lane_state, outcome.batch_stop_requested) == ("preparing", False)
     assert _stops(svc) == []
     lane = lane_row(svc, parked.lane_id)
     assert (lane.state, lane.reason) == ("preparing", "cancelled")  # submit stops the job it creates (test_batch_lane_usecases)
@@ -73,7 +73,7 @@ def test_cancel_while_preparing_marks_the_lane_and_stops_nothing_yet(svc: Servic
 def test_cancel_of_a_job_still_in_the_pool_lets_the_pool_go_of_it(svc: Services) -> None:
     job_id = new_job(svc)
     outcome = cancel_job(svc, job_id)
-    assert (outcome.batch_row_state, outcome.batch_stop_requested) == (None, False)
+    assert (outcome.lane_state, outcome.batch_stop_requested) == (None, False)
     assert _pool_left(svc, job_id) == (True, "cancelled")
     assert job_id not in {c.job_id for c in svc.uow().lanes.pool_chunks()}
 
@@ -85,7 +85,7 @@ def test_process_now_of_a_job_alone_in_a_running_lane_stops_bedrock_and_waits_fo
     outcome = process_now(svc, parked.job_id)
 
     # Issue 38.2: Bedrock bills what it processed, so the job waits for the stop and uses those answers
-    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "stopping_batch_job", False, True)
+    assert (outcome.lane_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("submitted", "stopping_batch_job", False, True)
     assert _stops(svc) == [arn]
     assert _started(svc) == [], "no on-demand conversion before the stopped job is collected"
     job = svc.uow().jobs.get_job(parked.job_id)
@@ -97,7 +97,7 @@ def test_process_now_of_a_job_alone_in_a_running_lane_stops_bedrock_and_waits_fo
 def test_process_now_while_preparing_leaves_the_lane_and_prepare_then_closes_it(svc: Services) -> None:
     parked = parked_job(svc)
     outcome = process_now(svc, parked.job_id)
-    assert (outcome.batch_row_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("preparing", "left_batch_lane", True, False)
+    assert (outcome.lane_state, outcome.action, outcome.resumed, outcome.batch_stop_requested) == ("preparing", "left_batch_lane", True, False)
     assert plan_prepare(svc, parked.lane_id) == {"proceed": False, "chunks": [], "why": "members_left"}
     lane = lane_row(svc, parked.lane_id)
     assert (lane.state, lane.end_state, lane.reason) == ("closed", "skipped", "process_now")
@@ -109,7 +109,7 @@ def test_process_now_of_a_job_in_the_pool_lets_it_go_so_the_packer_never_takes_i
 
     outcome = process_now(svc, job_id)
 
-    assert (outcome.batch_row_state, outcome.action, outcome.resumed) == (None, "left_pool", True)
+    assert (outcome.lane_state, outcome.action, outcome.resumed) == (None, "left_pool", True)
     assert _pool_left(svc, job_id) == (True, "process_now")
     assert svc.uow().lanes.lanes_of_job(job_id) == [], "no lane was made for it"
     assert job_id not in {c.job_id for c in svc.uow().lanes.pool_chunks()}, "the packer reads the pool from here"

@@ -31,7 +31,7 @@ def _book(svc: Services, job_id: str, *, on_demand: str, batch_share: str = "0",
         if Decimal(batch_share):
             row = uow.lanes.insert_lane(lane_id="00000000-0000-4000-8000-0000000000aa", model_id=MODEL, deadline_hours=24, chunks=[(job_id, 0, 50)])
             uow.ledger.add_batch_share(
-                job_id=job_id, batch_row_id=int(row.id), model_id=MODEL, input_tokens=1, output_tokens=1, cost_usd=Decimal(batch_share), metadata={}
+                job_id=job_id, lane_row_id=int(row.id), model_id=MODEL, input_tokens=1, output_tokens=1, cost_usd=Decimal(batch_share), metadata={}
             )
 
 

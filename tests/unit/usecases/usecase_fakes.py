@@ -295,7 +295,7 @@ def lane_ledger(svc: Services, lane_id: str, *, source: str | None = None) -> li
     assert isinstance(uow, FakeUnitOfWork), "the services of svc_on_fakes"
     row = uow.lanes.get_row(lane_id)
     assert row is not None
-    return [r for r in money(uow.state).ledger if r.batch_row_id == row.id and source in (None, r.source)]
+    return [r for r in money(uow.state).ledger if r.lane_row_id == row.id and source in (None, r.source)]
 
 
 def all_chunks(svc: Services, job_id: str) -> list[tuple[str, int]]:

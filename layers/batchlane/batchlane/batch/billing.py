@@ -85,7 +85,7 @@ def close_and_bill(
         uow.lanes.record_accepted(closed.id, accepted_by_chunk or {})
         uow.ledger.add_batch_cost(
             job_id=closed.job_id,  # a lane from before the pool belongs to its one job
-            batch_row_id=int(closed.id),
+            lane_row_id=int(closed.id),
             model_id=model_id,
             input_tokens=usage.input_tokens,
             output_tokens=usage.output_tokens,
@@ -152,7 +152,7 @@ def bill_members(
     for job_id, share in costs.items():
         ledger.add_batch_share(
             job_id=job_id,
-            batch_row_id=int(row.id),
+            lane_row_id=int(row.id),
             model_id=model_id,
             input_tokens=int(inputs[job_id]),
             output_tokens=int(outputs[job_id]),

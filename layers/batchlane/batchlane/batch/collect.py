@@ -45,7 +45,7 @@ from batchlane.domain.pool import RETRYABLE_REJECTIONS, retry_batch_allowed, ret
 from batchlane.domain.records import RETRY_SUFFIX, parse_record_id, split_pooled_record_id
 from batchlane.domain.savings import ServedAnswer
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
-from batchlane.filejob import page_forms
+from batchlane.filejob import page_form_choice
 from batchlane.filejob.savings import batch_answers_at_on_demand
 from batchlane.observability import logger, metrics
 from batchlane.ports import Lane, ObjectStore, Services, UnitOfWork
@@ -88,7 +88,7 @@ def collect(svc: Services, lane_id: str, *, start_retry: bool = True) -> dict[st
         tally = collect_outputs(svc.store, output_keys, manifest=manifest, targets=targets, spool_dir=Path(spool_dir), merge=row.retry_of is not None)
     counts, billed = tally.counts, tally.billed
     pdf = tally.forms.get(PDF)
-    if pdf is not None and pdf.refused() and page_forms.auto(svc.settings):  # both lanes send images from now on (domain/page_form.py)
+    if pdf is not None and pdf.refused() and page_form_choice.auto(svc.settings):  # both lanes send images from now on (domain/page_form.py)
         detail = f"{pdf.failed} pdf-form batch records of lane {lane_id} failed as invalid input, none succeeded"
         svc.uow().page_forms.record_form(manifest.model_id, IMAGE, source="refusal", detail=detail)
     accepted = counts["accepted"]

@@ -25,7 +25,7 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import NotFound
 from batchlane.domain.limits import MB, quota_bytes
 from batchlane.domain.records import pooled_record_id
-from batchlane.filejob import describe, page_forms
+from batchlane.filejob import describe, page_form_choice
 from batchlane.filejob.source import chunk_pages
 from batchlane.observability import logger
 from batchlane.ports import Services
@@ -131,7 +131,7 @@ def prepare_chunk(svc: Services, lane_id: str, job_id: str, chunk_index: int, ta
     if job is None or chunk is None:
         raise LookupError(f"no chunk {chunk_index} of job {job_id}")
     settings = svc.settings
-    config = page_forms.converter_config(svc.uow().page_forms, settings, job.options, source_type=job.source_type)  # the form the on-demand path would send now
+    config = page_form_choice.converter_config(svc.uow().page_forms, settings, job.options, source_type=job.source_type)  # the form the on-demand path would send now
     capture = CaptureTransport()
     blank = 0
     if describe.wanted(job):  # a born-digital chunk: a record per picture to describe (filejob/describe.py)

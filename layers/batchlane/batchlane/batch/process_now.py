@@ -27,7 +27,7 @@ PROCESS_NOW_REASON = "process_now"
 class ProcessNowOutcome:
     job_id: str
     file_id: str
-    batch_row_state: str | None  # as the user found it
+    lane_state: str | None  # as the user found it
     action: str  # left_pool | left_batch_lane | stopping_batch_job | left_to_recovery | flagged_while_splitting
     resumed: bool
     batch_stop_requested: bool = False
@@ -37,7 +37,7 @@ class ProcessNowOutcome:
         return {
             "jobId": self.job_id,
             "fileId": self.file_id,
-            "batchRowState": self.batch_row_state,
+            "laneState": self.lane_state,
             "action": self.action,
             "resumed": self.resumed,
             "status": self.status or ("pending" if self.resumed else "waiting_batch"),

@@ -12,15 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
+from batchlane.claude.page import spend_json, spend_of
 from batchlane.claude.request import ANTHROPIC_VERSION, ConverterConfig, PageRequest
 from batchlane.claude.transports import ModelAnswer, ModelCallError, Transport
 from batchlane.domain import page_form as forms
 from batchlane.domain.acceptance import judge
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.describe import FIGURE_MAX_TOKENS, Described, image_tokens
-from batchlane.domain.prompt import prompt_hash
 from batchlane.domain.records import figure_record_id
 from batchlane.pdf.page_image import PageImage
 
@@ -38,23 +38,14 @@ FIGURE_REQUEST_FORMAT = "invoke-model/anthropic-messages/figure-image/v1"
 class FigureRequest(PageRequest):
     """One picture's request: the picture itself (already sized as Claude reads it), then the instruction."""
 
+    request_format: ClassVar[str] = FIGURE_REQUEST_FORMAT
+
     picture: PageImage | None = None
 
     @cached_property
     def images(self) -> tuple[PageImage, ...]:
         assert self.picture is not None
         return (self.picture,)
-
-    @cached_property
-    def prompt_hash(self) -> str:
-        return prompt_hash(
-            model_id=self.model_id,
-            system=self.system,
-            text=self.text,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            request_format=FIGURE_REQUEST_FORMAT,
-        )
 
     def with_form(self, page_form: str) -> FigureRequest:
         """A picture has one form, the image: a page form fallback leaves it as it is."""
@@ -136,11 +127,7 @@ class FigureResult:
             "status": self.status,
             "text": self.text,
             "reason": self.reason,
-            "servedBy": self.served_by,
-            "inputTokens": self.usage.input_tokens,
-            "outputTokens": self.usage.output_tokens,
-            "costUsd": str(self.cost_usd),
-            "serviceTier": self.service_tier,
+            **spend_json(self.served_by, self.usage, self.cost_usd, self.service_tier),
         }
 
     @classmethod
@@ -151,10 +138,7 @@ class FigureResult:
             status=str(data["status"]),
             text=str(data.get("text") or ""),
             reason=data.get("reason"),
-            served_by=data.get("servedBy"),
-            usage=Usage(int(data.get("inputTokens", 0)), int(data.get("outputTokens", 0))),
-            cost_usd=Decimal(str(data.get("costUsd", "0"))),
-            service_tier=data.get("serviceTier"),
+            **spend_of(data),
         )
 
 

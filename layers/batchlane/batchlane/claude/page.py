@@ -13,6 +13,27 @@ from batchlane.domain.cost import PriceTable, Usage
 from batchlane.pdf.split import Page
 
 
+def spend_json(served_by: str | None, usage: Usage, cost_usd: Decimal, service_tier: str | None) -> dict[str, Any]:
+    """What a page's or a picture's answer spent, as its stored JSON carries it (read back by :func:`spend_of`)."""
+    return {
+        "servedBy": served_by,
+        "inputTokens": usage.input_tokens,
+        "outputTokens": usage.output_tokens,
+        "costUsd": str(cost_usd),
+        "serviceTier": service_tier,
+    }
+
+
+def spend_of(data: dict[str, Any]) -> dict[str, Any]:
+    """The keyword fields of a result (served_by, usage, cost_usd, service_tier) from its stored JSON."""
+    return {
+        "served_by": data.get("servedBy"),
+        "usage": Usage(int(data.get("inputTokens", 0)), int(data.get("outputTokens", 0))),
+        "cost_usd": Decimal(str(data.get("costUsd", "0"))),
+        "service_tier": data.get("serviceTier"),
+    }
+
+
 @dataclass(frozen=True)
 class PageResult:
     page_number: int
@@ -32,11 +53,7 @@ class PageResult:
             "status": self.status,
             "markdown": self.markdown,
             "reason": self.reason,
-            "servedBy": self.served_by,
-            "inputTokens": self.usage.input_tokens,
-            "outputTokens": self.usage.output_tokens,
-            "costUsd": str(self.cost_usd),
-            "serviceTier": self.service_tier,
+            **spend_json(self.served_by, self.usage, self.cost_usd, self.service_tier),
             **({"batchInputTokens": self.batch_usage.input_tokens, "batchOutputTokens": self.batch_usage.output_tokens} if self.batch_usage else {}),
         }
 
@@ -47,10 +64,7 @@ class PageResult:
             status=data["status"],
             markdown=data.get("markdown", ""),
             reason=data.get("reason"),
-            served_by=data.get("servedBy"),
-            usage=Usage(int(data.get("inputTokens", 0)), int(data.get("outputTokens", 0))),
-            cost_usd=Decimal(data.get("costUsd", "0")),
-            service_tier=data.get("serviceTier"),
+            **spend_of(data),
             batch_usage=Usage(int(data["batchInputTokens"]), int(data.get("batchOutputTokens", 0))) if "batchInputTokens" in data else None,
         )
 

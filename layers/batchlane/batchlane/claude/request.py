@@ -18,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
+from typing import Any, ClassVar
 
 from batchlane.domain import page_form as forms
 from batchlane.domain.limits import MAX_REQUEST_BYTES, REQUEST_OVERHEAD_BYTES
@@ -70,6 +70,7 @@ class ConverterConfig:
 class PageRequest:
     """One model request for one or more pages; ``body()`` is the Anthropic Messages body."""
 
+    request_format: ClassVar[str] = REQUEST_FORMAT  # part of the prompt hash: a kind of request's answers are its own
     record_id: str
     model_id: str
     system: str
@@ -104,7 +105,7 @@ class PageRequest:
             text=self.text,
             max_tokens=self.max_tokens,
             temperature=self.temperature,
-            request_format=REQUEST_FORMAT,
+            request_format=self.request_format,
         )
 
     def body(self) -> dict[str, Any]:

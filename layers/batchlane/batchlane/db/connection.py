@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 import pg8000.native
 from pg8000.exceptions import DatabaseError, InterfaceError
 
-from batchlane.db.errors import translated
+from batchlane.db.driver_errors import translated
 from batchlane.domain.errors import StoreUnavailable
 from batchlane.observability import logger
 

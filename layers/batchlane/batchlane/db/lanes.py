@@ -1,4 +1,4 @@
-"""conversion_batch_jobs: one row per Bedrock job (a "lane"), preparing → submitted [→ stopping] → closed,
+"""The table lanes: one row per Bedrock job (a "lane"), preparing → submitted [→ stopping] → closed,
 every move guarded; batch_members: which chunks of which jobs ride in it (0017_batch_pool.sql).
 
 ``stopping``: the lane gave up on a Bedrock job that was still running (collect failing,
@@ -54,16 +54,16 @@ def _move_members(db: Runner, move: Transition, *, row_id: int | None = None, jo
     """Move a lane's members, or a job's (not those of the lanes in ``keep``), along ``move``; the lanes touched (a lane id per member moved)."""
     rows = db.run(
         """UPDATE batch_members SET state = :to, accepted = CASE WHEN :to = 'collected' THEN 0 ELSE accepted END
-           WHERE (CAST(:row AS bigint) IS NULL OR batch_row_id = :row) AND (CAST(:job AS text) IS NULL OR job_id = CAST(:job AS uuid))
-             AND NOT (batch_row_id = ANY(CAST(:keep AS bigint[])))
-             AND state = ANY(CAST(:from_ AS text[])) RETURNING batch_row_id""",
+           WHERE (CAST(:row AS bigint) IS NULL OR lane_row_id = :row) AND (CAST(:job AS text) IS NULL OR job_id = CAST(:job AS uuid))
+             AND NOT (lane_row_id = ANY(CAST(:keep AS bigint[])))
+             AND state = ANY(CAST(:from_ AS text[])) RETURNING lane_row_id""",
         to=move.target,
         from_=move.from_states,
         row=row_id,
         job=job_id,
         keep=list(keep),
     )
-    return [int(r["batch_row_id"]) for r in rows]
+    return [int(r["lane_row_id"]) for r in rows]
 
 
 class PgLanes:
@@ -73,19 +73,19 @@ class PgLanes:
         self._runner = runner
 
     def get_row(self, lane_id: str) -> Lane | None:
-        return _one(self._runner, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE}", lane=lane_id)
+        return _one(self._runner, f"SELECT * FROM lanes WHERE {_LANE}", lane=lane_id)
 
     def get_row_by_id(self, row_id: int) -> Lane | None:
-        return _one(self._runner, "SELECT * FROM conversion_batch_jobs WHERE id = :id", id=row_id)
+        return _one(self._runner, "SELECT * FROM lanes WHERE id = :id", id=row_id)
 
     def lock_row(self, lane_id: str) -> Lane | None:
         """SELECT ... FOR UPDATE: a member leaving and the lane's steps go one at a time."""
-        return _one(self._runner, f"SELECT * FROM conversion_batch_jobs WHERE {_LANE} FOR UPDATE", lane=lane_id)
+        return _one(self._runner, f"SELECT * FROM lanes WHERE {_LANE} FOR UPDATE", lane=lane_id)
 
     def in_flight_by_model(self) -> dict[str, int]:
         """Lanes holding a Bedrock job slot, per model id (inference profile) as the lanes name it."""
         rows = self._runner.run(
-            "SELECT model_id, count(*) AS n FROM conversion_batch_jobs WHERE state = ANY(CAST(:states AS text[])) GROUP BY model_id",
+            "SELECT model_id, count(*) AS n FROM lanes WHERE state = ANY(CAST(:states AS text[])) GROUP BY model_id",
             states=list(IN_FLIGHT_STATES),
         )
         return {r["model_id"]: int(r["n"]) for r in rows}
@@ -96,7 +96,7 @@ class PgLanes:
 
     def count_past_deadline(self) -> int:
         """Rows not closed whose deadline has passed (a gauge: should stay 0)."""
-        row = self._runner.one("SELECT count(*) AS n FROM conversion_batch_jobs WHERE state <> :closed AND deadline < now()", closed=LaneState.CLOSED)
+        row = self._runner.one("SELECT count(*) AS n FROM lanes WHERE state <> :closed AND deadline < now()", closed=LaneState.CLOSED)
         return int(row["n"]) if row else 0
 
     def lock_claims(self) -> None:
@@ -159,7 +159,7 @@ class PgLanes:
                     WHERE j.status = ANY(CAST(:parked AS text[])) AND j.pool_left_at IS NULL),
                   busy AS (
                     SELECT j.owner_id, count(DISTINCT b.id) AS n
-                    FROM conversion_batch_jobs b JOIN batch_members m ON m.batch_row_id = b.id JOIN large_conversion_jobs j ON j.id = m.job_id
+                    FROM lanes b JOIN batch_members m ON m.lane_row_id = b.id JOIN large_conversion_jobs j ON j.id = m.job_id
                     WHERE b.state = ANY(CAST(:in_flight AS text[])) GROUP BY j.owner_id),
                   budget AS (
                     SELECT x.model_id, x.pages FROM unnest(CAST(:models AS text[]), CAST(:budgets AS bigint[])) AS x(model_id, pages)),
@@ -233,7 +233,7 @@ class PgLanes:
             tags.setdefault(job_id, f"m{len(tags)}")
         row = _one(
             self._runner,
-            """INSERT INTO conversion_batch_jobs (lane_id, state, model_id, member_count, deadline)
+            """INSERT INTO lanes (lane_id, state, model_id, member_count, deadline)
                VALUES (CAST(:lane AS uuid), :preparing, :model, :members, now() + make_interval(secs => :secs)) RETURNING *""",
             lane=lane_id,
             preparing=LaneState.PREPARING,
@@ -243,7 +243,7 @@ class PgLanes:
         )
         assert row is not None
         self._runner.run(
-            """INSERT INTO batch_members (batch_row_id, job_id, chunk_index, member_tag, pages)
+            """INSERT INTO batch_members (lane_row_id, job_id, chunk_index, member_tag, pages)
                SELECT :row, CAST(j AS uuid), c, t, p FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:tags AS text[]), CAST(:pages AS int[]))
                    AS x(j, c, t, p)""",
             row=row.id,
@@ -269,7 +269,7 @@ class PgLanes:
         lane ``retry_of``) carrying ``members`` — (job id, chunk index, tag, records). None if it exists already."""
         row = _one(
             self._runner,
-            """INSERT INTO conversion_batch_jobs (lane_id, state, model_id, member_count, retry_of, deadline, record_count, input_bytes,
+            """INSERT INTO lanes (lane_id, state, model_id, member_count, retry_of, deadline, record_count, input_bytes,
                                                  manifest_key, prepared_at)
                VALUES (CAST(:lane AS uuid), :preparing, :model, :members, :retry_of, now() + make_interval(secs => :secs), :records, :bytes, :key, now())
                ON CONFLICT (lane_id) DO NOTHING RETURNING *""",
@@ -286,7 +286,7 @@ class PgLanes:
         if row is None:
             return None
         self._runner.run(
-            """INSERT INTO batch_members (batch_row_id, job_id, chunk_index, member_tag, pages, records)
+            """INSERT INTO batch_members (lane_row_id, job_id, chunk_index, member_tag, pages, records)
                SELECT :row, CAST(j AS uuid), c, t, n, n FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:tags AS text[]), CAST(:ns AS int[]))
                    AS x(j, c, t, n)""",
             row=row.id,
@@ -304,20 +304,20 @@ class PgLanes:
 
     def members(self, row_id: int, *, state: str | None = None) -> list[Member]:
         rows = self._runner.run(
-            """SELECT batch_row_id, job_id, chunk_index, member_tag, pages, records, accepted, state FROM batch_members
-               WHERE batch_row_id = :row AND (CAST(:state AS text) IS NULL OR state = :state) ORDER BY member_tag, chunk_index""",
+            """SELECT lane_row_id, job_id, chunk_index, member_tag, pages, records, accepted, state FROM batch_members
+               WHERE lane_row_id = :row AND (CAST(:state AS text) IS NULL OR state = :state) ORDER BY member_tag, chunk_index""",
             row=row_id,
             state=state,
         )
         return [
-            Member(int(r["batch_row_id"]), str(r["job_id"]), int(r["chunk_index"]), r["member_tag"], int(r["pages"]), r["records"], r["accepted"], r["state"])
+            Member(int(r["lane_row_id"]), str(r["job_id"]), int(r["chunk_index"]), r["member_tag"], int(r["pages"]), r["records"], r["accepted"], r["state"])
             for r in rows
         ]
 
     def member_job_ids(self, row_id: int) -> list[str]:
         """The jobs a lane carries, in tag order."""
         rows = self._runner.run(
-            "SELECT job_id, min(member_tag) AS tag FROM batch_members WHERE batch_row_id = :row GROUP BY job_id ORDER BY length(min(member_tag)), min(member_tag)",
+            "SELECT job_id, min(member_tag) AS tag FROM batch_members WHERE lane_row_id = :row GROUP BY job_id ORDER BY length(min(member_tag)), min(member_tag)",
             row=row_id,
         )
         return [str(r["job_id"]) for r in rows]
@@ -328,7 +328,7 @@ class PgLanes:
             return
         self._runner.run(
             """UPDATE batch_members m SET records = x.n FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:ns AS int[])) AS x(j, c, n)
-               WHERE m.batch_row_id = :row AND m.job_id = CAST(x.j AS uuid) AND m.chunk_index = x.c""",
+               WHERE m.lane_row_id = :row AND m.job_id = CAST(x.j AS uuid) AND m.chunk_index = x.c""",
             row=row_id,
             jobs=[k[0] for k in counts],
             chunks=[k[1] for k in counts],
@@ -341,7 +341,7 @@ class PgLanes:
             return
         self._runner.run(
             """UPDATE batch_members m SET accepted = x.n FROM unnest(CAST(:jobs AS text[]), CAST(:chunks AS int[]), CAST(:ns AS int[])) AS x(j, c, n)
-               WHERE m.batch_row_id = :row AND m.job_id = CAST(x.j AS uuid) AND m.chunk_index = x.c AND m.state = :collected""",
+               WHERE m.lane_row_id = :row AND m.job_id = CAST(x.j AS uuid) AND m.chunk_index = x.c AND m.state = :collected""",
             row=row_id,
             collected=BatchMemberState.COLLECTED,
             jobs=[k[0] for k in accepted],
@@ -353,16 +353,16 @@ class PgLanes:
         """The job leaves every lane it rides in but those in ``keep`` (cancel, process now): its members there are ``left``.
         Returns those lanes (locked), so the caller can stop any that nobody waits on any more."""
         ids = sorted(set(_move_members(self._runner, st.leave_lane(), job_id=job_id, keep=keep)))
-        return _all(self._runner, "SELECT * FROM conversion_batch_jobs WHERE id = ANY(CAST(:ids AS bigint[])) ORDER BY id FOR UPDATE", ids=ids) if ids else []
+        return _all(self._runner, "SELECT * FROM lanes WHERE id = ANY(CAST(:ids AS bigint[])) ORDER BY id FOR UPDATE", ids=ids) if ids else []
 
     def has_packed_members(self, row_id: int) -> bool:
-        return self._runner.one("SELECT 1 AS x FROM batch_members WHERE batch_row_id = :row AND state = 'packed' LIMIT 1", row=row_id) is not None
+        return self._runner.one("SELECT 1 AS x FROM batch_members WHERE lane_row_id = :row AND state = 'packed' LIMIT 1", row=row_id) is not None
 
     def lanes_of_job(self, job_id: str) -> list[Lane]:
         """Every lane that carried (or carries) a chunk of the job, oldest first."""
         return _all(
             self._runner,
-            """SELECT * FROM conversion_batch_jobs WHERE id IN (SELECT batch_row_id FROM batch_members WHERE job_id = CAST(:job AS uuid))
+            """SELECT * FROM lanes WHERE id IN (SELECT lane_row_id FROM batch_members WHERE job_id = CAST(:job AS uuid))
                OR job_id = CAST(:job AS uuid) ORDER BY id""",
             job=job_id,
         )
@@ -375,7 +375,7 @@ class PgLanes:
                          AND NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)) AS unpacked,
                  j.pool_left_at IS NOT NULL AS let_go,
                  (SELECT COALESCE(sum(m.accepted), 0) FROM batch_members m WHERE m.job_id = j.id AND m.state = 'collected') AS accepted,
-                 (SELECT count(DISTINCT m.batch_row_id) FROM batch_members m WHERE m.job_id = j.id) AS lanes
+                 (SELECT count(DISTINCT m.lane_row_id) FROM batch_members m WHERE m.job_id = j.id) AS lanes
                FROM large_conversion_jobs j WHERE j.id = CAST(:job AS uuid)""",
             job=job_id,
         )
@@ -386,7 +386,7 @@ class PgLanes:
 
     def preparing_lanes(self) -> list[tuple[str, int]]:
         """Lanes preparing, as (lane id, row id): each should have a batch-lane execution."""
-        rows = self._runner.run("SELECT lane_id, id FROM conversion_batch_jobs WHERE state = :preparing ORDER BY id", preparing=LaneState.PREPARING)
+        rows = self._runner.run("SELECT lane_id, id FROM lanes WHERE state = :preparing ORDER BY id", preparing=LaneState.PREPARING)
         return [(str(r["lane_id"]), int(r["id"])) for r in rows]
 
     def stranded_job_ids(self, *, older_than_s: float) -> list[str]:
@@ -401,7 +401,7 @@ class PgLanes:
                        AND NOT EXISTS (SELECT 1 FROM batch_members m WHERE m.job_id = c.job_id AND m.chunk_index = c.chunk_index)))
                  AND EXISTS (SELECT 1 FROM chunk_jobs c WHERE c.job_id = j.id)
                  AND GREATEST(j.pool_left_at, (SELECT max(COALESCE(b.closed_at, b.updated_at)) FROM batch_members m
-                                               JOIN conversion_batch_jobs b ON b.id = m.batch_row_id WHERE m.job_id = j.id))
+                                               JOIN lanes b ON b.id = m.lane_row_id WHERE m.job_id = j.id))
                      < now() - make_interval(secs => :secs)""",
             parked=_PARKED,
             secs=older_than_s,
@@ -411,7 +411,7 @@ class PgLanes:
     def record_prepared(self, lane_id: str, *, record_count: int, input_bytes: int, manifest_key: str) -> Lane | None:
         return _one(
             self._runner,
-            f"""UPDATE conversion_batch_jobs SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
+            f"""UPDATE lanes SET record_count = :n, input_bytes = :bytes, manifest_key = :key, prepared_at = now(), updated_at = now()
                WHERE {_LANE} AND state = :preparing RETURNING *""",
             preparing=LaneState.PREPARING,
             lane=lane_id,
@@ -425,7 +425,7 @@ class PgLanes:
         move = st.submit()
         row = _one(
             self._runner,
-            f"""UPDATE conversion_batch_jobs SET state = :to, bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
+            f"""UPDATE lanes SET state = :to, bedrock_job_arn = :arn, bedrock_job_name = :name, output_uri = :out,
                    submitted_at = now(), deadline = now() + make_interval(secs => :secs), attempts = attempts + 1, updated_at = now()
                WHERE {_LANE} AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
             to=move.target,
@@ -447,7 +447,7 @@ class PgLanes:
         """
         return _one(
             self._runner,
-            f"""UPDATE conversion_batch_jobs SET task_tokens = array_append(task_tokens, :token), updated_at = now()
+            f"""UPDATE lanes SET task_tokens = array_append(task_tokens, :token), updated_at = now()
                WHERE {_LANE} AND NOT (:token = ANY(task_tokens)) RETURNING *""",
             lane=lane_id,
             token=token,
@@ -457,7 +457,7 @@ class PgLanes:
         """Remember the latest Bedrock status; a terminal status is never overwritten by a late non-terminal one."""
         return _one(
             self._runner,
-            """UPDATE conversion_batch_jobs SET bedrock_status = CASE
+            """UPDATE lanes SET bedrock_status = CASE
                        WHEN bedrock_status = ANY(CAST(:terminal AS text[])) AND NOT (:status = ANY(CAST(:terminal AS text[]))) THEN bedrock_status
                        ELSE :status END,
                    terminal_seen_at = CASE WHEN terminal_seen_at IS NULL AND :status = ANY(CAST(:terminal AS text[])) THEN now() ELSE terminal_seen_at END,
@@ -473,7 +473,7 @@ class PgLanes:
         move = st.stop()
         row = _one(
             self._runner,
-            f"""UPDATE conversion_batch_jobs SET state = :to, reason = COALESCE(reason, :reason), accepted_count = 0,
+            f"""UPDATE lanes SET state = :to, reason = COALESCE(reason, :reason), accepted_count = 0,
                    fallback_count = record_count, updated_at = now()
                WHERE {_LANE} AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
             to=move.target,
@@ -489,7 +489,7 @@ class PgLanes:
         """Rows waiting for their Bedrock job's terminal status to be billed."""
         return _all(
             self._runner,
-            "SELECT * FROM conversion_batch_jobs WHERE state = :stopping ORDER BY updated_at LIMIT :limit",
+            "SELECT * FROM lanes WHERE state = :stopping ORDER BY updated_at LIMIT :limit",
             stopping=LaneState.STOPPING,
             limit=limit,
         )
@@ -497,7 +497,7 @@ class PgLanes:
     def set_reason(self, lane_id: str, reason: str) -> Lane | None:
         return _one(
             self._runner,
-            f"UPDATE conversion_batch_jobs SET reason = COALESCE(reason, :reason), updated_at = now() WHERE {_LANE} RETURNING *",
+            f"UPDATE lanes SET reason = COALESCE(reason, :reason), updated_at = now() WHERE {_LANE} RETURNING *",
             lane=lane_id,
             reason=reason,
         )
@@ -520,7 +520,7 @@ class PgLanes:
             raise ValueError(f"{move.entity}.{move.name} does not close a lane")
         row = _one(
             self._runner,
-            f"""UPDATE conversion_batch_jobs SET state = :to, end_state = :end_state, reason = COALESCE(reason, :reason),
+            f"""UPDATE lanes SET state = :to, end_state = :end_state, reason = COALESCE(reason, :reason),
                    accepted_count = :accepted, fallback_count = :fallback, cost_usd = :cost, closed_at = now(), updated_at = now()
                WHERE {_LANE} AND state = ANY(CAST(:from_ AS text[])) RETURNING *""",
             to=move.target,
@@ -540,13 +540,13 @@ class PgLanes:
         """Record when a step happened (for the report's timings); only the first time counts."""
         if column not in ("prepare_started_at", "collect_started_at", "resumed_at"):
             raise ValueError(column)
-        self._runner.run(f"UPDATE conversion_batch_jobs SET {column} = COALESCE({column}, now()) WHERE {_LANE}", lane=lane_id)
+        self._runner.run(f"UPDATE lanes SET {column} = COALESCE({column}, now()) WHERE {_LANE}", lane=lane_id)
 
     def rows_waiting(self, *, limit: int = 200) -> list[Lane]:
         """Submitted rows, oldest first: the sweeper asks Bedrock about each."""
         return _all(
             self._runner,
-            "SELECT * FROM conversion_batch_jobs WHERE state = :submitted ORDER BY submitted_at LIMIT :limit",
+            "SELECT * FROM lanes WHERE state = :submitted ORDER BY submitted_at LIMIT :limit",
             submitted=LaneState.SUBMITTED,
             limit=limit,
         )
@@ -554,7 +554,7 @@ class PgLanes:
     def rows_preparing_since(self, *, older_than_hours: float) -> list[Lane]:
         return _all(
             self._runner,
-            "SELECT * FROM conversion_batch_jobs WHERE state = :preparing AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
+            "SELECT * FROM lanes WHERE state = :preparing AND created_at < now() - make_interval(secs => :secs) ORDER BY created_at",
             preparing=LaneState.PREPARING,
             secs=older_than_hours * 3600,
         )
@@ -562,20 +562,20 @@ class PgLanes:
     def members_to_purge(self, *, job_ids: list[str] | None = None, limit: int = 200) -> list[PurgeTarget]:
         """Members of closed lanes not yet purged: those of ``job_ids``, or (None) of every deleted file."""
         rows = self._runner.run(
-            """SELECT DISTINCT m.batch_row_id, b.lane_id, m.job_id, m.member_tag
-               FROM batch_members m JOIN conversion_batch_jobs b ON b.id = m.batch_row_id
+            """SELECT DISTINCT m.lane_row_id, b.lane_id, m.job_id, m.member_tag
+               FROM batch_members m JOIN lanes b ON b.id = m.lane_row_id
                JOIN large_conversion_jobs j ON j.id = m.job_id JOIN files f ON f.id = j.file_id
                WHERE b.state = 'closed' AND m.purged_at IS NULL
                  AND (CASE WHEN CAST(:ids AS uuid[]) IS NULL THEN f.deleted_at IS NOT NULL ELSE m.job_id = ANY(CAST(:ids AS uuid[])) END)
-               ORDER BY m.batch_row_id, m.member_tag LIMIT :limit""",
+               ORDER BY m.lane_row_id, m.member_tag LIMIT :limit""",
             ids=job_ids,
             limit=limit,
         )
-        return [PurgeTarget(int(r["batch_row_id"]), str(r["lane_id"]), str(r["job_id"]), r["member_tag"]) for r in rows]
+        return [PurgeTarget(int(r["lane_row_id"]), str(r["lane_id"]), str(r["job_id"]), r["member_tag"]) for r in rows]
 
     def mark_purged(self, target: PurgeTarget) -> None:
         self._runner.run(
-            "UPDATE batch_members SET purged_at = now() WHERE batch_row_id = :row AND job_id = CAST(:job AS uuid) AND purged_at IS NULL",
-            row=target.batch_row_id,
+            "UPDATE batch_members SET purged_at = now() WHERE lane_row_id = :row AND job_id = CAST(:job AS uuid) AND purged_at IS NULL",
+            row=target.lane_row_id,
             job=target.job_id,
         )

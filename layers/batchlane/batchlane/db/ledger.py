@@ -10,18 +10,18 @@ from batchlane.domain.status import JobStatus
 from batchlane.ports import Hold, LedgerRow
 
 # The one row per Bedrock job, and the share per member job: same columns, each unique in its own way.
-_BATCH_SOURCES = {"batch": "(batch_row_id) WHERE source = 'batch'", "batch_share": "(batch_row_id, job_id) WHERE source = 'batch_share'"}
+_BATCH_SOURCES = {"batch": "(lane_row_id) WHERE source = 'batch'", "batch_share": "(lane_row_id, job_id) WHERE source = 'batch_share'"}
 
 
-def _insert_batch_row(
-    db: Runner, source: str, *, job_id: str | None, batch_row_id: int, model_id: str, usage: tuple[int, int], cost_usd: Decimal, metadata: dict[str, Any]
+def _insert_batch_cost(
+    db: Runner, source: str, *, job_id: str | None, lane_row_id: int, model_id: str, usage: tuple[int, int], cost_usd: Decimal, metadata: dict[str, Any]
 ) -> bool:
     row = db.one(
-        f"""INSERT INTO cost_ledger (job_id, batch_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
+        f"""INSERT INTO cost_ledger (job_id, lane_row_id, source, backend, model_id, input_tokens, output_tokens, cost_usd, metadata)
            VALUES (CAST(:job AS uuid), :row, :source, 'batch', :model, :inp, :out, :cost, CAST(:meta AS jsonb))
            ON CONFLICT {_BATCH_SOURCES[source]} DO NOTHING RETURNING id""",
         job=job_id,
-        row=batch_row_id,
+        row=lane_row_id,
         source=source,
         model=model_id,
         inp=usage[0],
@@ -54,22 +54,22 @@ class PgLedger:
         )
 
     def add_batch_cost(
-        self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+        self, *, job_id: str | None, lane_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> bool:
         """The one lane per Bedrock job (``job_id`` None: it belongs to the lane, its members carry shares);
         False when it already exists (unique index)."""
         usage = (input_tokens, output_tokens)
-        return _insert_batch_row(
-            self.runner, "batch", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata
+        return _insert_batch_cost(
+            self.runner, "batch", job_id=job_id, lane_row_id=lane_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata
         )
 
     def add_batch_share(
-        self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+        self, *, job_id: str, lane_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> None:
         """A member's share of its lane's lane (by its records): what the job's total counts."""
         usage = (input_tokens, output_tokens)
-        if _insert_batch_row(
-            self.runner, "batch_share", job_id=job_id, batch_row_id=batch_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata
+        if _insert_batch_cost(
+            self.runner, "batch_share", job_id=job_id, lane_row_id=lane_row_id, model_id=model_id, usage=usage, cost_usd=cost_usd, metadata=metadata
         ):
             # Spent from the job's hold like an on-demand request (its counter: db/budgets.reserve).
             self.runner.run("UPDATE funds_holds SET committed_usd = committed_usd + :cost WHERE job_id = CAST(:job AS uuid)", job=job_id, cost=cost_usd)

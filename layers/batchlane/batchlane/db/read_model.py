@@ -35,9 +35,9 @@ _JOB_JOINS = """LEFT JOIN LATERAL (
                   CAST(sum(m.records) - COALESCE(sum(m.accepted), 0) AS integer) AS fallback_count,
                   min(l.submitted_at) AS submitted_at, max(l.closed_at) AS closed_at, count(l.id) AS lanes,
                   (SELECT sum(x.cost_usd) FROM cost_ledger x WHERE x.job_id = j.id AND x.backend = 'batch') AS cost_usd
-           FROM (SELECT batch_row_id, sum(records) AS records, sum(accepted) AS accepted FROM batch_members
-                 WHERE job_id = j.id GROUP BY batch_row_id) m
-           JOIN conversion_batch_jobs l ON l.id = m.batch_row_id) b ON true
+           FROM (SELECT lane_row_id, sum(records) AS records, sum(accepted) AS accepted FROM batch_members
+                 WHERE job_id = j.id GROUP BY lane_row_id) m
+           JOIN lanes l ON l.id = m.lane_row_id) b ON true
        LEFT JOIN funds_holds h ON h.job_id = j.id"""
 
 
@@ -151,7 +151,7 @@ class PgReads:
     def jobs_of_file(self, file_id: str) -> list[FileJob]:
         """Every job of the file with the state of a lane still open that carries it (None without one)."""
         rows = self.runner.run(
-            """SELECT j.id, (SELECT l.state FROM batch_members m JOIN conversion_batch_jobs l ON l.id = m.batch_row_id
+            """SELECT j.id, (SELECT l.state FROM batch_members m JOIN lanes l ON l.id = m.lane_row_id
                              WHERE m.job_id = j.id AND l.state <> 'closed' LIMIT 1) AS batch_state
                FROM large_conversion_jobs j WHERE j.file_id = CAST(:id AS uuid)""",
             id=file_id,

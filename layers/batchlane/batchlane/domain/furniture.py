@@ -2,7 +2,9 @@
 
 A line is furniture when it stands at a page's top or bottom edge and either carries the page number (a folio:
 a number whose offset from the page number recurs at the edges of nearby pages, so it follows the page
-sequence) with, beside it, nothing or a running title; or is the same short line at the same edge of nearby
+sequence; in a book sampled from a longer one, numbers that rise as a whole at least page for page, beside a running
+title or alone on nearly every page)
+with, beside it, nothing or a running title; or is the same short line at the same edge of nearby
 pages (a running head without a number), unless what follows it repeats too (a repeated form). Content that
 only repeats far apart (the title pages of a bound volume) is kept. A model may give a running head as a
 heading, in bold, as a plain line, or glued to the first paragraph: each form is recognised, and in the glued
@@ -19,12 +21,15 @@ import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 EDGE_DEPTH = 2  # how many text blocks at each end of a page may be furniture
 MAX_FURNITURE_CHARS = 80  # a running head or foot is one short line
 MIN_REPEATS = 3  # pages a folio's offset, or a running line, must stand on
 FOLIO_WINDOW = 5  # a folio's offset recurs within this many pages either side (a bound volume restarts it)
 RUNNING_WINDOW = 2  # a running line recurs at the same edge within this many pages (odd and even pages alternate)
+RISING_TITLE_WORDS = 3  # a sampled book's running title beside its rising folios: longer than "Definition 67"
+RISING_SHARE = (9, 10)  # of a running title's numbers, the steps that rise: all but one in ten (a sample restarting)
 MAX_TITLE_WORDS = 16  # the longest running title cut from a paragraph it was glued to
 MAX_CHAPTER_WORDS = 4  # the longest title of an unnumbered chapter (Stichwortverzeichnis) cut beside its folio
 CHAPTER_LOOKBACK = 40  # pages back to the page such a chapter opened on
@@ -258,18 +263,61 @@ class _Decider:
                     self.lines[(c.edge, c.key)].append(page)
         self.pages = sorted(self.candidates)  # the pages with text
         self.inner_counts: dict[tuple[str, str], Counter[int]] = {}
+        self.rising = self._rising()
         self.titles = self._running_titles()
         numbered = {h for h in survey.headings if h[:1].isdigit()}
         self.known = self.titles | numbered  # what a glued head may be cut by
         self.headings = survey.headings  # a whole line's title may be any heading's ("111 Symbolverzeichnis")
 
     def _folio(self, page: int, candidate: Candidate) -> bool:
-        """The candidate's number follows the page sequence: its offset recurs on MIN_REPEATS pages close by."""
+        """The candidate's number follows the page sequence: its offset from the page recurs on MIN_REPEATS pages close
+        by, or, on a page without such a folio, it rises with the pages of a sampled book (:meth:`_rising`)."""
+        return self._offset_folio(page, candidate) or (page, candidate.edge, candidate.depth) in self.rising
+
+    def _offset_folio(self, page: int, candidate: Candidate) -> bool:
         if candidate.number is None:
             return False
         pages = self.offsets.get(candidate.number - page, [])
         near = bisect.bisect_right(pages, page + FOLIO_WINDOW) - bisect.bisect_left(pages, page - FOLIO_WINDOW)
         return near >= MIN_REPEATS
+
+    def _rising(self) -> dict[tuple[int, str, int], Candidate]:
+        """Folios of a book sampled from a longer one (docling's redp5110_sampled.pdf: 2, 4, 10, 11, 15 on pages 6-10), at
+        page edges with no offset folio (``## Bemerkung 39`` may follow the pages by chance), keyed (page, edge, depth).
+        A running title's numbers: the lines at one edge that open with the same RISING_TITLE_WORDS words beside a
+        number, whose numbers rise by at least as much as the page does (a sample leaves pages out, never adds one) from
+        each such line to the next nearly everywhere (all but one in ten: a restart), MIN_REPEATS of them within
+        FOLIO_WINDOW. Then a number between two of those at the same edge that rises with both (a chapter's title seen
+        once). The title tells a head from content that rises too (``Definition 67``, an equation's ``(12)``, a count);
+        rising as a whole tells it from a repeated form's numbers."""
+        numbered: dict[int, list[Candidate]] = defaultdict(list)  # page → its numbered lines at edges with no offset folio
+        offset: dict[int, int] = {}  # page → its offset folio
+        offset_pages: dict[str, list[int]] = defaultdict(list)  # edge → the pages with an offset folio there
+        groups: dict[tuple[str, tuple[str, ...]], dict[int, Candidate]] = defaultdict(dict)
+        for page, found in sorted(self.candidates.items()):
+            offset_edges = {c.edge for c in found if self._offset_folio(page, c)}  # one folio an edge
+            for c in found:
+                if c.edge in offset_edges and c.number is not None and self._offset_folio(page, c):
+                    offset.setdefault(page, c.number)
+            for edge in sorted(offset_edges):
+                offset_pages[edge].append(page)
+            for c in sorted(found, key=lambda c: c.depth):
+                if c.number is None or c.edge in offset_edges:
+                    continue
+                numbered[page].append(c)
+                title = tuple(_beside(c)[:RISING_TITLE_WORDS])
+                if len(title) == RISING_TITLE_WORDS:
+                    groups[(c.edge, title)].setdefault(page, c)  # the outermost, once a page
+                if self._capital_title(c):  # a section's title in capitals changes every few pages: one group
+                    groups[(c.edge, ("",))].setdefault(page, c)
+                if c.side == "bare" and c.depth == 0 and c.form == "block" and not any(ch in c.text for ch in "([#*"):
+                    groups[(c.edge, ("#",))].setdefault(page, c)  # a number alone at the very edge: an equation's (12) is not one
+        rising: dict[tuple[int, str, int], Candidate] = {}
+        for (edge, title), group in groups.items():
+            rising.update(_rising_run(sorted(group.items()), (self.pages, offset_pages[edge]) if title == ("#",) else None))
+        folios = {page: c.number or 0 for (page, _, _), c in rising.items()} | offset
+        rising.update(_between(sorted(folios.items()), {page: found for page, found in numbered.items() if page not in folios}))
+        return rising
 
     def _running_titles(self) -> set[str]:
         """Titles written beside a folio on two pages close together: the running titles of this document."""
@@ -289,7 +337,20 @@ class _Decider:
             for title in titles:
                 seen[title].append(page)
         # beside a folio on two pages close together (a title repeated a whole book apart is the book's content)
-        return {title for title, pages in seen.items() if recurs_nearby(pages, 2, 2 * FOLIO_WINDOW)}
+        return {title for title, pages in seen.items() if recurs_nearby(pages, 2, 2 * FOLIO_WINDOW)} | self._glued_rising_titles()
+
+    def _glued_rising_titles(self) -> set[str]:
+        """A sampled book's running title in mixed case glued to the text after a rising folio (``20 Row and Column
+        Access Control Support in IBM DB2 for i Table 3-2 lists …``): the most words a page's head shares with the heads
+        of MIN_REPEATS - 1 other such pages within 2 × FOLIO_WINDOW (what one other page shares may run into the text)."""
+        heads = [(page, [title_key(w) for w in _HEADING_MARK.sub("", c.text.strip()).split()[1 : MAX_TITLE_WORDS + 1]], c.text)
+                 for (page, _, _), c in sorted(self.rising.items(), key=lambda r: r[0]) if c.form == "glued" and c.side == "lead" and c.edge == "top"]
+        titles = set()
+        for page, words, text in heads:
+            shared = sorted((_common_words(words, other) for q, other, _ in heads if q != page and abs(q - page) <= 2 * FOLIO_WINDOW), reverse=True)
+            if len(shared) >= MIN_REPEATS - 1 and shared[MIN_REPEATS - 2] >= RISING_TITLE_WORDS:
+                titles.add(title_key(" ".join(_HEADING_MARK.sub("", text.strip()).split()[1 : 1 + shared[MIN_REPEATS - 2]])))
+        return titles
 
     def _running_line(self, page: int, candidate: Candidate) -> bool:
         """The same short line at the same edge of MIN_REPEATS pages close by (the page's neighbourhood, odd and even
@@ -340,8 +401,11 @@ class _Decider:
             return None
         if candidate.form == "line" and len(candidate.text.split()) <= length:
             return None
-        if _folio_after(page, mine, length, [(q, words) for q, words, common in others if common >= length]) >= needed:
+        sharing = [(q, words) for q, words, common in others if common >= length]
+        if _folio_after(page, mine, length, sharing) >= needed or _rising_after(page, mine, length, sharing) >= needed:
             return self._partial(candidate, length + 1, prefix=candidate.edge == "top", folio=True)
+        if candidate.form != "glued" and len(mine) == length + 1 and folio_value(mine[length]) is not None:
+            return None  # a label and its value alone on a line (a form's "Customer account number 58213"): content
         return self._partial(candidate, length, prefix=candidate.edge == "top", folio=False)
 
     @staticmethod
@@ -368,9 +432,16 @@ class _Decider:
             for other in self.candidates.get(q, []):
                 if (other.edge, other.side) != (candidate.edge, candidate.side) or other.title not in self.titles or not self._folio(q, other):
                     continue
-                if self._shape(self._title_words(other)) == shape:
+                if self._shape(_opening(other, self._title_words(other))) == shape:
                     return True
         return False
+
+    def _capital_title(self, candidate: Candidate) -> bool:
+        """Beside the number stands a running title in capitals, a section number before it or not (``1.2. METRISCHE
+        RÄUME``, ``CHAPTER 3. TOPOLOGY``): all of the line's words, or the first of a glued block's."""
+        words = _opening(candidate, self._title_words(candidate))
+        run = next((i for i, w in enumerate(words) if not _in_title(w, i)), len(words))
+        return any(ch.isalpha() for w in words[:run] for ch in w) and (run == len(words) or candidate.form == "glued")
 
     def _title_words(self, candidate: Candidate) -> list[str]:
         """The words beside the number, from the number inwards (reversed when the number ends the line)."""
@@ -442,7 +513,7 @@ class _Decider:
             return whole
         if title == 0:
             if candidate.form != "glued":
-                shape = self._shape(words)
+                shape = self._shape(_opening(candidate, words))
                 return whole if shape and len(words) <= 8 and self._neighbours_shape(page, candidate, shape) else None
             if len(words) and not _bare_folio_glued(words[0], top=candidate.side == "lead"):
                 return None  # a number alone at the start or end of a paragraph is the paragraph's ("42 students …")
@@ -512,6 +583,63 @@ class _Decider:
         return chosen
 
 
+def _opening(candidate: Candidate, words: list[str]) -> list[str]:
+    """A running title's words from its start: a trailing folio's title words come from the number inwards."""
+    return words[::-1] if candidate.side == "trail" else words
+
+
+def _rising_run(members: list[tuple[int, Candidate]], bare: tuple[list[int], list[int]] | None = None) -> dict[tuple[int, str, int], Candidate]:
+    """The lines of one running title (page, candidate; by page) that are folios: the title's numbers rise from line to
+    line nearly everywhere (a restart aside), and MIN_REPEATS of its lines stand within FOLIO_WINDOW of the line.
+    ``bare``: (the pages with text, those with an offset folio at this edge) when the lines have no title: with those,
+    a folio must stand at the edge on 3 in 5 of the pages around the line, where a number that is content is rarer."""
+    rises = [_rises(p, a.number or 0, q, b.number or 0) for (p, a), (q, b) in pairwise(members)]
+    if len(members) < MIN_REPEATS or sum(rises) * RISING_SHARE[1] < RISING_SHARE[0] * len(rises):
+        return {}
+    pages = [page for page, _ in members]
+    texts, with_folio = bare if bare else ([], [])
+    folio_pages = sorted(set(pages) | set(with_folio))
+    out = {}
+    for page, c in members:
+        near = bisect.bisect_right(pages, page + FOLIO_WINDOW) - bisect.bisect_left(pages, page - FOLIO_WINDOW)
+        around = bisect.bisect_right(texts, page + FOLIO_WINDOW) - bisect.bisect_left(texts, page - FOLIO_WINDOW)
+        folioed = bisect.bisect_right(folio_pages, page + FOLIO_WINDOW) - bisect.bisect_left(folio_pages, page - FOLIO_WINDOW)
+        if near >= MIN_REPEATS and folioed * 5 >= around * 3:
+            out[(page, c.edge, c.depth)] = c
+    return out
+
+
+def _between(folios: list[tuple[int, int]], numbered: dict[int, list[Candidate]]) -> dict[tuple[int, str, int], Candidate]:
+    """On a page without a folio, between two pages with one (page, number; at any edge) within FOLIO_WINDOW, its
+    outermost number at an edge that rises with both (a chapter's opening page with its folio alone at the foot)."""
+    out: dict[tuple[int, str, int], Candidate] = {}
+    pages = [p for p, _ in folios]
+    for page, found in numbered.items():
+        at = bisect.bisect_left(pages, page)
+        if at == 0 or at == len(pages) or pages[at] == page:
+            continue
+        (before, low), (after, high) = folios[at - 1], folios[at]
+        if page - before > FOLIO_WINDOW or after - page > FOLIO_WINDOW:
+            continue
+        fit = next((c for c in found if _rises(before, low, page, c.number or 0) and _rises(page, c.number or 0, after, high)), None)
+        if fit is not None:
+            out[(page, fit.edge, fit.depth)] = fit
+    return out
+
+
+def _rises(page: int, number: int, other_page: int, other: int) -> bool:
+    """``other`` on ``other_page`` follows ``number`` on ``page`` as a folio of a sample does: by as many or more; an
+    arabic folio follows any roman one (the front matter comes first)."""
+    if (number >= ROMAN_BASE) != (other >= ROMAN_BASE):
+        return (other_page > page) == (number >= ROMAN_BASE)
+    return other - number >= other_page - page > 0 or number - other >= page - other_page > 0
+
+
+def _beside(candidate: Candidate) -> list[str]:
+    """The words beside a candidate's number, from the line's start (a glued head: its first words after the number)."""
+    return [w for w in candidate.title.split() if w][:MAX_TITLE_WORDS]
+
+
 def _inner_index(words: list[str]) -> int:
     """Where the number stands in a title-first glued head (:func:`_title_first`)."""
     return next((i for i, w in enumerate(words) if w.isdigit() and i > 0), 0)
@@ -524,6 +652,19 @@ def _folio_after(page: int, mine: list[str], length: int, others: list[tuple[int
     if number is None:
         return 0
     return sum(1 for q, words in others if length < len(words) and folio_value(words[length]) == number - page + q)
+
+
+def _rising_after(page: int, mine: list[str], length: int, others: list[tuple[int, list[str]]]) -> int:
+    """How many of the ``others`` carry a number right after the shared head, when those numbers and this page's rise
+    with the page as a sampled book's folios do, every one of them (``© Copyright IBM Corp. 2014. All rights reserved.``
+    then iii, xi, 1 on pages 2, 4, 5); 0 when any does not (a form's values: ``Customer account number 58213``)."""
+    number = folio_value(mine[length]) if length < len(mine) else None
+    if number is None:
+        return 0
+    after = sorted([(page, number)] + [(q, n) for q, words in others if length < len(words) and (n := folio_value(words[length])) is not None])
+    if not all(_rises(p, a, q, b) for (p, a), (q, b) in pairwise(after)):
+        return 0
+    return len(after) - 1
 
 
 def _common_words(a: list[str], b: list[str]) -> int:

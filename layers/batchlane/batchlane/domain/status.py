@@ -17,7 +17,7 @@ class Entity(StrEnum):
     FILE = "file"  # files.status
     JOB = "job"  # large_conversion_jobs.status
     CHUNK = "chunk"  # chunk_jobs.status
-    LANE = "lane"  # conversion_batch_jobs.state (one row per lane: a Bedrock job of the pool)
+    LANE = "lane"  # the table lanes, column state (one row per Bedrock job of the pool)
     BATCH_MEMBER = "batch_member"  # batch_members.state (a job's chunk riding in a lane)
     RETRY = "retry"  # job_retries.status
     DELIVERY = "delivery"  # webhook_deliveries.status
@@ -59,7 +59,7 @@ class ChunkStatus(StrEnum):
 
 
 class LaneState(StrEnum):
-    """conversion_batch_jobs.state; ``stopping``: the lane left a Bedrock job still running, its bill waits."""
+    """The state of a row of the table lanes; ``stopping``: the lane left a Bedrock job still running, its bill waits."""
 
     PREPARING = "preparing"
     SUBMITTED = "submitted"

@@ -9,7 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from functools import partial
@@ -33,7 +33,7 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.service_tier import tier_breakdown
 from batchlane.domain.status import FINISHED_JOB_STATUSES
-from batchlane.filejob import budget, describe, page_forms, service_tiers
+from batchlane.filejob import budget, describe, page_form_choice, service_tier_choice
 from batchlane.filejob.admission import admitted_chunk
 from batchlane.filejob.describe import CONVERTER_LANE, DOCUMENT_TYPE_NAMES
 from batchlane.filejob.retry import retry_scope
@@ -224,19 +224,7 @@ def run_pages(
                 submit(partial(converter.convert, group))
         if last := builder.flush():
             submit(partial(converter.convert, last))
-        while pending:
-            finished, pending = wait(pending, timeout=HEARTBEAT_EVERY_S, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    run.pages.update(future.result())
-                except Aborted:
-                    # Cancelled or taken over (the heartbeat says so), or else the deadline.
-                    if heartbeat.stopped():
-                        run.aborted = True
-                    else:
-                        run.out_of_time = True
-            if not heartbeat.beat(done_before + len(run.pages)):
-                run.aborted = True
+        describe.drain(pending, heartbeat, run, run.pages.update, lambda: done_before + len(run.pages), every_s=HEARTBEAT_EVERY_S)
     for number, result in run.pages.items():  # each page carries all that was spent on it, its share of every call
         usage, cost = run.spend.on_page(number)
         run.pages[number] = replace(result, usage=usage + (result.batch_usage or Usage()), cost_usd=cost)
@@ -350,7 +338,7 @@ def process_figure_chunk(svc: Services, uow: UnitOfWork, job: JobRow, chunk_inde
     if claimed is None:
         return {"jobId": job.id, "chunkIndex": chunk_index, "status": "skipped"}
     settings = svc.settings
-    config = page_forms.converter_config(uow.page_forms, settings, job.options, source_type=job.source_type)
+    config = page_form_choice.converter_config(uow.page_forms, settings, job.options, source_type=job.source_type)
     heartbeat = Heartbeat(lambda done: uow.jobs.heartbeat_chunk(job.id, chunk_index, worker_id, done), recover=uow.check_connection, deadline=deadline)
     primed = load_primed_results(svc, job.id, chunk_index) if job.batch_primed else {}
     margin = max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
@@ -437,7 +425,7 @@ def _start_work(
     assert job is not None
     options = job.options or {}
     settings = svc.settings
-    config = page_forms.converter_config(uow.page_forms, settings, options, source_type=job.source_type)
+    config = page_form_choice.converter_config(uow.page_forms, settings, options, source_type=job.source_type)
 
     span = span_of(claimed)
     kept, continuations, carried = _load_partial(svc, job_id, chunk_index)
@@ -474,10 +462,10 @@ def _start_work(
     # stop-margin seconds after ``deadline``), so a slow answer is waited for, or booked, never lost.
     ends_at = None if deadline is None else deadline + max(settings.batchlane_chunk_stop_margin_s - BOOKING_MARGIN_S, 0.0)
     limiter = shared.limiter(owner=job.owner_id)  # slots shared fairly by owner
-    flex = service_tiers.flex_lane(svc, uow.service_tiers, job, retrying=retry is not None)  # Flex first, default when it sheds: one slot for both
+    flex = service_tier_choice.flex_lane(svc, uow.service_tiers, job, retrying=retry is not None)  # Flex first, default when it sheds: one slot for both
     raw = OnDemandTransport(svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=ends_at)
     transport = GovernedTransport(
-        page_forms.with_form_fallback(uow.page_forms, settings, config, service_tiers.with_flex(flex, raw)),
+        page_form_choice.with_form_fallback(uow.page_forms, settings, config, service_tier_choice.with_flex(flex, raw)),
         limiter,
         BackoffPolicy.from_settings(settings),
         aborted=halted,

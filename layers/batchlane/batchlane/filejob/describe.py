@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from batchlane import keys
 from batchlane.claude import ConverterConfig, ModelCallError, OnDemandTransport, PageResult, PrimedResult, PrimedTransport, ReadTimeoutPolicy, Transport
@@ -29,10 +29,10 @@ from batchlane.domain.errors import NotFound
 from batchlane.domain.file_types import DOCUMENTS
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadline
 from batchlane.domain.service_tier import tier_breakdown
-from batchlane.filejob import budget, service_tiers
+from batchlane.filejob import budget, service_tier_choice
 from batchlane.filejob.source import document_figures, document_pages
 from batchlane.formats.document import ConvertedDocument
-from batchlane.formats.figures import CountedPicture, SizedFigure, size_figures
+from batchlane.formats.pictures_to_describe import CountedPicture, SizedFigure, size_figures
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport, Spend
 from batchlane.pdf.split import ChunkSpan
@@ -108,6 +108,32 @@ class Heartbeat(Protocol):
     def stopped(self) -> bool: ...
     def out_of_time(self) -> bool: ...
     def hold_reached(self) -> None: ...
+
+
+T = TypeVar("T")
+
+
+class _Run(Protocol):
+    aborted: bool
+    out_of_time: bool
+
+
+def drain(pending: set[Future[T]], heartbeat: Heartbeat, run: _Run, keep: Callable[[T], None], done: Callable[[], int], *, every_s: float = 1.0) -> None:
+    """Wait for a run's requests, beating the heartbeat with ``done()`` every ``every_s``: ``keep`` stores each answer;
+    an Aborted request marks the run stopped (cancelled or taken over) or out of time. The one loop of the chunk's
+    pages (filejob/chunk.py) and of its pictures."""
+    while pending:
+        finished, pending = wait(pending, timeout=every_s, return_when=FIRST_COMPLETED)
+        for future in finished:
+            try:
+                keep(future.result())
+            except Aborted:  # the heartbeat says whether it was stopped; else it was the deadline
+                if heartbeat.stopped():
+                    run.aborted = True
+                else:
+                    run.out_of_time = True
+        if not heartbeat.beat(done()):
+            run.aborted = True
 
 
 class FigureHold:
@@ -199,19 +225,11 @@ def run_figures(
                 run.out_of_time = True
                 break
             pending.add(pool.submit(one, figure))
-        while pending:
-            finished, pending = wait(pending, timeout=1.0, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    result = future.result()
-                    run.results[result.name] = result
-                except Aborted:
-                    if heartbeat.stopped():
-                        run.aborted = True
-                    else:
-                        run.out_of_time = True
-            if not heartbeat.beat(done_before + len(run.results)):
-                run.aborted = True
+
+        def keep(result: FigureResult) -> None:
+            run.results[result.name] = result
+
+        drain(pending, heartbeat, run, keep, lambda: done_before + len(run.results))
     return run
 
 
@@ -318,12 +336,12 @@ def start_figures(
             return True
         return False
 
-    flex = service_tiers.flex_lane(svc, uow.service_tiers, job, retrying=False)
+    flex = service_tier_choice.flex_lane(svc, uow.service_tiers, job, retrying=False)
     raw = OnDemandTransport(
         svc.model_runtime, timeouts=ReadTimeoutPolicy.from_settings(settings), ends_at=None if deadline is None else deadline + stop_margin_s
     )
     transport = GovernedTransport(
-        service_tiers.with_flex(flex, raw), shared.limiter(owner=job.owner_id), BackoffPolicy.from_settings(settings), aborted=halted, waiting=heartbeat.halted
+        service_tier_choice.with_flex(flex, raw), shared.limiter(owner=job.owner_id), BackoffPolicy.from_settings(settings), aborted=halted, waiting=heartbeat.halted
     )
     primed_transport = PrimedTransport(primed, transport) if primed else None
     hold = FigureHold(shared.budgets, job.id, prices=svc.prices, model_id=config.model_id, on_reached=heartbeat.hold_reached)

@@ -17,11 +17,11 @@ from typing import Any
 from batchlane.domain import file_types as ft
 from batchlane.domain.eligibility import batch_eligible
 from batchlane.domain.errors import InputError
-from batchlane.filejob import describe, page_forms
+from batchlane.filejob import describe, page_form_choice
 from batchlane.filejob.create import normalise_options
 from batchlane.filejob.estimate import PageCounts, dry_run_money
 from batchlane.formats import detect as formats
-from batchlane.formats.figures import CountedPicture, count_pictures
+from batchlane.formats.pictures_to_describe import CountedPicture, count_pictures
 from batchlane.pdf.split import open_pdf_file
 from batchlane.pdf.survey import PageTreeUnreadable, count_pages, survey_pdf
 from batchlane.ports import ObjectStore, Services
@@ -110,7 +110,7 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
         if isinstance(found, tuple):
             raise InputError(found[1], error_id=found[0])
         if found.kind == ft.DOCUMENT:
-            pictures = count_pictures(path, found.name) if options.get(describe.OPTION) else None  # bounded: formats/figures.py
+            pictures = count_pictures(path, found.name) if options.get(describe.OPTION) else None  # bounded: formats/pictures_to_describe.py
             return document_dry_run(
                 svc, file_row, options, model_id=model_id, size=size, file_type=found, pages=cheap_page_count(path, found), pictures=pictures
             )
@@ -128,7 +128,7 @@ def dry_run(svc: Services, file_row: dict[str, Any], options: dict[str, Any] | N
     on_demand_s = _on_demand_seconds(requests, settings)
     batch_hours = settings.batch_conversion_timeout_hours
     counts = PageCounts(survey.pages, survey.blank, survey.scans, survey.text_chars_nonblank)
-    config = page_forms.converter_config(svc.uow().page_forms, settings, options)
+    config = page_form_choice.converter_config(svc.uow().page_forms, settings, options)
     chunks = math.ceil(survey.pages / max(settings.batchlane_pages_per_chunk, 1))
     money = dry_run_money(
         svc, counts, config=config, eligible=eligible, why=why, chunks=chunks, owner_id=file_row.get("owner_id"), deadline=options.get("deadline")
@@ -307,7 +307,7 @@ def _page_tree_dry_run(svc: Services, file_row: dict[str, Any], options: dict[st
         raise InputError("The PDF has no pages.", error_id="PDF_NO_PAGES")
     most = pages or settings.batchlane_max_pages
     eligible, why = batch_eligible(options, most, lane_configured=settings.batch_lane_configured, min_pages=settings.batch_conversion_min_pages)
-    config = page_forms.converter_config(svc.uow().page_forms, settings, options)
+    config = page_form_choice.converter_config(svc.uow().page_forms, settings, options)
     chunks = math.ceil(most / max(settings.batchlane_pages_per_chunk, 1))
     counts = PageCounts(most, 0, most, 0, unknown=most)  # text not read: expected as scans, at worst unknown
     money = dry_run_money(

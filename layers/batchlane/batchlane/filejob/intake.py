@@ -11,7 +11,7 @@ from pathlib import Path
 from batchlane.domain import file_types as ft
 from batchlane.domain.errors import InputError
 from batchlane.filejob.figures import figure_folder
-from batchlane.formats import convert as formats
+from batchlane.formats import convert_document as formats
 from batchlane.formats import detect
 from batchlane.formats.document import ConvertedDocument
 

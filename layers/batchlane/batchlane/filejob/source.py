@@ -14,7 +14,7 @@ from batchlane import keys
 from batchlane.claude.figure import FigureSource
 from batchlane.domain.describe import Described, figure_index
 from batchlane.formats.document import ConvertedDocument, Section
-from batchlane.formats.figures import SizedFigure
+from batchlane.formats.pictures_to_describe import SizedFigure
 from batchlane.pdf.fit import fit
 from batchlane.pdf.page_image import PageImage
 from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk

@@ -20,7 +20,7 @@ from batchlane.domain.errors import BudgetExceeded, InputError, LimitReached, No
 from batchlane.domain.file_types import DOCUMENT, FileType
 from batchlane.domain.folder_policy import DEADLINE, deadline_lane, parse_deadline
 from batchlane.domain.status import JobStatus
-from batchlane.filejob import budget, describe, intake, page_forms
+from batchlane.filejob import budget, describe, intake, page_form_choice
 from batchlane.filejob.create import CreatedJob, source_store
 from batchlane.filejob.figures import figure_folder
 from batchlane.filejob.settle import fail_job
@@ -86,7 +86,7 @@ def split_job(svc: Services, job_id: str, *, scratch_dir: str | None = None) -> 
                 pages = document.page_count
                 chunks = document.chunks(job.pages_per_chunk)
                 eligible, why = _lane(svc, job, pages)
-                config = page_forms.converter_config(uow.page_forms, settings, job.options or {})
+                config = page_form_choice.converter_config(uow.page_forms, settings, job.options or {})
                 money = budget.submit_money(svc, survey, config=config, parked=eligible)
                 if (refused := _over_budget(svc, job, money, pages)) is not None:  # before any chunk is written
                     return refused

@@ -26,7 +26,7 @@ from batchlane.domain import describe
 from batchlane.domain import file_types as ft
 from batchlane.domain.errors import InputError, NotFound
 from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
-from batchlane.filejob import page_forms
+from batchlane.filejob import page_form_choice
 from batchlane.filejob.dryrun import _on_demand_seconds
 from batchlane.filejob.estimate import PageCounts, expected_usage
 from batchlane.folders import layout
@@ -165,7 +165,7 @@ def estimate(
     requests = math.ceil(pages / per_request) if pages else 0
     # the same figures as a single file's dry run (filejob/estimate.py), over the folder's pages and text
     expected = expected_usage(
-        PageCounts(pages, 0, 0, chars), config=page_forms.converter_config(svc.uow().page_forms, settings, spec.options), settings=settings
+        PageCounts(pages, 0, 0, chars), config=page_form_choice.converter_config(svc.uow().page_forms, settings, spec.options), settings=settings
     )
     on_demand, batch = expected.on_demand, expected.batch
     lane_possible = settings.batch_lane_configured and spec.policy.priority != "high"
@@ -253,7 +253,7 @@ def _head_files(buckets: Any, bucket: str, keys: list[str]) -> list[tuple[str, i
 
 def _type_cost(svc: Services, settings: Any, model_id: str, part: PageEstimate) -> dict[str, str]:
     """One type's share of the estimate, with a single file's figures (filejob/estimate.py) over its pages and text."""
-    config = page_forms.converter_config(svc.uow().page_forms, settings, {"modelId": model_id})
+    config = page_form_choice.converter_config(svc.uow().page_forms, settings, {"modelId": model_id})
     expected = expected_usage(PageCounts(part.total, 0, 0, part.text_chars), config=config, settings=settings)
     return {"onDemandUsd": str(svc.prices.cost(model_id, expected.on_demand)), "batchUsd": str(svc.prices.cost(model_id, expected.batch, batch=True))}
 

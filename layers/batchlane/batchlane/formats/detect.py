@@ -2,7 +2,7 @@
 
 ``identify`` tells the type from the bytes (domain/file_types.py; a ZIP's directory read in the child);
 ``wrap_image`` makes a picture a PDF of a page per frame (pdf/from_image.py). Light on purpose: the API's dry run
-imports this without the converters' libraries (formats/convert.py has those).
+imports this without the converters' libraries (formats/convert_document.py has those).
 """
 
 from __future__ import annotations
@@ -65,5 +65,3 @@ def wrap_image(path: Path, *, max_pages: int, bound: Bound = FORMAT_BOUND) -> by
     except OverBudget as exc:
         logger.warning("image decoding stopped", reason=exc.reason, seconds=bound.seconds, memory_mb=bound.memory_mb)
         raise InputError(f"The image is too large to decode within the bounds ({exc.reason}).", error_id="IMAGE_TOO_LARGE") from exc
-
-

@@ -17,8 +17,9 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pypandoc
 
@@ -90,3 +91,16 @@ def pandoc_version() -> str:
     """``pandoc 3.9``: what the dry run and the decision record name."""
     out = subprocess.run([pandoc_path(), "--version"], capture_output=True, timeout=30, check=False).stdout.decode()
     return out.splitlines()[0] if out else "pandoc"
+
+
+def ast_nodes(node: Any) -> Iterator[dict[str, Any]]:
+    """Every node of a pandoc JSON AST (the dicts with a ``t``), depth first, in reading order."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "t" in item:
+                yield item
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))

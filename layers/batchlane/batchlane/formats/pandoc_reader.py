@@ -15,14 +15,13 @@ import json
 import posixpath
 import urllib.parse
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from batchlane.domain.errors import InputError
 from batchlane.formats import guard
 from batchlane.formats.document import ConvertedDocument, FigureFile, Section, figure_name, media_type
-from batchlane.formats.pandoc import PandocFailed, run_pandoc
+from batchlane.formats.pandoc import PandocFailed, ast_nodes, run_pandoc
 
 READERS = {"docx": "docx", "odt": "odt", "epub": "epub", "html": "html"}
 WRITER = "commonmark_x"
@@ -112,25 +111,12 @@ def _title(blocks: list[Block]) -> str | None:
 
 def _plain(inlines: Any) -> str:
     out: list[str] = []
-    for node in _walk(inlines):
+    for node in ast_nodes(inlines):
         if node.get("t") == "Str":
             out.append(node["c"])
         elif node.get("t") in ("Space", "SoftBreak", "LineBreak"):
             out.append(" ")
     return "".join(out).strip()
-
-
-def _walk(node: Any) -> Iterator[dict[str, Any]]:
-    """Every AST node (dicts with a ``t``), depth first, in document order."""
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if "t" in item:
-                yield item
-            stack.extend(reversed(list(item.values())))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
 
 
 class _Media:
@@ -173,7 +159,7 @@ def _name_figures(blocks: list[Block], page: int, folder: str, media: _Media, sc
     image attributes (sizes in inches) are dropped, a captioned figure becomes its picture and its caption."""
     _unwrap_figures(blocks)
     figures: list[FigureFile] = []
-    for node in _walk(blocks):
+    for node in ast_nodes(blocks):
         if node.get("t") != "Image":
             continue
         attr, _alt, target = node["c"]

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from batchlane.formats.document import media_type
-from batchlane.formats.pandoc import PandocFailed, run_pandoc
+from batchlane.formats.pandoc import PandocFailed, ast_nodes, run_pandoc
 
 FORMATS = ("md", "docx", "html", "json")  # json: the per-block record (pages.jsonl is written for every job)
 RENDER_SECONDS = 120.0
@@ -80,26 +80,13 @@ def _written(ast: dict[str, Any], fmt: str, title: str) -> bytes:
 def _with_inline_figures(ast: dict[str, Any], figure: Callable[[str], bytes | None]) -> dict[str, Any]:
     """A copy whose images of the job's own figures carry their bytes as data: URIs (nothing else is ever read)."""
     copy: dict[str, Any] = json.loads(json.dumps(ast))
-    for node in _nodes(copy):
+    for node in ast_nodes(copy):
         if node.get("t") == "Image":
             target = node["c"][2]
             data = figure(str(target[0]))
             if data is not None:
                 target[0] = f"data:{media_type(str(target[0]))};base64,{base64.b64encode(data).decode()}"
     return copy
-
-
-def _nodes(node: Any) -> Iterator[dict[str, Any]]:
-    """Every AST node, depth first, in reading order."""
-    stack = [node]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            if "t" in item:
-                yield item
-            stack.extend(reversed(list(item.values())))
-        elif isinstance(item, list):
-            stack.extend(reversed(item))
 
 
 def _blocks_jsonl(ast: dict[str, Any]) -> bytes:
@@ -153,7 +140,7 @@ _KINDS = {
 
 def _plain(block: dict[str, Any]) -> str:
     words: list[str] = []
-    for node in _nodes(block):  # depth first, in reading order
+    for node in ast_nodes(block):  # depth first, in reading order
         if node.get("t") == "Str":
             words.append(node["c"])
         elif node.get("t") in ("Space", "SoftBreak", "LineBreak"):

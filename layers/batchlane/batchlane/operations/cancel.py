@@ -33,7 +33,7 @@ class CancelOutcome:
     already: bool = False
     hold_released: bool = False
     chunks_cancelled: int = 0
-    batch_row_state: str | None = None
+    lane_state: str | None = None
     batch_stop_requested: bool = False
     retry_cancelled: int | None = None  # the retry cancelled (the job itself stays completed)
 
@@ -47,7 +47,7 @@ class CancelOutcome:
             "alreadyCancelled": self.already,
             "holdReleased": self.hold_released,
             "chunksCancelled": self.chunks_cancelled,
-            "batchRowState": self.batch_row_state,
+            "laneState": self.lane_state,
             "batchStopRequested": self.batch_stop_requested,
         }
 

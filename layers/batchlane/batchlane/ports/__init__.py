@@ -24,7 +24,7 @@ from batchlane.ports.bedrock import (
 )
 from batchlane.ports.caps import CapCounts, RateLimits
 from batchlane.ports.estimates import Estimate, EstimateRepository
-from batchlane.ports.folders import EndedConversion, FolderCounts, FolderFile, FolderJob, FolderJobRepository, NewFolderFile
+from batchlane.ports.folder_jobs import EndedConversion, FolderCounts, FolderFile, FolderJob, FolderJobRepository, NewFolderFile
 from batchlane.ports.jobs import ChunkRow, FileRow, JobRepository, JobRow
 from batchlane.ports.lanes import Lane, LaneOutcome, LaneRepository, Member, PooledChunk, PoolRead, PurgeTarget
 from batchlane.ports.model_probes import PageForm, PageFormRepository, ServiceTierRepository

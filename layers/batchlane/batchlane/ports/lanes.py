@@ -1,4 +1,4 @@
-"""The batch lanes (one conversion_batch_jobs row per Bedrock job), their members and the pool they are packed from (db/lanes.py)."""
+"""The batch lanes (the table lanes: one row per Bedrock job), their members and the pool they are packed from (db/lanes.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from batchlane.domain.status import Transition
 
 @dataclass(frozen=True)
 class Lane:
-    """One conversion_batch_jobs row (0001_init.sql, 0008_batch_row_stopping.sql)."""
+    """One row of the table `lanes` (0001_init.sql; its name since 0045_lanes_table.sql)."""
 
     id: int
     lane_id: str
@@ -78,7 +78,7 @@ class PooledChunk:
 class Member:
     """One batch_members row: a chunk of a job riding in a lane."""
 
-    batch_row_id: int
+    lane_row_id: int
     job_id: str
     chunk_index: int
     member_tag: str
@@ -114,14 +114,14 @@ class LaneOutcome:
 class PurgeTarget:
     """A member of a closed lane whose page content is to be removed (its files are shared with nobody)."""
 
-    batch_row_id: int
+    lane_row_id: int
     lane_id: str
     job_id: str
     member_tag: str
 
 
 class LaneRepository(Protocol):
-    """conversion_batch_jobs (one row per Bedrock job, a "lane") and batch_members, and the pool they are packed from
+    """The tables lanes (one row per Bedrock job) and batch_members, and the pool they are packed from
     (db/lanes.py; the fake: tests/fakes/lanes.py). Every lane and member move is one of domain.status's."""
 
     def add_task_token(self, lane_id: str, token: str) -> Lane | None: ...

@@ -18,7 +18,7 @@ class LedgerRow:
     id: int
     job_id: str | None  # None: a lane's one row per Bedrock job (its members carry batch_share rows)
     chunk_index: int | None
-    batch_row_id: int | None
+    lane_row_id: int | None
     source: str  # chunk (on-demand requests), batch (a Bedrock job's bill), batch_share (a member's part of it)
     backend: str  # on_demand, batch
     model_id: str
@@ -107,13 +107,13 @@ class LedgerRepository(Protocol):
         self, *, job_id: str, chunk_index: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> None: ...
     def add_batch_cost(
-        self, *, job_id: str | None, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+        self, *, job_id: str | None, lane_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> bool:
         """The one lane per Bedrock job (``job_id`` None: the lane's); False when it exists already."""
         ...
 
     def add_batch_share(
-        self, *, job_id: str, batch_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
+        self, *, job_id: str, lane_row_id: int, model_id: str, input_tokens: int, output_tokens: int, cost_usd: Decimal, metadata: dict[str, Any]
     ) -> None:
         """A member's share of its lane's row (once per lane and job), spent from the job's hold."""
         ...

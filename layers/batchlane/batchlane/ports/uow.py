@@ -6,7 +6,7 @@ from typing import Protocol
 
 from batchlane.ports.caps import CapCounts, RateLimits
 from batchlane.ports.estimates import EstimateRepository
-from batchlane.ports.folders import FolderJobRepository
+from batchlane.ports.folder_jobs import FolderJobRepository
 from batchlane.ports.jobs import JobRepository
 from batchlane.ports.lanes import LaneRepository
 from batchlane.ports.model_probes import PageFormRepository, ServiceTierRepository
@@ -18,7 +18,7 @@ from batchlane.ports.webhooks import DeliveryRepository, WebhookSecretRepository
 
 class UniqueViolation(Exception):
     """A unique constraint refused a row (two writers raced for one slot); ``constraint`` names it
-    (``one_live_job_per_file``). PostgreSQL's adapters raise db.errors.UniqueViolation, a subclass; the fakes this."""
+    (``one_live_job_per_file``). PostgreSQL's adapters raise db.driver_errors.UniqueViolation, a subclass; the fakes this."""
 
     def __init__(self, constraint: str, detail: object = None) -> None:
         super().__init__(detail if detail is not None else constraint)
