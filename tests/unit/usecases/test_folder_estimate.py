@@ -17,7 +17,7 @@ from PIL import Image
 from batchlane.domain import describe
 from batchlane.domain.errors import InputError
 from batchlane.domain.vision import CLAUDE_MAX_LONG_EDGE_PX
-from batchlane.filejob import page_forms
+from batchlane.filejob import page_form_choice
 from batchlane.filejob.estimate import PageCounts, expected_usage
 from batchlane.folders import dryrun
 from batchlane.pdf.survey import SURVEY_BOUND, survey_pdf
@@ -38,7 +38,7 @@ def _cost(svc: Services, pages: int, chars: int, *, options: dict[str, Any] | No
     settings = svc.settings
     model = settings.batchlane_model_id
     expected = expected_usage(
-        PageCounts(pages, 0, 0, chars), config=page_forms.converter_config(svc.uow().page_forms, settings, options or {}), settings=settings
+        PageCounts(pages, 0, 0, chars), config=page_form_choice.converter_config(svc.uow().page_forms, settings, options or {}), settings=settings
     )
     return (
         str(svc.prices.cost(model, expected.on_demand)),
