@@ -17,7 +17,8 @@ from folder_fakes import ALICE, MemoryBuckets, end_conversion, file_of, listed_j
 from usecase_fakes import store_of, workflows_of
 
 from batchlane.domain.errors import InputError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
-from batchlane.folders import advance, usecases
+from batchlane.filejob.outputs import CONTENT_TYPES
+from batchlane.folders import advance, finish, usecases
 from batchlane.folders.spec import parse_spec
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork
@@ -44,6 +45,7 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
     ours(svc, f"jobs/{conversion}/pages.jsonl", b'{"page": 1}\n')
     ours(svc, f"jobs/{conversion}/output.html", b"<h1>a</h1>")
     ours(svc, f"jobs/{conversion}/images/p1-1.png", b"png")
+    ours(svc, f"jobs/{conversion}/blocks.jsonl", b'{"block": 1}\n')  # conversionFormats.json
 
     second = advance.advance(svc, job_id)
 
@@ -56,12 +58,14 @@ def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_report
         "out/a.pages.jsonl": (b'{"page": 1}\n', ALICE),
         "out/a.converted.html": (b"<h1>a</h1>", ALICE),
         "out/a.images/p1-1.png": (b"png", ALICE),
-    }  # no docx or blocks rendering was produced: none is copied
+        "out/a.blocks.jsonl": (b'{"block": 1}\n', ALICE),
+    }  # no docx rendering was produced: none is copied
     assert {k: buckets.content_types[("folders", k)] for k in out} == {
         "out/a.md": "text/markdown; charset=utf-8",
         "out/a.pages.jsonl": "application/x-ndjson",
         "out/a.converted.html": "text/html; charset=utf-8",
         "out/a.images/p1-1.png": "image/png",
+        "out/a.blocks.jsonl": CONTENT_TYPES["json"],
     }
     (part,) = [k for (b, k) in buckets.objects if k.startswith(f"out/_batchlane/{job_id}/report/")]
     (line,) = [json.loads(x) for x in buckets.objects[("folders", part)][0].splitlines()]
@@ -366,3 +370,13 @@ def test_a_failure_without_an_error_id_fails_the_file_as_a_conversion_failure(sv
     end_conversion(fake_uow, svc, job_id, "in/a.pdf", "failed", error_id=None, error_message=None)
     advance.advance(svc, job_id)
     assert (file_of(fake_uow, job_id, "in/a.pdf").status, file_of(fake_uow, job_id, "in/a.pdf").error_id) == ("failed", "CONVERSION_FAILED")
+
+
+def test_a_job_ended_in_error_skips_its_queued_files_and_lets_those_in_flight_finish(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:
+    job_id = listed_job(svc, fake_uow, buckets, ["a.pdf", "b.pdf"])
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_max_in_flight": 1})  # type: ignore[misc]
+    assert advance.advance(svc, job_id)["queued"] == 1
+    finish.fail(fake_uow, svc.folder_buckets, svc.bus, job_id, error_id="FOLDER_JOB_FAILED", message="the loop broke")
+    assert advance.advance(svc, job_id) == {"done": False, "handover": False, "processing": 1, "queued": 0}
+    skipped = [f for f in fake_uow.folder_jobs.list_files(job_id) if f.status == "skipped"]
+    assert [(f.error_id, f.error_message) for f in skipped] == [("CANCELLED", "The folder job was cancelled before this file started.")]

@@ -408,6 +408,8 @@ def test_a_failed_files_error_carries_its_message_and_failed_pages_are_read_for_
     svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     job_id = _finished(svc, fake_uow, buckets, {"a.pdf": ("failed", 0)})
+    (line,) = [json.loads(x) for x in usecases.report(svc, ALICE, job_id)]
+    assert (line["outputKeys"], line["outputUris"], line["error"]["message"]) == ([], [], "encrypted")  # an output key, but no output
     error = usecases.files(svc, ALICE, job_id)["files"][0]["error"]
     assert (error["code"], error["message"]) == ("PDF_ENCRYPTED", "encrypted") and error["nextStep"].startswith("Remove the password")
     other = listed_job(svc, fake_uow, buckets, ["g.pdf"], folder="gaps")
