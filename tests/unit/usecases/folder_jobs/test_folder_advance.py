@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from folder_fakes import ALICE, MemoryBuckets, end_conversion, file_of, listed_job, on_folders, ours
+from folder_fakes import ALICE, MemoryBuckets, end_conversion, file_of, listed_job, ours
 from usecase_fakes import store_of, workflows_of
 
 from batchlane.domain.errors import InputError, LimitReached, NotFound, ObjectUnreadable, StoreUnavailable
@@ -22,16 +22,6 @@ from batchlane.folders import advance, finish, usecases
 from batchlane.folders.spec import parse_spec
 from batchlane.ports import Services
 from fakes import FakeUnitOfWork
-
-
-@pytest.fixture
-def buckets() -> MemoryBuckets:
-    return MemoryBuckets()
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services, buckets: MemoryBuckets) -> Services:
-    return on_folders(svc_on_fakes, buckets)
 
 
 def test_a_turn_starts_the_files_then_a_later_turn_copies_each_output_and_reports_it(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets) -> None:

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from folder_fakes import ALICE, LISTING, MemoryBuckets, end_conversion, file_of, listed_job, on_folders
+from folder_fakes import ALICE, LISTING, MemoryBuckets, end_conversion, file_of, listed_job
 from usecase_fakes import FakeBus, workflows_of
 
 import batchlane
@@ -27,16 +27,6 @@ from batchlane.folders.spec import NotificationsSpec
 from batchlane.ports import FolderCounts, FolderJob, Services
 from batchlane.webhooks.subscription import CallbackInvalid
 from fakes import FakeUnitOfWork
-
-
-@pytest.fixture
-def buckets() -> MemoryBuckets:
-    return MemoryBuckets()
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services, buckets: MemoryBuckets) -> Services:
-    return on_folders(svc_on_fakes, buckets)
 
 
 def _finished(svc: Services, fake_uow: FakeUnitOfWork, buckets: MemoryBuckets, outcomes: dict[str, tuple[str, int]], folder: str = "in") -> str:

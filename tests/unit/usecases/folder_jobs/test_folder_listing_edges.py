@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from folder_fakes import ALICE, LISTING, MemoryBuckets, listed_job, on_folders
+from folder_fakes import ALICE, LISTING, MemoryBuckets, listed_job
 from usecase_fakes import FakeBus, workflows_of
 
 from batchlane.domain.errors import Conflict, InputError, LimitReached
@@ -18,16 +18,6 @@ from batchlane.folders import advance, finish, layout, usecases
 from batchlane.folders.enumerate import enumerate_step
 from batchlane.ports import ListedPage, Services
 from fakes import FakeUnitOfWork
-
-
-@pytest.fixture
-def buckets() -> MemoryBuckets:
-    return MemoryBuckets()
-
-
-@pytest.fixture
-def svc(svc_on_fakes: Services, buckets: MemoryBuckets) -> Services:
-    return on_folders(svc_on_fakes, buckets)
 
 
 def _files(fake_uow: FakeUnitOfWork, job_id: str) -> dict[str, tuple[Any, ...]]:
