@@ -15,7 +15,7 @@ from batchlane.api.usecases import job_conversion
 from batchlane.claude import ConverterConfig, PageResult
 from batchlane.claude.multipage import MULTI_PAGE_INSTRUCTION
 from batchlane.domain.cost import Usage
-from batchlane.domain.savings import BATCH_SERVED_KEY, ServedAnswer, on_demand_groups, on_demand_usage
+from batchlane.domain.savings import BATCH_SERVED_KEY, ServedAnswer, ledger_money, on_demand_groups, on_demand_usage
 from batchlane.filejob.savings import batch_answers_at_on_demand, marker_tokens, prompt_tokens, unused_batch_answers
 from batchlane.ondemand.planner import PlannedPage, RequestPlan
 from batchlane.pdf.split import Page
@@ -100,3 +100,27 @@ def test_a_stored_answer_that_did_not_serve_its_page_is_taken_back() -> None:
         PageResult(4, "converted", "x", served_by="on_demand"),
     ]
     assert unused_batch_answers(pages, {1: Usage(10, 5), 2: Usage(11, 6), 3: Usage(10, 5)}) == [ServedAnswer(2, Usage(11, 6))]
+
+
+def test_the_money_a_user_reads_from_the_ledger_is_signed_in_decimal_strings() -> None:
+    # A saving: $0.40 of a Bedrock job's share served pages that cost $0.80 on-demand, beside $0.10 of on-demand calls.
+    saved = ledger_money([("batch", Decimal("0.40"), {}), ("bedrock_on_demand", Decimal("0.10"), {BATCH_SERVED_KEY: "0.80"})])
+    assert saved.to_json() == {
+        "totalCostUsd": "0.50",
+        "onDemandCostUsd": "0.10",
+        "batchCostUsd": "0.40",
+        "allOnDemandCostUsd": "0.90",
+        "savingUsd": "0.40",
+        "savingPercent": "44.4",  # 0.40 / 0.90
+    }
+    # Issue 38's process-now that paid twice: a stopped Bedrock job's $0.84 served nothing, the pages cost $1.82 on-demand.
+    paid_twice = ledger_money([("batch", Decimal("0.84"), {}), ("bedrock_on_demand", Decimal("1.82"), None)])
+    assert paid_twice.to_json() == {
+        "totalCostUsd": "2.66",
+        "onDemandCostUsd": "1.82",
+        "batchCostUsd": "0.84",
+        "allOnDemandCostUsd": "1.82",
+        "savingUsd": "-0.84",
+        "savingPercent": "-46.2",  # a loss, shown as one
+    }
+    assert ledger_money([]).to_json()["savingPercent"] == "0"  # nothing billed: no division by zero
