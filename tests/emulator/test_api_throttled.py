@@ -97,6 +97,9 @@ def test_the_cli_sends_a_throttled_request_again_and_is_answered_once_the_accoun
     registry, server = api
     registry.concurrency = ConcurrencyLimit(account=1)
     monkeypatch.setattr(jobs_commands, "THROTTLE_BACKOFF_S", (0.01, 0.05))  # the ladder's shape, not its length, is under test
+    # ...nor its count: the CLI keeps trying until this thread has seen two throttles and freed the account, however late
+    # a loaded machine wakes it (a CI run's CLI spent its 8 tries in the 0.1 s between two polls and gave up).
+    monkeypatch.setattr(jobs_commands, "THROTTLE_RETRIES", 100_000)
     held, release = threading.Event(), threading.Event()
 
     def workflow() -> None:  # another function holds the account's one execution until the CLI was throttled twice
