@@ -77,8 +77,9 @@ class FakeDeliveries:
         )
 
     def give_up(self, delivery_id: str, reason: str) -> Delivery | None:
+        reason = reason[:500]  # read whatever the row holds, as the SQL's parameter is (a reason that is no text fails there too)
         row = self.get(delivery_id)
-        return self._move(delivery_id, st.give_up_delivery(), last_error=(row.last_error if row and row.last_error is not None else reason[:500]))
+        return self._move(delivery_id, st.give_up_delivery(), last_error=(row.last_error if row and row.last_error is not None else reason))
 
     def for_owner(self, owner_id: str, *, job_id: str | None, limit: int = 100) -> list[Delivery]:
         mine = [r for r in self.rows.values() if r.owner_id == owner_id and (job_id is None or job_id in (r.job_id, r.folder_job_id))]

@@ -85,13 +85,14 @@ def test_an_attempt_sends_the_payload_compact_and_key_sorted_with_its_own_header
     assert (row.status, row.response_code, row.last_error) == ("delivered", 299, None)
 
 
-def test_the_latency_recorded_is_the_posts_in_milliseconds(resolved, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
-    readings = iter([100.0, 100.25])
+@pytest.mark.parametrize(("took_s", "latency_ms"), [(0.25, 250), (2.5, 2500)])
+def test_the_latency_recorded_is_the_posts_in_milliseconds(resolved, monkeypatch: pytest.MonkeyPatch, took_s: float, latency_ms: int) -> None:  # type: ignore[no-untyped-def]
+    readings = iter([100.0, 100.0 + took_s])
     monkeypatch.setattr(deliver_module.time, "monotonic", lambda: next(readings))
     uow = FakeUnitOfWork()
     delivery_id = _add(uow, "https://hooks.example.com/in")
     _send(uow, delivery_id, Posts(Answer(204)))
-    assert uow.deliveries.get(delivery_id).latency_ms == 250
+    assert uow.deliveries.get(delivery_id).latency_ms == latency_ms
 
 
 @pytest.mark.parametrize(
@@ -210,3 +211,44 @@ def test_an_unresolved_name_is_an_attempt_that_failed_and_is_tried_again(monkeyp
         _send(uow, delivery_id, Posts())
     row = uow.deliveries.get(delivery_id)
     assert row is not None and (row.status, row.attempts, row.last_error) == ("retrying", 1, "DNS: Name or service not known")
+
+
+class PostsBeside(Posts):
+    """A POST during which something else moves the delivery (the ladder gave up, or another task's attempt landed)."""
+
+    def __init__(self, meanwhile: Any, *answers: Answer) -> None:
+        super().__init__(*answers)
+        self.meanwhile = meanwhile
+
+    def __call__(self, url: str, body: bytes, headers: dict[str, str], timeout_s: float, address: str) -> Answer:
+        self.meanwhile()
+        return super().__call__(url, body, headers, timeout_s, address)
+
+
+def test_an_attempt_that_lands_after_another_reports_the_rows_count(resolved) -> None:  # type: ignore[no-untyped-def]
+    uow = FakeUnitOfWork()
+    delivery_id = _add(uow, "https://hooks.example.com/in")
+
+    def other_attempt() -> None:
+        uow.deliveries.record_attempt(delivery_id, delivered=False, response_code=503, latency_ms=5, error="HTTP 503")
+
+    with pytest.raises(DeliveryFailed) as failed:
+        _send(uow, delivery_id, PostsBeside(other_attempt, Answer(500, "HTTP 500")))
+
+    assert str(failed.value) == "attempt 2: HTTP 500"
+    row = uow.deliveries.get(delivery_id)
+    assert row is not None and (row.attempts, row.response_code, row.last_error) == (2, 500, "HTTP 500")
+
+
+def test_an_attempt_whose_delivery_was_given_up_meanwhile_counts_itself_on_the_row_it_read(resolved) -> None:  # type: ignore[no-untyped-def]
+    # The ladder's give-up ran while the POST was out: the row takes no attempt any more, the answer still counts this one
+    uow = FakeUnitOfWork()
+    delivery_id = _add(uow, "https://hooks.example.com/in")
+    uow.deliveries.record_attempt(delivery_id, delivered=False, response_code=500, latency_ms=5, error="HTTP 500")
+
+    with pytest.raises(DeliveryFailed) as failed:
+        _send(uow, delivery_id, PostsBeside(lambda: uow.deliveries.give_up(delivery_id, "States.Timeout"), Answer(502, "HTTP 502")))
+
+    assert str(failed.value) == "attempt 2: HTTP 502"
+    row = uow.deliveries.get(delivery_id)
+    assert row is not None and (row.status, row.attempts, row.last_error) == ("failed", 1, "HTTP 500")
