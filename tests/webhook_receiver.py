@@ -1,4 +1,4 @@
-"""A webhook receiver for tests: a real HTTP (or HTTPS) server on 127.0.0.1, and the README's verification snippet.
+"""A webhook receiver for tests: a real HTTP (or HTTPS) server on loopback, and the README's verification snippet.
 
 For HTTPS, :func:`make_ca` writes a CA made at test time (never committed) and :meth:`LocalCa.server_context` a
 server certificate it signed for a host name; a client trusts that CA through ``SSL_CERT_FILE`` (OpenSSL's own
@@ -135,7 +135,7 @@ class Receiver:
                     outer._stopped.wait(silent)
                 self.send_response(code)
                 if 300 <= code < 400:
-                    self.send_header("Location", f"http://{bind}:{outer.port}/elsewhere")
+                    self.send_header("Location", f"{outer.scheme}://{bind}:{outer.port}/elsewhere")
                 self.send_header("Content-Length", "0")
                 self.end_headers()
 
@@ -148,9 +148,9 @@ class Receiver:
         if tls is not None:
             tls.sni_callback = lambda _sock, name, _ctx: outer.server_names.append(name)  # type: ignore[assignment, misc]
             self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
-        scheme = "https" if tls is not None else "http"
+        self.scheme = "https" if tls is not None else "http"
         self.port = self._server.server_port
-        self.url = f"{scheme}://{bind}:{self.port}/hooks/batchlane"
+        self.url = f"{self.scheme}://{bind}:{self.port}/hooks/batchlane"
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def wait_for(self, count: int) -> list[Received]:
