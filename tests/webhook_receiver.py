@@ -126,6 +126,14 @@ class Receiver:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = 10  # a client that connects and then says nothing does not hold its thread for ever
+
+            def setup(self) -> None:
+                if tls is not None:  # the TLS handshake in the connection's own thread: a stalled client never stalls the server
+                    self.request.settimeout(self.timeout)
+                    self.request.do_handshake()
+                super().setup()
+
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with lock:
@@ -147,7 +155,8 @@ class Receiver:
         self._server = ThreadingHTTPServer((bind, 0), Handler)
         if tls is not None:
             tls.sni_callback = lambda _sock, name, _ctx: outer.server_names.append(name)  # type: ignore[assignment, misc]
-            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True, do_handshake_on_connect=False)
+            self._server.handle_error = lambda _request, _address: None  # type: ignore[method-assign]  # a refused handshake is the test's point
         self.scheme = "https" if tls is not None else "http"
         self.port = self._server.server_port
         self.url = f"{self.scheme}://{bind}:{self.port}/hooks/batchlane"
