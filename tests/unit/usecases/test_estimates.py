@@ -143,6 +143,17 @@ def test_the_state_machines_end_answers_the_estimate_failed_saying_which_error(s
     assert "internal detail" not in failed["error"]["message"]
 
 
+def test_an_estimate_ended_by_an_error_without_a_name_says_an_error_and_the_worker_answers_failed(svc: Services) -> None:
+    """The state machine's Catch may hand no ``Error`` (or none at all): the user still reads a sentence, and the
+    worker's answer (what the execution's history records at ``$.failure``) names the estimate and ESTIMATE_FAILED."""
+    for error in (None, {"Cause": "internal detail"}):
+        started = estimates.start_file_estimate(svc, A, uploaded(svc, make_pdf(1)), options={})
+        answer = estimates.fail_estimate(svc, started["estimateId"], error)
+        assert answer == {"estimateId": started["estimateId"], "status": "failed", "errorId": "ESTIMATE_FAILED"}
+        failed = estimates.owned_estimate(svc, A, started["estimateId"])
+        assert failed["error"] == {"code": "ESTIMATE_FAILED", "message": "The estimate stopped before it finished (an error); try again."}
+
+
 def test_a_dry_runs_tokens_follow_the_work_it_starts() -> None:
     costs = {"file_cost": 10, "folder_cost": 20}
     assert throttle.request_cost("POST", "/api/v1/files/x/convert", {"dry_run": "true"}, **costs) == 10
