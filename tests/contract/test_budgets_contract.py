@@ -14,7 +14,7 @@ from batchlane.domain import status as st
 from batchlane.domain.budget import Limits
 from batchlane.domain.status import ChunkStatus, Entity, JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import BudgetOverride, JobMoney
+from batchlane.rows import BudgetOverride, JobMoney
 
 
 def _owner() -> str:

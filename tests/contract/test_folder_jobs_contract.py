@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from batchlane.domain import status as st
-from batchlane.ports import NewFolderFile
+from batchlane.rows import NewFolderFile
 
 
 def _job(uow: Any, owner: str | None = None) -> str:

@@ -18,7 +18,7 @@ import pytest
 from batchlane.domain import status as st
 from batchlane.domain.status import BatchMemberState, JobStatus, LaneState
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import Lane
+from batchlane.rows import Lane
 
 OWNER = "owner-lanes-contract"
 MODEL = "us.acme.lanes-contract-v1:0"

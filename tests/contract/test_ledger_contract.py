@@ -11,7 +11,7 @@ from typing import Any
 from batchlane.domain import status as st
 from batchlane.domain.status import JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import Hold, LedgerRow
+from batchlane.rows import Hold, LedgerRow
 
 OWNER = "owner-ledger-contract"
 MINUTE = timedelta(minutes=1)

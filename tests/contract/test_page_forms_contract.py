@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from batchlane.ports import PageForm
+from batchlane.rows import PageForm
 
 MINUTE = timedelta(minutes=1)
 

@@ -19,7 +19,7 @@ from batchlane.domain import status as st
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.status import JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import NewFolderFile, PooledChunk
+from batchlane.rows import NewFolderFile, PooledChunk
 from fakes import FakeUnitOfWork
 
 WINDOW_S = 900.0

@@ -11,7 +11,7 @@ from typing import Any
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import FileJob, NewFolderFile
+from batchlane.rows import FileJob, NewFolderFile
 
 
 def _owner() -> str:

@@ -13,7 +13,8 @@ import pytest
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, JobStatus
 from batchlane.pdf.split import plan_chunks
-from batchlane.ports import JobRetry, UniqueViolation
+from batchlane.ports import UniqueViolation
+from batchlane.rows import JobRetry
 
 OWNER = "owner-retries-contract"
 MINUTE = timedelta(minutes=1)

@@ -8,7 +8,7 @@ from typing import Any
 from batchlane.claude import PageResult
 from batchlane.db import jobs as job_repo
 from batchlane.db import ledger
-from batchlane.ports import LedgerRow
+from batchlane.rows import LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job, wait_until  # noqa: F401 - re-exported for the tests
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase

@@ -26,7 +26,7 @@ from test_cancel_process_now import Gate, api, file_of, job
 
 from batchlane.db import ledger
 from batchlane.domain.cost import Usage
-from batchlane.ports import LedgerRow
+from batchlane.rows import LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import upload_pdf
 from batchlane_dev.local.pdfgen import make_pdf

@@ -21,7 +21,8 @@ from batchlane.domain.pace import LimitSettings
 from batchlane.domain.status import Entity
 from batchlane.ondemand import CoverageRule, text_layer
 from batchlane.pdf import open_pdf
-from batchlane.ports import LeaseWaitTimeout, LedgerRow
+from batchlane.ports import LeaseWaitTimeout
+from batchlane.rows import LedgerRow
 from batchlane.runtime import services
 from batchlane_dev.local.jobs import submit_pdf, wait_for_job
 from batchlane_dev.local.pdfgen import make_pdf, page_phrase

@@ -13,7 +13,7 @@ from batchlane.db.budgets import HOLD_REACHED_ERROR, HOLD_REACHED_MESSAGE, overr
 from batchlane.domain import status as st
 from batchlane.domain.budget import Holder, Limits, Standing
 from batchlane.domain.status import ChunkStatus, Entity
-from batchlane.ports import BudgetOverride, Hold, JobMoney, JobRow
+from batchlane.rows import BudgetOverride, Hold, JobMoney, JobRow
 from fakes.jobs import FakeJobs
 from fakes.ledger import MoneyRows, money
 

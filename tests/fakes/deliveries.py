@@ -8,7 +8,7 @@ from typing import Any
 
 from batchlane.domain import status as st
 from batchlane.domain.status import Transition
-from batchlane.ports import Delivery
+from batchlane.rows import Delivery
 
 
 class FakeDeliveries:

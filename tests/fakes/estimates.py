@@ -9,7 +9,8 @@ from datetime import timedelta
 from typing import Any
 
 from batchlane.domain.status import Entity, EstimateStatus, Transition
-from batchlane.ports import Estimate, UniqueViolation
+from batchlane.ports import UniqueViolation
+from batchlane.rows import Estimate
 
 
 @dataclass

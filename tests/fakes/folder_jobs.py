@@ -12,7 +12,7 @@ from typing import Any
 
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, FolderFileStatus, JobStatus, Transition
-from batchlane.ports import EndedConversion, FileRow, FolderCounts, FolderFile, FolderJob, NewFolderFile
+from batchlane.rows import EndedConversion, FileRow, FolderCounts, FolderFile, FolderJob, NewFolderFile
 from fakes.jobs import FakeJobs
 
 _ENDED_FILE = (FolderFileStatus.COMPLETED.value, FolderFileStatus.FAILED.value, FolderFileStatus.SKIPPED.value)

@@ -16,7 +16,7 @@ from typing import Any
 
 from batchlane.domain import status as st
 from batchlane.domain.status import BatchMemberState, LaneState, Transition
-from batchlane.ports import Lane, Member, PurgeTarget
+from batchlane.rows import Lane, Member, PurgeTarget
 from fakes.pool import FakePool, _MemberRow, _uuid
 
 _MICRO = Decimal("0.000001")  # cost_usd numeric(14, 6)

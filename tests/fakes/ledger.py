@@ -9,7 +9,7 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.domain.status import JobStatus
-from batchlane.ports import Hold, LedgerRow
+from batchlane.rows import Hold, LedgerRow
 from fakes.jobs import FakeJobs
 
 _CENTS = Decimal("0.000001")  # numeric(14, 6)

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from batchlane.domain.page_form import FORMS
-from batchlane.ports import PageForm
+from batchlane.rows import PageForm
 
 SOURCES = ("doctor", "refusal")  # page_forms' CHECK on source
 

@@ -19,7 +19,7 @@ from batchlane.domain import status as st
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import by_base_model
 from batchlane.domain.status import BatchMemberState, LaneState
-from batchlane.ports import ChunkRow, JobRow, Lane, LaneOutcome, PooledChunk, PoolRead, PurgeTarget
+from batchlane.rows import ChunkRow, JobRow, Lane, LaneOutcome, PooledChunk, PoolRead, PurgeTarget
 from fakes.folder_jobs import _FolderRows
 from fakes.jobs import _JobRows
 

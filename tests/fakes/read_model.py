@@ -12,7 +12,7 @@ from typing import Any
 from batchlane.domain import status as st
 from batchlane.domain.savings import LedgerMoney, ledger_money
 from batchlane.domain.status import ChunkStatus, LaneState
-from batchlane.ports import FileJob, FileRow, HoldView, JobLanes, JobProgress, JobRow, ModelSpend, OwnerFile
+from batchlane.rows import FileJob, FileRow, HoldView, JobLanes, JobProgress, JobRow, ModelSpend, OwnerFile
 from fakes.jobs import FakeJobs, _JobRows
 from fakes.ledger import money
 from fakes.pool import lane_rows

@@ -9,7 +9,8 @@ from decimal import Decimal
 from typing import Any
 
 from batchlane.domain.status import Entity, RetryStatus, Transition
-from batchlane.ports import JobRetry, UniqueViolation
+from batchlane.ports import UniqueViolation
+from batchlane.rows import JobRetry
 from fakes.jobs import FakeJobs
 
 _MICRO = Decimal("0.000001")  # numeric(14, 6)

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from batchlane.ports import StoredSecret, UniqueViolation
+from batchlane.ports import UniqueViolation
+from batchlane.rows import StoredSecret
 
 
 @dataclass

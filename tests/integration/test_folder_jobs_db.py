@@ -5,7 +5,7 @@ from __future__ import annotations
 from batchlane.db import folder_jobs as repo
 from batchlane.db.connection import Database
 from batchlane.folders.spec import folder_job_id, parse_spec
-from batchlane.ports import NewFolderFile
+from batchlane.rows import NewFolderFile
 
 
 def _job(db: Database, folder: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 
 from batchlane.api.views import _phase, conversion_view, file_view
 from batchlane.domain.advice import next_step
-from batchlane.ports import HoldView, JobLanes, JobProgress, OwnerFile
+from batchlane.rows import HoldView, JobLanes, JobProgress, OwnerFile
 
 T0, T1, T2 = (datetime(2026, 12, 6, h, 0, tzinfo=UTC) for h in (9, 10, 11))
 LANES = JobLanes("submitted", None, "InProgress", "pooled", 40, 38, 2, Decimal("0.12"), T1, None, 2)

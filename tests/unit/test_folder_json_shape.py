@@ -17,7 +17,7 @@ from batchlane.domain.errors import InputError
 from batchlane.folders.advance import report_line
 from batchlane.folders.spec import FolderJobSpec, parse_spec
 from batchlane.naming import camel
-from batchlane.ports import FolderFile
+from batchlane.rows import FolderFile
 from batchlane_dev.cli.folder_commands import folder_spec
 
 OPENAPI = Path(__file__).resolve().parents[2] / "docs" / "api" / "openapi.yaml"

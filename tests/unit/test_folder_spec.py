@@ -157,7 +157,7 @@ def test_eta_waits_for_the_listing_and_enough_pages_then_follows_the_pace() -> N
     from datetime import UTC, datetime, timedelta
 
     from batchlane.folders.usecases import pace
-    from batchlane.ports import FolderCounts
+    from batchlane.rows import FolderCounts
     from fakes import FakeUnitOfWork
 
     started = datetime.now(UTC) - timedelta(minutes=2)

@@ -1,6 +1,7 @@
 """Who may import what (docs/architecture.md, "The map"): read from the source with ``ast``, no import executed.
 
 - ``batchlane.domain`` imports the standard library and itself only;
+- ``batchlane.rows`` (the records repositories return) likewise: the standard library and itself only;
 - boto3 / botocore only under ``batchlane.aws``;
 - pg8000 only under ``batchlane.db``;
 - pypdfium2 only under ``batchlane.pdf``, where every pdfium call holds ``PDFIUM_LOCK`` (tests/unit/test_pdfium_lock.py);
@@ -90,6 +91,9 @@ def broken_rules(module: str, imports: set[str], source: str = "") -> set[str]:
         outside = {name for name in imports if _top(name) not in sys.stdlib_module_names and not name.startswith("batchlane.domain")}
         if outside:
             broken.add("domain-stdlib-only")
+    if module.startswith("batchlane.rows"):
+        if {name for name in imports if _top(name) not in sys.stdlib_module_names and not name.startswith("batchlane.rows")}:
+            broken.add("rows-stdlib-only")
     if tops & {"boto3", "botocore"} and not module.startswith("batchlane.aws"):
         broken.add("boto3-only-in-aws")
     if "pg8000" in tops and not module.startswith("batchlane.db"):
@@ -122,6 +126,8 @@ def test_the_runtime_package_keeps_the_import_rules() -> None:
         ("batchlane.domain.cost", "import pydantic\n", "domain-stdlib-only"),
         ("batchlane.domain.cost", "from batchlane.db import jobs\n", "domain-stdlib-only"),
         ("batchlane.domain.cost", "from ..config import Settings\n", "domain-stdlib-only"),
+        ("batchlane.rows.jobs", "from batchlane.domain.status import Transition\n", "rows-stdlib-only"),
+        ("batchlane.rows.lanes", "from ..ports.lanes import LaneRepository\n", "rows-stdlib-only"),
         ("batchlane.batch.submit", "import boto3\n", "boto3-only-in-aws"),
         ("batchlane.api.uploads", "from botocore.exceptions import ClientError\n", "boto3-only-in-aws"),
         ("batchlane.filejob.chunk", "import pg8000.native\n", "pg8000-only-in-db"),
@@ -144,6 +150,7 @@ def test_each_rule_fails_on_a_planted_violation(module: str, source: str, rule: 
     ("module", "source"),
     [
         ("batchlane.domain.cost", "import decimal\nfrom .prices import PRICES\n"),
+        ("batchlane.rows.money", "from decimal import Decimal\nfrom batchlane.rows.jobs import JobRow\n"),
         ("batchlane.aws.s3", "import boto3\nfrom botocore.exceptions import ClientError\n"),
         ("batchlane.db.connection", "import pg8000.native\n"),
         ("batchlane.pdf.survey", "import pypdfium2\n"),

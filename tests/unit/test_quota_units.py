@@ -10,7 +10,7 @@ from decimal import Decimal
 from batchlane.batch.packer import _plans
 from batchlane.config import Settings
 from batchlane.domain.limits import MB, quota_bytes
-from batchlane.ports import PooledChunk, PoolRead
+from batchlane.rows import PooledChunk, PoolRead
 from batchlane_dev.cli.doctor.quotas import BatchQuotaValues, compare
 from batchlane_dev.cli.doctor.target import Target
 from batchlane_dev.local.bedrock.quotas import BatchQuotas

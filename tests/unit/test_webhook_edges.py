@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 
 from batchlane.domain.errors import InputError
-from batchlane.ports import Delivery
+from batchlane.rows import Delivery
 from batchlane.webhooks import subscription
 from batchlane.webhooks.deliver import USER_AGENT, Answer, http_post
 from batchlane.webhooks.dispatch import delivery_view

@@ -40,7 +40,8 @@ from batchlane.batch.wait import register_wait
 from batchlane.domain.cost import Usage
 from batchlane.domain.status import BedrockJobStatus
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, LaneOutcome, LedgerRow, Services
+from batchlane.ports import BatchJobRejected, BatchJobsBusy, BatchJobSpec, Services
+from batchlane.rows import LaneOutcome, LedgerRow
 from fakes import FakeUnitOfWork
 
 

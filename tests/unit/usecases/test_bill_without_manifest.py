@@ -19,7 +19,8 @@ from batchlane.batch.abandon import abandon
 from batchlane.batch.billing import settle_stopping
 from batchlane.batch.submit import submit_batch_job
 from batchlane.observability import metrics
-from batchlane.ports import LedgerRow, Services
+from batchlane.ports import Services
+from batchlane.rows import LedgerRow
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from batchlane.batch.billing import bill_members, output_prefix, settle_stopping
 from batchlane.batch.resume import resume_job
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import Lane, LedgerRow, Member, Services
+from batchlane.ports import Services
+from batchlane.rows import Lane, LedgerRow, Member
 from fakes import FakeUnitOfWork
 from fakes.ledger import money
 

@@ -17,7 +17,8 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Forbidden, LimitReached
 from batchlane.folders import advance
 from batchlane.folders import usecases as folder_usecases
-from batchlane.ports import NewFolderFile, Services
+from batchlane.ports import Services
+from batchlane.rows import NewFolderFile
 from fakes import FakeUnitOfWork
 
 PRIORITY = "batchlane-priority"  # the group a caller without the permission lacks

@@ -20,7 +20,8 @@ from batchlane.folders import finish, layout
 from batchlane.folders.advance import output_refusal, write_report_part
 from batchlane.folders.enumerate import earlier_report_sources, enumerate_step
 from batchlane.folders.spec import FolderJobSpec, folder_job_id, parse_spec
-from batchlane.ports import FolderFile, FolderJob, NewFolderFile, ObjectHead
+from batchlane.ports import ObjectHead
+from batchlane.rows import FolderFile, FolderJob, NewFolderFile
 from fakes import FakeUnitOfWork
 
 ALICE, BOB = "alice", "bob"

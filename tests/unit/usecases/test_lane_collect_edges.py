@@ -20,7 +20,8 @@ from batchlane.batch.abandon import abandon
 from batchlane.batch.collect import CollectNotReady, LaneManifest, collect, collect_outputs
 from batchlane.batch.submit import submit_batch_job
 from batchlane.domain.cost import Usage
-from batchlane.ports import LedgerRow, Services
+from batchlane.ports import Services
+from batchlane.rows import LedgerRow
 
 
 def _submitted(svc: Services, lane_id: str) -> str:

@@ -16,7 +16,8 @@ from batchlane.domain import status as st
 from batchlane.domain.limits import estimated_record_bytes
 from batchlane.domain.pool import read_budget
 from batchlane.pdf import plan_chunks
-from batchlane.ports import PooledChunk, PoolRead, Services
+from batchlane.ports import Services
+from batchlane.rows import PooledChunk, PoolRead
 from fakes import FakeUnitOfWork
 from fakes.jobs import FakeJobs
 from fakes.pool import lane_rows

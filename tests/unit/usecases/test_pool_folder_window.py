@@ -17,7 +17,8 @@ from usecase_fakes import MODEL
 from batchlane.batch.packer import pack_pool
 from batchlane.domain import status as st
 from batchlane.pdf import plan_chunks
-from batchlane.ports import NewFolderFile, Services
+from batchlane.ports import Services
+from batchlane.rows import NewFolderFile
 from fakes import FakeUnitOfWork
 
 FOLDER = "fj-" + "a" * 24

@@ -22,7 +22,8 @@ from batchlane import keys
 from batchlane.domain.errors import NotFound
 from batchlane.domain.records import pooled_record_id, record_id
 from batchlane.pdf import plan_chunks
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, Lane, LedgerRow, ModelCallFailed, Services
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobNotFound, BatchJobRef, BatchJobSpec, ModelCallFailed, Services
+from batchlane.rows import Lane, LedgerRow
 from fakes import FakeUnitOfWork
 from fakes.ledger import money
 from fakes.pool import lane_rows

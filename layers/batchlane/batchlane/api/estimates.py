@@ -23,7 +23,8 @@ from batchlane.folders import dryrun as folder_dryrun
 from batchlane.folders.usecases import prepare
 from batchlane.naming import api_json
 from batchlane.observability import logger
-from batchlane.ports import Estimate, Services
+from batchlane.ports import Services
+from batchlane.rows import Estimate
 
 # The worker's timeout (deployment/topology.py "estimate") times its tries (HeavyTaskRetry: 3): a row still running
 # past this was lost with its execution, and answers failed (ESTIMATE_LOST) rather than running for ever.

@@ -25,7 +25,8 @@ from batchlane.filejob import budget
 from batchlane.filejob.create import create_job
 from batchlane.observability import logger
 from batchlane.operations import cancel_job
-from batchlane.ports import UPLOAD_URL_TTL_S, FileRow, JobProgress, Services, UniqueViolation, Uploads
+from batchlane.ports import UPLOAD_URL_TTL_S, Services, UniqueViolation, Uploads
+from batchlane.rows import FileRow, JobProgress
 
 LIVE = LIVE_JOB_STATUSES
 # Batch-row states in which Bedrock may still read (or prepare still write) batch/<jobId>/.

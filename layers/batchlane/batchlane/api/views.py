@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from batchlane.domain.advice import error_object
-from batchlane.ports import JobProgress, OwnerFile
+from batchlane.rows import JobProgress, OwnerFile
 
 
 def _phase(job: JobProgress) -> str:

@@ -10,7 +10,8 @@ from batchlane.batch.stop import stop_batch_job
 from batchlane.batch.submit import bedrock_status, output_uri_for
 from batchlane.domain import status as st
 from batchlane.observability import logger
-from batchlane.ports import Lane, Services
+from batchlane.ports import Services
+from batchlane.rows import Lane
 
 SKIP_REASONS = frozenset({"too_few_records", "too_many_records", "job_too_large", "mixed_models", "not_preparing", "members_left"})
 

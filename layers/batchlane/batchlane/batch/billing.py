@@ -30,7 +30,8 @@ from batchlane.domain.pool import MICRO, split_by_weight
 from batchlane.domain.savings import BATCH_SERVED_KEY
 from batchlane.domain.status import Transition
 from batchlane.observability import logger, metrics
-from batchlane.ports import Lane, LedgerRepository, Member, ObjectStoreError, Services, UnitOfWork
+from batchlane.ports import LedgerRepository, ObjectStoreError, Services, UnitOfWork
+from batchlane.rows import Lane, Member
 
 
 def output_prefix(row: Lane, bucket: str) -> str:

@@ -48,7 +48,8 @@ from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.filejob import page_form_choice
 from batchlane.filejob.savings import batch_answers_at_on_demand
 from batchlane.observability import logger, metrics
-from batchlane.ports import Lane, ObjectStore, Services, UnitOfWork
+from batchlane.ports import ObjectStore, Services, UnitOfWork
+from batchlane.rows import Lane
 
 RESULT_WRITERS = 16  # PUTs are latency-bound on S3 (and moto answers 16 in parallel ~1.5x faster than 8)
 

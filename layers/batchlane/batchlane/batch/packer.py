@@ -27,7 +27,8 @@ from batchlane.domain.folder_policy import DEADLINE
 from batchlane.domain.limits import estimated_record_bytes, quota_bytes
 from batchlane.domain.pool import PoolChunk, PoolPlan, base_model_id, by_base_model, plan_pool, read_budget
 from batchlane.observability import logger
-from batchlane.ports import LaneRepository, PoolRead, Services
+from batchlane.ports import LaneRepository, Services
+from batchlane.rows import PoolRead
 
 POOL_TOO_SMALL = "pool_too_small"
 

@@ -18,7 +18,8 @@ from batchlane.domain import status as st
 from batchlane.domain.errors import Conflict, NotFound
 from batchlane.domain.status import JobStatus
 from batchlane.observability import logger
-from batchlane.ports import Lane, LaneRepository, Services
+from batchlane.ports import LaneRepository, Services
+from batchlane.rows import Lane
 
 PROCESS_NOW_REASON = "process_now"
 

@@ -13,7 +13,8 @@ import posixpath
 
 from batchlane import keys
 from batchlane.observability import logger
-from batchlane.ports import PurgeTarget, Services
+from batchlane.ports import Services
+from batchlane.rows import PurgeTarget
 
 
 def member_keys(store: object, lane_id: str, tag: str) -> list[str]:

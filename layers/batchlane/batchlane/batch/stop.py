@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from batchlane.observability import logger
-from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError, Lane, Services
+from batchlane.ports import BatchJobAlreadyEnded, BatchJobsError, Services
+from batchlane.rows import Lane
 
 
 def stop_batch_job(svc: Services, lane_id: str, *, reason: str) -> bool:

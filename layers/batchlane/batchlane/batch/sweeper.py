@@ -19,7 +19,8 @@ from batchlane.batch.submit import bedrock_status
 from batchlane.batch.wait import wake
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES, BedrockJobStatus
 from batchlane.observability import logger, metrics
-from batchlane.ports import BatchJobs, Lane, Services
+from batchlane.ports import BatchJobs, Services
+from batchlane.rows import Lane
 
 PREPARE_STUCK_HOURS = 2.0
 ORPHAN_AFTER_S = 600  # a terminal row with no waiting execution for this long is collected by the sweeper

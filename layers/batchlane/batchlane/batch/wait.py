@@ -10,7 +10,8 @@ from typing import Any
 
 from batchlane.domain.status import TERMINAL_BEDROCK_STATUSES
 from batchlane.observability import logger
-from batchlane.ports import Lane, Services
+from batchlane.ports import Services
+from batchlane.rows import Lane
 
 
 def wake(svc: Services, row: Lane, status: str) -> int:

@@ -13,7 +13,7 @@ from batchlane.db.jobs import JobRow, PgJobs, Runner
 from batchlane.domain import status as st
 from batchlane.domain.budget import Holder, Limits, Standing
 from batchlane.domain.status import Entity
-from batchlane.ports import BudgetOverride, Hold, JobMoney
+from batchlane.rows import BudgetOverride, Hold, JobMoney
 
 
 def override_or_defaults(override: BudgetOverride | None, settings: Any) -> Limits:

@@ -1,5 +1,5 @@
 """The webhook_deliveries table (0007_webhook_deliveries.sql, 0016): every change guarded on the status,
-each one of domain.status's DELIVERY moves; rows come back as :class:`batchlane.ports.Delivery`."""
+each one of domain.status's DELIVERY moves; rows come back as :class:`batchlane.rows.Delivery`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
-from batchlane.ports import Delivery
+from batchlane.rows import Delivery
 
 
 def delivery(row: Row) -> Delivery:

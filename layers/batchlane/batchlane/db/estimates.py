@@ -8,7 +8,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain.status import Entity, EstimateStatus, Transition
-from batchlane.ports import Estimate
+from batchlane.rows import Estimate
 
 _AGE = "extract(epoch FROM now() - created_at)::double precision AS age_s"
 

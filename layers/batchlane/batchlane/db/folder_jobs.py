@@ -10,7 +10,7 @@ from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, FolderFileStatus, FolderJobStatus, JobStatus, Transition
-from batchlane.ports import EndedConversion, FileRow, FolderCounts, FolderFile, FolderJob, NewFolderFile
+from batchlane.rows import EndedConversion, FileRow, FolderCounts, FolderFile, FolderJob, NewFolderFile
 
 FOLDER_JOB_STATUSES = tuple(s.value for s in FolderJobStatus)
 LIVE_FOLDER_JOB_STATUSES = st.LIVE_FOLDER_JOB_STATUSES

@@ -10,7 +10,7 @@ from batchlane.db.connection import Row
 from batchlane.domain import status as st
 from batchlane.domain.status import Entity, Transition
 from batchlane.pdf.split import ChunkSpan
-from batchlane.ports import ChunkRow, FileRow, JobRow
+from batchlane.rows import ChunkRow, FileRow, JobRow
 
 LIVE_JOB_STATUSES = st.LIVE_JOB_STATUSES
 # Every status a job can be in, in the order a job passes through them.

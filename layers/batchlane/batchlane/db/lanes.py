@@ -20,7 +20,7 @@ from batchlane.domain import status as st
 from batchlane.domain.limits import RECORD_JSON_OVERHEAD_BYTES, SPLIT_PAGE_OVERHEAD_BYTES
 from batchlane.domain.pool import by_base_model
 from batchlane.domain.status import BatchMemberState, BedrockJobStatus, LaneState, Transition
-from batchlane.ports import Lane, LaneOutcome, Member, PooledChunk, PoolRead, PurgeTarget
+from batchlane.rows import Lane, LaneOutcome, Member, PooledChunk, PoolRead, PurgeTarget
 
 # "Lost" is ours: GetModelInvocationJob answered ResourceNotFoundException. Nothing more
 # will come from that job, so it ends like a terminal status (collect what exists).

@@ -7,7 +7,7 @@ from typing import Any
 
 from batchlane.db.jobs import Runner
 from batchlane.domain.status import JobStatus
-from batchlane.ports import Hold, LedgerRow
+from batchlane.rows import Hold, LedgerRow
 
 # The one row per Bedrock job, and the share per member job: same columns, each unique in its own way.
 _BATCH_SOURCES = {"batch": "(lane_row_id) WHERE source = 'batch'", "batch_share": "(lane_row_id, job_id) WHERE source = 'batch_share'"}

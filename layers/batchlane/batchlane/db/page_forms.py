@@ -8,7 +8,7 @@ from typing import Any
 
 from batchlane.db.jobs import Runner
 from batchlane.domain.page_form import FORMS
-from batchlane.ports import PageForm
+from batchlane.rows import PageForm
 
 
 def record_doctor_form(db: Runner, event: Mapping[str, Any]) -> dict[str, Any]:

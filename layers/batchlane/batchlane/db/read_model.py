@@ -9,7 +9,7 @@ from typing import Any
 from batchlane.db.jobs import Runner
 from batchlane.domain import status as st
 from batchlane.domain.savings import BATCH_SERVED_KEY, LedgerMoney
-from batchlane.ports import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile
+from batchlane.rows import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile
 
 _JOB_COLUMNS = """j.id AS job_id, j.file_id, j.owner_id, j.status, j.retry_attempt, j.retry_pages, j.model_id, j.total_pages, j.chunk_count, j.pages_failed,
        j.pages_batch, j.total_cost_usd, j.error_id, j.error_message, j.created_at AS job_created_at, j.started_at, j.finished_at,

@@ -10,7 +10,7 @@ from typing import Any
 from batchlane.db.connection import Row
 from batchlane.db.jobs import Runner
 from batchlane.domain.status import Entity, RetryStatus, Transition
-from batchlane.ports import JobRetry
+from batchlane.rows import JobRetry
 
 
 def _one(row: Row | None) -> JobRetry | None:

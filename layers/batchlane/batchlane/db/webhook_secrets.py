@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from batchlane.db.jobs import Runner
-from batchlane.ports import StoredSecret
+from batchlane.rows import StoredSecret
 
 _AGE = "extract(epoch FROM now() - created_at)::double precision AS age_s"
 

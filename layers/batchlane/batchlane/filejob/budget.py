@@ -37,7 +37,8 @@ from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
 from batchlane.filejob.estimate import PageCounts, batch_records_hold, chunk_window_usd, expected_usage, priced
 from batchlane.observability import logger
 from batchlane.pdf.split import Page
-from batchlane.ports import Aborted, BudgetRepository, JobRow, Services, UnitOfWork
+from batchlane.ports import Aborted, BudgetRepository, Services, UnitOfWork
+from batchlane.rows import JobRow
 
 if TYPE_CHECKING:  # the type only: pdf/survey loads pypdfium2, which only the split and the dry run need
     from batchlane.pdf.survey import PageSurvey

@@ -42,7 +42,8 @@ from batchlane.filejob.source import chunk_pages, document_pages, span_of
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, CoverageRule, GovernedTransport, GroupConverter, PlannedPage, RequestPlan, Spend
 from batchlane.pdf.split import ChunkSpan, Page
-from batchlane.ports import ChunkRow, JobRow, Services, UnitOfWork
+from batchlane.ports import Services, UnitOfWork
+from batchlane.rows import ChunkRow, JobRow
 
 # The ProcessChunk retriers in conversion.asl.json take their MaxAttempts from the same constants.
 MAX_CHUNK_ATTEMPTS = contract.CHUNK_RETRY_LATER_MAX_ATTEMPTS + 1

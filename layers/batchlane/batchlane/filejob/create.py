@@ -18,7 +18,8 @@ from batchlane.domain.status import JobStatus
 from batchlane.filejob import budget
 from batchlane.filejob.settle import fail_job
 from batchlane.observability import logger
-from batchlane.ports import FileRow, JobRepository, JobRow, Services
+from batchlane.ports import JobRepository, Services
+from batchlane.rows import FileRow, JobRow
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import publish_job_change
 

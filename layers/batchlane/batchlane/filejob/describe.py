@@ -36,7 +36,8 @@ from batchlane.formats.pictures_to_describe import CountedPicture, SizedFigure, 
 from batchlane.observability import logger
 from batchlane.ondemand import Aborted, BackoffPolicy, GovernedTransport, Spend
 from batchlane.pdf.split import ChunkSpan
-from batchlane.ports import BudgetRepository, ChunkRow, JobRow, ObjectStore, Services, UnitOfWork
+from batchlane.ports import BudgetRepository, ObjectStore, Services, UnitOfWork
+from batchlane.rows import ChunkRow, JobRow
 
 DOCUMENT_TYPE_NAMES = frozenset(t.name for t in DOCUMENTS)
 CONVERTER_LANE = "converter"  # pages.jsonl's lane of a born-digital page: the deterministic converter

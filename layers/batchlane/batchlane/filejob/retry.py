@@ -18,7 +18,8 @@ from batchlane.domain.limits import PAGE_TOO_COMPLEX, PAGE_TOO_LARGE
 from batchlane.domain.status import Entity
 from batchlane.filejob.budget import check_create, check_submit, retry_money
 from batchlane.observability import logger
-from batchlane.ports import JobRow, Services, UniqueViolation, UnitOfWork
+from batchlane.ports import Services, UniqueViolation, UnitOfWork
+from batchlane.rows import JobRow
 
 # Short names a user may give for a family of failure reasons (``--error-id throttled``).
 REASON_ALIASES = {

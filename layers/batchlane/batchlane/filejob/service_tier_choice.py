@@ -8,7 +8,8 @@ from typing import Any
 from batchlane.claude import Transport
 from batchlane.claude.tiers import FlexTransport
 from batchlane.domain import service_tier as tiers
-from batchlane.ports import JobRow, ServiceTierRepository
+from batchlane.ports import ServiceTierRepository
+from batchlane.rows import JobRow
 
 
 def flex_lane(svc: Any, probes: ServiceTierRepository, job: JobRow, *, retrying: bool) -> str | None:

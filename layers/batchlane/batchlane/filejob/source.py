@@ -18,7 +18,8 @@ from batchlane.formats.pictures_to_describe import SizedFigure
 from batchlane.pdf.fit import fit
 from batchlane.pdf.page_image import PageImage
 from batchlane.pdf.split import ChunkSpan, Page, PdfDocument, open_chunk
-from batchlane.ports import ChunkRow, ObjectStore
+from batchlane.ports import ObjectStore
+from batchlane.rows import ChunkRow
 
 
 def store_chunk_sources(store: ObjectStore, job_id: str, document: PdfDocument, spans: list[ChunkSpan]) -> dict[int, int]:

@@ -28,7 +28,8 @@ from batchlane.filejob.source import store_chunk_sources, store_document_sources
 from batchlane.observability import logger
 from batchlane.pdf.split import open_pdf_file, plan_chunks
 from batchlane.pdf.survey import survey_pdf
-from batchlane.ports import JobRow, Services
+from batchlane.ports import Services
+from batchlane.rows import JobRow
 from batchlane.webhooks.events import publish_job_change
 
 NOTHING = budget.SubmitMoney(Decimal(0), Decimal(0), Decimal(0))  # a born-digital document: no model call, nothing to hold

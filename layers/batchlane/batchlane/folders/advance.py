@@ -28,7 +28,8 @@ from batchlane.folders.spec import FolderJobSpec
 from batchlane.formats.document import media_type
 from batchlane.naming import money
 from batchlane.observability import logger
-from batchlane.ports import EndedConversion, FolderBuckets, FolderFile, FolderJob, FolderJobRepository, Services
+from batchlane.ports import FolderBuckets, FolderJobRepository, Services
+from batchlane.rows import EndedConversion, FolderFile, FolderJob
 
 # A claimed file whose conversion was not opened after this long lost its turn (the Lambda died): claim it again.
 STALLED_START_S = 900.0

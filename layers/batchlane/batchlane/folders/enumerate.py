@@ -20,7 +20,8 @@ from batchlane.folders import layout
 from batchlane.folders.notify import publish_folder_change
 from batchlane.folders.spec import FolderJobSpec
 from batchlane.observability import logger
-from batchlane.ports import EventBus, FolderBuckets, FolderJob, FolderJobRepository, ListedPage, NewFolderFile, UnitOfWork
+from batchlane.ports import EventBus, FolderBuckets, FolderJobRepository, ListedPage, UnitOfWork
+from batchlane.rows import FolderJob, NewFolderFile
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from batchlane.folders.advance import report_line, write_report_part
 from batchlane.folders.notify import publish_folder_change
 from batchlane.naming import api_json
 from batchlane.observability import logger
-from batchlane.ports import EventBus, FolderBuckets, FolderJob, FolderJobRepository, UnitOfWork
+from batchlane.ports import EventBus, FolderBuckets, FolderJobRepository, UnitOfWork
+from batchlane.rows import FolderJob
 
 # how a live folder job ends, by the status it ends with (domain/status.py)
 _END = {"completed": "complete", "completed_with_failures": "complete_with_failures", "cancelled": "end_cancelled"}

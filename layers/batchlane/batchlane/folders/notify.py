@@ -13,7 +13,8 @@ from typing import Any
 from batchlane.contract import FOLDER_JOB_STATE_CHANGE_DETAIL_TYPE
 from batchlane.folders import layout
 from batchlane.observability import logger
-from batchlane.ports import EventBus, FolderCounts, FolderJob, FolderJobRepository
+from batchlane.ports import EventBus, FolderJobRepository
+from batchlane.rows import FolderCounts, FolderJob
 from batchlane.webhooks.events import publish_change
 
 

@@ -25,7 +25,8 @@ from batchlane.folders.spec import FolderJobSpec, NotificationsSpec, check_allow
 from batchlane.naming import api_case, money
 from batchlane.observability import logger
 from batchlane.operations.cancel import cancel_job
-from batchlane.ports import FolderCounts, FolderFile, FolderJob, Services
+from batchlane.ports import Services
+from batchlane.rows import FolderCounts, FolderFile, FolderJob
 from batchlane.webhooks import subscription
 
 FOLDER_EVENTS = ("job.completed",)

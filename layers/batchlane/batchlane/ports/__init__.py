@@ -4,7 +4,7 @@ Adapters translate their errors into the errors here, once (boto3 in ``aws/``, p
 see a ``ClientError``. One repository per aggregate (cosmicpython's shape), reached through the ``UnitOfWork``:
 the PostgreSQL adapters in ``db/`` (``db/uow.py``), the in-memory fakes in tests/fakes, and tests/contract runs the
 same contract tests on both, so the fake cannot drift from the SQL. Repositories return typed rows (frozen
-dataclasses), never dicts. ``runtime.py`` is the one place that builds the adapters (docs/architecture.md, "Ports
+dataclasses in ``batchlane.rows``), never dicts. ``runtime.py`` is the one place that builds the adapters (docs/architecture.md, "Ports
 and adapters").
 """
 
@@ -23,15 +23,15 @@ from batchlane.ports.bedrock import (
     ModelRuntime,
 )
 from batchlane.ports.caps import CapCounts, RateLimits
-from batchlane.ports.estimates import Estimate, EstimateRepository
-from batchlane.ports.folder_jobs import EndedConversion, FolderCounts, FolderFile, FolderJob, FolderJobRepository, NewFolderFile
-from batchlane.ports.jobs import ChunkRow, FileRow, JobRepository, JobRow
-from batchlane.ports.lanes import Lane, LaneOutcome, LaneRepository, Member, PooledChunk, PoolRead, PurgeTarget
-from batchlane.ports.model_probes import PageForm, PageFormRepository, ServiceTierRepository
-from batchlane.ports.money import BudgetOverride, BudgetRepository, Hold, JobMoney, LedgerRepository, LedgerRow
+from batchlane.ports.estimates import EstimateRepository
+from batchlane.ports.folder_jobs import FolderJobRepository
+from batchlane.ports.jobs import JobRepository
+from batchlane.ports.lanes import LaneRepository
+from batchlane.ports.model_probes import PageFormRepository, ServiceTierRepository
+from batchlane.ports.money import BudgetRepository, LedgerRepository
 from batchlane.ports.ondemand import Aborted, Admission, ChunkAdmissions, Lease, LeaseWaitTimeout, Limiter, PageThreadDatabase
-from batchlane.ports.reads import FileJob, HoldView, JobLanes, JobProgress, ModelSpend, OwnerFile, ReadModel
-from batchlane.ports.retries import JobRetry, RetryRepository
+from batchlane.ports.reads import ReadModel
+from batchlane.ports.retries import RetryRepository
 from batchlane.ports.services import Services
 from batchlane.ports.storage import (
     DOWNLOAD_URL_TTL_S,
@@ -47,5 +47,5 @@ from batchlane.ports.storage import (
     Uploads,
 )
 from batchlane.ports.uow import UniqueViolation, UnitOfWork
-from batchlane.ports.webhooks import Delivery, DeliveryRepository, SecretCipher, SigningSecret, StoredSecret, WebhookSecretRepository
+from batchlane.ports.webhooks import DeliveryRepository, SecretCipher, SigningSecret, WebhookSecretRepository
 from batchlane.ports.workflows import EventBus, Workflows

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
 from datetime import datetime, timedelta
 from typing import Any, Protocol
+
+from batchlane.rows.webhooks import Delivery, StoredSecret
 
 
 class SigningSecret(Protocol):
@@ -13,22 +14,6 @@ class SigningSecret(Protocol):
     def signing_keys(self, *, grace: timedelta, now: datetime | None = None) -> list[str]: ...
     def describe(self, *, grace: timedelta) -> dict[str, Any]: ...
     def rotate(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class StoredSecret:
-    """One version of an owner's signing secret (0038_webhook_secrets.sql), still sealed (KMS ciphertext)."""
-
-    owner_id: str
-    version: int
-    ciphertext: bytes
-    created_at: datetime
-    age_s: float  # seconds since it was created, by the store's clock (not a column)
-
-    @classmethod
-    def of(cls, row: dict[str, Any]) -> StoredSecret:
-        values = {f.name: row[f.name] for f in fields(cls)}
-        return cls(**{**values, "ciphertext": bytes(row["ciphertext"]), "age_s": float(row["age_s"])})
 
 
 class WebhookSecretRepository(Protocol):
@@ -51,28 +36,6 @@ class SecretCipher(Protocol):
 
     def seal(self, owner_id: str, plaintext: str) -> bytes: ...
     def open(self, owner_id: str, ciphertext: bytes) -> str: ...
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One webhook delivery (webhook_deliveries): an event of a job or folder job, or a test."""
-
-    id: str
-    owner_id: str
-    job_id: str | None  # a conversion job's uuid; None for a folder job's event or a test
-    folder_job_id: str | None
-    event: str
-    url: str
-    headers: dict[str, str]
-    payload: dict[str, Any]
-    status: str  # pending, retrying, delivered, failed (domain.status's DELIVERY moves)
-    attempts: int
-    response_code: int | None
-    latency_ms: int | None
-    last_error: str | None
-    created_at: datetime
-    last_attempt_at: datetime | None
-    delivered_at: datetime | None
 
 
 class DeliveryRepository(Protocol):

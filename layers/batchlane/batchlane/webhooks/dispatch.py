@@ -11,7 +11,8 @@ import uuid
 from typing import Any
 
 from batchlane.observability import logger
-from batchlane.ports import Delivery, UnitOfWork, Workflows
+from batchlane.ports import UnitOfWork, Workflows
+from batchlane.rows import Delivery
 from batchlane.webhooks import subscription
 from batchlane.webhooks.events import webhook_body, webhook_events
 from batchlane.webhooks.subscription import NotificationsSpec

@@ -24,7 +24,8 @@ from batchlane.domain.workflow_end import Execution
 from batchlane.folders import advance, finish, recovery, usecases
 from batchlane.folders.enumerate import enumerate_step
 from batchlane.folders.spec import NotificationsSpec
-from batchlane.ports import FolderCounts, FolderJob, Services
+from batchlane.ports import Services
+from batchlane.rows import FolderCounts, FolderJob
 from batchlane.webhooks.subscription import CallbackInvalid
 from fakes import FakeUnitOfWork
 
