@@ -125,14 +125,14 @@ def test_each_index_answer_names_a_module_and_a_name_that_exist() -> None:
 # --- What the docs cite exists (issue 44.5): files, modules and the names in them ---------------------------------------
 # The map, the module notes, the decisions, and every other page of docs/.
 CITING_DOCS = [*sorted((ROOT / "docs").glob("*.md")), *sorted((ROOT / "docs" / "decisions").glob("0*.md"))]
-_SKIP_DIRS = {".venv", "node_modules", ".git", "cdk.out", "build", ".batchlane", "__pycache__"}
+_SKIP_DIRS = {".venv", ".venv-checkov", "node_modules", ".git", "cdk.out", "build", ".batchlane", "__pycache__"}
 _NOT_PYTHON = {"py", "md", "sql", "json", "yaml", "txt", "jsonl", "toml", "asl", "png", "pdf", "in", "cfg", "js", "out", "html", "css"}
 
 
 def _python_files() -> list[Path]:
     found = []
     for folder, dirs, names in os.walk(ROOT):
-        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]  # node_modules and the virtualenv are never walked
+        dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]  # node_modules and the virtualenvs are never walked (checkov's holds a ports.py)
         found += [Path(folder) / name for name in names if name.endswith(".py")]
     return found
 

@@ -4,7 +4,11 @@ else scaled by bytes with the range the counted files allow."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
+import pytest
+
+from batchlane.folders import dryrun
 from batchlane.folders.dryrun import Counted, _within, extrapolate
 
 
@@ -35,22 +39,32 @@ def test_nothing_counted_in_time_gives_the_widest_honest_range() -> None:
     assert (estimate.low, estimate.high, estimate.files_counted) == (2, 200, 0)
 
 
-def test_the_counts_end_at_their_deadline_without_waiting_for_one_still_running() -> None:
+def test_the_counts_end_at_their_deadline_without_waiting_for_one_still_running(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 40: a folder dry run promised within 15 s took 119 s, waiting for the counts still running at the
-    deadline. One count is held until after the call; the call must come back without it."""
-    held, release = threading.Event(), threading.Event()
+    deadline. One count is held until after the call; the call must come back without it.
+
+    The deadline is read from a clock the test moves (once the held count runs and the other one was collected),
+    not the real one: a loaded CI once ran past a real 0.5 s deadline before the held count even started."""
+    now = [1000.0]
+    monkeypatch.setattr(dryrun, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    held, release, collected = threading.Event(), threading.Event(), threading.Event()
 
     def work(index: int) -> Counted:
         if index == 1:
             held.set()
-            release.wait(60)  # held until the test lets go, after the call came back (or 60 s)
+            release.wait(120)  # held until the test lets go, after the call came back
         return Counted(100, index + 1)
 
+    def on_done(counted: int) -> None:
+        if counted >= 1:
+            collected.set()
+
     answer: dict[int, Counted] = {}
-    call = threading.Thread(target=lambda: answer.update(_within(work, [0, 1], deadline_s=0.5)))
+    call = threading.Thread(target=lambda: answer.update(_within(work, [0, 1], deadline_s=0.5, on_done=on_done)))
     call.start()
-    assert held.wait(10)
-    call.join(timeout=30)  # the held count would keep a waiting call past this
+    assert held.wait(60) and collected.wait(60), "both counts started and the first one was collected before the deadline"
+    now[0] += 0.5  # the deadline
+    call.join(timeout=60)  # the held count would keep a waiting call past this
     returned = not call.is_alive()
     release.set()
     call.join()

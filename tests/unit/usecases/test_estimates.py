@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from folder_fakes import MemoryBuckets, on_folders
 from usecase_fakes import MemoryStore
 
 from batchlane.api import app as api_app
 from batchlane.api import estimates, throttle
-from batchlane.domain.errors import LimitReached, NotFound, StoreUnavailable
+from batchlane.domain.errors import InputError, LimitReached, NotFound, StoreUnavailable
+from batchlane.folders import dryrun as folder_dryrun
+from batchlane.naming import api_json
 from batchlane.ports import Services
 from batchlane_dev.local.pdfgen import make_pdf, object_flood_pdf
 from fakes import FakeUnitOfWork
@@ -140,6 +143,17 @@ def test_the_state_machines_end_answers_the_estimate_failed_saying_which_error(s
     assert "internal detail" not in failed["error"]["message"]
 
 
+def test_an_estimate_ended_by_an_error_without_a_name_says_an_error_and_the_worker_answers_failed(svc: Services) -> None:
+    """The state machine's Catch may hand no ``Error`` (or none at all): the user still reads a sentence, and the
+    worker's answer (what the execution's history records at ``$.failure``) names the estimate and ESTIMATE_FAILED."""
+    for error in (None, {"Cause": "internal detail"}):
+        started = estimates.start_file_estimate(svc, A, uploaded(svc, make_pdf(1)), options={})
+        answer = estimates.fail_estimate(svc, started["estimateId"], error)
+        assert answer == {"estimateId": started["estimateId"], "status": "failed", "errorId": "ESTIMATE_FAILED"}
+        failed = estimates.owned_estimate(svc, A, started["estimateId"])
+        assert failed["error"] == {"code": "ESTIMATE_FAILED", "message": "The estimate stopped before it finished (an error); try again."}
+
+
 def test_a_dry_runs_tokens_follow_the_work_it_starts() -> None:
     costs = {"file_cost": 10, "folder_cost": 20}
     assert throttle.request_cost("POST", "/api/v1/files/x/convert", {"dry_run": "true"}, **costs) == 10
@@ -147,3 +161,49 @@ def test_a_dry_runs_tokens_follow_the_work_it_starts() -> None:
     assert throttle.request_cost("POST", "/api/v1/folder-jobs", None, **costs) == 1
     assert throttle.request_cost("GET", "/api/v1/estimates/x", None, **costs) == 1
 
+
+# -- a folder's estimate through the API and its worker (stop 47: start_folder_estimate and the worker's folder path
+# were reached by no fast test, 41 mutants) ----------------------------------------------------------------------
+def _folder_spec(owner: str = A) -> dict[str, Any]:
+    return {"input": {"folder": f"s3://folders/{owner}/in/"}, "output": {"folder": f"s3://folders/{owner}/out/", "layout": "mirror"}}
+
+
+def _on_folders(svc: Services) -> Services:
+    """Each caller's own folder in the bucket ``folders``, granted to the group ``legal`` only; two books in Alice's."""
+    buckets = MemoryBuckets()
+    buckets.put("folders", f"{A}/in/a.pdf", make_pdf(1, lines_per_page=4))
+    buckets.put("folders", f"{A}/in/sub/b.pdf", make_pdf(2, lines_per_page=4))
+    return on_folders(svc, buckets, batchlane_folder_sources="legal@folders/{owner}/")
+
+
+def test_a_folder_estimate_is_checked_at_once_and_the_worker_counts_it_with_the_callers_groups(svc: Services, fake_uow: FakeUnitOfWork) -> None:
+    svc = _on_folders(svc)
+    with pytest.raises(InputError) as outside:  # no group legal: refused now, nothing recorded or started
+        estimates.start_folder_estimate(svc, A, _folder_spec(), groups=["staff"])
+    assert outside.value.error_id == "FOLDER_NOT_ALLOWED" and f"s3://folders/{A}/in/" in str(outside.value)
+    assert fake_uow.estimates.running(A, younger_than_s=estimates.LOST_AFTER_S) == 0 and svc.workflows.started == []  # type: ignore[attr-defined]
+
+    started = estimates.start_folder_estimate(svc, A, _folder_spec(), groups=["staff", "legal"])
+    assert (started["status"], started["kind"], started["result"], started["error"]) == ("running", "folder", None, None)
+    assert svc.workflows.started == [("estimate", started["estimateId"])]  # type: ignore[attr-defined]
+    assert fake_uow.estimates.get(started["estimateId"]).request == {"spec": _folder_spec(), "groups": ["legal", "staff"]}  # type: ignore[union-attr]
+
+    assert estimates.run_estimate(svc, started["estimateId"]) == {"estimateId": started["estimateId"], "status": "completed"}
+    done = estimates.owned_estimate(svc, A, started["estimateId"])
+    assert (done["status"], done["kind"], done["error"]) == ("completed", "folder", None)
+    result = done["result"]
+    assert (result["dryRun"], result["files"]["toConvert"], result["pages"]["total"], result["pages"]["method"]) == (True, 2, 3, "exact")
+    assert result == api_json(folder_dryrun.estimate(svc, _folder_spec(), owner_id=A, groups=["legal"]))  # the synchronous dry run's answer
+    assert done["progress"] == {"step": "counting", "done": 2, "total": 2}  # the worker's last step, as it reported it
+    assert "dry_run" not in json.dumps(result)  # the API's camelCase, not the report's snake_case
+
+
+def test_a_folder_whose_grant_went_away_before_the_worker_ran_is_a_failed_estimate_saying_so(svc: Services) -> None:
+    svc = _on_folders(svc)
+    started = estimates.start_folder_estimate(svc, A, _folder_spec(), groups=["legal"])
+    svc.settings = svc.settings.model_copy(update={"batchlane_folder_sources": "legal@folders/shared/"})  # type: ignore[misc]
+    assert estimates.run_estimate(svc, started["estimateId"]) == {"estimateId": started["estimateId"], "status": "failed", "errorId": "FOLDER_NOT_ALLOWED"}
+    failed = estimates.owned_estimate(svc, A, started["estimateId"])
+    assert (failed["status"], failed["result"], failed["error"]["code"]) == ("failed", None, "FOLDER_NOT_ALLOWED")
+    assert failed["error"]["message"].startswith(f"The input folder s3://folders/{A}/in/ is outside the folders granted to you")
+    assert estimates.run_estimate(svc, started["estimateId"]) == {"estimateId": started["estimateId"], "status": "failed"}  # answered once

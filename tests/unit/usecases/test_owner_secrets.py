@@ -19,6 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from usecase_fakes import PlainCipher
 
 from batchlane.aws.kms import KmsSecretCipher, SecretUnreadable
 from batchlane.domain.errors import BatchlaneError
@@ -143,18 +144,6 @@ def test_the_key_is_required_to_seal() -> None:
 
 
 # -- what webhook-config answers, date by date (issue 44.6: describe's dates had no test) ---------------------------
-class PlainCipher:
-    """The SecretCipher port without KMS (these tests are about dates and keys, not sealing; moto's KMS costs ~0.5 s a test)."""
-
-    def seal(self, owner_id: str, plaintext: str) -> bytes:
-        return f"{owner_id}|{plaintext}".encode()
-
-    def open(self, owner_id: str, ciphertext: bytes) -> str:
-        owner, _, value = ciphertext.decode().partition("|")
-        assert owner == owner_id
-        return value
-
-
 NOW = datetime(2026, 3, 1, 9, 30, tzinfo=UTC)  # describe's wall clock, held still; the store's clock is the fake's
 
 

@@ -169,6 +169,18 @@ class FakeWorkflows:
         return True
 
 
+class PlainCipher:
+    """The SecretCipher port without KMS (for tests about dates and keys, not sealing; moto's KMS costs ~0.5 s a test)."""
+
+    def seal(self, owner_id: str, plaintext: str) -> bytes:
+        return f"{owner_id}|{plaintext}".encode()
+
+    def open(self, owner_id: str, ciphertext: bytes) -> str:
+        owner, _, value = ciphertext.decode().partition("|")
+        assert owner == owner_id
+        return value
+
+
 @dataclass
 class FakeBus:
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)

@@ -19,4 +19,4 @@ def client_request_token(lane_id: str) -> str:
 
 def job_id_from_arn(arn: str) -> str:
     """The Bedrock job id: the last segment of its ARN (also the output folder's name)."""
-    return arn.rsplit("/", 1)[-1]
+    return arn.rpartition("/")[2]
