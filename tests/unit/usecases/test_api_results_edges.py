@@ -185,6 +185,24 @@ def test_a_budget_override_is_refused_for_an_owner_id_out_of_bounds_and_answers_
     assert answer["ownerId"] == "x" * 128 and answer["usdPerMonth"] == "0" and answer["leftUsd"] == "0.000000"
 
 
+def test_the_failed_page_lists_retry_estimate_is_priced_on_the_jobs_model_not_the_deployments_default(
+    svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A retry runs on its job's model (filejob/retry.py): "at most" priced on the deployment's default model was
+    another model's price (stop 47)."""
+    from batchlane.filejob import retry as retries
+    from batchlane.filejob.budget import worst_case_pages_hold
+
+    haiku = "us.anthropic.claude-haiku-4-5-20251001-v1:0"
+    assert svc.settings.batchlane_model_id != haiku
+    job_id, _ = _job(fake_uow, pages_failed=2, model_id=haiku)
+    monkeypatch.setattr(results.retries, "failed_pages", lambda s, jid: [retries.FailedPage(3, "ThrottlingException", 2, "on_demand", 0)] * 2)
+    answer = results.job_pages(svc, OWNER, job_id, status="failed")
+    on_haiku = worst_case_pages_hold(svc, model_id=haiku, pages=2).quantize(Decimal("0.0001"))
+    assert on_haiku != worst_case_pages_hold(svc, model_id=svc.settings.batchlane_model_id, pages=2).quantize(Decimal("0.0001"))
+    assert answer["retryEstimate"]["atMostUsd"] == str(on_haiku)
+
+
 def test_the_failed_page_list_estimates_a_retry_and_names_the_pages_a_retry_will_not_change(
     svc: Services, fake_uow: FakeUnitOfWork, monkeypatch: pytest.MonkeyPatch
 ) -> None:

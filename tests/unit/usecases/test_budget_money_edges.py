@@ -4,12 +4,14 @@ to the last cent, and a resume counted with the job's own open hold (or with no 
 
 from __future__ import annotations
 
+import dataclasses
 from decimal import Decimal
 
 import pytest
 from usecase_fakes import MODEL
 
 from batchlane.claude import ConverterConfig
+from batchlane.domain import page_form as forms
 from batchlane.domain import status as st
 from batchlane.domain.budget import worst_case_usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, LimitReached
@@ -103,11 +105,11 @@ def test_a_parked_hold_is_checked_against_the_deployments_default_when_the_owner
 
 
 # -- a retry's figures --------------------------------------------------------------------------------
-def test_a_retrys_money_is_its_pages_as_scans_on_demand_at_their_models_price_with_no_first_hold(svc_on_fakes: Services) -> None:
+def test_a_retrys_money_is_its_pages_as_scans_on_demand_at_their_models_price_with_no_first_hold(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
     svc = svc_on_fakes
     config = ConverterConfig.from_settings(svc.settings, {"modelId": HAIKU})
 
-    money = budget.retry_money(svc, model_id=HAIKU, pages=3)
+    money = budget.retry_money(svc, fake_uow.page_forms, model_id=HAIKU, pages=3)
 
     scans = priced(expected_usage(PageCounts(3, 0, 3, 0), config=config, settings=svc.settings), svc.prices, HAIKU)
     assert money.estimate_usd == scans.on_demand_usd > 0
@@ -115,8 +117,25 @@ def test_a_retrys_money_is_its_pages_as_scans_on_demand_at_their_models_price_wi
     worst = worst_case_usage(pages=3, blank=0, scans=0, text_chars=0, max_tokens=settings.batchlane_max_tokens, reask=settings.batchlane_coverage_threshold > 0)
     assert money.worst_usd == svc.prices.cost(HAIKU, worst)
     assert money.hold_usd == 0
-    sonnet = budget.retry_money(svc, model_id=MODEL, pages=3)
+    sonnet = budget.retry_money(svc, fake_uow.page_forms, model_id=MODEL, pages=3)
     assert money.estimate_usd < sonnet.estimate_usd and money.worst_usd < sonnet.worst_usd  # Haiku is the cheaper model
+
+
+def test_a_retrys_estimate_is_priced_in_the_page_form_the_retry_will_send(svc_on_fakes: Services, fake_uow: FakeUnitOfWork) -> None:
+    """The retry sends its pages in the form recorded for the model (the setting auto), and a picture's job in the
+    image form: its estimate is priced so, not in the PDF form a fresh read of the setting would give (stop 47)."""
+    svc = svc_on_fakes
+    assert svc.settings.batchlane_page_form == forms.AUTO
+
+    def scans_in(form: str) -> Decimal:
+        config = dataclasses.replace(ConverterConfig.from_settings(svc.settings, {"modelId": HAIKU}), page_form=form)
+        return priced(expected_usage(PageCounts(3, 0, 3, 0), config=config, settings=svc.settings), svc.prices, HAIKU).on_demand_usd
+
+    assert scans_in(forms.IMAGE) != scans_in(forms.PDF), "the two forms are priced apart (else this test tells nothing)"
+    assert budget.retry_money(svc, fake_uow.page_forms, model_id=HAIKU, pages=3).estimate_usd == scans_in(forms.PDF)
+    assert budget.retry_money(svc, fake_uow.page_forms, model_id=HAIKU, pages=3, source_type="png").estimate_usd == scans_in(forms.IMAGE)
+    fake_uow.page_forms.record_form(HAIKU, forms.IMAGE, source="refusal", detail="documents are not supported")
+    assert budget.retry_money(svc, fake_uow.page_forms, model_id=HAIKU, pages=3).estimate_usd == scans_in(forms.IMAGE)
 
 
 # -- a hold grown by one request ----------------------------------------------------------------------

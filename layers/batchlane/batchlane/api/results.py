@@ -126,7 +126,7 @@ def job_pages(svc: Services, owner_id: str, job_id: str, *, status: str) -> dict
     pages = [p.to_json() for p in failed]
     answer = {"jobId": job.job_id, "status": job.status, "filter": {"status": status}, "pages": pages, "count": len(pages)}
     if failed:  # what `batchlane retry` tells before it charges anything
-        at_most = worst_case_pages_hold(svc, model_id=svc.settings.batchlane_model_id, pages=len(failed))
+        at_most = worst_case_pages_hold(svc, model_id=job.model_id, pages=len(failed))  # the retry runs on the job's model
         answer["retryEstimate"] = {
             "pages": len(failed),
             "atMostUsd": str(at_most.quantize(Decimal("0.0001"))),

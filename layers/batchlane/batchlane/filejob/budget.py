@@ -34,10 +34,11 @@ from batchlane.domain.budget import (
 )
 from batchlane.domain.cost import PriceTable, Usage
 from batchlane.domain.errors import BudgetExceeded, Conflict, NotFound
+from batchlane.filejob import page_form_choice
 from batchlane.filejob.estimate import PageCounts, batch_records_hold, chunk_window_usd, expected_usage, priced
 from batchlane.observability import logger
 from batchlane.pdf.split import Page
-from batchlane.ports import Aborted, BudgetRepository, Services, UnitOfWork
+from batchlane.ports import Aborted, BudgetRepository, PageFormRepository, Services, UnitOfWork
 from batchlane.rows import JobRow
 
 if TYPE_CHECKING:  # the type only: pdf/survey loads pypdfium2, which only the split and the dry run need
@@ -112,9 +113,10 @@ def worst_case_pages_usd(svc: Services, *, model_id: str, pages: int) -> Decimal
 worst_case_pages_hold = worst_case_pages_usd
 
 
-def retry_money(svc: Services, *, model_id: str, pages: int) -> SubmitMoney:
-    """A retry of ``pages`` failed pages: its estimate (pages without a known text, as scans), its worst case, no first hold."""
-    config = ConverterConfig.from_settings(svc.settings, {"modelId": model_id})
+def retry_money(svc: Services, page_forms: PageFormRepository, *, model_id: str, pages: int, source_type: str = "pdf") -> SubmitMoney:
+    """A retry of ``pages`` failed pages: its estimate (pages without a known text, as scans, in the page form the
+    retry will send: the one recorded for the model, or the image form for a picture's job), its worst case, no first hold."""
+    config = page_form_choice.converter_config(page_forms, svc.settings, {"modelId": model_id}, source_type=source_type)
     estimate = priced(expected_usage(PageCounts(pages, 0, pages, 0), config=config, settings=svc.settings), svc.prices, model_id).on_demand_usd
     return SubmitMoney(estimate, worst_case_pages_usd(svc, model_id=model_id, pages=pages), Decimal(0))
 

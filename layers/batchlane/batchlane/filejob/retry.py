@@ -195,7 +195,7 @@ def start_retry(svc: Services, job_id: str, *, error_ids: list[str] | None = Non
                 return RetryStarted(job_id, running.attempt, list(running.pages), locked.status, already_running=True)
             if locked.status != "completed":
                 raise Conflict(f"The job is {locked.status}; only a completed job with failed pages can be retried.", error_id="NOT_RETRYABLE")
-            money = retry_money(svc, model_id=job.model_id, pages=len(page_numbers))
+            money = retry_money(svc, uow.page_forms, model_id=job.model_id, pages=len(page_numbers), source_type=job.source_type)
             check_create(svc, uow.budgets, locked.owner_id)  # a retry is a live job again: 429 LIVE_JOBS_LIMIT at the cap (issue 21.5)
             check_submit(svc, uow.budgets, owner_id=locked.owner_id, job_id=job_id, money=money, pages=len(page_numbers))  # 402 / 429: nothing written
             row = uow.retries.insert(
